@@ -1,0 +1,34 @@
+/* cli.h - subcommands (one file each, as git's builtins) and what they share. */
+#ifndef GD_CLI_H
+#define GD_CLI_H
+
+#include "../io/format.h"
+#include "../util/err.h"
+
+struct cli_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_info(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_dot(int argc, char **argv);
+
+extern const struct cli_cmd cli_cmds[];
+
+/* Prints "graphdiet: error: MSG" and a pointer to --help, returns GD_EINPUT. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses a --from/--to value; returns nonzero (after cli_usage) when unknown. */
+int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out);
+/* Loads a model or prints its error; returns NULL then with *rc set. */
+struct graph *cli_load(const char *path, enum gd_format fmt, int *rc);
+/* Output formats for --format: text (default), json, yaml. */
+enum cli_out { OUT_TEXT, OUT_JSON, OUT_YAML };
+int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out);
+/* Refuses to write binary data to a terminal, as gzip does. */
+int cli_refuse_binary_tty(const char *path, enum gd_format fmt);
+/* Ends a command: checks that stdout was written, maps failures to exit codes. */
+int cli_finish(int rc);
+
+#endif

@@ -1,0 +1,72 @@
+/* common.c - what the subcommands share: usage errors, format options, loading with messages. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("graphdiet: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nsee 'graphdiet %s%s--help'\n", cmd ? cmd : "", cmd ? " " : "");
+	return GD_EINPUT;
+}
+
+int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out)
+{
+	*out = format_parse(arg);
+	if (*out == FMT_AUTO)
+		return cli_usage(cmd, "%s: unknown format '%s' (onnx, yaml or dot)", opt, arg);
+	return 0;
+}
+
+int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out)
+{
+	if (!strcmp(arg, "text"))
+		*out = OUT_TEXT;
+	else if (!strcmp(arg, "json"))
+		*out = OUT_JSON;
+	else if (!strcmp(arg, "yaml"))
+		*out = OUT_YAML;
+	else
+		return cli_usage(cmd, "--format: unknown value '%s' (text, json or yaml)", arg);
+	return 0;
+}
+
+struct graph *cli_load(const char *path, enum gd_format fmt, int *rc)
+{
+	struct gd_err e = {0};
+	struct graph *g = model_load(path, fmt, &e);
+	if (!g) {
+		err_print(path, &e);
+		*rc = e.code ? e.code : GD_EINTERNAL;
+	}
+	return g;
+}
+
+int cli_refuse_binary_tty(const char *path, enum gd_format fmt)
+{
+	if (strcmp(path, "-") == 0 && (fmt == FMT_ONNX || fmt == FMT_AUTO) && isatty(1)) {
+		fputs("graphdiet: error: refusing to write a binary ONNX model to a terminal; "
+		      "use -o FILE, redirect, or --to yaml\n",
+		      stderr);
+		return GD_EINPUT;
+	}
+	return 0;
+}
+
+int cli_finish(int rc)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "graphdiet: error: cannot write to standard output: %s\n", strerror(errno));
+		return rc ? rc : GD_EINPUT;
+	}
+	return rc;
+}

@@ -1,0 +1,253 @@
+/* pbwire.c - see pbwire.h. Two passes per message: measure the stripped length (which the
+ * enclosing length prefix needs), then emit. Only the model, graph and initializer levels are
+ * walked; every other field is skipped over or copied whole. Truncated or malformed input is
+ * reported with its byte offset. */
+#include "pbwire.h"
+#include "../util/xalloc.h"
+
+#include <string.h>
+
+enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
+enum { MODEL_GRAPH = 7, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9 };
+
+struct rd {
+	const uint8_t *base;
+	struct gd_err *e;
+};
+
+struct field {
+	uint32_t num, wire;
+	const uint8_t *start; /* the key */
+	const uint8_t *val;   /* payload (after the length prefix for WIRE_LEN) */
+	size_t len;           /* payload length for WIRE_LEN */
+	const uint8_t *end;   /* one past the field */
+};
+
+static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 64 && p < end; shift += 7) {
+		uint8_t b = *p++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Reads the field at p; returns 0, or an error for truncated or malformed input. */
+static int next_field(struct rd *r, const uint8_t *p, const uint8_t *end, struct field *f)
+{
+	uint64_t key, n;
+	f->start = p;
+	p = varint(p, end, &key);
+	if (!p)
+		goto trunc;
+	f->num = (uint32_t)(key >> 3);
+	f->wire = (uint32_t)(key & 7);
+	if (f->num == 0 || key >> 32)
+		return err_set(r->e, GD_EINPUT, "not an ONNX model: invalid protobuf field at byte %zu",
+			       (size_t)(f->start - r->base));
+	switch (f->wire) {
+	case WIRE_VARINT:
+		p = varint(p, end, &n);
+		if (!p)
+			goto trunc;
+		break;
+	case WIRE_I64:
+	case WIRE_I32: {
+		size_t w = f->wire == WIRE_I64 ? 8 : 4;
+		if ((size_t)(end - p) < w)
+			goto trunc;
+		p += w;
+		break;
+	}
+	case WIRE_LEN:
+		p = varint(p, end, &n);
+		if (!p || n > (uint64_t)(end - p))
+			goto trunc;
+		f->val = p;
+		f->len = (size_t)n;
+		p += n;
+		break;
+	default:
+		return err_set(r->e, GD_EINPUT, "not an ONNX model: unsupported protobuf wire type %u at byte %zu",
+			       f->wire, (size_t)(f->start - r->base));
+	}
+	f->end = p;
+	return 0;
+trunc:
+	return err_set(r->e, GD_EINPUT, "truncated or corrupt ONNX file: field at byte %zu runs past the end",
+		       (size_t)(f->start - r->base));
+}
+
+static int is(const struct field *f, uint32_t num)
+{
+	return f->num == num && f->wire == WIRE_LEN;
+}
+
+/* Length of a tensor without its raw_data fields. */
+static int tensor_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
+{
+	const uint8_t *end = p + n;
+	size_t len = n;
+	struct field f;
+	while (p < end) {
+		if (next_field(r, p, end, &f))
+			return -1;
+		if (is(&f, TENSOR_RAW_DATA))
+			len -= (size_t)(f.end - f.start);
+		p = f.end;
+	}
+	*out = len;
+	return 0;
+}
+
+static size_t field_len(uint32_t num, size_t payload)
+{
+	return varint_len((uint64_t)num << 3 | WIRE_LEN) + varint_len(payload) + payload;
+}
+
+static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
+{
+	const uint8_t *end = p + n;
+	size_t len = n, tl;
+	struct field f;
+	while (p < end) {
+		if (next_field(r, p, end, &f))
+			return -1;
+		if (is(&f, GRAPH_INITIALIZER)) {
+			if (tensor_len(r, f.val, f.len, &tl))
+				return -1;
+			len = len - (size_t)(f.end - f.start) + field_len(f.num, tl);
+		}
+		p = f.end;
+	}
+	*out = len;
+	return 0;
+}
+
+static uint8_t *put_key_len(uint8_t *o, uint32_t num, size_t len)
+{
+	o = put_varint(o, (uint64_t)num << 3 | WIRE_LEN);
+	return put_varint(o, len);
+}
+
+struct emit {
+	struct rd *r;
+	uint8_t *o;
+	struct pb_stripped *s;
+	size_t cap_raw;
+};
+
+static int emit_tensor(struct emit *E, const uint8_t *p, size_t n)
+{
+	const uint8_t *end = p + n;
+	struct pb_raw raw = {NULL, 0};
+	struct field f;
+	while (p < end) {
+		next_field(E->r, p, end, &f); /* already validated by the measuring pass */
+		if (is(&f, TENSOR_RAW_DATA)) {
+			raw.p = f.val; /* the last occurrence wins, as protobuf decoding has it */
+			raw.n = f.len;
+		} else {
+			memcpy(E->o, f.start, (size_t)(f.end - f.start));
+			E->o += f.end - f.start;
+		}
+		p = f.end;
+	}
+	struct pb_stripped *s = E->s;
+	if (s->n_raw == E->cap_raw) {
+		size_t nc = E->cap_raw ? E->cap_raw * 2 : 64;
+		struct pb_raw *nr = xreallocarray(s->raw, nc, sizeof *nr);
+		if (!nr)
+			return err_oom(E->r->e);
+		s->raw = nr;
+		E->cap_raw = nc;
+	}
+	s->raw[s->n_raw++] = raw;
+	return 0;
+}
+
+static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
+{
+	const uint8_t *end = p + n;
+	struct field f;
+	size_t tl;
+	while (p < end) {
+		next_field(E->r, p, end, &f);
+		if (is(&f, GRAPH_INITIALIZER)) {
+			tensor_len(E->r, f.val, f.len, &tl);
+			E->o = put_key_len(E->o, f.num, tl);
+			if (emit_tensor(E, f.val, f.len))
+				return -1;
+		} else {
+			memcpy(E->o, f.start, (size_t)(f.end - f.start));
+			E->o += f.end - f.start;
+		}
+		p = f.end;
+	}
+	return 0;
+}
+
+int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e)
+{
+	struct rd r = {buf, e};
+	memset(out, 0, sizeof *out);
+	out->buf = xmalloc(len ? len : 1);
+	if (!out->buf)
+		return err_oom(e);
+	struct emit E = {&r, out->buf, out, 0};
+	const uint8_t *p = buf, *end = buf + len;
+	struct field f;
+	size_t gl;
+	while (p < end) {
+		if (next_field(&r, p, end, &f))
+			goto fail;
+		if (is(&f, MODEL_GRAPH)) {
+			if (graph_len(&r, f.val, f.len, &gl))
+				goto fail;
+			E.o = put_key_len(E.o, f.num, gl);
+			if (emit_graph(&E, f.val, f.len))
+				goto fail;
+		} else {
+			memcpy(E.o, f.start, (size_t)(f.end - f.start));
+			E.o += f.end - f.start;
+		}
+		p = f.end;
+	}
+	out->len = (size_t)(E.o - out->buf);
+	return 0;
+fail:
+	pbwire_free(out);
+	return e->code;
+}
+
+void pbwire_free(struct pb_stripped *s)
+{
+	xfree(s->buf);
+	xfree(s->raw);
+	memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,32 @@
+/* pbwire.h - protobuf wire-format pass that keeps weight bytes out of protobuf-c.
+ *
+ * protobuf-c copies every bytes field it decodes, so decoding a model as it is would hold its
+ * weights twice. pbwire_strip_raw copies a serialized ModelProto without the raw_data of the
+ * main graph's initializers (field 7 -> 5 -> 9) and returns where each raw_data lies in the
+ * original buffer instead. The original stays memory-mapped and untouched: weight pages are
+ * not even read until a stage needs them. Everything else is copied byte for byte, so unknown
+ * fields and field order are preserved. */
+#ifndef GD_PBWIRE_H
+#define GD_PBWIRE_H
+
+#include "../util/err.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pb_raw {
+	const uint8_t *p; /* NULL when the initializer has no raw_data */
+	size_t n;
+};
+
+struct pb_stripped {
+	uint8_t *buf; /* xmalloc'd skeleton */
+	size_t len;
+	struct pb_raw *raw; /* one per main-graph initializer, in order; xmalloc'd */
+	size_t n_raw;
+};
+
+int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e);
+void pbwire_free(struct pb_stripped *s);
+
+#endif

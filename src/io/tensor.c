@@ -1,0 +1,177 @@
+/* tensor.c - lazy initializer data; see tensor.h.
+ *
+ * External data follows the ONNX rules: "location" is relative to the model's directory and may
+ * not escape it; "offset" and "length" are optional. Random inits use Philox keyed by the seed,
+ * so they are the same on every run and machine. */
+#include "tensor.h"
+#include "../util/fileio.h"
+#include "../util/philox.h"
+#include "../util/xalloc.h"
+#include "npy.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void unmap_all(void *arg)
+{
+	struct strmap *m = arg;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i].key) {
+			filebuf_close(m->slots[i].val);
+			xfree(m->slots[i].val);
+		}
+	strmap_free(m);
+}
+
+static const struct filebuf *map_file(struct graph *g, const char *path, struct gd_err *e)
+{
+	while (g->parent)
+		g = g->parent;
+	struct filebuf *fb = strmap_get(&g->files, path);
+	if (fb)
+		return fb;
+	if (g->files.len == 0 && graph_on_free(g, unmap_all, &g->files)) {
+		err_oom(e);
+		return NULL;
+	}
+	char *key = arena_strdup(g->arena, path);
+	fb = xcalloc(1, sizeof *fb);
+	if (!key || !fb) {
+		xfree(fb);
+		err_oom(e);
+		return NULL;
+	}
+	if (filebuf_open(fb, path, e)) {
+		xfree(fb);
+		err_prefix(e, "%s", path);
+		return NULL;
+	}
+	if (strmap_put(&g->files, key, fb)) {
+		filebuf_close(fb);
+		xfree(fb);
+		err_oom(e);
+		return NULL;
+	}
+	return fb;
+}
+
+static char *resolve(struct graph *g, const struct tensor *t, const char *rel, struct gd_err *e)
+{
+	if (!rel || !*rel) {
+		err_set(e, GD_EINPUT, "tensor '%s': no data file location", t->name);
+		return NULL;
+	}
+	if (rel[0] == '/' || strstr(rel, "..")) {
+		err_set(e, GD_EINPUT, "tensor '%s': data location '%s' must be relative to the model's directory",
+			t->name, rel);
+		return NULL;
+	}
+	char *p = arena_printf(g->arena, "%s/%s", t->base_dir ? t->base_dir : ".", rel);
+	if (!p)
+		err_oom(e);
+	return p;
+}
+
+static int external(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e)
+{
+	const char *loc = NULL;
+	int64_t off = 0, len = -1;
+	for (size_t i = 0; i < t->n_external; i++) {
+		const char *k = t->external[i].key ? t->external[i].key : "", *v = t->external[i].value;
+		char *end;
+		if (strcmp(k, "location") == 0)
+			loc = v;
+		else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
+			long long x = v ? strtoll(v, &end, 10) : -1;
+			if (!v || *end || x < 0)
+				return err_set(e, GD_EINPUT, "tensor '%s': bad external data %s '%s'", t->name, k,
+					       v ? v : "");
+			*(strcmp(k, "offset") == 0 ? &off : &len) = x;
+		}
+	}
+	char *path = resolve(g, t, loc, e);
+	const struct filebuf *fb = path ? map_file(g, path, e) : NULL;
+	if (!fb)
+		return e->code;
+	if ((uint64_t)off > fb->len || (len >= 0 && (uint64_t)len > fb->len - (uint64_t)off))
+		return err_set(e, GD_EINPUT, "tensor '%s': external data range %" PRId64 "+%" PRId64
+					     " is outside '%s' (%zu bytes)",
+			       t->name, off, len, path, fb->len);
+	*out = (struct bytes){fb->data + off, len >= 0 ? (size_t)len : fb->len - (size_t)off};
+	return 0;
+}
+
+static int npy(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e)
+{
+	char *path = resolve(g, t, t->path, e);
+	const struct filebuf *fb = path ? map_file(g, path, e) : NULL;
+	struct npy n;
+	if (!fb)
+		return e->code;
+	if (npy_parse(fb->data, fb->len, &n, e)) {
+		err_prefix(e, "%s", path);
+		return e->code;
+	}
+	if (n.dtype != t->dtype || n.ndim != t->ndim || memcmp(n.dims, t->dims, n.ndim * sizeof *n.dims))
+		return err_set(e, GD_EINPUT, "tensor '%s': %s holds %s data of another shape or dtype than declared",
+			       t->name, path, dtype_name(n.dtype));
+	*out = (struct bytes){n.data, n.nbytes};
+	return 0;
+}
+
+static int random_init(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e)
+{
+	int64_t n = tensor_numel(t);
+	size_t es = dtype_size(t->dtype);
+	if (t->dtype != DT_FLOAT && t->dtype != DT_DOUBLE)
+		return err_set(e, GD_EINPUT, "tensor '%s': random init needs float32 or float64, not %s", t->name,
+			       dtype_name(t->dtype));
+	if (n < 0)
+		return err_set(e, GD_EINPUT, "tensor '%s': random init needs a known shape", t->name);
+	uint8_t *p = arena_array(g->arena, (size_t)n, es);
+	if (!p && n)
+		return err_oom(e);
+	for (int64_t i = 0; i < n; i++) {
+		double v;
+		switch (t->rnd.dist) {
+		case RND_NORMAL:
+			v = t->rnd.a + t->rnd.b * philox_normal(t->rnd.seed, (uint64_t)i);
+			break;
+		case RND_UNIFORM:
+			v = t->rnd.a + (t->rnd.b - t->rnd.a) * philox_uniform(t->rnd.seed, (uint64_t)i);
+			break;
+		default:
+			v = t->rnd.a;
+			break;
+		}
+		if (es == 4) {
+			float f = (float)v;
+			memcpy(p + 4 * i, &f, 4);
+		} else {
+			memcpy(p + 8 * i, &v, 8);
+		}
+	}
+	*out = (struct bytes){p, (size_t)n * es};
+	return 0;
+}
+
+int tensor_bytes(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e)
+{
+	switch (t->src) {
+	case TSRC_BYTES:
+		*out = t->bytes;
+		return 0;
+	case TSRC_EXTERNAL:
+		return external(g, t, out, e);
+	case TSRC_NPY:
+		return npy(g, t, out, e);
+	case TSRC_RANDOM:
+		return random_init(g, t, out, e);
+	case TSRC_NONE:
+		*out = (struct bytes){NULL, 0};
+		return 0;
+	default:
+		return err_set(e, GD_EINPUT, "tensor '%s': string data has no byte form", t->name);
+	}
+}

@@ -1,0 +1,249 @@
+/* graph.c - IR construction and small queries; see graph.h for the invariants.
+ *
+ * Readers build a graph by name: graph_value() creates a value on first mention, so nodes may
+ * arrive in any order; graph_check() then resolves what is still undefined against enclosing
+ * graphs and reports what cannot be resolved. Growing arrays are heap-allocated (and freed by
+ * graph_free) rather than arena-allocated, so doubling does not waste arena space. */
+#include "graph.h"
+#include "../util/xalloc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct graph *graph_new(const char *path)
+{
+	struct arena *a = xcalloc(1, sizeof *a);
+	if (!a)
+		return NULL;
+	arena_init(a);
+	struct graph *g = arena_zalloc(a, sizeof *g);
+	struct model *m = g ? arena_zalloc(a, sizeof *m) : NULL;
+	if (!g || !m) {
+		arena_free(a);
+		xfree(a);
+		return NULL;
+	}
+	g->arena = a;
+	g->model = m;
+	g->path = path ? arena_strdup(a, path) : NULL;
+	return g;
+}
+
+static struct graph *root_of(struct graph *g)
+{
+	while (g->parent)
+		g = g->parent;
+	return g;
+}
+
+#define GROW(g, arr, n, cap)                                                           \
+	((n) < (cap) ? 0                                                               \
+		     : grow_array((void **)&(arr), &(cap), sizeof *(arr)))
+
+static int grow_array(void **arr, uint32_t *cap, size_t size)
+{
+	uint32_t nc = *cap ? *cap * 2 : 8;
+	if (nc < *cap)
+		return -1;
+	void *p = xreallocarray(*arr, nc, size);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+struct graph *graph_new_sub(struct graph *parent)
+{
+	struct graph *root = root_of(parent);
+	struct graph *g = arena_zalloc(parent->arena, sizeof *g);
+	if (!g || GROW(root, root->subgraphs, root->n_subgraphs, root->cap_subgraphs))
+		return NULL;
+	g->arena = parent->arena;
+	g->parent = parent;
+	g->path = root->path;
+	root->subgraphs[root->n_subgraphs++] = g;
+	return g;
+}
+
+static void free_arrays(struct graph *g)
+{
+	xfree(g->nodes);
+	xfree(g->values);
+	xfree(g->inputs);
+	xfree(g->outputs);
+	xfree(g->infos);
+	xfree(g->inits);
+	strmap_free(&g->names);
+}
+
+void graph_free(struct graph *g)
+{
+	if (!g)
+		return;
+	ASSERT(!g->parent);
+	for (uint32_t i = 0; i < g->n_subgraphs; i++)
+		free_arrays(g->subgraphs[i]);
+	free_arrays(g);
+	xfree(g->subgraphs);
+	for (uint32_t i = g->n_cleanups; i-- > 0;)
+		g->cleanups[i].fn(g->cleanups[i].arg);
+	xfree(g->cleanups);
+	struct arena *a = g->arena;
+	arena_free(a);
+	xfree(a);
+}
+
+int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg)
+{
+	g = root_of(g);
+	struct graph_cleanup *c = xreallocarray(g->cleanups, g->n_cleanups + 1, sizeof *c);
+	if (!c) {
+		fn(arg);
+		return -1;
+	}
+	g->cleanups = c;
+	c[g->n_cleanups++] = (struct graph_cleanup){fn, arg};
+	return 0;
+}
+
+struct value *graph_value(struct graph *g, const char *name, struct gd_err *e)
+{
+	struct value *v = strmap_get(&g->names, name);
+	if (v)
+		return v;
+	v = arena_zalloc(g->arena, sizeof *v);
+	if (!v || GROW(g, g->values, g->n_values, g->cap_values) || strmap_put(&g->names, name, v)) {
+		err_oom(e);
+		return NULL;
+	}
+	v->name = name;
+	v->id = g->n_values;
+	g->values[g->n_values++] = v;
+	return v;
+}
+
+struct node *graph_add_node(struct graph *g, struct gd_err *e)
+{
+	struct node *n = arena_zalloc(g->arena, sizeof *n);
+	if (!n || GROW(g, g->nodes, g->n_nodes, g->cap_nodes)) {
+		err_oom(e);
+		return NULL;
+	}
+	n->index = g->n_nodes;
+	g->nodes[g->n_nodes++] = n;
+	return n;
+}
+
+const char *node_desc(const struct node *n, char *buf, size_t size)
+{
+	const char *op = n->op_type ? n->op_type : "?";
+	if (n->name && *n->name)
+		snprintf(buf, size, "node '%s' (%s)", n->name, op);
+	else
+		snprintf(buf, size, "node #%u (%s)", n->index, op);
+	return buf;
+}
+
+static const char *origin(const struct value *v)
+{
+	return v->flags & VALUE_INPUT ? "a graph input" : "an initializer";
+}
+
+int graph_set_output(struct graph *g, struct node *n, uint32_t i, const char *name, struct gd_err *e)
+{
+	char d1[300], d2[300];
+	if (!*name) { /* an omitted optional output */
+		n->out[i] = NULL;
+		return 0;
+	}
+	struct value *v = graph_value(g, name, e);
+	if (!v)
+		return GD_EINTERNAL;
+	if (v->producer)
+		return err_set(e, GD_EINPUT, "%s: output '%s' is also produced by %s", node_desc(n, d1, sizeof d1),
+			       name, node_desc(v->producer, d2, sizeof d2));
+	if (v->flags & (VALUE_INPUT | VALUE_PARAM | VALUE_CONST))
+		return err_set(e, GD_EINPUT, "%s: output '%s' is also %s", node_desc(n, d1, sizeof d1), name,
+			       origin(v));
+	v->producer = n;
+	v->slot = i;
+	n->out[i] = v;
+	return 0;
+}
+
+static int push(struct value ***arr, uint32_t *n, uint32_t *cap, struct value *v, struct gd_err *e)
+{
+	if (*n == *cap && grow_array((void **)arr, cap, sizeof **arr))
+		return err_oom(e);
+	(*arr)[(*n)++] = v;
+	return 0;
+}
+
+int graph_add_input(struct graph *g, struct value *v, struct gd_err *e)
+{
+	if (v->flags & VALUE_INPUT)
+		return err_set(e, GD_EINPUT, "graph input '%s' is listed twice", v->name);
+	v->flags |= VALUE_INPUT;
+	return push(&g->inputs, &g->n_inputs, &g->cap_inputs, v, e);
+}
+
+int graph_add_output(struct graph *g, struct value *v, struct gd_err *e)
+{
+	v->flags |= VALUE_OUTPUT;
+	return push(&g->outputs, &g->n_outputs, &g->cap_outputs, v, e);
+}
+
+int graph_add_info(struct graph *g, struct value *v, struct gd_err *e)
+{
+	v->flags |= VALUE_INFO;
+	return push(&g->infos, &g->n_infos, &g->cap_infos, v, e);
+}
+
+int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd_err *e)
+{
+	if (v->init)
+		return err_set(e, GD_EINPUT, "initializer '%s' is defined twice", v->name);
+	v->init = t;
+	v->flags |= dtype_is_float(t->dtype) ? VALUE_PARAM : VALUE_CONST;
+	return push(&g->inits, &g->n_inits, &g->cap_inits, v, e);
+}
+
+const struct attr *node_attr(const struct node *n, const char *name)
+{
+	for (uint32_t i = 0; i < n->n_attr; i++)
+		if (strcmp(n->attr[i].name, name) == 0)
+			return &n->attr[i];
+	return NULL;
+}
+
+static int64_t numel(uint32_t ndim, const int64_t *dims, const struct dim *sdims)
+{
+	int64_t n = 1;
+	for (uint32_t i = 0; i < ndim; i++) {
+		int64_t d;
+		if (sdims) {
+			if (sdims[i].kind != DIM_VALUE)
+				return -1;
+			d = sdims[i].value;
+		} else {
+			d = dims[i];
+		}
+		if (d < 0)
+			return -1;
+		if (d && n > INT64_MAX / d)
+			return -2;
+		n *= d;
+	}
+	return n;
+}
+
+int64_t ttype_numel(const struct ttype *t)
+{
+	return t->has_shape ? numel(t->ndim, NULL, t->dims) : -1;
+}
+
+int64_t tensor_numel(const struct tensor *t)
+{
+	return numel(t->ndim, t->dims, NULL);
+}

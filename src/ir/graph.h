@@ -1,0 +1,295 @@
+/* graph.h - the graphdiet IR: a graph of values (tensors) and nodes, owned by one arena.
+ *
+ * Invariants, kept by the builder functions below and checked by graph_check:
+ *  - every value has a unique name within its graph and at most one producer: a node output,
+ *    a graph input or an initializer;
+ *  - a node input is NULL for an omitted optional input (ONNX's ""), else a value of the same
+ *    graph; a subgraph refers to an enclosing graph's value through a local value whose `outer`
+ *    points at it;
+ *  - graph->nodes is the schedule: after graph_toposort it is topological;
+ *  - strings are NUL-terminated, NULL meaning "absent" (distinct from ""), and may point into the
+ *    source file's decoded form, which the graph keeps alive until graph_free.
+ *
+ * Everything the ONNX format carries that graphdiet does not model survives as `struct extras`
+ * (undecoded protobuf fields) on the object it was found on. */
+#ifndef GD_GRAPH_H
+#define GD_GRAPH_H
+
+#include "../ops/ops.h"
+#include "../util/arena.h"
+#include "../util/err.h"
+#include "../util/strmap.h"
+#include "dtype.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bytes {
+	const uint8_t *p;
+	size_t n;
+};
+
+/* Undecoded protobuf fields, kept verbatim for lossless round trips. */
+struct extra_field {
+	uint32_t field;
+	uint8_t wire; /* protobuf wire type */
+	size_t len;
+	const uint8_t *data;
+};
+struct extras {
+	size_t n;
+	struct extra_field *f;
+};
+
+struct kv {
+	const char *key, *value;
+	struct extras x;
+};
+
+enum dim_kind { DIM_NONE, DIM_VALUE, DIM_PARAM };
+struct dim {
+	enum dim_kind kind;
+	int64_t value;
+	const char *param;
+	const char *denotation;
+	struct extras x;
+};
+
+/* The tensor type of a value, as a ValueInfo gives it; which parts were present is recorded
+ * so that writing gives back exactly what was read. */
+struct ttype {
+	int dtype;          /* enum dtype, or an unknown number graph_check rejects */
+	bool has_type;      /* ValueInfo.type present */
+	bool has_tensor;    /* TypeProto.tensor_type present */
+	bool has_dtype;     /* TensorType.elem_type present */
+	bool has_shape;     /* TensorType.shape present; ndim may be 0 (a scalar) */
+	uint32_t ndim;
+	struct dim *dims;
+	const char *denotation;
+	struct extras type_x, tensor_x, shape_x;
+};
+
+enum value_flag {
+	VALUE_INPUT = 1u << 0,
+	VALUE_PARAM = 1u << 1, /* a floating-point initializer: trainable by default */
+	VALUE_CONST = 1u << 2, /* any other initializer */
+	VALUE_OUTPUT = 1u << 3,
+	VALUE_LOSS = 1u << 4,
+	VALUE_GRAD = 1u << 5,
+	VALUE_STATE = 1u << 6,
+	VALUE_INFO = 1u << 7, /* listed in graph value_info */
+};
+
+/* Where an initializer's bytes are. Bytes are loaded only when a stage needs them. */
+enum tensor_src {
+	TSRC_NONE,     /* no data: an empty tensor */
+	TSRC_BYTES,    /* little-endian element bytes at `bytes` (file buffer or arena) */
+	TSRC_STRINGS,  /* STRING tensor: `strings` */
+	TSRC_EXTERNAL, /* ONNX external data: `external` key/values, resolved against base_dir */
+	TSRC_NPY,      /* a .npy file (YAML form): `path`, resolved against base_dir */
+	TSRC_RANDOM,   /* synthetic init (YAML form): `rnd` */
+};
+
+enum tensor_field { TFIELD_RAW, TFIELD_TYPED }; /* how ONNX stores TSRC_BYTES data */
+
+enum rnd_dist { RND_NORMAL, RND_UNIFORM, RND_CONSTANT };
+struct rnd_init {
+	enum rnd_dist dist;
+	double a, b; /* normal: mean, std; uniform: low, high; constant: value */
+	uint64_t seed;
+};
+
+struct tensor {
+	const char *name, *doc;
+	int dtype;
+	uint32_t ndim;
+	int64_t *dims;
+	enum tensor_src src;
+	enum tensor_field field;
+	struct bytes bytes;
+	struct bytes *strings;
+	size_t n_strings;
+	struct kv *external;
+	size_t n_external;
+	bool has_location;
+	int32_t location;
+	const char *path;
+	const char *base_dir;
+	struct rnd_init rnd;
+	struct extras x;
+};
+
+struct node;
+struct graph;
+
+struct value {
+	const char *name;
+	const char *doc;
+	struct ttype type;
+	uint32_t flags;
+	struct node *producer; /* NULL for inputs, initializers and outer references */
+	uint32_t slot;         /* output index in producer */
+	struct value *outer;   /* subgraph reference to an enclosing graph's value */
+	struct tensor *init;   /* initializer data */
+	struct node **uses;    /* consumers, filled by graph_link_uses */
+	uint32_t n_uses;
+	uint32_t id;           /* index in graph->values */
+	struct extras x;       /* ValueInfo-level */
+};
+
+/* Attribute types, numbered as ONNX AttributeProto.AttributeType. */
+enum attr_type {
+	ATTR_UNDEFINED = 0,
+	ATTR_FLOAT = 1,
+	ATTR_INT = 2,
+	ATTR_STRING = 3,
+	ATTR_TENSOR = 4,
+	ATTR_GRAPH = 5,
+	ATTR_FLOATS = 6,
+	ATTR_INTS = 7,
+	ATTR_STRINGS = 8,
+	ATTR_TENSORS = 9,
+	ATTR_GRAPHS = 10,
+	ATTR_SPARSE_TENSOR = 11,
+	ATTR_SPARSE_TENSORS = 12,
+	ATTR_TYPE_PROTO = 13,
+	ATTR_TYPE_PROTOS = 14,
+};
+
+struct attr {
+	const char *name, *doc, *ref;
+	int type;      /* enum attr_type */
+	bool has_type; /* AttributeProto.type present */
+	float f;
+	int64_t i;
+	struct bytes s;
+	struct tensor *t;
+	struct graph *g;
+	size_t n; /* length of the list below that `type` selects */
+	float *floats;
+	int64_t *ints;
+	struct bytes *strings;
+	struct tensor **tensors;
+	struct graph **graphs;
+	struct extras x;
+};
+
+enum node_tag {
+	TAG_FORWARD = 1u << 0,
+	TAG_BACKWARD = 1u << 1,
+	TAG_RECOMPUTE = 1u << 2,
+	TAG_LOSS_SCALE = 1u << 3,
+	TAG_DIET = 1u << 4,
+	TAG_COMM = 1u << 5,
+};
+
+struct node {
+	const char *name, *op_type, *domain, *doc, *overload;
+	enum op_id op;
+	uint32_t n_in, n_out, n_attr, n_ctrl, n_meta;
+	struct value **in, **out;
+	struct attr *attr;
+	struct node **ctrl; /* control inputs: must run before this node */
+	struct kv *meta;    /* metadata_props other than the ones graphdiet writes itself */
+	uint32_t tags;
+	uint32_t index;     /* position in graph->nodes */
+	struct extras x;
+};
+
+struct opset {
+	const char *domain;
+	int64_t version;
+	bool has_version;
+	struct extras x;
+};
+
+struct training_info {
+	struct graph *init, *algo;
+	struct kv *init_bind, *update_bind;
+	size_t n_init_bind, n_update_bind;
+	struct extras x;
+};
+
+/* Model-level data; only the top-level graph has it. */
+struct model {
+	bool has_ir_version, has_model_version;
+	int64_t ir_version, model_version;
+	const char *producer_name, *producer_version, *domain, *doc;
+	struct opset *opsets;
+	size_t n_opsets;
+	struct kv *meta;
+	size_t n_meta;
+	struct training_info *ti;
+	size_t n_ti;
+	struct extras x;
+};
+
+typedef void (*graph_cleanup_fn)(void *);
+
+struct graph {
+	struct arena *arena; /* shared by all subgraphs; owned by the root */
+	struct graph *parent;
+	struct model *model; /* NULL for subgraphs */
+	const char *name, *doc;
+	struct node **nodes;
+	uint32_t n_nodes, cap_nodes;
+	struct value **values;
+	uint32_t n_values, cap_values;
+	/* Graph lists, in file order; entries point into values. */
+	struct value **inputs, **outputs, **infos, **inits;
+	uint32_t n_inputs, n_outputs, n_infos, n_inits;
+	uint32_t cap_inputs, cap_outputs, cap_infos, cap_inits;
+	struct strmap names; /* value name -> value */
+	struct extras x;
+	/* Root only: what the arena does not own (mapped file, decoded protobuf). */
+	struct graph_cleanup {
+		graph_cleanup_fn fn;
+		void *arg;
+	} *cleanups;
+	uint32_t n_cleanups;
+	struct graph **subgraphs; /* root only: every subgraph, so their maps get freed */
+	uint32_t n_subgraphs, cap_subgraphs;
+	const char *path; /* source file, for messages */
+	struct strmap files; /* root only: data files mapped on demand (io/tensor.c) */
+};
+
+/* Construction. All return NULL / nonzero status on failure with `e` set. */
+struct graph *graph_new(const char *path);           /* a root graph with a model */
+struct graph *graph_new_sub(struct graph *parent);    /* a subgraph in the same arena */
+void graph_free(struct graph *g);
+int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg);
+
+/* The value called `name` in g, created (with no producer) if absent. */
+struct value *graph_value(struct graph *g, const char *name, struct gd_err *e);
+struct node *graph_add_node(struct graph *g, struct gd_err *e);
+/* Sets node output i, refusing a second producer of the same value. */
+int graph_set_output(struct graph *g, struct node *n, uint32_t i, const char *name, struct gd_err *e);
+int graph_add_input(struct graph *g, struct value *v, struct gd_err *e);
+int graph_add_output(struct graph *g, struct value *v, struct gd_err *e);
+int graph_add_info(struct graph *g, struct value *v, struct gd_err *e);
+/* Makes v an initializer with data t (ownership stays with the arena). */
+int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd_err *e);
+
+/* Resolves references to enclosing graphs, rejects dangling names and outputs nobody
+ * produces, unknown dtypes, shapes whose size overflows, wrong op arity and data sizes that
+ * disagree with shapes. Recurses into subgraphs. */
+int graph_check(struct graph *g, struct gd_err *e);
+/* Stable topological sort of g->nodes (and of every subgraph); see topo.c. */
+int graph_toposort(struct graph *g, struct gd_err *e);
+/* Fills value->uses. */
+int graph_link_uses(struct graph *g, struct gd_err *e);
+
+/* Message helpers: "node 'NAME' (Op)" with a positional name for unnamed nodes. */
+const char *node_desc(const struct node *n, char *buf, size_t size);
+const struct attr *node_attr(const struct node *n, const char *name);
+
+/* Element count of a fully known shape; -1 if symbolic or unknown, -2 on int64 overflow. */
+int64_t ttype_numel(const struct ttype *t);
+int64_t tensor_numel(const struct tensor *t); /* -2 on overflow */
+
+/* Structural equality of two graphs (names, attributes, shapes, initializer bytes, extras,
+ * model data). On a difference returns 0 and describes the first one in `why`. */
+int graph_equal(const struct graph *a, const struct graph *b, char *why, size_t n);
+
+#endif

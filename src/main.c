@@ -1,0 +1,58 @@
+/* main.c - graphdiet's entry point: the command table and global options.
+ *
+ * Each subcommand lives in src/cli/<name>.c and parses its own options. Exit codes are the
+ * CLI contract in DESIGN.md: 0 success, 1 a check failed, 2 bad usage or input, 3 internal. */
+#include "cli/cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+const struct cli_cmd cli_cmds[] = {
+	{"info", cmd_info, "summarise a model: ops, parameters, inputs and outputs"},
+	{"convert", cmd_convert, "convert between ONNX and graphdiet YAML, losslessly"},
+	{"dot", cmd_dot, "draw a graph as Graphviz DOT"},
+	{NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: graphdiet [--version] [--help] <command> [<args>]\n\n"
+	      "Puts deep-learning training graphs on a memory diet.\n\ncommands:\n",
+	      f);
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fputs("\nModels are ONNX (.onnx) or graphdiet YAML (.yaml); '-' is standard input or output.\n"
+	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details.\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes a write error we report, not a silent death */
+	if (argc < 2) {
+		usage(stderr);
+		return GD_EINPUT;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		if (argc > 2 && strcmp(cmd, "help") == 0) {
+			for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+				if (!strcmp(c->name, argv[2])) {
+					char *args[] = {argv[2], "--help", NULL};
+					return c->fn(2, args);
+				}
+			return cli_usage(NULL, "'%s' is not a graphdiet command", argv[2]);
+		}
+		usage(stdout);
+		return cli_finish(0);
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+		printf("graphdiet %s\n", GD_VERSION);
+		return cli_finish(0);
+	}
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+		if (!strcmp(c->name, cmd))
+			return c->fn(argc - 1, argv + 1);
+	return cli_usage(NULL, "'%s' is not a graphdiet command", cmd);
+}

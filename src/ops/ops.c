@@ -1,0 +1,47 @@
+/* ops.c - registry tables and lookup; the rows themselves are in ops.def. */
+#include "ops.h"
+#include "../util/strmap.h"
+
+#include <string.h>
+
+const struct op_info op_table[OP_COUNT] = {
+	[OP_UNKNOWN] = {"", "", 0, -1, 0, -1, 0},
+#define OP(id, name, dom, min_in, max_in, min_out, max_out, fl) \
+	[OP_##id] = {name, dom, min_in, max_in, min_out, max_out, fl},
+#include "ops.def"
+#undef OP
+};
+
+int op_domain_is_default(const char *domain)
+{
+	return !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
+}
+
+enum op_id op_lookup(const char *domain, const char *op_type)
+{
+	/* Default-domain ops go through a hash built on first use: readers call this once per node,
+	 * a million times on big graphs. Other domains are few and scanned. */
+	static struct strmap by_name;
+	static int ready;
+	if (!op_type)
+		return OP_UNKNOWN;
+	if (op_domain_is_default(domain)) {
+		if (!ready) {
+			for (int i = 1; i < OP_COUNT; i++)
+				if (op_domain_is_default(op_table[i].domain) &&
+				    strmap_put(&by_name, op_table[i].op_type, (void *)(intptr_t)i))
+					goto scan; /* out of memory: fall back to the scan */
+			ready = 1;
+		}
+		return (enum op_id)(intptr_t)strmap_get(&by_name, op_type);
+	}
+scan:
+	for (int i = 1; i < OP_COUNT; i++) {
+		const struct op_info *o = &op_table[i];
+		if (strcmp(o->op_type, op_type) == 0 &&
+		    (op_domain_is_default(domain) ? op_domain_is_default(o->domain)
+						  : strcmp(o->domain, domain) == 0))
+			return (enum op_id)i;
+	}
+	return OP_UNKNOWN;
+}

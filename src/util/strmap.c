@@ -1,0 +1,85 @@
+/* strmap.c - string-keyed hash map; see strmap.h. FNV-1a hashing, finalised with a
+ * multiply-xorshift so that names differing only in a numeric suffix spread over the table. */
+#include "strmap.h"
+#include "xalloc.h"
+
+#include <string.h>
+
+uint64_t strmap_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	h ^= h >> 32;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+void strmap_init(struct strmap *m)
+{
+	memset(m, 0, sizeof *m);
+}
+
+void strmap_free(struct strmap *m)
+{
+	xfree(m->slots);
+	memset(m, 0, sizeof *m);
+}
+
+static struct strmap_slot *find(const struct strmap *m, const char *key, uint64_t h)
+{
+	size_t mask = m->cap - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		struct strmap_slot *s = &m->slots[i];
+		if (!s->key || (s->hash == h && strcmp(s->key, key) == 0))
+			return s;
+	}
+}
+
+static int grow(struct strmap *m, size_t cap)
+{
+	struct strmap_slot *old = m->slots;
+	size_t oldcap = m->cap;
+	m->slots = xcalloc(cap, sizeof *m->slots);
+	if (!m->slots) {
+		m->slots = old;
+		return -1;
+	}
+	m->cap = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].key)
+			*find(m, old[i].key, old[i].hash) = old[i];
+	xfree(old);
+	return 0;
+}
+
+int strmap_reserve(struct strmap *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 16;
+	while (cap / 2 < n)
+		cap *= 2;
+	return cap == m->cap ? 0 : grow(m, cap);
+}
+
+void *strmap_get(const struct strmap *m, const char *key)
+{
+	if (!m->cap)
+		return NULL;
+	struct strmap_slot *s = find(m, key, strmap_hash(key));
+	return s->key ? s->val : NULL;
+}
+
+int strmap_put(struct strmap *m, const char *key, void *val)
+{
+	if (strmap_reserve(m, m->len + 1))
+		return -1;
+	uint64_t h = strmap_hash(key);
+	struct strmap_slot *s = find(m, key, h);
+	if (!s->key) {
+		s->key = key;
+		s->hash = h;
+		m->len++;
+	}
+	s->val = val;
+	return 0;
+}
