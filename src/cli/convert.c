@@ -79,7 +79,7 @@ int cmd_convert(int argc, char **argv)
 		return rc;
 	struct gd_err e = {0};
 	if ((rc = model_save(g, out, to, &so, &e)))
-		err_print(strcmp(out, "-") ? out : NULL, &e);
+		err_print(in, &e); /* outfile errors name the output themselves */
 	graph_free(g);
 	return cli_finish(rc);
 }

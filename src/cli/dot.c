@@ -56,7 +56,7 @@ int cmd_dot(int argc, char **argv)
 		return rc;
 	struct gd_err e = {0};
 	if ((rc = model_save(g, out, FMT_DOT, &so, &e)))
-		err_print(strcmp(out, "-") ? out : NULL, &e);
+		err_print(argv[optind], &e); /* outfile errors name the output themselves */
 	graph_free(g);
 	return cli_finish(rc);
 }

@@ -243,6 +243,8 @@ static struct tensor *tensor_in(struct rd *r, const Onnx__Tensor *pt, const stru
 			return NULL;
 		}
 		t->src = TSRC_EXTERNAL;
+		if (tensor_check_source(t, r->e))
+			return NULL;
 	}
 	return t;
 }
@@ -528,10 +530,14 @@ static void free_model(void *m)
 	onnx__model__free_unpacked(m, NULL);
 }
 
+static int pb_oom; /* protobuf-c reports a failed allocation as a decoding failure */
+
 static void *pb_alloc(void *ud, size_t n)
 {
 	(void)ud;
-	return xmalloc(n);
+	void *p = xmalloc(n);
+	pb_oom |= !p;
+	return p;
 }
 
 static void pb_free(void *ud, void *p)
@@ -564,12 +570,16 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 	}
 	if (pbwire_strip_raw(buf, len, &s, e))
 		goto fail;
+	pb_oom = 0;
 	Onnx__Model *pm = onnx__model__unpack(&pb_allocator, s.len, s.buf);
 	xfree(s.buf);
 	s.buf = NULL;
 	if (!pm) {
 		pbwire_free(&s);
-		err_set(e, GD_EINPUT, "not an ONNX model: protobuf decoding failed (corrupt or not a ModelProto)");
+		if (pb_oom)
+			err_oom(e);
+		else
+			err_set(e, GD_EINPUT, "not an ONNX model: protobuf decoding failed (corrupt or not a ModelProto)");
 		goto fail;
 	}
 	if (graph_on_free(g, free_model, pm)) {

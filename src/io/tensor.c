@@ -9,9 +9,11 @@
 #include "../util/xalloc.h"
 #include "npy.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void unmap_all(void *arg)
 {
@@ -56,33 +58,60 @@ static const struct filebuf *map_file(struct graph *g, const char *path, struct 
 	return fb;
 }
 
+static const char *location(const struct tensor *t)
+{
+	if (t->src == TSRC_NPY)
+		return t->path;
+	for (size_t i = 0; i < t->n_external; i++)
+		if (t->external[i].key && strcmp(t->external[i].key, "location") == 0)
+			return t->external[i].value;
+	return NULL;
+}
+
+/* base_dir/rel into buf, refusing paths that leave the model's directory. */
+static int ref_path(const struct tensor *t, const char *rel, char *buf, size_t n, struct gd_err *e)
+{
+	if (!rel || !*rel)
+		return err_set(e, GD_EINPUT, "tensor '%s': no data file location", t->name);
+	if (rel[0] == '/' || strstr(rel, ".."))
+		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' must be relative to the model's directory",
+			       t->name, rel);
+	if ((size_t)snprintf(buf, n, "%s/%s", t->base_dir ? t->base_dir : ".", rel) >= n)
+		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' is too long", t->name, rel);
+	return 0;
+}
+
 static char *resolve(struct graph *g, const struct tensor *t, const char *rel, struct gd_err *e)
 {
-	if (!rel || !*rel) {
-		err_set(e, GD_EINPUT, "tensor '%s': no data file location", t->name);
+	char buf[4096];
+	if (ref_path(t, rel, buf, sizeof buf, e))
 		return NULL;
-	}
-	if (rel[0] == '/' || strstr(rel, "..")) {
-		err_set(e, GD_EINPUT, "tensor '%s': data location '%s' must be relative to the model's directory",
-			t->name, rel);
-		return NULL;
-	}
-	char *p = arena_printf(g->arena, "%s/%s", t->base_dir ? t->base_dir : ".", rel);
+	char *p = arena_strdup(g->arena, buf);
 	if (!p)
 		err_oom(e);
 	return p;
 }
 
+int tensor_check_source(const struct tensor *t, struct gd_err *e)
+{
+	char buf[4096];
+	if (t->src != TSRC_NPY && t->src != TSRC_EXTERNAL)
+		return 0;
+	if (ref_path(t, location(t), buf, sizeof buf, e))
+		return e->code;
+	if (access(buf, R_OK) != 0)
+		return err_set(e, GD_EINPUT, "tensor '%s': data file %s: %s", t->name, buf, strerror(errno));
+	return 0;
+}
+
 static int external(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e)
 {
-	const char *loc = NULL;
+	const char *loc = location(t);
 	int64_t off = 0, len = -1;
 	for (size_t i = 0; i < t->n_external; i++) {
 		const char *k = t->external[i].key ? t->external[i].key : "", *v = t->external[i].value;
 		char *end;
-		if (strcmp(k, "location") == 0)
-			loc = v;
-		else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
+		if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
 			long long x = v ? strtoll(v, &end, 10) : -1;
 			if (!v || *end || x < 0)
 				return err_set(e, GD_EINPUT, "tensor '%s': bad external data %s '%s'", t->name, k,

@@ -8,5 +8,8 @@
  * and .npy files are mapped on first use and stay mapped until `g` (any graph of the model) is
  * freed; random inits are generated into the arena. Nothing is read before this is called. */
 int tensor_bytes(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e);
+/* Readers call this on each initializer: a file reference must stay inside the model's directory
+ * and name a readable file. Nothing is read. */
+int tensor_check_source(const struct tensor *t, struct gd_err *e);
 
 #endif

@@ -5,6 +5,7 @@
  * hand-written graph ("atrs:") must not be silently ignored. */
 #include "../util/base64.h"
 #include "../util/xalloc.h"
+#include "tensor.h"
 #include "yaml.h"
 
 #include <errno.h>
@@ -83,7 +84,7 @@ static int check_keys(struct yr *r, const ynode *map, const char *what, const ch
 		for (const char *const *q = keys; *q && !ok; q++)
 			ok = strcmp(*q, scalar(k)) == 0;
 		if (!ok)
-			return fail(r, k, "%s: unknown key '%s'", what, scalar(k));
+			return fail(r, k, "unknown key '%s' in %s", scalar(k), what);
 	}
 	return 0;
 }
@@ -562,6 +563,10 @@ static struct tensor *tensor_in(struct yr *r, const ynode *n, int named)
 		fail(r, n, "tensor '%s' has more than one of data, raw, strings, npy, init and external data", nm);
 		return NULL;
 	}
+	if (tensor_check_source(t, r->e)) {
+		err_prefix(r->e, "line %zu", n->start_mark.line + 1);
+		return NULL;
+	}
 	return t;
 }
 
@@ -752,15 +757,17 @@ static int node_in(struct yr *r, struct graph *g, const ynode *y)
 	static const char *const keys[] = {"name", "op", "domain", "overload", "inputs", "outputs", "attrs",
 					   "after", "doc", "meta", "unknown", NULL};
 	struct node *n = graph_add_node(g, r->e);
-	if (!n || check_keys(r, y, "node", keys) || get_str(r, y, "name", &n->name) ||
-	    get_str(r, y, "op", &n->op_type) || get_str(r, y, "domain", &n->domain) ||
-	    get_str(r, y, "overload", &n->overload) || get_str(r, y, "doc", &n->doc))
+	if (!n || want(r, y, YAML_MAPPING_NODE, "node") || get_str(r, y, "name", &n->name) ||
+	    get_str(r, y, "op", &n->op_type))
 		return -1;
 	if (!n->op_type)
 		return fail(r, y, "node '%s' has no op", n->name ? n->name : "");
+	char d[300];
+	if (check_keys(r, y, "node", keys) || get_str(r, y, "domain", &n->domain) ||
+	    get_str(r, y, "overload", &n->overload) || get_str(r, y, "doc", &n->doc))
+		goto prefixed;
 	n->op = op_lookup(n->domain, n->op_type);
 	ynode *ins = get(r, y, "inputs"), *outs = get(r, y, "outputs"), *attrs = get(r, y, "attrs");
-	char d[300];
 	if (names_in(r, ins, "inputs", &n->n_in) || names_in(r, outs, "outputs", &n->n_out))
 		goto prefixed;
 	n->in = arena_array(r->a, n->n_in + n->n_out, sizeof *n->in);
@@ -1000,6 +1007,15 @@ static int model_in(struct yr *r, const ynode *top)
 	    get_str(r, top, "model_doc", &m->doc) || kvs_in(r, top, "metadata", &m->meta, &m->n_meta) ||
 	    extras_in(r, top, "model_unknown", &m->x) || opsets_in(r, m, top))
 		return -1;
+	if (!m->has_ir_version) {
+		/* A hand-written graph need not say: take the IR version that goes with its opset. */
+		int64_t opset = 0;
+		for (size_t i = 0; i < m->n_opsets; i++)
+			if (op_domain_is_default(m->opsets[i].domain) && m->opsets[i].version > opset)
+				opset = m->opsets[i].version;
+		m->has_ir_version = true;
+		m->ir_version = opset >= 21 ? 10 : opset >= 19 ? 9 : 8;
+	}
 	return graph_in(r, r->root, top, 1) || training_in(r, m, top) ? -1 : 0;
 }
 

@@ -116,7 +116,7 @@ static void float_val(FILE *f, double v, int is_double)
 		return;
 	}
 	char buf[40];
-	for (int prec = is_double ? 15 : 6; prec <= 17; prec++) {
+	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, sizeof buf, "%.*g", prec, v);
 		if (is_double ? strtod(buf, NULL) == v : strtof(buf, NULL) == (float)v)
 			break;

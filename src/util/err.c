@@ -27,6 +27,8 @@ void err_prefix(struct gd_err *e, const char *fmt, ...)
 {
 	char old[sizeof e->msg];
 	va_list ap;
+	if (e->code != GD_EINPUT)
+		return; /* "out of memory" and internal errors stand alone */
 	memcpy(old, e->msg, sizeof old);
 	va_start(ap, fmt);
 	int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);

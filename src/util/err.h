@@ -22,7 +22,7 @@ struct gd_err {
 /* Records the first error only (later ones are consequences); returns its code. */
 int err_set(struct gd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int err_oom(struct gd_err *e);
-/* Prepends "prefix: " to the message, e.g. a line number. */
+/* Prepends "prefix: " to an input error's message, e.g. a line number or a node. */
 void err_prefix(struct gd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "graphdiet: error: FILE: msg" on one line; control characters are escaped. */

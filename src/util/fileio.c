@@ -138,7 +138,7 @@ int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
 		xfree(o->tmp);
 		o->tmp = NULL;
 		outfile_abort(o);
-		return err_set(e, GD_EINPUT, "cannot create output: %s", strerror(err));
+		return err_set(e, GD_EINPUT, "cannot create output %s: %s", path, strerror(err));
 	}
 	/* mkstemp makes 0600; give the result the mode a plain creat() would. */
 	mode_t um = umask(0);

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""Writes the binary files of graphdiet's malformed-input corpus (the YAML ones are hand-written).
+
+    /usr/bin/python3 testdata/bad/gen_bad.py
+
+Each file is broken in exactly one way; EXPECTED lists the error each must produce.
+"""
+import os
+
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def model(nodes, inputs, outputs, inits=(), value_info=()):
+    g = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(inits), value_info=list(value_info))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="gen_bad")
+
+
+def vi(name, dtype=TensorProto.FLOAT, shape=(2,)):
+    return helper.make_tensor_value_info(name, dtype, list(shape))
+
+
+def save(name, m):
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def main():
+    mlp = open(os.path.join(HERE, "..", "mlp.onnx"), "rb").read()
+    with open(os.path.join(HERE, "truncated.onnx"), "wb") as f:
+        f.write(mlp[: len(mlp) // 2])
+    with open(os.path.join(HERE, "garbage.onnx"), "wb") as f:
+        f.write(bytes(range(7, 200)))
+    open(os.path.join(HERE, "empty.onnx"), "wb").close()
+
+    relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
+    save("cycle.onnx", model([relu("x", "a", "first"), relu("c", "b", "second"), relu("b", "c", "third"),
+                              helper.make_node("Add", ["a", "c"], ["y"], name="join")], [vi("x")], [vi("y")]))
+    save("dangling.onnx", model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], [vi("x")], [vi("y")]))
+    save("duplicate_producer.onnx", model([relu("x", "y", "one"), relu("x", "y", "two")], [vi("x")], [vi("y")]))
+    save("unproduced_output.onnx", model([relu("x", "y", "r")], [vi("x")], [vi("y"), vi("ghost")]))
+    save("unknown_dtype.onnx", model([relu("x", "y", "r")], [vi("x", 99)], [vi("y")]))
+    save("overflow_dims.onnx", model([relu("x", "y", "r")], [vi("x", shape=(1 << 32, 1 << 32, 4))], [vi("y")]))
+    save("wrong_arity.onnx", model([helper.make_node("Relu", ["x", "x"], ["y"], name="r")], [vi("x")], [vi("y")]))
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+    w.dims[:] = [4, 4]  # 4 values for 16 elements
+    save("short_initializer.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                                         [vi("x", shape=(4, 4))], [vi("y")], inits=[w]))
+    ints = helper.make_tensor("w", TensorProto.FLOAT, [2], [1, 2])
+    ints.ClearField("float_data")
+    ints.int64_data.extend([1, 2])  # float32 elements in int64_data
+    save("wrong_field_dtype.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                                         [vi("x")], [vi("y")], inits=[ints]))
+
+
+if __name__ == "__main__":
+    main()

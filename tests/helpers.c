@@ -1,0 +1,123 @@
+/* helpers.c - shared test utilities; see helpers.h. */
+#include "helpers.h"
+#include "io/format.h"
+#include "io/onnx.h"
+#include "io/yaml.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+const char *const testdata_models[] = {"mlp.onnx", "rescnn.onnx", "transformer.onnx", "tanh_chain.onnx", NULL};
+const char *const testdata_yaml[] = {"yaml/tiny_mlp.yaml", "yaml/unsorted.yaml", "yaml/control_deps.yaml",
+				     "yaml/if_branch.yaml", "yaml/npy_param.yaml", NULL};
+
+uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *buf = malloc((size_t)n + 1);
+	cr_assert(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+struct graph *load_ok(const char *path)
+{
+	struct gd_err e = {0};
+	struct graph *g = model_load(path, FMT_AUTO, &e);
+	cr_assert(g, "loading %s failed: %s", path, e.msg);
+	return g;
+}
+
+uint8_t *write_mem(struct graph *g, int yaml, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	struct gd_err e = {0};
+	cr_assert(f);
+	int rc = yaml ? yaml_write(g, f, 16, &e) : onnx_write(g, f, &e);
+	cr_assert_eq(rc, 0, "writing failed: %s", e.msg);
+	fclose(f);
+	return (uint8_t *)buf;
+}
+
+static char *read_back(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f);
+	char *buf = NULL;
+	size_t cap = 0;
+	*len = 0;
+	for (;;) {
+		if (*len + 4097 > cap)
+			buf = realloc(buf, cap = (cap + 4097) * 2);
+		size_t n = fread(buf + *len, 1, cap - *len - 1, f);
+		*len += n;
+		if (n == 0)
+			break;
+	}
+	buf[*len] = 0;
+	fclose(f);
+	unlink(path);
+	return buf;
+}
+
+/* Standard streams go through files, so no pipe can fill up and deadlock. */
+struct run_result run_cmd(char *const argv[], const uint8_t *in, size_t in_len)
+{
+	char pin[96], pout[96], perr[96];
+	static int seq;
+	snprintf(pin, sizeof pin, "%s/run%d.in", tmpdir(), seq);
+	snprintf(pout, sizeof pout, "%s/run%d.out", tmpdir(), seq);
+	snprintf(perr, sizeof perr, "%s/run%d.err", tmpdir(), seq++);
+	FILE *f = fopen(pin, "wb");
+	cr_assert(f);
+	if (in_len)
+		fwrite(in, 1, in_len, f);
+	fclose(f);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, pin, O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, pout, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_addopen(&fa, 2, perr, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	pid_t pid;
+	cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0, "cannot run %s", argv[0]);
+	posix_spawn_file_actions_destroy(&fa);
+	int st;
+	waitpid(pid, &st, 0);
+	struct run_result r = {0};
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = read_back(pout, &r.out_len);
+	r.err = read_back(perr, &r.err_len);
+	unlink(pin);
+	return r;
+}
+
+void run_free(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+const char *tmpdir(void)
+{
+	static char dir[64];
+	if (!dir[0]) {
+		strcpy(dir, "/tmp/graphdiet-test-XXXXXX");
+		cr_assert(mkdtemp(dir));
+	}
+	return dir;
+}

@@ -1,0 +1,33 @@
+/* helpers.h - shared test utilities: paths, loading, running the CLI. */
+#ifndef GD_TEST_HELPERS_H
+#define GD_TEST_HELPERS_H
+
+#include "ir/graph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TESTDATA GD_SOURCE_DIR "/testdata"
+
+extern const char *const testdata_models[]; /* NULL-terminated, relative to TESTDATA */
+extern const char *const testdata_yaml[];
+
+/* Whole file into a malloc'd buffer; asserts on failure. */
+uint8_t *slurp(const char *path, size_t *len);
+/* model_load with an assertion that it worked. */
+struct graph *load_ok(const char *path);
+/* Serialises g as ONNX (fmt 0) or YAML (fmt 1) into a malloc'd buffer. */
+uint8_t *write_mem(struct graph *g, int yaml, size_t *len);
+
+struct run_result {
+	int status; /* exit code, or 128+signal */
+	char *out, *err;
+	size_t out_len, err_len;
+};
+/* Runs argv (argv[0] is a path) with optional stdin data; captures output. */
+struct run_result run_cmd(char *const argv[], const uint8_t *in, size_t in_len);
+void run_free(struct run_result *r);
+/* A fresh temporary directory (removed at exit is not needed: under /tmp). */
+const char *tmpdir(void);
+
+#endif

@@ -1,0 +1,220 @@
+/* test_cli.c - the graphdiet binary as scripts and CI see it: exit codes, one-line errors,
+ * atomic outputs, pipes, machine-readable output, and outputs other tools accept. */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct run_result gd(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5)
+{
+	char *argv[] = {GD_BINARY, (char *)a1, (char *)a2, (char *)a3, (char *)a4, (char *)a5, NULL};
+	return run_cmd(argv, NULL, 0);
+}
+
+static struct run_result gd_stdin(const uint8_t *in, size_t len, const char *a1, const char *a2, const char *a3,
+				  const char *a4)
+{
+	char *argv[] = {GD_BINARY, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
+	return run_cmd(argv, in, len);
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* Every entry of testdata/bad/EXPECTED: exit 2, one line naming the file and the problem, and the
+ * existing output file untouched. */
+Test(cli, bad_inputs_fail_cleanly)
+{
+	FILE *f = fopen(TESTDATA "/bad/EXPECTED", "r");
+	cr_assert(f);
+	char line[1024], out[256];
+	int checked = 0;
+	snprintf(out, sizeof out, "%s/existing.onnx", tmpdir());
+	while (fgets(line, sizeof line, f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		char *tab = strchr(line, '\t');
+		cr_assert(tab, "malformed EXPECTED line: %s", line);
+		*tab = 0;
+		const char *want = tab + 1;
+		char in[1600];
+		snprintf(in, sizeof in, "%s/bad/%s", TESTDATA, line);
+		FILE *o = fopen(out, "w");
+		fputs("precious", o);
+		fclose(o);
+		struct run_result r = gd("convert", in, out, NULL, NULL);
+		cr_expect_eq(r.status, 2, "%s: exit %d: %s", line, r.status, r.err);
+		cr_expect_eq(lines(r.err), 1, "%s: one line expected: %s", line, r.err);
+		cr_expect(strncmp(r.err, "graphdiet: error: ", 18) == 0, "%s: %s", line, r.err);
+		cr_expect(strstr(r.err, in), "%s: the message names the file: %s", line, r.err);
+		cr_expect(strstr(r.err, want), "%s: expected '%s' in: %s", line, want, r.err);
+		cr_expect_eq(r.out_len, 0);
+		size_t len;
+		uint8_t *kept = slurp(out, &len);
+		cr_expect(len == 8 && !memcmp(kept, "precious", 8), "%s: the existing output was changed", line);
+		free(kept);
+		run_free(&r);
+		r = gd("info", in, NULL, NULL, NULL);
+		cr_expect_eq(r.status, 2, "info %s: exit %d", line, r.status);
+		run_free(&r);
+		checked++;
+	}
+	fclose(f);
+	cr_assert_geq(checked, 20);
+	/* no temporary files left behind */
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "ls -a %s | grep -q tmp", tmpdir());
+	cr_assert_neq(system(cmd), 0, "a temporary output file was left behind");
+}
+
+Test(cli, help_version_and_usage_errors)
+{
+	struct run_result r = gd("--help", NULL, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "usage: graphdiet") && strstr(r.out, "convert"));
+	run_free(&r);
+	r = gd("--version", NULL, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strncmp(r.out, "graphdiet ", 10) == 0);
+	run_free(&r);
+	const char *cmds[] = {"info", "convert", "dot"};
+	for (int i = 0; i < 3; i++) {
+		r = gd(cmds[i], "--help", NULL, NULL, NULL);
+		cr_assert_eq(r.status, 0, "%s --help", cmds[i]);
+		cr_assert(strstr(r.out, "usage: graphdiet"), "%s --help goes to stdout", cmds[i]);
+		cr_assert_eq(r.err_len, 0);
+		run_free(&r);
+		r = gd(cmds[i], "--bogus", TESTDATA "/mlp.onnx", NULL, NULL);
+		cr_assert_eq(r.status, 2, "%s --bogus", cmds[i]);
+		cr_assert_eq(r.out_len, 0);
+		run_free(&r);
+		r = gd(cmds[i], NULL, NULL, NULL, NULL);
+		cr_assert_eq(r.status, 2, "%s without a model", cmds[i]);
+		run_free(&r);
+	}
+	r = gd("frobnicate", NULL, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "'frobnicate' is not a graphdiet command"));
+	run_free(&r);
+	r = gd("info", "--format", "xml", TESTDATA "/mlp.onnx", NULL);
+	cr_assert_eq(r.status, 2);
+	run_free(&r);
+}
+
+Test(cli, pipes_stdin_to_stdout)
+{
+	size_t len;
+	uint8_t *onnx = slurp(TESTDATA "/transformer.onnx", &len);
+	struct run_result r = gd_stdin(onnx, len, "convert", "-", "--to", "yaml");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	struct run_result r2 = gd_stdin((uint8_t *)r.out, r.out_len, "convert", "-", "-", NULL);
+	cr_assert_eq(r2.status, 0, "%s", r2.err);
+	cr_assert_eq(r2.out_len, len, "YAML from stdin back to ONNX on stdout");
+	cr_assert_eq(memcmp(r2.out, onnx, len), 0);
+	run_free(&r);
+	run_free(&r2);
+	r = gd_stdin(onnx, len, "info", "-", NULL, NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "<stdin>"));
+	run_free(&r);
+	free(onnx);
+}
+
+static void python_ok(const char *code, const char *arg, const char *what)
+{
+	char *argv[] = {GD_PYTHON, "-c", (char *)code, (char *)arg, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s: %s", what, r.err);
+	run_free(&r);
+}
+
+Test(cli, info_json_and_yaml_are_well_formed)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/info.json", tmpdir());
+	struct run_result r = gd("info", "--format", "json", TESTDATA "/rescnn.onnx", NULL);
+	cr_assert_eq(r.status, 0);
+	FILE *f = fopen(path, "w");
+	fwrite(r.out, 1, r.out_len, f);
+	fclose(f);
+	python_ok("import json, sys; d = json.load(open(sys.argv[1])); "
+		  "assert d['nodes'] == 22 and d['params']['tensors'] == 28, d; "
+		  "assert d['inputs'][0] == {'name': 'x', 'dtype': 'float32', 'shape': ['batch', 3, 16, 16]}, d['inputs']; "
+		  "assert {'op': 'Conv', 'count': 5, 'known': True} in d['ops']",
+		  path, "info --format json");
+	run_free(&r);
+	r = gd("info", "--format", "yaml", TESTDATA "/rescnn.onnx", NULL);
+	cr_assert_eq(r.status, 0);
+	f = fopen(path, "w");
+	fwrite(r.out, 1, r.out_len, f);
+	fclose(f);
+	python_ok("import yaml, sys; d = yaml.safe_load(open(sys.argv[1])); "
+		  "assert d['nodes'] == 22 and d['params']['bytes'] == 11112, d",
+		  path, "info --format yaml");
+	run_free(&r);
+}
+
+Test(cli, onnx_checker_accepts_what_we_write, .timeout = 300)
+{
+	/* ONNX models go through YAML first, so the checked file is entirely our own writing. */
+	const char *const *lists[] = {testdata_models, testdata_yaml};
+	for (int l = 0; l < 2; l++)
+		for (const char *const *m = lists[l]; *m; m++) {
+			char in[512], y[512], out[512];
+			snprintf(in, sizeof in, "%s/%s", TESTDATA, *m);
+			snprintf(y, sizeof y, "%s/c%d.yaml", tmpdir(), (int)(m - lists[l]));
+			snprintf(out, sizeof out, "%s/c%d.onnx", tmpdir(), (int)(m - lists[l]));
+			struct run_result r = gd("convert", in, l ? out : y, NULL, NULL);
+			cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+			run_free(&r);
+			if (!l) {
+				/* YAML written next to nothing: fine, ONNX models carry their weights */
+				r = gd("convert", y, out, NULL, NULL);
+				cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+				run_free(&r);
+			}
+			python_ok("import onnx, sys; m = onnx.load(sys.argv[1]); "
+				  "custom = any(o.domain not in ('', 'ai.onnx') for o in m.opset_import); "
+				  "onnx.checker.check_model(m, full_check=not custom)",
+				  out, *m);
+		}
+}
+
+Test(cli, dot_renders_with_graphviz)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/g.dot", tmpdir());
+	struct run_result r = gd("dot", TESTDATA "/yaml/control_deps.yaml", "-o", path, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	size_t len;
+	char *dot = (char *)slurp(path, &len);
+	cr_assert(strstr(dot, "style=dashed"), "control dependencies are dashed edges");
+	free(dot);
+	char *argv[] = {"/usr/bin/dot", "-Tsvg", path, NULL};
+	r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "graphviz rejected our DOT: %s", r.err);
+	cr_assert(strstr(r.out, "<svg"));
+	run_free(&r);
+	r = gd("dot", "--no-params", TESTDATA "/transformer.onnx", NULL, NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert_null(strstr(r.out, "shape=note"), "--no-params hides initializers");
+	run_free(&r);
+}
+
+Test(cli, refuses_to_guess_formats)
+{
+	struct run_result r = gd("convert", TESTDATA "/mlp.onnx", "/tmp/graphdiet-out.bin", NULL, NULL);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "use --to"));
+	run_free(&r);
+}

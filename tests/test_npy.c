@@ -1,0 +1,66 @@
+/* test_npy.c - NumPy .npy files: what NumPy writes parses, what we write NumPy reads. */
+#include "helpers.h"
+#include "io/npy.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+Test(npy, reads_numpy_output)
+{
+	size_t len;
+	uint8_t *buf = slurp(TESTDATA "/yaml/w.npy", &len);
+	struct npy n;
+	struct gd_err e = {0};
+	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s", e.msg);
+	cr_assert_eq(n.dtype, DT_FLOAT);
+	cr_assert_eq(n.ndim, 2);
+	cr_assert_eq(n.dims[0], 3);
+	cr_assert_eq(n.dims[1], 2);
+	cr_assert_eq(n.nbytes, 24);
+	free(buf);
+	buf = slurp(TESTDATA "/ref/mlp/target.npy", &len);
+	struct gd_err e2 = {0};
+	cr_assert_eq(npy_parse(buf, len, &n, &e2), 0, "%s", e2.msg);
+	cr_assert_eq(n.dtype, DT_INT64);
+	cr_assert_eq(n.ndim, 1);
+	free(buf);
+	buf = slurp(TESTDATA "/ref/mlp/loss.npy", &len);
+	struct gd_err e3 = {0};
+	cr_assert_eq(npy_parse(buf, len, &n, &e3), 0, "%s", e3.msg);
+	cr_assert_eq(n.ndim, 0, "a scalar");
+	free(buf);
+}
+
+Test(npy, rejects_truncation_and_bad_headers)
+{
+	size_t len;
+	uint8_t *buf = slurp(TESTDATA "/yaml/w.npy", &len);
+	for (size_t cut = 0; cut < len; cut++) {
+		struct npy n;
+		struct gd_err e = {0};
+		cr_assert_eq(npy_parse(buf, cut, &n, &e), GD_EINPUT, "cut at %zu parsed", cut);
+	}
+	free(buf);
+}
+
+Test(npy, numpy_reads_what_we_write)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/out.npy", tmpdir());
+	FILE *f = fopen(path, "wb");
+	int64_t dims[] = {2, 3};
+	double data[6] = {0.5, 1, 2, 3, 4, -5.25};
+	cr_assert_eq(npy_write(f, DT_DOUBLE, 2, dims, data, sizeof data), 0);
+	fclose(f);
+	char code[512];
+	snprintf(code, sizeof code,
+		 "import numpy as np; a = np.load('%s'); assert a.shape == (2, 3) and a.dtype == np.float64; "
+		 "assert a[1, 2] == -5.25 and a[0, 0] == 0.5",
+		 path);
+	char *argv[] = {GD_PYTHON, "-c", code, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "numpy could not read our file: %s", r.err);
+	run_free(&r);
+}

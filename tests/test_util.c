@@ -1,0 +1,194 @@
+/* test_util.c - arena, strmap, base64, emit, philox, fileio. */
+#include "util/arena.h"
+#include "util/base64.h"
+#include "util/emit.h"
+#include "util/fileio.h"
+#include "util/philox.h"
+#include "util/strmap.h"
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+Test(arena, alignment_big_blocks_and_zeroing)
+{
+	struct arena a;
+	arena_init(&a);
+	for (int i = 1; i < 2000; i++) {
+		uint8_t *p = arena_alloc(&a, (size_t)i);
+		cr_assert(p);
+		cr_assert_eq((uintptr_t)p % 16, 0);
+		memset(p, 0xab, (size_t)i);
+	}
+	uint8_t *big = arena_zalloc(&a, 10u << 20);
+	cr_assert(big);
+	cr_assert_eq(big[0], 0);
+	cr_assert_eq(big[(10u << 20) - 1], 0);
+	cr_assert_null(arena_array(&a, SIZE_MAX / 2, 4), "overflowing array size must fail");
+	cr_assert_str_eq(arena_printf(&a, "%s-%d", "x", 42), "x-42");
+	arena_free(&a);
+}
+
+Test(strmap, many_keys_and_replacement)
+{
+	struct strmap m;
+	struct arena a;
+	strmap_init(&m);
+	arena_init(&a);
+	enum { N = 100000 };
+	char **keys = malloc(N * sizeof *keys);
+	for (int i = 0; i < N; i++) {
+		keys[i] = arena_printf(&a, "/layer%d/MatMul_output_0", i);
+		cr_assert_eq(strmap_put(&m, keys[i], (void *)(intptr_t)(i + 1)), 0);
+	}
+	cr_assert_eq(m.len, N);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq((intptr_t)strmap_get(&m, keys[i]), i + 1);
+	cr_assert_null(strmap_get(&m, "/layer100000/MatMul_output_0"));
+	strmap_put(&m, keys[7], (void *)(intptr_t)-1);
+	cr_assert_eq((intptr_t)strmap_get(&m, keys[7]), -1);
+	cr_assert_eq(m.len, N);
+	free(keys);
+	strmap_free(&m);
+	arena_free(&a);
+}
+
+Test(base64, rfc4648_vectors_and_rejects)
+{
+	/* RFC 4648 section 10 test vectors */
+	const char *plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+	const char *enc[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+	for (int i = 0; i < 7; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		base64_write(f, (const uint8_t *)plain[i], strlen(plain[i]));
+		fclose(f);
+		cr_assert_str_eq(buf, enc[i]);
+		uint8_t out[16];
+		cr_assert_eq(base64_decode(out, enc[i], strlen(enc[i])), (long long)strlen(plain[i]));
+		cr_assert_eq(memcmp(out, plain[i], strlen(plain[i])), 0);
+		free(buf);
+	}
+	uint8_t out[16];
+	cr_assert_eq(base64_decode(out, "Zm9v!", 5), -1);
+	cr_assert_eq(base64_decode(out, "Zg==Zg", 6), -1, "data after padding");
+}
+
+static char *emit_both(int yaml)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct emit e;
+	emit_init(&e, f, yaml);
+	emit_obj_begin(&e);
+	emit_key(&e, "name");
+	emit_str(&e, "a \"b\"\n");
+	emit_key(&e, "list");
+	emit_arr_begin(&e);
+	emit_int(&e, 1);
+	emit_obj_begin(&e);
+	emit_key(&e, "x");
+	emit_double(&e, 0.5);
+	emit_key(&e, "y");
+	emit_bool(&e, 1);
+	emit_obj_end(&e);
+	emit_arr_end(&e);
+	emit_key(&e, "empty");
+	emit_arr_begin(&e);
+	emit_arr_end(&e);
+	emit_key(&e, "nested");
+	emit_obj_begin(&e);
+	emit_key(&e, "n");
+	emit_null(&e);
+	emit_obj_end(&e);
+	emit_obj_end(&e);
+	fclose(f);
+	return buf;
+}
+
+Test(emit, json_layout)
+{
+	char *s = emit_both(0);
+	cr_assert_str_eq(s, "{\n  \"name\": \"a \\\"b\\\"\\n\",\n  \"list\": [\n    1,\n    {\n      \"x\": 0.5,\n"
+			    "      \"y\": true\n    }\n  ],\n  \"empty\": [],\n  \"nested\": {\n    \"n\": null\n  }\n}\n");
+	free(s);
+}
+
+Test(emit, yaml_layout)
+{
+	char *s = emit_both(1);
+	cr_assert_str_eq(s, "\"name\": \"a \\\"b\\\"\\n\"\n\"list\":\n  - 1\n  - \"x\": 0.5\n    \"y\": true\n"
+			    "\"empty\": []\n\"nested\":\n  \"n\": null\n");
+	free(s);
+}
+
+Test(philox, known_answer_and_distribution)
+{
+	/* Known-answer vector from the Random123 distribution (kat_vectors): philox4x32_10 with
+	 * counter {0,0,0,0} and key {0,0} gives 6627e8d5 e169c58d bc57ac4c 9b00dbd8. */
+	uint32_t r[4];
+	philox4x32(0, 0, r);
+	cr_assert_eq(r[0], 0x6627e8d5u);
+	cr_assert_eq(r[1], 0xe169c58du);
+	cr_assert_eq(r[2], 0xbc57ac4cu);
+	cr_assert_eq(r[3], 0x9b00dbd8u);
+	double sum = 0, sq = 0;
+	enum { N = 200000 };
+	for (int i = 0; i < N; i++) {
+		double v = philox_normal(42, (uint64_t)i);
+		sum += v;
+		sq += v * v;
+		float u = philox_uniform(42, (uint64_t)i);
+		cr_assert(u >= 0 && u < 1);
+	}
+	cr_assert(fabs(sum / N) < 0.01, "mean %g", sum / N);
+	cr_assert(fabs(sq / N - 1) < 0.02, "variance %g", sq / N);
+}
+
+Test(fileio, atomic_output_keeps_old_file_on_abort)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/out.txt", tmpdir());
+	FILE *f = fopen(path, "w");
+	fputs("old", f);
+	fclose(f);
+	struct outfile o;
+	struct gd_err e = {0};
+	cr_assert_eq(outfile_open(&o, path, &e), 0);
+	fputs("partial new content", o.f);
+	outfile_abort(&o);
+	size_t len;
+	uint8_t *s = slurp(path, &len);
+	cr_assert_eq(len, 3);
+	cr_assert_eq(memcmp(s, "old", 3), 0);
+	free(s);
+	cr_assert_eq(outfile_open(&o, path, &e), 0);
+	fputs("new", o.f);
+	cr_assert_eq(outfile_commit(&o, &e), 0);
+	s = slurp(path, &len);
+	cr_assert_eq(memcmp(s, "new", 3), 0);
+	free(s);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_neq(st.st_mode & 0044, 0, "the result is readable like a normally created file");
+}
+
+Test(fileio, errors_are_reported)
+{
+	struct filebuf fb;
+	struct gd_err e = {0};
+	cr_assert_eq(filebuf_open(&fb, "/nonexistent/x.onnx", &e), GD_EINPUT);
+	cr_assert(strstr(e.msg, "No such file"), "%s", e.msg);
+	struct gd_err e2 = {0};
+	cr_assert_eq(filebuf_open(&fb, "/tmp", &e2), GD_EINPUT);
+	struct outfile o;
+	struct gd_err e3 = {0};
+	cr_assert_eq(outfile_open(&o, "/nonexistent-dir/out.onnx", &e3), GD_EINPUT);
+}
