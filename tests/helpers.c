@@ -29,6 +29,7 @@ uint8_t *slurp(const char *path, size_t *len)
 	uint8_t *buf = malloc((size_t)n + 1);
 	cr_assert(buf);
 	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = 0; /* text files can be used as strings */
 	fclose(f);
 	*len = (size_t)n;
 	return buf;
