@@ -740,10 +740,10 @@ static int names_in(struct yr *r, const ynode *l, const char *what, uint32_t *n)
 	}
 	if (want(r, l, YAML_SEQUENCE_NODE, what))
 		return -1;
-	*n = (uint32_t)seq_len(l);
-	for (uint32_t i = 0; i < *n; i++)
+	for (size_t i = 0; i < seq_len(l); i++)
 		if (want(r, node_at(r, l->data.sequence.items.start[i]), YAML_SCALAR_NODE, what))
 			return -1;
+	*n = (uint32_t)seq_len(l);
 	return 0;
 }
 
@@ -841,8 +841,12 @@ static int after_in(struct yr *r, struct graph *g, const ynode *nodes)
 			}
 			built = 1;
 		}
-		if (rc || names_in(r, l, "after", &n->n_ctrl))
+		if (rc)
 			break;
+		if (names_in(r, l, "after", &n->n_ctrl)) {
+			rc = -1;
+			break;
+		}
 		n->ctrl = arena_array(r->a, n->n_ctrl, sizeof *n->ctrl);
 		if (!n->ctrl) {
 			rc = err_oom(r->e);
