@@ -242,3 +242,42 @@ Test(cli, fuzz_regressions)
 	closedir(d);
 	cr_assert_gt(n, 0);
 }
+
+/* Each long option a command's --help lists is documented in its man page. */
+Test(cli, man_pages_document_every_option)
+{
+	const char *cmds[] = {"info", "convert", "dot"};
+	for (int i = 0; i < 3; i++) {
+		struct run_result r = gd(cmds[i], "--help", NULL, NULL, NULL);
+		char path[512];
+		snprintf(path, sizeof path, "%s/man/graphdiet-%s.1", GD_SOURCE_DIR, cmds[i]);
+		size_t len;
+		char *man = (char *)slurp(path, &len);
+		int found = 0;
+		for (char *p = strstr(r.out, "--"); p; p = strstr(p + 2, "--")) {
+			char opt[64] = "\\-\\-";
+			size_t k = 4;
+			for (char *q = p + 2; (*q >= 'a' && *q <= 'z') || *q == '-'; q++)
+				if (k + 2 < sizeof opt) {
+					if (*q == '-')
+						opt[k++] = '\\';
+					opt[k++] = *q;
+				}
+			opt[k] = 0;
+			cr_expect(strstr(man, opt), "graphdiet-%s.1 does not document %s", cmds[i], opt);
+			found++;
+		}
+		cr_assert_gt(found, 1, "%s --help lists options", cmds[i]);
+		free(man);
+		run_free(&r);
+	}
+	/* and graphdiet.1 names every command */
+	size_t len;
+	char *man = (char *)slurp(GD_SOURCE_DIR "/man/graphdiet.1", &len);
+	for (int i = 0; i < 3; i++) {
+		char ref[64];
+		snprintf(ref, sizeof ref, "graphdiet\\-%s (1)", cmds[i]);
+		cr_expect(strstr(man, ref), "graphdiet.1 does not describe %s", cmds[i]);
+	}
+	free(man);
+}

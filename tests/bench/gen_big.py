@@ -1,0 +1,29 @@
+#!/usr/bin/python3
+"""Exports a GPT-style transformer with ~33M parameters (about 133 MB of float32 weights) for the
+I/O benchmark. Not committed: `bench_io` needs a real model larger than 100 MB.
+
+    /usr/bin/python3 tests/bench/gen_big.py OUT.onnx
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata"))
+from gen_models import Transformer, TBlock  # noqa: E402
+
+
+def main():
+    out = sys.argv[1]
+    torch.manual_seed(0)
+    model = Transformer(vocab=8192, d=512, heads=8, seq=64)
+    model.blocks = torch.nn.ModuleList([TBlock(512, 8) for _ in range(8)])
+    tokens = torch.randint(0, 8192, (2, 64))
+    torch.onnx.export(model, (tokens, tokens), out, input_names=["tokens", "target"], output_names=["loss"],
+                      opset_version=17, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    print(f"{out}: {os.path.getsize(out) / 1e6:.0f} MB, "
+          f"{sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
