@@ -22,6 +22,9 @@
 
 /* ---------------------------------------------------------------- reading */
 
+/* The reader copies what it keeps into the graph's arena and frees each decoded message as soon
+ * as it is converted, so decoded protobuf-c structures never pile up. Helpers that only copy record
+ * an allocation failure in r->oom instead of returning it; it is checked once per message. */
 struct rd {
 	struct graph *root;
 	struct arena *a;
@@ -29,84 +32,113 @@ struct rd {
 	const struct pb_raw *raw; /* main-graph initializer raw_data */
 	size_t n_raw;
 	const char *base_dir;
+	int oom;
+	struct pending { /* control dependencies, resolved once their graph's nodes are all read */
+		struct node *n;
+		const char *names;
+	} *pending;
+	size_t n_pending, cap_pending;
 };
 
-static int extras_in(struct rd *r, struct extras *x, const ProtobufCMessage *m)
+static const char *str(struct rd *r, const char *s)
+{
+	if (!s)
+		return NULL;
+	char *c = arena_strdup(r->a, s);
+	r->oom |= !c;
+	return c;
+}
+
+static void *mem(struct rd *r, const void *p, size_t n)
+{
+	if (!n)
+		return NULL;
+	void *c = arena_memdup(r->a, p, n);
+	r->oom |= !c;
+	return c;
+}
+
+static int check_oom(struct rd *r)
+{
+	return r->oom ? err_oom(r->e) : 0;
+}
+
+static void extras_in(struct rd *r, struct extras *x, const ProtobufCMessage *m)
 {
 	x->n = m->n_unknown_fields;
 	if (!x->n)
-		return 0;
+		return;
 	x->f = arena_array(r->a, x->n, sizeof *x->f);
-	if (!x->f)
-		return err_oom(r->e);
+	if (!x->f) {
+		r->oom = 1;
+		x->n = 0;
+		return;
+	}
 	for (size_t i = 0; i < x->n; i++) {
 		const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
-		x->f[i] = (struct extra_field){u->tag, (uint8_t)u->wire_type, u->len, u->data};
+		x->f[i] = (struct extra_field){u->tag, (uint8_t)u->wire_type, u->len, mem(r, u->data, u->len)};
 	}
-	return 0;
 }
 
 static struct kv *kvs_in(struct rd *r, Onnx__KeyValue **in, size_t n)
 {
 	struct kv *kv = arena_array(r->a, n ? n : 1, sizeof *kv);
 	if (!kv) {
-		err_oom(r->e);
+		r->oom = 1;
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
-		kv[i].key = in[i]->key;
-		kv[i].value = in[i]->value;
-		if (extras_in(r, &kv[i].x, &in[i]->base))
-			return NULL;
+		kv[i].key = str(r, in[i]->key);
+		kv[i].value = str(r, in[i]->value);
+		extras_in(r, &kv[i].x, &in[i]->base);
 	}
 	return kv;
 }
 
-static int type_in(struct rd *r, struct ttype *t, const Onnx__Type *pt)
+static void type_in(struct rd *r, struct ttype *t, const Onnx__Type *pt)
 {
 	memset(t, 0, sizeof *t);
 	if (!pt)
-		return 0;
+		return;
 	t->has_type = true;
-	t->denotation = pt->denotation;
-	if (extras_in(r, &t->type_x, &pt->base))
-		return -1;
+	t->denotation = str(r, pt->denotation);
+	extras_in(r, &t->type_x, &pt->base);
 	const Onnx__TensorType *tt = pt->tensor_type;
 	if (!tt)
-		return 0;
+		return;
 	t->has_tensor = true;
 	t->has_dtype = tt->has_elem_type;
 	t->dtype = tt->elem_type;
-	if (extras_in(r, &t->tensor_x, &tt->base))
-		return -1;
+	extras_in(r, &t->tensor_x, &tt->base);
 	if (!tt->shape)
-		return 0;
+		return;
 	t->has_shape = true;
-	if (extras_in(r, &t->shape_x, &tt->shape->base))
-		return -1;
+	extras_in(r, &t->shape_x, &tt->shape->base);
 	t->ndim = (uint32_t)tt->shape->n_dim;
 	t->dims = arena_array(r->a, t->ndim ? t->ndim : 1, sizeof *t->dims);
-	if (!t->dims)
-		return err_oom(r->e);
+	if (!t->dims) {
+		r->oom = 1;
+		t->ndim = 0;
+		return;
+	}
 	for (uint32_t i = 0; i < t->ndim; i++) {
 		const Onnx__Dim *d = tt->shape->dim[i];
 		struct dim *o = &t->dims[i];
 		o->kind = d->has_dim_value ? DIM_VALUE : d->dim_param ? DIM_PARAM : DIM_NONE;
 		o->value = d->dim_value;
-		o->param = d->dim_param;
-		o->denotation = d->denotation;
-		if (extras_in(r, &o->x, &d->base))
-			return -1;
+		o->param = str(r, d->dim_param);
+		o->denotation = str(r, d->denotation);
+		extras_in(r, &o->x, &d->base);
 	}
-	return 0;
 }
 
-static int vinfo_in(struct rd *r, struct value *v, const Onnx__ValueInfo *vi)
+static void vinfo_in(struct rd *r, struct value *v, const Onnx__ValueInfo *vi)
 {
 	if (v->type.has_type || v->doc || v->x.n)
-		return 0; /* the first listing of a value describes it */
-	v->doc = vi->doc_string;
-	return extras_in(r, &v->x, &vi->base) ? -1 : type_in(r, &v->type, vi->type);
+		return; /* the first listing of a value describes it */
+	v->doc = str(r, vi->doc_string);
+	extras_in(r, &v->x, &vi->base);
+	type_in(r, &v->type, vi->type);
 }
 
 /* Which typed field holds the elements of each dtype, per the ONNX TensorProto rules. */
@@ -164,13 +196,13 @@ static int typed_in(struct rd *r, struct tensor *t, const Onnx__Tensor *pt)
 		if (!t->strings)
 			return err_oom(r->e);
 		for (size_t i = 0; i < t->n_strings; i++)
-			t->strings[i] = (struct bytes){pt->string_data[i].data, pt->string_data[i].len};
-		return 0;
+			t->strings[i] = (struct bytes){mem(r, pt->string_data[i].data, pt->string_data[i].len),
+						       pt->string_data[i].len};
+		return check_oom(r);
 	}
 	size_t es = dtype_size(t->dtype), n = counts[have];
-	if (t->dtype == DT_COMPLEX64 || t->dtype == DT_COMPLEX128) {
+	if (t->dtype == DT_COMPLEX64 || t->dtype == DT_COMPLEX128)
 		es /= 2; /* real and imaginary parts are separate entries */
-	}
 	uint8_t *out = arena_array(r->a, n, es);
 	if (!out)
 		return err_oom(r->e);
@@ -206,6 +238,7 @@ static int typed_in(struct rd *r, struct tensor *t, const Onnx__Tensor *pt)
 	return 0;
 }
 
+/* raw, when given, is where the main graph's initializer bytes lie in the (mapped) file. */
 static struct tensor *tensor_in(struct rd *r, const Onnx__Tensor *pt, const struct pb_raw *raw)
 {
 	struct tensor *t = arena_zalloc(r->a, sizeof *t);
@@ -213,28 +246,27 @@ static struct tensor *tensor_in(struct rd *r, const Onnx__Tensor *pt, const stru
 		err_oom(r->e);
 		return NULL;
 	}
-	t->name = pt->name;
-	t->doc = pt->doc_string;
+	t->name = str(r, pt->name);
+	t->doc = str(r, pt->doc_string);
 	t->dtype = pt->data_type;
 	t->base_dir = r->base_dir;
 	t->ndim = (uint32_t)pt->n_dims;
-	t->dims = pt->dims;
-	if (extras_in(r, &t->x, &pt->base))
-		return NULL;
+	t->dims = mem(r, pt->dims, pt->n_dims * sizeof *pt->dims);
+	extras_in(r, &t->x, &pt->base);
 	if (raw && raw->p) {
 		t->src = TSRC_BYTES;
 		t->bytes = (struct bytes){raw->p, raw->n};
 	} else if (pt->has_raw_data) {
 		t->src = TSRC_BYTES;
-		t->bytes = (struct bytes){pt->raw_data.data, pt->raw_data.len};
+		t->bytes = (struct bytes){mem(r, pt->raw_data.data, pt->raw_data.len), pt->raw_data.len};
 	}
-	if (typed_in(r, t, pt))
+	if (check_oom(r) || typed_in(r, t, pt))
 		return NULL;
 	t->has_location = pt->has_data_location;
 	t->location = pt->data_location;
 	if (pt->n_external_data) {
 		t->n_external = pt->n_external_data;
-		if (!(t->external = kvs_in(r, pt->external_data, pt->n_external_data)))
+		if (!(t->external = kvs_in(r, pt->external_data, pt->n_external_data)) || check_oom(r))
 			return NULL;
 	}
 	if (t->has_location && t->location == 1) {
@@ -249,7 +281,7 @@ static struct tensor *tensor_in(struct rd *r, const Onnx__Tensor *pt, const stru
 	return t;
 }
 
-static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, int top);
+static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const struct pb_stripped *nodes);
 
 static struct graph *subgraph_in(struct rd *r, struct graph *parent, const Onnx__Graph *pg)
 {
@@ -258,14 +290,14 @@ static struct graph *subgraph_in(struct rd *r, struct graph *parent, const Onnx_
 		err_oom(r->e);
 		return NULL;
 	}
-	return graph_in(r, s, pg, 0) ? NULL : s;
+	return graph_in(r, s, pg, NULL) ? NULL : s;
 }
 
 static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__Attribute *pa)
 {
-	a->name = pa->name ? pa->name : "";
-	a->doc = pa->doc_string;
-	a->ref = pa->ref_attr_name;
+	a->name = pa->name ? str(r, pa->name) : "";
+	a->doc = str(r, pa->doc_string);
+	a->ref = str(r, pa->ref_attr_name);
 	a->has_type = pa->has_type;
 	a->type = pa->type;
 	if (!a->has_type) { /* IR < 3 files: infer from the populated field */
@@ -274,8 +306,7 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
 			: pa->n_strings ? ATTR_STRINGS : pa->n_tensors ? ATTR_TENSORS : pa->n_graphs ? ATTR_GRAPHS
 			: ATTR_UNDEFINED;
 	}
-	if (extras_in(r, &a->x, &pa->base))
-		return -1;
+	extras_in(r, &a->x, &pa->base);
 	switch (a->type) {
 	case ATTR_FLOAT:
 		a->f = pa->f;
@@ -284,7 +315,7 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
 		a->i = pa->i;
 		break;
 	case ATTR_STRING:
-		a->s = (struct bytes){pa->s.data, pa->s.len};
+		a->s = (struct bytes){mem(r, pa->s.data, pa->s.len), pa->s.len};
 		break;
 	case ATTR_TENSOR:
 		if (!pa->t)
@@ -296,11 +327,11 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
 		return (a->g = subgraph_in(r, g, pa->g)) ? 0 : -1;
 	case ATTR_FLOATS:
 		a->n = pa->n_floats;
-		a->floats = pa->floats;
+		a->floats = mem(r, pa->floats, a->n * sizeof *a->floats);
 		break;
 	case ATTR_INTS:
 		a->n = pa->n_ints;
-		a->ints = pa->ints;
+		a->ints = mem(r, pa->ints, a->n * sizeof *a->ints);
 		break;
 	case ATTR_STRINGS:
 		a->n = pa->n_strings;
@@ -308,7 +339,7 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
 		if (!a->strings)
 			return err_oom(r->e);
 		for (size_t i = 0; i < a->n; i++)
-			a->strings[i] = (struct bytes){pa->strings[i].data, pa->strings[i].len};
+			a->strings[i] = (struct bytes){mem(r, pa->strings[i].data, pa->strings[i].len), pa->strings[i].len};
 		break;
 	case ATTR_TENSORS:
 		a->n = pa->n_tensors;
@@ -331,7 +362,7 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
 	default: /* sparse tensors and type protos ride along in extras */
 		break;
 	}
-	return 0;
+	return check_oom(r);
 }
 
 static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
@@ -339,141 +370,163 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 	struct node *n = graph_add_node(g, r->e);
 	if (!n)
 		return -1;
-	n->name = pn->name;
-	n->op_type = pn->op_type ? pn->op_type : "";
-	n->domain = pn->domain;
-	n->doc = pn->doc_string;
-	n->overload = pn->overload;
+	n->name = str(r, pn->name);
+	n->op_type = pn->op_type ? str(r, pn->op_type) : "";
+	n->domain = str(r, pn->domain);
+	n->doc = str(r, pn->doc_string);
+	n->overload = str(r, pn->overload);
 	n->op = op_lookup(n->domain, n->op_type);
 	n->n_in = (uint32_t)pn->n_input;
 	n->n_out = (uint32_t)pn->n_output;
 	n->n_attr = (uint32_t)pn->n_attribute;
 	n->in = arena_array(r->a, n->n_in + n->n_out, sizeof *n->in);
 	n->attr = arena_array(r->a, n->n_attr, sizeof *n->attr);
-	if (!n->in || !n->attr || extras_in(r, &n->x, &pn->base))
+	extras_in(r, &n->x, &pn->base);
+	if (!n->in || !n->attr || check_oom(r))
 		return err_oom(r->e);
 	n->out = n->in + n->n_in;
-	for (uint32_t i = 0; i < n->n_in; i++)
-		if (*pn->input[i] && !(n->in[i] = graph_value(g, pn->input[i], r->e)))
+	for (uint32_t i = 0; i < n->n_in; i++) {
+		if (!*pn->input[i])
+			continue;
+		/* an existing value keeps its name; only a new one needs a copy */
+		struct value *v = strmap_get(&g->names, pn->input[i]);
+		const char *name = v ? v->name : str(r, pn->input[i]);
+		if (check_oom(r) || !(n->in[i] = v ? v : graph_value(g, name, r->e)))
 			return -1;
-	for (uint32_t i = 0; i < n->n_out; i++)
-		if (graph_set_output(g, n, i, pn->output[i], r->e))
+	}
+	for (uint32_t i = 0; i < n->n_out; i++) {
+		struct value *v = strmap_get(&g->names, pn->output[i]);
+		const char *name = v ? v->name : str(r, pn->output[i]);
+		if (check_oom(r) || graph_set_output(g, n, i, name, r->e))
 			return -1;
+	}
 	for (uint32_t i = 0; i < n->n_attr; i++)
 		if (attr_in(r, g, &n->attr[i], pn->attribute[i])) {
 			char d[300];
-			if (r->e->code == GD_EINPUT)
-				err_prefix(r->e, "%s", node_desc(n, d, sizeof d));
+			err_prefix(r->e, "%s", node_desc(n, d, sizeof d));
 			return -1;
 		}
-	/* metadata_props minus our control-dependency entry, which is resolved later */
+	/* metadata_props, minus our control-dependency entry, which waits for all nodes */
 	n->meta = arena_array(r->a, pn->n_metadata_props, sizeof *n->meta);
 	if (!n->meta)
 		return err_oom(r->e);
 	for (size_t i = 0; i < pn->n_metadata_props; i++) {
 		const Onnx__KeyValue *kv = pn->metadata_props[i];
-		if (kv->key && strcmp(kv->key, CTRL_KEY) == 0)
+		if (kv->key && strcmp(kv->key, CTRL_KEY) == 0) {
+			if (!kv->value)
+				continue;
+			if (r->n_pending == r->cap_pending) {
+				size_t nc = r->cap_pending ? 2 * r->cap_pending : 16;
+				struct pending *np = xreallocarray(r->pending, nc, sizeof *np);
+				if (!np)
+					return err_oom(r->e);
+				r->pending = np;
+				r->cap_pending = nc;
+			}
+			r->pending[r->n_pending++] = (struct pending){n, str(r, kv->value)};
 			continue;
+		}
 		struct kv *o = &n->meta[n->n_meta++];
-		o->key = kv->key;
-		o->value = kv->value;
-		if (extras_in(r, &o->x, &kv->base))
+		o->key = str(r, kv->key);
+		o->value = str(r, kv->value);
+		extras_in(r, &o->x, &kv->base);
+	}
+	return check_oom(r);
+}
+
+/* Turns the "graphdiet.after" names of g's nodes (pending from `mark` on) into control inputs. */
+static int ctrl_in(struct rd *r, struct graph *g, size_t mark)
+{
+	if (r->n_pending == mark)
+		return 0;
+	struct strmap by_name;
+	strmap_init(&by_name);
+	int rc = 0;
+	for (uint32_t j = 0; j < g->n_nodes && !rc; j++)
+		if (g->nodes[j]->name && *g->nodes[j]->name && strmap_put(&by_name, g->nodes[j]->name, g->nodes[j]))
+			rc = err_oom(r->e);
+	for (size_t i = mark; i < r->n_pending && !rc; i++) {
+		struct node *n = r->pending[i].n;
+		const char *names = r->pending[i].names;
+		size_t cnt = 1;
+		for (const char *p = names; *p; p++)
+			cnt += *p == '\n';
+		n->ctrl = arena_array(r->a, cnt, sizeof *n->ctrl);
+		if (!n->ctrl) {
+			rc = err_oom(r->e);
+			break;
+		}
+		for (const char *p = names; *p && !rc;) {
+			const char *q = strchr(p, '\n');
+			size_t len = q ? (size_t)(q - p) : strlen(p);
+			char *name = arena_strndup(r->a, p, len);
+			struct node *dep = name ? strmap_get(&by_name, name) : NULL;
+			char d[300];
+			if (!name)
+				rc = err_oom(r->e);
+			else if (!dep)
+				rc = err_set(r->e, GD_EINPUT, "%s: control dependency on unknown node '%s'",
+					     node_desc(n, d, sizeof d), name);
+			else
+				n->ctrl[n->n_ctrl++] = dep;
+			p += len + (q != NULL);
+		}
+	}
+	strmap_free(&by_name);
+	r->n_pending = mark;
+	return rc;
+}
+
+static int value_list_in(struct rd *r, struct graph *g, Onnx__ValueInfo **vis, size_t n,
+			 int (*add)(struct graph *, struct value *, struct gd_err *))
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *nm = vis[i]->name ? vis[i]->name : "";
+		struct value *v = strmap_get(&g->names, nm);
+		if (!v && (!(nm = str(r, nm)) || !(v = graph_value(g, nm, r->e))))
+			return r->e->code ? -1 : err_oom(r->e);
+		vinfo_in(r, v, vis[i]);
+		if (check_oom(r) || add(g, v, r->e))
 			return -1;
 	}
 	return 0;
 }
 
-/* Turns each node's "graphdiet.after" names into control inputs. */
-static int ctrl_in(struct rd *r, struct graph *g, const Onnx__Graph *pg)
-{
-	struct strmap by_name;
-	strmap_init(&by_name);
-	int rc = 0, built = 0;
-	for (size_t i = 0; i < pg->n_node && !rc; i++) {
-		const Onnx__Node *pn = pg->node[i];
-		for (size_t k = 0; k < pn->n_metadata_props && !rc; k++) {
-			const Onnx__KeyValue *kv = pn->metadata_props[k];
-			if (!kv->key || strcmp(kv->key, CTRL_KEY) || !kv->value)
-				continue;
-			if (!built) {
-				for (uint32_t j = 0; j < g->n_nodes && !rc; j++)
-					if (g->nodes[j]->name && *g->nodes[j]->name &&
-					    strmap_put(&by_name, g->nodes[j]->name, g->nodes[j]))
-						rc = err_oom(r->e);
-				built = 1;
-			}
-			struct node *n = g->nodes[i];
-			size_t cnt = 1;
-			for (const char *p = kv->value; *p; p++)
-				cnt += *p == '\n';
-			n->ctrl = arena_array(r->a, cnt, sizeof *n->ctrl);
-			if (!n->ctrl) {
-				rc = err_oom(r->e);
-				break;
-			}
-			for (const char *p = kv->value; *p && !rc;) {
-				const char *q = strchr(p, '\n');
-				size_t len = q ? (size_t)(q - p) : strlen(p);
-				char *name = arena_strndup(r->a, p, len);
-				struct node *dep = name ? strmap_get(&by_name, name) : NULL;
-				char d[300];
-				if (!name)
-					rc = err_oom(r->e);
-				else if (!dep)
-					rc = err_set(r->e, GD_EINPUT, "%s: control dependency on unknown node '%s'",
-						     node_desc(n, d, sizeof d), name);
-				else
-					n->ctrl[n->n_ctrl++] = dep;
-				p += len + (q != NULL);
-			}
-		}
-	}
-	strmap_free(&by_name);
-	return rc;
-}
+/* Decodes one serialized NodeProto of the main graph, converts it and frees it. */
+static int streamed_node_in(struct rd *r, struct graph *g, struct pb_raw span);
 
-static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, int top)
+static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const struct pb_stripped *nodes)
 {
-	g->name = pg->name;
-	g->doc = pg->doc_string;
-	if (extras_in(r, &g->x, &pg->base) ||
-	    strmap_reserve(&g->names, pg->n_input + pg->n_initializer + pg->n_node * 2))
+	size_t mark = r->n_pending, n_node = nodes ? nodes->n_node : pg->n_node;
+	g->name = str(r, pg->name);
+	g->doc = str(r, pg->doc_string);
+	extras_in(r, &g->x, &pg->base);
+	if (check_oom(r) || strmap_reserve(&g->names, pg->n_input + pg->n_initializer + n_node))
 		return err_oom(r->e);
-	for (size_t i = 0; i < pg->n_input; i++) {
-		const Onnx__ValueInfo *vi = pg->input[i];
-		struct value *v = graph_value(g, vi->name ? vi->name : "", r->e);
-		if (!v || vinfo_in(r, v, vi) || graph_add_input(g, v, r->e))
-			return -1;
-	}
+	if (value_list_in(r, g, pg->input, pg->n_input, graph_add_input))
+		return -1;
 	for (size_t i = 0; i < pg->n_initializer; i++) {
 		const Onnx__Tensor *pt = pg->initializer[i];
-		const struct pb_raw *raw = top && i < r->n_raw ? &r->raw[i] : NULL;
+		const struct pb_raw *raw = nodes && i < r->n_raw ? &r->raw[i] : NULL;
 		struct tensor *t = tensor_in(r, pt, raw);
 		if (!t)
 			return -1;
-		struct value *v = graph_value(g, t->name ? t->name : "", r->e);
-		if (!v || graph_add_init(g, v, t, r->e))
+		struct value *v = strmap_get(&g->names, t->name ? t->name : "");
+		if (!v && !(v = graph_value(g, t->name ? t->name : "", r->e)))
+			return -1;
+		if (graph_add_init(g, v, t, r->e))
 			return -1;
 	}
-	for (size_t i = 0; i < pg->n_node; i++)
-		if (node_in(r, g, pg->node[i]))
+	for (size_t i = 0; i < n_node; i++)
+		if (nodes ? streamed_node_in(r, g, nodes->node[i]) : node_in(r, g, pg->node[i]))
 			return -1;
-	for (size_t i = 0; i < pg->n_output; i++) {
-		const Onnx__ValueInfo *vi = pg->output[i];
-		struct value *v = graph_value(g, vi->name ? vi->name : "", r->e);
-		if (!v || vinfo_in(r, v, vi) || graph_add_output(g, v, r->e))
-			return -1;
-	}
-	for (size_t i = 0; i < pg->n_value_info; i++) {
-		const Onnx__ValueInfo *vi = pg->value_info[i];
-		struct value *v = graph_value(g, vi->name ? vi->name : "", r->e);
-		if (!v || vinfo_in(r, v, vi) || graph_add_info(g, v, r->e))
-			return -1;
-	}
-	return ctrl_in(r, g, pg);
+	if (value_list_in(r, g, pg->output, pg->n_output, graph_add_output) ||
+	    value_list_in(r, g, pg->value_info, pg->n_value_info, graph_add_info))
+		return -1;
+	return ctrl_in(r, g, mark);
 }
 
-static int model_in(struct rd *r, const Onnx__Model *pm)
+static int model_in(struct rd *r, const Onnx__Model *pm, const struct pb_stripped *s)
 {
 	struct graph *g = r->root;
 	struct model *m = g->model;
@@ -481,28 +534,27 @@ static int model_in(struct rd *r, const Onnx__Model *pm)
 	m->ir_version = pm->ir_version;
 	m->has_model_version = pm->has_model_version;
 	m->model_version = pm->model_version;
-	m->producer_name = pm->producer_name;
-	m->producer_version = pm->producer_version;
-	m->domain = pm->domain;
-	m->doc = pm->doc_string;
-	if (extras_in(r, &m->x, &pm->base))
-		return -1;
+	m->producer_name = str(r, pm->producer_name);
+	m->producer_version = str(r, pm->producer_version);
+	m->domain = str(r, pm->domain);
+	m->doc = str(r, pm->doc_string);
+	extras_in(r, &m->x, &pm->base);
 	m->n_opsets = pm->n_opset_import;
 	m->opsets = arena_array(r->a, m->n_opsets, sizeof *m->opsets);
 	if (!m->opsets)
 		return err_oom(r->e);
 	for (size_t i = 0; i < m->n_opsets; i++) {
 		const Onnx__OpsetId *o = pm->opset_import[i];
-		m->opsets[i] = (struct opset){o->domain, o->version, o->has_version, {0, NULL}};
-		if (extras_in(r, &m->opsets[i].x, &o->base))
-			return -1;
+		m->opsets[i] = (struct opset){str(r, o->domain), o->version, o->has_version, {0, NULL}};
+		extras_in(r, &m->opsets[i].x, &o->base);
 	}
 	m->n_meta = pm->n_metadata_props;
-	if (!(m->meta = kvs_in(r, pm->metadata_props, m->n_meta)))
+	m->meta = kvs_in(r, pm->metadata_props, m->n_meta);
+	if (check_oom(r))
 		return -1;
 	if (!pm->graph)
 		return err_set(r->e, GD_EINPUT, "not an ONNX model: it has no graph");
-	if (graph_in(r, g, pm->graph, 1))
+	if (graph_in(r, g, pm->graph, s))
 		return -1;
 	m->n_ti = pm->n_training_info;
 	m->ti = arena_array(r->a, m->n_ti, sizeof *m->ti);
@@ -517,17 +569,13 @@ static int model_in(struct rd *r, const Onnx__Model *pm)
 			return -1;
 		t->n_init_bind = pt->n_initialization_binding;
 		t->n_update_bind = pt->n_update_binding;
-		if (!(t->init_bind = kvs_in(r, pt->initialization_binding, t->n_init_bind)) ||
-		    !(t->update_bind = kvs_in(r, pt->update_binding, t->n_update_bind)) ||
-		    extras_in(r, &t->x, &pt->base))
+		t->init_bind = kvs_in(r, pt->initialization_binding, t->n_init_bind);
+		t->update_bind = kvs_in(r, pt->update_binding, t->n_update_bind);
+		extras_in(r, &t->x, &pt->base);
+		if (check_oom(r))
 			return -1;
 	}
 	return 0;
-}
-
-static void free_model(void *m)
-{
-	onnx__model__free_unpacked(m, NULL);
 }
 
 static int pb_oom; /* protobuf-c reports a failed allocation as a decoding failure */
@@ -547,6 +595,27 @@ static void pb_free(void *ud, void *p)
 }
 
 static ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, NULL};
+
+static int decode_error(struct gd_err *e, const char *what)
+{
+	if (pb_oom)
+		return err_oom(e);
+	return err_set(e, GD_EINPUT, "not an ONNX model: protobuf decoding of %s failed (corrupt file)", what);
+}
+
+static int streamed_node_in(struct rd *r, struct graph *g, struct pb_raw span)
+{
+	pb_oom = 0;
+	Onnx__Node *pn = onnx__node__unpack(&pb_allocator, span.n, span.p);
+	if (!pn) {
+		decode_error(r->e, "a node");
+		err_prefix(r->e, "node #%u", g->n_nodes);
+		return -1;
+	}
+	int rc = node_in(r, g, pn);
+	onnx__node__free_unpacked(pn, &pb_allocator);
+	return rc;
+}
 
 struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const char *base_dir,
 			void (*keep)(void *), void *keep_arg, struct gd_err *e)
@@ -576,20 +645,15 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 	s.buf = NULL;
 	if (!pm) {
 		pbwire_free(&s);
-		if (pb_oom)
-			err_oom(e);
-		else
-			err_set(e, GD_EINPUT, "not an ONNX model: protobuf decoding failed (corrupt or not a ModelProto)");
+		decode_error(e, "the model");
 		goto fail;
 	}
-	if (graph_on_free(g, free_model, pm)) {
-		pbwire_free(&s);
-		err_oom(e);
-		goto fail;
-	}
-	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL};
-	int rc = model_in(&r, pm);
+	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL,
+		       0, NULL, 0, 0};
+	int rc = model_in(&r, pm, &s);
+	onnx__model__free_unpacked(pm, &pb_allocator);
 	pbwire_free(&s);
+	xfree(r.pending);
 	if (rc) {
 		if (!e->code)
 			err_oom(e);
@@ -607,6 +671,7 @@ struct wr {
 	struct arena a;
 	struct gd_err *e;
 	struct graph *root;
+	int stream_nodes; /* leave the main graph's nodes out of its message: write_streamed packs them */
 };
 
 #define NEW(w, T, init)                                                       \
@@ -939,6 +1004,10 @@ static Onnx__Graph *graph_out(struct wr *w, struct graph *g)
 	pg->name = (char *)g->name;
 	pg->doc_string = (char *)g->doc;
 	extras_out(w, &pg->base, &g->x);
+	if (w->stream_nodes && g == w->root) {
+		pg->n_node = 0; /* written one by one by write_streamed */
+		goto rest;
+	}
 	pg->n_node = g->n_nodes;
 	pg->node = ARR(w, g->n_nodes, Onnx__Node *);
 	if (!pg->node)
@@ -946,6 +1015,7 @@ static Onnx__Graph *graph_out(struct wr *w, struct graph *g)
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		if (!(pg->node[i] = node_out(w, g->nodes[i])))
 			goto oom;
+rest:
 	pg->n_initializer = g->n_inits;
 	pg->initializer = ARR(w, g->n_inits, Onnx__Tensor *);
 	if (!pg->initializer)
@@ -1024,26 +1094,137 @@ oom:
 	return NULL;
 }
 
-struct file_buffer {
+/* Output through our own buffer: protobuf-c appends field by field, a few bytes at a time. */
+struct out_buffer {
 	ProtobufCBuffer base;
 	FILE *f;
+	size_t len;
+	uint8_t buf[1 << 16];
 };
 
-static void file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+static void out_flush(struct out_buffer *o)
 {
-	struct file_buffer *fb = (struct file_buffer *)b;
-	fwrite(data, 1, len, fb->f);
+	fwrite(o->buf, 1, o->len, o->f);
+	o->len = 0;
+}
+
+static void out_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct out_buffer *o = (struct out_buffer *)b;
+	if (len > sizeof o->buf - o->len)
+		out_flush(o);
+	if (len >= sizeof o->buf) {
+		fwrite(data, 1, len, o->f); /* weights go straight from the mapped file */
+		return;
+	}
+	memcpy(o->buf + o->len, data, len);
+	o->len += len;
+}
+
+static void out_key_len(struct out_buffer *o, uint32_t field, size_t len)
+{
+	uint8_t tmp[20];
+	size_t n = 0;
+	uint64_t vals[2] = {(uint64_t)field << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, len};
+	for (int k = 0; k < 2; k++) {
+		uint64_t v = vals[k];
+		while (v >= 0x80) {
+			tmp[n++] = (uint8_t)(v | 0x80);
+			v >>= 7;
+		}
+		tmp[n++] = (uint8_t)v;
+	}
+	out_append(&o->base, n, tmp);
+}
+
+static size_t varint_size(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Builds node i of the main graph as a message in a scratch arena that is emptied after each use. */
+static Onnx__Node *scratch_node(struct wr *w, const struct node *n)
+{
+	arena_free(&w->a);
+	arena_init(&w->a);
+	return node_out(w, n);
+}
+
+enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
+
+/* Writes the model with the main graph's nodes streamed: ModelProto fields before `graph`, then the
+ * graph (its nodes one at a time, then the rest of it), then the fields after it. protobuf-c packs
+ * fields in field-number order, and `node` is GraphProto's first field, so the bytes are exactly
+ * those of packing the whole message at once; but only one node message exists at a time. */
+static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct out_buffer *o)
+{
+	Onnx__Graph *pg = pm->graph;
+	size_t *sizes = xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *sizes);
+	if (!sizes)
+		return err_oom(w->e);
+	size_t graph_len = protobuf_c_message_get_packed_size(&pg->base);
+	struct wr nw = {.e = w->e, .root = w->root};
+	arena_init(&nw.a);
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		Onnx__Node *pn = scratch_node(&nw, g->nodes[i]);
+		if (!pn) {
+			arena_free(&nw.a);
+			xfree(sizes);
+			return w->e->code ? w->e->code : err_oom(w->e);
+		}
+		sizes[i] = protobuf_c_message_get_packed_size(&pn->base);
+		graph_len += 1 + varint_size(sizes[i]) + sizes[i];
+	}
+	/* the model's fields before `graph` */
+	Onnx__Model head = *pm;
+	head.graph = NULL;
+	head.n_opset_import = head.n_metadata_props = head.n_training_info = 0;
+	head.base.n_unknown_fields = 0;
+	protobuf_c_message_pack_to_buffer(&head.base, &o->base);
+	out_key_len(o, MODEL_GRAPH_FIELD, graph_len);
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		Onnx__Node *pn = scratch_node(&nw, g->nodes[i]);
+		if (!pn)
+			break;
+		out_key_len(o, GRAPH_NODE_FIELD, sizes[i]);
+		protobuf_c_message_pack_to_buffer(&pn->base, &o->base);
+	}
+	arena_free(&nw.a);
+	xfree(sizes);
+	protobuf_c_message_pack_to_buffer(&pg->base, &o->base);
+	/* the model's fields after `graph` */
+	Onnx__Model tail = ONNX__MODEL__INIT;
+	tail.n_opset_import = pm->n_opset_import;
+	tail.opset_import = pm->opset_import;
+	tail.n_metadata_props = pm->n_metadata_props;
+	tail.metadata_props = pm->metadata_props;
+	tail.n_training_info = pm->n_training_info;
+	tail.training_info = pm->training_info;
+	tail.base.n_unknown_fields = pm->base.n_unknown_fields;
+	tail.base.unknown_fields = pm->base.unknown_fields;
+	protobuf_c_message_pack_to_buffer(&tail.base, &o->base);
+	return w->e->code;
 }
 
 int onnx_write(struct graph *g, FILE *f, struct gd_err *e)
 {
-	struct wr w = {.e = e, .root = g};
+	struct wr w = {.e = e, .root = g, .stream_nodes = 1};
+	struct out_buffer *o = xmalloc(sizeof *o);
+	if (!o)
+		return err_oom(e);
+	o->base.append = out_append;
+	o->f = f;
+	o->len = 0;
 	arena_init(&w.a);
 	Onnx__Model *pm = model_out(&w, g);
-	if (pm) {
-		struct file_buffer fb = {{file_append}, f};
-		protobuf_c_message_pack_to_buffer(&pm->base, &fb.base);
-	}
+	int rc = pm ? write_streamed(&w, g, pm, o) : (e->code ? e->code : err_oom(e));
+	out_flush(o);
+	xfree(o);
 	arena_free(&w.a);
-	return pm ? 0 : (e->code ? e->code : err_oom(e));
+	return rc;
 }

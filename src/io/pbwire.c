@@ -8,7 +8,7 @@
 #include <string.h>
 
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
-enum { MODEL_GRAPH = 7, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9 };
+enum { MODEL_GRAPH = 7, GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9 };
 
 struct rd {
 	const uint8_t *base;
@@ -142,6 +142,8 @@ static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
 			if (tensor_len(r, f.val, f.len, &tl))
 				return -1;
 			len = len - (size_t)(f.end - f.start) + field_len(f.num, tl);
+		} else if (is(&f, GRAPH_NODE)) {
+			len -= (size_t)(f.end - f.start);
 		}
 		p = f.end;
 	}
@@ -159,8 +161,22 @@ struct emit {
 	struct rd *r;
 	uint8_t *o;
 	struct pb_stripped *s;
-	size_t cap_raw;
+	size_t cap_raw, cap_node;
 };
+
+static int push_span(struct emit *E, struct pb_raw **arr, size_t *n, size_t *cap, struct pb_raw span)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct pb_raw *na = xreallocarray(*arr, nc, sizeof *na);
+		if (!na)
+			return err_oom(E->r->e);
+		*arr = na;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = span;
+	return 0;
+}
 
 static int emit_tensor(struct emit *E, const uint8_t *p, size_t n)
 {
@@ -178,17 +194,7 @@ static int emit_tensor(struct emit *E, const uint8_t *p, size_t n)
 		}
 		p = f.end;
 	}
-	struct pb_stripped *s = E->s;
-	if (s->n_raw == E->cap_raw) {
-		size_t nc = E->cap_raw ? E->cap_raw * 2 : 64;
-		struct pb_raw *nr = xreallocarray(s->raw, nc, sizeof *nr);
-		if (!nr)
-			return err_oom(E->r->e);
-		s->raw = nr;
-		E->cap_raw = nc;
-	}
-	s->raw[s->n_raw++] = raw;
-	return 0;
+	return push_span(E, &E->s->raw, &E->s->n_raw, &E->cap_raw, raw);
 }
 
 static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
@@ -202,6 +208,9 @@ static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
 			tensor_len(E->r, f.val, f.len, &tl);
 			E->o = put_key_len(E->o, f.num, tl);
 			if (emit_tensor(E, f.val, f.len))
+				return -1;
+		} else if (is(&f, GRAPH_NODE)) {
+			if (push_span(E, &E->s->node, &E->s->n_node, &E->cap_node, (struct pb_raw){f.val, f.len}))
 				return -1;
 		} else {
 			memcpy(E->o, f.start, (size_t)(f.end - f.start));
@@ -219,7 +228,7 @@ int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, st
 	out->buf = xmalloc(len ? len : 1);
 	if (!out->buf)
 		return err_oom(e);
-	struct emit E = {&r, out->buf, out, 0};
+	struct emit E = {&r, out->buf, out, 0, 0};
 	const uint8_t *p = buf, *end = buf + len;
 	struct field f;
 	size_t gl;
@@ -249,5 +258,6 @@ void pbwire_free(struct pb_stripped *s)
 {
 	xfree(s->buf);
 	xfree(s->raw);
+	xfree(s->node);
 	memset(s, 0, sizeof *s);
 }

@@ -1,11 +1,12 @@
-/* pbwire.h - protobuf wire-format pass that keeps weight bytes out of protobuf-c.
+/* pbwire.h - protobuf wire-format pass that splits a model before protobuf-c decodes it.
  *
  * protobuf-c copies every bytes field it decodes, so decoding a model as it is would hold its
- * weights twice. pbwire_strip_raw copies a serialized ModelProto without the raw_data of the
- * main graph's initializers (field 7 -> 5 -> 9) and returns where each raw_data lies in the
- * original buffer instead. The original stays memory-mapped and untouched: weight pages are
- * not even read until a stage needs them. Everything else is copied byte for byte, so unknown
- * fields and field order are preserved. */
+ * weights twice; and decoding a million nodes at once holds a million decoded messages.
+ * pbwire_strip_raw copies a serialized ModelProto without the raw_data of the main graph's
+ * initializers (field 7 -> 5 -> 9) and without the main graph's nodes (7 -> 1), and returns where
+ * each of those lies in the original buffer instead. The reader then decodes the nodes one at a
+ * time, and the weights stay memory-mapped and untouched until a stage needs them. Everything else
+ * is copied byte for byte, so unknown fields and field order are preserved. */
 #ifndef GD_PBWIRE_H
 #define GD_PBWIRE_H
 
@@ -24,6 +25,8 @@ struct pb_stripped {
 	size_t len;
 	struct pb_raw *raw; /* one per main-graph initializer, in order; xmalloc'd */
 	size_t n_raw;
+	struct pb_raw *node; /* the main graph's serialized NodeProtos, in order; xmalloc'd */
+	size_t n_node;
 };
 
 int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e);

@@ -2,6 +2,8 @@
  *
  *   bench_io [--synth N] [--keep DIR] [MODEL.onnx ...]
  *
+ * --keep DIR works in DIR (which must exist) and leaves the synthetic model there.
+ *
  * For each model (and a synthetic N-node graph, 1,000,000 by default) it times, in the same run,
  *   protobuf-c: read the file, onnx__model__unpack, pack to a file   (the ceiling: no IR at all)
  *   graphdiet : `graphdiet convert MODEL out.onnx` (read, validate, toposort, write)
@@ -192,6 +194,10 @@ static void synth(const char *path, int n)
 	m.opset_import = &pop;
 	m.graph = &g;
 	FILE *f = fopen(path, "wb");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
 	struct file_buffer fb = {{file_append}, f};
 	protobuf_c_message_pack_to_buffer(&m.base, &fb.base);
 	fclose(f);
@@ -257,7 +263,8 @@ int main(int argc, char **argv)
 		synth(path, n);
 		snprintf(label, sizeof label, "synthetic, %d nodes", n);
 		row(label, path, dir);
-		unlink(path);
+		if (dir == tmp)
+			unlink(path); /* with --keep the synthetic model stays for profiling */
 	}
 	for (int i = first_model; i < argc; i++)
 		row(argv[i], argv[i], dir);
