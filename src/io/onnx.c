@@ -385,19 +385,13 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 	if (!n->in || !n->attr || check_oom(r))
 		return err_oom(r->e);
 	n->out = n->in + n->n_in;
-	for (uint32_t i = 0; i < n->n_in; i++) {
-		if (!*pn->input[i])
-			continue;
-		/* an existing value keeps its name; only a new one needs a copy */
-		struct value *v = strmap_get(&g->names, pn->input[i]);
-		const char *name = v ? v->name : str(r, pn->input[i]);
-		if (check_oom(r) || !(n->in[i] = v ? v : graph_value(g, name, r->e)))
+	for (uint32_t i = 0; i < n->n_in; i++)
+		if (*pn->input[i] && !(n->in[i] = graph_value_copy(g, pn->input[i], r->e)))
 			return -1;
-	}
 	for (uint32_t i = 0; i < n->n_out; i++) {
-		struct value *v = strmap_get(&g->names, pn->output[i]);
-		const char *name = v ? v->name : str(r, pn->output[i]);
-		if (check_oom(r) || graph_set_output(g, n, i, name, r->e))
+		struct value *v;
+		if (*pn->output[i] &&
+		    (!(v = graph_value_copy(g, pn->output[i], r->e)) || graph_set_output_value(n, i, v, r->e)))
 			return -1;
 	}
 	for (uint32_t i = 0; i < n->n_attr; i++)
@@ -481,10 +475,9 @@ static int value_list_in(struct rd *r, struct graph *g, Onnx__ValueInfo **vis, s
 			 int (*add)(struct graph *, struct value *, struct gd_err *))
 {
 	for (size_t i = 0; i < n; i++) {
-		const char *nm = vis[i]->name ? vis[i]->name : "";
-		struct value *v = strmap_get(&g->names, nm);
-		if (!v && (!(nm = str(r, nm)) || !(v = graph_value(g, nm, r->e))))
-			return r->e->code ? -1 : err_oom(r->e);
+		struct value *v = graph_value_copy(g, vis[i]->name ? vis[i]->name : "", r->e);
+		if (!v)
+			return -1;
 		vinfo_in(r, v, vis[i]);
 		if (check_oom(r) || add(g, v, r->e))
 			return -1;
@@ -511,10 +504,8 @@ static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const 
 		struct tensor *t = tensor_in(r, pt, raw);
 		if (!t)
 			return -1;
-		struct value *v = strmap_get(&g->names, t->name ? t->name : "");
-		if (!v && !(v = graph_value(g, t->name ? t->name : "", r->e)))
-			return -1;
-		if (graph_add_init(g, v, t, r->e))
+		struct value *v = graph_value(g, t->name ? t->name : "", r->e);
+		if (!v || graph_add_init(g, v, t, r->e))
 			return -1;
 	}
 	for (size_t i = 0; i < n_node; i++)

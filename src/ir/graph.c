@@ -107,20 +107,33 @@ int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg)
 	return 0;
 }
 
-struct value *graph_value(struct graph *g, const char *name, struct gd_err *e)
+static struct value *get_value(struct graph *g, const char *name, int copy, struct gd_err *e)
 {
-	struct value *v = strmap_get(&g->names, name);
-	if (v)
-		return v;
-	v = arena_zalloc(g->arena, sizeof *v);
-	if (!v || GROW(g, g->values, g->n_values, g->cap_values) || strmap_put(&g->names, name, v)) {
+	struct strmap_slot *s = strmap_slot(&g->names, name);
+	if (s && s->key)
+		return s->val;
+	struct value *v = s ? arena_zalloc(g->arena, sizeof *v) : NULL;
+	if (v && copy)
+		name = arena_strdup(g->arena, name);
+	if (!v || !name || GROW(g, g->values, g->n_values, g->cap_values)) {
 		err_oom(e);
 		return NULL;
 	}
+	strmap_fill(&g->names, s, name, v);
 	v->name = name;
 	v->id = g->n_values;
 	g->values[g->n_values++] = v;
 	return v;
+}
+
+struct value *graph_value(struct graph *g, const char *name, struct gd_err *e)
+{
+	return get_value(g, name, 0, e);
+}
+
+struct value *graph_value_copy(struct graph *g, const char *name, struct gd_err *e)
+{
+	return get_value(g, name, 1, e);
 }
 
 struct node *graph_add_node(struct graph *g, struct gd_err *e)
@@ -152,14 +165,18 @@ static const char *origin(const struct value *v)
 
 int graph_set_output(struct graph *g, struct node *n, uint32_t i, const char *name, struct gd_err *e)
 {
-	char d1[300], d2[300];
 	if (!*name) { /* an omitted optional output */
 		n->out[i] = NULL;
 		return 0;
 	}
 	struct value *v = graph_value(g, name, e);
-	if (!v)
-		return GD_EINTERNAL;
+	return v ? graph_set_output_value(n, i, v, e) : GD_EINTERNAL;
+}
+
+int graph_set_output_value(struct node *n, uint32_t i, struct value *v, struct gd_err *e)
+{
+	char d1[300], d2[300];
+	const char *name = v->name;
 	if (v->producer)
 		return err_set(e, GD_EINPUT, "%s: output '%s' is also produced by %s", node_desc(n, d1, sizeof d1),
 			       name, node_desc(v->producer, d2, sizeof d2));

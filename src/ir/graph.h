@@ -262,9 +262,12 @@ int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg);
 
 /* The value called `name` in g, created (with no producer) if absent. */
 struct value *graph_value(struct graph *g, const char *name, struct gd_err *e);
+/* The same for a name that does not outlive the call: it is copied into the arena if new. */
+struct value *graph_value_copy(struct graph *g, const char *name, struct gd_err *e);
 struct node *graph_add_node(struct graph *g, struct gd_err *e);
 /* Sets node output i, refusing a second producer of the same value. */
 int graph_set_output(struct graph *g, struct node *n, uint32_t i, const char *name, struct gd_err *e);
+int graph_set_output_value(struct node *n, uint32_t i, struct value *v, struct gd_err *e);
 int graph_add_input(struct graph *g, struct value *v, struct gd_err *e);
 int graph_add_output(struct graph *g, struct value *v, struct gd_err *e);
 int graph_add_info(struct graph *g, struct value *v, struct gd_err *e);

@@ -69,6 +69,24 @@ void *strmap_get(const struct strmap *m, const char *key)
 	return s->key ? s->val : NULL;
 }
 
+struct strmap_slot *strmap_slot(struct strmap *m, const char *key)
+{
+	if (strmap_reserve(m, m->len + 1))
+		return NULL;
+	uint64_t h = strmap_hash(key);
+	struct strmap_slot *s = find(m, key, h);
+	if (!s->key)
+		s->hash = h;
+	return s;
+}
+
+void strmap_fill(struct strmap *m, struct strmap_slot *s, const char *key, void *val)
+{
+	s->key = key;
+	s->val = val;
+	m->len++;
+}
+
 int strmap_put(struct strmap *m, const char *key, void *val)
 {
 	if (strmap_reserve(m, m->len + 1))

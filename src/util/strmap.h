@@ -26,6 +26,10 @@ void *strmap_get(const struct strmap *m, const char *key);
 /* Inserts or replaces; returns 0, or -1 when out of memory. */
 int strmap_put(struct strmap *m, const char *key, void *val);
 int strmap_reserve(struct strmap *m, size_t n);
+/* Get-or-insert in one probe: the slot for key, grown beforehand so that filling an empty slot
+ * (s->key == NULL) with strmap_fill needs no rehash. NULL when out of memory. */
+struct strmap_slot *strmap_slot(struct strmap *m, const char *key);
+void strmap_fill(struct strmap *m, struct strmap_slot *s, const char *key, void *val);
 uint64_t strmap_hash(const char *s);
 
 #endif
