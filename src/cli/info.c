@@ -89,22 +89,10 @@ oom:
 
 static void shape_text(const struct value *v, char *buf, size_t n)
 {
-	const struct ttype *t = &v->type;
-	size_t k = 0;
-	if (!t->has_shape) {
+	if (v->type.has_shape)
+		ttype_shape_str(&v->type, buf, n);
+	else
 		snprintf(buf, n, "?");
-		return;
-	}
-	k += (size_t)snprintf(buf, n, "[");
-	for (uint32_t i = 0; i < t->ndim && k < n; i++) {
-		const struct dim *d = &t->dims[i];
-		if (d->kind == DIM_VALUE)
-			k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", d->value);
-		else
-			k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", d->kind == DIM_PARAM ? d->param : "?");
-	}
-	if (k < n)
-		snprintf(buf + k, n - k, "]");
 }
 
 static const char *dtype_text(const struct value *v)

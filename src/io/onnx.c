@@ -1115,27 +1115,7 @@ static void out_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 static void out_key_len(struct out_buffer *o, uint32_t field, size_t len)
 {
 	uint8_t tmp[20];
-	size_t n = 0;
-	uint64_t vals[2] = {(uint64_t)field << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, len};
-	for (int k = 0; k < 2; k++) {
-		uint64_t v = vals[k];
-		while (v >= 0x80) {
-			tmp[n++] = (uint8_t)(v | 0x80);
-			v >>= 7;
-		}
-		tmp[n++] = (uint8_t)v;
-	}
-	out_append(&o->base, n, tmp);
-}
-
-static size_t varint_size(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	out_append(&o->base, (size_t)(pbwire_put_key_len(tmp, field, len) - tmp), tmp);
 }
 
 /* Builds node i of the main graph as a message in a scratch arena that is emptied after each use. */
@@ -1169,7 +1149,7 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 			return w->e->code ? w->e->code : err_oom(w->e);
 		}
 		sizes[i] = protobuf_c_message_get_packed_size(&pn->base);
-		graph_len += 1 + varint_size(sizes[i]) + sizes[i];
+		graph_len += pbwire_field_len(GRAPH_NODE_FIELD, sizes[i]);
 	}
 	/* the model's fields before `graph` */
 	Onnx__Model head = *pm;

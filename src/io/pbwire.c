@@ -125,7 +125,7 @@ static int tensor_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
 	return 0;
 }
 
-static size_t field_len(uint32_t num, size_t payload)
+size_t pbwire_field_len(uint32_t num, size_t payload)
 {
 	return varint_len((uint64_t)num << 3 | WIRE_LEN) + varint_len(payload) + payload;
 }
@@ -141,7 +141,7 @@ static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
 		if (is(&f, GRAPH_INITIALIZER)) {
 			if (tensor_len(r, f.val, f.len, &tl))
 				return -1;
-			len = len - (size_t)(f.end - f.start) + field_len(f.num, tl);
+			len = len - (size_t)(f.end - f.start) + pbwire_field_len(f.num, tl);
 		} else if (is(&f, GRAPH_NODE)) {
 			len -= (size_t)(f.end - f.start);
 		}
@@ -151,7 +151,7 @@ static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
 	return 0;
 }
 
-static uint8_t *put_key_len(uint8_t *o, uint32_t num, size_t len)
+uint8_t *pbwire_put_key_len(uint8_t *o, uint32_t num, size_t len)
 {
 	o = put_varint(o, (uint64_t)num << 3 | WIRE_LEN);
 	return put_varint(o, len);
@@ -206,7 +206,7 @@ static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
 		next_field(E->r, p, end, &f);
 		if (is(&f, GRAPH_INITIALIZER)) {
 			tensor_len(E->r, f.val, f.len, &tl);
-			E->o = put_key_len(E->o, f.num, tl);
+			E->o = pbwire_put_key_len(E->o, f.num, tl);
 			if (emit_tensor(E, f.val, f.len))
 				return -1;
 		} else if (is(&f, GRAPH_NODE)) {
@@ -238,7 +238,7 @@ int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, st
 		if (is(&f, MODEL_GRAPH)) {
 			if (graph_len(&r, f.val, f.len, &gl))
 				goto fail;
-			E.o = put_key_len(E.o, f.num, gl);
+			E.o = pbwire_put_key_len(E.o, f.num, gl);
 			if (emit_graph(&E, f.val, f.len))
 				goto fail;
 		} else {

@@ -29,6 +29,11 @@ struct pb_stripped {
 	size_t n_node;
 };
 
+/* Writes the key and length prefix of a length-delimited field; returns the end (at most 20 bytes). */
+uint8_t *pbwire_put_key_len(uint8_t *o, uint32_t field, size_t len);
+/* Bytes a whole length-delimited field of `payload` bytes takes. */
+size_t pbwire_field_len(uint32_t field, size_t payload);
+
 int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e);
 void pbwire_free(struct pb_stripped *s);
 

@@ -9,21 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void shape_str(const struct ttype *t, char *buf, size_t n)
-{
-	size_t k = 0;
-	k += (size_t)snprintf(buf + k, n - k, "[");
-	for (uint32_t i = 0; i < t->ndim && k < n; i++) {
-		const struct dim *d = &t->dims[i];
-		if (d->kind == DIM_VALUE)
-			k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", d->value);
-		else
-			k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", d->kind == DIM_PARAM ? d->param : "?");
-	}
-	if (k < n)
-		snprintf(buf + k, n - k, "]");
-}
-
 /* Where a value is defined, to name it in messages. */
 static const char *where(const struct value *v, char *buf, size_t n)
 {
@@ -45,13 +30,13 @@ static int check_type(const struct value *v, struct gd_err *e)
 		return err_set(e, GD_EINPUT, "%s: unknown dtype %d", where(v, w, sizeof w), t->dtype);
 	for (uint32_t i = 0; i < t->ndim; i++)
 		if (t->dims[i].kind == DIM_VALUE && t->dims[i].value < 0) {
-			shape_str(t, s, sizeof s);
+			ttype_shape_str(t, s, sizeof s);
 			return err_set(e, GD_EINPUT, "%s: negative dimension in shape %s", where(v, w, sizeof w), s);
 		}
 	int64_t n = ttype_numel(t);
 	size_t es = dtype_valid(t->dtype) ? dtype_size(t->dtype) : 0;
 	if (n == -2 || (n > 0 && es && n > INT64_MAX / (int64_t)es)) {
-		shape_str(t, s, sizeof s);
+		ttype_shape_str(t, s, sizeof s);
 		return err_set(e, GD_EINPUT, "%s: shape %s has more elements than fit in 64 bits",
 			       where(v, w, sizeof w), s);
 	}

@@ -7,6 +7,7 @@
 #include "graph.h"
 #include "../util/xalloc.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -253,6 +254,21 @@ static int64_t numel(uint32_t ndim, const int64_t *dims, const struct dim *sdims
 		n *= d;
 	}
 	return n;
+}
+
+const char *ttype_shape_str(const struct ttype *t, char *buf, size_t n)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+	for (uint32_t i = 0; i < t->ndim && k < n; i++) {
+		const struct dim *d = &t->dims[i];
+		if (d->kind == DIM_VALUE)
+			k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", d->value);
+		else
+			k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", d->kind == DIM_PARAM ? d->param : "?");
+	}
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
 }
 
 int64_t ttype_numel(const struct ttype *t)

@@ -287,6 +287,8 @@ int graph_link_uses(struct graph *g, struct gd_err *e);
 const char *node_desc(const struct node *n, char *buf, size_t size);
 const struct attr *node_attr(const struct node *n, const char *name);
 
+/* "[batch, 3, 224, 224]" ("?" for an unknown dimension), truncated to fit. */
+const char *ttype_shape_str(const struct ttype *t, char *buf, size_t n);
 /* Element count of a fully known shape; -1 if symbolic or unknown, -2 on int64 overflow. */
 int64_t ttype_numel(const struct ttype *t);
 int64_t tensor_numel(const struct tensor *t); /* -2 on overflow */
