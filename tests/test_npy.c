@@ -64,3 +64,22 @@ Test(npy, numpy_reads_what_we_write)
 	cr_assert_eq(r.status, 0, "numpy could not read our file: %s", r.err);
 	run_free(&r);
 }
+
+Test(npy, fuzz_regressions)
+{
+	const char *files[] = {"npy-unterminated-shape.npy", "npy-key-at-end.npy"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/fuzz-regressions/%s", TESTDATA, files[i]);
+		size_t len;
+		uint8_t *buf = slurp(path, &len);
+		/* exactly the file's bytes, no terminator: an over-read shows under ASan */
+		uint8_t *exact = malloc(len);
+		memcpy(exact, buf, len);
+		struct npy n;
+		struct gd_err e = {0};
+		cr_assert_eq(npy_parse(exact, len, &n, &e), GD_EINPUT, "%s", files[i]);
+		free(exact);
+		free(buf);
+	}
+}

@@ -4,7 +4,6 @@
 #include "../ir/dtype.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,7 @@ static const char *find_key(const char *h, size_t n, const char *key)
 			const char *p = h + i + kl + 2;
 			while (p < h + n && (*p == ' ' || *p == ':'))
 				p++;
-			return p;
+			return p < h + n ? p : NULL; /* the value must start inside the header */
 		}
 	return NULL;
 }
@@ -66,16 +65,21 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy *out, struct gd_err *e)
 			break;
 		if (p >= end || !isdigit((unsigned char)*p) || out->ndim == NPY_MAX_DIMS)
 			return err_set(e, GD_EINPUT, "bad .npy shape");
-		char *next;
-		errno = 0;
-		long long v = strtoll(p, &next, 10);
-		if (errno || v < 0 || (v && numel > INT64_MAX / v))
+		/* the header is not NUL-terminated: parse within it */
+		int64_t v = 0;
+		for (; p < end && isdigit((unsigned char)*p); p++) {
+			if (v > (INT64_MAX - 9) / 10)
+				return err_set(e, GD_EINPUT, ".npy shape overflows");
+			v = v * 10 + (*p - '0');
+		}
+		if (v && numel > INT64_MAX / v)
 			return err_set(e, GD_EINPUT, ".npy shape overflows");
 		numel *= v;
 		out->dims[out->ndim++] = v;
-		p = next;
 	}
-	if (strncmp(fo, "True", 4) == 0 && out->ndim > 1)
+	if (p >= end)
+		return err_set(e, GD_EINPUT, "bad .npy shape");
+	if (end - fo >= 4 && memcmp(fo, "True", 4) == 0 && out->ndim > 1)
 		return err_set(e, GD_EINPUT, "Fortran-order .npy arrays are not supported");
 	size_t es = dtype_size(out->dtype);
 	if ((uint64_t)numel > SIZE_MAX / es || numel * es > len - off - hl)

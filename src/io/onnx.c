@@ -665,14 +665,17 @@ struct wr {
 	int stream_nodes; /* leave the main graph's nodes out of its message: write_streamed packs them */
 };
 
-#define NEW(w, T, init)                                                       \
-	({                                                                    \
-		T *p_ = arena_alloc(&(w)->a, sizeof(T));                      \
-		if (p_)                                                       \
-			*p_ = (T)init;                                        \
-		p_;                                                           \
-	})
+/* A message in the writer's arena, initialised from its protobuf-c INIT value. */
+#define NEW(w, T, init) ((T *)new_msg(&(w)->a, &(T)init, sizeof(T)))
 #define ARR(w, n, T) ((T *)arena_array(&(w)->a, (n) ? (n) : 1, sizeof(T)))
+
+static void *new_msg(struct arena *a, const void *init, size_t size)
+{
+	void *p = arena_alloc(a, size);
+	if (p)
+		memcpy(p, init, size);
+	return p;
+}
 
 static void extras_out(struct wr *w, ProtobufCMessage *m, const struct extras *x)
 {

@@ -1,5 +1,4 @@
 /* fileio.c - whole-file input and atomic output; see fileio.h. */
-#define _GNU_SOURCE
 #include "fileio.h"
 #include "xalloc.h"
 
