@@ -1121,38 +1121,65 @@ static void out_key_len(struct out_buffer *o, uint32_t field, size_t len)
 	out_append(&o->base, (size_t)(pbwire_put_key_len(tmp, field, len) - tmp), tmp);
 }
 
-/* Builds node i of the main graph as a message in a scratch arena that is emptied after each use. */
-static Onnx__Node *scratch_node(struct wr *w, const struct node *n)
+/* The main graph's nodes, packed one at a time into one growing byte buffer. */
+struct mem_buffer {
+	ProtobufCBuffer base;
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
-	arena_free(&w->a);
-	arena_init(&w->a);
-	return node_out(w, n);
+	struct mem_buffer *m = (struct mem_buffer *)b;
+	if (m->oom)
+		return;
+	if (len > m->cap - m->len) {
+		size_t nc = m->cap ? m->cap : 1 << 16;
+		while (nc - m->len < len)
+			nc *= 2;
+		uint8_t *np = xrealloc(m->p, nc);
+		if (!np) {
+			m->oom = 1;
+			return;
+		}
+		m->p = np;
+		m->cap = nc;
+	}
+	memcpy(m->p + m->len, data, len);
+	m->len += len;
 }
 
 enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
 
 /* Writes the model with the main graph's nodes streamed: ModelProto fields before `graph`, then the
- * graph (its nodes one at a time, then the rest of it), then the fields after it. protobuf-c packs
- * fields in field-number order, and `node` is GraphProto's first field, so the bytes are exactly
- * those of packing the whole message at once; but only one node message exists at a time. */
+ * graph (its nodes, then the rest of it), then the fields after it. protobuf-c packs fields in
+ * field-number order, and `node` is GraphProto's first field, so the bytes are exactly those of
+ * packing the whole message at once; but only one node message exists at a time, in a scratch
+ * arena emptied after each. The packed nodes are kept (as bytes, about the graph's size in the file)
+ * because the graph's length prefix must be written before them. */
 static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct out_buffer *o)
 {
 	Onnx__Graph *pg = pm->graph;
-	size_t *sizes = xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *sizes);
-	if (!sizes)
-		return err_oom(w->e);
-	size_t graph_len = protobuf_c_message_get_packed_size(&pg->base);
+	struct mem_buffer nodes = {{mem_append}, NULL, 0, 0, 0};
 	struct wr nw = {.e = w->e, .root = w->root};
-	arena_init(&nw.a);
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		Onnx__Node *pn = scratch_node(&nw, g->nodes[i]);
+	for (uint32_t i = 0; i < g->n_nodes && !nodes.oom; i++) {
+		arena_init(&nw.a);
+		Onnx__Node *pn = node_out(&nw, g->nodes[i]);
 		if (!pn) {
 			arena_free(&nw.a);
-			xfree(sizes);
+			xfree(nodes.p);
 			return w->e->code ? w->e->code : err_oom(w->e);
 		}
-		sizes[i] = protobuf_c_message_get_packed_size(&pn->base);
-		graph_len += pbwire_field_len(GRAPH_NODE_FIELD, sizes[i]);
+		uint8_t key[20];
+		size_t size = protobuf_c_message_get_packed_size(&pn->base);
+		mem_append(&nodes.base, (size_t)(pbwire_put_key_len(key, GRAPH_NODE_FIELD, size) - key), key);
+		protobuf_c_message_pack_to_buffer(&pn->base, &nodes.base);
+		arena_free(&nw.a);
+	}
+	if (nodes.oom) {
+		xfree(nodes.p);
+		return err_oom(w->e);
 	}
 	/* the model's fields before `graph` */
 	Onnx__Model head = *pm;
@@ -1160,16 +1187,9 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 	head.n_opset_import = head.n_metadata_props = head.n_training_info = 0;
 	head.base.n_unknown_fields = 0;
 	protobuf_c_message_pack_to_buffer(&head.base, &o->base);
-	out_key_len(o, MODEL_GRAPH_FIELD, graph_len);
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		Onnx__Node *pn = scratch_node(&nw, g->nodes[i]);
-		if (!pn)
-			break;
-		out_key_len(o, GRAPH_NODE_FIELD, sizes[i]);
-		protobuf_c_message_pack_to_buffer(&pn->base, &o->base);
-	}
-	arena_free(&nw.a);
-	xfree(sizes);
+	out_key_len(o, MODEL_GRAPH_FIELD, nodes.len + protobuf_c_message_get_packed_size(&pg->base));
+	out_append(&o->base, nodes.len, nodes.p);
+	xfree(nodes.p);
 	protobuf_c_message_pack_to_buffer(&pg->base, &o->base);
 	/* the model's fields after `graph` */
 	Onnx__Model tail = ONNX__MODEL__INIT;
