@@ -33,6 +33,7 @@ struct rd {
 	size_t n_raw;
 	const char *base_dir;
 	int oom;
+	int node_named; /* the error already names its (innermost) node */
 	struct pending { /* control dependencies, resolved once their graph's nodes are all read */
 		struct node *n;
 		const char *names;
@@ -397,7 +398,9 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 	for (uint32_t i = 0; i < n->n_attr; i++)
 		if (attr_in(r, g, &n->attr[i], pn->attribute[i])) {
 			char d[300];
-			err_prefix(r->e, "%s", node_desc(n, d, sizeof d));
+			if (!r->node_named)
+				err_prefix(r->e, "%s", node_desc(n, d, sizeof d));
+			r->node_named = 1;
 			return -1;
 		}
 	/* metadata_props, minus our control-dependency entry, which waits for all nodes */
@@ -596,6 +599,10 @@ static int decode_error(struct gd_err *e, const char *what)
 
 static int streamed_node_in(struct rd *r, struct graph *g, struct pb_raw span)
 {
+	if (pbwire_check_depth(span.p, span.n, PB_NODE, r->e)) {
+		err_prefix(r->e, "node #%u", g->n_nodes);
+		return -1;
+	}
 	pb_oom = 0;
 	Onnx__Node *pn = onnx__node__unpack(&pb_allocator, span.n, span.p);
 	if (!pn) {
@@ -630,6 +637,10 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 	}
 	if (pbwire_strip_raw(buf, len, &s, e))
 		goto fail;
+	if (pbwire_check_depth(s.buf, s.len, PB_MODEL, e)) {
+		pbwire_free(&s);
+		goto fail;
+	}
 	pb_oom = 0;
 	Onnx__Model *pm = onnx__model__unpack(&pb_allocator, s.len, s.buf);
 	xfree(s.buf);
@@ -640,7 +651,7 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 		goto fail;
 	}
 	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL,
-		       0, NULL, 0, 0};
+		       0, 0, NULL, 0, 0};
 	int rc = model_in(&r, pm, &s);
 	onnx__model__free_unpacked(pm, &pb_allocator);
 	pbwire_free(&s);

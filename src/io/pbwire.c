@@ -3,6 +3,7 @@
  * walked; every other field is skipped over or copied whole. Truncated or malformed input is
  * reported with its byte offset. */
 #include "pbwire.h"
+#include "../ir/graph.h"
 #include "../util/xalloc.h"
 
 #include <string.h>
@@ -219,6 +220,49 @@ static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
 		p = f.end;
 	}
 	return 0;
+}
+
+/* The fields that lead from one message kind to graphs, and the kind each leads to. */
+static int child_kind(enum pb_kind k, uint32_t field, enum pb_kind *child)
+{
+	switch (k) {
+	case PB_MODEL:
+		return field == 20 ? (*child = PB_TRAINING, 1) : 0; /* training_info; the main graph is split off */
+	case PB_TRAINING:
+		return field == 1 || field == 2 ? (*child = PB_GRAPH, 1) : 0;
+	case PB_GRAPH:
+		return field == 1 ? (*child = PB_NODE, 1) : 0;
+	case PB_NODE:
+		return field == 5 ? (*child = PB_ATTR, 1) : 0;
+	case PB_ATTR:
+		return field == 6 || field == 11 ? (*child = PB_GRAPH, 1) : 0;
+	}
+	return 0;
+}
+
+static int depth(struct rd *r, const uint8_t *p, size_t n, enum pb_kind k, int graphs)
+{
+	const uint8_t *end = p + n;
+	struct field f;
+	enum pb_kind child;
+	if (graphs > GRAPH_MAX_DEPTH)
+		return err_set(r->e, GD_EINPUT, "subgraphs are nested more than %d deep", GRAPH_MAX_DEPTH);
+	while (p < end) {
+		if (next_field(r, p, end, &f))
+			return -1;
+		if (f.wire == WIRE_LEN && child_kind(k, f.num, &child) &&
+		    depth(r, f.val, f.len, child, graphs + (child == PB_GRAPH)))
+			return -1;
+		p = f.end;
+	}
+	return 0;
+}
+
+int pbwire_check_depth(const uint8_t *p, size_t n, enum pb_kind what, struct gd_err *e)
+{
+	struct rd r = {p, e};
+	/* a main-graph node sits at depth 1 */
+	return depth(&r, p, n, what, what == PB_NODE) ? e->code : 0;
 }
 
 int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e)

@@ -34,6 +34,11 @@ uint8_t *pbwire_put_key_len(uint8_t *o, uint32_t field, size_t len);
 /* Bytes a whole length-delimited field of `payload` bytes takes. */
 size_t pbwire_field_len(uint32_t field, size_t payload);
 
+/* Refuses messages whose graphs nest deeper than GRAPH_MAX_DEPTH: a NodeProto (what = PB_NODE)
+ * or a ModelProto's training graphs (PB_MODEL). Walks only the fields that lead to graphs. */
+enum pb_kind { PB_MODEL, PB_TRAINING, PB_GRAPH, PB_NODE, PB_ATTR };
+int pbwire_check_depth(const uint8_t *p, size_t n, enum pb_kind what, struct gd_err *e);
+
 int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e);
 void pbwire_free(struct pb_stripped *s);
 

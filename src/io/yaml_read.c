@@ -23,6 +23,8 @@ struct yr {
 	struct arena *a;
 	struct gd_err *e;
 	const char *base_dir;
+	int depth;      /* graph nesting, limited to GRAPH_MAX_DEPTH */
+	int node_named; /* the error already names its (innermost) node */
 };
 
 typedef yaml_node_t ynode;
@@ -574,12 +576,19 @@ static int graph_in(struct yr *r, struct graph *g, const ynode *n, int top);
 
 static struct graph *subgraph_in(struct yr *r, struct graph *parent, const ynode *n)
 {
+	if (r->depth >= GRAPH_MAX_DEPTH) {
+		fail(r, n, "subgraphs are nested more than %d deep", GRAPH_MAX_DEPTH);
+		return NULL;
+	}
 	struct graph *s = graph_new_sub(parent);
 	if (!s) {
 		err_oom(r->e);
 		return NULL;
 	}
-	return graph_in(r, s, n, 0) ? NULL : s;
+	r->depth++;
+	int rc = graph_in(r, s, n, 0);
+	r->depth--;
+	return rc ? NULL : s;
 }
 
 static const char *attr_type_names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats",
@@ -803,7 +812,8 @@ static int node_in(struct yr *r, struct graph *g, const ynode *y)
 	n->n_meta = m && m->type == YAML_SEQUENCE_NODE ? (uint32_t)seq_len(m) : 0;
 	return 0;
 prefixed:
-	if (r->e->code == GD_EINPUT) {
+	if (r->e->code == GD_EINPUT && !r->node_named) {
+		r->node_named = 1;
 		/* "line N: msg" -> "line N: node 'x' (Op): msg" */
 		char rest[sizeof r->e->msg];
 		const char *colon = strncmp(r->e->msg, "line ", 5) == 0 ? strstr(r->e->msg, ": ") : NULL;
@@ -1064,7 +1074,7 @@ struct graph *yaml_read(const uint8_t *buf, size_t len, const char *path, const 
 		err_oom(e);
 		return NULL;
 	}
-	struct yr r = {doc, g, g->arena, e, base_dir ? arena_strdup(g->arena, base_dir) : NULL};
+	struct yr r = {doc, g, g->arena, e, base_dir ? arena_strdup(g->arena, base_dir) : NULL, 0, 0};
 	ynode *top = yaml_document_get_root_node(doc);
 	if (!top) {
 		err_set(e, GD_EINPUT, "empty YAML document");

@@ -25,6 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Subgraphs (If/Loop bodies) nest at most this deep. Readers enforce it before recursing, so a
+ * crafted file cannot overflow the stack of any stage (protobuf-c decoding included). */
+#define GRAPH_MAX_DEPTH 64
+
 struct bytes {
 	const uint8_t *p;
 	size_t n;

@@ -27,6 +27,27 @@ def save(name, m):
         f.write(m.SerializeToString())
 
 
+def varint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([v & 0x7F | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def ld(field, payload):
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def deep_nesting(levels):
+    """If nodes nested `levels` deep, written at the wire level: onnx's helpers recurse too deeply."""
+    g = ld(1, ld(1, b"c") + ld(2, b"y") + ld(4, b"Relu")) + ld(2, b"g")
+    for _ in range(levels):
+        attr = ld(1, b"then_branch") + varint(20 << 3) + varint(5) + ld(6, g)
+        g = ld(1, ld(1, b"c") + ld(2, b"y") + ld(3, b"branch") + ld(4, b"If") + ld(5, attr)) + ld(2, b"g")
+    return varint(1 << 3) + varint(8) + ld(7, g)
+
+
 def main():
     mlp = open(os.path.join(HERE, "..", "mlp.onnx"), "rb").read()
     with open(os.path.join(HERE, "truncated.onnx"), "wb") as f:
@@ -51,6 +72,12 @@ def main():
     ints = helper.make_tensor("w", TensorProto.FLOAT, [2], [1, 2])
     ints.ClearField("float_data")
     ints.int64_data.extend([1, 2])  # float32 elements in int64_data
+    with open(os.path.join(HERE, "deep_nesting.onnx"), "wb") as f:
+        f.write(deep_nesting(5000))
+    level = "[{op: If, inputs: [c], outputs: [y], attrs: {then_branch: {type: graph, value: {nodes: "
+    yaml = "graphdiet: 1\nopset: 17\nnodes: " + level * 200 + "[]" + "}}}}]" * 200 + "\n"
+    with open(os.path.join(HERE, "deep_nesting.yaml"), "w") as f:
+        f.write(yaml)
     save("wrong_field_dtype.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
                                          [vi("x")], [vi("y")], inits=[ints]))
 
