@@ -158,6 +158,9 @@ static int random_init(struct graph *g, const struct tensor *t, struct bytes *ou
 			       dtype_name(t->dtype));
 	if (n < 0)
 		return err_set(e, GD_EINPUT, "tensor '%s': random init needs a known shape", t->name);
+	if ((uint64_t)n > (UINT64_C(1) << 40) / es)
+		return err_set(e, GD_EINPUT, "tensor '%s': random init of %" PRId64 " elements is too large to generate",
+			       t->name, n);
 	uint8_t *p = arena_array(g->arena, (size_t)n, es);
 	if (!p && n)
 		return err_oom(e);
