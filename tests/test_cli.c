@@ -47,6 +47,10 @@ Test(cli, bad_inputs_fail_cleanly)
 		cr_assert(tab, "malformed EXPECTED line: %s", line);
 		*tab = 0;
 		const char *want = tab + 1;
+		char *when = strchr(want, '\t');
+		int data_only = when && strcmp(when + 1, "write") == 0;
+		if (when)
+			*when = 0;
 		char in[1600];
 		snprintf(in, sizeof in, "%s/bad/%s", TESTDATA, line);
 		FILE *o = fopen(out, "w");
@@ -65,7 +69,7 @@ Test(cli, bad_inputs_fail_cleanly)
 		free(kept);
 		run_free(&r);
 		r = gd("info", in, NULL, NULL, NULL);
-		cr_expect_eq(r.status, 2, "info %s: exit %d", line, r.status);
+		cr_expect_eq(r.status, data_only ? 0 : 2, "info %s: exit %d", line, r.status);
 		run_free(&r);
 		checked++;
 	}
