@@ -236,11 +236,13 @@ Test(cli, fuzz_regressions)
 			continue;
 		char in[600], out[300];
 		snprintf(in, sizeof in, "%s/fuzz-regressions/%s", TESTDATA, de->d_name);
-		snprintf(out, sizeof out, "%s/regression.yaml", tmpdir());
-		struct run_result r = gd("convert", in, out, NULL, NULL);
-		cr_expect(r.status == 0 || (r.status == 2 && lines(r.err) == 1), "%s: exit %d: %s", de->d_name, r.status,
-			  r.err);
-		run_free(&r);
+		for (int to = 0; to < 2; to++) {
+			snprintf(out, sizeof out, "%s/regression.%s", tmpdir(), to ? "onnx" : "yaml");
+			struct run_result r = gd("convert", in, out, NULL, NULL);
+			cr_expect(r.status == 0 || (r.status == 2 && lines(r.err) == 1), "%s -> %s: exit %d: %s",
+				  de->d_name, out, r.status, r.err);
+			run_free(&r);
+		}
 		n++;
 	}
 	closedir(d);

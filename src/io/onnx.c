@@ -1116,6 +1116,8 @@ static void out_flush(struct out_buffer *o)
 static void out_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
 	struct out_buffer *o = (struct out_buffer *)b;
+	if (!len)
+		return; /* data may be NULL then (an empty raw_data) */
 	if (len > sizeof o->buf - o->len)
 		out_flush(o);
 	if (len >= sizeof o->buf) {
@@ -1143,7 +1145,7 @@ struct mem_buffer {
 static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
 	struct mem_buffer *m = (struct mem_buffer *)b;
-	if (m->oom)
+	if (m->oom || !len)
 		return;
 	if (len > m->cap - m->len) {
 		size_t nc = m->cap ? m->cap : 1 << 16;
