@@ -91,8 +91,8 @@ Test(cli, help_version_and_usage_errors)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strncmp(r.out, "graphdiet ", 10) == 0);
 	run_free(&r);
-	const char *cmds[] = {"info", "convert", "dot"};
-	for (int i = 0; i < 3; i++) {
+	const char *cmds[] = {"info", "convert", "dot", "run"};
+	for (int i = 0; i < 4; i++) {
 		r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		cr_assert_eq(r.status, 0, "%s --help", cmds[i]);
 		cr_assert(strstr(r.out, "usage: graphdiet"), "%s --help goes to stdout", cmds[i]);
@@ -252,8 +252,8 @@ Test(cli, fuzz_regressions)
 /* Each long option a command's --help lists is documented in its man page. */
 Test(cli, man_pages_document_every_option)
 {
-	const char *cmds[] = {"info", "convert", "dot"};
-	for (int i = 0; i < 3; i++) {
+	const char *cmds[] = {"info", "convert", "dot", "run"};
+	for (int i = 0; i < 4; i++) {
 		struct run_result r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		char path[512];
 		snprintf(path, sizeof path, "%s/man/graphdiet-%s.1", GD_SOURCE_DIR, cmds[i]);
@@ -280,7 +280,7 @@ Test(cli, man_pages_document_every_option)
 	/* and graphdiet.1 names every command */
 	size_t len;
 	char *man = (char *)slurp(GD_SOURCE_DIR "/man/graphdiet.1", &len);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		char ref[64];
 		snprintf(ref, sizeof ref, "graphdiet\\-%s (1)", cmds[i]);
 		cr_expect(strstr(man, ref), "graphdiet.1 does not describe %s", cmds[i]);

@@ -14,6 +14,11 @@ struct cli_cmd {
 int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_dot(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+struct exec_binding;
+/* Parses --dim NAME=VALUE (NAME is strdup'd). */
+int cli_parse_dim(const char *arg, struct exec_binding *b);
 
 extern const struct cli_cmd cli_cmds[];
 

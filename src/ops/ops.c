@@ -5,9 +5,9 @@
 #include <string.h>
 
 const struct op_info op_table[OP_COUNT] = {
-	[OP_UNKNOWN] = {"", "", 0, -1, 0, -1, 0},
-#define OP(id, name, dom, min_in, max_in, min_out, max_out, fl) \
-	[OP_##id] = {name, dom, min_in, max_in, min_out, max_out, fl},
+	[OP_UNKNOWN] = {"", "", 0, -1, 0, -1, 0, NULL},
+#define OP(id, name, dom, min_in, max_in, min_out, max_out, fl, impl) \
+	[OP_##id] = {name, dom, min_in, max_in, min_out, max_out, fl, &op_##impl},
 #include "ops.def"
 #undef OP
 };

@@ -13,20 +13,52 @@ enum op_flag {
 	OPF_ELEMWISE = 1u << 1, /* elementwise with broadcasting */
 	OPF_RANDOM = 1u << 2,   /* draws random numbers: recompute with the same seed */
 	OPF_SUBGRAPH = 1u << 3, /* carries graph attributes */
+	OPF_META = 1u << 4,     /* reads only its inputs' shapes: computed even in shape inference */
 };
 
 enum op_id {
 	OP_UNKNOWN = 0,
-#define OP(id, name, domain, min_in, max_in, min_out, max_out, flags) OP_##id,
+#define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) OP_##id,
 #include "ops.def"
 #undef OP
 	OP_COUNT
 };
 
+struct exec;
+struct rtensor;
+struct ad;
+struct node;
+
+/* How a value is best rematerialised when activation checkpointing drops it. */
+enum recompute_class {
+	RC_CHEAP,     /* elementwise and layout: recompute rather than keep */
+	RC_EXPENSIVE, /* matmul, convolution: keep if possible */
+	RC_RANDOM,    /* recompute only with the same seed */
+	RC_NEVER,     /* has side effects or no kernel */
+};
+
+/* What an op does, defined in its family file (see ops.def). */
+struct op_impl {
+	/* Derives output shapes and dtypes (exec_alloc) and computes them when asked. */
+	int (*run)(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out);
+	/* Adds the nodes computing the inputs' gradients from the outputs' (NULL: not differentiable). */
+	int (*grad)(struct ad *a, const struct node *n);
+	/* FLOPs and bytes moved, given the shapes of a run. */
+	void (*cost)(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		     uint64_t *bytes);
+	enum recompute_class recompute;
+};
+
+#define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) extern const struct op_impl op_##impl;
+#include "ops.def"
+#undef OP
+extern const struct op_impl op_opaque;
+
 struct op_info {
 	const char *op_type, *domain;
 	int min_in, max_in, min_out, max_out;
 	uint32_t flags;
+	const struct op_impl *impl;
 };
 
 extern const struct op_info op_table[OP_COUNT];

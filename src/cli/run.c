@@ -1,0 +1,298 @@
+/* run.c - `graphdiet run`: execute a graph with the reference executor. */
+#include "../exec/exec.h"
+#include "../io/npy.h"
+#include "../util/emit.h"
+#include "../util/fileio.h"
+#include "../util/xalloc.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char help[] =
+	"usage: graphdiet run [options] GRAPH\n"
+	"\n"
+	"Runs GRAPH on the CPU with graphdiet's reference executor and reports its outputs, the time\n"
+	"taken and the peak memory its tensors needed.\n"
+	"\n"
+	"options:\n"
+	"  -i, --input NAME=FILE.npy  data for graph input NAME (repeatable)\n"
+	"      --random-inputs        give inputs without --input seeded random data: floats standard\n"
+	"                             normal, integers and bools 0 or 1\n"
+	"      --seed N               seed for --random-inputs and random ops (default 0)\n"
+	"      --dim NAME=VALUE       bind symbolic dimension NAME (repeatable)\n"
+	"  -o, --outdir DIR           write each output to DIR/<output name>.npy\n"
+	"      --format FMT           text (default), json or yaml\n"
+	"      --from FORMAT          input format: onnx or yaml\n"
+	"  -h, --help                 show this help\n";
+
+struct npy_in {
+	struct rtensor t;
+	char *name;
+};
+
+static int load_input(const char *arg, struct npy_in *in, struct gd_err *e)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
+		return err_set(e, GD_EINPUT, "--input wants NAME=FILE.npy, not '%s'", arg);
+	in->name = strndup(arg, (size_t)(eq - arg));
+	struct filebuf fb;
+	struct npy n;
+	if (filebuf_open(&fb, eq + 1, e)) {
+		err_prefix(e, "%s", eq + 1);
+		return e->code;
+	}
+	int rc = npy_parse(fb.data, fb.len, &n, e);
+	if (!rc && n.ndim > RT_MAX_DIMS)
+		rc = err_set(e, GD_EINPUT, "rank %u is more than %d", n.ndim, RT_MAX_DIMS);
+	if (!rc) {
+		in->t.dtype = n.dtype;
+		in->t.ndim = (int)n.ndim;
+		memcpy(in->t.dims, n.dims, n.ndim * sizeof *n.dims);
+		in->t.numel = (int64_t)(n.nbytes / (dtype_size(n.dtype) ? dtype_size(n.dtype) : 1));
+		in->t.nbytes = n.nbytes;
+		in->t.data = xmalloc(n.nbytes ? n.nbytes : 1); /* aligned for the kernels */
+		if (!in->t.data)
+			rc = err_oom(e);
+		else
+			memcpy(in->t.data, n.data, n.nbytes);
+	}
+	if (rc)
+		err_prefix(e, "%s", eq + 1);
+	filebuf_close(&fb);
+	return rc;
+}
+
+/* A file name for an output: characters other than [A-Za-z0-9._-] become '_'. */
+static void file_name(const char *name, char *buf, size_t n)
+{
+	size_t k = 0;
+	for (; *name && k + 1 < n; name++)
+		buf[k++] = (*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') || (*name >= '0' && *name <= '9') ||
+				   *name == '.' || *name == '-' || *name == '_'
+			   ? *name
+			   : '_';
+	buf[k] = 0;
+	if (!k || !strcmp(buf, ".") || !strcmp(buf, ".."))
+		snprintf(buf, n, "output");
+}
+
+static int write_npy(const char *dir, const char *name, const struct rtensor *t, struct gd_err *e)
+{
+	char fn[512], path[1024];
+	file_name(name, fn, sizeof fn);
+	snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
+	if (!dtype_npy(t->dtype))
+		return err_set(e, GD_EINPUT, "output '%s' is %s, which .npy cannot hold", name, dtype_name(t->dtype));
+	struct outfile o;
+	if (outfile_open(&o, path, e))
+		return e->code;
+	npy_write(o.f, t->dtype, (uint32_t)t->ndim, t->dims, t->data, t->nbytes);
+	return outfile_commit(&o, e);
+}
+
+int cli_parse_dim(const char *arg, struct exec_binding *b)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	if (!eq || eq == arg)
+		return cli_usage(NULL, "--dim wants NAME=VALUE, not '%s'", arg);
+	errno = 0;
+	long long v = strtoll(eq + 1, &end, 10);
+	if (!eq[1] || *end || errno || v < 0)
+		return cli_usage(NULL, "--dim %s: '%s' is not a size", arg, eq + 1);
+	b->name = strndup(arg, (size_t)(eq - arg));
+	b->value = v;
+	return 0;
+}
+
+static void summary(const struct rtensor *t, double *mn, double *mx, double *mean)
+{
+	*mn = INFINITY, *mx = -INFINITY, *mean = 0;
+	for (int64_t i = 0; i < t->numel; i++) {
+		double v = rt_get(t, i);
+		*mn = fmin(*mn, v);
+		*mx = fmax(*mx, v);
+		*mean += v;
+	}
+	if (t->numel)
+		*mean /= (double)t->numel;
+}
+
+static void shape_text(const struct rtensor *t, char *buf, size_t n)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+	for (int i = 0; i < t->ndim && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", t->dims[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"input", required_argument, NULL, 'i'}, {"random-inputs", no_argument, NULL, 'r'},
+		{"seed", required_argument, NULL, 's'},  {"dim", required_argument, NULL, 'd'},
+		{"outdir", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
+		{"from", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	enum gd_format from = FMT_AUTO;
+	enum cli_out fmt = OUT_TEXT;
+	struct exec_opts eo = {0};
+	struct npy_in ins[64];
+	struct exec_binding dims[64];
+	const char *inargs[64], *outdir = NULL;
+	size_t n_in = 0, n_dims = 0;
+	int c, rc = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'i':
+			if (n_in == 64)
+				return cli_usage("run", "too many --input options");
+			inargs[n_in++] = optarg;
+			break;
+		case 'r':
+			eo.random_inputs = 1;
+			break;
+		case 's':
+			errno = 0;
+			eo.seed = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || errno || *optarg == '-')
+				return cli_usage("run", "--seed: '%s' is not a number", optarg);
+			break;
+		case 'd':
+			if (n_dims == 64)
+				return cli_usage("run", "too many --dim options");
+			if (cli_parse_dim(optarg, &dims[n_dims]))
+				return GD_EINPUT;
+			n_dims++;
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'F':
+			if (cli_out_arg("run", optarg, &fmt))
+				return GD_EINPUT;
+			break;
+		case 'f':
+			if (cli_format_arg("run", "--from", optarg, &from))
+				return GD_EINPUT;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return cli_finish(0);
+		default:
+			return cli_usage("run", "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments");
+	const char *path = argv[optind];
+	struct gd_err e = {0};
+	memset(ins, 0, sizeof ins);
+	for (size_t i = 0; i < n_in && !rc; i++)
+		if ((rc = load_input(inargs[i], &ins[i], &e)))
+			err_print(NULL, &e);
+	struct graph *g = rc ? NULL : cli_load(path, from, &rc);
+	struct exec *x = NULL;
+	if (g) {
+		struct rtensor tv[64];
+		const char *names[64];
+		for (size_t i = 0; i < n_in; i++) {
+			tv[i] = ins[i].t;
+			names[i] = ins[i].name;
+		}
+		eo.inputs = tv;
+		eo.input_names = names;
+		eo.n_inputs = n_in;
+		eo.dims = dims;
+		eo.n_dims = n_dims;
+		struct exec_stats st;
+		x = exec_run(g, &eo, &st, &e);
+		if (!x) {
+			err_print(path, &e);
+			rc = e.code ? e.code : GD_EINTERNAL;
+		}
+		if (x && outdir) {
+			if (mkdir(outdir, 0777) && errno != EEXIST) {
+				rc = err_set(&e, GD_EINPUT, "cannot create %s: %s", outdir, strerror(errno));
+				err_print(NULL, &e);
+			}
+			for (uint32_t i = 0; !rc && i < g->n_outputs; i++)
+				if ((rc = write_npy(outdir, g->outputs[i]->name, exec_value(x, g->outputs[i]), &e)))
+					err_print(NULL, &e);
+		}
+		if (x && !rc && fmt == OUT_TEXT) {
+			char sh[256];
+			for (uint32_t i = 0; i < g->n_outputs; i++) {
+				const struct rtensor *t = exec_value(x, g->outputs[i]);
+				double mn, mx, mean;
+				summary(t, &mn, &mx, &mean);
+				shape_text(t, sh, sizeof sh);
+				if (t->numel == 1)
+					printf("%-24s %-8s %-16s %.9g\n", g->outputs[i]->name, dtype_name(t->dtype), sh, rt_get(t, 0));
+				else
+					printf("%-24s %-8s %-16s min %.6g  mean %.6g  max %.6g\n", g->outputs[i]->name,
+					       dtype_name(t->dtype), sh, mn, mean, mx);
+			}
+			printf("peak memory: %zu bytes; %.6f s\n", st.peak_bytes, st.seconds);
+		} else if (x && !rc) {
+			struct emit em;
+			emit_init(&em, stdout, fmt == OUT_YAML);
+			emit_obj_begin(&em);
+			emit_key(&em, "peak_bytes");
+			emit_uint(&em, st.peak_bytes);
+			emit_key(&em, "seconds");
+			emit_double(&em, st.seconds);
+			emit_key(&em, "outputs");
+			emit_arr_begin(&em);
+			for (uint32_t i = 0; i < g->n_outputs; i++) {
+				const struct rtensor *t = exec_value(x, g->outputs[i]);
+				char fn[512];
+				emit_obj_begin(&em);
+				emit_key(&em, "name");
+				emit_str(&em, g->outputs[i]->name);
+				emit_key(&em, "dtype");
+				emit_str(&em, dtype_name(t->dtype));
+				emit_key(&em, "shape");
+				emit_arr_begin(&em);
+				for (int k = 0; k < t->ndim; k++)
+					emit_int(&em, t->dims[k]);
+				emit_arr_end(&em);
+				if (outdir) {
+					file_name(g->outputs[i]->name, fn, sizeof fn);
+					char p[1200];
+					snprintf(p, sizeof p, "%s/%s.npy", outdir, fn);
+					emit_key(&em, "file");
+					emit_str(&em, p);
+				}
+				if (t->numel == 1) {
+					emit_key(&em, "value");
+					emit_double(&em, rt_get(t, 0));
+				}
+				emit_obj_end(&em);
+			}
+			emit_arr_end(&em);
+			emit_obj_end(&em);
+		}
+	}
+	exec_free(x);
+	graph_free(g);
+	for (size_t i = 0; i < n_in; i++) {
+		xfree(ins[i].t.data);
+		free(ins[i].name);
+	}
+	for (size_t i = 0; i < n_dims; i++)
+		free((char *)dims[i].name);
+	return cli_finish(rc);
+}

@@ -1,0 +1,456 @@
+/* exec.c - the executor loop and its allocator; see exec.h. */
+#include "exec.h"
+#include "../io/tensor.h"
+#include "../util/philox.h"
+#include "../util/xalloc.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Largest result constant folding computes during shape inference (elements). */
+#define FOLD_MAX 65536
+
+struct exec {
+	struct graph *g;
+	const struct exec_opts *o;
+	struct rtensor *v;   /* by value id */
+	uint32_t *left;      /* consumers still to run, by value id */
+	uint8_t *pinned;     /* lives for the whole run */
+	size_t live, peak;
+	const struct node *cur;
+	int compute;         /* the current node computes data */
+	int opset;
+	struct gd_err *e;
+	struct strmap probes; /* symbolic dim -> stand-in value */
+	int64_t next_probe;
+};
+
+static void account(struct exec *x, size_t add, size_t sub)
+{
+	x->live = x->live + add - sub;
+	if (x->live > x->peak)
+		x->peak = x->live;
+}
+
+int exec_status(const struct exec *x)
+{
+	return x->e->code;
+}
+
+int exec_opset(const struct exec *x)
+{
+	return x->opset;
+}
+
+struct graph *exec_graph(const struct exec *x)
+{
+	return x->g;
+}
+
+uint64_t exec_seed(const struct exec *x)
+{
+	return x->o->seed;
+}
+
+int exec_fail(struct exec *x, const char *fmt, ...)
+{
+	char msg[700], d[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (x->cur)
+		return err_set(x->e, GD_EINPUT, "%s: %s", node_desc(x->cur, d, sizeof d), msg);
+	return err_set(x->e, GD_EINPUT, "%s", msg);
+}
+
+static int set_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims)
+{
+	if (ndim < 0 || ndim > RT_MAX_DIMS)
+		return exec_fail(x, "rank %d is not supported (at most %d)", ndim, RT_MAX_DIMS);
+	size_t es = dtype_size(dtype);
+	if (!dtype_valid(dtype) || !es)
+		return exec_fail(x, "dtype %s is not supported by the executor", dtype_name(dtype));
+	int64_t n = 1;
+	for (int i = 0; i < ndim; i++) {
+		if (dims[i] < 0)
+			return exec_fail(x, "negative dimension %" PRId64, dims[i]);
+		if (dims[i] && n > INT64_MAX / dims[i] / (int64_t)es)
+			return exec_fail(x, "a tensor of more than 2^63 bytes");
+		n *= dims[i];
+		t->dims[i] = dims[i];
+	}
+	t->dtype = dtype;
+	t->ndim = ndim;
+	t->numel = n;
+	t->nbytes = (size_t)n * es;
+	t->known = 1;
+	return 0;
+}
+
+void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
+{
+	if (set_shape(x, out, dtype, ndim, dims))
+		return NULL;
+	if (!x->compute || (x->o->shapes_only && out->numel > FOLD_MAX))
+		return NULL;
+	out->data = xcalloc(out->nbytes ? out->nbytes : 1, 1);
+	if (!out->data) {
+		err_oom(x->e);
+		return NULL;
+	}
+	out->owned = 1;
+	account(x, out->nbytes, 0);
+	return out->data;
+}
+
+static void release(struct exec *x, struct rtensor *t)
+{
+	if (t->owned) {
+		xfree(t->data);
+		account(x, 0, t->nbytes);
+	} else if (t->data) {
+		account(x, 0, t->nbytes);
+	}
+	t->data = NULL;
+	t->owned = 0;
+}
+
+void exec_drop(struct exec *x, struct rtensor *t)
+{
+	release(x, t);
+}
+
+void *exec_scratch(struct exec *x, size_t bytes)
+{
+	void *p = xcalloc(bytes ? bytes : 1, 1);
+	if (!p)
+		err_oom(x->e);
+	else
+		account(x, bytes, 0);
+	return p;
+}
+
+void exec_scratch_free(struct exec *x, void *p, size_t bytes)
+{
+	if (p) {
+		xfree(p);
+		account(x, 0, bytes);
+	}
+}
+
+double rt_get(const struct rtensor *t, int64_t i)
+{
+	const uint8_t *p = t->data;
+	switch (t->dtype) {
+	case DT_FLOAT: return ((const float *)p)[i];
+	case DT_DOUBLE: return ((const double *)p)[i];
+	case DT_INT64: return (double)((const int64_t *)p)[i];
+	case DT_INT32: return ((const int32_t *)p)[i];
+	case DT_INT16: return ((const int16_t *)p)[i];
+	case DT_INT8: return ((const int8_t *)p)[i];
+	case DT_UINT8: case DT_BOOL: return p[i];
+	case DT_UINT16: return ((const uint16_t *)p)[i];
+	case DT_UINT32: return ((const uint32_t *)p)[i];
+	case DT_UINT64: return (double)((const uint64_t *)p)[i];
+	default: return 0;
+	}
+}
+
+int64_t rt_get_i(const struct rtensor *t, int64_t i)
+{
+	switch (t->dtype) {
+	case DT_INT64: return ((const int64_t *)t->data)[i];
+	case DT_UINT64: return (int64_t)((const uint64_t *)t->data)[i];
+	default: return (int64_t)rt_get(t, i);
+	}
+}
+
+void rt_set(struct rtensor *t, int64_t i, double v)
+{
+	uint8_t *p = t->data;
+	switch (t->dtype) {
+	case DT_FLOAT: ((float *)p)[i] = (float)v; break;
+	case DT_DOUBLE: ((double *)p)[i] = v; break;
+	case DT_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+	case DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+	case DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+	case DT_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+	case DT_UINT8: p[i] = (uint8_t)v; break;
+	case DT_BOOL: p[i] = v != 0; break;
+	case DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+	case DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+	case DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	default: break;
+	}
+}
+
+int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *out, int max, int *n)
+{
+	if (!t->data)
+		return exec_fail(x, "%s must be known before running (a constant or computed from shapes)", what);
+	if (t->ndim > 1 || t->numel > max)
+		return exec_fail(x, "%s must be a 1-D tensor of at most %d values", what, max);
+	if (t->dtype != DT_INT64 && t->dtype != DT_INT32)
+		return exec_fail(x, "%s must be int64, not %s", what, dtype_name(t->dtype));
+	for (int64_t i = 0; i < t->numel; i++)
+		out[i] = rt_get_i(t, i);
+	*n = (int)t->numel;
+	return 0;
+}
+
+/* A graph input's shape: its declared dims, symbolic ones bound by --dim or given stand-ins. */
+static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int *ndim)
+{
+	const struct ttype *t = &v->type;
+	if (!t->has_shape)
+		return err_set(x->e, GD_EINPUT, "graph input '%s' has no shape; give its data", v->name);
+	*ndim = (int)t->ndim;
+	if (t->ndim > RT_MAX_DIMS)
+		return err_set(x->e, GD_EINPUT, "graph input '%s' has rank %u (at most %d)", v->name, t->ndim, RT_MAX_DIMS);
+	for (uint32_t i = 0; i < t->ndim; i++) {
+		const struct dim *d = &t->dims[i];
+		if (d->kind == DIM_VALUE) {
+			dims[i] = d->value;
+			continue;
+		}
+		const char *sym = d->kind == DIM_PARAM ? d->param : NULL;
+		int bound = 0;
+		for (size_t k = 0; sym && k < x->o->n_dims; k++)
+			if (!strcmp(x->o->dims[k].name, sym)) {
+				dims[i] = x->o->dims[k].value;
+				bound = 1;
+			}
+		if (bound)
+			continue;
+		if (!x->o->probe_unbound && sym)
+			return err_set(x->e, GD_EINPUT, "graph input '%s': symbolic dimension '%s' is not bound; use --dim %s=N",
+				       v->name, sym, sym);
+		if (!x->o->probe_unbound)
+			return err_set(x->e, GD_EINPUT, "graph input '%s': dimension %u is unknown; give the input's data",
+				       v->name, i);
+		/* distinct stand-ins, far from 1 and from each other, so broadcasting stays visible */
+		int64_t probe = sym ? (int64_t)(intptr_t)strmap_get(&x->probes, sym) : 0;
+		if (!probe) {
+			static const int64_t primes[] = {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079};
+			int64_t k = x->next_probe++;
+			probe = primes[k % 8] + 100000 * (k / 8);
+			if (sym && strmap_put(&x->probes, sym, (void *)(intptr_t)probe))
+				return err_oom(x->e);
+		}
+		dims[i] = probe;
+	}
+	return 0;
+}
+
+static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
+{
+	for (size_t k = 0; k < x->o->n_inputs; k++)
+		if (!strcmp(x->o->input_names[k], v->name)) {
+			const struct rtensor *in = &x->o->inputs[k];
+			if (v->type.has_dtype && in->dtype != v->type.dtype)
+				return err_set(x->e, GD_EINPUT, "input '%s' is %s, but the graph declares %s", v->name,
+					       dtype_name(in->dtype), dtype_name(v->type.dtype));
+			if (v->type.has_shape) {
+				int ok = (uint32_t)in->ndim == v->type.ndim;
+				for (int i = 0; ok && i < in->ndim; i++)
+					ok = v->type.dims[i].kind != DIM_VALUE || v->type.dims[i].value == in->dims[i];
+				if (!ok)
+					return err_set(x->e, GD_EINPUT, "input '%s' has a shape the graph does not accept",
+						       v->name);
+			}
+			*t = *in;
+			t->owned = 0;
+			t->known = 1;
+			account(x, t->nbytes, 0);
+			return 0;
+		}
+	int64_t dims[RT_MAX_DIMS];
+	int ndim = 0;
+	if (input_shape(x, v, dims, &ndim))
+		return x->e->code;
+	if (!v->type.has_dtype)
+		return err_set(x->e, GD_EINPUT, "graph input '%s' has no dtype", v->name);
+	x->compute = x->o->random_inputs;
+	void *p = exec_alloc(x, t, v->type.dtype, ndim, dims);
+	if (x->e->code)
+		return x->e->code;
+	if (!p && !x->o->shapes_only && !x->o->random_inputs)
+		return err_set(x->e, GD_EINPUT, "no data for graph input '%s'; give --input %s=FILE.npy or --random-inputs",
+			       v->name, v->name);
+	/* random inputs: floats are standard normal; integers (labels, token ids) 0 or 1; bools 0/1 */
+	uint64_t key = x->o->seed * 1000003u + strmap_hash(v->name);
+	for (int64_t i = 0; p && i < t->numel; i++) {
+		if (dtype_is_float(t->dtype))
+			rt_set(t, i, philox_normal(key, (uint64_t)i));
+		else
+			rt_set(t, i, philox_uniform(key, (uint64_t)i) < 0.5f ? 0 : 1);
+	}
+	return 0;
+}
+
+static int bind_init(struct exec *x, const struct value *v, struct rtensor *t)
+{
+	const struct tensor *s = v->init;
+	if ((int)s->ndim > RT_MAX_DIMS)
+		return err_set(x->e, GD_EINPUT, "initializer '%s' has rank %u (at most %d)", v->name, s->ndim, RT_MAX_DIMS);
+	if (set_shape(x, t, s->dtype, (int)s->ndim, s->dims))
+		return x->e->code;
+	if (x->o->shapes_only && t->numel > FOLD_MAX)
+		return 0; /* shape inference needs no weights */
+	struct bytes b;
+	if (tensor_bytes(x->g, s, &b, x->e))
+		return x->e->code;
+	if (b.n != t->nbytes)
+		return err_set(x->e, GD_EINPUT, "initializer '%s' has %zu bytes, not %zu", v->name, b.n, t->nbytes);
+	size_t es = dtype_size(t->dtype);
+	if (((uintptr_t)b.p % es) == 0) {
+		t->data = (void *)b.p; /* aligned: borrow the file's bytes */
+		account(x, t->nbytes, 0);
+	} else { /* unaligned in the file: kernels need aligned elements */
+		t->data = xmalloc(t->nbytes ? t->nbytes : 1);
+		if (!t->data)
+			return err_oom(x->e);
+		memcpy(t->data, b.p, t->nbytes);
+		t->owned = 1;
+		account(x, t->nbytes, 0);
+	}
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int run_nodes(struct exec *x)
+{
+	struct graph *g = x->g;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		x->cur = n;
+		const struct op_impl *impl = op_table[n->op].impl;
+		if (!impl || !impl->run)
+			return exec_fail(x, "op %s%s%s is not supported by graphdiet's executor",
+					 op_domain_is_default(n->domain) ? "" : n->domain,
+					 op_domain_is_default(n->domain) ? "" : "::", n->op_type);
+		struct rtensor *in[64], *out[64];
+		if (n->n_in > 64 || n->n_out > 64)
+			return exec_fail(x, "more than 64 inputs or outputs");
+		int all_data = 1;
+		for (uint32_t k = 0; k < n->n_in; k++) {
+			in[k] = n->in[k] ? &x->v[n->in[k]->id] : NULL;
+			if (in[k] && !in[k]->known)
+				return exec_fail(x, "input '%s' has not been computed", n->in[k]->name);
+			if (in[k] && !in[k]->data)
+				all_data = 0;
+		}
+		struct rtensor none[64];
+		for (uint32_t k = 0; k < n->n_out; k++) {
+			memset(&none[k], 0, sizeof none[k]);
+			out[k] = n->out[k] ? &x->v[n->out[k]->id] : &none[k];
+		}
+		uint32_t fl = op_table[n->op].flags;
+		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
+		if (impl->run(x, n, in, out))
+			return x->e->code;
+		for (uint32_t k = 0; k < n->n_out; k++) {
+			if (!out[k]->known)
+				return exec_fail(x, "output %u was not produced", k);
+			if (!n->out[k] || (!x->pinned[n->out[k]->id] && x->left[n->out[k]->id] == 0))
+				release(x, out[k]); /* nobody reads it */
+		}
+		for (uint32_t k = 0; k < n->n_in; k++) {
+			const struct value *v = n->in[k];
+			if (!v || x->left[v->id] == 0)
+				continue;
+			if (--x->left[v->id] == 0 && !x->pinned[v->id])
+				release(x, &x->v[v->id]);
+		}
+	}
+	x->cur = NULL;
+	return 0;
+}
+
+struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_stats *st, struct gd_err *e)
+{
+	struct exec *x = xcalloc(1, sizeof *x);
+	if (!x) {
+		err_oom(e);
+		return NULL;
+	}
+	x->g = g;
+	x->o = o;
+	x->e = e;
+	strmap_init(&x->probes);
+	x->opset = 17;
+	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
+		if (op_domain_is_default(g->model->opsets[i].domain))
+			x->opset = (int)g->model->opsets[i].version;
+	x->v = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->v);
+	x->left = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->left);
+	x->pinned = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!x->v || !x->left || !x->pinned) {
+		err_oom(e);
+		exec_free(x);
+		return NULL;
+	}
+	double t0 = now();
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k])
+				x->left[g->nodes[i]->in[k]->id]++;
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		x->pinned[g->outputs[i]->id] = 1;
+	int rc = 0;
+	for (uint32_t i = 0; i < g->n_inits && !rc; i++) {
+		x->pinned[g->inits[i]->id] = 1;
+		rc = bind_init(x, g->inits[i], &x->v[g->inits[i]->id]);
+	}
+	for (uint32_t i = 0; i < g->n_inputs && !rc; i++) {
+		struct value *v = g->inputs[i];
+		x->pinned[v->id] = 1;
+		if (!v->init) /* an initializer listed as an input has its data already */
+			rc = bind_input(x, v, &x->v[v->id]);
+	}
+	if (!rc)
+		rc = run_nodes(x);
+	if (!rc)
+		for (uint32_t i = 0; i < g->n_outputs && !rc; i++)
+			if (!x->v[g->outputs[i]->id].known)
+				rc = err_set(e, GD_EINPUT, "graph output '%s' was not computed", g->outputs[i]->name);
+	if (rc) {
+		exec_free(x);
+		return NULL;
+	}
+	if (st) {
+		st->seconds = now() - t0;
+		st->peak_bytes = x->peak;
+		st->final_bytes = x->live;
+	}
+	return x;
+}
+
+const struct rtensor *exec_value(const struct exec *x, const struct value *v)
+{
+	return &x->v[v->id];
+}
+
+void exec_free(struct exec *x)
+{
+	if (!x)
+		return;
+	for (uint32_t i = 0; x->v && i < x->g->n_values; i++)
+		if (x->v[i].owned)
+			xfree(x->v[i].data);
+	xfree(x->v);
+	xfree(x->left);
+	xfree(x->pinned);
+	strmap_free(&x->probes);
+	xfree(x);
+}

@@ -1,0 +1,87 @@
+/* exec.h - the reference executor: runs a graph in node order on the CPU.
+ *
+ * One loop serves three uses. Running (`graphdiet run`, `verify`) computes every value. Shape
+ * inference runs the same kernels in shape-only mode: each kernel derives its output shapes first
+ * and computes data only when asked, and the executor asks only for small nodes whose inputs are
+ * all known, which is constant folding (Shape -> Gather -> Concat -> Reshape chains resolve this
+ * way). There is one rule per op, so inference and execution cannot disagree.
+ *
+ * Memory: every tensor goes through one allocator that counts live and peak bytes. A value is
+ * freed after its last consumer runs; initializers, graph inputs and graph outputs stay for the
+ * whole run, as DESIGN.md's memory model has it. Deterministic: fixed loop orders, and random ops
+ * draw from Philox keyed by (seed, node, element). */
+#ifndef GD_EXEC_H
+#define GD_EXEC_H
+
+#include "../ir/graph.h"
+
+#define RT_MAX_DIMS 8
+
+struct rtensor {
+	int dtype;
+	int ndim;
+	int64_t dims[RT_MAX_DIMS];
+	int64_t numel;
+	void *data;    /* NULL when only the shape is known */
+	size_t nbytes; /* numel * element size */
+	int owned;     /* data was allocated by the executor (else it borrows initializer bytes) */
+	int known;     /* the shape is known (the value has been produced) */
+};
+
+struct exec;
+
+struct exec_binding { /* --dim NAME=VALUE */
+	const char *name;
+	int64_t value;
+};
+
+struct exec_opts {
+	int shapes_only;               /* infer shapes (and fold constants) instead of running */
+	const struct exec_binding *dims;
+	size_t n_dims;
+	int probe_unbound;             /* give unbound symbolic dims distinct large stand-in values */
+	uint64_t seed;                 /* for random ops and random inputs */
+	int random_inputs;             /* inputs without data get seeded random values */
+	const struct rtensor *inputs;  /* data for graph inputs, matched by input_names */
+	const char *const *input_names;
+	size_t n_inputs;
+};
+
+struct exec_stats {
+	size_t peak_bytes, final_bytes;
+	double seconds;
+};
+
+/* Runs g (already checked and sorted). On success the caller owns the executor and reads values
+ * with exec_value; exec_free releases everything. */
+struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_stats *st, struct gd_err *e);
+const struct rtensor *exec_value(const struct exec *x, const struct value *v);
+void exec_free(struct exec *x);
+
+
+/* ---- for kernels (src/ops/) ---- */
+
+/* Gives out its dtype and shape and, when the node is being computed, zero-initialised data.
+ * Returns the data, or NULL when only shapes are wanted or on failure: the kernel then returns
+ * exec_status(x). */
+void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims);
+int exec_status(const struct exec *x);
+/* Frees a tensor a kernel allocated for itself (a temporary the allocator counted). */
+void exec_drop(struct exec *x, struct rtensor *t);
+/* Counted zeroed scratch memory for a kernel; NULL with the error set when out of memory. */
+void *exec_scratch(struct exec *x, size_t bytes);
+void exec_scratch_free(struct exec *x, void *p, size_t bytes);
+/* Fails the current node: "node 'n' (Op): <msg>". Returns GD_EINPUT. */
+int exec_fail(struct exec *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int exec_opset(const struct exec *x); /* the default-domain opset version */
+uint64_t exec_seed(const struct exec *x);
+struct graph *exec_graph(const struct exec *x); /* for reading attribute tensors' data */
+
+/* Element access in double, for kernels that are not on a hot path. */
+double rt_get(const struct rtensor *t, int64_t i);
+void rt_set(struct rtensor *t, int64_t i, double v);
+int64_t rt_get_i(const struct rtensor *t, int64_t i);
+/* The int64 values of a small 1-D (or scalar) tensor; fails when it has no data. */
+int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *out, int max, int *n);
+
+#endif

@@ -1,0 +1,349 @@
+/* conv.c - 2-D Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool.
+ *
+ * Conv is im2col + GEMM per image and group: col (Cg*kh*kw, OH*OW) gathers the input patches and
+ * Y_g (Mg, OH*OW) = W_g (Mg, Cg*kh*kw) * col. ConvTranspose is its adjoint: col = W_g^T * X_g, then
+ * col2im adds the patches back. Output sizes, padding and auto_pad follow the ONNX operator docs:
+ *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)
+ * MaxPool's Indices are flattened over the whole input, ((n*C + c)*H + h)*W + w. */
+#include "kernel.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+struct geom {
+	int64_t n, c, h, w;   /* input */
+	int64_t m, oh, ow;    /* output channels and size */
+	int64_t kh, kw, sh, sw, dh, dw;
+	int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
+	int64_t group;
+};
+
+static int ints2(const struct node *n, const char *name, int64_t dflt, int64_t *a, int64_t *b)
+{
+	size_t k;
+	const int64_t *v = attr_ints(n, name, &k);
+	if (!v) {
+		*a = *b = dflt;
+		return 0;
+	}
+	if (k != 2)
+		return -1;
+	*a = v[0];
+	*b = v[1];
+	return 0;
+}
+
+/* Kernel, strides, dilations, pads (explicit or auto_pad) and the output size of a pooling or
+ * convolution window over g->h x g->w; `transpose` computes a ConvTranspose output instead. */
+static int window(struct exec *x, const struct node *n, struct geom *g, int ceil_mode, int transpose)
+{
+	if (ints2(n, "strides", 1, &g->sh, &g->sw) || ints2(n, "dilations", 1, &g->dh, &g->dw))
+		return exec_fail(x, "strides and dilations must have 2 entries (2-D only)");
+	size_t np;
+	const int64_t *p = attr_ints(n, "pads", &np);
+	if (p && np != 4)
+		return exec_fail(x, "pads must have 4 entries (2-D only)");
+	g->pt = p ? p[0] : 0, g->pl = p ? p[1] : 0, g->pb = p ? p[2] : 0, g->pr = p ? p[3] : 0;
+	if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->kh < 1 || g->kw < 1 || g->pt < 0 || g->pl < 0 ||
+	    g->pb < 0 || g->pr < 0)
+		return exec_fail(x, "kernel, strides and dilations must be positive and pads not negative");
+	int same_upper = attr_str_is(n, "auto_pad", "SAME_UPPER", 0), same_lower = attr_str_is(n, "auto_pad", "SAME_LOWER", 0);
+	int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
+	if (transpose) {
+		int64_t oph = 0, opw = 0;
+		if (ints2(n, "output_padding", 0, &oph, &opw))
+			return exec_fail(x, "output_padding must have 2 entries");
+		size_t no;
+		const int64_t *os = attr_ints(n, "output_shape", &no);
+		int64_t full_h = g->sh * (g->h - 1) + oph + ekh, full_w = g->sw * (g->w - 1) + opw + ekw;
+		if (os || same_upper || same_lower) {
+			g->oh = os ? os[no - 2] : g->h * g->sh;
+			g->ow = os ? os[no - 1] : g->w * g->sw;
+			int64_t th = full_h - g->oh, tw = full_w - g->ow;
+			if (th < 0 || tw < 0)
+				return exec_fail(x, "output_shape is larger than the input can produce");
+			int upper = !same_lower;
+			g->pt = upper ? th / 2 : th - th / 2, g->pb = th - g->pt;
+			g->pl = upper ? tw / 2 : tw - tw / 2, g->pr = tw - g->pl;
+		} else {
+			g->oh = full_h - g->pt - g->pb;
+			g->ow = full_w - g->pl - g->pr;
+		}
+		if (g->oh < 1 || g->ow < 1)
+			return exec_fail(x, "the output would be empty");
+		return 0;
+	}
+	if (same_upper || same_lower) {
+		g->oh = (g->h + g->sh - 1) / g->sh;
+		g->ow = (g->w + g->sw - 1) / g->sw;
+		int64_t th = (g->oh - 1) * g->sh + ekh - g->h, tw = (g->ow - 1) * g->sw + ekw - g->w;
+		th = th > 0 ? th : 0;
+		tw = tw > 0 ? tw : 0;
+		g->pt = same_upper ? th / 2 : th - th / 2, g->pb = th - g->pt;
+		g->pl = same_upper ? tw / 2 : tw - tw / 2, g->pr = tw - g->pl;
+		return 0;
+	}
+	if (attr_str_is(n, "auto_pad", "VALID", 0))
+		g->pt = g->pl = g->pb = g->pr = 0;
+	int64_t sh = g->h + g->pt + g->pb - ekh, sw = g->w + g->pl + g->pr - ekw;
+	if (sh < 0 || sw < 0)
+		return exec_fail(x, "the window is larger than the padded input");
+	g->oh = (ceil_mode ? (sh + g->sh - 1) / g->sh : sh / g->sh) + 1;
+	g->ow = (ceil_mode ? (sw + g->sw - 1) / g->sw : sw / g->sw) + 1;
+	return 0;
+}
+
+static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
+{
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	if (a->ndim != 4)
+		return exec_fail(x, "only 2-D (N, C, H, W) inputs are supported, not rank %d", a->ndim);
+	g->n = a->dims[0], g->c = a->dims[1], g->h = a->dims[2], g->w = a->dims[3];
+	return 0;
+}
+
+/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - pt + i*dh][ox*sw - pl + j*dw], 0 outside. */
+#define IM2COL(T)                                                                                              \
+	static void im2col_##T(const T *x, const struct geom *g, int64_t cg, T *col)                           \
+	{                                                                                                      \
+		for (int64_t c = 0; c < cg; c++)                                                               \
+			for (int64_t i = 0; i < g->kh; i++)                                                    \
+				for (int64_t j = 0; j < g->kw; j++) {                                          \
+					T *row = col + ((c * g->kh + i) * g->kw + j) * g->oh * g->ow;          \
+					for (int64_t oy = 0; oy < g->oh; oy++) {                               \
+						int64_t iy = oy * g->sh - g->pt + i * g->dh;                   \
+						for (int64_t ox = 0; ox < g->ow; ox++) {                       \
+							int64_t ix = ox * g->sw - g->pl + j * g->dw;           \
+							row[oy * g->ow + ox] = iy >= 0 && iy < g->h && ix >= 0 && \
+										       ix < g->w                   \
+									       ? x[(c * g->h + iy) * g->w + ix]    \
+									       : 0;                                \
+						}                                                              \
+					}                                                                      \
+				}                                                                              \
+	}                                                                                                      \
+	static void col2im_##T(const T *col, const struct geom *g, int64_t cg, T *x)                           \
+	{                                                                                                      \
+		for (int64_t c = 0; c < cg; c++)                                                               \
+			for (int64_t i = 0; i < g->kh; i++)                                                    \
+				for (int64_t j = 0; j < g->kw; j++) {                                          \
+					const T *row = col + ((c * g->kh + i) * g->kw + j) * g->oh * g->ow;    \
+					for (int64_t oy = 0; oy < g->oh; oy++) {                               \
+						int64_t iy = oy * g->sh - g->pt + i * g->dh;                   \
+						if (iy < 0 || iy >= g->h)                                      \
+							continue;                                              \
+						for (int64_t ox = 0; ox < g->ow; ox++) {                       \
+							int64_t ix = ox * g->sw - g->pl + j * g->dw;           \
+							if (ix >= 0 && ix < g->w)                              \
+								x[(c * g->h + iy) * g->w + ix] += row[oy * g->ow + ox]; \
+						}                                                              \
+					}                                                                      \
+				}                                                                              \
+	}
+IM2COL(float)
+IM2COL(double)
+
+static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c)
+{
+	/* C (m,n) = op(A) (m,k) * B (k,n); A is stored (m,k), or (k,m) when ta */
+	if (dt == DT_FLOAT)
+		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+			    ta ? (int)m : (int)k, b, (int)n, 0.0f, c, (int)n);
+	else
+		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a,
+			    ta ? (int)m : (int)k, b, (int)n, 0.0, c, (int)n);
+}
+
+static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+	struct geom g = {0};
+	if (input4(x, a, &g))
+		return exec_status(x);
+	g.group = attr_int(n, "group", 1);
+	if (w->ndim != 4 || w->dtype != a->dtype || g.group < 1 || g.c % g.group || w->dims[0] % g.group ||
+	    w->dims[1] * g.group != g.c)
+		return exec_fail(x, "W must be (M, C/group, kh, kw) with M and C divisible by group");
+	g.m = w->dims[0], g.kh = w->dims[2], g.kw = w->dims[3];
+	size_t nk;
+	const int64_t *ks = attr_ints(n, "kernel_shape", &nk);
+	if (ks && (nk != 2 || ks[0] != g.kh || ks[1] != g.kw))
+		return exec_fail(x, "kernel_shape disagrees with W");
+	if (b && (b->numel != g.m || b->dtype != a->dtype))
+		return exec_fail(x, "B must have the %lld output channels", (long long)g.m);
+	if (window(x, n, &g, 0, 0))
+		return exec_status(x);
+	int64_t dims[4] = {g.n, g.m, g.oh, g.ow};
+	uint8_t *y = exec_alloc(x, out[0], a->dtype, 4, dims);
+	if (!y)
+		return exec_status(x);
+	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
+	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
+	uint8_t *col = exec_scratch(x, colb);
+	if (!col)
+		return exec_status(x);
+	for (int64_t i = 0; i < g.n; i++)
+		for (int64_t gi = 0; gi < g.group; gi++) {
+			const uint8_t *xi = (const uint8_t *)a->data + ((i * g.c + gi * cg) * g.h * g.w) * es;
+			if (a->dtype == DT_FLOAT)
+				im2col_float((const float *)xi, &g, cg, (float *)col);
+			else
+				im2col_double((const double *)xi, &g, cg, (double *)col);
+			gemm_nn(a->dtype, 0, mg, np, kk, (const uint8_t *)w->data + gi * mg * kk * es, col,
+				y + ((i * g.m + gi * mg) * np) * es);
+		}
+	exec_scratch_free(x, col, colb);
+	if (b)
+		for (int64_t i = 0; i < g.n; i++)
+			for (int64_t m = 0; m < g.m; m++)
+				for (int64_t p = 0; p < np; p++) {
+					int64_t k = (i * g.m + m) * np + p;
+					rt_set(out[0], k, rt_get(out[0], k) + rt_get(b, m));
+				}
+	return 0;
+}
+
+static int conv_transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			      struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+	struct geom g = {0}; /* g.h, g.w: the *output* image, which col2im fills; ih, iw: the input */
+	if (input4(x, a, &g))
+		return exec_status(x);
+	g.group = attr_int(n, "group", 1);
+	if (w->ndim != 4 || w->dtype != a->dtype || g.group < 1 || g.c % g.group || w->dims[0] != g.c)
+		return exec_fail(x, "W must be (C, M/group, kh, kw)");
+	int64_t cg = g.c / g.group, mg = w->dims[1];
+	g.m = mg * g.group, g.kh = w->dims[2], g.kw = w->dims[3];
+	if (b && (b->numel != g.m || b->dtype != a->dtype))
+		return exec_fail(x, "B must have the %lld output channels", (long long)g.m);
+	if (window(x, n, &g, 0, 1))
+		return exec_status(x);
+	int64_t ih = g.h, iw = g.w, dims[4] = {g.n, g.m, g.oh, g.ow};
+	uint8_t *y = exec_alloc(x, out[0], a->dtype, 4, dims);
+	if (!y)
+		return exec_status(x);
+	/* in col2im terms the output image is the "input" and the ConvTranspose input the "patches" */
+	struct geom cg2 = g;
+	cg2.h = g.oh, cg2.w = g.ow, cg2.oh = ih, cg2.ow = iw;
+	int64_t kk = mg * g.kh * g.kw, np = ih * iw;
+	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
+	uint8_t *col = exec_scratch(x, colb);
+	if (!col)
+		return exec_status(x);
+	for (int64_t i = 0; i < g.n; i++)
+		for (int64_t gi = 0; gi < g.group; gi++) {
+			/* col (Mg*kh*kw, H*W) = W_g^T, W_g stored (Cg, Mg*kh*kw), times X_g (Cg, H*W) */
+			gemm_nn(a->dtype, 1, kk, np, cg, (const uint8_t *)w->data + gi * cg * kk * es,
+				(const uint8_t *)a->data + ((i * g.c + gi * cg) * np) * es, col);
+			uint8_t *yi = y + ((i * g.m + gi * mg) * g.oh * g.ow) * es;
+			if (a->dtype == DT_FLOAT)
+				col2im_float((const float *)col, &cg2, mg, (float *)yi);
+			else
+				col2im_double((const double *)col, &cg2, mg, (double *)yi);
+		}
+	exec_scratch_free(x, col, colb);
+	if (b)
+		for (int64_t i = 0; i < g.n * g.m; i++)
+			for (int64_t p = 0; p < g.oh * g.ow; p++)
+				rt_set(out[0], i * g.oh * g.ow + p, rt_get(out[0], i * g.oh * g.ow + p) + rt_get(b, i % g.m));
+	return 0;
+}
+
+static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
+{
+	const struct rtensor *a = in[0];
+	struct geom g = {0};
+	if (input4(x, a, &g))
+		return exec_status(x);
+	size_t nk;
+	const int64_t *ks = attr_ints(n, "kernel_shape", &nk);
+	if (!ks || nk != 2)
+		return exec_fail(x, "kernel_shape must have 2 entries (2-D only)");
+	g.kh = ks[0], g.kw = ks[1];
+	if (window(x, n, &g, attr_int(n, "ceil_mode", 0) != 0, 0))
+		return exec_status(x);
+	if (attr_int(n, "storage_order", 0))
+		return exec_fail(x, "storage_order 1 is not supported");
+	int64_t dims[4] = {g.n, g.c, g.oh, g.ow};
+	if (!exec_alloc(x, out[0], a->dtype, 4, dims))
+		return exec_status(x);
+	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, 4, dims) : NULL;
+	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
+	for (int64_t nc = 0; nc < g.n * g.c; nc++)
+		for (int64_t oy = 0; oy < g.oh; oy++)
+			for (int64_t ox = 0; ox < g.ow; ox++) {
+				double acc = max ? -INFINITY : 0;
+				int64_t cnt = 0, arg = -1;
+				for (int64_t i = 0; i < g.kh; i++)
+					for (int64_t j = 0; j < g.kw; j++) {
+						int64_t iy = oy * g.sh - g.pt + i * g.dh, ix = ox * g.sw - g.pl + j * g.dw;
+						int inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+						/* with count_include_pad, pads count but the ceil_mode overhang does not */
+						int in_pads = iy < g.h + g.pb && ix < g.w + g.pr;
+						if (!inside) {
+							cnt += include_pad && in_pads && iy >= -g.pt && ix >= -g.pl;
+							continue;
+						}
+						int64_t k = (nc * g.h + iy) * g.w + ix;
+						double v = rt_get(a, k);
+						if (max && (v > acc || arg < 0)) {
+							acc = v;
+							arg = k;
+						}
+						if (!max)
+							acc += v;
+						cnt++;
+					}
+				int64_t o = (nc * g.oh + oy) * g.ow + ox;
+				rt_set(out[0], o, max ? acc : cnt ? acc / (double)cnt : 0);
+				if (idx)
+					idx[o] = arg;
+			}
+	return 0;
+}
+
+static int max_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return pool(x, n, in, out, 1);
+}
+
+static int average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			    struct rtensor *const *out)
+{
+	return pool(x, n, in, out, 0);
+}
+
+static int global_average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+				   struct rtensor *const *out)
+{
+	(void)n;
+	const struct rtensor *a = in[0];
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	if (a->ndim < 3)
+		return exec_fail(x, "X must be (N, C, spatial...)");
+	int64_t dims[RT_MAX_DIMS], sp = 1;
+	for (int i = 0; i < a->ndim; i++) {
+		dims[i] = i < 2 ? a->dims[i] : 1;
+		if (i >= 2)
+			sp *= a->dims[i];
+	}
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
+		return exec_status(x);
+	for (int64_t nc = 0; nc < a->dims[0] * a->dims[1]; nc++) {
+		double s = 0;
+		for (int64_t k = 0; k < sp; k++)
+			s += rt_get(a, nc * sp + k);
+		rt_set(out[0], nc, sp ? s / (double)sp : 0);
+	}
+	return 0;
+}
+
+const struct op_impl op_conv = {.run = conv_run, .recompute = RC_EXPENSIVE};
+const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .recompute = RC_EXPENSIVE};
+const struct op_impl op_max_pool = {.run = max_pool_run, .recompute = RC_CHEAP};
+const struct op_impl op_average_pool = {.run = average_pool_run, .recompute = RC_CHEAP};
+const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .recompute = RC_CHEAP};

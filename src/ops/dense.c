@@ -1,0 +1,138 @@
+/* dense.c - Gemm and MatMul on OpenBLAS (sgemm/dgemm).
+ *
+ * Gemm: Y (M,N) = alpha * A' (M,K) * B' (K,N) + beta * C, with A' = A or A^T (transA), B' likewise,
+ * and C broadcast to (M,N). MatMul follows NumPy: 1-D operands gain a dimension that is dropped
+ * again, batch dimensions broadcast, and each batch is one GEMM. */
+#include "kernel.h"
+
+#include <cblas.h>
+#include <string.h>
+
+static void gemm(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+		 const void *b, int64_t ldb, double beta, void *c, int64_t ldc)
+{
+	if (dt == DT_FLOAT)
+		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+			    (int)k, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);
+	else
+		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+			    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+static int blas_ok(struct exec *x, int64_t m, int64_t n, int64_t k)
+{
+	if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+		return exec_fail(x, "a matrix dimension exceeds what BLAS indexes (2^31)");
+	return 0;
+}
+
+static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	struct rtensor *a = in[0], *b = in[1], *c = n->n_in > 2 ? in[2] : NULL;
+	if (want_float(x, a, "A") || want_float(x, b, "B"))
+		return exec_status(x);
+	if (a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype || (c && c->dtype != a->dtype))
+		return exec_fail(x, "A and B must be 2-D matrices of one dtype");
+	int ta = attr_int(n, "transA", 0) != 0, tb = attr_int(n, "transB", 0) != 0;
+	double alpha = attr_float(n, "alpha", 1), beta = attr_float(n, "beta", 1);
+	int64_t m = ta ? a->dims[1] : a->dims[0], k = ta ? a->dims[0] : a->dims[1];
+	int64_t kb = tb ? b->dims[1] : b->dims[0], nn = tb ? b->dims[0] : b->dims[1];
+	if (k != kb)
+		return exec_fail(x, "A is %lldx%lld and B %lldx%lld: inner dimensions differ", (long long)m, (long long)k,
+				 (long long)kb, (long long)nn);
+	int64_t dims[2] = {m, nn};
+	if (c) {
+		int nd;
+		int64_t cd[RT_MAX_DIMS];
+		struct rtensor y = {.ndim = 2, .dims = {m, nn}};
+		struct rtensor *pair[2] = {&y, c};
+		if (c->ndim > 2 || bcast_shape(x, pair, 2, &nd, cd) || cd[0] != m || cd[1] != nn)
+			return exec_status(x) ? exec_status(x) : exec_fail(x, "C does not broadcast to %lldx%lld", (long long)m,
+									  (long long)nn);
+	}
+	if (blas_ok(x, m, nn, k) || !exec_alloc(x, out[0], a->dtype, 2, dims))
+		return exec_status(x);
+	struct rtensor *y = out[0];
+	size_t es = dtype_size(a->dtype);
+	if (c && beta != 0) { /* Y = C broadcast, then GEMM accumulates into it */
+		int64_t st[RT_MAX_DIMS];
+		bcast_strides(c, 2, dims, st);
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < nn; j++)
+				memcpy((uint8_t *)y->data + (i * nn + j) * es, (const uint8_t *)c->data + (i * st[0] + j * st[1]) * es, es);
+	} else {
+		beta = 0;
+	}
+	if (m && nn)
+		gemm(a->dtype, ta, tb, m, nn, k, alpha, a->data, a->dims[1], b->data, b->dims[1], beta, y->data, nn);
+	return 0;
+}
+
+static int matmul_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	struct rtensor a = *in[0], b = *in[1];
+	if (want_float(x, &a, "A") || want_float(x, &b, "B"))
+		return exec_status(x);
+	if (a.dtype != b.dtype)
+		return exec_fail(x, "A is %s and B %s", dtype_name(a.dtype), dtype_name(b.dtype));
+	if (a.ndim == 0 || b.ndim == 0)
+		return exec_fail(x, "MatMul operands must have at least one dimension");
+	int a1 = a.ndim == 1, b1 = b.ndim == 1;
+	if (a1) { /* (K) -> (1,K) */
+		a.dims[1] = a.dims[0];
+		a.dims[0] = 1;
+		a.ndim = 2;
+	}
+	if (b1) { /* (K) -> (K,1) */
+		b.dims[1] = 1;
+		b.ndim = 2;
+	}
+	int64_t m = a.dims[a.ndim - 2], k = a.dims[a.ndim - 1], kb = b.dims[b.ndim - 2], nn = b.dims[b.ndim - 1];
+	if (k != kb)
+		return exec_fail(x, "inner dimensions differ: %lld vs %lld", (long long)k, (long long)kb);
+	/* batch dimensions broadcast */
+	struct rtensor ab = {.ndim = a.ndim - 2}, bb = {.ndim = b.ndim - 2};
+	memcpy(ab.dims, a.dims, (size_t)ab.ndim * sizeof *a.dims);
+	memcpy(bb.dims, b.dims, (size_t)bb.ndim * sizeof *b.dims);
+	struct rtensor *pair[2] = {&ab, &bb};
+	int nb;
+	int64_t dims[RT_MAX_DIMS];
+	if (bcast_shape(x, pair, 2, &nb, dims))
+		return exec_status(x);
+	int nd = nb;
+	if (!a1)
+		dims[nd++] = m;
+	if (!b1)
+		dims[nd++] = nn;
+	if (nd > RT_MAX_DIMS)
+		return exec_fail(x, "result rank exceeds %d", RT_MAX_DIMS);
+	if (blas_ok(x, m, nn, k) || !exec_alloc(x, out[0], a.dtype, nd, dims))
+		return exec_status(x);
+	int64_t sa[RT_MAX_DIMS], sb[RT_MAX_DIMS], batches = 1;
+	bcast_strides(&ab, nb, dims, sa);
+	bcast_strides(&bb, nb, dims, sb);
+	for (int i = 0; i < nb; i++)
+		batches *= dims[i];
+	size_t es = dtype_size(a.dtype);
+	int64_t idx[RT_MAX_DIMS] = {0};
+	for (int64_t bi = 0; bi < batches; bi++) {
+		int64_t oa = 0, ob = 0;
+		for (int i = 0; i < nb; i++) {
+			oa += idx[i] * sa[i];
+			ob += idx[i] * sb[i];
+		}
+		if (m && nn)
+			gemm(a.dtype, 0, 0, m, nn, k, 1, (const uint8_t *)a.data + oa * m * k * es, k,
+			     (const uint8_t *)b.data + ob * k * nn * es, nn, 0, (uint8_t *)out[0]->data + bi * m * nn * es, nn);
+		for (int i = nb - 1; i >= 0; i--) {
+			if (++idx[i] < dims[i])
+				break;
+			idx[i] = 0;
+		}
+	}
+	return 0;
+}
+
+const struct op_impl op_gemm = {.run = gemm_run, .recompute = RC_EXPENSIVE};
+const struct op_impl op_matmul = {.run = matmul_run, .recompute = RC_EXPENSIVE};

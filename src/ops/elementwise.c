@@ -1,0 +1,285 @@
+/* elementwise.c - elementwise ops with NumPy broadcasting: Add Sub Mul Div Pow, Equal Greater Less,
+ * Where, and the unary ops (Neg Sqrt Exp Log Erf Relu Tanh Sigmoid Not Identity Cast).
+ *
+ * Broadcast operands are walked row by row: the output's last dimension is the inner loop, with
+ * each operand's stride there 0 when it is broadcast. float32 rows have their own loops (the hot
+ * case in training); other dtypes go through double (exact for the basic operations, since
+ * double rounding of a float32 +-x/ in double is innocuous) or int64 (integer Div truncates, as
+ * in C). Gradient rules sit next to each op. */
+#include "kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+enum bin { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_EQ, B_GT, B_LT };
+
+static double bin_d(enum bin op, double a, double b)
+{
+	switch (op) {
+	case B_ADD: return a + b;
+	case B_SUB: return a - b;
+	case B_MUL: return a * b;
+	case B_DIV: return a / b;
+	case B_POW: return pow(a, b);
+	case B_EQ: return a == b;
+	case B_GT: return a > b;
+	default: return a < b;
+	}
+}
+
+static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r)
+{
+	switch (op) {
+	case B_ADD: *r = (int64_t)((uint64_t)a + (uint64_t)b); return 0;
+	case B_SUB: *r = (int64_t)((uint64_t)a - (uint64_t)b); return 0;
+	case B_MUL: *r = (int64_t)((uint64_t)a * (uint64_t)b); return 0;
+	case B_DIV:
+		if (b == 0 || (a == INT64_MIN && b == -1))
+			return exec_fail(x, "integer division by zero or overflow");
+		*r = a / b;
+		return 0;
+	case B_POW: {
+		int64_t p = 1;
+		for (int64_t k = 0; k < b; k++)
+			p = (int64_t)((uint64_t)p * (uint64_t)a);
+		*r = b < 0 ? 0 : p;
+		return 0;
+	}
+	case B_EQ: *r = a == b; return 0;
+	case B_GT: *r = a > b; return 0;
+	default: *r = a < b; return 0;
+	}
+}
+
+/* Visits the output row by row: offsets of each operand at the row's start. */
+struct walk {
+	int nd;
+	int64_t dims[RT_MAX_DIMS], st[3][RT_MAX_DIMS], idx[RT_MAX_DIMS], off[3];
+	int n;
+};
+
+static void walk_init(struct walk *w, int nd, const int64_t *dims, struct rtensor *const *ts, int n)
+{
+	memset(w, 0, sizeof *w);
+	w->nd = nd;
+	w->n = n;
+	memcpy(w->dims, dims, (size_t)nd * sizeof *dims);
+	for (int k = 0; k < n; k++)
+		bcast_strides(ts[k], nd, dims, w->st[k]);
+}
+
+/* Advances to the next row; returns 0 when done. */
+static int walk_next(struct walk *w)
+{
+	for (int i = w->nd - 2; i >= 0; i--) {
+		for (int k = 0; k < w->n; k++)
+			w->off[k] += w->st[k][i];
+		if (++w->idx[i] < w->dims[i])
+			return 1;
+		for (int k = 0; k < w->n; k++)
+			w->off[k] -= w->st[k][i] * w->dims[i];
+		w->idx[i] = 0;
+	}
+	return 0;
+}
+
+static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum bin op)
+{
+	struct rtensor *a = in[0], *b = in[1];
+	if (a->dtype != b->dtype && !(op == B_POW && is_float(a)))
+		return exec_fail(x, "operands are %s and %s; they must have the same dtype", dtype_name(a->dtype),
+				 dtype_name(b->dtype));
+	int nd;
+	int64_t dims[RT_MAX_DIMS];
+	if (bcast_shape(x, in, 2, &nd, dims))
+		return exec_status(x);
+	int cmp = op >= B_EQ;
+	if (!exec_alloc(x, out[0], cmp ? DT_BOOL : a->dtype, nd, dims))
+		return exec_status(x);
+	struct rtensor *o = out[0];
+	if (o->numel == 0)
+		return 0;
+	struct walk w;
+	walk_init(&w, nd, dims, in, 2);
+	int64_t row = nd ? dims[nd - 1] : 1, sa = nd ? w.st[0][nd - 1] : 0, sb = nd ? w.st[1][nd - 1] : 0;
+	int64_t i = 0;
+	int fast = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT && !cmp && op != B_POW;
+	int ints = !is_float(a);
+	do {
+		const int64_t oa = w.off[0], ob = w.off[1];
+		if (fast) {
+			const float *pa = (const float *)a->data + oa, *pb = (const float *)b->data + ob;
+			float *po = (float *)o->data + i;
+			switch (op) {
+			case B_ADD: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] + pb[j * sb]; break;
+			case B_SUB: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] - pb[j * sb]; break;
+			case B_MUL: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] * pb[j * sb]; break;
+			default: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] / pb[j * sb]; break;
+			}
+		} else if (ints) {
+			for (int64_t j = 0; j < row; j++) {
+				int64_t r = 0;
+				if (bin_i(x, op, rt_get_i(a, oa + j * sa), rt_get_i(b, ob + j * sb), &r))
+					return exec_status(x);
+				if (o->dtype == DT_INT64)
+					((int64_t *)o->data)[i + j] = r; /* exact beyond 2^53 */
+				else
+					rt_set(o, i + j, (double)r);
+			}
+		} else {
+			for (int64_t j = 0; j < row; j++)
+				rt_set(o, i + j, bin_d(op, rt_get(a, oa + j * sa), rt_get(b, ob + j * sb)));
+		}
+		i += row;
+	} while (walk_next(&w));
+	return 0;
+}
+
+#define BINARY(name, op)                                                                                      \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in,                 \
+			      struct rtensor *const *out)                                                      \
+	{                                                                                                      \
+		(void)n;                                                                                       \
+		return binary(x, in, out, op);                                                                 \
+	}
+BINARY(add, B_ADD)
+BINARY(sub, B_SUB)
+BINARY(mul, B_MUL)
+BINARY(div, B_DIV)
+BINARY(pow, B_POW)
+BINARY(equal, B_EQ)
+BINARY(greater, B_GT)
+BINARY(less, B_LT)
+
+/* ---- unary ---- */
+
+enum un { U_NEG, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_IDENTITY };
+
+static double un_d(enum un op, double v)
+{
+	switch (op) {
+	case U_NEG: return -v;
+	case U_SQRT: return sqrt(v);
+	case U_EXP: return exp(v);
+	case U_LOG: return log(v);
+	case U_ERF: return erf(v);
+	case U_RELU: return v > 0 ? v : 0;
+	case U_TANH: return tanh(v);
+	case U_SIGMOID: return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+	case U_NOT: return !v;
+	default: return v;
+	}
+}
+
+static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
+{
+	struct rtensor *a = in[0];
+	if (op == U_NOT && a->dtype != DT_BOOL)
+		return exec_fail(x, "Not takes bool, not %s", dtype_name(a->dtype));
+	if (op != U_NOT && op != U_IDENTITY && op != U_NEG && op != U_RELU && want_float(x, a, "the input"))
+		return exec_status(x);
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	if (op == U_IDENTITY) {
+		memcpy(out[0]->data, a->data, a->nbytes);
+		return 0;
+	}
+	if (a->dtype == DT_FLOAT && (op == U_RELU || op == U_NEG)) {
+		const float *p = a->data;
+		float *o = out[0]->data;
+		for (int64_t i = 0; i < a->numel; i++)
+			o[i] = op == U_RELU ? (p[i] > 0 ? p[i] : 0) : -p[i];
+		return 0;
+	}
+	for (int64_t i = 0; i < a->numel; i++)
+		rt_set(out[0], i, un_d(op, rt_get(a, i)));
+	return 0;
+}
+
+#define UNARY(name, op)                                                                                       \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in,                 \
+			      struct rtensor *const *out)                                                      \
+	{                                                                                                      \
+		(void)n;                                                                                       \
+		return unary(x, in, out, op);                                                                  \
+	}
+UNARY(neg, U_NEG)
+UNARY(sqrt, U_SQRT)
+UNARY(exp, U_EXP)
+UNARY(log, U_LOG)
+UNARY(erf, U_ERF)
+UNARY(relu, U_RELU)
+UNARY(tanh, U_TANH)
+UNARY(sigmoid, U_SIGMOID)
+UNARY(not, U_NOT)
+UNARY(identity, U_IDENTITY)
+
+static int cast_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int to = (int)attr_int(n, "to", 0);
+	if (!dtype_valid(to) || !dtype_size(to))
+		return exec_fail(x, "cannot cast to %s", dtype_name(to));
+	struct rtensor *a = in[0];
+	if (!exec_alloc(x, out[0], to, a->ndim, a->dims))
+		return exec_status(x);
+	struct rtensor *o = out[0];
+	for (int64_t i = 0; i < a->numel; i++) {
+		if (o->dtype == DT_INT64 && !is_float(a))
+			((int64_t *)o->data)[i] = rt_get_i(a, i); /* exact beyond 2^53 */
+		else if (o->dtype == DT_BOOL)
+			rt_set(o, i, rt_get(a, i) != 0);
+		else
+			rt_set(o, i, rt_get(a, i)); /* float -> int truncates toward zero, as ONNX says */
+	}
+	return 0;
+}
+
+static int where_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	if (in[0]->dtype != DT_BOOL)
+		return exec_fail(x, "the condition must be bool, not %s", dtype_name(in[0]->dtype));
+	if (in[1]->dtype != in[2]->dtype)
+		return exec_fail(x, "the two branches are %s and %s", dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
+	int nd;
+	int64_t dims[RT_MAX_DIMS];
+	if (bcast_shape(x, in, 3, &nd, dims) || !exec_alloc(x, out[0], in[1]->dtype, nd, dims))
+		return exec_status(x);
+	if (out[0]->numel == 0)
+		return 0;
+	struct walk w;
+	walk_init(&w, nd, dims, in, 3);
+	int64_t row = nd ? dims[nd - 1] : 1, i = 0;
+	size_t es = dtype_size(in[1]->dtype);
+	do {
+		for (int64_t j = 0; j < row; j++) {
+			int c = ((const uint8_t *)in[0]->data)[w.off[0] + j * (nd ? w.st[0][nd - 1] : 0)] != 0;
+			int k = c ? 1 : 2;
+			memcpy((uint8_t *)out[0]->data + (i + j) * es,
+			       (const uint8_t *)in[k]->data + (w.off[k] + j * (nd ? w.st[k][nd - 1] : 0)) * es, es);
+		}
+		i += row;
+	} while (walk_next(&w));
+	return 0;
+}
+
+const struct op_impl op_add = {.run = add_run, .recompute = RC_CHEAP};
+const struct op_impl op_sub = {.run = sub_run, .recompute = RC_CHEAP};
+const struct op_impl op_mul = {.run = mul_run, .recompute = RC_CHEAP};
+const struct op_impl op_div = {.run = div_run, .recompute = RC_CHEAP};
+const struct op_impl op_pow = {.run = pow_run, .recompute = RC_CHEAP};
+const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP};
+const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP};
+const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP};
+const struct op_impl op_neg = {.run = neg_run, .recompute = RC_CHEAP};
+const struct op_impl op_sqrt = {.run = sqrt_run, .recompute = RC_CHEAP};
+const struct op_impl op_exp = {.run = exp_run, .recompute = RC_CHEAP};
+const struct op_impl op_log = {.run = log_run, .recompute = RC_CHEAP};
+const struct op_impl op_erf = {.run = erf_run, .recompute = RC_CHEAP};
+const struct op_impl op_relu = {.run = relu_run, .recompute = RC_CHEAP};
+const struct op_impl op_tanh = {.run = tanh_run, .recompute = RC_CHEAP};
+const struct op_impl op_sigmoid = {.run = sigmoid_run, .recompute = RC_CHEAP};
+const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP};
+const struct op_impl op_identity = {.run = identity_run, .recompute = RC_CHEAP};
+const struct op_impl op_cast = {.run = cast_run, .recompute = RC_CHEAP};
+const struct op_impl op_where = {.run = where_run, .recompute = RC_CHEAP};

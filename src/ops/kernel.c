@@ -1,0 +1,100 @@
+/* kernel.c - helpers shared by the op families; see kernel.h. */
+#include "kernel.h"
+
+#include <string.h>
+
+int64_t attr_int(const struct node *n, const char *name, int64_t dflt)
+{
+	const struct attr *a = node_attr(n, name);
+	return a && a->type == ATTR_INT ? a->i : dflt;
+}
+
+float attr_float(const struct node *n, const char *name, float dflt)
+{
+	const struct attr *a = node_attr(n, name);
+	return a && a->type == ATTR_FLOAT ? a->f : a && a->type == ATTR_INT ? (float)a->i : dflt;
+}
+
+const int64_t *attr_ints(const struct node *n, const char *name, size_t *count)
+{
+	const struct attr *a = node_attr(n, name);
+	if (!a || a->type != ATTR_INTS) {
+		*count = 0;
+		return NULL;
+	}
+	*count = a->n;
+	return a->ints;
+}
+
+int attr_str_is(const struct node *n, const char *name, const char *s, int dflt)
+{
+	const struct attr *a = node_attr(n, name);
+	if (!a || a->type != ATTR_STRING)
+		return dflt;
+	return a->s.n == strlen(s) && memcmp(a->s.p, s, a->s.n) == 0;
+}
+
+int norm_axis(struct exec *x, int64_t axis, int rank, int *out)
+{
+	if (axis < -rank || axis >= rank || (rank == 0 && axis != 0))
+		return exec_fail(x, "axis %lld is out of range for rank %d", (long long)axis, rank);
+	*out = (int)(axis < 0 ? axis + rank : axis);
+	return 0;
+}
+
+int bcast_shape(struct exec *x, struct rtensor *const *ts, int n, int *ndim, int64_t *dims)
+{
+	int r = 0;
+	for (int k = 0; k < n; k++)
+		if (ts[k]->ndim > r)
+			r = ts[k]->ndim;
+	for (int i = 0; i < r; i++) {
+		int64_t d = 1;
+		for (int k = 0; k < n; k++) {
+			int j = i - (r - ts[k]->ndim);
+			if (j < 0)
+				continue;
+			int64_t e = ts[k]->dims[j];
+			if (e == d || e == 1)
+				continue;
+			if (d != 1)
+				return exec_fail(x, "shapes cannot be broadcast together (dimension %d: %lld vs %lld)", i,
+						 (long long)d, (long long)e);
+			d = e;
+		}
+		dims[i] = d;
+	}
+	*ndim = r;
+	return 0;
+}
+
+void c_strides(int ndim, const int64_t *dims, int64_t *strides)
+{
+	int64_t s = 1;
+	for (int i = ndim - 1; i >= 0; i--) {
+		strides[i] = s;
+		s *= dims[i];
+	}
+}
+
+void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64_t *strides)
+{
+	int64_t own[RT_MAX_DIMS];
+	c_strides(t->ndim, t->dims, own);
+	for (int i = 0; i < ndim; i++) {
+		int j = i - (ndim - t->ndim);
+		strides[i] = j < 0 || (t->dims[j] == 1 && dims[i] != 1) ? 0 : own[j];
+	}
+}
+
+int is_float(const struct rtensor *t)
+{
+	return t->dtype == DT_FLOAT || t->dtype == DT_DOUBLE;
+}
+
+int want_float(struct exec *x, const struct rtensor *t, const char *what)
+{
+	if (is_float(t))
+		return 0;
+	return exec_fail(x, "%s must be float32 or float64, not %s", what, dtype_name(t->dtype));
+}

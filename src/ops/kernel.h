@@ -1,0 +1,32 @@
+/* kernel.h - what op families share: attribute access, axis normalisation, broadcasting.
+ *
+ * Shapes are stated as in the ONNX operator documents; element loops run in C order. */
+#ifndef GD_KERNEL_H
+#define GD_KERNEL_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+
+int64_t attr_int(const struct node *n, const char *name, int64_t dflt);
+float attr_float(const struct node *n, const char *name, float dflt);
+/* The ints of an INTS attribute; NULL (and *count 0) when absent. */
+const int64_t *attr_ints(const struct node *n, const char *name, size_t *count);
+/* A STRING attribute compared to s; dflt when absent. */
+int attr_str_is(const struct node *n, const char *name, const char *s, int dflt);
+
+/* axis in [-rank, rank) -> [0, rank); fails the node otherwise. */
+int norm_axis(struct exec *x, int64_t axis, int rank, int *out);
+
+/* NumPy broadcasting of up to 3 shapes into out (rank = the largest). */
+int bcast_shape(struct exec *x, struct rtensor *const *ts, int n, int *ndim, int64_t *dims);
+/* Element strides of t viewed in a broadcast output of rank ndim: 0 along broadcast dimensions. */
+void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64_t *strides);
+
+/* C-order strides of a shape, in elements. */
+void c_strides(int ndim, const int64_t *dims, int64_t *strides);
+
+int is_float(const struct rtensor *t);
+/* The kernel's dtype check: fails unless t is float32 or float64. */
+int want_float(struct exec *x, const struct rtensor *t, const char *what);
+
+#endif

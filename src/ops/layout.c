@@ -1,0 +1,573 @@
+/* layout.c - ops that move or select elements without arithmetic: Reshape, Flatten, Squeeze,
+ * Unsqueeze, Transpose, Concat, Split, Slice, Gather, Expand, Shape, Constant, ConstantOfShape,
+ * ScatterND, ScatterElements.
+ *
+ * Ops whose output shape depends on an input's values (Reshape's shape, Slice's starts, ...) need
+ * that input known when shapes are inferred; exported graphs compute them from Shape, which the
+ * executor folds. Axes moved from attributes to inputs in opset 13 (Squeeze, Unsqueeze, Split);
+ * both forms are read. Results are copies: no op aliases its input, so the allocator's count is the
+ * memory a runtime needs. */
+#include "../io/tensor.h"
+#include "kernel.h"
+
+#include <string.h>
+
+/* Output 0 takes in's elements under a new shape. */
+static int copy_as(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, int nd, const int64_t *dims)
+{
+	void *p = exec_alloc(x, out[0], in[0]->dtype, nd, dims);
+	if (!p)
+		return exec_status(x);
+	if (out[0]->numel != in[0]->numel)
+		return exec_fail(x, "cannot take %lld elements into %lld", (long long)in[0]->numel, (long long)out[0]->numel);
+	memcpy(p, in[0]->data, in[0]->nbytes);
+	return 0;
+}
+
+static int reshape_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t shape[RT_MAX_DIMS];
+	int nd, infer = -1;
+	if (rt_ints(x, in[1], "the shape input", shape, RT_MAX_DIMS, &nd))
+		return exec_status(x);
+	int allowzero = (int)attr_int(n, "allowzero", 0);
+	int64_t known = 1;
+	for (int i = 0; i < nd; i++) {
+		if (shape[i] == 0 && !allowzero) {
+			if (i >= in[0]->ndim)
+				return exec_fail(x, "shape entry %d is 0 but the input has rank %d", i, in[0]->ndim);
+			shape[i] = in[0]->dims[i];
+		}
+		if (shape[i] == -1) {
+			if (infer >= 0)
+				return exec_fail(x, "the shape has more than one -1");
+			infer = i;
+			continue;
+		}
+		if (shape[i] < 0)
+			return exec_fail(x, "invalid shape entry %lld", (long long)shape[i]);
+		known *= shape[i];
+	}
+	if (infer >= 0) {
+		if (known == 0 || in[0]->numel % known)
+			return exec_fail(x, "cannot reshape %lld elements with a -1 entry", (long long)in[0]->numel);
+		shape[infer] = in[0]->numel / known;
+	}
+	return copy_as(x, in, out, nd, shape);
+}
+
+static int flatten_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int r = in[0]->ndim, axis;
+	int64_t a = attr_int(n, "axis", 1);
+	if (a < -r || a > r)
+		return exec_fail(x, "axis %lld is out of range for rank %d", (long long)a, r);
+	axis = (int)(a < 0 ? a + r : a);
+	int64_t dims[2] = {1, 1};
+	for (int i = 0; i < r; i++)
+		dims[i >= axis] *= in[0]->dims[i];
+	return copy_as(x, in, out, 2, dims);
+}
+
+/* Axes from the second input (opset >= 13) or the `axes` attribute. */
+static int axes_of(struct exec *x, const struct node *n, struct rtensor *const *in, int64_t *axes, int *count)
+{
+	*count = 0;
+	if (n->n_in > 1 && in[1])
+		return rt_ints(x, in[1], "axes", axes, RT_MAX_DIMS, count);
+	size_t k;
+	const int64_t *a = attr_ints(n, "axes", &k);
+	if (k > RT_MAX_DIMS)
+		return exec_fail(x, "too many axes");
+	for (size_t i = 0; i < k; i++)
+		axes[i] = a[i];
+	*count = (int)k;
+	return 0;
+}
+
+static int squeeze_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t axes[RT_MAX_DIMS], dims[RT_MAX_DIMS];
+	int na, r = in[0]->ndim, nd = 0, drop[RT_MAX_DIMS] = {0};
+	if (axes_of(x, n, in, axes, &na))
+		return exec_status(x);
+	for (int i = 0; i < na; i++) {
+		int ax;
+		if (norm_axis(x, axes[i], r, &ax))
+			return exec_status(x);
+		if (in[0]->dims[ax] != 1)
+			return exec_fail(x, "cannot squeeze dimension %d of size %lld", ax, (long long)in[0]->dims[ax]);
+		drop[ax] = 1;
+	}
+	for (int i = 0; i < r; i++)
+		if (!(na ? drop[i] : in[0]->dims[i] == 1))
+			dims[nd++] = in[0]->dims[i];
+	return copy_as(x, in, out, nd, dims);
+}
+
+static int unsqueeze_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t axes[RT_MAX_DIMS], dims[RT_MAX_DIMS];
+	int na, add[RT_MAX_DIMS] = {0};
+	if (axes_of(x, n, in, axes, &na))
+		return exec_status(x);
+	int r = in[0]->ndim + na;
+	if (r > RT_MAX_DIMS)
+		return exec_fail(x, "result rank exceeds %d", RT_MAX_DIMS);
+	for (int i = 0; i < na; i++) {
+		int ax;
+		if (norm_axis(x, axes[i], r, &ax))
+			return exec_status(x);
+		if (add[ax])
+			return exec_fail(x, "axis %d is given twice", ax);
+		add[ax] = 1;
+	}
+	for (int i = 0, j = 0; i < r; i++)
+		dims[i] = add[i] ? 1 : in[0]->dims[j++];
+	return copy_as(x, in, out, r, dims);
+}
+
+static int transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	struct rtensor *a = in[0];
+	int r = a->ndim, perm[RT_MAX_DIMS], seen[RT_MAX_DIMS] = {0};
+	size_t np;
+	const int64_t *p = attr_ints(n, "perm", &np);
+	if (p && (int)np != r)
+		return exec_fail(x, "perm has %zu entries for rank %d", np, r);
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS], pst[RT_MAX_DIMS];
+	for (int i = 0; i < r; i++) {
+		perm[i] = p ? (int)p[i] : r - 1 - i;
+		if (perm[i] < 0 || perm[i] >= r || seen[perm[i]]++)
+			return exec_fail(x, "perm is not a permutation of 0..%d", r - 1);
+		dims[i] = a->dims[perm[i]];
+	}
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, r, dims);
+	if (!o)
+		return exec_status(x);
+	c_strides(r, a->dims, st);
+	for (int i = 0; i < r; i++)
+		pst[i] = st[perm[i]];
+	size_t es = dtype_size(a->dtype);
+	int64_t idx[RT_MAX_DIMS] = {0}, src = 0;
+	for (int64_t i = 0; i < a->numel; i++) {
+		memcpy(o + i * es, (const uint8_t *)a->data + src * es, es);
+		for (int d = r - 1; d >= 0; d--) {
+			src += pst[d];
+			if (++idx[d] < dims[d])
+				break;
+			src -= pst[d] * dims[d];
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+static int concat_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *f = in[0];
+	int ax;
+	if (norm_axis(x, attr_int(n, "axis", 0), f->ndim, &ax))
+		return exec_status(x);
+	int64_t dims[RT_MAX_DIMS];
+	memcpy(dims, f->dims, sizeof dims);
+	dims[ax] = 0;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		const struct rtensor *t = in[k];
+		if (t->ndim != f->ndim || t->dtype != f->dtype)
+			return exec_fail(x, "input %u has another rank or dtype than input 0", k);
+		for (int i = 0; i < f->ndim; i++)
+			if (i != ax && t->dims[i] != f->dims[i])
+				return exec_fail(x, "input %u differs from input 0 in dimension %d", k, i);
+		dims[ax] += t->dims[ax];
+	}
+	uint8_t *o = exec_alloc(x, out[0], f->dtype, f->ndim, dims);
+	if (!o)
+		return exec_status(x);
+	size_t es = dtype_size(f->dtype);
+	int64_t outer = 1, inner = 1;
+	for (int i = 0; i < ax; i++)
+		outer *= dims[i];
+	for (int i = ax + 1; i < f->ndim; i++)
+		inner *= dims[i];
+	int64_t off = 0;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		int64_t chunk = in[k]->dims[ax] * inner;
+		for (int64_t o2 = 0; o2 < outer; o2++)
+			memcpy(o + (o2 * dims[ax] * inner + off) * es, (const uint8_t *)in[k]->data + o2 * chunk * es,
+			       (size_t)chunk * es);
+		off += chunk;
+	}
+	return 0;
+}
+
+static int split_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int ax;
+	if (norm_axis(x, attr_int(n, "axis", 0), a->ndim, &ax))
+		return exec_status(x);
+	int64_t sizes[64];
+	int ns = (int)n->n_out;
+	if (n->n_in > 1 && in[1]) {
+		int got;
+		if (rt_ints(x, in[1], "split", sizes, 64, &got))
+			return exec_status(x);
+		if (got != ns)
+			return exec_fail(x, "split has %d sizes for %d outputs", got, ns);
+	} else {
+		size_t k;
+		const int64_t *s = attr_ints(n, "split", &k);
+		if (s && (int)k != ns)
+			return exec_fail(x, "split has %zu sizes for %d outputs", k, ns);
+		int64_t d = a->dims[ax], each = (d + ns - 1) / ns;
+		for (int i = 0; i < ns; i++)
+			sizes[i] = s ? s[i] : (i + 1 < ns ? each : d - each * (ns - 1));
+	}
+	int64_t total = 0;
+	for (int i = 0; i < ns; i++)
+		total += sizes[i];
+	if (total != a->dims[ax])
+		return exec_fail(x, "split sizes add up to %lld, not %lld", (long long)total, (long long)a->dims[ax]);
+	size_t es = dtype_size(a->dtype);
+	int64_t outer = 1, inner = 1, off = 0;
+	for (int i = 0; i < ax; i++)
+		outer *= a->dims[i];
+	for (int i = ax + 1; i < a->ndim; i++)
+		inner *= a->dims[i];
+	for (int k = 0; k < ns; k++) {
+		int64_t dims[RT_MAX_DIMS];
+		memcpy(dims, a->dims, sizeof dims);
+		dims[ax] = sizes[k];
+		uint8_t *o = exec_alloc(x, out[k], a->dtype, a->ndim, dims);
+		if (!o && exec_status(x))
+			return exec_status(x);
+		for (int64_t o2 = 0; o && o2 < outer; o2++)
+			memcpy(o + o2 * sizes[k] * inner * es, (const uint8_t *)a->data + (o2 * a->dims[ax] * inner + off) * es,
+			       (size_t)(sizes[k] * inner) * es);
+		off += sizes[k] * inner;
+	}
+	return 0;
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static int slice_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int64_t starts[RT_MAX_DIMS], ends[RT_MAX_DIMS], axes[RT_MAX_DIMS], steps[RT_MAX_DIMS];
+	int ns, ne, na = 0, nst = 0;
+	if (n->n_in < 3)
+		return exec_fail(x, "Slice before opset 10 (attributes) is not supported");
+	if (rt_ints(x, in[1], "starts", starts, RT_MAX_DIMS, &ns) || rt_ints(x, in[2], "ends", ends, RT_MAX_DIMS, &ne) ||
+	    (n->n_in > 3 && in[3] && rt_ints(x, in[3], "axes", axes, RT_MAX_DIMS, &na)) ||
+	    (n->n_in > 4 && in[4] && rt_ints(x, in[4], "steps", steps, RT_MAX_DIMS, &nst)))
+		return exec_status(x);
+	if (ns != ne || (na && na != ns) || (nst && nst != ns))
+		return exec_fail(x, "starts, ends, axes and steps differ in length");
+	int64_t b[RT_MAX_DIMS], st[RT_MAX_DIMS], dims[RT_MAX_DIMS];
+	for (int i = 0; i < a->ndim; i++) {
+		b[i] = 0;
+		st[i] = 1;
+		dims[i] = a->dims[i];
+	}
+	for (int k = 0; k < ns; k++) {
+		int ax;
+		if (norm_axis(x, na ? axes[k] : k, a->ndim, &ax))
+			return exec_status(x);
+		int64_t d = a->dims[ax], s = nst ? steps[k] : 1, lo = starts[k], hi = ends[k];
+		if (s == 0)
+			return exec_fail(x, "a step of 0");
+		if (lo < 0)
+			lo += d;
+		if (hi < 0)
+			hi += d;
+		if (s > 0) {
+			lo = clamp(lo, 0, d);
+			hi = clamp(hi, 0, d);
+			dims[ax] = hi > lo ? (hi - lo + s - 1) / s : 0;
+		} else {
+			lo = clamp(lo, -1, d - 1);
+			hi = clamp(hi, -1, d - 1);
+			dims[ax] = lo > hi ? (lo - hi - s - 1) / -s : 0;
+		}
+		b[ax] = lo;
+		st[ax] = s;
+	}
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
+	if (!o || out[0]->numel == 0)
+		return exec_status(x);
+	size_t es = dtype_size(a->dtype);
+	int64_t astr[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	c_strides(a->ndim, a->dims, astr);
+	for (int64_t i = 0; i < out[0]->numel; i++) {
+		int64_t src = 0;
+		for (int d = 0; d < a->ndim; d++)
+			src += (b[d] + idx[d] * st[d]) * astr[d];
+		memcpy(o + i * es, (const uint8_t *)a->data + src * es, es);
+		for (int d = a->ndim - 1; d >= 0; d--) {
+			if (++idx[d] < dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+static int gather_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *ix = in[1];
+	int ax;
+	if (norm_axis(x, attr_int(n, "axis", 0), a->ndim, &ax))
+		return exec_status(x);
+	if (ix->dtype != DT_INT64 && ix->dtype != DT_INT32)
+		return exec_fail(x, "indices must be int64 or int32, not %s", dtype_name(ix->dtype));
+	int nd = a->ndim - 1 + ix->ndim;
+	if (nd > RT_MAX_DIMS)
+		return exec_fail(x, "result rank exceeds %d", RT_MAX_DIMS);
+	int64_t dims[RT_MAX_DIMS];
+	int k = 0;
+	for (int i = 0; i < ax; i++)
+		dims[k++] = a->dims[i];
+	for (int i = 0; i < ix->ndim; i++)
+		dims[k++] = ix->dims[i];
+	for (int i = ax + 1; i < a->ndim; i++)
+		dims[k++] = a->dims[i];
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, nd, dims);
+	if (!o)
+		return exec_status(x);
+	size_t es = dtype_size(a->dtype);
+	int64_t outer = 1, inner = 1, d = a->dims[ax];
+	for (int i = 0; i < ax; i++)
+		outer *= a->dims[i];
+	for (int i = ax + 1; i < a->ndim; i++)
+		inner *= a->dims[i];
+	for (int64_t j = 0; j < ix->numel; j++) {
+		int64_t v = rt_get_i(ix, j);
+		if (v < -d || v >= d)
+			return exec_fail(x, "index %lld is out of range for a dimension of %lld", (long long)v, (long long)d);
+		if (v < 0)
+			v += d;
+		for (int64_t o2 = 0; o2 < outer; o2++)
+			memcpy(o + ((o2 * ix->numel + j) * inner) * es, (const uint8_t *)a->data + ((o2 * d + v) * inner) * es,
+			       (size_t)inner * es);
+	}
+	return 0;
+}
+
+static int expand_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	int64_t shape[RT_MAX_DIMS];
+	int ns;
+	if (rt_ints(x, in[1], "the shape input", shape, RT_MAX_DIMS, &ns))
+		return exec_status(x);
+	struct rtensor target = {.ndim = ns};
+	memcpy(target.dims, shape, (size_t)ns * sizeof *shape);
+	struct rtensor *pair[2] = {in[0], &target};
+	int nd;
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS];
+	if (bcast_shape(x, pair, 2, &nd, dims))
+		return exec_status(x);
+	uint8_t *o = exec_alloc(x, out[0], in[0]->dtype, nd, dims);
+	if (!o)
+		return exec_status(x);
+	bcast_strides(in[0], nd, dims, st);
+	size_t es = dtype_size(in[0]->dtype);
+	int64_t idx[RT_MAX_DIMS] = {0}, src = 0;
+	for (int64_t i = 0; i < out[0]->numel; i++) {
+		memcpy(o + i * es, (const uint8_t *)in[0]->data + src * es, es);
+		for (int d = nd - 1; d >= 0; d--) {
+			src += st[d];
+			if (++idx[d] < dims[d])
+				break;
+			src -= st[d] * dims[d];
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+static int shape_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int r = in[0]->ndim;
+	int64_t s = attr_int(n, "start", 0), e = attr_int(n, "end", r);
+	s = clamp(s < 0 ? s + r : s, 0, r);
+	e = clamp(e < 0 ? e + r : e, 0, r);
+	int64_t len = e > s ? e - s : 0;
+	/* OPF_META: computed even in shape inference, from the input's shape alone */
+	int64_t *o = exec_alloc(x, out[0], DT_INT64, 1, &len);
+	if (!o)
+		return exec_status(x);
+	for (int64_t i = 0; i < len; i++)
+		o[i] = in[0]->dims[s + i];
+	return 0;
+}
+
+/* A tensor attribute's elements as a new output. */
+static int from_tensor(struct exec *x, const struct node *n, const struct tensor *t, struct rtensor *out)
+{
+	struct bytes b;
+	if ((int)t->ndim > RT_MAX_DIMS)
+		return exec_fail(x, "constant of rank %u", t->ndim);
+	void *o = exec_alloc(x, out, t->dtype, (int)t->ndim, t->dims);
+	if (!o)
+		return exec_status(x);
+	(void)n;
+	if (tensor_bytes(exec_graph(x), t, &b, NULL) || b.n != out->nbytes)
+		return exec_fail(x, "the constant's data does not match its shape");
+	memcpy(o, b.p, b.n);
+	return 0;
+}
+
+static int constant_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)in;
+	const struct attr *a;
+	if ((a = node_attr(n, "value")) && a->type == ATTR_TENSOR)
+		return from_tensor(x, n, a->t, out[0]);
+	int64_t one = 1, cnt;
+	if ((a = node_attr(n, "value_float")) || (a = node_attr(n, "value_int"))) {
+		int dt = a->type == ATTR_FLOAT ? DT_FLOAT : DT_INT64;
+		void *o = exec_alloc(x, out[0], dt, 0, &one);
+		if (o)
+			rt_set(out[0], 0, dt == DT_FLOAT ? a->f : (double)a->i);
+		if (o && dt == DT_INT64)
+			*(int64_t *)o = a->i;
+		return exec_status(x);
+	}
+	if ((a = node_attr(n, "value_floats")) || (a = node_attr(n, "value_ints"))) {
+		int dt = a->type == ATTR_FLOATS ? DT_FLOAT : DT_INT64;
+		cnt = (int64_t)a->n;
+		void *o = exec_alloc(x, out[0], dt, 1, &cnt);
+		if (o)
+			memcpy(o, dt == DT_FLOAT ? (const void *)a->floats : (const void *)a->ints, out[0]->nbytes);
+		return exec_status(x);
+	}
+	return exec_fail(x, "Constant without a value attribute graphdiet supports");
+}
+
+static int constant_of_shape_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+				 struct rtensor *const *out)
+{
+	int64_t shape[RT_MAX_DIMS];
+	int ns;
+	if (rt_ints(x, in[0], "the shape input", shape, RT_MAX_DIMS, &ns))
+		return exec_status(x);
+	const struct attr *a = node_attr(n, "value");
+	int dt = a && a->type == ATTR_TENSOR ? a->t->dtype : DT_FLOAT;
+	uint8_t *o = exec_alloc(x, out[0], dt, ns, shape);
+	if (!o)
+		return exec_status(x);
+	if (a && a->type == ATTR_TENSOR) {
+		struct bytes b;
+		size_t es = dtype_size(dt);
+		if (tensor_bytes(exec_graph(x), a->t, &b, NULL) || b.n != es)
+			return exec_fail(x, "value must hold one element");
+		for (int64_t i = 0; i < out[0]->numel; i++)
+			memcpy(o + i * es, b.p, es);
+	}
+	return 0;
+}
+
+enum red { R_NONE, R_ADD, R_MUL };
+
+static int reduction_of(struct exec *x, const struct node *n, enum red *r)
+{
+	*r = attr_str_is(n, "reduction", "add", 0) ? R_ADD : attr_str_is(n, "reduction", "mul", 0) ? R_MUL : R_NONE;
+	if (*r == R_NONE && !attr_str_is(n, "reduction", "none", 1))
+		return exec_fail(x, "reduction must be none, add or mul");
+	return 0;
+}
+
+static void combine(struct rtensor *o, int64_t at, const struct rtensor *u, int64_t from, enum red r)
+{
+	double v = rt_get(u, from);
+	rt_set(o, at, r == R_ADD ? rt_get(o, at) + v : r == R_MUL ? rt_get(o, at) * v : v);
+}
+
+static int scatter_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *ix = in[1], *u = in[2];
+	enum red red;
+	if (reduction_of(x, n, &red))
+		return exec_status(x);
+	if (ix->ndim < 1 || ix->dims[ix->ndim - 1] > a->ndim || u->dtype != a->dtype)
+		return exec_fail(x, "indices and updates do not fit the data");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	memcpy(out[0]->data, a->data, a->nbytes);
+	int64_t k = ix->dims[ix->ndim - 1], nidx = ix->numel / (k ? k : 1), slice = 1, st[RT_MAX_DIMS];
+	for (int i = (int)k; i < a->ndim; i++)
+		slice *= a->dims[i];
+	if (u->numel != nidx * slice)
+		return exec_fail(x, "updates hold %lld elements, not %lld", (long long)u->numel, (long long)(nidx * slice));
+	c_strides(a->ndim, a->dims, st);
+	for (int64_t j = 0; j < nidx; j++) {
+		int64_t off = 0;
+		for (int64_t d = 0; d < k; d++) {
+			int64_t v = rt_get_i(ix, j * k + d);
+			if (v < 0)
+				v += a->dims[d];
+			if (v < 0 || v >= a->dims[d])
+				return exec_fail(x, "index out of range");
+			off += v * st[d];
+		}
+		for (int64_t e = 0; e < slice; e++)
+			combine(out[0], off + e, u, j * slice + e, red);
+	}
+	return 0;
+}
+
+static int scatter_elements_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+				struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *ix = in[1], *u = in[2];
+	int ax;
+	enum red red;
+	if (norm_axis(x, attr_int(n, "axis", 0), a->ndim, &ax) || reduction_of(x, n, &red))
+		return exec_status(x);
+	if (ix->ndim != a->ndim || u->ndim != a->ndim || u->numel != ix->numel || u->dtype != a->dtype)
+		return exec_fail(x, "indices and updates must match the data's rank and each other");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	memcpy(out[0]->data, a->data, a->nbytes);
+	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	c_strides(a->ndim, a->dims, st);
+	for (int64_t j = 0; j < ix->numel; j++) {
+		int64_t off = 0, v = rt_get_i(ix, j);
+		if (v < 0)
+			v += a->dims[ax];
+		if (v < 0 || v >= a->dims[ax])
+			return exec_fail(x, "index out of range");
+		for (int d = 0; d < a->ndim; d++)
+			off += (d == ax ? v : idx[d]) * st[d];
+		combine(out[0], off, u, j, red);
+		for (int d = a->ndim - 1; d >= 0; d--) {
+			if (++idx[d] < ix->dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+const struct op_impl op_reshape = {.run = reshape_run, .recompute = RC_CHEAP};
+const struct op_impl op_flatten = {.run = flatten_run, .recompute = RC_CHEAP};
+const struct op_impl op_squeeze = {.run = squeeze_run, .recompute = RC_CHEAP};
+const struct op_impl op_unsqueeze = {.run = unsqueeze_run, .recompute = RC_CHEAP};
+const struct op_impl op_transpose = {.run = transpose_run, .recompute = RC_CHEAP};
+const struct op_impl op_concat = {.run = concat_run, .recompute = RC_CHEAP};
+const struct op_impl op_split = {.run = split_run, .recompute = RC_CHEAP};
+const struct op_impl op_slice = {.run = slice_run, .recompute = RC_CHEAP};
+const struct op_impl op_gather = {.run = gather_run, .recompute = RC_CHEAP};
+const struct op_impl op_expand = {.run = expand_run, .recompute = RC_CHEAP};
+const struct op_impl op_shape = {.run = shape_run, .recompute = RC_CHEAP};
+const struct op_impl op_constant = {.run = constant_run, .recompute = RC_CHEAP};
+const struct op_impl op_constant_of_shape = {.run = constant_of_shape_run, .recompute = RC_CHEAP};
+const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .recompute = RC_CHEAP};
+const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .recompute = RC_CHEAP};
+const struct op_impl op_opaque = {.recompute = RC_NEVER};

@@ -1,0 +1,190 @@
+/* norm.c - Softmax, LogSoftmax, LayerNormalization, BatchNormalization, Dropout.
+ *
+ * Softmax and LogSoftmax follow opset 13+: normalise along one axis (default -1); before opset 13
+ * the input was coerced to 2-D at `axis` (default 1), which is the same as normalising over all
+ * trailing dimensions together. LayerNormalization normalises over dimensions axis..rank-1 and can
+ * also output the mean and 1/stddev; BatchNormalization in training mode (opset 14+) uses the batch
+ * statistics and outputs updated running statistics. Dropout in training mode draws its mask from
+ * Philox keyed by the node's seed attribute (or the run's seed and the node's name), so a
+ * recomputed Dropout draws the same mask. */
+#include "../util/philox.h"
+#include "kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Normalises over [axis, axis+span) as a block: (outer, len, inner) view. */
+static int softmax_like(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+			int logsm)
+{
+	const struct rtensor *a = in[0];
+	if (want_float(x, a, "the input"))
+		return exec_status(x);
+	int r = a->ndim, ax;
+	int legacy = exec_opset(x) < 13;
+	if (norm_axis(x, attr_int(n, "axis", legacy ? 1 : -1), r ? r : 1, &ax))
+		return exec_status(x);
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int i = 0; i < r; i++) {
+		if (i < ax)
+			outer *= a->dims[i];
+		else if (i == ax || legacy)
+			len *= a->dims[i];
+		else
+			inner *= a->dims[i];
+	}
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t k = 0; k < inner; k++) {
+			int64_t base = o * len * inner + k;
+			double m = -INFINITY, z = 0;
+			for (int64_t j = 0; j < len; j++)
+				m = fmax(m, rt_get(a, base + j * inner));
+			for (int64_t j = 0; j < len; j++)
+				z += exp(rt_get(a, base + j * inner) - m);
+			for (int64_t j = 0; j < len; j++) {
+				double v = rt_get(a, base + j * inner) - m;
+				rt_set(out[0], base + j * inner, logsm ? v - log(z) : exp(v) / z);
+			}
+		}
+	return 0;
+}
+
+static int softmax_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return softmax_like(x, n, in, out, 0);
+}
+
+static int log_softmax_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return softmax_like(x, n, in, out, 1);
+}
+
+static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *scale = in[1], *bias = n->n_in > 2 ? in[2] : NULL;
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	int ax;
+	if (norm_axis(x, attr_int(n, "axis", -1), a->ndim, &ax))
+		return exec_status(x);
+	double eps = attr_float(n, "epsilon", 1e-5f);
+	int64_t outer = 1, len = 1, sdims[RT_MAX_DIMS];
+	for (int i = 0; i < a->ndim; i++) {
+		if (i < ax)
+			outer *= a->dims[i];
+		else
+			len *= a->dims[i];
+		sdims[i] = i < ax ? a->dims[i] : 1;
+	}
+	if (scale->numel != len || (bias && bias->numel != len))
+		return exec_fail(x, "Scale and B must have the normalised dimensions' %lld elements", (long long)len);
+	void *y = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
+	void *mo = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_FLOAT, a->ndim, sdims) : NULL;
+	void *so = n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], DT_FLOAT, a->ndim, sdims) : NULL;
+	if (!y)
+		return exec_status(x);
+	for (int64_t o = 0; o < outer; o++) {
+		double mean = 0, var = 0;
+		for (int64_t j = 0; j < len; j++)
+			mean += rt_get(a, o * len + j);
+		mean /= (double)len;
+		for (int64_t j = 0; j < len; j++) {
+			double d = rt_get(a, o * len + j) - mean;
+			var += d * d;
+		}
+		double inv = 1 / sqrt(var / (double)len + eps);
+		for (int64_t j = 0; j < len; j++)
+			rt_set(out[0], o * len + j,
+			       (rt_get(a, o * len + j) - mean) * inv * rt_get(scale, j) + (bias ? rt_get(bias, j) : 0));
+		if (mo)
+			rt_set(out[1], o, mean);
+		if (so)
+			rt_set(out[2], o, inv);
+	}
+	return 0;
+}
+
+static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *scale = in[1], *bias = in[2], *rmean = in[3], *rvar = in[4];
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	if (a->ndim < 2)
+		return exec_fail(x, "X must be (N, C, ...)");
+	int64_t nb = a->dims[0], c = a->dims[1], inner = a->numel / (nb * c != 0 ? nb * c : 1);
+	for (int k = 1; k < 5; k++)
+		if (in[k]->numel != c)
+			return exec_fail(x, "input %d must have the %lld channels", k, (long long)c);
+	int training = attr_int(n, "training_mode", 0) != 0;
+	double eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	int64_t cd = c;
+	int want_stats = training && n->n_out > 1;
+	if (want_stats && n->out[1] && !exec_alloc(x, out[1], rmean->dtype, 1, &cd))
+		return exec_status(x);
+	if (want_stats && n->n_out > 2 && n->out[2] && !exec_alloc(x, out[2], rvar->dtype, 1, &cd))
+		return exec_status(x);
+	for (int64_t ch = 0; ch < c; ch++) {
+		double mean, var;
+		if (training) {
+			double s = 0, q = 0, cnt = (double)(nb * inner);
+			for (int64_t b = 0; b < nb; b++)
+				for (int64_t k = 0; k < inner; k++)
+					s += rt_get(a, (b * c + ch) * inner + k);
+			mean = s / cnt;
+			for (int64_t b = 0; b < nb; b++)
+				for (int64_t k = 0; k < inner; k++) {
+					double d = rt_get(a, (b * c + ch) * inner + k) - mean;
+					q += d * d;
+				}
+			var = q / cnt;
+			if (want_stats && n->out[1])
+				rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
+			if (want_stats && n->n_out > 2 && n->out[2])
+				rt_set(out[2], ch, rt_get(rvar, ch) * mom + var * (1 - mom));
+		} else {
+			mean = rt_get(rmean, ch);
+			var = rt_get(rvar, ch);
+		}
+		double inv = 1 / sqrt(var + eps), g = rt_get(scale, ch), bb = rt_get(bias, ch);
+		for (int64_t b = 0; b < nb; b++)
+			for (int64_t k = 0; k < inner; k++) {
+				int64_t i = (b * c + ch) * inner + k;
+				rt_set(out[0], i, (rt_get(a, i) - mean) * inv * g + bb);
+			}
+	}
+	return 0;
+}
+
+static int dropout_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	double ratio = n->n_in > 1 && in[1] ? (in[1]->data ? rt_get(in[1], 0) : -1) : attr_float(n, "ratio", 0.5f);
+	int training = n->n_in > 2 && in[2] ? (in[2]->data ? rt_get(in[2], 0) != 0 : -1) : 0;
+	void *y = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
+	uint8_t *mask = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_BOOL, a->ndim, a->dims) : NULL;
+	if (!y)
+		return exec_status(x);
+	if (ratio < 0 || ratio >= 1 || training < 0)
+		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
+	const struct attr *sa = node_attr(n, "seed");
+	uint64_t key = sa && sa->type == ATTR_INT ? (uint64_t)sa->i
+						   : exec_seed(x) * 0x9E3779B97F4A7C15ull ^ strmap_hash(n->name ? n->name : "");
+	double scale = 1 / (1 - ratio);
+	for (int64_t i = 0; i < a->numel; i++) {
+		int keep = !training || philox_uniform(key, (uint64_t)i) >= (float)ratio;
+		rt_set(out[0], i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
+		if (mask)
+			mask[i] = (uint8_t)keep;
+	}
+	return 0;
+}
+
+const struct op_impl op_softmax = {.run = softmax_run, .recompute = RC_CHEAP};
+const struct op_impl op_log_softmax = {.run = log_softmax_run, .recompute = RC_CHEAP};
+const struct op_impl op_layer_norm = {.run = layer_norm_run, .recompute = RC_CHEAP};
+const struct op_impl op_batch_norm = {.run = batch_norm_run, .recompute = RC_CHEAP};
+const struct op_impl op_dropout = {.run = dropout_run, .recompute = RC_RANDOM};

@@ -1,0 +1,207 @@
+/* reduce.c - ReduceSum, ReduceMean, ReduceMax, and the losses SoftmaxCrossEntropyLoss and
+ * NegativeLogLikelihoodLoss.
+ *
+ * Reductions accumulate in double, in C order, so results are deterministic and at least as
+ * accurate as a float32 tree sum. Axes are an input from opset 13 (ReduceSum) or 18 (the others),
+ * an attribute before; both are read. */
+#include "kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+enum rk { RK_SUM, RK_MEAN, RK_MAX };
+
+static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		  enum rk kind)
+{
+	const struct rtensor *a = in[0];
+	int64_t axes[RT_MAX_DIMS];
+	int na = 0, red[RT_MAX_DIMS] = {0};
+	if (n->n_in > 1 && in[1]) {
+		if (rt_ints(x, in[1], "axes", axes, RT_MAX_DIMS, &na))
+			return exec_status(x);
+	} else {
+		size_t k;
+		const int64_t *p = attr_ints(n, "axes", &k);
+		if (k > RT_MAX_DIMS)
+			return exec_fail(x, "too many axes");
+		for (size_t i = 0; i < k; i++)
+			axes[i] = p[i];
+		na = (int)k;
+	}
+	if (want_float(x, a, "the input"))
+		return exec_status(x);
+	int keep = attr_int(n, "keepdims", 1) != 0;
+	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0)) {
+		if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+			return exec_status(x);
+		memcpy(out[0]->data, a->data, a->nbytes);
+		return 0;
+	}
+	for (int i = 0; i < na; i++) {
+		int ax;
+		if (norm_axis(x, axes[i], a->ndim, &ax))
+			return exec_status(x);
+		red[ax] = 1;
+	}
+	int64_t dims[RT_MAX_DIMS], kdims[RT_MAX_DIMS];
+	int nd = 0;
+	int64_t count = 1;
+	for (int i = 0; i < a->ndim; i++) {
+		int r = na == 0 || red[i];
+		kdims[i] = r ? 1 : a->dims[i];
+		if (r)
+			count *= a->dims[i];
+		if (!r || keep)
+			dims[nd++] = kdims[i];
+	}
+	if (kind == RK_MAX && count == 0)
+		return exec_fail(x, "ReduceMax over an empty dimension");
+	if (!exec_alloc(x, out[0], a->dtype, nd, dims))
+		return exec_status(x);
+	int64_t on = out[0]->numel, ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	double *acc = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *acc);
+	if (!acc)
+		return exec_status(x);
+	c_strides(a->ndim, kdims, ost);
+	for (int d = 0; d < a->ndim; d++)
+		if (na == 0 || red[d])
+			ost[d] = 0; /* moving along a reduced dimension stays on the same output */
+	for (int64_t i = 0; i < on; i++)
+		acc[i] = kind == RK_MAX ? -INFINITY : 0;
+	int64_t o = 0;
+	for (int64_t i = 0; i < a->numel; i++) {
+		double v = rt_get(a, i);
+		if (kind == RK_MAX)
+			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
+		else
+			acc[o] += v;
+		for (int d = a->ndim - 1; d >= 0; d--) {
+			o += ost[d];
+			if (++idx[d] < a->dims[d])
+				break;
+			o -= ost[d] * a->dims[d];
+			idx[d] = 0;
+		}
+	}
+	for (int64_t i = 0; i < on; i++)
+		rt_set(out[0], i, kind == RK_MEAN ? acc[i] / (double)count : acc[i]);
+	exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
+	return 0;
+}
+
+static int reduce_sum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return reduce(x, n, in, out, RK_SUM);
+}
+
+static int reduce_mean_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return reduce(x, n, in, out, RK_MEAN);
+}
+
+static int reduce_max_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return reduce(x, n, in, out, RK_MAX);
+}
+
+/* The shared part of the two losses: per-element loss -w[t] * logp[t] over (N, d1, ...), with
+ * log-probabilities laid out (N, C, d1, ...). */
+static int nll(struct exec *x, const struct node *n, const struct rtensor *logp, const struct rtensor *t,
+	       const struct rtensor *w, struct rtensor *out)
+{
+	if (t->dtype != DT_INT64 && t->dtype != DT_INT32)
+		return exec_fail(x, "labels must be int64 or int32, not %s", dtype_name(t->dtype));
+	if (logp->ndim < 2 || t->ndim != logp->ndim - 1 || t->dims[0] != logp->dims[0])
+		return exec_fail(x, "labels must have the scores' shape without the class dimension");
+	for (int i = 1; i < t->ndim; i++)
+		if (t->dims[i] != logp->dims[i + 1])
+			return exec_fail(x, "labels must have the scores' shape without the class dimension");
+	int64_t c = logp->dims[1], inner = 1;
+	for (int i = 2; i < logp->ndim; i++)
+		inner *= logp->dims[i];
+	if (w && (w->ndim != 1 || w->dims[0] != c))
+		return exec_fail(x, "weights must be a vector of %lld classes", (long long)c);
+	int64_t ignore = attr_int(n, "ignore_index", INT64_MIN);
+	int mean = attr_str_is(n, "reduction", "mean", 1), sum = attr_str_is(n, "reduction", "sum", 0);
+	if (!mean && !sum && !attr_str_is(n, "reduction", "none", 0))
+		return exec_fail(x, "reduction must be none, sum or mean");
+	int64_t one = 1;
+	if (!exec_alloc(x, out, logp->dtype, mean || sum ? 0 : t->ndim, mean || sum ? &one : t->dims))
+		return exec_status(x);
+	double total = 0, wsum = 0;
+	for (int64_t i = 0; i < t->numel; i++) {
+		int64_t lab = rt_get_i(t, i), b = i / inner, s = i % inner;
+		double l = 0;
+		if (lab != ignore) {
+			if (lab < 0 || lab >= c)
+				return exec_fail(x, "label %lld is not a class in [0, %lld)", (long long)lab, (long long)c);
+			double wt = w ? rt_get(w, lab) : 1;
+			l = -wt * rt_get(logp, (b * c + lab) * inner + s);
+			wsum += wt;
+		}
+		total += l;
+		if (!mean && !sum)
+			rt_set(out, i, l);
+	}
+	if (mean || sum)
+		rt_set(out, 0, mean ? total / wsum : total);
+	return 0;
+}
+
+static int nll_loss_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	if (want_float(x, in[0], "the input"))
+		return exec_status(x);
+	return nll(x, n, in[0], in[1], n->n_in > 2 ? in[2] : NULL, out[0]);
+}
+
+/* log_softmax over axis 1 of (N, C, d1, ...) into lp (same shape). */
+static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
+{
+	int64_t nb = s->dims[0], c = s->dims[1], inner = s->numel / (nb * c != 0 ? nb * c : 1);
+	for (int64_t b = 0; b < nb; b++)
+		for (int64_t k = 0; k < inner; k++) {
+			double m = -INFINITY, z = 0;
+			for (int64_t j = 0; j < c; j++)
+				m = fmax(m, rt_get(s, (b * c + j) * inner + k));
+			for (int64_t j = 0; j < c; j++)
+				z += exp(rt_get(s, (b * c + j) * inner + k) - m);
+			double lz = m + log(z);
+			for (int64_t j = 0; j < c; j++)
+				rt_set(lp, (b * c + j) * inner + k, rt_get(s, (b * c + j) * inner + k) - lz);
+		}
+}
+
+static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			       struct rtensor *const *out)
+{
+	const struct rtensor *s = in[0];
+	if (want_float(x, s, "the scores"))
+		return exec_status(x);
+	if (s->ndim < 2)
+		return exec_fail(x, "scores must be (N, C, ...)");
+	/* log-probabilities: output 1 when asked for, a temporary otherwise */
+	struct rtensor tmp = {0}, *lp = n->n_out > 1 && n->out[1] ? out[1] : &tmp;
+	void *p = exec_alloc(x, lp, s->dtype, s->ndim, s->dims);
+	if (!p && exec_status(x))
+		return exec_status(x);
+	if (p)
+		log_softmax_c(s, lp);
+	int rc = p ? nll(x, n, lp, in[1], n->n_in > 2 ? in[2] : NULL, out[0]) : 0;
+	if (!p) { /* shapes only */
+		int mean = !attr_str_is(n, "reduction", "none", 0);
+		int64_t one = 1;
+		exec_alloc(x, out[0], s->dtype, mean ? 0 : in[1]->ndim, mean ? &one : in[1]->dims);
+		rc = exec_status(x);
+	}
+	if (lp == &tmp)
+		exec_drop(x, &tmp); /* a temporary of this node */
+	return rc;
+}
+
+const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .recompute = RC_CHEAP};
+const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .recompute = RC_CHEAP};
+const struct op_impl op_reduce_max = {.run = reduce_max_run, .recompute = RC_CHEAP};
+const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .recompute = RC_CHEAP};
+const struct op_impl op_nll_loss = {.run = nll_loss_run, .recompute = RC_CHEAP};

@@ -1,0 +1,152 @@
+/* test_exec.c - the reference executor: forward passes of the testdata models against PyTorch's
+ * saved losses, shape inference with constant folding, the allocator's accounting. */
+#include "exec/exec.h"
+#include "helpers.h"
+#include "io/npy.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Loads testdata/ref/<model>/<name>.npy into an aligned rtensor. */
+static struct rtensor ref_npy(const char *model, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, model, name);
+	size_t len;
+	uint8_t *buf = slurp(path, &len);
+	struct npy n;
+	struct gd_err e = {0};
+	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s: %s", path, e.msg);
+	struct rtensor t = {.dtype = n.dtype, .ndim = (int)n.ndim, .nbytes = n.nbytes, .known = 1};
+	memcpy(t.dims, n.dims, n.ndim * sizeof *n.dims);
+	t.numel = (int64_t)(n.nbytes / dtype_size(n.dtype));
+	t.data = malloc(n.nbytes + 1);
+	memcpy(t.data, n.data, n.nbytes);
+	free(buf);
+	return t;
+}
+
+/* The model's inputs as PyTorch fed them (the .npy files that are neither loss nor gradients). */
+static size_t ref_inputs(const char *model, struct rtensor *ts, const char **names)
+{
+	struct graph *g;
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, model);
+	g = load_ok(path);
+	size_t n = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		if (g->inputs[i]->init)
+			continue;
+		names[n] = strdup(g->inputs[i]->name);
+		ts[n] = ref_npy(model, names[n]);
+		n++;
+	}
+	graph_free(g);
+	return n;
+}
+
+Test(exec, forward_losses_match_pytorch)
+{
+	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain"};
+	for (int m = 0; m < 4; m++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
+		struct graph *g = load_ok(path);
+		struct rtensor ins[8];
+		const char *names[8];
+		size_t n = ref_inputs(models[m], ins, names);
+		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
+		struct exec_stats st;
+		struct gd_err e = {0};
+		struct exec *x = exec_run(g, &o, &st, &e);
+		cr_assert(x, "%s: %s", models[m], e.msg);
+		const struct rtensor *loss = exec_value(x, g->outputs[0]);
+		struct rtensor want = ref_npy(models[m], "loss");
+		double got = rt_get(loss, 0), ref = rt_get(&want, 0);
+		cr_expect(fabs(got - ref) <= 1e-5 * fabs(ref), "%s: loss %.9g, PyTorch %.9g", models[m], got, ref);
+		cr_expect_gt(st.peak_bytes, 0);
+		exec_free(x);
+		graph_free(g);
+		free(want.data);
+		for (size_t i = 0; i < n; i++) {
+			free(ins[i].data);
+			free((char *)names[i]);
+		}
+	}
+}
+
+Test(exec, shape_inference_folds_shape_chains)
+{
+	/* The transformer computes its Reshape targets from Shape -> Gather -> Concat chains: shape
+	 * inference must resolve them without any input data. */
+	struct graph *g = load_ok(TESTDATA "/transformer.onnx");
+	struct exec_opts o = {.shapes_only = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *loss = exec_value(x, g->outputs[0]);
+	cr_assert(loss->known);
+	cr_assert_eq(loss->ndim, 0);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (!strcmp(g->nodes[i]->op_type, "Reshape")) {
+			const struct rtensor *t = exec_value(x, g->nodes[i]->out[0]);
+			cr_assert(t->known, "Reshape %s has a shape", g->nodes[i]->name);
+		}
+	exec_free(x);
+	graph_free(g);
+}
+
+Test(exec, unbound_symbolic_dims_are_errors_or_probes)
+{
+	struct graph *g = load_ok(TESTDATA "/mlp.onnx");
+	struct exec_opts o = {.shapes_only = 1};
+	struct gd_err e = {0};
+	cr_assert_null(exec_run(g, &o, NULL, &e));
+	cr_assert_str_eq(e.msg, "graph input 'x': symbolic dimension 'batch' is not bound; use --dim batch=N");
+	struct exec_binding b = {"batch", 3};
+	struct exec_opts o2 = {.shapes_only = 1, .dims = &b, .n_dims = 1};
+	struct gd_err e2 = {0};
+	struct exec *x = exec_run(g, &o2, NULL, &e2);
+	cr_assert(x, "%s", e2.msg);
+	/* the first Gemm's output is (batch, 32) */
+	const struct rtensor *h = exec_value(x, g->nodes[0]->out[0]);
+	cr_assert_eq(h->ndim, 2);
+	cr_assert_eq(h->dims[0], 3);
+	cr_assert_eq(h->dims[1], 32);
+	exec_free(x);
+	struct exec_opts o3 = {.shapes_only = 1, .probe_unbound = 1};
+	struct gd_err e3 = {0};
+	x = exec_run(g, &o3, NULL, &e3);
+	cr_assert(x, "%s", e3.msg);
+	cr_assert_gt(exec_value(x, g->nodes[0]->out[0])->dims[0], 10000, "a stand-in far from 1");
+	exec_free(x);
+	graph_free(g);
+}
+
+Test(exec, peak_counts_what_is_live)
+{
+	/* x (8 floats) -> Relu -> Neg -> Tanh, only the last output kept: at most two intermediates and
+	 * the input are live at once. */
+	const char *text = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [8]}]\n"
+			   "nodes:\n  - {op: Relu, inputs: [x], outputs: [a]}\n  - {op: Neg, inputs: [a], outputs: [b]}\n"
+			   "  - {op: Tanh, inputs: [b], outputs: [y]}\noutputs: [{name: y}]\n";
+	char path[256];
+	snprintf(path, sizeof path, "%s/chain.yaml", tmpdir());
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	struct graph *g = load_ok(path);
+	struct exec_opts o = {.random_inputs = 1, .seed = 1};
+	struct exec_stats st;
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, &st, &e);
+	cr_assert(x, "%s", e.msg);
+	cr_assert_eq(st.peak_bytes, 3 * 32, "input + producer output + consumer output");
+	cr_assert_eq(st.final_bytes, 2 * 32, "input and output stay");
+	exec_free(x);
+	graph_free(g);
+}
