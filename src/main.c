@@ -12,6 +12,7 @@ const struct cli_cmd cli_cmds[] = {
 	{"info", cmd_info, "summarise a model: ops, parameters, inputs and outputs"},
 	{"convert", cmd_convert, "convert between ONNX and graphdiet YAML, losslessly"},
 	{"dot", cmd_dot, "draw a graph as Graphviz DOT"},
+	{"train", cmd_train, "build the training graph: forward, backward, <param>_grad outputs"},
 	{"run", cmd_run, "run a graph with the reference executor"},
 	{NULL, NULL, NULL},
 };

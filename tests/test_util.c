@@ -192,3 +192,29 @@ Test(fileio, errors_are_reported)
 	struct gd_err e3 = {0};
 	cr_assert_eq(outfile_open(&o, "/nonexistent-dir/out.onnx", &e3), GD_EINPUT);
 }
+
+Test(strmap, delete_keeps_probe_runs_intact)
+{
+	/* Delete in every order pattern from a crowded small table and check every survivor. */
+	struct strmap m;
+	struct arena a;
+	arena_init(&a);
+	for (int round = 0; round < 50; round++) {
+		strmap_init(&m);
+		enum { N = 200 };
+		char *keys[N];
+		for (int i = 0; i < N; i++) {
+			keys[i] = arena_printf(&a, "k%d_%d", round, i);
+			strmap_put(&m, keys[i], (void *)(intptr_t)(i + 1));
+		}
+		for (int i = round % 7; i < N; i += 3)
+			strmap_del(&m, keys[i]);
+		for (int i = 0; i < N; i++) {
+			int gone = i >= round % 7 && (i - round % 7) % 3 == 0;
+			intptr_t v = (intptr_t)strmap_get(&m, keys[i]);
+			cr_assert_eq(v, gone ? 0 : i + 1, "round %d key %d", round, i);
+		}
+		strmap_free(&m);
+	}
+	arena_free(&a);
+}

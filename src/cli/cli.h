@@ -15,6 +15,7 @@ int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_dot(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 struct exec_binding;
 /* Parses --dim NAME=VALUE (NAME is strdup'd). */

@@ -17,6 +17,7 @@ struct exec {
 	struct graph *g;
 	const struct exec_opts *o;
 	struct rtensor *v;   /* by value id */
+	uint32_t nv;         /* values when the run started: later additions to g have no slot */
 	uint32_t *left;      /* consumers still to run, by value id */
 	uint8_t *pinned;     /* lives for the whole run */
 	size_t live, peak;
@@ -43,6 +44,11 @@ int exec_status(const struct exec *x)
 int exec_opset(const struct exec *x)
 {
 	return x->opset;
+}
+
+int exec_probed(const struct exec *x)
+{
+	return x->next_probe > 0;
 }
 
 struct graph *exec_graph(const struct exec *x)
@@ -392,6 +398,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
 			x->opset = (int)g->model->opsets[i].version;
+	x->nv = g->n_values;
 	x->v = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->v);
 	x->left = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->left);
 	x->pinned = xcalloc(g->n_values ? g->n_values : 1, 1);
@@ -438,14 +445,15 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 
 const struct rtensor *exec_value(const struct exec *x, const struct value *v)
 {
-	return &x->v[v->id];
+	static const struct rtensor unknown;
+	return v->id < x->nv ? &x->v[v->id] : &unknown;
 }
 
 void exec_free(struct exec *x)
 {
 	if (!x)
 		return;
-	for (uint32_t i = 0; x->v && i < x->g->n_values; i++)
+	for (uint32_t i = 0; x->v && i < x->nv; i++)
 		if (x->v[i].owned)
 			xfree(x->v[i].data);
 	xfree(x->v);

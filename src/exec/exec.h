@@ -76,6 +76,8 @@ int exec_fail(struct exec *x, const char *fmt, ...) __attribute__((format(printf
 int exec_opset(const struct exec *x); /* the default-domain opset version */
 uint64_t exec_seed(const struct exec *x);
 struct graph *exec_graph(const struct exec *x); /* for reading attribute tensors' data */
+/* Whether a shapes-only run gave symbolic dimensions stand-in values. */
+int exec_probed(const struct exec *x);
 
 /* Element access in double, for kernels that are not on a hot path. */
 double rt_get(const struct rtensor *t, int64_t i);

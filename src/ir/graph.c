@@ -149,6 +149,36 @@ struct node *graph_add_node(struct graph *g, struct gd_err *e)
 	return n;
 }
 
+int graph_rename_value(struct graph *g, struct value *v, const char *name, struct gd_err *e)
+{
+	if (strmap_get(&g->names, name))
+		return err_set(e, GD_EINPUT, "value name '%s' is already used", name);
+	strmap_del(&g->names, v->name);
+	if (strmap_put(&g->names, name, v))
+		return err_oom(e);
+	v->name = name;
+	return 0;
+}
+
+const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e)
+{
+	if (!strmap_get(&g->names, base)) {
+		char *s = arena_strdup(g->arena, base);
+		if (!s)
+			err_oom(e);
+		return s;
+	}
+	for (unsigned k = 1;; k++) {
+		char *s = arena_printf(g->arena, "%s_%u", base, k);
+		if (!s) {
+			err_oom(e);
+			return NULL;
+		}
+		if (!strmap_get(&g->names, s))
+			return s;
+	}
+}
+
 const char *node_desc(const struct node *n, char *buf, size_t size)
 {
 	const char *op = n->op_type ? n->op_type : "?";

@@ -264,6 +264,11 @@ struct graph *graph_new_sub(struct graph *parent);    /* a subgraph in the same 
 void graph_free(struct graph *g);
 int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg);
 
+/* Gives v a new name; fails if the name is taken. The name must outlive the graph (arena). */
+int graph_rename_value(struct graph *g, struct value *v, const char *name, struct gd_err *e);
+/* A name not yet used in g: base, else base_1, base_2, ... (in the arena). */
+const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e);
+
 /* The value called `name` in g, created (with no producer) if absent. */
 struct value *graph_value(struct graph *g, const char *name, struct gd_err *e);
 /* The same for a name that does not outlive the call: it is copied into the arena if new. */

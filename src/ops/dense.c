@@ -3,6 +3,7 @@
  * Gemm: Y (M,N) = alpha * A' (M,K) * B' (K,N) + beta * C, with A' = A or A^T (transA), B' likewise,
  * and C broadcast to (M,N). MatMul follows NumPy: 1-D operands gain a dimension that is dropped
  * again, batch dimensions broadcast, and each batch is one GEMM. */
+#include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <cblas.h>
@@ -134,5 +135,74 @@ static int matmul_run(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
-const struct op_impl op_gemm = {.run = gemm_run, .recompute = RC_EXPENSIVE};
-const struct op_impl op_matmul = {.run = matmul_run, .recompute = RC_EXPENSIVE};
+/* Gemm: with A' = op(A), B' = op(B) and g = dL/dY,
+ *   dA' = alpha g B'^T  -> dA = transA ? alpha B' g^T : alpha g B'^T
+ *   dB' = alpha A'^T g  -> dB = transB ? alpha g^T A' : alpha A'^T g
+ *   dC  = beta g, summed back to C's shape.
+ * Each is one Gemm with the transpositions folded into its transA/transB. */
+static struct value *gemm_node(struct ad *a, struct value *p, struct value *q, int ta, int tb, float alpha)
+{
+	struct value *y = ad_op2(a, "Gemm", p, q);
+	struct node *n = ad_producer(y);
+	if (!y || (ta && ad_set_int(a, n, "transA", 1)) || (tb && ad_set_int(a, n, "transB", 1)) ||
+	    (alpha != 1 && ad_set_float(a, n, "alpha", alpha)))
+		return NULL;
+	return y;
+}
+
+static int gemm_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]), *A = n->in[0], *B = n->in[1];
+	int ta = attr_int(n, "transA", 0) != 0, tb = attr_int(n, "transB", 0) != 0;
+	float alpha = attr_float(n, "alpha", 1), beta = attr_float(n, "beta", 1);
+	if (ad_wants(a, A) &&
+	    ad_give(a, A, ta ? gemm_node(a, B, g, tb, 1, alpha) : gemm_node(a, g, B, 0, !tb, alpha)))
+		return -1;
+	if (ad_wants(a, B) &&
+	    ad_give(a, B, tb ? gemm_node(a, g, A, 1, ta, alpha) : gemm_node(a, A, g, !ta, 0, alpha)))
+		return -1;
+	if (n->n_in > 2 && ad_wants(a, n->in[2])) {
+		struct value *gc = beta == 1 ? g : ad_op2(a, "Mul", g, ad_scalar(a, ad_shape(a, A)->dtype, beta));
+		return ad_give(a, n->in[2], ad_unbroadcast(a, gc, n->in[2], ad_shape(a, n->out[0])));
+	}
+	return 0;
+}
+
+/* The last two dimensions swapped. */
+static struct value *swap_last(struct ad *a, struct value *v, int rank)
+{
+	int64_t perm[RT_MAX_DIMS];
+	for (int i = 0; i < rank; i++)
+		perm[i] = i;
+	perm[rank - 2] = rank - 1;
+	perm[rank - 1] = rank - 2;
+	struct value *t = ad_op1(a, "Transpose", v);
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)rank) ? t : NULL;
+}
+
+/* MatMul (rank >= 2 both): dA = g B^T, dB = A^T g, each summed over broadcast batch dims. */
+static int matmul_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]), *A = n->in[0], *B = n->in[1];
+	const struct rtensor *sa = ad_shape(a, A), *sb = ad_shape(a, B), *sy = ad_shape(a, n->out[0]);
+	if (sa->ndim < 2 || sb->ndim < 2)
+		return ad_fail(a, "gradients of MatMul with 1-D operands are not supported yet");
+	if (ad_wants(a, A)) {
+		struct value *d = ad_op2(a, "MatMul", g, swap_last(a, B, sb->ndim));
+		struct rtensor ds = *sy; /* dA before unbroadcasting: batch dims of y, then (M, K) */
+		ds.dims[ds.ndim - 1] = sa->dims[sa->ndim - 1];
+		if (ad_give(a, A, d ? ad_unbroadcast(a, d, A, &ds) : NULL))
+			return -1;
+	}
+	if (ad_wants(a, B)) {
+		struct value *d = ad_op2(a, "MatMul", swap_last(a, A, sa->ndim), g);
+		struct rtensor ds = *sy;
+		ds.dims[ds.ndim - 2] = sb->dims[sb->ndim - 2];
+		if (ad_give(a, B, d ? ad_unbroadcast(a, d, B, &ds) : NULL))
+			return -1;
+	}
+	return 0;
+}
+
+const struct op_impl op_gemm = {.run = gemm_run, .grad = gemm_grad, .recompute = RC_EXPENSIVE};
+const struct op_impl op_matmul = {.run = matmul_run, .grad = matmul_grad, .recompute = RC_EXPENSIVE};

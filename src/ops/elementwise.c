@@ -6,6 +6,7 @@
  * case in training); other dtypes go through double (exact for the basic operations, since
  * double rounding of a float32 +-x/ in double is innocuous) or int64 (integer Div truncates, as
  * in C). Gradient rules sit next to each op. */
+#include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <math.h>
@@ -263,23 +264,197 @@ static int where_run(struct exec *x, const struct node *n, struct rtensor *const
 	return 0;
 }
 
-const struct op_impl op_add = {.run = add_run, .recompute = RC_CHEAP};
-const struct op_impl op_sub = {.run = sub_run, .recompute = RC_CHEAP};
-const struct op_impl op_mul = {.run = mul_run, .recompute = RC_CHEAP};
-const struct op_impl op_div = {.run = div_run, .recompute = RC_CHEAP};
-const struct op_impl op_pow = {.run = pow_run, .recompute = RC_CHEAP};
+/* Sum of n inputs with broadcasting, added left to right (a fixed order: deterministic). */
+static int sum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	if (n->n_in == 1)
+		return unary(x, in, out, U_IDENTITY);
+	struct rtensor acc = {0}, *pair[2];
+	pair[0] = in[0];
+	pair[1] = in[1];
+	for (uint32_t k = 1; k < n->n_in; k++) {
+		struct rtensor next = {0};
+		struct rtensor *dst = k + 1 == n->n_in ? out[0] : &next;
+		if (binary(x, pair, &dst, B_ADD)) {
+			exec_drop(x, &acc);
+			return exec_status(x);
+		}
+		if (k > 1)
+			exec_drop(x, &acc);
+		if (dst == &next) {
+			acc = next;
+			pair[0] = &acc;
+			pair[1] = in[k + 1];
+		}
+	}
+	return 0;
+}
+
+
+/* ---- gradient rules ----
+ * y = a op b with broadcasting: each operand's gradient is summed back to its own shape
+ * (ad_unbroadcast). Notation: g = dL/dy. */
+
+static int give_ub(struct ad *a, const struct node *n, int k, struct value *g)
+{
+	if (!ad_wants(a, n->in[k]))
+		return 0;
+	return g ? ad_give(a, n->in[k], ad_unbroadcast(a, g, n->in[k], ad_shape(a, n->out[0]))) : -1;
+}
+
+static int add_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	return give_ub(a, n, 0, g) || give_ub(a, n, 1, g);
+}
+
+static int sub_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	return give_ub(a, n, 0, g) || (ad_wants(a, n->in[1]) && give_ub(a, n, 1, ad_op1(a, "Neg", g)));
+}
+
+static int mul_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	return (ad_wants(a, n->in[0]) && give_ub(a, n, 0, ad_op2(a, "Mul", g, n->in[1]))) ||
+	       (ad_wants(a, n->in[1]) && give_ub(a, n, 1, ad_op2(a, "Mul", g, n->in[0])));
+}
+
+/* d(a/b)/da = 1/b; d(a/b)/db = -y/b */
+static int div_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	return (ad_wants(a, n->in[0]) && give_ub(a, n, 0, ad_op2(a, "Div", g, n->in[1]))) ||
+	       (ad_wants(a, n->in[1]) &&
+		give_ub(a, n, 1, ad_op1(a, "Neg", ad_op2(a, "Div", ad_op2(a, "Mul", g, n->out[0]), n->in[1]))));
+}
+
+/* d(a^b)/da = b a^(b-1); d(a^b)/db = y ln a */
+static int pow_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]), *x = n->in[0], *b = n->in[1];
+	int dt = ad_shape(a, x)->dtype;
+	if (ad_wants(a, x)) {
+		struct value *bb = ad_shape(a, b)->dtype == dt ? b : ad_op1(a, "Cast", b);
+		if (bb != b && ad_set_int(a, ad_producer(bb), "to", dt))
+			return -1;
+		struct value *p = ad_op2(a, "Pow", x, ad_op2(a, "Sub", bb, ad_scalar(a, dt, 1)));
+		if (give_ub(a, n, 0, ad_op2(a, "Mul", g, ad_op2(a, "Mul", bb, p))))
+			return -1;
+	}
+	return ad_wants(a, b) &&
+	       give_ub(a, n, 1, ad_op2(a, "Mul", g, ad_op2(a, "Mul", n->out[0], ad_op1(a, "Log", x))));
+}
+
+static int neg_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_op1(a, "Neg", ad_dy(a, n->out[0])));
+}
+
+/* d sqrt(x) = 0.5 / y */
+static int sqrt_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *g = ad_dy(a, n->out[0]);
+	return ad_give(a, n->in[0], ad_op2(a, "Div", ad_op2(a, "Mul", g, ad_scalar(a, dt, 0.5)), n->out[0]));
+}
+
+static int exp_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, n->out[0]), n->out[0]));
+}
+
+static int log_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_op2(a, "Div", ad_dy(a, n->out[0]), n->in[0]));
+}
+
+/* d erf(x) = 2/sqrt(pi) exp(-x^2) */
+static int erf_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *x = n->in[0];
+	struct value *e = ad_op1(a, "Exp", ad_op1(a, "Neg", ad_op2(a, "Mul", x, x)));
+	struct value *k = ad_scalar(a, dt, 1.1283791670955126);
+	return ad_give(a, x, ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op2(a, "Mul", e, k)));
+}
+
+/* Relu' = Where(Greater(x, 0), g, 0) */
+static int relu_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *zero = ad_scalar(a, dt, 0);
+	struct value *ins[3] = {ad_op2(a, "Greater", n->in[0], zero), ad_dy(a, n->out[0]), zero};
+	return ins[0] ? ad_give(a, n->in[0], ad_op(a, "Where", ins, 3)) : -1;
+}
+
+/* d tanh = 1 - y^2 */
+static int tanh_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *y = n->out[0];
+	struct value *d = ad_op2(a, "Sub", ad_scalar(a, dt, 1), ad_op2(a, "Mul", y, y));
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, y), d));
+}
+
+/* d sigmoid = y (1 - y) */
+static int sigmoid_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *y = n->out[0];
+	struct value *d = ad_op2(a, "Mul", y, ad_op2(a, "Sub", ad_scalar(a, dt, 1), y));
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, y), d));
+}
+
+static int identity_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_dy(a, n->out[0]));
+}
+
+static int cast_grad(struct ad *a, const struct node *n)
+{
+	struct value *c = ad_op1(a, "Cast", ad_dy(a, n->out[0]));
+	return !c || ad_set_int(a, ad_producer(c), "to", ad_shape(a, n->in[0])->dtype) ? -1 : ad_give(a, n->in[0], c);
+}
+
+/* Where(c, a, b): a gets g where c holds, b where it does not */
+static int where_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	struct value *zero = ad_scalar(a, ad_shape(a, n->out[0])->dtype, 0);
+	struct value *ta[3] = {n->in[0], g, zero}, *tb[3] = {n->in[0], zero, g};
+	return (ad_wants(a, n->in[1]) && give_ub(a, n, 1, ad_op(a, "Where", ta, 3))) ||
+	       (ad_wants(a, n->in[2]) && give_ub(a, n, 2, ad_op(a, "Where", tb, 3)));
+}
+
+static int sum_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (give_ub(a, n, (int)k, g))
+			return -1;
+	return 0;
+}
+
+const struct op_impl op_sum = {.run = sum_run, .grad = sum_grad, .recompute = RC_CHEAP};
+const struct op_impl op_add = {.run = add_run, .grad = add_grad, .recompute = RC_CHEAP};
+const struct op_impl op_sub = {.run = sub_run, .grad = sub_grad, .recompute = RC_CHEAP};
+const struct op_impl op_mul = {.run = mul_run, .grad = mul_grad, .recompute = RC_CHEAP};
+const struct op_impl op_div = {.run = div_run, .grad = div_grad, .recompute = RC_CHEAP};
+const struct op_impl op_pow = {.run = pow_run, .grad = pow_grad, .recompute = RC_CHEAP};
 const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP};
 const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP};
 const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP};
-const struct op_impl op_neg = {.run = neg_run, .recompute = RC_CHEAP};
-const struct op_impl op_sqrt = {.run = sqrt_run, .recompute = RC_CHEAP};
-const struct op_impl op_exp = {.run = exp_run, .recompute = RC_CHEAP};
-const struct op_impl op_log = {.run = log_run, .recompute = RC_CHEAP};
-const struct op_impl op_erf = {.run = erf_run, .recompute = RC_CHEAP};
-const struct op_impl op_relu = {.run = relu_run, .recompute = RC_CHEAP};
-const struct op_impl op_tanh = {.run = tanh_run, .recompute = RC_CHEAP};
-const struct op_impl op_sigmoid = {.run = sigmoid_run, .recompute = RC_CHEAP};
+const struct op_impl op_neg = {.run = neg_run, .grad = neg_grad, .recompute = RC_CHEAP};
+const struct op_impl op_sqrt = {.run = sqrt_run, .grad = sqrt_grad, .recompute = RC_CHEAP};
+const struct op_impl op_exp = {.run = exp_run, .grad = exp_grad, .recompute = RC_CHEAP};
+const struct op_impl op_log = {.run = log_run, .grad = log_grad, .recompute = RC_CHEAP};
+const struct op_impl op_erf = {.run = erf_run, .grad = erf_grad, .recompute = RC_CHEAP};
+const struct op_impl op_relu = {.run = relu_run, .grad = relu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_tanh = {.run = tanh_run, .grad = tanh_grad, .recompute = RC_CHEAP};
+const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .recompute = RC_CHEAP};
 const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP};
-const struct op_impl op_identity = {.run = identity_run, .recompute = RC_CHEAP};
-const struct op_impl op_cast = {.run = cast_run, .recompute = RC_CHEAP};
-const struct op_impl op_where = {.run = where_run, .recompute = RC_CHEAP};
+const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP};
+const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP};
+const struct op_impl op_where = {.run = where_run, .grad = where_grad, .recompute = RC_CHEAP};

@@ -4,12 +4,13 @@
  * Reductions accumulate in double, in C order, so results are deterministic and at least as
  * accurate as a float32 tree sum. Axes are an input from opset 13 (ReduceSum) or 18 (the others),
  * an attribute before; both are read. */
+#include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <math.h>
 #include <string.h>
 
-enum rk { RK_SUM, RK_MEAN, RK_MAX };
+enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD };
 
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
@@ -29,7 +30,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			axes[i] = p[i];
 		na = (int)k;
 	}
-	if (want_float(x, a, "the input"))
+	if (kind != RK_PROD && want_float(x, a, "the input"))
 		return exec_status(x);
 	int keep = attr_int(n, "keepdims", 1) != 0;
 	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0)) {
@@ -68,12 +69,14 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		if (na == 0 || red[d])
 			ost[d] = 0; /* moving along a reduced dimension stays on the same output */
 	for (int64_t i = 0; i < on; i++)
-		acc[i] = kind == RK_MAX ? -INFINITY : 0;
+		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_PROD ? 1 : 0;
 	int64_t o = 0;
 	for (int64_t i = 0; i < a->numel; i++) {
 		double v = rt_get(a, i);
 		if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
+		else if (kind == RK_PROD)
+			acc[o] *= v;
 		else
 			acc[o] += v;
 		for (int d = a->ndim - 1; d >= 0; d--) {
@@ -200,8 +203,185 @@ static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rten
 	return rc;
 }
 
-const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .recompute = RC_CHEAP};
-const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .recompute = RC_CHEAP};
-const struct op_impl op_reduce_max = {.run = reduce_max_run, .recompute = RC_CHEAP};
-const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .recompute = RC_CHEAP};
-const struct op_impl op_nll_loss = {.run = nll_loss_run, .recompute = RC_CHEAP};
+
+/* ---- gradient rules ---- */
+
+/* The reduced axes of node n (normalised, ascending) from its axes input or attribute; all axes
+ * when none are given. Returns the count, or -1 when they are not known constants. */
+static int reduced_axes(struct ad *a, const struct node *n, int rank, int *axes)
+{
+	int64_t raw[RT_MAX_DIMS];
+	int na = 0, mark[RT_MAX_DIMS] = {0};
+	if (n->n_in > 1 && n->in[1]) {
+		const struct rtensor *t = ad_shape(a, n->in[1]);
+		if (!t->data || t->numel > RT_MAX_DIMS)
+			return -1;
+		for (int64_t i = 0; i < t->numel; i++)
+			raw[na++] = rt_get_i(t, i);
+	} else {
+		size_t k;
+		const int64_t *p = attr_ints(n, "axes", &k);
+		for (size_t i = 0; i < k && i < RT_MAX_DIMS; i++)
+			raw[na++] = p[i];
+	}
+	for (int i = 0; i < na; i++)
+		mark[raw[i] < 0 ? raw[i] + rank : raw[i]] = 1;
+	int m = 0;
+	for (int i = 0; i < rank; i++)
+		if (!na || mark[i])
+			axes[m++] = i;
+	return m;
+}
+
+/* g (the reduced result) brought back to x's rank: Unsqueeze when keepdims was 0. */
+static struct value *keep_dims(struct ad *a, const struct node *n, struct value *g, const int *axes, int na)
+{
+	if (attr_int(n, "keepdims", 1))
+		return g;
+	int64_t ax[RT_MAX_DIMS];
+	for (int i = 0; i < na; i++)
+		ax[i] = axes[i];
+	return ad_op2(a, "Unsqueeze", g, ad_ints(a, ax, (size_t)na));
+}
+
+static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
+{
+	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]);
+	const struct rtensor *xs = ad_shape(a, x);
+	int axes[RT_MAX_DIMS], na = reduced_axes(a, n, xs->ndim, axes);
+	if (na < 0)
+		return ad_fail(a, "the axes must be constants to differentiate");
+	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0))
+		return ad_give(a, x, g);
+	struct value *gk = keep_dims(a, n, g, axes, na);
+	if (kind == RK_MAX) {
+		/* the gradient goes to the maxima, shared evenly among ties */
+		struct value *yk = keep_dims(a, n, n->out[0], axes, na);
+		struct value *m = ad_op1(a, "Cast", ad_op2(a, "Equal", x, yk));
+		if (!m || ad_set_int(a, ad_producer(m), "to", xs->dtype))
+			return -1;
+		int64_t ax[RT_MAX_DIMS];
+		for (int i = 0; i < na; i++)
+			ax[i] = axes[i];
+		struct value *cnt = ad_op2(a, "ReduceSum", m, ad_ints(a, ax, (size_t)na));
+		return !cnt ? -1 : ad_give(a, x, ad_op2(a, "Mul", m, ad_op2(a, "Div", gk, cnt)));
+	}
+	struct value *d = ad_op2(a, "Expand", gk, ad_shape_of(a, x));
+	if (kind == RK_MEAN)
+		d = ad_op2(a, "Div", d, ad_count(a, x, axes, na, xs->dtype));
+	return ad_give(a, x, d);
+}
+
+static int reduce_sum_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_SUM);
+}
+
+static int reduce_mean_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_MEAN);
+}
+
+static int reduce_max_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_MAX);
+}
+
+static struct value *cast_to(struct ad *a, struct value *v, int dt)
+{
+	struct value *c = ad_op1(a, "Cast", v);
+	return c && !ad_set_int(a, ad_producer(c), "to", dt) ? c : NULL;
+}
+
+/* The gradient of both losses with respect to their (N, C, d...) input, except for the sign and the
+ * softmax: -onehot(labels) * scale * f, where f holds the per-element class weights and the
+ * ignore_index mask, and scale is g / sum(f) (mean), g (sum) or g per element (none). */
+static struct value *nll_input_grad(struct ad *a, const struct node *n, struct value *g, const struct rtensor *ss,
+				    struct value **onehot)
+{
+	struct value *lab = n->in[1], *w = n->n_in > 2 ? n->in[2] : NULL;
+	int dt = ss->dtype, r = ss->ndim;
+	if (ad_shape(a, lab)->dtype != DT_INT64)
+		lab = cast_to(a, lab, DT_INT64);
+	/* classes (1, C, 1, ...) compared with labels (N, 1, d...) */
+	int64_t c = ss->dims[1], cls[4096], shp[RT_MAX_DIMS], one = 1;
+	if (c > 4096)
+		return ad_fail(a, "more than 4096 classes are not supported yet"), NULL;
+	for (int64_t i = 0; i < c; i++)
+		cls[i] = i;
+	for (int i = 0; i < r; i++)
+		shp[i] = i == 1 ? c : 1;
+	struct value *classes = ad_op2(a, "Reshape", ad_ints(a, cls, (size_t)c), ad_ints(a, shp, (size_t)r));
+	struct value *lab1 = ad_op2(a, "Unsqueeze", lab, ad_ints(a, &one, 1));
+	*onehot = cast_to(a, ad_op2(a, "Equal", lab1, classes), dt);
+	struct value *f = NULL;
+	const struct attr *ig = node_attr(n, "ignore_index");
+	if (ig && ig->type == ATTR_INT) {
+		int64_t iv = ig->i;
+		struct value *valid = ad_op1(a, "Not", ad_op2(a, "Equal", lab, ad_ints(a, &iv, 1)));
+		f = cast_to(a, valid, dt);
+		if (w) { /* an ignored label may be out of range: gather a valid one instead */
+			struct value *zero = ad_ints(a, (int64_t[]){0}, 1);
+			struct value *ins[3] = {valid, lab, zero};
+			lab = ad_op(a, "Where", ins, 3);
+		}
+	}
+	if (w) {
+		struct value *wl = ad_op2(a, "Gather", w, lab);
+		f = f ? ad_op2(a, "Mul", f, wl) : wl;
+	}
+	struct value *scale;
+	if (attr_str_is(n, "reduction", "none", 0)) {
+		scale = ad_op2(a, "Unsqueeze", g, ad_ints(a, &one, 1));
+	} else if (attr_str_is(n, "reduction", "sum", 0)) {
+		scale = g;
+	} else {
+		struct value *den = f ? ad_op1(a, "ReduceSum", f) : ad_count(a, n->in[1], NULL, 0, dt);
+		if (f && den && ad_set_int(a, ad_producer(den), "keepdims", 0))
+			return NULL;
+		scale = ad_op2(a, "Div", g, den);
+	}
+	if (f)
+		scale = ad_op2(a, "Mul", scale, ad_op2(a, "Unsqueeze", f, ad_ints(a, &one, 1)));
+	return scale;
+}
+
+/* SoftmaxCrossEntropyLoss: d/dscores = (softmax(scores) - onehot) * scale */
+static int softmax_ce_loss_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	if (!g)
+		return ad_fail(a, "only the loss output can be differentiated");
+	const struct rtensor *ss = ad_shape(a, n->in[0]);
+	struct value *logp = n->n_out > 1 && n->out[1] ? n->out[1] : NULL;
+	if (!logp) {
+		logp = ad_op1(a, "LogSoftmax", n->in[0]);
+		if (!logp || ad_set_int(a, ad_producer(logp), "axis", 1))
+			return -1;
+	}
+	struct value *onehot = NULL, *scale = nll_input_grad(a, n, g, ss, &onehot);
+	if (!scale)
+		return -1;
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op1(a, "Exp", logp), onehot), scale));
+}
+
+/* NegativeLogLikelihoodLoss: d/dinput = -onehot * scale */
+static int nll_loss_grad(struct ad *a, const struct node *n)
+{
+	struct value *onehot = NULL, *scale = nll_input_grad(a, n, ad_dy(a, n->out[0]), ad_shape(a, n->in[0]), &onehot);
+	if (!scale)
+		return -1;
+	return ad_give(a, n->in[0], ad_op1(a, "Neg", ad_op2(a, "Mul", onehot, scale)));
+}
+
+static int reduce_prod_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return reduce(x, n, in, out, RK_PROD);
+}
+
+const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .recompute = RC_CHEAP};
+const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .grad = reduce_sum_grad, .recompute = RC_CHEAP};
+const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .grad = reduce_mean_grad, .recompute = RC_CHEAP};
+const struct op_impl op_reduce_max = {.run = reduce_max_run, .grad = reduce_max_grad, .recompute = RC_CHEAP};
+const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP};
+const struct op_impl op_nll_loss = {.run = nll_loss_run, .grad = nll_loss_grad, .recompute = RC_CHEAP};

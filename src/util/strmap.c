@@ -87,6 +87,33 @@ void strmap_fill(struct strmap *m, struct strmap_slot *s, const char *key, void 
 	m->len++;
 }
 
+void strmap_del(struct strmap *m, const char *key)
+{
+	if (!m->cap)
+		return;
+	size_t mask = m->cap - 1;
+	struct strmap_slot *s = find(m, key, strmap_hash(key));
+	if (!s->key)
+		return;
+	size_t i = (size_t)(s - m->slots);
+	m->len--;
+	/* shift later members of the probe run back into the hole, if that is nearer their home */
+	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		struct strmap_slot *t = &m->slots[j];
+		if (!t->key)
+			break;
+		size_t home = t->hash & mask;
+		/* t may move to i unless its home lies cyclically in (i, j] */
+		int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!stays) {
+			m->slots[i] = *t;
+			i = j;
+		}
+	}
+	m->slots[i].key = NULL;
+	m->slots[i].val = NULL;
+}
+
 int strmap_put(struct strmap *m, const char *key, void *val)
 {
 	if (strmap_reserve(m, m->len + 1))

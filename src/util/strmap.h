@@ -31,5 +31,7 @@ int strmap_reserve(struct strmap *m, size_t n);
 struct strmap_slot *strmap_slot(struct strmap *m, const char *key);
 void strmap_fill(struct strmap *m, struct strmap_slot *s, const char *key, void *val);
 uint64_t strmap_hash(const char *s);
+/* Removes key if present (backward-shift deletion: no tombstones, lookups stay short). */
+void strmap_del(struct strmap *m, const char *key);
 
 #endif

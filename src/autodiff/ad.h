@@ -1,0 +1,77 @@
+/* ad.h - reverse-mode autodiff: the engine's entry point, and the builder API that gradient rules
+ * (one per op, in the op's family file) use to add backward nodes.
+ *
+ * A rule reads the gradient of its node's outputs (ad_dy), adds standard ONNX nodes computing the
+ * inputs' gradients, and hands each to the engine (ad_give), which sums what several consumers
+ * give. Rules never run kernels; they may read forward values' shapes (ad_shape) to decide ranks
+ * and broadcasting, but sizes that depend on symbolic dimensions are computed in the graph (Shape
+ * nodes), so the training graph works for every batch size. */
+#ifndef GD_AD_H
+#define GD_AD_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+
+struct autodiff_opts {
+	const char *loss;              /* output to differentiate; NULL: the only scalar output */
+	const char *const *params;     /* trainable parameters; NULL: every float initializer... */
+	size_t n_params;
+	const char *const *freeze;     /* ...but these */
+	size_t n_freeze;
+};
+
+struct autodiff_result {
+	const struct value *loss;
+	size_t n_grads;     /* <param>_grad outputs added */
+	size_t n_unconnected;
+};
+
+/* Appends the backward pass to g (checked and sorted) and adds a <param>_grad output per trainable
+ * parameter the loss depends on. g stays sorted. */
+int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e);
+
+/* ---- for gradient rules ---- */
+struct ad;
+
+/* The gradient flowing into forward value y, or NULL when none does. */
+struct value *ad_dy(struct ad *a, const struct value *y);
+/* Whether forward value x needs a gradient (it lies between a parameter and the loss). */
+int ad_wants(const struct ad *a, const struct value *x);
+/* Adds g to x's gradient. Returns 0 or a status. */
+int ad_give(struct ad *a, const struct value *x, struct value *g);
+/* Fails the rule with an input error naming the node. */
+int ad_fail(struct ad *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The inferred shape of a forward value. */
+const struct rtensor *ad_shape(const struct ad *a, const struct value *v);
+/* Whether any dimension in the graph is symbolic (sizes must then be computed in the graph). */
+int ad_symbolic(const struct ad *a);
+int ad_opset(const struct ad *a);
+
+/* Adds a backward node `op` reading ins (NULL entries are omitted inputs) and writing n_out fresh
+ * values; returns it (NULL with the error set). */
+struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int n_in, int n_out);
+/* ad_node with one output, returned. */
+struct value *ad_op(struct ad *a, const char *op, struct value *const *ins, int n_in);
+struct value *ad_op1(struct ad *a, const char *op, struct value *x);
+struct value *ad_op2(struct ad *a, const char *op, struct value *x, struct value *y);
+int ad_set_int(struct ad *a, struct node *n, const char *name, int64_t v);
+int ad_set_float(struct ad *a, struct node *n, const char *name, float v);
+int ad_set_ints(struct ad *a, struct node *n, const char *name, const int64_t *v, size_t count);
+int ad_set_str(struct ad *a, struct node *n, const char *name, const char *s);
+/* The node that produced v (for setting attributes after ad_op). */
+struct node *ad_producer(struct value *v);
+
+/* Constants, as Constant nodes: a scalar of dtype, and a 1-D int64 vector. */
+struct value *ad_scalar(struct ad *a, int dtype, double v);
+struct value *ad_ints(struct ad *a, const int64_t *v, size_t n);
+
+/* Common gradient shapes. */
+/* g summed over the dimensions along which x was broadcast to g's shape, reshaped to x's shape. */
+struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gshape);
+/* Shape(x) as a value. */
+struct value *ad_shape_of(struct ad *a, const struct value *x);
+/* The number of elements of x over `axes` (all when n_axes is 0) as a scalar of dtype: a constant
+ * when the graph has no symbolic dimensions, else computed from Shape(x). */
+struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int n_axes, int dtype);
+
+#endif

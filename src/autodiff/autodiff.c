@@ -1,0 +1,499 @@
+/* autodiff.c - the reverse-mode engine; see ad.h.
+ *
+ * 1. Shapes of every forward value come from a shapes-only run of the executor, with symbolic
+ *    dimensions given distinct stand-in values (so broadcasting stays visible).
+ * 2. A value wants a gradient when it is floating-point, depends on a trainable parameter and the
+ *    loss depends on it: one forward sweep and one backward sweep over the sorted nodes, O(N+E).
+ * 3. The loss's gradient is a constant 1. Nodes are visited in reverse order; each node whose
+ *    outputs received a gradient runs its op's rule. A value's contributions are summed (one Sum
+ *    node) when it is first read, which is after all its consumers were visited.
+ * 4. Each parameter's gradient becomes the graph output <param>_grad.
+ * New nodes are appended in the order they are made, which is topological, and tagged BACKWARD. */
+#include "ad.h"
+#include "../util/xalloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+struct contrib {
+	struct value **v;
+	uint32_t n, cap;
+};
+
+struct ad {
+	struct graph *g;
+	struct exec *shapes;
+	struct gd_err *e;
+	uint32_t n_fwd_values, n_fwd_nodes;
+	uint8_t *wants;           /* by value id (forward values) */
+	struct contrib *contrib;  /* by value id (forward values) */
+	struct value **grad;      /* summed gradient, by value id */
+	const struct node *cur;   /* the forward node whose rule runs */
+	int opset;
+};
+
+int ad_fail(struct ad *a, const char *fmt, ...)
+{
+	char msg[700], d[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return err_set(a->e, GD_EINPUT, "%s: %s", a->cur ? node_desc(a->cur, d, sizeof d) : "autodiff", msg);
+}
+
+int ad_opset(const struct ad *a)
+{
+	return a->opset;
+}
+
+int ad_symbolic(const struct ad *a)
+{
+	return exec_probed(a->shapes);
+}
+
+const struct rtensor *ad_shape(const struct ad *a, const struct value *v)
+{
+	return exec_value(a->shapes, v);
+}
+
+int ad_wants(const struct ad *a, const struct value *x)
+{
+	return x && x->id < a->n_fwd_values && a->wants[x->id];
+}
+
+struct node *ad_producer(struct value *v)
+{
+	return v ? v->producer : NULL;
+}
+
+static const char *base_name(struct ad *a, char *buf, size_t n)
+{
+	const struct node *c = a->cur;
+	snprintf(buf, n, "%s_grad", c ? (c->name && *c->name ? c->name : c->op_type) : "grad");
+	return buf;
+}
+
+struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int n_in, int n_out)
+{
+	struct graph *g = a->g;
+	struct node *n = graph_add_node(g, a->e);
+	if (!n)
+		return NULL;
+	char base[512];
+	base_name(a, base, sizeof base);
+	n->name = graph_fresh_name(g, base, a->e);
+	n->op_type = op;
+	n->op = op_lookup(NULL, op);
+	n->tags = TAG_BACKWARD;
+	n->n_in = (uint32_t)n_in;
+	n->n_out = (uint32_t)n_out;
+	n->in = arena_array(g->arena, (size_t)(n_in + n_out), sizeof *n->in);
+	n->attr = arena_array(g->arena, 8, sizeof *n->attr); /* room for the attributes rules set */
+	if (!n->name || !n->in || !n->attr) {
+		err_oom(a->e);
+		return NULL;
+	}
+	n->out = n->in + n_in;
+	for (int i = 0; i < n_in; i++)
+		n->in[i] = ins[i];
+	for (int i = 0; i < n_out; i++) {
+		const char *name = graph_fresh_name(g, base, a->e);
+		struct value *v = name ? graph_value(g, name, a->e) : NULL;
+		if (!v || graph_set_output_value(n, (uint32_t)i, v, a->e))
+			return NULL;
+	}
+	return n;
+}
+
+struct value *ad_op(struct ad *a, const char *op, struct value *const *ins, int n_in)
+{
+	struct node *n = ad_node(a, op, ins, n_in, 1);
+	return n ? n->out[0] : NULL;
+}
+
+struct value *ad_op1(struct ad *a, const char *op, struct value *x)
+{
+	return x ? ad_op(a, op, &x, 1) : NULL;
+}
+
+struct value *ad_op2(struct ad *a, const char *op, struct value *x, struct value *y)
+{
+	struct value *ins[2] = {x, y};
+	return x && y ? ad_op(a, op, ins, 2) : NULL;
+}
+
+static struct attr *new_attr(struct ad *a, struct node *n, const char *name, int type)
+{
+	if (!n || n->n_attr >= 8) {
+		if (n)
+			err_set(a->e, GD_EINTERNAL, "too many attributes on a backward node");
+		return NULL;
+	}
+	struct attr *at = &n->attr[n->n_attr++];
+	memset(at, 0, sizeof *at);
+	at->name = name;
+	at->type = type;
+	at->has_type = true;
+	return at;
+}
+
+int ad_set_int(struct ad *a, struct node *n, const char *name, int64_t v)
+{
+	struct attr *at = new_attr(a, n, name, ATTR_INT);
+	if (!at)
+		return a->e->code ? a->e->code : GD_EINTERNAL;
+	at->i = v;
+	return 0;
+}
+
+int ad_set_float(struct ad *a, struct node *n, const char *name, float v)
+{
+	struct attr *at = new_attr(a, n, name, ATTR_FLOAT);
+	if (!at)
+		return a->e->code ? a->e->code : GD_EINTERNAL;
+	at->f = v;
+	return 0;
+}
+
+int ad_set_ints(struct ad *a, struct node *n, const char *name, const int64_t *v, size_t count)
+{
+	struct attr *at = new_attr(a, n, name, ATTR_INTS);
+	if (!at)
+		return a->e->code ? a->e->code : GD_EINTERNAL;
+	at->n = count;
+	at->ints = arena_memdup(a->g->arena, v, count * sizeof *v);
+	return at->ints || !count ? 0 : err_oom(a->e);
+}
+
+int ad_set_str(struct ad *a, struct node *n, const char *name, const char *s)
+{
+	struct attr *at = new_attr(a, n, name, ATTR_STRING);
+	if (!at)
+		return a->e->code ? a->e->code : GD_EINTERNAL;
+	at->s = (struct bytes){(const uint8_t *)s, strlen(s)};
+	return 0;
+}
+
+static struct value *constant(struct ad *a, int dtype, uint32_t ndim, const int64_t *dims, const void *data, size_t nbytes)
+{
+	struct node *n = ad_node(a, "Constant", NULL, 0, 1);
+	struct tensor *t = n ? arena_zalloc(a->g->arena, sizeof *t) : NULL;
+	struct attr *at = t ? new_attr(a, n, "value", ATTR_TENSOR) : NULL;
+	if (!at) {
+		err_oom(a->e);
+		return NULL;
+	}
+	t->dtype = dtype;
+	t->ndim = ndim;
+	t->dims = ndim ? arena_memdup(a->g->arena, dims, ndim * sizeof *dims) : NULL;
+	t->src = TSRC_BYTES;
+	t->field = TFIELD_RAW;
+	t->bytes = (struct bytes){arena_memdup(a->g->arena, data, nbytes), nbytes};
+	if ((ndim && !t->dims) || !t->bytes.p) {
+		err_oom(a->e);
+		return NULL;
+	}
+	at->t = t;
+	return n->out[0];
+}
+
+struct value *ad_scalar(struct ad *a, int dtype, double v)
+{
+	float f = (float)v;
+	return dtype == DT_DOUBLE ? constant(a, dtype, 0, NULL, &v, 8) : constant(a, DT_FLOAT, 0, NULL, &f, 4);
+}
+
+struct value *ad_ints(struct ad *a, const int64_t *v, size_t n)
+{
+	int64_t d = (int64_t)n;
+	return constant(a, DT_INT64, 1, &d, v, n * sizeof *v);
+}
+
+struct value *ad_shape_of(struct ad *a, const struct value *x)
+{
+	return ad_op1(a, "Shape", (struct value *)x);
+}
+
+struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gs)
+{
+	const struct rtensor *xs = ad_shape(a, x);
+	int64_t axes[RT_MAX_DIMS];
+	int na = 0, lead = gs->ndim - xs->ndim;
+	for (int i = 0; i < gs->ndim; i++)
+		if (i < lead || (xs->dims[i - lead] == 1 && gs->dims[i] != 1))
+			axes[na++] = i;
+	if (!na)
+		return g;
+	struct value *ins[2] = {g, ad_ints(a, axes, (size_t)na)};
+	struct value *r = ins[1] ? ad_op(a, "ReduceSum", ins, 2) : NULL;
+	if (!r || ad_set_int(a, ad_producer(r), "keepdims", lead ? 0 : 1))
+		return NULL;
+	/* without leading axes keepdims leaves x's shape; with them, dropping every reduced axis leaves
+	 * it too unless an inner axis (size 1 in x) was reduced as well: then reshape */
+	int inner = 0;
+	for (int k = 0; k < na; k++)
+		inner |= axes[k] >= lead;
+	return lead && inner ? ad_op2(a, "Reshape", r, ad_shape_of(a, x)) : r;
+}
+
+struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int n_axes, int dtype)
+{
+	const struct rtensor *s = ad_shape(a, x);
+	if (!ad_symbolic(a)) {
+		double c = 1;
+		for (int i = 0; i < (n_axes ? n_axes : s->ndim); i++)
+			c *= (double)s->dims[n_axes ? axes[i] : i];
+		return ad_scalar(a, dtype, c);
+	}
+	struct value *sh = ad_shape_of(a, x), *sel = sh;
+	if (n_axes) {
+		int64_t ix[RT_MAX_DIMS];
+		for (int i = 0; i < n_axes; i++)
+			ix[i] = axes[i];
+		sel = ad_op2(a, "Gather", sh, ad_ints(a, ix, (size_t)n_axes));
+	}
+	struct value *p = ad_op1(a, "ReduceProd", sel);
+	if (!p || ad_set_int(a, ad_producer(p), "keepdims", 0))
+		return NULL;
+	struct value *c = ad_op1(a, "Cast", p);
+	if (!c || ad_set_int(a, ad_producer(c), "to", dtype))
+		return NULL;
+	return c;
+}
+
+int ad_give(struct ad *a, const struct value *x, struct value *g)
+{
+	if (!ad_wants(a, x))
+		return 0;
+	if (!g)
+		return a->e->code ? a->e->code : err_set(a->e, GD_EINTERNAL, "a gradient rule gave no gradient");
+	struct contrib *c = &a->contrib[x->id];
+	if (c->n == c->cap) {
+		uint32_t nc = c->cap ? c->cap * 2 : 2;
+		struct value **nv = xreallocarray(c->v, nc, sizeof *nv);
+		if (!nv)
+			return err_oom(a->e);
+		c->v = nv;
+		c->cap = nc;
+	}
+	c->v[c->n++] = g;
+	return 0;
+}
+
+struct value *ad_dy(struct ad *a, const struct value *y)
+{
+	if (!y || y->id >= a->n_fwd_values)
+		return NULL;
+	if (a->grad[y->id])
+		return a->grad[y->id];
+	struct contrib *c = &a->contrib[y->id];
+	if (!c->n)
+		return NULL;
+	struct value *g = c->v[0];
+	if (c->n > 1) { /* every consumer has been visited: sum once */
+		const struct node *saved = a->cur;
+		a->cur = NULL;
+		g = ad_op(a, "Sum", c->v, (int)c->n);
+		a->cur = saved;
+		char name[512];
+		snprintf(name, sizeof name, "%s_grad", y->name);
+		const char *fresh = g ? graph_fresh_name(a->g, name, a->e) : NULL;
+		if (!fresh || graph_rename_value(a->g, g, fresh, a->e))
+			return NULL;
+	}
+	a->grad[y->id] = g;
+	return g;
+}
+
+static int is_param(const struct value *v, const struct autodiff_opts *o)
+{
+	if (!(v->flags & VALUE_PARAM))
+		return 0;
+	for (size_t i = 0; i < o->n_freeze; i++)
+		if (!strcmp(o->freeze[i], v->name))
+			return 0;
+	if (!o->params)
+		return 1;
+	for (size_t i = 0; i < o->n_params; i++)
+		if (!strcmp(o->params[i], v->name))
+			return 1;
+	return 0;
+}
+
+static const struct value *pick_loss(struct graph *g, struct ad *a, const struct autodiff_opts *o)
+{
+	const struct value *loss = NULL;
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		const struct value *v = g->outputs[i];
+		if (o->loss ? !strcmp(v->name, o->loss) : ad_shape(a, v)->numel == 1 && dtype_is_float(ad_shape(a, v)->dtype)) {
+			if (loss && !o->loss) {
+				err_set(a->e, GD_EINPUT, "the graph has several scalar outputs ('%s', '%s'); choose one with --loss",
+					loss->name, v->name);
+				return NULL;
+			}
+			loss = v;
+		}
+	}
+	if (!loss && o->loss)
+		err_set(a->e, GD_EINPUT, "--loss %s: the graph has no output of that name", o->loss);
+	else if (!loss)
+		err_set(a->e, GD_EINPUT, "the graph has no scalar floating-point output to use as the loss");
+	else if (ad_shape(a, loss)->numel != 1 || !dtype_is_float(ad_shape(a, loss)->dtype))
+		err_set(a->e, GD_EINPUT, "the loss '%s' must be a floating-point scalar", loss->name);
+	return a->e->code ? NULL : loss;
+}
+
+/* Which values lie between a trainable parameter and the loss. */
+static void mark_wants(struct ad *a, const struct value *loss, const struct autodiff_opts *o)
+{
+	struct graph *g = a->g;
+	uint8_t *fwd = a->wants;
+	for (uint32_t i = 0; i < g->n_values; i++)
+		fwd[i] = is_param(g->values[i], o);
+	for (uint32_t i = 0; i < a->n_fwd_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		int any = 0;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			any |= n->in[k] && fwd[n->in[k]->id];
+		if (any && n->op != OP_UNKNOWN && (op_table[n->op].flags & OPF_DIFF))
+			for (uint32_t k = 0; k < n->n_out; k++)
+				if (n->out[k] && dtype_is_float(ad_shape(a, n->out[k])->dtype))
+					fwd[n->out[k]->id] = 1;
+	}
+	uint8_t *bwd = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!bwd) {
+		err_oom(a->e);
+		return;
+	}
+	bwd[loss->id] = 1;
+	for (uint32_t i = a->n_fwd_nodes; i-- > 0;) {
+		const struct node *n = g->nodes[i];
+		int any = 0;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			any |= n->out[k] && bwd[n->out[k]->id];
+		if (any)
+			for (uint32_t k = 0; k < n->n_in; k++)
+				if (n->in[k])
+					bwd[n->in[k]->id] = 1;
+	}
+	for (uint32_t i = 0; i < g->n_values; i++)
+		fwd[i] = fwd[i] && bwd[i];
+	xfree(bwd);
+}
+
+int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e)
+{
+	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = 17};
+	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
+		if (op_domain_is_default(g->model->opsets[i].domain))
+			a.opset = (int)g->model->opsets[i].version;
+	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1};
+	memset(r, 0, sizeof *r);
+	if (a.opset < 13)
+		return err_set(e, GD_EINPUT, "training graphs need opset 13 or later (this model has %d): "
+					     "re-export it with a newer opset",
+			       a.opset);
+	a.shapes = exec_run(g, &eo, NULL, e);
+	if (!a.shapes)
+		return e->code;
+	a.wants = xcalloc(g->n_values ? g->n_values : 1, 1);
+	a.contrib = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.contrib);
+	a.grad = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.grad);
+	int rc = 0;
+	const struct value *loss = NULL;
+	if (!a.wants || !a.contrib || !a.grad) {
+		rc = err_oom(e);
+		goto out;
+	}
+	if (!(loss = pick_loss(g, &a, o))) {
+		rc = e->code;
+		goto out;
+	}
+	r->loss = loss;
+	mark_wants(&a, loss, o);
+	for (uint32_t i = 0; i < a.n_fwd_nodes; i++)
+		g->nodes[i]->tags |= TAG_FORWARD;
+	/* dL/dL = 1 */
+	char seed[512];
+	snprintf(seed, sizeof seed, "%s_grad", loss->name);
+	struct value *one = ad_scalar(&a, ad_shape(&a, loss)->dtype, 1.0);
+	const char *sname = one ? graph_fresh_name(g, seed, e) : NULL;
+	if (!sname || graph_rename_value(g, one, sname, e) || ad_give(&a, loss, one))
+		goto fail;
+	if (!a.wants[loss->id]) {
+		rc = err_set(e, GD_EINPUT, "the loss '%s' does not depend on any trainable parameter", loss->name);
+		goto out;
+	}
+	for (uint32_t i = a.n_fwd_nodes; i-- > 0;) {
+		const struct node *n = g->nodes[i];
+		int flows = 0, needed = 0;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			flows |= n->out[k] && n->out[k]->id < a.n_fwd_values && a.contrib[n->out[k]->id].n;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			needed |= ad_wants(&a, n->in[k]);
+		if (!flows || !needed)
+			continue;
+		const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;
+		char d[300];
+		if (!impl || !impl->grad) {
+			rc = err_set(e, GD_EINPUT, "%s: graphdiet has no gradient rule for %s", node_desc(n, d, sizeof d),
+				     n->op_type);
+			goto out;
+		}
+		a.cur = n;
+		if (impl->grad(&a, n)) {
+			if (!e->code)
+				err_oom(e);
+			if (e->code == GD_EINPUT && !strstr(e->msg, "node "))
+				err_prefix(e, "%s", node_desc(n, d, sizeof d));
+			rc = e->code;
+			goto out;
+		}
+	}
+	a.cur = NULL;
+	/* parameter gradients as outputs, named <param>_grad */
+	for (uint32_t i = 0; i < a.n_fwd_values; i++) {
+		struct value *p = g->values[i];
+		if (!is_param(p, o))
+			continue;
+		struct value *gp = a.wants[p->id] ? ad_dy(&a, p) : NULL;
+		if (!gp) {
+			r->n_unconnected++;
+			gd_warn("%s: parameter '%s' does not affect the loss; it gets no gradient", g->path ? g->path : "-",
+				p->name);
+			continue;
+		}
+		char name[512];
+		snprintf(name, sizeof name, "%s_grad", p->name);
+		const char *fresh = graph_fresh_name(g, name, e);
+		if (!fresh)
+			goto fail;
+		/* a value that is already something else (an output, another gradient) gets a copy */
+		if (gp->id < a.n_fwd_values || (gp->flags & VALUE_OUTPUT) || (gp->flags & VALUE_GRAD)) {
+			gp = ad_op1(&a, "Identity", gp);
+			if (!gp)
+				goto fail;
+		}
+		if (graph_rename_value(g, gp, fresh, e))
+			goto fail;
+		gp->flags |= VALUE_GRAD;
+		if (graph_add_output(g, gp, e))
+			goto fail;
+		r->n_grads++;
+	}
+	if (!r->n_grads)
+		rc = err_set(e, GD_EINPUT, "no trainable parameter affects the loss '%s'", loss->name);
+	goto out;
+fail:
+	rc = e->code ? e->code : err_oom(e);
+out:
+	for (uint32_t i = 0; a.contrib && i < a.n_fwd_values; i++)
+		xfree(a.contrib[i].v);
+	xfree(a.contrib);
+	xfree(a.grad);
+	xfree(a.wants);
+	exec_free(a.shapes);
+	return rc;
+}

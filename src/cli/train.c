@@ -1,0 +1,109 @@
+/* train.c - `graphdiet train`: a model in, its training graph (forward + backward) out. */
+#include "../autodiff/ad.h"
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: graphdiet train [options] MODEL\n"
+	"\n"
+	"Builds MODEL's backward pass in standard ONNX ops and writes the training graph: the model's\n"
+	"outputs plus <param>_grad, the gradient of the loss, for every trainable parameter.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output FILE     where to write (default: standard output, ONNX)\n"
+	"      --to FORMAT       onnx or yaml (default: the output's extension)\n"
+	"      --loss NAME       the output to differentiate (default: the only scalar output)\n"
+	"      --params NAMES    train only these initializers (comma-separated)\n"
+	"      --freeze NAMES    train every floating-point initializer but these\n"
+	"      --from FORMAT     input format: onnx or yaml\n"
+	"  -h, --help            show this help\n";
+
+/* "a,b,c" -> argv-style list (strdup'd copy, split in place). */
+static size_t split_names(const char *arg, char **buf, const char ***list)
+{
+	*buf = strdup(arg);
+	size_t n = 1;
+	for (const char *p = arg; *p; p++)
+		n += *p == ',';
+	*list = calloc(n, sizeof **list);
+	size_t k = 0;
+	for (char *tok = strtok(*buf, ","); tok; tok = strtok(NULL, ","))
+		(*list)[k++] = tok;
+	return k;
+}
+
+int cmd_train(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'}, {"to", required_argument, NULL, 't'},
+		{"loss", required_argument, NULL, 'l'},   {"params", required_argument, NULL, 'p'},
+		{"freeze", required_argument, NULL, 'z'}, {"from", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	};
+	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
+	struct autodiff_opts ao = {0};
+	const char *out = "-";
+	char *pbuf = NULL, *fbuf = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 't':
+			if (cli_format_arg("train", "--to", optarg, &to))
+				return GD_EINPUT;
+			break;
+		case 'l':
+			ao.loss = optarg;
+			break;
+		case 'p':
+			free(pbuf);
+			ao.n_params = split_names(optarg, &pbuf, (const char ***)&ao.params);
+			break;
+		case 'z':
+			free(fbuf);
+			ao.n_freeze = split_names(optarg, &fbuf, (const char ***)&ao.freeze);
+			break;
+		case 'f':
+			if (cli_format_arg("train", "--from", optarg, &from))
+				return GD_EINPUT;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return cli_finish(0);
+		default:
+			return cli_usage("train", "unknown option");
+		}
+	}
+	int rc = 0;
+	if (argc - optind != 1)
+		rc = cli_usage("train", argc - optind < 1 ? "no model given" : "too many arguments");
+	else if (ao.params && ao.freeze)
+		rc = cli_usage("train", "give --params or --freeze, not both");
+	if (!rc && to == FMT_AUTO)
+		to = strcmp(out, "-") ? format_from_path(out) : FMT_ONNX;
+	if (!rc && to == FMT_AUTO)
+		rc = cli_usage("train", "cannot tell the format of '%s' from its name; use --to", out);
+	if (!rc)
+		rc = cli_refuse_binary_tty(out, to);
+	struct graph *g = rc ? NULL : cli_load(argv[optind], from, &rc);
+	if (g) {
+		struct gd_err e = {0};
+		struct autodiff_result res;
+		struct save_opts so = SAVE_OPTS_DEFAULT;
+		if ((rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) || (rc = model_save(g, out, to, &so, &e)))
+			err_print(argv[optind], &e);
+		graph_free(g);
+	}
+	free((void *)ao.params);
+	free((void *)ao.freeze);
+	free(pbuf);
+	free(fbuf);
+	return cli_finish(rc);
+}
