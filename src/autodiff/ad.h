@@ -45,6 +45,8 @@ int ad_fail(struct ad *a, const char *fmt, ...) __attribute__((format(printf, 2,
 const struct rtensor *ad_shape(const struct ad *a, const struct value *v);
 /* Whether any dimension in the graph is symbolic (sizes must then be computed in the graph). */
 int ad_symbolic(const struct ad *a);
+/* Whether an inferred dimension derives from a symbolic one (its size is only known at run time). */
+int ad_dim_symbolic(const struct ad *a, int64_t d);
 int ad_opset(const struct ad *a);
 
 /* Adds a backward node `op` reading ins (NULL entries are omitted inputs) and writing n_out fresh
@@ -68,6 +70,11 @@ struct value *ad_ints(struct ad *a, const int64_t *v, size_t n);
 /* Common gradient shapes. */
 /* g summed over the dimensions along which x was broadcast to g's shape, reshaped to x's shape. */
 struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gshape);
+/* Zeros of x's shape and dtype (ConstantOfShape). */
+struct value *ad_zeros_like(struct ad *a, const struct value *x);
+/* Gives forward node n an extra output (such as MaxPool's Indices or Dropout's mask, which the
+ * backward pass reads); returns it. */
+struct value *ad_add_output(struct ad *a, const struct node *n, uint32_t slot);
 /* Shape(x) as a value. */
 struct value *ad_shape_of(struct ad *a, const struct value *x);
 /* The number of elements of x over `axes` (all when n_axes is 0) as a scalar of dtype: a constant

@@ -53,6 +53,11 @@ int ad_symbolic(const struct ad *a)
 	return exec_probed(a->shapes);
 }
 
+int ad_dim_symbolic(const struct ad *a, int64_t d)
+{
+	return exec_dim_symbolic(a->shapes, d);
+}
+
 const struct rtensor *ad_shape(const struct ad *a, const struct value *v)
 {
 	return exec_value(a->shapes, v);
@@ -211,6 +216,49 @@ struct value *ad_ints(struct ad *a, const int64_t *v, size_t n)
 	return constant(a, DT_INT64, 1, &d, v, n * sizeof *v);
 }
 
+struct value *ad_zeros_like(struct ad *a, const struct value *x)
+{
+	struct value *z = ad_op1(a, "ConstantOfShape", ad_shape_of(a, x));
+	struct node *n = ad_producer(z);
+	struct tensor *t = n ? arena_zalloc(a->g->arena, sizeof *t) : NULL;
+	struct attr *at = t ? new_attr(a, n, "value", ATTR_TENSOR) : NULL;
+	int dt = ad_shape(a, x)->dtype;
+	int64_t one = 1;
+	if (!at) {
+		err_oom(a->e);
+		return NULL;
+	}
+	t->dtype = dt;
+	t->ndim = 1;
+	t->dims = arena_memdup(a->g->arena, &one, sizeof one);
+	t->src = TSRC_BYTES;
+	t->bytes = (struct bytes){arena_zalloc(a->g->arena, dtype_size(dt)), dtype_size(dt)};
+	at->t = t;
+	return t->dims && t->bytes.p ? z : NULL;
+}
+
+struct value *ad_add_output(struct ad *a, const struct node *cn, uint32_t slot)
+{
+	struct node *n = (struct node *)cn; /* the training graph's forward nodes are ours to extend */
+	if (slot < n->n_out && n->out[slot])
+		return n->out[slot];
+	uint32_t nout = slot + 1 > n->n_out ? slot + 1 : n->n_out;
+	struct value **io = arena_array(a->g->arena, n->n_in + nout, sizeof *io);
+	char base[512];
+	snprintf(base, sizeof base, "%s_out%u", n->name && *n->name ? n->name : n->op_type, slot);
+	const char *name = io ? graph_fresh_name(a->g, base, a->e) : NULL;
+	struct value *v = name ? graph_value(a->g, name, a->e) : NULL;
+	if (!v) {
+		err_oom(a->e);
+		return NULL;
+	}
+	memcpy(io, n->in, (n->n_in + n->n_out) * sizeof *io);
+	n->in = io;
+	n->out = io + n->n_in;
+	n->n_out = nout;
+	return graph_set_output_value(n, slot, v, a->e) ? NULL : v;
+}
+
 struct value *ad_shape_of(struct ad *a, const struct value *x)
 {
 	return ad_op1(a, "Shape", (struct value *)x);
@@ -241,7 +289,10 @@ struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *
 struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int n_axes, int dtype)
 {
 	const struct rtensor *s = ad_shape(a, x);
-	if (!ad_symbolic(a)) {
+	int symbolic = 0;
+	for (int i = 0; i < (n_axes ? n_axes : s->ndim); i++)
+		symbolic |= ad_dim_symbolic(a, s->dims[n_axes ? axes[i] : i]);
+	if (!symbolic) {
 		double c = 1;
 		for (int i = 0; i < (n_axes ? n_axes : s->ndim); i++)
 			c *= (double)s->dims[n_axes ? axes[i] : i];

@@ -27,6 +27,7 @@ struct exec {
 	struct gd_err *e;
 	struct strmap probes; /* symbolic dim -> stand-in value */
 	int64_t next_probe;
+	int64_t probe_values[64];
 };
 
 static void account(struct exec *x, size_t add, size_t sub)
@@ -49,6 +50,14 @@ int exec_opset(const struct exec *x)
 int exec_probed(const struct exec *x)
 {
 	return x->next_probe > 0;
+}
+
+int exec_dim_symbolic(const struct exec *x, int64_t d)
+{
+	for (int i = 0; i < x->next_probe && i < 64; i++)
+		if (d && d % x->probe_values[i] == 0)
+			return 1;
+	return 0;
 }
 
 struct graph *exec_graph(const struct exec *x)
@@ -242,8 +251,11 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 		int64_t probe = sym ? (int64_t)(intptr_t)strmap_get(&x->probes, sym) : 0;
 		if (!probe) {
 			static const int64_t primes[] = {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079};
+			static const int64_t more[] = {20011, 20021, 20023, 20029, 20047, 20051, 20063, 20071};
 			int64_t k = x->next_probe++;
-			probe = primes[k % 8] + 100000 * (k / 8);
+			probe = k < 8 ? primes[k] : k < 16 ? more[k - 8] : 30011 + 2 * k; /* (beyond 16: odd, distinct) */
+			if (k < 64)
+				x->probe_values[k] = probe;
 			if (sym && strmap_put(&x->probes, sym, (void *)(intptr_t)probe))
 				return err_oom(x->e);
 		}

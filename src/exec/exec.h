@@ -78,6 +78,9 @@ uint64_t exec_seed(const struct exec *x);
 struct graph *exec_graph(const struct exec *x); /* for reading attribute tensors' data */
 /* Whether a shapes-only run gave symbolic dimensions stand-in values. */
 int exec_probed(const struct exec *x);
+/* Whether dimension d (of an inferred shape) derives from a symbolic dimension: stand-ins are
+ * distinct primes above 10000, so such dimensions are multiples of one. */
+int exec_dim_symbolic(const struct exec *x, int64_t d);
 
 /* Element access in double, for kernels that are not on a hot path. */
 double rt_get(const struct rtensor *t, int64_t i);

@@ -8,6 +8,7 @@
  * both forms are read. Results are copies: no op aliases its input, so the allocator's count is the
  * memory a runtime needs. */
 #include "../io/tensor.h"
+#include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <string.h>
@@ -555,19 +556,207 @@ static int scatter_elements_run(struct exec *x, const struct node *n, struct rte
 	return 0;
 }
 
-const struct op_impl op_reshape = {.run = reshape_run, .recompute = RC_CHEAP};
-const struct op_impl op_flatten = {.run = flatten_run, .recompute = RC_CHEAP};
-const struct op_impl op_squeeze = {.run = squeeze_run, .recompute = RC_CHEAP};
-const struct op_impl op_unsqueeze = {.run = unsqueeze_run, .recompute = RC_CHEAP};
-const struct op_impl op_transpose = {.run = transpose_run, .recompute = RC_CHEAP};
-const struct op_impl op_concat = {.run = concat_run, .recompute = RC_CHEAP};
-const struct op_impl op_split = {.run = split_run, .recompute = RC_CHEAP};
-const struct op_impl op_slice = {.run = slice_run, .recompute = RC_CHEAP};
-const struct op_impl op_gather = {.run = gather_run, .recompute = RC_CHEAP};
-const struct op_impl op_expand = {.run = expand_run, .recompute = RC_CHEAP};
+
+/* Pad (constant mode): pads (2*rank: begins then ends; negative crops), optional constant value. */
+static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int64_t pads[2 * RT_MAX_DIMS], dims[RT_MAX_DIMS], axes[RT_MAX_DIMS];
+	int np, na = a->ndim;
+	if (!attr_str_is(n, "mode", "constant", 1))
+		return exec_fail(x, "only constant padding is supported");
+	if (n->n_in < 2 || !in[1])
+		return exec_fail(x, "Pad needs its pads input (opset 11 or later)");
+	if (rt_ints(x, in[1], "pads", pads, 2 * RT_MAX_DIMS, &np))
+		return exec_status(x);
+	if (n->n_in > 3 && in[3]) {
+		if (rt_ints(x, in[3], "axes", axes, RT_MAX_DIMS, &na))
+			return exec_status(x);
+	} else {
+		for (int i = 0; i < na; i++)
+			axes[i] = i;
+	}
+	if (np != 2 * na)
+		return exec_fail(x, "pads has %d entries for %d axes", np, na);
+	int64_t begin[RT_MAX_DIMS] = {0}, end[RT_MAX_DIMS] = {0};
+	for (int k = 0; k < na; k++) {
+		int ax;
+		if (norm_axis(x, axes[k], a->ndim, &ax))
+			return exec_status(x);
+		begin[ax] = pads[k];
+		end[ax] = pads[k + na];
+	}
+	for (int i = 0; i < a->ndim; i++) {
+		dims[i] = a->dims[i] + begin[i] + end[i];
+		if (dims[i] < 0)
+			return exec_fail(x, "padding removes more than dimension %d holds", i);
+	}
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
+	if (!o)
+		return exec_status(x);
+	double cv = n->n_in > 2 && in[2] && in[2]->data ? rt_get(in[2], 0) : 0;
+	for (int64_t i = 0; cv != 0 && i < out[0]->numel; i++)
+		rt_set(out[0], i, cv);
+	size_t es = dtype_size(a->dtype);
+	int64_t ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	c_strides(a->ndim, dims, ost);
+	for (int64_t i = 0; i < a->numel; i++) {
+		int64_t dst = 0, inside = 1;
+		for (int d = 0; d < a->ndim; d++) {
+			int64_t p = idx[d] + begin[d];
+			inside &= p >= 0 && p < dims[d];
+			dst += p * ost[d];
+		}
+		if (inside)
+			memcpy(o + dst * es, (const uint8_t *)a->data + i * es, es);
+		for (int d = a->ndim - 1; d >= 0; d--) {
+			if (++idx[d] < a->dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- gradient rules ---- */
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: the gradient takes the input's shape back. */
+static int reshape_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_op2(a, "Reshape", ad_dy(a, n->out[0]), ad_shape_of(a, n->in[0])));
+}
+
+static int transpose_grad(struct ad *a, const struct node *n)
+{
+	int r = ad_shape(a, n->in[0])->ndim;
+	size_t np;
+	const int64_t *p = attr_ints(n, "perm", &np);
+	int64_t inv[RT_MAX_DIMS];
+	for (int i = 0; i < r; i++)
+		inv[p ? p[i] : r - 1 - i] = i;
+	struct value *t = ad_op1(a, "Transpose", ad_dy(a, n->out[0]));
+	return !t || ad_set_ints(a, ad_producer(t), "perm", inv, (size_t)r) ? -1 : ad_give(a, n->in[0], t);
+}
+
+static int concat_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *ys = ad_shape(a, n->out[0]);
+	int ax = (int)attr_int(n, "axis", 0);
+	ax = ax < 0 ? ax + ys->ndim : ax;
+	int64_t sizes[64];
+	if (n->n_in > 64)
+		return ad_fail(a, "more than 64 inputs");
+	for (uint32_t k = 0; k < n->n_in; k++)
+		sizes[k] = ad_shape(a, n->in[k])->dims[ax];
+	if (ad_dim_symbolic(a, ys->dims[ax])) /* the split sizes are only known at run time */
+		return ad_fail(a, "cannot differentiate a Concat along a symbolic dimension yet");
+	struct value *ins[2] = {ad_dy(a, n->out[0]), ad_ints(a, sizes, n->n_in)};
+	struct node *s = ins[1] ? ad_node(a, "Split", ins, 2, (int)n->n_in) : NULL;
+	if (!s || ad_set_int(a, s, "axis", ax))
+		return -1;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (ad_give(a, n->in[k], s->out[k]))
+			return -1;
+	return 0;
+}
+
+static int split_grad(struct ad *a, const struct node *n)
+{
+	struct value *parts[64];
+	if (n->n_out > 64)
+		return ad_fail(a, "more than 64 outputs");
+	for (uint32_t k = 0; k < n->n_out; k++) {
+		parts[k] = ad_dy(a, n->out[k]);
+		if (!parts[k] && !(parts[k] = ad_zeros_like(a, n->out[k])))
+			return -1;
+	}
+	struct value *c = ad_op(a, "Concat", parts, (int)n->n_out);
+	int ax = (int)attr_int(n, "axis", 0);
+	return !c || ad_set_int(a, ad_producer(c), "axis", ax) ? -1 : ad_give(a, n->in[0], c);
+}
+
+/* Slice with unit steps: the gradient is padded back to the input's shape. */
+static int slice_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int r = xs->ndim;
+	const struct rtensor *st = ad_shape(a, n->in[1]), *en = ad_shape(a, n->in[2]);
+	const struct rtensor *axs = n->n_in > 3 && n->in[3] ? ad_shape(a, n->in[3]) : NULL;
+	const struct rtensor *sts = n->n_in > 4 && n->in[4] ? ad_shape(a, n->in[4]) : NULL;
+	if (!st->data || !en->data || (axs && !axs->data) || (sts && !sts->data))
+		return ad_fail(a, "starts, ends, axes and steps must be constants to differentiate");
+	int64_t pads[2 * RT_MAX_DIMS] = {0};
+	for (int64_t k = 0; k < st->numel; k++) {
+		int64_t ax = axs ? rt_get_i(axs, k) : k, step = sts ? rt_get_i(sts, k) : 1;
+		if (ax < 0)
+			ax += r;
+		if (step != 1)
+			return ad_fail(a, "gradients of Slice with steps other than 1 are not supported yet");
+		int64_t d = xs->dims[ax], lo = rt_get_i(st, k), hi = rt_get_i(en, k);
+		if (ad_dim_symbolic(a, d))
+			return ad_fail(a, "cannot differentiate a Slice along a symbolic dimension yet");
+		lo = clamp(lo < 0 ? lo + d : lo, 0, d);
+		hi = clamp(hi < 0 ? hi + d : hi, 0, d);
+		pads[ax] = lo;
+		pads[ax + r] = d - (hi > lo ? hi : lo);
+	}
+	struct value *ins[2] = {ad_dy(a, n->out[0]), ad_ints(a, pads, (size_t)(2 * r))};
+	return ad_give(a, n->in[0], ins[1] ? ad_op(a, "Pad", ins, 2) : NULL);
+}
+
+/* Pad's gradient is the slice of g that held the input. */
+static int pad_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *ps = ad_shape(a, n->in[1]);
+	int r = xs->ndim;
+	if (!ps->data || ps->numel != 2 * r || (n->n_in > 3 && n->in[3]))
+		return ad_fail(a, "pads must be a constant for every axis to differentiate");
+	int64_t st[RT_MAX_DIMS], en[RT_MAX_DIMS];
+	for (int i = 0; i < r; i++) {
+		st[i] = rt_get_i(ps, i);
+		en[i] = st[i] + xs->dims[i];
+	}
+	struct value *ins[3] = {ad_dy(a, n->out[0]), ad_ints(a, st, (size_t)r), ad_ints(a, en, (size_t)r)};
+	return ad_give(a, n->in[0], ins[1] && ins[2] ? ad_op(a, "Slice", ins, 3) : NULL);
+}
+
+/* Gather along axis 0 (embeddings): ScatterND adds each row of g into the rows it was read from. */
+static int gather_grad(struct ad *a, const struct node *n)
+{
+	if (attr_int(n, "axis", 0) != 0)
+		return ad_fail(a, "gradients of Gather are supported along axis 0 only");
+	struct value *ix = n->in[1];
+	if (ad_shape(a, ix)->dtype != DT_INT64) {
+		ix = ad_op1(a, "Cast", ix);
+		if (!ix || ad_set_int(a, ad_producer(ix), "to", DT_INT64))
+			return -1;
+	}
+	int64_t last = -1;
+	struct value *ins[3] = {ad_zeros_like(a, n->in[0]), ad_op2(a, "Unsqueeze", ix, ad_ints(a, &last, 1)),
+				ad_dy(a, n->out[0])};
+	struct value *s = ins[0] && ins[1] ? ad_op(a, "ScatterND", ins, 3) : NULL;
+	return !s || ad_set_str(a, ad_producer(s), "reduction", "add") ? -1 : ad_give(a, n->in[0], s);
+}
+
+static int expand_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_unbroadcast(a, ad_dy(a, n->out[0]), n->in[0], ad_shape(a, n->out[0])));
+}
+
+const struct op_impl op_reshape = {.run = reshape_run, .grad = reshape_grad, .recompute = RC_CHEAP};
+const struct op_impl op_flatten = {.run = flatten_run, .grad = reshape_grad, .recompute = RC_CHEAP};
+const struct op_impl op_squeeze = {.run = squeeze_run, .grad = reshape_grad, .recompute = RC_CHEAP};
+const struct op_impl op_unsqueeze = {.run = unsqueeze_run, .grad = reshape_grad, .recompute = RC_CHEAP};
+const struct op_impl op_transpose = {.run = transpose_run, .grad = transpose_grad, .recompute = RC_CHEAP};
+const struct op_impl op_concat = {.run = concat_run, .grad = concat_grad, .recompute = RC_CHEAP};
+const struct op_impl op_split = {.run = split_run, .grad = split_grad, .recompute = RC_CHEAP};
+const struct op_impl op_slice = {.run = slice_run, .grad = slice_grad, .recompute = RC_CHEAP};
+const struct op_impl op_gather = {.run = gather_run, .grad = gather_grad, .recompute = RC_CHEAP};
+const struct op_impl op_expand = {.run = expand_run, .grad = expand_grad, .recompute = RC_CHEAP};
 const struct op_impl op_shape = {.run = shape_run, .recompute = RC_CHEAP};
 const struct op_impl op_constant = {.run = constant_run, .recompute = RC_CHEAP};
 const struct op_impl op_constant_of_shape = {.run = constant_of_shape_run, .recompute = RC_CHEAP};
 const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .recompute = RC_CHEAP};
 const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .recompute = RC_CHEAP};
+const struct op_impl op_pad = {.run = pad_run, .grad = pad_grad, .recompute = RC_CHEAP};
 const struct op_impl op_opaque = {.recompute = RC_NEVER};

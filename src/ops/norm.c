@@ -8,6 +8,7 @@
  * Philox keyed by the node's seed attribute (or the run's seed and the node's name), so a
  * recomputed Dropout draws the same mask. */
 #include "../util/philox.h"
+#include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <math.h>
@@ -183,8 +184,155 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 	return 0;
 }
 
-const struct op_impl op_softmax = {.run = softmax_run, .recompute = RC_CHEAP};
-const struct op_impl op_log_softmax = {.run = log_softmax_run, .recompute = RC_CHEAP};
-const struct op_impl op_layer_norm = {.run = layer_norm_run, .recompute = RC_CHEAP};
-const struct op_impl op_batch_norm = {.run = batch_norm_run, .recompute = RC_CHEAP};
-const struct op_impl op_dropout = {.run = dropout_run, .recompute = RC_RANDOM};
+
+/* ---- gradient rules ---- */
+
+static struct value *reduce_keep(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na)
+{
+	struct value *r = ad_op2(a, op, v, ad_ints(a, axes, (size_t)na));
+	return r; /* keepdims defaults to 1 */
+}
+
+/* Softmax: dx = y * (g - sum(g * y)) along the axis */
+static int softmax_grad(struct ad *a, const struct node *n)
+{
+	int r = ad_shape(a, n->in[0])->ndim;
+	int64_t ax = attr_int(n, "axis", -1);
+	ax = ax < 0 ? ax + r : ax;
+	struct value *g = ad_dy(a, n->out[0]), *y = n->out[0];
+	struct value *s = reduce_keep(a, "ReduceSum", ad_op2(a, "Mul", g, y), &ax, 1);
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", y, ad_op2(a, "Sub", g, s)));
+}
+
+/* LogSoftmax: dx = g - exp(y) * sum(g) along the axis */
+static int log_softmax_grad(struct ad *a, const struct node *n)
+{
+	int r = ad_shape(a, n->in[0])->ndim;
+	int64_t ax = attr_int(n, "axis", -1);
+	ax = ax < 0 ? ax + r : ax;
+	struct value *g = ad_dy(a, n->out[0]);
+	struct value *s = reduce_keep(a, "ReduceSum", g, &ax, 1);
+	return ad_give(a, n->in[0], ad_op2(a, "Sub", g, ad_op2(a, "Mul", ad_op1(a, "Exp", n->out[0]), s)));
+}
+
+/* Normalisation over `axes` (keepdims): with xh = (x - mean) * inv, inv = 1/sqrt(var + eps) and
+ * gh = dL/dxh,  dx = inv * (gh - mean(gh) - xh * mean(gh * xh)). Statistics are recomputed. */
+static struct value *norm_dx(struct ad *a, struct value *x, struct value *gh, const int64_t *axes, int na, double eps,
+			     struct value **xh_out)
+{
+	int dt = ad_shape(a, x)->dtype;
+	struct value *mean = reduce_keep(a, "ReduceMean", x, axes, na);
+	struct value *d = ad_op2(a, "Sub", x, mean);
+	struct value *var = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", d, d), axes, na);
+	struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
+				  ad_op1(a, "Sqrt", ad_op2(a, "Add", var, ad_scalar(a, dt, eps))));
+	struct value *xh = ad_op2(a, "Mul", d, inv);
+	*xh_out = xh;
+	struct value *m1 = reduce_keep(a, "ReduceMean", gh, axes, na);
+	struct value *m2 = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", gh, xh), axes, na);
+	return ad_op2(a, "Mul", inv, ad_op2(a, "Sub", ad_op2(a, "Sub", gh, m1), ad_op2(a, "Mul", xh, m2)));
+}
+
+static struct value *reduce_drop(struct ad *a, struct value *v, const int64_t *axes, int na)
+{
+	struct value *r = ad_op2(a, "ReduceSum", v, ad_ints(a, axes, (size_t)na));
+	return r && !ad_set_int(a, ad_producer(r), "keepdims", 0) ? r : NULL;
+}
+
+/* LayerNormalization over axis..rank-1: dScale = sum(g * xh), dB = sum(g) over the leading axes */
+static int layer_norm_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *scale = n->in[1], *g = ad_dy(a, n->out[0]);
+	if (!g)
+		return ad_fail(a, "gradients through Mean and InvStdDev are not supported");
+	int r = ad_shape(a, x)->ndim, ax = (int)attr_int(n, "axis", -1);
+	ax = ax < 0 ? ax + r : ax;
+	int64_t norm[RT_MAX_DIMS], lead[RT_MAX_DIMS];
+	int nn = 0, nl = 0;
+	for (int i = 0; i < r; i++) {
+		if (i >= ax)
+			norm[nn++] = i;
+		else
+			lead[nl++] = i;
+	}
+	struct value *xh = NULL;
+	struct value *dx = norm_dx(a, x, ad_op2(a, "Mul", g, scale), norm, nn, attr_float(n, "epsilon", 1e-5f), &xh);
+	if (ad_wants(a, x) && ad_give(a, x, dx))
+		return -1;
+	if (ad_wants(a, scale) && ad_give(a, scale, nl ? reduce_drop(a, ad_op2(a, "Mul", g, xh), lead, nl)
+						      : ad_op2(a, "Mul", g, xh)))
+		return -1;
+	if (n->n_in > 2 && ad_wants(a, n->in[2]) && ad_give(a, n->in[2], nl ? reduce_drop(a, g, lead, nl) : g))
+		return -1;
+	return 0;
+}
+
+/* BatchNormalization over (N, spatial): training mode uses the batch statistics (as the forward
+ * pass did); inference mode the running ones, which are constants. */
+static int batch_norm_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *scale = n->in[1], *g = ad_dy(a, n->out[0]);
+	if (!g)
+		return ad_fail(a, "gradients through the running statistics are not supported");
+	const struct rtensor *xs = ad_shape(a, x);
+	int r = xs->ndim, dt = xs->dtype;
+	int64_t axes[RT_MAX_DIMS], cshape[RT_MAX_DIMS];
+	int na = 0;
+	for (int i = 0; i < r; i++) {
+		if (i != 1)
+			axes[na++] = i;
+		cshape[i] = i == 1 ? xs->dims[1] : 1;
+	}
+	double eps = attr_float(n, "epsilon", 1e-5f);
+	struct value *gamma = ad_op2(a, "Reshape", scale, ad_ints(a, cshape, (size_t)r));
+	struct value *xh = NULL, *dx;
+	if (attr_int(n, "training_mode", 0)) {
+		dx = norm_dx(a, x, ad_op2(a, "Mul", g, gamma), axes, na, eps, &xh);
+	} else {
+		struct value *mean = ad_op2(a, "Reshape", n->in[3], ad_ints(a, cshape, (size_t)r));
+		struct value *var = ad_op2(a, "Reshape", n->in[4], ad_ints(a, cshape, (size_t)r));
+		struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
+					  ad_op1(a, "Sqrt", ad_op2(a, "Add", var, ad_scalar(a, dt, eps))));
+		xh = ad_op2(a, "Mul", ad_op2(a, "Sub", x, mean), inv);
+		dx = ad_op2(a, "Mul", g, ad_op2(a, "Mul", gamma, inv));
+	}
+	if (ad_wants(a, x) && ad_give(a, x, dx))
+		return -1;
+	if (ad_wants(a, scale) && ad_give(a, scale, reduce_drop(a, ad_op2(a, "Mul", g, xh), axes, na)))
+		return -1;
+	if (ad_wants(a, n->in[2]) && ad_give(a, n->in[2], reduce_drop(a, g, axes, na)))
+		return -1;
+	return 0;
+}
+
+/* Dropout: the kept elements' gradient, scaled as the forward pass scaled them */
+static int dropout_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]), *x = n->in[0];
+	const struct rtensor *tm = n->n_in > 2 && n->in[2] ? ad_shape(a, n->in[2]) : NULL;
+	if (!tm)
+		return ad_give(a, x, g); /* inference mode: the identity */
+	if (!tm->data)
+		return ad_fail(a, "training_mode must be a constant to differentiate");
+	if (!rt_get(tm, 0))
+		return ad_give(a, x, g);
+	int dt = ad_shape(a, x)->dtype;
+	struct value *mask = ad_add_output(a, n, 1);
+	struct value *m = mask ? ad_op1(a, "Cast", mask) : NULL;
+	if (!m || ad_set_int(a, ad_producer(m), "to", dt))
+		return -1;
+	struct value *ratio = n->n_in > 1 && n->in[1] ? n->in[1] : ad_scalar(a, dt, 0.5);
+	if (ratio == n->in[1] && ad_shape(a, ratio)->dtype != dt) {
+		ratio = ad_op1(a, "Cast", ratio);
+		if (!ratio || ad_set_int(a, ad_producer(ratio), "to", dt))
+			return -1;
+	}
+	struct value *keep = ad_op2(a, "Sub", ad_scalar(a, dt, 1), ratio);
+	return ad_give(a, x, ad_op2(a, "Div", ad_op2(a, "Mul", g, m), keep));
+}
+
+const struct op_impl op_softmax = {.run = softmax_run, .grad = softmax_grad, .recompute = RC_CHEAP};
+const struct op_impl op_log_softmax = {.run = log_softmax_run, .grad = log_softmax_grad, .recompute = RC_CHEAP};
+const struct op_impl op_layer_norm = {.run = layer_norm_run, .grad = layer_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_batch_norm = {.run = batch_norm_run, .grad = batch_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM};
