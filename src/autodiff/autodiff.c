@@ -358,9 +358,15 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 	return g;
 }
 
+static int diff_slot(const struct node *n, uint32_t k)
+{
+	const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;
+	return impl && (op_table[n->op].flags & OPF_DIFF) && !(k < 32 && (impl->nodiff >> k) & 1);
+}
+
 static int is_param(const struct value *v, const struct autodiff_opts *o)
 {
-	if (!(v->flags & VALUE_PARAM))
+	if (!(v->flags & VALUE_PARAM) || !(v->flags & VALUE_GRAD_SLOT))
 		return 0;
 	for (size_t i = 0; i < o->n_freeze; i++)
 		if (!strcmp(o->freeze[i], v->name))
@@ -401,14 +407,19 @@ static void mark_wants(struct ad *a, const struct value *loss, const struct auto
 {
 	struct graph *g = a->g;
 	uint8_t *fwd = a->wants;
+	/* a parameter read only where no gradient goes (running statistics, shapes) is a buffer */
+	for (uint32_t i = 0; i < a->n_fwd_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k] && diff_slot(g->nodes[i], k))
+				g->nodes[i]->in[k]->flags |= VALUE_GRAD_SLOT;
 	for (uint32_t i = 0; i < g->n_values; i++)
 		fwd[i] = is_param(g->values[i], o);
 	for (uint32_t i = 0; i < a->n_fwd_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		int any = 0;
 		for (uint32_t k = 0; k < n->n_in; k++)
-			any |= n->in[k] && fwd[n->in[k]->id];
-		if (any && n->op != OP_UNKNOWN && (op_table[n->op].flags & OPF_DIFF))
+			any |= n->in[k] && fwd[n->in[k]->id] && diff_slot(n, k);
+		if (any)
 			for (uint32_t k = 0; k < n->n_out; k++)
 				if (n->out[k] && dtype_is_float(ad_shape(a, n->out[k])->dtype))
 					fwd[n->out[k]->id] = 1;

@@ -83,6 +83,7 @@ enum value_flag {
 	VALUE_GRAD = 1u << 5,
 	VALUE_STATE = 1u << 6,
 	VALUE_INFO = 1u << 7, /* listed in graph value_info */
+	VALUE_GRAD_SLOT = 1u << 8, /* read by some node at an input that takes a gradient (autodiff) */
 };
 
 /* Where an initializer's bytes are. Bytes are loaded only when a stage needs them. */

@@ -5,6 +5,7 @@
  * col2im adds the patches back. Output sizes, padding and auto_pad follow the ONNX operator docs:
  *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)
  * MaxPool's Indices are flattened over the whole input, ((n*C + c)*H + h)*W + w. */
+#include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <cblas.h>
@@ -342,8 +343,212 @@ static int global_average_pool_run(struct exec *x, const struct node *n, struct 
 	return 0;
 }
 
-const struct op_impl op_conv = {.run = conv_run, .recompute = RC_EXPENSIVE};
-const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .recompute = RC_EXPENSIVE};
-const struct op_impl op_max_pool = {.run = max_pool_run, .recompute = RC_CHEAP};
-const struct op_impl op_average_pool = {.run = average_pool_run, .recompute = RC_CHEAP};
-const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .recompute = RC_CHEAP};
+
+/* ---- gradient rules ----
+ * The window geometry of the forward node, resolved to explicit pads from its inferred shapes. */
+static int geom_of(struct ad *a, const struct node *n, int transpose, struct geom *g)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
+	if (xs->ndim != 4)
+		return ad_fail(a, "only 2-D windows can be differentiated");
+	memset(g, 0, sizeof *g);
+	g->n = xs->dims[0], g->c = xs->dims[1], g->h = xs->dims[2], g->w = xs->dims[3];
+	if (n->op == OP_CONV || n->op == OP_CONV_TRANSPOSE) {
+		const struct rtensor *ws = ad_shape(a, n->in[1]);
+		g->kh = ws->dims[2], g->kw = ws->dims[3];
+	} else {
+		size_t k;
+		const int64_t *ks = attr_ints(n, "kernel_shape", &k);
+		g->kh = ks[0], g->kw = ks[1];
+	}
+	if (ints2(n, "strides", 1, &g->sh, &g->sw) || ints2(n, "dilations", 1, &g->dh, &g->dw))
+		return ad_fail(a, "bad strides or dilations");
+	g->oh = ys->dims[2], g->ow = ys->dims[3];
+	g->group = attr_int(n, "group", 1);
+	size_t np;
+	const int64_t *p = attr_ints(n, "pads", &np);
+	g->pt = p ? p[0] : 0, g->pl = p ? p[1] : 0, g->pb = p ? p[2] : 0, g->pr = p ? p[3] : 0;
+	if (!attr_str_is(n, "auto_pad", "NOTSET", 1) || transpose) {
+		/* recover the pads the kernel chose: run its rule again on the inferred sizes */
+		struct geom t = *g;
+		(void)t;
+		if (!attr_str_is(n, "auto_pad", "NOTSET", 1)) {
+			int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
+			int64_t th = transpose ? g->sh * (g->h - 1) + ekh - g->oh : (g->oh - 1) * g->sh + ekh - g->h;
+			int64_t tw = transpose ? g->sw * (g->w - 1) + ekw - g->ow : (g->ow - 1) * g->sw + ekw - g->w;
+			th = th > 0 ? th : 0;
+			tw = tw > 0 ? tw : 0;
+			int lower = attr_str_is(n, "auto_pad", "SAME_LOWER", 0);
+			if (attr_str_is(n, "auto_pad", "VALID", 0))
+				th = tw = 0;
+			g->pt = lower ? th - th / 2 : th / 2, g->pb = th - g->pt;
+			g->pl = lower ? tw - tw / 2 : tw / 2, g->pr = tw - g->pl;
+		}
+	}
+	return 0;
+}
+
+static int set_window(struct ad *a, struct node *c, const struct geom *g, int64_t sh, int64_t sw, int64_t dh,
+		      int64_t dw, int64_t group)
+{
+	int64_t pads[4] = {g->pt, g->pl, g->pb, g->pr}, st[2] = {sh, sw}, dl[2] = {dh, dw};
+	return ad_set_ints(a, c, "pads", pads, 4) || ad_set_ints(a, c, "strides", st, 2) ||
+	       ad_set_ints(a, c, "dilations", dl, 2) || (group != 1 && ad_set_int(a, c, "group", group));
+}
+
+static struct value *transpose01(struct ad *a, struct value *v)
+{
+	static const int64_t perm[4] = {1, 0, 2, 3};
+	struct value *t = ad_op1(a, "Transpose", v);
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, 4) ? t : NULL;
+}
+
+/* The leading kh x kw window of a (., ., kh', kw') result. */
+static struct value *crop_kernel(struct ad *a, struct value *v, int64_t kh, int64_t kw)
+{
+	int64_t st[2] = {0, 0}, en[2] = {kh, kw}, ax[2] = {2, 3};
+	struct value *ins[4] = {v, ad_ints(a, st, 2), ad_ints(a, en, 2), ad_ints(a, ax, 2)};
+	return ins[1] && ins[2] && ins[3] ? ad_op(a, "Slice", ins, 4) : NULL;
+}
+
+/* dW of a window op with group 1: a convolution of one operand by the other, batch as channels.
+ * Conv: dW (M,C,i,j) = sum_n,oy,ox g[n,m,oy,ox] x[n,c,oy*s+i*d-p]: Conv(x^T, g^T, stride d,
+ * dilation s) transposed. ConvTranspose is the same with x and g swapped. */
+static struct value *weight_grad(struct ad *a, struct value *in, struct value *kernel, const struct geom *g)
+{
+	struct value *ins[2] = {transpose01(a, in), transpose01(a, kernel)};
+	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
+	if (!c || set_window(a, ad_producer(c), g, g->dh, g->dw, g->sh, g->sw, 1))
+		return NULL;
+	return crop_kernel(a, transpose01(a, c), g->kh, g->kw);
+}
+
+static int give_bias(struct ad *a, const struct node *n, struct value *gy)
+{
+	if (n->n_in < 3 || !ad_wants(a, n->in[2]))
+		return 0;
+	static const int64_t axes[3] = {0, 2, 3};
+	struct value *b = ad_op2(a, "ReduceSum", gy, ad_ints(a, axes, 3));
+	return !b || ad_set_int(a, ad_producer(b), "keepdims", 0) ? -1 : ad_give(a, n->in[2], b);
+}
+
+/* Conv: dX = ConvTranspose(g, W) with the output padding that restores X's size */
+static int conv_grad(struct ad *a, const struct node *n)
+{
+	struct geom g;
+	struct value *gy = ad_dy(a, n->out[0]);
+	if (geom_of(a, n, 0, &g))
+		return -1;
+	if (ad_wants(a, n->in[0])) {
+		int64_t full_h = g.sh * (g.oh - 1) + g.dh * (g.kh - 1) + 1 - g.pt - g.pb;
+		int64_t full_w = g.sw * (g.ow - 1) + g.dw * (g.kw - 1) + 1 - g.pl - g.pr;
+		int64_t op[2] = {g.h - full_h, g.w - full_w};
+		struct value *ins[2] = {gy, n->in[1]};
+		struct value *dx = ad_op(a, "ConvTranspose", ins, 2);
+		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
+		    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)) || ad_give(a, n->in[0], dx))
+			return -1;
+	}
+	if (ad_wants(a, n->in[1])) {
+		if (g.group != 1)
+			return ad_fail(a, "weight gradients of grouped convolutions are not supported yet");
+		if (ad_give(a, n->in[1], weight_grad(a, n->in[0], gy, &g)))
+			return -1;
+	}
+	return give_bias(a, n, gy);
+}
+
+/* ConvTranspose: dX = Conv(g, W) (its adjoint); dW as for Conv with the operands swapped */
+static int conv_transpose_grad(struct ad *a, const struct node *n)
+{
+	struct geom g;
+	struct value *gy = ad_dy(a, n->out[0]);
+	if (geom_of(a, n, 1, &g))
+		return -1;
+	if (ad_wants(a, n->in[0])) {
+		struct value *ins[2] = {gy, n->in[1]};
+		struct value *dx = ad_op(a, "Conv", ins, 2);
+		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) || ad_give(a, n->in[0], dx))
+			return -1;
+	}
+	if (ad_wants(a, n->in[1])) {
+		if (g.group != 1)
+			return ad_fail(a, "weight gradients of grouped transposed convolutions are not supported yet");
+		/* the image side is g (the larger output), the kernel side x */
+		struct geom gt = g;
+		gt.h = g.oh, gt.w = g.ow, gt.oh = g.h, gt.ow = g.w;
+		if (ad_give(a, n->in[1], weight_grad(a, gy, n->in[0], &gt)))
+			return -1;
+	}
+	return give_bias(a, n, gy);
+}
+
+/* MaxPool: each output's gradient goes to the element it took (Indices), via ScatterElements */
+static int max_pool_grad(struct ad *a, const struct node *n)
+{
+	struct value *idx = ad_add_output(a, n, 1);
+	int64_t flat = -1;
+	struct value *m1 = ad_ints(a, &flat, 1);
+	struct value *ins[3] = {ad_op2(a, "Reshape", ad_zeros_like(a, n->in[0]), m1), ad_op2(a, "Reshape", idx, m1),
+				ad_op2(a, "Reshape", ad_dy(a, n->out[0]), m1)};
+	struct value *s = idx && ins[0] && ins[1] && ins[2] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
+	if (!s || ad_set_str(a, ad_producer(s), "reduction", "add"))
+		return -1;
+	return ad_give(a, n->in[0], ad_op2(a, "Reshape", s, ad_shape_of(a, n->in[0])));
+}
+
+/* AveragePool: g divided by each window's count, spread back over the window by a depthwise
+ * ConvTranspose with a kernel of ones. Without count_include_pad the count excludes padding and is
+ * itself an AveragePool of ones (including pads) times the window size. */
+static int average_pool_grad(struct ad *a, const struct node *n)
+{
+	struct geom g;
+	if (geom_of(a, n, 0, &g))
+		return -1;
+	if (attr_int(n, "ceil_mode", 0))
+		return ad_fail(a, "gradients of AveragePool with ceil_mode are not supported yet");
+	int dt = ad_shape(a, n->in[0])->dtype;
+	double win = (double)(g.kh * g.kw);
+	struct value *gy = ad_dy(a, n->out[0]), *scaled;
+	if (attr_int(n, "count_include_pad", 0)) {
+		scaled = ad_op2(a, "Div", gy, ad_scalar(a, dt, win));
+	} else {
+		struct value *ones = ad_op2(a, "Add", ad_zeros_like(a, n->in[0]), ad_scalar(a, dt, 1));
+		struct value *avg = ad_op1(a, "AveragePool", ones);
+		struct node *p = ad_producer(avg);
+		int64_t ks[2] = {g.kh, g.kw};
+		if (!p || ad_set_ints(a, p, "kernel_shape", ks, 2) || set_window(a, p, &g, g.sh, g.sw, g.dh, g.dw, 1) ||
+		    ad_set_int(a, p, "count_include_pad", 1))
+			return -1;
+		scaled = ad_op2(a, "Div", gy, ad_op2(a, "Mul", avg, ad_scalar(a, dt, win)));
+	}
+	/* depthwise ones kernel (C, 1, kh, kw) */
+	int64_t c = g.c, kd[4] = {c, 1, g.kh, g.kw}, total = c * g.kh * g.kw;
+	struct value *kern = ad_op2(a, "Expand", ad_scalar(a, dt, 1), ad_ints(a, kd, 4));
+	(void)total;
+	int64_t full_h = g.sh * (g.oh - 1) + g.dh * (g.kh - 1) + 1 - g.pt - g.pb;
+	int64_t full_w = g.sw * (g.ow - 1) + g.dw * (g.kw - 1) + 1 - g.pl - g.pr;
+	int64_t op[2] = {g.h - full_h, g.w - full_w};
+	struct value *ins[2] = {scaled, kern};
+	struct value *dx = kern ? ad_op(a, "ConvTranspose", ins, 2) : NULL;
+	if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, c) ||
+	    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)))
+		return -1;
+	return ad_give(a, n->in[0], dx);
+}
+
+static int global_average_pool_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int axes[RT_MAX_DIMS], na = 0;
+	for (int i = 2; i < xs->ndim; i++)
+		axes[na++] = i;
+	struct value *e = ad_op2(a, "Expand", ad_dy(a, n->out[0]), ad_shape_of(a, n->in[0]));
+	return ad_give(a, n->in[0], ad_op2(a, "Div", e, ad_count(a, n->in[0], axes, na, xs->dtype)));
+}
+
+const struct op_impl op_conv = {.run = conv_run, .grad = conv_grad, .recompute = RC_EXPENSIVE};
+const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .grad = conv_transpose_grad, .recompute = RC_EXPENSIVE};
+const struct op_impl op_max_pool = {.run = max_pool_run, .grad = max_pool_grad, .recompute = RC_CHEAP};
+const struct op_impl op_average_pool = {.run = average_pool_run, .grad = average_pool_grad, .recompute = RC_CHEAP};
+const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .grad = global_average_pool_grad, .recompute = RC_CHEAP};

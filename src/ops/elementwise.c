@@ -443,9 +443,9 @@ const struct op_impl op_sub = {.run = sub_run, .grad = sub_grad, .recompute = RC
 const struct op_impl op_mul = {.run = mul_run, .grad = mul_grad, .recompute = RC_CHEAP};
 const struct op_impl op_div = {.run = div_run, .grad = div_grad, .recompute = RC_CHEAP};
 const struct op_impl op_pow = {.run = pow_run, .grad = pow_grad, .recompute = RC_CHEAP};
-const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP};
-const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP};
-const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP};
+const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_neg = {.run = neg_run, .grad = neg_grad, .recompute = RC_CHEAP};
 const struct op_impl op_sqrt = {.run = sqrt_run, .grad = sqrt_grad, .recompute = RC_CHEAP};
 const struct op_impl op_exp = {.run = exp_run, .grad = exp_grad, .recompute = RC_CHEAP};
@@ -454,7 +454,7 @@ const struct op_impl op_erf = {.run = erf_run, .grad = erf_grad, .recompute = RC
 const struct op_impl op_relu = {.run = relu_run, .grad = relu_grad, .recompute = RC_CHEAP};
 const struct op_impl op_tanh = {.run = tanh_run, .grad = tanh_grad, .recompute = RC_CHEAP};
 const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .recompute = RC_CHEAP};
-const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP};
+const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP};
 const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP};
-const struct op_impl op_where = {.run = where_run, .grad = where_grad, .recompute = RC_CHEAP};
+const struct op_impl op_where = {.run = where_run, .grad = where_grad, .recompute = RC_CHEAP, .nodiff = 1u << 0};

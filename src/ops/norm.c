@@ -120,13 +120,12 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 			return exec_fail(x, "input %d must have the %lld channels", k, (long long)c);
 	int training = attr_int(n, "training_mode", 0) != 0;
 	double eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
-	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
-		return exec_status(x);
 	int64_t cd = c;
 	int want_stats = training && n->n_out > 1;
-	if (want_stats && n->out[1] && !exec_alloc(x, out[1], rmean->dtype, 1, &cd))
-		return exec_status(x);
-	if (want_stats && n->n_out > 2 && n->out[2] && !exec_alloc(x, out[2], rvar->dtype, 1, &cd))
+	void *y = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
+	void *pm = want_stats && n->out[1] ? exec_alloc(x, out[1], rmean->dtype, 1, &cd) : NULL;
+	void *pv = want_stats && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], rvar->dtype, 1, &cd) : NULL;
+	if (!y)
 		return exec_status(x);
 	for (int64_t ch = 0; ch < c; ch++) {
 		double mean, var;
@@ -142,9 +141,9 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 					q += d * d;
 				}
 			var = q / cnt;
-			if (want_stats && n->out[1])
+			if (pm)
 				rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
-			if (want_stats && n->n_out > 2 && n->out[2])
+			if (pv)
 				rt_set(out[2], ch, rt_get(rvar, ch) * mom + var * (1 - mom));
 		} else {
 			mean = rt_get(rmean, ch);
@@ -334,5 +333,5 @@ static int dropout_grad(struct ad *a, const struct node *n)
 const struct op_impl op_softmax = {.run = softmax_run, .grad = softmax_grad, .recompute = RC_CHEAP};
 const struct op_impl op_log_softmax = {.run = log_softmax_run, .grad = log_softmax_grad, .recompute = RC_CHEAP};
 const struct op_impl op_layer_norm = {.run = layer_norm_run, .grad = layer_norm_grad, .recompute = RC_CHEAP};
-const struct op_impl op_batch_norm = {.run = batch_norm_run, .grad = batch_norm_grad, .recompute = RC_CHEAP};
-const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM};
+const struct op_impl op_batch_norm = {.run = batch_norm_run, .grad = batch_norm_grad, .recompute = RC_CHEAP, .nodiff = 1u << 3 | 1u << 4};
+const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2};

@@ -47,6 +47,9 @@ struct op_impl {
 	void (*cost)(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 		     uint64_t *bytes);
 	enum recompute_class recompute;
+	/* Inputs (bit i: input i) that take no gradient: shapes, axes, indices, labels, running stats.
+	 * A parameter read only there is a buffer, not trainable. */
+	uint32_t nodiff;
 };
 
 #define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) extern const struct op_impl op_##impl;
