@@ -541,6 +541,15 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (graph_rename_value(g, gp, fresh, e))
 			goto fail;
 		gp->flags |= VALUE_GRAD;
+		/* the gradient has its parameter's type: written as the output's ValueInfo */
+		const struct tensor *pt = p->init;
+		gp->type = (struct ttype){.dtype = pt->dtype, .has_type = true, .has_tensor = true, .has_dtype = true,
+					  .has_shape = true, .ndim = pt->ndim};
+		gp->type.dims = arena_array(g->arena, pt->ndim ? pt->ndim : 1, sizeof *gp->type.dims);
+		if (!gp->type.dims)
+			goto fail;
+		for (uint32_t k = 0; k < pt->ndim; k++)
+			gp->type.dims[k] = (struct dim){.kind = DIM_VALUE, .value = pt->dims[k]};
 		if (graph_add_output(g, gp, e))
 			goto fail;
 		r->n_grads++;

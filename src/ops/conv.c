@@ -423,6 +423,36 @@ static struct value *weight_grad(struct ad *a, struct value *in, struct value *k
 	return crop_kernel(a, transpose01(a, c), g->kh, g->kw);
 }
 
+/* Splits v into `parts` equal pieces along axis 1. */
+static struct node *split1(struct ad *a, struct value *v, int64_t size, int parts)
+{
+	int64_t sizes[64];
+	for (int i = 0; i < parts; i++)
+		sizes[i] = size / parts;
+	struct value *ins[2] = {v, ad_ints(a, sizes, (size_t)parts)};
+	struct node *s = ins[1] ? ad_node(a, "Split", ins, 2, parts) : NULL;
+	return s && !ad_set_int(a, s, "axis", 1) ? s : NULL;
+}
+
+/* Grouped weight gradients: each group's image and output channels give that group's kernels,
+ * stacked along the weight's first dimension. `in` holds the image-side channels (split in
+ * in_ch), `k` the kernel-side ones (k_ch). */
+static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t in_ch, struct value *k, int64_t k_ch,
+					 const struct geom *g)
+{
+	if (g->group > 64)
+		return ad_fail(a, "more than 64 groups"), NULL;
+	struct node *si = split1(a, in, in_ch, (int)g->group), *sk = split1(a, k, k_ch, (int)g->group);
+	struct value *parts[64];
+	if (!si || !sk)
+		return NULL;
+	for (int64_t i = 0; i < g->group; i++)
+		if (!(parts[i] = weight_grad(a, si->out[i], sk->out[i], g)))
+			return NULL;
+	struct value *c = ad_op(a, "Concat", parts, (int)g->group);
+	return c && !ad_set_int(a, ad_producer(c), "axis", 0) ? c : NULL;
+}
+
 static int give_bias(struct ad *a, const struct node *n, struct value *gy)
 {
 	if (n->n_in < 3 || !ad_wants(a, n->in[2]))
@@ -449,12 +479,10 @@ static int conv_grad(struct ad *a, const struct node *n)
 		    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)) || ad_give(a, n->in[0], dx))
 			return -1;
 	}
-	if (ad_wants(a, n->in[1])) {
-		if (g.group != 1)
-			return ad_fail(a, "weight gradients of grouped convolutions are not supported yet");
-		if (ad_give(a, n->in[1], weight_grad(a, n->in[0], gy, &g)))
-			return -1;
-	}
+	if (ad_wants(a, n->in[1]) &&
+	    ad_give(a, n->in[1], g.group == 1 ? weight_grad(a, n->in[0], gy, &g)
+					      : grouped_weight_grad(a, n->in[0], g.c, gy, ad_shape(a, n->out[0])->dims[1], &g)))
+		return -1;
 	return give_bias(a, n, gy);
 }
 
@@ -472,12 +500,12 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 			return -1;
 	}
 	if (ad_wants(a, n->in[1])) {
-		if (g.group != 1)
-			return ad_fail(a, "weight gradients of grouped transposed convolutions are not supported yet");
 		/* the image side is g (the larger output), the kernel side x */
 		struct geom gt = g;
 		gt.h = g.oh, gt.w = g.ow, gt.oh = g.h, gt.ow = g.w;
-		if (ad_give(a, n->in[1], weight_grad(a, gy, n->in[0], &gt)))
+		int64_t m = ad_shape(a, n->out[0])->dims[1];
+		if (ad_give(a, n->in[1], g.group == 1 ? weight_grad(a, gy, n->in[0], &gt)
+						      : grouped_weight_grad(a, gy, m, n->in[0], g.c, &gt)))
 			return -1;
 	}
 	return give_bias(a, n, gy);

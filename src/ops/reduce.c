@@ -383,5 +383,5 @@ const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .recompute = RC_C
 const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_max = {.run = reduce_max_run, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_nll_loss = {.run = nll_loss_run, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
+const struct op_impl op_nll_loss = {.run = nll_loss_run, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
