@@ -67,6 +67,13 @@ struct node *ad_producer(struct value *v);
 struct value *ad_scalar(struct ad *a, int dtype, double v);
 struct value *ad_ints(struct ad *a, const int64_t *v, size_t n);
 
+/* A reduction (ReduceSum, ReduceMean, ReduceMax, ReduceProd) of v over axes (all when na is 0), in
+ * the form the model's opset wants: axes as an input from opset 13 (ReduceSum) or 18 (the others),
+ * as an attribute before. */
+struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na, int keepdims);
+/* Fails unless the model's opset is at least `opset` (for ops whose needed form is that recent). */
+int ad_need_opset(struct ad *a, int opset, const char *what);
+
 /* Common gradient shapes. */
 /* g summed over the dimensions along which x was broadcast to g's shape, reshaped to x's shape. */
 struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gshape);

@@ -264,6 +264,28 @@ struct value *ad_shape_of(struct ad *a, const struct value *x)
 	return ad_op1(a, "Shape", (struct value *)x);
 }
 
+struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na, int keepdims)
+{
+	int as_input = a->opset >= (strcmp(op, "ReduceSum") ? 18 : 13);
+	struct value *r;
+	if (na && as_input) {
+		struct value *ins[2] = {v, ad_ints(a, axes, (size_t)na)};
+		r = ins[1] ? ad_op(a, op, ins, 2) : NULL;
+	} else {
+		r = ad_op1(a, op, v);
+		if (r && na && ad_set_ints(a, ad_producer(r), "axes", axes, (size_t)na))
+			return NULL;
+	}
+	return r && (keepdims || !ad_set_int(a, ad_producer(r), "keepdims", 0)) ? r : NULL;
+}
+
+int ad_need_opset(struct ad *a, int opset, const char *what)
+{
+	if (a->opset >= opset)
+		return 0;
+	return ad_fail(a, "%s needs opset %d or later (the model has %d)", what, opset, a->opset);
+}
+
 struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gs)
 {
 	const struct rtensor *xs = ad_shape(a, x);
@@ -274,9 +296,8 @@ struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *
 			axes[na++] = i;
 	if (!na)
 		return g;
-	struct value *ins[2] = {g, ad_ints(a, axes, (size_t)na)};
-	struct value *r = ins[1] ? ad_op(a, "ReduceSum", ins, 2) : NULL;
-	if (!r || ad_set_int(a, ad_producer(r), "keepdims", lead ? 0 : 1))
+	struct value *r = ad_reduce(a, "ReduceSum", g, axes, na, !lead);
+	if (!r)
 		return NULL;
 	/* without leading axes keepdims leaves x's shape; with them, dropping every reduced axis leaves
 	 * it too unless an inner axis (size 1 in x) was reduced as well: then reshape */
@@ -305,8 +326,8 @@ struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int
 			ix[i] = axes[i];
 		sel = ad_op2(a, "Gather", sh, ad_ints(a, ix, (size_t)n_axes));
 	}
-	struct value *p = ad_op1(a, "ReduceProd", sel);
-	if (!p || ad_set_int(a, ad_producer(p), "keepdims", 0))
+	struct value *p = ad_reduce(a, "ReduceProd", sel, NULL, 0, 0);
+	if (!p)
 		return NULL;
 	struct value *c = ad_op1(a, "Cast", p);
 	if (!c || ad_set_int(a, ad_producer(c), "to", dtype))

@@ -458,8 +458,7 @@ static int give_bias(struct ad *a, const struct node *n, struct value *gy)
 	if (n->n_in < 3 || !ad_wants(a, n->in[2]))
 		return 0;
 	static const int64_t axes[3] = {0, 2, 3};
-	struct value *b = ad_op2(a, "ReduceSum", gy, ad_ints(a, axes, 3));
-	return !b || ad_set_int(a, ad_producer(b), "keepdims", 0) ? -1 : ad_give(a, n->in[2], b);
+	return ad_give(a, n->in[2], ad_reduce(a, "ReduceSum", gy, axes, 3, 0));
 }
 
 /* Conv: dX = ConvTranspose(g, W) with the output padding that restores X's size */
@@ -514,6 +513,8 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 /* MaxPool: each output's gradient goes to the element it took (Indices), via ScatterElements */
 static int max_pool_grad(struct ad *a, const struct node *n)
 {
+	if (ad_need_opset(a, 16, "the MaxPool gradient (ScatterElements with reduction)"))
+		return -1;
 	struct value *idx = ad_add_output(a, n, 1);
 	int64_t flat = -1;
 	struct value *m1 = ad_ints(a, &flat, 1);

@@ -725,6 +725,8 @@ static int gather_grad(struct ad *a, const struct node *n)
 {
 	if (attr_int(n, "axis", 0) != 0)
 		return ad_fail(a, "gradients of Gather are supported along axis 0 only");
+	if (ad_need_opset(a, 16, "the Gather gradient (ScatterND with reduction)"))
+		return -1;
 	struct value *ix = n->in[1];
 	if (ad_shape(a, ix)->dtype != DT_INT64) {
 		ix = ad_op1(a, "Cast", ix);

@@ -188,8 +188,7 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 
 static struct value *reduce_keep(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na)
 {
-	struct value *r = ad_op2(a, op, v, ad_ints(a, axes, (size_t)na));
-	return r; /* keepdims defaults to 1 */
+	return ad_reduce(a, op, v, axes, na, 1);
 }
 
 /* Softmax: dx = y * (g - sum(g * y)) along the axis */
@@ -234,8 +233,7 @@ static struct value *norm_dx(struct ad *a, struct value *x, struct value *gh, co
 
 static struct value *reduce_drop(struct ad *a, struct value *v, const int64_t *axes, int na)
 {
-	struct value *r = ad_op2(a, "ReduceSum", v, ad_ints(a, axes, (size_t)na));
-	return r && !ad_set_int(a, ad_producer(r), "keepdims", 0) ? r : NULL;
+	return ad_reduce(a, "ReduceSum", v, axes, na, 0);
 }
 
 /* LayerNormalization over axis..rank-1: dScale = sum(g * xh), dB = sum(g) over the leading axes */

@@ -263,7 +263,7 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		int64_t ax[RT_MAX_DIMS];
 		for (int i = 0; i < na; i++)
 			ax[i] = axes[i];
-		struct value *cnt = ad_op2(a, "ReduceSum", m, ad_ints(a, ax, (size_t)na));
+		struct value *cnt = ad_reduce(a, "ReduceSum", m, ax, na, 1);
 		return !cnt ? -1 : ad_give(a, x, ad_op2(a, "Mul", m, ad_op2(a, "Div", gk, cnt)));
 	}
 	struct value *d = ad_op2(a, "Expand", gk, ad_shape_of(a, x));
@@ -336,9 +336,7 @@ static struct value *nll_input_grad(struct ad *a, const struct node *n, struct v
 	} else if (attr_str_is(n, "reduction", "sum", 0)) {
 		scale = g;
 	} else {
-		struct value *den = f ? ad_op1(a, "ReduceSum", f) : ad_count(a, n->in[1], NULL, 0, dt);
-		if (f && den && ad_set_int(a, ad_producer(den), "keepdims", 0))
-			return NULL;
+		struct value *den = f ? ad_reduce(a, "ReduceSum", f, NULL, 0, 0) : ad_count(a, n->in[1], NULL, 0, dt);
 		scale = ad_op2(a, "Div", g, den);
 	}
 	if (f)
