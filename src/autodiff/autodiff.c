@@ -30,7 +30,9 @@ struct ad {
 	struct contrib *contrib;  /* by value id (forward values) */
 	struct value **grad;      /* summed gradient, by value id */
 	const struct node *cur;   /* the forward node whose rule runs */
+	const char *sum_of;       /* naming a Sum node: the value whose contributions it adds */
 	int opset;
+	struct strmap node_names; /* node names are unique too */
 };
 
 int ad_fail(struct ad *a, const char *fmt, ...)
@@ -76,8 +78,28 @@ struct node *ad_producer(struct value *v)
 static const char *base_name(struct ad *a, char *buf, size_t n)
 {
 	const struct node *c = a->cur;
-	snprintf(buf, n, "%s_grad", c ? (c->name && *c->name ? c->name : c->op_type) : "grad");
+	if (a->sum_of)
+		snprintf(buf, n, "%s_grad_sum", a->sum_of);
+	else
+		snprintf(buf, n, "%s_grad", c ? (c->name && *c->name ? c->name : c->op_type) : "grad");
 	return buf;
+}
+
+/* A node name not used yet: base, base_1, ... */
+static const char *fresh_node_name(struct ad *a, const char *base)
+{
+	char buf[600];
+	const char *name = base;
+	for (unsigned k = 1; strmap_get(&a->node_names, name); k++) {
+		snprintf(buf, sizeof buf, "%s_%u", base, k);
+		name = buf;
+	}
+	char *s = arena_strdup(a->g->arena, name);
+	if (!s || strmap_put(&a->node_names, s, s)) {
+		err_oom(a->e);
+		return NULL;
+	}
+	return s;
 }
 
 struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int n_in, int n_out)
@@ -88,7 +110,7 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 		return NULL;
 	char base[512];
 	base_name(a, base, sizeof base);
-	n->name = graph_fresh_name(g, base, a->e);
+	n->name = fresh_node_name(a, base);
 	n->op_type = op;
 	n->op = op_lookup(NULL, op);
 	n->tags = TAG_BACKWARD;
@@ -365,10 +387,9 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 		return NULL;
 	struct value *g = c->v[0];
 	if (c->n > 1) { /* every consumer has been visited: sum once */
-		const struct node *saved = a->cur;
-		a->cur = NULL;
+		a->sum_of = y->name;
 		g = ad_op(a, "Sum", c->v, (int)c->n);
-		a->cur = saved;
+		a->sum_of = NULL;
 		char name[512];
 		snprintf(name, sizeof name, "%s_grad", y->name);
 		const char *fresh = g ? graph_fresh_name(a->g, name, a->e) : NULL;
@@ -481,6 +502,13 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	a.shapes = exec_run(g, &eo, NULL, e);
 	if (!a.shapes)
 		return e->code;
+	strmap_init(&a.node_names);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]->name && strmap_put(&a.node_names, g->nodes[i]->name, g->nodes[i])) {
+			exec_free(a.shapes);
+			strmap_free(&a.node_names);
+			return err_oom(e);
+		}
 	a.wants = xcalloc(g->n_values ? g->n_values : 1, 1);
 	a.contrib = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.contrib);
 	a.grad = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.grad);
@@ -587,5 +615,6 @@ out:
 	xfree(a.grad);
 	xfree(a.wants);
 	exec_free(a.shapes);
+	strmap_free(&a.node_names);
 	return rc;
 }

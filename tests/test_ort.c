@@ -1,0 +1,105 @@
+/* test_ort.c - onnxruntime runs graphdiet's training graphs and gets graphdiet's gradients.
+ *
+ * Built only when onnxruntime-node is installed (see tests/CMakeLists.txt); .ci/run installs it and
+ * fails if this test did not run. */
+#include "autodiff/ad.h"
+#include "exec/exec.h"
+#include "helpers.h"
+#include "io/format.h"
+#include "io/npy.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int load(const char *path, struct rtensor *t)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	fclose(f);
+	size_t len;
+	uint8_t *buf = slurp(path, &len);
+	struct npy n;
+	struct gd_err e = {0};
+	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s: %s", path, e.msg);
+	memset(t, 0, sizeof *t);
+	t->dtype = n.dtype;
+	t->ndim = (int)n.ndim;
+	memcpy(t->dims, n.dims, n.ndim * sizeof *n.dims);
+	t->nbytes = n.nbytes;
+	t->numel = (int64_t)(n.nbytes / dtype_size(n.dtype));
+	t->data = malloc(n.nbytes + 1);
+	memcpy(t->data, n.data, n.nbytes);
+	free(buf);
+	return 1;
+}
+
+Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
+{
+	setenv("NODE_PATH", GD_ORT_DIR, 1);
+	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain"};
+	for (int m = 0; m < 4; m++) {
+		char path[1100], train[512], outdir[512];
+		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
+		snprintf(train, sizeof train, "%s/%s_train.onnx", tmpdir(), models[m]);
+		snprintf(outdir, sizeof outdir, "%s/ort_%s", tmpdir(), models[m]);
+		struct graph *g = load_ok(path);
+		struct autodiff_opts ao = {0};
+		struct autodiff_result res;
+		struct gd_err e = {0};
+		struct save_opts so = SAVE_OPTS_DEFAULT;
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+		cr_assert_eq(graph_toposort(g, &e), 0);
+		cr_assert_eq(model_save(g, train, FMT_ONNX, &so, &e), 0, "%s", e.msg);
+		/* inputs: PyTorch's, for both runtimes */
+		char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", train, outdir};
+		int argc = 4;
+		struct rtensor ins[8];
+		const char *names[8];
+		size_t n = 0;
+		char args[8][1400];
+		for (uint32_t i = 0; i < g->n_inputs; i++) {
+			if (g->inputs[i]->init)
+				continue;
+			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], g->inputs[i]->name);
+			cr_assert(load(path, &ins[n]), "%s", path);
+			names[n] = g->inputs[i]->name;
+			snprintf(args[n], sizeof args[n], "%s=%s", names[n], path);
+			argv[argc++] = args[n];
+			n++;
+		}
+		argv[argc] = NULL;
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s%s", models[m], r.out, r.err);
+		run_free(&r);
+		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		int compared = 0;
+		for (uint32_t k = 0; k < g->n_outputs; k++) {
+			const struct value *v = g->outputs[k];
+			struct rtensor theirs;
+			snprintf(path, sizeof path, "%s/%s.npy", outdir, v->name);
+			cr_assert(load(path, &theirs), "%s: onnxruntime wrote no %s", models[m], v->name);
+			const struct rtensor *ours = exec_value(x, v);
+			cr_assert_eq(ours->numel, theirs.numel);
+			double scale = 0, worst = 0;
+			for (int64_t i = 0; i < ours->numel; i++)
+				scale = fmax(scale, fabs(rt_get(ours, i)));
+			for (int64_t i = 0; i < ours->numel; i++)
+				worst = fmax(worst, fabs(rt_get(ours, i) - rt_get(&theirs, i)));
+			cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s: onnxruntime and graphdiet differ by %g (scale %g)",
+				  models[m], v->name, worst, scale);
+			free(theirs.data);
+			compared += (v->flags & VALUE_GRAD) != 0;
+		}
+		cr_assert_eq((size_t)compared, res.n_grads);
+		exec_free(x);
+		graph_free(g);
+		for (size_t i = 0; i < n; i++)
+			free(ins[i].data);
+	}
+}
