@@ -14,6 +14,7 @@ const struct cli_cmd cli_cmds[] = {
 	{"dot", cmd_dot, "draw a graph as Graphviz DOT"},
 	{"train", cmd_train, "build the training graph: forward, backward, <param>_grad outputs"},
 	{"run", cmd_run, "run a graph with the reference executor"},
+	{"verify", cmd_verify, "check a training graph's gradients against the model's plain ones"},
 	{NULL, NULL, NULL},
 };
 

@@ -91,8 +91,8 @@ Test(cli, help_version_and_usage_errors)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strncmp(r.out, "graphdiet ", 10) == 0);
 	run_free(&r);
-	const char *cmds[] = {"info", "convert", "dot", "run"};
-	for (int i = 0; i < 4; i++) {
+	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify"};
+	for (int i = 0; i < 6; i++) {
 		r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		cr_assert_eq(r.status, 0, "%s --help", cmds[i]);
 		cr_assert(strstr(r.out, "usage: graphdiet"), "%s --help goes to stdout", cmds[i]);
@@ -252,8 +252,8 @@ Test(cli, fuzz_regressions)
 /* Each long option a command's --help lists is documented in its man page. */
 Test(cli, man_pages_document_every_option)
 {
-	const char *cmds[] = {"info", "convert", "dot", "run"};
-	for (int i = 0; i < 4; i++) {
+	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify"};
+	for (int i = 0; i < 6; i++) {
 		struct run_result r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		char path[512];
 		snprintf(path, sizeof path, "%s/man/graphdiet-%s.1", GD_SOURCE_DIR, cmds[i]);
@@ -280,10 +280,71 @@ Test(cli, man_pages_document_every_option)
 	/* and graphdiet.1 names every command */
 	size_t len;
 	char *man = (char *)slurp(GD_SOURCE_DIR "/man/graphdiet.1", &len);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		char ref[64];
 		snprintf(ref, sizeof ref, "graphdiet\\-%s (1)", cmds[i]);
 		cr_expect(strstr(man, ref), "graphdiet.1 does not describe %s", cmds[i]);
 	}
 	free(man);
+}
+
+Test(cli, train_then_verify, .timeout = 300)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char in[512], out[512];
+		snprintf(in, sizeof in, "%s/%s", TESTDATA, *m);
+		snprintf(out, sizeof out, "%s/train_%s", tmpdir(), *m);
+		struct run_result r = gd("train", in, "-o", out, NULL);
+		cr_assert_eq(r.status, 0, "train %s: %s", *m, r.err);
+		run_free(&r);
+		char *argv[] = {GD_BINARY, "verify", "--format", "json", in, out, NULL};
+		r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "verify %s: %s%s", *m, r.out, r.err);
+		cr_assert(strstr(r.out, "\"match\": true"), "%s", r.out);
+		run_free(&r);
+	}
+	/* a training graph that lacks gradients does not verify: exit 1 */
+	char out[512];
+	snprintf(out, sizeof out, "%s/partial.onnx", tmpdir());
+	char *targv[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--params", "fc1.weight", "-o", out, NULL};
+	struct run_result r = run_cmd(targv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", TESTDATA "/mlp.onnx", out, NULL, NULL);
+	cr_assert_eq(r.status, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "MISSING"), "%s", r.out);
+	run_free(&r);
+}
+
+Test(cli, train_errors_name_the_problem)
+{
+	char out[512];
+	snprintf(out, sizeof out, "%s/t.onnx", tmpdir());
+	struct run_result r = gd("train", TESTDATA "/yaml/unsorted.yaml", "-o", out, NULL);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "no scalar floating-point output to use as the loss"), "%s", r.err);
+	run_free(&r);
+	char *argv[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--loss", "nope", "-o", out, NULL};
+	r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--loss nope: the graph has no output of that name"), "%s", r.err);
+	run_free(&r);
+	/* an op with no gradient rule on the path from a parameter to the loss */
+	const char *text = "graphdiet: 1\nopsets: [{version: 17}, {domain: com.example, version: 1}]\n"
+			   "params: [{name: w, dtype: float32, shape: [3], init: ones}]\n"
+			   "nodes:\n  - {name: odd, op: Mystery, domain: com.example, inputs: [w], outputs: [m]}\n"
+			   "  - {op: ReduceSum, inputs: [m], outputs: [loss], attrs: {keepdims: 0}}\n"
+			   "outputs: [{name: loss, dtype: float32, shape: []}]\n";
+	char in[512];
+	snprintf(in, sizeof in, "%s/mystery.yaml", tmpdir());
+	FILE *f = fopen(in, "w");
+	fputs(text, f);
+	fclose(f);
+	r = gd("train", in, "-o", out, NULL);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "op com.example::Mystery is not supported by graphdiet's executor") ||
+			  strstr(r.err, "no gradient rule for Mystery"),
+		  "%s", r.err);
+	cr_assert_eq(lines(r.err), 1, "%s", r.err);
+	run_free(&r);
 }

@@ -241,6 +241,10 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 			}
 		if (bound)
 			continue;
+		if (x->o->default_dim > 0 && !x->o->probe_unbound) {
+			dims[i] = x->o->default_dim;
+			continue;
+		}
 		if (!x->o->probe_unbound && sym)
 			return err_set(x->e, GD_EINPUT, "graph input '%s': symbolic dimension '%s' is not bound; use --dim %s=N",
 				       v->name, sym, sym);

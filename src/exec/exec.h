@@ -40,6 +40,7 @@ struct exec_opts {
 	const struct exec_binding *dims;
 	size_t n_dims;
 	int probe_unbound;             /* give unbound symbolic dims distinct large stand-in values */
+	int64_t default_dim;           /* or, when > 0, this value */
 	uint64_t seed;                 /* for random ops and random inputs */
 	int random_inputs;             /* inputs without data get seeded random values */
 	const struct rtensor *inputs;  /* data for graph inputs, matched by input_names */

@@ -1,0 +1,190 @@
+/* verify.c - `graphdiet verify`: a training graph's gradients against the model's plain ones. */
+#include "../autodiff/ad.h"
+#include "../exec/exec.h"
+#include "../util/emit.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: graphdiet verify [options] MODEL TRAIN\n"
+	"\n"
+	"Builds the plain gradients of MODEL itself, runs them and the training graph TRAIN on the same\n"
+	"seeded random inputs, and compares the loss and every <param>_grad. Exit 0 when they match,\n"
+	"1 when any differs or is missing from TRAIN.\n"
+	"\n"
+	"options:\n"
+	"      --seed N          seed for the inputs and random ops (default 0)\n"
+	"      --rtol R          relative tolerance (default 1e-5)\n"
+	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
+	"                        |train - plain| <= atol + rtol * |plain|; 0 and 0 ask for equal bits\n"
+	"      --dim NAME=VALUE  bind a symbolic dimension (unbound ones are 2)\n"
+	"      --format FMT      text (default), json or yaml\n"
+	"  -h, --help            show this help\n";
+
+struct row {
+	const char *name;
+	double max_abs, max_rel;
+	int found, ok;
+};
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	return !*s || *end || errno || *out < 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"seed", required_argument, NULL, 's'}, {"rtol", required_argument, NULL, 'r'},
+		{"atol", required_argument, NULL, 'a'}, {"dim", required_argument, NULL, 'd'},
+		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	double rtol = 1e-5, atol = 1e-7;
+	enum cli_out fmt = OUT_TEXT;
+	struct exec_binding dims[64];
+	size_t n_dims = 0;
+	uint64_t seed = 0;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 's':
+			errno = 0;
+			seed = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || errno || *optarg == '-')
+				return cli_usage("verify", "--seed: '%s' is not a number", optarg);
+			break;
+		case 'r':
+			if (parse_double(optarg, &rtol))
+				return cli_usage("verify", "--rtol: '%s' is not a tolerance", optarg);
+			break;
+		case 'a':
+			if (parse_double(optarg, &atol))
+				return cli_usage("verify", "--atol: '%s' is not a tolerance", optarg);
+			break;
+		case 'd':
+			if (n_dims == 64)
+				return cli_usage("verify", "too many --dim options");
+			if (cli_parse_dim(optarg, &dims[n_dims]))
+				return GD_EINPUT;
+			n_dims++;
+			break;
+		case 'F':
+			if (cli_out_arg("verify", optarg, &fmt))
+				return GD_EINPUT;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return cli_finish(0);
+		default:
+			return cli_usage("verify", "unknown option");
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage("verify", "give the model and its training graph");
+	const char *mpath = argv[optind], *tpath = argv[optind + 1];
+	int rc = 0;
+	struct gd_err e = {0};
+	struct graph *plain = cli_load(mpath, FMT_AUTO, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	struct exec *xp = NULL, *xt = NULL;
+	struct row rows[4096];
+	size_t n_rows = 0;
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	if (train && (autodiff(plain, &ao, &res, &e) || graph_toposort(plain, &e))) {
+		err_print(mpath, &e);
+		rc = e.code;
+	}
+	struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2};
+	if (train && !rc && !(xp = exec_run(plain, &eo, NULL, &e))) {
+		err_print(mpath, &e);
+		rc = e.code;
+	}
+	if (xp && !(xt = exec_run(train, &eo, NULL, &e))) {
+		err_print(tpath, &e);
+		rc = e.code;
+	}
+	int all_ok = 1;
+	for (uint32_t i = 0; xt && i < plain->n_outputs && n_rows < 4096; i++) {
+		const struct value *v = plain->outputs[i];
+		if (v != res.loss && !(v->flags & VALUE_GRAD))
+			continue;
+		struct row *r = &rows[n_rows++];
+		*r = (struct row){v->name, 0, 0, 0, 0};
+		const struct value *w = NULL;
+		for (uint32_t k = 0; k < train->n_outputs && !w; k++)
+			if (!strcmp(train->outputs[k]->name, v->name))
+				w = train->outputs[k];
+		const struct rtensor *a = exec_value(xp, v), *b = w ? exec_value(xt, w) : NULL;
+		r->found = b && b->numel == a->numel;
+		r->ok = r->found;
+		for (int64_t k = 0; r->found && k < a->numel; k++) {
+			double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
+			r->max_abs = fmax(r->max_abs, d);
+			if (pa != 0)
+				r->max_rel = fmax(r->max_rel, d / fabs(pa));
+			if (!(d <= atol + rtol * fabs(pa)) && !(isnan(pa) && isnan(pb)))
+				r->ok = 0;
+		}
+		all_ok &= r->ok;
+	}
+	if (xt && fmt == OUT_TEXT) {
+		printf("%-40s %12s %12s\n", "output", "max abs", "max rel");
+		for (size_t i = 0; i < n_rows; i++) {
+			if (rows[i].found)
+				printf("%-40s %12.3g %12.3g%s\n", rows[i].name, rows[i].max_abs, rows[i].max_rel,
+				       rows[i].ok ? "" : "  DIFFERS");
+			else
+				printf("%-40s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", tpath);
+		}
+		printf("%s: %zu outputs compared, rtol %g, atol %g\n", all_ok ? "match" : "MISMATCH", n_rows, rtol, atol);
+	} else if (xt) {
+		struct emit em;
+		emit_init(&em, stdout, fmt == OUT_YAML);
+		emit_obj_begin(&em);
+		emit_key(&em, "match");
+		emit_bool(&em, all_ok);
+		emit_key(&em, "rtol");
+		emit_double(&em, rtol);
+		emit_key(&em, "atol");
+		emit_double(&em, atol);
+		emit_key(&em, "outputs");
+		emit_arr_begin(&em);
+		for (size_t i = 0; i < n_rows; i++) {
+			emit_obj_begin(&em);
+			emit_key(&em, "name");
+			emit_str(&em, rows[i].name);
+			emit_key(&em, "found");
+			emit_bool(&em, rows[i].found);
+			emit_key(&em, "max_abs");
+			emit_double(&em, rows[i].max_abs);
+			emit_key(&em, "max_rel");
+			emit_double(&em, rows[i].max_rel);
+			emit_key(&em, "match");
+			emit_bool(&em, rows[i].ok);
+			emit_obj_end(&em);
+		}
+		emit_arr_end(&em);
+		emit_obj_end(&em);
+	}
+	if (xt && !all_ok)
+		rc = GD_ECHECK;
+	exec_free(xp);
+	exec_free(xt);
+	graph_free(plain);
+	graph_free(train);
+	for (size_t i = 0; i < n_dims; i++)
+		free((char *)dims[i].name);
+	return cli_finish(rc);
+}
