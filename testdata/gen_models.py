@@ -133,6 +133,43 @@ class TanhChain(nn.Module):
         return ((x - target) ** 2).mean()  # F.mse_loss has no ONNX export in torch 1.13
 
 
+class UnrolledRNN(nn.Module):
+    """An Elman RNN unrolled over 5 steps: the recurrent weight is shared by every step, so its
+    gradient is the sum of 5 contributions."""
+
+    def __init__(self, d=8, steps=5):
+        super().__init__()
+        self.inp = nn.Linear(d, d)
+        self.rec = nn.Linear(d, d, bias=False)
+        self.out = nn.Linear(d, 4)
+        self.steps = steps
+
+    def forward(self, x, target):
+        h = torch.zeros(x.shape[0], x.shape[2])
+        for t in range(self.steps):
+            h = torch.tanh(self.inp(x[:, t]) + self.rec(h))
+        return F.cross_entropy(self.out(h), target)
+
+
+class UNet(nn.Module):
+    """A two-level U-Net: the decoder concatenates the upsampled features with the encoder's (a skip
+    connection), and the loss is a per-pixel cross-entropy."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.enc2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.dec = nn.Conv2d(16, 8, 3, padding=1)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x, target):
+        e1 = F.relu(self.enc1(x))
+        e2 = F.relu(self.enc2(F.max_pool2d(e1, 2)))
+        d = F.relu(self.dec(torch.cat([self.up(e2), e1], 1)))
+        return F.cross_entropy(self.head(d), target)
+
+
 def models():
     g = torch.Generator().manual_seed(0)
     yield "mlp", MLP(), (torch.randn(4, 20, generator=g), torch.randint(0, 10, (4,), generator=g)), \
@@ -143,6 +180,10 @@ def models():
                                          torch.randint(0, 50, (2, 8), generator=g)), \
         ["tokens", "target"], None
     yield "tanh_chain", TanhChain(), (torch.randn(4, 16, generator=g), torch.randn(4, 16, generator=g)), \
+        ["x", "target"], {"x": {0: "batch"}, "target": {0: "batch"}}
+    yield "rnn", UnrolledRNN(), (torch.randn(3, 5, 8, generator=g), torch.randint(0, 4, (3,), generator=g)), \
+        ["x", "target"], {"x": {0: "batch"}, "target": {0: "batch"}}
+    yield "unet", UNet(), (torch.randn(2, 3, 16, 16, generator=g), torch.randint(0, 2, (2, 16, 16), generator=g)), \
         ["x", "target"], {"x": {0: "batch"}, "target": {0: "batch"}}
 
 

@@ -15,7 +15,8 @@
 
 extern char **environ;
 
-const char *const testdata_models[] = {"mlp.onnx", "rescnn.onnx", "transformer.onnx", "tanh_chain.onnx", NULL};
+const char *const testdata_models[] = {"mlp.onnx",        "rescnn.onnx", "transformer.onnx", "tanh_chain.onnx",
+				       "rnn.onnx", "unet.onnx",   NULL};
 const char *const testdata_yaml[] = {"yaml/tiny_mlp.yaml", "yaml/unsorted.yaml", "yaml/control_deps.yaml",
 				     "yaml/if_branch.yaml", "yaml/npy_param.yaml", NULL};
 

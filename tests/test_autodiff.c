@@ -254,8 +254,8 @@ static struct rtensor load_npy(const char *path, int *ok)
 
 Test(pytorch, gradients_of_every_testdata_model, .timeout = 300)
 {
-	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain"};
-	for (int m = 0; m < 4; m++) {
+	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
+	for (int m = 0; m < 6; m++) {
 		char path[512];
 		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
 		struct graph *g = load_ok(path);

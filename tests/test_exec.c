@@ -51,8 +51,8 @@ static size_t ref_inputs(const char *model, struct rtensor *ts, const char **nam
 
 Test(exec, forward_losses_match_pytorch)
 {
-	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain"};
-	for (int m = 0; m < 4; m++) {
+	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
+	for (int m = 0; m < 6; m++) {
 		char path[512];
 		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
 		struct graph *g = load_ok(path);

@@ -40,8 +40,8 @@ static int load(const char *path, struct rtensor *t)
 Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
 {
 	setenv("NODE_PATH", GD_ORT_DIR, 1);
-	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain"};
-	for (int m = 0; m < 4; m++) {
+	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
+	for (int m = 0; m < 6; m++) {
 		char path[1100], train[512], outdir[512];
 		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
 		snprintf(train, sizeof train, "%s/%s_train.onnx", tmpdir(), models[m]);

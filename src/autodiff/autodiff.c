@@ -578,17 +578,17 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		}
 		char name[512];
 		snprintf(name, sizeof name, "%s_grad", p->name);
-		const char *fresh = graph_fresh_name(g, name, e);
-		if (!fresh)
-			goto fail;
 		/* a value that is already something else (an output, another gradient) gets a copy */
 		if (gp->id < a.n_fwd_values || (gp->flags & VALUE_OUTPUT) || (gp->flags & VALUE_GRAD)) {
 			gp = ad_op1(&a, "Identity", gp);
 			if (!gp)
 				goto fail;
 		}
-		if (graph_rename_value(g, gp, fresh, e))
-			goto fail;
+		if (strcmp(gp->name, name)) { /* a summed gradient already has the name */
+			const char *fresh = graph_fresh_name(g, name, e);
+			if (!fresh || graph_rename_value(g, gp, fresh, e))
+				goto fail;
+		}
 		gp->flags |= VALUE_GRAD;
 		/* the gradient has its parameter's type: written as the output's ValueInfo */
 		const struct tensor *pt = p->init;
