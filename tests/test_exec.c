@@ -150,3 +150,35 @@ Test(exec, peak_counts_what_is_live)
 	exec_free(x);
 	graph_free(g);
 }
+
+Test(exec, costs_follow_the_formulas)
+{
+	/* MatMul (2,3,4)x(4,5): 2*(2*3*5)*4 = 240 FLOPs; Conv (1,2,5,5) by (3,2,3,3), pads 1: output
+	 * (1,3,5,5) = 75 elements, 2*75*(2*3*3) = 2700; Relu on it: one per element, 75;
+	 * Reshape moves bytes only. Total 3015. */
+	const char *text = "graphdiet: 1\nopset: 17\n"
+			   "inputs: [{name: a, dtype: float32, shape: [2, 3, 4]}, {name: x, dtype: float32, shape: [1, 2, 5, 5]}]\n"
+			   "params: [{name: b, dtype: float32, shape: [4, 5], init: ones},\n"
+			   "         {name: w, dtype: float32, shape: [3, 2, 3, 3], init: ones},\n"
+			   "         {name: s, dtype: int64, shape: [1], data: [-1]}]\n"
+			   "nodes:\n  - {op: MatMul, inputs: [a, b], outputs: [m]}\n"
+			   "  - {op: Conv, inputs: [x, w], outputs: [c], attrs: {pads: [1, 1, 1, 1]}}\n"
+			   "  - {op: Relu, inputs: [c], outputs: [r]}\n  - {op: Reshape, inputs: [r, s], outputs: [y]}\n"
+			   "outputs: [{name: m}, {name: y}]\n";
+	char path[256];
+	snprintf(path, sizeof path, "%s/cost.yaml", tmpdir());
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	struct graph *g = load_ok(path);
+	struct exec_opts o = {.random_inputs = 1};
+	struct exec_stats st;
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, &st, &e);
+	cr_assert(x, "%s", e.msg);
+	cr_assert_eq(st.flops, 3015);
+	/* bytes: MatMul 96+80 in, 120 out; Conv 200+216 in, 300 out; Relu 300+300; Reshape 300+8+300 */
+	cr_assert_eq(st.bytes_moved, 96 + 80 + 120 + 200 + 216 + 300 + 300 + 300 + 300 + 8 + 300);
+	exec_free(x);
+	graph_free(g);
+}

@@ -245,7 +245,7 @@ int cmd_run(int argc, char **argv)
 					printf("%-24s %-8s %-16s min %.6g  mean %.6g  max %.6g\n", g->outputs[i]->name,
 					       dtype_name(t->dtype), sh, mn, mean, mx);
 			}
-			printf("peak memory: %zu bytes; %.6f s\n", st.peak_bytes, st.seconds);
+			printf("peak memory: %zu bytes; %.6f s; %.3g FLOPs\n", st.peak_bytes, st.seconds, (double)st.flops);
 		} else if (x && !rc) {
 			struct emit em;
 			emit_init(&em, stdout, fmt == OUT_YAML);
@@ -254,6 +254,10 @@ int cmd_run(int argc, char **argv)
 			emit_uint(&em, st.peak_bytes);
 			emit_key(&em, "seconds");
 			emit_double(&em, st.seconds);
+			emit_key(&em, "flops");
+			emit_uint(&em, st.flops);
+			emit_key(&em, "bytes_moved");
+			emit_uint(&em, st.bytes_moved);
 			emit_key(&em, "outputs");
 			emit_arr_begin(&em);
 			for (uint32_t i = 0; i < g->n_outputs; i++) {

@@ -21,6 +21,7 @@ struct exec {
 	uint32_t *left;      /* consumers still to run, by value id */
 	uint8_t *pinned;     /* lives for the whole run */
 	size_t live, peak;
+	uint64_t flops, moved;
 	const struct node *cur;
 	int compute;         /* the current node computes data */
 	int opset;
@@ -381,6 +382,10 @@ static int run_nodes(struct exec *x)
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
 		if (impl->run(x, n, in, out))
 			return x->e->code;
+		uint64_t f, b;
+		op_cost(n, in, out, &f, &b);
+		x->flops += f;
+		x->moved += b;
 		for (uint32_t k = 0; k < n->n_out; k++) {
 			if (!out[k]->known)
 				return exec_fail(x, "output %u was not produced", k);
@@ -455,6 +460,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		st->seconds = now() - t0;
 		st->peak_bytes = x->peak;
 		st->final_bytes = x->live;
+		st->flops = x->flops;
+		st->bytes_moved = x->moved;
 	}
 	return x;
 }

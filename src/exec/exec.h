@@ -51,6 +51,7 @@ struct exec_opts {
 struct exec_stats {
 	size_t peak_bytes, final_bytes;
 	double seconds;
+	uint64_t flops, bytes_moved; /* summed op costs (op_cost) */
 };
 
 /* Runs g (already checked and sorted). On success the caller owns the executor and reads values

@@ -576,8 +576,39 @@ static int global_average_pool_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ad_op2(a, "Div", e, ad_count(a, n->in[0], axes, na, xs->dtype)));
 }
 
-const struct op_impl op_conv = {.run = conv_run, .grad = conv_grad, .recompute = RC_EXPENSIVE};
-const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .grad = conv_transpose_grad, .recompute = RC_EXPENSIVE};
-const struct op_impl op_max_pool = {.run = max_pool_run, .grad = max_pool_grad, .recompute = RC_CHEAP};
-const struct op_impl op_average_pool = {.run = average_pool_run, .grad = average_pool_grad, .recompute = RC_CHEAP};
+/* Conv: 2 * (output elements) * (C/group) * kh * kw; ConvTranspose: 2 * (input elements) * (M/group)
+ * * kh * kw; pooling: one operation per window element. */
+static void conv_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		      uint64_t *bytes)
+{
+	(void)n;
+	(void)bytes;
+	const struct rtensor *w = in[1];
+	*flops = 2 * (uint64_t)out[0]->numel * (uint64_t)(w->numel / (w->dims[0] ? w->dims[0] : 1));
+}
+
+static void conv_transpose_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+				uint64_t *flops, uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	const struct rtensor *w = in[1];
+	*flops = 2 * (uint64_t)in[0]->numel * (uint64_t)(w->numel / (w->dims[0] ? w->dims[0] : 1));
+}
+
+static void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		      uint64_t *bytes)
+{
+	(void)in;
+	(void)bytes;
+	size_t k;
+	const int64_t *ks = attr_ints(n, "kernel_shape", &k);
+	*flops = (uint64_t)out[0]->numel * (ks && k == 2 ? (uint64_t)(ks[0] * ks[1]) : 1);
+}
+
+const struct op_impl op_conv = {.run = conv_run, .cost = conv_cost, .grad = conv_grad, .recompute = RC_EXPENSIVE};
+const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .cost = conv_transpose_cost, .grad = conv_transpose_grad, .recompute = RC_EXPENSIVE};
+const struct op_impl op_max_pool = {.run = max_pool_run, .cost = pool_cost, .grad = max_pool_grad, .recompute = RC_CHEAP};
+const struct op_impl op_average_pool = {.run = average_pool_run, .cost = pool_cost, .grad = average_pool_grad, .recompute = RC_CHEAP};
 const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .grad = global_average_pool_grad, .recompute = RC_CHEAP};

@@ -204,5 +204,24 @@ static int matmul_grad(struct ad *a, const struct node *n)
 	return 0;
 }
 
-const struct op_impl op_gemm = {.run = gemm_run, .grad = gemm_grad, .recompute = RC_EXPENSIVE};
-const struct op_impl op_matmul = {.run = matmul_run, .grad = matmul_grad, .recompute = RC_EXPENSIVE};
+/* 2MNK multiply-adds, plus the MN additions of C */
+static void gemm_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		      uint64_t *bytes)
+{
+	(void)bytes;
+	int ta = attr_int(n, "transA", 0) != 0;
+	uint64_t k = (uint64_t)in[0]->dims[ta ? 0 : 1];
+	*flops = 2 * (uint64_t)out[0]->numel * k + (n->n_in > 2 ? (uint64_t)out[0]->numel : 0);
+}
+
+/* 2 * (output elements) * K */
+static void matmul_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+			uint64_t *bytes)
+{
+	(void)n;
+	(void)bytes;
+	*flops = 2 * (uint64_t)out[0]->numel * (uint64_t)in[0]->dims[in[0]->ndim - 1];
+}
+
+const struct op_impl op_gemm = {.run = gemm_run, .cost = gemm_cost, .grad = gemm_grad, .recompute = RC_EXPENSIVE};
+const struct op_impl op_matmul = {.run = matmul_run, .cost = matmul_cost, .grad = matmul_grad, .recompute = RC_EXPENSIVE};

@@ -745,20 +745,31 @@ static int expand_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ad_unbroadcast(a, ad_dy(a, n->out[0]), n->in[0], ad_shape(a, n->out[0])));
 }
 
-const struct op_impl op_reshape = {.run = reshape_run, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_flatten = {.run = flatten_run, .grad = reshape_grad, .recompute = RC_CHEAP};
-const struct op_impl op_squeeze = {.run = squeeze_run, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_unsqueeze = {.run = unsqueeze_run, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_transpose = {.run = transpose_run, .grad = transpose_grad, .recompute = RC_CHEAP};
-const struct op_impl op_concat = {.run = concat_run, .grad = concat_grad, .recompute = RC_CHEAP};
-const struct op_impl op_split = {.run = split_run, .grad = split_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_slice = {.run = slice_run, .grad = slice_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
-const struct op_impl op_gather = {.run = gather_run, .grad = gather_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_expand = {.run = expand_run, .grad = expand_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_shape = {.run = shape_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_constant = {.run = constant_run, .recompute = RC_CHEAP};
-const struct op_impl op_constant_of_shape = {.run = constant_of_shape_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+/* layout ops move bytes and compute nothing */
+static void move_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		      uint64_t *bytes)
+{
+	(void)n;
+	(void)in;
+	(void)out;
+	(void)bytes;
+	*flops = 0;
+}
+
+const struct op_impl op_reshape = {.run = reshape_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_flatten = {.run = flatten_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP};
+const struct op_impl op_squeeze = {.run = squeeze_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_unsqueeze = {.run = unsqueeze_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_transpose = {.run = transpose_run, .cost = move_cost, .grad = transpose_grad, .recompute = RC_CHEAP};
+const struct op_impl op_concat = {.run = concat_run, .cost = move_cost, .grad = concat_grad, .recompute = RC_CHEAP};
+const struct op_impl op_split = {.run = split_run, .cost = move_cost, .grad = split_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_slice = {.run = slice_run, .cost = move_cost, .grad = slice_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
+const struct op_impl op_gather = {.run = gather_run, .cost = move_cost, .grad = gather_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_expand = {.run = expand_run, .cost = move_cost, .grad = expand_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_shape = {.run = shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_constant = {.run = constant_run, .cost = move_cost, .recompute = RC_CHEAP};
+const struct op_impl op_constant_of_shape = {.run = constant_of_shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_pad = {.run = pad_run, .grad = pad_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
+const struct op_impl op_pad = {.run = pad_run, .cost = move_cost, .grad = pad_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
 const struct op_impl op_opaque = {.recompute = RC_NEVER};

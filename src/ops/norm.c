@@ -328,8 +328,28 @@ static int dropout_grad(struct ad *a, const struct node *n)
 	return ad_give(a, x, ad_op2(a, "Div", ad_op2(a, "Mul", g, m), keep));
 }
 
-const struct op_impl op_softmax = {.run = softmax_run, .grad = softmax_grad, .recompute = RC_CHEAP};
-const struct op_impl op_log_softmax = {.run = log_softmax_run, .grad = log_softmax_grad, .recompute = RC_CHEAP};
-const struct op_impl op_layer_norm = {.run = layer_norm_run, .grad = layer_norm_grad, .recompute = RC_CHEAP};
-const struct op_impl op_batch_norm = {.run = batch_norm_run, .grad = batch_norm_grad, .recompute = RC_CHEAP, .nodiff = 1u << 3 | 1u << 4};
+/* 4 operations per input element */
+static void per_input_cost_4(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	*flops = 4 * (uint64_t)in[0]->numel;
+}
+
+/* 8 operations per input element */
+static void per_input_cost_8(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	*flops = 8 * (uint64_t)in[0]->numel;
+}
+
+const struct op_impl op_softmax = {.run = softmax_run, .cost = per_input_cost_4, .grad = softmax_grad, .recompute = RC_CHEAP};
+const struct op_impl op_log_softmax = {.run = log_softmax_run, .cost = per_input_cost_4, .grad = log_softmax_grad, .recompute = RC_CHEAP};
+const struct op_impl op_layer_norm = {.run = layer_norm_run, .cost = per_input_cost_8, .grad = layer_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_batch_norm = {.run = batch_norm_run, .cost = per_input_cost_8, .grad = batch_norm_grad, .recompute = RC_CHEAP, .nodiff = 1u << 3 | 1u << 4};
 const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2};

@@ -1,5 +1,7 @@
 /* ops.c - registry tables and lookup; the rows themselves are in ops.def. */
 #include "ops.h"
+#include "../exec/exec.h"
+#include "../ir/graph.h"
 #include "../util/strmap.h"
 
 #include <string.h>
@@ -11,6 +13,23 @@ const struct op_info op_table[OP_COUNT] = {
 #include "ops.def"
 #undef OP
 };
+
+void op_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+	     uint64_t *bytes)
+{
+	uint64_t f = 0, b = 0;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		b += in[k] ? in[k]->nbytes : 0;
+	for (uint32_t k = 0; k < n->n_out; k++) {
+		b += out[k] ? out[k]->nbytes : 0;
+		f += out[k] ? (uint64_t)out[k]->numel : 0;
+	}
+	const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;
+	if (impl && impl->cost)
+		impl->cost(n, in, out, &f, &b);
+	*flops = f;
+	*bytes = b;
+}
 
 int op_domain_is_default(const char *domain)
 {

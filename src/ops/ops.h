@@ -68,6 +68,11 @@ extern const struct op_info op_table[OP_COUNT];
 
 /* The op for (domain, op_type); "" and "ai.onnx" are the same domain. */
 enum op_id op_lookup(const char *domain, const char *op_type);
+/* FLOPs and bytes moved by node n, given the shapes of its inputs and outputs: the op's own cost
+ * rule, or one operation per output element and every input and output byte moved. */
+void op_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+	     uint64_t *bytes);
+
 /* 1 if `domain` names the default ONNX domain. */
 int op_domain_is_default(const char *domain);
 

@@ -377,9 +377,29 @@ static int reduce_prod_run(struct exec *x, const struct node *n, struct rtensor 
 	return reduce(x, n, in, out, RK_PROD);
 }
 
-const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_reduce_max = {.run = reduce_max_run, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
-const struct op_impl op_nll_loss = {.run = nll_loss_run, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
+/* 1 operation per input element */
+static void per_input_cost_1(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	*flops = 1 * (uint64_t)in[0]->numel;
+}
+
+/* 4 operations per input element */
+static void per_input_cost_4(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	*flops = 4 * (uint64_t)in[0]->numel;
+}
+
+const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .cost = per_input_cost_1, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input_cost_1, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .cost = per_input_cost_4, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
+const struct op_impl op_nll_loss = {.run = nll_loss_run, .cost = per_input_cost_4, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
