@@ -320,3 +320,46 @@ Test(pytorch, gradients_of_every_testdata_model, .timeout = 300)
 			free(ins[i].data);
 	}
 }
+
+/* --loss-fn mse: loss = mean((y - t)^2) and dL/dW = (2 / numel) x^T (y - t), computed here from
+ * the run's own inputs, independently of the graph. */
+#include "rewrite/loss.h"
+
+Test(loss_fn, mse_value_and_gradient)
+{
+	const char *text = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float64, shape: [batch, 4]}]\n"
+			   "params: [{name: w, dtype: float64, shape: [4, 3], init: {dist: normal, seed: 3}}]\n"
+			   "nodes: [{op: MatMul, inputs: [x, w], outputs: [y]}]\n"
+			   "outputs: [{name: y, dtype: float64, shape: [batch, 3]}]\n";
+	struct gd_err e = {0};
+	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "mse", ".", &e);
+	cr_assert(g && !graph_check(g, &e) && !graph_toposort(g, &e), "%s", e.msg);
+	cr_assert_eq(loss_append(g, LOSS_MSE, NULL, "target", &e), 0, "%s", e.msg);
+	struct autodiff_opts ao = {.loss = "loss"};
+	struct autodiff_result res;
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_assert_eq(graph_toposort(g, &e), 0);
+	struct exec_binding b = {"batch", 5};
+	struct exec_opts o = {.random_inputs = 1, .seed = 9, .dims = &b, .n_dims = 1};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *xv = exec_value(x, strmap_get(&g->names, "x")), *tv = exec_value(x, strmap_get(&g->names, "target"));
+	const struct rtensor *yv = exec_value(x, strmap_get(&g->names, "y")), *lv = exec_value(x, strmap_get(&g->names, "loss"));
+	const struct rtensor *gw = exec_value(x, strmap_get(&g->names, "w_grad"));
+	double loss = 0, d[5][3];
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 3; j++) {
+			d[i][j] = rt_get(yv, i * 3 + j) - rt_get(tv, i * 3 + j);
+			loss += d[i][j] * d[i][j] / 15;
+		}
+	cr_assert_float_eq(rt_get(lv, 0), loss, 1e-12);
+	for (int k = 0; k < 4; k++)
+		for (int j = 0; j < 3; j++) {
+			double want = 0;
+			for (int i = 0; i < 5; i++)
+				want += 2.0 / 15 * rt_get(xv, i * 4 + k) * d[i][j];
+			cr_assert_float_eq(rt_get(gw, k * 3 + j), want, 1e-12, "w_grad[%d][%d]", k, j);
+		}
+	exec_free(x);
+	graph_free(g);
+}

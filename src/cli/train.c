@@ -1,5 +1,6 @@
 /* train.c - `graphdiet train`: a model in, its training graph (forward + backward) out. */
 #include "../autodiff/ad.h"
+#include "../rewrite/loss.h"
 #include "cli.h"
 
 #include <getopt.h>
@@ -16,7 +17,11 @@ static const char help[] =
 	"options:\n"
 	"  -o, --output FILE     where to write (default: standard output, ONNX)\n"
 	"      --to FORMAT       onnx or yaml (default: the output's extension)\n"
-	"      --loss NAME       the output to differentiate (default: the only scalar output)\n"
+	"      --loss NAME       the output to differentiate (default: the only scalar output);\n"
+	"                        with --loss-fn, the prediction to compare with the target\n"
+	"      --loss-fn FN      append a loss to a model that has none: mse, or cross-entropy\n"
+	"                        over (N, C, ...) scores and int64 class labels\n"
+	"      --target NAME     the new graph input holding the targets (default: target)\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -42,11 +47,13 @@ int cmd_train(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'}, {"to", required_argument, NULL, 't'},
 		{"loss", required_argument, NULL, 'l'},   {"params", required_argument, NULL, 'p'},
 		{"freeze", required_argument, NULL, 'z'}, {"from", required_argument, NULL, 'f'},
+		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
 	struct autodiff_opts ao = {0};
-	const char *out = "-";
+	const char *out = "-", *target = "target";
+	int loss_fn = -1;
 	char *pbuf = NULL, *fbuf = NULL;
 	int c;
 	optind = 1;
@@ -74,6 +81,17 @@ int cmd_train(int argc, char **argv)
 			if (cli_format_arg("train", "--from", optarg, &from))
 				return GD_EINPUT;
 			break;
+		case 'L':
+			if (!strcmp(optarg, "mse"))
+				loss_fn = LOSS_MSE;
+			else if (!strcmp(optarg, "cross-entropy"))
+				loss_fn = LOSS_CROSS_ENTROPY;
+			else
+				return cli_usage("train", "--loss-fn: '%s' is not mse or cross-entropy", optarg);
+			break;
+		case 'T':
+			target = optarg;
+			break;
 		case 'h':
 			fputs(help, stdout);
 			return cli_finish(0);
@@ -97,7 +115,11 @@ int cmd_train(int argc, char **argv)
 		struct gd_err e = {0};
 		struct autodiff_result res;
 		struct save_opts so = SAVE_OPTS_DEFAULT;
-		if ((rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) || (rc = model_save(g, out, to, &so, &e)))
+		if (loss_fn >= 0) {
+			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
+			ao.loss = "loss";
+		}
+		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) || (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
 		graph_free(g);
 	}
