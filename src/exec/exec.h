@@ -50,7 +50,7 @@ struct exec_opts {
 
 struct exec_stats {
 	size_t peak_bytes, final_bytes;
-	double seconds;
+	double seconds;              /* running the nodes (inputs already bound) */
 	uint64_t flops, bytes_moved; /* summed op costs (op_cost) */
 };
 

@@ -105,7 +105,8 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 	return 0;
 }
 
-/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - pt + i*dh][ox*sw - pl + j*dw], 0 outside. */
+/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - pt + i*dh][ox*sw - pl + j*dw], 0 outside.
+ * For each row the valid ox form one range, computed once; with unit stride it is one copy. */
 #define IM2COL(T)                                                                                              \
 	static void im2col_##T(const T *x, const struct geom *g, int64_t cg, T *col)                           \
 	{                                                                                                      \
@@ -113,15 +114,28 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 			for (int64_t i = 0; i < g->kh; i++)                                                    \
 				for (int64_t j = 0; j < g->kw; j++) {                                          \
 					T *row = col + ((c * g->kh + i) * g->kw + j) * g->oh * g->ow;          \
+					int64_t off = j * g->dw - g->pl; /* ix = ox*sw + off */                \
+					int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                \
+					int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw;   \
+					if (hi > g->ow)                                                        \
+						hi = g->ow;                                                    \
+					if (lo > hi)                                                           \
+						lo = hi;                                                       \
 					for (int64_t oy = 0; oy < g->oh; oy++) {                               \
 						int64_t iy = oy * g->sh - g->pt + i * g->dh;                   \
-						for (int64_t ox = 0; ox < g->ow; ox++) {                       \
-							int64_t ix = ox * g->sw - g->pl + j * g->dw;           \
-							row[oy * g->ow + ox] = iy >= 0 && iy < g->h && ix >= 0 && \
-										       ix < g->w                   \
-									       ? x[(c * g->h + iy) * g->w + ix]    \
-									       : 0;                                \
+						T *r = row + oy * g->ow;                                       \
+						if (iy < 0 || iy >= g->h) {                                    \
+							memset(r, 0, (size_t)g->ow * sizeof(T));               \
+							continue;                                              \
 						}                                                              \
+						const T *src = x + (c * g->h + iy) * g->w + off;               \
+						memset(r, 0, (size_t)lo * sizeof(T));                          \
+						if (g->sw == 1)                                                \
+							memcpy(r + lo, src + lo, (size_t)(hi - lo) * sizeof(T)); \
+						else                                                           \
+							for (int64_t ox = lo; ox < hi; ox++)                   \
+								r[ox] = src[ox * g->sw];                       \
+						memset(r + hi, 0, (size_t)(g->ow - hi) * sizeof(T));           \
 					}                                                                      \
 				}                                                                              \
 	}                                                                                                      \
@@ -145,6 +159,24 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 	}
 IM2COL(float)
 IM2COL(double)
+
+/* y (n, m, plane) += b[m] */
+static void add_bias(struct rtensor *y, const struct rtensor *b, int64_t n, int64_t m, int64_t plane)
+{
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t c = 0; c < m; c++) {
+			int64_t base = (i * m + c) * plane;
+			if (y->dtype == DT_FLOAT) {
+				float v = ((const float *)b->data)[c], *p = (float *)y->data + base;
+				for (int64_t k = 0; k < plane; k++)
+					p[k] += v;
+			} else {
+				double v = ((const double *)b->data)[c], *p = (double *)y->data + base;
+				for (int64_t k = 0; k < plane; k++)
+					p[k] += v;
+			}
+		}
+}
 
 static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c)
 {
@@ -197,12 +229,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		}
 	exec_scratch_free(x, col, colb);
 	if (b)
-		for (int64_t i = 0; i < g.n; i++)
-			for (int64_t m = 0; m < g.m; m++)
-				for (int64_t p = 0; p < np; p++) {
-					int64_t k = (i * g.m + m) * np + p;
-					rt_set(out[0], k, rt_get(out[0], k) + rt_get(b, m));
-				}
+		add_bias(out[0], b, g.n, g.m, np);
 	return 0;
 }
 
@@ -247,9 +274,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 		}
 	exec_scratch_free(x, col, colb);
 	if (b)
-		for (int64_t i = 0; i < g.n * g.m; i++)
-			for (int64_t p = 0; p < g.oh * g.ow; p++)
-				rt_set(out[0], i * g.oh * g.ow + p, rt_get(out[0], i * g.oh * g.ow + p) + rt_get(b, i % g.m));
+		add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
 	return 0;
 }
 

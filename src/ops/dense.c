@@ -58,9 +58,16 @@ static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const 
 	if (c && beta != 0) { /* Y = C broadcast, then GEMM accumulates into it */
 		int64_t st[RT_MAX_DIMS];
 		bcast_strides(c, 2, dims, st);
-		for (int64_t i = 0; i < m; i++)
+		uint8_t *yd = y->data;
+		const uint8_t *cd = c->data;
+		for (int64_t i = 0; i < m; i++) {
+			if (st[1] == 1) { /* a row of C: copy it whole */
+				memcpy(yd + i * nn * es, cd + i * st[0] * es, (size_t)nn * es);
+				continue;
+			}
 			for (int64_t j = 0; j < nn; j++)
-				memcpy((uint8_t *)y->data + (i * nn + j) * es, (const uint8_t *)c->data + (i * st[0] + j * st[1]) * es, es);
+				memcpy(yd + (i * nn + j) * es, cd + (i * st[0] + j * st[1]) * es, es);
+		}
 	} else {
 		beta = 0;
 	}
