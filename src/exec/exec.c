@@ -114,7 +114,7 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 		return NULL;
 	if (!x->compute || (x->o->shapes_only && out->numel > FOLD_MAX))
 		return NULL;
-	out->data = xcalloc(out->nbytes ? out->nbytes : 1, 1);
+	out->data = xmalloc(out->nbytes ? out->nbytes : 1);
 	if (!out->data) {
 		err_oom(x->e);
 		return NULL;
@@ -122,6 +122,14 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 	out->owned = 1;
 	account(x, out->nbytes, 0);
 	return out->data;
+}
+
+void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
+{
+	void *p = exec_alloc(x, out, dtype, ndim, dims);
+	if (p)
+		memset(p, 0, out->nbytes);
+	return p;
 }
 
 static void release(struct exec *x, struct rtensor *t)
@@ -217,6 +225,13 @@ int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *
 		out[i] = rt_get_i(t, i);
 	*n = (int)t->numel;
 	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* A graph input's shape: its declared dims, symbolic ones bound by --dim or given stand-ins. */
@@ -345,13 +360,6 @@ static int bind_init(struct exec *x, const struct value *v, struct rtensor *t)
 	return 0;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int run_nodes(struct exec *x)
 {
 	struct graph *g = x->g;
@@ -381,12 +389,18 @@ static int run_nodes(struct exec *x)
 		}
 		uint32_t fl = op_table[n->op].flags;
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
+		double t0 = x->o->profile ? now() : 0;
 		if (impl->run(x, n, in, out))
 			return x->e->code;
 		uint64_t f, b;
 		op_cost(n, in, out, &f, &b);
 		x->flops += f;
 		x->moved += b;
+		if (x->o->profile) {
+			x->o->profile->seconds[n->op] += now() - t0;
+			x->o->profile->calls[n->op]++;
+			x->o->profile->flops[n->op] += f;
+		}
 		for (uint32_t k = 0; k < n->n_out; k++) {
 			if (!out[k]->known)
 				return exec_fail(x, "output %u was not produced", k);

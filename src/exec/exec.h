@@ -46,6 +46,13 @@ struct exec_opts {
 	const struct rtensor *inputs;  /* data for graph inputs, matched by input_names */
 	const char *const *input_names;
 	size_t n_inputs;
+	struct exec_profile *profile;  /* when set, per-op time is added to it */
+};
+
+/* Time and calls per op, when asked for (exec_opts.profile). */
+struct exec_profile {
+	double seconds[OP_COUNT];
+	uint64_t calls[OP_COUNT], flops[OP_COUNT];
 };
 
 struct exec_stats {
@@ -63,10 +70,12 @@ void exec_free(struct exec *x);
 
 /* ---- for kernels (src/ops/) ---- */
 
-/* Gives out its dtype and shape and, when the node is being computed, zero-initialised data.
- * Returns the data, or NULL when only shapes are wanted or on failure: the kernel then returns
- * exec_status(x). */
+/* Gives out its dtype and shape and, when the node is being computed, uninitialised data the
+ * kernel must fill entirely. Returns the data, or NULL when only shapes are wanted or on failure:
+ * the kernel then returns exec_status(x). */
 void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims);
+/* The same with the data zeroed, for kernels that accumulate into their output. */
+void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims);
 int exec_status(const struct exec *x);
 /* Frees a tensor a kernel allocated for itself (a temporary the allocator counted). */
 void exec_drop(struct exec *x, struct rtensor *t);

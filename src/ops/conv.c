@@ -250,7 +250,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	if (window(x, n, &g, 0, 1))
 		return exec_status(x);
 	int64_t ih = g.h, iw = g.w, dims[4] = {g.n, g.m, g.oh, g.ow};
-	uint8_t *y = exec_alloc(x, out[0], a->dtype, 4, dims);
+	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, 4, dims); /* col2im accumulates */
 	if (!y)
 		return exec_status(x);
 	/* in col2im terms the output image is the "input" and the ConvTranspose input the "patches" */

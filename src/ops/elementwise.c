@@ -104,18 +104,71 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 	walk_init(&w, nd, dims, in, 2);
 	int64_t row = nd ? dims[nd - 1] : 1, sa = nd ? w.st[0][nd - 1] : 0, sb = nd ? w.st[1][nd - 1] : 0;
 	int64_t i = 0;
-	int fast = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT && !cmp && op != B_POW;
+	int f32 = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT, f64 = a->dtype == DT_DOUBLE && b->dtype == DT_DOUBLE;
 	int ints = !is_float(a);
 	do {
 		const int64_t oa = w.off[0], ob = w.off[1];
-		if (fast) {
-			const float *pa = (const float *)a->data + oa, *pb = (const float *)b->data + ob;
-			float *po = (float *)o->data + i;
-			switch (op) {
-			case B_ADD: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] + pb[j * sb]; break;
-			case B_SUB: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] - pb[j * sb]; break;
-			case B_MUL: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] * pb[j * sb]; break;
-			default: for (int64_t j = 0; j < row; j++) po[j] = pa[j * sa] / pb[j * sb]; break;
+		if (f32 || f64) {
+			/* one switch per row; the loops are typed (the compiler vectorises them) */
+/* contiguous operands, or one of them a broadcast scalar: loops the compiler vectorises */
+#define ROW(T, OT, EXPR)                                                                                       \
+	do {                                                                                                   \
+		const T *pa = (const T *)a->data + oa, *pb = (const T *)b->data + ob;                          \
+		OT *po = (OT *)o->data + i;                                                                    \
+		if (sa == 1 && sb == 1) {                                                                      \
+			for (int64_t j = 0; j < row; j++) {                                                    \
+				T u = pa[j], v = pb[j];                                                        \
+				po[j] = (OT)(EXPR);                                                            \
+			}                                                                                      \
+		} else if (sa == 1 && sb == 0) {                                                               \
+			T v = pb[0];                                                                           \
+			for (int64_t j = 0; j < row; j++) {                                                    \
+				T u = pa[j];                                                                   \
+				po[j] = (OT)(EXPR);                                                            \
+			}                                                                                      \
+		} else if (sa == 0 && sb == 1) {                                                               \
+			T u = pa[0];                                                                           \
+			for (int64_t j = 0; j < row; j++) {                                                    \
+				T v = pb[j];                                                                   \
+				po[j] = (OT)(EXPR);                                                            \
+			}                                                                                      \
+		} else {                                                                                       \
+			for (int64_t j = 0; j < row; j++) {                                                    \
+				T u = pa[j * sa], v = pb[j * sb];                                              \
+				po[j] = (OT)(EXPR);                                                            \
+			}                                                                                      \
+		}                                                                                              \
+	} while (0)
+#define ROWS(T)                                                                                                \
+	switch (op) {                                                                                          \
+	case B_ADD: ROW(T, T, u + v); break;                                                                   \
+	case B_SUB: ROW(T, T, u - v); break;                                                                   \
+	case B_MUL: ROW(T, T, u * v); break;                                                                   \
+	case B_DIV: ROW(T, T, u / v); break;                                                                   \
+	case B_POW: ROW(T, T, pow((double)u, (double)v)); break;                                               \
+	case B_EQ: ROW(T, uint8_t, u == v); break;                                                             \
+	case B_GT: ROW(T, uint8_t, u > v); break;                                                              \
+	default: ROW(T, uint8_t, u < v); break;                                                                \
+	}
+			if (f32) {
+				ROWS(float)
+			} else {
+				ROWS(double)
+			}
+#undef ROWS
+#undef ROW
+		} else if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && op != B_DIV && op != B_POW) {
+			const int64_t *pa = (const int64_t *)a->data + oa, *pb = (const int64_t *)b->data + ob;
+			for (int64_t j = 0; j < row; j++) {
+				int64_t u = pa[j * sa], v = pb[j * sb];
+				switch (op) {
+				case B_ADD: ((int64_t *)o->data)[i + j] = (int64_t)((uint64_t)u + (uint64_t)v); break;
+				case B_SUB: ((int64_t *)o->data)[i + j] = (int64_t)((uint64_t)u - (uint64_t)v); break;
+				case B_MUL: ((int64_t *)o->data)[i + j] = (int64_t)((uint64_t)u * (uint64_t)v); break;
+				case B_EQ: ((uint8_t *)o->data)[i + j] = u == v; break;
+				case B_GT: ((uint8_t *)o->data)[i + j] = u > v; break;
+				default: ((uint8_t *)o->data)[i + j] = u < v; break;
+				}
 			}
 		} else if (ints) {
 			for (int64_t j = 0; j < row; j++) {
@@ -185,12 +238,25 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		memcpy(out[0]->data, a->data, a->nbytes);
 		return 0;
 	}
-	if (a->dtype == DT_FLOAT && (op == U_RELU || op == U_NEG)) {
+	if (a->dtype == DT_FLOAT) {
 		const float *p = a->data;
 		float *o = out[0]->data;
-		for (int64_t i = 0; i < a->numel; i++)
-			o[i] = op == U_RELU ? (p[i] > 0 ? p[i] : 0) : -p[i];
-		return 0;
+		int64_t n = a->numel;
+		switch (op) {
+		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = p[i] > 0 ? p[i] : 0; return 0;
+		case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -p[i]; return 0;
+		case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(p[i]); return 0;
+		case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(p[i]); return 0;
+		case U_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(p[i]); return 0;
+		case U_ERF: for (int64_t i = 0; i < n; i++) o[i] = erff(p[i]); return 0;
+		case U_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanhf(p[i]); return 0;
+		case U_SIGMOID:
+			for (int64_t i = 0; i < n; i++)
+				o[i] = p[i] >= 0 ? 1 / (1 + expf(-p[i])) : expf(p[i]) / (1 + expf(p[i]));
+			return 0;
+		default:
+			break;
+		}
 	}
 	for (int64_t i = 0; i < a->numel; i++)
 		rt_set(out[0], i, un_d(op, rt_get(a, i)));
@@ -224,6 +290,19 @@ static int cast_run(struct exec *x, const struct node *n, struct rtensor *const 
 	if (!exec_alloc(x, out[0], to, a->ndim, a->dims))
 		return exec_status(x);
 	struct rtensor *o = out[0];
+	if (a->dtype == o->dtype) {
+		memcpy(o->data, a->data, a->nbytes);
+		return 0;
+	}
+	if (a->dtype == DT_BOOL && (o->dtype == DT_FLOAT || o->dtype == DT_DOUBLE)) { /* masks */
+		const uint8_t *p = a->data;
+		for (int64_t i = 0; i < a->numel; i++)
+			if (o->dtype == DT_FLOAT)
+				((float *)o->data)[i] = p[i] != 0;
+			else
+				((double *)o->data)[i] = p[i] != 0;
+		return 0;
+	}
 	for (int64_t i = 0; i < a->numel; i++) {
 		if (o->dtype == DT_INT64 && !is_float(a))
 			((int64_t *)o->data)[i] = rt_get_i(a, i); /* exact beyond 2^53 */
@@ -253,11 +332,24 @@ static int where_run(struct exec *x, const struct node *n, struct rtensor *const
 	int64_t row = nd ? dims[nd - 1] : 1, i = 0;
 	size_t es = dtype_size(in[1]->dtype);
 	do {
-		for (int64_t j = 0; j < row; j++) {
-			int c = ((const uint8_t *)in[0]->data)[w.off[0] + j * (nd ? w.st[0][nd - 1] : 0)] != 0;
-			int k = c ? 1 : 2;
-			memcpy((uint8_t *)out[0]->data + (i + j) * es,
-			       (const uint8_t *)in[k]->data + (w.off[k] + j * (nd ? w.st[k][nd - 1] : 0)) * es, es);
+		const uint8_t *c = (const uint8_t *)in[0]->data + w.off[0];
+		int64_t s0 = nd ? w.st[0][nd - 1] : 0, s1 = nd ? w.st[1][nd - 1] : 0, s2 = nd ? w.st[2][nd - 1] : 0;
+		if (es == 4) {
+			const uint32_t *p = (const uint32_t *)in[1]->data + w.off[1], *q = (const uint32_t *)in[2]->data + w.off[2];
+			uint32_t *o = (uint32_t *)out[0]->data + i;
+			for (int64_t j = 0; j < row; j++)
+				o[j] = c[j * s0] ? p[j * s1] : q[j * s2];
+		} else if (es == 8) {
+			const uint64_t *p = (const uint64_t *)in[1]->data + w.off[1], *q = (const uint64_t *)in[2]->data + w.off[2];
+			uint64_t *o = (uint64_t *)out[0]->data + i;
+			for (int64_t j = 0; j < row; j++)
+				o[j] = c[j * s0] ? p[j * s1] : q[j * s2];
+		} else {
+			for (int64_t j = 0; j < row; j++) {
+				int k = c[j * s0] ? 1 : 2;
+				memcpy((uint8_t *)out[0]->data + (i + j) * es,
+				       (const uint8_t *)in[k]->data + (w.off[k] + j * (k == 1 ? s1 : s2)) * es, es);
+			}
 		}
 		i += row;
 	} while (walk_next(&w));

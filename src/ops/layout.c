@@ -151,9 +151,24 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 		pst[i] = st[perm[i]];
 	size_t es = dtype_size(a->dtype);
 	int64_t idx[RT_MAX_DIMS] = {0}, src = 0;
-	for (int64_t i = 0; i < a->numel; i++) {
-		memcpy(o + i * es, (const uint8_t *)a->data + src * es, es);
-		for (int d = r - 1; d >= 0; d--) {
+	/* the innermost output dimension is the loop; its source stride is pst[r-1] */
+	int64_t row = r ? dims[r - 1] : 1, ps = r ? pst[r - 1] : 0;
+	for (int64_t i = 0; i < a->numel; i += row) {
+		if (es == 4) {
+			const uint32_t *p = (const uint32_t *)a->data + src;
+			uint32_t *q = (uint32_t *)o + i;
+			for (int64_t j = 0; j < row; j++)
+				q[j] = p[j * ps];
+		} else if (es == 8) {
+			const uint64_t *p = (const uint64_t *)a->data + src;
+			uint64_t *q = (uint64_t *)o + i;
+			for (int64_t j = 0; j < row; j++)
+				q[j] = p[j * ps];
+		} else {
+			for (int64_t j = 0; j < row; j++)
+				memcpy(o + (i + j) * es, (const uint8_t *)a->data + (src + j * ps) * es, es);
+		}
+		for (int d = r - 2; d >= 0; d--) {
 			src += pst[d];
 			if (++idx[d] < dims[d])
 				break;
@@ -460,7 +475,7 @@ static int constant_of_shape_run(struct exec *x, const struct node *n, struct rt
 		return exec_status(x);
 	const struct attr *a = node_attr(n, "value");
 	int dt = a && a->type == ATTR_TENSOR ? a->t->dtype : DT_FLOAT;
-	uint8_t *o = exec_alloc(x, out[0], dt, ns, shape);
+	uint8_t *o = exec_alloc_zero(x, out[0], dt, ns, shape);
 	if (!o)
 		return exec_status(x);
 	if (a && a->type == ATTR_TENSOR) {
@@ -591,7 +606,7 @@ static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *
 		if (dims[i] < 0)
 			return exec_fail(x, "padding removes more than dimension %d holds", i);
 	}
-	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
+	uint8_t *o = exec_alloc_zero(x, out[0], a->dtype, a->ndim, dims);
 	if (!o)
 		return exec_status(x);
 	double cv = n->n_in > 2 && in[2] && in[2]->data ? rt_get(in[2], 0) : 0;

@@ -36,6 +36,23 @@ static int softmax_like(struct exec *x, const struct node *n, struct rtensor *co
 		else
 			inner *= a->dims[i];
 	}
+	if (a->dtype == DT_FLOAT && inner == 1) { /* the common case: the last axis */
+		for (int64_t o = 0; o < outer; o++) {
+			const float *p = (const float *)a->data + o * len;
+			float *q = (float *)out[0]->data + o * len, m = -INFINITY;
+			double z = 0;
+			for (int64_t j = 0; j < len; j++)
+				m = p[j] > m ? p[j] : m;
+			for (int64_t j = 0; j < len; j++) {
+				q[j] = expf(p[j] - m);
+				z += q[j];
+			}
+			float lz = (float)log(z), iz = (float)(1 / z);
+			for (int64_t j = 0; j < len; j++)
+				q[j] = logsm ? p[j] - m - lz : q[j] * iz;
+		}
+		return 0;
+	}
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t k = 0; k < inner; k++) {
 			int64_t base = o * len * inner + k;
@@ -86,6 +103,27 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	void *so = n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], DT_FLOAT, a->ndim, sdims) : NULL;
 	if (!y)
 		return exec_status(x);
+	if (a->dtype == DT_FLOAT && scale->dtype == DT_FLOAT && (!bias || bias->dtype == DT_FLOAT)) {
+		const float *sc = scale->data, *bi = bias ? bias->data : NULL;
+		for (int64_t o = 0; o < outer; o++) {
+			const float *p = (const float *)a->data + o * len;
+			float *q = (float *)y + o * len;
+			double mean = 0, var = 0;
+			for (int64_t j = 0; j < len; j++)
+				mean += p[j];
+			mean /= (double)len;
+			for (int64_t j = 0; j < len; j++)
+				var += (p[j] - mean) * (p[j] - mean);
+			float inv = (float)(1 / sqrt(var / (double)len + eps)), m = (float)mean;
+			for (int64_t j = 0; j < len; j++)
+				q[j] = (p[j] - m) * inv * sc[j] + (bi ? bi[j] : 0);
+			if (mo)
+				((float *)mo)[o] = m;
+			if (so)
+				((float *)so)[o] = inv;
+		}
+		return 0;
+	}
 	for (int64_t o = 0; o < outer; o++) {
 		double mean = 0, var = 0;
 		for (int64_t j = 0; j < len; j++)

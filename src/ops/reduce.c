@@ -64,6 +64,57 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	double *acc = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *acc);
 	if (!acc)
 		return exec_status(x);
+	/* reduced axes in one block: the input is (outer, len, inner) and the loops are plain */
+	int first = -1, last = -1, block = 1;
+	for (int d = 0; d < a->ndim; d++)
+		if (na == 0 || red[d]) {
+			if (first < 0)
+				first = d;
+			else if (last != d - 1)
+				block = 0;
+			last = d;
+		}
+	if (block && first >= 0 && kind != RK_MAX && kind != RK_PROD && is_float(a)) {
+		int64_t outer = 1, len = 1, inner = 1;
+		for (int d = 0; d < a->ndim; d++)
+			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
+		memset(acc, 0, (size_t)on * sizeof *acc);
+		for (int64_t o = 0; o < outer && inner == 1; o++) { /* the last axes: one run each */
+			double s = 0;
+			if (a->dtype == DT_FLOAT) {
+				const float *p = (const float *)a->data + o * len;
+				for (int64_t r = 0; r < len; r++)
+					s += p[r];
+			} else {
+				const double *p = (const double *)a->data + o * len;
+				for (int64_t r = 0; r < len; r++)
+					s += p[r];
+			}
+			acc[o] = s;
+		}
+		for (int64_t o = 0; o < outer && inner > 1; o++)
+			for (int64_t r = 0; r < len; r++) {
+				double *ac = acc + o * inner;
+				if (a->dtype == DT_FLOAT) {
+					const float *p = (const float *)a->data + (o * len + r) * inner;
+					for (int64_t i = 0; i < inner; i++)
+						ac[i] += p[i];
+				} else {
+					const double *p = (const double *)a->data + (o * len + r) * inner;
+					for (int64_t i = 0; i < inner; i++)
+						ac[i] += p[i];
+				}
+			}
+		for (int64_t i = 0; i < on; i++) {
+			double v = kind == RK_MEAN ? acc[i] / (double)count : acc[i];
+			if (out[0]->dtype == DT_FLOAT)
+				((float *)out[0]->data)[i] = (float)v;
+			else
+				((double *)out[0]->data)[i] = v;
+		}
+		exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
+		return 0;
+	}
 	c_strides(a->ndim, kdims, ost);
 	for (int d = 0; d < a->ndim; d++)
 		if (na == 0 || red[d])
@@ -163,6 +214,21 @@ static int nll_loss_run(struct exec *x, const struct node *n, struct rtensor *co
 static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
 {
 	int64_t nb = s->dims[0], c = s->dims[1], inner = s->numel / (nb * c != 0 ? nb * c : 1);
+	if (s->dtype == DT_FLOAT && inner == 1) { /* (N, C): contiguous rows */
+		for (int64_t b = 0; b < nb; b++) {
+			const float *p = (const float *)s->data + b * c;
+			float *q = (float *)lp->data + b * c, m = -INFINITY;
+			double z = 0;
+			for (int64_t j = 0; j < c; j++)
+				m = p[j] > m ? p[j] : m;
+			for (int64_t j = 0; j < c; j++)
+				z += expf(p[j] - m);
+			float lz = m + (float)log(z);
+			for (int64_t j = 0; j < c; j++)
+				q[j] = p[j] - lz;
+		}
+		return;
+	}
 	for (int64_t b = 0; b < nb; b++)
 		for (int64_t k = 0; k < inner; k++) {
 			double m = -INFINITY, z = 0;
@@ -351,12 +417,10 @@ static int softmax_ce_loss_grad(struct ad *a, const struct node *n)
 	if (!g)
 		return ad_fail(a, "only the loss output can be differentiated");
 	const struct rtensor *ss = ad_shape(a, n->in[0]);
-	struct value *logp = n->n_out > 1 && n->out[1] ? n->out[1] : NULL;
-	if (!logp) {
-		logp = ad_op1(a, "LogSoftmax", n->in[0]);
-		if (!logp || ad_set_int(a, ad_producer(logp), "axis", 1))
-			return -1;
-	}
+	/* the forward node computes the log-probabilities anyway: have it output them */
+	struct value *logp = ad_add_output(a, n, 1);
+	if (!logp)
+		return -1;
 	struct value *onehot = NULL, *scale = nll_input_grad(a, n, g, ss, &onehot);
 	if (!scale)
 		return -1;

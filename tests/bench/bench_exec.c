@@ -19,12 +19,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_exec MODEL [--train] [--repeat N] [--dim NAME=VALUE]...\n");
 		return 2;
 	}
-	int train = 0, repeat = 10;
+	int train = 0, repeat = 10, profile = 0;
+	static struct exec_profile prof;
 	struct exec_binding dims[16];
 	size_t nd = 0;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--train"))
 			train = 1;
+		else if (!strcmp(argv[i], "--profile"))
+			profile = 1;
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--dim") && i + 1 < argc && nd < 16) {
@@ -51,7 +54,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_exec: %s\n", e.msg);
 		return 2;
 	}
-	struct exec_opts o = {.random_inputs = 1, .seed = 1, .dims = dims, .n_dims = nd};
+	struct exec_opts o = {.random_inputs = 1, .seed = 1, .dims = dims, .n_dims = nd, .profile = profile ? &prof : NULL};
 	double best = 1e30;
 	struct exec_stats st = {0};
 	for (int r = 0; r <= repeat; r++) {
@@ -68,6 +71,10 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("seconds %.6f peak_bytes %zu flops %llu\n", best, st.peak_bytes, (unsigned long long)st.flops);
+	for (int op = 0; profile && op < OP_COUNT; op++)
+		if (prof.calls[op])
+			fprintf(stderr, "%-26s %8.3f ms/run %6llu calls/run\n", op ? op_table[op].op_type : "?",
+				prof.seconds[op] * 1000 / (repeat + 1), (unsigned long long)(prof.calls[op] / (repeat + 1)));
 	graph_free(g);
 	return 0;
 }
