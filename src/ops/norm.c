@@ -165,6 +165,39 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	void *pv = want_stats && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], rvar->dtype, 1, &cd) : NULL;
 	if (!y)
 		return exec_status(x);
+	if (a->dtype == DT_FLOAT) {
+		for (int64_t ch = 0; ch < c; ch++) {
+			double mean = rt_get(rmean, ch), var = rt_get(rvar, ch);
+			if (training) {
+				double s = 0, q = 0, cnt = (double)(nb * inner);
+				for (int64_t b = 0; b < nb; b++) {
+					const float *p = (const float *)a->data + (b * c + ch) * inner;
+					for (int64_t k = 0; k < inner; k++)
+						s += p[k];
+				}
+				mean = s / cnt;
+				for (int64_t b = 0; b < nb; b++) {
+					const float *p = (const float *)a->data + (b * c + ch) * inner;
+					for (int64_t k = 0; k < inner; k++)
+						q += (p[k] - mean) * (p[k] - mean);
+				}
+				var = q / cnt;
+				if (pm)
+					rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
+				if (pv)
+					rt_set(out[2], ch, rt_get(rvar, ch) * mom + var * (1 - mom));
+			}
+			float inv = (float)(1 / sqrt(var + eps)), g = (float)rt_get(scale, ch), bb = (float)rt_get(bias, ch);
+			float m = (float)mean;
+			for (int64_t b = 0; b < nb; b++) {
+				const float *p = (const float *)a->data + (b * c + ch) * inner;
+				float *q = (float *)y + (b * c + ch) * inner;
+				for (int64_t k = 0; k < inner; k++)
+					q[k] = (p[k] - m) * inv * g + bb;
+			}
+		}
+		return 0;
+	}
 	for (int64_t ch = 0; ch < c; ch++) {
 		double mean, var;
 		if (training) {

@@ -122,7 +122,25 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	for (int64_t i = 0; i < on; i++)
 		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_PROD ? 1 : 0;
 	int64_t o = 0;
-	for (int64_t i = 0; i < a->numel; i++) {
+	if (kind == RK_SUM || kind == RK_MEAN) { /* typed rows along the last dimension */
+		int64_t row = a->ndim ? a->dims[a->ndim - 1] : 1, os = a->ndim ? ost[a->ndim - 1] : 0;
+		for (int64_t i = 0; i < a->numel; i += row) {
+			if (a->dtype == DT_FLOAT)
+				for (int64_t j = 0; j < row; j++)
+					acc[o + j * os] += ((const float *)a->data)[i + j];
+			else
+				for (int64_t j = 0; j < row; j++)
+					acc[o + j * os] += ((const double *)a->data)[i + j];
+			for (int d = a->ndim - 2; d >= 0; d--) {
+				o += ost[d];
+				if (++idx[d] < a->dims[d])
+					break;
+				o -= ost[d] * a->dims[d];
+				idx[d] = 0;
+			}
+		}
+	}
+	for (int64_t i = 0; kind != RK_SUM && kind != RK_MEAN && i < a->numel; i++) {
 		double v = rt_get(a, i);
 		if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
