@@ -1,5 +1,7 @@
 /* train.c - `graphdiet train`: a model in, its training graph (forward + backward) out. */
 #include "../autodiff/ad.h"
+#include "../exec/exec.h"
+#include "../rewrite/fold.h"
 #include "../rewrite/loss.h"
 #include "cli.h"
 
@@ -22,6 +24,8 @@ static const char help[] =
 	"      --loss-fn FN      append a loss to a model that has none: mse, or cross-entropy\n"
 	"                        over (N, C, ...) scores and int64 class labels\n"
 	"      --target NAME     the new graph input holding the targets (default: target)\n"
+	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable); once no dimension is\n"
+	"                        symbolic, shape computations are folded into constants\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -48,12 +52,15 @@ int cmd_train(int argc, char **argv)
 		{"loss", required_argument, NULL, 'l'},   {"params", required_argument, NULL, 'p'},
 		{"freeze", required_argument, NULL, 'z'}, {"from", required_argument, NULL, 'f'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'T'},
+		{"dim", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
 	struct autodiff_opts ao = {0};
 	const char *out = "-", *target = "target";
 	int loss_fn = -1;
+	struct exec_binding dims[64];
+	size_t n_dims = 0;
 	char *pbuf = NULL, *fbuf = NULL;
 	int c;
 	optind = 1;
@@ -92,6 +99,13 @@ int cmd_train(int argc, char **argv)
 		case 'T':
 			target = optarg;
 			break;
+		case 'd':
+			if (n_dims == 64)
+				return cli_usage("train", "too many --dim options");
+			if (cli_parse_dim(optarg, &dims[n_dims]))
+				return GD_EINPUT;
+			n_dims++;
+			break;
 		case 'h':
 			fputs(help, stdout);
 			return cli_finish(0);
@@ -115,7 +129,12 @@ int cmd_train(int argc, char **argv)
 		struct gd_err e = {0};
 		struct autodiff_result res;
 		struct save_opts so = SAVE_OPTS_DEFAULT;
-		if (loss_fn >= 0) {
+		size_t folded = 0;
+		if (n_dims)
+			rc = graph_bind_dims(g, dims, n_dims, &e);
+		if (!rc)
+			rc = graph_fold_constants(g, &folded, &e);
+		if (!rc && loss_fn >= 0) {
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
@@ -127,5 +146,7 @@ int cmd_train(int argc, char **argv)
 	free((void *)ao.freeze);
 	free(pbuf);
 	free(fbuf);
+	for (size_t i = 0; i < n_dims; i++)
+		free((char *)dims[i].name);
 	return cli_finish(rc);
 }

@@ -458,6 +458,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 				x->left[g->nodes[i]->in[k]->id]++;
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		x->pinned[g->outputs[i]->id] = 1;
+	for (uint32_t i = 0; o->keep_values && i < g->n_values; i++)
+		x->pinned[i] = 1;
 	int rc = 0;
 	for (uint32_t i = 0; i < g->n_inits && !rc; i++) {
 		x->pinned[g->inits[i]->id] = 1;

@@ -47,6 +47,7 @@ struct exec_opts {
 	const char *const *input_names;
 	size_t n_inputs;
 	struct exec_profile *profile;  /* when set, per-op time is added to it */
+	int keep_values;               /* keep every value to the end (for folding) instead of freeing it */
 };
 
 /* Time and calls per op, when asked for (exec_opts.profile). */

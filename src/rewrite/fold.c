@@ -1,0 +1,151 @@
+/* fold.c - dimension binding and constant folding; see fold.h.
+ *
+ * Folding runs the executor in shape-inference mode, which already computes every small node whose
+ * inputs are all known (that is how Reshape targets resolve). A computed node that is not random
+ * and none of whose outputs is a graph output becomes a Constant per output consumed elsewhere; a
+ * sweep then removes nodes whose outputs nobody reads, repeated until nothing changes. */
+#include "fold.h"
+#include "../util/xalloc.h"
+
+#include <string.h>
+
+static int bind_type(struct ttype *t, const struct exec_binding *b, size_t n, int *used)
+{
+	for (uint32_t i = 0; t->has_shape && i < t->ndim; i++)
+		if (t->dims[i].kind == DIM_PARAM)
+			for (size_t k = 0; k < n; k++)
+				if (!strcmp(t->dims[i].param, b[k].name)) {
+					t->dims[i].kind = DIM_VALUE;
+					t->dims[i].value = b[k].value;
+					t->dims[i].param = NULL;
+					used[k] = 1;
+				}
+	return 0;
+}
+
+int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e)
+{
+	int used[64] = {0};
+	if (n > 64)
+		return err_set(e, GD_EINPUT, "more than 64 --dim bindings");
+	for (uint32_t i = 0; i < g->n_values; i++)
+		bind_type(&g->values[i]->type, b, n, used);
+	for (size_t k = 0; k < n; k++)
+		if (!used[k])
+			return err_set(e, GD_EINPUT, "--dim %s: no dimension of the graph is called '%s'", b[k].name, b[k].name);
+	return 0;
+}
+
+/* A Constant node producing v with t's data. */
+static int make_constant(struct graph *g, struct value *v, const struct rtensor *t, struct node *n, struct gd_err *e)
+{
+	struct tensor *c = arena_zalloc(g->arena, sizeof *c);
+	struct attr *a = arena_zalloc(g->arena, sizeof *a);
+	if (!c || !a)
+		return err_oom(e);
+	c->dtype = t->dtype;
+	c->ndim = (uint32_t)t->ndim;
+	c->dims = arena_memdup(g->arena, t->dims, (size_t)t->ndim * sizeof *t->dims);
+	c->src = TSRC_BYTES;
+	c->bytes = (struct bytes){arena_memdup(g->arena, t->data, t->nbytes), t->nbytes};
+	if ((t->ndim && !c->dims) || (t->nbytes && !c->bytes.p))
+		return err_oom(e);
+	*a = (struct attr){.name = "value", .type = ATTR_TENSOR, .has_type = true, .t = c};
+	(void)v;
+	/* reuse the node: it becomes the Constant (its name and output stay) */
+	n->op_type = "Constant";
+	n->op = OP_CONSTANT;
+	n->domain = NULL;
+	n->n_in = 0;
+	n->n_attr = 1;
+	n->attr = a;
+	n->n_ctrl = 0;
+	return 0;
+}
+
+int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
+{
+	*removed = 0;
+	/* shape computations on symbolic dimensions are the graph's to do at run time */
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct ttype *t = &g->inputs[i]->type;
+		for (uint32_t k = 0; t->has_shape && k < t->ndim; k++)
+			if (t->dims[k].kind != DIM_VALUE)
+				return 0;
+	}
+	struct exec_opts o = {.shapes_only = 1, .keep_values = 1};
+	struct exec *x = exec_run(g, &o, NULL, e);
+	*removed = 0;
+	if (!x)
+		return e->code;
+	uint32_t n0 = g->n_nodes;
+	int rc = 0;
+	/* what depends on a parameter's values stays: folding it would take it out of training
+	 * (Shape reads only shapes, so its output depends on nothing) */
+	uint8_t *dep = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!dep) {
+		exec_free(x);
+		return err_oom(e);
+	}
+	for (uint32_t i = 0; i < g->n_values; i++)
+		dep[i] = (g->values[i]->flags & VALUE_PARAM) != 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		int d = 0;
+		for (uint32_t k = 0; k < n->n_in && !(op_table[n->op].flags & OPF_META); k++)
+			d |= n->in[k] && dep[n->in[k]->id];
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k])
+				dep[n->out[k]->id] = (uint8_t)d;
+	}
+	/* 1. computed nodes with one output become Constants (multi-output ones are left) */
+	for (uint32_t i = 0; i < g->n_nodes && !rc; i++) {
+		struct node *n = g->nodes[i];
+		if (n->op == OP_CONSTANT || n->op == OP_UNKNOWN || n->n_out != 1 || !n->out[0] ||
+		    (op_table[n->op].flags & OPF_RANDOM) || (n->out[0]->flags & VALUE_OUTPUT) || dep[n->out[0]->id])
+			continue;
+		const struct rtensor *t = exec_value(x, n->out[0]);
+		int all_known = 1;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			all_known &= !n->in[k] || exec_value(x, n->in[k])->data != NULL;
+		if (t->data && all_known)
+			rc = make_constant(g, n->out[0], t, n, e);
+	}
+	exec_free(x);
+	xfree(dep);
+	/* 2. sweep nodes nothing reads */
+	for (int changed = 1; changed && !rc;) {
+		changed = 0;
+		if ((rc = graph_link_uses(g, e)))
+			break;
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < g->n_nodes; i++) {
+			struct node *n = g->nodes[i];
+			int used = 0;
+			for (uint32_t j = 0; j < n->n_out; j++)
+				used |= n->out[j] && (n->out[j]->n_uses || (n->out[j]->flags & VALUE_OUTPUT));
+			for (uint32_t j = 0; j < g->n_nodes && !used; j++) /* a control input is a use too */
+				for (uint32_t c = 0; c < g->nodes[j]->n_ctrl; c++)
+					used |= g->nodes[j]->ctrl[c] == n;
+			if (used || (op_table[n->op].flags & OPF_RANDOM)) {
+				n->index = k;
+				g->nodes[k++] = n;
+			} else {
+				for (uint32_t j = 0; j < n->n_out; j++)
+					if (n->out[j])
+						n->out[j]->producer = NULL;
+				changed = 1;
+			}
+		}
+		g->n_nodes = k;
+	}
+	/* values left without producer or use disappear from the listings by name only: drop their
+	 * value_info entries so the writers do not describe them */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < g->n_infos; i++)
+		if (g->infos[i]->producer || (g->infos[i]->flags & (VALUE_INPUT | VALUE_PARAM | VALUE_CONST)))
+			g->infos[k++] = g->infos[i];
+	g->n_infos = k;
+	*removed = n0 - g->n_nodes;
+	return rc;
+}

@@ -1,0 +1,18 @@
+/* fold.h - binding symbolic dimensions and folding constants. */
+#ifndef GD_FOLD_H
+#define GD_FOLD_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+
+/* Replaces each bound symbolic dimension of the graph's inputs, outputs and value_info by its value.
+ * Fails naming a binding no dimension uses. */
+int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e);
+
+/* Replaces every node whose outputs shape inference computed (all its inputs known: Shape chains
+ * once dimensions are bound, arithmetic on constants) by Constant nodes holding the results, and
+ * drops the nodes nothing reads any more. Graph outputs are kept. A graph whose inputs still have
+ * symbolic dimensions is left as it is. Returns the number of nodes removed in *removed. */
+int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e);
+
+#endif
