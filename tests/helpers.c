@@ -1,6 +1,7 @@
 /* helpers.c - shared test utilities; see helpers.h. */
 #include "helpers.h"
 #include "io/format.h"
+#include "io/npy.h"
 #include "io/onnx.h"
 #include "io/yaml.h"
 
@@ -34,6 +35,30 @@ uint8_t *slurp(const char *path, size_t *len)
 	fclose(f);
 	*len = (size_t)n;
 	return buf;
+}
+
+int npy_load(const char *path, struct rtensor *t)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	fclose(f);
+	size_t len;
+	uint8_t *buf = slurp(path, &len);
+	struct npy n;
+	struct gd_err e = {0};
+	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s: %s", path, e.msg);
+	memset(t, 0, sizeof *t);
+	t->dtype = n.dtype;
+	t->ndim = (int)n.ndim;
+	memcpy(t->dims, n.dims, n.ndim * sizeof *n.dims);
+	t->nbytes = n.nbytes;
+	t->numel = (int64_t)(n.nbytes / dtype_size(n.dtype));
+	t->data = malloc(n.nbytes + 1);
+	memcpy(t->data, n.data, n.nbytes);
+	t->known = 1;
+	free(buf);
+	return 1;
 }
 
 struct graph *load_ok(const char *path)

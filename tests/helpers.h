@@ -2,6 +2,7 @@
 #ifndef GD_TEST_HELPERS_H
 #define GD_TEST_HELPERS_H
 
+#include "exec/exec.h"
 #include "ir/graph.h"
 
 #include <stddef.h>
@@ -14,6 +15,8 @@ extern const char *const testdata_yaml[];
 
 /* Whole file into a malloc'd buffer; asserts on failure. */
 uint8_t *slurp(const char *path, size_t *len);
+/* A .npy file as an executor tensor (malloc'd, aligned data); 0 when the file does not exist. */
+int npy_load(const char *path, struct rtensor *t);
 /* model_load with an assertion that it worked. */
 struct graph *load_ok(const char *path);
 /* Serialises g as ONNX (fmt 0) or YAML (fmt 1) into a malloc'd buffer. */

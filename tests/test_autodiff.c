@@ -227,31 +227,6 @@ Test(gradcheck, every_differentiable_op_has_a_rule_and_a_case)
 
 /* ---- PyTorch ---- */
 
-static struct rtensor load_npy(const char *path, int *ok)
-{
-	struct rtensor t = {0};
-	FILE *f = fopen(path, "rb");
-	*ok = f != NULL;
-	if (!f)
-		return t;
-	fclose(f);
-	size_t len;
-	uint8_t *buf = slurp(path, &len);
-	struct npy n;
-	struct gd_err e = {0};
-	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s: %s", path, e.msg);
-	t.dtype = n.dtype;
-	t.ndim = (int)n.ndim;
-	memcpy(t.dims, n.dims, n.ndim * sizeof *n.dims);
-	t.nbytes = n.nbytes;
-	t.numel = (int64_t)(n.nbytes / dtype_size(n.dtype));
-	t.data = malloc(n.nbytes + 1);
-	memcpy(t.data, n.data, n.nbytes);
-	t.known = 1;
-	free(buf);
-	return t;
-}
-
 Test(pytorch, gradients_of_every_testdata_model, .timeout = 300)
 {
 	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
@@ -265,11 +240,9 @@ Test(pytorch, gradients_of_every_testdata_model, .timeout = 300)
 		for (uint32_t i = 0; i < g->n_inputs; i++) {
 			if (g->inputs[i]->init)
 				continue;
-			int ok;
 			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], g->inputs[i]->name);
 			names[n] = g->inputs[i]->name;
-			ins[n++] = load_npy(path, &ok);
-			cr_assert(ok, "%s", path);
+			cr_assert(npy_load(path, &ins[n++]), "%s", path);
 		}
 		struct autodiff_opts ao = {0};
 		struct autodiff_result res;
@@ -284,10 +257,9 @@ Test(pytorch, gradients_of_every_testdata_model, .timeout = 300)
 			const struct value *v = g->outputs[k];
 			if (!(v->flags & VALUE_GRAD))
 				continue;
-			int ok;
 			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], v->name);
-			struct rtensor ref = load_npy(path, &ok);
-			cr_assert(ok, "%s: PyTorch has no gradient %s", models[m], v->name);
+			struct rtensor ref;
+			cr_assert(npy_load(path, &ref), "%s: PyTorch has no gradient %s", models[m], v->name);
 			const struct rtensor *got = exec_value(x, v);
 			cr_assert_eq(got->numel, ref.numel, "%s: %s", models[m], v->name);
 			double scale = 0, worst = 0;

@@ -11,22 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Loads testdata/ref/<model>/<name>.npy into an aligned rtensor. */
+/* testdata/ref/<model>/<name>.npy */
 static struct rtensor ref_npy(const char *model, const char *name)
 {
 	char path[512];
+	struct rtensor t;
 	snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, model, name);
-	size_t len;
-	uint8_t *buf = slurp(path, &len);
-	struct npy n;
-	struct gd_err e = {0};
-	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s: %s", path, e.msg);
-	struct rtensor t = {.dtype = n.dtype, .ndim = (int)n.ndim, .nbytes = n.nbytes, .known = 1};
-	memcpy(t.dims, n.dims, n.ndim * sizeof *n.dims);
-	t.numel = (int64_t)(n.nbytes / dtype_size(n.dtype));
-	t.data = malloc(n.nbytes + 1);
-	memcpy(t.data, n.data, n.nbytes);
-	free(buf);
+	cr_assert(npy_load(path, &t), "%s", path);
 	return t;
 }
 

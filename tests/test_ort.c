@@ -14,29 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int load(const char *path, struct rtensor *t)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	fclose(f);
-	size_t len;
-	uint8_t *buf = slurp(path, &len);
-	struct npy n;
-	struct gd_err e = {0};
-	cr_assert_eq(npy_parse(buf, len, &n, &e), 0, "%s: %s", path, e.msg);
-	memset(t, 0, sizeof *t);
-	t->dtype = n.dtype;
-	t->ndim = (int)n.ndim;
-	memcpy(t->dims, n.dims, n.ndim * sizeof *n.dims);
-	t->nbytes = n.nbytes;
-	t->numel = (int64_t)(n.nbytes / dtype_size(n.dtype));
-	t->data = malloc(n.nbytes + 1);
-	memcpy(t->data, n.data, n.nbytes);
-	free(buf);
-	return 1;
-}
-
 Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
 {
 	setenv("NODE_PATH", GD_ORT_DIR, 1);
@@ -65,7 +42,7 @@ Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
 			if (g->inputs[i]->init)
 				continue;
 			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], g->inputs[i]->name);
-			cr_assert(load(path, &ins[n]), "%s", path);
+			cr_assert(npy_load(path, &ins[n]), "%s", path);
 			names[n] = g->inputs[i]->name;
 			snprintf(args[n], sizeof args[n], "%s=%s", names[n], path);
 			argv[argc++] = args[n];
@@ -83,7 +60,7 @@ Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
 			const struct value *v = g->outputs[k];
 			struct rtensor theirs;
 			snprintf(path, sizeof path, "%s/%s.npy", outdir, v->name);
-			cr_assert(load(path, &theirs), "%s: onnxruntime wrote no %s", models[m], v->name);
+			cr_assert(npy_load(path, &theirs), "%s: onnxruntime wrote no %s", models[m], v->name);
 			const struct rtensor *ours = exec_value(x, v);
 			cr_assert_eq(ours->numel, theirs.numel);
 			double scale = 0, worst = 0;

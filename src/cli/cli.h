@@ -5,6 +5,9 @@
 #include "../io/format.h"
 #include "../util/err.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct cli_cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -21,6 +24,10 @@ int cmd_verify(int argc, char **argv);
 struct exec_binding;
 /* Parses --dim NAME=VALUE (NAME is strdup'd). */
 int cli_parse_dim(const char *arg, struct exec_binding *b);
+/* Appends a --dim to dims (at most 64); nonzero (after the usage message) when it is bad. */
+int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, size_t *n);
+/* Parses --seed N. */
+int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 
 extern const struct cli_cmd cli_cmds[];
 

@@ -1,7 +1,9 @@
 /* common.c - what the subcommands share: usage errors, format options, loading with messages. */
+#include "../exec/exec.h"
 #include "cli.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,4 +71,39 @@ int cli_finish(int rc)
 		return rc ? rc : GD_EINPUT;
 	}
 	return rc;
+}
+
+int cli_parse_dim(const char *arg, struct exec_binding *b)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	if (!eq || eq == arg)
+		return cli_usage(NULL, "--dim wants NAME=VALUE, not '%s'", arg);
+	errno = 0;
+	long long v = strtoll(eq + 1, &end, 10);
+	if (!eq[1] || *end || errno || v < 0)
+		return cli_usage(NULL, "--dim %s: '%s' is not a size", arg, eq + 1);
+	b->name = strndup(arg, (size_t)(eq - arg));
+	b->value = v;
+	return 0;
+}
+
+int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, size_t *n)
+{
+	if (*n == 64)
+		return cli_usage(cmd, "too many --dim options");
+	if (cli_parse_dim(arg, &dims[*n]))
+		return GD_EINPUT;
+	(*n)++;
+	return 0;
+}
+
+int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed)
+{
+	char *end;
+	errno = 0;
+	*seed = strtoull(arg, &end, 10);
+	if (!*arg || *end || errno || *arg == '-')
+		return cli_usage(cmd, "--seed: '%s' is not a number", arg);
+	return 0;
 }

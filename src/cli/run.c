@@ -98,21 +98,6 @@ static int write_npy(const char *dir, const char *name, const struct rtensor *t,
 	return outfile_commit(&o, e);
 }
 
-int cli_parse_dim(const char *arg, struct exec_binding *b)
-{
-	const char *eq = strchr(arg, '=');
-	char *end;
-	if (!eq || eq == arg)
-		return cli_usage(NULL, "--dim wants NAME=VALUE, not '%s'", arg);
-	errno = 0;
-	long long v = strtoll(eq + 1, &end, 10);
-	if (!eq[1] || *end || errno || v < 0)
-		return cli_usage(NULL, "--dim %s: '%s' is not a size", arg, eq + 1);
-	b->name = strndup(arg, (size_t)(eq - arg));
-	b->value = v;
-	return 0;
-}
-
 static void summary(const struct rtensor *t, double *mn, double *mx, double *mean)
 {
 	*mn = INFINITY, *mx = -INFINITY, *mean = 0;
@@ -154,7 +139,6 @@ int cmd_run(int argc, char **argv)
 	int c, rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'i':
 			if (n_in == 64)
@@ -165,17 +149,12 @@ int cmd_run(int argc, char **argv)
 			eo.random_inputs = 1;
 			break;
 		case 's':
-			errno = 0;
-			eo.seed = strtoull(optarg, &end, 10);
-			if (!*optarg || *end || errno || *optarg == '-')
-				return cli_usage("run", "--seed: '%s' is not a number", optarg);
+			if (cli_parse_seed("run", optarg, &eo.seed))
+				return GD_EINPUT;
 			break;
 		case 'd':
-			if (n_dims == 64)
-				return cli_usage("run", "too many --dim options");
-			if (cli_parse_dim(optarg, &dims[n_dims]))
+			if (cli_add_dim("run", optarg, dims, &n_dims))
 				return GD_EINPUT;
-			n_dims++;
 			break;
 		case 'o':
 			outdir = optarg;

@@ -100,11 +100,8 @@ int cmd_train(int argc, char **argv)
 			target = optarg;
 			break;
 		case 'd':
-			if (n_dims == 64)
-				return cli_usage("train", "too many --dim options");
-			if (cli_parse_dim(optarg, &dims[n_dims]))
+			if (cli_add_dim("train", optarg, dims, &n_dims))
 				return GD_EINPUT;
-			n_dims++;
 			break;
 		case 'h':
 			fputs(help, stdout);

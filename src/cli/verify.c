@@ -57,13 +57,10 @@ int cmd_verify(int argc, char **argv)
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 's':
-			errno = 0;
-			seed = strtoull(optarg, &end, 10);
-			if (!*optarg || *end || errno || *optarg == '-')
-				return cli_usage("verify", "--seed: '%s' is not a number", optarg);
+			if (cli_parse_seed("verify", optarg, &seed))
+				return GD_EINPUT;
 			break;
 		case 'r':
 			if (parse_double(optarg, &rtol))
@@ -74,11 +71,8 @@ int cmd_verify(int argc, char **argv)
 				return cli_usage("verify", "--atol: '%s' is not a tolerance", optarg);
 			break;
 		case 'd':
-			if (n_dims == 64)
-				return cli_usage("verify", "too many --dim options");
-			if (cli_parse_dim(optarg, &dims[n_dims]))
+			if (cli_add_dim("verify", optarg, dims, &n_dims))
 				return GD_EINPUT;
-			n_dims++;
 			break;
 		case 'F':
 			if (cli_out_arg("verify", optarg, &fmt))
