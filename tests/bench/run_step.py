@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Training-step and forward benchmark: graphdiet's executor against PyTorch CPU and onnxruntime.
 
-    /usr/bin/python3 tests/bench/run_step.py [BUILD_DIR]
+    /usr/bin/python3 tests/bench/run_step.py [BUILD_DIR] [--testdata]
+
+--testdata times the testdata models at their own sizes (the inputs gen_models.py saved); by
+default the same classes run at sizes where compute, not per-op overhead, decides.
 
 Each model is a testdata class at a size where compute matters, exported as testdata is (opset 17,
 training mode). In one run, with one thread everywhere (torch.set_num_threads(1),
@@ -41,6 +44,11 @@ def configs():
     yield "unet (64x64)", gm.UNet(), (torch.randn(4, 3, 64, 64, generator=g), torch.randint(0, 2, (4, 64, 64), generator=g))
 
 
+def testdata_configs():
+    for name, model, args, names, dynamic in gm.models():
+        yield name, model, args
+
+
 def best(fn):
     fn()
     t = float("inf")
@@ -57,7 +65,9 @@ def seconds(cmd, env):
 
 
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+    argv = [a for a in sys.argv[1:] if a != "--testdata"]
+    build = argv[0] if argv else os.path.join(ROOT, "build")
+    which = testdata_configs if "--testdata" in sys.argv else configs
     bench = os.path.join(build, "tests", "bench", "bench_exec")
     ort_dir = os.path.join(build, "ort", "node_modules")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", NODE_PATH=ort_dir)
@@ -65,7 +75,7 @@ def main():
     print("| model | PyTorch step s | graphdiet step s | step ratio | onnxruntime fwd s | graphdiet fwd s | fwd ratio |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, model, args in configs():
+        for name, model, args in which():
             path = os.path.join(tmp, "m.onnx")
             torch.onnx.export(model, args, path, input_names=["x", "target"], output_names=["loss"], opset_version=17,
                               training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
