@@ -105,15 +105,17 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 	return 0;
 }
 
-/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - pt + i*dh][ox*sw - pl + j*dw], 0 outside.
- * For each row the valid ox form one range, computed once; with unit stride it is one copy. */
+/* col[(c*kh + i)*kw + j][(oy-oy0)*ow + ox] = x[c][oy*sh - pt + i*dh][ox*sw - pl + j*dw], 0 outside,
+ * for the band of output rows [oy0, oy1). For each row the valid ox form one range, computed once;
+ * with unit stride it is one copy. */
 #define IM2COL(T)                                                                                              \
-	static void im2col_##T(const T *x, const struct geom *g, int64_t cg, T *col)                           \
+	static void im2col_##T(const T *x, const struct geom *g, int64_t cg, int64_t oy0, int64_t oy1, T *col) \
 	{                                                                                                      \
+		int64_t band = (oy1 - oy0) * g->ow;                                                            \
 		for (int64_t c = 0; c < cg; c++)                                                               \
 			for (int64_t i = 0; i < g->kh; i++)                                                    \
 				for (int64_t j = 0; j < g->kw; j++) {                                          \
-					T *row = col + ((c * g->kh + i) * g->kw + j) * g->oh * g->ow;          \
+					T *row = col + ((c * g->kh + i) * g->kw + j) * band - oy0 * g->ow;     \
 					int64_t off = j * g->dw - g->pl; /* ix = ox*sw + off */                \
 					int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                \
 					int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw;   \
@@ -121,7 +123,33 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 						hi = g->ow;                                                    \
 					if (lo > hi)                                                           \
 						lo = hi;                                                       \
-					for (int64_t oy = 0; oy < g->oh; oy++) {                               \
+					if (g->sh == 1 && g->sw == 1 && g->ow == g->w) {                       \
+						/* rows oy read input rows oy - pt + i*dh: the valid ones are \
+						 * one contiguous run of the image, shifted by off */          \
+						int64_t y0 = g->pt - i * g->dh, a0 = oy0 > y0 ? oy0 : y0;      \
+						int64_t a1 = g->h + y0 < oy1 ? g->h + y0 : oy1;                \
+						T *r0 = row + oy0 * g->ow;                                     \
+						if (a1 <= a0) {                                                \
+							memset(r0, 0, (size_t)((oy1 - oy0) * g->ow) * sizeof(T)); \
+							continue;                                              \
+						}                                                              \
+						memset(r0, 0, (size_t)((a0 - oy0) * g->ow) * sizeof(T));       \
+						T *ra = row + a0 * g->ow;                                      \
+						const T *sa = x + (c * g->h + a0 - y0) * g->w;                 \
+						int64_t n = (a1 - a0) * g->ow, s0 = off > 0 ? 0 : -off;        \
+						int64_t s1 = off > 0 ? n - off : n;                            \
+						memcpy(ra + s0, sa + s0 + off, (size_t)(s1 - s0) * sizeof(T)); \
+						for (int64_t oy = a0; oy < a1; oy++) { /* the edges */         \
+							T *r = row + oy * g->ow;                               \
+							for (int64_t ox = 0; ox < lo; ox++)                    \
+								r[ox] = 0;                                     \
+							for (int64_t ox = hi; ox < g->ow; ox++)                \
+								r[ox] = 0;                                     \
+						}                                                              \
+						memset(row + a1 * g->ow, 0, (size_t)((oy1 - a1) * g->ow) * sizeof(T)); \
+						continue;                                                      \
+					}                                                                      \
+					for (int64_t oy = oy0; oy < oy1; oy++) {                               \
 						int64_t iy = oy * g->sh - g->pt + i * g->dh;                   \
 						T *r = row + oy * g->ow;                                       \
 						if (iy < 0 || iy >= g->h) {                                    \
@@ -213,19 +241,33 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	if (!y)
 		return exec_status(x);
 	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
-	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
+	size_t es = dtype_size(a->dtype);
+	/* bands of output rows whose patch matrix (about 2 MiB) stays in cache for the GEMM */
+	int64_t rows = (int64_t)((2048u << 10) / ((size_t)kk * (size_t)g.ow * es + 1));
+	rows = rows < 1 ? 1 : rows > g.oh ? g.oh : rows;
+	size_t colb = (size_t)(kk * rows * g.ow) * es;
 	uint8_t *col = exec_scratch(x, colb);
 	if (!col)
 		return exec_status(x);
 	for (int64_t i = 0; i < g.n; i++)
 		for (int64_t gi = 0; gi < g.group; gi++) {
 			const uint8_t *xi = (const uint8_t *)a->data + ((i * g.c + gi * cg) * g.h * g.w) * es;
-			if (a->dtype == DT_FLOAT)
-				im2col_float((const float *)xi, &g, cg, (float *)col);
-			else
-				im2col_double((const double *)xi, &g, cg, (double *)col);
-			gemm_nn(a->dtype, 0, mg, np, kk, (const uint8_t *)w->data + gi * mg * kk * es, col,
-				y + ((i * g.m + gi * mg) * np) * es);
+			for (int64_t oy0 = 0; oy0 < g.oh; oy0 += rows) {
+				int64_t oy1 = oy0 + rows < g.oh ? oy0 + rows : g.oh, band = (oy1 - oy0) * g.ow;
+				if (a->dtype == DT_FLOAT)
+					im2col_float((const float *)xi, &g, cg, oy0, oy1, (float *)col);
+				else
+					im2col_double((const double *)xi, &g, cg, oy0, oy1, (double *)col);
+				/* Y_g[:, band] (mg, band) = W_g (mg, kk) * col (kk, band), Y_g's rows np apart */
+				if (a->dtype == DT_FLOAT)
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0f,
+						    (const float *)w->data + gi * mg * kk, (int)kk, (const float *)col, (int)band,
+						    0.0f, (float *)y + (i * g.m + gi * mg) * np + oy0 * g.ow, (int)np);
+				else
+					cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0,
+						    (const double *)w->data + gi * mg * kk, (int)kk, (const double *)col, (int)band,
+						    0.0, (double *)y + (i * g.m + gi * mg) * np + oy0 * g.ow, (int)np);
+			}
 		}
 	exec_scratch_free(x, col, colb);
 	if (b)
