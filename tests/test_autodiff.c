@@ -119,6 +119,33 @@ static const struct gcase cases[] = {
 	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y, lp], attrs: {reduction: \"none\"}}\n"},
 	{"NegativeLogLikelihoodLoss sum", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
 	 "  - {op: NegativeLogLikelihoodLoss, inputs: [s, l], outputs: [y], attrs: {reduction: \"sum\"}}\n"},
+	{"NegativeLogLikelihoodLoss weighted, ignore", P("s", "[4, 3]") POS("w", "[3]")
+	 "  - {name: l, dtype: int64, shape: [4], data: [2, 0, 5, 1]}\n",
+	 "  - {op: NegativeLogLikelihoodLoss, inputs: [s, l, w], outputs: [y], attrs: {ignore_index: 5}}\n"},
+	{"SoftmaxCrossEntropyLoss sum", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [3, 3, 0]}\n",
+	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y], attrs: {reduction: \"sum\"}}\n"},
+	{"Conv SAME_LOWER dilated", P("x", "[1, 2, 6, 5]") P("w", "[2, 2, 2, 3]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {auto_pad: \"SAME_LOWER\", dilations: [2, 1]}}\n"},
+	{"MaxPool dilated, no pads", P("x", "[1, 1, 6, 6]"),
+	 "  - {op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [2, 2], dilations: [2, 2]}}\n"},
+	{"Softmax default axis", P("x", "[2, 3, 4]"), "  - {op: Softmax, inputs: [x], outputs: [y]}\n"},
+	{"LogSoftmax axis 0", P("x", "[3, 4]"), "  - {op: LogSoftmax, inputs: [x], outputs: [y], attrs: {axis: 0}}\n"},
+	{"ReduceMax keepdims", P("x", "[3, 4]"), "  - {op: ReduceMax, inputs: [x], outputs: [y], attrs: {axes: [0]}}\n"},
+	{"ReduceSum all axes", P("x", "[2, 3]"), "  - {op: ReduceSum, inputs: [x], outputs: [y]}\n"},
+	{"ReduceMean two axes", P("x", "[2, 3, 4]"), "  - {op: ReduceMean, inputs: [x], outputs: [y], attrs: {axes: [0, 2], keepdims: 0}}\n"},
+	{"Gemm scalar C", P("a", "[2, 3]") P("b", "[3, 4]") P("c", "[]"), "  - {op: Gemm, inputs: [a, b, c], outputs: [y]}\n"},
+	{"Slice axes and negative start", P("x", "[3, 4, 5]") "  - {name: st, dtype: int64, shape: [1], data: [-3]}\n"
+	 "  - {name: en, dtype: int64, shape: [1], data: [5]}\n  - {name: ax, dtype: int64, shape: [1], data: [2]}\n",
+	 "  - {op: Slice, inputs: [x, st, en, ax], outputs: [y]}\n"},
+	{"Split equal parts, first used", P("x", "[6, 2]"),
+	 "  - {op: Split, inputs: [x], outputs: [y, q, r]}\n"},
+	{"Gather negative indices", P("e", "[4, 2]") "  - {name: i, dtype: int64, shape: [3], data: [-1, 0, -1]}\n",
+	 "  - {op: Gather, inputs: [e, i], outputs: [y]}\n"},
+	{"Expand to a higher rank", P("x", "[3]") "  - {name: s, dtype: int64, shape: [3], data: [2, 1, 3]}\n",
+	 "  - {op: Expand, inputs: [x, s], outputs: [y]}\n"},
+	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
+	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
+	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */

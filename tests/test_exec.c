@@ -142,6 +142,24 @@ Test(exec, peak_counts_what_is_live)
 	graph_free(g);
 }
 
+Test(exec, runs_are_deterministic)
+{
+	/* the same inputs and seed give the same bits */
+	struct graph *g = load_ok(TESTDATA "/transformer.onnx");
+	struct exec_opts o = {.random_inputs = 1, .seed = 3};
+	struct gd_err e = {0};
+	struct exec *x1 = exec_run(g, &o, NULL, &e), *x2 = x1 ? exec_run(g, &o, NULL, &e) : NULL;
+	cr_assert(x1 && x2, "%s", e.msg);
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		const struct rtensor *a = exec_value(x1, g->outputs[i]), *b = exec_value(x2, g->outputs[i]);
+		cr_assert_eq(a->nbytes, b->nbytes);
+		cr_assert_eq(memcmp(a->data, b->data, a->nbytes), 0, "output %s differs between runs", g->outputs[i]->name);
+	}
+	exec_free(x1);
+	exec_free(x2);
+	graph_free(g);
+}
+
 Test(exec, costs_follow_the_formulas)
 {
 	/* MatMul (2,3,4)x(4,5): 2*(2*3*5)*4 = 240 FLOPs; Conv (1,2,5,5) by (3,2,3,3), pads 1: output
