@@ -157,6 +157,11 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 							continue;                                              \
 						}                                                              \
 						const T *src = x + (c * g->h + iy) * g->w + off;               \
+						if (g->ow <= 16) { /* narrow rows: calls would cost more */    \
+							for (int64_t ox = 0; ox < g->ow; ox++)                 \
+								r[ox] = ox >= lo && ox < hi ? src[ox * g->sw] : 0; \
+							continue;                                              \
+						}                                                              \
 						memset(r, 0, (size_t)lo * sizeof(T));                          \
 						if (g->sw == 1)                                                \
 							memcpy(r + lo, src + lo, (size_t)(hi - lo) * sizeof(T)); \
