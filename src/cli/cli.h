@@ -40,6 +40,10 @@ struct graph *cli_load(const char *path, enum gd_format fmt, int *rc);
 /* Output formats for --format: text (default), json, yaml. */
 enum cli_out { OUT_TEXT, OUT_JSON, OUT_YAML };
 int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out);
+/* The options every command shares: --from (stored in *from when not NULL), --format (in *fmt),
+ * --help (printed to stdout) and unknown options (a usage error). Returns 1 when the command must
+ * return *rc now, 0 when the option was handled. */
+int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *from, enum cli_out *fmt, int *rc);
 /* Refuses to write binary data to a terminal, as gzip does. */
 int cli_refuse_binary_tty(const char *path, enum gd_format fmt);
 /* Ends a command: checks that stdout was written, maps failures to exit codes. */

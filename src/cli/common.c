@@ -107,3 +107,23 @@ int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed)
 		return cli_usage(cmd, "--seed: '%s' is not a number", arg);
 	return 0;
 }
+
+int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *from, enum cli_out *fmt, int *rc)
+{
+	extern char *optarg;
+	if (c == 'f' && from) {
+		*rc = cli_format_arg(cmd, "--from", optarg, from);
+		return *rc != 0;
+	}
+	if (c == 'F' && fmt) {
+		*rc = cli_out_arg(cmd, optarg, fmt);
+		return *rc != 0;
+	}
+	if (c == 'h') {
+		fputs(help, stdout);
+		*rc = cli_finish(0);
+		return 1;
+	}
+	*rc = cli_usage(cmd, "unknown option");
+	return 1;
+}

@@ -32,16 +32,13 @@ int cmd_convert(int argc, char **argv)
 	struct save_opts so = SAVE_OPTS_DEFAULT;
 	const char *out = NULL;
 	int c;
+	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'o':
 			out = optarg;
-			break;
-		case 'f':
-			if (cli_format_arg("convert", "--from", optarg, &from))
-				return GD_EINPUT;
 			break;
 		case 't':
 			if (cli_format_arg("convert", "--to", optarg, &to))
@@ -52,11 +49,10 @@ int cmd_convert(int argc, char **argv)
 			if (!*optarg || *end || *optarg == '-')
 				return cli_usage("convert", "--inline: '%s' is not a count", optarg);
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return cli_finish(0);
 		default:
-			return cli_usage("convert", "unknown option");
+			if (cli_shared_option("convert", c, help, &from, NULL, &shared_rc))
+				return shared_rc;
+			break;
 		}
 	}
 	int nargs = argc - optind;

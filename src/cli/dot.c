@@ -28,24 +28,20 @@ int cmd_dot(int argc, char **argv)
 	struct save_opts so = SAVE_OPTS_DEFAULT;
 	const char *out = "-";
 	int c;
+	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
 			break;
-		case 'f':
-			if (cli_format_arg("dot", "--from", optarg, &from))
-				return GD_EINPUT;
-			break;
 		case 'p':
 			so.dot_params = 0;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return cli_finish(0);
 		default:
-			return cli_usage("dot", "unknown option");
+			if (cli_shared_option("dot", c, help, &from, NULL, &shared_rc))
+				return shared_rc;
+			break;
 		}
 	}
 	if (argc - optind != 1)

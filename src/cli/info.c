@@ -272,22 +272,14 @@ int cmd_info(int argc, char **argv)
 	enum gd_format from = FMT_AUTO;
 	enum cli_out out = OUT_TEXT;
 	int c;
+	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'F':
-			if (cli_out_arg("info", optarg, &out))
-				return GD_EINPUT;
-			break;
-		case 'f':
-			if (cli_format_arg("info", "--from", optarg, &from))
-				return GD_EINPUT;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return cli_finish(0);
 		default:
-			return cli_usage("info", "unknown option");
+			if (cli_shared_option("info", c, help, &from, &out, &shared_rc))
+				return shared_rc;
+			break;
 		}
 	}
 	if (argc - optind != 1)

@@ -137,6 +137,7 @@ int cmd_run(int argc, char **argv)
 	const char *inargs[64], *outdir = NULL;
 	size_t n_in = 0, n_dims = 0;
 	int c, rc = 0;
+	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -159,19 +160,10 @@ int cmd_run(int argc, char **argv)
 		case 'o':
 			outdir = optarg;
 			break;
-		case 'F':
-			if (cli_out_arg("run", optarg, &fmt))
-				return GD_EINPUT;
-			break;
-		case 'f':
-			if (cli_format_arg("run", "--from", optarg, &from))
-				return GD_EINPUT;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return cli_finish(0);
 		default:
-			return cli_usage("run", "unknown option");
+			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc))
+				return shared_rc;
+			break;
 		}
 	}
 	if (argc - optind != 1)

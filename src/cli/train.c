@@ -63,6 +63,7 @@ int cmd_train(int argc, char **argv)
 	size_t n_dims = 0;
 	char *pbuf = NULL, *fbuf = NULL;
 	int c;
+	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -84,10 +85,6 @@ int cmd_train(int argc, char **argv)
 			free(fbuf);
 			ao.n_freeze = split_names(optarg, &fbuf, (const char ***)&ao.freeze);
 			break;
-		case 'f':
-			if (cli_format_arg("train", "--from", optarg, &from))
-				return GD_EINPUT;
-			break;
 		case 'L':
 			if (!strcmp(optarg, "mse"))
 				loss_fn = LOSS_MSE;
@@ -103,11 +100,10 @@ int cmd_train(int argc, char **argv)
 			if (cli_add_dim("train", optarg, dims, &n_dims))
 				return GD_EINPUT;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return cli_finish(0);
 		default:
-			return cli_usage("train", "unknown option");
+			if (cli_shared_option("train", c, help, &from, NULL, &shared_rc))
+				return shared_rc;
+			break;
 		}
 	}
 	int rc = 0;

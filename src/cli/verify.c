@@ -55,6 +55,7 @@ int cmd_verify(int argc, char **argv)
 	size_t n_dims = 0;
 	uint64_t seed = 0;
 	int c;
+	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -74,15 +75,10 @@ int cmd_verify(int argc, char **argv)
 			if (cli_add_dim("verify", optarg, dims, &n_dims))
 				return GD_EINPUT;
 			break;
-		case 'F':
-			if (cli_out_arg("verify", optarg, &fmt))
-				return GD_EINPUT;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return cli_finish(0);
 		default:
-			return cli_usage("verify", "unknown option");
+			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
+				return shared_rc;
+			break;
 		}
 	}
 	if (argc - optind != 2)
