@@ -191,3 +191,47 @@ Test(exec, costs_follow_the_formulas)
 	exec_free(x);
 	graph_free(g);
 }
+
+/* float32 convolutions with 16+ channels take the shifted-GEMM path, float64 ones im2col: the two
+ * must agree (to float32 rounding) over pads, batch and bias. */
+Test(exec, shifted_conv_matches_im2col)
+{
+	const char *fmt = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [2, 16, 7, 6]}]\n"
+			  "params: [{name: w, dtype: %s, shape: [8, 16, 3, 3], init: {dist: normal, seed: 4}},\n"
+			  "         {name: b, dtype: %s, shape: [8], init: {dist: normal, seed: 5}}]\n"
+			  "nodes: [{op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: [1, 0, 2, 1]}}]\n"
+			  "outputs: [{name: y}]\n";
+	double *ys[2] = {NULL, NULL};
+	int64_t n = 0;
+	for (int k = 0; k < 2; k++) {
+		const char *dt = k ? "float64" : "float32";
+		char text[1024], path[256];
+		snprintf(text, sizeof text, fmt, dt, dt, dt);
+		snprintf(path, sizeof path, "%s/conv_%s.yaml", tmpdir(), dt);
+		FILE *f = fopen(path, "w");
+		fputs(text, f);
+		fclose(f);
+		struct graph *g = load_ok(path);
+		struct exec_opts o = {.random_inputs = 1, .seed = 2};
+		struct gd_err e = {0};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		const struct rtensor *y = exec_value(x, g->outputs[0]);
+		cr_assert_eq(y->dims[2], 8);
+		cr_assert_eq(y->dims[3], 5);
+		n = y->numel;
+		ys[k] = malloc((size_t)n * sizeof(double));
+		for (int64_t i = 0; i < n; i++)
+			ys[k][i] = rt_get(y, i);
+		exec_free(x);
+		graph_free(g);
+	}
+	double scale = 0, worst = 0;
+	for (int64_t i = 0; i < n; i++) {
+		scale = fmax(scale, fabs(ys[1][i]));
+		worst = fmax(worst, fabs(ys[0][i] - ys[1][i]));
+	}
+	cr_assert(worst <= 1e-5 * scale, "float32 shifted conv differs from float64 im2col by %g (scale %g)", worst, scale);
+	free(ys[0]);
+	free(ys[1]);
+}

@@ -10,6 +10,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct geom {
@@ -222,6 +223,60 @@ static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void 
 			    ta ? (int)m : (int)k, b, (int)n, 0.0, c, (int)n);
 }
 
+/* float32, unit stride and dilation, one group: no im2col. Each image is padded once to
+ * (C, Hp, Wp); for kernel offset (i, j) the input seen by every output pixel is the padded image
+ * shifted by i*Wp + j, a (C, OH*Wp) matrix with rows Hp*Wp apart, so
+ *   Yw (M, OH*Wp) = sum_ij W_ij (M, C) * Xpad[:, i*Wp + j ...]
+ * is kh*kw GEMMs accumulating into a wide output whose last kw-1 columns per row are dropped. */
+static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct geom *g,
+			float *y)
+{
+	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, kk = g->kh * g->kw;
+	size_t padb = (size_t)(g->c * hp * wp + wp) * 4, wideb = (size_t)(g->m * g->oh * wp) * 4;
+	size_t packb = (size_t)(kk * g->m * g->c) * 4;
+	float *pad = exec_scratch(x, padb), *wide = pad ? exec_scratch(x, wideb) : NULL;
+	float *pack = wide ? exec_scratch(x, packb) : NULL;
+	if (!pack) {
+		exec_scratch_free(x, pad, padb);
+		exec_scratch_free(x, wide, wideb);
+		return exec_status(x);
+	}
+	const float *wd = w->data;
+	for (int64_t t = 0; t < kk; t++) /* W (M, C, kh, kw) -> W_ij (kh*kw, M, C) */
+		for (int64_t m = 0; m < g->m; m++)
+			for (int64_t c = 0; c < g->c; c++)
+				pack[(t * g->m + m) * g->c + c] = wd[(m * g->c + c) * kk + t];
+	for (int64_t i = 0; i < g->n; i++) {
+		const float *xi = (const float *)a->data + i * g->c * g->h * g->w;
+		for (int64_t c = 0; c < g->c; c++)
+			for (int64_t r = 0; r < hp; r++) {
+				float *dst = pad + (c * hp + r) * wp;
+				int64_t iy = r - g->pt;
+				if (iy < 0 || iy >= g->h) {
+					memset(dst, 0, (size_t)wp * 4);
+					continue;
+				}
+				memset(dst, 0, (size_t)g->pl * 4);
+				memcpy(dst + g->pl, xi + (c * g->h + iy) * g->w, (size_t)g->w * 4);
+				memset(dst + g->pl + g->w, 0, (size_t)g->pr * 4);
+			}
+		for (int64_t t = 0; t < kk; t++) {
+			int64_t di = t / g->kw, dj = t % g->kw;
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)(g->oh * wp), (int)g->c, 1.0f,
+				    pack + t * g->m * g->c, (int)g->c, pad + di * wp + dj, (int)(hp * wp), t ? 1.0f : 0.0f, wide,
+				    (int)(g->oh * wp));
+		}
+		float *yi = y + i * g->m * g->oh * g->ow;
+		for (int64_t m = 0; m < g->m; m++)
+			for (int64_t oy = 0; oy < g->oh; oy++)
+				memcpy(yi + (m * g->oh + oy) * g->ow, wide + (m * g->oh + oy) * wp, (size_t)g->ow * 4);
+	}
+	exec_scratch_free(x, pack, packb);
+	exec_scratch_free(x, wide, wideb);
+	exec_scratch_free(x, pad, padb);
+	return 0;
+}
+
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
@@ -247,6 +302,14 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_status(x);
 	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
+	if (a->dtype == DT_FLOAT && g.group == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.kh * g.kw > 1 &&
+	    g.c >= 16) { /* below 16 channels the K = C GEMMs are too thin: im2col is faster */
+		if (conv_shifted(x, a, w, &g, (float *)y))
+			return exec_status(x);
+		if (b)
+			add_bias(out[0], b, g.n, g.m, np);
+		return 0;
+	}
 	/* bands of output rows whose patch matrix (about 2 MiB) stays in cache for the GEMM */
 	int64_t rows = (int64_t)((2048u << 10) / ((size_t)kk * (size_t)g.ow * es + 1));
 	rows = rows < 1 ? 1 : rows > g.oh ? g.oh : rows;
