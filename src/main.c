@@ -13,6 +13,8 @@ const struct cli_cmd cli_cmds[] = {
 	{"convert", cmd_convert, "convert between ONNX and graphdiet YAML, losslessly"},
 	{"dot", cmd_dot, "draw a graph as Graphviz DOT"},
 	{"train", cmd_train, "build the training graph: forward, backward, <param>_grad outputs"},
+	{"plan", cmd_plan, "report training memory: peak, where, and what it holds"},
+	{"check", cmd_check, "CI gate: does training fit in a memory budget? (exit 1 if not)"},
 	{"run", cmd_run, "run a graph with the reference executor"},
 	{"verify", cmd_verify, "check a training graph's gradients against the model's plain ones"},
 	{NULL, NULL, NULL},

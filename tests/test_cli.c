@@ -91,8 +91,8 @@ Test(cli, help_version_and_usage_errors)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strncmp(r.out, "graphdiet ", 10) == 0);
 	run_free(&r);
-	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify"};
-	for (int i = 0; i < 6; i++) {
+	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check"};
+	for (int i = 0; i < 8; i++) {
 		r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		cr_assert_eq(r.status, 0, "%s --help", cmds[i]);
 		cr_assert(strstr(r.out, "usage: graphdiet"), "%s --help goes to stdout", cmds[i]);
@@ -252,8 +252,8 @@ Test(cli, fuzz_regressions)
 /* Each long option a command's --help lists is documented in its man page. */
 Test(cli, man_pages_document_every_option)
 {
-	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify"};
-	for (int i = 0; i < 6; i++) {
+	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check"};
+	for (int i = 0; i < 8; i++) {
 		struct run_result r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		char path[512];
 		snprintf(path, sizeof path, "%s/man/graphdiet-%s.1", GD_SOURCE_DIR, cmds[i]);
@@ -280,7 +280,7 @@ Test(cli, man_pages_document_every_option)
 	/* and graphdiet.1 names every command */
 	size_t len;
 	char *man = (char *)slurp(GD_SOURCE_DIR "/man/graphdiet.1", &len);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 8; i++) {
 		char ref[64];
 		snprintf(ref, sizeof ref, "graphdiet\\-%s (1)", cmds[i]);
 		cr_expect(strstr(man, ref), "graphdiet.1 does not describe %s", cmds[i]);
@@ -346,5 +346,51 @@ Test(cli, train_errors_name_the_problem)
 			  strstr(r.err, "no gradient rule for Mystery"),
 		  "%s", r.err);
 	cr_assert_eq(lines(r.err), 1, "%s", r.err);
+	run_free(&r);
+}
+
+Test(cli, check_is_a_ci_gate)
+{
+	char *fits[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--budget", "1MiB", "--dim", "batch=4", NULL};
+	struct run_result r = run_cmd(fits, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_eq(lines(r.out), 1);
+	cr_assert(strstr(r.out, "graphdiet check: fits: peak "), "%s", r.out);
+	run_free(&r);
+	char *over[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--budget", "10kB", "--dim", "batch=4", NULL};
+	r = run_cmd(over, NULL, 0);
+	cr_assert_eq(r.status, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "over budget"), "%s", r.out);
+	run_free(&r);
+	char *unbound[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--budget", "1MiB", NULL};
+	r = run_cmd(unbound, NULL, 0);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "use --dim batch=N"), "%s", r.err);
+	run_free(&r);
+	char *badsize[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--budget", "lots", NULL};
+	r = run_cmd(badsize, NULL, 0);
+	cr_assert_eq(r.status, 2);
+	run_free(&r);
+	char *nobudget[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", NULL};
+	r = run_cmd(nobudget, NULL, 0);
+	cr_assert_eq(r.status, 2);
+	run_free(&r);
+}
+
+Test(cli, plan_json_reports_the_memory_model)
+{
+	char *argv[] = {GD_BINARY, "plan", TESTDATA "/rnn.onnx", "--dim", "batch=8", "--budget", "1MB", "--format", "json", NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char path[256];
+	snprintf(path, sizeof path, "%s/plan.json", tmpdir());
+	FILE *f = fopen(path, "w");
+	fwrite(r.out, 1, r.out_len, f);
+	fclose(f);
+	python_ok("import json, sys; d = json.load(open(sys.argv[1])); "
+		  "b = d['breakdown']; assert d['peak_bytes_after'] == sum(b.values()), d; "
+		  "assert d['fits'] is True and d['budget_bytes'] == 1000000 and d['recompute_flops'] == 0, d; "
+		  "assert d['peak_bytes_before'] == d['peak_bytes_after'] and len(d['checkpoints']) > 0, d",
+		  path, "plan --format json");
 	run_free(&r);
 }

@@ -20,6 +20,8 @@ int cmd_dot(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 struct exec_binding;
 /* Parses --dim NAME=VALUE (NAME is strdup'd). */

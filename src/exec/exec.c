@@ -21,7 +21,8 @@ struct exec {
 	uint32_t nv;         /* values when the run started: later additions to g have no slot */
 	uint32_t *left;      /* consumers still to run, by value id */
 	uint8_t *pinned;     /* lives for the whole run */
-	size_t live, peak;
+	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
+	size_t scratch, scratch_peak; /* kernels' workspace (im2col buffers, accumulators), apart */
 	uint64_t flops, moved;
 	const struct node *cur;
 	int compute;         /* the current node computes data */
@@ -152,10 +153,13 @@ void exec_drop(struct exec *x, struct rtensor *t)
 void *exec_scratch(struct exec *x, size_t bytes)
 {
 	void *p = xcalloc(bytes ? bytes : 1, 1);
-	if (!p)
+	if (!p) {
 		err_oom(x->e);
-	else
-		account(x, bytes, 0);
+		return NULL;
+	}
+	x->scratch += bytes;
+	if (x->scratch > x->scratch_peak)
+		x->scratch_peak = x->scratch;
 	return p;
 }
 
@@ -163,8 +167,22 @@ void exec_scratch_free(struct exec *x, void *p, size_t bytes)
 {
 	if (p) {
 		xfree(p);
-		account(x, 0, bytes);
+		x->scratch -= bytes;
 	}
+}
+
+void *exec_alloc_temp(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims)
+{
+	if (set_shape(x, t, dtype, ndim, dims) || !x->compute || (x->o->shapes_only && t->numel > FOLD_MAX))
+		return NULL;
+	t->data = exec_scratch(x, t->nbytes);
+	return t->data;
+}
+
+void exec_free_temp(struct exec *x, struct rtensor *t)
+{
+	exec_scratch_free(x, t->data, t->nbytes);
+	t->data = NULL;
 }
 
 double rt_get(const struct rtensor *t, int64_t i)
@@ -485,6 +503,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	if (st) {
 		st->seconds = now() - t0;
 		st->peak_bytes = x->peak;
+		st->scratch_peak_bytes = x->scratch_peak;
 		st->final_bytes = x->live;
 		st->flops = x->flops;
 		st->bytes_moved = x->moved;

@@ -57,7 +57,8 @@ struct exec_profile {
 };
 
 struct exec_stats {
-	size_t peak_bytes, final_bytes;
+	size_t peak_bytes, final_bytes; /* tensors, per the memory model */
+	size_t scratch_peak_bytes;      /* kernels' workspace, on top */
 	double seconds;              /* running the nodes (inputs already bound) */
 	uint64_t flops, bytes_moved; /* summed op costs (op_cost) */
 };
@@ -80,6 +81,9 @@ void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, 
 int exec_status(const struct exec *x);
 /* Frees a tensor a kernel allocated for itself (a temporary the allocator counted). */
 void exec_drop(struct exec *x, struct rtensor *t);
+/* A kernel's temporary tensor, counted as workspace (not in the memory model's peak). */
+void *exec_alloc_temp(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims);
+void exec_free_temp(struct exec *x, struct rtensor *t);
 /* Counted zeroed scratch memory for a kernel; NULL with the error set when out of memory. */
 void *exec_scratch(struct exec *x, size_t bytes);
 void exec_scratch_free(struct exec *x, void *p, size_t bytes);

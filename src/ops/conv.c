@@ -404,9 +404,10 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 	if (attr_int(n, "storage_order", 0))
 		return exec_fail(x, "storage_order 1 is not supported");
 	int64_t dims[4] = {g.n, g.c, g.oh, g.ow};
-	if (!exec_alloc(x, out[0], a->dtype, 4, dims))
-		return exec_status(x);
+	void *y = exec_alloc(x, out[0], a->dtype, 4, dims); /* every output gets its shape first */
 	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, 4, dims) : NULL;
+	if (!y)
+		return exec_status(x);
 	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
 	for (int64_t nc = 0; nc < g.n * g.c; nc++)
 		for (int64_t oy = 0; oy < g.oh; oy++)

@@ -356,32 +356,41 @@ static int where_run(struct exec *x, const struct node *n, struct rtensor *const
 	return 0;
 }
 
-/* Sum of n inputs with broadcasting, added left to right (a fixed order: deterministic). */
+/* Sum of n inputs with broadcasting, accumulated into the output left to right (a fixed order:
+ * deterministic, and no intermediate tensors). */
 static int sum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
-	if (n->n_in == 1)
-		return unary(x, in, out, U_IDENTITY);
-	struct rtensor acc = {0}, *pair[2];
-	pair[0] = in[0];
-	pair[1] = in[1];
-	for (uint32_t k = 1; k < n->n_in; k++) {
-		struct rtensor next = {0};
-		struct rtensor *dst = k + 1 == n->n_in ? out[0] : &next;
-		if (binary(x, pair, &dst, B_ADD)) {
-			exec_drop(x, &acc);
-			return exec_status(x);
-		}
-		if (k > 1)
-			exec_drop(x, &acc);
-		if (dst == &next) {
-			acc = next;
-			pair[0] = &acc;
-			pair[1] = in[k + 1];
-		}
+	int nd;
+	int64_t dims[RT_MAX_DIMS];
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (want_float(x, in[k], "every input") || in[k]->dtype != in[0]->dtype)
+			return exec_status(x) ? exec_status(x) : exec_fail(x, "inputs have different dtypes");
+	if (bcast_shape(x, in, (int)n->n_in, &nd, dims))
+		return exec_status(x);
+	void *o = exec_alloc_zero(x, out[0], in[0]->dtype, nd, dims);
+	if (!o || out[0]->numel == 0)
+		return exec_status(x);
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		struct walk w;
+		walk_init(&w, nd, dims, &in[k], 1);
+		int64_t row = nd ? dims[nd - 1] : 1, s = nd ? w.st[0][nd - 1] : 0, i = 0;
+		do {
+			if (in[0]->dtype == DT_FLOAT) {
+				const float *p = (const float *)in[k]->data + w.off[0];
+				float *q = (float *)o + i;
+				for (int64_t j = 0; j < row; j++)
+					q[j] += p[j * s];
+			} else {
+				const double *p = (const double *)in[k]->data + w.off[0];
+				double *q = (double *)o + i;
+				for (int64_t j = 0; j < row; j++)
+					q[j] += p[j * s];
+			}
+			i += row;
+		} while (walk_next(&w));
 	}
 	return 0;
 }
-
 
 /* ---- gradient rules ----
  * y = a op b with broadcasting: each operand's gradient is summed back to its own shape

@@ -270,7 +270,7 @@ static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rten
 		return exec_fail(x, "scores must be (N, C, ...)");
 	/* log-probabilities: output 1 when asked for, a temporary otherwise */
 	struct rtensor tmp = {0}, *lp = n->n_out > 1 && n->out[1] ? out[1] : &tmp;
-	void *p = exec_alloc(x, lp, s->dtype, s->ndim, s->dims);
+	void *p = lp == &tmp ? exec_alloc_temp(x, lp, s->dtype, s->ndim, s->dims) : exec_alloc(x, lp, s->dtype, s->ndim, s->dims);
 	if (!p && exec_status(x))
 		return exec_status(x);
 	if (p)
@@ -282,8 +282,8 @@ static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rten
 		exec_alloc(x, out[0], s->dtype, mean ? 0 : in[1]->ndim, mean ? &one : in[1]->dims);
 		rc = exec_status(x);
 	}
-	if (lp == &tmp)
-		exec_drop(x, &tmp); /* a temporary of this node */
+	if (lp == &tmp && tmp.data)
+		exec_free_temp(x, &tmp); /* a temporary of this node */
 	return rc;
 }
 

@@ -1,0 +1,198 @@
+/* plan.c - `graphdiet plan` and `graphdiet check`: training memory, without rewriting anything. */
+#include "../plan/plan.h"
+#include "../util/emit.h"
+#include "../util/size.h"
+#include "cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char plan_help[] =
+	"usage: graphdiet plan [options] MODEL\n"
+	"\n"
+	"Reports how much memory training MODEL takes: the peak of live tensors over one training step\n"
+	"(forward and backward), where in the schedule it occurs, and what it holds (parameters,\n"
+	"gradients, activations). MODEL may be a model (its training graph is built) or a training graph.\n"
+	"Nothing is written.\n"
+	"\n"
+	"options:\n"
+	"      --checkpoint S    activation checkpointing strategy: none (keep every activation)\n"
+	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
+	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
+	"      --loss NAME       the loss, when the model has several scalar outputs\n"
+	"      --format FMT      text (default), json or yaml\n"
+	"      --from FORMAT     input format: onnx or yaml\n"
+	"  -h, --help            show this help\n";
+
+static const char check_help[] =
+	"usage: graphdiet check [options] --budget SIZE MODEL\n"
+	"\n"
+	"A CI gate: prints one line saying whether training MODEL fits in SIZE bytes, with the peak and\n"
+	"the budget. Exit 0 if it fits, 1 if it is over budget, 2 on bad input.\n"
+	"\n"
+	"options:\n"
+	"      --budget SIZE     the budget: 8GiB, 500MB or bytes (required)\n"
+	"      --checkpoint S    activation checkpointing strategy: none\n"
+	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
+	"      --loss NAME       the loss, when the model has several scalar outputs\n"
+	"      --from FORMAT     input format: onnx or yaml\n"
+	"  -h, --help            show this help\n";
+
+static void breakdown(struct emit *em, const struct mem_breakdown *b)
+{
+	emit_obj_begin(em);
+	emit_key(em, "params");
+	emit_uint(em, b->params);
+	emit_key(em, "optimizer_state");
+	emit_uint(em, b->opt_state);
+	emit_key(em, "gradients");
+	emit_uint(em, b->grads);
+	emit_key(em, "activations");
+	emit_uint(em, b->activations);
+	emit_obj_end(em);
+}
+
+static void report_structured(const char *path, const struct plan_report *r, int yaml)
+{
+	struct emit em;
+	emit_init(&em, stdout, yaml);
+	emit_obj_begin(&em);
+	emit_key(&em, "model");
+	emit_str(&em, path);
+	emit_key(&em, "checkpoint");
+	emit_str(&em, "none");
+	emit_key(&em, "peak_bytes_before");
+	emit_uint(&em, r->peak_before);
+	emit_key(&em, "peak_bytes_after");
+	emit_uint(&em, r->peak_after);
+	emit_key(&em, "peak_at");
+	emit_str(&em, r->peak_node_desc);
+	emit_key(&em, "peak_step");
+	emit_int(&em, r->peak_node);
+	emit_key(&em, "steps");
+	emit_uint(&em, r->n_nodes);
+	emit_key(&em, "breakdown");
+	breakdown(&em, &r->at_peak);
+	emit_key(&em, "forward_flops");
+	emit_uint(&em, r->forward_flops);
+	emit_key(&em, "recompute_flops");
+	emit_uint(&em, r->recompute_flops);
+	emit_key(&em, "budget_bytes");
+	if (r->has_budget)
+		emit_uint(&em, r->budget);
+	else
+		emit_null(&em);
+	emit_key(&em, "fits");
+	if (r->has_budget)
+		emit_bool(&em, r->fits);
+	else
+		emit_null(&em);
+	emit_key(&em, "checkpoints");
+	emit_arr_begin(&em);
+	for (size_t i = 0; i < r->n_checkpoints; i++)
+		emit_str(&em, r->checkpoints[i]);
+	emit_arr_end(&em);
+	emit_obj_end(&em);
+}
+
+static void report_text(const char *path, const struct plan_report *r)
+{
+	char a[32], b[32];
+	printf("model:       %s%s\n", strcmp(path, "-") ? path : "<stdin>",
+	       r->built_training ? " (training graph built)" : " (a training graph)");
+	printf("peak:        %s (%" PRIu64 " bytes) at %s, step %" PRId64 " of %u\n", size_format(r->peak_after, a, sizeof a),
+	       r->peak_after, r->peak_node_desc, r->peak_node + 1, r->n_nodes);
+	printf("  params       %s\n", size_format(r->at_peak.params, a, sizeof a));
+	printf("  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
+	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
+	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
+	printf("checkpoint:  none: all %zu activations the backward pass reads are kept\n", r->n_checkpoints);
+	printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
+	if (r->has_budget)
+		printf("budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
+}
+
+/* plan and check share their options and work; `check` prints one line and gates on the budget. */
+static int run(int argc, char **argv, int check)
+{
+	static const struct option opts[] = {
+		{"checkpoint", required_argument, NULL, 'c'}, {"budget", required_argument, NULL, 'b'},
+		{"dim", required_argument, NULL, 'd'},        {"loss", required_argument, NULL, 'l'},
+		{"format", required_argument, NULL, 'F'},     {"from", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+	};
+	const char *cmd = check ? "check" : "plan";
+	enum gd_format from = FMT_AUTO;
+	enum cli_out fmt = OUT_TEXT;
+	struct exec_binding dims[64];
+	struct plan_opts po = {0};
+	size_t n_dims = 0;
+	int c, rc = 0, shared_rc = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (strcmp(optarg, "none"))
+				return cli_usage(cmd, "--checkpoint %s: only 'none' is available yet", optarg);
+			break;
+		case 'b':
+			if (size_parse(optarg, &po.budget))
+				return cli_usage(cmd, "--budget: '%s' is not a size (8GiB, 500MB or bytes)", optarg);
+			po.has_budget = 1;
+			break;
+		case 'd':
+			if (cli_add_dim(cmd, optarg, dims, &n_dims))
+				return GD_EINPUT;
+			break;
+		case 'l':
+			po.loss = optarg;
+			break;
+		default:
+			if (cli_shared_option(cmd, c, check ? check_help : plan_help, &from, check ? NULL : &fmt, &shared_rc))
+				return shared_rc;
+			break;
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage(cmd, argc - optind < 1 ? "no model given" : "too many arguments");
+	if (check && !po.has_budget)
+		return cli_usage(cmd, "--budget is required");
+	const char *path = argv[optind];
+	po.dims = dims;
+	po.n_dims = n_dims;
+	struct graph *g = cli_load(path, from, &rc);
+	struct plan_report r;
+	struct gd_err e = {0};
+	if (g && (rc = plan_memory(g, &po, &r, &e)))
+		err_print(path, &e);
+	if (g && !rc) {
+		char a[32], b[32];
+		if (check) {
+			printf("graphdiet check: %s: peak %s %s budget %s (%s)\n", r.fits ? "fits" : "over budget",
+			       size_format(r.peak_after, a, sizeof a), r.fits ? "<=" : ">", size_format(r.budget, b, sizeof b),
+			       strcmp(path, "-") ? path : "<stdin>");
+			rc = r.fits ? 0 : GD_ECHECK;
+		} else if (fmt == OUT_TEXT) {
+			report_text(path, &r);
+		} else {
+			report_structured(path, &r, fmt == OUT_YAML);
+		}
+	}
+	graph_free(g);
+	for (size_t i = 0; i < n_dims; i++)
+		free((char *)dims[i].name);
+	return cli_finish(rc);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	return run(argc, argv, 0);
+}
+
+int cmd_check(int argc, char **argv)
+{
+	return run(argc, argv, 1);
+}

@@ -1,0 +1,33 @@
+/* memsim.h - the memory model (DESIGN.md): how many bytes a schedule needs at its peak.
+ *
+ * bytes(value) = elements x element size. Initializers and graph inputs are live for the whole step,
+ * as are graph outputs once produced; every other value lives from its producer's step until its last
+ * consumer's. At node i the outputs are allocated while its inputs are still live, then the inputs
+ * it read last and the outputs nobody reads are freed. This is the executor's allocator's rule, so
+ * the predicted peak equals the peak `graphdiet run` measures, to the byte (a test). */
+#ifndef GD_MEMSIM_H
+#define GD_MEMSIM_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+
+struct mem_breakdown {
+	uint64_t params;      /* initializers */
+	uint64_t opt_state;   /* optimizer state (none yet) */
+	uint64_t grads;       /* values backward nodes produce */
+	uint64_t activations; /* graph inputs and values forward nodes produce */
+};
+
+struct mem_result {
+	uint64_t peak;
+	int64_t peak_node;         /* index of the node at whose step the peak occurs; -1: before any */
+	struct mem_breakdown at_peak;
+	uint64_t *live;            /* live bytes after each node's outputs are allocated (xmalloc'd) */
+	uint32_t n_live;
+};
+
+/* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */
+int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *r, struct gd_err *e);
+void memsim_free(struct mem_result *r);
+
+#endif

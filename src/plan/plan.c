@@ -1,0 +1,86 @@
+/* plan.c - see plan.h. */
+#include "plan.h"
+#include "../autodiff/ad.h"
+#include "../util/xalloc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e)
+{
+	memset(r, 0, sizeof *r);
+	/* a training graph already has outputs <param>_grad */
+	int has_grads = 0;
+	for (uint32_t i = 0; i < g->n_outputs && !has_grads; i++) {
+		const char *nm = g->outputs[i]->name;
+		size_t len = strlen(nm);
+		if (len > 5 && !strcmp(nm + len - 5, "_grad")) {
+			char base[512];
+			snprintf(base, sizeof base, "%.*s", (int)(len - 5), nm);
+			const struct value *p = strmap_get(&g->names, base);
+			has_grads = p && p->init;
+		}
+	}
+	if (!has_grads) {
+		struct autodiff_opts ao = {.loss = o->loss};
+		struct autodiff_result res;
+		if (autodiff(g, &ao, &res, e) || graph_toposort(g, e))
+			return e->code;
+		r->built_training = 1;
+	}
+	struct exec_opts so = {.shapes_only = 1, .dims = o->dims, .n_dims = o->n_dims};
+	struct exec *x = exec_run(g, &so, NULL, e);
+	if (!x)
+		return e->code;
+	struct mem_result m;
+	if (memsim(g, x, &m, e)) {
+		exec_free(x);
+		return e->code;
+	}
+	r->peak_before = r->peak_after = m.peak;
+	r->peak_node = m.peak_node;
+	r->at_peak = m.at_peak;
+	r->n_nodes = g->n_nodes;
+	char d[300];
+	r->peak_node_desc = m.peak_node >= 0 ? arena_strdup(g->arena, node_desc(g->nodes[m.peak_node], d, sizeof d))
+					     : "(before the first node)";
+	/* forward cost; the checkpoints: forward values the backward pass reads */
+	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
+	uint8_t *seen = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!r->checkpoints || !seen || !r->peak_node_desc) {
+		xfree(seen);
+		memsim_free(&m);
+		exec_free(x);
+		return err_oom(e);
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		struct rtensor *in[64], *out[64];
+		if (n->n_in > 64 || n->n_out > 64)
+			continue;
+		static struct rtensor none;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			in[k] = n->in[k] ? (struct rtensor *)exec_value(x, n->in[k]) : &none;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			out[k] = n->out[k] ? (struct rtensor *)exec_value(x, n->out[k]) : &none;
+		uint64_t f, b;
+		op_cost(n, in, out, &f, &b);
+		if (!(n->tags & TAG_BACKWARD))
+			r->forward_flops += f;
+		if (n->tags & TAG_BACKWARD)
+			for (uint32_t k = 0; k < n->n_in; k++) {
+				const struct value *v = n->in[k];
+				if (v && v->producer && !(v->producer->tags & TAG_BACKWARD) && !seen[v->id]) {
+					seen[v->id] = 1;
+					r->checkpoints[r->n_checkpoints++] = v->name;
+				}
+			}
+	}
+	xfree(seen);
+	r->has_budget = o->has_budget;
+	r->budget = o->budget;
+	r->fits = !o->has_budget || r->peak_after <= o->budget;
+	memsim_free(&m);
+	exec_free(x);
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* plan.h - answering memory questions about training a model, without rewriting it.
+ *
+ * plan_memory takes a model (or a training graph), builds the training graph when the model has
+ * no gradients yet, infers shapes with the given dimension bindings and simulates the memory model.
+ * Checkpointing strategies other than `none` (keep every activation) come with issue #4's planner. */
+#ifndef GD_PLAN_H
+#define GD_PLAN_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+#include "memsim.h"
+
+struct plan_opts {
+	const struct exec_binding *dims;
+	size_t n_dims;
+	const char *loss;    /* for building the training graph */
+	uint64_t budget;     /* 0: none */
+	int has_budget;
+};
+
+struct plan_report {
+	int built_training;          /* the model had no gradients: plan built them */
+	uint64_t peak_before, peak_after;
+	int64_t peak_node;
+	const char *peak_node_desc;  /* "node 'x' (Op)" in the arena */
+	struct mem_breakdown at_peak;
+	uint64_t forward_flops, recompute_flops;
+	uint64_t budget;
+	int has_budget, fits;
+	const char **checkpoints;    /* forward values the backward pass reads, kept (arena) */
+	size_t n_checkpoints;
+	uint32_t n_nodes;
+};
+
+int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
+
+#endif
