@@ -96,3 +96,32 @@ Test(size, parse_and_format)
 	cr_assert_str_eq(size_format(1000, buf, sizeof buf), "1000 B");
 	cr_assert_str_eq(size_format(8ull << 30, buf, sizeof buf), "8.00 GiB");
 }
+
+#include "io/format.h"
+#include "plan/plan.h"
+
+/* A training graph written to disk and read back plans exactly as its model: node tags survive. */
+Test(plan, training_graph_file_plans_like_its_model)
+{
+	struct graph *g = load_ok(TESTDATA "/rescnn.onnx");
+	struct exec_binding b = {"batch", 2};
+	struct plan_opts po = {.dims = &b, .n_dims = 1};
+	struct plan_report r1, r2;
+	struct gd_err e = {0};
+	cr_assert_eq(plan_memory(g, &po, &r1, &e), 0, "%s", e.msg);
+	cr_assert(r1.built_training);
+	char path[256];
+	snprintf(path, sizeof path, "%s/rescnn_train.onnx", tmpdir());
+	struct save_opts so = SAVE_OPTS_DEFAULT;
+	cr_assert_eq(model_save(g, path, FMT_ONNX, &so, &e), 0, "%s", e.msg);
+	struct graph *t = load_ok(path);
+	cr_assert_eq(plan_memory(t, &po, &r2, &e), 0, "%s", e.msg);
+	cr_assert_not(r2.built_training, "the file is recognised as a training graph");
+	cr_assert_eq(r2.peak_after, r1.peak_after);
+	cr_assert_eq(r2.at_peak.grads, r1.at_peak.grads, "gradients are told apart by their nodes' tags");
+	cr_assert_eq(r2.at_peak.activations, r1.at_peak.activations);
+	cr_assert_eq(r2.n_checkpoints, r1.n_checkpoints);
+	cr_assert_eq(r2.forward_flops, r1.forward_flops);
+	graph_free(t);
+	graph_free(g);
+}

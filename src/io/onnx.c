@@ -19,6 +19,7 @@
 #include <string.h>
 
 #define CTRL_KEY "graphdiet.after"
+#define TAGS_KEY "graphdiet.tags" /* node tags: forward, backward, recompute, ... comma-separated */
 
 /* ---------------------------------------------------------------- reading */
 
@@ -409,6 +410,19 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 		return err_oom(r->e);
 	for (size_t i = 0; i < pn->n_metadata_props; i++) {
 		const Onnx__KeyValue *kv = pn->metadata_props[i];
+		if (kv->key && strcmp(kv->key, TAGS_KEY) == 0 && kv->value) {
+			for (const char *q = kv->value; *q;) {
+				size_t len = strcspn(q, ",");
+				uint32_t tag;
+				char d[300];
+				if (node_tag_parse(q, len, &tag))
+					return err_set(r->e, GD_EINPUT, "%s: unknown tag '%.*s' in %s", node_desc(n, d, sizeof d),
+						       (int)len, q, TAGS_KEY);
+				n->tags |= tag;
+				q += len + (q[len] == ',');
+			}
+			continue;
+		}
 		if (kv->key && strcmp(kv->key, CTRL_KEY) == 0) {
 			if (!kv->value)
 				continue;
@@ -962,12 +976,22 @@ static Onnx__Node *node_out(struct wr *w, const struct node *n)
 	for (uint32_t i = 0; i < n->n_attr; i++)
 		if (!(pn->attribute[i] = attr_out(w, &n->attr[i])))
 			return NULL;
-	pn->n_metadata_props = n->n_meta + (n->n_ctrl > 0);
+	pn->n_metadata_props = n->n_meta + (n->n_ctrl > 0) + (n->tags != 0);
 	Onnx__KeyValue **meta = kvs_out(w, n->meta, n->n_meta);
 	pn->metadata_props = ARR(w, pn->n_metadata_props, Onnx__KeyValue *);
 	if (!meta || !pn->metadata_props)
 		return NULL;
 	memcpy(pn->metadata_props, meta, n->n_meta * sizeof *meta);
+	if (n->tags) {
+		char buf[128];
+		Onnx__KeyValue *kv = NEW(w, Onnx__KeyValue, ONNX__KEY_VALUE__INIT);
+		char *s = kv ? arena_strdup(&w->a, node_tags_str(n->tags, buf, sizeof buf)) : NULL;
+		if (!s)
+			return NULL;
+		kv->key = TAGS_KEY;
+		kv->value = s;
+		pn->metadata_props[pn->n_metadata_props - 1 - (n->n_ctrl > 0)] = kv;
+	}
 	if (n->n_ctrl) {
 		size_t len = 0;
 		for (uint32_t i = 0; i < n->n_ctrl; i++)
@@ -987,7 +1011,7 @@ static Onnx__Node *node_out(struct wr *w, const struct node *n)
 			return NULL;
 		kv->key = CTRL_KEY;
 		kv->value = s;
-		pn->metadata_props[n->n_meta] = kv;
+		pn->metadata_props[pn->n_metadata_props - 1] = kv;
 	}
 	return pn;
 }

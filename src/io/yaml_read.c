@@ -764,7 +764,7 @@ static const char *item(struct yr *r, const ynode *l, uint32_t i)
 static int node_in(struct yr *r, struct graph *g, const ynode *y)
 {
 	static const char *const keys[] = {"name", "op", "domain", "overload", "inputs", "outputs", "attrs",
-					   "after", "doc", "meta", "unknown", NULL};
+					   "after", "tags", "doc", "meta", "unknown", NULL};
 	struct node *n = graph_add_node(g, r->e);
 	if (!n || want(r, y, YAML_MAPPING_NODE, "node") || get_str(r, y, "name", &n->name) ||
 	    get_str(r, y, "op", &n->op_type))
@@ -805,6 +805,18 @@ static int node_in(struct yr *r, struct graph *g, const ynode *y)
 			    attr_in(r, g, &n->attr[i], k, node_at(r, p->value)))
 				goto prefixed;
 		}
+	}
+	ynode *tags = get(r, y, "tags");
+	uint32_t nt = 0;
+	if (tags && names_in(r, tags, "tags", &nt))
+		goto prefixed;
+	for (uint32_t i = 0; i < nt; i++) {
+		uint32_t tag;
+		if (node_tag_parse(item(r, tags, i), strlen(item(r, tags, i)), &tag)) {
+			fail(r, tags, "unknown tag '%s' (forward, backward, recompute, loss_scale, diet or comm)", item(r, tags, i));
+			goto prefixed;
+		}
+		n->tags |= tag;
 	}
 	if (kvs_in(r, y, "meta", &n->meta, &(size_t){0}) || extras_in(r, y, "unknown", &n->x))
 		goto prefixed;

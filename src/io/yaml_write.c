@@ -563,6 +563,11 @@ static int node_entry(struct yw *w, int ind, const struct node *n)
 		}
 		fputs("]\n", w->f);
 	}
+	if (n->tags) {
+		char buf[128];
+		indent(w, ind + 2);
+		fprintf(w->f, "tags: [%s]\n", node_tags_str(n->tags, buf, sizeof buf));
+	}
 	if (opt_str(w, ind + 2, "doc", n->doc) || kv_list(w, ind + 2, "meta", n->meta, n->n_meta))
 		return -1;
 	extras_out(w, ind + 2, "unknown", &n->x);

@@ -179,6 +179,28 @@ const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e
 	}
 }
 
+static const char *const tag_names[] = {"forward", "backward", "recompute", "loss_scale", "diet", "comm"};
+
+const char *node_tags_str(uint32_t tags, char *buf, size_t n)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (int i = 0; i < 6; i++)
+		if (tags & (1u << i) && k < n)
+			k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", tag_names[i]);
+	return buf;
+}
+
+int node_tag_parse(const char *name, size_t len, uint32_t *tag)
+{
+	for (int i = 0; i < 6; i++)
+		if (strlen(tag_names[i]) == len && !strncmp(tag_names[i], name, len)) {
+			*tag = 1u << i;
+			return 0;
+		}
+	return -1;
+}
+
 const char *node_desc(const struct node *n, char *buf, size_t size)
 {
 	const char *op = n->op_type ? n->op_type : "?";

@@ -293,6 +293,11 @@ int graph_toposort(struct graph *g, struct gd_err *e);
 /* Fills value->uses. */
 int graph_link_uses(struct graph *g, struct gd_err *e);
 
+/* Tag names ("forward", "backward", "recompute", "loss_scale", "diet", "comm"): tags as a
+ * comma-separated list into buf, and back (-1 for an unknown name). */
+const char *node_tags_str(uint32_t tags, char *buf, size_t n);
+int node_tag_parse(const char *name, size_t len, uint32_t *tag);
+
 /* Message helpers: "node 'NAME' (Op)" with a positional name for unnamed nodes. */
 const char *node_desc(const struct node *n, char *buf, size_t size);
 const struct attr *node_attr(const struct node *n, const char *name);
