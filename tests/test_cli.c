@@ -390,7 +390,25 @@ Test(cli, plan_json_reports_the_memory_model)
 	python_ok("import json, sys; d = json.load(open(sys.argv[1])); "
 		  "b = d['breakdown']; assert d['peak_bytes_after'] == sum(b.values()), d; "
 		  "assert d['fits'] is True and d['budget_bytes'] == 1000000 and d['recompute_flops'] == 0, d; "
-		  "assert d['peak_bytes_before'] == d['peak_bytes_after'] and len(d['checkpoints']) > 0, d",
+		  "assert d['peak_bytes_before'] == d['peak_bytes_after'] and len(d['checkpoints']) > 0, d; "
+		  "assert d['loss'] == 'loss' and '/Tanh_output_0' in d['bottlenecks'], d",
 		  path, "plan --format json");
+	run_free(&r);
+}
+
+Test(cli, plan_explain_gives_each_candidates_reason)
+{
+	/* the U-Net's skip concatenation bypasses everything between the encoder and the Concat */
+	char *argv[] = {GD_BINARY, "plan", "--explain", TESTDATA "/unet.onnx", "--dim", "batch=2", NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	const char *line = strstr(r.out, "\n  /Relu_output_0 ");
+	cr_assert(line && strstr(line, " bottleneck\n") == line + strcspn(line + 1, "\n") + 1 - strlen(" bottleneck"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, "bypassed: node '/Concat' (Concat) reads '/Relu_output_0', made before it"), "%s", r.out);
+	run_free(&r);
+	char *check[] = {GD_BINARY, "check", "--explain", "--budget", "1GB", TESTDATA "/unet.onnx", NULL};
+	r = run_cmd(check, NULL, 0);
+	cr_assert_eq(r.status, 2);
 	run_free(&r);
 }

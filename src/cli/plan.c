@@ -20,6 +20,7 @@ static const char plan_help[] =
 	"\n"
 	"options:\n"
 	"      --checkpoint S    activation checkpointing strategy: none (keep every activation)\n"
+	"      --explain         say why: the bottleneck tensors found, and what bypasses the others\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
 	"      --loss NAME       the loss, when the model has several scalar outputs\n"
@@ -90,6 +91,13 @@ static void report_structured(const char *path, const struct plan_report *r, int
 		emit_bool(&em, r->fits);
 	else
 		emit_null(&em);
+	emit_key(&em, "loss");
+	emit_str(&em, r->loss->name);
+	emit_key(&em, "bottlenecks");
+	emit_arr_begin(&em);
+	for (uint32_t i = 0; i < r->bn.n; i++)
+		emit_str(&em, r->bn.v[i]->name);
+	emit_arr_end(&em);
 	emit_key(&em, "checkpoints");
 	emit_arr_begin(&em);
 	for (size_t i = 0; i < r->n_checkpoints; i++)
@@ -98,7 +106,30 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	emit_obj_end(&em);
 }
 
-static void report_text(const char *path, const struct plan_report *r)
+/* --explain: each candidate, kept as a bottleneck or with the edge of a path that avoids it. */
+static void explain_bottlenecks(const struct plan_report *r)
+{
+	const struct bottlenecks *b = &r->bn;
+	printf("bottlenecks: %u of %u forward tensors on paths from the inputs to '%s' split the forward pass in two\n", b->n,
+	       b->n_cand, r->loss->name);
+	for (uint32_t i = 0; i < b->n_cand; i++) {
+		const struct bypass *w = &b->why[i];
+		char d[300];
+		if (!w->node)
+			printf("  %-24s bottleneck\n", b->cand[i]->name);
+		else if (!w->into_node)
+			printf("  %-24s bypassed: %s also outputs '%s'\n", b->cand[i]->name, node_desc(w->node, d, sizeof d),
+			       w->value->name);
+		else if (w->value)
+			printf("  %-24s bypassed: %s reads '%s', made before it\n", b->cand[i]->name,
+			       node_desc(w->node, d, sizeof d), w->value->name);
+		else
+			printf("  %-24s bypassed: %s reads enclosing values from its subgraphs\n", b->cand[i]->name,
+			       node_desc(w->node, d, sizeof d));
+	}
+}
+
+static void report_text(const char *path, const struct plan_report *r, int explain)
 {
 	char a[32], b[32];
 	printf("model:       %s%s\n", strcmp(path, "-") ? path : "<stdin>",
@@ -111,6 +142,14 @@ static void report_text(const char *path, const struct plan_report *r)
 	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
 	printf("checkpoint:  none: all %zu activations the backward pass reads are kept\n", r->n_checkpoints);
 	printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
+	if (explain) {
+		explain_bottlenecks(r);
+	} else {
+		printf("bottlenecks: %u", r->bn.n);
+		for (uint32_t i = 0; i < r->bn.n && i < 6; i++)
+			printf("%s%s", i ? ", " : ": ", r->bn.v[i]->name);
+		printf("%s\n", r->bn.n > 6 ? ", ... (--explain lists all)" : "");
+	}
 	if (r->has_budget)
 		printf("budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
 }
@@ -122,7 +161,8 @@ static int run(int argc, char **argv, int check)
 		{"checkpoint", required_argument, NULL, 'c'}, {"budget", required_argument, NULL, 'b'},
 		{"dim", required_argument, NULL, 'd'},        {"loss", required_argument, NULL, 'l'},
 		{"format", required_argument, NULL, 'F'},     {"from", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},             {"explain", no_argument, NULL, 'x'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = check ? "check" : "plan";
 	enum gd_format from = FMT_AUTO;
@@ -130,7 +170,7 @@ static int run(int argc, char **argv, int check)
 	struct exec_binding dims[64];
 	struct plan_opts po = {0};
 	size_t n_dims = 0;
-	int c, rc = 0, shared_rc = 0;
+	int c, rc = 0, shared_rc = 0, explain = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -149,6 +189,11 @@ static int run(int argc, char **argv, int check)
 			break;
 		case 'l':
 			po.loss = optarg;
+			break;
+		case 'x':
+			if (check)
+				return cli_usage(cmd, "--explain is for 'graphdiet plan'");
+			explain = 1;
 			break;
 		default:
 			if (cli_shared_option(cmd, c, check ? check_help : plan_help, &from, check ? NULL : &fmt, &shared_rc))
@@ -176,7 +221,7 @@ static int run(int argc, char **argv, int check)
 			       strcmp(path, "-") ? path : "<stdin>");
 			rc = r.fits ? 0 : GD_ECHECK;
 		} else if (fmt == OUT_TEXT) {
-			report_text(path, &r);
+			report_text(path, &r, explain);
 		} else {
 			report_structured(path, &r, fmt == OUT_YAML);
 		}

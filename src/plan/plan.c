@@ -6,6 +6,33 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The loss of a training graph: the forward output whose gradient seed `<loss>_grad` exists. */
+static const struct value *training_loss(struct graph *g, const char *name, struct gd_err *e)
+{
+	const struct value *loss = NULL;
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		const struct value *v = g->outputs[i];
+		char seed[512];
+		snprintf(seed, sizeof seed, "%s_grad", v->name);
+		if (!v->producer || (v->producer->tags & TAG_BACKWARD) || (name && strcmp(v->name, name)))
+			continue;
+		const struct value *s = strmap_get(&g->names, seed);
+		if (s && s->producer && (s->producer->tags & TAG_BACKWARD) && !s->producer->n_in) {
+			if (loss) {
+				err_set(e, GD_EINPUT, "the training graph has several losses ('%s', '%s'); choose one with --loss",
+					loss->name, v->name);
+				return NULL;
+			}
+			loss = v;
+		}
+	}
+	if (!loss)
+		err_set(e, GD_EINPUT, name ? "--loss %s: no forward output of that name has a gradient seed '%s_grad'"
+					   : "the training graph has no loss: no forward output has a gradient seed '<loss>_grad'",
+			name, name);
+	return loss;
+}
+
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -27,7 +54,12 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		if (autodiff(g, &ao, &res, e) || graph_toposort(g, e))
 			return e->code;
 		r->built_training = 1;
+		r->loss = res.loss;
+	} else if (!(r->loss = training_loss(g, o->loss, e))) {
+		return e->code;
 	}
+	if (find_bottlenecks(g, r->loss, &r->bn, e))
+		return e->code;
 	struct exec_opts so = {.shapes_only = 1, .dims = o->dims, .n_dims = o->n_dims};
 	struct exec *x = exec_run(g, &so, NULL, e);
 	if (!x)

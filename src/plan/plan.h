@@ -8,6 +8,7 @@
 
 #include "../exec/exec.h"
 #include "../ir/graph.h"
+#include "bottleneck.h"
 #include "memsim.h"
 
 struct plan_opts {
@@ -30,6 +31,8 @@ struct plan_report {
 	const char **checkpoints;    /* forward values the backward pass reads, kept (arena) */
 	size_t n_checkpoints;
 	uint32_t n_nodes;
+	const struct value *loss;
+	struct bottlenecks bn;       /* articulation tensors of the forward pass */
 };
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
