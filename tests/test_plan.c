@@ -4,6 +4,7 @@
 #include "exec/exec.h"
 #include "helpers.h"
 #include "plan/memsim.h"
+#include "plan/plan.h"
 #include "util/size.h"
 
 #include <criterion/criterion.h>
@@ -124,4 +125,81 @@ Test(plan, training_graph_file_plans_like_its_model)
 	cr_assert_eq(r2.forward_flops, r1.forward_flops);
 	graph_free(t);
 	graph_free(g);
+}
+
+/* ---- checkpointing: every strategy gives the plain gradients bitwise, and the measured peak of the
+ * rewritten graph is the one predicted ---- */
+static struct exec *run_train(struct graph *g, struct exec_stats *st)
+{
+	struct exec_binding b = {"batch", 3};
+	struct exec_opts ro = {.random_inputs = 1, .seed = 5, .dims = &b, .n_dims = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &ro, st, &e);
+	cr_assert(x, "%s", e.msg);
+	return x;
+}
+
+static void strategy_is_exact(const char *path, const char *strategy)
+{
+	struct graph *plain = load_ok(path), *ck = load_ok(path);
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(autodiff(plain, &ao, &res, &e), 0, "%s", e.msg);
+	struct exec_binding b = {"batch", 3};
+	struct plan_opts po = {.dims = &b, .n_dims = 1};
+	cr_assert_eq(ckpt_parse(strategy, &po.ckpt), 0);
+	struct plan_report r;
+	cr_assert_eq(plan_memory(ck, &po, &r, &e), 0, "%s %s: %s", path, strategy, e.msg);
+	cr_assert_eq(graph_check(ck, &e), 0, "%s %s: %s", path, strategy, e.msg);
+	struct exec_stats s1, s2;
+	struct exec *x1 = run_train(plain, &s1), *x2 = run_train(ck, &s2);
+	cr_expect_eq(s2.peak_bytes, r.peak_after, "%s %s: measured %zu, predicted %llu", path, strategy, s2.peak_bytes,
+		     (unsigned long long)r.peak_after);
+	cr_expect_leq(r.peak_after, r.peak_before, "%s %s", path, strategy);
+	size_t n = 0;
+	for (uint32_t i = 0; i < plain->n_outputs; i++) {
+		const struct value *v = plain->outputs[i], *w = strmap_get(&ck->names, v->name);
+		cr_assert(w, "%s %s: output '%s' is gone", path, strategy, v->name);
+		const struct rtensor *a = exec_value(x1, v), *c = exec_value(x2, w);
+		cr_assert(a->data && c->data && a->nbytes == c->nbytes);
+		cr_expect(!memcmp(a->data, c->data, a->nbytes), "%s %s: '%s' differs", path, strategy, v->name);
+		n++;
+	}
+	cr_assert_gt(n, 1);
+	exec_free(x1);
+	exec_free(x2);
+	graph_free(plain);
+	graph_free(ck);
+}
+
+Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise, .timeout = 300)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", TESTDATA, *m);
+		strategy_is_exact(path, "speed");
+		strategy_is_exact(path, "memory");
+	}
+	strategy_is_exact(TESTDATA "/unet.onnx", "list:/Concat_output_0");
+}
+
+Test(checkpoint, dropout_recomputes_the_same_mask)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/dropout.yaml", tmpdir());
+	FILE *f = fopen(path, "w");
+	fputs("graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\n"
+	      "params:\n  - {name: w, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 1}}\n"
+	      "  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
+	      "  - {name: train, dtype: bool, shape: [], data: [true]}\n"
+	      "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+	      "  - {name: drop, op: Dropout, inputs: [h, ratio, train], outputs: [d, mask]}\n"
+	      "  - {op: Tanh, inputs: [d], outputs: [t]}\n  - {op: MatMul, inputs: [t, w], outputs: [y]}\n"
+	      "  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
+	      "outputs: [{name: loss}]\n",
+	      f);
+	fclose(f);
+	strategy_is_exact(path, "list:h");
+	strategy_is_exact(path, "speed");
 }

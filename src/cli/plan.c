@@ -19,7 +19,9 @@ static const char plan_help[] =
 	"Nothing is written.\n"
 	"\n"
 	"options:\n"
-	"      --checkpoint S    activation checkpointing strategy: none (keep every activation)\n"
+	"      --checkpoint S    activation checkpointing strategy: none (keep every activation), speed\n"
+	"                        (keep MatMul, Gemm and Conv outputs), memory (about sqrt(N) bottlenecks)\n"
+	"                        or list:NAME,NAME (these tensors); the rest is recomputed\n"
 	"      --explain         say why: the bottleneck tensors found, and what bypasses the others\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
@@ -36,7 +38,7 @@ static const char check_help[] =
 	"\n"
 	"options:\n"
 	"      --budget SIZE     the budget: 8GiB, 500MB or bytes (required)\n"
-	"      --checkpoint S    activation checkpointing strategy: none\n"
+	"      --checkpoint S    activation checkpointing strategy: none, speed, memory, list:NAME,...\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
 	"      --loss NAME       the loss, when the model has several scalar outputs\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -64,7 +66,7 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	emit_key(&em, "model");
 	emit_str(&em, path);
 	emit_key(&em, "checkpoint");
-	emit_str(&em, "none");
+	emit_str(&em, ckpt_name(r->strategy));
 	emit_key(&em, "peak_bytes_before");
 	emit_uint(&em, r->peak_before);
 	emit_key(&em, "peak_bytes_after");
@@ -140,8 +142,15 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 	printf("  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
 	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
 	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
-	printf("checkpoint:  none: all %zu activations the backward pass reads are kept\n", r->n_checkpoints);
-	printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
+	if (r->strategy == CKPT_NONE) {
+		printf("checkpoint:  none: all %zu activations the backward pass reads are kept\n", r->n_checkpoints);
+		printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
+	} else {
+		printf("checkpoint:  %s: %zu activations kept, %u nodes recomputed; peak before %s\n", ckpt_name(r->strategy),
+		       r->n_checkpoints, r->n_clones, size_format(r->peak_before, a, sizeof a));
+		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
+		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
+	}
 	if (explain) {
 		explain_bottlenecks(r);
 	} else {
@@ -175,8 +184,8 @@ static int run(int argc, char **argv, int check)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (strcmp(optarg, "none"))
-				return cli_usage(cmd, "--checkpoint %s: only 'none' is available yet", optarg);
+			if (ckpt_parse(optarg, &po.ckpt))
+				return cli_usage(cmd, "--checkpoint %s: not a strategy (none, speed, memory, list:NAME,...)", optarg);
 			break;
 		case 'b':
 			if (size_parse(optarg, &po.budget))

@@ -1,6 +1,7 @@
 /* train.c - `graphdiet train`: a model in, its training graph (forward + backward) out. */
 #include "../autodiff/ad.h"
 #include "../exec/exec.h"
+#include "../plan/plan.h"
 #include "../rewrite/fold.h"
 #include "../rewrite/loss.h"
 #include "cli.h"
@@ -26,6 +27,10 @@ static const char help[] =
 	"      --target NAME     the new graph input holding the targets (default: target)\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable); once no dimension is\n"
 	"                        symbolic, shape computations are folded into constants\n"
+	"      --checkpoint S    activation checkpointing: none (default), speed (keep MatMul, Gemm\n"
+	"                        and Conv outputs), memory (about sqrt(N) bottlenecks) or\n"
+	"                        list:NAME,NAME; the rest is recomputed in the backward pass\n"
+	"                        (every dimension must be bound: --dim)\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -53,12 +58,14 @@ int cmd_train(int argc, char **argv)
 		{"freeze", required_argument, NULL, 'z'}, {"from", required_argument, NULL, 'f'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'T'},
 		{"dim", required_argument, NULL, 'd'},
+		{"checkpoint", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
 	struct autodiff_opts ao = {0};
 	const char *out = "-", *target = "target";
 	int loss_fn = -1;
+	struct ckpt ckpt = {0};
 	struct exec_binding dims[64];
 	size_t n_dims = 0;
 	char *pbuf = NULL, *fbuf = NULL;
@@ -67,6 +74,10 @@ int cmd_train(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			if (ckpt_parse(optarg, &ckpt))
+				return cli_usage("train", "--checkpoint %s: not a strategy (none, speed, memory, list:NAME,...)", optarg);
+			break;
 		case 'o':
 			out = optarg;
 			break;
@@ -131,7 +142,10 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) || (rc = model_save(g, out, to, &so, &e)))
+		struct plan_opts po = {.loss = ao.loss, .ckpt = ckpt};
+		struct plan_report pr;
+		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
+		    (ckpt.kind != CKPT_NONE && (rc = plan_memory(g, &po, &pr, &e))) || (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
 		graph_free(g);
 	}

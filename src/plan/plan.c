@@ -1,6 +1,7 @@
 /* plan.c - see plan.h. */
 #include "plan.h"
 #include "../autodiff/ad.h"
+#include "../rewrite/recompute.h"
 #include "../util/xalloc.h"
 
 #include <stdio.h>
@@ -69,14 +70,31 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		exec_free(x);
 		return e->code;
 	}
-	r->peak_before = r->peak_after = m.peak;
+	r->peak_before = m.peak;
+	if (o->ckpt.kind != CKPT_NONE) {
+		uint8_t *keep = NULL;
+		struct recompute_stats st;
+		int bad = ckpt_choose(g, x, &r->bn, &o->ckpt, &keep, e) || recompute_rewrite(g, keep, &st, e);
+		xfree(keep);
+		memsim_free(&m);
+		exec_free(x);
+		if (bad || !(x = exec_run(g, &so, NULL, e)))
+			return e->code;
+		if (memsim(g, x, &m, e)) {
+			exec_free(x);
+			return e->code;
+		}
+		r->n_clones = st.n_clones;
+		r->strategy = o->ckpt.kind;
+	}
+	r->peak_after = m.peak;
 	r->peak_node = m.peak_node;
 	r->at_peak = m.at_peak;
 	r->n_nodes = g->n_nodes;
 	char d[300];
 	r->peak_node_desc = m.peak_node >= 0 ? arena_strdup(g->arena, node_desc(g->nodes[m.peak_node], d, sizeof d))
 					     : "(before the first node)";
-	/* forward cost; the checkpoints: forward values the backward pass reads */
+	/* costs; the checkpoints: forward values the backward pass (or a recompute) reads */
 	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
 	uint8_t *seen = xcalloc(g->n_values ? g->n_values : 1, 1);
 	if (!r->checkpoints || !seen || !r->peak_node_desc) {
@@ -97,12 +115,14 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			out[k] = n->out[k] ? (struct rtensor *)exec_value(x, n->out[k]) : &none;
 		uint64_t f, b;
 		op_cost(n, in, out, &f, &b);
-		if (!(n->tags & TAG_BACKWARD))
+		if (n->tags & TAG_RECOMPUTE)
+			r->recompute_flops += f;
+		else if (!(n->tags & TAG_BACKWARD))
 			r->forward_flops += f;
-		if (n->tags & TAG_BACKWARD)
+		if (n->tags & (TAG_BACKWARD | TAG_RECOMPUTE))
 			for (uint32_t k = 0; k < n->n_in; k++) {
 				const struct value *v = n->in[k];
-				if (v && v->producer && !(v->producer->tags & TAG_BACKWARD) && !seen[v->id]) {
+				if (v && v->producer && !(v->producer->tags & (TAG_BACKWARD | TAG_RECOMPUTE)) && !seen[v->id]) {
 					seen[v->id] = 1;
 					r->checkpoints[r->n_checkpoints++] = v->name;
 				}

@@ -1,8 +1,8 @@
 /* plan.h - answering memory questions about training a model, without rewriting it.
  *
  * plan_memory takes a model (or a training graph), builds the training graph when the model has
- * no gradients yet, infers shapes with the given dimension bindings and simulates the memory model.
- * Checkpointing strategies other than `none` (keep every activation) come with issue #4's planner. */
+ * no gradients yet, infers shapes with the given dimension bindings and simulates the memory model,
+ * before and after rewriting g in memory with the checkpointing strategy (strategy.h). */
 #ifndef GD_PLAN_H
 #define GD_PLAN_H
 
@@ -10,6 +10,7 @@
 #include "../ir/graph.h"
 #include "bottleneck.h"
 #include "memsim.h"
+#include "strategy.h"
 
 struct plan_opts {
 	const struct exec_binding *dims;
@@ -17,6 +18,7 @@ struct plan_opts {
 	const char *loss;    /* for building the training graph */
 	uint64_t budget;     /* 0: none */
 	int has_budget;
+	struct ckpt ckpt;
 };
 
 struct plan_report {
@@ -33,6 +35,8 @@ struct plan_report {
 	uint32_t n_nodes;
 	const struct value *loss;
 	struct bottlenecks bn;       /* articulation tensors of the forward pass */
+	uint32_t n_clones;
+	enum ckpt_kind strategy;           /* recompute nodes the strategy added */
 };
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
