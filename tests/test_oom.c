@@ -6,6 +6,7 @@
 #include "helpers.h"
 #include "io/onnx.h"
 #include "io/yaml.h"
+#include "plan/plan.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -31,7 +32,10 @@ static int cycle(const uint8_t *buf, size_t len, int yaml, struct gd_err *e)
 	return rc;
 }
 
-static void every_failure(const char *path, int yaml)
+static int cycle(const uint8_t *buf, size_t len, int yaml, struct gd_err *e);
+static int plan_cycle(const uint8_t *buf, size_t len, int yaml, struct gd_err *e);
+
+static void every_failure_of(int (*run)(const uint8_t *, size_t, int, struct gd_err *), const char *path, int yaml)
 {
 	size_t len;
 	uint8_t *buf = slurp(path, &len);
@@ -39,7 +43,7 @@ static void every_failure(const char *path, int yaml)
 	for (n = 0;; n++) {
 		struct gd_err e = {0};
 		xalloc_fail_after(n);
-		int rc = cycle(buf, len, yaml, &e);
+		int rc = run(buf, len, yaml, &e);
 		xalloc_fail_after(-1);
 		if (rc == 0)
 			break;
@@ -48,6 +52,16 @@ static void every_failure(const char *path, int yaml)
 	}
 	cr_assert_gt(n, 3, "the cycle allocates: the injection reached it");
 	free(buf);
+}
+
+static void every_failure(const char *path, int yaml)
+{
+	every_failure_of(cycle, path, yaml);
+}
+
+Test(oom, plan_with_recompute, .timeout = 300)
+{
+	every_failure_of(plan_cycle, TESTDATA "/yaml/tiny_mlp.yaml", 1);
 }
 
 Test(oom, onnx_cycle, .timeout = 300)
@@ -59,4 +73,23 @@ Test(oom, yaml_cycle, .timeout = 300)
 {
 	every_failure(TESTDATA "/yaml/if_branch.yaml", 1);
 	every_failure(TESTDATA "/yaml/tiny_mlp.yaml", 1);
+}
+
+/* The planner: build the training graph, find bottlenecks, rewrite with recompute, simulate. */
+static int plan_cycle(const uint8_t *buf, size_t len, int yaml, struct gd_err *e)
+{
+	(void)yaml;
+	struct graph *g = yaml_read(buf, len, "mem", TESTDATA "/yaml", e);
+	if (!g)
+		return e->code;
+	int rc = graph_check(g, e);
+	if (!rc)
+		rc = graph_toposort(g, e);
+	struct exec_binding b = {"batch", 2};
+	struct plan_opts po = {.dims = &b, .n_dims = 1, .ckpt = {CKPT_MEMORY, NULL}};
+	struct plan_report r;
+	if (!rc)
+		rc = plan_memory(g, &po, &r, e);
+	graph_free(g);
+	return rc;
 }

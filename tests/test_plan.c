@@ -8,6 +8,7 @@
 #include "util/size.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -202,4 +203,55 @@ Test(checkpoint, dropout_recomputes_the_same_mask)
 	fclose(f);
 	strategy_is_exact(path, "list:h");
 	strategy_is_exact(path, "speed");
+}
+
+/* The memory strategy on MatMul+Tanh chains of 16, 64 and 256 layers: the activation bytes at the
+ * peak grow like sqrt(N) (a least-squares slope of log bytes on log N near 1/2), where keeping
+ * everything grows like N. */
+static double chain_activations(int layers, const char *strategy)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/chain%d.yaml", tmpdir(), layers);
+	FILE *f = fopen(path, "w");
+	fprintf(f, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [256, 16]}]\nparams:\n");
+	for (int i = 0; i < layers; i++)
+		fprintf(f, "  - {name: w%d, dtype: float32, shape: [16, 16], init: zeros}\n", i);
+	fprintf(f, "nodes:\n");
+	for (int i = 0; i < layers; i++) {
+		char prev[16];
+		snprintf(prev, sizeof prev, i ? "t%d" : "x", i - 1);
+		fprintf(f, "  - {op: MatMul, inputs: [%s, w%d], outputs: [m%d]}\n  - {op: Tanh, inputs: [m%d], outputs: [t%d]}\n",
+			prev, i, i, i, i);
+	}
+	fprintf(f, "  - {op: ReduceSum, inputs: [t%d], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n",
+		layers - 1);
+	fclose(f);
+	struct graph *g = load_ok(path);
+	struct plan_opts po = {0};
+	cr_assert_eq(ckpt_parse(strategy, &po.ckpt), 0);
+	struct plan_report r;
+	struct gd_err e = {0};
+	cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s", e.msg);
+	double a = (double)r.at_peak.activations;
+	graph_free(g);
+	return a;
+}
+
+static double slope(const char *strategy)
+{
+	const int n[] = {16, 64, 256};
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	for (int i = 0; i < 3; i++) {
+		double x = log((double)n[i]), y = log(chain_activations(n[i], strategy));
+		sx += x, sy += y, sxx += x * x, sxy += x * y;
+	}
+	return (3 * sxy - sx * sy) / (3 * sxx - sx * sx);
+}
+
+Test(checkpoint, memory_peak_grows_like_sqrt_n, .timeout = 120)
+{
+	double none = slope("none"), memory = slope("memory");
+	cr_log_info("activation bytes at the peak ~ N^%.3f (none), N^%.3f (memory)", none, memory);
+	cr_expect(none > 0.9 && none < 1.1, "none: slope %.3f, expected about 1", none);
+	cr_expect(memory > 0.4 && memory < 0.6, "memory: slope %.3f, expected about 0.5", memory);
 }

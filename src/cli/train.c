@@ -3,7 +3,9 @@
 #include "../exec/exec.h"
 #include "../plan/plan.h"
 #include "../rewrite/fold.h"
+#include "../rewrite/recompute.h"
 #include "../rewrite/loss.h"
+#include "../util/xalloc.h"
 #include "cli.h"
 
 #include <getopt.h>
@@ -30,11 +32,29 @@ static const char help[] =
 	"      --checkpoint S    activation checkpointing: none (default), speed (keep MatMul, Gemm\n"
 	"                        and Conv outputs), memory (about sqrt(N) bottlenecks) or\n"
 	"                        list:NAME,NAME; the rest is recomputed in the backward pass\n"
-	"                        (every dimension must be bound: --dim)\n"
+	"                        (memory needs every dimension bound: --dim)\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
+
+/* Applies the checkpointing strategy. Only `memory` needs shapes (bytes), so only it needs every
+ * dimension bound; it goes through the planner, which finds the bottlenecks. */
+static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, struct gd_err *e)
+{
+	if (c->kind == CKPT_NONE)
+		return 0;
+	if (c->kind == CKPT_MEMORY) {
+		struct plan_opts po = {.loss = loss, .ckpt = *c};
+		struct plan_report pr;
+		return plan_memory(g, &po, &pr, e);
+	}
+	uint8_t *keep = NULL;
+	struct recompute_stats st;
+	int rc = ckpt_choose(g, NULL, NULL, c, &keep, e) || recompute_rewrite(g, keep, &st, e) ? e->code : 0;
+	xfree(keep);
+	return rc;
+}
 
 /* "a,b,c" -> argv-style list (strdup'd copy, split in place). */
 static size_t split_names(const char *arg, char **buf, const char ***list)
@@ -142,10 +162,8 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		struct plan_opts po = {.loss = ao.loss, .ckpt = ckpt};
-		struct plan_report pr;
 		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
-		    (ckpt.kind != CKPT_NONE && (rc = plan_memory(g, &po, &pr, &e))) || (rc = model_save(g, out, to, &so, &e)))
+		    (rc = checkpoint(g, &ckpt, ao.loss, &e)) || (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
 		graph_free(g);
 	}
