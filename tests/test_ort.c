@@ -7,6 +7,9 @@
 #include "helpers.h"
 #include "io/format.h"
 #include "io/npy.h"
+#include "plan/strategy.h"
+#include "rewrite/recompute.h"
+#include "util/xalloc.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -14,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
+/* Each testdata model's training graph, plain and with `speed` checkpointing (recompute clones and
+ * control dependencies), runs in onnxruntime on PyTorch's inputs and gives graphdiet's outputs. */
+static void runs_in_onnxruntime(const char *strategy)
 {
 	setenv("NODE_PATH", GD_ORT_DIR, 1);
 	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
@@ -30,6 +35,14 @@ Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
 		struct save_opts so = SAVE_OPTS_DEFAULT;
 		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
 		cr_assert_eq(graph_toposort(g, &e), 0);
+		struct ckpt c;
+		uint8_t *keep = NULL;
+		struct recompute_stats st;
+		cr_assert_eq(ckpt_parse(strategy, &c), 0);
+		cr_assert_eq(ckpt_choose(g, NULL, NULL, &c, &keep, &e), 0, "%s", e.msg);
+		if (c.kind != CKPT_NONE)
+			cr_assert_eq(recompute_rewrite(g, keep, &st, &e), 0, "%s", e.msg);
+		xfree(keep);
 		cr_assert_eq(model_save(g, train, FMT_ONNX, &so, &e), 0, "%s", e.msg);
 		/* inputs: PyTorch's, for both runtimes */
 		char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", train, outdir};
@@ -79,4 +92,14 @@ Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
 		for (size_t i = 0; i < n; i++)
 			free(ins[i].data);
 	}
+}
+
+Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
+{
+	runs_in_onnxruntime("none");
+}
+
+Test(ort, checkpointed_training_graphs_run_in_onnxruntime, .timeout = 300)
+{
+	runs_in_onnxruntime("speed");
 }
