@@ -33,6 +33,7 @@ struct ad {
 	const char *sum_of;       /* naming a Sum node: the value whose contributions it adds */
 	int opset;
 	struct strmap node_names; /* node names are unique too */
+	struct strmap node_next;  /* for fresh_node_name */
 };
 
 int ad_fail(struct ad *a, const char *fmt, ...)
@@ -88,14 +89,8 @@ static const char *base_name(struct ad *a, char *buf, size_t n)
 /* A node name not used yet: base, base_1, ... */
 static const char *fresh_node_name(struct ad *a, const char *base)
 {
-	char buf[600];
-	const char *name = base;
-	for (unsigned k = 1; strmap_get(&a->node_names, name); k++) {
-		snprintf(buf, sizeof buf, "%s_%u", base, k);
-		name = buf;
-	}
-	char *s = arena_strdup(a->g->arena, name);
-	if (!s || strmap_put(&a->node_names, s, s)) {
+	const char *s = name_fresh(a->g->arena, &a->node_names, &a->node_next, base, a->e);
+	if (s && strmap_put(&a->node_names, s, (void *)s)) {
 		err_oom(a->e);
 		return NULL;
 	}
@@ -503,6 +498,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	if (!a.shapes)
 		return e->code;
 	strmap_init(&a.node_names);
+	strmap_init(&a.node_next);
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		if (g->nodes[i]->name && strmap_put(&a.node_names, g->nodes[i]->name, g->nodes[i])) {
 			exec_free(a.shapes);
@@ -616,5 +612,6 @@ out:
 	xfree(a.wants);
 	exec_free(a.shapes);
 	strmap_free(&a.node_names);
+	strmap_free(&a.node_next);
 	return rc;
 }

@@ -86,6 +86,7 @@ void graph_free(struct graph *g)
 	for (uint32_t i = 0; i < g->n_subgraphs; i++)
 		free_arrays(g->subgraphs[i]);
 	free_arrays(g);
+	strmap_free(&g->fresh);
 	xfree(g->subgraphs);
 	for (uint32_t i = g->n_cleanups; i-- > 0;)
 		g->cleanups[i].fn(g->cleanups[i].arg);
@@ -160,23 +161,44 @@ int graph_rename_value(struct graph *g, struct value *v, const char *name, struc
 	return 0;
 }
 
-const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e)
+const char *name_fresh(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
+		       struct gd_err *e)
 {
-	if (!strmap_get(&g->names, base)) {
-		char *s = arena_strdup(g->arena, base);
+	if (!strmap_get(taken, base)) {
+		char *s = arena_strdup(a, base);
 		if (!s)
 			err_oom(e);
 		return s;
 	}
-	for (unsigned k = 1;; k++) {
-		char *s = arena_printf(g->arena, "%s_%u", base, k);
+	struct strmap_slot *slot = strmap_slot(next, base);
+	if (!slot) {
+		err_oom(e);
+		return NULL;
+	}
+	if (!slot->key) {
+		char *key = arena_strdup(a, base);
+		if (!key) {
+			err_oom(e);
+			return NULL;
+		}
+		strmap_fill(next, slot, key, (void *)(uintptr_t)1);
+	}
+	for (uintptr_t k = (uintptr_t)slot->val;; k++) {
+		char *s = arena_printf(a, "%s_%lu", base, (unsigned long)k);
 		if (!s) {
 			err_oom(e);
 			return NULL;
 		}
-		if (!strmap_get(&g->names, s))
+		if (!strmap_get(taken, s)) {
+			slot->val = (void *)(k + 1);
 			return s;
+		}
 	}
+}
+
+const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e)
+{
+	return name_fresh(g->arena, &g->names, &root_of(g)->fresh, base, e);
 }
 
 static const char *const tag_names[] = {"forward", "backward", "recompute", "loss_scale", "diet", "comm"};

@@ -257,6 +257,7 @@ struct graph {
 	uint32_t n_subgraphs, cap_subgraphs;
 	const char *path; /* source file, for messages */
 	struct strmap files; /* root only: data files mapped on demand (io/tensor.c) */
+	struct strmap fresh; /* root only: base name -> next suffix to try (graph_fresh_name) */
 };
 
 /* Construction. All return NULL / nonzero status on failure with `e` set. */
@@ -269,6 +270,10 @@ int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg);
 int graph_rename_value(struct graph *g, struct value *v, const char *name, struct gd_err *e);
 /* A name not yet used in g: base, else base_1, base_2, ... (in the arena). */
 const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e);
+/* The same over any set of taken names; `next` remembers per base where to go on, so that n names
+ * made from one base cost O(n) in all, not O(n^2). */
+const char *name_fresh(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
+		       struct gd_err *e);
 
 /* The value called `name` in g, created (with no producer) if absent. */
 struct value *graph_value(struct graph *g, const char *name, struct gd_err *e);

@@ -9,6 +9,7 @@ struct rc {
 	struct graph *g;
 	const uint8_t *keep;
 	struct value **clone;  /* value id -> its recomputed value */
+	struct value **stack;  /* for recomputed()'s walk */
 	struct node **order;   /* the new schedule */
 	uint32_t n_order;
 	struct node *after;    /* the backward node scheduled before the current one */
@@ -22,17 +23,13 @@ static int is_fwd_activation(const struct rc *r, const struct value *v)
 	       !(v->flags & VALUE_OUTPUT);
 }
 
-/* The recomputed form of forward activation v, cloning its producer (and, first, whatever of its
- * inputs needs recomputing). The recursion is as deep as the longest run of dropped values. */
-static struct value *recomputed(struct rc *r, struct value *v)
+/* The clone of p, whose inputs that need recomputing have their clones already. */
+static int clone_node(struct rc *r, const struct node *p)
 {
-	if (r->clone[v->id])
-		return r->clone[v->id];
-	const struct node *p = v->producer;
 	struct graph *g = r->g;
 	struct node *c = graph_add_node(g, r->e);
 	if (!c)
-		return NULL;
+		return r->e->code;
 	*c = *p; /* appended past the original nodes for now; r->order has its place */
 	c->tags = TAG_RECOMPUTE;
 	c->ctrl = NULL;
@@ -45,17 +42,14 @@ static struct value *recomputed(struct rc *r, struct value *v)
 	snprintf(buf, sizeof buf, "recompute of %s", p->name ? p->name : "an unnamed node");
 	c->doc = arena_strdup(g->arena, buf);
 	c->in = arena_array(g->arena, (size_t)p->n_in + p->n_out + 1, sizeof *c->in);
-	if (!c->name || !c->doc || !c->in) {
-		err_oom(r->e);
-		return NULL;
-	}
+	if (!c->name || !c->doc || !c->in)
+		return err_oom(r->e);
 	c->out = c->in + p->n_in;
 	int reads_clone = 0;
 	for (uint32_t k = 0; k < p->n_in; k++) {
 		struct value *u = p->in[k];
 		if (is_fwd_activation(r, u)) {
-			if (!(u = recomputed(r, u)))
-				return NULL;
+			u = r->clone[u->id];
 			reads_clone = 1;
 		}
 		c->in[k] = u;
@@ -69,23 +63,50 @@ static struct value *recomputed(struct rc *r, struct value *v)
 		const char *nm = graph_fresh_name(g, buf, r->e);
 		struct value *nv = nm ? graph_value(g, nm, r->e) : NULL;
 		if (!nv || graph_set_output_value(c, k, nv, r->e))
-			return NULL;
+			return r->e->code;
 		nv->type = o->type;
 		nv->type.has_type = o->type.has_type;
 		r->clone[o->id] = nv;
 	}
 	if (!reads_clone && r->after) {
 		c->ctrl = arena_array(g->arena, 1, sizeof *c->ctrl);
-		if (!c->ctrl) {
-			err_oom(r->e);
-			return NULL;
-		}
+		if (!c->ctrl)
+			return err_oom(r->e);
 		c->ctrl[0] = r->after;
 		c->n_ctrl = 1;
 	}
 	c->index = r->n_order;
 	r->order[r->n_order++] = c;
 	r->n_clones++;
+	return 0;
+}
+
+/* The recomputed form of forward activation v: its producer's clone, made after those of its
+ * inputs that need recomputing (a depth-first walk with an explicit stack, so a long run of
+ * dropped values cannot overflow the C stack). */
+static struct value *recomputed(struct rc *r, struct value *v)
+{
+	uint32_t top = 0;
+	r->stack[top++] = v;
+	while (top && !r->clone[v->id]) {
+		struct value *u = r->stack[top - 1];
+		if (r->clone[u->id]) {
+			top--;
+			continue;
+		}
+		const struct node *p = u->producer;
+		struct value *missing = NULL;
+		for (uint32_t k = 0; k < p->n_in && !missing; k++)
+			if (is_fwd_activation(r, p->in[k]) && !r->clone[p->in[k]->id])
+				missing = p->in[k];
+		if (missing) {
+			r->stack[top++] = missing;
+		} else {
+			if (clone_node(r, p))
+				return NULL;
+			top--;
+		}
+	}
 	return r->clone[v->id];
 }
 
@@ -96,9 +117,11 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_sta
 	struct rc r = {.g = g, .keep = keep, .e = e};
 	r.clone = xcalloc(g->n_values ? g->n_values : 1, sizeof *r.clone);
 	r.order = xmalloc(sizeof *r.order * (2 * (size_t)n0 + 1));
-	if (!r.clone || !r.order) {
+	r.stack = xmalloc(sizeof *r.stack * (n0 + 1));
+	if (!r.clone || !r.order || !r.stack) {
 		xfree(r.clone);
 		xfree(r.order);
+		xfree(r.stack);
 		return err_oom(e);
 	}
 	int rc = 0;
@@ -124,5 +147,6 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_sta
 	}
 	xfree(r.clone);
 	xfree(r.order);
+	xfree(r.stack);
 	return rc;
 }
