@@ -231,7 +231,7 @@ static void gradcheck(const struct gcase *c)
 	graph_free(g);
 }
 
-Test(gradcheck, every_case, .timeout = 300)
+Test(gradcheck, every_case)
 {
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
 		gradcheck(&cases[i]);
@@ -254,7 +254,7 @@ Test(gradcheck, every_differentiable_op_has_a_rule_and_a_case)
 
 /* ---- PyTorch ---- */
 
-Test(pytorch, gradients_of_every_testdata_model, .timeout = 300)
+Test(pytorch, gradients_of_every_testdata_model)
 {
 	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
 	for (int m = 0; m < 6; m++) {

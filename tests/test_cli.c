@@ -168,7 +168,7 @@ Test(cli, info_json_and_yaml_are_well_formed)
 	run_free(&r);
 }
 
-Test(cli, onnx_checker_accepts_what_we_write, .timeout = 300)
+Test(cli, onnx_checker_accepts_what_we_write)
 {
 	/* ONNX models go through YAML first, so the checked file is entirely our own writing. */
 	const char *const *lists[] = {testdata_models, testdata_yaml};
@@ -288,7 +288,7 @@ Test(cli, man_pages_document_every_option)
 	free(man);
 }
 
-Test(cli, train_then_verify, .timeout = 300)
+Test(cli, train_then_verify)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char in[512], out[512];

@@ -59,17 +59,17 @@ static void every_failure(const char *path, int yaml)
 	every_failure_of(cycle, path, yaml);
 }
 
-Test(oom, plan_with_recompute, .timeout = 300)
+Test(oom, plan_with_recompute)
 {
 	every_failure_of(plan_cycle, TESTDATA "/yaml/tiny_mlp.yaml", 1);
 }
 
-Test(oom, onnx_cycle, .timeout = 300)
+Test(oom, onnx_cycle)
 {
 	every_failure(TESTDATA "/rescnn.onnx", 0);
 }
 
-Test(oom, yaml_cycle, .timeout = 300)
+Test(oom, yaml_cycle)
 {
 	every_failure(TESTDATA "/yaml/if_branch.yaml", 1);
 	every_failure(TESTDATA "/yaml/tiny_mlp.yaml", 1);

@@ -94,12 +94,12 @@ static void runs_in_onnxruntime(const char *strategy)
 	}
 }
 
-Test(ort, training_graphs_run_in_onnxruntime, .timeout = 300)
+Test(ort, training_graphs_run_in_onnxruntime)
 {
 	runs_in_onnxruntime("none");
 }
 
-Test(ort, checkpointed_training_graphs_run_in_onnxruntime, .timeout = 300)
+Test(ort, checkpointed_training_graphs_run_in_onnxruntime)
 {
 	runs_in_onnxruntime("speed");
 }

@@ -35,7 +35,7 @@ static void predicted_equals_measured(struct graph *g, const char *what)
 	memsim_free(&r);
 }
 
-Test(memsim, predicted_peak_is_measured_peak, .timeout = 300)
+Test(memsim, predicted_peak_is_measured_peak)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512], what[600];
@@ -174,7 +174,7 @@ static void strategy_is_exact(const char *path, const char *strategy)
 	graph_free(ck);
 }
 
-Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise, .timeout = 300)
+Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512];
@@ -248,10 +248,9 @@ static double slope(const char *strategy)
 	return (3 * sxy - sx * sy) / (3 * sxx - sx * sx);
 }
 
-Test(checkpoint, memory_peak_grows_like_sqrt_n, .timeout = 120)
+Test(checkpoint, memory_peak_grows_like_sqrt_n)
 {
 	double none = slope("none"), memory = slope("memory");
-	cr_log_info("activation bytes at the peak ~ N^%.3f (none), N^%.3f (memory)", none, memory);
-	cr_expect(none > 0.9 && none < 1.1, "none: slope %.3f, expected about 1", none);
-	cr_expect(memory > 0.4 && memory < 0.6, "memory: slope %.3f, expected about 0.5", memory);
+	cr_expect(none > 0.9 && none < 1.1, "none: activation bytes at the peak ~ N^%.3f, expected about N^1", none);
+	cr_expect(memory > 0.4 && memory < 0.6, "memory: activation bytes at the peak ~ N^%.3f, expected about N^0.5", memory);
 }
