@@ -69,6 +69,25 @@ struct graph *load_ok(const char *path)
 	return g;
 }
 
+void write_text(char *path, size_t n, const char *name, const char *text)
+{
+	snprintf(path, n, "%s/%s", tmpdir(), name);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0, "%s", path);
+}
+
+struct graph *load_text(const char *name, const char *text)
+{
+	char path[512];
+	write_text(path, sizeof path, name, text);
+	return load_ok(path);
+}
+
+const char chain_yaml[] = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [8]}]\n"
+			  "nodes:\n  - {op: Relu, inputs: [x], outputs: [a]}\n  - {op: Neg, inputs: [a], outputs: [b]}\n"
+			  "  - {op: Tanh, inputs: [b], outputs: [y]}\noutputs: [{name: y}]\n";
+
 uint8_t *write_mem(struct graph *g, int yaml, size_t *len)
 {
 	char *buf = NULL;

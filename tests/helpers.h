@@ -19,6 +19,12 @@ uint8_t *slurp(const char *path, size_t *len);
 int npy_load(const char *path, struct rtensor *t);
 /* model_load with an assertion that it worked. */
 struct graph *load_ok(const char *path);
+/* Writes `text` to `name` in the temporary directory; its path goes to path[n]. */
+void write_text(char *path, size_t n, const char *name, const char *text);
+/* write_text, then load_ok. */
+struct graph *load_text(const char *name, const char *text);
+/* x (8 floats) -> Relu -> a -> Neg -> b -> Tanh -> y, in YAML. */
+extern const char chain_yaml[];
 /* Serialises g as ONNX (fmt 0) or YAML (fmt 1) into a malloc'd buffer. */
 uint8_t *write_mem(struct graph *g, int yaml, size_t *len);
 

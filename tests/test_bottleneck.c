@@ -8,17 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct graph *from_text(const char *text, const char *name)
-{
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s", tmpdir(), name);
-	FILE *f = fopen(path, "w");
-	cr_assert(f);
-	fputs(text, f);
-	fclose(f);
-	return load_ok(path);
-}
-
 static struct bottlenecks find(struct graph *g, const char *loss)
 {
 	struct bottlenecks b;
@@ -42,7 +31,8 @@ Test(bottleneck, residual_block_by_hand)
 {
 	/* x -> a -> b -> c, d = a + c (the skip), e = w * d (a parameter), loss = sum(e): every path
 	 * passes a, d and e; b and c are bypassed by the skip edge a -> Add. */
-	struct graph *g = from_text("graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4]}]\n"
+	struct graph *g = load_text("residual.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4]}]\n"
 				    "params: [{name: w, dtype: float32, shape: [4], init: zeros}]\n"
 				    "nodes:\n"
 				    "  - {op: Relu, inputs: [x], outputs: [a]}\n"
@@ -51,8 +41,7 @@ Test(bottleneck, residual_block_by_hand)
 				    "  - {name: skip, op: Add, inputs: [a, c], outputs: [d]}\n"
 				    "  - {op: Mul, inputs: [w, d], outputs: [e]}\n"
 				    "  - {op: ReduceSum, inputs: [e], outputs: [loss], attrs: {keepdims: 0}}\n"
-				    "outputs: [{name: loss}]\n",
-				    "residual.yaml");
+				    "outputs: [{name: loss}]\n");
 	struct bottlenecks b = find(g, "loss");
 	char buf[256];
 	cr_assert_str_eq(names(b.v, b.n, buf, sizeof buf), "a,d,e");
@@ -68,7 +57,8 @@ Test(bottleneck, labels_and_parameters_are_resident)
 {
 	/* the labels t are read by the loss at the very end and wt = Transpose(w) depends on a
 	 * parameter alone: neither bypasses h or a (else nothing would ever be a bottleneck) */
-	struct graph *g = from_text("graphdiet: 1\nopset: 17\ninputs:\n"
+	struct graph *g = load_text("resident.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs:\n"
 				    "  - {name: x, dtype: float32, shape: [2, 2]}\n  - {name: t, dtype: float32, shape: [2, 2]}\n"
 				    "params: [{name: w, dtype: float32, shape: [2, 2], init: zeros}]\n"
 				    "nodes:\n"
@@ -78,8 +68,7 @@ Test(bottleneck, labels_and_parameters_are_resident)
 				    "  - {op: MatMul, inputs: [a, wt], outputs: [y]}\n"
 				    "  - {op: Sub, inputs: [y, t], outputs: [d]}\n"
 				    "  - {op: ReduceSum, inputs: [d], outputs: [loss], attrs: {keepdims: 0}}\n"
-				    "outputs: [{name: loss}]\n",
-				    "resident.yaml");
+				    "outputs: [{name: loss}]\n");
 	struct bottlenecks b = find(g, "loss");
 	char buf[256];
 	cr_assert_str_eq(names(b.v, b.n, buf, sizeof buf), "h,a,y,d");
@@ -159,7 +148,7 @@ Test(bottleneck, random_dags_match_the_definition)
 				p += sprintf(p, "  - {op: %s, inputs: [%s, %s], outputs: [v%d]}\n", bin[rand() % 2], ops[0], ops[1], i);
 		}
 		sprintf(p, "outputs: [{name: v%d}]\n", n - 1);
-		struct graph *g = from_text(text, "dag.yaml");
+		struct graph *g = load_text("dag.yaml", text);
 		char loss[16];
 		snprintf(loss, sizeof loss, "v%d", n - 1);
 		struct bottlenecks b = find(g, loss);

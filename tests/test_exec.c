@@ -122,15 +122,7 @@ Test(exec, peak_counts_what_is_live)
 {
 	/* x (8 floats) -> Relu -> Neg -> Tanh, only the last output kept: at most two intermediates and
 	 * the input are live at once. */
-	const char *text = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [8]}]\n"
-			   "nodes:\n  - {op: Relu, inputs: [x], outputs: [a]}\n  - {op: Neg, inputs: [a], outputs: [b]}\n"
-			   "  - {op: Tanh, inputs: [b], outputs: [y]}\noutputs: [{name: y}]\n";
-	char path[256];
-	snprintf(path, sizeof path, "%s/chain.yaml", tmpdir());
-	FILE *f = fopen(path, "w");
-	fputs(text, f);
-	fclose(f);
-	struct graph *g = load_ok(path);
+	struct graph *g = load_text("chain.yaml", chain_yaml);
 	struct exec_opts o = {.random_inputs = 1, .seed = 1};
 	struct exec_stats st;
 	struct gd_err e = {0};
@@ -174,12 +166,7 @@ Test(exec, costs_follow_the_formulas)
 			   "  - {op: Conv, inputs: [x, w], outputs: [c], attrs: {pads: [1, 1, 1, 1]}}\n"
 			   "  - {op: Relu, inputs: [c], outputs: [r]}\n  - {op: Reshape, inputs: [r, s], outputs: [y]}\n"
 			   "outputs: [{name: m}, {name: y}]\n";
-	char path[256];
-	snprintf(path, sizeof path, "%s/cost.yaml", tmpdir());
-	FILE *f = fopen(path, "w");
-	fputs(text, f);
-	fclose(f);
-	struct graph *g = load_ok(path);
+	struct graph *g = load_text("cost.yaml", text);
 	struct exec_opts o = {.random_inputs = 1};
 	struct exec_stats st;
 	struct gd_err e = {0};
@@ -205,13 +192,10 @@ Test(exec, shifted_conv_matches_im2col)
 	int64_t n = 0;
 	for (int k = 0; k < 2; k++) {
 		const char *dt = k ? "float64" : "float32";
-		char text[1024], path[256];
+		char text[1024], name[64];
 		snprintf(text, sizeof text, fmt, dt, dt, dt);
-		snprintf(path, sizeof path, "%s/conv_%s.yaml", tmpdir(), dt);
-		FILE *f = fopen(path, "w");
-		fputs(text, f);
-		fclose(f);
-		struct graph *g = load_ok(path);
+		snprintf(name, sizeof name, "conv_%s.yaml", dt);
+		struct graph *g = load_text(name, text);
 		struct exec_opts o = {.random_inputs = 1, .seed = 2};
 		struct gd_err e = {0};
 		struct exec *x = exec_run(g, &o, NULL, &e);

@@ -58,15 +58,7 @@ Test(memsim, a_chain_by_hand)
 {
 	/* x (8 floats = 32 B) -> Relu -> Neg -> Tanh -> y: the input, a producer and its consumer's
 	 * output are live at once: 96 B at the Neg step (index 1) and at the Tanh step */
-	const char *text = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [8]}]\n"
-			   "nodes:\n  - {op: Relu, inputs: [x], outputs: [a]}\n  - {op: Neg, inputs: [a], outputs: [b]}\n"
-			   "  - {op: Tanh, inputs: [b], outputs: [y]}\noutputs: [{name: y}]\n";
-	char path[256];
-	snprintf(path, sizeof path, "%s/chain.yaml", tmpdir());
-	FILE *f = fopen(path, "w");
-	fputs(text, f);
-	fclose(f);
-	struct graph *g = load_ok(path);
+	struct graph *g = load_text("chain.yaml", chain_yaml);
 	struct exec_opts so = {.shapes_only = 1};
 	struct gd_err e = {0};
 	struct exec *shapes = exec_run(g, &so, NULL, &e);
@@ -187,20 +179,17 @@ Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise)
 
 Test(checkpoint, dropout_recomputes_the_same_mask)
 {
-	char path[256];
-	snprintf(path, sizeof path, "%s/dropout.yaml", tmpdir());
-	FILE *f = fopen(path, "w");
-	fputs("graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\n"
-	      "params:\n  - {name: w, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 1}}\n"
-	      "  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
-	      "  - {name: train, dtype: bool, shape: [], data: [true]}\n"
-	      "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
-	      "  - {name: drop, op: Dropout, inputs: [h, ratio, train], outputs: [d, mask]}\n"
-	      "  - {op: Tanh, inputs: [d], outputs: [t]}\n  - {op: MatMul, inputs: [t, w], outputs: [y]}\n"
-	      "  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
-	      "outputs: [{name: loss}]\n",
-	      f);
-	fclose(f);
+	char path[512];
+	write_text(path, sizeof path, "dropout.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 1}}\n"
+		   "  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
+		   "  - {name: train, dtype: bool, shape: [], data: [true]}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+		   "  - {name: drop, op: Dropout, inputs: [h, ratio, train], outputs: [d, mask]}\n"
+		   "  - {op: Tanh, inputs: [d], outputs: [t]}\n  - {op: MatMul, inputs: [t, w], outputs: [y]}\n"
+		   "  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss}]\n");
 	strategy_is_exact(path, "list:h");
 	strategy_is_exact(path, "speed");
 }
