@@ -298,6 +298,18 @@ int graph_toposort(struct graph *g, struct gd_err *e);
 /* Fills value->uses. */
 int graph_link_uses(struct graph *g, struct gd_err *e);
 
+/* A forward node: neither a backward node nor a recompute clone. */
+static inline bool node_is_forward(const struct node *n)
+{
+	return !(n->tags & (TAG_BACKWARD | TAG_RECOMPUTE));
+}
+
+/* An activation: a value some forward node produces. */
+static inline bool value_is_activation(const struct value *v)
+{
+	return v && v->producer && node_is_forward(v->producer);
+}
+
 /* Tag names ("forward", "backward", "recompute", "loss_scale", "diet", "comm"): tags as a
  * comma-separated list into buf, and back (-1 for an unknown name). */
 const char *node_tags_str(uint32_t tags, char *buf, size_t n);

@@ -4,11 +4,6 @@
 
 #include <string.h>
 
-static int is_forward(const struct node *n)
-{
-	return !(n->tags & (TAG_BACKWARD | TAG_RECOMPUTE));
-}
-
 /* A node whose subgraphs may read enclosing values: treated as reading every earlier value. */
 static int has_subgraph(const struct node *n)
 {
@@ -59,7 +54,7 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 			fwd[g->inputs[i]->id] = 1;
 	for (uint32_t i = 0; i < nn; i++) {
 		const struct node *n = g->nodes[i];
-		if (!is_forward(n))
+		if (!node_is_forward(n))
 			continue;
 		int on = has_subgraph(n);
 		for (uint32_t k = 0; k < n->n_in && !on; k++)
@@ -72,7 +67,7 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 	bwd[loss->id] = 1;
 	for (uint32_t i = nn; i-- > 0;) {
 		const struct node *n = g->nodes[i];
-		if (!is_forward(n))
+		if (!node_is_forward(n))
 			continue;
 		for (uint32_t k = 0; k < n->n_out && !bwd[nv + i]; k++)
 			bwd[nv + i] = n->out[k] && bwd[n->out[k]->id];
@@ -97,7 +92,7 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 		PLACE(g->inputs[i]->id);
 	for (uint32_t i = 0; i < nn; i++) {
 		const struct node *n = g->nodes[i];
-		if (!is_forward(n))
+		if (!node_is_forward(n))
 			continue;
 		PLACE(nv + i);
 		for (uint32_t k = 0; k < n->n_out; k++)
@@ -108,7 +103,7 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 	/* the edges */
 	for (uint32_t i = 0; i < nn; i++) {
 		const struct node *n = g->nodes[i];
-		if (!is_forward(n))
+		if (!node_is_forward(n))
 			continue;
 		if (has_subgraph(n))
 			edge(&s, src, nv + i);

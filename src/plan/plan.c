@@ -117,12 +117,12 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		op_cost(n, in, out, &f, &b);
 		if (n->tags & TAG_RECOMPUTE)
 			r->recompute_flops += f;
-		else if (!(n->tags & TAG_BACKWARD))
+		else if (node_is_forward(n))
 			r->forward_flops += f;
-		if (n->tags & (TAG_BACKWARD | TAG_RECOMPUTE))
+		if (!node_is_forward(n))
 			for (uint32_t k = 0; k < n->n_in; k++) {
 				const struct value *v = n->in[k];
-				if (v && v->producer && !(v->producer->tags & (TAG_BACKWARD | TAG_RECOMPUTE)) && !seen[v->id]) {
+				if (value_is_activation(v) && !seen[v->id]) {
 					seen[v->id] = 1;
 					r->checkpoints[r->n_checkpoints++] = v->name;
 				}

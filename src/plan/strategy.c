@@ -28,11 +28,6 @@ int ckpt_parse(const char *s, struct ckpt *c)
 	return -1;
 }
 
-static int is_forward_value(const struct value *v)
-{
-	return v->producer && !(v->producer->tags & (TAG_BACKWARD | TAG_RECOMPUTE));
-}
-
 int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct bottlenecks *bn, const struct ckpt *c,
 		uint8_t **keep, struct gd_err *e)
 {
@@ -49,7 +44,7 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 			const struct node *n = g->nodes[i];
 			if (n->op_type && (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "Conv")))
 				for (uint32_t j = 0; j < n->n_out; j++)
-					if (n->out[j] && is_forward_value(n->out[j]))
+					if (n->out[j] && value_is_activation(n->out[j]))
 						k[n->out[j]->id] = 1;
 		}
 		break;
@@ -63,7 +58,7 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 		uint32_t b = 0;
 		for (uint32_t i = 0; i < g->n_nodes; i++) {
 			const struct node *n = g->nodes[i];
-			if (n->tags & (TAG_BACKWARD | TAG_RECOMPUTE))
+			if (!node_is_forward(n))
 				continue;
 			nf++;
 			for (uint32_t j = 0; j < n->n_out; j++)
@@ -93,7 +88,7 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 			memcpy(name, p, len);
 			name[len] = 0;
 			const struct value *v = strmap_get(&g->names, name);
-			if (!v || !is_forward_value(v))
+			if (!v || !value_is_activation(v))
 				return err_set(e, GD_EINPUT, "--checkpoint list: '%s' is not a value a forward node produces", name);
 			k[v->id] = 1;
 			p += len + (p[len] == ',');

@@ -19,8 +19,7 @@ struct rc {
 
 static int is_fwd_activation(const struct rc *r, const struct value *v)
 {
-	return v && v->producer && !(v->producer->tags & (TAG_BACKWARD | TAG_RECOMPUTE)) && !r->keep[v->id] &&
-	       !(v->flags & VALUE_OUTPUT);
+	return value_is_activation(v) && !r->keep[v->id] && !(v->flags & VALUE_OUTPUT);
 }
 
 /* The clone of p, whose inputs that need recomputing have their clones already. */
@@ -65,7 +64,6 @@ static int clone_node(struct rc *r, const struct node *p)
 		if (!nv || graph_set_output_value(c, k, nv, r->e))
 			return r->e->code;
 		nv->type = o->type;
-		nv->type.has_type = o->type.has_type;
 		r->clone[o->id] = nv;
 	}
 	if (!reads_clone && r->after) {
