@@ -68,9 +68,19 @@ struct graph *exec_graph(const struct exec *x)
 	return x->g;
 }
 
-uint64_t exec_seed(const struct exec *x)
+uint64_t exec_node_seed(const struct exec *x, const struct node *n)
 {
-	return x->o->seed;
+	const struct attr *sa = node_attr(n, "seed");
+	if (sa && sa->type == ATTR_INT)
+		return (uint64_t)sa->i;
+	/* a recompute clone, <node>_recompute, draws the numbers of the node it clones */
+	const char *name = n->name ? n->name : "";
+	size_t len = strlen(name), sfx = sizeof "_recompute" - 1;
+	if ((n->tags & TAG_RECOMPUTE) && len > sfx && !strcmp(name + len - sfx, "_recompute"))
+		len -= sfx;
+	char buf[512];
+	snprintf(buf, sizeof buf, "%.*s", (int)len, name);
+	return x->o->seed * 0x9E3779B97F4A7C15ull ^ strmap_hash(buf);
 }
 
 int exec_fail(struct exec *x, const char *fmt, ...)

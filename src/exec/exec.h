@@ -90,7 +90,9 @@ void exec_scratch_free(struct exec *x, void *p, size_t bytes);
 /* Fails the current node: "node 'n' (Op): <msg>". Returns GD_EINPUT. */
 int exec_fail(struct exec *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int exec_opset(const struct exec *x); /* the default-domain opset version */
-uint64_t exec_seed(const struct exec *x);
+/* The key of a random op's numbers: its `seed` attribute, else the run's seed and the node's name;
+ * a recompute clone gets the key of the node it clones, so it draws the same numbers. */
+uint64_t exec_node_seed(const struct exec *x, const struct node *n);
 struct graph *exec_graph(const struct exec *x); /* for reading attribute tensors' data */
 /* Whether a shapes-only run gave symbolic dimensions stand-in values. */
 int exec_probed(const struct exec *x);

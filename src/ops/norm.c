@@ -12,7 +12,6 @@
 #include "kernel.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* Normalises over [axis, axis+span) as a block: (outer, len, inner) view. */
@@ -242,13 +241,7 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_status(x);
 	if (ratio < 0 || ratio >= 1 || training < 0)
 		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
-	/* a recompute clone (named <node>_recompute) draws the mask of the node it clones */
-	const struct attr *sa = node_attr(n, "seed");
-	char nm[512];
-	size_t len = strlen(n->name ? n->name : "");
-	snprintf(nm, sizeof nm, "%.*s", (int)(len > 10 && !strcmp(n->name + len - 10, "_recompute") ? len - 10 : len),
-		 n->name ? n->name : "");
-	uint64_t key = sa && sa->type == ATTR_INT ? (uint64_t)sa->i : exec_seed(x) * 0x9E3779B97F4A7C15ull ^ strmap_hash(nm);
+	uint64_t key = exec_node_seed(x, n);
 	double scale = 1 / (1 - ratio);
 	for (int64_t i = 0; i < a->numel; i++) {
 		int keep = !training || philox_uniform(key, (uint64_t)i) >= (float)ratio;
