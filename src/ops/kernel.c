@@ -98,3 +98,18 @@ int want_float(struct exec *x, const struct rtensor *t, const char *what)
 		return 0;
 	return exec_fail(x, "%s must be float32 or float64, not %s", what, dtype_name(t->dtype));
 }
+
+int node_axes(struct exec *x, const struct node *n, struct rtensor *const *in, int64_t *axes, int *count)
+{
+	*count = 0;
+	if (n->n_in > 1 && in[1])
+		return rt_ints(x, in[1], "axes", axes, RT_MAX_DIMS, count);
+	size_t k;
+	const int64_t *a = attr_ints(n, "axes", &k);
+	if (k > RT_MAX_DIMS)
+		return exec_fail(x, "too many axes");
+	for (size_t i = 0; i < k; i++)
+		axes[i] = a[i];
+	*count = (int)k;
+	return 0;
+}

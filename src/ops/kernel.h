@@ -14,6 +14,9 @@ const int64_t *attr_ints(const struct node *n, const char *name, size_t *count);
 /* A STRING attribute compared to s; dflt when absent. */
 int attr_str_is(const struct node *n, const char *name, const char *s, int dflt);
 
+/* A node's axes: from its second input (the newer opsets' form) or its `axes` attribute; none
+ * (count 0) when neither is given. */
+int node_axes(struct exec *x, const struct node *n, struct rtensor *const *in, int64_t *axes, int *count);
 /* axis in [-rank, rank) -> [0, rank); fails the node otherwise. */
 int norm_axis(struct exec *x, int64_t axis, int rank, int *out);
 

@@ -70,27 +70,11 @@ static int flatten_run(struct exec *x, const struct node *n, struct rtensor *con
 	return copy_as(x, in, out, 2, dims);
 }
 
-/* Axes from the second input (opset >= 13) or the `axes` attribute. */
-static int axes_of(struct exec *x, const struct node *n, struct rtensor *const *in, int64_t *axes, int *count)
-{
-	*count = 0;
-	if (n->n_in > 1 && in[1])
-		return rt_ints(x, in[1], "axes", axes, RT_MAX_DIMS, count);
-	size_t k;
-	const int64_t *a = attr_ints(n, "axes", &k);
-	if (k > RT_MAX_DIMS)
-		return exec_fail(x, "too many axes");
-	for (size_t i = 0; i < k; i++)
-		axes[i] = a[i];
-	*count = (int)k;
-	return 0;
-}
-
 static int squeeze_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	int64_t axes[RT_MAX_DIMS], dims[RT_MAX_DIMS];
 	int na, r = in[0]->ndim, nd = 0, drop[RT_MAX_DIMS] = {0};
-	if (axes_of(x, n, in, axes, &na))
+	if (node_axes(x, n, in, axes, &na))
 		return exec_status(x);
 	for (int i = 0; i < na; i++) {
 		int ax;
@@ -110,7 +94,7 @@ static int unsqueeze_run(struct exec *x, const struct node *n, struct rtensor *c
 {
 	int64_t axes[RT_MAX_DIMS], dims[RT_MAX_DIMS];
 	int na, add[RT_MAX_DIMS] = {0};
-	if (axes_of(x, n, in, axes, &na))
+	if (node_axes(x, n, in, axes, &na))
 		return exec_status(x);
 	int r = in[0]->ndim + na;
 	if (r > RT_MAX_DIMS)

@@ -18,18 +18,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	const struct rtensor *a = in[0];
 	int64_t axes[RT_MAX_DIMS];
 	int na = 0, red[RT_MAX_DIMS] = {0};
-	if (n->n_in > 1 && in[1]) {
-		if (rt_ints(x, in[1], "axes", axes, RT_MAX_DIMS, &na))
-			return exec_status(x);
-	} else {
-		size_t k;
-		const int64_t *p = attr_ints(n, "axes", &k);
-		if (k > RT_MAX_DIMS)
-			return exec_fail(x, "too many axes");
-		for (size_t i = 0; i < k; i++)
-			axes[i] = p[i];
-		na = (int)k;
-	}
+	if (node_axes(x, n, in, axes, &na))
+		return exec_status(x);
 	if (kind != RK_PROD && want_float(x, a, "the input"))
 		return exec_status(x);
 	int keep = attr_int(n, "keepdims", 1) != 0;
