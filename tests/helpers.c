@@ -61,6 +61,27 @@ int npy_load(const char *path, struct rtensor *t)
 	return 1;
 }
 
+const char *ref_path(char *path, size_t n, const char *model, const char *name)
+{
+	snprintf(path, n, "%s/ref/%s/%s.npy", TESTDATA, model, name);
+	return path;
+}
+
+size_t ref_inputs(const struct graph *g, const char *model, struct rtensor *ts, const char **names)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		if (g->inputs[i]->init)
+			continue;
+		char path[512];
+		cr_assert_lt(n, 8, "%s: more inputs than expected", model);
+		names[n] = g->inputs[i]->name;
+		cr_assert(npy_load(ref_path(path, sizeof path, model, names[n]), &ts[n]), "%s", path);
+		n++;
+	}
+	return n;
+}
+
 struct graph *load_ok(const char *path)
 {
 	struct gd_err e = {0};

@@ -17,6 +17,11 @@ extern const char *const testdata_yaml[];
 uint8_t *slurp(const char *path, size_t *len);
 /* A .npy file as an executor tensor (malloc'd, aligned data); 0 when the file does not exist. */
 int npy_load(const char *path, struct rtensor *t);
+/* testdata/ref/<model>/<name>.npy (PyTorch's numbers) into path[n]; returns path. */
+const char *ref_path(char *path, size_t n, const char *model, const char *name);
+/* The inputs PyTorch fed `model`, from testdata/ref/<model>/: one per graph input of g that is not
+ * an initializer (at most 8; names point into g). Returns how many. */
+size_t ref_inputs(const struct graph *g, const char *model, struct rtensor *ts, const char **names);
 /* model_load with an assertion that it worked. */
 struct graph *load_ok(const char *path);
 /* Writes `text` to `name` in the temporary directory; its path goes to path[n]. */

@@ -263,14 +263,7 @@ Test(pytorch, gradients_of_every_testdata_model)
 		struct graph *g = load_ok(path);
 		struct rtensor ins[8];
 		const char *names[8];
-		size_t n = 0;
-		for (uint32_t i = 0; i < g->n_inputs; i++) {
-			if (g->inputs[i]->init)
-				continue;
-			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], g->inputs[i]->name);
-			names[n] = g->inputs[i]->name;
-			cr_assert(npy_load(path, &ins[n++]), "%s", path);
-		}
+		size_t n = ref_inputs(g, models[m], ins, names);
 		struct autodiff_opts ao = {0};
 		struct autodiff_result res;
 		struct gd_err e = {0};

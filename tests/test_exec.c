@@ -16,28 +16,8 @@ static struct rtensor ref_npy(const char *model, const char *name)
 {
 	char path[512];
 	struct rtensor t;
-	snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, model, name);
-	cr_assert(npy_load(path, &t), "%s", path);
+	cr_assert(npy_load(ref_path(path, sizeof path, model, name), &t), "%s", path);
 	return t;
-}
-
-/* The model's inputs as PyTorch fed them (the .npy files that are neither loss nor gradients). */
-static size_t ref_inputs(const char *model, struct rtensor *ts, const char **names)
-{
-	struct graph *g;
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, model);
-	g = load_ok(path);
-	size_t n = 0;
-	for (uint32_t i = 0; i < g->n_inputs; i++) {
-		if (g->inputs[i]->init)
-			continue;
-		names[n] = strdup(g->inputs[i]->name);
-		ts[n] = ref_npy(model, names[n]);
-		n++;
-	}
-	graph_free(g);
-	return n;
 }
 
 Test(exec, forward_losses_match_pytorch)
@@ -49,7 +29,7 @@ Test(exec, forward_losses_match_pytorch)
 		struct graph *g = load_ok(path);
 		struct rtensor ins[8];
 		const char *names[8];
-		size_t n = ref_inputs(models[m], ins, names);
+		size_t n = ref_inputs(g, models[m], ins, names);
 		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
 		struct exec_stats st;
 		struct gd_err e = {0};
@@ -63,10 +43,8 @@ Test(exec, forward_losses_match_pytorch)
 		exec_free(x);
 		graph_free(g);
 		free(want.data);
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < n; i++)
 			free(ins[i].data);
-			free((char *)names[i]);
-		}
 	}
 }
 

@@ -49,17 +49,11 @@ static void runs_in_onnxruntime(const char *strategy)
 		int argc = 4;
 		struct rtensor ins[8];
 		const char *names[8];
-		size_t n = 0;
+		size_t n = ref_inputs(g, models[m], ins, names);
 		char args[8][1400];
-		for (uint32_t i = 0; i < g->n_inputs; i++) {
-			if (g->inputs[i]->init)
-				continue;
-			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], g->inputs[i]->name);
-			cr_assert(npy_load(path, &ins[n]), "%s", path);
-			names[n] = g->inputs[i]->name;
-			snprintf(args[n], sizeof args[n], "%s=%s", names[n], path);
-			argv[argc++] = args[n];
-			n++;
+		for (size_t i = 0; i < n; i++) {
+			snprintf(args[i], sizeof args[i], "%s=%s", names[i], ref_path(path, sizeof path, models[m], names[i]));
+			argv[argc++] = args[i];
 		}
 		argv[argc] = NULL;
 		struct run_result r = run_cmd(argv, NULL, 0);
