@@ -112,8 +112,7 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 	n->n_in = (uint32_t)n_in;
 	n->n_out = (uint32_t)n_out;
 	n->in = arena_array(g->arena, (size_t)(n_in + n_out), sizeof *n->in);
-	n->attr = arena_array(g->arena, 8, sizeof *n->attr); /* room for the attributes rules set */
-	if (!n->name || !n->in || !n->attr) {
+	if (!n->name || !n->in) {
 		err_oom(a->e);
 		return NULL;
 	}
@@ -148,11 +147,17 @@ struct value *ad_op2(struct ad *a, const char *op, struct value *x, struct value
 
 static struct attr *new_attr(struct ad *a, struct node *n, const char *name, int type)
 {
-	if (!n || n->n_attr >= 8) {
-		if (n)
-			err_set(a->e, GD_EINTERNAL, "too many attributes on a backward node");
+	if (!n)
+		return NULL;
+	/* grown one at a time: backward nodes have a few attributes at most */
+	struct attr *grown = arena_array(a->g->arena, (size_t)n->n_attr + 1, sizeof *grown);
+	if (!grown) {
+		err_oom(a->e);
 		return NULL;
 	}
+	if (n->n_attr)
+		memcpy(grown, n->attr, n->n_attr * sizeof *grown);
+	n->attr = grown;
 	struct attr *at = &n->attr[n->n_attr++];
 	memset(at, 0, sizeof *at);
 	at->name = name;

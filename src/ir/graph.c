@@ -183,12 +183,22 @@ const char *name_fresh(struct arena *a, const struct strmap *taken, struct strma
 		}
 		strmap_fill(next, slot, key, (void *)(uintptr_t)1);
 	}
+	size_t len = strlen(base);
+	char *s = arena_alloc(a, len + 22); /* base _ digits, without printf: autodiff names millions */
+	if (!s) {
+		err_oom(e);
+		return NULL;
+	}
+	memcpy(s, base, len);
+	s[len] = '_';
 	for (uintptr_t k = (uintptr_t)slot->val;; k++) {
-		char *s = arena_printf(a, "%s_%lu", base, (unsigned long)k);
-		if (!s) {
-			err_oom(e);
-			return NULL;
-		}
+		char digits[21];
+		int d = 0;
+		for (uintptr_t q = k; d == 0 || q; q /= 10)
+			digits[d++] = (char)('0' + q % 10);
+		for (int j = 0; j < d; j++)
+			s[len + 1 + j] = digits[d - 1 - j];
+		s[len + 1 + d] = 0;
 		if (!strmap_get(taken, s)) {
 			slot->val = (void *)(k + 1);
 			return s;
