@@ -32,6 +32,15 @@ static int lines(const char *s)
 
 /* Every entry of testdata/bad/EXPECTED: exit 2, one line naming the file and the problem, and the
  * existing output file untouched. */
+/* Runs argv; expects the exit status and, when given, `needle` in its stderr or stdout. */
+static void expect_exit(char *const argv[], int status, const char *needle)
+{
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, status, "%s: exit %d, not %d: %s%s", argv[1], r.status, status, r.out, r.err);
+	cr_assert(!needle || strstr(r.err, needle) || strstr(r.out, needle), "no '%s' in: %s%s", needle, r.out, r.err);
+	run_free(&r);
+}
+
 Test(cli, bad_inputs_fail_cleanly)
 {
 	FILE *f = fopen(TESTDATA "/bad/EXPECTED", "r");
@@ -363,10 +372,7 @@ Test(cli, check_is_a_ci_gate)
 	cr_assert(strstr(r.out, "over budget"), "%s", r.out);
 	run_free(&r);
 	char *unbound[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--budget", "1MiB", NULL};
-	r = run_cmd(unbound, NULL, 0);
-	cr_assert_eq(r.status, 2);
-	cr_assert(strstr(r.err, "use --dim batch=N"), "%s", r.err);
-	run_free(&r);
+	expect_exit(unbound, 2, "use --dim batch=N");
 	char *badsize[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--budget", "lots", NULL};
 	r = run_cmd(badsize, NULL, 0);
 	cr_assert_eq(r.status, 2);
@@ -411,4 +417,55 @@ Test(cli, plan_explain_gives_each_candidates_reason)
 	r = run_cmd(check, NULL, 0);
 	cr_assert_eq(r.status, 2);
 	run_free(&r);
+}
+
+/* auto as a CI gate and in train: fits -> 0 and a graph within the budget; no plan fits -> 1, the
+ * lower bound named, and nothing written. */
+Test(cli, auto_budget_gates_and_trains)
+{
+	char *fits[] = {GD_BINARY, "check", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "100kB", NULL};
+	expect_exit(fits, 0, "graphdiet check: fits");
+	char *plain[] = {GD_BINARY, "check", TESTDATA "/transformer.onnx", "--budget", "100kB", NULL};
+	expect_exit(plain, 1, "graphdiet check: over budget"); /* without checkpointing */
+	char out[512];
+	snprintf(out, sizeof out, "%s/auto.onnx", tmpdir());
+	remove(out);
+	char *none[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "10kB", "-o", out, NULL};
+	expect_exit(none, 1, "no plan fits the budget 9.77 KiB: the lowest peak found is");
+	cr_assert_eq(access(out, F_OK), -1, "nothing is written");
+	char *ok[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "100kB", "-o", out, NULL};
+	expect_exit(ok, 0, NULL);
+	char *measured[] = {GD_BINARY, "check", out, "--budget", "100kB", NULL};
+	expect_exit(measured, 0, "graphdiet check: fits");
+	char *nobudget[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", NULL};
+	expect_exit(nobudget, 2, "needs --budget");
+}
+
+/* --checkpoint-file: what plan --format yaml printed keeps the same tensors; a bad file is an
+ * input error naming the file. */
+Test(cli, checkpoint_file_round_trips_a_plan)
+{
+	char *memory[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint", "memory", "--format",
+			  "yaml", NULL};
+	struct run_result r = run_cmd(memory, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char path[512];
+	write_text(path, sizeof path, "ck.yaml", r.out);
+	char *file[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint-file", path, "--format",
+			"yaml", NULL};
+	struct run_result r2 = run_cmd(file, NULL, 0);
+	cr_assert_eq(r2.status, 0, "%s", r2.err);
+	const char *a = strstr(r.out, "\n\"checkpoints\":"), *b = strstr(r2.out, "\n\"checkpoints\":");
+	const char *pa = strstr(r.out, "\n\"peak_bytes_after\":"), *pb = strstr(r2.out, "\n\"peak_bytes_after\":");
+	cr_assert(a && b && pa && pb);
+	cr_expect_str_eq(a, b, "the same tensors are kept");
+	cr_expect_eq(strncmp(pa, pb, strcspn(pa + 1, "\n")), 0, "the same peak");
+	run_free(&r);
+	run_free(&r2);
+	write_text(path, sizeof path, "bad.yaml", "[/enc1/Conv_output_0, [nested]]\n");
+	expect_exit(file, 2, "bad.yaml: line 1: checkpoint 2 is not a tensor name");
+	write_text(path, sizeof path, "bad.yaml", "[no_such_tensor]\n");
+	expect_exit(file, 2, "checkpoint 'no_such_tensor' is not a value a forward node produces");
+	char *both[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--checkpoint", "speed", "--checkpoint-file", path, NULL};
+	expect_exit(both, 2, "give one --checkpoint or --checkpoint-file");
 }

@@ -39,7 +39,7 @@ static void runs_in_onnxruntime(const char *strategy)
 		uint8_t *keep = NULL;
 		struct recompute_stats st;
 		cr_assert_eq(ckpt_parse(strategy, &c), 0);
-		cr_assert_eq(ckpt_choose(g, NULL, NULL, &c, &keep, &e), 0, "%s", e.msg);
+		cr_assert_eq(ckpt_choose(g, NULL, NULL, &c, &keep, NULL, &e), 0, "%s", e.msg);
 		if (c.kind != CKPT_NONE)
 			cr_assert_eq(recompute_rewrite(g, keep, &st, &e), 0, "%s", e.msg);
 		xfree(keep);

@@ -173,6 +173,7 @@ Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise)
 		snprintf(path, sizeof path, "%s/%s", TESTDATA, *m);
 		strategy_is_exact(path, "speed");
 		strategy_is_exact(path, "memory");
+		strategy_is_exact(path, "auto"); /* budget 0: the lowest-peak plan, the most recompute */
 	}
 	strategy_is_exact(TESTDATA "/unet.onnx", "list:/Concat_output_0");
 }

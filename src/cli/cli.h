@@ -28,6 +28,11 @@ struct exec_binding;
 int cli_parse_dim(const char *arg, struct exec_binding *b);
 /* Appends a --dim to dims (at most 64); nonzero (after the usage message) when it is bad. */
 int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, size_t *n);
+/* --checkpoint S and --checkpoint-file F (opt 'c' or 'C'): into c, the file's names into *store
+ * (names_free them). Nonzero (after an error message) when bad. */
+struct ckpt;
+struct names;
+int cli_checkpoint(const char *cmd, int opt, const char *arg, struct ckpt *c, struct names *store);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 

@@ -1,5 +1,7 @@
 /* common.c - what the subcommands share: usage errors, format options, loading with messages. */
 #include "../exec/exec.h"
+#include "../io/names.h"
+#include "../plan/strategy.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -126,4 +128,24 @@ int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *
 	}
 	*rc = cli_usage(cmd, "unknown option");
 	return 1;
+}
+
+int cli_checkpoint(const char *cmd, int opt, const char *arg, struct ckpt *c, struct names *store)
+{
+	if (c->kind != CKPT_NONE)
+		return cli_usage(cmd, "give one --checkpoint or --checkpoint-file");
+	if (opt == 'c') {
+		if (ckpt_parse(arg, c))
+			return cli_usage(cmd, "--checkpoint %s: not a strategy (none, speed, memory, auto, list:NAME,...)", arg);
+		return 0;
+	}
+	struct gd_err e = {0};
+	if (names_read(arg, store, &e)) {
+		err_print(arg, &e);
+		return e.code;
+	}
+	c->kind = CKPT_LIST;
+	c->names = store->v;
+	c->n_names = store->n;
+	return 0;
 }

@@ -1,4 +1,5 @@
 /* plan.c - `graphdiet plan` and `graphdiet check`: training memory, without rewriting anything. */
+#include "../io/names.h"
 #include "../plan/plan.h"
 #include "../util/emit.h"
 #include "../util/size.h"
@@ -20,8 +21,11 @@ static const char plan_help[] =
 	"\n"
 	"options:\n"
 	"      --checkpoint S    activation checkpointing strategy: none (keep every activation), speed\n"
-	"                        (keep MatMul, Gemm and Conv outputs), memory (about sqrt(N) bottlenecks)\n"
-	"                        or list:NAME,NAME (these tensors); the rest is recomputed\n"
+	"                        (keep MatMul, Gemm and Conv outputs), memory (about sqrt(N) bottlenecks),\n"
+	"                        auto (the fewest recompute FLOPs within --budget) or list:NAME,NAME\n"
+	"                        (these tensors); the rest is recomputed\n"
+	"      --checkpoint-file F  keep the tensors a YAML file lists (a list, or the checkpoints: of\n"
+	"                        what plan --format yaml printed)\n"
 	"      --explain         say why: the bottleneck tensors found, and what bypasses the others\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
@@ -38,7 +42,9 @@ static const char check_help[] =
 	"\n"
 	"options:\n"
 	"      --budget SIZE     the budget: 8GiB, 500MB or bytes (required)\n"
-	"      --checkpoint S    activation checkpointing strategy: none, speed, memory, list:NAME,...\n"
+	"      --checkpoint S    activation checkpointing strategy: none, speed, memory, auto or\n"
+	"                        list:NAME,...; auto plans for the budget\n"
+	"      --checkpoint-file F  keep the tensors a YAML file lists\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
 	"      --loss NAME       the loss, when the model has several scalar outputs\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -93,6 +99,21 @@ static void report_structured(const char *path, const struct plan_report *r, int
 		emit_bool(&em, r->fits);
 	else
 		emit_null(&em);
+	emit_key(&em, "auto");
+	if (r->strategy == CKPT_AUTO) {
+		emit_obj_begin(&em);
+		emit_key(&em, "feasible");
+		emit_bool(&em, r->auto_plan.fits);
+		emit_key(&em, "lower_bound_bytes");
+		emit_uint(&em, r->auto_plan.lower_bound);
+		emit_key(&em, "plans_weighed");
+		emit_uint(&em, r->auto_plan.n_plans);
+		emit_key(&em, "cut_positions");
+		emit_uint(&em, r->auto_plan.n_cuts);
+		emit_obj_end(&em);
+	} else {
+		emit_null(&em);
+	}
 	emit_key(&em, "loss");
 	emit_str(&em, r->loss->name);
 	emit_key(&em, "bottlenecks");
@@ -159,6 +180,13 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 			printf("%s%s", i ? ", " : ": ", r->bn.v[i]->name);
 		printf("%s\n", r->bn.n > 6 ? ", ... (--explain lists all)" : "");
 	}
+	if (r->strategy == CKPT_AUTO) {
+		printf("auto:        %u plans weighed exactly (a DP over %u cut positions, then local search)\n",
+		       r->auto_plan.n_plans, r->auto_plan.n_cuts);
+		if (!r->auto_plan.fits)
+			printf("             infeasible: no plan fits %s; the lowest peak found is shown; no plan's peak can be below %s\n",
+			       size_format(r->budget, b, sizeof b), size_format(r->auto_plan.lower_bound, a, sizeof a));
+	}
 	if (r->has_budget)
 		printf("budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
 }
@@ -171,6 +199,7 @@ static int run(int argc, char **argv, int check)
 		{"dim", required_argument, NULL, 'd'},        {"loss", required_argument, NULL, 'l'},
 		{"format", required_argument, NULL, 'F'},     {"from", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},             {"explain", no_argument, NULL, 'x'},
+		{"checkpoint-file", required_argument, NULL, 'C'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = check ? "check" : "plan";
@@ -180,12 +209,16 @@ static int run(int argc, char **argv, int check)
 	struct plan_opts po = {0};
 	size_t n_dims = 0;
 	int c, rc = 0, shared_rc = 0, explain = 0;
+	struct names file_names = {0};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (ckpt_parse(optarg, &po.ckpt))
-				return cli_usage(cmd, "--checkpoint %s: not a strategy (none, speed, memory, list:NAME,...)", optarg);
+		case 'C':
+			if ((rc = cli_checkpoint(cmd, c, optarg, &po.ckpt, &file_names))) {
+				names_free(&file_names);
+				return rc;
+			}
 			break;
 		case 'b':
 			if (size_parse(optarg, &po.budget))
@@ -214,6 +247,9 @@ static int run(int argc, char **argv, int check)
 		return cli_usage(cmd, argc - optind < 1 ? "no model given" : "too many arguments");
 	if (check && !po.has_budget)
 		return cli_usage(cmd, "--budget is required");
+	if (po.ckpt.kind == CKPT_AUTO && !po.has_budget)
+		return cli_usage(cmd, "--checkpoint auto needs --budget SIZE");
+	po.ckpt.budget = po.budget;
 	const char *path = argv[optind];
 	po.dims = dims;
 	po.n_dims = n_dims;
@@ -236,6 +272,7 @@ static int run(int argc, char **argv, int check)
 		}
 	}
 	graph_free(g);
+	names_free(&file_names);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

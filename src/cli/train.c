@@ -1,10 +1,12 @@
 /* train.c - `graphdiet train`: a model in, its training graph (forward + backward) out. */
 #include "../autodiff/ad.h"
 #include "../exec/exec.h"
+#include "../io/names.h"
 #include "../plan/plan.h"
 #include "../rewrite/fold.h"
 #include "../rewrite/recompute.h"
 #include "../rewrite/loss.h"
+#include "../util/size.h"
 #include "../util/xalloc.h"
 #include "cli.h"
 
@@ -30,28 +32,42 @@ static const char help[] =
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable); once no dimension is\n"
 	"                        symbolic, shape computations are folded into constants\n"
 	"      --checkpoint S    activation checkpointing: none (default), speed (keep MatMul, Gemm\n"
-	"                        and Conv outputs), memory (about sqrt(N) bottlenecks) or\n"
-	"                        list:NAME,NAME; the rest is recomputed in the backward pass\n"
-	"                        (memory needs every dimension bound: --dim)\n"
+	"                        and Conv outputs), memory (about sqrt(N) bottlenecks), auto (the\n"
+	"                        fewest recompute FLOPs within --budget) or list:NAME,NAME; the rest\n"
+	"                        is recomputed in the backward pass (memory and auto need every\n"
+	"                        dimension bound: --dim)\n"
+	"      --checkpoint-file F  keep the tensors a YAML file lists (see graphdiet-plan(1))\n"
+	"      --budget SIZE     for auto: the peak to stay within (8GiB, 500MB or bytes); when no\n"
+	"                        plan fits, nothing is written and the exit status is 1\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 
-/* Applies the checkpointing strategy. Only `memory` needs shapes (bytes), so only it needs every
- * dimension bound; it goes through the planner, which finds the bottlenecks. */
+/* Applies the checkpointing strategy. `memory` and `auto` need shapes (bytes), so they need every
+ * dimension bound; they go through the planner, which finds the bottlenecks and weighs plans. */
 static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, struct gd_err *e)
 {
 	if (c->kind == CKPT_NONE)
 		return 0;
-	if (c->kind == CKPT_MEMORY) {
-		struct plan_opts po = {.loss = loss, .ckpt = *c};
+	if (c->kind == CKPT_MEMORY || c->kind == CKPT_AUTO) {
+		struct plan_opts po = {.loss = loss, .ckpt = *c, .budget = c->budget, .has_budget = c->kind == CKPT_AUTO};
 		struct plan_report pr;
-		return plan_memory(g, &po, &pr, e);
+		if (plan_memory(g, &po, &pr, e))
+			return e->code;
+		if (c->kind == CKPT_AUTO && !pr.auto_plan.fits) {
+			char a[32], b[32], l[32];
+			return err_set(e, GD_ECHECK,
+				       "--checkpoint auto: no plan fits the budget %s: the lowest peak found is %s, and no "
+				       "plan's peak can be below %s",
+				       size_format(c->budget, b, sizeof b), size_format(pr.peak_after, a, sizeof a),
+				       size_format(pr.auto_plan.lower_bound, l, sizeof l));
+		}
+		return 0;
 	}
 	uint8_t *keep = NULL;
 	struct recompute_stats st;
-	int rc = ckpt_choose(g, NULL, NULL, c, &keep, e) || recompute_rewrite(g, keep, &st, e) ? e->code : 0;
+	int rc = ckpt_choose(g, NULL, NULL, c, &keep, NULL, e) || recompute_rewrite(g, keep, &st, e) ? e->code : 0;
 	xfree(keep);
 	return rc;
 }
@@ -78,7 +94,8 @@ int cmd_train(int argc, char **argv)
 		{"freeze", required_argument, NULL, 'z'}, {"from", required_argument, NULL, 'f'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'T'},
 		{"dim", required_argument, NULL, 'd'},
-		{"checkpoint", required_argument, NULL, 'c'},
+		{"checkpoint", required_argument, NULL, 'c'}, {"checkpoint-file", required_argument, NULL, 'C'},
+		{"budget", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -89,14 +106,23 @@ int cmd_train(int argc, char **argv)
 	struct exec_binding dims[64];
 	size_t n_dims = 0;
 	char *pbuf = NULL, *fbuf = NULL;
-	int c;
+	struct names file_names = {0};
+	int c, has_budget = 0;
 	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (ckpt_parse(optarg, &ckpt))
-				return cli_usage("train", "--checkpoint %s: not a strategy (none, speed, memory, list:NAME,...)", optarg);
+		case 'C':
+			if ((shared_rc = cli_checkpoint("train", c, optarg, &ckpt, &file_names))) {
+				names_free(&file_names);
+				return shared_rc;
+			}
+			break;
+		case 'b':
+			if (size_parse(optarg, &ckpt.budget))
+				return cli_usage("train", "--budget: '%s' is not a size (8GiB, 500MB or bytes)", optarg);
+			has_budget = 1;
 			break;
 		case 'o':
 			out = optarg;
@@ -142,6 +168,8 @@ int cmd_train(int argc, char **argv)
 		rc = cli_usage("train", argc - optind < 1 ? "no model given" : "too many arguments");
 	else if (ao.params && ao.freeze)
 		rc = cli_usage("train", "give --params or --freeze, not both");
+	else if ((ckpt.kind == CKPT_AUTO) != has_budget)
+		rc = cli_usage("train", has_budget ? "--budget is for --checkpoint auto" : "--checkpoint auto needs --budget SIZE");
 	if (!rc && to == FMT_AUTO)
 		to = strcmp(out, "-") ? format_from_path(out) : FMT_ONNX;
 	if (!rc && to == FMT_AUTO)
@@ -171,6 +199,7 @@ int cmd_train(int argc, char **argv)
 	free((void *)ao.freeze);
 	free(pbuf);
 	free(fbuf);
+	names_free(&file_names);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

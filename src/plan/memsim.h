@@ -10,6 +10,7 @@
 
 #include "../exec/exec.h"
 #include "../ir/graph.h"
+#include "../rewrite/recompute.h"
 
 struct mem_breakdown {
 	uint64_t params;      /* initializers */
@@ -28,6 +29,14 @@ struct mem_result {
 
 /* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */
 int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *r, struct gd_err *e);
+
+/* Simulates the checkpointed schedule of g for the kept set (recompute_schedule) as if g had been
+ * rewritten to it: a recomputed copy has its original's bytes; peak_node indexes the steps. */
+int memsim_schedule(const struct graph *g, const struct exec *shapes, const uint8_t *keep, const struct rc_step *steps,
+		    uint32_t n_steps, struct mem_result *r, struct gd_err *e);
 void memsim_free(struct mem_result *r);
+
+/* FLOPs of node n by its op's cost rule, at the shapes of `shapes`. */
+uint64_t node_flops(const struct node *n, const struct exec *shapes);
 
 #endif

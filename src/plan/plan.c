@@ -74,7 +74,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	if (o->ckpt.kind != CKPT_NONE) {
 		uint8_t *keep = NULL;
 		struct recompute_stats st;
-		int bad = ckpt_choose(g, x, &r->bn, &o->ckpt, &keep, e) || recompute_rewrite(g, keep, &st, e);
+		int bad = ckpt_choose(g, x, &r->bn, &o->ckpt, &keep, &r->auto_plan, e) || recompute_rewrite(g, keep, &st, e);
 		xfree(keep);
 		memsim_free(&m);
 		exec_free(x);
@@ -105,16 +105,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	}
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
-		struct rtensor *in[64], *out[64];
-		if (n->n_in > 64 || n->n_out > 64)
-			continue;
-		static struct rtensor none;
-		for (uint32_t k = 0; k < n->n_in; k++)
-			in[k] = n->in[k] ? (struct rtensor *)exec_value(x, n->in[k]) : &none;
-		for (uint32_t k = 0; k < n->n_out; k++)
-			out[k] = n->out[k] ? (struct rtensor *)exec_value(x, n->out[k]) : &none;
-		uint64_t f, b;
-		op_cost(n, in, out, &f, &b);
+		uint64_t f = node_flops(n, x);
 		if (n->tags & TAG_RECOMPUTE)
 			r->recompute_flops += f;
 		else if (node_is_forward(n))

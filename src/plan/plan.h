@@ -35,8 +35,9 @@ struct plan_report {
 	uint32_t n_nodes;
 	const struct value *loss;
 	struct bottlenecks bn;       /* articulation tensors of the forward pass */
-	uint32_t n_clones;
-	enum ckpt_kind strategy;           /* recompute nodes the strategy added */
+	uint32_t n_clones;           /* recompute nodes the strategy added */
+	enum ckpt_kind strategy;
+	struct auto_result auto_plan; /* --checkpoint auto */
 };
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const names[] = {"none", "speed", "memory", "list"};
+static const char *const names[] = {"none", "speed", "memory", "auto", "list"};
 
 const char *ckpt_name(enum ckpt_kind k)
 {
@@ -15,7 +15,7 @@ const char *ckpt_name(enum ckpt_kind k)
 int ckpt_parse(const char *s, struct ckpt *c)
 {
 	memset(c, 0, sizeof *c);
-	for (int k = CKPT_NONE; k <= CKPT_MEMORY; k++)
+	for (int k = CKPT_NONE; k <= CKPT_AUTO; k++)
 		if (!strcmp(s, names[k])) {
 			c->kind = (enum ckpt_kind)k;
 			return 0;
@@ -28,9 +28,25 @@ int ckpt_parse(const char *s, struct ckpt *c)
 	return -1;
 }
 
-int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct bottlenecks *bn, const struct ckpt *c,
-		uint8_t **keep, struct gd_err *e)
+/* Marks the forward value named name[0..len) kept. */
+static int keep_name(const struct graph *g, const char *name, size_t len, uint8_t *k, struct gd_err *e)
 {
+	char buf[512];
+	if (len >= sizeof buf)
+		return err_set(e, GD_EINPUT, "checkpoint '%.40s...': the name is too long", name);
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	const struct value *v = strmap_get(&g->names, buf);
+	if (!v || !value_is_activation(v))
+		return err_set(e, GD_EINPUT, "checkpoint '%s' is not a value a forward node produces", buf);
+	k[v->id] = 1;
+	return 0;
+}
+
+int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct bottlenecks *bn, const struct ckpt *c,
+		uint8_t **keep, struct auto_result *ar, struct gd_err *e)
+{
+	struct auto_result scratch;
 	uint8_t *k = xcalloc(g->n_values ? g->n_values : 1, 1);
 	if (!k)
 		return err_oom(e);
@@ -79,18 +95,16 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 		xfree(at);
 		break;
 	}
+	case CKPT_AUTO:
+		return ckpt_auto(g, shapes, c->budget, k, ar ? ar : &scratch, e);
 	case CKPT_LIST:
-		for (const char *p = c->list; *p;) {
+		for (size_t i = 0; i < c->n_names; i++)
+			if (keep_name(g, c->names[i], strlen(c->names[i]), k, e))
+				return e->code;
+		for (const char *p = c->list; p && *p;) {
 			size_t len = strcspn(p, ",");
-			char name[512];
-			if (len >= sizeof name)
-				return err_set(e, GD_EINPUT, "--checkpoint list: a name is too long");
-			memcpy(name, p, len);
-			name[len] = 0;
-			const struct value *v = strmap_get(&g->names, name);
-			if (!v || !value_is_activation(v))
-				return err_set(e, GD_EINPUT, "--checkpoint list: '%s' is not a value a forward node produces", name);
-			k[v->id] = 1;
+			if (keep_name(g, p, len, k, e))
+				return e->code;
 			p += len + (p[len] == ',');
 		}
 		break;

@@ -5,31 +5,81 @@
 #include <stdio.h>
 #include <string.h>
 
-struct rc {
-	struct graph *g;
+/* The schedule: g's nodes in order, with the clones each backward node needs first. */
+struct sch {
 	const uint8_t *keep;
-	struct value **clone;  /* value id -> its recomputed value */
-	struct value **stack;  /* for recomputed()'s walk */
-	struct node **order;   /* the new schedule */
-	uint32_t n_order;
-	struct node *after;    /* the backward node scheduled before the current one */
-	uint32_t n_clones;
-	struct gd_err *e;
+	uint8_t *made;             /* value id -> its recompute is scheduled */
+	const struct value **stack;
+	struct rc_step *steps;
+	uint32_t n;
 };
 
-static int is_fwd_activation(const struct rc *r, const struct value *v)
+/* Schedules the recompute of dropped value v after those of its producer's dropped inputs (a
+ * depth-first walk with an explicit stack, so a long run of dropped values cannot overflow the C
+ * stack). */
+static void recompute(struct sch *s, const struct value *v)
 {
-	return value_is_activation(v) && !r->keep[v->id] && !(v->flags & VALUE_OUTPUT);
+	uint32_t top = 0;
+	s->stack[top++] = v;
+	while (top) {
+		const struct value *u = s->stack[top - 1];
+		if (s->made[u->id]) {
+			top--;
+			continue;
+		}
+		const struct node *p = u->producer;
+		const struct value *missing = NULL;
+		for (uint32_t k = 0; k < p->n_in && !missing; k++)
+			if (rc_dropped(s->keep, p->in[k]) && !s->made[p->in[k]->id])
+				missing = p->in[k];
+		if (missing) {
+			s->stack[top++] = missing;
+			continue;
+		}
+		for (uint32_t k = 0; k < p->n_out; k++)
+			if (p->out[k])
+				s->made[p->out[k]->id] = 1;
+		s->steps[s->n++] = (struct rc_step){p, 1};
+		top--;
+	}
+}
+
+int recompute_schedule(const struct graph *g, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
+		       struct gd_err *e)
+{
+	struct sch s = {.keep = keep};
+	s.made = xcalloc(g->n_values ? g->n_values : 1, 1);
+	s.stack = xmalloc(sizeof *s.stack * (g->n_values + 1));
+	s.steps = xmalloc(sizeof *s.steps * (2 * (size_t)g->n_nodes + 1));
+	if (!s.made || !s.stack || !s.steps) {
+		xfree(s.made);
+		xfree(s.stack);
+		xfree(s.steps);
+		return err_oom(e);
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		if (n->tags & TAG_BACKWARD)
+			for (uint32_t k = 0; k < n->n_in; k++)
+				if (rc_dropped(keep, n->in[k]) && !s.made[n->in[k]->id])
+					recompute(&s, n->in[k]);
+		s.steps[s.n++] = (struct rc_step){n, 0};
+	}
+	xfree(s.made);
+	xfree(s.stack);
+	*steps = s.steps;
+	*n_steps = s.n;
+	return 0;
 }
 
 /* The clone of p, whose inputs that need recomputing have their clones already. */
-static int clone_node(struct rc *r, const struct node *p)
+static struct node *clone_node(struct graph *g, const uint8_t *keep, struct value **clone, const struct node *p,
+			       struct node *after, struct gd_err *e)
 {
-	struct graph *g = r->g;
-	struct node *c = graph_add_node(g, r->e);
+	struct node *c = graph_add_node(g, e);
 	if (!c)
-		return r->e->code;
-	*c = *p; /* appended past the original nodes for now; r->order has its place */
+		return NULL;
+	*c = *p; /* appended past the original nodes for now; the schedule has its place */
 	c->tags = TAG_RECOMPUTE;
 	c->ctrl = NULL;
 	c->n_ctrl = 0;
@@ -41,14 +91,16 @@ static int clone_node(struct rc *r, const struct node *p)
 	snprintf(buf, sizeof buf, "recompute of %s", p->name ? p->name : "an unnamed node");
 	c->doc = arena_strdup(g->arena, buf);
 	c->in = arena_array(g->arena, (size_t)p->n_in + p->n_out + 1, sizeof *c->in);
-	if (!c->name || !c->doc || !c->in)
-		return err_oom(r->e);
+	if (!c->name || !c->doc || !c->in) {
+		err_oom(e);
+		return NULL;
+	}
 	c->out = c->in + p->n_in;
 	int reads_clone = 0;
 	for (uint32_t k = 0; k < p->n_in; k++) {
 		struct value *u = p->in[k];
-		if (is_fwd_activation(r, u)) {
-			u = r->clone[u->id];
+		if (rc_dropped(keep, u)) {
+			u = clone[u->id];
 			reads_clone = 1;
 		}
 		c->in[k] = u;
@@ -59,92 +111,64 @@ static int clone_node(struct rc *r, const struct node *p)
 		if (!o)
 			continue;
 		snprintf(buf, sizeof buf, "%s_recompute", o->name);
-		const char *nm = graph_fresh_name(g, buf, r->e);
-		struct value *nv = nm ? graph_value(g, nm, r->e) : NULL;
-		if (!nv || graph_set_output_value(c, k, nv, r->e))
-			return r->e->code;
+		const char *nm = graph_fresh_name(g, buf, e);
+		struct value *nv = nm ? graph_value(g, nm, e) : NULL;
+		if (!nv || graph_set_output_value(c, k, nv, e))
+			return NULL;
 		nv->type = o->type;
-		r->clone[o->id] = nv;
+		clone[o->id] = nv;
 	}
-	if (!reads_clone && r->after) {
+	if (!reads_clone && after) {
 		c->ctrl = arena_array(g->arena, 1, sizeof *c->ctrl);
-		if (!c->ctrl)
-			return err_oom(r->e);
-		c->ctrl[0] = r->after;
+		if (!c->ctrl) {
+			err_oom(e);
+			return NULL;
+		}
+		c->ctrl[0] = after;
 		c->n_ctrl = 1;
 	}
-	c->index = r->n_order;
-	r->order[r->n_order++] = c;
-	r->n_clones++;
-	return 0;
-}
-
-/* The recomputed form of forward activation v: its producer's clone, made after those of its
- * inputs that need recomputing (a depth-first walk with an explicit stack, so a long run of
- * dropped values cannot overflow the C stack). */
-static struct value *recomputed(struct rc *r, struct value *v)
-{
-	uint32_t top = 0;
-	r->stack[top++] = v;
-	while (top && !r->clone[v->id]) {
-		struct value *u = r->stack[top - 1];
-		if (r->clone[u->id]) {
-			top--;
-			continue;
-		}
-		const struct node *p = u->producer;
-		struct value *missing = NULL;
-		for (uint32_t k = 0; k < p->n_in && !missing; k++)
-			if (is_fwd_activation(r, p->in[k]) && !r->clone[p->in[k]->id])
-				missing = p->in[k];
-		if (missing) {
-			r->stack[top++] = missing;
-		} else {
-			if (clone_node(r, p))
-				return NULL;
-			top--;
-		}
-	}
-	return r->clone[v->id];
+	return c;
 }
 
 int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_stats *st, struct gd_err *e)
 {
 	memset(st, 0, sizeof *st);
-	uint32_t n0 = g->n_nodes;
-	struct rc r = {.g = g, .keep = keep, .e = e};
-	r.clone = xcalloc(g->n_values ? g->n_values : 1, sizeof *r.clone);
-	r.order = xmalloc(sizeof *r.order * (2 * (size_t)n0 + 1));
-	r.stack = xmalloc(sizeof *r.stack * (n0 + 1));
-	if (!r.clone || !r.order || !r.stack) {
-		xfree(r.clone);
-		xfree(r.order);
-		xfree(r.stack);
+	struct rc_step *steps;
+	uint32_t n_steps;
+	if (recompute_schedule(g, keep, &steps, &n_steps, e))
+		return e->code;
+	struct value **clone = xcalloc(g->n_values ? g->n_values : 1, sizeof *clone);
+	struct node **order = xmalloc(sizeof *order * (n_steps + 1));
+	if (!clone || !order) {
+		xfree(steps);
+		xfree(clone);
+		xfree(order);
 		return err_oom(e);
 	}
+	struct node *after = NULL; /* the backward node scheduled before the current step */
 	int rc = 0;
-	for (uint32_t i = 0; i < n0 && !rc; i++) {
-		struct node *n = g->nodes[i];
-		if (n->tags & TAG_BACKWARD) {
-			for (uint32_t k = 0; k < n->n_in && !rc; k++)
-				if (is_fwd_activation(&r, n->in[k])) {
-					struct value *c = recomputed(&r, n->in[k]);
-					if (c)
-						n->in[k] = c;
-					else
-						rc = e->code;
-				}
-			r.after = n;
+	for (uint32_t i = 0; i < n_steps && !rc; i++) {
+		struct node *n = (struct node *)steps[i].n;
+		if (steps[i].clone) {
+			if (!(n = clone_node(g, keep, clone, n, after, e)))
+				rc = e->code;
+			else
+				st->n_clones++;
+		} else if (n->tags & TAG_BACKWARD) {
+			for (uint32_t k = 0; k < n->n_in; k++)
+				if (rc_dropped(keep, n->in[k]))
+					n->in[k] = clone[n->in[k]->id];
+			after = n;
 		}
-		n->index = r.n_order;
-		r.order[r.n_order++] = n;
+		if (n) {
+			n->index = i;
+			order[i] = n;
+		}
 	}
-	if (!rc) { /* the clones sit past the original nodes: n_nodes is the new total */
-		memcpy(g->nodes, r.order, sizeof *g->nodes * r.n_order);
-		st->n_clones = r.n_clones;
-	}
-	xfree(r.clone);
-	xfree(r.order);
-	xfree(r.stack);
+	if (!rc) /* the clones sit past the original nodes: n_nodes is the new total */
+		memcpy(g->nodes, order, sizeof *g->nodes * n_steps);
+	xfree(steps);
+	xfree(clone);
+	xfree(order);
 	return rc;
 }

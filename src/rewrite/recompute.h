@@ -1,4 +1,4 @@
-/* recompute.h - activation checkpointing: the rewrite.
+/* recompute.h - activation checkpointing: the schedule and the rewrite.
  *
  * Given the forward values to keep, every other forward value that a backward node reads is
  * recomputed just in time: right before its first backward reader, a clone of each forward node
@@ -8,18 +8,43 @@
  * A clone that reads no other clone gets a control dependency on the backward node scheduled just
  * before it, so it cannot run before backprop reaches its segment. Each value is recomputed once
  * and the clone lives until its last backward reader. Clones run the same kernels on the same
- * inputs (a Dropout clone draws the mask of the node it clones), so gradients are bitwise equal. */
+ * inputs (a Dropout clone draws the mask of the node it clones), so gradients are bitwise equal.
+ *
+ * The schedule is computed apart from the rewrite, so that the planner can weigh a kept set
+ * (memsim_schedule) without touching the graph. */
 #ifndef GD_RECOMPUTE_H
 #define GD_RECOMPUTE_H
 
 #include "../ir/graph.h"
+
+/* One step of a checkpointed schedule: a node of g, or (clone = 1) the recompute of a forward node. */
+struct rc_step {
+	const struct node *n;
+	uint32_t clone;
+};
+
+/* A forward value that is neither kept nor resident: backward nodes read its recomputed copy. */
+static inline bool rc_dropped(const uint8_t *keep, const struct value *v)
+{
+	return keep && value_is_activation(v) && !keep[v->id] && !(v->flags & VALUE_OUTPUT);
+}
+
+/* Whether input k of step s reads the recomputed copy of its value. */
+static inline bool rc_reads_copy(const uint8_t *keep, const struct rc_step *s, uint32_t k)
+{
+	return (s->clone || (s->n->tags & TAG_BACKWARD)) && rc_dropped(keep, s->n->in[k]);
+}
 
 struct recompute_stats {
 	uint32_t n_clones;
 };
 
 /* keep[value id] marks the kept forward values. g is a sorted training graph (forward nodes, then
- * backward nodes, as autodiff makes it); it stays sorted. */
+ * backward nodes, as autodiff makes it). The steps are xmalloc'd. */
+int recompute_schedule(const struct graph *g, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
+		       struct gd_err *e);
+
+/* Rewrites g to that schedule; it stays sorted. */
 int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_stats *st, struct gd_err *e);
 
 #endif

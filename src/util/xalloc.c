@@ -47,3 +47,16 @@ void xfree(void *p)
 {
 	free(p);
 }
+
+int xgrow(void **arr, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? 2 * *cap : 16;
+	void *p = xreallocarray(*arr, nc, size);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}

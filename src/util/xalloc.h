@@ -13,6 +13,8 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void *xreallocarray(void *p, size_t n, size_t size);
 void xfree(void *p);
+/* Doubles *arr (elements of `size` bytes, *cap of them; at least 16) when *n == *cap. */
+int xgrow(void **arr, size_t n, size_t *cap, size_t size);
 
 /* After `n` more successful allocations, every further one fails; -1 disables. */
 void xalloc_fail_after(long n);

@@ -1,0 +1,533 @@
+/* auto.c - see auto.h. */
+#include "auto.h"
+#include "../rewrite/recompute.h"
+#include "../util/xalloc.h"
+#include "memsim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CUTS 128      /* candidate cut positions on larger graphs */
+#define THIN 32           /* Pareto set size per cut on larger graphs */
+#define EXACT_SET 100000  /* ... and the bound on it when nothing is thinned */
+
+/* The group model: prefix sums over (group of the producer, group of the last forward reader). */
+struct gmodel {
+	uint32_t M;               /* cuts 1..M at forward positions cut[1..M]; cut[0] = 0, cut[M] = F */
+	uint32_t *gp, *gl;        /* per value: group made in, group of its last forward reader (0: none) */
+	uint64_t *all, *nonbwd;   /* P[y][x]: bytes of values with gp <= y, gl <= x ((M+1)^2) */
+	uint64_t *flops;          /* nodes recomputed: with gp <= y and an output with gl <= x */
+	uint32_t cap;             /* Pareto set bound */
+};
+
+#define AT(P, y, x) ((P)[(size_t)(y) * (m->M + 1) + (x)])
+#define BOX(P, i, j, x) (AT(P, j, x) - AT(P, i, x)) /* producers in (i, j], readers' group <= x */
+
+struct entry {
+	uint64_t K, C;   /* kept bytes so far, recompute FLOPs so far */
+	int64_t prev;    /* pool index, -1 at the start */
+	uint32_t from;   /* the previous cut */
+	uint32_t stored; /* the group (from, this cut] keeps everything */
+};
+
+struct dp {
+	struct entry *pool;
+	size_t n, cap;
+	size_t *first, *count; /* per cut: its Pareto set in the pool */
+};
+
+static int push(struct dp *d, struct entry en)
+{
+	if (xgrow((void **)&d->pool, d->n, &d->cap, sizeof *d->pool))
+		return -1;
+	d->pool[d->n++] = en;
+	return 0;
+}
+
+static int by_k_then_c(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	if (x->K != y->K)
+		return x->K < y->K ? -1 : 1;
+	return x->C < y->C ? -1 : x->C > y->C;
+}
+
+/* The DP for activation budget A; returns the pool index of the best plan at the last cut, -1 if
+ * none fits A, -2 on allocation failure. */
+static int64_t solve(const struct gmodel *m, uint64_t A, struct dp *d)
+{
+	d->n = 0;
+	if (push(d, (struct entry){0, 0, -1, 0, 0}))
+		return -2;
+	d->first[0] = 0;
+	d->count[0] = 1;
+	for (uint32_t j = 1; j <= m->M; j++) {
+		size_t start = d->n;
+		for (uint32_t i = 0; i < j; i++) {
+			uint64_t drop = BOX(m->all, i, j, j), all = BOX(m->all, i, j, m->M);
+			uint64_t keep = all - drop, stored = all - BOX(m->nonbwd, i, j, j), f = BOX(m->flops, i, j, j);
+			for (size_t t = 0; t < d->count[i]; t++) {
+				size_t ix = d->first[i] + t;
+				uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
+				if (K + keep + drop <= A && push(d, (struct entry){K + keep, C + f, (int64_t)ix, i, 0}))
+					return -2;
+				if (stored != keep + drop && K + stored <= A &&
+				    push(d, (struct entry){K + stored, C, (int64_t)ix, i, 1}))
+					return -2;
+			}
+		}
+		/* the Pareto set: ascending kept bytes, strictly falling FLOPs */
+		struct entry *c = d->pool + start;
+		size_t n = d->n - start, k = 0;
+		qsort(c, n, sizeof *c, by_k_then_c);
+		for (size_t t = 0; t < n; t++)
+			if (!k || c[t].C < c[k - 1].C)
+				c[k++] = c[t];
+		if (k > m->cap) { /* thinned evenly, both ends kept */
+			for (size_t t = 0; t < m->cap; t++)
+				c[t] = c[t * (k - 1) / (m->cap - 1)];
+			k = m->cap;
+		}
+		d->first[j] = start;
+		d->count[j] = k;
+		d->n = start + k;
+	}
+	return d->count[m->M] ? (int64_t)(d->first[m->M] + d->count[m->M] - 1) : -1;
+}
+
+/* The kept set of a DP answer: per group, the cut that ends its segment and whether it is stored. */
+static int plan_keep(const struct graph *g, const struct gmodel *m, const struct dp *d, int64_t ix, uint8_t *keep)
+{
+	uint32_t *end = xcalloc((size_t)m->M + 1, sizeof *end);
+	uint8_t *stored = xcalloc((size_t)m->M + 1, 1);
+	if (!end || !stored) {
+		xfree(end);
+		xfree(stored);
+		return -1;
+	}
+	for (uint32_t j = m->M; ix >= 0 && d->pool[ix].prev >= 0; ix = d->pool[ix].prev) {
+		const struct entry *en = &d->pool[ix];
+		for (uint32_t q = en->from + 1; q <= j; q++) {
+			end[q] = j;
+			stored[q] = (uint8_t)en->stored;
+		}
+		j = en->from;
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		keep[v] = m->gp[v] && (stored[m->gp[v]] || m->gl[v] > end[m->gp[v]]);
+	xfree(end);
+	xfree(stored);
+	return 0;
+}
+
+/* Exact peak and recompute FLOPs of a kept set. */
+static int weigh(const struct graph *g, const struct exec *x, const uint8_t *keep, const uint64_t *flops,
+		 uint64_t *peak, uint64_t *rflops, uint64_t *area, struct gd_err *e)
+{
+	struct rc_step *steps;
+	uint32_t n;
+	if (recompute_schedule(g, keep, &steps, &n, e))
+		return e->code;
+	struct mem_result r;
+	int rc = memsim_schedule(g, x, keep, steps, n, &r, e);
+	if (!rc) {
+		*peak = r.peak;
+		*rflops = 0;
+		if (area)
+			*area = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			if (steps[i].clone)
+				*rflops += flops[steps[i].n->index];
+			if (area)
+				*area += r.live[i] >> 8; /* live bytes over the steps, for breaking ties in peak */
+		}
+		memsim_free(&r);
+	}
+	xfree(steps);
+	return rc;
+}
+
+/* No plan's peak is below the resident bytes plus the largest step (a node's distinct
+ * non-resident inputs and outputs), nor below everything resident at the end. */
+static uint64_t lower_bound(const struct graph *g, const struct exec *x, const uint8_t *resident)
+{
+	uint64_t base = 0, outs = 0, step = 0;
+	for (uint32_t i = 0; i < g->n_values; i++)
+		if (resident[i] == 1)
+			base += exec_value(x, g->values[i])->nbytes;
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (resident[g->outputs[i]->id] == 2)
+			outs += exec_value(x, g->outputs[i])->nbytes;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		uint64_t s = 0;
+		for (uint32_t k = 0; k < n->n_in; k++) {
+			const struct value *v = n->in[k];
+			int dup = !v || resident[v->id] == 1;
+			for (uint32_t q = 0; q < k && !dup; q++)
+				dup = n->in[q] == v;
+			if (!dup)
+				s += exec_value(x, v)->nbytes;
+		}
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k])
+				s += exec_value(x, n->out[k])->nbytes;
+		if (s > step)
+			step = s;
+	}
+	return base + (outs > step ? outs : step);
+}
+
+static int build_model(const struct graph *g, const struct exec *x, const uint64_t *nflops, struct gmodel *m,
+		       uint32_t F)
+{
+	size_t nv = g->n_values ? g->n_values : 1;
+	uint32_t *pos = xcalloc(nv, sizeof *pos), *last = xcalloc(nv, sizeof *last);
+	uint8_t *bwd = xcalloc(nv, 1);
+	uint32_t *group = xcalloc((size_t)F + 1, sizeof *group); /* forward position -> group */
+	m->gp = xcalloc(nv, sizeof *m->gp);
+	m->gl = xcalloc(nv, sizeof *m->gl);
+	int rc = -1;
+	if (!pos || !last || !bwd || !group || !m->gp || !m->gl)
+		goto out;
+	uint32_t t = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		int fwd = node_is_forward(n);
+		t += fwd;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			if (value_is_activation(n->in[k])) {
+				if (fwd)
+					last[n->in[k]->id] = t;
+				else
+					bwd[n->in[k]->id] = 1;
+			}
+		if (fwd)
+			for (uint32_t k = 0; k < n->n_out; k++)
+				if (n->out[k])
+					pos[n->out[k]->id] = t;
+	}
+	/* the cuts: every position, or on larger graphs the position whose frontier has the fewest
+	 * bytes in each of MAX_CUTS windows of equal length */
+	m->M = F <= AUTO_EXACT_NODES ? F : MAX_CUTS;
+	m->cap = F <= AUTO_EXACT_NODES ? EXACT_SET : THIN;
+	uint64_t *front = xcalloc((size_t)F + 2, sizeof *front);
+	if (!front)
+		goto out;
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		uint64_t s = exec_value(x, g->values[v])->nbytes;
+		if (pos[v] && last[v] > pos[v] && !(g->values[v]->flags & VALUE_OUTPUT)) {
+			front[pos[v]] += s;
+			front[last[v]] -= s;
+		}
+	}
+	for (uint32_t p = 1; p <= F; p++)
+		front[p] += front[p - 1];
+	uint32_t prev = 0;
+	for (uint32_t j = 1; j <= m->M; j++) {
+		uint32_t end = (uint32_t)((uint64_t)F * j / m->M), best = end;
+		for (uint32_t p = end; p > prev && j < m->M; p--)
+			if (front[p] < front[best])
+				best = p;
+		for (uint32_t p = prev + 1; p <= best; p++)
+			group[p] = j;
+		prev = best;
+	}
+	xfree(front);
+	size_t side = (size_t)m->M + 1;
+	m->all = xcalloc(side * side, sizeof *m->all);
+	m->nonbwd = xcalloc(side * side, sizeof *m->nonbwd);
+	m->flops = xcalloc(side * side, sizeof *m->flops);
+	if (!m->all || !m->nonbwd || !m->flops)
+		goto out;
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		const struct value *val = g->values[v];
+		if (!pos[v] || (val->flags & VALUE_OUTPUT))
+			continue;
+		m->gp[v] = group[pos[v]];
+		m->gl[v] = last[v] ? group[last[v]] : 0;
+		uint64_t s = exec_value(x, val)->nbytes;
+		AT(m->all, m->gp[v], m->gl[v]) += s;
+		if (!bwd[v])
+			AT(m->nonbwd, m->gp[v], m->gl[v]) += s;
+	}
+	/* a node is recomputed in group (i, j] when one of its outputs is not read after j */
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		uint32_t gmin = UINT32_MAX, gpn = 0;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k] && m->gp[n->out[k]->id]) {
+				gpn = m->gp[n->out[k]->id];
+				if (m->gl[n->out[k]->id] < gmin)
+					gmin = m->gl[n->out[k]->id];
+			}
+		if (gpn)
+			AT(m->flops, gpn, gmin) += nflops[i];
+	}
+	uint64_t *P[3] = {m->all, m->nonbwd, m->flops};
+	for (int q = 0; q < 3; q++) /* 2-D prefix sums */
+		for (uint32_t y = 0; y <= m->M; y++)
+			for (uint32_t xx = 0; xx <= m->M; xx++)
+				AT(P[q], y, xx) += (xx ? AT(P[q], y, xx - 1) : 0) + (y ? AT(P[q], y - 1, xx) : 0) -
+						   (xx && y ? AT(P[q], y - 1, xx - 1) : 0);
+	rc = 0;
+out:
+	xfree(pos);
+	xfree(last);
+	xfree(bwd);
+	xfree(group);
+	return rc;
+}
+
+static void model_free(struct gmodel *m)
+{
+	xfree(m->gp);
+	xfree(m->gl);
+	xfree(m->all);
+	xfree(m->nonbwd);
+	xfree(m->flops);
+}
+
+/* The plans weighed: kept sets as bitsets with their exact peak and FLOPs. */
+struct plans {
+	struct plan {
+		uint64_t peak, flops;
+		uint64_t *bits;
+	} *p;
+	size_t n, cap, words;
+};
+
+static int plans_add(struct plans *ps, const uint8_t *keep, uint32_t nv, uint64_t peak, uint64_t flops)
+{
+	if (xgrow((void **)&ps->p, ps->n, &ps->cap, sizeof *ps->p))
+		return -1;
+	uint64_t *b = xcalloc(ps->words ? ps->words : 1, sizeof *b);
+	if (!b)
+		return -1;
+	for (uint32_t v = 0; v < nv; v++)
+		if (keep[v])
+			b[v / 64] |= 1ull << (v % 64);
+	ps->p[ps->n++] = (struct plan){peak, flops, b};
+	return 0;
+}
+
+static void plans_get(const struct plans *ps, size_t i, uint8_t *keep, uint32_t nv)
+{
+	for (uint32_t v = 0; v < nv; v++)
+		keep[v] = (uint8_t)(ps->p[i].bits[v / 64] >> (v % 64) & 1);
+}
+
+/* Local search with exact weighing, within an allowance of node-steps simulated. */
+struct search {
+	const struct graph *g;
+	const struct exec *x;
+	const uint64_t *nflops;
+	const uint32_t *cand; /* the values a plan may keep or drop */
+	uint32_t n_cand;
+	int64_t allowance;
+};
+
+static int try_flip(struct search *s, uint8_t *keep, uint32_t v, uint64_t *peak, uint64_t *flops, uint64_t *area,
+		    struct gd_err *e)
+{
+	s->allowance -= 2 * (int64_t)s->g->n_nodes;
+	keep[v] ^= 1;
+	int rc = weigh(s->g, s->x, keep, s->nflops, peak, flops, area, e);
+	keep[v] ^= 1;
+	return rc;
+}
+
+/* From plan i: flip single values while that lowers FLOPs or peak and raises neither; adds the
+ * result when it improved. */
+static int improve(struct search *s, struct plans *ps, size_t i, uint8_t *keep, struct gd_err *e)
+{
+	uint64_t peak = ps->p[i].peak, flops = ps->p[i].flops;
+	int better = 0, changed = 1;
+	plans_get(ps, i, keep, s->g->n_values);
+	for (int pass = 0; pass < 4 && changed; pass++) {
+		changed = 0;
+		/* single flips (c0 == c); when none helps, on small graphs, pairs (c0 < c) */
+		for (int pairs = 0; pairs < 2 && !changed; pairs++) {
+			if (pairs && s->n_cand > AUTO_EXACT_NODES)
+				break;
+			for (uint32_t c = 0; c < s->n_cand && s->allowance > 0; c++)
+				for (uint32_t c0 = pairs ? 0 : c; c0 <= c && s->allowance > 0; c0++) {
+					if (pairs && c0 == c)
+						break;
+					uint64_t pk, fl;
+					keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+					int rc = try_flip(s, keep, s->cand[c], &pk, &fl, NULL, e);
+					if (rc)
+						return rc;
+					if (pk <= peak && fl <= flops && (pk < peak || fl < flops)) {
+						keep[s->cand[c]] ^= 1;
+						peak = pk, flops = fl;
+						better = changed = 1;
+					} else {
+						keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+					}
+				}
+		}
+	}
+	if (better && plans_add(ps, keep, s->g->n_values, peak, flops))
+		return err_oom(e);
+	return 0;
+}
+
+/* From plan i: the single flip that lowers the peak most, repeatedly, adding each plan on the way.
+ * Where the peak is reached at several steps no single flip lowers it, so with `plateaus` a flip
+ * that keeps the peak and lowers the live bytes summed over the schedule is a step down too. */
+static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, uint8_t *keep, struct gd_err *e)
+{
+	uint64_t peak = ps->p[i].peak, area, f0;
+	plans_get(ps, i, keep, s->g->n_values);
+	if (weigh(s->g, s->x, keep, s->nflops, &peak, &f0, &area, e))
+		return e->code;
+	for (;;) {
+		uint64_t bp = peak, ba = area, bf = 0;
+		uint32_t best = UINT32_MAX;
+		for (uint32_t c = 0; c < s->n_cand && s->allowance > 0; c++) {
+			uint64_t pk, fl, ar;
+			if (try_flip(s, keep, s->cand[c], &pk, &fl, &ar, e))
+				return e->code;
+			if (pk < bp || (pk == bp && (plateaus ? ar < ba : best != UINT32_MAX && fl < bf)))
+				bp = pk, ba = ar, bf = fl, best = s->cand[c];
+		}
+		uint32_t second = UINT32_MAX; /* no single flip helps: pairs, on small graphs */
+		for (uint32_t c = 0; best == UINT32_MAX && s->n_cand <= AUTO_EXACT_NODES && c < s->n_cand; c++) {
+			keep[s->cand[c]] ^= 1;
+			for (uint32_t c2 = c + 1; c2 < s->n_cand && s->allowance > 0; c2++) {
+				uint64_t pk, fl, ar;
+				if (try_flip(s, keep, s->cand[c2], &pk, &fl, &ar, e))
+					return e->code;
+				if (pk < bp || (pk == bp && (plateaus ? ar < ba : second != UINT32_MAX && fl < bf)))
+					bp = pk, ba = ar, bf = fl, second = s->cand[c], best = s->cand[c2];
+			}
+			keep[s->cand[c]] ^= 1;
+		}
+		if (best == UINT32_MAX || s->allowance <= 0)
+			return 0;
+		if (second != UINT32_MAX)
+			keep[second] ^= 1;
+		keep[best] ^= 1;
+		peak = bp;
+		area = ba;
+		if (plans_add(ps, keep, s->g->n_values, bp, bf))
+			return err_oom(e);
+	}
+}
+
+/* The node-steps of exact weighing that local search may spend: about half a second. */
+#define SEARCH_ALLOWANCE 10000000
+
+int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, uint8_t *keep, struct auto_result *r,
+	      struct gd_err *e)
+{
+	memset(r, 0, sizeof *r);
+	size_t nv = g->n_values ? g->n_values : 1;
+	uint32_t F = 0;
+	uint64_t *nflops = xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *nflops);
+	uint8_t *resident = xcalloc(nv, 1); /* 1: input or initializer, 2: other graph output */
+	uint32_t *cand = xcalloc(nv, sizeof *cand);
+	struct gmodel mod = {0}, *m = &mod;
+	struct dp d = {0};
+	struct plans ps = {.words = (nv + 63) / 64};
+	int rc = 0;
+	if (!nflops || !resident || !cand)
+		goto oom;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		nflops[i] = node_flops(g->nodes[i], x);
+		F += node_is_forward(g->nodes[i]);
+	}
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		resident[g->inits[i]->id] = 1;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		resident[g->inputs[i]->id] = 1;
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (!resident[g->outputs[i]->id])
+			resident[g->outputs[i]->id] = 2;
+	r->lower_bound = lower_bound(g, x, resident);
+	if (build_model(g, x, nflops, m, F))
+		goto oom;
+	r->n_cuts = m->M;
+	d.first = xcalloc((size_t)m->M + 1, sizeof *d.first);
+	d.count = xcalloc((size_t)m->M + 1, sizeof *d.count);
+	if (!d.first || !d.count)
+		goto oom;
+	/* the ladder of activation budgets, from everything kept down until nothing fits the model */
+	const double ratio = F <= AUTO_EXACT_NODES ? 0.99 : g->n_nodes <= 100000 ? 0.97 : 0.9;
+	uint64_t top = AT(m->all, m->M, m->M) - AT(m->nonbwd, m->M, m->M) + 1;
+	uint64_t last_c = UINT64_MAX, last_k = UINT64_MAX;
+	for (double a = (double)top; a >= 1; a *= ratio) {
+		int64_t ix = solve(m, (uint64_t)a, &d);
+		if (ix == -2)
+			goto oom;
+		if (ix < 0)
+			break;
+		if (d.pool[ix].C == last_c && d.pool[ix].K == last_k)
+			continue; /* the plan of the level above */
+		last_c = d.pool[ix].C;
+		last_k = d.pool[ix].K;
+		uint64_t peak = 0, f = 0;
+		if (plan_keep(g, m, &d, ix, keep))
+			goto oom;
+		if ((rc = weigh(g, x, keep, nflops, &peak, &f, NULL, e)))
+			goto out;
+		if (plans_add(&ps, keep, g->n_values, peak, f))
+			goto oom;
+	}
+	if (!ps.n) { /* not even the top level fits the model: keep everything */
+		uint64_t peak = 0, f = 0;
+		memset(keep, 1, g->n_values);
+		if ((rc = weigh(g, x, keep, nflops, &peak, &f, NULL, e)))
+			goto out;
+		if (plans_add(&ps, keep, g->n_values, peak, f))
+			goto oom;
+	}
+	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then each
+	 * plan towards fewer FLOPs at no more peak */
+	struct search se = {g, x, nflops, cand, 0, SEARCH_ALLOWANCE};
+	for (uint32_t v = 0; v < g->n_values; v++)
+		if (m->gp[v])
+			cand[se.n_cand++] = v;
+	for (size_t i = 0, n0 = ps.n; i < 2 * n0 && se.allowance > 0; i++)
+		if ((rc = descend(&se, &ps, n0 - 1 - i / 2, (int)(i % 2), keep, e)))
+			goto out;
+	for (size_t i = 0, n0 = ps.n; i < n0 && se.allowance > 0; i++)
+		if ((rc = improve(&se, &ps, i, keep, e)))
+			goto out;
+	size_t low = 0;
+	r->n_plans = (uint32_t)ps.n;
+	/* the answer: the fewest FLOPs that fit, ties to the lower peak; else the lowest peak */
+	size_t best = SIZE_MAX;
+	low = 0;
+	for (size_t i = 0; i < ps.n; i++) {
+		const struct plan *p = &ps.p[i];
+		if (p->peak <= budget && (best == SIZE_MAX || p->flops < ps.p[best].flops ||
+					  (p->flops == ps.p[best].flops && p->peak < ps.p[best].peak)))
+			best = i;
+		if (p->peak < ps.p[low].peak || (p->peak == ps.p[low].peak && p->flops < ps.p[low].flops))
+			low = i;
+	}
+	r->fits = best != SIZE_MAX;
+	if (!r->fits)
+		best = low;
+	r->peak = ps.p[best].peak;
+	r->flops = ps.p[best].flops;
+	plans_get(&ps, best, keep, g->n_values);
+	goto out;
+oom:
+	rc = err_oom(e);
+out:
+	for (size_t i = 0; i < ps.n; i++)
+		xfree(ps.p[i].bits);
+	xfree(ps.p);
+	xfree(nflops);
+	xfree(resident);
+	xfree(cand);
+	xfree(d.pool);
+	xfree(d.first);
+	xfree(d.count);
+	model_free(m);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* auto.h - `--checkpoint auto --budget B`: the kept set with the fewest recompute FLOPs whose peak
+ * is at most B.
+ *
+ * The forward schedule is cut into groups at candidate positions t (after the t-th forward node).
+ * A cut at t keeps its frontier: every activation made at or before t that a forward node after t
+ * reads. For a chain that is the one tensor between two layers; where no single tensor separates
+ * the graph (a U-Net's skip connections, an unrolled RNN's state, a residual stream) it is the
+ * several tensors that together do, so multi-tensor cuts come for free. Each group between two
+ * cuts is either stored (every activation it makes is kept) or recomputed (only the cut frontier
+ * is kept; the rest is recomputed in the backward pass, all at once when backprop reaches the
+ * group, at the FLOPs of the nodes that made it).
+ *
+ * A dynamic program over the cuts, in the style of Beaumont et al.'s heterogeneous chains, finds
+ * for an activation budget A the plan with the fewest recompute FLOPs whose modelled peak, the
+ * kept bytes up to and including a group plus the bytes it recomputes, stays within A at every
+ * group. Each state holds the Pareto set of (kept bytes, FLOPs) pairs, so the DP is exact over
+ * this model when the sets are not thinned (graphs of up to AUTO_EXACT_NODES forward nodes).
+ *
+ * The model leaves out the backward pass's own buffers, so the DP is run for a fixed ladder of
+ * activation budgets, and every distinct plan is then weighed exactly (memsim_schedule: the
+ * schedule the rewrite would make, to the byte). The answer is the plan with the fewest FLOPs
+ * whose exact peak fits B, ties going to the lower peak. The ladder does not depend on B, so as B
+ * falls the answer's peak never rises. When no plan fits, the answer is the one with the lowest
+ * peak, marked infeasible, with a lower bound on the peak of any plan. */
+#ifndef GD_AUTO_H
+#define GD_AUTO_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+
+#define AUTO_EXACT_NODES 128
+
+struct auto_result {
+	uint64_t peak, flops; /* exact, for the answer */
+	int fits;
+	uint64_t lower_bound; /* no plan's peak can be lower */
+	uint32_t n_plans;     /* distinct plans weighed exactly */
+	uint32_t n_cuts;      /* candidate cut positions */
+};
+
+/* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with shapes. */
+int ckpt_auto(const struct graph *g, const struct exec *shapes, uint64_t budget, uint8_t *keep, struct auto_result *r,
+	      struct gd_err *e);
+
+#endif

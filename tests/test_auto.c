@@ -1,0 +1,272 @@
+/* test_auto.c - `--checkpoint auto`: against the exact optimum found another way (every kept set,
+ * weighed exactly), monotone in the budget, and the schedule it weighs is the one the rewrite
+ * makes. */
+#include "autodiff/ad.h"
+#include "exec/exec.h"
+#include "helpers.h"
+#include "plan/auto.h"
+#include "plan/memsim.h"
+#include "plan/plan.h"
+#include "rewrite/recompute.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct train {
+	struct graph *g;
+	struct exec *x;
+	uint64_t *flops; /* per node */
+};
+
+static struct train prepare(struct graph *g)
+{
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_assert_eq(graph_toposort(g, &e), 0, "%s", e.msg);
+	struct exec_binding b = {"batch", 3};
+	struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
+	struct train t = {g, exec_run(g, &so, NULL, &e), NULL};
+	cr_assert(t.x, "%s", e.msg);
+	t.flops = calloc(g->n_nodes, sizeof *t.flops);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		t.flops[i] = node_flops(g->nodes[i], t.x);
+	return t;
+}
+
+static void train_free(struct train *t)
+{
+	exec_free(t->x);
+	free(t->flops);
+	graph_free(t->g);
+}
+
+/* The exact peak and recompute FLOPs of a kept set: the oracle's own walk over the schedule. */
+static void weigh(const struct train *t, const uint8_t *keep, uint64_t *peak, uint64_t *flops)
+{
+	struct rc_step *steps;
+	uint32_t n;
+	struct gd_err e = {0};
+	cr_assert_eq(recompute_schedule(t->g, keep, &steps, &n, &e), 0);
+	struct mem_result r;
+	cr_assert_eq(memsim_schedule(t->g, t->x, keep, steps, n, &r, &e), 0);
+	*peak = r.peak;
+	*flops = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (steps[i].clone)
+			*flops += t->flops[steps[i].n->index];
+	memsim_free(&r);
+	xfree(steps);
+}
+
+/* A random DAG of `n` forward nodes over [batch, d] tensors, d in {4, 8, 16}: MatMul to change
+ * width, Tanh, Add and Concat of earlier values of one width (skip connections, so there are
+ * multi-tensor cuts), then ReduceSum to the loss. */
+static struct graph *random_dag(unsigned seed, int n)
+{
+	srand(seed);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	static const int widths[] = {4, 8, 16};
+	int width[64];
+	fprintf(f, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 8]}]\nparams:\n");
+	for (int a = 0; a < 3; a++)
+		for (int b = 0; b < 3; b++)
+			fprintf(f, "  - {name: w%d%d, dtype: float32, shape: [%d, %d], init: {dist: normal, std: 0.5, seed: %d}}\n", a,
+				b, widths[a], widths[b], a * 3 + b);
+	fprintf(f, "nodes:\n");
+	width[0] = 8; /* v0 is x */
+	for (int i = 1; i <= n; i++) {
+		int r = rand() % 10, a = i - 1 - (rand() % 3 == 0 ? rand() % i : 0);
+		int same = -1; /* another earlier value of a's width */
+		for (int k = i - 2; k >= 0 && same < 0; k--)
+			if (width[k] == width[a] && k != a && rand() % 2)
+				same = k;
+		char va[16], vb[16];
+		snprintf(va, sizeof va, a ? "v%d" : "x", a);
+		snprintf(vb, sizeof vb, same > 0 ? "v%d" : "x", same);
+		if (r < 3 || i == 1) {
+			int wa = width[a] == 4 ? 0 : width[a] == 8 ? 1 : 2, wb = rand() % 3;
+			fprintf(f, "  - {op: MatMul, inputs: [%s, w%d%d], outputs: [v%d]}\n", va, wa, wb, i);
+			width[i] = widths[wb];
+		} else if (r < 6 || same < 0) {
+			fprintf(f, "  - {op: Tanh, inputs: [%s], outputs: [v%d]}\n", va, i);
+			width[i] = width[a];
+		} else if (r < 8 || width[a] == 16) {
+			fprintf(f, "  - {op: Mul, inputs: [%s, %s], outputs: [v%d]}\n", va, vb, i);
+			width[i] = width[a];
+		} else { /* widths 4 and 8 only, by the test above */
+			fprintf(f, "  - {op: Concat, inputs: [%s, %s], outputs: [v%d], attrs: {axis: 1}}\n", va, vb, i);
+			width[i] = 2 * width[a];
+		}
+	}
+	/* the loss reads a parameter whatever the DAG */
+	fprintf(f, "  - {op: MatMul, inputs: [v%d, w%d1], outputs: [head]}\n", n, width[n] == 4 ? 0 : width[n] == 8 ? 1 : 2);
+	fprintf(f, "  - {op: ReduceSum, inputs: [head], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	fclose(f);
+	char name[64];
+	snprintf(name, sizeof name, "dag%u.yaml", seed);
+	struct graph *g = load_text(name, text);
+	free(text);
+	return g;
+}
+
+/* Every kept set over the candidates (forward activations that are not outputs), weighed. */
+struct point {
+	uint64_t peak, flops;
+};
+
+static size_t enumerate(const struct train *t, struct point **out)
+{
+	uint32_t cand[24], nc = 0;
+	for (uint32_t v = 0; v < t->g->n_values; v++)
+		if (value_is_activation(t->g->values[v]) && !(t->g->values[v]->flags & VALUE_OUTPUT)) {
+			cr_assert_lt(nc, 24);
+			cand[nc++] = v;
+		}
+	size_t n = (size_t)1 << nc;
+	struct point *p = calloc(n, sizeof *p);
+	uint8_t *keep = calloc(t->g->n_values, 1);
+	for (size_t mask = 0; mask < n; mask++) {
+		for (uint32_t k = 0; k < nc; k++)
+			keep[cand[k]] = (uint8_t)(mask >> k & 1);
+		weigh(t, keep, &p[mask].peak, &p[mask].flops);
+	}
+	free(keep);
+	*out = p;
+	return n;
+}
+
+static int by_peak(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+	return x->peak < y->peak ? -1 : x->peak > y->peak;
+}
+
+Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
+{
+	int cases = 0, exact = 0, within = 0, infeasible = 0, missed = 0;
+	double worst = 1;
+	for (unsigned seed = 1; seed <= 40; seed++) {
+		struct train t = prepare(random_dag(seed, 6 + (int)seed % 7));
+		struct point *p;
+		size_t n = enumerate(&t, &p);
+		qsort(p, n, sizeof *p, by_peak);
+		uint8_t *keep = calloc(t.g->n_values, 1);
+		/* budgets: just under the lowest peak, then the peaks at eight quantiles */
+		for (int q = -1; q < 8; q++) {
+			uint64_t budget = q < 0 ? p[0].peak - 1 : p[(size_t)q * (n - 1) / 7].peak;
+			uint64_t opt = UINT64_MAX;
+			for (size_t i = 0; i < n && p[i].peak <= budget; i++)
+				if (p[i].flops < opt)
+					opt = p[i].flops;
+			struct auto_result r;
+			struct gd_err e = {0};
+			cr_assert_eq(ckpt_auto(t.g, t.x, budget, keep, &r, &e), 0, "%s", e.msg);
+			uint64_t peak, flops;
+			weigh(&t, keep, &peak, &flops);
+			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its kept set weighs", seed);
+			cr_expect_leq(r.lower_bound, p[0].peak, "seed %u: the lower bound is one", seed);
+			cases++;
+			if (opt == UINT64_MAX) {
+				infeasible++;
+				cr_expect(!r.fits, "seed %u, budget %llu: nothing fits, auto says it does", seed, (unsigned long long)budget);
+				continue;
+			}
+			if (!r.fits) {
+				missed++;
+				continue;
+			}
+			cr_expect_leq(peak, budget);
+			double ratio = opt ? (double)flops / (double)opt : flops ? 1e9 : 1;
+			if (ratio > worst)
+				worst = ratio;
+			exact += flops == opt;
+			within += flops <= opt + opt / 50;
+			cr_expect_leq(flops, 2 * opt, "seed %u, budget %llu: auto %llu FLOPs, optimum %llu", seed,
+				      (unsigned long long)budget, (unsigned long long)flops, (unsigned long long)opt);
+		}
+		free(keep);
+		free(p);
+		train_free(&t);
+	}
+	int feasible = cases - infeasible;
+	fprintf(stderr,
+		"auto vs exhaustive: %d cases, %d with no kept set fitting; of the %d others auto fits %d, %d at the optimum, "
+		"%d within 2%%, worst FLOPs ratio %.3f\n",
+		cases, infeasible, feasible, feasible - missed, exact, within, worst);
+	/* the target: within 2% of the optimum; the local search is not exhaustive, so allow 1 in 50 */
+	cr_expect_geq(within * 50, feasible * 49, "%d of %d within 2%% of the optimum", within, feasible);
+}
+
+/* As the budget falls, the peak of auto's plan never rises; every plan's peak is what the rewrite
+ * measures (plan_memory rewrites and simulates the result). */
+Test(auto_plan, peak_never_rises_as_the_budget_falls)
+{
+	for (const char *const *mdl = testdata_models; *mdl; mdl++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", TESTDATA, *mdl);
+		struct train t = prepare(load_ok(path));
+		uint8_t *keep = calloc(t.g->n_values, 1);
+		struct gd_err e = {0};
+		struct auto_result r, r0;
+		cr_assert_eq(ckpt_auto(t.g, t.x, UINT64_MAX, keep, &r0, &e), 0, "%s", e.msg);
+		uint64_t prev = r0.peak, prev_flops = r0.flops;
+		cr_expect_eq(prev_flops, 0, "%s: an unlimited budget recomputes nothing", *mdl);
+		for (int k = 0; k <= 10; k++) {
+			uint64_t budget = r0.peak - (r0.peak - r0.lower_bound) * (uint64_t)k / 10;
+			cr_assert_eq(ckpt_auto(t.g, t.x, budget, keep, &r, &e), 0, "%s", e.msg);
+			cr_expect_leq(r.peak, prev, "%s: budget %llu: peak %llu, above %llu at a larger budget", *mdl,
+				      (unsigned long long)budget, (unsigned long long)r.peak, (unsigned long long)prev);
+			cr_expect_geq(r.flops, prev_flops, "%s: fewer FLOPs at a smaller budget", *mdl);
+			cr_expect(r.fits == (r.peak <= budget), "%s", *mdl);
+			cr_expect_geq(r.peak, r.lower_bound, "%s", *mdl);
+			prev = r.peak;
+			prev_flops = r.flops;
+		}
+		free(keep);
+		train_free(&t);
+	}
+}
+
+/* The schedule the planner weighs without rewriting is the one the rewrite makes: same peak. */
+Test(auto_plan, weighed_schedule_is_the_rewritten_one)
+{
+	for (const char *const *mdl = testdata_models; *mdl; mdl++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", TESTDATA, *mdl);
+		for (int strategy = 0; strategy < 2; strategy++) {
+			struct train t = prepare(load_ok(path));
+			struct gd_err e = {0};
+			uint8_t *keep = NULL;
+			struct ckpt c = {.kind = strategy ? CKPT_SPEED : CKPT_AUTO, .budget = 0};
+			cr_assert_eq(ckpt_choose(t.g, t.x, NULL, &c, &keep, NULL, &e), 0, "%s", e.msg);
+			uint64_t peak, flops;
+			weigh(&t, keep, &peak, &flops);
+			struct recompute_stats st;
+			cr_assert_eq(recompute_rewrite(t.g, keep, &st, &e), 0, "%s", e.msg);
+			struct exec_binding b = {"batch", 3};
+			struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
+			struct exec *x = exec_run(t.g, &so, NULL, &e);
+			cr_assert(x, "%s", e.msg);
+			struct mem_result m;
+			cr_assert_eq(memsim(t.g, x, &m, &e), 0);
+			cr_expect_eq(m.peak, peak, "%s, %s: weighed %llu, rewritten %llu", *mdl, strategy ? "speed" : "auto",
+				     (unsigned long long)peak, (unsigned long long)m.peak);
+			uint64_t f = 0;
+			for (uint32_t i = 0; i < t.g->n_nodes; i++)
+				if (t.g->nodes[i]->tags & TAG_RECOMPUTE)
+					f += node_flops(t.g->nodes[i], x);
+			cr_expect_eq(f, flops, "%s", *mdl);
+			memsim_free(&m);
+			exec_free(x);
+			xfree(keep);
+			train_free(&t);
+		}
+	}
+}
