@@ -4,6 +4,7 @@
 #include "../util/xalloc.h"
 #include "memsim.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -417,6 +418,20 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 	}
 }
 
+/* A DP answer's kept set, weighed and added to the plans. */
+static int weigh_level(const struct graph *g, const struct exec *x, const struct gmodel *m, const struct dp *d,
+		       int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps, struct gd_err *e)
+{
+	uint64_t peak = 0, f = 0;
+	if (plan_keep(g, m, d, ix, keep))
+		return err_oom(e);
+	if (weigh(g, x, keep, nflops, &peak, &f, NULL, e))
+		return e->code;
+	return plans_add(ps, keep, g->n_values, peak, f) ? err_oom(e) : 0;
+}
+
+#define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
+
 /* The node-steps of exact weighing that local search may spend: about half a second. */
 #define SEARCH_ALLOWANCE 10000000
 
@@ -455,26 +470,53 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, uint
 	if (!d.first || !d.count)
 		goto oom;
 	/* the ladder of activation budgets, from everything kept down until nothing fits the model */
-	const double ratio = F <= AUTO_EXACT_NODES ? 0.99 : g->n_nodes <= 100000 ? 0.97 : 0.9;
+	const int large = g->n_nodes > AUTO_LARGE_STEPS;
+	const double ratio = F <= AUTO_EXACT_NODES ? 0.99 : 0.97;
 	uint64_t top = AT(m->all, m->M, m->M) - AT(m->nonbwd, m->M, m->M) + 1;
-	uint64_t last_c = UINT64_MAX, last_k = UINT64_MAX;
-	for (double a = (double)top; a >= 1; a *= ratio) {
-		int64_t ix = solve(m, (uint64_t)a, &d);
-		if (ix == -2)
-			goto oom;
-		if (ix < 0)
-			break;
-		if (d.pool[ix].C == last_c && d.pool[ix].K == last_k)
-			continue; /* the plan of the level above */
-		last_c = d.pool[ix].C;
-		last_k = d.pool[ix].K;
-		uint64_t peak = 0, f = 0;
-		if (plan_keep(g, m, &d, ix, keep))
-			goto oom;
-		if ((rc = weigh(g, x, keep, nflops, &peak, &f, NULL, e)))
-			goto out;
-		if (plans_add(&ps, keep, g->n_values, peak, f))
-			goto oom;
+	if (!large) {
+		uint64_t last_c = UINT64_MAX, last_k = UINT64_MAX;
+		for (double a = (double)top; a >= 1; a *= ratio) {
+			int64_t ix = solve(m, (uint64_t)a, &d);
+			if (ix == -2)
+				goto oom;
+			if (ix < 0)
+				break;
+			if (d.pool[ix].C == last_c && d.pool[ix].K == last_k)
+				continue; /* the plan of the level above */
+			last_c = d.pool[ix].C;
+			last_k = d.pool[ix].K;
+			if ((rc = weigh_level(g, x, m, &d, ix, nflops, keep, &ps, e)))
+				goto out;
+		}
+	} else {
+		/* on large graphs weighing is what costs: the last level the model can meet, then a
+		 * binary search for the first level that fits, assuming the weighed peak falls down the
+		 * ladder as the modelled one does */
+		int64_t lo = 0, hi = LARGE_LEVELS - 1, feasible = -1;
+		while (lo <= hi) {
+			int64_t mid = (lo + hi) / 2;
+			int64_t ix = solve(m, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
+			if (ix == -2)
+				goto oom;
+			if (ix >= 0)
+				feasible = mid, lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+		lo = 0;
+		hi = feasible;
+		while (lo <= hi) {
+			int64_t mid = (lo + hi) / 2;
+			int64_t ix = solve(m, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
+			if (ix < 0)
+				goto oom; /* the model met a lower level, so only allocation fails here */
+			if ((rc = weigh_level(g, x, m, &d, ix, nflops, keep, &ps, e)))
+				goto out;
+			if (ps.p[ps.n - 1].peak <= budget)
+				hi = mid - 1;
+			else
+				lo = mid + 1;
+		}
 	}
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
 		uint64_t peak = 0, f = 0;
@@ -486,7 +528,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, uint
 	}
 	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then each
 	 * plan towards fewer FLOPs at no more peak */
-	struct search se = {g, x, nflops, cand, 0, SEARCH_ALLOWANCE};
+	struct search se = {g, x, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
 			cand[se.n_cand++] = v;
@@ -498,6 +540,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, uint
 			goto out;
 	size_t low = 0;
 	r->n_plans = (uint32_t)ps.n;
+	r->searched = !large;
 	/* the answer: the fewest FLOPs that fit, ties to the lower peak; else the lowest peak */
 	size_t best = SIZE_MAX;
 	low = 0;

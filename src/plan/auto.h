@@ -29,6 +29,7 @@
 #include "../ir/graph.h"
 
 #define AUTO_EXACT_NODES 128
+#define AUTO_LARGE_STEPS 50000 /* training graphs larger weigh a binary search's plans only */
 
 struct auto_result {
 	uint64_t peak, flops; /* exact, for the answer */
@@ -36,6 +37,7 @@ struct auto_result {
 	uint64_t lower_bound; /* no plan's peak can be lower */
 	uint32_t n_plans;     /* distinct plans weighed exactly */
 	uint32_t n_cuts;      /* candidate cut positions */
+	int searched;         /* local search ran (graphs of up to AUTO_LARGE_STEPS steps) */
 };
 
 /* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with shapes. */
