@@ -167,7 +167,7 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 					opt = p[i].flops;
 			struct auto_result r;
 			struct gd_err e = {0};
-			cr_assert_eq(ckpt_auto(t.g, t.x, budget, keep, &r, &e), 0, "%s", e.msg);
+			cr_assert_eq(ckpt_auto(t.g, t.x, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
 			uint64_t peak, flops;
 			weigh(&t, keep, &peak, &flops);
 			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its kept set weighs", seed);
@@ -215,12 +215,12 @@ Test(auto_plan, peak_never_rises_as_the_budget_falls)
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		struct gd_err e = {0};
 		struct auto_result r, r0;
-		cr_assert_eq(ckpt_auto(t.g, t.x, UINT64_MAX, keep, &r0, &e), 0, "%s", e.msg);
+		cr_assert_eq(ckpt_auto(t.g, t.x, UINT64_MAX, NULL, 0, keep, &r0, &e), 0, "%s", e.msg);
 		uint64_t prev = r0.peak, prev_flops = r0.flops;
 		cr_expect_eq(prev_flops, 0, "%s: an unlimited budget recomputes nothing", *mdl);
 		for (int k = 0; k <= 10; k++) {
 			uint64_t budget = r0.peak - (r0.peak - r0.lower_bound) * (uint64_t)k / 10;
-			cr_assert_eq(ckpt_auto(t.g, t.x, budget, keep, &r, &e), 0, "%s", e.msg);
+			cr_assert_eq(ckpt_auto(t.g, t.x, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
 			cr_expect_leq(r.peak, prev, "%s: budget %llu: peak %llu, above %llu at a larger budget", *mdl,
 				      (unsigned long long)budget, (unsigned long long)r.peak, (unsigned long long)prev);
 			cr_expect_geq(r.flops, prev_flops, "%s: fewer FLOPs at a smaller budget", *mdl);

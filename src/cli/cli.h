@@ -39,6 +39,14 @@ int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 extern const struct cli_cmd cli_cmds[];
 
 /* Prints "graphdiet: error: MSG" and a pointer to --help, returns GD_EINPUT. */
+/* An option error in a subcommand: rc = x, then to its `out:` cleanup, which frees what the
+ * options took. */
+#define CLI_FAIL(x)       \
+	do {              \
+		rc = (x); \
+		goto out; \
+	} while (0)
+
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a --from/--to value; returns nonzero (after cli_usage) when unknown. */
 int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out);

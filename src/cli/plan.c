@@ -210,50 +210,49 @@ static int run(int argc, char **argv, int check)
 	size_t n_dims = 0;
 	int c, rc = 0, shared_rc = 0, explain = 0;
 	struct names file_names = {0};
+	struct graph *g = NULL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 		case 'C':
-			if ((rc = cli_checkpoint(cmd, c, optarg, &po.ckpt, &file_names))) {
-				names_free(&file_names);
-				return rc;
-			}
+			if ((rc = cli_checkpoint(cmd, c, optarg, &po.ckpt, &file_names)))
+				goto out;
 			break;
 		case 'b':
 			if (size_parse(optarg, &po.budget))
-				return cli_usage(cmd, "--budget: '%s' is not a size (8GiB, 500MB or bytes)", optarg);
+				CLI_FAIL(cli_usage(cmd, "--budget: '%s' is not a size (8GiB, 500MB or bytes)", optarg));
 			po.has_budget = 1;
 			break;
 		case 'd':
 			if (cli_add_dim(cmd, optarg, dims, &n_dims))
-				return GD_EINPUT;
+				CLI_FAIL(GD_EINPUT);
 			break;
 		case 'l':
 			po.loss = optarg;
 			break;
 		case 'x':
 			if (check)
-				return cli_usage(cmd, "--explain is for 'graphdiet plan'");
+				CLI_FAIL(cli_usage(cmd, "--explain is for 'graphdiet plan'"));
 			explain = 1;
 			break;
 		default:
 			if (cli_shared_option(cmd, c, check ? check_help : plan_help, &from, check ? NULL : &fmt, &shared_rc))
-				return shared_rc;
+				CLI_FAIL(shared_rc);
 			break;
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage(cmd, argc - optind < 1 ? "no model given" : "too many arguments");
+		CLI_FAIL(cli_usage(cmd, argc - optind < 1 ? "no model given" : "too many arguments"));
 	if (check && !po.has_budget)
-		return cli_usage(cmd, "--budget is required");
+		CLI_FAIL(cli_usage(cmd, "--budget is required"));
 	if (po.ckpt.kind == CKPT_AUTO && !po.has_budget)
-		return cli_usage(cmd, "--checkpoint auto needs --budget SIZE");
+		CLI_FAIL(cli_usage(cmd, "--checkpoint auto needs --budget SIZE"));
 	po.ckpt.budget = po.budget;
 	const char *path = argv[optind];
 	po.dims = dims;
 	po.n_dims = n_dims;
-	struct graph *g = cli_load(path, from, &rc);
+	g = cli_load(path, from, &rc);
 	struct plan_report r;
 	struct gd_err e = {0};
 	if (g && (rc = plan_memory(g, &po, &r, &e)))
@@ -271,6 +270,7 @@ static int run(int argc, char **argv, int check)
 			report_structured(path, &r, fmt == OUT_YAML);
 		}
 	}
+out:
 	graph_free(g);
 	names_free(&file_names);
 	for (size_t i = 0; i < n_dims; i++)

@@ -107,21 +107,20 @@ int cmd_train(int argc, char **argv)
 	size_t n_dims = 0;
 	char *pbuf = NULL, *fbuf = NULL;
 	struct names file_names = {0};
-	int c, has_budget = 0;
+	struct graph *g = NULL;
+	int c, has_budget = 0, rc = 0;
 	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 		case 'C':
-			if ((shared_rc = cli_checkpoint("train", c, optarg, &ckpt, &file_names))) {
-				names_free(&file_names);
-				return shared_rc;
-			}
+			if ((rc = cli_checkpoint("train", c, optarg, &ckpt, &file_names)))
+				goto out;
 			break;
 		case 'b':
 			if (size_parse(optarg, &ckpt.budget))
-				return cli_usage("train", "--budget: '%s' is not a size (8GiB, 500MB or bytes)", optarg);
+				CLI_FAIL(cli_usage("train", "--budget: '%s' is not a size (8GiB, 500MB or bytes)", optarg));
 			has_budget = 1;
 			break;
 		case 'o':
@@ -129,7 +128,7 @@ int cmd_train(int argc, char **argv)
 			break;
 		case 't':
 			if (cli_format_arg("train", "--to", optarg, &to))
-				return GD_EINPUT;
+				CLI_FAIL(GD_EINPUT);
 			break;
 		case 'l':
 			ao.loss = optarg;
@@ -148,22 +147,21 @@ int cmd_train(int argc, char **argv)
 			else if (!strcmp(optarg, "cross-entropy"))
 				loss_fn = LOSS_CROSS_ENTROPY;
 			else
-				return cli_usage("train", "--loss-fn: '%s' is not mse or cross-entropy", optarg);
+				CLI_FAIL(cli_usage("train", "--loss-fn: '%s' is not mse or cross-entropy", optarg));
 			break;
 		case 'T':
 			target = optarg;
 			break;
 		case 'd':
 			if (cli_add_dim("train", optarg, dims, &n_dims))
-				return GD_EINPUT;
+				CLI_FAIL(GD_EINPUT);
 			break;
 		default:
 			if (cli_shared_option("train", c, help, &from, NULL, &shared_rc))
-				return shared_rc;
+				CLI_FAIL(shared_rc);
 			break;
 		}
 	}
-	int rc = 0;
 	if (argc - optind != 1)
 		rc = cli_usage("train", argc - optind < 1 ? "no model given" : "too many arguments");
 	else if (ao.params && ao.freeze)
@@ -176,7 +174,7 @@ int cmd_train(int argc, char **argv)
 		rc = cli_usage("train", "cannot tell the format of '%s' from its name; use --to", out);
 	if (!rc)
 		rc = cli_refuse_binary_tty(out, to);
-	struct graph *g = rc ? NULL : cli_load(argv[optind], from, &rc);
+	g = rc ? NULL : cli_load(argv[optind], from, &rc);
 	if (g) {
 		struct gd_err e = {0};
 		struct autodiff_result res;
@@ -193,8 +191,9 @@ int cmd_train(int argc, char **argv)
 		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, &e)) || (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
-		graph_free(g);
 	}
+out:
+	graph_free(g);
 	free((void *)ao.params);
 	free((void *)ao.freeze);
 	free(pbuf);

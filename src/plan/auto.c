@@ -11,6 +11,7 @@
 #define MAX_CUTS 128      /* candidate cut positions on larger graphs */
 #define THIN 32           /* Pareto set size per cut on larger graphs */
 #define EXACT_SET 100000  /* ... and the bound on it when nothing is thinned */
+#define BUCKETS 256       /* bands of kept bytes on larger graphs */
 
 /* The group model: prefix sums over (group of the producer, group of the last forward reader). */
 struct gmodel {
@@ -19,6 +20,7 @@ struct gmodel {
 	uint64_t *all, *nonbwd;   /* P[y][x]: bytes of values with gp <= y, gl <= x ((M+1)^2) */
 	uint64_t *flops;          /* nodes recomputed: with gp <= y and an output with gl <= x */
 	uint32_t cap;             /* Pareto set bound */
+	int bucketed;             /* larger graphs: one entry per band of kept bytes (BUCKETS) */
 };
 
 #define AT(P, y, x) ((P)[(size_t)(y) * (m->M + 1) + (x)])
@@ -62,25 +64,41 @@ static int64_t solve(const struct gmodel *m, uint64_t A, struct dp *d)
 		return -2;
 	d->first[0] = 0;
 	d->count[0] = 1;
+	struct entry bucket[BUCKETS];
 	for (uint32_t j = 1; j <= m->M; j++) {
 		size_t start = d->n;
+		for (uint32_t b = 0; b < BUCKETS; b++)
+			bucket[b].prev = -1;
 		for (uint32_t i = 0; i < j; i++) {
 			uint64_t drop = BOX(m->all, i, j, j), all = BOX(m->all, i, j, m->M);
 			uint64_t keep = all - drop, stored = all - BOX(m->nonbwd, i, j, j), f = BOX(m->flops, i, j, j);
 			for (size_t t = 0; t < d->count[i]; t++) {
 				size_t ix = d->first[i] + t;
 				uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
-				if (K + keep + drop <= A && push(d, (struct entry){K + keep, C + f, (int64_t)ix, i, 0}))
-					return -2;
-				if (stored != keep + drop && K + stored <= A &&
-				    push(d, (struct entry){K + stored, C, (int64_t)ix, i, 1}))
-					return -2;
+				struct entry en[2] = {{K + keep, C + f, (int64_t)ix, i, 0}, {K + stored, C, (int64_t)ix, i, 1}};
+				for (int o = 0; o < 2; o++) {
+					if (o ? stored == keep + drop || K + stored > A : K + keep + drop > A)
+						continue;
+					if (!m->bucketed) {
+						if (push(d, en[o]))
+							return -2;
+						continue;
+					}
+					/* larger graphs: the fewest FLOPs per band of kept bytes, no sort */
+					struct entry *b = &bucket[(size_t)((double)en[o].K / ((double)A + 1) * BUCKETS)];
+					if (b->prev < 0 || en[o].C < b->C || (en[o].C == b->C && en[o].K < b->K))
+						*b = en[o];
+				}
 			}
 		}
+		for (uint32_t b = 0; m->bucketed && b < BUCKETS; b++)
+			if (bucket[b].prev >= 0 && push(d, bucket[b]))
+				return -2;
 		/* the Pareto set: ascending kept bytes, strictly falling FLOPs */
 		struct entry *c = d->pool + start;
 		size_t n = d->n - start, k = 0;
-		qsort(c, n, sizeof *c, by_k_then_c);
+		if (!m->bucketed)
+			qsort(c, n, sizeof *c, by_k_then_c);
 		for (size_t t = 0; t < n; t++)
 			if (!k || c[t].C < c[k - 1].C)
 				c[k++] = c[t];
@@ -212,6 +230,7 @@ static int build_model(const struct graph *g, const struct exec *x, const uint64
 	 * bytes in each of MAX_CUTS windows of equal length */
 	m->M = F <= AUTO_EXACT_NODES ? F : MAX_CUTS;
 	m->cap = F <= AUTO_EXACT_NODES ? EXACT_SET : THIN;
+	m->bucketed = F > AUTO_EXACT_NODES;
 	uint64_t *front = xcalloc((size_t)F + 2, sizeof *front);
 	if (!front)
 		goto out;
@@ -435,8 +454,8 @@ static int weigh_level(const struct graph *g, const struct exec *x, const struct
 /* The node-steps of exact weighing that local search may spend: about half a second. */
 #define SEARCH_ALLOWANCE 10000000
 
-int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, uint8_t *keep, struct auto_result *r,
-	      struct gd_err *e)
+int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, const uint8_t *const *seeds,
+	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	size_t nv = g->n_values ? g->n_values : 1;
@@ -517,6 +536,13 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, uint
 			else
 				lo = mid + 1;
 		}
+	}
+	for (size_t i = 0; i < n_seeds; i++) {
+		uint64_t peak = 0, f = 0;
+		if ((rc = weigh(g, x, seeds[i], nflops, &peak, &f, NULL, e)))
+			goto out;
+		if (plans_add(&ps, seeds[i], g->n_values, peak, f))
+			goto oom;
 	}
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
 		uint64_t peak = 0, f = 0;

@@ -17,7 +17,8 @@
  * this model when the sets are not thinned (graphs of up to AUTO_EXACT_NODES forward nodes).
  *
  * The model leaves out the backward pass's own buffers, so the DP is run for a fixed ladder of
- * activation budgets, and every distinct plan is then weighed exactly (memsim_schedule: the
+ * activation budgets, and every distinct plan (with the speed and memory strategies' plans) is
+ * then weighed exactly (memsim_schedule: the
  * schedule the rewrite would make, to the byte). The answer is the plan with the fewest FLOPs
  * whose exact peak fits B, ties going to the lower peak. The ladder does not depend on B, so as B
  * falls the answer's peak never rises. When no plan fits, the answer is the one with the lowest
@@ -40,8 +41,9 @@ struct auto_result {
 	int searched;         /* local search ran (graphs of up to AUTO_LARGE_STEPS steps) */
 };
 
-/* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with shapes. */
-int ckpt_auto(const struct graph *g, const struct exec *shapes, uint64_t budget, uint8_t *keep, struct auto_result *r,
-	      struct gd_err *e);
+/* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with shapes. The kept sets
+ * `seeds` (other strategies' answers; may be none) are weighed with the DP's plans. */
+int ckpt_auto(const struct graph *g, const struct exec *shapes, uint64_t budget, const uint8_t *const *seeds,
+	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e);
 
 #endif

@@ -95,8 +95,18 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 		xfree(at);
 		break;
 	}
-	case CKPT_AUTO:
-		return ckpt_auto(g, shapes, c->budget, k, ar ? ar : &scratch, e);
+	case CKPT_AUTO: { /* the fixed strategies' plans are candidates too */
+		uint8_t *seeds[2] = {NULL, NULL};
+		struct ckpt speed = {.kind = CKPT_SPEED}, memory = {.kind = CKPT_MEMORY};
+		int rc = ckpt_choose(g, shapes, bn, &speed, &seeds[0], NULL, e) ||
+				 (bn && ckpt_choose(g, shapes, bn, &memory, &seeds[1], NULL, e))
+			     ? e->code
+			     : ckpt_auto(g, shapes, c->budget, (const uint8_t *const *)seeds, bn ? 2 : 1, k,
+					 ar ? ar : &scratch, e);
+		xfree(seeds[0]);
+		xfree(seeds[1]);
+		return rc;
+	}
 	case CKPT_LIST:
 		for (size_t i = 0; i < c->n_names; i++)
 			if (keep_name(g, c->names[i], strlen(c->names[i]), k, e))
