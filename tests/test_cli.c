@@ -469,3 +469,21 @@ Test(cli, checkpoint_file_round_trips_a_plan)
 	char *both[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--checkpoint", "speed", "--checkpoint-file", path, NULL};
 	expect_exit(both, 2, "give one --checkpoint or --checkpoint-file");
 }
+
+/* --explain on plan and train: the recomputed segments with bytes, FLOPs and their kept inputs,
+ * and where the peak is before and after. */
+Test(cli, explain_gives_segments_and_peaks)
+{
+	char *plan[] = {GD_BINARY, "plan", "--explain", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint",
+			"list:/Concat_output_0", NULL};
+	expect_exit(plan, 0, "recomputed: 2 segments, each rebuilt when backprop reaches it\n  #1 at step ");
+	expect_exit(plan, 0, "from 1 kept (32.0 KiB): /Concat_output_0\n");
+	expect_exit(plan, 0, "\npeak before: 194 KiB at node '/dec/Conv_grad_1' (Transpose), step 47\npeak after:  ");
+	char out[512];
+	snprintf(out, sizeof out, "%s/explained.onnx", tmpdir());
+	char *train[] = {GD_BINARY, "train", "--explain", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint",
+			 "list:/Concat_output_0", "-o", out, NULL};
+	expect_exit(train, 0, "recomputed: 2 segments");
+	char *unbound[] = {GD_BINARY, "train", "--explain", TESTDATA "/unet.onnx", "-o", out, NULL};
+	expect_exit(unbound, 2, "use --dim batch=N");
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct cli_cmd {
 	const char *name;
@@ -46,6 +47,10 @@ extern const struct cli_cmd cli_cmds[];
 		rc = (x); \
 		goto out; \
 	} while (0)
+
+/* plan --explain's text (also train --explain's, on stderr). */
+struct plan_report;
+void plan_explain(FILE *f, const struct plan_report *r);
 
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a --from/--to value; returns nonzero (after cli_usage) when unknown. */

@@ -130,26 +130,61 @@ static void report_structured(const char *path, const struct plan_report *r, int
 }
 
 /* --explain: each candidate, kept as a bottleneck or with the edge of a path that avoids it. */
-static void explain_bottlenecks(const struct plan_report *r)
+static void explain_bottlenecks(FILE *f, const struct plan_report *r)
 {
 	const struct bottlenecks *b = &r->bn;
-	printf("bottlenecks: %u of %u forward tensors on paths from the inputs to '%s' split the forward pass in two\n", b->n,
+	fprintf(f, "bottlenecks: %u of %u forward tensors on paths from the inputs to '%s' split the forward pass in two\n", b->n,
 	       b->n_cand, r->loss->name);
 	for (uint32_t i = 0; i < b->n_cand; i++) {
 		const struct bypass *w = &b->why[i];
 		char d[300];
 		if (!w->node)
-			printf("  %-24s bottleneck\n", b->cand[i]->name);
+			fprintf(f, "  %-24s bottleneck\n", b->cand[i]->name);
 		else if (!w->into_node)
-			printf("  %-24s bypassed: %s also outputs '%s'\n", b->cand[i]->name, node_desc(w->node, d, sizeof d),
+			fprintf(f, "  %-24s bypassed: %s also outputs '%s'\n", b->cand[i]->name, node_desc(w->node, d, sizeof d),
 			       w->value->name);
 		else if (w->value)
-			printf("  %-24s bypassed: %s reads '%s', made before it\n", b->cand[i]->name,
+			fprintf(f, "  %-24s bypassed: %s reads '%s', made before it\n", b->cand[i]->name,
 			       node_desc(w->node, d, sizeof d), w->value->name);
 		else
-			printf("  %-24s bypassed: %s reads enclosing values from its subgraphs\n", b->cand[i]->name,
+			fprintf(f, "  %-24s bypassed: %s reads enclosing values from its subgraphs\n", b->cand[i]->name,
 			       node_desc(w->node, d, sizeof d));
 	}
+}
+
+/* --explain, after the bottlenecks: what each recompute segment costs and what it is fed from,
+ * what is kept, and where the peak is before and after. */
+void plan_explain(FILE *f, const struct plan_report *r)
+{
+	char a[32], b[32];
+	explain_bottlenecks(f, r);
+	fprintf(f, "kept: %zu activations the backward pass reads, %s\n", r->n_checkpoints,
+		size_format(r->kept_bytes, a, sizeof a));
+	if (r->n_segments) {
+		fprintf(f, "recomputed: %u segments, each rebuilt when backprop reaches it\n", r->n_segments);
+		for (uint32_t i = 0; i < r->n_segments; i++) {
+			const struct segment *s = &r->segments[i];
+			if (i == 40 && r->n_segments > 50) {
+				fprintf(f, "  ... %u more\n", r->n_segments - 40);
+				break;
+			}
+			fprintf(f, "  #%u at step %u, for %s: %u nodes, %s, %.3g FLOPs, from ", i + 1, s->first_step + 1,
+				s->before, s->n_nodes, size_format(s->bytes, a, sizeof a), (double)s->flops);
+			if (!s->n_from)
+				fprintf(f, "no kept activation (inputs, parameters or earlier recomputes)");
+			else
+				fprintf(f, "%u kept (%s):", s->n_from, size_format(s->from_bytes, b, sizeof b));
+			for (uint32_t k = 0; k < s->n_from && k < 4; k++)
+				fprintf(f, "%s %s", k ? "," : "", s->from[k]->name);
+			fprintf(f, "%s\n", s->n_from > 4 ? ", ..." : "");
+		}
+	} else {
+		fprintf(f, "recomputed: nothing\n");
+	}
+	fprintf(f, "peak before: %s at %s, step %" PRId64 "\n", size_format(r->peak_before, a, sizeof a), r->peak_before_desc,
+		r->peak_before_node + 1);
+	fprintf(f, "peak after:  %s at %s, step %" PRId64 "%s\n", size_format(r->peak_after, a, sizeof a), r->peak_node_desc,
+		r->peak_node + 1, r->peak_in_recompute ? " (while recomputing a segment)" : "");
 }
 
 static void report_text(const char *path, const struct plan_report *r, int explain)
@@ -173,7 +208,7 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	}
 	if (explain) {
-		explain_bottlenecks(r);
+		plan_explain(stdout, r);
 	} else {
 		printf("bottlenecks: %u", r->bn.n);
 		for (uint32_t i = 0; i < r->bn.n && i < 6; i++)

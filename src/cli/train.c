@@ -37,6 +37,9 @@ static const char help[] =
 	"                        is recomputed in the backward pass (memory and auto need every\n"
 	"                        dimension bound: --dim)\n"
 	"      --checkpoint-file F  keep the tensors a YAML file lists (see graphdiet-plan(1))\n"
+	"      --explain         on standard error: the bottlenecks, each recomputed segment's bytes,\n"
+	"                        FLOPs and kept inputs, and the peak before and after (as plan\n"
+	"                        --explain; needs every dimension bound)\n"
 	"      --budget SIZE     for auto: the peak to stay within (8GiB, 500MB or bytes); when no\n"
 	"                        plan fits, nothing is written and the exit status is 1\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
@@ -46,15 +49,17 @@ static const char help[] =
 
 /* Applies the checkpointing strategy. `memory` and `auto` need shapes (bytes), so they need every
  * dimension bound; they go through the planner, which finds the bottlenecks and weighs plans. */
-static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, struct gd_err *e)
+static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, int explain, struct gd_err *e)
 {
-	if (c->kind == CKPT_NONE)
+	if (c->kind == CKPT_NONE && !explain)
 		return 0;
-	if (c->kind == CKPT_MEMORY || c->kind == CKPT_AUTO) {
+	if (c->kind == CKPT_MEMORY || c->kind == CKPT_AUTO || explain) {
 		struct plan_opts po = {.loss = loss, .ckpt = *c, .budget = c->budget, .has_budget = c->kind == CKPT_AUTO};
 		struct plan_report pr;
 		if (plan_memory(g, &po, &pr, e))
 			return e->code;
+		if (explain)
+			plan_explain(stderr, &pr);
 		if (c->kind == CKPT_AUTO && !pr.auto_plan.fits) {
 			char a[32], b[32], l[32];
 			return err_set(e, GD_ECHECK,
@@ -95,7 +100,7 @@ int cmd_train(int argc, char **argv)
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'T'},
 		{"dim", required_argument, NULL, 'd'},
 		{"checkpoint", required_argument, NULL, 'c'}, {"checkpoint-file", required_argument, NULL, 'C'},
-		{"budget", required_argument, NULL, 'b'},
+		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -108,7 +113,7 @@ int cmd_train(int argc, char **argv)
 	char *pbuf = NULL, *fbuf = NULL;
 	struct names file_names = {0};
 	struct graph *g = NULL;
-	int c, has_budget = 0, rc = 0;
+	int c, has_budget = 0, rc = 0, explain = 0;
 	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -117,6 +122,9 @@ int cmd_train(int argc, char **argv)
 		case 'C':
 			if ((rc = cli_checkpoint("train", c, optarg, &ckpt, &file_names)))
 				goto out;
+			break;
+		case 'x':
+			explain = 1;
 			break;
 		case 'b':
 			if (size_parse(optarg, &ckpt.budget))
@@ -189,7 +197,7 @@ int cmd_train(int argc, char **argv)
 			ao.loss = "loss";
 		}
 		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
-		    (rc = checkpoint(g, &ckpt, ao.loss, &e)) || (rc = model_save(g, out, to, &so, &e)))
+		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
 	}
 out:

@@ -34,6 +34,53 @@ static const struct value *training_loss(struct graph *g, const char *name, stru
 	return loss;
 }
 
+/* The recompute segments of the rewritten schedule; `seen` is scratch (g->n_values bytes). */
+static int segments(struct graph *g, const struct exec *x, uint8_t *seen, struct plan_report *r)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		n += (g->nodes[i]->tags & TAG_RECOMPUTE) && (!i || !(g->nodes[i - 1]->tags & TAG_RECOMPUTE));
+	r->segments = arena_array(g->arena, n ? n : 1, sizeof *r->segments);
+	if (!r->segments)
+		return -1;
+	for (uint32_t i = 0; i < g->n_nodes;) {
+		if (!(g->nodes[i]->tags & TAG_RECOMPUTE)) {
+			i++;
+			continue;
+		}
+		struct segment *s = &r->segments[r->n_segments++];
+		memset(s, 0, sizeof *s);
+		s->first_step = i;
+		uint32_t j = i, reads = 0;
+		for (; j < g->n_nodes && (g->nodes[j]->tags & TAG_RECOMPUTE); j++)
+			reads += g->nodes[j]->n_in;
+		s->n_nodes = j - i;
+		s->from = arena_array(g->arena, reads ? reads : 1, sizeof *s->from);
+		char d[300];
+		s->before = j < g->n_nodes ? arena_strdup(g->arena, node_desc(g->nodes[j], d, sizeof d)) : "(the end)";
+		if (!s->from || !s->before)
+			return -1;
+		memset(seen, 0, g->n_values);
+		for (uint32_t k = i; k < j; k++) {
+			const struct node *c = g->nodes[k];
+			s->flops += node_flops(c, x);
+			for (uint32_t q = 0; q < c->n_out; q++)
+				if (c->out[q])
+					s->bytes += exec_value(x, c->out[q])->nbytes;
+			for (uint32_t q = 0; q < c->n_in; q++) {
+				const struct value *v = c->in[q];
+				if (value_is_activation(v) && !seen[v->id]) {
+					seen[v->id] = 1;
+					s->from[s->n_from++] = v;
+					s->from_bytes += exec_value(x, v)->nbytes;
+				}
+			}
+		}
+		i = j;
+	}
+	return 0;
+}
+
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -71,6 +118,10 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		return e->code;
 	}
 	r->peak_before = m.peak;
+	r->peak_before_node = m.peak_node;
+	char pd[300];
+	r->peak_before_desc = arena_strdup(g->arena, m.peak_node >= 0 ? node_desc(g->nodes[m.peak_node], pd, sizeof pd)
+								      : "(before the first node)");
 	if (o->ckpt.kind != CKPT_NONE) {
 		uint8_t *keep = NULL;
 		struct recompute_stats st;
@@ -119,7 +170,16 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 				}
 			}
 	}
+	for (size_t i = 0; i < r->n_checkpoints; i++)
+		r->kept_bytes += exec_value(x, strmap_get(&g->names, r->checkpoints[i]))->nbytes;
+	r->peak_in_recompute = m.peak_node >= 0 && (g->nodes[m.peak_node]->tags & TAG_RECOMPUTE);
+	int rc = segments(g, x, seen, r);
 	xfree(seen);
+	if (rc) {
+		memsim_free(&m);
+		exec_free(x);
+		return err_oom(e);
+	}
 	r->has_budget = o->has_budget;
 	r->budget = o->budget;
 	r->fits = !o->has_budget || r->peak_after <= o->budget;

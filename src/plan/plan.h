@@ -21,9 +21,22 @@ struct plan_opts {
 	struct ckpt ckpt;
 };
 
+/* A run of recompute nodes in the schedule: one segment rebuilt when backprop reaches it. */
+struct segment {
+	uint32_t first_step, n_nodes;
+	uint64_t bytes, flops;       /* recomputed */
+	const char *before;          /* "node 'x' (Op)": the backward node it runs for */
+	const struct value **from;   /* the kept activations it reads */
+	uint32_t n_from;
+	uint64_t from_bytes;
+};
+
 struct plan_report {
 	int built_training;          /* the model had no gradients: plan built them */
 	uint64_t peak_before, peak_after;
+	int64_t peak_before_node;
+	const char *peak_before_desc; /* where, before checkpointing */
+	int peak_in_recompute;       /* the peak is at a recompute node */
 	int64_t peak_node;
 	const char *peak_node_desc;  /* "node 'x' (Op)" in the arena */
 	struct mem_breakdown at_peak;
@@ -38,6 +51,9 @@ struct plan_report {
 	uint32_t n_clones;           /* recompute nodes the strategy added */
 	enum ckpt_kind strategy;
 	struct auto_result auto_plan; /* --checkpoint auto */
+	struct segment *segments;    /* in schedule order (arena) */
+	uint32_t n_segments;
+	uint64_t kept_bytes;         /* of the checkpoints */
 };
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);

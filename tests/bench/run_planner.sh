@@ -1,0 +1,40 @@
+#!/bin/bash
+# Planner speed: `plan --checkpoint auto` and `train --checkpoint auto` on MatMul+Tanh chains of
+# 10^3 to MAX forward nodes (default 10^6), at a budget that halves `none`'s activation bytes;
+# wall seconds and peak RSS (GNU time), and the scaling exponent time(10N)/time(N) as log10.
+#
+#     bash tests/bench/run_planner.sh [BUILD] [MAX]
+set -euo pipefail
+build=${1:-build}
+max=${2:-1000000}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+gd=$build/graphdiet
+printf '| forward nodes | training steps | plan auto s | plan RSS MB | train auto s | train RSS MB | plan s ratio to 10x fewer |\n|---|---|---|---|---|---|---|\n'
+prev=
+for ((n = 1000; n <= max; n *= 10)); do
+  /usr/bin/python3 - "$n" >"$dir/c.yaml" <<'PY'
+import sys
+n = int(sys.argv[1]) // 2
+w = sys.stdout.write
+w("graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [64, 16]}]\nparams:\n")
+for i in range(n):
+    w(f"  - {{name: w{i}, dtype: float32, shape: [16, 16], init: zeros}}\n")
+w("nodes:\n")
+for i in range(n):
+    p = f"t{i-1}" if i else "x"
+    w(f"  - {{op: MatMul, inputs: [{p}, w{i}], outputs: [m{i}]}}\n  - {{op: Tanh, inputs: [m{i}], outputs: [t{i}]}}\n")
+w(f"  - {{op: ReduceSum, inputs: [t{n-1}], outputs: [loss], attrs: {{keepdims: 0}}}}\noutputs: [{{name: loss}}]\n")
+PY
+  "$gd" convert "$dir/c.yaml" -o "$dir/c.onnx"
+  read -r peak act steps < <("$gd" plan "$dir/c.onnx" --format json | /usr/bin/python3 -c \
+    'import json,sys; d=json.load(sys.stdin); print(d["peak_bytes_after"], d["breakdown"]["activations"], d["steps"])')
+  budget=$((peak - act / 2))
+  /usr/bin/time -f '%e %M' -o "$dir/t1" "$gd" plan "$dir/c.onnx" --checkpoint auto --budget "$budget" >/dev/null
+  /usr/bin/time -f '%e %M' -o "$dir/t2" "$gd" train "$dir/c.onnx" --checkpoint auto --budget "$budget" -o "$dir/t.onnx"
+  read -r s1 m1 <"$dir/t1"
+  read -r s2 m2 <"$dir/t2"
+  ratio=${prev:+$(/usr/bin/python3 -c "import math; print(f'{$s1/$prev:.1f} (exponent {math.log10($s1/$prev):.2f})')")}
+  printf '| %d | %d | %s | %d | %s | %d | %s |\n' "$n" "$steps" "$s1" $((m1 / 1024)) "$s2" $((m2 / 1024)) "${ratio:--}"
+  prev=$s1
+done
