@@ -8,6 +8,7 @@
 #include "io/format.h"
 #include "io/npy.h"
 #include "plan/strategy.h"
+#include "rewrite/ctrl.h"
 #include "rewrite/recompute.h"
 #include "util/xalloc.h"
 
@@ -19,7 +20,7 @@
 
 /* Each testdata model's training graph, plain and with `speed` checkpointing (recompute clones and
  * control dependencies), runs in onnxruntime on PyTorch's inputs and gives graphdiet's outputs. */
-static void runs_in_onnxruntime(const char *strategy)
+static void runs_in_onnxruntime(const char *strategy, enum ctrl_mode mode)
 {
 	setenv("NODE_PATH", GD_ORT_DIR, 1);
 	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
@@ -43,6 +44,8 @@ static void runs_in_onnxruntime(const char *strategy)
 		if (c.kind != CKPT_NONE)
 			cr_assert_eq(recompute_rewrite(g, keep, &st, &e), 0, "%s", e.msg);
 		xfree(keep);
+		uint32_t n_data;
+		cr_assert_eq(ctrl_encode(g, mode, &n_data, &e), 0, "%s", e.msg);
 		cr_assert_eq(model_save(g, train, FMT_ONNX, &so, &e), 0, "%s", e.msg);
 		/* inputs: PyTorch's, for both runtimes */
 		char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", train, outdir};
@@ -90,10 +93,16 @@ static void runs_in_onnxruntime(const char *strategy)
 
 Test(ort, training_graphs_run_in_onnxruntime)
 {
-	runs_in_onnxruntime("none");
+	runs_in_onnxruntime("none", CTRL_METADATA);
 }
 
 Test(ort, checkpointed_training_graphs_run_in_onnxruntime)
 {
-	runs_in_onnxruntime("speed");
+	runs_in_onnxruntime("speed", CTRL_METADATA);
+}
+
+/* --control-deps data: the value-preserving data edges run there too, with the same outputs */
+Test(ort, data_control_edges_run_in_onnxruntime)
+{
+	runs_in_onnxruntime("speed", CTRL_DATA);
 }

@@ -1,6 +1,7 @@
 /* test_rewrite.c - graph rewrites: dimension binding and constant folding, appended losses. */
 #include "exec/exec.h"
 #include "helpers.h"
+#include "rewrite/ctrl.h"
 #include "rewrite/fold.h"
 
 #include <criterion/criterion.h>
@@ -69,5 +70,64 @@ Test(fold, unknown_binding_is_an_error)
 	struct gd_err e = {0};
 	cr_assert_eq(graph_bind_dims(g, &b, 1, &e), GD_EINPUT);
 	cr_assert_str_eq(e.msg, "--dim seq: no dimension of the graph is called 'seq'");
+	graph_free(g);
+}
+
+/* --control-deps data: the control edge becomes a data edge (the waiting node reads a value
+ * computed from its dependency's output) that leaves values bit for bit; an infinite dependency
+ * value turns the waiting node's output NaN, as documented. */
+static const char waits_yaml[] =
+	"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4]}, {name: y, dtype: float32, shape: [4]}]\n"
+	"nodes:\n  - {name: d, op: Neg, inputs: [y], outputs: [dy]}\n"
+	"  - {name: n, op: Tanh, inputs: [x], outputs: [t], after: [d]}\noutputs: [{name: t}, {name: dy}]\n";
+
+static struct exec *run_waits(struct graph *g, float yv)
+{
+	static float xs[4] = {-0.0f, 0.5f, -2.0f, 0.0f}, ys[4];
+	for (int i = 0; i < 4; i++)
+		ys[i] = i ? 1.0f : yv;
+	int64_t dims[1] = {4};
+	struct rtensor in[2] = {{.dtype = DT_FLOAT, .ndim = 1, .numel = 4, .data = xs, .nbytes = 16},
+				{.dtype = DT_FLOAT, .ndim = 1, .numel = 4, .data = ys, .nbytes = 16}};
+	memcpy(in[0].dims, dims, sizeof dims);
+	memcpy(in[1].dims, dims, sizeof dims);
+	const char *names[2] = {"x", "y"};
+	struct exec_opts o = {.inputs = in, .input_names = names, .n_inputs = 2};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	return x;
+}
+
+Test(control_deps, data_edges_preserve_values_and_poison_on_inf)
+{
+	struct graph *plain = load_text("waits.yaml", waits_yaml), *g = load_text("waits2.yaml", waits_yaml);
+	uint32_t n_data = 0;
+	struct gd_err e = {0};
+	cr_assert_eq(ctrl_encode(g, CTRL_DATA, &n_data, &e), 0, "%s", e.msg);
+	cr_assert_eq(n_data, 1);
+	cr_assert_eq(graph_check(g, &e), 0, "%s", e.msg);
+	const struct node *n = g->nodes[g->n_nodes - 1];
+	cr_assert_str_eq(n->name, "n");
+	cr_assert_eq(n->n_ctrl, 0, "the edge is data now");
+	cr_assert_str_eq(n->in[0]->producer->op_type, "Sub");
+	struct exec *a = run_waits(plain, 3.0f), *b = run_waits(g, 3.0f);
+	const struct rtensor *ta = exec_value(a, plain->outputs[0]), *tb = exec_value(b, g->outputs[0]);
+	cr_expect(!memcmp(ta->data, tb->data, 16), "values bit for bit, -0.0 included");
+	cr_expect(signbit(((float *)tb->data)[0]), "tanh(-0) stays -0");
+	exec_free(b);
+	b = run_waits(g, -INFINITY); /* dy = +inf */
+	for (int i = 0; i < 4; i++)
+		cr_expect(isnan(((float *)exec_value(b, g->outputs[0])->data)[i]), "an infinite dependency poisons the output");
+	exec_free(a);
+	exec_free(b);
+	graph_free(plain);
+	graph_free(g);
+	/* order drops the edges; metadata keeps them */
+	g = load_text("waits3.yaml", waits_yaml);
+	cr_assert_eq(ctrl_encode(g, CTRL_METADATA, &n_data, &e), 0);
+	cr_expect_eq(g->nodes[1]->n_ctrl, 1);
+	cr_assert_eq(ctrl_encode(g, CTRL_ORDER, &n_data, &e), 0);
+	cr_expect_eq(g->nodes[1]->n_ctrl, 0);
 	graph_free(g);
 }

@@ -3,6 +3,7 @@
 #include "../exec/exec.h"
 #include "../io/names.h"
 #include "../plan/plan.h"
+#include "../rewrite/ctrl.h"
 #include "../rewrite/fold.h"
 #include "../rewrite/recompute.h"
 #include "../rewrite/loss.h"
@@ -40,6 +41,10 @@ static const char help[] =
 	"      --explain         on standard error: the bottlenecks, each recomputed segment's bytes,\n"
 	"                        FLOPs and kept inputs, and the peak before and after (as plan\n"
 	"                        --explain; needs every dimension bound)\n"
+	"      --control-deps M  how recompute waits for backprop in the output: metadata (node order,\n"
+	"                        and the edges in metadata_props; the default), order (node order\n"
+	"                        only) or data (value-preserving data edges, for runtimes that\n"
+	"                        reorder nodes; an infinite gradient turns them NaN: see the man page)\n"
 	"      --budget SIZE     for auto: the peak to stay within (8GiB, 500MB or bytes); when no\n"
 	"                        plan fits, nothing is written and the exit status is 1\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
@@ -101,6 +106,7 @@ int cmd_train(int argc, char **argv)
 		{"dim", required_argument, NULL, 'd'},
 		{"checkpoint", required_argument, NULL, 'c'}, {"checkpoint-file", required_argument, NULL, 'C'},
 		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
+		{"control-deps", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -114,6 +120,8 @@ int cmd_train(int argc, char **argv)
 	struct names file_names = {0};
 	struct graph *g = NULL;
 	int c, has_budget = 0, rc = 0, explain = 0;
+	enum ctrl_mode ctrl = CTRL_METADATA;
+	uint32_t n_data = 0;
 	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -125,6 +133,10 @@ int cmd_train(int argc, char **argv)
 			break;
 		case 'x':
 			explain = 1;
+			break;
+		case 'D':
+			if (ctrl_parse(optarg, &ctrl))
+				CLI_FAIL(cli_usage("train", "--control-deps %s: not order, data or metadata", optarg));
 			break;
 		case 'b':
 			if (size_parse(optarg, &ckpt.budget))
@@ -197,7 +209,8 @@ int cmd_train(int argc, char **argv)
 			ao.loss = "loss";
 		}
 		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
-		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = model_save(g, out, to, &so, &e)))
+		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
+		    (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
 	}
 out:

@@ -207,12 +207,13 @@ BINARY(less, B_LT)
 
 /* ---- unary ---- */
 
-enum un { U_NEG, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_IDENTITY };
+enum un { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_IDENTITY };
 
 static double un_d(enum un op, double v)
 {
 	switch (op) {
 	case U_NEG: return -v;
+	case U_ABS: return fabs(v);
 	case U_SQRT: return sqrt(v);
 	case U_EXP: return exp(v);
 	case U_LOG: return log(v);
@@ -230,7 +231,7 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 	struct rtensor *a = in[0];
 	if (op == U_NOT && a->dtype != DT_BOOL)
 		return exec_fail(x, "Not takes bool, not %s", dtype_name(a->dtype));
-	if (op != U_NOT && op != U_IDENTITY && op != U_NEG && op != U_RELU && want_float(x, a, "the input"))
+	if (op != U_NOT && op != U_IDENTITY && op != U_NEG && op != U_ABS && op != U_RELU && want_float(x, a, "the input"))
 		return exec_status(x);
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 		return exec_status(x);
@@ -245,6 +246,7 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		switch (op) {
 		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = p[i] > 0 ? p[i] : 0; return 0;
 		case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -p[i]; return 0;
+		case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(p[i]); return 0;
 		case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(p[i]); return 0;
 		case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(p[i]); return 0;
 		case U_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(p[i]); return 0;
@@ -271,6 +273,7 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		return unary(x, in, out, op);                                                                  \
 	}
 UNARY(neg, U_NEG)
+UNARY(abs, U_ABS)
 UNARY(sqrt, U_SQRT)
 UNARY(exp, U_EXP)
 UNARY(log, U_LOG)
@@ -548,6 +551,7 @@ const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP, .nodif
 const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_neg = {.run = neg_run, .grad = neg_grad, .recompute = RC_CHEAP};
+const struct op_impl op_abs = {.run = abs_run, .recompute = RC_CHEAP}; /* no gradient rule yet */
 const struct op_impl op_sqrt = {.run = sqrt_run, .grad = sqrt_grad, .recompute = RC_CHEAP};
 const struct op_impl op_exp = {.run = exp_run, .grad = exp_grad, .recompute = RC_CHEAP};
 const struct op_impl op_log = {.run = log_run, .grad = log_grad, .recompute = RC_CHEAP};

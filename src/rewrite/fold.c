@@ -36,8 +36,7 @@ int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, str
 	return 0;
 }
 
-/* A Constant node producing v with t's data. */
-static int make_constant(struct graph *g, struct value *v, const struct rtensor *t, struct node *n, struct gd_err *e)
+int node_make_constant(struct graph *g, const struct rtensor *t, struct node *n, struct gd_err *e)
 {
 	struct tensor *c = arena_zalloc(g->arena, sizeof *c);
 	struct attr *a = arena_zalloc(g->arena, sizeof *a);
@@ -51,7 +50,6 @@ static int make_constant(struct graph *g, struct value *v, const struct rtensor 
 	if ((t->ndim && !c->dims) || (t->nbytes && !c->bytes.p))
 		return err_oom(e);
 	*a = (struct attr){.name = "value", .type = ATTR_TENSOR, .has_type = true, .t = c};
-	(void)v;
 	/* reuse the node: it becomes the Constant (its name and output stay) */
 	n->op_type = "Constant";
 	n->op = OP_CONSTANT;
@@ -109,7 +107,7 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 		for (uint32_t k = 0; k < n->n_in; k++)
 			all_known &= !n->in[k] || exec_value(x, n->in[k])->data != NULL;
 		if (t->data && all_known)
-			rc = make_constant(g, n->out[0], t, n, e);
+			rc = node_make_constant(g, t, n, e);
 	}
 	exec_free(x);
 	xfree(dep);
@@ -148,4 +146,26 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 	g->n_infos = k;
 	*removed = n0 - g->n_nodes;
 	return rc;
+}
+
+struct node *graph_add_op(struct graph *g, const char *name, const char *op, struct value *const *ins, uint32_t n_in,
+			  const char *out, struct gd_err *e)
+{
+	struct node *n = graph_add_node(g, e);
+	if (!n)
+		return NULL;
+	n->name = graph_fresh_name(g, name, e);
+	n->op_type = op;
+	n->op = op_lookup(NULL, op);
+	n->n_in = n_in;
+	n->n_out = 1;
+	n->in = arena_array(g->arena, n_in + 1, sizeof *n->in);
+	const char *oname = graph_fresh_name(g, out, e);
+	if (!n->name || !n->in || !oname) {
+		err_oom(e);
+		return NULL;
+	}
+	n->out = n->in + n_in;
+	memcpy(n->in, ins, n_in * sizeof *ins);
+	return graph_set_output(g, n, 0, oname, e) ? NULL : n;
 }

@@ -15,4 +15,12 @@ int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, str
  * symbolic dimensions is left as it is. Returns the number of nodes removed in *removed. */
 int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e);
 
+/* Makes node n a Constant holding t's data (n keeps its name and outputs). */
+int node_make_constant(struct graph *g, const struct rtensor *t, struct node *n, struct gd_err *e);
+
+/* A new node `op` named after `name`, reading ins, with one output named after `out` (fresh
+ * names); appended to g's nodes. */
+struct node *graph_add_op(struct graph *g, const char *name, const char *op, struct value *const *ins, uint32_t n_in,
+			  const char *out, struct gd_err *e);
+
 #endif

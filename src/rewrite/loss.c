@@ -4,30 +4,9 @@
  * cross-entropy:  loss = SoftmaxCrossEntropyLoss(pred, target) (mean), target int64 shaped like pred
  *                 without its class dimension (axis 1), as torch.nn.functional.cross_entropy. */
 #include "loss.h"
+#include "fold.h"
 
 #include <string.h>
-
-static struct node *add(struct graph *g, const char *name, const char *op, struct value **ins, uint32_t n_in,
-			const char *out, struct gd_err *e)
-{
-	struct node *n = graph_add_node(g, e);
-	if (!n)
-		return NULL;
-	n->name = graph_fresh_name(g, name, e);
-	n->op_type = op;
-	n->op = op_lookup(NULL, op);
-	n->n_in = n_in;
-	n->n_out = 1;
-	n->in = arena_array(g->arena, n_in + 1, sizeof *n->in);
-	const char *oname = graph_fresh_name(g, out, e);
-	if (!n->name || !n->in || !oname) {
-		err_oom(e);
-		return NULL;
-	}
-	n->out = n->in + n_in;
-	memcpy(n->in, ins, n_in * sizeof *ins);
-	return graph_set_output(g, n, 0, oname, e) ? NULL : n;
-}
 
 int loss_append(struct graph *g, enum loss_fn fn, const char *pred_name, const char *target, struct gd_err *e)
 {
@@ -73,10 +52,10 @@ int loss_append(struct graph *g, enum loss_fn fn, const char *pred_name, const c
 	struct value *loss;
 	if (fn == LOSS_MSE) {
 		struct value *ins[2] = {pred, t};
-		struct node *d = add(g, "loss/Sub", "Sub", ins, 2, "loss/diff", e);
+		struct node *d = graph_add_op(g, "loss/Sub", "Sub", ins, 2, "loss/diff", e);
 		struct value *sq[2] = {d ? d->out[0] : NULL, d ? d->out[0] : NULL};
-		struct node *m = d ? add(g, "loss/Mul", "Mul", sq, 2, "loss/sq", e) : NULL;
-		struct node *r = m ? add(g, "loss/ReduceMean", "ReduceMean", &m->out[0], 1, "loss", e) : NULL;
+		struct node *m = d ? graph_add_op(g, "loss/Mul", "Mul", sq, 2, "loss/sq", e) : NULL;
+		struct node *r = m ? graph_add_op(g, "loss/ReduceMean", "ReduceMean", &m->out[0], 1, "loss", e) : NULL;
 		if (!r)
 			return e->code ? e->code : err_oom(e);
 		r->attr = arena_zalloc(g->arena, sizeof *r->attr);
@@ -87,7 +66,7 @@ int loss_append(struct graph *g, enum loss_fn fn, const char *pred_name, const c
 		loss = r->out[0];
 	} else {
 		struct value *ins[2] = {pred, t};
-		struct node *c = add(g, "loss/SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLoss", ins, 2, "loss", e);
+		struct node *c = graph_add_op(g, "loss/SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLoss", ins, 2, "loss", e);
 		if (!c)
 			return e->code ? e->code : err_oom(e);
 		loss = c->out[0];
