@@ -487,3 +487,34 @@ Test(cli, explain_gives_segments_and_peaks)
 	char *unbound[] = {GD_BINARY, "train", "--explain", TESTDATA "/unet.onnx", "-o", out, NULL};
 	expect_exit(unbound, 2, "use --dim batch=N");
 }
+
+/* plan --timeline draws both schedules as SVG; dot marks kept, recomputed and backward nodes. */
+Test(cli, timeline_svg_and_dot_colours)
+{
+	char svg[512];
+	snprintf(svg, sizeof svg, "%s/timeline.svg", tmpdir());
+	char *plan[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint", "auto", "--budget",
+			"150KB", "--timeline", svg, NULL};
+	expect_exit(plan, 0, NULL);
+	python_ok("import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
+		  "assert len(d.getElementsByTagName('polyline')) == 2; "
+		  "t = ' '.join(x.firstChild.data for x in d.getElementsByTagName('text')); "
+		  "assert 'before peak 194 KiB' in t and 'after peak' in t and 'budget 146 KiB' in t, t",
+		  svg, "plan --timeline");
+	char *check[] = {GD_BINARY, "check", "--budget", "1MB", "--timeline", svg, TESTDATA "/unet.onnx", NULL};
+	expect_exit(check, 2, "--timeline is for 'graphdiet plan'");
+	char train[512], dot[512];
+	snprintf(train, sizeof train, "%s/unet_list.onnx", tmpdir());
+	snprintf(dot, sizeof dot, "%s/unet_list.dot", tmpdir());
+	char *tr[] = {GD_BINARY, "train", TESTDATA "/unet.onnx", "--checkpoint", "list:/Concat_output_0", "-o", train, NULL};
+	expect_exit(tr, 0, NULL);
+	char *d[] = {GD_BINARY, "dot", train, "-o", dot, NULL};
+	expect_exit(d, 0, NULL);
+	size_t len;
+	char *text = (char *)slurp(dot, &len);
+	cr_expect(strstr(text, "/Concat\\n") && strstr(text, "fillcolor=\"#b6d7a8\", penwidth=\"2\", label=\"/Concat\\n"),
+		  "the kept Concat is green");
+	cr_expect(strstr(text, "#fce5cd"), "recompute nodes are orange");
+	cr_expect(strstr(text, "#cfe2f3"), "backward nodes are blue");
+	free(text);
+}

@@ -1,5 +1,8 @@
 /* plan.c - `graphdiet plan` and `graphdiet check`: training memory, without rewriting anything. */
 #include "../io/names.h"
+#include "../io/svg.h"
+#include "../util/fileio.h"
+#include "../util/xalloc.h"
 #include "../plan/plan.h"
 #include "../util/emit.h"
 #include "../util/size.h"
@@ -26,6 +29,8 @@ static const char plan_help[] =
 	"                        (these tensors); the rest is recomputed\n"
 	"      --checkpoint-file F  keep the tensors a YAML file lists (a list, or the checkpoints: of\n"
 	"                        what plan --format yaml printed)\n"
+	"      --timeline FILE   draw live memory over the schedule, before and after checkpointing,\n"
+	"                        with the recompute segments, checkpoints and budget, as SVG\n"
 	"      --explain         say why: the bottleneck tensors found, and what bypasses the others\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
@@ -226,6 +231,41 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 		printf("budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
 }
 
+/* --timeline: live bytes over the schedule before and after, as SVG, written atomically. */
+static int write_timeline(const char *out, const char *model, const struct graph *g, const struct plan_report *r,
+			  struct gd_err *e)
+{
+	uint32_t *marks = xcalloc(r->n_checkpoints + 1, sizeof *marks);
+	uint32_t *first = xcalloc(r->n_segments + 1, sizeof *first), *len = xcalloc(r->n_segments + 1, sizeof *len);
+	if (!marks || !first || !len) {
+		xfree(marks);
+		xfree(first);
+		xfree(len);
+		return err_oom(e);
+	}
+	for (size_t i = 0; i < r->n_checkpoints; i++)
+		marks[i] = ((const struct value *)strmap_get(&g->names, r->checkpoints[i]))->producer->index;
+	for (uint32_t i = 0; i < r->n_segments; i++) {
+		first[i] = r->segments[i].first_step;
+		len[i] = r->segments[i].n_nodes;
+	}
+	char title[600];
+	snprintf(title, sizeof title, "%s: live memory over one training step, checkpoint %s", model,
+		 ckpt_name(r->strategy));
+	struct timeline t = {title, r->live_before, r->live_after, r->n_before, r->n_after, marks, (uint32_t)r->n_checkpoints,
+			     first, len, r->n_segments, r->has_budget ? r->budget : 0};
+	struct outfile o;
+	int rc = outfile_open(&o, out, e);
+	if (!rc) {
+		svg_timeline(o.f, &t);
+		rc = outfile_commit(&o, e);
+	}
+	xfree(marks);
+	xfree(first);
+	xfree(len);
+	return rc;
+}
+
 /* plan and check share their options and work; `check` prints one line and gates on the budget. */
 static int run(int argc, char **argv, int check)
 {
@@ -234,7 +274,7 @@ static int run(int argc, char **argv, int check)
 		{"dim", required_argument, NULL, 'd'},        {"loss", required_argument, NULL, 'l'},
 		{"format", required_argument, NULL, 'F'},     {"from", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},             {"explain", no_argument, NULL, 'x'},
-		{"checkpoint-file", required_argument, NULL, 'C'},
+		{"checkpoint-file", required_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 'T'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = check ? "check" : "plan";
@@ -246,6 +286,7 @@ static int run(int argc, char **argv, int check)
 	int c, rc = 0, shared_rc = 0, explain = 0;
 	struct names file_names = {0};
 	struct graph *g = NULL;
+	const char *timeline = NULL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -265,6 +306,11 @@ static int run(int argc, char **argv, int check)
 			break;
 		case 'l':
 			po.loss = optarg;
+			break;
+		case 'T':
+			if (check)
+				CLI_FAIL(cli_usage(cmd, "--timeline is for 'graphdiet plan'"));
+			timeline = optarg;
 			break;
 		case 'x':
 			if (check)
@@ -292,6 +338,8 @@ static int run(int argc, char **argv, int check)
 	struct gd_err e = {0};
 	if (g && (rc = plan_memory(g, &po, &r, &e)))
 		err_print(path, &e);
+	if (g && !rc && timeline && (rc = write_timeline(timeline, path, g, &r, &e)))
+		err_print(timeline, &e);
 	if (g && !rc) {
 		char a[32], b[32];
 		if (check) {

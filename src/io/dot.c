@@ -3,9 +3,12 @@
  * Ops are boxes labelled with name and op type, graph inputs and outputs are ellipses,
  * initializers are small grey notes (or hidden). An edge is a value, labelled with its shape when
  * known. Control inputs are dashed edges. Node fill colour says what a node is for: forward
- * (white), backward (blue), recompute (orange), loss scaling, diet updates and communication;
- * ops graphdiet does not know are drawn red. Subgraphs are summarised, not expanded. */
+ * (white), kept forward (green, bold: a checkpoint, some output of it is read by the backward pass
+ * or a recompute, and the edges that read it are green), backward (blue), recompute (orange), loss
+ * scaling, diet updates and communication; ops graphdiet does not know are drawn red. Subgraphs
+ * are summarised, not expanded. */
 #include "dot.h"
+#include "../util/xalloc.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -48,8 +51,10 @@ static void shape(FILE *f, const struct value *v)
 	fputc(']', f);
 }
 
-static const char *fill(const struct node *n)
+static const char *fill(const struct node *n, int kept)
 {
+	if (kept)
+		return "#b6d7a8\", penwidth=\"2";
 	if (n->op == OP_UNKNOWN)
 		return "#f4cccc";
 	if (n->tags & TAG_RECOMPUTE)
@@ -78,9 +83,21 @@ static void value_node(FILE *f, const struct value *v, const char *style)
 	fprintf(f, "\", %s];\n", style);
 }
 
+/* A forward value the backward pass (or a recompute) reads: its producer is a checkpoint. */
+static int kept_edge(const struct value *v, const struct node *reader)
+{
+	return value_is_activation(v) && !node_is_forward(reader);
+}
+
 int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 {
-	(void)e;
+	uint8_t *kept = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	if (!kept)
+		return err_oom(e);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (kept_edge(g->nodes[i]->in[k], g->nodes[i]))
+				kept[g->nodes[i]->in[k]->producer->index] = 1;
 	fputs("digraph \"", f);
 	esc(f, g->name ? g->name : "graph");
 	fputs("\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
@@ -93,7 +110,7 @@ int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 		value_node(f, g->inits[i], "shape=note, style=filled, fillcolor=\"#eeeeee\", fontsize=8");
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
-		fprintf(f, "  \"n%u\" [shape=box, style=\"filled,rounded\", fillcolor=\"%s\", label=\"", i, fill(n));
+		fprintf(f, "  \"n%u\" [shape=box, style=\"filled,rounded\", fillcolor=\"%s\", label=\"", i, fill(n, kept[i]));
 		if (n->name && *n->name) {
 			esc(f, n->name);
 			fputs("\\n", f);
@@ -126,7 +143,8 @@ int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 			if (!v)
 				continue;
 			if (v->producer) {
-				fprintf(f, "  \"n%u\" -> \"n%u\" [label=\"", v->producer->index, i);
+				fprintf(f, "  \"n%u\" -> \"n%u\" [%slabel=\"", v->producer->index, i,
+					kept_edge(v, n) ? "color=\"#38761d\", penwidth=2, " : "");
 				shape(f, v);
 				fputs("\"];\n", f);
 			} else if ((v->flags & VALUE_INPUT) && !v->init) {
@@ -139,5 +157,6 @@ int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 			fprintf(f, "  \"n%u\" -> \"n%u\" [style=dashed, color=\"#cc0000\"];\n", n->ctrl[k]->index, i);
 	}
 	fputs("}\n", f);
+	xfree(kept);
 	return 0;
 }

@@ -118,6 +118,12 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		return e->code;
 	}
 	r->peak_before = m.peak;
+	r->n_before = m.n_live;
+	if (!(r->live_before = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1)))) {
+		memsim_free(&m);
+		exec_free(x);
+		return err_oom(e);
+	}
 	r->peak_before_node = m.peak_node;
 	char pd[300];
 	r->peak_before_desc = arena_strdup(g->arena, m.peak_node >= 0 ? node_desc(g->nodes[m.peak_node], pd, sizeof pd)
@@ -139,6 +145,8 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		r->strategy = o->ckpt.kind;
 	}
 	r->peak_after = m.peak;
+	r->n_after = m.n_live;
+	r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
 	r->peak_node = m.peak_node;
 	r->at_peak = m.at_peak;
 	r->n_nodes = g->n_nodes;
@@ -148,7 +156,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	/* costs; the checkpoints: forward values the backward pass (or a recompute) reads */
 	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
 	uint8_t *seen = xcalloc(g->n_values ? g->n_values : 1, 1);
-	if (!r->checkpoints || !seen || !r->peak_node_desc) {
+	if (!r->checkpoints || !seen || !r->peak_node_desc || !r->live_after) {
 		xfree(seen);
 		memsim_free(&m);
 		exec_free(x);

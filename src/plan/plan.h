@@ -54,6 +54,8 @@ struct plan_report {
 	struct segment *segments;    /* in schedule order (arena) */
 	uint32_t n_segments;
 	uint64_t kept_bytes;         /* of the checkpoints */
+	uint64_t *live_before, *live_after; /* live bytes per step, before and after (arena) */
+	uint32_t n_before, n_after;
 };
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
