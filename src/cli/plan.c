@@ -203,9 +203,14 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 	printf("  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
 	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
 	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
-	if (r->strategy == CKPT_NONE) {
+	if (r->strategy == CKPT_NONE && !r->recompute_flops && !r->n_segments) {
 		printf("checkpoint:  none: all %zu activations the backward pass reads are kept\n", r->n_checkpoints);
 		printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
+	} else if (r->strategy == CKPT_NONE) { /* a training graph checkpointed already */
+		printf("checkpoint:  in the graph: %zu activations kept, %u recompute segments\n", r->n_checkpoints,
+		       r->n_segments);
+		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
+		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	} else {
 		printf("checkpoint:  %s: %zu activations kept, %u nodes recomputed; peak before %s\n", ckpt_name(r->strategy),
 		       r->n_checkpoints, r->n_clones, size_format(r->peak_before, a, sizeof a));
