@@ -166,6 +166,7 @@ struct node *graph_add_op(struct graph *g, const char *name, const char *op, str
 		return NULL;
 	}
 	n->out = n->in + n_in;
-	memcpy(n->in, ins, n_in * sizeof *ins);
+	if (n_in) /* a Constant reads nothing: memcpy from NULL is undefined */
+		memcpy(n->in, ins, n_in * sizeof *ins);
 	return graph_set_output(g, n, 0, oname, e) ? NULL : n;
 }
