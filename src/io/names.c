@@ -1,9 +1,8 @@
 /* names.c - see names.h. */
 #include "names.h"
+#include "../util/fileio.h"
 #include "../util/xalloc.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -79,36 +78,10 @@ int names_parse(const uint8_t *data, size_t len, struct names *out, struct gd_er
 
 int names_read(const char *path, struct names *out, struct gd_err *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return err_set(e, GD_EINPUT, "cannot open: %s", strerror(errno));
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
-	int rc = 0;
-	for (;;) {
-		if (len == cap) {
-			if (cap >= ((size_t)64 << 20)) {
-				rc = err_set(e, GD_EINPUT, "larger than 64 MiB: not a list of tensor names");
-				break;
-			}
-			uint8_t *nb = xrealloc(buf, cap = cap ? 2 * cap : 4096);
-			if (!nb) {
-				rc = err_oom(e);
-				break;
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (!got) {
-			if (ferror(f))
-				rc = err_set(e, GD_EINPUT, "cannot read: %s", strerror(errno));
-			break;
-		}
-	}
-	fclose(f);
-	if (!rc)
-		rc = names_parse(buf, len, out, e);
-	xfree(buf);
+	struct filebuf fb;
+	if (filebuf_open(&fb, path, e))
+		return e->code;
+	int rc = names_parse(fb.data, fb.len, out, e);
+	filebuf_close(&fb);
 	return rc;
 }
