@@ -7,7 +7,6 @@
 #include "plan/auto.h"
 #include "plan/memsim.h"
 #include "plan/plan.h"
-#include "rewrite/recompute.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -45,22 +44,13 @@ static void train_free(struct train *t)
 	graph_free(t->g);
 }
 
-/* The exact peak and recompute FLOPs of a kept set: the oracle's own walk over the schedule. */
+/* Weighs a kept set. The oracle below tries every kept set with it; that it weighs what the rewrite
+ * makes is weighed_schedule_is_the_rewritten_one, and that the rewrite's peak is the executor's,
+ * test_plan. */
 static void weigh(const struct train *t, const uint8_t *keep, uint64_t *peak, uint64_t *flops)
 {
-	struct rc_step *steps;
-	uint32_t n;
 	struct gd_err e = {0};
-	cr_assert_eq(recompute_schedule(t->g, keep, &steps, &n, &e), 0);
-	struct mem_result r;
-	cr_assert_eq(memsim_schedule(t->g, t->x, keep, steps, n, &r, &e), 0);
-	*peak = r.peak;
-	*flops = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (steps[i].clone)
-			*flops += t->flops[steps[i].n->index];
-	memsim_free(&r);
-	xfree(steps);
+	cr_assert_eq(ckpt_weigh(t->g, t->x, keep, t->flops, peak, flops, NULL, &e), 0, "%s", e.msg);
 }
 
 /* A random DAG of `n` forward nodes over [batch, d] tensors, d in {4, 8, 16}: MatMul to change

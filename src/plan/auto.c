@@ -139,9 +139,8 @@ static int plan_keep(const struct graph *g, const struct gmodel *m, const struct
 	return 0;
 }
 
-/* Exact peak and recompute FLOPs of a kept set. */
-static int weigh(const struct graph *g, const struct exec *x, const uint8_t *keep, const uint64_t *flops,
-		 uint64_t *peak, uint64_t *rflops, uint64_t *area, struct gd_err *e)
+int ckpt_weigh(const struct graph *g, const struct exec *x, const uint8_t *keep, const uint64_t *flops, uint64_t *peak,
+	       uint64_t *rflops, uint64_t *area, struct gd_err *e)
 {
 	struct rc_step *steps;
 	uint32_t n;
@@ -352,7 +351,7 @@ static int try_flip(struct search *s, uint8_t *keep, uint32_t v, uint64_t *peak,
 {
 	s->allowance -= 2 * (int64_t)s->g->n_nodes;
 	keep[v] ^= 1;
-	int rc = weigh(s->g, s->x, keep, s->nflops, peak, flops, area, e);
+	int rc = ckpt_weigh(s->g, s->x, keep, s->nflops, peak, flops, area, e);
 	keep[v] ^= 1;
 	return rc;
 }
@@ -401,7 +400,7 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 {
 	uint64_t peak = ps->p[i].peak, area, f0;
 	plans_get(ps, i, keep, s->g->n_values);
-	if (weigh(s->g, s->x, keep, s->nflops, &peak, &f0, &area, e))
+	if (ckpt_weigh(s->g, s->x, keep, s->nflops, &peak, &f0, &area, e))
 		return e->code;
 	for (;;) {
 		uint64_t bp = peak, ba = area, bf = 0;
@@ -444,7 +443,7 @@ static int weigh_level(const struct graph *g, const struct exec *x, const struct
 	uint64_t peak = 0, f = 0;
 	if (plan_keep(g, m, d, ix, keep))
 		return err_oom(e);
-	if (weigh(g, x, keep, nflops, &peak, &f, NULL, e))
+	if (ckpt_weigh(g, x, keep, nflops, &peak, &f, NULL, e))
 		return e->code;
 	return plans_add(ps, keep, g->n_values, peak, f) ? err_oom(e) : 0;
 }
@@ -539,7 +538,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	}
 	for (size_t i = 0; i < n_seeds; i++) {
 		uint64_t peak = 0, f = 0;
-		if ((rc = weigh(g, x, seeds[i], nflops, &peak, &f, NULL, e)))
+		if ((rc = ckpt_weigh(g, x, seeds[i], nflops, &peak, &f, NULL, e)))
 			goto out;
 		if (plans_add(&ps, seeds[i], g->n_values, peak, f))
 			goto oom;
@@ -547,7 +546,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
 		uint64_t peak = 0, f = 0;
 		memset(keep, 1, g->n_values);
-		if ((rc = weigh(g, x, keep, nflops, &peak, &f, NULL, e)))
+		if ((rc = ckpt_weigh(g, x, keep, nflops, &peak, &f, NULL, e)))
 			goto out;
 		if (plans_add(&ps, keep, g->n_values, peak, f))
 			goto oom;

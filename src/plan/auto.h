@@ -46,4 +46,10 @@ struct auto_result {
 int ckpt_auto(const struct graph *g, const struct exec *shapes, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e);
 
+/* The exact peak and recompute FLOPs of kept set `keep` on the schedule the rewrite would make
+ * (recompute_schedule, memsim_schedule); flops[i] are node i's. `area` (may be NULL): the live
+ * bytes summed over the steps, in 256-byte units. */
+int ckpt_weigh(const struct graph *g, const struct exec *x, const uint8_t *keep, const uint64_t *flops, uint64_t *peak,
+	       uint64_t *rflops, uint64_t *area, struct gd_err *e);
+
 #endif

@@ -9,10 +9,8 @@
 #include "autodiff/ad.h"
 #include "io/format.h"
 #include "plan/auto.h"
-#include "plan/memsim.h"
+#include "plan/memsim.h" /* node_flops */
 #include "plan/plan.h"
-#include "rewrite/recompute.h"
-#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,18 +107,12 @@ static void exhaustive(void)
 	for (size_t mask = 0; mask < n; mask++) {
 		for (uint32_t k = 0; k < nc; k++)
 			keep[cand[k]] = (uint8_t)(mask >> k & 1);
-		struct rc_step *steps;
-		uint32_t ns;
-		struct mem_result m;
-		recompute_schedule(g, keep, &steps, &ns, &e);
-		memsim_schedule(g, x, keep, steps, ns, &m, &e);
-		peak[mask] = m.peak;
-		for (uint32_t i = 0; i < ns; i++)
-			flops[mask] += steps[i].clone ? nf[steps[i].n->index] : 0;
-		lo = m.peak < lo ? m.peak : lo;
-		hi = m.peak > hi ? m.peak : hi;
-		memsim_free(&m);
-		xfree(steps);
+		if (ckpt_weigh(g, x, keep, nf, &peak[mask], &flops[mask], NULL, &e)) {
+			fprintf(stderr, "%s\n", e.msg);
+			exit(3);
+		}
+		lo = peak[mask] < lo ? peak[mask] : lo;
+		hi = peak[mask] > hi ? peak[mask] : hi;
 	}
 	printf("\n9-layer MatMul+Tanh chain, %u candidate tensors: all %zu kept sets weighed in %.1f s\n\n", nc, n,
 	       now() - t0);
