@@ -89,49 +89,50 @@ int ctrl_encode(struct graph *g, enum ctrl_mode mode, uint32_t *n_data, struct g
 	if (!x)
 		return e->code;
 	uint32_t n0 = g->n_nodes;
-	struct node **order = xmalloc(sizeof *order * ((size_t)n0 * 8 + 1));
-	uint32_t n_order = 0, cap = n0 * 8 + 1;
+	uint32_t *made = xmalloc(sizeof *made * ((size_t)n0 + 1)); /* node i's new nodes start at made[i] */
 	int rc = 0;
-	if (!order) {
+	if (!made) {
 		exec_free(x);
 		return err_oom(e);
 	}
 	for (uint32_t i = 0; i < n0 && !rc; i++) {
 		struct node *n = g->nodes[i];
-		uint32_t start = g->n_nodes, kept = 0;
+		uint32_t kept = 0;
 		int k = first_float(x, n->in, n->n_in);
-		for (uint32_t c = 0; c < n->n_ctrl; c++) {
+		made[i] = g->n_nodes;
+		for (uint32_t c = 0; c < n->n_ctrl && !rc; c++) {
 			struct node *d = n->ctrl[c];
 			int o = first_float(x, d->out, d->n_out);
 			struct value *w = k >= 0 && o >= 0 ? wait_for(g, x, n, n->in[k], d->out[o], e) : NULL;
-			if (k >= 0 && o >= 0 && !w) {
-				rc = e->code ? e->code : err_oom(e);
-				break;
-			}
 			if (w) {
 				n->in[k] = w;
 				(*n_data)++;
+			} else if (k >= 0 && o >= 0) {
+				rc = e->code ? e->code : err_oom(e);
 			} else {
 				n->ctrl[kept++] = d; /* no floating value to carry it: stays metadata */
 			}
 		}
-		if (!rc)
-			n->n_ctrl = kept;
-		if (n_order + (g->n_nodes - start) + 1 > cap) {
-			rc = err_set(e, GD_EINTERNAL, "--control-deps data: too many new nodes");
-			break;
-		}
-		for (uint32_t j = start; j < g->n_nodes; j++) { /* the new nodes run right before n, as part of it */
+		n->n_ctrl = kept;
+		for (uint32_t j = made[i]; j < g->n_nodes; j++) /* part of n */
 			g->nodes[j]->tags = n->tags;
-			order[n_order++] = g->nodes[j];
-		}
-		order[n_order++] = n;
 	}
-	if (!rc) {
+	made[n0] = g->n_nodes;
+	struct node **order = rc ? NULL : xmalloc(sizeof *order * ((size_t)g->n_nodes + 1));
+	if (!rc && !order)
+		rc = err_oom(e);
+	if (!rc) { /* each node's new nodes run right before it */
+		uint32_t n_order = 0;
+		for (uint32_t i = 0; i < n0; i++) {
+			for (uint32_t j = made[i]; j < made[i + 1]; j++)
+				order[n_order++] = g->nodes[j];
+			order[n_order++] = g->nodes[i];
+		}
 		memcpy(g->nodes, order, sizeof *order * n_order);
 		for (uint32_t i = 0; i < n_order; i++)
 			g->nodes[i]->index = i;
 	}
+	xfree(made);
 	xfree(order);
 	exec_free(x);
 	return rc;
