@@ -16,8 +16,13 @@
 
 extern char **environ;
 
-const char *const testdata_models[] = {"mlp.onnx",        "rescnn.onnx", "transformer.onnx", "tanh_chain.onnx",
-				       "rnn.onnx", "unet.onnx",   NULL};
+const char *const testdata_models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet", NULL};
+
+const char *model_path(char *path, size_t n, const char *model)
+{
+	snprintf(path, n, "%s/%s.onnx", TESTDATA, model);
+	return path;
+}
 const char *const testdata_yaml[] = {"yaml/tiny_mlp.yaml", "yaml/unsorted.yaml", "yaml/control_deps.yaml",
 				     "yaml/if_branch.yaml", "yaml/npy_param.yaml", NULL};
 

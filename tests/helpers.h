@@ -10,8 +10,10 @@
 
 #define TESTDATA GD_SOURCE_DIR "/testdata"
 
-extern const char *const testdata_models[]; /* NULL-terminated, relative to TESTDATA */
-extern const char *const testdata_yaml[];
+extern const char *const testdata_models[]; /* NULL-terminated names: TESTDATA/<name>.onnx, ref/<name>/ */
+extern const char *const testdata_yaml[];   /* NULL-terminated, relative to TESTDATA */
+/* TESTDATA/<model>.onnx into path[n]; returns path. */
+const char *model_path(char *path, size_t n, const char *model);
 
 /* Whole file into a malloc'd buffer; asserts on failure. */
 uint8_t *slurp(const char *path, size_t *len);

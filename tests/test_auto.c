@@ -200,7 +200,7 @@ Test(auto_plan, peak_never_rises_as_the_budget_falls)
 {
 	for (const char *const *mdl = testdata_models; *mdl; mdl++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s", TESTDATA, *mdl);
+		model_path(path, sizeof path, *mdl);
 		struct train t = prepare(load_ok(path));
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		struct gd_err e = {0};
@@ -229,7 +229,7 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 {
 	for (const char *const *mdl = testdata_models; *mdl; mdl++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s", TESTDATA, *mdl);
+		model_path(path, sizeof path, *mdl);
 		for (int strategy = 0; strategy < 2; strategy++) {
 			struct train t = prepare(load_ok(path));
 			struct gd_err e = {0};

@@ -256,32 +256,31 @@ Test(gradcheck, every_differentiable_op_has_a_rule_and_a_case)
 
 Test(pytorch, gradients_of_every_testdata_model)
 {
-	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
-	for (int m = 0; m < 6; m++) {
+	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
+		model_path(path, sizeof path, *m);
 		struct graph *g = load_ok(path);
 		struct rtensor ins[8];
 		const char *names[8];
-		size_t n = ref_inputs(g, models[m], ins, names);
+		size_t n = ref_inputs(g, *m, ins, names);
 		struct autodiff_opts ao = {0};
 		struct autodiff_result res;
 		struct gd_err e = {0};
-		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", models[m], e.msg);
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", *m, e.msg);
 		cr_assert_eq(graph_toposort(g, &e), 0);
 		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
 		struct exec *x = exec_run(g, &o, NULL, &e);
-		cr_assert(x, "%s: %s", models[m], e.msg);
+		cr_assert(x, "%s: %s", *m, e.msg);
 		size_t compared = 0;
 		for (uint32_t k = 0; k < g->n_outputs; k++) {
 			const struct value *v = g->outputs[k];
 			if (!(v->flags & VALUE_GRAD))
 				continue;
-			snprintf(path, sizeof path, "%s/ref/%s/%s.npy", TESTDATA, models[m], v->name);
+			ref_path(path, sizeof path, *m, v->name);
 			struct rtensor ref;
-			cr_assert(npy_load(path, &ref), "%s: PyTorch has no gradient %s", models[m], v->name);
+			cr_assert(npy_load(path, &ref), "%s: PyTorch has no gradient %s", *m, v->name);
 			const struct rtensor *got = exec_value(x, v);
-			cr_assert_eq(got->numel, ref.numel, "%s: %s", models[m], v->name);
+			cr_assert_eq(got->numel, ref.numel, "%s: %s", *m, v->name);
 			double scale = 0, worst = 0;
 			for (int64_t i = 0; i < ref.numel; i++)
 				scale = fmax(scale, fabs(rt_get(&ref, i)));
@@ -289,7 +288,7 @@ Test(pytorch, gradients_of_every_testdata_model)
 				worst = fmax(worst, fabs(rt_get(got, i) - rt_get(&ref, i)));
 			/* relative 1e-5 of the gradient's scale; 1e-7 absolute for gradients that are exactly
 			 * zero in theory (a conv bias before a training-mode BatchNorm) */
-			cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s differs from PyTorch by %g (scale %g)", models[m], v->name,
+			cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s differs from PyTorch by %g (scale %g)", *m, v->name,
 				  worst, scale);
 			free(ref.data);
 			compared++;
@@ -297,15 +296,15 @@ Test(pytorch, gradients_of_every_testdata_model)
 		/* and no PyTorch parameter was missed */
 		size_t expected = 0;
 		for (uint32_t i = 0; i < g->n_inits; i++) {
-			char p[600];
-			snprintf(p, sizeof p, "%s/ref/%s/%s_grad.npy", TESTDATA, models[m], g->inits[i]->name);
-			FILE *f = fopen(p, "rb");
+			char p[600], grad[512];
+			snprintf(grad, sizeof grad, "%s_grad", g->inits[i]->name);
+			FILE *f = fopen(ref_path(p, sizeof p, *m, grad), "rb");
 			if (f) {
 				expected++;
 				fclose(f);
 			}
 		}
-		cr_expect_eq(compared, expected, "%s: %zu gradients compared, PyTorch has %zu", models[m], compared, expected);
+		cr_expect_eq(compared, expected, "%s: %zu gradients compared, PyTorch has %zu", *m, compared, expected);
 		exec_free(x);
 		graph_free(g);
 		for (size_t i = 0; i < n; i++)

@@ -184,7 +184,10 @@ Test(cli, onnx_checker_accepts_what_we_write)
 	for (int l = 0; l < 2; l++)
 		for (const char *const *m = lists[l]; *m; m++) {
 			char in[512], y[512], out[512];
-			snprintf(in, sizeof in, "%s/%s", TESTDATA, *m);
+			if (l)
+				snprintf(in, sizeof in, "%s/%s", TESTDATA, *m);
+			else
+				model_path(in, sizeof in, *m);
 			snprintf(y, sizeof y, "%s/c%d.yaml", tmpdir(), (int)(m - lists[l]));
 			snprintf(out, sizeof out, "%s/c%d.onnx", tmpdir(), (int)(m - lists[l]));
 			struct run_result r = gd("convert", in, l ? out : y, NULL, NULL);
@@ -301,8 +304,8 @@ Test(cli, train_then_verify)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char in[512], out[512];
-		snprintf(in, sizeof in, "%s/%s", TESTDATA, *m);
-		snprintf(out, sizeof out, "%s/train_%s", tmpdir(), *m);
+		model_path(in, sizeof in, *m);
+		snprintf(out, sizeof out, "%s/train_%s.onnx", tmpdir(), *m);
 		struct run_result r = gd("train", in, "-o", out, NULL);
 		cr_assert_eq(r.status, 0, "train %s: %s", *m, r.err);
 		run_free(&r);

@@ -22,23 +22,22 @@ static struct rtensor ref_npy(const char *model, const char *name)
 
 Test(exec, forward_losses_match_pytorch)
 {
-	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
-	for (int m = 0; m < 6; m++) {
+	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
+		model_path(path, sizeof path, *m);
 		struct graph *g = load_ok(path);
 		struct rtensor ins[8];
 		const char *names[8];
-		size_t n = ref_inputs(g, models[m], ins, names);
+		size_t n = ref_inputs(g, *m, ins, names);
 		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
 		struct exec_stats st;
 		struct gd_err e = {0};
 		struct exec *x = exec_run(g, &o, &st, &e);
-		cr_assert(x, "%s: %s", models[m], e.msg);
+		cr_assert(x, "%s: %s", *m, e.msg);
 		const struct rtensor *loss = exec_value(x, g->outputs[0]);
-		struct rtensor want = ref_npy(models[m], "loss");
+		struct rtensor want = ref_npy(*m, "loss");
 		double got = rt_get(loss, 0), ref = rt_get(&want, 0);
-		cr_expect(fabs(got - ref) <= 1e-5 * fabs(ref), "%s: loss %.9g, PyTorch %.9g", models[m], got, ref);
+		cr_expect(fabs(got - ref) <= 1e-5 * fabs(ref), "%s: loss %.9g, PyTorch %.9g", *m, got, ref);
 		cr_expect_gt(st.peak_bytes, 0);
 		exec_free(x);
 		graph_free(g);

@@ -16,7 +16,7 @@ Test(onnx, testdata_models_round_trip_byte_for_byte)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s", TESTDATA, *m);
+		model_path(path, sizeof path, *m);
 		size_t len, len2;
 		uint8_t *orig = slurp(path, &len);
 		struct graph *g = load_ok(path);

@@ -23,12 +23,11 @@
 static void runs_in_onnxruntime(const char *strategy, enum ctrl_mode mode)
 {
 	setenv("NODE_PATH", GD_ORT_DIR, 1);
-	const char *models[] = {"mlp", "rescnn", "transformer", "tanh_chain", "rnn", "unet"};
-	for (int m = 0; m < 6; m++) {
+	for (const char *const *m = testdata_models; *m; m++) {
 		char path[1100], train[512], outdir[512];
-		snprintf(path, sizeof path, "%s/%s.onnx", TESTDATA, models[m]);
-		snprintf(train, sizeof train, "%s/%s_train.onnx", tmpdir(), models[m]);
-		snprintf(outdir, sizeof outdir, "%s/ort_%s", tmpdir(), models[m]);
+		model_path(path, sizeof path, *m);
+		snprintf(train, sizeof train, "%s/%s_train.onnx", tmpdir(), *m);
+		snprintf(outdir, sizeof outdir, "%s/ort_%s", tmpdir(), *m);
 		struct graph *g = load_ok(path);
 		struct autodiff_opts ao = {0};
 		struct autodiff_result res;
@@ -52,15 +51,15 @@ static void runs_in_onnxruntime(const char *strategy, enum ctrl_mode mode)
 		int argc = 4;
 		struct rtensor ins[8];
 		const char *names[8];
-		size_t n = ref_inputs(g, models[m], ins, names);
+		size_t n = ref_inputs(g, *m, ins, names);
 		char args[8][1400];
 		for (size_t i = 0; i < n; i++) {
-			snprintf(args[i], sizeof args[i], "%s=%s", names[i], ref_path(path, sizeof path, models[m], names[i]));
+			snprintf(args[i], sizeof args[i], "%s=%s", names[i], ref_path(path, sizeof path, *m, names[i]));
 			argv[argc++] = args[i];
 		}
 		argv[argc] = NULL;
 		struct run_result r = run_cmd(argv, NULL, 0);
-		cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s%s", models[m], r.out, r.err);
+		cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s%s", *m, r.out, r.err);
 		run_free(&r);
 		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
 		struct exec *x = exec_run(g, &o, NULL, &e);
@@ -70,7 +69,7 @@ static void runs_in_onnxruntime(const char *strategy, enum ctrl_mode mode)
 			const struct value *v = g->outputs[k];
 			struct rtensor theirs;
 			snprintf(path, sizeof path, "%s/%s.npy", outdir, v->name);
-			cr_assert(npy_load(path, &theirs), "%s: onnxruntime wrote no %s", models[m], v->name);
+			cr_assert(npy_load(path, &theirs), "%s: onnxruntime wrote no %s", *m, v->name);
 			const struct rtensor *ours = exec_value(x, v);
 			cr_assert_eq(ours->numel, theirs.numel);
 			double scale = 0, worst = 0;
@@ -79,7 +78,7 @@ static void runs_in_onnxruntime(const char *strategy, enum ctrl_mode mode)
 			for (int64_t i = 0; i < ours->numel; i++)
 				worst = fmax(worst, fabs(rt_get(ours, i) - rt_get(&theirs, i)));
 			cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s: onnxruntime and graphdiet differ by %g (scale %g)",
-				  models[m], v->name, worst, scale);
+				  *m, v->name, worst, scale);
 			free(theirs.data);
 			compared += (v->flags & VALUE_GRAD) != 0;
 		}

@@ -40,7 +40,7 @@ Test(memsim, predicted_peak_is_measured_peak)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512], what[600];
-		snprintf(path, sizeof path, "%s/%s", TESTDATA, *m);
+		model_path(path, sizeof path, *m);
 		struct graph *g = load_ok(path);
 		snprintf(what, sizeof what, "%s forward", *m);
 		predicted_equals_measured(g, what);
@@ -180,7 +180,7 @@ Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s", TESTDATA, *m);
+		model_path(path, sizeof path, *m);
 		strategy_is_exact(path, "speed");
 		strategy_is_exact(path, "memory");
 		strategy_is_exact(path, "auto"); /* budget 0: the lowest-peak plan, the most recompute */

@@ -41,7 +41,7 @@ Test(yaml, onnx_to_yaml_to_onnx_is_byte_exact)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/%s", TESTDATA, *m);
+		model_path(path, sizeof path, *m);
 		size_t len, ylen, len2;
 		uint8_t *orig = slurp(path, &len);
 		struct graph *g = load_ok(path);
