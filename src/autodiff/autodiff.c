@@ -38,12 +38,12 @@ struct ad {
 
 int ad_fail(struct ad *a, const char *fmt, ...)
 {
-	char msg[700], d[300];
+	char d[300];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int rc = err_vat(a->e, a->cur ? node_desc(a->cur, d, sizeof d) : "autodiff", fmt, ap);
 	va_end(ap);
-	return err_set(a->e, GD_EINPUT, "%s: %s", a->cur ? node_desc(a->cur, d, sizeof d) : "autodiff", msg);
+	return rc;
 }
 
 int ad_opset(const struct ad *a)

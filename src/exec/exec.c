@@ -85,14 +85,12 @@ uint64_t exec_node_seed(const struct exec *x, const struct node *n)
 
 int exec_fail(struct exec *x, const char *fmt, ...)
 {
-	char msg[700], d[300];
+	char d[300];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int rc = err_vat(x->e, x->cur ? node_desc(x->cur, d, sizeof d) : NULL, fmt, ap);
 	va_end(ap);
-	if (x->cur)
-		return err_set(x->e, GD_EINPUT, "%s: %s", node_desc(x->cur, d, sizeof d), msg);
-	return err_set(x->e, GD_EINPUT, "%s", msg);
+	return rc;
 }
 
 static int set_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims)

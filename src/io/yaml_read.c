@@ -33,14 +33,14 @@ static int fail(struct yr *r, const ynode *n, const char *fmt, ...) __attribute_
 
 static int fail(struct yr *r, const ynode *n, const char *fmt, ...)
 {
-	char msg[900];
+	char line[32];
+	if (n)
+		snprintf(line, sizeof line, "line %zu", n->start_mark.line + 1);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int rc = err_vat(r->e, n ? line : NULL, fmt, ap);
 	va_end(ap);
-	if (n)
-		return err_set(r->e, GD_EINPUT, "line %zu: %s", n->start_mark.line + 1, msg);
-	return err_set(r->e, GD_EINPUT, "%s", msg);
+	return rc;
 }
 
 static ynode *node_at(struct yr *r, int id)

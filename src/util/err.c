@@ -18,6 +18,13 @@ int err_set(struct gd_err *e, int code, const char *fmt, ...)
 	return e && e->code ? e->code : code;
 }
 
+int err_vat(struct gd_err *e, const char *where, const char *fmt, va_list ap)
+{
+	char msg[sizeof e->msg];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	return where ? err_set(e, GD_EINPUT, "%s: %s", where, msg) : err_set(e, GD_EINPUT, "%s", msg);
+}
+
 int err_oom(struct gd_err *e)
 {
 	return err_set(e, GD_EINTERNAL, "out of memory");

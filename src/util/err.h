@@ -7,6 +7,8 @@
 #ifndef GD_ERR_H
 #define GD_ERR_H
 
+#include <stdarg.h>
+
 enum gd_status {
 	GD_OK = 0,
 	GD_ECHECK = 1,    /* a check failed: over budget, gradients differ */
@@ -22,6 +24,9 @@ struct gd_err {
 /* Records the first error only (later ones are consequences); returns its code. */
 int err_set(struct gd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int err_oom(struct gd_err *e);
+/* An input error "WHERE: message" ("message" when where is NULL), for the formatting functions of
+ * the readers and passes that know where they are (a line, a node). */
+int err_vat(struct gd_err *e, const char *where, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 /* Prepends "prefix: " to an input error's message, e.g. a line number or a node. */
 void err_prefix(struct gd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
