@@ -3,6 +3,7 @@
  * Each subcommand lives in src/cli/<name>.c and parses its own options. Exit codes are the
  * CLI contract in DESIGN.md: 0 success, 1 a check failed, 2 bad usage or input, 3 internal. */
 #include "cli/cli.h"
+#include "util/progress.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -22,12 +23,13 @@ const struct cli_cmd cli_cmds[] = {
 
 static void usage(FILE *f)
 {
-	fputs("usage: graphdiet [--version] [--help] <command> [<args>]\n\n"
+	fputs("usage: graphdiet [--version] [--help] [-v | --verbose] <command> [<args>]\n\n"
 	      "Puts deep-learning training graphs on a memory diet.\n\ncommands:\n",
 	      f);
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fputs("\nModels are ONNX (.onnx) or graphdiet YAML (.yaml); '-' is standard input or output.\n"
+	      "-v prints each phase of the work and its time to standard error.\n"
 	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details.\n",
 	      f);
 }
@@ -38,6 +40,15 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		usage(stderr);
 		return GD_EINPUT;
+	}
+	if (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose")) {
+		progress_on = 1;
+		argc--;
+		argv++;
+		if (argc < 2) {
+			usage(stderr);
+			return GD_EINPUT;
+		}
 	}
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {

@@ -18,6 +18,7 @@ struct train {
 	struct graph *g;
 	struct exec *x;
 	uint64_t *flops; /* per node */
+	struct memmodel *m;
 };
 
 static struct train prepare(struct graph *g)
@@ -29,8 +30,9 @@ static struct train prepare(struct graph *g)
 	cr_assert_eq(graph_toposort(g, &e), 0, "%s", e.msg);
 	struct exec_binding b = {"batch", 3};
 	struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
-	struct train t = {g, exec_run(g, &so, NULL, &e), NULL};
+	struct train t = {g, exec_run(g, &so, NULL, &e), NULL, calloc(1, sizeof *t.m)};
 	cr_assert(t.x, "%s", e.msg);
+	cr_assert_eq(memmodel_build(g, t.x, t.m, &e), 0, "%s", e.msg);
 	t.flops = calloc(g->n_nodes, sizeof *t.flops);
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		t.flops[i] = node_flops(g->nodes[i], t.x);
@@ -40,6 +42,8 @@ static struct train prepare(struct graph *g)
 static void train_free(struct train *t)
 {
 	exec_free(t->x);
+	memmodel_free(t->m);
+	free(t->m);
 	free(t->flops);
 	graph_free(t->g);
 }
@@ -50,7 +54,7 @@ static void train_free(struct train *t)
 static void weigh(const struct train *t, const uint8_t *keep, uint64_t *peak, uint64_t *flops)
 {
 	struct gd_err e = {0};
-	cr_assert_eq(ckpt_weigh(t->g, t->x, keep, t->flops, peak, flops, NULL, &e), 0, "%s", e.msg);
+	cr_assert_eq(ckpt_weigh(t->m, keep, t->flops, peak, flops, NULL, &e), 0, "%s", e.msg);
 }
 
 /* A random DAG of `n` forward nodes over [batch, d] tensors, d in {4, 8, 16}: MatMul to change

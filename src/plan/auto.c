@@ -139,15 +139,15 @@ static int plan_keep(const struct graph *g, const struct gmodel *m, const struct
 	return 0;
 }
 
-int ckpt_weigh(const struct graph *g, const struct exec *x, const uint8_t *keep, const uint64_t *flops, uint64_t *peak,
-	       uint64_t *rflops, uint64_t *area, struct gd_err *e)
+int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, uint64_t *peak, uint64_t *rflops,
+	       uint64_t *area, struct gd_err *e)
 {
 	struct rc_step *steps;
 	uint32_t n;
-	if (recompute_schedule(g, keep, &steps, &n, e))
+	if (recompute_schedule(&m->f, keep, &steps, &n, e))
 		return e->code;
 	struct mem_result r;
-	int rc = memsim_schedule(g, x, keep, steps, n, &r, e);
+	int rc = memsim_schedule(m, keep, steps, n, &r, e);
 	if (!rc) {
 		*peak = r.peak;
 		*rflops = 0;
@@ -155,7 +155,7 @@ int ckpt_weigh(const struct graph *g, const struct exec *x, const uint8_t *keep,
 			*area = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			if (steps[i].clone)
-				*rflops += flops[steps[i].n->index];
+				*rflops += flops[steps[i].node];
 			if (area)
 				*area += r.live[i] >> 8; /* live bytes over the steps, for breaking ties in peak */
 		}
@@ -339,7 +339,7 @@ static void plans_get(const struct plans *ps, size_t i, uint8_t *keep, uint32_t 
 /* Local search with exact weighing, within an allowance of node-steps simulated. */
 struct search {
 	const struct graph *g;
-	const struct exec *x;
+	struct memmodel *m;
 	const uint64_t *nflops;
 	const uint32_t *cand; /* the values a plan may keep or drop */
 	uint32_t n_cand;
@@ -351,7 +351,7 @@ static int try_flip(struct search *s, uint8_t *keep, uint32_t v, uint64_t *peak,
 {
 	s->allowance -= 2 * (int64_t)s->g->n_nodes;
 	keep[v] ^= 1;
-	int rc = ckpt_weigh(s->g, s->x, keep, s->nflops, peak, flops, area, e);
+	int rc = ckpt_weigh(s->m, keep, s->nflops, peak, flops, area, e);
 	keep[v] ^= 1;
 	return rc;
 }
@@ -400,7 +400,7 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 {
 	uint64_t peak = ps->p[i].peak, area, f0;
 	plans_get(ps, i, keep, s->g->n_values);
-	if (ckpt_weigh(s->g, s->x, keep, s->nflops, &peak, &f0, &area, e))
+	if (ckpt_weigh(s->m, keep, s->nflops, &peak, &f0, &area, e))
 		return e->code;
 	for (;;) {
 		uint64_t bp = peak, ba = area, bf = 0;
@@ -437,13 +437,13 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 }
 
 /* A DP answer's kept set, weighed and added to the plans. */
-static int weigh_level(const struct graph *g, const struct exec *x, const struct gmodel *m, const struct dp *d,
+static int weigh_level(const struct graph *g, struct memmodel *mm, const struct gmodel *m, const struct dp *d,
 		       int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps, struct gd_err *e)
 {
 	uint64_t peak = 0, f = 0;
 	if (plan_keep(g, m, d, ix, keep))
 		return err_oom(e);
-	if (ckpt_weigh(g, x, keep, nflops, &peak, &f, NULL, e))
+	if (ckpt_weigh(mm, keep, nflops, &peak, &f, NULL, e))
 		return e->code;
 	return plans_add(ps, keep, g->n_values, peak, f) ? err_oom(e) : 0;
 }
@@ -463,6 +463,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	uint8_t *resident = xcalloc(nv, 1); /* 1: input or initializer, 2: other graph output */
 	uint32_t *cand = xcalloc(nv, sizeof *cand);
 	struct gmodel mod = {0}, *m = &mod;
+	struct memmodel mm = {0};
 	struct dp d = {0};
 	struct plans ps = {.words = (nv + 63) / 64};
 	int rc = 0;
@@ -479,6 +480,8 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		if (!resident[g->outputs[i]->id])
 			resident[g->outputs[i]->id] = 2;
+	if ((rc = memmodel_build(g, x, &mm, e)))
+		goto out;
 	r->lower_bound = lower_bound(g, x, resident);
 	if (build_model(g, x, nflops, m, F))
 		goto oom;
@@ -503,7 +506,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 				continue; /* the plan of the level above */
 			last_c = d.pool[ix].C;
 			last_k = d.pool[ix].K;
-			if ((rc = weigh_level(g, x, m, &d, ix, nflops, keep, &ps, e)))
+			if ((rc = weigh_level(g, &mm, m, &d, ix, nflops, keep, &ps, e)))
 				goto out;
 		}
 	} else {
@@ -528,7 +531,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 			int64_t ix = solve(m, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
 			if (ix < 0)
 				goto oom; /* the model met a lower level, so only allocation fails here */
-			if ((rc = weigh_level(g, x, m, &d, ix, nflops, keep, &ps, e)))
+			if ((rc = weigh_level(g, &mm, m, &d, ix, nflops, keep, &ps, e)))
 				goto out;
 			if (ps.p[ps.n - 1].peak <= budget)
 				hi = mid - 1;
@@ -538,7 +541,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	}
 	for (size_t i = 0; i < n_seeds; i++) {
 		uint64_t peak = 0, f = 0;
-		if ((rc = ckpt_weigh(g, x, seeds[i], nflops, &peak, &f, NULL, e)))
+		if ((rc = ckpt_weigh(&mm, seeds[i], nflops, &peak, &f, NULL, e)))
 			goto out;
 		if (plans_add(&ps, seeds[i], g->n_values, peak, f))
 			goto oom;
@@ -546,14 +549,14 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
 		uint64_t peak = 0, f = 0;
 		memset(keep, 1, g->n_values);
-		if ((rc = ckpt_weigh(g, x, keep, nflops, &peak, &f, NULL, e)))
+		if ((rc = ckpt_weigh(&mm, keep, nflops, &peak, &f, NULL, e)))
 			goto out;
 		if (plans_add(&ps, keep, g->n_values, peak, f))
 			goto oom;
 	}
 	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then each
 	 * plan towards fewer FLOPs at no more peak */
-	struct search se = {g, x, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
+	struct search se = {g, &mm, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
 			cand[se.n_cand++] = v;
@@ -597,5 +600,6 @@ out:
 	xfree(d.first);
 	xfree(d.count);
 	model_free(m);
+	memmodel_free(&mm);
 	return rc;
 }

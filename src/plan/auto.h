@@ -28,6 +28,7 @@
 
 #include "../exec/exec.h"
 #include "../ir/graph.h"
+#include "memsim.h"
 
 #define AUTO_EXACT_NODES 128
 #define AUTO_LARGE_STEPS 50000 /* training graphs larger weigh a binary search's plans only */
@@ -49,7 +50,7 @@ int ckpt_auto(const struct graph *g, const struct exec *shapes, uint64_t budget,
 /* The exact peak and recompute FLOPs of kept set `keep` on the schedule the rewrite would make
  * (recompute_schedule, memsim_schedule); flops[i] are node i's. `area` (may be NULL): the live
  * bytes summed over the steps, in 256-byte units. */
-int ckpt_weigh(const struct graph *g, const struct exec *x, const uint8_t *keep, const uint64_t *flops, uint64_t *peak,
-	       uint64_t *rflops, uint64_t *area, struct gd_err *e);
+int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, uint64_t *peak, uint64_t *rflops,
+	       uint64_t *area, struct gd_err *e);
 
 #endif

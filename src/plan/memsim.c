@@ -5,67 +5,75 @@
 
 #include <string.h>
 
-enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT };
-
-static enum cat category(const struct value *v)
+int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e)
 {
-	if (v->init)
-		return CAT_PARAM;
-	if (v->producer && (v->producer->tags & TAG_BACKWARD))
-		return CAT_GRAD;
-	return CAT_ACT;
-}
-
-/* Value ids: v->id for a value of g, n_values + v->id for its recomputed copy. */
-static uint32_t in_id(const struct graph *g, const uint8_t *keep, const struct rc_step *s, uint32_t k)
-{
-	return s->n->in[k]->id + (rc_reads_copy(keep, s, k) ? g->n_values : 0);
-}
-
-int memsim_schedule(const struct graph *g, const struct exec *shapes, const uint8_t *keep, const struct rc_step *steps,
-		    uint32_t n_steps, struct mem_result *r, struct gd_err *e)
-{
-	memset(r, 0, sizeof *r);
-	size_t nv = 2 * (size_t)g->n_values + 1;
-	uint32_t *left = xcalloc(nv, sizeof *left);
-	uint8_t *pinned = xcalloc(nv, 1);
-	r->live = xcalloc(n_steps ? n_steps : 1, sizeof *r->live);
-	if (!left || !pinned || !r->live) {
-		xfree(left);
-		xfree(pinned);
-		memsim_free(r);
+	memset(m, 0, sizeof *m);
+	size_t nv = g->n_values ? g->n_values : 1;
+	if (flat_build(g, &m->f))
+		return err_oom(e);
+	m->bytes = xmalloc(sizeof *m->bytes * nv);
+	m->left = xmalloc(sizeof *m->left * (2 * nv));
+	if (!m->bytes || !m->left) {
+		memmodel_free(m);
 		return err_oom(e);
 	}
-	r->n_live = n_steps;
-	uint64_t cat[3] = {0, 0, 0};
-#define BYTES(v) ((uint64_t)exec_value(shapes, (v))->nbytes)
-	for (uint32_t i = 0; i < n_steps; i++)
-		for (uint32_t k = 0; k < steps[i].n->n_in; k++)
-			if (steps[i].n->in[k])
-				left[in_id(g, keep, &steps[i], k)]++;
-	for (uint32_t i = 0; i < g->n_outputs; i++)
-		pinned[g->outputs[i]->id] = 1;
-	for (uint32_t i = 0; i < g->n_inits; i++) {
-		pinned[g->inits[i]->id] = 1;
-		cat[CAT_PARAM] += BYTES(g->inits[i]);
-	}
-	for (uint32_t i = 0; i < g->n_inputs; i++) {
-		pinned[g->inputs[i]->id] = 1;
+	for (uint32_t v = 0; v < g->n_values; v++)
+		m->bytes[v] = exec_value(shapes, g->values[v])->nbytes;
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		m->params += m->bytes[g->inits[i]->id];
+	for (uint32_t i = 0; i < g->n_inputs; i++)
 		if (!g->inputs[i]->init)
-			cat[CAT_ACT] += BYTES(g->inputs[i]);
-	}
+			m->inputs += m->bytes[g->inputs[i]->id];
+	return 0;
+}
+
+void memmodel_free(struct memmodel *m)
+{
+	flat_free(&m->f);
+	xfree(m->bytes);
+	xfree(m->left);
+	memset(m, 0, sizeof *m);
+}
+
+enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT };
+
+static enum cat category(uint8_t vflags)
+{
+	return (vflags & FLAT_PARAM) ? CAT_PARAM : (vflags & FLAT_GRAD) ? CAT_GRAD : CAT_ACT;
+}
+
+int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
+		    struct mem_result *r, struct gd_err *e)
+{
+	const struct flat *f = &m->f;
+	const uint32_t nv = f->n_values;
+	memset(r, 0, sizeof *r);
+	r->live = xmalloc(sizeof *r->live * (n_steps ? n_steps : 1));
+	if (!r->live)
+		return err_oom(e);
+	r->n_live = n_steps;
+	uint32_t *left = m->left; /* value ids: v for a value of g, nv + v for its recomputed copy */
+	memset(left, 0, sizeof *left * 2 * (nv ? nv : 1));
+	/* input k of a step reads the recomputed copy when the step is a clone or a backward node
+	 * and the value is dropped */
+#define IN_ID(s, k) (f->in[k] + ((((s)->clone || (f->nflags[(s)->node] & FLAT_BACKWARD)) && rc_dropped(f, keep, f->in[k])) ? nv : 0))
+	for (uint32_t i = 0; i < n_steps; i++)
+		for (uint32_t k = f->in_off[steps[i].node]; k < f->in_off[steps[i].node + 1]; k++)
+			if (f->in[k] != FLAT_NONE)
+				left[IN_ID(&steps[i], k)]++;
+	uint64_t cat[3] = {m->params, 0, m->inputs};
 	uint64_t live = cat[0] + cat[1] + cat[2];
 	r->peak = live;
 	r->peak_node = -1;
 	r->at_peak = (struct mem_breakdown){cat[CAT_PARAM], 0, cat[CAT_GRAD], cat[CAT_ACT]};
 	for (uint32_t i = 0; i < n_steps; i++) {
-		const struct node *n = steps[i].n;
-		uint32_t shift = steps[i].clone ? g->n_values : 0;
+		const struct rc_step *s = &steps[i];
+		uint32_t shift = s->clone ? nv : 0, o0 = f->out_off[s->node], o1 = f->out_off[s->node + 1];
 		/* a recomputed copy counts as the activation it copies */
-		for (uint32_t k = 0; k < n->n_out; k++)
-			if (n->out[k]) {
-				live += BYTES(n->out[k]);
-				cat[category(n->out[k])] += BYTES(n->out[k]);
+		for (uint32_t k = o0; k < o1; k++)
+			if (f->out[k] != FLAT_NONE) {
+				live += m->bytes[f->out[k]];
+				cat[category(f->vflags[f->out[k]])] += m->bytes[f->out[k]];
 			}
 		r->live[i] = live;
 		if (live > r->peak) {
@@ -73,41 +81,45 @@ int memsim_schedule(const struct graph *g, const struct exec *shapes, const uint
 			r->peak_node = i;
 			r->at_peak = (struct mem_breakdown){cat[CAT_PARAM], 0, cat[CAT_GRAD], cat[CAT_ACT]};
 		}
-		for (uint32_t k = 0; k < n->n_out; k++) {
-			const struct value *v = n->out[k];
-			if (v && !pinned[v->id + shift] && left[v->id + shift] == 0) { /* nobody reads it */
-				live -= BYTES(v);
-				cat[category(v)] -= BYTES(v);
+		for (uint32_t k = o0; k < o1; k++) {
+			uint32_t v = f->out[k];
+			if (v != FLAT_NONE && (shift || !(f->vflags[v] & FLAT_PINNED)) && left[v + shift] == 0) {
+				live -= m->bytes[v]; /* nobody reads it */
+				cat[category(f->vflags[v])] -= m->bytes[v];
 			}
 		}
-		for (uint32_t k = 0; k < n->n_in; k++) {
-			const struct value *v = n->in[k];
-			if (!v)
+		for (uint32_t k = f->in_off[s->node]; k < f->in_off[s->node + 1]; k++) {
+			uint32_t v = f->in[k];
+			if (v == FLAT_NONE)
 				continue;
-			uint32_t id = in_id(g, keep, &steps[i], k);
+			uint32_t id = IN_ID(s, k);
 			if (left[id] == 0)
 				continue;
-			if (--left[id] == 0 && !pinned[id]) {
-				live -= BYTES(v);
-				cat[category(v)] -= BYTES(v);
+			if (--left[id] == 0 && (id >= nv || !(f->vflags[v] & FLAT_PINNED))) {
+				live -= m->bytes[v];
+				cat[category(f->vflags[v])] -= m->bytes[v];
 			}
 		}
 	}
-#undef BYTES
-	xfree(left);
-	xfree(pinned);
+#undef IN_ID
 	return 0;
 }
 
 int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *r, struct gd_err *e)
 {
+	struct memmodel m;
+	if (memmodel_build(g, shapes, &m, e))
+		return e->code;
 	struct rc_step *steps = xmalloc(sizeof *steps * (g->n_nodes + 1));
-	if (!steps)
+	if (!steps) {
+		memmodel_free(&m);
 		return err_oom(e);
+	}
 	for (uint32_t i = 0; i < g->n_nodes; i++)
-		steps[i] = (struct rc_step){g->nodes[i], 0};
-	int rc = memsim_schedule(g, shapes, NULL, steps, g->n_nodes, r, e);
+		steps[i] = (struct rc_step){i, 0};
+	int rc = memsim_schedule(&m, NULL, steps, g->n_nodes, r, e);
 	xfree(steps);
+	memmodel_free(&m);
 	return rc;
 }
 

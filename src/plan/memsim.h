@@ -30,10 +30,23 @@ struct mem_result {
 /* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */
 int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *r, struct gd_err *e);
 
-/* Simulates the checkpointed schedule of g for the kept set (recompute_schedule) as if g had been
- * rewritten to it: a recomputed copy has its original's bytes; peak_node indexes the steps. */
-int memsim_schedule(const struct graph *g, const struct exec *shapes, const uint8_t *keep, const struct rc_step *steps,
-		    uint32_t n_steps, struct mem_result *r, struct gd_err *e);
+/* The model of one graph, built once to weigh many schedules of it: its flat view and each value's
+ * bytes. */
+struct memmodel {
+	struct flat f;
+	uint64_t *bytes;
+	uint64_t params, inputs; /* initializer bytes, and the other graph inputs' */
+	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
+};
+
+int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
+void memmodel_free(struct memmodel *m);
+
+/* Simulates the checkpointed schedule for the kept set (recompute_schedule) as if g had been
+ * rewritten to it: a recomputed copy has its original's bytes; peak_node indexes the steps. The
+ * model's scratch is used, so one model weighs one schedule at a time. */
+int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
+		    struct mem_result *r, struct gd_err *e);
 void memsim_free(struct mem_result *r);
 
 /* FLOPs of node n by its op's cost rule, at the shapes of `shapes`. */

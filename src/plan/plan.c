@@ -2,8 +2,10 @@
 #include "plan.h"
 #include "../autodiff/ad.h"
 #include "../rewrite/recompute.h"
+#include "../util/progress.h"
 #include "../util/xalloc.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,27 +98,35 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			has_grads = p && p->init;
 		}
 	}
+	double t = progress_begin();
 	if (!has_grads) {
 		struct autodiff_opts ao = {.loss = o->loss};
 		struct autodiff_result res;
 		if (autodiff(g, &ao, &res, e) || graph_toposort(g, e))
 			return e->code;
+		progress_end(t, "autodiff", "%" PRIu32 " nodes", g->n_nodes);
 		r->built_training = 1;
 		r->loss = res.loss;
 	} else if (!(r->loss = training_loss(g, o->loss, e))) {
 		return e->code;
 	}
+	t = progress_begin();
 	if (find_bottlenecks(g, r->loss, &r->bn, e))
 		return e->code;
+	progress_end(t, "bottlenecks", "%" PRIu32 " found", r->bn.n);
+	t = progress_begin();
 	struct exec_opts so = {.shapes_only = 1, .dims = o->dims, .n_dims = o->n_dims};
 	struct exec *x = exec_run(g, &so, NULL, e);
 	if (!x)
 		return e->code;
+	progress_end(t, "shapes", NULL);
+	t = progress_begin();
 	struct mem_result m;
 	if (memsim(g, x, &m, e)) {
 		exec_free(x);
 		return e->code;
 	}
+	progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 	r->peak_before = m.peak;
 	r->n_before = m.n_live;
 	if (!(r->live_before = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1)))) {
@@ -131,7 +141,13 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	if (o->ckpt.kind != CKPT_NONE) {
 		uint8_t *keep = NULL;
 		struct recompute_stats st;
-		int bad = ckpt_choose(g, x, &r->bn, &o->ckpt, &keep, &r->auto_plan, e) || recompute_rewrite(g, keep, &st, e);
+		t = progress_begin();
+		int bad = ckpt_choose(g, x, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
+		if (!bad) {
+			progress_end(t, "checkpoints", NULL);
+			t = progress_begin();
+			bad = recompute_rewrite(g, keep, &st, e);
+		}
 		xfree(keep);
 		memsim_free(&m);
 		exec_free(x);
@@ -141,6 +157,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			exec_free(x);
 			return e->code;
 		}
+		progress_end(t, "recompute", "%" PRIu32 " clones, simulated again", st.n_clones);
 		r->n_clones = st.n_clones;
 		r->strategy = o->ckpt.kind;
 	}

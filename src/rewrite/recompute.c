@@ -7,9 +7,10 @@
 
 /* The schedule: g's nodes in order, with the clones each backward node needs first. */
 struct sch {
+	const struct flat *f;
 	const uint8_t *keep;
-	uint8_t *made;             /* value id -> its recompute is scheduled */
-	const struct value **stack;
+	uint8_t *made;  /* value id -> its recompute is scheduled */
+	uint32_t *stack;
 	struct rc_step *steps;
 	uint32_t n;
 };
@@ -17,53 +18,52 @@ struct sch {
 /* Schedules the recompute of dropped value v after those of its producer's dropped inputs (a
  * depth-first walk with an explicit stack, so a long run of dropped values cannot overflow the C
  * stack). */
-static void recompute(struct sch *s, const struct value *v)
+static void recompute(struct sch *s, uint32_t v)
 {
+	const struct flat *f = s->f;
 	uint32_t top = 0;
 	s->stack[top++] = v;
 	while (top) {
-		const struct value *u = s->stack[top - 1];
-		if (s->made[u->id]) {
+		uint32_t u = s->stack[top - 1];
+		if (s->made[u]) {
 			top--;
 			continue;
 		}
-		const struct node *p = u->producer;
-		const struct value *missing = NULL;
-		for (uint32_t k = 0; k < p->n_in && !missing; k++)
-			if (rc_dropped(s->keep, p->in[k]) && !s->made[p->in[k]->id])
-				missing = p->in[k];
-		if (missing) {
+		uint32_t p = f->producer[u], missing = FLAT_NONE;
+		for (uint32_t k = f->in_off[p]; k < f->in_off[p + 1] && missing == FLAT_NONE; k++)
+			if (rc_dropped(f, s->keep, f->in[k]) && !s->made[f->in[k]])
+				missing = f->in[k];
+		if (missing != FLAT_NONE) {
 			s->stack[top++] = missing;
 			continue;
 		}
-		for (uint32_t k = 0; k < p->n_out; k++)
-			if (p->out[k])
-				s->made[p->out[k]->id] = 1;
+		for (uint32_t k = f->out_off[p]; k < f->out_off[p + 1]; k++)
+			if (f->out[k] != FLAT_NONE)
+				s->made[f->out[k]] = 1;
 		s->steps[s->n++] = (struct rc_step){p, 1};
 		top--;
 	}
 }
 
-int recompute_schedule(const struct graph *g, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
+int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
 		       struct gd_err *e)
 {
-	struct sch s = {.keep = keep};
-	s.made = xcalloc(g->n_values ? g->n_values : 1, 1);
-	s.stack = xmalloc(sizeof *s.stack * (g->n_values + 1));
-	s.steps = xmalloc(sizeof *s.steps * (2 * (size_t)g->n_nodes + 1));
+	struct sch s = {.f = f, .keep = keep};
+	s.made = xcalloc(f->n_values ? f->n_values : 1, 1);
+	s.stack = xmalloc(sizeof *s.stack * (f->n_values + 1));
+	s.steps = xmalloc(sizeof *s.steps * (2 * (size_t)f->n_nodes + 1));
 	if (!s.made || !s.stack || !s.steps) {
 		xfree(s.made);
 		xfree(s.stack);
 		xfree(s.steps);
 		return err_oom(e);
 	}
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		if (n->tags & TAG_BACKWARD)
-			for (uint32_t k = 0; k < n->n_in; k++)
-				if (rc_dropped(keep, n->in[k]) && !s.made[n->in[k]->id])
-					recompute(&s, n->in[k]);
-		s.steps[s.n++] = (struct rc_step){n, 0};
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		if (f->nflags[i] & FLAT_BACKWARD)
+			for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++)
+				if (rc_dropped(f, keep, f->in[k]) && !s.made[f->in[k]])
+					recompute(&s, f->in[k]);
+		s.steps[s.n++] = (struct rc_step){i, 0};
 	}
 	xfree(s.made);
 	xfree(s.stack);
@@ -73,8 +73,8 @@ int recompute_schedule(const struct graph *g, const uint8_t *keep, struct rc_ste
 }
 
 /* The clone of p, whose inputs that need recomputing have their clones already. */
-static struct node *clone_node(struct graph *g, const uint8_t *keep, struct value **clone, const struct node *p,
-			       struct node *after, struct gd_err *e)
+static struct node *clone_node(struct graph *g, const struct flat *f, const uint8_t *keep, struct value **clone,
+			       const struct node *p, struct node *after, struct gd_err *e)
 {
 	struct node *c = graph_add_node(g, e);
 	if (!c)
@@ -99,7 +99,7 @@ static struct node *clone_node(struct graph *g, const uint8_t *keep, struct valu
 	int reads_clone = 0;
 	for (uint32_t k = 0; k < p->n_in; k++) {
 		struct value *u = p->in[k];
-		if (rc_dropped(keep, u)) {
+		if (u && rc_dropped(f, keep, u->id)) {
 			u = clone[u->id];
 			reads_clone = 1;
 		}
@@ -135,11 +135,17 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_sta
 	memset(st, 0, sizeof *st);
 	struct rc_step *steps;
 	uint32_t n_steps;
-	if (recompute_schedule(g, keep, &steps, &n_steps, e))
+	struct flat f;
+	if (flat_build(g, &f))
+		return err_oom(e);
+	if (recompute_schedule(&f, keep, &steps, &n_steps, e)) {
+		flat_free(&f);
 		return e->code;
+	}
 	struct value **clone = xcalloc(g->n_values ? g->n_values : 1, sizeof *clone);
 	struct node **order = xmalloc(sizeof *order * (n_steps + 1));
 	if (!clone || !order) {
+		flat_free(&f);
 		xfree(steps);
 		xfree(clone);
 		xfree(order);
@@ -148,15 +154,15 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_sta
 	struct node *after = NULL; /* the backward node scheduled before the current step */
 	int rc = 0;
 	for (uint32_t i = 0; i < n_steps && !rc; i++) {
-		struct node *n = (struct node *)steps[i].n;
+		struct node *n = g->nodes[steps[i].node];
 		if (steps[i].clone) {
-			if (!(n = clone_node(g, keep, clone, n, after, e)))
+			if (!(n = clone_node(g, &f, keep, clone, n, after, e)))
 				rc = e->code;
 			else
 				st->n_clones++;
 		} else if (n->tags & TAG_BACKWARD) {
 			for (uint32_t k = 0; k < n->n_in; k++)
-				if (rc_dropped(keep, n->in[k]))
+				if (n->in[k] && rc_dropped(&f, keep, n->in[k]->id))
 					n->in[k] = clone[n->in[k]->id];
 			after = n;
 		}
@@ -167,6 +173,7 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_sta
 	}
 	if (!rc) /* the clones sit past the original nodes: n_nodes is the new total */
 		memcpy(g->nodes, order, sizeof *g->nodes * n_steps);
+	flat_free(&f);
 	xfree(steps);
 	xfree(clone);
 	xfree(order);

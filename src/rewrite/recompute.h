@@ -15,33 +15,28 @@
 #ifndef GD_RECOMPUTE_H
 #define GD_RECOMPUTE_H
 
-#include "../ir/graph.h"
+#include "../ir/flat.h"
 
-/* One step of a checkpointed schedule: a node of g, or (clone = 1) the recompute of a forward node. */
+/* One step of a checkpointed schedule: node `node` of g, or (clone = 1) the recompute of that
+ * forward node. */
 struct rc_step {
-	const struct node *n;
-	uint32_t clone;
+	uint32_t node, clone;
 };
 
-/* A forward value that is neither kept nor resident: backward nodes read its recomputed copy. */
-static inline bool rc_dropped(const uint8_t *keep, const struct value *v)
+/* Value v is a forward value that is neither kept nor resident: backward nodes read its
+ * recomputed copy. */
+static inline bool rc_dropped(const struct flat *f, const uint8_t *keep, uint32_t v)
 {
-	return keep && value_is_activation(v) && !keep[v->id] && !(v->flags & VALUE_OUTPUT);
-}
-
-/* Whether input k of step s reads the recomputed copy of its value. */
-static inline bool rc_reads_copy(const uint8_t *keep, const struct rc_step *s, uint32_t k)
-{
-	return (s->clone || (s->n->tags & TAG_BACKWARD)) && rc_dropped(keep, s->n->in[k]);
+	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && !keep[v];
 }
 
 struct recompute_stats {
 	uint32_t n_clones;
 };
 
-/* keep[value id] marks the kept forward values. g is a sorted training graph (forward nodes, then
- * backward nodes, as autodiff makes it). The steps are xmalloc'd. */
-int recompute_schedule(const struct graph *g, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
+/* keep[value id] marks the kept forward values. f is the flat view of a sorted training graph
+ * (forward nodes, then backward nodes, as autodiff makes it). The steps are xmalloc'd. */
+int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
 		       struct gd_err *e);
 
 /* Rewrites g to that schedule; it stays sorted. */

@@ -103,11 +103,16 @@ static void exhaustive(void)
 	uint64_t lo = UINT64_MAX, hi = 0, fwd = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		fwd += node_is_forward(g->nodes[i]) ? nf[i] : 0;
+	struct memmodel mm;
+	if (memmodel_build(g, x, &mm, &e)) {
+		fprintf(stderr, "%s\n", e.msg);
+		exit(3);
+	}
 	double t0 = now();
 	for (size_t mask = 0; mask < n; mask++) {
 		for (uint32_t k = 0; k < nc; k++)
 			keep[cand[k]] = (uint8_t)(mask >> k & 1);
-		if (ckpt_weigh(g, x, keep, nf, &peak[mask], &flops[mask], NULL, &e)) {
+		if (ckpt_weigh(&mm, keep, nf, &peak[mask], &flops[mask], NULL, &e)) {
 			fprintf(stderr, "%s\n", e.msg);
 			exit(3);
 		}
@@ -136,6 +141,7 @@ static void exhaustive(void)
 		printf("| %d%% (%llu B) | %.1f%% | %.1f%% | %.3f |\n", q * 10, (unsigned long long)b, 100.0 * (double)opt / (double)fwd,
 		       100.0 * (double)r.flops / (double)fwd, opt ? (double)r.flops / (double)opt : r.flops ? 1e9 : 1.0);
 	}
+	memmodel_free(&mm);
 	free(peak);
 	free(flops);
 	free(nf);

@@ -1,0 +1,68 @@
+/* flat.c - see flat.h. */
+#include "flat.h"
+#include "../util/xalloc.h"
+
+#include <string.h>
+
+int flat_build(const struct graph *g, struct flat *f)
+{
+	memset(f, 0, sizeof *f);
+	size_t n_in = 0, n_out = 0, nv = g->n_values ? g->n_values : 1;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		n_in += g->nodes[i]->n_in;
+		n_out += g->nodes[i]->n_out;
+	}
+	f->n_nodes = g->n_nodes;
+	f->n_values = g->n_values;
+	f->in_off = xmalloc(sizeof *f->in_off * ((size_t)g->n_nodes + 1));
+	f->out_off = xmalloc(sizeof *f->out_off * ((size_t)g->n_nodes + 1));
+	f->in = xmalloc(sizeof *f->in * (n_in ? n_in : 1));
+	f->out = xmalloc(sizeof *f->out * (n_out ? n_out : 1));
+	f->nflags = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	f->vflags = xcalloc(nv, 1);
+	f->producer = xmalloc(sizeof *f->producer * nv);
+	if (!f->in_off || !f->out_off || !f->in || !f->out || !f->nflags || !f->vflags || !f->producer) {
+		flat_free(f);
+		return -1;
+	}
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		const struct value *val = g->values[v];
+		f->producer[v] = FLAT_NONE;
+		f->vflags[v] = (uint8_t)((value_is_activation(val) && !(val->flags & VALUE_OUTPUT) ? FLAT_DROPPABLE : 0) |
+					 (val->init ? FLAT_PARAM | FLAT_PINNED : 0) |
+					 (val->producer && (val->producer->tags & TAG_BACKWARD) ? FLAT_GRAD : 0));
+	}
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		f->vflags[g->inputs[i]->id] |= FLAT_PINNED;
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		f->vflags[g->outputs[i]->id] |= FLAT_PINNED;
+	uint32_t a = 0, b = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		f->nflags[i] = (n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0;
+		f->in_off[i] = a;
+		f->out_off[i] = b;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			f->in[a++] = n->in[k] ? n->in[k]->id : FLAT_NONE;
+		for (uint32_t k = 0; k < n->n_out; k++) {
+			f->out[b++] = n->out[k] ? n->out[k]->id : FLAT_NONE;
+			if (n->out[k])
+				f->producer[n->out[k]->id] = i;
+		}
+	}
+	f->in_off[g->n_nodes] = a;
+	f->out_off[g->n_nodes] = b;
+	return 0;
+}
+
+void flat_free(struct flat *f)
+{
+	xfree(f->in_off);
+	xfree(f->out_off);
+	xfree(f->in);
+	xfree(f->out);
+	xfree(f->nflags);
+	xfree(f->vflags);
+	xfree(f->producer);
+	memset(f, 0, sizeof *f);
+}

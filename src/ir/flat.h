@@ -1,0 +1,38 @@
+/* flat.h - a graph's connectivity as flat index arrays.
+ *
+ * For the passes that walk a large graph many times: the planner weighs dozens of kept sets over
+ * millions of nodes, and following struct node and struct value pointers costs a cache miss per
+ * edge where these arrays are read in order. Node inputs and outputs are value ids in CSR form
+ * (FLAT_NONE for an omitted optional one); per node and per value, the few facts the checkpoint
+ * schedule and the memory model ask. Built in O(nodes + edges); it does not follow later edits. */
+#ifndef GD_FLAT_H
+#define GD_FLAT_H
+
+#include "graph.h"
+
+#define FLAT_NONE UINT32_MAX
+
+enum {
+	FLAT_BACKWARD = 1, /* node: tagged backward */
+};
+
+enum {
+	FLAT_DROPPABLE = 1, /* value: an activation that is not a graph output (value_is_activation) */
+	FLAT_PINNED = 2,    /* value: an input, initializer or graph output, live the whole step */
+	FLAT_PARAM = 4,     /* value: an initializer */
+	FLAT_GRAD = 8,      /* value: made by a backward node */
+};
+
+struct flat {
+	uint32_t n_nodes, n_values;
+	uint32_t *in_off, *in;   /* node i reads in[in_off[i] .. in_off[i + 1]) */
+	uint32_t *out_off, *out; /* ... and writes out[out_off[i] .. out_off[i + 1]) */
+	uint8_t *nflags, *vflags;
+	uint32_t *producer;      /* value id -> node index, FLAT_NONE for none */
+};
+
+/* Fills f for g's node order; -1 when out of memory (f is then empty). */
+int flat_build(const struct graph *g, struct flat *f);
+void flat_free(struct flat *f);
+
+#endif
