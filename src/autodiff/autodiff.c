@@ -32,8 +32,14 @@ struct ad {
 	const struct node *cur;   /* the forward node whose rule runs */
 	const char *sum_of;       /* naming a Sum node: the value whose contributions it adds */
 	int opset;
-	struct strmap node_names; /* node names are unique too */
+	struct strmap node_names; /* the forward nodes' names, and fresh_node_name's */
 	struct strmap node_next;  /* for fresh_node_name */
+	struct scalar {
+		int dtype;
+		double v;
+		struct value *c;
+	} scalars[16];            /* scalar constants, made once and shared by the rules */
+	uint32_t n_scalars;
 };
 
 int ad_fail(struct ad *a, const char *fmt, ...)
@@ -86,10 +92,17 @@ static const char *base_name(struct ad *a, char *buf, size_t n)
 	return buf;
 }
 
-/* A node name not used yet: base, base_1, ... */
-static const char *fresh_node_name(struct ad *a, const char *base)
+/* A node name not used yet: the name of its first output, which no other new node's output has;
+ * else (a forward node has that name, or there is no output) base, base_1, ... that no value has
+ * yet either, recorded so that later new nodes avoid it. */
+static const char *fresh_node_name(struct ad *a, const struct node *n, const char *base)
 {
-	const char *s = name_fresh(a->g->arena, &a->node_names, &a->node_next, base, a->e);
+	if (n->n_out && n->out[0] && !strmap_get(&a->node_names, n->out[0]->name))
+		return n->out[0]->name;
+	const char *s;
+	do
+		s = name_fresh(a->g->arena, &a->node_names, &a->node_next, base, a->e);
+	while (s && strmap_get(&a->g->names, s));
 	if (s && strmap_put(&a->node_names, s, (void *)s)) {
 		err_oom(a->e);
 		return NULL;
@@ -105,14 +118,13 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 		return NULL;
 	char base[512];
 	base_name(a, base, sizeof base);
-	n->name = fresh_node_name(a, base);
 	n->op_type = op;
 	n->op = op_lookup(NULL, op);
 	n->tags = TAG_BACKWARD;
 	n->n_in = (uint32_t)n_in;
 	n->n_out = (uint32_t)n_out;
 	n->in = arena_array(g->arena, (size_t)(n_in + n_out), sizeof *n->in);
-	if (!n->name || !n->in) {
+	if (!n->in) {
 		err_oom(a->e);
 		return NULL;
 	}
@@ -125,6 +137,8 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 		if (!v || graph_set_output_value(n, (uint32_t)i, v, a->e))
 			return NULL;
 	}
+	if (!(n->name = fresh_node_name(a, n, base)))
+		return NULL;
 	return n;
 }
 
@@ -229,7 +243,14 @@ static struct value *constant(struct ad *a, int dtype, uint32_t ndim, const int6
 struct value *ad_scalar(struct ad *a, int dtype, double v)
 {
 	float f = (float)v;
-	return dtype == DT_DOUBLE ? constant(a, dtype, 0, NULL, &v, 8) : constant(a, DT_FLOAT, 0, NULL, &f, 4);
+	dtype = dtype == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT;
+	for (uint32_t i = 0; i < a->n_scalars; i++)
+		if (a->scalars[i].dtype == dtype && !memcmp(&a->scalars[i].v, &v, sizeof v))
+			return a->scalars[i].c;
+	struct value *c = dtype == DT_DOUBLE ? constant(a, dtype, 0, NULL, &v, 8) : constant(a, DT_FLOAT, 0, NULL, &f, 4);
+	if (c && a->n_scalars < sizeof a->scalars / sizeof *a->scalars)
+		a->scalars[a->n_scalars++] = (struct scalar){dtype, v, c};
+	return c;
 }
 
 struct value *ad_ints(struct ad *a, const int64_t *v, size_t n)

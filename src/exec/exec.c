@@ -19,6 +19,7 @@ struct exec {
 	const struct exec_opts *o;
 	struct rtensor *v;   /* by value id */
 	uint32_t nv;         /* values when the run started: later additions to g have no slot */
+	uint32_t cap;        /* ... but for exec_alias's, which grow v */
 	uint32_t *left;      /* consumers still to run, by value id */
 	uint8_t *pinned;     /* lives for the whole run */
 	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
@@ -468,7 +469,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
 			x->opset = (int)g->model->opsets[i].version;
-	x->nv = g->n_values;
+	x->nv = x->cap = g->n_values ? g->n_values : 1;
 	x->v = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->v);
 	x->left = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->left);
 	x->pinned = xcalloc(g->n_values ? g->n_values : 1, 1);
@@ -523,6 +524,26 @@ const struct rtensor *exec_value(const struct exec *x, const struct value *v)
 {
 	static const struct rtensor unknown;
 	return v->id < x->nv ? &x->v[v->id] : &unknown;
+}
+
+int exec_alias(struct exec *x, const struct value *copy, const struct value *of)
+{
+	ASSERT(x->o->shapes_only);
+	if (copy->id >= x->cap) {
+		uint32_t cap = x->cap * 2 > copy->id ? x->cap * 2 : copy->id + 1;
+		struct rtensor *v = xrealloc(x->v, sizeof *v * cap);
+		if (!v)
+			return -1;
+		memset(v + x->cap, 0, sizeof *v * (cap - x->cap));
+		x->v = v;
+		x->cap = cap;
+	}
+	if (copy->id >= x->nv)
+		x->nv = copy->id + 1;
+	x->v[copy->id] = *exec_value(x, of);
+	x->v[copy->id].data = NULL;
+	x->v[copy->id].owned = 0;
+	return 0;
 }
 
 void exec_free(struct exec *x)

@@ -67,6 +67,10 @@ struct exec_stats {
  * with exec_value; exec_free releases everything. */
 struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_stats *st, struct gd_err *e);
 const struct rtensor *exec_value(const struct exec *x, const struct value *v);
+/* In a shapes-only run, gives `copy`, a value added to the graph after the run, the shape of `of`
+ * (a recomputed copy has its original's), so the run stays valid across the checkpoint rewrite
+ * without running again. -1 when out of memory. */
+int exec_alias(struct exec *x, const struct value *copy, const struct value *of);
 void exec_free(struct exec *x);
 
 

@@ -44,7 +44,8 @@ struct preds {
 	uint32_t *idx;
 	uint32_t len;
 	int counting;
-	uint32_t cur;
+	uint32_t cur;  /* the node whose preds are being listed */
+	int unsorted;  /* some pred comes at or after its node: the order is not topological yet */
 };
 
 static void add_pred(void *ctx, struct node *p)
@@ -52,6 +53,7 @@ static void add_pred(void *ctx, struct node *p)
 	struct preds *P = ctx;
 	if (!P->counting)
 		P->idx[P->len] = p->index;
+	P->unsorted |= p->index >= P->cur;
 	P->len++;
 }
 
@@ -108,9 +110,14 @@ static int sort_one(struct graph *g, struct gd_err *e)
 		return err_oom(e);
 	for (uint32_t i = 0; i < n; i++) {
 		P.start[i] = P.len;
+		P.cur = i;
 		each_pred(g, g->nodes[i], &P);
 	}
 	P.start[n] = P.len;
+	if (!P.unsorted) { /* already topological (as autodiff leaves a graph): the walk would keep it */
+		xfree(P.start);
+		return 0;
+	}
 	P.idx = xcalloc(P.len ? P.len : 1, sizeof *P.idx);
 	uint8_t *state = xcalloc(n, 1); /* 0 unseen, 1 on stack, 2 placed */
 	uint32_t *stack = xcalloc(n, sizeof *stack), *next = xcalloc(n, sizeof *next);

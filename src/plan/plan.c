@@ -146,21 +146,25 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		if (!bad) {
 			progress_end(t, "checkpoints", NULL);
 			t = progress_begin();
-			bad = recompute_rewrite(g, keep, &st, e);
+			bad = recompute_rewrite(g, keep, x, &st, e);
 		}
 		xfree(keep);
 		memsim_free(&m);
-		exec_free(x);
-		if (bad || !(x = exec_run(g, &so, NULL, e)))
+		if (bad) {
+			exec_free(x);
 			return e->code;
+		}
+		progress_end(t, "recompute", "%" PRIu32 " clones", st.n_clones);
+		t = progress_begin();
 		if (memsim(g, x, &m, e)) {
 			exec_free(x);
 			return e->code;
 		}
-		progress_end(t, "recompute", "%" PRIu32 " clones, simulated again", st.n_clones);
+		progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 		r->n_clones = st.n_clones;
 		r->strategy = o->ckpt.kind;
 	}
+	t = progress_begin();
 	r->peak_after = m.peak;
 	r->n_after = m.n_live;
 	r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
@@ -198,6 +202,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	for (size_t i = 0; i < r->n_checkpoints; i++)
 		r->kept_bytes += exec_value(x, strmap_get(&g->names, r->checkpoints[i]))->nbytes;
 	r->peak_in_recompute = m.peak_node >= 0 && (g->nodes[m.peak_node]->tags & TAG_RECOMPUTE);
+	progress_end(t, "report", NULL);
 	int rc = segments(g, x, seen, r);
 	xfree(seen);
 	if (rc) {

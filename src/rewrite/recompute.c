@@ -1,5 +1,6 @@
 /* recompute.c - see recompute.h. */
 #include "recompute.h"
+#include "../exec/exec.h"
 #include "../util/xalloc.h"
 
 #include <stdio.h>
@@ -73,8 +74,8 @@ int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step
 }
 
 /* The clone of p, whose inputs that need recomputing have their clones already. */
-static struct node *clone_node(struct graph *g, const struct flat *f, const uint8_t *keep, struct value **clone,
-			       const struct node *p, struct node *after, struct gd_err *e)
+static struct node *clone_node(struct graph *g, const struct flat *f, const uint8_t *keep, struct exec *shapes,
+			       struct value **clone, const struct node *p, struct node *after, struct gd_err *e)
 {
 	struct node *c = graph_add_node(g, e);
 	if (!c)
@@ -117,6 +118,10 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 			return NULL;
 		nv->type = o->type;
 		clone[o->id] = nv;
+		if (shapes && exec_alias(shapes, nv, o)) {
+			err_oom(e);
+			return NULL;
+		}
 	}
 	if (!reads_clone && after) {
 		c->ctrl = arena_array(g->arena, 1, sizeof *c->ctrl);
@@ -130,7 +135,8 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	return c;
 }
 
-int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_stats *st, struct gd_err *e)
+int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes, struct recompute_stats *st,
+		      struct gd_err *e)
 {
 	memset(st, 0, sizeof *st);
 	struct rc_step *steps;
@@ -156,7 +162,7 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct recompute_sta
 	for (uint32_t i = 0; i < n_steps && !rc; i++) {
 		struct node *n = g->nodes[steps[i].node];
 		if (steps[i].clone) {
-			if (!(n = clone_node(g, &f, keep, clone, n, after, e)))
+			if (!(n = clone_node(g, &f, keep, shapes, clone, n, after, e)))
 				rc = e->code;
 			else
 				st->n_clones++;
