@@ -161,7 +161,7 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 					opt = p[i].flops;
 			struct auto_result r;
 			struct gd_err e = {0};
-			cr_assert_eq(ckpt_auto(t.g, t.x, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+			cr_assert_eq(ckpt_auto(t.g, t.m, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
 			uint64_t peak, flops;
 			weigh(&t, keep, &peak, &flops);
 			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its kept set weighs", seed);
@@ -209,12 +209,12 @@ Test(auto_plan, peak_never_rises_as_the_budget_falls)
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		struct gd_err e = {0};
 		struct auto_result r, r0;
-		cr_assert_eq(ckpt_auto(t.g, t.x, UINT64_MAX, NULL, 0, keep, &r0, &e), 0, "%s", e.msg);
+		cr_assert_eq(ckpt_auto(t.g, t.m, UINT64_MAX, NULL, 0, keep, &r0, &e), 0, "%s", e.msg);
 		uint64_t prev = r0.peak, prev_flops = r0.flops;
 		cr_expect_eq(prev_flops, 0, "%s: an unlimited budget recomputes nothing", *mdl);
 		for (int k = 0; k <= 10; k++) {
 			uint64_t budget = r0.peak - (r0.peak - r0.lower_bound) * (uint64_t)k / 10;
-			cr_assert_eq(ckpt_auto(t.g, t.x, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+			cr_assert_eq(ckpt_auto(t.g, t.m, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
 			cr_expect_leq(r.peak, prev, "%s: budget %llu: peak %llu, above %llu at a larger budget", *mdl,
 				      (unsigned long long)budget, (unsigned long long)r.peak, (unsigned long long)prev);
 			cr_expect_geq(r.flops, prev_flops, "%s: fewer FLOPs at a smaller budget", *mdl);
@@ -228,7 +228,8 @@ Test(auto_plan, peak_never_rises_as_the_budget_falls)
 	}
 }
 
-/* The schedule the planner weighs without rewriting is the one the rewrite makes: same peak. */
+/* The schedule the planner weighs without rewriting is the one the rewrite makes: same peak. And
+ * the shapes the rewrite carries over to the copies (exec_alias) are those a new run finds. */
 Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 {
 	for (const char *const *mdl = testdata_models; *mdl; mdl++) {
@@ -239,11 +240,11 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 			struct gd_err e = {0};
 			uint8_t *keep = NULL;
 			struct ckpt c = {.kind = strategy ? CKPT_SPEED : CKPT_AUTO, .budget = 0};
-			cr_assert_eq(ckpt_choose(t.g, t.x, NULL, &c, &keep, NULL, &e), 0, "%s", e.msg);
+			cr_assert_eq(ckpt_choose(t.g, t.m, NULL, &c, &keep, NULL, &e), 0, "%s", e.msg);
 			uint64_t peak, flops;
 			weigh(&t, keep, &peak, &flops);
 			struct recompute_stats st;
-			cr_assert_eq(recompute_rewrite(t.g, keep, NULL, &st, &e), 0, "%s", e.msg);
+			cr_assert_eq(recompute_rewrite(t.g, keep, t.x, &st, &e), 0, "%s", e.msg);
 			struct exec_binding b = {"batch", 3};
 			struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
 			struct exec *x = exec_run(t.g, &so, NULL, &e);
@@ -252,6 +253,13 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 			cr_assert_eq(memsim(t.g, x, &m, &e), 0);
 			cr_expect_eq(m.peak, peak, "%s, %s: weighed %llu, rewritten %llu", *mdl, strategy ? "speed" : "auto",
 				     (unsigned long long)peak, (unsigned long long)m.peak);
+			struct mem_result carried;
+			cr_assert_eq(memsim(t.g, t.x, &carried, &e), 0);
+			cr_expect_eq(carried.n_live, m.n_live);
+			for (uint32_t i = 0; i < m.n_live && i < carried.n_live; i++)
+				cr_expect_eq(carried.live[i], m.live[i], "%s: step %u: %llu with carried shapes, %llu run", *mdl, i,
+					     (unsigned long long)carried.live[i], (unsigned long long)m.live[i]);
+			memsim_free(&carried);
 			uint64_t f = 0;
 			for (uint32_t i = 0; i < t.g->n_nodes; i++)
 				if (t.g->nodes[i]->tags & TAG_RECOMPUTE)

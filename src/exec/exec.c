@@ -528,7 +528,6 @@ const struct rtensor *exec_value(const struct exec *x, const struct value *v)
 
 int exec_alias(struct exec *x, const struct value *copy, const struct value *of)
 {
-	ASSERT(x->o->shapes_only);
 	if (copy->id >= x->cap) {
 		uint32_t cap = x->cap * 2 > copy->id ? x->cap * 2 : copy->id + 1;
 		struct rtensor *v = xrealloc(x->v, sizeof *v * cap);

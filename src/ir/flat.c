@@ -28,7 +28,8 @@ int flat_build(const struct graph *g, struct flat *f)
 	for (uint32_t v = 0; v < g->n_values; v++) {
 		const struct value *val = g->values[v];
 		f->producer[v] = FLAT_NONE;
-		f->vflags[v] = (uint8_t)((value_is_activation(val) && !(val->flags & VALUE_OUTPUT) ? FLAT_DROPPABLE : 0) |
+		f->vflags[v] = (uint8_t)((value_is_activation(val) ? FLAT_ACTIVATION : 0) |
+					 (value_is_activation(val) && !(val->flags & VALUE_OUTPUT) ? FLAT_DROPPABLE : 0) |
 					 (val->init ? FLAT_PARAM | FLAT_PINNED : 0) |
 					 (val->producer && (val->producer->tags & TAG_BACKWARD) ? FLAT_GRAD : 0));
 	}
@@ -39,7 +40,7 @@ int flat_build(const struct graph *g, struct flat *f)
 	uint32_t a = 0, b = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
-		f->nflags[i] = (n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0;
+		f->nflags[i] = (uint8_t)(((n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0) | (node_is_forward(n) ? FLAT_FORWARD : 0));
 		f->in_off[i] = a;
 		f->out_off[i] = b;
 		for (uint32_t k = 0; k < n->n_in; k++)

@@ -14,6 +14,7 @@
 
 enum {
 	FLAT_BACKWARD = 1, /* node: tagged backward */
+	FLAT_FORWARD = 2,  /* node: neither backward nor recompute (node_is_forward) */
 };
 
 enum {
@@ -21,6 +22,7 @@ enum {
 	FLAT_PINNED = 2,    /* value: an input, initializer or graph output, live the whole step */
 	FLAT_PARAM = 4,     /* value: an initializer */
 	FLAT_GRAD = 8,      /* value: made by a backward node */
+	FLAT_ACTIVATION = 16, /* value: made by a forward node (value_is_activation) */
 };
 
 struct flat {

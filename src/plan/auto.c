@@ -1,9 +1,11 @@
 /* auto.c - see auto.h. */
 #include "auto.h"
 #include "../rewrite/recompute.h"
+#include "../util/progress.h"
 #include "../util/xalloc.h"
 #include "memsim.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,39 +169,39 @@ int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, u
 
 /* No plan's peak is below the resident bytes plus the largest step (a node's distinct
  * non-resident inputs and outputs), nor below everything resident at the end. */
-static uint64_t lower_bound(const struct graph *g, const struct exec *x, const uint8_t *resident)
+static uint64_t lower_bound(const struct graph *g, const struct memmodel *mm, const uint8_t *resident)
 {
+	const struct flat *f = &mm->f;
 	uint64_t base = 0, outs = 0, step = 0;
-	for (uint32_t i = 0; i < g->n_values; i++)
+	for (uint32_t i = 0; i < f->n_values; i++)
 		if (resident[i] == 1)
-			base += exec_value(x, g->values[i])->nbytes;
+			base += mm->bytes[i];
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		if (resident[g->outputs[i]->id] == 2)
-			outs += exec_value(x, g->outputs[i])->nbytes;
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
+			outs += mm->bytes[g->outputs[i]->id];
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
 		uint64_t s = 0;
-		for (uint32_t k = 0; k < n->n_in; k++) {
-			const struct value *v = n->in[k];
-			int dup = !v || resident[v->id] == 1;
-			for (uint32_t q = 0; q < k && !dup; q++)
-				dup = n->in[q] == v;
+		for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++) {
+			uint32_t v = f->in[k];
+			int dup = v == FLAT_NONE || resident[v] == 1;
+			for (uint32_t q = f->in_off[i]; q < k && !dup; q++)
+				dup = f->in[q] == v;
 			if (!dup)
-				s += exec_value(x, v)->nbytes;
+				s += mm->bytes[v];
 		}
-		for (uint32_t k = 0; k < n->n_out; k++)
-			if (n->out[k])
-				s += exec_value(x, n->out[k])->nbytes;
+		for (uint32_t k = f->out_off[i]; k < f->out_off[i + 1]; k++)
+			if (f->out[k] != FLAT_NONE)
+				s += mm->bytes[f->out[k]];
 		if (s > step)
 			step = s;
 	}
 	return base + (outs > step ? outs : step);
 }
 
-static int build_model(const struct graph *g, const struct exec *x, const uint64_t *nflops, struct gmodel *m,
-		       uint32_t F)
+static int build_model(const struct memmodel *mm, const uint64_t *nflops, struct gmodel *m, uint32_t F)
 {
-	size_t nv = g->n_values ? g->n_values : 1;
+	const struct flat *f = &mm->f;
+	size_t nv = f->n_values ? f->n_values : 1;
 	uint32_t *pos = xcalloc(nv, sizeof *pos), *last = xcalloc(nv, sizeof *last);
 	uint8_t *bwd = xcalloc(nv, 1);
 	uint32_t *group = xcalloc((size_t)F + 1, sizeof *group); /* forward position -> group */
@@ -209,21 +211,20 @@ static int build_model(const struct graph *g, const struct exec *x, const uint64
 	if (!pos || !last || !bwd || !group || !m->gp || !m->gl)
 		goto out;
 	uint32_t t = 0;
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		int fwd = node_is_forward(n);
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		int fwd = !!(f->nflags[i] & FLAT_FORWARD);
 		t += fwd;
-		for (uint32_t k = 0; k < n->n_in; k++)
-			if (value_is_activation(n->in[k])) {
+		for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++)
+			if (f->in[k] != FLAT_NONE && (f->vflags[f->in[k]] & FLAT_ACTIVATION)) {
 				if (fwd)
-					last[n->in[k]->id] = t;
+					last[f->in[k]] = t;
 				else
-					bwd[n->in[k]->id] = 1;
+					bwd[f->in[k]] = 1;
 			}
 		if (fwd)
-			for (uint32_t k = 0; k < n->n_out; k++)
-				if (n->out[k])
-					pos[n->out[k]->id] = t;
+			for (uint32_t k = f->out_off[i]; k < f->out_off[i + 1]; k++)
+				if (f->out[k] != FLAT_NONE)
+					pos[f->out[k]] = t;
 	}
 	/* the cuts: every position, or on larger graphs the position whose frontier has the fewest
 	 * bytes in each of MAX_CUTS windows of equal length */
@@ -233,13 +234,12 @@ static int build_model(const struct graph *g, const struct exec *x, const uint64
 	uint64_t *front = xcalloc((size_t)F + 2, sizeof *front);
 	if (!front)
 		goto out;
-	for (uint32_t v = 0; v < g->n_values; v++) {
-		uint64_t s = exec_value(x, g->values[v])->nbytes;
-		if (pos[v] && last[v] > pos[v] && !(g->values[v]->flags & VALUE_OUTPUT)) {
-			front[pos[v]] += s;
-			front[last[v]] -= s;
+	/* a value counts in the model when a forward node makes it and it is not a graph output */
+	for (uint32_t v = 0; v < f->n_values; v++)
+		if ((f->vflags[v] & FLAT_DROPPABLE) && last[v] > pos[v]) {
+			front[pos[v]] += mm->bytes[v];
+			front[last[v]] -= mm->bytes[v];
 		}
-	}
 	for (uint32_t p = 1; p <= F; p++)
 		front[p] += front[p - 1];
 	uint32_t prev = 0;
@@ -259,26 +259,23 @@ static int build_model(const struct graph *g, const struct exec *x, const uint64
 	m->flops = xcalloc(side * side, sizeof *m->flops);
 	if (!m->all || !m->nonbwd || !m->flops)
 		goto out;
-	for (uint32_t v = 0; v < g->n_values; v++) {
-		const struct value *val = g->values[v];
-		if (!pos[v] || (val->flags & VALUE_OUTPUT))
+	for (uint32_t v = 0; v < f->n_values; v++) {
+		if (!(f->vflags[v] & FLAT_DROPPABLE))
 			continue;
 		m->gp[v] = group[pos[v]];
 		m->gl[v] = last[v] ? group[last[v]] : 0;
-		uint64_t s = exec_value(x, val)->nbytes;
-		AT(m->all, m->gp[v], m->gl[v]) += s;
+		AT(m->all, m->gp[v], m->gl[v]) += mm->bytes[v];
 		if (!bwd[v])
-			AT(m->nonbwd, m->gp[v], m->gl[v]) += s;
+			AT(m->nonbwd, m->gp[v], m->gl[v]) += mm->bytes[v];
 	}
 	/* a node is recomputed in group (i, j] when one of its outputs is not read after j */
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
 		uint32_t gmin = UINT32_MAX, gpn = 0;
-		for (uint32_t k = 0; k < n->n_out; k++)
-			if (n->out[k] && m->gp[n->out[k]->id]) {
-				gpn = m->gp[n->out[k]->id];
-				if (m->gl[n->out[k]->id] < gmin)
-					gmin = m->gl[n->out[k]->id];
+		for (uint32_t k = f->out_off[i]; k < f->out_off[i + 1]; k++)
+			if (f->out[k] != FLAT_NONE && m->gp[f->out[k]]) {
+				gpn = m->gp[f->out[k]];
+				if (m->gl[f->out[k]] < gmin)
+					gmin = m->gl[f->out[k]];
 			}
 		if (gpn)
 			AT(m->flops, gpn, gmin) += nflops[i];
@@ -453,7 +450,7 @@ static int weigh_level(const struct graph *g, struct memmodel *mm, const struct 
 /* The node-steps of exact weighing that local search may spend: about half a second. */
 #define SEARCH_ALLOWANCE 10000000
 
-int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, const uint8_t *const *seeds,
+int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -463,7 +460,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	uint8_t *resident = xcalloc(nv, 1); /* 1: input or initializer, 2: other graph output */
 	uint32_t *cand = xcalloc(nv, sizeof *cand);
 	struct gmodel mod = {0}, *m = &mod;
-	struct memmodel mm = {0};
+	const struct exec *x = mm->shapes;
 	struct dp d = {0};
 	struct plans ps = {.words = (nv + 63) / 64};
 	int rc = 0;
@@ -480,11 +477,12 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		if (!resident[g->outputs[i]->id])
 			resident[g->outputs[i]->id] = 2;
-	if ((rc = memmodel_build(g, x, &mm, e)))
-		goto out;
-	r->lower_bound = lower_bound(g, x, resident);
-	if (build_model(g, x, nflops, m, F))
+	double t = progress_begin();
+	r->lower_bound = lower_bound(g, mm, resident);
+	if (build_model(mm, nflops, m, F))
 		goto oom;
+	progress_end(t, "auto: model", "%" PRIu32 " cuts", m->M);
+	t = progress_begin();
 	r->n_cuts = m->M;
 	d.first = xcalloc((size_t)m->M + 1, sizeof *d.first);
 	d.count = xcalloc((size_t)m->M + 1, sizeof *d.count);
@@ -506,7 +504,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 				continue; /* the plan of the level above */
 			last_c = d.pool[ix].C;
 			last_k = d.pool[ix].K;
-			if ((rc = weigh_level(g, &mm, m, &d, ix, nflops, keep, &ps, e)))
+			if ((rc = weigh_level(g, mm, m, &d, ix, nflops, keep, &ps, e)))
 				goto out;
 		}
 	} else {
@@ -531,7 +529,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 			int64_t ix = solve(m, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
 			if (ix < 0)
 				goto oom; /* the model met a lower level, so only allocation fails here */
-			if ((rc = weigh_level(g, &mm, m, &d, ix, nflops, keep, &ps, e)))
+			if ((rc = weigh_level(g, mm, m, &d, ix, nflops, keep, &ps, e)))
 				goto out;
 			if (ps.p[ps.n - 1].peak <= budget)
 				hi = mid - 1;
@@ -539,9 +537,11 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 				lo = mid + 1;
 		}
 	}
+	progress_end(t, "auto: ladder", "%zu plans weighed", ps.n);
+	t = progress_begin();
 	for (size_t i = 0; i < n_seeds; i++) {
 		uint64_t peak = 0, f = 0;
-		if ((rc = ckpt_weigh(&mm, seeds[i], nflops, &peak, &f, NULL, e)))
+		if ((rc = ckpt_weigh(mm, seeds[i], nflops, &peak, &f, NULL, e)))
 			goto out;
 		if (plans_add(&ps, seeds[i], g->n_values, peak, f))
 			goto oom;
@@ -549,14 +549,14 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
 		uint64_t peak = 0, f = 0;
 		memset(keep, 1, g->n_values);
-		if ((rc = ckpt_weigh(&mm, keep, nflops, &peak, &f, NULL, e)))
+		if ((rc = ckpt_weigh(mm, keep, nflops, &peak, &f, NULL, e)))
 			goto out;
 		if (plans_add(&ps, keep, g->n_values, peak, f))
 			goto oom;
 	}
 	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then each
 	 * plan towards fewer FLOPs at no more peak */
-	struct search se = {g, &mm, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
+	struct search se = {g, mm, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
 			cand[se.n_cand++] = v;
@@ -566,6 +566,7 @@ int ckpt_auto(const struct graph *g, const struct exec *x, uint64_t budget, cons
 	for (size_t i = 0, n0 = ps.n; i < n0 && se.allowance > 0; i++)
 		if ((rc = improve(&se, &ps, i, keep, e)))
 			goto out;
+	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
 	size_t low = 0;
 	r->n_plans = (uint32_t)ps.n;
 	r->searched = !large;
@@ -600,6 +601,5 @@ out:
 	xfree(d.first);
 	xfree(d.count);
 	model_free(m);
-	memmodel_free(&mm);
 	return rc;
 }

@@ -42,9 +42,9 @@ struct auto_result {
 	int searched;         /* local search ran (graphs of up to AUTO_LARGE_STEPS steps) */
 };
 
-/* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with shapes. The kept sets
+/* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with memory model m. The kept sets
  * `seeds` (other strategies' answers; may be none) are weighed with the DP's plans. */
-int ckpt_auto(const struct graph *g, const struct exec *shapes, uint64_t budget, const uint8_t *const *seeds,
+int ckpt_auto(const struct graph *g, struct memmodel *m, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e);
 
 /* The exact peak and recompute FLOPs of kept set `keep` on the schedule the rewrite would make

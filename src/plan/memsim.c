@@ -11,6 +11,7 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	size_t nv = g->n_values ? g->n_values : 1;
 	if (flat_build(g, &m->f))
 		return err_oom(e);
+	m->shapes = shapes;
 	m->bytes = xmalloc(sizeof *m->bytes * nv);
 	m->left = xmalloc(sizeof *m->left * (2 * nv));
 	if (!m->bytes || !m->left) {
@@ -105,20 +106,24 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 	return 0;
 }
 
+int memsim_model(struct memmodel *m, struct mem_result *r, struct gd_err *e)
+{
+	struct rc_step *steps = xmalloc(sizeof *steps * ((size_t)m->f.n_nodes + 1));
+	if (!steps)
+		return err_oom(e);
+	for (uint32_t i = 0; i < m->f.n_nodes; i++)
+		steps[i] = (struct rc_step){i, 0};
+	int rc = memsim_schedule(m, NULL, steps, m->f.n_nodes, r, e);
+	xfree(steps);
+	return rc;
+}
+
 int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *r, struct gd_err *e)
 {
 	struct memmodel m;
 	if (memmodel_build(g, shapes, &m, e))
 		return e->code;
-	struct rc_step *steps = xmalloc(sizeof *steps * (g->n_nodes + 1));
-	if (!steps) {
-		memmodel_free(&m);
-		return err_oom(e);
-	}
-	for (uint32_t i = 0; i < g->n_nodes; i++)
-		steps[i] = (struct rc_step){i, 0};
-	int rc = memsim_schedule(&m, NULL, steps, g->n_nodes, r, e);
-	xfree(steps);
+	int rc = memsim_model(&m, r, e);
 	memmodel_free(&m);
 	return rc;
 }

@@ -34,6 +34,7 @@ int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *
  * bytes. */
 struct memmodel {
 	struct flat f;
+	const struct exec *shapes;
 	uint64_t *bytes;
 	uint64_t params, inputs; /* initializer bytes, and the other graph inputs' */
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
@@ -41,6 +42,8 @@ struct memmodel {
 
 int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
 void memmodel_free(struct memmodel *m);
+/* memsim on a model: g's node order, nothing recomputed. */
+int memsim_model(struct memmodel *m, struct mem_result *r, struct gd_err *e);
 
 /* Simulates the checkpointed schedule for the kept set (recompute_schedule) as if g had been
  * rewritten to it: a recomputed copy has its original's bytes; peak_node indexes the steps. The

@@ -122,7 +122,13 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	progress_end(t, "shapes", NULL);
 	t = progress_begin();
 	struct mem_result m;
-	if (memsim(g, x, &m, e)) {
+	struct memmodel mm;
+	if (memmodel_build(g, x, &mm, e)) {
+		exec_free(x);
+		return e->code;
+	}
+	if (memsim_model(&mm, &m, e)) {
+		memmodel_free(&mm);
 		exec_free(x);
 		return e->code;
 	}
@@ -131,6 +137,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	r->n_before = m.n_live;
 	if (!(r->live_before = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1)))) {
 		memsim_free(&m);
+		memmodel_free(&mm);
 		exec_free(x);
 		return err_oom(e);
 	}
@@ -142,7 +149,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		uint8_t *keep = NULL;
 		struct recompute_stats st;
 		t = progress_begin();
-		int bad = ckpt_choose(g, x, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
+		int bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
 		if (!bad) {
 			progress_end(t, "checkpoints", NULL);
 			t = progress_begin();
@@ -150,6 +157,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		}
 		xfree(keep);
 		memsim_free(&m);
+		memmodel_free(&mm);
 		if (bad) {
 			exec_free(x);
 			return e->code;
@@ -163,6 +171,8 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 		r->n_clones = st.n_clones;
 		r->strategy = o->ckpt.kind;
+	} else {
+		memmodel_free(&mm);
 	}
 	t = progress_begin();
 	r->peak_after = m.peak;

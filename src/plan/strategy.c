@@ -43,7 +43,7 @@ static int keep_name(const struct graph *g, const char *name, size_t len, uint8_
 	return 0;
 }
 
-int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct bottlenecks *bn, const struct ckpt *c,
+int ckpt_choose(const struct graph *g, struct memmodel *m, const struct bottlenecks *bn, const struct ckpt *c,
 		uint8_t **keep, struct auto_result *ar, struct gd_err *e)
 {
 	struct auto_result scratch;
@@ -79,15 +79,15 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 			nf++;
 			for (uint32_t j = 0; j < n->n_out; j++)
 				if (n->out[j]) {
-					total += exec_value(shapes, n->out[j])->nbytes;
+					total += m->bytes[n->out[j]->id];
 					if (b < bn->n && bn->v[b] == n->out[j])
 						at[b++] = total;
 				}
 		}
-		uint32_t m = (uint32_t)ceil(sqrt((double)nf));
+		uint32_t n_ckpt = (uint32_t)ceil(sqrt((double)nf));
 		b = 0;
-		for (uint32_t j = 1; j <= m && b < bn->n; j++) {
-			uint64_t target = (uint64_t)((double)total * j / (m + 1));
+		for (uint32_t j = 1; j <= n_ckpt && b < bn->n; j++) {
+			uint64_t target = (uint64_t)((double)total * j / (n_ckpt + 1));
 			while (b + 1 < bn->n && at[b] < target)
 				b++;
 			k[bn->v[b]->id] = 1;
@@ -98,10 +98,10 @@ int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct b
 	case CKPT_AUTO: { /* the fixed strategies' plans are candidates too */
 		uint8_t *seeds[2] = {NULL, NULL};
 		struct ckpt speed = {.kind = CKPT_SPEED}, memory = {.kind = CKPT_MEMORY};
-		int rc = ckpt_choose(g, shapes, bn, &speed, &seeds[0], NULL, e) ||
-				 (bn && ckpt_choose(g, shapes, bn, &memory, &seeds[1], NULL, e))
+		int rc = ckpt_choose(g, m, bn, &speed, &seeds[0], NULL, e) ||
+				 (bn && ckpt_choose(g, m, bn, &memory, &seeds[1], NULL, e))
 			     ? e->code
-			     : ckpt_auto(g, shapes, c->budget, (const uint8_t *const *)seeds, bn ? 2 : 1, k,
+			     : ckpt_auto(g, m, c->budget, (const uint8_t *const *)seeds, bn ? 2 : 1, k,
 					 ar ? ar : &scratch, e);
 		xfree(seeds[0]);
 		xfree(seeds[1]);

@@ -29,8 +29,9 @@ int ckpt_parse(const char *s, struct ckpt *c);
 const char *ckpt_name(enum ckpt_kind k);
 
 /* The kept set as a flag per value id (xmalloc'd, g->n_values long). Unknown names in a list are
- * input errors. `ar` (auto only) receives the auto planner's answer. */
-int ckpt_choose(const struct graph *g, const struct exec *shapes, const struct bottlenecks *bn, const struct ckpt *c,
+ * input errors. `memory` and `auto` need g's memory model m (with its shapes) and bottlenecks;
+ * the others take NULL. `ar` (auto only) receives the auto planner's answer. */
+int ckpt_choose(const struct graph *g, struct memmodel *m, const struct bottlenecks *bn, const struct ckpt *c,
 		uint8_t **keep, struct auto_result *ar, struct gd_err *e);
 
 #endif

@@ -129,7 +129,7 @@ static void exhaustive(void)
 			if (peak[i] <= b && flops[i] < opt)
 				opt = flops[i];
 		struct auto_result r;
-		if (ckpt_auto(g, x, b, NULL, 0, keep, &r, &e)) {
+		if (ckpt_auto(g, &mm, b, NULL, 0, keep, &r, &e)) {
 			fprintf(stderr, "%s\n", e.msg);
 			exit(3);
 		}
