@@ -146,7 +146,7 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 {
 	int cases = 0, exact = 0, within = 0, infeasible = 0, missed = 0;
 	double worst = 1;
-	for (unsigned seed = 1; seed <= 40; seed++) {
+	for (unsigned seed = 1; seed <= 120; seed++) {
 		struct train t = prepare(random_dag(seed, 6 + (int)seed % 7));
 		struct point *p;
 		size_t n = enumerate(&t, &p);
@@ -194,8 +194,10 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 		"auto vs exhaustive: %d cases, %d with no kept set fitting; of the %d others auto fits %d, %d at the optimum, "
 		"%d within 2%%, worst FLOPs ratio %.3f\n",
 		cases, infeasible, feasible, feasible - missed, exact, within, worst);
-	/* the target: within 2% of the optimum; the local search is not exhaustive, so allow 1 in 50 */
-	cr_expect_geq(within * 50, feasible * 49, "%d of %d within 2%% of the optimum", within, feasible);
+	/* the target: within 2% of the optimum. The search is not exhaustive: over 400 seeds it finds
+	 * the optimum in 3196 of 3200 cases, and the 4 others are budgets at the lowest peak of all,
+	 * which it misses by 1-2%; so allow 1 in 200 */
+	cr_expect_geq(within * 200, feasible * 199, "%d of %d within 2%% of the optimum", within, feasible);
 }
 
 /* As the budget falls, the peak of auto's plan never rises; every plan's peak is what the rewrite

@@ -433,6 +433,73 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 	}
 }
 
+/* Whether some plan has at most this peak and these FLOPs. */
+static int dominated(const struct plans *ps, uint64_t peak, uint64_t flops)
+{
+	for (size_t j = 0; j < ps->n; j++)
+		if (ps->p[j].peak <= peak && ps->p[j].flops <= flops)
+			return 1;
+	return 0;
+}
+
+/* Pareto local search: the single flips of each plan on the (peak, FLOPs) frontier, added when no
+ * plan dominates them, until no frontier plan is left unexplored or the allowance is spent. This
+ * finds the plans that trade a higher peak for fewer FLOPs, which improve() does not take. */
+static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd_err *e)
+{
+	uint8_t *done = NULL;
+	size_t cap = 0;
+	int rc = 0;
+	for (int more = 1; more && s->allowance > 0 && !rc;) {
+		more = 0;
+		if (ps->n > cap) {
+			uint8_t *grown = xrealloc(done, ps->n);
+			if (!grown) {
+				rc = err_oom(e);
+				break;
+			}
+			memset(grown + cap, 0, ps->n - cap);
+			done = grown;
+			cap = ps->n;
+		}
+		for (size_t i = 0; i < cap && s->allowance > 0 && !rc; i++) {
+			if (done[i])
+				continue;
+			done[i] = 1;
+			int front = 1; /* not strictly dominated by another plan */
+			for (size_t j = 0; j < ps->n && front; j++)
+				front = !(ps->p[j].peak <= ps->p[i].peak && ps->p[j].flops <= ps->p[i].flops &&
+					  (ps->p[j].peak < ps->p[i].peak || ps->p[j].flops < ps->p[i].flops));
+			if (!front)
+				continue;
+			plans_get(ps, i, keep, s->g->n_values);
+			/* single flips (c0 == c); on small graphs, when none is new, pairs (c0 < c) */
+			for (int pairs = 0; pairs < 2 && !rc; pairs++) {
+				if (pairs && s->n_cand > AUTO_EXACT_NODES)
+					break;
+				for (uint32_t c = 0; c < s->n_cand && s->allowance > 0 && !rc; c++)
+					for (uint32_t c0 = pairs ? 0 : c; c0 <= c && s->allowance > 0 && !rc; c0++) {
+						if (pairs && c0 == c)
+							break;
+						uint64_t pk, fl;
+						keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+						rc = try_flip(s, keep, s->cand[c], &pk, &fl, NULL, e);
+						if (!rc && !dominated(ps, pk, fl)) {
+							keep[s->cand[c]] ^= 1;
+							if (plans_add(ps, keep, s->g->n_values, pk, fl))
+								rc = err_oom(e);
+							keep[s->cand[c]] ^= 1;
+							more = 1;
+						}
+						keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+					}
+			}
+		}
+	}
+	xfree(done);
+	return rc;
+}
+
 /* A DP answer's kept set, weighed and added to the plans. */
 static int weigh_level(const struct graph *g, struct memmodel *mm, const struct gmodel *m, const struct dp *d,
 		       int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps, struct gd_err *e)
@@ -566,6 +633,8 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	for (size_t i = 0, n0 = ps.n; i < n0 && se.allowance > 0; i++)
 		if ((rc = improve(&se, &ps, i, keep, e)))
 			goto out;
+	if ((rc = frontier(&se, &ps, keep, e)))
+		goto out;
 	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
 	size_t low = 0;
 	r->n_plans = (uint32_t)ps.n;

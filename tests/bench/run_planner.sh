@@ -1,18 +1,24 @@
 #!/bin/bash
 # Planner speed: `plan --checkpoint auto` and `train --checkpoint auto` on MatMul+Tanh chains of
-# 10^3 to MAX forward nodes (default 10^6), at a budget that halves `none`'s activation bytes;
-# wall seconds and peak RSS (GNU time), and the scaling exponent time(10N)/time(N) as log10.
+# 10^3 to MAX forward nodes (default 10^6: 10^3, 10^4, 10^5, MAX/2 and MAX), at a budget that
+# halves `none`'s activation bytes; wall seconds and peak RSS (GNU time), the ratio of plan's time
+# to the row above and the scaling exponent log(time ratio) / log(size ratio), so that
+# time(2N)/time(N) = 2^exponent. With -v, each run's phases go to stderr (graphdiet -v).
 #
-#     bash tests/bench/run_planner.sh [BUILD] [MAX]
+#     bash tests/bench/run_planner.sh [BUILD] [MAX] [-v]
 set -euo pipefail
 build=${1:-build}
 max=${2:-1000000}
+verbose=${3:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 gd=$build/graphdiet
-printf '| forward nodes | training steps | plan auto s | plan RSS MB | train auto s | train RSS MB | plan s ratio to 10x fewer |\n|---|---|---|---|---|---|---|\n'
+printf '| forward nodes | training steps | plan auto s | plan RSS MB | train auto s | train RSS MB | plan s ratio to the row above |\n|---|---|---|---|---|---|---|\n'
 prev=
-for ((n = 1000; n <= max; n *= 10)); do
+sizes=()
+for ((n = 1000; n < max / 2; n *= 10)); do sizes+=("$n"); done
+sizes+=($((max / 2)) "$max")
+for n in "${sizes[@]}"; do
   /usr/bin/python3 - "$n" >"$dir/c.yaml" <<'PY'
 import sys
 n = int(sys.argv[1]) // 2
@@ -30,11 +36,12 @@ PY
   read -r peak act steps < <("$gd" plan "$dir/c.onnx" --format json | /usr/bin/python3 -c \
     'import json,sys; d=json.load(sys.stdin); print(d["peak_bytes_after"], d["breakdown"]["activations"], d["steps"])')
   budget=$((peak - act / 2))
-  /usr/bin/time -f '%e %M' -o "$dir/t1" "$gd" plan "$dir/c.onnx" --checkpoint auto --budget "$budget" >/dev/null
-  /usr/bin/time -f '%e %M' -o "$dir/t2" "$gd" train "$dir/c.onnx" --checkpoint auto --budget "$budget" -o "$dir/t.onnx"
+  /usr/bin/time -f '%e %M' -o "$dir/t1" "$gd" $verbose plan "$dir/c.onnx" --checkpoint auto --budget "$budget" >/dev/null
+  /usr/bin/time -f '%e %M' -o "$dir/t2" "$gd" $verbose train "$dir/c.onnx" --checkpoint auto --budget "$budget" -o "$dir/t.onnx"
   read -r s1 m1 <"$dir/t1"
   read -r s2 m2 <"$dir/t2"
-  ratio=${prev:+$(/usr/bin/python3 -c "import math; print(f'{$s1/$prev:.1f} (exponent {math.log10($s1/$prev):.2f})')")}
+  ratio=${prev:+$(/usr/bin/python3 -c "import math; print(f'{$s1/$prev:.2f} for {$n/$prevn:g}x the nodes (exponent {math.log($s1/$prev)/math.log($n/$prevn):.2f})')")}
   printf '| %d | %d | %s | %d | %s | %d | %s |\n' "$n" "$steps" "$s1" $((m1 / 1024)) "$s2" $((m2 / 1024)) "${ratio:--}"
   prev=$s1
+  prevn=$n
 done
