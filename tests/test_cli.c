@@ -124,6 +124,29 @@ Test(cli, help_version_and_usage_errors)
 	run_free(&r);
 }
 
+/* -v: each phase with its time on stderr; stdout as without it. */
+Test(cli, verbose_prints_phases_to_stderr)
+{
+	char *argv[] = {GD_BINARY, "-v", "plan", "--checkpoint=auto", "--budget=1GiB", "--dim=batch=4", TESTDATA "/mlp.onnx", NULL};
+	struct run_result loud = run_cmd(argv, NULL, 0);
+	argv[1] = GD_BINARY;
+	struct run_result quiet = run_cmd(argv + 1, NULL, 0);
+	cr_assert_eq(quiet.status, 0, "%s", quiet.err);
+	cr_assert_eq(loud.status, 0, "%s", loud.err);
+	cr_assert_str_eq(loud.out, quiet.out);
+	cr_assert_eq(quiet.err_len, 0, "%s", quiet.err);
+	const char *phases[] = {"graphdiet: load: ", "graphdiet: autodiff: ", "graphdiet: shapes: ", "graphdiet: auto: ladder: ",
+				"graphdiet: checkpoints: ", "graphdiet: recompute: "};
+	for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
+		cr_expect(strstr(loud.err, phases[i]), "no '%s' in: %s", phases[i], loud.err);
+	cr_expect(strstr(loud.err, " s\n"), "%s", loud.err);
+	run_free(&quiet);
+	run_free(&loud);
+	quiet = gd("-v", NULL, NULL, NULL, NULL);
+	cr_assert_eq(quiet.status, 2);
+	run_free(&quiet);
+}
+
 Test(cli, pipes_stdin_to_stdout)
 {
 	size_t len;
