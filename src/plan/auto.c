@@ -353,43 +353,6 @@ static int try_flip(struct search *s, uint8_t *keep, uint32_t v, uint64_t *peak,
 	return rc;
 }
 
-/* From plan i: flip single values while that lowers FLOPs or peak and raises neither; adds the
- * result when it improved. */
-static int improve(struct search *s, struct plans *ps, size_t i, uint8_t *keep, struct gd_err *e)
-{
-	uint64_t peak = ps->p[i].peak, flops = ps->p[i].flops;
-	int better = 0, changed = 1;
-	plans_get(ps, i, keep, s->g->n_values);
-	for (int pass = 0; pass < 4 && changed; pass++) {
-		changed = 0;
-		/* single flips (c0 == c); when none helps, on small graphs, pairs (c0 < c) */
-		for (int pairs = 0; pairs < 2 && !changed; pairs++) {
-			if (pairs && s->n_cand > AUTO_EXACT_NODES)
-				break;
-			for (uint32_t c = 0; c < s->n_cand && s->allowance > 0; c++)
-				for (uint32_t c0 = pairs ? 0 : c; c0 <= c && s->allowance > 0; c0++) {
-					if (pairs && c0 == c)
-						break;
-					uint64_t pk, fl;
-					keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
-					int rc = try_flip(s, keep, s->cand[c], &pk, &fl, NULL, e);
-					if (rc)
-						return rc;
-					if (pk <= peak && fl <= flops && (pk < peak || fl < flops)) {
-						keep[s->cand[c]] ^= 1;
-						peak = pk, flops = fl;
-						better = changed = 1;
-					} else {
-						keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
-					}
-				}
-		}
-	}
-	if (better && plans_add(ps, keep, s->g->n_values, peak, flops))
-		return err_oom(e);
-	return 0;
-}
-
 /* From plan i: the single flip that lowers the peak most, repeatedly, adding each plan on the way.
  * Where the peak is reached at several steps no single flip lowers it, so with `plateaus` a flip
  * that keeps the peak and lowers the live bytes summed over the schedule is a step down too. */
@@ -442,9 +405,10 @@ static int dominated(const struct plans *ps, uint64_t peak, uint64_t flops)
 	return 0;
 }
 
-/* Pareto local search: the single flips of each plan on the (peak, FLOPs) frontier, added when no
- * plan dominates them, until no frontier plan is left unexplored or the allowance is spent. This
- * finds the plans that trade a higher peak for fewer FLOPs, which improve() does not take. */
+/* Pareto local search: the single flips of each plan on the (peak, FLOPs) frontier, and on small
+ * graphs the pairs too, added when no plan dominates them, until no frontier plan is left
+ * unexplored or the allowance is spent. So the plans that trade a higher peak for fewer FLOPs are
+ * found as well as those better in both. */
 static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd_err *e)
 {
 	uint8_t *done = NULL;
@@ -473,7 +437,7 @@ static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd
 			if (!front)
 				continue;
 			plans_get(ps, i, keep, s->g->n_values);
-			/* single flips (c0 == c); on small graphs, when none is new, pairs (c0 < c) */
+			/* single flips (c0 == c), then on small graphs pairs (c0 < c) */
 			for (int pairs = 0; pairs < 2 && !rc; pairs++) {
 				if (pairs && s->n_cand > AUTO_EXACT_NODES)
 					break;
@@ -621,17 +585,14 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 		if (plans_add(&ps, keep, g->n_values, peak, f))
 			goto oom;
 	}
-	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then each
-	 * plan towards fewer FLOPs at no more peak */
+	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then out
+	 * along the (peak, FLOPs) frontier */
 	struct search se = {g, mm, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
 			cand[se.n_cand++] = v;
 	for (size_t i = 0, n0 = ps.n; i < 2 * n0 && se.allowance > 0; i++)
 		if ((rc = descend(&se, &ps, n0 - 1 - i / 2, (int)(i % 2), keep, e)))
-			goto out;
-	for (size_t i = 0, n0 = ps.n; i < n0 && se.allowance > 0; i++)
-		if ((rc = improve(&se, &ps, i, keep, e)))
 			goto out;
 	if ((rc = frontier(&se, &ps, keep, e)))
 		goto out;
