@@ -10,8 +10,10 @@
  * 4. Each parameter's gradient becomes the graph output <param>_grad.
  * New nodes are appended in the order they are made, which is topological, and tagged BACKWARD. */
 #include "ad.h"
+#include "../util/progress.h"
 #include "../util/xalloc.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -510,6 +512,7 @@ static void mark_wants(struct ad *a, const struct value *loss, const struct auto
 
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e)
 {
+	double t = progress_begin();
 	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = 17};
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
@@ -639,5 +642,7 @@ out:
 	exec_free(a.shapes);
 	strmap_free(&a.node_names);
 	strmap_free(&a.node_next);
+	if (!rc)
+		progress_end(t, "autodiff", "%" PRIu32 " nodes", g->n_nodes);
 	return rc;
 }

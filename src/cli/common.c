@@ -2,11 +2,9 @@
 #include "../exec/exec.h"
 #include "../io/names.h"
 #include "../plan/strategy.h"
-#include "../util/progress.h"
 #include "cli.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,13 +46,10 @@ int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out)
 struct graph *cli_load(const char *path, enum gd_format fmt, int *rc)
 {
 	struct gd_err e = {0};
-	double t = progress_begin();
 	struct graph *g = model_load(path, fmt, &e);
 	if (!g) {
 		err_print(path, &e);
 		*rc = e.code ? e.code : GD_EINTERNAL;
-	} else {
-		progress_end(t, "load", "%" PRIu32 " nodes, %" PRIu32 " values", g->n_nodes, g->n_values);
 	}
 	return g;
 }

@@ -7,13 +7,11 @@
 #include "../rewrite/fold.h"
 #include "../rewrite/recompute.h"
 #include "../rewrite/loss.h"
-#include "../util/progress.h"
 #include "../util/size.h"
 #include "../util/xalloc.h"
 #include "cli.h"
 
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,15 +208,9 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		double t = progress_begin();
-		if (!rc && !(rc = autodiff(g, &ao, &res, &e)) && !(rc = graph_toposort(g, &e)))
-			progress_end(t, "autodiff", "%" PRIu32 " nodes", g->n_nodes);
-		if (!rc && !(rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) && !(rc = ctrl_encode(g, ctrl, &n_data, &e))) {
-			t = progress_begin();
-			if (!(rc = model_save(g, out, to, &so, &e)))
-				progress_end(t, "save", "%s", out);
-		}
-		if (rc)
+		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
+		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
+		    (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
 	}
 out:

@@ -1,11 +1,13 @@
 /* format.c - format selection, load and save; see format.h. */
 #include "format.h"
 #include "../util/fileio.h"
+#include "../util/progress.h"
 #include "../util/xalloc.h"
 #include "dot.h"
 #include "onnx.h"
 #include "yaml.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +54,7 @@ static void close_filebuf(void *fb)
 
 struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 {
+	double t = progress_begin();
 	struct filebuf *fb = xcalloc(1, sizeof *fb);
 	char *dir = path_dirname(strcmp(path, "-") ? path : "./-");
 	struct graph *g = NULL;
@@ -81,6 +84,8 @@ struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 	if (g && (graph_check(g, e) || graph_toposort(g, e))) {
 		graph_free(g);
 		g = NULL;
+	} else if (g) {
+		progress_end(t, "load", "%s: %" PRIu32 " nodes, %" PRIu32 " values", path, g->n_nodes, g->n_values);
 	}
 	return g;
 }
@@ -88,6 +93,7 @@ struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 int model_save(struct graph *g, const char *path, enum gd_format fmt, const struct save_opts *o, struct gd_err *e)
 {
 	struct outfile out;
+	double t = progress_begin();
 	if (fmt == FMT_AUTO)
 		fmt = format_from_path(path);
 	if (fmt == FMT_AUTO)
@@ -110,5 +116,8 @@ int model_save(struct graph *g, const char *path, enum gd_format fmt, const stru
 		outfile_abort(&out);
 		return rc;
 	}
-	return outfile_commit(&out, e);
+	if ((rc = outfile_commit(&out, e)))
+		return rc;
+	progress_end(t, "save", "%s: %" PRIu32 " nodes", path, g->n_nodes);
+	return 0;
 }

@@ -98,19 +98,17 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			has_grads = p && p->init;
 		}
 	}
-	double t = progress_begin();
 	if (!has_grads) {
 		struct autodiff_opts ao = {.loss = o->loss};
 		struct autodiff_result res;
 		if (autodiff(g, &ao, &res, e) || graph_toposort(g, e))
 			return e->code;
-		progress_end(t, "autodiff", "%" PRIu32 " nodes", g->n_nodes);
 		r->built_training = 1;
 		r->loss = res.loss;
 	} else if (!(r->loss = training_loss(g, o->loss, e))) {
 		return e->code;
 	}
-	t = progress_begin();
+	double t = progress_begin();
 	if (find_bottlenecks(g, r->loss, &r->bn, e))
 		return e->code;
 	progress_end(t, "bottlenecks", "%" PRIu32 " found", r->bn.n);
