@@ -177,12 +177,9 @@ static void python_ok(const char *code, const char *arg, const char *what)
 Test(cli, info_json_and_yaml_are_well_formed)
 {
 	char path[256];
-	snprintf(path, sizeof path, "%s/info.json", tmpdir());
 	struct run_result r = gd("info", "--format", "json", TESTDATA "/rescnn.onnx", NULL);
 	cr_assert_eq(r.status, 0);
-	FILE *f = fopen(path, "w");
-	fwrite(r.out, 1, r.out_len, f);
-	fclose(f);
+	write_text(path, sizeof path, "info.json", r.out);
 	python_ok("import json, sys; d = json.load(open(sys.argv[1])); "
 		  "assert d['nodes'] == 22 and d['params']['tensors'] == 28, d; "
 		  "assert d['inputs'][0] == {'name': 'x', 'dtype': 'float32', 'shape': ['batch', 3, 16, 16]}, d['inputs']; "
@@ -191,9 +188,7 @@ Test(cli, info_json_and_yaml_are_well_formed)
 	run_free(&r);
 	r = gd("info", "--format", "yaml", TESTDATA "/rescnn.onnx", NULL);
 	cr_assert_eq(r.status, 0);
-	f = fopen(path, "w");
-	fwrite(r.out, 1, r.out_len, f);
-	fclose(f);
+	write_text(path, sizeof path, "info.yaml", r.out);
 	python_ok("import yaml, sys; d = yaml.safe_load(open(sys.argv[1])); "
 		  "assert d['nodes'] == 22 and d['params']['bytes'] == 11112, d",
 		  path, "info --format yaml");
@@ -415,10 +410,7 @@ Test(cli, plan_json_reports_the_memory_model)
 	struct run_result r = run_cmd(argv, NULL, 0);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	char path[256];
-	snprintf(path, sizeof path, "%s/plan.json", tmpdir());
-	FILE *f = fopen(path, "w");
-	fwrite(r.out, 1, r.out_len, f);
-	fclose(f);
+	write_text(path, sizeof path, "plan.json", r.out);
 	python_ok("import json, sys; d = json.load(open(sys.argv[1])); "
 		  "b = d['breakdown']; assert d['peak_bytes_after'] == sum(b.values()), d; "
 		  "assert d['fits'] is True and d['budget_bytes'] == 1000000 and d['recompute_flops'] == 0, d; "
