@@ -246,7 +246,7 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 			uint64_t peak, flops;
 			weigh(&t, keep, &peak, &flops);
 			struct recompute_stats st;
-			cr_assert_eq(recompute_rewrite(t.g, keep, t.x, &st, &e), 0, "%s", e.msg);
+			cr_assert_eq(recompute_rewrite(t.g, NULL, keep, t.x, &st, &e), 0, "%s", e.msg);
 			struct exec_binding b = {"batch", 3};
 			struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
 			struct exec *x = exec_run(t.g, &so, NULL, &e);

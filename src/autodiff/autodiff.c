@@ -134,8 +134,7 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 	for (int i = 0; i < n_in; i++)
 		n->in[i] = ins[i];
 	for (int i = 0; i < n_out; i++) {
-		const char *name = graph_fresh_name(g, base, a->e);
-		struct value *v = name ? graph_value(g, name, a->e) : NULL;
+		struct value *v = graph_new_value(g, base, a->e);
 		if (!v || graph_set_output_value(n, (uint32_t)i, v, a->e))
 			return NULL;
 	}
@@ -291,8 +290,7 @@ struct value *ad_add_output(struct ad *a, const struct node *cn, uint32_t slot)
 	struct value **io = arena_array(a->g->arena, n->n_in + nout, sizeof *io);
 	char base[512];
 	snprintf(base, sizeof base, "%s_out%u", n->name && *n->name ? n->name : n->op_type, slot);
-	const char *name = io ? graph_fresh_name(a->g, base, a->e) : NULL;
-	struct value *v = name ? graph_value(a->g, name, a->e) : NULL;
+	struct value *v = io ? graph_new_value(a->g, base, a->e) : NULL;
 	if (!v) {
 		err_oom(a->e);
 		return NULL;
@@ -528,8 +526,12 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		return e->code;
 	strmap_init(&a.node_names);
 	strmap_init(&a.node_next);
+	/* room for what the rules typically make, about four values per forward node, so that the
+	 * name tables are not rehashed as they grow */
+	int full = strmap_reserve(&g->names, g->n_values + 4 * (size_t)g->n_nodes) ||
+		   strmap_reserve(&a.node_names, g->n_nodes);
 	for (uint32_t i = 0; i < g->n_nodes; i++)
-		if (g->nodes[i]->name && strmap_put(&a.node_names, g->nodes[i]->name, g->nodes[i])) {
+		if (full || (g->nodes[i]->name && strmap_put(&a.node_names, g->nodes[i]->name, g->nodes[i]))) {
 			exec_free(a.shapes);
 			strmap_free(&a.node_names);
 			return err_oom(e);

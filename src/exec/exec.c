@@ -533,12 +533,13 @@ int exec_alias(struct exec *x, const struct value *copy, const struct value *of)
 		struct rtensor *v = xrealloc(x->v, sizeof *v * cap);
 		if (!v)
 			return -1;
-		memset(v + x->cap, 0, sizeof *v * (cap - x->cap));
 		x->v = v;
 		x->cap = cap;
 	}
-	if (copy->id >= x->nv)
+	if (copy->id >= x->nv) { /* ids in between (values the rewrite made that copy nothing) are unknown */
+		memset(x->v + x->nv, 0, sizeof *x->v * (copy->id - x->nv));
 		x->nv = copy->id + 1;
+	}
 	x->v[copy->id] = *exec_value(x, of);
 	x->v[copy->id].data = NULL;
 	x->v[copy->id].owned = 0;

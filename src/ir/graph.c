@@ -109,11 +109,9 @@ int graph_on_free(struct graph *g, graph_cleanup_fn fn, void *arg)
 	return 0;
 }
 
-static struct value *get_value(struct graph *g, const char *name, int copy, struct gd_err *e)
+/* A new value called name in the empty slot s of g->names (s NULL: out of memory). */
+static struct value *add_value(struct graph *g, struct strmap_slot *s, const char *name, int copy, struct gd_err *e)
 {
-	struct strmap_slot *s = strmap_slot(&g->names, name);
-	if (s && s->key)
-		return s->val;
 	struct value *v = s ? arena_zalloc(g->arena, sizeof *v) : NULL;
 	if (v && copy)
 		name = arena_strdup(g->arena, name);
@@ -126,6 +124,12 @@ static struct value *get_value(struct graph *g, const char *name, int copy, stru
 	v->id = g->n_values;
 	g->values[g->n_values++] = v;
 	return v;
+}
+
+static struct value *get_value(struct graph *g, const char *name, int copy, struct gd_err *e)
+{
+	struct strmap_slot *s = strmap_slot(&g->names, name);
+	return s && s->key ? s->val : add_value(g, s, name, copy, e);
 }
 
 struct value *graph_value(struct graph *g, const char *name, struct gd_err *e)
@@ -161,15 +165,10 @@ int graph_rename_value(struct graph *g, struct value *v, const char *name, struc
 	return 0;
 }
 
-const char *name_fresh(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
-		       struct gd_err *e)
+/* name_fresh for a base that is taken: base_k for the first k from next's record that is free. */
+static const char *name_suffixed(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
+				 struct gd_err *e)
 {
-	if (!strmap_get(taken, base)) {
-		char *s = arena_strdup(a, base);
-		if (!s)
-			err_oom(e);
-		return s;
-	}
 	struct strmap_slot *slot = strmap_slot(next, base);
 	if (!slot) {
 		err_oom(e);
@@ -206,9 +205,29 @@ const char *name_fresh(struct arena *a, const struct strmap *taken, struct strma
 	}
 }
 
+const char *name_fresh(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
+		       struct gd_err *e)
+{
+	if (strmap_get(taken, base))
+		return name_suffixed(a, taken, next, base, e);
+	char *s = arena_strdup(a, base);
+	if (!s)
+		err_oom(e);
+	return s;
+}
+
 const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e)
 {
 	return name_fresh(g->arena, &g->names, &root_of(g)->fresh, base, e);
+}
+
+struct value *graph_new_value(struct graph *g, const char *base, struct gd_err *e)
+{
+	struct strmap_slot *s = strmap_slot(&g->names, base); /* one lookup when base is free */
+	if (!s || !s->key)
+		return add_value(g, s, base, 1, e);
+	const char *name = name_suffixed(g->arena, &g->names, &root_of(g)->fresh, base, e);
+	return name ? add_value(g, strmap_slot(&g->names, name), name, 0, e) : NULL;
 }
 
 static const char *const tag_names[] = {"forward", "backward", "recompute", "loss_scale", "diet", "comm"};

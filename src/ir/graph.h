@@ -275,6 +275,8 @@ const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e
 const char *name_fresh(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
 		       struct gd_err *e);
 
+/* A new value (no producer) named as graph_fresh_name would name it: base if free, else base_k. */
+struct value *graph_new_value(struct graph *g, const char *base, struct gd_err *e);
 /* The value called `name` in g, created (with no producer) if absent. */
 struct value *graph_value(struct graph *g, const char *name, struct gd_err *e);
 /* The same for a name that does not outlive the call: it is copied into the arena if new. */

@@ -149,19 +149,15 @@ int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, u
 	if (recompute_schedule(&m->f, keep, &steps, &n, e))
 		return e->code;
 	struct mem_result r;
-	int rc = memsim_schedule(m, keep, steps, n, &r, e);
+	int rc = memsim_schedule(m, keep, steps, n, 0, &r, e);
 	if (!rc) {
 		*peak = r.peak;
 		*rflops = 0;
 		if (area)
-			*area = 0;
-		for (uint32_t i = 0; i < n; i++) {
+			*area = r.area; /* live bytes over the steps, for breaking ties in peak */
+		for (uint32_t i = 0; i < n; i++)
 			if (steps[i].clone)
 				*rflops += flops[steps[i].node];
-			if (area)
-				*area += r.live[i] >> 8; /* live bytes over the steps, for breaking ties in peak */
-		}
-		memsim_free(&r);
 	}
 	xfree(steps);
 	return rc;

@@ -44,15 +44,17 @@ static enum cat category(uint8_t vflags)
 }
 
 int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
-		    struct mem_result *r, struct gd_err *e)
+		    int trace, struct mem_result *r, struct gd_err *e)
 {
 	const struct flat *f = &m->f;
 	const uint32_t nv = f->n_values;
 	memset(r, 0, sizeof *r);
-	r->live = xmalloc(sizeof *r->live * (n_steps ? n_steps : 1));
-	if (!r->live)
-		return err_oom(e);
-	r->n_live = n_steps;
+	if (trace) {
+		r->live = xmalloc(sizeof *r->live * (n_steps ? n_steps : 1));
+		if (!r->live)
+			return err_oom(e);
+		r->n_live = n_steps;
+	}
 	uint32_t *left = m->left; /* value ids: v for a value of g, nv + v for its recomputed copy */
 	memset(left, 0, sizeof *left * 2 * (nv ? nv : 1));
 	/* input k of a step reads the recomputed copy when the step is a clone or a backward node
@@ -76,7 +78,9 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 				live += m->bytes[f->out[k]];
 				cat[category(f->vflags[f->out[k]])] += m->bytes[f->out[k]];
 			}
-		r->live[i] = live;
+		if (trace)
+			r->live[i] = live;
+		r->area += live >> 8;
 		if (live > r->peak) {
 			r->peak = live;
 			r->peak_node = i;
@@ -113,7 +117,7 @@ int memsim_model(struct memmodel *m, struct mem_result *r, struct gd_err *e)
 		return err_oom(e);
 	for (uint32_t i = 0; i < m->f.n_nodes; i++)
 		steps[i] = (struct rc_step){i, 0};
-	int rc = memsim_schedule(m, NULL, steps, m->f.n_nodes, r, e);
+	int rc = memsim_schedule(m, NULL, steps, m->f.n_nodes, 1, r, e);
 	xfree(steps);
 	return rc;
 }

@@ -24,7 +24,8 @@ struct mem_result {
 	int64_t peak_node;         /* index of the node at whose step the peak occurs; -1: before any */
 	struct mem_breakdown at_peak;
 	uint64_t *live;            /* live bytes after each node's outputs are allocated (xmalloc'd) */
-	uint32_t n_live;
+	uint32_t n_live;           /* 0, and live NULL, when memsim_schedule was not asked to trace */
+	uint64_t area;             /* the sum of those over the steps, in units of 256 bytes */
 };
 
 /* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */
@@ -46,10 +47,11 @@ void memmodel_free(struct memmodel *m);
 int memsim_model(struct memmodel *m, struct mem_result *r, struct gd_err *e);
 
 /* Simulates the checkpointed schedule for the kept set (recompute_schedule) as if g had been
- * rewritten to it: a recomputed copy has its original's bytes; peak_node indexes the steps. The
- * model's scratch is used, so one model weighs one schedule at a time. */
+ * rewritten to it: a recomputed copy has its original's bytes; peak_node indexes the steps; live
+ * bytes per step only when `trace`. The model's scratch is used, so one model weighs one schedule
+ * at a time. */
 int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
-		    struct mem_result *r, struct gd_err *e);
+		    int trace, struct mem_result *r, struct gd_err *e);
 void memsim_free(struct mem_result *r);
 
 /* FLOPs of node n by its op's cost rule, at the shapes of `shapes`. */

@@ -151,7 +151,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		if (!bad) {
 			progress_end(t, "checkpoints", NULL);
 			t = progress_begin();
-			bad = recompute_rewrite(g, keep, x, &st, e);
+			bad = recompute_rewrite(g, &mm.f, keep, x, &st, e);
 		}
 		xfree(keep);
 		memsim_free(&m);

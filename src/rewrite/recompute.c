@@ -112,8 +112,7 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 		if (!o)
 			continue;
 		snprintf(buf, sizeof buf, "%s_recompute", o->name);
-		const char *nm = graph_fresh_name(g, buf, e);
-		struct value *nv = nm ? graph_value(g, nm, e) : NULL;
+		struct value *nv = graph_new_value(g, buf, e);
 		if (!nv || graph_set_output_value(c, k, nv, e))
 			return NULL;
 		nv->type = o->type;
@@ -135,23 +134,24 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	return c;
 }
 
-int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes, struct recompute_stats *st,
-		      struct gd_err *e)
+int recompute_rewrite(struct graph *g, const struct flat *view, const uint8_t *keep, struct exec *shapes,
+		      struct recompute_stats *st, struct gd_err *e)
 {
 	memset(st, 0, sizeof *st);
 	struct rc_step *steps;
 	uint32_t n_steps;
-	struct flat f;
-	if (flat_build(g, &f))
+	struct flat own = {0};
+	if (!view && flat_build(g, &own))
 		return err_oom(e);
-	if (recompute_schedule(&f, keep, &steps, &n_steps, e)) {
-		flat_free(&f);
+	const struct flat *f = view ? view : &own;
+	if (recompute_schedule(f, keep, &steps, &n_steps, e)) {
+		flat_free(&own);
 		return e->code;
 	}
 	struct value **clone = xcalloc(g->n_values ? g->n_values : 1, sizeof *clone);
 	struct node **order = xmalloc(sizeof *order * (n_steps + 1));
 	if (!clone || !order) {
-		flat_free(&f);
+		flat_free(&own);
 		xfree(steps);
 		xfree(clone);
 		xfree(order);
@@ -162,13 +162,13 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes,
 	for (uint32_t i = 0; i < n_steps && !rc; i++) {
 		struct node *n = g->nodes[steps[i].node];
 		if (steps[i].clone) {
-			if (!(n = clone_node(g, &f, keep, shapes, clone, n, after, e)))
+			if (!(n = clone_node(g, f, keep, shapes, clone, n, after, e)))
 				rc = e->code;
 			else
 				st->n_clones++;
 		} else if (n->tags & TAG_BACKWARD) {
 			for (uint32_t k = 0; k < n->n_in; k++)
-				if (n->in[k] && rc_dropped(&f, keep, n->in[k]->id))
+				if (n->in[k] && rc_dropped(f, keep, n->in[k]->id))
 					n->in[k] = clone[n->in[k]->id];
 			after = n;
 		}
@@ -179,7 +179,7 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes,
 	}
 	if (!rc) /* the clones sit past the original nodes: n_nodes is the new total */
 		memcpy(g->nodes, order, sizeof *g->nodes * n_steps);
-	flat_free(&f);
+	flat_free(&own);
 	xfree(steps);
 	xfree(clone);
 	xfree(order);
