@@ -245,8 +245,15 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 			cr_assert_eq(ckpt_choose(t.g, t.m, NULL, &c, &keep, NULL, &e), 0, "%s", e.msg);
 			uint64_t peak, flops;
 			weigh(&t, keep, &peak, &flops);
+			/* the schedule's trace, which plan reports as the rewritten graph's */
+			struct rc_step *steps;
+			uint32_t n_steps;
+			struct mem_result traced;
+			cr_assert_eq(recompute_schedule(&t.m->f, keep, &steps, &n_steps, &e), 0, "%s", e.msg);
+			cr_assert_eq(memsim_schedule(t.m, keep, steps, n_steps, 1, &traced, &e), 0, "%s", e.msg);
+			xfree(steps);
 			struct recompute_stats st;
-			cr_assert_eq(recompute_rewrite(t.g, NULL, keep, t.x, &st, &e), 0, "%s", e.msg);
+			cr_assert_eq(recompute_rewrite(t.g, keep, t.x, &st, &e), 0, "%s", e.msg);
 			struct exec_binding b = {"batch", 3};
 			struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
 			struct exec *x = exec_run(t.g, &so, NULL, &e);
@@ -262,6 +269,13 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 				cr_expect_eq(carried.live[i], m.live[i], "%s: step %u: %llu with carried shapes, %llu run", *mdl, i,
 					     (unsigned long long)carried.live[i], (unsigned long long)m.live[i]);
 			memsim_free(&carried);
+			cr_expect_eq(traced.n_live, m.n_live);
+			for (uint32_t i = 0; i < m.n_live && i < traced.n_live; i++)
+				cr_expect_eq(traced.live[i], m.live[i], "%s: step %u: %llu in the schedule, %llu rewritten", *mdl, i,
+					     (unsigned long long)traced.live[i], (unsigned long long)m.live[i]);
+			cr_expect_eq(traced.peak_node, m.peak_node, "%s", *mdl);
+			cr_expect_eq(memcmp(&traced.at_peak, &m.at_peak, sizeof m.at_peak), 0, "%s: breakdown at the peak", *mdl);
+			memsim_free(&traced);
 			uint64_t f = 0;
 			for (uint32_t i = 0; i < t.g->n_nodes; i++)
 				if (t.g->nodes[i]->tags & TAG_RECOMPUTE)

@@ -41,7 +41,7 @@ static void runs_in_onnxruntime(const char *strategy, enum ctrl_mode mode)
 		cr_assert_eq(ckpt_parse(strategy, &c), 0);
 		cr_assert_eq(ckpt_choose(g, NULL, NULL, &c, &keep, NULL, &e), 0, "%s", e.msg);
 		if (c.kind != CKPT_NONE)
-			cr_assert_eq(recompute_rewrite(g, NULL, keep, NULL, &st, &e), 0, "%s", e.msg);
+			cr_assert_eq(recompute_rewrite(g, keep, NULL, &st, &e), 0, "%s", e.msg);
 		xfree(keep);
 		uint32_t n_data;
 		cr_assert_eq(ctrl_encode(g, mode, &n_data, &e), 0, "%s", e.msg);

@@ -77,7 +77,7 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 	}
 	uint8_t *keep = NULL;
 	struct recompute_stats st;
-	int rc = ckpt_choose(g, NULL, NULL, c, &keep, NULL, e) || recompute_rewrite(g, NULL, keep, NULL, &st, e) ? e->code : 0;
+	int rc = ckpt_choose(g, NULL, NULL, c, &keep, NULL, e) || recompute_rewrite(g, keep, NULL, &st, e) ? e->code : 0;
 	xfree(keep);
 	return rc;
 }

@@ -144,29 +144,36 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	r->peak_before_desc = arena_strdup(g->arena, m.peak_node >= 0 ? node_desc(g->nodes[m.peak_node], pd, sizeof pd)
 								      : "(before the first node)");
 	if (o->ckpt.kind != CKPT_NONE) {
+		/* the rewritten graph's simulation is the schedule's (memsim_schedule; a test holds them
+		 * equal step by step), so the model is not built again for it */
 		uint8_t *keep = NULL;
+		struct rc_step *steps = NULL;
+		uint32_t n_steps = 0;
 		struct recompute_stats st;
 		t = progress_begin();
+		memsim_free(&m);
 		int bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
 		if (!bad) {
 			progress_end(t, "checkpoints", NULL);
 			t = progress_begin();
-			bad = recompute_rewrite(g, &mm.f, keep, x, &st, e);
+			bad = recompute_schedule(&mm.f, keep, &steps, &n_steps, e) ||
+			      memsim_schedule(&mm, keep, steps, n_steps, 1, &m, e);
+			if (!bad)
+				progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
+		}
+		if (!bad) {
+			t = progress_begin();
+			bad = recompute_apply(g, &mm.f, keep, steps, n_steps, x, &st, e);
 		}
 		xfree(keep);
-		memsim_free(&m);
+		xfree(steps);
 		memmodel_free(&mm);
 		if (bad) {
+			memsim_free(&m);
 			exec_free(x);
 			return e->code;
 		}
 		progress_end(t, "recompute", "%" PRIu32 " clones", st.n_clones);
-		t = progress_begin();
-		if (memsim(g, x, &m, e)) {
-			exec_free(x);
-			return e->code;
-		}
-		progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 		r->n_clones = st.n_clones;
 		r->strategy = o->ckpt.kind;
 	} else {

@@ -134,25 +134,13 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	return c;
 }
 
-int recompute_rewrite(struct graph *g, const struct flat *view, const uint8_t *keep, struct exec *shapes,
-		      struct recompute_stats *st, struct gd_err *e)
+int recompute_apply(struct graph *g, const struct flat *f, const uint8_t *keep, const struct rc_step *steps,
+		    uint32_t n_steps, struct exec *shapes, struct recompute_stats *st, struct gd_err *e)
 {
 	memset(st, 0, sizeof *st);
-	struct rc_step *steps;
-	uint32_t n_steps;
-	struct flat own = {0};
-	if (!view && flat_build(g, &own))
-		return err_oom(e);
-	const struct flat *f = view ? view : &own;
-	if (recompute_schedule(f, keep, &steps, &n_steps, e)) {
-		flat_free(&own);
-		return e->code;
-	}
 	struct value **clone = xcalloc(g->n_values ? g->n_values : 1, sizeof *clone);
 	struct node **order = xmalloc(sizeof *order * (n_steps + 1));
 	if (!clone || !order) {
-		flat_free(&own);
-		xfree(steps);
 		xfree(clone);
 		xfree(order);
 		return err_oom(e);
@@ -179,9 +167,24 @@ int recompute_rewrite(struct graph *g, const struct flat *view, const uint8_t *k
 	}
 	if (!rc) /* the clones sit past the original nodes: n_nodes is the new total */
 		memcpy(g->nodes, order, sizeof *g->nodes * n_steps);
-	flat_free(&own);
-	xfree(steps);
 	xfree(clone);
 	xfree(order);
+	return rc;
+}
+
+int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes, struct recompute_stats *st,
+		      struct gd_err *e)
+{
+	struct rc_step *steps = NULL;
+	uint32_t n_steps;
+	struct flat f;
+	if (flat_build(g, &f))
+		return err_oom(e);
+	int rc = recompute_schedule(&f, keep, &steps, &n_steps, e) ||
+			 recompute_apply(g, &f, keep, steps, n_steps, shapes, st, e)
+		     ? e->code
+		     : 0;
+	flat_free(&f);
+	xfree(steps);
 	return rc;
 }

@@ -39,10 +39,14 @@ struct recompute_stats {
 int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
 		       struct gd_err *e);
 
-/* Rewrites g to that schedule; it stays sorted. `f` (may be NULL: built here) is g's flat view;
- * `shapes` (may be NULL), a shapes-only run of g, learns the copies' shapes (exec_alias). */
+/* Rewrites g to that schedule (f, keep and steps as recompute_schedule had them); it stays sorted
+ * and node i is step i. `shapes` (may be NULL), a shapes-only run of g, learns the copies' shapes
+ * (exec_alias). */
 struct exec;
-int recompute_rewrite(struct graph *g, const struct flat *f, const uint8_t *keep, struct exec *shapes,
-		      struct recompute_stats *st, struct gd_err *e);
+int recompute_apply(struct graph *g, const struct flat *f, const uint8_t *keep, const struct rc_step *steps,
+		    uint32_t n_steps, struct exec *shapes, struct recompute_stats *st, struct gd_err *e);
+/* recompute_schedule and recompute_apply, from g's own flat view. */
+int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes, struct recompute_stats *st,
+		      struct gd_err *e);
 
 #endif
