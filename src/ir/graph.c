@@ -234,11 +234,18 @@ static const char *const tag_names[] = {"forward", "backward", "recompute", "los
 
 const char *node_tags_str(uint32_t tags, char *buf, size_t n)
 {
-	size_t k = 0;
-	buf[0] = 0;
-	for (int i = 0; i < 6; i++)
-		if (tags & (1u << i) && k < n)
-			k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", tag_names[i]);
+	size_t k = 0; /* without printf: every node of a saved graph has its tags written */
+	for (int i = 0; i < 6; i++) {
+		size_t len = strlen(tag_names[i]);
+		if (!(tags & (1u << i)) || k + (k > 0) + len >= n)
+			continue;
+		if (k)
+			buf[k++] = ',';
+		memcpy(buf + k, tag_names[i], len);
+		k += len;
+	}
+	if (n)
+		buf[k < n ? k : n - 1] = 0;
 	return buf;
 }
 
