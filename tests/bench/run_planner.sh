@@ -3,9 +3,11 @@
 # 10^3 to MAX forward nodes (default 10^6: 10^3, 10^4, 10^5, MAX/2 and MAX), at a budget that
 # halves `none`'s activation bytes; wall seconds and peak RSS (GNU time), the ratio of plan's time
 # to the row above and the scaling exponent log(time ratio) / log(size ratio), so that
-# time(2N)/time(N) = 2^exponent. With -v, each run's phases go to stderr (graphdiet -v).
+# time(2N)/time(N) = 2^exponent. With -v, each run's phases go to stderr (graphdiet -v). RUNS=k
+# (default 1) times each command k times and reports the fastest, for machines whose timings are
+# noisy (shared virtual machines vary by a third from run to run).
 #
-#     bash tests/bench/run_planner.sh [BUILD] [MAX] [-v]
+#     [RUNS=3] bash tests/bench/run_planner.sh [BUILD] [MAX] [-v]
 set -euo pipefail
 build=${1:-build}
 max=${2:-1000000}
@@ -36,10 +38,15 @@ PY
   read -r peak act steps < <("$gd" plan "$dir/c.onnx" --format json | /usr/bin/python3 -c \
     'import json,sys; d=json.load(sys.stdin); print(d["peak_bytes_after"], d["breakdown"]["activations"], d["steps"])')
   budget=$((peak - act / 2))
-  /usr/bin/time -f '%e %M' -o "$dir/t1" "$gd" $verbose plan "$dir/c.onnx" --checkpoint auto --budget "$budget" >/dev/null
-  /usr/bin/time -f '%e %M' -o "$dir/t2" "$gd" $verbose train "$dir/c.onnx" --checkpoint auto --budget "$budget" -o "$dir/t.onnx"
-  read -r s1 m1 <"$dir/t1"
-  read -r s2 m2 <"$dir/t2"
+  s1= s2=
+  for ((r = 0; r < ${RUNS:-1}; r++)); do
+    /usr/bin/time -f '%e %M' -o "$dir/t1" "$gd" $verbose plan "$dir/c.onnx" --checkpoint auto --budget "$budget" >/dev/null
+    /usr/bin/time -f '%e %M' -o "$dir/t2" "$gd" $verbose train "$dir/c.onnx" --checkpoint auto --budget "$budget" -o "$dir/t.onnx"
+    read -r a1 m1 <"$dir/t1"
+    read -r a2 m2 <"$dir/t2"
+    s1=$(/usr/bin/python3 -c "print(min(x for x in [$a1, ${s1:-$a1}]))")
+    s2=$(/usr/bin/python3 -c "print(min(x for x in [$a2, ${s2:-$a2}]))")
+  done
   ratio=${prev:+$(/usr/bin/python3 -c "import math; print(f'{$s1/$prev:.2f} for {$n/$prevn:g}x the nodes (exponent {math.log($s1/$prev)/math.log($n/$prevn):.2f})')")}
   printf '| %d | %d | %s | %d | %s | %d | %s |\n' "$n" "$steps" "$s1" $((m1 / 1024)) "$s2" $((m2 / 1024)) "${ratio:--}"
   prev=$s1
