@@ -73,7 +73,6 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 	}
 	struct exec_opts o = {.shapes_only = 1, .keep_values = 1};
 	struct exec *x = exec_run(g, &o, NULL, e);
-	*removed = 0;
 	if (!x)
 		return e->code;
 	uint32_t n0 = g->n_nodes;
