@@ -351,6 +351,12 @@ Test(loss_fn, mse_value_and_gradient)
 				want += 2.0 / 15 * rt_get(xv, i * 4 + k) * d[i][j];
 			cr_assert_float_eq(rt_get(gw, k * 3 + j), want, 1e-12, "w_grad[%d][%d]", k, j);
 		}
+	/* a product of matrices backprops through one Gemm per operand, with no transposed copy */
+	const struct node *p = ((const struct value *)strmap_get(&g->names, "w_grad"))->producer;
+	cr_expect_str_eq(p->op_type, "Gemm");
+	cr_expect(node_attr(p, "transA") && node_attr(p, "transA")->i == 1);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		cr_expect_str_neq(g->nodes[i]->op_type, "Transpose");
 	exec_free(x);
 	graph_free(g);
 }

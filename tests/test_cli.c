@@ -139,7 +139,7 @@ Test(cli, verbose_prints_phases_to_stderr)
 				"graphdiet: checkpoints: ", "graphdiet: recompute: "};
 	for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
 		cr_expect(strstr(loud.err, phases[i]), "no '%s' in: %s", phases[i], loud.err);
-	cr_expect(strstr(loud.err, " s\n"), "%s", loud.err);
+	cr_expect(strstr(loud.err, " s, ") && strstr(loud.err, " MB resident\n"), "%s", loud.err);
 	run_free(&quiet);
 	run_free(&loud);
 	quiet = gd("-v", NULL, NULL, NULL, NULL);

@@ -68,6 +68,39 @@ Test(exec, shape_inference_folds_shape_chains)
 	graph_free(g);
 }
 
+/* Shape inference binds an initializer's bytes only where they can matter: a node that folds, or an
+ * input that takes no gradient (a Reshape target); a weight read by a node that cannot fold (its
+ * other input has no data) stays unread, which is what keeps a million-weight model's inference
+ * from copying every weight. */
+Test(exec, shape_inference_reads_only_the_initializers_it_needs)
+{
+	struct graph *g = load_text("lazy.yaml", "graphdiet: 1\nopset: 17\n"
+						 "inputs: [{name: x, dtype: float32, shape: [2, 3]}]\n"
+						 "params:\n"
+						 "  - {name: w, dtype: float32, shape: [3, 4], init: zeros}\n"
+						 "  - {name: s, dtype: int64, shape: [2], data: [4, 2]}\n"
+						 "  - {name: c, dtype: float32, shape: [2], data: [1, 2]}\n"
+						 "nodes:\n"
+						 "  - {op: MatMul, inputs: [x, w], outputs: [m]}\n"
+						 "  - {op: Reshape, inputs: [m, s], outputs: [r]}\n"
+						 "  - {op: Neg, inputs: [c], outputs: [nc]}\n"
+						 "  - {op: Mul, inputs: [r, nc], outputs: [y]}\n"
+						 "outputs: [{name: y}]\n");
+	struct exec_opts o = {.shapes_only = 1, .keep_values = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *y = exec_value(x, strmap_get(&g->names, "y"));
+	cr_assert(y->known && y->ndim == 2 && y->dims[0] == 4 && y->dims[1] == 2, "y is 4x2 (the Reshape target was read)");
+	cr_expect_null(exec_value(x, strmap_get(&g->names, "w"))->data, "the MatMul weight was not bound");
+	cr_expect(exec_value(x, strmap_get(&g->names, "w"))->known, "but its shape is known");
+	const struct rtensor *nc = exec_value(x, strmap_get(&g->names, "nc"));
+	cr_assert(nc->data, "Neg of a constant folds");
+	cr_expect_eq(rt_get(nc, 1), -2.0);
+	exec_free(x);
+	graph_free(g);
+}
+
 Test(exec, unbound_symbolic_dims_are_errors_or_probes)
 {
 	struct graph *g = load_ok(TESTDATA "/mlp.onnx");

@@ -18,8 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A value's gradient contributions: most values have one, kept in place; more go to `many`. */
 struct contrib {
-	struct value **v;
+	struct value *one;
+	struct value **many; /* all n of them, once there are two */
 	uint32_t n, cap;
 };
 
@@ -42,6 +44,16 @@ struct ad {
 		struct value *c;
 	} scalars[16];            /* scalar constants, made once and shared by the rules */
 	uint32_t n_scalars;
+	/* naming new values: the k-th made for one (cur, sum_of) is base_k, tried directly, so that a
+	 * name costs one lookup rather than a walk over the suffixes base, base_1, ... */
+	const struct node *name_cur;
+	const char *name_sum;
+	uint32_t name_k;
+	char base[512];
+	struct op_memo {
+		const char *op_type; /* the rules' string literals, compared by address */
+		enum op_id op;
+	} ops[32];
 };
 
 int ad_fail(struct ad *a, const char *fmt, ...)
@@ -84,13 +96,26 @@ struct node *ad_producer(struct value *v)
 	return v ? v->producer : NULL;
 }
 
-static const char *base_name(struct ad *a, char *buf, size_t n)
+/* The base of new values' names: <node>_grad, or <value>_grad_sum for a Sum; made once per
+ * (cur, sum_of), not per value (autodiff names millions). */
+static const char *base_name(struct ad *a)
 {
 	const struct node *c = a->cur;
+	if (a->name_cur == c && a->name_sum == a->sum_of && a->base[0])
+		return a->base;
+	char *buf = a->base;
+	size_t n = sizeof a->base;
 	if (a->sum_of)
 		snprintf(buf, n, "%s_grad_sum", a->sum_of);
+	else if (c && c->name && *c->name)
+		snprintf(buf, n, "%s_grad", c->name);
+	else if (c) /* unnamed: as node_desc numbers it, so that bases differ */
+		snprintf(buf, n, "%s_%" PRIu32 "_grad", c->op_type, c->index);
 	else
-		snprintf(buf, n, "%s_grad", c ? (c->name && *c->name ? c->name : c->op_type) : "grad");
+		snprintf(buf, n, "grad");
+	a->name_cur = c;
+	a->name_sum = a->sum_of;
+	a->name_k = 0;
 	return buf;
 }
 
@@ -118,10 +143,12 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 	struct node *n = graph_add_node(g, a->e);
 	if (!n)
 		return NULL;
-	char base[512];
-	base_name(a, base, sizeof base);
+	const char *base = base_name(a);
 	n->op_type = op;
-	n->op = op_lookup(NULL, op);
+	struct op_memo *m = &a->ops[((uintptr_t)op >> 3) % 32];
+	if (m->op_type != op)
+		*m = (struct op_memo){op, op_lookup(NULL, op)};
+	n->op = m->op;
 	n->tags = TAG_BACKWARD;
 	n->n_in = (uint32_t)n_in;
 	n->n_out = (uint32_t)n_out;
@@ -133,8 +160,22 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 	n->out = n->in + n_in;
 	for (int i = 0; i < n_in; i++)
 		n->in[i] = ins[i];
+	size_t len = strlen(base);
 	for (int i = 0; i < n_out; i++) {
-		struct value *v = graph_new_value(g, base, a->e);
+		char name[540];
+		memcpy(name, base, len + 1);
+		if (a->name_k) {
+			char digits[12];
+			int d = 0;
+			for (uint32_t q = a->name_k; q; q /= 10)
+				digits[d++] = (char)('0' + q % 10);
+			name[len] = '_';
+			for (int j = 0; j < d; j++)
+				name[len + 1 + j] = digits[d - 1 - j];
+			name[len + 1 + d] = 0;
+		}
+		a->name_k++;
+		struct value *v = graph_new_value(g, name, a->e);
 		if (!v || graph_set_output_value(n, (uint32_t)i, v, a->e))
 			return NULL;
 	}
@@ -385,15 +426,21 @@ int ad_give(struct ad *a, const struct value *x, struct value *g)
 	if (!g)
 		return a->e->code ? a->e->code : err_set(a->e, GD_EINTERNAL, "a gradient rule gave no gradient");
 	struct contrib *c = &a->contrib[x->id];
-	if (c->n == c->cap) {
-		uint32_t nc = c->cap ? c->cap * 2 : 2;
-		struct value **nv = xreallocarray(c->v, nc, sizeof *nv);
+	if (!c->n) {
+		c->one = g;
+		c->n = 1;
+		return 0;
+	}
+	if (c->n >= c->cap) {
+		uint32_t nc = c->cap ? c->cap * 2 : 4;
+		struct value **nv = xreallocarray(c->many, nc, sizeof *nv);
 		if (!nv)
 			return err_oom(a->e);
-		c->v = nv;
+		nv[0] = c->one;
+		c->many = nv;
 		c->cap = nc;
 	}
-	c->v[c->n++] = g;
+	c->many[c->n++] = g;
 	return 0;
 }
 
@@ -406,25 +453,18 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 	struct contrib *c = &a->contrib[y->id];
 	if (!c->n)
 		return NULL;
-	struct value *g = c->v[0];
+	struct value *g = c->one;
 	if (c->n > 1) { /* every consumer has been visited: sum once */
 		a->sum_of = y->name;
-		g = ad_op(a, "Sum", c->v, (int)c->n);
+		g = ad_op(a, "Sum", c->many, (int)c->n);
 		a->sum_of = NULL;
 		char name[512];
 		snprintf(name, sizeof name, "%s_grad", y->name);
-		const char *fresh = g ? graph_fresh_name(a->g, name, a->e) : NULL;
-		if (!fresh || graph_rename_value(a->g, g, fresh, a->e))
+		if (!g || graph_rename_fresh(a->g, g, name, a->e))
 			return NULL;
 	}
 	a->grad[y->id] = g;
 	return g;
-}
-
-static int diff_slot(const struct node *n, uint32_t k)
-{
-	const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;
-	return impl && (op_table[n->op].flags & OPF_DIFF) && !(k < 32 && (impl->nodiff >> k) & 1);
 }
 
 static int is_param(const struct value *v, const struct autodiff_opts *o)
@@ -473,7 +513,7 @@ static void mark_wants(struct ad *a, const struct value *loss, const struct auto
 	/* a parameter read only where no gradient goes (running statistics, shapes) is a buffer */
 	for (uint32_t i = 0; i < a->n_fwd_nodes; i++)
 		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
-			if (g->nodes[i]->in[k] && diff_slot(g->nodes[i], k))
+			if (g->nodes[i]->in[k] && op_input_differentiable(g->nodes[i], k))
 				g->nodes[i]->in[k]->flags |= VALUE_GRAD_SLOT;
 	for (uint32_t i = 0; i < g->n_values; i++)
 		fwd[i] = is_param(g->values[i], o);
@@ -481,7 +521,7 @@ static void mark_wants(struct ad *a, const struct value *loss, const struct auto
 		const struct node *n = g->nodes[i];
 		int any = 0;
 		for (uint32_t k = 0; k < n->n_in; k++)
-			any |= n->in[k] && fwd[n->in[k]->id] && diff_slot(n, k);
+			any |= n->in[k] && fwd[n->in[k]->id] && op_input_differentiable(n, k);
 		if (any)
 			for (uint32_t k = 0; k < n->n_out; k++)
 				if (n->out[k] && dtype_is_float(ad_shape(a, n->out[k])->dtype))
@@ -557,8 +597,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	char seed[512];
 	snprintf(seed, sizeof seed, "%s_grad", loss->name);
 	struct value *one = ad_scalar(&a, ad_shape(&a, loss)->dtype, 1.0);
-	const char *sname = one ? graph_fresh_name(g, seed, e) : NULL;
-	if (!sname || graph_rename_value(g, one, sname, e) || ad_give(&a, loss, one))
+	if (!one || graph_rename_fresh(g, one, seed, e) || ad_give(&a, loss, one))
 		goto fail;
 	if (!a.wants[loss->id]) {
 		rc = err_set(e, GD_EINPUT, "the loss '%s' does not depend on any trainable parameter", loss->name);
@@ -611,11 +650,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 			if (!gp)
 				goto fail;
 		}
-		if (strcmp(gp->name, name)) { /* a summed gradient already has the name */
-			const char *fresh = graph_fresh_name(g, name, e);
-			if (!fresh || graph_rename_value(g, gp, fresh, e))
-				goto fail;
-		}
+		if (strcmp(gp->name, name) && graph_rename_fresh(g, gp, name, e)) /* a sum has the name already */
+			goto fail;
 		gp->flags |= VALUE_GRAD;
 		/* the gradient has its parameter's type: written as the output's ValueInfo */
 		const struct tensor *pt = p->init;
@@ -637,7 +673,7 @@ fail:
 	rc = e->code ? e->code : err_oom(e);
 out:
 	for (uint32_t i = 0; a.contrib && i < a.n_fwd_values; i++)
-		xfree(a.contrib[i].v);
+		xfree(a.contrib[i].many);
 	xfree(a.contrib);
 	xfree(a.grad);
 	xfree(a.wants);

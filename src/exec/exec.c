@@ -22,6 +22,7 @@ struct exec {
 	uint32_t cap;        /* ... but for exec_alias's, which grow v */
 	uint32_t *left;      /* consumers still to run, by value id */
 	uint8_t *pinned;     /* lives for the whole run */
+	uint8_t *lazy;       /* shapes only: an initializer whose bytes are bound when a node needs them */
 	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
 	size_t scratch, scratch_peak; /* kernels' workspace (im2col buffers, accumulators), apart */
 	uint64_t flops, moved;
@@ -358,6 +359,8 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 	return 0;
 }
 
+static int bind_bytes(struct exec *x, const struct value *v, struct rtensor *t);
+
 static int bind_init(struct exec *x, const struct value *v, struct rtensor *t)
 {
 	const struct tensor *s = v->init;
@@ -365,8 +368,17 @@ static int bind_init(struct exec *x, const struct value *v, struct rtensor *t)
 		return err_set(x->e, GD_EINPUT, "initializer '%s' has rank %u (at most %d)", v->name, s->ndim, RT_MAX_DIMS);
 	if (set_shape(x, t, s->dtype, (int)s->ndim, s->dims))
 		return x->e->code;
-	if (x->o->shapes_only && t->numel > FOLD_MAX)
-		return 0; /* shape inference needs no weights */
+	if (x->o->shapes_only) {
+		/* shape inference needs no weights: bytes are bound for folding or shape arguments */
+		x->lazy[v->id] = t->numel <= FOLD_MAX;
+		return 0;
+	}
+	return bind_bytes(x, v, t);
+}
+
+static int bind_bytes(struct exec *x, const struct value *v, struct rtensor *t)
+{
+	const struct tensor *s = v->init;
 	struct bytes b;
 	if (tensor_bytes(x->g, s, &b, x->e))
 		return x->e->code;
@@ -401,13 +413,25 @@ static int run_nodes(struct exec *x)
 		struct rtensor *in[64], *out[64];
 		if (n->n_in > 64 || n->n_out > 64)
 			return exec_fail(x, "more than 64 inputs or outputs");
-		int all_data = 1;
+		int all_data = 1, any_lazy = 0;
 		for (uint32_t k = 0; k < n->n_in; k++) {
 			in[k] = n->in[k] ? &x->v[n->in[k]->id] : NULL;
 			if (in[k] && !in[k]->known)
 				return exec_fail(x, "input '%s' has not been computed", n->in[k]->name);
-			if (in[k] && !in[k]->data)
+			any_lazy |= in[k] && x->lazy && x->lazy[n->in[k]->id];
+			if (in[k] && !in[k]->data && !(x->lazy && x->lazy[n->in[k]->id]))
 				all_data = 0;
+		}
+		/* initializers' bytes, where the node folds or the input is a shape argument (one that
+		 * takes no gradient: shapes, axes, scales, indices) */
+		for (uint32_t k = 0; any_lazy && k < n->n_in; k++) {
+			const struct value *v = n->in[k];
+			if (v && x->lazy[v->id] && (all_data || !op_input_differentiable(n, k))) {
+				x->lazy[v->id] = 0;
+				if (bind_bytes(x, v, in[k]))
+					return x->e->code;
+			}
+			all_data &= !v || in[k]->data != NULL;
 		}
 		struct rtensor none[64];
 		for (uint32_t k = 0; k < n->n_out; k++) {
@@ -473,7 +497,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	x->v = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->v);
 	x->left = xcalloc(g->n_values ? g->n_values : 1, sizeof *x->left);
 	x->pinned = xcalloc(g->n_values ? g->n_values : 1, 1);
-	if (!x->v || !x->left || !x->pinned) {
+	x->lazy = o->shapes_only ? xcalloc(g->n_values ? g->n_values : 1, 1) : NULL;
+	if (!x->v || !x->left || !x->pinned || (o->shapes_only && !x->lazy)) {
 		err_oom(e);
 		exec_free(x);
 		return NULL;
@@ -556,6 +581,7 @@ void exec_free(struct exec *x)
 	xfree(x->v);
 	xfree(x->left);
 	xfree(x->pinned);
+	xfree(x->lazy);
 	strmap_free(&x->probes);
 	xfree(x);
 }

@@ -202,7 +202,7 @@ static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
 	struct field f;
-	size_t tl;
+	size_t tl = 0;
 	while (p < end) {
 		next_field(E->r, p, end, &f);
 		if (is(&f, GRAPH_INITIALIZER)) {

@@ -221,6 +221,22 @@ const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e
 	return name_fresh(g->arena, &g->names, &root_of(g)->fresh, base, e);
 }
 
+int graph_rename_fresh(struct graph *g, struct value *v, const char *base, struct gd_err *e)
+{
+	strmap_del(&g->names, v->name);
+	struct strmap_slot *s = strmap_slot(&g->names, base);
+	const char *name = NULL;
+	if (s && !s->key)
+		name = arena_strdup(g->arena, base);
+	else if (s && (name = name_suffixed(g->arena, &g->names, &root_of(g)->fresh, base, e)))
+		s = strmap_slot(&g->names, name);
+	if (!s || !name)
+		return e->code ? e->code : err_oom(e);
+	strmap_fill(&g->names, s, name, v);
+	v->name = name;
+	return 0;
+}
+
 struct value *graph_new_value(struct graph *g, const char *base, struct gd_err *e)
 {
 	struct strmap_slot *s = strmap_slot(&g->names, base); /* one lookup when base is free */

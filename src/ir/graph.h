@@ -275,6 +275,9 @@ const char *graph_fresh_name(struct graph *g, const char *base, struct gd_err *e
 const char *name_fresh(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
 		       struct gd_err *e);
 
+/* Renames v as graph_fresh_name would name it (after giving up its old name): one lookup when
+ * base is free. */
+int graph_rename_fresh(struct graph *g, struct value *v, const char *base, struct gd_err *e);
 /* A new value (no producer) named as graph_fresh_name would name it: base if free, else base_k. */
 struct value *graph_new_value(struct graph *g, const char *base, struct gd_err *e);
 /* The value called `name` in g, created (with no producer) if absent. */

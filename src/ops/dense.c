@@ -187,13 +187,20 @@ static struct value *swap_last(struct ad *a, struct value *v, int rank)
 	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)rank) ? t : NULL;
 }
 
-/* MatMul (rank >= 2 both): dA = g B^T, dB = A^T g, each summed over broadcast batch dims. */
+/* MatMul (rank >= 2 both): dA = g B^T, dB = A^T g, each summed over broadcast batch dims. Two
+ * matrices take one Gemm each, with the transposition as an attribute (no transposed copy); C is
+ * optional in Gemm from opset 11. */
 static int matmul_grad(struct ad *a, const struct node *n)
 {
 	struct value *g = ad_dy(a, n->out[0]), *A = n->in[0], *B = n->in[1];
 	const struct rtensor *sa = ad_shape(a, A), *sb = ad_shape(a, B), *sy = ad_shape(a, n->out[0]);
 	if (sa->ndim < 2 || sb->ndim < 2)
 		return ad_fail(a, "gradients of MatMul with 1-D operands are not supported yet");
+	if (sa->ndim == 2 && sb->ndim == 2 && ad_opset(a) >= 11) {
+		if (ad_wants(a, A) && ad_give(a, A, gemm_node(a, g, B, 0, 1, 1)))
+			return -1;
+		return ad_wants(a, B) && ad_give(a, B, gemm_node(a, A, g, 1, 0, 1)) ? -1 : 0;
+	}
 	if (ad_wants(a, A)) {
 		struct value *d = ad_op2(a, "MatMul", g, swap_last(a, B, sb->ndim));
 		struct rtensor ds = *sy; /* dA before unbroadcasting: batch dims of y, then (M, K) */

@@ -14,6 +14,12 @@ const struct op_info op_table[OP_COUNT] = {
 #undef OP
 };
 
+int op_input_differentiable(const struct node *n, uint32_t k)
+{
+	const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;
+	return impl && (op_table[n->op].flags & OPF_DIFF) && !(k < 32 && (impl->nodiff >> k) & 1);
+}
+
 void op_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 	     uint64_t *bytes)
 {

@@ -73,6 +73,9 @@ enum op_id op_lookup(const char *domain, const char *op_type);
 void op_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 	     uint64_t *bytes);
 
+/* 1 if input k of n takes a gradient: the op has a gradient rule and k is not in its nodiff. */
+int op_input_differentiable(const struct node *n, uint32_t k);
+
 /* 1 if `domain` names the default ONNX domain. */
 int op_domain_is_default(const char *domain);
 

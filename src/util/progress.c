@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 int progress_on;
 
@@ -29,5 +30,14 @@ void progress_end(double t0, const char *phase, const char *fmt, ...)
 		va_end(ap);
 		fputc(' ', stderr);
 	}
-	fprintf(stderr, "in %.2f s\n", t);
+	fprintf(stderr, "in %.2f s", t);
+	/* resident memory, what a million-node graph is mostly limited by */
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) == 2 && rss > 0)
+			fprintf(stderr, ", %ld MB resident", (long)((double)rss * (double)sysconf(_SC_PAGESIZE) / 1e6 + 0.5));
+		fclose(f);
+	}
+	fputc('\n', stderr);
 }
