@@ -11,6 +11,7 @@
  * so graphdiet reads them back; ONNX itself orders nodes by their position. */
 #include "onnx.h"
 #include "../util/xalloc.h"
+#include "nodewire.h"
 #include "pbwire.h"
 #include "tensor.h"
 #include "proto/onnx.pb-c.h"
@@ -18,8 +19,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define CTRL_KEY "graphdiet.after"
-#define TAGS_KEY "graphdiet.tags" /* node tags: forward, backward, recompute, ... comma-separated */
+#define CTRL_KEY NODEWIRE_CTRL_KEY
+#define TAGS_KEY NODEWIRE_TAGS_KEY
 
 /* ---------------------------------------------------------------- reading */
 
@@ -1166,11 +1167,11 @@ struct mem_buffer {
 	int oom;
 };
 
-static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+/* Room for len more bytes; 0 (and oom set) when there is none. */
+static int mem_reserve(struct mem_buffer *m, size_t len)
 {
-	struct mem_buffer *m = (struct mem_buffer *)b;
-	if (m->oom || !len)
-		return;
+	if (m->oom)
+		return 0;
 	if (len > m->cap - m->len) {
 		size_t nc = m->cap ? m->cap : 1 << 16;
 		while (nc - m->len < len)
@@ -1178,13 +1179,21 @@ static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 		uint8_t *np = xrealloc(m->p, nc);
 		if (!np) {
 			m->oom = 1;
-			return;
+			return 0;
 		}
 		m->p = np;
 		m->cap = nc;
 	}
-	memcpy(m->p + m->len, data, len);
-	m->len += len;
+	return 1;
+}
+
+static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct mem_buffer *m = (struct mem_buffer *)b;
+	if (len && mem_reserve(m, len)) {
+		memcpy(m->p + m->len, data, len);
+		m->len += len;
+	}
 }
 
 enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
@@ -1195,20 +1204,56 @@ enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
  * packing the whole message at once; but only one node message exists at a time, in a scratch
  * arena emptied after each. The packed nodes are kept (as bytes, about the graph's size in the file)
  * because the graph's length prefix must be written before them. */
+/* Loading what the nodes a few steps ahead will read: the loop is bound by memory latency (a node,
+ * its value arrays, the values, their names, each somewhere else), not by work. */
+static void prefetch_node(const struct graph *g, uint32_t i)
+{
+	if (i + 16 < g->n_nodes)
+		__builtin_prefetch(g->nodes[i + 16]);
+	if (i + 8 < g->n_nodes) {
+		const struct node *n = g->nodes[i + 8];
+		__builtin_prefetch(n->in);
+		__builtin_prefetch(n->name);
+	}
+	if (i + 4 < g->n_nodes) {
+		const struct node *n = g->nodes[i + 4];
+		for (uint32_t k = 0; k < n->n_in + n->n_out && k < 4; k++)
+			if (n->in[k])
+				__builtin_prefetch(n->in[k]);
+	}
+	if (i + 2 < g->n_nodes) {
+		const struct node *n = g->nodes[i + 2];
+		for (uint32_t k = 0; k < n->n_in + n->n_out && k < 4; k++)
+			if (n->in[k])
+				__builtin_prefetch(n->in[k]->name);
+	}
+}
+
 static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct out_buffer *o)
 {
 	Onnx__Graph *pg = pm->graph;
 	struct mem_buffer nodes = {{mem_append}, NULL, 0, 0, 0};
 	struct wr nw = {.e = w->e, .root = w->root};
 	for (uint32_t i = 0; i < g->n_nodes && !nodes.oom; i++) {
+		const struct node *n = g->nodes[i];
+		prefetch_node(g, i);
+		uint8_t key[20];
+		if (nodewire_fits(n)) { /* most nodes: written straight from the IR */
+			size_t size = nodewire_size(n);
+			size_t kl = (size_t)(pbwire_put_key_len(key, GRAPH_NODE_FIELD, size) - key);
+			if (mem_reserve(&nodes, kl + size)) {
+				memcpy(nodes.p + nodes.len, key, kl);
+				nodes.len = (size_t)(nodewire_put(nodes.p + nodes.len + kl, n) - nodes.p);
+			}
+			continue;
+		}
 		arena_init(&nw.a);
-		Onnx__Node *pn = node_out(&nw, g->nodes[i]);
+		Onnx__Node *pn = node_out(&nw, n);
 		if (!pn) {
 			arena_free(&nw.a);
 			xfree(nodes.p);
 			return w->e->code ? w->e->code : err_oom(w->e);
 		}
-		uint8_t key[20];
 		size_t size = protobuf_c_message_get_packed_size(&pn->base);
 		mem_append(&nodes.base, (size_t)(pbwire_put_key_len(key, GRAPH_NODE_FIELD, size) - key), key);
 		protobuf_c_message_pack_to_buffer(&pn->base, &nodes.base);

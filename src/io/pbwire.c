@@ -38,7 +38,7 @@ static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 	return NULL;
 }
 
-static size_t varint_len(uint64_t v)
+size_t pbwire_varint_len(uint64_t v)
 {
 	size_t n = 1;
 	while (v >= 0x80) {
@@ -48,7 +48,7 @@ static size_t varint_len(uint64_t v)
 	return n;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
+uint8_t *pbwire_put_varint(uint8_t *p, uint64_t v)
 {
 	while (v >= 0x80) {
 		*p++ = (uint8_t)(v | 0x80);
@@ -128,7 +128,7 @@ static int tensor_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
 
 size_t pbwire_field_len(uint32_t num, size_t payload)
 {
-	return varint_len((uint64_t)num << 3 | WIRE_LEN) + varint_len(payload) + payload;
+	return pbwire_varint_len((uint64_t)num << 3 | WIRE_LEN) + pbwire_varint_len(payload) + payload;
 }
 
 static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
@@ -154,8 +154,8 @@ static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
 
 uint8_t *pbwire_put_key_len(uint8_t *o, uint32_t num, size_t len)
 {
-	o = put_varint(o, (uint64_t)num << 3 | WIRE_LEN);
-	return put_varint(o, len);
+	o = pbwire_put_varint(o, (uint64_t)num << 3 | WIRE_LEN);
+	return pbwire_put_varint(o, len);
 }
 
 struct emit {

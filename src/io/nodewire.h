@@ -1,0 +1,25 @@
+/* nodewire.h - a node as a serialized ONNX NodeProto, written straight from the IR.
+ *
+ * Saving a million-node training graph through protobuf-c builds a message per node, measures it
+ * and packs it, walking every string three times; this writes the same bytes in one counting pass
+ * and one writing pass. Nodes carrying what only protobuf-c's general path writes (tensor or graph
+ * attributes, undecoded fields) are left to it: nodewire_fits says which. */
+#ifndef GD_NODEWIRE_H
+#define GD_NODEWIRE_H
+
+#include "../ir/graph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* metadata_props keys graphdiet writes itself */
+#define NODEWIRE_CTRL_KEY "graphdiet.after" /* control inputs, names one per line */
+#define NODEWIRE_TAGS_KEY "graphdiet.tags"  /* node tags: forward, backward, recompute, ... comma-separated */
+
+/* 1 if n has only plain attributes (numbers, strings and lists of them) and no undecoded fields. */
+int nodewire_fits(const struct node *n);
+/* The NodeProto's size in bytes, and writing it at o (nodewire_size bytes); returns the end. */
+size_t nodewire_size(const struct node *n);
+uint8_t *nodewire_put(uint8_t *o, const struct node *n);
+
+#endif
