@@ -1204,31 +1204,6 @@ enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
  * packing the whole message at once; but only one node message exists at a time, in a scratch
  * arena emptied after each. The packed nodes are kept (as bytes, about the graph's size in the file)
  * because the graph's length prefix must be written before them. */
-/* Loading what the nodes a few steps ahead will read: the loop is bound by memory latency (a node,
- * its value arrays, the values, their names, each somewhere else), not by work. */
-static void prefetch_node(const struct graph *g, uint32_t i)
-{
-	if (i + 16 < g->n_nodes)
-		__builtin_prefetch(g->nodes[i + 16]);
-	if (i + 8 < g->n_nodes) {
-		const struct node *n = g->nodes[i + 8];
-		__builtin_prefetch(n->in);
-		__builtin_prefetch(n->name);
-	}
-	if (i + 4 < g->n_nodes) {
-		const struct node *n = g->nodes[i + 4];
-		for (uint32_t k = 0; k < n->n_in + n->n_out && k < 4; k++)
-			if (n->in[k])
-				__builtin_prefetch(n->in[k]);
-	}
-	if (i + 2 < g->n_nodes) {
-		const struct node *n = g->nodes[i + 2];
-		for (uint32_t k = 0; k < n->n_in + n->n_out && k < 4; k++)
-			if (n->in[k])
-				__builtin_prefetch(n->in[k]->name);
-	}
-}
-
 static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct out_buffer *o)
 {
 	Onnx__Graph *pg = pm->graph;
@@ -1236,7 +1211,6 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 	struct wr nw = {.e = w->e, .root = w->root};
 	for (uint32_t i = 0; i < g->n_nodes && !nodes.oom; i++) {
 		const struct node *n = g->nodes[i];
-		prefetch_node(g, i);
 		uint8_t key[20];
 		if (nodewire_fits(n)) { /* most nodes: written straight from the IR */
 			size_t size = nodewire_size(n);
