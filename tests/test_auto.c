@@ -288,3 +288,49 @@ Test(auto_plan, weighed_schedule_is_the_rewritten_one)
 		}
 	}
 }
+
+/* On a uniform chain the best plan at the lowest peaks keeps evenly spaced activations; the DP's
+ * model can miss it, so auto (as plan runs it, through ckpt_choose) weighs every spacing from half
+ * to twice sqrt(N) as a seed too. Against every kept set of chains of 7 to 9 layers, from the
+ * lowest peak of all up to the highest, auto is at the optimum. */
+Test(auto_plan, spaced_seeds_reach_the_optimum_of_uniform_chains)
+{
+	for (int layers = 7; layers <= 9; layers++) {
+		char text[4096];
+		int k = snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [64, 32]}]\nparams:\n");
+		for (int i = 0; i < layers; i++)
+			k += snprintf(text + k, sizeof text - (size_t)k, "  - {name: w%d, dtype: float32, shape: [32, 32], init: zeros}\n", i);
+		k += snprintf(text + k, sizeof text - (size_t)k, "nodes:\n");
+		for (int i = 0; i < layers; i++) {
+			char prev[16];
+			snprintf(prev, sizeof prev, i ? "t%d" : "x", i - 1);
+			k += snprintf(text + k, sizeof text - (size_t)k,
+				      "  - {op: MatMul, inputs: [%s, w%d], outputs: [m%d]}\n  - {op: Tanh, inputs: [m%d], outputs: [t%d]}\n",
+				      prev, i, i, i, i);
+		}
+		snprintf(text + k, sizeof text - (size_t)k,
+			 "  - {op: ReduceSum, inputs: [t%d], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n", layers - 1);
+		struct train t = prepare(load_text("uniform_chain.yaml", text));
+		struct bottlenecks bn;
+		struct gd_err e = {0};
+		cr_assert_eq(find_bottlenecks(t.g, strmap_get(&t.g->names, "loss"), &bn, &e), 0, "%s", e.msg);
+		struct point *p;
+		size_t n = enumerate(&t, &p);
+		qsort(p, n, sizeof *p, by_peak);
+		for (int q = 0; q <= 5; q++) {
+			uint64_t budget = p[0].peak + (p[n - 1].peak - p[0].peak) * (uint64_t)q / 5, opt = UINT64_MAX;
+			for (size_t i = 0; i < n && p[i].peak <= budget; i++)
+				opt = p[i].flops < opt ? p[i].flops : opt;
+			struct ckpt c = {.kind = CKPT_AUTO, .budget = budget};
+			struct auto_result r;
+			uint8_t *keep = NULL;
+			cr_assert_eq(ckpt_choose(t.g, t.m, &bn, &c, &keep, &r, &e), 0, "%s", e.msg);
+			cr_expect(r.fits && r.flops == opt, "%d layers, budget %llu (%d/5 up from the lowest peak): auto %s %llu FLOPs, optimum %llu",
+				  layers, (unsigned long long)budget, q, r.fits ? "fits with" : "does not fit;", (unsigned long long)r.flops,
+				  (unsigned long long)opt);
+			xfree(keep);
+		}
+		free(p);
+		train_free(&t);
+	}
+}

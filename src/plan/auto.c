@@ -472,6 +472,20 @@ static int weigh_level(const struct graph *g, struct memmodel *mm, const struct 
 	return plans_add(ps, keep, g->n_values, peak, f) ? err_oom(e) : 0;
 }
 
+/* Kept sets from elsewhere, weighed and added to the plans. */
+static int weigh_seeds(const struct graph *g, struct memmodel *mm, const uint8_t *const *seeds, size_t n,
+		       const uint64_t *nflops, struct plans *ps, struct gd_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t peak = 0, f = 0;
+		if (ckpt_weigh(mm, seeds[i], nflops, &peak, &f, NULL, e))
+			return e->code;
+		if (plans_add(ps, seeds[i], g->n_values, peak, f))
+			return err_oom(e);
+	}
+	return 0;
+}
+
 #define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
 
 /* The node-steps of exact weighing that local search may spend: about half a second. */
@@ -566,13 +580,8 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	}
 	progress_end(t, "auto: ladder", "%zu plans weighed", ps.n);
 	t = progress_begin();
-	for (size_t i = 0; i < n_seeds; i++) {
-		uint64_t peak = 0, f = 0;
-		if ((rc = ckpt_weigh(mm, seeds[i], nflops, &peak, &f, NULL, e)))
-			goto out;
-		if (plans_add(&ps, seeds[i], g->n_values, peak, f))
-			goto oom;
-	}
+	if ((rc = weigh_seeds(g, mm, seeds, n_seeds < AUTO_SEARCH_SEEDS ? n_seeds : AUTO_SEARCH_SEEDS, nflops, &ps, e)))
+		goto out;
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
 		uint64_t peak = 0, f = 0;
 		memset(keep, 1, g->n_values);
@@ -592,6 +601,14 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 			goto out;
 	if ((rc = frontier(&se, &ps, keep, e)))
 		goto out;
+	/* the other seeds, and a descent from each while the allowance lasts */
+	size_t n1 = ps.n;
+	if (n_seeds > AUTO_SEARCH_SEEDS &&
+	    (rc = weigh_seeds(g, mm, seeds + AUTO_SEARCH_SEEDS, n_seeds - AUTO_SEARCH_SEEDS, nflops, &ps, e)))
+		goto out;
+	for (size_t i = 0, n2 = ps.n; i < 2 * (n2 - n1) && se.allowance > 0; i++)
+		if ((rc = descend(&se, &ps, n1 + i / 2, (int)(i % 2), keep, e)))
+			goto out;
 	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
 	size_t low = 0;
 	r->n_plans = (uint32_t)ps.n;

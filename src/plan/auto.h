@@ -43,7 +43,9 @@ struct auto_result {
 };
 
 /* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with memory model m. The kept sets
- * `seeds` (other strategies' answers; may be none) are weighed with the DP's plans. */
+ * `seeds` (other strategies' answers; may be none) are weighed with the DP's plans; local search
+ * starts from the DP's plans and the first AUTO_SEARCH_SEEDS seeds, the rest are candidates only. */
+#define AUTO_SEARCH_SEEDS 2
 int ckpt_auto(const struct graph *g, struct memmodel *m, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e);
 

@@ -43,6 +43,87 @@ static int keep_name(const struct graph *g, const char *name, size_t len, uint8_
 	return 0;
 }
 
+/* Forward nodes. */
+static uint32_t forward_nodes(const struct graph *g)
+{
+	uint32_t nf = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		nf += node_is_forward(g->nodes[i]);
+	return nf;
+}
+
+/* n_ckpt bottlenecks (0: ceil(sqrt(forward nodes))) spaced evenly by the bytes the forward pass has
+ * produced when each is made: targets at total * j / (n_ckpt + 1). */
+static int spaced(const struct graph *g, const struct memmodel *m, const struct bottlenecks *bn, uint32_t n_ckpt,
+		  uint8_t *k)
+{
+	uint64_t total = 0;
+	uint64_t *at = xcalloc(bn->n ? bn->n : 1, sizeof *at);
+	if (!at)
+		return -1;
+	uint32_t b = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		if (!node_is_forward(n))
+			continue;
+		for (uint32_t j = 0; j < n->n_out; j++)
+			if (n->out[j]) {
+				total += m->bytes[n->out[j]->id];
+				if (b < bn->n && bn->v[b] == n->out[j])
+					at[b++] = total;
+			}
+	}
+	if (!n_ckpt)
+		n_ckpt = (uint32_t)ceil(sqrt((double)forward_nodes(g)));
+	b = 0;
+	for (uint32_t j = 1; j <= n_ckpt && b < bn->n; j++) {
+		uint64_t target = (uint64_t)((double)total * j / (n_ckpt + 1));
+		while (b + 1 < bn->n && at[b] < target)
+			b++;
+		k[bn->v[b]->id] = 1;
+	}
+	xfree(at);
+	return 0;
+}
+
+/* Seeds for auto: the speed plan, and bottlenecks spaced as `memory` spaces them, ceil(sqrt(N))
+ * of them, and on graphs small enough to weigh many plans every count from half to twice that
+ * (at most AUTO_SPACED_SEEDS counts, evenly stepped): on a uniform chain the best single level of
+ * checkpoints is such a spacing, and the DP's model, exact only for its segment costs, can miss it. */
+#define AUTO_SPACED_SEEDS 48
+static int auto_seeds(const struct graph *g, struct memmodel *m, const struct bottlenecks *bn, uint8_t ***seeds,
+		      size_t *n, struct gd_err *e)
+{
+	uint32_t root = (uint32_t)ceil(sqrt((double)forward_nodes(g)));
+	uint32_t lo = root, hi = root, step = 1;
+	if (bn && bn->n && g->n_nodes <= AUTO_LARGE_STEPS) {
+		lo = root / 2 ? root / 2 : 1;
+		hi = 2 * root < bn->n ? 2 * root : bn->n;
+		step = (hi - lo) / AUTO_SPACED_SEEDS + 1;
+	}
+	size_t cap = 2 + (bn ? (hi - lo) / step + 1 : 0);
+	*seeds = xcalloc(cap, sizeof **seeds);
+	*n = 0;
+	if (!*seeds)
+		return err_oom(e);
+	struct ckpt speed = {.kind = CKPT_SPEED};
+	if (ckpt_choose(g, m, bn, &speed, &(*seeds)[(*n)++], NULL, e))
+		return e->code;
+	/* the memory plan first: with the speed plan, local search starts from it (ckpt_auto) */
+	for (uint32_t c = lo, first = 1; bn && c <= hi; first ? (void)(first = 0) : (void)(c += step)) {
+		uint32_t count = first ? root : c;
+		if (!first && c == root)
+			continue;
+		uint8_t *k = xcalloc(g->n_values ? g->n_values : 1, 1);
+		if (!k || spaced(g, m, bn, count, k)) {
+			xfree(k);
+			return err_oom(e);
+		}
+		(*seeds)[(*n)++] = k;
+	}
+	return 0;
+}
+
 int ckpt_choose(const struct graph *g, struct memmodel *m, const struct bottlenecks *bn, const struct ckpt *c,
 		uint8_t **keep, struct auto_result *ar, struct gd_err *e)
 {
@@ -64,47 +145,20 @@ int ckpt_choose(const struct graph *g, struct memmodel *m, const struct bottlene
 						k[n->out[j]->id] = 1;
 		}
 		break;
-	case CKPT_MEMORY: {
-		/* the bytes produced so far when each bottleneck is made; targets at total*j/(m+1) */
-		uint32_t nf = 0;
-		uint64_t total = 0;
-		uint64_t *at = xcalloc(bn->n ? bn->n : 1, sizeof *at);
-		if (!at)
+	case CKPT_MEMORY:
+		if (spaced(g, m, bn, 0, k))
 			return err_oom(e);
-		uint32_t b = 0;
-		for (uint32_t i = 0; i < g->n_nodes; i++) {
-			const struct node *n = g->nodes[i];
-			if (!node_is_forward(n))
-				continue;
-			nf++;
-			for (uint32_t j = 0; j < n->n_out; j++)
-				if (n->out[j]) {
-					total += m->bytes[n->out[j]->id];
-					if (b < bn->n && bn->v[b] == n->out[j])
-						at[b++] = total;
-				}
-		}
-		uint32_t n_ckpt = (uint32_t)ceil(sqrt((double)nf));
-		b = 0;
-		for (uint32_t j = 1; j <= n_ckpt && b < bn->n; j++) {
-			uint64_t target = (uint64_t)((double)total * j / (n_ckpt + 1));
-			while (b + 1 < bn->n && at[b] < target)
-				b++;
-			k[bn->v[b]->id] = 1;
-		}
-		xfree(at);
 		break;
-	}
 	case CKPT_AUTO: { /* the fixed strategies' plans are candidates too */
-		uint8_t *seeds[2] = {NULL, NULL};
-		struct ckpt speed = {.kind = CKPT_SPEED}, memory = {.kind = CKPT_MEMORY};
-		int rc = ckpt_choose(g, m, bn, &speed, &seeds[0], NULL, e) ||
-				 (bn && ckpt_choose(g, m, bn, &memory, &seeds[1], NULL, e))
+		uint8_t **seeds = NULL;
+		size_t n_seeds = 0;
+		int rc = auto_seeds(g, m, bn, &seeds, &n_seeds, e) ||
+				 ckpt_auto(g, m, c->budget, (const uint8_t *const *)seeds, n_seeds, k, ar ? ar : &scratch, e)
 			     ? e->code
-			     : ckpt_auto(g, m, c->budget, (const uint8_t *const *)seeds, bn ? 2 : 1, k,
-					 ar ? ar : &scratch, e);
-		xfree(seeds[0]);
-		xfree(seeds[1]);
+			     : 0;
+		for (size_t i = 0; i < n_seeds; i++)
+			xfree(seeds[i]);
+		xfree(seeds);
 		return rc;
 	}
 	case CKPT_LIST:

@@ -87,7 +87,9 @@ static void exhaustive(void)
 	struct gd_err e = {0};
 	struct exec_opts so = {.shapes_only = 1};
 	struct exec *x;
-	if (autodiff(g, &ao, &res, &e) || graph_toposort(g, &e) || !(x = exec_run(g, &so, NULL, &e))) {
+	struct bottlenecks bn;
+	if (autodiff(g, &ao, &res, &e) || graph_toposort(g, &e) || find_bottlenecks(g, res.loss, &bn, &e) ||
+	    !(x = exec_run(g, &so, NULL, &e))) {
 		fprintf(stderr, "%s\n", e.msg);
 		exit(3);
 	}
@@ -128,14 +130,22 @@ static void exhaustive(void)
 		for (size_t i = 0; i < n; i++)
 			if (peak[i] <= b && flops[i] < opt)
 				opt = flops[i];
+		/* as plan runs it: with the speed and memory strategies' plans as seeds */
 		struct auto_result r;
-		if (ckpt_auto(g, &mm, b, NULL, 0, keep, &r, &e)) {
+		struct ckpt c = {.kind = CKPT_AUTO, .budget = b};
+		uint8_t *kept = NULL;
+		if (ckpt_choose(g, &mm, &bn, &c, &kept, &r, &e)) {
 			fprintf(stderr, "%s\n", e.msg);
 			exit(3);
 		}
+		free(kept);
 		if (opt == UINT64_MAX || !r.fits) {
+			char why[96] = "fits";
+			if (!r.fits)
+				snprintf(why, sizeof why, "no plan found: its lowest peak is %llu B (+%.2f%%)",
+					 (unsigned long long)r.peak, 100.0 * ((double)r.peak / (double)b - 1));
 			printf("| %d%% (%llu B) | %s | %s |  |\n", q * 10, (unsigned long long)b, opt == UINT64_MAX ? "none fits" : "fits",
-			       r.fits ? "fits" : "no plan found (infeasible)");
+			       why);
 			continue;
 		}
 		printf("| %d%% (%llu B) | %.1f%% | %.1f%% | %.3f |\n", q * 10, (unsigned long long)b, 100.0 * (double)opt / (double)fwd,
