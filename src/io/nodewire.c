@@ -50,7 +50,8 @@ static void put_bytes(struct out *w, uint32_t field, const void *p, size_t len)
 {
 	if (w->o) {
 		w->o = pbwire_put_key_len(w->o, field, len);
-		memcpy(w->o, p, len);
+		if (len) /* p may be NULL then (an empty bytes attribute) */
+			memcpy(w->o, p, len);
 		w->o += len;
 	}
 	w->n += pbwire_field_len(field, len);
