@@ -96,7 +96,7 @@ static int str(struct yw *w, const char *s)
 /* A byte string attribute: quoted, or base64 when not UTF-8. */
 static void bytes_val(struct yw *w, struct bytes b)
 {
-	if (utf8_valid(b.p, b.n) && !memchr(b.p, 0, b.n)) {
+	if (!b.n || (utf8_valid(b.p, b.n) && !memchr(b.p, 0, b.n))) { /* b.p may be NULL when empty */
 		quoted(w->f, b.p, b.n);
 	} else {
 		fputs("{base64: \"", w->f);
