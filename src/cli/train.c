@@ -208,7 +208,7 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		if (rc || (rc = autodiff(g, &ao, &res, &e)) || (rc = graph_toposort(g, &e)) ||
+		if (rc || (rc = autodiff(g, &ao, &res, &e)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
 		    (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);

@@ -92,7 +92,7 @@ int cmd_verify(int argc, char **argv)
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
-	if (train && (autodiff(plain, &ao, &res, &e) || graph_toposort(plain, &e))) {
+	if (train && autodiff(plain, &ao, &res, &e)) {
 		err_print(mpath, &e);
 		rc = e.code;
 	}
