@@ -5,6 +5,7 @@
 #include "rewrite/fold.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -42,6 +43,34 @@ Test(fold, shape_chains_become_constants)
 	cr_assert_eq(loss_of(g), before, "the same loss, to the bit");
 	cr_assert_eq(graph_toposort(g, &e), 0);
 	graph_free(g);
+}
+
+/* Folding is skipped where nothing can fold (no node reads only constants or only shapes), but
+ * nodes nothing reads are still swept; a node on constants alone still folds. */
+Test(fold, dead_nodes_go_with_or_without_anything_to_fold)
+{
+	const char *head = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2, 3]}]\n"
+			   "params: [{name: c, dtype: int64, shape: [2], data: [-3, -2]}]\nnodes:\n"
+			   "  - {op: Relu, inputs: [x], outputs: [y]}\n  - {op: Neg, inputs: [x], outputs: [dead]}\n";
+	for (int constant = 0; constant < 2; constant++) {
+		char text[1024];
+		snprintf(text, sizeof text, "%s%soutputs: [{name: y}%s]\n", head,
+			 constant ? "  - {op: Neg, inputs: [c], outputs: [nc]}\n  - {op: Reshape, inputs: [y, nc], outputs: [r]}\n" : "",
+			 constant ? ", {name: r}" : "");
+		struct graph *g = load_text("fold_dead.yaml", text);
+		size_t removed;
+		struct gd_err e = {0};
+		cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+		cr_expect_eq(count_op(g, "Relu"), 1);
+		cr_expect_eq(removed, 1, "the unread Neg goes (constant %d)", constant);
+		if (constant) {
+			cr_expect_eq(count_op(g, "Neg"), 0, "Neg of a constant became a Constant");
+			cr_expect_eq(count_op(g, "Constant"), 1);
+		} else {
+			cr_expect_eq(count_op(g, "Neg"), 0);
+		}
+		graph_free(g);
+	}
 }
 
 Test(fold, symbolic_graphs_keep_their_shape_computations)

@@ -3,7 +3,8 @@
  * Folding runs the executor in shape-inference mode, which already computes every small node whose
  * inputs are all known (that is how Reshape targets resolve). A computed node that is not random
  * and none of whose outputs is a graph output becomes a Constant per output consumed elsewhere; a
- * sweep then removes nodes whose outputs nobody reads, repeated until nothing changes. */
+ * sweep then removes nodes whose outputs nobody reads, repeated until nothing changes. A graph in
+ * which no node could be computed (may_fold) is only swept: a million-layer stack is not run. */
 #include "fold.h"
 #include "../util/xalloc.h"
 
@@ -61,21 +62,40 @@ int node_make_constant(struct graph *g, const struct rtensor *t, struct node *n,
 	return 0;
 }
 
-int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
+/* Whether shape inference could compute a node that fold would make a Constant: one that is not
+ * random and reads only known data (initializers other than parameters, and what such nodes make)
+ * or only shapes (OPF_META). A graph with none, like a plain stack of layers, needs no run of the
+ * executor. 1, 0, or -1 when out of memory. */
+static int may_fold(const struct graph *g)
 {
-	*removed = 0;
-	/* shape computations on symbolic dimensions are the graph's to do at run time */
-	for (uint32_t i = 0; i < g->n_inputs; i++) {
-		const struct ttype *t = &g->inputs[i]->type;
-		for (uint32_t k = 0; t->has_shape && k < t->ndim; k++)
-			if (t->dims[k].kind != DIM_VALUE)
-				return 0;
+	uint8_t *known = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!known)
+		return -1;
+	for (uint32_t i = 0; i < g->n_values; i++)
+		known[i] = g->values[i]->init && !(g->values[i]->flags & VALUE_PARAM);
+	int any = 0;
+	for (uint32_t i = 0; i < g->n_nodes && !any; i++) {
+		const struct node *n = g->nodes[i];
+		uint32_t fl = op_table[n->op].flags;
+		int k = n->op != OP_UNKNOWN && !(fl & OPF_RANDOM);
+		for (uint32_t j = 0; j < n->n_in && k && !(fl & OPF_META); j++)
+			k = !n->in[j] || known[n->in[j]->id];
+		any = k && n->op != OP_CONSTANT;
+		for (uint32_t j = 0; j < n->n_out && k; j++)
+			if (n->out[j])
+				known[n->out[j]->id] = 1;
 	}
+	xfree(known);
+	return any;
+}
+
+/* 1. computed nodes with one output become Constants (multi-output ones are left) */
+static int fold(struct graph *g, struct gd_err *e)
+{
 	struct exec_opts o = {.shapes_only = 1, .keep_values = 1};
 	struct exec *x = exec_run(g, &o, NULL, e);
 	if (!x)
 		return e->code;
-	uint32_t n0 = g->n_nodes;
 	int rc = 0;
 	/* what depends on a parameter's values stays: folding it would take it out of training
 	 * (Shape reads only shapes, so its output depends on nothing) */
@@ -95,7 +115,6 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 			if (n->out[k])
 				dep[n->out[k]->id] = (uint8_t)d;
 	}
-	/* 1. computed nodes with one output become Constants (multi-output ones are left) */
 	for (uint32_t i = 0; i < g->n_nodes && !rc; i++) {
 		struct node *n = g->nodes[i];
 		if (n->op == OP_CONSTANT || n->op == OP_UNKNOWN || n->n_out != 1 || !n->out[0] ||
@@ -110,6 +129,25 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 	}
 	exec_free(x);
 	xfree(dep);
+	return rc;
+}
+
+int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
+{
+	*removed = 0;
+	/* shape computations on symbolic dimensions are the graph's to do at run time */
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct ttype *t = &g->inputs[i]->type;
+		for (uint32_t k = 0; t->has_shape && k < t->ndim; k++)
+			if (t->dims[k].kind != DIM_VALUE)
+				return 0;
+	}
+	uint32_t n0 = g->n_nodes;
+	int rc = may_fold(g);
+	if (rc < 0)
+		return err_oom(e);
+	if (rc)
+		rc = fold(g, e);
 	/* 2. sweep nodes nothing reads */
 	for (int changed = 1; changed && !rc;) {
 		changed = 0;
