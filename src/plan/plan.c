@@ -211,11 +211,11 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 				if (value_is_activation(v) && !seen[v->id]) {
 					seen[v->id] = 1;
 					r->checkpoints[r->n_checkpoints++] = v->name;
+					r->kept_bytes += exec_value(x, v)->nbytes;
 				}
 			}
 	}
-	for (size_t i = 0; i < r->n_checkpoints; i++)
-		r->kept_bytes += exec_value(x, strmap_get(&g->names, r->checkpoints[i]))->nbytes;
+
 	r->peak_in_recompute = m.peak_node >= 0 && (g->nodes[m.peak_node]->tags & TAG_RECOMPUTE);
 	progress_end(t, "report", NULL);
 	int rc = segments(g, x, seen, r);

@@ -139,7 +139,7 @@ int ckpt_choose(const struct graph *g, struct memmodel *m, const struct bottlene
 	case CKPT_SPEED:
 		for (uint32_t i = 0; i < g->n_nodes; i++) {
 			const struct node *n = g->nodes[i];
-			if (n->op_type && (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "Conv")))
+			if (n->op == OP_MATMUL || n->op == OP_GEMM || n->op == OP_CONV)
 				for (uint32_t j = 0; j < n->n_out; j++)
 					if (n->out[j] && value_is_activation(n->out[j]))
 						k[n->out[j]->id] = 1;
