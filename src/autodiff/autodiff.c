@@ -44,8 +44,7 @@ struct ad {
 		struct value *c;
 	} scalars[16];            /* scalar constants, made once and shared by the rules */
 	uint32_t n_scalars;
-	/* naming new values: the k-th made for one (cur, sum_of) is base_k, tried directly, so that a
-	 * name costs one lookup rather than a walk over the suffixes base, base_1, ... */
+	/* naming new values: the k-th made for one (cur, sum_of) is graph_new_value_nth's */
 	const struct node *name_cur;
 	const char *name_sum;
 	uint32_t name_k;
@@ -160,22 +159,8 @@ struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int
 	n->out = n->in + n_in;
 	for (int i = 0; i < n_in; i++)
 		n->in[i] = ins[i];
-	size_t len = strlen(base);
 	for (int i = 0; i < n_out; i++) {
-		char name[540];
-		memcpy(name, base, len + 1);
-		if (a->name_k) {
-			char digits[12];
-			int d = 0;
-			for (uint32_t q = a->name_k; q; q /= 10)
-				digits[d++] = (char)('0' + q % 10);
-			name[len] = '_';
-			for (int j = 0; j < d; j++)
-				name[len + 1 + j] = digits[d - 1 - j];
-			name[len + 1 + d] = 0;
-		}
-		a->name_k++;
-		struct value *v = graph_new_value(g, name, a->e);
+		struct value *v = graph_new_value_nth(g, base, a->name_k++, a->e);
 		if (!v || graph_set_output_value(n, (uint32_t)i, v, a->e))
 			return NULL;
 	}

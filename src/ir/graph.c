@@ -165,6 +165,19 @@ int graph_rename_value(struct graph *g, struct value *v, const char *name, struc
 	return 0;
 }
 
+/* Writes "_k" and the terminator at s (at most 22 bytes), without printf: autodiff names millions. */
+static void put_suffix(char *s, uint64_t k)
+{
+	char digits[21];
+	int d = 0;
+	for (uint64_t q = k; d == 0 || q; q /= 10)
+		digits[d++] = (char)('0' + q % 10);
+	*s++ = '_';
+	while (d)
+		*s++ = digits[--d];
+	*s = 0;
+}
+
 /* name_fresh for a base that is taken: base_k for the first k from next's record that is free. */
 static const char *name_suffixed(struct arena *a, const struct strmap *taken, struct strmap *next, const char *base,
 				 struct gd_err *e)
@@ -183,21 +196,14 @@ static const char *name_suffixed(struct arena *a, const struct strmap *taken, st
 		strmap_fill(next, slot, key, (void *)(uintptr_t)1);
 	}
 	size_t len = strlen(base);
-	char *s = arena_alloc(a, len + 22); /* base _ digits, without printf: autodiff names millions */
+	char *s = arena_alloc(a, len + 22); /* base, then put_suffix's */
 	if (!s) {
 		err_oom(e);
 		return NULL;
 	}
 	memcpy(s, base, len);
-	s[len] = '_';
 	for (uintptr_t k = (uintptr_t)slot->val;; k++) {
-		char digits[21];
-		int d = 0;
-		for (uintptr_t q = k; d == 0 || q; q /= 10)
-			digits[d++] = (char)('0' + q % 10);
-		for (int j = 0; j < d; j++)
-			s[len + 1 + j] = digits[d - 1 - j];
-		s[len + 1 + d] = 0;
+		put_suffix(s + len, k);
 		if (!strmap_get(taken, s)) {
 			slot->val = (void *)(k + 1);
 			return s;
@@ -237,13 +243,30 @@ int graph_rename_fresh(struct graph *g, struct value *v, const char *base, struc
 	return 0;
 }
 
+struct value *graph_new_value_nth(struct graph *g, const char *base, uint64_t k, struct gd_err *e)
+{
+	char buf[600];
+	const char *name = base;
+	int direct = 1; /* base_k tried in one lookup, unless too long for buf */
+	if (k) {
+		size_t len = strlen(base);
+		direct = len + 22 <= sizeof buf;
+		if (direct) {
+			memcpy(buf, base, len);
+			put_suffix(buf + len, k);
+			name = buf;
+		}
+	}
+	struct strmap_slot *s = direct ? strmap_slot(&g->names, name) : NULL;
+	if (direct && (!s || !s->key))
+		return add_value(g, s, name, 1, e);
+	const char *fresh = name_suffixed(g->arena, &g->names, &root_of(g)->fresh, base, e);
+	return fresh ? add_value(g, strmap_slot(&g->names, fresh), fresh, 0, e) : NULL;
+}
+
 struct value *graph_new_value(struct graph *g, const char *base, struct gd_err *e)
 {
-	struct strmap_slot *s = strmap_slot(&g->names, base); /* one lookup when base is free */
-	if (!s || !s->key)
-		return add_value(g, s, base, 1, e);
-	const char *name = name_suffixed(g->arena, &g->names, &root_of(g)->fresh, base, e);
-	return name ? add_value(g, strmap_slot(&g->names, name), name, 0, e) : NULL;
+	return graph_new_value_nth(g, base, 0, e);
 }
 
 static const char *const tag_names[] = {"forward", "backward", "recompute", "loss_scale", "diet", "comm"};

@@ -280,6 +280,9 @@ const char *name_fresh(struct arena *a, const struct strmap *taken, struct strma
 int graph_rename_fresh(struct graph *g, struct value *v, const char *base, struct gd_err *e);
 /* A new value (no producer) named as graph_fresh_name would name it: base if free, else base_k. */
 struct value *graph_new_value(struct graph *g, const char *base, struct gd_err *e);
+/* The same for the k-th value made from one base (k = 0, 1, ...): base_k (base for 0) is tried
+ * first, so that a caller naming a run of values pays one lookup for each. */
+struct value *graph_new_value_nth(struct graph *g, const char *base, uint64_t k, struct gd_err *e);
 /* The value called `name` in g, created (with no producer) if absent. */
 struct value *graph_value(struct graph *g, const char *name, struct gd_err *e);
 /* The same for a name that does not outlive the call: it is copied into the arena if new. */
