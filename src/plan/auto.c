@@ -392,6 +392,18 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 	}
 }
 
+/* descend from plans [first, end), the last first, without and then with plateaus, while the
+ * allowance lasts. */
+static int descend_from(struct search *s, struct plans *ps, size_t first, size_t end, uint8_t *keep, struct gd_err *e)
+{
+	for (size_t i = 0; i < 2 * (end - first) && s->allowance > 0; i++) {
+		int rc = descend(s, ps, end - 1 - i / 2, (int)(i % 2), keep, e);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Whether some plan has at most this peak and these FLOPs. */
 static int dominated(const struct plans *ps, uint64_t peak, uint64_t flops)
 {
@@ -460,20 +472,8 @@ static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd
 	return rc;
 }
 
-/* A DP answer's kept set, weighed and added to the plans. */
-static int weigh_level(const struct graph *g, struct memmodel *mm, const struct gmodel *m, const struct dp *d,
-		       int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps, struct gd_err *e)
-{
-	uint64_t peak = 0, f = 0;
-	if (plan_keep(g, m, d, ix, keep))
-		return err_oom(e);
-	if (ckpt_weigh(mm, keep, nflops, &peak, &f, NULL, e))
-		return e->code;
-	return plans_add(ps, keep, g->n_values, peak, f) ? err_oom(e) : 0;
-}
-
-/* Kept sets from elsewhere, weighed and added to the plans. */
-static int weigh_seeds(const struct graph *g, struct memmodel *mm, const uint8_t *const *seeds, size_t n,
+/* Kept sets, weighed and added to the plans. */
+static int weigh_sets(const struct graph *g, struct memmodel *mm, const uint8_t *const *seeds, size_t n,
 		       const uint64_t *nflops, struct plans *ps, struct gd_err *e)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -484,6 +484,15 @@ static int weigh_seeds(const struct graph *g, struct memmodel *mm, const uint8_t
 			return err_oom(e);
 	}
 	return 0;
+}
+
+/* A DP answer's kept set, weighed and added to the plans. */
+static int weigh_level(const struct graph *g, struct memmodel *mm, const struct gmodel *m, const struct dp *d,
+		       int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps, struct gd_err *e)
+{
+	if (plan_keep(g, m, d, ix, keep))
+		return err_oom(e);
+	return weigh_sets(g, mm, (const uint8_t *const *)&keep, 1, nflops, ps, e);
 }
 
 #define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
@@ -580,15 +589,12 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	}
 	progress_end(t, "auto: ladder", "%zu plans weighed", ps.n);
 	t = progress_begin();
-	if ((rc = weigh_seeds(g, mm, seeds, n_seeds < AUTO_SEARCH_SEEDS ? n_seeds : AUTO_SEARCH_SEEDS, nflops, &ps, e)))
+	if ((rc = weigh_sets(g, mm, seeds, n_seeds < AUTO_SEARCH_SEEDS ? n_seeds : AUTO_SEARCH_SEEDS, nflops, &ps, e)))
 		goto out;
 	if (!ps.n) { /* not even the top level fits the model: keep everything */
-		uint64_t peak = 0, f = 0;
 		memset(keep, 1, g->n_values);
-		if ((rc = ckpt_weigh(mm, keep, nflops, &peak, &f, NULL, e)))
+		if ((rc = weigh_sets(g, mm, (const uint8_t *const *)&keep, 1, nflops, &ps, e)))
 			goto out;
-		if (plans_add(&ps, keep, g->n_values, peak, f))
-			goto oom;
 	}
 	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then out
 	 * along the (peak, FLOPs) frontier */
@@ -596,19 +602,17 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
 			cand[se.n_cand++] = v;
-	for (size_t i = 0, n0 = ps.n; i < 2 * n0 && se.allowance > 0; i++)
-		if ((rc = descend(&se, &ps, n0 - 1 - i / 2, (int)(i % 2), keep, e)))
-			goto out;
+	if ((rc = descend_from(&se, &ps, 0, ps.n, keep, e)))
+		goto out;
 	if ((rc = frontier(&se, &ps, keep, e)))
 		goto out;
 	/* the other seeds, and a descent from each while the allowance lasts */
 	size_t n1 = ps.n;
 	if (n_seeds > AUTO_SEARCH_SEEDS &&
-	    (rc = weigh_seeds(g, mm, seeds + AUTO_SEARCH_SEEDS, n_seeds - AUTO_SEARCH_SEEDS, nflops, &ps, e)))
+	    (rc = weigh_sets(g, mm, seeds + AUTO_SEARCH_SEEDS, n_seeds - AUTO_SEARCH_SEEDS, nflops, &ps, e)))
 		goto out;
-	for (size_t i = 0, n2 = ps.n; i < 2 * (n2 - n1) && se.allowance > 0; i++)
-		if ((rc = descend(&se, &ps, n1 + i / 2, (int)(i % 2), keep, e)))
-			goto out;
+	if ((rc = descend_from(&se, &ps, n1, ps.n, keep, e)))
+		goto out;
 	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
 	size_t low = 0;
 	r->n_plans = (uint32_t)ps.n;

@@ -86,41 +86,47 @@ static int spaced(const struct graph *g, const struct memmodel *m, const struct 
 	return 0;
 }
 
+/* Appends the plan of `count` spaced bottlenecks to seeds. */
+static int add_spaced(const struct graph *g, const struct memmodel *m, const struct bottlenecks *bn, uint32_t count,
+		      uint8_t **seeds, size_t *n)
+{
+	uint8_t *k = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!k || spaced(g, m, bn, count, k)) {
+		xfree(k);
+		return -1;
+	}
+	seeds[(*n)++] = k;
+	return 0;
+}
+
 /* Seeds for auto: the speed plan, and bottlenecks spaced as `memory` spaces them, ceil(sqrt(N))
  * of them, and on graphs small enough to weigh many plans every count from half to twice that
  * (at most AUTO_SPACED_SEEDS counts, evenly stepped): on a uniform chain the best single level of
- * checkpoints is such a spacing, and the DP's model, exact only for its segment costs, can miss it. */
+ * checkpoints is such a spacing, and the DP's model, exact only for its segment costs, can miss it.
+ * The speed and memory plans come first: local search starts from them (ckpt_auto). */
 #define AUTO_SPACED_SEEDS 48
 static int auto_seeds(const struct graph *g, struct memmodel *m, const struct bottlenecks *bn, uint8_t ***seeds,
 		      size_t *n, struct gd_err *e)
 {
 	uint32_t root = (uint32_t)ceil(sqrt((double)forward_nodes(g)));
-	uint32_t lo = root, hi = root, step = 1;
+	uint32_t lo = 1, hi = 0, step = 1; /* the other counts: none on large graphs */
 	if (bn && bn->n && g->n_nodes <= AUTO_LARGE_STEPS) {
 		lo = root / 2 ? root / 2 : 1;
 		hi = 2 * root < bn->n ? 2 * root : bn->n;
 		step = (hi - lo) / AUTO_SPACED_SEEDS + 1;
 	}
-	size_t cap = 2 + (bn ? (hi - lo) / step + 1 : 0);
-	*seeds = xcalloc(cap, sizeof **seeds);
 	*n = 0;
+	*seeds = xcalloc(2 + (hi >= lo ? (hi - lo) / step + 1 : 0), sizeof **seeds);
 	if (!*seeds)
 		return err_oom(e);
 	struct ckpt speed = {.kind = CKPT_SPEED};
 	if (ckpt_choose(g, m, bn, &speed, &(*seeds)[(*n)++], NULL, e))
 		return e->code;
-	/* the memory plan first: with the speed plan, local search starts from it (ckpt_auto) */
-	for (uint32_t c = lo, first = 1; bn && c <= hi; first ? (void)(first = 0) : (void)(c += step)) {
-		uint32_t count = first ? root : c;
-		if (!first && c == root)
-			continue;
-		uint8_t *k = xcalloc(g->n_values ? g->n_values : 1, 1);
-		if (!k || spaced(g, m, bn, count, k)) {
-			xfree(k);
+	if (bn && add_spaced(g, m, bn, root, *seeds, n))
+		return err_oom(e);
+	for (uint32_t c = lo; c <= hi; c += step)
+		if (c != root && add_spaced(g, m, bn, c, *seeds, n))
 			return err_oom(e);
-		}
-		(*seeds)[(*n)++] = k;
-	}
 	return 0;
 }
 
