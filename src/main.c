@@ -29,7 +29,7 @@ static void usage(FILE *f)
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fputs("\nModels are ONNX (.onnx) or graphdiet YAML (.yaml); '-' is standard input or output.\n"
-	      "-v prints each phase of the work and its time to standard error.\n"
+	      "-v prints each phase of the work, its time and the memory in use to standard error.\n"
 	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details.\n",
 	      f);
 }

@@ -215,7 +215,6 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 				}
 			}
 	}
-
 	r->peak_in_recompute = m.peak_node >= 0 && (g->nodes[m.peak_node]->tags & TAG_RECOMPUTE);
 	progress_end(t, "report", NULL);
 	int rc = segments(g, x, seen, r);
