@@ -551,9 +551,9 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		return e->code;
 	strmap_init(&a.node_names);
 	strmap_init(&a.node_next);
-	/* room for what the rules typically make, about four values per forward node, so that the
+	/* room for what the rules typically make, about three values per forward node, so that the
 	 * name tables are not rehashed as they grow */
-	int full = strmap_reserve(&g->names, g->n_values + 4 * (size_t)g->n_nodes) ||
+	int full = strmap_reserve(&g->names, g->n_values + 3 * (size_t)g->n_nodes) ||
 		   strmap_reserve(&a.node_names, g->n_nodes);
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		if (full || (g->nodes[i]->name && strmap_put(&a.node_names, g->nodes[i]->name, g->nodes[i]))) {

@@ -56,7 +56,7 @@ static int grow(struct strmap *m, size_t cap)
 int strmap_reserve(struct strmap *m, size_t n)
 {
 	size_t cap = m->cap ? m->cap : 16;
-	while (cap / 2 < n)
+	while (cap / 3 * 2 < n)
 		cap *= 2;
 	return cap == m->cap ? 0 : grow(m, cap);
 }

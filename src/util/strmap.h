@@ -1,7 +1,7 @@
 /* strmap.h - string-keyed hash map (open addressing, linear probing).
  *
  * Keys are not copied: they must outlive the map (in graphdiet they live in the graph). The
- * table doubles at 50% load, so a lookup is O(1) expected; this is what keeps name resolution
+ * table doubles at 2/3 load, so a lookup is O(1) expected; this is what keeps name resolution
  * linear on million-node graphs. */
 #ifndef GD_STRMAP_H
 #define GD_STRMAP_H
