@@ -5,6 +5,7 @@
 #include "io/onnx.h"
 #include "io/pbwire.h"
 #include "io/tensor.h"
+#include "io/yaml.h"
 #include "plan/plan.h"
 #include "rewrite/ctrl.h"
 #include "proto/onnx.pb-c.h"
@@ -147,8 +148,10 @@ static uint8_t *model_with_unknowns(size_t *len)
 	tt.shape = &shape;
 	add_unknown(&tt.base, &u[2]);
 	type.tensor_type = &tt;
+	type.denotation = "TENSOR";
 	add_unknown(&type.base, &u[3]);
 	in.name = "x";
+	in.doc_string = "the input";
 	in.type = &type;
 	add_unknown(&in.base, &u[4]);
 	out.name = "y";
@@ -220,6 +223,12 @@ Test(onnx, unknown_fields_survive_at_every_level)
 	uint8_t *y = write_mem(g, 1, &ylen);
 	cr_assert(strstr((char *)y, "field: 105"), "the tensor's unknown field is in the YAML");
 	cr_assert(strstr((char *)y, "typed: true"));
+	cr_assert(strstr((char *)y, "denotation: TENSOR") && strstr((char *)y, "doc: \"the input\""), "%s", (char *)y);
+	struct graph *gy = yaml_read(y, ylen, "mem.yaml", NULL, &e);
+	char why[300];
+	cr_assert(gy, "%s", e.msg);
+	cr_assert(graph_equal(g, gy, why, sizeof why), "YAML keeps all of it: %s", why);
+	graph_free(gy);
 	free(out);
 	free(y);
 	graph_free(g);

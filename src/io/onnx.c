@@ -98,25 +98,25 @@ static struct kv *kvs_in(struct rd *r, Onnx__KeyValue **in, size_t n)
 	return kv;
 }
 
-static void type_in(struct rd *r, struct ttype *t, const Onnx__Type *pt)
+static void type_in(struct rd *r, struct ttype *t, struct value_ext *x, const Onnx__Type *pt)
 {
 	memset(t, 0, sizeof *t);
 	if (!pt)
 		return;
 	t->has_type = true;
-	t->denotation = str(r, pt->denotation);
-	extras_in(r, &t->type_x, &pt->base);
+	x->denotation = str(r, pt->denotation);
+	extras_in(r, &x->type_x, &pt->base);
 	const Onnx__TensorType *tt = pt->tensor_type;
 	if (!tt)
 		return;
 	t->has_tensor = true;
 	t->has_dtype = tt->has_elem_type;
 	t->dtype = tt->elem_type;
-	extras_in(r, &t->tensor_x, &tt->base);
+	extras_in(r, &x->tensor_x, &tt->base);
 	if (!tt->shape)
 		return;
 	t->has_shape = true;
-	extras_in(r, &t->shape_x, &tt->shape->base);
+	extras_in(r, &x->shape_x, &tt->shape->base);
 	t->ndim = (uint32_t)tt->shape->n_dim;
 	t->dims = arena_array(r->a, t->ndim ? t->ndim : 1, sizeof *t->dims);
 	if (!t->dims) {
@@ -137,11 +137,12 @@ static void type_in(struct rd *r, struct ttype *t, const Onnx__Type *pt)
 
 static void vinfo_in(struct rd *r, struct value *v, const Onnx__ValueInfo *vi)
 {
-	if (v->type.has_type || v->doc || v->x.n)
+	if (v->type.has_type || v->ext)
 		return; /* the first listing of a value describes it */
-	v->doc = str(r, vi->doc_string);
-	extras_in(r, &v->x, &vi->base);
-	type_in(r, &v->type, vi->type);
+	struct value_ext x = {str(r, vi->doc_string), NULL, {0, NULL}, {0, NULL}, {0, NULL}, {0, NULL}};
+	extras_in(r, &x.x, &vi->base);
+	type_in(r, &v->type, &x, vi->type);
+	r->oom |= value_set_ext(r->root, v, &x) != 0;
 }
 
 /* Which typed field holds the elements of each dtype, per the ONNX TensorProto rules. */
@@ -728,15 +729,15 @@ static Onnx__KeyValue **kvs_out(struct wr *w, const struct kv *kv, size_t n)
 	return out;
 }
 
-static Onnx__Type *type_out(struct wr *w, const struct ttype *t)
+static Onnx__Type *type_out(struct wr *w, const struct ttype *t, const struct value_ext *x)
 {
 	if (!t->has_type)
 		return NULL;
 	Onnx__Type *pt = NEW(w, Onnx__Type, ONNX__TYPE__INIT);
 	if (!pt)
 		return NULL;
-	pt->denotation = (char *)t->denotation;
-	extras_out(w, &pt->base, &t->type_x);
+	pt->denotation = (char *)x->denotation;
+	extras_out(w, &pt->base, &x->type_x);
 	if (!t->has_tensor)
 		return pt;
 	Onnx__TensorType *tt = NEW(w, Onnx__TensorType, ONNX__TENSOR_TYPE__INIT);
@@ -745,7 +746,7 @@ static Onnx__Type *type_out(struct wr *w, const struct ttype *t)
 	pt->tensor_type = tt;
 	tt->has_elem_type = t->has_dtype;
 	tt->elem_type = t->dtype;
-	extras_out(w, &tt->base, &t->tensor_x);
+	extras_out(w, &tt->base, &x->tensor_x);
 	if (!t->has_shape)
 		return pt;
 	Onnx__Shape *s = NEW(w, Onnx__Shape, ONNX__SHAPE__INIT);
@@ -756,7 +757,7 @@ static Onnx__Type *type_out(struct wr *w, const struct ttype *t)
 	tt->shape = s;
 	s->n_dim = t->ndim;
 	s->dim = dims;
-	extras_out(w, &s->base, &t->shape_x);
+	extras_out(w, &s->base, &x->shape_x);
 	for (uint32_t i = 0; i < t->ndim; i++) {
 		Onnx__Dim *d = &dv[i];
 		*d = (Onnx__Dim)ONNX__DIM__INIT;
@@ -776,9 +777,10 @@ static Onnx__ValueInfo *vinfo_out(struct wr *w, const struct value *v)
 	if (!vi)
 		return NULL;
 	vi->name = (char *)v->name;
-	vi->doc_string = (char *)v->doc;
-	extras_out(w, &vi->base, &v->x);
-	if (v->type.has_type && !(vi->type = type_out(w, &v->type)))
+	const struct value_ext *x = value_ext(v);
+	vi->doc_string = (char *)x->doc;
+	extras_out(w, &vi->base, &x->x);
+	if (v->type.has_type && !(vi->type = type_out(w, &v->type, x)))
 		return NULL;
 	return vi;
 }

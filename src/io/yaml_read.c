@@ -331,7 +331,7 @@ static int value_in(struct yr *r, struct graph *g, const ynode *n, struct value 
 	if (!v)
 		return -1;
 	*out = v;
-	if (v->type.has_type || v->doc)
+	if (v->type.has_type || v->ext)
 		return 0; /* the first listing of a value describes it */
 	struct ttype *t = &v->type;
 	ynode *dt = get(r, n, "dtype"), *sh = get(r, n, "shape");
@@ -355,12 +355,12 @@ static int value_in(struct yr *r, struct graph *g, const ynode *n, struct value 
 			if (dim_in(r, node_at(r, sh->data.sequence.items.start[i]), &t->dims[i]))
 				return -1;
 	}
-	return get_str(r, n, "doc", &v->doc) || get_str(r, n, "denotation", &t->denotation) ||
-			       extras_in(r, n, "unknown", &v->x) || extras_in(r, n, "type_unknown", &t->type_x) ||
-			       extras_in(r, n, "tensor_unknown", &t->tensor_x) ||
-			       extras_in(r, n, "shape_unknown", &t->shape_x)
-		       ? -1
-		       : 0;
+	struct value_ext x = {0};
+	if (get_str(r, n, "doc", &x.doc) || get_str(r, n, "denotation", &x.denotation) ||
+	    extras_in(r, n, "unknown", &x.x) || extras_in(r, n, "type_unknown", &x.type_x) ||
+	    extras_in(r, n, "tensor_unknown", &x.tensor_x) || extras_in(r, n, "shape_unknown", &x.shape_x))
+		return -1;
+	return value_set_ext(g, v, &x) ? err_oom(r->e) : 0;
 }
 
 /* Inline numbers -> element bytes, range-checked against the dtype. */

@@ -262,12 +262,13 @@ static int value_entry(struct yw *w, int ind, const struct value *v)
 			return -1;
 		fputc('\n', w->f);
 	}
-	if (opt_str(w, ind + 2, "denotation", t->denotation) || opt_str(w, ind + 2, "doc", v->doc))
+	const struct value_ext *x = value_ext(v);
+	if (opt_str(w, ind + 2, "denotation", x->denotation) || opt_str(w, ind + 2, "doc", x->doc))
 		return -1;
-	extras_out(w, ind + 2, "unknown", &v->x);
-	extras_out(w, ind + 2, "type_unknown", &t->type_x);
-	extras_out(w, ind + 2, "tensor_unknown", &t->tensor_x);
-	extras_out(w, ind + 2, "shape_unknown", &t->shape_x);
+	extras_out(w, ind + 2, "unknown", &x->x);
+	extras_out(w, ind + 2, "type_unknown", &x->type_x);
+	extras_out(w, ind + 2, "tensor_unknown", &x->tensor_x);
+	extras_out(w, ind + 2, "shape_unknown", &x->shape_x);
 	return 0;
 }
 
@@ -631,8 +632,11 @@ static int model_head(struct yw *w, const struct model *m)
 			}
 			if (o->has_version)
 				fprintf(w->f, "%sversion: %" PRId64, o->domain ? ", " : "", o->version);
+			if (o->x.n) { /* not reached by any known producer */
+				fputs(o->domain || o->has_version ? ", unknown: " : "unknown: ", w->f);
+				extras_flow(w, &o->x);
+			}
 			fputs("}\n", w->f);
-			extras_out(w, 4, "unknown", &o->x); /* not reached by any known producer */
 		}
 	}
 	if (opt_str(w, 0, "producer_name", m->producer_name) || opt_str(w, 0, "producer_version", m->producer_version) ||

@@ -54,8 +54,7 @@ static int kvs_eq(struct cmp *c, const char *what, const struct kv *a, size_t na
 static int ttype_eq(struct cmp *c, const char *name, const struct ttype *a, const struct ttype *b)
 {
 	if (a->dtype != b->dtype || a->has_type != b->has_type || a->has_tensor != b->has_tensor ||
-	    a->has_dtype != b->has_dtype || a->has_shape != b->has_shape || a->ndim != b->ndim ||
-	    !streq(a->denotation, b->denotation))
+	    a->has_dtype != b->has_dtype || a->has_shape != b->has_shape || a->ndim != b->ndim)
 		return DIFF(c, "value '%s': type differs", name);
 	for (uint32_t i = 0; i < a->ndim; i++) {
 		const struct dim *x = &a->dims[i], *y = &b->dims[i];
@@ -65,8 +64,15 @@ static int ttype_eq(struct cmp *c, const char *name, const struct ttype *a, cons
 		if (!extras_eq(c, name, &x->x, &y->x))
 			return 0;
 	}
-	return extras_eq(c, name, &a->type_x, &b->type_x) && extras_eq(c, name, &a->tensor_x, &b->tensor_x) &&
-	       extras_eq(c, name, &a->shape_x, &b->shape_x);
+	return 1;
+}
+
+static int ext_eq(struct cmp *c, const char *name, const struct value_ext *a, const struct value_ext *b)
+{
+	if (!streq(a->doc, b->doc) || !streq(a->denotation, b->denotation))
+		return DIFF(c, "value '%s': doc or type denotation differs", name);
+	return extras_eq(c, name, &a->x, &b->x) && extras_eq(c, name, &a->type_x, &b->type_x) &&
+	       extras_eq(c, name, &a->tensor_x, &b->tensor_x) && extras_eq(c, name, &a->shape_x, &b->shape_x);
 }
 
 static int tensor_eq(struct cmp *c, const struct tensor *a, const struct tensor *b)
@@ -213,9 +219,9 @@ static int graph_eq(struct cmp *c, const struct graph *a, const struct graph *b)
 		const struct value *v = a->values[i], *w = strmap_get(&b->names, v->name);
 		if (!w)
 			return DIFF(c, "value '%s' is missing", v->name);
-		if (v->flags != w->flags || !streq(v->doc, w->doc))
-			return DIFF(c, "value '%s': flags or doc differ", v->name);
-		if (!ttype_eq(c, v->name, &v->type, &w->type) || !extras_eq(c, v->name, &v->x, &w->x))
+		if (v->flags != w->flags)
+			return DIFF(c, "value '%s': flags differ", v->name);
+		if (!ttype_eq(c, v->name, &v->type, &w->type) || !ext_eq(c, v->name, value_ext(v), value_ext(w)))
 			return 0;
 		if ((v->init != NULL) != (w->init != NULL) || (v->init && !tensor_eq(c, v->init, w->init)))
 			return c->why[0] ? 0 : DIFF(c, "value '%s': initializer differs", v->name);

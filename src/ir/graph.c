@@ -154,6 +154,15 @@ struct node *graph_add_node(struct graph *g, struct gd_err *e)
 	return n;
 }
 
+const struct value_ext value_ext_none;
+
+int value_set_ext(struct graph *g, struct value *v, const struct value_ext *x)
+{
+	if (!x->doc && !x->denotation && !x->x.n && !x->type_x.n && !x->tensor_x.n && !x->shape_x.n)
+		return 0;
+	return (v->ext = arena_memdup(g->arena, x, sizeof *x)) ? 0 : -1;
+}
+
 int graph_rename_value(struct graph *g, struct value *v, const char *name, struct gd_err *e)
 {
 	if (strmap_get(&g->names, name))

@@ -70,7 +70,14 @@ struct ttype {
 	bool has_shape;     /* TensorType.shape present; ndim may be 0 (a scalar) */
 	uint32_t ndim;
 	struct dim *dims;
-	const char *denotation;
+};
+
+/* What a ValueInfo carries besides the name and the tensor type: rare, so kept out of line (NULL
+ * when all absent), which keeps the millions of values autodiff makes small. */
+struct value_ext {
+	const char *doc;
+	const char *denotation;            /* TypeProto.denotation */
+	struct extras x;                   /* ValueInfo-level */
 	struct extras type_x, tensor_x, shape_x;
 };
 
@@ -130,18 +137,26 @@ struct graph;
 
 struct value {
 	const char *name;
-	const char *doc;
+	const struct value_ext *ext; /* see value_ext() */
 	struct ttype type;
 	uint32_t flags;
-	struct node *producer; /* NULL for inputs, initializers and outer references */
 	uint32_t slot;         /* output index in producer */
+	struct node *producer; /* NULL for inputs, initializers and outer references */
 	struct value *outer;   /* subgraph reference to an enclosing graph's value */
 	struct tensor *init;   /* initializer data */
 	struct node **uses;    /* consumers, filled by graph_link_uses */
 	uint32_t n_uses;
 	uint32_t id;           /* index in graph->values */
-	struct extras x;       /* ValueInfo-level */
 };
+
+/* v's ValueInfo extras, all absent (a shared zero struct) when v has none. */
+extern const struct value_ext value_ext_none;
+static inline const struct value_ext *value_ext(const struct value *v)
+{
+	return v->ext ? v->ext : &value_ext_none;
+}
+/* Gives v a copy of x (in the arena) unless all of x is absent; 0, or -1 when out of memory. */
+int value_set_ext(struct graph *g, struct value *v, const struct value_ext *x);
 
 /* Attribute types, numbered as ONNX AttributeProto.AttributeType. */
 enum attr_type {

@@ -33,10 +33,6 @@ int loss_append(struct graph *g, enum loss_fn fn, const char *pred_name, const c
 	if (!t)
 		return err_oom(e);
 	t->type = *pt;
-	t->type.denotation = NULL;
-	memset(&t->type.type_x, 0, sizeof t->type.type_x);
-	memset(&t->type.tensor_x, 0, sizeof t->type.tensor_x);
-	memset(&t->type.shape_x, 0, sizeof t->type.shape_x);
 	if (fn == LOSS_CROSS_ENTROPY) {
 		t->type.dtype = DT_INT64;
 		t->type.ndim = pt->ndim - 1;
