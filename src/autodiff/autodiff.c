@@ -553,8 +553,11 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	strmap_init(&a.node_next);
 	/* room for what the rules typically make, about three values per forward node, so that the
 	 * name tables are not rehashed as they grow */
+	uint32_t named = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		named += g->nodes[i]->name != NULL;
 	int full = strmap_reserve(&g->names, g->n_values + 3 * (size_t)g->n_nodes) ||
-		   strmap_reserve(&a.node_names, g->n_nodes);
+		   strmap_reserve(&a.node_names, named);
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		if (full || (g->nodes[i]->name && strmap_put(&a.node_names, g->nodes[i]->name, g->nodes[i]))) {
 			exec_free(a.shapes);

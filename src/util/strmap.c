@@ -63,7 +63,7 @@ int strmap_reserve(struct strmap *m, size_t n)
 
 void *strmap_get(const struct strmap *m, const char *key)
 {
-	if (!m->cap)
+	if (!m->len) /* nor hashing nor a probe into a table reserved but still empty */
 		return NULL;
 	struct strmap_slot *s = find(m, key, strmap_hash(key));
 	return s->key ? s->val : NULL;
