@@ -227,7 +227,7 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 	}
 	if (r->strategy == CKPT_AUTO) {
 		printf("auto:        %u plans weighed exactly (a DP over %u cut positions%s)\n", r->auto_plan.n_plans,
-		       r->auto_plan.n_cuts, r->auto_plan.searched ? ", then local search" : ", binary search on a large graph");
+		       r->auto_plan.n_cuts, r->auto_plan.searched ? ", then local search" : ", a search down the ladder on a large graph");
 		if (!r->auto_plan.fits)
 			printf("             infeasible: no plan fits %s; the lowest peak found is shown; no plan's peak can be below %s\n",
 			       size_format(r->budget, b, sizeof b), size_format(r->auto_plan.lower_bound, a, sizeof a));

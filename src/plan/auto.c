@@ -496,6 +496,7 @@ static int weigh_level(const struct graph *g, struct memmodel *mm, const struct 
 }
 
 #define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
+#define LARGE_GUESSES 4  /* levels guessed from the last weighed peak before bisecting */
 
 /* The node-steps of exact weighing that local search may spend: about half a second. */
 #define SEARCH_ALLOWANCE 10000000
@@ -559,8 +560,8 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 		}
 	} else {
 		/* on large graphs weighing is what costs: the last level the model can meet, then a
-		 * binary search for the first level that fits, assuming the weighed peak falls down the
-		 * ladder as the modelled one does */
+		 * search for the first level that fits, assuming the weighed peak falls down the ladder
+		 * as the modelled one does */
 		int64_t lo = 0, hi = LARGE_LEVELS - 1, feasible = -1;
 		while (lo <= hi) {
 			int64_t mid = (lo + hi) / 2;
@@ -572,15 +573,28 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 			else
 				hi = mid - 1;
 		}
+		/* each weighed level also says how far the weighed peak lies above the level's budget
+		 * (parameters, gradients, transients the model leaves out); the next level tried is the
+		 * one that offset predicts to fit just, for a few guesses, then the midpoint */
 		lo = 0;
 		hi = feasible;
+		double offset = 0;
+		int guesses = 0;
 		while (lo <= hi) {
 			int64_t mid = (lo + hi) / 2;
-			int64_t ix = solve(m, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
+			if (ps.n && guesses < LARGE_GUESSES) {
+				double A = (double)budget - offset;
+				double L = A <= 0 ? (double)hi : ceil(log(A / (double)top) / log(ratio));
+				mid = L < (double)lo ? lo : L > (double)hi ? hi : (int64_t)L;
+				guesses++;
+			}
+			double level = (double)top * pow(ratio, (double)mid);
+			int64_t ix = solve(m, (uint64_t)level, &d);
 			if (ix < 0)
 				goto oom; /* the model met a lower level, so only allocation fails here */
 			if ((rc = weigh_level(g, mm, m, &d, ix, nflops, keep, &ps, e)))
 				goto out;
+			offset = (double)ps.p[ps.n - 1].peak - level;
 			if (ps.p[ps.n - 1].peak <= budget)
 				hi = mid - 1;
 			else

@@ -31,7 +31,7 @@
 #include "memsim.h"
 
 #define AUTO_EXACT_NODES 128
-#define AUTO_LARGE_STEPS 50000 /* training graphs larger weigh a binary search's plans only */
+#define AUTO_LARGE_STEPS 50000 /* training graphs larger weigh only a search's plans */
 
 struct auto_result {
 	uint64_t peak, flops; /* exact, for the answer */
