@@ -144,10 +144,10 @@ static int plan_keep(const struct graph *g, const struct gmodel *m, const struct
 int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, uint64_t *peak, uint64_t *rflops,
 	       uint64_t *area, struct gd_err *e)
 {
-	struct rc_step *steps;
-	uint32_t n;
-	if (recompute_schedule(&m->f, keep, &steps, &n, e))
-		return e->code;
+	if (!m->rc.steps && rc_scratch_init(&m->rc, &m->f))
+		return err_oom(e);
+	const struct rc_step *steps = m->rc.steps;
+	uint32_t n = recompute_schedule_in(&m->f, keep, &m->rc);
 	struct mem_result r;
 	int rc = memsim_schedule(m, keep, steps, n, 0, &r, e);
 	if (!rc) {
@@ -159,7 +159,6 @@ int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, u
 			if (steps[i].clone)
 				*rflops += flops[steps[i].node];
 	}
-	xfree(steps);
 	return rc;
 }
 

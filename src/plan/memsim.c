@@ -33,6 +33,7 @@ void memmodel_free(struct memmodel *m)
 	flat_free(&m->f);
 	xfree(m->bytes);
 	xfree(m->left);
+	rc_scratch_free(&m->rc);
 	memset(m, 0, sizeof *m);
 }
 

@@ -39,6 +39,7 @@ struct memmodel {
 	uint64_t *bytes;
 	uint64_t params, inputs; /* initializer bytes, and the other graph inputs' */
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
+	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
 };
 
 int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);

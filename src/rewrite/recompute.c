@@ -46,19 +46,29 @@ static void recompute(struct sch *s, uint32_t v)
 	}
 }
 
-int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
-		       struct gd_err *e)
+int rc_scratch_init(struct rc_scratch *s, const struct flat *f)
 {
-	struct sch s = {.f = f, .keep = keep};
-	s.made = xcalloc(f->n_values ? f->n_values : 1, 1);
-	s.stack = xmalloc(sizeof *s.stack * (f->n_values + 1));
-	s.steps = xmalloc(sizeof *s.steps * (2 * (size_t)f->n_nodes + 1));
-	if (!s.made || !s.stack || !s.steps) {
-		xfree(s.made);
-		xfree(s.stack);
-		xfree(s.steps);
-		return err_oom(e);
-	}
+	s->made = xmalloc(f->n_values ? f->n_values : 1);
+	s->stack = xmalloc(sizeof *s->stack * (f->n_values + 1));
+	s->steps = xmalloc(sizeof *s->steps * (2 * (size_t)f->n_nodes + 1));
+	if (s->made && s->stack && s->steps)
+		return 0;
+	rc_scratch_free(s);
+	return -1;
+}
+
+void rc_scratch_free(struct rc_scratch *s)
+{
+	xfree(s->made);
+	xfree(s->stack);
+	xfree(s->steps);
+	memset(s, 0, sizeof *s);
+}
+
+uint32_t recompute_schedule_in(const struct flat *f, const uint8_t *keep, struct rc_scratch *r)
+{
+	struct sch s = {.f = f, .keep = keep, .made = r->made, .stack = r->stack, .steps = r->steps};
+	memset(s.made, 0, f->n_values);
 	for (uint32_t i = 0; i < f->n_nodes; i++) {
 		if (f->nflags[i] & FLAT_BACKWARD)
 			for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++)
@@ -66,10 +76,19 @@ int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step
 					recompute(&s, f->in[k]);
 		s.steps[s.n++] = (struct rc_step){i, 0};
 	}
-	xfree(s.made);
-	xfree(s.stack);
+	return s.n;
+}
+
+int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
+		       struct gd_err *e)
+{
+	struct rc_scratch s;
+	if (rc_scratch_init(&s, f))
+		return err_oom(e);
+	*n_steps = recompute_schedule_in(f, keep, &s);
 	*steps = s.steps;
-	*n_steps = s.n;
+	s.steps = NULL;
+	rc_scratch_free(&s);
 	return 0;
 }
 
@@ -176,7 +195,7 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes,
 		      struct gd_err *e)
 {
 	struct rc_step *steps = NULL;
-	uint32_t n_steps;
+	uint32_t n_steps = 0;
 	struct flat f;
 	if (flat_build(g, &f))
 		return err_oom(e);

@@ -39,6 +39,17 @@ struct recompute_stats {
 int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
 		       struct gd_err *e);
 
+/* The same into buffers made once for many kept sets (weighing plans): the steps are s->steps,
+ * valid until the next call; returns their count. */
+struct rc_scratch {
+	uint8_t *made;
+	uint32_t *stack;
+	struct rc_step *steps;
+};
+int rc_scratch_init(struct rc_scratch *s, const struct flat *f); /* 0, or -1 out of memory */
+void rc_scratch_free(struct rc_scratch *s);
+uint32_t recompute_schedule_in(const struct flat *f, const uint8_t *keep, struct rc_scratch *s);
+
 /* Rewrites g to that schedule (f, keep and steps as recompute_schedule had them); it stays sorted
  * and node i is step i. `shapes` (may be NULL), a shapes-only run of g, learns the copies' shapes
  * (exec_alias). */
