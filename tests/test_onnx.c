@@ -2,6 +2,7 @@
  * weights, typed and external data, control dependencies, truncated input. */
 #include "helpers.h"
 #include "io/format.h"
+#include "io/nodewire.h"
 #include "io/onnx.h"
 #include "io/pbwire.h"
 #include "io/tensor.h"
@@ -77,6 +78,99 @@ Test(onnx, nodes_written_directly_are_what_protobuf_c_packs)
 		graph_free(g);
 	}
 	cr_assert_gt(waiting, 0, "some recompute clones wait on control inputs");
+}
+
+/* A node decoded by nodewire_get must be the message protobuf-c decodes: both re-pack to the same
+ * bytes. Returns 1 if the direct decoder took the node, 0 if it left it to protobuf-c. */
+static int read_like_protobuf_c(const uint8_t *p, size_t n)
+{
+	struct arena a;
+	arena_init(&a);
+	Onnx__Node *mine = nodewire_get(p, n, &a);
+	Onnx__Node *ref = onnx__node__unpack(NULL, n, p);
+	cr_assert(ref, "protobuf-c reads the node");
+	if (mine) {
+		size_t len = protobuf_c_message_get_packed_size(&ref->base);
+		cr_assert_eq(protobuf_c_message_get_packed_size(&mine->base), len);
+		uint8_t *x = malloc(len + 1), *y = malloc(len + 1);
+		protobuf_c_message_pack(&ref->base, x);
+		protobuf_c_message_pack(&mine->base, y);
+		cr_assert_eq(memcmp(x, y, len), 0, "the directly decoded node re-packs to other bytes");
+		free(x);
+		free(y);
+	}
+	onnx__node__free_unpacked(ref, NULL);
+	arena_free(&a);
+	return mine != NULL;
+}
+
+/* Training graphs' nodes (tags, control inputs, int, float and list attributes) are read without
+ * protobuf-c, as protobuf-c would read them; tensor attributes (Constant) are left to it. */
+Test(onnx, nodes_read_directly_are_what_protobuf_c_unpacks)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char path[512];
+		struct graph *g = load_ok(model_path(path, sizeof path, *m));
+		struct plan_opts po = {.dims = &(struct exec_binding){"batch", 3}, .n_dims = 1};
+		cr_assert_eq(ckpt_parse("memory", &po.ckpt), 0);
+		struct plan_report r;
+		struct gd_err e = {0};
+		uint32_t n_data, tensor_attrs = 0;
+		cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s: %s", *m, e.msg);
+		cr_assert_eq(ctrl_encode(g, CTRL_METADATA, &n_data, &e), 0, "%s: %s", *m, e.msg);
+		for (uint32_t i = 0; i < g->n_nodes; i++)
+			for (uint32_t k = 0; k < g->nodes[i]->n_attr; k++)
+				tensor_attrs += g->nodes[i]->attr[k].type == ATTR_TENSOR;
+		size_t len;
+		uint8_t *out = write_mem(g, 0, &len);
+		struct pb_stripped s;
+		cr_assert_eq(pbwire_strip_raw(out, len, &s, &e), 0, "%s", e.msg);
+		cr_assert_eq(s.n_node, g->n_nodes);
+		size_t direct = 0;
+		for (size_t i = 0; i < s.n_node; i++)
+			direct += (size_t)read_like_protobuf_c(s.node[i].p, s.node[i].n);
+		cr_assert_geq(direct + tensor_attrs, s.n_node, "%s: %zu of %zu nodes read directly", *m, direct, s.n_node);
+		pbwire_free(&s);
+		free(out);
+		graph_free(g);
+	}
+}
+
+/* What protobuf-c accepts but never writes: packed lists, a field given twice, empty bytes; and
+ * what the direct decoder leaves to protobuf-c: unknown fields, tensor attributes. */
+Test(onnx, nodes_read_directly_in_every_encoding)
+{
+	static const uint8_t packed[] = {
+		0x0a, 0x01, 'x', 0x12, 0x01, 'y', 0x1a, 0x01, 'a', 0x1a, 0x01, 'b', /* input, output, name twice */
+		0x22, 0x04, 'R', 'e', 'l', 'u',                                       /* op_type */
+		0x2a, 0x25,                                                            /* attribute, 37 bytes */
+		0x0a, 0x01, 'p',                                                       /* name */
+		0x42, 0x0d, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0xac, 0x02, /* ints 1, -1, 300 */
+		0x40, 0x07,                                                            /* ints 7, unpacked */
+		0x3a, 0x08, 0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0xc0,            /* floats 1.5, -2, packed */
+		0x4a, 0x00,                                                            /* strings: one empty */
+		0x22, 0x00,                                                            /* s: empty */
+		0xa0, 0x01, 0x07,                                                      /* type INTS */
+		0x4a, 0x11, 0x0a, 0x03, 'k', 'e', 'y', 0x12, 0x0a, 'v', 'a', 'l', 'u', 'e', '\n', 't', 'w', 'o', '!', /* metadata */
+	};
+	cr_assert_eq(read_like_protobuf_c(packed, sizeof packed), 1);
+	struct arena a;
+	arena_init(&a);
+	Onnx__Node *pn = nodewire_get(packed, sizeof packed, &a);
+	cr_assert_str_eq(pn->name, "b", "the last of a field given twice wins");
+	cr_assert_eq(pn->attribute[0]->n_ints, 4);
+	cr_assert_eq(pn->attribute[0]->ints[1], -1);
+	cr_assert_eq(pn->attribute[0]->ints[3], 7);
+	cr_assert_eq(pn->attribute[0]->n_floats, 2);
+	cr_assert_eq(pn->attribute[0]->floats[1], -2.0f);
+	static const uint8_t unknown[] = {0x0a, 0x01, 'x', 0x92, 0x03, 0x00};       /* field 50 */
+	static const uint8_t tensor[] = {0x2a, 0x04, 0x2a, 0x02, 0x08, 0x01};      /* attribute t */
+	static const uint8_t truncated[] = {0x0a, 0x05, 'x'};
+	cr_assert_eq(read_like_protobuf_c(unknown, sizeof unknown), 0);
+	cr_assert_eq(read_like_protobuf_c(tensor, sizeof tensor), 0);
+	cr_assert_null(nodewire_get(truncated, sizeof truncated, &a));
+	cr_assert_null(onnx__node__unpack(NULL, sizeof truncated, truncated));
+	arena_free(&a);
 }
 
 Test(onnx, weights_are_not_copied)

@@ -198,3 +198,213 @@ uint8_t *nodewire_put(uint8_t *o, const struct node *n)
 	node_msg(&w, n);
 	return w.o;
 }
+
+/* ---------------------------------------------------------------- reading */
+
+enum { WIRE_I64 = 1 };
+
+/* One field: its number and wire type, a scalar's value or a length-delimited payload. */
+struct fld {
+	uint32_t num, wire;
+	uint64_t v;
+	const uint8_t *p;
+	size_t n;
+};
+
+/* The field at *pp, advancing past it; 0 if it is malformed or truncated. */
+static int get_field(const uint8_t **pp, const uint8_t *end, struct fld *f)
+{
+	uint64_t key;
+	const uint8_t *p = pbwire_get_varint(*pp, end, &key);
+	if (!p || key >> 32 || !(key >> 3))
+		return 0;
+	f->num = (uint32_t)(key >> 3);
+	f->wire = (uint32_t)(key & 7);
+	switch (f->wire) {
+	case WIRE_VARINT:
+		p = pbwire_get_varint(p, end, &f->v);
+		break;
+	case WIRE_FIXED32:
+		if (end - p < 4)
+			return 0;
+		f->v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+		p += 4;
+		break;
+	case WIRE_LEN:
+		p = pbwire_get_varint(p, end, &f->v);
+		if (!p || f->v > (uint64_t)(end - p))
+			return 0;
+		f->p = p;
+		f->n = (size_t)f->v;
+		p += f->n;
+		break;
+	default: /* 64-bit scalars and groups occur in no field the fast path takes */
+		return 0;
+	}
+	*pp = p;
+	return p != NULL;
+}
+
+#define EACH_FIELD(f, p, n, end) for (const uint8_t *end = (p) + (n), *q_ = (p); q_ < end && get_field(&q_, end, &(f));)
+
+static char *sdup(struct arena *a, const struct fld *f)
+{
+	return arena_strndup(a, (const char *)f->p, f->n);
+}
+
+/* bytes as protobuf-c decodes them: NULL data when empty */
+static ProtobufCBinaryData bdup(struct arena *a, const struct fld *f, int *bad)
+{
+	ProtobufCBinaryData b = {f->n, NULL};
+	if (f->n && !(b.data = arena_memdup(a, f->p, f->n)))
+		*bad = 1;
+	return b;
+}
+
+/* The varints of a packed payload: their count, and them into out (when not NULL). */
+static size_t packed_varints(const struct fld *f, int64_t *out, int *bad)
+{
+	size_t k = 0;
+	for (const uint8_t *p = f->p, *end = f->p + f->n; p < end; k++) {
+		uint64_t v;
+		if (!(p = pbwire_get_varint(p, end, &v))) {
+			*bad = 1;
+			return 0;
+		}
+		if (out)
+			out[k] = (int64_t)v;
+	}
+	return k;
+}
+
+static int fits_wire(const struct fld *f, uint32_t wire)
+{
+	return f->wire == wire;
+}
+
+/* An AttributeProto with number, string and list fields only; NULL for anything else. */
+static Onnx__Attribute *attr_get(const struct fld *m, struct arena *a)
+{
+	size_t nf = 0, ni = 0, ns = 0, seen = 0;
+	int bad = 0;
+	struct fld f;
+	EACH_FIELD(f, m->p, m->n, end)
+	{
+		seen = (size_t)(q_ - m->p);
+		switch (f.num) {
+		case 1: case 4: case 13: case 21: bad |= !fits_wire(&f, WIRE_LEN); break;
+		case 2: bad |= !fits_wire(&f, WIRE_FIXED32); break;
+		case 3: case 20: bad |= !fits_wire(&f, WIRE_VARINT); break;
+		case 7: nf += f.wire == WIRE_FIXED32 ? 1 : f.wire == WIRE_LEN && !(f.n % 4) ? f.n / 4 : (bad = 1, 0); break;
+		case 8: ni += f.wire == WIRE_VARINT ? 1 : f.wire == WIRE_LEN ? packed_varints(&f, NULL, &bad) : (bad = 1, 0); break;
+		case 9: ns++; bad |= !fits_wire(&f, WIRE_LEN); break;
+		default: bad = 1; /* tensors, graphs, type protos, unknown fields */
+		}
+		if (bad)
+			return NULL;
+	}
+	if (seen != m->n)
+		return NULL;
+	Onnx__Attribute *at = arena_alloc(a, sizeof *at);
+	float *floats = arena_alloc(a, nf * sizeof *floats);
+	int64_t *ints = arena_alloc(a, ni * sizeof *ints);
+	ProtobufCBinaryData *strings = arena_alloc(a, ns * sizeof *strings);
+	if (!at || !floats || !ints || !strings)
+		return NULL;
+	*at = (Onnx__Attribute)ONNX__ATTRIBUTE__INIT;
+	at->floats = nf ? floats : NULL;
+	at->ints = ni ? ints : NULL;
+	at->strings = ns ? strings : NULL;
+	EACH_FIELD(f, m->p, m->n, end2)
+	{
+		switch (f.num) {
+		case 1: bad |= !(at->name = sdup(a, &f)); break;
+		case 2: at->has_f = 1; memcpy(&at->f, &(uint32_t){(uint32_t)f.v}, 4); break;
+		case 3: at->has_i = 1; at->i = (int64_t)f.v; break;
+		case 4: at->has_s = 1; at->s = bdup(a, &f, &bad); break;
+		case 7:
+			if (f.wire == WIRE_FIXED32)
+				memcpy(&at->floats[at->n_floats++], &(uint32_t){(uint32_t)f.v}, 4);
+			else
+				for (size_t i = 0; i < f.n / 4; i++, at->n_floats++) {
+					uint32_t u = (uint32_t)f.p[4 * i] | (uint32_t)f.p[4 * i + 1] << 8 |
+						     (uint32_t)f.p[4 * i + 2] << 16 | (uint32_t)f.p[4 * i + 3] << 24;
+					memcpy(&at->floats[at->n_floats], &u, 4);
+				}
+			break;
+		case 8:
+			if (f.wire == WIRE_VARINT)
+				at->ints[at->n_ints++] = (int64_t)f.v;
+			else
+				at->n_ints += packed_varints(&f, at->ints + at->n_ints, &bad);
+			break;
+		case 9: at->strings[at->n_strings++] = bdup(a, &f, &bad); break;
+		case 13: bad |= !(at->doc_string = sdup(a, &f)); break;
+		case 20: at->has_type = 1; at->type = (int32_t)(uint32_t)f.v; break;
+		default: bad |= !(at->ref_attr_name = sdup(a, &f)); break; /* 21 */
+		}
+	}
+	return bad ? NULL : at;
+}
+
+static Onnx__KeyValue *kv_get(const struct fld *m, struct arena *a)
+{
+	Onnx__KeyValue *kv = arena_alloc(a, sizeof *kv);
+	if (!kv)
+		return NULL;
+	*kv = (Onnx__KeyValue)ONNX__KEY_VALUE__INIT;
+	size_t seen = 0;
+	struct fld f;
+	EACH_FIELD(f, m->p, m->n, end)
+	{
+		seen = (size_t)(q_ - m->p);
+		char **dst = f.num == 1 ? &kv->key : f.num == 2 ? &kv->value : NULL;
+		if (!dst || f.wire != WIRE_LEN || !(*dst = sdup(a, &f)))
+			return NULL;
+	}
+	return seen == m->n ? kv : NULL;
+}
+
+Onnx__Node *nodewire_get(const uint8_t *p, size_t n, struct arena *a)
+{
+	size_t count[10] = {0}, seen = 0;
+	struct fld f;
+	EACH_FIELD(f, p, n, end)
+	{
+		seen = (size_t)(q_ - p);
+		if (f.num > 9 || f.wire != WIRE_LEN)
+			return NULL;
+		count[f.num]++;
+	}
+	if (seen != n)
+		return NULL;
+	Onnx__Node *pn = arena_alloc(a, sizeof *pn);
+	char **in = arena_alloc(a, (count[1] + count[2]) * sizeof *in);
+	Onnx__Attribute **at = arena_alloc(a, count[5] * sizeof *at);
+	Onnx__KeyValue **kv = arena_alloc(a, count[9] * sizeof *kv);
+	if (!pn || !in || !at || !kv)
+		return NULL;
+	*pn = (Onnx__Node)ONNX__NODE__INIT;
+	pn->input = in;
+	pn->output = in + count[1];
+	pn->attribute = at;
+	pn->metadata_props = kv;
+	EACH_FIELD(f, p, n, end2)
+	{
+		void *got;
+		switch (f.num) {
+		case 1: got = pn->input[pn->n_input++] = sdup(a, &f); break;
+		case 2: got = pn->output[pn->n_output++] = sdup(a, &f); break;
+		case 3: got = pn->name = sdup(a, &f); break;
+		case 4: got = pn->op_type = sdup(a, &f); break;
+		case 5: got = pn->attribute[pn->n_attribute++] = attr_get(&f, a); break;
+		case 6: got = pn->doc_string = sdup(a, &f); break;
+		case 7: got = pn->domain = sdup(a, &f); break;
+		case 8: got = pn->overload = sdup(a, &f); break;
+		default: got = pn->metadata_props[pn->n_metadata_props++] = kv_get(&f, a); break; /* 9 */
+		}
+		if (!got)
+			return NULL;
+	}
+	return pn;
+}

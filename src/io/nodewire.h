@@ -8,6 +8,7 @@
 #define GD_NODEWIRE_H
 
 #include "../ir/graph.h"
+#include "proto/onnx.pb-c.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,5 +22,11 @@ int nodewire_fits(const struct node *n);
 /* The NodeProto's size in bytes, and writing it at o (nodewire_size bytes); returns the end. */
 size_t nodewire_size(const struct node *n);
 uint8_t *nodewire_put(uint8_t *o, const struct node *n);
+
+/* Reading: a serialized NodeProto decoded into the protobuf-c message that onnx__node__unpack
+ * would make, in the scratch arena `a`, without its thousands of small allocations; NULL when the
+ * node has what only protobuf-c's general path decodes (tensor, graph or type attributes, unknown
+ * fields), is malformed, or `a` runs out: protobuf-c then decodes it, or reports the error. */
+Onnx__Node *nodewire_get(const uint8_t *p, size_t n, struct arena *a);
 
 #endif

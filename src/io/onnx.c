@@ -36,6 +36,7 @@ struct rd {
 	const char *base_dir;
 	int oom;
 	int node_named; /* the error already names its (innermost) node */
+	struct arena scratch; /* one main-graph node decoded by nodewire_get */
 	struct pending { /* control dependencies, resolved once their graph's nodes are all read */
 		struct node *n;
 		const char *names;
@@ -615,6 +616,11 @@ static int decode_error(struct gd_err *e, const char *what)
 
 static int streamed_node_in(struct rd *r, struct graph *g, struct pb_raw span)
 {
+	/* most nodes: decoded in the scratch arena, emptied for each */
+	arena_reset(&r->scratch);
+	const Onnx__Node *plain = nodewire_get(span.p, span.n, &r->scratch);
+	if (plain)
+		return node_in(r, g, plain);
 	if (pbwire_check_depth(span.p, span.n, PB_NODE, r->e)) {
 		err_prefix(r->e, "node #%u", g->n_nodes);
 		return -1;
@@ -667,8 +673,9 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 		goto fail;
 	}
 	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL,
-		       0, 0, NULL, 0, 0};
+		       0, 0, {0}, NULL, 0, 0};
 	int rc = model_in(&r, pm, &s);
+	arena_free(&r.scratch);
 	onnx__model__free_unpacked(pm, &pb_allocator);
 	pbwire_free(&s);
 	xfree(r.pending);

@@ -24,7 +24,7 @@ struct field {
 	const uint8_t *end;   /* one past the field */
 };
 
-static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+const uint8_t *pbwire_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t x = 0;
 	for (int shift = 0; shift < 64 && p < end; shift += 7) {
@@ -63,7 +63,7 @@ static int next_field(struct rd *r, const uint8_t *p, const uint8_t *end, struct
 {
 	uint64_t key, n;
 	f->start = p;
-	p = varint(p, end, &key);
+	p = pbwire_get_varint(p, end, &key);
 	if (!p)
 		goto trunc;
 	f->num = (uint32_t)(key >> 3);
@@ -73,7 +73,7 @@ static int next_field(struct rd *r, const uint8_t *p, const uint8_t *end, struct
 			       (size_t)(f->start - r->base));
 	switch (f->wire) {
 	case WIRE_VARINT:
-		p = varint(p, end, &n);
+		p = pbwire_get_varint(p, end, &n);
 		if (!p)
 			goto trunc;
 		break;
@@ -86,7 +86,7 @@ static int next_field(struct rd *r, const uint8_t *p, const uint8_t *end, struct
 		break;
 	}
 	case WIRE_LEN:
-		p = varint(p, end, &n);
+		p = pbwire_get_varint(p, end, &n);
 		if (!p || n > (uint64_t)(end - p))
 			goto trunc;
 		f->val = p;

@@ -32,6 +32,9 @@ struct pb_stripped {
 /* A varint: its length, and writing it (at most 10 bytes); returns the end. */
 size_t pbwire_varint_len(uint64_t v);
 uint8_t *pbwire_put_varint(uint8_t *p, uint64_t v);
+/* Reads a varint at p (before end); returns the byte after it, or NULL if it is truncated or over
+ * ten bytes long. */
+const uint8_t *pbwire_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v);
 /* Writes the key and length prefix of a length-delimited field; returns the end (at most 20 bytes). */
 uint8_t *pbwire_put_key_len(uint8_t *o, uint32_t field, size_t len);
 /* Bytes a whole length-delimited field of `payload` bytes takes. */

@@ -85,6 +85,21 @@ void *arena_alloc(struct arena *a, size_t n)
 	return c->data;
 }
 
+void arena_reset(struct arena *a)
+{
+	struct arena_chunk *h = a->head;
+	if (!h)
+		return;
+	for (struct arena_chunk *c = h->next, *next; c; c = next) {
+		next = c->next;
+		a->total -= c->size;
+		xfree(c);
+	}
+	h->next = NULL;
+	a->cur = (char *)h->data;
+	a->end = a->cur + h->size;
+}
+
 void *arena_zalloc(struct arena *a, size_t n)
 {
 	void *p = arena_alloc(a, n);

@@ -18,6 +18,8 @@ struct arena {
 
 void arena_init(struct arena *a);
 void arena_free(struct arena *a);
+/* Empties the arena for reuse, keeping its newest chunk (scratch memory reused per message). */
+void arena_reset(struct arena *a);
 void *arena_alloc(struct arena *a, size_t n);         /* 16-byte aligned, uninitialised */
 void *arena_zalloc(struct arena *a, size_t n);        /* zeroed */
 void *arena_array(struct arena *a, size_t n, size_t size); /* zeroed, overflow-checked */
