@@ -121,6 +121,37 @@ Test(plan, training_graph_file_plans_like_its_model)
 	graph_free(g);
 }
 
+/* The report's FLOPs (taken from the schedule) are the rewritten graph's, summed node by node. */
+Test(plan, reported_flops_are_the_rewritten_graphs)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char path[512];
+		struct graph *g = load_ok(model_path(path, sizeof path, *m));
+		struct exec_binding b = {"batch", 2};
+		struct plan_opts po = {.dims = &b, .n_dims = 1};
+		cr_assert_eq(ckpt_parse("memory", &po.ckpt), 0);
+		struct plan_report r;
+		struct gd_err e = {0};
+		cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s: %s", *m, e.msg);
+		struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
+		struct exec *x = exec_run(g, &so, NULL, &e);
+		cr_assert(x, "%s: %s", *m, e.msg);
+		uint64_t fwd = 0, rc = 0;
+		for (uint32_t i = 0; i < g->n_nodes; i++) {
+			const struct node *n = g->nodes[i];
+			if (n->tags & TAG_RECOMPUTE)
+				rc += node_flops(n, x);
+			else if (node_is_forward(n))
+				fwd += node_flops(n, x);
+		}
+		cr_assert_eq(r.forward_flops, fwd, "%s", *m);
+		cr_assert_eq(r.recompute_flops, rc, "%s", *m);
+		cr_assert_gt(rc, 0, "%s: something is recomputed", *m);
+		exec_free(x);
+		graph_free(g);
+	}
+}
+
 /* ---- checkpointing: every strategy gives the plain gradients bitwise, and the measured peak of the
  * rewritten graph is the one predicted ---- */
 static struct exec *run_train(struct graph *g, struct exec_stats *st)

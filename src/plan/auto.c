@@ -506,20 +506,17 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	memset(r, 0, sizeof *r);
 	size_t nv = g->n_values ? g->n_values : 1;
 	uint32_t F = 0;
-	uint64_t *nflops = xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *nflops);
+	const uint64_t *nflops = memmodel_flops(mm, g, e);
 	uint8_t *resident = xcalloc(nv, 1); /* 1: input or initializer, 2: other graph output */
 	uint32_t *cand = xcalloc(nv, sizeof *cand);
 	struct gmodel mod = {0}, *m = &mod;
-	const struct exec *x = mm->shapes;
 	struct dp d = {0};
 	struct plans ps = {.words = (nv + 63) / 64};
 	int rc = 0;
 	if (!nflops || !resident || !cand)
 		goto oom;
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		nflops[i] = node_flops(g->nodes[i], x);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
 		F += node_is_forward(g->nodes[i]);
-	}
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		resident[g->inits[i]->id] = 1;
 	for (uint32_t i = 0; i < g->n_inputs; i++)
@@ -654,7 +651,6 @@ out:
 	for (size_t i = 0; i < ps.n; i++)
 		xfree(ps.p[i].bits);
 	xfree(ps.p);
-	xfree(nflops);
 	xfree(resident);
 	xfree(cand);
 	xfree(d.pool);

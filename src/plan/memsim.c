@@ -34,7 +34,21 @@ void memmodel_free(struct memmodel *m)
 	xfree(m->bytes);
 	xfree(m->left);
 	rc_scratch_free(&m->rc);
+	xfree(m->flops);
 	memset(m, 0, sizeof *m);
+}
+
+const uint64_t *memmodel_flops(struct memmodel *m, const struct graph *g, struct gd_err *e)
+{
+	if (m->flops)
+		return m->flops;
+	if (!(m->flops = xmalloc(sizeof *m->flops * (g->n_nodes ? g->n_nodes : 1)))) {
+		err_oom(e);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		m->flops[i] = node_flops(g->nodes[i], m->shapes);
+	return m->flops;
 }
 
 enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT };

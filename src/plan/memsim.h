@@ -40,10 +40,13 @@ struct memmodel {
 	uint64_t params, inputs; /* initializer bytes, and the other graph inputs' */
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
 	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
+	uint64_t *flops;         /* per node, by node_flops: memmodel_flops makes it on first use */
 };
 
 int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
 void memmodel_free(struct memmodel *m);
+/* Each node's FLOPs (g is the graph the model was built from); NULL when out of memory. */
+const uint64_t *memmodel_flops(struct memmodel *m, const struct graph *g, struct gd_err *e);
 /* memsim on a model: g's node order, nothing recomputed. */
 int memsim_model(struct memmodel *m, struct mem_result *r, struct gd_err *e);
 

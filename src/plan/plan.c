@@ -139,6 +139,17 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		exec_free(x);
 		return err_oom(e);
 	}
+	/* FLOPs: the forward nodes' now, the recomputed ones' from the schedule below */
+	const uint64_t *nflops = memmodel_flops(&mm, g, e);
+	if (!nflops) {
+		memsim_free(&m);
+		memmodel_free(&mm);
+		exec_free(x);
+		return e->code;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (node_is_forward(g->nodes[i]))
+			r->forward_flops += nflops[i];
 	r->peak_before_node = m.peak_node;
 	char pd[300];
 	r->peak_before_desc = arena_strdup(g->arena, m.peak_node >= 0 ? node_desc(g->nodes[m.peak_node], pd, sizeof pd)
@@ -158,6 +169,9 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			t = progress_begin();
 			bad = recompute_schedule(&mm.f, keep, &steps, &n_steps, e) ||
 			      memsim_schedule(&mm, keep, steps, n_steps, 1, &m, e);
+			for (uint32_t i = 0; !bad && i < n_steps; i++)
+				if (steps[i].clone)
+					r->recompute_flops += nflops[steps[i].node];
 			if (!bad)
 				progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 		}
@@ -189,7 +203,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	char d[300];
 	r->peak_node_desc = m.peak_node >= 0 ? arena_strdup(g->arena, node_desc(g->nodes[m.peak_node], d, sizeof d))
 					     : "(before the first node)";
-	/* costs; the checkpoints: forward values the backward pass (or a recompute) reads */
+	/* the checkpoints: forward values the backward pass (or a recompute) reads */
 	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
 	uint8_t *seen = xcalloc(g->n_values ? g->n_values : 1, 1);
 	if (!r->checkpoints || !seen || !r->peak_node_desc || !r->live_after) {
@@ -200,11 +214,6 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	}
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
-		uint64_t f = node_flops(n, x);
-		if (n->tags & TAG_RECOMPUTE)
-			r->recompute_flops += f;
-		else if (node_is_forward(n))
-			r->forward_flops += f;
 		if (!node_is_forward(n))
 			for (uint32_t k = 0; k < n->n_in; k++) {
 				const struct value *v = n->in[k];
