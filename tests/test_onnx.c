@@ -173,6 +173,44 @@ Test(onnx, nodes_read_directly_in_every_encoding)
 	arena_free(&a);
 }
 
+/* A node bigger than the writer's first reservation (a long list, a long doc string) is written
+ * again with more room, and comes out as protobuf-c packs it; read back, it is the same graph. */
+Test(onnx, big_nodes_are_written_and_read_whole)
+{
+	struct graph *g = load_text("big.yaml", chain_yaml);
+	struct node *n = g->nodes[1];
+	struct attr *a = arena_array(g->arena, 1, sizeof *a);
+	int64_t *ints = arena_array(g->arena, 3000, sizeof *ints);
+	char *doc = arena_alloc(g->arena, 6001);
+	cr_assert(a && ints && doc);
+	for (int i = 0; i < 3000; i++)
+		ints[i] = -1 - i; /* ten bytes each */
+	memset(doc, 'd', 6000);
+	doc[6000] = 0;
+	*a = (struct attr){.name = "hint", .type = ATTR_INTS, .has_type = true, .n = 3000, .ints = ints};
+	n->attr = a;
+	n->n_attr = 1;
+	n->doc = doc;
+	size_t len;
+	uint8_t *out = write_mem(g, 0, &len);
+	cr_assert_gt(len, 36000);
+	Onnx__Model *pm = onnx__model__unpack(NULL, len, out);
+	cr_assert(pm);
+	uint8_t *again = malloc(len);
+	cr_assert_eq(protobuf_c_message_pack(&pm->base, again), len);
+	cr_assert_eq(memcmp(again, out, len), 0);
+	struct gd_err e = {0};
+	struct graph *g2 = onnx_read(out, len, "mem", NULL, NULL, NULL, &e);
+	char why[256];
+	cr_assert(g2, "%s", e.msg);
+	cr_assert(graph_equal(g, g2, why, sizeof why), "%s", why);
+	onnx__model__free_unpacked(pm, NULL);
+	graph_free(g2);
+	graph_free(g);
+	free(again);
+	free(out);
+}
+
 Test(onnx, weights_are_not_copied)
 {
 	size_t len;

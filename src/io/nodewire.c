@@ -12,49 +12,49 @@
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2, WIRE_FIXED32 = 5 };
 
-/* One pass of the encoder: with o == NULL it only counts. */
+/* The encoder writes each length-delimited field's payload where it goes after a one-byte length
+ * prefix, then writes the prefix, moving a payload of 128 bytes or more up by the prefix's extra
+ * bytes: one pass, each string measured once. Every write checks the room left; `full` says it
+ * ran out, and the caller gives more and writes the node again. */
 struct out {
-	uint8_t *o;
-	size_t n;
+	uint8_t *o, *end;
+	int full;
 };
 
-static void put_key(struct out *w, uint32_t field, uint32_t wire)
+static int room(struct out *w, size_t n)
 {
-	uint64_t key = (uint64_t)field << 3 | wire;
-	if (w->o)
-		w->o = pbwire_put_varint(w->o, key);
-	w->n += pbwire_varint_len(key);
+	if (w->full || (size_t)(w->end - w->o) < n) {
+		w->full = 1;
+		return 0;
+	}
+	return 1;
 }
 
 static void put_varint(struct out *w, uint32_t field, uint64_t v)
 {
-	put_key(w, field, WIRE_VARINT);
-	if (w->o)
-		w->o = pbwire_put_varint(w->o, v);
-	w->n += pbwire_varint_len(v);
+	if (room(w, 20))
+		w->o = pbwire_put_varint(pbwire_put_varint(w->o, (uint64_t)field << 3 | WIRE_VARINT), v);
 }
 
 static void put_float(struct out *w, uint32_t field, float f)
 {
-	put_key(w, field, WIRE_FIXED32);
-	if (w->o) {
-		uint32_t u;
-		memcpy(&u, &f, 4);
-		for (int i = 0; i < 4; i++)
-			*w->o++ = (uint8_t)(u >> (8 * i));
-	}
-	w->n += 4;
+	if (!room(w, 10))
+		return;
+	w->o = pbwire_put_varint(w->o, (uint64_t)field << 3 | WIRE_FIXED32);
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	for (int i = 0; i < 4; i++)
+		*w->o++ = (uint8_t)(u >> (8 * i));
 }
 
 static void put_bytes(struct out *w, uint32_t field, const void *p, size_t len)
 {
-	if (w->o) {
-		w->o = pbwire_put_key_len(w->o, field, len);
-		if (len) /* p may be NULL then (an empty bytes attribute) */
-			memcpy(w->o, p, len);
-		w->o += len;
-	}
-	w->n += pbwire_field_len(field, len);
+	if (!room(w, 20 + len))
+		return;
+	w->o = pbwire_put_key_len(w->o, field, len);
+	if (len) /* p may be NULL then (an empty bytes attribute) */
+		memcpy(w->o, p, len);
+	w->o += len;
 }
 
 static void put_str(struct out *w, uint32_t field, const char *s)
@@ -63,25 +63,32 @@ static void put_str(struct out *w, uint32_t field, const char *s)
 		put_bytes(w, field, s, strlen(s));
 }
 
-/* A nested message: its size first (a counting pass), then its bytes. */
-typedef void (*msg_fn)(struct out *w, const void *arg);
-static void put_msg(struct out *w, uint32_t field, msg_fn fn, const void *arg)
+/* A nested message: the key and a one-byte length now; msg_end fixes the length. */
+static uint8_t *msg_begin(struct out *w, uint32_t field)
 {
-	struct out c = {NULL, 0};
-	fn(&c, arg);
-	if (w->o)
-		w->o = pbwire_put_key_len(w->o, field, c.n);
-	w->n += pbwire_field_len(field, c.n);
-	if (w->o) {
-		struct out b = {w->o, 0};
-		fn(&b, arg);
-		w->o = b.o;
-	}
+	if (!room(w, 6))
+		return NULL;
+	w->o = pbwire_put_varint(w->o, (uint64_t)field << 3 | WIRE_LEN) + 1;
+	return w->o;
 }
 
-static void attr_msg(struct out *w, const void *arg)
+static void msg_end(struct out *w, uint8_t *payload)
 {
-	const struct attr *a = arg;
+	if (w->full)
+		return;
+	size_t len = (size_t)(w->o - payload), extra = pbwire_varint_len(len) - 1;
+	if (extra) {
+		if (!room(w, extra))
+			return;
+		memmove(payload + extra, payload, len);
+		w->o += extra;
+	}
+	pbwire_put_varint(payload - 1, len);
+}
+
+static void attr_msg(struct out *w, const struct attr *a)
+{
+	uint8_t *m = msg_begin(w, 5);
 	put_str(w, 1, a->name);
 	switch (a->type) {
 	case ATTR_FLOAT:
@@ -110,39 +117,35 @@ static void attr_msg(struct out *w, const void *arg)
 	if (a->has_type)
 		put_varint(w, 20, (uint64_t)(int64_t)a->type);
 	put_str(w, 21, a->ref);
+	msg_end(w, m);
 }
 
-struct kv_arg {
-	const char *key, *value;
-};
-
-static void kv_msg(struct out *w, const void *arg)
+static void kv_msg(struct out *w, const char *key, const char *value)
 {
-	const struct kv_arg *kv = arg;
-	put_str(w, 1, kv->key);
-	put_str(w, 2, kv->value);
+	uint8_t *m = msg_begin(w, 9);
+	put_str(w, 1, key);
+	put_str(w, 2, value);
+	msg_end(w, m);
 }
 
 /* The control inputs' names, one per line, as a KeyValue value. */
-static void ctrl_msg(struct out *w, const void *arg)
+static void ctrl_msg(struct out *w, const struct node *n)
 {
-	const struct node *n = arg;
+	uint8_t *m = msg_begin(w, 9);
 	put_str(w, 1, NODEWIRE_CTRL_KEY);
-	size_t len = 0;
-	for (uint32_t i = 0; i < n->n_ctrl; i++)
-		len += strlen(n->ctrl[i]->name ? n->ctrl[i]->name : "") + (i + 1 < n->n_ctrl);
-	if (w->o) {
-		w->o = pbwire_put_key_len(w->o, 2, len);
-		for (uint32_t i = 0; i < n->n_ctrl; i++) {
-			const char *nm = n->ctrl[i]->name ? n->ctrl[i]->name : "";
-			size_t l = strlen(nm);
-			memcpy(w->o, nm, l);
-			w->o += l;
-			if (i + 1 < n->n_ctrl)
-				*w->o++ = '\n';
-		}
+	uint8_t *v = msg_begin(w, 2);
+	for (uint32_t i = 0; i < n->n_ctrl; i++) {
+		const char *nm = n->ctrl[i]->name ? n->ctrl[i]->name : "";
+		size_t l = strlen(nm);
+		if (!room(w, l + 1))
+			return;
+		memcpy(w->o, nm, l);
+		w->o += l;
+		if (i + 1 < n->n_ctrl)
+			*w->o++ = '\n';
 	}
-	w->n += pbwire_field_len(2, len);
+	msg_end(w, v);
+	msg_end(w, m);
 }
 
 int nodewire_fits(const struct node *n)
@@ -162,8 +165,10 @@ int nodewire_fits(const struct node *n)
 	return 1;
 }
 
-static void node_msg(struct out *w, const struct node *n)
+uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct node *n)
 {
+	struct out b = {o, end, 0}, *w = &b;
+	uint8_t *m = msg_begin(w, field);
 	for (uint32_t i = 0; i < n->n_in; i++)
 		put_str(w, 1, n->in[i] ? n->in[i]->name : "");
 	for (uint32_t i = 0; i < n->n_out; i++)
@@ -171,32 +176,20 @@ static void node_msg(struct out *w, const struct node *n)
 	put_str(w, 3, n->name);
 	put_str(w, 4, n->op_type);
 	for (uint32_t i = 0; i < n->n_attr; i++)
-		put_msg(w, 5, attr_msg, &n->attr[i]);
+		attr_msg(w, &n->attr[i]);
 	put_str(w, 6, n->doc);
 	put_str(w, 7, n->domain);
 	put_str(w, 8, n->overload);
 	for (uint32_t i = 0; i < n->n_meta; i++)
-		put_msg(w, 9, kv_msg, &(struct kv_arg){n->meta[i].key, n->meta[i].value});
+		kv_msg(w, n->meta[i].key, n->meta[i].value);
 	if (n->tags) {
 		char buf[128];
-		put_msg(w, 9, kv_msg, &(struct kv_arg){NODEWIRE_TAGS_KEY, node_tags_str(n->tags, buf, sizeof buf)});
+		kv_msg(w, NODEWIRE_TAGS_KEY, node_tags_str(n->tags, buf, sizeof buf));
 	}
 	if (n->n_ctrl)
-		put_msg(w, 9, ctrl_msg, n);
-}
-
-size_t nodewire_size(const struct node *n)
-{
-	struct out w = {NULL, 0};
-	node_msg(&w, n);
-	return w.n;
-}
-
-uint8_t *nodewire_put(uint8_t *o, const struct node *n)
-{
-	struct out w = {o, 0};
-	node_msg(&w, n);
-	return w.o;
+		ctrl_msg(w, n);
+	msg_end(w, m);
+	return w->full ? NULL : w->o;
 }
 
 /* ---------------------------------------------------------------- reading */

@@ -1,9 +1,9 @@
 /* nodewire.h - a node as a serialized ONNX NodeProto, written straight from the IR.
  *
  * Saving a million-node training graph through protobuf-c builds a message per node, measures it
- * and packs it, walking every string three times; this writes the same bytes in one counting pass
- * and one writing pass. Nodes carrying what only protobuf-c's general path writes (tensor or graph
- * attributes, undecoded fields) are left to it: nodewire_fits says which. */
+ * and packs it, walking every string three times; this writes the same bytes in one pass. Nodes
+ * carrying what only protobuf-c's general path writes (tensor or graph attributes, undecoded
+ * fields) are left to it: nodewire_fits says which. Reading is the mirror image (nodewire_get). */
 #ifndef GD_NODEWIRE_H
 #define GD_NODEWIRE_H
 
@@ -19,9 +19,9 @@
 
 /* 1 if n has only plain attributes (numbers, strings and lists of them) and no undecoded fields. */
 int nodewire_fits(const struct node *n);
-/* The NodeProto's size in bytes, and writing it at o (nodewire_size bytes); returns the end. */
-size_t nodewire_size(const struct node *n);
-uint8_t *nodewire_put(uint8_t *o, const struct node *n);
+/* Writes n as a length-delimited field (GraphProto's `node`, field 1) at o, before end; returns the
+ * end of what it wrote, or NULL if it needs more room than end - o. */
+uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct node *n);
 
 /* Reading: a serialized NodeProto decoded into the protobuf-c message that onnx__node__unpack
  * would make, in the scratch arena `a`, without its thousands of small allocations; NULL when the

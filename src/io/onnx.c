@@ -1221,13 +1221,13 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 	for (uint32_t i = 0; i < g->n_nodes && !nodes.oom; i++) {
 		const struct node *n = g->nodes[i];
 		uint8_t key[20];
-		if (nodewire_fits(n)) { /* most nodes: written straight from the IR */
-			size_t size = nodewire_size(n);
-			size_t kl = (size_t)(pbwire_put_key_len(key, GRAPH_NODE_FIELD, size) - key);
-			if (mem_reserve(&nodes, kl + size)) {
-				memcpy(nodes.p + nodes.len, key, kl);
-				nodes.len = (size_t)(nodewire_put(nodes.p + nodes.len + kl, n) - nodes.p);
-			}
+		if (nodewire_fits(n)) { /* most nodes: written straight from the IR, with more room if needed */
+			uint8_t *end;
+			for (size_t want = 4096; mem_reserve(&nodes, want); want = 2 * (nodes.cap - nodes.len))
+				if ((end = nodewire_put(nodes.p + nodes.len, nodes.p + nodes.cap, GRAPH_NODE_FIELD, n))) {
+					nodes.len = (size_t)(end - nodes.p);
+					break;
+				}
 			continue;
 		}
 		arena_init(&nw.a);
