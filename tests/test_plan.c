@@ -235,6 +235,18 @@ Test(checkpoint, dropout_recomputes_the_same_mask)
 		   "outputs: [{name: loss}]\n");
 	strategy_is_exact(path, "list:h");
 	strategy_is_exact(path, "speed");
+	/* an unnamed Dropout: its clone must draw what it drew, though neither has a name to key on */
+	write_text(path, sizeof path, "dropout_unnamed.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 1}}\n"
+		   "  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
+		   "  - {name: train, dtype: bool, shape: [], data: [true]}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+		   "  - {op: Dropout, inputs: [h, ratio, train], outputs: [d, mask]}\n"
+		   "  - {op: Tanh, inputs: [d], outputs: [t]}\n  - {op: MatMul, inputs: [t, w], outputs: [y]}\n"
+		   "  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss}]\n");
+	strategy_is_exact(path, "list:h");
 }
 
 /* The memory strategy on MatMul+Tanh chains of 16, 64 and 256 layers: the activation bytes at the

@@ -75,8 +75,9 @@ uint64_t exec_node_seed(const struct exec *x, const struct node *n)
 	const struct attr *sa = node_attr(n, "seed");
 	if (sa && sa->type == ATTR_INT)
 		return (uint64_t)sa->i;
-	/* a recompute clone, <node>_recompute, draws the numbers of the node it clones */
-	const char *name = n->name ? n->name : "";
+	/* keyed by node_base_name; a recompute clone, <that>_recompute, draws the numbers of the
+	 * node it clones */
+	const char *name = node_base_name(n);
 	size_t len = strlen(name), sfx = sizeof "_recompute" - 1;
 	if ((n->tags & TAG_RECOMPUTE) && len > sfx && !strcmp(name + len - sfx, "_recompute"))
 		len -= sfx;

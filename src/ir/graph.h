@@ -327,6 +327,13 @@ static inline bool node_is_forward(const struct node *n)
 	return !(n->tags & (TAG_BACKWARD | TAG_RECOMPUTE));
 }
 
+/* What names derived from n (a recompute clone's <it>_recompute) are made from, and what random
+ * ops key their numbers on: n's name, or an unnamed node's first output's, or its op type. */
+static inline const char *node_base_name(const struct node *n)
+{
+	return n->name && *n->name ? n->name : n->n_out && n->out[0] ? n->out[0]->name : n->op_type;
+}
+
 /* An activation: a value some forward node produces. */
 static inline bool value_is_activation(const struct value *v)
 {

@@ -106,9 +106,12 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	c->meta = NULL;
 	c->n_meta = 0;
 	char buf[600];
-	snprintf(buf, sizeof buf, "%s_recompute", p->name ? p->name : "node");
+	snprintf(buf, sizeof buf, "%s_recompute", node_base_name(p));
 	c->name = arena_strdup(g->arena, buf);
-	snprintf(buf, sizeof buf, "recompute of %s", p->name ? p->name : "an unnamed node");
+	if (p->name && *p->name)
+		snprintf(buf, sizeof buf, "recompute of %s", p->name);
+	else
+		snprintf(buf, sizeof buf, "recompute of the %s making '%s'", p->op_type, node_base_name(p));
 	c->doc = arena_strdup(g->arena, buf);
 	c->in = arena_array(g->arena, (size_t)p->n_in + p->n_out + 1, sizeof *c->in);
 	if (!c->name || !c->doc || !c->in) {
