@@ -237,7 +237,7 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 }
 
 /* --timeline: live bytes over the schedule before and after, as SVG, written atomically. */
-static int write_timeline(const char *out, const char *model, const struct graph *g, const struct plan_report *r,
+static int write_timeline(const char *out, const char *model, const struct plan_report *r,
 			  struct gd_err *e)
 {
 	uint32_t *marks = xcalloc(r->n_checkpoints + 1, sizeof *marks);
@@ -249,7 +249,7 @@ static int write_timeline(const char *out, const char *model, const struct graph
 		return err_oom(e);
 	}
 	for (size_t i = 0; i < r->n_checkpoints; i++)
-		marks[i] = ((const struct value *)strmap_get(&g->names, r->checkpoints[i]))->producer->index;
+		marks[i] = r->checkpoint_steps[i];
 	for (uint32_t i = 0; i < r->n_segments; i++) {
 		first[i] = r->segments[i].first_step;
 		len[i] = r->segments[i].n_nodes;
@@ -286,7 +286,7 @@ static int run(int argc, char **argv, int check)
 	enum gd_format from = FMT_AUTO;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
-	struct plan_opts po = {0};
+	struct plan_opts po = {.report_only = 1}; /* plan rewrites nothing */
 	size_t n_dims = 0;
 	int c, rc = 0, shared_rc = 0, explain = 0;
 	struct names file_names = {0};
@@ -343,7 +343,7 @@ static int run(int argc, char **argv, int check)
 	struct gd_err e = {0};
 	if (g && (rc = plan_memory(g, &po, &r, &e)))
 		err_print(path, &e);
-	if (g && !rc && timeline && (rc = write_timeline(timeline, path, g, &r, &e)))
+	if (g && !rc && timeline && (rc = write_timeline(timeline, path, &r, &e)))
 		err_print(timeline, &e);
 	if (g && !rc) {
 		char a[32], b[32];

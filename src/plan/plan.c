@@ -36,45 +36,90 @@ static const struct value *training_loss(struct graph *g, const char *name, stru
 	return loss;
 }
 
-/* The recompute segments of the rewritten schedule; `seen` is scratch (g->n_values bytes). */
-static int segments(struct graph *g, const struct exec *x, uint8_t *seen, struct plan_report *r)
+/* Step i of the schedule as node_desc describes the rewritten graph's node i: the node, or its
+ * clone <base>_recompute, at position i. */
+static const char *step_desc(const struct graph *g, const struct rc_step *s, uint32_t i, char *buf, size_t n)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < g->n_nodes; i++)
-		n += (g->nodes[i]->tags & TAG_RECOMPUTE) && (!i || !(g->nodes[i - 1]->tags & TAG_RECOMPUTE));
-	r->segments = arena_array(g->arena, n ? n : 1, sizeof *r->segments);
+	struct node c = *g->nodes[s->node];
+	char name[600];
+	if (s->clone) {
+		snprintf(name, sizeof name, "%s_recompute", node_base_name(&c));
+		c.name = name;
+	}
+	c.index = i;
+	return node_desc(&c, buf, n);
+}
+
+/* The report's view of the schedule, as the rewrite would make it (a test holds the two equal), so
+ * that plan need not apply it: the checkpoints (forward values that a backward node or a clone
+ * reads, not recomputed), their steps and bytes, and the runs of clones. `seen` is scratch. */
+static int report_schedule(struct graph *g, const struct memmodel *mm, const uint8_t *keep,
+			   const struct rc_step *steps, uint32_t n_steps, uint8_t *seen, struct plan_report *r)
+{
+	const struct flat *f = &mm->f;
+	uint32_t *pos = xmalloc(sizeof *pos * (g->n_nodes ? g->n_nodes : 1));
+	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
+	r->checkpoint_steps = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoint_steps);
+	if (!pos || !r->checkpoints || !r->checkpoint_steps) {
+		xfree(pos);
+		return -1;
+	}
+	uint32_t runs = 0;
+	for (uint32_t i = 0; i < n_steps; i++) {
+		if (!steps[i].clone)
+			pos[steps[i].node] = i;
+		runs += steps[i].clone && (!i || !steps[i - 1].clone);
+	}
+	memset(seen, 0, g->n_values);
+	for (uint32_t i = 0; i < n_steps; i++) {
+		const struct node *n = g->nodes[steps[i].node];
+		if (!steps[i].clone && node_is_forward(n))
+			continue;
+		r->n_clones += steps[i].clone;
+		for (uint32_t k = 0; k < n->n_in; k++) {
+			const struct value *v = n->in[k];
+			if (value_is_activation(v) && !rc_dropped(f, keep, v->id) && !seen[v->id]) {
+				seen[v->id] = 1;
+				r->checkpoint_steps[r->n_checkpoints] = pos[v->producer->index];
+				r->checkpoints[r->n_checkpoints++] = v->name;
+				r->kept_bytes += mm->bytes[v->id];
+			}
+		}
+	}
+	xfree(pos);
+	r->segments = arena_array(g->arena, runs ? runs : 1, sizeof *r->segments);
 	if (!r->segments)
 		return -1;
-	for (uint32_t i = 0; i < g->n_nodes;) {
-		if (!(g->nodes[i]->tags & TAG_RECOMPUTE)) {
+	for (uint32_t i = 0; i < n_steps;) {
+		if (!steps[i].clone) {
 			i++;
 			continue;
 		}
-		struct segment *s = &r->segments[r->n_segments++];
-		memset(s, 0, sizeof *s);
-		s->first_step = i;
+		struct segment *sg = &r->segments[r->n_segments++];
+		memset(sg, 0, sizeof *sg);
+		sg->first_step = i;
 		uint32_t j = i, reads = 0;
-		for (; j < g->n_nodes && (g->nodes[j]->tags & TAG_RECOMPUTE); j++)
-			reads += g->nodes[j]->n_in;
-		s->n_nodes = j - i;
-		s->from = arena_array(g->arena, reads ? reads : 1, sizeof *s->from);
+		for (; j < n_steps && steps[j].clone; j++)
+			reads += g->nodes[steps[j].node]->n_in;
+		sg->n_nodes = j - i;
+		sg->from = arena_array(g->arena, reads ? reads : 1, sizeof *sg->from);
 		char d[300];
-		s->before = j < g->n_nodes ? arena_strdup(g->arena, node_desc(g->nodes[j], d, sizeof d)) : "(the end)";
-		if (!s->from || !s->before)
+		sg->before = j < n_steps ? arena_strdup(g->arena, step_desc(g, &steps[j], j, d, sizeof d)) : "(the end)";
+		if (!sg->from || !sg->before)
 			return -1;
 		memset(seen, 0, g->n_values);
 		for (uint32_t k = i; k < j; k++) {
-			const struct node *c = g->nodes[k];
-			s->flops += node_flops(c, x);
+			const struct node *c = g->nodes[steps[k].node];
+			sg->flops += mm->flops[steps[k].node];
 			for (uint32_t q = 0; q < c->n_out; q++)
 				if (c->out[q])
-					s->bytes += exec_value(x, c->out[q])->nbytes;
+					sg->bytes += mm->bytes[c->out[q]->id];
 			for (uint32_t q = 0; q < c->n_in; q++) {
 				const struct value *v = c->in[q];
-				if (value_is_activation(v) && !seen[v->id]) {
+				if (value_is_activation(v) && !rc_dropped(f, keep, v->id) && !seen[v->id]) {
 					seen[v->id] = 1;
-					s->from[s->n_from++] = v;
-					s->from_bytes += exec_value(x, v)->nbytes;
+					sg->from[sg->n_from++] = v;
+					sg->from_bytes += mm->bytes[v->id];
 				}
 			}
 		}
@@ -154,84 +199,70 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	char pd[300];
 	r->peak_before_desc = arena_strdup(g->arena, m.peak_node >= 0 ? node_desc(g->nodes[m.peak_node], pd, sizeof pd)
 								      : "(before the first node)");
+	/* the schedule: the strategy's, or g's own order */
+	uint8_t *keep = NULL;
+	struct rc_step *steps = NULL;
+	uint32_t n_steps = 0;
+	int bad = 0;
 	if (o->ckpt.kind != CKPT_NONE) {
 		/* the rewritten graph's simulation is the schedule's (memsim_schedule; a test holds them
 		 * equal step by step), so the model is not built again for it */
-		uint8_t *keep = NULL;
-		struct rc_step *steps = NULL;
-		uint32_t n_steps = 0;
-		struct recompute_stats st;
 		t = progress_begin();
 		memsim_free(&m);
-		int bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
+		bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
 		if (!bad) {
 			progress_end(t, "checkpoints", NULL);
 			t = progress_begin();
 			bad = recompute_schedule(&mm.f, keep, &steps, &n_steps, e) ||
 			      memsim_schedule(&mm, keep, steps, n_steps, 1, &m, e);
-			for (uint32_t i = 0; !bad && i < n_steps; i++)
-				if (steps[i].clone)
-					r->recompute_flops += nflops[steps[i].node];
 			if (!bad)
 				progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 		}
-		if (!bad) {
-			t = progress_begin();
-			bad = recompute_apply(g, &mm.f, keep, steps, n_steps, x, &st, e);
-		}
-		xfree(keep);
-		xfree(steps);
-		memmodel_free(&mm);
-		if (bad) {
-			memsim_free(&m);
-			exec_free(x);
-			return e->code;
-		}
-		progress_end(t, "recompute", "%" PRIu32 " clones", st.n_clones);
-		r->n_clones = st.n_clones;
 		r->strategy = o->ckpt.kind;
+	} else if ((steps = xmalloc(sizeof *steps * (g->n_nodes ? g->n_nodes : 1)))) {
+		for (n_steps = 0; n_steps < g->n_nodes; n_steps++)
+			steps[n_steps] = (struct rc_step){n_steps, 0};
 	} else {
-		memmodel_free(&mm);
+		bad = err_oom(e);
 	}
-	t = progress_begin();
-	r->peak_after = m.peak;
-	r->n_after = m.n_live;
-	r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
-	r->peak_node = m.peak_node;
-	r->at_peak = m.at_peak;
-	r->n_nodes = g->n_nodes;
-	char d[300];
-	r->peak_node_desc = m.peak_node >= 0 ? arena_strdup(g->arena, node_desc(g->nodes[m.peak_node], d, sizeof d))
-					     : "(before the first node)";
-	/* the checkpoints: forward values the backward pass (or a recompute) reads */
-	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
-	uint8_t *seen = xcalloc(g->n_values ? g->n_values : 1, 1);
-	if (!r->checkpoints || !seen || !r->peak_node_desc || !r->live_after) {
-		xfree(seen);
-		memsim_free(&m);
-		exec_free(x);
-		return err_oom(e);
+	uint8_t *seen = bad ? NULL : xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!bad) {
+		t = progress_begin();
+		r->peak_after = m.peak;
+		r->n_after = m.n_live;
+		r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
+		r->peak_node = m.peak_node;
+		r->at_peak = m.at_peak;
+		r->n_nodes = n_steps;
+		r->peak_in_recompute = m.peak_node >= 0 && steps[m.peak_node].clone;
+		char d[300];
+		r->peak_node_desc = m.peak_node >= 0 ? arena_strdup(g->arena, step_desc(g, &steps[m.peak_node],
+										       (uint32_t)m.peak_node, d, sizeof d))
+						     : "(before the first node)";
+		for (uint32_t i = 0; i < n_steps; i++)
+			if (steps[i].clone)
+				r->recompute_flops += nflops[steps[i].node];
+		if (!seen || !r->live_after || !r->peak_node_desc ||
+		    report_schedule(g, &mm, keep, steps, n_steps, seen, r))
+			bad = err_oom(e);
+		else
+			progress_end(t, "report", NULL);
 	}
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		if (!node_is_forward(n))
-			for (uint32_t k = 0; k < n->n_in; k++) {
-				const struct value *v = n->in[k];
-				if (value_is_activation(v) && !seen[v->id]) {
-					seen[v->id] = 1;
-					r->checkpoints[r->n_checkpoints++] = v->name;
-					r->kept_bytes += exec_value(x, v)->nbytes;
-				}
-			}
+	/* the rewrite itself, unless only its report is wanted (plan, check) */
+	if (!bad && o->ckpt.kind != CKPT_NONE && !o->report_only) {
+		struct recompute_stats st;
+		t = progress_begin();
+		if (!(bad = recompute_apply(g, &mm.f, keep, steps, n_steps, x, &st, e)))
+			progress_end(t, "recompute", "%" PRIu32 " clones", st.n_clones);
 	}
-	r->peak_in_recompute = m.peak_node >= 0 && (g->nodes[m.peak_node]->tags & TAG_RECOMPUTE);
-	progress_end(t, "report", NULL);
-	int rc = segments(g, x, seen, r);
 	xfree(seen);
-	if (rc) {
+	xfree(keep);
+	xfree(steps);
+	memmodel_free(&mm);
+	if (bad) {
 		memsim_free(&m);
 		exec_free(x);
-		return err_oom(e);
+		return e->code;
 	}
 	r->has_budget = o->has_budget;
 	r->budget = o->budget;

@@ -19,6 +19,7 @@ struct plan_opts {
 	uint64_t budget;     /* 0: none */
 	int has_budget;
 	struct ckpt ckpt;
+	int report_only;     /* plan and check: report the checkpointing rewrite without applying it to g */
 };
 
 /* A run of recompute nodes in the schedule: one segment rebuilt when backprop reaches it. */
@@ -44,6 +45,7 @@ struct plan_report {
 	uint64_t budget;
 	int has_budget, fits;
 	const char **checkpoints;    /* forward values the backward pass reads, kept (arena) */
+	uint32_t *checkpoint_steps;  /* where in the schedule each is made (arena) */
 	size_t n_checkpoints;
 	uint32_t n_nodes;
 	const struct value *loss;
