@@ -569,16 +569,17 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 			else
 				hi = mid - 1;
 		}
-		/* each weighed level also says how far the weighed peak lies above the level's budget
-		 * (parameters, gradients, transients the model leaves out); the next level tried is the
-		 * one that offset predicts to fit just, for a few guesses, then the midpoint */
+		/* a weighed level says how far the weighed peak lies above the level's budget (parameters,
+		 * gradients, transients the model leaves out): at first the top level, whose plan keeps
+		 * everything and so peaks where g's own order does; the next level tried is the one the
+		 * last offset predicts to fit just, for a few guesses, then the midpoint */
 		lo = 0;
 		hi = feasible;
-		double offset = 0;
+		double offset = (double)mm->peak_all - (double)top;
 		int guesses = 0;
 		while (lo <= hi) {
 			int64_t mid = (lo + hi) / 2;
-			if (ps.n && guesses < LARGE_GUESSES) {
+			if ((ps.n || mm->peak_all) && guesses < LARGE_GUESSES) {
 				double A = (double)budget - offset;
 				double L = A <= 0 ? (double)hi : ceil(log(A / (double)top) / log(ratio));
 				mid = L < (double)lo ? lo : L > (double)hi ? hi : (int64_t)L;

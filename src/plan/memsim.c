@@ -133,6 +133,7 @@ int memsim_model(struct memmodel *m, struct mem_result *r, struct gd_err *e)
 	for (uint32_t i = 0; i < m->f.n_nodes; i++)
 		steps[i] = (struct rc_step){i, 0};
 	int rc = memsim_schedule(m, NULL, steps, m->f.n_nodes, 1, r, e);
+	m->peak_all = rc ? 0 : r->peak;
 	xfree(steps);
 	return rc;
 }

@@ -41,6 +41,7 @@ struct memmodel {
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
 	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
 	uint64_t *flops;         /* per node, by node_flops: memmodel_flops makes it on first use */
+	uint64_t peak_all;       /* the peak of g's own order, everything kept (memsim_model); 0 before */
 };
 
 int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
