@@ -59,7 +59,8 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 	if (c->kind == CKPT_NONE && !explain)
 		return 0;
 	if (c->kind == CKPT_MEMORY || c->kind == CKPT_AUTO || explain) {
-		struct plan_opts po = {.loss = loss, .ckpt = *c, .budget = c->budget, .has_budget = c->kind == CKPT_AUTO};
+		struct plan_opts po = {.loss = loss, .ckpt = *c, .budget = c->budget, .has_budget = c->kind == CKPT_AUTO,
+				       .rewrite_only = !explain};
 		struct plan_report pr;
 		if (plan_memory(g, &po, &pr, e))
 			return e->code;

@@ -447,6 +447,8 @@ static int run_nodes(struct exec *x)
 		uint64_t f, b;
 		op_cost(n, in, out, &f, &b);
 		x->flops += f;
+		if (x->o->node_flops)
+			x->o->node_flops[i] = f;
 		x->moved += b;
 		if (x->o->profile) {
 			x->o->profile->seconds[n->op] += now() - t0;

@@ -48,6 +48,7 @@ struct exec_opts {
 	size_t n_inputs;
 	struct exec_profile *profile;  /* when set, per-op time is added to it */
 	int keep_values;               /* keep every value to the end (for folding) instead of freeing it */
+	uint64_t *node_flops;          /* when set: node i's FLOPs (op_cost) go to node_flops[i] */
 };
 
 /* Time and calls per op, when asked for (exec_opts.profile). */

@@ -158,18 +158,24 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		return e->code;
 	progress_end(t, "bottlenecks", "%" PRIu32 " found", r->bn.n);
 	t = progress_begin();
-	struct exec_opts so = {.shapes_only = 1, .dims = o->dims, .n_dims = o->n_dims};
-	struct exec *x = exec_run(g, &so, NULL, e);
-	if (!x)
-		return e->code;
+	/* the nodes' FLOPs come with their shapes */
+	uint64_t *flops = xmalloc(sizeof *flops * (g->n_nodes ? g->n_nodes : 1));
+	struct exec_opts so = {.shapes_only = 1, .dims = o->dims, .n_dims = o->n_dims, .node_flops = flops};
+	struct exec *x = flops ? exec_run(g, &so, NULL, e) : NULL;
+	if (!x) {
+		xfree(flops);
+		return flops ? e->code : err_oom(e);
+	}
 	progress_end(t, "shapes", NULL);
 	t = progress_begin();
 	struct mem_result m;
 	struct memmodel mm;
 	if (memmodel_build(g, x, &mm, e)) {
+		xfree(flops);
 		exec_free(x);
 		return e->code;
 	}
+	mm.flops = flops; /* the model's now (memmodel_flops) */
 	if (memsim_model(&mm, &m, e)) {
 		memmodel_free(&mm);
 		exec_free(x);
@@ -243,7 +249,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			if (steps[i].clone)
 				r->recompute_flops += nflops[steps[i].node];
 		if (!seen || !r->live_after || !r->peak_node_desc ||
-		    report_schedule(g, &mm, keep, steps, n_steps, seen, r))
+		    (!o->rewrite_only && report_schedule(g, &mm, keep, steps, n_steps, seen, r)))
 			bad = err_oom(e);
 		else
 			progress_end(t, "report", NULL);

@@ -20,6 +20,7 @@ struct plan_opts {
 	int has_budget;
 	struct ckpt ckpt;
 	int report_only;     /* plan and check: report the checkpointing rewrite without applying it to g */
+	int rewrite_only;    /* train without --explain: the rewrite and its peak, not the report's lists */
 };
 
 /* A run of recompute nodes in the schedule: one segment rebuilt when backprop reaches it. */
