@@ -3,6 +3,7 @@
 #include "util/base64.h"
 #include "util/emit.h"
 #include "util/fileio.h"
+#include "util/join.h"
 #include "util/philox.h"
 #include "util/strmap.h"
 #include "helpers.h"
@@ -32,6 +33,18 @@ Test(arena, alignment_big_blocks_and_zeroing)
 	cr_assert_null(arena_array(&a, SIZE_MAX / 2, 4), "overflowing array size must fail");
 	cr_assert_str_eq(arena_printf(&a, "%s-%d", "x", 42), "x-42");
 	arena_free(&a);
+}
+
+Test(join, parts_truncation_and_decimals)
+{
+	char buf[8], k[21];
+	cr_assert_eq(JOIN(buf, sizeof buf, "ab", "", "cd"), 4);
+	cr_assert_str_eq(buf, "abcd");
+	cr_assert_eq(JOIN(buf, sizeof buf, "abcde", "fghij"), 7, "cut to fit, terminated");
+	cr_assert_str_eq(buf, "abcdefg");
+	cr_assert_str_eq(u64_dec(k, 0), "0");
+	cr_assert_str_eq(u64_dec(k, 9203), "9203");
+	cr_assert_str_eq(u64_dec(k, UINT64_MAX), "18446744073709551615");
 }
 
 Test(strmap, many_keys_and_replacement)

@@ -10,6 +10,7 @@
  * 4. Each parameter's gradient becomes the graph output <param>_grad.
  * New nodes are appended in the order they are made, which is topological, and tagged BACKWARD. */
 #include "ad.h"
+#include "../util/join.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 
@@ -104,14 +105,15 @@ static const char *base_name(struct ad *a)
 		return a->base;
 	char *buf = a->base;
 	size_t n = sizeof a->base;
+	char k[21];
 	if (a->sum_of)
-		snprintf(buf, n, "%s_grad_sum", a->sum_of);
+		JOIN(buf, n, a->sum_of, "_grad_sum");
 	else if (c && c->name && *c->name)
-		snprintf(buf, n, "%s_grad", c->name);
+		JOIN(buf, n, c->name, "_grad");
 	else if (c) /* unnamed: as node_desc numbers it, so that bases differ */
-		snprintf(buf, n, "%s_%" PRIu32 "_grad", c->op_type, c->index);
+		JOIN(buf, n, c->op_type, "_", u64_dec(k, c->index), "_grad");
 	else
-		snprintf(buf, n, "grad");
+		JOIN(buf, n, "grad");
 	a->name_cur = c;
 	a->name_sum = a->sum_of;
 	a->name_k = 0;
@@ -444,7 +446,7 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 		g = ad_op(a, "Sum", c->many, (int)c->n);
 		a->sum_of = NULL;
 		char name[512];
-		snprintf(name, sizeof name, "%s_grad", y->name);
+		JOIN(name, sizeof name, y->name, "_grad");
 		if (!g || graph_rename_fresh(a->g, g, name, a->e))
 			return NULL;
 	}
@@ -631,7 +633,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 			continue;
 		}
 		char name[512];
-		snprintf(name, sizeof name, "%s_grad", p->name);
+		JOIN(name, sizeof name, p->name, "_grad");
 		/* a value that is already something else (an output, another gradient) gets a copy */
 		if (gp->id < a.n_fwd_values || (gp->flags & VALUE_OUTPUT) || (gp->flags & VALUE_GRAD)) {
 			gp = ad_op1(&a, "Identity", gp);

@@ -5,6 +5,7 @@
  * graphs and reports what cannot be resolved. Growing arrays are heap-allocated (and freed by
  * graph_free) rather than arena-allocated, so doubling does not waste arena space. */
 #include "graph.h"
+#include "../util/join.h"
 #include "../util/xalloc.h"
 
 #include <inttypes.h>
@@ -177,14 +178,8 @@ int graph_rename_value(struct graph *g, struct value *v, const char *name, struc
 /* Writes "_k" and the terminator at s (at most 22 bytes), without printf: autodiff names millions. */
 static void put_suffix(char *s, uint64_t k)
 {
-	char digits[21];
-	int d = 0;
-	for (uint64_t q = k; d == 0 || q; q /= 10)
-		digits[d++] = (char)('0' + q % 10);
-	*s++ = '_';
-	while (d)
-		*s++ = digits[--d];
-	*s = 0;
+	*s = '_';
+	u64_dec(s + 1, k);
 }
 
 /* name_fresh for a base that is taken: base_k for the first k from next's record that is free. */

@@ -1,6 +1,7 @@
 /* recompute.c - see recompute.h. */
 #include "recompute.h"
 #include "../exec/exec.h"
+#include "../util/join.h"
 #include "../util/xalloc.h"
 
 #include <stdio.h>
@@ -106,12 +107,12 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	c->meta = NULL;
 	c->n_meta = 0;
 	char buf[600];
-	snprintf(buf, sizeof buf, "%s_recompute", node_base_name(p));
+	JOIN(buf, sizeof buf, node_base_name(p), "_recompute");
 	c->name = arena_strdup(g->arena, buf);
 	if (p->name && *p->name)
-		snprintf(buf, sizeof buf, "recompute of %s", p->name);
+		JOIN(buf, sizeof buf, "recompute of ", p->name);
 	else
-		snprintf(buf, sizeof buf, "recompute of the %s making '%s'", p->op_type, node_base_name(p));
+		JOIN(buf, sizeof buf, "recompute of the ", p->op_type, " making '", node_base_name(p), "'");
 	c->doc = arena_strdup(g->arena, buf);
 	c->in = arena_array(g->arena, (size_t)p->n_in + p->n_out + 1, sizeof *c->in);
 	if (!c->name || !c->doc || !c->in) {
@@ -133,7 +134,7 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 		c->out[k] = NULL;
 		if (!o)
 			continue;
-		snprintf(buf, sizeof buf, "%s_recompute", o->name);
+		JOIN(buf, sizeof buf, o->name, "_recompute");
 		struct value *nv = graph_new_value(g, buf, e);
 		if (!nv || graph_set_output_value(c, k, nv, e))
 			return NULL;
