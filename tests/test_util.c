@@ -35,6 +35,35 @@ Test(arena, alignment_big_blocks_and_zeroing)
 	arena_free(&a);
 }
 
+/* Strings are packed back to back, apart from aligned blocks; all survive a mix of both and reset. */
+Test(arena, strings_packed_and_reset)
+{
+	struct arena a;
+	arena_init(&a);
+	char *s[3000];
+	int breaks = 0;
+	for (int i = 0; i < 3000; i++) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "t%d_recompute", i);
+		s[i] = arena_strdup(&a, buf);
+		cr_assert(s[i]);
+		if (i % 7 == 0)
+			cr_assert_eq((uintptr_t)arena_alloc(&a, 24) % 16, 0);
+		breaks += i && s[i - 1] + strlen(s[i - 1]) + 1 != s[i];
+	}
+	cr_assert_leq(breaks, 1, "45 KB of strings: one string chunk, perhaps a second");
+	for (int i = 0; i < 3000; i++) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "t%d_recompute", i);
+		cr_assert_str_eq(s[i], buf);
+	}
+	cr_assert_eq(s[2] - s[1], (ptrdiff_t)strlen(s[1]) + 1, "no padding between strings");
+	arena_reset(&a);
+	cr_assert_str_eq(arena_strdup(&a, "again"), "again");
+	cr_assert_eq((uintptr_t)arena_alloc(&a, 8) % 16, 0);
+	arena_free(&a);
+}
+
 Test(join, parts_truncation_and_decimals)
 {
 	char buf[8], k[21];

@@ -85,6 +85,35 @@ void *arena_alloc(struct arena *a, size_t n)
 	return c->data;
 }
 
+/* Strings need no alignment: packed into chunks of their own, a million short names do not each
+ * round up to 16 bytes. */
+static char *str_alloc(struct arena *a, size_t n)
+{
+	if ((size_t)(a->send - a->scur) < n) {
+		size_t want = a->ssize ? a->ssize * 2 : ARENA_MIN;
+		if (want > ARENA_MAX)
+			want = ARENA_MAX;
+		if (n > want / 2)
+			return arena_alloc(a, n);
+		struct arena_chunk *c = chunk_new(a, want);
+		if (!c)
+			return NULL;
+		if (a->head) { /* behind the current chunk, as big blocks go */
+			c->next = a->head->next;
+			a->head->next = c;
+		} else { /* cur == end: arena_alloc starts a chunk of its own */
+			c->next = NULL;
+			a->head = c;
+		}
+		a->ssize = want;
+		a->scur = (char *)c->data;
+		a->send = a->scur + want;
+	}
+	char *p = a->scur;
+	a->scur += n;
+	return p;
+}
+
 void arena_reset(struct arena *a)
 {
 	struct arena_chunk *h = a->head;
@@ -98,6 +127,8 @@ void arena_reset(struct arena *a)
 	h->next = NULL;
 	a->cur = (char *)h->data;
 	a->end = a->cur + h->size;
+	a->scur = a->send = NULL;
+	a->ssize = 0;
 }
 
 void *arena_zalloc(struct arena *a, size_t n)
@@ -117,7 +148,7 @@ void *arena_array(struct arena *a, size_t n, size_t size)
 
 char *arena_strndup(struct arena *a, const char *s, size_t n)
 {
-	char *p = arena_alloc(a, n + 1);
+	char *p = n < SIZE_MAX ? str_alloc(a, n + 1) : NULL;
 	if (p) {
 		memcpy(p, s, n);
 		p[n] = 0;
@@ -146,7 +177,7 @@ char *arena_printf(struct arena *a, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return NULL;
-	char *p = arena_alloc(a, (size_t)n + 1);
+	char *p = str_alloc(a, (size_t)n + 1);
 	if (!p)
 		return NULL;
 	va_start(ap, fmt);

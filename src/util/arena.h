@@ -13,7 +13,9 @@ struct arena_chunk;
 struct arena {
 	struct arena_chunk *head;
 	char *cur, *end;
-	size_t total; /* bytes obtained from the system */
+	size_t total;      /* bytes obtained from the system */
+	char *scur, *send; /* strings: packed, unaligned, in chunks of their own */
+	size_t ssize;      /* the size of the newest string chunk */
 };
 
 void arena_init(struct arena *a);
@@ -21,6 +23,7 @@ void arena_free(struct arena *a);
 /* Empties the arena for reuse, keeping its newest chunk (scratch memory reused per message). */
 void arena_reset(struct arena *a);
 void *arena_alloc(struct arena *a, size_t n);         /* 16-byte aligned, uninitialised */
+/* Strings (strdup, strndup, printf) are packed with no alignment, in chunks of their own. */
 void *arena_zalloc(struct arena *a, size_t n);        /* zeroed */
 void *arena_array(struct arena *a, size_t n, size_t size); /* zeroed, overflow-checked */
 char *arena_strdup(struct arena *a, const char *s);
