@@ -39,11 +39,18 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 	struct sweep s = {xmalloc(sizeof *s.pos * nvert), xcalloc(nvert, sizeof *s.reach), xmalloc(sizeof *s.from * nvert),
 			  xmalloc(sizeof *s.to * nvert)};
 	uint32_t *vert = xmalloc(sizeof *vert * nvert);
-	b->cand = arena_array(g->arena, nv ? nv : 1, sizeof *b->cand);
-	b->why = arena_array(g->arena, nv ? nv : 1, sizeof *b->why);
-	b->v = arena_array(g->arena, nv ? nv : 1, sizeof *b->v);
+	uint32_t *fw = xmalloc(sizeof *fw * (nn ? nn : 1)), nf = 0; /* the forward nodes, walked four times */
+	size_t nout = 1; /* the candidates are among their outputs */
+	for (uint32_t i = 0; fw && i < nn; i++)
+		if (node_is_forward(g->nodes[i])) {
+			fw[nf++] = i;
+			nout += g->nodes[i]->n_out;
+		}
+	b->cand = arena_alloc(g->arena, nout * sizeof *b->cand);
+	b->why = arena_alloc(g->arena, nout * sizeof *b->why);
+	b->v = arena_alloc(g->arena, nout * sizeof *b->v);
 	int rc = 0;
-	if (!fwd || !bwd || !s.pos || !s.reach || !s.from || !s.to || !vert || !b->cand || !b->why || !b->v) {
+	if (!fwd || !bwd || !s.pos || !s.reach || !s.from || !s.to || !vert || !fw || !b->cand || !b->why || !b->v) {
 		rc = err_oom(e);
 		goto out;
 	}
@@ -52,10 +59,9 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		if (!g->inputs[i]->init)
 			fwd[g->inputs[i]->id] = 1;
-	for (uint32_t i = 0; i < nn; i++) {
+	for (uint32_t j = 0; j < nf; j++) {
+		const uint32_t i = fw[j];
 		const struct node *n = g->nodes[i];
-		if (!node_is_forward(n))
-			continue;
 		int on = has_subgraph(n);
 		for (uint32_t k = 0; k < n->n_in && !on; k++)
 			on = n->in[k] && fwd[n->in[k]->id];
@@ -65,10 +71,9 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 				fwd[n->out[k]->id] = 1;
 	}
 	bwd[loss->id] = 1;
-	for (uint32_t i = nn; i-- > 0;) {
+	for (uint32_t j = nf; j-- > 0;) {
+		const uint32_t i = fw[j];
 		const struct node *n = g->nodes[i];
-		if (!node_is_forward(n))
-			continue;
 		for (uint32_t k = 0; k < n->n_out && !bwd[nv + i]; k++)
 			bwd[nv + i] = n->out[k] && bwd[n->out[k]->id];
 		for (uint32_t k = 0; k < n->n_in && bwd[nv + i]; k++)
@@ -90,10 +95,9 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 	PLACE(src);
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		PLACE(g->inputs[i]->id);
-	for (uint32_t i = 0; i < nn; i++) {
+	for (uint32_t j = 0; j < nf; j++) {
+		const uint32_t i = fw[j];
 		const struct node *n = g->nodes[i];
-		if (!node_is_forward(n))
-			continue;
 		PLACE(nv + i);
 		for (uint32_t k = 0; k < n->n_out; k++)
 			if (n->out[k])
@@ -101,10 +105,9 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 	}
 #undef PLACE
 	/* the edges */
-	for (uint32_t i = 0; i < nn; i++) {
+	for (uint32_t j = 0; j < nf; j++) {
+		const uint32_t i = fw[j];
 		const struct node *n = g->nodes[i];
-		if (!node_is_forward(n))
-			continue;
 		if (has_subgraph(n))
 			edge(&s, src, nv + i);
 		for (uint32_t k = 0; k < n->n_in; k++)
@@ -120,6 +123,7 @@ int find_bottlenecks(struct graph *g, const struct value *loss, struct bottlenec
 		uint32_t v = vert[p];
 		if (v < nv && g->values[v]->producer && v != loss->id) {
 			struct bypass *w = &b->why[b->n_cand];
+			*w = (struct bypass){NULL, NULL, 0}; /* a bottleneck's: nothing bypasses it */
 			b->cand[b->n_cand++] = g->values[v];
 			if (s.reach[best] > p) {
 				uint32_t a = s.from[best], z = s.to[best];
@@ -142,5 +146,6 @@ out:
 	xfree(s.from);
 	xfree(s.to);
 	xfree(vert);
+	xfree(fw);
 	return rc;
 }
