@@ -58,8 +58,9 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 {
 	const struct flat *f = &mm->f;
 	uint32_t *pos = xmalloc(sizeof *pos * (g->n_nodes ? g->n_nodes : 1));
-	r->checkpoints = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoints);
-	r->checkpoint_steps = arena_array(g->arena, g->n_values ? g->n_values : 1, sizeof *r->checkpoint_steps);
+	/* unzeroed: filled as found, and few of a training graph's values are checkpoints */
+	r->checkpoints = arena_alloc(g->arena, sizeof *r->checkpoints * (g->n_values ? g->n_values : 1));
+	r->checkpoint_steps = arena_alloc(g->arena, sizeof *r->checkpoint_steps * (g->n_values ? g->n_values : 1));
 	if (!pos || !r->checkpoints || !r->checkpoint_steps) {
 		xfree(pos);
 		return -1;
