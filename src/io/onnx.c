@@ -455,7 +455,7 @@ static int ctrl_in(struct rd *r, struct graph *g, size_t mark)
 		return 0;
 	struct strmap by_name;
 	strmap_init(&by_name);
-	int rc = 0;
+	int rc = strmap_reserve(&by_name, g->n_nodes) ? err_oom(r->e) : 0;
 	for (uint32_t j = 0; j < g->n_nodes && !rc; j++)
 		if (g->nodes[j]->name && *g->nodes[j]->name && strmap_put(&by_name, g->nodes[j]->name, g->nodes[j]))
 			rc = err_oom(r->e);
@@ -473,7 +473,10 @@ static int ctrl_in(struct rd *r, struct graph *g, size_t mark)
 		for (const char *p = names; *p && !rc;) {
 			const char *q = strchr(p, '\n');
 			size_t len = q ? (size_t)(q - p) : strlen(p);
-			char *name = arena_strndup(r->a, p, len);
+			char buf[512]; /* most names; longer ones are copied to the arena */
+			char *name = len < sizeof buf ? memcpy(buf, p, len) : arena_strndup(r->a, p, len);
+			if (name)
+				name[len] = 0;
 			struct node *dep = name ? strmap_get(&by_name, name) : NULL;
 			char d[300];
 			if (!name)
