@@ -192,6 +192,88 @@ uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct nod
 	return w->full ? NULL : w->o;
 }
 
+/* ---------------------------------------------------------------- tensors and ValueInfos */
+
+int nodewire_tensor_fits(const struct tensor *t)
+{
+	return t->src == TSRC_BYTES && t->field == TFIELD_RAW && !t->x.n && !t->n_external && !t->has_location;
+}
+
+uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const struct tensor *t, size_t *raw_at)
+{
+	/* dims, data_type and name, then doc_string, written 32 bytes in: room for the field's key and
+	 * length and raw_data's, which are known only once the rest is measured */
+	if (end - o < 32)
+		return NULL;
+	struct out b = {o + 32, end, 0};
+	for (uint32_t i = 0; i < t->ndim; i++)
+		put_varint(&b, 1, (uint64_t)t->dims[i]);
+	put_varint(&b, 2, (uint64_t)(int64_t)(int32_t)t->dtype);
+	put_str(&b, 8, t->name);
+	uint8_t *body_end = b.o;
+	put_str(&b, 12, t->doc);
+	if (b.full)
+		return NULL;
+	size_t blen = (size_t)(body_end - (o + 32)), plen = (size_t)(b.o - body_end), n = t->bytes.n;
+	size_t payload = blen + pbwire_field_len(9, n) + plen;
+	uint8_t head[32];
+	size_t hl = (size_t)(pbwire_put_key_len(head, field, payload) - head);
+	memmove(o + hl, o + 32, blen);
+	memcpy(o, head, hl);
+	uint8_t *r = pbwire_put_key_len(o + hl + blen, 9, n); /* then the raw bytes go here */
+	memmove(r, body_end, plen);
+	*raw_at = (size_t)(r - o);
+	return r + plen;
+}
+
+int nodewire_vinfo_fits(const struct value *v)
+{
+	const struct value_ext *x = value_ext(v);
+	if (x->x.n || x->type_x.n || x->tensor_x.n || x->shape_x.n)
+		return 0;
+	for (uint32_t i = 0; v->type.has_shape && i < v->type.ndim; i++)
+		if (v->type.dims[i].x.n)
+			return 0;
+	return 1;
+}
+
+uint8_t *nodewire_vinfo_put(uint8_t *o, uint8_t *end, uint32_t field, const struct value *v)
+{
+	struct out b = {o, end, 0}, *w = &b;
+	const struct ttype *t = &v->type;
+	const struct value_ext *x = value_ext(v);
+	uint8_t *m = msg_begin(w, field);
+	put_str(w, 1, v->name);
+	if (t->has_type) {
+		uint8_t *ty = msg_begin(w, 2);
+		if (t->has_tensor) {
+			uint8_t *tt = msg_begin(w, 1);
+			if (t->has_dtype)
+				put_varint(w, 1, (uint64_t)(int64_t)(int32_t)t->dtype);
+			if (t->has_shape) {
+				uint8_t *sh = msg_begin(w, 2);
+				for (uint32_t i = 0; i < t->ndim; i++) {
+					const struct dim *d = &t->dims[i];
+					uint8_t *dm = msg_begin(w, 1);
+					if (d->kind == DIM_VALUE)
+						put_varint(w, 1, (uint64_t)d->value);
+					if (d->kind == DIM_PARAM)
+						put_str(w, 2, d->param);
+					put_str(w, 3, d->denotation);
+					msg_end(w, dm);
+				}
+				msg_end(w, sh);
+			}
+			msg_end(w, tt);
+		}
+		put_str(w, 6, x->denotation);
+		msg_end(w, ty);
+	}
+	put_str(w, 3, x->doc);
+	msg_end(w, m);
+	return w->full ? NULL : w->o;
+}
+
 /* ---------------------------------------------------------------- reading */
 
 enum { WIRE_I64 = 1 };

@@ -23,6 +23,15 @@ int nodewire_fits(const struct node *n);
  * end of what it wrote, or NULL if it needs more room than end - o. */
 uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct node *n);
 
+/* A plain tensor (raw bytes in memory, no undecoded fields, no external data) and a ValueInfo with
+ * no undecoded fields, written as protobuf-c packs them: the rest of a saved graph's main messages.
+ * A tensor's raw data is not copied: the bytes written end with its raw_data key and length, at
+ * *raw_at, and go on after where the raw bytes belong. NULL when o..end has too little room. */
+int nodewire_tensor_fits(const struct tensor *t);
+uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const struct tensor *t, size_t *raw_at);
+int nodewire_vinfo_fits(const struct value *v);
+uint8_t *nodewire_vinfo_put(uint8_t *o, uint8_t *end, uint32_t field, const struct value *v);
+
 /* Reading: a serialized NodeProto decoded into the protobuf-c message that onnx__node__unpack
  * would make, in the scratch arena `a`, without its thousands of small allocations; NULL when the
  * node has what only protobuf-c's general path decodes (tensor, graph or type attributes, unknown

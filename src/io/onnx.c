@@ -1029,11 +1029,12 @@ static Onnx__Node *node_out(struct wr *w, const struct node *n)
 	return pn;
 }
 
-static Onnx__ValueInfo **vinfos_out(struct wr *w, struct value **vs, uint32_t n)
+/* With `direct`, the ValueInfos nodewire writes are left NULL (write_streamed writes them). */
+static Onnx__ValueInfo **vinfos_out(struct wr *w, struct value **vs, uint32_t n, int direct)
 {
 	Onnx__ValueInfo **out = ARR(w, n, Onnx__ValueInfo *);
 	for (uint32_t i = 0; out && i < n; i++)
-		if (!(out[i] = vinfo_out(w, vs[i])))
+		if (!(direct && nodewire_vinfo_fits(vs[i])) && !(out[i] = vinfo_out(w, vs[i])))
 			return NULL;
 	return out;
 }
@@ -1046,7 +1047,8 @@ static Onnx__Graph *graph_out(struct wr *w, struct graph *g)
 	pg->name = (char *)g->name;
 	pg->doc_string = (char *)g->doc;
 	extras_out(w, &pg->base, &g->x);
-	if (w->stream_nodes && g == w->root) {
+	const int direct = w->stream_nodes && g == w->root; /* see write_streamed */
+	if (direct) {
 		pg->n_node = 0; /* written one by one by write_streamed */
 		goto rest;
 	}
@@ -1063,14 +1065,15 @@ rest:
 	if (!pg->initializer)
 		goto oom;
 	for (uint32_t i = 0; i < g->n_inits; i++)
-		if (!(pg->initializer[i] = tensor_out(w, g->inits[i]->init)))
+		if (!(direct && nodewire_tensor_fits(g->inits[i]->init)) &&
+		    !(pg->initializer[i] = tensor_out(w, g->inits[i]->init)))
 			return NULL;
 	pg->n_input = g->n_inputs;
 	pg->n_output = g->n_outputs;
 	pg->n_value_info = g->n_infos;
-	if (!(pg->input = vinfos_out(w, g->inputs, g->n_inputs)) ||
-	    !(pg->output = vinfos_out(w, g->outputs, g->n_outputs)) ||
-	    !(pg->value_info = vinfos_out(w, g->infos, g->n_infos)))
+	if (!(pg->input = vinfos_out(w, g->inputs, g->n_inputs, direct)) ||
+	    !(pg->output = vinfos_out(w, g->outputs, g->n_outputs, direct)) ||
+	    !(pg->value_info = vinfos_out(w, g->infos, g->n_infos, direct)))
 		goto oom;
 	return pg;
 oom:
@@ -1210,6 +1213,89 @@ static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 
 enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
 
+/* A length-delimited field holding message m: its bytes, written to o unless o is NULL. */
+static size_t msg_field(struct out_buffer *o, uint32_t field, const ProtobufCMessage *m)
+{
+	size_t size = protobuf_c_message_get_packed_size(m);
+	if (o) {
+		out_key_len(o, field, size);
+		protobuf_c_message_pack_to_buffer(m, &o->base);
+	}
+	return pbwire_field_len(field, size);
+}
+
+static size_t str_field(struct out_buffer *o, uint32_t field, const char *s)
+{
+	if (!s)
+		return 0;
+	size_t n = strlen(s);
+	if (o) {
+		out_key_len(o, field, n);
+		out_append(&o->base, n, (const uint8_t *)s);
+	}
+	return pbwire_field_len(field, n);
+}
+
+/* The main graph's fields after its nodes, as protobuf-c packs them (by field number, undecoded
+ * fields last): name, initializers, doc_string, inputs, outputs, value_info. What graph_out left
+ * NULL nodewire writes, weights going from where they lie straight to the output; the rest
+ * protobuf-c packs. Measures only when o is NULL; scratch holds one message at a time. */
+static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buffer *o, struct mem_buffer *scratch)
+{
+	size_t len = str_field(o, 2, pg->name);
+	for (uint32_t i = 0; i < g->n_inits && !scratch->oom; i++) {
+		if (pg->initializer[i]) {
+			len += msg_field(o, 5, &pg->initializer[i]->base);
+			continue;
+		}
+		const struct tensor *t = g->inits[i]->init;
+		uint8_t *end = NULL;
+		size_t at = 0;
+		for (size_t want = 4096; !end && mem_reserve(scratch, want); want = 2 * scratch->cap)
+			end = nodewire_tensor_put(scratch->p, scratch->p + scratch->cap, 5, t, &at);
+		if (!end)
+			break;
+		size_t n = (size_t)(end - scratch->p);
+		if (o) {
+			out_append(&o->base, at, scratch->p);
+			out_append(&o->base, t->bytes.n, t->bytes.p);
+			out_append(&o->base, n - at, scratch->p + at);
+		}
+		len += n + t->bytes.n;
+	}
+	len += str_field(o, 10, pg->doc_string);
+	struct {
+		uint32_t field, n;
+		struct value **v;
+		Onnx__ValueInfo **m;
+	} lists[] = {{11, g->n_inputs, g->inputs, pg->input},
+		     {12, g->n_outputs, g->outputs, pg->output},
+		     {13, g->n_infos, g->infos, pg->value_info}};
+	for (size_t l = 0; l < 3; l++)
+		for (uint32_t i = 0; i < lists[l].n && !scratch->oom; i++) {
+			if (lists[l].m[i]) {
+				len += msg_field(o, lists[l].field, &lists[l].m[i]->base);
+				continue;
+			}
+			uint8_t *end = NULL;
+			for (size_t want = 4096; !end && mem_reserve(scratch, want); want = 2 * scratch->cap)
+				end = nodewire_vinfo_put(scratch->p, scratch->p + scratch->cap, lists[l].field, lists[l].v[i]);
+			if (!end)
+				break;
+			if (o)
+				out_append(&o->base, (size_t)(end - scratch->p), scratch->p);
+			len += (size_t)(end - scratch->p);
+		}
+	/* the undecoded fields: a message with nothing else packs to exactly them */
+	Onnx__Graph unknown = ONNX__GRAPH__INIT;
+	unknown.base.n_unknown_fields = pg->base.n_unknown_fields;
+	unknown.base.unknown_fields = pg->base.unknown_fields;
+	size_t un = protobuf_c_message_get_packed_size(&unknown.base);
+	if (o)
+		protobuf_c_message_pack_to_buffer(&unknown.base, &o->base);
+	return len + un;
+}
+
 /* Writes the model with the main graph's nodes streamed: ModelProto fields before `graph`, then the
  * graph (its nodes, then the rest of it), then the fields after it. protobuf-c packs fields in
  * field-number order, and `node` is GraphProto's first field, so the bytes are exactly those of
@@ -1255,10 +1341,19 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 	head.n_opset_import = head.n_metadata_props = head.n_training_info = 0;
 	head.base.n_unknown_fields = 0;
 	protobuf_c_message_pack_to_buffer(&head.base, &o->base);
-	out_key_len(o, MODEL_GRAPH_FIELD, nodes.len + protobuf_c_message_get_packed_size(&pg->base));
+	struct mem_buffer scratch = {{mem_append}, NULL, 0, 0, 0};
+	size_t rest = graph_rest(g, pg, NULL, &scratch);
+	if (scratch.oom) {
+		xfree(nodes.p);
+		return err_oom(w->e);
+	}
+	out_key_len(o, MODEL_GRAPH_FIELD, nodes.len + rest);
 	out_append(&o->base, nodes.len, nodes.p);
 	xfree(nodes.p);
-	protobuf_c_message_pack_to_buffer(&pg->base, &o->base);
+	graph_rest(g, pg, o, &scratch);
+	xfree(scratch.p);
+	if (scratch.oom)
+		return err_oom(w->e);
 	/* the model's fields after `graph` */
 	Onnx__Model tail = ONNX__MODEL__INIT;
 	tail.n_opset_import = pm->n_opset_import;
