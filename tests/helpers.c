@@ -4,6 +4,7 @@
 #include "io/npy.h"
 #include "io/onnx.h"
 #include "io/yaml.h"
+#include "plan/plan.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -92,6 +93,18 @@ struct graph *load_ok(const char *path)
 	struct gd_err e = {0};
 	struct graph *g = model_load(path, FMT_AUTO, &e);
 	cr_assert(g, "loading %s failed: %s", path, e.msg);
+	return g;
+}
+
+struct graph *planned_ok(const char *model, const char *strategy, int64_t batch, struct plan_report *r)
+{
+	char path[512];
+	struct graph *g = load_ok(model_path(path, sizeof path, model));
+	struct exec_binding b = {"batch", batch};
+	struct plan_opts po = {.dims = &b, .n_dims = 1};
+	cr_assert_eq(ckpt_parse(strategy, &po.ckpt), 0, "%s", strategy);
+	struct gd_err e = {0};
+	cr_assert_eq(plan_memory(g, &po, r, &e), 0, "%s, %s: %s", model, strategy, e.msg);
 	return g;
 }
 

@@ -26,6 +26,10 @@ const char *ref_path(char *path, size_t n, const char *model, const char *name);
 size_t ref_inputs(const struct graph *g, const char *model, struct rtensor *ts, const char **names);
 /* model_load with an assertion that it worked. */
 struct graph *load_ok(const char *path);
+/* TESTDATA/<model>.onnx planned with checkpoint `strategy` at batch = `batch` (plan_memory, which
+ * builds the training graph and rewrites it), with assertions that it worked. */
+struct plan_report;
+struct graph *planned_ok(const char *model, const char *strategy, int64_t batch, struct plan_report *r);
 /* Writes `text` to `name` in the temporary directory; its path goes to path[n]. */
 void write_text(char *path, size_t n, const char *name, const char *text);
 /* write_text, then load_ok. */

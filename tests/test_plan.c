@@ -223,14 +223,10 @@ Test(plan, the_report_without_the_rewrite_is_the_rewritten_graphs)
 Test(plan, reported_flops_are_the_rewritten_graphs)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
-		char path[512];
-		struct graph *g = load_ok(model_path(path, sizeof path, *m));
-		struct exec_binding b = {"batch", 2};
-		struct plan_opts po = {.dims = &b, .n_dims = 1};
-		cr_assert_eq(ckpt_parse("memory", &po.ckpt), 0);
 		struct plan_report r;
+		struct graph *g = planned_ok(*m, "memory", 2, &r);
+		struct exec_binding b = {"batch", 2};
 		struct gd_err e = {0};
-		cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s: %s", *m, e.msg);
 		struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
 		struct exec *x = exec_run(g, &so, NULL, &e);
 		cr_assert(x, "%s: %s", *m, e.msg);
