@@ -276,8 +276,6 @@ uint8_t *nodewire_vinfo_put(uint8_t *o, uint8_t *end, uint32_t field, const stru
 
 /* ---------------------------------------------------------------- reading */
 
-enum { WIRE_I64 = 1 };
-
 /* One field: its number and wire type, a scalar's value or a length-delimited payload. */
 struct fld {
 	uint32_t num, wire;
@@ -285,6 +283,11 @@ struct fld {
 	const uint8_t *p;
 	size_t n;
 };
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 /* The field at *pp, advancing past it; 0 if it is malformed or truncated. */
 static int get_field(const uint8_t **pp, const uint8_t *end, struct fld *f)
@@ -302,7 +305,7 @@ static int get_field(const uint8_t **pp, const uint8_t *end, struct fld *f)
 	case WIRE_FIXED32:
 		if (end - p < 4)
 			return 0;
-		f->v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+		f->v = le32(p);
 		p += 4;
 		break;
 	case WIRE_LEN:
@@ -316,11 +319,26 @@ static int get_field(const uint8_t **pp, const uint8_t *end, struct fld *f)
 	default: /* 64-bit scalars and groups occur in no field the fast path takes */
 		return 0;
 	}
+	if (!p)
+		return 0;
 	*pp = p;
-	return p != NULL;
+	return 1;
 }
 
-#define EACH_FIELD(f, p, n, end) for (const uint8_t *end = (p) + (n), *q_ = (p); q_ < end && get_field(&q_, end, &(f));)
+/* A message's fields, one by one: next_field gives 1 and the field, or 0 at the end; `bad` says the
+ * end came early, at a malformed or truncated field. */
+struct wire_rd {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static int next_field(struct wire_rd *r, struct fld *f)
+{
+	if (r->p >= r->end)
+		return 0;
+	r->bad = !get_field(&r->p, r->end, f);
+	return !r->bad;
+}
 
 static char *sdup(struct arena *a, const struct fld *f)
 {
@@ -352,33 +370,27 @@ static size_t packed_varints(const struct fld *f, int64_t *out, int *bad)
 	return k;
 }
 
-static int fits_wire(const struct fld *f, uint32_t wire)
-{
-	return f->wire == wire;
-}
-
 /* An AttributeProto with number, string and list fields only; NULL for anything else. */
 static Onnx__Attribute *attr_get(const struct fld *m, struct arena *a)
 {
-	size_t nf = 0, ni = 0, ns = 0, seen = 0;
+	size_t nf = 0, ni = 0, ns = 0;
 	int bad = 0;
 	struct fld f;
-	EACH_FIELD(f, m->p, m->n, end)
-	{
-		seen = (size_t)(q_ - m->p);
+	struct wire_rd r = {m->p, m->p + m->n, 0};
+	while (next_field(&r, &f)) {
 		switch (f.num) {
-		case 1: case 4: case 13: case 21: bad |= !fits_wire(&f, WIRE_LEN); break;
-		case 2: bad |= !fits_wire(&f, WIRE_FIXED32); break;
-		case 3: case 20: bad |= !fits_wire(&f, WIRE_VARINT); break;
+		case 1: case 4: case 13: case 21: bad |= f.wire != WIRE_LEN; break;
+		case 2: bad |= f.wire != WIRE_FIXED32; break;
+		case 3: case 20: bad |= f.wire != WIRE_VARINT; break;
 		case 7: nf += f.wire == WIRE_FIXED32 ? 1 : f.wire == WIRE_LEN && !(f.n % 4) ? f.n / 4 : (bad = 1, 0); break;
 		case 8: ni += f.wire == WIRE_VARINT ? 1 : f.wire == WIRE_LEN ? packed_varints(&f, NULL, &bad) : (bad = 1, 0); break;
-		case 9: ns++; bad |= !fits_wire(&f, WIRE_LEN); break;
+		case 9: ns++; bad |= f.wire != WIRE_LEN; break;
 		default: bad = 1; /* tensors, graphs, type protos, unknown fields */
 		}
 		if (bad)
 			return NULL;
 	}
-	if (seen != m->n)
+	if (r.bad)
 		return NULL;
 	Onnx__Attribute *at = arena_alloc(a, sizeof *at);
 	float *floats = arena_alloc(a, nf * sizeof *floats);
@@ -390,8 +402,7 @@ static Onnx__Attribute *attr_get(const struct fld *m, struct arena *a)
 	at->floats = nf ? floats : NULL;
 	at->ints = ni ? ints : NULL;
 	at->strings = ns ? strings : NULL;
-	EACH_FIELD(f, m->p, m->n, end2)
-	{
+	for (r = (struct wire_rd){m->p, m->p + m->n, 0}; next_field(&r, &f);) {
 		switch (f.num) {
 		case 1: bad |= !(at->name = sdup(a, &f)); break;
 		case 2: at->has_f = 1; memcpy(&at->f, &(uint32_t){(uint32_t)f.v}, 4); break;
@@ -401,11 +412,8 @@ static Onnx__Attribute *attr_get(const struct fld *m, struct arena *a)
 			if (f.wire == WIRE_FIXED32)
 				memcpy(&at->floats[at->n_floats++], &(uint32_t){(uint32_t)f.v}, 4);
 			else
-				for (size_t i = 0; i < f.n / 4; i++, at->n_floats++) {
-					uint32_t u = (uint32_t)f.p[4 * i] | (uint32_t)f.p[4 * i + 1] << 8 |
-						     (uint32_t)f.p[4 * i + 2] << 16 | (uint32_t)f.p[4 * i + 3] << 24;
-					memcpy(&at->floats[at->n_floats], &u, 4);
-				}
+				for (size_t i = 0; i < f.n / 4; i++)
+					memcpy(&at->floats[at->n_floats++], &(uint32_t){le32(f.p + 4 * i)}, 4);
 			break;
 		case 8:
 			if (f.wire == WIRE_VARINT)
@@ -428,30 +436,27 @@ static Onnx__KeyValue *kv_get(const struct fld *m, struct arena *a)
 	if (!kv)
 		return NULL;
 	*kv = (Onnx__KeyValue)ONNX__KEY_VALUE__INIT;
-	size_t seen = 0;
 	struct fld f;
-	EACH_FIELD(f, m->p, m->n, end)
-	{
-		seen = (size_t)(q_ - m->p);
+	struct wire_rd r = {m->p, m->p + m->n, 0};
+	while (next_field(&r, &f)) {
 		char **dst = f.num == 1 ? &kv->key : f.num == 2 ? &kv->value : NULL;
 		if (!dst || f.wire != WIRE_LEN || !(*dst = sdup(a, &f)))
 			return NULL;
 	}
-	return seen == m->n ? kv : NULL;
+	return r.bad ? NULL : kv;
 }
 
 Onnx__Node *nodewire_get(const uint8_t *p, size_t n, struct arena *a)
 {
-	size_t count[10] = {0}, seen = 0;
+	size_t count[10] = {0};
 	struct fld f;
-	EACH_FIELD(f, p, n, end)
-	{
-		seen = (size_t)(q_ - p);
+	struct wire_rd r = {p, p + n, 0};
+	while (next_field(&r, &f)) {
 		if (f.num > 9 || f.wire != WIRE_LEN)
 			return NULL;
 		count[f.num]++;
 	}
-	if (seen != n)
+	if (r.bad)
 		return NULL;
 	Onnx__Node *pn = arena_alloc(a, sizeof *pn);
 	char **in = arena_alloc(a, (count[1] + count[2]) * sizeof *in);
@@ -464,8 +469,7 @@ Onnx__Node *nodewire_get(const uint8_t *p, size_t n, struct arena *a)
 	pn->output = in + count[1];
 	pn->attribute = at;
 	pn->metadata_props = kv;
-	EACH_FIELD(f, p, n, end2)
-	{
+	for (r = (struct wire_rd){p, p + n, 0}; next_field(&r, &f);) {
 		void *got;
 		switch (f.num) {
 		case 1: got = pn->input[pn->n_input++] = sdup(a, &f); break;

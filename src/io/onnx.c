@@ -1213,6 +1213,22 @@ static void mem_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 
 enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
 
+/* One of nodewire's writers at m's end, given more room until what it writes fits; returns the end
+ * of what it wrote (m->len unchanged), or NULL out of memory. `at`: a tensor's raw-data offset. */
+enum wire_obj { WIRE_NODE, WIRE_TENSOR, WIRE_VINFO };
+static uint8_t *put_grown(struct mem_buffer *m, enum wire_obj k, uint32_t field, const void *obj, size_t *at)
+{
+	for (size_t want = 4096; mem_reserve(m, want); want = 2 * (m->cap - m->len)) {
+		uint8_t *o = m->p + m->len, *end = m->p + m->cap;
+		uint8_t *r = k == WIRE_NODE     ? nodewire_put(o, end, field, obj)
+			     : k == WIRE_TENSOR ? nodewire_tensor_put(o, end, field, obj, at)
+						: nodewire_vinfo_put(o, end, field, obj);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
 /* A length-delimited field holding message m: its bytes, written to o unless o is NULL. */
 static size_t msg_field(struct out_buffer *o, uint32_t field, const ProtobufCMessage *m)
 {
@@ -1249,10 +1265,8 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 			continue;
 		}
 		const struct tensor *t = g->inits[i]->init;
-		uint8_t *end = NULL;
 		size_t at = 0;
-		for (size_t want = 4096; !end && mem_reserve(scratch, want); want = 2 * scratch->cap)
-			end = nodewire_tensor_put(scratch->p, scratch->p + scratch->cap, 5, t, &at);
+		uint8_t *end = put_grown(scratch, WIRE_TENSOR, 5, t, &at);
 		if (!end)
 			break;
 		size_t n = (size_t)(end - scratch->p);
@@ -1277,9 +1291,7 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 				len += msg_field(o, lists[l].field, &lists[l].m[i]->base);
 				continue;
 			}
-			uint8_t *end = NULL;
-			for (size_t want = 4096; !end && mem_reserve(scratch, want); want = 2 * scratch->cap)
-				end = nodewire_vinfo_put(scratch->p, scratch->p + scratch->cap, lists[l].field, lists[l].v[i]);
+			uint8_t *end = put_grown(scratch, WIRE_VINFO, lists[l].field, lists[l].v[i], NULL);
 			if (!end)
 				break;
 			if (o)
@@ -1310,13 +1322,10 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 	for (uint32_t i = 0; i < g->n_nodes && !nodes.oom; i++) {
 		const struct node *n = g->nodes[i];
 		uint8_t key[20];
-		if (nodewire_fits(n)) { /* most nodes: written straight from the IR, with more room if needed */
-			uint8_t *end;
-			for (size_t want = 4096; mem_reserve(&nodes, want); want = 2 * (nodes.cap - nodes.len))
-				if ((end = nodewire_put(nodes.p + nodes.len, nodes.p + nodes.cap, GRAPH_NODE_FIELD, n))) {
-					nodes.len = (size_t)(end - nodes.p);
-					break;
-				}
+		if (nodewire_fits(n)) { /* most nodes: written straight from the IR */
+			uint8_t *end = put_grown(&nodes, WIRE_NODE, GRAPH_NODE_FIELD, n, NULL);
+			if (end)
+				nodes.len = (size_t)(end - nodes.p);
 			continue;
 		}
 		arena_init(&nw.a);
