@@ -78,8 +78,8 @@ uint64_t exec_node_seed(const struct exec *x, const struct node *n)
 	/* keyed by node_base_name; a recompute clone, <that>_recompute, draws the numbers of the
 	 * node it clones */
 	const char *name = node_base_name(n);
-	size_t len = strlen(name), sfx = sizeof "_recompute" - 1;
-	if ((n->tags & TAG_RECOMPUTE) && len > sfx && !strcmp(name + len - sfx, "_recompute"))
+	size_t len = strlen(name), sfx = sizeof RECOMPUTE_SUFFIX - 1;
+	if ((n->tags & TAG_RECOMPUTE) && len > sfx && !strcmp(name + len - sfx, RECOMPUTE_SUFFIX))
 		len -= sfx;
 	char buf[512];
 	snprintf(buf, sizeof buf, "%.*s", (int)len, name);

@@ -327,6 +327,9 @@ static inline bool node_is_forward(const struct node *n)
 	return !(n->tags & (TAG_BACKWARD | TAG_RECOMPUTE));
 }
 
+/* The suffix of a recompute clone's name and of its outputs' (<name>_recompute). */
+#define RECOMPUTE_SUFFIX "_recompute"
+
 /* What names derived from n (a recompute clone's <it>_recompute) are made from, and what random
  * ops key their numbers on: n's name, or an unnamed node's first output's, or its op type. */
 static inline const char *node_base_name(const struct node *n)

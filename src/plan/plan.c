@@ -42,10 +42,8 @@ static const char *step_desc(const struct graph *g, const struct rc_step *s, uin
 {
 	struct node c = *g->nodes[s->node];
 	char name[600];
-	if (s->clone) {
-		snprintf(name, sizeof name, "%s_recompute", node_base_name(&c));
-		c.name = name;
-	}
+	if (s->clone)
+		c.name = rc_clone_name(&c, name, sizeof name);
 	c.index = i;
 	return node_desc(&c, buf, n);
 }
@@ -76,7 +74,6 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 		const struct node *n = g->nodes[steps[i].node];
 		if (!steps[i].clone && node_is_forward(n))
 			continue;
-		r->n_clones += steps[i].clone;
 		for (uint32_t k = 0; k < n->n_in; k++) {
 			const struct value *v = n->in[k];
 			if (value_is_activation(v) && !rc_dropped(f, keep, v->id) && !seen[v->id]) {
@@ -232,7 +229,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	} else {
 		bad = err_oom(e);
 	}
-	uint8_t *seen = bad ? NULL : xcalloc(g->n_values ? g->n_values : 1, 1);
+	uint8_t *seen = bad || o->rewrite_only ? NULL : xmalloc(g->n_values ? g->n_values : 1);
 	if (!bad) {
 		t = progress_begin();
 		r->peak_after = m.peak;
@@ -247,10 +244,12 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 										       (uint32_t)m.peak_node, d, sizeof d))
 						     : "(before the first node)";
 		for (uint32_t i = 0; i < n_steps; i++)
-			if (steps[i].clone)
+			if (steps[i].clone) {
+				r->n_clones++;
 				r->recompute_flops += nflops[steps[i].node];
-		if (!seen || !r->live_after || !r->peak_node_desc ||
-		    (!o->rewrite_only && report_schedule(g, &mm, keep, steps, n_steps, seen, r)))
+			}
+		if (!r->live_after || !r->peak_node_desc ||
+		    (!o->rewrite_only && (!seen || report_schedule(g, &mm, keep, steps, n_steps, seen, r))))
 			bad = err_oom(e);
 		else
 			progress_end(t, "report", NULL);

@@ -93,6 +93,12 @@ int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step
 	return 0;
 }
 
+const char *rc_clone_name(const struct node *p, char *buf, size_t n)
+{
+	JOIN(buf, n, node_base_name(p), RECOMPUTE_SUFFIX);
+	return buf;
+}
+
 /* The clone of p, whose inputs that need recomputing have their clones already. */
 static struct node *clone_node(struct graph *g, const struct flat *f, const uint8_t *keep, struct exec *shapes,
 			       struct value **clone, const struct node *p, struct node *after, struct gd_err *e)
@@ -107,8 +113,7 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	c->meta = NULL;
 	c->n_meta = 0;
 	char buf[600];
-	JOIN(buf, sizeof buf, node_base_name(p), "_recompute");
-	c->name = arena_strdup(g->arena, buf);
+	c->name = arena_strdup(g->arena, rc_clone_name(p, buf, sizeof buf));
 	if (p->name && *p->name)
 		JOIN(buf, sizeof buf, "recompute of ", p->name);
 	else
@@ -134,7 +139,7 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 		c->out[k] = NULL;
 		if (!o)
 			continue;
-		JOIN(buf, sizeof buf, o->name, "_recompute");
+		JOIN(buf, sizeof buf, o->name, RECOMPUTE_SUFFIX);
 		struct value *nv = graph_new_value(g, buf, e);
 		if (!nv || graph_set_output_value(c, k, nv, e))
 			return NULL;

@@ -30,6 +30,9 @@ static inline bool rc_dropped(const struct flat *f, const uint8_t *keep, uint32_
 	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && !keep[v];
 }
 
+/* The name of p's recompute clone, <node_base_name>_recompute, in buf (n bytes); returns buf. */
+const char *rc_clone_name(const struct node *p, char *buf, size_t n);
+
 struct recompute_stats {
 	uint32_t n_clones;
 };
