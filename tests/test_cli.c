@@ -166,6 +166,20 @@ Test(cli, pipes_stdin_to_stdout)
 	free(onnx);
 }
 
+/* Writing into a full disk: exit 2 and one line saying so, in either format. */
+Test(cli, a_full_disk_is_an_error)
+{
+	static const char *const fmts[] = {"onnx", "yaml"};
+	for (size_t i = 0; i < 2; i++) {
+		char *argv[] = {"/bin/sh", "-c", "\"$0\" convert \"$1\" --to \"$2\" - >/dev/full", GD_BINARY,
+				TESTDATA "/transformer.onnx", (char *)fmts[i], NULL};
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 2, "%s: exit %d: %s", fmts[i], r.status, r.err);
+		cr_assert(strstr(r.err, "No space left on device") && lines(r.err) == 1, "%s: %s", fmts[i], r.err);
+		run_free(&r);
+	}
+}
+
 static void python_ok(const char *code, const char *arg, const char *what)
 {
 	char *argv[] = {GD_PYTHON, "-c", (char *)code, (char *)arg, NULL};

@@ -208,6 +208,81 @@ Test(onnx, big_nodes_are_written_and_read_whole)
 	graph_free(g);
 }
 
+/* A chain of 4096 Relus, node i with a doc of doc(i) bytes. */
+static struct graph *chain_with_docs(size_t (*doc)(uint32_t))
+{
+	size_t cap = 1 << 20, len = 0;
+	char *y = malloc(cap);
+	len += (size_t)snprintf(y, cap, "graphdiet: 1\nopset: 17\ninputs: [{name: a0, dtype: float32, shape: [4]}]\nnodes:\n");
+	for (uint32_t i = 0; i < 4096; i++) {
+		size_t d = doc(i);
+		while (len + d + 128 > cap)
+			y = realloc(y, cap *= 2);
+		len += (size_t)sprintf(y + len, "  - {op: Relu, inputs: [a%u], outputs: [a%u], doc: d", i, i + 1);
+		memset(y + len, 'd', d);
+		len += d;
+		len += (size_t)sprintf(y + len, "}\n");
+	}
+	sprintf(y + len, "outputs: [{name: a4096}]\n");
+	struct graph *g = load_text("docs.yaml", y);
+	free(y);
+	return g;
+}
+
+static size_t short_docs_between_samples(uint32_t i) { return i % 64 ? 3 : 0; }
+static size_t long_docs_between_samples(uint32_t i) { return i % 64 ? 1200 : 0; }
+static size_t long_docs_at_samples(uint32_t i) { return i % 64 ? 0 : 20000; }
+
+/* g written by onnx_write into a file opened with `mode` that holds `before` already. */
+static uint8_t *written_to_file(struct graph *g, const char *mode, const char *before, size_t *len)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/written.onnx", tmpdir());
+	FILE *f = fopen(path, "wb");
+	fputs(before, f);
+	fclose(f);
+	f = fopen(path, mode);
+	if (mode[0] == 'r')
+		fseek(f, 0, SEEK_END);
+	fputs(before, f); /* still in f's buffer when onnx_write begins */
+	struct gd_err e = {0};
+	cr_assert_eq(onnx_write(g, f, &e), 0, "%s", e.msg);
+	cr_assert_eq(fclose(f), 0);
+	return slurp(path, len);
+}
+
+/* Into a regular file, a big graph's length is estimated from a sample of its nodes and patched
+ * where it lies, or, when the estimate's varint is of another width, the file is written again:
+ * either way the bytes are those written to a stream, which measures first. The samples (every
+ * 64th node) are made unrepresentative on purpose: short docs between them (an estimate too low,
+ * of the same width), long ones between them (too low, a byte short; the output spans chunks) and
+ * long ones only at them (too high). The file already holds bytes, written or still buffered, and
+ * is opened to overwrite or to append. */
+Test(onnx, files_get_the_bytes_streams_get_whatever_the_length_estimate)
+{
+	size_t (*docs[])(uint32_t) = {short_docs_between_samples, long_docs_between_samples, long_docs_at_samples};
+	size_t widths[3];
+	for (size_t k = 0; k < 3; k++) {
+		struct graph *g = chain_with_docs(docs[k]);
+		size_t len, flen;
+		onnx__model__free_unpacked(written_as_protobuf_c_packs(g, 0, &len), NULL);
+		uint8_t *want = write_mem(g, 0, &len);
+		widths[k] = len;
+		static const char *const modes[] = {"r+b", "ab"};
+		for (size_t m = 0; m < 2; m++) {
+			uint8_t *got = written_to_file(g, modes[m], "head", &flen);
+			cr_assert_eq(flen, len + 8, "%s: %zu bytes, not %zu", modes[m], flen, len + 8);
+			cr_assert_eq(memcmp(got, "headhead", 8), 0);
+			cr_assert_eq(memcmp(got + 8, want, len), 0, "%s: bytes differ from the stream's", modes[m]);
+			free(got);
+		}
+		free(want);
+		graph_free(g);
+	}
+	cr_assert(widths[0] < (1u << 21) && widths[1] > (1u << 22) && widths[2] < (1u << 21),
+		  "the three outputs: %zu, %zu, %zu bytes", widths[0], widths[1], widths[2]);
+}
+
 /* The graph's initializers and ValueInfos are written straight from the IR too (nodewire), with
  * every field they may carry: docs, type and dimension denotations, symbolic dimensions, an empty
  * tensor; protobuf-c re-packs what it reads to the same bytes. */

@@ -68,7 +68,7 @@ int cli_refuse_binary_tty(const char *path, enum gd_format fmt)
 int cli_finish(int rc)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
+		if (!rc && errno != EPIPE) /* an error reported already is likely this one */
 			fprintf(stderr, "graphdiet: error: cannot write to standard output: %s\n", strerror(errno));
 		return rc ? rc : GD_EINPUT;
 	}

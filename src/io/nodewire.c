@@ -192,6 +192,43 @@ uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct nod
 	return w->full ? NULL : w->o;
 }
 
+/* Four stages, each a few nodes ahead of the next, so that what a stage reads was loaded by the
+ * one before it: the node, then its lists, then the values and control nodes, then their names. */
+void nodewire_prefetch(struct node *const *nodes, uint32_t i, uint32_t n)
+{
+	if (i + 16 < n) {
+		__builtin_prefetch(nodes[i + 16]);
+		__builtin_prefetch((const char *)nodes[i + 16] + 64);
+	}
+	if (i + 8 < n) {
+		const struct node *b = nodes[i + 8];
+		__builtin_prefetch(b->in);
+		__builtin_prefetch(b->out);
+		__builtin_prefetch(b->name);
+		__builtin_prefetch(b->ctrl);
+	}
+	if (i + 4 < n) {
+		const struct node *c = nodes[i + 4];
+		for (uint32_t k = 0; k < c->n_in; k++)
+			__builtin_prefetch(c->in[k]);
+		for (uint32_t k = 0; k < c->n_out; k++)
+			__builtin_prefetch(c->out[k]);
+		for (uint32_t k = 0; k < c->n_ctrl; k++)
+			__builtin_prefetch(c->ctrl[k]);
+	}
+	if (i + 2 < n) {
+		const struct node *d = nodes[i + 2];
+		for (uint32_t k = 0; k < d->n_in; k++)
+			if (d->in[k])
+				__builtin_prefetch(d->in[k]->name);
+		for (uint32_t k = 0; k < d->n_out; k++)
+			if (d->out[k])
+				__builtin_prefetch(d->out[k]->name);
+		for (uint32_t k = 0; k < d->n_ctrl; k++)
+			__builtin_prefetch(d->ctrl[k]->name);
+	}
+}
+
 /* ---------------------------------------------------------------- tensors and ValueInfos */
 
 int nodewire_tensor_fits(const struct tensor *t)

@@ -22,6 +22,10 @@ int nodewire_fits(const struct node *n);
 /* Writes n as a length-delimited field (GraphProto's `node`, field 1) at o, before end; returns the
  * end of what it wrote, or NULL if it needs more room than end - o. */
 uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct node *n);
+/* Before nodewire_put of nodes[i], for a walk over nodes[0, n) in order: starts loading what the
+ * puts of the next few nodes read (each node, its input and output lists, their values, names and
+ * control inputs), so that a million-node walk does not wait on memory at every pointer. */
+void nodewire_prefetch(struct node *const *nodes, uint32_t i, uint32_t n);
 
 /* A plain tensor (raw bytes in memory, no undecoded fields, no external data) and a ValueInfo with
  * no undecoded fields, written as protobuf-c packs them: the rest of a saved graph's main messages.

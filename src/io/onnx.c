@@ -10,14 +10,19 @@
  * recorded in the node's metadata_props under "graphdiet.after" (names separated by newlines),
  * so graphdiet reads them back; ONNX itself orders nodes by their position. */
 #include "onnx.h"
+#include "../util/bgwrite.h"
 #include "../util/xalloc.h"
 #include "nodewire.h"
 #include "pbwire.h"
 #include "tensor.h"
 #include "proto/onnx.pb-c.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CTRL_KEY NODEWIRE_CTRL_KEY
 #define TAGS_KEY NODEWIRE_TAGS_KEY
@@ -1139,33 +1144,15 @@ oom:
 	return NULL;
 }
 
-/* Output through our own buffer: protobuf-c appends field by field, a few bytes at a time. */
+/* Output through bgwrite's chunks: protobuf-c appends field by field, a few bytes at a time. */
 struct out_buffer {
 	ProtobufCBuffer base;
-	FILE *f;
-	size_t len;
-	uint8_t buf[1 << 16];
+	struct bgwrite w;
 };
-
-static void out_flush(struct out_buffer *o)
-{
-	fwrite(o->buf, 1, o->len, o->f);
-	o->len = 0;
-}
 
 static void out_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
-	struct out_buffer *o = (struct out_buffer *)b;
-	if (!len)
-		return; /* data may be NULL then (an empty raw_data) */
-	if (len > sizeof o->buf - o->len)
-		out_flush(o);
-	if (len >= sizeof o->buf) {
-		fwrite(data, 1, len, o->f); /* weights go straight from the mapped file */
-		return;
-	}
-	memcpy(o->buf + o->len, data, len);
-	o->len += len;
+	bgwrite_put(&((struct out_buffer *)b)->w, data, len);
 }
 
 static void out_key_len(struct out_buffer *o, uint32_t field, size_t len)
@@ -1308,89 +1295,157 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 	return len + un;
 }
 
+/* The main graph's nodes as `node` fields: their bytes, written to o unless o is NULL (then only
+ * measured, in scratch, and with stride k only every k-th node). Most nodes are written straight
+ * from the IR into o's chunk; those nodewire cannot write and those bigger than a chunk go through
+ * scratch, one at a time. Stops early out of memory (scratch->oom, or o's error) or at an error
+ * node_out reports (w->e). */
+static size_t graph_nodes(struct wr *w, struct graph *g, struct out_buffer *o, struct mem_buffer *scratch,
+			  uint32_t stride)
+{
+	size_t len = 0;
+	struct wr nw = {.e = w->e, .root = w->root};
+	for (uint32_t i = 0; i < g->n_nodes && !scratch->oom && !w->e->code; i += stride) {
+		const struct node *n = g->nodes[i];
+		if (stride == 1)
+			nodewire_prefetch(g->nodes, i, g->n_nodes);
+		scratch->len = 0;
+		if (nodewire_fits(n)) {
+			uint8_t *end, *at = o ? bgwrite_free(&o->w, &end) : NULL, *r = NULL;
+			if (o && !at)
+				break;
+			if (at && !(r = nodewire_put(at, end, GRAPH_NODE_FIELD, n))) {
+				bgwrite_flush(&o->w); /* retried in an empty chunk */
+				if (!(at = bgwrite_free(&o->w, &end)))
+					break;
+				r = nodewire_put(at, end, GRAPH_NODE_FIELD, n);
+			}
+			if (r) {
+				bgwrite_wrote(&o->w, (size_t)(r - at));
+				len += (size_t)(r - at);
+				continue;
+			}
+			uint8_t *done = put_grown(scratch, WIRE_NODE, GRAPH_NODE_FIELD, n, NULL);
+			if (!done)
+				break;
+			scratch->len = (size_t)(done - scratch->p);
+		} else {
+			uint8_t key[20];
+			arena_init(&nw.a);
+			Onnx__Node *pn = node_out(&nw, n);
+			if (pn) {
+				size_t size = protobuf_c_message_get_packed_size(&pn->base);
+				mem_append(&scratch->base, (size_t)(pbwire_put_key_len(key, GRAPH_NODE_FIELD, size) - key), key);
+				protobuf_c_message_pack_to_buffer(&pn->base, &scratch->base);
+			} else if (!w->e->code)
+				scratch->oom = 1;
+			arena_free(&nw.a);
+		}
+		if (o)
+			out_append(&o->base, scratch->len, scratch->p);
+		len += scratch->len;
+	}
+	scratch->len = 0; /* graph_rest writes at its start */
+	return len;
+}
+
+/* The main graph's length, for its prefix: exact, or with `sample` estimated from every 64th node
+ * (a graph's nodes are most of it; the rest is measured), which is 64 times cheaper. */
+enum { LEN_SAMPLE = 64 };
+static size_t graph_len(struct wr *w, struct graph *g, const Onnx__Graph *pg, struct mem_buffer *scratch, int sample)
+{
+	uint32_t stride = sample && g->n_nodes >= LEN_SAMPLE * LEN_SAMPLE ? LEN_SAMPLE : 1;
+	size_t len = graph_nodes(w, g, NULL, scratch, stride);
+	if (stride > 1)
+		len = (size_t)((double)len * g->n_nodes / ((g->n_nodes + stride - 1) / stride));
+	return w->e->code || scratch->oom ? 0 : len + graph_rest(g, pg, NULL, scratch);
+}
+
 /* Writes the model with the main graph's nodes streamed: ModelProto fields before `graph`, then the
  * graph (its nodes, then the rest of it), then the fields after it. protobuf-c packs fields in
  * field-number order, and `node` is GraphProto's first field, so the bytes are exactly those of
  * packing the whole message at once; but only one node message exists at a time, in a scratch
- * arena emptied after each. The packed nodes are kept (as bytes, about the graph's size in the file)
- * because the graph's length prefix must be written before them. */
-static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct out_buffer *o)
+ * arena emptied after each. The graph's length prefix says `len`; *wrote is the length it has, and
+ * *len_at where the prefix is, from the start. */
+static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct out_buffer *o,
+			  struct mem_buffer *scratch, size_t len, size_t *wrote, size_t *len_at)
 {
 	Onnx__Graph *pg = pm->graph;
-	struct mem_buffer nodes = {{mem_append}, NULL, 0, 0, 0};
-	struct wr nw = {.e = w->e, .root = w->root};
-	for (uint32_t i = 0; i < g->n_nodes && !nodes.oom; i++) {
-		const struct node *n = g->nodes[i];
-		uint8_t key[20];
-		if (nodewire_fits(n)) { /* most nodes: written straight from the IR */
-			uint8_t *end = put_grown(&nodes, WIRE_NODE, GRAPH_NODE_FIELD, n, NULL);
-			if (end)
-				nodes.len = (size_t)(end - nodes.p);
-			continue;
-		}
-		arena_init(&nw.a);
-		Onnx__Node *pn = node_out(&nw, n);
-		if (!pn) {
-			arena_free(&nw.a);
-			xfree(nodes.p);
-			return w->e->code ? w->e->code : err_oom(w->e);
-		}
-		size_t size = protobuf_c_message_get_packed_size(&pn->base);
-		mem_append(&nodes.base, (size_t)(pbwire_put_key_len(key, GRAPH_NODE_FIELD, size) - key), key);
-		protobuf_c_message_pack_to_buffer(&pn->base, &nodes.base);
-		arena_free(&nw.a);
-	}
-	if (nodes.oom) {
-		xfree(nodes.p);
-		return err_oom(w->e);
-	}
 	/* the model's fields before `graph` */
 	Onnx__Model head = *pm;
 	head.graph = NULL;
 	head.n_opset_import = head.n_metadata_props = head.n_training_info = 0;
 	head.base.n_unknown_fields = 0;
-	protobuf_c_message_pack_to_buffer(&head.base, &o->base);
-	struct mem_buffer scratch = {{mem_append}, NULL, 0, 0, 0};
-	size_t rest = graph_rest(g, pg, NULL, &scratch);
-	if (scratch.oom) {
-		xfree(nodes.p);
-		return err_oom(w->e);
+	*len_at = protobuf_c_message_pack_to_buffer(&head.base, &o->base) + 1;
+	out_key_len(o, MODEL_GRAPH_FIELD, len);
+	*wrote = graph_nodes(w, g, o, scratch, 1);
+	if (!w->e->code && !scratch->oom && !o->w.err) {
+		*wrote += graph_rest(g, pg, o, scratch);
+		/* the model's fields after `graph` */
+		Onnx__Model tail = ONNX__MODEL__INIT;
+		tail.n_opset_import = pm->n_opset_import;
+		tail.opset_import = pm->opset_import;
+		tail.n_metadata_props = pm->n_metadata_props;
+		tail.metadata_props = pm->metadata_props;
+		tail.n_training_info = pm->n_training_info;
+		tail.training_info = pm->training_info;
+		tail.base.n_unknown_fields = pm->base.n_unknown_fields;
+		tail.base.unknown_fields = pm->base.unknown_fields;
+		protobuf_c_message_pack_to_buffer(&tail.base, &o->base);
 	}
-	out_key_len(o, MODEL_GRAPH_FIELD, nodes.len + rest);
-	out_append(&o->base, nodes.len, nodes.p);
-	xfree(nodes.p);
-	graph_rest(g, pg, o, &scratch);
-	xfree(scratch.p);
-	if (scratch.oom)
-		return err_oom(w->e);
-	/* the model's fields after `graph` */
-	Onnx__Model tail = ONNX__MODEL__INIT;
-	tail.n_opset_import = pm->n_opset_import;
-	tail.opset_import = pm->opset_import;
-	tail.n_metadata_props = pm->n_metadata_props;
-	tail.metadata_props = pm->metadata_props;
-	tail.n_training_info = pm->n_training_info;
-	tail.training_info = pm->training_info;
-	tail.base.n_unknown_fields = pm->base.n_unknown_fields;
-	tail.base.unknown_fields = pm->base.unknown_fields;
-	protobuf_c_message_pack_to_buffer(&tail.base, &o->base);
-	return w->e->code;
+	return w->e->code ? w->e->code : scratch->oom ? err_oom(w->e) : 0;
 }
 
+/* Where in fd a length written earlier can be overwritten: its offset now, or -1 for pipes,
+ * terminals and files opened to append (whose writes all go to the end). */
+static off_t patchable(int fd)
+{
+	struct stat st;
+	int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_APPEND) || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	return lseek(fd, 0, SEEK_CUR);
+}
+
+/* The graph's length goes before its nodes. Into a regular file it is estimated, the file written
+ * once and the length overwritten where it lies; when the estimate's varint has another width than
+ * the length's (an estimate off across a power of 128, which is rare) the file is cut back and
+ * written again, knowing the length. Elsewhere the nodes are measured first, then written: twice
+ * the packing, which costs about as much as the write(2)s. */
 int onnx_write(struct graph *g, FILE *f, struct gd_err *e)
 {
 	struct wr w = {.e = e, .root = g, .stream_nodes = 1};
-	struct out_buffer *o = xmalloc(sizeof *o);
-	if (!o)
-		return err_oom(e);
-	o->base.append = out_append;
-	o->f = f;
-	o->len = 0;
+	struct out_buffer o = {.base.append = out_append};
+	struct mem_buffer scratch = {{mem_append}, NULL, 0, 0, 0};
+	bgwrite_open(&o.w, f);
 	arena_init(&w.a);
 	Onnx__Model *pm = model_out(&w, g);
-	int rc = pm ? write_streamed(&w, g, pm, o) : (e->code ? e->code : err_oom(e));
-	out_flush(o);
-	xfree(o);
+	int rc = pm ? 0 : e->code ? e->code : err_oom(e);
+	off_t base = rc ? -1 : patchable(o.w.fd);
+	size_t len = rc ? 0 : graph_len(&w, g, pm->graph, &scratch, base >= 0), wrote = len, at = 0;
+	if (!rc && !(rc = e->code ? e->code : scratch.oom ? err_oom(e) : 0))
+		rc = write_streamed(&w, g, pm, &o, &scratch, len, &wrote, &at);
+	int werr = bgwrite_close(&o.w);
+	if (!rc && !werr && wrote != len && pbwire_varint_len(wrote) == pbwire_varint_len(len)) {
+		uint8_t buf[10];
+		size_t n = (size_t)(pbwire_put_varint(buf, wrote) - buf);
+		if (pwrite(o.w.fd, buf, n, base + (off_t)at) != (ssize_t)n)
+			werr = errno ? errno : EIO;
+	} else if (!rc && !werr && wrote != len) {
+		if (ftruncate(o.w.fd, base) || lseek(o.w.fd, base, SEEK_SET) < 0)
+			werr = errno;
+		else {
+			len = wrote;
+			bgwrite_open(&o.w, f);
+			rc = write_streamed(&w, g, pm, &o, &scratch, len, &wrote, &at);
+			werr = bgwrite_close(&o.w);
+		}
+	}
+	xfree(scratch.p);
 	arena_free(&w.a);
+	if (!rc && werr == ENOMEM)
+		rc = err_oom(e);
+	else if (!rc && werr)
+		rc = err_set(e, GD_EINPUT, "cannot write output: %s", strerror(werr));
 	return rc;
 }
