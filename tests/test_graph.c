@@ -258,18 +258,6 @@ Test(check, subgraph_outer_reference_orders_the_parent)
 	graph_free(g);
 }
 
-Test(graph, link_uses)
-{
-	struct graph *g = load_ok(TESTDATA "/yaml/unsorted.yaml");
-	struct gd_err e = {0};
-	cr_assert_eq(graph_link_uses(g, &e), 0);
-	struct value *x = strmap_get(&g->names, "x");
-	cr_assert_eq(x->n_uses, 3);
-	struct value *y = strmap_get(&g->names, "y");
-	cr_assert_eq(y->n_uses, 0);
-	graph_free(g);
-}
-
 Test(graph, equal_detects_differences)
 {
 	char why[256];

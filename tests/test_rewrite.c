@@ -73,6 +73,31 @@ Test(fold, dead_nodes_go_with_or_without_anything_to_fold)
 	}
 }
 
+/* The sweep is one pass from the end: a dead chain goes whole, however long; a node that another
+ * waits on (a control input) stays though nothing reads its output. */
+Test(fold, dead_chains_go_and_control_inputs_stay)
+{
+	char text[1 << 16];
+	int len = snprintf(text, sizeof text,
+			   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2, 3]}]\nnodes:\n"
+			   "  - {op: Sigmoid, name: waited, inputs: [x], outputs: [s]}\n"
+			   "  - {op: Relu, inputs: [x], outputs: [y], after: [waited]}\n"
+			   "  - {op: Neg, inputs: [x], outputs: [d0]}\n");
+	for (int i = 1; i < 500; i++)
+		len += snprintf(text + len, sizeof text - (size_t)len, "  - {op: Abs, inputs: [d%d], outputs: [d%d]}\n", i - 1, i);
+	snprintf(text + len, sizeof text - (size_t)len, "outputs: [{name: y}]\n");
+	struct graph *g = load_text("fold_chain.yaml", text);
+	size_t removed;
+	struct gd_err e = {0};
+	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+	cr_assert_eq(removed, 500, "the Neg and its 499 Abs go: %zu removed", removed);
+	cr_assert_eq(g->n_nodes, 2);
+	cr_assert_eq(count_op(g, "Sigmoid"), 1, "the node Relu waits on stays");
+	cr_assert_eq(g->nodes[1]->ctrl[0], g->nodes[0]);
+	cr_assert_eq(g->nodes[1]->index, 1);
+	graph_free(g);
+}
+
 Test(fold, symbolic_graphs_keep_their_shape_computations)
 {
 	struct graph *g = load_ok(TESTDATA "/rnn.onnx");

@@ -144,8 +144,6 @@ struct value {
 	struct node *producer; /* NULL for inputs, initializers and outer references */
 	struct value *outer;   /* subgraph reference to an enclosing graph's value */
 	struct tensor *init;   /* initializer data */
-	struct node **uses;    /* consumers, filled by graph_link_uses */
-	uint32_t n_uses;
 	uint32_t id;           /* index in graph->values */
 };
 
@@ -318,8 +316,6 @@ int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd
 int graph_check(struct graph *g, struct gd_err *e);
 /* Stable topological sort of g->nodes (and of every subgraph); see topo.c. */
 int graph_toposort(struct graph *g, struct gd_err *e);
-/* Fills value->uses. */
-int graph_link_uses(struct graph *g, struct gd_err *e);
 
 /* A forward node: neither a backward node nor a recompute clone. */
 static inline bool node_is_forward(const struct node *n)

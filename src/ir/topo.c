@@ -1,4 +1,4 @@
-/* topo.c - stable topological sort and value uses.
+/* topo.c - stable topological sort.
  *
  * The sort is a depth-first post-order walk, started from each node in file order: a node is
  * placed right after everything it needs. When the file order is already topological the order is
@@ -204,31 +204,4 @@ int graph_toposort(struct graph *g, struct gd_err *e)
 				rc = graph_toposort(t->algo, e);
 		}
 	return rc;
-}
-
-int graph_link_uses(struct graph *g, struct gd_err *e)
-{
-	for (uint32_t i = 0; i < g->n_values; i++)
-		g->values[i]->n_uses = 0;
-	for (uint32_t i = 0; i < g->n_nodes; i++)
-		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
-			if (g->nodes[i]->in[k])
-				g->nodes[i]->in[k]->n_uses++;
-	for (uint32_t i = 0; i < g->n_values; i++) {
-		struct value *v = g->values[i];
-		v->uses = v->n_uses ? arena_array(g->arena, v->n_uses, sizeof *v->uses) : NULL;
-		if (v->n_uses && !v->uses)
-			return err_oom(e);
-		v->n_uses = 0;
-	}
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		struct node *n = g->nodes[i];
-		for (uint32_t k = 0; k < n->n_in; k++) {
-			struct value *v = n->in[k];
-			/* A node reading one value twice uses it once. */
-			if (v && (v->n_uses == 0 || v->uses[v->n_uses - 1] != n))
-				v->uses[v->n_uses++] = n;
-		}
-	}
-	return 0;
 }

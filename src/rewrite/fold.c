@@ -3,7 +3,7 @@
  * Folding runs the executor in shape-inference mode, which already computes every small node whose
  * inputs are all known (that is how Reshape targets resolve). A computed node that is not random
  * and none of whose outputs is a graph output becomes a Constant per output consumed elsewhere; a
- * sweep then removes nodes whose outputs nobody reads, repeated until nothing changes. A graph in
+ * sweep then removes nodes whose outputs nobody reads, in one pass from the end (sweep). A graph in
  * which no node could be computed (may_fold) is only swept: a million-layer stack is not run. */
 #include "fold.h"
 #include "../util/xalloc.h"
@@ -132,6 +132,86 @@ static int fold(struct graph *g, struct gd_err *e)
 	return rc;
 }
 
+/* Marks in `read` the values of g that sg's nodes, or those of the subgraphs in them, read from
+ * outside (an outer reference leads, maybe through enclosing subgraphs, to a value of g). */
+static void read_from_inside(const struct graph *g, const struct graph *sg, uint8_t *read)
+{
+	for (uint32_t i = 0; i < sg->n_nodes; i++) {
+		const struct node *n = sg->nodes[i];
+		for (uint32_t k = 0; k < n->n_in; k++) {
+			const struct value *v = n->in[k];
+			while (v && v->outer)
+				v = v->outer;
+			if (v && v->id < g->n_values && g->values[v->id] == v)
+				read[v->id] = 1;
+		}
+		for (uint32_t k = 0; k < n->n_attr; k++) {
+			const struct attr *a = &n->attr[k];
+			if (a->type == ATTR_GRAPH && a->g)
+				read_from_inside(g, a->g, read);
+			for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
+				read_from_inside(g, a->graphs[j], read);
+		}
+	}
+}
+
+/* Drops the nodes nothing reads, in one pass from the last: g is sorted (a node after its inputs'
+ * producers and its control inputs), so every reader of a node's outputs has been judged when the
+ * node is. A node stays if it makes a graph output, is random (its draws are part of the run), or a
+ * node that stays reads one of its outputs (in a subgraph too) or waits on it. */
+static int sweep(struct graph *g, struct gd_err *e)
+{
+	uint8_t *read = xcalloc(g->n_values ? g->n_values : 1, 1), *waited = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	if (!read || !waited) {
+		xfree(read);
+		xfree(waited);
+		return err_oom(e);
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		g->nodes[i]->index = i;
+	uint32_t kept = 0;
+	for (uint32_t i = g->n_nodes; i-- > 0;) {
+		struct node *n = g->nodes[i];
+		int keep = waited[i] || (op_table[n->op].flags & OPF_RANDOM);
+		for (uint32_t j = 0; j < n->n_out && !keep; j++)
+			keep = n->out[j] && (read[n->out[j]->id] || (n->out[j]->flags & VALUE_OUTPUT));
+		if (!keep) {
+			for (uint32_t j = 0; j < n->n_out; j++)
+				if (n->out[j])
+					n->out[j]->producer = NULL;
+			g->nodes[i] = NULL;
+			continue;
+		}
+		kept++;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			if (n->in[k])
+				read[n->in[k]->id] = 1;
+		for (uint32_t k = 0; k < n->n_ctrl; k++) {
+			uint32_t c = n->ctrl[k]->index;
+			if (c < g->n_nodes && g->nodes[c] == n->ctrl[k])
+				waited[c] = 1;
+		}
+		for (uint32_t k = 0; k < n->n_attr; k++) {
+			const struct attr *a = &n->attr[k];
+			if (a->type == ATTR_GRAPH && a->g)
+				read_from_inside(g, a->g, read);
+			for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
+				read_from_inside(g, a->graphs[j], read);
+		}
+	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]) {
+			g->nodes[i]->index = k;
+			g->nodes[k++] = g->nodes[i];
+		}
+	ASSERT(k == kept);
+	g->n_nodes = k;
+	xfree(read);
+	xfree(waited);
+	return 0;
+}
+
 int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 {
 	*removed = 0;
@@ -148,32 +228,8 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 		return err_oom(e);
 	if (rc)
 		rc = fold(g, e);
-	/* 2. sweep nodes nothing reads */
-	for (int changed = 1; changed && !rc;) {
-		changed = 0;
-		if ((rc = graph_link_uses(g, e)))
-			break;
-		uint32_t k = 0;
-		for (uint32_t i = 0; i < g->n_nodes; i++) {
-			struct node *n = g->nodes[i];
-			int used = 0;
-			for (uint32_t j = 0; j < n->n_out; j++)
-				used |= n->out[j] && (n->out[j]->n_uses || (n->out[j]->flags & VALUE_OUTPUT));
-			for (uint32_t j = 0; j < g->n_nodes && !used; j++) /* a control input is a use too */
-				for (uint32_t c = 0; c < g->nodes[j]->n_ctrl; c++)
-					used |= g->nodes[j]->ctrl[c] == n;
-			if (used || (op_table[n->op].flags & OPF_RANDOM)) {
-				n->index = k;
-				g->nodes[k++] = n;
-			} else {
-				for (uint32_t j = 0; j < n->n_out; j++)
-					if (n->out[j])
-						n->out[j]->producer = NULL;
-				changed = 1;
-			}
-		}
-		g->n_nodes = k;
-	}
+	if (!rc)
+		rc = sweep(g, e);
 	/* values left without producer or use disappear from the listings by name only: drop their
 	 * value_info entries so the writers do not describe them */
 	uint32_t k = 0;
