@@ -74,7 +74,8 @@ Test(fold, dead_nodes_go_with_or_without_anything_to_fold)
 }
 
 /* The sweep is one pass from the end: a dead chain goes whole, however long; a node that another
- * waits on (a control input) stays though nothing reads its output. */
+ * waits on (a control input) stays though nothing reads its output, and so does one whose output
+ * only a subgraph reads. */
 Test(fold, dead_chains_go_and_control_inputs_stay)
 {
 	char text[1 << 16];
@@ -95,6 +96,12 @@ Test(fold, dead_chains_go_and_control_inputs_stay)
 	cr_assert_eq(count_op(g, "Sigmoid"), 1, "the node Relu waits on stays");
 	cr_assert_eq(g->nodes[1]->ctrl[0], g->nodes[0]);
 	cr_assert_eq(g->nodes[1]->index, 1);
+	graph_free(g);
+	/* the Exp's output is read only inside the If's branches */
+	g = load_ok(TESTDATA "/yaml/if_branch.yaml");
+	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+	cr_assert_eq(removed, 0);
+	cr_assert_eq(count_op(g, "Exp"), 1, "a value read by a subgraph is read");
 	graph_free(g);
 }
 

@@ -132,6 +132,20 @@ static int fold(struct graph *g, struct gd_err *e)
 	return rc;
 }
 
+static void read_from_inside(const struct graph *g, const struct graph *sg, uint8_t *read);
+
+/* Marks in `read` the values of g that n's subgraphs read. */
+static void read_by_subgraphs(const struct graph *g, const struct node *n, uint8_t *read)
+{
+	for (uint32_t k = 0; k < n->n_attr; k++) {
+		const struct attr *a = &n->attr[k];
+		if (a->type == ATTR_GRAPH && a->g)
+			read_from_inside(g, a->g, read);
+		for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
+			read_from_inside(g, a->graphs[j], read);
+	}
+}
+
 /* Marks in `read` the values of g that sg's nodes, or those of the subgraphs in them, read from
  * outside (an outer reference leads, maybe through enclosing subgraphs, to a value of g). */
 static void read_from_inside(const struct graph *g, const struct graph *sg, uint8_t *read)
@@ -145,13 +159,7 @@ static void read_from_inside(const struct graph *g, const struct graph *sg, uint
 			if (v && v->id < g->n_values && g->values[v->id] == v)
 				read[v->id] = 1;
 		}
-		for (uint32_t k = 0; k < n->n_attr; k++) {
-			const struct attr *a = &n->attr[k];
-			if (a->type == ATTR_GRAPH && a->g)
-				read_from_inside(g, a->g, read);
-			for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
-				read_from_inside(g, a->graphs[j], read);
-		}
+		read_by_subgraphs(g, n, read);
 	}
 }
 
@@ -191,13 +199,7 @@ static int sweep(struct graph *g, struct gd_err *e)
 			if (c < g->n_nodes && g->nodes[c] == n->ctrl[k])
 				waited[c] = 1;
 		}
-		for (uint32_t k = 0; k < n->n_attr; k++) {
-			const struct attr *a = &n->attr[k];
-			if (a->type == ATTR_GRAPH && a->g)
-				read_from_inside(g, a->g, read);
-			for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
-				read_from_inside(g, a->graphs[j], read);
-		}
+		read_by_subgraphs(g, n, read);
 	}
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
