@@ -10,9 +10,9 @@
  * where the kernel offers them on request: a random probe into a table of hundreds of megabytes
  * then costs no TLB walk, and the block faults in 2 MiB at a time. Only a hint.
  *
- * They are also faulted in ahead, by a helper thread: the kernel's zeroing of fresh pages is about
- * a fifth of a big run's time, and on a machine with a second core it need not be on the main
- * thread. The helper asks the kernel to populate each new block (MADV_POPULATE_WRITE), which maps
+ * Fresh ones (not a grown array's, whose new half may stay unused) are also faulted in ahead, by a
+ * helper thread: the kernel's zeroing of fresh pages is about a fifth of a big run's time, and on a
+ * machine with a second core it need not be on the main thread. The helper asks the kernel to populate each new block (MADV_POPULATE_WRITE), which maps
  * pages without changing what they hold, so it may race with the block's use, its freeing and its
  * reuse. The queue is small and a request that finds it full is dropped: it is only a hint too. */
 #define HUGE_BLOCK ((size_t)8 << 20)
@@ -79,7 +79,7 @@ static void prefault(uintptr_t lo, uintptr_t hi)
 }
 #endif
 
-static void *hint_huge(void *p, size_t n)
+static void *hint_huge(void *p, size_t n, int fresh)
 {
 #ifdef MADV_HUGEPAGE
 	if (p && n >= HUGE_BLOCK) {
@@ -87,7 +87,8 @@ static void *hint_huge(void *p, size_t n)
 		uintptr_t hi = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
 		if (hi > lo) {
 			madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-			prefault(lo, hi);
+			if (fresh)
+				prefault(lo, hi);
 		}
 	}
 #else
@@ -115,17 +116,17 @@ void xalloc_fail_after(long n)
 
 void *xmalloc(size_t n)
 {
-	return should_fail() ? NULL : hint_huge(malloc(n ? n : 1), n);
+	return should_fail() ? NULL : hint_huge(malloc(n ? n : 1), n, 1);
 }
 
 void *xcalloc(size_t n, size_t size)
 {
-	return should_fail() ? NULL : hint_huge(calloc(n ? n : 1, size ? size : 1), n * size);
+	return should_fail() ? NULL : hint_huge(calloc(n ? n : 1, size ? size : 1), n * size, 1);
 }
 
 void *xrealloc(void *p, size_t n)
 {
-	return should_fail() ? NULL : hint_huge(realloc(p, n ? n : 1), n);
+	return should_fail() ? NULL : hint_huge(realloc(p, n ? n : 1), n, 0);
 }
 
 void *xreallocarray(void *p, size_t n, size_t size)

@@ -5,7 +5,8 @@
 # to the row above and the scaling exponent log(time ratio) / log(size ratio), so that
 # time(2N)/time(N) = 2^exponent. With -v, each run's phases go to stderr (graphdiet -v). RUNS=k
 # (default 1) times each command k times and reports the fastest, for machines whose timings are
-# noisy (shared virtual machines vary by a third from run to run).
+# noisy (shared virtual machines vary by a third from run to run). Each train writes a new file:
+# replacing the last run's would add the kernel's freeing of it (~1 GB at 10^6 nodes, 0.2-0.8 s).
 #
 #     [RUNS=3] bash tests/bench/run_planner.sh [BUILD] [MAX] [-v]
 set -euo pipefail
@@ -41,6 +42,7 @@ PY
   s1= s2=
   for ((r = 0; r < ${RUNS:-1}; r++)); do
     /usr/bin/time -f '%e %M' -o "$dir/t1" "$gd" $verbose plan "$dir/c.onnx" --checkpoint auto --budget "$budget" >/dev/null
+    rm -f "$dir/t.onnx" # not timed: the kernel's freeing the last run's output as it is replaced
     /usr/bin/time -f '%e %M' -o "$dir/t2" "$gd" $verbose train "$dir/c.onnx" --checkpoint auto --budget "$budget" -o "$dir/t.onnx"
     read -r a1 m1 <"$dir/t1"
     read -r a2 m2 <"$dir/t2"
