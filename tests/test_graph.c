@@ -1,9 +1,10 @@
-/* test_graph.c - IR construction, validation, topological sort, equality. */
+/* test_graph.c - IR construction, validation, topological sort, equality, 16-bit floats. */
 #include "helpers.h"
 #include "io/format.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Adds node `name` (op) reading `ins` and writing `outs` (comma-separated names, "" = none). */
@@ -277,4 +278,78 @@ Test(graph, equal_detects_differences)
 	cr_assert(strstr(why, "attribute 'alpha' value differs"), "%s", why);
 	graph_free(a);
 	graph_free(b);
+}
+
+/* The 16-bit float conversions against NumPy's (binary16) and an arithmetic definition of
+ * bfloat16 rounding (8 significant bits, ties to even; float32's subnormal range in steps of
+ * 2^-133): every 16-bit pattern widened, and two million random float32 patterns plus the ranges
+ * where rounding is delicate (subnormal edges, the overflow threshold) narrowed. */
+Test(dtype, half_conversions_agree_with_numpy)
+{
+	char in[256], out[256];
+	snprintf(in, sizeof in, "%s/half_in.bin", tmpdir());
+	snprintf(out, sizeof out, "%s/half_out.bin", tmpdir());
+	char code[2048];
+	snprintf(code, sizeof code,
+		 "import numpy as np\n"
+		 "r = np.random.default_rng(7)\n"
+		 "b = np.concatenate([r.integers(0, 2**32, 2000000, dtype=np.uint64).astype(np.uint32),\n"
+		 "  np.arange(0x33000000, 0x33800000, 7, dtype=np.uint32), np.arange(0x38700000, 0x38900000, 3, dtype=np.uint32),\n"
+		 "  np.arange(0x477f0000, 0x47800100, dtype=np.uint32), np.arange(0x7f7f0000, 0x7f800001, dtype=np.uint32),\n"
+		 "  np.arange(0, 0x00900000, 97, dtype=np.uint32)]).astype(np.uint32)\n"
+		 "b = np.concatenate([b, b | 0x80000000])\n"
+		 "b.tofile('%s')\n",
+		 in);
+	char *gen[] = {GD_PYTHON, "-c", code, NULL};
+	struct run_result r = run_cmd(gen, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	size_t len;
+	uint32_t *bits = (uint32_t *)slurp(in, &len);
+	size_t n = len / 4;
+	uint16_t *res = malloc((2 * n + 2 * 65536) * sizeof *res);
+	float *wide = malloc(2 * 65536 * sizeof *wide);
+	for (size_t i = 0; i < n; i++) {
+		float f;
+		memcpy(&f, &bits[i], sizeof f);
+		res[2 * i] = f16_from_f32(f);
+		res[2 * i + 1] = bf16_from_f32(f);
+	}
+	for (uint32_t h = 0; h < 65536; h++) {
+		wide[2 * h] = f32_from_f16((uint16_t)h);
+		wide[2 * h + 1] = f32_from_bf16((uint16_t)h);
+	}
+	FILE *f = fopen(out, "wb");
+	fwrite(res, sizeof *res, 2 * n, f);
+	fwrite(wide, sizeof *wide, 2 * 65536, f);
+	fclose(f);
+	snprintf(code, sizeof code,
+		 "import numpy as np\n"
+		 "b = np.fromfile('%s', dtype=np.uint32); n = len(b); f = b.view(np.float32)\n"
+		 "o = np.fromfile('%s', dtype=np.uint8)\n"
+		 "res = o[:4 * n].view(np.uint16).reshape(-1, 2); wide = o[4 * n:].view(np.float32).reshape(-1, 2)\n"
+		 "nan = np.isnan(f)\n"
+		 "with np.errstate(all='ignore'):\n"
+		 "    h = f.astype(np.float16).view(np.uint16)\n"
+		 "    d = f.astype(np.float64); m, e = np.frexp(d)\n"
+		 "    bf = np.where(np.abs(d) < 2.0**-126, np.rint(d * 2.0**133) * 2.0**-133, np.ldexp(np.rint(m * 256), e - 8))\n"
+		 "    bf = bf.astype(np.float32).view(np.uint32)\n"
+		 "bad = np.flatnonzero((res[:, 0] != h) & ~nan)\n"
+		 "assert len(bad) == 0, ('float16', hex(b[bad[0]]), hex(res[bad[0], 0]), hex(h[bad[0]]))\n"
+		 "bad = np.flatnonzero(((res[:, 1].astype(np.uint32) << 16) != bf) & ~nan)\n"
+		 "assert len(bad) == 0, ('bfloat16', hex(b[bad[0]]), hex(res[bad[0], 1]), hex(bf[bad[0]]))\n"
+		 "assert np.isnan(res[nan, 0].view(np.float16)).all()\n"
+		 "assert (((res[nan, 1] & 0x7f80) == 0x7f80) & ((res[nan, 1] & 0x7f) != 0)).all()\n"
+		 "hh = np.arange(65536, dtype=np.uint32).astype(np.uint16); ref = hh.view(np.float16).astype(np.float32)\n"
+		 "ok = np.isnan(ref)\n"
+		 "assert (wide[~ok, 0].view(np.uint32) == ref[~ok].view(np.uint32)).all() and np.isnan(wide[ok, 0]).all()\n"
+		 "assert (wide[:, 1].view(np.uint32) == hh.astype(np.uint32) << 16).all()\n",
+		 in, out);
+	char *check[] = {GD_PYTHON, "-c", code, NULL};
+	r = run_cmd(check, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	free(bits);
+	free(res);
+	free(wide);
 }

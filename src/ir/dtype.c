@@ -2,6 +2,7 @@
  * keeps its own list of type names or sizes. */
 #include "dtype.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -79,4 +80,66 @@ int dtype_from_npy(const char *descr)
 			return i;
 	}
 	return -1;
+}
+
+/* ---- 16-bit floats ----
+ * binary16: 1 sign, 5 exponent (bias 15), 10 fraction bits; bfloat16: float32's top 16 bits. */
+
+static uint32_t bits_of(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof x);
+	return x;
+}
+
+static float float_of(uint32_t x)
+{
+	float f;
+	memcpy(&f, &x, sizeof f);
+	return f;
+}
+
+uint16_t f16_from_f32(float f)
+{
+	uint32_t x = bits_of(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+	if (ax > 0x7f800000) /* NaN: quiet, top payload bits */
+		return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x1ff));
+	if (ax >= 0x477ff000) /* 65520 and up (ties to even 65536): infinity */
+		return (uint16_t)(sign | 0x7c00);
+	if (ax < 0x38800000) /* under 2^-14: a subnormal in units of 2^-24 (1024 of them is 2^-14) */
+		return (uint16_t)(sign | (uint32_t)nearbyintf(float_of(ax) * 16777216.0f));
+	/* rebias the exponent (127 -> 15), then drop 13 fraction bits rounding to even; a carry out of
+	 * the fraction steps the exponent, as it should */
+	uint32_t r = ax - ((uint32_t)112 << 23);
+	r += 0xfff + ((r >> 13) & 1);
+	return (uint16_t)(sign | (r >> 13));
+}
+
+float f32_from_f16(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	if (e == 0) {
+		float v = ldexpf((float)m, -24);
+		return sign ? -v : v;
+	}
+	return float_of(sign | (e == 31 ? 0x7f800000 | (m << 13) : ((e + 112) << 23) | (m << 13)));
+}
+
+uint16_t bf16_from_f32(float f)
+{
+	uint32_t x = bits_of(f);
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+float f32_from_bf16(uint16_t h)
+{
+	return float_of((uint32_t)h << 16);
+}
+
+int dtype_is_half(int dt)
+{
+	return dt == DT_FLOAT16 || dt == DT_BFLOAT16;
 }

@@ -3,6 +3,7 @@
 #define GD_DTYPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum dtype {
 	DT_UNDEFINED = 0,
@@ -36,5 +37,15 @@ int dtype_from_name(const char *name);  /* -1 if unknown; accepts ONNX upper-cas
 const char *dtype_npy(enum dtype dt);   /* NumPy descr such as "<f4"; NULL when NumPy has none */
 int dtype_from_npy(const char *descr);  /* -1 if unknown */
 int dtype_is_float(enum dtype dt);
+
+/* The 16-bit floats the executor stores (it computes in float32): IEEE binary16 and bfloat16,
+ * rounded to nearest, ties to even. NaN stays NaN (quiet, its sign and top payload bits kept),
+ * and what is past the largest finite value after rounding becomes infinity. */
+uint16_t f16_from_f32(float f);
+float f32_from_f16(uint16_t h);
+uint16_t bf16_from_f32(float f);
+float f32_from_bf16(uint16_t h);
+/* float16 or bfloat16: the dtypes stored narrow and computed in float32 */
+int dtype_is_half(int dt);
 
 #endif
