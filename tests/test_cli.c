@@ -332,6 +332,34 @@ Test(cli, man_pages_document_every_option)
 	free(man);
 }
 
+/* Mixed precision on every testdata model: ONNX's checker, with full type inference, accepts the
+ * training graph (every Cast and 16-bit edge is typed consistently), and in float16 the gradients
+ * match the plain float32 ones within 5% (float16 keeps 11 significant bits per rounding). */
+Test(cli, mixed_precision_training_graphs_check_and_match)
+{
+	static const char *const precisions[] = {"fp16", "bf16"};
+	for (const char *const *m = testdata_models; *m; m++)
+		for (int p = 0; p < 2; p++) {
+			char in[512], out[512];
+			model_path(in, sizeof in, *m);
+			snprintf(out, sizeof out, "%s/mp_%s_%s.onnx", tmpdir(), *m, precisions[p]);
+			char *train[] = {GD_BINARY, "train", in, "--precision", (char *)precisions[p], "-o", out, NULL};
+			struct run_result r = run_cmd(train, NULL, 0);
+			cr_assert_eq(r.status, 0, "%s %s: %s", *m, precisions[p], r.err);
+			run_free(&r);
+			python_ok("import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m, full_check=True); "
+				  "t = {i.name: i.type.tensor_type.elem_type for i in m.graph.output}; "
+				  "assert all(v == onnx.TensorProto.FLOAT for k, v in t.items() if k.endswith('_grad')), t",
+				  out, *m);
+			if (p)
+				continue;
+			char *verify[] = {GD_BINARY, "verify", in, out, "--rtol", "0.05", "--atol", "1e-3", NULL};
+			r = run_cmd(verify, NULL, 0);
+			cr_assert_eq(r.status, 0, "%s: %s%s", *m, r.out, r.err);
+			run_free(&r);
+		}
+}
+
 Test(cli, train_then_verify)
 {
 	for (const char *const *m = testdata_models; *m; m++) {

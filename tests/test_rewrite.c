@@ -1,6 +1,8 @@
 /* test_rewrite.c - graph rewrites: dimension binding and constant folding, appended losses. */
 #include "exec/exec.h"
 #include "helpers.h"
+#include "autodiff/ad.h"
+#include "rewrite/autocast.h"
 #include "rewrite/ctrl.h"
 #include "rewrite/fold.h"
 
@@ -191,4 +193,53 @@ Test(control_deps, data_edges_preserve_values_and_poison_on_inf)
 	cr_assert_eq(ctrl_encode(g, CTRL_ORDER, &n_data, &e), 0);
 	cr_expect_eq(g->nodes[1]->n_ctrl, 0);
 	graph_free(g);
+}
+
+/* Autocast on the 12-layer Gemm+Tanh chain: each Gemm reads only 16-bit floats, the Tanhs between
+ * them stay 16-bit (no cast back and forth), each parameter is cast once, the loss is float32, and
+ * after autodiff every gradient output is float32 like its parameter. */
+Test(autocast, products_and_what_lies_between_them_are_16_bit)
+{
+	static const int dts[] = {DT_FLOAT16, DT_BFLOAT16};
+	for (int d = 0; d < 2; d++) {
+		struct graph *g = load_ok(TESTDATA "/tanh_chain.onnx");
+		uint32_t params = 0;
+		for (uint32_t i = 0; i < g->n_values; i++)
+			params += g->values[i]->init != NULL;
+		struct autocast_opts o = {.dtype = dts[d]};
+		size_t low;
+		struct gd_err e = {0};
+		cr_assert_eq(autocast(g, &o, &low, &e), 0, "%s", e.msg);
+		cr_assert_eq(low, 12 + 12, "the 12 Gemms and the 12 Tanhs after them: %zu", low);
+		cr_assert_eq(graph_check(g, &e), 0, "%s", e.msg);
+		struct exec_binding b = {"batch", 4};
+		struct exec_opts so = {.shapes_only = 1, .dims = &b, .n_dims = 1};
+		struct exec *x = exec_run(g, &so, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		uint32_t casts = 0, param_casts = 0;
+		for (uint32_t i = 0; i < g->n_nodes; i++) {
+			const struct node *n = g->nodes[i];
+			if (n->op == OP_GEMM || n->op == OP_TANH)
+				for (uint32_t k = 0; k < n->n_in + n->n_out; k++)
+					cr_assert_eq(exec_value(x, k < n->n_in ? n->in[k] : n->out[k - n->n_in])->dtype, dts[d],
+						     "%s reads and writes 16 bits", n->name);
+			if (n->op == OP_CAST) {
+				casts++;
+				param_casts += n->in[0]->init != NULL;
+			}
+		}
+		cr_assert_eq(param_casts, params, "each parameter cast once");
+		cr_assert_eq(casts, params + 2, "and besides: the input down, the last Tanh up");
+		cr_assert_eq(exec_value(x, strmap_get(&g->names, "loss"))->dtype, DT_FLOAT);
+		exec_free(x);
+		struct autodiff_opts ao = {0};
+		struct autodiff_result res;
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+		x = exec_run(g, &so, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		for (uint32_t i = 0; i < g->n_outputs; i++)
+			cr_assert_eq(exec_value(x, g->outputs[i])->dtype, DT_FLOAT, "%s", g->outputs[i]->name);
+		exec_free(x);
+		graph_free(g);
+	}
 }

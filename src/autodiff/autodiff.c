@@ -272,11 +272,14 @@ static struct value *constant(struct ad *a, int dtype, uint32_t ndim, const int6
 struct value *ad_scalar(struct ad *a, int dtype, double v)
 {
 	float f = (float)v;
-	dtype = dtype == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT;
+	dtype = dtype == DT_DOUBLE || dtype_is_half(dtype) ? dtype : DT_FLOAT;
 	for (uint32_t i = 0; i < a->n_scalars; i++)
 		if (a->scalars[i].dtype == dtype && !memcmp(&a->scalars[i].v, &v, sizeof v))
 			return a->scalars[i].c;
-	struct value *c = dtype == DT_DOUBLE ? constant(a, dtype, 0, NULL, &v, 8) : constant(a, DT_FLOAT, 0, NULL, &f, 4);
+	uint16_t h = dtype == DT_FLOAT16 ? f16_from_f32(f) : bf16_from_f32(f);
+	struct value *c = dtype == DT_DOUBLE  ? constant(a, dtype, 0, NULL, &v, 8)
+			  : dtype_is_half(dtype) ? constant(a, dtype, 0, NULL, &h, 2)
+						 : constant(a, DT_FLOAT, 0, NULL, &f, 4);
 	if (c && a->n_scalars < sizeof a->scalars / sizeof *a->scalars)
 		a->scalars[a->n_scalars++] = (struct scalar){dtype, v, c};
 	return c;

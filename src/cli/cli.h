@@ -34,6 +34,20 @@ int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, siz
 struct ckpt;
 struct names;
 int cli_checkpoint(const char *cmd, int opt, const char *arg, struct ckpt *c, struct names *store);
+/* "a,b,c" -> an argv-style list (in *list, pointing into *buf, a copy split in place; free both). */
+size_t cli_split_names(const char *arg, char **buf, const char ***list);
+/* --precision P (opt 'P') and --keep-fp32 OPS (opt 'K'); nonzero (after the usage message) when bad. */
+struct cli_precision {
+	int dtype; /* 0 or DT_FLOAT: none */
+	char *buf;
+	const char **keep;
+	size_t n_keep;
+};
+int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precision *p);
+/* Applies it to g (rewrite/autocast.h); nothing for float32. */
+struct graph;
+int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
+void cli_precision_free(struct cli_precision *p);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 

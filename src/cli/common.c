@@ -2,6 +2,7 @@
 #include "../exec/exec.h"
 #include "../io/names.h"
 #include "../plan/strategy.h"
+#include "../rewrite/autocast.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -148,4 +149,47 @@ int cli_checkpoint(const char *cmd, int opt, const char *arg, struct ckpt *c, st
 	c->names = store->v;
 	c->n_names = store->n;
 	return 0;
+}
+
+/* "a,b,c" -> argv-style list (strdup'd copy, split in place). */
+size_t cli_split_names(const char *arg, char **buf, const char ***list)
+{
+	*buf = strdup(arg);
+	size_t n = 1;
+	for (const char *p = arg; *p; p++)
+		n += *p == ',';
+	*list = calloc(n, sizeof **list);
+	size_t k = 0;
+	for (char *tok = strtok(*buf, ","); tok; tok = strtok(NULL, ","))
+		(*list)[k++] = tok;
+	return k;
+}
+
+int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precision *p)
+{
+	if (opt == 'K') {
+		free(p->buf);
+		free(p->keep);
+		p->n_keep = cli_split_names(arg, &p->buf, &p->keep);
+		return 0;
+	}
+	if ((p->dtype = autocast_parse(arg)) < 0)
+		return cli_usage(cmd, "--precision %s: not fp32, fp16 or bf16", arg);
+	return 0;
+}
+
+int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e)
+{
+	if (!p->dtype || p->dtype == DT_FLOAT)
+		return 0;
+	struct autocast_opts ao = {.dtype = p->dtype, .keep = p->keep, .n_keep = p->n_keep};
+	size_t n;
+	return autocast(g, &ao, &n, e);
+}
+
+void cli_precision_free(struct cli_precision *p)
+{
+	free(p->buf);
+	free(p->keep);
+	memset(p, 0, sizeof *p);
 }

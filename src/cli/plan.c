@@ -35,6 +35,9 @@ static const char plan_help[] =
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
 	"      --loss NAME       the loss, when the model has several scalar outputs\n"
+	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n"
+	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n"
+	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n"
 	"      --format FMT      text (default), json or yaml\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
@@ -52,6 +55,9 @@ static const char check_help[] =
 	"      --checkpoint-file F  keep the tensors a YAML file lists\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
 	"      --loss NAME       the loss, when the model has several scalar outputs\n"
+	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n"
+	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n"
+	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 
@@ -280,6 +286,7 @@ static int run(int argc, char **argv, int check)
 		{"format", required_argument, NULL, 'F'},     {"from", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},             {"explain", no_argument, NULL, 'x'},
 		{"checkpoint-file", required_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 'T'},
+		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = check ? "check" : "plan";
@@ -292,6 +299,7 @@ static int run(int argc, char **argv, int check)
 	struct names file_names = {0};
 	struct graph *g = NULL;
 	const char *timeline = NULL;
+	struct cli_precision prec = {0};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -311,6 +319,11 @@ static int run(int argc, char **argv, int check)
 			break;
 		case 'l':
 			po.loss = optarg;
+			break;
+		case 'P':
+		case 'K':
+			if ((rc = cli_precision(cmd, c, optarg, &prec)))
+				goto out;
 			break;
 		case 'T':
 			if (check)
@@ -341,7 +354,7 @@ static int run(int argc, char **argv, int check)
 	g = cli_load(path, from, &rc);
 	struct plan_report r;
 	struct gd_err e = {0};
-	if (g && (rc = plan_memory(g, &po, &r, &e)))
+	if (g && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e))))
 		err_print(path, &e);
 	if (g && !rc && timeline && (rc = write_timeline(timeline, path, &r, &e)))
 		err_print(timeline, &e);
@@ -361,6 +374,7 @@ static int run(int argc, char **argv, int check)
 out:
 	graph_free(g);
 	names_free(&file_names);
+	cli_precision_free(&prec);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

@@ -47,6 +47,10 @@ static const char help[] =
 	"                        reorder nodes; an infinite gradient turns them NaN: see the man page)\n"
 	"      --budget SIZE     for auto: the peak to stay within (8GiB, 500MB or bytes); when no\n"
 	"                        plan fits, nothing is written and the exit status is 1\n"
+	"      --precision P     fp32 (default), fp16 or bf16: MatMul, Gemm, Conv and ConvTranspose\n"
+	"                        compute in 16 bits on casts of float32 values, everything else and\n"
+	"                        the parameters (master weights) and their gradients stay float32\n"
+	"      --keep-fp32 OPS   op types to leave in float32 under --precision (comma-separated)\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -83,20 +87,6 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 	return rc;
 }
 
-/* "a,b,c" -> argv-style list (strdup'd copy, split in place). */
-static size_t split_names(const char *arg, char **buf, const char ***list)
-{
-	*buf = strdup(arg);
-	size_t n = 1;
-	for (const char *p = arg; *p; p++)
-		n += *p == ',';
-	*list = calloc(n, sizeof **list);
-	size_t k = 0;
-	for (char *tok = strtok(*buf, ","); tok; tok = strtok(NULL, ","))
-		(*list)[k++] = tok;
-	return k;
-}
-
 int cmd_train(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -108,6 +98,7 @@ int cmd_train(int argc, char **argv)
 		{"checkpoint", required_argument, NULL, 'c'}, {"checkpoint-file", required_argument, NULL, 'C'},
 		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
 		{"control-deps", required_argument, NULL, 'D'},
+		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -119,6 +110,7 @@ int cmd_train(int argc, char **argv)
 	size_t n_dims = 0;
 	char *pbuf = NULL, *fbuf = NULL;
 	struct names file_names = {0};
+	struct cli_precision prec = {0};
 	struct graph *g = NULL;
 	int c, has_budget = 0, rc = 0, explain = 0;
 	enum ctrl_mode ctrl = CTRL_METADATA;
@@ -134,6 +126,11 @@ int cmd_train(int argc, char **argv)
 			break;
 		case 'x':
 			explain = 1;
+			break;
+		case 'P':
+		case 'K':
+			if ((rc = cli_precision("train", c, optarg, &prec)))
+				goto out;
 			break;
 		case 'D':
 			if (ctrl_parse(optarg, &ctrl))
@@ -156,11 +153,11 @@ int cmd_train(int argc, char **argv)
 			break;
 		case 'p':
 			free(pbuf);
-			ao.n_params = split_names(optarg, &pbuf, (const char ***)&ao.params);
+			ao.n_params = cli_split_names(optarg, &pbuf, (const char ***)&ao.params);
 			break;
 		case 'z':
 			free(fbuf);
-			ao.n_freeze = split_names(optarg, &fbuf, (const char ***)&ao.freeze);
+			ao.n_freeze = cli_split_names(optarg, &fbuf, (const char ***)&ao.freeze);
 			break;
 		case 'L':
 			if (!strcmp(optarg, "mse"))
@@ -209,7 +206,7 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		if (rc || (rc = autodiff(g, &ao, &res, &e)) ||
+		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = autodiff(g, &ao, &res, &e)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
 		    (rc = model_save(g, out, to, &so, &e)))
 			err_print(argv[optind], &e);
@@ -221,6 +218,7 @@ out:
 	free(pbuf);
 	free(fbuf);
 	names_free(&file_names);
+	cli_precision_free(&prec);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

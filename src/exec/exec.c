@@ -28,6 +28,7 @@ struct exec {
 	uint64_t flops, moved;
 	const struct node *cur;
 	int compute;         /* the current node computes data */
+	int widening;        /* the current node runs on float32 copies of 16-bit inputs: see run_widened */
 	int opset;
 	struct gd_err *e;
 	struct strmap probes; /* symbolic dim -> stand-in value */
@@ -126,6 +127,11 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 		return NULL;
 	if (!x->compute || (x->o->shapes_only && out->numel > FOLD_MAX))
 		return NULL;
+	if (x->widening) { /* a float32 stand-in, counted as workspace until narrowed */
+		out->data = exec_scratch(x, out->nbytes);
+		out->owned = 1;
+		return out->data;
+	}
 	out->data = xmalloc(out->nbytes ? out->nbytes : 1);
 	if (!out->data) {
 		err_oom(x->e);
@@ -210,6 +216,8 @@ double rt_get(const struct rtensor *t, int64_t i)
 	case DT_UINT16: return ((const uint16_t *)p)[i];
 	case DT_UINT32: return ((const uint32_t *)p)[i];
 	case DT_UINT64: return (double)((const uint64_t *)p)[i];
+	case DT_FLOAT16: return f32_from_f16(((const uint16_t *)p)[i]);
+	case DT_BFLOAT16: return f32_from_bf16(((const uint16_t *)p)[i]);
 	default: return 0;
 	}
 }
@@ -238,6 +246,8 @@ void rt_set(struct rtensor *t, int64_t i, double v)
 	case DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
 	case DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
 	case DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	case DT_FLOAT16: ((uint16_t *)p)[i] = f16_from_f32((float)v); break;
+	case DT_BFLOAT16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
 	default: break;
 	}
 }
@@ -400,6 +410,99 @@ static int bind_bytes(struct exec *x, const struct value *v, struct rtensor *t)
 	return 0;
 }
 
+/* 16-bit floats are stored narrow and computed in float32: a node reading float16 or bfloat16 runs
+ * its float32 kernel on widened copies of those inputs (workspace), and its float outputs are
+ * rounded back to that dtype (to nearest even) as they are stored. So one kernel per op serves
+ * every float width, and live memory holds only narrow tensors, as the memory model counts them.
+ * Cast converts itself, and ops that read only shapes need nothing. 0: n has no 16-bit input. */
+static int half_dtype(struct exec *x, const struct node *n, struct rtensor *const *in, int *dt)
+{
+	*dt = 0;
+	if (n->op == OP_CAST || (op_table[n->op].flags & OPF_META))
+		return 0;
+	int other = 0;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (!in[k] || !dtype_is_float(in[k]->dtype))
+			continue;
+		if (dtype_is_half(in[k]->dtype) && (!*dt || *dt == in[k]->dtype))
+			*dt = in[k]->dtype;
+		else
+			other = other ? other : in[k]->dtype;
+	}
+	if (*dt && other)
+		return exec_fail(x, "inputs are %s and %s; they must have the same dtype", dtype_name(*dt),
+				 dtype_name(other));
+	return 0;
+}
+
+static void widen(const struct rtensor *t, float *w)
+{
+	const uint16_t *p = t->data;
+	for (int64_t i = 0; i < t->numel; i++)
+		w[i] = t->dtype == DT_FLOAT16 ? f32_from_f16(p[i]) : f32_from_bf16(p[i]);
+}
+
+static int run_widened(struct exec *x, const struct op_impl *impl, const struct node *n, struct rtensor **in,
+		       struct rtensor **out, int dt)
+{
+	struct rtensor win[64], wout[64], *wi[64], *wo[64];
+	int rc = 0;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		wi[k] = in[k];
+		if (!in[k] || in[k]->dtype != dt)
+			continue;
+		win[k] = *in[k];
+		win[k].owned = 0;
+		wi[k] = &win[k];
+		if (set_shape(x, &win[k], DT_FLOAT, in[k]->ndim, in[k]->dims))
+			return x->e->code;
+		if (in[k]->data) {
+			if (!(win[k].data = exec_scratch(x, win[k].nbytes)))
+				rc = x->e->code;
+			else
+				widen(in[k], win[k].data);
+		}
+	}
+	for (uint32_t k = 0; k < n->n_out; k++) {
+		memset(&wout[k], 0, sizeof wout[k]);
+		wo[k] = &wout[k];
+	}
+	if (!rc) {
+		x->widening = 1;
+		rc = impl->run(x, n, wi, wo);
+		x->widening = 0;
+	}
+	for (uint32_t k = 0; k < n->n_out && !rc; k++) {
+		struct rtensor *w = &wout[k], *o = out[k];
+		int narrow = w->dtype == DT_FLOAT;
+		if (!w->known)
+			continue;
+		if (!w->data) { /* shapes only */
+			rc = set_shape(x, o, narrow ? dt : w->dtype, w->ndim, w->dims);
+			continue;
+		}
+		if (!exec_alloc(x, o, narrow ? dt : w->dtype, w->ndim, w->dims)) {
+			rc = x->e->code;
+			continue;
+		}
+		if (!narrow) {
+			memcpy(o->data, w->data, w->nbytes);
+			continue;
+		}
+		const float *p = w->data;
+		uint16_t *q = o->data;
+		for (int64_t i = 0; i < w->numel; i++)
+			q[i] = dt == DT_FLOAT16 ? f16_from_f32(p[i]) : bf16_from_f32(p[i]);
+	}
+	for (uint32_t k = 0; k < n->n_out; k++)
+		if (wout[k].data)
+			exec_scratch_free(x, wout[k].data, wout[k].nbytes);
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (wi[k] == &win[k] && win[k].data)
+			exec_scratch_free(x, win[k].data, win[k].nbytes);
+	return rc;
+}
+
 static int run_nodes(struct exec *x)
 {
 	struct graph *g = x->g;
@@ -442,7 +545,8 @@ static int run_nodes(struct exec *x)
 		uint32_t fl = op_table[n->op].flags;
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
 		double t0 = x->o->profile ? now() : 0;
-		if (impl->run(x, n, in, out))
+		int half;
+		if (half_dtype(x, n, in, &half) || (half ? run_widened(x, impl, n, in, out, half) : impl->run(x, n, in, out)))
 			return x->e->code;
 		uint64_t f, b;
 		op_cost(n, in, out, &f, &b);

@@ -14,6 +14,8 @@ enum op_flag {
 	OPF_RANDOM = 1u << 2,   /* draws random numbers: recompute with the same seed */
 	OPF_SUBGRAPH = 1u << 3, /* carries graph attributes */
 	OPF_META = 1u << 4,     /* reads only its inputs' shapes: computed even in shape inference */
+	OPF_AMP_LOW = 1u << 5,  /* mixed precision: computes in 16 bits (rewrite/autocast.h) */
+	OPF_AMP_FP32 = 1u << 6, /* mixed precision: computes in float32 (precision-sensitive) */
 };
 
 enum op_id {
@@ -50,6 +52,9 @@ struct op_impl {
 	/* Inputs (bit i: input i) that take no gradient: shapes, axes, indices, labels, running stats.
 	 * A parameter read only there is a buffer, not trainable. */
 	uint32_t nodiff;
+	/* The default-domain opset from which ONNX types the op for bfloat16 (0: every opset graphdiet
+	 * trains); below it, bfloat16 mixed precision computes the op in float32. */
+	int bf16_since;
 };
 
 #define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) extern const struct op_impl op_##impl;

@@ -27,18 +27,6 @@ static int first_float(const struct exec *x, struct value *const *v, uint32_t n)
 	return -1;
 }
 
-/* Gives n (made by graph_add_op, without attributes) one integer attribute. */
-static int int_attr(struct graph *g, struct node *n, const char *name, int64_t v)
-{
-	struct attr *a = n ? arena_zalloc(g->arena, sizeof *a) : NULL;
-	if (!a)
-		return -1;
-	*a = (struct attr){.name = name, .type = ATTR_INT, .has_type = true, .i = v};
-	n->attr = a;
-	n->n_attr = 1;
-	return 0;
-}
-
 /* x' = Sub(x, Mul(Abs(ReduceMax(y)), 0)): x, once y is made. The new nodes go to g's end. */
 static struct value *wait_for(struct graph *g, const struct exec *x, struct node *n, struct value *in, struct value *y,
 			      struct gd_err *e)
@@ -46,7 +34,7 @@ static struct value *wait_for(struct graph *g, const struct exec *x, struct node
 	char base[600];
 	snprintf(base, sizeof base, "%s_after", n->name ? n->name : "node");
 	struct node *mx = graph_add_op(g, base, "ReduceMax", &y, 1, base, e);
-	if (int_attr(g, mx, "keepdims", 0))
+	if (node_add_int(g, mx, "keepdims", 0))
 		return NULL;
 	struct node *ab = graph_add_op(g, base, "Abs", &mx->out[0], 1, base, e);
 	struct node *zero = ab ? graph_add_op(g, base, "Constant", NULL, 0, base, e) : NULL;
@@ -64,7 +52,7 @@ static struct value *wait_for(struct graph *g, const struct exec *x, struct node
 	struct value *zv = mul->out[0];
 	if (exec_value(x, in)->dtype != yt->dtype) {
 		struct node *cast = graph_add_op(g, base, "Cast", &zv, 1, base, e);
-		if (int_attr(g, cast, "to", exec_value(x, in)->dtype))
+		if (node_add_int(g, cast, "to", exec_value(x, in)->dtype))
 			return NULL;
 		zv = cast->out[0];
 	}

@@ -243,6 +243,17 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 	return rc;
 }
 
+int node_add_int(struct graph *g, struct node *n, const char *name, int64_t v)
+{
+	struct attr *a = n ? arena_zalloc(g->arena, sizeof *a) : NULL;
+	if (!a)
+		return -1;
+	*a = (struct attr){.name = name, .type = ATTR_INT, .has_type = true, .i = v};
+	n->attr = a;
+	n->n_attr = 1;
+	return 0;
+}
+
 struct node *graph_add_op(struct graph *g, const char *name, const char *op, struct value *const *ins, uint32_t n_in,
 			  const char *out, struct gd_err *e)
 {

@@ -1,0 +1,180 @@
+/* autocast.c - mixed precision; see autocast.h.
+ *
+ * One pass over the sorted forward nodes, with each value's dtype from a shapes-only run, and
+ * dt[v], the dtype v has after the rewrite so far. A node's float inputs are cast to the width its
+ * op computes in (a cast made once per value and width: cast[v][0] narrow, cast[v][1] float32);
+ * its float outputs then have that width, as the executor gives them (it computes 16-bit ops in
+ * float32 and rounds their float results back). Casts go to the end; a sort puts them in place. */
+#include "autocast.h"
+#include "../exec/exec.h"
+#include "../util/join.h"
+#include "../util/xalloc.h"
+#include "fold.h"
+
+#include <string.h>
+
+int autocast_parse(const char *s)
+{
+	if (!strcmp(s, "fp16") || !strcmp(s, "float16"))
+		return DT_FLOAT16;
+	if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16"))
+		return DT_BFLOAT16;
+	if (!strcmp(s, "fp32") || !strcmp(s, "float32"))
+		return DT_FLOAT;
+	return -1;
+}
+
+/* Cast(in) -> out, named after out. */
+static int cast_node(struct graph *g, struct value *in, struct value *out, int to, struct gd_err *e)
+{
+	char name[512];
+	struct node *n = graph_add_node(g, e);
+	struct value **io = n ? arena_array(g->arena, 2, sizeof *io) : NULL;
+	if (!io)
+		return e->code ? e->code : err_oom(e);
+	JOIN(name, sizeof name, out->name, "/Cast");
+	n->name = graph_fresh_name(g, name, e);
+	n->op_type = "Cast";
+	n->op = OP_CAST;
+	n->n_in = n->n_out = 1;
+	n->in = io;
+	n->out = io + 1;
+	n->in[0] = in;
+	if (!n->name || graph_set_output_value(n, 0, out, e) || node_add_int(g, n, "to", to))
+		return e->code ? e->code : err_oom(e);
+	return 0;
+}
+
+struct ac {
+	struct graph *g;
+	int opset;                /* the default domain's */
+	const struct autocast_opts *o;
+	int *dt;                  /* by value id: the dtype after the rewrite */
+	struct value *(*cast)[2]; /* by value id: its casts, [0] to 16 bits, [1] to float32 */
+	struct gd_err *e;
+};
+
+/* v as dtype `to` (16-bit or float32): itself, or its cast, made on first use. */
+static struct value *as(struct ac *a, struct value *v, int to)
+{
+	if (a->dt[v->id] == to)
+		return v;
+	int w = to == DT_FLOAT;
+	if (!a->cast[v->id][w]) {
+		char name[512];
+		JOIN(name, sizeof name, v->name, to == DT_FLOAT ? "_fp32" : to == DT_FLOAT16 ? "_fp16" : "_bf16");
+		struct value *c = graph_new_value(a->g, name, a->e);
+		if (!c || cast_node(a->g, v, c, to, a->e))
+			return NULL;
+		a->cast[v->id][w] = c;
+	}
+	return a->cast[v->id][w];
+}
+
+static int kept(const struct autocast_opts *o, const struct node *n)
+{
+	for (size_t i = 0; i < o->n_keep; i++)
+		if (!strcmp(o->keep[i], n->op_type))
+			return 1;
+	return 0;
+}
+
+/* The width n computes in: 16-bit, float32, or 0 (its inputs' own: it reads no float, or only
+ * one width). */
+static int width(const struct ac *a, const struct node *n)
+{
+	uint32_t fl = op_table[n->op].flags;
+	if (n->op == OP_CAST || (fl & OPF_META))
+		return 0;
+	const struct op_impl *impl = op_table[n->op].impl;
+	if (kept(a->o, n) || (fl & OPF_AMP_FP32) || (a->o->dtype == DT_BFLOAT16 && impl && impl->bf16_since > a->opset))
+		return DT_FLOAT;
+	if (fl & OPF_AMP_LOW)
+		return a->o->dtype;
+	int seen = 0;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		const struct value *v = n->in[k];
+		if (!v || (a->dt[v->id] != DT_FLOAT && a->dt[v->id] != a->o->dtype))
+			continue;
+		if (seen && seen != a->dt[v->id])
+			return DT_FLOAT; /* both widths: float32 */
+		seen = a->dt[v->id];
+	}
+	return 0;
+}
+
+int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, struct gd_err *e)
+{
+	*n_low = 0;
+	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1};
+	struct exec *x = exec_run(g, &eo, NULL, e);
+	if (!x)
+		return e->code;
+	uint32_t nv = g->n_values, nn = g->n_nodes;
+	struct ac a = {g, 17, o, xcalloc(nv ? nv : 1, sizeof *a.dt), xcalloc(nv ? nv : 1, sizeof *a.cast), e};
+	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
+		if (op_domain_is_default(g->model->opsets[i].domain))
+			a.opset = (int)g->model->opsets[i].version;
+	int rc = a.dt && a.cast ? 0 : err_oom(e);
+	for (uint32_t i = 0; i < nv && !rc; i++)
+		a.dt[i] = exec_value(x, g->values[i])->dtype;
+	exec_free(x);
+	for (uint32_t i = 0; i < nn && !rc; i++) {
+		struct node *n = g->nodes[i];
+		int w = width(&a, n), in16 = 0;
+		for (uint32_t k = 0; k < n->n_in && !rc; k++) {
+			struct value *v = n->in[k];
+			if (v && w && (a.dt[v->id] == DT_FLOAT || a.dt[v->id] == o->dtype) && !(n->in[k] = as(&a, v, w)))
+				rc = e->code ? e->code : err_oom(e);
+			in16 |= n->in[k] && n->in[k]->id < nv && a.dt[n->in[k]->id] == o->dtype;
+			in16 |= n->in[k] && n->in[k]->id >= nv && w == o->dtype; /* a new cast */
+		}
+		*n_low += in16 && w != DT_FLOAT && n->op != OP_CAST;
+		for (uint32_t k = 0; k < n->n_out && in16 && n->op != OP_CAST; k++)
+			if (n->out[k] && a.dt[n->out[k]->id] == DT_FLOAT)
+				a.dt[n->out[k]->id] = o->dtype;
+	}
+	/* graph outputs keep their dtype: the 16-bit value is renamed (its producer and readers keep
+	 * it), and a cast takes the output's name */
+	struct value **renamed = rc ? NULL : xcalloc(nv ? nv : 1, sizeof *renamed);
+	int any = 0;
+	if (!rc && !renamed)
+		rc = err_oom(e);
+	for (uint32_t i = 0; i < g->n_outputs && !rc; i++) {
+		struct value *y = g->outputs[i];
+		if (y->id >= nv || a.dt[y->id] != o->dtype || !y->producer || renamed[y->id])
+			continue;
+		char name[512];
+		JOIN(name, sizeof name, y->name, o->dtype == DT_FLOAT16 ? "_fp16" : "_bf16");
+		struct value *h = graph_new_value(g, name, e);
+		struct node *p = y->producer;
+		if (!h) {
+			rc = e->code ? e->code : err_oom(e);
+			break;
+		}
+		y->producer = NULL;
+		if ((rc = graph_set_output_value(p, y->slot, h, e)))
+			break;
+		renamed[y->id] = h;
+		any = 1;
+	}
+	for (uint32_t j = 0; any && !rc && j < nn; j++) /* the casts (after nn) read the new values */
+		for (uint32_t k = 0; k < g->nodes[j]->n_in; k++) {
+			struct value *v = g->nodes[j]->in[k];
+			if (v && v->id < nv && renamed[v->id])
+				g->nodes[j]->in[k] = renamed[v->id];
+		}
+	for (uint32_t i = 0; any && !rc && i < nv; i++)
+		if (renamed[i])
+			rc = cast_node(g, renamed[i], g->values[i], DT_FLOAT, e);
+	xfree(renamed);
+	/* value_info entries give the new widths */
+	for (uint32_t i = 0; i < g->n_infos; i++) {
+		struct value *v = g->infos[i];
+		if (v->id < nv && v->type.has_dtype && v->type.dtype == DT_FLOAT && a.dt[v->id] == o->dtype)
+			v->type.dtype = o->dtype;
+	}
+	xfree(a.dt);
+	xfree(a.cast);
+	return rc ? rc : graph_toposort(g, e);
+}
