@@ -18,6 +18,9 @@ struct autodiff_opts {
 	size_t n_params;
 	const char *const *freeze;     /* ...but these */
 	size_t n_freeze;
+	double loss_scale;             /* > 0 and not 1: backprop starts from this dL/dL instead of 1
+					* (the loss multiplied by it), and each <param>_grad is
+					* multiplied by its inverse (fixed loss scaling) */
 };
 
 struct autodiff_result {

@@ -589,7 +589,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	/* dL/dL = 1 */
 	char seed[512];
 	snprintf(seed, sizeof seed, "%s_grad", loss->name);
-	struct value *one = ad_scalar(&a, ad_shape(&a, loss)->dtype, 1.0);
+	double scale = o->loss_scale > 0 ? o->loss_scale : 1.0;
+	struct value *one = ad_scalar(&a, ad_shape(&a, loss)->dtype, scale);
 	if (!one || graph_rename_fresh(g, one, seed, e) || ad_give(&a, loss, one))
 		goto fail;
 	if (!a.wants[loss->id]) {
@@ -637,6 +638,13 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		}
 		char name[512];
 		JOIN(name, sizeof name, p->name, "_grad");
+		if (scale != 1.0) { /* the scaled gradient (a sum may be named <param>_grad) gives way */
+			char scaled[520];
+			JOIN(scaled, sizeof scaled, name, "_scaled");
+			if ((!strcmp(gp->name, name) && graph_rename_fresh(g, gp, scaled, e)) ||
+			    !(gp = ad_op2(&a, "Mul", gp, ad_scalar(&a, p->init->dtype, 1.0 / scale))))
+				goto fail;
+		}
 		/* a value that is already something else (an output, another gradient) gets a copy */
 		if (gp->id < a.n_fwd_values || (gp->flags & VALUE_OUTPUT) || (gp->flags & VALUE_GRAD)) {
 			gp = ad_op1(&a, "Identity", gp);

@@ -51,6 +51,9 @@ static const char help[] =
 	"                        compute in 16 bits on casts of float32 values, everything else and\n"
 	"                        the parameters (master weights) and their gradients stay float32\n"
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision (comma-separated)\n"
+	"      --loss-scale fixed:S  backprop from S times the loss and divide the gradients by S, so\n"
+	"                        that small 16-bit gradients do not flush to zero (a power of two\n"
+	"                        changes nothing in float32)\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -99,6 +102,7 @@ int cmd_train(int argc, char **argv)
 		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
+		{"loss-scale", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -132,6 +136,13 @@ int cmd_train(int argc, char **argv)
 			if ((rc = cli_precision("train", c, optarg, &prec)))
 				goto out;
 			break;
+		case 'S': {
+			char *end = NULL;
+			if (strncmp(optarg, "fixed:", 6) || !(ao.loss_scale = strtod(optarg + 6, &end)) || *end ||
+			    !(ao.loss_scale > 0) || ao.loss_scale > 1e38)
+				CLI_FAIL(cli_usage("train", "--loss-scale %s: not fixed:S with S a positive number", optarg));
+			break;
+		}
 		case 'D':
 			if (ctrl_parse(optarg, &ctrl))
 				CLI_FAIL(cli_usage("train", "--control-deps %s: not order, data or metadata", optarg));
