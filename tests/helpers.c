@@ -197,6 +197,14 @@ void run_free(struct run_result *r)
 	free(r->err);
 }
 
+void python_ok(const char *code, const char *arg, const char *what)
+{
+	char *argv[] = {GD_PYTHON, "-c", (char *)code, (char *)arg, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s: %s", what, r.err);
+	run_free(&r);
+}
+
 const char *tmpdir(void)
 {
 	static char dir[64];

@@ -47,6 +47,9 @@ struct run_result {
 /* Runs argv (argv[0] is a path) with optional stdin data; captures output. */
 struct run_result run_cmd(char *const argv[], const uint8_t *in, size_t in_len);
 void run_free(struct run_result *r);
+/* Runs Debian's python3 -c code (with sys.argv[1] = arg when given); asserts it exits 0, naming
+ * `what` and showing its stderr otherwise. */
+void python_ok(const char *code, const char *arg, const char *what);
 /* A fresh temporary directory (removed at exit is not needed: under /tmp). */
 const char *tmpdir(void);
 

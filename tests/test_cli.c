@@ -180,14 +180,6 @@ Test(cli, a_full_disk_is_an_error)
 	}
 }
 
-static void python_ok(const char *code, const char *arg, const char *what)
-{
-	char *argv[] = {GD_PYTHON, "-c", (char *)code, (char *)arg, NULL};
-	struct run_result r = run_cmd(argv, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s: %s", what, r.err);
-	run_free(&r);
-}
-
 Test(cli, info_json_and_yaml_are_well_formed)
 {
 	char path[256];

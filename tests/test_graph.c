@@ -300,10 +300,7 @@ Test(dtype, half_conversions_agree_with_numpy)
 		 "b = np.concatenate([b, b | 0x80000000])\n"
 		 "b.tofile('%s')\n",
 		 in);
-	char *gen[] = {GD_PYTHON, "-c", code, NULL};
-	struct run_result r = run_cmd(gen, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
+	python_ok(code, NULL, "the test values");
 	size_t len;
 	uint32_t *bits = (uint32_t *)slurp(in, &len);
 	size_t n = len / 4;
@@ -345,10 +342,7 @@ Test(dtype, half_conversions_agree_with_numpy)
 		 "assert (wide[~ok, 0].view(np.uint32) == ref[~ok].view(np.uint32)).all() and np.isnan(wide[ok, 0]).all()\n"
 		 "assert (wide[:, 1].view(np.uint32) == hh.astype(np.uint32) << 16).all()\n",
 		 in, out);
-	char *check[] = {GD_PYTHON, "-c", code, NULL};
-	r = run_cmd(check, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
+	python_ok(code, NULL, "the conversions against NumPy");
 	free(bits);
 	free(res);
 	free(wide);

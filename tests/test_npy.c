@@ -59,10 +59,7 @@ Test(npy, numpy_reads_what_we_write)
 		 "import numpy as np; a = np.load('%s'); assert a.shape == (2, 3) and a.dtype == np.float64; "
 		 "assert a[1, 2] == -5.25 and a[0, 0] == 0.5",
 		 path);
-	char *argv[] = {GD_PYTHON, "-c", code, NULL};
-	struct run_result r = run_cmd(argv, NULL, 0);
-	cr_assert_eq(r.status, 0, "numpy could not read our file: %s", r.err);
-	run_free(&r);
+	python_ok(code, NULL, "numpy could not read our file");
 }
 
 Test(npy, fuzz_regressions)
