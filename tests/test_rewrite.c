@@ -243,3 +243,36 @@ Test(autocast, products_and_what_lies_between_them_are_16_bit)
 		graph_free(g);
 	}
 }
+
+/* A product's result that is also a graph output keeps its name and float32 dtype (a cast of the
+ * 16-bit value takes the name), and the float32 op reading it casts the 16-bit value too, not the
+ * float32 copy: no Cast converts float32 to float32. */
+Test(autocast, an_output_read_in_float32_is_cast_from_16_bits)
+{
+	struct graph *g = load_text("amp_out.yaml",
+		"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4, 8]}]\n"
+		"params: [{name: w, dtype: float32, shape: [8, 3], init: zeros}]\nnodes:\n"
+		"  - {op: MatMul, inputs: [x, w], outputs: [y]}\n"
+		"  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
+		"outputs: [{name: y}, {name: loss}]\n");
+	struct autocast_opts o = {.dtype = DT_FLOAT16};
+	size_t low;
+	struct gd_err e = {0};
+	cr_assert_eq(autocast(g, &o, &low, &e), 0, "%s", e.msg);
+	struct exec_opts so = {.shapes_only = 1};
+	struct exec *x = exec_run(g, &so, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	struct value *y = strmap_get(&g->names, "y");
+	cr_assert(y && y->producer && y->producer->op == OP_CAST);
+	cr_assert_eq(exec_value(x, y)->dtype, DT_FLOAT);
+	uint32_t casts = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]->op == OP_CAST) {
+			casts++;
+			cr_assert_neq(exec_value(x, g->nodes[i]->in[0])->dtype, exec_value(x, g->nodes[i]->out[0])->dtype,
+				      "%s converts nothing", g->nodes[i]->name);
+		}
+	cr_assert_eq(casts, 4, "x and w down, y's 16-bit value up twice (the output, the reduction's input)");
+	exec_free(x);
+	graph_free(g);
+}

@@ -451,12 +451,14 @@ static int run_widened(struct exec *x, const struct op_impl *impl, const struct 
 		wi[k] = in[k];
 		if (!in[k] || in[k]->dtype != dt)
 			continue;
+		/* the same shape (already checked) in float32 */
 		win[k] = *in[k];
+		win[k].dtype = DT_FLOAT;
+		win[k].nbytes = (size_t)in[k]->numel * sizeof(float);
+		win[k].data = NULL;
 		win[k].owned = 0;
 		wi[k] = &win[k];
-		if (set_shape(x, &win[k], DT_FLOAT, in[k]->ndim, in[k]->dims))
-			return x->e->code;
-		if (in[k]->data) {
+		if (in[k]->data && !rc) {
 			if (!(win[k].data = exec_scratch(x, win[k].nbytes)))
 				rc = x->e->code;
 			else

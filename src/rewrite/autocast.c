@@ -124,10 +124,13 @@ int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, stru
 		int w = width(&a, n), in16 = 0;
 		for (uint32_t k = 0; k < n->n_in && !rc; k++) {
 			struct value *v = n->in[k];
-			if (v && w && (a.dt[v->id] == DT_FLOAT || a.dt[v->id] == o->dtype) && !(n->in[k] = as(&a, v, w)))
+			if (!v || (a.dt[v->id] != DT_FLOAT && a.dt[v->id] != o->dtype))
+				continue;
+			/* a float input: n computes in 16 bits if that is its width, or, without one, if
+			 * it reads 16 bits */
+			in16 |= w ? w == o->dtype : a.dt[v->id] == o->dtype;
+			if (w && !(n->in[k] = as(&a, v, w)))
 				rc = e->code ? e->code : err_oom(e);
-			in16 |= n->in[k] && n->in[k]->id < nv && a.dt[n->in[k]->id] == o->dtype;
-			in16 |= n->in[k] && n->in[k]->id >= nv && w == o->dtype; /* a new cast */
 		}
 		*n_low += in16 && w != DT_FLOAT && n->op != OP_CAST;
 		for (uint32_t k = 0; k < n->n_out && in16 && n->op != OP_CAST; k++)
@@ -158,7 +161,7 @@ int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, stru
 		renamed[y->id] = h;
 		any = 1;
 	}
-	for (uint32_t j = 0; any && !rc && j < nn; j++) /* the casts (after nn) read the new values */
+	for (uint32_t j = 0; any && !rc && j < g->n_nodes; j++) /* casts up included: they read 16 bits */
 		for (uint32_t k = 0; k < g->nodes[j]->n_in; k++) {
 			struct value *v = g->nodes[j]->in[k];
 			if (v && v->id < nv && renamed[v->id])

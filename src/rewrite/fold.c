@@ -177,7 +177,6 @@ static int sweep(struct graph *g, struct gd_err *e)
 	}
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		g->nodes[i]->index = i;
-	uint32_t kept = 0;
 	for (uint32_t i = g->n_nodes; i-- > 0;) {
 		struct node *n = g->nodes[i];
 		int keep = waited[i] || (op_table[n->op].flags & OPF_RANDOM);
@@ -190,7 +189,6 @@ static int sweep(struct graph *g, struct gd_err *e)
 			g->nodes[i] = NULL;
 			continue;
 		}
-		kept++;
 		for (uint32_t k = 0; k < n->n_in; k++)
 			if (n->in[k])
 				read[n->in[k]->id] = 1;
@@ -207,7 +205,6 @@ static int sweep(struct graph *g, struct gd_err *e)
 			g->nodes[i]->index = k;
 			g->nodes[k++] = g->nodes[i];
 		}
-	ASSERT(k == kept);
 	g->n_nodes = k;
 	xfree(read);
 	xfree(waited);
