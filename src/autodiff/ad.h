@@ -21,6 +21,8 @@ struct autodiff_opts {
 	double loss_scale;             /* > 0 and not 1: backprop starts from this dL/dL instead of 1
 					* (the loss multiplied by it), and each <param>_grad is
 					* multiplied by its inverse (fixed loss scaling) */
+	const char *loss_scale_value;  /* or: the float32 scalar graph value (dynamic loss scaling's
+					* state) that backprop starts from and the gradients are divided by */
 };
 
 struct autodiff_result {

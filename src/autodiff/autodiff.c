@@ -459,7 +459,7 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 
 static int is_param(const struct value *v, const struct autodiff_opts *o)
 {
-	if (!(v->flags & VALUE_PARAM) || !(v->flags & VALUE_GRAD_SLOT))
+	if (!(v->flags & VALUE_PARAM) || (v->flags & VALUE_STATE) || !(v->flags & VALUE_GRAD_SLOT))
 		return 0;
 	for (size_t i = 0; i < o->n_freeze; i++)
 		if (!strcmp(o->freeze[i], v->name))
@@ -590,7 +590,23 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	char seed[512];
 	snprintf(seed, sizeof seed, "%s_grad", loss->name);
 	double scale = o->loss_scale > 0 ? o->loss_scale : 1.0;
-	struct value *one = ad_scalar(&a, ad_shape(&a, loss)->dtype, scale);
+	struct value *one, *scale_v = NULL, *inv = NULL;
+	int loss_dt = ad_shape(&a, loss)->dtype;
+	if (o->loss_scale_value) { /* dL/dL = the scale's value, in the loss's dtype */
+		scale_v = strmap_get(&g->names, o->loss_scale_value);
+		if (!scale_v) {
+			rc = err_set(e, GD_EINTERNAL, "no loss scale value '%s'", o->loss_scale_value);
+			goto out;
+		}
+		one = ad_op1(&a, loss_dt == DT_FLOAT ? "Identity" : "Cast", scale_v);
+		if (one && loss_dt != DT_FLOAT && ad_set_int(&a, ad_producer(one), "to", loss_dt))
+			goto fail;
+		inv = one ? ad_op2(&a, "Div", ad_scalar(&a, DT_FLOAT, 1.0), scale_v) : NULL;
+		if (inv && graph_rename_fresh(g, inv, "loss_scale_inverse", e))
+			goto fail;
+	} else {
+		one = ad_scalar(&a, loss_dt, scale);
+	}
 	if (!one || graph_rename_fresh(g, one, seed, e) || ad_give(&a, loss, one))
 		goto fail;
 	if (!a.wants[loss->id]) {
@@ -638,11 +654,14 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		}
 		char name[512];
 		JOIN(name, sizeof name, p->name, "_grad");
-		if (scale != 1.0) { /* the scaled gradient (a sum may be named <param>_grad) gives way */
+		if (scale != 1.0 || inv) { /* the scaled gradient (a sum may be named <param>_grad) gives way */
 			char scaled[520];
 			JOIN(scaled, sizeof scaled, name, "_scaled");
-			if ((!strcmp(gp->name, name) && graph_rename_fresh(g, gp, scaled, e)) ||
-			    !(gp = ad_op2(&a, "Mul", gp, ad_scalar(&a, p->init->dtype, 1.0 / scale))))
+			struct value *by = !inv ? ad_scalar(&a, p->init->dtype, 1.0 / scale)
+					   : p->init->dtype == DT_FLOAT ? inv : ad_op1(&a, "Cast", inv);
+			if (by && by != inv && inv && ad_set_int(&a, ad_producer(by), "to", p->init->dtype))
+				goto fail;
+			if ((!strcmp(gp->name, name) && graph_rename_fresh(g, gp, scaled, e)) || !(gp = ad_op2(&a, "Mul", gp, by)))
 				goto fail;
 		}
 		/* a value that is already something else (an output, another gradient) gets a copy */

@@ -3,6 +3,7 @@
 #include "../io/names.h"
 #include "../plan/strategy.h"
 #include "../rewrite/autocast.h"
+#include "../rewrite/step.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -52,6 +53,8 @@ struct graph *cli_load(const char *path, enum gd_format fmt, int *rc)
 		err_print(path, &e);
 		*rc = e.code ? e.code : GD_EINTERNAL;
 	}
+	if (g)
+		step_mark_state(g);
 	return g;
 }
 

@@ -27,7 +27,14 @@ static const char help[] =
 	"                             normal, integers and bools 0 or 1\n"
 	"      --seed N               seed for --random-inputs and random ops (default 0)\n"
 	"      --dim NAME=VALUE       bind symbolic dimension NAME (repeatable)\n"
-	"  -o, --outdir DIR           write each output to DIR/<output name>.npy\n"
+	"  -o, --outdir DIR           write each output to DIR/<output name>.npy (with --steps: the\n"
+	"                             last step's)\n"
+	"      --steps K              run K training steps: each step's outputs that the graph binds\n"
+	"                             to state (ONNX update_binding: parameters, optimizer state, the\n"
+	"                             loss scale) are the next step's values of that state; prints each\n"
+	"                             step's loss, loss scale, skipped flag and gradient norm\n"
+	"      --loss NAME            the output --steps reports as the loss (default: loss, else\n"
+	"                             the only other float scalar output)\n"
 	"      --format FMT           text (default), json or yaml\n"
 	"      --from FORMAT          input format: onnx or yaml\n"
 	"  -h, --help                 show this help\n";
@@ -120,6 +127,133 @@ static void shape_text(const struct rtensor *t, char *buf, size_t n)
 		snprintf(buf + k, n - k, "]");
 }
 
+/* A training step's bookkeeping: the state bindings, and the values a step reports. */
+struct steps {
+	uint32_t n;                  /* bindings */
+	struct value **key, **next;  /* state (an initializer or input), and the output feeding it */
+	struct rtensor *data;        /* the state's current data (xmalloc'd), once a step has run */
+	const struct value *loss, *scale, *found, *norm;
+};
+
+static int steps_init(struct graph *g, const char *loss_name, struct steps *s, struct gd_err *e)
+{
+	memset(s, 0, sizeof *s);
+	size_t total = 0;
+	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
+		total += g->model->ti[i].n_update_bind;
+	s->key = xcalloc(total + 1, sizeof *s->key);
+	s->next = xcalloc(total + 1, sizeof *s->next);
+	s->data = xcalloc(total + 1, sizeof *s->data);
+	if (!s->key || !s->next || !s->data)
+		return err_oom(e);
+	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
+		for (size_t k = 0; k < g->model->ti[i].n_update_bind; k++) {
+			const struct kv *b = &g->model->ti[i].update_bind[k];
+			struct value *key = strmap_get(&g->names, b->key), *next = strmap_get(&g->names, b->value);
+			if (!key || !(key->init || (key->flags & VALUE_INPUT)))
+				return err_set(e, GD_EINPUT, "update_binding: '%s' is not an initializer or input", b->key);
+			if (!next || !(next->flags & VALUE_OUTPUT))
+				return err_set(e, GD_EINPUT, "update_binding: '%s' (for '%s') is not a graph output", b->value,
+					       b->key);
+			s->key[s->n] = key;
+			s->next[s->n++] = next;
+		}
+	s->scale = strmap_get(&g->names, "loss_scale");
+	s->found = strmap_get(&g->names, "found_inf");
+	s->norm = strmap_get(&g->names, "grad_norm");
+	if (s->found && !(s->found->flags & VALUE_OUTPUT))
+		s->found = NULL;
+	if (s->norm && !(s->norm->flags & VALUE_OUTPUT))
+		s->norm = NULL;
+	if (loss_name) {
+		s->loss = strmap_get(&g->names, loss_name);
+		if (!s->loss || !(s->loss->flags & VALUE_OUTPUT))
+			return err_set(e, GD_EINPUT, "--loss %s: the graph has no output of that name", loss_name);
+		return 0;
+	}
+	struct value *l = strmap_get(&g->names, "loss");
+	if (l && (l->flags & VALUE_OUTPUT)) {
+		s->loss = l;
+		return 0;
+	}
+	const struct value *only = NULL;
+	int n_only = 0;
+	for (uint32_t i = 0; i < g->n_outputs; i++) { /* the only float scalar output that is no bookkeeping */
+		const struct value *v = g->outputs[i];
+		int other = v == s->found || v == s->norm || (v->flags & VALUE_GRAD) || !v->type.has_shape ||
+			    v->type.ndim || !dtype_is_float(v->type.dtype);
+		for (uint32_t k = 0; k < s->n && !other; k++)
+			other = v == s->next[k];
+		if (!other) {
+			only = v;
+			n_only++;
+		}
+	}
+	s->loss = n_only == 1 ? only : NULL;
+	return 0;
+}
+
+static void steps_free(struct steps *s)
+{
+	for (uint32_t i = 0; s->data && i < s->n; i++)
+		xfree(s->data[i].data);
+	free(s->key);
+	free(s->next);
+	free(s->data);
+}
+
+/* After a step: the bound outputs become the state's data. */
+static int steps_advance(struct steps *s, const struct exec *x, struct gd_err *e)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct rtensor *t = exec_value(x, s->next[i]);
+		struct rtensor c = *t;
+		c.data = xmalloc(t->nbytes ? t->nbytes : 1);
+		if (!c.data)
+			return err_oom(e);
+		memcpy(c.data, t->data, t->nbytes);
+		c.owned = 0;
+		xfree(s->data[i].data);
+		s->data[i] = c;
+	}
+	return 0;
+}
+
+static double scalar_of(const struct exec *x, const struct value *v)
+{
+	const struct rtensor *t = v ? exec_value(x, v) : NULL;
+	return t && t->data && t->numel == 1 ? rt_get(t, 0) : NAN;
+}
+
+static void step_record(struct emit *em, FILE *f, const struct steps *s, const struct exec *x, int k, double secs)
+{
+	double loss = scalar_of(x, s->loss), scale = scalar_of(x, s->scale), norm = scalar_of(x, s->norm);
+	int skipped = s->found && scalar_of(x, s->found) != 0;
+	if (!em) {
+		if (k == 1)
+			fprintf(f, "%6s  %-14s %-12s %-8s %-14s %s\n", "step", "loss", "loss_scale", "skipped", "grad_norm",
+				"seconds");
+		fprintf(f, "%6d  %-14.8g %-12.6g %-8s %-14.8g %.6f\n", k, loss, scale,
+			!s->found ? "-" : skipped ? "yes" : "no", norm, secs);
+		fflush(f);
+		return;
+	}
+	emit_obj_begin(em);
+	emit_key(em, "step");
+	emit_int(em, k);
+	emit_key(em, "loss");
+	s->loss ? emit_double(em, loss) : emit_null(em);
+	emit_key(em, "loss_scale");
+	s->scale ? emit_double(em, scale) : emit_null(em);
+	emit_key(em, "skipped");
+	s->found ? emit_bool(em, skipped) : emit_null(em);
+	emit_key(em, "grad_norm");
+	s->norm ? emit_double(em, norm) : emit_null(em);
+	emit_key(em, "seconds");
+	emit_double(em, secs);
+	emit_obj_end(em);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -127,6 +261,7 @@ int cmd_run(int argc, char **argv)
 		{"seed", required_argument, NULL, 's'},  {"dim", required_argument, NULL, 'd'},
 		{"outdir", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
 		{"from", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'},
+		{"steps", required_argument, NULL, 'k'}, {"loss", required_argument, NULL, 'l'},
 		{NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO;
@@ -134,7 +269,9 @@ int cmd_run(int argc, char **argv)
 	struct exec_opts eo = {0};
 	struct npy_in ins[64];
 	struct exec_binding dims[64];
-	const char *inargs[64], *outdir = NULL;
+	const char *inargs[64], *outdir = NULL, *loss_name = NULL;
+	long steps = 1;
+	int steps_given = 0;
 	size_t n_in = 0, n_dims = 0;
 	int c, rc = 0;
 	int shared_rc = 0;
@@ -160,6 +297,18 @@ int cmd_run(int argc, char **argv)
 		case 'o':
 			outdir = optarg;
 			break;
+		case 'k': {
+			char *end = NULL;
+			errno = 0;
+			steps = strtol(optarg, &end, 10);
+			if (end == optarg || *end || errno || steps < 1 || steps > 100000000)
+				return cli_usage("run", "--steps %s: not a whole number from 1", optarg);
+			steps_given = 1;
+			break;
+		}
+		case 'l':
+			loss_name = optarg;
+			break;
 		default:
 			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc))
 				return shared_rc;
@@ -176,24 +325,65 @@ int cmd_run(int argc, char **argv)
 			err_print(NULL, &e);
 	struct graph *g = rc ? NULL : cli_load(path, from, &rc);
 	struct exec *x = NULL;
-	if (g) {
-		struct rtensor tv[64];
-		const char *names[64];
-		for (size_t i = 0; i < n_in; i++) {
+	struct steps sts = {0};
+	struct exec_stats st = {0};
+	struct emit em;
+	if (g && (rc = steps_init(g, loss_name, &sts, &e)))
+		err_print(path, &e);
+	if (g && !rc && steps > 1 && !sts.n) {
+		rc = err_set(&e, GD_EINPUT, "--steps %ld: the graph has no state to carry from step to step (train it with "
+					    "--optimizer or --loss-scale dynamic)", steps);
+		err_print(path, &e);
+	}
+	if (g && !rc) {
+		/* the caller's inputs, then the state's data once a step has made it */
+		struct rtensor *tv = xcalloc(n_in + sts.n + 1, sizeof *tv);
+		const char **names = xcalloc(n_in + sts.n + 1, sizeof *names);
+		if (!tv || !names)
+			rc = err_oom(&e);
+		for (size_t i = 0; !rc && i < n_in; i++) {
 			tv[i] = ins[i].t;
 			names[i] = ins[i].name;
 		}
 		eo.inputs = tv;
 		eo.input_names = names;
-		eo.n_inputs = n_in;
 		eo.dims = dims;
 		eo.n_dims = n_dims;
-		struct exec_stats st;
-		x = exec_run(g, &eo, &st, &e);
-		if (!x) {
-			err_print(path, &e);
-			rc = e.code ? e.code : GD_EINTERNAL;
+		if (steps_given && fmt != OUT_TEXT) {
+			emit_init(&em, stdout, fmt == OUT_YAML);
+			emit_obj_begin(&em);
+			emit_key(&em, "steps");
+			emit_arr_begin(&em);
 		}
+		for (long k = 1; !rc && k <= steps; k++) {
+			size_t n = n_in;
+			for (uint32_t i = 0; k > 1 && i < sts.n; i++) {
+				size_t j = 0;
+				while (j < n && strcmp(names[j], sts.key[i]->name))
+					j++;
+				tv[j] = sts.data[i];
+				names[j] = sts.key[i]->name;
+				n += j == n;
+			}
+			eo.n_inputs = n;
+			exec_free(x);
+			x = exec_run(g, &eo, &st, &e);
+			if (!x) {
+				rc = e.code ? e.code : GD_EINTERNAL;
+				if (steps_given)
+					err_prefix(&e, "step %ld", k);
+				err_print(path, &e);
+				break;
+			}
+			if (steps_given)
+				step_record(fmt == OUT_TEXT ? NULL : &em, stdout, &sts, x, (int)k, st.seconds);
+			if (k < steps && (rc = steps_advance(&sts, x, &e)))
+				err_print(path, &e);
+		}
+		if (steps_given && fmt != OUT_TEXT)
+			emit_arr_end(&em);
+		free(tv);
+		free(names);
 		if (x && outdir) {
 			if (mkdir(outdir, 0777) && errno != EEXIST) {
 				rc = err_set(&e, GD_EINPUT, "cannot create %s: %s", outdir, strerror(errno));
@@ -218,9 +408,10 @@ int cmd_run(int argc, char **argv)
 			}
 			printf("peak memory: %zu bytes; %.6f s; %.3g FLOPs\n", st.peak_bytes, st.seconds, (double)st.flops);
 		} else if (x && !rc) {
-			struct emit em;
-			emit_init(&em, stdout, fmt == OUT_YAML);
-			emit_obj_begin(&em);
+			if (!steps_given) {
+				emit_init(&em, stdout, fmt == OUT_YAML);
+				emit_obj_begin(&em);
+			}
 			emit_key(&em, "peak_bytes");
 			emit_uint(&em, st.peak_bytes);
 			emit_key(&em, "seconds");
@@ -259,8 +450,11 @@ int cmd_run(int argc, char **argv)
 			}
 			emit_arr_end(&em);
 			emit_obj_end(&em);
+		} else if (steps_given && fmt != OUT_TEXT) {
+			emit_obj_end(&em);
 		}
 	}
+	steps_free(&sts);
 	exec_free(x);
 	graph_free(g);
 	for (size_t i = 0; i < n_in; i++) {

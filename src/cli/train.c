@@ -7,11 +7,13 @@
 #include "../rewrite/fold.h"
 #include "../rewrite/recompute.h"
 #include "../rewrite/loss.h"
+#include "../rewrite/step.h"
 #include "../util/size.h"
 #include "../util/xalloc.h"
 #include "cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,17 @@ static const char help[] =
 	"      --loss-scale fixed:S  backprop from S times the loss and divide the gradients by S, so\n"
 	"                        that small 16-bit gradients do not flush to zero (a power of two\n"
 	"                        changes nothing in float32)\n"
+	"      --loss-scale dynamic[:init=65536,growth=2,backoff=0.5,interval=2000,min=1,\n"
+	"                        max=16777216,hysteresis=1]  a scale kept as state (loss_scale):\n"
+	"                        every gradient is checked for NaN and infinity (output found_inf);\n"
+	"                        a step that finds one is skipped and the scale backs off, and\n"
+	"                        interval finite steps in a row grow it (see the man page)\n"
+	"      --clip-grad-norm X  scale the gradients so that their global L2 norm (output\n"
+	"                        grad_norm, from unscaled gradients) is at most X\n"
+	"      --optimizer O     update the parameters in the graph: sgd[:lr=0.01,momentum=0] or\n"
+	"                        adam[:lr=0.001,beta1=0.9,beta2=0.999,eps=1e-8]; outputs\n"
+	"                        <param>_new and the optimizer's next state, bound to the inputs they\n"
+	"                        replace (ONNX update_binding) for graphdiet run --steps\n"
 	"      --params NAMES    train only these initializers (comma-separated)\n"
 	"      --freeze NAMES    train every floating-point initializer but these\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -102,7 +115,8 @@ int cmd_train(int argc, char **argv)
 		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
-		{"loss-scale", required_argument, NULL, 'S'},
+		{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},
+		{"optimizer", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -115,6 +129,8 @@ int cmd_train(int argc, char **argv)
 	char *pbuf = NULL, *fbuf = NULL;
 	struct names file_names = {0};
 	struct cli_precision prec = {0};
+	struct step_opts so = {0};
+	char why[256];
 	struct graph *g = NULL;
 	int c, has_budget = 0, rc = 0, explain = 0;
 	enum ctrl_mode ctrl = CTRL_METADATA;
@@ -136,13 +152,22 @@ int cmd_train(int argc, char **argv)
 			if ((rc = cli_precision("train", c, optarg, &prec)))
 				goto out;
 			break;
-		case 'S': {
+		case 'S':
+			if (loss_scaling_parse(optarg, &so.ls, why, sizeof why))
+				CLI_FAIL(cli_usage("train", "--loss-scale %s: %s", optarg, why));
+			ao.loss_scale = so.ls.kind == LOSS_SCALE_FIXED ? so.ls.init : 0;
+			break;
+		case 'G': {
 			char *end = NULL;
-			if (strncmp(optarg, "fixed:", 6) || !(ao.loss_scale = strtod(optarg + 6, &end)) || *end ||
-			    !(ao.loss_scale > 0) || ao.loss_scale > 1e38)
-				CLI_FAIL(cli_usage("train", "--loss-scale %s: not fixed:S with S a positive number", optarg));
+			so.clip_norm = strtod(optarg, &end);
+			if (end == optarg || *end || !(so.clip_norm > 0) || !isfinite(so.clip_norm))
+				CLI_FAIL(cli_usage("train", "--clip-grad-norm %s: not a positive number", optarg));
 			break;
 		}
+		case 'O':
+			if (optimizer_parse(optarg, &so.opt, why, sizeof why))
+				CLI_FAIL(cli_usage("train", "--optimizer %s: %s", optarg, why));
+			break;
 		case 'D':
 			if (ctrl_parse(optarg, &ctrl))
 				CLI_FAIL(cli_usage("train", "--control-deps %s: not order, data or metadata", optarg));
@@ -207,7 +232,7 @@ int cmd_train(int argc, char **argv)
 	if (g) {
 		struct gd_err e = {0};
 		struct autodiff_result res;
-		struct save_opts so = SAVE_OPTS_DEFAULT;
+		struct save_opts save = SAVE_OPTS_DEFAULT;
 		size_t folded = 0;
 		if (n_dims)
 			rc = graph_bind_dims(g, dims, n_dims, &e);
@@ -217,9 +242,10 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = autodiff(g, &ao, &res, &e)) ||
-		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
-		    (rc = model_save(g, out, to, &so, &e)))
+		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao.loss_scale_value, &e)) ||
+		    (rc = autodiff(g, &ao, &res, &e)) || (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) ||
+		    (rc = step_build(g, &so, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
+		    (rc = model_save(g, out, to, &save, &e)))
 			err_print(argv[optind], &e);
 	}
 out:

@@ -324,11 +324,27 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 	return 0;
 }
 
+/* Whether the caller gives data for v (an initializer's overrides its own: a state's next value). */
+static int given(const struct exec *x, const struct value *v)
+{
+	for (size_t k = 0; k < x->o->n_inputs; k++)
+		if (!strcmp(x->o->input_names[k], v->name))
+			return 1;
+	return 0;
+}
+
 static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 {
 	for (size_t k = 0; k < x->o->n_inputs; k++)
 		if (!strcmp(x->o->input_names[k], v->name)) {
 			const struct rtensor *in = &x->o->inputs[k];
+			const struct tensor *it = v->init;
+			int same = !it || (in->dtype == it->dtype && (uint32_t)in->ndim == it->ndim);
+			for (uint32_t i = 0; it && same && i < it->ndim; i++)
+				same = in->dims[i] == it->dims[i];
+			if (!same)
+				return err_set(x->e, GD_EINPUT, "data for initializer '%s' must have its dtype and shape",
+					       v->name);
 			if (v->type.has_dtype && in->dtype != v->type.dtype)
 				return err_set(x->e, GD_EINPUT, "input '%s' is %s, but the graph declares %s", v->name,
 					       dtype_name(in->dtype), dtype_name(v->type.dtype));
@@ -624,7 +640,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	int rc = 0;
 	for (uint32_t i = 0; i < g->n_inits && !rc; i++) {
 		x->pinned[g->inits[i]->id] = 1;
-		rc = bind_init(x, g->inits[i], &x->v[g->inits[i]->id]);
+		rc = given(x, g->inits[i]) ? bind_input(x, g->inits[i], &x->v[g->inits[i]->id])
+					   : bind_init(x, g->inits[i], &x->v[g->inits[i]->id]);
 	}
 	for (uint32_t i = 0; i < g->n_inputs && !rc; i++) {
 		struct value *v = g->inputs[i];

@@ -207,7 +207,7 @@ BINARY(less, B_LT)
 
 /* ---- unary ---- */
 
-enum un { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_IDENTITY };
+enum un { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_ISNAN, U_IDENTITY };
 
 static double un_d(enum un op, double v)
 {
@@ -233,8 +233,14 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		return exec_fail(x, "Not takes bool, not %s", dtype_name(a->dtype));
 	if (op != U_NOT && op != U_IDENTITY && op != U_NEG && op != U_ABS && op != U_RELU && want_float(x, a, "the input"))
 		return exec_status(x);
-	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+	if (!exec_alloc(x, out[0], op == U_ISNAN ? DT_BOOL : a->dtype, a->ndim, a->dims))
 		return exec_status(x);
+	if (op == U_ISNAN) {
+		uint8_t *o = out[0]->data;
+		for (int64_t i = 0; i < a->numel; i++)
+			o[i] = isnan(rt_get(a, i));
+		return 0;
+	}
 	if (op == U_IDENTITY) {
 		memcpy(out[0]->data, a->data, a->nbytes);
 		return 0;
@@ -282,6 +288,7 @@ UNARY(relu, U_RELU)
 UNARY(tanh, U_TANH)
 UNARY(sigmoid, U_SIGMOID)
 UNARY(not, U_NOT)
+UNARY(is_nan, U_ISNAN)
 UNARY(identity, U_IDENTITY)
 
 static int cast_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -560,6 +567,7 @@ const struct op_impl op_relu = {.run = relu_run, .grad = relu_grad, .recompute =
 const struct op_impl op_tanh = {.run = tanh_run, .grad = tanh_grad, .recompute = RC_CHEAP};
 const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .recompute = RC_CHEAP};
 const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_is_nan = {.run = is_nan_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP};
 const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP};
 const struct op_impl op_where = {.run = where_run, .grad = where_grad, .recompute = RC_CHEAP, .nodiff = 1u << 0};

@@ -1,0 +1,604 @@
+/* step.c - the end of a training step, in the graph; see step.h.
+ *
+ * Every new node is tagged backward (loss-scale ones loss_scale too) and appended after the
+ * backward pass, in the order made, which is topological. All scalars are float32 except the
+ * counters (int64); a float64 parameter gets its scalars cast. */
+#include "step.h"
+#include "fold.h"
+#include "../util/join.h"
+#include "../util/xalloc.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- options ---- */
+
+/* "k=v,k=v" into vals, by keys; ints: keys whose values must be whole numbers. */
+static int parse_kvs(const char *s, const char *const *keys, double *vals, int n_keys, char *why, size_t n)
+{
+	while (s && *s) {
+		const char *eq = strchr(s, '='), *comma = strchr(s, ',');
+		size_t klen = eq && (!comma || eq < comma) ? (size_t)(eq - s) : 0;
+		int k = 0;
+		while (k < n_keys && !(klen && strlen(keys[k]) == klen && !strncmp(keys[k], s, klen)))
+			k++;
+		if (k == n_keys) {
+			snprintf(why, n, "'%.*s' is not one of", (int)(comma ? (size_t)(comma - s) : strlen(s)), s);
+			for (int i = 0; i < n_keys; i++)
+				snprintf(why + strlen(why), n - strlen(why), " %s=", keys[i]);
+			return -1;
+		}
+		char *end = NULL;
+		vals[k] = strtod(eq + 1, &end);
+		if (end == eq + 1 || (*end && *end != ',') || !isfinite(vals[k])) {
+			snprintf(why, n, "%s: '%.*s' is not a number", keys[k], (int)strcspn(eq + 1, ","), eq + 1);
+			return -1;
+		}
+		s = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+int loss_scaling_parse(const char *arg, struct loss_scaling *ls, char *why, size_t n)
+{
+	*ls = (struct loss_scaling){.kind = LOSS_SCALE_DYNAMIC, .init = 65536, .growth = 2, .backoff = 0.5,
+				    .interval = 2000, .min = 1, .max = 16777216, .hysteresis = 1};
+	if (!strncmp(arg, "fixed:", 6)) {
+		char *end = NULL;
+		ls->kind = LOSS_SCALE_FIXED;
+		ls->init = strtod(arg + 6, &end);
+		if (end == arg + 6 || *end || !(ls->init > 0) || ls->init > FLT_MAX) {
+			snprintf(why, n, "fixed:S wants S a positive float32 number");
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(arg, "dynamic") && strncmp(arg, "dynamic:", 8)) {
+		snprintf(why, n, "not fixed:S or dynamic[:init=,growth=,backoff=,interval=,min=,max=,hysteresis=]");
+		return -1;
+	}
+	static const char *const keys[] = {"init", "growth", "backoff", "interval", "min", "max", "hysteresis"};
+	double v[7] = {ls->init, ls->growth, ls->backoff, (double)ls->interval, ls->min, ls->max, (double)ls->hysteresis};
+	if (parse_kvs(arg[7] ? arg + 8 : NULL, keys, v, 7, why, n))
+		return -1;
+	const char *bad = !(v[0] > 0 && v[0] <= FLT_MAX)	  ? "init must be a positive float32 number"
+			  : !(v[1] > 1)				  ? "growth must be more than 1"
+			  : !(v[2] > 0 && v[2] < 1)		  ? "backoff must lie between 0 and 1"
+			  : !(v[3] >= 1 && v[3] == floor(v[3]) && v[3] < 1e15) ? "interval must be a whole number, at least 1"
+			  : !(v[4] > 0 && v[4] <= FLT_MAX)	  ? "min must be a positive float32 number"
+			  : !(v[5] >= v[4] && v[5] <= FLT_MAX)	  ? "max must be a float32 number, at least min"
+			  : !(v[6] >= 1 && v[6] == floor(v[6]) && v[6] < 1e15) ? "hysteresis must be a whole number, at least 1"
+									      : NULL;
+	if (bad) {
+		snprintf(why, n, "%s", bad);
+		return -1;
+	}
+	*ls = (struct loss_scaling){.kind = LOSS_SCALE_DYNAMIC, .init = v[0], .growth = v[1], .backoff = v[2],
+				    .interval = (int64_t)v[3], .min = v[4], .max = v[5], .hysteresis = (int64_t)v[6]};
+	return 0;
+}
+
+int optimizer_parse(const char *arg, struct optimizer *o, char *why, size_t n)
+{
+	static const char *const sgd[] = {"lr", "momentum"}, *const adam[] = {"lr", "beta1", "beta2", "eps"};
+	size_t len = strcspn(arg, ":");
+	const char *rest = arg[len] ? arg + len + 1 : NULL;
+	if (len == 3 && !strncmp(arg, "sgd", 3)) {
+		double v[2] = {0.01, 0};
+		if (parse_kvs(rest, sgd, v, 2, why, n))
+			return -1;
+		if (!(v[0] > 0) || !(v[1] >= 0 && v[1] < 1)) {
+			snprintf(why, n, "sgd wants lr > 0 and 0 <= momentum < 1");
+			return -1;
+		}
+		*o = (struct optimizer){.kind = OPTIMIZER_SGD, .lr = v[0], .momentum = v[1]};
+		return 0;
+	}
+	if (len == 4 && !strncmp(arg, "adam", 4)) {
+		double v[4] = {0.001, 0.9, 0.999, 1e-8};
+		if (parse_kvs(rest, adam, v, 4, why, n))
+			return -1;
+		if (!(v[0] > 0) || !(v[1] >= 0 && v[1] < 1) || !(v[2] >= 0 && v[2] < 1) || !(v[3] > 0)) {
+			snprintf(why, n, "adam wants lr > 0, 0 <= beta1, beta2 < 1 and eps > 0");
+			return -1;
+		}
+		*o = (struct optimizer){.kind = OPTIMIZER_ADAM, .lr = v[0], .beta1 = v[1], .beta2 = v[2], .eps = v[3]};
+		return 0;
+	}
+	snprintf(why, n, "not sgd[:lr=,momentum=] or adam[:lr=,beta1=,beta2=,eps=]");
+	return -1;
+}
+
+/* ---- building ---- */
+
+struct sb {
+	struct graph *g;
+	struct gd_err *e;
+	uint32_t tags;
+	struct training_info *ti; /* where the bindings go */
+	char *state_names;        /* STEP_STATE_KEY's value, grown as state is made */
+	size_t state_len;
+};
+
+static int sb_fail(struct sb *s)
+{
+	return s->e->code ? s->e->code : err_oom(s->e);
+}
+
+/* A node `op` over ins, its output named after `out`; NULL (error set) on failure or when an input
+ * is NULL (an earlier failure). */
+static struct value *op(struct sb *s, const char *opname, const char *out, int n_in, struct value *a, struct value *b,
+			struct value *c)
+{
+	struct value *ins[3] = {a, b, c};
+	for (int i = 0; i < n_in; i++)
+		if (!ins[i])
+			return NULL;
+	struct node *nd = graph_add_op(s->g, out, opname, ins, (uint32_t)n_in, out, s->e);
+	if (!nd) {
+		sb_fail(s);
+		return NULL;
+	}
+	nd->tags |= s->tags;
+	return nd->out[0];
+}
+
+static struct value *op_int(struct sb *s, const char *opname, const char *out, struct value *a, const char *attr,
+			    int64_t v)
+{
+	struct value *r = op(s, opname, out, 1, a, NULL, NULL);
+	if (r && node_add_int(s->g, r->producer, attr, v)) {
+		err_oom(s->e);
+		return NULL;
+	}
+	return r;
+}
+
+static void fill(void *p, int dtype, int64_t numel, double v)
+{
+	for (int64_t i = 0; i < numel; i++)
+		if (dtype == DT_FLOAT)
+			((float *)p)[i] = (float)v;
+		else if (dtype == DT_DOUBLE)
+			((double *)p)[i] = v;
+		else if (dtype == DT_INT64)
+			((int64_t *)p)[i] = (int64_t)v;
+		else if (dtype == DT_FLOAT16)
+			((uint16_t *)p)[i] = f16_from_f32((float)v);
+		else
+			((uint16_t *)p)[i] = bf16_from_f32((float)v);
+}
+
+static struct value *scalar(struct sb *s, int dtype, double v)
+{
+	char name[64];
+	snprintf(name, sizeof name, "step_%s", dtype == DT_INT64 ? "int" : "const");
+	struct node *nd = graph_add_op(s->g, name, "Constant", NULL, 0, name, s->e);
+	uint64_t bits = 0;
+	fill(&bits, dtype, 1, v);
+	struct rtensor t = {.dtype = dtype, .numel = 1, .data = &bits, .nbytes = dtype_size(dtype)};
+	if (!nd || node_make_constant(s->g, &t, nd, s->e)) {
+		sb_fail(s);
+		return NULL;
+	}
+	nd->tags |= s->tags;
+	return nd->out[0];
+}
+
+static int set_type(struct graph *g, struct value *v, int dtype, uint32_t ndim, const int64_t *dims)
+{
+	v->type = (struct ttype){.dtype = dtype, .has_type = true, .has_tensor = true, .has_dtype = true,
+				 .has_shape = true, .ndim = ndim};
+	v->type.dims = arena_array(g->arena, ndim ? ndim : 1, sizeof *v->type.dims);
+	if (!v->type.dims)
+		return -1;
+	for (uint32_t k = 0; k < ndim; k++)
+		v->type.dims[k] = (struct dim){.kind = DIM_VALUE, .value = dims[k]};
+	return 0;
+}
+
+/* New state `name` (exactly), a graph input whose initializer holds `init` everywhere. */
+static struct value *state(struct sb *s, const char *name, int dtype, uint32_t ndim, const int64_t *dims, double init)
+{
+	struct graph *g = s->g;
+	if (strmap_get(&g->names, name)) {
+		err_set(s->e, GD_EINPUT, "the model already has a value named '%s', which the training step's state needs",
+			name);
+		return NULL;
+	}
+	int64_t numel = 1;
+	for (uint32_t k = 0; k < ndim; k++)
+		numel *= dims[k];
+	size_t nbytes = (size_t)numel * dtype_size(dtype);
+	struct tensor *t = arena_zalloc(g->arena, sizeof *t);
+	void *data = arena_alloc(g->arena, nbytes ? nbytes : 1);
+	const char *nm = arena_strdup(g->arena, name);
+	struct value *v = t && data && nm ? graph_value(g, nm, s->e) : NULL;
+	if (!v || set_type(g, v, dtype, ndim, dims)) {
+		sb_fail(s);
+		return NULL;
+	}
+	fill(data, dtype, numel, init);
+	*t = (struct tensor){.name = nm, .dtype = dtype, .ndim = ndim, .src = TSRC_BYTES, .field = TFIELD_RAW,
+			     .bytes = {data, nbytes}};
+	t->dims = ndim ? arena_memdup(g->arena, dims, ndim * sizeof *dims) : NULL;
+	if ((ndim && !t->dims) || graph_add_init(g, v, t, s->e) || graph_add_input(g, v, s->e)) {
+		sb_fail(s);
+		return NULL;
+	}
+	v->flags = (v->flags & ~VALUE_PARAM) | VALUE_STATE;
+	/* recorded for readers (step_mark_state) */
+	size_t len = strlen(name);
+	char *names = xrealloc(s->state_names, s->state_len + len + 2);
+	if (!names) {
+		err_oom(s->e);
+		return NULL;
+	}
+	s->state_names = names;
+	memcpy(names + s->state_len, name, len);
+	s->state_len += len;
+	names[s->state_len++] = '\n';
+	names[s->state_len] = 0;
+	return v;
+}
+
+/* The model's step TrainingInfoProto: the first one, made when there is none. Its algorithm graph
+ * is empty: the whole step is the main graph, so that any runtime can run it as it is. */
+static struct training_info *training_info(struct graph *g)
+{
+	struct model *m = g->model;
+	if (!m->n_ti) {
+		struct training_info *ti = arena_zalloc(g->arena, sizeof *ti);
+		struct graph *algo = ti ? graph_new_sub(g) : NULL;
+		if (!algo)
+			return NULL;
+		algo->name = "graphdiet_step";
+		algo->doc = "Empty: the training step (forward, backward, update) is the main graph, whose outputs "
+			    "update_binding feeds back into its initializers.";
+		ti->algo = algo;
+		m->ti = ti;
+		m->n_ti = 1;
+	}
+	return &m->ti[0];
+}
+
+/* Makes `next` the output <key>_new and binds it to key. */
+static int bind(struct sb *s, struct value *key, struct value *next)
+{
+	if (!next)
+		return sb_fail(s);
+	struct graph *g = s->g;
+	struct training_info *ti = s->ti;
+	char name[600];
+	JOIN(name, sizeof name, key->name, "_new");
+	const struct tensor *t = key->init;
+	struct kv *b = arena_array(g->arena, ti->n_update_bind + 1, sizeof *b);
+	if (graph_rename_fresh(g, next, name, s->e) || !b || set_type(g, next, t->dtype, t->ndim, t->dims))
+		return sb_fail(s);
+	memcpy(b, ti->update_bind, ti->n_update_bind * sizeof *b);
+	b[ti->n_update_bind] = (struct kv){.key = key->name, .value = next->name};
+	ti->update_bind = b;
+	ti->n_update_bind++;
+	next->flags |= key->flags & VALUE_STATE;
+	return graph_add_output(g, next, s->e);
+}
+
+int step_begin(struct graph *g, const struct step_opts *o, const char **scale_value, struct gd_err *e)
+{
+	*scale_value = NULL;
+	if (o->ls.kind != LOSS_SCALE_DYNAMIC)
+		return 0;
+	struct sb s = {.g = g, .e = e};
+	struct value *v = state(&s, "loss_scale", DT_FLOAT, 0, NULL, o->ls.init);
+	struct kv *meta = v ? arena_array(g->arena, g->model->n_meta + 1, sizeof *meta) : NULL;
+	if (meta) { /* the rest of the state is recorded by step_build */
+		memcpy(meta, g->model->meta, g->model->n_meta * sizeof *meta);
+		g->model->meta = meta;
+		g->model->meta[g->model->n_meta++] = (struct kv){.key = STEP_STATE_KEY, .value = "loss_scale\n"};
+	}
+	xfree(s.state_names);
+	if (!meta)
+		return sb_fail(&s);
+	*scale_value = v->name;
+	return 0;
+}
+
+/* The float32 scalar `v` in dtype (a float64 parameter's). */
+static struct value *as(struct sb *s, struct value *v, int dtype)
+{
+	return dtype == DT_FLOAT ? v : op_int(s, "Cast", "step_cast", v, "to", dtype);
+}
+
+struct param_grad {
+	struct value *p, *g;
+};
+
+/* Sum over the gradients of ReduceSum(f(g)), in float32: f(g) = g*0 (0 when g is finite, else NaN)
+ * or g*g. */
+static struct value *sum_over(struct sb *s, const struct param_grad *pg, uint32_t n, int square, const char *out)
+{
+	struct value **parts = xmalloc(sizeof *parts * (n ? n : 1));
+	if (!parts) {
+		err_oom(s->e);
+		return NULL;
+	}
+	struct value *zero[2] = {NULL, NULL}; /* float32, float64 */
+	for (uint32_t i = 0; i < n; i++) {
+		int dt = pg[i].p->init->dtype, k = dt != DT_FLOAT;
+		if (!square && !zero[k])
+			zero[k] = scalar(s, dt, 0);
+		struct value *f = op(s, "Mul", out, 2, pg[i].g, square ? pg[i].g : zero[k], NULL);
+		parts[i] = op_int(s, "ReduceSum", out, f, "keepdims", 0);
+		if (k)
+			parts[i] = op_int(s, "Cast", out, parts[i], "to", DT_FLOAT);
+	}
+	struct value *total = NULL;
+	if (!s->e->code) {
+		struct node *nd = n == 1 ? NULL : graph_add_op(s->g, out, "Sum", parts, n, out, s->e);
+		if (nd)
+			nd->tags |= s->tags;
+		total = n == 1 ? parts[0] : nd ? nd->out[0] : NULL;
+	}
+	xfree(parts);
+	if (!total)
+		sb_fail(s);
+	return total;
+}
+
+/* Where(c, a, b) (c NULL: b) */
+static struct value *pick(struct sb *s, struct value *c, struct value *a, struct value *b, const char *out)
+{
+	return c ? op(s, "Where", out, 3, c, a, b) : b;
+}
+
+/* The scale's update, PyTorch's GradScaler with apex/DeepSpeed's min, max and hysteresis:
+ *   found_inf: hysteresis left > 1 ? one less : scale = max(scale * backoff, min);  good = 0
+ *   else:      good + 1 == interval ? (scale * growth <= max ? scale *= growth), good = 0,
+ *              hysteresis left = hysteresis  :  good += 1 */
+static int scale_update(struct sb *s, const struct loss_scaling *ls, struct value *scale, struct value *found)
+{
+	struct value *good = state(s, "loss_scale_good_steps", DT_INT64, 0, NULL, 0);
+	struct value *hyst = ls->hysteresis > 1 ? state(s, "loss_scale_hysteresis", DT_INT64, 0, NULL, (double)ls->hysteresis)
+						: NULL;
+	if (!good || (ls->hysteresis > 1 && !hyst))
+		return sb_fail(s);
+	const char *o = "loss_scale_update";
+	struct value *one = scalar(s, DT_INT64, 1), *zero = scalar(s, DT_INT64, 0);
+	struct value *succ = op(s, "Add", o, 2, good, one, NULL);
+	struct value *at = op(s, "Not", o, 1, op(s, "Less", o, 2, succ, scalar(s, DT_INT64, (double)ls->interval), NULL),
+			      NULL, NULL);
+	struct value *grown = op(s, "Mul", o, 2, scale, scalar(s, DT_FLOAT, ls->growth), NULL);
+	struct value *too_big = op(s, "Greater", o, 2, grown, scalar(s, DT_FLOAT, ls->max), NULL);
+	struct value *if_finite = pick(s, at, pick(s, too_big, scale, grown, o), scale, o);
+	struct value *backed = op(s, "Mul", o, 2, scale, scalar(s, DT_FLOAT, ls->backoff), NULL);
+	struct value *minv = scalar(s, DT_FLOAT, ls->min);
+	backed = pick(s, op(s, "Less", o, 2, backed, minv, NULL), minv, backed, o);
+	struct value *tolerate = hyst ? op(s, "Greater", o, 2, hyst, one, NULL) : NULL;
+	struct value *if_inf = pick(s, tolerate, scale, backed, o);
+	if (bind(s, scale, pick(s, found, if_inf, if_finite, o)) ||
+	    bind(s, good, pick(s, found, zero, pick(s, at, zero, succ, o), o)))
+		return sb_fail(s);
+	if (hyst) {
+		struct value *h_inf = pick(s, tolerate, op(s, "Sub", o, 2, hyst, one, NULL), hyst, o);
+		struct value *h_fin = pick(s, at, scalar(s, DT_INT64, (double)ls->hysteresis), hyst, o);
+		if (bind(s, hyst, pick(s, found, h_inf, h_fin, o)))
+			return sb_fail(s);
+	}
+	return 0;
+}
+
+/* The parameters' updates; new state is bound as made, parameters last (by the caller's loop). */
+static int update(struct sb *s, const struct optimizer *opt, struct param_grad *pg, uint32_t n, struct value *found)
+{
+	struct value *step = state(s, "optimizer_step", DT_INT64, 0, NULL, 0);
+	struct value *step1 = op(s, "Add", "optimizer_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
+	if (!step1 || bind(s, step, pick(s, found, step, step1, "optimizer_step_next")))
+		return sb_fail(s);
+	struct value *step_size = NULL, *bc2_sqrt = NULL;
+	if (opt->kind == OPTIMIZER_ADAM) { /* bias corrections, as torch.optim.Adam */
+		const char *o = "adam_bias_correction";
+		struct value *t = op_int(s, "Cast", o, step1, "to", DT_FLOAT), *one = scalar(s, DT_FLOAT, 1);
+		struct value *bc1 = op(s, "Sub", o, 2, one, op(s, "Pow", o, 2, scalar(s, DT_FLOAT, opt->beta1), t, NULL), NULL);
+		struct value *bc2 = op(s, "Sub", o, 2, one, op(s, "Pow", o, 2, scalar(s, DT_FLOAT, opt->beta2), t, NULL), NULL);
+		step_size = op(s, "Div", o, 2, scalar(s, DT_FLOAT, opt->lr), bc1, NULL);
+		bc2_sqrt = op(s, "Sqrt", o, 1, bc2, NULL, NULL);
+	}
+	for (uint32_t i = 0; i < n && !s->e->code; i++) {
+		struct value *p = pg[i].p, *g = pg[i].g;
+		const struct tensor *t = p->init;
+		int dt = t->dtype;
+		char o[600], sn[600];
+		JOIN(o, sizeof o, p->name, "_update");
+		struct value *delta = g; /* what lr (adam: step_size) multiplies */
+		if (opt->kind == OPTIMIZER_SGD && opt->momentum > 0) {
+			JOIN(sn, sizeof sn, p->name, "_momentum");
+			struct value *buf = state(s, sn, dt, t->ndim, t->dims, 0);
+			delta = op(s, "Add", o, 2, op(s, "Mul", o, 2, buf, as(s, scalar(s, DT_FLOAT, opt->momentum), dt), NULL), g,
+				   NULL);
+			if (bind(s, buf, pick(s, found, buf, delta, o)))
+				return sb_fail(s);
+		} else if (opt->kind == OPTIMIZER_ADAM) {
+			JOIN(sn, sizeof sn, p->name, "_adam_m");
+			struct value *m = state(s, sn, dt, t->ndim, t->dims, 0);
+			JOIN(sn, sizeof sn, p->name, "_adam_v");
+			struct value *v = state(s, sn, dt, t->ndim, t->dims, 0);
+			struct value *m1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, m, as(s, scalar(s, DT_FLOAT, opt->beta1), dt), NULL),
+					      op(s, "Mul", o, 2, g, as(s, scalar(s, DT_FLOAT, 1 - opt->beta1), dt), NULL), NULL);
+			struct value *v1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, v, as(s, scalar(s, DT_FLOAT, opt->beta2), dt), NULL),
+					      op(s, "Mul", o, 2, op(s, "Mul", o, 2, g, g, NULL),
+						 as(s, scalar(s, DT_FLOAT, 1 - opt->beta2), dt), NULL),
+					      NULL);
+			struct value *denom = op(s, "Add", o, 2, op(s, "Div", o, 2, op(s, "Sqrt", o, 1, v1, NULL, NULL), as(s, bc2_sqrt, dt), NULL),
+						 as(s, scalar(s, DT_FLOAT, opt->eps), dt), NULL);
+			delta = op(s, "Div", o, 2, m1, denom, NULL);
+			if (bind(s, m, pick(s, found, m, m1, o)) || bind(s, v, pick(s, found, v, v1, o)))
+				return sb_fail(s);
+		}
+		struct value *lr = as(s, opt->kind == OPTIMIZER_ADAM ? step_size : scalar(s, DT_FLOAT, opt->lr), dt);
+		struct value *p1 = op(s, "Sub", o, 2, p, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
+		if (bind(s, p, pick(s, found, p, p1, o)))
+			return sb_fail(s);
+	}
+	return s->e->code;
+}
+
+/* Drops v from the graph outputs. */
+static void unoutput(struct graph *g, struct value *v)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] != v)
+			g->outputs[k++] = g->outputs[i];
+	g->n_outputs = k;
+	v->flags &= ~VALUE_OUTPUT;
+}
+
+/* Makes `now` the output named `was` had (was keeps a fresh <name>_<suffix>). */
+static int replace_output(struct sb *s, struct value *was, struct value *now, const char *suffix)
+{
+	char name[600], old[620];
+	snprintf(name, sizeof name, "%s", was->name);
+	JOIN(old, sizeof old, name, "_", suffix);
+	if (!now || graph_rename_fresh(s->g, was, old, s->e) || graph_rename_value(s->g, now, name, s->e))
+		return sb_fail(s);
+	now->type = was->type;
+	now->flags |= VALUE_OUTPUT | VALUE_GRAD;
+	was->flags &= ~(VALUE_OUTPUT | VALUE_GRAD);
+	for (uint32_t i = 0; i < s->g->n_outputs; i++)
+		if (s->g->outputs[i] == was)
+			s->g->outputs[i] = now;
+	return 0;
+}
+
+static int record_state(struct sb *s)
+{
+	struct model *m = s->g->model;
+	for (size_t i = 0; i < m->n_meta; i++)
+		if (!strcmp(m->meta[i].key, STEP_STATE_KEY)) {
+			size_t had = strlen(m->meta[i].value);
+			char *v = arena_alloc(s->g->arena, had + s->state_len + 1);
+			if (!v)
+				return err_oom(s->e);
+			memcpy(v, m->meta[i].value, had);
+			memcpy(v + had, s->state_names ? s->state_names : "", s->state_len + 1);
+			m->meta[i].value = v;
+			return 0;
+		}
+	struct kv *meta = arena_array(s->g->arena, m->n_meta + 1, sizeof *meta);
+	const char *v = arena_strdup(s->g->arena, s->state_names ? s->state_names : "");
+	if (!meta || !v)
+		return err_oom(s->e);
+	memcpy(meta, m->meta, m->n_meta * sizeof *meta);
+	meta[m->n_meta] = (struct kv){.key = STEP_STATE_KEY, .value = v};
+	m->meta = meta;
+	m->n_meta++;
+	return 0;
+}
+
+int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
+{
+	int dynamic = o->ls.kind == LOSS_SCALE_DYNAMIC;
+	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE)
+		return 0;
+	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD};
+	if (!(s.ti = training_info(g)))
+		return err_oom(e);
+	/* the gradients autodiff made: outputs <param>_grad */
+	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
+	uint32_t n = 0;
+	int rc = 0;
+	if (!pg) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		struct value *gv = g->outputs[i];
+		size_t len = strlen(gv->name);
+		char base[600];
+		if (!(gv->flags & VALUE_GRAD) || len < 5 || len - 5 >= sizeof base)
+			continue;
+		memcpy(base, gv->name, len - 5);
+		base[len - 5] = 0;
+		struct value *p = strmap_get(&g->names, base);
+		if (p && p->init)
+			pg[n++] = (struct param_grad){p, gv};
+	}
+	/* with an optimizer the gradients are consumed in the graph: no outputs */
+	for (uint32_t i = 0; i < n && o->opt.kind != OPTIMIZER_NONE; i++)
+		unoutput(g, pg[i].g);
+	/* 1. every gradient checked: the sum of g*0 is 0 when all are finite, NaN otherwise */
+	struct value *found = NULL, *scale = dynamic ? strmap_get(&g->names, "loss_scale") : NULL;
+	if (dynamic) {
+		s.tags |= TAG_LOSS_SCALE;
+		found = op(&s, "IsNaN", "found_inf", 1, sum_over(&s, pg, n, 0, "finite_check"), NULL, NULL);
+		if (!found || !scale || graph_rename_fresh(g, found, "found_inf", e) || set_type(g, found, DT_BOOL, 0, NULL) ||
+		    graph_add_output(g, found, e)) {
+			rc = found && !scale ? err_set(e, GD_EINTERNAL, "no loss_scale state") : sb_fail(&s);
+			goto out;
+		}
+		s.tags &= ~TAG_LOSS_SCALE;
+	}
+	/* 2. clipping, as torch.nn.utils.clip_grad_norm_: g * min(1, X / (norm + 1e-6)) */
+	if (o->clip_norm > 0) {
+		const char *c = "clip_grad_norm";
+		struct value *norm = op(&s, "Sqrt", "grad_norm", 1, sum_over(&s, pg, n, 1, c), NULL, NULL);
+		if (!norm || graph_rename_fresh(g, norm, "grad_norm", e) || set_type(g, norm, DT_FLOAT, 0, NULL) ||
+		    graph_add_output(g, norm, e)) {
+			rc = sb_fail(&s);
+			goto out;
+		}
+		struct value *one = scalar(&s, DT_FLOAT, 1);
+		struct value *coef = op(&s, "Div", c, 2, scalar(&s, DT_FLOAT, o->clip_norm),
+					op(&s, "Add", c, 2, norm, scalar(&s, DT_FLOAT, 1e-6), NULL), NULL);
+		coef = pick(&s, op(&s, "Less", c, 2, coef, one, NULL), coef, one, c);
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			struct value *clipped = op(&s, "Mul", c, 2, pg[i].g, as(&s, coef, pg[i].p->init->dtype), NULL);
+			if (o->opt.kind == OPTIMIZER_NONE)
+				rc = replace_output(&s, pg[i].g, clipped, "unclipped");
+			else if (!clipped)
+				rc = sb_fail(&s);
+			pg[i].g = clipped;
+		}
+		if (rc)
+			goto out;
+	}
+	/* 3. the update; the gradients are then no outputs */
+	if (o->opt.kind != OPTIMIZER_NONE) {
+		if ((rc = update(&s, &o->opt, pg, n, found)))
+			goto out;
+	}
+	/* 4. the scale */
+	if (dynamic) {
+		s.tags |= TAG_LOSS_SCALE;
+		if ((rc = scale_update(&s, &o->ls, scale, found)))
+			goto out;
+	}
+	rc = record_state(&s);
+out:
+	xfree(pg);
+	xfree(s.state_names);
+	return rc;
+}
+
+void step_mark_state(struct graph *g)
+{
+	const char *list = NULL;
+	for (size_t i = 0; g->model && i < g->model->n_meta; i++)
+		if (!strcmp(g->model->meta[i].key, STEP_STATE_KEY))
+			list = g->model->meta[i].value;
+	while (list && *list) {
+		size_t len = strcspn(list, "\n");
+		char name[512];
+		if (len < sizeof name) {
+			memcpy(name, list, len);
+			name[len] = 0;
+			struct value *v = strmap_get(&g->names, name);
+			if (v && v->init)
+				v->flags = (v->flags & ~VALUE_PARAM) | VALUE_STATE;
+		}
+		list += len + (list[len] == '\n');
+	}
+}

@@ -1,0 +1,71 @@
+/* step.h - the end of a training step, in the graph: dynamic loss scaling, the finite check,
+ * gradient clipping and the optimizer's update, with their state bound through ONNX
+ * TrainingInfoProto update_binding.
+ *
+ * State is a graph input with an initializer (its starting value) and flagged VALUE_STATE; its next
+ * value is a graph output, and update_binding maps the one to the other, so a runner (graphdiet run
+ * --steps, or any ONNX runtime fed by a loop) feeds each step's outputs back as the next step's
+ * inputs. Parameters updated by the optimizer are bound the same way. Names:
+ *   loss_scale, loss_scale_good_steps, loss_scale_hysteresis  dynamic loss scaling
+ *   found_inf        bool: some gradient held a NaN or an infinity, and the step was skipped
+ *   grad_norm        the gradients' global L2 norm, before clipping
+ *   optimizer_step   int64: steps taken (a skipped step does not count, as in PyTorch)
+ *   <param>_adam_m, <param>_adam_v, <param>_momentum   optimizer state
+ *   <state>_new      the next value of <state>, for every bound state and parameter
+ * The order within the step is PyTorch's: backprop from the scaled loss, unscale (autodiff), check
+ * every gradient for NaN and infinity, clip the unscaled gradients, update; a step that found a
+ * non-finite gradient keeps every parameter and optimizer state bit for bit (Where(found_inf, old,
+ * new)) and only moves the loss scale. */
+#ifndef GD_STEP_H
+#define GD_STEP_H
+
+#include "../ir/graph.h"
+
+enum loss_scaling_kind { LOSS_SCALE_NONE, LOSS_SCALE_FIXED, LOSS_SCALE_DYNAMIC };
+
+struct loss_scaling {
+	enum loss_scaling_kind kind;
+	double init;              /* fixed: the scale; dynamic: the first one */
+	double growth, backoff;   /* dynamic: the scale's factor after `interval` finite steps, and
+				   * after a non-finite one */
+	double min, max;          /* dynamic: backoff never goes below min; growth never above max */
+	int64_t interval;         /* finite steps in a row before growing */
+	int64_t hysteresis;       /* non-finite steps tolerated before backing off (1: none) */
+};
+
+enum optimizer_kind { OPTIMIZER_NONE, OPTIMIZER_SGD, OPTIMIZER_ADAM };
+
+struct optimizer {
+	enum optimizer_kind kind;
+	double lr, momentum;      /* sgd; lr for adam too */
+	double beta1, beta2, eps; /* adam */
+};
+
+struct step_opts {
+	struct loss_scaling ls;
+	double clip_norm; /* > 0: scale the gradients so their global L2 norm is at most this */
+	struct optimizer opt;
+};
+
+/* Parses --loss-scale fixed:S | dynamic[:k=v,...] and --optimizer sgd|adam[:k=v,...], starting
+ * from the defaults; on failure, returns -1 with why[] saying what is wrong. */
+int loss_scaling_parse(const char *arg, struct loss_scaling *ls, char *why, size_t n);
+int optimizer_parse(const char *arg, struct optimizer *o, char *why, size_t n);
+
+/* Before autodiff: makes dynamic scaling's state. *scale_value is the name of the scale backprop
+ * starts from (autodiff_opts.loss_scale_value), or NULL when the scaling is not dynamic. */
+int step_begin(struct graph *g, const struct step_opts *o, const char **scale_value, struct gd_err *e);
+
+/* After autodiff (and any rewrite of the backward pass): appends the finite check, clipping, the
+ * update and the scale's update for the <param>_grad outputs. With an optimizer the gradients stop
+ * being outputs; the new parameters and state are. Nothing happens when o asks for none of it. */
+int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e);
+
+/* The model metadata key listing the state that is not a parameter (names one per line), so that
+ * a graph read back knows its optimizer state from its parameters. */
+#define STEP_STATE_KEY "graphdiet.state"
+
+/* After reading a graph: flags the values STEP_STATE_KEY lists as VALUE_STATE (not trainable). */
+void step_mark_state(struct graph *g);
+
+#endif
