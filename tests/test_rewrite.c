@@ -5,6 +5,7 @@
 #include "rewrite/autocast.h"
 #include "rewrite/ctrl.h"
 #include "rewrite/fold.h"
+#include "rewrite/step.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -275,4 +276,258 @@ Test(autocast, an_output_read_in_float32_is_cast_from_16_bits)
 	cr_assert_eq(casts, 4, "x and w down, y's 16-bit value up twice (the output, the reduction's input)");
 	exec_free(x);
 	graph_free(g);
+}
+
+/* ---- the training step (rewrite/step) ---- */
+
+/* loss = ReduceSum(w0*x0 + w1*x1 + w2*x2 + w3*x3): each w_i's gradient is x_i, so a test puts any
+ * value into any gradient by feeding it. */
+static const char four_yaml[] =
+	"graphdiet: 1\nopset: 17\ninputs:\n"
+	"  - {name: x0, dtype: float32, shape: [3]}\n  - {name: x1, dtype: float32, shape: [3]}\n"
+	"  - {name: x2, dtype: float32, shape: [3]}\n  - {name: x3, dtype: float32, shape: [3]}\n"
+	"params:\n"
+	"  - {name: w0, dtype: float32, shape: [3], init: {dist: normal, std: 1, seed: 1}}\n"
+	"  - {name: w1, dtype: float32, shape: [3], init: {dist: normal, std: 1, seed: 2}}\n"
+	"  - {name: w2, dtype: float32, shape: [3], init: {dist: normal, std: 1, seed: 3}}\n"
+	"  - {name: w3, dtype: float32, shape: [3], init: {dist: normal, std: 1, seed: 4}}\n"
+	"nodes:\n"
+	"  - {op: Mul, inputs: [w0, x0], outputs: [p0]}\n  - {op: Mul, inputs: [w1, x1], outputs: [p1]}\n"
+	"  - {op: Mul, inputs: [w2, x2], outputs: [p2]}\n  - {op: Mul, inputs: [w3, x3], outputs: [p3]}\n"
+	"  - {op: Sum, inputs: [p0, p1, p2, p3], outputs: [s]}\n"
+	"  - {op: ReduceSum, inputs: [s], outputs: [loss], attrs: {keepdims: 0}}\n"
+	"outputs:\n  - {name: loss, dtype: float32, shape: []}\n";
+
+static struct graph *stepped(const char *yaml, const char *loss_scale, const char *optimizer, double clip)
+{
+	struct step_opts so = {.clip_norm = clip};
+	char why[256];
+	if (loss_scale)
+		cr_assert_eq(loss_scaling_parse(loss_scale, &so.ls, why, sizeof why), 0, "%s", why);
+	if (optimizer)
+		cr_assert_eq(optimizer_parse(optimizer, &so.opt, why, sizeof why), 0, "%s", why);
+	struct graph *g = load_text("step.yaml", yaml);
+	struct gd_err e = {0};
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	cr_assert_eq(step_begin(g, &so, &ao.loss_scale_value, &e), 0, "%s", e.msg);
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_assert_eq(step_build(g, &so, &e), 0, "%s", e.msg);
+	return g;
+}
+
+/* One step of four_yaml's graph: x_i all `v` but x[k][2] = bad; state given by name (NULL: the
+ * initializers'). */
+struct fed {
+	float x[4][3];
+	float scale;
+	int64_t good, hyst;
+	int give_scale, give_good, give_hyst;
+};
+
+static struct exec *four_step(struct graph *g, struct fed *f)
+{
+	struct rtensor ts[7];
+	const char *names[7];
+	size_t n = 0;
+	static const char *const xs[] = {"x0", "x1", "x2", "x3"};
+	for (int i = 0; i < 4; i++) {
+		ts[n] = (struct rtensor){.dtype = DT_FLOAT, .ndim = 1, .dims = {3}, .numel = 3, .data = f->x[i], .nbytes = 12};
+		names[n++] = xs[i];
+	}
+	if (f->give_scale) {
+		ts[n] = (struct rtensor){.dtype = DT_FLOAT, .numel = 1, .data = &f->scale, .nbytes = 4};
+		names[n++] = "loss_scale";
+	}
+	if (f->give_good) {
+		ts[n] = (struct rtensor){.dtype = DT_INT64, .numel = 1, .data = &f->good, .nbytes = 8};
+		names[n++] = "loss_scale_good_steps";
+	}
+	if (f->give_hyst) {
+		ts[n] = (struct rtensor){.dtype = DT_INT64, .numel = 1, .data = &f->hyst, .nbytes = 8};
+		names[n++] = "loss_scale_hysteresis";
+	}
+	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = n};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	return x;
+}
+
+static const struct rtensor *out_of(const struct exec *x, struct graph *g, const char *name)
+{
+	struct value *v = strmap_get(&g->names, name);
+	cr_assert(v && (v->flags & VALUE_OUTPUT), "no output %s", name);
+	return exec_value(x, v);
+}
+
+static void fill_x(struct fed *f, float v)
+{
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 3; j++)
+			f->x[i][j] = v;
+}
+
+/* NaN, +Inf and -Inf are found in any gradient, the last one and the last element included; finite
+ * gradients, however large, are not flagged. */
+Test(step, every_gradient_is_checked_for_nan_and_inf)
+{
+	struct graph *g = stepped(four_yaml, "dynamic:init=1", NULL, 0);
+	const float bad[] = {NAN, INFINITY, -INFINITY};
+	struct fed f = {0};
+	fill_x(&f, 3e38f); /* finite: the check must not overflow on large values */
+	struct exec *x = four_step(g, &f);
+	cr_expect_eq(rt_get(out_of(x, g, "found_inf"), 0), 0);
+	exec_free(x);
+	for (int k = 0; k < 4; k++)
+		for (int b = 0; b < 3; b++)
+			for (int j = 0; j < 3; j += 2) {
+				fill_x(&f, 0.5f);
+				f.x[k][j] = bad[b];
+				x = four_step(g, &f);
+				cr_expect_eq(rt_get(out_of(x, g, "found_inf"), 0), 1, "w%d_grad[%d] = %g was not found", k, j,
+					     (double)bad[b]);
+				exec_free(x);
+			}
+	graph_free(g);
+}
+
+/* The scale's state machine, one step at a time, the state fed as inputs. */
+static void expect_scale(struct graph *g, float xval, float scale, int64_t good, int64_t hyst, float want_scale,
+			 int64_t want_good, int64_t want_hyst, const char *what)
+{
+	struct fed f = {.scale = scale, .good = good, .hyst = hyst, .give_scale = 1, .give_good = 1,
+			.give_hyst = want_hyst >= 0};
+	fill_x(&f, xval);
+	struct exec *x = four_step(g, &f);
+	float s = *(const float *)out_of(x, g, "loss_scale_new")->data;
+	int64_t gd = *(const int64_t *)out_of(x, g, "loss_scale_good_steps_new")->data;
+	cr_expect_eq(s, want_scale, "%s: scale %.9g, wanted %.9g", what, (double)s, (double)want_scale);
+	cr_expect_eq(gd, want_good, "%s: good steps %ld, wanted %ld", what, (long)gd, (long)want_good);
+	if (want_hyst >= 0) {
+		int64_t h = *(const int64_t *)out_of(x, g, "loss_scale_hysteresis_new")->data;
+		cr_expect_eq(h, want_hyst, "%s: hysteresis %ld, wanted %ld", what, (long)h, (long)want_hyst);
+	}
+	exec_free(x);
+}
+
+Test(step, the_scale_grows_at_interval_backs_off_to_min_and_never_passes_max)
+{
+	struct graph *g = stepped(four_yaml, "dynamic:init=8,interval=3,min=1,max=64", NULL, 0);
+	expect_scale(g, 1e-3f, 8, 0, -1, 8, 1, -1, "finite, first good step");
+	expect_scale(g, 1e-3f, 8, 1, -1, 8, 2, -1, "finite, one before interval");
+	expect_scale(g, 1e-3f, 8, 2, -1, 16, 0, -1, "finite, at interval: grows");
+	expect_scale(g, 1e-3f, 64, 2, -1, 64, 0, -1, "at interval but at max: no growth");
+	expect_scale(g, 1e-3f, 48, 2, -1, 48, 0, -1, "growth would pass max: none");
+	expect_scale(g, NAN, 8, 2, -1, 4, 0, -1, "non-finite: backs off, counter reset");
+	expect_scale(g, INFINITY, 1.5f, 1, -1, 1, 0, -1, "backoff floored at min");
+	expect_scale(g, INFINITY, 1, 0, -1, 1, 0, -1, "at min it stays");
+	graph_free(g);
+	/* growth that would overflow float32 is refused even when max allows it */
+	g = stepped(four_yaml, "dynamic:init=1,interval=1,max=3.4028234e38", NULL, 0);
+	expect_scale(g, 1e-30f, 0x1p126f, 0, -1, 0x1p127f, 0, -1, "grows to 2^127");
+	expect_scale(g, 1e-30f, 0x1p127f, 0, -1, 0x1p127f, 0, -1, "2^128 overflows: no growth");
+	graph_free(g);
+	/* hysteresis 2: the first non-finite step in a row only uses up the tolerance */
+	g = stepped(four_yaml, "dynamic:init=8,interval=2,hysteresis=2", NULL, 0);
+	expect_scale(g, NAN, 8, 1, 2, 8, 0, 1, "tolerated");
+	expect_scale(g, NAN, 8, 0, 1, 4, 0, 1, "then backs off");
+	expect_scale(g, 1e-3f, 4, 1, 1, 8, 0, 2, "growth restores the tolerance");
+	graph_free(g);
+}
+
+static int bits_equal(const struct rtensor *a, const struct rtensor *b)
+{
+	return a->nbytes == b->nbytes && !memcmp(a->data, b->data, a->nbytes);
+}
+
+/* A non-finite step leaves every parameter and optimizer state bit for bit as it was, and does not
+ * count as a step; a finite one moves them. */
+Test(step, a_skipped_step_changes_nothing_but_the_scale)
+{
+	static const char *const opts[] = {"adam:lr=0.1", "sgd:lr=0.1,momentum=0.9", "sgd:lr=0.1"};
+	for (int o = 0; o < 3; o++) {
+		struct graph *g = stepped(four_yaml, "dynamic", opts[o], 1.0);
+		for (int finite = 0; finite < 2; finite++) {
+			struct fed f = {0};
+			fill_x(&f, 0.25f);
+			f.x[3][2] = finite ? 0.25f : INFINITY;
+			struct exec *x = four_step(g, &f);
+			cr_expect_eq(rt_get(out_of(x, g, "found_inf"), 0), !finite);
+			const struct model *m = g->model;
+			cr_assert_eq(m->n_ti, 1);
+			size_t moved = 0;
+			for (size_t i = 0; i < m->ti[0].n_update_bind; i++) {
+				const struct kv *b = &m->ti[0].update_bind[i];
+				struct value *k = strmap_get(&g->names, b->key);
+				if (strstr(b->key, "loss_scale"))
+					continue;
+				moved += !bits_equal(exec_value(x, k), out_of(x, g, b->value));
+			}
+			/* finite: 4 parameters, their state (adam 8, momentum 4) and the step counter move */
+			size_t want = !finite ? 0 : 5 + (o == 0 ? 8 : o == 1 ? 4 : 0);
+			cr_expect_eq(moved, want, "%s, %s step: %zu states moved, not %zu", opts[o],
+				     finite ? "finite" : "skipped", moved, want);
+			cr_expect_eq(rt_get(out_of(x, g, "loss_scale_new"), 0), finite ? 65536 : 32768);
+			exec_free(x);
+		}
+		graph_free(g);
+	}
+}
+
+/* Clipping sees the unscaled gradients: the norm is ||x|| whatever the scale (bitwise, for a power of
+ * two), and the clipped gradients are x * X / (norm + 1e-6). */
+Test(step, clipping_sees_unscaled_gradients)
+{
+	struct fed f = {0};
+	double sq = 0;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 3; j++) {
+			f.x[i][j] = (float)(i * 3 + j + 1) / 4;
+			sq += (double)f.x[i][j] * f.x[i][j];
+		}
+	float norm[2];
+	for (int scaled = 0; scaled < 2; scaled++) {
+		struct graph *g = stepped(four_yaml, scaled ? "dynamic" : NULL, NULL, 2.0);
+		struct exec *x = four_step(g, &f);
+		norm[scaled] = *(const float *)out_of(x, g, "grad_norm")->data;
+		cr_expect(fabs(norm[scaled] - sqrt(sq)) <= 1e-6 * sqrt(sq), "norm %g, not %g", (double)norm[scaled], sqrt(sq));
+		double coef = 2.0 / ((double)norm[scaled] + 1e-6);
+		static const char *const gs[] = {"w0_grad", "w1_grad", "w2_grad", "w3_grad"};
+		double got = 0;
+		for (int i = 0; i < 4; i++) {
+			const struct rtensor *t = out_of(x, g, gs[i]);
+			for (int j = 0; j < 3; j++) {
+				cr_expect(fabs(rt_get(t, j) - f.x[i][j] * coef) <= 1e-6 * fabs(f.x[i][j]), "%s[%d]", gs[i], j);
+				got += rt_get(t, j) * rt_get(t, j);
+			}
+		}
+		cr_expect(fabs(sqrt(got) - 2.0) < 1e-5, "clipped norm %g", sqrt(got));
+		exec_free(x);
+		graph_free(g);
+	}
+	cr_expect_eq(norm[0], norm[1], "the scale changed the norm: %.9g and %.9g", (double)norm[0], (double)norm[1]);
+}
+
+Test(step, options_parse_with_defaults_and_refuse_nonsense)
+{
+	struct loss_scaling ls;
+	struct optimizer o;
+	char why[256];
+	cr_assert_eq(loss_scaling_parse("dynamic", &ls, why, sizeof why), 0);
+	cr_expect(ls.kind == LOSS_SCALE_DYNAMIC && ls.init == 65536 && ls.growth == 2 && ls.backoff == 0.5 &&
+		  ls.interval == 2000 && ls.min == 1 && ls.max == 16777216 && ls.hysteresis == 1);
+	cr_assert_eq(loss_scaling_parse("dynamic:interval=10,init=1024", &ls, why, sizeof why), 0);
+	cr_expect(ls.interval == 10 && ls.init == 1024 && ls.growth == 2);
+	static const char *const bad[] = {"dynamic:growth=1", "dynamic:backoff=1", "dynamic:interval=0.5", "dynamic:x=1",
+					  "dynamic:init=", "dynamic:min=8,max=4", "fixed:0", "static", "dynamic:init=1e39"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		cr_expect_neq(loss_scaling_parse(bad[i], &ls, why, sizeof why), 0, "%s accepted", bad[i]);
+	cr_assert_eq(optimizer_parse("adam", &o, why, sizeof why), 0);
+	cr_expect(o.kind == OPTIMIZER_ADAM && o.lr == 0.001 && o.beta1 == 0.9 && o.beta2 == 0.999 && o.eps == 1e-8);
+	cr_assert_eq(optimizer_parse("sgd:lr=0.5,momentum=0.9", &o, why, sizeof why), 0);
+	cr_expect(o.kind == OPTIMIZER_SGD && o.lr == 0.5 && o.momentum == 0.9);
+	static const char *const badopt[] = {"adamw", "sgd:lr=-1", "adam:beta1=1", "sgd:beta1=0.9", "adam:lr=x"};
+	for (size_t i = 0; i < sizeof badopt / sizeof *badopt; i++)
+		cr_expect_neq(optimizer_parse(badopt[i], &o, why, sizeof why), 0, "%s accepted", badopt[i]);
 }

@@ -462,7 +462,7 @@ static int replace_output(struct sb *s, struct value *was, struct value *now, co
 	char name[600], old[620];
 	snprintf(name, sizeof name, "%s", was->name);
 	JOIN(old, sizeof old, name, "_", suffix);
-	if (!now || graph_rename_fresh(s->g, was, old, s->e) || graph_rename_value(s->g, now, name, s->e))
+	if (!now || graph_rename_fresh(s->g, was, old, s->e) || graph_rename_fresh(s->g, now, name, s->e))
 		return sb_fail(s);
 	now->type = was->type;
 	now->flags |= VALUE_OUTPUT | VALUE_GRAD;
