@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct run_result gd(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5)
@@ -366,6 +367,9 @@ Test(cli, power_of_two_loss_scaling_is_exact)
 		expect_exit(train, 0, NULL);
 		char *verify[] = {GD_BINARY, "verify", in, out, "--rtol", "0", "--atol", "0", NULL};
 		expect_exit(verify, 0, "match");
+		char *dyn[] = {GD_BINARY, "train", in, "--loss-scale", "dynamic", "-o", out, NULL};
+		expect_exit(dyn, 0, NULL);
+		expect_exit(verify, 0, "match");
 		char *train16[] = {GD_BINARY, "train", in, "--precision", "fp16", "--loss-scale", "fixed:128", "-o", out, NULL};
 		expect_exit(train16, 0, NULL);
 		char *verify16[] = {GD_BINARY, "verify", in, out, "--rtol", "0.05", "--atol", "1e-3", NULL};
@@ -380,6 +384,104 @@ Test(cli, power_of_two_loss_scaling_is_exact)
 	expect_exit(verify, 1, "MISMATCH");
 	char *bad[] = {GD_BINARY, "train", in, "--loss-scale", "fixed:-2", NULL};
 	expect_exit(bad, 2, "--loss-scale");
+}
+
+/* Runs `train MODEL extra... -o DIR/step.onnx`, then `run --steps K` on PyTorch's inputs with
+ * `--format json > DIR/steps.json` and `-o DIR/out`. */
+static void train_and_step(const char *model, const char *dir, int steps, char *const *extra, int n_extra)
+{
+	char in[512], step[600], outdir[600], json[600], k[16], ins[8][1400];
+	model_path(in, sizeof in, model);
+	mkdir(dir, 0777);
+	snprintf(step, sizeof step, "%s/step.onnx", dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	snprintf(json, sizeof json, "%s/steps.json", dir);
+	snprintf(k, sizeof k, "%d", steps);
+	char *argv[40] = {GD_BINARY, "train", in};
+	int argc = 3;
+	for (int i = 0; i < n_extra; i++)
+		argv[argc++] = extra[i];
+	argv[argc++] = "-o";
+	argv[argc++] = step;
+	argv[argc] = NULL;
+	expect_exit(argv, 0, NULL);
+	struct graph *g = load_ok(in);
+	struct rtensor ts[8];
+	const char *names[8];
+	size_t n = ref_inputs(g, model, ts, names);
+	char *run[40] = {GD_BINARY, "run", step, "--steps", k, "--format", "json", "-o", outdir};
+	argc = 9;
+	for (size_t i = 0; i < n; i++) {
+		char p[1100];
+		snprintf(ins[i], sizeof ins[i], "%s=%s", names[i], ref_path(p, sizeof p, model, names[i]));
+		run[argc++] = "-i";
+		run[argc++] = ins[i];
+		free(ts[i].data);
+	}
+	run[argc] = NULL;
+	struct run_result r = run_cmd(run, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s: run --steps: %s", model, r.err);
+	FILE *f = fopen(json, "w");
+	cr_assert(f);
+	fwrite(r.out, 1, r.out_len, f);
+	fclose(f);
+	run_free(&r);
+	graph_free(g);
+}
+
+/* 20 Adam steps (lr 0.01) in fp16 with dynamic loss scaling against the same in float32, on
+ * PyTorch's inputs: both reduce the loss to below half, and the float32 master weights of the fp16
+ * run stay within 5% of the float32 run's (relative L2 distance over all parameters; measured:
+ * mlp 0.02%, transformer 0.9%, rescnn 2.4%). */
+Test(cli, fp16_training_with_dynamic_scaling_tracks_float32)
+{
+	static const char *const models[] = {"mlp", "transformer", "rescnn"};
+	for (int m = 0; m < 3; m++) {
+		char d32[512], d16[512];
+		snprintf(d32, sizeof d32, "%s/track32_%s", tmpdir(), models[m]);
+		snprintf(d16, sizeof d16, "%s/track16_%s", tmpdir(), models[m]);
+		char *fp32[] = {"--optimizer", "adam:lr=0.01"};
+		char *fp16[] = {"--optimizer", "adam:lr=0.01", "--precision", "fp16", "--loss-scale", "dynamic"};
+		train_and_step(models[m], d32, 20, fp32, 2);
+		train_and_step(models[m], d16, 20, fp16, 6);
+		char arg[1100];
+		snprintf(arg, sizeof arg, "%s:%s", d32, d16);
+		python_ok("import sys, json, glob, os, numpy as np\n"
+			  "a, b = sys.argv[1].split(':')\n"
+			  "for d in (a, b):\n"
+			  "    s = json.load(open(d + '/steps.json'))['steps']\n"
+			  "    assert len(s) == 20 and s[-1]['loss'] < 0.5 * s[0]['loss'], (d, s[0], s[-1])\n"
+			  "num = den = 0\n"
+			  "for f in glob.glob(a + '/out/*_new.npy'):\n"
+			  "    if '_adam_' in f or 'optimizer_step' in f: continue\n"
+			  "    x = np.load(f).astype(np.float64); y = np.load(b + '/out/' + os.path.basename(f)).astype(np.float64)\n"
+			  "    num += ((x - y) ** 2).sum(); den += (x ** 2).sum()\n"
+			  "assert den > 0 and (num / den) ** 0.5 < 0.05, (num / den) ** 0.5\n",
+			  arg, models[m]);
+	}
+}
+
+/* An fp16 run that starts at a scale of 2^40 overflows: each such step is skipped (the loss stays
+ * bitwise the same, since nothing moved) and halves the scale, until a scale fits; then the loss
+ * falls, and optimizer_step counts only the steps taken. */
+Test(cli, an_overflowing_scale_skips_steps_until_it_fits)
+{
+	char d[512];
+	snprintf(d, sizeof d, "%s/skips", tmpdir());
+	char *extra[] = {"--optimizer", "adam:lr=0.01", "--precision", "fp16", "--loss-scale", "dynamic:init=1099511627776"};
+	train_and_step("mlp", d, 40, extra, 6);
+	python_ok("import sys, json, numpy as np\n"
+		  "s = json.load(open(sys.argv[1] + '/steps.json'))['steps']\n"
+		  "assert s[0]['skipped'] and s[0]['loss_scale'] == 2.0 ** 40, s[0]\n"
+		  "k = 0\n"
+		  "while s[k]['skipped']:\n"
+		  "    assert s[k + 1]['loss_scale'] == s[k]['loss_scale'] / 2, (k, s[k], s[k + 1])\n"
+		  "    assert s[k + 1]['loss'] == s[0]['loss'], (k, s[k + 1])\n"
+		  "    k += 1\n"
+		  "assert 5 < k < 30 and s[-1]['loss'] < 0.5 * s[k]['loss'], (k, s[k], s[-1])\n"
+		  "taken = sum(not r['skipped'] for r in s)\n"
+		  "assert int(np.load(sys.argv[1] + '/out/optimizer_step_new.npy')) == taken\n",
+		  d, "skips");
 }
 
 Test(cli, train_then_verify)

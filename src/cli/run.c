@@ -233,8 +233,14 @@ static void step_record(struct emit *em, FILE *f, const struct steps *s, const s
 		if (k == 1)
 			fprintf(f, "%6s  %-14s %-12s %-8s %-14s %s\n", "step", "loss", "loss_scale", "skipped", "grad_norm",
 				"seconds");
-		fprintf(f, "%6d  %-14.8g %-12.6g %-8s %-14.8g %.6f\n", k, loss, scale,
-			!s->found ? "-" : skipped ? "yes" : "no", norm, secs);
+		char l[32] = "-", sc[32] = "-", nm[32] = "-";
+		if (s->loss)
+			snprintf(l, sizeof l, "%.8g", loss);
+		if (s->scale)
+			snprintf(sc, sizeof sc, "%.6g", scale);
+		if (s->norm)
+			snprintf(nm, sizeof nm, "%.8g", norm);
+		fprintf(f, "%6d  %-14s %-12s %-8s %-14s %.6f\n", k, l, sc, !s->found ? "-" : skipped ? "yes" : "no", nm, secs);
 		fflush(f);
 		return;
 	}
