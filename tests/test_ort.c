@@ -105,3 +105,72 @@ Test(ort, data_control_edges_run_in_onnxruntime)
 {
 	runs_in_onnxruntime("speed", CTRL_DATA);
 }
+
+/* A whole training step (dynamic loss scaling, the finite check, clipping, the optimizer, the
+ * state's next values) runs in onnxruntime too, with graphdiet's numbers. Adam runs with eps 1e-3:
+ * at its default 1e-8, a parameter whose true gradient is 0 (a convolution's bias before
+ * BatchNorm) gets a gradient of rounding noise near 1e-9, and lr * g / (|g| + 1e-8) turns that
+ * noise into a third of lr, different in every runtime; that is Adam's conditioning, not the graph's. */
+static void steps_run_in_onnxruntime(const char *optimizer)
+{
+	setenv("NODE_PATH", GD_ORT_DIR, 1);
+	for (const char *const *m = testdata_models; *m; m++) {
+		char path[1100], step[512], outdir[512];
+		model_path(path, sizeof path, *m);
+		snprintf(step, sizeof step, "%s/%s_step.onnx", tmpdir(), *m);
+		snprintf(outdir, sizeof outdir, "%s/ort_step_%s", tmpdir(), *m);
+		char *train[] = {GD_BINARY, "train", path, "--loss-scale", "dynamic", "--clip-grad-norm", "1",
+				 "--optimizer", (char *)optimizer, "-o", step, NULL};
+		struct run_result r = run_cmd(train, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+		run_free(&r);
+		struct graph *g = load_ok(step);
+		char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", step, outdir};
+		int argc = 4;
+		struct rtensor ins[8];
+		const char *names[8];
+		size_t n = ref_inputs(g, *m, ins, names);
+		char args[8][1400];
+		for (size_t i = 0; i < n; i++) {
+			snprintf(args[i], sizeof args[i], "%s=%s", names[i], ref_path(path, sizeof path, *m, names[i]));
+			argv[argc++] = args[i];
+		}
+		argv[argc] = NULL;
+		r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s%s", *m, r.out, r.err);
+		run_free(&r);
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		int compared = 0;
+		for (uint32_t k = 0; k < g->n_outputs; k++) {
+			const struct value *v = g->outputs[k];
+			struct rtensor theirs;
+			snprintf(path, sizeof path, "%s/%s.npy", outdir, v->name);
+			cr_assert(npy_load(path, &theirs), "%s: onnxruntime wrote no %s", *m, v->name);
+			const struct rtensor *ours = exec_value(x, v);
+			cr_assert_eq(ours->numel, theirs.numel);
+			double scale = 0, worst = 0;
+			for (int64_t i = 0; i < ours->numel; i++)
+				scale = fmax(scale, fabs(rt_get(ours, i)));
+			for (int64_t i = 0; i < ours->numel; i++)
+				worst = fmax(worst, fabs(rt_get(ours, i) - rt_get(&theirs, i)));
+			cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s: onnxruntime and graphdiet differ by %g (scale %g)", *m,
+				  v->name, worst, scale);
+			free(theirs.data);
+			compared++;
+		}
+		cr_expect_gt(compared, 4);
+		exec_free(x);
+		graph_free(g);
+		for (size_t i = 0; i < n; i++)
+			free(ins[i].data);
+	}
+}
+
+Test(ort, training_steps_run_in_onnxruntime)
+{
+	steps_run_in_onnxruntime("adam:eps=1e-3");
+	steps_run_in_onnxruntime("sgd:lr=0.1,momentum=0.9");
+}

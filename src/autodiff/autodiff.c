@@ -138,6 +138,17 @@ static const char *fresh_node_name(struct ad *a, const struct node *n, const cha
 	return s;
 }
 
+/* Renames v, a value a new node made. Its node was named after it (fresh_node_name), so that name
+ * is recorded as a node's first: else a later node whose output reuses the freed name would get the
+ * same node name. */
+static int ad_rename(struct ad *a, struct value *v, const char *name)
+{
+	struct node *n = v->producer;
+	if (n && n->name == v->name && strmap_put(&a->node_names, n->name, (void *)n->name))
+		return err_oom(a->e);
+	return graph_rename_fresh(a->g, v, name, a->e);
+}
+
 struct node *ad_node(struct ad *a, const char *op, struct value *const *ins, int n_in, int n_out)
 {
 	struct graph *g = a->g;
@@ -450,7 +461,7 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 		a->sum_of = NULL;
 		char name[512];
 		JOIN(name, sizeof name, y->name, "_grad");
-		if (!g || graph_rename_fresh(a->g, g, name, a->e))
+		if (!g || ad_rename(a, g, name))
 			return NULL;
 	}
 	a->grad[y->id] = g;
@@ -602,12 +613,12 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (one && loss_dt != DT_FLOAT && ad_set_int(&a, ad_producer(one), "to", loss_dt))
 			goto fail;
 		inv = one ? ad_op2(&a, "Div", ad_scalar(&a, DT_FLOAT, 1.0), scale_v) : NULL;
-		if (inv && graph_rename_fresh(g, inv, "loss_scale_inverse", e))
+		if (inv && ad_rename(&a, inv, "loss_scale_inverse"))
 			goto fail;
 	} else {
 		one = ad_scalar(&a, loss_dt, scale);
 	}
-	if (!one || graph_rename_fresh(g, one, seed, e) || ad_give(&a, loss, one))
+	if (!one || ad_rename(&a, one, seed) || ad_give(&a, loss, one))
 		goto fail;
 	if (!a.wants[loss->id]) {
 		rc = err_set(e, GD_EINPUT, "the loss '%s' does not depend on any trainable parameter", loss->name);
@@ -661,7 +672,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 					   : p->init->dtype == DT_FLOAT ? inv : ad_op1(&a, "Cast", inv);
 			if (by && by != inv && inv && ad_set_int(&a, ad_producer(by), "to", p->init->dtype))
 				goto fail;
-			if ((!strcmp(gp->name, name) && graph_rename_fresh(g, gp, scaled, e)) || !(gp = ad_op2(&a, "Mul", gp, by)))
+			if ((!strcmp(gp->name, name) && ad_rename(&a, gp, scaled)) || !(gp = ad_op2(&a, "Mul", gp, by)))
 				goto fail;
 		}
 		/* a value that is already something else (an output, another gradient) gets a copy */
@@ -670,7 +681,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 			if (!gp)
 				goto fail;
 		}
-		if (strcmp(gp->name, name) && graph_rename_fresh(g, gp, name, e)) /* a sum has the name already */
+		if (strcmp(gp->name, name) && ad_rename(&a, gp, name)) /* a sum has the name already */
 			goto fail;
 		gp->flags |= VALUE_GRAD;
 		/* the gradient has its parameter's type: written as the output's ValueInfo */

@@ -283,6 +283,9 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 	ti->update_bind = b;
 	ti->n_update_bind++;
 	next->flags |= key->flags & VALUE_STATE;
+	/* a runtime feeds state as an input (an initializer that is no input is a constant to it) */
+	if (!(key->flags & VALUE_INPUT) && graph_add_input(g, key, s->e))
+		return s->e->code;
 	return graph_add_output(g, next, s->e);
 }
 
