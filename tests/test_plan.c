@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "rewrite/autocast.h"
 #include "rewrite/ctrl.h"
+#include "rewrite/step.h"
 #include "util/size.h"
 
 #include <criterion/criterion.h>
@@ -79,6 +80,50 @@ Test(memsim, predicted_peak_is_measured_peak_in_mixed_precision)
 			predicted_equals_measured(g, what);
 			graph_free(g);
 		}
+}
+
+/* And for whole training steps (fp16 with dynamic scaling, clipping and Adam): the optimizer's
+ * moments, the scale and the counters count as optimizer state, the parameters' next values as
+ * parameters. */
+Test(memsim, predicted_peak_is_measured_peak_for_training_steps)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char path[512], what[600], why[256];
+		struct graph *g = load_ok(model_path(path, sizeof path, *m));
+		struct autocast_opts ac = {.dtype = DT_FLOAT16};
+		struct step_opts so = {.clip_norm = 1};
+		size_t low;
+		struct gd_err e = {0};
+		cr_assert_eq(loss_scaling_parse("dynamic", &so.ls, why, sizeof why), 0);
+		cr_assert_eq(optimizer_parse("adam", &so.opt, why, sizeof why), 0);
+		cr_assert_eq(autocast(g, &ac, &low, &e), 0, "%s", e.msg);
+		struct autodiff_opts ao = {0};
+		struct autodiff_result res;
+		cr_assert_eq(step_begin(g, &so, &ao.loss_scale_value, &e), 0, "%s", e.msg);
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", *m, e.msg);
+		cr_assert_eq(step_build(g, &so, &e), 0, "%s: %s", *m, e.msg);
+		snprintf(what, sizeof what, "%s training step", *m);
+		predicted_equals_measured(g, what);
+		/* at the start, before any node: parameters, and two float32 moments per parameter element
+		 * plus the scale (4 bytes) and two int64 counters */
+		struct exec_opts xo = {.shapes_only = 1, .default_dim = 4};
+		struct exec *x = exec_run(g, &xo, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		struct mem_result r;
+		cr_assert_eq(memsim(g, x, &r, &e), 0);
+		uint64_t params = 0;
+		for (uint32_t i = 0; i < g->n_inits; i++) {
+			char next[600];
+			snprintf(next, sizeof next, "%s_new", g->inits[i]->name);
+			if (!(g->inits[i]->flags & VALUE_STATE) && strmap_get(&g->names, next))
+				params += exec_value(x, g->inits[i])->nbytes;
+		}
+		cr_expect_gt(r.at_peak.opt_state, 2 * params, "%s: optimizer state %llu for %llu bytes of parameters", *m,
+			     (unsigned long long)r.at_peak.opt_state, (unsigned long long)params);
+		memsim_free(&r);
+		exec_free(x);
+		graph_free(g);
+	}
 }
 
 Test(memsim, a_chain_by_hand)

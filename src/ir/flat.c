@@ -30,11 +30,21 @@ int flat_build(const struct graph *g, struct flat *f)
 		f->producer[v] = FLAT_NONE;
 		f->vflags[v] = (uint8_t)((value_is_activation(val) ? FLAT_ACTIVATION : 0) |
 					 (value_is_activation(val) && !(val->flags & VALUE_OUTPUT) ? FLAT_DROPPABLE : 0) |
-					 (val->init ? FLAT_PARAM | FLAT_PINNED : 0) |
+					 (val->init ? FLAT_PINNED : 0) |
+					 (val->flags & VALUE_STATE ? FLAT_STATE : val->init ? FLAT_PARAM : 0) |
 					 (val->producer && (val->producer->tags & TAG_BACKWARD) ? FLAT_GRAD : 0));
 	}
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		f->vflags[g->inputs[i]->id] |= FLAT_PINNED;
+	/* a state's next value (update_binding) counts as the state does */
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
+		for (size_t k = 0; k < g->model->ti[t].n_update_bind; k++) {
+			const struct kv *b = &g->model->ti[t].update_bind[k];
+			const struct value *key = strmap_get(&g->names, b->key), *next = strmap_get(&g->names, b->value);
+			if (key && next && next->id < nv)
+				f->vflags[next->id] = (uint8_t)((f->vflags[next->id] & ~FLAT_GRAD) |
+								(f->vflags[key->id] & (FLAT_STATE | FLAT_PARAM)));
+		}
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		f->vflags[g->outputs[i]->id] |= FLAT_PINNED;
 	uint32_t a = 0, b = 0;

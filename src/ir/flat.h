@@ -20,9 +20,10 @@ enum {
 enum {
 	FLAT_DROPPABLE = 1, /* value: an activation that is not a graph output (value_is_activation) */
 	FLAT_PINNED = 2,    /* value: an input, initializer or graph output, live the whole step */
-	FLAT_PARAM = 4,     /* value: an initializer */
+	FLAT_PARAM = 4,     /* value: a parameter (an initializer that is no state), or its next value */
 	FLAT_GRAD = 8,      /* value: made by a backward node */
 	FLAT_ACTIVATION = 16, /* value: made by a forward node (value_is_activation) */
+	FLAT_STATE = 32,    /* value: optimizer state (VALUE_STATE), or its next value */
 };
 
 struct flat {

@@ -21,7 +21,7 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	for (uint32_t v = 0; v < g->n_values; v++)
 		m->bytes[v] = exec_value(shapes, g->values[v])->nbytes;
 	for (uint32_t i = 0; i < g->n_inits; i++)
-		m->params += m->bytes[g->inits[i]->id];
+		*(g->inits[i]->flags & VALUE_STATE ? &m->state : &m->params) += m->bytes[g->inits[i]->id];
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		if (!g->inputs[i]->init)
 			m->inputs += m->bytes[g->inputs[i]->id];
@@ -51,12 +51,17 @@ const uint64_t *memmodel_flops(struct memmodel *m, const struct graph *g, struct
 	return m->flops;
 }
 
-enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT };
+enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT, CAT_STATE };
 
 static enum cat category(uint8_t vflags)
 {
-	return (vflags & FLAT_PARAM) ? CAT_PARAM : (vflags & FLAT_GRAD) ? CAT_GRAD : CAT_ACT;
+	return (vflags & FLAT_STATE)   ? CAT_STATE
+	       : (vflags & FLAT_PARAM) ? CAT_PARAM
+	       : (vflags & FLAT_GRAD)  ? CAT_GRAD
+				       : CAT_ACT;
 }
+
+#define BREAKDOWN(cat) ((struct mem_breakdown){(cat)[CAT_PARAM], (cat)[CAT_STATE], (cat)[CAT_GRAD], (cat)[CAT_ACT]})
 
 int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
 		    int trace, struct mem_result *r, struct gd_err *e)
@@ -79,11 +84,11 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		for (uint32_t k = f->in_off[steps[i].node]; k < f->in_off[steps[i].node + 1]; k++)
 			if (f->in[k] != FLAT_NONE)
 				left[IN_ID(&steps[i], k)]++;
-	uint64_t cat[3] = {m->params, 0, m->inputs};
-	uint64_t live = cat[0] + cat[1] + cat[2];
+	uint64_t cat[4] = {m->params, 0, m->inputs, m->state};
+	uint64_t live = cat[0] + cat[1] + cat[2] + cat[3];
 	r->peak = live;
 	r->peak_node = -1;
-	r->at_peak = (struct mem_breakdown){cat[CAT_PARAM], 0, cat[CAT_GRAD], cat[CAT_ACT]};
+	r->at_peak = BREAKDOWN(cat);
 	for (uint32_t i = 0; i < n_steps; i++) {
 		const struct rc_step *s = &steps[i];
 		uint32_t shift = s->clone ? nv : 0, o0 = f->out_off[s->node], o1 = f->out_off[s->node + 1];
@@ -99,7 +104,7 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		if (live > r->peak) {
 			r->peak = live;
 			r->peak_node = i;
-			r->at_peak = (struct mem_breakdown){cat[CAT_PARAM], 0, cat[CAT_GRAD], cat[CAT_ACT]};
+			r->at_peak = BREAKDOWN(cat);
 		}
 		for (uint32_t k = o0; k < o1; k++) {
 			uint32_t v = f->out[k];

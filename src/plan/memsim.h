@@ -14,7 +14,7 @@
 
 struct mem_breakdown {
 	uint64_t params;      /* initializers */
-	uint64_t opt_state;   /* optimizer state (none yet) */
+	uint64_t opt_state;   /* optimizer state (VALUE_STATE: moments, loss scale, counters) */
 	uint64_t grads;       /* values backward nodes produce */
 	uint64_t activations; /* graph inputs and values forward nodes produce */
 };
@@ -37,7 +37,7 @@ struct memmodel {
 	struct flat f;
 	const struct exec *shapes;
 	uint64_t *bytes;
-	uint64_t params, inputs; /* initializer bytes, and the other graph inputs' */
+	uint64_t params, state, inputs; /* initializer bytes (parameters', state's), and the other graph inputs' */
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
 	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
 	uint64_t *flops;         /* per node, by node_flops: memmodel_flops makes it on first use */

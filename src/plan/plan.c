@@ -20,7 +20,11 @@ static const struct value *training_loss(struct graph *g, const char *name, stru
 		if (!v->producer || (v->producer->tags & TAG_BACKWARD) || (name && strcmp(v->name, name)))
 			continue;
 		const struct value *s = strmap_get(&g->names, seed);
-		if (s && s->producer && (s->producer->tags & TAG_BACKWARD) && !s->producer->n_in) {
+		/* the seed is a constant, or (dynamic loss scaling) a copy of the loss_scale state */
+		int seeded = s && s->producer && (s->producer->tags & TAG_BACKWARD);
+		for (uint32_t k = 0; seeded && k < s->producer->n_in; k++)
+			seeded = s->producer->in[k] && !s->producer->in[k]->producer;
+		if (seeded) {
 			if (loss) {
 				err_set(e, GD_EINPUT, "the training graph has several losses ('%s', '%s'); choose one with --loss",
 					loss->name, v->name);
@@ -129,8 +133,10 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e)
 {
 	memset(r, 0, sizeof *r);
-	/* a training graph already has outputs <param>_grad */
+	/* a training graph already has outputs <param>_grad, or a training step's state bindings */
 	int has_grads = 0;
+	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
+		has_grads |= g->model->ti[i].n_update_bind > 0;
 	for (uint32_t i = 0; i < g->n_outputs && !has_grads; i++) {
 		const char *nm = g->outputs[i]->name;
 		size_t len = strlen(nm);
