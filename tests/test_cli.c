@@ -484,6 +484,36 @@ Test(cli, an_overflowing_scale_skips_steps_until_it_fits)
 		  d, "skips");
 }
 
+/* plan --optimizer counts the optimizer's state: Adam's two float32 moments per parameter element
+ * (the MLP has 2,058, so at least 16,464 bytes), SGD's step counter alone (int64, and its next value:
+ * 16 bytes), SGD with
+ * momentum one buffer; and check gates on it. */
+Test(cli, plan_counts_the_optimizer_state)
+{
+	char in[512];
+	model_path(in, sizeof in, "mlp");
+	static const char *const opts[] = {"adam", "sgd", "sgd:momentum=0.9"};
+	for (int i = 0; i < 3; i++) {
+		char *argv[] = {GD_BINARY, "plan", in, "--dim", "batch=8", "--optimizer", (char *)opts[i], "--format", "json", NULL};
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		const char *k = strstr(r.out, "\"optimizer_state\": ");
+		cr_assert(k, "%s", r.out);
+		long long bytes = atoll(k + strlen("\"optimizer_state\": "));
+		if (i == 0)
+			cr_expect_geq(bytes, 2 * 2058 * 4, "adam: %lld", bytes);
+		else if (i == 1)
+			cr_expect_eq(bytes, 16, "sgd: %lld", bytes);
+		else
+			cr_expect_geq(bytes, 2058 * 4, "momentum: %lld", bytes);
+		run_free(&r);
+	}
+	char *fits[] = {GD_BINARY, "check", in, "--dim", "batch=8", "--budget", "45KB", NULL};
+	expect_exit(fits, 0, "fits");
+	char *over[] = {GD_BINARY, "check", in, "--dim", "batch=8", "--budget", "45KB", "--optimizer", "adam", NULL};
+	expect_exit(over, 1, "over budget");
+}
+
 Test(cli, train_then_verify)
 {
 	for (const char *const *m = testdata_models; *m; m++) {

@@ -48,6 +48,13 @@ int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precisio
 struct graph;
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
 void cli_precision_free(struct cli_precision *p);
+/* --loss-scale (opt 'S'), --optimizer ('O') and --clip-grad-norm ('G') into so (rewrite/step.h);
+ * nonzero (after the usage message) when bad. */
+struct step_opts;
+int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
+#define CLI_STEP_OPTIONS                                                                                     \
+	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
+		{"optimizer", required_argument, NULL, 'O'}
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 

@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,6 +179,22 @@ int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precisio
 	}
 	if ((p->dtype = autocast_parse(arg)) < 0)
 		return cli_usage(cmd, "--precision %s: not fp32, fp16 or bf16", arg);
+	return 0;
+}
+
+int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
+{
+	char why[256];
+	if (opt == 'S' && loss_scaling_parse(arg, &so->ls, why, sizeof why))
+		return cli_usage(cmd, "--loss-scale %s: %s", arg, why);
+	if (opt == 'O' && optimizer_parse(arg, &so->opt, why, sizeof why))
+		return cli_usage(cmd, "--optimizer %s: %s", arg, why);
+	if (opt == 'G') {
+		char *end = NULL;
+		so->clip_norm = strtod(arg, &end);
+		if (end == arg || *end || !(so->clip_norm > 0) || !isfinite(so->clip_norm))
+			return cli_usage(cmd, "--clip-grad-norm %s: not a positive number", arg);
+	}
 	return 0;
 }
 

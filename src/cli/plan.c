@@ -1,5 +1,6 @@
 /* plan.c - `graphdiet plan` and `graphdiet check`: training memory, without rewriting anything. */
 #include "../io/names.h"
+#include "../rewrite/step.h"
 #include "../io/svg.h"
 #include "../util/fileio.h"
 #include "../util/xalloc.h"
@@ -38,6 +39,9 @@ static const char plan_help[] =
 	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n"
 	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n"
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n"
+	"      --optimizer O     count the optimizer's state and update: sgd[:momentum=M] or adam\n"
+	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n"
+	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n"
 	"      --format FMT      text (default), json or yaml\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
@@ -58,6 +62,9 @@ static const char check_help[] =
 	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n"
 	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n"
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n"
+	"      --optimizer O     count the optimizer's state and update: sgd[:momentum=M] or adam\n"
+	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n"
+	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 
@@ -287,6 +294,7 @@ static int run(int argc, char **argv, int check)
 		{"help", no_argument, NULL, 'h'},             {"explain", no_argument, NULL, 'x'},
 		{"checkpoint-file", required_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 'T'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
+		CLI_STEP_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = check ? "check" : "plan";
@@ -300,6 +308,7 @@ static int run(int argc, char **argv, int check)
 	struct graph *g = NULL;
 	const char *timeline = NULL;
 	struct cli_precision prec = {0};
+	struct step_opts step = {0};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -319,6 +328,13 @@ static int run(int argc, char **argv, int check)
 			break;
 		case 'l':
 			po.loss = optarg;
+			break;
+		case 'S':
+		case 'G':
+		case 'O':
+			if ((rc = cli_step(cmd, c, optarg, &step)))
+				goto out;
+			po.step = &step;
 			break;
 		case 'P':
 		case 'K':

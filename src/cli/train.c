@@ -13,7 +13,6 @@
 #include "cli.h"
 
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +114,7 @@ int cmd_train(int argc, char **argv)
 		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
-		{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},
-		{"optimizer", required_argument, NULL, 'O'},
+		CLI_STEP_OPTIONS,
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
@@ -130,7 +128,6 @@ int cmd_train(int argc, char **argv)
 	struct names file_names = {0};
 	struct cli_precision prec = {0};
 	struct step_opts so = {0};
-	char why[256];
 	struct graph *g = NULL;
 	int c, has_budget = 0, rc = 0, explain = 0;
 	enum ctrl_mode ctrl = CTRL_METADATA;
@@ -153,20 +150,11 @@ int cmd_train(int argc, char **argv)
 				goto out;
 			break;
 		case 'S':
-			if (loss_scaling_parse(optarg, &so.ls, why, sizeof why))
-				CLI_FAIL(cli_usage("train", "--loss-scale %s: %s", optarg, why));
-			ao.loss_scale = so.ls.kind == LOSS_SCALE_FIXED ? so.ls.init : 0;
-			break;
-		case 'G': {
-			char *end = NULL;
-			so.clip_norm = strtod(optarg, &end);
-			if (end == optarg || *end || !(so.clip_norm > 0) || !isfinite(so.clip_norm))
-				CLI_FAIL(cli_usage("train", "--clip-grad-norm %s: not a positive number", optarg));
-			break;
-		}
+		case 'G':
 		case 'O':
-			if (optimizer_parse(optarg, &so.opt, why, sizeof why))
-				CLI_FAIL(cli_usage("train", "--optimizer %s: %s", optarg, why));
+			if ((rc = cli_step("train", c, optarg, &so)))
+				goto out;
+			ao.loss_scale = so.ls.kind == LOSS_SCALE_FIXED ? so.ls.init : 0;
 			break;
 		case 'D':
 			if (ctrl_parse(optarg, &ctrl))
@@ -243,8 +231,8 @@ int cmd_train(int argc, char **argv)
 			ao.loss = "loss";
 		}
 		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao.loss_scale_value, &e)) ||
-		    (rc = autodiff(g, &ao, &res, &e)) || (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) ||
-		    (rc = step_build(g, &so, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
+		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &e)) ||
+		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
 		    (rc = model_save(g, out, to, &save, &e)))
 			err_print(argv[optind], &e);
 	}

@@ -1,5 +1,6 @@
 /* plan.c - see plan.h. */
 #include "plan.h"
+#include "../rewrite/step.h"
 #include "../autodiff/ad.h"
 #include "../rewrite/recompute.h"
 #include "../util/progress.h"
@@ -148,9 +149,12 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		}
 	}
 	if (!has_grads) {
-		struct autodiff_opts ao = {.loss = o->loss};
+		static const struct step_opts no_step;
+		const struct step_opts *so = o->step ? o->step : &no_step;
+		struct autodiff_opts ao = {.loss = o->loss, .loss_scale = so->ls.kind == LOSS_SCALE_FIXED ? so->ls.init : 0};
 		struct autodiff_result res;
-		if (autodiff(g, &ao, &res, e)) /* it leaves g sorted */
+		if (step_begin(g, so, &ao.loss_scale_value, e) || autodiff(g, &ao, &res, e) || /* g stays sorted */
+		    step_build(g, so, e))
 			return e->code;
 		r->built_training = 1;
 		r->loss = res.loss;

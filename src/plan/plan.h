@@ -12,6 +12,8 @@
 #include "memsim.h"
 #include "strategy.h"
 
+struct step_opts;
+
 struct plan_opts {
 	const struct exec_binding *dims;
 	size_t n_dims;
@@ -21,6 +23,7 @@ struct plan_opts {
 	struct ckpt ckpt;
 	int report_only;     /* plan and check: report the checkpointing rewrite without applying it to g */
 	int rewrite_only;    /* train without --explain: the rewrite and its peak, not the report's lists */
+	const struct step_opts *step; /* building the training graph: the step's end (rewrite/step.h) */
 };
 
 /* A run of recompute nodes in the schedule: one segment rebuilt when backprop reaches it. */
