@@ -573,7 +573,11 @@ static int run_nodes(struct exec *x)
 			x->o->node_flops[i] = f;
 		x->moved += b;
 		if (x->o->profile) {
-			x->o->profile->seconds[n->op] += now() - t0;
+			double dt = now() - t0;
+			for (int k = 0; k < 8; k++)
+				if (n->tags & (1u << k))
+					x->o->profile->tag_seconds[k] += dt;
+			x->o->profile->seconds[n->op] += dt;
 			x->o->profile->calls[n->op]++;
 			x->o->profile->flops[n->op] += f;
 		}

@@ -55,6 +55,7 @@ struct exec_opts {
 struct exec_profile {
 	double seconds[OP_COUNT];
 	uint64_t calls[OP_COUNT], flops[OP_COUNT];
+	double tag_seconds[8]; /* time of the nodes tagged 1 << k (TAG_LOSS_SCALE: the finite check...) */
 };
 
 struct exec_stats {

@@ -75,6 +75,15 @@ int main(int argc, char **argv)
 		if (prof.calls[op])
 			fprintf(stderr, "%-26s %8.3f ms/run %6llu calls/run\n", op ? op_table[op].op_type : "?",
 				prof.seconds[op] * 1000 / (repeat + 1), (unsigned long long)(prof.calls[op] / (repeat + 1)));
+	double total = 0;
+	for (int op = 0; op < OP_COUNT; op++)
+		total += prof.seconds[op];
+	for (int k = 0; profile && k < 8; k++)
+		if (prof.tag_seconds[k] > 0) {
+			char tag[32];
+			fprintf(stderr, "tagged %-19s %8.3f ms/run %5.1f%% of node time\n", node_tags_str(1u << k, tag, sizeof tag),
+				prof.tag_seconds[k] * 1000 / (repeat + 1), 100 * prof.tag_seconds[k] / total);
+		}
 	graph_free(g);
 	return 0;
 }
