@@ -514,6 +514,41 @@ Test(cli, plan_counts_the_optimizer_state)
 	expect_exit(over, 1, "over budget");
 }
 
+/* run --steps refuses a graph without state, a binding to no output, and state whose next value
+ * does not fit it, naming the step; each with exit 2 and one line. */
+Test(cli, run_steps_errors_name_the_problem)
+{
+	char in[512], good[600], bad[600], misfit[600];
+	snprintf(in, sizeof in, "%s/yaml/tiny_mlp.yaml", TESTDATA);
+	snprintf(good, sizeof good, "%s/steps_good.yaml", tmpdir());
+	char *train[] = {GD_BINARY, "train", in, "--optimizer", "sgd", "--freeze", "two", "-o", good, NULL};
+	expect_exit(train, 0, NULL);
+	char *plain[] = {GD_BINARY, "run", in, "--random-inputs", "--dim", "batch=4", "--steps", "2", NULL};
+	expect_exit(plain, 2, "no state to carry");
+	char *ok[] = {GD_BINARY, "run", good, "--random-inputs", "--dim", "batch=4", "--steps", "3", NULL};
+	expect_exit(ok, 0, "     3  ");
+	size_t len;
+	char *text = (char *)slurp(good, &len), *at = strstr(text, "value: w1_new");
+	cr_assert(at);
+	FILE *f, *f2;
+	snprintf(bad, sizeof bad, "%s/steps_bad.yaml", tmpdir());
+	snprintf(misfit, sizeof misfit, "%s/steps_misfit.yaml", tmpdir());
+	f = fopen(bad, "w");
+	f2 = fopen(misfit, "w");
+	cr_assert(f && f2);
+	fprintf(f, "%.*svalue: nope%s", (int)(at - text), text, at + strlen("value: w1_new"));
+	fprintf(f2, "%.*svalue: b1_new%s", (int)(at - text), text, at + strlen("value: w1_new"));
+	fclose(f);
+	fclose(f2);
+	free(text);
+	char *r1[] = {GD_BINARY, "run", bad, "--random-inputs", "--dim", "batch=4", "--steps", "2", NULL};
+	expect_exit(r1, 2, "update_binding: 'nope' (for 'w1') is not a graph output");
+	char *r2[] = {GD_BINARY, "run", misfit, "--random-inputs", "--dim", "batch=4", "--steps", "2", NULL};
+	expect_exit(r2, 2, "step 2: data for initializer 'w1' must have its dtype and shape");
+	char *r3[] = {GD_BINARY, "run", good, "--steps", "0", NULL};
+	expect_exit(r3, 2, "--steps");
+}
+
 Test(cli, train_then_verify)
 {
 	for (const char *const *m = testdata_models; *m; m++) {

@@ -278,7 +278,8 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 	struct kv *b = arena_array(g->arena, ti->n_update_bind + 1, sizeof *b);
 	if (graph_rename_fresh(g, next, name, s->e) || !b || set_type(g, next, t->dtype, t->ndim, t->dims))
 		return sb_fail(s);
-	memcpy(b, ti->update_bind, ti->n_update_bind * sizeof *b);
+	if (ti->n_update_bind)
+		memcpy(b, ti->update_bind, ti->n_update_bind * sizeof *b);
 	b[ti->n_update_bind] = (struct kv){.key = key->name, .value = next->name};
 	ti->update_bind = b;
 	ti->n_update_bind++;
@@ -298,7 +299,8 @@ int step_begin(struct graph *g, const struct step_opts *o, const char **scale_va
 	struct value *v = state(&s, "loss_scale", DT_FLOAT, 0, NULL, o->ls.init);
 	struct kv *meta = v ? arena_array(g->arena, g->model->n_meta + 1, sizeof *meta) : NULL;
 	if (meta) { /* the rest of the state is recorded by step_build */
-		memcpy(meta, g->model->meta, g->model->n_meta * sizeof *meta);
+		if (g->model->n_meta)
+			memcpy(meta, g->model->meta, g->model->n_meta * sizeof *meta);
 		g->model->meta = meta;
 		g->model->meta[g->model->n_meta++] = (struct kv){.key = STEP_STATE_KEY, .value = "loss_scale\n"};
 	}
@@ -494,7 +496,8 @@ static int record_state(struct sb *s)
 	const char *v = arena_strdup(s->g->arena, s->state_names ? s->state_names : "");
 	if (!meta || !v)
 		return err_oom(s->e);
-	memcpy(meta, m->meta, m->n_meta * sizeof *meta);
+	if (m->n_meta)
+		memcpy(meta, m->meta, m->n_meta * sizeof *meta);
 	meta[m->n_meta] = (struct kv){.key = STEP_STATE_KEY, .value = v};
 	m->meta = meta;
 	m->n_meta++;
