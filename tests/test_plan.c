@@ -99,7 +99,7 @@ Test(memsim, predicted_peak_is_measured_peak_for_training_steps)
 		cr_assert_eq(autocast(g, &ac, &low, &e), 0, "%s", e.msg);
 		struct autodiff_opts ao = {0};
 		struct autodiff_result res;
-		cr_assert_eq(step_begin(g, &so, &ao.loss_scale_value, &e), 0, "%s", e.msg);
+		cr_assert_eq(step_begin(g, &so, &ao, &e), 0, "%s", e.msg);
 		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", *m, e.msg);
 		cr_assert_eq(step_build(g, &so, &e), 0, "%s: %s", *m, e.msg);
 		snprintf(what, sizeof what, "%s training step", *m);

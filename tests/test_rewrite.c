@@ -310,7 +310,7 @@ static struct graph *stepped(const char *yaml, const char *loss_scale, const cha
 	struct gd_err e = {0};
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
-	cr_assert_eq(step_begin(g, &so, &ao.loss_scale_value, &e), 0, "%s", e.msg);
+	cr_assert_eq(step_begin(g, &so, &ao, &e), 0, "%s", e.msg);
 	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
 	cr_assert_eq(step_build(g, &so, &e), 0, "%s", e.msg);
 	return g;

@@ -35,6 +35,9 @@ struct autodiff_result {
  * parameter the loss depends on. g stays sorted. */
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e);
 
+/* The parameter whose gradient output v is (<param>_grad, with <param> an initializer), or NULL. */
+struct value *autodiff_param_of(const struct graph *g, const struct value *v);
+
 /* ---- for gradient rules ---- */
 struct ad;
 

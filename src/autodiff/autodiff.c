@@ -468,6 +468,18 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 	return g;
 }
 
+struct value *autodiff_param_of(const struct graph *g, const struct value *v)
+{
+	size_t len = strlen(v->name);
+	char base[512];
+	if (len <= 5 || len - 5 >= sizeof base || strcmp(v->name + len - 5, "_grad"))
+		return NULL;
+	memcpy(base, v->name, len - 5);
+	base[len - 5] = 0;
+	struct value *p = strmap_get(&g->names, base);
+	return p && p->init ? p : NULL;
+}
+
 static int is_param(const struct value *v, const struct autodiff_opts *o)
 {
 	if (!(v->flags & VALUE_PARAM) || (v->flags & VALUE_STATE) || !(v->flags & VALUE_GRAD_SLOT))

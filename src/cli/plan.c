@@ -15,6 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What plan and check build the training graph with, as train does. */
+#define TRAINING_STEP_HELP                                                                                     \
+	"      --loss NAME       the loss, when the model has several scalar outputs\n" \
+	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n" \
+	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n" \
+	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n" \
+	"      --optimizer O     count the optimizer's state and update: sgd[:momentum=M] or adam\n" \
+	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n" \
+	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n"
+
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"
 	"\n"
@@ -35,13 +45,7 @@ static const char plan_help[] =
 	"      --explain         say why: the bottleneck tensors found, and what bypasses the others\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
-	"      --loss NAME       the loss, when the model has several scalar outputs\n"
-	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n"
-	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n"
-	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n"
-	"      --optimizer O     count the optimizer's state and update: sgd[:momentum=M] or adam\n"
-	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n"
-	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n"
+	TRAINING_STEP_HELP
 	"      --format FMT      text (default), json or yaml\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
@@ -58,13 +62,7 @@ static const char check_help[] =
 	"                        list:NAME,...; auto plans for the budget\n"
 	"      --checkpoint-file F  keep the tensors a YAML file lists\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
-	"      --loss NAME       the loss, when the model has several scalar outputs\n"
-	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n"
-	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n"
-	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n"
-	"      --optimizer O     count the optimizer's state and update: sgd[:momentum=M] or adam\n"
-	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n"
-	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n"
+	TRAINING_STEP_HELP
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 

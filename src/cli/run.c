@@ -334,7 +334,7 @@ int cmd_run(int argc, char **argv)
 	struct steps sts = {0};
 	struct exec_stats st = {0};
 	struct emit em;
-	if (g && (rc = steps_init(g, loss_name, &sts, &e)))
+	if (g && steps_given && (rc = steps_init(g, loss_name, &sts, &e)))
 		err_print(path, &e);
 	if (g && !rc && steps > 1 && !sts.n) {
 		rc = err_set(&e, GD_EINPUT, "--steps %ld: the graph has no state to carry from step to step (train it with "
@@ -342,14 +342,25 @@ int cmd_run(int argc, char **argv)
 		err_print(path, &e);
 	}
 	if (g && !rc) {
-		/* the caller's inputs, then the state's data once a step has made it */
+		/* the caller's inputs, then the state's data once a step has made it: state i goes to
+		 * slot[i], the caller's input of its name (which it replaces) or a place after them */
 		struct rtensor *tv = xcalloc(n_in + sts.n + 1, sizeof *tv);
 		const char **names = xcalloc(n_in + sts.n + 1, sizeof *names);
-		if (!tv || !names)
+		size_t *slot = xcalloc(sts.n + 1, sizeof *slot), n_state = n_in;
+		if (!tv || !names || !slot) {
 			rc = err_oom(&e);
+			err_print(path, &e);
+		}
 		for (size_t i = 0; !rc && i < n_in; i++) {
 			tv[i] = ins[i].t;
 			names[i] = ins[i].name;
+		}
+		for (uint32_t i = 0; !rc && i < sts.n; i++) {
+			size_t j = 0;
+			while (j < n_in && strcmp(names[j], sts.key[i]->name))
+				j++;
+			slot[i] = j < n_in ? j : n_state++;
+			names[slot[i]] = sts.key[i]->name;
 		}
 		eo.inputs = tv;
 		eo.input_names = names;
@@ -362,16 +373,9 @@ int cmd_run(int argc, char **argv)
 			emit_arr_begin(&em);
 		}
 		for (long k = 1; !rc && k <= steps; k++) {
-			size_t n = n_in;
-			for (uint32_t i = 0; k > 1 && i < sts.n; i++) {
-				size_t j = 0;
-				while (j < n && strcmp(names[j], sts.key[i]->name))
-					j++;
-				tv[j] = sts.data[i];
-				names[j] = sts.key[i]->name;
-				n += j == n;
-			}
-			eo.n_inputs = n;
+			for (uint32_t i = 0; k > 1 && i < sts.n; i++)
+				tv[slot[i]] = sts.data[i];
+			eo.n_inputs = k > 1 ? n_state : n_in;
 			exec_free(x);
 			x = exec_run(g, &eo, &st, &e);
 			if (!x) {
@@ -390,6 +394,7 @@ int cmd_run(int argc, char **argv)
 			emit_arr_end(&em);
 		free(tv);
 		free(names);
+		free(slot);
 		if (x && outdir) {
 			if (mkdir(outdir, 0777) && errno != EEXIST) {
 				rc = err_set(&e, GD_EINPUT, "cannot create %s: %s", outdir, strerror(errno));

@@ -154,7 +154,6 @@ int cmd_train(int argc, char **argv)
 		case 'O':
 			if ((rc = cli_step("train", c, optarg, &so)))
 				goto out;
-			ao.loss_scale = so.ls.kind == LOSS_SCALE_FIXED ? so.ls.init : 0;
 			break;
 		case 'D':
 			if (ctrl_parse(optarg, &ctrl))
@@ -230,7 +229,7 @@ int cmd_train(int argc, char **argv)
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
 			ao.loss = "loss";
 		}
-		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao.loss_scale_value, &e)) ||
+		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao, &e)) ||
 		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &e)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
 		    (rc = model_save(g, out, to, &save, &e)))

@@ -32,6 +32,7 @@ struct exec {
 	int opset;
 	struct gd_err *e;
 	struct strmap probes; /* symbolic dim -> stand-in value */
+	struct strmap given;  /* the caller's inputs: name -> its tensor (the first of a name) */
 	int64_t next_probe;
 	int64_t probe_values[64];
 };
@@ -324,44 +325,40 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 	return 0;
 }
 
-/* Whether the caller gives data for v (an initializer's overrides its own: a state's next value). */
-static int given(const struct exec *x, const struct value *v)
+/* The caller's data for v, or NULL (an initializer's overrides its own: a state's next value). */
+static const struct rtensor *given(const struct exec *x, const struct value *v)
 {
-	for (size_t k = 0; k < x->o->n_inputs; k++)
-		if (!strcmp(x->o->input_names[k], v->name))
-			return 1;
-	return 0;
+	return strmap_get(&x->given, v->name);
 }
 
 static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 {
-	for (size_t k = 0; k < x->o->n_inputs; k++)
-		if (!strcmp(x->o->input_names[k], v->name)) {
-			const struct rtensor *in = &x->o->inputs[k];
-			const struct tensor *it = v->init;
-			int same = !it || (in->dtype == it->dtype && (uint32_t)in->ndim == it->ndim);
-			for (uint32_t i = 0; it && same && i < it->ndim; i++)
-				same = in->dims[i] == it->dims[i];
-			if (!same)
-				return err_set(x->e, GD_EINPUT, "data for initializer '%s' must have its dtype and shape",
+	const struct rtensor *in = given(x, v);
+	if (in) {
+		const struct tensor *it = v->init;
+		int same = !it || (in->dtype == it->dtype && (uint32_t)in->ndim == it->ndim);
+		for (uint32_t i = 0; it && same && i < it->ndim; i++)
+			same = in->dims[i] == it->dims[i];
+		if (!same)
+			return err_set(x->e, GD_EINPUT, "data for initializer '%s' must have its dtype and shape",
+				       v->name);
+		if (v->type.has_dtype && in->dtype != v->type.dtype)
+			return err_set(x->e, GD_EINPUT, "input '%s' is %s, but the graph declares %s", v->name,
+				       dtype_name(in->dtype), dtype_name(v->type.dtype));
+		if (v->type.has_shape) {
+			int ok = (uint32_t)in->ndim == v->type.ndim;
+			for (int i = 0; ok && i < in->ndim; i++)
+				ok = v->type.dims[i].kind != DIM_VALUE || v->type.dims[i].value == in->dims[i];
+			if (!ok)
+				return err_set(x->e, GD_EINPUT, "input '%s' has a shape the graph does not accept",
 					       v->name);
-			if (v->type.has_dtype && in->dtype != v->type.dtype)
-				return err_set(x->e, GD_EINPUT, "input '%s' is %s, but the graph declares %s", v->name,
-					       dtype_name(in->dtype), dtype_name(v->type.dtype));
-			if (v->type.has_shape) {
-				int ok = (uint32_t)in->ndim == v->type.ndim;
-				for (int i = 0; ok && i < in->ndim; i++)
-					ok = v->type.dims[i].kind != DIM_VALUE || v->type.dims[i].value == in->dims[i];
-				if (!ok)
-					return err_set(x->e, GD_EINPUT, "input '%s' has a shape the graph does not accept",
-						       v->name);
-			}
-			*t = *in;
-			t->owned = 0;
-			t->known = 1;
-			account(x, t->nbytes, 0);
-			return 0;
 		}
+		*t = *in;
+		t->owned = 0;
+		t->known = 1;
+		account(x, t->nbytes, 0);
+		return 0;
+	}
 	int64_t dims[RT_MAX_DIMS];
 	int ndim = 0;
 	if (input_shape(x, v, dims, &ndim))
@@ -618,6 +615,14 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	x->o = o;
 	x->e = e;
 	strmap_init(&x->probes);
+	strmap_init(&x->given);
+	for (size_t k = 0; k < o->n_inputs; k++)
+		if (!strmap_get(&x->given, o->input_names[k]) &&
+		    strmap_put(&x->given, o->input_names[k], (void *)&o->inputs[k])) {
+			err_oom(e);
+			exec_free(x);
+			return NULL;
+		}
 	x->opset = 17;
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
@@ -713,5 +718,6 @@ void exec_free(struct exec *x)
 	xfree(x->pinned);
 	xfree(x->lazy);
 	strmap_free(&x->probes);
+	strmap_free(&x->given);
 	xfree(x);
 }

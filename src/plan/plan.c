@@ -138,22 +138,14 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	int has_grads = 0;
 	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
 		has_grads |= g->model->ti[i].n_update_bind > 0;
-	for (uint32_t i = 0; i < g->n_outputs && !has_grads; i++) {
-		const char *nm = g->outputs[i]->name;
-		size_t len = strlen(nm);
-		if (len > 5 && !strcmp(nm + len - 5, "_grad")) {
-			char base[512];
-			snprintf(base, sizeof base, "%.*s", (int)(len - 5), nm);
-			const struct value *p = strmap_get(&g->names, base);
-			has_grads = p && p->init;
-		}
-	}
+	for (uint32_t i = 0; i < g->n_outputs && !has_grads; i++)
+		has_grads = autodiff_param_of(g, g->outputs[i]) != NULL;
 	if (!has_grads) {
 		static const struct step_opts no_step;
 		const struct step_opts *so = o->step ? o->step : &no_step;
-		struct autodiff_opts ao = {.loss = o->loss, .loss_scale = so->ls.kind == LOSS_SCALE_FIXED ? so->ls.init : 0};
+		struct autodiff_opts ao = {.loss = o->loss};
 		struct autodiff_result res;
-		if (step_begin(g, so, &ao.loss_scale_value, e) || autodiff(g, &ao, &res, e) || /* g stays sorted */
+		if (step_begin(g, so, &ao, e) || autodiff(g, &ao, &res, e) || /* g stays sorted */
 		    step_build(g, so, e))
 			return e->code;
 		r->built_training = 1;

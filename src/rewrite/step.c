@@ -5,6 +5,7 @@
  * counters (int64); a float64 parameter gets its scalars cast. */
 #include "step.h"
 #include "fold.h"
+#include "../autodiff/ad.h"
 #include "../util/join.h"
 #include "../util/xalloc.h"
 
@@ -16,7 +17,7 @@
 
 /* ---- options ---- */
 
-/* "k=v,k=v" into vals, by keys; ints: keys whose values must be whole numbers. */
+/* "k=v,k=v" into vals, by keys (each a finite number; the callers check ranges). */
 static int parse_kvs(const char *s, const char *const *keys, double *vals, int n_keys, char *why, size_t n)
 {
 	while (s && *s) {
@@ -118,9 +119,17 @@ struct sb {
 	struct graph *g;
 	struct gd_err *e;
 	uint32_t tags;
-	struct training_info *ti; /* where the bindings go */
-	char *state_names;        /* STEP_STATE_KEY's value, grown as state is made */
-	size_t state_len;
+	struct kv *bind;          /* update_binding made here (xmalloc'd), committed once at the end */
+	size_t n_bind, cap_bind;
+	char *state_names;        /* STEP_STATE_KEY's lines, grown as state is made (xmalloc'd) */
+	size_t state_len, cap_state;
+	struct cached {           /* constants and casts, made once per (value, dtype) */
+		const struct value *of; /* the cast value; NULL for a constant */
+		int dtype;
+		double v;
+		struct value *made;
+	} cache[32];
+	uint32_t n_cache;
 };
 
 static int sb_fail(struct sb *s)
@@ -172,10 +181,24 @@ static void fill(void *p, int dtype, int64_t numel, double v)
 			((uint16_t *)p)[i] = bf16_from_f32((float)v);
 }
 
+static struct value **cached(struct sb *s, const struct value *of, int dtype, double v)
+{
+	for (uint32_t i = 0; i < s->n_cache; i++)
+		if (s->cache[i].of == of && s->cache[i].dtype == dtype && !memcmp(&s->cache[i].v, &v, sizeof v))
+			return &s->cache[i].made;
+	if (s->n_cache == sizeof s->cache / sizeof *s->cache)
+		return NULL;
+	s->cache[s->n_cache] = (struct cached){of, dtype, v, NULL};
+	return &s->cache[s->n_cache++].made;
+}
+
+/* A scalar constant of dtype. */
 static struct value *scalar(struct sb *s, int dtype, double v)
 {
-	char name[64];
-	snprintf(name, sizeof name, "step_%s", dtype == DT_INT64 ? "int" : "const");
+	struct value **c = cached(s, NULL, dtype, v);
+	if (c && *c)
+		return *c;
+	const char *name = dtype == DT_INT64 ? "step_int" : "step_const";
 	struct node *nd = graph_add_op(s->g, name, "Constant", NULL, 0, name, s->e);
 	uint64_t bits = 0;
 	fill(&bits, dtype, 1, v);
@@ -185,7 +208,7 @@ static struct value *scalar(struct sb *s, int dtype, double v)
 		return NULL;
 	}
 	nd->tags |= s->tags;
-	return nd->out[0];
+	return c ? (*c = nd->out[0]) : nd->out[0];
 }
 
 static int set_type(struct graph *g, struct value *v, int dtype, uint32_t ndim, const int64_t *dims)
@@ -232,16 +255,20 @@ static struct value *state(struct sb *s, const char *name, int dtype, uint32_t n
 	v->flags = (v->flags & ~VALUE_PARAM) | VALUE_STATE;
 	/* recorded for readers (step_mark_state) */
 	size_t len = strlen(name);
-	char *names = xrealloc(s->state_names, s->state_len + len + 2);
-	if (!names) {
-		err_oom(s->e);
-		return NULL;
+	if (s->state_len + len + 2 > s->cap_state) {
+		size_t cap = 2 * s->cap_state + len + 64;
+		char *names = xrealloc(s->state_names, cap);
+		if (!names) {
+			err_oom(s->e);
+			return NULL;
+		}
+		s->state_names = names;
+		s->cap_state = cap;
 	}
-	s->state_names = names;
-	memcpy(names + s->state_len, name, len);
+	memcpy(s->state_names + s->state_len, name, len);
 	s->state_len += len;
-	names[s->state_len++] = '\n';
-	names[s->state_len] = 0;
+	s->state_names[s->state_len++] = '\n';
+	s->state_names[s->state_len] = 0;
 	return v;
 }
 
@@ -271,18 +298,20 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 	if (!next)
 		return sb_fail(s);
 	struct graph *g = s->g;
-	struct training_info *ti = s->ti;
 	char name[600];
 	JOIN(name, sizeof name, key->name, "_new");
 	const struct tensor *t = key->init;
-	struct kv *b = arena_array(g->arena, ti->n_update_bind + 1, sizeof *b);
-	if (graph_rename_fresh(g, next, name, s->e) || !b || set_type(g, next, t->dtype, t->ndim, t->dims))
+	if (s->n_bind == s->cap_bind) {
+		size_t cap = 2 * s->cap_bind + 16;
+		struct kv *b = xrealloc(s->bind, cap * sizeof *b);
+		if (!b)
+			return err_oom(s->e);
+		s->bind = b;
+		s->cap_bind = cap;
+	}
+	if (graph_rename_fresh(g, next, name, s->e) || set_type(g, next, t->dtype, t->ndim, t->dims))
 		return sb_fail(s);
-	if (ti->n_update_bind)
-		memcpy(b, ti->update_bind, ti->n_update_bind * sizeof *b);
-	b[ti->n_update_bind] = (struct kv){.key = key->name, .value = next->name};
-	ti->update_bind = b;
-	ti->n_update_bind++;
+	s->bind[s->n_bind++] = (struct kv){.key = key->name, .value = next->name};
 	next->flags |= key->flags & VALUE_STATE;
 	/* a runtime feeds state as an input (an initializer that is no input is a constant to it) */
 	if (!(key->flags & VALUE_INPUT) && graph_add_input(g, key, s->e))
@@ -290,35 +319,82 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 	return graph_add_output(g, next, s->e);
 }
 
-int step_begin(struct graph *g, const struct step_opts *o, const char **scale_value, struct gd_err *e)
+/* Commits what s made: the bindings to the step's TrainingInfoProto, the state's names to the
+ * model's STEP_STATE_KEY (appended to what is there). */
+static int commit(struct sb *s)
 {
-	*scale_value = NULL;
+	struct model *m = s->g->model;
+	struct arena *a = s->g->arena;
+	if (s->n_bind) {
+		struct training_info *ti = training_info(s->g);
+		struct kv *b = ti ? arena_array(a, ti->n_update_bind + s->n_bind, sizeof *b) : NULL;
+		if (!b)
+			return err_oom(s->e);
+		if (ti->n_update_bind)
+			memcpy(b, ti->update_bind, ti->n_update_bind * sizeof *b);
+		memcpy(b + ti->n_update_bind, s->bind, s->n_bind * sizeof *b);
+		ti->update_bind = b;
+		ti->n_update_bind += s->n_bind;
+	}
+	if (!s->state_len)
+		return 0;
+	size_t i = 0;
+	while (i < m->n_meta && strcmp(m->meta[i].key, STEP_STATE_KEY))
+		i++;
+	const char *had = i < m->n_meta ? m->meta[i].value : "";
+	char *v = arena_printf(a, "%s%s", had, s->state_names);
+	if (!v)
+		return err_oom(s->e);
+	if (i == m->n_meta) {
+		struct kv *meta = arena_array(a, m->n_meta + 1, sizeof *meta);
+		if (!meta)
+			return err_oom(s->e);
+		if (m->n_meta)
+			memcpy(meta, m->meta, m->n_meta * sizeof *meta);
+		meta[m->n_meta] = (struct kv){.key = STEP_STATE_KEY};
+		m->meta = meta;
+		m->n_meta++;
+	}
+	m->meta[i].value = v;
+	return 0;
+}
+
+static void sb_free(struct sb *s)
+{
+	xfree(s->bind);
+	xfree(s->state_names);
+}
+
+int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts *ao, struct gd_err *e)
+{
+	ao->loss_scale = o->ls.kind == LOSS_SCALE_FIXED ? o->ls.init : 0;
+	ao->loss_scale_value = NULL;
 	if (o->ls.kind != LOSS_SCALE_DYNAMIC)
 		return 0;
 	struct sb s = {.g = g, .e = e};
 	struct value *v = state(&s, "loss_scale", DT_FLOAT, 0, NULL, o->ls.init);
-	struct kv *meta = v ? arena_array(g->arena, g->model->n_meta + 1, sizeof *meta) : NULL;
-	if (meta) { /* the rest of the state is recorded by step_build */
-		if (g->model->n_meta)
-			memcpy(meta, g->model->meta, g->model->n_meta * sizeof *meta);
-		g->model->meta = meta;
-		g->model->meta[g->model->n_meta++] = (struct kv){.key = STEP_STATE_KEY, .value = "loss_scale\n"};
-	}
-	xfree(s.state_names);
-	if (!meta)
-		return sb_fail(&s);
-	*scale_value = v->name;
-	return 0;
+	int rc = v ? commit(&s) : sb_fail(&s);
+	sb_free(&s);
+	if (!rc)
+		ao->loss_scale_value = v->name;
+	return rc;
 }
 
-/* The float32 scalar `v` in dtype (a float64 parameter's). */
+/* v (a float32 scalar) in dtype: a parameter's, when it is not float32. One Cast per (v, dtype). */
 static struct value *as(struct sb *s, struct value *v, int dtype)
 {
-	return dtype == DT_FLOAT ? v : op_int(s, "Cast", "step_cast", v, "to", dtype);
+	if (dtype == DT_FLOAT || !v)
+		return v;
+	struct value **c = cached(s, v, dtype, 0);
+	if (c && *c)
+		return *c;
+	struct value *r = op_int(s, "Cast", "step_cast", v, "to", dtype);
+	return c ? (*c = r) : r;
 }
 
 struct param_grad {
 	struct value *p, *g;
+	uint32_t out; /* g's place in the graph outputs */
 };
 
 /* Sum over the gradients of ReduceSum(f(g)), in float32: f(g) = g*0 (0 when g is finite, else NaN)
@@ -330,14 +406,11 @@ static struct value *sum_over(struct sb *s, const struct param_grad *pg, uint32_
 		err_oom(s->e);
 		return NULL;
 	}
-	struct value *zero[2] = {NULL, NULL}; /* float32, float64 */
 	for (uint32_t i = 0; i < n; i++) {
-		int dt = pg[i].p->init->dtype, k = dt != DT_FLOAT;
-		if (!square && !zero[k])
-			zero[k] = scalar(s, dt, 0);
-		struct value *f = op(s, "Mul", out, 2, pg[i].g, square ? pg[i].g : zero[k], NULL);
+		int dt = pg[i].p->init->dtype;
+		struct value *f = op(s, "Mul", out, 2, pg[i].g, square ? pg[i].g : scalar(s, dt, 0), NULL);
 		parts[i] = op_int(s, "ReduceSum", out, f, "keepdims", 0);
-		if (k)
+		if (dt != DT_FLOAT)
 			parts[i] = op_int(s, "Cast", out, parts[i], "to", DT_FLOAT);
 	}
 	struct value *total = NULL;
@@ -392,7 +465,7 @@ static int scale_update(struct sb *s, const struct loss_scaling *ls, struct valu
 		if (bind(s, hyst, pick(s, found, h_inf, h_fin, o)))
 			return sb_fail(s);
 	}
-	return 0;
+	return s->e->code; /* a condition lost to an earlier failure makes pick() pass a value through */
 }
 
 /* The parameters' updates; new state is bound as made, parameters last (by the caller's loop). */
@@ -421,7 +494,7 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		if (opt->kind == OPTIMIZER_SGD && opt->momentum > 0) {
 			JOIN(sn, sizeof sn, p->name, "_momentum");
 			struct value *buf = state(s, sn, dt, t->ndim, t->dims, 0);
-			delta = op(s, "Add", o, 2, op(s, "Mul", o, 2, buf, as(s, scalar(s, DT_FLOAT, opt->momentum), dt), NULL), g,
+			delta = op(s, "Add", o, 2, op(s, "Mul", o, 2, buf, scalar(s, dt, opt->momentum), NULL), g,
 				   NULL);
 			if (bind(s, buf, pick(s, found, buf, delta, o)))
 				return sb_fail(s);
@@ -430,19 +503,19 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 			struct value *m = state(s, sn, dt, t->ndim, t->dims, 0);
 			JOIN(sn, sizeof sn, p->name, "_adam_v");
 			struct value *v = state(s, sn, dt, t->ndim, t->dims, 0);
-			struct value *m1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, m, as(s, scalar(s, DT_FLOAT, opt->beta1), dt), NULL),
-					      op(s, "Mul", o, 2, g, as(s, scalar(s, DT_FLOAT, 1 - opt->beta1), dt), NULL), NULL);
-			struct value *v1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, v, as(s, scalar(s, DT_FLOAT, opt->beta2), dt), NULL),
+			struct value *m1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, m, scalar(s, dt, opt->beta1), NULL),
+					      op(s, "Mul", o, 2, g, scalar(s, dt, 1 - opt->beta1), NULL), NULL);
+			struct value *v1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, v, scalar(s, dt, opt->beta2), NULL),
 					      op(s, "Mul", o, 2, op(s, "Mul", o, 2, g, g, NULL),
-						 as(s, scalar(s, DT_FLOAT, 1 - opt->beta2), dt), NULL),
+						 scalar(s, dt, 1 - opt->beta2), NULL),
 					      NULL);
 			struct value *denom = op(s, "Add", o, 2, op(s, "Div", o, 2, op(s, "Sqrt", o, 1, v1, NULL, NULL), as(s, bc2_sqrt, dt), NULL),
-						 as(s, scalar(s, DT_FLOAT, opt->eps), dt), NULL);
+						 scalar(s, dt, opt->eps), NULL);
 			delta = op(s, "Div", o, 2, m1, denom, NULL);
 			if (bind(s, m, pick(s, found, m, m1, o)) || bind(s, v, pick(s, found, v, v1, o)))
 				return sb_fail(s);
 		}
-		struct value *lr = as(s, opt->kind == OPTIMIZER_ADAM ? step_size : scalar(s, DT_FLOAT, opt->lr), dt);
+		struct value *lr = opt->kind == OPTIMIZER_ADAM ? as(s, step_size, dt) : scalar(s, dt, opt->lr);
 		struct value *p1 = op(s, "Sub", o, 2, p, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
 		if (bind(s, p, pick(s, found, p, p1, o)))
 			return sb_fail(s);
@@ -450,20 +523,10 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 	return s->e->code;
 }
 
-/* Drops v from the graph outputs. */
-static void unoutput(struct graph *g, struct value *v)
+/* Makes `now` the output named `was` had, at its place (was keeps a fresh <name>_<suffix>). */
+static int replace_output(struct sb *s, const struct param_grad *pg, struct value *now, const char *suffix)
 {
-	uint32_t k = 0;
-	for (uint32_t i = 0; i < g->n_outputs; i++)
-		if (g->outputs[i] != v)
-			g->outputs[k++] = g->outputs[i];
-	g->n_outputs = k;
-	v->flags &= ~VALUE_OUTPUT;
-}
-
-/* Makes `now` the output named `was` had (was keeps a fresh <name>_<suffix>). */
-static int replace_output(struct sb *s, struct value *was, struct value *now, const char *suffix)
-{
+	struct value *was = pg->g;
 	char name[600], old[620];
 	snprintf(name, sizeof name, "%s", was->name);
 	JOIN(old, sizeof old, name, "_", suffix);
@@ -472,35 +535,7 @@ static int replace_output(struct sb *s, struct value *was, struct value *now, co
 	now->type = was->type;
 	now->flags |= VALUE_OUTPUT | VALUE_GRAD;
 	was->flags &= ~(VALUE_OUTPUT | VALUE_GRAD);
-	for (uint32_t i = 0; i < s->g->n_outputs; i++)
-		if (s->g->outputs[i] == was)
-			s->g->outputs[i] = now;
-	return 0;
-}
-
-static int record_state(struct sb *s)
-{
-	struct model *m = s->g->model;
-	for (size_t i = 0; i < m->n_meta; i++)
-		if (!strcmp(m->meta[i].key, STEP_STATE_KEY)) {
-			size_t had = strlen(m->meta[i].value);
-			char *v = arena_alloc(s->g->arena, had + s->state_len + 1);
-			if (!v)
-				return err_oom(s->e);
-			memcpy(v, m->meta[i].value, had);
-			memcpy(v + had, s->state_names ? s->state_names : "", s->state_len + 1);
-			m->meta[i].value = v;
-			return 0;
-		}
-	struct kv *meta = arena_array(s->g->arena, m->n_meta + 1, sizeof *meta);
-	const char *v = arena_strdup(s->g->arena, s->state_names ? s->state_names : "");
-	if (!meta || !v)
-		return err_oom(s->e);
-	if (m->n_meta)
-		memcpy(meta, m->meta, m->n_meta * sizeof *meta);
-	meta[m->n_meta] = (struct kv){.key = STEP_STATE_KEY, .value = v};
-	m->meta = meta;
-	m->n_meta++;
+	s->g->outputs[pg->out] = now;
 	return 0;
 }
 
@@ -510,8 +545,6 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE)
 		return 0;
 	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD};
-	if (!(s.ti = training_info(g)))
-		return err_oom(e);
 	/* the gradients autodiff made: outputs <param>_grad */
 	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
 	uint32_t n = 0;
@@ -521,20 +554,20 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		goto out;
 	}
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
-		struct value *gv = g->outputs[i];
-		size_t len = strlen(gv->name);
-		char base[600];
-		if (!(gv->flags & VALUE_GRAD) || len < 5 || len - 5 >= sizeof base)
-			continue;
-		memcpy(base, gv->name, len - 5);
-		base[len - 5] = 0;
-		struct value *p = strmap_get(&g->names, base);
-		if (p && p->init)
-			pg[n++] = (struct param_grad){p, gv};
+		struct value *p = (g->outputs[i]->flags & VALUE_GRAD) ? autodiff_param_of(g, g->outputs[i]) : NULL;
+		if (p)
+			pg[n++] = (struct param_grad){p, g->outputs[i], i};
 	}
 	/* with an optimizer the gradients are consumed in the graph: no outputs */
-	for (uint32_t i = 0; i < n && o->opt.kind != OPTIMIZER_NONE; i++)
-		unoutput(g, pg[i].g);
+	if (o->opt.kind != OPTIMIZER_NONE) {
+		for (uint32_t i = 0; i < n; i++)
+			pg[i].g->flags &= ~VALUE_OUTPUT;
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < g->n_outputs; i++)
+			if (g->outputs[i]->flags & VALUE_OUTPUT)
+				g->outputs[k++] = g->outputs[i];
+		g->n_outputs = k;
+	}
 	/* 1. every gradient checked: the sum of g*0 is 0 when all are finite, NaN otherwise */
 	struct value *found = NULL, *scale = dynamic ? strmap_get(&g->names, "loss_scale") : NULL;
 	if (dynamic) {
@@ -563,7 +596,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		for (uint32_t i = 0; i < n && !rc; i++) {
 			struct value *clipped = op(&s, "Mul", c, 2, pg[i].g, as(&s, coef, pg[i].p->init->dtype), NULL);
 			if (o->opt.kind == OPTIMIZER_NONE)
-				rc = replace_output(&s, pg[i].g, clipped, "unclipped");
+				rc = replace_output(&s, &pg[i], clipped, "unclipped");
 			else if (!clipped)
 				rc = sb_fail(&s);
 			pg[i].g = clipped;
@@ -571,21 +604,19 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		if (rc)
 			goto out;
 	}
-	/* 3. the update; the gradients are then no outputs */
-	if (o->opt.kind != OPTIMIZER_NONE) {
-		if ((rc = update(&s, &o->opt, pg, n, found)))
-			goto out;
-	}
+	/* 3. the update */
+	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, n, found)))
+		goto out;
 	/* 4. the scale */
 	if (dynamic) {
 		s.tags |= TAG_LOSS_SCALE;
 		if ((rc = scale_update(&s, &o->ls, scale, found)))
 			goto out;
 	}
-	rc = record_state(&s);
+	rc = e->code ? e->code : commit(&s);
 out:
 	xfree(pg);
-	xfree(s.state_names);
+	sb_free(&s);
 	return rc;
 }
 
@@ -595,16 +626,11 @@ void step_mark_state(struct graph *g)
 	for (size_t i = 0; g->model && i < g->model->n_meta; i++)
 		if (!strcmp(g->model->meta[i].key, STEP_STATE_KEY))
 			list = g->model->meta[i].value;
-	while (list && *list) {
-		size_t len = strcspn(list, "\n");
-		char name[512];
-		if (len < sizeof name) {
-			memcpy(name, list, len);
-			name[len] = 0;
-			struct value *v = strmap_get(&g->names, name);
-			if (v && v->init)
-				v->flags = (v->flags & ~VALUE_PARAM) | VALUE_STATE;
-		}
-		list += len + (list[len] == '\n');
+	char *copy = list ? strdup(list) : NULL;
+	for (char *save = NULL, *name = copy ? strtok_r(copy, "\n", &save) : NULL; name; name = strtok_r(NULL, "\n", &save)) {
+		struct value *v = strmap_get(&g->names, name);
+		if (v && v->init)
+			v->flags = (v->flags & ~VALUE_PARAM) | VALUE_STATE;
 	}
+	free(copy);
 }

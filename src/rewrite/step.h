@@ -52,9 +52,10 @@ struct step_opts {
 int loss_scaling_parse(const char *arg, struct loss_scaling *ls, char *why, size_t n);
 int optimizer_parse(const char *arg, struct optimizer *o, char *why, size_t n);
 
-/* Before autodiff: makes dynamic scaling's state. *scale_value is the name of the scale backprop
- * starts from (autodiff_opts.loss_scale_value), or NULL when the scaling is not dynamic. */
-int step_begin(struct graph *g, const struct step_opts *o, const char **scale_value, struct gd_err *e);
+/* Before autodiff: sets ao's loss scaling (a fixed scale, or the name of dynamic scaling's state
+ * loss_scale, which this makes). */
+struct autodiff_opts;
+int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts *ao, struct gd_err *e);
 
 /* After autodiff (and any rewrite of the backward pass): appends the finite check, clipping, the
  * update and the scale's update for the <param>_grad outputs. With an optimizer the gradients stop
