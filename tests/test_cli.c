@@ -353,6 +353,28 @@ Test(cli, mixed_precision_training_graphs_check_and_match)
 		}
 }
 
+/* fp16 about halves what the backward pass holds of the forward pass (plan's saved_bytes: the
+ * kept activations, inputs and parameters, as PyTorch's saved tensors count them) on every
+ * testdata model at batch 32 (the transformer's inputs are fixed at 2 x 8): measured 0.53 to 0.58, against PyTorch autocast's 0.53 to 0.79
+ * (tests/bench/torch_amp_saved.py). A bound of 0.6 catches a product's result kept in both
+ * widths again. */
+Test(cli, fp16_halves_what_the_backward_pass_holds)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char in[512], arg[1100];
+		snprintf(arg, sizeof arg, "%s|%s", GD_BINARY, model_path(in, sizeof in, *m));
+		python_ok("import json, subprocess, sys\n"
+			  "gd, model = sys.argv[1].split('|')\n"
+			  "def saved(*a):\n"
+			  "    r = subprocess.run([gd, 'plan', model, '--dim', 'batch=32', '--format', 'json', *a],\n"
+			  "                       capture_output=True, text=True, check=True)\n"
+			  "    return json.loads(r.stdout)['saved_bytes']\n"
+			  "a, b = saved(), saved('--precision', 'fp16')\n"
+			  "assert a > 0 and b / a <= 0.6, (a, b, b / a)\n",
+			  arg, *m);
+	}
+}
+
 /* Fixed loss scaling by a power of two is exact in float32: every gradient is bitwise the
  * unscaled one. (A scale of 1000 is not a power of two and changes the last bits: the check can
  * tell.) Under fp16 a modest scale (128) still matches float32 within 5%; 65536 overflows float16
@@ -432,7 +454,7 @@ static void train_and_step(const char *model, const char *dir, int steps, char *
 /* 20 Adam steps (lr 0.01) in fp16 with dynamic loss scaling against the same in float32, on
  * PyTorch's inputs: both reduce the loss to below half, and the float32 master weights of the fp16
  * run stay within 5% of the float32 run's (relative L2 distance over all parameters; measured:
- * mlp 0.02%, transformer 0.9%, rescnn 2.4%). */
+ * mlp 0.02%, transformer 0.6%, rescnn 2.6%). */
 Test(cli, fp16_training_with_dynamic_scaling_tracks_float32)
 {
 	static const char *const models[] = {"mlp", "transformer", "rescnn"};
@@ -727,7 +749,7 @@ Test(cli, explain_gives_segments_and_peaks)
 			"list:/Concat_output_0", NULL};
 	expect_exit(plan, 0, "recomputed: 2 segments, each rebuilt when backprop reaches it\n  #1 at step ");
 	expect_exit(plan, 0, "from 1 kept (32.0 KiB): /Concat_output_0\n");
-	expect_exit(plan, 0, "\npeak before: 194 KiB at node '/dec/Conv_grad_1' (Transpose), step 47\npeak after:  ");
+	expect_exit(plan, 0, "\npeak before: 170 KiB at node '/dec/Conv_grad_1' (Transpose), step 47\npeak after:  ");
 	char out[512];
 	snprintf(out, sizeof out, "%s/explained.onnx", tmpdir());
 	char *train[] = {GD_BINARY, "train", "--explain", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint",
@@ -748,7 +770,7 @@ Test(cli, timeline_svg_and_dot_colours)
 	python_ok("import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
 		  "assert len(d.getElementsByTagName('polyline')) == 2; "
 		  "t = ' '.join(x.firstChild.data for x in d.getElementsByTagName('text')); "
-		  "assert 'before peak 194 KiB' in t and 'after peak' in t and 'budget 146 KiB' in t, t",
+		  "assert 'before peak 170 KiB' in t and 'after peak' in t and 'budget 146 KiB' in t, t",
 		  svg, "plan --timeline");
 	char *check[] = {GD_BINARY, "check", "--budget", "1MB", "--timeline", svg, TESTDATA "/unet.onnx", NULL};
 	expect_exit(check, 2, "--timeline is for 'graphdiet plan'");

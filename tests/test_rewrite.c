@@ -278,6 +278,138 @@ Test(autocast, an_output_read_in_float32_is_cast_from_16_bits)
 	graph_free(g);
 }
 
+/* A Linear's bias and a constant such as GELU's 0.5 join the 16-bit math (cast down once, as
+ * PyTorch's F.linear casts its bias), so a product's result is not cast up and kept twice; a
+ * constant float16 would overflow (1e6) or flush to zero (1e-6) keeps the op in float32, and so
+ * does an activation in float32 (the residual stream). */
+Test(autocast, fixed_operands_join_16_bit_math_unless_they_do_not_fit)
+{
+#define CONST(name, v) "  - {op: Constant, outputs: [" name "], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [" v "]}}}}\n"
+	struct graph *g = load_text("amp_fixed.yaml",
+		"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4, 8]}]\n"
+		"params:\n  - {name: w, dtype: float32, shape: [8, 8], init: {dist: normal, std: 1, seed: 1}}\n"
+		"  - {name: b, dtype: float32, shape: [8], init: zeros}\nnodes:\n"
+		CONST("half", "0.5") CONST("big", "1.0e6") CONST("tiny", "1.0e-6")
+		"  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+		"  - {op: Add, inputs: [h, b], outputs: [hb]}\n"
+		"  - {op: Mul, inputs: [hb, half], outputs: [g]}\n"
+		"  - {op: Mul, inputs: [g, big], outputs: [o1]}\n"
+		"  - {op: Mul, inputs: [g, tiny], outputs: [o2]}\n"
+		"  - {op: Add, inputs: [g, x], outputs: [r]}\n"
+		"  - {op: Add, inputs: [o1, o2], outputs: [s]}\n"
+		"  - {op: Add, inputs: [s, r], outputs: [t]}\n"
+		"  - {op: ReduceSum, inputs: [t], outputs: [loss], attrs: {keepdims: 0}}\n"
+		"outputs: [{name: loss}]\n");
+#undef CONST
+	struct autocast_opts o = {.dtype = DT_FLOAT16};
+	size_t low;
+	struct gd_err e = {0};
+	cr_assert_eq(autocast(g, &o, &low, &e), 0, "%s", e.msg);
+	cr_assert_eq(low, 3, "MatMul, the bias Add and the Mul by 0.5: %zu", low);
+	struct exec_opts so = {.shapes_only = 1};
+	struct exec *x = exec_run(g, &so, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	static const struct {
+		const char *name;
+		int dtype;
+	} want[] = {{"h", DT_FLOAT16}, {"hb", DT_FLOAT16}, {"g", DT_FLOAT16}, {"o1", DT_FLOAT},
+		    {"o2", DT_FLOAT}, {"r", DT_FLOAT}, {"b_fp16", DT_FLOAT16}, {"half_fp16", DT_FLOAT16}};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		struct value *v = strmap_get(&g->names, want[i].name);
+		cr_assert(v, "%s exists", want[i].name);
+		cr_expect_eq(exec_value(x, v)->dtype, want[i].dtype, "%s", want[i].name);
+	}
+	cr_expect_null(strmap_get(&g->names, "h_fp32"), "the product is not cast up for its bias");
+	cr_expect_null(strmap_get(&g->names, "big_fp16"));
+	cr_expect_null(strmap_get(&g->names, "tiny_fp16"));
+	exec_free(x);
+	graph_free(g);
+}
+
+/* BatchNormalization reads a 16-bit X with its float32 scale, bias and running statistics (ONNX
+ * types them apart from opset 15): Y is 16-bit, the running statistics stay float32, and nothing
+ * is cast up. Its gradients, computed in float32 from the 16-bit X, match the float32 graph's
+ * within float16's rounding. At opset 14 it computes in float32. */
+Test(autocast, batch_norm_reads_16_bits_with_float32_statistics)
+{
+	static const char yaml[] =
+		"graphdiet: 1\nopset: %d\ninputs: [{name: x, dtype: float32, shape: [4, 3, 5, 2]}]\n"
+		"params:\n  - {name: w, dtype: float32, shape: [3, 3, 1, 1], init: {dist: normal, std: 1, seed: 2}}\n"
+		"  - {name: s, dtype: float32, shape: [3], init: {dist: normal, std: 1, seed: 3}}\n"
+		"  - {name: bb, dtype: float32, shape: [3], init: {dist: normal, std: 1, seed: 4}}\n"
+		"  - {name: rm, dtype: float32, shape: [3], init: zeros}\n"
+		"  - {name: rv, dtype: float32, shape: [3], init: ones}\nnodes:\n"
+		"  - {op: Conv, inputs: [x, w], outputs: [c]}\n"
+		"  - {op: BatchNormalization, inputs: [c, s, bb, rm, rv], outputs: [y, m, v], attrs: {training_mode: 1}}\n"
+		"  - {op: Tanh, inputs: [y], outputs: [t]}\n"
+		"  - {op: ReduceSum, inputs: [t], outputs: [loss], attrs: {keepdims: 0}}\n"
+		"outputs: [{name: loss}, {name: m}, {name: v}]\n";
+	char text[2048];
+	float data[120];
+	for (int i = 0; i < 120; i++)
+		data[i] = (float)sin(0.7 * i) * 2;
+	struct rtensor in = {.dtype = DT_FLOAT, .ndim = 4, .dims = {4, 3, 5, 2}, .numel = 120, .data = data, .nbytes = sizeof data};
+	const char *names[1] = {"x"};
+	struct exec_opts ro = {.inputs = &in, .input_names = names, .n_inputs = 1};
+	struct exec *xs[2];
+	struct graph *gs[2];
+	for (int amp = 0; amp < 2; amp++) {
+		snprintf(text, sizeof text, yaml, 17);
+		struct graph *g = gs[amp] = load_text("amp_bn.yaml", text);
+		struct gd_err e = {0};
+		size_t low;
+		struct autocast_opts o = {.dtype = DT_FLOAT16};
+		if (amp) {
+			cr_assert_eq(autocast(g, &o, &low, &e), 0, "%s", e.msg);
+			cr_assert_eq(low, 3, "Conv, BatchNormalization, Tanh: %zu", low);
+			struct exec_opts so = {.shapes_only = 1};
+			struct exec *x = exec_run(g, &so, NULL, &e);
+			cr_assert(x, "%s", e.msg);
+			const struct node *bn = strmap_get(&g->names, "y") ? ((struct value *)strmap_get(&g->names, "y"))->producer : NULL;
+			cr_assert(bn && bn->op == OP_BATCH_NORM);
+			cr_expect_eq(exec_value(x, bn->in[0])->dtype, DT_FLOAT16);
+			for (int k = 1; k < 5; k++)
+				cr_expect_eq(bn->in[k]->init ? DT_FLOAT : -1, DT_FLOAT, "input %d is the float32 parameter itself", k);
+			cr_expect_eq(exec_value(x, bn->out[0])->dtype, DT_FLOAT16);
+			cr_expect_eq(exec_value(x, bn->out[1])->dtype, DT_FLOAT, "running mean");
+			cr_expect_eq(exec_value(x, bn->out[2])->dtype, DT_FLOAT, "running variance");
+			exec_free(x);
+		}
+		struct autodiff_opts ao = {0};
+		struct autodiff_result res;
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+		cr_assert_eq(graph_toposort(g, &e), 0);
+		xs[amp] = exec_run(g, &ro, NULL, &e);
+		cr_assert(xs[amp], "%s", e.msg);
+	}
+	static const char *const grads[] = {"w_grad", "s_grad", "bb_grad", "m", "v"};
+	for (int i = 0; i < 5; i++) {
+		const struct rtensor *a = exec_value(xs[0], strmap_get(&gs[0]->names, grads[i]));
+		const struct rtensor *b = exec_value(xs[1], strmap_get(&gs[1]->names, grads[i]));
+		cr_assert_eq(b->dtype, DT_FLOAT, "%s", grads[i]);
+		double worst = 0, scale = 0;
+		for (int64_t k = 0; k < a->numel; k++) {
+			worst = fmax(worst, fabs(rt_get(a, k) - rt_get(b, k)));
+			scale = fmax(scale, fabs(rt_get(a, k)));
+		}
+		cr_expect(worst <= 1e-2 * scale + 1e-3, "%s: fp16 differs by %g (scale %g)", grads[i], worst, scale);
+		cr_expect(scale > 0, "%s is not all zero", grads[i]);
+	}
+	for (int amp = 0; amp < 2; amp++) {
+		exec_free(xs[amp]);
+		graph_free(gs[amp]);
+	}
+	snprintf(text, sizeof text, yaml, 14);
+	struct graph *g = load_text("amp_bn14.yaml", text);
+	struct autocast_opts o = {.dtype = DT_FLOAT16};
+	size_t low;
+	struct gd_err e = {0};
+	cr_assert_eq(autocast(g, &o, &low, &e), 0, "%s", e.msg);
+	cr_expect_eq(low, 1, "only the Conv: %zu", low);
+	cr_expect(strmap_get(&g->names, "c_fp32"), "X is cast up for opset 14's BatchNormalization");
+	graph_free(g);
+}
+
 /* ---- the training step (rewrite/step) ---- */
 
 /* loss = ReduceSum(w0*x0 + w1*x1 + w2*x2 + w3*x3): each w_i's gradient is x_i, so a test puts any

@@ -414,10 +414,13 @@ struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int
 	struct value *p = ad_reduce(a, "ReduceProd", sel, NULL, 0, 0);
 	if (!p)
 		return NULL;
-	struct value *c = ad_op1(a, "Cast", p);
-	if (!c || ad_set_int(a, ad_producer(c), "to", dtype))
-		return NULL;
-	return c;
+	return p ? ad_cast(a, p, dtype) : NULL;
+}
+
+struct value *ad_cast(struct ad *a, struct value *v, int dtype)
+{
+	struct value *c = ad_op1(a, "Cast", v);
+	return c && !ad_set_int(a, ad_producer(c), "to", dtype) ? c : NULL;
 }
 
 int ad_give(struct ad *a, const struct value *x, struct value *g)
@@ -681,9 +684,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 			char scaled[520];
 			JOIN(scaled, sizeof scaled, name, "_scaled");
 			struct value *by = !inv ? ad_scalar(&a, p->init->dtype, 1.0 / scale)
-					   : p->init->dtype == DT_FLOAT ? inv : ad_op1(&a, "Cast", inv);
-			if (by && by != inv && inv && ad_set_int(&a, ad_producer(by), "to", p->init->dtype))
-				goto fail;
+					   : p->init->dtype == DT_FLOAT ? inv : ad_cast(&a, inv, p->init->dtype);
 			if ((!strcmp(gp->name, name) && ad_rename(&a, gp, scaled)) || !(gp = ad_op2(&a, "Mul", gp, by)))
 				goto fail;
 		}

@@ -142,6 +142,10 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	for (size_t i = 0; i < r->n_checkpoints; i++)
 		emit_str(&em, r->checkpoints[i]);
 	emit_arr_end(&em);
+	emit_key(&em, "kept_bytes");
+	emit_uint(&em, r->kept_bytes);
+	emit_key(&em, "saved_bytes");
+	emit_uint(&em, r->saved_bytes);
 	emit_obj_end(&em);
 }
 
@@ -215,16 +219,19 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
 	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
 	if (r->strategy == CKPT_NONE && !r->recompute_flops && !r->n_segments) {
-		printf("checkpoint:  none: all %zu activations the backward pass reads are kept\n", r->n_checkpoints);
+		printf("checkpoint:  none: all %zu activations the backward pass reads are kept, %s\n", r->n_checkpoints,
+		       size_format(r->kept_bytes, a, sizeof a));
 		printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
 	} else if (r->strategy == CKPT_NONE) { /* a training graph checkpointed already */
-		printf("checkpoint:  in the graph: %zu activations kept, %u recompute segments\n", r->n_checkpoints,
-		       r->n_segments);
+		printf("checkpoint:  in the graph: %zu activations kept (%s), %u recompute segments\n", r->n_checkpoints,
+		       size_format(r->kept_bytes, a, sizeof a), r->n_segments);
 		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	} else {
-		printf("checkpoint:  %s: %zu activations kept, %u nodes recomputed; peak before %s\n", ckpt_name(r->strategy),
-		       r->n_checkpoints, r->n_clones, size_format(r->peak_before, a, sizeof a));
+		char k[32];
+		printf("checkpoint:  %s: %zu activations kept (%s), %u nodes recomputed; peak before %s\n",
+		       ckpt_name(r->strategy), r->n_checkpoints, size_format(r->kept_bytes, k, sizeof k), r->n_clones,
+		       size_format(r->peak_before, a, sizeof a));
 		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	}

@@ -427,11 +427,13 @@ static int bind_bytes(struct exec *x, const struct value *v, struct rtensor *t)
  * its float32 kernel on widened copies of those inputs (workspace), and its float outputs are
  * rounded back to that dtype (to nearest even) as they are stored. So one kernel per op serves
  * every float width, and live memory holds only narrow tensors, as the memory model counts them.
- * Cast converts itself, and ops that read only shapes need nothing. 0: n has no 16-bit input. */
+ * Cast converts itself, ops that read only shapes need nothing, and an op with inputs of their own
+ * width (op_impl.own_width) reads 16 bits itself. 0: n has no 16-bit input to widen. */
 static int half_dtype(struct exec *x, const struct node *n, struct rtensor *const *in, int *dt)
 {
 	*dt = 0;
-	if (n->op == OP_CAST || (op_table[n->op].flags & OPF_META))
+	const struct op_impl *impl = op_table[n->op].impl;
+	if (n->op == OP_CAST || (op_table[n->op].flags & OPF_META) || (impl && impl->own_width))
 		return 0;
 	int other = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {

@@ -447,8 +447,8 @@ static int pow_grad(struct ad *a, const struct node *n)
 	struct value *g = ad_dy(a, n->out[0]), *x = n->in[0], *b = n->in[1];
 	int dt = ad_shape(a, x)->dtype;
 	if (ad_wants(a, x)) {
-		struct value *bb = ad_shape(a, b)->dtype == dt ? b : ad_op1(a, "Cast", b);
-		if (bb != b && ad_set_int(a, ad_producer(bb), "to", dt))
+		struct value *bb = ad_shape(a, b)->dtype == dt ? b : ad_cast(a, b, dt);
+		if (!bb)
 			return -1;
 		struct value *p = ad_op2(a, "Pow", x, ad_op2(a, "Sub", bb, ad_scalar(a, dt, 1)));
 		if (give_ub(a, n, 0, ad_op2(a, "Mul", g, ad_op2(a, "Mul", bb, p))))
@@ -492,11 +492,13 @@ static int erf_grad(struct ad *a, const struct node *n)
 }
 
 /* Relu' = Where(Greater(x, 0), g, 0) */
+/* g where y > 0 (which holds just where x > 0): reading the output, as PyTorch does, lets the
+ * input go once the forward pass is past it, unless something else keeps it */
 static int relu_grad(struct ad *a, const struct node *n)
 {
 	int dt = ad_shape(a, n->in[0])->dtype;
 	struct value *zero = ad_scalar(a, dt, 0);
-	struct value *ins[3] = {ad_op2(a, "Greater", n->in[0], zero), ad_dy(a, n->out[0]), zero};
+	struct value *ins[3] = {ad_op2(a, "Greater", n->out[0], zero), ad_dy(a, n->out[0]), zero};
 	return ins[0] ? ad_give(a, n->in[0], ad_op(a, "Where", ins, 3)) : -1;
 }
 
@@ -525,8 +527,8 @@ static int identity_grad(struct ad *a, const struct node *n)
 
 static int cast_grad(struct ad *a, const struct node *n)
 {
-	struct value *c = ad_op1(a, "Cast", ad_dy(a, n->out[0]));
-	return !c || ad_set_int(a, ad_producer(c), "to", ad_shape(a, n->in[0])->dtype) ? -1 : ad_give(a, n->in[0], c);
+	struct value *c = ad_cast(a, ad_dy(a, n->out[0]), ad_shape(a, n->in[0])->dtype);
+	return c ? ad_give(a, n->in[0], c) : -1;
 }
 
 /* Where(c, a, b): a gets g where c holds, b where it does not */

@@ -727,11 +727,8 @@ static int gather_grad(struct ad *a, const struct node *n)
 	if (ad_need_opset(a, 16, "the Gather gradient (ScatterND with reduction)"))
 		return -1;
 	struct value *ix = n->in[1];
-	if (ad_shape(a, ix)->dtype != DT_INT64) {
-		ix = ad_op1(a, "Cast", ix);
-		if (!ix || ad_set_int(a, ad_producer(ix), "to", DT_INT64))
-			return -1;
-	}
+	if (ad_shape(a, ix)->dtype != DT_INT64 && !(ix = ad_cast(a, ix, DT_INT64)))
+		return -1;
 	int64_t last = -1;
 	struct value *ins[3] = {ad_zeros_like(a, n->in[0]), ad_op2(a, "Unsqueeze", ix, ad_ints(a, &last, 1)),
 				ad_dy(a, n->out[0])};

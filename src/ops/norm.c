@@ -148,8 +148,8 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *scale = in[1], *bias = in[2], *rmean = in[3], *rvar = in[4];
-	if (want_float(x, a, "X"))
-		return exec_status(x);
+	if (!dtype_is_float(a->dtype)) /* 16 bits too: the statistics and parameters keep their width */
+		return exec_fail(x, "X must be a float tensor, not %s", dtype_name(a->dtype));
 	if (a->ndim < 2)
 		return exec_fail(x, "X must be (N, C, ...)");
 	int64_t nb = a->dims[0], c = a->dims[1], inner = a->numel / (nb * c != 0 ? nb * c : 1);
@@ -285,9 +285,8 @@ static int log_softmax_grad(struct ad *a, const struct node *n)
 /* Normalisation over `axes` (keepdims): with xh = (x - mean) * inv, inv = 1/sqrt(var + eps) and
  * gh = dL/dxh,  dx = inv * (gh - mean(gh) - xh * mean(gh * xh)). Statistics are recomputed. */
 static struct value *norm_dx(struct ad *a, struct value *x, struct value *gh, const int64_t *axes, int na, double eps,
-			     struct value **xh_out)
+			     int dt, struct value **xh_out)
 {
-	int dt = ad_shape(a, x)->dtype;
 	struct value *mean = reduce_keep(a, "ReduceMean", x, axes, na);
 	struct value *d = ad_op2(a, "Sub", x, mean);
 	struct value *var = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", d, d), axes, na);
@@ -322,7 +321,8 @@ static int layer_norm_grad(struct ad *a, const struct node *n)
 			lead[nl++] = i;
 	}
 	struct value *xh = NULL;
-	struct value *dx = norm_dx(a, x, ad_op2(a, "Mul", g, scale), norm, nn, attr_float(n, "epsilon", 1e-5f), &xh);
+	struct value *dx = norm_dx(a, x, ad_op2(a, "Mul", g, scale), norm, nn, attr_float(n, "epsilon", 1e-5f),
+				     ad_shape(a, x)->dtype, &xh);
 	if (ad_wants(a, x) && ad_give(a, x, dx))
 		return -1;
 	if (ad_wants(a, scale) && ad_give(a, scale, nl ? reduce_drop(a, ad_op2(a, "Mul", g, xh), lead, nl)
@@ -334,14 +334,16 @@ static int layer_norm_grad(struct ad *a, const struct node *n)
 }
 
 /* BatchNormalization over (N, spatial): training mode uses the batch statistics (as the forward
- * pass did); inference mode the running ones, which are constants. */
+ * pass did); inference mode the running ones, which are constants. A 16-bit X (mixed precision,
+ * with float32 parameters) is differentiated in float32, as the forward kernel computes: X and its
+ * gradient are cast up, and dX back down. */
 static int batch_norm_grad(struct ad *a, const struct node *n)
 {
 	struct value *x = n->in[0], *scale = n->in[1], *g = ad_dy(a, n->out[0]);
 	if (!g)
 		return ad_fail(a, "gradients through the running statistics are not supported");
 	const struct rtensor *xs = ad_shape(a, x);
-	int r = xs->ndim, dt = xs->dtype;
+	int r = xs->ndim, xdt = xs->dtype, dt = dtype_is_half(xdt) ? DT_FLOAT : xdt;
 	int64_t axes[RT_MAX_DIMS], cshape[RT_MAX_DIMS];
 	int na = 0;
 	for (int i = 0; i < r; i++) {
@@ -349,11 +351,15 @@ static int batch_norm_grad(struct ad *a, const struct node *n)
 			axes[na++] = i;
 		cshape[i] = i == 1 ? xs->dims[1] : 1;
 	}
+	if (dt != xdt) {
+		x = ad_cast(a, x, dt);
+		g = ad_cast(a, g, dt);
+	}
 	double eps = attr_float(n, "epsilon", 1e-5f);
 	struct value *gamma = ad_op2(a, "Reshape", scale, ad_ints(a, cshape, (size_t)r));
 	struct value *xh = NULL, *dx;
 	if (attr_int(n, "training_mode", 0)) {
-		dx = norm_dx(a, x, ad_op2(a, "Mul", g, gamma), axes, na, eps, &xh);
+		dx = norm_dx(a, x, ad_op2(a, "Mul", g, gamma), axes, na, eps, dt, &xh);
 	} else {
 		struct value *mean = ad_op2(a, "Reshape", n->in[3], ad_ints(a, cshape, (size_t)r));
 		struct value *var = ad_op2(a, "Reshape", n->in[4], ad_ints(a, cshape, (size_t)r));
@@ -362,7 +368,7 @@ static int batch_norm_grad(struct ad *a, const struct node *n)
 		xh = ad_op2(a, "Mul", ad_op2(a, "Sub", x, mean), inv);
 		dx = ad_op2(a, "Mul", g, ad_op2(a, "Mul", gamma, inv));
 	}
-	if (ad_wants(a, x) && ad_give(a, x, dx))
+	if (ad_wants(a, n->in[0]) && ad_give(a, n->in[0], dt != xdt ? ad_cast(a, dx, xdt) : dx))
 		return -1;
 	if (ad_wants(a, scale) && ad_give(a, scale, reduce_drop(a, ad_op2(a, "Mul", g, xh), axes, na)))
 		return -1;
@@ -384,15 +390,12 @@ static int dropout_grad(struct ad *a, const struct node *n)
 		return ad_give(a, x, g);
 	int dt = ad_shape(a, x)->dtype;
 	struct value *mask = ad_add_output(a, n, 1);
-	struct value *m = mask ? ad_op1(a, "Cast", mask) : NULL;
-	if (!m || ad_set_int(a, ad_producer(m), "to", dt))
+	struct value *m = mask ? ad_cast(a, mask, dt) : NULL;
+	if (!m)
 		return -1;
 	struct value *ratio = n->n_in > 1 && n->in[1] ? n->in[1] : ad_scalar(a, dt, 0.5);
-	if (ratio == n->in[1] && ad_shape(a, ratio)->dtype != dt) {
-		ratio = ad_op1(a, "Cast", ratio);
-		if (!ratio || ad_set_int(a, ad_producer(ratio), "to", dt))
-			return -1;
-	}
+	if (ratio == n->in[1] && ad_shape(a, ratio)->dtype != dt && !(ratio = ad_cast(a, ratio, dt)))
+		return -1;
 	struct value *keep = ad_op2(a, "Sub", ad_scalar(a, dt, 1), ratio);
 	return ad_give(a, x, ad_op2(a, "Div", ad_op2(a, "Mul", g, m), keep));
 }
@@ -420,5 +423,6 @@ static void per_input_cost_8(const struct node *n, struct rtensor *const *in, st
 const struct op_impl op_softmax = {.run = softmax_run, .cost = per_input_cost_4, .grad = softmax_grad, .recompute = RC_CHEAP};
 const struct op_impl op_log_softmax = {.run = log_softmax_run, .cost = per_input_cost_4, .grad = log_softmax_grad, .recompute = RC_CHEAP};
 const struct op_impl op_layer_norm = {.run = layer_norm_run, .cost = per_input_cost_8, .grad = layer_norm_grad, .recompute = RC_CHEAP};
-const struct op_impl op_batch_norm = {.run = batch_norm_run, .cost = per_input_cost_8, .grad = batch_norm_grad, .recompute = RC_CHEAP, .nodiff = 1u << 3 | 1u << 4};
+const struct op_impl op_batch_norm = {.run = batch_norm_run, .cost = per_input_cost_8, .grad = batch_norm_grad, .recompute = RC_CHEAP,
+				      .nodiff = 1u << 3 | 1u << 4, .own_width = 0x1eu | 0x6u << 16, .own_width_since = 15};
 const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2};

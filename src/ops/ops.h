@@ -55,6 +55,12 @@ struct op_impl {
 	/* The default-domain opset from which ONNX types the op for bfloat16 (0: every opset graphdiet
 	 * trains); below it, bfloat16 mixed precision computes the op in float32. */
 	int bf16_since;
+	/* Mixed precision: inputs (bit i) and outputs (bit 16 + i) that keep their own float width when
+	 * the op computes in 16 bits (BatchNormalization's statistics and affine parameters, which ONNX
+	 * types apart from X from opset `own_width_since`; below it the op computes in float32). Such
+	 * an op's kernel reads and writes 16-bit tensors itself: the executor does not widen them. */
+	uint32_t own_width;
+	int own_width_since;
 };
 
 #define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) extern const struct op_impl op_##impl;

@@ -331,8 +331,8 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 	if (kind == RK_MAX) {
 		/* the gradient goes to the maxima, shared evenly among ties */
 		struct value *yk = keep_dims(a, n, n->out[0], axes, na);
-		struct value *m = ad_op1(a, "Cast", ad_op2(a, "Equal", x, yk));
-		if (!m || ad_set_int(a, ad_producer(m), "to", xs->dtype))
+		struct value *m = ad_cast(a, ad_op2(a, "Equal", x, yk), xs->dtype);
+		if (!m)
 			return -1;
 		int64_t ax[RT_MAX_DIMS];
 		for (int i = 0; i < na; i++)
@@ -361,12 +361,6 @@ static int reduce_max_grad(struct ad *a, const struct node *n)
 	return reduce_grad(a, n, RK_MAX);
 }
 
-static struct value *cast_to(struct ad *a, struct value *v, int dt)
-{
-	struct value *c = ad_op1(a, "Cast", v);
-	return c && !ad_set_int(a, ad_producer(c), "to", dt) ? c : NULL;
-}
-
 /* The gradient of both losses with respect to their (N, C, d...) input, except for the sign and the
  * softmax: -onehot(labels) * scale * f, where f holds the per-element class weights and the
  * ignore_index mask, and scale is g / sum(f) (mean), g (sum) or g per element (none). */
@@ -376,7 +370,7 @@ static struct value *nll_input_grad(struct ad *a, const struct node *n, struct v
 	struct value *lab = n->in[1], *w = n->n_in > 2 ? n->in[2] : NULL;
 	int dt = ss->dtype, r = ss->ndim;
 	if (ad_shape(a, lab)->dtype != DT_INT64)
-		lab = cast_to(a, lab, DT_INT64);
+		lab = ad_cast(a, lab, DT_INT64);
 	/* classes (1, C, 1, ...) compared with labels (N, 1, d...) */
 	int64_t c = ss->dims[1], cls[4096], shp[RT_MAX_DIMS], one = 1;
 	if (c > 4096)
@@ -387,13 +381,13 @@ static struct value *nll_input_grad(struct ad *a, const struct node *n, struct v
 		shp[i] = i == 1 ? c : 1;
 	struct value *classes = ad_op2(a, "Reshape", ad_ints(a, cls, (size_t)c), ad_ints(a, shp, (size_t)r));
 	struct value *lab1 = ad_op2(a, "Unsqueeze", lab, ad_ints(a, &one, 1));
-	*onehot = cast_to(a, ad_op2(a, "Equal", lab1, classes), dt);
+	*onehot = ad_cast(a, ad_op2(a, "Equal", lab1, classes), dt);
 	struct value *f = NULL;
 	const struct attr *ig = node_attr(n, "ignore_index");
 	if (ig && ig->type == ATTR_INT) {
 		int64_t iv = ig->i;
 		struct value *valid = ad_op1(a, "Not", ad_op2(a, "Equal", lab, ad_ints(a, &iv, 1)));
-		f = cast_to(a, valid, dt);
+		f = ad_cast(a, valid, dt);
 		if (w) { /* an ignored label may be out of range: gather a valid one instead */
 			struct value *zero = ad_ints(a, (int64_t[]){0}, 1);
 			struct value *ins[3] = {valid, lab, zero};

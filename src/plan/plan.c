@@ -86,10 +86,14 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 				r->checkpoint_steps[r->n_checkpoints] = pos[v->producer->index];
 				r->checkpoints[r->n_checkpoints++] = v->name;
 				r->kept_bytes += mm->bytes[v->id];
+			} else if (v && !v->producer && !seen[v->id] && (steps[i].clone || (n->tags & TAG_BACKWARD))) {
+				seen[v->id] = 1;
+				r->saved_bytes += mm->bytes[v->id];
 			}
 		}
 	}
 	xfree(pos);
+	r->saved_bytes += r->kept_bytes;
 	r->segments = arena_array(g->arena, runs ? runs : 1, sizeof *r->segments);
 	if (!r->segments)
 		return -1;

@@ -60,6 +60,8 @@ struct plan_report {
 	struct segment *segments;    /* in schedule order (arena) */
 	uint32_t n_segments;
 	uint64_t kept_bytes;         /* of the checkpoints */
+	uint64_t saved_bytes;        /* what the backward pass reads from the forward: the checkpoints,
+				      * and the inputs and parameters (PyTorch's saved tensors) */
 	uint64_t *live_before, *live_after; /* live bytes per step, before and after (arena) */
 	uint32_t n_before, n_after;
 };

@@ -7,10 +7,13 @@
  * float32 and rounds their float results back). Casts go to the end; a sort puts them in place. */
 #include "autocast.h"
 #include "../exec/exec.h"
+#include "../io/tensor.h"
 #include "../util/join.h"
 #include "../util/xalloc.h"
 #include "fold.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 int autocast_parse(const char *s)
@@ -49,7 +52,10 @@ struct ac {
 	struct graph *g;
 	int opset;                /* the default domain's */
 	const struct autocast_opts *o;
+	struct exec *x;           /* the shapes-only run: dtypes, and the data of small constants */
 	int *dt;                  /* by value id: the dtype after the rewrite */
+	uint8_t *fixed;           /* by value id: an initializer, or made from initializers alone */
+	uint8_t *fit;             /* by value id: 1 fits 16 bits, 2 does not, 0 not yet known */
 	struct value *(*cast)[2]; /* by value id: its casts, [0] to 16 bits, [1] to float32 */
 	struct gd_err *e;
 };
@@ -79,52 +85,110 @@ static int kept(const struct autocast_opts *o, const struct node *n)
 	return 0;
 }
 
+/* 1 if every float32 in p keeps its magnitude in `dt`: finite stays finite, nonzero stays normal. */
+static int floats_fit(const float *p, size_t n, int dt)
+{
+	float tiny = dt == DT_FLOAT16 ? 0x1p-14f : FLT_MIN;
+	for (size_t i = 0; i < n; i++) {
+		float r = dt == DT_FLOAT16 ? f32_from_f16(f16_from_f32(p[i])) : f32_from_bf16(bf16_from_f32(p[i]));
+		if (isfinite(p[i]) && (isinf(r) || (p[i] != 0 && fabsf(r) < tiny)))
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether fixed value v fits 16 bits: by its data (the run's, or its initializer's), else by the
+ * fixed values it is made from (a parameter transposed or reshaped). */
+static int fits(struct ac *a, const struct value *v)
+{
+	if (a->fit[v->id])
+		return a->fit[v->id] == 1;
+	const struct rtensor *t = exec_value(a->x, v);
+	struct bytes b = {0};
+	int ok = 1;
+	if (t->data && t->dtype == DT_FLOAT)
+		ok = floats_fit(t->data, (size_t)t->numel, a->o->dtype);
+	else if (v->init && v->init->dtype == DT_FLOAT && !tensor_bytes(a->g, v->init, &b, a->e))
+		ok = floats_fit((const float *)(const void *)b.p, b.n / sizeof(float), a->o->dtype);
+	else if (v->producer)
+		for (uint32_t k = 0; k < v->producer->n_in && ok; k++)
+			ok = !v->producer->in[k] || a->dt[v->producer->in[k]->id] != DT_FLOAT ||
+			     fits(a, v->producer->in[k]);
+	a->fit[v->id] = ok ? 1 : 2;
+	return ok;
+}
+
+/* Input k of n keeps its own width (op_impl.own_width). */
+static int own_width(const struct node *n, uint32_t k)
+{
+	const struct op_impl *impl = op_table[n->op].impl;
+	return impl && k < 16 && (impl->own_width >> k & 1);
+}
+
 /* The width n computes in: 16-bit, float32, or 0 (its inputs' own: it reads no float, or only
- * one width). */
-static int width(const struct ac *a, const struct node *n)
+ * one width). A node reading both widths computes in 16 bits when its float32 inputs are fixed
+ * (parameters and constants, as a Linear's bias or GELU's 0.5) and fit 16 bits, so they are cast
+ * down; otherwise in float32. */
+static int width(struct ac *a, const struct node *n)
 {
 	uint32_t fl = op_table[n->op].flags;
 	if (n->op == OP_CAST || (fl & OPF_META))
 		return 0;
 	const struct op_impl *impl = op_table[n->op].impl;
-	if (kept(a->o, n) || (fl & OPF_AMP_FP32) || (a->o->dtype == DT_BFLOAT16 && impl && impl->bf16_since > a->opset))
+	if (kept(a->o, n) || (fl & OPF_AMP_FP32) || (a->o->dtype == DT_BFLOAT16 && impl && impl->bf16_since > a->opset) ||
+	    (impl && impl->own_width && impl->own_width_since > a->opset))
 		return DT_FLOAT;
 	if (fl & OPF_AMP_LOW)
 		return a->o->dtype;
-	int seen = 0;
+	int low = 0, wide = 0, wide_fixed = 1;
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		const struct value *v = n->in[k];
-		if (!v || (a->dt[v->id] != DT_FLOAT && a->dt[v->id] != a->o->dtype))
+		if (!v || own_width(n, k))
 			continue;
-		if (seen && seen != a->dt[v->id])
-			return DT_FLOAT; /* both widths: float32 */
-		seen = a->dt[v->id];
+		if (a->dt[v->id] == a->o->dtype)
+			low = 1;
+		else if (a->dt[v->id] == DT_FLOAT) {
+			wide = 1;
+			wide_fixed &= a->fixed[v->id] && fits(a, v);
+		}
 	}
-	return 0;
+	return low && wide ? (wide_fixed ? a->o->dtype : DT_FLOAT) : 0;
 }
 
 int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, struct gd_err *e)
 {
 	*n_low = 0;
-	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1};
+	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1, .keep_values = 1}; /* constants' data for fits() */
 	struct exec *x = exec_run(g, &eo, NULL, e);
 	if (!x)
 		return e->code;
 	uint32_t nv = g->n_values, nn = g->n_nodes;
-	struct ac a = {g, 17, o, xcalloc(nv ? nv : 1, sizeof *a.dt), xcalloc(nv ? nv : 1, sizeof *a.cast), e};
+	size_t n1 = nv ? nv : 1;
+	struct ac a = {g, 17, o, x, xcalloc(n1, sizeof *a.dt), xcalloc(n1, 1), xcalloc(n1, 1), xcalloc(n1, sizeof *a.cast), e};
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
 			a.opset = (int)g->model->opsets[i].version;
-	int rc = a.dt && a.cast ? 0 : err_oom(e);
-	for (uint32_t i = 0; i < nv && !rc; i++)
+	int rc = a.dt && a.fixed && a.fit && a.cast ? 0 : err_oom(e);
+	for (uint32_t i = 0; i < nv && !rc; i++) {
 		a.dt[i] = exec_value(x, g->values[i])->dtype;
-	exec_free(x);
+		a.fixed[i] = g->values[i]->init != NULL;
+	}
 	for (uint32_t i = 0; i < nn && !rc; i++) {
 		struct node *n = g->nodes[i];
+		int fixed = !(op_table[n->op].flags & OPF_RANDOM);
+		for (uint32_t k = 0; k < n->n_in; k++)
+			fixed &= !n->in[k] || a.fixed[n->in[k]->id];
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k])
+				a.fixed[n->out[k]->id] = (uint8_t)fixed;
 		int w = width(&a, n), in16 = 0;
+		if (e->code) { /* an initializer's bytes could not be read */
+			rc = e->code;
+			break;
+		}
 		for (uint32_t k = 0; k < n->n_in && !rc; k++) {
 			struct value *v = n->in[k];
-			if (!v || (a.dt[v->id] != DT_FLOAT && a.dt[v->id] != o->dtype))
+			if (!v || own_width(n, k) || (a.dt[v->id] != DT_FLOAT && a.dt[v->id] != o->dtype))
 				continue;
 			/* a float input: n computes in 16 bits if that is its width, or, without one, if
 			 * it reads 16 bits */
@@ -133,10 +197,12 @@ int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, stru
 				rc = e->code ? e->code : err_oom(e);
 		}
 		*n_low += in16 && w != DT_FLOAT && n->op != OP_CAST;
+		const struct op_impl *impl = op_table[n->op].impl;
 		for (uint32_t k = 0; k < n->n_out && in16 && n->op != OP_CAST; k++)
-			if (n->out[k] && a.dt[n->out[k]->id] == DT_FLOAT)
+			if (n->out[k] && a.dt[n->out[k]->id] == DT_FLOAT && !(impl && k < 16 && (impl->own_width >> (16 + k) & 1)))
 				a.dt[n->out[k]->id] = o->dtype;
 	}
+	exec_free(x);
 	/* graph outputs keep their dtype: the 16-bit value is renamed (its producer and readers keep
 	 * it), and a cast takes the output's name */
 	struct value **renamed = rc ? NULL : xcalloc(nv ? nv : 1, sizeof *renamed);
@@ -178,6 +244,8 @@ int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, stru
 			v->type.dtype = o->dtype;
 	}
 	xfree(a.dt);
+	xfree(a.fixed);
+	xfree(a.fit);
 	xfree(a.cast);
 	return rc ? rc : graph_toposort(g, e);
 }

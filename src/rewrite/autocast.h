@@ -3,10 +3,15 @@
  * The policy is PyTorch autocast's, by op (flags in ops.def):
  *   - MatMul, Gemm, Conv and ConvTranspose (OPF_AMP_LOW) compute in 16 bits: their float32 inputs
  *     are cast down;
- *   - precision-sensitive ops (OPF_AMP_FP32: Softmax, LogSoftmax, LayerNormalization,
- *     BatchNormalization, the reductions, Exp, Log, Pow and the losses) compute in float32: their
- *     16-bit inputs are cast up, so the loss is float32;
- *   - every other op computes in its inputs' dtype, and one reading both widths reads float32;
+ *   - precision-sensitive ops (OPF_AMP_FP32: Softmax, LogSoftmax, LayerNormalization, the
+ *     reductions, Exp, Log, Pow and the losses) compute in float32: their 16-bit inputs are cast
+ *     up, so the loss is float32;
+ *   - BatchNormalization's statistics and affine parameters keep float32 beside a 16-bit X
+ *     (op_impl.own_width, from opset 15; float32 before);
+ *   - every other op computes in its inputs' dtype. One reading both widths computes in 16 bits
+ *     when its float32 inputs are fixed (initializers, constants, and values made from them alone)
+ *     and fit 16 bits (finite stays finite, nonzero stays normal): they are cast down, as a Linear's
+ *     bias is; otherwise it computes in float32;
  *   - in bfloat16, an op ONNX does not type for it at the model's opset (Conv, ConvTranspose and
  *     the pools before opset 22: op_impl.bf16_since) computes in float32.
  * So the activations between products (their outputs, and Relu, Tanh, Add... of them) are 16-bit:
