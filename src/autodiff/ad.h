@@ -92,7 +92,7 @@ struct value *ad_zeros_like(struct ad *a, const struct value *x);
 /* Gives forward node n an extra output (such as MaxPool's Indices or Dropout's mask, which the
  * backward pass reads); returns it. */
 struct value *ad_add_output(struct ad *a, const struct node *n, uint32_t slot);
-/* Shape(x) as a value. */
+/* x's shape as a value: a constant when no dimension is symbolic, else Shape(x). */
 struct value *ad_shape_of(struct ad *a, const struct value *x);
 /* The number of elements of x over `axes` (all when n_axes is 0) as a scalar of dtype: a constant
  * when the graph has no symbolic dimensions, else computed from Shape(x). */

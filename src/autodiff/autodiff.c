@@ -346,7 +346,12 @@ struct value *ad_add_output(struct ad *a, const struct node *cn, uint32_t slot)
 
 struct value *ad_shape_of(struct ad *a, const struct value *x)
 {
-	return ad_op1(a, "Shape", (struct value *)x);
+	const struct rtensor *s = ad_shape(a, x);
+	int symbolic = 0;
+	for (int i = 0; i < s->ndim; i++)
+		symbolic |= ad_dim_symbolic(a, s->dims[i]);
+	/* a constant when it can be: Shape(x) in the backward pass would keep x alive until then */
+	return symbolic ? ad_op1(a, "Shape", (struct value *)x) : ad_ints(a, s->dims, (size_t)s->ndim);
 }
 
 struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na, int keepdims)
