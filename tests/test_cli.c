@@ -375,6 +375,31 @@ Test(cli, fp16_halves_what_the_backward_pass_holds)
 	}
 }
 
+/* What the backward pass holds of the MLP (x [B, 20] -> Gemm 32 -> Relu -> Gemm 32 -> Relu -> Gemm
+ * 10 -> SoftmaxCrossEntropyLoss), counted by hand at B = 32: x for fc1's weight gradient (fc1's
+ * weight is not needed: x takes no gradient), each Relu's output (for its own gradient, which
+ * reads the output as PyTorch's does, and the next Gemm's weight gradient; the Gemm results are not
+ * kept), fc2's and fc3's weights (for the gradients flowing back), the loss's log-probabilities
+ * and the int64 targets. In fp16 the activations and the weight copies are 2 bytes; the
+ * log-probabilities stay float32. (PyTorch saves 17668 bytes in float32: the same, plus a scalar.) */
+Test(cli, plan_counts_what_the_backward_pass_holds)
+{
+	enum { B = 32 };
+	const long fp32 = B * 20 * 4 + 2 * (B * 32 * 4) + 32 * 32 * 4 + 32 * 10 * 4 + B * 10 * 4 + B * 8;
+	const long fp16 = B * 20 * 2 + 2 * (B * 32 * 2) + 32 * 32 * 2 + 32 * 10 * 2 + B * 10 * 4 + B * 8;
+	char arg[1100];
+	snprintf(arg, sizeof arg, "%s|%ld|%ld", GD_BINARY, fp32, fp16);
+	python_ok("import json, subprocess, sys\n"
+		  "gd, a, b = sys.argv[1].split('|')\n"
+		  "def saved(*p):\n"
+		  "    r = subprocess.run([gd, 'plan', '" TESTDATA "/mlp.onnx', '--dim', 'batch=32', '--format', 'json', *p],\n"
+		  "                       capture_output=True, text=True, check=True)\n"
+		  "    return json.loads(r.stdout)['saved_bytes']\n"
+		  "assert saved() == int(a), (saved(), a)\n"
+		  "assert saved('--precision', 'fp16') == int(b), (saved('--precision', 'fp16'), b)\n",
+		  arg, "mlp");
+}
+
 /* Fixed loss scaling by a power of two is exact in float32: every gradient is bitwise the
  * unscaled one. (A scale of 1000 is not a power of two and changes the last bits: the check can
  * tell.) Under fp16 a modest scale (128) still matches float32 within 5%; 65536 overflows float16
