@@ -85,13 +85,16 @@ static int kept(const struct autocast_opts *o, const struct node *n)
 	return 0;
 }
 
-/* 1 if every float32 in p keeps its magnitude in `dt`: finite stays finite, nonzero stays normal. */
-static int floats_fit(const float *p, size_t n, int dt)
+/* 1 if each of the n float32s at p (in place in a model file: maybe unaligned) keeps its magnitude
+ * in `dt`: finite stays finite, nonzero stays normal. */
+static int floats_fit(const void *p, size_t n, int dt)
 {
 	float tiny = dt == DT_FLOAT16 ? 0x1p-14f : FLT_MIN;
 	for (size_t i = 0; i < n; i++) {
-		float r = dt == DT_FLOAT16 ? f32_from_f16(f16_from_f32(p[i])) : f32_from_bf16(bf16_from_f32(p[i]));
-		if (isfinite(p[i]) && (isinf(r) || (p[i] != 0 && fabsf(r) < tiny)))
+		float f;
+		memcpy(&f, (const char *)p + i * sizeof f, sizeof f);
+		float r = dt == DT_FLOAT16 ? f32_from_f16(f16_from_f32(f)) : f32_from_bf16(bf16_from_f32(f));
+		if (isfinite(f) && (isinf(r) || (f != 0 && fabsf(r) < tiny)))
 			return 0;
 	}
 	return 1;
@@ -109,7 +112,7 @@ static int fits(struct ac *a, const struct value *v)
 	if (t->data && t->dtype == DT_FLOAT)
 		ok = floats_fit(t->data, (size_t)t->numel, a->o->dtype);
 	else if (v->init && v->init->dtype == DT_FLOAT && !tensor_bytes(a->g, v->init, &b, a->e))
-		ok = floats_fit((const float *)(const void *)b.p, b.n / sizeof(float), a->o->dtype);
+		ok = floats_fit(b.p, b.n / sizeof(float), a->o->dtype);
 	else if (v->producer)
 		for (uint32_t k = 0; k < v->producer->n_in && ok; k++)
 			ok = !v->producer->in[k] || a->dt[v->producer->in[k]->id] != DT_FLOAT ||
