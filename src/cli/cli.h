@@ -48,13 +48,20 @@ int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precisio
 struct graph;
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
 void cli_precision_free(struct cli_precision *p);
-/* --loss-scale (opt 'S'), --optimizer ('O') and --clip-grad-norm ('G') into so (rewrite/step.h);
- * nonzero (after the usage message) when bad. */
+/* --loss-scale (opt 'S'), --optimizer ('O'), --clip-grad-norm ('G'), --diet (CLI_OPT_DIET) and
+ * --diet-params (CLI_OPT_DIET_PARAMS) into so (rewrite/step.h); nonzero (after the usage message)
+ * when bad. cli_step_free frees what it kept. */
 struct step_opts;
 int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
+void cli_step_free(struct step_opts *so);
+/* Rewrites each argument --diet:ARGS as --diet=ARGS, for getopt (the documented form has a colon). */
+void cli_step_argv(int argc, char **argv);
+enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
-		{"optimizer", required_argument, NULL, 'O'}
+		{"optimizer", required_argument, NULL, 'O'}, {"diet", optional_argument, NULL, CLI_OPT_DIET},   \
+		{"diet-params", required_argument, NULL, CLI_OPT_DIET_PARAMS}
+#define CLI_STEP_CASES case 'S': case 'G': case 'O': case CLI_OPT_DIET: case CLI_OPT_DIET_PARAMS
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 

@@ -195,7 +195,35 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 		if (end == arg || *end || !(so->clip_norm > 0) || !isfinite(so->clip_norm))
 			return cli_usage(cmd, "--clip-grad-norm %s: not a positive number", arg);
 	}
+	if (opt == CLI_OPT_DIET && diet_parse(arg, &so->diet, why, sizeof why))
+		return cli_usage(cmd, "--diet:%s: %s", arg, why);
+	if (opt == CLI_OPT_DIET_PARAMS) {
+		if (!so->diet.on)
+			diet_parse(NULL, &so->diet, why, sizeof why); /* the names imply --diet */
+		cli_step_free(so);
+		char *buf = NULL;
+		const char **names = NULL;
+		so->diet.n_params = cli_split_names(arg, &buf, &names);
+		so->diet.params = names;
+		so->diet_buf = buf;
+	}
 	return 0;
+}
+
+void cli_step_free(struct step_opts *so)
+{
+	free(so->diet_buf);
+	free((void *)so->diet.params);
+	so->diet_buf = NULL;
+	so->diet.params = NULL;
+	so->diet.n_params = 0;
+}
+
+void cli_step_argv(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strncmp(argv[i], "--diet:", 7))
+			argv[i][6] = '=';
 }
 
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e)

@@ -315,6 +315,7 @@ static int run(int argc, char **argv, int check)
 	struct cli_precision prec = {0};
 	struct step_opts step = {0};
 	optind = 1;
+	cli_step_argv(argc, argv);
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -334,9 +335,7 @@ static int run(int argc, char **argv, int check)
 		case 'l':
 			po.loss = optarg;
 			break;
-		case 'S':
-		case 'G':
-		case 'O':
+		CLI_STEP_CASES:
 			if ((rc = cli_step(cmd, c, optarg, &step)))
 				goto out;
 			po.step = &step;
@@ -396,6 +395,7 @@ out:
 	graph_free(g);
 	names_free(&file_names);
 	cli_precision_free(&prec);
+	cli_step_free(&step);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

@@ -134,6 +134,7 @@ int cmd_train(int argc, char **argv)
 	uint32_t n_data = 0;
 	int shared_rc = 0;
 	optind = 1;
+	cli_step_argv(argc, argv);
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -149,9 +150,7 @@ int cmd_train(int argc, char **argv)
 			if ((rc = cli_precision("train", c, optarg, &prec)))
 				goto out;
 			break;
-		case 'S':
-		case 'G':
-		case 'O':
+		CLI_STEP_CASES:
 			if ((rc = cli_step("train", c, optarg, &so)))
 				goto out;
 			break;
@@ -243,6 +242,7 @@ out:
 	free(fbuf);
 	names_free(&file_names);
 	cli_precision_free(&prec);
+	cli_step_free(&so);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

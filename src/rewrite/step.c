@@ -6,6 +6,9 @@
 #include "step.h"
 #include "fold.h"
 #include "../autodiff/ad.h"
+#include "../io/tensor.h"
+#include "../ops/diet.h"
+#include "../ops/ops.h"
 #include "../util/join.h"
 #include "../util/xalloc.h"
 
@@ -111,6 +114,50 @@ int optimizer_parse(const char *arg, struct optimizer *o, char *why, size_t n)
 	}
 	snprintf(why, n, "not sgd[:lr=,momentum=] or adam[:lr=,beta1=,beta2=,eps=]");
 	return -1;
+}
+
+int diet_parse(const char *arg, struct diet *d, char *why, size_t n)
+{
+	const char *const *params = d->params;
+	size_t n_params = d->n_params;
+	*d = (struct diet){1, 0, 0.98, 1e-10, 1.0, 2000, 10.0 / 32767, 1, 1, params, n_params};
+	for (const char *s = arg; s && *s;) {
+		size_t len = strcspn(s, ","), klen = strcspn(s, "=");
+		if (klen >= len) {
+			snprintf(why, n, "'%.*s' is not key=value", (int)len, s);
+			return -1;
+		}
+		const char *v = s + klen + 1;
+		size_t vlen = len - klen - 1;
+#define KEY(k) (klen == strlen(k) && !strncmp(s, k, klen))
+#define VAL(w) (vlen == strlen(w) && !strncmp(v, w, vlen))
+		if (KEY("schedule") && (VAL("noam") || VAL("none"))) {
+			d->noam = VAL("noam");
+		} else if (KEY("round") && (VAL("stochastic") || VAL("nearest"))) {
+			d->stochastic = VAL("stochastic");
+		} else if (KEY("beta1") || KEY("beta2") || KEY("eps") || KEY("lr") || KEY("warmup") || KEY("scale")) {
+			char *end = NULL;
+			double x = strtod(v, &end);
+			if (KEY("scale") && end && *end == '/' && end < v + vlen) /* 10/32767 */
+				x /= strtod(end + 1, &end);
+			int ok = end == v + vlen && isfinite(x);
+			ok &= KEY("beta1") || KEY("beta2") ? x >= 0 && x < 1 : KEY("eps") ? x >= 0 : x > 0;
+			if (!ok) {
+				snprintf(why, n, "%.*s: '%.*s' is out of range", (int)klen, s, (int)vlen, v);
+				return -1;
+			}
+			*(KEY("beta1") ? &d->beta1 : KEY("beta2") ? &d->beta2 : KEY("eps") ? &d->eps : KEY("lr") ? &d->lr
+			  : KEY("warmup") ? &d->warmup : &d->scale) = x;
+		} else {
+			snprintf(why, n, "'%.*s' is not one of beta1=, beta2=, eps=, lr=, schedule=noam|none, warmup=, "
+				 "scale=, round=stochastic|nearest", (int)len, s);
+			return -1;
+		}
+#undef KEY
+#undef VAL
+		s += len + (s[len] == ',');
+	}
+	return 0;
 }
 
 /* ---- building ---- */
@@ -523,6 +570,213 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 	return s->e->code;
 }
 
+/* ---- diet variables ---- */
+
+static int diet_chosen(const struct diet *d, const struct value *p)
+{
+	if (!d->on || p->init->dtype != DT_FLOAT)
+		return 0;
+	for (size_t i = 0; i < d->n_params; i++)
+		if (!strcmp(d->params[i], p->name))
+			return 1;
+	return !d->n_params && p->init->ndim == 2;
+}
+
+/* The model imports `domain` (version 1) for graphdiet's own ops. */
+static int need_domain(struct graph *g, const char *domain)
+{
+	struct model *m = g->model;
+	for (size_t i = 0; i < m->n_opsets; i++)
+		if (m->opsets[i].domain && !strcmp(m->opsets[i].domain, domain))
+			return 0;
+	struct opset *o = arena_array(g->arena, m->n_opsets + 1, sizeof *o);
+	if (!o)
+		return -1;
+	if (m->n_opsets)
+		memcpy(o, m->opsets, m->n_opsets * sizeof *o);
+	o[m->n_opsets] = (struct opset){.domain = domain, .version = 1, .has_version = true};
+	m->opsets = o;
+	m->n_opsets++;
+	return 0;
+}
+
+/* Parameter p becomes INT16 storage under its own name, p's data quantized to nearest; the old
+ * float value, renamed p_dequant, is now made by the forward pass: Cast(q) * scale. Returns q. */
+static struct value *diet_store(struct sb *s, const struct diet *d, struct value *p)
+{
+	struct graph *g = s->g;
+	const struct tensor *t = p->init;
+	struct bytes b;
+	int64_t numel = 1;
+	for (uint32_t k = 0; k < t->ndim; k++)
+		numel *= t->dims[k];
+	if (tensor_bytes(g, t, &b, s->e))
+		return NULL;
+	if (b.n != (size_t)numel * sizeof(float)) {
+		err_set(s->e, GD_EINPUT, "parameter '%s' has %zu bytes of data for %lld floats", p->name, b.n, (long long)numel);
+		return NULL;
+	}
+	int16_t *q = arena_alloc(g->arena, (size_t)numel * sizeof *q + 1);
+	char name[600], deq[620];
+	snprintf(name, sizeof name, "%s", p->name);
+	JOIN(deq, sizeof deq, name, "_dequant");
+	const char *nm = arena_strdup(g->arena, name);
+	struct tensor *qt = arena_zalloc(g->arena, sizeof *qt);
+	if (!q || !nm || !qt || graph_rename_fresh(g, p, deq, s->e)) {
+		sb_fail(s);
+		return NULL;
+	}
+	for (int64_t i = 0; i < numel; i++) {
+		float f;
+		memcpy(&f, b.p + i * sizeof f, sizeof f);
+		q[i] = diet_quantize(f, d->scale, -1);
+	}
+	/* p is no initializer or input now */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		if (g->inits[i] != p)
+			g->inits[k++] = g->inits[i];
+	g->n_inits = k;
+	k = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		if (g->inputs[i] != p)
+			g->inputs[k++] = g->inputs[i];
+	g->n_inputs = k;
+	p->init = NULL;
+	p->flags &= ~(VALUE_PARAM | VALUE_CONST | VALUE_INPUT);
+	*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_BYTES,
+			      .field = TFIELD_RAW, .bytes = {(const uint8_t *)q, (size_t)numel * sizeof *q}};
+	struct value *qv = graph_value(g, nm, s->e);
+	if (!qv || set_type(g, qv, DT_INT16, t->ndim, t->dims) || graph_add_init(g, qv, qt, s->e)) {
+		sb_fail(s);
+		return NULL;
+	}
+	uint32_t tags = s->tags;
+	s->tags = TAG_FORWARD;
+	struct value *y = op(s, "Mul", deq, 2, op_int(s, "Cast", deq, qv, "to", DT_FLOAT), scalar(s, DT_FLOAT, d->scale), NULL);
+	s->tags = tags;
+	if (!y || graph_set_output_value(y->producer, 0, p, s->e)) {
+		sb_fail(s);
+		return NULL;
+	}
+	return qv;
+}
+
+static struct attr fattr(const char *name, double v)
+{
+	return (struct attr){.name = name, .type = ATTR_FLOAT, .has_type = true, .f = (float)v};
+}
+
+static struct attr sattr(const char *name, const char *v)
+{
+	return (struct attr){.name = name, .type = ATTR_STRING, .has_type = true, .s = {(const uint8_t *)v, strlen(v)}};
+}
+
+/* DietAdam(q, grad, step, m, v1[, v2]) with its state made and bound (Where(found, old, new) when a
+ * finite check may skip the step). Returns the node. */
+static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, struct value *grad,
+			      struct value *step, struct value *found)
+{
+	struct graph *g = s->g;
+	const struct tensor *t = q->init;
+	char sn[640];
+	int factored = t->ndim == 2;
+	struct value *st[3] = {NULL, NULL, NULL}; /* m, v1, v2 */
+	if (d->beta1 != 0) {
+		JOIN(sn, sizeof sn, q->name, "_diet_m");
+		st[0] = state(s, sn, DT_FLOAT, t->ndim, t->dims, 0);
+	}
+	JOIN(sn, sizeof sn, q->name, factored ? "_diet_vr" : "_diet_v");
+	st[1] = state(s, sn, DT_FLOAT, factored ? 1 : t->ndim, t->dims, 0);
+	if (factored) {
+		JOIN(sn, sizeof sn, q->name, "_diet_vc");
+		st[2] = state(s, sn, DT_FLOAT, 1, t->dims + 1, 0);
+	}
+	struct node *n = graph_add_node(g, s->e);
+	uint32_t n_in = factored ? 6 : 5, n_out = factored ? 4 : 3;
+	struct value **io = n ? arena_array(g->arena, n_in + n_out, sizeof *io) : NULL;
+	struct attr *a = io ? arena_array(g->arena, 8, sizeof *a) : NULL;
+	JOIN(sn, sizeof sn, q->name, "_diet_adam");
+	if (!a || !st[1] || (factored && !st[2]) || (d->beta1 != 0 && !st[0]) || !(n->name = graph_fresh_name(g, sn, s->e))) {
+		sb_fail(s);
+		return NULL;
+	}
+	n->op_type = "DietAdam";
+	n->domain = "graphdiet";
+	n->op = op_lookup("graphdiet", "DietAdam");
+	n->tags = s->tags;
+	n->in = io;
+	n->out = io + n_in;
+	n->n_in = n_in;
+	n->n_out = n_out;
+	struct value *ins[6] = {q, grad, step, st[0], st[1], st[2]};
+	memcpy(n->in, ins, n_in * sizeof *ins);
+	for (uint32_t k = 0; k < n_out; k++) {
+		struct value *old = k ? st[k - 1] : q;
+		if (!old)
+			continue;
+		JOIN(sn, sizeof sn, old->name, "_updated");
+		const char *on = graph_fresh_name(g, sn, s->e);
+		if (!on || graph_set_output(g, n, k, on, s->e)) {
+			sb_fail(s);
+			return NULL;
+		}
+	}
+	a[0] = fattr("beta1", d->beta1);
+	a[1] = fattr("beta2", d->beta2);
+	a[2] = fattr("epsilon", d->eps);
+	a[3] = fattr("lr", d->lr);
+	a[4] = sattr("schedule", d->noam ? "noam" : "none");
+	a[5] = fattr("warmup", d->warmup);
+	a[6] = fattr("scale", d->scale);
+	a[7] = sattr("round", d->stochastic ? "stochastic" : "nearest");
+	n->attr = a;
+	n->n_attr = 8;
+	for (uint32_t k = 0; k < n_out; k++) {
+		struct value *old = k ? st[k - 1] : q;
+		if (old && bind(s, old, pick(s, found, old, n->out[k], sn)))
+			return NULL;
+	}
+	return need_domain(g, "graphdiet") ? (sb_fail(s), NULL) : n;
+}
+
+/* Makes the backward node after `after` (in g's order, among the first n_old nodes) wait for u. */
+static int wait_for(struct sb *s, const struct node *after, struct node *u, uint32_t n_old)
+{
+	struct graph *g = s->g;
+	if (!after || after->index + 1 >= n_old)
+		return 0;
+	struct node *next = g->nodes[after->index + 1];
+	struct node **c = arena_array(g->arena, next->n_ctrl + 1, sizeof *c);
+	if (!c)
+		return err_oom(s->e);
+	if (next->n_ctrl)
+		memcpy(c, next->ctrl, next->n_ctrl * sizeof *c);
+	c[next->n_ctrl] = u;
+	next->ctrl = c;
+	next->n_ctrl++;
+	return 0;
+}
+
+/* Each diet parameter's storage and update. Inline (found NULL and no clipping): each update waits
+ * only for its gradient, and the next backward node waits for it. */
+static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, uint32_t n, struct value *found,
+		      int inline_, uint32_t n_old)
+{
+	struct value *step = state(s, "diet_step", DT_INT64, 0, NULL, 0);
+	struct value *step1 = op(s, "Add", "diet_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
+	if (!step1 || bind(s, step, pick(s, found, step, step1, "diet_step_next")))
+		return sb_fail(s);
+	for (uint32_t i = 0; i < n && !s->e->code; i++) {
+		struct node *made = pg[i].g->producer;
+		struct value *q = diet_store(s, d, pg[i].p);
+		struct node *u = q ? diet_adam(s, d, q, pg[i].g, step1, found) : NULL;
+		if (!u || (inline_ && wait_for(s, made, u, n_old)))
+			return sb_fail(s);
+	}
+	return s->e->code;
+}
+
 /* Makes `now` the output named `was` had, at its place (was keeps a fresh <name>_<suffix>). */
 static int replace_output(struct sb *s, const struct param_grad *pg, struct value *now, const char *suffix)
 {
@@ -542,9 +796,11 @@ static int replace_output(struct sb *s, const struct param_grad *pg, struct valu
 int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 {
 	int dynamic = o->ls.kind == LOSS_SCALE_DYNAMIC;
-	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE)
+	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE && !o->diet.on)
 		return 0;
 	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD};
+	uint32_t n_old = g->n_nodes;
+	uint8_t *diet = NULL;
 	/* the gradients autodiff made: outputs <param>_grad */
 	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
 	uint32_t n = 0;
@@ -558,10 +814,27 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		if (p)
 			pg[n++] = (struct param_grad){p, g->outputs[i], i};
 	}
-	/* with an optimizer the gradients are consumed in the graph: no outputs */
-	if (o->opt.kind != OPTIMIZER_NONE) {
+	/* diet parameters: the chosen ones (each --diet-params name must be one) */
+	if (!(diet = xcalloc(n ? n : 1, 1))) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		diet[i] = (uint8_t)diet_chosen(&o->diet, pg[i].p);
+	for (size_t k = 0; o->diet.on && k < o->diet.n_params; k++) {
+		uint32_t i = 0;
+		while (i < n && !(diet[i] && !strcmp(pg[i].p->name, o->diet.params[k])))
+			i++;
+		if (i == n) {
+			rc = err_set(e, GD_EINPUT, "--diet-params: '%s' is not a trainable float32 parameter", o->diet.params[k]);
+			goto out;
+		}
+	}
+	/* with an optimizer (or as diet variables) the gradients are consumed in the graph: no outputs */
+	if (o->opt.kind != OPTIMIZER_NONE || o->diet.on) {
 		for (uint32_t i = 0; i < n; i++)
-			pg[i].g->flags &= ~VALUE_OUTPUT;
+			if (o->opt.kind != OPTIMIZER_NONE || diet[i])
+				pg[i].g->flags &= ~VALUE_OUTPUT;
 		uint32_t k = 0;
 		for (uint32_t i = 0; i < g->n_outputs; i++)
 			if (g->outputs[i]->flags & VALUE_OUTPUT)
@@ -595,7 +868,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		coef = pick(&s, op(&s, "Less", c, 2, coef, one, NULL), coef, one, c);
 		for (uint32_t i = 0; i < n && !rc; i++) {
 			struct value *clipped = op(&s, "Mul", c, 2, pg[i].g, as(&s, coef, pg[i].p->init->dtype), NULL);
-			if (o->opt.kind == OPTIMIZER_NONE)
+			if (o->opt.kind == OPTIMIZER_NONE && !diet[i])
 				rc = replace_output(&s, &pg[i], clipped, "unclipped");
 			else if (!clipped)
 				rc = sb_fail(&s);
@@ -604,8 +877,21 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		if (rc)
 			goto out;
 	}
-	/* 3. the update */
-	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, n, found)))
+	/* 3. the updates: diet parameters' by DietAdam, the others' by the optimizer */
+	uint32_t nd = 0, nr = 0;
+	struct param_grad *pd = xmalloc(sizeof *pd * (n ? n : 1));
+	if (!pd) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (diet[i])
+			pd[nd++] = pg[i];
+		else
+			pg[nr++] = pg[i];
+	rc = nd ? diet_build(&s, &o->diet, pd, nd, found, !dynamic && !(o->clip_norm > 0), n_old) : 0;
+	xfree(pd);
+	if (rc || (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found))))
 		goto out;
 	/* 4. the scale */
 	if (dynamic) {
@@ -614,8 +900,12 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 			goto out;
 	}
 	rc = e->code ? e->code : commit(&s);
+	/* diet storage's dequantization is forward, and its updates wait in the backward pass */
+	if (!rc && o->diet.on)
+		rc = graph_toposort(g, e);
 out:
 	xfree(pg);
+	xfree(diet);
 	sb_free(&s);
 	return rc;
 }

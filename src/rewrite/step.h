@@ -12,6 +12,12 @@
  *   optimizer_step   int64: steps taken (a skipped step does not count, as in PyTorch)
  *   <param>_adam_m, <param>_adam_v, <param>_momentum   optimizer state
  *   <state>_new      the next value of <state>, for every bound state and parameter
+ * With diet variables (--diet), each chosen parameter P becomes an INT16 initializer P (value =
+ * P x scale) that the forward pass dequantizes (Cast, Mul) into P_dequant, and a DietAdam node reads
+ * its gradient as soon as it is complete: a control dependency makes the backward node after the
+ * gradient's wait for the update, so the gradient is freed at once. Its state: P_diet_m (beta1 != 0),
+ * P_diet_vr and P_diet_vc (2-D) or P_diet_v, and diet_step (int64, the steps taken). With dynamic
+ * loss scaling or clipping, which need every gradient first, the updates come after them instead.
  * The order within the step is PyTorch's: backprop from the scaled loss, unscale (autodiff), check
  * every gradient for NaN and infinity, clip the unscaled gradients, update; a step that found a
  * non-finite gradient keeps every parameter and optimizer state bit for bit (Where(found_inf, old,
@@ -41,16 +47,32 @@ struct optimizer {
 	double beta1, beta2, eps; /* adam */
 };
 
+/* Diet variables (tensor2tensor's): parameters stored as INT16 fixed point and updated by DietAdam
+ * (ops/diet.h) as soon as their gradient is complete. */
+struct diet {
+	int on;
+	double beta1, beta2, eps, lr, warmup, scale;
+	int noam;                 /* schedule=noam (else none: linear warmup) */
+	int stochastic;           /* round=stochastic (else nearest) */
+	const char *const *params; /* --diet-params; none: every 2-D float parameter */
+	size_t n_params;
+};
+
 struct step_opts {
 	struct loss_scaling ls;
 	double clip_norm; /* > 0: scale the gradients so their global L2 norm is at most this */
 	struct optimizer opt;
+	struct diet diet;
+	char *diet_buf; /* the CLI's: what diet.params points into */
 };
 
 /* Parses --loss-scale fixed:S | dynamic[:k=v,...] and --optimizer sgd|adam[:k=v,...], starting
  * from the defaults; on failure, returns -1 with why[] saying what is wrong. */
 int loss_scaling_parse(const char *arg, struct loss_scaling *ls, char *why, size_t n);
 int optimizer_parse(const char *arg, struct optimizer *o, char *why, size_t n);
+/* --diet[:beta1=0,beta2=0.98,eps=1e-10,lr=1,schedule=noam|none,warmup=2000,scale=10/32767,
+ * round=stochastic|nearest] (arg: what follows the colon, or NULL); sets d->on. */
+int diet_parse(const char *arg, struct diet *d, char *why, size_t n);
 
 /* Before autodiff: sets ao's loss scaling (a fixed scale, or the name of dynamic scaling's state
  * loss_scale, which this makes). */

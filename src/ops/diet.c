@@ -1,0 +1,96 @@
+/* diet.c - the DietAdam op; see diet.h. */
+#include "diet.h"
+#include "../util/philox.h"
+#include "kernel.h"
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+double diet_lr(double lr, int noam, double warmup, double t)
+{
+	if (noam)
+		return lr * fmin(t * pow(warmup, -1.5), 1 / sqrt(t));
+	return lr * fmin(t / warmup, 1);
+}
+
+int16_t diet_quantize(double x, double scale, double u)
+{
+	double y = x / scale;
+	if (isnan(y))
+		return 0;
+	if (u < 0)
+		y = nearbyint(y);
+	else
+		y = copysign(floor(fabs(y) + u), y);
+	return (int16_t)(y > DIET_QMAX ? DIET_QMAX : y < -DIET_QMAX ? -DIET_QMAX : y);
+}
+
+static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *q = in[0], *g = in[1], *t = in[2], *m = n->n_in > 3 ? in[3] : NULL;
+	const struct rtensor *v1 = n->n_in > 4 ? in[4] : NULL, *v2 = n->n_in > 5 ? in[5] : NULL;
+	if (q->dtype != DT_INT16)
+		return exec_fail(x, "the parameter must be int16, not %s", dtype_name(q->dtype));
+	if (!is_float(g) && !(g->dtype == DT_FLOAT16 || g->dtype == DT_BFLOAT16))
+		return exec_fail(x, "the gradient must be a float tensor");
+	if (g->numel != q->numel || !v1 || t->numel != 1)
+		return exec_fail(x, "needs the parameter, its gradient (of its shape), the step and the second moment");
+	int64_t rows = q->ndim == 2 ? q->dims[0] : 0, cols = q->ndim == 2 ? q->dims[1] : 0;
+	if (v2 ? q->ndim != 2 || v1->numel != rows || v2->numel != cols : v1->numel != q->numel)
+		return exec_fail(x, "the second moment must be %s", v2 ? "factored as (rows) and (columns) of a 2-D parameter"
+								  : "of the parameter's shape");
+	if (m && m->numel != q->numel)
+		return exec_fail(x, "the momentum must have the parameter's shape");
+	int16_t *qo = exec_alloc(x, out[0], DT_INT16, q->ndim, q->dims);
+	void *mo = m && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], m->dtype, m->ndim, m->dims) : NULL;
+	void *v1o = n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], v1->dtype, v1->ndim, v1->dims) : NULL;
+	void *v2o = v2 && n->n_out > 3 && n->out[3] ? exec_alloc(x, out[3], v2->dtype, v2->ndim, v2->dims) : NULL;
+	if (!qo || (m && !mo) || !v1o || (v2 && !v2o))
+		return exec_status(x);
+	double b1 = attr_float(n, "beta1", 0), b2 = attr_float(n, "beta2", 0.98f), eps = attr_float(n, "epsilon", 1e-10f);
+	double scale = attr_float(n, "scale", 10.0f / DIET_QMAX), step = rt_get(t, 0);
+	double lr = diet_lr(attr_float(n, "lr", 1), attr_str_is(n, "schedule", "noam", 1), attr_float(n, "warmup", 2000),
+			    step);
+	int stochastic = attr_str_is(n, "round", "stochastic", 1);
+	if (!(step >= 1))
+		return exec_fail(x, "the step must count from 1, not %g", step);
+	double bc = 1 - pow(b2, step), cmean = 0;
+	uint64_t key = exec_node_seed(x, n) ^ ((uint64_t)step * 0x9e3779b97f4a7c15ull);
+	/* the moments first: v1' and v2' (and their means, for the factored denominator) */
+	if (v2) {
+		for (int64_t i = 0; i < rows; i++) {
+			double s = 0;
+			for (int64_t j = 0; j < cols; j++)
+				s += rt_get(g, i * cols + j) * rt_get(g, i * cols + j);
+			rt_set(out[2], i, b2 * rt_get(v1, i) + (1 - b2) * s / (double)cols);
+		}
+		for (int64_t j = 0; j < cols; j++) {
+			double s = 0;
+			for (int64_t i = 0; i < rows; i++)
+				s += rt_get(g, i * cols + j) * rt_get(g, i * cols + j);
+			rt_set(out[3], j, b2 * rt_get(v2, j) + (1 - b2) * s / (double)rows);
+			cmean += sqrt(rt_get(out[3], j) / bc) + eps;
+		}
+		cmean /= (double)(cols ? cols : 1);
+	}
+	for (int64_t k = 0; k < q->numel; k++) {
+		double gk = rt_get(g, k), u = gk, denom;
+		if (m) {
+			u = b1 * rt_get(m, k) + (1 - b1) * gk;
+			rt_set(out[1], k, u);
+		}
+		if (v2) {
+			denom = (sqrt(rt_get(out[2], k / cols) / bc) + eps) * (sqrt(rt_get(out[3], k % cols) / bc) + eps) / cmean;
+		} else {
+			double v = b2 * rt_get(v1, k) + (1 - b2) * gk * gk;
+			rt_set(out[2], k, v);
+			denom = sqrt(v / bc) + eps;
+		}
+		double w = ((const int16_t *)q->data)[k] * scale - lr * u / denom;
+		qo[k] = diet_quantize(w, scale, stochastic ? philox_uniform(key, (uint64_t)k) : -1);
+	}
+	return 0;
+}
+
+const struct op_impl op_diet_adam = {.run = diet_adam_run, .recompute = RC_NEVER, .nodiff = ~0u};

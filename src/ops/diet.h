@@ -1,0 +1,36 @@
+/* diet.h - diet variables' arithmetic (tensor2tensor's diet variables): INT16 fixed-point storage,
+ * value = q x scale, and the DietAdam update op (graphdiet domain), which the training step
+ * (rewrite/step.h) places right after a parameter's gradient is complete.
+ *
+ * DietAdam(q, g, t, m, v1[, v2]) -> (q', m', v1'[, v2'])
+ *   q   INT16, the parameter (any shape); g its gradient (float, q's shape); t INT64 scalar, the
+ *       step number counting from 1; m the momentum slot (float, q's shape; an absent input and
+ *       output when beta1 = 0); v1, v2 the second moment: for a 2-D q of R x C, v1 = vr (R) and
+ *       v2 = vc (C), factored; otherwise v1 = v (q's shape) and no v2.
+ *   attributes: beta1, beta2, epsilon, lr, schedule ("noam" or "none"), warmup, scale,
+ *       round ("stochastic" or "nearest"), seed.
+ * The update, in float64:
+ *   m' = beta1 m + (1 - beta1) g, and u = m' (u = g when beta1 = 0);
+ *   factored: vr' = beta2 vr + (1 - beta2) mean(g^2, axis 1), vc' likewise along axis 0,
+ *       r = sqrt(vr' / (1 - beta2^t)) + eps, c = sqrt(vc' / (1 - beta2^t)) + eps,
+ *       denom[i][j] = r[i] c[j] / mean(c);
+ *   full: v' = beta2 v + (1 - beta2) g^2, denom = sqrt(v' / (1 - beta2^t)) + eps;
+ *   q' = quantize(q scale - lr_t u / denom), lr_t = diet_lr(t).
+ * quantize(x) = x / scale rounded to nearest (ties to even), or stochastically: floor(|x| / scale +
+ * U[0, 1)), sign restored, U from the executor's counter-based generator keyed by the node's seed
+ * and t (so each step draws afresh, and a run is reproducible); then clamped to +-32767. */
+#ifndef GD_DIET_H
+#define GD_DIET_H
+
+#include <stdint.h>
+
+#define DIET_QMAX 32767
+
+/* The learning rate at step t (>= 1): noam, lr min(t warmup^-1.5, t^-0.5); otherwise
+ * lr min(t / warmup, 1). */
+double diet_lr(double lr, int noam, double warmup, double t);
+/* x / scale rounded (u < 0: to nearest, ties to even; else floor(|x| / scale + u) with the sign
+ * restored), clamped to +-DIET_QMAX. NaN goes to 0. */
+int16_t diet_quantize(double x, double scale, double u);
+
+#endif
