@@ -508,6 +508,39 @@ Test(cli, fp16_training_with_dynamic_scaling_tracks_float32)
 	}
 }
 
+/* Diet variables train: 20 steps of the MLP with --diet (stochastic rounding, lr 0.01 without
+ * warmup) more than halve the loss, with and without checkpointing (--checkpoint memory recomputes
+ * forward values in the backward pass), and each DietAdam update runs once per step: one node per
+ * 2-D parameter, and diet_step counts the steps. The 1-D biases keep gradient outputs. */
+Test(cli, diet_variables_train)
+{
+	static const char *const ckpt[] = {"none", "memory"};
+	for (int c = 0; c < 2; c++) {
+		char d[512];
+		snprintf(d, sizeof d, "%s/diet_%s", tmpdir(), ckpt[c]);
+		char *extra[] = {"--diet:lr=0.01,schedule=none,warmup=1", "--checkpoint", (char *)ckpt[c], "--dim", "batch=4"};
+		train_and_step("mlp", d, 20, extra, 5);
+		python_ok("import sys, json, onnx, numpy as np\n"
+			  "d = sys.argv[1]\n"
+			  "s = json.load(open(d + '/steps.json'))['steps']\n"
+			  "assert len(s) == 20 and s[-1]['loss'] < 0.5 * s[0]['loss'], (s[0], s[-1])\n"
+			  "m = onnx.load(d + '/step.onnx')\n"
+			  "ups = [n for n in m.graph.node if n.op_type == 'DietAdam']\n"
+			  "assert len(ups) == 3 and all(n.domain == 'graphdiet' for n in ups), ups\n"
+			  "assert {o.domain for o in m.opset_import} >= {'', 'graphdiet'}\n"
+			  "q = {i.name: i.data_type for i in m.graph.initializer}\n"
+			  "assert all(q['fc%d.weight' % k] == onnx.TensorProto.INT16 for k in (1, 2, 3)), q\n"
+			  "assert int(np.load(d + '/out/diet_step_new.npy')) == 20\n"
+			  "outs = [o.name for o in m.graph.output]\n"
+			  "assert 'fc1.bias_grad' in outs and not any('weight_grad' in o for o in outs), outs\n",
+			  d, ckpt[c]);
+	}
+	char *bad[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--diet-params", "fc9.weight", "-o", "-", NULL};
+	expect_exit(bad, 2, "--diet-params: 'fc9.weight' is not a trainable float32 parameter");
+	char *bad2[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--diet:round=up", "-o", "-", NULL};
+	expect_exit(bad2, 2, "round=up");
+}
+
 /* An fp16 run that starts at a scale of 2^40 overflows: each such step is skipped (the loss stays
  * bitwise the same, since nothing moved) and halves the scale, until a scale fits; then the loss
  * falls, and optimizer_step counts only the steps taken. */

@@ -6,6 +6,8 @@
 #include "rewrite/ctrl.h"
 #include "rewrite/fold.h"
 #include "rewrite/step.h"
+#include "ops/diet.h"
+#include "util/philox.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -662,4 +664,197 @@ Test(step, options_parse_with_defaults_and_refuse_nonsense)
 	static const char *const badopt[] = {"adamw", "sgd:lr=-1", "adam:beta1=1", "sgd:beta1=0.9", "adam:lr=x"};
 	for (size_t i = 0; i < sizeof badopt / sizeof *badopt; i++)
 		cr_expect_neq(optimizer_parse(badopt[i], &o, why, sizeof why), 0, "%s accepted", badopt[i]);
+}
+
+/* ---- diet variables (DietAdam, ops/diet.h) ---- */
+
+/* loss = ReduceSum(w * x) + ReduceSum(u * y): w's gradient is x, u's is y, so a test feeds any
+ * gradient. w is 2-D (a factored second moment), u 3-D (a full one). */
+static const char diet_yaml[] =
+	"graphdiet: 1\nopset: 17\ninputs:\n"
+	"  - {name: x, dtype: float32, shape: [3, 4]}\n  - {name: y, dtype: float32, shape: [2, 2, 2]}\n"
+	"params:\n"
+	"  - {name: w, dtype: float32, shape: [3, 4], data: [0.5, -1.25, 2, 0.001, -3, 0.75, 1, -0.5, 0.25, 4, -2, 1.5]}\n"
+	"  - {name: u, dtype: float32, shape: [2, 2, 2], data: [1, -1, 0.5, -0.5, 2, -2, 0.125, 3]}\n"
+	"nodes:\n"
+	"  - {op: Mul, inputs: [w, x], outputs: [a]}\n  - {op: ReduceSum, inputs: [a], outputs: [la], attrs: {keepdims: 0}}\n"
+	"  - {op: Mul, inputs: [u, y], outputs: [c]}\n  - {op: ReduceSum, inputs: [c], outputs: [lc], attrs: {keepdims: 0}}\n"
+	"  - {op: Add, inputs: [la, lc], outputs: [loss]}\n"
+	"outputs: [{name: loss}]\n";
+
+/* The formulas of the issue, in float64, independently of the kernel: one parameter's step t with
+ * gradient g. State is kept in float32 as the graph keeps it, and the hyperparameters are float32
+ * as ONNX attributes are. */
+struct diet_ref {
+	int16_t q[12];
+	float m[12], vr[3], vc[4], v[12];
+};
+
+static void diet_ref_step(struct diet_ref *s, const float *g, int rows, int cols, int factored, double t,
+			  const struct diet *d)
+{
+	struct diet f = {.beta1 = (float)d->beta1, .beta2 = (float)d->beta2, .eps = (float)d->eps, .lr = (float)d->lr,
+			 .warmup = (float)d->warmup, .scale = (float)d->scale};
+	d = &f;
+	int n = rows * cols;
+	double bc = 1 - pow(d->beta2, t), lr = d->lr * fmin(t / d->warmup, 1), cm = 0;
+	if (factored) {
+		for (int i = 0; i < rows; i++) {
+			double a = 0;
+			for (int j = 0; j < cols; j++)
+				a += (double)g[i * cols + j] * g[i * cols + j] / cols;
+			s->vr[i] = (float)(d->beta2 * s->vr[i] + (1 - d->beta2) * a);
+		}
+		for (int j = 0; j < cols; j++) {
+			double a = 0;
+			for (int i = 0; i < rows; i++)
+				a += (double)g[i * cols + j] * g[i * cols + j] / rows;
+			s->vc[j] = (float)(d->beta2 * s->vc[j] + (1 - d->beta2) * a);
+			cm += (sqrt(s->vc[j] / bc) + d->eps) / cols;
+		}
+	}
+	for (int k = 0; k < n; k++) {
+		double u = g[k], denom;
+		if (d->beta1 != 0)
+			u = s->m[k] = (float)(d->beta1 * s->m[k] + (1 - d->beta1) * g[k]);
+		if (factored) {
+			denom = (sqrt(s->vr[k / cols] / bc) + d->eps) * (sqrt(s->vc[k % cols] / bc) + d->eps) / cm;
+		} else {
+			s->v[k] = (float)(d->beta2 * s->v[k] + (1 - d->beta2) * (double)g[k] * g[k]);
+			denom = sqrt(s->v[k] / bc) + d->eps;
+		}
+		double x = s->q[k] * d->scale - lr * u / denom, r = nearbyint(x / d->scale);
+		s->q[k] = (int16_t)fmax(-32767, fmin(32767, r));
+	}
+}
+
+static struct rtensor diet_tensor(int dtype, int ndim, const int64_t *dims, void *data)
+{
+	struct rtensor t = {.dtype = dtype, .ndim = ndim, .numel = 1, .data = data};
+	for (int i = 0; i < ndim; i++)
+		t.numel *= (t.dims[i] = dims[i]);
+	t.nbytes = (size_t)t.numel * dtype_size(dtype);
+	return t;
+}
+
+/* Five steps of DietAdam (round=nearest, momentum on, linear warmup over 2 steps) on a 2-D and a
+ * 3-D diet parameter, each step's state fed back, against diet_ref_step: the moments agree to
+ * float32 rounding and the stored INT16 values exactly (allowing one unit where the float64
+ * reference and the kernel's float64 land on either side of a rounding tie: none occur here). The
+ * gradients are not outputs, and the update count diet_step is 5. */
+Test(diet, steps_match_a_float64_reference)
+{
+	struct graph *g = load_text("diet.yaml", diet_yaml);
+	static const char *const names[] = {"w", "u"};
+	struct step_opts so = {0};
+	char why[256];
+	cr_assert_eq(diet_parse("beta1=0.9,beta2=0.95,eps=1e-6,lr=0.05,schedule=none,warmup=2,round=nearest", &so.diet,
+				why, sizeof why), 0, "%s", why);
+	so.diet.params = names;
+	so.diet.n_params = 2;
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_assert_eq(step_build(g, &so, &e), 0, "%s", e.msg);
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		cr_assert_null(strstr(g->outputs[i]->name, "_grad"), "%s: no gradient output", g->outputs[i]->name);
+	struct diet_ref rw = {0}, ru = {0};
+	static const float w0[12] = {0.5f, -1.25f, 2, 0.001f, -3, 0.75f, 1, -0.5f, 0.25f, 4, -2, 1.5f};
+	static const float u0[8] = {1, -1, 0.5f, -0.5f, 2, -2, 0.125f, 3};
+	for (int k = 0; k < 12; k++)
+		rw.q[k] = (int16_t)nearbyint(w0[k] / (float)so.diet.scale);
+	for (int k = 0; k < 8; k++)
+		ru.q[k] = (int16_t)nearbyint(u0[k] / (float)so.diet.scale);
+	int16_t qw[12], qu[8];
+	float mw[12] = {0}, vr[3] = {0}, vc[4] = {0}, mu[8] = {0}, vu[8] = {0};
+	int64_t step = 0;
+	memcpy(qw, rw.q, sizeof qw);
+	memcpy(qu, ru.q, sizeof qu);
+	const int64_t d34[2] = {3, 4}, d222[3] = {2, 2, 2}, d3[1] = {3}, d4[1] = {4};
+	for (int t = 1; t <= 5; t++) {
+		float x[12], y[8];
+		for (int k = 0; k < 12; k++)
+			x[k] = (float)(sin(1.3 * k + t) * pow(10, (k % 3) - 1));
+		for (int k = 0; k < 8; k++)
+			y[k] = (float)cos(0.7 * k * t) * 0.3f;
+		struct rtensor in[10] = {
+			diet_tensor(DT_FLOAT, 2, d34, x),  diet_tensor(DT_FLOAT, 3, d222, y), diet_tensor(DT_INT16, 2, d34, qw),
+			diet_tensor(DT_INT16, 3, d222, qu), diet_tensor(DT_FLOAT, 2, d34, mw), diet_tensor(DT_FLOAT, 1, d3, vr),
+			diet_tensor(DT_FLOAT, 1, d4, vc),  diet_tensor(DT_FLOAT, 3, d222, mu), diet_tensor(DT_FLOAT, 3, d222, vu),
+			diet_tensor(DT_INT64, 0, NULL, &step)};
+		const char *in_names[10] = {"x", "y", "w", "u", "w_diet_m", "w_diet_vr", "w_diet_vc", "u_diet_m", "u_diet_v",
+					    "diet_step"};
+		struct exec_opts xo = {.inputs = in, .input_names = in_names, .n_inputs = 10};
+		struct exec *ex = exec_run(g, &xo, NULL, &e);
+		cr_assert(ex, "step %d: %s", t, e.msg);
+		diet_ref_step(&rw, x, 3, 4, 1, t, &so.diet);
+		diet_ref_step(&ru, y, 1, 8, 0, t, &so.diet);
+		struct {
+			const char *name;
+			void *into;
+			size_t n;
+		} outs[] = {{"w_new", qw, sizeof qw}, {"u_new", qu, sizeof qu}, {"w_diet_m_new", mw, sizeof mw},
+			    {"w_diet_vr_new", vr, sizeof vr}, {"w_diet_vc_new", vc, sizeof vc}, {"u_diet_m_new", mu, sizeof mu},
+			    {"u_diet_v_new", vu, sizeof vu}, {"diet_step_new", &step, sizeof step}};
+		for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+			const struct value *v = strmap_get(&g->names, outs[i].name);
+			cr_assert(v && (v->flags & VALUE_OUTPUT), "%s is an output", outs[i].name);
+			const struct rtensor *r = exec_value(ex, v);
+			cr_assert_eq(r->nbytes, outs[i].n, "%s", outs[i].name);
+			memcpy(outs[i].into, r->data, outs[i].n);
+		}
+		exec_free(ex);
+		for (int k = 0; k < 12; k++) {
+			cr_expect(abs(qw[k] - rw.q[k]) <= 1, "step %d: w[%d] = %d, reference %d", t, k, qw[k], rw.q[k]);
+			cr_expect(fabsf(mw[k] - rw.m[k]) <= 1e-6f * fabsf(rw.m[k]) + 1e-12f, "step %d: m[%d]", t, k);
+		}
+		for (int k = 0; k < 8; k++) {
+			cr_expect(abs(qu[k] - ru.q[k]) <= 1, "step %d: u[%d] = %d, reference %d", t, k, qu[k], ru.q[k]);
+			cr_expect(fabsf(vu[k] - ru.v[k]) <= 1e-6f * fabsf(ru.v[k]) + 1e-12f, "step %d: v[%d]", t, k);
+		}
+		for (int k = 0; k < 3; k++)
+			cr_expect(fabsf(vr[k] - rw.vr[k]) <= 1e-6f * fabsf(rw.vr[k]), "step %d: vr[%d]", t, k);
+		for (int k = 0; k < 4; k++)
+			cr_expect(fabsf(vc[k] - rw.vc[k]) <= 1e-6f * fabsf(rw.vc[k]), "step %d: vc[%d]", t, k);
+		cr_expect_eq(step, t, "the update runs once per step");
+		memcpy(rw.q, qw, sizeof qw); /* a tie, if any, stays the kernel's */
+		memcpy(ru.q, qu, sizeof qu);
+	}
+	int moved = 0;
+	for (int k = 0; k < 12; k++)
+		moved += qw[k] != (int16_t)nearbyint(w0[k] / (float)so.diet.scale);
+	cr_expect_gt(moved, 8, "the parameters moved");
+	graph_free(g);
+}
+
+/* Quantization: multiples of scale round-trip; stochastic rounding is unbiased (the mean of 20000
+ * draws of x = 0.3 units is 0.3 units within 1%) and nearest is deterministic; both clamp to
+ * +-32767; the learning-rate schedules. */
+Test(diet, quantization_and_schedules)
+{
+	const double s = 10.0 / 32767;
+	for (int q = -32767; q <= 32767; q += 127)
+		cr_assert_eq(diet_quantize(q * s, s, -1), q, "%d round-trips", q);
+	for (int u = 0; u < 4; u++)
+		cr_assert_eq(diet_quantize(1234 * s, s, u / 4.0), 1234, "a multiple stays put stochastically");
+	double sum = 0, sum_neg = 0;
+	for (int i = 0; i < 20000; i++) {
+		sum += diet_quantize(0.3 * s, s, philox_uniform(7, (uint64_t)i));
+		sum_neg += diet_quantize(-5.3 * s, s, philox_uniform(8, (uint64_t)i));
+	}
+	cr_expect(fabs(sum / 20000 - 0.3) < 0.01, "mean %g, not 0.3", sum / 20000);
+	cr_expect(fabs(sum_neg / 20000 + 5.3) < 0.01, "mean %g, not -5.3", sum_neg / 20000);
+	cr_expect_eq(diet_quantize(0.3 * s, s, -1), 0);
+	cr_expect_eq(diet_quantize(0.7 * s, s, -1), 1);
+	cr_expect_eq(diet_quantize(1e9, s, -1), 32767);
+	cr_expect_eq(diet_quantize(-1e9, s, 0.99), -32767);
+	cr_expect_eq(diet_quantize(32767.4 * s, s, 0.9), 32767, "clamped, not wrapped");
+	cr_expect_eq(diet_quantize(NAN, s, -1), 0);
+	/* noam: lr min(t w^-1.5, t^-0.5); at t = w the two agree; after it, t^-0.5 */
+	cr_expect_float_eq(diet_lr(2, 1, 100, 1), 2 * pow(100, -1.5), 1e-15);
+	cr_expect_float_eq(diet_lr(2, 1, 100, 100), 2 * 0.1, 1e-15);
+	cr_expect_float_eq(diet_lr(2, 1, 100, 400), 2 * 0.05, 1e-15);
+	cr_expect_float_eq(diet_lr(2, 0, 100, 1), 0.02, 1e-15);
+	cr_expect_float_eq(diet_lr(2, 0, 100, 400), 2, 1e-15);
 }

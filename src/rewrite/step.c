@@ -629,7 +629,7 @@ static struct value *diet_store(struct sb *s, const struct diet *d, struct value
 	for (int64_t i = 0; i < numel; i++) {
 		float f;
 		memcpy(&f, b.p + i * sizeof f, sizeof f);
-		q[i] = diet_quantize(f, d->scale, -1);
+		q[i] = diet_quantize(f, (float)d->scale, -1); /* the scale as the graph stores it */
 	}
 	/* p is no initializer or input now */
 	uint32_t k = 0;
