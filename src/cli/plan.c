@@ -23,7 +23,9 @@
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n" \
 	"      --optimizer O     count the optimizer's state and update: sgd[:momentum=M] or adam\n" \
 	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n" \
-	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n"
+	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n" \
+	"      --diet[:...]      diet variables, as graphdiet-train(1)\n" \
+	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n"
 
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"
