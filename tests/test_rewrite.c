@@ -858,3 +858,55 @@ Test(diet, quantization_and_schedules)
 	cr_expect_float_eq(diet_lr(2, 0, 100, 1), 0.02, 1e-15);
 	cr_expect_float_eq(diet_lr(2, 0, 100, 400), 2, 1e-15);
 }
+
+/* Two DietAdam nodes on the same 2-D q and gradient, one factored (vr, vc), one with a full v: at
+ * t = 1 with g = a b^T and |b| constant, g^2 is rank 1 and the factored denominator is the full
+ * one, so both give the same q' (and, bias-corrected at t = 1, each weight moves by lr sign(g):
+ * v' / (1 - beta2) = g^2). With unequal |b| the factored one differs, as its formula says (by
+ * sqrt(mean b^2) / mean |b| before epsilon). */
+Test(diet, factored_equals_full_for_rank_one_squares_and_t1_moves_by_lr)
+{
+	static const char yaml[] =
+		"graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+		"inputs: [{name: g, dtype: float32, shape: [3, 4]}]\n"
+		"params:\n  - {name: q, dtype: int16, shape: [3, 4], data: [100, -200, 300, 0, 5, -5, 7000, -7000, 1, 2, 3, 4]}\n"
+		"  - {name: t, dtype: int64, shape: [], data: [1]}\n"
+		"  - {name: vr, dtype: float32, shape: [3], data: [0, 0, 0]}\n  - {name: vc, dtype: float32, shape: [4], data: [0, 0, 0, 0]}\n"
+		"  - {name: v, dtype: float32, shape: [3, 4], data: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}\n"
+		"nodes:\n"
+		"  - {op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc], outputs: [qf, '', vrf, vcf],\n"
+		"     attrs: {beta2: 0.98, epsilon: 1.0e-10, lr: 0.01, schedule: none, warmup: 1.0, round: nearest}}\n"
+		"  - {op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', v], outputs: [qv, '', vf],\n"
+		"     attrs: {beta2: 0.98, epsilon: 1.0e-10, lr: 0.01, schedule: none, warmup: 1.0, round: nearest}}\n"
+		"outputs: [{name: qf}, {name: qv}]\n";
+	struct graph *g = load_text("diet_rank1.yaml", yaml);
+	static const float a[3] = {0.5f, -2, 3}, bs[2][4] = {{1, -1, 1, -1}, {1, -4, 0.5f, 2}};
+	static const int16_t q0[12] = {100, -200, 300, 0, 5, -5, 7000, -7000, 1, 2, 3, 4};
+	const int64_t d34[2] = {3, 4};
+	for (int c = 0; c < 2; c++) {
+		float gv[12];
+		for (int i = 0; i < 12; i++)
+			gv[i] = a[i / 4] * bs[c][i % 4] * 1e-3f;
+		struct rtensor in = diet_tensor(DT_FLOAT, 2, d34, gv);
+		const char *names[1] = {"g"};
+		struct exec_opts xo = {.inputs = &in, .input_names = names, .n_inputs = 1};
+		struct gd_err e = {0};
+		struct exec *x = exec_run(g, &xo, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		const int16_t *qf = exec_value(x, strmap_get(&g->names, "qf"))->data;
+		const int16_t *qv = exec_value(x, strmap_get(&g->names, "qv"))->data;
+		int differ = 0;
+		for (int i = 0; i < 12; i++) {
+			differ += qf[i] != qv[i];
+			int16_t moved = diet_quantize(q0[i] * (double)(10.0f / 32767) - 0.01f * (gv[i] > 0 ? 1 : -1),
+						      (double)(10.0f / 32767), -1);
+			cr_expect_eq(qv[i], moved, "full v, t = 1: q[%d] moves by lr sign(g): %d, not %d", i, qv[i], moved);
+		}
+		if (c == 0)
+			cr_expect_eq(differ, 0, "rank-1 g^2 with |b| constant: factored == full");
+		else
+			cr_expect_gt(differ, 0, "unequal |b|: the factored estimate differs");
+		exec_free(x);
+	}
+	graph_free(g);
+}
