@@ -417,8 +417,6 @@ struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int
 		sel = ad_op2(a, "Gather", sh, ad_ints(a, ix, (size_t)n_axes));
 	}
 	struct value *p = ad_reduce(a, "ReduceProd", sel, NULL, 0, 0);
-	if (!p)
-		return NULL;
 	return p ? ad_cast(a, p, dtype) : NULL;
 }
 

@@ -338,7 +338,7 @@ int cmd_run(int argc, char **argv)
 		err_print(path, &e);
 	if (g && !rc && steps > 1 && !sts.n) {
 		rc = err_set(&e, GD_EINPUT, "--steps %ld: the graph has no state to carry from step to step (train it with "
-					    "--optimizer or --loss-scale dynamic)", steps);
+					    "--optimizer, --diet or --loss-scale dynamic)", steps);
 		err_print(path, &e);
 	}
 	if (g && !rc) {

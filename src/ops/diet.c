@@ -32,8 +32,8 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	const struct rtensor *v1 = n->n_in > 4 ? in[4] : NULL, *v2 = n->n_in > 5 ? in[5] : NULL;
 	if (q->dtype != DT_INT16)
 		return exec_fail(x, "the parameter must be int16, not %s", dtype_name(q->dtype));
-	if (!is_float(g) && !(g->dtype == DT_FLOAT16 || g->dtype == DT_BFLOAT16))
-		return exec_fail(x, "the gradient must be a float tensor");
+	if (want_float(x, g, "the gradient"))
+		return exec_status(x);
 	if (g->numel != q->numel || !v1 || t->numel != 1)
 		return exec_fail(x, "needs the parameter, its gradient (of its shape), the step and the second moment");
 	int64_t rows = q->ndim == 2 ? q->dims[0] : 0, cols = q->ndim == 2 ? q->dims[1] : 0;
@@ -42,16 +42,23 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 								  : "of the parameter's shape");
 	if (m && m->numel != q->numel)
 		return exec_fail(x, "the momentum must have the parameter's shape");
+	/* every updated slot is an output: the next step needs it */
+	if ((m && !(n->n_out > 1 && n->out[1])) || !(n->n_out > 2 && n->out[2]) || (v2 && !(n->n_out > 3 && n->out[3])))
+		return exec_fail(x, "the updated momentum and second moment must be outputs");
+	if (!attr_str_is(n, "schedule", "noam", 1) && !attr_str_is(n, "schedule", "none", 0))
+		return exec_fail(x, "schedule must be noam or none");
+	if (!attr_str_is(n, "round", "stochastic", 1) && !attr_str_is(n, "round", "nearest", 0))
+		return exec_fail(x, "round must be stochastic or nearest");
 	int16_t *qo = exec_alloc(x, out[0], DT_INT16, q->ndim, q->dims);
-	void *mo = m && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], m->dtype, m->ndim, m->dims) : NULL;
-	void *v1o = n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], v1->dtype, v1->ndim, v1->dims) : NULL;
-	void *v2o = v2 && n->n_out > 3 && n->out[3] ? exec_alloc(x, out[3], v2->dtype, v2->ndim, v2->dims) : NULL;
+	void *mo = m ? exec_alloc(x, out[1], m->dtype, m->ndim, m->dims) : NULL;
+	void *v1o = exec_alloc(x, out[2], v1->dtype, v1->ndim, v1->dims);
+	void *v2o = v2 ? exec_alloc(x, out[3], v2->dtype, v2->ndim, v2->dims) : NULL;
 	if (!qo || (m && !mo) || !v1o || (v2 && !v2o))
-		return exec_status(x);
-	double b1 = attr_float(n, "beta1", 0), b2 = attr_float(n, "beta2", 0.98f), eps = attr_float(n, "epsilon", 1e-10f);
-	double scale = attr_float(n, "scale", 10.0f / DIET_QMAX), step = rt_get(t, 0);
-	double lr = diet_lr(attr_float(n, "lr", 1), attr_str_is(n, "schedule", "noam", 1), attr_float(n, "warmup", 2000),
-			    step);
+		return exec_status(x); /* shapes only, or out of memory */
+	double b1 = attr_float(n, "beta1", DIET_BETA1), b2 = attr_float(n, "beta2", DIET_BETA2);
+	double eps = attr_float(n, "epsilon", DIET_EPS), scale = attr_float(n, "scale", DIET_SCALE), step = rt_get(t, 0);
+	double lr = diet_lr(attr_float(n, "lr", DIET_LR), attr_str_is(n, "schedule", "noam", 1),
+			    attr_float(n, "warmup", DIET_WARMUP), step);
 	int stochastic = attr_str_is(n, "round", "stochastic", 1);
 	if (!(step >= 1))
 		return exec_fail(x, "the step must count from 1, not %g", step);

@@ -7,8 +7,8 @@
  *       step number counting from 1; m the momentum slot (float, q's shape; an absent input and
  *       output when beta1 = 0); v1, v2 the second moment: for a 2-D q of R x C, v1 = vr (R) and
  *       v2 = vc (C), factored; otherwise v1 = v (q's shape) and no v2.
- *   attributes: beta1, beta2, epsilon, lr, schedule ("noam" or "none"), warmup, scale,
- *       round ("stochastic" or "nearest"), seed.
+ *   attributes (defaults below): beta1, beta2, epsilon, lr, schedule ("noam" or "none"), warmup,
+ *       scale, round ("stochastic" or "nearest").
  * The update, in float64:
  *   m' = beta1 m + (1 - beta1) g, and u = m' (u = g when beta1 = 0);
  *   factored: vr' = beta2 vr + (1 - beta2) mean(g^2, axis 1), vc' likewise along axis 0,
@@ -17,14 +17,22 @@
  *   full: v' = beta2 v + (1 - beta2) g^2, denom = sqrt(v' / (1 - beta2^t)) + eps;
  *   q' = quantize(q scale - lr_t u / denom), lr_t = diet_lr(t).
  * quantize(x) = x / scale rounded to nearest (ties to even), or stochastically: floor(|x| / scale +
- * U[0, 1)), sign restored, U from the executor's counter-based generator keyed by the node's seed
- * and t (so each step draws afresh, and a run is reproducible); then clamped to +-32767. */
+ * U[0, 1)), sign restored, U from the executor's counter-based generator keyed by the run's seed,
+ * the node's name and t (so each step draws afresh, and a run is reproducible); then clamped to
+ * +-32767. */
 #ifndef GD_DIET_H
 #define GD_DIET_H
 
 #include <stdint.h>
 
 #define DIET_QMAX 32767
+/* The defaults (tensor2tensor's): --diet's and the op's when an attribute is absent. */
+#define DIET_BETA1 0.0
+#define DIET_BETA2 0.98
+#define DIET_EPS 1e-10
+#define DIET_LR 1.0
+#define DIET_WARMUP 2000.0
+#define DIET_SCALE (10.0 / DIET_QMAX)
 
 /* The learning rate at step t (>= 1): noam, lr min(t warmup^-1.5, t^-0.5); otherwise
  * lr min(t / warmup, 1). */

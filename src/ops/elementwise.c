@@ -491,8 +491,7 @@ static int erf_grad(struct ad *a, const struct node *n)
 	return ad_give(a, x, ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op2(a, "Mul", e, k)));
 }
 
-/* Relu' = Where(Greater(x, 0), g, 0) */
-/* g where y > 0 (which holds just where x > 0): reading the output, as PyTorch does, lets the
+/* Relu' = Where(Greater(y, 0), g, 0): g where y > 0 (which holds just where x > 0): reading the output, as PyTorch does, lets the
  * input go once the forward pass is past it, unless something else keeps it */
 static int relu_grad(struct ad *a, const struct node *n)
 {

@@ -121,11 +121,11 @@ static int fits(struct ac *a, const struct value *v)
 	return ok;
 }
 
-/* Input k of n keeps its own width (op_impl.own_width). */
-static int own_width(const struct node *n, uint32_t k)
+/* Input k of n (output k, when `out`) keeps its own width (op_impl.own_width). */
+static int own_width(const struct node *n, uint32_t k, int out)
 {
 	const struct op_impl *impl = op_table[n->op].impl;
-	return impl && k < 16 && (impl->own_width >> k & 1);
+	return impl && k < 16 && (impl->own_width >> (out ? 16 + k : k) & 1);
 }
 
 /* The width n computes in: 16-bit, float32, or 0 (its inputs' own: it reads no float, or only
@@ -146,7 +146,7 @@ static int width(struct ac *a, const struct node *n)
 	int low = 0, wide = 0, wide_fixed = 1;
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		const struct value *v = n->in[k];
-		if (!v || own_width(n, k))
+		if (!v || own_width(n, k, 0))
 			continue;
 		if (a->dt[v->id] == a->o->dtype)
 			low = 1;
@@ -191,7 +191,7 @@ int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, stru
 		}
 		for (uint32_t k = 0; k < n->n_in && !rc; k++) {
 			struct value *v = n->in[k];
-			if (!v || own_width(n, k) || (a.dt[v->id] != DT_FLOAT && a.dt[v->id] != o->dtype))
+			if (!v || own_width(n, k, 0) || (a.dt[v->id] != DT_FLOAT && a.dt[v->id] != o->dtype))
 				continue;
 			/* a float input: n computes in 16 bits if that is its width, or, without one, if
 			 * it reads 16 bits */
@@ -200,9 +200,8 @@ int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, stru
 				rc = e->code ? e->code : err_oom(e);
 		}
 		*n_low += in16 && w != DT_FLOAT && n->op != OP_CAST;
-		const struct op_impl *impl = op_table[n->op].impl;
 		for (uint32_t k = 0; k < n->n_out && in16 && n->op != OP_CAST; k++)
-			if (n->out[k] && a.dt[n->out[k]->id] == DT_FLOAT && !(impl && k < 16 && (impl->own_width >> (16 + k) & 1)))
+			if (n->out[k] && a.dt[n->out[k]->id] == DT_FLOAT && !own_width(n, k, 1))
 				a.dt[n->out[k]->id] = o->dtype;
 	}
 	exec_free(x);

@@ -120,7 +120,7 @@ int diet_parse(const char *arg, struct diet *d, char *why, size_t n)
 {
 	const char *const *params = d->params;
 	size_t n_params = d->n_params;
-	*d = (struct diet){1, 0, 0.98, 1e-10, 1.0, 2000, 10.0 / 32767, 1, 1, params, n_params};
+	*d = (struct diet){1, DIET_BETA1, DIET_BETA2, DIET_EPS, DIET_LR, DIET_WARMUP, DIET_SCALE, 1, 1, params, n_params};
 	for (const char *s = arg; s && *s;) {
 		size_t len = strcspn(s, ","), klen = strcspn(s, "=");
 		if (klen >= len) {
@@ -170,9 +170,11 @@ struct sb {
 	size_t n_bind, cap_bind;
 	char *state_names;        /* STEP_STATE_KEY's lines, grown as state is made (xmalloc'd) */
 	size_t state_len, cap_state;
-	struct cached {           /* constants and casts, made once per (value, dtype) */
+	struct cached {           /* constants and casts, made once per (value, dtype, tags): a
+				   * forward node (diet dequantization) reads no backward constant */
 		const struct value *of; /* the cast value; NULL for a constant */
 		int dtype;
+		uint32_t tags;
 		double v;
 		struct value *made;
 	} cache[32];
@@ -231,11 +233,12 @@ static void fill(void *p, int dtype, int64_t numel, double v)
 static struct value **cached(struct sb *s, const struct value *of, int dtype, double v)
 {
 	for (uint32_t i = 0; i < s->n_cache; i++)
-		if (s->cache[i].of == of && s->cache[i].dtype == dtype && !memcmp(&s->cache[i].v, &v, sizeof v))
+		if (s->cache[i].of == of && s->cache[i].dtype == dtype && s->cache[i].tags == s->tags &&
+		    !memcmp(&s->cache[i].v, &v, sizeof v))
 			return &s->cache[i].made;
 	if (s->n_cache == sizeof s->cache / sizeof *s->cache)
 		return NULL;
-	s->cache[s->n_cache] = (struct cached){of, dtype, v, NULL};
+	s->cache[s->n_cache] = (struct cached){of, dtype, s->tags, v, NULL};
 	return &s->cache[s->n_cache++].made;
 }
 
@@ -737,7 +740,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 		if (old && bind(s, old, pick(s, found, old, n->out[k], sn)))
 			return NULL;
 	}
-	return need_domain(g, "graphdiet") ? (sb_fail(s), NULL) : n;
+	return n;
 }
 
 /* Makes the backward node after `after` (in g's order, among the first n_old nodes) wait for u. */
@@ -758,16 +761,18 @@ static int wait_for(struct sb *s, const struct node *after, struct node *u, uint
 	return 0;
 }
 
-/* Each diet parameter's storage and update. Inline (found NULL and no clipping): each update waits
- * only for its gradient, and the next backward node waits for it. */
-static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, uint32_t n, struct value *found,
-		      int inline_, uint32_t n_old)
+/* The storage and update of each diet parameter (pg[i] with diet[i]). Inline (found NULL and no
+ * clipping): each update waits only for its gradient, and the next backward node waits for it. */
+static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, const uint8_t *diet, uint32_t n,
+		      struct value *found, int inline_, uint32_t n_old)
 {
 	struct value *step = state(s, "diet_step", DT_INT64, 0, NULL, 0);
 	struct value *step1 = op(s, "Add", "diet_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
-	if (!step1 || bind(s, step, pick(s, found, step, step1, "diet_step_next")))
+	if (!step1 || bind(s, step, pick(s, found, step, step1, "diet_step_next")) || need_domain(s->g, "graphdiet"))
 		return sb_fail(s);
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
+		if (!diet[i])
+			continue;
 		struct node *made = pg[i].g->producer;
 		struct value *q = diet_store(s, d, pg[i].p);
 		struct node *u = q ? diet_adam(s, d, q, pg[i].g, step1, found) : NULL;
@@ -878,20 +883,15 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 			goto out;
 	}
 	/* 3. the updates: diet parameters' by DietAdam, the others' by the optimizer */
-	uint32_t nd = 0, nr = 0;
-	struct param_grad *pd = xmalloc(sizeof *pd * (n ? n : 1));
-	if (!pd) {
-		rc = err_oom(e);
-		goto out;
-	}
+	uint32_t nr = 0;
 	for (uint32_t i = 0; i < n; i++)
-		if (diet[i])
-			pd[nd++] = pg[i];
-		else
-			pg[nr++] = pg[i];
-	rc = nd ? diet_build(&s, &o->diet, pd, nd, found, !dynamic && !(o->clip_norm > 0), n_old) : 0;
-	xfree(pd);
-	if (rc || (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found))))
+		nr += !diet[i];
+	if (nr < n && (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old)))
+		goto out;
+	for (uint32_t i = 0, k = 0; i < n; i++)
+		if (!diet[i])
+			pg[k++] = pg[i];
+	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found)))
 		goto out;
 	/* 4. the scale */
 	if (dynamic) {
