@@ -53,6 +53,16 @@ static const struct gcase cases[] = {
 	 "  - {op: Gemm, inputs: [a, b, c], outputs: [y], attrs: {transA: 1, transB: 1}}\n"},
 	{"MatMul batched broadcast", P("a", "[2, 3, 4]") P("b", "[4, 5]"), "  - {op: MatMul, inputs: [a, b], outputs: [y]}\n"},
 	{"MatMul broadcast both", P("a", "[2, 1, 3, 4]") P("b", "[3, 4, 2]"), "  - {op: MatMul, inputs: [a, b], outputs: [y]}\n"},
+	/* PyTorch's Linear on batched input: MatMul(x, Transpose(W)); the rule gives W its gradient */
+	{"MatMul of a transposed weight", P("a", "[2, 3, 4]") P("w", "[5, 4]"),
+	 "  - {op: Transpose, inputs: [w], outputs: [wt], attrs: {perm: [1, 0]}}\n"
+	 "  - {op: MatMul, inputs: [a, wt], outputs: [y]}\n"},
+	{"MatMul 2-D of a transposed weight read twice", P("a", "[3, 4]") P("w", "[5, 4]") P("c", "[4, 5]"),
+	 "  - {op: Transpose, inputs: [w], outputs: [wt]}\n"
+	 "  - {op: MatMul, inputs: [a, wt], outputs: [t]}\n"
+	 "  - {op: Mul, inputs: [wt, c], outputs: [u]}\n"
+	 "  - {op: MatMul, inputs: [a, u], outputs: [z]}\n"
+	 "  - {op: Mul, inputs: [t, z], outputs: [y]}\n"},
 	{"Conv", P("x", "[2, 3, 5, 5]") P("w", "[4, 3, 3, 3]") P("b", "[4]"),
 	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: [1, 1, 1, 1]}}\n"},
 	{"Conv strided dilated", P("x", "[1, 2, 7, 6]") P("w", "[3, 2, 2, 3]"),

@@ -541,6 +541,109 @@ Test(cli, diet_variables_train)
 	expect_exit(bad2, 2, "round=up");
 }
 
+/* plan's bytes per parameter on the transformer, counted by hand from its parameters' shapes:
+ * float32 Adam holds 4 + 8 bytes per parameter and all the gradients at once (so at least 16),
+ * SGD 4 + 4; diet variables hold INT16 for the 2-D parameters (float32 for the others), the
+ * factored second moments (R + C floats per matrix), and with every parameter on a diet
+ * (--diet-params '*', a pattern) never more gradient bytes at once than the largest parameter's.
+ * And no forward value made from parameters alone (a weight's dequantized copy, its transpose) is
+ * kept for the backward pass: diet recomputes the dequantization there, and a MatMul of a
+ * transposed weight gives the weight its gradient itself. */
+Test(cli, diet_bytes_per_parameter)
+{
+	static const char *const runs[][3] = {{"adam", "--optimizer", "adam"}, {"sgd", "--optimizer", "sgd"},
+					      {"diet", "--diet", NULL}, {"all", "--diet-params", "*"}};
+	char d[512], path[600], in[512];
+	snprintf(d, sizeof d, "%s/bpp", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	model_path(in, sizeof in, "transformer");
+	for (int i = 0; i < 4; i++) {
+		char *argv[] = {GD_BINARY, "plan", in, (char *)runs[i][1], (char *)runs[i][2], "--format", "json", NULL};
+		if (!runs[i][2])
+			memmove(argv + 4, argv + 5, 3 * sizeof *argv);
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: %s", runs[i][0], r.err);
+		char name[64];
+		snprintf(name, sizeof name, "bpp/%s.json", runs[i][0]);
+		write_text(path, sizeof path, name, r.out);
+		run_free(&r);
+	}
+	python_ok("import sys, json, onnx, numpy as np\n"
+		  "d = sys.argv[1]\n"
+		  "m = onnx.load('" TESTDATA "/transformer.onnx')\n"
+		  "shapes = [list(i.dims) for i in m.graph.initializer]\n"
+		  "n = sum(int(np.prod(s)) for s in shapes)\n"
+		  "n2 = sum(int(np.prod(s)) for s in shapes if len(s) == 2)\n"
+		  "rc = sum(s[0] + s[1] for s in shapes if len(s) == 2)\n"
+		  "big = max(int(np.prod(s)) for s in shapes)\n"
+		  "p = {k: json.load(open(d + '/' + k + '.json')) for k in ('adam', 'sgd', 'diet', 'all')}\n"
+		  "pp = {k: v['per_param'] for k, v in p.items()}\n"
+		  "assert all(v['parameters'] == n for v in pp.values()), pp\n"
+		  "a = pp['adam']\n"
+		  "assert a['param_bytes'] == 4 * n and a['optimizer_state_bytes'] == 8 * n + 8, a\n"
+		  "assert a['peak_param_gradient_bytes'] >= 4 * n and a['bytes_per_param'] >= 16, a\n"
+		  "s = pp['sgd']\n"
+		  "assert s['param_bytes'] == 4 * n and s['peak_param_gradient_bytes'] == 4 * n, s\n"
+		  "t = pp['diet']\n"
+		  "assert t['param_bytes'] == 2 * n2 + 4 * (n - n2) and t['optimizer_state_bytes'] == 4 * rc + 8, t\n"
+		  "assert 0 < t['peak_param_gradient_bytes'] < s['peak_param_gradient_bytes'], t\n"
+		  "al = pp['all']\n"
+		  "assert al['param_bytes'] == 2 * n and al['optimizer_state_bytes'] == 4 * rc + 4 * (n - n2) + 8, al\n"
+		  "assert 0 < al['peak_param_gradient_bytes'] <= 4 * big, (al, big)\n"
+		  "assert al['bytes_per_param'] < 0.2 * a['bytes_per_param'], (al, a)\n"
+		  "# forward values made from initializers alone, with a float parameter among them\n"
+		  "inits = {i.name: i for i in m.graph.initializer}\n"
+		  "made = {k: k in inits and inits[k].data_type == 1 for k in inits}\n"
+		  "for nd in m.graph.node:\n"
+		  "    ins = [i for i in nd.input if i]\n"
+		  "    res = all(i in made for i in ins)\n"
+		  "    for o in nd.output:\n"
+		  "        if res and any(made[i] for i in ins): made[o] = True\n"
+		  "        elif res: made[o] = False\n"
+		  "weights = {k for k, v in made.items() if v and k not in inits}\n"
+		  "assert len(weights) >= 9, weights\n"
+		  "for k, v in p.items():\n"
+		  "    kept = {c for c in v['checkpoints'] if c in weights or 'dequant' in c}\n"
+		  "    assert not kept, (k, kept)\n"
+		  "    assert k == 'adam' or v['peak_bytes_after'] < p['adam']['peak_bytes_after'], (k, v['peak_bytes_after'])\n",
+		  d, "bytes per parameter");
+	/* a pattern picks parameters by name; one that matches none is an error */
+	char *bad[] = {GD_BINARY, "plan", in, "--diet-params", "x*", NULL};
+	expect_exit(bad, 2, "--diet-params: 'x*' matches no trainable float32 parameter");
+	snprintf(path, sizeof path, "%s/blocks.onnx", d);
+	char *argv[] = {GD_BINARY, "train", in, "--diet-params", "blocks.*.weight", "-o", path, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	python_ok("import sys, onnx\n"
+		  "m = onnx.load(sys.argv[1])\n"
+		  "q = sorted(i.name for i in m.graph.initializer if i.data_type == onnx.TensorProto.INT16)\n"
+		  "assert q == sorted('blocks.%d.%s.weight' % (b, l) for b in (0, 1)\n"
+		  "                   for l in ('ln1', 'attn.qkv', 'attn.proj', 'ln2', 'fc1', 'fc2')), q\n"
+		  "deq = [n for n in m.graph.node if n.name.endswith('_recompute') and 'dequant' in n.output[0]]\n"
+		  "assert len(deq) >= 10, [n.name for n in m.graph.node]\n",
+		  path, "--diet-params blocks.*.weight");
+}
+
+/* plan on a training graph checkpointed already reports the recompute nodes in it */
+Test(cli, plan_reports_the_recompute_in_a_training_graph)
+{
+	char in[512], out[600];
+	model_path(in, sizeof in, "mlp");
+	snprintf(out, sizeof out, "%s/ckpt_memory.onnx", tmpdir());
+	char *train[] = {GD_BINARY, "train", in, "--checkpoint", "memory", "--dim", "batch=4", "-o", out, NULL};
+	struct run_result r = run_cmd(train, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *plan[] = {GD_BINARY, "plan", out, "--dim", "batch=4", NULL};
+	r = run_cmd(plan, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "checkpoint:  in the graph: ") && strstr(r.out, " 1 recompute segments") &&
+			  strstr(r.out, " recomputed (") && !strstr(r.out, "no recompute"),
+		  "%s", r.out);
+	run_free(&r);
+}
+
 /* An fp16 run that starts at a scale of 2^40 overflows: each such step is skipped (the loss stays
  * bitwise the same, since nothing moved) and halves the scale, until a scale fits; then the loss
  * falls, and optimizer_step counts only the steps taken. */
@@ -723,7 +826,11 @@ Test(cli, plan_json_reports_the_memory_model)
 	char path[256];
 	write_text(path, sizeof path, "plan.json", r.out);
 	python_ok("import json, sys; d = json.load(open(sys.argv[1])); "
-		  "b = d['breakdown']; assert d['peak_bytes_after'] == sum(b.values()), d; "
+		  "b = d['breakdown']; pg = b.pop('param_gradients'); "
+		  "assert d['peak_bytes_after'] == sum(b.values()) and pg <= b['gradients'], d; "
+		  "p = d['per_param']; assert p['parameters'] == 172 and p['param_bytes'] == 4 * 172, p; "
+		  "assert p['peak_param_gradient_bytes'] >= pg and p['optimizer_state_bytes'] == 0, p; "
+		  "assert abs(p['bytes_per_param'] - (688 + p['peak_param_gradient_bytes']) / 172) < 1e-9, p; "
 		  "assert d['fits'] is True and d['budget_bytes'] == 1000000 and d['recompute_flops'] == 0, d; "
 		  "assert d['peak_bytes_before'] == d['peak_bytes_after'] and len(d['checkpoints']) > 0, d; "
 		  "assert d['loss'] == 'loss' and '/Tanh_output_0' in d['bottlenecks'], d",

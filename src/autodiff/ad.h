@@ -28,6 +28,7 @@ struct autodiff_opts {
 struct autodiff_result {
 	const struct value *loss;
 	size_t n_grads;     /* <param>_grad outputs added */
+	uint64_t n_elems;   /* their parameters' elements */
 	size_t n_unconnected;
 };
 

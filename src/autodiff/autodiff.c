@@ -501,6 +501,45 @@ static int is_param(const struct value *v, const struct autodiff_opts *o)
 	return 0;
 }
 
+/* Flags VALUE_PARAM_GRAD on what the gradients of parameters are made of: the gradient of each
+ * forward value made from resident values alone with a trainable parameter among them (the
+ * parameter, its transpose or cast), and its summands, unless a summand is given to another value
+ * too (an Add passes its dy on unchanged). The memory model counts these apart (plan's bytes per
+ * parameter). */
+static int mark_param_grads(struct ad *a, const struct autodiff_opts *o)
+{
+	struct graph *g = a->g;
+	uint8_t *pd = xmalloc(a->n_fwd_values ? a->n_fwd_values : 1); /* 1: resident only; 2: and from a parameter */
+	if (!pd)
+		return err_oom(a->e);
+	for (uint32_t i = 0; i < a->n_fwd_values; i++)
+		pd[i] = is_param(g->values[i], o) ? 2 : g->values[i]->init ? 1 : 0;
+	for (uint32_t i = 0; i < a->n_fwd_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		uint8_t d = 1;
+		for (uint32_t k = 0; k < n->n_in && d; k++)
+			if (n->in[k])
+				d = !pd[n->in[k]->id] ? 0 : pd[n->in[k]->id] > d ? pd[n->in[k]->id] : d;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k] && n->out[k]->id < a->n_fwd_values)
+				pd[n->out[k]->id] = d;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < a->n_fwd_values; i++) {
+			const struct contrib *c = &a->contrib[i];
+			if ((pd[i] == 2) != !pass)
+				continue;
+			for (uint32_t k = 0; k < c->n; k++) {
+				struct value *v = c->n == 1 ? c->one : c->many[k];
+				v->flags = pass ? v->flags & ~VALUE_PARAM_GRAD : v->flags | VALUE_PARAM_GRAD;
+			}
+			if (!pass && a->grad[i])
+				a->grad[i]->flags |= VALUE_PARAM_GRAD;
+		}
+	xfree(pd);
+	return 0;
+}
+
 static const struct value *pick_loss(struct graph *g, struct ad *a, const struct autodiff_opts *o)
 {
 	const struct value *loss = NULL;
@@ -712,9 +751,12 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (graph_add_output(g, gp, e))
 			goto fail;
 		r->n_grads++;
+		r->n_elems += (uint64_t)tensor_numel(pt);
 	}
 	if (!r->n_grads)
 		rc = err_set(e, GD_EINPUT, "no trainable parameter affects the loss '%s'", loss->name);
+	else
+		rc = mark_param_grads(&a, o);
 	goto out;
 fail:
 	rc = e->code ? e->code : err_oom(e);

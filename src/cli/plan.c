@@ -79,6 +79,33 @@ static void breakdown(struct emit *em, const struct mem_breakdown *b)
 	emit_uint(em, b->grads);
 	emit_key(em, "activations");
 	emit_uint(em, b->activations);
+	emit_key(em, "param_gradients");
+	emit_uint(em, b->param_grads);
+	emit_obj_end(em);
+}
+
+static double per_param(const struct plan_report *r, uint64_t bytes)
+{
+	return (double)bytes / (double)r->n_param_elems;
+}
+
+static void per_param_structured(struct emit *em, const struct plan_report *r)
+{
+	if (!r->n_param_elems) {
+		emit_null(em);
+		return;
+	}
+	emit_obj_begin(em);
+	emit_key(em, "parameters");
+	emit_uint(em, r->n_param_elems);
+	emit_key(em, "param_bytes");
+	emit_uint(em, r->param_bytes);
+	emit_key(em, "optimizer_state_bytes");
+	emit_uint(em, r->state_bytes);
+	emit_key(em, "peak_param_gradient_bytes");
+	emit_uint(em, r->peak_param_grads);
+	emit_key(em, "bytes_per_param");
+	emit_double(em, per_param(r, r->param_bytes + r->state_bytes + r->peak_param_grads));
 	emit_obj_end(em);
 }
 
@@ -103,6 +130,8 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	emit_uint(&em, r->n_nodes);
 	emit_key(&em, "breakdown");
 	breakdown(&em, &r->at_peak);
+	emit_key(&em, "per_param");
+	per_param_structured(&em, r);
 	emit_key(&em, "forward_flops");
 	emit_uint(&em, r->forward_flops);
 	emit_key(&em, "recompute_flops");
@@ -220,6 +249,11 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 	printf("  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
 	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
 	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
+	if (r->n_param_elems)
+		printf("per param:   %.2f bytes: params %.2f + optimizer %.2f + gradients %.2f (the most live at once), "
+		       "over %" PRIu64 " parameters\n",
+		       per_param(r, r->param_bytes + r->state_bytes + r->peak_param_grads), per_param(r, r->param_bytes),
+		       per_param(r, r->state_bytes), per_param(r, r->peak_param_grads), r->n_param_elems);
 	if (r->strategy == CKPT_NONE && !r->recompute_flops && !r->n_segments) {
 		printf("checkpoint:  none: all %zu activations the backward pass reads are kept, %s\n", r->n_checkpoints,
 		       size_format(r->kept_bytes, a, sizeof a));

@@ -32,7 +32,8 @@ int flat_build(const struct graph *g, struct flat *f)
 					 (value_is_activation(val) && !(val->flags & VALUE_OUTPUT) ? FLAT_DROPPABLE : 0) |
 					 (val->init ? FLAT_PINNED : 0) |
 					 (val->flags & VALUE_STATE ? FLAT_STATE : val->init ? FLAT_PARAM : 0) |
-					 (val->producer && (val->producer->tags & TAG_BACKWARD) ? FLAT_GRAD : 0));
+					 (val->producer && (val->producer->tags & TAG_BACKWARD) ? FLAT_GRAD : 0) |
+					 (val->flags & VALUE_PARAM_GRAD ? FLAT_PARAM_GRAD : 0));
 	}
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		f->vflags[g->inputs[i]->id] |= FLAT_PINNED;
@@ -47,6 +48,19 @@ int flat_build(const struct graph *g, struct flat *f)
 		}
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		f->vflags[g->outputs[i]->id] |= FLAT_PINNED;
+	/* what backward nodes make from parameter gradients alone is one too */
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		int pg = 0, other = 0;
+		for (uint32_t k = 0; (n->tags & TAG_BACKWARD) && k < n->n_in; k++)
+			if (n->in[k]) {
+				pg |= f->vflags[n->in[k]->id] & FLAT_PARAM_GRAD;
+				other |= (f->vflags[n->in[k]->id] & (FLAT_GRAD | FLAT_PARAM_GRAD)) == FLAT_GRAD;
+			}
+		for (uint32_t k = 0; pg && !other && k < n->n_out; k++)
+			if (n->out[k] && !(f->vflags[n->out[k]->id] & (FLAT_STATE | FLAT_PARAM)))
+				f->vflags[n->out[k]->id] |= FLAT_PARAM_GRAD;
+	}
 	uint32_t a = 0, b = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];

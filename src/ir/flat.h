@@ -24,6 +24,9 @@ enum {
 	FLAT_GRAD = 8,      /* value: made by a backward node */
 	FLAT_ACTIVATION = 16, /* value: made by a forward node (value_is_activation) */
 	FLAT_STATE = 32,    /* value: optimizer state (VALUE_STATE), or its next value */
+	FLAT_PARAM_GRAD = 64, /* value: a parameter's gradient (VALUE_PARAM_GRAD), or made from such
+			       * and no other gradient by a backward node (unscaled, clipped, an
+			       * update's temporaries): not state or a parameter */
 };
 
 struct flat {

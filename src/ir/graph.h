@@ -91,6 +91,8 @@ enum value_flag {
 	VALUE_STATE = 1u << 6,
 	VALUE_INFO = 1u << 7, /* listed in graph value_info */
 	VALUE_GRAD_SLOT = 1u << 8, /* read by some node at an input that takes a gradient (autodiff) */
+	VALUE_PARAM_GRAD = 1u << 9, /* a gradient of a parameter, or of a value made from parameters
+				     * alone, or a summand of one (autodiff; not serialized) */
 };
 
 /* Where an initializer's bytes are. Bytes are loaded only when a stage needs them. */

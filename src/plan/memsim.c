@@ -61,7 +61,7 @@ static enum cat category(uint8_t vflags)
 				       : CAT_ACT;
 }
 
-#define BREAKDOWN(cat) ((struct mem_breakdown){(cat)[CAT_PARAM], (cat)[CAT_STATE], (cat)[CAT_GRAD], (cat)[CAT_ACT]})
+#define BREAKDOWN(cat, pg) ((struct mem_breakdown){(cat)[CAT_PARAM], (cat)[CAT_STATE], (cat)[CAT_GRAD], (cat)[CAT_ACT], (pg)})
 
 int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
 		    int trace, struct mem_result *r, struct gd_err *e)
@@ -85,33 +85,34 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			if (f->in[k] != FLAT_NONE)
 				left[IN_ID(&steps[i], k)]++;
 	uint64_t cat[4] = {m->params, 0, m->inputs, m->state};
-	uint64_t live = cat[0] + cat[1] + cat[2] + cat[3];
+	uint64_t live = cat[0] + cat[1] + cat[2] + cat[3], pg = 0; /* pg: FLAT_PARAM_GRAD bytes live */
+#define LIVE(v, op) (live op m->bytes[v], cat[category(f->vflags[v])] op m->bytes[v], \
+		     pg op (f->vflags[v] & FLAT_PARAM_GRAD ? m->bytes[v] : 0))
 	r->peak = live;
 	r->peak_node = -1;
-	r->at_peak = BREAKDOWN(cat);
+	r->at_peak = BREAKDOWN(cat, pg);
+
 	for (uint32_t i = 0; i < n_steps; i++) {
 		const struct rc_step *s = &steps[i];
 		uint32_t shift = s->clone ? nv : 0, o0 = f->out_off[s->node], o1 = f->out_off[s->node + 1];
 		/* a recomputed copy counts as the activation it copies */
 		for (uint32_t k = o0; k < o1; k++)
-			if (f->out[k] != FLAT_NONE) {
-				live += m->bytes[f->out[k]];
-				cat[category(f->vflags[f->out[k]])] += m->bytes[f->out[k]];
-			}
+			if (f->out[k] != FLAT_NONE)
+				LIVE(f->out[k], +=);
 		if (trace)
 			r->live[i] = live;
 		r->area += live >> 8;
 		if (live > r->peak) {
 			r->peak = live;
 			r->peak_node = i;
-			r->at_peak = BREAKDOWN(cat);
+			r->at_peak = BREAKDOWN(cat, pg);
 		}
+		if (pg > r->peak_param_grads)
+			r->peak_param_grads = pg;
 		for (uint32_t k = o0; k < o1; k++) {
 			uint32_t v = f->out[k];
-			if (v != FLAT_NONE && (shift || !(f->vflags[v] & FLAT_PINNED)) && left[v + shift] == 0) {
-				live -= m->bytes[v]; /* nobody reads it */
-				cat[category(f->vflags[v])] -= m->bytes[v];
-			}
+			if (v != FLAT_NONE && (shift || !(f->vflags[v] & FLAT_PINNED)) && left[v + shift] == 0)
+				LIVE(v, -=); /* nobody reads it */
 		}
 		for (uint32_t k = f->in_off[s->node]; k < f->in_off[s->node + 1]; k++) {
 			uint32_t v = f->in[k];
@@ -120,13 +121,12 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			uint32_t id = IN_ID(s, k);
 			if (left[id] == 0)
 				continue;
-			if (--left[id] == 0 && (id >= nv || !(f->vflags[v] & FLAT_PINNED))) {
-				live -= m->bytes[v];
-				cat[category(f->vflags[v])] -= m->bytes[v];
-			}
+			if (--left[id] == 0 && (id >= nv || !(f->vflags[v] & FLAT_PINNED)))
+				LIVE(v, -=);
 		}
 	}
 #undef IN_ID
+#undef LIVE
 	return 0;
 }
 

@@ -17,6 +17,8 @@ struct mem_breakdown {
 	uint64_t opt_state;   /* optimizer state (VALUE_STATE: moments, loss scale, counters) */
 	uint64_t grads;       /* values backward nodes produce */
 	uint64_t activations; /* graph inputs and values forward nodes produce */
+	uint64_t param_grads; /* of grads: parameters' gradients and what is made of them alone
+			       * (FLAT_PARAM_GRAD) */
 };
 
 struct mem_result {
@@ -26,6 +28,7 @@ struct mem_result {
 	uint64_t *live;            /* live bytes after each node's outputs are allocated (xmalloc'd) */
 	uint32_t n_live;           /* 0, and live NULL, when memsim_schedule was not asked to trace */
 	uint64_t area;             /* the sum of those over the steps, in units of 256 bytes */
+	uint64_t peak_param_grads; /* the most parameter-gradient bytes live at once, anywhere */
 };
 
 /* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */

@@ -53,6 +53,13 @@ static const char *step_desc(const struct graph *g, const struct rc_step *s, uin
 	return node_desc(&c, buf, n);
 }
 
+/* Step s recomputes: a clone the schedule adds, or a recompute node of a graph checkpointed
+ * already (or by diet variables, step.h). */
+static int step_recomputes(const struct graph *g, const struct rc_step *s)
+{
+	return s->clone || (g->nodes[s->node]->tags & TAG_RECOMPUTE);
+}
+
 /* The report's view of the schedule, as the rewrite would make it (a test holds the two equal), so
  * that plan need not apply it: the checkpoints (forward values that a backward node or a clone
  * reads, not recomputed), their steps and bytes, and the runs of clones. `seen` is scratch. */
@@ -72,7 +79,7 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 	for (uint32_t i = 0; i < n_steps; i++) {
 		if (!steps[i].clone)
 			pos[steps[i].node] = i;
-		runs += steps[i].clone && (!i || !steps[i - 1].clone);
+		runs += step_recomputes(g, &steps[i]) && (!i || !step_recomputes(g, &steps[i - 1]));
 	}
 	memset(seen, 0, g->n_values);
 	for (uint32_t i = 0; i < n_steps; i++) {
@@ -86,7 +93,7 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 				r->checkpoint_steps[r->n_checkpoints] = pos[v->producer->index];
 				r->checkpoints[r->n_checkpoints++] = v->name;
 				r->kept_bytes += mm->bytes[v->id];
-			} else if (v && !v->producer && !seen[v->id] && (steps[i].clone || (n->tags & TAG_BACKWARD))) {
+			} else if (v && !v->producer && !seen[v->id] && (step_recomputes(g, &steps[i]) || (n->tags & TAG_BACKWARD))) {
 				seen[v->id] = 1;
 				r->saved_bytes += mm->bytes[v->id];
 			}
@@ -98,7 +105,7 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 	if (!r->segments)
 		return -1;
 	for (uint32_t i = 0; i < n_steps;) {
-		if (!steps[i].clone) {
+		if (!step_recomputes(g, &steps[i])) {
 			i++;
 			continue;
 		}
@@ -106,7 +113,7 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 		memset(sg, 0, sizeof *sg);
 		sg->first_step = i;
 		uint32_t j = i, reads = 0;
-		for (; j < n_steps && steps[j].clone; j++)
+		for (; j < n_steps && step_recomputes(g, &steps[j]); j++)
 			reads += g->nodes[steps[j].node]->n_in;
 		sg->n_nodes = j - i;
 		sg->from = arena_array(g->arena, reads ? reads : 1, sizeof *sg->from);
@@ -154,6 +161,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			return e->code;
 		r->built_training = 1;
 		r->loss = res.loss;
+		r->n_param_elems = res.n_elems;
 	} else if (!(r->loss = training_loss(g, o->loss, e))) {
 		return e->code;
 	}
@@ -243,15 +251,18 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
 		r->peak_node = m.peak_node;
 		r->at_peak = m.at_peak;
+		r->param_bytes = mm.params;
+		r->state_bytes = mm.state;
+		r->peak_param_grads = m.peak_param_grads;
 		r->n_nodes = n_steps;
-		r->peak_in_recompute = m.peak_node >= 0 && steps[m.peak_node].clone;
+		r->peak_in_recompute = m.peak_node >= 0 && step_recomputes(g, &steps[m.peak_node]);
 		char d[300];
 		r->peak_node_desc = m.peak_node >= 0 ? arena_strdup(g->arena, step_desc(g, &steps[m.peak_node],
 										       (uint32_t)m.peak_node, d, sizeof d))
 						     : "(before the first node)";
 		for (uint32_t i = 0; i < n_steps; i++)
-			if (steps[i].clone) {
-				r->n_clones++;
+			if (step_recomputes(g, &steps[i])) {
+				r->n_clones += steps[i].clone;
 				r->recompute_flops += nflops[steps[i].node];
 			}
 		if (!r->live_after || !r->peak_node_desc ||

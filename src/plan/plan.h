@@ -63,6 +63,10 @@ struct plan_report {
 	uint64_t saved_bytes;        /* what the backward pass reads from the forward: the checkpoints,
 				      * and the inputs and parameters (PyTorch's saved tensors) */
 	uint64_t *live_before, *live_after; /* live bytes per step, before and after (arena) */
+	/* bytes per parameter, when plan built the training graph: (resident parameters + optimizer
+	 * state + the most parameter-gradient bytes live at once) / trainable elements */
+	uint64_t n_param_elems;      /* 0: not known (a training graph read back) */
+	uint64_t param_bytes, state_bytes, peak_param_grads;
 	uint32_t n_before, n_after;
 };
 

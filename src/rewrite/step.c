@@ -5,6 +5,7 @@
  * counters (int64); a float64 parameter gets its scalars cast. */
 #include "step.h"
 #include "fold.h"
+#include "recompute.h"
 #include "../autodiff/ad.h"
 #include "../io/tensor.h"
 #include "../ops/diet.h"
@@ -13,6 +14,7 @@
 #include "../util/xalloc.h"
 
 #include <float.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -580,7 +582,7 @@ static int diet_chosen(const struct diet *d, const struct value *p)
 	if (!d->on || p->init->dtype != DT_FLOAT)
 		return 0;
 	for (size_t i = 0; i < d->n_params; i++)
-		if (!strcmp(d->params[i], p->name))
+		if (!fnmatch(d->params[i], p->name, 0))
 			return 1;
 	return !d->n_params && p->init->ndim == 2;
 }
@@ -782,6 +784,46 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 	return s->e->code;
 }
 
+/* No float32 copy of a diet parameter lives from the forward pass into the backward pass: each
+ * forward value made from diet storage and other resident values alone (the dequantization, a
+ * transpose of it, a 16-bit cast) is dropped and recomputed right before its first backward
+ * reader (recompute.h), whatever the checkpointing strategy. g is sorted. */
+static int diet_recompute(struct graph *g, struct gd_err *e)
+{
+	uint8_t *derived = xcalloc(g->n_values ? g->n_values : 1, 1); /* 1: resident-only; 2: and diet */
+	uint8_t *keep = xmalloc(g->n_values ? g->n_values : 1);
+	int rc = 0;
+	if (!derived || !keep) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		derived[v] = g->values[v]->init ? 1 : 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]->op == OP_DIET_ADAM)
+			derived[g->nodes[i]->in[0]->id] = 2;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		if (!node_is_forward(n))
+			continue;
+		uint8_t d = 1;
+		for (uint32_t k = 0; k < n->n_in && d; k++)
+			if (n->in[k])
+				d = derived[n->in[k]->id] ? (uint8_t)(derived[n->in[k]->id] > d ? derived[n->in[k]->id] : d) : 0;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k])
+				derived[n->out[k]->id] = d;
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		keep[v] = derived[v] != 2 || g->values[v]->init;
+	struct recompute_stats st;
+	rc = recompute_rewrite(g, keep, NULL, &st, e);
+out:
+	xfree(derived);
+	xfree(keep);
+	return rc;
+}
+
 /* Makes `now` the output named `was` had, at its place (was keeps a fresh <name>_<suffix>). */
 static int replace_output(struct sb *s, const struct param_grad *pg, struct value *now, const char *suffix)
 {
@@ -828,10 +870,12 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		diet[i] = (uint8_t)diet_chosen(&o->diet, pg[i].p);
 	for (size_t k = 0; o->diet.on && k < o->diet.n_params; k++) {
 		uint32_t i = 0;
-		while (i < n && !(diet[i] && !strcmp(pg[i].p->name, o->diet.params[k])))
+		while (i < n && !(diet[i] && !fnmatch(o->diet.params[k], pg[i].p->name, 0)))
 			i++;
 		if (i == n) {
-			rc = err_set(e, GD_EINPUT, "--diet-params: '%s' is not a trainable float32 parameter", o->diet.params[k]);
+			rc = err_set(e, GD_EINPUT, "--diet-params: '%s' %s", o->diet.params[k],
+				     strpbrk(o->diet.params[k], "*?[") ? "matches no trainable float32 parameter"
+								     : "is not a trainable float32 parameter");
 			goto out;
 		}
 	}
@@ -902,7 +946,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 	rc = e->code ? e->code : commit(&s);
 	/* diet storage's dequantization is forward, and its updates wait in the backward pass */
 	if (!rc && o->diet.on)
-		rc = graph_toposort(g, e);
+		rc = graph_toposort(g, e) || diet_recompute(g, e) ? e->code : 0;
 out:
 	xfree(pg);
 	xfree(diet);
