@@ -531,7 +531,15 @@ static int mark_param_grads(struct ad *a, const struct autodiff_opts *o)
 				continue;
 			for (uint32_t k = 0; k < c->n; k++) {
 				struct value *v = c->n == 1 ? c->one : c->many[k];
-				v->flags = pass ? v->flags & ~VALUE_PARAM_GRAD : v->flags | VALUE_PARAM_GRAD;
+				/* a gradient cast to its parameter's type (autocast) is one in both types */
+				for (int hop = 0; v && hop < 2; hop++) {
+					v->flags = pass ? v->flags & ~VALUE_PARAM_GRAD : v->flags | VALUE_PARAM_GRAD;
+					const struct node *p = v->producer;
+					v = p && p->op == OP_CAST && (p->tags & TAG_BACKWARD) && p->in[0] &&
+						    p->in[0]->id >= a->n_fwd_values
+						    ? p->in[0]
+						    : NULL;
+				}
 			}
 			if (!pass && a->grad[i])
 				a->grad[i]->flags |= VALUE_PARAM_GRAD;

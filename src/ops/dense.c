@@ -188,10 +188,16 @@ static struct value *swap_last(struct ad *a, struct value *v, int rank)
 }
 
 /* W when v = Transpose(W) with W a matrix (perm [1, 0] or none), as PyTorch exports a Linear layer
- * on batched input; else NULL. */
-static struct value *untransposed(const struct value *v)
+ * on batched input, or Cast(Transpose(W)), as autocast makes it (*to: the Cast's type, else 0);
+ * else NULL. */
+static struct value *untransposed(const struct value *v, int *to)
 {
 	const struct node *t = v->producer;
+	*to = 0;
+	if (t && t->op == OP_CAST && node_is_forward(t) && t->in[0]) {
+		*to = (int)attr_int(t, "to", 0);
+		t = t->in[0]->producer;
+	}
 	size_t np;
 	const int64_t *p = t && t->op == OP_TRANSPOSE && node_is_forward(t) ? attr_ints(t, "perm", &np) : NULL;
 	if (!t || t->op != OP_TRANSPOSE || !node_is_forward(t) || !t->in[0] || (p && (np != 2 || p[0] != 1 || p[1] != 0)))
@@ -199,27 +205,38 @@ static struct value *untransposed(const struct value *v)
 	return t->in[0];
 }
 
+/* W's gradient d, cast back to W's type when B = Cast(Transpose(W)). */
+static struct value *cast_back(struct ad *a, struct value *d, const struct value *W, int to)
+{
+	return to && d ? ad_cast(a, d, ad_shape(a, W)->dtype) : d;
+}
+
 /* MatMul (rank >= 2 both): dA = g B^T, dB = A^T g, each summed over broadcast batch dims. Two
  * matrices take one Gemm each, with the transposition as an attribute (no transposed copy); C is
  * optional in Gemm from opset 11. When B = Transpose(W) of a matrix, the rule reads W for dA and
  * gives W its gradient g^T A itself, so neither pass keeps or transposes a copy of the weight (the
- * Transpose's own rule sees only what other readers of B give). */
+ * Transpose's own rule sees only what other readers of B give); when B = Cast(Transpose(W)), W
+ * still gets g^T A itself, cast back. */
 static int matmul_grad(struct ad *a, const struct node *n)
 {
 	struct value *g = ad_dy(a, n->out[0]), *A = n->in[0], *B = n->in[1];
 	const struct rtensor *sa = ad_shape(a, A), *sb = ad_shape(a, B), *sy = ad_shape(a, n->out[0]);
 	if (sa->ndim < 2 || sb->ndim < 2)
 		return ad_fail(a, "gradients of MatMul with 1-D operands are not supported yet");
-	struct value *W = sb->ndim == 2 ? untransposed(B) : NULL;
+	int to = 0;
+	struct value *W = sb->ndim == 2 ? untransposed(B, &to) : NULL;
+	/* dA reads W for B^T; a 16-bit B (autocast's) is read as it is, as a copy kept or recomputed
+	 * costs half the float32 W a cast in the backward pass would keep alive */
+	struct value *Wr = to ? NULL : W;
 	if (sa->ndim == 2 && sb->ndim == 2 && ad_opset(a) >= 11) {
-		if (ad_wants(a, A) && ad_give(a, A, W ? gemm_node(a, g, W, 0, 0, 1) : gemm_node(a, g, B, 0, 1, 1)))
+		if (ad_wants(a, A) && ad_give(a, A, Wr ? gemm_node(a, g, Wr, 0, 0, 1) : gemm_node(a, g, B, 0, 1, 1)))
 			return -1;
 		if (W)
-			return ad_wants(a, W) && ad_give(a, W, gemm_node(a, g, A, 1, 0, 1)) ? -1 : 0;
+			return ad_wants(a, W) && ad_give(a, W, cast_back(a, gemm_node(a, g, A, 1, 0, 1), W, to)) ? -1 : 0;
 		return ad_wants(a, B) && ad_give(a, B, gemm_node(a, A, g, 1, 0, 1)) ? -1 : 0;
 	}
 	if (ad_wants(a, A)) {
-		struct value *d = ad_op2(a, "MatMul", g, W ? W : swap_last(a, B, sb->ndim));
+		struct value *d = ad_op2(a, "MatMul", g, Wr ? Wr : swap_last(a, B, sb->ndim));
 		struct rtensor ds = *sy; /* dA before unbroadcasting: batch dims of y, then (M, K) */
 		ds.dims[ds.ndim - 1] = sa->dims[sa->ndim - 1];
 		if (ad_give(a, A, d ? ad_unbroadcast(a, d, A, &ds) : NULL))
@@ -230,7 +247,7 @@ static int matmul_grad(struct ad *a, const struct node *n)
 		struct rtensor ds = *sy; /* dW before unbroadcasting: batch dims of y, then (N, K) */
 		ds.dims[ds.ndim - 2] = sy->dims[sy->ndim - 1];
 		ds.dims[ds.ndim - 1] = sb->dims[0];
-		return ad_give(a, W, d ? ad_unbroadcast(a, d, W, &ds) : NULL);
+		return ad_give(a, W, cast_back(a, d ? ad_unbroadcast(a, d, W, &ds) : NULL, W, to));
 	}
 	if (!W && ad_wants(a, B)) {
 		struct value *d = ad_op2(a, "MatMul", swap_last(a, A, sa->ndim), g);

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Diet variables: bytes per parameter (plan's per_param: resident parameters + optimizer state +
+# the most parameter-gradient bytes live at once, over the trainable elements) for float32 Adam,
+# SGD, SGD with momentum and diet variables, on the testdata transformer (8,370 parameters) and on
+# a 29M-parameter GPT-style transformer (gen_big.py with a 4096-token vocabulary, 8 blocks, d = 512,
+# batch 2 x 64), beside the floor computed here from the parameters' shapes alone: 2 bytes per INT16
+# element (4 per float32 one left off the diet, not counting its gradient output), 4 (R + C) per
+# R x C slot pair (4 per element for a full v), the step counter, and one whole float32 gradient of
+# the largest parameter: the least any update that reads a whole gradient can hold.
+#
+#     bash tests/bench/run_diet.sh [BUILD]
+set -euo pipefail
+build=${1:-build}
+gd=$build/graphdiet
+here=$(dirname "$0")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+/usr/bin/python3 "$here/gen_big.py" "$dir/gpt29m.onnx" 4096 2> >(grep -v Warning >&2)
+floor() { # model, all: every parameter on a diet (else the 2-D ones)
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys, onnx, numpy as np
+m = onnx.load(sys.argv[1], load_external_data=False)
+s = [list(i.dims) for i in m.graph.initializer]
+n = sum(int(np.prod(d)) for d in s)
+diet = [d for d in s if sys.argv[2] == "all" or len(d) == 2]
+rest = [d for d in s if not (sys.argv[2] == "all" or len(d) == 2)]
+b = sum(2 * int(np.prod(d)) + (4 * (d[0] + d[1]) if len(d) == 2 else 4 * int(np.prod(d))) for d in diet)
+b += sum(4 * int(np.prod(d)) for d in rest)  # float32 (its gradient output not counted)
+b += 4 * max(int(np.prod(d)) for d in s) + 8
+print(f"{b / n:.2f}")
+PY
+}
+row() { # label, model, floor, plan options...
+  local label=$1 model=$2 fl=$3
+  shift 3
+  "$gd" plan "$model" "$@" --format json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = d["per_param"]
+n = p["parameters"]
+fl = sys.argv[2]
+ratio = "" if fl == "-" else "%.2f" % (p["bytes_per_param"] / float(fl))
+print("| %s | %d | %.2f | %.2f | %.2f | **%.2f** | %s | %s | %d |" % (sys.argv[1], n, p["param_bytes"] / n,
+      p["optimizer_state_bytes"] / n, p["peak_param_gradient_bytes"] / n, p["bytes_per_param"], fl, ratio,
+      d["peak_bytes_after"]))' "$label" "$fl"
+}
+printf '| model, update | parameters | params B/p | optimizer B/p | gradients B/p | total B/p | floor B/p | total/floor | step peak bytes |\n'
+printf '|---|---|---|---|---|---|---|---|---|\n'
+for m in testdata/transformer.onnx "$dir/gpt29m.onnx"; do
+  name=$(basename "$m" .onnx)
+  row "$name, float32 Adam (16 expected)" "$m" - --optimizer adam
+  row "$name, SGD" "$m" - --optimizer sgd
+  row "$name, SGD momentum" "$m" - --optimizer sgd:momentum=0.9
+  row "$name, --diet (2-D)" "$m" "$(floor "$m" 2d)" --diet
+  row "$name, --diet-params '*'" "$m" "$(floor "$m" all)" --diet-params '*'
+  row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d)" --diet --precision fp16
+done
