@@ -46,7 +46,8 @@ struct ad;
 struct value *ad_dy(struct ad *a, const struct value *y);
 /* Whether forward value x needs a gradient (it lies between a parameter and the loss). */
 int ad_wants(const struct ad *a, const struct value *x);
-/* Adds g to x's gradient. Returns 0 or a status. */
+/* Adds g to x's gradient: a second and later g is added at once (an Add node), so each is freed
+ * once added. Returns 0 or a status. */
 int ad_give(struct ad *a, const struct value *x, struct value *g);
 /* Fails the rule with an input error naming the node. */
 int ad_fail(struct ad *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

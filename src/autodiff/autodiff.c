@@ -23,6 +23,7 @@
 struct contrib {
 	struct value *one;
 	struct value **many; /* all n of them, once there are two */
+	struct value *sum;   /* their running sum, once there are two */
 	uint32_t n, cap;
 };
 
@@ -448,7 +449,12 @@ int ad_give(struct ad *a, const struct value *x, struct value *g)
 		c->cap = nc;
 	}
 	c->many[c->n++] = g;
-	return 0;
+	/* added as they come, as PyTorch accumulates .grad: each summand is freed once added, rather
+	 * than all held for one Sum at the end (a weight shared by every step of an RNN) */
+	a->sum_of = x->name;
+	c->sum = ad_op2(a, "Add", c->sum ? c->sum : c->one, g);
+	a->sum_of = NULL;
+	return c->sum ? 0 : -1;
 }
 
 struct value *ad_dy(struct ad *a, const struct value *y)
@@ -460,11 +466,8 @@ struct value *ad_dy(struct ad *a, const struct value *y)
 	struct contrib *c = &a->contrib[y->id];
 	if (!c->n)
 		return NULL;
-	struct value *g = c->one;
-	if (c->n > 1) { /* every consumer has been visited: sum once */
-		a->sum_of = y->name;
-		g = ad_op(a, "Sum", c->many, (int)c->n);
-		a->sum_of = NULL;
+	struct value *g = c->n > 1 ? c->sum : c->one;
+	if (c->n > 1) { /* every consumer has been visited: the sum is complete */
 		char name[512];
 		JOIN(name, sizeof name, y->name, "_grad");
 		if (!g || ad_rename(a, g, name))
