@@ -610,6 +610,8 @@ Test(cli, diet_bytes_per_parameter)
 	/* a pattern picks parameters by name; one that matches none is an error */
 	char *bad[] = {GD_BINARY, "plan", in, "--diet-params", "x*", NULL};
 	expect_exit(bad, 2, "--diet-params: 'x*' matches no trainable float32 parameter");
+	char *none[] = {GD_BINARY, "plan", in, "--diet-params", ",", NULL};
+	expect_exit(none, 2, "--diet-params ',': no parameter named");
 	snprintf(path, sizeof path, "%s/blocks.onnx", d);
 	char *argv[] = {GD_BINARY, "train", in, "--diet-params", "blocks.*.weight", "-o", path, NULL};
 	struct run_result r = run_cmd(argv, NULL, 0);

@@ -512,21 +512,12 @@ static int is_param(const struct value *v, const struct autodiff_opts *o)
 static int mark_param_grads(struct ad *a, const struct autodiff_opts *o)
 {
 	struct graph *g = a->g;
-	uint8_t *pd = xmalloc(a->n_fwd_values ? a->n_fwd_values : 1); /* 1: resident only; 2: and from a parameter */
+	uint8_t *pd = xmalloc(g->n_values ? g->n_values : 1); /* 2: made from a parameter (graph_mark_resident) */
 	if (!pd)
 		return err_oom(a->e);
-	for (uint32_t i = 0; i < a->n_fwd_values; i++)
+	for (uint32_t i = 0; i < g->n_values; i++)
 		pd[i] = is_param(g->values[i], o) ? 2 : g->values[i]->init ? 1 : 0;
-	for (uint32_t i = 0; i < a->n_fwd_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		uint8_t d = 1;
-		for (uint32_t k = 0; k < n->n_in && d; k++)
-			if (n->in[k])
-				d = !pd[n->in[k]->id] ? 0 : pd[n->in[k]->id] > d ? pd[n->in[k]->id] : d;
-		for (uint32_t k = 0; k < n->n_out; k++)
-			if (n->out[k] && n->out[k]->id < a->n_fwd_values)
-				pd[n->out[k]->id] = d;
-	}
+	graph_mark_resident(g, pd);
 	for (int pass = 0; pass < 2; pass++)
 		for (uint32_t i = 0; i < a->n_fwd_values; i++) {
 			const struct contrib *c = &a->contrib[i];

@@ -206,6 +206,8 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 		so->diet.n_params = cli_split_names(arg, &buf, &names);
 		so->diet.params = names;
 		so->diet_buf = buf;
+		if (!so->diet.n_params) /* else it would mean the default */
+			return cli_usage(cmd, "--diet-params '%s': no parameter named", arg);
 	}
 	return 0;
 }

@@ -433,3 +433,19 @@ int64_t tensor_numel(const struct tensor *t)
 {
 	return numel(t->ndim, t->dims, NULL);
 }
+
+void graph_mark_resident(const struct graph *g, uint8_t *mark)
+{
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		if (!node_is_forward(n))
+			continue;
+		uint8_t d = 1;
+		for (uint32_t k = 0; k < n->n_in && d; k++)
+			if (n->in[k])
+				d = !mark[n->in[k]->id] ? 0 : mark[n->in[k]->id] > d ? mark[n->in[k]->id] : d;
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k])
+				mark[n->out[k]->id] = d;
+	}
+}

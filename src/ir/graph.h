@@ -325,6 +325,13 @@ static inline bool node_is_forward(const struct node *n)
 	return !(n->tags & (TAG_BACKWARD | TAG_RECOMPUTE));
 }
 
+/* Which forward values are made from resident values alone, and from which: on entry mark[v] (one
+ * per value of g) is 0 for a value that is not resident, 1 for a resident one (an initializer) and 2
+ * for a seed among those; each forward node's outputs then get 0 when an input has 0, else the
+ * largest mark of its inputs (1 for none: a Constant). A 2 says "made from a seed and resident
+ * values alone" (a weight's transpose, its dequantization). g is sorted. */
+void graph_mark_resident(const struct graph *g, uint8_t *mark);
+
 /* The suffix of a recompute clone's name and of its outputs' (<name>_recompute). */
 #define RECOMPUTE_SUFFIX "_recompute"
 

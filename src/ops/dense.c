@@ -198,11 +198,11 @@ static struct value *untransposed(const struct value *v, int *to)
 		*to = (int)attr_int(t, "to", 0);
 		t = t->in[0]->producer;
 	}
-	size_t np;
-	const int64_t *p = t && t->op == OP_TRANSPOSE && node_is_forward(t) ? attr_ints(t, "perm", &np) : NULL;
-	if (!t || t->op != OP_TRANSPOSE || !node_is_forward(t) || !t->in[0] || (p && (np != 2 || p[0] != 1 || p[1] != 0)))
+	if (!t || t->op != OP_TRANSPOSE || !node_is_forward(t) || !t->in[0])
 		return NULL;
-	return t->in[0];
+	size_t np;
+	const int64_t *p = attr_ints(t, "perm", &np);
+	return p && (np != 2 || p[0] != 1 || p[1] != 0) ? NULL : t->in[0];
 }
 
 /* W's gradient d, cast back to W's type when B = Cast(Transpose(W)). */

@@ -790,36 +790,19 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
  * reader (recompute.h), whatever the checkpointing strategy. g is sorted. */
 static int diet_recompute(struct graph *g, struct gd_err *e)
 {
-	uint8_t *derived = xcalloc(g->n_values ? g->n_values : 1, 1); /* 1: resident-only; 2: and diet */
 	uint8_t *keep = xmalloc(g->n_values ? g->n_values : 1);
-	int rc = 0;
-	if (!derived || !keep) {
-		rc = err_oom(e);
-		goto out;
-	}
+	if (!keep)
+		return err_oom(e);
 	for (uint32_t v = 0; v < g->n_values; v++)
-		derived[v] = g->values[v]->init ? 1 : 0;
+		keep[v] = g->values[v]->init ? 1 : 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		if (g->nodes[i]->op == OP_DIET_ADAM)
-			derived[g->nodes[i]->in[0]->id] = 2;
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		if (!node_is_forward(n))
-			continue;
-		uint8_t d = 1;
-		for (uint32_t k = 0; k < n->n_in && d; k++)
-			if (n->in[k])
-				d = derived[n->in[k]->id] ? (uint8_t)(derived[n->in[k]->id] > d ? derived[n->in[k]->id] : d) : 0;
-		for (uint32_t k = 0; k < n->n_out; k++)
-			if (n->out[k])
-				derived[n->out[k]->id] = d;
-	}
-	for (uint32_t v = 0; v < g->n_values; v++)
-		keep[v] = derived[v] != 2 || g->values[v]->init;
+			keep[g->nodes[i]->in[0]->id] = 2;
+	graph_mark_resident(g, keep);
+	for (uint32_t v = 0; v < g->n_values; v++) /* only activations are dropped (rc_dropped) */
+		keep[v] = keep[v] != 2;
 	struct recompute_stats st;
-	rc = recompute_rewrite(g, keep, NULL, &st, e);
-out:
-	xfree(derived);
+	int rc = recompute_rewrite(g, keep, NULL, &st, e);
 	xfree(keep);
 	return rc;
 }
