@@ -23,6 +23,9 @@ struct autodiff_opts {
 					* multiplied by its inverse (fixed loss scaling) */
 	const char *loss_scale_value;  /* or: the float32 scalar graph value (dynamic loss scaling's
 					* state) that backprop starts from and the gradients are divided by */
+	double loss_weight;            /* > 0 and not 1: the gradients are those of this times the loss
+					* (dL/dL starts at it and is not divided out): data-parallel
+					* replicas' 1/N (rewrite/replicas.h) */
 };
 
 struct autodiff_result {
@@ -33,7 +36,7 @@ struct autodiff_result {
 };
 
 /* Appends the backward pass to g (checked and sorted) and adds a <param>_grad output per trainable
- * parameter the loss depends on. g stays sorted. */
+ * parameter the loss depends on; flags the loss VALUE_LOSS. g stays sorted. */
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e);
 
 /* The parameter whose gradient output v is (<param>_grad, with <param> an initializer), or NULL. */

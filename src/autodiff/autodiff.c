@@ -653,13 +653,14 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		goto out;
 	}
 	r->loss = loss;
+	g->values[loss->id]->flags |= VALUE_LOSS;
 	mark_wants(&a, loss, o);
 	for (uint32_t i = 0; i < a.n_fwd_nodes; i++)
 		g->nodes[i]->tags |= TAG_FORWARD;
 	/* dL/dL = 1 */
 	char seed[512];
 	snprintf(seed, sizeof seed, "%s_grad", loss->name);
-	double scale = o->loss_scale > 0 ? o->loss_scale : 1.0;
+	double scale = o->loss_scale > 0 ? o->loss_scale : 1.0, weight = o->loss_weight > 0 ? o->loss_weight : 1.0;
 	struct value *one, *scale_v = NULL, *inv = NULL;
 	int loss_dt = ad_shape(&a, loss)->dtype;
 	if (o->loss_scale_value) { /* dL/dL = the scale's value, in the loss's dtype */
@@ -671,11 +672,13 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		one = ad_op1(&a, loss_dt == DT_FLOAT ? "Identity" : "Cast", scale_v);
 		if (one && loss_dt != DT_FLOAT && ad_set_int(&a, ad_producer(one), "to", loss_dt))
 			goto fail;
+		if (one && weight != 1.0)
+			one = ad_op2(&a, "Mul", one, ad_scalar(&a, loss_dt, weight));
 		inv = one ? ad_op2(&a, "Div", ad_scalar(&a, DT_FLOAT, 1.0), scale_v) : NULL;
 		if (inv && ad_rename(&a, inv, "loss_scale_inverse"))
 			goto fail;
 	} else {
-		one = ad_scalar(&a, loss_dt, scale);
+		one = ad_scalar(&a, loss_dt, scale * weight);
 	}
 	if (!one || ad_rename(&a, one, seed) || ad_give(&a, loss, one))
 		goto fail;

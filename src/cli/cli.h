@@ -48,20 +48,30 @@ int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precisio
 struct graph;
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
 void cli_precision_free(struct cli_precision *p);
-/* --loss-scale (opt 'S'), --optimizer ('O'), --clip-grad-norm ('G'), --diet (CLI_OPT_DIET) and
- * --diet-params (CLI_OPT_DIET_PARAMS) into so (rewrite/step.h); nonzero (after the usage message)
+/* --loss-scale (opt 'S'), --optimizer ('O'), --clip-grad-norm ('G'), --diet (CLI_OPT_DIET),
+ * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes and --loss-reduction into so
+ * (rewrite/step.h); nonzero (after the usage message)
  * when bad. cli_step_free frees what it kept. */
 struct step_opts;
 int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
 void cli_step_free(struct step_opts *so);
 /* Rewrites each argument --diet:ARGS as --diet=ARGS, for getopt (the documented form has a colon). */
 void cli_step_argv(int argc, char **argv);
-enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS };
+enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
 		{"optimizer", required_argument, NULL, 'O'}, {"diet", optional_argument, NULL, CLI_OPT_DIET},   \
-		{"diet-params", required_argument, NULL, CLI_OPT_DIET_PARAMS}
-#define CLI_STEP_CASES case 'S': case 'G': case 'O': case CLI_OPT_DIET: case CLI_OPT_DIET_PARAMS
+		{"diet-params", required_argument, NULL, CLI_OPT_DIET_PARAMS},                                  \
+		{"replicas", required_argument, NULL, CLI_OPT_REPLICAS},                                        \
+		{"bucket-bytes", required_argument, NULL, CLI_OPT_BUCKET},                                      \
+		{"loss-reduction", required_argument, NULL, CLI_OPT_LOSS_REDUCTION}
+#define CLI_STEP_CASES                                                                                       \
+	case 'S': case 'G': case 'O': case CLI_OPT_DIET: case CLI_OPT_DIET_PARAMS: case CLI_OPT_REPLICAS:  \
+	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION
+/* --replicas N (at most this many) */
+#define CLI_MAX_REPLICAS 4096
+/* Parses a replica count; nonzero (after the usage message) when it is not 1..CLI_MAX_REPLICAS. */
+int cli_replicas(const char *cmd, const char *arg, int *n);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 
@@ -85,6 +95,10 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out);
 /* Loads a model or prints its error; returns NULL then with *rc set. */
 struct graph *cli_load(const char *path, enum gd_format fmt, int *rc);
+/* n graphs for n replicas (each its own, for its thread): first, then copies loaded from path;
+ * cli_free_copies frees the copies and the array. Nonzero (printed) on failure. */
+int cli_load_copies(const char *path, enum gd_format fmt, struct graph *first, int n, struct graph ***out);
+void cli_free_copies(struct graph **g, int n);
 /* Output formats for --format: text (default), json, yaml. */
 enum cli_out { OUT_TEXT, OUT_JSON, OUT_YAML };
 int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out);

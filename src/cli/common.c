@@ -4,12 +4,14 @@
 #include "../plan/strategy.h"
 #include "../rewrite/autocast.h"
 #include "../rewrite/step.h"
+#include "../util/size.h"
 #include "cli.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,6 +59,28 @@ struct graph *cli_load(const char *path, enum gd_format fmt, int *rc)
 	if (g)
 		step_mark_state(g);
 	return g;
+}
+
+int cli_load_copies(const char *path, enum gd_format fmt, struct graph *first, int n, struct graph ***out)
+{
+	int rc = 0;
+	struct graph **g = calloc((size_t)n, sizeof *g);
+	if (!g) {
+		fprintf(stderr, "graphdiet: error: out of memory\n");
+		return GD_EINTERNAL;
+	}
+	g[0] = first;
+	for (int r = 1; r < n && !rc; r++)
+		g[r] = cli_load(path, fmt, &rc);
+	*out = g;
+	return rc;
+}
+
+void cli_free_copies(struct graph **g, int n)
+{
+	for (int r = 1; g && r < n; r++)
+		graph_free(g[r]);
+	free(g);
 }
 
 int cli_refuse_binary_tty(const char *path, enum gd_format fmt)
@@ -195,6 +219,19 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 		if (end == arg || *end || !(so->clip_norm > 0) || !isfinite(so->clip_norm))
 			return cli_usage(cmd, "--clip-grad-norm %s: not a positive number", arg);
 	}
+	if (opt == CLI_OPT_REPLICAS && cli_replicas(cmd, arg, &so->rep.n))
+		return GD_EINPUT;
+	if (opt == CLI_OPT_BUCKET) {
+		uint64_t b = 0;
+		if (size_parse(arg, &b) || !b || b > SIZE_MAX)
+			return cli_usage(cmd, "--bucket-bytes %s: not a size (25MiB, 1MB or bytes, above 0)", arg);
+		so->rep.bucket_bytes = (size_t)b;
+	}
+	if (opt == CLI_OPT_LOSS_REDUCTION) {
+		if (strcmp(arg, "mean") && strcmp(arg, "sum"))
+			return cli_usage(cmd, "--loss-reduction %s: not mean or sum", arg);
+		so->rep.reduction = !strcmp(arg, "mean") ? LOSS_REDUCTION_MEAN : LOSS_REDUCTION_SUM;
+	}
 	if (opt == CLI_OPT_DIET && diet_parse(arg, &so->diet, why, sizeof why))
 		return cli_usage(cmd, "--diet:%s: %s", arg, why);
 	if (opt == CLI_OPT_DIET_PARAMS) {
@@ -209,6 +246,17 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 		if (!so->diet.n_params) /* else it would mean the default */
 			return cli_usage(cmd, "--diet-params '%s': no parameter named", arg);
 	}
+	return 0;
+}
+
+int cli_replicas(const char *cmd, const char *arg, int *n)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || errno || v < 1 || v > CLI_MAX_REPLICAS)
+		return cli_usage(cmd, "--replicas %s: not a whole number from 1 to %d", arg, CLI_MAX_REPLICAS);
+	*n = (int)v;
 	return 0;
 }
 

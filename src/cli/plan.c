@@ -25,7 +25,9 @@
 	"      --loss-scale L    fixed:S or dynamic[:...], as graphdiet-train(1)\n" \
 	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n" \
 	"      --diet[:...]      diet variables, as graphdiet-train(1)\n" \
-	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n"
+	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n" \
+	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds)\n" \
+	"      --bucket-bytes SIZE, --loss-reduction mean|sum  with --replicas, as graphdiet-train(1)\n"
 
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"

@@ -1,4 +1,5 @@
 /* run.c - `graphdiet run`: execute a graph with the reference executor. */
+#include "../exec/comm.h"
 #include "../exec/exec.h"
 #include "../io/npy.h"
 #include "../util/emit.h"
@@ -19,7 +20,8 @@ static const char help[] =
 	"usage: graphdiet run [options] GRAPH\n"
 	"\n"
 	"Runs GRAPH on the CPU with graphdiet's reference executor and reports its outputs, the time\n"
-	"taken and the peak memory its tensors needed.\n"
+	"taken and the peak memory its tensors needed (with replicas: replica 0's, and the all-reduce's\n"
+	"share of the time and the bytes each replica summed).\n"
 	"\n"
 	"options:\n"
 	"  -i, --input NAME=FILE.npy  data for graph input NAME (repeatable)\n"
@@ -33,8 +35,15 @@ static const char help[] =
 	"                             to state (ONNX update_binding: parameters, optimizer state, the\n"
 	"                             loss scale) are the next step's values of that state; prints each\n"
 	"                             step's loss, loss scale, skipped flag and gradient norm\n"
-	"      --loss NAME            the output --steps reports as the loss (default: loss, else\n"
-	"                             the only other float scalar output)\n"
+	"      --loss NAME            the output --steps reports as the loss (default: loss_global,\n"
+	"                             else loss, else the only other float scalar output)\n"
+	"      --shard-inputs         data parallelism, for a graph built with train --replicas N and\n"
+	"                             run under mpirun -np N (one replica per rank, summing gradients\n"
+	"                             with MPI_Allreduce): the inputs that are not initializers hold the\n"
+	"                             whole batch, and each rank takes its slice of axis 0; only rank 0\n"
+	"                             prints and writes outputs\n"
+	"      --replicas N           run N replicas in this process instead (threads), each on its\n"
+	"                             slice of the inputs as with --shard-inputs\n"
 	"      --format FMT           text (default), json or yaml\n"
 	"      --from FORMAT          input format: onnx or yaml\n"
 	"  -h, --help                 show this help\n";
@@ -171,7 +180,9 @@ static int steps_init(struct graph *g, const char *loss_name, struct steps *s, s
 			return err_set(e, GD_EINPUT, "--loss %s: the graph has no output of that name", loss_name);
 		return 0;
 	}
-	struct value *l = strmap_get(&g->names, "loss");
+	struct value *l = strmap_get(&g->names, "loss_global"); /* replicas: the whole batch's */
+	if (!(l && (l->flags & VALUE_OUTPUT)))
+		l = strmap_get(&g->names, "loss");
 	if (l && (l->flags & VALUE_OUTPUT)) {
 		s->loss = l;
 		return 0;
@@ -268,8 +279,10 @@ int cmd_run(int argc, char **argv)
 		{"outdir", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
 		{"from", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'},
 		{"steps", required_argument, NULL, 'k'}, {"loss", required_argument, NULL, 'l'},
+		{"shard-inputs", no_argument, NULL, 'S'}, {"replicas", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
+	int n_rep = 1;
 	enum gd_format from = FMT_AUTO;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_opts eo = {0};
@@ -315,6 +328,13 @@ int cmd_run(int argc, char **argv)
 		case 'l':
 			loss_name = optarg;
 			break;
+		case 'S':
+			eo.shard_inputs = 1;
+			break;
+		case 'R':
+			if (cli_replicas("run", optarg, &n_rep))
+				return GD_EINPUT;
+			break;
 		default:
 			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc))
 				return shared_rc;
@@ -325,12 +345,36 @@ int cmd_run(int argc, char **argv)
 		return cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments");
 	const char *path = argv[optind];
 	struct gd_err e = {0};
+	/* under mpirun: one replica per rank, and only rank 0 reports */
+	struct comm *mpi = NULL;
+	if (comm_mpi_launched()) {
+		if (!(mpi = comm_mpi_init(NULL, NULL, &e))) {
+			err_print(NULL, &e);
+			return e.code;
+		}
+		if (mpi->size > 1 && n_rep > 1) {
+			comm_mpi_finalize(mpi);
+			return cli_usage("run", "--replicas runs replicas in one process; under mpirun each rank is one");
+		}
+		eo.comm = mpi;
+		if (mpi->rank && !freopen("/dev/null", "w", stdout)) {
+			comm_mpi_abort(mpi, GD_EINTERNAL);
+			return GD_EINTERNAL;
+		}
+	}
+	int writer = !mpi || !mpi->rank, n_run = n_rep > 1 ? n_rep : 1;
 	memset(ins, 0, sizeof ins);
 	for (size_t i = 0; i < n_in && !rc; i++)
 		if ((rc = load_input(inargs[i], &ins[i], &e)))
 			err_print(NULL, &e);
 	struct graph *g = rc ? NULL : cli_load(path, from, &rc);
-	struct exec *x = NULL;
+	struct graph **rg = NULL;
+	struct exec *x = NULL, **rx = g ? xcalloc((size_t)n_run, sizeof *rx) : NULL;
+	struct exec_stats *rst = g ? xcalloc((size_t)n_run, sizeof *rst) : NULL;
+	if (g && (!rx || !rst))
+		rc = GD_EINTERNAL;
+	if (g && !rc && n_run > 1)
+		rc = cli_load_copies(path, from, g, n_run, &rg);
 	struct steps sts = {0};
 	struct exec_stats st = {0};
 	struct emit em;
@@ -376,8 +420,16 @@ int cmd_run(int argc, char **argv)
 			for (uint32_t i = 0; k > 1 && i < sts.n; i++)
 				tv[slot[i]] = sts.data[i];
 			eo.n_inputs = k > 1 ? n_state : n_in;
-			exec_free(x);
-			x = exec_run(g, &eo, &st, &e);
+			for (int r = 0; r < n_run; r++) {
+				exec_free(rx[r]);
+				rx[r] = NULL;
+			}
+			if (n_run > 1)
+				comm_run_replicas(rg, n_run, &eo, rx, rst, &e);
+			else
+				rx[0] = exec_run(g, &eo, &rst[0], &e);
+			x = rx[0];
+			st = rst[0];
 			if (!x) {
 				rc = e.code ? e.code : GD_EINTERNAL;
 				if (steps_given)
@@ -395,7 +447,7 @@ int cmd_run(int argc, char **argv)
 		free(tv);
 		free(names);
 		free(slot);
-		if (x && outdir) {
+		if (x && outdir && writer) {
 			if (mkdir(outdir, 0777) && errno != EEXIST) {
 				rc = err_set(&e, GD_EINPUT, "cannot create %s: %s", outdir, strerror(errno));
 				err_print(NULL, &e);
@@ -418,6 +470,11 @@ int cmd_run(int argc, char **argv)
 					       dtype_name(t->dtype), sh, mn, mean, mx);
 			}
 			printf("peak memory: %zu bytes; %.6f s; %.3g FLOPs\n", st.peak_bytes, st.seconds, (double)st.flops);
+			if (eo.comm || n_run > 1)
+				printf("replicas: %d (%s); all-reduce: %" PRIu64 " sums, %" PRIu64 " bytes from each replica, "
+				       "%.6f s (%.1f%% of the run)\n", mpi ? mpi->size : n_run, mpi ? "MPI" : n_run > 1 ? "threads" : "one",
+				       st.comm_calls, st.comm_bytes, st.comm_seconds,
+				       st.seconds > 0 ? 100 * st.comm_seconds / st.seconds : 0.0);
 		} else if (x && !rc) {
 			if (!steps_given) {
 				emit_init(&em, stdout, fmt == OUT_YAML);
@@ -431,6 +488,17 @@ int cmd_run(int argc, char **argv)
 			emit_uint(&em, st.flops);
 			emit_key(&em, "bytes_moved");
 			emit_uint(&em, st.bytes_moved);
+			emit_key(&em, "replicas");
+			emit_int(&em, mpi ? mpi->size : n_run);
+			emit_key(&em, "allreduce");
+			emit_obj_begin(&em);
+			emit_key(&em, "calls");
+			emit_uint(&em, st.comm_calls);
+			emit_key(&em, "bytes");
+			emit_uint(&em, st.comm_bytes);
+			emit_key(&em, "seconds");
+			emit_double(&em, st.comm_seconds);
+			emit_obj_end(&em);
 			emit_key(&em, "outputs");
 			emit_arr_begin(&em);
 			for (uint32_t i = 0; i < g->n_outputs; i++) {
@@ -466,7 +534,11 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	steps_free(&sts);
-	exec_free(x);
+	for (int r = 0; rx && r < n_run; r++)
+		exec_free(rx[r]);
+	xfree(rx);
+	xfree(rst);
+	cli_free_copies(rg, n_run);
 	graph_free(g);
 	for (size_t i = 0; i < n_in; i++) {
 		xfree(ins[i].t.data);
@@ -474,5 +546,9 @@ int cmd_run(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
-	return cli_finish(rc);
+	rc = cli_finish(rc);
+	if (rc && mpi && mpi->size > 1)
+		comm_mpi_abort(mpi, rc); /* the other ranks may wait in an all-reduce */
+	comm_mpi_finalize(mpi);
+	return rc;
 }

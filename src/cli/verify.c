@@ -1,12 +1,15 @@
 /* verify.c - `graphdiet verify`: a training graph's gradients against the model's plain ones. */
 #include "../autodiff/ad.h"
+#include "../exec/comm.h"
 #include "../exec/exec.h"
 #include "../util/emit.h"
+#include "../util/xalloc.h"
 #include "cli.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +19,7 @@ static const char help[] =
 	"\n"
 	"Builds the plain gradients of MODEL itself, runs them and the training graph TRAIN on the same\n"
 	"seeded random inputs, and compares the loss and every <param>_grad. Exit 0 when they match,\n"
-	"1 when any differs or is missing from TRAIN.\n"
+	"1 when any differs or is missing from TRAIN (or, with --replicas, when the replicas disagree).\n"
 	"\n"
 	"options:\n"
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
@@ -24,14 +27,33 @@ static const char help[] =
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
 	"                        |train - plain| <= atol + rtol * |plain|; 0 and 0 ask for equal bits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (unbound ones are 2)\n"
+	"      --replicas N      TRAIN was built with train --replicas N: run N replicas of it in\n"
+	"                        this process (threads), each on its slice of a batch N times as\n"
+	"                        large as TRAIN's, and compare their summed gradients and\n"
+	"                        <loss>_global with MODEL's on that whole batch; the replicas'\n"
+	"                        outputs must also agree bit for bit\n"
 	"      --format FMT      text (default), json or yaml\n"
 	"  -h, --help            show this help\n";
 
 struct row {
 	const char *name;
-	double max_abs, max_rel;
+	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
 	int found, ok;
 };
+
+/* Whether every replica's outputs but its own loss (`local`) have replica 0's bits. */
+static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local)
+{
+	for (int r = 1; r < n; r++)
+		for (uint32_t i = 0; i < g[0]->n_outputs; i++) {
+			if (!strcmp(g[0]->outputs[i]->name, local))
+				continue;
+			const struct rtensor *a = exec_value(x[0], g[0]->outputs[i]), *b = exec_value(x[r], g[r]->outputs[i]);
+			if (a->nbytes != b->nbytes || (a->nbytes && memcmp(a->data, b->data, a->nbytes)))
+				return 0;
+		}
+	return 1;
+}
 
 static int parse_double(const char *s, double *out)
 {
@@ -47,8 +69,9 @@ int cmd_verify(int argc, char **argv)
 		{"seed", required_argument, NULL, 's'}, {"rtol", required_argument, NULL, 'r'},
 		{"atol", required_argument, NULL, 'a'}, {"dim", required_argument, NULL, 'd'},
 		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"replicas", required_argument, NULL, 'R'}, {NULL, 0, NULL, 0},
 	};
+	int n_rep = 0;
 	double rtol = 1e-5, atol = 1e-7;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
@@ -75,6 +98,10 @@ int cmd_verify(int argc, char **argv)
 			if (cli_add_dim("verify", optarg, dims, &n_dims))
 				return GD_EINPUT;
 			break;
+		case 'R':
+			if (cli_replicas("verify", optarg, &n_rep))
+				return GD_EINPUT;
+			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
@@ -92,52 +119,81 @@ int cmd_verify(int argc, char **argv)
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
-	if (train && autodiff(plain, &ao, &res, &e)) {
+	/* --replicas N (N > 1): the replicas' graphs (the first is train) and executors */
+	struct graph **rg = NULL;
+	struct exec **rx = NULL;
+	if (train && n_rep > 1 && !(rc = cli_load_copies(tpath, FMT_AUTO, train, n_rep, &rg)) &&
+	    !(rx = xcalloc((size_t)n_rep, sizeof *rx)))
+		rc = GD_EINTERNAL;
+	if (train && !rc && autodiff(plain, &ao, &res, &e)) {
 		err_print(mpath, &e);
 		rc = e.code;
 	}
-	struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2};
+	/* the reference runs on the whole batch, the replicas on their slices of it */
+	struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2,
+			       .batch_times = n_rep > 1 ? n_rep : 1};
 	if (train && !rc && !(xp = exec_run(plain, &eo, NULL, &e))) {
+		if (n_rep > 1 && e.code == GD_EINPUT)
+			err_prefix(&e, "--replicas %d: on the whole batch (%d times TRAIN's; MODEL needs a symbolic batch "
+				       "axis)", n_rep, n_rep);
 		err_print(mpath, &e);
 		rc = e.code;
 	}
-	if (xp && !(xt = exec_run(train, &eo, NULL, &e))) {
+	eo.batch_times = 1;
+	if (xp && n_rep > 1) {
+		if ((rc = comm_run_replicas(rg, n_rep, &eo, rx, NULL, &e)))
+			err_print(tpath, &e);
+		xt = rx[0];
+	} else if (xp && !(xt = exec_run(train, &eo, NULL, &e))) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
-	int all_ok = 1;
+	/* the loss over the whole batch, when TRAIN has it (replicas) */
+	char global[600];
+	snprintf(global, sizeof global, "%s_global", xt && res.loss ? res.loss->name : "");
+	const struct value *tglobal = xt ? strmap_get(&train->names, global) : NULL;
+	if (tglobal && !(tglobal->flags & VALUE_OUTPUT))
+		tglobal = NULL;
+	int agree = !xt || n_rep <= 1 || replicas_agree(rg, rx, n_rep, res.loss->name), all_ok = agree;
 	for (uint32_t i = 0; xt && i < plain->n_outputs && n_rows < 4096; i++) {
 		const struct value *v = plain->outputs[i];
 		if (v != res.loss && !(v->flags & VALUE_GRAD))
 			continue;
 		struct row *r = &rows[n_rows++];
-		*r = (struct row){v->name, 0, 0, 0, 0};
-		const struct value *w = NULL;
+		*r = (struct row){v->name, 0, 0, 0, 0, 0};
+		const struct value *w = v == res.loss ? tglobal : NULL;
 		for (uint32_t k = 0; k < train->n_outputs && !w; k++)
 			if (!strcmp(train->outputs[k]->name, v->name))
 				w = train->outputs[k];
 		const struct rtensor *a = exec_value(xp, v), *b = w ? exec_value(xt, w) : NULL;
 		r->found = b && b->numel == a->numel;
 		r->ok = r->found;
+		double dd = 0, aa = 0;
 		for (int64_t k = 0; r->found && k < a->numel; k++) {
 			double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
+			dd += d * d;
+			aa += pa * pa;
 			r->max_abs = fmax(r->max_abs, d);
 			if (pa != 0)
 				r->max_rel = fmax(r->max_rel, d / fabs(pa));
 			if (!(d <= atol + rtol * fabs(pa)) && !(isnan(pa) && isnan(pb)))
 				r->ok = 0;
 		}
+		r->norm_rel = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
 		all_ok &= r->ok;
 	}
 	if (xt && fmt == OUT_TEXT) {
-		printf("%-40s %12s %12s\n", "output", "max abs", "max rel");
+		printf("%-40s %12s %12s %12s\n", "output", "max abs", "max rel", "norm rel");
 		for (size_t i = 0; i < n_rows; i++) {
 			if (rows[i].found)
-				printf("%-40s %12.3g %12.3g%s\n", rows[i].name, rows[i].max_abs, rows[i].max_rel,
-				       rows[i].ok ? "" : "  DIFFERS");
+				printf("%-40s %12.3g %12.3g %12.3g%s\n", rows[i].name, rows[i].max_abs, rows[i].max_rel,
+				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS");
 			else
-				printf("%-40s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", tpath);
+				printf("%-40s %12s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", "-", tpath);
 		}
+		if (n_rep > 1)
+			printf("replicas: %d, in one process; their outputs %s\n", n_rep,
+			       agree ? "agree bit for bit" : "DIFFER from replica 0's");
 		printf("%s: %zu outputs compared, rtol %g, atol %g\n", all_ok ? "match" : "MISMATCH", n_rows, rtol, atol);
 	} else if (xt) {
 		struct emit em;
@@ -149,6 +205,10 @@ int cmd_verify(int argc, char **argv)
 		emit_double(&em, rtol);
 		emit_key(&em, "atol");
 		emit_double(&em, atol);
+		emit_key(&em, "replicas");
+		emit_int(&em, n_rep > 1 ? n_rep : 1);
+		emit_key(&em, "replicas_agree");
+		emit_bool(&em, agree);
 		emit_key(&em, "outputs");
 		emit_arr_begin(&em);
 		for (size_t i = 0; i < n_rows; i++) {
@@ -161,6 +221,8 @@ int cmd_verify(int argc, char **argv)
 			emit_double(&em, rows[i].max_abs);
 			emit_key(&em, "max_rel");
 			emit_double(&em, rows[i].max_rel);
+			emit_key(&em, "norm_rel");
+			emit_double(&em, rows[i].norm_rel);
 			emit_key(&em, "match");
 			emit_bool(&em, rows[i].ok);
 			emit_obj_end(&em);
@@ -171,7 +233,12 @@ int cmd_verify(int argc, char **argv)
 	if (xt && !all_ok)
 		rc = GD_ECHECK;
 	exec_free(xp);
-	exec_free(xt);
+	for (int r = 0; rx && r < n_rep; r++)
+		exec_free(rx[r]);
+	if (!rx)
+		exec_free(xt);
+	xfree(rx);
+	cli_free_copies(rg, n_rep);
 	graph_free(plain);
 	graph_free(train);
 	for (size_t i = 0; i < n_dims; i++)

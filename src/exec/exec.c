@@ -1,5 +1,6 @@
 /* exec.c - the executor loop and its allocator; see exec.h. */
 #include "exec.h"
+#include "comm.h"
 #include "../io/tensor.h"
 #include "../util/philox.h"
 #include "../util/xalloc.h"
@@ -65,6 +66,21 @@ int exec_dim_symbolic(const struct exec *x, int64_t d)
 		if (d && d % x->probe_values[i] == 0)
 			return 1;
 	return 0;
+}
+
+struct comm *exec_comm(const struct exec *x)
+{
+	return x->o->comm;
+}
+
+static int sharded(const struct exec *x)
+{
+	return x->o->shard_inputs && x->o->comm && x->o->comm->size > 1;
+}
+
+uint64_t exec_shard_offset(const struct exec *x, int64_t numel)
+{
+	return sharded(x) ? (uint64_t)x->o->comm->rank * (uint64_t)numel : 0;
 }
 
 struct graph *exec_graph(const struct exec *x)
@@ -334,6 +350,20 @@ static const struct rtensor *given(const struct exec *x, const struct value *v)
 static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 {
 	const struct rtensor *in = given(x, v);
+	struct rtensor part;
+	int batch = !v->init && in && in->ndim > 0; /* a batch input */
+	if (batch && sharded(x)) { /* this replica's slice of axis 0: a view */
+		int size = x->o->comm->size;
+		if (in->dims[0] % size)
+			return err_set(x->e, GD_EINPUT, "input '%s': its %" PRId64 " rows cannot be shared evenly by %d replicas",
+				       v->name, in->dims[0], size);
+		part = *in;
+		part.dims[0] /= size;
+		part.numel /= size;
+		part.nbytes /= (size_t)size;
+		part.data = (char *)in->data + (size_t)x->o->comm->rank * part.nbytes;
+		in = &part;
+	}
 	if (in) {
 		const struct tensor *it = v->init;
 		int same = !it || (in->dtype == it->dtype && (uint32_t)in->ndim == it->ndim);
@@ -365,6 +395,11 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 		return x->e->code;
 	if (!v->type.has_dtype)
 		return err_set(x->e, GD_EINPUT, "graph input '%s' has no dtype", v->name);
+	if (!v->init && ndim > 0 && x->o->batch_times > 1) {
+		if (dims[0] > INT64_MAX / x->o->batch_times)
+			return err_set(x->e, GD_EINPUT, "graph input '%s': the whole batch is too large", v->name);
+		dims[0] *= x->o->batch_times;
+	}
 	x->compute = x->o->random_inputs;
 	void *p = exec_alloc(x, t, v->type.dtype, ndim, dims);
 	if (x->e->code)
@@ -374,11 +409,12 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 			       v->name, v->name);
 	/* random inputs: floats are standard normal; integers (labels, token ids) 0 or 1; bools 0/1 */
 	uint64_t key = x->o->seed * 1000003u + strmap_hash(v->name);
+	uint64_t off = !v->init && ndim > 0 ? exec_shard_offset(x, t->numel) : 0;
 	for (int64_t i = 0; p && i < t->numel; i++) {
 		if (dtype_is_float(t->dtype))
-			rt_set(t, i, philox_normal(key, (uint64_t)i));
+			rt_set(t, i, philox_normal(key, off + (uint64_t)i));
 		else
-			rt_set(t, i, philox_uniform(key, (uint64_t)i) < 0.5f ? 0 : 1);
+			rt_set(t, i, philox_uniform(key, off + (uint64_t)i) < 0.5f ? 0 : 1);
 	}
 	return 0;
 }
@@ -660,6 +696,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		if (!v->init) /* an initializer listed as an input has its data already */
 			rc = bind_input(x, v, &x->v[v->id]);
 	}
+	struct comm c0 = o->comm ? *o->comm : (struct comm){0};
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
@@ -678,6 +715,9 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		st->final_bytes = x->live;
 		st->flops = x->flops;
 		st->bytes_moved = x->moved;
+		st->comm_calls = o->comm ? o->comm->calls - c0.calls : 0;
+		st->comm_bytes = o->comm ? o->comm->bytes - c0.bytes : 0;
+		st->comm_seconds = o->comm ? o->comm->seconds - c0.seconds : 0;
 	}
 	return x;
 }

@@ -49,6 +49,15 @@ struct exec_opts {
 	struct exec_profile *profile;  /* when set, per-op time is added to it */
 	int keep_values;               /* keep every value to the end (for folding) instead of freeing it */
 	uint64_t *node_flops;          /* when set: node i's FLOPs (op_cost) go to node_flops[i] */
+	/* Data parallelism (rewrite/replicas.h). The batch inputs are the graph inputs that are no
+	 * initializers (data, labels): with shard_inputs, they hold the whole batch of comm's replicas
+	 * and this run takes its rank's slice of axis 0 (random ones: that slice of the whole batch's
+	 * numbers, and Dropout draws its slice's too); batch_times > 1 gives random batch inputs that
+	 * many times their axis 0 instead (the whole batch, for verify's reference). Rank-0 inputs go
+	 * whole to every replica. */
+	struct comm *comm;             /* AllReduce's transport (exec/comm.h); NULL: one replica */
+	int shard_inputs;
+	int64_t batch_times;
 };
 
 /* Time and calls per op, when asked for (exec_opts.profile). */
@@ -63,6 +72,8 @@ struct exec_stats {
 	size_t scratch_peak_bytes;      /* kernels' workspace, on top */
 	double seconds;              /* running the nodes (inputs already bound) */
 	uint64_t flops, bytes_moved; /* summed op costs (op_cost) */
+	uint64_t comm_calls, comm_bytes; /* AllReduce: sums made, and the bytes this replica gave */
+	double comm_seconds;             /* ... and the time in them (within seconds) */
 };
 
 /* Runs g (already checked and sorted). On success the caller owns the executor and reads values
@@ -105,6 +116,12 @@ int exec_probed(const struct exec *x);
 /* Whether dimension d (of an inferred shape) derives from a symbolic dimension: stand-ins are
  * distinct primes above 10000, so such dimensions are multiples of one. */
 int exec_dim_symbolic(const struct exec *x, int64_t d);
+
+/* The run's comm (NULL: one replica), for AllReduce. */
+struct comm *exec_comm(const struct exec *x);
+/* Where a random op's numbers for a tensor of numel elements start: its slice of the whole batch's
+ * (rank x numel) when the run is a shard, else 0. */
+uint64_t exec_shard_offset(const struct exec *x, int64_t numel);
 
 /* Element access in double, for kernels that are not on a hot path. */
 double rt_get(const struct rtensor *t, int64_t i);

@@ -449,3 +449,52 @@ void graph_mark_resident(const struct graph *g, uint8_t *mark)
 				mark[n->out[k]->id] = d;
 	}
 }
+
+int graph_need_domain(struct graph *g, const char *domain)
+{
+	struct model *m = g->model;
+	for (size_t i = 0; i < m->n_opsets; i++)
+		if (m->opsets[i].domain && !strcmp(m->opsets[i].domain, domain))
+			return 0;
+	struct opset *o = arena_array(g->arena, m->n_opsets + 1, sizeof *o);
+	if (!o)
+		return -1;
+	if (m->n_opsets)
+		memcpy(o, m->opsets, m->n_opsets * sizeof *o);
+	o[m->n_opsets] = (struct opset){.domain = domain, .version = 1, .has_version = true};
+	m->opsets = o;
+	m->n_opsets++;
+	return 0;
+}
+
+const char *model_meta(const struct graph *g, const char *key)
+{
+	for (size_t i = 0; g->model && i < g->model->n_meta; i++)
+		if (!strcmp(g->model->meta[i].key, key))
+			return g->model->meta[i].value;
+	return NULL;
+}
+
+int model_set_meta(struct graph *g, const char *key, const char *value)
+{
+	struct model *m = g->model;
+	const char *v = arena_strdup(g->arena, value);
+	if (!v)
+		return -1;
+	size_t i = 0;
+	while (i < m->n_meta && strcmp(m->meta[i].key, key))
+		i++;
+	if (i == m->n_meta) {
+		const char *k = arena_strdup(g->arena, key);
+		struct kv *meta = k ? arena_array(g->arena, m->n_meta + 1, sizeof *meta) : NULL;
+		if (!meta)
+			return -1;
+		if (m->n_meta)
+			memcpy(meta, m->meta, m->n_meta * sizeof *meta);
+		meta[m->n_meta] = (struct kv){.key = k};
+		m->meta = meta;
+		m->n_meta++;
+	}
+	m->meta[i].value = v;
+	return 0;
+}

@@ -332,6 +332,13 @@ static inline bool node_is_forward(const struct node *n)
  * values alone" (a weight's transpose, its dequantization). g is sorted. */
 void graph_mark_resident(const struct graph *g, uint8_t *mark);
 
+/* The model imports `domain` (version 1), for graphdiet's own ops; -1 when out of memory. */
+int graph_need_domain(struct graph *g, const char *domain);
+/* The model's metadata_props value for key (NULL: none); setting replaces it or appends the key
+ * (value copied into the arena). -1 when out of memory. */
+const char *model_meta(const struct graph *g, const char *key);
+int model_set_meta(struct graph *g, const char *key, const char *value);
+
 /* The suffix of a recompute clone's name and of its outputs' (<name>_recompute). */
 #define RECOMPUTE_SUFFIX "_recompute"
 

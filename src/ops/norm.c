@@ -241,10 +241,10 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_status(x);
 	if (ratio < 0 || ratio >= 1 || training < 0)
 		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
-	uint64_t key = exec_node_seed(x, n);
+	uint64_t key = exec_node_seed(x, n), off = exec_shard_offset(x, a->numel);
 	double scale = 1 / (1 - ratio);
 	for (int64_t i = 0; i < a->numel; i++) {
-		int keep = !training || philox_uniform(key, (uint64_t)i) >= (float)ratio;
+		int keep = !training || philox_uniform(key, off + (uint64_t)i) >= (float)ratio;
 		rt_set(out[0], i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
 		if (mask)
 			mask[i] = (uint8_t)keep;

@@ -375,7 +375,6 @@ static int bind(struct sb *s, struct value *key, struct value *next)
  * model's STEP_STATE_KEY (appended to what is there). */
 static int commit(struct sb *s)
 {
-	struct model *m = s->g->model;
 	struct arena *a = s->g->arena;
 	if (s->n_bind) {
 		struct training_info *ti = training_info(s->g);
@@ -390,25 +389,9 @@ static int commit(struct sb *s)
 	}
 	if (!s->state_len)
 		return 0;
-	size_t i = 0;
-	while (i < m->n_meta && strcmp(m->meta[i].key, STEP_STATE_KEY))
-		i++;
-	const char *had = i < m->n_meta ? m->meta[i].value : "";
-	char *v = arena_printf(a, "%s%s", had, s->state_names);
-	if (!v)
-		return err_oom(s->e);
-	if (i == m->n_meta) {
-		struct kv *meta = arena_array(a, m->n_meta + 1, sizeof *meta);
-		if (!meta)
-			return err_oom(s->e);
-		if (m->n_meta)
-			memcpy(meta, m->meta, m->n_meta * sizeof *meta);
-		meta[m->n_meta] = (struct kv){.key = STEP_STATE_KEY};
-		m->meta = meta;
-		m->n_meta++;
-	}
-	m->meta[i].value = v;
-	return 0;
+	const char *had = model_meta(s->g, STEP_STATE_KEY);
+	char *v = arena_printf(a, "%s%s", had ? had : "", s->state_names);
+	return v && !model_set_meta(s->g, STEP_STATE_KEY, v) ? 0 : err_oom(s->e);
 }
 
 static void sb_free(struct sb *s)
@@ -421,6 +404,11 @@ int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts 
 {
 	ao->loss_scale = o->ls.kind == LOSS_SCALE_FIXED ? o->ls.init : 0;
 	ao->loss_scale_value = NULL;
+	ao->loss_weight = 1;
+	if (!o->rep.n && (o->rep.bucket_bytes || o->rep.reduction))
+		return err_set(e, GD_EINPUT, "%s is for --replicas", o->rep.bucket_bytes ? "--bucket-bytes" : "--loss-reduction");
+	if (o->rep.n && replicas_begin(g, &o->rep, ao->loss, &ao->loss_weight, e))
+		return e->code;
 	if (o->ls.kind != LOSS_SCALE_DYNAMIC)
 		return 0;
 	struct sb s = {.g = g, .e = e};
@@ -587,24 +575,6 @@ static int diet_chosen(const struct diet *d, const struct value *p)
 	return !d->n_params && p->init->ndim == 2;
 }
 
-/* The model imports `domain` (version 1) for graphdiet's own ops. */
-static int need_domain(struct graph *g, const char *domain)
-{
-	struct model *m = g->model;
-	for (size_t i = 0; i < m->n_opsets; i++)
-		if (m->opsets[i].domain && !strcmp(m->opsets[i].domain, domain))
-			return 0;
-	struct opset *o = arena_array(g->arena, m->n_opsets + 1, sizeof *o);
-	if (!o)
-		return -1;
-	if (m->n_opsets)
-		memcpy(o, m->opsets, m->n_opsets * sizeof *o);
-	o[m->n_opsets] = (struct opset){.domain = domain, .version = 1, .has_version = true};
-	m->opsets = o;
-	m->n_opsets++;
-	return 0;
-}
-
 /* Parameter p becomes INT16 storage under its own name, p's data quantized to nearest; the old
  * float value, renamed p_dequant, is now made by the forward pass: Cast(q) * scale. Returns q. */
 static struct value *diet_store(struct sb *s, const struct diet *d, struct value *p)
@@ -763,6 +733,19 @@ static int wait_for(struct sb *s, const struct node *after, struct node *u, uint
 	return 0;
 }
 
+/* The node after which gradient g is complete: its producer, or for a sum over the replicas the
+ * last producer of the all-reduce's inputs (its bucket). */
+static const struct node *complete(const struct value *g)
+{
+	const struct node *n = g->producer, *last = NULL;
+	if (!n || n->op != OP_ALL_REDUCE)
+		return n;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (n->in[k]->producer && (!last || n->in[k]->producer->index > last->index))
+			last = n->in[k]->producer;
+	return last;
+}
+
 /* The storage and update of each diet parameter (pg[i] with diet[i]). Inline (found NULL and no
  * clipping): each update waits only for its gradient, and the next backward node waits for it. */
 static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, const uint8_t *diet, uint32_t n,
@@ -770,12 +753,12 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 {
 	struct value *step = state(s, "diet_step", DT_INT64, 0, NULL, 0);
 	struct value *step1 = op(s, "Add", "diet_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
-	if (!step1 || bind(s, step, pick(s, found, step, step1, "diet_step_next")) || need_domain(s->g, "graphdiet"))
+	if (!step1 || bind(s, step, pick(s, found, step, step1, "diet_step_next")) || graph_need_domain(s->g, "graphdiet"))
 		return sb_fail(s);
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
 		if (!diet[i])
 			continue;
-		struct node *made = pg[i].g->producer;
+		const struct node *made = complete(pg[i].g);
 		struct value *q = diet_store(s, d, pg[i].p);
 		struct node *u = q ? diet_adam(s, d, q, pg[i].g, step1, found) : NULL;
 		if (!u || (inline_ && wait_for(s, made, u, n_old)))
@@ -826,10 +809,12 @@ static int replace_output(struct sb *s, const struct param_grad *pg, struct valu
 int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 {
 	int dynamic = o->ls.kind == LOSS_SCALE_DYNAMIC;
+	uint32_t n_old = g->n_nodes; /* the backward pass ends here: the rest is the step's */
+	if (replicas_build(g, &o->rep, e))
+		return e->code;
 	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE && !o->diet.on)
 		return 0;
 	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD};
-	uint32_t n_old = g->n_nodes;
 	uint8_t *diet = NULL;
 	/* the gradients autodiff made: outputs <param>_grad */
 	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
@@ -939,10 +924,7 @@ out:
 
 void step_mark_state(struct graph *g)
 {
-	const char *list = NULL;
-	for (size_t i = 0; g->model && i < g->model->n_meta; i++)
-		if (!strcmp(g->model->meta[i].key, STEP_STATE_KEY))
-			list = g->model->meta[i].value;
+	const char *list = model_meta(g, STEP_STATE_KEY);
 	char *copy = list ? strdup(list) : NULL;
 	for (char *save = NULL, *name = copy ? strtok_r(copy, "\n", &save) : NULL; name; name = strtok_r(NULL, "\n", &save)) {
 		struct value *v = strmap_get(&g->names, name);

@@ -26,6 +26,7 @@
 #define GD_STEP_H
 
 #include "../ir/graph.h"
+#include "replicas.h"
 
 enum loss_scaling_kind { LOSS_SCALE_NONE, LOSS_SCALE_FIXED, LOSS_SCALE_DYNAMIC };
 
@@ -64,6 +65,7 @@ struct step_opts {
 	struct optimizer opt;
 	struct diet diet;
 	char *diet_buf; /* the CLI's: what diet.params points into */
+	struct replicas rep; /* data-parallel replicas: their all-reduce comes first (replicas.h) */
 };
 
 /* Parses --loss-scale fixed:S | dynamic[:k=v,...] and --optimizer sgd|adam[:k=v,...], starting
@@ -75,12 +77,12 @@ int optimizer_parse(const char *arg, struct optimizer *o, char *why, size_t n);
 int diet_parse(const char *arg, struct diet *d, char *why, size_t n);
 
 /* Before autodiff: sets ao's loss scaling (a fixed scale, or the name of dynamic scaling's state
- * loss_scale, which this makes). */
+ * loss_scale, which this makes) and the replicas' loss weight. */
 struct autodiff_opts;
 int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts *ao, struct gd_err *e);
 
-/* After autodiff (and any rewrite of the backward pass): appends the finite check, clipping, the
- * update and the scale's update for the <param>_grad outputs. With an optimizer the gradients stop
+/* After autodiff (and any rewrite of the backward pass): appends the replicas' all-reduce, the
+ * finite check, clipping, the update and the scale's update for the <param>_grad outputs. With an optimizer the gradients stop
  * being outputs; the new parameters and state are. Nothing happens when o asks for none of it. */
 int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e);
 

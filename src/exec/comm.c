@@ -1,0 +1,282 @@
+/* comm.c - the replicas' transports; see comm.h. */
+#include "comm.h"
+#include "../ir/dtype.h"
+#include "exec.h"
+#include "../util/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GD_HAVE_MPI
+#include <mpi.h>
+#endif
+
+/* ---- N replicas in one process ---- */
+
+struct comm_group {
+	int n;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int waiting, aborted;
+	uint64_t generation;
+	struct comm *members;
+	void **bufs; /* each member's buffer in the current all-reduce */
+	size_t *counts;
+	int *dtypes;
+};
+
+/* Waits until every member arrives; -1 when one failed instead. */
+static int barrier(struct comm_group *g)
+{
+	pthread_mutex_lock(&g->mu);
+	uint64_t gen = g->generation;
+	if (!g->aborted && ++g->waiting == g->n) {
+		g->waiting = 0;
+		g->generation++;
+		pthread_cond_broadcast(&g->cv);
+	}
+	while (!g->aborted && gen == g->generation)
+		pthread_cond_wait(&g->cv, &g->mu);
+	int rc = g->aborted ? -1 : 0;
+	pthread_mutex_unlock(&g->mu);
+	return rc;
+}
+
+static int group_allreduce(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e)
+{
+	struct comm_group *g = c->impl;
+	int r = c->rank;
+	size_t es = dtype_size(dtype);
+	g->bufs[r] = buf;
+	g->counts[r] = count;
+	g->dtypes[r] = dtype;
+	if (barrier(g))
+		return err_set(e, GD_EINPUT, "another replica failed");
+	for (int k = 0; k < g->n; k++)
+		if (g->counts[k] != count || g->dtypes[k] != dtype) {
+			comm_group_abort(g);
+			return err_set(e, GD_EINPUT, "replicas disagree: replica %d sums %zu %s elements, replica %d %zu %s",
+				       r, count, dtype_name(dtype), k, g->counts[k], dtype_name(g->dtypes[k]));
+		}
+	/* every member adds all buffers in rank order into its own sum: the same bits everywhere */
+	void *sum = xmalloc(count * es + 1);
+	if (!sum) {
+		comm_group_abort(g);
+		return err_oom(e);
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (dtype == DT_FLOAT) {
+			float s = ((const float *)g->bufs[0])[i];
+			for (int k = 1; k < g->n; k++)
+				s += ((const float *)g->bufs[k])[i];
+			((float *)sum)[i] = s;
+		} else {
+			double s = ((const double *)g->bufs[0])[i];
+			for (int k = 1; k < g->n; k++)
+				s += ((const double *)g->bufs[k])[i];
+			((double *)sum)[i] = s;
+		}
+	}
+	/* the others read this buffer until all have summed */
+	int rc = barrier(g);
+	if (!rc)
+		memcpy(buf, sum, count * es);
+	xfree(sum);
+	return rc ? err_set(e, GD_EINPUT, "another replica failed") : 0;
+}
+
+struct comm_group *comm_group_new(int n)
+{
+	struct comm_group *g = xcalloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	g->n = n;
+	g->members = xcalloc((size_t)n, sizeof *g->members);
+	g->bufs = xcalloc((size_t)n, sizeof *g->bufs);
+	g->counts = xcalloc((size_t)n, sizeof *g->counts);
+	g->dtypes = xcalloc((size_t)n, sizeof *g->dtypes);
+	if (!g->members || !g->bufs || !g->counts || !g->dtypes) {
+		xfree(g->members);
+		xfree(g->bufs);
+		xfree(g->counts);
+		xfree(g->dtypes);
+		xfree(g);
+		return NULL;
+	}
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	for (int r = 0; r < n; r++)
+		g->members[r] = (struct comm){.rank = r, .size = n, .kind = "threads", .allreduce_sum = group_allreduce,
+					      .impl = g};
+	return g;
+}
+
+struct comm *comm_group_member(struct comm_group *g, int rank)
+{
+	return &g->members[rank];
+}
+
+void comm_group_abort(struct comm_group *g)
+{
+	pthread_mutex_lock(&g->mu);
+	g->aborted = 1;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+void comm_group_free(struct comm_group *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	xfree(g->members);
+	xfree(g->bufs);
+	xfree(g->counts);
+	xfree(g->dtypes);
+	xfree(g);
+}
+
+struct replica {
+	struct graph *g;
+	struct exec_opts eo;
+	struct exec *x;
+	struct exec_stats st;
+	struct gd_err e;
+	struct comm_group *group;
+	pthread_t thread;
+};
+
+static void *replica_run(void *arg)
+{
+	struct replica *r = arg;
+	r->x = exec_run(r->g, &r->eo, &r->st, &r->e);
+	if (!r->x)
+		comm_group_abort(r->group);
+	return NULL;
+}
+
+int comm_run_replicas(struct graph *const *g, int n, const struct exec_opts *o, struct exec **x, struct exec_stats *st,
+		      struct gd_err *e)
+{
+	struct comm_group *group = comm_group_new(n);
+	struct replica *rep = group ? xcalloc((size_t)n, sizeof *rep) : NULL;
+	if (!rep) {
+		comm_group_free(group);
+		return err_oom(e);
+	}
+	int started = 0;
+	for (int r = 0; r < n; r++) {
+		rep[r] = (struct replica){.g = g[r], .eo = *o, .group = group};
+		rep[r].eo.comm = comm_group_member(group, r);
+		rep[r].eo.shard_inputs = 1;
+		if (pthread_create(&rep[r].thread, NULL, replica_run, &rep[r])) {
+			err_set(&rep[r].e, GD_EINTERNAL, "cannot start a thread for replica %d", r);
+			comm_group_abort(group);
+			break;
+		}
+		started++;
+	}
+	for (int r = 0; r < started; r++)
+		pthread_join(rep[r].thread, NULL);
+	/* the first failure, rather than its echo in the others */
+	int first = -1;
+	for (int r = 0; r < n && first < 0; r++)
+		if (!rep[r].x && !strstr(rep[r].e.msg, "another replica failed"))
+			first = r;
+	for (int r = 0; r < n && first < 0; r++)
+		if (!rep[r].x)
+			first = r;
+	if (first >= 0) {
+		*e = rep[first].e;
+		if (!e->code)
+			err_oom(e);
+		err_prefix(e, "replica %d", first);
+	}
+	for (int r = 0; r < n; r++) {
+		if (first >= 0)
+			exec_free(rep[r].x);
+		else
+			x[r] = rep[r].x;
+		if (st && first < 0)
+			st[r] = rep[r].st;
+	}
+	xfree(rep);
+	comm_group_free(group);
+	return first >= 0 ? e->code : 0;
+}
+
+/* ---- MPI ---- */
+
+int comm_mpi_launched(void)
+{
+	/* Open MPI's mpirun, MPICH's hydra (and Slurm's PMI), PMIx launchers */
+	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+#ifdef GD_HAVE_MPI
+static int mpi_allreduce(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e)
+{
+	(void)c;
+	MPI_Datatype t = dtype == DT_FLOAT ? MPI_FLOAT : MPI_DOUBLE;
+	/* MPI counts are ints: large buffers go in pieces */
+	size_t es = dtype_size(dtype), step = (size_t)1 << 30;
+	for (size_t off = 0; off < count; off += step) {
+		int n = (int)(count - off < step ? count - off : step);
+		int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * es, n, t, MPI_SUM, MPI_COMM_WORLD);
+		if (rc != MPI_SUCCESS) {
+			char msg[MPI_MAX_ERROR_STRING];
+			int len = 0;
+			MPI_Error_string(rc, msg, &len);
+			return err_set(e, GD_EINPUT, "MPI_Allreduce: %.*s", len, msg);
+		}
+	}
+	return 0;
+}
+
+struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
+{
+	static struct comm world;
+	if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+		err_set(e, GD_EINPUT, "MPI_Init failed");
+		return NULL;
+	}
+	world = (struct comm){.kind = "MPI", .allreduce_sum = mpi_allreduce};
+	MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &world.size);
+	return &world;
+}
+
+void comm_mpi_finalize(struct comm *c)
+{
+	if (c)
+		MPI_Finalize();
+}
+
+void comm_mpi_abort(struct comm *c, int code)
+{
+	if (c)
+		MPI_Abort(MPI_COMM_WORLD, code);
+}
+#else
+struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
+{
+	(void)argc;
+	(void)argv;
+	err_set(e, GD_EINPUT, "started by an MPI launcher, but this graphdiet was built without MPI (install "
+			      "libopenmpi-dev and rebuild)");
+	return NULL;
+}
+
+void comm_mpi_finalize(struct comm *c)
+{
+	(void)c;
+}
+
+void comm_mpi_abort(struct comm *c, int code)
+{
+	(void)c;
+	exit(code);
+}
+#endif

@@ -1,0 +1,57 @@
+/* comm.h - how the replicas of a data-parallel training graph talk: the transport of the AllReduce
+ * op (ops/comm.c).
+ *
+ * One interface, three transports:
+ *   none     no comm (exec_opts.comm NULL): one replica, and AllReduce is the identity;
+ *   group    N replicas as N threads of one process (graphdiet verify --replicas N): each sum
+ *            adds the replicas' buffers in rank order, so every replica gets the same bits;
+ *   MPI      one replica per rank under mpirun (comm_mpi_*): MPI_Allreduce(MPI_SUM) over
+ *            MPI_COMM_WORLD. Built when CMake finds MPI (GD_HAVE_MPI).
+ * Each counts its calls, the bytes each replica contributed and the time the sums took. */
+#ifndef GD_COMM_H
+#define GD_COMM_H
+
+#include "../util/err.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct comm {
+	int rank, size;
+	const char *kind; /* "threads" or "MPI" */
+	/* Sums count elements of dtype (float32 or float64) at buf across the replicas, in place. */
+	int (*allreduce_sum)(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e);
+	uint64_t calls, bytes; /* all-reduces made, and the bytes this replica gave them */
+	double seconds;        /* in AllReduce nodes, waiting for the other replicas included */
+	void *impl;
+};
+
+/* ---- N replicas in one process ---- */
+struct comm_group;
+struct comm_group *comm_group_new(int n);
+struct comm *comm_group_member(struct comm_group *g, int rank);
+/* A replica failed: the others' all-reduces fail instead of waiting for it. */
+void comm_group_abort(struct comm_group *g);
+void comm_group_free(struct comm_group *g);
+
+/* Runs replica r of a graph as g[r] (each its own copy: a graph belongs to one thread, as its
+ * initializers load lazily into its arena) with options o plus a group member as comm and
+ * shard_inputs, all at once in threads; x[r] and st[r] (may be NULL) get each one's executor and
+ * stats. 0, or the status of the first replica that failed, with its error in *e. */
+struct graph;
+struct exec;
+struct exec_opts;
+struct exec_stats;
+int comm_run_replicas(struct graph *const *g, int n, const struct exec_opts *o, struct exec **x, struct exec_stats *st,
+		      struct gd_err *e);
+
+/* ---- MPI ---- */
+/* Whether a launcher (mpirun, mpiexec, srun) started this process. */
+int comm_mpi_launched(void);
+/* Initializes MPI and returns the world's comm; fails when graphdiet was built without MPI. */
+struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e);
+/* Ends MPI (after comm_mpi_init); abort ends every rank at once, with exit status code. */
+void comm_mpi_finalize(struct comm *c);
+void comm_mpi_abort(struct comm *c, int code);
+
+#endif

@@ -1,0 +1,79 @@
+/* comm.c - AllReduce, the data-parallel replicas' sum (rewrite/replicas.h).
+ *
+ * AllReduce(X1, ..., Xk) -> (Y1, ..., Yk), domain graphdiet, attributes reduction = "sum" (the
+ * only one) and replicas = N (the replicas the graph was built for). Yi is the sum of Xi over the
+ * replicas, of Xi's shape and dtype (float32 or float64, all inputs the same). Several inputs are
+ * a bucket: packed into one buffer, summed by one call, unpacked. The transport is the run's comm
+ * (exec/comm.h); with none, N must be 1 and Y is X. */
+#include "../exec/comm.h"
+#include "../util/xalloc.h"
+#include "kernel.h"
+#include "ops.h"
+
+#include <string.h>
+#include <time.h>
+
+static double seconds_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	if (n->n_in != n->n_out)
+		return exec_fail(x, "needs one output per input");
+	if (!attr_str_is(n, "reduction", "sum", 1))
+		return exec_fail(x, "reduction must be sum");
+	int dt = in[0]->dtype;
+	size_t total = 0;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
+			return exec_fail(x, "input %u is %s; AllReduce sums float32 or float64", k, dtype_name(in[k]->dtype));
+		if (in[k]->dtype != dt)
+			return exec_fail(x, "inputs are %s and %s; a bucket has one dtype", dtype_name(dt),
+					 dtype_name(in[k]->dtype));
+		total += in[k]->nbytes;
+	}
+	int ok = 1;
+	for (uint32_t k = 0; k < n->n_out; k++)
+		ok &= exec_alloc(x, out[k], dt, in[k]->ndim, in[k]->dims) != NULL;
+	if (!ok)
+		return exec_status(x); /* shapes only (or out of memory) */
+	struct comm *c = exec_comm(x);
+	int64_t want = attr_int(n, "replicas", 1), have = c ? c->size : 1;
+	if (want != have)
+		return exec_fail(x, "the graph was built for %lld replicas, and this run has %lld: run it with mpirun -np "
+				    "%lld graphdiet run --shard-inputs, or graphdiet verify --replicas %lld",
+				 (long long)want, (long long)have, (long long)want, (long long)want);
+	for (uint32_t k = 0; k < n->n_in; k++)
+		memcpy(out[k]->data, in[k]->data, in[k]->nbytes);
+	if (!c)
+		return 0;
+	double t0 = seconds_now();
+	size_t es = dtype_size(dt);
+	struct gd_err ce = {0};
+	int rc;
+	if (n->n_in == 1) {
+		rc = c->allreduce_sum(c, out[0]->data, total / es, dt, &ce);
+	} else { /* a bucket: one sum over its packed inputs */
+		char *buf = exec_scratch(x, total);
+		if (!buf)
+			return exec_status(x);
+		size_t off = 0;
+		for (uint32_t k = 0; k < n->n_in; k++, off += in[k - 1]->nbytes)
+			memcpy(buf + off, in[k]->data, in[k]->nbytes);
+		rc = c->allreduce_sum(c, buf, total / es, dt, &ce);
+		off = 0;
+		for (uint32_t k = 0; !rc && k < n->n_out; k++, off += out[k - 1]->nbytes)
+			memcpy(out[k]->data, buf + off, out[k]->nbytes);
+		exec_scratch_free(x, buf, total);
+	}
+	c->calls++;
+	c->bytes += total;
+	c->seconds += seconds_now() - t0;
+	return rc ? exec_fail(x, "%s", ce.msg) : 0;
+}
+
+const struct op_impl op_all_reduce = {.run = all_reduce_run, .recompute = RC_NEVER, .nodiff = ~0u};

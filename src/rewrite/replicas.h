@@ -1,0 +1,51 @@
+/* replicas.h - data parallelism: N replicas each run the training graph on their own slice of the
+ * batch, and sum their gradients, as PyTorch's DistributedDataParallel and TensorFlow's
+ * DistributionStrategy do.
+ *
+ * The loss: a mean over the batch (ReduceMean, or a loss op with reduction "mean") is weighted by
+ * 1/N, so the sum of the replicas' gradients is the gradient of the mean over the whole batch; a
+ * sum is left alone. The reduction is read from the node that makes the loss, through Mul/Div by
+ * constants, Add/Sub of losses that agree, Cast, Identity, Reshape, Squeeze and Unsqueeze;
+ * --loss-reduction says it where that walk cannot tell.
+ *
+ * The gradients: each <param>_grad output becomes the sum over the replicas, an AllReduce
+ * (domain graphdiet, ops/comm.c) of the replica's own gradient, now <param>_grad_local. Only the
+ * gradients autodiff made are summed: a parameter that does not affect the loss has none. With
+ * bucket_bytes, gradients are taken in the order backprop completes them and fused into
+ * AllReduce nodes of at most about that many bytes each (one dtype each; a larger gradient goes
+ * alone). The training step (step.h) then reads the sums: the finite check, clipping, the
+ * optimizer and DietAdam see the same gradients on every replica, so all skip an overflowed step
+ * together and the parameters stay identical. Loss-scale and optimizer state are never summed.
+ * The output <loss>_global is the loss over the whole batch (the replicas' mean for a mean, their
+ * sum for a sum).
+ *
+ * BatchNormalization in training mode is refused for N > 1: its batch statistics would be each
+ * replica's own, so N replicas would not train as one batch, and graphdiet does not synchronise
+ * them. */
+#ifndef GD_REPLICAS_H
+#define GD_REPLICAS_H
+
+#include "../ir/graph.h"
+
+#include <stddef.h>
+
+enum loss_reduction { LOSS_REDUCTION_AUTO, LOSS_REDUCTION_MEAN, LOSS_REDUCTION_SUM };
+
+struct replicas {
+	int n;                         /* 0: no replicas (nothing to do); else how many */
+	size_t bucket_bytes;           /* 0: one AllReduce per gradient */
+	enum loss_reduction reduction; /* AUTO: read it from the graph */
+};
+
+/* Model metadata keys the rewrite records: the replicas (decimal) and the loss's reduction. */
+#define REPLICAS_KEY "graphdiet.replicas"
+#define REPLICAS_REDUCTION_KEY "graphdiet.loss_reduction"
+
+/* Before autodiff: refuses batch statistics, finds the loss (`loss`, else the only float scalar
+ * output) and its reduction, and sets *weight (1/N for a mean, else 1). */
+int replicas_begin(struct graph *g, const struct replicas *r, const char *loss, double *weight, struct gd_err *e);
+
+/* After autodiff: the all-reduces, and <loss>_global. */
+int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e);
+
+#endif
