@@ -128,15 +128,16 @@ static const char *fresh_node_name(struct ad *a, const struct node *n, const cha
 {
 	if (n->n_out && n->out[0] && !strmap_get(&a->node_names, n->out[0]->name))
 		return n->out[0]->name;
-	const char *s;
-	do
-		s = name_fresh(a->g->arena, &a->node_names, &a->node_next, base, a->e);
-	while (s && strmap_get(&a->g->names, s));
-	if (s && strmap_put(&a->node_names, s, (void *)s)) {
-		err_oom(a->e);
-		return NULL;
+	/* a name some value has is recorded too, so that the next try moves on to base_k */
+	for (;;) {
+		const char *s = name_fresh(a->g->arena, &a->node_names, &a->node_next, base, a->e);
+		if (s && strmap_put(&a->node_names, s, (void *)s)) {
+			err_oom(a->e);
+			return NULL;
+		}
+		if (!s || !strmap_get(&a->g->names, s))
+			return s;
 	}
-	return s;
 }
 
 /* Renames v, a value a new node made. Its node was named after it (fresh_node_name), so that name

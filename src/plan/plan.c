@@ -10,6 +10,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Whether backward value v is made from state, inputs and constants alone (a few nodes deep). */
+static int from_state(const struct value *v, int depth)
+{
+	const struct node *n = v ? v->producer : NULL;
+	if (!n)
+		return v != NULL;
+	if (!(n->tags & TAG_BACKWARD) || depth > 4)
+		return 0;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (!from_state(n->in[k], depth + 1))
+			return 0;
+	return 1;
+}
+
 /* The loss of a training graph: the forward output whose gradient seed `<loss>_grad` exists. */
 static const struct value *training_loss(struct graph *g, const char *name, struct gd_err *e)
 {
@@ -21,10 +35,9 @@ static const struct value *training_loss(struct graph *g, const char *name, stru
 		if (!v->producer || (v->producer->tags & TAG_BACKWARD) || (name && strcmp(v->name, name)))
 			continue;
 		const struct value *s = strmap_get(&g->names, seed);
-		/* the seed is a constant, or (dynamic loss scaling) a copy of the loss_scale state */
-		int seeded = s && s->producer && (s->producer->tags & TAG_BACKWARD);
-		for (uint32_t k = 0; seeded && k < s->producer->n_in; k++)
-			seeded = s->producer->in[k] && !s->producer->in[k]->producer;
+		/* the seed is a constant, or (dynamic loss scaling) a copy of the loss_scale state,
+		 * weighted by 1/N for replicas */
+		int seeded = s && s->producer && from_state(s, 0);
 		if (seeded) {
 			if (loss) {
 				err_set(e, GD_EINPUT, "the training graph has several losses ('%s', '%s'); choose one with --loss",

@@ -1,0 +1,431 @@
+/* test_replicas.c - data-parallel replicas (rewrite/replicas.h, the AllReduce op, exec/comm.h):
+ * N replicas on slices of a batch train as one replica on the whole batch, in one process (threads)
+ * and under mpirun; one replica changes nothing; the step's checks see the sums. */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* argv with NULL-terminated extra arguments appended: runs it, expects `status` and `needle` (when
+ * given) in its output; returns the result (run_free it). */
+static struct run_result expect(int status, const char *needle, char *const *argv)
+{
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, status, "%s %s: exit %d, not %d: %s%s", argv[1], argv[2], r.status, status, r.out, r.err);
+	cr_assert(!needle || strstr(r.err, needle) || strstr(r.out, needle), "no '%s' in: %s%s", needle, r.out, r.err);
+	return r;
+}
+
+/* graphdiet train MODEL [opts...] -o out; opts is "a b c" split at spaces ("" for none). */
+static void train(const char *model, const char *opts, const char *out)
+{
+	char in[512], buf[512];
+	model_path(in, sizeof in, model);
+	snprintf(buf, sizeof buf, "%s", opts);
+	char *argv[32] = {GD_BINARY, "train", in};
+	int argc = 3;
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc++] = "-o";
+	argv[argc++] = (char *)out;
+	argv[argc] = NULL;
+	struct run_result r = expect(0, NULL, argv);
+	run_free(&r);
+}
+
+/* verify --replicas n of MODEL's training graph `out` at batch 4 per replica: it matches, the
+ * replicas agree bit for bit, every gradient and the loss are compared (the loss against
+ * <loss>_global), and each is within relative 1e-6 of the whole batch's in the L2 norm. */
+static void verify_replicas(const char *model, const char *out, int n)
+{
+	char in[512], ns[16], arg[1200];
+	model_path(in, sizeof in, model);
+	snprintf(ns, sizeof ns, "%d", n);
+	char *argv[] = {GD_BINARY, "verify", "--replicas", ns, "--dim", "batch=4", "--format", "json", in, (char *)out, NULL};
+	struct run_result r = expect(0, "\"match\": true", argv);
+	snprintf(arg, sizeof arg, "%s", r.out);
+	char code[] = "import sys, json\n"
+		      "d = json.loads(sys.argv[1])\n"
+		      "assert d['replicas_agree'] is True and d['replicas'] > 1, d\n"
+		      "names = [o['name'] for o in d['outputs']]\n"
+		      "assert 'loss' in names and any(x.endswith('_grad') for x in names), names\n"
+		      "for o in d['outputs']:\n"
+		      "    assert o['found'] and o['norm_rel'] <= 1e-6, o\n";
+	struct run_result p = run_cmd((char *[]){GD_PYTHON, "-c", code, r.out, NULL}, NULL, 0);
+	cr_assert_eq(p.status, 0, "%s %s, %d replicas: %s", model, out, n, p.err);
+	run_free(&p);
+	run_free(&r);
+}
+
+/* N = 2 and 4 replicas, each on its slice of the batch, give the gradients (and the loss) of one
+ * replica on the whole batch: the four testdata models with a symbolic batch axis (rescnn has
+ * BatchNormalization, refused below; the transformer's batch is fixed), alone and with
+ * checkpointing, dynamic loss scaling and buckets. */
+Test(replicas, match_one_big_batch)
+{
+	static const char *const models[] = {"mlp", "tanh_chain", "rnn", "unet"};
+	static const char *const with[] = {"", "--checkpoint memory --dim batch=4", "--loss-scale dynamic",
+					   "--bucket-bytes 4KiB --checkpoint speed"};
+	for (int m = 0; m < 4; m++)
+		for (int w = 0; w < 4; w++)
+			for (int n = 2; n <= 4; n += 2) {
+				if (w && m % 2) /* the compositions on two of the models */
+					continue;
+				char out[512], opts[256];
+				snprintf(out, sizeof out, "%s/rep_%s_%d_%d.onnx", tmpdir(), models[m], w, n);
+				snprintf(opts, sizeof opts, "--replicas %d %s", n, with[w]);
+				train(models[m], opts, out);
+				verify_replicas(models[m], out, n);
+			}
+}
+
+/* The check can fail: a mean loss declared a sum (--loss-reduction sum) is not weighted by 1/N, so
+ * the summed gradients are N times the whole batch's. */
+Test(replicas, a_wrong_weight_does_not_verify)
+{
+	char out[512];
+	snprintf(out, sizeof out, "%s/rep_sum.onnx", tmpdir());
+	train("mlp", "--replicas 2 --loss-reduction sum", out);
+	char *argv[] = {GD_BINARY, "verify", "--replicas", "2", "--dim", "batch=4", TESTDATA "/mlp.onnx", out, NULL};
+	struct run_result r = expect(1, "DIFFERS", argv);
+	run_free(&r);
+}
+
+/* A sum over the batch is left alone (its gradients add); a Dropout in a replica draws its slice of
+ * the whole batch's mask, so replicas match with dropout too; and where the reduction cannot be
+ * read, train says so and --loss-reduction settles it. */
+Test(replicas, the_loss_reduction)
+{
+	static const char head[] = "graphdiet: 1\n"
+				   "opset: 17\n"
+				   "inputs:\n"
+				   "  - {name: x, dtype: float32, shape: [batch, 4]}\n"
+				   "  - {name: target, dtype: float32, shape: [batch, 2]}\n"
+				   "params:\n"
+				   "  - {name: w1, dtype: float32, shape: [4, 8], init: {dist: normal, std: 0.5, seed: 1}}\n"
+				   "  - {name: w2, dtype: float32, shape: [8, 2], init: {dist: normal, std: 0.5, seed: 2}}\n"
+				   "  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
+				   "  - {name: train, dtype: bool, shape: [], data: [true]}\n"
+				   "nodes:\n"
+				   "  - {name: mm1, op: MatMul, inputs: [x, w1], outputs: [h]}\n"
+				   "  - {name: drop, op: Dropout, inputs: [h, ratio, train], outputs: [hd, mask]}\n"
+				   "  - {name: mm2, op: MatMul, inputs: [hd, w2], outputs: [y]}\n"
+				   "  - {name: diff, op: Sub, inputs: [y, target], outputs: [d]}\n"
+				   "  - {name: sq, op: Mul, inputs: [d, d], outputs: [d2]}\n";
+	static const char *const tails[] = {
+		"  - {name: red, op: ReduceSum, inputs: [d2], outputs: [l], attrs: {keepdims: 0}}\n"
+		"  - {name: halfc, op: Constant, outputs: [h2], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [0.5]}}}}\n"
+		"  - {name: half, op: Mul, inputs: [h2, l], outputs: [loss]}\n",
+		"  - {name: red, op: ReduceMean, inputs: [d2], outputs: [l], attrs: {keepdims: 0}}\n"
+		"  - {name: neg, op: Neg, inputs: [l], outputs: [loss]}\n",
+		"  - {name: red, op: ReduceMax, inputs: [d2], outputs: [loss], attrs: {keepdims: 0}}\n"};
+	for (int t = 0; t < 3; t++) {
+		char text[4096], name[64], path[512], out[512];
+		snprintf(text, sizeof text, "%s%soutputs:\n  - {name: loss, dtype: float32, shape: []}\n", head, tails[t]);
+		snprintf(name, sizeof name, "rep_loss%d.yaml", t);
+		write_text(path, sizeof path, name, text);
+		snprintf(out, sizeof out, "%s/rep_loss%d.onnx", tmpdir(), t);
+		char *argv[] = {GD_BINARY, "train", path, "--replicas", "2", "-o", out, NULL};
+		if (t == 2) {
+			struct run_result r = expect(2, "say which with --loss-reduction", argv);
+			cr_assert(strstr(r.err, "node 'red' (ReduceMax)"), "%s", r.err);
+			run_free(&r);
+			continue;
+		}
+		struct run_result r = expect(0, NULL, argv);
+		run_free(&r);
+		python_ok("import sys, onnx\n"
+			  "m = onnx.load(sys.argv[1])\n"
+			  "meta = {p.key: p.value for p in m.metadata_props}\n"
+			  "assert meta['graphdiet.replicas'] == '2', meta\n"
+			  "assert meta['graphdiet.loss_reduction'] == ('sum' if 'loss0' in sys.argv[1] else 'mean'), meta\n",
+			  out, "the loss reduction recorded");
+		char *v[] = {GD_BINARY, "verify", "--replicas", "2", "--dim", "batch=4", path, out, NULL};
+		r = expect(0, "agree bit for bit", v);
+		cr_assert(strstr(r.out, "match:"), "%s", r.out);
+		run_free(&r);
+	}
+	char path[512];
+	snprintf(path, sizeof path, "%s/rep_loss2.yaml", tmpdir());
+	char out[512];
+	snprintf(out, sizeof out, "%s/rep_loss2.onnx", tmpdir());
+	char *argv[] = {GD_BINARY, "train", path, "--replicas", "2", "--loss-reduction", "sum", "-o", out, NULL};
+	struct run_result r = expect(0, NULL, argv);
+	run_free(&r);
+}
+
+/* One replica changes nothing: the gradients and the loss of train --replicas 1 (whose AllReduce
+ * nodes run as the identity) have the bits of plain train's, on every testdata model (BatchNorm
+ * included: one replica's statistics are the batch's). */
+Test(replicas, one_replica_is_bitwise_a_no_op)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char a[512], b[512], da[512], db[512];
+		snprintf(a, sizeof a, "%s/one_%s.onnx", tmpdir(), *m);
+		snprintf(b, sizeof b, "%s/one_%s_r1.onnx", tmpdir(), *m);
+		snprintf(da, sizeof da, "%s/one_%s", tmpdir(), *m);
+		snprintf(db, sizeof db, "%s/one_%s_r1", tmpdir(), *m);
+		train(*m, "", a);
+		train(*m, "--replicas 1", b);
+		char *ra[] = {GD_BINARY, "run", a, "--random-inputs", "--dim", "batch=3", "-o", da, NULL};
+		char *rb[] = {GD_BINARY, "run", b, "--random-inputs", "--dim", "batch=3", "-o", db, NULL};
+		struct run_result r = expect(0, NULL, ra);
+		run_free(&r);
+		r = expect(0, NULL, rb);
+		run_free(&r);
+		char arg[1100];
+		snprintf(arg, sizeof arg, "%s:%s", da, db);
+		python_ok("import sys, glob, os\n"
+			  "a, b = sys.argv[1].split(':')\n"
+			  "fs = glob.glob(a + '/*.npy')\n"
+			  "assert any(f.endswith('_grad.npy') for f in fs), fs\n"
+			  "for f in fs:\n"
+			  "    assert open(f, 'rb').read() == open(b + '/' + os.path.basename(f), 'rb').read(), f\n"
+			  "assert open(a + '/loss.npy', 'rb').read() == open(b + '/loss_global.npy', 'rb').read()\n",
+			  arg, *m);
+	}
+}
+
+/* Dynamic loss scaling: the finite check reads the sums, so an overflow on one replica (replica
+ * 1's rows are 1e36) skips the step on all, and replica 0 alone, on its own rows, would not. */
+Test(replicas, an_overflow_on_one_replica_skips_the_step_on_all)
+{
+	char d[512], x[600], t[600], x0[600], t0[600], rep[600], one[600];
+	snprintf(d, sizeof d, "%s/overflow", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	python_ok("import sys, numpy as np\n"
+		  "d = sys.argv[1]\n"
+		  "x = np.random.RandomState(0).randn(8, 20).astype(np.float32)\n"
+		  "x[4:] *= 1e36\n"
+		  "t = np.arange(8) % 10\n"
+		  "np.save(d + '/x.npy', x); np.save(d + '/t.npy', t)\n"
+		  "np.save(d + '/x0.npy', x[:4]); np.save(d + '/t0.npy', t[:4])\n",
+		  d, "inputs");
+	snprintf(x, sizeof x, "x=%s/x.npy", d);
+	snprintf(t, sizeof t, "target=%s/t.npy", d);
+	snprintf(x0, sizeof x0, "x=%s/x0.npy", d);
+	snprintf(t0, sizeof t0, "target=%s/t0.npy", d);
+	snprintf(rep, sizeof rep, "%s/rep.onnx", d);
+	snprintf(one, sizeof one, "%s/one.onnx", d);
+	train("mlp", "--dim batch=4 --replicas 2 --loss-scale dynamic --optimizer sgd", rep);
+	train("mlp", "--dim batch=4 --loss-scale dynamic --optimizer sgd", one);
+	char *rr[] = {GD_BINARY, "run", rep, "--replicas", "2", "-i", x, "-i", t, "--steps", "2", "--format", "json", NULL};
+	char *r1[] = {GD_BINARY, "run", one, "-i", x0, "-i", t0, "--steps", "2", "--format", "json", NULL};
+	struct run_result a = expect(0, NULL, rr), b = expect(0, NULL, r1);
+	char code[] = "import sys, json\n"
+		      "s = json.loads(sys.argv[1])['steps']\n"
+		      "skipped = sys.argv[2] == 'yes'\n"
+		      "assert [x['skipped'] for x in s] == [skipped] * 2, s\n"
+		      "assert [x['loss_scale'] for x in s] == ([65536, 32768] if skipped else [65536] * 2), s\n";
+	struct run_result p = run_cmd((char *[]){GD_PYTHON, "-c", code, a.out, "yes", NULL}, NULL, 0);
+	cr_assert_eq(p.status, 0, "replicas: %s", p.err);
+	run_free(&p);
+	p = run_cmd((char *[]){GD_PYTHON, "-c", code, b.out, "no", NULL}, NULL, 0);
+	cr_assert_eq(p.status, 0, "replica 0 alone: %s", p.err);
+	run_free(&p);
+	run_free(&a);
+	run_free(&b);
+}
+
+/* Diet variables: each DietAdam reads the summed gradient, so 3 steps of 2 replicas on batch 4
+ * leave the INT16 parameters of one replica on batch 8 (at most one step of quantization apart
+ * where a sum rounds differently) and its slots within relative 1e-6; Adam's too. */
+Test(replicas, compose_with_diet)
+{
+	char d[512], full[600], rep[600], of[600], orr[600];
+	snprintf(d, sizeof d, "%s/diet", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	snprintf(full, sizeof full, "%s/full.onnx", d);
+	snprintf(rep, sizeof rep, "%s/rep.onnx", d);
+	snprintf(of, sizeof of, "%s/full", d);
+	snprintf(orr, sizeof orr, "%s/rep", d);
+	train("mlp", "--dim batch=8 --diet --optimizer adam", full);
+	train("mlp", "--dim batch=4 --replicas 2 --diet --optimizer adam --bucket-bytes 3KiB", rep);
+	char *a[] = {GD_BINARY, "run", full, "--random-inputs", "--steps", "3", "-o", of, NULL};
+	char *b[] = {GD_BINARY, "run", rep, "--random-inputs", "--replicas", "2", "--steps", "3", "-o", orr, NULL};
+	struct run_result r = expect(0, NULL, a);
+	run_free(&r);
+	r = expect(0, NULL, b);
+	run_free(&r);
+	python_ok("import sys, glob, os, onnx, numpy as np\n"
+		  "d = sys.argv[1]\n"
+		  "n = 0\n"
+		  "for f in glob.glob(d + '/full/*_new.npy'):\n"
+		  "    x = np.load(f); y = np.load(d + '/rep/' + os.path.basename(f))\n"
+		  "    if x.dtype == np.int16:\n"
+		  "        n += 1\n"
+		  "        assert np.abs(x.astype(int) - y.astype(int)).max() <= 1, f\n"
+		  "    else:\n"
+		  "        x = x.astype(np.float64); y = y.astype(np.float64)\n"
+		  "        assert np.linalg.norm(x - y) <= 1e-6 * np.linalg.norm(x), f\n"
+		  "assert n == 3, n\n"
+		  "l, g = np.load(d + '/full/loss.npy'), np.load(d + '/rep/loss_global.npy')\n"
+		  "assert abs(l - g) <= 1e-6 * abs(l), (l, g)\n"
+		  /* each DietAdam reads an all-reduced gradient */
+		  "m = onnx.load(d + '/rep.onnx')\n"
+		  "made = {o: n.op_type for n in m.graph.node for o in n.output}\n"
+		  "ups = [n for n in m.graph.node if n.op_type == 'DietAdam']\n"
+		  "assert len(ups) == 3 and all(made[n.input[1]] == 'AllReduce' for n in ups), ups\n",
+		  d, "diet replicas");
+}
+
+/* The graph: one AllReduce (domain graphdiet, reduction sum, replicas N) per gradient plus one for
+ * loss_global; --bucket-bytes fuses gradients up to the size in the order backprop completes them;
+ * the local gradients are renamed, and the outputs keep their names. */
+Test(replicas, all_reduce_nodes_and_buckets)
+{
+	static const char *const opts[] = {"--replicas 4", "--replicas 4 --bucket-bytes 1MiB", "--replicas 4 --bucket-bytes 1400"};
+	for (int i = 0; i < 3; i++) {
+		char out[512];
+		snprintf(out, sizeof out, "%s/buckets%d.onnx", tmpdir(), i);
+		train("mlp", opts[i], out);
+		python_ok("import sys, onnx\n"
+			  "m = onnx.load(sys.argv[1])\n"
+			  "i = int(sys.argv[1][-6])\n"
+			  "ar = [n for n in m.graph.node if n.op_type == 'AllReduce']\n"
+			  "assert all(n.domain == 'graphdiet' for n in ar)\n"
+			  "assert {o.domain for o in m.opset_import} >= {'', 'graphdiet'}\n"
+			  "for n in ar:\n"
+			  "    a = {x.name: onnx.helper.get_attribute_value(x) for x in n.attribute}\n"
+			  "    assert a == {'reduction': b'sum', 'replicas': 4}, a\n"
+			  "    assert len(n.input) == len(n.output)\n"
+			  "grads = [n for n in ar if n.input[0].endswith('_grad_local')]\n"
+			  "sizes = [len(n.input) for n in grads]\n"
+			  /* mlp: fc3 (320 + 10 floats), fc2 (1024 + 32), fc1 (640 + 32), backprop's order */
+			  "assert sizes == [[1] * 6, [6], [2, 1, 1, 1, 1]][i], sizes\n"
+			  "assert [n.input[0] for n in grads][0].startswith('fc3'), grads\n"
+			  "outs = [o.name for o in m.graph.output]\n"
+			  "assert 'loss_global' in outs and sum(o.endswith('_grad') for o in outs) == 6, outs\n"
+			  "made = {o: n.op_type for n in m.graph.node for o in n.output}\n"
+			  "assert all(made[o] == 'AllReduce' for o in outs if o.endswith('_grad') or o == 'loss_global')\n",
+			  out, opts[i]);
+	}
+}
+
+/* The planned peak of a replica equals what each replica measures (the memory model counts the
+ * AllReduce sums as gradients; a bucket's packing buffer is workspace). */
+Test(replicas, plan_equals_the_measured_peak)
+{
+	char out[512];
+	snprintf(out, sizeof out, "%s/planrep.onnx", tmpdir());
+	train("mlp", "--dim batch=4 --replicas 2 --optimizer adam --bucket-bytes 2KiB", out);
+	char *p[] = {GD_BINARY, "plan", out, "--format", "json", NULL};
+	char *r[] = {GD_BINARY, "run", out, "--random-inputs", "--replicas", "2", "--format", "json", NULL};
+	struct run_result a = expect(0, NULL, p), b = expect(0, NULL, r);
+	char code[] = "import sys, json\n"
+		      "p = json.loads(sys.argv[1]); r = json.loads(sys.argv[2])\n"
+		      "assert p['peak_bytes_before'] == r['peak_bytes'], (p['peak_bytes_before'], r['peak_bytes'])\n"
+		      "assert r['replicas'] == 2 and r['allreduce']['calls'] >= 2, r\n";
+	struct run_result c = run_cmd((char *[]){GD_PYTHON, "-c", code, a.out, b.out, NULL}, NULL, 0);
+	cr_assert_eq(c.status, 0, "%s", c.err);
+	run_free(&a);
+	run_free(&b);
+	run_free(&c);
+}
+
+/* Bad uses get one clear line and exit 2. */
+Test(replicas, errors_name_the_problem)
+{
+	char r2[512];
+	snprintf(r2, sizeof r2, "%s/err_r2.onnx", tmpdir());
+	train("mlp", "--dim batch=4 --replicas 2", r2);
+	char *bn[] = {GD_BINARY, "train", TESTDATA "/rescnn.onnx", "--replicas", "2", "--to", "onnx", "-o", "/dev/null", NULL};
+	struct run_result r = expect(2, "node '/bn/BatchNormalization' (BatchNormalization): --replicas 2: batch statistics", bn);
+	run_free(&r);
+	char *bucket[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--bucket-bytes", "1MiB", "--to", "onnx", "-o", "/dev/null", NULL};
+	r = expect(2, "--bucket-bytes is for --replicas", bucket);
+	run_free(&r);
+	char *zero[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--replicas", "0", "--to", "onnx", "-o", "/dev/null", NULL};
+	r = expect(2, "--replicas 0: not a whole number", zero);
+	run_free(&r);
+	char *alone[] = {GD_BINARY, "run", r2, "--random-inputs", NULL};
+	r = expect(2, "built for 2 replicas, and this run has 1: run it with mpirun -np 2", alone);
+	run_free(&r);
+	char *three[] = {GD_BINARY, "run", r2, "--random-inputs", "--replicas", "3", NULL};
+	r = expect(2, "replica 0: node 'all_reduce' (AllReduce): the graph was built for 2 replicas, and this run has 3", three);
+	run_free(&r);
+	char *v3[] = {GD_BINARY, "verify", "--replicas", "3", "--dim", "batch=4", TESTDATA "/mlp.onnx", r2, NULL};
+	r = expect(2, "built for 2 replicas", v3);
+	run_free(&r);
+	/* 6 rows do not split evenly for 4 replicas */
+	char d[512], x[600];
+	snprintf(d, sizeof d, "%s/err_rows", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	python_ok("import sys, numpy as np\nnp.save(sys.argv[1] + '/x.npy', np.zeros((6, 20), np.float32))\n", d, "x");
+	snprintf(x, sizeof x, "x=%s/x.npy", d);
+	char *uneven[] = {GD_BINARY, "run", r2, "-i", x, "--random-inputs", "--replicas", "4", NULL};
+	r = expect(2, "input 'x': its 6 rows cannot be shared evenly by 4 replicas", uneven);
+	run_free(&r);
+	char *fixed[] = {GD_BINARY, "verify", "--replicas", "2", TESTDATA "/transformer.onnx", r2, NULL};
+	r = expect(2, "MODEL needs a symbolic batch axis", fixed);
+	run_free(&r);
+}
+
+/* ---- under mpirun ---- */
+
+/* `mpirun --oversubscribe -np 2 graphdiet run --shard-inputs` on files holding the whole batch:
+ * rank 0 writes the sums, which are one replica's gradients on the whole batch (relative 1e-6 in
+ * the L2 norm), and three Adam steps keep the ranks' parameters equal to the whole batch's. */
+Test(mpi, two_ranks_match_one_big_batch)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char d[512];
+	snprintf(d, sizeof d, "%s/mpi", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	python_ok("import sys, numpy as np\n"
+		  "r = np.random.RandomState(1)\n"
+		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
+		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
+		  d, "inputs");
+	static const char *const steps[] = {"", "--optimizer adam:lr=0.01 --loss-scale dynamic"};
+	for (int s = 0; s < 2; s++) {
+		char full[600], rep[600], of[600], orr[600], x[600], t[600], opts[256];
+		snprintf(full, sizeof full, "%s/full%d.onnx", d, s);
+		snprintf(rep, sizeof rep, "%s/rep%d.onnx", d, s);
+		snprintf(of, sizeof of, "%s/full%d", d, s);
+		snprintf(orr, sizeof orr, "%s/rep%d", d, s);
+		snprintf(x, sizeof x, "x=%s/x.npy", d);
+		snprintf(t, sizeof t, "target=%s/t.npy", d);
+		snprintf(opts, sizeof opts, "--dim batch=8 %s", steps[s]);
+		train("mlp", opts, full);
+		snprintf(opts, sizeof opts, "--dim batch=4 --replicas 2 %s", steps[s]);
+		train("mlp", opts, rep);
+		const char *k = s ? "3" : "1";
+		char *a[] = {GD_BINARY, "run", full, "-i", x, "-i", t, "--steps", (char *)k, "-o", of, NULL};
+		char *b[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", rep, "--shard-inputs", "-i", x, "-i", t,
+			     "--steps", (char *)k, "-o", orr, NULL};
+		struct run_result r = expect(0, NULL, a);
+		run_free(&r);
+		r = expect(0, NULL, b);
+		const char *head = strstr(r.out, "  step  loss"); /* only rank 0 reports */
+		cr_assert(head && !strstr(head + 1, "  step  loss"), "%s", r.out);
+		cr_assert(strstr(r.out, "replicas: 2 (MPI)"), "%s", r.out);
+		run_free(&r);
+		char arg[1300];
+		snprintf(arg, sizeof arg, "%s:%s", of, orr);
+		python_ok("import sys, glob, os, numpy as np\n"
+			  "a, b = sys.argv[1].split(':')\n"
+			  "fs = [f for f in glob.glob(a + '/*.npy') if os.path.basename(f) != 'loss.npy']\n"
+			  "assert len(fs) >= 6, fs\n"
+			  "for f in fs:\n"
+			  "    x = np.load(f).astype(np.float64); y = np.load(b + '/' + os.path.basename(f)).astype(np.float64)\n"
+			  "    assert np.linalg.norm(x - y) <= 1e-6 * np.linalg.norm(x) or np.array_equal(x, y), f\n"
+			  "l, g = np.load(a + '/loss.npy'), np.load(b + '/loss_global.npy')\n"
+			  "assert abs(l - g) <= 1e-6 * abs(l), (l, g)\n",
+			  arg, "mpirun");
+	}
+	/* a graph for 2 replicas refuses 3 ranks, on every rank */
+	char rep[600];
+	snprintf(rep, sizeof rep, "%s/rep0.onnx", d);
+	char *three[] = {GD_MPIEXEC, "--oversubscribe", "-np", "3", GD_BINARY, "run", rep, "--shard-inputs", "--random-inputs", NULL};
+	struct run_result r = run_cmd(three, NULL, 0);
+	cr_assert_neq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.err, "built for 2 replicas, and this run has 3"), "%s", r.err);
+	run_free(&r);
+#endif
+}
