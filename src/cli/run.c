@@ -371,8 +371,10 @@ int cmd_run(int argc, char **argv)
 	struct graph **rg = NULL;
 	struct exec *x = NULL, **rx = g ? xcalloc((size_t)n_run, sizeof *rx) : NULL;
 	struct exec_stats *rst = g ? xcalloc((size_t)n_run, sizeof *rst) : NULL;
-	if (g && (!rx || !rst))
-		rc = GD_EINTERNAL;
+	if (g && (!rx || !rst)) {
+		err_print(path, (err_oom(&e), &e));
+		rc = e.code;
+	}
 	if (g && !rc && n_run > 1)
 		rc = cli_load_copies(path, from, g, n_run, &rg);
 	struct steps sts = {0};

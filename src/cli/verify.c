@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +122,10 @@ int cmd_verify(int argc, char **argv)
 	struct graph **rg = NULL;
 	struct exec **rx = NULL;
 	if (train && n_rep > 1 && !(rc = cli_load_copies(tpath, FMT_AUTO, train, n_rep, &rg)) &&
-	    !(rx = xcalloc((size_t)n_rep, sizeof *rx)))
-		rc = GD_EINTERNAL;
+	    !(rx = xcalloc((size_t)n_rep, sizeof *rx))) {
+		err_print(tpath, (err_oom(&e), &e));
+		rc = e.code;
+	}
 	if (train && !rc && autodiff(plain, &ao, &res, &e)) {
 		err_print(mpath, &e);
 		rc = e.code;

@@ -7,7 +7,7 @@
  *            adds the replicas' buffers in rank order, so every replica gets the same bits;
  *   MPI      one replica per rank under mpirun (comm_mpi_*): MPI_Allreduce(MPI_SUM) over
  *            MPI_COMM_WORLD. Built when CMake finds MPI (GD_HAVE_MPI).
- * Each counts its calls, the bytes each replica contributed and the time the sums took. */
+ * The executor counts the AllReduce nodes, their bytes and their time (exec_stats). */
 #ifndef GD_COMM_H
 #define GD_COMM_H
 
@@ -21,8 +21,6 @@ struct comm {
 	const char *kind; /* "threads" or "MPI" */
 	/* Sums count elements of dtype (float32 or float64) at buf across the replicas, in place. */
 	int (*allreduce_sum)(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e);
-	uint64_t calls, bytes; /* all-reduces made, and the bytes this replica gave them */
-	double seconds;        /* in AllReduce nodes, waiting for the other replicas included */
 	void *impl;
 };
 

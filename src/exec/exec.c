@@ -27,6 +27,8 @@ struct exec {
 	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
 	size_t scratch, scratch_peak; /* kernels' workspace (im2col buffers, accumulators), apart */
 	uint64_t flops, moved;
+	uint64_t comm_calls, comm_bytes; /* AllReduce nodes summed over the replicas (exec_stats) */
+	double comm_seconds;
 	const struct node *cur;
 	int compute;         /* the current node computes data */
 	int widening;        /* the current node runs on float32 copies of 16-bit inputs: see run_widened */
@@ -597,7 +599,8 @@ static int run_nodes(struct exec *x)
 		}
 		uint32_t fl = op_table[n->op].flags;
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
-		double t0 = x->o->profile ? now() : 0;
+		int comm = n->op == OP_ALL_REDUCE && x->o->comm; /* a sum over the replicas: counted */
+		double t0 = x->o->profile || comm ? now() : 0;
 		int half;
 		if (half_dtype(x, n, in, &half) || (half ? run_widened(x, impl, n, in, out, half) : impl->run(x, n, in, out)))
 			return x->e->code;
@@ -607,6 +610,12 @@ static int run_nodes(struct exec *x)
 		if (x->o->node_flops)
 			x->o->node_flops[i] = f;
 		x->moved += b;
+		if (comm) {
+			x->comm_calls++;
+			x->comm_seconds += now() - t0;
+			for (uint32_t k = 0; k < n->n_in; k++)
+				x->comm_bytes += in[k]->nbytes;
+		}
 		if (x->o->profile) {
 			double dt = now() - t0;
 			for (int k = 0; k < 8; k++)
@@ -696,7 +705,6 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		if (!v->init) /* an initializer listed as an input has its data already */
 			rc = bind_input(x, v, &x->v[v->id]);
 	}
-	struct comm c0 = o->comm ? *o->comm : (struct comm){0};
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
@@ -715,9 +723,9 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		st->final_bytes = x->live;
 		st->flops = x->flops;
 		st->bytes_moved = x->moved;
-		st->comm_calls = o->comm ? o->comm->calls - c0.calls : 0;
-		st->comm_bytes = o->comm ? o->comm->bytes - c0.bytes : 0;
-		st->comm_seconds = o->comm ? o->comm->seconds - c0.seconds : 0;
+		st->comm_calls = x->comm_calls;
+		st->comm_bytes = x->comm_bytes;
+		st->comm_seconds = x->comm_seconds;
 	}
 	return x;
 }

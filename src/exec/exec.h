@@ -72,8 +72,9 @@ struct exec_stats {
 	size_t scratch_peak_bytes;      /* kernels' workspace, on top */
 	double seconds;              /* running the nodes (inputs already bound) */
 	uint64_t flops, bytes_moved; /* summed op costs (op_cost) */
-	uint64_t comm_calls, comm_bytes; /* AllReduce: sums made, and the bytes this replica gave */
-	double comm_seconds;             /* ... and the time in them (within seconds) */
+	uint64_t comm_calls, comm_bytes; /* AllReduce over a comm: nodes run, and their input bytes */
+	double comm_seconds;             /* ... and their time (within seconds), waits for the other
+					  * replicas included */
 };
 
 /* Runs g (already checked and sorted). On success the caller owns the executor and reads values

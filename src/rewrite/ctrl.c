@@ -37,13 +37,9 @@ static struct value *wait_for(struct graph *g, const struct exec *x, struct node
 	if (node_add_int(g, mx, "keepdims", 0))
 		return NULL;
 	struct node *ab = graph_add_op(g, base, "Abs", &mx->out[0], 1, base, e);
-	struct node *zero = ab ? graph_add_op(g, base, "Constant", NULL, 0, base, e) : NULL;
-	if (!zero)
-		return NULL;
 	const struct rtensor *yt = exec_value(x, y);
-	uint64_t bits = 0; /* +0.0 in every floating format */
-	struct rtensor z = {.dtype = yt->dtype, .ndim = 0, .numel = 1, .data = &bits, .nbytes = dtype_size(yt->dtype)};
-	if (node_make_constant(g, &z, zero, e))
+	struct node *zero = ab ? graph_add_scalar(g, base, yt->dtype, 0, e) : NULL;
+	if (!zero)
 		return NULL;
 	struct value *mi[2] = {ab->out[0], zero->out[0]};
 	struct node *mul = graph_add_op(g, base, "Mul", mi, 2, base, e);

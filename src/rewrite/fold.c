@@ -240,6 +240,15 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 	return rc;
 }
 
+struct node *graph_add_scalar(struct graph *g, const char *name, int dtype, double v, struct gd_err *e)
+{
+	struct node *n = graph_add_op(g, name, "Constant", NULL, 0, name, e);
+	uint64_t bits = 0;
+	struct rtensor t = {.dtype = dtype, .numel = 1, .data = &bits, .nbytes = dtype_size(dtype)};
+	rt_set(&t, 0, v);
+	return n && !node_make_constant(g, &t, n, e) ? n : NULL;
+}
+
 int node_add_int(struct graph *g, struct node *n, const char *name, int64_t v)
 {
 	struct attr *a = n ? arena_zalloc(g->arena, sizeof *a) : NULL;

@@ -23,6 +23,10 @@ int node_make_constant(struct graph *g, const struct rtensor *t, struct node *n,
 struct node *graph_add_op(struct graph *g, const char *name, const char *op, struct value *const *ins, uint32_t n_in,
 			  const char *out, struct gd_err *e);
 
+/* A Constant node named after `name` (appended) holding v as a scalar of dtype; NULL with the
+ * error set on failure. */
+struct node *graph_add_scalar(struct graph *g, const char *name, int dtype, double v, struct gd_err *e);
+
 /* Gives n (made by graph_add_op, without attributes) one integer attribute; -1 out of memory. */
 int node_add_int(struct graph *g, struct node *n, const char *name, int64_t v);
 

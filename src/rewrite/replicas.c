@@ -29,10 +29,10 @@ static struct value *find_loss(struct graph *g, const char *name, struct gd_err 
 			loss = v;
 		}
 	}
-	if (!loss)
-		err_set(e, GD_EINPUT, name ? "--loss %s: the graph has no output of that name"
-				      : "--replicas: no output is declared a floating-point scalar; name the loss with --loss%s",
-			name ? name : "");
+	if (!loss && name)
+		err_set(e, GD_EINPUT, "--loss %s: the graph has no output of that name", name);
+	else if (!loss)
+		err_set(e, GD_EINPUT, "--replicas: no output is declared a floating-point scalar; name the loss with --loss");
 	return loss;
 }
 
@@ -200,9 +200,10 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
 		struct value *v = g->outputs[i];
 		loss = v->flags & VALUE_LOSS ? v : loss;
-		if (!(v->flags & VALUE_GRAD) || !autodiff_param_of(g, v))
+		const struct value *param = v->flags & VALUE_GRAD ? autodiff_param_of(g, v) : NULL;
+		if (!param)
 			continue;
-		const struct tensor *p = autodiff_param_of(g, v)->init;
+		const struct tensor *p = param->init;
 		go[n++] = (struct grad_out){i, v->producer ? v->producer->index : 0,
 					    (size_t)tensor_numel(p) * dtype_size(p->dtype), p->dtype};
 	}
@@ -225,16 +226,9 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 		const char *red = model_meta(g, REPLICAS_REDUCTION_KEY);
 		struct value *x = loss;
 		if (red && !strcmp(red, "mean") && r->n > 1) {
-			struct node *c = graph_add_op(g, "loss_weight", "Constant", NULL, 0, "loss_weight", e);
-			float w32 = (float)(1.0 / r->n);
-			double w64 = 1.0 / r->n;
-			int dt = loss->type.dtype;
-			struct rtensor t = {.dtype = dt, .numel = 1, .data = dt == DT_DOUBLE ? (void *)&w64 : (void *)&w32,
-					    .nbytes = dtype_size(dt)};
+			struct node *c = graph_add_scalar(g, "loss_weight", loss->type.dtype, 1.0 / r->n, e);
 			struct value *two[2] = {loss, c ? c->out[0] : NULL};
-			struct node *m = c && !node_make_constant(g, &t, c, e) ? graph_add_op(g, "loss_weighted", "Mul", two, 2,
-											  "loss_weighted", e)
-									     : NULL;
+			struct node *m = c ? graph_add_op(g, "loss_weighted", "Mul", two, 2, "loss_weighted", e) : NULL;
 			if (!m) {
 				rc = e->code ? e->code : err_oom(e);
 				goto out;

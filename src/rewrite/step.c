@@ -250,12 +250,8 @@ static struct value *scalar(struct sb *s, int dtype, double v)
 	struct value **c = cached(s, NULL, dtype, v);
 	if (c && *c)
 		return *c;
-	const char *name = dtype == DT_INT64 ? "step_int" : "step_const";
-	struct node *nd = graph_add_op(s->g, name, "Constant", NULL, 0, name, s->e);
-	uint64_t bits = 0;
-	fill(&bits, dtype, 1, v);
-	struct rtensor t = {.dtype = dtype, .numel = 1, .data = &bits, .nbytes = dtype_size(dtype)};
-	if (!nd || node_make_constant(s->g, &t, nd, s->e)) {
+	struct node *nd = graph_add_scalar(s->g, dtype == DT_INT64 ? "step_int" : "step_const", dtype, v, s->e);
+	if (!nd) {
 		sb_fail(s);
 		return NULL;
 	}
