@@ -72,6 +72,10 @@ enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCK
 #define CLI_MAX_REPLICAS 4096
 /* Parses a replica count; nonzero (after the usage message) when it is not 1..CLI_MAX_REPLICAS. */
 int cli_replicas(const char *cmd, const char *arg, int *n);
+/* --backend NAME: the backend (exec/backend.h), opened; nonzero (after the message) when it is not
+ * one or cannot run here. */
+struct backend;
+int cli_backend(const char *cmd, const char *arg, const struct backend **b);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 

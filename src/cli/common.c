@@ -5,6 +5,7 @@
 #include "../rewrite/autocast.h"
 #include "../rewrite/step.h"
 #include "../util/size.h"
+#include "../exec/backend.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -245,6 +246,18 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 		so->diet_buf = buf;
 		if (!so->diet.n_params) /* else it would mean the default */
 			return cli_usage(cmd, "--diet-params '%s': no parameter named", arg);
+	}
+	return 0;
+}
+
+int cli_backend(const char *cmd, const char *arg, const struct backend **b)
+{
+	struct gd_err e = {0};
+	if (strcmp(arg, "cpu") && strcmp(arg, "cuda"))
+		return cli_usage(cmd, "--backend %s: cpu or cuda", arg);
+	if (!(*b = backend_find(arg, &e))) {
+		err_print(NULL, &e);
+		return e.code;
 	}
 	return 0;
 }

@@ -1,4 +1,5 @@
 /* run.c - `graphdiet run`: execute a graph with the reference executor. */
+#include "../exec/backend.h"
 #include "../exec/comm.h"
 #include "../exec/exec.h"
 #include "../io/npy.h"
@@ -19,9 +20,9 @@
 static const char help[] =
 	"usage: graphdiet run [options] GRAPH\n"
 	"\n"
-	"Runs GRAPH on the CPU with graphdiet's reference executor and reports its outputs, the time\n"
-	"taken and the peak memory its tensors needed (with replicas: replica 0's, and the all-reduce's\n"
-	"share of the time and the bytes each replica summed).\n"
+	"Runs GRAPH with graphdiet's reference executor (on the CPU, or a CUDA GPU) and reports its\n"
+	"outputs, the time taken and the peak memory its tensors needed (with replicas: replica 0's,\n"
+	"and the all-reduce's share of the time and the bytes each replica summed).\n"
 	"\n"
 	"options:\n"
 	"  -i, --input NAME=FILE.npy  data for graph input NAME (repeatable)\n"
@@ -44,6 +45,9 @@ static const char help[] =
 	"                             prints and writes outputs\n"
 	"      --replicas N           run N replicas in this process instead (threads), each on its\n"
 	"                             slice of the inputs as with --shard-inputs\n"
+	"      --backend NAME         cpu (default) or cuda: run the nodes on the GPU, each tensor in\n"
+	"                             device memory (ops without a CUDA kernel run on the CPU, with\n"
+	"                             a note); reports the device's peak, which is the planned peak\n"
 	"      --format FMT           text (default), json or yaml\n"
 	"      --from FORMAT          input format: onnx or yaml\n"
 	"  -h, --help                 show this help\n";
@@ -280,7 +284,7 @@ int cmd_run(int argc, char **argv)
 		{"from", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'},
 		{"steps", required_argument, NULL, 'k'}, {"loss", required_argument, NULL, 'l'},
 		{"shard-inputs", no_argument, NULL, 'S'}, {"replicas", required_argument, NULL, 'R'},
-		{NULL, 0, NULL, 0},
+		{"backend", required_argument, NULL, 'B'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 1;
 	enum gd_format from = FMT_AUTO;
@@ -335,6 +339,12 @@ int cmd_run(int argc, char **argv)
 			if (cli_replicas("run", optarg, &n_rep))
 				return GD_EINPUT;
 			break;
+		case 'B': {
+			int brc = cli_backend("run", optarg, &eo.backend);
+			if (brc)
+				return brc;
+			break;
+		}
 		default:
 			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc))
 				return shared_rc;
@@ -472,6 +482,10 @@ int cmd_run(int argc, char **argv)
 					       dtype_name(t->dtype), sh, mn, mean, mx);
 			}
 			printf("peak memory: %zu bytes; %.6f s; %.3g FLOPs\n", st.peak_bytes, st.seconds, (double)st.flops);
+			if (eo.backend && !eo.backend->host)
+				printf("backend: %s; device peak: %zu bytes; %" PRIu64 " nodes on the CPU; %" PRIu64
+				       " copies, %" PRIu64 " bytes\n", eo.backend->name, st.device_peak_bytes, st.host_nodes,
+				       st.copies, st.copy_bytes);
 			if (eo.comm || n_run > 1)
 				printf("replicas: %d (%s); all-reduce: %" PRIu64 " sums, %" PRIu64 " bytes from each replica, "
 				       "%.6f s (%.1f%% of the run)\n", mpi ? mpi->size : n_run, mpi ? "MPI" : n_run > 1 ? "threads" : "one",
@@ -490,6 +504,19 @@ int cmd_run(int argc, char **argv)
 			emit_uint(&em, st.flops);
 			emit_key(&em, "bytes_moved");
 			emit_uint(&em, st.bytes_moved);
+			emit_key(&em, "backend");
+			emit_obj_begin(&em);
+			emit_key(&em, "name");
+			emit_str(&em, eo.backend ? eo.backend->name : "cpu");
+			emit_key(&em, "device_peak_bytes");
+			emit_uint(&em, eo.backend && !eo.backend->host ? st.device_peak_bytes : st.peak_bytes);
+			emit_key(&em, "host_nodes");
+			emit_uint(&em, st.host_nodes);
+			emit_key(&em, "copies");
+			emit_uint(&em, st.copies);
+			emit_key(&em, "copy_bytes");
+			emit_uint(&em, st.copy_bytes);
+			emit_obj_end(&em);
 			emit_key(&em, "replicas");
 			emit_int(&em, mpi ? mpi->size : n_run);
 			emit_key(&em, "allreduce");

@@ -31,6 +31,8 @@ static const char help[] =
 	"                        large as TRAIN's, and compare their summed gradients and\n"
 	"                        <loss>_global with MODEL's on that whole batch; the replicas'\n"
 	"                        outputs must also agree bit for bit\n"
+	"      --backend NAME    cpu (default) or cuda: run both graphs there (on one backend the\n"
+	"                        sums repeat bit for bit, so --rtol 0 --atol 0 still holds)\n"
 	"      --format FMT      text (default), json or yaml\n"
 	"  -h, --help            show this help\n";
 
@@ -68,9 +70,11 @@ int cmd_verify(int argc, char **argv)
 		{"seed", required_argument, NULL, 's'}, {"rtol", required_argument, NULL, 'r'},
 		{"atol", required_argument, NULL, 'a'}, {"dim", required_argument, NULL, 'd'},
 		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
-		{"replicas", required_argument, NULL, 'R'}, {NULL, 0, NULL, 0},
+		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
+		{NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
+	const struct backend *be = NULL;
 	double rtol = 1e-5, atol = 1e-7;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
@@ -101,6 +105,12 @@ int cmd_verify(int argc, char **argv)
 			if (cli_replicas("verify", optarg, &n_rep))
 				return GD_EINPUT;
 			break;
+		case 'B': {
+			int brc = cli_backend("verify", optarg, &be);
+			if (brc)
+				return brc;
+			break;
+		}
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
@@ -132,7 +142,7 @@ int cmd_verify(int argc, char **argv)
 	}
 	/* the reference runs on the whole batch, the replicas on their slices of it */
 	struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2,
-			       .batch_times = n_rep > 1 ? n_rep : 1};
+			       .batch_times = n_rep > 1 ? n_rep : 1, .backend = be};
 	if (train && !rc && !(xp = exec_run(plain, &eo, NULL, &e))) {
 		if (n_rep > 1 && e.code == GD_EINPUT)
 			err_prefix(&e, "--replicas %d: on the whole batch (%d times TRAIN's; MODEL needs a symbolic batch "

@@ -1,5 +1,6 @@
 /* exec.c - the executor loop and its allocator; see exec.h. */
 #include "exec.h"
+#include "backend.h"
 #include "comm.h"
 #include "../io/tensor.h"
 #include "../util/philox.h"
@@ -8,6 +9,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -29,9 +31,13 @@ struct exec {
 	uint64_t flops, moved;
 	uint64_t comm_calls, comm_bytes; /* AllReduce nodes summed over the replicas (exec_stats) */
 	double comm_seconds;
+	const struct backend *be;     /* a device backend, or NULL: everything runs on the CPU */
+	size_t dev_live, dev_peak;    /* its memory holding tensors */
+	uint64_t host_nodes, copies, copy_bytes;
 	const struct node *cur;
 	int compute;         /* the current node computes data */
-	int widening;        /* the current node runs on float32 copies of 16-bit inputs: see run_widened */
+	int widening;        /* the current node runs on float32 copies of 16-bit inputs (exec/cpu.c) */
+	int outputs_scratch; /* its outputs are workspace (exec_run_cpu_into) */
 	int opset;
 	struct gd_err *e;
 	struct strmap probes; /* symbolic dim -> stand-in value */
@@ -45,6 +51,23 @@ static void account(struct exec *x, size_t add, size_t sub)
 	x->live = x->live + add - sub;
 	if (x->live > x->peak)
 		x->peak = x->live;
+}
+
+static void account_dev(struct exec *x, size_t add, size_t sub)
+{
+	x->dev_live = x->dev_live + add - sub;
+	if (x->dev_live > x->dev_peak)
+		x->dev_peak = x->dev_live;
+}
+
+const struct backend *exec_backend(const struct exec *x)
+{
+	return x->be ? x->be : &backend_cpu;
+}
+
+void exec_set_widening(struct exec *x, int on)
+{
+	x->widening = on;
 }
 
 int exec_status(const struct exec *x)
@@ -116,7 +139,7 @@ int exec_fail(struct exec *x, const char *fmt, ...)
 	return rc;
 }
 
-static int set_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims)
+int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims)
 {
 	if (ndim < 0 || ndim > RT_MAX_DIMS)
 		return exec_fail(x, "rank %d is not supported (at most %d)", ndim, RT_MAX_DIMS);
@@ -142,11 +165,11 @@ static int set_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, con
 
 void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
 {
-	if (set_shape(x, out, dtype, ndim, dims))
+	if (exec_shape(x, out, dtype, ndim, dims))
 		return NULL;
 	if (!x->compute || (x->o->shapes_only && out->numel > FOLD_MAX))
 		return NULL;
-	if (x->widening) { /* a float32 stand-in, counted as workspace until narrowed */
+	if (x->widening || x->outputs_scratch) { /* a float32 stand-in, counted as workspace until narrowed */
 		out->data = exec_scratch(x, out->nbytes);
 		out->owned = 1;
 		return out->data;
@@ -171,13 +194,16 @@ void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, 
 
 static void release(struct exec *x, struct rtensor *t)
 {
-	if (t->owned) {
+	if (t->data || t->dev)
+		account(x, 0, t->nbytes);
+	if (t->owned)
 		xfree(t->data);
-		account(x, 0, t->nbytes);
-	} else if (t->data) {
-		account(x, 0, t->nbytes);
+	if (t->dev) {
+		x->be->free(t->dev);
+		account_dev(x, 0, t->nbytes);
 	}
 	t->data = NULL;
+	t->dev = NULL;
 	t->owned = 0;
 }
 
@@ -207,9 +233,31 @@ void exec_scratch_free(struct exec *x, void *p, size_t bytes)
 	}
 }
 
+void *exec_dev_scratch(struct exec *x, size_t bytes)
+{
+	const struct backend *b = exec_backend(x);
+	void *p = b->alloc(bytes ? bytes : 1);
+	if (!p) {
+		exec_fail(x, "out of %s memory (%zu bytes of workspace)", b->name, bytes);
+		return NULL;
+	}
+	x->scratch += bytes;
+	if (x->scratch > x->scratch_peak)
+		x->scratch_peak = x->scratch;
+	return p;
+}
+
+void exec_dev_scratch_free(struct exec *x, void *p, size_t bytes)
+{
+	if (p) {
+		exec_backend(x)->free(p);
+		x->scratch -= bytes;
+	}
+}
+
 void *exec_alloc_temp(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims)
 {
-	if (set_shape(x, t, dtype, ndim, dims) || !x->compute || (x->o->shapes_only && t->numel > FOLD_MAX))
+	if (exec_shape(x, t, dtype, ndim, dims) || !x->compute || (x->o->shapes_only && t->numel > FOLD_MAX))
 		return NULL;
 	t->data = exec_scratch(x, t->nbytes);
 	return t->data;
@@ -388,6 +436,7 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 		*t = *in;
 		t->owned = 0;
 		t->known = 1;
+		t->dev = NULL;
 		account(x, t->nbytes, 0);
 		return 0;
 	}
@@ -428,7 +477,7 @@ static int bind_init(struct exec *x, const struct value *v, struct rtensor *t)
 	const struct tensor *s = v->init;
 	if ((int)s->ndim > RT_MAX_DIMS)
 		return err_set(x->e, GD_EINPUT, "initializer '%s' has rank %u (at most %d)", v->name, s->ndim, RT_MAX_DIMS);
-	if (set_shape(x, t, s->dtype, (int)s->ndim, s->dims))
+	if (exec_shape(x, t, s->dtype, (int)s->ndim, s->dims))
 		return x->e->code;
 	if (x->o->shapes_only) {
 		/* shape inference needs no weights: bytes are bound for folding or shape arguments */
@@ -461,101 +510,142 @@ static int bind_bytes(struct exec *x, const struct value *v, struct rtensor *t)
 	return 0;
 }
 
-/* 16-bit floats are stored narrow and computed in float32: a node reading float16 or bfloat16 runs
- * its float32 kernel on widened copies of those inputs (workspace), and its float outputs are
- * rounded back to that dtype (to nearest even) as they are stored. So one kernel per op serves
- * every float width, and live memory holds only narrow tensors, as the memory model counts them.
- * Cast converts itself, ops that read only shapes need nothing, and an op with inputs of their own
- * width (op_impl.own_width) reads 16 bits itself. 0: n has no 16-bit input to widen. */
-static int half_dtype(struct exec *x, const struct node *n, struct rtensor *const *in, int *dt)
+/* ---- a device backend's residency (exec/backend.h) ----
+ *
+ * Every tensor of a run on a device backend is in device memory (dev) from the node that makes it
+ * to its last use, so the device's live bytes are the memory model's. data is then a host copy or
+ * NULL: initializers and the caller's inputs keep their borrowed bytes, small integer tensors
+ * (shapes, axes, a few indices) keep theirs for the CPU's shape rules, and the inputs of a node
+ * that runs on the CPU get one for that node only. Tensors never change once made, so no copy goes
+ * stale. */
+
+static int host_kept(const struct rtensor *t)
 {
-	*dt = 0;
-	const struct op_impl *impl = op_table[n->op].impl;
-	if (n->op == OP_CAST || (op_table[n->op].flags & OPF_META) || (impl && impl->own_width))
+	return !dtype_is_float(t->dtype) && t->numel <= FOLD_MAX;
+}
+
+static int to_device(struct exec *x, struct rtensor *t)
+{
+	if (t->dev || !t->data)
 		return 0;
-	int other = 0;
-	for (uint32_t k = 0; k < n->n_in; k++) {
-		if (!in[k] || !dtype_is_float(in[k]->dtype))
-			continue;
-		if (dtype_is_half(in[k]->dtype) && (!*dt || *dt == in[k]->dtype))
-			*dt = in[k]->dtype;
-		else
-			other = other ? other : in[k]->dtype;
+	if (!(t->dev = x->be->alloc(t->nbytes ? t->nbytes : 1)))
+		return exec_fail(x, "out of %s memory (%zu bytes)", x->be->name, t->nbytes);
+	account_dev(x, t->nbytes, 0);
+	if (t->nbytes && x->be->copy(t->dev, t->data, t->nbytes, BACKEND_TO_DEVICE))
+		return exec_fail(x, "copying %zu bytes to the %s device failed", t->nbytes, x->be->name);
+	x->copies++;
+	x->copy_bytes += t->nbytes;
+	if (t->owned && !host_kept(t)) {
+		xfree(t->data);
+		t->data = NULL;
+		t->owned = 0;
 	}
-	if (*dt && other)
-		return exec_fail(x, "inputs are %s and %s; they must have the same dtype", dtype_name(*dt),
-				 dtype_name(other));
 	return 0;
 }
 
-static void widen(const struct rtensor *t, float *w)
+static int to_host(struct exec *x, struct rtensor *t)
 {
-	const uint16_t *p = t->data;
-	for (int64_t i = 0; i < t->numel; i++)
-		w[i] = t->dtype == DT_FLOAT16 ? f32_from_f16(p[i]) : f32_from_bf16(p[i]);
+	if (t->data || !t->dev)
+		return 0;
+	if (!(t->data = xmalloc(t->nbytes ? t->nbytes : 1)))
+		return err_oom(x->e);
+	t->owned = 1;
+	if (t->nbytes && x->be->copy(t->data, t->dev, t->nbytes, BACKEND_TO_HOST))
+		return exec_fail(x, "copying %zu bytes from the %s device failed", t->nbytes, x->be->name);
+	x->copies++;
+	x->copy_bytes += t->nbytes;
+	return 0;
 }
 
-static int run_widened(struct exec *x, const struct op_impl *impl, const struct node *n, struct rtensor **in,
-		       struct rtensor **out, int dt)
+static void drop_host(struct rtensor *t)
 {
-	struct rtensor win[64], wout[64], *wi[64], *wo[64];
-	int rc = 0;
+	if (t->dev && t->owned && !host_kept(t)) {
+		xfree(t->data);
+		t->data = NULL;
+		t->owned = 0;
+	}
+}
+
+/* A node the device backend computes: the CPU's shape rule sizes its outputs, which are then
+ * allocated in device memory, and the backend's kernel fills them. */
+static int run_device(struct exec *x, const struct node *n, struct rtensor **in, struct rtensor **out)
+{
+	struct rtensor vin[64], vout[64], *pi[64], *po[64];
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (in[k] && ((host_kept(in[k]) && to_host(x, in[k])) || to_device(x, in[k])))
+			return x->e->code;
+	x->compute = 0;
+	if (backend_cpu.run_node(x, n, in, out))
+		return x->e->code;
 	for (uint32_t k = 0; k < n->n_in; k++) {
-		wi[k] = in[k];
-		if (!in[k] || in[k]->dtype != dt)
-			continue;
-		/* the same shape (already checked) in float32 */
-		win[k] = *in[k];
-		win[k].dtype = DT_FLOAT;
-		win[k].nbytes = (size_t)in[k]->numel * sizeof(float);
-		win[k].data = NULL;
-		win[k].owned = 0;
-		wi[k] = &win[k];
-		if (in[k]->data && !rc) {
-			if (!(win[k].data = exec_scratch(x, win[k].nbytes)))
-				rc = x->e->code;
-			else
-				widen(in[k], win[k].data);
+		pi[k] = in[k] ? &vin[k] : NULL;
+		if (in[k]) {
+			vin[k] = *in[k];
+			vin[k].data = in[k]->dev;
 		}
 	}
 	for (uint32_t k = 0; k < n->n_out; k++) {
-		memset(&wout[k], 0, sizeof wout[k]);
-		wo[k] = &wout[k];
+		struct rtensor *o = out[k];
+		po[k] = o;
+		if (!o->known)
+			continue;
+		if (!(o->dev = x->be->alloc(o->nbytes ? o->nbytes : 1)))
+			return exec_fail(x, "out of %s memory (%zu bytes for output %u)", x->be->name, o->nbytes, k);
+		account(x, o->nbytes, 0);
+		account_dev(x, o->nbytes, 0);
+		vout[k] = *o;
+		vout[k].data = o->dev;
+		po[k] = &vout[k];
 	}
-	if (!rc) {
-		x->widening = 1;
-		rc = impl->run(x, n, wi, wo);
-		x->widening = 0;
-	}
-	for (uint32_t k = 0; k < n->n_out && !rc; k++) {
-		struct rtensor *w = &wout[k], *o = out[k];
-		int narrow = w->dtype == DT_FLOAT;
-		if (!w->known)
-			continue;
-		if (!w->data) { /* shapes only */
-			rc = set_shape(x, o, narrow ? dt : w->dtype, w->ndim, w->dims);
-			continue;
-		}
-		if (!exec_alloc(x, o, narrow ? dt : w->dtype, w->ndim, w->dims)) {
-			rc = x->e->code;
-			continue;
-		}
-		if (!narrow) {
-			memcpy(o->data, w->data, w->nbytes);
-			continue;
-		}
-		const float *p = w->data;
-		uint16_t *q = o->data;
-		for (int64_t i = 0; i < w->numel; i++)
-			q[i] = dt == DT_FLOAT16 ? f16_from_f32(p[i]) : bf16_from_f32(p[i]);
-	}
-	for (uint32_t k = 0; k < n->n_out; k++)
-		if (wout[k].data)
-			exec_scratch_free(x, wout[k].data, wout[k].nbytes);
+	return x->be->run_node(x, n, pi, po);
+}
+
+/* A node the device backend has no kernel for runs on the CPU, on host copies of its inputs; its
+ * outputs go to the device. Said once per op and process. */
+static int run_fallback(struct exec *x, const struct node *n, struct rtensor **in, struct rtensor **out)
+{
+	static atomic_uchar said[OP_COUNT + 1];
+	char d[300];
+	int shape_work = 1; /* shape arithmetic: the host's by design, not a missing kernel */
 	for (uint32_t k = 0; k < n->n_in; k++)
-		if (wi[k] == &win[k] && win[k].data)
-			exec_scratch_free(x, win[k].data, win[k].nbytes);
-	return rc;
+		shape_work &= !in[k] || host_kept(in[k]);
+	shape_work |= (op_table[n->op].flags & OPF_META) != 0;
+	if (!shape_work && !atomic_exchange(&said[n->op], 1))
+		fprintf(stderr, "graphdiet: note: %s has no kernel for %s (%s): it runs on the CPU, its inputs copied to the host and its outputs back\n",
+			x->be->name, n->op_type, node_desc(n, d, sizeof d));
+	x->host_nodes += !shape_work;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (in[k] && to_host(x, in[k]))
+			return x->e->code;
+	x->compute = 1;
+	int rc = backend_cpu.run_node(x, n, in, out);
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (in[k])
+			drop_host(in[k]);
+	for (uint32_t k = 0; k < n->n_out && !rc; k++)
+		rc = to_device(x, out[k]);
+	return rc ? x->e->code : 0;
+}
+
+int exec_run_cpu_into(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	struct rtensor w[64], *wo[64];
+	for (uint32_t k = 0; k < n->n_out; k++) {
+		memset(&w[k], 0, sizeof w[k]);
+		wo[k] = &w[k];
+	}
+	x->compute = 1;
+	x->outputs_scratch = 1;
+	int rc = backend_cpu.run_node(x, n, in, wo);
+	x->outputs_scratch = 0;
+	for (uint32_t k = 0; k < n->n_out; k++) {
+		if (!rc && w[k].data && out[k]->known && w[k].nbytes == out[k]->nbytes)
+			memcpy(out[k]->data, w[k].data, w[k].nbytes);
+		else if (!rc && out[k]->known)
+			rc = exec_fail(x, "output %u's shape differs from its shape rule's", k);
+		exec_scratch_free(x, w[k].data, w[k].nbytes);
+	}
+	return rc ? x->e->code : 0;
 }
 
 static int run_nodes(struct exec *x)
@@ -601,8 +691,10 @@ static int run_nodes(struct exec *x)
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
 		int comm = n->op == OP_ALL_REDUCE && x->o->comm; /* a sum over the replicas: counted */
 		double t0 = x->o->profile || comm ? now() : 0;
-		int half;
-		if (half_dtype(x, n, in, &half) || (half ? run_widened(x, impl, n, in, out, half) : impl->run(x, n, in, out)))
+		if (!x->be ? backend_cpu.run_node(x, n, in, out)
+			   : x->be->supports_op(n, in) ? run_device(x, n, in, out) : run_fallback(x, n, in, out))
+			return x->e->code;
+		if (x->be && (x->o->profile || comm) && x->be->sync(x->e))
 			return x->e->code;
 		uint64_t f, b;
 		op_cost(n, in, out, &f, &b);
@@ -661,6 +753,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	x->g = g;
 	x->o = o;
 	x->e = e;
+	x->be = o->backend && !o->backend->host ? o->backend : NULL;
 	strmap_init(&x->probes);
 	strmap_init(&x->given);
 	for (size_t k = 0; k < o->n_inputs; k++)
@@ -705,19 +798,35 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		if (!v->init) /* an initializer listed as an input has its data already */
 			rc = bind_input(x, v, &x->v[v->id]);
 	}
+	if (x->be && o->shapes_only && !rc)
+		rc = err_set(e, GD_EINTERNAL, "shape inference runs on the CPU, not on %s", x->be->name);
+	for (uint32_t i = 0; x->be && i < g->n_values && !rc; i++) /* inputs and initializers */
+		if (x->v[i].known)
+			rc = to_device(x, &x->v[i]);
+	if (x->be && !rc)
+		rc = x->be->sync(e);
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
+	if (x->be && !rc)
+		rc = x->be->sync(e);
+	double t1 = now();
 	if (!rc)
 		for (uint32_t i = 0; i < g->n_outputs && !rc; i++)
 			if (!x->v[g->outputs[i]->id].known)
 				rc = err_set(e, GD_EINPUT, "graph output '%s' was not computed", g->outputs[i]->name);
+	for (uint32_t i = 0; x->be && i < g->n_outputs && !rc; i++)
+		rc = to_host(x, &x->v[g->outputs[i]->id]);
 	if (rc) {
 		exec_free(x);
 		return NULL;
 	}
 	if (st) {
-		st->seconds = now() - t0;
+		st->seconds = t1 - t0;
+		st->device_peak_bytes = x->dev_peak;
+		st->host_nodes = x->host_nodes;
+		st->copies = x->copies;
+		st->copy_bytes = x->copy_bytes;
 		st->peak_bytes = x->peak;
 		st->scratch_peak_bytes = x->scratch_peak;
 		st->final_bytes = x->live;
@@ -752,6 +861,7 @@ int exec_alias(struct exec *x, const struct value *copy, const struct value *of)
 	}
 	x->v[copy->id] = *exec_value(x, of);
 	x->v[copy->id].data = NULL;
+	x->v[copy->id].dev = NULL;
 	x->v[copy->id].owned = 0;
 	return 0;
 }
@@ -760,9 +870,12 @@ void exec_free(struct exec *x)
 {
 	if (!x)
 		return;
-	for (uint32_t i = 0; x->v && i < x->nv; i++)
+	for (uint32_t i = 0; x->v && i < x->nv; i++) {
 		if (x->v[i].owned)
 			xfree(x->v[i].data);
+		if (x->v[i].dev)
+			x->be->free(x->v[i].dev);
+	}
 	xfree(x->v);
 	xfree(x->left);
 	xfree(x->pinned);

@@ -17,6 +17,8 @@
 
 #define RT_MAX_DIMS 8
 
+struct backend;
+
 struct rtensor {
 	int dtype;
 	int ndim;
@@ -26,6 +28,8 @@ struct rtensor {
 	size_t nbytes; /* numel * element size */
 	int owned;     /* data was allocated by the executor (else it borrows initializer bytes) */
 	int known;     /* the shape is known (the value has been produced) */
+	void *dev;     /* on a device backend: the tensor in device memory (data is then NULL or a
+			* host copy: small integer tensors keep one, for shape arguments) */
 };
 
 struct exec;
@@ -58,6 +62,8 @@ struct exec_opts {
 	struct comm *comm;             /* AllReduce's transport (exec/comm.h); NULL: one replica */
 	int shard_inputs;
 	int64_t batch_times;
+	const struct backend *backend; /* where the nodes run (exec/backend.h); NULL: the CPU. Not
+					* for shapes-only runs */
 };
 
 /* Time and calls per op, when asked for (exec_opts.profile). */
@@ -75,6 +81,10 @@ struct exec_stats {
 	uint64_t comm_calls, comm_bytes; /* AllReduce over a comm: nodes run, and their input bytes */
 	double comm_seconds;             /* ... and their time (within seconds), waits for the other
 					  * replicas included */
+	/* On a device backend: the peak of its tensor memory (equal to peak_bytes, by construction),
+	 * and the nodes it had no kernel for, which ran on the CPU, with the copies that took. */
+	size_t device_peak_bytes;
+	uint64_t host_nodes, copies, copy_bytes;
 };
 
 /* Runs g (already checked and sorted). On success the caller owns the executor and reads values
@@ -87,6 +97,20 @@ const struct rtensor *exec_value(const struct exec *x, const struct value *v);
 int exec_alias(struct exec *x, const struct value *copy, const struct value *of);
 void exec_free(struct exec *x);
 
+
+/* ---- for backends (exec/backend.h) ---- */
+
+/* Sets t's dtype and shape (checked); nonzero with the node failed when they are bad. */
+int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int64_t *dims);
+/* While on, the outputs kernels allocate are float32 workspace, for the CPU's 16-bit widening. */
+void exec_set_widening(struct exec *x, int on);
+/* Runs n's CPU kernel into outputs whose shapes and host memory are already set: the kernel's own
+ * results are workspace, copied into them (a device backend over host memory, for tests). */
+int exec_run_cpu_into(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out);
+/* Workspace in the backend's memory, counted as scratch; NULL with the error set when out of memory. */
+void *exec_dev_scratch(struct exec *x, size_t bytes);
+void exec_dev_scratch_free(struct exec *x, void *p, size_t bytes);
+const struct backend *exec_backend(const struct exec *x);
 
 /* ---- for kernels (src/ops/) ---- */
 

@@ -6,6 +6,7 @@
  *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)
  * MaxPool's Indices are flattened over the whole input, ((n*C + c)*H + h)*W + w. */
 #include "../autodiff/ad.h"
+#include "conv.h"
 #include "kernel.h"
 
 #include <cblas.h>
@@ -13,13 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct geom {
-	int64_t n, c, h, w;   /* input */
-	int64_t m, oh, ow;    /* output channels and size */
-	int64_t kh, kw, sh, sw, dh, dw;
-	int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
-	int64_t group;
-};
 
 static int ints2(const struct node *n, const char *name, int64_t dflt, int64_t *a, int64_t *b)
 {
@@ -38,7 +32,7 @@ static int ints2(const struct node *n, const char *name, int64_t dflt, int64_t *
 
 /* Kernel, strides, dilations, pads (explicit or auto_pad) and the output size of a pooling or
  * convolution window over g->h x g->w; `transpose` computes a ConvTranspose output instead. */
-static int window(struct exec *x, const struct node *n, struct geom *g, int ceil_mode, int transpose)
+static int window(struct exec *x, const struct node *n, struct conv_geom *g, int ceil_mode, int transpose)
 {
 	if (ints2(n, "strides", 1, &g->sh, &g->sw) || ints2(n, "dilations", 1, &g->dh, &g->dw))
 		return exec_fail(x, "strides and dilations must have 2 entries (2-D only)");
@@ -96,7 +90,7 @@ static int window(struct exec *x, const struct node *n, struct geom *g, int ceil
 	return 0;
 }
 
-static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
+static int input4(struct exec *x, const struct rtensor *a, struct conv_geom *g)
 {
 	if (want_float(x, a, "X"))
 		return exec_status(x);
@@ -106,11 +100,48 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 	return 0;
 }
 
+int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *in, enum conv_kind kind,
+		  struct conv_geom *g)
+{
+	const struct rtensor *a = in[0], *w = kind == CONV_POOL ? NULL : in[1];
+	const struct rtensor *b = kind != CONV_POOL && n->n_in > 2 ? in[2] : NULL;
+	memset(g, 0, sizeof *g);
+	if (input4(x, a, g))
+		return exec_status(x);
+	size_t nk;
+	const int64_t *ks = attr_ints(n, "kernel_shape", &nk);
+	if (kind == CONV_POOL) {
+		if (!ks || nk != 2)
+			return exec_fail(x, "kernel_shape must have 2 entries (2-D only)");
+		g->kh = ks[0], g->kw = ks[1];
+		if (attr_int(n, "storage_order", 0))
+			return exec_fail(x, "storage_order 1 is not supported");
+		return window(x, n, g, attr_int(n, "ceil_mode", 0) != 0, 0);
+	}
+	g->group = attr_int(n, "group", 1);
+	if (kind == CONV_FORWARD) {
+		if (w->ndim != 4 || w->dtype != a->dtype || g->group < 1 || g->c % g->group || w->dims[0] % g->group ||
+		    w->dims[1] * g->group != g->c)
+			return exec_fail(x, "W must be (M, C/group, kh, kw) with M and C divisible by group");
+		g->m = w->dims[0];
+		if (ks && (nk != 2 || ks[0] != w->dims[2] || ks[1] != w->dims[3]))
+			return exec_fail(x, "kernel_shape disagrees with W");
+	} else {
+		if (w->ndim != 4 || w->dtype != a->dtype || g->group < 1 || g->c % g->group || w->dims[0] != g->c)
+			return exec_fail(x, "W must be (C, M/group, kh, kw)");
+		g->m = w->dims[1] * g->group;
+	}
+	g->kh = w->dims[2], g->kw = w->dims[3];
+	if (b && (b->numel != g->m || b->dtype != a->dtype))
+		return exec_fail(x, "B must have the %lld output channels", (long long)g->m);
+	return window(x, n, g, 0, kind == CONV_TRANSPOSE);
+}
+
 /* col[(c*kh + i)*kw + j][(oy-oy0)*ow + ox] = x[c][oy*sh - pt + i*dh][ox*sw - pl + j*dw], 0 outside,
  * for the band of output rows [oy0, oy1). For each row the valid ox form one range, computed once;
  * with unit stride it is one copy. */
 #define IM2COL(T)                                                                                              \
-	static void im2col_##T(const T *x, const struct geom *g, int64_t cg, int64_t oy0, int64_t oy1, T *col) \
+	static void im2col_##T(const T *x, const struct conv_geom *g, int64_t cg, int64_t oy0, int64_t oy1, T *col) \
 	{                                                                                                      \
 		int64_t band = (oy1 - oy0) * g->ow;                                                            \
 		for (int64_t c = 0; c < cg; c++)                                                               \
@@ -173,7 +204,7 @@ static int input4(struct exec *x, const struct rtensor *a, struct geom *g)
 					}                                                                      \
 				}                                                                              \
 	}                                                                                                      \
-	static void col2im_##T(const T *col, const struct geom *g, int64_t cg, T *x)                           \
+	static void col2im_##T(const T *col, const struct conv_geom *g, int64_t cg, T *x)                           \
 	{                                                                                                      \
 		for (int64_t c = 0; c < cg; c++)                                                               \
 			for (int64_t i = 0; i < g->kh; i++)                                                    \
@@ -228,7 +259,7 @@ static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void 
  * shifted by i*Wp + j, a (C, OH*Wp) matrix with rows Hp*Wp apart, so
  *   Yw (M, OH*Wp) = sum_ij W_ij (M, C) * Xpad[:, i*Wp + j ...]
  * is kh*kw GEMMs accumulating into a wide output whose last kw-1 columns per row are dropped. */
-static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct geom *g,
+static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
 			float *y)
 {
 	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, kk = g->kh * g->kw;
@@ -280,21 +311,8 @@ static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rt
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
-	struct geom g = {0};
-	if (input4(x, a, &g))
-		return exec_status(x);
-	g.group = attr_int(n, "group", 1);
-	if (w->ndim != 4 || w->dtype != a->dtype || g.group < 1 || g.c % g.group || w->dims[0] % g.group ||
-	    w->dims[1] * g.group != g.c)
-		return exec_fail(x, "W must be (M, C/group, kh, kw) with M and C divisible by group");
-	g.m = w->dims[0], g.kh = w->dims[2], g.kw = w->dims[3];
-	size_t nk;
-	const int64_t *ks = attr_ints(n, "kernel_shape", &nk);
-	if (ks && (nk != 2 || ks[0] != g.kh || ks[1] != g.kw))
-		return exec_fail(x, "kernel_shape disagrees with W");
-	if (b && (b->numel != g.m || b->dtype != a->dtype))
-		return exec_fail(x, "B must have the %lld output channels", (long long)g.m);
-	if (window(x, n, &g, 0, 0))
+	struct conv_geom g;
+	if (conv_geometry(x, n, in, CONV_FORWARD, &g))
 		return exec_status(x);
 	int64_t dims[4] = {g.n, g.m, g.oh, g.ow};
 	uint8_t *y = exec_alloc(x, out[0], a->dtype, 4, dims);
@@ -347,24 +365,16 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 			      struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
-	struct geom g = {0}; /* g.h, g.w: the *output* image, which col2im fills; ih, iw: the input */
-	if (input4(x, a, &g))
+	struct conv_geom g; /* g.h, g.w: the *output* image, which col2im fills; ih, iw: the input */
+	if (conv_geometry(x, n, in, CONV_TRANSPOSE, &g))
 		return exec_status(x);
-	g.group = attr_int(n, "group", 1);
-	if (w->ndim != 4 || w->dtype != a->dtype || g.group < 1 || g.c % g.group || w->dims[0] != g.c)
-		return exec_fail(x, "W must be (C, M/group, kh, kw)");
-	int64_t cg = g.c / g.group, mg = w->dims[1];
-	g.m = mg * g.group, g.kh = w->dims[2], g.kw = w->dims[3];
-	if (b && (b->numel != g.m || b->dtype != a->dtype))
-		return exec_fail(x, "B must have the %lld output channels", (long long)g.m);
-	if (window(x, n, &g, 0, 1))
-		return exec_status(x);
+	int64_t cg = g.c / g.group, mg = g.m / g.group;
 	int64_t ih = g.h, iw = g.w, dims[4] = {g.n, g.m, g.oh, g.ow};
 	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, 4, dims); /* col2im accumulates */
 	if (!y)
 		return exec_status(x);
 	/* in col2im terms the output image is the "input" and the ConvTranspose input the "patches" */
-	struct geom cg2 = g;
+	struct conv_geom cg2 = g;
 	cg2.h = g.oh, cg2.w = g.ow, cg2.oh = ih, cg2.ow = iw;
 	int64_t kk = mg * g.kh * g.kw, np = ih * iw;
 	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
@@ -391,18 +401,9 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
 {
 	const struct rtensor *a = in[0];
-	struct geom g = {0};
-	if (input4(x, a, &g))
+	struct conv_geom g;
+	if (conv_geometry(x, n, in, CONV_POOL, &g))
 		return exec_status(x);
-	size_t nk;
-	const int64_t *ks = attr_ints(n, "kernel_shape", &nk);
-	if (!ks || nk != 2)
-		return exec_fail(x, "kernel_shape must have 2 entries (2-D only)");
-	g.kh = ks[0], g.kw = ks[1];
-	if (window(x, n, &g, attr_int(n, "ceil_mode", 0) != 0, 0))
-		return exec_status(x);
-	if (attr_int(n, "storage_order", 0))
-		return exec_fail(x, "storage_order 1 is not supported");
 	int64_t dims[4] = {g.n, g.c, g.oh, g.ow};
 	void *y = exec_alloc(x, out[0], a->dtype, 4, dims); /* every output gets its shape first */
 	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, 4, dims) : NULL;
@@ -482,7 +483,7 @@ static int global_average_pool_run(struct exec *x, const struct node *n, struct 
 
 /* ---- gradient rules ----
  * The window geometry of the forward node, resolved to explicit pads from its inferred shapes. */
-static int geom_of(struct ad *a, const struct node *n, int transpose, struct geom *g)
+static int geom_of(struct ad *a, const struct node *n, int transpose, struct conv_geom *g)
 {
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
 	if (xs->ndim != 4)
@@ -506,7 +507,7 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct geo
 	g->pt = p ? p[0] : 0, g->pl = p ? p[1] : 0, g->pb = p ? p[2] : 0, g->pr = p ? p[3] : 0;
 	if (!attr_str_is(n, "auto_pad", "NOTSET", 1) || transpose) {
 		/* recover the pads the kernel chose: run its rule again on the inferred sizes */
-		struct geom t = *g;
+		struct conv_geom t = *g;
 		(void)t;
 		if (!attr_str_is(n, "auto_pad", "NOTSET", 1)) {
 			int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
@@ -524,7 +525,7 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct geo
 	return 0;
 }
 
-static int set_window(struct ad *a, struct node *c, const struct geom *g, int64_t sh, int64_t sw, int64_t dh,
+static int set_window(struct ad *a, struct node *c, const struct conv_geom *g, int64_t sh, int64_t sw, int64_t dh,
 		      int64_t dw, int64_t group)
 {
 	int64_t pads[4] = {g->pt, g->pl, g->pb, g->pr}, st[2] = {sh, sw}, dl[2] = {dh, dw};
@@ -550,7 +551,7 @@ static struct value *crop_kernel(struct ad *a, struct value *v, int64_t kh, int6
 /* dW of a window op with group 1: a convolution of one operand by the other, batch as channels.
  * Conv: dW (M,C,i,j) = sum_n,oy,ox g[n,m,oy,ox] x[n,c,oy*s+i*d-p]: Conv(x^T, g^T, stride d,
  * dilation s) transposed. ConvTranspose is the same with x and g swapped. */
-static struct value *weight_grad(struct ad *a, struct value *in, struct value *kernel, const struct geom *g)
+static struct value *weight_grad(struct ad *a, struct value *in, struct value *kernel, const struct conv_geom *g)
 {
 	struct value *ins[2] = {transpose01(a, in), transpose01(a, kernel)};
 	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
@@ -574,7 +575,7 @@ static struct node *split1(struct ad *a, struct value *v, int64_t size, int part
  * stacked along the weight's first dimension. `in` holds the image-side channels (split in
  * in_ch), `k` the kernel-side ones (k_ch). */
 static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t in_ch, struct value *k, int64_t k_ch,
-					 const struct geom *g)
+					 const struct conv_geom *g)
 {
 	if (g->group > 64)
 		return ad_fail(a, "more than 64 groups"), NULL;
@@ -600,7 +601,7 @@ static int give_bias(struct ad *a, const struct node *n, struct value *gy)
 /* Conv: dX = ConvTranspose(g, W) with the output padding that restores X's size */
 static int conv_grad(struct ad *a, const struct node *n)
 {
-	struct geom g;
+	struct conv_geom g;
 	struct value *gy = ad_dy(a, n->out[0]);
 	if (geom_of(a, n, 0, &g))
 		return -1;
@@ -624,7 +625,7 @@ static int conv_grad(struct ad *a, const struct node *n)
 /* ConvTranspose: dX = Conv(g, W) (its adjoint); dW as for Conv with the operands swapped */
 static int conv_transpose_grad(struct ad *a, const struct node *n)
 {
-	struct geom g;
+	struct conv_geom g;
 	struct value *gy = ad_dy(a, n->out[0]);
 	if (geom_of(a, n, 1, &g))
 		return -1;
@@ -636,7 +637,7 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 	}
 	if (ad_wants(a, n->in[1])) {
 		/* the image side is g (the larger output), the kernel side x */
-		struct geom gt = g;
+		struct conv_geom gt = g;
 		gt.h = g.oh, gt.w = g.ow, gt.oh = g.h, gt.ow = g.w;
 		int64_t m = ad_shape(a, n->out[0])->dims[1];
 		if (ad_give(a, n->in[1], g.group == 1 ? weight_grad(a, gy, n->in[0], &gt)
@@ -671,7 +672,7 @@ static int max_pool_grad(struct ad *a, const struct node *n)
  * itself an AveragePool of ones (including pads) times the window size. */
 static int average_pool_grad(struct ad *a, const struct node *n)
 {
-	struct geom g;
+	struct conv_geom g;
 	if (geom_of(a, n, 0, &g))
 		return -1;
 	if (attr_int(n, "ceil_mode", 0))

@@ -1,0 +1,24 @@
+/* conv.h - the window geometry of Conv, ConvTranspose and 2-D pooling, which sizes their outputs:
+ * one rule that the CPU kernels (conv.c) and the CUDA backend both follow. */
+#ifndef GD_CONV_H
+#define GD_CONV_H
+
+#include "../exec/exec.h"
+#include "../ir/graph.h"
+
+struct conv_geom {
+	int64_t n, c, h, w;     /* input */
+	int64_t m, oh, ow;      /* output channels and size */
+	int64_t kh, kw, sh, sw, dh, dw;
+	int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
+	int64_t group;
+};
+
+enum conv_kind { CONV_FORWARD, CONV_TRANSPOSE, CONV_POOL };
+
+/* Node n's geometry over its inputs (X, and W for the convolutions), checked: fails the node when
+ * the attributes or shapes are not ones graphdiet runs. */
+int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *in, enum conv_kind kind,
+		  struct conv_geom *g);
+
+#endif

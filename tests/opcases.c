@@ -1,0 +1,183 @@
+/* opcases.c - one small graph per op variant, shared by the gradient checks (test_autodiff.c) and
+ * the backends' parity checks (test_backend.c). Each case's nodes produce `y` from random
+ * parameters; the loss sum(y*y)/2 + sum(y) gives every element of y its own gradient. */
+#include "opcases.h"
+#include "io/yaml.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+
+#define P(name, shape) "  - {name: " name ", dtype: float64, shape: " shape ", init: {dist: normal, seed: %d}}\n"
+#define POS(name, shape) "  - {name: " name ", dtype: float64, shape: " shape ", init: {dist: uniform, low: 0.5, high: 2, seed: %d}}\n"
+
+const struct gcase op_cases[] = {
+	{"Add broadcast", P("a", "[2, 3, 4]") P("b", "[3, 1]"), "  - {op: Add, inputs: [a, b], outputs: [y]}\n"},
+	{"Sub broadcast", P("a", "[4]") P("b", "[2, 3, 4]"), "  - {op: Sub, inputs: [a, b], outputs: [y]}\n"},
+	{"Mul broadcast", P("a", "[2, 1, 4]") P("b", "[3, 1]"), "  - {op: Mul, inputs: [a, b], outputs: [y]}\n"},
+	{"Div", P("a", "[2, 3]") POS("b", "[3]"), "  - {op: Div, inputs: [a, b], outputs: [y]}\n"},
+	{"Pow both", POS("a", "[2, 3]") P("b", "[3]"), "  - {op: Pow, inputs: [a, b], outputs: [y]}\n"},
+	{"Pow constant exponent", P("a", "[5]"),
+	 "  - {op: Constant, outputs: [two], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [2.0]}}}}\n"
+	 "  - {op: Pow, inputs: [a, two], outputs: [y]}\n"},
+	{"Neg", P("a", "[6]"), "  - {op: Neg, inputs: [a], outputs: [y]}\n"},
+	{"Sqrt", POS("a", "[6]"), "  - {op: Sqrt, inputs: [a], outputs: [y]}\n"},
+	{"Exp", P("a", "[6]"), "  - {op: Exp, inputs: [a], outputs: [y]}\n"},
+	{"Log", POS("a", "[6]"), "  - {op: Log, inputs: [a], outputs: [y]}\n"},
+	{"Erf", P("a", "[6]"), "  - {op: Erf, inputs: [a], outputs: [y]}\n"},
+	{"Relu", P("a", "[3, 4]"), "  - {op: Relu, inputs: [a], outputs: [y]}\n"},
+	{"Tanh", P("a", "[3, 4]"), "  - {op: Tanh, inputs: [a], outputs: [y]}\n"},
+	{"Sigmoid", P("a", "[3, 4]"), "  - {op: Sigmoid, inputs: [a], outputs: [y]}\n"},
+	{"Identity", P("a", "[3]"), "  - {op: Identity, inputs: [a], outputs: [y]}\n"},
+	{"Cast", P("a", "[3]"), "  - {op: Cast, inputs: [a], outputs: [y], attrs: {to: 11}}\n"},
+	{"Sum of three", P("a", "[2, 3]") P("b", "[3]") P("c", "[2, 1]"), "  - {op: Sum, inputs: [a, b, c], outputs: [y]}\n"},
+	{"Where", P("a", "[2, 3]") P("b", "[3]") "  - {name: c, dtype: bool, shape: [2, 3], data: [1, 0, 1, 0, 0, 1]}\n",
+	 "  - {op: Where, inputs: [c, a, b], outputs: [y]}\n"},
+	{"Gemm", P("a", "[3, 4]") P("b", "[4, 2]") P("c", "[2]"),
+	 "  - {op: Gemm, inputs: [a, b, c], outputs: [y], attrs: {alpha: 0.5, beta: 2.0}}\n"},
+	{"Gemm transposed", P("a", "[4, 3]") P("b", "[2, 4]") P("c", "[3, 1]"),
+	 "  - {op: Gemm, inputs: [a, b, c], outputs: [y], attrs: {transA: 1, transB: 1}}\n"},
+	{"MatMul batched broadcast", P("a", "[2, 3, 4]") P("b", "[4, 5]"), "  - {op: MatMul, inputs: [a, b], outputs: [y]}\n"},
+	{"MatMul broadcast both", P("a", "[2, 1, 3, 4]") P("b", "[3, 4, 2]"), "  - {op: MatMul, inputs: [a, b], outputs: [y]}\n"},
+	/* PyTorch's Linear on batched input: MatMul(x, Transpose(W)); the rule gives W its gradient */
+	{"MatMul of a transposed weight", P("a", "[2, 3, 4]") P("w", "[5, 4]"),
+	 "  - {op: Transpose, inputs: [w], outputs: [wt], attrs: {perm: [1, 0]}}\n"
+	 "  - {op: MatMul, inputs: [a, wt], outputs: [y]}\n"},
+	{"MatMul 2-D of a transposed weight read twice", P("a", "[3, 4]") P("w", "[5, 4]") P("c", "[4, 5]"),
+	 "  - {op: Transpose, inputs: [w], outputs: [wt]}\n"
+	 "  - {op: MatMul, inputs: [a, wt], outputs: [t]}\n"
+	 "  - {op: Mul, inputs: [wt, c], outputs: [u]}\n"
+	 "  - {op: MatMul, inputs: [a, u], outputs: [z]}\n"
+	 "  - {op: Mul, inputs: [t, z], outputs: [y]}\n"},
+	{"Conv", P("x", "[2, 3, 5, 5]") P("w", "[4, 3, 3, 3]") P("b", "[4]"),
+	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: [1, 1, 1, 1]}}\n"},
+	{"Conv strided dilated", P("x", "[1, 2, 7, 6]") P("w", "[3, 2, 2, 3]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [2, 2], dilations: [2, 1], pads: [0, 1, 1, 0]}}\n"},
+	{"Conv grouped", P("x", "[1, 4, 5, 5]") P("w", "[6, 2, 3, 3]") P("b", "[6]"),
+	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {group: 2, pads: [1, 0, 1, 0]}}\n"},
+	{"ConvTranspose grouped", P("x", "[1, 4, 3, 3]") P("w", "[4, 3, 2, 2]"),
+	 "  - {op: ConvTranspose, inputs: [x, w], outputs: [y], attrs: {group: 2, strides: [2, 1]}}\n"},
+	{"Conv SAME_UPPER", P("x", "[1, 2, 5, 5]") P("w", "[2, 2, 3, 3]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {auto_pad: \"SAME_UPPER\", strides: [2, 2]}}\n"},
+	{"ConvTranspose", P("x", "[2, 3, 3, 3]") P("w", "[3, 2, 3, 3]") P("b", "[2]"),
+	 "  - {op: ConvTranspose, inputs: [x, w, b], outputs: [y], attrs: {strides: [2, 2], pads: [1, 1, 1, 1], output_padding: [1, 0]}}\n"},
+	{"MaxPool", P("x", "[2, 2, 5, 5]"),
+	 "  - {op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
+	{"AveragePool", P("x", "[1, 2, 5, 5]"),
+	 "  - {op: AveragePool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3, 2], strides: [2, 1], pads: [1, 0, 1, 1]}}\n"},
+	{"AveragePool count_include_pad", P("x", "[1, 2, 4, 4]"),
+	 "  - {op: AveragePool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1], count_include_pad: 1}}\n"},
+	{"GlobalAveragePool", P("x", "[2, 3, 4, 5]"), "  - {op: GlobalAveragePool, inputs: [x], outputs: [y]}\n"},
+	{"BatchNormalization training", P("x", "[3, 2, 2, 3]") P("s", "[2]") P("b", "[2]")
+	 "  - {name: m, dtype: float64, shape: [2], data: [0.1, -0.2]}\n  - {name: v, dtype: float64, shape: [2], data: [1.5, 0.5]}\n",
+	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+	{"BatchNormalization inference", P("x", "[3, 2, 4]") P("s", "[2]") P("b", "[2]")
+	 "  - {name: m, dtype: float64, shape: [2], data: [0.1, -0.2]}\n  - {name: v, dtype: float64, shape: [2], data: [1.5, 0.5]}\n",
+	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y]}\n"},
+	{"LayerNormalization", P("x", "[2, 3, 4]") P("s", "[4]") P("b", "[4]"),
+	 "  - {op: LayerNormalization, inputs: [x, s, b], outputs: [y], attrs: {epsilon: 0.001}}\n"},
+	{"LayerNormalization two axes", P("x", "[2, 3, 4]") P("s", "[3, 4]"),
+	 "  - {op: LayerNormalization, inputs: [x, s], outputs: [y], attrs: {axis: 1}}\n"},
+	{"Softmax", P("x", "[2, 3, 4]"), "  - {op: Softmax, inputs: [x], outputs: [y], attrs: {axis: 1}}\n"},
+	{"LogSoftmax", P("x", "[2, 5]"), "  - {op: LogSoftmax, inputs: [x], outputs: [y]}\n"},
+	{"Dropout training", P("x", "[4, 5]") "  - {name: r, dtype: float64, shape: [], data: [0.3]}\n  - {name: t, dtype: bool, shape: [], data: [1]}\n",
+	 "  - {op: Dropout, inputs: [x, r, t], outputs: [y], attrs: {seed: 7}}\n"},
+	{"Reshape", P("x", "[2, 3, 4]") "  - {name: s, dtype: int64, shape: [2], data: [4, -1]}\n",
+	 "  - {op: Reshape, inputs: [x, s], outputs: [y]}\n"},
+	{"Flatten", P("x", "[2, 3, 4]"), "  - {op: Flatten, inputs: [x], outputs: [y], attrs: {axis: 2}}\n"},
+	{"Squeeze", P("x", "[2, 1, 3]") "  - {name: ax, dtype: int64, shape: [1], data: [1]}\n",
+	 "  - {op: Squeeze, inputs: [x, ax], outputs: [y]}\n"},
+	{"Unsqueeze", P("x", "[2, 3]") "  - {name: ax, dtype: int64, shape: [2], data: [0, 3]}\n",
+	 "  - {op: Unsqueeze, inputs: [x, ax], outputs: [y]}\n"},
+	{"Transpose", P("x", "[2, 3, 4]"), "  - {op: Transpose, inputs: [x], outputs: [y], attrs: {perm: [2, 0, 1]}}\n"},
+	{"Concat", P("a", "[2, 1, 3]") P("b", "[2, 4, 3]"), "  - {op: Concat, inputs: [a, b], outputs: [y], attrs: {axis: 1}}\n"},
+	{"Split", P("x", "[2, 5]") "  - {name: s, dtype: int64, shape: [2], data: [2, 3]}\n",
+	 "  - {op: Split, inputs: [x, s], outputs: [p, q], attrs: {axis: 1}}\n  - {op: Mul, inputs: [q, q], outputs: [y]}\n"},
+	{"Slice", P("x", "[4, 5]") "  - {name: st, dtype: int64, shape: [2], data: [1, -4]}\n"
+	 "  - {name: en, dtype: int64, shape: [2], data: [3, 100]}\n",
+	 "  - {op: Slice, inputs: [x, st, en], outputs: [y]}\n"},
+	{"Pad", P("x", "[2, 3]") "  - {name: p, dtype: int64, shape: [4], data: [1, 0, 0, 2]}\n",
+	 "  - {op: Pad, inputs: [x, p], outputs: [y]}\n"},
+	{"Gather embedding", P("e", "[5, 3]") "  - {name: i, dtype: int64, shape: [2, 3], data: [0, 4, 4, 1, 0, 2]}\n",
+	 "  - {op: Gather, inputs: [e, i], outputs: [y]}\n"},
+	{"Expand", P("x", "[3, 1]") "  - {name: s, dtype: int64, shape: [3], data: [2, 3, 4]}\n",
+	 "  - {op: Expand, inputs: [x, s], outputs: [y]}\n"},
+	{"ReduceSum", P("x", "[2, 3, 4]") "  - {name: ax, dtype: int64, shape: [2], data: [0, 2]}\n",
+	 "  - {op: ReduceSum, inputs: [x, ax], outputs: [y], attrs: {keepdims: 0}}\n"},
+	{"ReduceMean", P("x", "[2, 3, 4]"), "  - {op: ReduceMean, inputs: [x], outputs: [y], attrs: {axes: [-1]}}\n"},
+	{"ReduceMax", P("x", "[3, 4]"), "  - {op: ReduceMax, inputs: [x], outputs: [y], attrs: {axes: [1], keepdims: 0}}\n"},
+	{"SoftmaxCrossEntropyLoss mean", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
+	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y]}\n"},
+	{"SoftmaxCrossEntropyLoss weighted, ignore, spatial", P("s", "[2, 3, 2]") POS("w", "[3]")
+	 "  - {name: l, dtype: int64, shape: [2, 2], data: [2, -1, 0, 1]}\n",
+	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l, w], outputs: [y], attrs: {ignore_index: -1}}\n"},
+	{"SoftmaxCrossEntropyLoss none", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
+	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y, lp], attrs: {reduction: \"none\"}}\n"},
+	{"NegativeLogLikelihoodLoss sum", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
+	 "  - {op: NegativeLogLikelihoodLoss, inputs: [s, l], outputs: [y], attrs: {reduction: \"sum\"}}\n"},
+	{"NegativeLogLikelihoodLoss weighted, ignore", P("s", "[4, 3]") POS("w", "[3]")
+	 "  - {name: l, dtype: int64, shape: [4], data: [2, 0, 5, 1]}\n",
+	 "  - {op: NegativeLogLikelihoodLoss, inputs: [s, l, w], outputs: [y], attrs: {ignore_index: 5}}\n"},
+	{"SoftmaxCrossEntropyLoss sum", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [3, 3, 0]}\n",
+	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y], attrs: {reduction: \"sum\"}}\n"},
+	{"Conv SAME_LOWER dilated", P("x", "[1, 2, 6, 5]") P("w", "[2, 2, 2, 3]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {auto_pad: \"SAME_LOWER\", dilations: [2, 1]}}\n"},
+	{"MaxPool dilated, no pads", P("x", "[1, 1, 6, 6]"),
+	 "  - {op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [2, 2], dilations: [2, 2]}}\n"},
+	{"Softmax default axis", P("x", "[2, 3, 4]"), "  - {op: Softmax, inputs: [x], outputs: [y]}\n"},
+	{"LogSoftmax axis 0", P("x", "[3, 4]"), "  - {op: LogSoftmax, inputs: [x], outputs: [y], attrs: {axis: 0}}\n"},
+	{"ReduceMax keepdims", P("x", "[3, 4]"), "  - {op: ReduceMax, inputs: [x], outputs: [y], attrs: {axes: [0]}}\n"},
+	{"ReduceSum all axes", P("x", "[2, 3]"), "  - {op: ReduceSum, inputs: [x], outputs: [y]}\n"},
+	{"ReduceMean two axes", P("x", "[2, 3, 4]"), "  - {op: ReduceMean, inputs: [x], outputs: [y], attrs: {axes: [0, 2], keepdims: 0}}\n"},
+	{"Gemm scalar C", P("a", "[2, 3]") P("b", "[3, 4]") P("c", "[]"), "  - {op: Gemm, inputs: [a, b, c], outputs: [y]}\n"},
+	{"Slice axes and negative start", P("x", "[3, 4, 5]") "  - {name: st, dtype: int64, shape: [1], data: [-3]}\n"
+	 "  - {name: en, dtype: int64, shape: [1], data: [5]}\n  - {name: ax, dtype: int64, shape: [1], data: [2]}\n",
+	 "  - {op: Slice, inputs: [x, st, en, ax], outputs: [y]}\n"},
+	{"Split equal parts, first used", P("x", "[6, 2]"),
+	 "  - {op: Split, inputs: [x], outputs: [y, q, r]}\n"},
+	{"Gather negative indices", P("e", "[4, 2]") "  - {name: i, dtype: int64, shape: [3], data: [-1, 0, -1]}\n",
+	 "  - {op: Gather, inputs: [e, i], outputs: [y]}\n"},
+	{"Expand to a higher rank", P("x", "[3]") "  - {name: s, dtype: int64, shape: [3], data: [2, 1, 3]}\n",
+	 "  - {op: Expand, inputs: [x, s], outputs: [y]}\n"},
+	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
+	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
+	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+};
+
+/* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
+static const char loss_nodes[] =
+	"  - {op: Mul, inputs: [y, y], outputs: [yy]}\n"
+	"  - {op: ReduceSum, inputs: [yy], outputs: [s1], attrs: {keepdims: 0}}\n"
+	"  - {op: ReduceSum, inputs: [y], outputs: [s2], attrs: {keepdims: 0}}\n"
+	"  - {name: half, op: Constant, outputs: [h], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.5]}}}}\n"
+	"  - {op: Mul, inputs: [s1, h], outputs: [s3]}\n"
+	"  - {op: Add, inputs: [s3, s2], outputs: [loss]}\n";
+
+const size_t n_op_cases = sizeof op_cases / sizeof *op_cases;
+
+/* "float64" in the case's text, as another float dtype's name */
+static void retype(char *s, const char *dtype)
+{
+	size_t n = strlen(dtype);
+	for (char *p = s; (p = strstr(p, "float64")); p += n) {
+		memmove(p + n, p + 7, strlen(p + 7) + 1);
+		memcpy(p, dtype, n);
+	}
+}
+
+struct graph *op_case_graph(const struct gcase *c, const char *dtype)
+{
+	char params[4096], text[8192];
+	/* give each random parameter its own seed */
+	snprintf(params, sizeof params, c->params, 11, 12, 13, 14, 15);
+	snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\nparams:\n%snodes:\n%s%soutputs: [{name: loss}]\n", params,
+		 c->nodes, loss_nodes);
+	retype(text, dtype);
+	struct gd_err e = {0};
+	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), c->name, ".", &e);
+	cr_assert(g, "%s: %s\n%s", c->name, e.msg, text);
+	cr_assert_eq(graph_check(g, &e), 0, "%s: %s", c->name, e.msg);
+	cr_assert_eq(graph_toposort(g, &e), 0, "%s: %s", c->name, e.msg);
+	return g;
+}
