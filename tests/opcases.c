@@ -3,6 +3,7 @@
  * parameters; the loss sum(y*y)/2 + sum(y) gives every element of y its own gradient. */
 #include "opcases.h"
 #include "io/yaml.h"
+#include "ir/dtype.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -156,14 +157,22 @@ static const char loss_nodes[] =
 
 const size_t n_op_cases = sizeof op_cases / sizeof *op_cases;
 
-/* "float64" in the case's text, as another float dtype's name */
+static void replace_all(char *s, const char *from, const char *to)
+{
+	size_t n = strlen(to), m = strlen(from);
+	for (char *p = s; (p = strstr(p, from)); p += n) {
+		memmove(p + n, p + m, strlen(p + m) + 1);
+		memcpy(p, to, n);
+	}
+}
+
+/* "float64" in the case's text (and Cast's "to: 11") as another float dtype */
 static void retype(char *s, const char *dtype)
 {
-	size_t n = strlen(dtype);
-	for (char *p = s; (p = strstr(p, "float64")); p += n) {
-		memmove(p + n, p + 7, strlen(p + 7) + 1);
-		memcpy(p, dtype, n);
-	}
+	char to[32];
+	snprintf(to, sizeof to, "to: %d}", dtype_from_name(dtype));
+	replace_all(s, "float64", dtype);
+	replace_all(s, "to: 11}", to);
 }
 
 struct graph *op_case_graph(const struct gcase *c, const char *dtype)
