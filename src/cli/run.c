@@ -292,7 +292,7 @@ int cmd_run(int argc, char **argv)
 	struct exec_opts eo = {0};
 	struct npy_in ins[64];
 	struct exec_binding dims[64];
-	const char *inargs[64], *outdir = NULL, *loss_name = NULL;
+	const char *inargs[64], *outdir = NULL, *loss_name = NULL, *backend_name = NULL;
 	long steps = 1;
 	int steps_given = 0;
 	size_t n_in = 0, n_dims = 0;
@@ -339,12 +339,9 @@ int cmd_run(int argc, char **argv)
 			if (cli_replicas("run", optarg, &n_rep))
 				return GD_EINPUT;
 			break;
-		case 'B': {
-			int brc = cli_backend("run", optarg, &eo.backend);
-			if (brc)
-				return brc;
+		case 'B':
+			backend_name = optarg;
 			break;
-		}
 		default:
 			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc))
 				return shared_rc;
@@ -353,6 +350,12 @@ int cmd_run(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments");
+	int brc = backend_name ? cli_backend("run", backend_name, &eo.backend) : 0;
+	if (brc) {
+		for (size_t i = 0; i < n_dims; i++)
+			free((char *)dims[i].name);
+		return brc;
+	}
 	const char *path = argv[optind];
 	struct gd_err e = {0};
 	/* under mpirun: one replica per rank, and only rank 0 reports */

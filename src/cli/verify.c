@@ -75,6 +75,7 @@ int cmd_verify(int argc, char **argv)
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
+	const char *backend_name = NULL;
 	double rtol = 1e-5, atol = 1e-7;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
@@ -105,12 +106,9 @@ int cmd_verify(int argc, char **argv)
 			if (cli_replicas("verify", optarg, &n_rep))
 				return GD_EINPUT;
 			break;
-		case 'B': {
-			int brc = cli_backend("verify", optarg, &be);
-			if (brc)
-				return brc;
+		case 'B':
+			backend_name = optarg;
 			break;
-		}
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
@@ -119,6 +117,12 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		return cli_usage("verify", "give the model and its training graph");
+	int brc = backend_name ? cli_backend("verify", backend_name, &be) : 0;
+	if (brc) {
+		for (size_t i = 0; i < n_dims; i++)
+			free((char *)dims[i].name);
+		return brc;
+	}
 	const char *mpath = argv[optind], *tpath = argv[optind + 1];
 	int rc = 0;
 	struct gd_err e = {0};

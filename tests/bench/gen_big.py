@@ -2,7 +2,7 @@
 """Exports a GPT-style transformer with ~33M parameters (about 133 MB of float32 weights) for the
 I/O benchmark. Not committed: `bench_io` needs a real model larger than 100 MB.
 
-    /usr/bin/python3 tests/bench/gen_big.py OUT.onnx [VOCAB]
+    /usr/bin/python3 tests/bench/gen_big.py OUT.onnx [VOCAB] [D LAYERS HEADS SEQ]
 
 VOCAB (default 8192) sizes the embeddings and the head; run_diet.sh asks for 4096, the most classes
 the executor's SoftmaxCrossEntropyLoss takes.
@@ -19,10 +19,11 @@ from gen_models import Transformer, TBlock  # noqa: E402
 def main():
     out = sys.argv[1]
     vocab = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
+    d, layers, heads, seq = (int(a) for a in sys.argv[3:7]) if len(sys.argv) > 6 else (512, 8, 8, 64)
     torch.manual_seed(0)
-    model = Transformer(vocab=vocab, d=512, heads=8, seq=64)
-    model.blocks = torch.nn.ModuleList([TBlock(512, 8) for _ in range(8)])
-    tokens = torch.randint(0, vocab, (2, 64))
+    model = Transformer(vocab=vocab, d=d, heads=heads, seq=seq)
+    model.blocks = torch.nn.ModuleList([TBlock(d, heads) for _ in range(layers)])
+    tokens = torch.randint(0, vocab, (2, seq))
     torch.onnx.export(model, (tokens, tokens), out, input_names=["tokens", "target"], output_names=["loss"],
                       opset_version=17, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     print(f"{out}: {os.path.getsize(out) / 1e6:.0f} MB, "
