@@ -75,7 +75,7 @@ int cli_replicas(const char *cmd, const char *arg, int *n);
 /* --backend NAME: the backend (exec/backend.h), opened; nonzero (after the message) when it is not
  * one or cannot run here. */
 struct backend;
-int cli_backend(const char *cmd, const char *arg, const struct backend **b);
+int cli_backend(const char *arg, const struct backend **b);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 

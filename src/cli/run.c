@@ -350,7 +350,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments");
-	int brc = backend_name ? cli_backend("run", backend_name, &eo.backend) : 0;
+	int brc = backend_name ? cli_backend(backend_name, &eo.backend) : 0;
 	if (brc) {
 		for (size_t i = 0; i < n_dims; i++)
 			free((char *)dims[i].name);

@@ -117,7 +117,7 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		return cli_usage("verify", "give the model and its training graph");
-	int brc = backend_name ? cli_backend("verify", backend_name, &be) : 0;
+	int brc = backend_name ? cli_backend(backend_name, &be) : 0;
 	if (brc) {
 		for (size_t i = 0; i < n_dims; i++)
 			free((char *)dims[i].name);

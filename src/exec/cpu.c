@@ -171,7 +171,7 @@ const struct backend *backend_find(const char *name, struct gd_err *e)
 		return NULL;
 #endif
 	} else {
-		err_set(e, GD_EINPUT, "unknown backend '%s' (cpu or cuda)", name);
+		err_set(e, GD_EINPUT, "--backend %s: not a backend (cpu or cuda)", name);
 		return NULL;
 	}
 	return b->open(e) ? NULL : b;

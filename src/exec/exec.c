@@ -212,6 +212,14 @@ void exec_drop(struct exec *x, struct rtensor *t)
 	release(x, t);
 }
 
+static void *count_scratch(struct exec *x, void *p, size_t bytes)
+{
+	x->scratch += bytes;
+	if (x->scratch > x->scratch_peak)
+		x->scratch_peak = x->scratch;
+	return p;
+}
+
 void *exec_scratch(struct exec *x, size_t bytes)
 {
 	void *p = xcalloc(bytes ? bytes : 1, 1);
@@ -219,10 +227,7 @@ void *exec_scratch(struct exec *x, size_t bytes)
 		err_oom(x->e);
 		return NULL;
 	}
-	x->scratch += bytes;
-	if (x->scratch > x->scratch_peak)
-		x->scratch_peak = x->scratch;
-	return p;
+	return count_scratch(x, p, bytes);
 }
 
 void exec_scratch_free(struct exec *x, void *p, size_t bytes)
@@ -241,10 +246,7 @@ void *exec_dev_scratch(struct exec *x, size_t bytes)
 		exec_fail(x, "out of %s memory (%zu bytes of workspace)", b->name, bytes);
 		return NULL;
 	}
-	x->scratch += bytes;
-	if (x->scratch > x->scratch_peak)
-		x->scratch_peak = x->scratch;
-	return p;
+	return count_scratch(x, p, bytes);
 }
 
 void exec_dev_scratch_free(struct exec *x, void *p, size_t bytes)
@@ -600,20 +602,27 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 	return x->be->run_node(x, n, pi, po);
 }
 
-/* A node the device backend has no kernel for runs on the CPU, on host copies of its inputs; its
- * outputs go to the device. Said once per op and process. */
-static int run_fallback(struct exec *x, const struct node *n, struct rtensor **in, struct rtensor **out)
+/* Shape arithmetic (Shape, Constant, nodes of small integer tensors: a Gather of dims, their
+ * Concat) runs on the host whatever the backend: the CPU's shape rules read those tensors. */
+static int shape_work(const struct node *n, struct rtensor *const *in)
+{
+	int small = 1;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		small &= !in[k] || host_kept(in[k]);
+	return small || (op_table[n->op].flags & OPF_META);
+}
+
+/* A node on the host under a device backend: shape arithmetic, or an op the backend has no kernel
+ * for (said once per op and process). It runs on host copies of its inputs, and its outputs go to
+ * the device. */
+static int run_fallback(struct exec *x, const struct node *n, struct rtensor **in, struct rtensor **out, int shape)
 {
 	static atomic_uchar said[OP_COUNT + 1];
 	char d[300];
-	int shape_work = 1; /* shape arithmetic: the host's by design, not a missing kernel */
-	for (uint32_t k = 0; k < n->n_in; k++)
-		shape_work &= !in[k] || host_kept(in[k]);
-	shape_work |= (op_table[n->op].flags & OPF_META) != 0;
-	if (!shape_work && !atomic_exchange(&said[n->op], 1))
+	if (!shape && !atomic_exchange(&said[n->op], 1))
 		fprintf(stderr, "graphdiet: note: %s has no kernel for %s (%s): it runs on the CPU, its inputs copied to the host and its outputs back\n",
 			x->be->name, n->op_type, node_desc(n, d, sizeof d));
-	x->host_nodes += !shape_work;
+	x->host_nodes += !shape;
 	for (uint32_t k = 0; k < n->n_in; k++)
 		if (in[k] && to_host(x, in[k]))
 			return x->e->code;
@@ -691,8 +700,10 @@ static int run_nodes(struct exec *x)
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
 		int comm = n->op == OP_ALL_REDUCE && x->o->comm; /* a sum over the replicas: counted */
 		double t0 = x->o->profile || comm ? now() : 0;
+		int shape = x->be && shape_work(n, in);
 		if (!x->be ? backend_cpu.run_node(x, n, in, out)
-			   : x->be->supports_op(n, in) ? run_device(x, n, in, out) : run_fallback(x, n, in, out))
+			   : !shape && x->be->supports_op(n, in) ? run_device(x, n, in, out)
+								  : run_fallback(x, n, in, out, shape))
 			return x->e->code;
 		if (x->be && (x->o->profile || comm) && x->be->sync(x->e))
 			return x->e->code;

@@ -2,8 +2,9 @@
 # run_cuda.sh - the CUDA backend on a GPU: a training step of a GPT-style transformer (batch 32,
 # d 768, 12 layers, 12 heads, sequence 128) and of the testdata ResCNN (batch 256) under
 # `graphdiet run --backend cuda`, against PyTorch on the same GPU in the same run
-# (torch_cuda_step.py, when its PyTorch has CUDA); graphdiet's planned peak against the device
-# peak it measured; and a large MatMul node against cuBLAS's own rate (bench_cublas).
+# (torch_cuda_step.py, when its PyTorch has CUDA); the peak `graphdiet plan` predicts for that
+# training graph against the device peak the run measured; and a large MatMul node against
+# cuBLAS's own rate (bench_cublas).
 #
 #   bash tests/bench/run_cuda.sh [build]
 set -euo pipefail
@@ -30,8 +31,9 @@ for m in gpt cnn; do
     s=$(num "$T/$m.json" "d['seconds']")
     [ "$r" = 1 ] || best=$($PY -c "print(min($best, $s))")
   done
-  $G plan "$T/${m}_train.onnx" $dims --format json >"$T/${m}_plan.json" 2>/dev/null || true
-  planned=$(num "$T/$m.json" "d['peak_bytes']")
+  src=$([ $m = gpt ] && echo "$T/gpt.onnx" || echo testdata/rescnn.onnx)
+  $G plan "$src" $dims --format json >"$T/${m}_plan.json"
+  planned=$(num "$T/${m}_plan.json" "d['peak_bytes_after']")
   device=$(num "$T/$m.json" "d['backend']['device_peak_bytes']")
   if [ $m = gpt ]; then
     peer=$($PY tests/bench/torch_cuda_step.py transformer $BATCH $D $LAYERS $HEADS $SEQ $VOCAB | awk '{print $3}') || peer=

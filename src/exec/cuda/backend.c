@@ -2,9 +2,8 @@
  * MatMul, Gemm and the convolutions' products, and kernels.h for the rest.
  *
  * The op table below maps registry ops to their CUDA kernels; an op without a row, or with inputs
- * a row does not take (its `takes` says which), runs on the CPU through the executor. Shape
- * arithmetic (nodes whose inputs are all small integer tensors: Shape, Gather of a shape, Concat of
- * dims) always does: the CPU's shape rules read those tensors anyway.
+ * a row does not take (its `takes` says which), runs on the CPU through the executor, as shape
+ * arithmetic always does (exec.c).
  *
  * Inputs arrive as views whose data is device memory; what a node reads on the host (axes, perm,
  * the split sizes) is its attributes, or the executor's host copies of its small integer inputs,
@@ -400,33 +399,39 @@ static int takes_reduce(const struct node *n, struct rtensor *const *in)
 	return is_cu_float(in[0]->dtype) && !attr_int(n, "noop_with_empty_axes", 0);
 }
 
+/* op over the axes marked in red (all of them when all) of a, into out */
+static int reduce_axes(struct exec *x, enum ck_redop op, const struct rtensor *a, const int *red, int all,
+		       struct rtensor *out)
+{
+	int64_t st[RT_MAX_DIMS], nred = 1;
+	struct ck_walk kept = {0}, rw = {0};
+	c_strides(a->ndim, a->dims, st);
+	for (int i = 0; i < a->ndim; i++) {
+		struct ck_walk *w = all || red[i] ? &rw : &kept;
+		w->dims[w->nd] = a->dims[i];
+		w->st[0][w->nd++] = st[i];
+		nred *= all || red[i] ? a->dims[i] : 1;
+	}
+	if (!out->numel)
+		return 0;
+	return check(x, ck_reduce(op, a->dtype, out->numel, &kept, nred, &rw, a->data, out->data), "kernel");
+}
+
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum ck_redop op)
 {
-	const struct rtensor *a = in[0];
 	struct rtensor *h[64];
-	int64_t axes[RT_MAX_DIMS], st[RT_MAX_DIMS];
+	int64_t axes[RT_MAX_DIMS];
 	int na, red[RT_MAX_DIMS] = {0};
 	if (node_axes(x, n, host_inputs(x, n, h), axes, &na))
 		return exec_status(x);
 	for (int i = 0; i < na; i++) {
 		int ax;
-		if (norm_axis(x, axes[i], a->ndim, &ax))
+		if (norm_axis(x, axes[i], in[0]->ndim, &ax))
 			return exec_status(x);
 		red[ax] = 1;
 	}
-	c_strides(a->ndim, a->dims, st);
-	struct ck_walk kept = {0}, rw = {0};
-	int64_t nred = 1;
-	for (int i = 0; i < a->ndim; i++) {
-		struct ck_walk *w = na == 0 || red[i] ? &rw : &kept;
-		w->dims[w->nd] = a->dims[i];
-		w->st[0][w->nd++] = st[i];
-		nred *= na == 0 || red[i] ? a->dims[i] : 1;
-	}
-	if (!out[0]->numel)
-		return 0;
-	return check(x, ck_reduce(op, a->dtype, out[0]->numel, &kept, nred, &rw, a->data, out[0]->data), "kernel");
+	return reduce_axes(x, op, in[0], red, na == 0, out[0]);
 }
 
 static int cu_reduce_sum(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -448,19 +453,8 @@ static int cu_global_average_pool(struct exec *x, const struct node *n, struct r
 				  struct rtensor *const *out)
 {
 	(void)n;
-	const struct rtensor *a = in[0];
-	struct ck_walk kept = {0}, rw = {0};
-	int64_t st[RT_MAX_DIMS], nred = 1;
-	c_strides(a->ndim, a->dims, st);
-	for (int i = 0; i < a->ndim; i++) {
-		struct ck_walk *w = i >= 2 ? &rw : &kept;
-		w->dims[w->nd] = a->dims[i];
-		w->st[0][w->nd++] = st[i];
-		nred *= i >= 2 ? a->dims[i] : 1;
-	}
-	if (!out[0]->numel)
-		return 0;
-	return check(x, ck_reduce(CK_RMEAN, a->dtype, out[0]->numel, &kept, nred, &rw, a->data, out[0]->data), "kernel");
+	int spatial[RT_MAX_DIMS] = {0, 0, 1, 1, 1, 1, 1, 1};
+	return reduce_axes(x, CK_RMEAN, in[0], spatial, 0, out[0]);
 }
 
 static int softmax(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int log)
@@ -685,14 +679,21 @@ static int add_bias(struct exec *x, struct rtensor *o, const struct rtensor *b)
 	return check(x, ck_binary(CK_ADD, o->dtype, o->numel, &w, o->data, b->data, o->data), "kernel");
 }
 
-static int cu_conv(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* Conv: per image and group, Y_g (mg, np) = W_g (mg, kk) col (kk, np) with col = im2col(X_g).
+ * ConvTranspose, its adjoint: col (kk, np) = W_g^T (kk, cg) X_g (cg, np), W_g stored (cg, kk), then
+ * col2im into Y_g, whose image is the output (mg, oh, ow) and whose patches sit at the input's
+ * (h, w) positions. */
+static int convolve(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		    enum conv_kind kind)
 {
 	struct rtensor *h[64], *o = out[0];
 	struct conv_geom g;
-	if (conv_geometry(x, n, host_inputs(x, n, h), CONV_FORWARD, &g))
+	if (conv_geometry(x, n, host_inputs(x, n, h), kind, &g))
 		return exec_status(x);
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
-	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
+	int t = kind == CONV_TRANSPOSE;
+	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = (t ? mg : cg) * g.kh * g.kw;
+	int64_t np = t ? g.h * g.w : g.oh * g.ow, ip = g.h * g.w, op = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
 	if (!o->numel)
 		return 0;
@@ -700,54 +701,39 @@ static int cu_conv(struct exec *x, const struct node *n, struct rtensor *const *
 	if (!col)
 		return exec_status(x);
 	struct ck_conv p;
-	ck_geom(&p, &g, cg);
+	ck_geom(&p, &g, t ? mg : cg);
+	if (t)
+		p.h = g.oh, p.w = g.ow, p.oh = g.h, p.ow = g.w;
 	int rc = 0;
 	for (int64_t i = 0; i < g.n && !rc; i++)
 		for (int64_t gi = 0; gi < g.group && !rc; gi++) {
-			/* Y_g (mg, np) = W_g (mg, kk) col (kk, np) */
-			rc = check(x, ck_im2col(a->dtype, &p, (const char *)a->data + (size_t)((i * g.c + gi * cg) * g.h * g.w) * es, col),
-				   "kernel") ||
-			     gemm(x, a->dtype, 0, 0, np, mg, kk, 1, col, np, 0, (const char *)w->data + (size_t)(gi * mg * kk) * es, kk,
-				  0, 0, (char *)o->data + (size_t)((i * g.m + gi * mg) * np) * es, np, 0, 1);
+			const char *xg = (const char *)a->data + (size_t)((i * g.c + gi * cg) * ip) * es;
+			const char *wg = (const char *)w->data + (size_t)(gi * (t ? cg : mg) * kk) * es;
+			char *yg = (char *)o->data + (size_t)((i * g.m + gi * mg) * op) * es;
+			if (t)
+				rc = gemm(x, a->dtype, 0, 1, np, kk, cg, 1, xg, np, 0, wg, kk, 0, 0, col, np, 0, 1) ||
+				     check(x, ck_col2im(a->dtype, &p, col, yg), "kernel");
+			else
+				rc = check(x, ck_im2col(a->dtype, &p, xg, col), "kernel") ||
+				     gemm(x, a->dtype, 0, 0, np, mg, kk, 1, col, np, 0, wg, kk, 0, 0, yg, np, 0, 1);
 		}
 	exec_dev_scratch_free(x, col, colb);
 	return rc || !b ? exec_status(x) : add_bias(x, o, b);
+}
+
+static int cu_conv(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return convolve(x, n, in, out, CONV_FORWARD);
+}
+
+static int cu_conv_transpose(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return convolve(x, n, in, out, CONV_TRANSPOSE);
 }
 
 static int takes_conv(const struct node *n, struct rtensor *const *in)
 {
 	return takes_floats(n, in) && in[0]->ndim == 4 && in[1]->ndim == 4;
-}
-
-static int cu_conv_transpose(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
-{
-	struct rtensor *h[64], *o = out[0];
-	struct conv_geom g;
-	if (conv_geometry(x, n, host_inputs(x, n, h), CONV_TRANSPOSE, &g))
-		return exec_status(x);
-	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
-	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = mg * g.kh * g.kw, np = g.h * g.w;
-	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
-	if (!o->numel)
-		return 0;
-	void *col = exec_dev_scratch(x, colb);
-	if (!col)
-		return exec_status(x);
-	/* col2im's image is the output (mg, oh, ow), its patches the input's (h, w) positions */
-	struct ck_conv p;
-	ck_geom(&p, &g, mg);
-	p.h = g.oh, p.w = g.ow, p.oh = g.h, p.ow = g.w;
-	int rc = 0;
-	for (int64_t i = 0; i < g.n && !rc; i++)
-		for (int64_t gi = 0; gi < g.group && !rc; gi++) {
-			/* col (kk, np) = W_g^T (kk, cg) X_g (cg, np); W_g is stored (cg, kk) */
-			rc = gemm(x, a->dtype, 0, 1, np, kk, cg, 1, (const char *)a->data + (size_t)((i * g.c + gi * cg) * np) * es, np, 0,
-				  (const char *)w->data + (size_t)(gi * cg * kk) * es, kk, 0, 0, col, np, 0, 1) ||
-			     check(x, ck_col2im(a->dtype, &p, col, (char *)o->data + (size_t)((i * g.m + gi * mg) * g.oh * g.ow) * es),
-				   "kernel");
-		}
-	exec_dev_scratch_free(x, col, colb);
-	return rc || !b ? exec_status(x) : add_bias(x, o, b);
 }
 
 static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
@@ -841,22 +827,16 @@ static int cuda_supports_op(const struct node *n, struct rtensor *const *in)
 {
 	if (!kernels[n->op].run || n->n_in == 0 || !in[0])
 		return 0;
-	int shape_work = 1; /* every input a small integer tensor: the host's */
 	for (uint32_t k = 0; k < n->n_in; k++)
-		if (in[k]) {
-			if (dtype_is_float(in[k]->dtype) && !is_cu_float(in[k]->dtype))
-				return 0;
-			shape_work &= !dtype_is_float(in[k]->dtype) && in[k]->numel <= 65536;
-		}
-	return !shape_work && kernels[n->op].takes(n, in);
+		if (in[k] && dtype_is_float(in[k]->dtype) && !is_cu_float(in[k]->dtype))
+			return 0;
+	return kernels[n->op].takes(n, in);
 }
 
 static int cuda_run_node(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	pthread_mutex_lock(&lock);
-	int rc = kernels[n->op].run(x, n, in, out);
-	if (!rc)
-		rc = check(x, cudaGetLastError(), "kernel");
+	int rc = kernels[n->op].run(x, n, in, out); /* each launch checks itself (ck_launched) */
 	pthread_mutex_unlock(&lock);
 	return rc ? exec_status(x) : 0;
 }
