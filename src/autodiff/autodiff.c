@@ -616,7 +616,9 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
 			a.opset = (int)g->model->opsets[i].version;
-	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1};
+	/* keep_values: the rules read constant inputs (Slice bounds, Dropout's training_mode, Pad's pads,
+	 * reduction axes) after their last forward reader has run; only small computed values have data */
+	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1, .keep_values = 1};
 	memset(r, 0, sizeof *r);
 	if (a.opset < 13)
 		return err_set(e, GD_EINPUT, "training graphs need opset 13 or later (this model has %d): "

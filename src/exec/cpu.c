@@ -46,7 +46,13 @@ static void widen(const struct rtensor *t, float *w)
 static int run_widened(struct exec *x, const struct op_impl *impl, const struct node *n, struct rtensor **in,
 		       struct rtensor **out, int dt)
 {
-	struct rtensor win[64], wout[64], *wi[64], *wo[64];
+	struct rtensor *win = xcalloc(n->n_in + n->n_out + 1, sizeof *win), *wout = win + n->n_in;
+	struct rtensor **wi = xcalloc(n->n_in + n->n_out + 1, sizeof *wi), **wo = wi + n->n_in;
+	if (!win || !wi) {
+		xfree(win);
+		xfree(wi);
+		return exec_fail(x, "out of memory");
+	}
 	int rc = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		wi[k] = in[k];
@@ -103,6 +109,8 @@ static int run_widened(struct exec *x, const struct op_impl *impl, const struct 
 	for (uint32_t k = 0; k < n->n_in; k++)
 		if (wi[k] == &win[k] && win[k].data)
 			exec_scratch_free(x, win[k].data, win[k].nbytes);
+	xfree(win);
+	xfree(wi);
 	return rc;
 }
 

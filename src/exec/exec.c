@@ -44,6 +44,9 @@ struct exec {
 	struct strmap given;  /* the caller's inputs: name -> its tensor (the first of a name) */
 	int64_t next_probe;
 	int64_t probe_values[64];
+	struct rtensor **args; /* run_nodes' in and out pointers, sized for the graph's widest node */
+	struct rtensor *absent; /* stand-ins for its absent outputs */
+	uint32_t max_in;
 };
 
 static void account(struct exec *x, size_t add, size_t sub)
@@ -572,13 +575,21 @@ static void drop_host(struct rtensor *t)
  * allocated in device memory, and the backend's kernel fills them. */
 static int run_device(struct exec *x, const struct node *n, struct rtensor **in, struct rtensor **out)
 {
-	struct rtensor vin[64], vout[64], *pi[64], *po[64];
 	for (uint32_t k = 0; k < n->n_in; k++)
 		if (in[k] && ((host_kept(in[k]) && to_host(x, in[k])) || to_device(x, in[k])))
 			return x->e->code;
 	x->compute = 0;
 	if (backend_cpu.run_node(x, n, in, out))
 		return x->e->code;
+	/* device views of the inputs and outputs */
+	struct rtensor *vin = xcalloc(n->n_in + n->n_out + 1, sizeof *vin), *vout = vin + n->n_in;
+	struct rtensor **pi = xcalloc(n->n_in + n->n_out + 1, sizeof *pi), **po = pi + n->n_in;
+	if (!vin || !pi) {
+		xfree(vin);
+		xfree(pi);
+		return exec_fail(x, "out of memory");
+	}
+	int rc = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		pi[k] = in[k] ? &vin[k] : NULL;
 		if (in[k]) {
@@ -591,15 +602,21 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		po[k] = o;
 		if (!o->known)
 			continue;
-		if (!(o->dev = x->be->alloc(o->nbytes ? o->nbytes : 1)))
-			return exec_fail(x, "out of %s memory (%zu bytes for output %u)", x->be->name, o->nbytes, k);
+		if (!(o->dev = x->be->alloc(o->nbytes ? o->nbytes : 1))) {
+			rc = exec_fail(x, "out of %s memory (%zu bytes for output %u)", x->be->name, o->nbytes, k);
+			break;
+		}
 		account(x, o->nbytes, 0);
 		account_dev(x, o->nbytes, 0);
 		vout[k] = *o;
 		vout[k].data = o->dev;
 		po[k] = &vout[k];
 	}
-	return x->be->run_node(x, n, pi, po);
+	if (!rc)
+		rc = x->be->run_node(x, n, pi, po);
+	xfree(vin);
+	xfree(pi);
+	return rc;
 }
 
 /* Shape arithmetic (Shape, Constant, nodes of small integer tensors: a Gather of dims, their
@@ -638,11 +655,14 @@ static int run_fallback(struct exec *x, const struct node *n, struct rtensor **i
 
 int exec_run_cpu_into(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
-	struct rtensor w[64], *wo[64];
-	for (uint32_t k = 0; k < n->n_out; k++) {
-		memset(&w[k], 0, sizeof w[k]);
-		wo[k] = &w[k];
+	struct rtensor *w = xcalloc(n->n_out + 1, sizeof *w), **wo = xcalloc(n->n_out + 1, sizeof *wo);
+	if (!w || !wo) {
+		xfree(w);
+		xfree(wo);
+		return exec_fail(x, "out of memory");
 	}
+	for (uint32_t k = 0; k < n->n_out; k++)
+		wo[k] = &w[k];
 	x->compute = 1;
 	x->outputs_scratch = 1;
 	int rc = backend_cpu.run_node(x, n, in, wo);
@@ -654,6 +674,8 @@ int exec_run_cpu_into(struct exec *x, const struct node *n, struct rtensor *cons
 			rc = exec_fail(x, "output %u's shape differs from its shape rule's", k);
 		exec_scratch_free(x, w[k].data, w[k].nbytes);
 	}
+	xfree(w);
+	xfree(wo);
 	return rc ? x->e->code : 0;
 }
 
@@ -668,9 +690,7 @@ static int run_nodes(struct exec *x)
 			return exec_fail(x, "op %s%s%s is not supported by graphdiet's executor",
 					 op_domain_is_default(n->domain) ? "" : n->domain,
 					 op_domain_is_default(n->domain) ? "" : "::", n->op_type);
-		struct rtensor *in[64], *out[64];
-		if (n->n_in > 64 || n->n_out > 64)
-			return exec_fail(x, "more than 64 inputs or outputs");
+		struct rtensor **in = x->args, **out = x->args + x->max_in;
 		int all_data = 1, any_lazy = 0;
 		for (uint32_t k = 0; k < n->n_in; k++) {
 			in[k] = n->in[k] ? &x->v[n->in[k]->id] : NULL;
@@ -691,10 +711,9 @@ static int run_nodes(struct exec *x)
 			}
 			all_data &= !v || in[k]->data != NULL;
 		}
-		struct rtensor none[64];
 		for (uint32_t k = 0; k < n->n_out; k++) {
-			memset(&none[k], 0, sizeof none[k]);
-			out[k] = n->out[k] ? &x->v[n->out[k]->id] : &none[k];
+			memset(&x->absent[k], 0, sizeof x->absent[k]);
+			out[k] = n->out[k] ? &x->v[n->out[k]->id] : &x->absent[k];
 		}
 		uint32_t fl = op_table[n->op].flags;
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
@@ -789,6 +808,18 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		return NULL;
 	}
 	double t0 = 0;
+	uint32_t max_out = 1;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		x->max_in = g->nodes[i]->n_in > x->max_in ? g->nodes[i]->n_in : x->max_in;
+		max_out = g->nodes[i]->n_out > max_out ? g->nodes[i]->n_out : max_out;
+	}
+	x->args = xcalloc((size_t)x->max_in + max_out, sizeof *x->args);
+	x->absent = xcalloc(max_out, sizeof *x->absent);
+	if (!x->args || !x->absent) {
+		err_oom(e);
+		exec_free(x);
+		return NULL;
+	}
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
 			if (g->nodes[i]->in[k])
@@ -891,6 +922,8 @@ void exec_free(struct exec *x)
 	xfree(x->left);
 	xfree(x->pinned);
 	xfree(x->lazy);
+	xfree(x->args);
+	xfree(x->absent);
 	strmap_free(&x->probes);
 	strmap_free(&x->given);
 	xfree(x);

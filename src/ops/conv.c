@@ -560,34 +560,46 @@ static struct value *weight_grad(struct ad *a, struct value *in, struct value *k
 	return crop_kernel(a, transpose01(a, c), g->kh, g->kw);
 }
 
-/* Splits v into `parts` equal pieces along axis 1. */
-static struct node *split1(struct ad *a, struct value *v, int64_t size, int parts)
+static struct value *reshape_to(struct ad *a, struct value *v, const int64_t *dims, size_t n)
 {
-	int64_t sizes[64];
-	for (int i = 0; i < parts; i++)
-		sizes[i] = size / parts;
-	struct value *ins[2] = {v, ad_ints(a, sizes, (size_t)parts)};
-	struct node *s = ins[1] ? ad_node(a, "Split", ins, 2, parts) : NULL;
-	return s && !ad_set_int(a, s, "axis", 1) ? s : NULL;
+	return ad_op2(a, "Reshape", v, ad_ints(a, dims, n));
 }
 
-/* Grouped weight gradients: each group's image and output channels give that group's kernels,
- * stacked along the weight's first dimension. `in` holds the image-side channels (split in
- * in_ch), `k` the kernel-side ones (k_ch). */
+static struct value *transpose_perm(struct ad *a, struct value *v, const int64_t *perm, size_t n)
+{
+	struct value *t = ad_op1(a, "Transpose", v);
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, n) ? t : NULL;
+}
+
+/* Grouped weight gradients in one Conv, whatever the group count G. `in` holds the image-side
+ * channels (in_ch = G ci; g->h x g->w), `k` the kernel-side ones (k_ch = G co; g->oh x g->ow); the result is (G co, ci, kh, kw),
+ * group g's kernels being weight_grad of its own channels. Batch becomes channels, as in
+ * weight_grad: the image (1, G ci N, H, W) ordered (g, c, n), and a kernel per (g, c, j), the
+ * kernel side's channel g co + j over the batch (repeated for each c: Expand), in G ci groups. The
+ * result (1, G ci co, kh', kw') ordered (g, c, j) is reordered to (g, j, c). Reshapes use -1 for
+ * the batch, so a symbolic batch needs no Shape arithmetic. */
 static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t in_ch, struct value *k, int64_t k_ch,
 					 const struct conv_geom *g)
 {
-	if (g->group > 64)
-		return ad_fail(a, "more than 64 groups"), NULL;
-	struct node *si = split1(a, in, in_ch, (int)g->group), *sk = split1(a, k, k_ch, (int)g->group);
-	struct value *parts[64];
-	if (!si || !sk)
+	int64_t G = g->group, ci = in_ch / G, co = k_ch / G;
+	int64_t xd[4] = {1, -1, g->h, g->w};
+	struct value *x = reshape_to(a, transpose01(a, in), xd, 4);
+	struct value *w = transpose01(a, k); /* (G co, N, OH, OW) */
+	if (ci > 1) {
+		int64_t wd[6] = {G, 1, co, -1, g->oh, g->ow}, rep[6] = {1, ci, 1, 1, 1, 1};
+		int64_t flat[4] = {G * ci * co, -1, g->oh, g->ow};
+		w = reshape_to(a, ad_op2(a, "Expand", reshape_to(a, w, wd, 6), ad_ints(a, rep, 6)), flat, 4);
+	}
+	struct value *ins[2] = {x, w};
+	struct value *c = x && w ? ad_op(a, "Conv", ins, 2) : NULL;
+	if (!c || set_window(a, ad_producer(c), g, g->dh, g->dw, g->sh, g->sw, G * ci))
 		return NULL;
-	for (int64_t i = 0; i < g->group; i++)
-		if (!(parts[i] = weight_grad(a, si->out[i], sk->out[i], g)))
-			return NULL;
-	struct value *c = ad_op(a, "Concat", parts, (int)g->group);
-	return c && !ad_set_int(a, ad_producer(c), "axis", 0) ? c : NULL;
+	/* (1, G ci co, kh', kw') -> (G, ci, co, kh', kw') -> (G, co, ci, kh', kw') -> (G co, ci, kh', kw') */
+	int64_t kh = (g->h + g->pt + g->pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
+	int64_t kw = (g->w + g->pl + g->pr - (g->sw * (g->ow - 1) + 1)) / g->dw + 1;
+	int64_t d5[5] = {G, ci, co, kh, kw}, p5[5] = {0, 2, 1, 3, 4}, d4[4] = {G * co, ci, kh, kw};
+	struct value *r = ci > 1 ? transpose_perm(a, reshape_to(a, c, d5, 5), p5, 5) : c;
+	return crop_kernel(a, reshape_to(a, r, d4, 4), g->kh, g->kw);
 }
 
 static int give_bias(struct ad *a, const struct node *n, struct value *gy)

@@ -10,6 +10,7 @@
 #include "../io/tensor.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "../util/xalloc.h"
 
 #include <string.h>
 
@@ -201,17 +202,15 @@ static int concat_run(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
-static int split_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* Split's piece sizes into sizes[n->n_out]: from its second input, its `split` attribute, or equal
+ * pieces (the last one smaller). */
+static int split_sizes(struct exec *x, const struct node *n, struct rtensor *const *in, int ax, int64_t *sizes)
 {
 	const struct rtensor *a = in[0];
-	int ax;
-	if (norm_axis(x, attr_int(n, "axis", 0), a->ndim, &ax))
-		return exec_status(x);
-	int64_t sizes[64];
 	int ns = (int)n->n_out;
 	if (n->n_in > 1 && in[1]) {
 		int got;
-		if (rt_ints(x, in[1], "split", sizes, 64, &got))
+		if (rt_ints(x, in[1], "split", sizes, ns, &got))
 			return exec_status(x);
 		if (got != ns)
 			return exec_fail(x, "split has %d sizes for %d outputs", got, ns);
@@ -225,10 +224,29 @@ static int split_run(struct exec *x, const struct node *n, struct rtensor *const
 			sizes[i] = s ? s[i] : (i + 1 < ns ? each : d - each * (ns - 1));
 	}
 	int64_t total = 0;
-	for (int i = 0; i < ns; i++)
+	for (int i = 0; i < ns; i++) {
+		if (sizes[i] < 0 || sizes[i] > a->dims[ax])
+			return exec_fail(x, "split size %lld out of range", (long long)sizes[i]);
 		total += sizes[i];
+	}
 	if (total != a->dims[ax])
 		return exec_fail(x, "split sizes add up to %lld, not %lld", (long long)total, (long long)a->dims[ax]);
+	return 0;
+}
+
+static int split_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int ax, ns = (int)n->n_out;
+	if (norm_axis(x, attr_int(n, "axis", 0), a->ndim, &ax))
+		return exec_status(x);
+	int64_t *sizes = xcalloc((size_t)ns + 1, sizeof *sizes);
+	if (!sizes)
+		return exec_fail(x, "out of memory");
+	if (split_sizes(x, n, in, ax, sizes)) {
+		xfree(sizes);
+		return exec_status(x);
+	}
 	size_t es = dtype_size(a->dtype);
 	int64_t outer = 1, inner = 1, off = 0;
 	for (int i = 0; i < ax; i++)
@@ -241,13 +259,14 @@ static int split_run(struct exec *x, const struct node *n, struct rtensor *const
 		dims[ax] = sizes[k];
 		uint8_t *o = exec_alloc(x, out[k], a->dtype, a->ndim, dims);
 		if (!o && exec_status(x))
-			return exec_status(x);
+			break;
 		for (int64_t o2 = 0; o && o2 < outer; o2++)
 			memcpy(o + o2 * sizes[k] * inner * es, (const uint8_t *)a->data + (o2 * a->dims[ax] * inner + off) * es,
 			       (size_t)(sizes[k] * inner) * es);
 		off += sizes[k] * inner;
 	}
-	return 0;
+	xfree(sizes);
+	return exec_status(x);
 }
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
@@ -642,14 +661,15 @@ static int concat_grad(struct ad *a, const struct node *n)
 	const struct rtensor *ys = ad_shape(a, n->out[0]);
 	int ax = (int)attr_int(n, "axis", 0);
 	ax = ax < 0 ? ax + ys->ndim : ax;
-	int64_t sizes[64];
-	if (n->n_in > 64)
-		return ad_fail(a, "more than 64 inputs");
-	for (uint32_t k = 0; k < n->n_in; k++)
-		sizes[k] = ad_shape(a, n->in[k])->dims[ax];
 	if (ad_dim_symbolic(a, ys->dims[ax])) /* the split sizes are only known at run time */
 		return ad_fail(a, "cannot differentiate a Concat along a symbolic dimension yet");
+	int64_t *sizes = xcalloc(n->n_in + 1, sizeof *sizes);
+	if (!sizes)
+		return ad_fail(a, "out of memory");
+	for (uint32_t k = 0; k < n->n_in; k++)
+		sizes[k] = ad_shape(a, n->in[k])->dims[ax];
 	struct value *ins[2] = {ad_dy(a, n->out[0]), ad_ints(a, sizes, n->n_in)};
+	xfree(sizes);
 	struct node *s = ins[1] ? ad_node(a, "Split", ins, 2, (int)n->n_in) : NULL;
 	if (!s || ad_set_int(a, s, "axis", ax))
 		return -1;
@@ -661,15 +681,18 @@ static int concat_grad(struct ad *a, const struct node *n)
 
 static int split_grad(struct ad *a, const struct node *n)
 {
-	struct value *parts[64];
-	if (n->n_out > 64)
-		return ad_fail(a, "more than 64 outputs");
+	struct value **parts = xcalloc(n->n_out + 1, sizeof *parts);
+	if (!parts)
+		return ad_fail(a, "out of memory");
 	for (uint32_t k = 0; k < n->n_out; k++) {
 		parts[k] = ad_dy(a, n->out[k]);
-		if (!parts[k] && !(parts[k] = ad_zeros_like(a, n->out[k])))
+		if (!parts[k] && !(parts[k] = ad_zeros_like(a, n->out[k]))) {
+			xfree(parts);
 			return -1;
+		}
 	}
 	struct value *c = ad_op(a, "Concat", parts, (int)n->n_out);
+	xfree(parts);
 	int ax = (int)attr_int(n, "axis", 0);
 	return !c || ad_set_int(a, ad_producer(c), "axis", ax) ? -1 : ad_give(a, n->in[0], c);
 }
@@ -719,21 +742,49 @@ static int pad_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ins[1] && ins[2] ? ad_op(a, "Slice", ins, 3) : NULL);
 }
 
-/* Gather along axis 0 (embeddings): ScatterND adds each row of g into the rows it was read from. */
+static struct value *permute(struct ad *a, struct value *v, const int64_t *perm, int r)
+{
+	struct value *t = ad_op1(a, "Transpose", v);
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)r) ? t : NULL;
+}
+
+/* Gather: ScatterND adds each slice of g into the slice of the input it was read from. Along axis 0
+ * (embeddings) directly; along axis k the input's axis k is moved to the front first (and g's
+ * index dimensions with it), and the sum moved back. */
 static int gather_grad(struct ad *a, const struct node *n)
 {
-	if (attr_int(n, "axis", 0) != 0)
-		return ad_fail(a, "gradients of Gather are supported along axis 0 only");
 	if (ad_need_opset(a, 16, "the Gather gradient (ScatterND with reduction)"))
 		return -1;
-	struct value *ix = n->in[1];
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *is = ad_shape(a, n->in[1]);
+	int r = xs->ndim, q = is->ndim;
+	int64_t ax = attr_int(n, "axis", 0);
+	ax = ax < 0 ? ax + r : ax;
+	struct value *ix = n->in[1], *g = ad_dy(a, n->out[0]), *zeros = ad_zeros_like(a, n->in[0]);
 	if (ad_shape(a, ix)->dtype != DT_INT64 && !(ix = ad_cast(a, ix, DT_INT64)))
 		return -1;
+	int64_t xp[RT_MAX_DIMS], xinv[RT_MAX_DIMS], gp[2 * RT_MAX_DIMS], k = 0;
+	if (ax > 0) { /* x: (ax, the rest in order); g: (index dims, the rest in order) */
+		xp[0] = ax;
+		for (int i = 0; i < r; i++)
+			if (i != ax)
+				xp[++k] = i;
+		for (int i = 0; i < r; i++)
+			xinv[xp[i]] = i;
+		k = 0;
+		for (int i = 0; i < q; i++)
+			gp[k++] = ax + i;
+		for (int i = 0; i < r - 1 + q; i++)
+			if (i < ax || i >= ax + q)
+				gp[k++] = i;
+		zeros = permute(a, zeros, xp, r);
+		g = permute(a, g, gp, r - 1 + q);
+	}
 	int64_t last = -1;
-	struct value *ins[3] = {ad_zeros_like(a, n->in[0]), ad_op2(a, "Unsqueeze", ix, ad_ints(a, &last, 1)),
-				ad_dy(a, n->out[0])};
-	struct value *s = ins[0] && ins[1] ? ad_op(a, "ScatterND", ins, 3) : NULL;
-	return !s || ad_set_str(a, ad_producer(s), "reduction", "add") ? -1 : ad_give(a, n->in[0], s);
+	struct value *ins[3] = {zeros, ad_op2(a, "Unsqueeze", ix, ad_ints(a, &last, 1)), g};
+	struct value *s = ins[0] && ins[1] && ins[2] ? ad_op(a, "ScatterND", ins, 3) : NULL;
+	if (!s || ad_set_str(a, ad_producer(s), "reduction", "add"))
+		return -1;
+	return ad_give(a, n->in[0], ax > 0 ? permute(a, s, xinv, r) : s);
 }
 
 static int expand_grad(struct ad *a, const struct node *n)

@@ -161,9 +161,9 @@ void memsim_free(struct mem_result *r)
 
 uint64_t node_flops(const struct node *n, const struct exec *shapes)
 {
-	struct rtensor *in[64], *out[64];
 	static struct rtensor none;
-	if (n->n_in > 64 || n->n_out > 64)
+	struct rtensor **in = xcalloc(n->n_in + n->n_out + 1, sizeof *in), **out = in ? in + n->n_in : NULL;
+	if (!in)
 		return 0;
 	for (uint32_t k = 0; k < n->n_in; k++)
 		in[k] = n->in[k] ? (struct rtensor *)exec_value(shapes, n->in[k]) : &none;
@@ -171,5 +171,6 @@ uint64_t node_flops(const struct node *n, const struct exec *shapes)
 		out[k] = n->out[k] ? (struct rtensor *)exec_value(shapes, n->out[k]) : &none;
 	uint64_t f, b;
 	op_cost(n, in, out, &f, &b);
+	xfree(in);
 	return f;
 }

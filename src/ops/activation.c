@@ -1,0 +1,125 @@
+/* activation.c - the piecewise and smooth activations of the stock modules: Clip (ReLU6, hardtanh),
+ * HardSigmoid, HardSwish (MobileNetV3), LeakyRelu, Softplus.
+ *
+ * Kernels compute in double and round once on store (float32 and float64; 16-bit tensors arrive
+ * widened). Gradients follow PyTorch's backward formulas, in standard ONNX ops:
+ *  - Clip, HardSigmoid, LeakyRelu read only their output, as Relu does: y lies strictly inside the
+ *    clamp exactly where the input did (hardtanh's strict inequalities at the bounds);
+ *  - HardSwish reads its input: d/dx x relu6(x + 3)/6 = 0 below -3, 1 above 3, x/3 + 1/2 between;
+ *  - Softplus reads its input: dy/dx = sigmoid(x). */
+#include "../autodiff/ad.h"
+#include "kernel.h"
+
+#include <math.h>
+
+enum act { A_CLIP, A_HARD_SIGMOID, A_HARD_SWISH, A_LEAKY_RELU, A_SOFTPLUS };
+
+struct act_params {
+	double lo, hi;      /* Clip's bounds (infinite when absent) */
+	double alpha, beta; /* HardSigmoid's slope and offset; LeakyRelu's slope */
+};
+
+static double act_d(enum act op, const struct act_params *p, double v)
+{
+	switch (op) {
+	case A_CLIP: return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+	case A_HARD_SIGMOID: return fmax(0, fmin(1, p->alpha * v + p->beta));
+	case A_HARD_SWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
+	case A_LEAKY_RELU: return v >= 0 ? v : p->alpha * v;
+	default: return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
+	}
+}
+
+static int act_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		   enum act op)
+{
+	const struct rtensor *a = in[0];
+	struct act_params p = {-INFINITY, INFINITY, attr_float(n, "alpha", op == A_LEAKY_RELU ? 0.01f : 0.2f),
+			       attr_float(n, "beta", 0.5f)};
+	if (want_float(x, a, "the input"))
+		return exec_status(x);
+	for (uint32_t k = 1; op == A_CLIP && k < 3 && k < n->n_in; k++)
+		if (in[k] && in[k]->numel != 1)
+			return exec_fail(x, "Clip's %s must be a scalar", k == 1 ? "min" : "max");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	/* computing: every input has data */
+	for (uint32_t k = 1; op == A_CLIP && k < 3 && k < n->n_in; k++)
+		if (in[k])
+			*(k == 1 ? &p.lo : &p.hi) = rt_get(in[k], 0);
+	for (int64_t i = 0; i < a->numel; i++)
+		rt_set(out[0], i, act_d(op, &p, rt_get(a, i)));
+	return 0;
+}
+
+#define ACT(name, op)                                                                                          \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in,                 \
+			      struct rtensor *const *out)                                                      \
+	{                                                                                                      \
+		return act_run(x, n, in, out, op);                                                             \
+	}
+ACT(clip, A_CLIP)
+ACT(hard_sigmoid, A_HARD_SIGMOID)
+ACT(hard_swish, A_HARD_SWISH)
+ACT(leaky_relu, A_LEAKY_RELU)
+ACT(softplus, A_SOFTPLUS)
+
+/* g where lo < y < hi (either bound absent: NULL), else 0 */
+static struct value *pass_inside(struct ad *a, struct value *g, struct value *y, struct value *lo, struct value *hi,
+				 int dt)
+{
+	struct value *zero = ad_scalar(a, dt, 0);
+	if (lo) {
+		struct value *ins[3] = {ad_op2(a, "Greater", y, lo), g, zero};
+		g = ins[0] ? ad_op(a, "Where", ins, 3) : NULL;
+	}
+	if (hi && g) {
+		struct value *ins[3] = {ad_op2(a, "Less", y, hi), g, zero};
+		g = ins[0] ? ad_op(a, "Where", ins, 3) : NULL;
+	}
+	return g;
+}
+
+static int clip_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *lo = n->n_in > 1 ? n->in[1] : NULL, *hi = n->n_in > 2 ? n->in[2] : NULL;
+	return ad_give(a, n->in[0], pass_inside(a, ad_dy(a, n->out[0]), n->out[0], lo, hi, dt));
+}
+
+static int hard_sigmoid_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *g = ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_scalar(a, dt, attr_float(n, "alpha", 0.2f)));
+	return ad_give(a, n->in[0], pass_inside(a, g, n->out[0], ad_scalar(a, dt, 0), ad_scalar(a, dt, 1), dt));
+}
+
+static int hard_swish_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *x = n->in[0];
+	struct value *mid = ad_op2(a, "Add", ad_op2(a, "Div", x, ad_scalar(a, dt, 3)), ad_scalar(a, dt, 0.5));
+	struct value *hi[3] = {ad_op2(a, "Greater", x, ad_scalar(a, dt, 3)), ad_scalar(a, dt, 1), mid};
+	struct value *lo[3] = {ad_op2(a, "Less", x, ad_scalar(a, dt, -3)), ad_scalar(a, dt, 0), ad_op(a, "Where", hi, 3)};
+	return ad_give(a, x, ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op(a, "Where", lo, 3)));
+}
+
+static int leaky_relu_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *g = ad_dy(a, n->out[0]);
+	struct value *ins[3] = {ad_op2(a, "Greater", n->out[0], ad_scalar(a, dt, 0)), g,
+				ad_op2(a, "Mul", g, ad_scalar(a, dt, attr_float(n, "alpha", 0.01f)))};
+	return ad_give(a, n->in[0], ad_op(a, "Where", ins, 3));
+}
+
+static int softplus_grad(struct ad *a, const struct node *n)
+{
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op1(a, "Sigmoid", n->in[0])));
+}
+
+const struct op_impl op_clip = {.run = clip_run, .grad = clip_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
+const struct op_impl op_hard_sigmoid = {.run = hard_sigmoid_run, .grad = hard_sigmoid_grad, .recompute = RC_CHEAP};
+const struct op_impl op_hard_swish = {.run = hard_swish_run, .grad = hard_swish_grad, .recompute = RC_CHEAP};
+const struct op_impl op_leaky_relu = {.run = leaky_relu_run, .grad = leaky_relu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_softplus = {.run = softplus_run, .grad = softplus_grad, .recompute = RC_CHEAP};

@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""Exports graphdiet's model zoo: models built from stock PyTorch modules, as people export them.
+
+Every model has random weights, dropout left on, and is exported the way a user would:
+torch.onnx.export(..., opset_version=17, training=TrainingMode.TRAINING, do_constant_folding=False).
+Beside each DIR/<model>.onnx, DIR/<model>/ holds the inputs, PyTorch's loss and PyTorch's gradient of
+every parameter (<param>_grad.npy), as the zoo test (tests/test_zoo.c) reads them.
+
+Dropout is random, so PyTorch's reference must draw graphdiet's masks: graphdiet keys each Dropout
+node's numbers on its name (exec_node_seed: seed 0, step 0) and draws Philox4x32-10 uniforms
+(src/util/philox.c). This script computes the same masks in numpy, independently of graphdiet's C
+code, and patches torch.nn.functional.dropout so that its i-th call in the reference forward pass
+uses the mask of the i-th Dropout node of the export (the exporter writes nodes in call order).
+PyTorch's autograd then computes the gradients. A wrong mask shows up as a gradient mismatch.
+
+    /usr/bin/python3 testdata/gen_zoo.py DIR        # Debian's python3-torch, python3-torchvision
+
+The models are about 80 MB in all (torchvision's ResNet-18 alone is 45 MB), too big to commit: CI
+and ctest (the zoo_gen fixture) generate them into the build tree.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+OPSET = 17
+M64 = (1 << 64) - 1
+
+
+# ---- graphdiet's random numbers, for the reference masks ----
+
+def strmap_hash(s):
+    h = 1469598103934665603
+    for c in s.encode():
+        h = ((h ^ c) * 1099511628211) & M64
+    h ^= h >> 32
+    h = (h * 0x9E3779B97F4A7C15) & M64
+    return h ^ (h >> 29)
+
+
+def philox_uniform(key, n):
+    """philox_uniform(key, i) for i in [0, n), as float32 (src/util/philox.c)."""
+    ctr = np.arange((n + 3) // 4, dtype=np.uint64)
+    c0 = (ctr & 0xFFFFFFFF).astype(np.uint64)
+    c1 = (ctr >> np.uint64(32)).astype(np.uint64)
+    c2 = np.zeros_like(c0)
+    c3 = np.zeros_like(c0)
+    k0, k1 = key & 0xFFFFFFFF, key >> 32
+    m32 = np.uint64(0xFFFFFFFF)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        n0 = (p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0)
+        n2 = (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1)
+        c1, c3, c0, c2 = p1 & m32, p0 & m32, n0, n2
+        k0 = (k0 + 0x9E3779B9) & 0xFFFFFFFF
+        k1 = (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    r = np.stack([c0, c1, c2, c3], axis=1).reshape(-1)[:n]
+    return (r >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def node_key(name, seed=0):
+    return ((seed * 0x9E3779B97F4A7C15) & M64) ^ strmap_hash(name)
+
+
+class GraphdietDropout:
+    """Stands in for F.dropout: the i-th call draws the i-th exported Dropout node's mask."""
+
+    def __init__(self, names):
+        self.names, self.i = names, 0
+
+    def __call__(self, x, p=0.5, training=True, inplace=False):
+        if not training:
+            return x
+        if self.i >= len(self.names):
+            raise RuntimeError("more dropout calls than Dropout nodes in the export")
+        name = self.names[self.i]
+        self.i += 1
+        u = philox_uniform(node_key(name), x.numel()).reshape(tuple(x.shape))
+        keep = torch.from_numpy(u >= np.float32(p)).to(x.dtype)
+        return x * keep * (1.0 / (1.0 - p))
+
+
+# ---- the models ----
+
+class Classify(nn.Module):
+    """A model whose output is (N, C) scores, with cross-entropy against integer labels."""
+
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x, target):
+        return F.cross_entropy(self.body(x), target)
+
+
+class GPT(nn.Module):
+    """Token and learned position embeddings, nn.TransformerEncoderLayer blocks under a causal mask
+    (torch.triu), a tied head (the embedding's weight)."""
+
+    def __init__(self, vocab=64, d=32, heads=2, layers=2, seq=8):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(seq, d)
+        self.drop = nn.Dropout(0.1)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(d, heads, 2 * d, dropout=0.1, activation="gelu", batch_first=True,
+                                       norm_first=True) for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, tokens, target):
+        t = tokens.shape[1]
+        pos = torch.arange(t, device=tokens.device)
+        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        h = self.drop(self.tok(tokens) + self.pos(pos))
+        for b in self.blocks:
+            h = b(h, src_mask=mask)
+        logits = self.norm(h) @ self.tok.weight.t()
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer (encoder-decoder) with a causal target mask."""
+
+    def __init__(self, vocab=32, d=32, heads=2):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.tf = nn.Transformer(d, heads, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64,
+                                 dropout=0.1, batch_first=True)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, src, tgt, target):
+        t = tgt.shape[1]
+        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        h = self.tf(self.emb(src), self.emb(tgt), tgt_mask=mask)
+        return F.cross_entropy(self.head(h).reshape(-1, self.head.out_features), target.reshape(-1))
+
+
+class RNNClassifier(nn.Module):
+    """nn.LSTM or nn.GRU (2 layers, bidirectional), dropout on the last step's output. (torch 1.13
+    cannot export an RNN's own dropout between layers in training mode.)"""
+
+    def __init__(self, cell, d_in=8, hidden=16, classes=4):
+        super().__init__()
+        self.rnn = cell(d_in, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x, target):
+        y, _ = self.rnn(x)
+        return F.cross_entropy(self.fc(self.drop(y[:, -1])), target)
+
+
+class UNet(nn.Module):
+    """Two levels, GroupNorm, bilinear upsampling, skip connections, per-pixel cross-entropy."""
+
+    def __init__(self, c=8, classes=3):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.GroupNorm(4, o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1), nn.GroupNorm(4, o), nn.ReLU())
+
+        self.down1, self.down2 = block(3, c), block(c, 2 * c)
+        self.mid = block(2 * c, 2 * c)
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec2, self.dec1 = block(4 * c, c), block(2 * c, c)
+        self.drop = nn.Dropout(0.1)  # torch 1.13 cannot export Dropout2d in training mode
+        self.out = nn.Conv2d(c, classes, 1)
+
+    def forward(self, x, target):
+        d1 = self.down1(x)
+        d2 = self.down2(F.max_pool2d(d1, 2))
+        m = self.mid(F.max_pool2d(d2, 2))
+        u2 = self.dec2(torch.cat([self.up(m), d2], 1))
+        u1 = self.dec1(torch.cat([F.interpolate(u2, scale_factor=2.0, mode="nearest"), d1], 1))
+        return F.cross_entropy(self.out(self.drop(u1)), target)
+
+
+def models():
+    g = torch.Generator().manual_seed(0)
+    tv = torchvision.models
+
+    def img(n=2, s=32):
+        return torch.randn(n, 3, s, s, generator=g)
+
+    def labels(n=2, c=10):
+        return torch.randint(0, c, (n,), generator=g)
+
+    yield "resnet18", Classify(tv.resnet18(num_classes=10)), (img(), labels()), ["x", "target"], None
+    yield "mobilenet_v2", Classify(tv.mobilenet_v2(num_classes=10, width_mult=0.5)), (img(), labels()), \
+        ["x", "target"], None
+    yield "mobilenet_v3_small", Classify(tv.mobilenet_v3_small(num_classes=10, width_mult=0.5)), \
+        (img(), labels()), ["x", "target"], None
+    # torch 1.13 cannot export stochastic depth's bernoulli_ in training mode (the tracer fails), so
+    # that is off; the classifier's Dropout stays on
+    yield "efficientnet_b0", Classify(tv.efficientnet_b0(num_classes=10, stochastic_depth_prob=0.0)), \
+        (img(), labels()), ["x", "target"], None
+    yield "squeezenet1_1", Classify(tv.squeezenet1_1(num_classes=10)), (img(2, 64), labels()), ["x", "target"], None
+    vit = tv.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                               dropout=0.1, attention_dropout=0.1, num_classes=10)
+    yield "vit", Classify(vit), (img(), labels()), ["x", "target"], None
+    yield "gpt", GPT(), (torch.randint(0, 64, (2, 8), generator=g), torch.randint(0, 64, (2, 8), generator=g)), \
+        ["tokens", "target"], None
+    yield "seq2seq", Seq2Seq(), (torch.randint(0, 32, (2, 6), generator=g), torch.randint(0, 32, (2, 5), generator=g),
+                                 torch.randint(0, 32, (2, 5), generator=g)), ["src", "tgt", "target"], None
+    yield "lstm", RNNClassifier(nn.LSTM), (torch.randn(3, 5, 8, generator=g), labels(3, 4)), ["x", "target"], None
+    yield "gru", RNNClassifier(nn.GRU), (torch.randn(3, 5, 8, generator=g), labels(3, 4)), ["x", "target"], None
+    yield "unet_gn", UNet(), (img(2, 16), torch.randint(0, 3, (2, 16, 16), generator=g)), ["x", "target"], None
+    # a dynamic batch axis: shape arithmetic on the symbolic batch stays in the graph
+    yield "gpt_dynamic", GPT(), (torch.randint(0, 64, (2, 8), generator=g),
+                                 torch.randint(0, 64, (2, 8), generator=g)), \
+        ["tokens", "target"], {"tokens": {0: "batch"}, "target": {0: "batch"}}
+
+
+def dropout_names(path):
+    names = []
+    for n in onnx.load(path).graph.node:
+        if n.op_type == "Dropout":
+            names.append(n.name if n.name else n.output[0])
+    return names
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "zoo"
+    only = set(sys.argv[2:])
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    for name, model, args, input_names, dynamic in models():
+        if only and name not in only:
+            continue
+        path = os.path.join(out, name + ".onnx")
+        model.train()
+        torch.onnx.export(model, args, path, input_names=input_names, output_names=["loss"],
+                          opset_version=OPSET, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, dynamic_axes=dynamic)
+        ref = os.path.join(out, name)
+        os.makedirs(ref, exist_ok=True)
+        model.zero_grad()
+        drop = GraphdietDropout(dropout_names(path))
+        saved = F.dropout
+        F.dropout = drop
+        try:
+            loss = model(*args)
+        finally:
+            F.dropout = saved
+        if drop.i != len(drop.names):
+            raise RuntimeError(f"{name}: {drop.i} dropout calls, {len(drop.names)} Dropout nodes")
+        loss.backward()
+        for n, a in zip(input_names, args):
+            np.save(os.path.join(ref, n + ".npy"), a.numpy())
+        np.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
+        for pname, p in model.named_parameters():
+            if p.grad is not None:
+                np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
+        params = sum(p.numel() for p in model.parameters())
+        print(f"{path}: {params} parameters, {os.path.getsize(path)} bytes", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
