@@ -193,15 +193,15 @@ def models():
     def labels(n=2, c=10):
         return torch.randint(0, c, (n,), generator=g)
 
-    yield "resnet18", Classify(tv.resnet18(num_classes=10)), (img(), labels()), ["x", "target"], None
-    yield "mobilenet_v2", Classify(tv.mobilenet_v2(num_classes=10, width_mult=0.5)), (img(), labels()), \
+    yield "resnet18", Classify(tv.resnet18(num_classes=10)), (img(2, 64), labels()), ["x", "target"], None
+    yield "mobilenet_v2", Classify(tv.mobilenet_v2(num_classes=10, width_mult=0.5)), (img(2, 64), labels()), \
         ["x", "target"], None
     yield "mobilenet_v3_small", Classify(tv.mobilenet_v3_small(num_classes=10, width_mult=0.5)), \
-        (img(), labels()), ["x", "target"], None
+        (img(2, 64), labels()), ["x", "target"], None
     # torch 1.13 cannot export stochastic depth's bernoulli_ in training mode (the tracer fails), so
     # that is off; the classifier's Dropout stays on
     yield "efficientnet_b0", Classify(tv.efficientnet_b0(num_classes=10, stochastic_depth_prob=0.0)), \
-        (img(), labels()), ["x", "target"], None
+        (img(2, 64), labels()), ["x", "target"], None
     yield "squeezenet1_1", Classify(tv.squeezenet1_1(num_classes=10)), (img(2, 64), labels()), ["x", "target"], None
     vit = tv.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
                                dropout=0.1, attention_dropout=0.1, num_classes=10)

@@ -70,6 +70,11 @@ const struct gcase op_cases[] = {
 	/* depthwise, as MobileNet and EfficientNet export it: more groups than any fixed table */
 	{"Conv depthwise, 70 groups, strided", P("x", "[2, 70, 5, 5]") P("w", "[70, 1, 3, 3]"),
 	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {group: 70, strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
+	/* MobileNetV3's 5x5 depthwise convolutions reach 1x1 maps: the kernel is wider than the image */
+	{"Conv 5x5 on a 1x1 image", P("x", "[2, 3, 1, 1]") P("w", "[3, 1, 5, 5]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {group: 3, pads: [2, 2, 2, 2]}}\n"},
+	{"Conv 5x5 on a 2x2 image", P("x", "[1, 2, 2, 2]") P("w", "[2, 2, 5, 5]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {pads: [2, 2, 2, 2]}}\n"},
 	{"Conv grouped, channel multiplier", P("x", "[2, 6, 4, 4]") P("w", "[9, 2, 2, 2]"),
 	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {group: 3, dilations: [2, 1]}}\n"},
 	{"ConvTranspose grouped", P("x", "[1, 4, 3, 3]") P("w", "[4, 3, 2, 2]"),
@@ -122,6 +127,17 @@ const struct gcase op_cases[] = {
 	/* ViT's class token, x[:, 0] */
 	{"Gather last axis, scalar index", P("e", "[2, 3, 4]") "  - {name: i, dtype: int64, shape: [], data: [2]}\n",
 	 "  - {op: Gather, inputs: [e, i], outputs: [y], attrs: {axis: -1}}\n"},
+	{"Trilu upper, k = 1", P("x", "[2, 3, 4]") "  - {name: k, dtype: int64, shape: [], data: [1]}\n",
+	 "  - {op: Trilu, inputs: [x, k], outputs: [y]}\n"},
+	{"Trilu lower", P("x", "[4, 3]"), "  - {op: Trilu, inputs: [x], outputs: [y], attrs: {upper: 0}}\n"},
+	{"CumSum reverse exclusive", P("x", "[2, 5]") "  - {name: ax, dtype: int64, shape: [], data: [1]}\n",
+	 "  - {op: CumSum, inputs: [x, ax], outputs: [y], attrs: {reverse: 1, exclusive: 1}}\n"},
+	{"CumSum", P("x", "[3, 2]") "  - {name: ax, dtype: int64, shape: [], data: [0]}\n",
+	 "  - {op: CumSum, inputs: [x, ax], outputs: [y]}\n"},
+	/* torch.arange as a float factor */
+	{"Range", P("x", "[2, 5]") "  - {name: s, dtype: float64, shape: [], data: [0.5]}\n"
+	 "  - {name: l, dtype: float64, shape: [], data: [2.9]}\n  - {name: d, dtype: float64, shape: [], data: [0.5]}\n",
+	 "  - {op: Range, inputs: [s, l, d], outputs: [r]}\n  - {op: Mul, inputs: [x, r], outputs: [y]}\n"},
 	{"Expand", P("x", "[3, 1]") "  - {name: s, dtype: int64, shape: [3], data: [2, 3, 4]}\n",
 	 "  - {op: Expand, inputs: [x, s], outputs: [y]}\n"},
 	{"ReduceSum", P("x", "[2, 3, 4]") "  - {name: ax, dtype: int64, shape: [2], data: [0, 2]}\n",

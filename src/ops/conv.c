@@ -168,8 +168,9 @@ int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *i
 						memset(r0, 0, (size_t)((a0 - oy0) * g->ow) * sizeof(T));       \
 						T *ra = row + a0 * g->ow;                                      \
 						const T *sa = x + (c * g->h + a0 - y0) * g->w;                 \
-						int64_t n = (a1 - a0) * g->ow, s0 = off > 0 ? 0 : -off;        \
-						int64_t s1 = off > 0 ? n - off : n;                            \
+						/* (a kernel wider than the image leaves no run: s1 = s0) */   \
+						int64_t n = (a1 - a0) * g->ow, s0 = off > 0 ? 0 : -off < n ? -off : n; \
+						int64_t s1 = off > 0 ? (n > off ? n - off : 0) : n;            \
 						memcpy(ra + s0, sa + s0 + off, (size_t)(s1 - s0) * sizeof(T)); \
 						for (int64_t oy = a0; oy < a1; oy++) { /* the edges */         \
 							T *r = row + oy * g->ow;                               \

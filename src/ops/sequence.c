@@ -1,0 +1,124 @@
+/* sequence.c - ops that are functions of element positions: Range (torch.arange), Trilu (the causal
+ * masks of torch.triu/tril), CumSum.
+ *
+ * Range reads only scalars, so shape inference computes it whenever they are known (constants,
+ * or shapes once dimensions are bound) and folding turns it into a constant. Trilu and CumSum
+ * are linear, so their gradients are the same op on g: Trilu(g) with the same k and side, and
+ * CumSum(g) in the other direction. */
+#include "../autodiff/ad.h"
+#include "kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements start + i delta. */
+static int range_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	for (int k = 0; k < 3; k++)
+		if (in[k]->numel != 1)
+			return exec_fail(x, "Range's inputs must be scalars");
+	if (!in[0]->data || !in[1]->data || !in[2]->data)
+		return exec_fail(x, "Range needs known start, limit and delta (bind the symbolic dimensions with --dim)");
+	double st = rt_get(in[0], 0), lim = rt_get(in[1], 0), d = rt_get(in[2], 0);
+	if (d == 0 || !isfinite(st) || !isfinite(lim) || !isfinite(d))
+		return exec_fail(x, "Range's delta must be nonzero and its inputs finite");
+	double len = ceil((lim - st) / d);
+	if (len > (double)INT32_MAX)
+		return exec_fail(x, "Range of %.0f elements is too long", len);
+	int64_t dims[1] = {len > 0 ? (int64_t)len : 0};
+	if (!exec_alloc(x, out[0], in[0]->dtype, 1, dims))
+		return exec_status(x);
+	int integral = !dtype_is_float(in[0]->dtype);
+	for (int64_t i = 0; i < dims[0]; i++) {
+		/* integer ranges step exactly; float ones as start + i delta */
+		if (integral)
+			rt_set(out[0], i, (double)(rt_get_i(in[0], 0) + i * rt_get_i(in[2], 0)));
+		else
+			rt_set(out[0], i, st + (double)i * d);
+	}
+	return 0;
+}
+
+/* Trilu(x, k): the upper (upper = 1: j - i >= k) or lower (j - i <= k) triangle of each matrix
+ * over the last two dimensions; the rest zero. */
+static int trilu_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	if (a->ndim < 2)
+		return exec_fail(x, "Trilu needs at least 2 dimensions, not %d", a->ndim);
+	if (n->n_in > 1 && in[1] && in[1]->numel != 1)
+		return exec_fail(x, "Trilu's k must be a scalar");
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
+	if (!o)
+		return exec_status(x);
+	int64_t k = n->n_in > 1 && in[1] ? rt_get_i(in[1], 0) : 0, upper = attr_int(n, "upper", 1);
+	int64_t rows = a->dims[a->ndim - 2], cols = a->dims[a->ndim - 1], mats = rows > 0 && cols > 0 ? a->numel / (rows * cols) : 0;
+	size_t es = dtype_size(a->dtype);
+	memset(o, 0, a->nbytes);
+	for (int64_t m = 0; m < mats; m++)
+		for (int64_t i = 0; i < rows; i++)
+			for (int64_t j = 0; j < cols; j++) {
+				int64_t at = (m * rows + i) * cols + j;
+				if (upper ? j - i >= k : j - i <= k)
+					memcpy(o + at * es, (const uint8_t *)a->data + at * es, es);
+			}
+	return 0;
+}
+
+static int trilu_grad(struct ad *a, const struct node *n)
+{
+	struct value *ins[2] = {ad_dy(a, n->out[0]), n->n_in > 1 ? n->in[1] : NULL};
+	struct value *t = ad_op(a, "Trilu", ins, ins[1] ? 2 : 1);
+	return !t || ad_set_int(a, ad_producer(t), "upper", attr_int(n, "upper", 1)) ? -1 : ad_give(a, n->in[0], t);
+}
+
+/* CumSum(x, axis): running sums along the axis, forward or (reverse = 1) backward, inclusive or
+ * (exclusive = 1) not. Sums run in double, in index order. */
+static int cumsum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	if (in[1]->numel != 1)
+		return exec_fail(x, "CumSum's axis must be a scalar");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	int ax;
+	if (norm_axis(x, rt_get_i(in[1], 0), a->ndim, &ax))
+		return exec_status(x);
+	int rev = (int)attr_int(n, "reverse", 0), excl = (int)attr_int(n, "exclusive", 0);
+	int64_t outer = 1, inner = 1, d = a->dims[ax];
+	for (int i = 0; i < ax; i++)
+		outer *= a->dims[i];
+	for (int i = ax + 1; i < a->ndim; i++)
+		inner *= a->dims[i];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			double s = 0;
+			for (int64_t t = 0; t < d; t++) {
+				int64_t at = (o * d + (rev ? d - 1 - t : t)) * inner + i;
+				double v = rt_get(a, at);
+				if (!excl)
+					s += v;
+				rt_set(out[0], at, s);
+				if (excl)
+					s += v;
+			}
+		}
+	return 0;
+}
+
+/* the adjoint of a running sum is the running sum the other way */
+static int cumsum_grad(struct ad *a, const struct node *n)
+{
+	struct value *ins[2] = {ad_dy(a, n->out[0]), n->in[1]};
+	struct value *c = ad_op(a, "CumSum", ins, 2);
+	struct node *p = ad_producer(c);
+	if (!p || ad_set_int(a, p, "reverse", !attr_int(n, "reverse", 0)) ||
+	    (attr_int(n, "exclusive", 0) && ad_set_int(a, p, "exclusive", 1)))
+		return -1;
+	return ad_give(a, n->in[0], c);
+}
+
+const struct op_impl op_range = {.run = range_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_trilu = {.run = trilu_run, .grad = trilu_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_cumsum = {.run = cumsum_run, .grad = cumsum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
