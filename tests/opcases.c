@@ -89,6 +89,16 @@ const struct gcase op_cases[] = {
 	 "  - {op: AveragePool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3, 2], strides: [2, 1], pads: [1, 0, 1, 1]}}\n"},
 	{"AveragePool count_include_pad", P("x", "[1, 2, 4, 4]"),
 	 "  - {op: AveragePool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1], count_include_pad: 1}}\n"},
+	/* nn.Upsample / F.interpolate as PyTorch exports them */
+	{"Resize nearest x2 (asymmetric, floor)", P("x", "[1, 2, 3, 2]") "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 2, 2]}\n",
+	 "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: nearest, coordinate_transformation_mode: asymmetric, nearest_mode: floor}}\n"},
+	{"Resize bilinear x2 (half_pixel)", P("x", "[2, 1, 3, 4]") "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 2, 2]}\n",
+	 "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: linear}}\n"},
+	{"Resize linear to sizes (align_corners)", P("x", "[1, 2, 3, 3]") "  - {name: sz, dtype: int64, shape: [4], data: [1, 2, 5, 4]}\n",
+	 "  - {op: Resize, inputs: [x, \"\", \"\", sz], outputs: [y], attrs: {mode: linear, coordinate_transformation_mode: align_corners}}\n"},
+	{"Resize nearest down (round_prefer_ceil, pytorch_half_pixel)", P("x", "[1, 1, 5, 6]")
+	 "  - {name: sz, dtype: int64, shape: [4], data: [1, 1, 3, 4]}\n",
+	 "  - {op: Resize, inputs: [x, \"\", \"\", sz], outputs: [y], attrs: {coordinate_transformation_mode: pytorch_half_pixel, nearest_mode: round_prefer_ceil}}\n"},
 	{"GlobalAveragePool", P("x", "[2, 3, 4, 5]"), "  - {op: GlobalAveragePool, inputs: [x], outputs: [y]}\n"},
 	{"BatchNormalization training", P("x", "[3, 2, 2, 3]") P("s", "[2]") P("b", "[2]")
 	 "  - {name: m, dtype: float64, shape: [2], data: [0.1, -0.2]}\n  - {name: v, dtype: float64, shape: [2], data: [1.5, 0.5]}\n",
@@ -96,6 +106,12 @@ const struct gcase op_cases[] = {
 	{"BatchNormalization inference", P("x", "[3, 2, 4]") P("s", "[2]") P("b", "[2]")
 	 "  - {name: m, dtype: float64, shape: [2], data: [0.1, -0.2]}\n  - {name: v, dtype: float64, shape: [2], data: [1.5, 0.5]}\n",
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y]}\n"},
+	{"InstanceNormalization", P("x", "[2, 3, 4, 2]") P("s", "[3]") P("b", "[3]"),
+	 "  - {op: InstanceNormalization, inputs: [x, s, b], outputs: [y], attrs: {epsilon: 0.01}}\n"},
+	/* GroupNorm as PyTorch exports it: the groups as InstanceNormalization's channels */
+	{"InstanceNormalization of groups", P("x", "[2, 2, 6]")
+	 "  - {name: s, dtype: float64, shape: [2], data: [1, 1]}\n  - {name: b, dtype: float64, shape: [2], data: [0, 0]}\n",
+	 "  - {op: InstanceNormalization, inputs: [x, s, b], outputs: [y]}\n"},
 	{"LayerNormalization", P("x", "[2, 3, 4]") P("s", "[4]") P("b", "[4]"),
 	 "  - {op: LayerNormalization, inputs: [x, s, b], outputs: [y], attrs: {epsilon: 0.001}}\n"},
 	{"LayerNormalization two axes", P("x", "[2, 3, 4]") P("s", "[3, 4]"),

@@ -81,6 +81,8 @@ struct node *ad_producer(struct value *v);
 /* Constants, as Constant nodes: a scalar of dtype, and a 1-D int64 vector. */
 struct value *ad_scalar(struct ad *a, int dtype, double v);
 struct value *ad_ints(struct ad *a, const int64_t *v, size_t n);
+/* A constant tensor of dtype and shape dims, its elements v (C order) converted to dtype. */
+struct value *ad_tensor(struct ad *a, int dtype, int ndim, const int64_t *dims, const double *v);
 
 /* A reduction (ReduceSum, ReduceMean, ReduceMax, ReduceProd) of v over axes (all when na is 0), in
  * the form the model's opset wants: axes as an input from opset 13 (ReduceSum) or 18 (the others),

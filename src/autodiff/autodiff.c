@@ -304,6 +304,23 @@ struct value *ad_ints(struct ad *a, const int64_t *v, size_t n)
 	return constant(a, DT_INT64, 1, &d, v, n * sizeof *v);
 }
 
+struct value *ad_tensor(struct ad *a, int dtype, int ndim, const int64_t *dims, const double *v)
+{
+	int64_t numel = 1;
+	for (int i = 0; i < ndim; i++)
+		numel *= dims[i];
+	struct rtensor t = {.dtype = dtype, .numel = numel, .nbytes = (size_t)numel * dtype_size(dtype)};
+	if (!(t.data = xmalloc(t.nbytes ? t.nbytes : 1))) {
+		err_oom(a->e);
+		return NULL;
+	}
+	for (int64_t i = 0; i < numel; i++)
+		rt_set(&t, i, v[i]);
+	struct value *c = constant(a, dtype, ndim, dims, t.data, t.nbytes);
+	xfree(t.data);
+	return c;
+}
+
 struct value *ad_zeros_like(struct ad *a, const struct value *x)
 {
 	struct value *z = ad_op1(a, "ConstantOfShape", ad_shape_of(a, x));

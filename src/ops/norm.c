@@ -253,6 +253,38 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 }
 
 
+/* InstanceNormalization: each (n, c) plane normalised over its spatial elements, then scaled and
+ * shifted per channel; statistics in double, as LayerNormalization. PyTorch exports GroupNorm as
+ * Reshape (N, G, -1) -> InstanceNormalization (unit scale, zero bias) -> Reshape -> Mul -> Add. */
+static int instance_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *scale = in[1], *bias = in[2];
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	if (a->ndim < 3)
+		return exec_fail(x, "X must be (N, C, spatial...), not of rank %d", a->ndim);
+	int64_t c = a->dims[1], plane = a->numel / (a->dims[0] * c > 0 ? a->dims[0] * c : 1);
+	if (scale->numel != c || bias->numel != c)
+		return exec_fail(x, "scale and B must have the %lld channels", (long long)c);
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	double eps = attr_float(n, "epsilon", 1e-5f);
+	for (int64_t p = 0; p < a->dims[0] * c; p++) {
+		double mean = 0, var = 0;
+		for (int64_t j = 0; j < plane; j++)
+			mean += rt_get(a, p * plane + j);
+		mean /= (double)plane;
+		for (int64_t j = 0; j < plane; j++) {
+			double d = rt_get(a, p * plane + j) - mean;
+			var += d * d;
+		}
+		double inv = 1 / sqrt(var / (double)plane + eps), sc = rt_get(scale, p % c), b = rt_get(bias, p % c);
+		for (int64_t j = 0; j < plane; j++)
+			rt_set(out[0], p * plane + j, (rt_get(a, p * plane + j) - mean) * inv * sc + b);
+	}
+	return 0;
+}
+
 /* ---- gradient rules ---- */
 
 static struct value *reduce_keep(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na)
@@ -331,6 +363,32 @@ static int layer_norm_grad(struct ad *a, const struct node *n)
 	if (n->n_in > 2 && ad_wants(a, n->in[2]) && ad_give(a, n->in[2], nl ? reduce_drop(a, g, lead, nl) : g))
 		return -1;
 	return 0;
+}
+
+/* InstanceNormalization: as BatchNormalization in training mode, with the statistics over the
+ * spatial axes of each (n, c); dScale and dB sum over N and the spatial axes. */
+static int instance_norm_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *scale = n->in[1], *g = ad_dy(a, n->out[0]);
+	const struct rtensor *xs = ad_shape(a, x);
+	int r = xs->ndim;
+	int64_t sp[RT_MAX_DIMS], all[RT_MAX_DIMS], cshape[RT_MAX_DIMS];
+	int ns = 0, na = 0;
+	for (int i = 0; i < r; i++) {
+		if (i >= 2)
+			sp[ns++] = i;
+		if (i != 1)
+			all[na++] = i;
+		cshape[i] = i == 1 ? xs->dims[1] : 1;
+	}
+	struct value *gamma = ad_op2(a, "Reshape", scale, ad_ints(a, cshape, (size_t)r)), *xh = NULL;
+	struct value *dx = norm_dx(a, x, ad_op2(a, "Mul", g, gamma), sp, ns, attr_float(n, "epsilon", 1e-5f),
+				     xs->dtype, &xh);
+	if (ad_wants(a, x) && ad_give(a, x, dx))
+		return -1;
+	if (ad_wants(a, scale) && ad_give(a, scale, reduce_drop(a, ad_op2(a, "Mul", g, xh), all, na)))
+		return -1;
+	return ad_wants(a, n->in[2]) && ad_give(a, n->in[2], reduce_drop(a, g, all, na)) ? -1 : 0;
 }
 
 /* BatchNormalization over (N, spatial): training mode uses the batch statistics (as the forward
@@ -423,6 +481,8 @@ static void per_input_cost_8(const struct node *n, struct rtensor *const *in, st
 const struct op_impl op_softmax = {.run = softmax_run, .cost = per_input_cost_4, .grad = softmax_grad, .recompute = RC_CHEAP};
 const struct op_impl op_log_softmax = {.run = log_softmax_run, .cost = per_input_cost_4, .grad = log_softmax_grad, .recompute = RC_CHEAP};
 const struct op_impl op_layer_norm = {.run = layer_norm_run, .cost = per_input_cost_8, .grad = layer_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_instance_norm = {.run = instance_norm_run, .cost = per_input_cost_8, .grad = instance_norm_grad,
+					.recompute = RC_CHEAP};
 const struct op_impl op_batch_norm = {.run = batch_norm_run, .cost = per_input_cost_8, .grad = batch_norm_grad, .recompute = RC_CHEAP,
 				      .nodiff = 1u << 3 | 1u << 4, .own_width = 0x1eu | 0x6u << 16, .own_width_since = 15};
 const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2};
