@@ -120,6 +120,22 @@ const struct gcase op_cases[] = {
 	{"LogSoftmax", P("x", "[2, 5]"), "  - {op: LogSoftmax, inputs: [x], outputs: [y]}\n"},
 	{"Dropout training", P("x", "[4, 5]") "  - {name: r, dtype: float64, shape: [], data: [0.3]}\n  - {name: t, dtype: bool, shape: [], data: [1]}\n",
 	 "  - {op: Dropout, inputs: [x, r, t], outputs: [y], attrs: {seed: 7}}\n"},
+	/* the recurrent family: every output flows into y */
+	{"LSTM bidirectional, initial states, all outputs", P("x", "[3, 2, 4]") P("w", "[2, 12, 4]") P("r", "[2, 12, 3]")
+	 P("b", "[2, 24]") P("h0", "[2, 2, 3]") P("c0", "[2, 2, 3]"),
+	 "  - {op: LSTM, inputs: [x, w, r, b, \"\", h0, c0], outputs: [ro, rh, rc], attrs: {hidden_size: 3, direction: bidirectional}}\n"
+	 "  - {op: Add, inputs: [ro, rh], outputs: [u]}\n  - {op: Mul, inputs: [u, rc], outputs: [y]}\n"},
+	{"LSTM reverse, no bias, Y_h only", P("x", "[4, 1, 2]") P("w", "[1, 8, 2]") P("r", "[1, 8, 2]"),
+	 "  - {op: LSTM, inputs: [x, w, r], outputs: [\"\", y], attrs: {hidden_size: 2, direction: reverse}}\n"},
+	{"GRU (linear_before_reset), initial state", P("x", "[3, 2, 4]") P("w", "[1, 9, 4]") P("r", "[1, 9, 3]")
+	 P("b", "[1, 18]") P("h0", "[1, 2, 3]"),
+	 "  - {op: GRU, inputs: [x, w, r, b, \"\", h0], outputs: [ro, rh], attrs: {hidden_size: 3, linear_before_reset: 1}}\n"
+	 "  - {op: Add, inputs: [ro, rh], outputs: [y]}\n"},
+	{"GRU bidirectional", P("x", "[2, 3, 2]") P("w", "[2, 6, 2]") P("r", "[2, 6, 2]") P("b", "[2, 12]"),
+	 "  - {op: GRU, inputs: [x, w, r, b], outputs: [y], attrs: {hidden_size: 2, direction: bidirectional, linear_before_reset: 1}}\n"},
+	{"RNN bidirectional", P("x", "[4, 1, 2]") P("w", "[2, 3, 2]") P("r", "[2, 3, 3]") P("b", "[2, 6]") P("h0", "[2, 1, 3]"),
+	 "  - {op: RNN, inputs: [x, w, r, b, \"\", h0], outputs: [ro, rh], attrs: {hidden_size: 3, direction: bidirectional}}\n"
+	 "  - {op: Mul, inputs: [ro, rh], outputs: [y]}\n"},
 	{"Reshape", P("x", "[2, 3, 4]") "  - {name: s, dtype: int64, shape: [2], data: [4, -1]}\n",
 	 "  - {op: Reshape, inputs: [x, s], outputs: [y]}\n"},
 	{"Flatten", P("x", "[2, 3, 4]"), "  - {op: Flatten, inputs: [x], outputs: [y], attrs: {axis: 2}}\n"},

@@ -1,0 +1,486 @@
+/* rnn.c - the recurrent op family: LSTM, GRU and RNN as ONNX defines them and PyTorch exports them
+ * (nn.LSTM, nn.GRU, nn.RNN: forward, reverse or bidirectional, stacked as one node per layer,
+ * optional initial states, every output).
+ *
+ * Shapes (layout 0): X (T, B, I); W (D, G H, I); R (D, G H, H); B (D, 2 G H) = [Wb, Rb];
+ * initial_h, initial_c (D, B, H); Y (T, D, B, H); Y_h, Y_c (D, B, H). G = 4 gates for LSTM (i, o,
+ * f, c), 3 for GRU (z, r, h), 1 for RNN; D = 2 when bidirectional. Default activations only
+ * (sigmoid, tanh), no peepholes, clip or sequence_lens (graphdiet says so).
+ *
+ *   LSTM: i, o, f = sigmoid(.), c~ = tanh(.) of X W^T + H R^T + Wb + Rb;
+ *         C_t = f C_{t-1} + i c~; H_t = o tanh(C_t)
+ *   GRU:  z, r = sigmoid(.); h~ = tanh(X Wh^T + Wbh + r (H Rh^T + Rbh)) (linear_before_reset = 1,
+ *         as PyTorch) or tanh(X Wh^T + Wbh + (r H) Rh^T + Rbh); H_t = (1 - z) h~ + z H_{t-1}
+ *   RNN:  H_t = tanh(X W^T + H R^T + Wb + Rb)
+ *
+ * The kernel computes each step in double and rounds on store. The gradient rule is the unrolled
+ * backward recurrence in standard ONNX ops. Per direction it works in processing order (a reverse
+ * direction's time axis is reversed once, by a Gather). The forward pass keeps only X, the weights
+ * and Y: H_{t-1} is Y shifted by one step, so every gate of every step is recomputed at once (two
+ * MatMuls over the whole sequence); only LSTM's cell state runs step by step. The backward
+ * recurrence then takes T steps of elementwise ops and one MatMul by R each; the weight gradients
+ * are one Gemm each over all steps. */
+#include "../autodiff/ad.h"
+#include "../util/xalloc.h"
+#include "kernel.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+enum cell { CELL_LSTM, CELL_GRU, CELL_RNN };
+
+static enum cell cell_of(const struct node *n)
+{
+	return n->op == OP_LSTM ? CELL_LSTM : n->op == OP_GRU ? CELL_GRU : CELL_RNN;
+}
+
+static int gates_of(enum cell c)
+{
+	return c == CELL_LSTM ? 4 : c == CELL_GRU ? 3 : 1;
+}
+
+/* What graphdiet does not do, for the kernel's and the rule's messages; NULL when supported. */
+static const char *unsupported(const struct node *n)
+{
+	if (attr_int(n, "layout", 0))
+		return "layout 1 is not supported (PyTorch exports layout 0)";
+	if (node_attr(n, "clip"))
+		return "clip is not supported";
+	if (attr_int(n, "input_forget", 0))
+		return "input_forget is not supported";
+	size_t k;
+	const struct attr *acts = node_attr(n, "activations");
+	if (acts && acts->n) {
+		/* only the defaults, spelt out */
+		static const char *const lstm[] = {"Sigmoid", "Tanh", "Tanh"}, *const gru[] = {"Sigmoid", "Tanh"};
+		const char *const *want = cell_of(n) == CELL_LSTM ? lstm : cell_of(n) == CELL_GRU ? gru : gru + 1;
+		size_t per = cell_of(n) == CELL_LSTM ? 3 : cell_of(n) == CELL_GRU ? 2 : 1;
+		for (k = 0; k < acts->n; k++)
+			if (acts->strings[k].n != strlen(want[k % per]) || memcmp(acts->strings[k].p, want[k % per], acts->strings[k].n))
+				return "only the default activations are supported";
+	}
+	if (cell_of(n) == CELL_LSTM && n->n_in > 7 && n->in[7])
+		return "peepholes (P) are not supported";
+	(void)k;
+	return NULL;
+}
+
+static double sigm(double v)
+{
+	return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+}
+
+static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const char *why = unsupported(n);
+	if (why)
+		return exec_fail(x, "%s", why);
+	enum cell cell = cell_of(n);
+	const struct rtensor *X = in[0], *W = in[1], *R = in[2];
+	const struct rtensor *Bs = n->n_in > 3 ? in[3] : NULL, *h0 = n->n_in > 5 ? in[5] : NULL;
+	const struct rtensor *c0 = cell == CELL_LSTM && n->n_in > 6 ? in[6] : NULL;
+	if (n->n_in > 4 && in[4])
+		return exec_fail(x, "sequence_lens is not supported (every sequence runs the whole time axis)");
+	if (want_float(x, X, "X"))
+		return exec_status(x);
+	int G = gates_of(cell), D = attr_str_is(n, "direction", "bidirectional", 0) ? 2 : 1;
+	int rev = attr_str_is(n, "direction", "reverse", 0), lbr = (int)attr_int(n, "linear_before_reset", 0);
+	if (X->ndim != 3 || W->ndim != 3 || R->ndim != 3)
+		return exec_fail(x, "X, W and R must have rank 3");
+	int64_t T = X->dims[0], Bn = X->dims[1], I = X->dims[2], H = R->dims[2];
+	if (attr_int(n, "hidden_size", H) != H || W->dims[0] != D || R->dims[0] != D || W->dims[1] != G * H ||
+	    R->dims[1] != G * H || W->dims[2] != I)
+		return exec_fail(x, "W must be (%d, %lld, %lld) and R (%d, %lld, %lld)", D, (long long)(G * H), (long long)I,
+				 D, (long long)(G * H), (long long)H);
+	if ((Bs && Bs->numel != D * 2 * G * H) || (h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H))
+		return exec_fail(x, "B must be (%d, %lld); initial_h and initial_c (%d, %lld, %lld)", D,
+				 (long long)(2 * G * H), D, (long long)Bn, (long long)H);
+	int64_t yd[4] = {T, D, Bn, H}, sd[3] = {D, Bn, H};
+	void *y = n->n_out > 0 && n->out[0] ? exec_alloc(x, out[0], X->dtype, 4, yd) : NULL;
+	void *yh = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], X->dtype, 3, sd) : NULL;
+	void *yc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], X->dtype, 3, sd) : NULL;
+	if (exec_status(x) || !(y || yh || yc))
+		return exec_status(x);
+	double *h = xcalloc((size_t)(Bn * H) * 2 + 1, sizeof *h), *c = h + Bn * H;
+	double *g = xcalloc((size_t)(Bn * G * H) + 1, sizeof *g), *gr = xcalloc((size_t)(Bn * H) + 1, sizeof *gr);
+	if (!h || !g || !gr) {
+		xfree(h);
+		xfree(g);
+		xfree(gr);
+		return exec_fail(x, "out of memory");
+	}
+	for (int d = 0; d < D; d++) {
+		for (int64_t k = 0; k < Bn * H; k++) {
+			h[k] = h0 ? rt_get(h0, d * Bn * H + k) : 0;
+			c[k] = c0 ? rt_get(c0, d * Bn * H + k) : 0;
+		}
+		const int64_t wo = d * G * H * I, ro = d * G * H * H, bo = d * 2 * G * H;
+		for (int64_t s = 0; s < T; s++) {
+			int64_t t = rev || d == 1 ? T - 1 - s : s;
+			/* g = X_t W^T + Wb (+ H R^T + Rb, but for GRU's h gate under linear_before_reset) */
+			for (int64_t b = 0; b < Bn; b++)
+				for (int64_t j = 0; j < G * H; j++) {
+					double xs = Bs ? rt_get(Bs, bo + j) : 0, hs = Bs ? rt_get(Bs, bo + G * H + j) : 0;
+					for (int64_t k = 0; k < I; k++)
+						xs += rt_get(X, (t * Bn + b) * I + k) * rt_get(W, wo + j * I + k);
+					int gate_h = cell == CELL_GRU && j >= 2 * H;
+					for (int64_t k = 0; k < H && !(gate_h && !lbr); k++)
+						hs += h[b * H + k] * rt_get(R, ro + j * H + k);
+					if (gate_h) { /* r applies to the recurrent part: kept apart */
+						g[b * G * H + j] = xs;
+						gr[b * H + j - 2 * H] = hs;
+					} else {
+						g[b * G * H + j] = xs + hs;
+					}
+				}
+			for (int64_t b = 0; b < Bn; b++) {
+				double *gb = g + b * G * H, *hb = h + b * H, *cb = c + b * H;
+				if (cell == CELL_LSTM) {
+					for (int64_t k = 0; k < H; k++) {
+						double i = sigm(gb[k]), o = sigm(gb[H + k]), f = sigm(gb[2 * H + k]);
+						cb[k] = f * cb[k] + i * tanh(gb[3 * H + k]);
+						gb[k] = o * tanh(cb[k]); /* the new H, stored apart until all are done */
+					}
+				} else if (cell == CELL_GRU) {
+					for (int64_t k = 0; k < H; k++) {
+						/* rec: H Rh^T + Rbh (linear_before_reset), else Rbh + (r H) Rh^T */
+						double z = sigm(gb[k]), r = sigm(gb[H + k]), rec = gr[b * H + k];
+						for (int64_t m = 0; m < H && !lbr; m++)
+							rec += sigm(gb[H + m]) * hb[m] * rt_get(R, ro + (2 * H + k) * H + m);
+						gb[k] = (1 - z) * tanh(gb[2 * H + k] + (lbr ? r * rec : rec)) + z * hb[k];
+					}
+				} else {
+					for (int64_t k = 0; k < H; k++)
+						gb[k] = tanh(gb[k]);
+				}
+			}
+			for (int64_t b = 0; b < Bn; b++)
+				for (int64_t k = 0; k < H; k++) {
+					h[b * H + k] = g[b * G * H + k];
+					if (y)
+						rt_set(out[0], ((t * D + d) * Bn + b) * H + k, h[b * H + k]);
+				}
+		}
+		for (int64_t k = 0; k < Bn * H; k++) {
+			if (yh)
+				rt_set(out[1], d * Bn * H + k, h[k]);
+			if (yc)
+				rt_set(out[2], d * Bn * H + k, c[k]);
+		}
+	}
+	xfree(h);
+	xfree(g);
+	xfree(gr);
+	return 0;
+}
+
+/* ---- the gradient rule ---- */
+
+static struct value *index_scalar(struct ad *a, int64_t i)
+{
+	double v = (double)i;
+	return ad_tensor(a, DT_INT64, 0, NULL, &v);
+}
+
+/* v's slice i along axis, that axis dropped */
+static struct value *pick(struct ad *a, struct value *v, int64_t i, int axis)
+{
+	struct value *p = ad_op2(a, "Gather", v, index_scalar(a, i));
+	return p && !ad_set_int(a, ad_producer(p), "axis", axis) ? p : NULL;
+}
+
+static struct value *slice0(struct ad *a, struct value *v, int axis, int64_t start, int64_t end)
+{
+	int64_t ax = axis;
+	struct value *ins[4] = {v, ad_ints(a, &start, 1), ad_ints(a, &end, 1), ad_ints(a, &ax, 1)};
+	return ad_op(a, "Slice", ins, 4);
+}
+
+static struct value *concat(struct ad *a, struct value **parts, int k, int axis)
+{
+	if (k == 1)
+		return parts[0];
+	struct value *c = ad_op(a, "Concat", parts, k);
+	return c && !ad_set_int(a, ad_producer(c), "axis", axis) ? c : NULL;
+}
+
+static struct value *reverse_time(struct ad *a, struct value *v, int64_t T)
+{
+	int64_t *ix = xcalloc((size_t)T + 1, sizeof *ix);
+	if (!ix)
+		return NULL;
+	for (int64_t t = 0; t < T; t++)
+		ix[t] = T - 1 - t;
+	struct value *r = ad_op2(a, "Gather", v, ad_ints(a, ix, (size_t)T));
+	xfree(ix);
+	return r;
+}
+
+/* v's T steps along axis 0, each (1, ...): one Split node */
+static int split_time(struct ad *a, struct value *v, int64_t T, struct value **steps)
+{
+	if (T == 1) {
+		steps[0] = v;
+		return v ? 0 : -1;
+	}
+	int64_t *ones = xcalloc((size_t)T, sizeof *ones);
+	if (!ones)
+		return -1;
+	for (int64_t t = 0; t < T; t++)
+		ones[t] = 1;
+	struct value *ins[2] = {v, ad_ints(a, ones, (size_t)T)};
+	xfree(ones);
+	struct node *s = ins[0] && ins[1] ? ad_node(a, "Split", ins, 2, (int)T) : NULL;
+	if (!s || ad_set_int(a, s, "axis", 0))
+		return -1;
+	for (int64_t t = 0; t < T; t++)
+		steps[t] = s->out[t];
+	return 0;
+}
+
+/* G pieces of v along its last axis (rank 3) */
+static int split_gates(struct ad *a, struct value *v, int G, struct value **parts)
+{
+	if (G == 1) {
+		parts[0] = v;
+		return v ? 0 : -1;
+	}
+	struct node *s = v ? ad_node(a, "Split", &v, 1, G) : NULL;
+	if (!s || ad_set_int(a, s, "axis", 2))
+		return -1;
+	for (int k = 0; k < G; k++)
+		parts[k] = s->out[k];
+	return 0;
+}
+
+static struct value *mul(struct ad *a, struct value *x, struct value *y)
+{
+	return ad_op2(a, "Mul", x, y);
+}
+
+static struct value *add(struct ad *a, struct value *x, struct value *y)
+{
+	return !x ? y : !y ? x : ad_op2(a, "Add", x, y);
+}
+
+/* s (1 - s): the derivative of a sigmoid from its value */
+static struct value *dsig(struct ad *a, struct value *s, int dt)
+{
+	return mul(a, s, ad_op2(a, "Sub", ad_scalar(a, dt, 1), s));
+}
+
+/* 1 - t^2: the derivative of tanh from its value */
+static struct value *dtanh(struct ad *a, struct value *t, int dt)
+{
+	return ad_op2(a, "Sub", ad_scalar(a, dt, 1), mul(a, t, t));
+}
+
+struct rnn_dir {
+	struct value *dx, *dw, *dr, *db, *dh0, *dc0;
+};
+
+/* One direction's gradients, in processing order. */
+static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed, struct rnn_dir *out)
+{
+	enum cell cell = cell_of(n);
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *rs = ad_shape(a, n->in[2]);
+	int dt = xs->dtype, G = gates_of(cell);
+	int64_t T = xs->dims[0], Bn = xs->dims[1], I = xs->dims[2], H = rs->dims[2];
+	struct value *Y = n->n_out > 0 && n->out[0] ? n->out[0] : ad_add_output(a, n, 0);
+	struct value *dY = n->n_out > 0 && n->out[0] ? ad_dy(a, n->out[0]) : NULL;
+	struct value *dYh = n->n_out > 1 && n->out[1] ? ad_dy(a, n->out[1]) : NULL;
+	struct value *dYc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? ad_dy(a, n->out[2]) : NULL;
+	struct value *Wd = pick(a, n->in[1], d, 0), *Rd = pick(a, n->in[2], d, 0);
+	struct value *Bd = n->n_in > 3 && n->in[3] ? pick(a, n->in[3], d, 0) : NULL;
+	struct value *Xd = reversed ? reverse_time(a, n->in[0], T) : n->in[0];
+	struct value *Yd = pick(a, Y, d, 1);
+	if (reversed)
+		Yd = reverse_time(a, Yd, T);
+	int64_t sd[3] = {1, Bn, H}, perm[2] = {1, 0};
+	struct value *h0 = n->n_in > 5 && n->in[5] ? ad_op2(a, "Reshape", pick(a, n->in[5], d, 0), ad_ints(a, sd, 3))
+						  : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+	struct value *c0 = cell != CELL_LSTM ? NULL
+			   : n->n_in > 6 && n->in[6] ? ad_op2(a, "Reshape", pick(a, n->in[6], d, 0), ad_ints(a, sd, 3))
+						     : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+	struct value *hp_parts[2] = {h0, T > 1 ? slice0(a, Yd, 0, 0, T - 1) : NULL};
+	struct value *Hprev = concat(a, hp_parts, T > 1 ? 2 : 1, 0); /* (T, B, H) */
+	struct value *Wt = ad_op1(a, "Transpose", Wd), *Rt = ad_op1(a, "Transpose", Rd);
+	if (!Wt || !Rt || ad_set_ints(a, ad_producer(Wt), "perm", perm, 2) || ad_set_ints(a, ad_producer(Rt), "perm", perm, 2))
+		return -1;
+	struct value *xw = ad_op2(a, "MatMul", Xd, Wt), *hr = ad_op2(a, "MatMul", Hprev, Rt); /* (T, B, G H) */
+	if (Bd) {
+		xw = add(a, xw, slice0(a, Bd, 0, 0, G * H));
+		hr = add(a, hr, slice0(a, Bd, 0, G * H, 2 * G * H));
+	}
+	int lbr = (int)attr_int(n, "linear_before_reset", 0);
+	if (cell == CELL_GRU && !lbr)
+		return ad_fail(a, "gradients of GRU with linear_before_reset = 0 are not supported (PyTorch exports 1)");
+	/* per step, in processing order: s[k][t] */
+	size_t nt = (size_t)T;
+	struct value **buf = xcalloc(nt * 12 + 1, sizeof *buf);
+	if (!buf)
+		return ad_fail(a, "out of memory");
+	struct value **dYs = buf, **hp = buf + nt, **A = buf + 2 * nt, **Bq = buf + 3 * nt, **Cq = buf + 4 * nt,
+		     **Dq = buf + 5 * nt, **cs = buf + 6 * nt, **tc = buf + 7 * nt, **dgx = buf + 8 * nt,
+		     **dgr = buf + 9 * nt, **Eq = buf + 10 * nt;
+	int rc = -1;
+	struct value *gate[4], *hpart[3];
+	if (dY && split_time(a, reversed ? reverse_time(a, pick(a, dY, d, 1), T) : pick(a, dY, d, 1), T, dYs))
+		goto out;
+	if (split_time(a, Hprev, T, hp))
+		goto out;
+	if (cell == CELL_LSTM) {
+		/* i, o, f, c~ for every step; then C step by step */
+		if (split_gates(a, add(a, xw, hr), 4, gate))
+			goto out;
+		struct value *i = ad_op1(a, "Sigmoid", gate[0]), *o = ad_op1(a, "Sigmoid", gate[1]);
+		struct value *f = ad_op1(a, "Sigmoid", gate[2]), *c = ad_op1(a, "Tanh", gate[3]);
+		if (split_time(a, i, T, A) || split_time(a, o, T, Bq) || split_time(a, f, T, Cq) || split_time(a, c, T, Dq))
+			goto out;
+		struct value *prev = c0;
+		for (int64_t t = 0; t < T; t++) {
+			cs[t] = add(a, mul(a, Cq[t], prev), mul(a, A[t], Dq[t]));
+			tc[t] = ad_op1(a, "Tanh", cs[t]);
+			Eq[t] = prev; /* C_{t-1} */
+			prev = cs[t];
+		}
+	} else if (cell == CELL_GRU) {
+		struct value *xp[3];
+		if (split_gates(a, xw, 3, xp) || split_gates(a, hr, 3, hpart))
+			goto out;
+		struct value *z = ad_op1(a, "Sigmoid", add(a, xp[0], hpart[0]));
+		struct value *r = ad_op1(a, "Sigmoid", add(a, xp[1], hpart[1]));
+		struct value *ht = ad_op1(a, "Tanh", add(a, xp[2], mul(a, r, hpart[2])));
+		if (split_time(a, z, T, A) || split_time(a, r, T, Bq) || split_time(a, ht, T, Cq) ||
+		    split_time(a, hpart[2], T, Dq))
+			goto out;
+	} else {
+		if (split_time(a, Yd, T, A)) /* H_t itself */
+			goto out;
+	}
+	/* the backward recurrence, last step first */
+	struct value *dHn = NULL, *dCn = NULL;
+	struct value *dYhd = dYh ? ad_op2(a, "Reshape", pick(a, dYh, d, 0), ad_ints(a, sd, 3)) : NULL;
+	struct value *dYcd = dYc ? ad_op2(a, "Reshape", pick(a, dYc, d, 0), ad_ints(a, sd, 3)) : NULL;
+	for (int64_t t = T - 1; t >= 0; t--) {
+		struct value *dH = add(a, add(a, dY ? dYs[t] : NULL, dHn), t == T - 1 ? dYhd : NULL);
+		if (!dH) { /* nothing flows into this step: a zero (1, B, H) */
+			dH = ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+		}
+		if (cell == CELL_LSTM) {
+			struct value *dC = add(a, add(a, mul(a, mul(a, dH, Bq[t]), dtanh(a, tc[t], dt)), dCn),
+					       t == T - 1 ? dYcd : NULL);
+			struct value *g4[4] = {mul(a, mul(a, dC, Dq[t]), dsig(a, A[t], dt)),
+					       mul(a, mul(a, dH, tc[t]), dsig(a, Bq[t], dt)),
+					       mul(a, mul(a, dC, Eq[t]), dsig(a, Cq[t], dt)),
+					       mul(a, mul(a, dC, A[t]), dtanh(a, Dq[t], dt))};
+			dgx[t] = dgr[t] = concat(a, g4, 4, 2);
+			dCn = mul(a, dC, Cq[t]);
+			dHn = ad_op2(a, "MatMul", dgr[t], Rd);
+		} else if (cell == CELL_GRU) {
+			/* z = A, r = Bq, h~ = Cq, H Rh^T + Rbh = Dq */
+			struct value *dgh = mul(a, mul(a, dH, ad_op2(a, "Sub", ad_scalar(a, dt, 1), A[t])), dtanh(a, Cq[t], dt));
+			struct value *dgz = mul(a, mul(a, dH, ad_op2(a, "Sub", hp[t], Cq[t])), dsig(a, A[t], dt));
+			struct value *dgrr = mul(a, mul(a, dgh, Dq[t]), dsig(a, Bq[t], dt));
+			struct value *gx[3] = {dgz, dgrr, dgh}, *gr[3] = {dgz, dgrr, mul(a, dgh, Bq[t])};
+			dgx[t] = concat(a, gx, 3, 2);
+			dgr[t] = concat(a, gr, 3, 2);
+			dHn = add(a, mul(a, dH, A[t]), ad_op2(a, "MatMul", dgr[t], Rd));
+		} else {
+			dgx[t] = dgr[t] = mul(a, dH, dtanh(a, A[t], dt));
+			dHn = ad_op2(a, "MatMul", dgr[t], Rd);
+		}
+		if (!dHn)
+			goto out;
+	}
+	struct value *dGx = concat(a, dgx, (int)T, 0), *dGr = cell == CELL_GRU ? concat(a, dgr, (int)T, 0) : dGx;
+	out->dx = ad_op2(a, "MatMul", dGx, Wd); /* (T, B, I) */
+	if (reversed)
+		out->dx = reverse_time(a, out->dx, T);
+	int64_t fx[2] = {T * Bn, G * H}, xf[2] = {T * Bn, I}, hf[2] = {T * Bn, H}, ax01[2] = {0, 1};
+	struct value *gx2 = ad_op2(a, "Reshape", dGx, ad_ints(a, fx, 2)), *gr2 = ad_op2(a, "Reshape", dGr, ad_ints(a, fx, 2));
+	struct value *wi[2] = {gx2, ad_op2(a, "Reshape", Xd, ad_ints(a, xf, 2))};
+	struct value *ri[2] = {gr2, ad_op2(a, "Reshape", Hprev, ad_ints(a, hf, 2))};
+	out->dw = ad_op(a, "Gemm", wi, 2);
+	out->dr = ad_op(a, "Gemm", ri, 2);
+	if (!out->dw || !out->dr || ad_set_int(a, ad_producer(out->dw), "transA", 1) ||
+	    ad_set_int(a, ad_producer(out->dr), "transA", 1))
+		goto out;
+	struct value *bparts[2] = {ad_reduce(a, "ReduceSum", dGx, ax01, 2, 0), ad_reduce(a, "ReduceSum", dGr, ax01, 2, 0)};
+	out->db = concat(a, bparts, 2, 0);
+	out->dh0 = dHn;
+	out->dc0 = dCn;
+	rc = out->dx && out->db ? 0 : -1;
+out:
+	xfree(buf);
+	return rc;
+}
+
+/* (D, ...) from each direction's (...) */
+static struct value *stack_dirs(struct ad *a, struct value **v, int D, int unsq)
+{
+	struct value *p[2];
+	int64_t zero = 0;
+	for (int d = 0; d < D; d++)
+		if (!(p[d] = unsq ? ad_op2(a, "Unsqueeze", v[d], ad_ints(a, &zero, 1)) : v[d]))
+			return NULL;
+	return concat(a, p, D, 0);
+}
+
+static int rnn_grad(struct ad *a, const struct node *n)
+{
+	const char *why = unsupported(n);
+	if (why)
+		return ad_fail(a, "%s", why);
+	if (n->n_in > 4 && n->in[4])
+		return ad_fail(a, "gradients with sequence_lens are not supported");
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	if (ad_dim_symbolic(a, xs->dims[0]))
+		return ad_fail(a, "the sequence length must be known to differentiate (bind it with --dim)");
+	int D = attr_str_is(n, "direction", "bidirectional", 0) ? 2 : 1, rev = attr_str_is(n, "direction", "reverse", 0);
+	struct rnn_dir dir[2];
+	memset(dir, 0, sizeof dir);
+	for (int d = 0; d < D; d++)
+		if (rnn_dir_grad(a, n, d, rev || d == 1, &dir[d]))
+			return -1;
+	struct value *v[2];
+	if (ad_wants(a, n->in[0])) {
+		struct value *dx = D == 2 ? add(a, dir[0].dx, dir[1].dx) : dir[0].dx;
+		if (ad_give(a, n->in[0], dx))
+			return -1;
+	}
+	static const size_t offs[5] = {offsetof(struct rnn_dir, dw), offsetof(struct rnn_dir, dr),
+				       offsetof(struct rnn_dir, db), offsetof(struct rnn_dir, dh0),
+				       offsetof(struct rnn_dir, dc0)};
+	static const int slot[5] = {1, 2, 3, 5, 6};
+	for (int k = 0; k < 5; k++) {
+		if ((uint32_t)slot[k] >= n->n_in || !ad_wants(a, n->in[slot[k]]))
+			continue;
+		for (int d = 0; d < D; d++)
+			v[d] = *(struct value **)((char *)&dir[d] + offs[k]);
+		/* h0 and c0 gradients are (1, B, H) already; the rest gain their direction axis */
+		if (ad_give(a, n->in[slot[k]], stack_dirs(a, v, D, k < 3)))
+			return -1;
+	}
+	return 0;
+}
+
+/* per step and direction: the products by W and R, and about 10 elementwise ops per gate element */
+static void rnn_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		     uint64_t *bytes)
+{
+	(void)out;
+	(void)bytes;
+	int G = gates_of(cell_of(n));
+	uint64_t T = (uint64_t)in[0]->dims[0], B = (uint64_t)in[0]->dims[1], I = (uint64_t)in[0]->dims[2];
+	uint64_t D = (uint64_t)in[1]->dims[0], H = (uint64_t)in[2]->dims[2];
+	*flops = D * T * B * (uint64_t)G * H * (2 * (I + H) + 10);
+}
+
+const struct op_impl op_lstm = {.run = rnn_run, .cost = rnn_cost, .grad = rnn_grad, .recompute = RC_EXPENSIVE,
+				.nodiff = 1u << 4};
+const struct op_impl op_gru = {.run = rnn_run, .cost = rnn_cost, .grad = rnn_grad, .recompute = RC_EXPENSIVE,
+			       .nodiff = 1u << 4};
+const struct op_impl op_rnn = {.run = rnn_run, .cost = rnn_cost, .grad = rnn_grad, .recompute = RC_EXPENSIVE,
+			       .nodiff = 1u << 4};
