@@ -959,3 +959,26 @@ Test(cli, timeline_svg_and_dot_colours)
 	cr_expect(strstr(text, "#cfe2f3"), "backward nodes are blue");
 	free(text);
 }
+
+/* A dimension bound twice: the same value is harmless; two values are a usage error. (A repeated
+ * binding made train dereference the name the first one had cleared: a crash.) */
+Test(cli, a_dimension_bound_twice)
+{
+	char m[600];
+	model_path(m, sizeof m, "mlp");
+	char *same[] = {GD_BINARY, "plan", m, "--dim", "batch=4", "--dim", "batch=4", NULL};
+	struct run_result r = run_cmd(same, NULL, 0);
+	cr_expect_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	char *two[] = {GD_BINARY, "plan", m, "--dim", "batch=4", "--dim", "batch=8", NULL};
+	r = run_cmd(two, NULL, 0);
+	cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "--dim batch is bound to both 4 and 8"), "%s", r.err);
+	run_free(&r);
+	char out[600];
+	snprintf(out, sizeof out, "%s/bound_twice.onnx", tmpdir());
+	char *train_twice[] = {GD_BINARY, "train", m, "--dim", "batch=4", "--dim", "batch=4", "-o", out, NULL};
+	r = run_cmd(train_twice, NULL, 0);
+	cr_expect_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_free(&r);
+}

@@ -126,6 +126,16 @@ int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, siz
 		return cli_usage(cmd, "too many --dim options");
 	if (cli_parse_dim(arg, &dims[*n]))
 		return GD_EINPUT;
+	/* bound before: the same value is harmless, another one a mistake */
+	for (size_t k = 0; k < *n; k++)
+		if (!strcmp(dims[k].name, dims[*n].name)) {
+			int64_t was = dims[k].value, now = dims[*n].value;
+			free((char *)dims[*n].name);
+			if (was != now)
+				return cli_usage(cmd, "--dim %s is bound to both %lld and %lld", dims[k].name, (long long)was,
+						 (long long)now);
+			return 0;
+		}
 	(*n)++;
 	return 0;
 }
