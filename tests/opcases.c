@@ -183,6 +183,9 @@ const struct gcase op_cases[] = {
 	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l, w], outputs: [y], attrs: {ignore_index: -1}}\n"},
 	{"SoftmaxCrossEntropyLoss none", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
 	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y, lp], attrs: {reduction: \"none\"}}\n"},
+	/* a GPT's vocabulary: more classes than any fixed table */
+	{"SoftmaxCrossEntropyLoss over 4100 classes", P("s", "[1, 4100]") "  - {name: l, dtype: int64, shape: [1], data: [4099]}\n",
+	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y]}\n"},
 	{"NegativeLogLikelihoodLoss sum", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
 	 "  - {op: NegativeLogLikelihoodLoss, inputs: [s, l], outputs: [y], attrs: {reduction: \"sum\"}}\n"},
 	{"NegativeLogLikelihoodLoss weighted, ignore", P("s", "[4, 3]") POS("w", "[3]")

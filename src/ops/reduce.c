@@ -6,6 +6,7 @@
  * an attribute before; both are read. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "../util/xalloc.h"
 
 #include <math.h>
 #include <string.h>
@@ -372,14 +373,15 @@ static struct value *nll_input_grad(struct ad *a, const struct node *n, struct v
 	if (ad_shape(a, lab)->dtype != DT_INT64)
 		lab = ad_cast(a, lab, DT_INT64);
 	/* classes (1, C, 1, ...) compared with labels (N, 1, d...) */
-	int64_t c = ss->dims[1], cls[4096], shp[RT_MAX_DIMS], one = 1;
-	if (c > 4096)
-		return ad_fail(a, "more than 4096 classes are not supported yet"), NULL;
+	int64_t c = ss->dims[1], shp[RT_MAX_DIMS], one = 1, *cls = xcalloc((size_t)c + 1, sizeof *cls);
+	if (!cls)
+		return ad_fail(a, "out of memory"), NULL;
 	for (int64_t i = 0; i < c; i++)
 		cls[i] = i;
 	for (int i = 0; i < r; i++)
 		shp[i] = i == 1 ? c : 1;
 	struct value *classes = ad_op2(a, "Reshape", ad_ints(a, cls, (size_t)c), ad_ints(a, shp, (size_t)r));
+	xfree(cls);
 	struct value *lab1 = ad_op2(a, "Unsqueeze", lab, ad_ints(a, &one, 1));
 	*onehot = ad_cast(a, ad_op2(a, "Equal", lab1, classes), dt);
 	struct value *f = NULL;
