@@ -120,7 +120,7 @@ Test(fold, symbolic_graphs_keep_their_shape_computations)
 	cr_assert_eq(removed, 0);
 	cr_assert_eq(g->n_nodes, n);
 	struct exec_binding b = {"batch", 3};
-	cr_assert_eq(graph_bind_dims(g, &b, 1, &e), 0, "%s", e.msg);
+	cr_assert_eq(graph_bind_dims(g, &b, 1, 1, &e), 0, "%s", e.msg);
 	cr_assert_eq(g->inputs[0]->type.dims[0].kind, DIM_VALUE);
 	cr_assert_eq(g->inputs[0]->type.dims[0].value, 3);
 	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
@@ -134,7 +134,7 @@ Test(fold, unknown_binding_is_an_error)
 	struct graph *g = load_ok(TESTDATA "/rnn.onnx");
 	struct exec_binding b = {"seq", 3};
 	struct gd_err e = {0};
-	cr_assert_eq(graph_bind_dims(g, &b, 1, &e), GD_EINPUT);
+	cr_assert_eq(graph_bind_dims(g, &b, 1, 1, &e), GD_EINPUT);
 	cr_assert_str_eq(e.msg, "--dim seq: no dimension of the graph is called 'seq'");
 	graph_free(g);
 }

@@ -7,6 +7,7 @@
 #include "../plan/plan.h"
 #include "../util/emit.h"
 #include "../util/size.h"
+#include "../rewrite/fold.h"
 #include "cli.h"
 
 #include <getopt.h>
@@ -414,7 +415,14 @@ static int run(int argc, char **argv, int check)
 	g = cli_load(path, from, &rc);
 	struct plan_report r;
 	struct gd_err e = {0};
-	if (g && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e))))
+	/* the stages train runs before differentiating, so that plan measures the graph train writes: a
+	 * model's dimensions bound and its shape arithmetic folded (a training graph is measured as
+	 * it is) */
+	size_t folded;
+	if (g && !plan_is_training_graph(g) &&
+	    ((n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) || (rc = graph_fold_constants(g, &folded, &e))))
+		err_print(path, &e);
+	else if (g && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e))))
 		err_print(path, &e);
 	if (g && !rc && timeline && (rc = write_timeline(timeline, path, &r, &e)))
 		err_print(timeline, &e);

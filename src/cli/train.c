@@ -238,7 +238,7 @@ int cmd_train(int argc, char **argv)
 		struct save_opts save = SAVE_OPTS_DEFAULT;
 		size_t folded = 0;
 		if (n_dims)
-			rc = graph_bind_dims(g, dims, n_dims, &e);
+			rc = graph_bind_dims(g, dims, n_dims, 1, &e);
 		if (!rc)
 			rc = graph_fold_constants(g, &folded, &e);
 		if (!rc && loss_fn >= 0) {

@@ -155,16 +155,21 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 	return 0;
 }
 
-int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e)
+int plan_is_training_graph(const struct graph *g)
 {
-	memset(r, 0, sizeof *r);
 	/* a training graph already has outputs <param>_grad, or a training step's state bindings */
 	int has_grads = 0;
 	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
 		has_grads |= g->model->ti[i].n_update_bind > 0;
 	for (uint32_t i = 0; i < g->n_outputs && !has_grads; i++)
 		has_grads = autodiff_param_of(g, g->outputs[i]) != NULL;
-	if (!has_grads) {
+	return has_grads;
+}
+
+int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e)
+{
+	memset(r, 0, sizeof *r);
+	if (!plan_is_training_graph(g)) {
 		static const struct step_opts no_step;
 		const struct step_opts *so = o->step ? o->step : &no_step;
 		struct autodiff_opts ao = {.loss = o->loss};

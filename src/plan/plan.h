@@ -72,4 +72,7 @@ struct plan_report {
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
 
+/* Whether g is a training graph already (<param>_grad outputs, or a training step's bindings). */
+int plan_is_training_graph(const struct graph *g);
+
 #endif

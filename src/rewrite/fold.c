@@ -23,7 +23,7 @@ static int bind_type(struct ttype *t, const struct exec_binding *b, size_t n, in
 	return 0;
 }
 
-int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e)
+int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int strict, struct gd_err *e)
 {
 	int used[64] = {0};
 	if (n > 64)
@@ -39,7 +39,7 @@ int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, str
 			}
 	for (uint32_t i = 0; i < g->n_values; i++)
 		bind_type(&g->values[i]->type, b, n, used);
-	for (size_t k = 0; k < n; k++)
+	for (size_t k = 0; k < n && strict; k++)
 		if (!used[k])
 			return err_set(e, GD_EINPUT, "--dim %s: no dimension of the graph is called '%s'", b[k].name, b[k].name);
 	return 0;

@@ -6,8 +6,8 @@
 #include "../ir/graph.h"
 
 /* Replaces each bound symbolic dimension of the graph's inputs, outputs and value_info by its value.
- * Fails naming a binding no dimension uses. */
-int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e);
+ * When strict, fails naming a binding no dimension uses. */
+int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int strict, struct gd_err *e);
 
 /* Replaces every node whose outputs shape inference computed (all its inputs known: Shape chains
  * once dimensions are bound, arithmetic on constants) by Constant nodes holding the results, and
