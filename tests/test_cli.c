@@ -788,7 +788,7 @@ Test(cli, train_errors_name_the_problem)
 	fclose(f);
 	r = gd("train", in, "-o", out, NULL);
 	cr_assert_eq(r.status, 2);
-	cr_assert(strstr(r.err, "op com.example::Mystery is not supported by graphdiet's executor") ||
+	cr_assert(strstr(r.err, "1 op is not supported by graphdiet's executor: com.example::Mystery (1 node, first node 'odd'") ||
 			  strstr(r.err, "no gradient rule for Mystery"),
 		  "%s", r.err);
 	cr_assert_eq(lines(r.err), 1, "%s", r.err);
@@ -981,4 +981,31 @@ Test(cli, a_dimension_bound_twice)
 	r = run_cmd(train_twice, NULL, 0);
 	cr_expect_eq(r.status, 0, "exit %d: %s", r.status, r.err);
 	run_free(&r);
+}
+
+/* A model with several ops graphdiet lacks is refused once, naming each op with its node count and
+ * first node, not just the first one met. */
+Test(cli, every_missing_op_is_named_at_once)
+{
+	static const char text[] = "graphdiet: 1\nopset: 17\n"
+				   "params: [{name: w, dtype: float32, shape: [3], init: ones}]\n"
+				   "nodes:\n  - {name: a1, op: Frobnicate, inputs: [w], outputs: [p]}\n"
+				   "  - {op: Relu, inputs: [p], outputs: [q]}\n"
+				   "  - {name: b1, op: Quux, inputs: [q], outputs: [r]}\n"
+				   "  - {name: a2, op: Frobnicate, inputs: [r], outputs: [s]}\n"
+				   "  - {op: ReduceSum, inputs: [s], outputs: [loss], attrs: {keepdims: 0}}\n"
+				   "outputs: [{name: loss, dtype: float32, shape: []}]\n";
+	char in[512], out[512];
+	write_text(in, sizeof in, "two_missing.yaml", text);
+	snprintf(out, sizeof out, "%s/two_missing_train.onnx", tmpdir());
+	const char *cmds[] = {"train", "plan", "run"};
+	for (int i = 0; i < 3; i++) {
+		struct run_result r = i == 0 ? gd("train", in, "-o", out, NULL) : gd(cmds[i], in, NULL, NULL, NULL);
+		cr_expect_eq(r.status, 2, "%s: exit %d", cmds[i], r.status);
+		cr_expect_eq(lines(r.err), 1, "%s: %s", cmds[i], r.err);
+		cr_expect(strstr(r.err, "node 'a1' (Frobnicate): 2 ops are not supported by graphdiet's executor: "
+					"Frobnicate (2 nodes, first node 'a1' (Frobnicate)), Quux (1 node, first node 'b1' (Quux))"),
+			  "%s: %s", cmds[i], r.err);
+		run_free(&r);
+	}
 }

@@ -679,17 +679,76 @@ int exec_run_cpu_into(struct exec *x, const struct node *n, struct rtensor *cons
 	return rc ? x->e->code : 0;
 }
 
+static int has_kernel(const struct node *n)
+{
+	const struct op_impl *impl = op_table[n->op].impl;
+	return impl && impl->run;
+}
+
+/* Refuses a graph with ops the executor has no kernel for, naming every such op once (by type),
+ * with its node count and first node, in one message at the first: a user learns all that is
+ * missing at once. One pass and a map, so a file of a million unknown nodes costs no more. */
+static int refuse_unsupported(struct exec *x)
+{
+	struct graph *g = x->g;
+	struct missing {
+		const struct node *first;
+		uint32_t count;
+	} *ms = NULL;
+	size_t kinds = 0, cap = 0;
+	struct strmap seen;
+	strmap_init(&seen);
+	int oom = 0;
+	for (uint32_t i = 0; i < g->n_nodes && !oom; i++) {
+		const struct node *n = g->nodes[i];
+		if (has_kernel(n))
+			continue;
+		uintptr_t k = (uintptr_t)strmap_get(&seen, n->op_type);
+		if (k) {
+			ms[k - 1].count++;
+			continue;
+		}
+		if (kinds == cap) {
+			struct missing *grown = xrealloc(ms, (cap = cap ? 2 * cap : 8) * sizeof *ms);
+			if (!grown) {
+				oom = 1;
+				break;
+			}
+			ms = grown;
+		}
+		ms[kinds++] = (struct missing){n, 1};
+		oom = strmap_put(&seen, n->op_type, (void *)(uintptr_t)kinds) != 0;
+	}
+	strmap_free(&seen);
+	if (oom) {
+		xfree(ms);
+		return err_oom(x->e);
+	}
+	if (!kinds)
+		return 0;
+	char list[1024] = "", d[300];
+	size_t len = 0;
+	for (size_t k = 0; k < kinds && len < sizeof list - 1; k++) {
+		const struct node *n = ms[k].first;
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%s%s%s (%" PRIu32 " node%s, first %s)",
+					k ? ", " : "", op_domain_is_default(n->domain) ? "" : n->domain,
+					op_domain_is_default(n->domain) ? "" : "::", n->op_type, ms[k].count,
+					ms[k].count == 1 ? "" : "s", node_desc(n, d, sizeof d));
+	}
+	x->cur = ms[0].first;
+	xfree(ms);
+	return exec_fail(x, "%zu op%s %s not supported by graphdiet's executor: %s", kinds, kinds == 1 ? "" : "s",
+			 kinds == 1 ? "is" : "are", list);
+}
+
 static int run_nodes(struct exec *x)
 {
 	struct graph *g = x->g;
+	if (refuse_unsupported(x))
+		return x->e->code;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		x->cur = n;
-		const struct op_impl *impl = op_table[n->op].impl;
-		if (!impl || !impl->run)
-			return exec_fail(x, "op %s%s%s is not supported by graphdiet's executor",
-					 op_domain_is_default(n->domain) ? "" : n->domain,
-					 op_domain_is_default(n->domain) ? "" : "::", n->op_type);
 		struct rtensor **in = x->args, **out = x->args + x->max_in;
 		int all_data = 1, any_lazy = 0;
 		for (uint32_t k = 0; k < n->n_in; k++) {
