@@ -18,6 +18,7 @@ const struct cli_cmd cli_cmds[] = {
 	{"check", cmd_check, "CI gate: does training fit in a memory budget? (exit 1 if not)"},
 	{"run", cmd_run, "run a graph with the reference executor"},
 	{"verify", cmd_verify, "check a training graph's gradients against the model's plain ones"},
+	{"ops", cmd_ops, "list the supported ops: gradient, recompute class, mixed precision"},
 	{NULL, NULL, NULL},
 };
 

@@ -23,6 +23,7 @@ int cmd_train(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 
 struct exec_binding;
 /* Parses --dim NAME=VALUE (NAME is strdup'd). */

@@ -737,8 +737,8 @@ static int refuse_unsupported(struct exec *x)
 	}
 	x->cur = ms[0].first;
 	xfree(ms);
-	return exec_fail(x, "%zu op%s %s not supported by graphdiet's executor: %s", kinds, kinds == 1 ? "" : "s",
-			 kinds == 1 ? "is" : "are", list);
+	return exec_fail(x, "%zu op%s %s not supported by graphdiet's executor: %s ('graphdiet ops' lists what is)",
+			 kinds, kinds == 1 ? "" : "s", kinds == 1 ? "is" : "are", list);
 }
 
 static int run_nodes(struct exec *x)
