@@ -170,12 +170,20 @@ const struct gcase op_cases[] = {
 	{"Range", P("x", "[2, 5]") "  - {name: s, dtype: float64, shape: [], data: [0.5]}\n"
 	 "  - {name: l, dtype: float64, shape: [], data: [2.9]}\n  - {name: d, dtype: float64, shape: [], data: [0.5]}\n",
 	 "  - {op: Range, inputs: [s, l, d], outputs: [r]}\n  - {op: Mul, inputs: [x, r], outputs: [y]}\n"},
+	{"GatherElements axis 1, repeats", P("x", "[3, 4]") "  - {name: i, dtype: int64, shape: [3, 2], data: [3, 3, 0, -1, 1, 2]}\n",
+	 "  - {op: GatherElements, inputs: [x, i], outputs: [y], attrs: {axis: 1}}\n"},
+	{"Tile", P("x", "[2, 1, 3]") "  - {name: r, dtype: int64, shape: [3], data: [2, 3, 1]}\n",
+	 "  - {op: Tile, inputs: [x, r], outputs: [y]}\n"},
 	{"Expand", P("x", "[3, 1]") "  - {name: s, dtype: int64, shape: [3], data: [2, 3, 4]}\n",
 	 "  - {op: Expand, inputs: [x, s], outputs: [y]}\n"},
 	{"ReduceSum", P("x", "[2, 3, 4]") "  - {name: ax, dtype: int64, shape: [2], data: [0, 2]}\n",
 	 "  - {op: ReduceSum, inputs: [x, ax], outputs: [y], attrs: {keepdims: 0}}\n"},
 	{"ReduceMean", P("x", "[2, 3, 4]"), "  - {op: ReduceMean, inputs: [x], outputs: [y], attrs: {axes: [-1]}}\n"},
 	{"ReduceMax", P("x", "[3, 4]"), "  - {op: ReduceMax, inputs: [x], outputs: [y], attrs: {axes: [1], keepdims: 0}}\n"},
+	{"ReduceMin", P("x", "[3, 4]"), "  - {op: ReduceMin, inputs: [x], outputs: [y], attrs: {axes: [0], keepdims: 0}}\n"},
+	{"Abs", P("x", "[3, 4]") "  - {name: z, dtype: float64, shape: [2], data: [0, 0]}\n",
+	 "  - {op: Abs, inputs: [x], outputs: [ax]}\n  - {op: Abs, inputs: [z], outputs: [az]}\n"
+	 "  - {op: ReduceSum, inputs: [az], outputs: [sz], attrs: {keepdims: 0}}\n  - {op: Add, inputs: [ax, sz], outputs: [y]}\n"},
 	{"SoftmaxCrossEntropyLoss mean", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
 	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y]}\n"},
 	{"SoftmaxCrossEntropyLoss weighted, ignore, spatial", P("s", "[2, 3, 2]") POS("w", "[3]")

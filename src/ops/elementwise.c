@@ -458,6 +458,17 @@ static int pow_grad(struct ad *a, const struct node *n)
 	       give_ub(a, n, 1, ad_op2(a, "Mul", g, ad_op2(a, "Mul", n->out[0], ad_op1(a, "Log", x))));
 }
 
+/* d|x| = sign(x), 0 at 0 as in PyTorch: (x > 0) - (x < 0) */
+static int abs_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0];
+	int dt = ad_shape(a, x)->dtype;
+	struct value *zero = ad_scalar(a, dt, 0);
+	struct value *s = ad_op2(a, "Sub", ad_cast(a, ad_op2(a, "Greater", x, zero), dt),
+				 ad_cast(a, ad_op2(a, "Less", x, zero), dt));
+	return ad_give(a, x, ad_op2(a, "Mul", ad_dy(a, n->out[0]), s));
+}
+
 static int neg_grad(struct ad *a, const struct node *n)
 {
 	return ad_give(a, n->in[0], ad_op1(a, "Neg", ad_dy(a, n->out[0])));
@@ -559,7 +570,7 @@ const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP, .nodif
 const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_neg = {.run = neg_run, .grad = neg_grad, .recompute = RC_CHEAP};
-const struct op_impl op_abs = {.run = abs_run, .recompute = RC_CHEAP}; /* no gradient rule yet */
+const struct op_impl op_abs = {.run = abs_run, .grad = abs_grad, .recompute = RC_CHEAP};
 const struct op_impl op_sqrt = {.run = sqrt_run, .grad = sqrt_grad, .recompute = RC_CHEAP};
 const struct op_impl op_exp = {.run = exp_run, .grad = exp_grad, .recompute = RC_CHEAP};
 const struct op_impl op_log = {.run = log_run, .grad = log_grad, .recompute = RC_CHEAP};

@@ -1,4 +1,4 @@
-/* reduce.c - ReduceSum, ReduceMean, ReduceMax, and the losses SoftmaxCrossEntropyLoss and
+/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, and the losses SoftmaxCrossEntropyLoss and
  * NegativeLogLikelihoodLoss.
  *
  * Reductions accumulate in double, in C order, so results are deterministic and at least as
@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD };
+enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN };
 
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
@@ -47,8 +47,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		if (!r || keep)
 			dims[nd++] = kdims[i];
 	}
-	if (kind == RK_MAX && count == 0)
-		return exec_fail(x, "ReduceMax over an empty dimension");
+	if ((kind == RK_MAX || kind == RK_MIN) && count == 0)
+		return exec_fail(x, "%s over an empty dimension", kind == RK_MAX ? "ReduceMax" : "ReduceMin");
 	if (!exec_alloc(x, out[0], a->dtype, nd, dims))
 		return exec_status(x);
 	int64_t on = out[0]->numel, ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
@@ -65,7 +65,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 				block = 0;
 			last = d;
 		}
-	if (block && first >= 0 && kind != RK_MAX && kind != RK_PROD && is_float(a)) {
+	if (block && first >= 0 && kind != RK_MAX && kind != RK_MIN && kind != RK_PROD && is_float(a)) {
 		int64_t outer = 1, len = 1, inner = 1;
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
@@ -111,7 +111,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		if (na == 0 || red[d])
 			ost[d] = 0; /* moving along a reduced dimension stays on the same output */
 	for (int64_t i = 0; i < on; i++)
-		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_PROD ? 1 : 0;
+		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_MIN ? INFINITY : kind == RK_PROD ? 1 : 0;
 	int64_t o = 0;
 	if (kind == RK_SUM || kind == RK_MEAN) { /* typed rows along the last dimension */
 		int64_t row = a->ndim ? a->dims[a->ndim - 1] : 1, os = a->ndim ? ost[a->ndim - 1] : 0;
@@ -135,6 +135,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		double v = rt_get(a, i);
 		if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
+		else if (kind == RK_MIN)
+			acc[o] = v < acc[o] || isnan(v) ? v : acc[o];
 		else if (kind == RK_PROD)
 			acc[o] *= v;
 		else
@@ -166,6 +168,11 @@ static int reduce_mean_run(struct exec *x, const struct node *n, struct rtensor 
 static int reduce_max_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	return reduce(x, n, in, out, RK_MAX);
+}
+
+static int reduce_min_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return reduce(x, n, in, out, RK_MIN);
 }
 
 /* The shared part of the two losses: per-element loss -w[t] * logp[t] over (N, d1, ...), with
@@ -329,8 +336,8 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0))
 		return ad_give(a, x, g);
 	struct value *gk = keep_dims(a, n, g, axes, na);
-	if (kind == RK_MAX) {
-		/* the gradient goes to the maxima, shared evenly among ties */
+	if (kind == RK_MAX || kind == RK_MIN) {
+		/* the gradient goes to the extrema, shared evenly among ties */
 		struct value *yk = keep_dims(a, n, n->out[0], axes, na);
 		struct value *m = ad_cast(a, ad_op2(a, "Equal", x, yk), xs->dtype);
 		if (!m)
@@ -360,6 +367,11 @@ static int reduce_mean_grad(struct ad *a, const struct node *n)
 static int reduce_max_grad(struct ad *a, const struct node *n)
 {
 	return reduce_grad(a, n, RK_MAX);
+}
+
+static int reduce_min_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_MIN);
 }
 
 /* The gradient of both losses with respect to their (N, C, d...) input, except for the sign and the
@@ -468,6 +480,7 @@ static void per_input_cost_4(const struct node *n, struct rtensor *const *in, st
 const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .cost = per_input_cost_1, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input_cost_1, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_reduce_min = {.run = reduce_min_run, .cost = per_input_cost_1, .grad = reduce_min_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .cost = per_input_cost_4, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
 const struct op_impl op_nll_loss = {.run = nll_loss_run, .cost = per_input_cost_4, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
