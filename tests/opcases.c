@@ -61,6 +61,12 @@ const struct gcase op_cases[] = {
 	 "  - {op: Mul, inputs: [wt, c], outputs: [u]}\n"
 	 "  - {op: MatMul, inputs: [a, u], outputs: [z]}\n"
 	 "  - {op: Mul, inputs: [t, z], outputs: [y]}\n"},
+	/* attention as einsum exports it, a contraction with a broadcast-free batch, three operands */
+	{"Einsum attention scores", P("q", "[2, 2, 3, 4]") P("k", "[2, 2, 5, 4]"),
+	 "  - {op: Einsum, inputs: [q, k], outputs: [y], attrs: {equation: \"bhqd,bhkd->bhqk\"}}\n"},
+	{"Einsum implicit output", P("a", "[3, 4]") P("b", "[4, 2]"), "  - {op: Einsum, inputs: [a, b], outputs: [y], attrs: {equation: \"ij,jk\"}}\n"},
+	{"Einsum three operands", P("a", "[2, 3]") P("b", "[3, 4]") P("c", "[4]"),
+	 "  - {op: Einsum, inputs: [a, b, c], outputs: [y], attrs: {equation: \"ij, jk ,k->i\"}}\n"},
 	{"Conv", P("x", "[2, 3, 5, 5]") P("w", "[4, 3, 3, 3]") P("b", "[4]"),
 	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: [1, 1, 1, 1]}}\n"},
 	{"Conv strided dilated", P("x", "[1, 2, 7, 6]") P("w", "[3, 2, 2, 3]"),

@@ -72,7 +72,7 @@ struct value *ad_op2(struct ad *a, const char *op, struct value *x, struct value
 int ad_set_int(struct ad *a, struct node *n, const char *name, int64_t v);
 int ad_set_float(struct ad *a, struct node *n, const char *name, float v);
 int ad_set_ints(struct ad *a, struct node *n, const char *name, const int64_t *v, size_t count);
-int ad_set_str(struct ad *a, struct node *n, const char *name, const char *s);
+int ad_set_str(struct ad *a, struct node *n, const char *name, const char *s); /* s is copied */
 /* Cast(v) to dtype; NULL with the error set. */
 struct value *ad_cast(struct ad *a, struct value *v, int dtype);
 /* The node that produced v (for setting attributes after ad_op). */

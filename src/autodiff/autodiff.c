@@ -253,9 +253,10 @@ int ad_set_ints(struct ad *a, struct node *n, const char *name, const int64_t *v
 int ad_set_str(struct ad *a, struct node *n, const char *name, const char *s)
 {
 	struct attr *at = new_attr(a, n, name, ATTR_STRING);
-	if (!at)
-		return a->e->code ? a->e->code : GD_EINTERNAL;
-	at->s = (struct bytes){(const uint8_t *)s, strlen(s)};
+	const char *copy = at ? arena_strdup(a->g->arena, s) : NULL; /* s may be the caller's buffer */
+	if (!copy)
+		return a->e->code ? a->e->code : err_oom(a->e);
+	at->s = (struct bytes){(const uint8_t *)copy, strlen(copy)};
 	return 0;
 }
 
