@@ -3,8 +3,9 @@
 
 Every model has random weights, dropout left on, and is exported the way a user would:
 torch.onnx.export(..., opset_version=17, training=TrainingMode.TRAINING, do_constant_folding=False).
-Beside each DIR/<model>.onnx, DIR/<model>/ holds the inputs, PyTorch's loss and PyTorch's gradient of
-every parameter (<param>_grad.npy), as the zoo test (tests/test_zoo.c) reads them.
+Beside each DIR/<model>.onnx, DIR/<model>/ holds the inputs, PyTorch's loss, PyTorch's gradient of
+every parameter (<param>_grad.npy) and BatchNorm's running statistics after the step
+(<buffer>_new.npy), as the zoo test (tests/test_zoo.c) reads them.
 
 Dropout is random, so PyTorch's reference must draw graphdiet's masks: graphdiet keys each Dropout
 node's numbers on its name (exec_node_seed: seed 0, step 0) and draws Philox4x32-10 uniforms
@@ -26,6 +27,7 @@ import numpy as np
 
 try:
     import onnx
+    import onnx.numpy_helper
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -252,6 +254,12 @@ def main():
         ref = os.path.join(out, name)
         os.makedirs(ref, exist_ok=True)
         model.zero_grad()
+        # the export's trace moved BatchNorm's running statistics once: start from the file's
+        with torch.no_grad():
+            inits = {t.name: t for t in onnx.load(path).graph.initializer}
+            for bname, buf in model.named_buffers():
+                if bname in inits:
+                    buf.copy_(torch.from_numpy(onnx.numpy_helper.to_array(inits[bname]).copy()))
         drop = GraphdietDropout(dropout_names(path))
         saved = F.dropout
         F.dropout = drop
@@ -268,6 +276,9 @@ def main():
         for pname, p in model.named_parameters():
             if p.grad is not None:
                 np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
+        for bname, buf in model.named_buffers():  # the running statistics after the step
+            if bname.endswith(("running_mean", "running_var")):
+                np.save(os.path.join(ref, bname + "_new.npy"), buf.numpy())
         params = sum(p.numel() for p in model.parameters())
         print(f"{path}: {params} parameters, {os.path.getsize(path)} bytes", file=sys.stderr)
 

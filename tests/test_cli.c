@@ -1009,3 +1009,22 @@ Test(cli, every_missing_op_is_named_at_once)
 		run_free(&r);
 	}
 }
+
+/* --diet says which parameters it makes diet variables and what becomes of the rest. */
+Test(cli, diet_says_what_it_covers)
+{
+	char m[600], out[600];
+	model_path(m, sizeof m, "mlp");
+	snprintf(out, sizeof out, "%s/diet_note.onnx", tmpdir());
+	struct run_result r = gd("train", m, "--diet", "-o", out);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "--diet: 3 parameters (1984 elements) are diet variables; 3 (74 elements: fc1.bias, "
+				"fc2.bias, fc3.bias) keep <param>_grad outputs and are not updated"),
+		  "%s", r.err);
+	run_free(&r);
+	char *adam[] = {GD_BINARY, "train", m, "--diet", "--optimizer", "adam", "-o", out, NULL};
+	r = run_cmd(adam, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "are left to --optimizer adam"), "%s", r.err);
+	run_free(&r);
+}

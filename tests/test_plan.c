@@ -101,7 +101,7 @@ Test(memsim, predicted_peak_is_measured_peak_for_training_steps)
 		struct autodiff_result res;
 		cr_assert_eq(step_begin(g, &so, &ao, &e), 0, "%s", e.msg);
 		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", *m, e.msg);
-		cr_assert_eq(step_build(g, &so, &e), 0, "%s: %s", *m, e.msg);
+		cr_assert_eq(step_build(g, &so, NULL, &e), 0, "%s: %s", *m, e.msg);
 		snprintf(what, sizeof what, "%s training step", *m);
 		predicted_equals_measured(g, what);
 		/* at the start, before any node: parameters, and two float32 moments per parameter element

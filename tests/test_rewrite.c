@@ -446,7 +446,7 @@ static struct graph *stepped(const char *yaml, const char *loss_scale, const cha
 	struct autodiff_result res;
 	cr_assert_eq(step_begin(g, &so, &ao, &e), 0, "%s", e.msg);
 	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
-	cr_assert_eq(step_build(g, &so, &e), 0, "%s", e.msg);
+	cr_assert_eq(step_build(g, &so, NULL, &e), 0, "%s", e.msg);
 	return g;
 }
 
@@ -755,7 +755,7 @@ Test(diet, steps_match_a_float64_reference)
 	struct autodiff_result res;
 	struct gd_err e = {0};
 	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
-	cr_assert_eq(step_build(g, &so, &e), 0, "%s", e.msg);
+	cr_assert_eq(step_build(g, &so, NULL, &e), 0, "%s", e.msg);
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		cr_assert_null(strstr(g->outputs[i]->name, "_grad"), "%s: no gradient output", g->outputs[i]->name);
 	struct diet_ref rw = {0}, ru = {0};

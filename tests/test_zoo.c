@@ -302,6 +302,96 @@ Test(zoo, adam_lowers_the_loss_in_20_steps)
 	}
 }
 
+Test(zoo, batchnorm_running_statistics_follow_pytorch)
+{
+	NEED_ZOO();
+	size_t checked = 0;
+	for (const char *const *m = zoo; *m; m++) {
+		char out[1024], src[1024], refp[1200], path[1200];
+		snprintf(src, sizeof src, "%s/%s.onnx", GD_ZOO_DIR, *m);
+		const char *opt[] = {"--optimizer", "sgd:lr=0.001", NULL};
+		free(train_and_run(*m, "stats", opt, out, sizeof out));
+		struct graph *g = load_ok(src);
+		/* as the gradients: a mean whose exact value is 0 (after a 1x1 convolution of zero-mean
+		 * channels) is rounding noise on both sides, so the floor is 1% of the largest statistic */
+		double worst = 0, largest = 0;
+		size_t n = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (uint32_t i = 0; i < g->n_inits; i++) {
+				struct rtensor ref, got;
+				snprintf(refp, sizeof refp, "%s/%s/%s_new.npy", GD_ZOO_DIR, *m, g->inits[i]->name);
+				if (!npy_load(refp, &ref))
+					continue;
+				for (int64_t k = 0; !pass && k < ref.numel; k++)
+					largest = fmax(largest, fabs(rt_get(&ref, k)));
+				snprintf(path, sizeof path, "%s/%s_new.npy", out, g->inits[i]->name);
+				cr_assert(npy_load(path, &got), "%s: graphdiet gives no %s_new (not bound as state?)", *m,
+					  g->inits[i]->name);
+				if (pass) {
+					worst = fmax(worst, rel_err(&ref, &got, 1e-2 * largest));
+					n++;
+				}
+				free(ref.data);
+				free(got.data);
+			}
+		graph_free(g);
+		if (n)
+			printf("zoo %-20s %3zu running statistics, worst %.2e against PyTorch's\n", *m, n, worst);
+		cr_expect_leq(worst, 1e-4, "%s: running statistics differ from PyTorch's by %.3g", *m, worst);
+		checked += n;
+	}
+	cr_expect_gt(checked, 100, "the zoo's BatchNorm models bind their running statistics");
+}
+
+/* Dropout draws a fresh mask every step (a negligible learning rate leaves the weights as they
+ * are, so the loss changes only with the mask), and a recomputed Dropout draws its own step's: three
+ * Adam steps with --checkpoint memory end bitwise where they end without it. */
+Test(zoo, dropout_is_fresh_each_step_and_recompute_follows)
+{
+	NEED_ZOO();
+	const char *m = "gpt";
+	char src[1024], t1[1024], t2[1024], t3[1024], o2[1024], o3[1024];
+	snprintf(src, sizeof src, "%s/%s.onnx", GD_ZOO_DIR, m);
+	tmp(t1, sizeof t1, m, "still.onnx");
+	const char *still[] = {"train", src, "--optimizer", "sgd:lr=1e-30", "-o", t1, NULL};
+	free(gd(m, 0, still));
+	const char *r1[] = {"run", t1, "--steps", "2", "--format", "json", NULL};
+	char *j = gd(m, 1, r1);
+	const char *second = strstr(strstr(j, "\"loss\": ") + 1, "\"loss\": ");
+	cr_assert(second);
+	double l1 = json_num(j, "loss"), l2 = json_num(second, "loss");
+	cr_expect_neq(l1, l2, "step 2 drew step 1's dropout masks (loss %g both times)", l1);
+	free(j);
+	tmp(t2, sizeof t2, m, "adam_none.onnx");
+	tmp(t3, sizeof t3, m, "adam_memory.onnx");
+	const char *a2[] = {"train", src, "--optimizer", "adam:lr=0.01", "-o", t2, NULL};
+	const char *a3[] = {"train", src, "--optimizer", "adam:lr=0.01", "--checkpoint", "memory", "-o", t3, NULL};
+	free(gd(m, 0, a2));
+	free(gd(m, 0, a3));
+	tmp(o2, sizeof o2, m, "steps_none");
+	tmp(o3, sizeof o3, m, "steps_memory");
+	const char *s2[] = {"run", t2, "--steps", "3", "-o", o2, NULL}, *s3[] = {"run", t3, "--steps", "3", "-o", o3, NULL};
+	free(gd(m, 1, s2));
+	free(gd(m, 1, s3));
+	struct graph *g = load_ok(src);
+	size_t n = 0;
+	for (uint32_t i = 0; i < g->n_inits; i++) {
+		if (!(g->inits[i]->flags & VALUE_PARAM))
+			continue;
+		char pa[1200], pb[1200];
+		snprintf(pa, sizeof pa, "%s/%s_new.npy", o2, g->inits[i]->name);
+		snprintf(pb, sizeof pb, "%s/%s_new.npy", o3, g->inits[i]->name);
+		size_t la, lb;
+		uint8_t *da = slurp(pa, &la), *db = slurp(pb, &lb);
+		cr_expect(la == lb && !memcmp(da, db, la), "%s after 3 steps differs with --checkpoint memory", g->inits[i]->name);
+		free(da);
+		free(db);
+		n++;
+	}
+	cr_expect_gt(n, 10);
+	graph_free(g);
+}
+
 /* ---- onnxruntime ---- */
 
 /* Gives every Dropout of g graphdiet's mask (values from x, a run of g that kept every value): y =

@@ -435,6 +435,7 @@ int cmd_run(int argc, char **argv)
 			for (uint32_t i = 0; k > 1 && i < sts.n; i++)
 				tv[slot[i]] = sts.data[i];
 			eo.n_inputs = k > 1 ? n_state : n_in;
+			eo.step = (uint64_t)(k - 1);
 			for (int r = 0; r < n_run; r++) {
 				exec_free(rx[r]);
 				rx[r] = NULL;

@@ -13,6 +13,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,27 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 	int rc = ckpt_choose(g, NULL, NULL, c, &keep, NULL, e) || recompute_rewrite(g, keep, NULL, &st, e) ? e->code : 0;
 	xfree(keep);
 	return rc;
+}
+
+/* With --diet: which parameters are diet variables, and what happens to the rest (a note on
+ * standard error; always 0). */
+static int diet_note(const struct step_opts *so, const struct step_report *r)
+{
+	if (!so->diet.on)
+		return 0;
+	static const char *const opt[] = {NULL, "sgd", "adam"};
+	fprintf(stderr, "graphdiet: note: --diet: %" PRIu32 " parameter%s (%" PRIu64 " elements) are diet variables",
+		r->diet_params, r->diet_params == 1 ? "" : "s", r->diet_elems);
+	if (!r->other_params)
+		fputs("\n", stderr);
+	else if (so->opt.kind != OPTIMIZER_NONE)
+		fprintf(stderr, "; %" PRIu32 " (%" PRIu64 " elements: %s%s) are left to --optimizer %s\n", r->other_params,
+			r->other_elems, r->others, r->other_params > 3 ? ", ..." : "", opt[so->opt.kind]);
+	else
+		fprintf(stderr, "; %" PRIu32 " (%" PRIu64 " elements: %s%s) keep <param>_grad outputs and are not updated "
+			"in the graph (add --optimizer, or --diet-params '*')\n", r->other_params, r->other_elems, r->others,
+			r->other_params > 3 ? ", ..." : "");
+	return 0;
 }
 
 int cmd_train(int argc, char **argv)
@@ -235,6 +257,7 @@ int cmd_train(int argc, char **argv)
 	if (g) {
 		struct gd_err e = {0};
 		struct autodiff_result res;
+		struct step_report rep;
 		struct save_opts save = SAVE_OPTS_DEFAULT;
 		size_t folded = 0;
 		if (n_dims)
@@ -246,7 +269,7 @@ int cmd_train(int argc, char **argv)
 			ao.loss = "loss";
 		}
 		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao, &e)) ||
-		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &e)) ||
+		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &rep, &e)) || (rc = diet_note(&so, &rep)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
 		    (rc = model_save(g, out, to, &save, &e)))
 			err_print(argv[optind], &e);

@@ -132,6 +132,11 @@ uint64_t exec_node_seed(const struct exec *x, const struct node *n)
 	return x->o->seed * 0x9E3779B97F4A7C15ull ^ strmap_hash(buf);
 }
 
+uint64_t exec_step(const struct exec *x)
+{
+	return x->o->step;
+}
+
 int exec_fail(struct exec *x, const char *fmt, ...)
 {
 	char d[300];

@@ -46,6 +46,8 @@ struct exec_opts {
 	int probe_unbound;             /* give unbound symbolic dims distinct large stand-in values */
 	int64_t default_dim;           /* or, when > 0, this value */
 	uint64_t seed;                 /* for random ops and random inputs */
+	uint64_t step;                 /* the training step (run --steps counts from 0): Dropout draws a
+					* fresh mask each step; step 0's is the one seed alone gives */
 	int random_inputs;             /* inputs without data get seeded random values */
 	const struct rtensor *inputs;  /* data for graph inputs, matched by input_names */
 	const char *const *input_names;
@@ -135,6 +137,7 @@ int exec_opset(const struct exec *x); /* the default-domain opset version */
 /* The key of a random op's numbers: its `seed` attribute, else the run's seed and the node's name;
  * a recompute clone gets the key of the node it clones, so it draws the same numbers. */
 uint64_t exec_node_seed(const struct exec *x, const struct node *n);
+uint64_t exec_step(const struct exec *x); /* exec_opts.step */
 struct graph *exec_graph(const struct exec *x); /* for reading attribute tensors' data */
 /* Whether a shapes-only run gave symbolic dimensions stand-in values. */
 int exec_probed(const struct exec *x);

@@ -4,9 +4,11 @@
  * the input was coerced to 2-D at `axis` (default 1), which is the same as normalising over all
  * trailing dimensions together. LayerNormalization normalises over dimensions axis..rank-1 and can
  * also output the mean and 1/stddev; BatchNormalization in training mode (opset 14+) uses the batch
- * statistics and outputs updated running statistics. Dropout in training mode draws its mask from
- * Philox keyed by the node's seed attribute (or the run's seed and the node's name), so a
- * recomputed Dropout draws the same mask. */
+ * statistics and outputs updated running statistics as PyTorch keeps them (momentum, and the
+ * unbiased variance: ONNX's text says the population one, PyTorch's exporter means PyTorch's).
+ * InstanceNormalization normalises each (n, c) plane. Dropout in training mode draws its mask from
+ * Philox keyed by the node's seed attribute (or the run's seed and the node's name) and the training
+ * step, so a recomputed Dropout draws its step's mask. */
 #include "../util/philox.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
@@ -184,8 +186,8 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 				var = q / cnt;
 				if (pm)
 					rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
-				if (pv)
-					rt_set(out[2], ch, rt_get(rvar, ch) * mom + var * (1 - mom));
+				if (pv) /* PyTorch's: the unbiased variance */
+					rt_set(out[2], ch, rt_get(rvar, ch) * mom + q / (cnt > 1 ? cnt - 1 : 1) * (1 - mom));
 			}
 			float inv = (float)(1 / sqrt(var + eps)), g = (float)rt_get(scale, ch), bb = (float)rt_get(bias, ch);
 			float m = (float)mean;
@@ -214,8 +216,8 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 			var = q / cnt;
 			if (pm)
 				rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
-			if (pv)
-				rt_set(out[2], ch, rt_get(rvar, ch) * mom + var * (1 - mom));
+			if (pv) /* PyTorch's: the unbiased variance */
+				rt_set(out[2], ch, rt_get(rvar, ch) * mom + q / (cnt > 1 ? cnt - 1 : 1) * (1 - mom));
 		} else {
 			mean = rt_get(rmean, ch);
 			var = rt_get(rvar, ch);
@@ -241,7 +243,8 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_status(x);
 	if (ratio < 0 || ratio >= 1 || training < 0)
 		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
-	uint64_t key = exec_node_seed(x, n), off = exec_shard_offset(x, a->numel);
+	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's */
+	uint64_t key = exec_node_seed(x, n) ^ exec_step(x) * 0xD1B54A32D192ED03ull, off = exec_shard_offset(x, a->numel);
 	double scale = 1 / (1 - ratio);
 	for (int64_t i = 0; i < a->numel; i++) {
 		int keep = !training || philox_uniform(key, off + (uint64_t)i) >= (float)ratio;

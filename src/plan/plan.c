@@ -175,7 +175,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		struct autodiff_opts ao = {.loss = o->loss};
 		struct autodiff_result res;
 		if (step_begin(g, so, &ao, e) || autodiff(g, &ao, &res, e) || /* g stays sorted */
-		    step_build(g, so, e))
+		    step_build(g, so, NULL, e))
 			return e->code;
 		r->built_training = 1;
 		r->loss = res.loss;

@@ -802,8 +802,31 @@ static int replace_output(struct sb *s, const struct param_grad *pg, struct valu
 	return 0;
 }
 
-int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
+/* Binds the running mean and variance each training-mode BatchNormalization outputs to the
+ * initializers it reads them from (one binding per initializer). */
+static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 {
+	for (uint32_t i = 0; i < n_nodes; i++) {
+		struct node *b = s->g->nodes[i];
+		const struct attr *tm = node_attr(b, "training_mode");
+		if (b->op != OP_BATCH_NORM || !node_is_forward(b) || !tm || tm->type != ATTR_INT || !tm->i)
+			continue;
+		for (uint32_t k = 1; k <= 2 && k < b->n_out; k++) {
+			struct value *key = b->in[2 + k], *next = b->out[k];
+			int bound = !next || !key || !key->init || (next->flags & VALUE_OUTPUT);
+			for (size_t j = 0; j < s->n_bind && !bound; j++)
+				bound = !strcmp(s->bind[j].key, key->name);
+			if (!bound && bind(s, key, next))
+				return s->e->code;
+		}
+	}
+	return 0;
+}
+
+int step_build(struct graph *g, const struct step_opts *o, struct step_report *r, struct gd_err *e)
+{
+	if (r)
+		memset(r, 0, sizeof *r);
 	int dynamic = o->ls.kind == LOSS_SCALE_DYNAMIC;
 	uint32_t n_old = g->n_nodes; /* the backward pass ends here: the rest is the step's */
 	if (replicas_build(g, &o->rep, e))
@@ -830,8 +853,17 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		rc = err_oom(e);
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		diet[i] = (uint8_t)diet_chosen(&o->diet, pg[i].p);
+		if (r && o->diet.on) {
+			uint64_t k = (uint64_t)tensor_numel(pg[i].p->init);
+			*(diet[i] ? &r->diet_elems : &r->other_elems) += k;
+			*(diet[i] ? &r->diet_params : &r->other_params) += 1;
+			size_t len = strlen(r->others);
+			if (!diet[i] && r->other_params <= 3 && len + strlen(pg[i].p->name) + 3 < sizeof r->others)
+				snprintf(r->others + len, sizeof r->others - len, "%s%s", len ? ", " : "", pg[i].p->name);
+		}
+	}
 	for (size_t k = 0; o->diet.on && k < o->diet.n_params; k++) {
 		uint32_t i = 0;
 		while (i < n && !(diet[i] && !fnmatch(o->diet.params[k], pg[i].p->name, 0)))
@@ -907,6 +939,10 @@ int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e)
 		if ((rc = scale_update(&s, &o->ls, scale, found)))
 			goto out;
 	}
+	/* 5. BatchNormalization's running statistics: state, as PyTorch updates them in every forward
+	 * pass (a skipped step's too) */
+	if ((rc = bind_running_stats(&s, n_old)))
+		goto out;
 	rc = e->code ? e->code : commit(&s);
 	/* diet storage's dequantization is forward, and its updates wait in the backward pass */
 	if (!rc && o->diet.on)

@@ -83,8 +83,15 @@ int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts 
 
 /* After autodiff (and any rewrite of the backward pass): appends the replicas' all-reduce, the
  * finite check, clipping, the update and the scale's update for the <param>_grad outputs. With an optimizer the gradients stop
- * being outputs; the new parameters and state are. Nothing happens when o asks for none of it. */
-int step_build(struct graph *g, const struct step_opts *o, struct gd_err *e);
+ * being outputs; the new parameters and state are. Nothing happens when o asks for none of it.
+ * Training-mode BatchNormalization's running statistics are bound as state with the rest. r (may
+ * be NULL) says which parameters --diet covers. */
+struct step_report {
+	uint32_t diet_params, other_params; /* with --diet: the diet variables, and the rest */
+	uint64_t diet_elems, other_elems;
+	char others[200];                   /* the first three of the rest, comma-separated */
+};
+int step_build(struct graph *g, const struct step_opts *o, struct step_report *r, struct gd_err *e);
 
 /* The model metadata key listing the state that is not a parameter (names one per line), so that
  * a graph read back knows its optimizer state from its parameters. */
