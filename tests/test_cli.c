@@ -101,7 +101,7 @@ Test(cli, help_version_and_usage_errors)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strncmp(r.out, "graphdiet ", 10) == 0);
 	run_free(&r);
-	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check"};
+	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check", "ops"};
 	for (int i = 0; i < 8; i++) {
 		r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		cr_assert_eq(r.status, 0, "%s --help", cmds[i]);
@@ -289,7 +289,7 @@ Test(cli, fuzz_regressions)
 /* Each long option a command's --help lists is documented in its man page. */
 Test(cli, man_pages_document_every_option)
 {
-	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check"};
+	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check", "ops"};
 	for (int i = 0; i < 8; i++) {
 		struct run_result r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		char path[512];
@@ -1027,4 +1027,24 @@ Test(cli, diet_says_what_it_covers)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect(strstr(r.err, "are left to --optimizer adam"), "%s", r.err);
 	run_free(&r);
+}
+
+/* README's table of supported ops is `graphdiet ops --markdown`, so it cannot drift from ops.def. */
+Test(cli, readme_lists_the_supported_ops)
+{
+	size_t len;
+	char *readme = (char *)slurp(GD_SOURCE_DIR "/README.md", &len);
+	readme = realloc(readme, len + 1);
+	cr_assert(readme);
+	readme[len] = 0;
+	const char *begin = "<!-- graphdiet ops --markdown -->\n", *end = "<!-- end of graphdiet ops -->";
+	char *b = strstr(readme, begin), *e = b ? strstr(b, end) : NULL;
+	cr_assert(b && e, "README.md has no table between '%s' and '%s'", begin, end);
+	b += strlen(begin);
+	*e = 0;
+	struct run_result r = gd("ops", "--markdown", NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_str_eq(b, r.out, "README.md's ops table differs from `graphdiet ops --markdown`: update it");
+	run_free(&r);
+	free(readme);
 }
