@@ -1048,3 +1048,55 @@ Test(cli, readme_lists_the_supported_ops)
 	run_free(&r);
 	free(readme);
 }
+
+/* verify compares every gradient: a model with 4100 parameters (one Sum of 4100 inputs, past any
+ * fixed table) whose training graph is wrong only in the last one fails. It once stopped comparing
+ * after 4096 and said they matched. */
+static char *many_params_yaml(int n, int double_last)
+{
+	size_t cap = (size_t)n * 120 + 1024, len = 0;
+	char *t = malloc(cap);
+	cr_assert(t);
+	len += (size_t)snprintf(t + len, cap - len, "graphdiet: 1\nopset: 17\nparams:\n");
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(t + len, cap - len, "  - {name: p%d, dtype: float32, shape: [1], init: ones}\n", i);
+	len += (size_t)snprintf(t + len, cap - len, "nodes:\n");
+	if (double_last)
+		len += (size_t)snprintf(t + len, cap - len,
+					"  - {op: Constant, outputs: [two], attrs: {value: {type: tensor, value: {dtype: "
+					"float32, shape: [1], data: [2]}}}}\n  - {op: Mul, inputs: [p%d, two], outputs: [q]}\n",
+					n - 1);
+	len += (size_t)snprintf(t + len, cap - len, "  - {op: Sum, inputs: [");
+	for (int i = 0; i < n; i++)
+		len += (size_t)(i == n - 1 && double_last ? snprintf(t + len, cap - len, ", q")
+							   : snprintf(t + len, cap - len, "%sp%d", i ? ", " : "", i));
+	len += (size_t)snprintf(t + len, cap - len,
+				"], outputs: [s]}\n  - {op: ReduceSum, inputs: [s], outputs: [loss], attrs: {keepdims: 0}}\n"
+				"outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	return t;
+}
+
+Test(cli, verify_compares_every_gradient)
+{
+	char *a = many_params_yaml(4100, 0), *b = many_params_yaml(4100, 1);
+	char pa[600], pb[600], tb[600], ta[600];
+	write_text(pa, sizeof pa, "many.yaml", a);
+	write_text(pb, sizeof pb, "many_doubled.yaml", b);
+	free(a);
+	free(b);
+	snprintf(ta, sizeof ta, "%s/many_train.onnx", tmpdir());
+	snprintf(tb, sizeof tb, "%s/many_doubled_train.onnx", tmpdir());
+	struct run_result r = gd("train", pa, "-o", ta, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("train", pb, "-o", tb, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", pa, ta, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+	r = gd("verify", pa, tb, NULL, NULL);
+	cr_expect_eq(r.status, 1, "the 4100th gradient differs, yet verify exits %d", r.status);
+	cr_expect(strstr(r.out, "p4099_grad"), "%s", r.out);
+	run_free(&r);
+}

@@ -128,7 +128,7 @@ int cmd_verify(int argc, char **argv)
 	struct gd_err e = {0};
 	struct graph *plain = cli_load(mpath, FMT_AUTO, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct exec *xp = NULL, *xt = NULL;
-	struct row rows[4096];
+	struct row *rows = NULL; /* one per compared output: the loss and the gradients autodiff adds */
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
@@ -142,6 +142,10 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (train && !rc && autodiff(plain, &ao, &res, &e)) {
 		err_print(mpath, &e);
+		rc = e.code;
+	}
+	if (train && !rc && !(rows = xcalloc(plain->n_outputs + 1, sizeof *rows))) {
+		err_print(mpath, (err_oom(&e), &e));
 		rc = e.code;
 	}
 	/* the reference runs on the whole batch, the replicas on their slices of it */
@@ -170,7 +174,7 @@ int cmd_verify(int argc, char **argv)
 	if (tglobal && !(tglobal->flags & VALUE_OUTPUT))
 		tglobal = NULL;
 	int agree = !xt || n_rep <= 1 || replicas_agree(rg, rx, n_rep, res.loss->name), all_ok = agree;
-	for (uint32_t i = 0; xt && i < plain->n_outputs && n_rows < 4096; i++) {
+	for (uint32_t i = 0; xt && i < plain->n_outputs; i++) {
 		const struct value *v = plain->outputs[i];
 		if (v != res.loss && !(v->flags & VALUE_GRAD))
 			continue;
@@ -253,6 +257,7 @@ int cmd_verify(int argc, char **argv)
 	if (!rx)
 		exec_free(xt);
 	xfree(rx);
+	xfree(rows);
 	cli_free_copies(rg, n_rep);
 	graph_free(plain);
 	graph_free(train);
