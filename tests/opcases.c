@@ -263,8 +263,12 @@ static void retype(char *s, const char *dtype)
 struct graph *op_case_graph(const struct gcase *c, const char *dtype)
 {
 	char params[4096], text[8192];
-	/* give each random parameter its own seed */
-	snprintf(params, sizeof params, c->params, 11, 12, 13, 14, 15);
+	/* give each random parameter its own seed: at most 8 (a ninth %d would read no argument) */
+	int seeds = 0;
+	for (const char *p = c->params; (p = strstr(p, "%d")); p += 2)
+		seeds++;
+	cr_assert_leq(seeds, 8, "%s: %d random parameters, seeds for 8", c->name, seeds);
+	snprintf(params, sizeof params, c->params, 11, 12, 13, 14, 15, 16, 17, 18);
 	snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\nparams:\n%snodes:\n%s%soutputs: [{name: loss}]\n", params,
 		 c->nodes, loss_nodes);
 	retype(text, dtype);

@@ -111,11 +111,11 @@ Test(memsim, predicted_peak_is_measured_peak_for_training_steps)
 		cr_assert(x, "%s", e.msg);
 		struct mem_result r;
 		cr_assert_eq(memsim(g, x, &r, &e), 0);
-		uint64_t params = 0;
+		uint64_t params = 0; /* those Adam updates (BatchNorm's running statistics are state too) */
 		for (uint32_t i = 0; i < g->n_inits; i++) {
-			char next[600];
-			snprintf(next, sizeof next, "%s_new", g->inits[i]->name);
-			if (!(g->inits[i]->flags & VALUE_STATE) && strmap_get(&g->names, next))
+			char moment[600];
+			snprintf(moment, sizeof moment, "%s_adam_m", g->inits[i]->name);
+			if (!(g->inits[i]->flags & VALUE_STATE) && strmap_get(&g->names, moment))
 				params += exec_value(x, g->inits[i])->nbytes;
 		}
 		cr_expect_gt(r.at_peak.opt_state, 2 * params, "%s: optimizer state %llu for %llu bytes of parameters", *m,
