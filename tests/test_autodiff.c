@@ -106,70 +106,86 @@ Test(gradcheck, every_differentiable_op_has_a_rule_and_a_case)
 
 /* ---- PyTorch ---- */
 
+/* TESTDATA/<model>.onnx differentiated, on PyTorch's inputs, gives PyTorch's gradients
+ * (TESTDATA/ref/<model>/), every one of them. */
+static void matches_pytorch(const char *model)
+{
+	char path[512];
+	model_path(path, sizeof path, model);
+	struct graph *g = load_ok(path);
+	struct rtensor ins[8];
+	const char *names[8];
+	size_t n = ref_inputs(g, model, ins, names);
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", model, e.msg);
+	/* autodiff leaves g sorted (plan and train do not sort it again): every node after the
+	 * producers of its inputs, and each node's index its position */
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *nd = g->nodes[i];
+		cr_assert_eq(nd->index, i, "%s", model);
+		for (uint32_t k = 0; k < nd->n_in; k++)
+			cr_assert(!nd->in[k] || !nd->in[k]->producer || nd->in[k]->producer->index < i,
+				  "%s: node %u reads '%s' before it is made", model, i, nd->in[k]->name);
+	}
+	struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", model, e.msg);
+	size_t compared = 0;
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		const struct value *v = g->outputs[k];
+		if (!(v->flags & VALUE_GRAD))
+			continue;
+		ref_path(path, sizeof path, model, v->name);
+		struct rtensor ref;
+		cr_assert(npy_load(path, &ref), "%s: PyTorch has no gradient %s", model, v->name);
+		const struct rtensor *got = exec_value(x, v);
+		cr_assert_eq(got->numel, ref.numel, "%s: %s", model, v->name);
+		double scale = 0, worst = 0;
+		for (int64_t i = 0; i < ref.numel; i++)
+			scale = fmax(scale, fabs(rt_get(&ref, i)));
+		for (int64_t i = 0; i < ref.numel; i++)
+			worst = fmax(worst, fabs(rt_get(got, i) - rt_get(&ref, i)));
+		/* relative 1e-5 of the gradient's scale; 1e-7 absolute for gradients that are exactly
+		 * zero in theory (a conv bias before a training-mode BatchNorm) */
+		cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s differs from PyTorch by %g (scale %g)", model, v->name,
+			  worst, scale);
+		free(ref.data);
+		compared++;
+	}
+	/* and no PyTorch parameter was missed */
+	size_t expected = 0;
+	for (uint32_t i = 0; i < g->n_inits; i++) {
+		char p[600], grad[512];
+		snprintf(grad, sizeof grad, "%s_grad", g->inits[i]->name);
+		FILE *f = fopen(ref_path(p, sizeof p, model, grad), "rb");
+		if (f) {
+			expected++;
+			fclose(f);
+		}
+	}
+	cr_expect_eq(compared, expected, "%s: %zu gradients compared, PyTorch has %zu", model, compared, expected);
+	exec_free(x);
+	graph_free(g);
+	for (size_t i = 0; i < n; i++)
+		free(ins[i].data);
+}
+
 Test(pytorch, gradients_of_every_testdata_model)
 {
-	for (const char *const *m = testdata_models; *m; m++) {
-		char path[512];
-		model_path(path, sizeof path, *m);
-		struct graph *g = load_ok(path);
-		struct rtensor ins[8];
-		const char *names[8];
-		size_t n = ref_inputs(g, *m, ins, names);
-		struct autodiff_opts ao = {0};
-		struct autodiff_result res;
-		struct gd_err e = {0};
-		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", *m, e.msg);
-		/* autodiff leaves g sorted (plan and train do not sort it again): every node after the
-		 * producers of its inputs, and each node's index its position */
-		for (uint32_t i = 0; i < g->n_nodes; i++) {
-			const struct node *nd = g->nodes[i];
-			cr_assert_eq(nd->index, i, "%s", *m);
-			for (uint32_t k = 0; k < nd->n_in; k++)
-				cr_assert(!nd->in[k] || !nd->in[k]->producer || nd->in[k]->producer->index < i,
-					  "%s: node %u reads '%s' before it is made", *m, i, nd->in[k]->name);
-		}
-		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
-		struct exec *x = exec_run(g, &o, NULL, &e);
-		cr_assert(x, "%s: %s", *m, e.msg);
-		size_t compared = 0;
-		for (uint32_t k = 0; k < g->n_outputs; k++) {
-			const struct value *v = g->outputs[k];
-			if (!(v->flags & VALUE_GRAD))
-				continue;
-			ref_path(path, sizeof path, *m, v->name);
-			struct rtensor ref;
-			cr_assert(npy_load(path, &ref), "%s: PyTorch has no gradient %s", *m, v->name);
-			const struct rtensor *got = exec_value(x, v);
-			cr_assert_eq(got->numel, ref.numel, "%s: %s", *m, v->name);
-			double scale = 0, worst = 0;
-			for (int64_t i = 0; i < ref.numel; i++)
-				scale = fmax(scale, fabs(rt_get(&ref, i)));
-			for (int64_t i = 0; i < ref.numel; i++)
-				worst = fmax(worst, fabs(rt_get(got, i) - rt_get(&ref, i)));
-			/* relative 1e-5 of the gradient's scale; 1e-7 absolute for gradients that are exactly
-			 * zero in theory (a conv bias before a training-mode BatchNorm) */
-			cr_expect(worst <= 1e-5 * scale + 1e-7, "%s: %s differs from PyTorch by %g (scale %g)", *m, v->name,
-				  worst, scale);
-			free(ref.data);
-			compared++;
-		}
-		/* and no PyTorch parameter was missed */
-		size_t expected = 0;
-		for (uint32_t i = 0; i < g->n_inits; i++) {
-			char p[600], grad[512];
-			snprintf(grad, sizeof grad, "%s_grad", g->inits[i]->name);
-			FILE *f = fopen(ref_path(p, sizeof p, *m, grad), "rb");
-			if (f) {
-				expected++;
-				fclose(f);
-			}
-		}
-		cr_expect_eq(compared, expected, "%s: %zu gradients compared, PyTorch has %zu", *m, compared, expected);
-		exec_free(x);
-		graph_free(g);
-		for (size_t i = 0; i < n; i++)
-			free(ins[i].data);
-	}
+	for (const char *const *m = testdata_models; *m; m++)
+		matches_pytorch(*m);
+}
+
+/* The exporter's idioms (testdata/gen_idioms.py), dropout on, a symbolic batch in two of them. */
+Test(pytorch, gradients_of_the_exporters_idioms)
+{
+	static const char *const idioms[] = {"idioms/slice", "idioms/dropout", "idioms/dropout0", "idioms/view_sum",
+					     "idioms/pad", "idioms/relu6", "idioms/hardswish", "idioms/hardsigmoid",
+					     "idioms/triu", "idioms/arange", "idioms/gather1", "idioms/deep", NULL};
+	for (const char *const *m = idioms; *m; m++)
+		matches_pytorch(*m);
 }
 
 /* --loss-fn mse: loss = mean((y - t)^2) and dL/dW = (2 / numel) x^T (y - t), computed here from

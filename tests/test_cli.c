@@ -1100,3 +1100,29 @@ Test(cli, verify_compares_every_gradient)
 	cr_expect(strstr(r.out, "p4099_grad"), "%s", r.out);
 	run_free(&r);
 }
+
+/* 33 layers (66 parameters) under dynamic loss scaling and clipping: the finite check and the norm
+ * each sum 66 gradients in one Sum node. train wrote that graph while run, plan and check refused
+ * it ("more than 64 inputs or outputs"). */
+Test(cli, a_step_over_more_than_64_gradients_runs)
+{
+	char out[600];
+	snprintf(out, sizeof out, "%s/deep_step.onnx", tmpdir());
+	char *train[] = {GD_BINARY, "train", TESTDATA "/idioms/deep.onnx", "--loss-scale", "dynamic", "--clip-grad-norm", "1",
+			 "--optimizer", "adam", "-o", out, NULL};
+	struct run_result r = run_cmd(train, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *run[] = {GD_BINARY, "run", out, "-i", TESTDATA "/ref/idioms/deep/x.npy", "--random-inputs", "--steps", "3", NULL};
+	run[4] = "x=" TESTDATA "/ref/idioms/deep/x.npy";
+	r = run_cmd(run, NULL, 0);
+	cr_expect_eq(r.status, 0, "run: %s", r.err);
+	run_free(&r);
+	r = gd("plan", out, NULL, NULL, NULL);
+	cr_expect_eq(r.status, 0, "plan: %s", r.err);
+	run_free(&r);
+	char *check[] = {GD_BINARY, "check", out, "--budget", "1GiB", NULL};
+	r = run_cmd(check, NULL, 0);
+	cr_expect_eq(r.status, 0, "check: %s", r.err);
+	run_free(&r);
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Exports the exporter's idioms, one tiny model each, into testdata/idioms/ (committed: a few KB).
+
+Each is Linear -> one idiom -> cross-entropy, exported as a user would (opset 17, training mode, no
+constant folding, dropout on), the way the stock modules put them in graphs: a slice whose bounds
+come from shape arithmetic, Dropout with Constant ratio and mode, a view and a sum, F.pad, ReLU6
+(Clip), Hardswish, Hardsigmoid, torch.triu (Trilu), torch.arange on a dynamic batch (Range), an
+index along axis 1 (Gather), and 33 stacked layers (a training step's finite check then sums more
+than 64 gradients). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
+graphdiet's dropout masks as gen_zoo.py draws them.
+
+    /usr/bin/python3 testdata/gen_idioms.py
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from gen_zoo import GraphdietDropout, dropout_names  # noqa: E402  (the same masks as the zoo's)
+
+
+class Idiom(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.fc = nn.Linear(4, 6)
+        self.drop = nn.Dropout(0.3 if kind == "dropout" else 0.0)
+        self.layers = nn.ModuleList(nn.Linear(6, 6) for _ in range(32 if kind == "deep" else 0))
+
+    def forward(self, x, target):
+        y = self.fc(x)
+        k = self.kind
+        if k == "slice":  # bounds from the shape: Shape -> Gather -> Div -> Slice
+            y = y[:, : y.shape[1] // 2]
+        elif k in ("dropout", "dropout0"):
+            y = self.drop(y)
+        elif k == "view_sum":
+            y = y.view(y.shape[0], 3, 2).sum(2)
+        elif k == "pad":
+            y = F.pad(y, (1, 2))
+        elif k == "relu6":
+            y = F.relu6(y * 8)  # past both bounds
+        elif k == "hardswish":
+            y = F.hardswish(y * 4)
+        elif k == "hardsigmoid":
+            y = F.hardsigmoid(y * 4)
+        elif k == "triu":
+            y = torch.triu(y.view(y.shape[0], 2, 3), diagonal=1).flatten(1)
+        elif k == "arange":  # a dynamic batch: Range over a shape
+            y = y * torch.arange(y.shape[1], dtype=y.dtype)
+        elif k == "gather1":
+            y = y[:, 1:2] * y + y[:, 0].unsqueeze(1)
+        elif k == "deep":
+            for layer in self.layers:
+                y = torch.tanh(layer(y))
+        return F.cross_entropy(y, target)
+
+
+KINDS = ["slice", "dropout", "dropout0", "view_sum", "pad", "relu6", "hardswish", "hardsigmoid", "triu", "arange",
+         "gather1", "deep"]
+
+
+def main():
+    out = os.path.join(HERE, "idioms")
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    for kind in KINDS:
+        model = Idiom(kind)
+        x = torch.randn(2, 4, generator=g)
+        classes = 3 if kind in ("slice", "view_sum") else 9 if kind == "pad" else 6
+        t = torch.randint(0, classes, (2,), generator=g)
+        path = os.path.join(out, kind + ".onnx")
+        dynamic = {"x": {0: "batch"}, "target": {0: "batch"}} if kind in ("arange", "slice") else None
+        torch.onnx.export(model, (x, t), path, input_names=["x", "target"], output_names=["loss"], opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, dynamic_axes=dynamic)
+        ref = os.path.join(HERE, "ref", "idioms", kind)
+        os.makedirs(ref, exist_ok=True)
+        drop = GraphdietDropout(dropout_names(path))
+        saved = F.dropout
+        F.dropout = drop
+        try:
+            loss = model(x, t)
+        finally:
+            F.dropout = saved
+        loss.backward()
+        np.save(os.path.join(ref, "x.npy"), x.numpy())
+        np.save(os.path.join(ref, "target.npy"), t.numpy())
+        np.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
+        for pname, p in model.named_parameters():
+            np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
+        print(f"{path}: {os.path.getsize(path)} bytes", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
