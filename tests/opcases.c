@@ -156,6 +156,15 @@ const struct gcase op_cases[] = {
 	{"Slice", P("x", "[4, 5]") "  - {name: st, dtype: int64, shape: [2], data: [1, -4]}\n"
 	 "  - {name: en, dtype: int64, shape: [2], data: [3, 100]}\n",
 	 "  - {op: Slice, inputs: [x, st, en], outputs: [y]}\n"},
+	/* strided: RoPE's x[..., ::2] and x[..., 1::2], a flip, and steps with unit ones beside them */
+	{"Slice step 2 from 1", P("x", "[3, 7]") "  - {name: st, dtype: int64, shape: [1], data: [1]}\n"
+	 "  - {name: en, dtype: int64, shape: [1], data: [100]}\n  - {name: ax, dtype: int64, shape: [1], data: [-1]}\n"
+	 "  - {name: sp, dtype: int64, shape: [1], data: [2]}\n",
+	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
+	{"Slice reversed, strided and unit axes", P("x", "[5, 4, 6]") "  - {name: st, dtype: int64, shape: [3], data: [-1, 1, 0]}\n"
+	 "  - {name: en, dtype: int64, shape: [3], data: [-100, 3, 6]}\n  - {name: ax, dtype: int64, shape: [3], data: [0, 1, 2]}\n"
+	 "  - {name: sp, dtype: int64, shape: [3], data: [-2, 1, 3]}\n",
+	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
 	{"Pad", P("x", "[2, 3]") "  - {name: p, dtype: int64, shape: [4], data: [1, 0, 0, 2]}\n",
 	 "  - {op: Pad, inputs: [x, p], outputs: [y]}\n"},
 	{"Gather embedding", P("e", "[5, 3]") "  - {name: i, dtype: int64, shape: [2, 3], data: [0, 4, 4, 1, 0, 2]}\n",

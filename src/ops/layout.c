@@ -274,6 +274,26 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Slice's rule along an axis of d elements (ONNX's clamping): the first index taken and how many,
+ * stepping by s (nonzero). Shared by the kernel and the gradient. */
+static void slice_bounds(int64_t d, int64_t lo, int64_t hi, int64_t s, int64_t *first, int64_t *count)
+{
+	if (lo < 0) /* (d >= 0: no overflow, even from INT64_MIN; the clamps below do the rest) */
+		lo += d;
+	if (hi < 0)
+		hi += d;
+	if (s > 0) {
+		lo = clamp(lo, 0, d);
+		hi = clamp(hi, 0, d);
+		*count = hi > lo ? (hi - lo + s - 1) / s : 0;
+	} else {
+		lo = clamp(lo, -1, d - 1);
+		hi = clamp(hi, -1, d - 1);
+		*count = lo > hi ? (lo - hi - s - 1) / -s : 0;
+	}
+	*first = lo;
+}
+
 static int slice_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
@@ -297,23 +317,10 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 		int ax;
 		if (norm_axis(x, na ? axes[k] : k, a->ndim, &ax))
 			return exec_status(x);
-		int64_t d = a->dims[ax], s = nst ? steps[k] : 1, lo = starts[k], hi = ends[k];
+		int64_t s = nst ? steps[k] : 1;
 		if (s == 0)
 			return exec_fail(x, "a step of 0");
-		if (lo < 0)
-			lo += d;
-		if (hi < 0)
-			hi += d;
-		if (s > 0) {
-			lo = clamp(lo, 0, d);
-			hi = clamp(hi, 0, d);
-			dims[ax] = hi > lo ? (hi - lo + s - 1) / s : 0;
-		} else {
-			lo = clamp(lo, -1, d - 1);
-			hi = clamp(hi, -1, d - 1);
-			dims[ax] = lo > hi ? (lo - hi - s - 1) / -s : 0;
-		}
-		b[ax] = lo;
+		slice_bounds(a->dims[ax], starts[k], ends[k], s, &b[ax], &dims[ax]);
 		st[ax] = s;
 	}
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
@@ -697,33 +704,81 @@ static int split_grad(struct ad *a, const struct node *n)
 	return !c || ad_set_int(a, ad_producer(c), "axis", ax) ? -1 : ad_give(a, n->in[0], c);
 }
 
-/* Slice with unit steps: the gradient is padded back to the input's shape. */
+static struct value *pad_axis(struct ad *a, struct value *g, int r, int ax, int64_t before, int64_t after)
+{
+	int64_t pads[2 * (RT_MAX_DIMS + 1)] = {0};
+	pads[ax] = before;
+	pads[ax + r] = after;
+	struct value *ins[2] = {g, ad_ints(a, pads, (size_t)(2 * r))};
+	return ins[1] ? ad_op(a, "Pad", ins, 2) : NULL;
+}
+
+static struct value *slice_axis(struct ad *a, struct value *g, int64_t ax, int64_t start, int64_t end, int64_t step)
+{
+	struct value *ins[5] = {g, ad_ints(a, &start, 1), ad_ints(a, &end, 1), ad_ints(a, &ax, 1), ad_ints(a, &step, 1)};
+	return ad_op(a, "Slice", ins, 5);
+}
+
+/* Slice: the gradient is g put back where it was read, zeros elsewhere. Unit steps are one Pad for
+ * all such axes. Along an axis with step s, the count slices taken from `first` are spread s apart:
+ * g (a negative step flipped first) gains an axis of 1 after it, padded to s (zeros between the
+ * elements), merged back (count s), cut to what fits and padded to the input's length at first. */
 static int slice_grad(struct ad *a, const struct node *n)
 {
-	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
 	int r = xs->ndim;
 	const struct rtensor *st = ad_shape(a, n->in[1]), *en = ad_shape(a, n->in[2]);
 	const struct rtensor *axs = n->n_in > 3 && n->in[3] ? ad_shape(a, n->in[3]) : NULL;
 	const struct rtensor *sts = n->n_in > 4 && n->in[4] ? ad_shape(a, n->in[4]) : NULL;
 	if (!st->data || !en->data || (axs && !axs->data) || (sts && !sts->data))
 		return ad_fail(a, "starts, ends, axes and steps must be constants to differentiate");
-	int64_t pads[2 * RT_MAX_DIMS] = {0};
-	for (int64_t k = 0; k < st->numel; k++) {
-		int64_t ax = axs ? rt_get_i(axs, k) : k, step = sts ? rt_get_i(sts, k) : 1;
+	int64_t pads[2 * RT_MAX_DIMS] = {0}, cur[RT_MAX_DIMS + 1];
+	memcpy(cur, ys->dims, sizeof ys->dims[0] * (size_t)r);
+	struct value *g = ad_dy(a, n->out[0]);
+	int unit = 0;
+	for (int64_t k = 0; k < st->numel && g; k++) {
+		int64_t ax = axs ? rt_get_i(axs, k) : k, step = sts ? rt_get_i(sts, k) : 1, first, count;
 		if (ax < 0)
 			ax += r;
-		if (step != 1)
-			return ad_fail(a, "gradients of Slice with steps other than 1 are not supported yet");
-		int64_t d = xs->dims[ax], lo = rt_get_i(st, k), hi = rt_get_i(en, k);
+		int64_t d = xs->dims[ax];
 		if (ad_dim_symbolic(a, d))
 			return ad_fail(a, "cannot differentiate a Slice along a symbolic dimension yet");
-		lo = clamp(lo < 0 ? lo + d : lo, 0, d);
-		hi = clamp(hi < 0 ? hi + d : hi, 0, d);
-		pads[ax] = lo;
-		pads[ax + r] = d - (hi > lo ? hi : lo);
+		if (step == 0)
+			return ad_fail(a, "a step of 0");
+		slice_bounds(d, rt_get_i(st, k), rt_get_i(en, k), step, &first, &count);
+		if (step == 1) {
+			pads[ax] = first;
+			pads[ax + r] = d - first - count;
+			unit = 1;
+			continue;
+		}
+		for (int i = 0; i < r; i++)
+			if (ad_dim_symbolic(a, cur[i]))
+				return ad_fail(a, "cannot differentiate a strided Slice of a symbolic shape yet");
+		if (step < 0) { /* taken backwards: flip g, and it reads forwards from its last element */
+			g = slice_axis(a, g, ax, -1, INT64_MIN, -1);
+			first += (count - 1) * step;
+			step = -step;
+		}
+		int64_t one = ax + 1, merged[RT_MAX_DIMS];
+		memcpy(merged, cur, sizeof merged);
+		merged[ax] = count * step;
+		g = ad_op2(a, "Unsqueeze", g, ad_ints(a, &one, 1));
+		g = g ? pad_axis(a, g, r + 1, (int)ax + 1, 0, step - 1) : NULL;
+		g = g ? ad_op2(a, "Reshape", g, ad_ints(a, merged, (size_t)r)) : NULL;
+		int64_t len = count * step;
+		if (first + len > d) { /* the last element's trailing zeros run past the end */
+			g = g ? slice_axis(a, g, ax, 0, d - first, 1) : NULL;
+			len = d - first;
+		}
+		g = g ? pad_axis(a, g, r, (int)ax, first, d - first - len) : NULL;
+		cur[ax] = d;
 	}
-	struct value *ins[2] = {ad_dy(a, n->out[0]), ad_ints(a, pads, (size_t)(2 * r))};
-	return ad_give(a, n->in[0], ins[1] ? ad_op(a, "Pad", ins, 2) : NULL);
+	if (g && unit) {
+		struct value *ins[2] = {g, ad_ints(a, pads, (size_t)(2 * r))};
+		g = ins[1] ? ad_op(a, "Pad", ins, 2) : NULL;
+	}
+	return ad_give(a, n->in[0], g);
 }
 
 /* Pad's gradient is the slice of g that held the input. */
