@@ -1126,3 +1126,33 @@ Test(cli, a_step_over_more_than_64_gradients_runs)
 	cr_expect_eq(r.status, 0, "check: %s", r.err);
 	run_free(&r);
 }
+
+/* Shape arithmetic is folded once the dimensions are bound, and kept when they are not: the arange
+ * idiom (a dynamic batch) has Shape and Range nodes until --dim binds the batch. */
+static size_t count_op(const char *path, enum op_id op)
+{
+	struct graph *g = load_ok(path);
+	size_t n = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		n += g->nodes[i]->op == op;
+	graph_free(g);
+	return n;
+}
+
+Test(cli, shape_arithmetic_folds_once_dimensions_are_bound)
+{
+	char sym[600], bound[600];
+	snprintf(sym, sizeof sym, "%s/arange_sym.onnx", tmpdir());
+	snprintf(bound, sizeof bound, "%s/arange_bound.onnx", tmpdir());
+	struct run_result r = gd("train", TESTDATA "/idioms/arange.onnx", "-o", sym, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *b[] = {GD_BINARY, "train", TESTDATA "/idioms/arange.onnx", "--dim", "batch=2", "-o", bound, NULL};
+	r = run_cmd(b, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	cr_expect_gt(count_op(sym, OP_SHAPE), 0);
+	cr_expect_gt(count_op(sym, OP_RANGE), 0);
+	cr_expect_eq(count_op(bound, OP_SHAPE), 0);
+	cr_expect_eq(count_op(bound, OP_RANGE), 0);
+}
