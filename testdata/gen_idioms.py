@@ -14,14 +14,13 @@ graphdiet's dropout masks as gen_zoo.py draws them.
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gen_zoo import GraphdietDropout, dropout_names  # noqa: E402  (the same masks as the zoo's)
+from gen_zoo import GraphdietDropout, dropout_names, save_reference  # noqa: E402  (the zoo's masks)
 
 
 class Idiom(nn.Module):
@@ -89,11 +88,7 @@ def main():
         finally:
             F.dropout = saved
         loss.backward()
-        np.save(os.path.join(ref, "x.npy"), x.numpy())
-        np.save(os.path.join(ref, "target.npy"), t.numpy())
-        np.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
-        for pname, p in model.named_parameters():
-            np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
+        save_reference(ref, ["x", "target"], (x, t), loss, model)
         print(f"{path}: {os.path.getsize(path)} bytes", file=sys.stderr)
 
 

@@ -230,6 +230,16 @@ def models():
         ["tokens", "target"], {"tokens": {0: "batch"}, "target": {0: "batch"}}
 
 
+def save_reference(ref, input_names, args, loss, model):
+    """The inputs, the loss and every parameter's gradient, as .npy under ref/ (after backward)."""
+    for n, a in zip(input_names, args):
+        np.save(os.path.join(ref, n + ".npy"), a.numpy())
+    np.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
+    for pname, p in model.named_parameters():
+        if p.grad is not None:
+            np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
+
+
 def dropout_names(path):
     names = []
     for n in onnx.load(path).graph.node:
@@ -270,12 +280,7 @@ def main():
         if drop.i != len(drop.names):
             raise RuntimeError(f"{name}: {drop.i} dropout calls, {len(drop.names)} Dropout nodes")
         loss.backward()
-        for n, a in zip(input_names, args):
-            np.save(os.path.join(ref, n + ".npy"), a.numpy())
-        np.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
-        for pname, p in model.named_parameters():
-            if p.grad is not None:
-                np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
+        save_reference(ref, input_names, args, loss, model)
         for bname, buf in model.named_buffers():  # the running statistics after the step
             if bname.endswith(("running_mean", "running_var")):
                 np.save(os.path.join(ref, bname + "_new.npy"), buf.numpy())

@@ -69,14 +69,21 @@ static const char *ein_parse(const char *eq, int n_in, struct ein *p)
 	return NULL;
 }
 
-static int einsum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* n's equation (into eqs[n], for messages) parsed; NULL, or why it cannot be. */
+static const char *ein_of(const struct node *n, char *eqs, size_t size, struct ein *p)
 {
 	const struct attr *eq = node_attr(n, "equation");
-	char eqs[256] = "";
+	eqs[0] = 0;
 	if (eq && eq->type == ATTR_STRING)
-		snprintf(eqs, sizeof eqs, "%.*s", (int)eq->s.n, (const char *)eq->s.p);
+		snprintf(eqs, size, "%.*s", (int)eq->s.n, (const char *)eq->s.p);
+	return ein_parse(eqs, (int)n->n_in, p);
+}
+
+static int einsum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	char eqs[256];
 	struct ein p;
-	const char *why = ein_parse(eqs, (int)n->n_in, &p);
+	const char *why = ein_of(n, eqs, sizeof eqs, &p);
 	if (why)
 		return exec_fail(x, "equation '%s': %s", eqs, why);
 	/* the labels, output ones first, and their sizes (-1: not seen yet) */
@@ -155,12 +162,9 @@ static int einsum_run(struct exec *x, const struct node *n, struct rtensor *cons
 
 static int einsum_grad(struct ad *a, const struct node *n)
 {
-	const struct attr *eq = node_attr(n, "equation");
-	char eqs[256] = "";
-	if (eq && eq->type == ATTR_STRING)
-		snprintf(eqs, sizeof eqs, "%.*s", (int)eq->s.n, (const char *)eq->s.p);
+	char eqs[256];
 	struct ein p;
-	const char *why = ein_parse(eqs, (int)n->n_in, &p);
+	const char *why = ein_of(n, eqs, sizeof eqs, &p);
 	if (why)
 		return ad_fail(a, "equation '%s': %s", eqs, why);
 	for (int k = 0; k < p.n; k++) {

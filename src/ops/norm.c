@@ -81,6 +81,21 @@ static int log_softmax_run(struct exec *x, const struct node *n, struct rtensor 
 	return softmax_like(x, n, in, out, 1);
 }
 
+/* The mean of a's len elements from off, and their (population) variance in *var, in double. */
+static double moments(const struct rtensor *a, int64_t off, int64_t len, double *var)
+{
+	double mean = 0, q = 0;
+	for (int64_t j = 0; j < len; j++)
+		mean += rt_get(a, off + j);
+	mean /= (double)len;
+	for (int64_t j = 0; j < len; j++) {
+		double d = rt_get(a, off + j) - mean;
+		q += d * d;
+	}
+	*var = q / (double)len;
+	return mean;
+}
+
 static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *scale = in[1], *bias = n->n_in > 2 ? in[2] : NULL;
@@ -127,15 +142,8 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 		return 0;
 	}
 	for (int64_t o = 0; o < outer; o++) {
-		double mean = 0, var = 0;
-		for (int64_t j = 0; j < len; j++)
-			mean += rt_get(a, o * len + j);
-		mean /= (double)len;
-		for (int64_t j = 0; j < len; j++) {
-			double d = rt_get(a, o * len + j) - mean;
-			var += d * d;
-		}
-		double inv = 1 / sqrt(var / (double)len + eps);
+		double var, mean = moments(a, o * len, len, &var);
+		double inv = 1 / sqrt(var + eps);
 		for (int64_t j = 0; j < len; j++)
 			rt_set(out[0], o * len + j,
 			       (rt_get(a, o * len + j) - mean) * inv * rt_get(scale, j) + (bias ? rt_get(bias, j) : 0));
@@ -273,15 +281,8 @@ static int instance_norm_run(struct exec *x, const struct node *n, struct rtenso
 		return exec_status(x);
 	double eps = attr_float(n, "epsilon", 1e-5f);
 	for (int64_t p = 0; p < a->dims[0] * c; p++) {
-		double mean = 0, var = 0;
-		for (int64_t j = 0; j < plane; j++)
-			mean += rt_get(a, p * plane + j);
-		mean /= (double)plane;
-		for (int64_t j = 0; j < plane; j++) {
-			double d = rt_get(a, p * plane + j) - mean;
-			var += d * d;
-		}
-		double inv = 1 / sqrt(var / (double)plane + eps), sc = rt_get(scale, p % c), b = rt_get(bias, p % c);
+		double var, mean = moments(a, p * plane, plane, &var);
+		double inv = 1 / sqrt(var + eps), sc = rt_get(scale, p % c), b = rt_get(bias, p % c);
 		for (int64_t j = 0; j < plane; j++)
 			rt_set(out[0], p * plane + j, (rt_get(a, p * plane + j) - mean) * inv * sc + b);
 	}
