@@ -217,7 +217,18 @@ Test(zoo, gradients_match_pytorch_with_dropout_on)
 			snprintf(path, sizeof path, "%s/loss.npy", out);
 			cr_assert(npy_load(refp, &lr) && npy_load(path, &lg));
 			double lerr = rel_err(&lr, &lg, 1e-6);
-			printf("zoo %-20s %4zu gradients  worst %.2e (%s)  loss %.2e\n", *m, n, worst, worst_name, lerr);
+			/* PyTorch's own float32 gradients against float64 (gen_zoo.py), for the reader */
+			char noise[32] = "?";
+			snprintf(refp, sizeof refp, "%s/%s/float32_noise.txt", GD_ZOO_DIR, *m);
+			FILE *nf = fopen(refp, "r");
+			if (nf) {
+				if (!fgets(noise, sizeof noise, nf))
+					strcpy(noise, "?");
+				noise[strcspn(noise, "\n")] = 0;
+				fclose(nf);
+			}
+			printf("zoo %-20s %4zu gradients  worst %.2e (%s)  loss %.2e  PyTorch float32 vs float64 %s\n", *m, n,
+			       worst, worst_name, lerr, noise);
 			cr_expect_gt(n, 0, "%s: no gradients", *m);
 			cr_expect_leq(worst, 1e-4, "%s: %s differs from PyTorch's by %.3g", *m, worst_name, worst);
 			cr_expect_leq(lerr, 1e-5, "%s: the loss differs from PyTorch's by %.3g", *m, lerr);
