@@ -529,9 +529,11 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 static int set_window(struct ad *a, struct node *c, const struct conv_geom *g, int64_t sh, int64_t sw, int64_t dh,
 		      int64_t dw, int64_t group)
 {
+	/* dilations of 1 are every window op's default, and AveragePool takes none before opset 19 */
 	int64_t pads[4] = {g->pt, g->pl, g->pb, g->pr}, st[2] = {sh, sw}, dl[2] = {dh, dw};
 	return ad_set_ints(a, c, "pads", pads, 4) || ad_set_ints(a, c, "strides", st, 2) ||
-	       ad_set_ints(a, c, "dilations", dl, 2) || (group != 1 && ad_set_int(a, c, "group", group));
+	       ((dh != 1 || dw != 1) && ad_set_ints(a, c, "dilations", dl, 2)) ||
+	       (group != 1 && ad_set_int(a, c, "group", group));
 }
 
 static struct value *transpose01(struct ad *a, struct value *v)
