@@ -89,6 +89,13 @@ const struct gcase op_cases[] = {
 	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {auto_pad: \"SAME_UPPER\", strides: [2, 2]}}\n"},
 	{"ConvTranspose", P("x", "[2, 3, 3, 3]") P("w", "[3, 2, 3, 3]") P("b", "[2]"),
 	 "  - {op: ConvTranspose, inputs: [x, w, b], outputs: [y], attrs: {strides: [2, 2], pads: [1, 1, 1, 1], output_padding: [1, 0]}}\n"},
+	/* 1-D windows (Conv1d, MaxPool1d, AvgPool1d, ConvTranspose1d): the 2-D rules over an axis of 1 */
+	{"Conv 1-D strided, padded, grouped", P("x", "[2, 4, 9]") P("w", "[6, 2, 3]") P("b", "[6]"),
+	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {group: 2, strides: [2], pads: [1, 2], dilations: [2]}}\n"},
+	{"ConvTranspose 1-D", P("x", "[1, 3, 4]") P("w", "[3, 2, 3]"),
+	 "  - {op: ConvTranspose, inputs: [x, w], outputs: [y], attrs: {strides: [2], pads: [1, 0], output_padding: [1]}}\n"},
+	{"MaxPool 1-D", P("x", "[2, 3, 7]"), "  - {op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3], strides: [2], pads: [1, 1]}}\n"},
+	{"AveragePool 1-D", P("x", "[1, 2, 6]"), "  - {op: AveragePool, inputs: [x], outputs: [y], attrs: {kernel_shape: [2], pads: [1, 0]}}\n"},
 	{"MaxPool", P("x", "[2, 2, 5, 5]"),
 	 "  - {op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
 	{"AveragePool", P("x", "[1, 2, 5, 5]"),

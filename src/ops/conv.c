@@ -15,7 +15,8 @@
 #include <string.h>
 
 
-static int ints2(const struct node *n, const char *name, int64_t dflt, int64_t *a, int64_t *b)
+/* A (H, W) attribute: two entries, or for a 1-D node one (W's; H takes the default). */
+static int ints2(const struct node *n, const char *name, int64_t dflt, int one_d, int64_t *a, int64_t *b)
 {
 	size_t k;
 	const int64_t *v = attr_ints(n, name, &k);
@@ -23,24 +24,49 @@ static int ints2(const struct node *n, const char *name, int64_t dflt, int64_t *
 		*a = *b = dflt;
 		return 0;
 	}
-	if (k != 2)
+	if (k != (one_d ? 1u : 2u))
 		return -1;
-	*a = v[0];
-	*b = v[1];
+	*a = one_d ? dflt : v[0];
+	*b = v[k - 1];
 	return 0;
+}
+
+/* pads: (top, left, bottom, right), or for a 1-D node (begin, end) */
+static int pads_of(const struct node *n, struct conv_geom *g)
+{
+	size_t np;
+	const int64_t *p = attr_ints(n, "pads", &np);
+	g->pt = g->pl = g->pb = g->pr = 0;
+	if (p && np != (g->one_d ? 2u : 4u))
+		return -1;
+	if (p && g->one_d)
+		g->pl = p[0], g->pr = p[1];
+	else if (p)
+		g->pt = p[0], g->pl = p[1], g->pb = p[2], g->pr = p[3];
+	return 0;
+}
+
+/* The output's shape: (n, ch, oh, ow), or (n, ch, ow) for a 1-D node; its rank. */
+static int out_dims(const struct conv_geom *g, int64_t ch, int64_t *dims)
+{
+	dims[0] = g->n, dims[1] = ch;
+	if (g->one_d) {
+		dims[2] = g->ow;
+		return 3;
+	}
+	dims[2] = g->oh, dims[3] = g->ow;
+	return 4;
 }
 
 /* Kernel, strides, dilations, pads (explicit or auto_pad) and the output size of a pooling or
  * convolution window over g->h x g->w; `transpose` computes a ConvTranspose output instead. */
 static int window(struct exec *x, const struct node *n, struct conv_geom *g, int ceil_mode, int transpose)
 {
-	if (ints2(n, "strides", 1, &g->sh, &g->sw) || ints2(n, "dilations", 1, &g->dh, &g->dw))
-		return exec_fail(x, "strides and dilations must have 2 entries (2-D only)");
-	size_t np;
-	const int64_t *p = attr_ints(n, "pads", &np);
-	if (p && np != 4)
-		return exec_fail(x, "pads must have 4 entries (2-D only)");
-	g->pt = p ? p[0] : 0, g->pl = p ? p[1] : 0, g->pb = p ? p[2] : 0, g->pr = p ? p[3] : 0;
+	int dims = g->one_d ? 1 : 2;
+	if (ints2(n, "strides", 1, g->one_d, &g->sh, &g->sw) || ints2(n, "dilations", 1, g->one_d, &g->dh, &g->dw))
+		return exec_fail(x, "strides and dilations must have %d entr%s", dims, dims == 1 ? "y" : "ies");
+	if (pads_of(n, g))
+		return exec_fail(x, "pads must have %d entries", 2 * dims);
 	if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->kh < 1 || g->kw < 1 || g->pt < 0 || g->pl < 0 ||
 	    g->pb < 0 || g->pr < 0)
 		return exec_fail(x, "kernel, strides and dilations must be positive and pads not negative");
@@ -48,13 +74,13 @@ static int window(struct exec *x, const struct node *n, struct conv_geom *g, int
 	int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
 	if (transpose) {
 		int64_t oph = 0, opw = 0;
-		if (ints2(n, "output_padding", 0, &oph, &opw))
-			return exec_fail(x, "output_padding must have 2 entries");
+		if (ints2(n, "output_padding", 0, g->one_d, &oph, &opw))
+			return exec_fail(x, "output_padding must have %d entr%s", g->one_d ? 1 : 2, g->one_d ? "y" : "ies");
 		size_t no;
 		const int64_t *os = attr_ints(n, "output_shape", &no);
 		int64_t full_h = g->sh * (g->h - 1) + oph + ekh, full_w = g->sw * (g->w - 1) + opw + ekw;
 		if (os || same_upper || same_lower) {
-			g->oh = os ? os[no - 2] : g->h * g->sh;
+			g->oh = os && !g->one_d ? os[no - 2] : g->h * g->sh;
 			g->ow = os ? os[no - 1] : g->w * g->sw;
 			int64_t th = full_h - g->oh, tw = full_w - g->ow;
 			if (th < 0 || tw < 0)
@@ -94,9 +120,11 @@ static int input4(struct exec *x, const struct rtensor *a, struct conv_geom *g)
 {
 	if (want_float(x, a, "X"))
 		return exec_status(x);
-	if (a->ndim != 4)
-		return exec_fail(x, "only 2-D (N, C, H, W) inputs are supported, not rank %d", a->ndim);
-	g->n = a->dims[0], g->c = a->dims[1], g->h = a->dims[2], g->w = a->dims[3];
+	if (a->ndim != 4 && a->ndim != 3)
+		return exec_fail(x, "only 1-D and 2-D windows ((N, C, L) and (N, C, H, W) inputs) are supported, not rank %d",
+				 a->ndim);
+	g->one_d = a->ndim == 3;
+	g->n = a->dims[0], g->c = a->dims[1], g->h = g->one_d ? 1 : a->dims[2], g->w = a->dims[a->ndim - 1];
 	return 0;
 }
 
@@ -110,28 +138,29 @@ int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *i
 		return exec_status(x);
 	size_t nk;
 	const int64_t *ks = attr_ints(n, "kernel_shape", &nk);
+	size_t want = g->one_d ? 1 : 2;
 	if (kind == CONV_POOL) {
-		if (!ks || nk != 2)
-			return exec_fail(x, "kernel_shape must have 2 entries (2-D only)");
-		g->kh = ks[0], g->kw = ks[1];
+		if (!ks || nk != want)
+			return exec_fail(x, "kernel_shape must have %zu entr%s", want, want == 1 ? "y" : "ies");
+		g->kh = g->one_d ? 1 : ks[0], g->kw = ks[nk - 1];
 		if (attr_int(n, "storage_order", 0))
 			return exec_fail(x, "storage_order 1 is not supported");
 		return window(x, n, g, attr_int(n, "ceil_mode", 0) != 0, 0);
 	}
 	g->group = attr_int(n, "group", 1);
 	if (kind == CONV_FORWARD) {
-		if (w->ndim != 4 || w->dtype != a->dtype || g->group < 1 || g->c % g->group || w->dims[0] % g->group ||
+		if (w->ndim != a->ndim || w->dtype != a->dtype || g->group < 1 || g->c % g->group || w->dims[0] % g->group ||
 		    w->dims[1] * g->group != g->c)
-			return exec_fail(x, "W must be (M, C/group, kh, kw) with M and C divisible by group");
+			return exec_fail(x, "W must be (M, C/group, %s) with M and C divisible by group", g->one_d ? "k" : "kh, kw");
 		g->m = w->dims[0];
-		if (ks && (nk != 2 || ks[0] != w->dims[2] || ks[1] != w->dims[3]))
-			return exec_fail(x, "kernel_shape disagrees with W");
 	} else {
-		if (w->ndim != 4 || w->dtype != a->dtype || g->group < 1 || g->c % g->group || w->dims[0] != g->c)
-			return exec_fail(x, "W must be (C, M/group, kh, kw)");
+		if (w->ndim != a->ndim || w->dtype != a->dtype || g->group < 1 || g->c % g->group || w->dims[0] != g->c)
+			return exec_fail(x, "W must be (C, M/group, %s)", g->one_d ? "k" : "kh, kw");
 		g->m = w->dims[1] * g->group;
 	}
-	g->kh = w->dims[2], g->kw = w->dims[3];
+	g->kh = g->one_d ? 1 : w->dims[2], g->kw = w->dims[w->ndim - 1];
+	if (ks && (nk != want || (!g->one_d && ks[0] != g->kh) || ks[nk - 1] != g->kw))
+		return exec_fail(x, "kernel_shape disagrees with W");
 	if (b && (b->numel != g->m || b->dtype != a->dtype))
 		return exec_fail(x, "B must have the %lld output channels", (long long)g->m);
 	return window(x, n, g, 0, kind == CONV_TRANSPOSE);
@@ -315,8 +344,8 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	struct conv_geom g;
 	if (conv_geometry(x, n, in, CONV_FORWARD, &g))
 		return exec_status(x);
-	int64_t dims[4] = {g.n, g.m, g.oh, g.ow};
-	uint8_t *y = exec_alloc(x, out[0], a->dtype, 4, dims);
+	int64_t dims[4];
+	uint8_t *y = exec_alloc(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims);
 	if (!y)
 		return exec_status(x);
 	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
@@ -370,8 +399,8 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	if (conv_geometry(x, n, in, CONV_TRANSPOSE, &g))
 		return exec_status(x);
 	int64_t cg = g.c / g.group, mg = g.m / g.group;
-	int64_t ih = g.h, iw = g.w, dims[4] = {g.n, g.m, g.oh, g.ow};
-	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, 4, dims); /* col2im accumulates */
+	int64_t ih = g.h, iw = g.w, dims[4];
+	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims); /* col2im accumulates */
 	if (!y)
 		return exec_status(x);
 	/* in col2im terms the output image is the "input" and the ConvTranspose input the "patches" */
@@ -405,9 +434,10 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 	struct conv_geom g;
 	if (conv_geometry(x, n, in, CONV_POOL, &g))
 		return exec_status(x);
-	int64_t dims[4] = {g.n, g.c, g.oh, g.ow};
-	void *y = exec_alloc(x, out[0], a->dtype, 4, dims); /* every output gets its shape first */
-	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, 4, dims) : NULL;
+	int64_t dims[4];
+	int r = out_dims(&g, g.c, dims);
+	void *y = exec_alloc(x, out[0], a->dtype, r, dims); /* every output gets its shape first */
+	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, r, dims) : NULL;
 	if (!y)
 		return exec_status(x);
 	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
@@ -487,25 +517,24 @@ static int global_average_pool_run(struct exec *x, const struct node *n, struct 
 static int geom_of(struct ad *a, const struct node *n, int transpose, struct conv_geom *g)
 {
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
-	if (xs->ndim != 4)
-		return ad_fail(a, "only 2-D windows can be differentiated");
+	if (xs->ndim != 4 && xs->ndim != 3)
+		return ad_fail(a, "only 1-D and 2-D windows can be differentiated");
 	memset(g, 0, sizeof *g);
-	g->n = xs->dims[0], g->c = xs->dims[1], g->h = xs->dims[2], g->w = xs->dims[3];
+	g->one_d = xs->ndim == 3;
+	g->n = xs->dims[0], g->c = xs->dims[1], g->h = g->one_d ? 1 : xs->dims[2], g->w = xs->dims[xs->ndim - 1];
 	if (n->op == OP_CONV || n->op == OP_CONV_TRANSPOSE) {
 		const struct rtensor *ws = ad_shape(a, n->in[1]);
-		g->kh = ws->dims[2], g->kw = ws->dims[3];
+		g->kh = g->one_d ? 1 : ws->dims[2], g->kw = ws->dims[ws->ndim - 1];
 	} else {
 		size_t k;
 		const int64_t *ks = attr_ints(n, "kernel_shape", &k);
-		g->kh = ks[0], g->kw = ks[1];
+		g->kh = g->one_d ? 1 : ks[0], g->kw = ks[k - 1];
 	}
-	if (ints2(n, "strides", 1, &g->sh, &g->sw) || ints2(n, "dilations", 1, &g->dh, &g->dw))
-		return ad_fail(a, "bad strides or dilations");
-	g->oh = ys->dims[2], g->ow = ys->dims[3];
+	if (ints2(n, "strides", 1, g->one_d, &g->sh, &g->sw) || ints2(n, "dilations", 1, g->one_d, &g->dh, &g->dw) ||
+	    pads_of(n, g))
+		return ad_fail(a, "bad strides, dilations or pads");
+	g->oh = g->one_d ? 1 : ys->dims[2], g->ow = ys->dims[ys->ndim - 1];
 	g->group = attr_int(n, "group", 1);
-	size_t np;
-	const int64_t *p = attr_ints(n, "pads", &np);
-	g->pt = p ? p[0] : 0, g->pl = p ? p[1] : 0, g->pb = p ? p[2] : 0, g->pr = p ? p[3] : 0;
 	if (!attr_str_is(n, "auto_pad", "NOTSET", 1) || transpose) {
 		/* recover the pads the kernel chose: run its rule again on the inferred sizes */
 		struct conv_geom t = *g;
@@ -605,6 +634,20 @@ static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t
 	return crop_kernel(a, reshape_to(a, r, d4, 4), g->kh, g->kw);
 }
 
+/* A 1-D node's rules run the 2-D ones over (N, C, 1, L): lift adds the axis of 1, drop takes it
+ * away again (both no-ops for a 2-D node). */
+static struct value *lift(struct ad *a, struct value *v, const struct conv_geom *g)
+{
+	int64_t ax = 2;
+	return g->one_d && v ? ad_op2(a, "Unsqueeze", v, ad_ints(a, &ax, 1)) : v;
+}
+
+static struct value *drop(struct ad *a, struct value *v, const struct conv_geom *g)
+{
+	int64_t ax = 2;
+	return g->one_d && v ? ad_op2(a, "Squeeze", v, ad_ints(a, &ax, 1)) : v;
+}
+
 static int give_bias(struct ad *a, const struct node *n, struct value *gy)
 {
 	if (n->n_in < 3 || !ad_wants(a, n->in[2]))
@@ -617,22 +660,24 @@ static int give_bias(struct ad *a, const struct node *n, struct value *gy)
 static int conv_grad(struct ad *a, const struct node *n)
 {
 	struct conv_geom g;
-	struct value *gy = ad_dy(a, n->out[0]);
 	if (geom_of(a, n, 0, &g))
 		return -1;
+	struct value *gy = lift(a, ad_dy(a, n->out[0]), &g);
 	if (ad_wants(a, n->in[0])) {
 		int64_t full_h = g.sh * (g.oh - 1) + g.dh * (g.kh - 1) + 1 - g.pt - g.pb;
 		int64_t full_w = g.sw * (g.ow - 1) + g.dw * (g.kw - 1) + 1 - g.pl - g.pr;
 		int64_t op[2] = {g.h - full_h, g.w - full_w};
-		struct value *ins[2] = {gy, n->in[1]};
+		struct value *ins[2] = {gy, lift(a, n->in[1], &g)};
 		struct value *dx = ad_op(a, "ConvTranspose", ins, 2);
 		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
-		    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)) || ad_give(a, n->in[0], dx))
+		    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)) ||
+		    ad_give(a, n->in[0], drop(a, dx, &g)))
 			return -1;
 	}
-	if (ad_wants(a, n->in[1]) &&
-	    ad_give(a, n->in[1], g.group == 1 ? weight_grad(a, n->in[0], gy, &g)
-					      : grouped_weight_grad(a, n->in[0], g.c, gy, ad_shape(a, n->out[0])->dims[1], &g)))
+	struct value *x = ad_wants(a, n->in[1]) ? lift(a, n->in[0], &g) : NULL;
+	if (x && ad_give(a, n->in[1], drop(a, g.group == 1 ? weight_grad(a, x, gy, &g)
+						     : grouped_weight_grad(a, x, g.c, gy, ad_shape(a, n->out[0])->dims[1], &g),
+				       &g)))
 		return -1;
 	return give_bias(a, n, gy);
 }
@@ -641,13 +686,14 @@ static int conv_grad(struct ad *a, const struct node *n)
 static int conv_transpose_grad(struct ad *a, const struct node *n)
 {
 	struct conv_geom g;
-	struct value *gy = ad_dy(a, n->out[0]);
 	if (geom_of(a, n, 1, &g))
 		return -1;
+	struct value *gy = lift(a, ad_dy(a, n->out[0]), &g);
 	if (ad_wants(a, n->in[0])) {
-		struct value *ins[2] = {gy, n->in[1]};
+		struct value *ins[2] = {gy, lift(a, n->in[1], &g)};
 		struct value *dx = ad_op(a, "Conv", ins, 2);
-		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) || ad_give(a, n->in[0], dx))
+		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
+		    ad_give(a, n->in[0], drop(a, dx, &g)))
 			return -1;
 	}
 	if (ad_wants(a, n->in[1])) {
@@ -655,8 +701,10 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 		struct conv_geom gt = g;
 		gt.h = g.oh, gt.w = g.ow, gt.oh = g.h, gt.ow = g.w;
 		int64_t m = ad_shape(a, n->out[0])->dims[1];
-		if (ad_give(a, n->in[1], g.group == 1 ? weight_grad(a, gy, n->in[0], &gt)
-						      : grouped_weight_grad(a, gy, m, n->in[0], g.c, &gt)))
+		struct value *x = lift(a, n->in[0], &g);
+		if (ad_give(a, n->in[1], drop(a, g.group == 1 ? weight_grad(a, gy, x, &gt)
+							   : grouped_weight_grad(a, gy, m, x, g.c, &gt),
+					      &g)))
 			return -1;
 	}
 	return give_bias(a, n, gy);
@@ -694,11 +742,11 @@ static int average_pool_grad(struct ad *a, const struct node *n)
 		return ad_fail(a, "gradients of AveragePool with ceil_mode are not supported yet");
 	int dt = ad_shape(a, n->in[0])->dtype;
 	double win = (double)(g.kh * g.kw);
-	struct value *gy = ad_dy(a, n->out[0]), *scaled;
+	struct value *gy = lift(a, ad_dy(a, n->out[0]), &g), *scaled;
 	if (attr_int(n, "count_include_pad", 0)) {
 		scaled = ad_op2(a, "Div", gy, ad_scalar(a, dt, win));
 	} else {
-		struct value *ones = ad_op2(a, "Add", ad_zeros_like(a, n->in[0]), ad_scalar(a, dt, 1));
+		struct value *ones = ad_op2(a, "Add", lift(a, ad_zeros_like(a, n->in[0]), &g), ad_scalar(a, dt, 1));
 		struct value *avg = ad_op1(a, "AveragePool", ones);
 		struct node *p = ad_producer(avg);
 		int64_t ks[2] = {g.kh, g.kw};
@@ -719,7 +767,7 @@ static int average_pool_grad(struct ad *a, const struct node *n)
 	if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, c) ||
 	    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)))
 		return -1;
-	return ad_give(a, n->in[0], dx);
+	return ad_give(a, n->in[0], drop(a, dx, &g));
 }
 
 static int global_average_pool_grad(struct ad *a, const struct node *n)
@@ -760,7 +808,10 @@ static void pool_cost(const struct node *n, struct rtensor *const *in, struct rt
 	(void)bytes;
 	size_t k;
 	const int64_t *ks = attr_ints(n, "kernel_shape", &k);
-	*flops = (uint64_t)out[0]->numel * (ks && k == 2 ? (uint64_t)(ks[0] * ks[1]) : 1);
+	uint64_t window = 1;
+	for (size_t i = 0; ks && i < k; i++)
+		window *= (uint64_t)ks[i];
+	*flops = (uint64_t)out[0]->numel * window;
 }
 
 const struct op_impl op_conv = {.run = conv_run, .cost = conv_cost, .grad = conv_grad, .recompute = RC_EXPENSIVE, .bf16_since = 22};

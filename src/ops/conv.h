@@ -1,5 +1,6 @@
-/* conv.h - the window geometry of Conv, ConvTranspose and 2-D pooling, which sizes their outputs:
- * one rule that the CPU kernels (conv.c) and the CUDA backend both follow. */
+/* conv.h - the window geometry of Conv, ConvTranspose and pooling, which sizes their outputs: one
+ * rule that the CPU kernels (conv.c) and the CUDA backend both follow. A 1-D window (input (N, C, L))
+ * is the 2-D one over (N, C, 1, L), the same memory: H = 1, its attributes' one entry W's. */
 #ifndef GD_CONV_H
 #define GD_CONV_H
 
@@ -12,6 +13,7 @@ struct conv_geom {
 	int64_t kh, kw, sh, sw, dh, dw;
 	int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
 	int64_t group;
+	int one_d;              /* the node is 1-D: its tensors have rank 3 */
 };
 
 enum conv_kind { CONV_FORWARD, CONV_TRANSPOSE, CONV_POOL };
