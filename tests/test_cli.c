@@ -1156,3 +1156,47 @@ Test(cli, shape_arithmetic_folds_once_dimensions_are_bound)
 	cr_expect_eq(count_op(bound, OP_SHAPE), 0);
 	cr_expect_eq(count_op(bound, OP_RANGE), 0);
 }
+
+/* What the new op families refuse is one line naming the node and op, exit 2: never a crash. */
+Test(cli, op_families_refuse_what_they_do_not_do)
+{
+	static const struct {
+		const char *params, *node, *want;
+	} cases[] = {
+		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
+		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
+		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, activations: [1, 2, 3]}}",
+		 "node 'l' (LSTM): activations must be a list of strings"},
+		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
+		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
+		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, layout: 1}}",
+		 "node 'l' (LSTM): layout 1 is not supported"},
+		{"[{name: a, dtype: float32, shape: [2, 3], init: ones}]",
+		 "{name: e, op: Einsum, inputs: [a], outputs: [y], attrs: {equation: \"...i->...\"}}",
+		 "node 'e' (Einsum): equation '...i->...': '...' in the equation is not supported"},
+		{"[{name: a, dtype: float32, shape: [2, 3], init: ones}]",
+		 "{name: e, op: Einsum, inputs: [a], outputs: [y], attrs: {equation: \"ij,jk->ik\"}}",
+		 "node 'e' (Einsum): equation 'ij,jk->ik': the equation's operands do not match the inputs"},
+		{"[{name: a, dtype: float32, shape: [1, 1, 2, 2], init: ones}, {name: s, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{name: z, op: Resize, inputs: [a, \"\", s], outputs: [y], attrs: {mode: cubic}}",
+		 "node 'z' (Resize): only nearest and linear modes are supported"},
+		{"[{name: a, dtype: float32, shape: [2, 3], init: ones}, {name: lo, dtype: float32, shape: [2], data: [0, 1]}]",
+		 "{name: c, op: Clip, inputs: [a, lo], outputs: [y]}", "node 'c' (Clip): Clip's min must be a scalar"},
+		{"[{name: a, dtype: float32, shape: [3], init: ones}]", "{name: t, op: Trilu, inputs: [a], outputs: [y]}",
+		 "node 't' (Trilu): Trilu needs at least 2 dimensions, not 1"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[2048], in[600], out[600];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\nparams: %s\nnodes:\n  - %s\n"
+			 "  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n",
+			 cases[i].params, cases[i].node);
+		write_text(in, sizeof in, "refused.yaml", text);
+		snprintf(out, sizeof out, "%s/refused.onnx", tmpdir());
+		struct run_result r = gd("train", in, "-o", out, NULL);
+		cr_expect_eq(r.status, 2, "case %zu: exit %d: %s", i, r.status, r.err);
+		cr_expect_eq(lines(r.err), 1, "case %zu: %s", i, r.err);
+		cr_expect(strstr(r.err, cases[i].want), "case %zu: expected '%s' in: %s", i, cases[i].want, r.err);
+		run_free(&r);
+	}
+}

@@ -49,20 +49,20 @@ static const char *unsupported(const struct node *n)
 		return "clip is not supported";
 	if (attr_int(n, "input_forget", 0))
 		return "input_forget is not supported";
-	size_t k;
 	const struct attr *acts = node_attr(n, "activations");
-	if (acts && acts->n) {
+	if (acts && acts->type != ATTR_STRINGS)
+		return "activations must be a list of strings";
+	if (acts) {
 		/* only the defaults, spelt out */
 		static const char *const lstm[] = {"Sigmoid", "Tanh", "Tanh"}, *const gru[] = {"Sigmoid", "Tanh"};
 		const char *const *want = cell_of(n) == CELL_LSTM ? lstm : cell_of(n) == CELL_GRU ? gru : gru + 1;
 		size_t per = cell_of(n) == CELL_LSTM ? 3 : cell_of(n) == CELL_GRU ? 2 : 1;
-		for (k = 0; k < acts->n; k++)
+		for (size_t k = 0; k < acts->n; k++)
 			if (acts->strings[k].n != strlen(want[k % per]) || memcmp(acts->strings[k].p, want[k % per], acts->strings[k].n))
 				return "only the default activations are supported";
 	}
 	if (cell_of(n) == CELL_LSTM && n->n_in > 7 && n->in[7])
 		return "peepholes (P) are not supported";
-	(void)k;
 	return NULL;
 }
 
@@ -438,6 +438,8 @@ static int rnn_grad(struct ad *a, const struct node *n)
 	const struct rtensor *xs = ad_shape(a, n->in[0]);
 	if (ad_dim_symbolic(a, xs->dims[0]))
 		return ad_fail(a, "the sequence length must be known to differentiate (bind it with --dim)");
+	if (xs->dims[0] < 1)
+		return ad_fail(a, "an empty sequence has no gradient to give");
 	int D = attr_str_is(n, "direction", "bidirectional", 0) ? 2 : 1, rev = attr_str_is(n, "direction", "reverse", 0);
 	struct rnn_dir dir[2];
 	memset(dir, 0, sizeof dir);
