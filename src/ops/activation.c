@@ -1,22 +1,27 @@
 /* activation.c - the piecewise and smooth activations of the stock modules: Clip (ReLU6, hardtanh),
- * HardSigmoid, HardSwish (MobileNetV3), LeakyRelu, Softplus.
+ * HardSigmoid, HardSwish (MobileNetV3), LeakyRelu, Softplus, Elu, Selu, Celu, PRelu.
  *
  * Kernels compute in double and round once on store (float32 and float64; 16-bit tensors arrive
  * widened). Gradients follow PyTorch's backward formulas, in standard ONNX ops:
  *  - Clip, HardSigmoid, LeakyRelu read only their output, as Relu does: y lies strictly inside the
  *    clamp exactly where the input did (hardtanh's strict inequalities at the bounds);
  *  - HardSwish reads its input: d/dx x relu6(x + 3)/6 = 0 below -3, 1 above 3, x/3 + 1/2 between;
- *  - Softplus reads its input: dy/dx = sigmoid(x). */
+ *  - Softplus reads its input: dy/dx = sigmoid(x);
+ *  - Elu, Selu, Celu read their output: below 0 the derivative is y + alpha (Elu), y + gamma alpha
+ *    (Selu), y / alpha + 1 (Celu), as PyTorch's backward computes it from the result;
+ *  - PRelu (a slope per channel, broadcast) gives the slope sum(g x) where x <= 0. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <math.h>
+#include <string.h>
 
-enum act { A_CLIP, A_HARD_SIGMOID, A_HARD_SWISH, A_LEAKY_RELU, A_SOFTPLUS };
+enum act { A_CLIP, A_HARD_SIGMOID, A_HARD_SWISH, A_LEAKY_RELU, A_SOFTPLUS, A_ELU, A_SELU, A_CELU };
 
 struct act_params {
 	double lo, hi;      /* Clip's bounds (infinite when absent) */
-	double alpha, beta; /* HardSigmoid's slope and offset; LeakyRelu's slope */
+	double alpha, beta; /* HardSigmoid's slope and offset; LeakyRelu's slope; Elu's, Selu's (beta: gamma),
+			     * Celu's alpha */
 };
 
 static double act_d(enum act op, const struct act_params *p, double v)
@@ -26,6 +31,9 @@ static double act_d(enum act op, const struct act_params *p, double v)
 	case A_HARD_SIGMOID: return fmax(0, fmin(1, p->alpha * v + p->beta));
 	case A_HARD_SWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
 	case A_LEAKY_RELU: return v >= 0 ? v : p->alpha * v;
+	case A_ELU: return v > 0 ? v : p->alpha * expm1(v);
+	case A_SELU: return p->beta * (v > 0 ? v : p->alpha * expm1(v));
+	case A_CELU: return v > 0 ? v : p->alpha * expm1(v / p->alpha);
 	default: return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
 	}
 }
@@ -34,8 +42,12 @@ static int act_run(struct exec *x, const struct node *n, struct rtensor *const *
 		   enum act op)
 {
 	const struct rtensor *a = in[0];
-	struct act_params p = {-INFINITY, INFINITY, attr_float(n, "alpha", op == A_LEAKY_RELU ? 0.01f : 0.2f),
-			       attr_float(n, "beta", 0.5f)};
+	static const float alpha0[] = {[A_HARD_SIGMOID] = 0.2f, [A_LEAKY_RELU] = 0.01f, [A_ELU] = 1.0f,
+				       [A_SELU] = 1.67326319217681884765625f, [A_CELU] = 1.0f};
+	struct act_params p = {-INFINITY, INFINITY, attr_float(n, "alpha", alpha0[op]),
+			       op == A_SELU ? attr_float(n, "gamma", 1.05070102214813232421875f) : attr_float(n, "beta", 0.5f)};
+	if (op == A_CELU && !(p.alpha > 0)) /* it divides by alpha */
+		return exec_fail(x, "alpha must be positive");
 	if (want_float(x, a, "the input"))
 		return exec_status(x);
 	for (uint32_t k = 1; op == A_CLIP && k < 3 && k < n->n_in; k++)
@@ -63,6 +75,9 @@ ACT(hard_sigmoid, A_HARD_SIGMOID)
 ACT(hard_swish, A_HARD_SWISH)
 ACT(leaky_relu, A_LEAKY_RELU)
 ACT(softplus, A_SOFTPLUS)
+ACT(elu, A_ELU)
+ACT(selu, A_SELU)
+ACT(celu, A_CELU)
 
 /* g where lo < y < hi (either bound absent: NULL), else 0 */
 static struct value *pass_inside(struct ad *a, struct value *g, struct value *y, struct value *lo, struct value *hi,
@@ -118,8 +133,83 @@ static int softplus_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op1(a, "Sigmoid", n->in[0])));
 }
 
+/* below 0, g (scale y + shift); above, g above (gamma for Selu) */
+static int exp_linear_grad(struct ad *a, const struct node *n, double above, double scale, double shift)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *g = ad_dy(a, n->out[0]), *y = n->out[0];
+	struct value *low = ad_op2(a, "Mul", g, ad_op2(a, "Add", ad_op2(a, "Mul", y, ad_scalar(a, dt, scale)), ad_scalar(a, dt, shift)));
+	struct value *high = above == 1 ? g : ad_op2(a, "Mul", g, ad_scalar(a, dt, above));
+	struct value *ins[3] = {ad_op2(a, "Greater", y, ad_scalar(a, dt, 0)), high, low};
+	return ad_give(a, n->in[0], ad_op(a, "Where", ins, 3));
+}
+
+static int elu_grad(struct ad *a, const struct node *n)
+{
+	return exp_linear_grad(a, n, 1, 1, attr_float(n, "alpha", 1.0f));
+}
+
+static int selu_grad(struct ad *a, const struct node *n)
+{
+	double al = attr_float(n, "alpha", 1.67326319217681884765625f), ga = attr_float(n, "gamma", 1.05070102214813232421875f);
+	return exp_linear_grad(a, n, ga, 1, al * ga);
+}
+
+static int celu_grad(struct ad *a, const struct node *n)
+{
+	return exp_linear_grad(a, n, 1, 1 / attr_float(n, "alpha", 1.0f), 1);
+}
+
+/* PRelu(x, slope): slope broadcast to x (unidirectionally) */
+static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	const struct rtensor *a = in[0], *sl = in[1];
+	if (want_float(x, a, "X") || want_float(x, sl, "slope"))
+		return exec_status(x);
+	int nd;
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	if (bcast_shape(x, in, 2, &nd, dims))
+		return exec_status(x);
+	if (nd != a->ndim || memcmp(dims, a->dims, sizeof *dims * (size_t)nd))
+		return exec_fail(x, "slope must broadcast to X's shape");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	bcast_strides(sl, nd, dims, st);
+	for (int64_t e = 0; e < a->numel; e++) {
+		int64_t at = 0;
+		for (int i = 0; i < nd; i++)
+			at += idx[i] * st[i];
+		double v = rt_get(a, e);
+		rt_set(out[0], e, v >= 0 ? v : v * rt_get(sl, at));
+		for (int i = nd - 1; i >= 0 && ++idx[i] == dims[i]; i--)
+			idx[i] = 0;
+	}
+	return 0;
+}
+
+static int prelu_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]), *zero = ad_scalar(a, dt, 0);
+	struct value *pos = ad_op2(a, "Greater", x, zero);
+	if (ad_wants(a, x)) {
+		struct value *ins[3] = {pos, g, ad_op2(a, "Mul", g, n->in[1])};
+		if (ad_give(a, x, ad_op(a, "Where", ins, 3)))
+			return -1;
+	}
+	if (!ad_wants(a, n->in[1]))
+		return 0;
+	struct value *ins[3] = {pos, zero, ad_op2(a, "Mul", g, x)};
+	return ad_give(a, n->in[1], ad_unbroadcast(a, ad_op(a, "Where", ins, 3), n->in[1], ad_shape(a, n->out[0])));
+}
+
 const struct op_impl op_clip = {.run = clip_run, .grad = clip_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
 const struct op_impl op_hard_sigmoid = {.run = hard_sigmoid_run, .grad = hard_sigmoid_grad, .recompute = RC_CHEAP};
 const struct op_impl op_hard_swish = {.run = hard_swish_run, .grad = hard_swish_grad, .recompute = RC_CHEAP};
 const struct op_impl op_leaky_relu = {.run = leaky_relu_run, .grad = leaky_relu_grad, .recompute = RC_CHEAP};
 const struct op_impl op_softplus = {.run = softplus_run, .grad = softplus_grad, .recompute = RC_CHEAP};
+const struct op_impl op_elu = {.run = elu_run, .grad = elu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_selu = {.run = selu_run, .grad = selu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_celu = {.run = celu_run, .grad = celu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_prelu = {.run = prelu_run, .grad = prelu_grad, .recompute = RC_CHEAP};
