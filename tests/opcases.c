@@ -200,6 +200,10 @@ const struct gcase op_cases[] = {
 	 "  - {op: GatherElements, inputs: [x, i], outputs: [y], attrs: {axis: 1}}\n"},
 	{"Tile", P("x", "[2, 1, 3]") "  - {name: r, dtype: int64, shape: [3], data: [2, 3, 1]}\n",
 	 "  - {op: Tile, inputs: [x, r], outputs: [y]}\n"},
+	{"DepthToSpace CRD (PixelShuffle)", P("x", "[2, 8, 2, 3]"),
+	 "  - {op: DepthToSpace, inputs: [x], outputs: [y], attrs: {blocksize: 2, mode: CRD}}\n"},
+	{"DepthToSpace DCR", P("x", "[1, 9, 2, 2]"), "  - {op: DepthToSpace, inputs: [x], outputs: [y], attrs: {blocksize: 3}}\n"},
+	{"SpaceToDepth", P("x", "[2, 2, 4, 6]"), "  - {op: SpaceToDepth, inputs: [x], outputs: [y], attrs: {blocksize: 2}}\n"},
 	{"Expand", P("x", "[3, 1]") "  - {name: s, dtype: int64, shape: [3], data: [2, 3, 4]}\n",
 	 "  - {op: Expand, inputs: [x, s], outputs: [y]}\n"},
 	{"ReduceSum", P("x", "[2, 3, 4]") "  - {name: ax, dtype: int64, shape: [2], data: [0, 2]}\n",
@@ -210,6 +214,9 @@ const struct gcase op_cases[] = {
 	{"Abs", P("x", "[3, 4]") "  - {name: z, dtype: float64, shape: [2], data: [0, 0]}\n",
 	 "  - {op: Abs, inputs: [x], outputs: [ax]}\n  - {op: Abs, inputs: [z], outputs: [az]}\n"
 	 "  - {op: ReduceSum, inputs: [az], outputs: [sz], attrs: {keepdims: 0}}\n  - {op: Add, inputs: [ax, sz], outputs: [y]}\n"},
+	{"ReduceL2 (F.normalize), a row of zeros", P("x", "[3, 4]") "  - {name: z, dtype: float64, shape: [1, 4], data: [0, 0, 0, 0]}\n",
+	 "  - {op: Concat, inputs: [x, z], outputs: [xz], attrs: {axis: 0}}\n"
+	 "  - {op: ReduceL2, inputs: [xz], outputs: [y], attrs: {axes: [1]}}\n"},
 	{"SoftmaxCrossEntropyLoss mean", P("s", "[3, 4]") "  - {name: l, dtype: int64, shape: [3], data: [1, 0, 3]}\n",
 	 "  - {op: SoftmaxCrossEntropyLoss, inputs: [s, l], outputs: [y]}\n"},
 	{"SoftmaxCrossEntropyLoss weighted, ignore, spatial", P("s", "[2, 3, 2]") POS("w", "[3]")

@@ -1,4 +1,4 @@
-/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, and the losses SoftmaxCrossEntropyLoss and
+/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2, and the losses SoftmaxCrossEntropyLoss and
  * NegativeLogLikelihoodLoss.
  *
  * Reductions accumulate in double, in C order, so results are deterministic and at least as
@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN };
+enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
 
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
@@ -65,7 +65,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 				block = 0;
 			last = d;
 		}
-	if (block && first >= 0 && kind != RK_MAX && kind != RK_MIN && kind != RK_PROD && is_float(a)) {
+	if (block && first >= 0 && (kind == RK_SUM || kind == RK_MEAN) && is_float(a)) {
 		int64_t outer = 1, len = 1, inner = 1;
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
@@ -139,6 +139,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			acc[o] = v < acc[o] || isnan(v) ? v : acc[o];
 		else if (kind == RK_PROD)
 			acc[o] *= v;
+		else if (kind == RK_L2)
+			acc[o] += v * v;
 		else
 			acc[o] += v;
 		for (int d = a->ndim - 1; d >= 0; d--) {
@@ -150,7 +152,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		}
 	}
 	for (int64_t i = 0; i < on; i++)
-		rt_set(out[0], i, kind == RK_MEAN ? acc[i] / (double)count : acc[i]);
+		rt_set(out[0], i, kind == RK_MEAN ? acc[i] / (double)count : kind == RK_L2 ? sqrt(acc[i]) : acc[i]);
 	exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
 	return 0;
 }
@@ -173,6 +175,11 @@ static int reduce_max_run(struct exec *x, const struct node *n, struct rtensor *
 static int reduce_min_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	return reduce(x, n, in, out, RK_MIN);
+}
+
+static int reduce_l2_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return reduce(x, n, in, out, RK_L2);
 }
 
 /* The shared part of the two losses: per-element loss -w[t] * logp[t] over (N, d1, ...), with
@@ -348,6 +355,11 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		struct value *cnt = ad_reduce(a, "ReduceSum", m, ax, na, 1);
 		return !cnt ? -1 : ad_give(a, x, ad_op2(a, "Mul", m, ad_op2(a, "Div", gk, cnt)));
 	}
+	if (kind == RK_L2) { /* x g / y, and 0 where the norm is 0 (as PyTorch) */
+		struct value *yk = keep_dims(a, n, n->out[0], axes, na), *zero = ad_scalar(a, xs->dtype, 0);
+		struct value *ins[3] = {ad_op2(a, "Equal", yk, zero), zero, ad_op2(a, "Mul", x, ad_op2(a, "Div", gk, yk))};
+		return ad_give(a, x, ad_op(a, "Where", ins, 3));
+	}
 	struct value *d = ad_op2(a, "Expand", gk, ad_shape_of(a, x));
 	if (kind == RK_MEAN)
 		d = ad_op2(a, "Div", d, ad_count(a, x, axes, na, xs->dtype));
@@ -372,6 +384,11 @@ static int reduce_max_grad(struct ad *a, const struct node *n)
 static int reduce_min_grad(struct ad *a, const struct node *n)
 {
 	return reduce_grad(a, n, RK_MIN);
+}
+
+static int reduce_l2_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_L2);
 }
 
 /* The gradient of both losses with respect to their (N, C, d...) input, except for the sign and the
@@ -480,6 +497,7 @@ static void per_input_cost_4(const struct node *n, struct rtensor *const *in, st
 const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .cost = per_input_cost_1, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input_cost_1, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_reduce_l2 = {.run = reduce_l2_run, .cost = per_input_cost_1, .grad = reduce_l2_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_min = {.run = reduce_min_run, .cost = per_input_cost_1, .grad = reduce_min_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .cost = per_input_cost_4, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};

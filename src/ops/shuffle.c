@@ -1,0 +1,125 @@
+/* shuffle.c - DepthToSpace (nn.PixelShuffle) and SpaceToDepth (nn.PixelUnshuffle): channels moved
+ * to blocks of pixels and back.
+ *
+ * With block b, DepthToSpace takes X (N, C, H, W) to (N, C/b^2, H b, W b): in DCR mode (the
+ * default) X is viewed as (N, b, b, C/b^2, H, W) and permuted (0, 3, 4, 1, 5, 2); in CRD mode (what
+ * PyTorch exports) as (N, C/b^2, b, b, H, W) permuted (0, 1, 4, 2, 5, 3). SpaceToDepth is DCR's
+ * inverse. Each is a permutation of elements, so the kernel maps output indices to input ones, and
+ * each one's gradient is the other (or, for CRD, the inverse Reshape-Transpose-Reshape). */
+#include "../autodiff/ad.h"
+#include "kernel.h"
+
+#include <string.h>
+
+struct shuffle {
+	int64_t view[6], perm[6]; /* the 6-D view of the input and its permutation */
+	int64_t out[4];           /* the output's shape */
+};
+
+/* to_space: DepthToSpace (crd: its CRD mode), else SpaceToDepth; 0, or a message */
+static const char *shuffle_of(const int64_t *d, int64_t b, int to_space, int crd, struct shuffle *s)
+{
+	if (b < 1)
+		return "blocksize must be positive";
+	int64_t n = d[0], c = d[1], h = d[2], w = d[3];
+	if (to_space) {
+		if (c % (b * b))
+			return "the channels must be a multiple of blocksize squared";
+		int64_t cc = c / (b * b);
+		int64_t dcr_v[6] = {n, b, b, cc, h, w}, dcr_p[6] = {0, 3, 4, 1, 5, 2};
+		int64_t crd_v[6] = {n, cc, b, b, h, w}, crd_p[6] = {0, 1, 4, 2, 5, 3};
+		memcpy(s->view, crd ? crd_v : dcr_v, sizeof s->view);
+		memcpy(s->perm, crd ? crd_p : dcr_p, sizeof s->perm);
+		int64_t o[4] = {n, cc, h * b, w * b};
+		memcpy(s->out, o, sizeof o);
+	} else {
+		if (h % b || w % b)
+			return "the height and width must be multiples of blocksize";
+		int64_t v[6] = {n, c, h / b, b, w / b, b}, p[6] = {0, 3, 5, 1, 2, 4};
+		memcpy(s->view, v, sizeof v);
+		memcpy(s->perm, p, sizeof p);
+		int64_t o[4] = {n, c * b * b, h / b, w / b};
+		memcpy(s->out, o, sizeof o);
+	}
+	return NULL;
+}
+
+static int shuffle_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		       int to_space)
+{
+	const struct rtensor *a = in[0];
+	if (a->ndim != 4)
+		return exec_fail(x, "X must be (N, C, H, W), not of rank %d", a->ndim);
+	struct shuffle s;
+	const char *why = shuffle_of(a->dims, attr_int(n, "blocksize", 0), to_space,
+				     to_space && attr_str_is(n, "mode", "CRD", 0), &s);
+	if (why)
+		return exec_fail(x, "%s", why);
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, 4, s.out);
+	if (!o)
+		return exec_status(x);
+	/* output index (in the permuted view) -> input offset */
+	int64_t vs[6], pd[6], idx[6] = {0};
+	c_strides(6, s.view, vs);
+	for (int i = 0; i < 6; i++)
+		pd[i] = s.view[s.perm[i]];
+	size_t es = dtype_size(a->dtype);
+	for (int64_t e = 0; e < a->numel; e++) {
+		int64_t at = 0;
+		for (int i = 0; i < 6; i++)
+			at += idx[i] * vs[s.perm[i]];
+		memcpy(o + e * (int64_t)es, (const uint8_t *)a->data + at * (int64_t)es, es);
+		for (int i = 5; i >= 0 && ++idx[i] == pd[i]; i--)
+			idx[i] = 0;
+	}
+	return 0;
+}
+
+static int depth_to_space_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			      struct rtensor *const *out)
+{
+	return shuffle_run(x, n, in, out, 1);
+}
+
+static int space_to_depth_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			      struct rtensor *const *out)
+{
+	return shuffle_run(x, n, in, out, 0);
+}
+
+/* g viewed as the permuted 6-D shape, permuted back, reshaped to the input's shape */
+static int shuffle_grad(struct ad *a, const struct node *n, int to_space)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	struct shuffle s;
+	const char *why = shuffle_of(xs->dims, attr_int(n, "blocksize", 0), to_space,
+				     to_space && attr_str_is(n, "mode", "CRD", 0), &s);
+	if (why)
+		return ad_fail(a, "%s", why);
+	for (int i = 0; i < 4; i++)
+		if (ad_dim_symbolic(a, xs->dims[i]))
+			return ad_fail(a, "cannot differentiate a %s of a symbolic shape yet", n->op_type);
+	int64_t pd[6], inv[6];
+	for (int i = 0; i < 6; i++) {
+		pd[i] = s.view[s.perm[i]];
+		inv[s.perm[i]] = i;
+	}
+	struct value *g = ad_op2(a, "Reshape", ad_dy(a, n->out[0]), ad_ints(a, pd, 6));
+	struct value *t = g ? ad_op1(a, "Transpose", g) : NULL;
+	if (!t || ad_set_ints(a, ad_producer(t), "perm", inv, 6))
+		return -1;
+	return ad_give(a, n->in[0], ad_op2(a, "Reshape", t, ad_ints(a, xs->dims, 4)));
+}
+
+static int depth_to_space_grad(struct ad *a, const struct node *n)
+{
+	return shuffle_grad(a, n, 1);
+}
+
+static int space_to_depth_grad(struct ad *a, const struct node *n)
+{
+	return shuffle_grad(a, n, 0);
+}
+
+const struct op_impl op_depth_to_space = {.run = depth_to_space_run, .grad = depth_to_space_grad, .recompute = RC_CHEAP};
+const struct op_impl op_space_to_depth = {.run = space_to_depth_run, .grad = space_to_depth_grad, .recompute = RC_CHEAP};
