@@ -178,6 +178,11 @@ const struct gcase op_cases[] = {
 	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
 	{"Pad", P("x", "[2, 3]") "  - {name: p, dtype: int64, shape: [4], data: [1, 0, 0, 2]}\n",
 	 "  - {op: Pad, inputs: [x, p], outputs: [y]}\n"},
+	/* ReflectionPad2d, ReplicationPad2d */
+	{"Pad reflect", P("x", "[1, 2, 3, 4]") "  - {name: p, dtype: int64, shape: [8], data: [0, 0, 2, 1, 0, 0, 1, 3]}\n",
+	 "  - {op: Pad, inputs: [x, p], outputs: [y], attrs: {mode: reflect}}\n"},
+	{"Pad edge", P("x", "[2, 3]") "  - {name: p, dtype: int64, shape: [4], data: [2, 1, 0, 3]}\n",
+	 "  - {op: Pad, inputs: [x, p], outputs: [y], attrs: {mode: edge}}\n"},
 	{"Gather embedding", P("e", "[5, 3]") "  - {name: i, dtype: int64, shape: [2, 3], data: [0, 4, 4, 1, 0, 2]}\n",
 	 "  - {op: Gather, inputs: [e, i], outputs: [y]}\n"},
 	{"Gather axis 1, repeated indices", P("e", "[2, 4, 3]") "  - {name: i, dtype: int64, shape: [2, 2], data: [3, 0, 3, -1]}\n",

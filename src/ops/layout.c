@@ -583,13 +583,32 @@ static int scatter_elements_run(struct exec *x, const struct node *n, struct rte
 
 
 /* Pad (constant mode): pads (2*rank: begins then ends; negative crops), optional constant value. */
+enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE };
+
+static int pad_mode(const struct node *n)
+{
+	return attr_str_is(n, "mode", "reflect", 0) ? PAD_REFLECT
+	       : attr_str_is(n, "mode", "edge", 0)  ? PAD_EDGE
+	       : attr_str_is(n, "mode", "constant", 1) ? PAD_CONSTANT
+						       : -1;
+}
+
+/* The input index an output position i - begin reads along an axis of d elements: reflected about
+ * the edge elements (reflect: numpy's, PyTorch's ReflectionPad) or repeating them (edge). */
+static int64_t pad_source(int mode, int64_t i, int64_t d)
+{
+	if (mode == PAD_EDGE)
+		return i < 0 ? 0 : i >= d ? d - 1 : i;
+	return i < 0 ? -i : i >= d ? 2 * (d - 1) - i : i;
+}
+
 static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
 	int64_t pads[2 * RT_MAX_DIMS], dims[RT_MAX_DIMS], axes[RT_MAX_DIMS];
-	int np, na = a->ndim;
-	if (!attr_str_is(n, "mode", "constant", 1))
-		return exec_fail(x, "only constant padding is supported");
+	int np, na = a->ndim, mode = pad_mode(n);
+	if (mode < 0)
+		return exec_fail(x, "mode must be constant, reflect or edge");
 	if (n->n_in < 2 || !in[1])
 		return exec_fail(x, "Pad needs its pads input (opset 11 or later)");
 	if (rt_ints(x, in[1], "pads", pads, 2 * RT_MAX_DIMS, &np))
@@ -616,9 +635,28 @@ static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *
 		if (dims[i] < 0)
 			return exec_fail(x, "padding removes more than dimension %d holds", i);
 	}
+	for (int i = 0; mode != PAD_CONSTANT && i < a->ndim; i++)
+		if ((begin[i] || end[i]) && (a->dims[i] == 0 || (mode == PAD_REFLECT && (begin[i] >= a->dims[i] ||
+											 end[i] >= a->dims[i]))))
+			return exec_fail(x, "%s padding of dimension %d (%lld) by %lld and %lld", mode == PAD_REFLECT ? "reflect" : "edge",
+					 i, (long long)a->dims[i], (long long)begin[i], (long long)end[i]);
 	uint8_t *o = exec_alloc_zero(x, out[0], a->dtype, a->ndim, dims);
 	if (!o)
 		return exec_status(x);
+	if (mode != PAD_CONSTANT) { /* every output element reads one input element */
+		size_t es = dtype_size(a->dtype);
+		int64_t ast[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+		c_strides(a->ndim, a->dims, ast);
+		for (int64_t e = 0; e < out[0]->numel; e++) {
+			int64_t src = 0;
+			for (int d = 0; d < a->ndim; d++)
+				src += pad_source(mode, idx[d] - begin[d], a->dims[d]) * ast[d];
+			memcpy(o + e * (int64_t)es, (const uint8_t *)a->data + src * (int64_t)es, es);
+			for (int d = a->ndim - 1; d >= 0 && ++idx[d] == dims[d]; d--)
+				idx[d] = 0;
+		}
+		return 0;
+	}
 	double cv = n->n_in > 2 && in[2] && in[2]->data ? rt_get(in[2], 0) : 0;
 	for (int64_t i = 0; cv != 0 && i < out[0]->numel; i++)
 		rt_set(out[0], i, cv);
@@ -782,12 +820,54 @@ static int slice_grad(struct ad *a, const struct node *n)
 }
 
 /* Pad's gradient is the slice of g that held the input. */
+/* Reflect and edge padding: along each padded axis, every position's gradient goes to the input
+ * element it read (pad_source), a ScatterElements adding along the axis (opset 16). */
+static int pad_source_grad(struct ad *a, const struct node *n, const struct rtensor *xs, const struct rtensor *ps)
+{
+	if (ad_need_opset(a, 16, "the gradient of reflect and edge Pad (ScatterElements with reduction)"))
+		return -1;
+	int r = xs->ndim, mode = pad_mode(n);
+	int64_t cur[RT_MAX_DIMS];
+	struct value *g = ad_dy(a, n->out[0]);
+	for (int i = 0; i < r; i++) {
+		if (ad_dim_symbolic(a, xs->dims[i]))
+			return ad_fail(a, "cannot differentiate a %s Pad of a symbolic shape yet", mode == PAD_REFLECT ? "reflect" : "edge");
+		cur[i] = xs->dims[i] + rt_get_i(ps, i) + rt_get_i(ps, i + r);
+	}
+	for (int ax = 0; ax < r && g; ax++) {
+		int64_t b = rt_get_i(ps, ax), d = xs->dims[ax], len = cur[ax];
+		if (!b && !rt_get_i(ps, ax + r))
+			continue;
+		int64_t *src = xcalloc((size_t)len + 1, sizeof *src), view[RT_MAX_DIMS], zd[RT_MAX_DIMS];
+		if (!src)
+			return ad_fail(a, "out of memory");
+		for (int64_t i = 0; i < len; i++)
+			src[i] = pad_source(mode, i - b, d);
+		for (int i = 0; i < r; i++) {
+			view[i] = i == ax ? len : 1;
+			zd[i] = i == ax ? d : cur[i];
+		}
+		struct value *ix = ad_op2(a, "Expand", ad_op2(a, "Reshape", ad_ints(a, src, (size_t)len), ad_ints(a, view, (size_t)r)),
+					  ad_ints(a, cur, (size_t)r));
+		xfree(src);
+		struct value *ins[3] = {ad_op2(a, "Expand", ad_scalar(a, xs->dtype, 0), ad_ints(a, zd, (size_t)r)), ix, g};
+		g = ins[0] && ins[1] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
+		struct node *p = ad_producer(g);
+		if (!p || ad_set_int(a, p, "axis", ax) || ad_set_str(a, p, "reduction", "add"))
+			return -1;
+		cur[ax] = d;
+	}
+	return ad_give(a, n->in[0], g);
+}
+
 static int pad_grad(struct ad *a, const struct node *n)
 {
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *ps = ad_shape(a, n->in[1]);
 	int r = xs->ndim;
 	if (!ps->data || ps->numel != 2 * r || (n->n_in > 3 && n->in[3]))
 		return ad_fail(a, "pads must be a constant for every axis to differentiate");
+	if (pad_mode(n) != PAD_CONSTANT)
+		return pad_source_grad(a, n, xs, ps);
 	int64_t st[RT_MAX_DIMS], en[RT_MAX_DIMS];
 	for (int i = 0; i < r; i++) {
 		st[i] = rt_get_i(ps, i);
