@@ -113,6 +113,8 @@ const struct gcase op_cases[] = {
 	 "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: linear}}\n"},
 	{"Resize linear to sizes (align_corners)", P("x", "[1, 2, 3, 3]") "  - {name: sz, dtype: int64, shape: [4], data: [1, 2, 5, 4]}\n",
 	 "  - {op: Resize, inputs: [x, \"\", \"\", sz], outputs: [y], attrs: {mode: linear, coordinate_transformation_mode: align_corners}}\n"},
+	{"Resize bicubic x2 (half_pixel, a = -0.75)", P("x", "[1, 2, 3, 4]") "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 2, 2]}\n",
+	 "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: cubic, cubic_coeff_a: -0.75}}\n"},
 	{"Resize nearest down (round_prefer_ceil, pytorch_half_pixel)", P("x", "[1, 1, 5, 6]")
 	 "  - {name: sz, dtype: int64, shape: [4], data: [1, 1, 3, 4]}\n",
 	 "  - {op: Resize, inputs: [x, \"\", \"\", sz], outputs: [y], attrs: {coordinate_transformation_mode: pytorch_half_pixel, nearest_mode: round_prefer_ceil}}\n"},

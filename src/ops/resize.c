@@ -1,12 +1,13 @@
-/* resize.c - Resize (nn.Upsample, F.interpolate): nearest and linear, with the coordinate
+/* resize.c - Resize (nn.Upsample, F.interpolate): nearest, linear and cubic, with the coordinate
  * transformations exporters write (half_pixel, pytorch_half_pixel, align_corners, asymmetric,
  * tf_half_pixel_for_nn) and every nearest_mode. ONNX Resize (opset 11+): inputs X, roi, scales,
  * sizes; an output dimension is sizes[i], or floor(X's dimension x scales[i]).
  *
- * Resize is separable and linear: along each axis, output index o reads input indices i0[o] and
- * i1[o] with weights 1 - w[o] and w[o] (nearest: i1 = i0, w = 0). One rule, axis_map, computes
- * those for the kernel and for the gradient, where the axis's map becomes its matrix A
- * (out x in): dX = A_h^T g A_w, two MatMuls with constant matrices, exact in every mode. */
+ * Resize is separable and linear: along each axis, output index o reads up to four input indices
+ * with weights (nearest: one; linear: two; cubic: four, Keys' kernel with cubic_coeff_a, indices
+ * clamped to the edge as ONNX and PyTorch do). One rule, axis_map, gives them to the kernel and to
+ * the gradient, where the axis's map becomes its matrix A (out x in): dX = A_h^T g A_w, two MatMuls
+ * with constant matrices, exact in every mode. */
 #include "../autodiff/ad.h"
 #include "../util/xalloc.h"
 #include "kernel.h"
@@ -15,7 +16,8 @@
 #include <string.h>
 
 struct resize_mode {
-	int linear;
+	int linear, cubic;
+	double a; /* cubic_coeff_a */
 	int coord; /* enum below */
 	int nearest; /* enum below */
 };
@@ -31,9 +33,11 @@ static int resize_mode(const struct node *n, struct resize_mode *m, const char *
 	static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 	memset(m, 0, sizeof *m);
 	if (!attr_str_is(n, "mode", "nearest", 1)) {
-		if (!attr_str_is(n, "mode", "linear", 0))
-			return *why = "only nearest and linear modes are supported", -1;
-		m->linear = 1;
+		m->linear = attr_str_is(n, "mode", "linear", 0);
+		m->cubic = attr_str_is(n, "mode", "cubic", 0);
+		if (!m->linear && !m->cubic)
+			return *why = "mode must be nearest, linear or cubic", -1;
+		m->a = attr_float(n, "cubic_coeff_a", -0.75f);
 	}
 	m->coord = -1;
 	for (int i = 0; i < 5; i++)
@@ -52,9 +56,14 @@ static int resize_mode(const struct node *n, struct resize_mode *m, const char *
 	return 0;
 }
 
-/* Output index o of an axis of in -> out elements, at scale s: i0, i1 and the weight of i1. */
-static void axis_map(const struct resize_mode *m, int64_t in, int64_t out, double s, int64_t o, int64_t *i0,
-		     int64_t *i1, double *w)
+/* What output index o of an axis of `in` elements reads (at scale s, `out` outputs): taps. */
+struct taps {
+	int n;
+	int64_t i[4];
+	double w[4];
+};
+
+static void axis_map(const struct resize_mode *m, int64_t in, int64_t out, double s, int64_t o, struct taps *t)
 {
 	double x;
 	switch (m->coord) {
@@ -64,27 +73,40 @@ static void axis_map(const struct resize_mode *m, int64_t in, int64_t out, doubl
 	case CT_ASYMMETRIC: x = (double)o / s; break;
 	default: x = ((double)o + 0.5) / s; break;
 	}
+	if (m->cubic) { /* Keys: |d| <= 1: (a+2)|d|^3 - (a+3)|d|^2 + 1; 1 < |d| < 2: a|d|^3 - 5a|d|^2 + 8a|d| - 4a */
+		double f = floor(x), a = m->a;
+		t->n = 4;
+		for (int k = 0; k < 4; k++) {
+			double d = fabs(x - (f - 1 + k));
+			int64_t i = (int64_t)f - 1 + k;
+			t->i[k] = i < 0 ? 0 : i >= in ? in - 1 : i;
+			t->w[k] = d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+		}
+		return;
+	}
+	t->n = 1;
+	t->w[0] = 1;
 	if (!m->linear) {
 		double f = floor(x), fr = x - f;
 		int64_t k = m->nearest == NM_FLOOR ? (int64_t)f
 			    : m->nearest == NM_CEIL ? (int64_t)ceil(x)
 			    : fr == 0.5 ? (int64_t)(m->nearest == NM_ROUND_PREFER_FLOOR ? f : f + 1)
 					: (int64_t)floor(x + 0.5);
-		*i0 = *i1 = k < 0 ? 0 : k >= in ? in - 1 : k;
-		*w = 0;
+		t->i[0] = k < 0 ? 0 : k >= in ? in - 1 : k;
 		return;
 	}
 	if (x < 0)
 		x = 0;
 	int64_t k = (int64_t)floor(x);
 	if (k >= in - 1) {
-		*i0 = *i1 = in - 1;
-		*w = 0;
+		t->i[0] = in - 1;
 		return;
 	}
-	*i0 = k;
-	*i1 = k + 1;
-	*w = x - (double)k;
+	t->n = 2;
+	t->i[0] = k;
+	t->i[1] = k + 1;
+	t->w[1] = x - (double)k;
+	t->w[0] = 1 - t->w[1];
 }
 
 /* The output shape and per-axis scales from scales or sizes. */
@@ -125,46 +147,47 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
 	const struct rtensor *y = out[0];
-	/* per axis: each output index's two sources and weight */
+	/* per axis, each output index's taps */
 	int64_t total = 0, off[RT_MAX_DIMS];
 	for (int i = 0; i < a->ndim; i++) {
 		off[i] = total;
 		total += dims[i];
 	}
-	int64_t *i0 = xcalloc((size_t)total + 1, sizeof *i0), *i1 = xcalloc((size_t)total + 1, sizeof *i1);
-	double *w = xcalloc((size_t)total + 1, sizeof *w);
-	if (!i0 || !i1 || !w) {
-		xfree(i0);
-		xfree(i1);
-		xfree(w);
+	struct taps *tp = xcalloc((size_t)total + 1, sizeof *tp);
+	if (!tp)
 		return exec_fail(x, "out of memory");
-	}
 	for (int i = 0; i < a->ndim; i++)
 		for (int64_t o = 0; o < dims[i]; o++)
-			axis_map(&m, a->dims[i], dims[i], sc[i], o, &i0[off[i] + o], &i1[off[i] + o], &w[off[i] + o]);
+			axis_map(&m, a->dims[i], dims[i], sc[i], o, &tp[off[i] + o]);
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, st);
 	for (int64_t e = 0; e < y->numel; e++) {
-		/* sum over the 2^r corners; a corner with weight 0 is skipped */
+		/* the sum over every combination of the axes' taps (a mixed-radix counter) */
+		const struct taps *ax[RT_MAX_DIMS];
+		int c[RT_MAX_DIMS] = {0};
+		for (int i = 0; i < a->ndim; i++)
+			ax[i] = &tp[off[i] + idx[i]];
 		double v = 0;
-		for (int corner = 0; corner < 1 << a->ndim; corner++) {
+		for (;;) {
 			double cw = 1;
 			int64_t at = 0;
-			for (int i = 0; i < a->ndim && cw != 0; i++) {
-				int64_t k = off[i] + idx[i], hi = (corner >> i) & 1;
-				cw *= hi ? w[k] : 1 - w[k];
-				at += (hi ? i1[k] : i0[k]) * st[i];
+			for (int i = 0; i < a->ndim; i++) {
+				cw *= ax[i]->w[c[i]];
+				at += ax[i]->i[c[i]] * st[i];
 			}
 			if (cw != 0)
 				v += cw * rt_get(a, at);
+			int i = a->ndim - 1;
+			while (i >= 0 && ++c[i] == ax[i]->n)
+				c[i--] = 0;
+			if (i < 0)
+				break;
 		}
 		rt_set(out[0], e, v);
 		for (int i = a->ndim - 1; i >= 0 && ++idx[i] == dims[i]; i--)
 			idx[i] = 0;
 	}
-	xfree(i0);
-	xfree(i1);
-	xfree(w);
+	xfree(tp);
 	return 0;
 }
 
@@ -176,11 +199,10 @@ static struct value *axis_matrix(struct ad *a, const struct resize_mode *m, int6
 	if (!v)
 		return ad_fail(a, "out of memory"), NULL;
 	for (int64_t o = 0; o < out; o++) {
-		int64_t i0, i1;
-		double w;
-		axis_map(m, in, out, s, o, &i0, &i1, &w);
-		v[transposed ? i0 * out + o : o * in + i0] += 1 - w;
-		v[transposed ? i1 * out + o : o * in + i1] += w;
+		struct taps t;
+		axis_map(m, in, out, s, o, &t);
+		for (int k = 0; k < t.n; k++)
+			v[transposed ? t.i[k] * out + o : o * in + t.i[k]] += t.w[k];
 	}
 	int64_t dims[2] = {transposed ? in : out, transposed ? out : in};
 	struct value *c = ad_tensor(a, dt, 2, dims, v);
@@ -216,13 +238,13 @@ static int resize_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], g);
 }
 
-/* each output element reads up to 2^rank inputs */
+/* each output element reads up to 4 inputs along each resized axis */
 static void resize_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 			uint64_t *bytes)
 {
 	(void)n;
 	(void)bytes;
-	*flops = (uint64_t)out[0]->numel * 2u * (in[0]->ndim > 2 ? 4u : 2u);
+	*flops = (uint64_t)out[0]->numel * 2u * (in[0]->ndim > 2 ? 16u : 4u); /* up to 4 taps on 2 axes */
 }
 
 const struct op_impl op_resize = {.run = resize_run, .cost = resize_cost, .grad = resize_grad, .recompute = RC_CHEAP,
