@@ -5,7 +5,8 @@ Every model has random weights, dropout left on, and is exported the way a user 
 torch.onnx.export(..., opset_version=17, training=TrainingMode.TRAINING, do_constant_folding=False).
 Beside each DIR/<model>.onnx, DIR/<model>/ holds the inputs, PyTorch's loss, PyTorch's gradient of
 every parameter (<param>_grad.npy) and BatchNorm's running statistics after the step
-(<buffer>_new.npy), as the zoo test (tests/test_zoo.c) reads them.
+(<buffer>_new.npy), as the zoo test (tests/test_zoo.c) reads them; DIR/<model>_f64.onnx is the same
+model in float64, with PyTorch's float64 numbers in DIR/<model>_f64/.
 
 Dropout is random, so PyTorch's reference must draw graphdiet's masks: graphdiet keys each Dropout
 node's numbers on its name (exec_node_seed: seed 0, step 0) and draws Philox4x32-10 uniforms
@@ -305,6 +306,45 @@ def float32_noise(model, args, path):
     return grad_error(grads[torch.float64], grads[torch.float32]), at_risk
 
 
+def to_float64(src, dst):
+    """The model in float64: float initializers, Constant tensors, Casts to float, and typed inputs and
+    outputs. Float32's rounding then no longer decides kinks, and graphdiet must give PyTorch's
+    float64 gradients to about 1e-9."""
+    m = onnx.load(src)
+    f32, f64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    for i, t in enumerate(m.graph.initializer):
+        if t.data_type == f32:
+            m.graph.initializer[i].CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(t).astype(np.float64),
+                                                                         t.name))
+    for n in m.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == f32:
+                a.t.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
+            if n.op_type == "Cast" and a.name == "to" and a.i == f32:
+                a.i = f64
+    for v in list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info):
+        if v.type.tensor_type.elem_type == f32:
+            v.type.tensor_type.elem_type = f64
+    onnx.save(m, dst)
+
+
+def float64_reference(model, args, input_names, path, ref):
+    """PyTorch's float64 gradients of the float64 copy (graphdiet's masks), under ref."""
+    m = copy.deepcopy(model).double()
+    m.zero_grad()
+    args = [a.double() if a.is_floating_point() else a for a in args]
+    drop = GraphdietDropout(dropout_names(path))
+    saved = F.dropout
+    F.dropout = drop
+    try:
+        loss = m(*args)
+    finally:
+        F.dropout = saved
+    loss.backward()
+    os.makedirs(ref, exist_ok=True)
+    save_reference(ref, input_names, args, loss, m)
+
+
 def dropout_names(path):
     names = []
     for n in onnx.load(path).graph.node:
@@ -348,6 +388,8 @@ def main():
         save_reference(ref, input_names, args, loss, model)
         # for the record (test_zoo prints it): chaos shows here, and so do kinks (a ReLU or a max-pool
         # deciding otherwise in float64), which float32 computations share
+        to_float64(path, os.path.join(out, name + "_f64.onnx"))
+        float64_reference(model, args, input_names, path, os.path.join(out, name + "_f64"))
         noise, at_risk = float32_noise(model, args, path)
         with open(os.path.join(ref, "float32_noise.txt"), "w") as f:
             f.write(f"{noise:.3e}, {at_risk} kinks at risk\n")
