@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gen_zoo import GraphdietDropout, dropout_names, save_reference  # noqa: E402  (the zoo's masks)
+from gen_zoo import forward_with_masks, save_reference  # noqa: E402  (the zoo's masks)
 
 
 class Idiom(nn.Module):
@@ -80,13 +80,7 @@ def main():
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, dynamic_axes=dynamic)
         ref = os.path.join(HERE, "ref", "idioms", kind)
         os.makedirs(ref, exist_ok=True)
-        drop = GraphdietDropout(dropout_names(path))
-        saved = F.dropout
-        F.dropout = drop
-        try:
-            loss = model(x, t)
-        finally:
-            F.dropout = saved
+        loss, _ = forward_with_masks(model, (x, t), path)
         loss.backward()
         save_reference(ref, ["x", "target"], (x, t), loss, model)
         print(f"{path}: {os.path.getsize(path)} bytes", file=sys.stderr)

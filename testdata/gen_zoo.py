@@ -289,13 +289,7 @@ def float32_noise(model, args, path):
                 # before the module runs: torchvision's activations work in place
                 mod.register_forward_pre_hook(lambda mm, i, seen=seen: seen.append((type(mm), i[0].detach().clone().double())))
         pre[dt] = seen
-        drop = GraphdietDropout(dropout_names(path))
-        saved = F.dropout
-        F.dropout = drop
-        try:
-            loss = m(*[a.to(dt) if a.is_floating_point() else a for a in args])
-        finally:
-            F.dropout = saved
+        loss, _ = forward_with_masks(m, [a.to(dt) if a.is_floating_point() else a for a in args], path)
         loss.backward()
         grads[dt] = {k: p.grad.double().numpy() for k, p in m.named_parameters() if p.grad is not None}
     at_risk = 0
@@ -333,16 +327,23 @@ def float64_reference(model, args, input_names, path, ref):
     m = copy.deepcopy(model).double()
     m.zero_grad()
     args = [a.double() if a.is_floating_point() else a for a in args]
+    loss, _ = forward_with_masks(m, args, path)
+    loss.backward()
+    os.makedirs(ref, exist_ok=True)
+    save_reference(ref, input_names, args, loss, m)
+
+
+def forward_with_masks(model, args, path):
+    """model(*args) with F.dropout drawing graphdiet's masks for the export at path: the loss, and
+    the stand-in (its .i counts the calls)."""
     drop = GraphdietDropout(dropout_names(path))
     saved = F.dropout
     F.dropout = drop
     try:
-        loss = m(*args)
+        loss = model(*args)
     finally:
         F.dropout = saved
-    loss.backward()
-    os.makedirs(ref, exist_ok=True)
-    save_reference(ref, input_names, args, loss, m)
+    return loss, drop
 
 
 def dropout_names(path):
@@ -375,13 +376,7 @@ def main():
             for bname, buf in model.named_buffers():
                 if bname in inits:
                     buf.copy_(torch.from_numpy(onnx.numpy_helper.to_array(inits[bname]).copy()))
-        drop = GraphdietDropout(dropout_names(path))
-        saved = F.dropout
-        F.dropout = drop
-        try:
-            loss = model(*args)
-        finally:
-            F.dropout = saved
+        loss, drop = forward_with_masks(model, args, path)
         if drop.i != len(drop.names):
             raise RuntimeError(f"{name}: {drop.i} dropout calls, {len(drop.names)} Dropout nodes")
         loss.backward()
