@@ -69,6 +69,11 @@ const struct gcase op_cases[] = {
 	{"Einsum attention scores", P("q", "[2, 2, 3, 4]") P("k", "[2, 2, 5, 4]"),
 	 "  - {op: Einsum, inputs: [q, k], outputs: [y], attrs: {equation: \"bhqd,bhkd->bhqk\"}}\n"},
 	{"Einsum implicit output", P("a", "[3, 4]") P("b", "[4, 2]"), "  - {op: Einsum, inputs: [a, b], outputs: [y], attrs: {equation: \"ij,jk\"}}\n"},
+	{"Einsum with ellipses, implicit and explicit", P("a", "[2, 3, 4, 5]") P("b", "[2, 3, 5, 2]"),
+	 "  - {op: Einsum, inputs: [a, b], outputs: [t], attrs: {equation: \"...ij,...jk->...ik\"}}\n"
+	 "  - {op: Einsum, inputs: [t], outputs: [y], attrs: {equation: \"a...\"}}\n"},
+	{"Einsum summing a label within one operand", P("a", "[2, 3, 4]") P("b", "[4]"),
+	 "  - {op: Einsum, inputs: [a, b], outputs: [y], attrs: {equation: \"ijk,k->i\"}}\n"},
 	{"Einsum three operands", P("a", "[2, 3]") P("b", "[3, 4]") P("c", "[4]"),
 	 "  - {op: Einsum, inputs: [a, b, c], outputs: [y], attrs: {equation: \"ij, jk ,k->i\"}}\n"},
 	{"Conv", P("x", "[2, 3, 5, 5]") P("w", "[4, 3, 3, 3]") P("b", "[4]"),

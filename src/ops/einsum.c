@@ -1,10 +1,12 @@
 /* einsum.c - Einsum (torch.einsum) over letter labels: "bhqd,bhkd->bhqk", implicit outputs ("ij,jk"),
- * repeated labels (traces, diagonals), any number of operands. '...' is refused with a message.
+ * ellipses ("...ij,...jk->...ik", without broadcasting within them), repeated labels (traces,
+ * diagonals), up to 8 operands.
  *
  * The kernel walks every combination of label values, output labels outermost, so each output
  * element sums its products in one fixed order (in double, rounded once). The gradient of
  * operand k is an Einsum too: "out,others->k" over g and the other operands, where every label of k
- * appears in the output or another operand and none repeats in k; otherwise graphdiet says so. */
+ * appears in the output or another operand (a label summed within k alone is expanded back over),
+ * and none repeats in k (a trace's gradient graphdiet refuses, saying so). */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
@@ -19,16 +21,22 @@ struct ein {
 	char out[RT_MAX_DIMS + 1];
 };
 
-/* Parses "spec,spec->out" (out implicit: the labels used once, in alphabetical order). */
-static const char *ein_parse(const char *eq, int n_in, struct ein *p)
+/* Parses "spec,spec->out" for operands of the given ranks (out implicit: the ellipsis' axes, then the
+ * labels used once, in alphabetical order). An ellipsis '...' stands for an operand's remaining
+ * axes, aligned right across the operands as numpy aligns them: it becomes letters the equation
+ * does not use, so that everything after this sees explicit labels (and a gradient's equation is
+ * explicit ONNX). Its axes must match in size (no broadcasting within it). */
+static const char *ein_parse(const char *eq, int n_in, const int *ranks, struct ein *p)
 {
 	memset(p, 0, sizeof *p);
 	if (!eq)
 		return "no equation";
-	if (strstr(eq, "..."))
-		return "'...' in the equation is not supported";
-	int k = 0, len = 0, arrow = 0;
+	/* the terms, '.' marking where an ellipsis stands */
+	char term[EIN_MAX_OPS + 1][RT_MAX_DIMS + 2];
+	int k = 0, len = 0, arrow = 0, used[128] = {0};
+	memset(term, 0, sizeof term);
 	for (const char *c = eq; *c; c++) {
+		char *t = arrow ? term[EIN_MAX_OPS] : term[k];
 		if (*c == ' ')
 			continue;
 		if (*c == ',' && !arrow) {
@@ -39,24 +47,64 @@ static const char *ein_parse(const char *eq, int n_in, struct ein *p)
 			arrow = 1;
 			len = 0;
 			c++;
-		} else if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) {
-			if (len == RT_MAX_DIMS)
-				return "a term has too many labels";
-			(arrow ? p->out : p->in[k])[len++] = *c;
+		} else if (((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || !strncmp(c, "...", 3)) &&
+			   len <= RT_MAX_DIMS) {
+			if (*c == '.') {
+				if (strchr(t, '.'))
+					return "an ellipsis appears twice in a term";
+				c += 2;
+			}
+			used[(int)*c] = 1;
+			t[len++] = *c;
 		} else {
-			return "the equation has a character other than letters, ',', '->' and spaces";
+			return len > RT_MAX_DIMS ? "a term has too many labels"
+						 : "the equation has a character other than letters, '...', ',', '->' and spaces";
 		}
 	}
 	p->n = k + 1;
 	if (p->n != n_in)
 		return "the equation's operands do not match the inputs";
+	/* the ellipsis' letters, as many as the most axes it stands for */
+	int ell[EIN_MAX_OPS], most = 0;
+	for (int i = 0; i < p->n; i++) {
+		int explicit = (int)strlen(term[i]) - (strchr(term[i], '.') != NULL);
+		ell[i] = strchr(term[i], '.') ? ranks[i] - explicit : 0;
+		if (ell[i] < 0)
+			return "an operand has fewer axes than its term's labels";
+		most = ell[i] > most ? ell[i] : most;
+	}
+	char fresh[RT_MAX_DIMS];
+	int nf = 0;
+	for (int c = 'A'; c <= 'z' && nf < most; c++)
+		if (((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) && !used[c])
+			fresh[nf++] = (char)c;
+	for (int i = 0; i <= p->n; i++) {
+		const char *t = i < p->n ? term[i] : term[EIN_MAX_OPS];
+		char *dst = i < p->n ? p->in[i] : p->out;
+		int e = i < p->n ? ell[i] : most, o = 0;
+		if (i == p->n && !arrow)
+			break;
+		for (const char *c = t; *c; c++) {
+			if (*c != '.') {
+				if (o == RT_MAX_DIMS)
+					return "a term has too many labels";
+				dst[o++] = *c;
+				continue;
+			}
+			if (o + e > RT_MAX_DIMS)
+				return "a term has too many labels";
+			memcpy(dst + o, fresh + (most - e), (size_t)e);
+			o += e;
+		}
+	}
 	if (!arrow) {
-		int count[128] = {0}, o = 0;
+		int count[128] = {0}, o = most;
+		memcpy(p->out, fresh, (size_t)most);
 		for (int i = 0; i < p->n; i++)
-			for (const char *c = p->in[i]; *c; c++)
+			for (const char *c = term[i]; *c; c++)
 				count[(int)*c]++;
 		for (int c = 'A'; c <= 'z'; c++)
-			if (count[c] == 1 && o < RT_MAX_DIMS)
+			if (c != '.' && count[c] == 1 && o < RT_MAX_DIMS)
 				p->out[o++] = (char)c;
 	}
 	for (const char *c = p->out; *c; c++) {
@@ -69,21 +117,27 @@ static const char *ein_parse(const char *eq, int n_in, struct ein *p)
 	return NULL;
 }
 
-/* n's equation (into eqs[n], for messages) parsed; NULL, or why it cannot be. */
-static const char *ein_of(const struct node *n, char *eqs, size_t size, struct ein *p)
+/* n's equation (into eqs[n], for messages) parsed for its operands' ranks; NULL, or why it cannot
+ * be. */
+static const char *ein_of(const struct node *n, const int *ranks, char *eqs, size_t size, struct ein *p)
 {
 	const struct attr *eq = node_attr(n, "equation");
 	eqs[0] = 0;
 	if (eq && eq->type == ATTR_STRING)
 		snprintf(eqs, size, "%.*s", (int)eq->s.n, (const char *)eq->s.p);
-	return ein_parse(eqs, (int)n->n_in, p);
+	if (n->n_in > EIN_MAX_OPS)
+		return "too many operands";
+	return ein_parse(eqs, (int)n->n_in, ranks, p);
 }
 
 static int einsum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	char eqs[256];
 	struct ein p;
-	const char *why = ein_of(n, eqs, sizeof eqs, &p);
+	int ranks[EIN_MAX_OPS] = {0};
+	for (uint32_t i = 0; i < n->n_in && i < EIN_MAX_OPS; i++)
+		ranks[i] = in[i]->ndim;
+	const char *why = ein_of(n, ranks, eqs, sizeof eqs, &p);
 	if (why)
 		return exec_fail(x, "equation '%s': %s", eqs, why);
 	/* the labels, output ones first, and their sizes (-1: not seen yet) */
@@ -164,21 +218,33 @@ static int einsum_grad(struct ad *a, const struct node *n)
 {
 	char eqs[256];
 	struct ein p;
-	const char *why = ein_of(n, eqs, sizeof eqs, &p);
+	int ranks[EIN_MAX_OPS] = {0};
+	for (uint32_t i = 0; i < n->n_in && i < EIN_MAX_OPS; i++)
+		ranks[i] = ad_shape(a, n->in[i])->ndim;
+	const char *why = ein_of(n, ranks, eqs, sizeof eqs, &p);
 	if (why)
 		return ad_fail(a, "equation '%s': %s", eqs, why);
 	for (int k = 0; k < p.n; k++) {
 		if (!ad_wants(a, n->in[k]))
 			continue;
+		/* k's labels that appear in the output or another operand; the rest were summed within k,
+		 * so the gradient is the same along them: unsqueezed and expanded back */
+		char kept[RT_MAX_DIMS + 1] = "";
+		int64_t summed[RT_MAX_DIMS];
+		int nk = 0, ns = 0;
 		for (const char *c = p.in[k]; *c; c++) {
 			int elsewhere = strchr(p.out, *c) != NULL;
 			for (int i = 0; i < p.n && !elsewhere; i++)
 				elsewhere = i != k && strchr(p.in[i], *c);
-			if (!elsewhere || strchr(c + 1, *c))
-				return ad_fail(a, "gradients of Einsum '%s' are not supported: label '%c' of operand %d %s", eqs,
-					       *c, k, elsewhere ? "repeats" : "is summed within it");
+			if (strchr(c + 1, *c) || memchr(p.in[k], *c, (size_t)(c - p.in[k])))
+				return ad_fail(a, "gradients of Einsum '%s' are not supported: label '%c' repeats in operand %d", eqs,
+					       *c, k);
+			if (elsewhere)
+				kept[nk++] = *c;
+			else
+				summed[ns++] = c - p.in[k];
 		}
-		/* "out,others->k" over (g, others) */
+		/* "out,others->kept" over (g, others) */
 		char geq[256];
 		int len = snprintf(geq, sizeof geq, "%s", p.out);
 		struct value *ins[EIN_MAX_OPS];
@@ -189,9 +255,14 @@ static int einsum_grad(struct ad *a, const struct node *n)
 				len += snprintf(geq + len, sizeof geq - (size_t)len, ",%s", p.in[i]);
 				ins[m++] = n->in[i];
 			}
-		snprintf(geq + len, sizeof geq - (size_t)len, "->%s", p.in[k]);
+		snprintf(geq + len, sizeof geq - (size_t)len, "->%s", kept);
 		struct value *gk = ad_op(a, "Einsum", ins, m);
-		if (!gk || ad_set_str(a, ad_producer(gk), "equation", geq) || ad_give(a, n->in[k], gk))
+		if (!gk || ad_set_str(a, ad_producer(gk), "equation", geq))
+			return -1;
+		if (ns)
+			gk = ad_op2(a, "Expand", ad_op2(a, "Unsqueeze", gk, ad_ints(a, summed, (size_t)ns)),
+				    ad_shape_of(a, n->in[k]));
+		if (ad_give(a, n->in[k], gk))
 			return -1;
 	}
 	return 0;
