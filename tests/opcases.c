@@ -155,6 +155,10 @@ const struct gcase op_cases[] = {
 	 P("b", "[1, 18]") P("h0", "[1, 2, 3]"),
 	 "  - {op: GRU, inputs: [x, w, r, b, \"\", h0], outputs: [ro, rh], attrs: {hidden_size: 3, linear_before_reset: 1}}\n"
 	 "  - {op: Add, inputs: [ro, rh], outputs: [y]}\n"},
+	{"GRU reset before the product (linear_before_reset 0), reverse", P("x", "[3, 2, 2]") P("w", "[1, 9, 2]") P("r", "[1, 9, 3]")
+	 P("b", "[1, 18]") P("h0", "[1, 2, 3]"),
+	 "  - {op: GRU, inputs: [x, w, r, b, \"\", h0], outputs: [ro, rh], attrs: {hidden_size: 3, direction: reverse}}\n"
+	 "  - {op: Mul, inputs: [ro, rh], outputs: [y]}\n"},
 	{"GRU bidirectional", P("x", "[2, 3, 2]") P("w", "[2, 6, 2]") P("r", "[2, 6, 2]") P("b", "[2, 12]"),
 	 "  - {op: GRU, inputs: [x, w, r, b], outputs: [y], attrs: {hidden_size: 2, direction: bidirectional, linear_before_reset: 1}}\n"},
 	{"RNN bidirectional", P("x", "[4, 1, 2]") P("w", "[2, 3, 2]") P("r", "[2, 3, 3]") P("b", "[2, 6]") P("h0", "[2, 1, 3]"),

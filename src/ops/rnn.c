@@ -10,7 +10,8 @@
  *   LSTM: i, o, f = sigmoid(.), c~ = tanh(.) of X W^T + H R^T + Wb + Rb;
  *         C_t = f C_{t-1} + i c~; H_t = o tanh(C_t)
  *   GRU:  z, r = sigmoid(.); h~ = tanh(X Wh^T + Wbh + r (H Rh^T + Rbh)) (linear_before_reset = 1,
- *         as PyTorch) or tanh(X Wh^T + Wbh + (r H) Rh^T + Rbh); H_t = (1 - z) h~ + z H_{t-1}
+ *         as PyTorch) or tanh(X Wh^T + Wbh + (r H) Rh^T + Rbh) (0, ONNX's default);
+ *         H_t = (1 - z) h~ + z H_{t-1}
  *   RNN:  H_t = tanh(X W^T + H R^T + Wb + Rb)
  *
  * The kernel computes each step in double and rounds on store. The gradient rule is the unrolled
@@ -313,9 +314,9 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 		xw = add(a, xw, slice0(a, Bd, 0, 0, G * H));
 		hr = add(a, hr, slice0(a, Bd, 0, G * H, 2 * G * H));
 	}
-	int lbr = (int)attr_int(n, "linear_before_reset", 0);
-	if (cell == CELL_GRU && !lbr)
-		return ad_fail(a, "gradients of GRU with linear_before_reset = 0 are not supported (PyTorch exports 1)");
+	/* GRU without linear_before_reset (ONNX's default): h~ reads P = r H_{t-1} times Rh */
+	int lbr = (int)attr_int(n, "linear_before_reset", 0), reset_first = cell == CELL_GRU && !lbr;
+	struct value *Rh = reset_first ? slice0(a, Rd, 0, 2 * H, 3 * H) : NULL, *Pall = NULL;
 	/* per step, in processing order: s[k][t] */
 	size_t nt = (size_t)T;
 	struct value **buf = xcalloc(nt * 12 + 1, sizeof *buf);
@@ -351,9 +352,24 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 			goto out;
 		struct value *z = ad_op1(a, "Sigmoid", add(a, xp[0], hpart[0]));
 		struct value *r = ad_op1(a, "Sigmoid", add(a, xp[1], hpart[1]));
-		struct value *ht = ad_op1(a, "Tanh", add(a, xp[2], mul(a, r, hpart[2])));
+		struct value *ht;
+		if (reset_first) { /* tanh(x Wh^T + Wbh + (r H) Rh^T + Rbh) */
+			int64_t pr[2] = {1, 0};
+			struct value *Rht = ad_op1(a, "Transpose", Rh);
+			if (!Rht || ad_set_ints(a, ad_producer(Rht), "perm", pr, 2))
+				goto out;
+			Pall = mul(a, r, Hprev);
+			struct value *hh = ad_op2(a, "MatMul", Pall, Rht);
+			if (Bd)
+				hh = add(a, hh, slice0(a, Bd, 0, G * H + 2 * H, G * H + 3 * H));
+			ht = ad_op1(a, "Tanh", add(a, xp[2], hh));
+			if (split_time(a, Pall, T, Eq))
+				goto out;
+		} else {
+			ht = ad_op1(a, "Tanh", add(a, xp[2], mul(a, r, hpart[2])));
+		}
 		if (split_time(a, z, T, A) || split_time(a, r, T, Bq) || split_time(a, ht, T, Cq) ||
-		    split_time(a, hpart[2], T, Dq))
+		    (!reset_first && split_time(a, hpart[2], T, Dq)))
 			goto out;
 	} else {
 		if (split_time(a, Yd, T, A)) /* H_t itself */
@@ -378,6 +394,17 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 			dgx[t] = dgr[t] = concat(a, g4, 4, 2);
 			dCn = mul(a, dC, Cq[t]);
 			dHn = ad_op2(a, "MatMul", dgr[t], Rd);
+		} else if (reset_first) {
+			/* z = A, r = Bq, h~ = Cq, P = Eq: dP = dgh Rh; r's gradient dP H_{t-1}; H_{t-1}'s
+			 * dH z + [dgz dgr] R_zr + dP r */
+			struct value *dgh = mul(a, mul(a, dH, ad_op2(a, "Sub", ad_scalar(a, dt, 1), A[t])), dtanh(a, Cq[t], dt));
+			struct value *dgz = mul(a, mul(a, dH, ad_op2(a, "Sub", hp[t], Cq[t])), dsig(a, A[t], dt));
+			struct value *dP = ad_op2(a, "MatMul", dgh, Rh);
+			struct value *dgrr = mul(a, mul(a, dP, hp[t]), dsig(a, Bq[t], dt));
+			struct value *zr[2] = {dgz, dgrr}, *gx[3] = {dgz, dgrr, dgh};
+			dgx[t] = dgr[t] = concat(a, gx, 3, 2);
+			dHn = add(a, add(a, mul(a, dH, A[t]), ad_op2(a, "MatMul", concat(a, zr, 2, 2), slice0(a, Rd, 0, 0, 2 * H))),
+				  mul(a, dP, Bq[t]));
 		} else if (cell == CELL_GRU) {
 			/* z = A, r = Bq, h~ = Cq, H Rh^T + Rbh = Dq */
 			struct value *dgh = mul(a, mul(a, dH, ad_op2(a, "Sub", ad_scalar(a, dt, 1), A[t])), dtanh(a, Cq[t], dt));
@@ -394,7 +421,7 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 		if (!dHn)
 			goto out;
 	}
-	struct value *dGx = concat(a, dgx, (int)T, 0), *dGr = cell == CELL_GRU ? concat(a, dgr, (int)T, 0) : dGx;
+	struct value *dGx = concat(a, dgx, (int)T, 0), *dGr = cell == CELL_GRU && !reset_first ? concat(a, dgr, (int)T, 0) : dGx;
 	out->dx = ad_op2(a, "MatMul", dGx, Wd); /* (T, B, I) */
 	if (reversed)
 		out->dx = reverse_time(a, out->dx, T);
@@ -403,9 +430,21 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 	struct value *wi[2] = {gx2, ad_op2(a, "Reshape", Xd, ad_ints(a, xf, 2))};
 	struct value *ri[2] = {gr2, ad_op2(a, "Reshape", Hprev, ad_ints(a, hf, 2))};
 	out->dw = ad_op(a, "Gemm", wi, 2);
-	out->dr = ad_op(a, "Gemm", ri, 2);
-	if (!out->dw || !out->dr || ad_set_int(a, ad_producer(out->dw), "transA", 1) ||
-	    ad_set_int(a, ad_producer(out->dr), "transA", 1))
+	if (reset_first) { /* R's rows: z and r against H_{t-1}, h against P */
+		int64_t one = 1;
+		struct value *zr[2] = {slice0(a, gr2, 1, 0, 2 * H), ri[1]};
+		struct value *hp2[2] = {slice0(a, gr2, 1, 2 * H, 3 * H), ad_op2(a, "Reshape", Pall, ad_ints(a, hf, 2))};
+		struct value *parts[2] = {ad_op(a, "Gemm", zr, 2), ad_op(a, "Gemm", hp2, 2)};
+		if (!parts[0] || !parts[1] || ad_set_int(a, ad_producer(parts[0]), "transA", one) ||
+		    ad_set_int(a, ad_producer(parts[1]), "transA", one))
+			goto out;
+		out->dr = concat(a, parts, 2, 0);
+	} else {
+		out->dr = ad_op(a, "Gemm", ri, 2);
+		if (out->dr && ad_set_int(a, ad_producer(out->dr), "transA", 1))
+			goto out;
+	}
+	if (!out->dw || !out->dr || ad_set_int(a, ad_producer(out->dw), "transA", 1))
 		goto out;
 	struct value *bparts[2] = {ad_reduce(a, "ReduceSum", dGx, ax01, 2, 0), ad_reduce(a, "ReduceSum", dGr, ax01, 2, 0)};
 	out->db = concat(a, bparts, 2, 0);
