@@ -1200,3 +1200,27 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		run_free(&r);
 	}
 }
+
+/* A required input given as the empty name is one line at its node, exit 2, in every command that
+ * runs the graph (it was a segfault). */
+Test(cli, an_empty_required_input_is_an_error)
+{
+	char in[600], out[600];
+	write_text(in, sizeof in, "empty_input.yaml",
+		   "graphdiet: 1\nopset: 17\nparams: [{name: w, dtype: float32, shape: [3], init: ones}]\nnodes:\n"
+		   "  - {name: bad, op: Add, inputs: [w, \"\"], outputs: [y]}\n"
+		   "  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	snprintf(out, sizeof out, "%s/empty_input.onnx", tmpdir());
+	char *cmds[][6] = {{GD_BINARY, "plan", in, NULL},
+			   {GD_BINARY, "train", in, "-o", out, NULL},
+			   {GD_BINARY, "run", in, NULL},
+			   {GD_BINARY, "check", in, "--budget", "1GiB", NULL}};
+	for (int i = 0; i < 4; i++) {
+		struct run_result r = run_cmd(cmds[i], NULL, 0);
+		cr_expect_eq(r.status, 2, "%s: exit %d", cmds[i][1], r.status);
+		cr_expect_eq(lines(r.err), 1, "%s: %s", cmds[i][1], r.err);
+		cr_expect(strstr(r.err, "node 'bad' (Add): input 1 is required, but its name is empty"), "%s: %s", cmds[i][1],
+			  r.err);
+		run_free(&r);
+	}
+}

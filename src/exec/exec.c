@@ -746,10 +746,26 @@ static int refuse_unsupported(struct exec *x)
 			 kinds, kinds == 1 ? "" : "s", kinds == 1 ? "is" : "are", list);
 }
 
+/* An empty name ("") where the op requires an input (below its minimum arity, or anywhere in a
+ * variadic op's) is the graph's mistake: said at that node. Optional inputs each kernel handles. */
+static int refuse_empty_inputs(struct exec *x)
+{
+	for (uint32_t i = 0; i < x->g->n_nodes; i++) {
+		const struct node *n = x->g->nodes[i];
+		const struct op_info *o = &op_table[n->op];
+		for (uint32_t k = 0; k < n->n_in && ((int)k < o->min_in || o->max_in < 0); k++) /* variadic: all */
+			if (!n->in[k]) {
+				x->cur = n;
+				return exec_fail(x, "input %u is required, but its name is empty", k);
+			}
+	}
+	return 0;
+}
+
 static int run_nodes(struct exec *x)
 {
 	struct graph *g = x->g;
-	if (refuse_unsupported(x))
+	if (refuse_unsupported(x) || refuse_empty_inputs(x))
 		return x->e->code;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];

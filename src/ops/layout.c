@@ -301,6 +301,8 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 	int ns, ne, na = 0, nst = 0;
 	if (n->n_in < 3)
 		return exec_fail(x, "Slice before opset 10 (attributes) is not supported");
+	if (!in[1] || !in[2])
+		return exec_fail(x, "starts and ends are required");
 	if (rt_ints(x, in[1], "starts", starts, RT_MAX_DIMS, &ns) || rt_ints(x, in[2], "ends", ends, RT_MAX_DIMS, &ne) ||
 	    (n->n_in > 3 && in[3] && rt_ints(x, in[3], "axes", axes, RT_MAX_DIMS, &na)) ||
 	    (n->n_in > 4 && in[4] && rt_ints(x, in[4], "steps", steps, RT_MAX_DIMS, &nst)))
