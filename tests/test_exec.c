@@ -271,3 +271,31 @@ Test(exec, empty_inputs_never_crash)
 	}
 	cr_expect_gt(refused, 100, "%zu refused, %zu ran", refused, ran);
 }
+
+/* NaN goes through the activations as through PyTorch's, so all-NaN weights cannot give a finite
+ * loss (Relu(NaN) was 0); their other values stay bit for bit. */
+Test(exec, activations_keep_nan)
+{
+	static const char *const ops[] = {"Relu", "HardSigmoid", "HardSwish", "LeakyRelu", "Clip", "Elu", "Softplus", "Tanh",
+					  "Sigmoid", NULL};
+	for (const char *const *op = ops; *op; op++) {
+		char text[600];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [3]}]\n"
+			 "nodes:\n  - {op: %s, inputs: [x], outputs: [y]}\noutputs: [{name: y}]\n", *op);
+		struct graph *g = load_text("nan.yaml", text);
+		float v[3] = {NAN, -2.0f, 3.0f};
+		struct rtensor t = {.dtype = DT_FLOAT, .ndim = 1, .dims = {3}, .numel = 3, .data = v, .nbytes = sizeof v,
+				    .known = 1};
+		const char *name = "x";
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s: %s", *op, e.msg);
+		const float *y = exec_value(x, g->outputs[0])->data;
+		cr_expect(isnan(y[0]), "%s(NaN) = %g", *op, y[0]);
+		cr_expect(!isnan(y[1]) && !isnan(y[2]), "%s", *op);
+		exec_free(x);
+		graph_free(g);
+	}
+}

@@ -28,7 +28,7 @@ static double act_d(enum act op, const struct act_params *p, double v)
 {
 	switch (op) {
 	case A_CLIP: return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
-	case A_HARD_SIGMOID: return fmax(0, fmin(1, p->alpha * v + p->beta));
+	case A_HARD_SIGMOID: return isnan(v) ? v : fmax(0, fmin(1, p->alpha * v + p->beta)); /* fmin drops NaN */
 	case A_HARD_SWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
 	case A_LEAKY_RELU: return v >= 0 ? v : p->alpha * v;
 	case A_ELU: return v > 0 ? v : p->alpha * expm1(v);

@@ -218,7 +218,7 @@ static double un_d(enum un op, double v)
 	case U_EXP: return exp(v);
 	case U_LOG: return log(v);
 	case U_ERF: return erf(v);
-	case U_RELU: return v > 0 ? v : 0;
+	case U_RELU: return v > 0 || isnan(v) ? v : 0; /* NaN stays NaN, as in PyTorch */
 	case U_TANH: return tanh(v);
 	case U_SIGMOID: return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
 	case U_NOT: return !v;
@@ -250,7 +250,7 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		float *o = out[0]->data;
 		int64_t n = a->numel;
 		switch (op) {
-		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = p[i] > 0 ? p[i] : 0; return 0;
+		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = p[i] > 0 || isnan(p[i]) ? p[i] : 0; return 0;
 		case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -p[i]; return 0;
 		case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(p[i]); return 0;
 		case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(p[i]); return 0;

@@ -56,7 +56,7 @@ template <class T> __global__ void unary_k(enum ck_unop op, int64_t n, const T *
 		case CK_EXP: put(out + i, exp(v)); break;
 		case CK_LOG: put(out + i, log(v)); break;
 		case CK_ERF: put(out + i, erf(v)); break;
-		case CK_RELU: put(out + i, v > 0 ? v : (A)0); break;
+		case CK_RELU: put(out + i, v > 0 || v != v ? v : (A)0); break; /* NaN stays NaN, as on the CPU */
 		case CK_TANH: put(out + i, tanh(v)); break;
 		case CK_SIGMOID: put(out + i, (A)1 / ((A)1 + exp(-v))); break;
 		default: flag[i] = isnan(v); break;
