@@ -746,13 +746,16 @@ static int refuse_unsupported(struct exec *x)
 			 kinds, kinds == 1 ? "" : "s", kinds == 1 ? "is" : "are", list);
 }
 
-/* An empty name ("") where the op requires an input (below its minimum arity, or anywhere in a
- * variadic op's) is the graph's mistake: said at that node. Optional inputs each kernel handles. */
+/* An empty name ("") where an ONNX op requires an input (below its minimum arity, or anywhere in a
+ * variadic op's) is the graph's mistake: said at that node. Optional inputs each kernel handles, as
+ * do graphdiet's own ops (DietAdam leaves slots empty by design). */
 static int refuse_empty_inputs(struct exec *x)
 {
 	for (uint32_t i = 0; i < x->g->n_nodes; i++) {
 		const struct node *n = x->g->nodes[i];
 		const struct op_info *o = &op_table[n->op];
+		if (!op_domain_is_default(o->domain)) /* graphdiet's own ops check their inputs themselves */
+			continue;
 		for (uint32_t k = 0; k < n->n_in && ((int)k < o->min_in || o->max_in < 0); k++) /* variadic: all */
 			if (!n->in[k]) {
 				x->cur = n;
