@@ -1224,3 +1224,42 @@ Test(cli, an_empty_required_input_is_an_error)
 		run_free(&r);
 	}
 }
+
+/* verify and values that are not finite: equal only bit for bit, and said so (an infinite loss on
+ * both sides was "DIFFERS": inf - inf is NaN); a NaN loss in the reference is an error (it matched
+ * NaN with NaN in silence); a tolerance must be a finite number (--rtol nan was taken). */
+Test(cli, verify_and_values_that_are_not_finite)
+{
+	char inf_m[600], nan_m[600], inf_t[600], nan_t[600];
+	/* loss = sum(log(w * 0)) = -inf, and its gradient NaN, the same bits on both sides */
+	write_text(inf_m, sizeof inf_m, "inf_loss.yaml",
+		   "graphdiet: 1\nopset: 17\nparams: [{name: w, dtype: float32, shape: [3], init: ones}]\nnodes:\n"
+		   "  - {op: Constant, outputs: [z], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [0]}}}}\n"
+		   "  - {op: Mul, inputs: [w, z], outputs: [p]}\n  - {op: Log, inputs: [p], outputs: [q]}\n"
+		   "  - {op: ReduceSum, inputs: [q], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	/* loss = sum(sqrt(-w * w)): NaN */
+	write_text(nan_m, sizeof nan_m, "nan_loss.yaml",
+		   "graphdiet: 1\nopset: 17\nparams: [{name: w, dtype: float32, shape: [3], init: ones}]\nnodes:\n"
+		   "  - {op: Mul, inputs: [w, w], outputs: [p]}\n  - {op: Neg, inputs: [p], outputs: [q]}\n"
+		   "  - {op: Sqrt, inputs: [q], outputs: [s]}\n"
+		   "  - {op: ReduceSum, inputs: [s], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	snprintf(inf_t, sizeof inf_t, "%s/inf_train.onnx", tmpdir());
+	snprintf(nan_t, sizeof nan_t, "%s/nan_train.onnx", tmpdir());
+	struct run_result r = gd("train", inf_m, "-o", inf_t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("train", nan_m, "-o", nan_t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", inf_m, inf_t, NULL, NULL);
+	cr_expect_eq(r.status, 0, "infinite on both sides, bit for bit: %s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "NaN or infinite, bitwise equal"), "%s", r.out);
+	run_free(&r);
+	r = gd("verify", nan_m, nan_t, NULL, NULL);
+	cr_expect_eq(r.status, 2, "a NaN reference loss: exit %d: %s%s", r.status, r.out, r.err);
+	cr_expect(strstr(r.err, "the model's loss 'loss' is NaN on these inputs"), "%s", r.err);
+	run_free(&r);
+	r = gd("verify", inf_m, inf_t, "--rtol", "nan");
+	cr_expect_eq(r.status, 2, "--rtol nan: exit %d", r.status);
+	run_free(&r);
+}

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct row {
 	const char *name;
 	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
 	int found, ok;
+	int64_t nonfinite; /* NaN and infinite elements, bitwise equal on both sides (else not ok) */
 };
 
 /* Whether every replica's outputs but its own loss (`local`) have replica 0's bits. */
@@ -61,7 +63,7 @@ static int parse_double(const char *s, double *out)
 	char *end;
 	errno = 0;
 	*out = strtod(s, &end);
-	return !*s || *end || errno || *out < 0;
+	return !*s || *end || errno || !(*out >= 0) || !isfinite(*out); /* NaN, inf and negatives: no tolerance */
 }
 
 int cmd_verify(int argc, char **argv)
@@ -158,12 +160,20 @@ int cmd_verify(int argc, char **argv)
 		err_print(mpath, &e);
 		rc = e.code;
 	}
+	/* a reference whose loss is NaN has nothing to compare: say so rather than match NaN with NaN */
+	const struct rtensor *ploss = xp && res.loss ? exec_value(xp, res.loss) : NULL;
+	for (int64_t k = 0; ploss && ploss->data && k < ploss->numel && !rc; k++)
+		if (isnan(rt_get(ploss, k))) {
+			rc = err_set(&e, GD_EINPUT, "the model's loss '%s' is NaN on these inputs: nothing to compare",
+				     res.loss->name);
+			err_print(mpath, &e);
+		}
 	eo.batch_times = 1;
-	if (xp && n_rep > 1) {
+	if (xp && !rc && n_rep > 1) {
 		if ((rc = comm_run_replicas(rg, n_rep, &eo, rx, NULL, &e)))
 			err_print(tpath, &e);
 		xt = rx[0];
-	} else if (xp && !(xt = exec_run(train, &eo, NULL, &e))) {
+	} else if (xp && !rc && !(xt = exec_run(train, &eo, NULL, &e))) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
@@ -179,7 +189,7 @@ int cmd_verify(int argc, char **argv)
 		if (v != res.loss && !(v->flags & VALUE_GRAD))
 			continue;
 		struct row *r = &rows[n_rows++];
-		*r = (struct row){v->name, 0, 0, 0, 0, 0};
+		*r = (struct row){v->name, 0, 0, 0, 0, 0, 0};
 		const struct value *w = v == res.loss ? tglobal : NULL;
 		for (uint32_t k = 0; k < train->n_outputs && !w; k++)
 			if (!strcmp(train->outputs[k]->name, v->name))
@@ -188,14 +198,26 @@ int cmd_verify(int argc, char **argv)
 		r->found = b && b->numel == a->numel;
 		r->ok = r->found;
 		double dd = 0, aa = 0;
+		size_t es = dtype_size(a->dtype);
 		for (int64_t k = 0; r->found && k < a->numel; k++) {
 			double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
+			if (!isfinite(pa) || !isfinite(pb)) { /* equal only bit for bit (inf - inf is NaN) */
+				int same = a->dtype == b->dtype && a->data && b->data &&
+					   !memcmp((const uint8_t *)a->data + k * (int64_t)es, (const uint8_t *)b->data + k * (int64_t)es, es);
+				if (same) {
+					r->nonfinite++;
+				} else {
+					r->ok = 0;
+					r->max_abs = INFINITY;
+				}
+				continue;
+			}
 			dd += d * d;
 			aa += pa * pa;
 			r->max_abs = fmax(r->max_abs, d);
 			if (pa != 0)
 				r->max_rel = fmax(r->max_rel, d / fabs(pa));
-			if (!(d <= atol + rtol * fabs(pa)) && !(isnan(pa) && isnan(pb)))
+			if (!(d <= atol + rtol * fabs(pa)))
 				r->ok = 0;
 		}
 		r->norm_rel = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
@@ -205,8 +227,12 @@ int cmd_verify(int argc, char **argv)
 		printf("%-40s %12s %12s %12s\n", "output", "max abs", "max rel", "norm rel");
 		for (size_t i = 0; i < n_rows; i++) {
 			if (rows[i].found)
-				printf("%-40s %12.3g %12.3g %12.3g%s\n", rows[i].name, rows[i].max_abs, rows[i].max_rel,
+				printf("%-40s %12.3g %12.3g %12.3g%s", rows[i].name, rows[i].max_abs, rows[i].max_rel,
 				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS");
+			if (rows[i].found && rows[i].nonfinite)
+				printf("  (%" PRId64 " NaN or infinite, bitwise equal)", rows[i].nonfinite);
+			if (rows[i].found)
+				putchar('\n');
 			else
 				printf("%-40s %12s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", "-", tpath);
 		}
@@ -242,6 +268,8 @@ int cmd_verify(int argc, char **argv)
 			emit_double(&em, rows[i].max_rel);
 			emit_key(&em, "norm_rel");
 			emit_double(&em, rows[i].norm_rel);
+			emit_key(&em, "nonfinite");
+			emit_int(&em, rows[i].nonfinite);
 			emit_key(&em, "match");
 			emit_bool(&em, rows[i].ok);
 			emit_obj_end(&em);
