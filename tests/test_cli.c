@@ -1263,3 +1263,54 @@ Test(cli, verify_and_values_that_are_not_finite)
 	cr_expect_eq(r.status, 2, "--rtol nan: exit %d", r.status);
 	run_free(&r);
 }
+
+/* run -o: two outputs whose names map to one file (a/b and a_b) are refused before anything is
+ * written, naming both (one was lost, exit 0). */
+Test(cli, run_refuses_outputs_that_share_a_file)
+{
+	char in[600], dir[600];
+	write_text(in, sizeof in, "two_files.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2]}]\nnodes:\n"
+		   "  - {op: Neg, inputs: [x], outputs: [\"a/b\"]}\n  - {op: Relu, inputs: [x], outputs: [a_b]}\n"
+		   "outputs: [{name: \"a/b\"}, {name: a_b}]\n");
+	snprintf(dir, sizeof dir, "%s/two_files_out", tmpdir());
+	char *argv[] = {GD_BINARY, "run", in, "--random-inputs", "-o", dir, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+	cr_expect_eq(lines(r.err), 1, "%s", r.err);
+	cr_expect(strstr(r.err, "outputs 'a/b' and 'a_b' would both be written to"), "%s", r.err);
+	run_free(&r);
+	char p[700];
+	snprintf(p, sizeof p, "%s/a_b.npy", dir);
+	cr_expect(access(p, F_OK) != 0, "%s was written", p);
+}
+
+/* --params and --freeze take names or shell patterns, and one that names nothing is an error
+ * (--freeze nosuch trained everything, exit 0; --freeze 'fc1.*' froze nothing). */
+Test(cli, params_and_freeze_take_patterns_and_refuse_typos)
+{
+	char m[600], out[600];
+	model_path(m, sizeof m, "mlp");
+	snprintf(out, sizeof out, "%s/frozen.onnx", tmpdir());
+	struct run_result r = gd("train", m, "--freeze", "nosuch", NULL);
+	cr_expect_eq(r.status, 2, "exit %d", r.status);
+	cr_expect(strstr(r.err, "--freeze: 'nosuch' is not a floating-point initializer"), "%s", r.err);
+	run_free(&r);
+	r = gd("train", m, "--params", "fc9*", NULL);
+	cr_expect_eq(r.status, 2, "exit %d", r.status);
+	cr_expect(strstr(r.err, "--params: 'fc9*' matches no floating-point initializer"), "%s", r.err);
+	run_free(&r);
+	char *freeze[] = {GD_BINARY, "train", m, "--freeze", "fc1.*", "-o", out, NULL};
+	r = run_cmd(freeze, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	struct graph *g = load_ok(out);
+	int fc1 = 0, others = 0;
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		fc1 += !strncmp(g->outputs[i]->name, "fc1.", 4) && strstr(g->outputs[i]->name, "_grad");
+		others += strncmp(g->outputs[i]->name, "fc1.", 4) && strstr(g->outputs[i]->name, "_grad");
+	}
+	cr_expect_eq(fc1, 0, "fc1 was frozen");
+	cr_expect_eq(others, 4);
+	graph_free(g);
+}

@@ -104,6 +104,27 @@ static void file_name(const char *name, char *buf, size_t n)
 		snprintf(buf, n, "output");
 }
 
+/* Two outputs whose names map to one file (a/b and a_b) would lose one: refused, naming both. */
+static int distinct_files(const struct graph *g, const char *dir, struct gd_err *e)
+{
+	struct strmap seen;
+	strmap_init(&seen);
+	char (*fns)[512] = xcalloc(g->n_outputs + 1, sizeof *fns);
+	int rc = fns ? 0 : err_oom(e);
+	for (uint32_t i = 0; i < g->n_outputs && !rc; i++) {
+		file_name(g->outputs[i]->name, fns[i], sizeof fns[i]);
+		const struct value *other = strmap_get(&seen, fns[i]);
+		if (other)
+			rc = err_set(e, GD_EINPUT, "outputs '%s' and '%s' would both be written to %s/%s.npy", other->name,
+				     g->outputs[i]->name, dir, fns[i]);
+		else if (strmap_put(&seen, fns[i], (void *)g->outputs[i]))
+			rc = err_oom(e);
+	}
+	strmap_free(&seen);
+	xfree(fns);
+	return rc;
+}
+
 static int write_npy(const char *dir, const char *name, const struct rtensor *t, struct gd_err *e)
 {
 	char fn[512], path[1024];
@@ -463,7 +484,9 @@ int cmd_run(int argc, char **argv)
 		free(tv);
 		free(names);
 		free(slot);
-		if (x && outdir && writer) {
+		if (x && outdir && writer && (rc = distinct_files(g, outdir, &e)))
+			err_print(NULL, &e);
+		if (x && outdir && writer && !rc) {
 			if (mkdir(outdir, 0777) && errno != EEXIST) {
 				rc = err_set(&e, GD_EINPUT, "cannot create %s: %s", outdir, strerror(errno));
 				err_print(NULL, &e);
