@@ -14,6 +14,7 @@
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -508,18 +509,44 @@ struct value *autodiff_param_of(const struct graph *g, const struct value *v)
 	return p && p->init ? p : NULL;
 }
 
+/* A --params or --freeze entry: a name, or a shell pattern ('blocks.*.weight'). */
+static int names(const char *entry, const char *name)
+{
+	return !strcmp(entry, name) || !fnmatch(entry, name, 0);
+}
+
 static int is_param(const struct value *v, const struct autodiff_opts *o)
 {
 	if (!(v->flags & VALUE_PARAM) || (v->flags & VALUE_STATE) || !(v->flags & VALUE_GRAD_SLOT))
 		return 0;
 	for (size_t i = 0; i < o->n_freeze; i++)
-		if (!strcmp(o->freeze[i], v->name))
+		if (names(o->freeze[i], v->name))
 			return 0;
 	if (!o->params)
 		return 1;
 	for (size_t i = 0; i < o->n_params; i++)
-		if (!strcmp(o->params[i], v->name))
+		if (names(o->params[i], v->name))
 			return 1;
+	return 0;
+}
+
+/* Each --params and --freeze entry names some floating-point initializer: a typo is an error, not
+ * a silently different set of parameters. */
+static int check_param_names(const struct graph *g, const struct autodiff_opts *o, struct gd_err *e)
+{
+	for (int list = 0; list < 2; list++) {
+		const char *const *es = list ? o->freeze : o->params;
+		size_t n = list ? o->n_freeze : o->n_params;
+		for (size_t k = 0; es && k < n; k++) {
+			int found = 0;
+			for (uint32_t i = 0; i < g->n_inits && !found; i++)
+				found = (g->inits[i]->flags & VALUE_PARAM) && names(es[k], g->inits[i]->name);
+			if (!found)
+				return err_set(e, GD_EINPUT, "%s: '%s' %s", list ? "--freeze" : "--params", es[k],
+					       strpbrk(es[k], "*?[") ? "matches no floating-point initializer"
+								      : "is not a floating-point initializer");
+		}
+	}
 	return 0;
 }
 
@@ -675,6 +702,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	}
 	r->loss = loss;
 	g->values[loss->id]->flags |= VALUE_LOSS;
+	if ((rc = check_param_names(g, o, e)))
+		goto out;
 	mark_wants(&a, loss, o);
 	for (uint32_t i = 0; i < a.n_fwd_nodes; i++)
 		g->nodes[i]->tags |= TAG_FORWARD;

@@ -84,8 +84,9 @@ static const char help[] =
 	"                        bytes (25MiB as PyTorch DDP); default: one per gradient\n"
 	"      --loss-reduction mean|sum  with --replicas: the loss's reduction over the batch, where\n"
 	"                        it cannot be read from the graph\n"
-	"      --params NAMES    train only these initializers (comma-separated)\n"
-	"      --freeze NAMES    train every floating-point initializer but these\n"
+	"      --params NAMES    train only these initializers (comma-separated names or shell\n"
+	"                        patterns, such as 'fc*.weight'; each must match one)\n"
+	"      --freeze NAMES    train every floating-point initializer but these (the same)\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 
