@@ -28,15 +28,6 @@ int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int
 	int used[64] = {0};
 	if (n > 64)
 		return err_set(e, GD_EINPUT, "more than 64 --dim bindings");
-	/* a name bound twice: the same value is harmless (the first binding does it), another is not */
-	for (size_t k = 0; k < n; k++)
-		for (size_t j = 0; j < k; j++)
-			if (!strcmp(b[j].name, b[k].name)) {
-				if (b[j].value != b[k].value)
-					return err_set(e, GD_EINPUT, "--dim %s is bound to both %lld and %lld", b[k].name,
-						       (long long)b[j].value, (long long)b[k].value);
-				used[k] = 1;
-			}
 	for (uint32_t i = 0; i < g->n_values; i++)
 		bind_type(&g->values[i]->type, b, n, used);
 	for (size_t k = 0; k < n && strict; k++)

@@ -6,7 +6,7 @@
 #include "../ir/graph.h"
 
 /* Replaces each bound symbolic dimension of the graph's inputs, outputs and value_info by its value.
- * When strict, fails naming a binding no dimension uses. */
+ * When strict, fails naming a binding no dimension uses. Names are distinct (cli_add_dim sees to it). */
 int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int strict, struct gd_err *e);
 
 /* Replaces every node whose outputs shape inference computed (all its inputs known: Shape chains
