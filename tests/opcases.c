@@ -187,6 +187,14 @@ const struct gcase op_cases[] = {
 	 "  - {name: en, dtype: int64, shape: [3], data: [-100, 3, 6]}\n  - {name: ax, dtype: int64, shape: [3], data: [0, 1, 2]}\n"
 	 "  - {name: sp, dtype: int64, shape: [3], data: [-2, 1, 3]}\n",
 	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
+	{"Slice with a step past the end (one element)", P("x", "[3, 4]") "  - {name: st, dtype: int64, shape: [1], data: [1]}\n"
+	 "  - {name: en, dtype: int64, shape: [1], data: [4]}\n  - {name: ax, dtype: int64, shape: [1], data: [1]}\n"
+	 "  - {name: sp, dtype: int64, shape: [1], data: [9223372036854775807]}\n",
+	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
+	{"Slice backwards with the most negative step", P("x", "[3, 4]") "  - {name: st, dtype: int64, shape: [1], data: [-1]}\n"
+	 "  - {name: en, dtype: int64, shape: [1], data: [-100]}\n  - {name: ax, dtype: int64, shape: [1], data: [0]}\n"
+	 "  - {name: sp, dtype: int64, shape: [1], data: [-9223372036854775808]}\n",
+	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
 	{"Pad", P("x", "[2, 3]") "  - {name: p, dtype: int64, shape: [4], data: [1, 0, 0, 2]}\n",
 	 "  - {op: Pad, inputs: [x, p], outputs: [y]}\n"},
 	/* ReflectionPad2d, ReplicationPad2d */

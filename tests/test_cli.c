@@ -1184,6 +1184,9 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		 "{name: c, op: Clip, inputs: [a, lo], outputs: [y]}", "node 'c' (Clip): Clip's min must be a scalar"},
 		{"[{name: a, dtype: float32, shape: [3], init: ones}]", "{name: t, op: Trilu, inputs: [a], outputs: [y]}",
 		 "node 't' (Trilu): Trilu needs at least 2 dimensions, not 1"},
+		{"[{name: a, dtype: float32, shape: [1, 4, 2, 2], init: ones}]",
+		 "{name: d, op: DepthToSpace, inputs: [a], outputs: [y], attrs: {blocksize: 4294967296}}",
+		 "node 'd' (DepthToSpace): blocksize must be from 1 to the channels"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char text[2048], in[600], out[600];

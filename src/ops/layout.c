@@ -285,11 +285,11 @@ static void slice_bounds(int64_t d, int64_t lo, int64_t hi, int64_t s, int64_t *
 	if (s > 0) {
 		lo = clamp(lo, 0, d);
 		hi = clamp(hi, 0, d);
-		*count = hi > lo ? (hi - lo + s - 1) / s : 0;
+		*count = hi <= lo ? 0 : s >= hi - lo ? 1 : (hi - lo - 1) / s + 1; /* no overflow, whatever s */
 	} else {
 		lo = clamp(lo, -1, d - 1);
 		hi = clamp(hi, -1, d - 1);
-		*count = lo > hi ? (lo - hi - s - 1) / -s : 0;
+		*count = lo <= hi ? 0 : s <= hi - lo ? 1 : (lo - hi - 1) / -s + 1; /* (-s only when |s| < lo - hi) */
 	}
 	*first = lo;
 }
@@ -786,6 +786,8 @@ static int slice_grad(struct ad *a, const struct node *n)
 		if (step == 0)
 			return ad_fail(a, "a step of 0");
 		slice_bounds(d, rt_get_i(st, k), rt_get_i(en, k), step, &first, &count);
+		if (count <= 1) /* one element or none: the step does not matter (and count x step cannot overflow) */
+			step = 1;
 		if (step == 1) {
 			pads[ax] = first;
 			pads[ax + r] = d - first - count;

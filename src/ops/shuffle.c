@@ -19,9 +19,9 @@ struct shuffle {
 /* to_space: DepthToSpace (crd: its CRD mode), else SpaceToDepth; 0, or a message */
 static const char *shuffle_of(const int64_t *d, int64_t b, int to_space, int crd, struct shuffle *s)
 {
-	if (b < 1)
-		return "blocksize must be positive";
 	int64_t n = d[0], c = d[1], h = d[2], w = d[3];
+	if (b < 1 || b > (to_space ? c : h < w ? h : w)) /* (and b * b cannot overflow) */
+		return to_space ? "blocksize must be from 1 to the channels" : "blocksize must be from 1 to the height and width";
 	if (to_space) {
 		if (c % (b * b))
 			return "the channels must be a multiple of blocksize squared";
