@@ -87,8 +87,26 @@ struct cmp {
 	double rtol; /* 0: equal bits */
 };
 
+/* The largest magnitude of t. */
+static double max_abs(const struct rtensor *t)
+{
+	double m = 0;
+	for (int64_t k = 0; k < t->numel; k++)
+		m = fmax(m, fabs(rt_get(t, k)));
+	return m;
+}
+
 static void same_outputs(const struct cmp *c, struct graph *g, struct exec *a, struct exec *b)
 {
+	/* A float output whose every value is below float32's rounding of the largest output is rounding
+	 * noise (the gradient of a bias ahead of a BatchNorm, 0 in exact arithmetic: rescnn's stem.bias_grad
+	 * is 4e-9 on the CPU and 3e-9 on a GPU). It is compared at that largest output's scale. */
+	double top = 0;
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		const struct rtensor *s = exec_value(a, g->outputs[i]);
+		if (s->data && dtype_is_float(s->dtype))
+			top = fmax(top, max_abs(s));
+	}
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
 		const struct rtensor *s = exec_value(a, g->outputs[i]), *t = exec_value(b, g->outputs[i]);
 		const char *name = g->outputs[i]->name;
@@ -98,9 +116,9 @@ static void same_outputs(const struct cmp *c, struct graph *g, struct exec *a, s
 			cr_expect_eq(memcmp(s->data, t->data, s->nbytes), 0, "%s: output %s differs", c->what, name);
 			continue;
 		}
-		double scale = 0;
-		for (int64_t k = 0; k < s->numel; k++)
-			scale = fmax(scale, fabs(rt_get(s, k)));
+		double scale = max_abs(s);
+		if (scale < 0x1p-23 * top)
+			scale = top;
 		for (int64_t k = 0; k < s->numel; k++) {
 			double u = rt_get(s, k), v = rt_get(t, k);
 			if (!(fabs(v - u) <= c->rtol * (fabs(u) + scale)) && !(isnan(u) && isnan(v))) {

@@ -1267,6 +1267,28 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* train --dim batch=4 fixes the batch in TRAIN: verify binds MODEL's batch to it, without being
+ * told, so both run on one batch (it ran MODEL on 2 and TRAIN on 4: every output DIFFERED, exit 1),
+ * and a --dim that says otherwise is an error naming both sizes (exit 2). */
+Test(cli, verify_binds_the_dimensions_train_fixed)
+{
+	char model[512], t[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(t, sizeof t, "%s/mlp_b4.onnx", tmpdir());
+	char *targv[] = {GD_BINARY, "train", model, "--dim", "batch=4", "-o", t, NULL};
+	struct run_result r = run_cmd(targv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *vargv[] = {GD_BINARY, "verify", model, t, "--rtol", "0", "--atol", "0", NULL};
+	r = run_cmd(vargv, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+	r = gd("verify", model, t, "--dim", "batch=3");
+	cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "--dim batch=3, but TRAIN fixed batch to 4 (its input 'x')"), "%s", r.err);
+	run_free(&r);
+}
+
 /* run -o: two outputs whose names map to one file (a/b and a_b) are refused before anything is
  * written, naming both (one was lost, exit 0). */
 Test(cli, run_refuses_outputs_that_share_a_file)

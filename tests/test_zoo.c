@@ -423,6 +423,7 @@ Test(zoo, dropout_is_fresh_each_step_and_recompute_follows)
 
 /* ---- onnxruntime ---- */
 
+#ifdef GD_ORT_DIR
 /* Gives every Dropout of g graphdiet's mask (values from x, a run of g that kept every value): y =
  * X * (mask / (1 - ratio)) by a Mul, and the mask output from a Constant. Returns how many. */
 static size_t fix_dropout_masks(struct graph *g, struct exec *x)
@@ -475,6 +476,7 @@ static size_t fix_dropout_masks(struct graph *g, struct exec *x)
 	cr_assert_eq(graph_toposort(g, &e), 0, "%s", e.msg);
 	return fixed;
 }
+#endif
 
 Test(zoo, onnxruntime_gets_graphdiets_outputs)
 {

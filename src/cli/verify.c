@@ -26,7 +26,8 @@ static const char help[] =
 	"      --rtol R          relative tolerance (default 1e-5)\n"
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
 	"                        |train - plain| <= atol + rtol * |plain|; 0 and 0 ask for equal bits\n"
-	"      --dim NAME=VALUE  bind a symbolic dimension (unbound ones are 2)\n"
+	"      --dim NAME=VALUE  bind a symbolic dimension (default: the size TRAIN fixed it to,\n"
+	"                        as train --dim does, else 2)\n"
 	"      --replicas N      TRAIN was built with train --replicas N: run N replicas of it in\n"
 	"                        this process (threads), each on its slice of a batch N times as\n"
 	"                        large as TRAIN's, and compare their summed gradients and\n"
@@ -64,6 +65,34 @@ static int parse_double(const char *s, double *out)
 	errno = 0;
 	*out = strtod(s, &end);
 	return !*s || *end || errno || !(*out >= 0) || !isfinite(*out); /* NaN, inf and negatives: no tolerance */
+}
+
+/* The dimensions TRAIN fixed (train --dim batch=4 writes [4, 20] where MODEL says [batch, 20])
+ * bind MODEL's symbolic ones the same way, unless --dim names them: otherwise the two graphs would
+ * run on different batches and could never match. A --dim that says otherwise is an error. */
+static int bind_like_train(const struct graph *plain, const struct graph *train, struct exec_binding *dims,
+			   size_t *n, struct gd_err *e)
+{
+	for (uint32_t i = 0; i < plain->n_inputs; i++) {
+		const struct value *p = plain->inputs[i], *t = strmap_get(&train->names, p->name);
+		if (p->init || !t || t->type.ndim != p->type.ndim)
+			continue;
+		for (uint32_t a = 0; a < p->type.ndim; a++) {
+			const struct dim *pd = &p->type.dims[a], *td = &t->type.dims[a];
+			if (pd->kind != DIM_PARAM || td->kind != DIM_VALUE || *n == 64)
+				continue;
+			size_t k = 0;
+			while (k < *n && strcmp(dims[k].name, pd->param))
+				k++;
+			if (k < *n && dims[k].value != td->value)
+				return err_set(e, GD_EINPUT, "--dim %s=%lld, but TRAIN fixed %s to %lld (its input '%s')",
+					       pd->param, (long long)dims[k].value, pd->param, (long long)td->value,
+					       p->name);
+			if (k == *n && (dims[k].name = strdup(pd->param)))
+				dims[(*n)++].value = td->value;
+		}
+	}
+	return 0;
 }
 
 int cmd_verify(int argc, char **argv)
@@ -134,10 +163,14 @@ int cmd_verify(int argc, char **argv)
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
+	if (train && bind_like_train(plain, train, dims, &n_dims, &e)) {
+		err_print(tpath, &e);
+		rc = e.code;
+	}
 	/* --replicas N (N > 1): the replicas' graphs (the first is train) and executors */
 	struct graph **rg = NULL;
 	struct exec **rx = NULL;
-	if (train && n_rep > 1 && !(rc = cli_load_copies(tpath, FMT_AUTO, train, n_rep, &rg)) &&
+	if (train && !rc && n_rep > 1 && !(rc = cli_load_copies(tpath, FMT_AUTO, train, n_rep, &rg)) &&
 	    !(rx = xcalloc((size_t)n_rep, sizeof *rx))) {
 		err_print(tpath, (err_oom(&e), &e));
 		rc = e.code;
