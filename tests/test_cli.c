@@ -4,6 +4,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1265,6 +1266,73 @@ Test(cli, verify_and_values_that_are_not_finite)
 	r = gd("verify", inf_m, inf_t, "--rtol", "nan");
 	cr_expect_eq(r.status, 2, "--rtol nan: exit %d", r.status);
 	run_free(&r);
+}
+
+/* A data file (external data, a YAML npy: path) is a regular file inside the model's folder once
+ * every symlink is followed: a link to / read /etc/passwd into the model, a link to
+ * /proc/self/environ leaked the environment, a FIFO hung, /dev/zero ate memory. A name with two
+ * dots in it (weights..v2.bin) is a name, and a link that stays inside the folder is fine. */
+Test(cli, data_paths_stay_in_the_models_folder)
+{
+	char dir[600], path[900], model[900];
+	snprintf(dir, sizeof dir, "%s/datapaths", tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	float w[2] = {1, 2};
+	snprintf(path, sizeof path, "%s/w..v2.bin", dir);
+	FILE *f = fopen(path, "wb");
+	cr_assert(f && fwrite(w, sizeof w, 1, f) == 1 && fclose(f) == 0);
+	struct {
+		const char *link, *to; /* to NULL: a FIFO; "": a directory */
+		const char *location, *err;
+	} cases[] = {
+		{NULL, NULL, "w..v2.bin", NULL},
+		{"inside.bin", "w..v2.bin", "inside.bin", NULL},
+		{"root", "/", "root/etc/passwd", "leads out of the model's directory (to /etc/passwd)"},
+		{"environ", "/proc/self/environ", "environ", "leads out of the model's directory"},
+		{"zero", "/dev/zero", "zero", "leads out of the model's directory (to /dev/zero)"},
+		{"fifo", NULL, "fifo", "is a FIFO, not a regular file"},
+		{"sub", "", "sub", "is a directory, not a regular file"},
+		{NULL, NULL, "../w..v2.bin", "must be relative to the model's directory"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		if (cases[i].link) {
+			snprintf(path, sizeof path, "%s/%s", dir, cases[i].link);
+			unlink(path);
+			rmdir(path);
+			if (!cases[i].to)
+				cr_assert_eq(mkfifo(path, 0600), 0, "%s", path);
+			else if (!*cases[i].to)
+				cr_assert_eq(mkdir(path, 0700), 0, "%s", path);
+			else
+				cr_assert_eq(symlink(cases[i].to, path), 0, "%s", path);
+		}
+		for (int npy = 0; npy < 2; npy++) {
+			snprintf(model, sizeof model, "%s/m%zu_%d.yaml", dir, i, npy);
+			f = fopen(model, "w");
+			cr_assert(f);
+			if (npy)
+				fprintf(f, "graphdiet: 1\nopset: 17\nparams:\n  - {name: w, dtype: float32, shape: [2], npy: %s}\n",
+					cases[i].location);
+			else
+				fprintf(f, "graphdiet: 1\nopset: 17\nparams:\n  - name: w\n    dtype: float32\n    shape: [2]\n"
+					   "    data_location: 1\n    external:\n      - {key: location, value: %s}\n",
+					cases[i].location);
+			fputs("nodes:\n  - {name: r, op: Relu, inputs: [w], outputs: [y]}\noutputs: [{name: y}]\n", f);
+			cr_assert_eq(fclose(f), 0);
+			struct run_result r = gd("run", model, NULL, NULL, NULL);
+			if (!cases[i].err) {
+				/* raw floats, no .npy file: the npy: form of these would fail on the contents */
+				if (!npy)
+					cr_expect_eq(r.status, 0, "%s: %s", cases[i].location, r.err);
+			} else {
+				cr_expect_eq(r.status, 2, "%s (%s): exit %d: %s", cases[i].location, npy ? "npy" : "external",
+					     r.status, r.err);
+				cr_expect(strstr(r.err, cases[i].err), "%s: %s", cases[i].location, r.err);
+				cr_expect_eq(lines(r.err), 1, "%s", r.err);
+			}
+			run_free(&r);
+		}
+	}
 }
 
 /* train --dim batch=4 fixes the batch in TRAIN: verify binds MODEL's batch to it, without being

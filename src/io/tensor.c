@@ -1,7 +1,8 @@
 /* tensor.c - lazy initializer data; see tensor.h.
  *
  * External data follows the ONNX rules: "location" is relative to the model's directory and may
- * not escape it; "offset" and "length" are optional. Random inits use Philox keyed by the seed,
+ * not escape it, by ".." or by a symlink; it names a regular file; "offset" and "length" are
+ * optional. Random inits use Philox keyed by the seed,
  * so they are the same on every run and machine. */
 #include "tensor.h"
 #include "../util/fileio.h"
@@ -11,8 +12,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void unmap_all(void *arg)
@@ -68,23 +71,61 @@ static const char *location(const struct tensor *t)
 	return NULL;
 }
 
-/* base_dir/rel into buf, refusing paths that leave the model's directory. */
-static int ref_path(const struct tensor *t, const char *rel, char *buf, size_t n, struct gd_err *e)
+/* Whether one of path's components is "..". A name that merely holds two dots (weights..v2.bin)
+ * is a name. */
+static int has_dotdot(const char *path)
+{
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return 1;
+		p += n;
+		p += *p == '/';
+	}
+	return 0;
+}
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "directory" : S_ISFIFO(m) ? "FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "device" : S_ISSOCK(m) ? "socket" : "special file";
+}
+
+/* The data file rel names, into buf (PATH_MAX bytes): relative to the model's directory, and,
+ * once realpath has followed every symlink, a regular file inside that directory. A link to / or
+ * /proc/self/environ would read another file into the model, a FIFO hang the reader, /dev/zero
+ * fill memory (the class of ONNX's CVE-2024-27318). */
+static int ref_path(const struct tensor *t, const char *rel, char *buf, struct gd_err *e)
 {
 	if (!rel || !*rel)
 		return err_set(e, GD_EINPUT, "tensor '%s': no data file location", t->name);
-	if (rel[0] == '/' || strstr(rel, ".."))
+	if (rel[0] == '/' || has_dotdot(rel))
 		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' must be relative to the model's directory",
 			       t->name, rel);
-	if ((size_t)snprintf(buf, n, "%s/%s", t->base_dir ? t->base_dir : ".", rel) >= n)
+	char joined[PATH_MAX], root[PATH_MAX];
+	const char *base = t->base_dir ? t->base_dir : ".";
+	if ((size_t)snprintf(joined, sizeof joined, "%s/%s", base, rel) >= sizeof joined)
 		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' is too long", t->name, rel);
+	if (!realpath(base, root))
+		return err_set(e, GD_EINPUT, "tensor '%s': the model's directory %s: %s", t->name, base, strerror(errno));
+	if (!realpath(joined, buf))
+		return err_set(e, GD_EINPUT, "tensor '%s': data file %s: %s", t->name, joined, strerror(errno));
+	size_t rl = strlen(root);
+	if (strcmp(root, "/") && (strncmp(buf, root, rl) || buf[rl] != '/'))
+		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' leads out of the model's directory (to %s)",
+			       t->name, rel, buf);
+	struct stat st;
+	if (stat(buf, &st))
+		return err_set(e, GD_EINPUT, "tensor '%s': data file %s: %s", t->name, joined, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return err_set(e, GD_EINPUT, "tensor '%s': data file %s is a %s, not a regular file", t->name, joined,
+			       file_kind(st.st_mode));
 	return 0;
 }
 
 static char *resolve(struct graph *g, const struct tensor *t, const char *rel, struct gd_err *e)
 {
-	char buf[4096];
-	if (ref_path(t, rel, buf, sizeof buf, e))
+	char buf[PATH_MAX];
+	if (ref_path(t, rel, buf, e))
 		return NULL;
 	char *p = arena_strdup(g->arena, buf);
 	if (!p)
@@ -94,10 +135,10 @@ static char *resolve(struct graph *g, const struct tensor *t, const char *rel, s
 
 int tensor_check_source(const struct tensor *t, struct gd_err *e)
 {
-	char buf[4096];
+	char buf[PATH_MAX];
 	if (t->src != TSRC_NPY && t->src != TSRC_EXTERNAL)
 		return 0;
-	if (ref_path(t, location(t), buf, sizeof buf, e))
+	if (ref_path(t, location(t), buf, e))
 		return e->code;
 	if (access(buf, R_OK) != 0)
 		return err_set(e, GD_EINPUT, "tensor '%s': data file %s: %s", t->name, buf, strerror(errno));
