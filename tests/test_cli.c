@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct run_result gd(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5)
@@ -1265,6 +1266,83 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 	r = gd("verify", inf_m, inf_t, "--rtol", "nan");
 	cr_expect_eq(r.status, 2, "--rtol nan: exit %d", r.status);
+	run_free(&r);
+}
+
+/* An output written into another folder than the model's data files carries that data (the
+ * reference named a file that was not there: run said "data file OTHER_DIR/w.bin: No such
+ * file"); one written beside them keeps the reference. */
+Test(cli, outputs_in_another_folder_carry_the_data)
+{
+	char a[600], b[600], path[900], model[900], there[900], here[900], o1[700], o2[900];
+	snprintf(a, sizeof a, "%s/extA", tmpdir());
+	snprintf(b, sizeof b, "%s/extB", tmpdir());
+	cr_assert(mkdir(a, 0700) == 0 || errno == EEXIST);
+	cr_assert(mkdir(b, 0700) == 0 || errno == EEXIST);
+	float w[3] = {-1, 2, 3};
+	snprintf(path, sizeof path, "%s/w.bin", a);
+	FILE *f = fopen(path, "wb");
+	cr_assert(f && fwrite(w, sizeof w, 1, f) == 1 && fclose(f) == 0);
+	snprintf(model, sizeof model, "%s/ext.yaml", a);
+	f = fopen(model, "w");
+	cr_assert(f);
+	fputs("graphdiet: 1\nopset: 17\nparams:\n  - name: w\n    dtype: float32\n    shape: [3]\n    data_location: 1\n"
+	      "    external:\n      - {key: location, value: w.bin}\n"
+	      "nodes:\n  - {name: r, op: Relu, inputs: [w], outputs: [y]}\noutputs: [{name: y}]\n",
+	      f);
+	cr_assert_eq(fclose(f), 0);
+	snprintf(there, sizeof there, "%s/out.onnx", b);
+	snprintf(here, sizeof here, "%s/out.onnx", a);
+	for (int k = 0; k < 2; k++) {
+		const char *dst = k ? here : there;
+		struct run_result r = gd("convert", model, dst, NULL, NULL);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		cr_expect_eq(!strstr(r.err, "written into it"), k, "%s", r.err);
+		run_free(&r);
+		snprintf(o1, sizeof o1, "%s/y%d", tmpdir(), k);
+		r = gd("run", dst, "-o", o1, NULL);
+		cr_expect_eq(r.status, 0, "%s: %s", dst, r.err);
+		run_free(&r);
+		snprintf(o2, sizeof o2, "%s/y.npy", o1);
+		struct rtensor y;
+		cr_assert(npy_load(o2, &y), "%s", o2);
+		cr_expect(y.numel == 3 && rt_get(&y, 0) == 0 && rt_get(&y, 1) == 2 && rt_get(&y, 2) == 3);
+		free(y.data);
+		struct graph *g = load_ok(dst);
+		cr_expect_eq(g->inits[0]->init->src, k ? TSRC_EXTERNAL : TSRC_BYTES, "%s", dst);
+		graph_free(g);
+	}
+}
+
+/* /dev/stdout is stdout (it replaced the /dev/stdout symlink with a file, as root, and wrote
+ * nothing to stdout); a temporary file left by a graphdiet that is gone (kill -9) is named so that
+ * the next write says so. */
+Test(cli, stdout_by_name_and_stale_temporary_files)
+{
+	char model[512], dir[600], stale[900], out[900];
+	model_path(model, sizeof model, "mlp");
+	struct run_result r = gd("convert", model, "/dev/stdout", "--to", "yaml");
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(!strncmp(r.out, "graphdiet: 1\n", 13), "%.40s", r.out);
+	run_free(&r);
+	struct stat st;
+	cr_expect(lstat("/dev/stdout", &st) == 0 && S_ISLNK(st.st_mode), "/dev/stdout is still a link");
+
+	snprintf(dir, sizeof dir, "%s/stale", tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	pid_t gone = fork(); /* a process id that is free once reaped */
+	cr_assert(gone >= 0);
+	if (gone == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(gone, NULL, 0), gone);
+	snprintf(stale, sizeof stale, "%s/.m.yaml.graphdiet-%ld.AbC123", dir, (long)gone);
+	FILE *f = fopen(stale, "w");
+	cr_assert(f && fclose(f) == 0);
+	snprintf(out, sizeof out, "%s/m.yaml", dir);
+	r = gd("convert", model, out, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "was left by an interrupted graphdiet"), "%s", r.err);
+	cr_expect(strstr(r.err, stale), "%s", r.err);
 	run_free(&r);
 }
 

@@ -10,12 +10,16 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 Test(arena, alignment_big_blocks_and_zeroing)
@@ -222,6 +226,112 @@ Test(fileio, atomic_output_keeps_old_file_on_abort)
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_neq(st.st_mode & 0044, 0, "the result is readable like a normally created file");
+}
+
+/* Writes text to path through an outfile; 0 when committed. */
+static int put(const char *path, const char *text)
+{
+	struct outfile o;
+	struct gd_err e = {0};
+	if (outfile_open(&o, path, &e))
+		return -1;
+	fputs(text, o.f);
+	return outfile_commit(&o, &e);
+}
+
+/* How many entries of dir start with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	cr_assert(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += !strncmp(de->d_name, prefix, strlen(prefix));
+	closedir(d);
+	return n;
+}
+
+/* A symlink's target is replaced and the link stays (the link was replaced by a file); a FIFO is
+ * written in place (it was replaced, and its reader got nothing); the file replaced keeps its
+ * mode. */
+Test(fileio, links_are_followed_and_fifos_written_in_place)
+{
+	char dir[256], target[300], link[300], fifo[300];
+	snprintf(dir, sizeof dir, "%s/outdest", tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	snprintf(target, sizeof target, "%s/target.txt", dir);
+	snprintf(link, sizeof link, "%s/link.txt", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	unlink(link);
+	unlink(fifo);
+	cr_assert_eq(put(target, "old"), 0);
+	cr_assert_eq(chmod(target, 0640), 0);
+	cr_assert_eq(symlink("target.txt", link), 0);
+	cr_assert_eq(put(link, "new"), 0);
+	struct stat st;
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_expect(S_ISLNK(st.st_mode), "the link is still a link");
+	size_t len;
+	uint8_t *s = slurp(target, &len);
+	cr_expect(len == 3 && !memcmp(s, "new", 3), "the target holds the new content");
+	free(s);
+	cr_assert_eq(stat(target, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) { /* the reader: what arrives, into fifo.got */
+		char got[320], buf[64];
+		snprintf(got, sizeof got, "%s.got", fifo);
+		alarm(20);
+		int in = open(fifo, O_RDONLY);
+		FILE *out = fopen(got, "w");
+		ssize_t n;
+		while (in >= 0 && out && (n = read(in, buf, sizeof buf)) > 0)
+			fwrite(buf, 1, (size_t)n, out);
+		_exit(out && fclose(out) == 0 ? 0 : 1);
+	}
+	cr_assert_eq(put(fifo, "through the pipe"), 0);
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(lstat(fifo, &st), 0);
+	cr_expect(S_ISFIFO(st.st_mode), "the FIFO is still a FIFO");
+	char got[320];
+	snprintf(got, sizeof got, "%s.got", fifo);
+	s = slurp(got, &len);
+	cr_expect(len == 16 && !memcmp(s, "through the pipe", 16), "the reader got %zu bytes", len);
+	free(s);
+	cr_expect_eq(count_prefixed(dir, "."), 2, "no temporary files are left (only . and ..)");
+}
+
+/* SIGINT, SIGTERM and SIGHUP remove the temporary file being written, then end the process as the
+ * signal would have (a killed write left a hidden .NAME.tmpXXXXXX behind). */
+Test(fileio, signals_remove_temporary_files)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	char dir[256], path[300];
+	snprintf(dir, sizeof dir, "%s/sigtmp", tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	snprintf(path, sizeof path, "%s/out.onnx", dir);
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+		pid_t pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			struct outfile o;
+			struct gd_err e = {0};
+			if (outfile_open(&o, path, &e))
+				_exit(3);
+			fputs("partial", o.f);
+			fflush(o.f);
+			raise(sigs[i]);
+			_exit(4);
+		}
+		int status;
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == sigs[i], "signal %d: status %#x", sigs[i], status);
+		cr_expect_eq(count_prefixed(dir, ".out.onnx"), 0, "signal %d left a temporary file", sigs[i]);
+	}
 }
 
 Test(fileio, errors_are_reported)

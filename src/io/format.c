@@ -4,10 +4,12 @@
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 #include "dot.h"
+#include "tensor.h"
 #include "onnx.h"
 #include "yaml.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,14 +92,65 @@ struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 	return g;
 }
 
-int model_save(struct graph *g, const char *path, enum gd_format fmt, const struct save_opts *o, struct gd_err *e)
+/* Whether dir (a model's folder) is the folder `path` is written into. */
+static int same_folder(const char *dir, const char *path)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	char *pd = path_dirname(path);
+	int same = pd && realpath(dir ? dir : ".", a) && realpath(pd, b) && !strcmp(a, b);
+	free(pd);
+	return same;
+}
+
+/* A tensor whose data lives in a file of the model's folder (external data, YAML npy:) keeps that
+ * reference when the output goes into the same folder. Anywhere else the reference would name a
+ * file that is not there (train -o OTHER_DIR/t.onnx, then run: "No such file"): those tensors
+ * carry their bytes in the output instead, for this write (`was` gives them back). */
+struct moved {
+	struct tensor *t, was;
+};
+
+static int carry_data(struct graph *g, const char *path, enum gd_format fmt, struct moved **mv, size_t *n,
+		      struct gd_err *e)
+{
+	*mv = NULL;
+	*n = 0;
+	if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout") || fmt == FMT_DOT)
+		return 0;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < g->n_inits; i++) {
+		struct tensor *t = g->inits[i]->init;
+		if (!t || (t->src != TSRC_EXTERNAL && t->src != TSRC_NPY) || same_folder(t->base_dir, path))
+			continue;
+		struct bytes b;
+		struct moved *grown = *n % 64 ? *mv : xrealloc(*mv, (*n + 64) * sizeof **mv);
+		if (!grown)
+			return err_oom(e);
+		*mv = grown;
+		if (tensor_bytes(g, t, &b, e))
+			return e->code;
+		(*mv)[(*n)++] = (struct moved){t, *t};
+		total += b.n;
+		*t = (struct tensor){.name = t->name, .doc = t->doc, .dtype = t->dtype, .ndim = t->ndim, .dims = t->dims,
+				     .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = b, .x = t->x};
+	}
+	/* protobuf's limit on one message */
+	if (fmt == FMT_ONNX && total > (UINT64_C(2) << 30) - (UINT64_C(64) << 20))
+		return err_set(e, GD_EINPUT, "%s is not in the folder of the model's external data, and its %" PRIu64
+					     " bytes are too many to carry inside one ONNX file: write the output into "
+					     "that folder",
+			       path, total);
+	if (*n)
+		fprintf(stderr, "graphdiet: note: %s: %zu tensors whose data files are in another folder are "
+				"written into it (%" PRIu64 " bytes)\n",
+			path, *n, total);
+	return 0;
+}
+
+static int save_to(struct graph *g, const char *path, enum gd_format fmt, const struct save_opts *o,
+		   struct gd_err *e)
 {
 	struct outfile out;
-	double t = progress_begin();
-	if (fmt == FMT_AUTO)
-		fmt = format_from_path(path);
-	if (fmt == FMT_AUTO)
-		return err_set(e, GD_EINPUT, "cannot tell the output format of '%s'; use --to onnx|yaml|dot", path);
 	if (outfile_open(&out, path, e))
 		return e->code;
 	int rc;
@@ -116,8 +169,25 @@ int model_save(struct graph *g, const char *path, enum gd_format fmt, const stru
 		outfile_abort(&out);
 		return rc;
 	}
-	if ((rc = outfile_commit(&out, e)))
-		return rc;
-	progress_end(t, "save", "%s: %" PRIu32 " nodes", path, g->n_nodes);
-	return 0;
+	return outfile_commit(&out, e);
+}
+
+int model_save(struct graph *g, const char *path, enum gd_format fmt, const struct save_opts *o, struct gd_err *e)
+{
+	double t = progress_begin();
+	if (fmt == FMT_AUTO)
+		fmt = format_from_path(path);
+	if (fmt == FMT_AUTO)
+		return err_set(e, GD_EINPUT, "cannot tell the output format of '%s'; use --to onnx|yaml|dot", path);
+	struct moved *mv;
+	size_t n_mv;
+	int rc = carry_data(g, path, fmt, &mv, &n_mv, e);
+	if (!rc)
+		rc = save_to(g, path, fmt, o, e);
+	for (size_t i = 0; i < n_mv; i++)
+		*mv[i].t = mv[i].was;
+	xfree(mv);
+	if (!rc)
+		progress_end(t, "save", "%s: %" PRIu32 " nodes", path, g->n_nodes);
+	return rc;
 }

@@ -3,8 +3,12 @@
 #include "xalloc.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -112,24 +116,125 @@ const char *path_ext(const char *path, char *buf, size_t n)
 	return buf;
 }
 
+/* ---- temporary files ----
+ *
+ * A temporary file is named .NAME.graphdiet-PID.XXXXXX beside its destination. SIGINT, SIGTERM
+ * and SIGHUP remove the ones being written before the signal ends the process as it would have
+ * (a handler only where the signal was not ignored: nohup keeps its meaning); SIGKILL cannot be
+ * caught, so a later write of NAME finds a file whose process is gone and says so. */
+#define MAX_LIVE 64
+static _Atomic(char *) live[MAX_LIVE];
+static atomic_flag handlers_set = ATOMIC_FLAG_INIT;
+
+static void remove_live(int sig)
+{
+	for (int i = 0; i < MAX_LIVE; i++) {
+		char *p = atomic_load(&live[i]);
+		if (p)
+			unlink(p);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void track(char *tmp)
+{
+	if (!atomic_flag_test_and_set(&handlers_set)) {
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+		for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+			struct sigaction old, sa = {.sa_handler = remove_live};
+			sigemptyset(&sa.sa_mask);
+			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+				sigaction(sigs[i], &sa, NULL);
+		}
+	}
+	for (int i = 0; i < MAX_LIVE; i++) {
+		char *none = NULL;
+		if (atomic_compare_exchange_strong(&live[i], &none, tmp))
+			return;
+	}
+}
+
+static void untrack(const char *tmp)
+{
+	for (int i = 0; i < MAX_LIVE; i++) {
+		char *p = (char *)tmp;
+		if (atomic_compare_exchange_strong(&live[i], &p, NULL))
+			return;
+	}
+}
+
+/* Says which temporary files of base in dir were left by a graphdiet that is gone (killed with
+ * SIGKILL, or a machine that went down): they are not removed, since a user may want them. */
+static void note_stale(const char *dir, const char *base)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	size_t bl = strlen(base);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		long pid;
+		char *end;
+		if (n[0] != '.' || strncmp(n + 1, base, bl) || strncmp(n + 1 + bl, ".graphdiet-", 11))
+			continue;
+		pid = strtol(n + 12 + bl, &end, 10);
+		if (pid <= 0 || *end != '.' || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue; /* not ours, or its process is alive (EPERM: another user's) */
+		fprintf(stderr, "graphdiet: note: %s/%s was left by an interrupted graphdiet (process %ld is gone); "
+				"remove it\n", dir, n, pid);
+	}
+	closedir(d);
+}
+
+/* The file a write to path replaces: path itself, or, for a symlink, the file it points to (the
+ * link stays a link). "" when path does not exist or is a dangling link (the write creates it). */
+static int destination(const char *path, char *real, struct stat *st)
+{
+	real[0] = 0;
+	if (stat(path, st) != 0)
+		return errno == ENOENT ? 0 : -1;
+	return realpath(path, real) ? 0 : -1;
+}
+
 int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
 {
 	memset(o, 0, sizeof *o);
-	if (strcmp(path, "-") == 0) {
+	if (strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0) {
 		o->f = stdout;
 		return 0;
 	}
-	char *dir = path_dirname(path);
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t n = strlen(dir) + strlen(base) + 32;
+	char real[PATH_MAX];
+	struct stat st;
+	if (destination(path, real, &st))
+		return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(errno));
+	if (real[0] && !S_ISREG(st.st_mode)) {
+		/* a device, a FIFO, a terminal: written in place, as a shell's > would (never replaced) */
+		if (S_ISDIR(st.st_mode))
+			return err_set(e, GD_EINPUT, "cannot write %s: it is a directory", path);
+		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
+			int err = errno;
+			if (fd >= 0)
+				close(fd);
+			return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(err));
+		}
+		return 0;
+	}
+	const char *target = real[0] ? real : path;
+	char *dir = path_dirname(target);
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	size_t n = (dir ? strlen(dir) : 0) + strlen(base) + 64;
 	o->tmp = xmalloc(n);
-	o->path = strdup(path);
+	o->path = strdup(target);
 	if (!dir || !o->tmp || !o->path) {
 		free(dir);
 		outfile_abort(o);
 		return err_oom(e);
 	}
-	snprintf(o->tmp, n, "%s/.%s.tmpXXXXXX", dir, base);
+	note_stale(dir, base);
+	snprintf(o->tmp, n, "%s/.%s.graphdiet-%ld.XXXXXX", dir, base, (long)getpid());
 	free(dir);
 	int fd = mkstemp(o->tmp);
 	if (fd < 0) {
@@ -139,10 +244,11 @@ int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
 		outfile_abort(o);
 		return err_set(e, GD_EINPUT, "cannot create output %s: %s", path, strerror(err));
 	}
-	/* mkstemp makes 0600; give the result the mode a plain creat() would. */
+	track(o->tmp);
+	/* mkstemp makes 0600: the file replaced keeps its mode, a new one gets creat()'s */
 	mode_t um = umask(0);
 	umask(um);
-	fchmod(fd, 0666 & ~um);
+	fchmod(fd, real[0] ? st.st_mode & 07777 : 0666 & ~um);
 	o->f = fdopen(fd, "wb");
 	if (!o->f) {
 		close(fd);
@@ -156,8 +262,10 @@ int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
 int outfile_commit(struct outfile *o, struct gd_err *e)
 {
 	int rc = 0;
-	if (!o->tmp) {
+	if (!o->tmp) { /* stdout, or a device or FIFO written in place */
 		if (fflush(o->f) != 0 || ferror(o->f))
+			rc = err_set(e, GD_EINPUT, "cannot write output: %s", strerror(errno));
+		if (o->f != stdout && fclose(o->f) != 0 && !rc)
 			rc = err_set(e, GD_EINPUT, "cannot write output: %s", strerror(errno));
 		memset(o, 0, sizeof *o);
 		return rc;
@@ -171,6 +279,7 @@ int outfile_commit(struct outfile *o, struct gd_err *e)
 		rc = err_set(e, GD_EINPUT, "cannot write %s: %s", o->path, strerror(errno));
 	if (rc)
 		unlink(o->tmp);
+	untrack(o->tmp);
 	xfree(o->tmp);
 	free(o->path);
 	memset(o, 0, sizeof *o);
@@ -185,6 +294,7 @@ void outfile_abort(struct outfile *o)
 		fflush(o->f);
 	if (o->tmp) {
 		unlink(o->tmp);
+		untrack(o->tmp);
 		xfree(o->tmp);
 	}
 	free(o->path);

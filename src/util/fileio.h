@@ -6,7 +6,10 @@
  *
  * Outputs: written to a temporary file in the destination's directory and renamed over the
  * destination only once everything was written and flushed, so a failure never leaves a
- * partial file. "-" means stdout, which cannot be atomic; its write errors are still reported. */
+ * partial file. A symlink's target is replaced, not the link. A destination that exists and is
+ * not a regular file (a device, a FIFO) is written in place, never replaced. "-" and
+ * /dev/stdout mean stdout; these cannot be atomic, and their write errors are still reported.
+ * Temporary files are removed on SIGINT, SIGTERM and SIGHUP. */
 #ifndef GD_FILEIO_H
 #define GD_FILEIO_H
 
@@ -27,7 +30,7 @@ void filebuf_close(struct filebuf *fb);
 
 struct outfile {
 	FILE *f;
-	char *tmp;  /* NULL when writing stdout */
+	char *tmp;  /* NULL when writing stdout, or in place */
 	char *path;
 };
 
