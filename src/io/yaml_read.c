@@ -1045,6 +1045,134 @@ static int model_in(struct yr *r, const ynode *top)
 	return graph_in(r, r->root, top, 1) || training_in(r, m, top) ? -1 : 0;
 }
 
+/* ---- budgets, checked before reading ---- */
+
+/* libyaml's scanner does work proportional to the flow nesting ([ and {) at every token, so
+ * 200 KB of '[' took 81 s: the nesting is counted here first, skipping comments and quoted
+ * scalars (a bracket inside a plain scalar of block context only makes the count larger). */
+#define FLOW_DEPTH_MAX 512
+
+static int flow_depth_ok(const uint8_t *p, size_t n, struct gd_err *e)
+{
+	int depth = 0;
+	size_t line = 1;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = p[i];
+		if (c == '\n') {
+			line++;
+		} else if (c == '#' && (i == 0 || p[i - 1] == ' ' || p[i - 1] == '\t' || p[i - 1] == '\n')) {
+			while (i + 1 < n && p[i + 1] != '\n')
+				i++;
+		} else if (c == '"' || c == '\'') {
+			for (i++; i < n && p[i] != c; i++) {
+				line += p[i] == '\n';
+				if (c == '"' && p[i] == '\\' && i + 1 < n)
+					line += p[++i] == '\n';
+			}
+		} else if (c == '[' || c == '{') {
+			if (++depth > FLOW_DEPTH_MAX)
+				return err_set(e, GD_EINPUT, "line %zu: lists and mappings nested more than %d deep", line,
+					       FLOW_DEPTH_MAX);
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+/* libyaml's loader makes an alias a second reference to its anchor's node, and this reader walks
+ * the tree, so an aliased subtree is walked once per reference: 30 levels of two aliases each are
+ * 2^30 walks (6.5 KB that exhausted memory). The nodes aliases add are counted first, per node
+ * once (memoized, saturating), within ALIAS_ADDS_MAX; an alias inside its own anchor is refused.
+ * The same walk refuses duplicate keys (the first one won, silently). */
+#define ALIAS_ADDS_MAX (UINT64_C(1) << 20)
+#define BLOCK_DEPTH_MAX 10000
+
+struct doc_walk {
+	struct yr *r;
+	uint64_t *size; /* expanded size per node, 0: not yet counted */
+	uint8_t *busy;  /* on the current path */
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	const ynode *x = *(ynode *const *)a, *y = *(ynode *const *)b;
+	int c = strcmp(scalar(x), scalar(y));
+	return c ? c : (x->start_mark.line > y->start_mark.line) - (x->start_mark.line < y->start_mark.line);
+}
+
+static int unique_keys(struct yr *r, const ynode *map)
+{
+	size_t k = 0, n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+	if (n < 2)
+		return 0;
+	ynode **keys = xmalloc(n * sizeof *keys);
+	if (!keys)
+		return err_oom(r->e);
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		ynode *key = node_at(r, p->key);
+		if (key && key->type == YAML_SCALAR_NODE)
+			keys[k++] = key;
+	}
+	qsort(keys, k, sizeof *keys, cmp_key);
+	int rc = 0;
+	for (size_t i = 1; i < k && !rc; i++)
+		if (!strcmp(scalar(keys[i - 1]), scalar(keys[i])))
+			rc = fail(r, keys[i], "duplicate key '%s' (also on line %zu)", scalar(keys[i]),
+				  keys[i - 1]->start_mark.line + 1);
+	xfree(keys);
+	return rc;
+}
+
+static int walk_node(struct doc_walk *w, int id, int depth, uint64_t *out)
+{
+	struct yr *r = w->r;
+	ynode *n = node_at(r, id);
+	size_t i = (size_t)(id - 1);
+	if (!n)
+		return fail(r, NULL, "invalid YAML node reference");
+	if (w->busy[i])
+		return fail(r, n, "an alias refers to a node that contains it");
+	if (w->size[i]) {
+		*out = w->size[i];
+		return 0;
+	}
+	if (depth > BLOCK_DEPTH_MAX)
+		return fail(r, n, "nested more than %d deep", BLOCK_DEPTH_MAX);
+	uint64_t size = 1, sub;
+	w->busy[i] = 1;
+	int rc = n->type == YAML_MAPPING_NODE ? unique_keys(r, n) : 0;
+	if (n->type == YAML_SEQUENCE_NODE)
+		for (yaml_node_item_t *it = n->data.sequence.items.start; !rc && it < n->data.sequence.items.top; it++)
+			if (!(rc = walk_node(w, *it, depth + 1, &sub)))
+				size = sub > UINT64_MAX / 4 - size ? UINT64_MAX / 4 : size + sub;
+	if (n->type == YAML_MAPPING_NODE)
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start; !rc && p < n->data.mapping.pairs.top; p++) {
+			uint64_t sk;
+			if (!(rc = walk_node(w, p->key, depth + 1, &sk)) && !(rc = walk_node(w, p->value, depth + 1, &sub)))
+				size = sub + sk > UINT64_MAX / 4 - size ? UINT64_MAX / 4 : size + sub + sk;
+		}
+	w->busy[i] = 0;
+	w->size[i] = size;
+	*out = size;
+	return rc;
+}
+
+static int doc_ok(struct yr *r)
+{
+	size_t n = (size_t)(r->doc->nodes.top - r->doc->nodes.start);
+	struct doc_walk w = {r, xcalloc(n + 1, sizeof *w.size), xcalloc(n + 1, 1)};
+	uint64_t total = 0;
+	int rc = !w.size || !w.busy ? err_oom(r->e) : walk_node(&w, 1, 0, &total);
+	if (!rc && total > n + ALIAS_ADDS_MAX)
+		rc = fail(r, NULL, "aliases expand the document to %s%" PRIu64 " nodes (%zu written): more than %" PRIu64
+				   " added is refused",
+			  total >= UINT64_MAX / 4 ? "over " : "", total, n, ALIAS_ADDS_MAX);
+	xfree(w.size);
+	xfree(w.busy);
+	return rc;
+}
+
 static void free_doc(void *d)
 {
 	yaml_document_delete(d);
@@ -1062,6 +1190,11 @@ struct graph *yaml_read(const uint8_t *buf, size_t len, const char *path, const 
 		return NULL;
 	}
 	yaml_parser_t p;
+	if (flow_depth_ok(buf, len, e)) {
+		graph_free(g);
+		xfree(doc);
+		return NULL;
+	}
 	if (!yaml_parser_initialize(&p)) {
 		graph_free(g);
 		xfree(doc);
@@ -1093,7 +1226,7 @@ struct graph *yaml_read(const uint8_t *buf, size_t len, const char *path, const 
 		graph_free(g);
 		return NULL;
 	}
-	if (model_in(&r, top)) {
+	if (doc_ok(&r) || model_in(&r, top)) {
 		if (!e->code)
 			err_oom(e);
 		graph_free(g);

@@ -75,9 +75,23 @@ def main():
     with open(os.path.join(HERE, "deep_nesting.onnx"), "wb") as f:
         f.write(deep_nesting(5000))
     level = "[{op: If, inputs: [c], outputs: [y], attrs: {then_branch: {type: graph, value: {nodes: "
-    yaml = "graphdiet: 1\nopset: 17\nnodes: " + level * 200 + "[]" + "}}}}]" * 200 + "\n"
+    yaml = "graphdiet: 1\nopset: 17\nnodes: " + level * 100 + "[]" + "}}}}]" * 100 + "\n"
     with open(os.path.join(HERE, "deep_nesting.yaml"), "w") as f:
         f.write(yaml)
+    # 200 KB of '[': libyaml's scanner is quadratic in flow nesting (81 s)
+    with open(os.path.join(HERE, "deep_flow.yaml"), "w") as f:
+        f.write("graphdiet: 1\nopset: 17\nnodes: " + "[" * 200000 + "\n")
+    # 30 levels of If whose branches alias the level below: 2^30 subgraphs once expanded
+    bomb = ["graphdiet: 1", "opset: 17", "inputs: [{name: c, dtype: bool, shape: []}]", "defs:",
+            "  - &g0 {nodes: [{op: Identity, inputs: [c], outputs: [y]}], outputs: [{name: y}]}"]
+    for i in range(1, 31):
+        bomb.append("  - &g%d {nodes: [{op: If, inputs: [c], outputs: [y], attrs: {then_branch: {type: graph, "
+                    "value: *g%d}, else_branch: {type: graph, value: *g%d}}}], outputs: [{name: y}]}" % (i, i - 1, i - 1))
+    bomb.append("nodes: [{op: If, inputs: [c], outputs: [y], attrs: {then_branch: {type: graph, value: *g30}, "
+                "else_branch: {type: graph, value: *g30}}}]")
+    bomb.append("outputs: [{name: y}]")
+    with open(os.path.join(HERE, "alias_bomb.yaml"), "w") as f:
+        f.write("\n".join(bomb) + "\n")
     save("wrong_field_dtype.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
                                          [vi("x")], [vi("y")], inits=[ints]))
 
