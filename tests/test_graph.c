@@ -347,3 +347,26 @@ Test(dtype, half_conversions_agree_with_numpy)
 	free(res);
 	free(wide);
 }
+
+/* A 0 anywhere in a shape makes it empty, whatever the order of the other dims: [2^32, 2^32, 0]
+ * "had more elements than fit in 64 bits" where [0, 2^32, 2^32] was read. */
+Test(check, a_zero_dim_anywhere_makes_an_empty_shape)
+{
+	const char *shapes[] = {"[4294967296, 4294967296, 0]", "[0, 4294967296, 4294967296]",
+				"[4294967296, 0, 4294967296]", "[4294967296, 4294967296, 2]"};
+	for (int i = 0; i < 4; i++) {
+		char text[512], path[512];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: %s}]\n"
+			 "nodes: [{op: Relu, inputs: [x], outputs: [y]}]\noutputs: [{name: y}]\n",
+			 shapes[i]);
+		write_text(path, sizeof path, "zero_dims.yaml", text);
+		struct gd_err e = {0};
+		struct graph *g = model_load(path, FMT_AUTO, &e);
+		if (i < 3)
+			cr_expect(g, "%s: %s", shapes[i], e.msg);
+		else
+			cr_expect(!g && strstr(e.msg, "more elements than fit in 64 bits"), "%s: %s", shapes[i], e.msg);
+		graph_free(g);
+	}
+}

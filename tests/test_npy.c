@@ -45,6 +45,53 @@ Test(npy, rejects_truncation_and_bad_headers)
 	free(buf);
 }
 
+/* A .npy of header h (padded to 128 bytes, as NumPy pads to a multiple of 64) and `data` bytes
+ * of payload. */
+static size_t make_npy(uint8_t *buf, const char *h, size_t data)
+{
+	size_t hl = 128 - 10;
+	cr_assert_lt(strlen(h), hl);
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (uint8_t)hl, buf[9] = 0;
+	memset(buf + 10, ' ', hl);
+	memcpy(buf + 10, h, strlen(h));
+	buf[10 + hl - 1] = '\n';
+	memset(buf + 128, 0, data);
+	return 128 + data;
+}
+
+/* fortran_order is True or False (Maybe was read as False); the payload is exactly the shape's
+ * (trailing bytes were ignored); a 0 anywhere in the shape makes it empty, whatever the order of
+ * the others (2^32 x 2^32 x 0 "overflowed", 0 x 2^32 x 2^32 did not). */
+Test(npy, strict_headers_and_payloads)
+{
+	uint8_t buf[256];
+	struct npy n;
+	struct {
+		const char *h;
+		size_t data;
+		const char *err; /* NULL: parses */
+	} cases[] = {
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8, NULL},
+		{"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", 8, "fortran_order must be True or False"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 9, "has 1 bytes after its 2 elements"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 0), }", 0, NULL},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", 0, NULL},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", 0, "overflows"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct gd_err e = {0};
+		size_t len = make_npy(buf, cases[i].h, cases[i].data);
+		int rc = npy_parse(buf, len, &n, &e);
+		if (!cases[i].err) {
+			cr_expect_eq(rc, 0, "%s: %s", cases[i].h, e.msg);
+		} else {
+			cr_expect_eq(rc, GD_EINPUT, "%s parsed", cases[i].h);
+			cr_expect(strstr(e.msg, cases[i].err), "%s: %s", cases[i].h, e.msg);
+		}
+	}
+}
+
 Test(npy, numpy_reads_what_we_write)
 {
 	char path[256];

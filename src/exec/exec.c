@@ -158,9 +158,12 @@ int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int
 	for (int i = 0; i < ndim; i++) {
 		if (dims[i] < 0)
 			return exec_fail(x, "negative dimension %" PRId64, dims[i]);
-		if (dims[i] && n > INT64_MAX / dims[i] / (int64_t)es)
+		n = dims[i] ? n : 0; /* a 0 anywhere: empty, whatever the order of the dims */
+	}
+	for (int i = 0; i < ndim; i++) {
+		if (n && n > INT64_MAX / dims[i] / (int64_t)es)
 			return exec_fail(x, "a tensor of more than 2^63 bytes");
-		n *= dims[i];
+		n = n ? n * dims[i] : 0;
 		t->dims[i] = dims[i];
 	}
 	t->dtype = dtype;

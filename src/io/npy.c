@@ -58,6 +58,9 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy *out, struct gd_err *e)
 		return err_set(e, GD_EINPUT, "bad .npy shape");
 	const char *p = sh + 1;
 	int64_t numel = 1;
+	int fortran = end - fo >= 4 && memcmp(fo, "True", 4) == 0;
+	if (!fortran && !(end - fo >= 5 && memcmp(fo, "False", 5) == 0))
+		return err_set(e, GD_EINPUT, ".npy fortran_order must be True or False");
 	while (p < end && *p != ')') {
 		while (p < end && (*p == ' ' || *p == ','))
 			p++;
@@ -72,19 +75,27 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy *out, struct gd_err *e)
 				return err_set(e, GD_EINPUT, ".npy shape overflows");
 			v = v * 10 + (*p - '0');
 		}
-		if (v && numel > INT64_MAX / v)
-			return err_set(e, GD_EINPUT, ".npy shape overflows");
-		numel *= v;
 		out->dims[out->ndim++] = v;
 	}
 	if (p >= end)
 		return err_set(e, GD_EINPUT, "bad .npy shape");
-	if (end - fo >= 4 && memcmp(fo, "True", 4) == 0 && out->ndim > 1)
+	/* any order of the dims: a 0 anywhere makes an empty array, whatever the others */
+	for (uint32_t i = 0; i < out->ndim && numel; i++)
+		numel = out->dims[i] ? numel : 0;
+	for (uint32_t i = 0; i < out->ndim && numel; i++) {
+		if (numel > INT64_MAX / out->dims[i])
+			return err_set(e, GD_EINPUT, ".npy shape overflows");
+		numel *= out->dims[i];
+	}
+	if (fortran && out->ndim > 1)
 		return err_set(e, GD_EINPUT, "Fortran-order .npy arrays are not supported");
 	size_t es = dtype_size(out->dtype);
 	if ((uint64_t)numel > SIZE_MAX / es || numel * es > len - off - hl)
 		return err_set(e, GD_EINPUT, ".npy data is truncated: %" PRId64 " elements of %s expected", numel,
 			       dtype_name(out->dtype));
+	if (numel * es < len - off - hl)
+		return err_set(e, GD_EINPUT, ".npy has %zu bytes after its %" PRId64 " elements of %s",
+			       len - off - hl - (size_t)numel * es, numel, dtype_name(out->dtype));
 	out->data = buf + off + hl;
 	out->nbytes = (size_t)numel * es;
 	return 0;

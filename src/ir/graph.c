@@ -388,25 +388,27 @@ const struct attr *node_attr(const struct node *n, const char *name)
 	return NULL;
 }
 
+/* -1: a dim is unknown or negative; -2: the count overflows. A 0 anywhere makes 0, whatever the
+ * order of the dims. */
 static int64_t numel(uint32_t ndim, const int64_t *dims, const struct dim *sdims)
 {
-	int64_t n = 1;
+	int zero = 0;
 	for (uint32_t i = 0; i < ndim; i++) {
-		int64_t d;
-		if (sdims) {
-			if (sdims[i].kind != DIM_VALUE)
-				return -1;
-			d = sdims[i].value;
-		} else {
-			d = dims[i];
-		}
+		if (sdims && sdims[i].kind != DIM_VALUE)
+			return -1;
+		int64_t d = sdims ? sdims[i].value : dims[i];
 		if (d < 0)
 			return -1;
-		if (d && n > INT64_MAX / d)
+		zero |= d == 0;
+	}
+	int64_t n = 1;
+	for (uint32_t i = 0; i < ndim && !zero; i++) {
+		int64_t d = sdims ? sdims[i].value : dims[i];
+		if (n > INT64_MAX / d)
 			return -2;
 		n *= d;
 	}
-	return n;
+	return zero ? 0 : n;
 }
 
 const char *ttype_shape_str(const struct ttype *t, char *buf, size_t n)

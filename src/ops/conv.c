@@ -60,6 +60,15 @@ static int out_dims(const struct conv_geom *g, int64_t ch, int64_t *dims)
 
 /* Kernel, strides, dilations, pads (explicit or auto_pad) and the output size of a pooling or
  * convolution window over g->h x g->w; `transpose` computes a ConvTranspose output instead. */
+/* Window arithmetic in 128 bits: a file's strides, dilations and pads reach 2^63, and their
+ * products must be refused, not wrap (signed overflow is undefined). */
+__extension__ typedef __int128 wide;
+
+static int fits(wide v)
+{
+	return v >= INT64_MIN && v <= INT64_MAX;
+}
+
 static int window(struct exec *x, const struct node *n, struct conv_geom *g, int ceil_mode, int transpose)
 {
 	int dims = g->one_d ? 1 : 2;
@@ -71,48 +80,59 @@ static int window(struct exec *x, const struct node *n, struct conv_geom *g, int
 	    g->pb < 0 || g->pr < 0)
 		return exec_fail(x, "kernel, strides and dilations must be positive and pads not negative");
 	int same_upper = attr_str_is(n, "auto_pad", "SAME_UPPER", 0), same_lower = attr_str_is(n, "auto_pad", "SAME_LOWER", 0);
-	int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
+	wide ekh = (wide)g->dh * (g->kh - 1) + 1, ekw = (wide)g->dw * (g->kw - 1) + 1;
+	wide oh, ow, th, tw;
 	if (transpose) {
 		int64_t oph = 0, opw = 0;
 		if (ints2(n, "output_padding", 0, g->one_d, &oph, &opw))
 			return exec_fail(x, "output_padding must have %d entr%s", g->one_d ? 1 : 2, g->one_d ? "y" : "ies");
 		size_t no;
 		const int64_t *os = attr_ints(n, "output_shape", &no);
-		int64_t full_h = g->sh * (g->h - 1) + oph + ekh, full_w = g->sw * (g->w - 1) + opw + ekw;
+		wide full_h = (wide)g->sh * (g->h - 1) + oph + ekh, full_w = (wide)g->sw * (g->w - 1) + opw + ekw;
 		if (os || same_upper || same_lower) {
-			g->oh = os && !g->one_d ? os[no - 2] : g->h * g->sh;
-			g->ow = os ? os[no - 1] : g->w * g->sw;
-			int64_t th = full_h - g->oh, tw = full_w - g->ow;
+			oh = os && !g->one_d ? os[no - 2] : (wide)g->h * g->sh;
+			ow = os ? os[no - 1] : (wide)g->w * g->sw;
+			th = full_h - oh, tw = full_w - ow;
 			if (th < 0 || tw < 0)
 				return exec_fail(x, "output_shape is larger than the input can produce");
+			if (!fits(oh) || !fits(ow) || !fits(th) || !fits(tw))
+				return exec_fail(x, "the output's size does not fit in 64 bits");
 			int upper = !same_lower;
-			g->pt = upper ? th / 2 : th - th / 2, g->pb = th - g->pt;
-			g->pl = upper ? tw / 2 : tw - tw / 2, g->pr = tw - g->pl;
+			g->pt = (int64_t)(upper ? th / 2 : th - th / 2), g->pb = (int64_t)th - g->pt;
+			g->pl = (int64_t)(upper ? tw / 2 : tw - tw / 2), g->pr = (int64_t)tw - g->pl;
 		} else {
-			g->oh = full_h - g->pt - g->pb;
-			g->ow = full_w - g->pl - g->pr;
+			oh = full_h - g->pt - g->pb;
+			ow = full_w - g->pl - g->pr;
 		}
-		if (g->oh < 1 || g->ow < 1)
+		if (oh < 1 || ow < 1)
 			return exec_fail(x, "the output would be empty");
+		if (!fits(oh) || !fits(ow))
+			return exec_fail(x, "the output's size does not fit in 64 bits");
+		g->oh = (int64_t)oh, g->ow = (int64_t)ow;
 		return 0;
 	}
 	if (same_upper || same_lower) {
-		g->oh = (g->h + g->sh - 1) / g->sh;
-		g->ow = (g->w + g->sw - 1) / g->sw;
-		int64_t th = (g->oh - 1) * g->sh + ekh - g->h, tw = (g->ow - 1) * g->sw + ekw - g->w;
+		g->oh = (int64_t)(((wide)g->h + g->sh - 1) / g->sh);
+		g->ow = (int64_t)(((wide)g->w + g->sw - 1) / g->sw);
+		th = (wide)(g->oh - 1) * g->sh + ekh - g->h, tw = (wide)(g->ow - 1) * g->sw + ekw - g->w;
 		th = th > 0 ? th : 0;
 		tw = tw > 0 ? tw : 0;
-		g->pt = same_upper ? th / 2 : th - th / 2, g->pb = th - g->pt;
-		g->pl = same_upper ? tw / 2 : tw - tw / 2, g->pr = tw - g->pl;
+		if (!fits(th) || !fits(tw))
+			return exec_fail(x, "the padding does not fit in 64 bits");
+		g->pt = (int64_t)(same_upper ? th / 2 : th - th / 2), g->pb = (int64_t)th - g->pt;
+		g->pl = (int64_t)(same_upper ? tw / 2 : tw - tw / 2), g->pr = (int64_t)tw - g->pl;
 		return 0;
 	}
 	if (attr_str_is(n, "auto_pad", "VALID", 0))
 		g->pt = g->pl = g->pb = g->pr = 0;
-	int64_t sh = g->h + g->pt + g->pb - ekh, sw = g->w + g->pl + g->pr - ekw;
+	wide sh = (wide)g->h + g->pt + g->pb - ekh, sw = (wide)g->w + g->pl + g->pr - ekw;
 	if (sh < 0 || sw < 0)
 		return exec_fail(x, "the window is larger than the padded input");
-	g->oh = (ceil_mode ? (sh + g->sh - 1) / g->sh : sh / g->sh) + 1;
-	g->ow = (ceil_mode ? (sw + g->sw - 1) / g->sw : sw / g->sw) + 1;
+	oh = (ceil_mode ? (sh + g->sh - 1) / g->sh : sh / g->sh) + 1;
+	ow = (ceil_mode ? (sw + g->sw - 1) / g->sw : sw / g->sw) + 1;
+	if (!fits(oh) || !fits(ow))
+		return exec_fail(x, "the output's size does not fit in 64 bits");
+	g->oh = (int64_t)oh, g->ow = (int64_t)ow;
 	return 0;
 }
 

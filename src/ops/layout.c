@@ -34,6 +34,7 @@ static int reshape_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_status(x);
 	int allowzero = (int)attr_int(n, "allowzero", 0);
 	int64_t known = 1;
+	int over = 0; /* the product overflowed; an error unless a 0 entry (anywhere) makes it 0 */
 	for (int i = 0; i < nd; i++) {
 		if (shape[i] == 0 && !allowzero) {
 			if (i >= in[0]->ndim)
@@ -48,8 +49,13 @@ static int reshape_run(struct exec *x, const struct node *n, struct rtensor *con
 		}
 		if (shape[i] < 0)
 			return exec_fail(x, "invalid shape entry %lld", (long long)shape[i]);
-		known *= shape[i];
+		over |= __builtin_mul_overflow(known, shape[i], &known);
 	}
+	for (int i = 0; i < nd && over; i++)
+		if (shape[i] == 0)
+			over = 0, known = 0;
+	if (over)
+		return exec_fail(x, "the shape's elements do not fit in 64 bits");
 	if (infer >= 0) {
 		if (known == 0 || in[0]->numel % known)
 			return exec_fail(x, "cannot reshape %lld elements with a -1 entry", (long long)in[0]->numel);
