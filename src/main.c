@@ -57,6 +57,7 @@ int main(int argc, char **argv)
 			for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 				if (!strcmp(c->name, argv[2])) {
 					char *args[] = {argv[2], "--help", NULL};
+					cli_argv = args;
 					return c->fn(2, args);
 				}
 			return cli_usage(NULL, "'%s' is not a graphdiet command", argv[2]);
@@ -69,7 +70,9 @@ int main(int argc, char **argv)
 		return cli_finish(0);
 	}
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
-		if (!strcmp(c->name, cmd))
+		if (!strcmp(c->name, cmd)) {
+			cli_argv = argv + 1;
 			return c->fn(argc - 1, argv + 1);
+		}
 	return cli_usage(NULL, "'%s' is not a graphdiet command", cmd);
 }

@@ -1280,6 +1280,45 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* A usage error is one line naming the option (it was two or three, getopt's own first, and
+ * "unknown option" named nothing); what an option does not understand is refused: --keep-fp32
+ * Gemmm, -i X=f.npy for a graph without X, --dim batch=0 (all three exited 0), and plan names a
+ * --dim that names no dimension (it complained about 'batch'). */
+Test(cli, options_refuse_what_they_do_not_understand)
+{
+	char model[512], target[600], out[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(target, sizeof target, "X=%s/ref/mlp/target.npy", TESTDATA);
+	snprintf(out, sizeof out, "%s/opt.onnx", tmpdir());
+	struct {
+		const char *argv[8], *err;
+	} cases[] = {
+		{{"plan", "--bogus", model}, "graphdiet: error: plan: unknown option '--bogus' (see 'graphdiet plan --help')\n"},
+		{{"plan", "--bogus=3", model}, "graphdiet: error: plan: unknown option '--bogus' (see"},
+		{{"train", model, "-x"}, "graphdiet: error: train: unknown option '-x' (see"},
+		{{"train", model, "--checkpoint"}, "graphdiet: error: train: option '--checkpoint' needs a value (see"},
+		{{"train", model, "-o"}, "graphdiet: error: train: option '-o' needs a value (see"},
+		{{"train", model, "--precision", "fp16", "--keep-fp32", "Gemm,Gemmm", "-o", out},
+		 "train: --keep-fp32 Gemm,Gemmm: 'Gemmm' is not an op type"},
+		{{"run", model, "--dim", "batch=4", "-i", target}, "--input X=" TESTDATA "/ref/mlp/target.npy: the graph has no "
+								  "input 'X' (its inputs: x, target)"},
+		{{"plan", model, "--dim", "batch=0"}, "plan: --dim batch=0: a dimension must be at least 1"},
+		{{"plan", model, "--dim", "batchsize=8"}, "--dim batchsize: no dimension of the graph is called 'batchsize' "
+							   "(unbound: batch)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *argv[10] = {GD_BINARY};
+		for (int k = 0; k < 8 && cases[i].argv[k]; k++)
+			argv[k + 1] = (char *)cases[i].argv[k];
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_expect_eq(r.status, 2, "case %zu: exit %d: %s", i, r.status, r.err);
+		cr_expect(strstr(r.err, cases[i].err), "case %zu: %s", i, r.err);
+		/* one line, except plan's note on the --dim before the error it leads to */
+		cr_expect_eq(lines(r.err), i == 8 ? 2 : 1, "case %zu: %s", i, r.err);
+		run_free(&r);
+	}
+}
+
 /* An output written into another folder than the model's data files carries that data (the
  * reference named a file that was not there: run said "data file OTHER_DIR/w.bin: No such
  * file"); one written beside them keeps the reference. */

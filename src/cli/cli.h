@@ -26,9 +26,8 @@ int cmd_check(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 
 struct exec_binding;
-/* Parses --dim NAME=VALUE (NAME is strdup'd). */
-int cli_parse_dim(const char *arg, struct exec_binding *b);
-/* Appends a --dim to dims (at most 64); nonzero (after the usage message) when it is bad. */
+/* Appends --dim NAME=VALUE (NAME strdup'd, VALUE at least 1) to dims (at most 64); nonzero
+ * (after the usage message) when it is bad. */
 int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, size_t *n);
 /* --checkpoint S and --checkpoint-file F (opt 'c' or 'C'): into c, the file's names into *store
  * (names_free them). Nonzero (after an error message) when bad. */
@@ -95,7 +94,10 @@ extern const struct cli_cmd cli_cmds[];
 struct plan_report;
 void plan_explain(FILE *f, const struct plan_report *r);
 
+/* One line: "graphdiet: error: CMD: MESSAGE (see 'graphdiet CMD --help')"; returns GD_EINPUT. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The running command's argv (main sets it), for naming the option getopt_long refused. */
+extern char **cli_argv;
 /* Parses a --from/--to value; returns nonzero (after cli_usage) when unknown. */
 int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out);
 /* Loads a model or prints its error; returns NULL then with *rc set. */

@@ -1,6 +1,7 @@
 /* common.c - what the subcommands share: usage errors, format options, loading with messages. */
 #include "../exec/exec.h"
 #include "../io/names.h"
+#include "../ops/ops.h"
 #include "../plan/strategy.h"
 #include "../rewrite/autocast.h"
 #include "../rewrite/step.h"
@@ -17,15 +18,33 @@
 #include <string.h>
 #include <unistd.h>
 
+char **cli_argv;
+
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("graphdiet: error: ", stderr);
+	fprintf(stderr, "graphdiet: error: %s%s", cmd ? cmd : "", cmd ? ": " : "");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nsee 'graphdiet %s%s--help'\n", cmd ? cmd : "", cmd ? " " : "");
+	fprintf(stderr, " (see 'graphdiet %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
 	return GD_EINPUT;
+}
+
+/* getopt_long's '?' (an unknown option) and ':' (one without its value), named as the user
+ * wrote them: the long form up to any '=', or the short letter. */
+static int option_error(const char *cmd, int c)
+{
+	extern int optind, optopt;
+	const char *arg = optind > 0 && cli_argv ? cli_argv[optind - 1] : NULL;
+	char name[64];
+	if (arg && !strncmp(arg, "--", 2))
+		snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+	if (c == ':')
+		return cli_usage(cmd, "option '%s' needs a value", name);
+	return cli_usage(cmd, "unknown option '%s'", name);
 }
 
 int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out)
@@ -105,16 +124,18 @@ int cli_finish(int rc)
 	return rc;
 }
 
-int cli_parse_dim(const char *arg, struct exec_binding *b)
+static int parse_dim(const char *cmd, const char *arg, struct exec_binding *b)
 {
 	const char *eq = strchr(arg, '=');
 	char *end;
 	if (!eq || eq == arg)
-		return cli_usage(NULL, "--dim wants NAME=VALUE, not '%s'", arg);
+		return cli_usage(cmd, "--dim wants NAME=VALUE, not '%s'", arg);
 	errno = 0;
 	long long v = strtoll(eq + 1, &end, 10);
 	if (!eq[1] || *end || errno || v < 0)
-		return cli_usage(NULL, "--dim %s: '%s' is not a size", arg, eq + 1);
+		return cli_usage(cmd, "--dim %s: '%s' is not a size", arg, eq + 1);
+	if (v == 0) /* an empty batch plans 0 FLOPs and 0 bytes: never what was meant */
+		return cli_usage(cmd, "--dim %s: a dimension must be at least 1", arg);
 	b->name = strndup(arg, (size_t)(eq - arg));
 	b->value = v;
 	return 0;
@@ -124,7 +145,7 @@ int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, siz
 {
 	if (*n == 64)
 		return cli_usage(cmd, "too many --dim options");
-	if (cli_parse_dim(arg, &dims[*n]))
+	if (parse_dim(cmd, arg, &dims[*n]))
 		return GD_EINPUT;
 	/* bound before: the same value is harmless, another one a mistake */
 	for (size_t k = 0; k < *n; k++)
@@ -166,7 +187,7 @@ int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *
 		*rc = cli_finish(0);
 		return 1;
 	}
-	*rc = cli_usage(cmd, "unknown option");
+	*rc = option_error(cmd, c);
 	return 1;
 }
 
@@ -210,6 +231,10 @@ int cli_precision(const char *cmd, int opt, const char *arg, struct cli_precisio
 		free(p->buf);
 		free(p->keep);
 		p->n_keep = cli_split_names(arg, &p->buf, &p->keep);
+		for (size_t i = 0; i < p->n_keep; i++)
+			if (op_lookup(NULL, p->keep[i]) == OP_UNKNOWN)
+				return cli_usage(cmd, "--keep-fp32 %s: '%s' is not an op type ('graphdiet ops' lists them)", arg,
+						 p->keep[i]);
 		return 0;
 	}
 	if ((p->dtype = autocast_parse(arg)) < 0)

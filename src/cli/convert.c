@@ -34,7 +34,7 @@ int cmd_convert(int argc, char **argv)
 	int c;
 	int shared_rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'o':

@@ -30,7 +30,7 @@ int cmd_dot(int argc, char **argv)
 	int c;
 	int shared_rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;

@@ -274,7 +274,7 @@ int cmd_info(int argc, char **argv)
 	int c;
 	int shared_rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		default:
 			if (cli_shared_option("info", c, help, &from, &out, &shared_rc))

@@ -44,7 +44,7 @@ int cmd_ops(int argc, char **argv)
 	enum cli_out fmt = OUT_TEXT;
 	int c, markdown = 0, shared_rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'm')
 			markdown = 1;
 		else if (cli_shared_option("ops", c, help, NULL, &fmt, &shared_rc))

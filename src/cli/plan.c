@@ -357,7 +357,7 @@ static int run(int argc, char **argv, int check)
 	struct step_opts step = {0};
 	optind = 1;
 	cli_step_argv(argc, argv);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 		case 'C':

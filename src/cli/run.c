@@ -320,7 +320,7 @@ int cmd_run(int argc, char **argv)
 	int c, rc = 0;
 	int shared_rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			if (n_in == 64)
@@ -408,6 +408,21 @@ int cmd_run(int argc, char **argv)
 	if (g && (!rx || !rst)) {
 		err_print(path, (err_oom(&e), &e));
 		rc = e.code;
+	}
+	/* an --input naming nothing the graph takes is a mistake (it was ignored) */
+	for (size_t i = 0; g && !rc && i < n_in; i++) {
+		const struct value *v = strmap_get(&g->names, ins[i].name);
+		if (!v || v->producer) {
+			char have[512];
+			size_t k = 0;
+			have[0] = 0;
+			for (uint32_t j = 0; j < g->n_inputs && k < sizeof have; j++)
+				if (!g->inputs[j]->init)
+					k += (size_t)snprintf(have + k, sizeof have - k, "%s%s", k ? ", " : "", g->inputs[j]->name);
+			rc = err_set(&e, GD_EINPUT, "--input %s: the graph has no input '%s' (its inputs: %s)", inargs[i],
+				     ins[i].name, have[0] ? have : "none");
+			err_print(path, &e);
+		}
 	}
 	if (g && !rc && n_run > 1)
 		rc = cli_load_copies(path, from, g, n_run, &rg);

@@ -175,7 +175,7 @@ int cmd_train(int argc, char **argv)
 	int shared_rc = 0;
 	optind = 1;
 	cli_step_argv(argc, argv);
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 		case 'C':

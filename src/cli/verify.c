@@ -115,7 +115,7 @@ int cmd_verify(int argc, char **argv)
 	int c;
 	int shared_rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (cli_parse_seed("verify", optarg, &seed))

@@ -8,6 +8,7 @@
 #include "fold.h"
 #include "../util/xalloc.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int bind_type(struct ttype *t, const struct exec_binding *b, size_t n, int *used)
@@ -30,9 +31,29 @@ int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int
 		return err_set(e, GD_EINPUT, "more than 64 --dim bindings");
 	for (uint32_t i = 0; i < g->n_values; i++)
 		bind_type(&g->values[i]->type, b, n, used);
-	for (size_t k = 0; k < n && strict; k++)
-		if (!used[k])
+	for (size_t k = 0; k < n; k++) {
+		if (used[k])
+			continue;
+		if (strict)
 			return err_set(e, GD_EINPUT, "--dim %s: no dimension of the graph is called '%s'", b[k].name, b[k].name);
+		/* plan takes a script's --dim for models that have the dimension and those that do not
+		 * (a static export), but a typo is named, with the names that are left */
+		fprintf(stderr, "graphdiet: note: --dim %s: no dimension of the graph is called '%s'", b[k].name, b[k].name);
+		const char *sep = " (unbound: ", *said[16];
+		size_t n_said = 0;
+		for (uint32_t i = 0; i < g->n_inputs; i++)
+			for (uint32_t d = 0; g->inputs[i]->type.has_shape && d < g->inputs[i]->type.ndim; d++) {
+				const struct dim *dd = &g->inputs[i]->type.dims[d];
+				size_t j = 0;
+				while (dd->kind == DIM_PARAM && dd->param && j < n_said && strcmp(said[j], dd->param))
+					j++;
+				if (dd->kind == DIM_PARAM && dd->param && j == n_said && n_said < 16) {
+					fprintf(stderr, "%s%s", sep, said[n_said++] = dd->param);
+					sep = ", ";
+				}
+			}
+		fputs(*sep == ',' ? ")\n" : "\n", stderr);
+	}
 	return 0;
 }
 
