@@ -309,6 +309,36 @@ Test(zoo, checkpointing_is_bitwise_and_plan_equals_run)
 	}
 }
 
+/* What plan --format yaml names as checkpoints (memory, and auto at 70% of the peak, which also
+ * keeps Constants' outputs), train --checkpoint-file takes: a GPT's plan once named a value train
+ * did not have ('/blocks.1/attn/Constant_output_0' is not a value a forward node produces). */
+Test(zoo, plans_name_checkpoints_train_takes)
+{
+	NEED_ZOO();
+	for (const char *const *m = zoo; *m; m++) {
+		char src[1024], file[1024], train[1024], budget[32];
+		snprintf(src, sizeof src, "%s/%s.onnx", GD_ZOO_DIR, *m);
+		const char *pn[] = {"plan", src, "--format", "json", NULL};
+		char *jn = gd(*m, 0, pn);
+		snprintf(budget, sizeof budget, "%.0f", 0.7 * json_num(jn, "peak_bytes_after"));
+		free(jn);
+		for (int k = 0; k < 2; k++) {
+			const char *pm[] = {"plan", src, "--checkpoint", k ? "auto" : "memory", "--format", "yaml", "--budget", budget,
+					    NULL};
+			if (!k)
+				pm[6] = NULL;
+			char *y = gd(*m, 0, pm);
+			tmp(file, sizeof file, *m, k ? "auto.yaml" : "memory.yaml");
+			FILE *f = fopen(file, "w");
+			cr_assert(f && fputs(y, f) >= 0 && fclose(f) == 0);
+			free(y);
+			tmp(train, sizeof train, *m, "from_file.onnx");
+			const char *ta[] = {"train", src, "--checkpoint-file", file, "-o", train, NULL};
+			free(gd(*m, 0, ta));
+		}
+	}
+}
+
 Test(zoo, adam_lowers_the_loss_in_20_steps)
 {
 	NEED_ZOO();
