@@ -1280,6 +1280,57 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
+ * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
+ * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it
+ * was exit 3, "out of memory"). The 800 TB asked for is beyond any 47-bit address space, so no
+ * overcommit setting lets it through. */
+Test(cli, errors_say_the_facts)
+{
+	char model[512], in[600], t[600], noloss[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(in, sizeof in, "x=%s/yaml/w.npy", TESTDATA);
+	char *a1[] = {GD_BINARY, "run", model, "--dim", "batch=4", "--random-inputs", "-i", in, NULL};
+	struct run_result r = run_cmd(a1, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "input 'x' has shape [3, 2], but the graph's input is [batch, 20]"), "%s", r.err);
+	run_free(&r);
+	char *a2[] = {GD_BINARY, "run", model, "--dim", "batch=10000000000000", "--random-inputs", NULL};
+	r = run_cmd(a2, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "graph input 'x': a tensor of 800000000000000 bytes (8e+05 GB) is larger than this machine's memory"), "%s", r.err);
+	run_free(&r);
+	write_text(noloss, sizeof noloss, "noloss.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 8]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [4, 8], init: {dist: normal, seed: 1}}\n"
+		   "nodes:\n  - {op: Gemm, inputs: [x, w], outputs: [h], attrs: {transB: 1}}\n"
+		   "  - {op: Tanh, inputs: [h], outputs: [y]}\noutputs: [{name: y, dtype: float32, shape: [batch, 4]}]\n");
+	r = gd("plan", noloss, "--dim", "batch=4", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--loss-fn mse or cross-entropy appends it"), "%s", r.err);
+	run_free(&r);
+	snprintf(t, sizeof t, "%s/noloss_train.onnx", tmpdir());
+	char *a3[] = {GD_BINARY, "train", noloss, "--dim", "batch=4", "--loss-fn", "mse", "-o", t, NULL};
+	r = run_cmd(a3, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *a4[] = {GD_BINARY, "plan", noloss, "--dim", "batch=4", "--loss-fn", "mse", "--format", "json", NULL};
+	r = run_cmd(a4, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	struct run_result r2 = gd("plan", t, "--format", "json", NULL);
+	cr_assert_eq(r2.status, 0, "%s", r2.err);
+	const char *pa = strstr(r.out, "\"peak_bytes_after\""), *pb = strstr(r2.out, "\"peak_bytes_after\"");
+	cr_assert(pa && pb);
+	cr_expect_eq(atoll(strchr(pa, ':') + 1), atoll(strchr(pb, ':') + 1), "plan --loss-fn: %.40s, plan of train's: %.40s",
+		     pa, pb);
+	run_free(&r);
+	run_free(&r2);
+	char *a5[] = {GD_BINARY, "check", noloss, "--dim", "batch=4", "--loss-fn", "mse", "--budget", "1MB", NULL};
+	r = run_cmd(a5, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+}
+
 /* A usage error is one line naming the option (it was two or three, getopt's own first, and
  * "unknown option" named nothing); what an option does not understand is refused: --keep-fp32
  * Gemmm, -i X=f.npy for a graph without X, --dim batch=0 (all three exited 0), and plan names a

@@ -605,7 +605,8 @@ static const struct value *pick_loss(struct graph *g, struct ad *a, const struct
 	if (!loss && o->loss)
 		err_set(a->e, GD_EINPUT, "--loss %s: the graph has no output of that name", o->loss);
 	else if (!loss)
-		err_set(a->e, GD_EINPUT, "the graph has no scalar floating-point output to use as the loss");
+		err_set(a->e, GD_EINPUT, "the graph has no scalar floating-point output to use as the loss (for a model "
+					 "exported without one, --loss-fn mse or cross-entropy appends it)");
 	else if (ad_shape(a, loss)->numel != 1 || !dtype_is_float(ad_shape(a, loss)->dtype))
 		err_set(a->e, GD_EINPUT, "the loss '%s' must be a floating-point scalar", loss->name);
 	return a->e->code ? NULL : loss;

@@ -94,6 +94,8 @@ extern const struct cli_cmd cli_cmds[];
 struct plan_report;
 void plan_explain(FILE *f, const struct plan_report *r);
 
+/* --loss-fn mse|cross-entropy into *fn (enum loss_fn); nonzero after the usage message. */
+int cli_loss_fn(const char *cmd, const char *arg, int *fn);
 /* One line: "graphdiet: error: CMD: MESSAGE (see 'graphdiet CMD --help')"; returns GD_EINPUT. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The running command's argv (main sets it), for naming the option getopt_long refused. */

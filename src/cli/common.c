@@ -4,6 +4,7 @@
 #include "../ops/ops.h"
 #include "../plan/strategy.h"
 #include "../rewrite/autocast.h"
+#include "../rewrite/loss.h"
 #include "../rewrite/step.h"
 #include "../util/size.h"
 #include "../exec/backend.h"
@@ -158,6 +159,17 @@ int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, siz
 			return 0;
 		}
 	(*n)++;
+	return 0;
+}
+
+int cli_loss_fn(const char *cmd, const char *arg, int *fn)
+{
+	if (!strcmp(arg, "mse"))
+		*fn = LOSS_MSE;
+	else if (!strcmp(arg, "cross-entropy"))
+		*fn = LOSS_CROSS_ENTROPY;
+	else
+		return cli_usage(cmd, "--loss-fn: '%s' is not mse or cross-entropy", arg);
 	return 0;
 }
 

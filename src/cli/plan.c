@@ -8,6 +8,7 @@
 #include "../util/emit.h"
 #include "../util/size.h"
 #include "../rewrite/fold.h"
+#include "../rewrite/loss.h"
 #include "cli.h"
 
 #include <getopt.h>
@@ -18,7 +19,11 @@
 
 /* What plan and check build the training graph with, as train does. */
 #define TRAINING_STEP_HELP                                                                                     \
-	"      --loss NAME       the loss, when the model has several scalar outputs\n" \
+	"      --loss NAME       the loss, when the model has several scalar outputs (with\n" \
+	"                        --loss-fn: the prediction)\n" \
+	"      --loss-fn FN      plan with a loss appended to a model that has none: mse or\n" \
+	"                        cross-entropy, as graphdiet-train(1); --target NAME as there\n" \
+	"      --target NAME     the graph input --loss-fn adds for the targets (default: target)\n" \
 	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n" \
 	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n" \
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n" \
@@ -340,6 +345,7 @@ static int run(int argc, char **argv, int check)
 		{"help", no_argument, NULL, 'h'},             {"explain", no_argument, NULL, 'x'},
 		{"checkpoint-file", required_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 'T'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
+		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
 		CLI_STEP_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -355,6 +361,8 @@ static int run(int argc, char **argv, int check)
 	const char *timeline = NULL;
 	struct cli_precision prec = {0};
 	struct step_opts step = {0};
+	int loss_fn = -1;
+	const char *target = "target";
 	optind = 1;
 	cli_step_argv(argc, argv);
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -375,6 +383,13 @@ static int run(int argc, char **argv, int check)
 			break;
 		case 'l':
 			po.loss = optarg;
+			break;
+		case 'L':
+			if (cli_loss_fn(cmd, optarg, &loss_fn))
+				CLI_FAIL(GD_EINPUT);
+			break;
+		case 'g':
+			target = optarg;
 			break;
 		CLI_STEP_CASES:
 			if ((rc = cli_step(cmd, c, optarg, &step)))
@@ -422,7 +437,11 @@ static int run(int argc, char **argv, int check)
 	if (g && !plan_is_training_graph(g) &&
 	    ((n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) || (rc = graph_fold_constants(g, &folded, &e))))
 		err_print(path, &e);
-	else if (g && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e))))
+	else if (g && loss_fn >= 0 && (rc = loss_append(g, (enum loss_fn)loss_fn, po.loss, target, &e)))
+		err_print(path, &e);
+	if (g && !rc && loss_fn >= 0)
+		po.loss = "loss";
+	if (g && !rc && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e))))
 		err_print(path, &e);
 	if (g && !rc && timeline && (rc = write_timeline(timeline, path, &r, &e)))
 		err_print(timeline, &e);

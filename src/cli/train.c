@@ -222,12 +222,8 @@ int cmd_train(int argc, char **argv)
 			ao.n_freeze = cli_split_names(optarg, &fbuf, (const char ***)&ao.freeze);
 			break;
 		case 'L':
-			if (!strcmp(optarg, "mse"))
-				loss_fn = LOSS_MSE;
-			else if (!strcmp(optarg, "cross-entropy"))
-				loss_fn = LOSS_CROSS_ENTROPY;
-			else
-				CLI_FAIL(cli_usage("train", "--loss-fn: '%s' is not mse or cross-entropy", optarg));
+			if (cli_loss_fn("train", optarg, &loss_fn))
+				CLI_FAIL(GD_EINPUT);
 			break;
 		case 'T':
 			target = optarg;

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 /* Largest result constant folding computes during shape inference (elements). */
@@ -174,6 +175,18 @@ int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int
 	return 0;
 }
 
+/* A tensor's size comes from the model and its dimensions: one larger than the machine's memory
+ * is the input's doing (exit 2, with the size); a smaller one that finds no memory is out of
+ * memory (exit 3). */
+static int tensor_oom(struct exec *x, size_t bytes)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && page > 0 && bytes / (size_t)page <= (size_t)pages)
+		return err_oom(x->e);
+	return exec_fail(x, "a tensor of %zu bytes (%.3g GB) is larger than this machine's memory; smaller dimensions "
+			    "(--dim) need less", bytes, (double)bytes / 1e9);
+}
+
 void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
 {
 	if (exec_shape(x, out, dtype, ndim, dims))
@@ -187,7 +200,7 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 	}
 	out->data = xmalloc(out->nbytes ? out->nbytes : 1);
 	if (!out->data) {
-		err_oom(x->e);
+		tensor_oom(x, out->nbytes);
 		return NULL;
 	}
 	out->owned = 1;
@@ -235,7 +248,7 @@ void *exec_scratch(struct exec *x, size_t bytes)
 {
 	void *p = xcalloc(bytes ? bytes : 1, 1);
 	if (!p) {
-		err_oom(x->e);
+		tensor_oom(x, bytes);
 		return NULL;
 	}
 	return count_scratch(x, p, bytes);
@@ -442,9 +455,19 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 			int ok = (uint32_t)in->ndim == v->type.ndim;
 			for (int i = 0; ok && i < in->ndim; i++)
 				ok = v->type.dims[i].kind != DIM_VALUE || v->type.dims[i].value == in->dims[i];
-			if (!ok)
-				return err_set(x->e, GD_EINPUT, "input '%s' has a shape the graph does not accept",
-					       v->name);
+			if (!ok) {
+				char want[256], got[256];
+				size_t k = (size_t)snprintf(got, sizeof got, "[");
+				for (int i = 0; i < in->ndim && k < sizeof got; i++)
+					k += (size_t)snprintf(got + k, sizeof got - k, "%s%" PRId64, i ? ", " : "", in->dims[i]);
+				if (k < sizeof got)
+					snprintf(got + k, sizeof got - k, "]");
+				return err_set(x->e, GD_EINPUT, "input '%s' has shape %s, but the graph's %s is %s%s", v->name,
+					       got, x->o->comm ? "replica's slice" : "input", ttype_shape_str(&v->type, want, sizeof want),
+					       x->o->comm ? " (a graph built with train --replicas N takes one replica's batch; "
+							    "--shard-inputs and --replicas give each replica its slice of the whole)"
+							  : "");
+			}
 		}
 		*t = *in;
 		t->owned = 0;
@@ -466,8 +489,10 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 	}
 	x->compute = x->o->random_inputs;
 	void *p = exec_alloc(x, t, v->type.dtype, ndim, dims);
-	if (x->e->code)
+	if (x->e->code) {
+		err_prefix(x->e, "graph input '%s'", v->name);
 		return x->e->code;
+	}
 	if (!p && !x->o->shapes_only && !x->o->random_inputs)
 		return err_set(x->e, GD_EINPUT, "no data for graph input '%s'; give --input %s=FILE.npy or --random-inputs",
 			       v->name, v->name);
