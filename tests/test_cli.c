@@ -1,6 +1,7 @@
 /* test_cli.c - the graphdiet binary as scripts and CI see it: exit codes, one-line errors,
  * atomic outputs, pipes, machine-readable output, and outputs other tools accept. */
 #include "helpers.h"
+#include "io/npy.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -1277,6 +1278,62 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 	r = gd("verify", inf_m, inf_t, "--rtol", "nan");
 	cr_expect_eq(r.status, 2, "--rtol nan: exit %d", r.status);
+	run_free(&r);
+}
+
+/* verify --against DIR checks a training graph with another tool's gradients (PyTorch's, saved
+ * by testdata/gen_models.py), not graphdiet's own autodiff: the MLP's match; a gradient changed
+ * by one part in a thousand DIFFERS, one removed from DIR is MISSING (exit 1), and an input DIR
+ * lacks is an error (exit 2). */
+Test(cli, verify_against_saved_gradients)
+{
+	char model[512], t[600], dir[600], path[900], src[900];
+	model_path(model, sizeof model, "mlp");
+	snprintf(t, sizeof t, "%s/against_train.onnx", tmpdir());
+	snprintf(dir, sizeof dir, "%s/against_ref", tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	const char *files[] = {"x", "target", "loss", "fc1.weight_grad", "fc1.bias_grad", "fc2.weight_grad", "fc2.bias_grad",
+			       "fc3.weight_grad", "fc3.bias_grad"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		snprintf(src, sizeof src, "%s/ref/mlp/%s.npy", TESTDATA, files[i]);
+		snprintf(path, sizeof path, "%s/%s.npy", dir, files[i]);
+		size_t len;
+		uint8_t *b = slurp(src, &len);
+		FILE *f = fopen(path, "wb");
+		cr_assert(f && fwrite(b, 1, len, f) == len && fclose(f) == 0);
+		free(b);
+	}
+	char *ta[] = {GD_BINARY, "train", model, "--dim", "batch=4", "-o", t, NULL};
+	struct run_result r = run_cmd(ta, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", "--against", dir, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 7 outputs compared"), "%s", r.out);
+	run_free(&r);
+	/* one element of fc2.bias_grad off by 1e-3 of its value */
+	snprintf(path, sizeof path, "%s/fc2.bias_grad.npy", dir);
+	struct rtensor g;
+	cr_assert(npy_load(path, &g));
+	rt_set(&g, 3, rt_get(&g, 3) * 1.001);
+	FILE *f = fopen(path, "wb");
+	cr_assert(f && npy_write(f, g.dtype, (uint32_t)g.ndim, g.dims, g.data, g.nbytes) == 0 && fclose(f) == 0);
+	free(g.data);
+	r = gd("verify", "--against", dir, t, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "fc2.bias_grad") && strstr(r.out, "DIFFERS"), "%s", r.out);
+	run_free(&r);
+	snprintf(path, sizeof path, "%s/fc3.weight_grad.npy", dir);
+	cr_assert_eq(unlink(path), 0);
+	r = gd("verify", "--against", dir, t, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "MISSING from"), "%s", r.out);
+	run_free(&r);
+	snprintf(path, sizeof path, "%s/x.npy", dir);
+	cr_assert_eq(unlink(path), 0);
+	r = gd("verify", "--against", dir, t, NULL);
+	cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "for TRAIN's input 'x'"), "%s", r.err);
 	run_free(&r);
 }
 

@@ -94,6 +94,12 @@ extern const struct cli_cmd cli_cmds[];
 struct plan_report;
 void plan_explain(FILE *f, const struct plan_report *r);
 
+/* A .npy file into t (its data malloc'd, aligned); nonzero with e naming the file. */
+struct rtensor;
+int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e);
+/* The file name run -o gives an output NAME (then .npy): characters other than [A-Za-z0-9._-]
+ * become '_'. */
+void cli_file_name(const char *name, char *buf, size_t n);
 /* --loss-fn mse|cross-entropy into *fn (enum loss_fn); nonzero after the usage message. */
 int cli_loss_fn(const char *cmd, const char *arg, int *fn);
 /* One line: "graphdiet: error: CMD: MESSAGE (see 'graphdiet CMD --help')"; returns GD_EINPUT. */

@@ -1,6 +1,9 @@
 /* common.c - what the subcommands share: usage errors, format options, loading with messages. */
 #include "../exec/exec.h"
 #include "../io/names.h"
+#include "../io/npy.h"
+#include "../util/fileio.h"
+#include "../util/xalloc.h"
 #include "../ops/ops.h"
 #include "../plan/strategy.h"
 #include "../rewrite/autocast.h"
@@ -160,6 +163,49 @@ int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, siz
 		}
 	(*n)++;
 	return 0;
+}
+
+int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e)
+{
+	struct filebuf fb;
+	struct npy n;
+	memset(t, 0, sizeof *t);
+	if (filebuf_open(&fb, path, e)) {
+		err_prefix(e, "%s", path);
+		return e->code;
+	}
+	int rc = npy_parse(fb.data, fb.len, &n, e);
+	if (!rc && n.ndim > RT_MAX_DIMS)
+		rc = err_set(e, GD_EINPUT, "rank %u is more than %d", n.ndim, RT_MAX_DIMS);
+	if (!rc) {
+		t->dtype = n.dtype;
+		t->ndim = (int)n.ndim;
+		memcpy(t->dims, n.dims, n.ndim * sizeof *n.dims);
+		t->numel = (int64_t)(n.nbytes / (dtype_size(n.dtype) ? dtype_size(n.dtype) : 1));
+		t->nbytes = n.nbytes;
+		t->data = xmalloc(n.nbytes ? n.nbytes : 1); /* aligned for the kernels */
+		if (!t->data)
+			rc = err_oom(e);
+		else
+			memcpy(t->data, n.data, n.nbytes);
+	}
+	if (rc)
+		err_prefix(e, "%s", path);
+	filebuf_close(&fb);
+	return rc;
+}
+
+void cli_file_name(const char *name, char *buf, size_t n)
+{
+	size_t k = 0;
+	for (; *name && k + 1 < n; name++)
+		buf[k++] = (*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') || (*name >= '0' && *name <= '9') ||
+				   *name == '.' || *name == '-' || *name == '_'
+			   ? *name
+			   : '_';
+	buf[k] = 0;
+	if (!k || !strcmp(buf, ".") || !strcmp(buf, ".."))
+		snprintf(buf, n, "output");
 }
 
 int cli_loss_fn(const char *cmd, const char *arg, int *fn)

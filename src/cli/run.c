@@ -63,45 +63,7 @@ static int load_input(const char *arg, struct npy_in *in, struct gd_err *e)
 	if (!eq || eq == arg || !eq[1])
 		return err_set(e, GD_EINPUT, "--input wants NAME=FILE.npy, not '%s'", arg);
 	in->name = strndup(arg, (size_t)(eq - arg));
-	struct filebuf fb;
-	struct npy n;
-	if (filebuf_open(&fb, eq + 1, e)) {
-		err_prefix(e, "%s", eq + 1);
-		return e->code;
-	}
-	int rc = npy_parse(fb.data, fb.len, &n, e);
-	if (!rc && n.ndim > RT_MAX_DIMS)
-		rc = err_set(e, GD_EINPUT, "rank %u is more than %d", n.ndim, RT_MAX_DIMS);
-	if (!rc) {
-		in->t.dtype = n.dtype;
-		in->t.ndim = (int)n.ndim;
-		memcpy(in->t.dims, n.dims, n.ndim * sizeof *n.dims);
-		in->t.numel = (int64_t)(n.nbytes / (dtype_size(n.dtype) ? dtype_size(n.dtype) : 1));
-		in->t.nbytes = n.nbytes;
-		in->t.data = xmalloc(n.nbytes ? n.nbytes : 1); /* aligned for the kernels */
-		if (!in->t.data)
-			rc = err_oom(e);
-		else
-			memcpy(in->t.data, n.data, n.nbytes);
-	}
-	if (rc)
-		err_prefix(e, "%s", eq + 1);
-	filebuf_close(&fb);
-	return rc;
-}
-
-/* A file name for an output: characters other than [A-Za-z0-9._-] become '_'. */
-static void file_name(const char *name, char *buf, size_t n)
-{
-	size_t k = 0;
-	for (; *name && k + 1 < n; name++)
-		buf[k++] = (*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') || (*name >= '0' && *name <= '9') ||
-				   *name == '.' || *name == '-' || *name == '_'
-			   ? *name
-			   : '_';
-	buf[k] = 0;
-	if (!k || !strcmp(buf, ".") || !strcmp(buf, ".."))
-		snprintf(buf, n, "output");
+	return cli_npy_load(eq + 1, &in->t, e);
 }
 
 /* Two outputs whose names map to one file (a/b and a_b) would lose one: refused, naming both. */
@@ -112,7 +74,7 @@ static int distinct_files(const struct graph *g, const char *dir, struct gd_err 
 	char (*fns)[512] = xcalloc(g->n_outputs + 1, sizeof *fns);
 	int rc = fns ? 0 : err_oom(e);
 	for (uint32_t i = 0; i < g->n_outputs && !rc; i++) {
-		file_name(g->outputs[i]->name, fns[i], sizeof fns[i]);
+		cli_file_name(g->outputs[i]->name, fns[i], sizeof fns[i]);
 		const struct value *other = strmap_get(&seen, fns[i]);
 		if (other)
 			rc = err_set(e, GD_EINPUT, "outputs '%s' and '%s' would both be written to %s/%s.npy", other->name,
@@ -128,7 +90,7 @@ static int distinct_files(const struct graph *g, const char *dir, struct gd_err 
 static int write_npy(const char *dir, const char *name, const struct rtensor *t, struct gd_err *e)
 {
 	char fn[512], path[1024];
-	file_name(name, fn, sizeof fn);
+	cli_file_name(name, fn, sizeof fn);
 	snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
 	if (!dtype_npy(t->dtype))
 		return err_set(e, GD_EINPUT, "output '%s' is %s, which .npy cannot hold", name, dtype_name(t->dtype));
@@ -586,7 +548,7 @@ int cmd_run(int argc, char **argv)
 					emit_int(&em, t->dims[k]);
 				emit_arr_end(&em);
 				if (outdir) {
-					file_name(g->outputs[i]->name, fn, sizeof fn);
+					cli_file_name(g->outputs[i]->name, fn, sizeof fn);
 					char p[1200];
 					snprintf(p, sizeof p, "%s/%s.npy", outdir, fn);
 					emit_key(&em, "file");

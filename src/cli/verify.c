@@ -2,10 +2,12 @@
 #include "../autodiff/ad.h"
 #include "../exec/comm.h"
 #include "../exec/exec.h"
+#include "../ops/ops.h"
 #include "../util/emit.h"
 #include "../util/xalloc.h"
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,15 +15,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char help[] =
 	"usage: graphdiet verify [options] MODEL TRAIN\n"
+	"       graphdiet verify [options] --against DIR TRAIN\n"
 	"\n"
 	"Builds the plain gradients of MODEL itself, runs them and the training graph TRAIN on the same\n"
-	"seeded random inputs, and compares the loss and every <param>_grad. Exit 0 when they match,\n"
-	"1 when any differs or is missing from TRAIN (or, with --replicas, when the replicas disagree).\n"
+	"seeded random inputs, and compares the loss and every <param>_grad. With --against, compares\n"
+	"TRAIN with gradients saved by another tool instead. Exit 0 when they match, 1 when any differs\n"
+	"or is missing (or, with --replicas, when the replicas disagree).\n"
 	"\n"
 	"options:\n"
+	"      --against DIR     run TRAIN on the inputs DIR holds (<input>.npy) and compare its loss\n"
+	"                        and every <param>_grad with DIR's <output>.npy (PyTorch's, say: see\n"
+	"                        graphdiet-verify(1)); Dropout must be off in the reference\n"
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
 	"      --rtol R          relative tolerance (default 1e-5)\n"
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
@@ -43,7 +51,42 @@ struct row {
 	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
 	int found, ok;
 	int64_t nonfinite; /* NaN and infinite elements, bitwise equal on both sides (else not ok) */
+	const char *missing_from; /* where a value not found is missing */
+	int owned;                /* name is malloc'd */
 };
+
+/* b (TRAIN's) against a (the reference's): found when b has a's element count; ok when every
+ * element is within atol + rtol * |a|, and NaN and infinities are equal bit for bit (inf - inf is
+ * NaN). */
+static void compare(struct row *r, const struct rtensor *a, const struct rtensor *b, double rtol, double atol)
+{
+	r->found = a && b && b->numel == a->numel && a->data && b->data;
+	r->ok = r->found;
+	double dd = 0, aa = 0;
+	size_t es = a ? dtype_size(a->dtype) : 0;
+	for (int64_t k = 0; r->found && k < a->numel; k++) {
+		double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
+		if (!isfinite(pa) || !isfinite(pb)) {
+			int same = a->dtype == b->dtype &&
+				   !memcmp((const uint8_t *)a->data + k * (int64_t)es, (const uint8_t *)b->data + k * (int64_t)es, es);
+			if (same) {
+				r->nonfinite++;
+			} else {
+				r->ok = 0;
+				r->max_abs = INFINITY;
+			}
+			continue;
+		}
+		dd += d * d;
+		aa += pa * pa;
+		r->max_abs = fmax(r->max_abs, d);
+		if (pa != 0)
+			r->max_rel = fmax(r->max_rel, d / fabs(pa));
+		if (!(d <= atol + rtol * fabs(pa)))
+			r->ok = 0;
+	}
+	r->norm_rel = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
+}
 
 /* Whether every replica's outputs but its own loss (`local`) have replica 0's bits. */
 static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local)
@@ -65,6 +108,165 @@ static int parse_double(const char *s, double *out)
 	errno = 0;
 	*out = strtod(s, &end);
 	return !*s || *end || errno || !(*out >= 0) || !isfinite(*out); /* NaN, inf and negatives: no tolerance */
+}
+
+/* The table (or JSON/YAML) of rows, and the verdict. */
+static void report(enum cli_out fmt, const struct row *rows, size_t n_rows, int all_ok, double rtol, double atol,
+		   int n_rep, int agree)
+{
+	if (fmt == OUT_TEXT) {
+		printf("%-40s %12s %12s %12s\n", "output", "max abs", "max rel", "norm rel");
+		for (size_t i = 0; i < n_rows; i++) {
+			if (rows[i].found)
+				printf("%-40s %12.3g %12.3g %12.3g%s", rows[i].name, rows[i].max_abs, rows[i].max_rel,
+				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS");
+			if (rows[i].found && rows[i].nonfinite)
+				printf("  (%" PRId64 " NaN or infinite, bitwise equal)", rows[i].nonfinite);
+			if (rows[i].found)
+				putchar('\n');
+			else
+				printf("%-40s %12s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", "-", rows[i].missing_from);
+		}
+		if (n_rep > 1)
+			printf("replicas: %d, in one process; their outputs %s\n", n_rep,
+			       agree ? "agree bit for bit" : "DIFFER from replica 0's");
+		printf("%s: %zu outputs compared, rtol %g, atol %g\n", all_ok ? "match" : "MISMATCH", n_rows, rtol, atol);
+	} else {
+		struct emit em;
+		emit_init(&em, stdout, fmt == OUT_YAML);
+		emit_obj_begin(&em);
+		emit_key(&em, "match");
+		emit_bool(&em, all_ok);
+		emit_key(&em, "rtol");
+		emit_double(&em, rtol);
+		emit_key(&em, "atol");
+		emit_double(&em, atol);
+		emit_key(&em, "replicas");
+		emit_int(&em, n_rep > 1 ? n_rep : 1);
+		emit_key(&em, "replicas_agree");
+		emit_bool(&em, agree);
+		emit_key(&em, "outputs");
+		emit_arr_begin(&em);
+		for (size_t i = 0; i < n_rows; i++) {
+			emit_obj_begin(&em);
+			emit_key(&em, "name");
+			emit_str(&em, rows[i].name);
+			emit_key(&em, "found");
+			emit_bool(&em, rows[i].found);
+			emit_key(&em, "max_abs");
+			emit_double(&em, rows[i].max_abs);
+			emit_key(&em, "max_rel");
+			emit_double(&em, rows[i].max_rel);
+			emit_key(&em, "norm_rel");
+			emit_double(&em, rows[i].norm_rel);
+			emit_key(&em, "nonfinite");
+			emit_int(&em, rows[i].nonfinite);
+			emit_key(&em, "match");
+			emit_bool(&em, rows[i].ok);
+			emit_obj_end(&em);
+		}
+		emit_arr_end(&em);
+		emit_obj_end(&em);
+	}
+}
+
+/* --against DIR: TRAIN runs on the inputs DIR holds (<input>.npy), and its loss and every
+ * <param>_grad are compared with DIR's (<output>.npy, as PyTorch or any tool saves them), so that
+ * a training graph is checked by something other than graphdiet's own autodiff. A gradient either
+ * side lacks is MISSING. Returns 0, GD_ECHECK when anything differs, or an error. */
+static int against(struct graph *train, const char *tpath, const char *dir, struct exec_opts *eo, double rtol,
+		   double atol, enum cli_out fmt)
+{
+	struct gd_err e = {0};
+	uint32_t n = train->n_inputs;
+	struct rtensor *in = xcalloc(n + 1, sizeof *in);
+	const char **names = xcalloc(n + 1, sizeof *names);
+	struct row *rows = xcalloc(train->n_outputs + 1, sizeof *rows);
+	size_t n_in = 0, n_rows = 0;
+	char path[4096], fn[1024];
+	int rc = !in || !names || !rows ? err_oom(&e) : 0, all_ok = 1;
+	for (uint32_t i = 0; !rc && i < n; i++) {
+		const struct value *v = train->inputs[i];
+		if (v->init)
+			continue;
+		cli_file_name(v->name, fn, sizeof fn);
+		snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
+		if (access(path, F_OK))
+			rc = err_set(&e, GD_EINPUT, "--against %s: no %s for TRAIN's input '%s'", dir, path, v->name);
+		else if (!(rc = cli_npy_load(path, &in[n_in], &e)))
+			names[n_in++] = v->name;
+	}
+	for (uint32_t i = 0; !rc && i < train->n_nodes; i++)
+		if (train->nodes[i]->op == OP_DROPOUT && (train->nodes[i]->tags & TAG_FORWARD)) {
+			fprintf(stderr, "graphdiet: note: TRAIN has Dropout: its masks are graphdiet's, so it matches a reference "
+					"made without dropout (eval mode, or p = 0) only\n");
+			break;
+		}
+	eo->random_inputs = 0;
+	eo->inputs = in;
+	eo->input_names = names;
+	eo->n_inputs = n_in;
+	struct exec *x = rc ? NULL : exec_run(train, eo, NULL, &e);
+	if (!rc && !x)
+		rc = e.code;
+	for (uint32_t i = 0; x && i < train->n_outputs; i++) {
+		const struct value *v = train->outputs[i];
+		size_t len = strlen(v->name);
+		int grad = len > 5 && !strcmp(v->name + len - 5, "_grad");
+		cli_file_name(v->name, fn, sizeof fn);
+		snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
+		int have = !access(path, F_OK);
+		if (!grad && !have)
+			continue; /* an output the reference does not give (the loss scale, optimizer state) */
+		struct row *r = &rows[n_rows++];
+		*r = (struct row){.name = v->name, .missing_from = dir};
+		struct rtensor t = {0};
+		if (have && (rc = cli_npy_load(path, &t, &e)))
+			break;
+		compare(r, have ? &t : NULL, exec_value(x, v), rtol, atol);
+		all_ok &= r->ok;
+		free(t.data);
+	}
+	/* a reference gradient TRAIN does not give: a row missing from TRAIN */
+	DIR *d = x && !rc ? opendir(dir) : NULL;
+	for (struct dirent *de; d && (de = readdir(d));) {
+		size_t len = strlen(de->d_name);
+		if (len <= 9 || strcmp(de->d_name + len - 9, "_grad.npy"))
+			continue;
+		int seen = 0;
+		for (size_t k = 0; k < n_rows && !seen; k++) {
+			cli_file_name(rows[k].name, fn, sizeof fn);
+			seen = strlen(fn) == len - 4 && !strncmp(fn, de->d_name, len - 4);
+		}
+		struct row *grown = seen ? rows : xrealloc(rows, (n_rows + 1) * sizeof *rows);
+		char *name = seen || !grown ? NULL : strndup(de->d_name, len - 4);
+		if (!seen && (!grown || !name)) {
+			free(name);
+			rc = err_oom(&e);
+			break;
+		}
+		rows = grown;
+		if (!seen) {
+			rows[n_rows++] = (struct row){.name = name, .missing_from = tpath, .owned = 1};
+			all_ok = 0;
+		}
+	}
+	if (d)
+		closedir(d);
+	if (rc)
+		err_print(tpath, &e);
+	else
+		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
+	exec_free(x);
+	for (size_t i = 0; i < n_in; i++)
+		free(in[i].data);
+	xfree(in);
+	xfree(names);
+	for (size_t i = 0; i < n_rows; i++)
+		if (rows[i].owned)
+			free((char *)rows[i].name);
+	xfree(rows);
+	return rc ? rc : all_ok ? 0 : GD_ECHECK;
 }
 
 /* The dimensions TRAIN fixed (train --dim batch=4 writes [4, 20] where MODEL says [batch, 20])
@@ -102,11 +304,11 @@ int cmd_verify(int argc, char **argv)
 		{"atol", required_argument, NULL, 'a'}, {"dim", required_argument, NULL, 'd'},
 		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
-		{NULL, 0, NULL, 0},
+		{"against", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
-	const char *backend_name = NULL;
+	const char *backend_name = NULL, *against_dir = NULL;
 	double rtol = 1e-5, atol = 1e-7;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
@@ -140,16 +342,32 @@ int cmd_verify(int argc, char **argv)
 		case 'B':
 			backend_name = optarg;
 			break;
+		case 'A':
+			against_dir = optarg;
+			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
 			break;
 		}
 	}
-	if (argc - optind != 2)
-		return cli_usage("verify", "give the model and its training graph");
-	int brc = backend_name ? cli_backend(backend_name, &be) : 0;
-	if (brc) {
+	int brc = 0;
+	if (against_dir && (argc - optind != 1 || n_rep > 1))
+		brc = cli_usage("verify", argc - optind != 1 ? "--against DIR takes the training graph alone"
+							: "--against does not take --replicas");
+	else if (!against_dir && argc - optind != 2)
+		brc = cli_usage("verify", "give the model and its training graph");
+	if (!brc && backend_name)
+		brc = cli_backend(backend_name, &be);
+	if (!brc && against_dir) {
+		struct graph *t = cli_load(argv[optind], FMT_AUTO, &brc);
+		struct exec_opts eo = {.seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2, .backend = be};
+		if (t)
+			brc = against(t, argv[optind], against_dir, &eo, rtol, atol, fmt);
+		graph_free(t);
+		brc = cli_finish(brc);
+	}
+	if (brc || against_dir) {
 		for (size_t i = 0; i < n_dims; i++)
 			free((char *)dims[i].name);
 		return brc;
@@ -222,94 +440,16 @@ int cmd_verify(int argc, char **argv)
 		if (v != res.loss && !(v->flags & VALUE_GRAD))
 			continue;
 		struct row *r = &rows[n_rows++];
-		*r = (struct row){v->name, 0, 0, 0, 0, 0, 0};
+		*r = (struct row){.name = v->name, .missing_from = tpath};
 		const struct value *w = v == res.loss ? tglobal : NULL;
 		for (uint32_t k = 0; k < train->n_outputs && !w; k++)
 			if (!strcmp(train->outputs[k]->name, v->name))
 				w = train->outputs[k];
-		const struct rtensor *a = exec_value(xp, v), *b = w ? exec_value(xt, w) : NULL;
-		r->found = b && b->numel == a->numel;
-		r->ok = r->found;
-		double dd = 0, aa = 0;
-		size_t es = dtype_size(a->dtype);
-		for (int64_t k = 0; r->found && k < a->numel; k++) {
-			double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
-			if (!isfinite(pa) || !isfinite(pb)) { /* equal only bit for bit (inf - inf is NaN) */
-				int same = a->dtype == b->dtype && a->data && b->data &&
-					   !memcmp((const uint8_t *)a->data + k * (int64_t)es, (const uint8_t *)b->data + k * (int64_t)es, es);
-				if (same) {
-					r->nonfinite++;
-				} else {
-					r->ok = 0;
-					r->max_abs = INFINITY;
-				}
-				continue;
-			}
-			dd += d * d;
-			aa += pa * pa;
-			r->max_abs = fmax(r->max_abs, d);
-			if (pa != 0)
-				r->max_rel = fmax(r->max_rel, d / fabs(pa));
-			if (!(d <= atol + rtol * fabs(pa)))
-				r->ok = 0;
-		}
-		r->norm_rel = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
+		compare(r, exec_value(xp, v), w ? exec_value(xt, w) : NULL, rtol, atol);
 		all_ok &= r->ok;
 	}
-	if (xt && fmt == OUT_TEXT) {
-		printf("%-40s %12s %12s %12s\n", "output", "max abs", "max rel", "norm rel");
-		for (size_t i = 0; i < n_rows; i++) {
-			if (rows[i].found)
-				printf("%-40s %12.3g %12.3g %12.3g%s", rows[i].name, rows[i].max_abs, rows[i].max_rel,
-				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS");
-			if (rows[i].found && rows[i].nonfinite)
-				printf("  (%" PRId64 " NaN or infinite, bitwise equal)", rows[i].nonfinite);
-			if (rows[i].found)
-				putchar('\n');
-			else
-				printf("%-40s %12s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", "-", tpath);
-		}
-		if (n_rep > 1)
-			printf("replicas: %d, in one process; their outputs %s\n", n_rep,
-			       agree ? "agree bit for bit" : "DIFFER from replica 0's");
-		printf("%s: %zu outputs compared, rtol %g, atol %g\n", all_ok ? "match" : "MISMATCH", n_rows, rtol, atol);
-	} else if (xt) {
-		struct emit em;
-		emit_init(&em, stdout, fmt == OUT_YAML);
-		emit_obj_begin(&em);
-		emit_key(&em, "match");
-		emit_bool(&em, all_ok);
-		emit_key(&em, "rtol");
-		emit_double(&em, rtol);
-		emit_key(&em, "atol");
-		emit_double(&em, atol);
-		emit_key(&em, "replicas");
-		emit_int(&em, n_rep > 1 ? n_rep : 1);
-		emit_key(&em, "replicas_agree");
-		emit_bool(&em, agree);
-		emit_key(&em, "outputs");
-		emit_arr_begin(&em);
-		for (size_t i = 0; i < n_rows; i++) {
-			emit_obj_begin(&em);
-			emit_key(&em, "name");
-			emit_str(&em, rows[i].name);
-			emit_key(&em, "found");
-			emit_bool(&em, rows[i].found);
-			emit_key(&em, "max_abs");
-			emit_double(&em, rows[i].max_abs);
-			emit_key(&em, "max_rel");
-			emit_double(&em, rows[i].max_rel);
-			emit_key(&em, "norm_rel");
-			emit_double(&em, rows[i].norm_rel);
-			emit_key(&em, "nonfinite");
-			emit_int(&em, rows[i].nonfinite);
-			emit_key(&em, "match");
-			emit_bool(&em, rows[i].ok);
-			emit_obj_end(&em);
-		}
-		emit_arr_end(&em);
-		emit_obj_end(&em);
-	}
+	if (xt)
+		report(fmt, rows, n_rows, all_ok, rtol, atol, n_rep, agree);
 	if (xt && !all_ok)
 		rc = GD_ECHECK;
 	exec_free(xp);
