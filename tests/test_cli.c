@@ -1337,6 +1337,62 @@ Test(cli, verify_against_saved_gradients)
 	run_free(&r);
 }
 
+/* Random integer inputs take the range their use allows: token ids every row of the embedding
+ * they index, labels every class of the loss (they were all 0 or 1, so an embedding collected
+ * every token's gradient in two rows). And verify compares the step after those a dynamic loss
+ * scale skips (it compared the first step's infinite gradients: DIFFERS, on rescnn). */
+Test(cli, random_ids_span_the_vocabulary_and_verify_skips_overflow)
+{
+	char m[600], t[600], out[600], g[900];
+	write_text(m, sizeof m, "embed.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs:\n  - {name: ids, dtype: int64, shape: [64]}\n"
+		   "  - {name: labels, dtype: int64, shape: [64]}\n"
+		   "params: [{name: emb, dtype: float32, shape: [50, 7], init: {dist: normal, seed: 1}}]\n"
+		   "nodes:\n  - {op: Gather, inputs: [emb, ids], outputs: [e]}\n"
+		   "  - {op: SoftmaxCrossEntropyLoss, inputs: [e, labels], outputs: [loss]}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	snprintf(t, sizeof t, "%s/embed_train.onnx", tmpdir());
+	snprintf(out, sizeof out, "%s/embed_out", tmpdir());
+	struct run_result r = gd("train", m, "-o", t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("run", t, "--random-inputs", "-o", out);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(g, sizeof g, "%s/emb_grad.npy", out);
+	struct rtensor eg;
+	cr_assert(npy_load(g, &eg));
+	int rows = 0, classes[7] = {0}, n_classes = 0;
+	for (int64_t i = 0; i < 50; i++) {
+		int any = 0;
+		for (int64_t j = 0; j < 7; j++) {
+			double v = rt_get(&eg, i * 7 + j);
+			any |= v != 0;
+			classes[j] |= v < 0; /* a label's own class gets p - 1 < 0 */
+		}
+		rows += any;
+	}
+	for (int j = 0; j < 7; j++)
+		n_classes += classes[j];
+	free(eg.data);
+	cr_expect_gt(rows, 20, "64 random ids reach %d of 50 rows", rows);
+	cr_expect_gt(n_classes, 2, "64 random labels reach %d of 7 classes", n_classes);
+
+	char model[512], rt[600];
+	model_path(model, sizeof model, "rescnn");
+	snprintf(rt, sizeof rt, "%s/rescnn_dynamic.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", model, "--dim", "batch=2", "--precision", "fp16", "--loss-scale", "dynamic", "-o", rt,
+		      NULL};
+	r = run_cmd(ta, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *va[] = {GD_BINARY, "verify", model, rt, "--rtol", "0.05", "--atol", "1e-3", NULL};
+	r = run_cmd(va, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "TRAIN skipped 1 step (its dynamic loss scale overflowed)"), "%s", r.err);
+	run_free(&r);
+}
+
 /* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
  * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
  * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it

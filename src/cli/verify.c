@@ -269,6 +269,80 @@ static int against(struct graph *train, const char *tpath, const char *dir, stru
 	return rc ? rc : all_ok ? 0 : GD_ECHECK;
 }
 
+/* The state verify carries from a skipped step to the next run of TRAIN (unskipped). */
+struct carried {
+	struct rtensor *t; /* data malloc'd; the executor of the next run borrows it */
+	const char **names;
+	size_t n;
+};
+
+static void carried_free(struct carried *c)
+{
+	for (size_t i = 0; c->t && i < c->n; i++)
+		xfree(c->t[i].data);
+	xfree(c->t);
+	xfree(c->names);
+	memset(c, 0, sizeof *c);
+}
+
+/* A step TRAIN skipped (a dynamic loss scale that overflowed: found_inf true, its gradients not
+ * finite by design) has nothing to compare. Training would go on from the state that step left
+ * (the scale lowered; a skipped step changes nothing else), so TRAIN runs again from there, on
+ * the same inputs, until a step is not skipped (at most 64 runs). Returns the executor of that
+ * step (xt, or a new one, which borrows *c's data: free it after), NULL on an error. */
+static struct exec *unskipped(struct graph *train, struct exec_opts *eo, struct exec *xt, struct carried *c,
+			      struct gd_err *e)
+{
+	const struct value *found = strmap_get(&train->names, "found_inf");
+	int skips = 0;
+	if (!found || !(found->flags & VALUE_OUTPUT) || !train->model)
+		return xt;
+	size_t n = 0;
+	for (size_t i = 0; i < train->model->n_ti; i++)
+		n += train->model->ti[i].n_update_bind;
+	while (xt && rt_get(exec_value(xt, found), 0) != 0 && skips < 64) {
+		struct carried next = {xcalloc(n + 1, sizeof *next.t), xcalloc(n + 1, sizeof *next.names), 0};
+		int oom = !next.t || !next.names;
+		for (size_t i = 0; !oom && i < train->model->n_ti; i++)
+			for (size_t j = 0; j < train->model->ti[i].n_update_bind; j++) {
+				const struct kv *b = &train->model->ti[i].update_bind[j];
+				const struct value *v = strmap_get(&train->names, b->value);
+				const struct rtensor *t = v ? exec_value(xt, v) : NULL;
+				if (!t || !t->data || !t->known)
+					continue;
+				struct rtensor *d = &next.t[next.n];
+				*d = *t;
+				d->owned = 0;
+				d->dev = NULL;
+				if ((oom = !(d->data = xmalloc(t->nbytes ? t->nbytes : 1))))
+					break;
+				memcpy(d->data, t->data, t->nbytes);
+				next.names[next.n++] = b->key;
+			}
+		exec_free(xt); /* it may have borrowed the last state: freed only now */
+		xt = NULL;
+		carried_free(c);
+		*c = next;
+		if (oom) {
+			err_oom(e);
+			break;
+		}
+		eo->inputs = c->t;
+		eo->input_names = c->names;
+		eo->n_inputs = c->n;
+		xt = exec_run(train, eo, NULL, e);
+		skips++;
+	}
+	eo->inputs = NULL;
+	eo->input_names = NULL;
+	eo->n_inputs = 0;
+	if (xt && skips)
+		fprintf(stderr, "graphdiet: note: TRAIN skipped %d step%s (its dynamic loss scale overflowed); the step "
+				"compared is the next one, from the state %s left\n",
+			skips, skips == 1 ? "" : "s", skips == 1 ? "it" : "they");
+	return xt;
+}
+
 /* The dimensions TRAIN fixed (train --dim batch=4 writes [4, 20] where MODEL says [batch, 20])
  * bind MODEL's symbolic ones the same way, unless --dim names them: otherwise the two graphs would
  * run on different batches and could never match. A --dim that says otherwise is an error. */
@@ -377,6 +451,7 @@ int cmd_verify(int argc, char **argv)
 	struct gd_err e = {0};
 	struct graph *plain = cli_load(mpath, FMT_AUTO, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct exec *xp = NULL, *xt = NULL;
+	struct carried carry = {0};
 	struct row *rows = NULL; /* one per compared output: the loss and the gradients autodiff adds */
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
@@ -427,6 +502,9 @@ int cmd_verify(int argc, char **argv)
 	} else if (xp && !rc && !(xt = exec_run(train, &eo, NULL, &e))) {
 		err_print(tpath, &e);
 		rc = e.code;
+	} else if (xt && !rc && !(xt = unskipped(train, &eo, xt, &carry, &e))) {
+		err_print(tpath, &e);
+		rc = e.code;
 	}
 	/* the loss over the whole batch, when TRAIN has it (replicas) */
 	char global[600];
@@ -457,6 +535,7 @@ int cmd_verify(int argc, char **argv)
 		exec_free(rx[r]);
 	if (!rx)
 		exec_free(xt);
+	carried_free(&carry);
 	xfree(rx);
 	xfree(rows);
 	cli_free_copies(rg, n_rep);

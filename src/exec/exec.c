@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "../io/tensor.h"
+#include "../ops/kernel.h"
 #include "../util/philox.h"
 #include "../util/xalloc.h"
 
@@ -21,6 +22,9 @@
 struct exec {
 	struct graph *g;
 	const struct exec_opts *o;
+	struct exec *shapes;           /* a shapes-only run of g, made when random labels need it */
+	struct exec_opts shapes_opts;
+	int shapes_tried;
 	struct rtensor *v;   /* by value id */
 	uint32_t nv;         /* values when the run started: later additions to g have no slot */
 	uint32_t cap;        /* ... but for exec_alias's, which grow v */
@@ -423,6 +427,56 @@ static const struct rtensor *given(const struct exec *x, const struct value *v)
 	return strmap_get(&x->given, v->name);
 }
 
+
+/* The size of a known dimension of v: an initializer's, a static one its type declares, or one
+ * a shapes-only run of the graph infers (made once, when first needed); 0 when unknown. */
+static int64_t known_dim(struct exec *x, const struct value *v, int64_t axis)
+{
+	if (v->init && axis >= 0 && (uint32_t)axis < v->init->ndim)
+		return v->init->dims[axis];
+	if (v->type.has_shape && axis >= 0 && (uint32_t)axis < v->type.ndim && v->type.dims[axis].kind == DIM_VALUE)
+		return v->type.dims[axis].value;
+	if (!x->shapes_tried) {
+		struct gd_err e = {0};
+		x->shapes_tried = 1;
+		x->shapes_opts = (struct exec_opts){.shapes_only = 1, .dims = x->o->dims, .n_dims = x->o->n_dims,
+						    .default_dim = x->o->default_dim, .probe_unbound = x->o->probe_unbound};
+		x->shapes = exec_run(x->g, &x->shapes_opts, NULL, &e); /* NULL when it cannot: no range then */
+	}
+	const struct rtensor *t = x->shapes && v->id < x->shapes->nv ? exec_value(x->shapes, v) : NULL;
+	return t && t->known && axis >= 0 && axis < t->ndim ? t->dims[axis] : 0;
+}
+
+/* How many values an integer input's uses allow, for random data: the rows of the table a Gather
+ * indexes (an embedding's vocabulary), the classes of a loss's scores; through ops that only
+ * reshape it. 0: no use says (random data is then 0 or 1). */
+static int64_t int_range(struct exec *x, const struct value *v, int depth)
+{
+	const struct graph *g = x->g;
+	int64_t range = 0;
+	for (uint32_t i = 0; i < g->n_nodes && depth < 4; i++) {
+		const struct node *n = g->nodes[i];
+		for (uint32_t k = 0; k < n->n_in; k++) {
+			if (n->in[k] != v)
+				continue;
+			int64_t r = 0;
+			if (n->op == OP_GATHER && k == 1 && n->in[0]) {
+				int64_t axis = attr_int(n, "axis", 0), rank = n->in[0]->init ? (int64_t)n->in[0]->init->ndim
+											   : (int64_t)n->in[0]->type.ndim;
+				r = known_dim(x, n->in[0], axis < 0 ? axis + rank : axis);
+			} else if ((n->op == OP_SOFTMAX_CE_LOSS || n->op == OP_NLL_LOSS) && k == 1 && n->in[0]) {
+				r = known_dim(x, n->in[0], 1);
+			} else if ((n->op == OP_RESHAPE || n->op == OP_FLATTEN || n->op == OP_SQUEEZE || n->op == OP_UNSQUEEZE) &&
+				   k == 0 && n->out[0]) {
+				r = int_range(x, n->out[0], depth + 1);
+			}
+			if (r > 0 && (!range || r < range))
+				range = r;
+		}
+	}
+	return range;
+}
+
 static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 {
 	const struct rtensor *in = given(x, v);
@@ -496,12 +550,16 @@ static int bind_input(struct exec *x, const struct value *v, struct rtensor *t)
 	if (!p && !x->o->shapes_only && !x->o->random_inputs)
 		return err_set(x->e, GD_EINPUT, "no data for graph input '%s'; give --input %s=FILE.npy or --random-inputs",
 			       v->name, v->name);
-	/* random inputs: floats are standard normal; integers (labels, token ids) 0 or 1; bools 0/1 */
+	/* random inputs: floats are standard normal; integers (labels, token ids) uniform over the range
+	 * their use allows (int_range: a vocabulary, the classes), else 0 or 1; bools 0/1 */
+	int64_t range = dtype_is_float(t->dtype) || !p ? 0 : int_range(x, v, 0);
 	uint64_t key = x->o->seed * 1000003u + strmap_hash(v->name);
 	uint64_t off = !v->init && ndim > 0 ? exec_shard_offset(x, t->numel) : 0;
 	for (int64_t i = 0; p && i < t->numel; i++) {
 		if (dtype_is_float(t->dtype))
 			rt_set(t, i, philox_normal(key, off + (uint64_t)i));
+		else if (range > 2)
+			rt_set(t, i, (double)((int64_t)(philox_uniform(key, off + (uint64_t)i) * (double)range) % range));
 		else
 			rt_set(t, i, philox_uniform(key, off + (uint64_t)i) < 0.5f ? 0 : 1);
 	}
@@ -1023,6 +1081,7 @@ void exec_free(struct exec *x)
 {
 	if (!x)
 		return;
+	exec_free(x->shapes);
 	for (uint32_t i = 0; x->v && i < x->nv; i++) {
 		if (x->v[i].owned)
 			xfree(x->v[i].data);
