@@ -1281,6 +1281,43 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* verify --gradcheck checks TRAIN's gradients against central finite differences of MODEL's loss
+ * in float64 along seeded directions (only the forward executor is trusted): train's graph of
+ * every testdata model passes; a training graph whose gradient is wrong (d/dw sum(w*w) given as w,
+ * not 2w) fails, exit 1, where plain verify cannot tell (it had nothing but graphdiet's own
+ * autodiff to compare with). */
+Test(cli, verify_gradcheck_uses_finite_differences)
+{
+	for (const char *const *m = testdata_models; *m; m++) {
+		char in[512], t[600];
+		model_path(in, sizeof in, *m);
+		snprintf(t, sizeof t, "%s/%s_gc.onnx", tmpdir(), *m);
+		int fixed = !strcmp(*m, "transformer"); /* exported with a static batch */
+		char *ta[] = {GD_BINARY, "train", in, "--checkpoint", "memory", "-o", t, fixed ? NULL : "--dim", "batch=2", NULL};
+		struct run_result r = run_cmd(ta, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+		run_free(&r);
+		r = gd("verify", "--gradcheck", in, t, NULL);
+		cr_expect_eq(r.status, 0, "%s: %s%s", *m, r.out, r.err);
+		cr_expect(strstr(r.out, "match: 3 outputs compared, rtol 0.0001"), "%s: %s", *m, r.out);
+		run_free(&r);
+	}
+	char model[600], wrong[600];
+	const char *head = "graphdiet: 1\nopset: 17\nparams: [{name: w, dtype: float32, shape: [4], init: {dist: normal, seed: 3}}]\n"
+			   "nodes:\n  - {op: Mul, inputs: [w, w], outputs: [p]}\n"
+			   "  - {op: ReduceSum, inputs: [p], outputs: [loss], attrs: {keepdims: 0}}\n";
+	char text[1024];
+	snprintf(text, sizeof text, "%soutputs: [{name: loss}]\n", head);
+	write_text(model, sizeof model, "square.yaml", text);
+	snprintf(text, sizeof text, "%s  - {op: Identity, inputs: [w], outputs: [w_grad]}\noutputs: [{name: loss}, {name: w_grad}]\n",
+		 head);
+	write_text(wrong, sizeof wrong, "square_wrong_train.yaml", text);
+	struct run_result r = gd("verify", "--gradcheck", model, wrong, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "DIFFERS") && strstr(r.out, "MISMATCH"), "%s", r.out);
+	run_free(&r);
+}
+
 /* verify --against DIR checks a training graph with another tool's gradients (PyTorch's, saved
  * by testdata/gen_models.py), not graphdiet's own autodiff: the MLP's match; a gradient changed
  * by one part in a thousand DIFFERS, one removed from DIR is MISSING (exit 1), and an input DIR

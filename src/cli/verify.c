@@ -2,6 +2,8 @@
 #include "../autodiff/ad.h"
 #include "../exec/comm.h"
 #include "../exec/exec.h"
+#include "../rewrite/widen.h"
+#include "../util/philox.h"
 #include "../ops/ops.h"
 #include "../util/emit.h"
 #include "../util/xalloc.h"
@@ -19,14 +21,20 @@
 
 static const char help[] =
 	"usage: graphdiet verify [options] MODEL TRAIN\n"
+	"       graphdiet verify [options] --gradcheck MODEL TRAIN\n"
 	"       graphdiet verify [options] --against DIR TRAIN\n"
 	"\n"
 	"Builds the plain gradients of MODEL itself, runs them and the training graph TRAIN on the same\n"
-	"seeded random inputs, and compares the loss and every <param>_grad. With --against, compares\n"
-	"TRAIN with gradients saved by another tool instead. Exit 0 when they match, 1 when any differs\n"
-	"or is missing (or, with --replicas, when the replicas disagree).\n"
+	"seeded random inputs, and compares the loss and every <param>_grad. --gradcheck and --against\n"
+	"check TRAIN with something other than graphdiet's own autodiff: finite differences, or\n"
+	"gradients another tool saved. Exit 0 when they match, 1 when any differs or is missing (or,\n"
+	"with --replicas, when the replicas disagree).\n"
 	"\n"
 	"options:\n"
+	"      --gradcheck       compare TRAIN's gradients, along 3 seeded random unit directions d\n"
+	"                        over its parameters, with central finite differences of MODEL's\n"
+	"                        loss computed in float64: grad.d against (L(p + h d) - L(p - h d)) / 2h\n"
+	"                        (default --rtol 1e-4)\n"
 	"      --against DIR     run TRAIN on the inputs DIR holds (<input>.npy) and compare its loss\n"
 	"                        and every <param>_grad with DIR's <output>.npy (PyTorch's, say: see\n"
 	"                        graphdiet-verify(1)); Dropout must be off in the reference\n"
@@ -343,6 +351,148 @@ static struct exec *unskipped(struct graph *train, struct exec_opts *eo, struct 
 	return xt;
 }
 
+/* --gradcheck: TRAIN's gradients against central finite differences of MODEL's loss, computed in
+ * float64 (MODEL widened, rewrite/widen.h) on TRAIN's own inputs, along seeded random unit
+ * directions d over every parameter TRAIN gives a gradient for: sum(grad . d) against
+ * (L(theta + h d) - L(theta - h d)) / 2h, h = 1e-5 max(1, |theta|). Only the executor's forward
+ * pass is trusted, not autodiff. */
+enum { GRADCHECK_DIRECTIONS = 3 };
+
+struct fd_param {
+	const struct value *p;      /* MODEL's initializer */
+	const struct rtensor *grad; /* TRAIN's gradient */
+	struct rtensor theta, d;    /* float64 */
+};
+
+static double model_loss(struct graph *m, const struct value *loss, struct exec_opts *eo, struct gd_err *e, int *rc)
+{
+	struct exec *x = exec_run(m, eo, NULL, e);
+	double l = x ? rt_get(exec_value(x, loss), 0) : NAN;
+	*rc = x ? 0 : e->code;
+	exec_free(x);
+	return l;
+}
+
+static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint64_t seed,
+		     double rtol, double atol, struct row *rows, size_t *n_rows, int *all_ok, struct gd_err *e)
+{
+	if (graph_widen_f64(m, e))
+		return e->code;
+	/* MODEL's loss: the scalar float output TRAIN also gives */
+	const struct value *loss = NULL;
+	for (uint32_t i = 0; i < m->n_outputs && !loss; i++) {
+		const struct value *t = strmap_get(&train->names, m->outputs[i]->name);
+		const struct rtensor *tv = t && (t->flags & VALUE_OUTPUT) ? exec_value(xt, t) : NULL;
+		if (tv && tv->numel == 1 && dtype_is_float(tv->dtype) && !(t->flags & VALUE_GRAD))
+			loss = m->outputs[i];
+	}
+	if (!loss)
+		return err_set(e, GD_EINPUT, "--gradcheck: no scalar output of MODEL is also TRAIN's");
+	/* TRAIN's inputs and parameters, in float64, for MODEL */
+	size_t n = 0, cap = m->n_inputs + m->n_inits + 1;
+	struct fd_param *fp = xcalloc(cap, sizeof *fp);
+	struct rtensor *in = xcalloc(cap, sizeof *in);
+	const char **names = xcalloc(cap, sizeof *names);
+	size_t n_in = 0;
+	int rc = !fp || !in || !names ? err_oom(e) : 0;
+	double norm2 = 0, theta2 = 0;
+	char gname[600];
+	for (uint32_t i = 0; !rc && i < m->n_inputs + m->n_inits; i++) {
+		const struct value *v = i < m->n_inputs ? m->inputs[i] : m->inits[i - m->n_inputs],
+				   *tv = strmap_get(&train->names, v->name);
+		const struct rtensor *t = tv ? exec_value(xt, tv) : NULL;
+		if (!t || !t->data || (i < m->n_inputs && v->init))
+			continue; /* an initializer listed as an input too comes with the initializers */
+		snprintf(gname, sizeof gname, "%s_grad", v->name);
+		const struct value *gv = v->init ? strmap_get(&train->names, gname) : NULL;
+		struct rtensor *w = &in[n_in];
+		*w = *t;
+		w->owned = 0;
+		w->dev = NULL;
+		if (dtype_is_float(t->dtype) && t->dtype != DT_DOUBLE) {
+			w->dtype = DT_DOUBLE;
+			w->nbytes = (size_t)t->numel * sizeof(double);
+		}
+		if (!(w->data = xmalloc(w->nbytes ? w->nbytes : 1))) {
+			rc = err_oom(e);
+			break;
+		}
+		if (w->dtype == t->dtype)
+			memcpy(w->data, t->data, t->nbytes);
+		else
+			for (int64_t k = 0; k < t->numel; k++)
+				rt_set(w, k, rt_get(t, k));
+		names[n_in++] = v->name;
+		if (!gv || !(gv->flags & VALUE_OUTPUT) || !dtype_is_float(t->dtype))
+			continue;
+		struct fd_param *f = &fp[n++];
+		f->p = v;
+		f->grad = exec_value(xt, gv);
+		f->theta = f->d = *w;
+		f->theta.data = xmalloc(w->nbytes ? w->nbytes : 1);
+		f->d.data = xmalloc(w->nbytes ? w->nbytes : 1);
+		if (!f->theta.data || !f->d.data) {
+			rc = err_oom(e);
+			break;
+		}
+		memcpy(f->theta.data, w->data, w->nbytes);
+		for (int64_t k = 0; k < t->numel; k++)
+			theta2 += rt_get(w, k) * rt_get(w, k);
+	}
+	if (!rc && !n)
+		rc = err_set(e, GD_EINPUT, "--gradcheck: TRAIN gives no <param>_grad of MODEL's parameters");
+	double h = 1e-5 * fmax(1, sqrt(theta2));
+	struct exec_opts eo = {.inputs = in, .input_names = names, .n_inputs = n_in, .seed = seed, .default_dim = 2};
+	for (int dir = 0; !rc && dir < GRADCHECK_DIRECTIONS; dir++) {
+		/* d: standard normal per element, then scaled to unit length over all parameters */
+		norm2 = 0;
+		for (size_t j = 0; j < n; j++)
+			for (int64_t k = 0; k < fp[j].d.numel; k++) {
+				double r = philox_normal(seed * 7919 + (uint64_t)dir * 104729 + j, (uint64_t)k);
+				rt_set(&fp[j].d, k, r);
+				norm2 += r * r;
+			}
+		double dot = 0, lp, lm;
+		for (size_t j = 0; j < n; j++)
+			for (int64_t k = 0; k < fp[j].d.numel; k++) {
+				rt_set(&fp[j].d, k, rt_get(&fp[j].d, k) / sqrt(norm2));
+				dot += rt_get(fp[j].grad, k) * rt_get(&fp[j].d, k);
+			}
+		/* theta + h d, then theta - h d, in place of each parameter's input */
+		for (int sign = 1; sign >= -1 && !rc; sign -= 2) {
+			for (size_t j = 0; j < n; j++)
+				for (size_t q = 0; q < n_in; q++)
+					if (names[q] == fp[j].p->name)
+						for (int64_t k = 0; k < fp[j].d.numel; k++)
+							rt_set(&in[q], k, rt_get(&fp[j].theta, k) + sign * h * rt_get(&fp[j].d, k));
+			double l = model_loss(m, loss, &eo, e, &rc);
+			*(sign > 0 ? &lp : &lm) = l;
+		}
+		if (rc)
+			break;
+		double fd = (lp - lm) / (2 * h), diff = fabs(dot - fd);
+		struct row *r = &rows[(*n_rows)++];
+		char *name = malloc(64);
+		if (name)
+			snprintf(name, 64, "d%d: %.7g vs %.7g", dir + 1, dot, fd);
+		*r = (struct row){.name = name ? name : "direction", .owned = name != NULL, .found = 1,
+				  .max_abs = diff, .max_rel = fd != 0 ? diff / fabs(fd) : diff > 0 ? INFINITY : 0,
+				  .norm_rel = fd != 0 ? diff / fabs(fd) : 0};
+		r->ok = isfinite(dot) && isfinite(fd) && diff <= atol + rtol * fabs(fd);
+		*all_ok &= r->ok;
+	}
+	for (size_t j = 0; fp && j < n; j++) {
+		xfree(fp[j].d.data);
+		xfree(fp[j].theta.data);
+	}
+	for (size_t q = 0; in && q < n_in; q++)
+		xfree(in[q].data);
+	xfree(fp);
+	xfree(in);
+	xfree(names);
+	return rc;
+}
+
 /* The dimensions TRAIN fixed (train --dim batch=4 writes [4, 20] where MODEL says [batch, 20])
  * bind MODEL's symbolic ones the same way, unless --dim names them: otherwise the two graphs would
  * run on different batches and could never match. A --dim that says otherwise is an error. */
@@ -371,6 +521,43 @@ static int bind_like_train(const struct graph *plain, const struct graph *train,
 	return 0;
 }
 
+/* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
+ * scale skips, then gradcheck. */
+static int run_gradcheck(const char *mpath, const char *tpath, struct exec_opts *eo, double rtol, double atol,
+			 enum cli_out fmt)
+{
+	int rc = 0, all_ok = 1;
+	struct gd_err e = {0};
+	struct graph *m = cli_load(mpath, FMT_AUTO, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	struct exec_binding *dims = (struct exec_binding *)eo->dims;
+	size_t n_dims = eo->n_dims;
+	struct carried carry = {0};
+	struct row rows[GRADCHECK_DIRECTIONS];
+	size_t n_rows = 0;
+	struct exec *xt = NULL;
+	if (t && bind_like_train(m, t, dims, &n_dims, &e)) {
+		err_print(tpath, &e);
+		rc = e.code;
+	}
+	eo->n_dims = n_dims;
+	if (t && !rc && (!(xt = exec_run(t, eo, NULL, &e)) || !(xt = unskipped(t, eo, xt, &carry, &e)))) {
+		err_print(tpath, &e);
+		rc = e.code;
+	}
+	if (xt && (rc = gradcheck(m, t, xt, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
+		err_print(mpath, &e);
+	if (xt && !rc)
+		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
+	for (size_t i = 0; i < n_rows; i++)
+		if (rows[i].owned)
+			free((char *)rows[i].name);
+	exec_free(xt);
+	carried_free(&carry);
+	graph_free(m);
+	graph_free(t);
+	return rc ? rc : all_ok ? 0 : GD_ECHECK;
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -378,12 +565,14 @@ int cmd_verify(int argc, char **argv)
 		{"atol", required_argument, NULL, 'a'}, {"dim", required_argument, NULL, 'd'},
 		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
-		{"against", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
+		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
+		{NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
 	const char *backend_name = NULL, *against_dir = NULL;
 	double rtol = 1e-5, atol = 1e-7;
+	int fd_check = 0, rtol_given = 0;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
 	size_t n_dims = 0;
@@ -400,6 +589,7 @@ int cmd_verify(int argc, char **argv)
 		case 'r':
 			if (parse_double(optarg, &rtol))
 				return cli_usage("verify", "--rtol: '%s' is not a tolerance", optarg);
+			rtol_given = 1;
 			break;
 		case 'a':
 			if (parse_double(optarg, &atol))
@@ -418,6 +608,9 @@ int cmd_verify(int argc, char **argv)
 			break;
 		case 'A':
 			against_dir = optarg;
+			break;
+		case 'G':
+			fd_check = 1;
 			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
@@ -441,7 +634,16 @@ int cmd_verify(int argc, char **argv)
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
-	if (brc || against_dir) {
+	if (!brc && fd_check && (against_dir || n_rep > 1))
+		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
+	else if (!brc && fd_check) {
+		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2,
+				       .backend = be};
+		brc = run_gradcheck(argv[optind], argv[optind + 1], &eo, rtol_given ? rtol : 1e-4, atol, fmt);
+		n_dims = eo.n_dims;
+		brc = cli_finish(brc);
+	}
+	if (brc || against_dir || fd_check) {
 		for (size_t i = 0; i < n_dims; i++)
 			free((char *)dims[i].name);
 		return brc;
