@@ -117,6 +117,7 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 	r->segments = arena_array(g->arena, runs ? runs : 1, sizeof *r->segments);
 	if (!r->segments)
 		return -1;
+	memset(seen, 0, g->n_values); /* once: each segment then clears only the entries it set */
 	for (uint32_t i = 0; i < n_steps;) {
 		if (!step_recomputes(g, &steps[i])) {
 			i++;
@@ -134,7 +135,6 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 		sg->before = j < n_steps ? arena_strdup(g->arena, step_desc(g, &steps[j], j, d, sizeof d)) : "(the end)";
 		if (!sg->from || !sg->before)
 			return -1;
-		memset(seen, 0, g->n_values);
 		for (uint32_t k = i; k < j; k++) {
 			const struct node *c = g->nodes[steps[k].node];
 			sg->flops += mm->flops[steps[k].node];
@@ -150,6 +150,8 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 				}
 			}
 		}
+		for (uint32_t k = 0; k < sg->n_from; k++)
+			seen[sg->from[k]->id] = 0;
 		i = j;
 	}
 	return 0;
