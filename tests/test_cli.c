@@ -1281,6 +1281,25 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* Under an address-space limit (ulimit -v 100000), OpenBLAS's threads could not have their buffers
+ * and one spun forever: info never exited. graphdiet starts again with one BLAS thread then. (A
+ * BLAS call itself still needs OpenBLAS's buffer, about 100 MB more; OpenBLAS waits for it rather
+ * than failing. Not under AddressSanitizer, whose shadow memory needs terabytes of address space.) */
+Test(cli, an_address_space_limit_does_not_hang)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	cr_skip_test("AddressSanitizer cannot run under ulimit -v");
+#else
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "ulimit -v 100000; timeout 60 %s info %s/mlp.onnx >/dev/null && timeout 60 %s plan %s/mlp.onnx "
+				  "--dim batch=4 >/dev/null", GD_BINARY, TESTDATA, GD_BINARY, TESTDATA);
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_expect_eq(r.status, 0, "exit %d (124: it hung): %s", r.status, r.err);
+	run_free(&r);
+#endif
+}
+
 /* verify --gradcheck checks TRAIN's gradients against central finite differences of MODEL's loss
  * in float64 along seeded directions (only the forward executor is trusted): train's graph of
  * every testdata model passes; a training graph whose gradient is wrong (d/dw sum(w*w) given as w,
