@@ -92,7 +92,9 @@ extern const struct cli_cmd cli_cmds[];
 
 /* plan --explain's text (also train --explain's, on stderr). */
 struct plan_report;
-void plan_explain(FILE *f, const struct plan_report *r);
+void plan_explain(FILE *f, const struct plan_report *r, int all);
+/* --explain (1) or --explain=all (2); -1 after a usage error for another value. */
+int cli_explain_level(const char *cmd, const char *arg);
 
 /* A .npy file into t (its data malloc'd, aligned); nonzero with e naming the file. */
 struct rtensor;

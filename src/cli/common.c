@@ -208,6 +208,16 @@ void cli_file_name(const char *name, char *buf, size_t n)
 		snprintf(buf, n, "output");
 }
 
+int cli_explain_level(const char *cmd, const char *arg)
+{
+	if (!arg)
+		return 1;
+	if (!strcmp(arg, "all"))
+		return 2;
+	cli_usage(cmd, "--explain=%s: the only value is 'all'", arg);
+	return -1;
+}
+
 int cli_loss_fn(const char *cmd, const char *arg, int *fn)
 {
 	if (!strcmp(arg, "mse"))

@@ -40,9 +40,9 @@ static const char help[] =
 	"                        is recomputed in the backward pass (memory and auto need every\n"
 	"                        dimension bound: --dim)\n"
 	"      --checkpoint-file F  keep the tensors a YAML file lists (see graphdiet-plan(1))\n"
-	"      --explain         on standard error: the bottlenecks, each recomputed segment's bytes,\n"
+	"      --explain[=all]   on standard error: the bottlenecks, each recomputed segment's bytes,\n"
 	"                        FLOPs and kept inputs, and the peak before and after (as plan\n"
-	"                        --explain; needs every dimension bound)\n"
+	"                        --explain[=all]; needs every dimension bound)\n"
 	"      --control-deps M  how recompute waits for backprop in the output: metadata (node order,\n"
 	"                        and the edges in metadata_props; the default), order (node order\n"
 	"                        only) or data (value-preserving data edges, for runtimes that\n"
@@ -103,7 +103,7 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 		if (plan_memory(g, &po, &pr, e))
 			return e->code;
 		if (explain)
-			plan_explain(stderr, &pr);
+			plan_explain(stderr, &pr, explain > 1);
 		if (c->kind == CKPT_AUTO && !pr.auto_plan.fits) {
 			char a[32], b[32], l[32];
 			return err_set(e, GD_ECHECK,
@@ -151,7 +151,7 @@ int cmd_train(int argc, char **argv)
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'T'},
 		{"dim", required_argument, NULL, 'd'},
 		{"checkpoint", required_argument, NULL, 'c'}, {"checkpoint-file", required_argument, NULL, 'C'},
-		{"budget", required_argument, NULL, 'b'}, {"explain", no_argument, NULL, 'x'},
+		{"budget", required_argument, NULL, 'b'}, {"explain", optional_argument, NULL, 'x'},
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		CLI_STEP_OPTIONS,
@@ -183,7 +183,8 @@ int cmd_train(int argc, char **argv)
 				goto out;
 			break;
 		case 'x':
-			explain = 1;
+			if ((explain = cli_explain_level("train", optarg)) < 0)
+				CLI_FAIL(GD_EINPUT);
 			break;
 		case 'P':
 		case 'K':
