@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,12 +206,32 @@ void python_ok(const char *code, const char *arg, const char *what)
 	run_free(&r);
 }
 
+static char tmp_dir[64];
+static pid_t tmp_owner;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* The directory goes when the process that made it exits (Criterion runs each test in its own
+ * process): thousands of runs left thousands of them behind and filled the disk. */
+static void remove_tmpdir(void)
+{
+	if (tmp_dir[0] && tmp_owner == getpid())
+		nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *tmpdir(void)
 {
-	static char dir[64];
-	if (!dir[0]) {
-		strcpy(dir, "/tmp/graphdiet-test-XXXXXX");
-		cr_assert(mkdtemp(dir));
+	if (!tmp_dir[0]) {
+		strcpy(tmp_dir, "/tmp/graphdiet-test-XXXXXX");
+		cr_assert(mkdtemp(tmp_dir));
+		tmp_owner = getpid();
+		atexit(remove_tmpdir);
 	}
-	return dir;
+	return tmp_dir;
 }

@@ -1295,6 +1295,28 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* info counts as trainable what PyTorch trains: the parameters from which differentiable inputs
+ * lead to an output, not BatchNorm's running statistics (rescnn: 18 of 28 initializers, one per
+ * gradient PyTorch saved in testdata/ref/rescnn; all 28 were counted). */
+Test(cli, info_counts_buffers_apart)
+{
+	char model[512];
+	model_path(model, sizeof model, "rescnn");
+	struct run_result r = gd("info", model, "--format", "json", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	DIR *d = opendir(TESTDATA "/ref/rescnn");
+	cr_assert(d);
+	int grads = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		grads += strlen(de->d_name) > 9 && !strcmp(de->d_name + strlen(de->d_name) - 9, "_grad.npy");
+	closedir(d);
+	const char *t = strstr(r.out, "\"trainable_tensors\": ");
+	cr_assert(t, "%s", r.out);
+	cr_expect_eq(atoi(t + 21), grads, "%s", t);
+	cr_expect(strstr(r.out, "\"tensors\": 28"), "%s", r.out);
+	run_free(&r);
+}
+
 /* Under an address-space limit (ulimit -v 100000), OpenBLAS's threads could not have their buffers
  * and one spun forever: info never exited. graphdiet starts again with one BLAS thread then. (A
  * BLAS call itself still needs OpenBLAS's buffer, about 100 MB more; OpenBLAS waits for it rather

@@ -1,6 +1,7 @@
 /* info.c - `graphdiet info`: what a model contains, without reading its weights. */
 #include "../util/emit.h"
 #include "../util/xalloc.h"
+#include "../ops/ops.h"
 #include "cli.h"
 
 #include <getopt.h>
@@ -42,6 +43,46 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->op, y->op);
 }
 
+/* Which initializers train, as autodiff finds them: floating-point parameters from which a chain of
+ * differentiable inputs leads to a graph output. Running statistics (BatchNorm's inputs 3 and 4),
+ * shape constants and masks that only feed comparisons are buffers: they were counted as
+ * trainable. NULL when out of memory. */
+static uint8_t *trainable(const struct graph *g)
+{
+	uint8_t *fwd = xcalloc(g->n_values ? g->n_values : 1, 1), *bwd = xcalloc(g->n_values ? g->n_values : 1, 1);
+	if (!fwd || !bwd) {
+		xfree(fwd);
+		xfree(bwd);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		fwd[g->inits[i]->id] = (g->inits[i]->flags & VALUE_PARAM) != 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		int any = 0;
+		for (uint32_t k = 0; k < n->n_in && !any; k++)
+			any = n->in[k] && fwd[n->in[k]->id] && op_input_differentiable(n, k);
+		for (uint32_t k = 0; any && k < n->n_out; k++)
+			if (n->out[k])
+				fwd[n->out[k]->id] = 1;
+	}
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		bwd[g->outputs[i]->id] = 1;
+	for (uint32_t i = g->n_nodes; i-- > 0;) {
+		const struct node *n = g->nodes[i];
+		int any = 0;
+		for (uint32_t k = 0; k < n->n_out && !any; k++)
+			any = n->out[k] && bwd[n->out[k]->id];
+		for (uint32_t k = 0; any && k < n->n_in; k++)
+			if (n->in[k] && op_input_differentiable(n, k))
+				bwd[n->in[k]->id] = 1;
+	}
+	for (uint32_t i = 0; i < g->n_values; i++)
+		fwd[i] = fwd[i] && bwd[i];
+	xfree(bwd);
+	return fwd;
+}
+
 static int gather(struct graph *g, struct stats *s)
 {
 	struct strmap m;
@@ -68,6 +109,9 @@ static int gather(struct graph *g, struct stats *s)
 	}
 	strmap_free(&m);
 	qsort(s->ops, s->n_ops, sizeof *s->ops, by_count);
+	uint8_t *train = trainable(g);
+	if (!train)
+		return -1;
 	for (uint32_t i = 0; i < g->n_inits; i++) {
 		const struct tensor *t = g->inits[i]->init;
 		int64_t ne = tensor_numel(t);
@@ -75,12 +119,13 @@ static int gather(struct graph *g, struct stats *s)
 		s->n_params++;
 		s->param_elems += (uint64_t)ne;
 		s->param_bytes += bytes;
-		if (g->inits[i]->flags & VALUE_PARAM) {
+		if (train[g->inits[i]->id]) {
 			s->n_train++;
 			s->train_elems += (uint64_t)ne;
 			s->train_bytes += bytes;
 		}
 	}
+	xfree(train);
 	return 0;
 oom:
 	strmap_free(&m);
