@@ -34,7 +34,8 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fputs("\nModels are ONNX (.onnx) or graphdiet YAML (.yaml); '-' is standard input or output.\n"
 	      "-v prints each phase of the work, its time and the memory in use to standard error.\n"
-	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details.\n",
+	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details (from\n"
+	      "a source tree before 'cmake --install': man -l man/graphdiet.1).\n",
 	      f);
 }
 

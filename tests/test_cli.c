@@ -1295,6 +1295,33 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* What the help and the output promise holds: dot labels edges with shapes, inferred once --dim
+ * binds the batch (exporters declare few: the MLP's Gemm -> Relu edge was unlabelled); plan's
+ * JSON peak_step is the text's "step S of N" (it was S - 1). */
+Test(cli, dot_labels_and_peak_steps_keep_their_word)
+{
+	char model[512];
+	model_path(model, sizeof model, "mlp");
+	struct run_result r = gd("dot", model, "--dim", "batch=4", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "\"n0\" -> \"n1\" [label=\"[4,32]\"]"), "%s", r.out);
+	run_free(&r);
+	char *ta[] = {GD_BINARY, "plan", model, "--dim", "batch=4", NULL};
+	r = run_cmd(ta, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	const char *st = strstr(r.out, ", step ");
+	cr_assert(st, "%s", r.out);
+	long text_step = atol(st + 7);
+	run_free(&r);
+	char *ja[] = {GD_BINARY, "plan", model, "--dim", "batch=4", "--format", "json", NULL};
+	r = run_cmd(ja, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	st = strstr(r.out, "\"peak_step\": ");
+	cr_assert(st, "%s", r.out);
+	cr_expect_eq(atol(st + 13), text_step, "%s", r.out);
+	run_free(&r);
+}
+
 /* info counts as trainable what PyTorch trains: the parameters from which differentiable inputs
  * lead to an output, not BatchNorm's running statistics (rescnn: 18 of 28 initializers, one per
  * gradient PyTorch saved in testdata/ref/rescnn; all 28 were counted). */

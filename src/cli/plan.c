@@ -136,7 +136,7 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	emit_key(&em, "peak_at");
 	emit_str(&em, r->peak_node_desc);
 	emit_key(&em, "peak_step");
-	emit_int(&em, r->peak_node);
+	emit_int(&em, r->peak_node + 1); /* 1-based, as the text's "step S of N" */
 	emit_key(&em, "steps");
 	emit_uint(&em, r->n_nodes);
 	emit_key(&em, "breakdown");
