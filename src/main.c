@@ -27,13 +27,16 @@ const struct cli_cmd cli_cmds[] = {
 
 static void usage(FILE *f)
 {
-	fputs("usage: graphdiet [--version] [--help] [-v | --verbose] <command> [<args>]\n\n"
+	fputs("usage: graphdiet [--version] [--help] [-v | --verbose] [-q | --quiet | --progress] <command>\n"
+	      "                 [<args>]\n\n"
 	      "Puts deep-learning training graphs on a memory diet.\n\ncommands:\n",
 	      f);
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fputs("\nModels are ONNX (.onnx) or graphdiet YAML (.yaml); '-' is standard input or output.\n"
 	      "-v prints each phase of the work, its time and the memory in use to standard error.\n"
+	      "On a terminal, work that runs over a second shows a live meter on standard error; -q hides\n"
+	      "it, --progress shows it anywhere (a CI log), from the start.\n"
 	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details (from\n"
 	      "a source tree before 'cmake --install': man -l man/graphdiet.1).\n",
 	      f);
@@ -60,8 +63,16 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return GD_EINPUT;
 	}
-	if (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose")) {
-		progress_on = 1;
+	progress_meter = isatty(2); /* a live meter on a terminal, for work over a second */
+	for (;;) { /* global options, before the command */
+		if (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"))
+			progress_on = 1;
+		else if (!strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"))
+			progress_meter = 0;
+		else if (!strcmp(argv[1], "--progress"))
+			progress_meter = 2;
+		else
+			break;
 		argc--;
 		argv++;
 		if (argc < 2) {

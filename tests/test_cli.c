@@ -1295,6 +1295,31 @@ Test(cli, verify_and_values_that_are_not_finite)
 	run_free(&r);
 }
 
+/* Long work shows a live meter on stderr (on a terminal after a second; --progress anywhere, from
+ * the start: a 41 s verify printed nothing, even under -v); -q silences it; stdout is the same
+ * either way. */
+Test(cli, progress_meter_on_stderr)
+{
+	char model[512];
+	model_path(model, sizeof model, "mlp");
+	char *on[] = {GD_BINARY, "--progress", "run", model, "--dim", "batch=4", "--random-inputs", NULL};
+	struct run_result a = run_cmd(on, NULL, 0);
+	cr_assert_eq(a.status, 0, "%s", a.err);
+	cr_expect(strstr(a.err, "\rgraphdiet: running: 0/6 (0%)\n"), "%s", a.err);
+	char *off[] = {GD_BINARY, "--progress", "-q", "run", model, "--dim", "batch=4", "--random-inputs", NULL};
+	struct run_result b = run_cmd(off, NULL, 0);
+	cr_assert_eq(b.status, 0, "%s", b.err);
+	cr_expect_eq(b.err_len, 0, "%s", b.err);
+	char *plain[] = {GD_BINARY, "run", model, "--dim", "batch=4", "--random-inputs", NULL};
+	struct run_result c = run_cmd(plain, NULL, 0);
+	cr_expect_eq(c.err_len, 0, "not a terminal: no meter: %s", c.err);
+	/* the time line differs; the outputs before it do not */
+	cr_expect(!strncmp(a.out, b.out, (size_t)(strstr(b.out, "peak memory") - b.out)), "%s\n%s", a.out, b.out);
+	run_free(&a);
+	run_free(&b);
+	run_free(&c);
+}
+
 /* What the help and the output promise holds: dot labels edges with shapes, inferred once --dim
  * binds the batch (exporters declare few: the MLP's Gemm -> Relu edge was unlabelled); plan's
  * JSON peak_step is the text's "step S of N" (it was S - 1). */

@@ -655,6 +655,8 @@ static void mark_wants(struct ad *a, const struct value *loss, const struct auto
 	xfree(bwd);
 }
 
+static const char meter_autodiff[] = "building the backward pass"; /* util/progress.h */
+
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e)
 {
 	double t = progress_begin();
@@ -740,6 +742,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	for (uint32_t i = a.n_fwd_nodes; i-- > 0;) {
 		const struct node *n = g->nodes[i];
 		int flows = 0, needed = 0;
+		if (!(i & 63))
+			progress_step(meter_autodiff, a.n_fwd_nodes - i, a.n_fwd_nodes);
 		for (uint32_t k = 0; k < n->n_out; k++)
 			flows |= n->out[k] && n->out[k]->id < a.n_fwd_values && a.contrib[n->out[k]->id].n;
 		for (uint32_t k = 0; k < n->n_in; k++)
@@ -817,6 +821,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 fail:
 	rc = e->code ? e->code : err_oom(e);
 out:
+	progress_done(meter_autodiff);
 	for (uint32_t i = 0; a.contrib && i < a.n_fwd_values; i++)
 		xfree(a.contrib[i].many);
 	xfree(a.contrib);

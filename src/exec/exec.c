@@ -5,6 +5,7 @@
 #include "../io/tensor.h"
 #include "../ops/kernel.h"
 #include "../util/philox.h"
+#include "../util/progress.h"
 #include "../util/xalloc.h"
 
 #include <inttypes.h>
@@ -851,14 +852,20 @@ static int refuse_empty_inputs(struct exec *x)
 	return 0;
 }
 
+/* The progress meter's names for a run (util/progress.h): one object each, as it compares them. */
+static const char meter_running[] = "running", meter_shapes[] = "inferring shapes";
+
 static int run_nodes(struct exec *x)
 {
 	struct graph *g = x->g;
 	if (refuse_unsupported(x) || refuse_empty_inputs(x))
 		return x->e->code;
+	const char *what = x->o->shapes_only ? meter_shapes : meter_running;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		x->cur = n;
+		if (!(i & 63))
+			progress_step(what, i, g->n_nodes);
 		struct rtensor **in = x->args, **out = x->args + x->max_in;
 		int all_data = 1, any_lazy = 0;
 		for (uint32_t k = 0; k < n->n_in; k++) {
@@ -1019,6 +1026,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
+	progress_done(o->shapes_only ? meter_shapes : meter_running);
 	if (x->be && !rc)
 		rc = x->be->sync(e);
 	double t1 = now();

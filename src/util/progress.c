@@ -1,20 +1,69 @@
 /* progress.c - see progress.h. */
 #include "progress.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
 int progress_on;
+int progress_meter;
 
-double progress_begin(void)
+static double now(void)
 {
-	if (!progress_on)
-		return 0;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static struct {
+	const char *what; /* the work being reported, NULL when none */
+	pthread_t owner;
+	double t0, last;
+	int shown;
+} meter;
+static atomic_flag meter_busy = ATOMIC_FLAG_INIT;
+
+void progress_step(const char *what, unsigned long long done, unsigned long long total)
+{
+	if (!progress_meter || atomic_flag_test_and_set(&meter_busy))
+		return;
+	double t = now();
+	if (!meter.what) {
+		meter.what = what;
+		meter.owner = pthread_self();
+		meter.t0 = t;
+		meter.last = 0;
+		meter.shown = 0;
+	}
+	if (meter.what == what && pthread_equal(meter.owner, pthread_self()) &&
+	    (progress_meter == 2 || t - meter.t0 >= 1.0) && t - meter.last >= 0.1) {
+		meter.last = t;
+		meter.shown = 1;
+		fprintf(stderr, "\rgraphdiet: %s: %llu/%llu (%.0f%%)%s", what, done, total,
+			total ? 100.0 * (double)done / (double)total : 100.0, isatty(2) ? "\033[K" : "");
+		fflush(stderr);
+	}
+	atomic_flag_clear(&meter_busy);
+}
+
+void progress_done(const char *what)
+{
+	if (!progress_meter || atomic_flag_test_and_set(&meter_busy))
+		return;
+	if (meter.what == what && pthread_equal(meter.owner, pthread_self())) {
+		if (meter.shown)
+			fputs(isatty(2) ? "\r\033[K" : "\n", stderr);
+		meter.what = NULL;
+	}
+	atomic_flag_clear(&meter_busy);
+}
+
+double progress_begin(void)
+{
+	return progress_on ? now() : 0;
 }
 
 void progress_end(double t0, const char *phase, const char *fmt, ...)

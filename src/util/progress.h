@@ -15,4 +15,15 @@ double progress_begin(void);
  * seconds since t0 and the resident memory, when progress is on. */
 void progress_end(double t0, const char *phase, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A live meter for work that can take more than a second: "graphdiet: WHAT: DONE/TOTAL (P%)",
+ * rewritten in place on stderr at most ten times a second. progress_meter is 1 (the default)
+ * when stderr is a terminal: the meter shows once the work has run a second; 2 with --progress:
+ * always, from the start; 0 with -q or --quiet, or when stderr is no terminal. Only the thread
+ * that first reports a piece of work reports it (replicas run in threads). */
+extern int progress_meter;
+
+void progress_step(const char *what, unsigned long long done, unsigned long long total);
+/* Ends the piece of work: the meter's line is cleared (on a terminal) or ended. */
+void progress_done(const char *what);
+
 #endif
