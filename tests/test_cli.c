@@ -1537,6 +1537,36 @@ Test(cli, random_ids_span_the_vocabulary_and_verify_skips_overflow)
 	run_free(&r);
 }
 
+/* --batch N rebinds a static export's batch (axis 0 of its data inputs): a model exported at batch 2
+ * trains at 8 and verify follows it; one that keeps its batch in a shape says so and names the node
+ * (a static export could not be rebound at all). */
+Test(cli, batch_rebinds_a_static_export)
+{
+	char t[600];
+	snprintf(t, sizeof t, "%s/dropout_b8.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", TESTDATA "/idioms/dropout.onnx", "--batch", "8", "-o", t, NULL};
+	struct run_result r = run_cmd(ta, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("info", t, NULL, NULL, NULL);
+	cr_expect(strstr(r.out, "float32  [8, 4]"), "%s", r.out);
+	run_free(&r);
+	r = gd("verify", TESTDATA "/idioms/dropout.onnx", t, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+	r = gd("plan", TESTDATA "/idioms/view_sum.onnx", "--batch", "8", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--batch 8: the export fixed its batch in a shape that does not follow") &&
+			  strstr(r.err, "node '"),
+		  "%s", r.err);
+	cr_expect_eq(lines(r.err), 1, "%s", r.err);
+	run_free(&r);
+	r = gd("plan", t, "--batch", "4", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--batch is for a model"), "%s", r.err);
+	run_free(&r);
+}
+
 /* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
  * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
  * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it

@@ -57,7 +57,7 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
 void cli_step_free(struct step_opts *so);
 /* Rewrites each argument --diet:ARGS as --diet=ARGS, for getopt (the documented form has a colon). */
 void cli_step_argv(int argc, char **argv);
-enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION };
+enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
 		{"optimizer", required_argument, NULL, 'O'}, {"diet", optional_argument, NULL, CLI_OPT_DIET},   \
@@ -102,6 +102,10 @@ int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e);
 /* The file name run -o gives an output NAME (then .npy): characters other than [A-Za-z0-9._-]
  * become '_'. */
 void cli_file_name(const char *name, char *buf, size_t n);
+/* --batch N (CLI_OPT_BATCH): a size of at least 1 into *n; nonzero after the usage message. */
+int cli_batch(const char *cmd, const char *arg, int64_t *n);
+/* Says, ahead of e's message, that --batch n met a shape the export fixed. */
+void cli_batch_hint(struct gd_err *e, int64_t n);
 /* --loss-fn mse|cross-entropy into *fn (enum loss_fn); nonzero after the usage message. */
 int cli_loss_fn(const char *cmd, const char *arg, int *fn);
 /* One line: "graphdiet: error: CMD: MESSAGE (see 'graphdiet CMD --help')"; returns GD_EINPUT. */

@@ -208,6 +208,23 @@ void cli_file_name(const char *name, char *buf, size_t n)
 		snprintf(buf, n, "output");
 }
 
+int cli_batch(const char *cmd, const char *arg, int64_t *n)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(arg, &end, 10);
+	if (!*arg || *end || errno || v < 1)
+		return cli_usage(cmd, "--batch %s: not a batch size (1 or more)", arg);
+	*n = v;
+	return 0;
+}
+
+void cli_batch_hint(struct gd_err *e, int64_t n)
+{
+	err_prefix(e, "--batch %lld: the export fixed its batch in a shape that does not follow (export it with a "
+		      "dynamic batch axis)", (long long)n);
+}
+
 int cli_explain_level(const char *cmd, const char *arg)
 {
 	if (!arg)

@@ -58,6 +58,7 @@ static const char plan_help[] =
 	"                        count and the first few; =all: every one), the recompute segments\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
+	"      --batch N         plan at batch N: axis 0 of the data inputs, also in a static export\n"
 	TRAINING_STEP_HELP
 	"      --format FMT      text (default), json or yaml\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
@@ -75,6 +76,7 @@ static const char check_help[] =
 	"                        list:NAME,...; auto plans for the budget\n"
 	"      --checkpoint-file F  keep the tensors a YAML file lists\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
+	"      --batch N         at batch N: axis 0 of the data inputs, also in a static export\n"
 	TRAINING_STEP_HELP
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
@@ -356,6 +358,7 @@ static int run(int argc, char **argv, int check)
 		{"checkpoint-file", required_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 'T'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
+		{"batch", required_argument, NULL, CLI_OPT_BATCH},
 		CLI_STEP_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -372,6 +375,7 @@ static int run(int argc, char **argv, int check)
 	struct cli_precision prec = {0};
 	struct step_opts step = {0};
 	int loss_fn = -1;
+	int64_t batch = 0;
 	const char *target = "target";
 	optind = 1;
 	cli_step_argv(argc, argv);
@@ -389,6 +393,10 @@ static int run(int argc, char **argv, int check)
 			break;
 		case 'd':
 			if (cli_add_dim(cmd, optarg, dims, &n_dims))
+				CLI_FAIL(GD_EINPUT);
+			break;
+		case CLI_OPT_BATCH:
+			if (cli_batch(cmd, optarg, &batch))
 				CLI_FAIL(GD_EINPUT);
 			break;
 		case 'l':
@@ -446,14 +454,24 @@ static int run(int argc, char **argv, int check)
 	 * it is) */
 	size_t folded;
 	if (g && !plan_is_training_graph(g) &&
-	    ((n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) || (rc = graph_fold_constants(g, &folded, &e))))
+	    ((batch && (rc = graph_rebatch(g, batch, &e))) || (n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) ||
+	     (rc = graph_fold_constants(g, &folded, &e)))) {
+		if (batch && rc == GD_EINPUT && !strstr(e.msg, "--batch"))
+			cli_batch_hint(&e, batch);
 		err_print(path, &e);
+	}
+	else if (g && batch && plan_is_training_graph(g) && (rc = cli_usage(cmd, "--batch is for a model; a training graph "
+										  "keeps the batch it was built with")))
+		;
 	else if (g && loss_fn >= 0 && (rc = loss_append(g, (enum loss_fn)loss_fn, po.loss, target, &e)))
 		err_print(path, &e);
 	if (g && !rc && loss_fn >= 0)
 		po.loss = "loss";
-	if (g && !rc && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e))))
+	if (g && !rc && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e)))) {
+		if (batch && rc == GD_EINPUT)
+			cli_batch_hint(&e, batch);
 		err_print(path, &e);
+	}
 	if (g && !rc && timeline && (rc = write_timeline(timeline, path, &r, &e)))
 		err_print(timeline, &e);
 	if (g && !rc) {

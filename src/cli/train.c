@@ -32,6 +32,8 @@ static const char help[] =
 	"      --loss-fn FN      append a loss to a model that has none: mse, or cross-entropy\n"
 	"                        over (N, C, ...) scores and int64 class labels\n"
 	"      --target NAME     the new graph input holding the targets (default: target)\n"
+	"      --batch N         give axis 0 of the data inputs the size N, also in an export with a\n"
+	"                        static batch (where the graph computes with it, not stores it)\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable); once no dimension is\n"
 	"                        symbolic, shape computations are folded into constants\n"
 	"      --checkpoint S    activation checkpointing: none (default), speed (keep MatMul, Gemm\n"
@@ -152,6 +154,7 @@ int cmd_train(int argc, char **argv)
 		{"dim", required_argument, NULL, 'd'},
 		{"checkpoint", required_argument, NULL, 'c'}, {"checkpoint-file", required_argument, NULL, 'C'},
 		{"budget", required_argument, NULL, 'b'}, {"explain", optional_argument, NULL, 'x'},
+		{"batch", required_argument, NULL, CLI_OPT_BATCH},
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		CLI_STEP_OPTIONS,
@@ -161,6 +164,7 @@ int cmd_train(int argc, char **argv)
 	struct autodiff_opts ao = {0};
 	const char *out = "-", *target = "target";
 	int loss_fn = -1;
+	int64_t batch = 0;
 	struct ckpt ckpt = {0};
 	struct exec_binding dims[64];
 	size_t n_dims = 0;
@@ -233,6 +237,10 @@ int cmd_train(int argc, char **argv)
 			if (cli_add_dim("train", optarg, dims, &n_dims))
 				CLI_FAIL(GD_EINPUT);
 			break;
+		case CLI_OPT_BATCH:
+			if (cli_batch("train", optarg, &batch))
+				CLI_FAIL(GD_EINPUT);
+			break;
 		default:
 			if (cli_shared_option("train", c, help, &from, NULL, &shared_rc))
 				CLI_FAIL(shared_rc);
@@ -258,7 +266,9 @@ int cmd_train(int argc, char **argv)
 		struct step_report rep;
 		struct save_opts save = SAVE_OPTS_DEFAULT;
 		size_t folded = 0;
-		if (n_dims)
+		if (batch)
+			rc = graph_rebatch(g, batch, &e);
+		if (n_dims && !rc)
 			rc = graph_bind_dims(g, dims, n_dims, 1, &e);
 		if (!rc)
 			rc = graph_fold_constants(g, &folded, &e);
@@ -269,8 +279,11 @@ int cmd_train(int argc, char **argv)
 		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao, &e)) ||
 		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &rep, &e)) || (rc = diet_note(&so, &rep)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
-		    (rc = model_save(g, out, to, &save, &e)))
+		    (rc = model_save(g, out, to, &save, &e))) {
+			if (batch && rc == GD_EINPUT && !strstr(e.msg, "--batch"))
+				cli_batch_hint(&e, batch);
 			err_print(argv[optind], &e);
+		}
 	}
 out:
 	graph_free(g);

@@ -2,6 +2,7 @@
 #include "../autodiff/ad.h"
 #include "../exec/comm.h"
 #include "../exec/exec.h"
+#include "../rewrite/fold.h"
 #include "../rewrite/widen.h"
 #include "../util/philox.h"
 #include "../ops/ops.h"
@@ -495,16 +496,20 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 
 /* The dimensions TRAIN fixed (train --dim batch=4 writes [4, 20] where MODEL says [batch, 20])
  * bind MODEL's symbolic ones the same way, unless --dim names them: otherwise the two graphs would
- * run on different batches and could never match. A --dim that says otherwise is an error. */
-static int bind_like_train(const struct graph *plain, const struct graph *train, struct exec_binding *dims,
-			   size_t *n, struct gd_err *e)
+ * run on different batches and could never match. A --dim that says otherwise is an error. A
+ * static export that train --batch N rebatched is rebatched too. */
+static int bind_like_train(struct graph *plain, const struct graph *train, struct exec_binding *dims, size_t *n,
+			   struct gd_err *e)
 {
+	int64_t rebatch = 0; /* train --batch N made a static export's axis 0 N */
 	for (uint32_t i = 0; i < plain->n_inputs; i++) {
 		const struct value *p = plain->inputs[i], *t = strmap_get(&train->names, p->name);
 		if (p->init || !t || t->type.ndim != p->type.ndim)
 			continue;
 		for (uint32_t a = 0; a < p->type.ndim; a++) {
 			const struct dim *pd = &p->type.dims[a], *td = &t->type.dims[a];
+			if (a == 0 && pd->kind == DIM_VALUE && td->kind == DIM_VALUE && pd->value != td->value)
+				rebatch = td->value;
 			if (pd->kind != DIM_PARAM || td->kind != DIM_VALUE || *n == 64)
 				continue;
 			size_t k = 0;
@@ -518,7 +523,7 @@ static int bind_like_train(const struct graph *plain, const struct graph *train,
 				dims[(*n)++].value = td->value;
 		}
 	}
-	return 0;
+	return rebatch ? graph_rebatch(plain, rebatch, e) : 0;
 }
 
 /* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss

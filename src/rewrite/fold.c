@@ -57,6 +57,22 @@ int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int
 	return 0;
 }
 
+int graph_rebatch(struct graph *g, int64_t n, struct gd_err *e)
+{
+	uint32_t done = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		struct ttype *t = &g->inputs[i]->type;
+		if (g->inputs[i]->init || !t->has_shape || !t->ndim)
+			continue;
+		t->dims[0] = (struct dim){.kind = DIM_VALUE, .value = n};
+		done++;
+	}
+	if (!done)
+		return err_set(e, GD_EINPUT, "--batch %lld: no graph input has a batch axis (axis 0 of a shaped input that is "
+					     "not an initializer)", (long long)n);
+	return 0;
+}
+
 int node_make_constant(struct graph *g, const struct rtensor *t, struct node *n, struct gd_err *e)
 {
 	struct tensor *c = arena_zalloc(g->arena, sizeof *c);

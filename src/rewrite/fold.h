@@ -9,6 +9,12 @@
  * When strict, fails naming a binding no dimension uses. Names are distinct (cli_add_dim sees to it). */
 int graph_bind_dims(struct graph *g, const struct exec_binding *b, size_t n, int strict, struct gd_err *e);
 
+/* --batch N: gives axis 0 of every graph input that is not an initializer (the data, the labels)
+ * the size n, whatever it was: a static-batch export trains at another batch, where the graph
+ * computes with its batch rather than storing it (Flatten, Gemm, Conv do; a Reshape to a constant
+ * shape does not, and shape inference then names it). 0, or an error when no input has an axis 0. */
+int graph_rebatch(struct graph *g, int64_t n, struct gd_err *e);
+
 /* Replaces every node whose outputs shape inference computed (all its inputs known: Shape chains
  * once dimensions are bound, arithmetic on constants) by Constant nodes holding the results, and
  * drops the nodes nothing reads any more. Graph outputs are kept. A graph whose inputs still have
