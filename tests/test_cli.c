@@ -776,6 +776,62 @@ Test(cli, train_then_verify)
 	run_free(&r);
 }
 
+/* The number after "key": in a JSON text; -1 when absent. */
+static long long json_ll(const char *json, const char *key)
+{
+	char k[64];
+	snprintf(k, sizeof k, "\"%s\": ", key);
+	const char *p = strstr(json, k);
+	return p ? atoll(p + strlen(k)) : -1;
+}
+
+/* plan = run (#24): the peak plan reports is the one run measures on the graph train writes,
+ * byte for byte, for every testdata model and strategy: none, speed, memory, and auto at 95, 90
+ * and 80% of none's peak where a plan fits (train exits 1 where none does). */
+Test(cli, plan_equals_run_for_every_strategy)
+{
+	const char *strategies[] = {"none", "speed", "memory", "auto", "auto", "auto"};
+	const int pct[] = {0, 0, 0, 95, 90, 80};
+	for (const char *const *m = testdata_models; *m; m++) {
+		char in[512], out[600], budget[32];
+		model_path(in, sizeof in, *m);
+		snprintf(out, sizeof out, "%s/per_%s.onnx", tmpdir(), *m);
+		long long none = -1, planned = -1;
+		for (int k = 0; k < 6; k++) {
+			snprintf(budget, sizeof budget, "%lld", none * pct[k] / 100);
+			for (int train = 0; train < 2; train++) {
+				char *argv[16] = {GD_BINARY, train ? "train" : "plan", in, "--checkpoint", (char *)strategies[k]};
+				int n = 5;
+				if (train)
+					argv[n++] = "-o", argv[n++] = out;
+				else
+					argv[n++] = "--format", argv[n++] = "json";
+				if (pct[k])
+					argv[n++] = "--budget", argv[n++] = budget;
+				if (strcmp(*m, "transformer")) /* exported with a static batch */
+					argv[n++] = "--dim", argv[n++] = "batch=2";
+				struct run_result r = run_cmd(argv, NULL, 0);
+				cr_assert(r.status == 0 || (train && pct[k] && r.status == 1), "%s %s %s: exit %d: %s", argv[1], *m,
+					  strategies[k], r.status, r.err);
+				if (!train)
+					planned = json_ll(r.out, "peak_bytes_after");
+				if (!train && !k)
+					none = planned;
+				int fits = r.status == 0;
+				run_free(&r);
+				if (!train || !fits)
+					continue;
+				r = gd("run", out, "--random-inputs", "--format", "json");
+				cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+				cr_expect_eq(json_ll(r.out, "peak_bytes"), planned,
+					     "%s --checkpoint %s (budget %d%%): plan %lld bytes, run %lld", *m, strategies[k], pct[k],
+					     planned, json_ll(r.out, "peak_bytes"));
+				run_free(&r);
+			}
+		}
+	}
+}
+
 Test(cli, train_errors_name_the_problem)
 {
 	char out[512];
