@@ -117,6 +117,15 @@ void write_text(char *path, size_t n, const char *name, const char *text)
 	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0, "%s", path);
 }
 
+double json_num(const char *json, const char *key)
+{
+	char k[128];
+	snprintf(k, sizeof k, "\"%s\": ", key);
+	const char *p = strstr(json, k);
+	cr_assert(p, "no %s in %.400s", key, json);
+	return strtod(p + strlen(k), NULL);
+}
+
 struct graph *load_text(const char *name, const char *text)
 {
 	char path[512];

@@ -32,6 +32,8 @@ struct plan_report;
 struct graph *planned_ok(const char *model, const char *strategy, int64_t batch, struct plan_report *r);
 /* Writes `text` to `name` in the temporary directory; its path goes to path[n]. */
 void write_text(char *path, size_t n, const char *name, const char *text);
+/* The number after "key": in a JSON text graphdiet printed; asserts that it is there. */
+double json_num(const char *json, const char *key);
 /* write_text, then load_ok. */
 struct graph *load_text(const char *name, const char *text);
 /* x (8 floats) -> Relu -> a -> Neg -> b -> Tanh -> y, in YAML. */

@@ -127,15 +127,6 @@ static char *gd(const char *model, int inputs, const char *const *args)
 	return out;
 }
 
-static double json_num(const char *json, const char *key)
-{
-	char k[128];
-	snprintf(k, sizeof k, "\"%s\": ", key);
-	const char *p = strstr(json, k);
-	cr_assert(p, "no %s in %.400s", key, json);
-	return strtod(p + strlen(k), NULL);
-}
-
 static const char *tmp(char *buf, size_t n, const char *model, const char *what)
 {
 	snprintf(buf, n, "%s/%s_%s", tmpdir(), model, what);
