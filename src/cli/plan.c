@@ -453,17 +453,16 @@ static int run(int argc, char **argv, int check)
 	 * model's dimensions bound and its shape arithmetic folded (a training graph is measured as
 	 * it is) */
 	size_t folded;
-	if (g && !plan_is_training_graph(g) &&
-	    ((batch && (rc = graph_rebatch(g, batch, &e))) || (n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) ||
-	     (rc = graph_fold_constants(g, &folded, &e)))) {
+	int training = g && plan_is_training_graph(g);
+	if (training && batch) {
+		rc = cli_usage(cmd, "--batch is for a model; a training graph keeps the batch it was built with");
+	} else if (g && !training &&
+		   ((batch && (rc = graph_rebatch(g, batch, &e))) || (n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) ||
+		    (rc = graph_fold_constants(g, &folded, &e)))) {
 		if (batch && rc == GD_EINPUT && !strstr(e.msg, "--batch"))
 			cli_batch_hint(&e, batch);
 		err_print(path, &e);
-	}
-	else if (g && batch && plan_is_training_graph(g) && (rc = cli_usage(cmd, "--batch is for a model; a training graph "
-										  "keeps the batch it was built with")))
-		;
-	else if (g && loss_fn >= 0 && (rc = loss_append(g, (enum loss_fn)loss_fn, po.loss, target, &e)))
+	} else if (g && loss_fn >= 0 && (rc = loss_append(g, (enum loss_fn)loss_fn, po.loss, target, &e)))
 		err_print(path, &e);
 	if (g && !rc && loss_fn >= 0)
 		po.loss = "loss";

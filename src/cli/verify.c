@@ -528,23 +528,22 @@ static int bind_like_train(struct graph *plain, const struct graph *train, struc
 
 /* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
  * scale skips, then gradcheck. */
-static int run_gradcheck(const char *mpath, const char *tpath, struct exec_opts *eo, double rtol, double atol,
-			 enum cli_out fmt)
+static int run_gradcheck(const char *mpath, const char *tpath, struct exec_binding *dims, size_t *n_dims,
+			 struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
 {
 	int rc = 0, all_ok = 1;
 	struct gd_err e = {0};
 	struct graph *m = cli_load(mpath, FMT_AUTO, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
-	struct exec_binding *dims = (struct exec_binding *)eo->dims;
-	size_t n_dims = eo->n_dims;
 	struct carried carry = {0};
 	struct row rows[GRADCHECK_DIRECTIONS];
 	size_t n_rows = 0;
 	struct exec *xt = NULL;
-	if (t && bind_like_train(m, t, dims, &n_dims, &e)) {
+	if (t && bind_like_train(m, t, dims, n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
-	eo->n_dims = n_dims;
+	eo->dims = dims;
+	eo->n_dims = *n_dims;
 	if (t && !rc && (!(xt = exec_run(t, eo, NULL, &e)) || !(xt = unskipped(t, eo, xt, &carry, &e)))) {
 		err_print(tpath, &e);
 		rc = e.code;
@@ -642,11 +641,9 @@ int cmd_verify(int argc, char **argv)
 	if (!brc && fd_check && (against_dir || n_rep > 1))
 		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
 	else if (!brc && fd_check) {
-		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2,
-				       .backend = be};
-		brc = run_gradcheck(argv[optind], argv[optind + 1], &eo, rtol_given ? rtol : 1e-4, atol, fmt);
-		n_dims = eo.n_dims;
-		brc = cli_finish(brc);
+		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be};
+		brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
+					       atol, fmt));
 	}
 	if (brc || against_dir || fd_check) {
 		for (size_t i = 0; i < n_dims; i++)

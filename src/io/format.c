@@ -92,16 +92,6 @@ struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 	return g;
 }
 
-/* Whether dir (a model's folder) is the folder `path` is written into. */
-static int same_folder(const char *dir, const char *path)
-{
-	char a[PATH_MAX], b[PATH_MAX];
-	char *pd = path_dirname(path);
-	int same = pd && realpath(dir ? dir : ".", a) && realpath(pd, b) && !strcmp(a, b);
-	free(pd);
-	return same;
-}
-
 /* A tensor whose data lives in a file of the model's folder (external data, YAML npy:) keeps that
  * reference when the output goes into the same folder. Anywhere else the reference would name a
  * file that is not there (train -o OTHER_DIR/t.onnx, then run: "No such file"): those tensors
@@ -118,9 +108,21 @@ static int carry_data(struct graph *g, const char *path, enum gd_format fmt, str
 	if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout") || fmt == FMT_DOT)
 		return 0;
 	uint64_t total = 0;
+	char out[PATH_MAX], dir[PATH_MAX];
+	char *od = path_dirname(path);
+	int have_out = od && realpath(od, out);
+	free(od);
+	const char *seen = NULL; /* the base_dir last resolved: a model's tensors share one */
+	int same = 0;
 	for (uint32_t i = 0; i < g->n_inits; i++) {
 		struct tensor *t = g->inits[i]->init;
-		if (!t || (t->src != TSRC_EXTERNAL && t->src != TSRC_NPY) || same_folder(t->base_dir, path))
+		if (!t || (t->src != TSRC_EXTERNAL && t->src != TSRC_NPY))
+			continue;
+		if (!seen || strcmp(seen, t->base_dir ? t->base_dir : ".")) {
+			seen = t->base_dir ? t->base_dir : ".";
+			same = have_out && realpath(seen, dir) && !strcmp(dir, out);
+		}
+		if (same)
 			continue;
 		struct bytes b;
 		struct moved *grown = *n % 64 ? *mv : xrealloc(*mv, (*n + 64) * sizeof **mv);
