@@ -11,6 +11,7 @@
 #include "plan/strategy.h"
 #include "rewrite/ctrl.h"
 #include "rewrite/recompute.h"
+#include "util/strmap.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -18,6 +19,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Appends NAME=PATH for each of g's inputs PyTorch saved for `model` to argv (argc entries), with
+ * the strings in args; ins and names get the inputs themselves. Returns how many inputs. */
+static size_t ref_args(const struct graph *g, const char *model, char **argv, int argc, char args[][1400],
+		       struct rtensor *ins, const char **names)
+{
+	char path[1100];
+	size_t n = ref_inputs(g, model, ins, names);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(args[i], sizeof args[i], "%s=%s", names[i], ref_path(path, sizeof path, model, names[i]));
+		argv[argc++] = args[i];
+	}
+	argv[argc] = NULL;
+	return n;
+}
 
 /* Runs `file` (g, written) in onnxruntime and in graphdiet's executor on PyTorch's inputs for
  * `model`, and expects every output of g to agree within rtol of its largest magnitude plus atol.
@@ -27,15 +43,9 @@ static size_t matches_onnxruntime(struct graph *g, const char *model, const char
 	char path[1100], outdir[512], args[8][1400];
 	snprintf(outdir, sizeof outdir, "%s/ort_out_%s", tmpdir(), model);
 	char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", (char *)file, outdir};
-	int argc = 4;
 	struct rtensor ins[8];
 	const char *names[8];
-	size_t n = ref_inputs(g, model, ins, names);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(args[i], sizeof args[i], "%s=%s", names[i], ref_path(path, sizeof path, model, names[i]));
-		argv[argc++] = args[i];
-	}
-	argv[argc] = NULL;
+	size_t n = ref_args(g, model, argv, 4, args, ins, names);
 	struct run_result r = run_cmd(argv, NULL, 0);
 	cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s%s", model, r.out, r.err);
 	run_free(&r);
@@ -119,6 +129,72 @@ Test(ort, checkpointed_training_graphs_run_in_onnxruntime)
 Test(ort, data_control_edges_run_in_onnxruntime)
 {
 	runs_in_onnxruntime("speed", CTRL_DATA);
+}
+
+/* How often onnxruntime, at its default options, runs a node of `file` (g) before one that precedes
+ * it in g's order (nodes it made itself, by fusing or inlining, are not g's and are skipped, and so
+ * are views, which --control-deps data leaves free). */
+static int descents_in_onnxruntime(const struct graph *g, const char *model, const char *file)
+{
+	char args[8][1400];
+	char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/order_ort.cjs", (char *)file};
+	struct rtensor ins[8];
+	const char *names[8];
+	size_t n = ref_args(g, model, argv, 3, args, ins, names);
+	for (size_t i = 0; i < n; i++)
+		free(ins[i].data);
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s", model, r.err);
+	struct strmap pos = {0};
+	for (uint32_t i = 0; i < g->n_nodes; i++) { /* views (Reshape and its kind, Shape) run when they like */
+		const struct node *nd = g->nodes[i];
+		int view = nd->op == OP_SHAPE || nd->op == OP_RESHAPE || nd->op == OP_FLATTEN || nd->op == OP_SQUEEZE ||
+			   nd->op == OP_UNSQUEEZE || nd->op == OP_IDENTITY;
+		if (nd->name && !view)
+			cr_assert_eq(strmap_put(&pos, nd->name, (void *)(uintptr_t)(i + 1)), 0);
+	}
+	int descents = 0, ran = 0;
+	uintptr_t last = 0;
+	for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+		uintptr_t at = (uintptr_t)strmap_get(&pos, line);
+		descents += at && at < last;
+		ran += at != 0;
+		last = at ? at : last;
+	}
+	cr_assert_gt(ran, (int)g->n_nodes / 3, "%s: onnxruntime ran %d of the graph's nodes", model, ran);
+	strmap_free(&pos);
+	run_free(&r);
+	return descents;
+}
+
+/* --control-deps data pins the whole schedule: onnxruntime runs every node in graphdiet's order,
+ * recompute clones just before the gradients that need them and every parameter gradient where the
+ * plan put it. With the edges in metadata only, it runs in its own order (a reverse depth-first walk
+ * from the graph's ends), which is why the mode exists. */
+Test(ort, data_control_edges_pin_the_schedule)
+{
+	setenv("NODE_PATH", GD_ORT_DIR, 1);
+	int unpinned = 0;
+	for (const char *const *m = testdata_models; *m; m++) {
+		char path[1100], train[512];
+		model_path(path, sizeof path, *m);
+		for (int data = 0; data < 2; data++) {
+			snprintf(train, sizeof train, "%s/%s_order_%d.onnx", tmpdir(), *m, data);
+			char *argv[] = {GD_BINARY, "train", path, "--checkpoint", "speed", "--control-deps",
+					data ? "data" : "metadata", "-o", train, NULL};
+			struct run_result r = run_cmd(argv, NULL, 0);
+			cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+			run_free(&r);
+			struct graph *g = load_ok(train);
+			int d = descents_in_onnxruntime(g, *m, train);
+			if (data)
+				cr_expect_eq(d, 0, "%s: onnxruntime ran %d nodes before nodes scheduled ahead of them", *m, d);
+			else
+				unpinned += d;
+			graph_free(g);
+		}
+	}
+	cr_expect_gt(unpinned, 0, "without the edges onnxruntime keeps graphdiet's order anyway");
 }
 
 /* A whole training step (dynamic loss scaling, the finite check, clipping, the optimizer, the

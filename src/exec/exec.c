@@ -892,7 +892,8 @@ static int run_nodes(struct exec *x)
 			out[k] = n->out[k] ? &x->v[n->out[k]->id] : &x->absent[k];
 		}
 		uint32_t fl = op_table[n->op].flags;
-		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM));
+		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM)) ||
+			     op_self_compare(n);
 		int comm = n->op == OP_ALL_REDUCE && x->o->comm; /* a sum over the replicas: counted */
 		double t0 = x->o->profile || comm ? now() : 0;
 		int shape = x->be && shape_work(n, in);

@@ -202,8 +202,24 @@ BINARY(mul, B_MUL)
 BINARY(div, B_DIV)
 BINARY(pow, B_POW)
 BINARY(equal, B_EQ)
-BINARY(greater, B_GT)
-BINARY(less, B_LT)
+
+int op_self_compare(const struct node *n)
+{
+	return (n->op == OP_GREATER || n->op == OP_LESS) && n->n_in == 2 && n->in[0] && n->in[0] == n->in[1];
+}
+
+#define COMPARE(name, op)                                                                                     \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in,                 \
+			      struct rtensor *const *out)                                                      \
+	{                                                                                                      \
+		if (!op_self_compare(n) || in[0]->data)                                                        \
+			return binary(x, in, out, op);                                                         \
+		/* shape inference: false everywhere, whatever the data */                                     \
+		exec_alloc_zero(x, out[0], DT_BOOL, in[0]->ndim, in[0]->dims);                                 \
+		return exec_status(x);                                                                         \
+	}
+COMPARE(greater, B_GT)
+COMPARE(less, B_LT)
 
 /* ---- unary ---- */
 

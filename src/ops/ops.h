@@ -68,6 +68,10 @@ struct op_impl {
 #undef OP
 extern const struct op_impl op_opaque;
 
+/* Greater or Less of a value with itself: false everywhere whatever the value (NaN included), so
+ * shape inference computes it without the data (rewrite/ctrl.c's data edges rely on it). */
+int op_self_compare(const struct node *n);
+
 struct op_info {
 	const char *op_type, *domain;
 	int min_in, max_in, min_out, max_out;

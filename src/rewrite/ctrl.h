@@ -3,18 +3,18 @@
  *   metadata  node order, plus each node's control inputs recorded in its metadata_props
  *             (graphdiet.after), which graphdiet reads back (the default)
  *   order     node order only: ONNX's topological order is the schedule
- *   data      each control edge becomes a data edge that leaves values unchanged, for runtimes
- *             that reorder nodes (the recompute_grad trick): for a node n that must wait for
- *             node d, one floating input x of n is replaced by
- *                 x' = Sub(x, Mul(Abs(ReduceMax(y)), 0))
- *             where y is d's first floating output, so n cannot start before d has finished.
- *             For finite y the Mul gives +0 and x - (+0) is x bit for bit, signed zeros
- *             included. NaN behaviour: if y holds an infinity (or a NaN that the runtime's
- *             ReduceMax propagates), 0 x inf is NaN and x' is NaN everywhere, so the recomputed
- *             segment and every gradient computed from it turn NaN. A run whose gradients
- *             overflow is lost either way; with loss scaling the step's finite check skips it.
- *             Edges whose node has no floating input, or whose dependency has no floating
- *             output, stay recorded as metadata. */
+ *   data      the schedule pinned by data edges, for runtimes that pick their own order
+ *             (onnxruntime's reverse depth-first walk runs parameter gradients last and recompute
+ *             clones early): every node that runs waits for the node that runs before it, so
+ *             the nodes form one chain and any runtime runs them in graphdiet's order. Nodes a
+ *             runtime folds into constants and views (Reshape and its kind, Shape) stay out.
+ *             Node n waits for node d through a value-preserving edge on its smallest input x:
+ *                 s  = Slice(Reshape(y, [-1]), [0], [1])         one element of d's output y
+ *                 x' = Reshape(x, Add(Shape(x), Cast(Greater(s, s), INT64)))
+ *             Greater(s, s) is false whatever s holds, NaN included, so x' is x bit for bit; the
+ *             nodes are O(1) and Reshape is a view in onnxruntime. A node with no input, or
+ *             after a node with no output, to carry it keeps its control inputs as metadata.
+ */
 #ifndef GD_CTRL_H
 #define GD_CTRL_H
 

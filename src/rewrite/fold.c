@@ -133,15 +133,16 @@ static int fold(struct graph *g, struct gd_err *e)
 	if (!x)
 		return e->code;
 	int rc = 0;
-	/* what depends on a parameter's values stays: folding it would take it out of training
-	 * (Shape reads only shapes, so its output depends on nothing) */
+	/* what depends on a parameter's values stays: folding it would take it out of training; so
+	 * does what depends on an input's (shape inference knows Greater(x, x) without x: a data edge
+	 * of --control-deps data). Shape reads only shapes, so its output depends on nothing. */
 	uint8_t *dep = xcalloc(g->n_values ? g->n_values : 1, 1);
 	if (!dep) {
 		exec_free(x);
 		return err_oom(e);
 	}
 	for (uint32_t i = 0; i < g->n_values; i++)
-		dep[i] = (g->values[i]->flags & VALUE_PARAM) != 0;
+		dep[i] = (g->values[i]->flags & (VALUE_PARAM | VALUE_INPUT)) != 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		int d = 0;
