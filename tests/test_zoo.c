@@ -277,33 +277,25 @@ Test(zoo, checkpointing_is_bitwise_and_plan_equals_run)
 {
 	NEED_ZOO();
 	for (const char *const *m = zoo; *m; m++) {
-		char plain[1024], mem[1024], speed[1024], src[1024];
+		static const char *const strategy[] = {"none", "speed", "memory"};
+		char src[1024], file[3][1024];
 		snprintf(src, sizeof src, "%s/%s.onnx", GD_ZOO_DIR, *m);
-		char *rp = train_and_run(*m, "none", NULL, plain, sizeof plain);
-		const char *ck[] = {"--checkpoint", "memory", NULL}, *cs[] = {"--checkpoint", "speed", NULL};
-		char *rm = train_and_run(*m, "memory", ck, mem, sizeof mem), *rs = train_and_run(*m, "speed", cs, speed, sizeof speed);
-		same_outputs(*m, plain, mem);
-		same_outputs(*m, plain, speed);
-		const char *pn[] = {"plan", src, "--format", "json", NULL};
-		const char *pm[] = {"plan", src, "--checkpoint", "memory", "--format", "json", NULL};
-		const char *ps[] = {"plan", src, "--checkpoint", "speed", "--format", "json", NULL};
-		char *jn = gd(*m, 0, pn), *jm = gd(*m, 0, pm), *js = gd(*m, 0, ps);
-		double run_none = json_num(rp, "peak_bytes"), run_mem = json_num(rm, "peak_bytes"), run_speed = json_num(rs, "peak_bytes");
-		double plan_none = json_num(jn, "peak_bytes_after"), plan_mem = json_num(jm, "peak_bytes_after"),
-		       plan_speed = json_num(js, "peak_bytes_after");
-		printf("zoo %-20s peak none %.0f (plan %.0f)  speed %.0f (plan %.0f)  memory %.0f (plan %.0f)\n", *m, run_none,
-		       plan_none, run_speed, plan_speed, run_mem, plan_mem);
-		cr_expect_eq(plan_none, run_none, "%s: plan says %.0f bytes, run measures %.0f", *m, plan_none, run_none);
-		cr_expect_eq(plan_speed, run_speed, "%s, --checkpoint speed: plan says %.0f bytes, run measures %.0f", *m,
-			     plan_speed, run_speed);
-		cr_expect_eq(plan_mem, run_mem, "%s, --checkpoint memory: plan says %.0f bytes, run measures %.0f", *m,
-			     plan_mem, run_mem);
-		free(rp);
-		free(rm);
-		free(rs);
-		free(jn);
-		free(jm);
-		free(js);
+		printf("zoo %-20s", *m);
+		for (int k = 0; k < 3; k++) {
+			const char *ck[] = {"--checkpoint", strategy[k], NULL};
+			char *run = train_and_run(*m, strategy[k], k ? ck : NULL, file[k], sizeof file[k]);
+			if (k)
+				same_outputs(*m, file[0], file[k]);
+			const char *pa[] = {"plan", src, "--checkpoint", strategy[k], "--format", "json", NULL};
+			char *plan = gd(*m, 0, pa);
+			double measured = json_num(run, "peak_bytes"), planned = json_num(plan, "peak_bytes_after");
+			printf("  %s %.0f (plan %.0f)", strategy[k], measured, planned);
+			cr_expect_eq(planned, measured, "%s, --checkpoint %s: plan says %.0f bytes, run measures %.0f", *m,
+				     strategy[k], planned, measured);
+			free(run);
+			free(plan);
+		}
+		printf("\n");
 	}
 }
 

@@ -10,22 +10,19 @@
 // onnxruntime's own scheduler and allocator.
 'use strict';
 const ort = require('onnxruntime-node');
-const { readNpy } = require('./npy.cjs');
+const { readFeeds } = require('./npy.cjs');
 
 async function main() {
   const args = process.argv.slice(2);
   const model = args.shift();
   const opts = { intraOpNumThreads: 1, interOpNumThreads: 1 };
-  const feeds = {};
-  while (args.length) {
+  while (args.length && args[0].startsWith('--')) {
     const a = args.shift();
     if (a === '--disable-arena') opts.enableCpuMemArena = false;
     else if (a === '--opt') opts.graphOptimizationLevel = args.shift();
-    else {
-      const eq = a.indexOf('=');
-      feeds[a.slice(0, eq)] = readNpy(ort, a.slice(eq + 1));
-    }
+    else throw new Error(`unknown option ${a}`);
   }
+  const feeds = readFeeds(ort, args);
   const session = await ort.InferenceSession.create(model, opts);
   const base = process.resourceUsage().maxRSS;
   await session.run(feeds);

@@ -33,4 +33,14 @@ function writeNpy(file, t) {
   fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), data]));
 }
 
-module.exports = { readNpy, writeNpy };
+// NAME=FILE.npy arguments as onnxruntime feeds.
+function readFeeds(ort, args) {
+  const feeds = {};
+  for (const a of args) {
+    const eq = a.indexOf('=');
+    feeds[a.slice(0, eq)] = readNpy(ort, a.slice(eq + 1));
+  }
+  return feeds;
+}
+
+module.exports = { readNpy, readFeeds, writeNpy };

@@ -10,15 +10,11 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const ort = require('onnxruntime-node');
-const { readNpy } = require('./npy.cjs');
+const { readFeeds } = require('./npy.cjs');
 
 async function main() {
   const [model, ...args] = process.argv.slice(2);
-  const feeds = {};
-  for (const a of args) {
-    const eq = a.indexOf('=');
-    feeds[a.slice(0, eq)] = readNpy(ort, a.slice(eq + 1));
-  }
+  const feeds = readFeeds(ort, args);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'order_ort-'));
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: 1, interOpNumThreads: 1, enableProfiling: true, profileFilePrefix: path.join(dir, 'p') });

@@ -8,15 +8,11 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const ort = require('onnxruntime-node');
-const { readNpy, writeNpy } = require('./npy.cjs');
+const { readFeeds, writeNpy } = require('./npy.cjs');
 
 async function main() {
 const [model, outdir, ...args] = process.argv.slice(2);
-const feeds = {};
-for (const a of args) {
-  const eq = a.indexOf('=');
-  feeds[a.slice(0, eq)] = readNpy(ort, a.slice(eq + 1));
-}
+const feeds = readFeeds(ort, args);
 const session = await ort.InferenceSession.create(model, { graphOptimizationLevel: 'disabled', intraOpNumThreads: 1 });
 const results = await session.run(feeds);
 fs.mkdirSync(outdir, { recursive: true });

@@ -6,15 +6,11 @@
 'use strict';
 const { performance } = require('node:perf_hooks');
 const ort = require('onnxruntime-node');
-const { readNpy } = require('./npy.cjs');
+const { readFeeds } = require('./npy.cjs');
 
 async function main() {
   const [model, n, ...args] = process.argv.slice(2);
-  const feeds = {};
-  for (const a of args) {
-    const eq = a.indexOf('=');
-    feeds[a.slice(0, eq)] = readNpy(ort, a.slice(eq + 1));
-  }
+  const feeds = readFeeds(ort, args);
   const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   let best = Infinity;
   for (let i = 0; i <= Number(n); i++) {
