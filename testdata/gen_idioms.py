@@ -5,8 +5,9 @@ Each is Linear -> one idiom -> cross-entropy, exported as a user would (opset 17
 constant folding, dropout on), the way the stock modules put them in graphs: a slice whose bounds
 come from shape arithmetic, Dropout with Constant ratio and mode, a view and a sum, F.pad, ReLU6
 (Clip), Hardswish, Hardsigmoid, torch.triu (Trilu), torch.arange on a dynamic batch (Range), an
-index along axis 1 (Gather), and 33 stacked layers (a training step's finite check then sums more
-than 64 gradients). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
+index along axis 1 (Gather), 33 stacked layers (a training step's finite check then sums more
+than 64 gradients), and GELU (Erf and tanh forms), SiLU and Mish, which the exporter writes as
+x u(x). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
 graphdiet's dropout masks as gen_zoo.py draws them.
 
     /usr/bin/python3 testdata/gen_idioms.py
@@ -54,6 +55,14 @@ class Idiom(nn.Module):
             y = y * torch.arange(y.shape[1], dtype=y.dtype)
         elif k == "gather1":
             y = y[:, 1:2] * y + y[:, 0].unsqueeze(1)
+        elif k == "gelu":  # x (1 + erf(x / sqrt 2)) / 2
+            y = F.gelu(y * 2)
+        elif k == "gelu_tanh":
+            y = F.gelu(y * 2, approximate="tanh")
+        elif k == "silu":  # x sigmoid(x)
+            y = F.silu(y * 2)
+        elif k == "mish":  # x tanh(softplus(x))
+            y = F.mish(y * 2)
         elif k == "deep":
             for layer in self.layers:
                 y = torch.tanh(layer(y))
@@ -61,7 +70,7 @@ class Idiom(nn.Module):
 
 
 KINDS = ["slice", "dropout", "dropout0", "view_sum", "pad", "relu6", "hardswish", "hardsigmoid", "triu", "arange",
-         "gather1", "deep"]
+         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish"]
 
 
 def main():

@@ -44,6 +44,34 @@ const struct gcase op_cases[] = {
 	{"Celu", P("a", "[3, 4]"), "  - {op: Celu, inputs: [a], outputs: [y], attrs: {alpha: 2.0}}\n"},
 	{"PRelu per channel", P("a", "[2, 3, 4]") P("s", "[3, 1]"), "  - {op: PRelu, inputs: [a, s], outputs: [y]}\n"},
 	{"Softplus", P("a", "[3, 4]"), "  - {op: Softplus, inputs: [a], outputs: [y]}\n"},
+	/* activations exported as x u(x): differentiated from x alone (activation.c) */
+	{"SiLU as x sigmoid(x)", P("a", "[3, 4]"),
+	 "  - {op: Sigmoid, inputs: [a], outputs: [s]}\n  - {op: Mul, inputs: [a, s], outputs: [y]}\n"},
+	{"SiLU whose sigmoid is read again", P("a", "[3, 4]"),
+	 "  - {op: Sigmoid, inputs: [a], outputs: [s]}\n  - {op: Mul, inputs: [s, a], outputs: [p]}\n"
+	 "  - {op: Add, inputs: [p, s], outputs: [y]}\n"},
+	{"Mish as x tanh(softplus(x))", P("a", "[3, 4]"),
+	 "  - {op: Softplus, inputs: [a], outputs: [sp]}\n  - {op: Tanh, inputs: [sp], outputs: [t]}\n"
+	 "  - {op: Mul, inputs: [a, t], outputs: [y]}\n"},
+	{"GELU as exported: x (1 + erf(x / sqrt 2)) / 2", P("a", "[3, 4]"),
+	 "  - {op: Constant, outputs: [r2], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [1.4142135623730951]}}}}\n"
+	 "  - {op: Constant, outputs: [one], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [1.0]}}}}\n"
+	 "  - {op: Constant, outputs: [half], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.5]}}}}\n"
+	 "  - {op: Div, inputs: [a, r2], outputs: [d]}\n  - {op: Erf, inputs: [d], outputs: [e]}\n"
+	 "  - {op: Add, inputs: [e, one], outputs: [u]}\n  - {op: Mul, inputs: [a, u], outputs: [p]}\n"
+	 "  - {op: Mul, inputs: [p, half], outputs: [y]}\n"},
+	{"GELU tanh form as exported, and as (x / 2) (1 + tanh(...))", P("a", "[3, 4]"),
+	 "  - {op: Constant, outputs: [c], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.044715]}}}}\n"
+	 "  - {op: Constant, outputs: [k], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.7978845608028654]}}}}\n"
+	 "  - {op: Constant, outputs: [one], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [1.0]}}}}\n"
+	 "  - {op: Constant, outputs: [half], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.5]}}}}\n"
+	 "  - {op: Mul, inputs: [a, a], outputs: [sq]}\n  - {op: Mul, inputs: [a, sq], outputs: [cube]}\n"
+	 "  - {op: Mul, inputs: [c, cube], outputs: [cc]}\n  - {op: Add, inputs: [a, cc], outputs: [in]}\n"
+	 "  - {op: Mul, inputs: [k, in], outputs: [kin]}\n  - {op: Tanh, inputs: [kin], outputs: [t]}\n"
+	 "  - {op: Add, inputs: [one, t], outputs: [u]}\n  - {op: Mul, inputs: [a, u], outputs: [p]}\n"
+	 "  - {op: Mul, inputs: [half, p], outputs: [y1]}\n"
+	 "  - {op: Mul, inputs: [half, a], outputs: [ha]}\n  - {op: Mul, inputs: [ha, u], outputs: [y2]}\n"
+	 "  - {op: Add, inputs: [y1, y2], outputs: [y]}\n"},
 	{"Identity", P("a", "[3]"), "  - {op: Identity, inputs: [a], outputs: [y]}\n"},
 	{"Cast", P("a", "[3]"), "  - {op: Cast, inputs: [a], outputs: [y], attrs: {to: 11}}\n"},
 	{"Sum of three", P("a", "[2, 3]") P("b", "[3]") P("c", "[2, 1]"), "  - {op: Sum, inputs: [a, b, c], outputs: [y]}\n"},

@@ -104,6 +104,48 @@ Test(gradcheck, every_differentiable_op_has_a_rule_and_a_case)
 	}
 }
 
+/* An activation exported as x u(x) keeps only x for the backward pass: no backward node reads the
+ * forward intermediates (x / sqrt 2, erf, 1 + erf, sigmoid, tanh, ...), unless something else in the
+ * forward pass reads them too (the sigmoid the second SiLU case adds again). */
+Test(gradcheck, activations_exported_as_products_keep_only_their_input)
+{
+	static const struct {
+		const char *name, *interior;
+	} cases[] = {
+		{"SiLU as x sigmoid(x)", " s "},
+		{"SiLU whose sigmoid is read again", ""},
+		{"Mish as x tanh(softplus(x))", " sp t "},
+		{"GELU as exported: x (1 + erf(x / sqrt 2)) / 2", " d e u "},
+		{"GELU tanh form as exported, and as (x / 2) (1 + tanh(...))", " sq cube cc in kin t u "},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct gcase *gc = NULL;
+		for (size_t i = 0; i < n_op_cases; i++)
+			if (!strcmp(op_cases[i].name, cases[c].name))
+				gc = &op_cases[i];
+		cr_assert(gc, "%s: no such case", cases[c].name);
+		struct graph *g = op_case_graph(gc, "float64");
+		struct autodiff_opts ao = {0};
+		struct autodiff_result res;
+		struct gd_err e = {0};
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+		int sigmoid_read = 0;
+		for (uint32_t i = 0; i < g->n_nodes; i++) {
+			const struct node *n = g->nodes[i];
+			for (uint32_t k = 0; !node_is_forward(n) && k < n->n_in; k++) {
+				char word[64];
+				snprintf(word, sizeof word, " %s ", n->in[k] ? n->in[k]->name : "");
+				cr_expect(!strstr(cases[c].interior, word), "%s: backward node '%s' (%s) reads '%s'", gc->name,
+					  n->name, n->op_type, n->in[k]->name);
+				sigmoid_read |= n->in[k] && !strcmp(n->in[k]->name, "s");
+			}
+		}
+		if (!*cases[c].interior) /* the shared sigmoid still passes on its other reader's gradient */
+			cr_expect(sigmoid_read, "%s: the sigmoid's own rule ran", gc->name);
+		graph_free(g);
+	}
+}
+
 /* ---- PyTorch ---- */
 
 /* TESTDATA/<model>.onnx differentiated, on PyTorch's inputs, gives PyTorch's gradients
@@ -183,7 +225,8 @@ Test(pytorch, gradients_of_the_exporters_idioms)
 {
 	static const char *const idioms[] = {"idioms/slice", "idioms/dropout", "idioms/dropout0", "idioms/view_sum",
 					     "idioms/pad", "idioms/relu6", "idioms/hardswish", "idioms/hardsigmoid",
-					     "idioms/triu", "idioms/arange", "idioms/gather1", "idioms/deep", NULL};
+					     "idioms/triu", "idioms/arange", "idioms/gather1", "idioms/deep", "idioms/gelu",
+					     "idioms/gelu_tanh", "idioms/silu", "idioms/mish", NULL};
 	for (const char *const *m = idioms; *m; m++)
 		matches_pytorch(*m);
 }

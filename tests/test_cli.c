@@ -939,9 +939,9 @@ Test(cli, plan_explain_gives_each_candidates_reason)
  * lower bound named, and nothing written. */
 Test(cli, auto_budget_gates_and_trains)
 {
-	char *fits[] = {GD_BINARY, "check", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "100kB", NULL};
+	char *fits[] = {GD_BINARY, "check", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "80kB", NULL};
 	expect_exit(fits, 0, "graphdiet check: fits");
-	char *plain[] = {GD_BINARY, "check", TESTDATA "/transformer.onnx", "--budget", "100kB", NULL};
+	char *plain[] = {GD_BINARY, "check", TESTDATA "/transformer.onnx", "--budget", "80kB", NULL};
 	expect_exit(plain, 1, "graphdiet check: over budget"); /* without checkpointing */
 	char out[512];
 	snprintf(out, sizeof out, "%s/auto.onnx", tmpdir());
@@ -949,9 +949,9 @@ Test(cli, auto_budget_gates_and_trains)
 	char *none[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "10kB", "-o", out, NULL};
 	expect_exit(none, 1, "no plan fits the budget 9.77 KiB: the lowest peak found is");
 	cr_assert_eq(access(out, F_OK), -1, "nothing is written");
-	char *ok[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "100kB", "-o", out, NULL};
+	char *ok[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", "--budget", "80kB", "-o", out, NULL};
 	expect_exit(ok, 0, NULL);
-	char *measured[] = {GD_BINARY, "check", out, "--budget", "100kB", NULL};
+	char *measured[] = {GD_BINARY, "check", out, "--budget", "80kB", NULL};
 	expect_exit(measured, 0, "graphdiet check: fits");
 	char *nobudget[] = {GD_BINARY, "train", TESTDATA "/transformer.onnx", "--checkpoint", "auto", NULL};
 	expect_exit(nobudget, 2, "needs --budget");

@@ -213,3 +213,194 @@ const struct op_impl op_elu = {.run = elu_run, .grad = elu_grad, .recompute = RC
 const struct op_impl op_selu = {.run = selu_run, .grad = selu_grad, .recompute = RC_CHEAP};
 const struct op_impl op_celu = {.run = celu_run, .grad = celu_grad, .recompute = RC_CHEAP};
 const struct op_impl op_prelu = {.run = prelu_run, .grad = prelu_grad, .recompute = RC_CHEAP};
+
+/* ---- activations exported as products: x u(x) ----
+ *
+ * The exporter writes GELU, SiLU and Mish as x times a function of x (Erf-GELU as
+ * x (1 + erf(x / sqrt 2)), then times 1/2; SiLU as x sigmoid(x); Mish as x tanh(softplus(x))).
+ * Differentiated op by op, their backward pass keeps every intermediate (x / sqrt 2, 1 + erf, ...),
+ * each as large as x. Recognized at the product, the gradient is computed from x alone, as
+ * PyTorch's fused backward does: d/dx [c x u(x)] = c (u + x u'), u and u' recomputed from x with at
+ * most two temporaries as large as x live at once. The intermediates then get no gradient (their
+ * nodes' own rules do not run), so nothing reads them and they are freed as the forward pass goes;
+ * when something else reads them, their rules pass on that reader's gradient as usual. */
+
+enum product_kind { P_SILU, P_GELU_ERF, P_GELU_TANH, P_MISH };
+
+struct product {
+	enum product_kind kind;
+	struct value *x;
+	double scale; /* the product is scale x u(x) */
+	double k;     /* Erf-GELU: u = 1 + erf(k x); tanh-GELU: u = 1 + tanh(k (x + c x^3)) */
+	double c;
+};
+
+/* The value of v when it is a scalar known without the data (a Constant, or an initializer that
+ * takes no gradient), else 0. */
+static int known_scalar(const struct ad *a, const struct value *v, double *out)
+{
+	if (!v || ad_wants(a, v) || (v->flags & VALUE_INPUT))
+		return 0;
+	const struct rtensor *t = ad_shape(a, v);
+	if (!t || t->numel != 1 || !t->data)
+		return 0;
+	*out = rt_get(t, 0);
+	return 1;
+}
+
+/* v's forward producer when it is op, else NULL. */
+static const struct node *made_by(const struct value *v, enum op_id op)
+{
+	const struct node *p = v ? v->producer : NULL;
+	return p && p->op == op && node_is_forward(p) && p->n_out == 1 ? p : NULL;
+}
+
+/* Whether v is x times a known scalar (Mul either way round, or Div by one): *c the factor. */
+static int times_const(const struct ad *a, const struct value *v, const struct value *x, double *c)
+{
+	const struct node *p;
+	double d;
+	if ((p = made_by(v, OP_MUL)))
+		for (int i = 0; i < 2; i++)
+			if (p->in[i] == x && known_scalar(a, p->in[1 - i], c))
+				return 1;
+	if ((p = made_by(v, OP_DIV)) && p->in[0] == x && known_scalar(a, p->in[1], &d) && d != 0) {
+		*c = 1 / d;
+		return 1;
+	}
+	return 0;
+}
+
+/* The operand of a commutative binary node besides a known scalar equal to want: NULL if none. */
+static struct value *plus_const(const struct ad *a, const struct value *v, double want)
+{
+	const struct node *p = made_by(v, OP_ADD);
+	double c;
+	for (int i = 0; p && i < 2; i++)
+		if (known_scalar(a, p->in[1 - i], &c) && c == want)
+			return p->in[i];
+	return NULL;
+}
+
+/* Whether v is x^3: Pow(x, 3), or x (x x) in either order. */
+static int cube_of(const struct ad *a, const struct value *v, const struct value *x)
+{
+	const struct node *p;
+	double e;
+	if ((p = made_by(v, OP_POW)))
+		return p->in[0] == x && known_scalar(a, p->in[1], &e) && e == 3;
+	if (!(p = made_by(v, OP_MUL)))
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		const struct node *sq = made_by(p->in[1 - i], OP_MUL);
+		if (p->in[i] == x && sq && sq->in[0] == x && sq->in[1] == x)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether h = u(x) for one of the known u. */
+static int match_u(const struct ad *a, const struct value *h, struct value *x, struct product *m)
+{
+	const struct node *p, *q;
+	if ((p = made_by(h, OP_SIGMOID)) && p->in[0] == x) {
+		m->kind = P_SILU;
+		return 1;
+	}
+	if ((p = made_by(h, OP_TANH)) && (q = made_by(p->in[0], OP_SOFTPLUS)) && q->in[0] == x) {
+		m->kind = P_MISH;
+		return 1;
+	}
+	const struct value *e = plus_const(a, h, 1);
+	if ((p = made_by(e, OP_ERF)) && times_const(a, p->in[0], x, &m->k)) {
+		m->kind = P_GELU_ERF;
+		return 1;
+	}
+	/* tanh(k (x + c x^3)): the sum's terms in either order, c x^3 as a product either way round */
+	if (!(p = made_by(e, OP_TANH)) || !(q = made_by(p->in[0], OP_MUL)))
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		const struct node *s = made_by(q->in[i], OP_ADD);
+		if (!s || !known_scalar(a, q->in[1 - i], &m->k))
+			continue;
+		for (int j = 0; j < 2; j++) {
+			const struct node *t = made_by(s->in[1 - j], OP_MUL);
+			if (s->in[j] != x || !t)
+				continue;
+			for (int l = 0; l < 2; l++)
+				if (known_scalar(a, t->in[1 - l], &m->c) && cube_of(a, t->in[l], x)) {
+					m->kind = P_GELU_TANH;
+					return 1;
+				}
+		}
+	}
+	return 0;
+}
+
+/* Whether Mul node n is scale x u(x): one operand x or x times a scalar, the other u(x). */
+static int match_product(const struct ad *a, const struct node *n, struct product *m)
+{
+	for (int i = 0; i < 2; i++) {
+		struct value *p = n->in[i];
+		const struct node *s = made_by(p, OP_MUL);
+		m->scale = 1;
+		m->x = p;
+		if (match_u(a, n->in[1 - i], p, m))
+			return 1;
+		for (int j = 0; s && j < 2; j++) {
+			m->x = s->in[j];
+			if (known_scalar(a, s->in[1 - j], &m->scale) && match_u(a, n->in[1 - i], s->in[j], m))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* u + x u' for the matched u, from x alone (dt: x's type). */
+static struct value *product_slope(struct ad *a, const struct product *m, int dt)
+{
+	struct value *x = m->x;
+#define K(v) ad_scalar(a, dt, (v))
+	switch (m->kind) {
+	case P_SILU: { /* s (1 + x (1 - s)) */
+		struct value *s = ad_op1(a, "Sigmoid", x);
+		return ad_op2(a, "Mul", s, ad_op2(a, "Add", ad_op2(a, "Mul", x, ad_op2(a, "Sub", K(1), s)), K(1)));
+	}
+	case P_MISH: { /* t + x (1 - t^2) sigmoid(x) */
+		struct value *t = ad_op1(a, "Tanh", ad_op1(a, "Softplus", x));
+		struct value *dt2 = ad_op2(a, "Sub", K(1), ad_op2(a, "Mul", t, t));
+		return ad_op2(a, "Add", t, ad_op2(a, "Mul", ad_op2(a, "Mul", x, dt2), ad_op1(a, "Sigmoid", x)));
+	}
+	case P_GELU_ERF: { /* x (2 k / sqrt(pi)) exp(-k^2 x^2) first, then + 1 + erf(k x) */
+		struct value *pdf = ad_op1(a, "Exp", ad_op2(a, "Mul", ad_op2(a, "Mul", x, x), K(-m->k * m->k)));
+		struct value *xp = ad_op2(a, "Mul", x, ad_op2(a, "Mul", pdf, K(1.1283791670955126 * m->k)));
+		struct value *cdf = ad_op2(a, "Add", ad_op1(a, "Erf", ad_op2(a, "Mul", x, K(m->k))), K(1));
+		return ad_op2(a, "Add", cdf, xp);
+	}
+	case P_GELU_TANH: { /* 1 + t + x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3)) */
+		struct value *sq = ad_op2(a, "Mul", x, x);
+		struct value *in = ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Mul", sq, K(m->c)), x), x);
+		struct value *t = ad_op1(a, "Tanh", ad_op2(a, "Mul", in, K(m->k)));
+		struct value *du = ad_op2(a, "Mul", ad_op2(a, "Add", ad_op2(a, "Mul", sq, K(3 * m->c * m->k)), K(m->k)),
+					  ad_op2(a, "Sub", K(1), ad_op2(a, "Mul", t, t)));
+		return ad_op2(a, "Add", ad_op2(a, "Add", t, K(1)), ad_op2(a, "Mul", x, du));
+	}
+	}
+#undef K
+	return NULL;
+}
+
+int activation_product_grad(struct ad *a, const struct node *n)
+{
+	struct product m;
+	if (!match_product(a, n, &m))
+		return 0;
+	if (!ad_wants(a, m.x))
+		return 1;
+	int dt = ad_shape(a, m.x)->dtype;
+	struct value *g = ad_dy(a, n->out[0]);
+	if (m.scale != 1)
+		g = ad_op2(a, "Mul", g, ad_scalar(a, dt, m.scale));
+	struct value *d = product_slope(a, &m, dt);
+	return d && !ad_give(a, m.x, ad_op2(a, "Mul", g, d)) ? 1 : -1;
+}

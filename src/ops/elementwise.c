@@ -443,6 +443,9 @@ static int sub_grad(struct ad *a, const struct node *n)
 
 static int mul_grad(struct ad *a, const struct node *n)
 {
+	int p = activation_product_grad(a, n);
+	if (p)
+		return p < 0 ? -1 : 0;
 	struct value *g = ad_dy(a, n->out[0]);
 	return (ad_wants(a, n->in[0]) && give_ub(a, n, 0, ad_op2(a, "Mul", g, n->in[1]))) ||
 	       (ad_wants(a, n->in[1]) && give_ub(a, n, 1, ad_op2(a, "Mul", g, n->in[0])));

@@ -32,4 +32,9 @@ int is_float(const struct rtensor *t);
 /* The kernel's dtype check: fails unless t is float32 or float64. */
 int want_float(struct exec *x, const struct rtensor *t, const char *what);
 
+/* A Mul node's gradient when it is an activation exported as x u(x) (GELU, SiLU, Mish): computed
+ * from x alone (activation.c). 1: given; 0: not such a product; -1: failed. */
+struct ad;
+int activation_product_grad(struct ad *a, const struct node *n);
+
 #endif

@@ -395,6 +395,43 @@ static int instance_norm_grad(struct ad *a, const struct node *n)
 	return ad_wants(a, n->in[2]) && ad_give(a, n->in[2], reduce_drop(a, g, all, na)) ? -1 : 0;
 }
 
+/* BatchNormalization in training mode, per channel over the M elements of (N, spatial), with
+ * d = x - mean, inv = 1/sqrt(var + eps), gb = sum(g) and gs = sum(g d) (the scale's gradient is
+ * inv gs, the bias's gb):
+ *   dx = gamma inv (g - gb/M - d inv^2 gs/M) = A g + (B d + C),
+ *   A = gamma inv, B = -A inv^2 gs / M, C = -A gb / M, all per channel.
+ * Only x is read from the forward pass; the statistics are recomputed from it (the variance as
+ * ReduceL2 of d, so that d d is never made). The order keeps at most two temporaries as large as x
+ * live at once: d and g d, then B d and B d + C (d gone), then A g. */
+static int batch_norm_train_grad(struct ad *a, const struct node *n, struct value *x, struct value *g,
+				 struct value *gamma, const int64_t *axes, int na, double eps, int dt, int xdt)
+{
+	int ax[RT_MAX_DIMS];
+	for (int i = 0; i < na; i++)
+		ax[i] = (int)axes[i];
+	/* x may be a cast of the node's input (mixed precision), which has no inferred shape */
+	int64_t c = ad_shape(a, n->in[0])->dims[1];
+	struct value *m = ad_count(a, n->in[0], ax, na, dt);
+	struct value *d = ad_op2(a, "Sub", x, reduce_keep(a, "ReduceMean", x, axes, na));
+	struct value *l2 = reduce_keep(a, "ReduceL2", d, axes, na);
+	struct value *var = ad_op2(a, "Div", ad_op2(a, "Mul", l2, l2), m);
+	struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
+				  ad_op1(a, "Sqrt", ad_op2(a, "Add", var, ad_scalar(a, dt, eps))));
+	struct value *gs = reduce_keep(a, "ReduceSum", ad_op2(a, "Mul", g, d), axes, na);
+	struct value *gb = reduce_keep(a, "ReduceSum", g, axes, na);
+	struct value *A = ad_op2(a, "Mul", gamma, inv);
+	struct value *B = ad_op1(a, "Neg", ad_op2(a, "Div", ad_op2(a, "Mul", ad_op2(a, "Mul", A, ad_op2(a, "Mul", inv, inv)), gs), m));
+	struct value *C = ad_op1(a, "Neg", ad_op2(a, "Div", ad_op2(a, "Mul", A, gb), m));
+	struct value *bdc = ad_op2(a, "Add", ad_op2(a, "Mul", d, B), C);
+	struct value *dx = ad_op2(a, "Add", ad_op2(a, "Mul", g, A), bdc);
+	if (ad_wants(a, n->in[0]) && ad_give(a, n->in[0], dt != xdt ? ad_cast(a, dx, xdt) : dx))
+		return -1;
+	struct value *flat = ad_ints(a, &c, 1);
+	if (ad_wants(a, n->in[1]) && ad_give(a, n->in[1], ad_op2(a, "Reshape", ad_op2(a, "Mul", gs, inv), flat)))
+		return -1;
+	return ad_wants(a, n->in[2]) && ad_give(a, n->in[2], ad_op2(a, "Reshape", gb, flat)) ? -1 : 0;
+}
+
 /* BatchNormalization over (N, spatial): training mode uses the batch statistics (as the forward
  * pass did); inference mode the running ones, which are constants. A 16-bit X (mixed precision,
  * with float32 parameters) is differentiated in float32, as the forward kernel computes: X and its
@@ -420,9 +457,9 @@ static int batch_norm_grad(struct ad *a, const struct node *n)
 	double eps = attr_float(n, "epsilon", 1e-5f);
 	struct value *gamma = ad_op2(a, "Reshape", scale, ad_ints(a, cshape, (size_t)r));
 	struct value *xh = NULL, *dx;
-	if (attr_int(n, "training_mode", 0)) {
-		dx = norm_dx(a, x, ad_op2(a, "Mul", g, gamma), axes, na, eps, dt, &xh);
-	} else {
+	if (attr_int(n, "training_mode", 0))
+		return batch_norm_train_grad(a, n, x, g, gamma, axes, na, eps, dt, xdt);
+	{
 		struct value *mean = ad_op2(a, "Reshape", n->in[3], ad_ints(a, cshape, (size_t)r));
 		struct value *var = ad_op2(a, "Reshape", n->in[4], ad_ints(a, cshape, (size_t)r));
 		struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
