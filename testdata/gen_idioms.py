@@ -6,8 +6,8 @@ constant folding, dropout on), the way the stock modules put them in graphs: a s
 come from shape arithmetic, Dropout with Constant ratio and mode, a view and a sum, F.pad, ReLU6
 (Clip), Hardswish, Hardsigmoid, torch.triu (Trilu), torch.arange on a dynamic batch (Range), an
 index along axis 1 (Gather), 33 stacked layers (a training step's finite check then sums more
-than 64 gradients), and GELU (Erf and tanh forms), SiLU and Mish, which the exporter writes as
-x u(x). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
+than 64 gradients), GELU (Erf and tanh forms), SiLU and Mish, which the exporter writes as
+x u(x), and LayerNorm exported at opset 16 (as its chain of ReduceMean, Sub, Pow, Sqrt, Div). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
 graphdiet's dropout masks as gen_zoo.py draws them.
 
     /usr/bin/python3 testdata/gen_idioms.py
@@ -31,6 +31,7 @@ class Idiom(nn.Module):
         self.fc = nn.Linear(4, 6)
         self.drop = nn.Dropout(0.3 if kind == "dropout" else 0.0)
         self.layers = nn.ModuleList(nn.Linear(6, 6) for _ in range(32 if kind == "deep" else 0))
+        self.norm = nn.LayerNorm(6) if kind == "layer_norm16" else None
 
     def forward(self, x, target):
         y = self.fc(x)
@@ -63,6 +64,8 @@ class Idiom(nn.Module):
             y = F.silu(y * 2)
         elif k == "mish":  # x tanh(softplus(x))
             y = F.mish(y * 2)
+        elif k == "layer_norm16":  # exported at opset 16: ReduceMean, Sub, Pow, ..., Div
+            y = self.norm(y * 4)
         elif k == "deep":
             for layer in self.layers:
                 y = torch.tanh(layer(y))
@@ -70,7 +73,7 @@ class Idiom(nn.Module):
 
 
 KINDS = ["slice", "dropout", "dropout0", "view_sum", "pad", "relu6", "hardswish", "hardsigmoid", "triu", "arange",
-         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish"]
+         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish", "layer_norm16"]
 
 
 def main():
@@ -85,7 +88,7 @@ def main():
         t = torch.randint(0, classes, (2,), generator=g)
         path = os.path.join(out, kind + ".onnx")
         dynamic = {"x": {0: "batch"}, "target": {0: "batch"}} if kind in ("arange", "slice") else None
-        torch.onnx.export(model, (x, t), path, input_names=["x", "target"], output_names=["loss"], opset_version=17,
+        torch.onnx.export(model, (x, t), path, input_names=["x", "target"], output_names=["loss"], opset_version=16 if kind.endswith("16") else 17,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, dynamic_axes=dynamic)
         ref = os.path.join(HERE, "ref", "idioms", kind)
         os.makedirs(ref, exist_ok=True)

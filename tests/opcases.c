@@ -60,6 +60,14 @@ const struct gcase op_cases[] = {
 	 "  - {op: Div, inputs: [a, r2], outputs: [d]}\n  - {op: Erf, inputs: [d], outputs: [e]}\n"
 	 "  - {op: Add, inputs: [e, one], outputs: [u]}\n  - {op: Mul, inputs: [a, u], outputs: [p]}\n"
 	 "  - {op: Mul, inputs: [p, half], outputs: [y]}\n"},
+	{"LayerNorm as exported before opset 17", P("a", "[3, 4]") P("w", "[4]"),
+	 "  - {op: Constant, outputs: [two], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [2.0]}}}}\n"
+	 "  - {op: Constant, outputs: [eps], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.001]}}}}\n"
+	 "  - {op: ReduceMean, inputs: [a], outputs: [mu], attrs: {axes: [-1]}}\n"
+	 "  - {op: Sub, inputs: [a, mu], outputs: [d]}\n  - {op: Pow, inputs: [d, two], outputs: [sq]}\n"
+	 "  - {op: ReduceMean, inputs: [sq], outputs: [var], attrs: {axes: [-1]}}\n"
+	 "  - {op: Add, inputs: [var, eps], outputs: [ve]}\n  - {op: Sqrt, inputs: [ve], outputs: [s]}\n"
+	 "  - {op: Div, inputs: [d, s], outputs: [xh]}\n  - {op: Mul, inputs: [xh, w], outputs: [y]}\n"},
 	{"GELU tanh form as exported, and as (x / 2) (1 + tanh(...))", P("a", "[3, 4]"),
 	 "  - {op: Constant, outputs: [c], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.044715]}}}}\n"
 	 "  - {op: Constant, outputs: [k], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.7978845608028654]}}}}\n"

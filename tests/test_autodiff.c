@@ -106,8 +106,9 @@ Test(gradcheck, every_differentiable_op_has_a_rule_and_a_case)
 
 /* An activation exported as x u(x) keeps only x for the backward pass: no backward node reads the
  * forward intermediates (x / sqrt 2, erf, 1 + erf, sigmoid, tanh, ...), unless something else in the
- * forward pass reads them too (the sigmoid the second SiLU case adds again). */
-Test(gradcheck, activations_exported_as_products_keep_only_their_input)
+ * forward pass reads them too (the sigmoid the second SiLU case adds again). LayerNorm as exported
+ * before opset 17 keeps only its output and the per-row divisor (not x - mean). */
+Test(gradcheck, decomposed_activations_and_layer_norm_keep_only_what_pytorch_saves)
 {
 	static const struct {
 		const char *name, *interior;
@@ -117,6 +118,7 @@ Test(gradcheck, activations_exported_as_products_keep_only_their_input)
 		{"Mish as x tanh(softplus(x))", " sp t "},
 		{"GELU as exported: x (1 + erf(x / sqrt 2)) / 2", " d e u "},
 		{"GELU tanh form as exported, and as (x / 2) (1 + tanh(...))", " sq cube cc in kin t u "},
+		{"LayerNorm as exported before opset 17", " mu d sq var ve "},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		const struct gcase *gc = NULL;
@@ -226,7 +228,7 @@ Test(pytorch, gradients_of_the_exporters_idioms)
 	static const char *const idioms[] = {"idioms/slice", "idioms/dropout", "idioms/dropout0", "idioms/view_sum",
 					     "idioms/pad", "idioms/relu6", "idioms/hardswish", "idioms/hardsigmoid",
 					     "idioms/triu", "idioms/arange", "idioms/gather1", "idioms/deep", "idioms/gelu",
-					     "idioms/gelu_tanh", "idioms/silu", "idioms/mish", NULL};
+					     "idioms/gelu_tanh", "idioms/silu", "idioms/mish", "idioms/layer_norm16", NULL};
 	for (const char *const *m = idioms; *m; m++)
 		matches_pytorch(*m);
 }

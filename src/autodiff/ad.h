@@ -96,6 +96,8 @@ int ad_need_opset(struct ad *a, int opset, const char *what);
 struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gshape);
 /* Zeros of x's shape and dtype (ConstantOfShape). */
 struct value *ad_zeros_like(struct ad *a, const struct value *x);
+/* Zeros of dtype as a 1-D tensor of x's element count (made flat, not reshaped). */
+struct value *ad_zeros_flat(struct ad *a, const struct value *x, int dtype);
 /* Gives forward node n an extra output (such as MaxPool's Indices or Dropout's mask, which the
  * backward pass reads); returns it. */
 struct value *ad_add_output(struct ad *a, const struct node *n, uint32_t slot);

@@ -323,13 +323,13 @@ struct value *ad_tensor(struct ad *a, int dtype, int ndim, const int64_t *dims, 
 	return c;
 }
 
-struct value *ad_zeros_like(struct ad *a, const struct value *x)
+/* ConstantOfShape(shape) with zeros of dtype. */
+static struct value *zeros_of(struct ad *a, struct value *shape, int dt)
 {
-	struct value *z = ad_op1(a, "ConstantOfShape", ad_shape_of(a, x));
+	struct value *z = ad_op1(a, "ConstantOfShape", shape);
 	struct node *n = ad_producer(z);
 	struct tensor *t = n ? arena_zalloc(a->g->arena, sizeof *t) : NULL;
 	struct attr *at = t ? new_attr(a, n, "value", ATTR_TENSOR) : NULL;
-	int dt = ad_shape(a, x)->dtype;
 	int64_t one = 1;
 	if (!at) {
 		err_oom(a->e);
@@ -342,6 +342,22 @@ struct value *ad_zeros_like(struct ad *a, const struct value *x)
 	t->bytes = (struct bytes){arena_zalloc(a->g->arena, dtype_size(dt)), dtype_size(dt)};
 	at->t = t;
 	return t->dims && t->bytes.p ? z : NULL;
+}
+
+struct value *ad_zeros_like(struct ad *a, const struct value *x)
+{
+	return zeros_of(a, ad_shape_of(a, x), ad_shape(a, x)->dtype);
+}
+
+struct value *ad_zeros_flat(struct ad *a, const struct value *x, int dtype)
+{
+	const struct rtensor *s = ad_shape(a, x);
+	int symbolic = 0;
+	for (int i = 0; i < s->ndim; i++)
+		symbolic |= ad_dim_symbolic(a, s->dims[i]);
+	struct value *numel = symbolic ? ad_reduce(a, "ReduceProd", ad_op1(a, "Shape", (struct value *)x), NULL, 0, 1)
+				       : ad_ints(a, &s->numel, 1);
+	return numel ? zeros_of(a, numel, dtype) : NULL;
 }
 
 struct value *ad_add_output(struct ad *a, const struct node *cn, uint32_t slot)

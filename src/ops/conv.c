@@ -740,12 +740,12 @@ static int max_pool_grad(struct ad *a, const struct node *n)
 	struct value *idx = ad_add_output(a, n, 1);
 	int64_t flat = -1;
 	int dt = ad_shape(a, n->in[0])->dtype, half = dtype_is_half(dt);
-	struct value *m1 = ad_ints(a, &flat, 1), *zeros = ad_zeros_like(a, n->in[0]), *g = ad_dy(a, n->out[0]);
-	if (half && zeros && g) { /* overlapping windows sum in float32 (onnxruntime adds no 16-bit floats) */
-		zeros = ad_cast(a, zeros, DT_FLOAT);
+	/* overlapping windows sum in float32 (onnxruntime adds no 16-bit floats) */
+	struct value *m1 = ad_ints(a, &flat, 1), *zeros = ad_zeros_flat(a, n->in[0], half ? DT_FLOAT : dt);
+	struct value *g = ad_dy(a, n->out[0]);
+	if (half && g)
 		g = ad_cast(a, g, DT_FLOAT);
-	}
-	struct value *ins[3] = {ad_op2(a, "Reshape", zeros, m1), ad_op2(a, "Reshape", idx, m1), ad_op2(a, "Reshape", g, m1)};
+	struct value *ins[3] = {zeros, ad_op2(a, "Reshape", idx, m1), ad_op2(a, "Reshape", g, m1)};
 	struct value *s = idx && ins[0] && ins[1] && ins[2] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
 	if (!s || ad_set_str(a, ad_producer(s), "reduction", "add") || (half && !(s = ad_cast(a, s, dt))))
 		return -1;

@@ -454,6 +454,9 @@ static int mul_grad(struct ad *a, const struct node *n)
 /* d(a/b)/da = 1/b; d(a/b)/db = -y/b */
 static int div_grad(struct ad *a, const struct node *n)
 {
+	int p = layer_norm_chain_grad(a, n);
+	if (p)
+		return p < 0 ? -1 : 0;
 	struct value *g = ad_dy(a, n->out[0]);
 	return (ad_wants(a, n->in[0]) && give_ub(a, n, 0, ad_op2(a, "Div", g, n->in[1]))) ||
 	       (ad_wants(a, n->in[1]) &&

@@ -36,5 +36,8 @@ int want_float(struct exec *x, const struct rtensor *t, const char *what);
  * from x alone (activation.c). 1: given; 0: not such a product; -1: failed. */
 struct ad;
 int activation_product_grad(struct ad *a, const struct node *n);
+/* A Div node's gradient when it is LayerNorm as exported before opset 17, (x - mean) / sqrt(var +
+ * eps): computed from its output and the divisor (norm.c). 1, 0 or -1 likewise. */
+int layer_norm_chain_grad(struct ad *a, const struct node *n);
 
 #endif

@@ -340,33 +340,126 @@ static struct value *reduce_drop(struct ad *a, struct value *v, const int64_t *a
 	return ad_reduce(a, "ReduceSum", v, axes, na, 0);
 }
 
-/* LayerNormalization over axis..rank-1: dScale = sum(g * xh), dB = sum(g) over the leading axes */
+/* LayerNormalization over the trailing axes from `axis` (L elements per row), xh = (x - mean) inv:
+ *   dScale = sum(g xh), dB = sum(g) over the leading axes,
+ *   dx = inv (gh - mean(gh) - xh mean(gh xh)), gh = g scale, means over the row.
+ * The backward pass reads x, and the row's mean and inverse standard deviation, which a float32
+ * forward node gives as its optional outputs (as PyTorch saves them); other types recompute them
+ * (the forward node's stash type is float32). At most three temporaries as large as x are live at
+ * once: xh, g xh (or gh) and one product. */
 static int layer_norm_grad(struct ad *a, const struct node *n)
 {
 	struct value *x = n->in[0], *scale = n->in[1], *g = ad_dy(a, n->out[0]);
 	if (!g)
 		return ad_fail(a, "gradients through Mean and InvStdDev are not supported");
-	int r = ad_shape(a, x)->ndim, ax = (int)attr_int(n, "axis", -1);
+	const struct rtensor *xs = ad_shape(a, x);
+	int r = xs->ndim, ax = (int)attr_int(n, "axis", -1), dt = xs->dtype;
 	ax = ax < 0 ? ax + r : ax;
 	int64_t norm[RT_MAX_DIMS], lead[RT_MAX_DIMS];
-	int nn = 0, nl = 0;
+	int nn = 0, nl = 0, nax[RT_MAX_DIMS];
 	for (int i = 0; i < r; i++) {
 		if (i >= ax)
-			norm[nn++] = i;
+			nax[nn] = i, norm[nn++] = i;
 		else
 			lead[nl++] = i;
 	}
-	struct value *xh = NULL;
-	struct value *dx = norm_dx(a, x, ad_op2(a, "Mul", g, scale), norm, nn, attr_float(n, "epsilon", 1e-5f),
-				     ad_shape(a, x)->dtype, &xh);
-	if (ad_wants(a, x) && ad_give(a, x, dx))
-		return -1;
-	if (ad_wants(a, scale) && ad_give(a, scale, nl ? reduce_drop(a, ad_op2(a, "Mul", g, xh), lead, nl)
-						      : ad_op2(a, "Mul", g, xh)))
+	struct value *mean, *inv;
+	if (dt == DT_FLOAT) {
+		mean = ad_add_output(a, n, 1);
+		inv = ad_add_output(a, n, 2);
+	} else {
+		double eps = attr_float(n, "epsilon", 1e-5f);
+		mean = reduce_keep(a, "ReduceMean", x, norm, nn);
+		struct value *l2 = reduce_keep(a, "ReduceL2", ad_op2(a, "Sub", x, mean), norm, nn);
+		struct value *var = ad_op2(a, "Div", ad_op2(a, "Mul", l2, l2), ad_count(a, x, nax, nn, dt));
+		inv = ad_op2(a, "Div", ad_scalar(a, dt, 1), ad_op1(a, "Sqrt", ad_op2(a, "Add", var, ad_scalar(a, dt, eps))));
+	}
+	struct value *xh = ad_op2(a, "Mul", ad_op2(a, "Sub", x, mean), inv);
+	struct value *gxh = ad_op2(a, "Mul", g, xh);
+	if (ad_wants(a, scale) && ad_give(a, scale, nl ? reduce_drop(a, gxh, lead, nl) : gxh))
 		return -1;
 	if (n->n_in > 2 && ad_wants(a, n->in[2]) && ad_give(a, n->in[2], nl ? reduce_drop(a, g, lead, nl) : g))
 		return -1;
-	return 0;
+	if (!ad_wants(a, x))
+		return 0;
+	struct value *m2 = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", gxh, scale), norm, nn);
+	struct value *gh = ad_op2(a, "Mul", g, scale);
+	struct value *m1 = reduce_keep(a, "ReduceMean", gh, norm, nn);
+	return ad_give(a, x, ad_op2(a, "Mul", ad_op2(a, "Sub", gh, ad_op2(a, "Add", ad_op2(a, "Mul", xh, m2), m1)), inv));
+}
+
+/* ---- LayerNorm as older opsets export it ----
+ *
+ * Before opset 17 the exporter writes LayerNorm as xh = (x - mean) / sqrt(var + eps), with
+ * mean = ReduceMean(x), var = ReduceMean((x - mean)^2), then times the weight plus the bias.
+ * Differentiated op by op, the backward pass keeps x - mean (for the square) besides xh (for the
+ * weight's gradient). Recognized at the division, x gets
+ *   dx = (g - mean(g) - xh mean(g xh)) / s,   s = sqrt(var + eps),
+ * which reads only xh, which the weight's gradient keeps anyway, and the per-row s. */
+
+/* The reduced axes of a keepdims ReduceMean (attribute, or a known input from opset 18), sorted
+ * as given; 0 when n is not one. */
+static int mean_axes(const struct ad *a, const struct node *n, int64_t *axes)
+{
+	if (!n || n->op != OP_REDUCE_MEAN || !node_is_forward(n) || attr_int(n, "keepdims", 1) != 1)
+		return 0;
+	size_t na = 0;
+	const int64_t *at = attr_ints(n, "axes", &na);
+	int r = ad_shape(a, n->in[0])->ndim;
+	if (!at && n->n_in > 1 && n->in[1]) {
+		const struct rtensor *t = ad_shape(a, n->in[1]);
+		if (!t->data || t->numel > RT_MAX_DIMS)
+			return 0;
+		na = (size_t)t->numel;
+		for (size_t i = 0; i < na; i++)
+			axes[i] = rt_get_i(t, (int64_t)i);
+	} else if (at && na <= RT_MAX_DIMS) {
+		memcpy(axes, at, na * sizeof *at);
+	} else {
+		return 0;
+	}
+	for (size_t i = 0; i < na; i++)
+		axes[i] = axes[i] < 0 ? axes[i] + r : axes[i];
+	return (int)na;
+}
+
+static const struct node *fwd(const struct value *v, enum op_id op)
+{
+	const struct node *p = v ? v->producer : NULL;
+	return p && p->op == op && node_is_forward(p) ? p : NULL;
+}
+
+int layer_norm_chain_grad(struct ad *a, const struct node *n)
+{
+	const struct node *sub = fwd(n->in[0], OP_SUB), *sq = fwd(n->in[1], OP_SQRT), *add, *sqr, *m1, *m2;
+	if (!sub || !sq || !(add = fwd(sq->in[0], OP_ADD)))
+		return 0;
+	struct value *x = sub->in[0], *d = sub->out[0];
+	int64_t ax1[RT_MAX_DIMS], ax2[RT_MAX_DIMS];
+	int n1 = mean_axes(a, m1 = fwd(sub->in[1], OP_REDUCE_MEAN), ax1);
+	if (!n1 || m1->in[0] != x)
+		return 0;
+	int n2 = 0;
+	for (int i = 0; i < 2 && !n2; i++) /* var + eps, either way round */
+		if ((m2 = fwd(add->in[i], OP_REDUCE_MEAN)) && ad_shape(a, add->in[1 - i])->numel == 1)
+			n2 = mean_axes(a, m2, ax2);
+	if (n2 != n1 || memcmp(ax1, ax2, sizeof *ax1 * (size_t)n1))
+		return 0;
+	double e;
+	if ((sqr = fwd(m2->in[0], OP_POW))) { /* (x - mean)^2 as Pow(d, 2) or d d */
+		const struct rtensor *t = ad_shape(a, sqr->in[1]);
+		if (sqr->in[0] != d || t->numel != 1 || !t->data || (e = rt_get(t, 0)) != 2)
+			return 0;
+	} else if (!(sqr = fwd(m2->in[0], OP_MUL)) || sqr->in[0] != d || sqr->in[1] != d) {
+		return 0;
+	}
+	if (!ad_wants(a, x))
+		return 1;
+	struct value *g = ad_dy(a, n->out[0]), *xh = n->out[0];
+	struct value *mg = reduce_keep(a, "ReduceMean", g, ax1, n1);
+	struct value *mgx = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", g, xh), ax1, n1);
+	struct value *dx = ad_op2(a, "Div", ad_op2(a, "Sub", ad_op2(a, "Sub", g, mg), ad_op2(a, "Mul", xh, mgx)), n->in[1]);
+	return dx && !ad_give(a, x, dx) ? 1 : -1;
 }
 
 /* InstanceNormalization: as BatchNormalization in training mode, with the statistics over the
