@@ -7,7 +7,8 @@ come from shape arithmetic, Dropout with Constant ratio and mode, a view and a s
 (Clip), Hardswish, Hardsigmoid, torch.triu (Trilu), torch.arange on a dynamic batch (Range), an
 index along axis 1 (Gather), 33 stacked layers (a training step's finite check then sums more
 than 64 gradients), GELU (Erf and tanh forms), SiLU and Mish, which the exporter writes as
-x u(x), and LayerNorm exported at opset 16 (as its chain of ReduceMean, Sub, Pow, Sqrt, Div). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
+x u(x), LayerNorm exported at opset 16 (as its chain of ReduceMean, Sub, Pow, Sqrt, Div), and MaxPool
+and Gather at opset 14, torch.onnx.export's default (their gradients need opset 16). testdata/ref/idioms/<name>/ holds PyTorch's inputs, loss and gradients, with
 graphdiet's dropout masks as gen_zoo.py draws them.
 
     /usr/bin/python3 testdata/gen_idioms.py
@@ -66,6 +67,8 @@ class Idiom(nn.Module):
             y = F.mish(y * 2)
         elif k == "layer_norm16":  # exported at opset 16: ReduceMean, Sub, Pow, ..., Div
             y = self.norm(y * 4)
+        elif k == "pool_gather14":  # torch.onnx.export's default opset, 14: MaxPool and Gather
+            y = F.max_pool1d(y.unsqueeze(1), 3, stride=1, padding=1).squeeze(1) + y[:, 0].unsqueeze(1)
         elif k == "deep":
             for layer in self.layers:
                 y = torch.tanh(layer(y))
@@ -73,7 +76,7 @@ class Idiom(nn.Module):
 
 
 KINDS = ["slice", "dropout", "dropout0", "view_sum", "pad", "relu6", "hardswish", "hardsigmoid", "triu", "arange",
-         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish", "layer_norm16"]
+         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish", "layer_norm16", "pool_gather14"]
 
 
 def main():
@@ -88,7 +91,7 @@ def main():
         t = torch.randint(0, classes, (2,), generator=g)
         path = os.path.join(out, kind + ".onnx")
         dynamic = {"x": {0: "batch"}, "target": {0: "batch"}} if kind in ("arange", "slice") else None
-        torch.onnx.export(model, (x, t), path, input_names=["x", "target"], output_names=["loss"], opset_version=16 if kind.endswith("16") else 17,
+        torch.onnx.export(model, (x, t), path, input_names=["x", "target"], output_names=["loss"], opset_version=int(kind[-2:]) if kind[-2:].isdigit() else 17,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, dynamic_axes=dynamic)
         ref = os.path.join(HERE, "ref", "idioms", kind)
         os.makedirs(ref, exist_ok=True)

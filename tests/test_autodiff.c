@@ -228,9 +228,27 @@ Test(pytorch, gradients_of_the_exporters_idioms)
 	static const char *const idioms[] = {"idioms/slice", "idioms/dropout", "idioms/dropout0", "idioms/view_sum",
 					     "idioms/pad", "idioms/relu6", "idioms/hardswish", "idioms/hardsigmoid",
 					     "idioms/triu", "idioms/arange", "idioms/gather1", "idioms/deep", "idioms/gelu",
-					     "idioms/gelu_tanh", "idioms/silu", "idioms/mish", "idioms/layer_norm16", NULL};
+					     "idioms/gelu_tanh", "idioms/silu", "idioms/mish", "idioms/layer_norm16",
+					     "idioms/pool_gather14", NULL};
 	for (const char *const *m = idioms; *m; m++)
 		matches_pytorch(*m);
+}
+
+/* A model exported at opset 14 (torch.onnx.export's default) whose gradients need opset 16's
+ * reducing scatters (MaxPool, Gather): the training graph is raised to opset 16 and IR version 8,
+ * which changes no op's meaning from 14; below 14 it is refused. */
+Test(pytorch, default_opset_14_exports_train_at_opset_16)
+{
+	char path[512];
+	struct graph *g = load_ok(model_path(path, sizeof path, "idioms/pool_gather14"));
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(g->model->opsets[0].version, 14);
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_expect_eq(g->model->opsets[0].version, 16);
+	cr_expect_geq(g->model->ir_version, 8);
+	graph_free(g);
 }
 
 /* --loss-fn mse: loss = mean((y - t)^2) and dL/dW = (2 / numel) x^T (y - t), computed here from

@@ -406,9 +406,30 @@ struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int
 	return r && (keepdims || !ad_set_int(a, ad_producer(r), "keepdims", 0)) ? r : NULL;
 }
 
+/* The training graph's default-domain opset raised to `opset` (and its IR version to 8, opset
+ * 16's), for a rule that needs ops only that opset has. Only from 14 and 15 to 16: no op graphdiet
+ * runs changes meaning across those versions (15 and 16 add types, Shape's optional start and end,
+ * and Scatter's reduction, whose default is the old behaviour), and 14 is what torch.onnx.export
+ * writes by default. */
+static int raise_opset(struct ad *a, int opset)
+{
+	struct model *m = a->g->model;
+	if (!m || opset != 16 || a->opset < 14)
+		return -1;
+	for (size_t i = 0; i < m->n_opsets; i++)
+		if (op_domain_is_default(m->opsets[i].domain))
+			m->opsets[i].version = opset;
+	if (m->ir_version < 8) {
+		m->ir_version = 8;
+		m->has_ir_version = true;
+	}
+	a->opset = opset;
+	return 0;
+}
+
 int ad_need_opset(struct ad *a, int opset, const char *what)
 {
-	if (a->opset >= opset)
+	if (a->opset >= opset || !raise_opset(a, opset))
 		return 0;
 	return ad_fail(a, "%s needs opset %d or later (the model has %d)", what, opset, a->opset);
 }
