@@ -68,6 +68,12 @@ const struct gcase op_cases[] = {
 	 "  - {op: ReduceMean, inputs: [sq], outputs: [var], attrs: {axes: [-1]}}\n"
 	 "  - {op: Add, inputs: [var, eps], outputs: [ve]}\n  - {op: Sqrt, inputs: [ve], outputs: [s]}\n"
 	 "  - {op: Div, inputs: [d, s], outputs: [xh]}\n  - {op: Mul, inputs: [xh, w], outputs: [y]}\n"},
+	{"LayerNorm chain whose epsilon is trained", P("a", "[3, 4]") POS("eps", "[]"),
+	 "  - {op: ReduceMean, inputs: [a], outputs: [mu], attrs: {axes: [-1]}}\n"
+	 "  - {op: Sub, inputs: [a, mu], outputs: [d]}\n  - {op: Mul, inputs: [d, d], outputs: [sq]}\n"
+	 "  - {op: ReduceMean, inputs: [sq], outputs: [var], attrs: {axes: [-1]}}\n"
+	 "  - {op: Add, inputs: [eps, var], outputs: [ve]}\n  - {op: Sqrt, inputs: [ve], outputs: [s]}\n"
+	 "  - {op: Div, inputs: [d, s], outputs: [y]}\n"},
 	{"GELU tanh form as exported, and as (x / 2) (1 + tanh(...))", P("a", "[3, 4]"),
 	 "  - {op: Constant, outputs: [c], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.044715]}}}}\n"
 	 "  - {op: Constant, outputs: [k], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.7978845608028654]}}}}\n"

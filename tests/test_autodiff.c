@@ -148,6 +148,28 @@ Test(gradcheck, decomposed_activations_and_layer_norm_keep_only_what_pytorch_sav
 	}
 }
 
+/* A decomposition is recognized only when its constants are constants: an epsilon that is itself a
+ * trained parameter gets its gradient (the ordinary rules run; gradcheck checks its value). */
+Test(gradcheck, a_trained_constant_keeps_its_gradient)
+{
+	for (size_t i = 0; i < n_op_cases; i++) {
+		if (strcmp(op_cases[i].name, "LayerNorm chain whose epsilon is trained"))
+			continue;
+		struct graph *g = op_case_graph(&op_cases[i], "float64");
+		struct autodiff_opts ao = {0};
+		struct autodiff_result res;
+		struct gd_err e = {0};
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+		int found = 0;
+		for (uint32_t k = 0; k < g->n_outputs; k++)
+			found |= !strcmp(g->outputs[k]->name, "eps_grad");
+		cr_expect(found, "eps has no gradient output");
+		graph_free(g);
+		return;
+	}
+	cr_assert_fail("no such case");
+}
+
 /* ---- PyTorch ---- */
 
 /* TESTDATA/<model>.onnx differentiated, on PyTorch's inputs, gives PyTorch's gradients

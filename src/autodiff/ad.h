@@ -77,6 +77,11 @@ int ad_set_str(struct ad *a, struct node *n, const char *name, const char *s); /
 struct value *ad_cast(struct ad *a, struct value *v, int dtype);
 /* The node that produced v (for setting attributes after ad_op). */
 struct node *ad_producer(struct value *v);
+/* For rules that recognize the exporter's decompositions: v's producer when it is a forward node
+ * of op, else NULL; and whether v is a scalar known without the data (a Constant, or an
+ * initializer that takes no gradient and no input overrides), its value in *out. */
+const struct node *ad_made_by(const struct value *v, enum op_id op);
+int ad_known_scalar(const struct ad *a, const struct value *v, double *out);
 
 /* Constants, as Constant nodes: a scalar of dtype, and a 1-D int64 vector. */
 struct value *ad_scalar(struct ad *a, int dtype, double v);

@@ -98,6 +98,23 @@ struct node *ad_producer(struct value *v)
 	return v ? v->producer : NULL;
 }
 
+const struct node *ad_made_by(const struct value *v, enum op_id op)
+{
+	const struct node *p = v ? v->producer : NULL;
+	return p && p->op == op && node_is_forward(p) ? p : NULL;
+}
+
+int ad_known_scalar(const struct ad *a, const struct value *v, double *out)
+{
+	if (!v || ad_wants(a, v) || (v->flags & VALUE_INPUT))
+		return 0;
+	const struct rtensor *t = ad_shape(a, v);
+	if (!t || t->numel != 1 || !t->data)
+		return 0;
+	*out = rt_get(t, 0);
+	return 1;
+}
+
 /* The base of new values' names: <node>_grad, or <value>_grad_sum for a Sum; made once per
  * (cur, sum_of), not per value (autodiff names millions). */
 static const char *base_name(struct ad *a)
@@ -323,6 +340,15 @@ struct value *ad_tensor(struct ad *a, int dtype, int ndim, const int64_t *dims, 
 	return c;
 }
 
+/* Whether a dimension of s (those at axes, all when n_axes is 0) derives from a symbolic one. */
+static int any_symbolic(const struct ad *a, const struct rtensor *s, const int *axes, int n_axes)
+{
+	for (int i = 0; i < (n_axes ? n_axes : s->ndim); i++)
+		if (ad_dim_symbolic(a, s->dims[n_axes ? axes[i] : i]))
+			return 1;
+	return 0;
+}
+
 /* ConstantOfShape(shape) with zeros of dtype. */
 static struct value *zeros_of(struct ad *a, struct value *shape, int dt)
 {
@@ -352,11 +378,8 @@ struct value *ad_zeros_like(struct ad *a, const struct value *x)
 struct value *ad_zeros_flat(struct ad *a, const struct value *x, int dtype)
 {
 	const struct rtensor *s = ad_shape(a, x);
-	int symbolic = 0;
-	for (int i = 0; i < s->ndim; i++)
-		symbolic |= ad_dim_symbolic(a, s->dims[i]);
-	struct value *numel = symbolic ? ad_reduce(a, "ReduceProd", ad_op1(a, "Shape", (struct value *)x), NULL, 0, 1)
-				       : ad_ints(a, &s->numel, 1);
+	struct value *numel = any_symbolic(a, s, NULL, 0) ? ad_reduce(a, "ReduceProd", ad_shape_of(a, x), NULL, 0, 1)
+							  : ad_ints(a, &s->numel, 1);
 	return numel ? zeros_of(a, numel, dtype) : NULL;
 }
 
@@ -384,11 +407,8 @@ struct value *ad_add_output(struct ad *a, const struct node *cn, uint32_t slot)
 struct value *ad_shape_of(struct ad *a, const struct value *x)
 {
 	const struct rtensor *s = ad_shape(a, x);
-	int symbolic = 0;
-	for (int i = 0; i < s->ndim; i++)
-		symbolic |= ad_dim_symbolic(a, s->dims[i]);
 	/* a constant when it can be: Shape(x) in the backward pass would keep x alive until then */
-	return symbolic ? ad_op1(a, "Shape", (struct value *)x) : ad_ints(a, s->dims, (size_t)s->ndim);
+	return any_symbolic(a, s, NULL, 0) ? ad_op1(a, "Shape", (struct value *)x) : ad_ints(a, s->dims, (size_t)s->ndim);
 }
 
 struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na, int keepdims)
@@ -458,10 +478,7 @@ struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *
 struct value *ad_count(struct ad *a, const struct value *x, const int *axes, int n_axes, int dtype)
 {
 	const struct rtensor *s = ad_shape(a, x);
-	int symbolic = 0;
-	for (int i = 0; i < (n_axes ? n_axes : s->ndim); i++)
-		symbolic |= ad_dim_symbolic(a, s->dims[n_axes ? axes[i] : i]);
-	if (!symbolic) {
+	if (!any_symbolic(a, s, axes, n_axes)) {
 		double c = 1;
 		for (int i = 0; i < (n_axes ? n_axes : s->ndim); i++)
 			c *= (double)s->dims[n_axes ? axes[i] : i];

@@ -235,36 +235,16 @@ struct product {
 	double c;
 };
 
-/* The value of v when it is a scalar known without the data (a Constant, or an initializer that
- * takes no gradient), else 0. */
-static int known_scalar(const struct ad *a, const struct value *v, double *out)
-{
-	if (!v || ad_wants(a, v) || (v->flags & VALUE_INPUT))
-		return 0;
-	const struct rtensor *t = ad_shape(a, v);
-	if (!t || t->numel != 1 || !t->data)
-		return 0;
-	*out = rt_get(t, 0);
-	return 1;
-}
-
-/* v's forward producer when it is op, else NULL. */
-static const struct node *made_by(const struct value *v, enum op_id op)
-{
-	const struct node *p = v ? v->producer : NULL;
-	return p && p->op == op && node_is_forward(p) && p->n_out == 1 ? p : NULL;
-}
-
 /* Whether v is x times a known scalar (Mul either way round, or Div by one): *c the factor. */
 static int times_const(const struct ad *a, const struct value *v, const struct value *x, double *c)
 {
 	const struct node *p;
 	double d;
-	if ((p = made_by(v, OP_MUL)))
+	if ((p = ad_made_by(v, OP_MUL)))
 		for (int i = 0; i < 2; i++)
-			if (p->in[i] == x && known_scalar(a, p->in[1 - i], c))
+			if (p->in[i] == x && ad_known_scalar(a, p->in[1 - i], c))
 				return 1;
-	if ((p = made_by(v, OP_DIV)) && p->in[0] == x && known_scalar(a, p->in[1], &d) && d != 0) {
+	if ((p = ad_made_by(v, OP_DIV)) && p->in[0] == x && ad_known_scalar(a, p->in[1], &d) && d != 0) {
 		*c = 1 / d;
 		return 1;
 	}
@@ -274,10 +254,10 @@ static int times_const(const struct ad *a, const struct value *v, const struct v
 /* The operand of a commutative binary node besides a known scalar equal to want: NULL if none. */
 static struct value *plus_const(const struct ad *a, const struct value *v, double want)
 {
-	const struct node *p = made_by(v, OP_ADD);
+	const struct node *p = ad_made_by(v, OP_ADD);
 	double c;
 	for (int i = 0; p && i < 2; i++)
-		if (known_scalar(a, p->in[1 - i], &c) && c == want)
+		if (ad_known_scalar(a, p->in[1 - i], &c) && c == want)
 			return p->in[i];
 	return NULL;
 }
@@ -287,12 +267,12 @@ static int cube_of(const struct ad *a, const struct value *v, const struct value
 {
 	const struct node *p;
 	double e;
-	if ((p = made_by(v, OP_POW)))
-		return p->in[0] == x && known_scalar(a, p->in[1], &e) && e == 3;
-	if (!(p = made_by(v, OP_MUL)))
+	if ((p = ad_made_by(v, OP_POW)))
+		return p->in[0] == x && ad_known_scalar(a, p->in[1], &e) && e == 3;
+	if (!(p = ad_made_by(v, OP_MUL)))
 		return 0;
 	for (int i = 0; i < 2; i++) {
-		const struct node *sq = made_by(p->in[1 - i], OP_MUL);
+		const struct node *sq = ad_made_by(p->in[1 - i], OP_MUL);
 		if (p->in[i] == x && sq && sq->in[0] == x && sq->in[1] == x)
 			return 1;
 	}
@@ -303,32 +283,32 @@ static int cube_of(const struct ad *a, const struct value *v, const struct value
 static int match_u(const struct ad *a, const struct value *h, struct value *x, struct product *m)
 {
 	const struct node *p, *q;
-	if ((p = made_by(h, OP_SIGMOID)) && p->in[0] == x) {
+	if ((p = ad_made_by(h, OP_SIGMOID)) && p->in[0] == x) {
 		m->kind = P_SILU;
 		return 1;
 	}
-	if ((p = made_by(h, OP_TANH)) && (q = made_by(p->in[0], OP_SOFTPLUS)) && q->in[0] == x) {
+	if ((p = ad_made_by(h, OP_TANH)) && (q = ad_made_by(p->in[0], OP_SOFTPLUS)) && q->in[0] == x) {
 		m->kind = P_MISH;
 		return 1;
 	}
 	const struct value *e = plus_const(a, h, 1);
-	if ((p = made_by(e, OP_ERF)) && times_const(a, p->in[0], x, &m->k)) {
+	if ((p = ad_made_by(e, OP_ERF)) && times_const(a, p->in[0], x, &m->k)) {
 		m->kind = P_GELU_ERF;
 		return 1;
 	}
 	/* tanh(k (x + c x^3)): the sum's terms in either order, c x^3 as a product either way round */
-	if (!(p = made_by(e, OP_TANH)) || !(q = made_by(p->in[0], OP_MUL)))
+	if (!(p = ad_made_by(e, OP_TANH)) || !(q = ad_made_by(p->in[0], OP_MUL)))
 		return 0;
 	for (int i = 0; i < 2; i++) {
-		const struct node *s = made_by(q->in[i], OP_ADD);
-		if (!s || !known_scalar(a, q->in[1 - i], &m->k))
+		const struct node *s = ad_made_by(q->in[i], OP_ADD);
+		if (!s || !ad_known_scalar(a, q->in[1 - i], &m->k))
 			continue;
 		for (int j = 0; j < 2; j++) {
-			const struct node *t = made_by(s->in[1 - j], OP_MUL);
+			const struct node *t = ad_made_by(s->in[1 - j], OP_MUL);
 			if (s->in[j] != x || !t)
 				continue;
 			for (int l = 0; l < 2; l++)
-				if (known_scalar(a, t->in[1 - l], &m->c) && cube_of(a, t->in[l], x)) {
+				if (ad_known_scalar(a, t->in[1 - l], &m->c) && cube_of(a, t->in[l], x)) {
 					m->kind = P_GELU_TANH;
 					return 1;
 				}
@@ -342,14 +322,14 @@ static int match_product(const struct ad *a, const struct node *n, struct produc
 {
 	for (int i = 0; i < 2; i++) {
 		struct value *p = n->in[i];
-		const struct node *s = made_by(p, OP_MUL);
+		const struct node *s = ad_made_by(p, OP_MUL);
 		m->scale = 1;
 		m->x = p;
 		if (match_u(a, n->in[1 - i], p, m))
 			return 1;
 		for (int j = 0; s && j < 2; j++) {
 			m->x = s->in[j];
-			if (known_scalar(a, s->in[1 - j], &m->scale) && match_u(a, n->in[1 - i], s->in[j], m))
+			if (ad_known_scalar(a, s->in[1 - j], &m->scale) && match_u(a, n->in[1 - i], s->in[j], m))
 				return 1;
 		}
 	}
@@ -402,5 +382,6 @@ int activation_product_grad(struct ad *a, const struct node *n)
 	if (m.scale != 1)
 		g = ad_op2(a, "Mul", g, ad_scalar(a, dt, m.scale));
 	struct value *d = product_slope(a, &m, dt);
-	return d && !ad_give(a, m.x, ad_op2(a, "Mul", g, d)) ? 1 : -1;
+	/* a scalar constant of higher rank may have broadcast the product beyond x's shape */
+	return d && !ad_give(a, m.x, ad_unbroadcast(a, ad_op2(a, "Mul", g, d), m.x, ad_shape(a, n->out[0]))) ? 1 : -1;
 }

@@ -423,34 +423,27 @@ static int mean_axes(const struct ad *a, const struct node *n, int64_t *axes)
 	return (int)na;
 }
 
-static const struct node *fwd(const struct value *v, enum op_id op)
-{
-	const struct node *p = v ? v->producer : NULL;
-	return p && p->op == op && node_is_forward(p) ? p : NULL;
-}
-
 int layer_norm_chain_grad(struct ad *a, const struct node *n)
 {
-	const struct node *sub = fwd(n->in[0], OP_SUB), *sq = fwd(n->in[1], OP_SQRT), *add, *sqr, *m1, *m2;
-	if (!sub || !sq || !(add = fwd(sq->in[0], OP_ADD)))
+	const struct node *sub = ad_made_by(n->in[0], OP_SUB), *sq = ad_made_by(n->in[1], OP_SQRT), *add, *sqr, *m1, *m2;
+	if (!sub || !sq || !(add = ad_made_by(sq->in[0], OP_ADD)))
 		return 0;
 	struct value *x = sub->in[0], *d = sub->out[0];
 	int64_t ax1[RT_MAX_DIMS], ax2[RT_MAX_DIMS];
-	int n1 = mean_axes(a, m1 = fwd(sub->in[1], OP_REDUCE_MEAN), ax1);
+	int n1 = mean_axes(a, m1 = ad_made_by(sub->in[1], OP_REDUCE_MEAN), ax1);
 	if (!n1 || m1->in[0] != x)
 		return 0;
 	int n2 = 0;
+	double c;
 	for (int i = 0; i < 2 && !n2; i++) /* var + eps, either way round */
-		if ((m2 = fwd(add->in[i], OP_REDUCE_MEAN)) && ad_shape(a, add->in[1 - i])->numel == 1)
+		if ((m2 = ad_made_by(add->in[i], OP_REDUCE_MEAN)) && ad_known_scalar(a, add->in[1 - i], &c))
 			n2 = mean_axes(a, m2, ax2);
 	if (n2 != n1 || memcmp(ax1, ax2, sizeof *ax1 * (size_t)n1))
 		return 0;
-	double e;
-	if ((sqr = fwd(m2->in[0], OP_POW))) { /* (x - mean)^2 as Pow(d, 2) or d d */
-		const struct rtensor *t = ad_shape(a, sqr->in[1]);
-		if (sqr->in[0] != d || t->numel != 1 || !t->data || (e = rt_get(t, 0)) != 2)
+	if ((sqr = ad_made_by(m2->in[0], OP_POW))) { /* (x - mean)^2 as Pow(d, 2) or d d */
+		if (sqr->in[0] != d || !ad_known_scalar(a, sqr->in[1], &c) || c != 2)
 			return 0;
-	} else if (!(sqr = fwd(m2->in[0], OP_MUL)) || sqr->in[0] != d || sqr->in[1] != d) {
+	} else if (!(sqr = ad_made_by(m2->in[0], OP_MUL)) || sqr->in[0] != d || sqr->in[1] != d) {
 		return 0;
 	}
 	if (!ad_wants(a, x))
@@ -549,17 +542,14 @@ static int batch_norm_grad(struct ad *a, const struct node *n)
 	}
 	double eps = attr_float(n, "epsilon", 1e-5f);
 	struct value *gamma = ad_op2(a, "Reshape", scale, ad_ints(a, cshape, (size_t)r));
-	struct value *xh = NULL, *dx;
 	if (attr_int(n, "training_mode", 0))
 		return batch_norm_train_grad(a, n, x, g, gamma, axes, na, eps, dt, xdt);
-	{
-		struct value *mean = ad_op2(a, "Reshape", n->in[3], ad_ints(a, cshape, (size_t)r));
-		struct value *var = ad_op2(a, "Reshape", n->in[4], ad_ints(a, cshape, (size_t)r));
-		struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
-					  ad_op1(a, "Sqrt", ad_op2(a, "Add", var, ad_scalar(a, dt, eps))));
-		xh = ad_op2(a, "Mul", ad_op2(a, "Sub", x, mean), inv);
-		dx = ad_op2(a, "Mul", g, ad_op2(a, "Mul", gamma, inv));
-	}
+	struct value *mean = ad_op2(a, "Reshape", n->in[3], ad_ints(a, cshape, (size_t)r));
+	struct value *var = ad_op2(a, "Reshape", n->in[4], ad_ints(a, cshape, (size_t)r));
+	struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
+				  ad_op1(a, "Sqrt", ad_op2(a, "Add", var, ad_scalar(a, dt, eps))));
+	struct value *xh = ad_op2(a, "Mul", ad_op2(a, "Sub", x, mean), inv);
+	struct value *dx = ad_op2(a, "Mul", g, ad_op2(a, "Mul", gamma, inv));
 	if (ad_wants(a, n->in[0]) && ad_give(a, n->in[0], dt != xdt ? ad_cast(a, dx, xdt) : dx))
 		return -1;
 	if (ad_wants(a, scale) && ad_give(a, scale, reduce_drop(a, ad_op2(a, "Mul", g, xh), axes, na)))
