@@ -242,11 +242,12 @@ static int matmul_grad(struct ad *a, const struct node *n)
 		if (ad_give(a, A, d ? ad_unbroadcast(a, d, A, &ds) : NULL))
 			return -1;
 	}
-	if (sb->ndim == 2 && ad_opset(a) >= 11 && (W ? ad_wants(a, W) : ad_wants(a, B))) {
+	int64_t k = sa->dims[sa->ndim - 1], nn = sy->dims[sy->ndim - 1];
+	if (sb->ndim == 2 && ad_opset(a) >= 11 && !ad_dim_symbolic(a, k) && !ad_dim_symbolic(a, nn) &&
+	    (W ? ad_wants(a, W) : ad_wants(a, B))) {
 		/* a matrix applied to a batch (a Linear layer on (N, T, K)): its gradient is one Gemm
 		 * over the flattened batch, not a product per batch element summed afterwards (which
-		 * holds batch x K x N at once) */
-		int64_t k = sa->dims[sa->ndim - 1], nn = sy->dims[sy->ndim - 1];
+		 * holds batch x K x N at once); the matrix's sizes are constants in the Reshapes */
 		struct value *a2 = ad_op2(a, "Reshape", A, ad_ints(a, (int64_t[]){-1, k}, 2));
 		struct value *g2 = ad_op2(a, "Reshape", g, ad_ints(a, (int64_t[]){-1, nn}, 2));
 		if (W)
