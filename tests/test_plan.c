@@ -195,6 +195,91 @@ Test(plan, training_graph_file_plans_like_its_model)
 /* plan reports the rewrite without applying it: every figure, name and position of its report is
  * the one the rewritten graph itself gives (train's report, made the same way, is checked against
  * the graph it rewrote). */
+/* plan's report without the rewrite (plan, check) describes the graph the rewrite makes (train). */
+static void report_is_rewrite(const char *path, const char *strategy)
+{
+	struct graph *g1 = load_ok(path), *g2 = load_ok(path);
+	struct exec_binding b = {"batch", 2};
+	struct plan_opts po = {.dims = &b, .n_dims = 1};
+	cr_assert_eq(ckpt_parse(strategy, &po.ckpt), 0);
+	struct plan_report r1, r2;
+	struct gd_err e = {0};
+	if (po.ckpt.kind == CKPT_AUTO) { /* a budget halfway down from keeping everything */
+		cr_assert_eq(plan_memory(g1, &po, &r1, &e), 0, "%s", e.msg);
+		po.budget = po.ckpt.budget = r1.peak_before - r1.at_peak.activations / 2;
+		po.has_budget = 1;
+		graph_free(g1);
+		g1 = load_ok(path);
+	}
+	cr_assert_eq(plan_memory(g1, &po, &r1, &e), 0, "%s %s: %s", path, strategy, e.msg);
+	po.report_only = 1;
+	cr_assert_eq(plan_memory(g2, &po, &r2, &e), 0, "%s %s: %s", path, strategy, e.msg);
+	for (uint32_t i = 0; i < g2->n_nodes; i++)
+		cr_assert_not(g2->nodes[i]->tags & TAG_RECOMPUTE, "%s %s: report_only rewrote", path, strategy);
+	/* r1 against its rewritten graph */
+	cr_assert_eq(r1.n_nodes, g1->n_nodes);
+	if (r1.peak_node >= 0) {
+		char d[300];
+		cr_assert_str_eq(r1.peak_node_desc, node_desc(g1->nodes[r1.peak_node], d, sizeof d));
+		cr_assert_eq(r1.peak_in_recompute, !!(g1->nodes[r1.peak_node]->tags & TAG_RECOMPUTE));
+	}
+	uint32_t clones = 0;
+	for (uint32_t i = 0; i < g1->n_nodes; i++)
+		clones += !!(g1->nodes[i]->tags & TAG_RECOMPUTE);
+	cr_assert_eq(r1.n_clones, clones, "%s %s", path, strategy);
+	for (size_t i = 0; i < r1.n_checkpoints; i++) {
+		char name[512]; /* name@level: made by a clone */
+		snprintf(name, sizeof name, "%s", r1.checkpoints[i]);
+		int inner = i >= r1.n_checkpoints - r1.n_inner;
+		cr_assert_eq(!!strchr(name, '@'), inner, "%s %s: %s", path, strategy, name);
+		if (inner)
+			*strchr(name, '@') = 0;
+		const struct value *v = strmap_get(&g1->names, name);
+		cr_assert(v && value_is_activation(v));
+		const struct node *at = g1->nodes[r1.checkpoint_steps[i]];
+		cr_assert_eq(!!(at->tags & TAG_RECOMPUTE), inner, "%s %s: %s", path, strategy, name);
+		cr_assert(inner || at == v->producer, "%s %s: %s", path, strategy, name);
+	}
+	size_t levels = 0; /* the list's name@level entries */
+	for (const char *c = strategy; *c; c++)
+		levels += *c == '@';
+	cr_assert_eq(r1.n_inner, levels, "%s %s", path, strategy);
+	for (uint32_t i = 0; i < r1.n_segments; i++) {
+		const struct segment *sg = &r1.segments[i];
+		for (uint32_t k = 0; k < sg->n_nodes; k++)
+			cr_assert(g1->nodes[sg->first_step + k]->tags & TAG_RECOMPUTE);
+		char d[300];
+		if (sg->first_step + sg->n_nodes < g1->n_nodes)
+			cr_assert_str_eq(sg->before, node_desc(g1->nodes[sg->first_step + sg->n_nodes], d, sizeof d));
+	}
+	/* and r2 is r1 */
+	cr_assert_eq(r2.peak_after, r1.peak_after);
+	cr_assert_eq(r2.n_nodes, r1.n_nodes);
+	cr_assert_eq(r2.peak_node, r1.peak_node);
+	cr_assert_str_eq(r2.peak_node_desc, r1.peak_node_desc);
+	cr_assert_eq(r2.peak_in_recompute, r1.peak_in_recompute);
+	cr_assert_eq(r2.n_clones, r1.n_clones);
+	cr_assert_eq(r2.forward_flops, r1.forward_flops);
+	cr_assert_eq(r2.recompute_flops, r1.recompute_flops);
+	cr_assert_eq(r2.kept_bytes, r1.kept_bytes);
+	cr_assert_eq(r2.n_checkpoints, r1.n_checkpoints, "%s %s", path, strategy);
+	for (size_t i = 0; i < r1.n_checkpoints; i++) {
+		cr_assert_str_eq(r2.checkpoints[i], r1.checkpoints[i]);
+		cr_assert_eq(r2.checkpoint_steps[i], r1.checkpoint_steps[i]);
+	}
+	cr_assert_eq(r2.n_segments, r1.n_segments);
+	for (uint32_t i = 0; i < r1.n_segments; i++) {
+		const struct segment *a = &r1.segments[i], *c = &r2.segments[i];
+		cr_assert(a->first_step == c->first_step && a->n_nodes == c->n_nodes && a->bytes == c->bytes &&
+			  a->flops == c->flops && a->n_from == c->n_from && a->from_bytes == c->from_bytes);
+		cr_assert_str_eq(a->before, c->before);
+		for (uint32_t k = 0; k < a->n_from; k++)
+			cr_assert_str_eq(a->from[k]->name, c->from[k]->name);
+	}
+	graph_free(g1);
+	graph_free(g2);
+}
+
 Test(plan, the_report_without_the_rewrite_is_the_rewritten_graphs)
 {
 	const char *strategies[] = {"none", "speed", "memory", "auto"};
@@ -206,88 +291,17 @@ Test(plan, the_report_without_the_rewrite_is_the_rewritten_graphs)
 		   "  - {op: MatMul, inputs: [t0, w], outputs: [m1]}\n  - {op: Tanh, inputs: [m1], outputs: [t1]}\n"
 		   "  - {op: MatMul, inputs: [t1, w], outputs: [m2]}\n  - {op: Tanh, inputs: [m2], outputs: [t2]}\n"
 		   "  - {op: ReduceSum, inputs: [t2], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
-	const char *models[16];
-	size_t n_models = 0;
-	for (const char *const *m = testdata_models; *m && n_models < 15; m++)
-		models[n_models++] = *m;
-	models[n_models++] = chain;
-	for (size_t mi = 0; mi < n_models; mi++)
+	for (const char *const *m = testdata_models; *m; m++)
 		for (size_t s = 0; s < sizeof strategies / sizeof *strategies; s++) {
-			const char *const *m = &models[mi];
 			char path[512];
-			if (**m == '/')
-				snprintf(path, sizeof path, "%s", *m);
-			else
-				model_path(path, sizeof path, *m);
-			struct graph *g1 = load_ok(path), *g2 = load_ok(path);
-			struct exec_binding b = {"batch", 2};
-			struct plan_opts po = {.dims = &b, .n_dims = 1};
-			cr_assert_eq(ckpt_parse(strategies[s], &po.ckpt), 0);
-			struct plan_report r1, r2;
-			struct gd_err e = {0};
-			if (po.ckpt.kind == CKPT_AUTO) { /* a budget halfway down from keeping everything */
-				cr_assert_eq(plan_memory(g1, &po, &r1, &e), 0, "%s", e.msg);
-				po.budget = po.ckpt.budget = r1.peak_before - r1.at_peak.activations / 2;
-				po.has_budget = 1;
-				graph_free(g1);
-				g1 = load_ok(path);
-			}
-			cr_assert_eq(plan_memory(g1, &po, &r1, &e), 0, "%s %s: %s", *m, strategies[s], e.msg);
-			po.report_only = 1;
-			cr_assert_eq(plan_memory(g2, &po, &r2, &e), 0, "%s %s: %s", *m, strategies[s], e.msg);
-			for (uint32_t i = 0; i < g2->n_nodes; i++)
-				cr_assert_not(g2->nodes[i]->tags & TAG_RECOMPUTE, "%s %s: report_only rewrote", *m, strategies[s]);
-			/* r1 against its rewritten graph */
-			cr_assert_eq(r1.n_nodes, g1->n_nodes);
-			if (r1.peak_node >= 0) {
-				char d[300];
-				cr_assert_str_eq(r1.peak_node_desc, node_desc(g1->nodes[r1.peak_node], d, sizeof d));
-				cr_assert_eq(r1.peak_in_recompute, !!(g1->nodes[r1.peak_node]->tags & TAG_RECOMPUTE));
-			}
-			uint32_t clones = 0;
-			for (uint32_t i = 0; i < g1->n_nodes; i++)
-				clones += !!(g1->nodes[i]->tags & TAG_RECOMPUTE);
-			cr_assert_eq(r1.n_clones, clones, "%s %s", *m, strategies[s]);
-			for (size_t i = 0; i < r1.n_checkpoints; i++) {
-				const struct value *v = strmap_get(&g1->names, r1.checkpoints[i]);
-				cr_assert(v && value_is_activation(v));
-				cr_assert_eq(r1.checkpoint_steps[i], v->producer->index, "%s %s: %s", *m, strategies[s], v->name);
-			}
-			for (uint32_t i = 0; i < r1.n_segments; i++) {
-				const struct segment *sg = &r1.segments[i];
-				for (uint32_t k = 0; k < sg->n_nodes; k++)
-					cr_assert(g1->nodes[sg->first_step + k]->tags & TAG_RECOMPUTE);
-				char d[300];
-				if (sg->first_step + sg->n_nodes < g1->n_nodes)
-					cr_assert_str_eq(sg->before, node_desc(g1->nodes[sg->first_step + sg->n_nodes], d, sizeof d));
-			}
-			/* and r2 is r1 */
-			cr_assert_eq(r2.peak_after, r1.peak_after);
-			cr_assert_eq(r2.n_nodes, r1.n_nodes);
-			cr_assert_eq(r2.peak_node, r1.peak_node);
-			cr_assert_str_eq(r2.peak_node_desc, r1.peak_node_desc);
-			cr_assert_eq(r2.peak_in_recompute, r1.peak_in_recompute);
-			cr_assert_eq(r2.n_clones, r1.n_clones);
-			cr_assert_eq(r2.forward_flops, r1.forward_flops);
-			cr_assert_eq(r2.recompute_flops, r1.recompute_flops);
-			cr_assert_eq(r2.kept_bytes, r1.kept_bytes);
-			cr_assert_eq(r2.n_checkpoints, r1.n_checkpoints, "%s %s", *m, strategies[s]);
-			for (size_t i = 0; i < r1.n_checkpoints; i++) {
-				cr_assert_str_eq(r2.checkpoints[i], r1.checkpoints[i]);
-				cr_assert_eq(r2.checkpoint_steps[i], r1.checkpoint_steps[i]);
-			}
-			cr_assert_eq(r2.n_segments, r1.n_segments);
-			for (uint32_t i = 0; i < r1.n_segments; i++) {
-				const struct segment *a = &r1.segments[i], *c = &r2.segments[i];
-				cr_assert(a->first_step == c->first_step && a->n_nodes == c->n_nodes && a->bytes == c->bytes &&
-					  a->flops == c->flops && a->n_from == c->n_from && a->from_bytes == c->from_bytes);
-				cr_assert_str_eq(a->before, c->before);
-				for (uint32_t k = 0; k < a->n_from; k++)
-					cr_assert_str_eq(a->from[k]->name, c->from[k]->name);
-			}
-			graph_free(g1);
-			graph_free(g2);
+			model_path(path, sizeof path, *m);
+			report_is_rewrite(path, strategies[s]);
 		}
+	for (size_t s = 0; s < sizeof strategies / sizeof *strategies; s++)
+		report_is_rewrite(chain, strategies[s]);
+	/* checkpoints of the backward pass: values recomputed twice, clones of clones */
+	report_is_rewrite(chain, "list:t1@2");
+	report_is_rewrite(chain, "list:t0@2,m2@3");
 }
 
 /* The report's FLOPs (taken from the schedule) are the rewritten graph's, summed node by node. */
@@ -383,6 +397,11 @@ Test(checkpoint, every_strategy_gives_the_plain_gradients_bitwise)
 		strategy_is_exact_as(path, "memory", CTRL_DATA); /* --control-deps data keeps them too */
 	}
 	strategy_is_exact(TESTDATA "/unet.onnx", "list:/Concat_output_0");
+	/* checkpoints of the backward pass (levels 2 and 3): segments recomputed twice and three times */
+	strategy_is_exact(TESTDATA "/tanh_chain.onnx", "list:/Tanh_5_output_0,/Tanh_2_output_0@2,/Tanh_8_output_0@2");
+	strategy_is_exact(TESTDATA "/tanh_chain.onnx", "list:/Tanh_2_output_0@2,/Tanh_5_output_0@3,/Tanh_8_output_0@2");
+	strategy_is_exact(TESTDATA "/unet.onnx", "list:/Concat_output_0@2");
+	strategy_is_exact_as(TESTDATA "/tanh_chain.onnx", "list:/Tanh_2_output_0@2,/Tanh_5_output_0@3", CTRL_DATA);
 }
 
 Test(checkpoint, dropout_recomputes_the_same_mask)
@@ -400,6 +419,7 @@ Test(checkpoint, dropout_recomputes_the_same_mask)
 		   "outputs: [{name: loss}]\n");
 	strategy_is_exact(path, "list:h");
 	strategy_is_exact(path, "speed");
+	strategy_is_exact(path, "list:d@2"); /* the mask is drawn a third time, by Dropout_recompute2 */
 	/* an unnamed Dropout: its clone must draw what it drew, though neither has a name to key on */
 	write_text(path, sizeof path, "dropout_unnamed.yaml",
 		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\n"

@@ -49,7 +49,8 @@ static const char plan_help[] =
 	"      --checkpoint S    activation checkpointing strategy: none (keep every activation), speed\n"
 	"                        (keep MatMul, Gemm and Conv outputs), memory (about sqrt(N) bottlenecks),\n"
 	"                        auto (the fewest recompute FLOPs within --budget) or list:NAME,NAME\n"
-	"                        (these tensors); the rest is recomputed\n"
+	"                        (these tensors; NAME@2, NAME@3...: kept by the backward pass's\n"
+	"                        recompute, a Revolve-style level); the rest is recomputed\n"
 	"      --checkpoint-file F  keep the tensors a YAML file lists (a list, or the checkpoints: of\n"
 	"                        what plan --format yaml printed)\n"
 	"      --timeline FILE   draw live memory over the schedule, before and after checkpointing,\n"
@@ -188,6 +189,10 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	emit_arr_end(&em);
 	emit_key(&em, "kept_bytes");
 	emit_uint(&em, r->kept_bytes);
+	emit_key(&em, "levels");
+	emit_uint(&em, r->levels ? r->levels : 1);
+	emit_key(&em, "most_recomputes");
+	emit_uint(&em, r->max_recomputes);
 	emit_key(&em, "saved_bytes");
 	emit_uint(&em, r->saved_bytes);
 	emit_obj_end(&em);
@@ -231,8 +236,16 @@ void plan_explain(FILE *f, const struct plan_report *r, int all)
 {
 	char a[32], b[32];
 	explain_bottlenecks(f, r, all);
-	fprintf(f, "kept: %zu activations the backward pass reads, %s\n", r->n_checkpoints,
+	fprintf(f, "kept: %zu activations the backward pass reads, %s\n", r->n_checkpoints - r->n_inner,
 		size_format(r->kept_bytes, a, sizeof a));
+	if (r->n_inner) {
+		fprintf(f, "kept in the backward pass: %zu activations, %s, made by recomputing and kept while the "
+			   "backward pass before them runs (level%s %u; a node is recomputed up to %u times)\n",
+			r->n_inner, size_format(r->inner_bytes, a, sizeof a), r->levels > 2 ? "s 2 to" : "", r->levels,
+			r->max_recomputes);
+		for (size_t i = r->n_checkpoints - r->n_inner; i < r->n_checkpoints; i++)
+			fprintf(f, "  %-24s made at step %u\n", r->checkpoints[i], r->checkpoint_steps[i] + 1);
+	}
 	if (r->n_segments) {
 		fprintf(f, "recomputed: %u segments, each rebuilt when backprop reaches it\n", r->n_segments);
 		for (uint32_t i = 0; i < r->n_segments; i++) {
@@ -286,10 +299,13 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	} else {
-		char k[32];
-		printf("checkpoint:  %s: %zu activations kept (%s), %u nodes recomputed; peak before %s\n",
-		       ckpt_name(r->strategy), r->n_checkpoints, size_format(r->kept_bytes, k, sizeof k), r->n_clones,
-		       size_format(r->peak_before, a, sizeof a));
+		char k[32], in[96] = "";
+		if (r->n_inner)
+			snprintf(in, sizeof in, ", %zu more in the backward pass (level%s %u)", r->n_inner,
+				 r->levels > 2 ? "s 2 to" : "", r->levels);
+		printf("checkpoint:  %s: %zu activations kept (%s)%s, %u nodes recomputed; peak before %s\n",
+		       ckpt_name(r->strategy), r->n_checkpoints - r->n_inner, size_format(r->kept_bytes, k, sizeof k), in,
+		       r->n_clones, size_format(r->peak_before, a, sizeof a));
 		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	}

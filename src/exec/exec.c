@@ -128,11 +128,13 @@ uint64_t exec_node_seed(const struct exec *x, const struct node *n)
 	if (sa && sa->type == ATTR_INT)
 		return (uint64_t)sa->i;
 	/* keyed by node_base_name; a recompute clone, <that>_recompute, draws the numbers of the
-	 * node it clones */
+	 * node it clones, and so does its k-th clone, <that>_recompute<k> */
 	const char *name = node_base_name(n);
-	size_t len = strlen(name), sfx = sizeof RECOMPUTE_SUFFIX - 1;
-	if ((n->tags & TAG_RECOMPUTE) && len > sfx && !strcmp(name + len - sfx, RECOMPUTE_SUFFIX))
-		len -= sfx;
+	size_t len = strlen(name), sfx = sizeof RECOMPUTE_SUFFIX - 1, nth = len;
+	while (nth && name[nth - 1] >= '0' && name[nth - 1] <= '9') /* <that>_recompute<k> */
+		nth--;
+	if ((n->tags & TAG_RECOMPUTE) && nth > sfx && !strncmp(name + nth - sfx, RECOMPUTE_SUFFIX, sfx))
+		len = nth - sfx;
 	char buf[512];
 	snprintf(buf, sizeof buf, "%.*s", (int)len, name);
 	return x->o->seed * 0x9E3779B97F4A7C15ull ^ strmap_hash(buf);

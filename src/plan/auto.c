@@ -146,8 +146,10 @@ int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, u
 {
 	if (!m->rc.steps && rc_scratch_init(&m->rc, &m->f))
 		return err_oom(e);
-	const struct rc_step *steps = m->rc.steps;
 	uint32_t n = recompute_schedule_in(&m->f, keep, &m->rc);
+	const struct rc_step *steps = m->rc.steps;
+	if (n == UINT32_MAX)
+		return err_oom(e);
 	struct mem_result r;
 	int rc = memsim_schedule(m, keep, steps, n, 0, &r, e);
 	if (!rc) {

@@ -14,7 +14,9 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	m->shapes = shapes;
 	m->bytes = xmalloc(sizeof *m->bytes * nv);
 	m->left = xmalloc(sizeof *m->left * (2 * nv));
-	if (!m->bytes || !m->left) {
+	m->n_left = 2 * nv;
+	m->copy = xmalloc(sizeof *m->copy * nv);
+	if (!m->bytes || !m->left || !m->copy) {
 		memmodel_free(m);
 		return err_oom(e);
 	}
@@ -33,6 +35,7 @@ void memmodel_free(struct memmodel *m)
 	flat_free(&m->f);
 	xfree(m->bytes);
 	xfree(m->left);
+	xfree(m->copy);
 	rc_scratch_free(&m->rc);
 	xfree(m->flops);
 	memset(m, 0, sizeof *m);
@@ -75,15 +78,34 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			return err_oom(e);
 		r->n_live = n_steps;
 	}
-	uint32_t *left = m->left; /* value ids: v for a value of g, nv + v for its recomputed copy */
-	memset(left, 0, sizeof *left * 2 * (nv ? nv : 1));
-	/* input k of a step reads the recomputed copy when the step is a clone or a backward node
-	 * and the value is dropped */
-#define IN_ID(s, k) (f->in[k] + ((((s)->clone || (f->nflags[(s)->node] & FLAT_BACKWARD)) && rc_dropped(f, keep, f->in[k])) ? nv : 0))
+	/* a read of a dropped value by a clone or a backward node reads its latest recomputed copy:
+	 * copies are numbered from nv on, in the order the steps make them */
+	size_t copies = nv;
 	for (uint32_t i = 0; i < n_steps; i++)
+		if (steps[i].clone)
+			copies += f->out_off[steps[i].node + 1] - f->out_off[steps[i].node];
+	if (copies > m->n_left) {
+		uint32_t *grown = xrealloc(m->left, sizeof *grown * copies);
+		if (!grown)
+			return err_oom(e);
+		m->left = grown;
+		m->n_left = copies;
+	}
+	uint32_t *left = m->left, *copy = m->copy;
+	memset(left, 0, sizeof *left * copies);
+#define IN_ID(s, k) ((((s)->clone || (f->nflags[(s)->node] & FLAT_BACKWARD)) && rc_dropped(f, keep, f->in[k])) ? copy[f->in[k]] : f->in[k])
+#define MAKE_COPIES(s)                                                                          \
+	for (uint32_t k = f->out_off[(s)->node]; (s)->clone && k < f->out_off[(s)->node + 1]; k++) \
+		if (f->out[k] != FLAT_NONE)                                                             \
+			copy[f->out[k]] = next++;
+	uint32_t next = nv;
+	for (uint32_t i = 0; i < n_steps; i++) {
 		for (uint32_t k = f->in_off[steps[i].node]; k < f->in_off[steps[i].node + 1]; k++)
 			if (f->in[k] != FLAT_NONE)
 				left[IN_ID(&steps[i], k)]++;
+		MAKE_COPIES(&steps[i]);
+	}
+	next = nv;
 	uint64_t cat[4] = {m->params, 0, m->inputs, m->state};
 	uint64_t live = cat[0] + cat[1] + cat[2] + cat[3], pg = 0; /* pg: FLAT_PARAM_GRAD bytes live */
 #define LIVE(v, op) (live op m->bytes[v], cat[category(f->vflags[v])] op m->bytes[v], \
@@ -94,7 +116,8 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 
 	for (uint32_t i = 0; i < n_steps; i++) {
 		const struct rc_step *s = &steps[i];
-		uint32_t shift = s->clone ? nv : 0, o0 = f->out_off[s->node], o1 = f->out_off[s->node + 1];
+		uint32_t o0 = f->out_off[s->node], o1 = f->out_off[s->node + 1];
+		MAKE_COPIES(s);
 		/* a recomputed copy counts as the activation it copies */
 		for (uint32_t k = o0; k < o1; k++)
 			if (f->out[k] != FLAT_NONE)
@@ -111,7 +134,7 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			r->peak_param_grads = pg;
 		for (uint32_t k = o0; k < o1; k++) {
 			uint32_t v = f->out[k];
-			if (v != FLAT_NONE && (shift || !(f->vflags[v] & FLAT_PINNED)) && left[v + shift] == 0)
+			if (v != FLAT_NONE && (s->clone || !(f->vflags[v] & FLAT_PINNED)) && left[s->clone ? copy[v] : v] == 0)
 				LIVE(v, -=); /* nobody reads it */
 		}
 		for (uint32_t k = f->in_off[s->node]; k < f->in_off[s->node + 1]; k++) {
@@ -126,6 +149,7 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		}
 	}
 #undef IN_ID
+#undef MAKE_COPIES
 #undef LIVE
 	return 0;
 }

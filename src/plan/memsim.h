@@ -41,7 +41,9 @@ struct memmodel {
 	const struct exec *shapes;
 	uint64_t *bytes;
 	uint64_t params, state, inputs; /* initializer bytes (parameters', state's), and the other graph inputs' */
-	uint32_t *left;          /* scratch: reads left per value and recomputed copy */
+	uint32_t *left;          /* scratch: reads left per value and recomputed copy (n_left) */
+	uint32_t *copy;          /* scratch: per value, the number of its latest recomputed copy */
+	size_t n_left;
 	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
 	uint64_t *flops;         /* per node, by node_flops: memmodel_flops makes it on first use */
 	uint64_t peak_all;       /* the peak of g's own order, everything kept (memsim_model); 0 before */

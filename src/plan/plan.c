@@ -61,7 +61,7 @@ static const char *step_desc(const struct graph *g, const struct rc_step *s, uin
 	struct node c = *g->nodes[s->node];
 	char name[600];
 	if (s->clone)
-		c.name = rc_clone_name(&c, name, sizeof name);
+		c.name = rc_clone_name(&c, s->clone, name, sizeof name);
 	c.index = i;
 	return node_desc(&c, buf, n);
 }
@@ -110,6 +110,32 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 				seen[v->id] = 1;
 				r->saved_bytes += mm->bytes[v->id];
 			}
+		}
+	}
+	/* the checkpoints of the backward pass: dropped values of a level of their own that a clone
+	 * makes, as --checkpoint list: names them (name@level) */
+	for (uint32_t i = 0; i < n_steps; i++) {
+		const struct node *n = g->nodes[steps[i].node];
+		if (steps[i].clone > r->max_recomputes)
+			r->max_recomputes = steps[i].clone;
+		for (uint32_t k = 0; steps[i].clone && k < n->n_out; k++) {
+			const struct value *v = n->out[k];
+			if (!v || !rc_dropped(f, keep, v->id) || keep[v->id] < 2 || keep[v->id] >= RC_INNER || seen[v->id])
+				continue;
+			seen[v->id] = 1;
+			char name_at[600];
+			snprintf(name_at, sizeof name_at, "%s@%u", v->name, keep[v->id]);
+			const char *name = arena_strdup(g->arena, name_at);
+			if (!name) {
+				xfree(pos);
+				return -1;
+			}
+			r->checkpoint_steps[r->n_checkpoints] = i;
+			r->checkpoints[r->n_checkpoints++] = name;
+			r->n_inner++;
+			r->inner_bytes += mm->bytes[v->id];
+			if (keep[v->id] > r->levels)
+				r->levels = keep[v->id];
 		}
 	}
 	xfree(pos);
@@ -282,7 +308,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 						     : "(before the first node)";
 		for (uint32_t i = 0; i < n_steps; i++)
 			if (step_recomputes(g, &steps[i])) {
-				r->n_clones += steps[i].clone;
+				r->n_clones += !!steps[i].clone;
 				r->recompute_flops += nflops[steps[i].node];
 			}
 		if (!r->live_after || !r->peak_node_desc ||

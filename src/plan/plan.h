@@ -50,7 +50,13 @@ struct plan_report {
 	int has_budget, fits;
 	const char **checkpoints;    /* forward values the backward pass reads, kept (arena) */
 	uint32_t *checkpoint_steps;  /* where in the schedule each is made (arena) */
-	size_t n_checkpoints;
+	size_t n_checkpoints;         /* the last n_inner of them checkpoints of the backward pass,
+				      * "name@level" (recompute.h): made by a clone, kept while their
+				      * segment's backward runs */
+	size_t n_inner;
+	uint64_t inner_bytes;
+	uint32_t levels;              /* the deepest of those levels, 0 if none */
+	uint32_t max_recomputes;      /* the most times one forward node is recomputed */
 	uint32_t n_nodes;
 	const struct value *loss;
 	struct bottlenecks bn;       /* articulation tensors of the forward pass */

@@ -3,6 +3,7 @@
 #include "../util/xalloc.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const names[] = {"none", "speed", "memory", "auto", "list"};
@@ -28,7 +29,8 @@ int ckpt_parse(const char *s, struct ckpt *c)
 	return -1;
 }
 
-/* Marks the forward value named name[0..len) kept. */
+/* Marks the forward value named name[0..len) kept, or with "@k" a checkpoint of level k of the
+ * backward pass (recompute.h). */
 static int keep_name(const struct graph *g, const char *name, size_t len, uint8_t *k, struct gd_err *e)
 {
 	char buf[512];
@@ -36,10 +38,21 @@ static int keep_name(const struct graph *g, const char *name, size_t len, uint8_
 		return err_set(e, GD_EINPUT, "checkpoint '%.40s...': the name is too long", name);
 	memcpy(buf, name, len);
 	buf[len] = 0;
+	uint8_t level = RC_KEPT;
+	char *at = strrchr(buf, '@');
+	if (at && !strmap_get(&g->names, buf)) {
+		char *end;
+		long l = strtol(at + 1, &end, 10);
+		if (at[1] < '0' || at[1] > '9' || *end || l < 1 || l >= RC_INNER)
+			return err_set(e, GD_EINPUT, "checkpoint '%s': the level after '@' must be 1 to %d", buf,
+				       RC_INNER - 1);
+		*at = 0;
+		level = (uint8_t)l;
+	}
 	const struct value *v = strmap_get(&g->names, buf);
 	if (!v || !value_is_activation(v))
 		return err_set(e, GD_EINPUT, "checkpoint '%s' is not a value a forward node produces", buf);
-	k[v->id] = 1;
+	k[v->id] = level;
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "../util/join.h"
 #include "../util/xalloc.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,48 +12,89 @@
 struct sch {
 	const struct flat *f;
 	const uint8_t *keep;
-	uint8_t *made;  /* value id -> its recompute is scheduled */
-	uint32_t *stack;
-	struct rc_step *steps;
+	struct rc_scratch *r; /* made: value id -> its recompute is available; steps */
 	uint32_t n;
+	int oom;
 };
 
-/* Schedules the recompute of dropped value v after those of its producer's dropped inputs (a
- * depth-first walk with an explicit stack, so a long run of dropped values cannot overflow the C
- * stack). */
-static void recompute(struct sch *s, uint32_t v)
+static void add_step(struct sch *s, uint32_t node, uint32_t clone)
+{
+	if (s->n == s->r->cap && xgrow((void **)&s->r->steps, s->n, &s->r->cap, sizeof *s->r->steps)) {
+		s->oom = 1;
+		return;
+	}
+	s->r->steps[s->n++] = (struct rc_step){node, clone};
+}
+
+/* One pass: schedules the recompute of dropped value v after those of its producer's missing
+ * dropped inputs (a depth-first walk with an explicit stack, so a long run of dropped values
+ * cannot overflow the C stack). */
+static void pass(struct sch *s, uint32_t v)
 {
 	const struct flat *f = s->f;
-	uint32_t top = 0;
-	s->stack[top++] = v;
-	while (top) {
-		uint32_t u = s->stack[top - 1];
-		if (s->made[u]) {
+	uint8_t *made = s->r->made;
+	uint32_t *stack = s->r->stack, top = 0;
+	stack[top++] = v;
+	while (top && !s->oom) {
+		uint32_t u = stack[top - 1];
+		if (made[u]) {
 			top--;
 			continue;
 		}
 		uint32_t p = f->producer[u], missing = FLAT_NONE;
 		for (uint32_t k = f->in_off[p]; k < f->in_off[p + 1] && missing == FLAT_NONE; k++)
-			if (rc_dropped(f, s->keep, f->in[k]) && !s->made[f->in[k]])
+			if (rc_dropped(f, s->keep, f->in[k]) && !made[f->in[k]])
 				missing = f->in[k];
 		if (missing != FLAT_NONE) {
-			s->stack[top++] = missing;
+			stack[top++] = missing;
 			continue;
 		}
 		for (uint32_t k = f->out_off[p]; k < f->out_off[p + 1]; k++)
-			if (f->out[k] != FLAT_NONE)
-				s->made[f->out[k]] = 1;
-		s->steps[s->n++] = (struct rc_step){p, 1};
+			if (f->out[k] != FLAT_NONE && !made[f->out[k]])
+				made[f->out[k]] = 2; /* new in this pass */
+		add_step(s, p, ++s->r->times[p]);
 		top--;
+	}
+}
+
+/* Passes until v is available: each keeps, of the values it made that were not available before
+ * it, those of the lowest level, so every pass makes one more available. */
+static void recompute(struct sch *s, uint32_t v)
+{
+	const struct flat *f = s->f;
+	uint8_t *made = s->r->made;
+	while (!made[v] && !s->oom) {
+		uint32_t first = s->n;
+		pass(s, v);
+		uint8_t low = RC_INNER;
+		for (int drop = 0; drop < 2; drop++)
+			for (uint32_t i = first; i < s->n; i++)
+				for (uint32_t k = f->out_off[s->r->steps[i].node]; k < f->out_off[s->r->steps[i].node + 1]; k++) {
+					uint32_t u = f->out[k];
+					if (u == FLAT_NONE || made[u] != 2)
+						continue;
+					if (!rc_dropped(f, s->keep, u)) { /* kept: readers read the original */
+						made[u] = 1;
+						continue;
+					}
+					uint8_t l = rc_level(s->keep, u);
+					if (!drop && l < low)
+						low = l;
+					else if (drop)
+						made[u] = l > low ? 0 : 1;
+				}
 	}
 }
 
 int rc_scratch_init(struct rc_scratch *s, const struct flat *f)
 {
+	memset(s, 0, sizeof *s);
 	s->made = xmalloc(f->n_values ? f->n_values : 1);
 	s->stack = xmalloc(sizeof *s->stack * (f->n_values + 1));
-	s->steps = xmalloc(sizeof *s->steps * (2 * (size_t)f->n_nodes + 1));
-	if (s->made && s->stack && s->steps)
+	s->times = xmalloc(sizeof *s->times * (f->n_nodes + 1));
+	s->cap = 2 * (size_t)f->n_nodes + 1;
+	s->steps = xmalloc(sizeof *s->steps * s->cap);
+	if (s->made && s->stack && s->times && s->steps)
 		return 0;
 	rc_scratch_free(s);
 	return -1;
@@ -62,22 +104,24 @@ void rc_scratch_free(struct rc_scratch *s)
 {
 	xfree(s->made);
 	xfree(s->stack);
+	xfree(s->times);
 	xfree(s->steps);
 	memset(s, 0, sizeof *s);
 }
 
 uint32_t recompute_schedule_in(const struct flat *f, const uint8_t *keep, struct rc_scratch *r)
 {
-	struct sch s = {.f = f, .keep = keep, .made = r->made, .stack = r->stack, .steps = r->steps};
-	memset(s.made, 0, f->n_values);
-	for (uint32_t i = 0; i < f->n_nodes; i++) {
+	struct sch s = {.f = f, .keep = keep, .r = r};
+	memset(r->made, 0, f->n_values);
+	memset(r->times, 0, sizeof *r->times * f->n_nodes);
+	for (uint32_t i = 0; i < f->n_nodes && !s.oom; i++) {
 		if (f->nflags[i] & FLAT_BACKWARD)
 			for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++)
-				if (rc_dropped(f, keep, f->in[k]) && !s.made[f->in[k]])
+				if (rc_dropped(f, keep, f->in[k]) && !r->made[f->in[k]])
 					recompute(&s, f->in[k]);
-		s.steps[s.n++] = (struct rc_step){i, 0};
+		add_step(&s, i, 0);
 	}
-	return s.n;
+	return s.oom || s.n == UINT32_MAX ? UINT32_MAX : s.n;
 }
 
 int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
@@ -87,21 +131,29 @@ int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step
 	if (rc_scratch_init(&s, f))
 		return err_oom(e);
 	*n_steps = recompute_schedule_in(f, keep, &s);
+	if (*n_steps == UINT32_MAX) {
+		rc_scratch_free(&s);
+		return err_oom(e);
+	}
 	*steps = s.steps;
 	s.steps = NULL;
 	rc_scratch_free(&s);
 	return 0;
 }
 
-const char *rc_clone_name(const struct node *p, char *buf, size_t n)
+const char *rc_clone_name(const struct node *p, uint32_t k, char *buf, size_t n)
 {
-	JOIN(buf, n, node_base_name(p), RECOMPUTE_SUFFIX);
+	char nth[16] = "";
+	if (k > 1)
+		snprintf(nth, sizeof nth, "%" PRIu32, k);
+	JOIN(buf, n, node_base_name(p), RECOMPUTE_SUFFIX, nth);
 	return buf;
 }
 
 /* The clone of p, whose inputs that need recomputing have their clones already. */
 static struct node *clone_node(struct graph *g, const struct flat *f, const uint8_t *keep, struct exec *shapes,
-			       struct value **clone, const struct node *p, struct node *after, struct gd_err *e)
+			       struct value **clone, const struct node *p, uint32_t nth, struct node *after,
+			       struct gd_err *e)
 {
 	struct node *c = graph_add_node(g, e);
 	if (!c)
@@ -113,7 +165,7 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	c->meta = NULL;
 	c->n_meta = 0;
 	char buf[600];
-	c->name = arena_strdup(g->arena, rc_clone_name(p, buf, sizeof buf));
+	c->name = arena_strdup(g->arena, rc_clone_name(p, nth, buf, sizeof buf));
 	if (p->name && *p->name)
 		JOIN(buf, sizeof buf, "recompute of ", p->name);
 	else
@@ -178,7 +230,7 @@ int recompute_apply(struct graph *g, const struct flat *f, const uint8_t *keep, 
 	for (uint32_t i = 0; i < n_steps && !rc; i++) {
 		struct node *n = g->nodes[steps[i].node];
 		if (steps[i].clone) {
-			if (!(n = clone_node(g, f, keep, shapes, clone, n, after, e)))
+			if (!(n = clone_node(g, f, keep, shapes, clone, n, steps[i].clone, after, e)))
 				rc = e->code;
 			else
 				st->n_clones++;

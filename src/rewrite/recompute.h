@@ -6,8 +6,8 @@
  * fed from kept values, resident values (inputs, initializers, graph outputs) and other clones.
  * The backward readers then read the clones, so the forward originals die in the forward pass.
  * A clone that reads no other clone gets a control dependency on the backward node scheduled just
- * before it, so it cannot run before backprop reaches its segment. Each value is recomputed once
- * and the clone lives until its last backward reader. Clones run the same kernels on the same
+ * before it, so it cannot run before backprop reaches its segment. Without levels (below) each
+ * value is recomputed once and the clone lives until its last backward reader. Clones run the same kernels on the same
  * inputs (a Dropout clone draws the mask of the node it clones), so gradients are bitwise equal.
  *
  * The schedule is computed apart from the rewrite, so that the planner can weigh a kept set
@@ -17,21 +17,40 @@
 
 #include "../ir/flat.h"
 
-/* One step of a checkpointed schedule: node `node` of g, or (clone = 1) the recompute of that
- * forward node. */
+/* One step of a checkpointed schedule: node `node` of g, or (clone = k >= 1) the k-th recompute of
+ * that forward node. */
 struct rc_step {
 	uint32_t node, clone;
 };
+
+/* keep[v], per forward value v: RC_KEPT (1) keeps it from the forward pass; RC_DROP (0) and
+ * levels 2 .. RC_INNER - 1 drop it. A dropped value is recomputed, from the values available, right
+ * before its first backward reader needs it. One such pass makes every missing ancestor; of what it
+ * made only the values of its lowest level stay (RC_DROP counts as RC_INNER), and if the value
+ * wanted is not among them, another pass runs from what stayed. So a level-2 value is a checkpoint
+ * of the backward pass: its segment is recomputed once to reach it, and again, in pieces, for the
+ * backward nodes before it (Revolve's nested checkpoints). Without levels every pass keeps all it
+ * made, and each value is recomputed once. */
+#define RC_DROP 0
+#define RC_KEPT 1
+#define RC_INNER 255
 
 /* Value v is a forward value that is neither kept nor resident: backward nodes read its
  * recomputed copy. */
 static inline bool rc_dropped(const struct flat *f, const uint8_t *keep, uint32_t v)
 {
-	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && !keep[v];
+	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && keep[v] != RC_KEPT;
 }
 
-/* The name of p's recompute clone, <node_base_name>_recompute, in buf (n bytes); returns buf. */
-const char *rc_clone_name(const struct node *p, char *buf, size_t n);
+/* The level of dropped value v: RC_INNER unless keep[v] names a level of its own (2 ..). */
+static inline uint8_t rc_level(const uint8_t *keep, uint32_t v)
+{
+	return keep[v] ? keep[v] : RC_INNER;
+}
+
+/* The name of p's k-th recompute clone, <node_base_name>_recompute, and from the second on
+ * <node_base_name>_recompute<k>, in buf (n bytes); returns buf. */
+const char *rc_clone_name(const struct node *p, uint32_t k, char *buf, size_t n);
 
 struct recompute_stats {
 	uint32_t n_clones;
@@ -46,11 +65,13 @@ int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step
  * valid until the next call; returns their count. */
 struct rc_scratch {
 	uint8_t *made;
-	uint32_t *stack;
+	uint32_t *stack, *times; /* times: per node, its clones so far */
 	struct rc_step *steps;
+	size_t cap;              /* of steps: more than 2 n_nodes only with levels */
 };
 int rc_scratch_init(struct rc_scratch *s, const struct flat *f); /* 0, or -1 out of memory */
 void rc_scratch_free(struct rc_scratch *s);
+/* UINT32_MAX when out of memory. */
 uint32_t recompute_schedule_in(const struct flat *f, const uint8_t *keep, struct rc_scratch *s);
 
 /* Rewrites g to that schedule (f, keep and steps as recompute_schedule had them); it stays sorted
