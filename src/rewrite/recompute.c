@@ -57,32 +57,53 @@ static void pass(struct sch *s, uint32_t v)
 	}
 }
 
-/* Passes until v is available: each keeps, of the values it made that were not available before
- * it, those of the lowest level, so every pass makes one more available. */
+/* The dropped values missing on the way to v, v first, into s->r->walked; returns their count. */
+static uint32_t missing(struct sch *s, uint32_t v)
+{
+	const struct flat *f = s->f;
+	uint8_t *made = s->r->made;
+	uint32_t *stack = s->r->stack, top = 0, n = 0;
+	made[v] = 3; /* walked, cleared below */
+	stack[top++] = v;
+	while (top) {
+		uint32_t u = stack[--top], p = f->producer[u];
+		s->r->walked[n++] = u;
+		for (uint32_t k = f->in_off[p]; k < f->in_off[p + 1]; k++)
+			if (rc_dropped(f, s->keep, f->in[k]) && !made[f->in[k]]) {
+				made[f->in[k]] = 3;
+				stack[top++] = f->in[k];
+			}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		made[s->r->walked[i]] = 0;
+	return n;
+}
+
+/* Passes until v is available. Each makes the missing values of the lowest level on the way to v,
+ * with what they need, and keeps those of that level: so a level-2 value is a checkpoint the
+ * backward pass makes before the values past it, and every pass makes one more available. */
 static void recompute(struct sch *s, uint32_t v)
 {
 	const struct flat *f = s->f;
 	uint8_t *made = s->r->made;
 	while (!made[v] && !s->oom) {
-		uint32_t first = s->n;
-		pass(s, v);
+		uint32_t first = s->n, n = missing(s, v);
 		uint8_t low = RC_INNER;
-		for (int drop = 0; drop < 2; drop++)
-			for (uint32_t i = first; i < s->n; i++)
-				for (uint32_t k = f->out_off[s->r->steps[i].node]; k < f->out_off[s->r->steps[i].node + 1]; k++) {
-					uint32_t u = f->out[k];
-					if (u == FLAT_NONE || made[u] != 2)
-						continue;
-					if (!rc_dropped(f, s->keep, u)) { /* kept: readers read the original */
-						made[u] = 1;
-						continue;
-					}
-					uint8_t l = rc_level(s->keep, u);
-					if (!drop && l < low)
-						low = l;
-					else if (drop)
-						made[u] = l > low ? 0 : 1;
-				}
+		for (uint32_t i = 0; i < n; i++)
+			if (rc_level(s->keep, s->r->walked[i]) < low)
+				low = rc_level(s->keep, s->r->walked[i]);
+		if (rc_level(s->keep, v) == low)
+			pass(s, v);
+		else /* the values of that level, those nearer the inputs first */
+			for (uint32_t i = n; i-- > 0 && !s->oom;)
+				if (rc_level(s->keep, s->r->walked[i]) == low && !made[s->r->walked[i]])
+					pass(s, s->r->walked[i]);
+		for (uint32_t i = first; i < s->n; i++)
+			for (uint32_t k = f->out_off[s->r->steps[i].node]; k < f->out_off[s->r->steps[i].node + 1]; k++) {
+				uint32_t u = f->out[k];
+				if (u != FLAT_NONE && made[u] == 2) /* new: kept if of that level, or not dropped */
+					made[u] = rc_dropped(f, s->keep, u) && rc_level(s->keep, u) > low ? 0 : 1;
+			}
 	}
 }
 
@@ -92,9 +113,10 @@ int rc_scratch_init(struct rc_scratch *s, const struct flat *f)
 	s->made = xmalloc(f->n_values ? f->n_values : 1);
 	s->stack = xmalloc(sizeof *s->stack * (f->n_values + 1));
 	s->times = xmalloc(sizeof *s->times * (f->n_nodes + 1));
+	s->walked = xmalloc(sizeof *s->walked * (f->n_values + 1));
 	s->cap = 2 * (size_t)f->n_nodes + 1;
 	s->steps = xmalloc(sizeof *s->steps * s->cap);
-	if (s->made && s->stack && s->times && s->steps)
+	if (s->made && s->stack && s->times && s->walked && s->steps)
 		return 0;
 	rc_scratch_free(s);
 	return -1;
@@ -105,6 +127,7 @@ void rc_scratch_free(struct rc_scratch *s)
 	xfree(s->made);
 	xfree(s->stack);
 	xfree(s->times);
+	xfree(s->walked);
 	xfree(s->steps);
 	memset(s, 0, sizeof *s);
 }

@@ -25,12 +25,12 @@ struct rc_step {
 
 /* keep[v], per forward value v: RC_KEPT (1) keeps it from the forward pass; RC_DROP (0) and
  * levels 2 .. RC_INNER - 1 drop it. A dropped value is recomputed, from the values available, right
- * before its first backward reader needs it. One such pass makes every missing ancestor; of what it
- * made only the values of its lowest level stay (RC_DROP counts as RC_INNER), and if the value
- * wanted is not among them, another pass runs from what stayed. So a level-2 value is a checkpoint
- * of the backward pass: its segment is recomputed once to reach it, and again, in pieces, for the
- * backward nodes before it (Revolve's nested checkpoints). Without levels every pass keeps all it
- * made, and each value is recomputed once. */
+ * before its first backward reader needs it, in passes: each makes the missing values of the
+ * lowest level on the way (RC_DROP counts as RC_INNER), with what they need, and keeps those; then
+ * the next level's. So a level-2 value is a checkpoint of the backward pass: its segment is
+ * recomputed once to reach it, and again, in pieces, for the backward nodes before it (Revolve's
+ * nested checkpoints). Without levels one pass keeps all it made, and each value is recomputed
+ * once. */
 #define RC_DROP 0
 #define RC_KEPT 1
 #define RC_INNER 255
@@ -66,6 +66,7 @@ int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step
 struct rc_scratch {
 	uint8_t *made;
 	uint32_t *stack, *times; /* times: per node, its clones so far */
+	uint32_t *walked;
 	struct rc_step *steps;
 	size_t cap;              /* of steps: more than 2 n_nodes only with levels */
 };
