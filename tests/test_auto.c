@@ -110,12 +110,15 @@ static struct graph *random_dag(unsigned seed, int n)
 	return g;
 }
 
-/* Every kept set over the candidates (forward activations that are not outputs), weighed. */
+/* Every kept set over the candidates (forward activations that are not outputs), weighed; with
+ * few candidates (at most LEVEL_CANDIDATES), every one dropped may also be a level-2 checkpoint of
+ * the backward pass (recompute.h), so the optimum is over two levels too. */
+#define LEVEL_CANDIDATES 8
 struct point {
 	uint64_t peak, flops;
 };
 
-static size_t enumerate(const struct train *t, struct point **out)
+static size_t enumerate(const struct train *t, struct point **out, int *levels)
 {
 	uint32_t cand[24], nc = 0;
 	for (uint32_t v = 0; v < t->g->n_values; v++)
@@ -123,13 +126,19 @@ static size_t enumerate(const struct train *t, struct point **out)
 			cr_assert_lt(nc, 24);
 			cand[nc++] = v;
 		}
-	size_t n = (size_t)1 << nc;
+	uint32_t base = nc <= LEVEL_CANDIDATES ? 3 : 2;
+	size_t n = 1;
+	for (uint32_t k = 0; k < nc; k++)
+		n *= base;
+	*levels = base == 3;
 	struct point *p = calloc(n, sizeof *p);
 	uint8_t *keep = calloc(t->g->n_values, 1);
-	for (size_t mask = 0; mask < n; mask++) {
-		for (uint32_t k = 0; k < nc; k++)
-			keep[cand[k]] = (uint8_t)(mask >> k & 1);
-		weigh(t, keep, &p[mask].peak, &p[mask].flops);
+	const uint8_t state[3] = {RC_DROP, RC_KEPT, RC_AT_LEVEL(2)};
+	for (size_t code = 0; code < n; code++) {
+		size_t c = code;
+		for (uint32_t k = 0; k < nc; k++, c /= base)
+			keep[cand[k]] = state[c % base];
+		weigh(t, keep, &p[code].peak, &p[code].flops);
 	}
 	free(keep);
 	*out = p;
@@ -144,12 +153,14 @@ static int by_peak(const void *a, const void *b)
 
 Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 {
-	int cases = 0, exact = 0, within = 0, infeasible = 0, missed = 0;
+	int cases = 0, exact = 0, within = 0, infeasible = 0, missed = 0, with_levels = 0, beyond = 0;
 	double worst = 1;
 	for (unsigned seed = 1; seed <= 120; seed++) {
 		struct train t = prepare(random_dag(seed, 6 + (int)seed % 7));
 		struct point *p;
-		size_t n = enumerate(&t, &p);
+		int levels;
+		size_t n = enumerate(&t, &p, &levels);
+		with_levels += levels;
 		qsort(p, n, sizeof *p, by_peak);
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		/* budgets: just under the lowest peak, then the peaks at eight quantiles */
@@ -167,9 +178,16 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its kept set weighs", seed);
 			cr_expect_leq(r.lower_bound, p[0].peak, "seed %u: the lower bound is one", seed);
 			cases++;
-			if (opt == UINT64_MAX) {
+			if (opt == UINT64_MAX) { /* only deeper levels than enumerated can fit */
 				infeasible++;
-				cr_expect(!r.fits, "seed %u, budget %llu: nothing fits, auto says it does", seed, (unsigned long long)budget);
+				if (r.fits) {
+					int deeper = 0;
+					for (uint32_t v = 0; v < t.g->n_values; v++)
+						deeper |= !(keep[v] & 1) && rc_level(keep, v) > (levels ? 2 : 1) && rc_level(keep, v) < RC_INNER;
+					cr_expect(deeper && peak <= budget, "seed %u, budget %llu: nothing fits, auto says it does",
+						  seed, (unsigned long long)budget);
+					beyond++;
+				}
 				continue;
 			}
 			if (!r.fits) {
@@ -191,9 +209,10 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 	}
 	int feasible = cases - infeasible;
 	fprintf(stderr,
-		"auto vs exhaustive: %d cases, %d with no kept set fitting; of the %d others auto fits %d, %d at the optimum, "
-		"%d within 2%%, worst FLOPs ratio %.3f\n",
-		cases, infeasible, feasible, feasible - missed, exact, within, worst);
+		"auto vs exhaustive (%d of 120 DAGs with level-2 checkpoints enumerated too): %d cases, %d with no plan "
+		"enumerated fitting (auto fits %d of them, with deeper levels); of the %d others auto fits %d, %d at the "
+		"optimum, %d within 2%%, worst FLOPs ratio %.3f\n",
+		with_levels, cases, infeasible, beyond, feasible, feasible - missed, exact, within, worst);
 	/* the target: within 2% of the optimum. The search is not exhaustive: over 400 seeds it finds
 	 * the optimum in 3196 of 3200 cases, and the 4 others are budgets at the lowest peak of all,
 	 * which it misses by 1-2%; so allow 1 in 200 */
@@ -315,7 +334,8 @@ Test(auto_plan, spaced_seeds_reach_the_optimum_of_uniform_chains)
 		struct gd_err e = {0};
 		cr_assert_eq(find_bottlenecks(t.g, strmap_get(&t.g->names, "loss"), &bn, &e), 0, "%s", e.msg);
 		struct point *p;
-		size_t n = enumerate(&t, &p);
+		int levels;
+		size_t n = enumerate(&t, &p, &levels);
 		qsort(p, n, sizeof *p, by_peak);
 		for (int q = 0; q <= 5; q++) {
 			uint64_t budget = p[0].peak + (p[n - 1].peak - p[0].peak) * (uint64_t)q / 5, opt = UINT64_MAX;
@@ -325,7 +345,7 @@ Test(auto_plan, spaced_seeds_reach_the_optimum_of_uniform_chains)
 			struct auto_result r;
 			uint8_t *keep = NULL;
 			cr_assert_eq(ckpt_choose(t.g, t.m, &bn, &c, &keep, &r, &e), 0, "%s", e.msg);
-			cr_expect(r.fits && r.flops == opt, "%d layers, budget %llu (%d/5 up from the lowest peak): auto %s %llu FLOPs, optimum %llu",
+			cr_expect(r.fits && r.flops <= opt, "%d layers, budget %llu (%d/5 up from the lowest peak): auto %s %llu FLOPs, optimum %llu",
 				  layers, (unsigned long long)budget, q, r.fits ? "fits with" : "does not fit;", (unsigned long long)r.flops,
 				  (unsigned long long)opt);
 			xfree(keep);

@@ -243,7 +243,7 @@ static void report_is_rewrite(const char *path, const char *strategy)
 	size_t levels = 0; /* the list's name@level entries */
 	for (const char *c = strategy; *c; c++)
 		levels += *c == '@';
-	cr_assert_eq(r1.n_inner, levels, "%s %s", path, strategy);
+	cr_assert(po.ckpt.kind != CKPT_LIST || r1.n_inner == levels, "%s %s", path, strategy);
 	for (uint32_t i = 0; i < r1.n_segments; i++) {
 		const struct segment *sg = &r1.segments[i];
 		for (uint32_t k = 0; k < sg->n_nodes; k++)

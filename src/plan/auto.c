@@ -33,6 +33,27 @@ struct entry {
 	int64_t prev;    /* pool index, -1 at the start */
 	uint32_t from;   /* the previous cut */
 	uint32_t stored; /* the group (from, this cut] keeps everything */
+	uint32_t nest;   /* recomputed: how (struct nests' pool) */
+};
+
+/* The ways to recompute the groups (i, j] in the backward pass, given the kept frontier at cut i:
+ * all at once, or Revolve-style, making the frontier at a cut s first and keeping it while the
+ * backward pass of (s, j] runs (recomputed the same ways), then (i, s] again. Per segment, the
+ * Pareto set of (bytes live, FLOPs), in ascending bytes, at most NEST_CAP ways, from splits at
+ * most NEST_SPLITS cuts, evenly spaced. */
+#define NEST_CAP 12
+#define NEST_SPLITS 16
+
+struct nest {
+	uint64_t mem, flops;
+	uint32_t split; /* 0: all at once; else the cut s */
+	uint32_t a, b;  /* split: the ways of (s, j] and of (i, s] (pool indices) */
+};
+
+struct nests {
+	struct nest *pool;
+	size_t n, cap;
+	uint32_t *first, *count; /* per segment, at (i, j) of an (M + 1)^2 table */
 };
 
 struct dp {
@@ -57,12 +78,116 @@ static int by_k_then_c(const void *a, const void *b)
 	return x->C < y->C ? -1 : x->C > y->C;
 }
 
+static int by_mem_then_flops(const void *a, const void *b)
+{
+	const struct nest *x = a, *y = b;
+	if (x->mem != y->mem)
+		return x->mem < y->mem ? -1 : 1;
+	return x->flops < y->flops ? -1 : x->flops > y->flops;
+}
+
+/* The ways of every segment, shortest first: O(M^2 NEST_SPLITS NEST_CAP). */
+static int nests_build(const struct gmodel *m, struct nests *ns)
+{
+	size_t side = (size_t)m->M + 1;
+	struct nest *c = NULL;
+	size_t nc = 0, cc = 0;
+	ns->first = xcalloc(side * side, sizeof *ns->first);
+	ns->count = xcalloc(side * side, sizeof *ns->count);
+	if (!ns->first || !ns->count)
+		return -1;
+	for (uint32_t len = 1; len <= m->M; len++)
+		for (uint32_t i = 0; i + len <= m->M; i++) {
+			uint32_t j = i + len, step = (len - 1) / NEST_SPLITS + 1;
+			nc = 0;
+			if (xgrow((void **)&c, nc, &cc, sizeof *c))
+				goto oom;
+			c[nc++] = (struct nest){BOX(m->all, i, j, j), BOX(m->flops, i, j, j), 0, 0, 0};
+			for (uint32_t sp = i + step; sp < j; sp += step) {
+				uint64_t front = BOX(m->all, i, sp, j) - BOX(m->all, i, sp, sp), f1 = BOX(m->flops, i, sp, j);
+				size_t a0 = ns->first[sp * side + j], na = ns->count[sp * side + j];
+				size_t b0 = ns->first[i * side + sp], nb = ns->count[i * side + sp];
+				/* the cheapest pairs: for each way of one side, the cheapest of the other that
+				 * needs no more bytes */
+				for (int side_a = 0; side_a < 2; side_a++) {
+					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0;
+					for (size_t t = 0; t < n1; t++) {
+						const struct nest *x = &ns->pool[(side_a ? a0 : b0) + t];
+						uint64_t mem = side_a ? front + x->mem : x->mem;
+						while (q < n2 && (side_a ? ns->pool[b0 + q].mem : front + ns->pool[a0 + q].mem) <= mem)
+							q++;
+						if (!q)
+							continue;
+						const struct nest *y = &ns->pool[(side_a ? b0 : a0) + q - 1];
+						if (xgrow((void **)&c, nc, &cc, sizeof *c))
+							goto oom;
+						c[nc++] = (struct nest){mem, f1 + x->flops + y->flops, sp,
+									(uint32_t)(side_a ? a0 + t : a0 + q - 1),
+									(uint32_t)(side_a ? b0 + q - 1 : b0 + t)};
+					}
+				}
+			}
+			qsort(c, nc, sizeof *c, by_mem_then_flops);
+			size_t k = 0;
+			for (size_t t = 0; t < nc; t++)
+				if (!k || c[t].flops < c[k - 1].flops)
+					c[k++] = c[t];
+			if (k > NEST_CAP) { /* thinned evenly, both ends kept */
+				for (size_t t = 0; t < NEST_CAP; t++)
+					c[t] = c[t * (k - 1) / (NEST_CAP - 1)];
+				k = NEST_CAP;
+			}
+			ns->first[i * side + j] = (uint32_t)ns->n;
+			ns->count[i * side + j] = (uint32_t)k;
+			for (size_t t = 0; t < k; t++) {
+				if (xgrow((void **)&ns->pool, ns->n, &ns->cap, sizeof *ns->pool))
+					goto oom;
+				ns->pool[ns->n++] = c[t];
+			}
+		}
+	xfree(c);
+	return 0;
+oom:
+	xfree(c);
+	return -1;
+}
+
+/* The way of (i, j] with the fewest FLOPs within `room` bytes; UINT32_MAX if none. */
+static uint32_t nest_fit(const struct nests *ns, const struct gmodel *m, uint32_t i, uint32_t j, uint64_t room)
+{
+	size_t at = (size_t)i * (m->M + 1) + j, lo = 0, hi = ns->count[at];
+	const struct nest *w = ns->pool + ns->first[at];
+	while (lo < hi) { /* the last way whose bytes fit */
+		size_t mid = (lo + hi) / 2;
+		if (w[mid].mem <= room)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? (uint32_t)(ns->first[at] + lo - 1) : UINT32_MAX;
+}
+
+/* The levels of a way of recomputing (i, j]: a split's frontier, read in (s, j], is kept at level
+ * L by the backward pass; both halves nest one level deeper. */
+static void nest_levels(const struct gmodel *m, const struct nests *ns, uint32_t nv, uint32_t i, uint32_t j,
+			uint32_t way, uint32_t L, uint8_t *keep)
+{
+	const struct nest *w = &ns->pool[way];
+	if (!w->split)
+		return;
+	for (uint32_t v = 0; v < nv; v++)
+		if (m->gp[v] > i && m->gp[v] <= w->split && m->gl[v] > w->split && m->gl[v] <= j && keep[v] == RC_DROP)
+			keep[v] = L < RC_INNER ? RC_AT_LEVEL(L) : RC_DROP;
+	nest_levels(m, ns, nv, w->split, j, w->a, L + 1, keep);
+	nest_levels(m, ns, nv, i, w->split, w->b, L + 1, keep);
+}
+
 /* The DP for activation budget A; returns the pool index of the best plan at the last cut, -1 if
  * none fits A, -2 on allocation failure. */
-static int64_t solve(const struct gmodel *m, uint64_t A, struct dp *d)
+static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A, struct dp *d)
 {
 	d->n = 0;
-	if (push(d, (struct entry){0, 0, -1, 0, 0}))
+	if (push(d, (struct entry){0, 0, -1, 0, 0, 0}))
 		return -2;
 	d->first[0] = 0;
 	d->count[0] = 1;
@@ -77,9 +202,11 @@ static int64_t solve(const struct gmodel *m, uint64_t A, struct dp *d)
 			for (size_t t = 0; t < d->count[i]; t++) {
 				size_t ix = d->first[i] + t;
 				uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
-				struct entry en[2] = {{K + keep, C + f, (int64_t)ix, i, 0}, {K + stored, C, (int64_t)ix, i, 1}};
+				uint32_t way = K + keep <= A ? nest_fit(ns, m, i, j, A - K - keep) : UINT32_MAX;
+				struct entry en[2] = {{K + keep, C + (way != UINT32_MAX ? ns->pool[way].flops : f), (int64_t)ix, i, 0, way},
+						      {K + stored, C, (int64_t)ix, i, 1, 0}};
 				for (int o = 0; o < 2; o++) {
-					if (o ? stored == keep + drop || K + stored > A : K + keep + drop > A)
+					if (o ? stored == keep + drop || K + stored > A : way == UINT32_MAX)
 						continue;
 					if (!m->bucketed) {
 						if (push(d, en[o]))
@@ -117,7 +244,8 @@ static int64_t solve(const struct gmodel *m, uint64_t A, struct dp *d)
 }
 
 /* The kept set of a DP answer: per group, the cut that ends its segment and whether it is stored. */
-static int plan_keep(const struct graph *g, const struct gmodel *m, const struct dp *d, int64_t ix, uint8_t *keep)
+static int plan_keep(const struct graph *g, const struct gmodel *m, const struct nests *ns, const struct dp *d,
+		     int64_t ix, uint8_t *keep)
 {
 	uint32_t *end = xcalloc((size_t)m->M + 1, sizeof *end);
 	uint8_t *stored = xcalloc((size_t)m->M + 1, 1);
@@ -126,6 +254,7 @@ static int plan_keep(const struct graph *g, const struct gmodel *m, const struct
 		xfree(stored);
 		return -1;
 	}
+	int64_t ix0 = ix;
 	for (uint32_t j = m->M; ix >= 0 && d->pool[ix].prev >= 0; ix = d->pool[ix].prev) {
 		const struct entry *en = &d->pool[ix];
 		for (uint32_t q = en->from + 1; q <= j; q++) {
@@ -136,6 +265,12 @@ static int plan_keep(const struct graph *g, const struct gmodel *m, const struct
 	}
 	for (uint32_t v = 0; v < g->n_values; v++)
 		keep[v] = m->gp[v] && (stored[m->gp[v]] || m->gl[v] > end[m->gp[v]]);
+	for (uint32_t j = m->M; ix0 >= 0 && d->pool[ix0].prev >= 0; ix0 = d->pool[ix0].prev) {
+		const struct entry *en = &d->pool[ix0];
+		if (!en->stored)
+			nest_levels(m, ns, g->n_values, en->from, j, en->nest, 2, keep);
+		j = en->from;
+	}
 	xfree(end);
 	xfree(stored);
 	return 0;
@@ -301,33 +436,30 @@ static void model_free(struct gmodel *m)
 	xfree(m->flops);
 }
 
-/* The plans weighed: kept sets as bitsets with their exact peak and FLOPs. */
+/* The plans weighed: kept sets (levels included) with their exact peak and FLOPs. */
 struct plans {
 	struct plan {
 		uint64_t peak, flops;
-		uint64_t *bits;
+		uint8_t *keep;
 	} *p;
-	size_t n, cap, words;
+	size_t n, cap;
 };
 
 static int plans_add(struct plans *ps, const uint8_t *keep, uint32_t nv, uint64_t peak, uint64_t flops)
 {
 	if (xgrow((void **)&ps->p, ps->n, &ps->cap, sizeof *ps->p))
 		return -1;
-	uint64_t *b = xcalloc(ps->words ? ps->words : 1, sizeof *b);
-	if (!b)
+	uint8_t *k = xmalloc(nv ? nv : 1);
+	if (!k)
 		return -1;
-	for (uint32_t v = 0; v < nv; v++)
-		if (keep[v])
-			b[v / 64] |= 1ull << (v % 64);
-	ps->p[ps->n++] = (struct plan){peak, flops, b};
+	memcpy(k, keep, nv);
+	ps->p[ps->n++] = (struct plan){peak, flops, k};
 	return 0;
 }
 
 static void plans_get(const struct plans *ps, size_t i, uint8_t *keep, uint32_t nv)
 {
-	for (uint32_t v = 0; v < nv; v++)
-		keep[v] = (uint8_t)(ps->p[i].bits[v / 64] >> (v % 64) & 1);
+	memcpy(keep, ps->p[i].keep, nv);
 }
 
 /* Local search with exact weighing, within an allowance of node-steps simulated. */
@@ -488,10 +620,11 @@ static int weigh_sets(const struct graph *g, struct memmodel *mm, const uint8_t 
 }
 
 /* A DP answer's kept set, weighed and added to the plans. */
-static int weigh_level(const struct graph *g, struct memmodel *mm, const struct gmodel *m, const struct dp *d,
-		       int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps, struct gd_err *e)
+static int weigh_level(const struct graph *g, struct memmodel *mm, const struct gmodel *m, const struct nests *ns,
+		       const struct dp *d, int64_t ix, const uint64_t *nflops, uint8_t *keep, struct plans *ps,
+		       struct gd_err *e)
 {
-	if (plan_keep(g, m, d, ix, keep))
+	if (plan_keep(g, m, ns, d, ix, keep))
 		return err_oom(e);
 	return weigh_sets(g, mm, (const uint8_t *const *)&keep, 1, nflops, ps, e);
 }
@@ -513,7 +646,8 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	uint32_t *cand = xcalloc(nv, sizeof *cand);
 	struct gmodel mod = {0}, *m = &mod;
 	struct dp d = {0};
-	struct plans ps = {.words = (nv + 63) / 64};
+	struct nests ns = {0};
+	struct plans ps = {0};
 	int rc = 0;
 	if (!nflops || !resident || !cand)
 		goto oom;
@@ -530,7 +664,9 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	r->lower_bound = lower_bound(g, mm, resident);
 	if (build_model(mm, nflops, m, F))
 		goto oom;
-	progress_end(t, "auto: model", "%" PRIu32 " cuts", m->M);
+	if (nests_build(m, &ns))
+		goto oom;
+	progress_end(t, "auto: model", "%" PRIu32 " cuts, %zu ways to recompute", m->M, ns.n);
 	t = progress_begin();
 	r->n_cuts = m->M;
 	d.first = xcalloc((size_t)m->M + 1, sizeof *d.first);
@@ -544,7 +680,7 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	if (!large) {
 		uint64_t last_c = UINT64_MAX, last_k = UINT64_MAX;
 		for (double a = (double)top; a >= 1; a *= ratio) {
-			int64_t ix = solve(m, (uint64_t)a, &d);
+			int64_t ix = solve(m, &ns, (uint64_t)a, &d);
 			if (ix == -2)
 				goto oom;
 			if (ix < 0)
@@ -553,7 +689,7 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 				continue; /* the plan of the level above */
 			last_c = d.pool[ix].C;
 			last_k = d.pool[ix].K;
-			if ((rc = weigh_level(g, mm, m, &d, ix, nflops, keep, &ps, e)))
+			if ((rc = weigh_level(g, mm, m, &ns, &d, ix, nflops, keep, &ps, e)))
 				goto out;
 		}
 	} else {
@@ -563,7 +699,7 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 		int64_t lo = 0, hi = LARGE_LEVELS - 1, feasible = -1;
 		while (lo <= hi) {
 			int64_t mid = (lo + hi) / 2;
-			int64_t ix = solve(m, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
+			int64_t ix = solve(m, &ns, (uint64_t)((double)top * pow(ratio, (double)mid)), &d);
 			if (ix == -2)
 				goto oom;
 			if (ix >= 0)
@@ -588,10 +724,10 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 				guesses++;
 			}
 			double level = (double)top * pow(ratio, (double)mid);
-			int64_t ix = solve(m, (uint64_t)level, &d);
+			int64_t ix = solve(m, &ns, (uint64_t)level, &d);
 			if (ix < 0)
 				goto oom; /* the model met a lower level, so only allocation fails here */
-			if ((rc = weigh_level(g, mm, m, &d, ix, nflops, keep, &ps, e)))
+			if ((rc = weigh_level(g, mm, m, &ns, &d, ix, nflops, keep, &ps, e)))
 				goto out;
 			offset = (double)ps.p[ps.n - 1].peak - level;
 			if (ps.p[ps.n - 1].peak <= budget)
@@ -652,7 +788,7 @@ oom:
 	rc = err_oom(e);
 out:
 	for (size_t i = 0; i < ps.n; i++)
-		xfree(ps.p[i].bits);
+		xfree(ps.p[i].keep);
 	xfree(ps.p);
 	xfree(resident);
 	xfree(cand);
@@ -660,5 +796,8 @@ out:
 	xfree(d.first);
 	xfree(d.count);
 	model_free(m);
+	xfree(ns.pool);
+	xfree(ns.first);
+	xfree(ns.count);
 	return rc;
 }

@@ -7,8 +7,11 @@
  * the graph (a U-Net's skip connections, an unrolled RNN's state, a residual stream) it is the
  * several tensors that together do, so multi-tensor cuts come for free. Each group between two
  * cuts is either stored (every activation it makes is kept) or recomputed (only the cut frontier
- * is kept; the rest is recomputed in the backward pass, all at once when backprop reaches the
- * group, at the FLOPs of the nodes that made it).
+ * is kept; the rest is recomputed in the backward pass when backprop reaches the group, at the
+ * FLOPs of the nodes that made it). A recomputed run of groups is rebuilt all at once, or with
+ * checkpoints of the backward pass (levels, recompute.h): up to an inner cut whose frontier is
+ * kept while the groups after it are done the same ways, then the groups before it again; each
+ * run's Pareto set of (bytes, FLOPs) over such nestings is found first (struct nests).
  *
  * A dynamic program over the cuts, in the style of Beaumont et al.'s heterogeneous chains, finds
  * for an activation budget A the plan with the fewest recompute FLOPs whose modelled peak, the

@@ -120,11 +120,11 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 			r->max_recomputes = steps[i].clone;
 		for (uint32_t k = 0; steps[i].clone && k < n->n_out; k++) {
 			const struct value *v = n->out[k];
-			if (!v || !rc_dropped(f, keep, v->id) || keep[v->id] < 2 || keep[v->id] >= RC_INNER || seen[v->id])
+			if (!v || !rc_dropped(f, keep, v->id) || rc_level(keep, v->id) == RC_INNER || seen[v->id])
 				continue;
 			seen[v->id] = 1;
 			char name_at[600];
-			snprintf(name_at, sizeof name_at, "%s@%u", v->name, keep[v->id]);
+			snprintf(name_at, sizeof name_at, "%s@%u", v->name, rc_level(keep, v->id));
 			const char *name = arena_strdup(g->arena, name_at);
 			if (!name) {
 				xfree(pos);
@@ -134,8 +134,8 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 			r->checkpoints[r->n_checkpoints++] = name;
 			r->n_inner++;
 			r->inner_bytes += mm->bytes[v->id];
-			if (keep[v->id] > r->levels)
-				r->levels = keep[v->id];
+			if (rc_level(keep, v->id) > r->levels)
+				r->levels = rc_level(keep, v->id);
 		}
 	}
 	xfree(pos);

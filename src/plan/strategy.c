@@ -47,7 +47,7 @@ static int keep_name(const struct graph *g, const char *name, size_t len, uint8_
 			return err_set(e, GD_EINPUT, "checkpoint '%s': the level after '@' must be 1 to %d", buf,
 				       RC_INNER - 1);
 		*at = 0;
-		level = (uint8_t)l;
+		level = l == 1 ? RC_KEPT : RC_AT_LEVEL(l);
 	}
 	const struct value *v = strmap_get(&g->names, buf);
 	if (!v || !value_is_activation(v))

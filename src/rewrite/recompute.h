@@ -7,8 +7,8 @@
  * The backward readers then read the clones, so the forward originals die in the forward pass.
  * A clone that reads no other clone gets a control dependency on the backward node scheduled just
  * before it, so it cannot run before backprop reaches its segment. Without levels (below) each
- * value is recomputed once and the clone lives until its last backward reader. Clones run the same kernels on the same
- * inputs (a Dropout clone draws the mask of the node it clones), so gradients are bitwise equal.
+ * value is recomputed once and the clone lives until its last backward reader. Clones run the
+ * same kernels on the same inputs (a Dropout clone draws the mask of the node it clones), so gradients are bitwise equal.
  *
  * The schedule is computed apart from the rewrite, so that the planner can weigh a kept set
  * (memsim_schedule) without touching the graph. */
@@ -23,29 +23,30 @@ struct rc_step {
 	uint32_t node, clone;
 };
 
-/* keep[v], per forward value v: RC_KEPT (1) keeps it from the forward pass; RC_DROP (0) and
- * levels 2 .. RC_INNER - 1 drop it. A dropped value is recomputed, from the values available, right
- * before its first backward reader needs it, in passes: each makes the missing values of the
- * lowest level on the way (RC_DROP counts as RC_INNER), with what they need, and keeps those; then
- * the next level's. So a level-2 value is a checkpoint of the backward pass: its segment is
- * recomputed once to reach it, and again, in pieces, for the backward nodes before it (Revolve's
- * nested checkpoints). Without levels one pass keeps all it made, and each value is recomputed
- * once. */
+/* keep[v], per forward value v: odd keeps it from the forward pass (RC_KEPT); even drops it, at
+ * level keep[v] / 2 (2 .. RC_INNER - 1), or with 0 (RC_DROP) at RC_INNER, so flipping bit 0 keeps
+ * or drops a value and leaves its level be. A dropped value is recomputed, from the values
+ * available, right before its first backward reader needs it, in passes: each makes the missing
+ * values of the lowest level on the way, with what they need, and keeps those; then the next
+ * level's. So a level-2 value is a checkpoint of the backward pass: its segment is recomputed once
+ * to reach it, and again, in pieces, for the backward nodes before it (Revolve's nested
+ * checkpoints). Without levels one pass keeps all it made, and each value is recomputed once. */
 #define RC_DROP 0
 #define RC_KEPT 1
-#define RC_INNER 255
+#define RC_INNER 128
+#define RC_AT_LEVEL(k) ((uint8_t)(2 * (k))) /* keep[v] for a dropped value of level k (2 ..) */
 
 /* Value v is a forward value that is neither kept nor resident: backward nodes read its
  * recomputed copy. */
 static inline bool rc_dropped(const struct flat *f, const uint8_t *keep, uint32_t v)
 {
-	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && keep[v] != RC_KEPT;
+	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && !(keep[v] & 1);
 }
 
-/* The level of dropped value v: RC_INNER unless keep[v] names a level of its own (2 ..). */
+/* The level of dropped value v. */
 static inline uint8_t rc_level(const uint8_t *keep, uint32_t v)
 {
-	return keep[v] ? keep[v] : RC_INNER;
+	return keep[v] ? keep[v] / 2 : RC_INNER;
 }
 
 /* The name of p's k-th recompute clone, <node_base_name>_recompute, and from the second on
