@@ -40,7 +40,8 @@ struct entry {
  * all at once, or Revolve-style, making the frontier at a cut s first and keeping it while the
  * backward pass of (s, j] runs (recomputed the same ways), then (i, s] again. Per segment, the
  * Pareto set of (bytes live, FLOPs), in ascending bytes, at most NEST_CAP ways, from splits at
- * most NEST_SPLITS cuts, evenly spaced. */
+ * about NEST_SPLITS cuts, evenly spaced from i + 1, and always at j - 1 (splitting off the last
+ * group, level by level, is how the fewest bytes are reached: one group live at a time). */
 #define NEST_CAP 12
 #define NEST_SPLITS 16
 
@@ -103,7 +104,7 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 			if (xgrow((void **)&c, nc, &cc, sizeof *c))
 				goto oom;
 			c[nc++] = (struct nest){BOX(m->all, i, j, j), BOX(m->flops, i, j, j), 0, 0, 0};
-			for (uint32_t sp = i + step; sp < j; sp += step) {
+			for (uint32_t sp = i + 1; sp < j; sp = sp + step < j || sp == j - 1 ? sp + step : j - 1) {
 				uint64_t front = BOX(m->all, i, sp, j) - BOX(m->all, i, sp, sp), f1 = BOX(m->flops, i, sp, j);
 				size_t a0 = ns->first[sp * side + j], na = ns->count[sp * side + j];
 				size_t b0 = ns->first[i * side + sp], nb = ns->count[i * side + sp];
