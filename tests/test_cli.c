@@ -1628,6 +1628,12 @@ Test(cli, batch_rebinds_a_static_export)
 		  "%s", r.err);
 	cr_expect_eq(lines(r.err), 1, "%s", r.err);
 	run_free(&r);
+	/* an error that is not a node refusing its shapes is not put down to the batch */
+	char *pa[] = {GD_BINARY, "plan", TESTDATA "/idioms/dropout.onnx", "--batch", "8", "--checkpoint", "list:nosuch", NULL};
+	r = run_cmd(pa, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "checkpoint 'nosuch' is not a value") && !strstr(r.err, "--batch"), "%s", r.err);
+	run_free(&r);
 	r = gd("plan", t, "--batch", "4", NULL);
 	cr_expect_eq(r.status, 2, "%s", r.err);
 	cr_expect(strstr(r.err, "--batch is for a model"), "%s", r.err);

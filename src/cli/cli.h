@@ -104,7 +104,8 @@ int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e);
 void cli_file_name(const char *name, char *buf, size_t n);
 /* --batch N (CLI_OPT_BATCH): a size of at least 1 into *n; nonzero after the usage message. */
 int cli_batch(const char *cmd, const char *arg, int64_t *n);
-/* Says, ahead of e's message, that --batch n met a shape the export fixed. */
+/* Says, ahead of e's message, that --batch n met a shape the export fixed, when the error is a node
+ * refusing the shapes it was given (exec_fail); other errors are left as they are. */
 void cli_batch_hint(struct gd_err *e, int64_t n);
 /* --loss-fn mse|cross-entropy into *fn (enum loss_fn); nonzero after the usage message. */
 int cli_loss_fn(const char *cmd, const char *arg, int *fn);

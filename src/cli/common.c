@@ -221,6 +221,8 @@ int cli_batch(const char *cmd, const char *arg, int64_t *n)
 
 void cli_batch_hint(struct gd_err *e, int64_t n)
 {
+	if (!e->at_run || strstr(e->msg, "--batch"))
+		return; /* not a node refusing the shapes it was given */
 	err_prefix(e, "--batch %lld: the export fixed its batch in a shape that does not follow (export it with a "
 		      "dynamic batch axis)", (long long)n);
 }

@@ -475,7 +475,7 @@ static int run(int argc, char **argv, int check)
 	} else if (g && !training &&
 		   ((batch && (rc = graph_rebatch(g, batch, &e))) || (n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) ||
 		    (rc = graph_fold_constants(g, &folded, &e)))) {
-		if (batch && rc == GD_EINPUT && !strstr(e.msg, "--batch"))
+		if (batch && rc == GD_EINPUT)
 			cli_batch_hint(&e, batch);
 		err_print(path, &e);
 	} else if (g && loss_fn >= 0 && (rc = loss_append(g, (enum loss_fn)loss_fn, po.loss, target, &e)))

@@ -281,7 +281,7 @@ int cmd_train(int argc, char **argv)
 		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &rep, &e)) || (rc = diet_note(&so, &rep)) ||
 		    (rc = checkpoint(g, &ckpt, ao.loss, explain, &e)) || (rc = ctrl_encode(g, ctrl, &n_data, &e)) ||
 		    (rc = model_save(g, out, to, &save, &e))) {
-			if (batch && rc == GD_EINPUT && !strstr(e.msg, "--batch"))
+			if (batch && rc == GD_EINPUT)
 				cli_batch_hint(&e, batch);
 			err_print(argv[optind], &e);
 		}

@@ -150,8 +150,10 @@ int exec_fail(struct exec *x, const char *fmt, ...)
 	char d[300];
 	va_list ap;
 	va_start(ap, fmt);
+	int first = !x->e->code;
 	int rc = err_vat(x->e, x->cur ? node_desc(x->cur, d, sizeof d) : NULL, fmt, ap);
 	va_end(ap);
+	x->e->at_run |= first;
 	return rc;
 }
 

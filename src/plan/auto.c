@@ -104,7 +104,8 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 			if (xgrow((void **)&c, nc, &cc, sizeof *c))
 				goto oom;
 			c[nc++] = (struct nest){BOX(m->all, i, j, j), BOX(m->flops, i, j, j), 0, 0, 0};
-			for (uint32_t sp = i + 1; sp < j; sp = sp + step < j || sp == j - 1 ? sp + step : j - 1) {
+			for (uint32_t sp = i + 1; sp < j; sp = sp + step < j || sp + 1 == j ? sp + step : j - 1) {
+				/* every step-th cut, then j - 1 */
 				uint64_t front = BOX(m->all, i, sp, j) - BOX(m->all, i, sp, sp), f1 = BOX(m->flops, i, sp, j);
 				size_t a0 = ns->first[sp * side + j], na = ns->count[sp * side + j];
 				size_t b0 = ns->first[i * side + sp], nb = ns->count[i * side + sp];
@@ -112,6 +113,7 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 				 * needs no more bytes */
 				for (int side_a = 0; side_a < 2; side_a++) {
 					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0;
+					uint64_t least = UINT64_MAX; /* a run in ascending bytes: only falling FLOPs count */
 					for (size_t t = 0; t < n1; t++) {
 						const struct nest *x = &ns->pool[(side_a ? a0 : b0) + t];
 						uint64_t mem = side_a ? front + x->mem : x->mem;
@@ -120,6 +122,9 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 						if (!q)
 							continue;
 						const struct nest *y = &ns->pool[(side_a ? b0 : a0) + q - 1];
+						if (f1 + x->flops + y->flops >= least)
+							continue;
+						least = f1 + x->flops + y->flops;
 						if (xgrow((void **)&c, nc, &cc, sizeof *c))
 							goto oom;
 						c[nc++] = (struct nest){mem, f1 + x->flops + y->flops, sp,
@@ -158,6 +163,8 @@ static uint32_t nest_fit(const struct nests *ns, const struct gmodel *m, uint32_
 {
 	size_t at = (size_t)i * (m->M + 1) + j, lo = 0, hi = ns->count[at];
 	const struct nest *w = ns->pool + ns->first[at];
+	if (w[hi - 1].mem <= room) /* the cheapest, all at once, mostly fits */
+		return (uint32_t)(ns->first[at] + hi - 1);
 	while (lo < hi) { /* the last way whose bytes fit */
 		size_t mid = (lo + hi) / 2;
 		if (w[mid].mem <= room)
@@ -199,12 +206,13 @@ static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A,
 			bucket[b].prev = -1;
 		for (uint32_t i = 0; i < j; i++) {
 			uint64_t drop = BOX(m->all, i, j, j), all = BOX(m->all, i, j, m->M);
-			uint64_t keep = all - drop, stored = all - BOX(m->nonbwd, i, j, j), f = BOX(m->flops, i, j, j);
+			uint64_t keep = all - drop, stored = all - BOX(m->nonbwd, i, j, j);
 			for (size_t t = 0; t < d->count[i]; t++) {
 				size_t ix = d->first[i] + t;
 				uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
 				uint32_t way = K + keep <= A ? nest_fit(ns, m, i, j, A - K - keep) : UINT32_MAX;
-				struct entry en[2] = {{K + keep, C + (way != UINT32_MAX ? ns->pool[way].flops : f), (int64_t)ix, i, 0, way},
+				/* recomputed (the way that fits, if one does), or stored */
+				struct entry en[2] = {{K + keep, C + (way != UINT32_MAX ? ns->pool[way].flops : 0), (int64_t)ix, i, 0, way},
 						      {K + stored, C, (int64_t)ix, i, 1, 0}};
 				for (int o = 0; o < 2; o++) {
 					if (o ? stored == keep + drop || K + stored > A : way == UINT32_MAX)

@@ -18,6 +18,7 @@ enum gd_status {
 
 struct gd_err {
 	int code;
+	int at_run; /* the error is a node's refusal of its inputs while running (exec_fail) */
 	char msg[1024];
 };
 

@@ -137,7 +137,7 @@ def main():
             ours = a["recompute_flops"] if a["fits"] else None
             ratio = "—" if dp is None or ours is None else ("1.000" if dp == ours else f"{ours / dp:.3f}" if dp else "inf")
             print(f"| {n} | {label} ({b / 1e6:.1f} MB) | {a['peak_bytes_after'] / 1e6:.2f} MB{'' if a['fits'] else ' (no plan fits)'} | "
-                  f"{ours if ours is not None else '—'} | {dpk / 1e6 if dpk else 0:.2f} MB{'' if fit else ' (none fits)'} | "
+                  f"{ours if ours is not None else '—'} | {f'{dpk / 1e6:.2f} MB' if fit else '— (none fits)'} | "
                   f"{dp if dp is not None else '—'} | {ratio} |")
         a = plan(gd, model, ["--checkpoint", "auto", "--budget", "1"])
         print(f"| {n} | lowest peak | {a['peak_bytes_after'] / 1e6:.2f} MB ({a['peak_bytes_after'] / none['peak_bytes_before']:.1%} of none) | "
