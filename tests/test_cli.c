@@ -555,6 +555,47 @@ Test(cli, diet_variables_train)
 	expect_exit(bad2, 2, "round=up");
 }
 
+/* Diet updates read their gradients' narrowest form: on the transformer with --precision fp16,
+ * the token and position embeddings are updated from the gathered rows' gradients and the
+ * indices (no ScatterND makes a dense table gradient), and no float32 Cast of a 16-bit gradient
+ * feeds an update; 30 steps still more than halve the loss, and plan counts fewer gradient bytes
+ * than without fp16 (the narrowed forms are what the graph holds). */
+Test(cli, diet_reads_embedding_rows_and_16_bit_gradients)
+{
+	char d[512];
+	snprintf(d, sizeof d, "%s/diet_narrow", tmpdir());
+	char *extra[] = {"--diet:lr=0.01,schedule=none,warmup=1", "--precision", "fp16"};
+	train_and_step("transformer", d, 30, extra, 3);
+	python_ok("import sys, json, onnx\n"
+		  "d = sys.argv[1]\n"
+		  "s = json.load(open(d + '/steps.json'))['steps']\n"
+		  "assert len(s) == 30 and s[-1]['loss'] < 0.5 * s[0]['loss'], (s[0], s[-1])\n"
+		  "m = onnx.load(d + '/step.onnx')\n"
+		  "made = {o: n for n in m.graph.node for o in n.output}\n"
+		  "ups = {n.input[0]: n for n in m.graph.node if n.op_type == 'DietAdam'}\n"
+		  "assert not [n.name for n in m.graph.node if n.op_type == 'ScatterND'], 'a dense embedding gradient'\n"
+		  "for e in ('tok.weight', 'pos.weight'):\n"
+		  "    u = ups[e]\n"
+		  "    assert len(u.input) == 7 and made[u.input[6]].op_type == 'Unsqueeze', u\n"
+		  "for q, u in ups.items():\n"
+		  "    g = made.get(u.input[1])\n"
+		  "    assert g is not None and g.op_type != 'Cast', (q, g)\n"
+		  "assert made[ups['head.weight'].input[1]].op_type == 'Gemm', ups['head.weight']\n",
+		  d, "narrow diet gradients");
+	char in[512];
+	model_path(in, sizeof in, "transformer");
+	char *p32[] = {GD_BINARY, "plan", in, "--diet", "--format", "json", NULL};
+	char *p16[] = {GD_BINARY, "plan", in, "--diet", "--precision", "fp16", "--format", "json", NULL};
+	struct run_result a = run_cmd(p32, NULL, 0), b = run_cmd(p16, NULL, 0);
+	cr_assert(a.status == 0 && b.status == 0, "%s%s", a.err, b.err);
+	const char *ka = strstr(a.out, "\"peak_param_gradient_bytes\""), *kb = strstr(b.out, "\"peak_param_gradient_bytes\"");
+	cr_assert(ka && kb);
+	long ga = strtol(strchr(ka, ':') + 1, NULL, 10), gb = strtol(strchr(kb, ':') + 1, NULL, 10);
+	cr_expect(gb > 0 && gb < ga, "fp16 holds %ld gradient bytes, float32 %ld", gb, ga);
+	run_free(&a);
+	run_free(&b);
+}
+
 /* plan's bytes per parameter on the transformer, counted by hand from its parameters' shapes:
  * float32 Adam holds 4 + 8 bytes per parameter and all the gradients at once (so at least 16),
  * SGD 4 + 4; diet variables hold INT16 for the 2-D parameters (float32 for the others), the

@@ -2,11 +2,16 @@
  * value = q x scale, and the DietAdam update op (graphdiet domain), which the training step
  * (rewrite/step.h) places right after a parameter's gradient is complete.
  *
- * DietAdam(q, g, t, m, v1[, v2]) -> (q', m', v1'[, v2'])
- *   q   INT16, the parameter (any shape); g its gradient (float, q's shape); t INT64 scalar, the
- *       step number counting from 1; m the momentum slot (float, q's shape; an absent input and
- *       output when beta1 = 0); v1, v2 the second moment: for a 2-D q of R x C, v1 = vr (R) and
- *       v2 = vc (C), factored; otherwise v1 = v (q's shape) and no v2.
+ * DietAdam(q, g, t, m, v1[, v2[, idx]]) -> (q', m', v1'[, v2'])
+ *   q   INT16, the parameter (any shape); g its gradient (float32, float64, float16 or bfloat16
+ *       of q's shape, read at float32 precision); t INT64 scalar, the step number counting from 1;
+ *       m the momentum slot (float, q's shape; an absent input and output when beta1 = 0); v1, v2
+ *       the second moment: for a 2-D q of R x C, v1 = vr (R) and v2 = vc (C), factored; otherwise
+ *       v1 = v (q's shape) and no v2.
+ *   idx (2-D q only) makes g row updates: g is (..., C) and idx (..., 1) INT64 or INT32 row numbers
+ *       (negative ones count from the end), and the gradient is ScatterND(zeros, idx, g,
+ *       reduction=add), summed as that sums it (in g's dtype, in index order), without the R x C
+ *       matrix being made: the update of an embedding, whose gradient touches a few rows.
  *   attributes (defaults below): beta1, beta2, epsilon, lr, schedule ("noam" or "none"), warmup,
  *       scale, round ("stochastic" or "nearest").
  * The update, in float64:

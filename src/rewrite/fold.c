@@ -203,22 +203,36 @@ static void read_from_inside(const struct graph *g, const struct graph *sg, uint
 /* Drops the nodes nothing reads, in one pass from the last: g is sorted (a node after its inputs'
  * producers and its control inputs), so every reader of a node's outputs has been judged when the
  * node is. A node stays if it makes a graph output, is random (its draws are part of the run), or a
- * node that stays reads one of its outputs (in a subgraph too) or waits on it. */
-static int sweep(struct graph *g, struct gd_err *e)
+ * node that stays reads one of its outputs (in a subgraph too) or waits on it. With `only` (one
+ * flag per node), only the flagged nodes and those whose every reader went are dropped: a node
+ * nothing read before stays. */
+static int sweep(struct graph *g, const uint8_t *only, struct gd_err *e)
 {
 	uint8_t *read = xcalloc(g->n_values ? g->n_values : 1, 1), *waited = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
-	if (!read || !waited) {
+	uint8_t *was = only ? xcalloc(g->n_values ? g->n_values : 1, 1) : NULL;
+	if (!read || !waited || (only && !was)) {
 		xfree(read);
 		xfree(waited);
+		xfree(was);
 		return err_oom(e);
 	}
-	for (uint32_t i = 0; i < g->n_nodes; i++)
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		g->nodes[i]->index = i;
+		for (uint32_t k = 0; was && k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k])
+				was[g->nodes[i]->in[k]->id] = 1;
+		if (was)
+			read_by_subgraphs(g, g->nodes[i], was);
+	}
 	for (uint32_t i = g->n_nodes; i-- > 0;) {
 		struct node *n = g->nodes[i];
-		int keep = waited[i] || (op_table[n->op].flags & OPF_RANDOM);
-		for (uint32_t j = 0; j < n->n_out && !keep; j++)
+		int keep = waited[i] || (op_table[n->op].flags & OPF_RANDOM), before = 0;
+		for (uint32_t j = 0; j < n->n_out && !keep; j++) {
 			keep = n->out[j] && (read[n->out[j]->id] || (n->out[j]->flags & VALUE_OUTPUT));
+			before |= n->out[j] && was && was[n->out[j]->id];
+		}
+		if (only && !only[i] && !before)
+			keep = 1;
 		if (!keep) {
 			for (uint32_t j = 0; j < n->n_out; j++)
 				if (n->out[j])
@@ -245,7 +259,23 @@ static int sweep(struct graph *g, struct gd_err *e)
 	g->n_nodes = k;
 	xfree(read);
 	xfree(waited);
+	xfree(was);
 	return 0;
+}
+
+int graph_drop_unread(struct graph *g, struct node *const *nodes, uint32_t n, struct gd_err *e)
+{
+	uint8_t *only = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	if (!only)
+		return err_oom(e);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		g->nodes[i]->index = i;
+	for (uint32_t i = 0; i < n; i++)
+		if (nodes[i]->index < g->n_nodes && g->nodes[nodes[i]->index] == nodes[i])
+			only[nodes[i]->index] = 1;
+	int rc = sweep(g, only, e);
+	xfree(only);
+	return rc;
 }
 
 int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
@@ -265,7 +295,7 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 	if (rc)
 		rc = fold(g, e);
 	if (!rc)
-		rc = sweep(g, e);
+		rc = sweep(g, NULL, e);
 	/* values left without producer or use disappear from the listings by name only: drop their
 	 * value_info entries so the writers do not describe them */
 	uint32_t k = 0;

@@ -21,6 +21,11 @@ int graph_rebatch(struct graph *g, int64_t n, struct gd_err *e);
  * symbolic dimensions is left as it is. Returns the number of nodes removed in *removed. */
 int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e);
 
+/* Drops nodes[] where nothing reads their outputs, waits on them or needs them (graph outputs,
+ * random nodes), and then the nodes only dropped ones read (nodes nothing read before stay). g is
+ * sorted. */
+int graph_drop_unread(struct graph *g, struct node *const *nodes, uint32_t n, struct gd_err *e);
+
 /* Makes node n a Constant holding t's data (n keeps its name and outputs). */
 int node_make_constant(struct graph *g, const struct rtensor *t, struct node *n, struct gd_err *e);
 

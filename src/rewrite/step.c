@@ -9,6 +9,7 @@
 #include "../autodiff/ad.h"
 #include "../io/tensor.h"
 #include "../ops/diet.h"
+#include "../ops/kernel.h"
 #include "../ops/ops.h"
 #include "../util/join.h"
 #include "../util/xalloc.h"
@@ -643,10 +644,52 @@ static struct attr sattr(const char *name, const char *v)
 	return (struct attr){.name = name, .type = ATTR_STRING, .has_type = true, .s = {(const uint8_t *)v, strlen(v)}};
 }
 
-/* DietAdam(q, grad, step, m, v1[, v2]) with its state made and bound (Where(found, old, new) when a
+/* ---- what a diet update reads ---- */
+
+static int all_zero(const struct node *n)
+{
+	const struct attr *v = node_attr(n, "value");
+	if (!v)
+		return 1; /* ConstantOfShape's default: a float 0 */
+	if (v->type != ATTR_TENSOR || !v->t || v->t->src != TSRC_BYTES || !v->t->bytes.n)
+		return 0;
+	for (size_t i = 0; i < v->t->bytes.n; i++)
+		if (v->t->bytes.p[i])
+			return 0;
+	return 1;
+}
+
+/* What parameter p's diet update reads in place of its gradient grad, which nothing else reads
+ * (an inline update): a 16-bit gradient rather than its Cast to float32 (DietAdam reads the
+ * gradient at float32 precision, so the widening is exact), and for Gather's gradient,
+ * ScatterND(zeros, Unsqueeze(indices), rows, reduction=add), the rows, with *idx set to the
+ * indices: a row-sparse update, and no dense gradient made. The nodes passed over are put in
+ * gone[*n_gone] (room for two per parameter). */
+static struct value *diet_narrow(struct value *grad, const struct value *p, struct value **idx, struct node **gone,
+				 uint32_t *n_gone)
+{
+	struct node *c = grad->producer;
+	*idx = NULL;
+	if (c && c->op == OP_CAST && (c->tags & TAG_BACKWARD) && c->n_in == 1 && c->in[0] &&
+	    attr_int(c, "to", 0) == DT_FLOAT) {
+		gone[(*n_gone)++] = c;
+		grad = c->in[0];
+	}
+	struct node *s = grad->producer;
+	const struct node *z = s && s->op == OP_SCATTER_ND && s->n_in == 3 ? s->in[0]->producer : NULL;
+	const struct node *u = z ? s->in[1]->producer : NULL;
+	if (!u || !(s->tags & TAG_BACKWARD) || !attr_str_is(s, "reduction", "add", 0) || p->init->ndim != 2 ||
+	    z->op != OP_CONSTANT_OF_SHAPE || !all_zero(z) || u->op != OP_UNSQUEEZE || !(u->tags & TAG_BACKWARD))
+		return grad;
+	gone[(*n_gone)++] = s;
+	*idx = s->in[1];
+	return s->in[2];
+}
+
+/* DietAdam(q, grad, step, m, v1, v2[, idx]) with its state made and bound (Where(found, old, new) when a
  * finite check may skip the step). Returns the node. */
 static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, struct value *grad,
-			      struct value *step, struct value *found)
+			      struct value *idx, struct value *step, struct value *found)
 {
 	struct graph *g = s->g;
 	const struct tensor *t = q->init;
@@ -664,7 +707,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 		st[2] = state(s, sn, DT_FLOAT, 1, t->dims + 1, 0);
 	}
 	struct node *n = graph_add_node(g, s->e);
-	uint32_t n_in = factored ? 6 : 5, n_out = factored ? 4 : 3;
+	uint32_t n_in = idx ? 7 : factored ? 6 : 5, n_out = factored ? 4 : 3;
 	struct value **io = n ? arena_array(g->arena, n_in + n_out, sizeof *io) : NULL;
 	struct attr *a = io ? arena_array(g->arena, 8, sizeof *a) : NULL;
 	JOIN(sn, sizeof sn, q->name, "_diet_adam");
@@ -680,7 +723,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 	n->out = io + n_in;
 	n->n_in = n_in;
 	n->n_out = n_out;
-	struct value *ins[6] = {q, grad, step, st[0], st[1], st[2]};
+	struct value *ins[7] = {q, grad, step, st[0], st[1], st[2], idx};
 	memcpy(n->in, ins, n_in * sizeof *ins);
 	for (uint32_t k = 0; k < n_out; k++) {
 		struct value *old = k ? st[k - 1] : q;
@@ -745,7 +788,7 @@ static const struct node *complete(const struct value *g)
 /* The storage and update of each diet parameter (pg[i] with diet[i]). Inline (found NULL and no
  * clipping): each update waits only for its gradient, and the next backward node waits for it. */
 static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, const uint8_t *diet, uint32_t n,
-		      struct value *found, int inline_, uint32_t n_old)
+		      struct value *found, int inline_, uint32_t n_old, struct node **gone, uint32_t *n_gone)
 {
 	struct value *step = state(s, "diet_step", DT_INT64, 0, NULL, 0);
 	struct value *step1 = op(s, "Add", "diet_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
@@ -754,9 +797,14 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
 		if (!diet[i])
 			continue;
-		const struct node *made = complete(pg[i].g);
+		struct value *grad = pg[i].g, *idx = NULL;
+		if (inline_)
+			grad = diet_narrow(grad, pg[i].p, &idx, gone, n_gone);
+		const struct node *made = complete(grad);
+		if (idx && idx->producer && (!made || idx->producer->index > made->index))
+			made = idx->producer;
 		struct value *q = diet_store(s, d, pg[i].p);
-		struct node *u = q ? diet_adam(s, d, q, pg[i].g, step1, found) : NULL;
+		struct node *u = q ? diet_adam(s, d, q, grad, idx, step1, found) : NULL;
 		if (!u || (inline_ && wait_for(s, made, u, n_old)))
 			return sb_fail(s);
 	}
@@ -835,6 +883,8 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		return 0;
 	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD};
 	uint8_t *diet = NULL;
+	struct node **gone = NULL; /* what diet updates no longer need (diet_narrow) */
+	uint32_t n_gone = 0;
 	/* the gradients autodiff made: outputs <param>_grad */
 	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
 	uint32_t n = 0;
@@ -926,7 +976,8 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	uint32_t nr = 0;
 	for (uint32_t i = 0; i < n; i++)
 		nr += !diet[i];
-	if (nr < n && (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old)))
+	if (nr < n && (!(gone = xmalloc(sizeof *gone * 2 * n)) ? (rc = err_oom(e)) :
+		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old, gone, &n_gone))))
 		goto out;
 	for (uint32_t i = 0, k = 0; i < n; i++)
 		if (!diet[i])
@@ -944,10 +995,12 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	if ((rc = bind_running_stats(&s, n_old)))
 		goto out;
 	rc = e->code ? e->code : commit(&s);
-	/* diet storage's dequantization is forward, and its updates wait in the backward pass */
+	/* diet storage's dequantization is forward, and its updates wait in the backward pass; the
+	 * gradients they read in narrower form are not made */
 	if (!rc && o->diet.on)
-		rc = graph_toposort(g, e) || diet_recompute(g, e) ? e->code : 0;
+		rc = graph_toposort(g, e) || graph_drop_unread(g, gone, n_gone, e) || diet_recompute(g, e) ? e->code : 0;
 out:
+	xfree(gone);
 	xfree(pg);
 	xfree(diet);
 	sb_free(&s);

@@ -5,8 +5,9 @@
 # a 29M-parameter GPT-style transformer (gen_big.py with a 4096-token vocabulary, 8 blocks, d = 512,
 # batch 2 x 64), beside the floor computed here from the parameters' shapes alone: 2 bytes per INT16
 # element (4 per float32 one left off the diet, not counting its gradient output), 4 (R + C) per
-# R x C slot pair (4 per element for a full v), the step counter, and one whole float32 gradient of
-# the largest parameter: the least any update that reads a whole gradient can hold.
+# R x C slot pair (4 per element for a full v), the step counter, and one whole gradient of the
+# largest parameter other than an embedding (one only Gather reads, updated by rows), 4 bytes per
+# element, or 2 with --precision fp16: the least any update that reads a whole gradient can hold.
 #
 #     bash tests/bench/run_diet.sh [BUILD]
 set -euo pipefail
@@ -16,17 +17,20 @@ here=$(dirname "$0")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 /usr/bin/python3 "$here/gen_big.py" "$dir/gpt29m.onnx" 4096 2> >(grep -v Warning >&2)
-floor() { # model, all: every parameter on a diet (else the 2-D ones)
-  /usr/bin/python3 - "$1" "$2" <<'PY'
+floor() { # model, all: every parameter on a diet (else the 2-D ones), gradient bytes per element
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
 import sys, onnx, numpy as np
 m = onnx.load(sys.argv[1], load_external_data=False)
 s = [list(i.dims) for i in m.graph.initializer]
+readers = {i.name: [n for n in m.graph.node if i.name in n.input] for i in m.graph.initializer}
+embedding = [all(n.op_type == "Gather" and n.input[0] == i.name and not any(a.name == "axis" and a.i for a in n.attribute)
+                 for n in readers[i.name]) and readers[i.name] for i in m.graph.initializer]
 n = sum(int(np.prod(d)) for d in s)
 diet = [d for d in s if sys.argv[2] == "all" or len(d) == 2]
 rest = [d for d in s if not (sys.argv[2] == "all" or len(d) == 2)]
 b = sum(2 * int(np.prod(d)) + (4 * (d[0] + d[1]) if len(d) == 2 else 4 * int(np.prod(d))) for d in diet)
 b += sum(4 * int(np.prod(d)) for d in rest)  # float32 (its gradient output not counted)
-b += 4 * max(int(np.prod(d)) for d in s) + 8
+b += int(sys.argv[3]) * max(int(np.prod(d)) for d, e in zip(s, embedding) if not e) + 8
 print(f"{b / n:.2f}")
 PY
 }
@@ -51,7 +55,7 @@ for m in testdata/transformer.onnx "$dir/gpt29m.onnx"; do
   row "$name, float32 Adam (16 expected)" "$m" - --optimizer adam
   row "$name, SGD" "$m" - --optimizer sgd
   row "$name, SGD momentum" "$m" - --optimizer sgd:momentum=0.9
-  row "$name, --diet (2-D)" "$m" "$(floor "$m" 2d)" --diet
-  row "$name, --diet-params '*'" "$m" "$(floor "$m" all)" --diet-params '*'
-  row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d)" --diet --precision fp16
+  row "$name, --diet (2-D)" "$m" "$(floor "$m" 2d 4)" --diet
+  row "$name, --diet-params '*'" "$m" "$(floor "$m" all 4)" --diet-params '*'
+  row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d 2)" --diet --precision fp16
 done
