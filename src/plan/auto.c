@@ -30,6 +30,7 @@ struct gmodel {
 
 struct entry {
 	uint64_t K, C;   /* kept bytes so far, recompute FLOPs so far */
+	uint64_t R;      /* the least budget the plan so far fits: with a recompute's bytes live */
 	int64_t prev;    /* pool index, -1 at the start */
 	uint32_t from;   /* the previous cut */
 	uint32_t stored; /* the group (from, this cut] keeps everything */
@@ -60,6 +61,8 @@ struct nests {
 struct dp {
 	struct entry *pool;
 	size_t n, cap;
+	void *tmp; /* pareto_merge's */
+	size_t cap_tmp;
 	size_t *first, *count; /* per cut: its Pareto set in the pool */
 };
 
@@ -71,20 +74,36 @@ static int push(struct dp *d, struct entry en)
 	return 0;
 }
 
-static int by_k_then_c(const void *a, const void *b)
+/* Merges two Pareto sets of `size`-byte elements that begin with their two costs (uint64_t: bytes,
+ * then FLOPs), each in ascending bytes and strictly falling FLOPs: a[start, run) and a[run, *n),
+ * into one at start, through tmp (*cap elements, grown); on a tie the first set's element stays.
+ * -1 when out of memory. */
+static inline int pareto_merge(void *a, size_t size, size_t start, size_t run, size_t *n, void **tmp, size_t *cap)
 {
-	const struct entry *x = a, *y = b;
-	if (x->K != y->K)
-		return x->K < y->K ? -1 : 1;
-	return x->C < y->C ? -1 : x->C > y->C;
-}
-
-static int by_mem_then_flops(const void *a, const void *b)
-{
-	const struct nest *x = a, *y = b;
-	if (x->mem != y->mem)
-		return x->mem < y->mem ? -1 : 1;
-	return x->flops < y->flops ? -1 : x->flops > y->flops;
+	if (start == run || run == *n)
+		return 0;
+	while (*cap < *n - start)
+		if (xgrow(tmp, *cap, cap, size))
+			return -1;
+	uint8_t *p = a, *out = *tmp;
+	size_t x = start, y = run, k = 0;
+	uint64_t last = 0;
+	while (x < run || y < *n) {
+		const uint64_t *u = x < run ? (const uint64_t *)(p + x * size) : NULL;
+		const uint64_t *v = y < *n ? (const uint64_t *)(p + y * size) : NULL;
+		const uint64_t *e = !v || (u && (u[0] < v[0] || (u[0] == v[0] && u[1] <= v[1]))) ? u : v;
+		if (e == u)
+			x++;
+		else
+			y++;
+		if (!k || e[1] < last) {
+			memcpy(out + k++ * size, e, size);
+			last = e[1];
+		}
+	}
+	memcpy(p + start * size, out, k * size);
+	*n = start + k;
+	return 0;
 }
 
 /* The ways of every segment, shortest first: O(M^2 NEST_SPLITS NEST_CAP). */
@@ -92,7 +111,8 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 {
 	size_t side = (size_t)m->M + 1;
 	struct nest *c = NULL;
-	size_t nc = 0, cc = 0;
+	void *tmp = NULL;
+	size_t nc = 0, cc = 0, ctmp = 0;
 	ns->first = xcalloc(side * side, sizeof *ns->first);
 	ns->count = xcalloc(side * side, sizeof *ns->count);
 	if (!ns->first || !ns->count)
@@ -112,7 +132,7 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 				/* the cheapest pairs: for each way of one side, the cheapest of the other that
 				 * needs no more bytes */
 				for (int side_a = 0; side_a < 2; side_a++) {
-					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0;
+					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0, run = nc;
 					uint64_t least = UINT64_MAX; /* a run in ascending bytes: only falling FLOPs count */
 					for (size_t t = 0; t < n1; t++) {
 						const struct nest *x = &ns->pool[(side_a ? a0 : b0) + t];
@@ -131,13 +151,12 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 									(uint32_t)(side_a ? a0 + t : a0 + q - 1),
 									(uint32_t)(side_a ? b0 + q - 1 : b0 + t)};
 					}
+					/* a run in ascending bytes and falling FLOPs: merged into the set so far */
+					if (pareto_merge(c, sizeof *c, 0, run, &nc, &tmp, &ctmp))
+						goto oom;
 				}
 			}
-			qsort(c, nc, sizeof *c, by_mem_then_flops);
-			size_t k = 0;
-			for (size_t t = 0; t < nc; t++)
-				if (!k || c[t].flops < c[k - 1].flops)
-					c[k++] = c[t];
+			size_t k = nc;
 			if (k > NEST_CAP) { /* thinned evenly, both ends kept */
 				for (size_t t = 0; t < NEST_CAP; t++)
 					c[t] = c[t * (k - 1) / (NEST_CAP - 1)];
@@ -152,9 +171,11 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 			}
 		}
 	xfree(c);
+	xfree(tmp);
 	return 0;
 oom:
 	xfree(c);
+	xfree(tmp);
 	return -1;
 }
 
@@ -195,7 +216,7 @@ static void nest_levels(const struct gmodel *m, const struct nests *ns, uint32_t
 static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A, struct dp *d)
 {
 	d->n = 0;
-	if (push(d, (struct entry){0, 0, -1, 0, 0, 0}))
+	if (push(d, (struct entry){0, 0, 0, -1, 0, 0, 0}))
 		return -2;
 	d->first[0] = 0;
 	d->count[0] = 1;
@@ -207,26 +228,34 @@ static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A,
 		for (uint32_t i = 0; i < j; i++) {
 			uint64_t drop = BOX(m->all, i, j, j), all = BOX(m->all, i, j, m->M);
 			uint64_t keep = all - drop, stored = all - BOX(m->nonbwd, i, j, j);
-			for (size_t t = 0; t < d->count[i]; t++) {
-				size_t ix = d->first[i] + t;
-				uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
-				uint32_t way = K + keep <= A ? nest_fit(ns, m, i, j, A - K - keep) : UINT32_MAX;
-				/* recomputed (the way that fits, if one does), or stored */
-				struct entry en[2] = {{K + keep, C + (way != UINT32_MAX ? ns->pool[way].flops : 0), (int64_t)ix, i, 0, way},
-						      {K + stored, C, (int64_t)ix, i, 1, 0}};
-				for (int o = 0; o < 2; o++) {
-					if (o ? stored == keep + drop || K + stored > A : way == UINT32_MAX)
+			/* recomputed (the way that fits, if one does), or stored: each a run in ascending kept
+			 * bytes, as i's set is */
+			for (int o = 0; o < 2 - (stored == keep + drop); o++) {
+				size_t run = d->n;
+				for (size_t t = 0; t < d->count[i]; t++) {
+					size_t ix = d->first[i] + t;
+					uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
+					if (K + (o ? stored : keep) > A)
+						break; /* and so do the rest: i's set ascends in kept bytes */
+					uint32_t way = o ? 0 : nest_fit(ns, m, i, j, A - K - keep);
+					if (way == UINT32_MAX)
 						continue;
-					if (!m->bucketed) {
-						if (push(d, en[o]))
+					uint64_t R = o ? K + stored : K + keep + ns->pool[way].mem;
+					R = R > d->pool[ix].R ? R : d->pool[ix].R;
+					struct entry en = o ? (struct entry){K + stored, C, R, (int64_t)ix, i, 1, 0}
+							    : (struct entry){K + keep, C + ns->pool[way].flops, R, (int64_t)ix, i, 0, way};
+					if (!m->bucketed) { /* what the run holds already with fewer bytes and FLOPs goes */
+						if ((d->n == run || en.C < d->pool[d->n - 1].C) && push(d, en))
 							return -2;
 						continue;
 					}
-					/* larger graphs: the fewest FLOPs per band of kept bytes, no sort */
-					struct entry *b = &bucket[(size_t)((double)en[o].K / ((double)A + 1) * BUCKETS)];
-					if (b->prev < 0 || en[o].C < b->C || (en[o].C == b->C && en[o].K < b->K))
-						*b = en[o];
+					/* larger graphs: the fewest FLOPs per band of kept bytes */
+					struct entry *b = &bucket[(size_t)((double)en.K / ((double)A + 1) * BUCKETS)];
+					if (b->prev < 0 || en.C < b->C || (en.C == b->C && en.K < b->K))
+						*b = en;
 				}
+				if (!m->bucketed && pareto_merge(d->pool, sizeof *d->pool, start, run, &d->n, &d->tmp, &d->cap_tmp))
+					return -2;
 			}
 		}
 		for (uint32_t b = 0; m->bucketed && b < BUCKETS; b++)
@@ -235,8 +264,6 @@ static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A,
 		/* the Pareto set: ascending kept bytes, strictly falling FLOPs */
 		struct entry *c = d->pool + start;
 		size_t n = d->n - start, k = 0;
-		if (!m->bucketed)
-			qsort(c, n, sizeof *c, by_k_then_c);
 		for (size_t t = 0; t < n; t++)
 			if (!k || c[t].C < c[k - 1].C)
 				c[k++] = c[t];
@@ -471,7 +498,10 @@ static void plans_get(const struct plans *ps, size_t i, uint8_t *keep, uint32_t 
 	memcpy(keep, ps->p[i].keep, nv);
 }
 
-/* Local search with exact weighing, within an allowance of node-steps simulated. */
+/* Local search with exact weighing, within an allowance of node-steps simulated. Pairs of flips
+ * are of candidates at most PAIR_SPAN apart (in value order, about the schedule's): moving a
+ * checkpoint to a neighbour, rather than every pair. */
+#define PAIR_SPAN 4
 struct search {
 	const struct graph *g;
 	struct memmodel *m;
@@ -513,7 +543,7 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 		uint32_t second = UINT32_MAX; /* no single flip helps: pairs, on small graphs */
 		for (uint32_t c = 0; best == UINT32_MAX && s->n_cand <= AUTO_EXACT_NODES && c < s->n_cand; c++) {
 			keep[s->cand[c]] ^= 1;
-			for (uint32_t c2 = c + 1; c2 < s->n_cand && s->allowance > 0; c2++) {
+			for (uint32_t c2 = c + 1; c2 < s->n_cand && c2 <= c + PAIR_SPAN && s->allowance > 0; c2++) {
 				uint64_t pk, fl, ar;
 				if (try_flip(s, keep, s->cand[c2], &pk, &fl, &ar, e))
 					return e->code;
@@ -592,7 +622,8 @@ static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd
 				if (pairs && s->n_cand > AUTO_EXACT_NODES)
 					break;
 				for (uint32_t c = 0; c < s->n_cand && s->allowance > 0 && !rc; c++)
-					for (uint32_t c0 = pairs ? 0 : c; c0 <= c && s->allowance > 0 && !rc; c0++) {
+					for (uint32_t c0 = !pairs ? c : c > PAIR_SPAN ? c - PAIR_SPAN : 0;
+					     c0 <= c && s->allowance > 0 && !rc; c0++) {
 						if (pairs && c0 == c)
 							break;
 						uint64_t pk, fl;
@@ -641,8 +672,8 @@ static int weigh_level(const struct graph *g, struct memmodel *mm, const struct 
 #define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
 #define LARGE_GUESSES 4  /* levels guessed from the last weighed peak before bisecting */
 
-/* The node-steps of exact weighing that local search may spend: about half a second. */
-#define SEARCH_ALLOWANCE 10000000
+/* The node-steps of exact weighing that local search may spend: about 20 ms. */
+#define SEARCH_ALLOWANCE 1000000
 
 int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e)
@@ -684,16 +715,21 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 		goto oom;
 	/* the ladder of activation budgets, from everything kept down until nothing fits the model */
 	const int large = g->n_nodes > AUTO_LARGE_STEPS;
-	const double ratio = F <= AUTO_EXACT_NODES ? 0.99 : 0.97;
+	const double ratio = 0.97;
 	uint64_t top = AT(m->all, m->M, m->M) - AT(m->nonbwd, m->M, m->M) + 1;
 	if (!large) {
 		uint64_t last_c = UINT64_MAX, last_k = UINT64_MAX;
-		for (double a = (double)top; a >= 1; a *= ratio) {
+		for (double a = (double)top; a >= 1;) {
 			int64_t ix = solve(m, &ns, (uint64_t)a, &d);
 			if (ix == -2)
 				goto oom;
 			if (ix < 0)
 				break;
+			/* the plan fits every level down to its least budget, and is the best there too:
+			 * the next level solved is the first below that */
+			do
+				a *= ratio;
+			while (a >= 1 && (uint64_t)a >= d.pool[ix].R);
 			if (d.pool[ix].C == last_c && d.pool[ix].K == last_k)
 				continue; /* the plan of the level above */
 			last_c = d.pool[ix].C;
@@ -802,6 +838,7 @@ out:
 	xfree(resident);
 	xfree(cand);
 	xfree(d.pool);
+	xfree(d.tmp);
 	xfree(d.first);
 	xfree(d.count);
 	model_free(m);

@@ -8,6 +8,11 @@
 # noisy (shared virtual machines vary by a third from run to run). Each train writes a new file:
 # replacing the last run's would add the kernel's freeing of it (~1 GB at 10^6 nodes, 0.2-0.8 s).
 #
+# First, the fixed cost on small graphs: `plan --checkpoint auto --budget 1` (the lowest peak: the
+# whole ladder of budgets, then the local search) on each testdata model, beside `plan` with no
+# strategy on the same model (loading, autodiff, shapes and one simulation: what any plan costs),
+# medians of 5 runs, and auto's cost over the 50 ms target.
+#
 #     [RUNS=3] bash tests/bench/run_planner.sh [BUILD] [MAX] [-v]
 set -euo pipefail
 build=${1:-build}
@@ -16,6 +21,21 @@ verbose=${3:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 gd=$build/graphdiet
+median() { # command...: the median wall seconds of 5 runs
+  for ((r = 0; r < 5; r++)); do
+    /usr/bin/time -f '%e' -o "$dir/tm" "$@" >/dev/null 2>&1
+    cat "$dir/tm"
+  done | sort -n | sed -n 3p
+}
+printf '| testdata model | forward nodes | plan s | plan --checkpoint auto --budget 1 s | auto / 50 ms |\n|---|---|---|---|---|\n'
+for m in mlp transformer rescnn tanh_chain unet rnn; do
+  f=testdata/$m.onnx
+  nodes=$("$gd" info "$f" --format json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"])')
+  p=$(median "$gd" plan "$f" --dim batch=32)
+  a=$(median "$gd" plan "$f" --dim batch=32 --checkpoint auto --budget 1)
+  printf '| %s | %s | %s | %s | %s |\n' "$m" "$nodes" "$p" "$a" "$(/usr/bin/python3 -c "print(f'{$a / 0.05:.2f}')")"
+done
+echo
 printf '| forward nodes | training steps | plan auto s | plan RSS MB | train auto s | train RSS MB | plan s ratio to the row above |\n|---|---|---|---|---|---|---|\n'
 prev=
 sizes=()
