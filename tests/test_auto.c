@@ -154,7 +154,7 @@ static int by_peak(const void *a, const void *b)
 Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 {
 	int cases = 0, exact = 0, within = 0, infeasible = 0, missed = 0, with_levels = 0, beyond = 0;
-	double worst = 1;
+	double worst = 1, gap_sum = 0, gap_worst = 1;
 	for (unsigned seed = 1; seed <= 120; seed++) {
 		struct train t = prepare(random_dag(seed, 6 + (int)seed % 7));
 		struct point *p;
@@ -177,6 +177,12 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 			weigh(&t, keep, &peak, &flops);
 			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its kept set weighs", seed);
 			cr_expect_leq(r.lower_bound, p[0].peak, "seed %u: the lower bound is one", seed);
+			cr_expect_leq(r.lower_bound, r.peak, "seed %u: the lower bound is one", seed);
+			if (q < 0) { /* how tight: the lowest enumerated peak over the bound */
+				double gap = (double)p[0].peak / (double)r.lower_bound;
+				gap_sum += gap;
+				gap_worst = gap > gap_worst ? gap : gap_worst;
+			}
 			cases++;
 			if (opt == UINT64_MAX) { /* only deeper levels than enumerated can fit */
 				infeasible++;
@@ -211,8 +217,10 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 	fprintf(stderr,
 		"auto vs exhaustive (%d of 120 DAGs with level-2 checkpoints enumerated too): %d cases, %d with no plan "
 		"enumerated fitting (auto fits %d of them, with deeper levels); of the %d others auto fits %d, %d at the "
-		"optimum, %d within 2%%, worst FLOPs ratio %.3f\n",
-		with_levels, cases, infeasible, beyond, feasible, feasible - missed, exact, within, worst);
+		"optimum, %d within 2%%, worst FLOPs ratio %.3f; the lowest enumerated peak over the lower bound: "
+		"%.3f on average, %.3f at worst\n",
+		with_levels, cases, infeasible, beyond, feasible, feasible - missed, exact, within, worst, gap_sum / 120,
+		gap_worst);
 	/* the target: within 2% of the optimum. The search is not exhaustive: over 400 seeds it finds
 	 * the optimum in 3196 of 3200 cases, and the 4 others are budgets at the lowest peak of all,
 	 * which it misses by 1-2%; so allow 1 in 200 */

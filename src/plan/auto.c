@@ -336,22 +336,37 @@ int ckpt_weigh(struct memmodel *m, const uint8_t *keep, const uint64_t *flops, u
 }
 
 /* No plan's peak is below the resident bytes plus the largest step (a node's distinct
- * non-resident inputs and outputs), nor below everything resident at the end. */
+ * non-resident inputs and outputs), nor below everything resident at the end. Nor below what a
+ * backward node holds in every plan: checkpointing changes only which forward values live and
+ * when, so the backward pass's own values live as they do in g's order (each from its node to its
+ * last reader, graph outputs to the end), and beside them the node's forward inputs and the
+ * forward pass's graph outputs. */
 static uint64_t lower_bound(const struct graph *g, const struct memmodel *mm, const uint8_t *resident)
 {
 	const struct flat *f = &mm->f;
-	uint64_t base = 0, outs = 0, step = 0;
+	uint64_t base = 0, outs = 0, fwd_outs = 0, step = 0, live = 0; /* live: backward values */
+	uint32_t *left = xcalloc(f->n_values ? f->n_values : 1, sizeof *left);
 	for (uint32_t i = 0; i < f->n_values; i++)
 		if (resident[i] == 1)
 			base += mm->bytes[i];
 	for (uint32_t i = 0; i < g->n_outputs; i++)
-		if (resident[g->outputs[i]->id] == 2)
-			outs += mm->bytes[g->outputs[i]->id];
+		if (resident[g->outputs[i]->id] == 2) {
+			uint32_t v = g->outputs[i]->id, p = f->producer[v];
+			outs += mm->bytes[v];
+			if (p != FLAT_NONE && (f->nflags[p] & FLAT_FORWARD))
+				fwd_outs += mm->bytes[v];
+		}
+#define MADE_BACKWARD(v) (f->producer[v] != FLAT_NONE && !(f->nflags[f->producer[v]] & FLAT_FORWARD))
+	for (uint32_t i = 0; left && i < f->n_nodes; i++)
+		for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++)
+			if (f->in[k] != FLAT_NONE && MADE_BACKWARD(f->in[k]))
+				left[f->in[k]]++;
 	for (uint32_t i = 0; i < f->n_nodes; i++) {
-		uint64_t s = 0;
+		int bwd = left && !(f->nflags[i] & FLAT_FORWARD);
+		uint64_t s = 0, made = 0;
 		for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++) {
 			uint32_t v = f->in[k];
-			int dup = v == FLAT_NONE || resident[v] == 1;
+			int dup = v == FLAT_NONE || resident[v] == 1 || (bwd && (MADE_BACKWARD(v) || resident[v] == 2));
 			for (uint32_t q = f->in_off[i]; q < k && !dup; q++)
 				dup = f->in[q] == v;
 			if (!dup)
@@ -359,10 +374,23 @@ static uint64_t lower_bound(const struct graph *g, const struct memmodel *mm, co
 		}
 		for (uint32_t k = f->out_off[i]; k < f->out_off[i + 1]; k++)
 			if (f->out[k] != FLAT_NONE)
-				s += mm->bytes[f->out[k]];
+				made += mm->bytes[f->out[k]];
+		s += made + (bwd ? live + fwd_outs : 0);
 		if (s > step)
 			step = s;
+		if (!bwd)
+			continue;
+		for (uint32_t k = f->out_off[i]; k < f->out_off[i + 1]; k++) /* kept for a reader, or pinned */
+			if (f->out[k] != FLAT_NONE && (left[f->out[k]] || (f->vflags[f->out[k]] & FLAT_PINNED)))
+				live += mm->bytes[f->out[k]];
+		for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++) {
+			uint32_t v = f->in[k];
+			if (v != FLAT_NONE && MADE_BACKWARD(v) && !--left[v] && !(f->vflags[v] & FLAT_PINNED))
+				live -= mm->bytes[v];
+		}
 	}
+#undef MADE_BACKWARD
+	xfree(left);
 	return base + (outs > step ? outs : step);
 }
 
@@ -499,8 +527,9 @@ static void plans_get(const struct plans *ps, size_t i, uint8_t *keep, uint32_t 
 }
 
 /* Local search with exact weighing, within an allowance of node-steps simulated. Pairs of flips
- * are of candidates at most PAIR_SPAN apart (in value order, about the schedule's): moving a
- * checkpoint to a neighbour, rather than every pair. */
+ * are tried nearest first (candidates in value order, about the schedule's): on the frontier at
+ * most PAIR_SPAN apart at first, farther once no frontier plan is left unexplored at the span; in
+ * a descent, on small graphs (the short allowance) only that near. */
 #define PAIR_SPAN 4
 struct search {
 	const struct graph *g;
@@ -509,6 +538,7 @@ struct search {
 	const uint32_t *cand; /* the values a plan may keep or drop */
 	uint32_t n_cand;
 	int64_t allowance;
+	uint32_t span; /* a descent's pairs: at most so far apart */
 };
 
 static int try_flip(struct search *s, uint8_t *keep, uint32_t v, uint64_t *peak, uint64_t *flops, uint64_t *area,
@@ -540,18 +570,20 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 			if (pk < bp || (pk == bp && (plateaus ? ar < ba : best != UINT32_MAX && fl < bf)))
 				bp = pk, ba = ar, bf = fl, best = s->cand[c];
 		}
-		uint32_t second = UINT32_MAX; /* no single flip helps: pairs, on small graphs */
-		for (uint32_t c = 0; best == UINT32_MAX && s->n_cand <= AUTO_EXACT_NODES && c < s->n_cand; c++) {
-			keep[s->cand[c]] ^= 1;
-			for (uint32_t c2 = c + 1; c2 < s->n_cand && c2 <= c + PAIR_SPAN && s->allowance > 0; c2++) {
+		/* no single flip helps: on small graphs, pairs of nearby candidates (moving a checkpoint) */
+		uint32_t second = UINT32_MAX;
+		for (uint32_t dd = 1; best == UINT32_MAX && s->n_cand <= AUTO_EXACT_NODES && dd <= s->span && dd < s->n_cand;
+		     dd++)
+			for (uint32_t c = 0; c + dd < s->n_cand && s->allowance > 0; c++) {
 				uint64_t pk, fl, ar;
-				if (try_flip(s, keep, s->cand[c2], &pk, &fl, &ar, e))
+				keep[s->cand[c]] ^= 1;
+				int rc = try_flip(s, keep, s->cand[c + dd], &pk, &fl, &ar, e);
+				keep[s->cand[c]] ^= 1;
+				if (rc)
 					return e->code;
 				if (pk < bp || (pk == bp && (plateaus ? ar < ba : second != UINT32_MAX && fl < bf)))
-					bp = pk, ba = ar, bf = fl, second = s->cand[c], best = s->cand[c2];
+					bp = pk, ba = ar, bf = fl, second = s->cand[c], best = s->cand[c + dd];
 			}
-			keep[s->cand[c]] ^= 1;
-		}
 		if (best == UINT32_MAX || s->allowance <= 0)
 			return 0;
 		if (second != UINT32_MAX)
@@ -591,25 +623,30 @@ static int dominated(const struct plans *ps, uint64_t peak, uint64_t flops)
  * found as well as those better in both. */
 static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd_err *e)
 {
-	uint8_t *done = NULL;
+	uint32_t *reach = NULL; /* per plan: the flips tried, up to pairs reach - 1 apart */
 	size_t cap = 0;
 	int rc = 0;
-	for (int more = 1; more && s->allowance > 0 && !rc;) {
+	uint32_t dmax = s->n_cand <= AUTO_EXACT_NODES ? s->n_cand : 1, span = PAIR_SPAN;
+	for (int more = 1; (more || span + 1 < dmax) && s->allowance > 0 && !rc;) {
+		if (!more) /* nothing new at this span: farther pairs */
+			span = 2 * span + 1;
 		more = 0;
+		uint32_t upto = span + 1 < dmax ? span + 1 : dmax;
 		if (ps->n > cap) {
-			uint8_t *grown = xrealloc(done, ps->n);
+			uint32_t *grown = xreallocarray(reach, ps->n, sizeof *reach);
 			if (!grown) {
 				rc = err_oom(e);
 				break;
 			}
-			memset(grown + cap, 0, ps->n - cap);
-			done = grown;
+			memset(grown + cap, 0, (ps->n - cap) * sizeof *grown);
+			reach = grown;
 			cap = ps->n;
 		}
 		for (size_t i = 0; i < cap && s->allowance > 0 && !rc; i++) {
-			if (done[i])
+			if (reach[i] >= upto)
 				continue;
-			done[i] = 1;
+			uint32_t from = reach[i];
+			reach[i] = upto;
 			int front = 1; /* not strictly dominated by another plan */
 			for (size_t j = 0; j < ps->n && front; j++)
 				front = !(ps->p[j].peak <= ps->p[i].peak && ps->p[j].flops <= ps->p[i].flops &&
@@ -617,31 +654,25 @@ static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd
 			if (!front)
 				continue;
 			plans_get(ps, i, keep, s->g->n_values);
-			/* single flips (c0 == c), then on small graphs pairs (c0 < c) */
-			for (int pairs = 0; pairs < 2 && !rc; pairs++) {
-				if (pairs && s->n_cand > AUTO_EXACT_NODES)
-					break;
-				for (uint32_t c = 0; c < s->n_cand && s->allowance > 0 && !rc; c++)
-					for (uint32_t c0 = !pairs ? c : c > PAIR_SPAN ? c - PAIR_SPAN : 0;
-					     c0 <= c && s->allowance > 0 && !rc; c0++) {
-						if (pairs && c0 == c)
-							break;
-						uint64_t pk, fl;
-						keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
-						rc = try_flip(s, keep, s->cand[c], &pk, &fl, NULL, e);
-						if (!rc && !dominated(ps, pk, fl)) {
-							keep[s->cand[c]] ^= 1;
-							if (plans_add(ps, keep, s->g->n_values, pk, fl))
-								rc = err_oom(e);
-							keep[s->cand[c]] ^= 1;
-							more = 1;
-						}
-						keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+			/* single flips (dd = 0), then on small graphs pairs dd apart, nearest first */
+			for (uint32_t dd = from; dd < upto && s->allowance > 0 && !rc; dd++)
+				for (uint32_t c0 = 0; c0 + dd < s->n_cand && s->allowance > 0 && !rc; c0++) {
+					uint32_t c = c0 + dd;
+					uint64_t pk, fl;
+					keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+					rc = try_flip(s, keep, s->cand[c], &pk, &fl, NULL, e);
+					if (!rc && !dominated(ps, pk, fl)) {
+						keep[s->cand[c]] ^= 1;
+						if (plans_add(ps, keep, s->g->n_values, pk, fl))
+							rc = err_oom(e);
+						keep[s->cand[c]] ^= 1;
+						more = 1;
 					}
-			}
+					keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+				}
 		}
 	}
-	xfree(done);
+	xfree(reach);
 	return rc;
 }
 
@@ -672,8 +703,10 @@ static int weigh_level(const struct graph *g, struct memmodel *mm, const struct 
 #define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
 #define LARGE_GUESSES 4  /* levels guessed from the last weighed peak before bisecting */
 
-/* The node-steps of exact weighing that local search may spend: about 20 ms. */
-#define SEARCH_ALLOWANCE 1000000
+/* The node-steps of exact weighing that local search may spend: about 0.2 s, and a tenth of that on
+ * training graphs of up to SMALL_STEPS steps, whose planning should cost next to nothing. */
+#define SEARCH_ALLOWANCE 10000000
+#define SMALL_STEPS 400
 
 int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e)
@@ -792,7 +825,9 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	}
 	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then out
 	 * along the (peak, FLOPs) frontier */
-	struct search se = {g, mm, nflops, cand, 0, large ? 0 : SEARCH_ALLOWANCE};
+	int small = g->n_nodes <= SMALL_STEPS;
+	struct search se = {g, mm, nflops, cand, 0, large ? 0 : small ? SEARCH_ALLOWANCE / 10 : SEARCH_ALLOWANCE,
+			    small ? PAIR_SPAN : UINT32_MAX};
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
 			cand[se.n_cand++] = v;

@@ -11,7 +11,9 @@
 # First, the fixed cost on small graphs: `plan --checkpoint auto --budget 1` (the lowest peak: the
 # whole ladder of budgets, then the local search) on each testdata model, beside `plan` with no
 # strategy on the same model (loading, autodiff, shapes and one simulation: what any plan costs),
-# medians of 5 runs, and auto's cost over the 50 ms target.
+# medians of 5 runs, and auto's cost over the 50 ms target; and how tight auto's lower bound is:
+# the lowest peak it finds over the bound it reports (1.000: that peak is optimal). The zoo's
+# models (build/zoo, made by ctest) follow when present.
 #
 #     [RUNS=3] bash tests/bench/run_planner.sh [BUILD] [MAX] [-v]
 set -euo pipefail
@@ -27,13 +29,22 @@ median() { # command...: the median wall seconds of 5 runs
     cat "$dir/tm"
   done | sort -n | sed -n 3p
 }
-printf '| testdata model | forward nodes | plan s | plan --checkpoint auto --budget 1 s | auto / 50 ms |\n|---|---|---|---|---|\n'
-for m in mlp transformer rescnn tanh_chain unet rnn; do
-  f=testdata/$m.onnx
+printf '| model | forward nodes | plan s | plan --checkpoint auto --budget 1 s | auto / 50 ms | lower bound | lowest peak | peak / bound |\n'
+printf '|---|---|---|---|---|---|---|---|\n'
+zoo=()
+for z in resnet18 mobilenet_v2 efficientnet_b0 squeezenet1_1 vit gpt lstm gru seq2seq unet_gn; do
+  [ -f "$build/zoo/$z.onnx" ] && zoo+=("$build/zoo/$z.onnx")
+done
+for f in testdata/{mlp,transformer,rescnn,tanh_chain,unet,rnn}.onnx "${zoo[@]}"; do
+  dims=()
+  case $f in testdata/*) dims=(--dim batch=32) ;; esac
   nodes=$("$gd" info "$f" --format json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"])')
-  p=$(median "$gd" plan "$f" --dim batch=32)
-  a=$(median "$gd" plan "$f" --dim batch=32 --checkpoint auto --budget 1)
-  printf '| %s | %s | %s | %s | %s |\n' "$m" "$nodes" "$p" "$a" "$(/usr/bin/python3 -c "print(f'{$a / 0.05:.2f}')")"
+  p=$(median "$gd" plan "$f" "${dims[@]}")
+  a=$(median "$gd" plan "$f" "${dims[@]}" --checkpoint auto --budget 1)
+  read -r lb low < <("$gd" plan "$f" "${dims[@]}" --checkpoint auto --budget 1 --format json 2>/dev/null |
+    /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["auto"]["lower_bound_bytes"], d["peak_bytes_after"])')
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(basename "$f" .onnx)" "$nodes" "$p" "$a" \
+    "$(/usr/bin/python3 -c "print(f'{$a / 0.05:.2f}')")" "$lb" "$low" "$(/usr/bin/python3 -c "print(f'{$low / $lb:.3f}')")"
 done
 echo
 printf '| forward nodes | training steps | plan auto s | plan RSS MB | train auto s | train RSS MB | plan s ratio to the row above |\n|---|---|---|---|---|---|---|\n'
