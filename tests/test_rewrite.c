@@ -914,14 +914,15 @@ Test(diet, factored_equals_full_for_rank_one_squares_and_t1_moves_by_lr)
 /* What an inline update reads in place of a gradient (step.c's diet_narrow) is the same update:
  * DietAdam over rows and their indices equals it over ScatterND(zeros, indices, rows, add), Gather's
  * gradient (repeated and negative indices summed in order, untouched rows decaying, momentum on);
- * over a 16-bit gradient it equals it over the gradient's Cast to float32; bit for bit, stochastic
- * rounding included (the same node name draws the same numbers). An index out of range is refused. */
+ * over a 16-bit or a float64 gradient it equals it over the gradient's Cast to float32 (read at
+ * float32 precision); bit for bit, stochastic rounding included (the same node name draws the same
+ * numbers). An index out of range is refused. */
 Test(diet, row_updates_and_16_bit_gradients_equal_the_dense_update)
 {
 	static const char *const head =
 		"graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
 		"inputs: [{name: rows, dtype: float32, shape: [5, 4]}, {name: idx, dtype: int64, shape: [5, 1]},\n"
-		"         {name: h, dtype: float16, shape: [6, 4]}]\n"
+		"         {name: h, dtype: float16, shape: [6, 4]}, {name: d, dtype: float64, shape: [6, 4]}]\n"
 		"params:\n  - {name: q, dtype: int16, shape: [6, 4], data: [100, -200, 300, 0, 5, -5, 7000, -7000, 1, 2, 3, 4,\n"
 		"     9, 8, 7, 6, -5, -4, -3, -2, 30000, -30000, 11, 12]}\n"
 		"  - {name: t, dtype: int64, shape: [], data: [3]}\n"
@@ -931,27 +932,33 @@ Test(diet, row_updates_and_16_bit_gradients_equal_the_dense_update)
 		"  - {name: vc, dtype: float32, shape: [4], data: [1e-6, 0, 2e-6, 4e-7]}\n"
 		"  - {name: shape, dtype: int64, shape: [2], data: [6, 4]}\n"
 		"nodes:\n"
-		"  - {op: Cast, inputs: [h], outputs: [wide], attrs: {to: 1}}\n";
+		"  - {op: Cast, inputs: [h], outputs: [wide], attrs: {to: 1}}\n"
+		"  - {op: Cast, inputs: [d], outputs: [narrow], attrs: {to: 1}}\n";
 	static const char *const scatter = /* not in the last case, which ScatterND would refuse first */
 		"  - {op: ConstantOfShape, inputs: [shape], outputs: [zeros]}\n"
 		"  - {op: ScatterND, inputs: [zeros, idx, rows], outputs: [dense], attrs: {reduction: add}}\n";
 	static const char *const up[][2] = {
 		{"[q, dense, t, m, vr, vc]", "[q, rows, t, m, vr, vc, idx]"},
 		{"[q, wide, t, m, vr, vc]", "[q, h, t, m, vr, vc]"},
+		{"[q, narrow, t, m, vr, vc]", "[q, d, t, m, vr, vc]"},
 	};
 	float rows[20];
 	uint16_t h[24];
+	double dv[24];
 	int64_t idx[5] = {4, 1, -2, 1, 0}; /* row 1 twice, -2 is row 4 again: rows 2, 3 and 5 untouched */
 	for (int i = 0; i < 20; i++)
 		rows[i] = (float)((i * 7 % 11) - 5) * 1.37e-3f;
 	for (int i = 0; i < 24; i++)
 		h[i] = f16_from_f32((float)((i * 5 % 13) - 6) * 2.1e-3f);
+	for (int i = 0; i < 24; i++) /* not float32 values: the Cast rounds them */
+		dv[i] = ((i * 3 % 7) - 3) * 1.234567891234e-3 + 1e-12;
 	const int64_t d54[2] = {5, 4}, d51[2] = {5, 1}, d64[2] = {6, 4};
-	struct rtensor in[3] = {diet_tensor(DT_FLOAT, 2, d54, rows), diet_tensor(DT_INT64, 2, d51, idx),
-				diet_tensor(DT_FLOAT16, 2, d64, h)};
-	const char *names[3] = {"rows", "idx", "h"};
+	struct rtensor in[4] = {diet_tensor(DT_FLOAT, 2, d54, rows), diet_tensor(DT_INT64, 2, d51, idx),
+				diet_tensor(DT_FLOAT16, 2, d64, h), diet_tensor(DT_DOUBLE, 2, d64, dv)};
+	const char *names[4] = {"rows", "idx", "h", "d"};
+	const int bad = 3; /* the last case: an index out of range */
 	static const char *const outs[4] = {"qn", "mn", "vrn", "vcn"};
-	for (int c = 0; c < 3; c++) {
+	for (int c = 0; c <= bad; c++) {
 		struct exec *x[2] = {NULL, NULL};
 		struct graph *g[2] = {NULL, NULL};
 		for (int s = 0; s < 2; s++) {
@@ -960,27 +967,27 @@ Test(diet, row_updates_and_16_bit_gradients_equal_the_dense_update)
 				 "%s%s  - {name: up, op: DietAdam, domain: graphdiet, inputs: %s, outputs: [qn, mn, vrn, vcn],\n"
 				 "     attrs: {beta1: 0.9, lr: 0.01, schedule: none, warmup: 1.0}}\n"
 				 "outputs: [{name: qn}, {name: mn}, {name: vrn}, {name: vcn}]\n",
-				 head, c == 2 ? "" : scatter, c == 2 ? "[q, rows, t, m, vr, vc, idx]" : up[c][s]);
+				 head, c == bad ? "" : scatter, c == bad ? "[q, rows, t, m, vr, vc, idx]" : up[c][s]);
 			g[s] = load_text("diet_rows.yaml", text);
-			if (c == 2)
+			if (c == bad)
 				idx[3] = 6; /* one row past the end */
-			struct exec_opts xo = {.inputs = in, .input_names = names, .n_inputs = 3};
+			struct exec_opts xo = {.inputs = in, .input_names = names, .n_inputs = 4};
 			struct gd_err e = {0};
 			x[s] = exec_run(g[s], &xo, NULL, &e);
-			if (c == 2) {
+			if (c == bad) {
 				cr_expect_null(x[s]);
 				cr_expect(strstr(e.msg, "out of range") && strstr(e.msg, "'up'"), "%s", e.msg);
 			} else {
 				cr_assert(x[s], "case %d, %d: %s", c, s, e.msg);
 			}
 		}
-		for (int k = 0; c < 2 && k < 4; k++) {
+		for (int k = 0; c < bad && k < 4; k++) {
 			const struct rtensor *a = exec_value(x[0], strmap_get(&g[0]->names, outs[k]));
 			const struct rtensor *b = exec_value(x[1], strmap_get(&g[1]->names, outs[k]));
 			cr_expect(a->nbytes == b->nbytes && !memcmp(a->data, b->data, a->nbytes), "case %d: %s differs", c,
 				  outs[k]);
 		}
-		if (c < 2) { /* and the update moved something: the comparison is not of two copies of q */
+		if (c < bad) { /* and the update moved something: the comparison is not of two copies of q */
 			const int16_t *qn = exec_value(x[0], strmap_get(&g[0]->names, "qn"))->data;
 			static const int16_t q0[24] = {100, -200, 300, 0, 5, -5, 7000, -7000, 1, 2, 3, 4,
 						       9,   8,    7,   6, -5, -4, -3,   -2,    30000, -30000, 11, 12};

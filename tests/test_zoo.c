@@ -274,7 +274,8 @@ static void same_outputs(const char *model, const char *a, const char *b)
 }
 
 /* ... and auto at the lowest peak it reaches, whose plans recompute segments more than once
- * (levels) on most of these models, Dropout's included. */
+ * (levels) on most of these models, Dropout's included. auto's lower bound is below every peak
+ * a run measures. */
 Test(zoo, checkpointing_is_bitwise_and_plan_equals_run)
 {
 	NEED_ZOO();
@@ -285,6 +286,7 @@ Test(zoo, checkpointing_is_bitwise_and_plan_equals_run)
 		const char *pl[] = {"plan", src, "--checkpoint", "auto", "--budget", "1", "--format", "json", NULL};
 		char *low = gd(*m, 0, pl);
 		snprintf(budget, sizeof budget, "%.0f", json_num(low, "peak_bytes_after"));
+		double bound = json_num(low, "lower_bound_bytes");
 		free(low);
 		printf("zoo %-20s", *m);
 		for (int k = 0; k < 4; k++) {
@@ -302,6 +304,7 @@ Test(zoo, checkpointing_is_bitwise_and_plan_equals_run)
 			printf("  %s %.0f (plan %.0f)", strategy[k], measured, planned);
 			cr_expect_eq(planned, measured, "%s, --checkpoint %s: plan says %.0f bytes, run measures %.0f", *m,
 				     strategy[k], planned, measured);
+			cr_expect_leq(bound, measured, "%s, --checkpoint %s: below the lower bound", *m, strategy[k]);
 			free(run);
 			free(plan);
 		}

@@ -37,17 +37,18 @@ struct grad_rows {
 
 static void grad_row(struct grad_rows *r, int64_t i, double *out)
 {
-	if (!r->head) {
-		for (int64_t j = 0; j < r->cols; j++)
-			out[j] = rt_get(r->g, i * r->cols + j);
-		return;
+	const struct rtensor *from = r->g;
+	int64_t at = i * r->cols;
+	if (r->head) {
+		memset(r->acc.data, 0, r->acc.nbytes);
+		for (int64_t u = r->head[i]; u >= 0; u = r->next[u])
+			for (int64_t j = 0; j < r->cols; j++)
+				rt_set(&r->acc, j, rt_get(&r->acc, j) + rt_get(r->g, u * r->cols + j));
+		from = &r->acc;
+		at = 0;
 	}
-	memset(r->acc.data, 0, r->acc.nbytes);
-	for (int64_t u = r->head[i]; u >= 0; u = r->next[u])
-		for (int64_t j = 0; j < r->cols; j++)
-			rt_set(&r->acc, j, rt_get(&r->acc, j) + rt_get(r->g, u * r->cols + j));
-	for (int64_t j = 0; j < r->cols; j++)
-		out[j] = rt_get(&r->acc, j);
+	for (int64_t j = 0; j < r->cols; j++) /* at float32 precision, as a Cast to float32 leaves it */
+		out[j] = (float)rt_get(from, at + j);
 }
 
 /* Links the updates of each row (in index order); fails on an index out of range. */
@@ -81,7 +82,8 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 				 dtype_name(g->dtype));
 	if (!v1 || t->numel != 1)
 		return exec_fail(x, "needs the parameter, its gradient, the step and the second moment");
-	int64_t rows = q->ndim == 2 ? q->dims[0] : 1, cols = q->ndim == 2 ? q->dims[1] : q->numel;
+	/* row by row: a matrix's rows, else one element at a time (no row buffer of the whole tensor) */
+	int64_t rows = q->ndim == 2 ? q->dims[0] : q->numel, cols = q->ndim == 2 ? q->dims[1] : 1;
 	if (idx) {
 		if (q->ndim != 2 || idx->ndim < 1 || idx->dims[idx->ndim - 1] != 1 || g->numel != idx->numel * cols ||
 		    (idx->dtype != DT_INT64 && idx->dtype != DT_INT32))

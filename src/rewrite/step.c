@@ -676,10 +676,10 @@ static struct value *diet_narrow(struct value *grad, const struct value *p, stru
 		grad = c->in[0];
 	}
 	struct node *s = grad->producer;
-	const struct node *z = s && s->op == OP_SCATTER_ND && s->n_in == 3 ? s->in[0]->producer : NULL;
-	const struct node *u = z ? s->in[1]->producer : NULL;
-	if (!u || !(s->tags & TAG_BACKWARD) || !attr_str_is(s, "reduction", "add", 0) || p->init->ndim != 2 ||
-	    z->op != OP_CONSTANT_OF_SHAPE || !all_zero(z) || u->op != OP_UNSQUEEZE || !(u->tags & TAG_BACKWARD))
+	int scatter = s && s->op == OP_SCATTER_ND && (s->tags & TAG_BACKWARD) && s->n_in == 3 && s->in[0] && s->in[1] &&
+		      s->in[2] && attr_str_is(s, "reduction", "add", 0) && p->init->ndim == 2;
+	const struct node *z = scatter ? s->in[0]->producer : NULL, *u = z ? s->in[1]->producer : NULL;
+	if (!u || z->op != OP_CONSTANT_OF_SHAPE || !all_zero(z) || u->op != OP_UNSQUEEZE || !(u->tags & TAG_BACKWARD))
 		return grad;
 	gone[(*n_gone)++] = s;
 	*idx = s->in[1];
