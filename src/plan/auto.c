@@ -179,23 +179,6 @@ oom:
 	return -1;
 }
 
-/* The way of (i, j] with the fewest FLOPs within `room` bytes; UINT32_MAX if none. */
-static uint32_t nest_fit(const struct nests *ns, const struct gmodel *m, uint32_t i, uint32_t j, uint64_t room)
-{
-	size_t at = (size_t)i * (m->M + 1) + j, lo = 0, hi = ns->count[at];
-	const struct nest *w = ns->pool + ns->first[at];
-	if (w[hi - 1].mem <= room) /* the cheapest, all at once, mostly fits */
-		return (uint32_t)(ns->first[at] + hi - 1);
-	while (lo < hi) { /* the last way whose bytes fit */
-		size_t mid = (lo + hi) / 2;
-		if (w[mid].mem <= room)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? (uint32_t)(ns->first[at] + lo - 1) : UINT32_MAX;
-}
-
 /* The levels of a way of recomputing (i, j]: a split's frontier, read in (s, j], is kept at level
  * L by the backward pass; both halves nest one level deeper. */
 static void nest_levels(const struct gmodel *m, const struct nests *ns, uint32_t nv, uint32_t i, uint32_t j,
@@ -230,22 +213,33 @@ static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A,
 			uint64_t keep = all - drop, stored = all - BOX(m->nonbwd, i, j, j);
 			/* recomputed (the way that fits, if one does), or stored: each a run in ascending kept
 			 * bytes, as i's set is */
+			size_t at = (size_t)i * (m->M + 1) + j;
+			const struct nest *ways = ns->pool + ns->first[at];
 			for (int o = 0; o < 2 - (stored == keep + drop); o++) {
-				size_t run = d->n;
+				size_t run = d->n, fit = ns->count[at]; /* ways[0, fit) may fit the room left */
+				size_t p = start;                        /* j's set so far, up to the entry's bytes */
 				for (size_t t = 0; t < d->count[i]; t++) {
 					size_t ix = d->first[i] + t;
 					uint64_t K = d->pool[ix].K, C = d->pool[ix].C;
 					if (K + (o ? stored : keep) > A)
 						break; /* and so do the rest: i's set ascends in kept bytes */
-					uint32_t way = o ? 0 : nest_fit(ns, m, i, j, A - K - keep);
-					if (way == UINT32_MAX)
-						continue;
+					/* the way that fits: the cheapest whose bytes fit, fewer as the room shrinks */
+					while (!o && fit && ways[fit - 1].mem > A - K - keep)
+						fit--;
+					if (!o && !fit)
+						break;
+					uint32_t way = o ? 0 : (uint32_t)(ns->first[at] + fit - 1);
 					uint64_t R = o ? K + stored : K + keep + ns->pool[way].mem;
 					R = R > d->pool[ix].R ? R : d->pool[ix].R;
 					struct entry en = o ? (struct entry){K + stored, C, R, (int64_t)ix, i, 1, 0}
 							    : (struct entry){K + keep, C + ns->pool[way].flops, R, (int64_t)ix, i, 0, way};
-					if (!m->bucketed) { /* what the run holds already with fewer bytes and FLOPs goes */
-						if ((d->n == run || en.C < d->pool[d->n - 1].C) && push(d, en))
+					if (!m->bucketed) { /* what j's set or the run holds with no more bytes and FLOPs goes */
+						while (p < run && d->pool[p].K <= en.K)
+							p++;
+						if ((p > start && d->pool[p - 1].C <= en.C) ||
+						    (d->n > run && en.C >= d->pool[d->n - 1].C))
+							continue;
+						if (push(d, en))
 							return -2;
 						continue;
 					}
