@@ -4,8 +4,8 @@
  * its float32 kernel on widened copies of those inputs (workspace), and its float outputs are
  * rounded back to that dtype (to nearest even) as they are stored. So one kernel per op serves
  * every float width, and live memory holds only narrow tensors, as the memory model counts them.
- * Cast converts itself, ops that read only shapes need nothing, and an op with inputs of their own
- * width (op_impl.own_width) reads 16 bits itself. */
+ * Cast converts itself, ops that read only shapes and views (OPF_VIEW: bytes under another shape)
+ * need nothing, and an op with inputs of their own width (op_impl.own_width) reads 16 bits itself. */
 #include "backend.h"
 #include "exec.h"
 #include "../ops/ops.h"
@@ -19,7 +19,7 @@ static int half_dtype(struct exec *x, const struct node *n, struct rtensor *cons
 {
 	*dt = 0;
 	const struct op_impl *impl = op_table[n->op].impl;
-	if (n->op == OP_CAST || (op_table[n->op].flags & OPF_META) || (impl && impl->own_width))
+	if (n->op == OP_CAST || (op_table[n->op].flags & (OPF_META | OPF_VIEW)) || (impl && impl->own_width))
 		return 0;
 	int other = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {

@@ -217,6 +217,25 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 	return out->data;
 }
 
+int exec_take(struct exec *x, struct rtensor *in, struct rtensor *out, int ndim, const int64_t *dims)
+{
+	const struct node *n = x->cur;
+	const struct value *v = n && n->n_in ? n->in[0] : NULL;
+	if (!v || !(op_table[n->op].flags & OPF_VIEW) || in != &x->v[v->id] || x->left[v->id] != 1 ||
+	    x->pinned[v->id] || x->widening || x->outputs_scratch)
+		return 0;
+	if (exec_shape(x, out, in->dtype, ndim, dims))
+		return -1;
+	if (out->numel != in->numel)
+		return 0; /* the kernel's copy says why */
+	out->data = in->data;
+	out->dev = in->dev;
+	out->owned = in->owned;
+	in->data = in->dev = NULL;
+	in->owned = 0;
+	return 1;
+}
+
 void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
 {
 	void *p = exec_alloc(x, out, dtype, ndim, dims);
@@ -677,6 +696,8 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 	x->compute = 0;
 	if (backend_cpu.run_node(x, n, in, out))
 		return x->e->code;
+	if (n->n_out && out[0]->dev && (op_table[n->op].flags & OPF_VIEW))
+		return 0; /* the view took its input's buffer (exec_take) */
 	/* device views of the inputs and outputs */
 	struct rtensor *vin = xcalloc(n->n_in + n->n_out + 1, sizeof *vin), *vout = vin + n->n_in;
 	struct rtensor **pi = xcalloc(n->n_in + n->n_out + 1, sizeof *pi), **po = pi + n->n_in;

@@ -5,8 +5,9 @@
  * Ops whose output shape depends on an input's values (Reshape's shape, Slice's starts, ...) need
  * that input known when shapes are inferred; exported graphs compute them from Shape, which the
  * executor folds. Axes moved from attributes to inputs in opset 13 (Squeeze, Unsqueeze, Split);
- * both forms are read. Results are copies: no op aliases its input, so the allocator's count is the
- * memory a runtime needs. */
+ * both forms are read. Results are copies, but for a view (Reshape, Flatten, Squeeze, Unsqueeze)
+ * whose input dies at it, which takes over the input's buffer (exec_take), as runtimes that alias
+ * views need no second buffer then; the memory model counts the same (plan/memsim.h). */
 #include "../io/tensor.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
@@ -17,6 +18,9 @@
 /* Output 0 takes in's elements under a new shape. */
 static int copy_as(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, int nd, const int64_t *dims)
 {
+	int taken = exec_take(x, in[0], out[0], nd, dims);
+	if (taken)
+		return taken < 0 ? exec_status(x) : 0;
 	void *p = exec_alloc(x, out[0], in[0]->dtype, nd, dims);
 	if (!p)
 		return exec_status(x);

@@ -16,6 +16,8 @@ enum op_flag {
 	OPF_META = 1u << 4,     /* reads only its inputs' shapes: computed even in shape inference */
 	OPF_AMP_LOW = 1u << 5,  /* mixed precision: computes in 16 bits (rewrite/autocast.h) */
 	OPF_AMP_FP32 = 1u << 6, /* mixed precision: computes in float32 (precision-sensitive) */
+	OPF_VIEW = 1u << 7,     /* output 0 is input 0's elements under another shape: when that input
+				 * dies at the node, its buffer becomes the output (plan/memsim.h) */
 };
 
 enum op_id {

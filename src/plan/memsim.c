@@ -122,6 +122,16 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		for (uint32_t k = o0; k < o1; k++)
 			if (f->out[k] != FLAT_NONE)
 				LIVE(f->out[k], +=);
+		/* a view whose input dies here takes its buffer: the input's bytes become the output's */
+		uint32_t i0 = f->in_off[s->node], v0 = i0 < f->in_off[s->node + 1] ? f->in[i0] : FLAT_NONE;
+		uint32_t taken = FLAT_NONE;
+		if ((f->nflags[s->node] & FLAT_VIEW) && v0 != FLAT_NONE && f->out[o0] != FLAT_NONE) {
+			uint32_t id = IN_ID(s, i0);
+			if (left[id] == 1 && (id >= nv || !(f->vflags[v0] & FLAT_PINNED))) {
+				LIVE(v0, -=);
+				taken = id;
+			}
+		}
 		if (trace)
 			r->live[i] = live;
 		r->area += live >> 8;
@@ -144,7 +154,7 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			uint32_t id = IN_ID(s, k);
 			if (left[id] == 0)
 				continue;
-			if (--left[id] == 0 && (id >= nv || !(f->vflags[v] & FLAT_PINNED)))
+			if (--left[id] == 0 && (id >= nv || !(f->vflags[v] & FLAT_PINNED)) && id != taken)
 				LIVE(v, -=);
 		}
 	}

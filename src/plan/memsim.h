@@ -3,7 +3,9 @@
  * bytes(value) = elements x element size. Initializers and graph inputs are live for the whole step,
  * as are graph outputs once produced; every other value lives from its producer's step until its last
  * consumer's. At node i the outputs are allocated while its inputs are still live, then the inputs
- * it read last and the outputs nobody reads are freed. This is the executor's allocator's rule, so
+ * it read last and the outputs nobody reads are freed; a view (Reshape, Flatten, Squeeze, Unsqueeze:
+ * OPF_VIEW) whose data input dies at its step takes that input's buffer instead, so its output adds
+ * no bytes, as in runtimes that alias views. This is the executor's allocator's rule, so
  * the predicted peak equals the peak `graphdiet run` measures, to the byte (a test). */
 #ifndef GD_MEMSIM_H
 #define GD_MEMSIM_H
