@@ -145,6 +145,54 @@ Test(memsim, a_chain_by_hand)
 	graph_free(g);
 }
 
+/* zeros (8 floats = 32 B) take a's values by ScatterElements, the result is reshaped and summed;
+ * the inputs and parameters hold 120 B. */
+static const char take_yaml[] =
+	"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [8]}]\n"
+	"params:\n  - {name: n8, dtype: int64, shape: [1], data: [8]}\n"
+	"  - {name: idx, dtype: int64, shape: [8], data: [7, 6, 5, 4, 3, 2, 1, 0]}\n"
+	"  - {name: shp, dtype: int64, shape: [2], data: [2, 4]}\n"
+	"nodes:\n  - {op: ConstantOfShape, inputs: [n8], outputs: [z]}\n  - {op: Relu, inputs: [x], outputs: [a]}\n"
+	"  - {op: ScatterElements, inputs: [z, idx, a], outputs: [s], attrs: {reduction: add}}\n"
+	"  - {op: Reshape, inputs: [s, shp], outputs: [b]}\n  - {op: ReduceSum, inputs: [b], outputs: [y], attrs: {keepdims: 0}}\n"
+	"%s\noutputs: [{name: y}%s]\n";
+
+Test(memsim, views_and_scatters_take_the_buffer_their_input_dies_in)
+{
+	/* 152 B once z is made, 184 B with a: the scatter updates z in place and the Reshape takes the
+	 * scatter's buffer, so neither adds 32 B (216 B and 184 B if they copied); the executor agrees */
+	char text[2048];
+	snprintf(text, sizeof text, take_yaml, "", "");
+	struct graph *g = load_text("take.yaml", text);
+	struct exec_opts so = {.shapes_only = 1};
+	struct gd_err e = {0};
+	struct exec *shapes = exec_run(g, &so, NULL, &e);
+	struct mem_result r;
+	cr_assert_eq(memsim(g, shapes, &r, &e), 0);
+	cr_expect_eq(r.live[0], 152);
+	cr_expect_eq(r.live[2], 184, "the scatter adds nothing: %llu", (unsigned long long)r.live[2]);
+	cr_expect_eq(r.live[3], 152, "nor does the Reshape: %llu", (unsigned long long)r.live[3]);
+	cr_expect_eq(r.peak, 184);
+	exec_free(shapes);
+	memsim_free(&r);
+	predicted_equals_measured(g, "take.yaml");
+	graph_free(g);
+	/* read again after them (a Neg of z and of s) or kept as graph outputs, their inputs stay:
+	 * the results are copies */
+	snprintf(text, sizeof text, take_yaml,
+		 "  - {op: Neg, inputs: [z], outputs: [nz]}\n  - {op: Neg, inputs: [s], outputs: [ns]}", ", {name: nz}, {name: ns}");
+	g = load_text("take2.yaml", text);
+	shapes = exec_run(g, &so, NULL, &e);
+	cr_assert(shapes, "%s", e.msg);
+	cr_assert_eq(memsim(g, shapes, &r, &e), 0);
+	cr_expect_eq(r.live[2], 216, "the scatter copies z: %llu", (unsigned long long)r.live[2]);
+	cr_expect_eq(r.live[3], 216, "the Reshape copies s (a freed): %llu", (unsigned long long)r.live[3]);
+	exec_free(shapes);
+	memsim_free(&r);
+	predicted_equals_measured(g, "take2.yaml");
+	graph_free(g);
+}
+
 Test(size, parse_and_format)
 {
 	uint64_t v;

@@ -217,17 +217,31 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 	return out->data;
 }
 
+/* in, n's input 0, is read last by n: nothing reads it after, and it is no input, initializer or
+ * graph output */
+static int dies_here(const struct exec *x, const struct node *n, const struct rtensor *in)
+{
+	const struct value *v = n && n->n_in ? n->in[0] : NULL;
+	return v && in == &x->v[v->id] && x->left[v->id] == 1 && !x->pinned[v->id];
+}
+
 int exec_take(struct exec *x, struct rtensor *in, struct rtensor *out, int ndim, const int64_t *dims)
 {
 	const struct node *n = x->cur;
-	const struct value *v = n && n->n_in ? n->in[0] : NULL;
-	if (!v || !(op_table[n->op].flags & OPF_VIEW) || in != &x->v[v->id] || x->left[v->id] != 1 ||
-	    x->pinned[v->id] || x->widening || x->outputs_scratch)
+	uint32_t fl = n ? op_table[n->op].flags : 0;
+	/* an update in place is made where the data is: on the device, by run_device */
+	if (!dies_here(x, n, in) || !(fl & OPF_VIEW || (fl & OPF_INPLACE && x->compute)) || x->widening ||
+	    x->outputs_scratch)
 		return 0;
 	if (exec_shape(x, out, in->dtype, ndim, dims))
 		return -1;
 	if (out->numel != in->numel)
 		return 0; /* the kernel's copy says why */
+	if (in->dev && (fl & OPF_INPLACE)) { /* a device tensor updated on the host: its copy goes back */
+		x->be->free(in->dev);
+		account_dev(x, 0, in->nbytes);
+		in->dev = NULL;
+	}
 	out->data = in->data;
 	out->dev = in->dev;
 	out->owned = in->owned;
@@ -698,6 +712,18 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		return x->e->code;
 	if (n->n_out && out[0]->dev && (op_table[n->op].flags & OPF_VIEW))
 		return 0; /* the view took its input's buffer (exec_take) */
+	/* a scatter updates its dying data in place, as on the CPU (16-bit floats aside, which the
+	 * CPU widens), so the memory model holds here too */
+	int inplace = (op_table[n->op].flags & OPF_INPLACE) && n->n_out && out[0]->known && dies_here(x, n, in[0]) &&
+		      in[0]->dev && in[0]->dtype == out[0]->dtype && in[0]->nbytes == out[0]->nbytes &&
+		      !dtype_is_half(in[0]->dtype);
+	if (inplace) {
+		if (in[0]->owned)
+			xfree(in[0]->data); /* a host copy */
+		out[0]->dev = in[0]->dev;
+		in[0]->data = in[0]->dev = NULL;
+		in[0]->owned = 0;
+	}
 	/* device views of the inputs and outputs */
 	struct rtensor *vin = xcalloc(n->n_in + n->n_out + 1, sizeof *vin), *vout = vin + n->n_in;
 	struct rtensor **pi = xcalloc(n->n_in + n->n_out + 1, sizeof *pi), **po = pi + n->n_in;
@@ -711,7 +737,7 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		pi[k] = in[k] ? &vin[k] : NULL;
 		if (in[k]) {
 			vin[k] = *in[k];
-			vin[k].data = in[k]->dev;
+			vin[k].data = k || !inplace ? in[k]->dev : out[0]->dev;
 		}
 	}
 	for (uint32_t k = 0; k < n->n_out; k++) {
@@ -719,6 +745,12 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		po[k] = o;
 		if (!o->known)
 			continue;
+		if (!k && inplace) {
+			vout[0] = *o;
+			vout[0].data = o->dev;
+			po[0] = &vout[0];
+			continue;
+		}
 		if (!(o->dev = x->be->alloc(o->nbytes ? o->nbytes : 1))) {
 			rc = exec_fail(x, "out of %s memory (%zu bytes for output %u)", x->be->name, o->nbytes, k);
 			break;

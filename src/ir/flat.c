@@ -65,7 +65,7 @@ int flat_build(const struct graph *g, struct flat *f)
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		f->nflags[i] = (uint8_t)(((n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0) | (node_is_forward(n) ? FLAT_FORWARD : 0) |
-					 (n->op != OP_UNKNOWN && (op_table[n->op].flags & OPF_VIEW) ? FLAT_VIEW : 0));
+					 (op_table[n->op].flags & (OPF_VIEW | OPF_INPLACE) ? FLAT_TAKES : 0));
 		f->in_off[i] = a;
 		f->out_off[i] = b;
 		for (uint32_t k = 0; k < n->n_in; k++)

@@ -15,7 +15,7 @@
 enum {
 	FLAT_BACKWARD = 1, /* node: tagged backward */
 	FLAT_FORWARD = 2,  /* node: neither backward nor recompute (node_is_forward) */
-	FLAT_VIEW = 4,     /* node: its op is a view (OPF_VIEW) */
+	FLAT_TAKES = 4,    /* node: output 0 may take input 0's buffer (OPF_VIEW, OPF_INPLACE) */
 };
 
 enum {

@@ -535,9 +535,11 @@ static int scatter_nd_run(struct exec *x, const struct node *n, struct rtensor *
 		return exec_status(x);
 	if (ix->ndim < 1 || ix->dims[ix->ndim - 1] > a->ndim || u->dtype != a->dtype)
 		return exec_fail(x, "indices and updates do not fit the data");
-	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+	int taken = exec_take(x, in[0], out[0], a->ndim, a->dims); /* in place when the data dies here */
+	if (taken < 0 || (!taken && !exec_alloc(x, out[0], a->dtype, a->ndim, a->dims)))
 		return exec_status(x);
-	memcpy(out[0]->data, a->data, a->nbytes);
+	if (!taken)
+		memcpy(out[0]->data, a->data, a->nbytes);
 	int64_t k = ix->dims[ix->ndim - 1], nidx = ix->numel / (k ? k : 1), slice = 1, st[RT_MAX_DIMS];
 	for (int i = (int)k; i < a->ndim; i++)
 		slice *= a->dims[i];
@@ -570,9 +572,11 @@ static int scatter_elements_run(struct exec *x, const struct node *n, struct rte
 		return exec_status(x);
 	if (ix->ndim != a->ndim || u->ndim != a->ndim || u->numel != ix->numel || u->dtype != a->dtype)
 		return exec_fail(x, "indices and updates must match the data's rank and each other");
-	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+	int taken = exec_take(x, in[0], out[0], a->ndim, a->dims); /* in place when the data dies here */
+	if (taken < 0 || (!taken && !exec_alloc(x, out[0], a->dtype, a->ndim, a->dims)))
 		return exec_status(x);
-	memcpy(out[0]->data, a->data, a->nbytes);
+	if (!taken)
+		memcpy(out[0]->data, a->data, a->nbytes);
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, st);
 	for (int64_t j = 0; j < ix->numel; j++) {

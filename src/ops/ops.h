@@ -18,6 +18,8 @@ enum op_flag {
 	OPF_AMP_FP32 = 1u << 6, /* mixed precision: computes in float32 (precision-sensitive) */
 	OPF_VIEW = 1u << 7,     /* output 0 is input 0's elements under another shape: when that input
 				 * dies at the node, its buffer becomes the output (plan/memsim.h) */
+	OPF_INPLACE = 1u << 8,  /* output 0 is an updated copy of input 0 (a scatter's): when that input
+				 * dies at the node, the update is made in its buffer (plan/memsim.h) */
 };
 
 enum op_id {
