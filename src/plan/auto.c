@@ -132,7 +132,7 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 				/* the cheapest pairs: for each way of one side, the cheapest of the other that
 				 * needs no more bytes */
 				for (int side_a = 0; side_a < 2; side_a++) {
-					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0, run = nc;
+					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0, run = nc, p = 0;
 					uint64_t least = UINT64_MAX; /* a run in ascending bytes: only falling FLOPs count */
 					for (size_t t = 0; t < n1; t++) {
 						const struct nest *x = &ns->pool[(side_a ? a0 : b0) + t];
@@ -143,6 +143,11 @@ static int nests_build(const struct gmodel *m, struct nests *ns)
 							continue;
 						const struct nest *y = &ns->pool[(side_a ? b0 : a0) + q - 1];
 						if (f1 + x->flops + y->flops >= least)
+							continue;
+						/* nor what the set so far holds with no more bytes and FLOPs */
+						while (p < run && c[p].mem <= mem)
+							p++;
+						if (p && c[p - 1].flops <= f1 + x->flops + y->flops)
 							continue;
 						least = f1 + x->flops + y->flops;
 						if (xgrow((void **)&c, nc, &cc, sizeof *c))
