@@ -10,7 +10,8 @@ parameters it saves count, as ours do).
     gpt        gen_zoo.GPT: nn.TransformerEncoderLayer (GELU, norm_first, dropout 0.1) under a
                causal mask, at the zoo's size (d 32, 2 layers, batch 2 x 8) and at d 256, 4 layers,
                4 heads, batch 8 x 128 (gpt256)
-    resnet18   torchvision ResNet-18 (BatchNorm), batch 8, 64x64
+    resnet18   torchvision ResNet-18 (BatchNorm), batch 8, 64x64 (parameters and their gradients are
+               90 of its 104 MB), and at batch 32, 128x128 (resnet18_b32), where activations dominate
     rescnn     gen_models.ResCNN (testdata's small residual CNN with BatchNorm), batch 32, 16x16
     resnet50   gen_plan_models.ResNet50 (bottlenecks with BatchNorm), batch 32, 32x32
 
@@ -61,6 +62,8 @@ def models():
         (torch.randint(0, 512, (8, 128)), torch.randint(0, 512, (8, 128))), ["tokens", "target"], 17
     yield "resnet18", Classify(torchvision.models.resnet18(num_classes=10)), \
         (torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))), ["x", "target"], 17
+    yield "resnet18_b32", Classify(torchvision.models.resnet18(num_classes=10)), \
+        (torch.randn(32, 3, 128, 128), torch.randint(0, 10, (32,))), ["x", "target"], 17
     yield "rescnn", ResCNN(), (torch.randn(32, 3, 16, 16), torch.randint(0, 10, (32,))), ["x", "target"], 17
     yield "resnet50", ResNet50(), (torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))), ["x", "target"], 17
 
