@@ -299,3 +299,52 @@ Test(exec, activations_keep_nan)
 		graph_free(g);
 	}
 }
+
+Test(exec, reductions_over_runs_match_a_plain_sum)
+{
+	/* runs of 35 (H x W under axes 0, 2, 3: partial sums and a tail) and of 7 (the last axis), and
+	 * kept trailing axes (axis 0 alone), against sums in double written here */
+	static const char text[] =
+		"graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: [2, 3, 5, 7]}]\n"
+		"params:\n  - {name: bn, dtype: int64, shape: [3], data: [0, 2, 3]}\n"
+		"  - {name: last, dtype: int64, shape: [1], data: [-1]}\n  - {name: first, dtype: int64, shape: [1], data: [0]}\n"
+		"nodes:\n  - {op: ReduceSum, inputs: [x, bn], outputs: [s], attrs: {keepdims: 0}}\n"
+		"  - {op: ReduceL2, inputs: [x, bn], outputs: [l2], attrs: {keepdims: 0}}\n"
+		"  - {op: ReduceMean, inputs: [x, last], outputs: [m], attrs: {keepdims: 0}}\n"
+		"  - {op: ReduceSum, inputs: [x, first], outputs: [f], attrs: {keepdims: 0}}\n"
+		"outputs: [{name: s}, {name: l2}, {name: m}, {name: f}]\n";
+	struct graph *g = load_text("reduce.yaml", text);
+	float v[210];
+	for (int i = 0; i < 210; i++)
+		v[i] = (float)sin(0.37 * i) * (i % 3 ? 1.0f : 100.0f);
+	struct rtensor t = {.dtype = DT_FLOAT, .ndim = 4, .dims = {2, 3, 5, 7}, .numel = 210, .data = v, .nbytes = sizeof v,
+			    .known = 1};
+	const char *name = "x";
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const float *s = exec_value(x, g->outputs[0])->data, *l2 = exec_value(x, g->outputs[1])->data;
+	const float *m = exec_value(x, g->outputs[2])->data, *f = exec_value(x, g->outputs[3])->data;
+	for (int c = 0; c < 3; c++) {
+		double ws = 0, wq = 0;
+		for (int n = 0; n < 2; n++)
+			for (int k = 0; k < 35; k++) {
+				double a = v[(n * 3 + c) * 35 + k];
+				ws += a;
+				wq += a * a;
+			}
+		cr_expect_float_eq(s[c], (float)ws, 1e-5 * (1 + fabs(ws)), "channel %d: %g, not %g", c, s[c], ws);
+		cr_expect_float_eq(l2[c], (float)sqrt(wq), 1e-5 * sqrt(wq), "channel %d: %g, not %g", c, l2[c], sqrt(wq));
+	}
+	for (int r = 0; r < 30; r++) {
+		double w = 0;
+		for (int k = 0; k < 7; k++)
+			w += v[r * 7 + k];
+		cr_expect_float_eq(m[r], (float)(w / 7), 1e-5 * (1 + fabs(w)), "row %d", r);
+	}
+	for (int k = 0; k < 105; k++)
+		cr_expect_float_eq(f[k], (float)((double)v[k] + v[105 + k]), 1e-5 * (1 + fabs(v[k])), "element %d", k);
+	exec_free(x);
+	graph_free(g);
+}

@@ -1,9 +1,12 @@
 /* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2, and the losses SoftmaxCrossEntropyLoss and
  * NegativeLogLikelihoodLoss.
  *
- * Reductions accumulate in double, in C order, so results are deterministic and at least as
- * accurate as a float32 tree sum. Axes are an input from opset 13 (ReduceSum) or 18 (the others),
- * an attribute before; both are read. */
+ * Reductions accumulate in double in a fixed order, so results are deterministic (run to run and
+ * between strategies) and at least as accurate as a float32 tree sum. A contiguous run of reduced
+ * elements (the last axes, or BatchNorm's H x W under axes 0, 2, 3) is summed into RUN_LANES
+ * partial sums that the compiler vectorises, combined pairwise; kept trailing axes are summed
+ * element-wise into independent accumulators. Axes are an input from opset 13 (ReduceSum) or 18
+ * (the others), an attribute before; both are read. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 #include "../util/xalloc.h"
@@ -12,6 +15,30 @@
 #include <string.h>
 
 enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
+
+#define RUN_LANES 8
+
+/* The sum of n contiguous elements of a (float32 or float64) from element at, or of their squares. */
+static double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares)
+{
+	double s[RUN_LANES] = {0}, t = 0;
+	int64_t i = 0;
+#define RUN(T)                                                                    \
+	do {                                                                      \
+		const T *p = (const T *)a->data + at;                             \
+		for (; i + RUN_LANES <= n; i += RUN_LANES)                        \
+			for (int k = 0; k < RUN_LANES; k++)                       \
+				s[k] += squares ? (double)p[i + k] * p[i + k] : p[i + k]; \
+		for (; i < n; i++)                                                \
+			t += squares ? (double)p[i] * p[i] : p[i];                \
+	} while (0)
+	if (a->dtype == DT_FLOAT)
+		RUN(float);
+	else
+		RUN(double);
+#undef RUN
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
+}
 
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
@@ -70,19 +97,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
 		memset(acc, 0, (size_t)on * sizeof *acc);
-		for (int64_t o = 0; o < outer && inner == 1; o++) { /* the last axes: one run each */
-			double s = 0;
-			if (a->dtype == DT_FLOAT) {
-				const float *p = (const float *)a->data + o * len;
-				for (int64_t r = 0; r < len; r++)
-					s += p[r];
-			} else {
-				const double *p = (const double *)a->data + o * len;
-				for (int64_t r = 0; r < len; r++)
-					s += p[r];
-			}
-			acc[o] = s;
-		}
+		for (int64_t o = 0; o < outer && inner == 1; o++) /* the last axes: one run each */
+			acc[o] = run_sum(a, o * len, len, 0);
 		for (int64_t o = 0; o < outer && inner > 1; o++)
 			for (int64_t r = 0; r < len; r++) {
 				double *ac = acc + o * inner;
@@ -113,7 +129,26 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	for (int64_t i = 0; i < on; i++)
 		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_MIN ? INFINITY : kind == RK_PROD ? 1 : 0;
 	int64_t o = 0;
-	if (kind == RK_SUM || kind == RK_MEAN) { /* typed rows along the last dimension */
+	/* reduced trailing axes: runs of `run` elements, each into one output */
+	int64_t run = 1;
+	int t = a->ndim;
+	while (t > 0 && (na == 0 || red[t - 1]))
+		run *= a->dims[--t];
+	int sums = kind == RK_SUM || kind == RK_MEAN || kind == RK_L2;
+	if (sums && t < a->ndim && is_float(a)) {
+		for (int64_t i = 0; i < a->numel; i += run) {
+			acc[o] += run_sum(a, i, run, kind == RK_L2);
+			for (int d = t - 1; d >= 0; d--) {
+				o += ost[d];
+				if (++idx[d] < a->dims[d])
+					break;
+				o -= ost[d] * a->dims[d];
+				idx[d] = 0;
+			}
+		}
+		sums = 2; /* done */
+	}
+	if (sums == 1 && kind != RK_L2) { /* typed rows along the last dimension */
 		int64_t row = a->ndim ? a->dims[a->ndim - 1] : 1, os = a->ndim ? ost[a->ndim - 1] : 0;
 		for (int64_t i = 0; i < a->numel; i += row) {
 			if (a->dtype == DT_FLOAT)
@@ -131,7 +166,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			}
 		}
 	}
-	for (int64_t i = 0; kind != RK_SUM && kind != RK_MEAN && i < a->numel; i++) {
+	for (int64_t i = 0; (kind == RK_L2 ? sums != 2 : !sums) && i < a->numel; i++) {
 		double v = rt_get(a, i);
 		if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
