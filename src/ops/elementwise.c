@@ -52,7 +52,9 @@ static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r)
 	}
 }
 
-/* Visits the output row by row: offsets of each operand at the row's start. */
+/* Visits the output row by row: offsets of each operand at the row's start. Adjacent dimensions
+ * that every operand walks as one (contiguous, or both broadcast) are merged first, so rows are as
+ * long as they can be: (N, C, H, W) against a per-channel (1, C, 1, 1) walks rows of H x W. */
 struct walk {
 	int nd;
 	int64_t dims[RT_MAX_DIMS], st[3][RT_MAX_DIMS], idx[RT_MAX_DIMS], off[3];
@@ -67,6 +69,22 @@ static void walk_init(struct walk *w, int nd, const int64_t *dims, struct rtenso
 	memcpy(w->dims, dims, (size_t)nd * sizeof *dims);
 	for (int k = 0; k < n; k++)
 		bcast_strides(ts[k], nd, dims, w->st[k]);
+	for (int i = w->nd - 1; i > 0; i--) { /* dimension i into i - 1 */
+		int merge = 1;
+		for (int k = 0; k < n && merge; k++)
+			merge = w->st[k][i - 1] == w->st[k][i] * w->dims[i];
+		if (!merge)
+			continue;
+		w->dims[i - 1] *= w->dims[i];
+		for (int k = 0; k < n; k++)
+			w->st[k][i - 1] = w->st[k][i];
+		for (int j = i; j + 1 < w->nd; j++) {
+			w->dims[j] = w->dims[j + 1];
+			for (int k = 0; k < n; k++)
+				w->st[k][j] = w->st[k][j + 1];
+		}
+		w->nd--;
+	}
 }
 
 /* Advances to the next row; returns 0 when done. */
@@ -102,7 +120,7 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 		return 0;
 	struct walk w;
 	walk_init(&w, nd, dims, in, 2);
-	int64_t row = nd ? dims[nd - 1] : 1, sa = nd ? w.st[0][nd - 1] : 0, sb = nd ? w.st[1][nd - 1] : 0;
+	int64_t row = w.nd ? w.dims[w.nd - 1] : 1, sa = w.nd ? w.st[0][w.nd - 1] : 0, sb = w.nd ? w.st[1][w.nd - 1] : 0;
 	int64_t i = 0;
 	int f32 = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT, f64 = a->dtype == DT_DOUBLE && b->dtype == DT_DOUBLE;
 	int ints = !is_float(a);
@@ -266,7 +284,7 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		float *o = out[0]->data;
 		int64_t n = a->numel;
 		switch (op) {
-		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = p[i] > 0 || isnan(p[i]) ? p[i] : 0; return 0;
+		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = !(p[i] <= 0) ? p[i] : 0; return 0; /* NaN stays */
 		case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -p[i]; return 0;
 		case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(p[i]); return 0;
 		case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(p[i]); return 0;
@@ -355,16 +373,24 @@ static int where_run(struct exec *x, const struct node *n, struct rtensor *const
 		return 0;
 	struct walk w;
 	walk_init(&w, nd, dims, in, 3);
-	int64_t row = nd ? dims[nd - 1] : 1, i = 0;
+	int64_t row = w.nd ? w.dims[w.nd - 1] : 1, i = 0;
 	size_t es = dtype_size(in[1]->dtype);
 	do {
 		const uint8_t *c = (const uint8_t *)in[0]->data + w.off[0];
-		int64_t s0 = nd ? w.st[0][nd - 1] : 0, s1 = nd ? w.st[1][nd - 1] : 0, s2 = nd ? w.st[2][nd - 1] : 0;
+		int64_t s0 = w.nd ? w.st[0][w.nd - 1] : 0, s1 = w.nd ? w.st[1][w.nd - 1] : 0, s2 = w.nd ? w.st[2][w.nd - 1] : 0;
 		if (es == 4) {
 			const uint32_t *p = (const uint32_t *)in[1]->data + w.off[1], *q = (const uint32_t *)in[2]->data + w.off[2];
 			uint32_t *o = (uint32_t *)out[0]->data + i;
-			for (int64_t j = 0; j < row; j++)
-				o[j] = c[j * s0] ? p[j * s1] : q[j * s2];
+			/* contiguous, or a scalar branch (ReLU's gradient: Where(x > 0, g, 0)): blends by a
+			 * mask, which the compiler vectorises */
+			if (s0 == 1 && (s1 | s2) <= 1 && (s1 == 1 || s2 == 1))
+				for (int64_t j = 0; j < row; j++) {
+					uint32_t m = -(uint32_t)(c[j] != 0);
+					o[j] = (p[j * s1] & m) | (q[j * s2] & ~m);
+				}
+			else
+				for (int64_t j = 0; j < row; j++)
+					o[j] = c[j * s0] ? p[j * s1] : q[j * s2];
 		} else if (es == 8) {
 			const uint64_t *p = (const uint64_t *)in[1]->data + w.off[1], *q = (const uint64_t *)in[2]->data + w.off[2];
 			uint64_t *o = (uint64_t *)out[0]->data + i;
@@ -399,7 +425,7 @@ static int sum_run(struct exec *x, const struct node *n, struct rtensor *const *
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		struct walk w;
 		walk_init(&w, nd, dims, &in[k], 1);
-		int64_t row = nd ? dims[nd - 1] : 1, s = nd ? w.st[0][nd - 1] : 0, i = 0;
+		int64_t row = w.nd ? w.dims[w.nd - 1] : 1, s = w.nd ? w.st[0][w.nd - 1] : 0, i = 0;
 		do {
 			if (in[0]->dtype == DT_FLOAT) {
 				const float *p = (const float *)in[k]->data + w.off[0];
