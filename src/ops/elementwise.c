@@ -8,6 +8,7 @@
  * in C). Gradient rules sit next to each op. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -102,7 +103,7 @@ static int walk_next(struct walk *w)
 	return 0;
 }
 
-static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum bin op)
+VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum bin op)
 {
 	struct rtensor *a = in[0], *b = in[1];
 	if (a->dtype != b->dtype && !(op == B_POW && is_float(a)))
@@ -260,7 +261,7 @@ static double un_d(enum un op, double v)
 	}
 }
 
-static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
+VM_CLONES static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
 {
 	struct rtensor *a = in[0];
 	if (op == U_NOT && a->dtype != DT_BOOL)
@@ -288,13 +289,15 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -p[i]; return 0;
 		case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(p[i]); return 0;
 		case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(p[i]); return 0;
-		case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(p[i]); return 0;
+		case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = vm_expf(p[i]); return 0;
 		case U_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(p[i]); return 0;
-		case U_ERF: for (int64_t i = 0; i < n; i++) o[i] = erff(p[i]); return 0;
-		case U_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanhf(p[i]); return 0;
-		case U_SIGMOID:
-			for (int64_t i = 0; i < n; i++)
-				o[i] = p[i] >= 0 ? 1 / (1 + expf(-p[i])) : expf(p[i]) / (1 + expf(p[i]));
+		case U_ERF: for (int64_t i = 0; i < n; i++) o[i] = vm_erff(p[i]); return 0;
+		case U_TANH: for (int64_t i = 0; i < n; i++) o[i] = vm_tanhf(p[i]); return 0;
+		case U_SIGMOID: /* e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below */
+			for (int64_t i = 0; i < n; i++) {
+				float e = vm_expf(p[i] < 0 ? p[i] : -p[i]), s = 1 / (1 + e);
+				o[i] = p[i] >= 0 ? s : e * s;
+			}
 			return 0;
 		default:
 			break;
@@ -358,7 +361,7 @@ static int cast_run(struct exec *x, const struct node *n, struct rtensor *const 
 	return 0;
 }
 
-static int where_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+VM_CLONES static int where_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
 	if (in[0]->dtype != DT_BOOL)

@@ -12,12 +12,13 @@
 #include "../util/philox.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
 
 /* Normalises over [axis, axis+span) as a block: (outer, len, inner) view. */
-static int softmax_like(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+VM_CLONES static int softmax_like(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 			int logsm)
 {
 	const struct rtensor *a = in[0];
@@ -45,10 +46,10 @@ static int softmax_like(struct exec *x, const struct node *n, struct rtensor *co
 			double z = 0;
 			for (int64_t j = 0; j < len; j++)
 				m = p[j] > m ? p[j] : m;
-			for (int64_t j = 0; j < len; j++) {
-				q[j] = expf(p[j] - m);
+			for (int64_t j = 0; j < len; j++)
+				q[j] = vm_expf(p[j] - m);
+			for (int64_t j = 0; j < len; j++)
 				z += q[j];
-			}
 			float lz = (float)log(z), iz = (float)(1 / z);
 			for (int64_t j = 0; j < len; j++)
 				q[j] = logsm ? p[j] - m - lz : q[j] * iz;

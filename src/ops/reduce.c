@@ -9,6 +9,7 @@
  * (the others), an attribute before; both are read. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "vmath.h"
 #include "../util/xalloc.h"
 
 #include <math.h>
@@ -19,7 +20,7 @@ enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
 #define RUN_LANES 8
 
 /* The sum of n contiguous elements of a (float32 or float64) from element at, or of their squares. */
-static double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares)
+VM_CLONES static double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares)
 {
 	double s[RUN_LANES] = {0}, t = 0;
 	int64_t i = 0;
@@ -269,7 +270,7 @@ static int nll_loss_run(struct exec *x, const struct node *n, struct rtensor *co
 }
 
 /* log_softmax over axis 1 of (N, C, d1, ...) into lp (same shape). */
-static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
+VM_CLONES static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
 {
 	int64_t nb = s->dims[0], c = s->dims[1], inner = s->numel / (nb * c != 0 ? nb * c : 1);
 	if (s->dtype == DT_FLOAT && inner == 1) { /* (N, C): contiguous rows */
@@ -279,8 +280,10 @@ static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
 			double z = 0;
 			for (int64_t j = 0; j < c; j++)
 				m = p[j] > m ? p[j] : m;
+			for (int64_t j = 0; j < c; j++) /* the row's exponentials, summed in order */
+				q[j] = vm_expf(p[j] - m);
 			for (int64_t j = 0; j < c; j++)
-				z += expf(p[j] - m);
+				z += q[j];
 			float lz = m + (float)log(z);
 			for (int64_t j = 0; j < c; j++)
 				q[j] = p[j] - lz;
