@@ -463,7 +463,36 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 	if (!y)
 		return exec_status(x);
 	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
-	for (int64_t nc = 0; nc < g.n * g.c; nc++)
+	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
+	float *yf = out[0]->dtype == DT_FLOAT ? y : NULL;
+	for (int64_t nc = 0; max && af && yf && nc < g.n * g.c; nc++) /* float32 max: the window clipped once */
+		for (int64_t oy = 0; oy < g.oh; oy++) {
+			int64_t y0 = oy * g.sh - g.pt, i0 = y0 < 0 ? (-y0 + g.dh - 1) / g.dh : 0;
+			int64_t i1 = g.h - y0 <= 0 ? 0 : (g.h - y0 + g.dh - 1) / g.dh;
+			i1 = i1 < g.kh ? i1 : g.kh;
+			for (int64_t ox = 0; ox < g.ow; ox++) {
+				int64_t x0 = ox * g.sw - g.pl, j0 = x0 < 0 ? (-x0 + g.dw - 1) / g.dw : 0;
+				int64_t j1 = g.w - x0 <= 0 ? 0 : (g.w - x0 + g.dw - 1) / g.dw;
+				j1 = j1 < g.kw ? j1 : g.kw;
+				float acc = -INFINITY;
+				int64_t arg = -1;
+				for (int64_t i = i0; i < i1; i++) {
+					int64_t row = (nc * g.h + y0 + i * g.dh) * g.w + x0;
+					for (int64_t j = j0; j < j1; j++) {
+						float v = af[row + j * g.dw];
+						if (v > acc || arg < 0) {
+							acc = v;
+							arg = row + j * g.dw;
+						}
+					}
+				}
+				int64_t o = (nc * g.oh + oy) * g.ow + ox;
+				yf[o] = acc;
+				if (idx)
+					idx[o] = arg;
+			}
+		}
+	for (int64_t nc = 0; !(max && af && yf) && nc < g.n * g.c; nc++)
 		for (int64_t oy = 0; oy < g.oh; oy++)
 			for (int64_t ox = 0; ox < g.ow; ox++) {
 				double acc = max ? -INFINITY : 0;
@@ -479,7 +508,7 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 							continue;
 						}
 						int64_t k = (nc * g.h + iy) * g.w + ix;
-						double v = rt_get(a, k);
+						double v = af ? af[k] : rt_get(a, k);
 						if (max && (v > acc || arg < 0)) {
 							acc = v;
 							arg = k;
@@ -489,7 +518,11 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 						cnt++;
 					}
 				int64_t o = (nc * g.oh + oy) * g.ow + ox;
-				rt_set(out[0], o, max ? acc : cnt ? acc / (double)cnt : 0);
+				double res = max ? acc : cnt ? acc / (double)cnt : 0;
+				if (yf)
+					yf[o] = (float)res;
+				else
+					rt_set(out[0], o, res);
 				if (idx)
 					idx[o] = arg;
 			}

@@ -502,11 +502,20 @@ static int constant_of_shape_run(struct exec *x, const struct node *n, struct rt
 		return exec_status(x);
 	if (a && a->type == ATTR_TENSOR) {
 		struct bytes b;
-		size_t es = dtype_size(dt);
+		size_t es = dtype_size(dt), nz = 0;
 		if (tensor_bytes(exec_graph(x), a->t, &b, NULL) || b.n != es)
 			return exec_fail(x, "value must hold one element");
-		for (int64_t i = 0; i < out[0]->numel; i++)
-			memcpy(o + i * es, b.p, es);
+		for (size_t k = 0; k < es; k++)
+			nz |= ((const uint8_t *)b.p)[k];
+		if (nz && es == 4) {
+			uint32_t v;
+			memcpy(&v, b.p, 4);
+			for (int64_t i = 0; i < out[0]->numel; i++)
+				((uint32_t *)(void *)o)[i] = v;
+		} else if (nz) { /* zeros are there already */
+			for (int64_t i = 0; i < out[0]->numel; i++)
+				memcpy(o + i * es, b.p, es);
+		}
 	}
 	return 0;
 }
@@ -523,6 +532,12 @@ static int reduction_of(struct exec *x, const struct node *n, enum red *r)
 
 static void combine(struct rtensor *o, int64_t at, const struct rtensor *u, int64_t from, enum red r)
 {
+	if (o->dtype == DT_FLOAT && u->dtype == DT_FLOAT) { /* the same arithmetic, without the dispatch */
+		float *po = o->data;
+		double v = ((const float *)u->data)[from], c = po[at];
+		po[at] = (float)(r == R_ADD ? c + v : r == R_MUL ? c * v : v);
+		return;
+	}
 	double v = rt_get(u, from);
 	rt_set(o, at, r == R_ADD ? rt_get(o, at) + v : r == R_MUL ? rt_get(o, at) * v : v);
 }
