@@ -174,21 +174,17 @@ VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rt
 			} else {
 				ROWS(double)
 			}
+		} else if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && op != B_DIV && op != B_POW) {
+			switch (op) { /* wrapping arithmetic, as two's complement int64 does */
+			case B_ADD: ROW(int64_t, int64_t, (int64_t)((uint64_t)u + (uint64_t)v)); break;
+			case B_SUB: ROW(int64_t, int64_t, (int64_t)((uint64_t)u - (uint64_t)v)); break;
+			case B_MUL: ROW(int64_t, int64_t, (int64_t)((uint64_t)u * (uint64_t)v)); break;
+			case B_EQ: ROW(int64_t, uint8_t, u == v); break; /* a loss's one-hot targets */
+			case B_GT: ROW(int64_t, uint8_t, u > v); break;
+			default: ROW(int64_t, uint8_t, u < v); break;
+			}
 #undef ROWS
 #undef ROW
-		} else if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && op != B_DIV && op != B_POW) {
-			const int64_t *pa = (const int64_t *)a->data + oa, *pb = (const int64_t *)b->data + ob;
-			for (int64_t j = 0; j < row; j++) {
-				int64_t u = pa[j * sa], v = pb[j * sb];
-				switch (op) {
-				case B_ADD: ((int64_t *)o->data)[i + j] = (int64_t)((uint64_t)u + (uint64_t)v); break;
-				case B_SUB: ((int64_t *)o->data)[i + j] = (int64_t)((uint64_t)u - (uint64_t)v); break;
-				case B_MUL: ((int64_t *)o->data)[i + j] = (int64_t)((uint64_t)u * (uint64_t)v); break;
-				case B_EQ: ((uint8_t *)o->data)[i + j] = u == v; break;
-				case B_GT: ((uint8_t *)o->data)[i + j] = u > v; break;
-				default: ((uint8_t *)o->data)[i + j] = u < v; break;
-				}
-			}
 		} else if (ints) {
 			for (int64_t j = 0; j < row; j++) {
 				int64_t r = 0;
