@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""Training-step and forward benchmark: graphdiet's executor against PyTorch CPU and onnxruntime.
+"""Training-step benchmark: graphdiet's executor against PyTorch CPU and onnxruntime, one step each.
 
-    /usr/bin/python3 tests/bench/run_step.py [BUILD_DIR] [--testdata]
+    /usr/bin/python3 tests/bench/run_step.py [BUILD_DIR] [--testdata] [--threads 1,2] [--rounds 7]
 
 --testdata times the testdata models at their own sizes (the inputs gen_models.py saved); by
 default the same classes run at sizes where compute, not per-op overhead, decides.
 
-Each model is a testdata class at a size where compute matters, exported as testdata is (opset 17,
-training mode). In one run, with one thread everywhere (torch.set_num_threads(1),
-OPENBLAS_NUM_THREADS=1, onnxruntime intra-op threads 1), it times:
-  - a training step (forward + backward): PyTorch's loss.backward() against graphdiet running the
-    training graph `graphdiet train` builds;
-  - the forward pass: onnxruntime (default graph optimisations) against graphdiet.
-Best of N runs after a warm-up. Prints a Markdown table with the ratios (graphdiet / peer).
+Each model is exported as testdata is (opset 17, training mode) and `graphdiet train` writes its
+training graph (forward, backward, every parameter's gradient). All three run the same step on the
+same inputs:
+  - PyTorch: the model's forward and loss.backward();
+  - graphdiet: the training graph file in its executor (bench_exec, the nodes' time);
+  - onnxruntime-node: the same training graph file (default graph optimisations).
+With T threads everywhere (torch.set_num_threads, OPENBLAS_NUM_THREADS, onnxruntime's intra-op
+threads), for each T of --threads. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
+then again), each round a median of 5 runs after a warm-up; the table gives the median over the
+rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster).
 """
 import os
 import subprocess
@@ -49,14 +52,22 @@ def testdata_configs():
         yield name, model, args
 
 
-def best(fn):
+INNER = 5
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def torch_median(fn):
     fn()
-    t = float("inf")
-    for _ in range(REPEAT):
+    t = []
+    for _ in range(INNER):
         s = time.perf_counter()
         fn()
-        t = min(t, time.perf_counter() - s)
-    return t
+        t.append(time.perf_counter() - s)
+    return median(t)
 
 
 def seconds(cmd, env):
@@ -65,37 +76,53 @@ def seconds(cmd, env):
 
 
 def main():
-    argv = [a for a in sys.argv[1:] if a != "--testdata"]
+    argv = sys.argv[1:]
+    opt = {"--threads": "1,2", "--rounds": "7"}
+    for k in opt:
+        if k in argv:
+            i = argv.index(k)
+            opt[k] = argv[i + 1]
+            del argv[i:i + 2]
+    argv = [a for a in argv if a != "--testdata"]
     build = argv[0] if argv else os.path.join(ROOT, "build")
     which = testdata_configs if "--testdata" in sys.argv else configs
     bench = os.path.join(build, "tests", "bench", "bench_exec")
+    gd = os.path.join(build, "graphdiet")
     ort_dir = os.path.join(build, "ort", "node_modules")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", NODE_PATH=ort_dir)
-    torch.set_num_threads(1)
-    print("| model | PyTorch step s | graphdiet step s | step ratio | onnxruntime fwd s | graphdiet fwd s | fwd ratio |")
+    have_ort = os.path.isdir(ort_dir)
+    rounds = int(opt["--rounds"])
+    print("| model | threads | PyTorch step s | graphdiet step s | onnxruntime step s | graphdiet / PyTorch | "
+          "graphdiet / onnxruntime |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, args in which():
-            path = os.path.join(tmp, "m.onnx")
+            path, train = os.path.join(tmp, "m.onnx"), os.path.join(tmp, "t.onnx")
             torch.onnx.export(model, args, path, input_names=["x", "target"], output_names=["loss"], opset_version=17,
                               training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
-
-            def step():
-                model.zero_grad(set_to_none=True)
-                model(*args).backward()
-
-            t_torch = best(step)
-            t_step = seconds([bench, path, "--train", "--repeat", str(REPEAT)], env)
-            t_fwd = seconds([bench, path, "--repeat", str(REPEAT)], env)
+            subprocess.run([gd, "train", path, "-o", train], check=True, capture_output=True)
             feeds = []
             for n, a in zip(["x", "target"], args):
                 f = os.path.join(tmp, n + ".npy")
                 np.save(f, a.numpy())
                 feeds.append(f"{n}={f}")
-            t_ort = seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), path, str(REPEAT)] + feeds, env) \
-                if os.path.isdir(ort_dir) else float("nan")
-            print(f"| {name} | {t_torch:.5f} | {t_step:.5f} | {t_step / t_torch:.2f} | {t_ort:.5f} | {t_fwd:.5f} | "
-                  f"{t_fwd / t_ort:.2f} |", flush=True)
+
+            def step():
+                model.zero_grad(set_to_none=True)
+                model(*args).backward()
+
+            for threads in [int(t) for t in opt["--threads"].split(",")]:
+                torch.set_num_threads(threads)
+                env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), NODE_PATH=ort_dir)
+                t_torch, t_gd, t_ort = [], [], []
+                for _ in range(rounds):
+                    t_torch.append(torch_median(step))
+                    t_gd.append(seconds([bench, train, "--repeat", str(INNER)] +
+                                        [a for f in feeds for a in ("--input", f)], env))
+                    if have_ort:
+                        t_ort.append(seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), train,
+                                              str(INNER), str(threads)] + feeds, env))
+                pt, g, o = median(t_torch), median(t_gd), median(t_ort) if t_ort else float("nan")
+                print(f"| {name} | {threads} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} | {g / o:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,26 @@
-// time_ort.cjs - best wall time of N onnxruntime runs (CPU, one thread) of a model on .npy inputs.
+// time_ort.cjs - wall times of N onnxruntime runs (CPU) of a model on .npy inputs, after a warm-up.
 //
-//   node time_ort.cjs MODEL.onnx N NAME=FILE.npy ...
+//   node time_ort.cjs MODEL.onnx N THREADS NAME=FILE.npy ...
 //
-// Prints "seconds S". Used by tests/bench/run_step.py next to graphdiet's and PyTorch's times.
+// Prints "seconds MEDIAN best BEST" (intra-op threads THREADS, default graph optimisations). Used by
+// tests/bench/run_step.py, which times graphdiet's executor and PyTorch on the same step and inputs.
 'use strict';
 const { performance } = require('node:perf_hooks');
 const ort = require('onnxruntime-node');
 const { readFeeds } = require('./npy.cjs');
 
 async function main() {
-  const [model, n, ...args] = process.argv.slice(2);
+  const [model, n, threads, ...args] = process.argv.slice(2);
   const feeds = readFeeds(ort, args);
-  const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-  let best = Infinity;
+  const session = await ort.InferenceSession.create(model, { intraOpNumThreads: Number(threads), interOpNumThreads: 1 });
+  const t = [];
   for (let i = 0; i <= Number(n); i++) {
-    const t = performance.now();
+    const t0 = performance.now();
     await session.run(feeds);
-    const dt = (performance.now() - t) / 1000;
-    if (i && dt < best) best = dt; // run 0 warms up
+    if (i) t.push((performance.now() - t0) / 1000); // run 0 warms up
   }
-  console.log(`seconds ${best.toFixed(6)}`);
+  t.sort((a, b) => a - b);
+  console.log(`seconds ${t[Math.floor(t.length / 2)].toFixed(6)} best ${t[0].toFixed(6)}`);
 }
 
 main().catch(err => { console.error(`time_ort: ${err.message}`); process.exit(1); });
