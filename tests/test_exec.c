@@ -385,3 +385,61 @@ Test(vmath, accuracy_against_libm_in_double)
 	cr_expect(vm_erff(INFINITY) == 1 && vm_erff(-INFINITY) == -1 && vm_tanhf(-INFINITY) == -1);
 	cr_expect(vm_tanhf(0) == 0 && vm_erff(0) == 0 && vm_expf(0) == 1);
 }
+
+/* The same Conv in float32 and float64 on the same values: a 9x9 kernel over a 10x10 image with
+ * pads 1 and stride 1 or 2 (16 and 4 outputs per map: the per-position GEMMs of a weight's gradient
+ * in float32, im2col in float64). */
+static void conv_in(int dtype, int stride, double *got)
+{
+	char text[1024];
+	const char *dt = dtype == DT_FLOAT ? "float32" : "float64";
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [2, 3, 10, 10]}, "
+		 "{name: w, dtype: %s, shape: [4, 3, 9, 9]}, {name: b, dtype: %s, shape: [4]}]\n"
+		 "nodes:\n  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: [1, 1, 1, 1], strides: [%d, %d]}}\n"
+		 "outputs: [{name: y}]\n", dt, dt, dt, stride, stride);
+	struct graph *g = load_text("conv.yaml", text);
+	static double xv[600], wv[972], bv[4];
+	for (int i = 0; i < 600; i++)
+		xv[i] = sin(0.7 * i);
+	for (int i = 0; i < 972; i++)
+		wv[i] = cos(0.3 * i);
+	for (int i = 0; i < 4; i++)
+		bv[i] = i - 1.5;
+	float xf[600], wf[972], bf[4];
+	for (int i = 0; i < 600; i++)
+		xf[i] = (float)xv[i];
+	for (int i = 0; i < 972; i++)
+		wf[i] = (float)wv[i];
+	for (int i = 0; i < 4; i++)
+		bf[i] = (float)bv[i];
+	int f = dtype == DT_FLOAT;
+	size_t es = f ? 4 : 8;
+	struct rtensor t[3] = {
+		{.dtype = dtype, .ndim = 4, .dims = {2, 3, 10, 10}, .numel = 600, .data = f ? (void *)xf : (void *)xv, .nbytes = 600 * es, .known = 1},
+		{.dtype = dtype, .ndim = 4, .dims = {4, 3, 9, 9}, .numel = 972, .data = f ? (void *)wf : (void *)wv, .nbytes = 972 * es, .known = 1},
+		{.dtype = dtype, .ndim = 1, .dims = {4}, .numel = 4, .data = f ? (void *)bf : (void *)bv, .nbytes = 4 * es, .known = 1}};
+	const char *names[3] = {"x", "w", "b"};
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 3};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *y = exec_value(x, g->outputs[0]);
+	cr_assert_eq(y->numel, stride == 1 ? 2 * 4 * 16 : 2 * 4 * 4);
+	for (int64_t i = 0; i < y->numel; i++)
+		got[i] = f ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
+	exec_free(x);
+	graph_free(g);
+}
+
+Test(exec, a_kernel_as_large_as_the_image_convolves_as_im2col_does)
+{
+	for (int stride = 1; stride <= 2; stride++) {
+		double f32[128], f64[128];
+		conv_in(DT_FLOAT, stride, f32);
+		conv_in(DT_DOUBLE, stride, f64);
+		for (int i = 0; i < (stride == 1 ? 128 : 32); i++)
+			cr_expect(fabs(f32[i] - f64[i]) <= 1e-4 * (1 + fabs(f64[i])), "stride %d, output %d: %g, not %g", stride,
+				  i, f32[i], f64[i]);
+	}
+}

@@ -360,6 +360,45 @@ static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rt
 	return 0;
 }
 
+/* A kernel about as large as its input and few outputs, as in a weight's gradient (the Conv of X^T
+ * with dY^T): per output position, Y[:, :, oy, ox] (n, m) = P (n, K) W^T (K, m), K = c kh kw, with
+ * P every image's patch at that position; GEMMs with a long K instead of im2col's n GEMMs of oh ow
+ * columns each. -1 when out of memory. */
+static int conv_positions(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
+			  float *y)
+{
+	int64_t K = g->c * g->kh * g->kw, np = g->oh * g->ow;
+	size_t pb = (size_t)(g->n * K) * 4, ob = (size_t)(g->n * g->m) * 4;
+	float *p = exec_scratch(x, pb), *o = p ? exec_scratch(x, ob) : NULL;
+	if (!o) {
+		exec_scratch_free(x, p, pb);
+		return -1;
+	}
+	const float *src = a->data;
+	for (int64_t oy = 0; oy < g->oh; oy++)
+		for (int64_t ox = 0; ox < g->ow; ox++) {
+			/* P[b][(c, i, j)] = X[b, c, oy sh + i dh - pt, ox sw + j dw - pl], 0 outside */
+			for (int64_t bc = 0; bc < g->n * g->c; bc++)
+				for (int64_t i = 0; i < g->kh; i++) {
+					float *row = p + (bc * g->kh + i) * g->kw;
+					int64_t iy = oy * g->sh + i * g->dh - g->pt, x0 = ox * g->sw - g->pl;
+					const float *s = src + (bc * g->h + (iy < 0 ? 0 : iy >= g->h ? g->h - 1 : iy)) * g->w;
+					for (int64_t j = 0; j < g->kw; j++) {
+						int64_t ix = x0 + j * g->dw;
+						row[j] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? s[ix] : 0.0f;
+					}
+				}
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)K, 1.0f, p, (int)K,
+				    (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
+			for (int64_t b = 0; b < g->n; b++)
+				for (int64_t m = 0; m < g->m; m++)
+					y[(b * g->m + m) * np + oy * g->ow + ox] = o[b * g->m + m];
+		}
+	exec_scratch_free(x, o, ob);
+	exec_scratch_free(x, p, pb);
+	return 0;
+}
+
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
@@ -372,6 +411,13 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_status(x);
 	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
+	if (a->dtype == DT_FLOAT && g.group == 1 && np <= 16 && g.kh * g.kw >= 64) { /* a weight's gradient */
+		if (conv_positions(x, a, w, &g, (float *)y))
+			return exec_status(x);
+		if (b)
+			add_bias(out[0], b, g.n, g.m, np);
+		return 0;
+	}
 	if (a->dtype == DT_FLOAT && g.group == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.kh * g.kw > 1 &&
 	    g.c >= 16) { /* below 16 channels the K = C GEMMs are too thin: im2col is faster */
 		if (conv_shifted(x, a, w, &g, (float *)y))
