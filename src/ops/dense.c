@@ -123,6 +123,16 @@ static int matmul_run(struct exec *x, const struct node *n, struct rtensor *cons
 	for (int i = 0; i < nb; i++)
 		batches *= dims[i];
 	size_t es = dtype_size(a.dtype);
+	/* a matrix applied to a batch (a Linear layer on (N, T, K)): A's batches are contiguous rows and B
+	 * is the same for all, so the product is one GEMM of batches x m rows */
+	int flat = !a1 && nb > 0;
+	for (int64_t i = nb - 1, run = 1; i >= 0 && flat; run *= dims[i--])
+		flat = sb[i] == 0 && (dims[i] == 1 || sa[i] == run);
+	if (flat) {
+		if (m && nn)
+			gemm(a.dtype, 0, 0, batches * m, nn, k, 1, a.data, k, b.data, nn, 0, out[0]->data, nn);
+		return 0;
+	}
 	int64_t idx[RT_MAX_DIMS] = {0};
 	for (int64_t bi = 0; bi < batches; bi++) {
 		int64_t oa = 0, ob = 0;
