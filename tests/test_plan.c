@@ -126,21 +126,28 @@ Test(memsim, predicted_peak_is_measured_peak_for_training_steps)
 	}
 }
 
+/* memsim of g's own order on its shapes; r->live is set. */
+static void simulate(struct graph *g, struct mem_result *r)
+{
+	struct exec_opts so = {.shapes_only = 1};
+	struct gd_err e = {0};
+	struct exec *shapes = exec_run(g, &so, NULL, &e);
+	cr_assert(shapes, "%s", e.msg);
+	cr_assert_eq(memsim(g, shapes, r, &e), 0, "%s", e.msg);
+	exec_free(shapes);
+}
+
 Test(memsim, a_chain_by_hand)
 {
 	/* x (8 floats = 32 B) -> Relu -> Neg -> Tanh -> y: the input, a producer and its consumer's
 	 * output are live at once: 96 B at the Neg step (index 1) and at the Tanh step */
 	struct graph *g = load_text("chain.yaml", chain_yaml);
-	struct exec_opts so = {.shapes_only = 1};
-	struct gd_err e = {0};
-	struct exec *shapes = exec_run(g, &so, NULL, &e);
 	struct mem_result r;
-	cr_assert_eq(memsim(g, shapes, &r, &e), 0);
+	simulate(g, &r);
 	cr_assert_eq(r.peak, 96);
 	cr_assert_eq(r.peak_node, 1);
 	cr_assert_eq(r.live[0], 64);
 	cr_assert_eq(r.live[2], 96);
-	exec_free(shapes);
 	memsim_free(&r);
 	graph_free(g);
 }
@@ -164,16 +171,12 @@ Test(memsim, views_and_scatters_take_the_buffer_their_input_dies_in)
 	char text[2048];
 	snprintf(text, sizeof text, take_yaml, "", "");
 	struct graph *g = load_text("take.yaml", text);
-	struct exec_opts so = {.shapes_only = 1};
-	struct gd_err e = {0};
-	struct exec *shapes = exec_run(g, &so, NULL, &e);
 	struct mem_result r;
-	cr_assert_eq(memsim(g, shapes, &r, &e), 0);
+	simulate(g, &r);
 	cr_expect_eq(r.live[0], 152);
 	cr_expect_eq(r.live[2], 184, "the scatter adds nothing: %llu", (unsigned long long)r.live[2]);
 	cr_expect_eq(r.live[3], 152, "nor does the Reshape: %llu", (unsigned long long)r.live[3]);
 	cr_expect_eq(r.peak, 184);
-	exec_free(shapes);
 	memsim_free(&r);
 	predicted_equals_measured(g, "take.yaml");
 	graph_free(g);
@@ -182,12 +185,9 @@ Test(memsim, views_and_scatters_take_the_buffer_their_input_dies_in)
 	snprintf(text, sizeof text, take_yaml,
 		 "  - {op: Neg, inputs: [z], outputs: [nz]}\n  - {op: Neg, inputs: [s], outputs: [ns]}", ", {name: nz}, {name: ns}");
 	g = load_text("take2.yaml", text);
-	shapes = exec_run(g, &so, NULL, &e);
-	cr_assert(shapes, "%s", e.msg);
-	cr_assert_eq(memsim(g, shapes, &r, &e), 0);
+	simulate(g, &r);
 	cr_expect_eq(r.live[2], 216, "the scatter copies z: %llu", (unsigned long long)r.live[2]);
 	cr_expect_eq(r.live[3], 216, "the Reshape copies s (a freed): %llu", (unsigned long long)r.live[3]);
-	exec_free(shapes);
 	memsim_free(&r);
 	predicted_equals_measured(g, "take2.yaml");
 	graph_free(g);

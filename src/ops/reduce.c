@@ -135,8 +135,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	int t = a->ndim;
 	while (t > 0 && (na == 0 || red[t - 1]))
 		run *= a->dims[--t];
-	int sums = kind == RK_SUM || kind == RK_MEAN || kind == RK_L2;
-	if (sums && t < a->ndim && is_float(a)) {
+	int done = 0;
+	if ((kind == RK_SUM || kind == RK_MEAN || kind == RK_L2) && t < a->ndim && is_float(a)) {
 		for (int64_t i = 0; i < a->numel; i += run) {
 			acc[o] += run_sum(a, i, run, kind == RK_L2);
 			for (int d = t - 1; d >= 0; d--) {
@@ -147,9 +147,10 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 				idx[d] = 0;
 			}
 		}
-		sums = 2; /* done */
+		done = 1;
 	}
-	if (sums == 1 && kind != RK_L2) { /* typed rows along the last dimension */
+	if (!done && (kind == RK_SUM || kind == RK_MEAN)) { /* kept last axis: typed rows into their outputs */
+		done = 1;
 		int64_t row = a->ndim ? a->dims[a->ndim - 1] : 1, os = a->ndim ? ost[a->ndim - 1] : 0;
 		for (int64_t i = 0; i < a->numel; i += row) {
 			if (a->dtype == DT_FLOAT)
@@ -167,7 +168,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			}
 		}
 	}
-	for (int64_t i = 0; (kind == RK_L2 ? sums != 2 : !sums) && i < a->numel; i++) {
+	for (int64_t i = 0; !done && i < a->numel; i++) {
 		double v = rt_get(a, i);
 		if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
