@@ -557,9 +557,11 @@ Test(cli, diet_variables_train)
 
 /* Diet updates read their gradients' narrowest form: on the transformer with --precision fp16,
  * the token and position embeddings are updated from the gathered rows' gradients and the
- * indices (no ScatterND makes a dense table gradient), and no float32 Cast of a 16-bit gradient
- * feeds an update; 30 steps still more than halve the loss, and plan counts fewer gradient bytes
- * than without fp16 (the narrowed forms are what the graph holds). */
+ * indices (no ScatterND makes a dense table gradient), every other weight matrix from the factors
+ * of its Gemm(dY, X, transA=1) (no Gemm makes a weight's gradient), and no float32 Cast of a
+ * 16-bit gradient feeds an update; 30 steps still more than halve the loss. plan counts no more
+ * gradient bytes with fp16 than without, and without it fewer than the head's float32 gradient
+ * alone (50 x 16 x 4 = 3,200 bytes): no weight matrix's gradient is made whole. */
 Test(cli, diet_reads_embedding_rows_and_16_bit_gradients)
 {
 	char d[512];
@@ -580,7 +582,11 @@ Test(cli, diet_reads_embedding_rows_and_16_bit_gradients)
 		  "for q, u in ups.items():\n"
 		  "    g = made.get(u.input[1])\n"
 		  "    assert g is not None and g.op_type != 'Cast', (q, g)\n"
-		  "assert made[ups['head.weight'].input[1]].op_type == 'Gemm', ups['head.weight']\n",
+		  "for q, u in ups.items():\n"
+		  "    if q.endswith('.weight') and q not in ('tok.weight', 'pos.weight') and 'ln' not in q:\n"
+		  "        assert len(u.input) == 8 and u.input[6] == '' and u.input[7], u\n"
+		  "assert not [n.name for n in m.graph.node if n.op_type == 'Gemm' and n.output[0] in\n"
+		  "            {i for u in ups.values() for i in u.input}], 'a whole weight gradient'\n",
 		  d, "narrow diet gradients");
 	char in[512];
 	model_path(in, sizeof in, "transformer");
@@ -591,7 +597,7 @@ Test(cli, diet_reads_embedding_rows_and_16_bit_gradients)
 	const char *ka = strstr(a.out, "\"peak_param_gradient_bytes\""), *kb = strstr(b.out, "\"peak_param_gradient_bytes\"");
 	cr_assert(ka && kb);
 	long ga = strtol(strchr(ka, ':') + 1, NULL, 10), gb = strtol(strchr(kb, ':') + 1, NULL, 10);
-	cr_expect(gb > 0 && gb < ga, "fp16 holds %ld gradient bytes, float32 %ld", gb, ga);
+	cr_expect(gb > 0 && gb <= ga && ga < 3200, "fp16 holds %ld gradient bytes, float32 %ld", gb, ga);
 	run_free(&a);
 	run_free(&b);
 }

@@ -1003,6 +1003,100 @@ Test(diet, row_updates_and_16_bit_gradients_equal_the_dense_update)
 	}
 }
 
+/* DietAdam over factors g (K, R) and b (K, C) is the update over their product Gemm(g, b,
+ * transA=1), a Linear layer's weight gradient, made in blocks of rows without the R x C matrix:
+ * at 2,048 columns a block is 8 rows, so 20 rows take three blocks (8, 8, 4), each made twice
+ * (the moments, then the update). Float32 factors, and float16 ones whose product is rounded
+ * to float16 as the Gemm's is. Momentum on, stochastic rounding. The products may round apart in
+ * the last bit (OpenBLAS over 8 rows or over 20), so q' agrees within one step of the grid and
+ * the moments to float32 rounding; most of q moves. Factors of another shape are refused. */
+Test(diet, an_update_over_factors_equals_it_over_their_product)
+{
+	enum { R = 20, C = 2048, K = 3 };
+	static int16_t q[R * C];
+	static float a[K * R], b[K * C], m[R * C], vr[R], vc[C];
+	for (int i = 0; i < R * C; i++) {
+		q[i] = (int16_t)((i * 37 % 2001) - 1000);
+		m[i] = (float)((i % 7) - 3) * 1e-4f;
+	}
+	for (int i = 0; i < K * R; i++)
+		a[i] = (float)((i * 5 % 11) - 5) * 0.37f;
+	for (int i = 0; i < K * C; i++)
+		b[i] = (float)((i * 3 % 13) - 6) * 1.3e-3f;
+	for (int i = 0; i < R; i++)
+		vr[i] = (float)(i % 3) * 1e-7f;
+	for (int i = 0; i < C; i++)
+		vc[i] = (float)(i % 5) * 1e-7f;
+	const int64_t dq[2] = {R, C}, da[2] = {K, R}, db[2] = {K, C}, dr[1] = {R}, dc[1] = {C};
+	struct rtensor in[6] = {diet_tensor(DT_INT16, 2, dq, q),    diet_tensor(DT_FLOAT, 2, da, a),
+				diet_tensor(DT_FLOAT, 2, db, b),    diet_tensor(DT_FLOAT, 2, dq, m),
+				diet_tensor(DT_FLOAT, 1, dr, vr),   diet_tensor(DT_FLOAT, 1, dc, vc)};
+	const char *names[6] = {"q", "a", "b", "m", "vr", "vc"};
+	/* float32 factors, then float16 ones (a Gemm of float16 and its Cast to float32) */
+	static const char *const cast[2] = {"  - {op: Identity, inputs: [a], outputs: [fa]}\n"
+					    "  - {op: Identity, inputs: [b], outputs: [fb]}\n"
+					    "  - {op: Identity, inputs: [p], outputs: [prod]}\n",
+					    "  - {op: Cast, inputs: [a], outputs: [fa], attrs: {to: 10}}\n"
+					    "  - {op: Cast, inputs: [b], outputs: [fb], attrs: {to: 10}}\n"
+					    "  - {op: Cast, inputs: [p], outputs: [prod], attrs: {to: 1}}\n"};
+	static const char *const up[] = {"[q, prod, t, m, vr, vc]", "[q, fa, t, m, vr, vc, '', fb]",
+					 "[q, fb, t, m, vr, vc, '', fa]"};
+	static const char *const outs[4] = {"qn", "mn", "vrn", "vcn"};
+	for (int h = 0; h < 2; h++) {
+		struct exec *x[3] = {NULL, NULL, NULL};
+		struct graph *g[3] = {NULL, NULL, NULL};
+		for (int s = 0; s < 3; s++) {
+			char text[2048];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+				 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: a, dtype: float32, shape: [%d, %d]},\n"
+				 "         {name: b, dtype: float32, shape: [%d, %d]}, {name: m, dtype: float32, shape: [%d, %d]},\n"
+				 "         {name: vr, dtype: float32, shape: [%d]}, {name: vc, dtype: float32, shape: [%d]}]\n"
+				 "params:\n  - {name: t, dtype: int64, shape: [], data: [4]}\n"
+				 "nodes:\n%s  - {op: Gemm, inputs: [fa, fb], outputs: [p], attrs: {transA: 1}}\n"
+				 "  - {name: up, op: DietAdam, domain: graphdiet, inputs: %s, outputs: [qn, mn, vrn, vcn],\n"
+				 "     attrs: {beta1: 0.9, lr: 0.01, schedule: none, warmup: 1.0}}\n"
+				 "outputs: [{name: qn}, {name: mn}, {name: vrn}, {name: vcn}, {name: prod}]\n",
+				 R, C, K, R, K, C, R, C, R, C, cast[h], up[s]);
+			g[s] = load_text("diet_factors.yaml", text);
+			struct exec_opts xo = {.inputs = in, .input_names = names, .n_inputs = 6};
+			struct gd_err e = {0};
+			x[s] = exec_run(g[s], &xo, NULL, &e);
+			if (s == 2) {
+				cr_expect_null(x[s]);
+				cr_expect(strstr(e.msg, "g (K, R) and b (K, C)") && strstr(e.msg, "'up'"), "%s", e.msg);
+			} else {
+				cr_assert(x[s], "case %d, %d: %s", h, s, e.msg);
+			}
+		}
+		const int16_t *q0 = exec_value(x[0], strmap_get(&g[0]->names, "qn"))->data;
+		const int16_t *q1 = exec_value(x[1], strmap_get(&g[1]->names, "qn"))->data;
+		int far = 0, moved = 0;
+		for (int i = 0; i < R * C; i++) {
+			far += abs(q0[i] - q1[i]) > 1;
+			moved += q0[i] != q[i];
+		}
+		cr_expect_eq(far, 0, "%d: %d of %d values more than one step apart", h, far, R * C);
+		cr_expect_gt(moved, R * C / 2, "%d: %d of %d moved", h, moved, R * C);
+		for (int k = 1; k < 4; k++) {
+			const struct rtensor *u = exec_value(x[0], strmap_get(&g[0]->names, outs[k]));
+			const struct rtensor *w = exec_value(x[1], strmap_get(&g[1]->names, outs[k]));
+			cr_assert_eq(u->numel, w->numel);
+			double worst = 0;
+			for (int64_t i = 0; i < u->numel; i++) {
+				double p = ((const float *)u->data)[i], r = ((const float *)w->data)[i];
+				double d = fabs(p - r) / fmax(fabs(p), 1e-30);
+				worst = d > worst ? d : worst;
+			}
+			cr_expect_leq(worst, 1e-6, "%d: %s: relative difference %g", h, outs[k], worst);
+		}
+		for (int s = 0; s < 3; s++) {
+			exec_free(x[s]);
+			graph_free(g[s]);
+		}
+	}
+}
+
 /* A DietAdam a model brings along is checked: an unknown schedule or rounding, an updated slot
  * that is not an output, and a float parameter are one-line errors naming the node. */
 Test(diet, bad_nodes_are_refused)

@@ -4,6 +4,7 @@
 #include "kernel.h"
 #include "ops.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -27,19 +28,50 @@ int16_t diet_quantize(double x, double scale, double u)
 }
 
 /* The gradient row by row: dense (g of q's shape), or the rows ScatterND(zeros, idx, g, add)
- * would make, summed as it sums them (in g's dtype, in index order), without the dense matrix. */
+ * would make, summed as it sums them (in g's dtype, in index order), or the rows of the product
+ * g^T b made a block of rows at a time; without the dense matrix in the last two. */
 struct grad_rows {
 	const struct rtensor *g;
 	int64_t cols;
 	int64_t *head, *next; /* sparse: each row's first update, and each update's next for its row (-1 ends) */
 	struct rtensor acc;   /* sparse: one row in g's dtype */
+	const float *a, *b;   /* product: g (k x rows) at float32 and b (k x cols), float32 */
+	int64_t k, rows, lo, n, block; /* product: the rows lo .. lo + n - 1 are in acc, block of them a time */
+	int narrow;           /* product: g's 16-bit dtype, which the product is rounded to (as Gemm's), or 0 */
 };
+
+/* The rows of a product made at once: a block of about DIET_BLOCK float32 elements. */
+#define DIET_BLOCK 65536
+static int64_t block_rows(int64_t cols)
+{
+	return cols > 0 && DIET_BLOCK / cols > 1 ? DIET_BLOCK / cols : 1;
+}
+
+static float round_to(int dt, float f)
+{
+	return dt == DT_FLOAT16 ? f32_from_f16(f16_from_f32(f)) : dt == DT_BFLOAT16 ? f32_from_bf16(bf16_from_f32(f)) : f;
+}
 
 static void grad_row(struct grad_rows *r, int64_t i, double *out)
 {
 	const struct rtensor *from = r->g;
 	int64_t at = i * r->cols;
-	if (r->head) {
+	if (r->b) {
+		if (i < r->lo || i >= r->lo + r->n) { /* the block from i on: g[:, i..]^T b, as Gemm(transA=1) makes it */
+			r->lo = i;
+			r->n = r->rows - i < r->block ? r->rows - i : r->block;
+			if (r->k < 1 || r->cols < 1)
+				memset(r->acc.data, 0, r->acc.nbytes);
+			else
+				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r->n, (int)r->cols, (int)r->k, 1.0f,
+					    r->a + i, (int)r->rows, r->b, (int)r->cols, 0.0f, r->acc.data, (int)r->cols);
+			float *p = r->acc.data;
+			for (int64_t j = 0; r->narrow && j < r->n * r->cols; j++)
+				p[j] = round_to(r->narrow, p[j]);
+		}
+		from = &r->acc;
+		at = (i - r->lo) * r->cols;
+	} else if (r->head) {
 		memset(r->acc.data, 0, r->acc.nbytes);
 		for (int64_t u = r->head[i]; u >= 0; u = r->next[u])
 			for (int64_t j = 0; j < r->cols; j++)
@@ -74,7 +106,7 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 {
 	const struct rtensor *q = in[0], *g = in[1], *t = in[2], *m = n->n_in > 3 ? in[3] : NULL;
 	const struct rtensor *v1 = n->n_in > 4 ? in[4] : NULL, *v2 = n->n_in > 5 ? in[5] : NULL;
-	const struct rtensor *idx = n->n_in > 6 ? in[6] : NULL;
+	const struct rtensor *idx = n->n_in > 6 ? in[6] : NULL, *b = n->n_in > 7 ? in[7] : NULL;
 	if (q->dtype != DT_INT16)
 		return exec_fail(x, "the parameter must be int16, not %s", dtype_name(q->dtype));
 	if (!is_float(g) && g->dtype != DT_FLOAT16 && g->dtype != DT_BFLOAT16)
@@ -89,6 +121,11 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		    (idx->dtype != DT_INT64 && idx->dtype != DT_INT32))
 			return exec_fail(x, "row updates need a 2-D parameter, indices (..., 1) of int64 or int32 "
 					    "and a gradient of (..., columns)");
+	} else if (b) {
+		if (q->ndim != 2 || g->ndim != 2 || b->ndim != 2 || g->dtype == DT_DOUBLE || b->dtype != g->dtype ||
+		    g->dims[1] != rows || b->dims[1] != cols || g->dims[0] != b->dims[0])
+			return exec_fail(x, "a product gradient g^T b needs a 2-D parameter (R, C), g (K, R) and b (K, C), "
+					    "of one dtype, not float64, and no indices");
 	} else if (g->numel != q->numel) {
 		return exec_fail(x, "the gradient must have the parameter's shape");
 	}
@@ -121,12 +158,30 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	uint64_t key = exec_node_seed(x, n) ^ ((uint64_t)step * 0x9e3779b97f4a7c15ull);
 	struct grad_rows gr = {.g = g, .cols = cols};
 	size_t rowb = sizeof(double) * (size_t)(cols ? cols : 1), linkb = idx ? sizeof(int64_t) * (size_t)(rows + idx->numel) : 0;
-	size_t accb = idx ? dtype_size(g->dtype) * (size_t)cols : 0;
+	size_t wideb = b && g->dtype != DT_FLOAT ? sizeof(float) * (size_t)(g->numel + b->numel) : 0;
+	if (b) { /* 16-bit factors read at float32 */
+		gr.a = g->data;
+		gr.b = b->data;
+		gr.narrow = dtype_is_half(g->dtype) ? g->dtype : 0;
+		gr.k = g->dims[0];
+		gr.rows = rows;
+		gr.block = block_rows(cols);
+		gr.n = 0;
+	}
+	size_t accb = idx ? dtype_size(g->dtype) * (size_t)cols : b ? sizeof(float) * (size_t)(gr.block * cols) : 0;
 	double *row = exec_scratch(x, rowb), *colsum = row && v2 ? exec_scratch(x, rowb) : NULL;
 	gr.head = row && (colsum || !v2) && idx ? exec_scratch(x, linkb ? linkb : 1) : NULL;
-	gr.acc = (struct rtensor){.dtype = g->dtype, .ndim = 1, .dims = {cols}, .numel = cols, .nbytes = accb};
-	gr.acc.data = gr.head ? exec_scratch(x, accb ? accb : 1) : NULL;
-	int rc = !row || (v2 && !colsum) || (idx && !gr.acc.data) ? exec_status(x) : 0;
+	gr.acc = (struct rtensor){.dtype = b ? DT_FLOAT : g->dtype, .ndim = 1, .dims = {accb / dtype_size(b ? DT_FLOAT : g->dtype)},
+				  .numel = (int64_t)(accb / dtype_size(b ? DT_FLOAT : g->dtype)), .nbytes = accb};
+	gr.acc.data = gr.head || (b && row && (colsum || !v2)) ? exec_scratch(x, accb ? accb : 1) : NULL;
+	float *wide = gr.acc.data && wideb ? exec_scratch(x, wideb) : NULL;
+	int rc = !row || (v2 && !colsum) || ((idx || b) && !gr.acc.data) || (wideb && !wide) ? exec_status(x) : 0;
+	for (int64_t i = 0; !rc && wide && i < g->numel + b->numel; i++)
+		wide[i] = (float)(i < g->numel ? rt_get(g, i) : rt_get(b, i - g->numel));
+	if (wide) {
+		gr.a = wide;
+		gr.b = wide + g->numel;
+	}
 	if (!rc && idx) {
 		gr.next = gr.head + rows;
 		rc = grad_rows_link(x, &gr, idx, rows);
@@ -141,13 +196,15 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		}
 		rt_set(out[2], i, b2 * rt_get(v1, i) + (1 - b2) * s / (double)cols);
 	}
-	for (int64_t j = 0; !rc && v2 && j < cols; j++) {
+	for (int64_t j = 0; !rc && v2 && j < cols; j++) { /* colsum[j] becomes c[j] */
 		rt_set(out[3], j, b2 * rt_get(v2, j) + (1 - b2) * colsum[j] / (double)rows);
-		cmean += sqrt(rt_get(out[3], j) / bc) + eps;
+		colsum[j] = sqrt(rt_get(out[3], j) / bc) + eps;
+		cmean += colsum[j];
 	}
 	cmean /= (double)(cols ? cols : 1);
 	for (int64_t i = 0; !rc && i < rows; i++) {
 		grad_row(&gr, i, row);
+		double r = v2 ? sqrt(rt_get(out[2], i) / bc) + eps : 0;
 		for (int64_t j = 0, k = i * cols; j < cols; j++, k++) {
 			double gk = row[j], u = gk, denom;
 			if (m) {
@@ -155,7 +212,7 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 				rt_set(out[1], k, u);
 			}
 			if (v2) {
-				denom = (sqrt(rt_get(out[2], i) / bc) + eps) * (sqrt(rt_get(out[3], j) / bc) + eps) / cmean;
+				denom = r * colsum[j] / cmean;
 			} else {
 				double v = b2 * rt_get(v1, k) + (1 - b2) * gk * gk;
 				rt_set(out[2], k, v);
@@ -165,6 +222,7 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 			qo[k] = diet_quantize(w, scale, stochastic ? philox_uniform(key, (uint64_t)k) : -1);
 		}
 	}
+	exec_scratch_free(x, wide, wideb);
 	exec_scratch_free(x, gr.acc.data, accb ? accb : 1);
 	exec_scratch_free(x, gr.head, linkb ? linkb : 1);
 	exec_scratch_free(x, colsum, rowb);
@@ -172,5 +230,17 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	return rc;
 }
 
-const struct op_impl op_diet_adam = {.run = diet_adam_run, .recompute = RC_NEVER, .nodiff = ~0u,
+/* One operation per output element, plus with factors their product 2 K R C, made twice when
+ * the second moment is factored. */
+static void diet_adam_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+			   uint64_t *flops, uint64_t *bytes)
+{
+	(void)out;
+	(void)bytes;
+	if (n->n_in > 7 && in[7] && in[1] && in[1]->ndim == 2)
+		*flops += 2 * (uint64_t)in[1]->numel * (uint64_t)in[7]->dims[in[7]->ndim - 1] *
+			  (n->n_in > 5 && in[5] && in[1]->dims[1] > block_rows(in[7]->dims[in[7]->ndim - 1]) ? 2 : 1);
+}
+
+const struct op_impl op_diet_adam = {.run = diet_adam_run, .cost = diet_adam_cost, .recompute = RC_NEVER, .nodiff = ~0u,
 				     .own_width = 1u << 1 /* the gradient, any float width */};

@@ -2,7 +2,7 @@
  * value = q x scale, and the DietAdam update op (graphdiet domain), which the training step
  * (rewrite/step.h) places right after a parameter's gradient is complete.
  *
- * DietAdam(q, g, t, m, v1[, v2[, idx]]) -> (q', m', v1'[, v2'])
+ * DietAdam(q, g, t, m, v1[, v2[, idx[, b]]]) -> (q', m', v1'[, v2'])
  *   q   INT16, the parameter (any shape); g its gradient (float32, float64, float16 or bfloat16
  *       of q's shape, read at float32 precision); t INT64 scalar, the step number counting from 1;
  *       m the momentum slot (float, q's shape; an absent input and output when beta1 = 0); v1, v2
@@ -12,6 +12,11 @@
  *       (negative ones count from the end), and the gradient is ScatterND(zeros, idx, g,
  *       reduction=add), summed as that sums it (in g's dtype, in index order), without the R x C
  *       matrix being made: the update of an embedding, whose gradient touches a few rows.
+ *   b (2-D q only, with idx absent) makes g a factor: g is (K, R) and b (K, C) of one dtype, and
+ *       the gradient is the product g^T b as Gemm(g, b, transA=1) makes it (in float32, rounded
+ *       to a 16-bit dtype as the executor rounds the Gemm's output), made a block of rows
+ *       at a time (twice when factored: once for the moments, once for the update) without the
+ *       R x C matrix: the update of a Linear layer's weight, whose gradient is X^T dY.
  *   attributes (defaults below): beta1, beta2, epsilon, lr, schedule ("noam" or "none"), warmup,
  *       scale, round ("stochastic" or "nearest").
  * The update, in float64:

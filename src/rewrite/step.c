@@ -661,21 +661,31 @@ static int all_zero(const struct node *n)
 
 /* What parameter p's diet update reads in place of its gradient grad, which nothing else reads
  * (an inline update): a 16-bit gradient rather than its Cast to float32 (DietAdam reads the
- * gradient at float32 precision, so the widening is exact), and for Gather's gradient,
+ * gradient at float32 precision, so the widening is exact); for Gather's gradient,
  * ScatterND(zeros, Unsqueeze(indices), rows, reduction=add), the rows, with *idx set to the
- * indices: a row-sparse update, and no dense gradient made. The nodes passed over are put in
- * gone[*n_gone] (room for two per parameter). */
-static struct value *diet_narrow(struct value *grad, const struct value *p, struct value **idx, struct node **gone,
-				 uint32_t *n_gone)
+ * indices: a row-sparse update; and for a Linear layer's weight gradient, Gemm(dY, X, transA=1)
+ * (or its float32 Cast), dY with *fac set to X: the update makes the product a block of rows at
+ * a time, rounded as the Gemm rounds it. No
+ * dense gradient is made in the last two. The nodes passed over are put in gone[*n_gone] (room
+ * for two per parameter). */
+static struct value *diet_narrow(struct value *grad, const struct value *p, struct value **idx, struct value **fac,
+				 struct node **gone, uint32_t *n_gone)
 {
 	struct node *c = grad->producer;
-	*idx = NULL;
+	*idx = *fac = NULL;
 	if (c && c->op == OP_CAST && (c->tags & TAG_BACKWARD) && c->n_in == 1 && c->in[0] &&
 	    attr_int(c, "to", 0) == DT_FLOAT) {
 		gone[(*n_gone)++] = c;
 		grad = c->in[0];
 	}
 	struct node *s = grad->producer;
+	if (s && s->op == OP_GEMM && (s->tags & TAG_BACKWARD) && s->n_in == 2 && s->in[0] && s->in[1] &&
+	    p->init->ndim == 2 && attr_int(s, "transA", 0) == 1 && attr_int(s, "transB", 0) == 0 &&
+	    attr_float(s, "alpha", 1) == 1) {
+		gone[(*n_gone)++] = s;
+		*fac = s->in[1];
+		return s->in[0];
+	}
 	int scatter = s && s->op == OP_SCATTER_ND && (s->tags & TAG_BACKWARD) && s->n_in == 3 && s->in[0] && s->in[1] &&
 		      s->in[2] && attr_str_is(s, "reduction", "add", 0) && p->init->ndim == 2;
 	const struct node *z = scatter ? s->in[0]->producer : NULL, *u = z ? s->in[1]->producer : NULL;
@@ -686,10 +696,10 @@ static struct value *diet_narrow(struct value *grad, const struct value *p, stru
 	return s->in[2];
 }
 
-/* DietAdam(q, grad, step, m, v1, v2[, idx]) with its state made and bound (Where(found, old, new) when a
- * finite check may skip the step). Returns the node. */
+/* DietAdam(q, grad, step, m, v1, v2[, idx[, fac]]) with its state made and bound (Where(found, old, new)
+ * when a finite check may skip the step). Returns the node. */
 static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, struct value *grad,
-			      struct value *idx, struct value *step, struct value *found)
+			      struct value *idx, struct value *fac, struct value *step, struct value *found)
 {
 	struct graph *g = s->g;
 	const struct tensor *t = q->init;
@@ -707,7 +717,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 		st[2] = state(s, sn, DT_FLOAT, 1, t->dims + 1, 0);
 	}
 	struct node *n = graph_add_node(g, s->e);
-	uint32_t n_in = idx ? 7 : factored ? 6 : 5, n_out = factored ? 4 : 3;
+	uint32_t n_in = fac ? 8 : idx ? 7 : factored ? 6 : 5, n_out = factored ? 4 : 3;
 	struct value **io = n ? arena_array(g->arena, n_in + n_out, sizeof *io) : NULL;
 	struct attr *a = io ? arena_array(g->arena, 8, sizeof *a) : NULL;
 	JOIN(sn, sizeof sn, q->name, "_diet_adam");
@@ -723,7 +733,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 	n->out = io + n_in;
 	n->n_in = n_in;
 	n->n_out = n_out;
-	struct value *ins[7] = {q, grad, step, st[0], st[1], st[2], idx};
+	struct value *ins[8] = {q, grad, step, st[0], st[1], st[2], idx, fac};
 	memcpy(n->in, ins, n_in * sizeof *ins);
 	for (uint32_t k = 0; k < n_out; k++) {
 		struct value *old = k ? st[k - 1] : q;
@@ -797,14 +807,17 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
 		if (!diet[i])
 			continue;
-		struct value *grad = pg[i].g, *idx = NULL;
+		struct value *grad = pg[i].g, *idx = NULL, *fac = NULL;
 		if (inline_)
-			grad = diet_narrow(grad, pg[i].p, &idx, gone, n_gone);
+			grad = diet_narrow(grad, pg[i].p, &idx, &fac, gone, n_gone);
 		const struct node *made = complete(grad);
-		if (idx && idx->producer && (!made || idx->producer->index > made->index))
-			made = idx->producer;
+		for (int k = 0; k < 2; k++) { /* and after what else it reads */
+			const struct value *also = k ? fac : idx;
+			if (also && also->producer && (!made || also->producer->index > made->index))
+				made = also->producer;
+		}
 		struct value *q = diet_store(s, d, pg[i].p);
-		struct node *u = q ? diet_adam(s, d, q, grad, idx, step1, found) : NULL;
+		struct node *u = q ? diet_adam(s, d, q, grad, idx, fac, step1, found) : NULL;
 		if (!u || (inline_ && wait_for(s, made, u, n_old)))
 			return sb_fail(s);
 	}

@@ -6,7 +6,9 @@
 # batch 2 x 64), beside the floor computed here from the parameters' shapes alone: 2 bytes per INT16
 # element (4 per float32 one left off the diet, not counting its gradient output), 4 (R + C) per
 # R x C slot pair (4 per element for a full v), the step counter, and one whole gradient of the
-# largest parameter other than an embedding (one only Gather reads, updated by rows), 4 bytes per
+# largest diet parameter other than an embedding (one only Gather reads, updated by rows) and a
+# Linear layer's weight (one only MatMul or Gemm reads, directly or through a Transpose: updated
+# from the factors X and dY of its gradient X^T dY, a block of rows at a time), 4 bytes per
 # element, or 2 with --precision fp16: the least any update that reads a whole gradient can hold.
 #
 #     bash tests/bench/run_diet.sh [BUILD]
@@ -25,12 +27,18 @@ s = [list(i.dims) for i in m.graph.initializer]
 readers = {i.name: [n for n in m.graph.node if i.name in n.input] for i in m.graph.initializer}
 embedding = [all(n.op_type == "Gather" and n.input[0] == i.name and not any(a.name == "axis" and a.i for a in n.attribute)
                  for n in readers[i.name]) and readers[i.name] for i in m.graph.initializer]
+def product(v, hops=1):  # read only as a MatMul or Gemm operand, or through one Transpose
+    r = [n for n in m.graph.node if v in n.input]
+    return bool(r) and all(n.op_type in ("MatMul", "Gemm") and v in n.input[:2] or
+                           hops and n.op_type == "Transpose" and product(n.output[0], 0) for n in r)
+linear = [len(i.dims) == 2 and product(i.name) for i in m.graph.initializer]
 n = sum(int(np.prod(d)) for d in s)
 diet = [d for d in s if sys.argv[2] == "all" or len(d) == 2]
 rest = [d for d in s if not (sys.argv[2] == "all" or len(d) == 2)]
 b = sum(2 * int(np.prod(d)) + (4 * (d[0] + d[1]) if len(d) == 2 else 4 * int(np.prod(d))) for d in diet)
 b += sum(4 * int(np.prod(d)) for d in rest)  # float32 (its gradient output not counted)
-b += int(sys.argv[3]) * max(int(np.prod(d)) for d, e in zip(s, embedding) if not e) + 8
+whole = [int(np.prod(d)) for d, e, l in zip(s, embedding, linear) if not e and not l and (sys.argv[2] == "all" or len(d) == 2)]
+b += int(sys.argv[3]) * max(whole, default=0) + 8
 print(f"{b / n:.2f}")
 PY
 }
