@@ -82,12 +82,19 @@ static inline int pareto_merge(void *a, size_t size, size_t start, size_t run, s
 {
 	if (start == run || run == *n)
 		return 0;
+	/* the set's elements that come before the run's first stay where they are */
+	uint8_t *p = a;
+	uint64_t k0 = ((const uint64_t *)(p + run * size))[0], c0 = ((const uint64_t *)(p + run * size))[1], last = 0;
+	int kept = 0; /* an element before: last is its FLOPs */
+	for (const uint64_t *u; start < run && ((u = (const uint64_t *)(p + start * size))[0] < k0 ||
+						(u[0] == k0 && u[1] <= c0));
+	     start++)
+		last = u[1], kept = 1;
 	while (*cap < *n - start)
 		if (xgrow(tmp, *cap, cap, size))
 			return -1;
-	uint8_t *p = a, *out = *tmp;
+	uint8_t *out = *tmp;
 	size_t x = start, y = run, k = 0;
-	uint64_t last = 0;
 	while (x < run || y < *n) {
 		const uint64_t *u = x < run ? (const uint64_t *)(p + x * size) : NULL;
 		const uint64_t *v = y < *n ? (const uint64_t *)(p + y * size) : NULL;
@@ -96,7 +103,7 @@ static inline int pareto_merge(void *a, size_t size, size_t start, size_t run, s
 			x++;
 		else
 			y++;
-		if (!k || e[1] < last) {
+		if (!(k || kept) || e[1] < last) {
 			memcpy(out + k++ * size, e, size);
 			last = e[1];
 		}
