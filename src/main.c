@@ -3,6 +3,7 @@
  * Each subcommand lives in src/cli/<name>.c and parses its own options. Exit codes are the
  * CLI contract in DESIGN.md: 0 success, 1 a check failed, 2 bad usage or input, 3 internal. */
 #include "cli/cli.h"
+#include "util/pool.h"
 #include "util/progress.h"
 
 #include <signal.h>
@@ -27,8 +28,8 @@ const struct cli_cmd cli_cmds[] = {
 
 static void usage(FILE *f)
 {
-	fputs("usage: graphdiet [--version] [--help] [-v | --verbose] [-q | --quiet | --progress] <command>\n"
-	      "                 [<args>]\n\n"
+	fputs("usage: graphdiet [--version] [--help] [-v | --verbose] [-q | --quiet | --progress]\n"
+	      "                 [--threads N] <command> [<args>]\n\n"
 	      "Puts deep-learning training graphs on a memory diet.\n\ncommands:\n",
 	      f);
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
@@ -37,6 +38,8 @@ static void usage(FILE *f)
 	      "-v prints each phase of the work, its time and the memory in use to standard error.\n"
 	      "On a terminal, work that runs over a second shows a live meter on standard error; -q hides\n"
 	      "it, --progress shows it anywhere (a CI log), from the start.\n"
+	      "--threads N: the threads graphdiet's own parallel work uses (default: the cores online);\n"
+	      "results are the same for any N.\n"
 	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details (from\n"
 	      "a source tree before 'cmake --install': man -l man/graphdiet.1).\n",
 	      f);
@@ -71,7 +74,18 @@ int main(int argc, char **argv)
 			progress_meter = 0;
 		else if (!strcmp(argv[1], "--progress"))
 			progress_meter = 2;
-		else
+		else if (!strcmp(argv[1], "--threads") || !strncmp(argv[1], "--threads=", 10)) {
+			const char *v = argv[1][9] == '=' ? argv[1] + 10 : argc > 2 ? argv[2] : "";
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (!*v || *end || n < 1 || n > POOL_MAX)
+				return cli_usage(NULL, "--threads: '%s' is not a number of threads from 1 to %d", v, POOL_MAX);
+			pool_set_threads((int)n);
+			if (argv[1][9] != '=') {
+				argc--;
+				argv++;
+			}
+		} else
 			break;
 		argc--;
 		argv++;

@@ -1,4 +1,4 @@
-/* test_util.c - arena, strmap, base64, emit, philox, fileio, bgwrite. */
+/* test_util.c - arena, strmap, base64, emit, philox, fileio, bgwrite, pool. */
 #include "util/arena.h"
 #include "util/base64.h"
 #include "util/bgwrite.h"
@@ -6,6 +6,7 @@
 #include "util/fileio.h"
 #include "util/join.h"
 #include "util/philox.h"
+#include "util/pool.h"
 #include "util/strmap.h"
 #include "helpers.h"
 
@@ -440,4 +441,67 @@ Test(bgwrite, chunks_arrive_in_order_and_errors_are_kept)
 	cr_assert_eq(bgwrite_close(&w), ENOSPC);
 	fclose(f);
 	free(big);
+}
+
+/* pool_for calls each index once, each with a thread number below pool_threads(), over several
+ * threads when there are several (a call waits for a piece another thread is held in), and the
+ * caller only when there is one; back to back calls and a nested call (run by its caller) too. */
+struct pool_probe {
+	_Atomic int calls[1000];
+	_Atomic int by[POOL_MAX];
+	_Atomic int gate; /* index 0 waits until another index has run: a second thread exists */
+	int nested;
+};
+
+static void probe_inner(void *arg, uint32_t i, uint32_t w)
+{
+	struct pool_probe *p = arg;
+	p->calls[500 + i]++;
+	p->by[w]++;
+}
+
+static void probe(void *arg, uint32_t i, uint32_t w)
+{
+	struct pool_probe *p = arg;
+	p->calls[i]++;
+	p->by[w]++;
+	if (pool_threads() > 1 && i == 0)
+		for (long k = 0; k < 2000000000L && !p->gate; k++)
+			;
+	if (i != 0)
+		p->gate = 1;
+	if (p->nested && i == 1)
+		pool_for(3, probe_inner, p);
+}
+
+Test(pool, each_index_once_over_the_threads)
+{
+	for (int threads = 1; threads <= 3; threads += 2) {
+		pool_set_threads(threads);
+		cr_assert_eq(pool_threads(), threads);
+		for (int round = 0; round < 20; round++) {
+			static struct pool_probe p;
+			memset(&p, 0, sizeof p);
+			p.nested = round == 0;
+			pool_for(400, probe, &p);
+			for (int i = 0; i < 400; i++)
+				cr_assert_eq(p.calls[i], 1, "threads %d round %d: index %d ran %d times", threads, round, i,
+					     p.calls[i]);
+			for (int i = 0; i < 3; i++)
+				cr_assert_eq(p.calls[500 + i], round == 0, "nested index %d", i);
+			int used = 0, sum = 0;
+			for (int w = 0; w < POOL_MAX; w++) {
+				cr_assert(w < threads || !p.by[w], "thread %d of %d", w, threads);
+				used += p.by[w] > 0;
+				sum += p.by[w];
+			}
+			cr_assert_eq(sum, 400 + (round == 0 ? 3 : 0));
+			cr_assert(threads == 1 ? used == 1 : used >= 2, "threads %d: %d used", threads, used);
+		}
+	}
+	pool_set_threads(1);
+	pool_set_threads(0);
+	cr_expect_eq(pool_threads(), 1, "clamped");
+	pool_set_threads(1000);
+	cr_expect_eq(pool_threads(), POOL_MAX, "clamped");
 }

@@ -1,6 +1,7 @@
 /* auto.c - see auto.h. */
 #include "auto.h"
 #include "../rewrite/recompute.h"
+#include "../util/pool.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 #include "memsim.h"
@@ -113,82 +114,129 @@ static inline int pareto_merge(void *a, size_t size, size_t start, size_t run, s
 	return 0;
 }
 
-/* The ways of every segment, shortest first: O(M^2 NEST_SPLITS NEST_CAP). */
+/* One thread's room for a segment's ways: the candidates, pareto_merge's buffer, and the ways
+ * kept per segment of the current length (NEST_CAP each, at its i), appended in order after. */
+struct nest_buf {
+	struct nest *c;
+	void *tmp;
+	size_t cc, ctmp;
+};
+
+struct nest_job {
+	const struct gmodel *m;
+	struct nests *ns;
+	uint32_t len;
+	struct nest *out;  /* NEST_CAP per i */
+	uint32_t *n_out;   /* per i */
+	int oom;
+	struct nest_buf buf[POOL_MAX];
+};
+
+/* The ways of the segment (i, i + len], into out[i NEST_CAP ..] and n_out[i], from the shorter
+ * segments' ways; -1 when out of memory. */
+static int nest_segment(const struct gmodel *m, const struct nests *ns, uint32_t i, uint32_t len, struct nest_buf *bf,
+			struct nest *out, uint32_t *n_out)
+{
+	size_t side = (size_t)m->M + 1, nc = 0;
+	uint32_t j = i + len, step = (len - 1) / NEST_SPLITS + 1;
+	if (xgrow((void **)&bf->c, nc, &bf->cc, sizeof *bf->c))
+		return -1;
+	struct nest *c = bf->c;
+	c[nc++] = (struct nest){BOX(m->all, i, j, j), BOX(m->flops, i, j, j), 0, 0, 0};
+	for (uint32_t sp = i + 1; sp < j; sp = sp + step < j || sp + 1 == j ? sp + step : j - 1) {
+		/* every step-th cut, then j - 1 */
+		uint64_t front = BOX(m->all, i, sp, j) - BOX(m->all, i, sp, sp), f1 = BOX(m->flops, i, sp, j);
+		size_t a0 = ns->first[sp * side + j], na = ns->count[sp * side + j];
+		size_t b0 = ns->first[i * side + sp], nb = ns->count[i * side + sp];
+		/* the cheapest pairs: for each way of one side, the cheapest of the other that
+		 * needs no more bytes */
+		for (int side_a = 0; side_a < 2; side_a++) {
+			size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0, run = nc, p = 0;
+			uint64_t least = UINT64_MAX; /* a run in ascending bytes: only falling FLOPs count */
+			for (size_t t = 0; t < n1; t++) {
+				const struct nest *x = &ns->pool[(side_a ? a0 : b0) + t];
+				uint64_t mem = side_a ? front + x->mem : x->mem;
+				while (q < n2 && (side_a ? ns->pool[b0 + q].mem : front + ns->pool[a0 + q].mem) <= mem)
+					q++;
+				if (!q)
+					continue;
+				const struct nest *y = &ns->pool[(side_a ? b0 : a0) + q - 1];
+				if (f1 + x->flops + y->flops >= least)
+					continue;
+				/* nor what the set so far holds with no more bytes and FLOPs */
+				while (p < run && c[p].mem <= mem)
+					p++;
+				if (p && c[p - 1].flops <= f1 + x->flops + y->flops)
+					continue;
+				least = f1 + x->flops + y->flops;
+				if (xgrow((void **)&bf->c, nc, &bf->cc, sizeof *c))
+					return -1;
+				c = bf->c;
+				c[nc++] = (struct nest){mem, f1 + x->flops + y->flops, sp,
+							(uint32_t)(side_a ? a0 + t : a0 + q - 1),
+							(uint32_t)(side_a ? b0 + q - 1 : b0 + t)};
+			}
+			/* a run in ascending bytes and falling FLOPs: merged into the set so far */
+			if (pareto_merge(c, sizeof *c, 0, run, &nc, &bf->tmp, &bf->ctmp))
+				return -1;
+		}
+	}
+	size_t k = nc;
+	if (k > NEST_CAP) { /* thinned evenly, both ends kept */
+		for (size_t t = 0; t < NEST_CAP; t++)
+			c[t] = c[t * (k - 1) / (NEST_CAP - 1)];
+		k = NEST_CAP;
+	}
+	memcpy(out, c, k * sizeof *c);
+	*n_out = (uint32_t)k;
+	return 0;
+}
+
+static void nest_one(void *arg, uint32_t i, uint32_t w)
+{
+	struct nest_job *jb = arg;
+	if (nest_segment(jb->m, jb->ns, i, jb->len, &jb->buf[w], jb->out + (size_t)i * NEST_CAP, jb->n_out + i))
+		jb->oom = 1;
+}
+
+/* The ways of every segment, shortest first, the segments of one length over the pool's threads:
+ * O(M^2 NEST_SPLITS NEST_CAP). */
 static int nests_build(const struct gmodel *m, struct nests *ns)
 {
 	size_t side = (size_t)m->M + 1;
-	struct nest *c = NULL;
-	void *tmp = NULL;
-	size_t nc = 0, cc = 0, ctmp = 0;
+	struct nest_job *jb = xcalloc(1, sizeof *jb);
 	ns->first = xcalloc(side * side, sizeof *ns->first);
 	ns->count = xcalloc(side * side, sizeof *ns->count);
-	if (!ns->first || !ns->count)
-		return -1;
-	for (uint32_t len = 1; len <= m->M; len++)
-		for (uint32_t i = 0; i + len <= m->M; i++) {
-			uint32_t j = i + len, step = (len - 1) / NEST_SPLITS + 1;
-			nc = 0;
-			if (xgrow((void **)&c, nc, &cc, sizeof *c))
-				goto oom;
-			c[nc++] = (struct nest){BOX(m->all, i, j, j), BOX(m->flops, i, j, j), 0, 0, 0};
-			for (uint32_t sp = i + 1; sp < j; sp = sp + step < j || sp + 1 == j ? sp + step : j - 1) {
-				/* every step-th cut, then j - 1 */
-				uint64_t front = BOX(m->all, i, sp, j) - BOX(m->all, i, sp, sp), f1 = BOX(m->flops, i, sp, j);
-				size_t a0 = ns->first[sp * side + j], na = ns->count[sp * side + j];
-				size_t b0 = ns->first[i * side + sp], nb = ns->count[i * side + sp];
-				/* the cheapest pairs: for each way of one side, the cheapest of the other that
-				 * needs no more bytes */
-				for (int side_a = 0; side_a < 2; side_a++) {
-					size_t n1 = side_a ? na : nb, n2 = side_a ? nb : na, q = 0, run = nc, p = 0;
-					uint64_t least = UINT64_MAX; /* a run in ascending bytes: only falling FLOPs count */
-					for (size_t t = 0; t < n1; t++) {
-						const struct nest *x = &ns->pool[(side_a ? a0 : b0) + t];
-						uint64_t mem = side_a ? front + x->mem : x->mem;
-						while (q < n2 && (side_a ? ns->pool[b0 + q].mem : front + ns->pool[a0 + q].mem) <= mem)
-							q++;
-						if (!q)
-							continue;
-						const struct nest *y = &ns->pool[(side_a ? b0 : a0) + q - 1];
-						if (f1 + x->flops + y->flops >= least)
-							continue;
-						/* nor what the set so far holds with no more bytes and FLOPs */
-						while (p < run && c[p].mem <= mem)
-							p++;
-						if (p && c[p - 1].flops <= f1 + x->flops + y->flops)
-							continue;
-						least = f1 + x->flops + y->flops;
-						if (xgrow((void **)&c, nc, &cc, sizeof *c))
-							goto oom;
-						c[nc++] = (struct nest){mem, f1 + x->flops + y->flops, sp,
-									(uint32_t)(side_a ? a0 + t : a0 + q - 1),
-									(uint32_t)(side_a ? b0 + q - 1 : b0 + t)};
-					}
-					/* a run in ascending bytes and falling FLOPs: merged into the set so far */
-					if (pareto_merge(c, sizeof *c, 0, run, &nc, &tmp, &ctmp))
-						goto oom;
-				}
-			}
-			size_t k = nc;
-			if (k > NEST_CAP) { /* thinned evenly, both ends kept */
-				for (size_t t = 0; t < NEST_CAP; t++)
-					c[t] = c[t * (k - 1) / (NEST_CAP - 1)];
-				k = NEST_CAP;
-			}
-			ns->first[i * side + j] = (uint32_t)ns->n;
-			ns->count[i * side + j] = (uint32_t)k;
-			for (size_t t = 0; t < k; t++) {
+	int rc = !jb || !ns->first || !ns->count ? -1 : 0;
+	if (!rc) {
+		*jb = (struct nest_job){.m = m, .ns = ns, .out = xmalloc(side * NEST_CAP * sizeof *jb->out),
+					.n_out = xmalloc(side * sizeof *jb->n_out)};
+		rc = !jb->out || !jb->n_out ? -1 : 0;
+	}
+	for (uint32_t len = 1; !rc && len <= m->M; len++) {
+		jb->len = len;
+		pool_for(m->M - len + 1, nest_one, jb);
+		rc = jb->oom ? -1 : 0;
+		for (uint32_t i = 0; !rc && i + len <= m->M; i++) { /* appended in order of i */
+			ns->first[i * side + i + len] = (uint32_t)ns->n;
+			ns->count[i * side + i + len] = jb->n_out[i];
+			for (uint32_t t = 0; !rc && t < jb->n_out[i]; t++)
 				if (xgrow((void **)&ns->pool, ns->n, &ns->cap, sizeof *ns->pool))
-					goto oom;
-				ns->pool[ns->n++] = c[t];
-			}
+					rc = -1;
+				else
+					ns->pool[ns->n++] = jb->out[(size_t)i * NEST_CAP + t];
 		}
-	xfree(c);
-	xfree(tmp);
-	return 0;
-oom:
-	xfree(c);
-	xfree(tmp);
-	return -1;
+	}
+	for (int w = 0; jb && w < POOL_MAX; w++) {
+		xfree(jb->buf[w].c);
+		xfree(jb->buf[w].tmp);
+	}
+	if (jb) {
+		xfree(jb->out);
+		xfree(jb->n_out);
+	}
+	xfree(jb);
+	return rc;
 }
 
 /* The levels of a way of recomputing (i, j]: a split's frontier, read in (s, j], is kept at level
@@ -283,6 +331,24 @@ static int64_t solve(const struct gmodel *m, const struct nests *ns, uint64_t A,
 		d->n = start + k;
 	}
 	return d->count[m->M] ? (int64_t)(d->first[m->M] + d->count[m->M] - 1) : -1;
+}
+
+/* Levels of the ladder solved side by side, each into a DP of its own. */
+struct ladder_job {
+	const struct gmodel *m;
+	const struct nests *ns;
+	struct level {
+		double a;      /* the activation budget */
+		struct dp *d;
+		int64_t ix;    /* solve's answer */
+	} lv[2];
+};
+
+static void solve_level(void *arg, uint32_t i, uint32_t w)
+{
+	(void)w;
+	struct ladder_job *j = arg;
+	j->lv[i].ix = solve(j->m, j->ns, (uint64_t)j->lv[i].a, j->lv[i].d);
 }
 
 /* The kept set of a DP answer: per group, the cut that ends its segment and whether it is stored. */
@@ -541,8 +607,18 @@ static void plans_get(const struct plans *ps, size_t i, uint8_t *keep, uint32_t 
 /* Local search with exact weighing, within an allowance of node-steps simulated. Pairs of flips
  * are tried nearest first (candidates in value order, about the schedule's): on the frontier at
  * most PAIR_SPAN apart at first, farther once no frontier plan is left unexplored at the span; in
- * a descent, on small graphs (the short allowance) only that near. */
+ * a descent, on small graphs (the short allowance) only that near. The flips of one batch are
+ * weighed over the pool's threads (each with a twin of the model and a copy of the plan) and
+ * judged in order afterwards, so the search goes as it would in one thread. */
 #define PAIR_SPAN 4
+#define NO_FLIP UINT32_MAX
+
+/* A plan's flip of value b, with value a unless a is NO_FLIP, and what it weighs. */
+struct flip {
+	uint32_t a, b;
+	uint64_t peak, flops, area;
+};
+
 struct search {
 	const struct graph *g;
 	struct memmodel *m;
@@ -551,16 +627,72 @@ struct search {
 	uint32_t n_cand;
 	int64_t allowance;
 	uint32_t span; /* a descent's pairs: at most so far apart */
+	struct flip *flips; /* a batch: n_cand at most */
+	/* per thread: a twin of m (thread 0 weighs on m), the plan flipped and whether it is this
+	 * batch's, and a failure */
+	struct memmodel twin[POOL_MAX];
+	uint8_t *kb[POOL_MAX];
+	unsigned long kb_batch[POOL_MAX], batch;
+	const uint8_t *keep;
+	struct gd_err err[POOL_MAX];
+	int failed[POOL_MAX];
 };
 
-static int try_flip(struct search *s, uint8_t *keep, uint32_t v, uint64_t *peak, uint64_t *flops, uint64_t *area,
-		    struct gd_err *e)
+static void search_free(struct search *s)
 {
-	s->allowance -= 2 * (int64_t)s->g->n_nodes;
-	keep[v] ^= 1;
-	int rc = ckpt_weigh(s->m, keep, s->nflops, peak, flops, area, e);
-	keep[v] ^= 1;
-	return rc;
+	for (int w = 0; w < POOL_MAX; w++) {
+		if (w && s->twin[w].bytes)
+			memmodel_twin_free(&s->twin[w]);
+		xfree(s->kb[w]);
+	}
+	xfree(s->flips);
+}
+
+static void weigh_one(void *arg, uint32_t i, uint32_t w)
+{
+	struct search *s = arg;
+	struct flip *f = &s->flips[i];
+	size_t nv = s->g->n_values ? s->g->n_values : 1;
+	struct memmodel *m = w ? &s->twin[w] : s->m;
+	if (s->failed[w])
+		return;
+	if ((w && !m->bytes && memmodel_twin(s->m, m)) || (!s->kb[w] && !(s->kb[w] = xmalloc(nv)))) {
+		s->failed[w] = err_oom(&s->err[w]);
+		return;
+	}
+	uint8_t *keep = s->kb[w];
+	if (s->kb_batch[w] != s->batch) {
+		memcpy(keep, s->keep, s->g->n_values);
+		s->kb_batch[w] = s->batch;
+	}
+	if (f->a != NO_FLIP)
+		keep[f->a] ^= 1;
+	keep[f->b] ^= 1;
+	if (ckpt_weigh(m, keep, s->nflops, &f->peak, &f->flops, &f->area, &s->err[w]))
+		s->failed[w] = s->err[w].code ? s->err[w].code : -1;
+	keep[f->b] ^= 1;
+	if (f->a != NO_FLIP)
+		keep[f->a] ^= 1;
+}
+
+/* Weighs the first flips of s->flips[0, n) on the plan `keep` that the allowance pays for, each
+ * 2 node-steps a node, and returns how many; UINT32_MAX with e set on failure. */
+static uint32_t weigh_batch(struct search *s, const uint8_t *keep, uint32_t n, struct gd_err *e)
+{
+	int64_t cost = 2 * (int64_t)s->g->n_nodes, k = s->allowance <= 0 ? 0 : (s->allowance + cost - 1) / (cost ? cost : 1);
+	k = cost ? (k < n ? k : n) : n;
+	s->allowance -= k * cost;
+	s->keep = keep;
+	s->batch++;
+	pool_for((uint32_t)k, weigh_one, s);
+	for (int w = 0; w < POOL_MAX; w++)
+		if (s->failed[w]) {
+			*e = s->err[w];
+			if (!e->code)
+				err_oom(e);
+			return UINT32_MAX;
+		}
+	return (uint32_t)k;
 }
 
 /* From plan i: the single flip that lowers the peak most, repeatedly, adding each plan on the way.
@@ -574,31 +706,34 @@ static int descend(struct search *s, struct plans *ps, size_t i, int plateaus, u
 		return e->code;
 	for (;;) {
 		uint64_t bp = peak, ba = area, bf = 0;
-		uint32_t best = UINT32_MAX;
-		for (uint32_t c = 0; c < s->n_cand && s->allowance > 0; c++) {
-			uint64_t pk, fl, ar;
-			if (try_flip(s, keep, s->cand[c], &pk, &fl, &ar, e))
-				return e->code;
-			if (pk < bp || (pk == bp && (plateaus ? ar < ba : best != UINT32_MAX && fl < bf)))
-				bp = pk, ba = ar, bf = fl, best = s->cand[c];
+		uint32_t best = NO_FLIP, second = NO_FLIP;
+		for (uint32_t c = 0; c < s->n_cand; c++)
+			s->flips[c] = (struct flip){.a = NO_FLIP, .b = s->cand[c]};
+		uint32_t k = weigh_batch(s, keep, s->n_cand, e);
+		if (k == UINT32_MAX)
+			return e->code;
+		for (uint32_t c = 0; c < k; c++) {
+			const struct flip *f = &s->flips[c];
+			if (f->peak < bp || (f->peak == bp && (plateaus ? f->area < ba : best != NO_FLIP && f->flops < bf)))
+				bp = f->peak, ba = f->area, bf = f->flops, best = f->b;
 		}
 		/* no single flip helps: on small graphs, pairs of nearby candidates (moving a checkpoint) */
-		uint32_t second = UINT32_MAX;
-		for (uint32_t dd = 1; best == UINT32_MAX && s->n_cand <= AUTO_EXACT_NODES && dd <= s->span && dd < s->n_cand;
-		     dd++)
-			for (uint32_t c = 0; c + dd < s->n_cand && s->allowance > 0; c++) {
-				uint64_t pk, fl, ar;
-				keep[s->cand[c]] ^= 1;
-				int rc = try_flip(s, keep, s->cand[c + dd], &pk, &fl, &ar, e);
-				keep[s->cand[c]] ^= 1;
-				if (rc)
-					return e->code;
-				if (pk < bp || (pk == bp && (plateaus ? ar < ba : second != UINT32_MAX && fl < bf)))
-					bp = pk, ba = ar, bf = fl, second = s->cand[c], best = s->cand[c + dd];
+		for (uint32_t dd = 1; best == NO_FLIP && s->n_cand <= AUTO_EXACT_NODES && dd <= s->span && dd < s->n_cand;
+		     dd++) {
+			for (uint32_t c = 0; c + dd < s->n_cand; c++)
+				s->flips[c] = (struct flip){.a = s->cand[c], .b = s->cand[c + dd]};
+			if ((k = weigh_batch(s, keep, s->n_cand - dd, e)) == UINT32_MAX)
+				return e->code;
+			for (uint32_t c = 0; c < k; c++) {
+				const struct flip *f = &s->flips[c];
+				if (f->peak < bp ||
+				    (f->peak == bp && (plateaus ? f->area < ba : second != NO_FLIP && f->flops < bf)))
+					bp = f->peak, ba = f->area, bf = f->flops, second = f->a, best = f->b;
 			}
-		if (best == UINT32_MAX || s->allowance <= 0)
+		}
+		if (best == NO_FLIP || s->allowance <= 0)
 			return 0;
-		if (second != UINT32_MAX)
+		if (second != NO_FLIP)
 			keep[second] ^= 1;
 		keep[best] ^= 1;
 		peak = bp;
@@ -667,21 +802,30 @@ static int frontier(struct search *s, struct plans *ps, uint8_t *keep, struct gd
 				continue;
 			plans_get(ps, i, keep, s->g->n_values);
 			/* single flips (dd = 0), then on small graphs pairs dd apart, nearest first */
-			for (uint32_t dd = from; dd < upto && s->allowance > 0 && !rc; dd++)
-				for (uint32_t c0 = 0; c0 + dd < s->n_cand && s->allowance > 0 && !rc; c0++) {
-					uint32_t c = c0 + dd;
-					uint64_t pk, fl;
-					keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
-					rc = try_flip(s, keep, s->cand[c], &pk, &fl, NULL, e);
-					if (!rc && !dominated(ps, pk, fl)) {
-						keep[s->cand[c]] ^= 1;
-						if (plans_add(ps, keep, s->g->n_values, pk, fl))
-							rc = err_oom(e);
-						keep[s->cand[c]] ^= 1;
-						more = 1;
-					}
-					keep[s->cand[c0]] ^= (uint8_t)(c0 < c);
+			for (uint32_t dd = from; dd < upto && s->allowance > 0 && !rc; dd++) {
+				uint32_t n = 0;
+				for (uint32_t c0 = 0; c0 + dd < s->n_cand; c0++)
+					s->flips[n++] = (struct flip){.a = dd ? s->cand[c0] : NO_FLIP, .b = s->cand[c0 + dd]};
+				uint32_t k = weigh_batch(s, keep, n, e);
+				if (k == UINT32_MAX) {
+					rc = e->code;
+					break;
 				}
+				for (uint32_t t = 0; t < k && !rc; t++) {
+					const struct flip *f = &s->flips[t];
+					if (dominated(ps, f->peak, f->flops))
+						continue;
+					if (f->a != NO_FLIP)
+						keep[f->a] ^= 1;
+					keep[f->b] ^= 1;
+					if (plans_add(ps, keep, s->g->n_values, f->peak, f->flops))
+						rc = err_oom(e);
+					keep[f->b] ^= 1;
+					if (f->a != NO_FLIP)
+						keep[f->a] ^= 1;
+					more = 1;
+				}
+			}
 		}
 	}
 	xfree(reach);
@@ -731,9 +875,10 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	uint8_t *resident = xcalloc(nv, 1); /* 1: input or initializer, 2: other graph output */
 	uint32_t *cand = xcalloc(nv, sizeof *cand);
 	struct gmodel mod = {0}, *m = &mod;
-	struct dp d = {0};
+	struct dp d = {0}, d2 = {0}; /* d2: the level solved ahead */
 	struct nests ns = {0};
 	struct plans ps = {0};
+	struct search *se = NULL;
 	int rc = 0;
 	if (!nflops || !resident || !cand)
 		goto oom;
@@ -757,16 +902,34 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	r->n_cuts = m->M;
 	d.first = xcalloc((size_t)m->M + 1, sizeof *d.first);
 	d.count = xcalloc((size_t)m->M + 1, sizeof *d.count);
-	if (!d.first || !d.count)
+	d2.first = xcalloc((size_t)m->M + 1, sizeof *d2.first);
+	d2.count = xcalloc((size_t)m->M + 1, sizeof *d2.count);
+	if (!d.first || !d.count || !d2.first || !d2.count)
 		goto oom;
 	/* the ladder of activation budgets, from everything kept down until nothing fits the model */
 	const int large = g->n_nodes > AUTO_LARGE_STEPS, small = g->n_nodes <= SMALL_STEPS;
 	const double ratio = small ? 0.95 : 0.97;
 	uint64_t top = AT(m->all, m->M, m->M) - AT(m->nonbwd, m->M, m->M) + 1;
 	if (!large) {
+		/* with threads, the level below is solved beside each level the ladder needs: it is the
+		 * next one needed unless the plan fits it too, which is rare */
 		uint64_t last_c = UINT64_MAX, last_k = UINT64_MAX;
+		int ahead = pool_threads() > 1, pending = 0;
+		struct ladder_job lj = {m, &ns, {{0, &d, 0}, {0, &d2, 0}}};
 		for (double a = (double)top; a >= 1;) {
-			int64_t ix = solve(m, &ns, (uint64_t)a, &d);
+			struct dp *dc = &d;
+			int64_t ix;
+			if (pending && lj.lv[1].a == a) {
+				ix = lj.lv[1].ix;
+				dc = lj.lv[1].d;
+				pending = 0;
+			} else {
+				lj.lv[0].a = a;
+				lj.lv[1].a = a * ratio;
+				pending = ahead && lj.lv[1].a >= 1;
+				pool_for(1 + (uint32_t)pending, solve_level, &lj);
+				ix = lj.lv[0].ix;
+			}
 			if (ix == -2)
 				goto oom;
 			if (ix < 0)
@@ -775,12 +938,12 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 			 * the next level solved is the first below that */
 			do
 				a *= ratio;
-			while (a >= 1 && (uint64_t)a >= d.pool[ix].R);
-			if (d.pool[ix].C == last_c && d.pool[ix].K == last_k)
+			while (a >= 1 && (uint64_t)a >= dc->pool[ix].R);
+			if (dc->pool[ix].C == last_c && dc->pool[ix].K == last_k)
 				continue; /* the plan of the level above */
-			last_c = d.pool[ix].C;
-			last_k = d.pool[ix].K;
-			if ((rc = weigh_level(g, mm, m, &ns, &d, ix, nflops, keep, &ps, e)))
+			last_c = dc->pool[ix].C;
+			last_k = dc->pool[ix].K;
+			if ((rc = weigh_level(g, mm, m, &ns, dc, ix, nflops, keep, &ps, e)))
 				goto out;
 		}
 	} else {
@@ -838,21 +1001,24 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	}
 	/* local search, while the allowance lasts: down in peak from the lowest-peak plan, then out
 	 * along the (peak, FLOPs) frontier */
-	struct search se = {g, mm, nflops, cand, 0, large ? 0 : small ? SEARCH_ALLOWANCE / 10 : SEARCH_ALLOWANCE,
-			    small ? PAIR_SPAN : UINT32_MAX};
+	if (!(se = xcalloc(1, sizeof *se)) || !(se->flips = xmalloc(sizeof *se->flips * nv)))
+		goto oom;
+	*se = (struct search){.g = g, .m = mm, .nflops = nflops, .cand = cand, .flips = se->flips,
+			      .allowance = large ? 0 : small ? SEARCH_ALLOWANCE / 10 : SEARCH_ALLOWANCE,
+			      .span = small ? PAIR_SPAN : UINT32_MAX};
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (m->gp[v])
-			cand[se.n_cand++] = v;
-	if ((rc = descend_from(&se, &ps, 0, ps.n, keep, e)))
+			cand[se->n_cand++] = v;
+	if ((rc = descend_from(se, &ps, 0, ps.n, keep, e)))
 		goto out;
-	if ((rc = frontier(&se, &ps, keep, e)))
+	if ((rc = frontier(se, &ps, keep, e)))
 		goto out;
 	/* the other seeds, and a descent from each while the allowance lasts */
 	size_t n1 = ps.n;
 	if (n_seeds > AUTO_SEARCH_SEEDS &&
 	    (rc = weigh_sets(g, mm, seeds + AUTO_SEARCH_SEEDS, n_seeds - AUTO_SEARCH_SEEDS, nflops, &ps, e)))
 		goto out;
-	if ((rc = descend_from(&se, &ps, n1, ps.n, keep, e)))
+	if ((rc = descend_from(se, &ps, n1, ps.n, keep, e)))
 		goto out;
 	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
 	size_t low = 0;
@@ -879,15 +1045,20 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 oom:
 	rc = err_oom(e);
 out:
+	if (se)
+		search_free(se);
+	xfree(se);
 	for (size_t i = 0; i < ps.n; i++)
 		xfree(ps.p[i].keep);
 	xfree(ps.p);
 	xfree(resident);
 	xfree(cand);
-	xfree(d.pool);
-	xfree(d.tmp);
-	xfree(d.first);
-	xfree(d.count);
+	for (struct dp *p = &d; p; p = p == &d ? &d2 : NULL) {
+		xfree(p->pool);
+		xfree(p->tmp);
+		xfree(p->first);
+		xfree(p->count);
+	}
 	model_free(m);
 	xfree(ns.pool);
 	xfree(ns.first);

@@ -37,6 +37,29 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	return 0;
 }
 
+int memmodel_twin(const struct memmodel *m, struct memmodel *t)
+{
+	size_t nv = m->f.n_values ? m->f.n_values : 1;
+	*t = *m;
+	t->left = xmalloc(sizeof *t->left * (2 * nv));
+	t->n_left = 2 * nv;
+	t->copy = xmalloc(sizeof *t->copy * nv);
+	memset(&t->rc, 0, sizeof t->rc);
+	if (!t->left || !t->copy) {
+		memmodel_twin_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+void memmodel_twin_free(struct memmodel *t)
+{
+	xfree(t->left);
+	xfree(t->copy);
+	rc_scratch_free(&t->rc);
+	memset(t, 0, sizeof *t);
+}
+
 void memmodel_free(struct memmodel *m)
 {
 	flat_free(&m->f);

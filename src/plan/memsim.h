@@ -53,6 +53,10 @@ struct memmodel {
 
 int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
 void memmodel_free(struct memmodel *m);
+/* A twin of m for another thread: m's model (shared, read only while both weigh) with scratch of
+ * its own; 0, or -1 when out of memory. Freed by memmodel_twin_free, never memmodel_free. */
+int memmodel_twin(const struct memmodel *m, struct memmodel *t);
+void memmodel_twin_free(struct memmodel *t);
 /* Each node's FLOPs (g is the graph the model was built from); NULL when out of memory. */
 const uint64_t *memmodel_flops(struct memmodel *m, const struct graph *g, struct gd_err *e);
 /* memsim on a model: g's node order, nothing recomputed. */
