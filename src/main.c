@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 const struct cli_cmd cli_cmds[] = {
@@ -45,22 +44,8 @@ static void usage(FILE *f)
 	      f);
 }
 
-/* OpenBLAS starts its threads, each with a large buffer, before main runs; under an address-space
- * limit (ulimit -v) those allocations fail and a thread spins forever (info never exited). Such a
- * process starts again with OPENBLAS_NUM_THREADS=1, which needs one buffer, unless the user chose
- * a thread count. */
-static void blas_within_rlimit(char **argv)
-{
-	struct rlimit rl;
-	if (getenv("OPENBLAS_NUM_THREADS") || getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	setenv("OPENBLAS_NUM_THREADS", "1", 1);
-	execv("/proc/self/exe", argv); /* returns only when it failed: go on as we are */
-}
-
 int main(int argc, char **argv)
 {
-	blas_within_rlimit(argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed pipe becomes a write error we report, not a silent death */
 	if (argc < 2) {
 		usage(stderr);

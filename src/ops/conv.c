@@ -9,7 +9,7 @@
 #include "conv.h"
 #include "kernel.h"
 
-#include <cblas.h>
+#include "blas.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,10 +299,10 @@ static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void 
 {
 	/* C (m,n) = op(A) (m,k) * B (k,n); A is stored (m,k), or (k,m) when ta */
 	if (dt == DT_FLOAT)
-		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+		blas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
 			    ta ? (int)m : (int)k, b, (int)n, 0.0f, c, (int)n);
 	else
-		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a,
+		blas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a,
 			    ta ? (int)m : (int)k, b, (int)n, 0.0, c, (int)n);
 }
 
@@ -345,7 +345,7 @@ static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rt
 			}
 		for (int64_t t = 0; t < kk; t++) {
 			int64_t di = t / g->kw, dj = t % g->kw;
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)(g->oh * wp), (int)g->c, 1.0f,
+			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)(g->oh * wp), (int)g->c, 1.0f,
 				    pack + t * g->m * g->c, (int)g->c, pad + di * wp + dj, (int)(hp * wp), t ? 1.0f : 0.0f, wide,
 				    (int)(g->oh * wp));
 		}
@@ -388,7 +388,7 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 						row[j] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? s[ix] : 0.0f;
 					}
 				}
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)K, 1.0f, p, (int)K,
+			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)K, 1.0f, p, (int)K,
 				    (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
 			for (int64_t b = 0; b < g->n; b++)
 				for (int64_t m = 0; m < g->m; m++)
@@ -444,11 +444,11 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 					im2col_double((const double *)xi, &g, cg, oy0, oy1, (double *)col);
 				/* Y_g[:, band] (mg, band) = W_g (mg, kk) * col (kk, band), Y_g's rows np apart */
 				if (a->dtype == DT_FLOAT)
-					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0f,
+					blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0f,
 						    (const float *)w->data + gi * mg * kk, (int)kk, (const float *)col, (int)band,
 						    0.0f, (float *)y + (i * g.m + gi * mg) * np + oy0 * g.ow, (int)np);
 				else
-					cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0,
+					blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0,
 						    (const double *)w->data + gi * mg * kk, (int)kk, (const double *)col, (int)band,
 						    0.0, (double *)y + (i * g.m + gi * mg) * np + oy0 * g.ow, (int)np);
 			}

@@ -6,17 +6,17 @@
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
-#include <cblas.h>
+#include "blas.h"
 #include <string.h>
 
 static void gemm(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
 		 const void *b, int64_t ldb, double beta, void *c, int64_t ldc)
 {
 	if (dt == DT_FLOAT)
-		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+		blas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 			    (int)k, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);
 	else
-		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+		blas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 			    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 

@@ -4,7 +4,7 @@
 #include "kernel.h"
 #include "ops.h"
 
-#include <cblas.h>
+#include "blas.h"
 #include <math.h>
 #include <string.h>
 
@@ -63,7 +63,7 @@ static void grad_row(struct grad_rows *r, int64_t i, double *out)
 			if (r->k < 1 || r->cols < 1)
 				memset(r->acc.data, 0, r->acc.nbytes);
 			else
-				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r->n, (int)r->cols, (int)r->k, 1.0f,
+				blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r->n, (int)r->cols, (int)r->k, 1.0f,
 					    r->a + i, (int)r->rows, r->b, (int)r->cols, 0.0f, r->acc.data, (int)r->cols);
 			float *p = r->acc.data;
 			for (int64_t j = 0; r->narrow && j < r->n * r->cols; j++)

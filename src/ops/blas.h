@@ -1,0 +1,20 @@
+/* blas.h - OpenBLAS's GEMMs, the CPU kernels' one use of BLAS, opened on first use.
+ *
+ * Linked, OpenBLAS would be loaded and its threads started by every graphdiet process: about 4 ms
+ * at each start, and threads that spin on the second core for the first tenth of a second, while
+ * plan, check, info, train and the rest run no kernel at all. So the library is dlopen'ed
+ * (GD_BLAS_SONAME, the one the linker would pick) by the first GEMM. Under an address-space limit
+ * (ulimit -v) and with no OPENBLAS_NUM_THREADS set, it is opened with OPENBLAS_NUM_THREADS=1: its
+ * threads' buffers would not fit, and one of them would spin forever. A library that cannot be
+ * opened is a one-line error and exit 3. The arguments are cblas_sgemm's and cblas_dgemm's. */
+#ifndef GD_BLAS_H
+#define GD_BLAS_H
+
+#include <cblas.h>
+
+void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
+		float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
+		double alpha, const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc);
+
+#endif
