@@ -262,15 +262,22 @@ int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *i
 			for (int64_t i = 0; i < g->kh; i++)                                                    \
 				for (int64_t j = 0; j < g->kw; j++) {                                          \
 					const T *row = col + ((c * g->kh + i) * g->kw + j) * g->oh * g->ow;    \
-					for (int64_t oy = 0; oy < g->oh; oy++) {                               \
+					int64_t off = j * g->dw - g->pl; /* ix = ox*sw + off, in [0, w) for ox in [lo, hi) */ \
+					int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                \
+					int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw;   \
+					hi = hi < g->ow ? hi : g->ow;                                          \
+					for (int64_t oy = 0; lo < hi && oy < g->oh; oy++) {                    \
 						int64_t iy = oy * g->sh - g->pt + i * g->dh;                   \
 						if (iy < 0 || iy >= g->h)                                      \
 							continue;                                              \
-						for (int64_t ox = 0; ox < g->ow; ox++) {                       \
-							int64_t ix = ox * g->sw - g->pl + j * g->dw;           \
-							if (ix >= 0 && ix < g->w)                              \
-								x[(c * g->h + iy) * g->w + ix] += row[oy * g->ow + ox]; \
-						}                                                              \
+						T *dst = x + (c * g->h + iy) * g->w + off;                     \
+						const T *src = row + oy * g->ow;                               \
+						if (g->sw == 1)                                                \
+							for (int64_t ox = lo; ox < hi; ox++)                   \
+								dst[ox] += src[ox];                            \
+						else                                                           \
+							for (int64_t ox = lo; ox < hi; ox++)                   \
+								dst[ox * g->sw] += src[ox];                    \
 					}                                                                      \
 				}                                                                              \
 	}
