@@ -406,6 +406,49 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 	return 0;
 }
 
+/* conv_positions at unit stride and dilation, without gathering patches: with the input padded to
+ * (n, c, Hp, Wp) (and a tail) and the kernel widened to the same frame with zeros, (c', i, j) ->
+ * k = (c' Hp + i) Wp + j, the patch at (oy, ox) is the padded image itself from k = oy Wp + ox on,
+ * so Y[:, :, oy, ox] (n, m) = Xpad[:, oy Wp + ox ...] (n, K, rows Kp apart) Wwide^T (K, m) is one
+ * GEMM per position on a shifted pointer. The terms outside the kernel meet zeros of Wwide. -1 when
+ * out of memory. */
+static int conv_positions_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w,
+				  const struct conv_geom *g, float *y)
+{
+	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, K = g->c * hp * wp, np = g->oh * g->ow;
+	int64_t kp = K + (g->oh - 1) * wp + g->ow; /* a row of Xpad with the tail the last shift reads */
+	size_t xb = (size_t)(g->n * kp) * 4, wb = (size_t)(g->m * K) * 4, ob = (size_t)(g->n * g->m) * 4;
+	float *xp = exec_scratch(x, xb), *ww = xp ? exec_scratch(x, wb) : NULL, *o = ww ? exec_scratch(x, ob) : NULL;
+	if (!o) {
+		exec_scratch_free(x, ww, wb);
+		exec_scratch_free(x, xp, xb);
+		return -1;
+	}
+	const float *src = a->data, *wd = w->data; /* scratch is zeroed: only the image and the kernel are copied */
+	for (int64_t b = 0; b < g->n; b++)
+		for (int64_t c = 0; c < g->c; c++)
+			for (int64_t r = 0; r < g->h; r++)
+				memcpy(xp + b * kp + (c * hp + r + g->pt) * wp + g->pl, src + ((b * g->c + c) * g->h + r) * g->w,
+				       (size_t)g->w * 4);
+	for (int64_t m = 0; m < g->m; m++)
+		for (int64_t c = 0; c < g->c; c++)
+			for (int64_t i = 0; i < g->kh; i++)
+				memcpy(ww + m * K + (c * hp + i) * wp, wd + ((m * g->c + c) * g->kh + i) * g->kw,
+				       (size_t)g->kw * 4);
+	for (int64_t oy = 0; oy < g->oh; oy++)
+		for (int64_t ox = 0; ox < g->ow; ox++) {
+			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)K, 1.0f,
+				   xp + oy * wp + ox, (int)kp, ww, (int)K, 0.0f, o, (int)g->m);
+			for (int64_t b = 0; b < g->n; b++)
+				for (int64_t m = 0; m < g->m; m++)
+					y[(b * g->m + m) * np + oy * g->ow + ox] = o[b * g->m + m];
+		}
+	exec_scratch_free(x, o, ob);
+	exec_scratch_free(x, ww, wb);
+	exec_scratch_free(x, xp, xb);
+	return 0;
+}
+
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
@@ -419,7 +462,8 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
 	if (a->dtype == DT_FLOAT && g.group == 1 && np <= 16 && g.kh * g.kw >= 64) { /* a weight's gradient */
-		if (conv_positions(x, a, w, &g, (float *)y))
+		int unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1;
+		if (unit ? conv_positions_shifted(x, a, w, &g, (float *)y) : conv_positions(x, a, w, &g, (float *)y))
 			return exec_status(x);
 		if (b)
 			add_bias(out[0], b, g.n, g.m, np);
