@@ -448,3 +448,39 @@ Test(exec, a_kernel_as_large_as_the_image_convolves_as_im2col_does)
 				  f32[i], f64[i]);
 	}
 }
+
+/* Pow by 2 and by 1 (an MSE loss and its gradient) take a product and a copy instead of pow():
+ * still pow's float32 answer bit for bit, computed here by libm in double, on signed zeros,
+ * subnormals, huge values whose square overflows, infinities and NaN; by 2.5, pow itself. */
+Test(exec, pow_by_two_and_one_is_pow)
+{
+	static const float xs[12] = {0.0f, -0.0f, 1e-40f, -3e-39f, 1.5f, -2.75f, 3e19f, -2e20f, 1.7e38f, INFINITY,
+				     -INFINITY, NAN};
+	const double es[3] = {2.0, 1.0, 2.5};
+	for (int k = 0; k < 3; k++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [12]}]\n"
+			 "params: [{name: e, dtype: float32, shape: [], data: [%g]}]\n"
+			 "nodes:\n  - {op: Pow, inputs: [x, e], outputs: [y]}\noutputs: [{name: y}]\n",
+			 es[k]);
+		struct graph *g = load_text("pow.yaml", text);
+		struct rtensor t = {.dtype = DT_FLOAT, .ndim = 1, .dims = {12}, .numel = 12, .data = (void *)xs,
+				    .nbytes = sizeof xs, .known = 1};
+		const char *names[1] = {"x"};
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		const float *y = exec_value(x, g->outputs[0])->data;
+		for (int i = 0; i < 12; i++) {
+			float want = (float)pow((double)xs[i], es[k]);
+			uint32_t a, b;
+			memcpy(&a, &y[i], 4);
+			memcpy(&b, &want, 4);
+			cr_expect(a == b || (isnan(y[i]) && isnan(want)), "pow(%g, %g): %a, not %a", xs[i], es[k], y[i], want);
+		}
+		exec_free(x);
+		graph_free(g);
+	}
+}

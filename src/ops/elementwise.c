@@ -13,13 +13,15 @@
 #include <math.h>
 #include <string.h>
 
-enum bin { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_EQ, B_GT, B_LT };
+enum bin { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_SQUARE, B_FIRST, B_EQ, B_GT, B_LT }; /* Pow(x, 2), Pow(x, 1) */
 
 static double bin_d(enum bin op, double a, double b)
 {
 	switch (op) {
 	case B_ADD: return a + b;
 	case B_SUB: return a - b;
+	case B_SQUARE: return a * a;
+	case B_FIRST: return a;
 	case B_MUL: return a * b;
 	case B_DIV: return a / b;
 	case B_POW: return pow(a, b);
@@ -124,6 +126,10 @@ VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rt
 	int64_t row = w.nd ? w.dims[w.nd - 1] : 1, sa = w.nd ? w.st[0][w.nd - 1] : 0, sb = w.nd ? w.st[1][w.nd - 1] : 0;
 	int64_t i = 0;
 	int f32 = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT, f64 = a->dtype == DT_DOUBLE && b->dtype == DT_DOUBLE;
+	/* x^2 and x^1 (an MSE loss and its gradient's Pow): x x is the exact square rounded once, as
+	 * pow's is, and pow(x, 1) is x */
+	if (op == B_POW && (f32 || f64) && b->numel == 1 && (rt_get(b, 0) == 2.0 || rt_get(b, 0) == 1.0))
+		op = rt_get(b, 0) == 2.0 ? B_SQUARE : B_FIRST;
 	int ints = !is_float(a);
 	do {
 		const int64_t oa = w.off[0], ob = w.off[1];
@@ -165,6 +171,8 @@ VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rt
 	case B_MUL: ROW(T, T, u * v); break;                                                                   \
 	case B_DIV: ROW(T, T, u / v); break;                                                                   \
 	case B_POW: ROW(T, T, pow((double)u, (double)v)); break;                                               \
+	case B_SQUARE: ROW(T, T, ((void)v, u * u)); break;                                                     \
+	case B_FIRST: ROW(T, T, ((void)v, u)); break;                                                          \
 	case B_EQ: ROW(T, uint8_t, u == v); break;                                                             \
 	case B_GT: ROW(T, uint8_t, u > v); break;                                                              \
 	default: ROW(T, uint8_t, u < v); break;                                                                \
