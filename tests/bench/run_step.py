@@ -2,9 +2,14 @@
 """Training-step benchmark: graphdiet's executor against PyTorch CPU and onnxruntime, one step each.
 
     /usr/bin/python3 tests/bench/run_step.py [BUILD_DIR] [--testdata] [--threads 1,2] [--rounds 7]
+                                             [--models NAME,NAME]
 
 --testdata times the testdata models at their own sizes (the inputs gen_models.py saved); by
-default the same classes run at sizes where compute, not per-op overhead, decides.
+default the same classes run at sizes where compute, not per-op overhead, decides, then issue
+#25's sizes (an MLP of 4 x 1024 at batch 256, a 4-block d256 transformer at seq 128 and batch 8)
+and two zoo models (torchvision ResNet-18 at batch 16, 64x64, and gen_zoo's GPT, built of
+nn.TransformerEncoderLayer with dropout on, at d256, 4 layers, seq 128, batch 8). --models keeps
+the models whose names start with one of NAME.
 
 Each model is exported as testdata is (opset 17, training mode) and `graphdiet train` writes its
 training graph (forward, backward, every parameter's gradient). All three run the same step on the
@@ -13,7 +18,9 @@ same inputs:
   - graphdiet: the training graph file in its executor (bench_exec, the nodes' time);
   - onnxruntime-node: the same training graph file (default graph optimisations).
 With T threads everywhere (torch.set_num_threads, OPENBLAS_NUM_THREADS, onnxruntime's intra-op
-threads), for each T of --threads. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
+threads), for each T of --threads. Debian's PyTorch multiplies matrices with OpenBLAS (libblas.so.3),
+whose threads torch.set_num_threads does not set: its openblas_set_num_threads is called too, or
+PyTorch's "1 thread" would multiply on every core. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
 then again), each round a median of 5 runs after a warm-up; the table gives the median over the
 rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster).
 """
@@ -22,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import ctypes
 
 import numpy as np
 import torch
@@ -45,6 +54,34 @@ def configs():
     yield "rnn (d128, 16 steps)", gm.UnrolledRNN(d=128, steps=16), (torch.randn(32, 16, 128, generator=g),
                                                                       torch.randint(0, 4, (32,), generator=g))
     yield "unet (64x64)", gm.UNet(), (torch.randn(4, 3, 64, 64, generator=g), torch.randint(0, 2, (4, 64, 64), generator=g))
+    yield "mlp4x1024 (b256)", Deep(), (torch.randn(256, 1024, generator=g), torch.randint(0, 10, (256,), generator=g))
+    torch.manual_seed(0)
+    tf = gm.Transformer(vocab=512, d=256, heads=4, seq=128)
+    tf.blocks = torch.nn.ModuleList([gm.TBlock(256, 4) for _ in range(4)])
+    yield "tf256 (4 blocks, seq 128, b8)", tf, (torch.randint(0, 512, (8, 128), generator=g),
+                                               torch.randint(0, 512, (8, 128), generator=g))
+    import torchvision
+    import gen_zoo
+    torch.manual_seed(0)
+    yield "resnet18 (b16, 64x64)", gen_zoo.Classify(torchvision.models.resnet18(num_classes=10)), (
+        torch.randn(16, 3, 64, 64, generator=g), torch.randint(0, 10, (16,), generator=g))
+    torch.manual_seed(0)
+    yield "gpt (d256, 4 layers, seq 128, b8)", gen_zoo.GPT(vocab=512, d=256, heads=4, layers=4, seq=128), (
+        torch.randint(0, 512, (8, 128), generator=g), torch.randint(0, 512, (8, 128), generator=g))
+
+
+class Deep(torch.nn.Module):
+    """Issue #25's MLP: four 1024-wide ReLU layers and a 10-way cross-entropy head."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(1024, 1024) for _ in range(4))
+        self.head = torch.nn.Linear(1024, 10)
+
+    def forward(self, x, target):
+        for f in self.layers:
+            x = torch.relu(f(x))
+        return torch.nn.functional.cross_entropy(self.head(x), target)
 
 
 def testdata_configs():
@@ -58,6 +95,17 @@ INNER = 5
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
+
+
+def torch_threads(n):
+    """PyTorch's threads: its own, and those of the OpenBLAS it calls for products."""
+    torch.set_num_threads(n)
+    try:
+        blas = ctypes.CDLL("libblas.so.3")
+        if hasattr(blas, "openblas_set_num_threads"):
+            blas.openblas_set_num_threads(n)
+    except OSError:
+        pass
 
 
 def torch_median(fn):
@@ -77,7 +125,7 @@ def seconds(cmd, env):
 
 def main():
     argv = sys.argv[1:]
-    opt = {"--threads": "1,2", "--rounds": "7"}
+    opt = {"--threads": "1,2", "--rounds": "7", "--models": ""}
     for k in opt:
         if k in argv:
             i = argv.index(k)
@@ -96,6 +144,8 @@ def main():
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, args in which():
+            if opt["--models"] and not any(name.startswith(m) for m in opt["--models"].split(",")):
+                continue
             path, train = os.path.join(tmp, "m.onnx"), os.path.join(tmp, "t.onnx")
             torch.onnx.export(model, args, path, input_names=["x", "target"], output_names=["loss"], opset_version=17,
                               training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
@@ -111,7 +161,7 @@ def main():
                 model(*args).backward()
 
             for threads in [int(t) for t in opt["--threads"].split(",")]:
-                torch.set_num_threads(threads)
+                torch_threads(threads)
                 env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), NODE_PATH=ort_dir)
                 t_torch, t_gd, t_ort = [], [], []
                 for _ in range(rounds):
