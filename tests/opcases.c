@@ -239,6 +239,9 @@ const struct gcase op_cases[] = {
 	 "  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\n"},
 	{"Pad", P("x", "[2, 3]") "  - {name: p, dtype: int64, shape: [4], data: [1, 0, 0, 2]}\n",
 	 "  - {op: Pad, inputs: [x, p], outputs: [y]}\n"},
+	/* negative pads crop: the last axis loses its first column and gains two */
+	{"Pad cropping", P("x", "[3, 4]") "  - {name: p, dtype: int64, shape: [4], data: [1, -1, -1, 2]}\n",
+	 "  - {op: Pad, inputs: [x, p], outputs: [y]}\n"},
 	/* ReflectionPad2d, ReplicationPad2d */
 	{"Pad reflect", P("x", "[1, 2, 3, 4]") "  - {name: p, dtype: int64, shape: [8], data: [0, 0, 2, 1, 0, 0, 1, 3]}\n",
 	 "  - {op: Pad, inputs: [x, p], outputs: [y], attrs: {mode: reflect}}\n"},

@@ -339,16 +339,29 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
 	size_t es = dtype_size(a->dtype);
-	int64_t astr[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	int64_t astr[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0}, src = 0;
 	c_strides(a->ndim, a->dims, astr);
-	for (int64_t i = 0; i < out[0]->numel; i++) {
-		int64_t src = 0;
-		for (int d = 0; d < a->ndim; d++)
-			src += (b[d] + idx[d] * st[d]) * astr[d];
-		memcpy(o + i * es, (const uint8_t *)a->data + src * es, es);
-		for (int d = a->ndim - 1; d >= 0; d--) {
+	for (int d = 0; d < a->ndim; d++)
+		src += b[d] * astr[d];
+	/* row by row along the last axis: a run of the input when its step is 1 */
+	int last = a->ndim - 1;
+	int64_t row = a->ndim ? dims[last] : 1, step = a->ndim ? st[last] : 1;
+	const uint8_t *ad = a->data;
+	for (int64_t i = 0; i < out[0]->numel; i += row) {
+		uint8_t *q = o + i * es;
+		if (step == 1)
+			memcpy(q, ad + src * es, (size_t)row * es);
+		else if (es == 4)
+			for (int64_t j = 0; j < row; j++)
+				((uint32_t *)q)[j] = ((const uint32_t *)ad)[src + j * step];
+		else
+			for (int64_t j = 0; j < row; j++)
+				memcpy(q + j * es, ad + (src + j * step) * es, es);
+		for (int d = last - 1; d >= 0; d--) {
+			src += st[d] * astr[d];
 			if (++idx[d] < dims[d])
 				break;
+			src -= st[d] * astr[d] * dims[d];
 			idx[d] = 0;
 		}
 	}
@@ -694,16 +707,20 @@ static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *
 	size_t es = dtype_size(a->dtype);
 	int64_t ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, dims, ost);
-	for (int64_t i = 0; i < a->numel; i++) {
-		int64_t dst = 0, inside = 1;
-		for (int d = 0; d < a->ndim; d++) {
+	/* row by row along the last axis: the run of each input row that lands inside the output */
+	int last = a->ndim - 1;
+	int64_t row = a->ndim ? a->dims[last] : 1, b0 = a->ndim ? begin[last] : 0, lim = a->ndim ? dims[last] : 1;
+	int64_t j0 = b0 < 0 ? -b0 : 0, j1 = lim - b0 < row ? lim - b0 : row;
+	for (int64_t i = 0; row && i < a->numel; i += row) {
+		int64_t dst = 0, inside = j0 < j1;
+		for (int d = 0; d < last; d++) {
 			int64_t p = idx[d] + begin[d];
 			inside &= p >= 0 && p < dims[d];
 			dst += p * ost[d];
 		}
 		if (inside)
-			memcpy(o + dst * es, (const uint8_t *)a->data + i * es, es);
-		for (int d = a->ndim - 1; d >= 0; d--) {
+			memcpy(o + (dst + j0 + b0) * es, (const uint8_t *)a->data + (i + j0) * es, (size_t)(j1 - j0) * es);
+		for (int d = last - 1; d >= 0; d--) {
 			if (++idx[d] < a->dims[d])
 				break;
 			idx[d] = 0;
@@ -901,13 +918,13 @@ static int pad_grad(struct ad *a, const struct node *n)
 		return ad_fail(a, "pads must be a constant for every axis to differentiate");
 	if (pad_mode(n) != PAD_CONSTANT)
 		return pad_source_grad(a, n, xs, ps);
-	int64_t st[RT_MAX_DIMS], en[RT_MAX_DIMS];
-	for (int i = 0; i < r; i++) {
-		st[i] = rt_get_i(ps, i);
-		en[i] = st[i] + xs->dims[i];
-	}
-	struct value *ins[3] = {ad_dy(a, n->out[0]), ad_ints(a, st, (size_t)r), ad_ints(a, en, (size_t)r)};
-	return ad_give(a, n->in[0], ins[1] && ins[2] ? ad_op(a, "Slice", ins, 3) : NULL);
+	/* the pads undone: Pad by their negation crops what was added and puts zeros back where a
+	 * negative pad cropped (a Slice from pads[i] would read a negative pad from the end) */
+	int64_t neg[2 * RT_MAX_DIMS];
+	for (int i = 0; i < 2 * r; i++)
+		neg[i] = -rt_get_i(ps, i);
+	struct value *ins[2] = {ad_dy(a, n->out[0]), ad_ints(a, neg, (size_t)(2 * r))};
+	return ad_give(a, n->in[0], ins[1] ? ad_op(a, "Pad", ins, 2) : NULL);
 }
 
 static struct value *permute(struct ad *a, struct value *v, const int64_t *perm, int r)
