@@ -505,3 +505,20 @@ Test(pool, each_index_once_over_the_threads)
 	pool_set_threads(1000);
 	cr_expect_eq(pool_threads(), POOL_MAX, "clamped");
 }
+
+/* philox_uniforms (eight blocks side by side, then single blocks, then single words) gives what
+ * philox_uniform gives element by element, from any first index and for any length. */
+Test(philox, uniforms_in_bulk_are_the_uniforms_one_by_one)
+{
+	static float got[300];
+	const uint64_t firsts[] = {0, 1, 3, 4, 5, 1ull << 33, (1ull << 34) - 2};
+	const int64_t lens[] = {0, 1, 3, 4, 31, 32, 33, 100, 300};
+	for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++)
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			philox_uniforms(0x1234567890abcdefull, firsts[f], lens[l], got);
+			for (int64_t j = 0; j < lens[l]; j++)
+				cr_assert_eq(got[j], philox_uniform(0x1234567890abcdefull, firsts[f] + (uint64_t)j),
+					     "first %llu, length %lld, element %lld", (unsigned long long)firsts[f],
+					     (long long)lens[l], (long long)j);
+		}
+}

@@ -241,7 +241,7 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	return 0;
 }
 
-static int dropout_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+VM_CLONES static int dropout_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
 	double ratio = n->n_in > 1 && in[1] ? (in[1]->data ? rt_get(in[1], 0) : -1) : attr_float(n, "ratio", 0.5f);
@@ -255,11 +255,29 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's */
 	uint64_t key = exec_node_seed(x, n) ^ exec_step(x) * 0xD1B54A32D192ED03ull, off = exec_shard_offset(x, a->numel);
 	double scale = 1 / (1 - ratio);
-	for (int64_t i = 0; i < a->numel; i++) {
-		int keep = !training || philox_uniform(key, off + (uint64_t)i) >= (float)ratio;
-		rt_set(out[0], i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
-		if (mask)
-			mask[i] = (uint8_t)keep;
+	float u[1024], r = (float)ratio; /* the uniforms of a chunk of elements, a block of four at a time */
+	for (int64_t i0 = 0; i0 < a->numel; i0 += 1024) {
+		int64_t m = a->numel - i0 < 1024 ? a->numel - i0 : 1024;
+		if (training)
+			philox_uniforms(key, off + (uint64_t)i0, m, u);
+		if (a->dtype == DT_FLOAT) { /* as rt_set rounds the product made in double; loops that vectorise */
+			const float *p = (const float *)a->data + i0;
+			float *q = (float *)y + i0;
+			if (training)
+				for (int64_t j = 0; j < m; j++)
+					q[j] = u[j] >= r ? (float)((double)p[j] * scale) : 0.0f;
+			else
+				memcpy(q, p, (size_t)m * sizeof *q);
+			for (int64_t j = 0; mask && j < m; j++)
+				mask[i0 + j] = (uint8_t)(!training || u[j] >= r);
+			continue;
+		}
+		for (int64_t j = 0, i = i0; j < m; j++, i++) {
+			int keep = !training || u[j] >= r;
+			rt_set(out[0], i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
+			if (mask)
+				mask[i] = (uint8_t)keep;
+		}
 	}
 	return 0;
 }
