@@ -202,8 +202,14 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		cmean += colsum[j];
 	}
 	cmean /= (double)(cols ? cols : 1);
+	size_t ub = stochastic ? sizeof(float) * (size_t)(cols ? cols : 1) : 0;
+	float *unif = ub && !rc ? exec_scratch(x, ub) : NULL; /* a row's uniforms, drawn in bulk */
+	if (ub && !rc && !unif)
+		rc = exec_status(x);
 	for (int64_t i = 0; !rc && i < rows; i++) {
 		grad_row(&gr, i, row);
+		if (unif)
+			philox_uniforms(key, (uint64_t)(i * cols), cols, unif);
 		double r = v2 ? sqrt(rt_get(out[2], i) / bc) + eps : 0;
 		for (int64_t j = 0, k = i * cols; j < cols; j++, k++) {
 			double gk = row[j], u = gk, denom;
@@ -219,9 +225,10 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 				denom = sqrt(v / bc) + eps;
 			}
 			double w = ((const int16_t *)q->data)[k] * scale - lr * u / denom;
-			qo[k] = diet_quantize(w, scale, stochastic ? philox_uniform(key, (uint64_t)k) : -1);
+			qo[k] = diet_quantize(w, scale, unif ? unif[j] : -1);
 		}
 	}
+	exec_scratch_free(x, unif, ub);
 	exec_scratch_free(x, wide, wideb);
 	exec_scratch_free(x, gr.acc.data, accb ? accb : 1);
 	exec_scratch_free(x, gr.head, linkb ? linkb : 1);
