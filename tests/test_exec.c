@@ -386,65 +386,73 @@ Test(vmath, accuracy_against_libm_in_double)
 	cr_expect(vm_tanhf(0) == 0 && vm_erff(0) == 0 && vm_expf(0) == 1);
 }
 
-/* The same Conv in float32 and float64 on the same values: a 9x9 kernel over a 10x10 image with
- * pads 1 and stride 1 or 2, and with pads (1, 0, 2, 1) at stride 1 (16, 4 and 15 outputs per map:
- * the per-position GEMMs of a weight's gradient in float32, on the padded image shifted at stride
- * 1, on gathered patches at 2; im2col in float64). */
-static const char *const conv_pads[3] = {"[1, 1, 1, 1]", "[1, 1, 1, 1]", "[1, 0, 2, 1]"};
-static const int conv_stride[3] = {1, 2, 1}, conv_outs[3] = {16, 4, 15};
+/* The same Conv in float32 and float64 on the same values (float64 always takes im2col). In
+ * float32, few output positions take the per-position GEMMs: a 9x9 kernel over a 10x10 image,
+ * pads 1, at stride 1 and 2 and with pads (1, 0, 2, 1) gathers patches (the padded frame would
+ * cost 1.8x the FLOPs); over an 8x8 image, pads 1, it reads the padded image through shifted
+ * pointers (1.2x); a 3x3 kernel over a 4x4 map of 32 channels is a forward Conv on a small map. */
+struct conv_case {
+	int c, h, k, m, stride, outs;
+	const char *pads;
+};
+static const struct conv_case conv_cases[] = {
+	{3, 10, 9, 4, 1, 16, "[1, 1, 1, 1]"}, {3, 10, 9, 4, 2, 4, "[1, 1, 1, 1]"}, {3, 10, 9, 4, 1, 15, "[1, 0, 2, 1]"},
+	{3, 8, 9, 4, 1, 4, "[1, 1, 1, 1]"},   {32, 4, 3, 5, 1, 16, "[1, 1, 1, 1]"},
+};
 
-static void conv_in(int dtype, int c, double *got)
+static void conv_in(int dtype, const struct conv_case *cc, double *got)
 {
-	int stride = conv_stride[c];
 	char text[1024];
 	const char *dt = dtype == DT_FLOAT ? "float32" : "float64";
 	snprintf(text, sizeof text,
-		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [2, 3, 10, 10]}, "
-		 "{name: w, dtype: %s, shape: [4, 3, 9, 9]}, {name: b, dtype: %s, shape: [4]}]\n"
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [2, %d, %d, %d]}, "
+		 "{name: w, dtype: %s, shape: [%d, %d, %d, %d]}, {name: b, dtype: %s, shape: [%d]}]\n"
 		 "nodes:\n  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: %s, strides: [%d, %d]}}\n"
-		 "outputs: [{name: y}]\n", dt, dt, dt, conv_pads[c], stride, stride);
+		 "outputs: [{name: y}]\n",
+		 dt, cc->c, cc->h, cc->h, dt, cc->m, cc->c, cc->k, cc->k, dt, cc->m, cc->pads, cc->stride, cc->stride);
 	struct graph *g = load_text("conv.yaml", text);
-	static double xv[600], wv[972], bv[4];
-	for (int i = 0; i < 600; i++)
-		xv[i] = sin(0.7 * i);
-	for (int i = 0; i < 972; i++)
-		wv[i] = cos(0.3 * i);
-	for (int i = 0; i < 4; i++)
-		bv[i] = i - 1.5;
-	float xf[600], wf[972], bf[4];
-	for (int i = 0; i < 600; i++)
-		xf[i] = (float)xv[i];
-	for (int i = 0; i < 972; i++)
-		wf[i] = (float)wv[i];
-	for (int i = 0; i < 4; i++)
-		bf[i] = (float)bv[i];
+	int64_t nx = 2 * cc->c * cc->h * cc->h, nw = cc->m * cc->c * cc->k * cc->k;
 	int f = dtype == DT_FLOAT;
 	size_t es = f ? 4 : 8;
+	uint8_t *xb = malloc((size_t)nx * es), *wb = malloc((size_t)nw * es), *bb = malloc((size_t)cc->m * es);
+	for (int64_t i = 0; i < nx + nw + cc->m; i++) {
+		double v = i < nx ? sin(0.7 * (double)i) : i < nx + nw ? cos(0.3 * (double)(i - nx)) : (double)(i - nx - nw) - 1.5;
+		uint8_t *to = i < nx ? xb + i * es : i < nx + nw ? wb + (i - nx) * es : bb + (i - nx - nw) * es;
+		if (f) {
+			float fv = (float)v;
+			memcpy(to, &fv, 4);
+		} else {
+			memcpy(to, &v, 8);
+		}
+	}
 	struct rtensor t[3] = {
-		{.dtype = dtype, .ndim = 4, .dims = {2, 3, 10, 10}, .numel = 600, .data = f ? (void *)xf : (void *)xv, .nbytes = 600 * es, .known = 1},
-		{.dtype = dtype, .ndim = 4, .dims = {4, 3, 9, 9}, .numel = 972, .data = f ? (void *)wf : (void *)wv, .nbytes = 972 * es, .known = 1},
-		{.dtype = dtype, .ndim = 1, .dims = {4}, .numel = 4, .data = f ? (void *)bf : (void *)bv, .nbytes = 4 * es, .known = 1}};
+		{.dtype = dtype, .ndim = 4, .dims = {2, cc->c, cc->h, cc->h}, .numel = nx, .data = xb, .nbytes = (size_t)nx * es, .known = 1},
+		{.dtype = dtype, .ndim = 4, .dims = {cc->m, cc->c, cc->k, cc->k}, .numel = nw, .data = wb, .nbytes = (size_t)nw * es, .known = 1},
+		{.dtype = dtype, .ndim = 1, .dims = {cc->m}, .numel = cc->m, .data = bb, .nbytes = (size_t)cc->m * es, .known = 1}};
 	const char *names[3] = {"x", "w", "b"};
 	struct gd_err e = {0};
 	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 3};
 	struct exec *x = exec_run(g, &o, NULL, &e);
 	cr_assert(x, "%s", e.msg);
 	const struct rtensor *y = exec_value(x, g->outputs[0]);
-	cr_assert_eq(y->numel, 2 * 4 * conv_outs[c]);
+	cr_assert_eq(y->numel, 2 * cc->m * cc->outs);
 	for (int64_t i = 0; i < y->numel; i++)
 		got[i] = f ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
 	exec_free(x);
 	graph_free(g);
+	free(xb);
+	free(wb);
+	free(bb);
 }
 
 Test(exec, a_kernel_as_large_as_the_image_convolves_as_im2col_does)
 {
-	for (int c = 0; c < 3; c++) {
-		double f32[128], f64[128];
-		conv_in(DT_FLOAT, c, f32);
-		conv_in(DT_DOUBLE, c, f64);
-		for (int i = 0; i < 2 * 4 * conv_outs[c]; i++)
-			cr_expect(fabs(f32[i] - f64[i]) <= 1e-4 * (1 + fabs(f64[i])), "case %d, output %d: %g, not %g", c, i,
+	for (size_t c = 0; c < sizeof conv_cases / sizeof *conv_cases; c++) {
+		double f32[256], f64[256];
+		conv_in(DT_FLOAT, &conv_cases[c], f32);
+		conv_in(DT_DOUBLE, &conv_cases[c], f64);
+		for (int i = 0; i < 2 * conv_cases[c].m * conv_cases[c].outs; i++)
+			cr_expect(fabs(f32[i] - f64[i]) <= 1e-4 * (1 + fabs(f64[i])), "case %zu, output %d: %g, not %g", c, i,
 				  f32[i], f64[i]);
 	}
 }

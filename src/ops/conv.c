@@ -367,40 +367,56 @@ static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rt
 	return 0;
 }
 
-/* A kernel about as large as its input and few outputs, as in a weight's gradient (the Conv of X^T
- * with dY^T): per output position, Y[:, :, oy, ox] (n, m) = P (n, K) W^T (K, m), K = c kh kw, with
- * P every image's patch at that position; GEMMs with a long K instead of im2col's n GEMMs of oh ow
+/* Few output positions (a weight's gradient, the Conv of X^T with dY^T whose kernel is about as
+ * large as the image, or a forward Conv on a 2x2 or 4x4 map): every image's patch at every
+ * position gathered, P (n np, K) with K = c kh kw, and Y' (n np, m) = P W^T, one GEMM with a long
+ * K for as many positions as about 16 MiB of patches hold, instead of im2col's n GEMMs of np
  * columns each. -1 when out of memory. */
 static int conv_positions(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
 			  float *y)
 {
 	int64_t K = g->c * g->kh * g->kw, np = g->oh * g->ow;
-	size_t pb = (size_t)(g->n * K) * 4, ob = (size_t)(g->n * g->m) * 4;
+	int64_t per = (int64_t)((16u << 20) / ((size_t)(g->n * K) * 4 + 1)); /* positions a GEMM */
+	per = per < 1 ? 1 : per > np ? np : per;
+	size_t pb = (size_t)(per * g->n * K) * 4, ob = (size_t)(per * g->n * g->m) * 4;
 	float *p = exec_scratch(x, pb), *o = p ? exec_scratch(x, ob) : NULL;
 	if (!o) {
 		exec_scratch_free(x, p, pb);
 		return -1;
 	}
 	const float *src = a->data;
-	for (int64_t oy = 0; oy < g->oh; oy++)
-		for (int64_t ox = 0; ox < g->ow; ox++) {
-			/* P[b][(c, i, j)] = X[b, c, oy sh + i dh - pt, ox sw + j dw - pl], 0 outside */
-			for (int64_t bc = 0; bc < g->n * g->c; bc++)
-				for (int64_t i = 0; i < g->kh; i++) {
-					float *row = p + (bc * g->kh + i) * g->kw;
-					int64_t iy = oy * g->sh + i * g->dh - g->pt, x0 = ox * g->sw - g->pl;
-					const float *s = src + (bc * g->h + (iy < 0 ? 0 : iy >= g->h ? g->h - 1 : iy)) * g->w;
-					for (int64_t j = 0; j < g->kw; j++) {
-						int64_t ix = x0 + j * g->dw;
-						row[j] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? s[ix] : 0.0f;
+	for (int64_t p0 = 0; p0 < np; p0 += per) {
+		int64_t p1 = p0 + per < np ? p0 + per : np;
+		/* P[(b, pos)][(c, i, j)] = X[b, c, oy sh + i dh - pt, ox sw + j dw - pl], 0 outside */
+		for (int64_t b = 0; b < g->n; b++)
+			for (int64_t pos = p0; pos < p1; pos++) {
+				int64_t oy = pos / g->ow, ox = pos % g->ow, x0 = ox * g->sw - g->pl;
+				float *prow = p + (b * (p1 - p0) + pos - p0) * K;
+				for (int64_t c = 0; c < g->c; c++)
+					for (int64_t i = 0; i < g->kh; i++) {
+						float *row = prow + (c * g->kh + i) * g->kw;
+						int64_t iy = oy * g->sh + i * g->dh - g->pt;
+						if (iy < 0 || iy >= g->h) {
+							memset(row, 0, (size_t)g->kw * 4);
+							continue;
+						}
+						const float *s = src + ((b * g->c + c) * g->h + iy) * g->w;
+						for (int64_t j = 0; j < g->kw; j++) {
+							int64_t ix = x0 + j * g->dw;
+							row[j] = ix >= 0 && ix < g->w ? s[ix] : 0.0f;
+						}
 					}
-				}
-			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)K, 1.0f, p, (int)K,
-				    (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
-			for (int64_t b = 0; b < g->n; b++)
+			}
+		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(g->n * (p1 - p0)), (int)g->m, (int)K, 1.0f, p,
+			   (int)K, (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
+		for (int64_t b = 0; b < g->n; b++) /* o read in order; y written np apart */
+			for (int64_t pos = p0; pos < p1; pos++) {
+				const float *orow = o + (b * (p1 - p0) + pos - p0) * g->m;
+				float *ycol = y + b * g->m * np + pos;
 				for (int64_t m = 0; m < g->m; m++)
-					y[(b * g->m + m) * np + oy * g->ow + ox] = o[b * g->m + m];
-		}
+					ycol[m * np] = orow[m];
+			}
+	}
 	exec_scratch_free(x, o, ob);
 	exec_scratch_free(x, p, pb);
 	return 0;
@@ -461,8 +477,12 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_status(x);
 	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
-	if (a->dtype == DT_FLOAT && g.group == 1 && np <= 16 && g.kh * g.kw >= 64) { /* a weight's gradient */
-		int unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1;
+	/* a weight's gradient (a kernel about as large as the image), or a forward Conv on a small map
+	 * with enough channels for a long K: few positions */
+	if (a->dtype == DT_FLOAT && g.group == 1 && np <= 16 && (g.kh * g.kw >= 64 || g.c * g.kh * g.kw >= 256)) {
+		/* the padded image's frame costs (hp wp) / (kh kw) the FLOPs: worth it when that is near 1 */
+		int64_t frame = (g.h + g.pt + g.pb) * (g.w + g.pl + g.pr);
+		int unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && 4 * frame <= 5 * g.kh * g.kw;
 		if (unit ? conv_positions_shifted(x, a, w, &g, (float *)y) : conv_positions(x, a, w, &g, (float *)y))
 			return exec_status(x);
 		if (b)
