@@ -492,3 +492,57 @@ Test(exec, pow_by_two_and_one_is_pow)
 		graph_free(g);
 	}
 }
+
+/* A ConvTranspose on small maps (three images of 8 channels, 2x2 and 3x3) makes every image's
+ * columns with one GEMM and folds each image's block of them back; float32 against float64 (the
+ * per-image path), at stride 1 with pads 1 and at stride 2 without. */
+Test(exec, a_conv_transpose_on_small_maps_folds_the_batch)
+{
+	static const int hs[2] = {2, 3}, strides[2] = {1, 2};
+	static const char *const pads[2] = {"[1, 1, 1, 1]", "[0, 0, 0, 0]"};
+	for (int c = 0; c < 2; c++) {
+		double got[2][3 * 5 * 7 * 7];
+		int64_t numel = 0;
+		for (int f = 0; f < 2; f++) {
+			int dtype = f ? DT_FLOAT : DT_DOUBLE;
+			const char *dt = f ? "float32" : "float64";
+			char text[1024];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [3, 8, %d, %d]}, "
+				 "{name: w, dtype: %s, shape: [8, 5, 3, 3]}]\n"
+				 "nodes:\n  - {op: ConvTranspose, inputs: [x, w], outputs: [y], attrs: {pads: %s, strides: [%d, %d]}}\n"
+				 "outputs: [{name: y}]\n",
+				 dt, hs[c], hs[c], dt, pads[c], strides[c], strides[c]);
+			struct graph *g = load_text("convt.yaml", text);
+			int64_t nx = 3 * 8 * hs[c] * hs[c], nw = 8 * 5 * 9;
+			size_t es = f ? 4 : 8;
+			uint8_t *xb = malloc((size_t)nx * es), *wb = malloc((size_t)nw * es);
+			for (int64_t i = 0; i < nx + nw; i++) {
+				double v = i < nx ? sin(0.7 * (double)i) : cos(0.3 * (double)(i - nx));
+				uint8_t *to = i < nx ? xb + i * es : wb + (i - nx) * es;
+				float fv = (float)v;
+				memcpy(to, f ? (void *)&fv : (void *)&v, es);
+			}
+			struct rtensor t[2] = {
+				{.dtype = dtype, .ndim = 4, .dims = {3, 8, hs[c], hs[c]}, .numel = nx, .data = xb, .nbytes = (size_t)nx * es, .known = 1},
+				{.dtype = dtype, .ndim = 4, .dims = {8, 5, 3, 3}, .numel = nw, .data = wb, .nbytes = (size_t)nw * es, .known = 1}};
+			const char *names[2] = {"x", "w"};
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "%s", e.msg);
+			const struct rtensor *y = exec_value(x, g->outputs[0]);
+			numel = y->numel;
+			cr_assert_leq(numel, 3 * 5 * 7 * 7);
+			for (int64_t i = 0; i < numel; i++)
+				got[f][i] = f ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
+			exec_free(x);
+			graph_free(g);
+			free(xb);
+			free(wb);
+		}
+		for (int64_t i = 0; i < numel; i++)
+			cr_expect(fabs(got[1][i] - got[0][i]) <= 1e-5 * (1 + fabs(got[0][i])), "case %d, output %lld: %g, not %g",
+				  c, (long long)i, got[1][i], got[0][i]);
+	}
+}

@@ -256,12 +256,12 @@ int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *i
 					}                                                                      \
 				}                                                                              \
 	}                                                                                                      \
-	static void col2im_##T(const T *col, const struct conv_geom *g, int64_t cg, T *x)                           \
+	static void col2im_##T(const T *col, int64_t ld, const struct conv_geom *g, int64_t cg, T *x)              \
 	{                                                                                                      \
 		for (int64_t c = 0; c < cg; c++)                                                               \
 			for (int64_t i = 0; i < g->kh; i++)                                                    \
 				for (int64_t j = 0; j < g->kw; j++) {                                          \
-					const T *row = col + ((c * g->kh + i) * g->kw + j) * g->oh * g->ow;    \
+					const T *row = col + ((c * g->kh + i) * g->kw + j) * ld;               \
 					int64_t off = j * g->dw - g->pl; /* ix = ox*sw + off, in [0, w) for ox in [lo, hi) */ \
 					int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                \
 					int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw;   \
@@ -547,6 +547,28 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	cg2.h = g.oh, cg2.w = g.ow, cg2.oh = ih, cg2.ow = iw;
 	int64_t kk = mg * g.kh * g.kw, np = ih * iw;
 	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
+	if (a->dtype == DT_FLOAT && g.group == 1 && np < 64 && g.n > 1 && colb * (size_t)g.n <= (16u << 20)) {
+		/* small maps: every image's columns made by one GEMM, col (kk, n np) = W^T (kk, c) X^T,
+		 * X regrouped as (c, n np); then col2im per image from its block of columns */
+		size_t xtb = (size_t)(g.c * g.n * np) * 4, allb = colb * (size_t)g.n;
+		float *xt = exec_scratch(x, xtb), *all = xt ? exec_scratch(x, allb) : NULL;
+		if (!all) {
+			exec_scratch_free(x, xt, xtb);
+			return exec_status(x);
+		}
+		for (int64_t i = 0; i < g.n; i++)
+			for (int64_t c = 0; c < g.c; c++)
+				memcpy(xt + (c * g.n + i) * np, (const float *)a->data + (i * g.c + c) * np, (size_t)np * 4);
+		blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk, (int)(g.n * np), (int)g.c, 1.0f, w->data,
+			   (int)kk, xt, (int)(g.n * np), 0.0f, all, (int)(g.n * np));
+		for (int64_t i = 0; i < g.n; i++)
+			col2im_float(all + i * np, g.n * np, &cg2, mg, (float *)y + i * g.m * g.oh * g.ow);
+		exec_scratch_free(x, all, allb);
+		exec_scratch_free(x, xt, xtb);
+		if (b)
+			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
+		return 0;
+	}
 	uint8_t *col = exec_scratch(x, colb);
 	if (!col)
 		return exec_status(x);
@@ -557,9 +579,9 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 				(const uint8_t *)a->data + ((i * g.c + gi * cg) * np) * es, col);
 			uint8_t *yi = y + ((i * g.m + gi * mg) * g.oh * g.ow) * es;
 			if (a->dtype == DT_FLOAT)
-				col2im_float((const float *)col, &cg2, mg, (float *)yi);
+				col2im_float((const float *)col, np, &cg2, mg, (float *)yi);
 			else
-				col2im_double((const double *)col, &cg2, mg, (double *)yi);
+				col2im_double((const double *)col, np, &cg2, mg, (double *)yi);
 		}
 	exec_scratch_free(x, col, colb);
 	if (b)
