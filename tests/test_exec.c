@@ -546,3 +546,65 @@ Test(exec, a_conv_transpose_on_small_maps_folds_the_batch)
 				  c, (long long)i, got[1][i], got[0][i]);
 	}
 }
+
+/* Transpose by every permutation of a (3, 40, 1, 37) float32 tensor (tiles of 32 with remainders,
+ * a unit axis to drop, axes that stay adjacent and merge) and of a float64 one, element for
+ * element against the index arithmetic of the definition. */
+Test(exec, transpose_by_every_permutation)
+{
+	enum { N = 3 * 40 * 37 };
+	const int64_t sh[4] = {3, 40, 1, 37};
+	static float xf[N];
+	static double xd[N];
+	for (int i = 0; i < N; i++)
+		xd[i] = xf[i] = (float)i;
+	int perms = 0;
+	for (int p0 = 0; p0 < 4; p0++)
+		for (int p1 = 0; p1 < 4; p1++)
+			for (int p2 = 0; p2 < 4; p2++) {
+				int p3 = 6 - p0 - p1 - p2;
+				if (p0 == p1 || p0 == p2 || p1 == p2 || p3 < 0 || p3 > 3 || p3 == p0 || p3 == p1 || p3 == p2)
+					continue;
+				const int pm[4] = {p0, p1, p2, p3};
+				perms++;
+				for (int f = 0; f < 2; f++) {
+					char text[512];
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [3, 40, 1, 37]}]\n"
+						 "nodes:\n  - {op: Transpose, inputs: [x], outputs: [y], attrs: {perm: [%d, %d, %d, %d]}}\n"
+						 "outputs: [{name: y}]\n",
+						 f ? "float32" : "float64", p0, p1, p2, p3);
+					struct graph *g = load_text("transpose.yaml", text);
+					struct rtensor t = {.dtype = f ? DT_FLOAT : DT_DOUBLE, .ndim = 4, .dims = {3, 40, 1, 37},
+							    .numel = N, .data = f ? (void *)xf : (void *)xd,
+							    .nbytes = N * (f ? 4u : 8u), .known = 1};
+					const char *names[1] = {"x"};
+					struct gd_err e = {0};
+					struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
+					struct exec *x = exec_run(g, &o, NULL, &e);
+					cr_assert(x, "%s", e.msg);
+					const struct rtensor *y = exec_value(x, g->outputs[0]);
+					int64_t od[4], bad = 0;
+					for (int k = 0; k < 4; k++)
+						od[k] = sh[pm[k]];
+					for (int64_t i = 0; i < N; i++) {
+						int64_t oi[4], rem = i, ii[4], src = 0;
+						for (int k = 3; k >= 0; k--) {
+							oi[k] = rem % od[k];
+							rem /= od[k];
+						}
+						for (int k = 0; k < 4; k++)
+							ii[pm[k]] = oi[k];
+						for (int k = 0; k < 4; k++)
+							src = src * sh[k] + ii[k];
+						double v = f ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
+						bad += v != (double)src;
+					}
+					cr_expect_eq(bad, 0, "perm [%d %d %d %d], %s: %lld elements wrong", p0, p1, p2, p3,
+						     f ? "float32" : "float64", (long long)bad);
+					exec_free(x);
+					graph_free(g);
+				}
+			}
+	cr_assert_eq(perms, 24);
+}

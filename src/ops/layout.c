@@ -139,17 +139,73 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 		dims[i] = a->dims[perm[i]];
 	}
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, r, dims);
-	if (!o)
+	if (!o || !a->numel)
 		return exec_status(x);
 	c_strides(r, a->dims, st);
 	for (int i = 0; i < r; i++)
 		pst[i] = st[perm[i]];
 	size_t es = dtype_size(a->dtype);
+	/* the walk: size-1 dimensions dropped, and output dimensions that are adjacent in the input in
+	 * the same order merged (NCHW -> CNHW moves rows of H W, not of W) */
+	int R = 0;
+	int64_t D[RT_MAX_DIMS], S[RT_MAX_DIMS];
+	for (int i = 0; i < r; i++) {
+		if (dims[i] == 1)
+			continue;
+		if (R && S[R - 1] == pst[i] * dims[i]) {
+			D[R - 1] *= dims[i];
+			S[R - 1] = pst[i];
+			continue;
+		}
+		D[R] = dims[i];
+		S[R++] = pst[i];
+	}
+	if (!R) { /* one element */
+		memcpy(o, a->data, es);
+		return 0;
+	}
+	int q = -1; /* the output dimension the input's contiguous one went to, when not the last */
+	for (int i = 0; i + 1 < R; i++)
+		if (S[i] == 1)
+			q = i;
+	if (S[R - 1] != 1 && q >= 0 && es == 4) {
+		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs */
+		int64_t OS[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0}, src = 0, dst = 0, A = D[q], B = D[R - 1], sb = S[R - 1];
+		c_strides(R, D, OS);
+		const uint32_t *in32 = a->data;
+		uint32_t *out32 = (uint32_t *)o;
+		for (;;) {
+			for (int64_t a0 = 0; a0 < A; a0 += 32)
+				for (int64_t b0 = 0; b0 < B; b0 += 32) {
+					int64_t a1 = a0 + 32 < A ? a0 + 32 : A, b1 = b0 + 32 < B ? b0 + 32 : B;
+					for (int64_t i = a0; i < a1; i++)
+						for (int64_t j = b0; j < b1; j++)
+							out32[dst + i * OS[q] + j] = in32[src + i + j * sb];
+				}
+			int d = R - 2;
+			for (; d >= 0; d--) { /* the other dimensions, as an odometer */
+				if (d == q)
+					continue;
+				src += S[d];
+				dst += OS[d];
+				if (++idx[d] < D[d])
+					break;
+				src -= S[d] * D[d];
+				dst -= OS[d] * D[d];
+				idx[d] = 0;
+			}
+			if (d < 0)
+				break;
+		}
+		return 0;
+	}
 	int64_t idx[RT_MAX_DIMS] = {0}, src = 0;
-	/* the innermost output dimension is the loop; its source stride is pst[r-1] */
-	int64_t row = r ? dims[r - 1] : 1, ps = r ? pst[r - 1] : 0;
+	/* the innermost output dimension is the loop; its source stride is S[R-1] */
+	int64_t row = D[R - 1], ps = S[R - 1];
 	for (int64_t i = 0; i < a->numel; i += row) {
-		if (es == 4) {
+		if (ps == 1) {
+			memcpy(o + i * es, (const uint8_t *)a->data + src * es, (size_t)row * es);
+		} else if (es == 4) {
 			const uint32_t *p = (const uint32_t *)a->data + src;
 			uint32_t *q = (uint32_t *)o + i;
 			for (int64_t j = 0; j < row; j++)
@@ -163,11 +219,11 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 			for (int64_t j = 0; j < row; j++)
 				memcpy(o + (i + j) * es, (const uint8_t *)a->data + (src + j * ps) * es, es);
 		}
-		for (int d = r - 2; d >= 0; d--) {
-			src += pst[d];
-			if (++idx[d] < dims[d])
+		for (int d = R - 2; d >= 0; d--) {
+			src += S[d];
+			if (++idx[d] < D[d])
 				break;
-			src -= pst[d] * dims[d];
+			src -= S[d] * D[d];
 			idx[d] = 0;
 		}
 	}
