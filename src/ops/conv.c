@@ -784,7 +784,14 @@ static struct value *weight_grad(struct ad *a, struct value *in, struct value *k
 	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
 	if (!c || set_window(a, ad_producer(c), g, g->dh, g->dw, g->sh, g->sw, 1))
 		return NULL;
-	return crop_kernel(a, transpose01(a, c), g->kh, g->kw);
+	/* the Conv's kernel-sized output, kh' x kw', is cropped to kh x kw only when larger: a Slice
+	 * of everything would copy the whole weight gradient (sizes known, none symbolic) */
+	int64_t kh = (g->h + g->pt + g->pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
+	int64_t kw = (g->w + g->pl + g->pr - (g->sw * (g->ow - 1) + 1)) / g->dw + 1;
+	int known = !ad_dim_symbolic(a, g->h) && !ad_dim_symbolic(a, g->w) && !ad_dim_symbolic(a, g->oh) &&
+		    !ad_dim_symbolic(a, g->ow);
+	struct value *t = transpose01(a, c);
+	return known && kh == g->kh && kw == g->kw ? t : crop_kernel(a, t, g->kh, g->kw);
 }
 
 static struct value *reshape_to(struct ad *a, struct value *v, const int64_t *dims, size_t n)
