@@ -395,16 +395,17 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
 	size_t es = dtype_size(a->dtype);
-	int64_t astr[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0}, src = 0;
+	int64_t astr[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, astr);
-	for (int d = 0; d < a->ndim; d++)
-		src += b[d] * astr[d];
 	/* row by row along the last axis: a run of the input when its step is 1 */
 	int last = a->ndim - 1;
 	int64_t row = a->ndim ? dims[last] : 1, step = a->ndim ? st[last] : 1;
 	const uint8_t *ad = a->data;
 	for (int64_t i = 0; i < out[0]->numel; i += row) {
 		uint8_t *q = o + i * es;
+		int64_t src = 0; /* from the indices: a step may be huge where its axis keeps one element */
+		for (int d = 0; d < a->ndim; d++)
+			src += (b[d] + (d < last ? idx[d] * st[d] : 0)) * astr[d];
 		if (step == 1)
 			memcpy(q, ad + src * es, (size_t)row * es);
 		else if (es == 4)
@@ -414,10 +415,8 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 			for (int64_t j = 0; j < row; j++)
 				memcpy(q + j * es, ad + (src + j * step) * es, es);
 		for (int d = last - 1; d >= 0; d--) {
-			src += st[d] * astr[d];
 			if (++idx[d] < dims[d])
 				break;
-			src -= st[d] * astr[d] * dims[d];
 			idx[d] = 0;
 		}
 	}
