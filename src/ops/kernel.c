@@ -1,5 +1,6 @@
 /* kernel.c - helpers shared by the op families; see kernel.h. */
 #include "kernel.h"
+#include "vmath.h"
 
 #include <string.h>
 
@@ -112,4 +113,31 @@ int node_axes(struct exec *x, const struct node *n, struct rtensor *const *in, i
 		axes[i] = a[i];
 	*count = (int)k;
 	return 0;
+}
+
+#define RUN_LANES 8
+
+VM_CLONES double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares, double c)
+{
+	double s[RUN_LANES] = {0}, t = 0;
+	int64_t i = 0;
+#define RUN(T)                                                                    \
+	do {                                                                      \
+		const T *p = (const T *)a->data + at;                             \
+		for (; i + RUN_LANES <= n; i += RUN_LANES)                        \
+			for (int k = 0; k < RUN_LANES; k++) {                     \
+				double d = (double)p[i + k] - c;                  \
+				s[k] += squares ? d * d : d;                      \
+			}                                                         \
+		for (; i < n; i++) {                                              \
+			double d = (double)p[i] - c;                              \
+			t += squares ? d * d : d;                                 \
+		}                                                                 \
+	} while (0)
+	if (a->dtype == DT_FLOAT)
+		RUN(float);
+	else
+		RUN(double);
+#undef RUN
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
 }

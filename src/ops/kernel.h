@@ -40,4 +40,9 @@ int activation_product_grad(struct ad *a, const struct node *n);
  * eps): computed from its output and the divisor (norm.c). 1, 0 or -1 likewise. */
 int layer_norm_chain_grad(struct ad *a, const struct node *n);
 
+/* The sum of n contiguous elements of a (float32 or float64) from element at, less c, or of those
+ * differences' squares, in double: eight partial sums in a fixed order, which the compiler
+ * vectorises and every run repeats bit for bit (reductions, LayerNormalization's moments). */
+double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares, double c);
+
 #endif

@@ -126,12 +126,7 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 		for (int64_t o = 0; o < outer; o++) {
 			const float *p = (const float *)a->data + o * len;
 			float *q = (float *)y + o * len;
-			double mean = 0, var = 0;
-			for (int64_t j = 0; j < len; j++)
-				mean += p[j];
-			mean /= (double)len;
-			for (int64_t j = 0; j < len; j++)
-				var += (p[j] - mean) * (p[j] - mean);
+			double mean = run_sum(a, o * len, len, 0, 0) / (double)len, var = run_sum(a, o * len, len, 1, mean);
 			float inv = (float)(1 / sqrt(var / (double)len + eps)), m = (float)mean;
 			for (int64_t j = 0; j < len; j++)
 				q[j] = (p[j] - m) * inv * sc[j] + (bi ? bi[j] : 0);

@@ -17,30 +17,6 @@
 
 enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
 
-#define RUN_LANES 8
-
-/* The sum of n contiguous elements of a (float32 or float64) from element at, or of their squares. */
-VM_CLONES static double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares)
-{
-	double s[RUN_LANES] = {0}, t = 0;
-	int64_t i = 0;
-#define RUN(T)                                                                    \
-	do {                                                                      \
-		const T *p = (const T *)a->data + at;                             \
-		for (; i + RUN_LANES <= n; i += RUN_LANES)                        \
-			for (int k = 0; k < RUN_LANES; k++)                       \
-				s[k] += squares ? (double)p[i + k] * p[i + k] : p[i + k]; \
-		for (; i < n; i++)                                                \
-			t += squares ? (double)p[i] * p[i] : p[i];                \
-	} while (0)
-	if (a->dtype == DT_FLOAT)
-		RUN(float);
-	else
-		RUN(double);
-#undef RUN
-	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
-}
-
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
 {
@@ -99,7 +75,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
 		memset(acc, 0, (size_t)on * sizeof *acc);
 		for (int64_t o = 0; o < outer && inner == 1; o++) /* the last axes: one run each */
-			acc[o] = run_sum(a, o * len, len, 0);
+			acc[o] = run_sum(a, o * len, len, 0, 0);
 		for (int64_t o = 0; o < outer && inner > 1; o++)
 			for (int64_t r = 0; r < len; r++) {
 				double *ac = acc + o * inner;
@@ -138,7 +114,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	int done = 0;
 	if ((kind == RK_SUM || kind == RK_MEAN || kind == RK_L2) && t < a->ndim && is_float(a)) {
 		for (int64_t i = 0; i < a->numel; i += run) {
-			acc[o] += run_sum(a, i, run, kind == RK_L2);
+			acc[o] += run_sum(a, i, run, kind == RK_L2, 0);
 			for (int d = t - 1; d >= 0; d--) {
 				o += ost[d];
 				if (++idx[d] < a->dims[d])
