@@ -1460,9 +1460,10 @@ Test(cli, info_counts_buffers_apart)
 }
 
 /* Under an address-space limit (ulimit -v 100000), OpenBLAS's threads could not have their buffers
- * and one spun forever: info never exited. graphdiet starts again with one BLAS thread then. (A
- * BLAS call itself still needs OpenBLAS's buffer, about 100 MB more; OpenBLAS waits for it rather
- * than failing. Not under AddressSanitizer, whose shadow memory needs terabytes of address space.) */
+ * and one spun forever: info never exited. OpenBLAS is opened at the first product now (ops/blas.h),
+ * with one thread under such a limit, so info and plan do not load it. (A BLAS call itself still
+ * needs OpenBLAS's buffer, about 100 MB more; OpenBLAS waits for it rather than failing. Not under
+ * AddressSanitizer, whose shadow memory needs terabytes of address space.) */
 Test(cli, an_address_space_limit_does_not_hang)
 {
 #if defined(__SANITIZE_ADDRESS__)

@@ -504,6 +504,7 @@ Test(pool, each_index_once_over_the_threads)
 	cr_expect_eq(pool_threads(), 1, "clamped");
 	pool_set_threads(1000);
 	cr_expect_eq(pool_threads(), POOL_MAX, "clamped");
+	pool_set_threads(1);
 }
 
 /* philox_uniforms (eight blocks side by side, then single blocks, then single words) gives what
