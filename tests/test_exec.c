@@ -608,3 +608,104 @@ Test(exec, transpose_by_every_permutation)
 			}
 	cr_assert_eq(perms, 24);
 }
+
+/* The kernels that cut their work over the pool's threads (elementwise, transposes, reductions,
+ * the row-wise normalisations) give the same bits with 1 thread as with 3, on tensors large enough
+ * to be cut; the products, whose pieces follow from their shape alone, match a float64 product.
+ * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
+ * starting mid-walk finds its place. */
+#include "util/pool.h"
+
+static struct exec *run_cut_graph(struct graph *g, struct rtensor *ts, const char **names, int n, int threads)
+{
+	pool_set_threads(threads);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = n};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	return x;
+}
+
+Test(exec, kernels_cut_over_threads_give_the_same_bits)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: x, dtype: float32, shape: [48, 40, 64]}, {name: b, dtype: float32, shape: [64]},\n"
+		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [64, 300]},\n"
+		"         {name: q, dtype: float32, shape: [200, 64]}, {name: pt, dtype: float32, shape: [300, 64]}]\n"
+		"nodes:\n"
+		"  - {op: Add, inputs: [x, b], outputs: [add]}\n"
+		"  - {op: Mul, inputs: [x, x], outputs: [mul]}\n"
+		"  - {op: Erf, inputs: [x], outputs: [erf]}\n"
+		"  - {op: Tanh, inputs: [x], outputs: [tanh]}\n"
+		"  - {op: Transpose, inputs: [x], outputs: [t201], attrs: {perm: [2, 0, 1]}}\n"
+		"  - {op: Transpose, inputs: [x], outputs: [t102], attrs: {perm: [1, 0, 2]}}\n"
+		"  - {op: ReduceSum, inputs: [x], outputs: [s1], attrs: {axes: [1], keepdims: 0}}\n"
+		"  - {op: ReduceSum, inputs: [x], outputs: [s2], attrs: {axes: [2], keepdims: 0}}\n"
+		"  - {op: ReduceSum, inputs: [x], outputs: [s02], attrs: {axes: [0, 2], keepdims: 0}}\n"
+		"  - {op: ReduceL2, inputs: [x], outputs: [l02], attrs: {axes: [0, 2], keepdims: 0}}\n"
+		"  - {op: Softmax, inputs: [x], outputs: [sm], attrs: {axis: -1}}\n"
+		"  - {op: LayerNormalization, inputs: [x, b, b], outputs: [ln], attrs: {axis: -1}}\n"
+		"  - {op: MatMul, inputs: [x, w], outputs: [mm]}\n"
+		"  - {op: Gemm, inputs: [p, q], outputs: [g1], attrs: {transA: 1, transB: 1}}\n"
+		"  - {op: Gemm, inputs: [q, p], outputs: [g2]}\n"
+		"  - {op: Gemm, inputs: [q, pt], outputs: [g3], attrs: {transB: 1}}\n"
+		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
+		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
+		"          {name: g2}, {name: g3}]\n";
+	struct graph *g = load_text("cut.yaml", text);
+	static const int64_t shapes[6][3] = {{48, 40, 64}, {64}, {64, 96}, {64, 300}, {200, 64}, {300, 64}};
+	static const int ranks[6] = {3, 1, 2, 2, 2, 2};
+	const char *names[6] = {"x", "b", "w", "p", "q", "pt"};
+	struct rtensor ts[6];
+	uint64_t s = 12345;
+	for (int i = 0; i < 6; i++) {
+		memset(&ts[i], 0, sizeof ts[i]);
+		ts[i].dtype = DT_FLOAT;
+		ts[i].ndim = ranks[i];
+		ts[i].numel = 1;
+		for (int d = 0; d < ranks[i]; d++)
+			ts[i].numel *= ts[i].dims[d] = shapes[i][d];
+		ts[i].nbytes = (size_t)ts[i].numel * 4;
+		ts[i].known = 1;
+		float *v = malloc(ts[i].nbytes);
+		for (int64_t k = 0; k < ts[i].numel; k++) {
+			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+			v[k] = (float)((double)(s >> 11) / 9007199254740992.0 * 4 - 2);
+		}
+		ts[i].data = v;
+	}
+	struct exec *one = run_cut_graph(g, ts, names, 6, 1), *three = run_cut_graph(g, ts, names, 6, 3);
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		const struct rtensor *a = exec_value(one, g->outputs[k]), *b = exec_value(three, g->outputs[k]);
+		cr_assert(a && b && a->nbytes == b->nbytes);
+		cr_expect(!memcmp(a->data, b->data, a->nbytes), "%s: 1 and 3 threads differ", g->outputs[k]->name);
+	}
+	/* the products against float64 ones */
+	struct {
+		const char *out;
+		int a, b, ta, tb;
+	} prods[] = {{"mm", 0, 2, 0, 0}, {"g1", 3, 4, 1, 1}, {"g2", 4, 3, 0, 0}, {"g3", 4, 5, 0, 1}};
+	for (int c = 0; c < 4; c++) {
+		const struct rtensor *A = &ts[prods[c].a], *B = &ts[prods[c].b], *y = NULL;
+		for (uint32_t k = 0; k < g->n_outputs; k++)
+			if (!strcmp(g->outputs[k]->name, prods[c].out))
+				y = exec_value(three, g->outputs[k]);
+		int64_t K = B->dims[prods[c].tb ? 1 : 0], N = B->dims[prods[c].tb ? 0 : 1], M = A->numel / K, bad = 0;
+		const float *a = A->data, *b = B->data, *o = y->data;
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double r = 0;
+				for (int64_t l = 0; l < K; l++)
+					r += (double)a[prods[c].ta ? l * M + i : i * K + l] * b[prods[c].tb ? j * K + l : l * N + j];
+				bad += fabs(o[i * N + j] - r) > 1e-4 * (1 + fabs(r));
+			}
+		cr_expect_eq(bad, 0, "%s: %lld of %lld elements off the float64 product", prods[c].out, (long long)bad,
+			     (long long)(M * N));
+	}
+	exec_free(one);
+	exec_free(three);
+	for (int i = 0; i < 6; i++)
+		free(ts[i].data);
+	graph_free(g);
+}

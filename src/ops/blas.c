@@ -1,11 +1,11 @@
 /* blas.c - see blas.h. */
 #include "blas.h"
+#include "../util/pool.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
 #ifndef GD_BLAS_SONAME
 #define GD_BLAS_SONAME "libopenblas.so.0"
@@ -19,9 +19,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void open_blas(void)
 {
-	struct rlimit rl;
-	if (!getenv("OPENBLAS_NUM_THREADS") && !getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY)
-		setenv("OPENBLAS_NUM_THREADS", "1", 1);
+	/* one thread of its own: the pool's threads call it */
+	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		*(void **)&sgemm = dlsym(h, "cblas_sgemm");
@@ -34,16 +33,83 @@ static void open_blas(void)
 	}
 }
 
+/* A product split into pieces of `step` rows (by_rows) or columns of C, in row-major order. */
+struct gemm {
+	int wide; /* double */
+	enum CBLAS_TRANSPOSE ta, tb;
+	int m, n, k, lda, ldb, ldc, by_rows, step;
+	double alpha, beta;
+	const void *a, *b;
+	void *c;
+};
+
+#define PIECE_MACS (1 << 20) /* a piece's work at least */
+#define PIECES_MAX 8          /* pieces at most */
+#define PIECE_ALIGN 16        /* pieces are multiples of the kernels' widest tile */
+
+static void gemm_piece(void *arg, uint32_t i, uint32_t w)
+{
+	(void)w;
+	const struct gemm *g = arg;
+	size_t sz = g->wide ? sizeof(double) : sizeof(float);
+	int lo = (int)i * g->step, hi = lo + g->step < (g->by_rows ? g->m : g->n) ? lo + g->step : (g->by_rows ? g->m : g->n);
+	int m = g->m, n = g->n;
+	const char *a = g->a, *b = g->b;
+	char *c = g->c;
+	if (g->by_rows) { /* rows lo..hi of op(A) and of C */
+		m = hi - lo;
+		a += (size_t)lo * (g->ta == CblasNoTrans ? (size_t)g->lda : 1) * sz;
+		c += (size_t)lo * (size_t)g->ldc * sz;
+	} else { /* columns lo..hi of op(B) and of C */
+		n = hi - lo;
+		b += (size_t)lo * (g->tb == CblasNoTrans ? 1 : (size_t)g->ldb) * sz;
+		c += (size_t)lo * sz;
+	}
+	if (g->wide)
+		dgemm(CblasRowMajor, g->ta, g->tb, m, n, g->k, g->alpha, (const double *)a, g->lda, (const double *)b,
+		      g->ldb, g->beta, (double *)c, g->ldc);
+	else
+		sgemm(CblasRowMajor, g->ta, g->tb, m, n, g->k, (float)g->alpha, (const float *)a, g->lda,
+		      (const float *)b, g->ldb, (float)g->beta, (float *)c, g->ldc);
+}
+
+/* Runs g over the pool: the longer of C's two sides is cut into pieces. Their number and size
+ * follow from the shape alone, not from the threads: OpenBLAS picks its kernel by the size of the
+ * product (for small ones, kernels that sum all of k at once), so a piece is only the same sum
+ * as in any other run if it is the same piece. */
+static void gemm_run(struct gemm *g)
+{
+	pthread_once(&once, open_blas);
+	g->by_rows = g->m >= g->n;
+	int side = g->by_rows ? g->m : g->n;
+	double macs = (double)g->m * g->n * g->k;
+	int pieces = macs / PIECE_MACS < PIECES_MAX ? (int)(macs / PIECE_MACS) : PIECES_MAX;
+	if (pieces > side / (2 * PIECE_ALIGN))
+		pieces = side / (2 * PIECE_ALIGN);
+	if (pieces < 2) {
+		g->step = side > 0 ? side : 1;
+		gemm_piece(g, 0, 0);
+		return;
+	}
+	int step = (side + pieces - 1) / pieces;
+	g->step = (step + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+	pool_for((uint32_t)((side + g->step - 1) / g->step), gemm_piece, g);
+}
+
 void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-	pthread_once(&once, open_blas);
-	sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	struct gemm g = {0, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c};
+	if (order == CblasColMajor) /* C^T = op(B)^T op(A)^T in row-major terms */
+		g = (struct gemm){0, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c};
+	gemm_run(&g);
 }
 
 void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		double alpha, const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc)
 {
-	pthread_once(&once, open_blas);
-	dgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	struct gemm g = {1, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c};
+	if (order == CblasColMajor)
+		g = (struct gemm){1, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c};
+	gemm_run(&g);
 }

@@ -105,60 +105,64 @@ static int walk_next(struct walk *w)
 	return 0;
 }
 
-VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum bin op)
+/* Moves w to the start of row r (rows are the merged last dimension). */
+static void walk_seek(struct walk *w, int64_t r)
 {
-	struct rtensor *a = in[0], *b = in[1];
-	if (a->dtype != b->dtype && !(op == B_POW && is_float(a)))
-		return exec_fail(x, "operands are %s and %s; they must have the same dtype", dtype_name(a->dtype),
-				 dtype_name(b->dtype));
-	int nd;
-	int64_t dims[RT_MAX_DIMS];
-	if (bcast_shape(x, in, 2, &nd, dims))
-		return exec_status(x);
-	int cmp = op >= B_EQ;
-	if (!exec_alloc(x, out[0], cmp ? DT_BOOL : a->dtype, nd, dims))
-		return exec_status(x);
-	struct rtensor *o = out[0];
-	if (o->numel == 0)
-		return 0;
+	memset(w->off, 0, sizeof w->off);
+	for (int i = w->nd - 2; i >= 0; i--) {
+		w->idx[i] = r % w->dims[i];
+		r /= w->dims[i];
+		for (int k = 0; k < w->n; k++)
+			w->off[k] += w->idx[i] * w->st[k][i];
+	}
+}
+
+/* A binary op on float32, float64 or int64 (not Div or Pow) operands, which cannot fail: its output
+ * elements [e0, e1) are a piece of kernel_for. */
+struct bin_job {
 	struct walk w;
-	walk_init(&w, nd, dims, in, 2);
-	int64_t row = w.nd ? w.dims[w.nd - 1] : 1, sa = w.nd ? w.st[0][w.nd - 1] : 0, sb = w.nd ? w.st[1][w.nd - 1] : 0;
-	int64_t i = 0;
-	int f32 = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT, f64 = a->dtype == DT_DOUBLE && b->dtype == DT_DOUBLE;
-	/* x^2 and x^1 (an MSE loss and its gradient's Pow): x x is the exact square rounded once, as
-	 * pow's is, and pow(x, 1) is x */
-	if (op == B_POW && (f32 || f64) && b->numel == 1 && (rt_get(b, 0) == 2.0 || rt_get(b, 0) == 1.0))
-		op = rt_get(b, 0) == 2.0 ? B_SQUARE : B_FIRST;
-	int ints = !is_float(a);
-	do {
-		const int64_t oa = w.off[0], ob = w.off[1];
-		if (f32 || f64) {
-			/* one switch per row; the loops are typed (the compiler vectorises them) */
+	enum bin op;
+	const struct rtensor *a, *b;
+	struct rtensor *o;
+	int64_t row, sa, sb;
+};
+
+VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
+{
+	const struct bin_job *jb = arg;
+	const struct rtensor *a = jb->a, *b = jb->b;
+	struct rtensor *o = jb->o;
+	const int64_t sa = jb->sa, sb = jb->sb;
+	const enum bin op = jb->op;
+	struct walk w = jb->w;
+	walk_seek(&w, e0 / jb->row);
+	for (int64_t i = e0, c = e0 % jb->row; i < e1; c = 0, walk_next(&w)) {
+		/* columns c .. c + len of the row */
+		const int64_t len = jb->row - c < e1 - i ? jb->row - c : e1 - i, oa = w.off[0] + c * sa, ob = w.off[1] + c * sb;
 /* contiguous operands, or one of them a broadcast scalar: loops the compiler vectorises */
 #define ROW(T, OT, EXPR)                                                                                       \
 	do {                                                                                                   \
 		const T *pa = (const T *)a->data + oa, *pb = (const T *)b->data + ob;                          \
 		OT *po = (OT *)o->data + i;                                                                    \
 		if (sa == 1 && sb == 1) {                                                                      \
-			for (int64_t j = 0; j < row; j++) {                                                    \
+			for (int64_t j = 0; j < len; j++) {                                                    \
 				T u = pa[j], v = pb[j];                                                        \
 				po[j] = (OT)(EXPR);                                                            \
 			}                                                                                      \
 		} else if (sa == 1 && sb == 0) {                                                               \
 			T v = pb[0];                                                                           \
-			for (int64_t j = 0; j < row; j++) {                                                    \
+			for (int64_t j = 0; j < len; j++) {                                                    \
 				T u = pa[j];                                                                   \
 				po[j] = (OT)(EXPR);                                                            \
 			}                                                                                      \
 		} else if (sa == 0 && sb == 1) {                                                               \
 			T u = pa[0];                                                                           \
-			for (int64_t j = 0; j < row; j++) {                                                    \
+			for (int64_t j = 0; j < len; j++) {                                                    \
 				T v = pb[j];                                                                   \
 				po[j] = (OT)(EXPR);                                                            \
 			}                                                                                      \
 		} else {                                                                                       \
-			for (int64_t j = 0; j < row; j++) {                                                    \
+			for (int64_t j = 0; j < len; j++) {                                                    \
 				T u = pa[j * sa], v = pb[j * sb];                                              \
 				po[j] = (OT)(EXPR);                                                            \
 			}                                                                                      \
@@ -177,12 +181,12 @@ VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rt
 	case B_GT: ROW(T, uint8_t, u > v); break;                                                              \
 	default: ROW(T, uint8_t, u < v); break;                                                                \
 	}
-			if (f32) {
-				ROWS(float)
-			} else {
-				ROWS(double)
-			}
-		} else if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && op != B_DIV && op != B_POW) {
+		/* one switch per row; the loops are typed (the compiler vectorises them) */
+		if (a->dtype == DT_FLOAT) {
+			ROWS(float)
+		} else if (a->dtype == DT_DOUBLE) {
+			ROWS(double)
+		} else {
 			switch (op) { /* wrapping arithmetic, as two's complement int64 does */
 			case B_ADD: ROW(int64_t, int64_t, (int64_t)((uint64_t)u + (uint64_t)v)); break;
 			case B_SUB: ROW(int64_t, int64_t, (int64_t)((uint64_t)u - (uint64_t)v)); break;
@@ -191,24 +195,63 @@ VM_CLONES static int binary(struct exec *x, struct rtensor *const *in, struct rt
 			case B_GT: ROW(int64_t, uint8_t, u > v); break;
 			default: ROW(int64_t, uint8_t, u < v); break;
 			}
+		}
 #undef ROWS
 #undef ROW
-		} else if (ints) {
-			for (int64_t j = 0; j < row; j++) {
+		i += len;
+	}
+}
+
+static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum bin op)
+{
+	struct rtensor *a = in[0], *b = in[1];
+	if (a->dtype != b->dtype && !(op == B_POW && is_float(a)))
+		return exec_fail(x, "operands are %s and %s; they must have the same dtype", dtype_name(a->dtype),
+				 dtype_name(b->dtype));
+	int nd;
+	int64_t dims[RT_MAX_DIMS];
+	if (bcast_shape(x, in, 2, &nd, dims))
+		return exec_status(x);
+	int cmp = op >= B_EQ;
+	if (!exec_alloc(x, out[0], cmp ? DT_BOOL : a->dtype, nd, dims))
+		return exec_status(x);
+	struct rtensor *o = out[0];
+	if (o->numel == 0)
+		return 0;
+	struct bin_job j = {.op = op, .a = a, .b = b, .o = o};
+	struct walk *w = &j.w;
+	walk_init(w, nd, dims, in, 2);
+	j.row = w->nd ? w->dims[w->nd - 1] : 1;
+	j.sa = w->nd ? w->st[0][w->nd - 1] : 0;
+	j.sb = w->nd ? w->st[1][w->nd - 1] : 0;
+	int f32 = a->dtype == DT_FLOAT && b->dtype == DT_FLOAT, f64 = a->dtype == DT_DOUBLE && b->dtype == DT_DOUBLE;
+	/* x^2 and x^1 (an MSE loss and its gradient's Pow): x x is the exact square rounded once, as
+	 * pow's is, and pow(x, 1) is x */
+	if (op == B_POW && (f32 || f64) && b->numel == 1 && (rt_get(b, 0) == 2.0 || rt_get(b, 0) == 1.0))
+		j.op = rt_get(b, 0) == 2.0 ? B_SQUARE : B_FIRST;
+	if (f32 || f64 || (a->dtype == DT_INT64 && b->dtype == DT_INT64 && op != B_DIV && op != B_POW)) {
+		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
+		return 0;
+	}
+	int64_t i = 0, row = j.row, sa = j.sa, sb = j.sb;
+	do {
+		const int64_t oa = w->off[0], ob = w->off[1];
+		if (!is_float(a)) {
+			for (int64_t k = 0; k < row; k++) {
 				int64_t r = 0;
-				if (bin_i(x, op, rt_get_i(a, oa + j * sa), rt_get_i(b, ob + j * sb), &r))
+				if (bin_i(x, op, rt_get_i(a, oa + k * sa), rt_get_i(b, ob + k * sb), &r))
 					return exec_status(x);
 				if (o->dtype == DT_INT64)
-					((int64_t *)o->data)[i + j] = r; /* exact beyond 2^53 */
+					((int64_t *)o->data)[i + k] = r; /* exact beyond 2^53 */
 				else
-					rt_set(o, i + j, (double)r);
+					rt_set(o, i + k, (double)r);
 			}
 		} else {
-			for (int64_t j = 0; j < row; j++)
-				rt_set(o, i + j, bin_d(op, rt_get(a, oa + j * sa), rt_get(b, ob + j * sb)));
+			for (int64_t k = 0; k < row; k++)
+				rt_set(o, i + k, bin_d(j.op, rt_get(a, oa + k * sa), rt_get(b, ob + k * sb)));
 		}
 		i += row;
-	} while (walk_next(&w));
+	} while (walk_next(w));
 	return 0;
 }
 
@@ -265,7 +308,41 @@ static double un_d(enum un op, double v)
 	}
 }
 
-VM_CLONES static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
+/* A unary op on float32 elements [lo, hi): a piece of kernel_for. */
+struct un_job {
+	enum un op;
+	const float *p;
+	float *o;
+};
+
+VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
+{
+	const struct un_job *j = arg;
+	const float *p = j->p;
+	float *o = j->o;
+	switch (j->op) {
+	case U_RELU: for (int64_t i = lo; i < hi; i++) o[i] = !(p[i] <= 0) ? p[i] : 0; return; /* NaN stays */
+	case U_NEG: for (int64_t i = lo; i < hi; i++) o[i] = -p[i]; return;
+	case U_ABS: for (int64_t i = lo; i < hi; i++) o[i] = fabsf(p[i]); return;
+	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
+	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
+	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = logf(p[i]); return;
+	case U_ERF: for (int64_t i = lo; i < hi; i++) o[i] = vm_erff(p[i]); return;
+	case U_TANH: for (int64_t i = lo; i < hi; i++) o[i] = vm_tanhf(p[i]); return;
+	case U_SIGMOID: /* e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below */
+		for (int64_t i = lo; i < hi; i++) {
+			float e = vm_expf(p[i] < 0 ? p[i] : -p[i]), s = 1 / (1 + e);
+			o[i] = p[i] >= 0 ? s : e * s;
+		}
+		return;
+	default:
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = p[i];
+		return;
+	}
+}
+
+static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
 {
 	struct rtensor *a = in[0];
 	if (op == U_NOT && a->dtype != DT_BOOL)
@@ -285,27 +362,9 @@ VM_CLONES static int unary(struct exec *x, struct rtensor *const *in, struct rte
 		return 0;
 	}
 	if (a->dtype == DT_FLOAT) {
-		const float *p = a->data;
-		float *o = out[0]->data;
-		int64_t n = a->numel;
-		switch (op) {
-		case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = !(p[i] <= 0) ? p[i] : 0; return 0; /* NaN stays */
-		case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -p[i]; return 0;
-		case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(p[i]); return 0;
-		case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(p[i]); return 0;
-		case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = vm_expf(p[i]); return 0;
-		case U_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(p[i]); return 0;
-		case U_ERF: for (int64_t i = 0; i < n; i++) o[i] = vm_erff(p[i]); return 0;
-		case U_TANH: for (int64_t i = 0; i < n; i++) o[i] = vm_tanhf(p[i]); return 0;
-		case U_SIGMOID: /* e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below */
-			for (int64_t i = 0; i < n; i++) {
-				float e = vm_expf(p[i] < 0 ? p[i] : -p[i]), s = 1 / (1 + e);
-				o[i] = p[i] >= 0 ? s : e * s;
-			}
-			return 0;
-		default:
-			break;
-		}
+		struct un_job j = {op, a->data, out[0]->data};
+		kernel_for(a->numel, KERNEL_GRAIN, un_floats, &j);
+		return 0;
 	}
 	for (int64_t i = 0; i < a->numel; i++)
 		rt_set(out[0], i, un_d(op, rt_get(a, i)));

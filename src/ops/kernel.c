@@ -1,6 +1,7 @@
 /* kernel.c - helpers shared by the op families; see kernel.h. */
 #include "kernel.h"
 #include "vmath.h"
+#include "../util/pool.h"
 
 #include <string.h>
 
@@ -140,4 +141,32 @@ VM_CLONES double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squ
 		RUN(double);
 #undef RUN
 	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
+}
+
+struct cut {
+	void (*fn)(void *arg, int64_t lo, int64_t hi);
+	void *arg;
+	int64_t n, step;
+};
+
+static void cut_piece(void *arg, uint32_t i, uint32_t w)
+{
+	(void)w;
+	const struct cut *c = arg;
+	int64_t lo = (int64_t)i * c->step, hi = lo + c->step < c->n ? lo + c->step : c->n;
+	c->fn(c->arg, lo, hi);
+}
+
+void kernel_for(int64_t n, int64_t grain, void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg)
+{
+	int64_t pieces = n / (grain > 0 ? grain : 1), most = 4 * (int64_t)pool_threads();
+	if (pieces > most)
+		pieces = most;
+	if (pieces < 2 || pool_threads() < 2) {
+		if (n > 0)
+			fn(arg, 0, n);
+		return;
+	}
+	struct cut c = {fn, arg, n, (n + pieces - 1) / pieces};
+	pool_for((uint32_t)((n + c.step - 1) / c.step), cut_piece, &c);
 }

@@ -45,4 +45,11 @@ int layer_norm_chain_grad(struct ad *a, const struct node *n);
  * vectorises and every run repeats bit for bit (reductions, LayerNormalization's moments). */
 double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares, double c);
 
+/* Calls fn(arg, lo, hi) for pieces [lo, hi) that cover [0, n), each (but a lone one) at least
+ * grain long, spread over the pool's threads (--threads). For work each of whose elements comes
+ * out the same however the range is cut: the caller's answer is then the same for any number of
+ * threads. Elementwise kernels cut at KERNEL_GRAIN elements. */
+#define KERNEL_GRAIN (1 << 15)
+void kernel_for(int64_t n, int64_t grain, void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
+
 #endif

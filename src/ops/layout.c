@@ -123,6 +123,74 @@ static int unsqueeze_run(struct exec *x, const struct node *n, struct rtensor *c
 	return copy_as(x, in, out, r, dims);
 }
 
+/* A transpose as a walk over the output: R dimensions D, the input's strides S for them and the
+ * output's OS; q, when not -1, the one dimension left out of the outer walk (the tiled path's). */
+struct tjob {
+	int R, q;
+	size_t es;
+	int64_t D[RT_MAX_DIMS], S[RT_MAX_DIMS], OS[RT_MAX_DIMS], bands;
+	const void *in;
+	void *out;
+};
+
+/* The input and output offsets of outer index k: dimensions 0 .. R-2 but q, in C order. */
+static void tjob_seek(const struct tjob *j, int64_t k, int64_t *src, int64_t *dst)
+{
+	*src = *dst = 0;
+	for (int d = j->R - 2; d >= 0; d--) {
+		if (d == j->q)
+			continue;
+		*src += k % j->D[d] * j->S[d];
+		*dst += k % j->D[d] * j->OS[d];
+		k /= j->D[d];
+	}
+}
+
+/* Bands [b0, b1): band b is rows 32 (b % bands) .. of plane b / bands. */
+static void transpose_bands(void *arg, int64_t b0, int64_t b1)
+{
+	const struct tjob *j = arg;
+	const uint32_t *in32 = j->in;
+	uint32_t *out32 = j->out;
+	int64_t A = j->D[j->q], B = j->D[j->R - 1], sb = j->S[j->R - 1], oq = j->OS[j->q];
+	for (int64_t b = b0; b < b1; b++) {
+		int64_t src, dst, a0 = b % j->bands * 32, a1 = a0 + 32 < A ? a0 + 32 : A;
+		tjob_seek(j, b / j->bands, &src, &dst);
+		for (int64_t b0_ = 0; b0_ < B; b0_ += 32) {
+			int64_t e = b0_ + 32 < B ? b0_ + 32 : B;
+			for (int64_t i = a0; i < a1; i++)
+				for (int64_t c = b0_; c < e; c++)
+					out32[dst + i * oq + c] = in32[src + i + c * sb];
+		}
+	}
+}
+
+/* Output rows [r0, r1) (the innermost dimension, read at input stride S[R-1]). */
+static void transpose_rows(void *arg, int64_t r0, int64_t r1)
+{
+	const struct tjob *j = arg;
+	size_t es = j->es;
+	int64_t row = j->D[j->R - 1], ps = j->S[j->R - 1];
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t src, dst;
+		tjob_seek(j, r, &src, &dst);
+		uint8_t *o = (uint8_t *)j->out + dst * es;
+		const uint8_t *p = (const uint8_t *)j->in + src * es;
+		if (ps == 1) {
+			memcpy(o, p, (size_t)row * es);
+		} else if (es == 4) {
+			for (int64_t c = 0; c < row; c++)
+				((uint32_t *)o)[c] = ((const uint32_t *)p)[c * ps];
+		} else if (es == 8) {
+			for (int64_t c = 0; c < row; c++)
+				((uint64_t *)o)[c] = ((const uint64_t *)p)[c * ps];
+		} else {
+			for (int64_t c = 0; c < row; c++)
+				memcpy(o + c * es, p + c * ps * es, es);
+		}
+	}
+}
+
 static int transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	struct rtensor *a = in[0];
@@ -164,69 +232,23 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 		memcpy(o, a->data, es);
 		return 0;
 	}
-	int q = -1; /* the output dimension the input's contiguous one went to, when not the last */
-	for (int i = 0; i + 1 < R; i++)
+	struct tjob j = {.R = R, .q = -1, .es = es, .in = a->data, .out = o};
+	memcpy(j.D, D, sizeof D);
+	memcpy(j.S, S, sizeof S);
+	c_strides(R, D, j.OS);
+	for (int i = 0; i + 1 < R; i++) /* the output dimension the input's contiguous one went to */
 		if (S[i] == 1)
-			q = i;
-	if (S[R - 1] != 1 && q >= 0 && es == 4) {
-		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs */
-		int64_t OS[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0}, src = 0, dst = 0, A = D[q], B = D[R - 1], sb = S[R - 1];
-		c_strides(R, D, OS);
-		const uint32_t *in32 = a->data;
-		uint32_t *out32 = (uint32_t *)o;
-		for (;;) {
-			for (int64_t a0 = 0; a0 < A; a0 += 32)
-				for (int64_t b0 = 0; b0 < B; b0 += 32) {
-					int64_t a1 = a0 + 32 < A ? a0 + 32 : A, b1 = b0 + 32 < B ? b0 + 32 : B;
-					for (int64_t i = a0; i < a1; i++)
-						for (int64_t j = b0; j < b1; j++)
-							out32[dst + i * OS[q] + j] = in32[src + i + j * sb];
-				}
-			int d = R - 2;
-			for (; d >= 0; d--) { /* the other dimensions, as an odometer */
-				if (d == q)
-					continue;
-				src += S[d];
-				dst += OS[d];
-				if (++idx[d] < D[d])
-					break;
-				src -= S[d] * D[d];
-				dst -= OS[d] * D[d];
-				idx[d] = 0;
-			}
-			if (d < 0)
-				break;
-		}
+			j.q = i;
+	if (S[R - 1] != 1 && j.q >= 0 && es == 4) {
+		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs;
+		 * the pieces are bands of 32 rows of a plane */
+		j.bands = (D[j.q] + 31) / 32;
+		kernel_for(a->numel / (D[j.q] * D[R - 1]) * j.bands, (KERNEL_GRAIN + 32 * D[R - 1] - 1) / (32 * D[R - 1]),
+			   transpose_bands, &j);
 		return 0;
 	}
-	int64_t idx[RT_MAX_DIMS] = {0}, src = 0;
-	/* the innermost output dimension is the loop; its source stride is S[R-1] */
-	int64_t row = D[R - 1], ps = S[R - 1];
-	for (int64_t i = 0; i < a->numel; i += row) {
-		if (ps == 1) {
-			memcpy(o + i * es, (const uint8_t *)a->data + src * es, (size_t)row * es);
-		} else if (es == 4) {
-			const uint32_t *p = (const uint32_t *)a->data + src;
-			uint32_t *q = (uint32_t *)o + i;
-			for (int64_t j = 0; j < row; j++)
-				q[j] = p[j * ps];
-		} else if (es == 8) {
-			const uint64_t *p = (const uint64_t *)a->data + src;
-			uint64_t *q = (uint64_t *)o + i;
-			for (int64_t j = 0; j < row; j++)
-				q[j] = p[j * ps];
-		} else {
-			for (int64_t j = 0; j < row; j++)
-				memcpy(o + (i + j) * es, (const uint8_t *)a->data + (src + j * ps) * es, es);
-		}
-		for (int d = R - 2; d >= 0; d--) {
-			src += S[d];
-			if (++idx[d] < D[d])
-				break;
-			src -= S[d] * D[d];
-			idx[d] = 0;
-		}
-	}
+	j.q = -1;
+	kernel_for(a->numel / D[R - 1], (KERNEL_GRAIN + D[R - 1] - 1) / D[R - 1], transpose_rows, &j);
 	return 0;
 }
 

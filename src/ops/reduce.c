@@ -17,6 +17,81 @@
 
 enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
 
+/* A block of reduced axes, the input (outer, len, inner): the sums over len of each outer's inner
+ * columns, in pieces of `cols` columns (chunks of them per outer), each summed row after row into
+ * acc (the order of a serial sum; the inner > 1 case's chunks stay in the first level cache). */
+#define BLOCK_COLS 1024
+struct block {
+	const struct rtensor *a;
+	double *acc;
+	int64_t len, inner, cols, chunks;
+};
+
+VM_CLONES static void block_sums(void *arg, int64_t u0, int64_t u1)
+{
+	const struct block *j = arg;
+	const struct rtensor *a = j->a;
+	for (int64_t u = u0; u < u1; u++) {
+		int64_t o = u / j->chunks, c0 = u % j->chunks * j->cols, c1 = c0 + j->cols < j->inner ? c0 + j->cols : j->inner;
+		if (j->inner == 1) {
+			j->acc[o] = run_sum(a, o * j->len, j->len, 0, 0);
+			continue;
+		}
+		double *ac = j->acc + o * j->inner;
+		for (int64_t i = c0; i < c1; i++)
+			ac[i] = 0;
+		for (int64_t r = 0; r < j->len; r++) {
+			int64_t at = (o * j->len + r) * j->inner;
+			if (a->dtype == DT_FLOAT) {
+				const float *p = (const float *)a->data + at;
+				for (int64_t i = c0; i < c1; i++)
+					ac[i] += p[i];
+			} else {
+				const double *p = (const double *)a->data + at;
+				for (int64_t i = c0; i < c1; i++)
+					ac[i] += p[i];
+			}
+		}
+	}
+}
+
+/* Reduced trailing axes (runs of `run` elements) below kept and reduced ones: output o's sum is
+ * its runs' sums in input order, over the reduced leading dimensions rd (input strides rs) at the
+ * offset its kept dimensions kd (strides ks) give. */
+struct runs {
+	const struct rtensor *a;
+	double *acc;
+	int64_t run, kd[RT_MAX_DIMS], ks[RT_MAX_DIMS], rd[RT_MAX_DIMS], rs[RT_MAX_DIMS];
+	int nk, nr, squares;
+};
+
+static void run_sums(void *arg, int64_t o0, int64_t o1)
+{
+	const struct runs *j = arg;
+	for (int64_t o = o0; o < o1; o++) {
+		int64_t base = 0, rem = o, idx[RT_MAX_DIMS] = {0}, off = 0;
+		for (int d = j->nk - 1; d >= 0; d--) {
+			base += rem % j->kd[d] * j->ks[d];
+			rem /= j->kd[d];
+		}
+		double s = 0;
+		for (;;) {
+			s += run_sum(j->a, base + off, j->run, j->squares, 0);
+			int d = j->nr - 1;
+			for (; d >= 0; d--) {
+				off += j->rs[d];
+				if (++idx[d] < j->rd[d])
+					break;
+				off -= j->rs[d] * j->rd[d];
+				idx[d] = 0;
+			}
+			if (d < 0)
+				break;
+		}
+		j->acc[o] = s;
+	}
+}
+
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
 {
@@ -73,22 +148,11 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		int64_t outer = 1, len = 1, inner = 1;
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
-		memset(acc, 0, (size_t)on * sizeof *acc);
-		for (int64_t o = 0; o < outer && inner == 1; o++) /* the last axes: one run each */
-			acc[o] = run_sum(a, o * len, len, 0, 0);
-		for (int64_t o = 0; o < outer && inner > 1; o++)
-			for (int64_t r = 0; r < len; r++) {
-				double *ac = acc + o * inner;
-				if (a->dtype == DT_FLOAT) {
-					const float *p = (const float *)a->data + (o * len + r) * inner;
-					for (int64_t i = 0; i < inner; i++)
-						ac[i] += p[i];
-				} else {
-					const double *p = (const double *)a->data + (o * len + r) * inner;
-					for (int64_t i = 0; i < inner; i++)
-						ac[i] += p[i];
-				}
-			}
+		struct block j = {a, acc, len, inner, inner < BLOCK_COLS ? inner : BLOCK_COLS, 0};
+		if (on) { /* else some kept dimension is 0 */
+			j.chunks = (inner + j.cols - 1) / j.cols;
+			kernel_for(outer * j.chunks, KERNEL_GRAIN / (len * j.cols + 1) + 1, block_sums, &j);
+		}
 		for (int64_t i = 0; i < on; i++) {
 			double v = kind == RK_MEAN ? acc[i] / (double)count : acc[i];
 			if (out[0]->dtype == DT_FLOAT)
@@ -113,16 +177,16 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		run *= a->dims[--t];
 	int done = 0;
 	if ((kind == RK_SUM || kind == RK_MEAN || kind == RK_L2) && t < a->ndim && is_float(a)) {
-		for (int64_t i = 0; i < a->numel; i += run) {
-			acc[o] += run_sum(a, i, run, kind == RK_L2, 0);
-			for (int d = t - 1; d >= 0; d--) {
-				o += ost[d];
-				if (++idx[d] < a->dims[d])
-					break;
-				o -= ost[d] * a->dims[d];
-				idx[d] = 0;
-			}
+		struct runs j = {.a = a, .acc = acc, .run = run, .squares = kind == RK_L2};
+		int64_t st[RT_MAX_DIMS];
+		c_strides(a->ndim, a->dims, st);
+		for (int d = 0; d < t; d++) {
+			int r = na == 0 || red[d];
+			int *nn = r ? &j.nr : &j.nk;
+			(r ? j.rd : j.kd)[*nn] = a->dims[d];
+			(r ? j.rs : j.ks)[(*nn)++] = st[d];
 		}
+		kernel_for(on, KERNEL_GRAIN / (a->numel / (on ? on : 1) + 1) + 1, run_sums, &j);
 		done = 1;
 	}
 	if (!done && (kind == RK_SUM || kind == RK_MEAN)) { /* kept last axis: typed rows into their outputs */

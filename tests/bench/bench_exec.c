@@ -1,6 +1,7 @@
 /* bench_exec.c - times graphdiet's executor on one model: forward, or a training step.
  *
- *   bench_exec MODEL [--train] [--repeat N] [--dim NAME=VALUE]... [--input NAME=FILE.npy]... [--profile]
+ *   bench_exec MODEL [--train] [--repeat N] [--threads N] [--dim NAME=VALUE]... [--input NAME=FILE.npy]...
+ *              [--profile]
  *
  * Prints "seconds S peak_bytes P flops F best B": the median S and the best B of N runs (default
  * 10) after one warm-up run, on the inputs given (seeded random values for the others). The graph
@@ -10,6 +11,7 @@
 #include "cli/cli.h"
 #include "exec/exec.h"
 #include "io/format.h"
+#include "util/pool.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
 			profile = 1;
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			repeat = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			pool_set_threads(atoi(argv[++i]));
 		else if (!strcmp(argv[i], "--dim") && i + 1 < argc && nd < 16) {
 			char *eq = strchr(argv[++i], '=');
 			if (!eq)

@@ -166,7 +166,7 @@ def main():
                 t_torch, t_gd, t_ort = [], [], []
                 for _ in range(rounds):
                     t_torch.append(torch_median(step))
-                    t_gd.append(seconds([bench, train, "--repeat", str(INNER)] +
+                    t_gd.append(seconds([bench, train, "--repeat", str(INNER), "--threads", str(threads)] +
                                         [a for f in feeds for a in ("--input", f)], env))
                     if have_ort:
                         t_ort.append(seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), train,
