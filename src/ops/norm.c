@@ -17,8 +17,37 @@
 #include <math.h>
 #include <string.h>
 
+/* float32 rows of len elements, normalised one by one: pieces [o0, o1) of kernel_for. */
+struct rows {
+	const float *a, *scale, *bias;
+	float *y, *mean, *inv;
+	int64_t len;
+	int logsm;
+	double eps;
+};
+
+VM_CLONES static void softmax_rows(void *arg, int64_t o0, int64_t o1)
+{
+	const struct rows *j = arg;
+	int64_t len = j->len;
+	for (int64_t o = o0; o < o1; o++) {
+		const float *p = j->a + o * len;
+		float *q = j->y + o * len, m = -INFINITY;
+		double z = 0;
+		for (int64_t k = 0; k < len; k++)
+			m = p[k] > m ? p[k] : m;
+		for (int64_t k = 0; k < len; k++)
+			q[k] = vm_expf(p[k] - m);
+		for (int64_t k = 0; k < len; k++)
+			z += q[k];
+		float lz = (float)log(z), iz = (float)(1 / z);
+		for (int64_t k = 0; k < len; k++)
+			q[k] = j->logsm ? p[k] - m - lz : q[k] * iz;
+	}
+}
+
 /* Normalises over [axis, axis+span) as a block: (outer, len, inner) view. */
-VM_CLONES static int softmax_like(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+static int softmax_like(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 			int logsm)
 {
 	const struct rtensor *a = in[0];
@@ -40,20 +69,8 @@ VM_CLONES static int softmax_like(struct exec *x, const struct node *n, struct r
 			inner *= a->dims[i];
 	}
 	if (a->dtype == DT_FLOAT && inner == 1) { /* the common case: the last axis */
-		for (int64_t o = 0; o < outer; o++) {
-			const float *p = (const float *)a->data + o * len;
-			float *q = (float *)out[0]->data + o * len, m = -INFINITY;
-			double z = 0;
-			for (int64_t j = 0; j < len; j++)
-				m = p[j] > m ? p[j] : m;
-			for (int64_t j = 0; j < len; j++)
-				q[j] = vm_expf(p[j] - m);
-			for (int64_t j = 0; j < len; j++)
-				z += q[j];
-			float lz = (float)log(z), iz = (float)(1 / z);
-			for (int64_t j = 0; j < len; j++)
-				q[j] = logsm ? p[j] - m - lz : q[j] * iz;
-		}
+		struct rows j = {.a = a->data, .y = out[0]->data, .len = len, .logsm = logsm};
+		kernel_for(outer, KERNEL_GRAIN / (len + 1) + 1, softmax_rows, &j);
 		return 0;
 	}
 	for (int64_t o = 0; o < outer; o++)
@@ -97,6 +114,26 @@ static double moments(const struct rtensor *a, int64_t off, int64_t len, double 
 	return mean;
 }
 
+VM_CLONES static void layer_norm_rows(void *arg, int64_t o0, int64_t o1)
+{
+	const struct rows *j = arg;
+	int64_t len = j->len;
+	const float *sc = j->scale, *bi = j->bias;
+	for (int64_t o = o0; o < o1; o++) {
+		const float *p = j->a + o * len;
+		float *q = j->y + o * len;
+		struct rtensor row = {.dtype = DT_FLOAT, .data = (void *)p};
+		double mean = run_sum(&row, 0, len, 0, 0) / (double)len, var = run_sum(&row, 0, len, 1, mean);
+		float inv = (float)(1 / sqrt(var / (double)len + j->eps)), m = (float)mean;
+		for (int64_t k = 0; k < len; k++)
+			q[k] = (p[k] - m) * inv * sc[k] + (bi ? bi[k] : 0);
+		if (j->mean)
+			j->mean[o] = m;
+		if (j->inv)
+			j->inv[o] = inv;
+	}
+}
+
 static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *scale = in[1], *bias = n->n_in > 2 ? in[2] : NULL;
@@ -122,19 +159,8 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	if (!y)
 		return exec_status(x);
 	if (a->dtype == DT_FLOAT && scale->dtype == DT_FLOAT && (!bias || bias->dtype == DT_FLOAT)) {
-		const float *sc = scale->data, *bi = bias ? bias->data : NULL;
-		for (int64_t o = 0; o < outer; o++) {
-			const float *p = (const float *)a->data + o * len;
-			float *q = (float *)y + o * len;
-			double mean = run_sum(a, o * len, len, 0, 0) / (double)len, var = run_sum(a, o * len, len, 1, mean);
-			float inv = (float)(1 / sqrt(var / (double)len + eps)), m = (float)mean;
-			for (int64_t j = 0; j < len; j++)
-				q[j] = (p[j] - m) * inv * sc[j] + (bi ? bi[j] : 0);
-			if (mo)
-				((float *)mo)[o] = m;
-			if (so)
-				((float *)so)[o] = inv;
-		}
+		struct rows j = {a->data, scale->data, bias ? bias->data : NULL, y, mo, so, len, 0, eps};
+		kernel_for(outer, KERNEL_GRAIN / (len + 1) + 1, layer_norm_rows, &j);
 		return 0;
 	}
 	for (int64_t o = 0; o < outer; o++) {

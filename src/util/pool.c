@@ -1,11 +1,14 @@
 /* pool.c - see pool.h. Work is handed out an index at a time from an atomic counter, so a slow
  * piece does not hold up the others; a generation number wakes the workers for each call. A
- * worker spins a while (SPIN checks) before it sleeps, and so does the caller waiting for the
- * workers: callers make calls in quick succession (one per segment length, one per search step),
- * and waking a sleeping thread costs more than such a call's work. */
+ * worker spins a while (SPIN checks) before it sleeps: callers make calls in quick succession
+ * (one per segment length, one per search step, one per kernel), and waking a sleeping thread
+ * costs more than such a call's work. A worker joins a call only while it is open: the caller
+ * closes it once every index is handed out and then waits for the workers that joined, never for
+ * one still waking up (which finds the call closed and goes back to waiting). */
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -13,15 +16,15 @@ static struct {
 	int threads;   /* 0: not set yet (the cores online) */
 	int started;   /* workers running */
 	pthread_mutex_t mu;
-	pthread_cond_t go, done;
+	pthread_cond_t go;
 	atomic_ulong gen;      /* bumped for each call */
-	atomic_int busy;       /* workers still in the current call */
+	atomic_uint ctl;       /* CLOSED, plus the workers in the current call */
 	uint32_t n;
 	void (*fn)(void *, uint32_t, uint32_t);
 	void *arg;
 	atomic_uint next;      /* the next index to hand out */
 	atomic_int active;     /* a pool_for is running */
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .ctl = 0x80000000u};
 
 int pool_threads(void)
 {
@@ -38,6 +41,7 @@ void pool_set_threads(int n)
 }
 
 #define SPIN 20000
+#define CLOSED 0x80000000u
 
 static _Thread_local uint32_t self; /* the thread's w */
 
@@ -69,12 +73,13 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&P.mu);
 		}
 		seen = atomic_load(&P.gen);
+		unsigned c = atomic_load(&P.ctl);
+		while (!(c & CLOSED) && !atomic_compare_exchange_weak(&P.ctl, &c, c + 1))
+			;
+		if (c & CLOSED)
+			continue;
 		drain(w);
-		if (atomic_fetch_sub(&P.busy, 1) == 1) {
-			pthread_mutex_lock(&P.mu);
-			pthread_cond_signal(&P.done);
-			pthread_mutex_unlock(&P.mu);
-		}
+		atomic_fetch_sub(&P.ctl, 1);
 	}
 	return NULL;
 }
@@ -106,23 +111,21 @@ void pool_for(uint32_t n, void (*fn)(void *arg, uint32_t i, uint32_t w), void *a
 		return;
 	}
 	pthread_mutex_lock(&P.mu);
-	int workers = start();
+	start();
 	P.n = n;
 	P.fn = fn;
 	P.arg = arg;
 	atomic_store(&P.next, 0);
-	atomic_store(&P.busy, workers);
+	atomic_store(&P.ctl, 0);
 	atomic_fetch_add(&P.gen, 1);
 	pthread_cond_broadcast(&P.go);
 	pthread_mutex_unlock(&P.mu);
 	drain(0);
-	for (int k = 0; k < SPIN && atomic_load(&P.busy); k++)
-		relax();
-	if (atomic_load(&P.busy)) {
-		pthread_mutex_lock(&P.mu);
-		while (atomic_load(&P.busy))
-			pthread_cond_wait(&P.done, &P.mu);
-		pthread_mutex_unlock(&P.mu);
-	}
+	atomic_fetch_or(&P.ctl, CLOSED);
+	for (int k = 0; atomic_load(&P.ctl) != CLOSED; k++) /* the workers that joined finish their last index */
+		if (k < SPIN)
+			relax();
+		else
+			sched_yield();
 	atomic_store(&P.active, 0);
 }
