@@ -616,14 +616,48 @@ Test(exec, transpose_by_every_permutation)
  * starting mid-walk finds its place. */
 #include "util/pool.h"
 
-static struct exec *run_cut_graph(struct graph *g, struct rtensor *ts, const char **names, int n, int threads)
+/* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
+ * expects every output the same bits. The inputs stay in ts (freed by the caller). */
+static struct graph *same_bits_over_threads(const char *text, struct rtensor *ts, struct exec **three)
 {
-	pool_set_threads(threads);
-	struct gd_err e = {0};
-	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = n};
-	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_assert(x, "%s", e.msg);
-	return x;
+	struct graph *g = load_text("cut.yaml", text);
+	const char *names[8];
+	cr_assert(g->n_inputs <= 8);
+	uint64_t s = 12345;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct ttype *t = &g->inputs[i]->type;
+		names[i] = g->inputs[i]->name;
+		memset(&ts[i], 0, sizeof ts[i]);
+		ts[i].dtype = DT_FLOAT;
+		ts[i].ndim = (int)t->ndim;
+		ts[i].numel = 1;
+		for (uint32_t d = 0; d < t->ndim; d++)
+			ts[i].numel *= ts[i].dims[d] = t->dims[d].value;
+		ts[i].nbytes = (size_t)ts[i].numel * 4;
+		ts[i].known = 1;
+		float *v = malloc(ts[i].nbytes);
+		for (int64_t k = 0; k < ts[i].numel; k++) {
+			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+			v[k] = (float)((double)(s >> 11) / 9007199254740992.0 * 4 - 2);
+		}
+		ts[i].data = v;
+	}
+	struct exec *x[2];
+	for (int k = 0; k < 2; k++) {
+		pool_set_threads(k ? 3 : 1);
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = g->n_inputs};
+		x[k] = exec_run(g, &o, NULL, &e);
+		cr_assert(x[k], "%s", e.msg);
+	}
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		const struct rtensor *a = exec_value(x[0], g->outputs[k]), *b = exec_value(x[1], g->outputs[k]);
+		cr_assert(a && b && a->nbytes == b->nbytes);
+		cr_expect(!memcmp(a->data, b->data, a->nbytes), "%s: 1 and 3 threads differ", g->outputs[k]->name);
+	}
+	exec_free(x[0]);
+	*three = x[1];
+	return g;
 }
 
 Test(exec, kernels_cut_over_threads_give_the_same_bits)
@@ -653,34 +687,9 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
 		"          {name: g2}, {name: g3}]\n";
-	struct graph *g = load_text("cut.yaml", text);
-	static const int64_t shapes[6][3] = {{48, 40, 64}, {64}, {64, 96}, {64, 300}, {200, 64}, {300, 64}};
-	static const int ranks[6] = {3, 1, 2, 2, 2, 2};
-	const char *names[6] = {"x", "b", "w", "p", "q", "pt"};
-	struct rtensor ts[6];
-	uint64_t s = 12345;
-	for (int i = 0; i < 6; i++) {
-		memset(&ts[i], 0, sizeof ts[i]);
-		ts[i].dtype = DT_FLOAT;
-		ts[i].ndim = ranks[i];
-		ts[i].numel = 1;
-		for (int d = 0; d < ranks[i]; d++)
-			ts[i].numel *= ts[i].dims[d] = shapes[i][d];
-		ts[i].nbytes = (size_t)ts[i].numel * 4;
-		ts[i].known = 1;
-		float *v = malloc(ts[i].nbytes);
-		for (int64_t k = 0; k < ts[i].numel; k++) {
-			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-			v[k] = (float)((double)(s >> 11) / 9007199254740992.0 * 4 - 2);
-		}
-		ts[i].data = v;
-	}
-	struct exec *one = run_cut_graph(g, ts, names, 6, 1), *three = run_cut_graph(g, ts, names, 6, 3);
-	for (uint32_t k = 0; k < g->n_outputs; k++) {
-		const struct rtensor *a = exec_value(one, g->outputs[k]), *b = exec_value(three, g->outputs[k]);
-		cr_assert(a && b && a->nbytes == b->nbytes);
-		cr_expect(!memcmp(a->data, b->data, a->nbytes), "%s: 1 and 3 threads differ", g->outputs[k]->name);
-	}
+	struct rtensor ts[8];
+	struct exec *three;
+	struct graph *g = same_bits_over_threads(text, ts, &three);
 	/* the products against float64 ones */
 	struct {
 		const char *out;
@@ -703,9 +712,40 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		cr_expect_eq(bad, 0, "%s: %lld of %lld elements off the float64 product", prods[c].out, (long long)bad,
 			     (long long)(M * N));
 	}
-	exec_free(one);
 	exec_free(three);
-	for (int i = 0; i < 6; i++)
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		free(ts[i].data);
+	graph_free(g);
+}
+
+/* The same for the image kernels: each Conv path (im2col below 16 channels, the shifted GEMMs at
+ * 16 and more, few positions as in a weight's gradient, with and without unit stride), both
+ * ConvTranspose paths, MaxPool and BatchNormalization in training. */
+Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: x, dtype: float32, shape: [8, 32, 20, 20]}, {name: x3, dtype: float32, shape: [8, 3, 20, 20]},\n"
+		"         {name: w, dtype: float32, shape: [24, 32, 3, 3]}, {name: w3, dtype: float32, shape: [24, 3, 3, 3]},\n"
+		"         {name: k, dtype: float32, shape: [16, 8, 19, 19]}, {name: s, dtype: float32, shape: [32]},\n"
+		"         {name: t, dtype: float32, shape: [8, 32, 5, 5]}, {name: wt, dtype: float32, shape: [32, 24, 3, 3]}]\n"
+		"nodes:\n"
+		"  - {op: Conv, inputs: [x, w], outputs: [shifted], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: Conv, inputs: [x3, w3], outputs: [im2col], attrs: {pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
+		"  - {op: Transpose, inputs: [x], outputs: [xt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xt, k], outputs: [few], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: Conv, inputs: [xt, k], outputs: [few2]}\n"
+		"  - {op: ConvTranspose, inputs: [x, wt], outputs: [ct], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: ConvTranspose, inputs: [t, wt], outputs: [cts], attrs: {pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
+		"  - {op: MaxPool, inputs: [x], outputs: [mp, mi], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
+		"  - {op: BatchNormalization, inputs: [x, s, s, s, s], outputs: [bn, rm, rv], attrs: {training_mode: 1}}\n"
+		"outputs: [{name: shifted}, {name: im2col}, {name: few}, {name: few2}, {name: ct}, {name: cts}, {name: mp},\n"
+		"          {name: mi}, {name: bn}, {name: rm}, {name: rv}]\n";
+	struct rtensor ts[8];
+	struct exec *three;
+	struct graph *g = same_bits_over_threads(text, ts, &three);
+	exec_free(three);
+	for (uint32_t i = 0; i < g->n_inputs; i++)
 		free(ts[i].data);
 	graph_free(g);
 }

@@ -8,6 +8,7 @@
 #include "../autodiff/ad.h"
 #include "conv.h"
 #include "kernel.h"
+#include "../util/pool.h"
 
 #include "blas.h"
 #include <math.h>
@@ -318,26 +319,22 @@ static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void 
  * shifted by i*Wp + j, a (C, OH*Wp) matrix with rows Hp*Wp apart, so
  *   Yw (M, OH*Wp) = sum_ij W_ij (M, C) * Xpad[:, i*Wp + j ...]
  * is kh*kw GEMMs accumulating into a wide output whose last kw-1 columns per row are dropped. */
-static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
-			float *y)
+struct shifted {
+	const struct rtensor *a;
+	const struct conv_geom *g;
+	const float *pack;
+	float *y, *buf; /* each thread's padded image and wide output, `per` floats */
+	size_t per;
+};
+
+static void shifted_images(void *arg, int64_t i0, int64_t i1)
 {
+	const struct shifted *j = arg;
+	const struct conv_geom *g = j->g;
 	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, kk = g->kh * g->kw;
-	size_t padb = (size_t)(g->c * hp * wp + wp) * 4, wideb = (size_t)(g->m * g->oh * wp) * 4;
-	size_t packb = (size_t)(kk * g->m * g->c) * 4;
-	float *pad = exec_scratch(x, padb), *wide = pad ? exec_scratch(x, wideb) : NULL;
-	float *pack = wide ? exec_scratch(x, packb) : NULL;
-	if (!pack) {
-		exec_scratch_free(x, pad, padb);
-		exec_scratch_free(x, wide, wideb);
-		return exec_status(x);
-	}
-	const float *wd = w->data;
-	for (int64_t t = 0; t < kk; t++) /* W (M, C, kh, kw) -> W_ij (kh*kw, M, C) */
-		for (int64_t m = 0; m < g->m; m++)
-			for (int64_t c = 0; c < g->c; c++)
-				pack[(t * g->m + m) * g->c + c] = wd[(m * g->c + c) * kk + t];
-	for (int64_t i = 0; i < g->n; i++) {
-		const float *xi = (const float *)a->data + i * g->c * g->h * g->w;
+	float *pad = j->buf + pool_self() * j->per, *wide = pad + g->c * hp * wp + wp;
+	for (int64_t i = i0; i < i1; i++) {
+		const float *xi = (const float *)j->a->data + i * g->c * g->h * g->w;
 		for (int64_t c = 0; c < g->c; c++)
 			for (int64_t r = 0; r < hp; r++) {
 				float *dst = pad + (c * hp + r) * wp;
@@ -353,18 +350,79 @@ static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rt
 		for (int64_t t = 0; t < kk; t++) {
 			int64_t di = t / g->kw, dj = t % g->kw;
 			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)(g->oh * wp), (int)g->c, 1.0f,
-				    pack + t * g->m * g->c, (int)g->c, pad + di * wp + dj, (int)(hp * wp), t ? 1.0f : 0.0f, wide,
-				    (int)(g->oh * wp));
+				   j->pack + t * g->m * g->c, (int)g->c, pad + di * wp + dj, (int)(hp * wp), t ? 1.0f : 0.0f,
+				   wide, (int)(g->oh * wp));
 		}
-		float *yi = y + i * g->m * g->oh * g->ow;
+		float *yi = j->y + i * g->m * g->oh * g->ow;
 		for (int64_t m = 0; m < g->m; m++)
 			for (int64_t oy = 0; oy < g->oh; oy++)
 				memcpy(yi + (m * g->oh + oy) * g->ow, wide + (m * g->oh + oy) * wp, (size_t)g->ow * 4);
 	}
+}
+
+static int conv_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
+			float *y)
+{
+	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, kk = g->kh * g->kw;
+	size_t per = (size_t)(g->c * hp * wp + wp + g->m * g->oh * wp), bufb = per * 4 * (size_t)pool_threads();
+	size_t packb = (size_t)(kk * g->m * g->c) * 4;
+	float *buf = exec_scratch(x, bufb), *pack = buf ? exec_scratch(x, packb) : NULL;
+	if (!pack) {
+		exec_scratch_free(x, buf, bufb);
+		return exec_status(x);
+	}
+	const float *wd = w->data;
+	for (int64_t t = 0; t < kk; t++) /* W (M, C, kh, kw) -> W_ij (kh*kw, M, C) */
+		for (int64_t m = 0; m < g->m; m++)
+			for (int64_t c = 0; c < g->c; c++)
+				pack[(t * g->m + m) * g->c + c] = wd[(m * g->c + c) * kk + t];
+	struct shifted j = {a, g, pack, y, buf, per};
+	kernel_for(g->n, 1, shifted_images, &j);
 	exec_scratch_free(x, pack, packb);
-	exec_scratch_free(x, wide, wideb);
-	exec_scratch_free(x, pad, padb);
+	exec_scratch_free(x, buf, bufb);
 	return 0;
+}
+
+/* Patch rows [r0, r1) of conv_positions, row r = b np' + pos - p0 of (n np', K), np' positions
+ * from p0: P[(b, pos)][(c, i, j)] = X[b, c, oy sh + i dh - pt, ox sw + j dw - pl], 0 outside. */
+struct gather {
+	const struct conv_geom *g;
+	const float *src;
+	float *p;
+	int64_t p0, np, K;
+};
+
+static void gather_patches(void *arg, int64_t r0, int64_t r1)
+{
+	const struct gather *j = arg;
+	const struct conv_geom *g = j->g;
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t b = r / j->np, pos = j->p0 + r % j->np, oy = pos / g->ow, ox = pos % g->ow, x0 = ox * g->sw - g->pl;
+		/* the kernel columns that land inside the image: j in [jlo, jhi) */
+		int64_t jlo = x0 >= 0 ? 0 : (-x0 + g->dw - 1) / g->dw, jhi = g->w - x0 <= 0 ? 0 : (g->w - x0 + g->dw - 1) / g->dw;
+		jhi = jhi < g->kw ? jhi : g->kw;
+		jlo = jlo < jhi ? jlo : jhi;
+		float *prow = j->p + r * j->K;
+		for (int64_t c = 0; c < g->c; c++)
+			for (int64_t i = 0; i < g->kh; i++) {
+				float *row = prow + (c * g->kh + i) * g->kw;
+				int64_t iy = oy * g->sh + i * g->dh - g->pt;
+				if (iy < 0 || iy >= g->h) {
+					memset(row, 0, (size_t)g->kw * 4);
+					continue;
+				}
+				const float *s = j->src + ((b * g->c + c) * g->h + iy) * g->w + x0;
+				for (int64_t k = 0; k < jlo; k++)
+					row[k] = 0;
+				if (g->dw == 1)
+					memcpy(row + jlo, s + jlo, (size_t)(jhi - jlo) * 4);
+				else
+					for (int64_t k = jlo; k < jhi; k++)
+						row[k] = s[k * g->dw];
+				for (int64_t k = jhi; k < g->kw; k++)
+					row[k] = 0;
+			}
+	}
 }
 
 /* Few output positions (a weight's gradient, the Conv of X^T with dY^T whose kernel is about as
@@ -387,26 +445,8 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 	const float *src = a->data;
 	for (int64_t p0 = 0; p0 < np; p0 += per) {
 		int64_t p1 = p0 + per < np ? p0 + per : np;
-		/* P[(b, pos)][(c, i, j)] = X[b, c, oy sh + i dh - pt, ox sw + j dw - pl], 0 outside */
-		for (int64_t b = 0; b < g->n; b++)
-			for (int64_t pos = p0; pos < p1; pos++) {
-				int64_t oy = pos / g->ow, ox = pos % g->ow, x0 = ox * g->sw - g->pl;
-				float *prow = p + (b * (p1 - p0) + pos - p0) * K;
-				for (int64_t c = 0; c < g->c; c++)
-					for (int64_t i = 0; i < g->kh; i++) {
-						float *row = prow + (c * g->kh + i) * g->kw;
-						int64_t iy = oy * g->sh + i * g->dh - g->pt;
-						if (iy < 0 || iy >= g->h) {
-							memset(row, 0, (size_t)g->kw * 4);
-							continue;
-						}
-						const float *s = src + ((b * g->c + c) * g->h + iy) * g->w;
-						for (int64_t j = 0; j < g->kw; j++) {
-							int64_t ix = x0 + j * g->dw;
-							row[j] = ix >= 0 && ix < g->w ? s[ix] : 0.0f;
-						}
-					}
-			}
+		struct gather j = {g, src, p, p0, p1 - p0, K};
+		kernel_for(g->n * (p1 - p0), KERNEL_GRAIN / K + 1, gather_patches, &j);
 		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(g->n * (p1 - p0)), (int)g->m, (int)K, 1.0f, p,
 			   (int)K, (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
 		for (int64_t b = 0; b < g->n; b++) /* o read in order; y written np apart */
@@ -428,12 +468,36 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
  * so Y[:, :, oy, ox] (n, m) = Xpad[:, oy Wp + ox ...] (n, K, rows Kp apart) Wwide^T (K, m) is one
  * GEMM per position on a shifted pointer. The terms outside the kernel meet zeros of Wwide. -1 when
  * out of memory. */
+struct positions {
+	const struct conv_geom *g;
+	const float *xp, *ww;
+	float *o, *y; /* o: each thread's (n, m) */
+	int64_t K, kp;
+};
+
+/* Positions [p0, p1) of conv_positions_shifted: a piece of kernel_for. */
+static void shifted_positions(void *arg, int64_t p0, int64_t p1)
+{
+	const struct positions *j = arg;
+	const struct conv_geom *g = j->g;
+	int64_t wp = g->w + g->pl + g->pr, np = g->oh * g->ow;
+	float *o = j->o + pool_self() * g->n * g->m;
+	for (int64_t pos = p0; pos < p1; pos++) {
+		int64_t oy = pos / g->ow, ox = pos % g->ow;
+		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)j->K, 1.0f, j->xp + oy * wp + ox,
+			   (int)j->kp, j->ww, (int)j->K, 0.0f, o, (int)g->m);
+		for (int64_t b = 0; b < g->n; b++)
+			for (int64_t m = 0; m < g->m; m++)
+				j->y[(b * g->m + m) * np + pos] = o[b * g->m + m];
+	}
+}
+
 static int conv_positions_shifted(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 				  const struct conv_geom *g, float *y)
 {
 	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, K = g->c * hp * wp, np = g->oh * g->ow;
 	int64_t kp = K + (g->oh - 1) * wp + g->ow; /* a row of Xpad with the tail the last shift reads */
-	size_t xb = (size_t)(g->n * kp) * 4, wb = (size_t)(g->m * K) * 4, ob = (size_t)(g->n * g->m) * 4;
+	size_t xb = (size_t)(g->n * kp) * 4, wb = (size_t)(g->m * K) * 4, ob = (size_t)(g->n * g->m) * 4 * (size_t)pool_threads();
 	float *xp = exec_scratch(x, xb), *ww = xp ? exec_scratch(x, wb) : NULL, *o = ww ? exec_scratch(x, ob) : NULL;
 	if (!o) {
 		exec_scratch_free(x, ww, wb);
@@ -451,18 +515,52 @@ static int conv_positions_shifted(struct exec *x, const struct rtensor *a, const
 			for (int64_t i = 0; i < g->kh; i++)
 				memcpy(ww + m * K + (c * hp + i) * wp, wd + ((m * g->c + c) * g->kh + i) * g->kw,
 				       (size_t)g->kw * 4);
-	for (int64_t oy = 0; oy < g->oh; oy++)
-		for (int64_t ox = 0; ox < g->ow; ox++) {
-			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->n, (int)g->m, (int)K, 1.0f,
-				   xp + oy * wp + ox, (int)kp, ww, (int)K, 0.0f, o, (int)g->m);
-			for (int64_t b = 0; b < g->n; b++)
-				for (int64_t m = 0; m < g->m; m++)
-					y[(b * g->m + m) * np + oy * g->ow + ox] = o[b * g->m + m];
-		}
+	struct positions j = {g, xp, ww, o, y, K, kp};
+	kernel_for(np, 1, shifted_positions, &j);
 	exec_scratch_free(x, o, ob);
 	exec_scratch_free(x, ww, wb);
 	exec_scratch_free(x, xp, xb);
 	return 0;
+}
+
+/* Images [i0, i1) of a Conv by im2col and GEMM, in bands of `rows` output rows: a piece of
+ * kernel_for, each thread gathering patches into its own colb bytes of col. */
+struct images {
+	const struct rtensor *a, *w;
+	const struct conv_geom *g;
+	uint8_t *y, *col;
+	size_t colb;
+	int64_t rows;
+};
+
+static void im2col_images(void *arg, int64_t i0, int64_t i1)
+{
+	const struct images *j = arg;
+	const struct conv_geom *g = j->g;
+	const struct rtensor *a = j->a, *w = j->w;
+	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = cg * g->kh * g->kw, np = g->oh * g->ow;
+	size_t es = dtype_size(a->dtype);
+	uint8_t *col = j->col + pool_self() * j->colb;
+	for (int64_t i = i0; i < i1; i++)
+		for (int64_t gi = 0; gi < g->group; gi++) {
+			const uint8_t *xi = (const uint8_t *)a->data + ((i * g->c + gi * cg) * g->h * g->w) * es;
+			for (int64_t oy0 = 0; oy0 < g->oh; oy0 += j->rows) {
+				int64_t oy1 = oy0 + j->rows < g->oh ? oy0 + j->rows : g->oh, band = (oy1 - oy0) * g->ow;
+				if (a->dtype == DT_FLOAT)
+					im2col_float((const float *)xi, g, cg, oy0, oy1, (float *)col);
+				else
+					im2col_double((const double *)xi, g, cg, oy0, oy1, (double *)col);
+				/* Y_g[:, band] (mg, band) = W_g (mg, kk) * col (kk, band), Y_g's rows np apart */
+				if (a->dtype == DT_FLOAT)
+					blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0f,
+						   (const float *)w->data + gi * mg * kk, (int)kk, (const float *)col, (int)band,
+						   0.0f, (float *)j->y + (i * g->m + gi * mg) * np + oy0 * g->ow, (int)np);
+				else
+					blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0,
+						   (const double *)w->data + gi * mg * kk, (int)kk, (const double *)col, (int)band,
+						   0.0, (double *)j->y + (i * g->m + gi * mg) * np + oy0 * g->ow, (int)np);
+			}
+		}
 }
 
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -475,7 +573,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	uint8_t *y = exec_alloc(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims);
 	if (!y)
 		return exec_status(x);
-	int64_t cg = g.c / g.group, mg = g.m / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
+	int64_t cg = g.c / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
 	/* a weight's gradient (a kernel about as large as the image: a quarter of it or more), or a
 	 * forward Conv on a small map with enough channels for a long K: few positions */
@@ -502,33 +600,53 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	int64_t rows = (int64_t)((2048u << 10) / ((size_t)kk * (size_t)g.ow * es + 1));
 	rows = rows < 1 ? 1 : rows > g.oh ? g.oh : rows;
 	size_t colb = (size_t)(kk * rows * g.ow) * es;
-	uint8_t *col = exec_scratch(x, colb);
+	uint8_t *col = exec_scratch(x, colb * (size_t)pool_threads());
 	if (!col)
 		return exec_status(x);
-	for (int64_t i = 0; i < g.n; i++)
-		for (int64_t gi = 0; gi < g.group; gi++) {
-			const uint8_t *xi = (const uint8_t *)a->data + ((i * g.c + gi * cg) * g.h * g.w) * es;
-			for (int64_t oy0 = 0; oy0 < g.oh; oy0 += rows) {
-				int64_t oy1 = oy0 + rows < g.oh ? oy0 + rows : g.oh, band = (oy1 - oy0) * g.ow;
-				if (a->dtype == DT_FLOAT)
-					im2col_float((const float *)xi, &g, cg, oy0, oy1, (float *)col);
-				else
-					im2col_double((const double *)xi, &g, cg, oy0, oy1, (double *)col);
-				/* Y_g[:, band] (mg, band) = W_g (mg, kk) * col (kk, band), Y_g's rows np apart */
-				if (a->dtype == DT_FLOAT)
-					blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0f,
-						    (const float *)w->data + gi * mg * kk, (int)kk, (const float *)col, (int)band,
-						    0.0f, (float *)y + (i * g.m + gi * mg) * np + oy0 * g.ow, (int)np);
-				else
-					blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)band, (int)kk, 1.0,
-						    (const double *)w->data + gi * mg * kk, (int)kk, (const double *)col, (int)band,
-						    0.0, (double *)y + (i * g.m + gi * mg) * np + oy0 * g.ow, (int)np);
-			}
-		}
+	struct images j = {a, w, &g, y, col, colb, rows};
+	kernel_for(g.n, 1, im2col_images, &j);
+	colb *= (size_t)pool_threads();
 	exec_scratch_free(x, col, colb);
 	if (b)
 		add_bias(out[0], b, g.n, g.m, np);
 	return 0;
+}
+
+/* Images [i0, i1) of a ConvTranspose (g in col2im's terms: the output image is its input): with a
+ * the ConvTranspose's input, each thread makes the image's columns W_g^T X_g in its own colb bytes
+ * of col; without, the float32 columns are already in col, image i's from column i ld / n on. A
+ * piece of kernel_for. */
+struct untile {
+	const struct conv_geom *g;
+	const struct rtensor *a, *w;
+	void *col, *y;
+	size_t colb;
+	int64_t ld;
+};
+
+static void col2im_images(void *arg, int64_t i0, int64_t i1)
+{
+	const struct untile *j = arg;
+	const struct conv_geom *g = j->g;
+	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = mg * g->kh * g->kw, np = g->oh * g->ow, plane = g->h * g->w;
+	if (!j->a) {
+		for (int64_t i = i0; i < i1; i++)
+			col2im_float((const float *)j->col + i * np, j->ld, g, mg, (float *)j->y + i * g->m * plane);
+		return;
+	}
+	size_t es = dtype_size(j->a->dtype);
+	uint8_t *col = (uint8_t *)j->col + pool_self() * j->colb;
+	for (int64_t i = i0; i < i1; i++)
+		for (int64_t gi = 0; gi < g->group; gi++) {
+			/* col (Mg*kh*kw, H*W) = W_g^T, W_g stored (Cg, Mg*kh*kw), times X_g (Cg, H*W) */
+			gemm_nn(j->a->dtype, 1, kk, np, cg, (const uint8_t *)j->w->data + gi * cg * kk * es,
+				(const uint8_t *)j->a->data + ((i * g->c + gi * cg) * np) * es, col);
+			uint8_t *yi = (uint8_t *)j->y + ((i * g->m + gi * mg) * plane) * es;
+			if (j->a->dtype == DT_FLOAT)
+				col2im_float((const float *)col, np, g, mg, (float *)yi);
+			else
+				col2im_double((const double *)col, np, g, mg, (double *)yi);
+		}
 }
 
 static int conv_transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in,
@@ -538,7 +656,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	struct conv_geom g; /* g.h, g.w: the *output* image, which col2im fills; ih, iw: the input */
 	if (conv_geometry(x, n, in, CONV_TRANSPOSE, &g))
 		return exec_status(x);
-	int64_t cg = g.c / g.group, mg = g.m / g.group;
+	int64_t mg = g.m / g.group;
 	int64_t ih = g.h, iw = g.w, dims[4];
 	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims); /* col2im accumulates */
 	if (!y)
@@ -562,32 +680,66 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 				memcpy(xt + (c * g.n + i) * np, (const float *)a->data + (i * g.c + c) * np, (size_t)np * 4);
 		blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk, (int)(g.n * np), (int)g.c, 1.0f, w->data,
 			   (int)kk, xt, (int)(g.n * np), 0.0f, all, (int)(g.n * np));
-		for (int64_t i = 0; i < g.n; i++)
-			col2im_float(all + i * np, g.n * np, &cg2, mg, (float *)y + i * g.m * g.oh * g.ow);
+		struct untile j = {&cg2, NULL, NULL, all, y, 0, g.n * np};
+		kernel_for(g.n, 1, col2im_images, &j);
 		exec_scratch_free(x, all, allb);
 		exec_scratch_free(x, xt, xtb);
 		if (b)
 			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
 		return 0;
 	}
-	uint8_t *col = exec_scratch(x, colb);
+	uint8_t *col = exec_scratch(x, colb * (size_t)pool_threads());
 	if (!col)
 		return exec_status(x);
-	for (int64_t i = 0; i < g.n; i++)
-		for (int64_t gi = 0; gi < g.group; gi++) {
-			/* col (Mg*kh*kw, H*W) = W_g^T, W_g stored (Cg, Mg*kh*kw), times X_g (Cg, H*W) */
-			gemm_nn(a->dtype, 1, kk, np, cg, (const uint8_t *)w->data + gi * cg * kk * es,
-				(const uint8_t *)a->data + ((i * g.c + gi * cg) * np) * es, col);
-			uint8_t *yi = y + ((i * g.m + gi * mg) * g.oh * g.ow) * es;
-			if (a->dtype == DT_FLOAT)
-				col2im_float((const float *)col, np, &cg2, mg, (float *)yi);
-			else
-				col2im_double((const double *)col, np, &cg2, mg, (double *)yi);
-		}
+	struct untile j = {&cg2, a, w, col, y, colb, np};
+	kernel_for(g.n, 1, col2im_images, &j);
+	colb *= (size_t)pool_threads();
 	exec_scratch_free(x, col, colb);
 	if (b)
 		add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
 	return 0;
+}
+
+/* float32 MaxPool, planes [nc0, nc1) of (n c): a piece of kernel_for; each window is clipped to
+ * the image once. */
+struct maxpool {
+	const struct conv_geom *g;
+	const float *x;
+	float *y;
+	int64_t *idx;
+};
+
+static void max_planes(void *job, int64_t nc0, int64_t nc1)
+{
+	const struct maxpool *mp = job;
+	const struct conv_geom *g = mp->g;
+	for (int64_t nc = nc0; nc < nc1; nc++)
+		for (int64_t oy = 0; oy < g->oh; oy++) {
+			int64_t y0 = oy * g->sh - g->pt, i0 = y0 < 0 ? (-y0 + g->dh - 1) / g->dh : 0;
+			int64_t i1 = g->h - y0 <= 0 ? 0 : (g->h - y0 + g->dh - 1) / g->dh;
+			i1 = i1 < g->kh ? i1 : g->kh;
+			for (int64_t ox = 0; ox < g->ow; ox++) {
+				int64_t x0 = ox * g->sw - g->pl, j0 = x0 < 0 ? (-x0 + g->dw - 1) / g->dw : 0;
+				int64_t j1 = g->w - x0 <= 0 ? 0 : (g->w - x0 + g->dw - 1) / g->dw;
+				j1 = j1 < g->kw ? j1 : g->kw;
+				float acc = -INFINITY;
+				int64_t arg = -1;
+				for (int64_t i = i0; i < i1; i++) {
+					int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;
+					for (int64_t j = j0; j < j1; j++) {
+						float v = mp->x[row + j * g->dw];
+						if (v > acc || arg < 0) {
+							acc = v;
+							arg = row + j * g->dw;
+						}
+					}
+				}
+				int64_t o = (nc * g->oh + oy) * g->ow + ox;
+				mp->y[o] = acc;
+				if (mp->idx)
+					mp->idx[o] = arg;
+			}
+		}
 }
 
 static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
@@ -605,34 +757,12 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
 	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
 	float *yf = out[0]->dtype == DT_FLOAT ? y : NULL;
-	for (int64_t nc = 0; max && af && yf && nc < g.n * g.c; nc++) /* float32 max: the window clipped once */
-		for (int64_t oy = 0; oy < g.oh; oy++) {
-			int64_t y0 = oy * g.sh - g.pt, i0 = y0 < 0 ? (-y0 + g.dh - 1) / g.dh : 0;
-			int64_t i1 = g.h - y0 <= 0 ? 0 : (g.h - y0 + g.dh - 1) / g.dh;
-			i1 = i1 < g.kh ? i1 : g.kh;
-			for (int64_t ox = 0; ox < g.ow; ox++) {
-				int64_t x0 = ox * g.sw - g.pl, j0 = x0 < 0 ? (-x0 + g.dw - 1) / g.dw : 0;
-				int64_t j1 = g.w - x0 <= 0 ? 0 : (g.w - x0 + g.dw - 1) / g.dw;
-				j1 = j1 < g.kw ? j1 : g.kw;
-				float acc = -INFINITY;
-				int64_t arg = -1;
-				for (int64_t i = i0; i < i1; i++) {
-					int64_t row = (nc * g.h + y0 + i * g.dh) * g.w + x0;
-					for (int64_t j = j0; j < j1; j++) {
-						float v = af[row + j * g.dw];
-						if (v > acc || arg < 0) {
-							acc = v;
-							arg = row + j * g.dw;
-						}
-					}
-				}
-				int64_t o = (nc * g.oh + oy) * g.ow + ox;
-				yf[o] = acc;
-				if (idx)
-					idx[o] = arg;
-			}
-		}
-	for (int64_t nc = 0; !(max && af && yf) && nc < g.n * g.c; nc++)
+	if (max && af && yf) {
+		struct maxpool j = {&g, af, yf, idx};
+		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, max_planes, &j);
+		return 0;
+	}
+	for (int64_t nc = 0; nc < g.n * g.c; nc++)
 		for (int64_t oy = 0; oy < g.oh; oy++)
 			for (int64_t ox = 0; ox < g.ow; ox++) {
 				double acc = max ? -INFINITY : 0;

@@ -177,6 +177,48 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	return 0;
 }
 
+/* float32 BatchNormalization, channels [c0, c1): a piece of kernel_for. In training, each
+ * channel's mean and variance are run_sum's over its planes in order (the variance about the mean),
+ * and the running statistics (rm, rv, when wanted) are updated as PyTorch does. */
+struct bn {
+	const struct rtensor *a, *scale, *bias, *rmean, *rvar;
+	float *y;
+	struct rtensor *rm, *rv;
+	int64_t nb, c, inner;
+	int training;
+	double eps, mom;
+};
+
+static void batch_norm_channels(void *arg, int64_t c0, int64_t c1)
+{
+	const struct bn *j = arg;
+	int64_t nb = j->nb, c = j->c, inner = j->inner;
+	for (int64_t ch = c0; ch < c1; ch++) {
+		double mean = rt_get(j->rmean, ch), var = rt_get(j->rvar, ch);
+		if (j->training) {
+			double s = 0, q = 0, cnt = (double)(nb * inner);
+			for (int64_t b = 0; b < nb; b++)
+				s += run_sum(j->a, (b * c + ch) * inner, inner, 0, 0);
+			mean = s / cnt;
+			for (int64_t b = 0; b < nb; b++)
+				q += run_sum(j->a, (b * c + ch) * inner, inner, 1, mean);
+			var = q / cnt;
+			if (j->rm)
+				rt_set(j->rm, ch, rt_get(j->rmean, ch) * j->mom + mean * (1 - j->mom));
+			if (j->rv) /* PyTorch's: the unbiased variance */
+				rt_set(j->rv, ch, rt_get(j->rvar, ch) * j->mom + q / (cnt > 1 ? cnt - 1 : 1) * (1 - j->mom));
+		}
+		float inv = (float)(1 / sqrt(var + j->eps)), g = (float)rt_get(j->scale, ch), bb = (float)rt_get(j->bias, ch);
+		float m = (float)mean;
+		for (int64_t b = 0; b < nb; b++) {
+			const float *p = (const float *)j->a->data + (b * c + ch) * inner;
+			float *q = j->y + (b * c + ch) * inner;
+			for (int64_t k = 0; k < inner; k++)
+				q[k] = (p[k] - m) * inv * g + bb;
+		}
+	}
+}
+
 static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *scale = in[1], *bias = in[2], *rmean = in[3], *rvar = in[4];
@@ -198,36 +240,8 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	if (!y)
 		return exec_status(x);
 	if (a->dtype == DT_FLOAT) {
-		for (int64_t ch = 0; ch < c; ch++) {
-			double mean = rt_get(rmean, ch), var = rt_get(rvar, ch);
-			if (training) {
-				double s = 0, q = 0, cnt = (double)(nb * inner);
-				for (int64_t b = 0; b < nb; b++) {
-					const float *p = (const float *)a->data + (b * c + ch) * inner;
-					for (int64_t k = 0; k < inner; k++)
-						s += p[k];
-				}
-				mean = s / cnt;
-				for (int64_t b = 0; b < nb; b++) {
-					const float *p = (const float *)a->data + (b * c + ch) * inner;
-					for (int64_t k = 0; k < inner; k++)
-						q += (p[k] - mean) * (p[k] - mean);
-				}
-				var = q / cnt;
-				if (pm)
-					rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
-				if (pv) /* PyTorch's: the unbiased variance */
-					rt_set(out[2], ch, rt_get(rvar, ch) * mom + q / (cnt > 1 ? cnt - 1 : 1) * (1 - mom));
-			}
-			float inv = (float)(1 / sqrt(var + eps)), g = (float)rt_get(scale, ch), bb = (float)rt_get(bias, ch);
-			float m = (float)mean;
-			for (int64_t b = 0; b < nb; b++) {
-				const float *p = (const float *)a->data + (b * c + ch) * inner;
-				float *q = (float *)y + (b * c + ch) * inner;
-				for (int64_t k = 0; k < inner; k++)
-					q[k] = (p[k] - m) * inv * g + bb;
-			}
-		}
+		struct bn j = {a, scale, bias, rmean, rvar, y, pm ? out[1] : NULL, pv ? out[2] : NULL, nb, c, inner, training, eps, mom};
+		kernel_for(c, KERNEL_GRAIN / (nb * inner + 1) + 1, batch_norm_channels, &j);
 		return 0;
 	}
 	for (int64_t ch = 0; ch < c; ch++) {

@@ -45,6 +45,11 @@ void pool_set_threads(int n)
 
 static _Thread_local uint32_t self; /* the thread's w */
 
+uint32_t pool_self(void)
+{
+	return self;
+}
+
 static inline void relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

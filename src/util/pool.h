@@ -22,5 +22,7 @@ int pool_threads(void);
 /* Sets them (clamped to 1 .. POOL_MAX); before the first pool_for. */
 void pool_set_threads(int n);
 void pool_for(uint32_t n, void (*fn)(void *arg, uint32_t i, uint32_t w), void *arg);
+/* The calling thread's w: inside fn, the same as fn's; 0 outside the pool. */
+uint32_t pool_self(void);
 
 #endif
