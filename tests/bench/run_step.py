@@ -22,7 +22,8 @@ threads), for each T of --threads. Debian's PyTorch multiplies matrices with Ope
 whose threads torch.set_num_threads does not set: its openblas_set_num_threads is called too, or
 PyTorch's "1 thread" would multiply on every core. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
 then again), each round a median of 5 runs after a warm-up; the table gives the median over the
-rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster).
+rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster). Each peer starts
+half a second after the last one ended, when the last one's threads have stopped spinning.
 """
 import os
 import subprocess
@@ -108,7 +109,15 @@ def torch_threads(n):
         pass
 
 
+def settle():
+    """Lets the last peer's idle threads stop spinning (PyTorch's OpenMP and OpenBLAS threads spin
+    for up to about a tenth of a second after their work) before the next one is timed: on 2 cores
+    a spinning thread would halve the next peer's 2-thread speed."""
+    time.sleep(0.5)
+
+
 def torch_median(fn):
+    settle()
     fn()
     t = []
     for _ in range(INNER):
@@ -119,6 +128,7 @@ def torch_median(fn):
 
 
 def seconds(cmd, env):
+    settle()
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return float(out.split()[1])
 
