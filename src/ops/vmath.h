@@ -18,10 +18,11 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A kernel whose loops call these, compiled twice: for AVX2 and for the x86-64 baseline, the one
- * the processor runs chosen at load time. AVX2 here brings no FMA, so both compute the same bits. */
+/* A kernel whose loops call these, compiled three times: for AVX-512, AVX2 and the x86-64
+ * baseline, the one the processor runs chosen at load time. C11 (not GNU C) does not contract
+ * a * b + c into FMA, so all three compute the same bits, 16, 8 or 4 lanes at a time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define VM_CLONES __attribute__((target_clones("avx2", "default")))
+#define VM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define VM_CLONES
 #endif
