@@ -666,8 +666,10 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		"graphdiet: 1\nopset: 17\n"
 		"inputs: [{name: x, dtype: float32, shape: [48, 40, 64]}, {name: b, dtype: float32, shape: [64]},\n"
 		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [64, 300]},\n"
-		"         {name: q, dtype: float32, shape: [200, 64]}, {name: pt, dtype: float32, shape: [300, 64]}]\n"
+		"         {name: q, dtype: float32, shape: [200, 64]}, {name: pt, dtype: float32, shape: [300, 64]},\n"
+		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]}]\n"
 		"nodes:\n"
+		"  - {op: MatMul, inputs: [ba, bb], outputs: [bmm]}\n"
 		"  - {op: Add, inputs: [x, b], outputs: [add]}\n"
 		"  - {op: Mul, inputs: [x, x], outputs: [mul]}\n"
 		"  - {op: Erf, inputs: [x], outputs: [erf]}\n"
@@ -686,7 +688,7 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		"  - {op: Gemm, inputs: [q, pt], outputs: [g3], attrs: {transB: 1}}\n"
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
-		"          {name: g2}, {name: g3}]\n";
+		"          {name: g2}, {name: g3}, {name: bmm}]\n";
 	struct rtensor ts[8];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
@@ -712,6 +714,20 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		cr_expect_eq(bad, 0, "%s: %lld of %lld elements off the float64 product", prods[c].out, (long long)bad,
 			     (long long)(M * N));
 	}
+	/* the batched one: (6, 5) batches of 64x48 times (6, 1) of 48x64, broadcast over the 5 */
+	const struct rtensor *bmm = exec_value(three, g->outputs[g->n_outputs - 1]);
+	const float *ba = ts[6].data, *bb = ts[7].data, *bo = bmm->data;
+	int64_t bad = 0;
+	for (int64_t i = 0; i < 6; i++)
+		for (int64_t h = 0; h < 5; h++)
+			for (int64_t r = 0; r < 64; r++)
+				for (int64_t c = 0; c < 64; c++) {
+					double v = 0;
+					for (int64_t l = 0; l < 48; l++)
+						v += (double)ba[((i * 5 + h) * 64 + r) * 48 + l] * bb[(i * 48 + l) * 64 + c];
+					bad += fabs(bo[((i * 5 + h) * 64 + r) * 64 + c] - v) > 1e-4 * (1 + fabs(v));
+				}
+	cr_expect_eq(bad, 0, "bmm: %lld elements off the float64 product", (long long)bad);
 	exec_free(three);
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		free(ts[i].data);

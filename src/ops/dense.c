@@ -76,6 +76,32 @@ static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const 
 	return 0;
 }
 
+/* MatMul's batches [b0, b1), one GEMM each: a piece of kernel_for. sa, sb: the operands' batch
+ * strides in matrices (0 where broadcast). */
+struct batched {
+	int dt, nb;
+	int64_t m, n, k;
+	const void *a, *b;
+	void *y;
+	int64_t dims[RT_MAX_DIMS], sa[RT_MAX_DIMS], sb[RT_MAX_DIMS];
+};
+
+static void batch_gemms(void *arg, int64_t b0, int64_t b1)
+{
+	const struct batched *j = arg;
+	size_t es = dtype_size(j->dt);
+	for (int64_t bi = b0; bi < b1; bi++) {
+		int64_t oa = 0, ob = 0, rem = bi;
+		for (int i = j->nb - 1; i >= 0; i--) {
+			oa += rem % j->dims[i] * j->sa[i];
+			ob += rem % j->dims[i] * j->sb[i];
+			rem /= j->dims[i];
+		}
+		gemm(j->dt, 0, 0, j->m, j->n, j->k, 1, (const uint8_t *)j->a + oa * j->m * j->k * es, j->k,
+		     (const uint8_t *)j->b + ob * j->k * j->n * es, j->n, 0, (uint8_t *)j->y + bi * j->m * j->n * es, j->n);
+	}
+}
+
 static int matmul_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
@@ -122,7 +148,6 @@ static int matmul_run(struct exec *x, const struct node *n, struct rtensor *cons
 	bcast_strides(&bb, nb, dims, sb);
 	for (int i = 0; i < nb; i++)
 		batches *= dims[i];
-	size_t es = dtype_size(a.dtype);
 	/* a matrix applied to a batch (a Linear layer on (N, T, K)): A's batches are contiguous rows and B
 	 * is the same for all, so the product is one GEMM of batches x m rows */
 	int flat = !a1 && nb > 0;
@@ -133,22 +158,12 @@ static int matmul_run(struct exec *x, const struct node *n, struct rtensor *cons
 			gemm(a.dtype, 0, 0, batches * m, nn, k, 1, a.data, k, b.data, nn, 0, out[0]->data, nn);
 		return 0;
 	}
-	int64_t idx[RT_MAX_DIMS] = {0};
-	for (int64_t bi = 0; bi < batches; bi++) {
-		int64_t oa = 0, ob = 0;
-		for (int i = 0; i < nb; i++) {
-			oa += idx[i] * sa[i];
-			ob += idx[i] * sb[i];
-		}
-		if (m && nn)
-			gemm(a.dtype, 0, 0, m, nn, k, 1, (const uint8_t *)a.data + oa * m * k * es, k,
-			     (const uint8_t *)b.data + ob * k * nn * es, nn, 0, (uint8_t *)out[0]->data + bi * m * nn * es, nn);
-		for (int i = nb - 1; i >= 0; i--) {
-			if (++idx[i] < dims[i])
-				break;
-			idx[i] = 0;
-		}
-	}
+	struct batched j = {.dt = a.dtype, .nb = nb, .m = m, .n = nn, .k = k, .a = a.data, .b = b.data, .y = out[0]->data};
+	memcpy(j.dims, dims, sizeof j.dims);
+	memcpy(j.sa, sa, sizeof j.sa);
+	memcpy(j.sb, sb, sizeof j.sb);
+	if (m && nn) /* each batch's GEMM the same call, whichever thread makes it */
+		kernel_for(batches, (1 << 20) / (m * nn * k + 1) + 1, batch_gemms, &j);
 	return 0;
 }
 
