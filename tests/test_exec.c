@@ -765,3 +765,63 @@ Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
 		free(ts[i].data);
 	graph_free(g);
 }
+
+/* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match
+ * those of transposed copies, and the peak is the same, byte for byte (a view's bytes are counted
+ * as the copy's would be). The graph has a weight's transpose (Gemm and a Linear MatMul), a batched
+ * one read by a MatMul and by a Relu (given a copy), an attention-like head split, the transpose
+ * of a view, an input whose buffer a Reshape takes over while its view lives (the view takes a
+ * copy) and one freed while its view lives (the view takes its bytes over). */
+Test(exec, folded_transposes_match_copies_and_count_the_same)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: x, dtype: float32, shape: [6, 40, 48]}, {name: w, dtype: float32, shape: [32, 48]},\n"
+		"         {name: s, dtype: float32, shape: [6, 40, 2, 24]}, {name: m, dtype: float32, shape: [40, 48]}]\n"
+		"params: [{name: sh, dtype: int64, shape: [2], data: [240, 48]}]\n"
+		"nodes:\n"
+		"  - {op: Transpose, inputs: [w], outputs: [wt], attrs: {perm: [1, 0]}}\n"
+		"  - {op: MatMul, inputs: [x, wt], outputs: [y1]}\n"
+		"  - {op: Gemm, inputs: [m, wt], outputs: [y0]}\n"
+		"  - {op: Transpose, inputs: [x], outputs: [xt], attrs: {perm: [0, 2, 1]}}\n"
+		"  - {op: MatMul, inputs: [xt, x], outputs: [y2]}\n"
+		"  - {op: Relu, inputs: [xt], outputs: [r]}\n"
+		"  - {op: Transpose, inputs: [s], outputs: [h], attrs: {perm: [0, 2, 1, 3]}}\n"
+		"  - {op: Transpose, inputs: [h], outputs: [ht], attrs: {perm: [0, 1, 3, 2]}}\n"
+		"  - {op: MatMul, inputs: [h, ht], outputs: [y3]}\n"
+		"  - {op: Add, inputs: [x, x], outputs: [a]}\n"
+		"  - {op: Transpose, inputs: [a], outputs: [at], attrs: {perm: [0, 2, 1]}}\n"
+		"  - {op: Reshape, inputs: [a, sh], outputs: [ar]}\n"
+		"  - {op: Exp, inputs: [ar], outputs: [e]}\n"
+		"  - {op: MatMul, inputs: [at, x], outputs: [y4]}\n"
+		"  - {op: Mul, inputs: [x, x], outputs: [b]}\n"
+		"  - {op: Transpose, inputs: [b], outputs: [bt], attrs: {perm: [0, 2, 1]}}\n"
+		"  - {op: Sigmoid, inputs: [x], outputs: [later]}\n"
+		"  - {op: MatMul, inputs: [bt, later], outputs: [y5]}\n"
+		"outputs: [{name: y0}, {name: y1}, {name: y2}, {name: r}, {name: y3}, {name: e}, {name: y4}, {name: y5}]\n";
+	struct graph *g = load_text("fold.yaml", text);
+	struct exec *x[2];
+	struct exec_stats st[2];
+	for (int k = 0; k < 2; k++) {
+		struct gd_err e = {0};
+		struct exec_opts o = {.random_inputs = 1, .seed = 3, .copy_transposes = k};
+		memset(&st[k], 0, sizeof st[k]);
+		x[k] = exec_run(g, &o, &st[k], &e);
+		cr_assert(x[k], "%s", e.msg);
+	}
+	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "folded: peak %zu; copied: %zu", st[0].peak_bytes,
+		     st[1].peak_bytes);
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		const struct rtensor *a = exec_value(x[0], g->outputs[k]), *b = exec_value(x[1], g->outputs[k]);
+		cr_assert(a && b && a->numel == b->numel && !a->view);
+		int64_t bad = 0;
+		for (int64_t i = 0; i < a->numel; i++) {
+			double u = ((const float *)a->data)[i], v = ((const float *)b->data)[i];
+			bad += !(fabs(u - v) <= 1e-5 * (1 + fabs(v)));
+		}
+		cr_expect_eq(bad, 0, "%s: %lld elements differ", g->outputs[k]->name, (long long)bad);
+	}
+	exec_free(x[0]);
+	exec_free(x[1]);
+	graph_free(g);
+}

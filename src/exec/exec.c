@@ -32,6 +32,8 @@ struct exec {
 	uint32_t *left;      /* consumers still to run, by value id */
 	uint8_t *pinned;     /* lives for the whole run */
 	uint8_t *lazy;       /* shapes only: an initializer whose bytes are bound when a node needs them */
+	uint8_t *fold;       /* by node: a Transpose whose output may be a view (fold_transposes) */
+	uint32_t *vref;      /* by value id: the live views of its bytes */
 	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
 	size_t scratch, scratch_peak; /* kernels' workspace (im2col buffers, accumulators), apart */
 	uint64_t flops, moved;
@@ -217,6 +219,8 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 	return out->data;
 }
 
+static int detach_views(struct exec *x, struct rtensor *s, int give);
+
 /* in, n's input 0, is read last by n: nothing reads it after, and it is no input, initializer or
  * graph output */
 static int dies_here(const struct exec *x, const struct node *n, const struct rtensor *in)
@@ -237,6 +241,8 @@ int exec_take(struct exec *x, struct rtensor *in, struct rtensor *out, int ndim,
 		return -1;
 	if (out->numel != in->numel)
 		return 0; /* the kernel's copy says why */
+	if (detach_views(x, in, 0))
+		return -1;
 	if (in->dev && (fl & OPF_INPLACE)) { /* a device tensor updated on the host: its copy goes back */
 		x->be->free(in->dev);
 		account_dev(x, 0, in->nbytes);
@@ -260,6 +266,10 @@ void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, 
 
 static void release(struct exec *x, struct rtensor *t)
 {
+	if (t->view && !t->owned && x->vref)
+		x->vref[t->vsrc]--;
+	else
+		(void)detach_views(x, t, 1); /* a failure fails the run (run_nodes) */
 	if (t->data || t->dev)
 		account(x, 0, t->nbytes);
 	if (t->owned)
@@ -271,6 +281,7 @@ static void release(struct exec *x, struct rtensor *t)
 	t->data = NULL;
 	t->dev = NULL;
 	t->owned = 0;
+	t->view = 0;
 }
 
 void exec_drop(struct exec *x, struct rtensor *t)
@@ -910,6 +921,138 @@ static int refuse_empty_inputs(struct exec *x)
 }
 
 /* The progress meter's names for a run (util/progress.h): one object each, as it compares them. */
+/* Transposes folded into the products. A Transpose that a MatMul or a Gemm reads (as A or B) is
+ * made a view of its input's bytes, which the products read with BLAS's transposition flags,
+ * leading dimensions and batch strides instead of a transposed copy; any other reader is given a
+ * transposed copy as workspace for its step. Its bytes are counted, from its step to its last
+ * reader's, as the memory model counts every value, so the measured peak is the planned one; they
+ * are just not written. When the input's bytes are to be freed or taken over (in place) while a
+ * view of them lives, the view gets a copy of them first, in the same layout. So a product reads
+ * the same bytes the same way whatever the schedule (recomputation gives the same bits), and
+ * which Transposes are folded depends on the graph's structure alone. On the CPU, outside shape
+ * inference, and not for kept values (outputs). */
+static int reads_views(const struct node *n, uint32_t k)
+{
+	return n->op == OP_MATMUL || (n->op == OP_GEMM && k < 2);
+}
+
+static void fold_transposes(struct exec *x)
+{
+	struct graph *g = x->g;
+	if (x->be || x->o->shapes_only || x->o->keep_values || x->o->copy_transposes || !g->n_nodes)
+		return;
+	uint8_t *product = xcalloc(g->n_values, 1);
+	x->fold = xcalloc(g->n_nodes, 1);
+	x->vref = xcalloc(g->n_values, sizeof *x->vref);
+	if (!product || !x->fold || !x->vref) {
+		xfree(x->fold);
+	xfree(x->vref);
+		xfree(x->vref);
+		x->fold = NULL;
+		x->vref = NULL;
+	}
+	for (uint32_t i = 0; x->fold && i < g->n_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k] && reads_views(g->nodes[i], k))
+				product[g->nodes[i]->in[k]->id] = 1;
+	for (uint32_t i = 0; x->fold && i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		x->fold[i] = n->op == OP_TRANSPOSE && n->n_in == 1 && n->in[0] && n->n_out == 1 && n->out[0] &&
+			     !x->pinned[n->out[0]->id] && product[n->out[0]->id];
+	}
+	xfree(product);
+}
+
+/* n, a folded Transpose: its output t made a view of its input a (value src), if the products
+ * can read it so (float32 or float64, rank 2 or more, the last two dimensions' strides a row-major
+ * or a transposed matrix's). 1: done; 0: the kernel copies instead; -1: failed. */
+#define VIEW_SPREAD 4
+
+static int transpose_view(struct exec *x, const struct node *n, struct rtensor *a, uint32_t src, struct rtensor *t)
+{
+	int r = a->ndim;
+	size_t np;
+	const int64_t *p = attr_ints(n, "perm", &np);
+	if (!a->data || a->view || (a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) || r < 2 || (p && (int)np != r))
+		return 0;
+	int64_t st[RT_MAX_DIMS], dims[RT_MAX_DIMS], vst[RT_MAX_DIMS];
+	int seen[RT_MAX_DIMS] = {0};
+	c_strides(r, a->dims, st);
+	for (int i = 0; i < r; i++) {
+		int64_t q = p ? p[i] : r - 1 - i;
+		if (q < 0 || q >= r || seen[q]++)
+			return 0;
+		dims[i] = a->dims[q];
+		vst[i] = st[q];
+	}
+	/* a matrix, row-major or transposed, whose rows lie at most VIEW_SPREAD rows' length apart: a
+	 * product reads sparser ones (attention heads interleaved in a wide tensor) more slowly than
+	 * the Transpose writes a dense copy */
+	int64_t rows = dims[r - 2], cols = dims[r - 1];
+	if (!(vst[r - 1] == 1 && vst[r - 2] >= cols && vst[r - 2] <= VIEW_SPREAD * cols) &&
+	    !(vst[r - 2] == 1 && vst[r - 1] >= rows && vst[r - 1] <= VIEW_SPREAD * rows))
+		return 0;
+	if (exec_shape(x, t, a->dtype, r, dims))
+		return -1;
+	t->data = a->data;
+	t->owned = 0;
+	t->view = 1;
+	t->vsrc = src;
+	memcpy(t->vst, vst, sizeof vst);
+	x->vref[src]++;
+	account(x, t->nbytes, 0);
+	return 1;
+}
+
+/* s's bytes are about to be freed (give: the first live view of them takes them over) or
+ * overwritten: each live view of them takes a copy (its own bytes, already counted). On failure
+ * (out of memory) the views have no data and the run fails. */
+static int detach_views(struct exec *x, struct rtensor *s, int give)
+{
+	if (!x->vref || s < x->v || s >= x->v + x->nv || !x->vref[s - x->v] || !s->data)
+		return 0;
+	uint32_t id = (uint32_t)(s - x->v);
+	int rc = 0;
+	for (uint32_t i = 0; i < x->nv && x->vref[id]; i++) {
+		struct rtensor *t = &x->v[i];
+		if (!t->view || t->vsrc != id || t->owned)
+			continue;
+		x->vref[id]--;
+		if (give && s->owned) {
+			t->owned = 1;
+			s->owned = 0; /* s's release frees nothing */
+			give = 0;
+			continue;
+		}
+		t->data = rc ? NULL : xmalloc(s->nbytes ? s->nbytes : 1);
+		if (!t->data) {
+			rc = rc ? rc : tensor_oom(x, s->nbytes);
+			continue;
+		}
+		memcpy(t->data, s->data, s->nbytes);
+		t->owned = 1;
+	}
+	return rc;
+}
+
+/* A transposed copy of view v (value vv, made by a folded Transpose) in workspace, for a reader
+ * that is no product. */
+static int materialize(struct exec *x, const struct value *vv, const struct rtensor *v, struct rtensor *copy)
+{
+	const struct node *tn = vv->producer;
+	struct rtensor src = *v, *in = &src, *out = copy;
+	size_t np;
+	const int64_t *p = attr_ints(tn, "perm", &np);
+	src.view = 0;
+	for (int i = 0; i < v->ndim; i++)
+		src.dims[p ? p[i] : v->ndim - 1 - i] = v->dims[i];
+	memset(copy, 0, sizeof *copy);
+	x->outputs_scratch = 1;
+	int rc = backend_cpu.run_node(x, tn, &in, &out);
+	x->outputs_scratch = 0;
+	return rc;
+}
+
 static const char meter_running[] = "running", meter_shapes[] = "inferring shapes";
 
 static int run_nodes(struct exec *x)
@@ -953,10 +1096,25 @@ static int run_nodes(struct exec *x)
 			     op_self_compare(n);
 		int comm = n->op == OP_ALL_REDUCE && x->o->comm; /* a sum over the replicas: counted */
 		double t0 = x->o->profile || comm ? now() : 0;
-		int shape = x->be && shape_work(n, in);
-		if (!x->be ? backend_cpu.run_node(x, n, in, out)
-			   : !shape && x->be->supports_op(n, in) ? run_device(x, n, in, out)
-								  : run_fallback(x, n, in, out, shape))
+		int shape = x->be && shape_work(n, in), folded = x->fold && x->fold[i] && x->compute ?
+									transpose_view(x, n, in[0], n->in[0]->id, out[0]) : 0;
+		struct rtensor *orig[RT_MAX_DIMS] = {0}, copies[RT_MAX_DIMS];
+		for (uint32_t k = 0; x->vref && !folded && k < n->n_in && k < RT_MAX_DIMS; k++)
+			if (in[k] && in[k]->view && !reads_views(n, k)) {
+				if (materialize(x, n->in[k], in[k], &copies[k]))
+					return x->e->code;
+				orig[k] = in[k];
+				in[k] = &copies[k];
+			}
+		int rc = folded < 0 || (!folded && (!x->be ? backend_cpu.run_node(x, n, in, out)
+						       : !shape && x->be->supports_op(n, in) ? run_device(x, n, in, out)
+											      : run_fallback(x, n, in, out, shape)));
+		for (uint32_t k = 0; k < n->n_in && k < RT_MAX_DIMS; k++)
+			if (orig[k]) {
+				exec_scratch_free(x, copies[k].data, copies[k].nbytes);
+				in[k] = orig[k];
+			}
+		if (rc)
 			return x->e->code;
 		if (x->be && (x->o->profile || comm) && x->be->sync(x->e))
 			return x->e->code;
@@ -994,6 +1152,8 @@ static int run_nodes(struct exec *x)
 			if (--x->left[v->id] == 0 && !x->pinned[v->id])
 				release(x, &x->v[v->id]);
 		}
+		if (x->e->code) /* a view's copy that failed */
+			return x->e->code;
 	}
 	x->cur = NULL;
 	return 0;
@@ -1081,6 +1241,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 			rc = to_device(x, &x->v[i]);
 	if (x->be && !rc)
 		rc = x->be->sync(e);
+	if (!rc)
+		fold_transposes(x);
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
@@ -1158,6 +1320,7 @@ void exec_free(struct exec *x)
 	xfree(x->left);
 	xfree(x->pinned);
 	xfree(x->lazy);
+	xfree(x->fold);
 	xfree(x->args);
 	xfree(x->absent);
 	strmap_free(&x->probes);

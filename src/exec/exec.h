@@ -30,6 +30,11 @@ struct rtensor {
 	int known;     /* the shape is known (the value has been produced) */
 	void *dev;     /* on a device backend: the tensor in device memory (data is then NULL or a
 			* host copy: small integer tensors keep one, for shape arguments) */
+	int view;      /* a Transpose folded into the products that read it (exec.c): data is its
+			* input's bytes (value vsrc's, or a copy of them), element (i_0 .. i_r-1) at
+			* sum i_k vst[k]; only MatMul and Gemm (A and B) are given views */
+	uint32_t vsrc;
+	int64_t vst[RT_MAX_DIMS];
 };
 
 struct exec;
@@ -54,6 +59,8 @@ struct exec_opts {
 	size_t n_inputs;
 	struct exec_profile *profile;  /* when set, per-op time is added to it */
 	int keep_values;               /* keep every value to the end (for folding) instead of freeing it */
+	int copy_transposes;           /* no Transpose folded into the products (exec.c): every one a
+					* copy, as on a device backend, for bitwise comparisons with one */
 	uint64_t *node_flops;          /* when set: node i's FLOPs (op_cost) go to node_flops[i] */
 	/* Data parallelism (rewrite/replicas.h). The batch inputs are the graph inputs that are no
 	 * initializers (data, labels): with shard_inputs, they hold the whole batch of comm's replicas

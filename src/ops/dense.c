@@ -27,6 +27,25 @@ static int blas_ok(struct exec *x, int64_t m, int64_t n, int64_t k)
 	return 0;
 }
 
+/* How BLAS reads t's (rows, cols) matrices, t contiguous or a view (a folded Transpose): *trans
+ * and *ld; bst, its strides in elements for the nb batch dimensions of the product (0 where t
+ * has none or broadcasts). */
+static void operand(const struct rtensor *t, int nb, int *trans, int64_t *ld, int64_t *bst)
+{
+	int64_t st[RT_MAX_DIMS];
+	if (t->view)
+		memcpy(st, t->vst, sizeof st);
+	else
+		c_strides(t->ndim, t->dims, st);
+	int64_t rows = t->dims[t->ndim - 2], cols = t->dims[t->ndim - 1], rs = st[t->ndim - 2], cs = st[t->ndim - 1];
+	*trans = cs != 1 && rs == 1;
+	*ld = *trans ? (cols > 1 ? cs : rows > 1 ? rows : 1) : (rows > 1 ? rs : cols > 1 ? cols : 1);
+	for (int i = 0; i < nb; i++) {
+		int d = i - (nb - (t->ndim - 2));
+		bst[i] = d >= 0 && t->dims[d] != 1 ? st[d] : 0;
+	}
+}
+
 static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	struct rtensor *a = in[0], *b = in[1], *c = n->n_in > 2 ? in[2] : NULL;
@@ -71,16 +90,20 @@ static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const 
 	} else {
 		beta = 0;
 	}
+	int64_t lda, ldb;
+	int va, vb; /* a view (a folded Transpose) toggles the flag */
+	operand(a, 0, &va, &lda, NULL);
+	operand(b, 0, &vb, &ldb, NULL);
 	if (m && nn)
-		gemm(a->dtype, ta, tb, m, nn, k, alpha, a->data, a->dims[1], b->data, b->dims[1], beta, y->data, nn);
+		gemm(a->dtype, ta ^ va, tb ^ vb, m, nn, k, alpha, a->data, lda, b->data, ldb, beta, y->data, nn);
 	return 0;
 }
 
 /* MatMul's batches [b0, b1), one GEMM each: a piece of kernel_for. sa, sb: the operands' batch
- * strides in matrices (0 where broadcast). */
+ * strides in elements (0 where broadcast); ta, lda, tb, ldb: how BLAS reads each matrix. */
 struct batched {
-	int dt, nb;
-	int64_t m, n, k;
+	int dt, nb, ta, tb;
+	int64_t m, n, k, lda, ldb;
 	const void *a, *b;
 	void *y;
 	int64_t dims[RT_MAX_DIMS], sa[RT_MAX_DIMS], sb[RT_MAX_DIMS];
@@ -97,8 +120,8 @@ static void batch_gemms(void *arg, int64_t b0, int64_t b1)
 			ob += rem % j->dims[i] * j->sb[i];
 			rem /= j->dims[i];
 		}
-		gemm(j->dt, 0, 0, j->m, j->n, j->k, 1, (const uint8_t *)j->a + oa * j->m * j->k * es, j->k,
-		     (const uint8_t *)j->b + ob * j->k * j->n * es, j->n, 0, (uint8_t *)j->y + bi * j->m * j->n * es, j->n);
+		gemm(j->dt, j->ta, j->tb, j->m, j->n, j->k, 1, (const uint8_t *)j->a + oa * es, j->lda,
+		     (const uint8_t *)j->b + ob * es, j->ldb, 0, (uint8_t *)j->y + bi * j->m * j->n * es, j->n);
 	}
 }
 
@@ -143,25 +166,23 @@ static int matmul_run(struct exec *x, const struct node *n, struct rtensor *cons
 		return exec_fail(x, "result rank exceeds %d", RT_MAX_DIMS);
 	if (blas_ok(x, m, nn, k) || !exec_alloc(x, out[0], a.dtype, nd, dims))
 		return exec_status(x);
-	int64_t sa[RT_MAX_DIMS], sb[RT_MAX_DIMS], batches = 1;
-	bcast_strides(&ab, nb, dims, sa);
-	bcast_strides(&bb, nb, dims, sb);
+	struct batched j = {.dt = a.dtype, .nb = nb, .m = m, .n = nn, .k = k, .a = a.data, .b = b.data, .y = out[0]->data};
+	operand(&a, nb, &j.ta, &j.lda, j.sa);
+	operand(&b, nb, &j.tb, &j.ldb, j.sb);
+	memcpy(j.dims, dims, (size_t)nb * sizeof *dims);
+	int64_t batches = 1;
 	for (int i = 0; i < nb; i++)
 		batches *= dims[i];
 	/* a matrix applied to a batch (a Linear layer on (N, T, K)): A's batches are contiguous rows and B
 	 * is the same for all, so the product is one GEMM of batches x m rows */
-	int flat = !a1 && nb > 0;
-	for (int64_t i = nb - 1, run = 1; i >= 0 && flat; run *= dims[i--])
-		flat = sb[i] == 0 && (dims[i] == 1 || sa[i] == run);
+	int flat = !a1 && nb > 0 && !a.view;
+	for (int64_t i = nb - 1, run = m * k; i >= 0 && flat; run *= dims[i--])
+		flat = j.sb[i] == 0 && (dims[i] == 1 || j.sa[i] == run);
 	if (flat) {
 		if (m && nn)
-			gemm(a.dtype, 0, 0, batches * m, nn, k, 1, a.data, k, b.data, nn, 0, out[0]->data, nn);
+			gemm(a.dtype, 0, j.tb, batches * m, nn, k, 1, a.data, k, b.data, j.ldb, 0, out[0]->data, nn);
 		return 0;
 	}
-	struct batched j = {.dt = a.dtype, .nb = nb, .m = m, .n = nn, .k = k, .a = a.data, .b = b.data, .y = out[0]->data};
-	memcpy(j.dims, dims, sizeof j.dims);
-	memcpy(j.sa, sa, sizeof j.sa);
-	memcpy(j.sb, sb, sizeof j.sb);
 	if (m && nn) /* each batch's GEMM the same call, whichever thread makes it */
 		kernel_for(batches, (1 << 20) / (m * nn * k + 1) + 1, batch_gemms, &j);
 	return 0;
