@@ -946,7 +946,6 @@ static void fold_transposes(struct exec *x)
 	x->vref = xcalloc(g->n_values, sizeof *x->vref);
 	if (!product || !x->fold || !x->vref) {
 		xfree(x->fold);
-	xfree(x->vref);
 		xfree(x->vref);
 		x->fold = NULL;
 		x->vref = NULL;
@@ -1321,6 +1320,7 @@ void exec_free(struct exec *x)
 	xfree(x->pinned);
 	xfree(x->lazy);
 	xfree(x->fold);
+	xfree(x->vref);
 	xfree(x->args);
 	xfree(x->absent);
 	strmap_free(&x->probes);
