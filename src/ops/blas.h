@@ -3,10 +3,13 @@
  * Linked, OpenBLAS would be loaded and its threads started by every graphdiet process: about 4 ms
  * at each start, and threads that spin on the second core for the first tenth of a second, while
  * plan, check, info, train and the rest run no kernel at all. So the library is dlopen'ed
- * (GD_BLAS_SONAME, the one the linker would pick) by the first GEMM. Under an address-space limit
- * (ulimit -v) and with no OPENBLAS_NUM_THREADS set, it is opened with OPENBLAS_NUM_THREADS=1: its
- * threads' buffers would not fit, and one of them would spin forever. A library that cannot be
- * opened is a one-line error and exit 3. The arguments are cblas_sgemm's and cblas_dgemm's. */
+ * (GD_BLAS_SONAME, the one the linker would pick) by the first GEMM, at one thread of its own
+ * (OPENBLAS_NUM_THREADS=1, and openblas_set_num_threads(1) should it be loaded already): the
+ * --threads pool (util/pool.h) runs a large product as pieces of C, rows or columns, each one
+ * OpenBLAS call, and OpenBLAS's own threads would only compete with the pool's. The pieces follow
+ * from the product's shape alone, never from the threads, so every element of C is the same sum
+ * whatever --threads is. A library that cannot be opened is a one-line error and exit 3. The
+ * arguments are cblas_sgemm's and cblas_dgemm's. */
 #ifndef GD_BLAS_H
 #define GD_BLAS_H
 
