@@ -117,3 +117,10 @@ void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
 		g = (struct gemm){1, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c};
 	gemm_run(&g);
 }
+
+void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
+		      float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+	pthread_once(&once, open_blas);
+	sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}

@@ -20,4 +20,8 @@ void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
 void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		double alpha, const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc);
 
+/* One OpenBLAS call, never cut into pieces: the GEMM benchmark's ceiling (tests/bench/bench_gemm.c). */
+void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
+		      float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
 #endif
