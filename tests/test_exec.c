@@ -665,8 +665,8 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 	static const char text[] =
 		"graphdiet: 1\nopset: 17\n"
 		"inputs: [{name: x, dtype: float32, shape: [48, 40, 64]}, {name: b, dtype: float32, shape: [64]},\n"
-		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [64, 300]},\n"
-		"         {name: q, dtype: float32, shape: [200, 64]}, {name: pt, dtype: float32, shape: [300, 64]},\n"
+		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [192, 300]},\n"
+		"         {name: q, dtype: float32, shape: [200, 192]}, {name: pt, dtype: float32, shape: [300, 192]},\n"
 		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]}]\n"
 		"nodes:\n"
 		"  - {op: MatMul, inputs: [ba, bb], outputs: [bmm]}\n"

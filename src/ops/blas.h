@@ -7,8 +7,8 @@
  * (OPENBLAS_NUM_THREADS=1, and openblas_set_num_threads(1) should it be loaded already): the
  * --threads pool (util/pool.h) runs a large product as pieces of C, rows or columns, each one
  * OpenBLAS call, and OpenBLAS's own threads would only compete with the pool's. The pieces follow
- * from the product's shape alone, never from the threads, so every element of C is the same sum
- * whatever --threads is. A library that cannot be opened is a one-line error and exit 3. The
+ * from the product's shape and the machine's cores, never from --threads, so every element of C
+ * is the same sum whatever --threads is. A library that cannot be opened is a one-line error and exit 3. The
  * arguments are cblas_sgemm's and cblas_dgemm's. */
 #ifndef GD_BLAS_H
 #define GD_BLAS_H
