@@ -307,6 +307,16 @@ void *exec_scratch(struct exec *x, size_t bytes)
 	return count_scratch(x, p, bytes);
 }
 
+void *exec_scratch_raw(struct exec *x, size_t bytes)
+{
+	void *p = xmalloc(bytes ? bytes : 1);
+	if (!p) {
+		tensor_oom(x, bytes);
+		return NULL;
+	}
+	return count_scratch(x, p, bytes);
+}
+
 void exec_scratch_free(struct exec *x, void *p, size_t bytes)
 {
 	if (p) {

@@ -142,6 +142,8 @@ void *exec_alloc_temp(struct exec *x, struct rtensor *t, int dtype, int ndim, co
 void exec_free_temp(struct exec *x, struct rtensor *t);
 /* Counted zeroed scratch memory for a kernel; NULL with the error set when out of memory. */
 void *exec_scratch(struct exec *x, size_t bytes);
+/* The same, not zeroed: for workspace the kernel writes in full before it reads it. */
+void *exec_scratch_raw(struct exec *x, size_t bytes);
 void exec_scratch_free(struct exec *x, void *p, size_t bytes);
 /* Fails the current node: "node 'n' (Op): <msg>". Returns GD_EINPUT. */
 int exec_fail(struct exec *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

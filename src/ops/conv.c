@@ -414,8 +414,11 @@ static void gather_patches(void *arg, int64_t r0, int64_t r1)
 				const float *s = j->src + ((b * g->c + c) * g->h + iy) * g->w + x0;
 				for (int64_t k = 0; k < jlo; k++)
 					row[k] = 0;
-				if (g->dw == 1)
+				if (g->dw == 1 && g->kw > 16)
 					memcpy(row + jlo, s + jlo, (size_t)(jhi - jlo) * 4);
+				else if (g->dw == 1) /* short rows: a call would cost more */
+					for (int64_t k = jlo; k < jhi; k++)
+						row[k] = s[k];
 				else
 					for (int64_t k = jlo; k < jhi; k++)
 						row[k] = s[k * g->dw];
@@ -437,7 +440,7 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 	int64_t per = (int64_t)((16u << 20) / ((size_t)(g->n * K) * 4 + 1)); /* positions a GEMM */
 	per = per < 1 ? 1 : per > np ? np : per;
 	size_t pb = (size_t)(per * g->n * K) * 4, ob = (size_t)(per * g->n * g->m) * 4;
-	float *p = exec_scratch(x, pb), *o = p ? exec_scratch(x, ob) : NULL;
+	float *p = exec_scratch_raw(x, pb), *o = p ? exec_scratch_raw(x, ob) : NULL; /* written in full */
 	if (!o) {
 		exec_scratch_free(x, p, pb);
 		return -1;
@@ -498,7 +501,7 @@ static int conv_positions_shifted(struct exec *x, const struct rtensor *a, const
 	int64_t hp = g->h + g->pt + g->pb, wp = g->w + g->pl + g->pr, K = g->c * hp * wp, np = g->oh * g->ow;
 	int64_t kp = K + (g->oh - 1) * wp + g->ow; /* a row of Xpad with the tail the last shift reads */
 	size_t xb = (size_t)(g->n * kp) * 4, wb = (size_t)(g->m * K) * 4, ob = (size_t)(g->n * g->m) * 4 * (size_t)pool_threads();
-	float *xp = exec_scratch(x, xb), *ww = xp ? exec_scratch(x, wb) : NULL, *o = ww ? exec_scratch(x, ob) : NULL;
+	float *xp = exec_scratch(x, xb), *ww = xp ? exec_scratch(x, wb) : NULL, *o = ww ? exec_scratch_raw(x, ob) : NULL;
 	if (!o) {
 		exec_scratch_free(x, ww, wb);
 		exec_scratch_free(x, xp, xb);
@@ -600,7 +603,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	int64_t rows = (int64_t)((2048u << 10) / ((size_t)kk * (size_t)g.ow * es + 1));
 	rows = rows < 1 ? 1 : rows > g.oh ? g.oh : rows;
 	size_t colb = (size_t)(kk * rows * g.ow) * es;
-	uint8_t *col = exec_scratch(x, colb * (size_t)pool_threads());
+	uint8_t *col = exec_scratch_raw(x, colb * (size_t)pool_threads()); /* im2col writes it all */
 	if (!col)
 		return exec_status(x);
 	struct images j = {a, w, &g, y, col, colb, rows};
