@@ -660,6 +660,14 @@ static struct graph *same_bits_over_threads(const char *text, struct rtensor *ts
 	return g;
 }
 
+static void cut_done(struct graph *g, struct rtensor *ts, struct exec *three)
+{
+	exec_free(three);
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		free(ts[i].data);
+	graph_free(g);
+}
+
 Test(exec, kernels_cut_over_threads_give_the_same_bits)
 {
 	static const char text[] =
@@ -728,10 +736,7 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 					bad += fabs(bo[((i * 5 + h) * 64 + r) * 64 + c] - v) > 1e-4 * (1 + fabs(v));
 				}
 	cr_expect_eq(bad, 0, "bmm: %lld elements off the float64 product", (long long)bad);
-	exec_free(three);
-	for (uint32_t i = 0; i < g->n_inputs; i++)
-		free(ts[i].data);
-	graph_free(g);
+	cut_done(g, ts, three);
 }
 
 /* The same for the image kernels: each Conv path (im2col below 16 channels, the shifted GEMMs at
@@ -760,10 +765,7 @@ Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
 	struct rtensor ts[8];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
-	exec_free(three);
-	for (uint32_t i = 0; i < g->n_inputs; i++)
-		free(ts[i].data);
-	graph_free(g);
+	cut_done(g, ts, three);
 }
 
 /* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match

@@ -526,29 +526,30 @@ static int conv_positions_shifted(struct exec *x, const struct rtensor *a, const
 	return 0;
 }
 
-/* Images [i0, i1) of a Conv by im2col and GEMM, in bands of `rows` output rows: a piece of
- * kernel_for, each thread gathering patches into its own colb bytes of col. */
-struct images {
-	const struct rtensor *a, *w;
+/* Images [i0, i1) of a Conv by im2col and GEMM, in bands of n output rows: a piece of
+ * kernel_for, each thread gathering patches into its own colb bytes of col. (A ConvTranspose's
+ * images, col2im_images, take the same job, n there the columns' leading dimension.) */
+struct conv_job {
 	const struct conv_geom *g;
-	uint8_t *y, *col;
+	const struct rtensor *a, *w;
+	void *col, *y;
 	size_t colb;
-	int64_t rows;
+	int64_t n;
 };
 
 static void im2col_images(void *arg, int64_t i0, int64_t i1)
 {
-	const struct images *j = arg;
+	const struct conv_job *j = arg;
 	const struct conv_geom *g = j->g;
 	const struct rtensor *a = j->a, *w = j->w;
 	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = cg * g->kh * g->kw, np = g->oh * g->ow;
 	size_t es = dtype_size(a->dtype);
-	uint8_t *col = j->col + pool_self() * j->colb;
+	uint8_t *col = (uint8_t *)j->col + pool_self() * j->colb;
 	for (int64_t i = i0; i < i1; i++)
 		for (int64_t gi = 0; gi < g->group; gi++) {
 			const uint8_t *xi = (const uint8_t *)a->data + ((i * g->c + gi * cg) * g->h * g->w) * es;
-			for (int64_t oy0 = 0; oy0 < g->oh; oy0 += j->rows) {
-				int64_t oy1 = oy0 + j->rows < g->oh ? oy0 + j->rows : g->oh, band = (oy1 - oy0) * g->ow;
+			for (int64_t oy0 = 0; oy0 < g->oh; oy0 += j->n) {
+				int64_t oy1 = oy0 + j->n < g->oh ? oy0 + j->n : g->oh, band = (oy1 - oy0) * g->ow;
 				if (a->dtype == DT_FLOAT)
 					im2col_float((const float *)xi, g, cg, oy0, oy1, (float *)col);
 				else
@@ -606,7 +607,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	uint8_t *col = exec_scratch_raw(x, colb * (size_t)pool_threads()); /* im2col writes it all */
 	if (!col)
 		return exec_status(x);
-	struct images j = {a, w, &g, y, col, colb, rows};
+	struct conv_job j = {&g, a, w, col, y, colb, rows};
 	kernel_for(g.n, 1, im2col_images, &j);
 	colb *= (size_t)pool_threads();
 	exec_scratch_free(x, col, colb);
@@ -617,24 +618,16 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 
 /* Images [i0, i1) of a ConvTranspose (g in col2im's terms: the output image is its input): with a
  * the ConvTranspose's input, each thread makes the image's columns W_g^T X_g in its own colb bytes
- * of col; without, the float32 columns are already in col, image i's from column i ld / n on. A
- * piece of kernel_for. */
-struct untile {
-	const struct conv_geom *g;
-	const struct rtensor *a, *w;
-	void *col, *y;
-	size_t colb;
-	int64_t ld;
-};
-
+ * of col; without, the float32 columns are already in col, image i's from column i np on, n (the
+ * leading dimension) apart. A piece of kernel_for. */
 static void col2im_images(void *arg, int64_t i0, int64_t i1)
 {
-	const struct untile *j = arg;
+	const struct conv_job *j = arg;
 	const struct conv_geom *g = j->g;
 	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = mg * g->kh * g->kw, np = g->oh * g->ow, plane = g->h * g->w;
 	if (!j->a) {
 		for (int64_t i = i0; i < i1; i++)
-			col2im_float((const float *)j->col + i * np, j->ld, g, mg, (float *)j->y + i * g->m * plane);
+			col2im_float((const float *)j->col + i * np, j->n, g, mg, (float *)j->y + i * g->m * plane);
 		return;
 	}
 	size_t es = dtype_size(j->a->dtype);
@@ -683,7 +676,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 				memcpy(xt + (c * g.n + i) * np, (const float *)a->data + (i * g.c + c) * np, (size_t)np * 4);
 		blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk, (int)(g.n * np), (int)g.c, 1.0f, w->data,
 			   (int)kk, xt, (int)(g.n * np), 0.0f, all, (int)(g.n * np));
-		struct untile j = {&cg2, NULL, NULL, all, y, 0, g.n * np};
+		struct conv_job j = {&cg2, NULL, NULL, all, y, 0, g.n * np};
 		kernel_for(g.n, 1, col2im_images, &j);
 		exec_scratch_free(x, all, allb);
 		exec_scratch_free(x, xt, xtb);
@@ -694,7 +687,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	uint8_t *col = exec_scratch(x, colb * (size_t)pool_threads());
 	if (!col)
 		return exec_status(x);
-	struct untile j = {&cg2, a, w, col, y, colb, np};
+	struct conv_job j = {&cg2, a, w, col, y, colb, np};
 	kernel_for(g.n, 1, col2im_images, &j);
 	colb *= (size_t)pool_threads();
 	exec_scratch_free(x, col, colb);
