@@ -440,7 +440,7 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 	int64_t per = (int64_t)((16u << 20) / ((size_t)(g->n * K) * 4 + 1)); /* positions a GEMM */
 	per = per < 1 ? 1 : per > np ? np : per;
 	size_t pb = (size_t)(per * g->n * K) * 4, ob = (size_t)(per * g->n * g->m) * 4;
-	float *p = exec_scratch_raw(x, pb), *o = p ? exec_scratch_raw(x, ob) : NULL; /* written in full */
+	float *p = exec_scratch_raw(x, pb), *o = p ? exec_scratch(x, ob) : NULL; /* p: written in full */
 	if (!o) {
 		exec_scratch_free(x, p, pb);
 		return -1;
@@ -449,7 +449,7 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 	for (int64_t p0 = 0; p0 < np; p0 += per) {
 		int64_t p1 = p0 + per < np ? p0 + per : np;
 		struct gather j = {g, src, p, p0, p1 - p0, K};
-		kernel_for(g->n * (p1 - p0), KERNEL_GRAIN / K + 1, gather_patches, &j);
+		kernel_for(g->n * (p1 - p0), KERNEL_GRAIN / (K + 1) + 1, gather_patches, &j); /* K 0: no channels */
 		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(g->n * (p1 - p0)), (int)g->m, (int)K, 1.0f, p,
 			   (int)K, (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
 		for (int64_t b = 0; b < g->n; b++) /* o read in order; y written np apart */

@@ -184,7 +184,7 @@ static int matmul_run(struct exec *x, const struct node *n, struct rtensor *cons
 		return 0;
 	}
 	if (m && nn) /* each batch's GEMM the same call, whichever thread makes it */
-		kernel_for(batches, (1 << 20) / (m * nn * k + 1) + 1, batch_gemms, &j);
+		kernel_for(batches, (int64_t)((1 << 20) / ((double)m * nn * k + 1)) + 1, batch_gemms, &j);
 	return 0;
 }
 
