@@ -8,6 +8,7 @@
 #include "../autodiff/ad.h"
 #include "conv.h"
 #include "kernel.h"
+#include "vmath.h"
 #include "../util/pool.h"
 
 #include "blas.h"
@@ -705,35 +706,83 @@ struct maxpool {
 	int64_t *idx;
 };
 
-static void max_planes(void *job, int64_t nc0, int64_t nc1)
+/* One output of max_planes whose window the image clips: the scalar walk. */
+static void max_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, int64_t i1)
+{
+	const struct conv_geom *g = mp->g;
+	int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0 = x0 < 0 ? (-x0 + g->dw - 1) / g->dw : 0;
+	int64_t j1 = g->w - x0 <= 0 ? 0 : (g->w - x0 + g->dw - 1) / g->dw;
+	j1 = j1 < g->kw ? j1 : g->kw;
+	float acc = -INFINITY;
+	int64_t arg = -1;
+	for (int64_t i = i0; i < i1; i++) {
+		int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;
+		for (int64_t j = j0; j < j1; j++) {
+			float v = mp->x[row + j * g->dw];
+			if (v > acc || arg < 0) {
+				acc = v;
+				arg = row + j * g->dw;
+			}
+		}
+	}
+	int64_t o = (nc * g->oh + oy) * g->ow + ox;
+	mp->y[o] = acc;
+	if (mp->idx)
+		mp->idx[o] = arg;
+}
+
+#define MAX_RUN 256 /* outputs of a row compared side by side */
+
+/* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
+ * compared side by side, window element after window element (in the order the scalar walk
+ * takes, so ties go the same way), which the compiler vectorises; the others walk alone. */
+VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
 {
 	const struct maxpool *mp = job;
 	const struct conv_geom *g = mp->g;
+	/* the outputs whose columns ox sw - pl + j dw stay in [0, w) for every j: [xa, xb) */
+	int64_t xa = (g->pl + g->sw - 1) / g->sw, top = g->w - 1 + g->pl - (g->kw - 1) * g->dw;
+	int64_t xb = top < 0 ? 0 : top / g->sw + 1;
+	xb = xb < g->ow ? xb : g->ow;
+	xa = xa < xb ? xa : xb;
 	for (int64_t nc = nc0; nc < nc1; nc++)
 		for (int64_t oy = 0; oy < g->oh; oy++) {
 			int64_t y0 = oy * g->sh - g->pt, i0 = y0 < 0 ? (-y0 + g->dh - 1) / g->dh : 0;
 			int64_t i1 = g->h - y0 <= 0 ? 0 : (g->h - y0 + g->dh - 1) / g->dh;
 			i1 = i1 < g->kh ? i1 : g->kh;
-			for (int64_t ox = 0; ox < g->ow; ox++) {
-				int64_t x0 = ox * g->sw - g->pl, j0 = x0 < 0 ? (-x0 + g->dw - 1) / g->dw : 0;
-				int64_t j1 = g->w - x0 <= 0 ? 0 : (g->w - x0 + g->dw - 1) / g->dw;
-				j1 = j1 < g->kw ? j1 : g->kw;
-				float acc = -INFINITY;
-				int64_t arg = -1;
+			for (int64_t ox = 0; ox < xa; ox++)
+				max_clipped(mp, nc, oy, ox, i0, i1);
+			for (int64_t ox = xb; ox < g->ow; ox++)
+				max_clipped(mp, nc, oy, ox, i0, i1);
+			for (int64_t r0 = xa; r0 < xb && i0 >= i1; r0++) /* no row of the window in the image */
+				max_clipped(mp, nc, oy, r0, i0, i1);
+			for (int64_t r0 = xa; r0 < xb && i0 < i1; r0 += MAX_RUN) {
+				int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;
+				float acc[MAX_RUN];
+				int64_t arg[MAX_RUN];
 				for (int64_t i = i0; i < i1; i++) {
-					int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;
-					for (int64_t j = j0; j < j1; j++) {
-						float v = mp->x[row + j * g->dw];
-						if (v > acc || arg < 0) {
-							acc = v;
-							arg = row + j * g->dw;
+					int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + r0 * g->sw - g->pl;
+					for (int64_t j = 0; j < g->kw; j++) {
+						const float *p = mp->x + row + j * g->dw;
+						if (i == i0 && j == 0) {
+							for (int64_t t = 0; t < n; t++) {
+								acc[t] = p[t * g->sw];
+								arg[t] = row + t * g->sw;
+							}
+							continue;
+						}
+						for (int64_t t = 0; t < n; t++) { /* no branch: random data mispredicts */
+							float v = p[t * g->sw], a = acc[t];
+							int64_t gt = v > a;
+							acc[t] = v > a ? v : a;
+							arg[t] += (row + j * g->dw + t * g->sw - arg[t]) * gt;
 						}
 					}
 				}
-				int64_t o = (nc * g->oh + oy) * g->ow + ox;
-				mp->y[o] = acc;
+				int64_t o = (nc * g->oh + oy) * g->ow + r0;
+				memcpy(mp->y + o, acc, (size_t)n * sizeof *acc);
 				if (mp->idx)
-					mp->idx[o] = arg;
+					memcpy(mp->idx + o, arg, (size_t)n * sizeof *arg);
 			}
 		}
 }
