@@ -771,7 +771,7 @@ Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
 /* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match
  * those of transposed copies, and the peak is the same, byte for byte (a view's bytes are counted
  * as the copy's would be). The graph has a weight's transpose (Gemm and a Linear MatMul), a batched
- * one read by a MatMul and by a Relu (given a copy), an attention-like head split, the transpose
+ * one read by a MatMul, a Relu and a Concat of ten inputs (each given a copy), an attention-like head split, the transpose
  * of a view, an input whose buffer a Reshape takes over while its view lives (the view takes a
  * copy) and one freed while its view lives (the view takes its bytes over). */
 Test(exec, folded_transposes_match_copies_and_count_the_same)
@@ -788,6 +788,7 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
 		"  - {op: Transpose, inputs: [x], outputs: [xt], attrs: {perm: [0, 2, 1]}}\n"
 		"  - {op: MatMul, inputs: [xt, x], outputs: [y2]}\n"
 		"  - {op: Relu, inputs: [xt], outputs: [r]}\n"
+		"  - {op: Concat, inputs: [xt, xt, xt, xt, xt, xt, xt, xt, xt, xt], outputs: [cat], attrs: {axis: 0}}\n"
 		"  - {op: Transpose, inputs: [s], outputs: [h], attrs: {perm: [0, 2, 1, 3]}}\n"
 		"  - {op: Transpose, inputs: [h], outputs: [ht], attrs: {perm: [0, 1, 3, 2]}}\n"
 		"  - {op: MatMul, inputs: [h, ht], outputs: [y3]}\n"
@@ -800,7 +801,8 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
 		"  - {op: Transpose, inputs: [b], outputs: [bt], attrs: {perm: [0, 2, 1]}}\n"
 		"  - {op: Sigmoid, inputs: [x], outputs: [later]}\n"
 		"  - {op: MatMul, inputs: [bt, later], outputs: [y5]}\n"
-		"outputs: [{name: y0}, {name: y1}, {name: y2}, {name: r}, {name: y3}, {name: e}, {name: y4}, {name: y5}]\n";
+		"outputs: [{name: y0}, {name: y1}, {name: y2}, {name: r}, {name: cat}, {name: y3}, {name: e}, {name: y4},\n"
+		"          {name: y5}]\n";
 	struct graph *g = load_text("fold.yaml", text);
 	struct exec *x[2];
 	struct exec_stats st[2];

@@ -34,6 +34,7 @@ struct exec {
 	uint8_t *lazy;       /* shapes only: an initializer whose bytes are bound when a node needs them */
 	uint8_t *fold;       /* by node: a Transpose whose output may be a view (fold_transposes) */
 	uint32_t *vref;      /* by value id: the live views of its bytes */
+	struct rtensor *tcopies; /* by input slot: a view's transposed copy for a reader that is no product */
 	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
 	size_t scratch, scratch_peak; /* kernels' workspace (im2col buffers, accumulators), apart */
 	uint64_t flops, moved;
@@ -930,7 +931,6 @@ static int refuse_empty_inputs(struct exec *x)
 	return 0;
 }
 
-/* The progress meter's names for a run (util/progress.h): one object each, as it compares them. */
 /* Transposes folded into the products. A Transpose that a MatMul or a Gemm reads (as A or B) is
  * made a view of its input's bytes, which the products read with BLAS's transposition flags,
  * leading dimensions and batch strides instead of a transposed copy; any other reader is given a
@@ -954,11 +954,14 @@ static void fold_transposes(struct exec *x)
 	uint8_t *product = xcalloc(g->n_values, 1);
 	x->fold = xcalloc(g->n_nodes, 1);
 	x->vref = xcalloc(g->n_values, sizeof *x->vref);
-	if (!product || !x->fold || !x->vref) {
+	x->tcopies = xcalloc(x->max_in + 1, sizeof *x->tcopies);
+	if (!product || !x->fold || !x->vref || !x->tcopies) {
 		xfree(x->fold);
 		xfree(x->vref);
+		xfree(x->tcopies);
 		x->fold = NULL;
 		x->vref = NULL;
+		x->tcopies = NULL;
 	}
 	for (uint32_t i = 0; x->fold && i < g->n_nodes; i++)
 		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
@@ -1062,6 +1065,7 @@ static int materialize(struct exec *x, const struct value *vv, const struct rten
 	return rc;
 }
 
+/* The progress meter's names for a run (util/progress.h): one object each, as it compares them. */
 static const char meter_running[] = "running", meter_shapes[] = "inferring shapes";
 
 static int run_nodes(struct exec *x)
@@ -1107,21 +1111,20 @@ static int run_nodes(struct exec *x)
 		double t0 = x->o->profile || comm ? now() : 0;
 		int shape = x->be && shape_work(n, in), folded = x->fold && x->fold[i] && x->compute ?
 									transpose_view(x, n, in[0], n->in[0]->id, out[0]) : 0;
-		struct rtensor *orig[RT_MAX_DIMS] = {0}, copies[RT_MAX_DIMS];
-		for (uint32_t k = 0; x->vref && !folded && k < n->n_in && k < RT_MAX_DIMS; k++)
+		int rc = 0;
+		for (uint32_t k = 0; x->vref && !folded && k < n->n_in && !rc; k++)
 			if (in[k] && in[k]->view && !reads_views(n, k)) {
-				if (materialize(x, n->in[k], in[k], &copies[k]))
-					return x->e->code;
-				orig[k] = in[k];
-				in[k] = &copies[k];
+				rc = materialize(x, n->in[k], in[k], &x->tcopies[k]);
+				in[k] = &x->tcopies[k];
 			}
-		int rc = folded < 0 || (!folded && (!x->be ? backend_cpu.run_node(x, n, in, out)
-						       : !shape && x->be->supports_op(n, in) ? run_device(x, n, in, out)
-											      : run_fallback(x, n, in, out, shape)));
-		for (uint32_t k = 0; k < n->n_in && k < RT_MAX_DIMS; k++)
-			if (orig[k]) {
-				exec_scratch_free(x, copies[k].data, copies[k].nbytes);
-				in[k] = orig[k];
+		rc = rc || folded < 0 ||
+		     (!folded && (!x->be ? backend_cpu.run_node(x, n, in, out)
+					 : !shape && x->be->supports_op(n, in) ? run_device(x, n, in, out)
+										: run_fallback(x, n, in, out, shape)));
+		for (uint32_t k = 0; x->vref && k < n->n_in; k++)
+			if (in[k] == &x->tcopies[k]) {
+				exec_scratch_free(x, x->tcopies[k].data, x->tcopies[k].nbytes);
+				in[k] = &x->v[n->in[k]->id];
 			}
 		if (rc)
 			return x->e->code;
@@ -1331,6 +1334,7 @@ void exec_free(struct exec *x)
 	xfree(x->lazy);
 	xfree(x->fold);
 	xfree(x->vref);
+	xfree(x->tcopies);
 	xfree(x->args);
 	xfree(x->absent);
 	strmap_free(&x->probes);
