@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <math.h>
 #include "ops/vmath.h"
+#include "util/pool.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,64 +550,160 @@ Test(exec, a_conv_transpose_on_small_maps_folds_the_batch)
 
 /* Transpose by every permutation of a (3, 40, 1, 37) float32 tensor (tiles of 32 with remainders,
  * a unit axis to drop, axes that stay adjacent and merge) and of a float64 one, element for
- * element against the index arithmetic of the definition. */
+ * element against the index arithmetic of the definition; and of a (5, 40, 3, 3) one, whose short
+ * kept runs (a kernel's 3 x 3 window, 36 and 72 bytes) are tiled as the elements of a transpose of
+ * lower rank. */
 Test(exec, transpose_by_every_permutation)
 {
 	enum { N = 3 * 40 * 37 };
-	const int64_t sh[4] = {3, 40, 1, 37};
+	static const int64_t shapes[2][4] = {{3, 40, 1, 37}, {5, 40, 3, 3}};
 	static float xf[N];
 	static double xd[N];
 	for (int i = 0; i < N; i++)
 		xd[i] = xf[i] = (float)i;
 	int perms = 0;
-	for (int p0 = 0; p0 < 4; p0++)
-		for (int p1 = 0; p1 < 4; p1++)
-			for (int p2 = 0; p2 < 4; p2++) {
-				int p3 = 6 - p0 - p1 - p2;
-				if (p0 == p1 || p0 == p2 || p1 == p2 || p3 < 0 || p3 > 3 || p3 == p0 || p3 == p1 || p3 == p2)
-					continue;
-				const int pm[4] = {p0, p1, p2, p3};
-				perms++;
-				for (int f = 0; f < 2; f++) {
-					char text[512];
-					snprintf(text, sizeof text,
-						 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [3, 40, 1, 37]}]\n"
-						 "nodes:\n  - {op: Transpose, inputs: [x], outputs: [y], attrs: {perm: [%d, %d, %d, %d]}}\n"
-						 "outputs: [{name: y}]\n",
-						 f ? "float32" : "float64", p0, p1, p2, p3);
-					struct graph *g = load_text("transpose.yaml", text);
-					struct rtensor t = {.dtype = f ? DT_FLOAT : DT_DOUBLE, .ndim = 4, .dims = {3, 40, 1, 37},
-							    .numel = N, .data = f ? (void *)xf : (void *)xd,
-							    .nbytes = N * (f ? 4u : 8u), .known = 1};
-					const char *names[1] = {"x"};
-					struct gd_err e = {0};
-					struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
-					struct exec *x = exec_run(g, &o, NULL, &e);
-					cr_assert(x, "%s", e.msg);
-					const struct rtensor *y = exec_value(x, g->outputs[0]);
-					int64_t od[4], bad = 0;
-					for (int k = 0; k < 4; k++)
-						od[k] = sh[pm[k]];
-					for (int64_t i = 0; i < N; i++) {
-						int64_t oi[4], rem = i, ii[4], src = 0;
-						for (int k = 3; k >= 0; k--) {
-							oi[k] = rem % od[k];
-							rem /= od[k];
+	for (int s = 0; s < 2; s++)
+		for (int p0 = 0; p0 < 4; p0++)
+			for (int p1 = 0; p1 < 4; p1++)
+				for (int p2 = 0; p2 < 4; p2++) {
+					int p3 = 6 - p0 - p1 - p2;
+					if (p0 == p1 || p0 == p2 || p1 == p2 || p3 < 0 || p3 > 3 || p3 == p0 || p3 == p1 ||
+					    p3 == p2)
+						continue;
+					const int pm[4] = {p0, p1, p2, p3};
+					const int64_t *sh = shapes[s];
+					int64_t numel = sh[0] * sh[1] * sh[2] * sh[3];
+					perms++;
+					for (int f = 0; f < 2; f++) {
+						char text[512];
+						snprintf(text, sizeof text,
+							 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, "
+							 "%lld, %lld]}]\nnodes:\n  - {op: Transpose, inputs: [x], outputs: [y], attrs: "
+							 "{perm: [%d, %d, %d, %d]}}\noutputs: [{name: y}]\n",
+							 f ? "float32" : "float64", (long long)sh[0], (long long)sh[1],
+							 (long long)sh[2], (long long)sh[3], p0, p1, p2, p3);
+						struct graph *g = load_text("transpose.yaml", text);
+						struct rtensor t = {.dtype = f ? DT_FLOAT : DT_DOUBLE, .ndim = 4,
+								    .dims = {sh[0], sh[1], sh[2], sh[3]}, .numel = numel,
+								    .data = f ? (void *)xf : (void *)xd,
+								    .nbytes = (size_t)numel * (f ? 4u : 8u), .known = 1};
+						const char *names[1] = {"x"};
+						struct gd_err e = {0};
+						struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
+						struct exec *x = exec_run(g, &o, NULL, &e);
+						cr_assert(x, "%s", e.msg);
+						const struct rtensor *y = exec_value(x, g->outputs[0]);
+						int64_t od[4], bad = 0;
+						for (int k = 0; k < 4; k++)
+							od[k] = sh[pm[k]];
+						for (int64_t i = 0; i < numel; i++) {
+							int64_t oi[4], rem = i, ii[4], src = 0;
+							for (int k = 3; k >= 0; k--) {
+								oi[k] = rem % od[k];
+								rem /= od[k];
+							}
+							for (int k = 0; k < 4; k++)
+								ii[pm[k]] = oi[k];
+							for (int k = 0; k < 4; k++)
+								src = src * sh[k] + ii[k];
+							double v = f ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
+							bad += v != (double)src;
 						}
-						for (int k = 0; k < 4; k++)
-							ii[pm[k]] = oi[k];
-						for (int k = 0; k < 4; k++)
-							src = src * sh[k] + ii[k];
-						double v = f ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
-						bad += v != (double)src;
+						cr_expect_eq(bad, 0, "shape %d, perm [%d %d %d %d], %s: %lld elements wrong", s, p0,
+							     p1, p2, p3, f ? "float32" : "float64", (long long)bad);
+						exec_free(x);
+						graph_free(g);
 					}
-					cr_expect_eq(bad, 0, "perm [%d %d %d %d], %s: %lld elements wrong", p0, p1, p2, p3,
-						     f ? "float32" : "float64", (long long)bad);
-					exec_free(x);
-					graph_free(g);
 				}
+	cr_assert_eq(perms, 48);
+}
+
+/* Slice of a (4, 5, 6, 7) float32 tensor, element for element against the definition: a kernel's
+ * 3 x 3 crop of the last two axes (short rows copied inline), reversed and strided last axes
+ * (step -1 and -3), a reversed leading axis, a step past the end, a rank-1 input (planes of one
+ * row), over 1 and 3 threads. */
+Test(exec, slice_against_the_definition)
+{
+	enum { N = 4 * 5 * 6 * 7 };
+	static const int64_t sh[4] = {4, 5, 6, 7};
+	static const struct {
+		int rank, n;
+		int64_t st[4], en[4], ax[4], sp[4];
+	} cases[] = {
+		{4, 2, {0, 0}, {3, 3}, {2, 3}, {1, 1}},
+		{4, 2, {-1, 5}, {-100, 0}, {3, 2}, {-1, -2}},
+		{4, 3, {3, 1, 6}, {0, 4, -100}, {0, 1, 3}, {-2, 1, -3}},
+		{4, 1, {1}, {100}, {1}, {100}},
+		{1, 1, {2}, {-1}, {0}, {1}},
+	};
+	static float xf[N];
+	for (int i = 0; i < N; i++)
+		xf[i] = (float)i;
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int th = 1; th <= 3; th += 2) {
+			pool_set_threads(th);
+			char text[1024], st[64] = "", en[64] = "", ax[64] = "", sp[64] = "";
+			for (int k = 0; k < cases[c].n; k++) {
+				const char *sep = k ? ", " : "";
+				snprintf(st + strlen(st), sizeof st - strlen(st), "%s%lld", sep, (long long)cases[c].st[k]);
+				snprintf(en + strlen(en), sizeof en - strlen(en), "%s%lld", sep, (long long)cases[c].en[k]);
+				snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%lld", sep, (long long)cases[c].ax[k]);
+				snprintf(sp + strlen(sp), sizeof sp - strlen(sp), "%s%lld", sep, (long long)cases[c].sp[k]);
 			}
-	cr_assert_eq(perms, 24);
+			int r = cases[c].rank;
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [%s]}]\n"
+				 "params:\n  - {name: st, dtype: int64, shape: [%d], data: [%s]}\n"
+				 "  - {name: en, dtype: int64, shape: [%d], data: [%s]}\n"
+				 "  - {name: ax, dtype: int64, shape: [%d], data: [%s]}\n"
+				 "  - {name: sp, dtype: int64, shape: [%d], data: [%s]}\n"
+				 "nodes:\n  - {op: Slice, inputs: [x, st, en, ax, sp], outputs: [y]}\noutputs: [{name: y}]\n",
+				 r == 4 ? "4, 5, 6, 7" : "840", cases[c].n, st, cases[c].n, en, cases[c].n, ax, cases[c].n, sp);
+			struct graph *g = load_text("slice.yaml", text);
+			struct rtensor t = {.dtype = DT_FLOAT, .ndim = r, .numel = N, .data = xf, .nbytes = N * 4u, .known = 1};
+			int64_t d[4], first[4], step[4];
+			for (int k = 0; k < r; k++) {
+				t.dims[k] = r == 4 ? sh[k] : N;
+				first[k] = 0, step[k] = 1, d[k] = t.dims[k];
+			}
+			for (int k = 0; k < cases[c].n; k++) { /* the definition: clamped start, count by step */
+				int64_t a = cases[c].ax[k], dim = t.dims[a], s = cases[c].sp[k];
+				int64_t lo = cases[c].st[k] < 0 ? cases[c].st[k] + dim : cases[c].st[k];
+				int64_t hi = cases[c].en[k] < 0 ? cases[c].en[k] + dim : cases[c].en[k];
+				lo = s > 0 ? (lo < 0 ? 0 : lo > dim ? dim : lo) : (lo < -1 ? -1 : lo > dim - 1 ? dim - 1 : lo);
+				hi = s > 0 ? (hi < 0 ? 0 : hi > dim ? dim : hi) : (hi < -1 ? -1 : hi > dim - 1 ? dim - 1 : hi);
+				int64_t n = 0;
+				for (int64_t v = lo; s > 0 ? v < hi : v > hi; v += s)
+					n++;
+				first[a] = lo, step[a] = s, d[a] = n;
+			}
+			const char *names[1] = {"x"};
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "%s", e.msg);
+			const struct rtensor *y = exec_value(x, g->outputs[0]);
+			int64_t numel = 1, bad = 0;
+			for (int k = 0; k < r; k++) {
+				cr_assert_eq(y->dims[k], d[k], "case %zu, axis %d", c, k);
+				numel *= d[k];
+			}
+			cr_assert_eq(y->numel, numel);
+			cr_assert_gt(numel, 1, "case %zu takes more than one element", c);
+			for (int64_t i = 0; i < numel; i++) {
+				int64_t rem = i, src = 0, mul = 1;
+				for (int k = r - 1; k >= 0; k--) {
+					src += (first[k] + rem % d[k] * step[k]) * mul;
+					mul *= t.dims[k];
+					rem /= d[k];
+				}
+				bad += ((const float *)y->data)[i] != (float)src;
+			}
+			cr_expect_eq(bad, 0, "case %zu, %d threads: %lld elements wrong", c, th, (long long)bad);
+			exec_free(x);
+			graph_free(g);
+		}
+	pool_set_threads(1);
 }
 
 /* The kernels that cut their work over the pool's threads (elementwise, transposes, reductions,
@@ -614,7 +711,6 @@ Test(exec, transpose_by_every_permutation)
  * to be cut; the products, whose pieces follow from their shape alone, match a float64 product.
  * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
  * starting mid-walk finds its place. */
-#include "util/pool.h"
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */

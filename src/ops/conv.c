@@ -441,7 +441,7 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 	int64_t per = (int64_t)((16u << 20) / ((size_t)(g->n * K) * 4 + 1)); /* positions a GEMM */
 	per = per < 1 ? 1 : per > np ? np : per;
 	size_t pb = (size_t)(per * g->n * K) * 4, ob = (size_t)(per * g->n * g->m) * 4;
-	float *p = exec_scratch_raw(x, pb), *o = p ? exec_scratch(x, ob) : NULL; /* p: written in full */
+	float *p = exec_scratch_raw(x, pb), *o = p ? exec_scratch_raw(x, ob) : NULL; /* written in full */
 	if (!o) {
 		exec_scratch_free(x, p, pb);
 		return -1;

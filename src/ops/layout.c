@@ -152,6 +152,9 @@ static void transpose_bands(void *arg, int64_t b0, int64_t b1)
 	const struct tjob *j = arg;
 	const uint32_t *in32 = j->in;
 	uint32_t *out32 = j->out;
+	const uint8_t *in8 = j->in;
+	uint8_t *out8 = j->out;
+	size_t es = j->es;
 	int64_t A = j->D[j->q], B = j->D[j->R - 1], sb = j->S[j->R - 1], oq = j->OS[j->q];
 	for (int64_t b = b0; b < b1; b++) {
 		int64_t src, dst, a0 = b % j->bands * 32, a1 = a0 + 32 < A ? a0 + 32 : A;
@@ -159,8 +162,19 @@ static void transpose_bands(void *arg, int64_t b0, int64_t b1)
 		for (int64_t b0_ = 0; b0_ < B; b0_ += 32) {
 			int64_t e = b0_ + 32 < B ? b0_ + 32 : B;
 			for (int64_t i = a0; i < a1; i++)
-				for (int64_t c = b0_; c < e; c++)
-					out32[dst + i * oq + c] = in32[src + i + c * sb];
+				if (es == 4)
+					for (int64_t c = b0_; c < e; c++)
+						out32[dst + i * oq + c] = in32[src + i + c * sb];
+				else if (es % 4 == 0) /* runs of words: a call per run would cost more */
+					for (int64_t c = b0_; c < e; c++) {
+						uint32_t *d = (uint32_t *)(out8 + (size_t)(dst + i * oq + c) * es);
+						const uint32_t *s = (const uint32_t *)(in8 + (size_t)(src + i + c * sb) * es);
+						for (size_t k = 0; k < es / 4; k++)
+							d[k] = s[k];
+					}
+				else
+					for (int64_t c = b0_; c < e; c++)
+						memcpy(out8 + (size_t)(dst + i * oq + c) * es, in8 + (size_t)(src + i + c * sb) * es, es);
 		}
 	}
 }
@@ -232,6 +246,17 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 		memcpy(o, a->data, es);
 		return 0;
 	}
+	int64_t units = a->numel;
+	if (R >= 3 && S[R - 1] == 1 && (size_t)D[R - 1] * es <= 256) {
+		/* short runs kept whole (the (M, C, 3, 3) kernel's C <-> M swap): the runs are the
+		 * elements of a transpose of one rank less, tiled below instead of walked row by row
+		 * with each row a stride away (every other stride is a multiple of the run) */
+		es *= (size_t)D[--R];
+		units /= D[R];
+		for (int i = 0; i < R; i++)
+			S[i] /= D[R];
+	}
+	int64_t grain = (int64_t)((size_t)KERNEL_GRAIN * 4 / es) + 1; /* in elements */
 	struct tjob j = {.R = R, .q = -1, .es = es, .in = a->data, .out = o};
 	memcpy(j.D, D, sizeof D);
 	memcpy(j.S, S, sizeof S);
@@ -239,16 +264,16 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 	for (int i = 0; i + 1 < R; i++) /* the output dimension the input's contiguous one went to */
 		if (S[i] == 1)
 			j.q = i;
-	if (S[R - 1] != 1 && j.q >= 0 && es == 4) {
+	if (S[R - 1] != 1 && j.q >= 0 && (es == 4 || es >= 8)) {
 		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs;
 		 * the pieces are bands of 32 rows of a plane */
 		j.bands = (D[j.q] + 31) / 32;
-		kernel_for(a->numel / (D[j.q] * D[R - 1]) * j.bands, (KERNEL_GRAIN + 32 * D[R - 1] - 1) / (32 * D[R - 1]),
+		kernel_for(units / (D[j.q] * D[R - 1]) * j.bands, (grain + 32 * D[R - 1] - 1) / (32 * D[R - 1]),
 			   transpose_bands, &j);
 		return 0;
 	}
 	j.q = -1;
-	kernel_for(a->numel / D[R - 1], (KERNEL_GRAIN + D[R - 1] - 1) / D[R - 1], transpose_rows, &j);
+	kernel_for(units / D[R - 1], (grain + D[R - 1] - 1) / D[R - 1], transpose_rows, &j);
 	return 0;
 }
 
@@ -382,6 +407,48 @@ static void slice_bounds(int64_t d, int64_t lo, int64_t hi, int64_t s, int64_t *
 	*first = lo;
 }
 
+/* Slice's copy: the output (R >= 2 axes of dims) from the input (element strides astr), axis d
+ * read from b[d] in steps of st[d]. */
+struct sjob {
+	const uint8_t *a;
+	uint8_t *o;
+	size_t es;
+	int R;
+	int64_t b[RT_MAX_DIMS], st[RT_MAX_DIMS], dims[RT_MAX_DIMS], astr[RT_MAX_DIMS];
+};
+
+/* Output planes [p0, p1) (the last two axes), row by row: a piece of kernel_for. Short rows (a
+ * kernel's 3 x 3 window cropped from 4 x 4) are copied inline, a call each would cost more. */
+static void slice_planes(void *arg, int64_t p0, int64_t p1)
+{
+	const struct sjob *j = arg;
+	size_t es = j->es;
+	int R = j->R;
+	int64_t rows = j->dims[R - 2], row = j->dims[R - 1], step = j->st[R - 1];
+	/* (a huge step keeps one element: no product for it) */
+	int64_t rstride = rows > 1 ? j->st[R - 2] * j->astr[R - 2] : 0, cstride = row > 1 ? step * j->astr[R - 1] : 1;
+	for (int64_t p = p0; p < p1; p++) {
+		/* from the indices: a step may be huge where its axis keeps one element */
+		int64_t src = j->b[R - 2] * j->astr[R - 2] + j->b[R - 1] * j->astr[R - 1];
+		for (int64_t d = R - 3, k = p; d >= 0; d--) {
+			src += (j->b[d] + k % j->dims[d] * j->st[d]) * j->astr[d];
+			k /= j->dims[d];
+		}
+		uint8_t *q = j->o + (size_t)(p * rows * row) * es;
+		for (int64_t r = 0; r < rows; r++, q += (size_t)row * es) {
+			const uint8_t *s = j->a + (size_t)(src + r * rstride) * es;
+			if (cstride == 1 && row * (int64_t)es >= 64)
+				memcpy(q, s, (size_t)row * es);
+			else if (es == 4)
+				for (int64_t c = 0; c < row; c++)
+					((uint32_t *)q)[c] = ((const uint32_t *)s)[c * cstride];
+			else
+				for (int64_t c = 0; c < row; c++)
+					memcpy(q + (size_t)c * es, s + (size_t)(c * cstride) * es, es);
+		}
+	}
+}
+
 static int slice_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
@@ -416,32 +483,19 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
-	size_t es = dtype_size(a->dtype);
-	int64_t astr[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
+	/* the output's planes (its last two axes) cut over the threads; rank < 2 as (1, 1, n) */
+	struct sjob j = {.a = a->data, .o = o, .es = dtype_size(a->dtype), .R = a->ndim < 2 ? 2 : a->ndim};
+	int64_t astr[RT_MAX_DIMS];
 	c_strides(a->ndim, a->dims, astr);
-	/* row by row along the last axis: a run of the input when its step is 1 */
-	int last = a->ndim - 1;
-	int64_t row = a->ndim ? dims[last] : 1, step = a->ndim ? st[last] : 1;
-	const uint8_t *ad = a->data;
-	for (int64_t i = 0; i < out[0]->numel; i += row) {
-		uint8_t *q = o + i * es;
-		int64_t src = 0; /* from the indices: a step may be huge where its axis keeps one element */
-		for (int d = 0; d < a->ndim; d++)
-			src += (b[d] + (d < last ? idx[d] * st[d] : 0)) * astr[d];
-		if (step == 1)
-			memcpy(q, ad + src * es, (size_t)row * es);
-		else if (es == 4)
-			for (int64_t j = 0; j < row; j++)
-				((uint32_t *)q)[j] = ((const uint32_t *)ad)[src + j * step];
-		else
-			for (int64_t j = 0; j < row; j++)
-				memcpy(q + j * es, ad + (src + j * step) * es, es);
-		for (int d = last - 1; d >= 0; d--) {
-			if (++idx[d] < dims[d])
-				break;
-			idx[d] = 0;
-		}
+	for (int d = 0, lead = j.R - a->ndim; d < j.R; d++) {
+		int sd = d - lead;
+		j.b[d] = sd < 0 ? 0 : b[sd];
+		j.st[d] = sd < 0 ? 1 : st[sd];
+		j.dims[d] = sd < 0 ? 1 : dims[sd];
+		j.astr[d] = sd < 0 ? 0 : astr[sd];
 	}
+	int64_t plane = j.dims[j.R - 2] * j.dims[j.R - 1];
+	kernel_for(out[0]->numel / plane, KERNEL_GRAIN / plane + 1, slice_planes, &j);
 	return 0;
 }
 
