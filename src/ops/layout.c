@@ -540,6 +540,44 @@ static int gather_run(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
+/* Expand's copy: output rows of D[R-1] elements, the input read at strides S (0 along a broadcast
+ * axis; the last one's 0 or 1, the input being dense). */
+struct ejob {
+	const uint8_t *in;
+	uint8_t *o;
+	size_t es;
+	int R;
+	int64_t D[RT_MAX_DIMS], S[RT_MAX_DIMS];
+};
+
+/* Output rows [r0, r1): a copy of an input row, or one element repeated. A piece of kernel_for. */
+static void expand_rows(void *arg, int64_t r0, int64_t r1)
+{
+	const struct ejob *j = arg;
+	size_t es = j->es;
+	int64_t row = j->D[j->R - 1];
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t src = 0, k = r;
+		for (int d = j->R - 2; d >= 0; d--) {
+			src += k % j->D[d] * j->S[d];
+			k /= j->D[d];
+		}
+		const uint8_t *s = j->in + (size_t)src * es;
+		uint8_t *q = j->o + (size_t)(r * row) * es;
+		if (j->S[j->R - 1])
+			memcpy(q, s, (size_t)row * es);
+		else if (es == 4)
+			for (int64_t c = 0; c < row; c++)
+				memcpy(q + (size_t)c * 4, s, 4);
+		else if (es == 8)
+			for (int64_t c = 0; c < row; c++)
+				memcpy(q + (size_t)c * 8, s, 8);
+		else
+			for (int64_t c = 0; c < row; c++)
+				memcpy(q + (size_t)c * es, s, es);
+	}
+}
+
 static int expand_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
@@ -558,18 +596,27 @@ static int expand_run(struct exec *x, const struct node *n, struct rtensor *cons
 	if (!o)
 		return exec_status(x);
 	bcast_strides(in[0], nd, dims, st);
-	size_t es = dtype_size(in[0]->dtype);
-	int64_t idx[RT_MAX_DIMS] = {0}, src = 0;
-	for (int64_t i = 0; i < out[0]->numel; i++) {
-		memcpy(o + i * es, (const uint8_t *)in[0]->data + src * es, es);
-		for (int d = nd - 1; d >= 0; d--) {
-			src += st[d];
-			if (++idx[d] < dims[d])
-				break;
-			src -= st[d] * dims[d];
-			idx[d] = 0;
+	/* the walk: unit axes dropped, and neighbours merged where the input's strides allow (a
+	 * scalar's broadcast is one row of stride 0: a fill) */
+	struct ejob j = {.in = in[0]->data, .o = o, .es = dtype_size(in[0]->dtype)};
+	for (int d = 0; d < nd; d++) {
+		if (dims[d] == 1)
+			continue;
+		if (j.R && j.S[j.R - 1] == st[d] * dims[d]) {
+			j.D[j.R - 1] *= dims[d];
+			j.S[j.R - 1] = st[d];
+			continue;
 		}
+		j.D[j.R] = dims[d];
+		j.S[j.R++] = st[d];
 	}
+	if (!j.R) {
+		j.D[0] = 1;
+		j.R = 1;
+	}
+	int64_t row = j.D[j.R - 1];
+	if (out[0]->numel)
+		kernel_for(out[0]->numel / row, KERNEL_GRAIN / row + 1, expand_rows, &j);
 	return 0;
 }
 
