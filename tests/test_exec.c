@@ -864,6 +864,74 @@ Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
 	cut_done(g, ts, three);
 }
 
+/* A weight gradient's Conv (of X^T with dY^T, as autodiff writes it) whose one reader is the
+ * Transpose that turns it back is written with its first two axes exchanged, as the GEMM gives it
+ * (256 or more output channels) or transposed once (fewer); the Transpose then copies it in order.
+ * Results match the run that copies transposes (no exchange) and the same graph in float64, and
+ * the peak is the same byte for byte. A Conv with a second reader, one with a bias and a dilated
+ * one (a strided Conv's, cropped by a Slice) are among them. */
+Test(exec, weight_gradients_written_swapped_match)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: x, dtype: %1$s, shape: [4, 6, 5, 5]}, {name: ga, dtype: %1$s, shape: [4, 256, 5, 5]},\n"
+		"         {name: gb, dtype: %1$s, shape: [4, 8, 5, 5]}, {name: gd, dtype: %1$s, shape: [4, 8, 3, 3]},\n"
+		"         {name: bias, dtype: %1$s, shape: [8]}]\n"
+		"params: [{name: st, dtype: int64, shape: [2], data: [0, 0]}, {name: en, dtype: int64, shape: [2], data: [2, 2]},\n"
+		"         {name: ax, dtype: int64, shape: [2], data: [2, 3]}]\n"
+		"nodes:\n"
+		"  - {op: Transpose, inputs: [x], outputs: [xt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Transpose, inputs: [ga], outputs: [gat], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xt, gat], outputs: [ca], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: Transpose, inputs: [ca], outputs: [dwa], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Transpose, inputs: [gb], outputs: [gbt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xt, gbt], outputs: [cb], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: Transpose, inputs: [cb], outputs: [dwb], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xt, gbt], outputs: [cr], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: Transpose, inputs: [cr], outputs: [dwr], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Relu, inputs: [cr], outputs: [rr]}\n"
+		"  - {op: Conv, inputs: [xt, gbt, bias], outputs: [cc], attrs: {pads: [1, 1, 1, 1]}}\n"
+		"  - {op: Transpose, inputs: [cc], outputs: [dwc], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Transpose, inputs: [gd], outputs: [gdt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xt, gdt], outputs: [cd], attrs: {pads: [1, 1, 1, 1], dilations: [2, 2]}}\n"
+		"  - {op: Transpose, inputs: [cd], outputs: [dwd0], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Slice, inputs: [dwd0, st, en, ax], outputs: [dwd]}\n"
+		"outputs: [{name: dwa}, {name: dwb}, {name: dwr}, {name: rr}, {name: dwc}, {name: dwd}]\n";
+	char t32[4096], t64[4096];
+	snprintf(t32, sizeof t32, text, "float32");
+	snprintf(t64, sizeof t64, text, "float64");
+	struct graph *g[2] = {load_text("wgrad.yaml", t32), load_text("wgrad64.yaml", t64)};
+	struct exec *x[3];
+	struct exec_stats st[2];
+	for (int k = 0; k < 3; k++) { /* swapped, copied transposes (no exchange), float64 */
+		struct gd_err e = {0};
+		struct exec_opts o = {.random_inputs = 1, .seed = 5, .copy_transposes = k == 1};
+		if (k < 2)
+			memset(&st[k], 0, sizeof st[k]);
+		x[k] = exec_run(g[k == 2], &o, k < 2 ? &st[k] : NULL, &e);
+		cr_assert(x[k], "%s", e.msg);
+	}
+	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "swapped: peak %zu; copied: %zu", st[0].peak_bytes,
+		     st[1].peak_bytes);
+	for (uint32_t k = 0; k < g[0]->n_outputs; k++) {
+		const struct rtensor *a = exec_value(x[0], g[0]->outputs[k]), *b = exec_value(x[1], g[0]->outputs[k]);
+		const struct rtensor *d = exec_value(x[2], g[1]->outputs[k]);
+		cr_assert(a && b && d && a->numel == b->numel && a->numel == d->numel && a->numel > 0);
+		int64_t bad = 0, far = 0;
+		for (int64_t i = 0; i < a->numel; i++) {
+			double u = ((const float *)a->data)[i], v = ((const float *)b->data)[i], w = ((const double *)d->data)[i];
+			bad += !(fabs(u - v) <= 1e-5 * (1 + fabs(v)));
+			far += !(fabs(u - w) <= 1e-4 * (1 + fabs(w)));
+		}
+		cr_expect_eq(bad, 0, "%s: %lld elements differ from the copied run's", g[0]->outputs[k]->name, (long long)bad);
+		cr_expect_eq(far, 0, "%s: %lld elements differ from float64's", g[0]->outputs[k]->name, (long long)far);
+	}
+	for (int k = 0; k < 3; k++)
+		exec_free(x[k]);
+	graph_free(g[0]);
+	graph_free(g[1]);
+}
+
 /* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match
  * those of transposed copies, and the peak is the same, byte for byte (a view's bytes are counted
  * as the copy's would be). The graph has a weight's transpose (Gemm and a Linear MatMul), a batched

@@ -33,6 +33,7 @@ struct exec {
 	uint8_t *pinned;     /* lives for the whole run */
 	uint8_t *lazy;       /* shapes only: an initializer whose bytes are bound when a node needs them */
 	uint8_t *fold;       /* by node: a Transpose whose output may be a view (fold_transposes) */
+	uint8_t *swap_ok;    /* by value id: exec_swap_ok (find_swaps) */
 	uint32_t *vref;      /* by value id: the live views of its bytes */
 	struct rtensor *tcopies; /* by input slot: a view's transposed copy for a reader that is no product */
 	size_t live, peak;           /* tensors: DESIGN.md's memory model, which plan's simulator predicts */
@@ -184,6 +185,7 @@ int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int
 	t->numel = n;
 	t->nbytes = (size_t)n * es;
 	t->known = 1;
+	t->swapped = 0;
 	return 0;
 }
 
@@ -975,6 +977,54 @@ static void fold_transposes(struct exec *x)
 	xfree(product);
 }
 
+/* A Transpose that exchanges the first two axes and leaves the rest (perm [1, 0, 2, ...]). */
+static int swaps01(const struct node *n)
+{
+	size_t np;
+	const int64_t *p = attr_ints(n, "perm", &np);
+	if (n->op != OP_TRANSPOSE || !p || np < 2 || p[0] != 1 || p[1] != 0)
+		return 0;
+	for (size_t i = 2; i < np; i++)
+		if (p[i] != (int64_t)i)
+			return 0;
+	return 1;
+}
+
+/* exec_swap_ok's values: read once, by a swaps01 Transpose, and not kept. As fold_transposes, on
+ * the CPU, outside shape inference, and not when values are kept or transposes copied (the
+ * device parity test's bitwise run). */
+static void find_swaps(struct exec *x)
+{
+	struct graph *g = x->g;
+	if (x->be || x->o->shapes_only || x->o->keep_values || x->o->copy_transposes || !g->n_values)
+		return;
+	uint32_t *reads = xcalloc(g->n_values, sizeof *reads);
+	x->swap_ok = xcalloc(g->n_values, 1);
+	if (!reads || !x->swap_ok) {
+		xfree(reads);
+		xfree(x->swap_ok);
+		x->swap_ok = NULL;
+		return;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k])
+				reads[g->nodes[i]->in[k]->id]++;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		uint32_t v = n->n_in && n->in[0] ? n->in[0]->id : 0;
+		if (n->n_in == 1 && n->in[0] && swaps01(n) && reads[v] == 1 && !x->pinned[v])
+			x->swap_ok[v] = 1;
+	}
+	xfree(reads);
+}
+
+int exec_swap_ok(const struct exec *x, const struct value *v)
+{
+	/* not into a float32 stand-in for a 16-bit output: narrowing copies it in order */
+	return x->swap_ok && v && x->swap_ok[v->id] && !x->widening && !x->outputs_scratch;
+}
+
 /* n, a folded Transpose: its output t made a view of its input a (value src), if the products
  * can read it so (float32 or float64, rank 2 or more, the last two dimensions' strides a row-major
  * or a transposed matrix's). 1: done; 0: the kernel copies instead; -1: failed. */
@@ -985,7 +1035,8 @@ static int transpose_view(struct exec *x, const struct node *n, struct rtensor *
 	int r = a->ndim;
 	size_t np;
 	const int64_t *p = attr_ints(n, "perm", &np);
-	if (!a->data || a->view || (a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) || r < 2 || (p && (int)np != r))
+	if (!a->data || a->view || a->swapped || (a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) || r < 2 ||
+	    (p && (int)np != r))
 		return 0;
 	int64_t st[RT_MAX_DIMS], dims[RT_MAX_DIMS], vst[RT_MAX_DIMS];
 	int seen[RT_MAX_DIMS] = {0};
@@ -1253,8 +1304,10 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 			rc = to_device(x, &x->v[i]);
 	if (x->be && !rc)
 		rc = x->be->sync(e);
-	if (!rc)
+	if (!rc) {
 		fold_transposes(x);
+		find_swaps(x);
+	}
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
@@ -1333,6 +1386,7 @@ void exec_free(struct exec *x)
 	xfree(x->pinned);
 	xfree(x->lazy);
 	xfree(x->fold);
+	xfree(x->swap_ok);
 	xfree(x->vref);
 	xfree(x->tcopies);
 	xfree(x->args);

@@ -35,6 +35,9 @@ struct rtensor {
 			* sum i_k vst[k]; only MatMul and Gemm (A and B) are given views */
 	uint32_t vsrc;
 	int64_t vst[RT_MAX_DIMS];
+	int swapped;   /* data holds the tensor with its first two axes exchanged: written so by a
+			* kernel for the one Transpose that reads it and exchanges them back
+			* (exec_swap_ok), which then copies it in order; reset by exec_shape */
 };
 
 struct exec;
@@ -155,6 +158,11 @@ uint64_t exec_step(const struct exec *x); /* exec_opts.step */
 struct graph *exec_graph(const struct exec *x); /* for reading attribute tensors' data */
 /* Whether a shapes-only run gave symbolic dimensions stand-in values. */
 int exec_probed(const struct exec *x);
+/* Whether value v may be written with its first two axes exchanged (rtensor.swapped): its one
+ * reader is a Transpose that exchanges them (perm [1, 0, 2, ...]), it is kept by no one, the run
+ * is on the CPU and the kernel writes it, not a float32 stand-in for it (a weight gradient's Conv
+ * then writes it as the GEMM gives it, and the Transpose copies it in order). */
+int exec_swap_ok(const struct exec *x, const struct value *v);
 /* Whether dimension d (of an inferred shape) derives from a symbolic dimension: stand-ins are
  * distinct primes above 10000, so such dimensions are multiples of one. */
 int exec_dim_symbolic(const struct exec *x, int64_t d);

@@ -433,16 +433,21 @@ static void gather_patches(void *arg, int64_t r0, int64_t r1)
  * large as the image, or a forward Conv on a 2x2 or 4x4 map): every image's patch at every
  * position gathered, P (n np, K) with K = c kh kw, and Y' (n np, m) = P W^T, one GEMM with a long
  * K for as many positions as about 16 MiB of patches hold, instead of im2col's n GEMMs of np
- * columns each. -1 when out of memory. */
+ * columns each. With `swapped` (the output may be written with its first two axes exchanged:
+ * a weight gradient's, which a Transpose turns back) and all positions in one GEMM, Y (m, n np) =
+ * W P^T is written, the weight gradient's own layout (as the GEMM gives it, or Y' transposed),
+ * and *swapped set. -1 when out of memory. */
 static int conv_positions(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
-			  float *y)
+			  float *y, int *swapped)
 {
 	int64_t K = g->c * g->kh * g->kw, np = g->oh * g->ow;
 	int64_t per = (int64_t)((16u << 20) / ((size_t)(g->n * K) * 4 + 1)); /* positions a GEMM */
 	per = per < 1 ? 1 : per > np ? np : per;
-	size_t pb = (size_t)(per * g->n * K) * 4, ob = (size_t)(per * g->n * g->m) * 4;
-	float *p = exec_scratch_raw(x, pb), *o = p ? exec_scratch_raw(x, ob) : NULL; /* written in full */
-	if (!o) {
+	/* with m < 256 rows, W P^T runs slower in OpenBLAS than P W^T and a transpose of that */
+	int direct = swapped && per == np && g->m >= 256;
+	size_t pb = (size_t)(per * g->n * K) * 4, ob = direct ? 0 : (size_t)(per * g->n * g->m) * 4;
+	float *p = exec_scratch_raw(x, pb), *o = p && !direct ? exec_scratch_raw(x, ob) : NULL; /* written in full */
+	if (!p || (!direct && !o)) {
 		exec_scratch_free(x, p, pb);
 		return -1;
 	}
@@ -451,8 +456,19 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 		int64_t p1 = p0 + per < np ? p0 + per : np;
 		struct gather j = {g, src, p, p0, p1 - p0, K};
 		kernel_for(g->n * (p1 - p0), KERNEL_GRAIN / (K + 1) + 1, gather_patches, &j); /* K 0: no channels */
+		if (direct) {
+			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)(g->n * np), (int)K, 1.0f,
+				   (const float *)w->data, (int)K, p, (int)K, 0.0f, y, (int)(g->n * np));
+			*swapped = 1;
+			break;
+		}
 		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(g->n * (p1 - p0)), (int)g->m, (int)K, 1.0f, p,
 			   (int)K, (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
+		if (swapped && per == np) {
+			transpose2(o, g->n * np, g->m, 4, y);
+			*swapped = 1;
+			break;
+		}
 		for (int64_t b = 0; b < g->n; b++) /* o read in order; y written np apart */
 			for (int64_t pos = p0; pos < p1; pos++) {
 				const float *orow = o + (b * (p1 - p0) + pos - p0) * g->m;
@@ -587,7 +603,9 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		/* the padded image's frame costs (hp wp) / (kh kw) the FLOPs: worth it when that is near 1 */
 		int64_t frame = (g.h + g.pt + g.pb) * (g.w + g.pl + g.pr);
 		int unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && 4 * frame <= 5 * g.kh * g.kw;
-		if (unit ? conv_positions_shifted(x, a, w, &g, (float *)y) : conv_positions(x, a, w, &g, (float *)y))
+		int *swapped = !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
+		if (unit ? conv_positions_shifted(x, a, w, &g, (float *)y)
+			 : conv_positions(x, a, w, &g, (float *)y, swapped))
 			return exec_status(x);
 		if (b)
 			add_bias(out[0], b, g.n, g.m, np);

@@ -25,6 +25,9 @@ int bcast_shape(struct exec *x, struct rtensor *const *ts, int n, int *ndim, int
 /* Element strides of t viewed in a broadcast output of rank ndim: 0 along broadcast dimensions. */
 void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64_t *strides);
 
+/* b (cols, rows) = a (rows, cols) transposed, elements of es bytes: tiled, over the threads. */
+void transpose2(const void *a, int64_t rows, int64_t cols, size_t es, void *b);
+
 /* C-order strides of a shape, in elements. */
 void c_strides(int ndim, const int64_t *dims, int64_t *strides);
 

@@ -205,6 +205,49 @@ static void transpose_rows(void *arg, int64_t r0, int64_t r1)
 	}
 }
 
+/* The copy of a transpose: the output's R dimensions D (merged, none of 1) read at the input's
+ * strides S, units elements of es bytes in all. */
+static void transpose_walk(int R, int64_t *D, int64_t *S, size_t es, int64_t units, const void *in, void *o)
+{
+	if (R >= 3 && S[R - 1] == 1 && (size_t)D[R - 1] * es <= 256) {
+		/* short runs kept whole (the (M, C, 3, 3) kernel's C <-> M swap): the runs are the
+		 * elements of a transpose of one rank less, tiled below instead of walked row by row
+		 * with each row a stride away (every other stride is a multiple of the run) */
+		es *= (size_t)D[--R];
+		units /= D[R];
+		for (int i = 0; i < R; i++)
+			S[i] /= D[R];
+	}
+	int64_t grain = (int64_t)((size_t)KERNEL_GRAIN * 4 / es) + 1; /* in elements */
+	struct tjob j = {.R = R, .q = -1, .es = es, .in = in, .out = o};
+	memcpy(j.D, D, (size_t)R * sizeof *D);
+	memcpy(j.S, S, (size_t)R * sizeof *S);
+	c_strides(R, D, j.OS);
+	for (int i = 0; i + 1 < R; i++) /* the output dimension the input's contiguous one went to */
+		if (S[i] == 1)
+			j.q = i;
+	if (S[R - 1] != 1 && j.q >= 0 && (es == 4 || es >= 8)) {
+		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs;
+		 * the pieces are bands of 32 rows of a plane */
+		j.bands = (D[j.q] + 31) / 32;
+		kernel_for(units / (D[j.q] * D[R - 1]) * j.bands, (grain + 32 * D[R - 1] - 1) / (32 * D[R - 1]),
+			   transpose_bands, &j);
+		return;
+	}
+	j.q = -1;
+	kernel_for(units / D[R - 1], (grain + D[R - 1] - 1) / D[R - 1], transpose_rows, &j);
+}
+
+void transpose2(const void *a, int64_t rows, int64_t cols, size_t es, void *b)
+{
+	if (rows < 2 || cols < 2) { /* a row or a column: the same bytes */
+		memcpy(b, a, (size_t)(rows * cols) * es);
+		return;
+	}
+	int64_t D[RT_MAX_DIMS] = {cols, rows}, S[RT_MAX_DIMS] = {1, cols};
+	transpose_walk(2, D, S, es, rows * cols, a, b);
+}
+
 static int transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	struct rtensor *a = in[0];
@@ -224,6 +267,14 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 	if (!o || !a->numel)
 		return exec_status(x);
 	c_strides(r, a->dims, st);
+	if (a->swapped && r >= 2) { /* the bytes hold (d1, d0, ...): axis 0 steps d1's stride there */
+		int64_t ph[RT_MAX_DIMS];
+		memcpy(ph, a->dims, sizeof ph);
+		ph[0] = a->dims[1], ph[1] = a->dims[0];
+		c_strides(r, ph, st);
+		int64_t s0 = st[0];
+		st[0] = st[1], st[1] = s0;
+	}
 	for (int i = 0; i < r; i++)
 		pst[i] = st[perm[i]];
 	size_t es = dtype_size(a->dtype);
@@ -246,34 +297,7 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 		memcpy(o, a->data, es);
 		return 0;
 	}
-	int64_t units = a->numel;
-	if (R >= 3 && S[R - 1] == 1 && (size_t)D[R - 1] * es <= 256) {
-		/* short runs kept whole (the (M, C, 3, 3) kernel's C <-> M swap): the runs are the
-		 * elements of a transpose of one rank less, tiled below instead of walked row by row
-		 * with each row a stride away (every other stride is a multiple of the run) */
-		es *= (size_t)D[--R];
-		units /= D[R];
-		for (int i = 0; i < R; i++)
-			S[i] /= D[R];
-	}
-	int64_t grain = (int64_t)((size_t)KERNEL_GRAIN * 4 / es) + 1; /* in elements */
-	struct tjob j = {.R = R, .q = -1, .es = es, .in = a->data, .out = o};
-	memcpy(j.D, D, sizeof D);
-	memcpy(j.S, S, sizeof S);
-	c_strides(R, D, j.OS);
-	for (int i = 0; i + 1 < R; i++) /* the output dimension the input's contiguous one went to */
-		if (S[i] == 1)
-			j.q = i;
-	if (S[R - 1] != 1 && j.q >= 0 && (es == 4 || es >= 8)) {
-		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs;
-		 * the pieces are bands of 32 rows of a plane */
-		j.bands = (D[j.q] + 31) / 32;
-		kernel_for(units / (D[j.q] * D[R - 1]) * j.bands, (grain + 32 * D[R - 1] - 1) / (32 * D[R - 1]),
-			   transpose_bands, &j);
-		return 0;
-	}
-	j.q = -1;
-	kernel_for(units / D[R - 1], (grain + D[R - 1] - 1) / D[R - 1], transpose_rows, &j);
+	transpose_walk(R, D, S, es, a->numel, a->data, o);
 	return 0;
 }
 
