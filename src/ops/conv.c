@@ -596,9 +596,10 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_status(x);
 	int64_t cg = g.c / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
-	/* a weight's gradient (a kernel about as large as the image: a quarter of it or more), or a
-	 * forward Conv on a small map with enough channels for a long K: few positions */
-	if (a->dtype == DT_FLOAT && g.group == 1 && np <= 16 &&
+	/* a weight's gradient (a kernel about as large as the image: a quarter of it or more; up to
+	 * 8 x 8 positions for a kernel of 64 or more, the 7 x 7 stem's), or a forward Conv on a small
+	 * map with enough channels for a long K: few positions */
+	if (a->dtype == DT_FLOAT && g.group == 1 && (np <= 16 || (np <= 64 && g.kh * g.kw >= 64)) &&
 	    (g.kh * g.kw >= 64 || 4 * g.kh * g.kw >= g.h * g.w || g.c * g.kh * g.kw >= 256)) {
 		/* the padded image's frame costs (hp wp) / (kh kw) the FLOPs: worth it when that is near 1 */
 		int64_t frame = (g.h + g.pt + g.pb) * (g.w + g.pl + g.pr);
