@@ -5,9 +5,9 @@
  * results are deterministic and independent of the vector width. Accuracy against the
  * double-precision libm (the worst of 2^24 evenly spaced inputs; tests/test_exec.c holds each to the
  * bound given, on 2^20):
- *   vm_expf   1.3 ulp (bound 2) for x in [-87.3, 88.7]; below, gradual underflow (denormals) down to
+ *   vm_expf   1.1 ulp (bound 2) for x in [-87.3, 88.7]; below, gradual underflow (denormals) down to
  *             0 at x < -103.9; +inf above 88.72; NaN stays NaN.
- *   vm_erff   2.6 ulp (bound 3), 1.6e-7 absolute: x p(x^2) for |x| < 1, and 1 - exp(-x^2) g(x - 2.5)
+ *   vm_erff   2.5 ulp (bound 3), 1.3e-7 absolute: x p(x^2) for |x| < 1, and 1 - exp(-x^2) g(x - 2.5)
  *             on 1 <= |x| < 4 (erfc's smooth factor); +-1 beyond, where erfc is below half an ulp of 1.
  *   vm_tanhf  1.3 ulp (bound 2): x p(x^2) for |x| < 0.625, 1 - 2 / (e^2|x| + 1) above, with the sign.
  * The polynomials are least-squares fits on Chebyshev nodes, weighted to relative error, made by
@@ -15,14 +15,18 @@
 #ifndef GD_VMATH_H
 #define GD_VMATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-/* A kernel whose loops call these, compiled three times: for AVX-512, AVX2 and the x86-64
- * baseline, the one the processor runs chosen at load time. C11 (not GNU C) does not contract
- * a * b + c into FMA, so all three compute the same bits, 16, 8 or 4 lanes at a time. */
+/* A kernel whose loops call these, compiled three times: for x86-64-v4 (AVX-512), x86-64-v3 (AVX2
+ * and FMA) and the x86-64 baseline, the one the processor runs chosen at load time. The
+ * polynomials are evaluated with fmaf, which is exactly rounded everywhere: the v3 and v4 clones
+ * make it one vector FMA, the baseline a libm call (slower, the same bits). C11 (not GNU C) does
+ * not contract other a * b + c into FMA, so all three compute the same bits, 16, 8 or 4 lanes at a
+ * time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define VM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define VM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VM_CLONES
 #endif
@@ -39,27 +43,39 @@ static inline float vm_expf(float x)
 	/* x = n ln2 + r, |r| <= ln2 / 2; e^r = 1 + r + r^2 q(r); 2^n applied as two factors so that
 	 * n up to 129 and down to -150 (denormal results) stay normal floats on the way */
 	float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x; /* NaN passes */
-	float t = xc * 1.44269504f + 12582912.0f;                 /* 1.5 2^23: rounds x log2(e) */
+	float t = fmaf(xc, 1.44269504f, 12582912.0f);             /* 1.5 2^23: rounds x log2(e) */
 	float fn = t - 12582912.0f;
 	uint32_t tb;
 	memcpy(&tb, &t, sizeof tb);
 	int32_t n = (int32_t)(tb - 0x4B400000u), h = n / 2;
-	float r = xc - fn * 0.693359375f - fn * -2.12194440e-4f;
-	float q = 0.5f + r * (0.16666573f + r * (0.041666955f + r * (0.0083637182f + r * 0.0013893929f)));
-	float p = 1.0f + r + r * r * q;
+	float r = fmaf(fn, 2.12194440e-4f, fmaf(fn, -0.693359375f, xc));
+	float q = fmaf(r, fmaf(r, fmaf(r, fmaf(r, 0.0013893929f, 0.0083637182f), 0.041666955f), 0.16666573f), 0.5f);
+	float p = 1.0f + fmaf(r * r, q, r);
 	return p * vm_bits_float((uint32_t)(h + 127) << 23) * vm_bits_float((uint32_t)(n - h + 127) << 23);
 }
 
 static inline float vm_erff(float x)
 {
 	float a = x < 0 ? -x : x, z = x * x;
-	float small = x * (1.1283792f + z * (-0.37612629f + z * (0.11283612f + z * (-0.026854809f +
-					 z * (0.0051900535f + z * (-0.00080243539f + z * 7.8982099e-05f))))));
+	float p = fmaf(z, 7.8982099e-05f, -0.00080243539f);
+	p = fmaf(z, p, 0.0051900535f);
+	p = fmaf(z, p, -0.026854809f);
+	p = fmaf(z, p, 0.11283612f);
+	p = fmaf(z, p, -0.37612629f);
+	float small = x * fmaf(z, p, 1.1283792f);
 	float s = (a < 4.0f ? a : 4.0f) - 2.5f;
-	float g = 0.21080635f + s * (-0.074347362f + s * (0.024938174f + s * (-0.0080014747f + s * (0.0024660928f +
-		  s * (-0.00073371298f + s * (0.00021283205f + s * (-5.8942707e-05f + s * (1.4425777e-05f +
-		  s * (-4.0093432e-06f + s * (1.6588418e-06f + s * -3.8357987e-07f))))))))));
-	float big = 1.0f - vm_expf(-z) * g;
+	float g = fmaf(s, -3.8357987e-07f, 1.6588418e-06f);
+	g = fmaf(s, g, -4.0093432e-06f);
+	g = fmaf(s, g, 1.4425777e-05f);
+	g = fmaf(s, g, -5.8942707e-05f);
+	g = fmaf(s, g, 0.00021283205f);
+	g = fmaf(s, g, -0.00073371298f);
+	g = fmaf(s, g, 0.0024660928f);
+	g = fmaf(s, g, -0.0080014747f);
+	g = fmaf(s, g, 0.024938174f);
+	g = fmaf(s, g, -0.074347362f);
+	g = fmaf(s, g, 0.21080635f);
+	float big = fmaf(-vm_expf(-z), g, 1.0f);
 	big = a >= 4.0f ? 1.0f : big;
 	big = x < 0 ? -big : big;
 	return a < 1.0f || x != x ? small : big;
@@ -68,8 +84,11 @@ static inline float vm_erff(float x)
 static inline float vm_tanhf(float x)
 {
 	float a = x < 0 ? -x : x, z = x * x;
-	float small = x * (1.0f + z * (-0.33333275f + z * (0.13331366f + z * (-0.053735863f + z * (0.020630307f +
-					 z * -0.0056975223f)))));
+	float p = fmaf(z, -0.0056975223f, 0.020630307f);
+	p = fmaf(z, p, -0.053735863f);
+	p = fmaf(z, p, 0.13331366f);
+	p = fmaf(z, p, -0.33333275f);
+	float small = x * fmaf(z, p, 1.0f);
 	float big = 1.0f - 2.0f / (vm_expf(2.0f * (a < 10.0f ? a : 10.0f)) + 1.0f);
 	big = x < 0 ? -big : big;
 	return a < 0.625f || x != x ? small : big;
