@@ -548,6 +548,17 @@ Test(exec, a_conv_transpose_on_small_maps_folds_the_batch)
 	}
 }
 
+/* g run with t as its one input, x; asserts that it ran. */
+static struct exec *run_on_x(struct graph *g, struct rtensor *t)
+{
+	const char *names[1] = {"x"};
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 1};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	return x;
+}
+
 /* Transpose by every permutation of a (3, 40, 1, 37) float32 tensor (tiles of 32 with remainders,
  * a unit axis to drop, axes that stay adjacent and merge) and of a float64 one, element for
  * element against the index arithmetic of the definition; and of a (5, 40, 3, 3) one, whose short
@@ -587,11 +598,7 @@ Test(exec, transpose_by_every_permutation)
 								    .dims = {sh[0], sh[1], sh[2], sh[3]}, .numel = numel,
 								    .data = f ? (void *)xf : (void *)xd,
 								    .nbytes = (size_t)numel * (f ? 4u : 8u), .known = 1};
-						const char *names[1] = {"x"};
-						struct gd_err e = {0};
-						struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
-						struct exec *x = exec_run(g, &o, NULL, &e);
-						cr_assert(x, "%s", e.msg);
+						struct exec *x = run_on_x(g, &t);
 						const struct rtensor *y = exec_value(x, g->outputs[0]);
 						int64_t od[4], bad = 0;
 						for (int k = 0; k < 4; k++)
@@ -677,11 +684,7 @@ Test(exec, slice_against_the_definition)
 					n++;
 				first[a] = lo, step[a] = s, d[a] = n;
 			}
-			const char *names[1] = {"x"};
-			struct gd_err e = {0};
-			struct exec_opts o = {.inputs = &t, .input_names = names, .n_inputs = 1};
-			struct exec *x = exec_run(g, &o, NULL, &e);
-			cr_assert(x, "%s", e.msg);
+			struct exec *x = run_on_x(g, &t);
 			const struct rtensor *y = exec_value(x, g->outputs[0]);
 			int64_t numel = 1, bad = 0;
 			for (int k = 0; k < r; k++) {
