@@ -709,7 +709,7 @@ Test(exec, slice_against_the_definition)
 	pool_set_threads(1);
 }
 
-/* The kernels that cut their work over the pool's threads (elementwise, transposes, reductions,
+/* The kernels that cut their work over the pool's threads (elementwise and Where, transposes and copies, reductions,
  * the row-wise normalisations) give the same bits with 1 thread as with 3, on tensors large enough
  * to be cut; the products, whose pieces follow from their shape alone, match a float64 product.
  * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
@@ -793,9 +793,12 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		"  - {op: Gemm, inputs: [p, q], outputs: [g1], attrs: {transA: 1, transB: 1}}\n"
 		"  - {op: Gemm, inputs: [q, p], outputs: [g2]}\n"
 		"  - {op: Gemm, inputs: [q, pt], outputs: [g3], attrs: {transB: 1}}\n"
+		"  - {op: Greater, inputs: [x, b], outputs: [gt]}\n"
+		"  - {op: Where, inputs: [gt, x, b], outputs: [wh]}\n"
+		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
-		"          {name: g2}, {name: g3}, {name: bmm}]\n";
+		"          {name: g2}, {name: g3}, {name: wh}, {name: tid}, {name: bmm}]\n";
 	struct rtensor ts[8];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);

@@ -424,7 +424,57 @@ static int cast_run(struct exec *x, const struct node *n, struct rtensor *const 
 	return 0;
 }
 
-VM_CLONES static int where_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* Where's output elements [e0, e1): a piece of kernel_for, as bin_elems. */
+struct where_job {
+	struct walk w;
+	struct rtensor *const *in;
+	struct rtensor *o;
+	int64_t row;
+};
+
+VM_CLONES static void where_elems(void *arg, int64_t e0, int64_t e1)
+{
+	const struct where_job *jb = arg;
+	struct rtensor *const *in = jb->in;
+	struct walk w = jb->w;
+	size_t es = dtype_size(in[1]->dtype);
+	int64_t s0 = w.nd ? w.st[0][w.nd - 1] : 0, s1 = w.nd ? w.st[1][w.nd - 1] : 0, s2 = w.nd ? w.st[2][w.nd - 1] : 0;
+	walk_seek(&w, e0 / jb->row);
+	for (int64_t i = e0, c = e0 % jb->row; i < e1; c = 0, walk_next(&w)) {
+		/* columns c .. c + len of the row */
+		const int64_t len = jb->row - c < e1 - i ? jb->row - c : e1 - i;
+		const uint8_t *cd = (const uint8_t *)in[0]->data + w.off[0] + c * s0;
+		int64_t o1 = w.off[1] + c * s1, o2 = w.off[2] + c * s2;
+		if (es == 4) {
+			const uint32_t *p = (const uint32_t *)in[1]->data + o1, *q = (const uint32_t *)in[2]->data + o2;
+			uint32_t *o = (uint32_t *)jb->o->data + i;
+			/* contiguous, or a scalar branch (ReLU's gradient: Where(x > 0, g, 0)): blends by a
+			 * mask, which the compiler vectorises */
+			if (s0 == 1 && (s1 | s2) <= 1 && (s1 == 1 || s2 == 1))
+				for (int64_t j = 0; j < len; j++) {
+					uint32_t m = -(uint32_t)(cd[j] != 0);
+					o[j] = (p[j * s1] & m) | (q[j * s2] & ~m);
+				}
+			else
+				for (int64_t j = 0; j < len; j++)
+					o[j] = cd[j * s0] ? p[j * s1] : q[j * s2];
+		} else if (es == 8) {
+			const uint64_t *p = (const uint64_t *)in[1]->data + o1, *q = (const uint64_t *)in[2]->data + o2;
+			uint64_t *o = (uint64_t *)jb->o->data + i;
+			for (int64_t j = 0; j < len; j++)
+				o[j] = cd[j * s0] ? p[j * s1] : q[j * s2];
+		} else {
+			for (int64_t j = 0; j < len; j++) {
+				int k = cd[j * s0] ? 1 : 2;
+				memcpy((uint8_t *)jb->o->data + (i + j) * es,
+				       (const uint8_t *)in[k]->data + ((k == 1 ? o1 : o2) + j * (k == 1 ? s1 : s2)) * es, es);
+			}
+		}
+		i += len;
+	}
+}
+
+static int where_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
 	if (in[0]->dtype != DT_BOOL)
@@ -437,40 +487,10 @@ VM_CLONES static int where_run(struct exec *x, const struct node *n, struct rten
 		return exec_status(x);
 	if (out[0]->numel == 0)
 		return 0;
-	struct walk w;
-	walk_init(&w, nd, dims, in, 3);
-	int64_t row = w.nd ? w.dims[w.nd - 1] : 1, i = 0;
-	size_t es = dtype_size(in[1]->dtype);
-	do {
-		const uint8_t *c = (const uint8_t *)in[0]->data + w.off[0];
-		int64_t s0 = w.nd ? w.st[0][w.nd - 1] : 0, s1 = w.nd ? w.st[1][w.nd - 1] : 0, s2 = w.nd ? w.st[2][w.nd - 1] : 0;
-		if (es == 4) {
-			const uint32_t *p = (const uint32_t *)in[1]->data + w.off[1], *q = (const uint32_t *)in[2]->data + w.off[2];
-			uint32_t *o = (uint32_t *)out[0]->data + i;
-			/* contiguous, or a scalar branch (ReLU's gradient: Where(x > 0, g, 0)): blends by a
-			 * mask, which the compiler vectorises */
-			if (s0 == 1 && (s1 | s2) <= 1 && (s1 == 1 || s2 == 1))
-				for (int64_t j = 0; j < row; j++) {
-					uint32_t m = -(uint32_t)(c[j] != 0);
-					o[j] = (p[j * s1] & m) | (q[j * s2] & ~m);
-				}
-			else
-				for (int64_t j = 0; j < row; j++)
-					o[j] = c[j * s0] ? p[j * s1] : q[j * s2];
-		} else if (es == 8) {
-			const uint64_t *p = (const uint64_t *)in[1]->data + w.off[1], *q = (const uint64_t *)in[2]->data + w.off[2];
-			uint64_t *o = (uint64_t *)out[0]->data + i;
-			for (int64_t j = 0; j < row; j++)
-				o[j] = c[j * s0] ? p[j * s1] : q[j * s2];
-		} else {
-			for (int64_t j = 0; j < row; j++) {
-				int k = c[j * s0] ? 1 : 2;
-				memcpy((uint8_t *)out[0]->data + (i + j) * es,
-				       (const uint8_t *)in[k]->data + (w.off[k] + j * (k == 1 ? s1 : s2)) * es, es);
-			}
-		}
-		i += row;
-	} while (walk_next(&w));
+	struct where_job j = {.in = in, .o = out[0]};
+	walk_init(&j.w, nd, dims, in, 3);
+	j.row = j.w.nd ? j.w.dims[j.w.nd - 1] : 1;
+	kernel_for(out[0]->numel, KERNEL_GRAIN, where_elems, &j);
 	return 0;
 }
 

@@ -205,6 +205,13 @@ static void transpose_rows(void *arg, int64_t r0, int64_t r1)
 	}
 }
 
+/* Elements [e0, e1) copied as they are: a piece of kernel_for. */
+static void copy_elems(void *arg, int64_t e0, int64_t e1)
+{
+	const struct tjob *j = arg;
+	memcpy((uint8_t *)j->out + (size_t)e0 * j->es, (const uint8_t *)j->in + (size_t)e0 * j->es, (size_t)(e1 - e0) * j->es);
+}
+
 /* The copy of a transpose: the output's R dimensions D (merged, none of 1) read at the input's
  * strides S, units elements of es bytes in all. */
 static void transpose_walk(int R, int64_t *D, int64_t *S, size_t es, int64_t units, const void *in, void *o)
@@ -223,6 +230,10 @@ static void transpose_walk(int R, int64_t *D, int64_t *S, size_t es, int64_t uni
 	memcpy(j.D, D, (size_t)R * sizeof *D);
 	memcpy(j.S, S, (size_t)R * sizeof *S);
 	c_strides(R, D, j.OS);
+	if (R == 1 && S[0] == 1) { /* the same order (the exchanged axes of a swapped input put back) */
+		kernel_for(units, grain, copy_elems, &j);
+		return;
+	}
 	for (int i = 0; i + 1 < R; i++) /* the output dimension the input's contiguous one went to */
 		if (S[i] == 1)
 			j.q = i;
