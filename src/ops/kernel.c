@@ -116,6 +116,23 @@ int node_axes(struct exec *x, const struct node *n, struct rtensor *const *in, i
 	return 0;
 }
 
+int merge_axes(int nd, const int64_t *dims, const int64_t *st, int64_t *D, int64_t *S)
+{
+	int R = 0;
+	for (int i = 0; i < nd; i++) {
+		if (dims[i] == 1)
+			continue;
+		if (R && S[R - 1] == st[i] * dims[i]) { /* the outer axis steps over the inner one whole */
+			D[R - 1] *= dims[i];
+			S[R - 1] = st[i];
+			continue;
+		}
+		D[R] = dims[i];
+		S[R++] = st[i];
+	}
+	return R;
+}
+
 #define RUN_LANES 8
 
 /* One loop per dtype and kind: with the choice inside it, GCC leaves the lanes scalar. */

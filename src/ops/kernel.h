@@ -28,6 +28,11 @@ void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64
 /* b (cols, rows) = a (rows, cols) transposed, elements of es bytes: tiled, over the threads. */
 void transpose2(const void *a, int64_t rows, int64_t cols, size_t es, void *b);
 
+/* A walk over dims (nd axes) reading at strides st, as few axes as walk the same elements: unit
+ * axes dropped, neighbours merged where the outer one steps over the inner one whole (st[i-1] ==
+ * st[i] dims[i]; broadcast ones, both 0, too). Its R axes in D and S; R is 0 for one element. */
+int merge_axes(int nd, const int64_t *dims, const int64_t *st, int64_t *D, int64_t *S);
+
 /* C-order strides of a shape, in elements. */
 void c_strides(int ndim, const int64_t *dims, int64_t *strides);
 

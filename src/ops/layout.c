@@ -289,21 +289,10 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 	for (int i = 0; i < r; i++)
 		pst[i] = st[perm[i]];
 	size_t es = dtype_size(a->dtype);
-	/* the walk: size-1 dimensions dropped, and output dimensions that are adjacent in the input in
-	 * the same order merged (NCHW -> CNHW moves rows of H W, not of W) */
-	int R = 0;
+	/* the walk: output dimensions that are adjacent in the input in the same order merged (NCHW
+	 * -> CNHW moves rows of H W, not of W) */
 	int64_t D[RT_MAX_DIMS], S[RT_MAX_DIMS];
-	for (int i = 0; i < r; i++) {
-		if (dims[i] == 1)
-			continue;
-		if (R && S[R - 1] == pst[i] * dims[i]) {
-			D[R - 1] *= dims[i];
-			S[R - 1] = pst[i];
-			continue;
-		}
-		D[R] = dims[i];
-		S[R++] = pst[i];
-	}
+	int R = merge_axes(r, dims, pst, D, S);
 	if (!R) { /* one element */
 		memcpy(o, a->data, es);
 		return 0;
@@ -631,20 +620,10 @@ static int expand_run(struct exec *x, const struct node *n, struct rtensor *cons
 	if (!o)
 		return exec_status(x);
 	bcast_strides(in[0], nd, dims, st);
-	/* the walk: unit axes dropped, and neighbours merged where the input's strides allow (a
-	 * scalar's broadcast is one row of stride 0: a fill) */
+	/* the walk as few axes as the input's strides allow (a scalar's broadcast is one row of
+	 * stride 0: a fill) */
 	struct ejob j = {.in = in[0]->data, .o = o, .es = dtype_size(in[0]->dtype)};
-	for (int d = 0; d < nd; d++) {
-		if (dims[d] == 1)
-			continue;
-		if (j.R && j.S[j.R - 1] == st[d] * dims[d]) {
-			j.D[j.R - 1] *= dims[d];
-			j.S[j.R - 1] = st[d];
-			continue;
-		}
-		j.D[j.R] = dims[d];
-		j.S[j.R++] = st[d];
-	}
+	j.R = merge_axes(nd, dims, st, j.D, j.S);
 	if (!j.R) {
 		j.D[0] = 1;
 		j.R = 1;
