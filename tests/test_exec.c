@@ -458,6 +458,121 @@ Test(exec, a_kernel_as_large_as_the_image_convolves_as_im2col_does)
 	}
 }
 
+/* float32 Conv and stride-1 ConvTranspose (on AVX-512, the direct kernel: conv_direct.c) against
+ * the definition summed in double, and the same bits with 1 thread and 3: tiles of fewer than six
+ * images, channels past a whole block and a whole vector (masked lanes), asymmetric pads, stride
+ * 2, dilation 2 (a run a tap), kernels as large as the image or larger, more pixels than an item
+ * takes, one channel (no NHWC copy), a 1-D Conv, and ConvTranspose pads and dilation. */
+struct direct_case {
+	int transpose, rank, n, c, h, w, m, kh, kw, s, d, pt, pl, pb, pr;
+};
+
+static double direct_definition(const struct direct_case *k, const float *x, const float *w, const float *b,
+				int oh, int ow, int n, int m, int oy, int ox)
+{
+	double sum = b ? b[m] : 0;
+	for (int c = 0; c < k->c; c++)
+		for (int i = 0; i < k->kh; i++)
+			for (int j = 0; j < k->kw; j++) {
+				/* Conv reads x at oy s + i d - pt; a stride-1 ConvTranspose adds x at iy into
+				 * iy + i d - pt, so it reads iy = oy + pt - i d */
+				int iy = k->transpose ? oy + k->pt - i * k->d : oy * k->s + i * k->d - k->pt;
+				int ix = k->transpose ? ox + k->pl - j * k->d : ox * k->s + j * k->d - k->pl;
+				if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w)
+					continue;
+				double wv = k->transpose ? w[((c * k->m + m) * k->kh + i) * k->kw + j]
+							 : w[((m * k->c + c) * k->kh + i) * k->kw + j];
+				sum += (double)x[((n * k->c + c) * k->h + iy) * k->w + ix] * wv;
+			}
+	(void)oh, (void)ow;
+	return sum;
+}
+
+Test(exec, direct_conv_against_the_definition)
+{
+	static const struct direct_case cases[] = {
+		{0, 4, 7, 5, 9, 11, 21, 3, 3, 1, 1, 1, 1, 1, 1},   {0, 4, 13, 3, 12, 10, 70, 5, 3, 2, 1, 2, 1, 0, 2},
+		{0, 4, 5, 4, 9, 9, 16, 3, 3, 1, 2, 2, 2, 2, 2},    {0, 4, 2, 6, 4, 4, 130, 3, 3, 1, 1, 1, 1, 1, 1},
+		{0, 4, 16, 2, 20, 20, 8, 9, 9, 1, 1, 1, 1, 1, 1},  {0, 3, 3, 4, 1, 30, 10, 1, 5, 1, 1, 0, 2, 0, 2},
+		{0, 4, 1, 1, 5, 5, 1, 3, 3, 1, 1, 0, 0, 0, 0},     {0, 4, 2, 3, 3, 3, 4, 5, 5, 1, 1, 2, 2, 2, 2},
+		{1, 4, 6, 8, 5, 5, 12, 3, 3, 1, 1, 1, 1, 1, 1},    {1, 4, 3, 5, 4, 6, 20, 3, 2, 1, 2, 0, 1, 2, 0},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+		const struct direct_case *k = &cases[ci];
+		int r = k->rank, wc = k->transpose ? k->m : k->c, wm = k->transpose ? k->c : k->m;
+		int nx = k->n * k->c * k->h * k->w, nw = wm * wc * k->kh * k->kw;
+		float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4), b[130];
+		for (int i = 0; i < nx; i++)
+			x[i] = (float)sin(0.7 * i);
+		for (int i = 0; i < nw; i++)
+			w[i] = (float)cos(0.3 * i);
+		for (int i = 0; i < k->m; i++)
+			b[i] = 0.25f * (float)i - 3;
+		char text[1024], xs[64], ws[64], attrs[256];
+		if (r == 4) {
+			snprintf(xs, sizeof xs, "%d, %d, %d, %d", k->n, k->c, k->h, k->w);
+			snprintf(ws, sizeof ws, "%d, %d, %d, %d", wm, wc, k->kh, k->kw);
+			snprintf(attrs, sizeof attrs, "pads: [%d, %d, %d, %d], strides: [%d, %d], dilations: [%d, %d]", k->pt,
+				 k->pl, k->pb, k->pr, k->s, k->s, k->d, k->d);
+		} else {
+			snprintf(xs, sizeof xs, "%d, %d, %d", k->n, k->c, k->w);
+			snprintf(ws, sizeof ws, "%d, %d, %d", wm, wc, k->kw);
+			snprintf(attrs, sizeof attrs, "pads: [%d, %d], strides: [%d], dilations: [%d]", k->pl, k->pr, k->s, k->d);
+		}
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [%s]}, {name: w, dtype: float32, "
+			 "shape: [%s]}, {name: b, dtype: float32, shape: [%d]}]\n"
+			 "nodes:\n  - {op: %s, inputs: [x, w, b], outputs: [y], attrs: {%s}}\noutputs: [{name: y}]\n",
+			 xs, ws, k->m, k->transpose ? "ConvTranspose" : "Conv", attrs);
+		struct graph *g = load_text("direct.yaml", text);
+		struct rtensor t[3] = {{.dtype = DT_FLOAT, .ndim = r, .numel = nx, .data = x, .nbytes = (size_t)nx * 4, .known = 1},
+				       {.dtype = DT_FLOAT, .ndim = r, .numel = nw, .data = w, .nbytes = (size_t)nw * 4, .known = 1},
+				       {.dtype = DT_FLOAT, .ndim = 1, .dims = {k->m}, .numel = k->m, .data = b,
+					.nbytes = (size_t)k->m * 4, .known = 1}};
+		const int64_t xd[4] = {k->n, k->c, k->h, k->w}, wd[4] = {wm, wc, k->kh, k->kw};
+		for (int i = 0; i < r; i++) {
+			t[0].dims[i] = xd[r == 4 || i < 2 ? i : i + 1];
+			t[1].dims[i] = wd[r == 4 || i < 2 ? i : i + 1];
+		}
+		int oh = k->transpose ? k->h - 1 + k->d * (k->kh - 1) + 1 - k->pt - k->pb
+				      : (k->h + k->pt + k->pb - k->d * (k->kh - 1) - 1) / k->s + 1;
+		int ow = k->transpose ? k->w - 1 + k->d * (k->kw - 1) + 1 - k->pl - k->pr
+				      : (k->w + k->pl + k->pr - k->d * (k->kw - 1) - 1) / k->s + 1;
+		const char *names[3] = {"x", "w", "b"};
+		float *first = NULL;
+		for (int th = 1; th <= 3; th += 2) {
+			pool_set_threads(th);
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 3};
+			struct exec *ex = exec_run(g, &o, NULL, &e);
+			cr_assert(ex, "case %zu: %s", ci, e.msg);
+			const struct rtensor *y = exec_value(ex, g->outputs[0]);
+			cr_assert_eq(y->numel, (int64_t)k->n * k->m * oh * ow, "case %zu", ci);
+			const float *yv = y->data;
+			int64_t bad = 0;
+			if (!first) {
+				for (int64_t i = 0; i < y->numel; i++) {
+					int ox = (int)(i % ow), oy = (int)(i / ow % oh), m = (int)(i / ow / oh % k->m);
+					int n = (int)(i / ow / oh / k->m);
+					double want = direct_definition(k, x, w, b, oh, ow, n, m, oy, ox);
+					bad += !(fabs(yv[i] - want) <= 1e-5 * (1 + fabs(want)) * (k->c * k->kh * k->kw));
+				}
+				cr_expect_eq(bad, 0, "case %zu: %lld outputs off the definition", ci, (long long)bad);
+				first = malloc(y->nbytes);
+				memcpy(first, yv, y->nbytes);
+			} else {
+				cr_expect_eq(memcmp(first, yv, y->nbytes), 0, "case %zu: other bits with 3 threads", ci);
+			}
+			exec_free(ex);
+		}
+		pool_set_threads(1);
+		free(first);
+		graph_free(g);
+		free(x);
+		free(w);
+	}
+}
+
 /* Pow by 2 and by 1 (an MSE loss and its gradient) take a product and a copy instead of pow():
  * still pow's float32 answer bit for bit, computed here by libm in double, on signed zeros,
  * subnormals, huge values whose square overflows, infinities and NaN; by 2.5, pow itself. */

@@ -465,7 +465,7 @@ static int conv_positions(struct exec *x, const struct rtensor *a, const struct 
 		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(g->n * (p1 - p0)), (int)g->m, (int)K, 1.0f, p,
 			   (int)K, (const float *)w->data, (int)K, 0.0f, o, (int)g->m);
 		if (swapped && per == np) {
-			transpose2(o, g->n * np, g->m, 4, y);
+			transpose2(o, 1, g->n * np, g->m, 4, y);
 			*swapped = 1;
 			break;
 		}
@@ -596,6 +596,17 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_status(x);
 	int64_t cg = g.c / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
+	if (a->dtype == DT_FLOAT) {
+		int *swapped = !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
+		int r = conv_direct(x, a->data, w->data, 0, &g, (float *)y, swapped);
+		if (r < 0)
+			return exec_status(x);
+		if (!r) {
+			if (b)
+				add_bias(out[0], b, g.n, g.m, np);
+			return 0;
+		}
+	}
 	/* a weight's gradient (a kernel about as large as the image: a quarter of it or more; up to
 	 * 8 x 8 positions for a kernel of 64 or more, the 7 x 7 stem's), or a forward Conv on a small
 	 * map with enough channels for a long K: few positions */
@@ -682,6 +693,21 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	cg2.h = g.oh, cg2.w = g.ow, cg2.oh = ih, cg2.ow = iw;
 	int64_t kk = mg * g.kh * g.kw, np = ih * iw;
 	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
+	if (a->dtype == DT_FLOAT && g.sh == 1 && g.sw == 1) {
+		/* at stride 1, the Conv of the input with the kernel flipped and its channel axes
+		 * exchanged, padded so that every tap that meets the input counts */
+		struct conv_geom d = g;
+		d.h = ih, d.w = iw, d.oh = g.oh, d.ow = g.ow;
+		d.pt = g.dh * (g.kh - 1) - g.pt, d.pl = g.dw * (g.kw - 1) - g.pl;
+		int r = conv_direct(x, a->data, w->data, 1, &d, (float *)y, NULL);
+		if (r < 0)
+			return exec_status(x);
+		if (!r) {
+			if (b)
+				add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
+			return 0;
+		}
+	}
 	if (a->dtype == DT_FLOAT && g.group == 1 && np < 64 && g.n > 1 && colb * (size_t)g.n <= (16u << 20)) {
 		/* small maps: every image's columns made by one GEMM, col (kk, n np) = W^T (kk, c) X^T,
 		 * X regrouped as (c, n np); then col2im per image from its block of columns */

@@ -25,8 +25,9 @@ int bcast_shape(struct exec *x, struct rtensor *const *ts, int n, int *ndim, int
 /* Element strides of t viewed in a broadcast output of rank ndim: 0 along broadcast dimensions. */
 void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64_t *strides);
 
-/* b (cols, rows) = a (rows, cols) transposed, elements of es bytes: tiled, over the threads. */
-void transpose2(const void *a, int64_t rows, int64_t cols, size_t es, void *b);
+/* b (n, cols, rows) = a (n, rows, cols), n matrices transposed, elements of es bytes: tiled, over
+ * the threads. */
+void transpose2(const void *a, int64_t n, int64_t rows, int64_t cols, size_t es, void *b);
 
 /* A walk over dims (nd axes) reading at strides st, as few axes as walk the same elements: unit
  * axes dropped, neighbours merged where the outer one steps over the inner one whole (st[i-1] ==

@@ -161,11 +161,19 @@ static void transpose_bands(void *arg, int64_t b0, int64_t b1)
 		tjob_seek(j, b / j->bands, &src, &dst);
 		for (int64_t b0_ = 0; b0_ < B; b0_ += 32) {
 			int64_t e = b0_ + 32 < B ? b0_ + 32 : B;
-			for (int64_t i = a0; i < a1; i++)
-				if (es == 4)
+			if (es == 4) {
+				/* the tile's input rows copied whole first: rows a power of two apart share a
+				 * few cache sets, and read a column at a time they would evict each other */
+				uint32_t t[32][32];
+				for (int64_t c = b0_; c < e; c++)
+					memcpy(t[c - b0_], in32 + src + a0 + c * sb, (size_t)(a1 - a0) * 4);
+				for (int64_t i = a0; i < a1; i++)
 					for (int64_t c = b0_; c < e; c++)
-						out32[dst + i * oq + c] = in32[src + i + c * sb];
-				else if (es % 4 == 0) /* runs of words: a call per run would cost more */
+						out32[dst + i * oq + c] = t[c - b0_][i - a0];
+				continue;
+			}
+			for (int64_t i = a0; i < a1; i++)
+				if (es % 4 == 0) /* runs of words: a call per run would cost more */
 					for (int64_t c = b0_; c < e; c++) {
 						uint32_t *d = (uint32_t *)(out8 + (size_t)(dst + i * oq + c) * es);
 						const uint32_t *s = (const uint32_t *)(in8 + (size_t)(src + i + c * sb) * es);
@@ -249,14 +257,17 @@ static void transpose_walk(int R, int64_t *D, int64_t *S, size_t es, int64_t uni
 	kernel_for(units / D[R - 1], (grain + D[R - 1] - 1) / D[R - 1], transpose_rows, &j);
 }
 
-void transpose2(const void *a, int64_t rows, int64_t cols, size_t es, void *b)
+void transpose2(const void *a, int64_t n, int64_t rows, int64_t cols, size_t es, void *b)
 {
-	if (rows < 2 || cols < 2) { /* a row or a column: the same bytes */
-		memcpy(b, a, (size_t)(rows * cols) * es);
+	if (rows < 2 || cols < 2 || n < 1) { /* rows or columns: the same bytes */
+		memcpy(b, a, (size_t)(n * rows * cols) * es);
 		return;
 	}
-	int64_t D[RT_MAX_DIMS] = {cols, rows}, S[RT_MAX_DIMS] = {1, cols};
-	transpose_walk(2, D, S, es, rows * cols, a, b);
+	int64_t D[RT_MAX_DIMS] = {n, cols, rows}, S[RT_MAX_DIMS] = {rows * cols, 1, cols};
+	if (n == 1)
+		transpose_walk(2, D + 1, S + 1, es, rows * cols, a, b);
+	else
+		transpose_walk(3, D, S, es, n * rows * cols, a, b);
 }
 
 static int transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
