@@ -1,14 +1,14 @@
 /* conv_direct.c - float32 convolution as an implicit GEMM on AVX-512, without the padding's taps.
  *
  * The input is turned to NHWC, so that in every kernel row the patch of an output pixel is one run
- * of (kw, c) in memory (of c per tap when dilated across). The output pixels go in classes: all
- * the images at one (oy, ox) read the same taps inside the image, so a class runs exactly its
- * valid taps (the zero padding is never read, nor multiplied: a third of the work on a 4 x 4 map
- * with a 3 x 3 kernel, more than half on 2 x 2). A tile is up to 6 images of a class by a block
- * of up to 64 output channels, 24 accumulators of 16 lanes: per K step one broadcast from each
- * image, four weight vectors, 24 FMAs.
+ * of (kw, c) in memory (of c per tap when dilated across). The outputs go in classes: the pixels
+ * whose windows meet the image in the same taps (the interior, each edge, each corner), in every
+ * image, so a class runs exactly its valid taps: the zero padding is never read, nor multiplied (a
+ * third of the work on a 4 x 4 map with a 3 x 3 kernel, more than half on 2 x 2). A tile is up to
+ * 6 outputs (image, pixel) of a class by a block of up to 64 output channels, 24 accumulators of
+ * 16 lanes: per K step one broadcast from each output's window, four weight vectors, 24 FMAs.
  *
- * A work item is a block of channels, a tile's images and up to 64 pixels. Its thread packs the
+ * A work item is a block of channels and up to 384 outputs of a class. Its thread packs the
  * block's weights, (kh, kw, c, 64), into a buffer of its own (once for the items of one block that
  * it runs in a row), where the tiles find them in cache; the item's results gather in a small
  * buffer, written out as runs of pixels in NCHW (or in (m, n, oh, ow) for a caller that takes the
@@ -29,27 +29,44 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#define MR 6     /* images a tile */
-#define NB 64    /* output channels a block: four vectors */
-#define PIX 64   /* pixels an item */
+#define MR 6          /* outputs a tile */
+#define NB 64         /* output channels a block: four vectors */
+#define CH (MR * 64)  /* outputs an item */
 #define TARGET __attribute__((target("avx512f")))
+
+/* The taps that land in the image: rows [i0, i1), columns [j0, j1). */
+struct taps {
+	int64_t i0, i1, j0, j1;
+};
+
+/* A class: the pixels [oy0, oy1) x [ox0, ox1), whose windows meet the image in the same taps, in
+ * every image: (b, oy, ox) in that order. */
+struct klass {
+	int64_t oy0, oy1, ox0, ox1;
+	struct taps t;
+};
+
+/* Item: a block of channels and, on a large map, outputs [q0, q1) of class cls (over all the
+ * images); on a small one (64 pixels or fewer), every class's outputs in images [b0, b1), whose
+ * pixels then go out in runs of whole images. */
+struct item {
+	int64_t blk, cls, q0, q1, b0, b1;
+};
 
 struct direct {
 	const struct conv_geom *g;
 	const float *a;  /* (n, h, w, c) */
 	const float *w;  /* as given: (m, c, kh, kw), or flipped (c, m, kh, kw) */
 	int flip;
+	const struct klass *cls;
+	int64_t ncls;
+	const struct item *items;
 	float *packs;    /* each thread's block of weights, K NB floats */
-	float *outs;     /* each thread's results, MR PIX NB floats */
+	float *outs;     /* each thread's results, CH NB floats */
 	int64_t packed[POOL_MAX]; /* the block in each thread's packs; -1 none */
 	float *y;
 	int64_t sn, sm;  /* y's strides of an image and a channel (a pixel's: 1) */
-	int64_t K, nblk, ntile, nchunk;
-};
-
-/* The taps of class (oy, ox) that land in the image: rows [i0, i1), columns [j0, j1). */
-struct taps {
-	int64_t i0, i1, j0, j1;
+	int64_t K;
 };
 
 static int64_t first_inside(int64_t at, int64_t step) /* the first k >= 0 with at + k step >= 0 */
@@ -64,11 +81,11 @@ static int64_t past_inside(int64_t at, int64_t step, int64_t size, int64_t k) /*
 }
 
 /* One tile: images off[0..mr) (their pixel's element in a, less the tap's), channels of a block
- * nc vectors wide (the last masked), into o, the images NB PIX floats apart. mr and nc are
+ * nc vectors wide (lanes past m meet zero weights), into o at so[]. mr and nc are
  * constants where it is inlined, so the accumulators stay in registers. */
 static inline __attribute__((always_inline)) TARGET void tile(const int mr, const int nc, const struct direct *d,
 							   const struct taps *t, const int64_t *off, const float *wb,
-							   float *o)
+							   float *o, const int64_t *so)
 {
 	const struct conv_geom *g = d->g;
 	__m512 acc[MR][4];
@@ -103,17 +120,17 @@ static inline __attribute__((always_inline)) TARGET void tile(const int mr, cons
 	for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
 		for (int v = 0; v < nc; v++)
-			_mm512_storeu_ps(o + r * PIX * NB + 16 * v, acc[r][v]);
+			_mm512_storeu_ps(o + so[r] + 16 * v, acc[r][v]);
 }
 
 #define TILE(R, V)                                                                                                     \
 	case (R) * 8 + (V):                                                                                            \
-		tile(R, V, d, t, off, wb, o);                                                                          \
+		tile(R, V, d, t, off, wb, o, so);                                                                      \
 		break;
 #define TILES(R) TILE(R, 1) TILE(R, 2) TILE(R, 3) TILE(R, 4)
 
 static TARGET void any_tile(int mr, int nc, const struct direct *d, const struct taps *t, const int64_t *off,
-			    const float *wb, float *o)
+			    const float *wb, float *o, const int64_t *so)
 {
 	switch (mr * 8 + nc) {
 		TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6)
@@ -158,43 +175,65 @@ static void pack_block(const struct direct *d, int64_t blk, float *p)
 		}
 }
 
-/* Work items [w0, w1), item = (block, tile of images, chunk of pixels): a piece of kernel_for. */
+/* Work items [w0, w1): a piece of kernel_for. */
 static TARGET void direct_items(void *arg, int64_t w0, int64_t w1)
 {
 	struct direct *d = arg;
 	const struct conv_geom *g = d->g;
 	uint32_t self = pool_self();
-	float *wb = d->packs + (size_t)self * (size_t)(d->K * NB), *o = d->outs + (size_t)self * MR * PIX * NB;
-	int64_t np = g->oh * g->ow;
+	float *wb = d->packs + (size_t)self * (size_t)(d->K * NB), *o = d->outs + (size_t)self * CH * NB;
+	int64_t np = g->oh * g->ow, at[CH]; /* the item's outputs' places in y, less the channel's */
 	for (int64_t it = w0; it < w1; it++) {
-		int64_t ch = it % d->nchunk, tl = it / d->nchunk % d->ntile, blk = it / d->nchunk / d->ntile;
-		if (d->packed[self] != blk) {
-			pack_block(d, blk, wb);
-			d->packed[self] = blk;
+		const struct item *m = &d->items[it];
+		if (d->packed[self] != m->blk) {
+			pack_block(d, m->blk, wb);
+			d->packed[self] = m->blk;
 		}
-		int64_t mb = blk * NB, width = g->m - mb < NB ? g->m - mb : NB;
+		int64_t mb = m->blk * NB, width = g->m - mb < NB ? g->m - mb : NB, slots = 0;
 		int nc = (int)((width + 15) / 16);
-		int64_t b0 = g->n * tl / d->ntile, b1 = g->n * (tl + 1) / d->ntile, off[MR];
-		int64_t p0 = ch * PIX, p1 = p0 + PIX < np ? p0 + PIX : np;
-		for (int64_t p = p0; p < p1; p++) {
-			int64_t oy = p / g->ow, ox = p % g->ow, y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl;
-			struct taps t;
-			t.i0 = first_inside(y0, g->dh), t.i1 = past_inside(y0, g->dh, g->h, g->kh);
-			t.j0 = first_inside(x0, g->dw), t.j1 = past_inside(x0, g->dw, g->w, g->kw);
-			t.i0 = t.i0 < t.i1 ? t.i0 : t.i1;
-			t.j0 = t.j0 < t.j1 ? t.j0 : t.j1;
-			for (int64_t b = b0; b < b1; b++)
-				off[b - b0] = ((b * g->h + y0) * g->w + x0) * g->c;
-			any_tile((int)(b1 - b0), nc, d, &t, off, wb, o + (p - p0) * NB);
-		}
-		for (int64_t b = b0; b < b1; b++) /* runs of pixels */
-			for (int64_t l = 0; l < width; l++) {
-				float *yr = d->y + b * d->sn + (mb + l) * d->sm;
-				const float *q = o + (b - b0) * PIX * NB + l;
-				for (int64_t p = p0; p < p1; p++)
-					yr[p] = q[(p - p0) * NB];
+		for (int64_t c = m->cls < 0 ? 0 : m->cls; c < (m->cls < 0 ? d->ncls : m->cls + 1); c++) {
+			const struct klass *k = &d->cls[c];
+			int64_t cols = k->ox1 - k->ox0, plane = (k->oy1 - k->oy0) * cols;
+			int64_t q0 = m->cls < 0 ? 0 : m->q0, q1 = m->cls < 0 ? (m->b1 - m->b0) * plane : m->q1;
+			for (int64_t t0 = q0; t0 < q1; t0 += MR) {
+				int64_t t1 = t0 + MR < q1 ? t0 + MR : q1, off[MR], so[MR];
+				for (int64_t q = t0; q < t1; q++) {
+					int64_t b = m->b0 + q / plane, oy = k->oy0 + q % plane / cols, ox = k->ox0 + q % cols;
+					/* a slot of its own: by pixel in whole images, else in class order */
+					int64_t s = m->cls < 0 ? (b - m->b0) * np + oy * g->ow + ox : q - q0;
+					off[q - t0] = ((b * g->h + oy * g->sh - g->pt) * g->w + ox * g->sw - g->pl) * g->c;
+					so[q - t0] = s * NB;
+					at[s] = b * d->sn + oy * g->ow + ox;
+				}
+				any_tile((int)(t1 - t0), nc, d, &k->t, off, wb, o, so);
 			}
+			slots += q1 - q0;
+		}
+		for (int64_t l = 0; l < width; l++) { /* runs of pixels */
+			float *yl = d->y + (mb + l) * d->sm;
+			for (int64_t s = 0; s < slots; s++)
+				yl[at[s]] = o[s * NB + l];
+		}
 	}
+}
+
+/* The runs of output rows (or columns) whose windows meet the image in the same taps: run r is
+ * [start[r], start[r + 1]) with taps [lo[r], hi[r]). As the output moves on, both bounds only fall,
+ * so equal ones are neighbours. Returns the number of runs. */
+static int64_t tap_runs(int64_t out, int64_t stride, int64_t pad, int64_t dil, int64_t size, int64_t k,
+			int64_t *start, int64_t *lo, int64_t *hi)
+{
+	int64_t runs = 0;
+	for (int64_t o = 0; o < out; o++) {
+		int64_t at = o * stride - pad, l = first_inside(at, dil), h = past_inside(at, dil, size, k);
+		l = l < h ? l : h;
+		if (!runs || l != lo[runs - 1] || h != hi[runs - 1]) {
+			start[runs] = o, lo[runs] = l, hi[runs] = h;
+			runs++;
+		}
+	}
+	start[runs] = out;
+	return runs;
 }
 
 static int have_avx512(void)
@@ -208,33 +247,73 @@ static int have_avx512(void)
 int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
 		int *swapped)
 {
-	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 1)
+	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 1 || g->oh < 1 || g->ow < 1)
 		return 1;
 	int64_t hw = g->h * g->w, np = g->oh * g->ow, K = g->kh * g->kw * g->c, th = pool_threads();
-	size_t ab = hw > 1 && g->c > 1 ? (size_t)(g->n * g->c * hw) * 4 : 0, wb = (size_t)(th * K * NB) * 4;
-	size_t ob = (size_t)(th * MR * PIX * NB) * 4;
-	float *an = ab ? exec_scratch_raw(x, ab) : NULL, *wp = exec_scratch_raw(x, wb), *op = wp ? exec_scratch_raw(x, ob) : NULL;
-	if (!op || (ab && !an)) {
-		exec_scratch_free(x, op, ob);
-		exec_scratch_free(x, wp, wb);
-		exec_scratch_free(x, an, ab);
+	int64_t nblk = (g->m + NB - 1) / NB, oh = g->oh, ow = g->ow;
+	/* the classes: runs of rows by runs of columns; the items: each class's outputs in CH's */
+	size_t rb = (size_t)(3 * (oh + ow + 2)) * sizeof(int64_t), cb = (size_t)(oh * ow) * sizeof(struct klass);
+	int64_t *runs = exec_scratch_raw(x, rb);
+	struct klass *cls = runs ? exec_scratch_raw(x, cb) : NULL;
+	if (!cls) {
+		exec_scratch_free(x, runs, rb);
 		return -1;
 	}
-	if (an) /* (n, c, hw) -> (n, hw, c); with one channel or one pixel they are the same bytes */
-		transpose2(a, g->n, g->c, hw, 4, an);
-	struct direct d = {.g = g, .a = an ? an : a, .w = w, .flip = flip, .packs = wp, .outs = op, .y = y,
-			   .sn = swapped ? np : g->m * np, .sm = swapped ? g->n * np : np, .K = K,
-			   .nblk = (g->m + NB - 1) / NB, .ntile = (g->n + MR - 1) / MR, .nchunk = (np + PIX - 1) / PIX};
-	for (int i = 0; i < POOL_MAX; i++)
-		d.packed[i] = -1;
-	if (np)
-		kernel_for(d.nblk * d.ntile * d.nchunk, 1, direct_items, &d);
-	if (swapped)
-		*swapped = 1;
+	int64_t *rs = runs, *rl = rs + oh + 1, *rh = rl + oh + 1, *cs = rh + oh + 1, *cl = cs + ow + 1, *chh = cl + ow + 1;
+	int64_t nr = tap_runs(oh, g->sh, g->pt, g->dh, g->h, g->kh, rs, rl, rh);
+	int64_t ncol = tap_runs(ow, g->sw, g->pl, g->dw, g->w, g->kw, cs, cl, chh), ncls = 0, nitem = 0;
+	/* items of up to CH outputs, fewer when that leaves less than four items a thread */
+	int64_t per = (g->n * np + 4 * th * nblk - 1) / (4 * th * nblk);
+	per = per < MR ? MR : (per + MR - 1) / MR * MR;
+	per = per < CH ? per : CH;
+	for (int64_t r = 0; r < nr; r++)
+		for (int64_t c = 0; c < ncol; c++) {
+			struct klass *k = &cls[ncls++];
+			k->oy0 = rs[r], k->oy1 = rs[r + 1], k->ox0 = cs[c], k->ox1 = cs[c + 1];
+			k->t = (struct taps){rl[r], rh[r], cl[c], chh[c]};
+			nitem += (g->n * (k->oy1 - k->oy0) * (k->ox1 - k->ox0) + per - 1) / per;
+		}
+	/* a small map of many images: whole images an item, as many as fill one (fewer likewise) */
+	int64_t imgs = np <= CH / MR && g->n >= 2 * MR ? CH / np : 0;
+	while (imgs > 1 && nblk * ((g->n + imgs - 1) / imgs) < 4 * th)
+		imgs = (imgs + 1) / 2;
+	if (imgs)
+		nitem = (g->n + imgs - 1) / imgs;
+	size_t ib = (size_t)(nblk * nitem) * sizeof(struct item);
+	size_t ab = hw > 1 && g->c > 1 ? (size_t)(g->n * g->c * hw) * 4 : 0, wb = (size_t)(th * K * NB) * 4;
+	size_t ob = (size_t)(th * CH * NB) * 4;
+	struct item *items = exec_scratch_raw(x, ib);
+	float *an = items && ab ? exec_scratch_raw(x, ab) : NULL, *wp = items ? exec_scratch_raw(x, wb) : NULL;
+	float *op = wp ? exec_scratch_raw(x, ob) : NULL;
+	int ok = op && (!ab || an);
+	if (ok) {
+		for (int64_t blk = 0, i = 0; blk < nblk; blk++) /* a block's items together: one pack each */
+			if (imgs)
+				for (int64_t b = 0; b < g->n; b += imgs)
+					items[i++] = (struct item){blk, -1, 0, 0, b, b + imgs < g->n ? b + imgs : g->n};
+			else
+				for (int64_t c = 0; c < ncls; c++) {
+					int64_t n = g->n * (cls[c].oy1 - cls[c].oy0) * (cls[c].ox1 - cls[c].ox0);
+					for (int64_t q = 0; q < n; q += per)
+						items[i++] = (struct item){blk, c, q, q + per < n ? q + per : n, 0, g->n};
+				}
+		if (an) /* (n, c, hw) -> (n, hw, c); with one channel or one pixel they are the same bytes */
+			transpose2(a, g->n, g->c, hw, 4, an);
+		struct direct d = {.g = g, .a = an ? an : a, .w = w, .flip = flip, .cls = cls, .ncls = ncls, .items = items, .packs = wp,
+				   .outs = op, .y = y, .sn = swapped ? np : g->m * np, .sm = swapped ? g->n * np : np, .K = K};
+		for (int i = 0; i < POOL_MAX; i++)
+			d.packed[i] = -1;
+		kernel_for(nblk * nitem, 1, direct_items, &d);
+		if (swapped)
+			*swapped = 1;
+	}
 	exec_scratch_free(x, op, ob);
 	exec_scratch_free(x, wp, wb);
 	exec_scratch_free(x, an, ab);
-	return 0;
+	exec_scratch_free(x, items, ib);
+	exec_scratch_free(x, cls, cb);
+	exec_scratch_free(x, runs, rb);
+	return ok ? 0 : -1;
 }
 
 #else
