@@ -25,8 +25,8 @@ int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *i
 
 /* y (n, m, oh, ow) = Conv(a, w) over g, float32, by the direct kernel (conv_direct.c): w (m, c,
  * kh, kw), or with flip a ConvTranspose's (c, m, kh, kw) read flipped (its stride-1 equivalent).
- * With swapped, y is written (m, n, oh, ow) and *swapped set. 1: not run here (no AVX-512, or
- * groups); 0: done; -1: out of memory, the node failed. */
+ * With swapped, y is written (m, n, oh, ow) and *swapped set. 1: not run here (no AVX-512,
+ * groups, or fewer than 16 output channels); 0: done; -1: out of memory, the node failed. */
 int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
 		int *swapped);
 

@@ -247,7 +247,8 @@ static int have_avx512(void)
 int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
 		int *swapped)
 {
-	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 1 || g->oh < 1 || g->ow < 1)
+	/* below 16 output channels a tile's vector is part empty, and a GEMM does as well */
+	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 16 || g->oh < 1 || g->ow < 1)
 		return 1;
 	int64_t hw = g->h * g->w, np = g->oh * g->ow, K = g->kh * g->kw * g->c, th = pool_threads();
 	int64_t nblk = (g->m + NB - 1) / NB, oh = g->oh, ow = g->ow;
