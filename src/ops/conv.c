@@ -1,6 +1,8 @@
 /* conv.c - 2-D Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool.
  *
- * Conv is im2col + GEMM per image and group: col (Cg*kh*kw, OH*OW) gathers the input patches and
+ * float32 Conv with one group and 16 output channels or more, and such a ConvTranspose at stride 1,
+ * run on the direct kernel where the CPU has AVX-512 (conv_direct.c). Otherwise Conv is im2col +
+ * GEMM per image and group: col (Cg*kh*kw, OH*OW) gathers the input patches and
  * Y_g (Mg, OH*OW) = W_g (Mg, Cg*kh*kw) * col. ConvTranspose is its adjoint: col = W_g^T * X_g, then
  * col2im adds the patches back. Output sizes, padding and auto_pad follow the ONNX operator docs:
  *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)
