@@ -462,13 +462,14 @@ Test(exec, a_kernel_as_large_as_the_image_convolves_as_im2col_does)
  * the definition summed in double, and the same bits with 1 thread and 3: tiles of fewer than six
  * images, channels past a whole block and a whole vector (masked lanes), asymmetric pads, stride
  * 2, dilation 2 (a run a tap), kernels as large as the image or larger, more pixels than an item
- * takes, one channel (no NHWC copy), a 1-D Conv, and ConvTranspose pads and dilation. */
+ * takes, one channel (no NHWC copy), a 1-D Conv, ConvTranspose pads and dilation, and a kernel
+ * too long to pack (left to the GEMM paths). */
 struct direct_case {
 	int transpose, rank, n, c, h, w, m, kh, kw, s, d, pt, pl, pb, pr;
 };
 
-static double direct_definition(const struct direct_case *k, const float *x, const float *w, const float *b,
-				int oh, int ow, int n, int m, int oy, int ox)
+static double direct_definition(const struct direct_case *k, const float *x, const float *w, const float *b, int n,
+				int m, int oy, int ox)
 {
 	double sum = b ? b[m] : 0;
 	for (int c = 0; c < k->c; c++)
@@ -484,7 +485,6 @@ static double direct_definition(const struct direct_case *k, const float *x, con
 							 : w[((m * k->c + c) * k->kh + i) * k->kw + j];
 				sum += (double)x[((n * k->c + c) * k->h + iy) * k->w + ix] * wv;
 			}
-	(void)oh, (void)ow;
 	return sum;
 }
 
@@ -496,6 +496,7 @@ Test(exec, direct_conv_against_the_definition)
 		{0, 4, 16, 2, 20, 20, 8, 9, 9, 1, 1, 1, 1, 1, 1},  {0, 3, 3, 4, 1, 30, 10, 1, 5, 1, 1, 0, 2, 0, 2},
 		{0, 4, 1, 1, 5, 5, 1, 3, 3, 1, 1, 0, 0, 0, 0},     {0, 4, 2, 3, 3, 3, 4, 5, 5, 1, 1, 2, 2, 2, 2},
 		{1, 4, 6, 8, 5, 5, 12, 3, 3, 1, 1, 1, 1, 1, 1},    {1, 4, 3, 5, 4, 6, 20, 3, 2, 1, 2, 0, 1, 2, 0},
+		{0, 4, 1, 16, 50, 50, 16, 48, 48, 1, 1, 0, 0, 0, 0}, /* a block of weights past 8 MiB: GEMM */
 	};
 	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
 		const struct direct_case *k = &cases[ci];
@@ -554,7 +555,7 @@ Test(exec, direct_conv_against_the_definition)
 				for (int64_t i = 0; i < y->numel; i++) {
 					int ox = (int)(i % ow), oy = (int)(i / ow % oh), m = (int)(i / ow / oh % k->m);
 					int n = (int)(i / ow / oh / k->m);
-					double want = direct_definition(k, x, w, b, oh, ow, n, m, oy, ox);
+					double want = direct_definition(k, x, w, b, n, m, oy, ox);
 					bad += !(fabs(yv[i] - want) <= 1e-5 * (1 + fabs(want)) * (k->c * k->kh * k->kw));
 				}
 				cr_expect_eq(bad, 0, "case %zu: %lld outputs off the definition", ci, (long long)bad);

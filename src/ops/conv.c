@@ -402,9 +402,8 @@ static void gather_patches(void *arg, int64_t r0, int64_t r1)
 	for (int64_t r = r0; r < r1; r++) {
 		int64_t b = r / j->np, pos = j->p0 + r % j->np, oy = pos / g->ow, ox = pos % g->ow, x0 = ox * g->sw - g->pl;
 		/* the kernel columns that land inside the image: j in [jlo, jhi) */
-		int64_t jlo = x0 >= 0 ? 0 : (-x0 + g->dw - 1) / g->dw, jhi = g->w - x0 <= 0 ? 0 : (g->w - x0 + g->dw - 1) / g->dw;
-		jhi = jhi < g->kw ? jhi : g->kw;
-		jlo = jlo < jhi ? jlo : jhi;
+		int64_t jlo, jhi;
+		conv_inside(x0, g->dw, g->w, g->kw, &jlo, &jhi);
 		float *prow = j->p + r * j->K;
 		for (int64_t c = 0; c < g->c; c++)
 			for (int64_t i = 0; i < g->kh; i++) {
@@ -598,8 +597,8 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_status(x);
 	int64_t cg = g.c / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
+	int *swapped = a->dtype == DT_FLOAT && !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
 	if (a->dtype == DT_FLOAT) {
-		int *swapped = !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
 		int r = conv_direct(x, a->data, w->data, 0, &g, (float *)y, swapped);
 		if (r < 0)
 			return exec_status(x);
@@ -617,7 +616,6 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		/* the padded image's frame costs (hp wp) / (kh kw) the FLOPs: worth it when that is near 1 */
 		int64_t frame = (g.h + g.pt + g.pb) * (g.w + g.pl + g.pr);
 		int unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && 4 * frame <= 5 * g.kh * g.kw;
-		int *swapped = !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
 		if (unit ? conv_positions_shifted(x, a, w, &g, (float *)y)
 			 : conv_positions(x, a, w, &g, (float *)y, swapped))
 			return exec_status(x);
@@ -757,9 +755,8 @@ struct maxpool {
 static void max_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, int64_t i1)
 {
 	const struct conv_geom *g = mp->g;
-	int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0 = x0 < 0 ? (-x0 + g->dw - 1) / g->dw : 0;
-	int64_t j1 = g->w - x0 <= 0 ? 0 : (g->w - x0 + g->dw - 1) / g->dw;
-	j1 = j1 < g->kw ? j1 : g->kw;
+	int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0, j1;
+	conv_inside(x0, g->dw, g->w, g->kw, &j0, &j1);
 	float acc = -INFINITY;
 	int64_t arg = -1;
 	for (int64_t i = i0; i < i1; i++) {
@@ -794,9 +791,8 @@ VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
 	xa = xa < xb ? xa : xb;
 	for (int64_t nc = nc0; nc < nc1; nc++)
 		for (int64_t oy = 0; oy < g->oh; oy++) {
-			int64_t y0 = oy * g->sh - g->pt, i0 = y0 < 0 ? (-y0 + g->dh - 1) / g->dh : 0;
-			int64_t i1 = g->h - y0 <= 0 ? 0 : (g->h - y0 + g->dh - 1) / g->dh;
-			i1 = i1 < g->kh ? i1 : g->kh;
+			int64_t y0 = oy * g->sh - g->pt, i0, i1;
+			conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);
 			for (int64_t ox = 0; ox < xa; ox++)
 				max_clipped(mp, nc, oy, ox, i0, i1);
 			for (int64_t ox = xb; ox < g->ow; ox++)

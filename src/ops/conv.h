@@ -23,6 +23,15 @@ enum conv_kind { CONV_FORWARD, CONV_TRANSPOSE, CONV_POOL };
 int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *in, enum conv_kind kind,
 		  struct conv_geom *g);
 
+/* The taps [*lo, *hi) of a window row or column (k taps, step apart, the first at `at`) that land
+ * in [0, size): the part of the kernel inside the image, empty with *lo == *hi. */
+static inline void conv_inside(int64_t at, int64_t step, int64_t size, int64_t k, int64_t *lo, int64_t *hi)
+{
+	int64_t e = size - at <= 0 ? 0 : (size - at + step - 1) / step, b = at >= 0 ? 0 : (-at + step - 1) / step;
+	*hi = e < k ? e : k;
+	*lo = b < *hi ? b : *hi;
+}
+
 /* y (n, m, oh, ow) = Conv(a, w) over g, float32, by the direct kernel (conv_direct.c): w (m, c,
  * kh, kw), or with flip a ConvTranspose's (c, m, kh, kw) read flipped (its stride-1 equivalent).
  * With swapped, y is written (m, n, oh, ow) and *swapped set. 1: not run here (no AVX-512,

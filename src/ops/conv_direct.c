@@ -32,6 +32,7 @@
 #define MR 6          /* outputs a tile */
 #define NB 64         /* output channels a block: four vectors */
 #define CH (MR * 64)  /* outputs an item */
+#define DIRECT_PACK (8 << 20) /* bytes of a thread's block of weights, at most */
 #define TARGET __attribute__((target("avx512f")))
 
 /* The taps that land in the image: rows [i0, i1), columns [j0, j1). */
@@ -68,17 +69,6 @@ struct direct {
 	int64_t sn, sm;  /* y's strides of an image and a channel (a pixel's: 1) */
 	int64_t K;
 };
-
-static int64_t first_inside(int64_t at, int64_t step) /* the first k >= 0 with at + k step >= 0 */
-{
-	return at >= 0 ? 0 : (-at + step - 1) / step;
-}
-
-static int64_t past_inside(int64_t at, int64_t step, int64_t size, int64_t k) /* k's first past */
-{
-	int64_t e = size - at <= 0 ? 0 : (size - at + step - 1) / step;
-	return e < k ? e : k;
-}
 
 /* One tile: images off[0..mr) (their pixel's element in a, less the tap's), channels of a block
  * nc vectors wide (lanes past m meet zero weights), into o at so[]. mr and nc are
@@ -225,8 +215,8 @@ static int64_t tap_runs(int64_t out, int64_t stride, int64_t pad, int64_t dil, i
 {
 	int64_t runs = 0;
 	for (int64_t o = 0; o < out; o++) {
-		int64_t at = o * stride - pad, l = first_inside(at, dil), h = past_inside(at, dil, size, k);
-		l = l < h ? l : h;
+		int64_t l, h;
+		conv_inside(o * stride - pad, dil, size, k, &l, &h);
 		if (!runs || l != lo[runs - 1] || h != hi[runs - 1]) {
 			start[runs] = o, lo[runs] = l, hi[runs] = h;
 			runs++;
@@ -247,10 +237,13 @@ static int have_avx512(void)
 int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
 		int *swapped)
 {
-	/* below 16 output channels a tile's vector is part empty, and a GEMM does as well */
-	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 16 || g->oh < 1 || g->ow < 1)
-		return 1;
+	/* below 16 output channels a tile's vector is part empty, and a GEMM does as well; a block
+	 * of weights over DIRECT_PACK (a large image's weight gradient, whose kernel is the image)
+	 * would take each thread that much memory: the GEMM paths bound theirs */
 	int64_t hw = g->h * g->w, np = g->oh * g->ow, K = g->kh * g->kw * g->c, th = pool_threads();
+	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 16 || g->oh < 1 || g->ow < 1 ||
+	    K > DIRECT_PACK / (NB * 4))
+		return 1;
 	int64_t nblk = (g->m + NB - 1) / NB, oh = g->oh, ow = g->ow;
 	/* the classes: runs of rows by runs of columns; the items: each class's outputs in CH's */
 	size_t rb = (size_t)(3 * (oh + ow + 2)) * sizeof(int64_t), cb = (size_t)(oh * ow) * sizeof(struct klass);
