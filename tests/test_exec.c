@@ -1115,3 +1115,66 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
 	exec_free(x[1]);
 	graph_free(g);
 }
+
+/* Elementwise chains (exec.c) give the bits and the peak of the nodes run one by one: a chain
+ * stops at an operand broadcast along axes that are not neighbours (z) and where the shape grows
+ * (w4); what a later node or the caller reads is written (a3, a4, a2, a16), the rest never is;
+ * operands broadcast as a bias (b), per row (r), per middle axis (c), a scalar (s), the same
+ * value twice (a5), an output nobody reads (dead). Slices of 256 and pieces over the threads cut
+ * the broadcast operands' runs anywhere. */
+Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: x, dtype: float32, shape: [8, 30, 280]}, {name: b, dtype: float32, shape: [280]},\n"
+		"         {name: r, dtype: float32, shape: [8, 30, 1]}, {name: c, dtype: float32, shape: [30, 1]},\n"
+		"         {name: z, dtype: float32, shape: [8, 1, 280]}, {name: w4, dtype: float32, shape: [3, 8, 30, 280]}]\n"
+		"params: [{name: s, dtype: float32, shape: [1], data: [0.7]}, {name: ax, dtype: int64, shape: [1], data: [1]}]\n"
+		"nodes:\n"
+		"  - {op: Add, inputs: [x, b], outputs: [a1]}\n"
+		"  - {op: Mul, inputs: [a1, s], outputs: [a2]}\n"
+		"  - {op: Erf, inputs: [a2], outputs: [a3]}\n"
+		"  - {op: Mul, inputs: [a3, r], outputs: [a4]}\n"
+		"  - {op: Sub, inputs: [a4, c], outputs: [a5]}\n"
+		"  - {op: Mul, inputs: [a5, a5], outputs: [a6]}\n"
+		"  - {op: Tanh, inputs: [a6], outputs: [a7]}\n"
+		"  - {op: Mul, inputs: [a7, z], outputs: [a8]}\n"
+		"  - {op: Sigmoid, inputs: [a8], outputs: [a9]}\n"
+		"  - {op: Div, inputs: [a9, a4], outputs: [a10]}\n"
+		"  - {op: Neg, inputs: [a10], outputs: [a11]}\n"
+		"  - {op: Abs, inputs: [a11], outputs: [a12]}\n"
+		"  - {op: Sqrt, inputs: [a12], outputs: [a13]}\n"
+		"  - {op: Log, inputs: [a13], outputs: [a14]}\n"
+		"  - {op: Relu, inputs: [a14], outputs: [a15]}\n"
+		"  - {op: Add, inputs: [a15, w4], outputs: [a16]}\n"
+		"  - {op: Mul, inputs: [a16, a16], outputs: [a17]}\n"
+		"  - {op: ReduceSum, inputs: [a17, ax], outputs: [rs]}\n"
+		"  - {op: Exp, inputs: [a2], outputs: [e2]}\n"
+		"  - {op: Mul, inputs: [e2, x], outputs: [a20]}\n"
+		"  - {op: Relu, inputs: [a20], outputs: [dead]}\n"
+		"outputs: [{name: a3}, {name: a8}, {name: a10}, {name: a16}, {name: rs}, {name: a20}]\n";
+	struct graph *g = load_text("chains.yaml", text);
+	struct exec *x[2];
+	struct exec_stats st[2];
+	for (int k = 0; k < 2; k++) {
+		struct gd_err e = {0};
+		struct exec_opts o = {.random_inputs = 1, .seed = 11, .no_chains = k};
+		memset(&st[k], 0, sizeof st[k]);
+		x[k] = exec_run(g, &o, &st[k], &e);
+		cr_assert(x[k], "%s", e.msg);
+	}
+	/* chains: nodes 1-7, 9-15, 16-17, 19-21 */
+	cr_expect_eq(st[0].chain_nodes, 19, "%llu nodes in chains", (unsigned long long)st[0].chain_nodes);
+	cr_expect_eq(st[1].chain_nodes, 0);
+	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "fused: peak %zu; single: %zu", st[0].peak_bytes,
+		     st[1].peak_bytes);
+	cr_expect_eq(st[0].final_bytes, st[1].final_bytes);
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		const struct rtensor *a = exec_value(x[0], g->outputs[k]), *b = exec_value(x[1], g->outputs[k]);
+		cr_assert(a && b && a->data && b->data && a->nbytes == b->nbytes);
+		cr_expect(!memcmp(a->data, b->data, a->nbytes), "%s differs", g->outputs[k]->name);
+	}
+	exec_free(x[0]);
+	exec_free(x[1]);
+	graph_free(g);
+}

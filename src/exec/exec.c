@@ -57,6 +57,12 @@ struct exec {
 	struct rtensor **args; /* run_nodes' in and out pointers, sized for the graph's widest node */
 	struct rtensor *absent; /* stand-ins for its absent outputs */
 	uint32_t max_in;
+	int chains;          /* elementwise chains are fused (chain_start) */
+	uint64_t chain_nodes; /* nodes they took */
+	uint32_t chain_first, chain_last; /* the nodes of the chain under way; first > last: none */
+	int chain_nd;        /* its shape */
+	int64_t chain_dims[RT_MAX_DIMS];
+	float *chain_out[CHAIN_MAX]; /* its nodes' outputs, written; NULL: a ghost (rtensor.ghost) */
 };
 
 static void account(struct exec *x, size_t add, size_t sub)
@@ -273,7 +279,7 @@ static void release(struct exec *x, struct rtensor *t)
 		x->vref[t->vsrc]--;
 	else
 		(void)detach_views(x, t, 1); /* a failure fails the run (run_nodes) */
-	if (t->data || t->dev)
+	if (t->data || t->dev || t->ghost)
 		account(x, 0, t->nbytes);
 	if (t->owned)
 		xfree(t->data);
@@ -285,6 +291,7 @@ static void release(struct exec *x, struct rtensor *t)
 	t->dev = NULL;
 	t->owned = 0;
 	t->view = 0;
+	t->ghost = 0;
 }
 
 void exec_drop(struct exec *x, struct rtensor *t)
@@ -1116,6 +1123,147 @@ static int materialize(struct exec *x, const struct value *vv, const struct rten
 	return rc;
 }
 
+/* ---- elementwise chains ----
+ *
+ * A run of consecutive nodes of elementwise float32 ops (chain_op) with one output shape, each
+ * operand another's result or a tensor broadcast along some axes, is computed in one pass when
+ * its first node comes (chain_run: a slice of every step at a time, in cache), so the exported
+ * GELU's 5 nodes, its gradient's 11, or an Adam update read and write memory once, not once per
+ * node. Each element is the same float arithmetic as the nodes' own kernels: the same bits. The
+ * results that a later node or the caller reads are written; the others, read only inside the
+ * chain, are ghosts: each node still makes its output at its turn, as the memory model counts it
+ * (so the measured peak is the planned one), but a ghost's bytes are never allocated. On the
+ * CPU, when computing, values not all kept (exec_opts.no_chains turns it off). The chain's time
+ * goes to its first node in a profile. */
+
+/* (na, a) and (nb, b) broadcast into (*nd, d); 0 if they do not. */
+static int chain_bcast(int na, const int64_t *a, int nb, const int64_t *b, int *nd, int64_t *d)
+{
+	int r = na > nb ? na : nb;
+	for (int i = 0; i < r; i++) {
+		int64_t p = i < r - na ? 1 : a[i - (r - na)], q = i < r - nb ? 1 : b[i - (r - nb)];
+		if (p != q && p != 1 && q != 1)
+			return 0;
+		d[i] = p == 1 ? q : p;
+	}
+	*nd = r;
+	return 1;
+}
+
+/* An operand of shape (na, a) in the chain's (nd, d): element e reads its element (e / q) % r,
+ * when the axes it does not broadcast are neighbours (a bias, a per-row scale, a whole tensor, a
+ * scalar); 0 otherwise. */
+static int chain_qr(int na, const int64_t *a, int nd, const int64_t *d, int64_t *q, int64_t *r)
+{
+	int lo = -1, hi = -1, gap = 0;
+	for (int i = 0; i < nd; i++) {
+		int64_t p = i < nd - na ? 1 : a[i - (nd - na)];
+		if (d[i] == 1)
+			continue;
+		if (p == 1) {
+			gap = lo >= 0;
+			continue;
+		}
+		if (gap)
+			return 0;
+		lo = lo < 0 ? i : lo;
+		hi = i + 1;
+	}
+	*q = *r = 1;
+	for (int i = lo; lo >= 0 && i < nd; i++)
+		if (i < hi)
+			*r *= d[i];
+		else
+			*q *= d[i];
+	return 1;
+}
+
+/* Node i, if a chain starts there: plans it, runs it and returns its length (2 or more); 0 when
+ * none does, -1 on failure. */
+static int chain_start(struct exec *x, uint32_t i)
+{
+	struct graph *g = x->g;
+	struct chain c = {0};
+	uint32_t made[CHAIN_MAX]; /* each step's value */
+	int nd = 0, n = 0;
+	int64_t *d = x->chain_dims;
+	for (uint32_t j = i; j < g->n_nodes && n < CHAIN_MAX; j++, n++) {
+		const struct node *m = g->nodes[j];
+		int ar = chain_op(m->op), ok = ar && m->n_in == (uint32_t)ar && m->n_out == 1 && m->out[0];
+		struct chain_arg arg[2];
+		const int64_t *ad[2];
+		int an[2], od = 0;
+		int64_t dims[RT_MAX_DIMS];
+		for (int k = 0; ok && k < ar; k++) {
+			const struct value *v = m->in[k];
+			arg[k].step = -1;
+			for (int s = 0; v && s < n; s++)
+				arg[k].step = made[s] == v->id ? s : arg[k].step;
+			if (arg[k].step >= 0) {
+				an[k] = nd, ad[k] = d;
+				continue;
+			}
+			const struct rtensor *t = v ? &x->v[v->id] : NULL;
+			ok = t && t->known && t->data && !t->view && !t->swapped && t->dtype == DT_FLOAT;
+			if (ok)
+				arg[k].p = t->data, an[k] = t->ndim, ad[k] = t->dims;
+		}
+		ok = ok && chain_bcast(an[0], ad[0], ar == 2 ? an[1] : 0, ad[ar - 1], &od, dims);
+		if (ok && n == 0) {
+			nd = od;
+			memcpy(d, dims, sizeof dims);
+		}
+		ok = ok && od == nd && !memcmp(dims, d, (size_t)nd * sizeof *d);
+		for (int k = 0; ok && k < ar; k++)
+			ok = arg[k].step >= 0 || chain_qr(an[k], ad[k], nd, d, &arg[k].q, &arg[k].r);
+		if (!ok)
+			break;
+		c.s[n] = (struct chain_step){m->op, arg[0], ar == 2 ? arg[1] : arg[0], NULL};
+		made[n] = m->out[0]->id;
+	}
+	if (n < 2)
+		return 0;
+	int64_t numel = 1;
+	for (int k = 0; k < nd; k++)
+		numel *= d[k];
+	size_t bytes = (size_t)numel * sizeof(float);
+	for (int s = 0; s < n; s++) { /* written: what a node after the chain or the caller reads */
+		uint32_t inside = 0;
+		for (int t = s + 1; t < n; t++)
+			for (uint32_t k = 0; k < g->nodes[i + t]->n_in; k++)
+				inside += g->nodes[i + t]->in[k] && g->nodes[i + t]->in[k]->id == made[s];
+		c.s[s].out = NULL;
+		if (x->pinned[made[s]] || x->left[made[s]] > inside)
+			if (!(c.s[s].out = xmalloc(bytes ? bytes : 1))) {
+				for (int t = 0; t < s; t++)
+					xfree(c.s[t].out);
+				return tensor_oom(x, bytes), -1;
+			}
+		x->chain_out[s] = c.s[s].out;
+	}
+	c.n = n;
+	c.numel = numel;
+	chain_run(&c);
+	x->chain_nodes += (uint64_t)n;
+	x->chain_first = i;
+	x->chain_last = i + (uint32_t)n - 1;
+	x->chain_nd = nd;
+	return n;
+}
+
+/* Node i's output t, in the chain under way: its shape, and its bytes or a ghost's count. */
+static int chain_output(struct exec *x, uint32_t i, struct rtensor *t)
+{
+	if (exec_shape(x, t, DT_FLOAT, x->chain_nd, x->chain_dims))
+		return -1;
+	t->data = x->chain_out[i - x->chain_first];
+	t->owned = t->data != NULL;
+	t->ghost = !t->data;
+	x->chain_out[i - x->chain_first] = NULL;
+	account(x, t->nbytes, 0);
+	return 0;
+}
+
 /* The progress meter's names for a run (util/progress.h): one object each, as it compares them. */
 static const char meter_running[] = "running", meter_shapes[] = "inferring shapes";
 
@@ -1162,6 +1310,11 @@ static int run_nodes(struct exec *x)
 		double t0 = x->o->profile || comm ? now() : 0;
 		int shape = x->be && shape_work(n, in), folded = x->fold && x->fold[i] && x->compute ?
 									transpose_view(x, n, in[0], n->in[0]->id, out[0]) : 0;
+		int chained = i >= x->chain_first && i <= x->chain_last;
+		if (!chained && x->chains && x->compute && (chained = chain_start(x, i)) < 0)
+			return x->e->code;
+		if (chained && chain_output(x, i, out[0]))
+			return x->e->code;
 		int rc = 0;
 		for (uint32_t k = 0; x->vref && !folded && k < n->n_in && !rc; k++)
 			if (in[k] && in[k]->view && !reads_views(n, k)) {
@@ -1169,7 +1322,7 @@ static int run_nodes(struct exec *x)
 				in[k] = &x->tcopies[k];
 			}
 		rc = rc || folded < 0 ||
-		     (!folded && (!x->be ? backend_cpu.run_node(x, n, in, out)
+		     (!folded && !chained && (!x->be ? backend_cpu.run_node(x, n, in, out)
 					 : !shape && x->be->supports_op(n, in) ? run_device(x, n, in, out)
 										: run_fallback(x, n, in, out, shape)));
 		for (uint32_t k = 0; x->vref && k < n->n_in; k++)
@@ -1308,6 +1461,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		fold_transposes(x);
 		find_swaps(x);
 	}
+	x->chains = !x->be && !o->shapes_only && !o->keep_values && !o->no_chains;
+	x->chain_first = 1, x->chain_last = 0;
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
@@ -1339,6 +1494,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		st->comm_calls = x->comm_calls;
 		st->comm_bytes = x->comm_bytes;
 		st->comm_seconds = x->comm_seconds;
+		st->chain_nodes = x->chain_nodes;
 	}
 	return x;
 }

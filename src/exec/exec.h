@@ -35,6 +35,8 @@ struct rtensor {
 			* sum i_k vst[k]; only MatMul and Gemm (A and B) are given views */
 	uint32_t vsrc;
 	int64_t vst[RT_MAX_DIMS];
+	int ghost;     /* an intermediate of a fused chain (exec.c): counted live as if it were
+			* written, but never is (data NULL) */
 	int swapped;   /* data holds the tensor with its first two axes exchanged: written so by a
 			* kernel for the one Transpose that reads it and exchanges them back
 			* (exec_swap_ok), which then copies it in order; reset by exec_shape */
@@ -65,6 +67,8 @@ struct exec_opts {
 	int copy_transposes;           /* no Transpose folded into the products (exec.c): every one a
 					* copy, as on a device backend, for bitwise comparisons with one */
 	uint64_t *node_flops;          /* when set: node i's FLOPs (op_cost) go to node_flops[i] */
+	int no_chains;                 /* every node runs its own kernel: no elementwise chains fused
+					* (exec.c), for comparisons with the fused run */
 	/* Data parallelism (rewrite/replicas.h). The batch inputs are the graph inputs that are no
 	 * initializers (data, labels): with shard_inputs, they hold the whole batch of comm's replicas
 	 * and this run takes its rank's slice of axis 0 (random ones: that slice of the whole batch's
@@ -97,6 +101,7 @@ struct exec_stats {
 	 * and the nodes it had no kernel for, which ran on the CPU, with the copies that took. */
 	size_t device_peak_bytes;
 	uint64_t host_nodes, copies, copy_bytes;
+	uint64_t chain_nodes;        /* nodes run in fused elementwise chains (exec.c) */
 };
 
 /* Runs g (already checked and sorted). On success the caller owns the executor and reads values

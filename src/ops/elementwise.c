@@ -117,33 +117,10 @@ static void walk_seek(struct walk *w, int64_t r)
 	}
 }
 
-/* A binary op on float32, float64 or int64 (not Div or Pow) operands, which cannot fail: its output
- * elements [e0, e1) are a piece of kernel_for. */
-struct bin_job {
-	struct walk w;
-	enum bin op;
-	const struct rtensor *a, *b;
-	struct rtensor *o;
-	int64_t row, sa, sb;
-};
-
-VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
-{
-	const struct bin_job *jb = arg;
-	const struct rtensor *a = jb->a, *b = jb->b;
-	struct rtensor *o = jb->o;
-	const int64_t sa = jb->sa, sb = jb->sb;
-	const enum bin op = jb->op;
-	struct walk w = jb->w;
-	walk_seek(&w, e0 / jb->row);
-	for (int64_t i = e0, c = e0 % jb->row; i < e1; c = 0, walk_next(&w)) {
-		/* columns c .. c + len of the row */
-		const int64_t len = jb->row - c < e1 - i ? jb->row - c : e1 - i, oa = w.off[0] + c * sa, ob = w.off[1] + c * sb;
-/* contiguous operands, or one of them a broadcast scalar: loops the compiler vectorises */
-#define ROW(T, OT, EXPR)                                                                                       \
+/* One row of a binary op, len elements at pa, pb (strides sa, sb) into po: contiguous operands, or
+ * one of them a broadcast scalar, are loops the compiler vectorises. */
+#define ROWP(T, OT, EXPR)                                                                                      \
 	do {                                                                                                   \
-		const T *pa = (const T *)a->data + oa, *pb = (const T *)b->data + ob;                          \
-		OT *po = (OT *)o->data + i;                                                                    \
 		if (sa == 1 && sb == 1) {                                                                      \
 			for (int64_t j = 0; j < len; j++) {                                                    \
 				T u = pa[j], v = pb[j];                                                        \
@@ -168,6 +145,51 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 			}                                                                                      \
 		}                                                                                              \
 	} while (0)
+
+/* A float32 arithmetic op (Add Sub Mul Div, Pow and its two exact cases) on one row: what
+ * bin_elems does for float32, and each step of a fused chain (chain_run). */
+static inline __attribute__((always_inline)) void bin_f32(enum bin op, const float *pa, int64_t sa, const float *pb,
+							 int64_t sb, float *po, int64_t len)
+{
+	switch (op) {
+	case B_ADD: ROWP(float, float, u + v); break;
+	case B_SUB: ROWP(float, float, u - v); break;
+	case B_MUL: ROWP(float, float, u * v); break;
+	case B_DIV: ROWP(float, float, u / v); break;
+	case B_POW: ROWP(float, float, pow((double)u, (double)v)); break;
+	case B_SQUARE: ROWP(float, float, ((void)v, u * u)); break;
+	default: ROWP(float, float, ((void)v, u)); break;
+	}
+}
+
+/* A binary op on float32, float64 or int64 (not Div or Pow) operands, which cannot fail: its output
+ * elements [e0, e1) are a piece of kernel_for. */
+struct bin_job {
+	struct walk w;
+	enum bin op;
+	const struct rtensor *a, *b;
+	struct rtensor *o;
+	int64_t row, sa, sb;
+};
+
+VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
+{
+	const struct bin_job *jb = arg;
+	const struct rtensor *a = jb->a, *b = jb->b;
+	struct rtensor *o = jb->o;
+	const int64_t sa = jb->sa, sb = jb->sb;
+	const enum bin op = jb->op;
+	struct walk w = jb->w;
+	walk_seek(&w, e0 / jb->row);
+	for (int64_t i = e0, c = e0 % jb->row; i < e1; c = 0, walk_next(&w)) {
+		/* columns c .. c + len of the row */
+		const int64_t len = jb->row - c < e1 - i ? jb->row - c : e1 - i, oa = w.off[0] + c * sa, ob = w.off[1] + c * sb;
+#define ROW(T, OT, EXPR)                                                                                       \
+	do {                                                                                                   \
+		const T *pa = (const T *)a->data + oa, *pb = (const T *)b->data + ob;                          \
+		OT *po = (OT *)o->data + i;                                                                    \
+		ROWP(T, OT, EXPR);                                                                             \
+	} while (0)
 #define ROWS(T)                                                                                                \
 	switch (op) {                                                                                          \
 	case B_ADD: ROW(T, T, u + v); break;                                                                   \
@@ -182,7 +204,9 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 	default: ROW(T, uint8_t, u < v); break;                                                                \
 	}
 		/* one switch per row; the loops are typed (the compiler vectorises them) */
-		if (a->dtype == DT_FLOAT) {
+		if (a->dtype == DT_FLOAT && op < B_EQ) {
+			bin_f32(op, (const float *)a->data + oa, sa, (const float *)b->data + ob, sb, (float *)o->data + i, len);
+		} else if (a->dtype == DT_FLOAT) {
 			ROWS(float)
 		} else if (a->dtype == DT_DOUBLE) {
 			ROWS(double)
@@ -315,12 +339,11 @@ struct un_job {
 	float *o;
 };
 
-VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
+/* A unary op on float32 elements [lo, hi) of p into o: what un_floats does, and a step of a fused
+ * chain (chain_run). */
+static inline __attribute__((always_inline)) void un_f32(enum un op, const float *p, float *o, int64_t lo, int64_t hi)
 {
-	const struct un_job *j = arg;
-	const float *p = j->p;
-	float *o = j->o;
-	switch (j->op) {
+	switch (op) {
 	case U_RELU: for (int64_t i = lo; i < hi; i++) o[i] = !(p[i] <= 0) ? p[i] : 0; return; /* NaN stays */
 	case U_NEG: for (int64_t i = lo; i < hi; i++) o[i] = -p[i]; return;
 	case U_ABS: for (int64_t i = lo; i < hi; i++) o[i] = fabsf(p[i]); return;
@@ -340,6 +363,12 @@ VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
 			o[i] = p[i];
 		return;
 	}
+}
+
+VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
+{
+	const struct un_job *j = arg;
+	un_f32(j->op, j->p, j->o, lo, hi);
 }
 
 static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
@@ -692,6 +721,102 @@ static int sum_grad(struct ad *a, const struct node *n)
 		if (give_ub(a, n, (int)k, g))
 			return -1;
 	return 0;
+}
+
+/* ---- fused chains (exec.c) ---- */
+
+int chain_op(int op)
+{
+	switch (op) {
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: return 2;
+	case OP_NEG: case OP_ABS: case OP_SQRT: case OP_EXP: case OP_LOG: case OP_ERF: case OP_RELU: case OP_TANH:
+	case OP_SIGMOID: return 1;
+	default: return 0;
+	}
+}
+
+static enum bin chain_bin(int op)
+{
+	return op == OP_ADD ? B_ADD : op == OP_SUB ? B_SUB : op == OP_MUL ? B_MUL : B_DIV;
+}
+
+static enum un chain_un(int op)
+{
+	switch (op) {
+	case OP_NEG: return U_NEG;
+	case OP_ABS: return U_ABS;
+	case OP_SQRT: return U_SQRT;
+	case OP_EXP: return U_EXP;
+	case OP_LOG: return U_LOG;
+	case OP_ERF: return U_ERF;
+	case OP_RELU: return U_RELU;
+	case OP_TANH: return U_TANH;
+	default: return U_SIGMOID;
+	}
+}
+
+#define SLICE 256 /* elements a step computes at a time: the chain's slices stay in L1 */
+
+/* Operand a's elements [e0, e0 + len): a pointer to them (*stride 1), to its one element (*stride
+ * 0), or buf filled with them (a tensor broadcast along some axes: element e at p[(e / q) % r]). */
+static const float *chain_arg_at(const struct chain_arg *a, float *const *res, int64_t e0, int64_t len, float *buf,
+				 int64_t *stride)
+{
+	*stride = 1;
+	if (a->step >= 0)
+		return res[a->step];
+	if (a->r == 1) {
+		*stride = 0;
+		return a->p;
+	}
+	if (a->q == 1 && a->r >= e0 + len)
+		return a->p + e0;
+	int64_t idx = e0 / a->q % a->r, off = e0 % a->q;
+	for (int64_t j = 0; j < len;) {
+		int64_t run;
+		if (a->q == 1) {
+			run = a->r - idx < len - j ? a->r - idx : len - j;
+			memcpy(buf + j, a->p + idx, (size_t)run * sizeof *buf);
+			idx = 0;
+		} else {
+			run = a->q - off < len - j ? a->q - off : len - j;
+			for (int64_t t = 0; t < run; t++)
+				buf[j + t] = a->p[idx];
+			off = 0;
+			idx = idx + 1 < a->r ? idx + 1 : 0;
+		}
+		j += run;
+	}
+	return buf;
+}
+
+VM_CLONES static void chain_piece(void *arg, int64_t e0, int64_t e1)
+{
+	const struct chain *c = arg;
+	_Alignas(64) float tmp[CHAIN_MAX][SLICE], ga[SLICE], gb[SLICE];
+	float *res[CHAIN_MAX]; /* each step's slice: in tmp, or where the result is wanted */
+	for (int64_t s0 = e0; s0 < e1; s0 += SLICE) {
+		int64_t len = e1 - s0 < SLICE ? e1 - s0 : SLICE;
+		for (int k = 0; k < c->n; k++)
+			res[k] = c->s[k].out ? c->s[k].out + s0 : tmp[k];
+		for (int k = 0; k < c->n; k++) {
+			const struct chain_step *st = &c->s[k];
+			int64_t sa, sb;
+			const float *pa = chain_arg_at(&st->a, res, s0, len, ga, &sa);
+			float *po = res[k];
+			if (chain_op(st->op) == 2) {
+				const float *pb = chain_arg_at(&st->b, res, s0, len, gb, &sb);
+				bin_f32(chain_bin(st->op), pa, sa, pb, sb, po, len);
+			} else {
+				un_f32(chain_un(st->op), pa, po, 0, len);
+			}
+		}
+	}
+}
+
+void chain_run(const struct chain *c)
+{
+	kernel_for(c->numel, KERNEL_GRAIN, chain_piece, (void *)c);
 }
 
 const struct op_impl op_sum = {.run = sum_run, .grad = sum_grad, .recompute = RC_CHEAP};

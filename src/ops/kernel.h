@@ -61,4 +61,28 @@ double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares, doub
 #define KERNEL_GRAIN (1 << 15)
 void kernel_for(int64_t n, int64_t grain, void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
 
+/* A chain of elementwise float32 nodes fused by the executor (exec.c): steps over one shape of
+ * numel elements, run a slice at a time, so that the intermediates stay in cache and only the
+ * results wanted outside the chain are written. Each element is the same float arithmetic as in
+ * the op's own kernel, so the bits are too. chain_op: 2 for a binary op that can be a step (Add Sub
+ * Mul Div), 1 for a unary one (Neg Abs Sqrt Exp Log Erf Relu Tanh Sigmoid), else 0. */
+#define CHAIN_MAX 16
+struct chain_arg {
+	int step;       /* >= 0: that step's result; else the tensor at p, element e at p[(e / q) % r] */
+	const float *p;
+	int64_t q, r;
+};
+struct chain_step {
+	int op;
+	struct chain_arg a, b;
+	float *out; /* where the result goes too; NULL: nowhere */
+};
+struct chain {
+	int n;
+	int64_t numel;
+	struct chain_step s[CHAIN_MAX];
+};
+int chain_op(int op);
+void chain_run(const struct chain *c);
+
 #endif
