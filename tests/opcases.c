@@ -122,6 +122,17 @@ const struct gcase op_cases[] = {
 	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {pads: [1, 1, 1, 1]}}\n"},
 	{"Conv strided dilated", P("x", "[1, 2, 7, 6]") P("w", "[3, 2, 2, 3]"),
 	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [2, 2], dilations: [2, 1], pads: [0, 1, 1, 0]}}\n"},
+	/* strides that leave the padded input longer than the kernel's reach: dW's Conv has its end
+	 * pads cut (ResNet's stride-2 3 x 3 and 7 x 7), and what the pad cannot cover cropped (the
+	 * 1 x 1 downsample; a stride of 3 by half) */
+	{"Conv stride 2 on an even map", P("x", "[2, 3, 6, 6]") P("w", "[4, 3, 3, 3]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
+	{"Conv 1x1 stride 2 on an even map", P("x", "[2, 3, 4, 4]") P("w", "[2, 3, 1, 1]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [2, 2]}}\n"},
+	{"Conv stride 3, the end pad half the excess", P("x", "[1, 2, 9, 8]") P("w", "[2, 2, 2, 2]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [3, 3], pads: [0, 0, 1, 1]}}\n"},
+	{"Conv grouped stride 2 on an even map", P("x", "[1, 4, 6, 6]") P("w", "[4, 2, 3, 3]"),
+	 "  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {group: 2, strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
 	{"Conv grouped", P("x", "[1, 4, 5, 5]") P("w", "[6, 2, 3, 3]") P("b", "[6]"),
 	 "  - {op: Conv, inputs: [x, w, b], outputs: [y], attrs: {group: 2, pads: [1, 0, 1, 0]}}\n"},
 	/* depthwise, as MobileNet and EfficientNet export it: more groups than any fixed table */

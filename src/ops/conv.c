@@ -993,6 +993,28 @@ static struct value *crop_kernel(struct ad *a, struct value *v, int64_t kh, int6
 	return ins[1] && ins[2] && ins[3] ? ad_op(a, "Slice", ins, 4) : NULL;
 }
 
+/* The window of dW's Conv (weight_grad): g's, but where a stride leaves the padded input longer
+ * than the kernel's reach, the Conv's output would be kh' x kw', larger than the kernel. The end
+ * pads are cut by the extra rows and columns they cover, so that the Conv computes none of them
+ * (a stride-2 3 x 3 conv on an even map: 16/9 of the work, and its output cropped by a copy);
+ * what they do not cover (an input row no window reads) is left to crop_kernel. *exact: the
+ * output is then kh x kw (sizes known, none symbolic). */
+static void grad_window(struct ad *a, const struct conv_geom *g, struct conv_geom *t, int *exact)
+{
+	*t = *g;
+	*exact = 0;
+	if (ad_dim_symbolic(a, g->h) || ad_dim_symbolic(a, g->w) || ad_dim_symbolic(a, g->oh) ||
+	    ad_dim_symbolic(a, g->ow))
+		return;
+	int64_t kh = (g->h + g->pt + g->pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
+	int64_t kw = (g->w + g->pl + g->pr - (g->sw * (g->ow - 1) + 1)) / g->dw + 1;
+	int64_t rh = kh - g->kh < g->pb / g->dh ? kh - g->kh : g->pb / g->dh;
+	int64_t rw = kw - g->kw < g->pr / g->dw ? kw - g->kw : g->pr / g->dw;
+	t->pb -= rh > 0 ? rh * g->dh : 0;
+	t->pr -= rw > 0 ? rw * g->dw : 0;
+	*exact = kh - (rh > 0 ? rh : 0) == g->kh && kw - (rw > 0 ? rw : 0) == g->kw;
+}
+
 /* dW of a window op with group 1: a convolution of one operand by the other, batch as channels.
  * Conv: dW (M,C,i,j) = sum_n,oy,ox g[n,m,oy,ox] x[n,c,oy*s+i*d-p]: Conv(x^T, g^T, stride d,
  * dilation s) transposed. ConvTranspose is the same with x and g swapped. */
@@ -1000,16 +1022,14 @@ static struct value *weight_grad(struct ad *a, struct value *in, struct value *k
 {
 	struct value *ins[2] = {transpose01(a, in), transpose01(a, kernel)};
 	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
-	if (!c || set_window(a, ad_producer(c), g, g->dh, g->dw, g->sh, g->sw, 1))
+	struct conv_geom w;
+	int exact;
+	grad_window(a, g, &w, &exact);
+	if (!c || set_window(a, ad_producer(c), &w, g->dh, g->dw, g->sh, g->sw, 1))
 		return NULL;
-	/* the Conv's kernel-sized output, kh' x kw', is cropped to kh x kw only when larger: a Slice
-	 * of everything would copy the whole weight gradient (sizes known, none symbolic) */
-	int64_t kh = (g->h + g->pt + g->pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
-	int64_t kw = (g->w + g->pl + g->pr - (g->sw * (g->ow - 1) + 1)) / g->dw + 1;
-	int known = !ad_dim_symbolic(a, g->h) && !ad_dim_symbolic(a, g->w) && !ad_dim_symbolic(a, g->oh) &&
-		    !ad_dim_symbolic(a, g->ow);
+	/* a Slice of everything would copy the whole weight gradient */
 	struct value *t = transpose01(a, c);
-	return known && kh == g->kh && kw == g->kw ? t : crop_kernel(a, t, g->kh, g->kw);
+	return exact ? t : crop_kernel(a, t, g->kh, g->kw);
 }
 
 static struct value *reshape_to(struct ad *a, struct value *v, const int64_t *dims, size_t n)
@@ -1044,14 +1064,18 @@ static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t
 	}
 	struct value *ins[2] = {x, w};
 	struct value *c = x && w ? ad_op(a, "Conv", ins, 2) : NULL;
-	if (!c || set_window(a, ad_producer(c), g, g->dh, g->dw, g->sh, g->sw, G * ci))
+	struct conv_geom win;
+	int exact;
+	grad_window(a, g, &win, &exact);
+	if (!c || set_window(a, ad_producer(c), &win, g->dh, g->dw, g->sh, g->sw, G * ci))
 		return NULL;
 	/* (1, G ci co, kh', kw') -> (G, ci, co, kh', kw') -> (G, co, ci, kh', kw') -> (G co, ci, kh', kw') */
-	int64_t kh = (g->h + g->pt + g->pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
-	int64_t kw = (g->w + g->pl + g->pr - (g->sw * (g->ow - 1) + 1)) / g->dw + 1;
+	int64_t kh = (g->h + win.pt + win.pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
+	int64_t kw = (g->w + win.pl + win.pr - (g->sw * (g->ow - 1) + 1)) / g->dw + 1;
 	int64_t d5[5] = {G, ci, co, kh, kw}, p5[5] = {0, 2, 1, 3, 4}, d4[4] = {G * co, ci, kh, kw};
 	struct value *r = ci > 1 ? transpose_perm(a, reshape_to(a, c, d5, 5), p5, 5) : c;
-	return crop_kernel(a, reshape_to(a, r, d4, 4), g->kh, g->kw);
+	r = reshape_to(a, r, d4, 4);
+	return exact ? r : crop_kernel(a, r, g->kh, g->kw);
 }
 
 /* A 1-D node's rules run the 2-D ones over (N, C, 1, L): lift adds the axis of 1, drop takes it
