@@ -827,9 +827,10 @@ Test(exec, slice_against_the_definition)
 
 /* The kernels that cut their work over the pool's threads (elementwise and Where, transposes and copies, reductions,
  * the row-wise normalisations) give the same bits with 1 thread as with 3, on tensors large enough
- * to be cut; the products, whose pieces follow from their shape alone, match a float64 product.
- * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
- * starting mid-walk finds its place. */
+ * to be cut; the products match a float64 product. With 1 thread each kernel runs its whole range
+ * in one piece, so this also checks that a piece starting mid-walk finds its place; a product the
+ * pool cuts into pieces runs whole in one OpenBLAS call (g1, g2, g3 with k = 1000, which OpenBLAS
+ * sums in blocks; mm, whose pieces are of the sizes its "direct" kernel takes with beta 0). */
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */
@@ -888,8 +889,8 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 	static const char text[] =
 		"graphdiet: 1\nopset: 17\n"
 		"inputs: [{name: x, dtype: float32, shape: [48, 40, 64]}, {name: b, dtype: float32, shape: [64]},\n"
-		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [192, 300]},\n"
-		"         {name: q, dtype: float32, shape: [200, 192]}, {name: pt, dtype: float32, shape: [300, 192]},\n"
+		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [1000, 300]},\n"
+		"         {name: q, dtype: float32, shape: [200, 1000]}, {name: pt, dtype: float32, shape: [300, 1000]},\n"
 		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]}]\n"
 		"nodes:\n"
 		"  - {op: MatMul, inputs: [ba, bb], outputs: [bmm]}\n"

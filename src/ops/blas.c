@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #ifndef GD_BLAS_SONAME
@@ -49,6 +50,7 @@ struct gemm {
 	double alpha, beta;
 	const void *a, *b;
 	void *c;
+	int zero; /* C is zeroed piece by piece, and beta is 1 (gemm_run) */
 };
 
 #define PIECE_MACS (1 << 22) /* a piece's work at least */
@@ -72,6 +74,9 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 		b += (size_t)lo * (g->tb == CblasNoTrans ? 1 : (size_t)g->ldb) * sz;
 		c += (size_t)lo * sz;
 	}
+	if (g->zero)
+		for (int r = 0; r < m; r++)
+			memset(c + (size_t)r * (size_t)g->ldc * sz, 0, (size_t)n * sz);
 	if (g->wide)
 		dgemm(CblasRowMajor, g->ta, g->tb, m, n, g->k, g->alpha, (const double *)a, g->lda, (const double *)b,
 		      g->ldb, g->beta, (double *)c, g->ldc);
@@ -81,11 +86,17 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 }
 
 /* Runs g over the pool: the longer of C's two sides is cut into pieces, as many as the machine
- * has cores at most, each of PIECE_MACS multiply-adds or more. Their number and size follow from
- * the shape and the machine, not from --threads: OpenBLAS picks its kernel by the size of the
- * product (for small ones, kernels that sum all of k at once), so a piece is only the same sum as
- * in another run if it is the same piece. Each piece packs the other operand again, so more pieces
- * than cores would only cost (7% of a transformer's step at 1 thread with 8 pieces). */
+ * has cores at most, each of PIECE_MACS multiply-adds or more. Each piece packs the other operand
+ * again, so more pieces than cores would only cost (7% of a transformer's step at 1 thread with 8
+ * pieces).
+ *
+ * With one thread, a product that would be cut runs whole (each piece's second packing cost 1-7%
+ * of its time), and its every element is the sum the pieces would give: OpenBLAS's blocked driver
+ * cuts k by k alone and sums each element of C in one register in k order, whatever part of C a
+ * call covers. Its other kernels, which may sum otherwise, are kept off such products: the
+ * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
+ * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
+ * as C is zeroed here and beta made 1. */
 static void gemm_run(struct gemm *g)
 {
 	pthread_once(&once, open_blas);
@@ -95,7 +106,11 @@ static void gemm_run(struct gemm *g)
 	int pieces = macs / PIECE_MACS < cores ? (int)(macs / PIECE_MACS) : cores;
 	if (pieces > side / (2 * PIECE_ALIGN))
 		pieces = side / (2 * PIECE_ALIGN);
-	if (pieces < 2) {
+	if (pieces >= 2 && g->beta == 0) {
+		g->zero = 1;
+		g->beta = 1;
+	}
+	if (pieces < 2 || pool_threads() < 2) {
 		g->step = side > 0 ? side : 1;
 		gemm_piece(g, 0, 0);
 		return;
@@ -108,18 +123,18 @@ static void gemm_run(struct gemm *g)
 void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-	struct gemm g = {0, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c};
+	struct gemm g = {0, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c, 0};
 	if (order == CblasColMajor) /* C^T = op(B)^T op(A)^T in row-major terms */
-		g = (struct gemm){0, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c};
+		g = (struct gemm){0, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c, 0};
 	gemm_run(&g);
 }
 
 void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		double alpha, const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc)
 {
-	struct gemm g = {1, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c};
+	struct gemm g = {1, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c, 0};
 	if (order == CblasColMajor)
-		g = (struct gemm){1, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c};
+		g = (struct gemm){1, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c, 0};
 	gemm_run(&g);
 }
 
