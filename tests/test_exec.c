@@ -1055,6 +1055,17 @@ Test(exec, weight_gradients_written_swapped_match)
 	graph_free(g[1]);
 }
 
+/* Runs g twice, under o[0] and o[1]. */
+static void run_both(struct graph *g, const struct exec_opts *o, struct exec **x, struct exec_stats *st)
+{
+	for (int k = 0; k < 2; k++) {
+		struct gd_err e = {0};
+		memset(&st[k], 0, sizeof st[k]);
+		x[k] = exec_run(g, &o[k], &st[k], &e);
+		cr_assert(x[k], "%s", e.msg);
+	}
+}
+
 /* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match
  * those of transposed copies, and the peak is the same, byte for byte (a view's bytes are counted
  * as the copy's would be). The graph has a weight's transpose (Gemm and a Linear MatMul), a batched
@@ -1093,13 +1104,8 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
 	struct graph *g = load_text("fold.yaml", text);
 	struct exec *x[2];
 	struct exec_stats st[2];
-	for (int k = 0; k < 2; k++) {
-		struct gd_err e = {0};
-		struct exec_opts o = {.random_inputs = 1, .seed = 3, .copy_transposes = k};
-		memset(&st[k], 0, sizeof st[k]);
-		x[k] = exec_run(g, &o, &st[k], &e);
-		cr_assert(x[k], "%s", e.msg);
-	}
+	run_both(g, (struct exec_opts[2]){{.random_inputs = 1, .seed = 3}, {.random_inputs = 1, .seed = 3, .copy_transposes = 1}},
+		 x, st);
 	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "folded: peak %zu; copied: %zu", st[0].peak_bytes,
 		     st[1].peak_bytes);
 	for (uint32_t k = 0; k < g->n_outputs; k++) {
@@ -1157,13 +1163,8 @@ Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
 	struct graph *g = load_text("chains.yaml", text);
 	struct exec *x[2];
 	struct exec_stats st[2];
-	for (int k = 0; k < 2; k++) {
-		struct gd_err e = {0};
-		struct exec_opts o = {.random_inputs = 1, .seed = 11, .no_chains = k};
-		memset(&st[k], 0, sizeof st[k]);
-		x[k] = exec_run(g, &o, &st[k], &e);
-		cr_assert(x[k], "%s", e.msg);
-	}
+	run_both(g, (struct exec_opts[2]){{.random_inputs = 1, .seed = 11}, {.random_inputs = 1, .seed = 11, .no_chains = 1}}, x,
+		 st);
 	/* chains: nodes 1-7, 9-15, 16-17, 19-21 */
 	cr_expect_eq(st[0].chain_nodes, 19, "%llu nodes in chains", (unsigned long long)st[0].chain_nodes);
 	cr_expect_eq(st[1].chain_nodes, 0);
