@@ -1136,45 +1136,23 @@ static int materialize(struct exec *x, const struct value *vv, const struct rten
  * CPU, when computing, values not all kept (exec_opts.no_chains turns it off). The chain's time
  * goes to its first node in a profile. */
 
-/* (na, a) and (nb, b) broadcast into (*nd, d); 0 if they do not. */
-static int chain_bcast(int na, const int64_t *a, int nb, const int64_t *b, int *nd, int64_t *d)
+/* An operand t in the chain's shape (nd, d): element e reads its element (e / q) % r, when the
+ * axes it does not broadcast are neighbours (a bias, a per-row scale, a whole tensor, a scalar),
+ * that is when its walk over (nd, d) merges into at most one axis it steps along; 0 otherwise. */
+static int chain_qr(const struct rtensor *t, int nd, const int64_t *d, int64_t *q, int64_t *r)
 {
-	int r = na > nb ? na : nb;
-	for (int i = 0; i < r; i++) {
-		int64_t p = i < r - na ? 1 : a[i - (r - na)], q = i < r - nb ? 1 : b[i - (r - nb)];
-		if (p != q && p != 1 && q != 1)
-			return 0;
-		d[i] = p == 1 ? q : p;
-	}
-	*nd = r;
-	return 1;
-}
-
-/* An operand of shape (na, a) in the chain's (nd, d): element e reads its element (e / q) % r,
- * when the axes it does not broadcast are neighbours (a bias, a per-row scale, a whole tensor, a
- * scalar); 0 otherwise. */
-static int chain_qr(int na, const int64_t *a, int nd, const int64_t *d, int64_t *q, int64_t *r)
-{
-	int lo = -1, hi = -1, gap = 0;
-	for (int i = 0; i < nd; i++) {
-		int64_t p = i < nd - na ? 1 : a[i - (nd - na)];
-		if (d[i] == 1)
-			continue;
-		if (p == 1) {
-			gap = lo >= 0;
-			continue;
-		}
-		if (gap)
-			return 0;
-		lo = lo < 0 ? i : lo;
-		hi = i + 1;
-	}
+	int64_t st[RT_MAX_DIMS], D[RT_MAX_DIMS], S[RT_MAX_DIMS];
+	bcast_strides(t, nd, d, st);
+	int R = merge_axes(nd, d, st, D, S), kept = 0;
 	*q = *r = 1;
-	for (int i = lo; lo >= 0 && i < nd; i++)
-		if (i < hi)
-			*r *= d[i];
-		else
-			*q *= d[i];
+	for (int k = 0; k < R; k++) {
+		if (S[k] && (kept || S[k] != 1))
+			return 0;
+		if (S[k])
+			*r = D[k], kept = 1;
+		else if (kept)
+			*q *= D[k];
+	}
 	return 1;
 }
 
@@ -1189,33 +1167,29 @@ static int chain_start(struct exec *x, uint32_t i)
 	int64_t *d = x->chain_dims;
 	for (uint32_t j = i; j < g->n_nodes && n < CHAIN_MAX; j++, n++) {
 		const struct node *m = g->nodes[j];
-		int ar = chain_op(m->op), ok = ar && m->n_in == (uint32_t)ar && m->n_out == 1 && m->out[0];
+		int ar = chain_op(m->op), ok = ar && m->n_in == (uint32_t)ar && m->n_out == 1 && m->out[0], od = 0;
 		struct chain_arg arg[2];
-		const int64_t *ad[2];
-		int an[2], od = 0;
+		struct rtensor step = {.ndim = nd}, *ts[2]; /* a step's result: the chain's shape */
 		int64_t dims[RT_MAX_DIMS];
+		memcpy(step.dims, d, sizeof step.dims);
 		for (int k = 0; ok && k < ar; k++) {
 			const struct value *v = m->in[k];
 			arg[k].step = -1;
 			for (int s = 0; v && s < n; s++)
 				arg[k].step = made[s] == v->id ? s : arg[k].step;
-			if (arg[k].step >= 0) {
-				an[k] = nd, ad[k] = d;
-				continue;
-			}
-			const struct rtensor *t = v ? &x->v[v->id] : NULL;
-			ok = t && t->known && t->data && !t->view && !t->swapped && t->dtype == DT_FLOAT;
-			if (ok)
-				arg[k].p = t->data, an[k] = t->ndim, ad[k] = t->dims;
+			ts[k] = arg[k].step >= 0 ? &step : v ? &x->v[v->id] : NULL;
+			ok = arg[k].step >= 0 || (ts[k] && ts[k]->known && ts[k]->data && !ts[k]->view && !ts[k]->swapped &&
+						   ts[k]->dtype == DT_FLOAT);
+			arg[k].p = ok ? ts[k]->data : NULL;
 		}
-		ok = ok && chain_bcast(an[0], ad[0], ar == 2 ? an[1] : 0, ad[ar - 1], &od, dims);
+		ok = ok && !bcast_shape(NULL, ts, ar, &od, dims);
 		if (ok && n == 0) {
 			nd = od;
 			memcpy(d, dims, sizeof dims);
 		}
 		ok = ok && od == nd && !memcmp(dims, d, (size_t)nd * sizeof *d);
 		for (int k = 0; ok && k < ar; k++)
-			ok = arg[k].step >= 0 || chain_qr(an[k], ad[k], nd, d, &arg[k].q, &arg[k].r);
+			ok = arg[k].step >= 0 || chain_qr(ts[k], nd, d, &arg[k].q, &arg[k].r);
 		if (!ok)
 			break;
 		c.s[n] = (struct chain_step){m->op, arg[0], ar == 2 ? arg[1] : arg[0], NULL};

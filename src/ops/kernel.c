@@ -60,8 +60,9 @@ int bcast_shape(struct exec *x, struct rtensor *const *ts, int n, int *ndim, int
 			if (e == d || e == 1)
 				continue;
 			if (d != 1)
-				return exec_fail(x, "shapes cannot be broadcast together (dimension %d: %lld vs %lld)", i,
-						 (long long)d, (long long)e);
+				return !x ? 1
+					  : exec_fail(x, "shapes cannot be broadcast together (dimension %d: %lld vs %lld)",
+						      i, (long long)d, (long long)e);
 			d = e;
 		}
 		dims[i] = d;

@@ -20,7 +20,8 @@ int node_axes(struct exec *x, const struct node *n, struct rtensor *const *in, i
 /* axis in [-rank, rank) -> [0, rank); fails the node otherwise. */
 int norm_axis(struct exec *x, int64_t axis, int rank, int *out);
 
-/* NumPy broadcasting of up to 3 shapes into out (rank = the largest). */
+/* NumPy broadcasting of up to 3 shapes into out (rank = the largest). Shapes that do not
+ * broadcast fail the node, or with x NULL just return nonzero. */
 int bcast_shape(struct exec *x, struct rtensor *const *ts, int n, int *ndim, int64_t *dims);
 /* Element strides of t viewed in a broadcast output of rank ndim: 0 along broadcast dimensions. */
 void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64_t *strides);
