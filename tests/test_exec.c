@@ -1069,9 +1069,11 @@ static void run_both(struct graph *g, const struct exec_opts *o, struct exec **x
 /* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match
  * those of transposed copies, and the peak is the same, byte for byte (a view's bytes are counted
  * as the copy's would be). The graph has a weight's transpose (Gemm and a Linear MatMul), a batched
- * one read by a MatMul, a Relu and a Concat of ten inputs (each given a copy), an attention-like head split, the transpose
- * of a view, an input whose buffer a Reshape takes over while its view lives (the view takes a
- * copy) and one freed while its view lives (the view takes its bytes over). */
+ * one read by a MatMul, a Relu and a Concat of ten inputs (each given a copy), an attention-like
+ * head split, the transpose of a view (a view of the same bytes), an input whose buffer a Reshape
+ * takes over while its view lives (the view takes a copy) and one freed while its view lives (the
+ * view takes its bytes over); g1 takes s2's bytes over, g2 is a view of g1's, then takes them
+ * over too, and a Relu reads a copy of it. */
 Test(exec, folded_transposes_match_copies_and_count_the_same)
 {
 	static const char text[] =
@@ -1099,8 +1101,14 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
 		"  - {op: Transpose, inputs: [b], outputs: [bt], attrs: {perm: [0, 2, 1]}}\n"
 		"  - {op: Sigmoid, inputs: [x], outputs: [later]}\n"
 		"  - {op: MatMul, inputs: [bt, later], outputs: [y5]}\n"
+		"  - {op: Mul, inputs: [s, s], outputs: [s2]}\n"
+		"  - {op: Transpose, inputs: [s2], outputs: [g1], attrs: {perm: [0, 2, 1, 3]}}\n"
+		"  - {op: Transpose, inputs: [g1], outputs: [g2], attrs: {perm: [0, 1, 3, 2]}}\n"
+		"  - {op: MatMul, inputs: [g1, g2], outputs: [y6]}\n"
+		"  - {op: Relu, inputs: [g2], outputs: [r2]}\n"
+		"  - {op: MatMul, inputs: [g2, h], outputs: [y7]}\n"
 		"outputs: [{name: y0}, {name: y1}, {name: y2}, {name: r}, {name: cat}, {name: y3}, {name: e}, {name: y4},\n"
-		"          {name: y5}]\n";
+		"          {name: y5}, {name: y6}, {name: r2}, {name: y7}]\n";
 	struct graph *g = load_text("fold.yaml", text);
 	struct exec *x[2];
 	struct exec_stats st[2];
@@ -1127,8 +1135,9 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
  * stops at an operand broadcast along axes that are not neighbours (z) and where the shape grows
  * (w4); what a later node or the caller reads is written (a3, a4, a2, a16), the rest never is;
  * operands broadcast as a bias (b), per row (r), per middle axis (c), a scalar (s), the same
- * value twice (a5), an output nobody reads (dead). Slices of 256 and pieces over the threads cut
- * the broadcast operands' runs anywhere. */
+ * value twice (a5), scalar Constants between the steps (k1 of shape [1, 1], k2 a value_float),
+ * which do not end the chain, an output nobody reads (dead). Slices of 256 and pieces over the
+ * threads cut the broadcast operands' runs anywhere. */
 Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
 {
 	static const char text[] =
@@ -1142,8 +1151,12 @@ Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
 		"  - {op: Mul, inputs: [a1, s], outputs: [a2]}\n"
 		"  - {op: Erf, inputs: [a2], outputs: [a3]}\n"
 		"  - {op: Mul, inputs: [a3, r], outputs: [a4]}\n"
+		"  - {op: Constant, outputs: [k1], attrs: {value: {type: tensor, value: {dtype: float32, shape: [1, 1], data: [1.5]}}}}\n"
 		"  - {op: Sub, inputs: [a4, c], outputs: [a5]}\n"
-		"  - {op: Mul, inputs: [a5, a5], outputs: [a6]}\n"
+		"  - {op: Constant, outputs: [k2], attrs: {value_float: {type: float, value: -0.25}}}\n"
+		"  - {op: Mul, inputs: [a5, k1], outputs: [a5k]}\n"
+		"  - {op: Add, inputs: [k2, a5k], outputs: [a5m]}\n"
+		"  - {op: Mul, inputs: [a5m, a5], outputs: [a6]}\n"
 		"  - {op: Tanh, inputs: [a6], outputs: [a7]}\n"
 		"  - {op: Mul, inputs: [a7, z], outputs: [a8]}\n"
 		"  - {op: Sigmoid, inputs: [a8], outputs: [a9]}\n"
@@ -1165,8 +1178,8 @@ Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
 	struct exec_stats st[2];
 	run_both(g, (struct exec_opts[2]){{.random_inputs = 1, .seed = 11}, {.random_inputs = 1, .seed = 11, .no_chains = 1}}, x,
 		 st);
-	/* chains: nodes 1-7, 9-15, 16-17, 19-21 */
-	cr_expect_eq(st[0].chain_nodes, 19, "%llu nodes in chains", (unsigned long long)st[0].chain_nodes);
+	/* chains: a1-a7 (9 steps, 2 Constants among them), a9-a15, a16-a17, e2-dead */
+	cr_expect_eq(st[0].chain_nodes, 21, "%llu nodes in chains", (unsigned long long)st[0].chain_nodes);
 	cr_expect_eq(st[1].chain_nodes, 0);
 	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "fused: peak %zu; single: %zu", st[0].peak_bytes,
 		     st[1].peak_bytes);

@@ -20,6 +20,8 @@
 /* Largest result constant folding computes during shape inference (elements). */
 #define FOLD_MAX 65536
 
+#define CHAIN_SPAN (2 * CHAIN_MAX) /* the nodes a chain may span: its steps and the Constants they read */
+
 struct exec {
 	struct graph *g;
 	const struct exec_opts *o;
@@ -62,7 +64,9 @@ struct exec {
 	uint32_t chain_first, chain_last; /* the nodes of the chain under way; first > last: none */
 	int chain_nd;        /* its shape */
 	int64_t chain_dims[RT_MAX_DIMS];
-	float *chain_out[CHAIN_MAX]; /* its nodes' outputs, written; NULL: a ghost (rtensor.ghost) */
+	float *chain_out[CHAIN_MAX]; /* its steps' outputs, written; NULL: a ghost (rtensor.ghost) */
+	signed char chain_step[CHAIN_SPAN]; /* node chain_first + t is step chain_step[t], or -1: a
+					     * Constant it read, which runs at its turn as usual */
 };
 
 static void account(struct exec *x, size_t add, size_t sub)
@@ -1034,7 +1038,9 @@ int exec_swap_ok(const struct exec *x, const struct value *v)
 
 /* n, a folded Transpose: its output t made a view of its input a (value src), if the products
  * can read it so (float32 or float64, rank 2 or more, the last two dimensions' strides a row-major
- * or a transposed matrix's). 1: done; 0: the kernel copies instead; -1: failed. */
+ * or a transposed matrix's). A view of a view (attention's K transposed again in the backward
+ * pass) is one of the bytes both read, its strides the two permutations composed. 1: done; 0: the
+ * kernel copies instead; -1: failed. */
 #define VIEW_SPREAD 4
 
 static int transpose_view(struct exec *x, const struct node *n, struct rtensor *a, uint32_t src, struct rtensor *t)
@@ -1042,12 +1048,16 @@ static int transpose_view(struct exec *x, const struct node *n, struct rtensor *
 	int r = a->ndim;
 	size_t np;
 	const int64_t *p = attr_ints(n, "perm", &np);
-	if (!a->data || a->view || a->swapped || (a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) || r < 2 ||
-	    (p && (int)np != r))
+	if (!a->data || a->swapped || (a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) || r < 2 || (p && (int)np != r))
 		return 0;
 	int64_t st[RT_MAX_DIMS], dims[RT_MAX_DIMS], vst[RT_MAX_DIMS];
 	int seen[RT_MAX_DIMS] = {0};
-	c_strides(r, a->dims, st);
+	if (a->view) {
+		memcpy(st, a->vst, sizeof st);
+		src = a->owned ? src : a->vsrc; /* the bytes' owner: a, once it took them over, or its source */
+	} else {
+		c_strides(r, a->dims, st);
+	}
 	for (int i = 0; i < r; i++) {
 		int64_t q = p ? p[i] : r - 1 - i;
 		if (q < 0 || q >= r || seen[q]++)
@@ -1105,28 +1115,24 @@ static int detach_views(struct exec *x, struct rtensor *s, int give)
 	return rc;
 }
 
-/* A transposed copy of view v (value vv, made by a folded Transpose) in workspace, for a reader
- * that is no product. */
-static int materialize(struct exec *x, const struct value *vv, const struct rtensor *v, struct rtensor *copy)
+/* A copy of view v (made by a folded Transpose) in workspace, for a reader that is no product. */
+static int materialize(struct exec *x, const struct rtensor *v, struct rtensor *copy)
 {
-	const struct node *tn = vv->producer;
-	struct rtensor src = *v, *in = &src, *out = copy;
-	size_t np;
-	const int64_t *p = attr_ints(tn, "perm", &np);
-	src.view = 0;
-	for (int i = 0; i < v->ndim; i++)
-		src.dims[p ? p[i] : v->ndim - 1 - i] = v->dims[i];
 	memset(copy, 0, sizeof *copy);
 	x->outputs_scratch = 1;
-	int rc = backend_cpu.run_node(x, tn, &in, &out);
+	void *o = exec_alloc(x, copy, v->dtype, v->ndim, v->dims);
 	x->outputs_scratch = 0;
-	return rc;
+	if (!o)
+		return exec_status(x);
+	permuted_copy(v->data, v->ndim, v->dims, v->vst, dtype_size(v->dtype), o);
+	return 0;
 }
 
 /* ---- elementwise chains ----
  *
  * A run of consecutive nodes of elementwise float32 ops (chain_op) with one output shape, each
- * operand another's result or a tensor broadcast along some axes, is computed in one pass when
+ * operand another's result, a scalar Constant among them (scalar_constant) or a tensor broadcast
+ * along some axes, is computed in one pass when
  * its first node comes (chain_run: a slice of every step at a time, in cache), so the exported
  * GELU's 5 nodes, its gradient's 11, or an Adam update read and write memory once, not once per
  * node. Each element is the same float arithmetic as the nodes' own kernels: the same bits. The
@@ -1156,17 +1162,54 @@ static int chain_qr(const struct rtensor *t, int nd, const int64_t *d, int64_t *
 	return 1;
 }
 
-/* Node i, if a chain starts there: plans it, runs it and returns its length (2 or more); 0 when
- * none does, -1 on failure. */
+/* Node m, when it is a Constant of one float32 element (the exporter puts GELU's sqrt(2), 1 and
+ * 0.5 between its nodes): its value in *f and t, a tensor of it (data f) to plan with. A chain
+ * reads such a value from the attribute and goes on; the node itself runs at its turn. */
+static int scalar_constant(struct exec *x, const struct node *m, float *f, struct rtensor *t)
+{
+	const struct attr *a;
+	struct bytes b;
+	if (m->op != OP_CONSTANT || m->n_out != 1 || !m->out[0])
+		return 0;
+	memset(t, 0, sizeof *t);
+	if ((a = node_attr(m, "value_float")) && a->type == ATTR_FLOAT)
+		*f = a->f;
+	else if ((a = node_attr(m, "value")) && a->type == ATTR_TENSOR && a->t->dtype == DT_FLOAT &&
+		 a->t->ndim <= RT_MAX_DIMS && !tensor_bytes(x->g, a->t, &b, NULL) && b.n == sizeof *f) {
+		memcpy(f, b.p, sizeof *f);
+		t->ndim = (int)a->t->ndim;
+		for (int k = 0; k < t->ndim; k++)
+			t->dims[k] = 1;
+	} else
+		return 0;
+	t->dtype = DT_FLOAT;
+	t->numel = 1;
+	t->nbytes = sizeof *f;
+	t->known = 1;
+	t->data = f;
+	return 1;
+}
+
+/* Node i, if a chain starts there: plans it, runs it and returns its length in steps (2 or more);
+ * 0 when none does, -1 on failure. */
 static int chain_start(struct exec *x, uint32_t i)
 {
 	struct graph *g = x->g;
 	struct chain c = {0};
-	uint32_t made[CHAIN_MAX]; /* each step's value */
-	int nd = 0, n = 0;
-	int64_t *d = x->chain_dims;
-	for (uint32_t j = i; j < g->n_nodes && n < CHAIN_MAX; j++, n++) {
+	uint32_t made[CHAIN_MAX], at[CHAIN_MAX]; /* each step's value and node */
+	uint32_t kid[CHAIN_MAX];                 /* the scalar Constants read on the way: values, */
+	float konst[CHAIN_MAX];                  /* their elements */
+	struct rtensor kt[CHAIN_MAX];            /* and tensors of them */
+	signed char step_of[CHAIN_SPAN];
+	int nd = 0, n = 0, nk = 0;
+	int64_t d[RT_MAX_DIMS];
+	for (uint32_t j = i; j < g->n_nodes && n < CHAIN_MAX && j - i < CHAIN_SPAN; j++) {
 		const struct node *m = g->nodes[j];
+		if (n > 0 && nk < CHAIN_MAX && scalar_constant(x, m, &konst[nk], &kt[nk])) {
+			kid[nk++] = m->out[0]->id;
+			step_of[j - i] = -1;
+			continue;
+		}
 		int ar = chain_op(m->op), ok = ar && m->n_in == (uint32_t)ar && m->n_out == 1 && m->out[0], od = 0;
 		struct chain_arg arg[2];
 		struct rtensor step = {.ndim = nd}, *ts[2]; /* a step's result: the chain's shape */
@@ -1177,7 +1220,10 @@ static int chain_start(struct exec *x, uint32_t i)
 			arg[k].step = -1;
 			for (int s = 0; v && s < n; s++)
 				arg[k].step = made[s] == v->id ? s : arg[k].step;
-			ts[k] = arg[k].step >= 0 ? &step : v ? &x->v[v->id] : NULL;
+			ts[k] = arg[k].step >= 0 ? &step : NULL;
+			for (int q = 0; v && !ts[k] && q < nk; q++)
+				ts[k] = kid[q] == v->id ? &kt[q] : NULL;
+			ts[k] = ts[k] ? ts[k] : v ? &x->v[v->id] : NULL;
 			ok = arg[k].step >= 0 || (ts[k] && ts[k]->known && ts[k]->data && !ts[k]->view && !ts[k]->swapped &&
 						   ts[k]->dtype == DT_FLOAT);
 			arg[k].p = ok ? ts[k]->data : NULL;
@@ -1193,7 +1239,9 @@ static int chain_start(struct exec *x, uint32_t i)
 		if (!ok)
 			break;
 		c.s[n] = (struct chain_step){m->op, arg[0], ar == 2 ? arg[1] : arg[0], NULL};
-		made[n] = m->out[0]->id;
+		step_of[j - i] = (signed char)n;
+		at[n] = j;
+		made[n++] = m->out[0]->id;
 	}
 	if (n < 2)
 		return 0;
@@ -1204,8 +1252,8 @@ static int chain_start(struct exec *x, uint32_t i)
 	for (int s = 0; s < n; s++) { /* written: what a node after the chain or the caller reads */
 		uint32_t inside = 0;
 		for (int t = s + 1; t < n; t++)
-			for (uint32_t k = 0; k < g->nodes[i + t]->n_in; k++)
-				inside += g->nodes[i + t]->in[k] && g->nodes[i + t]->in[k]->id == made[s];
+			for (uint32_t k = 0; k < g->nodes[at[t]]->n_in; k++)
+				inside += g->nodes[at[t]]->in[k] && g->nodes[at[t]]->in[k]->id == made[s];
 		c.s[s].out = NULL;
 		if (x->pinned[made[s]] || x->left[made[s]] > inside)
 			if (!(c.s[s].out = xmalloc(bytes ? bytes : 1))) {
@@ -1220,20 +1268,23 @@ static int chain_start(struct exec *x, uint32_t i)
 	chain_run(&c);
 	x->chain_nodes += (uint64_t)n;
 	x->chain_first = i;
-	x->chain_last = i + (uint32_t)n - 1;
+	x->chain_last = at[n - 1];
+	memcpy(x->chain_step, step_of, at[n - 1] - i + 1);
 	x->chain_nd = nd;
+	memcpy(x->chain_dims, d, sizeof d);
 	return n;
 }
 
-/* Node i's output t, in the chain under way: its shape, and its bytes or a ghost's count. */
+/* Node i's output t, a step of the chain under way: its shape, and its bytes or a ghost's count. */
 static int chain_output(struct exec *x, uint32_t i, struct rtensor *t)
 {
+	int s = x->chain_step[i - x->chain_first];
 	if (exec_shape(x, t, DT_FLOAT, x->chain_nd, x->chain_dims))
 		return -1;
-	t->data = x->chain_out[i - x->chain_first];
+	t->data = x->chain_out[s];
 	t->owned = t->data != NULL;
 	t->ghost = !t->data;
-	x->chain_out[i - x->chain_first] = NULL;
+	x->chain_out[s] = NULL;
 	account(x, t->nbytes, 0);
 	return 0;
 }
@@ -1284,15 +1335,16 @@ static int run_nodes(struct exec *x)
 		double t0 = x->o->profile || comm ? now() : 0;
 		int shape = x->be && shape_work(n, in), folded = x->fold && x->fold[i] && x->compute ?
 									transpose_view(x, n, in[0], n->in[0]->id, out[0]) : 0;
-		int chained = i >= x->chain_first && i <= x->chain_last;
-		if (!chained && x->chains && x->compute && (chained = chain_start(x, i)) < 0)
+		int in_chain = i >= x->chain_first && i <= x->chain_last,
+		    chained = in_chain && x->chain_step[i - x->chain_first] >= 0;
+		if (!in_chain && x->chains && x->compute && (chained = chain_start(x, i)) < 0)
 			return x->e->code;
 		if (chained && chain_output(x, i, out[0]))
 			return x->e->code;
 		int rc = 0;
 		for (uint32_t k = 0; x->vref && !folded && k < n->n_in && !rc; k++)
 			if (in[k] && in[k]->view && !reads_views(n, k)) {
-				rc = materialize(x, n->in[k], in[k], &x->tcopies[k]);
+				rc = materialize(x, in[k], &x->tcopies[k]);
 				in[k] = &x->tcopies[k];
 			}
 		rc = rc || folded < 0 ||

@@ -30,6 +30,10 @@ void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64
  * the threads. */
 void transpose2(const void *a, int64_t n, int64_t rows, int64_t cols, size_t es, void *b);
 
+/* o (dims, rank r, C order) = the elements of in read at strides st (elements of es bytes), st a
+ * permutation of a C-order tensor's strides: a Transpose, or the copy of a folded one's view. */
+void permuted_copy(const void *in, int r, const int64_t *dims, const int64_t *st, size_t es, void *o);
+
 /* A walk over dims (nd axes) reading at strides st, as few axes as walk the same elements: unit
  * axes dropped, neighbours merged where the outer one steps over the inner one whole (st[i-1] ==
  * st[i] dims[i]; broadcast ones, both 0, too). Its R axes in D and S; R is 0 for one element. */

@@ -299,17 +299,25 @@ static int transpose_run(struct exec *x, const struct node *n, struct rtensor *c
 	}
 	for (int i = 0; i < r; i++)
 		pst[i] = st[perm[i]];
-	size_t es = dtype_size(a->dtype);
+	permuted_copy(a->data, r, dims, pst, dtype_size(a->dtype), o);
+	return 0;
+}
+
+void permuted_copy(const void *in, int r, const int64_t *dims, const int64_t *st, size_t es, void *o)
+{
 	/* the walk: output dimensions that are adjacent in the input in the same order merged (NCHW
 	 * -> CNHW moves rows of H W, not of W) */
-	int64_t D[RT_MAX_DIMS], S[RT_MAX_DIMS];
-	int R = merge_axes(r, dims, pst, D, S);
+	int64_t D[RT_MAX_DIMS], S[RT_MAX_DIMS], units = 1;
+	for (int i = 0; i < r; i++)
+		units *= dims[i];
+	int R = merge_axes(r, dims, st, D, S);
+	if (!units)
+		return;
 	if (!R) { /* one element */
-		memcpy(o, a->data, es);
-		return 0;
+		memcpy(o, in, es);
+		return;
 	}
-	transpose_walk(R, D, S, es, a->numel, a->data, o);
-	return 0;
+	transpose_walk(R, D, S, es, units, in, o);
 }
 
 static int concat_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
