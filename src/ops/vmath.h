@@ -38,19 +38,26 @@ static inline float vm_bits_float(uint32_t u)
 	return f;
 }
 
-static inline float vm_expf(float x)
+/* e^x = 2^n e^r, x = n ln2 + r, |r| <= ln2 / 2: n (rounded x log2(e)) and e^r = 1 + r + r^2 q(r). */
+static inline float vm_exp_parts(float x, int32_t *n)
 {
-	/* x = n ln2 + r, |r| <= ln2 / 2; e^r = 1 + r + r^2 q(r); 2^n applied as two factors so that
-	 * n up to 129 and down to -150 (denormal results) stay normal floats on the way */
-	float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x; /* NaN passes */
-	float t = fmaf(xc, 1.44269504f, 12582912.0f);             /* 1.5 2^23: rounds x log2(e) */
+	float t = fmaf(x, 1.44269504f, 12582912.0f); /* 1.5 2^23: rounds x log2(e) */
 	float fn = t - 12582912.0f;
 	uint32_t tb;
 	memcpy(&tb, &t, sizeof tb);
-	int32_t n = (int32_t)(tb - 0x4B400000u), h = n / 2;
-	float r = fmaf(fn, 2.12194440e-4f, fmaf(fn, -0.693359375f, xc));
+	*n = (int32_t)(tb - 0x4B400000u);
+	float r = fmaf(fn, 2.12194440e-4f, fmaf(fn, -0.693359375f, x));
 	float q = fmaf(r, fmaf(r, fmaf(r, fmaf(r, 0.0013893929f, 0.0083637182f), 0.041666955f), 0.16666573f), 0.5f);
-	float p = 1.0f + fmaf(r * r, q, r);
+	return 1.0f + fmaf(r * r, q, r);
+}
+
+static inline float vm_expf(float x)
+{
+	/* 2^n applied as two factors so that n up to 129 and down to -150 (denormal results) stay
+	 * normal floats on the way */
+	int32_t n;
+	float p = vm_exp_parts(x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x, &n); /* NaN passes */
+	int32_t h = n / 2;
 	return p * vm_bits_float((uint32_t)(h + 127) << 23) * vm_bits_float((uint32_t)(n - h + 127) << 23);
 }
 
@@ -63,7 +70,7 @@ static inline float vm_erff(float x)
 	p = fmaf(z, p, 0.11283612f);
 	p = fmaf(z, p, -0.37612629f);
 	float small = x * fmaf(z, p, 1.1283792f);
-	float s = (a < 4.0f ? a : 4.0f) - 2.5f;
+	float a4 = a < 4.0f ? a : 4.0f, s = a4 - 2.5f; /* NaN: 4 */
 	float g = fmaf(s, -3.8357987e-07f, 1.6588418e-06f);
 	g = fmaf(s, g, -4.0093432e-06f);
 	g = fmaf(s, g, 1.4425777e-05f);
@@ -75,7 +82,11 @@ static inline float vm_erff(float x)
 	g = fmaf(s, g, 0.024938174f);
 	g = fmaf(s, g, -0.074347362f);
 	g = fmaf(s, g, 0.21080635f);
-	float big = fmaf(-vm_expf(-z), g, 1.0f);
+	/* e^-z for |x| < 4 (the lanes that keep big): vm_expf's bits, its 2^n (n in [-24, 0]) one
+	 * factor, without the clamps a wider range needs */
+	int32_t n;
+	float e = vm_exp_parts(-a4 * a4, &n) * vm_bits_float((uint32_t)(n + 127) << 23);
+	float big = fmaf(-e, g, 1.0f);
 	big = a >= 4.0f ? 1.0f : big;
 	big = x < 0 ? -big : big;
 	return a < 1.0f || x != x ? small : big;
