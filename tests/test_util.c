@@ -201,6 +201,23 @@ Test(philox, known_answer_and_distribution)
 	cr_assert(fabs(sq / N - 1) < 0.02, "variance %g", sq / N);
 }
 
+/* philox_uniforms (blocks of eight counters side by side, vectorised on x86) gives philox_uniform's
+ * values: from any first element, for any length, and where the counter's low word wraps. */
+Test(philox, uniforms_match_one_at_a_time)
+{
+	static float u[700];
+	const uint64_t firsts[] = {0, 1, 3, 4, 37, 4 * (uint64_t)0xFFFFFFF0u + 2, ((uint64_t)5 << 34) - 129};
+	for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++)
+		for (int64_t n = 0; n <= 700; n += n < 70 ? 1 : 157) {
+			philox_uniforms(0x5EEDull + f, firsts[f], n, u);
+			int64_t bad = 0;
+			for (int64_t j = 0; j < n; j++)
+				bad += u[j] != philox_uniform(0x5EEDull + f, firsts[f] + (uint64_t)j);
+			cr_assert_eq(bad, 0, "first %llu, %lld uniforms: %lld differ", (unsigned long long)firsts[f], (long long)n,
+				     (long long)bad);
+		}
+}
+
 Test(fileio, atomic_output_keeps_old_file_on_abort)
 {
 	char path[128];

@@ -292,28 +292,34 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	return 0;
 }
 
-VM_CLONES static int dropout_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* Dropout's elements [lo, hi): a piece of kernel_for. Element i keeps when uniform i of the
+ * node's stream (key, from off) is at least the ratio, whichever piece draws it. */
+struct drop_job {
+	const struct rtensor *a;
+	struct rtensor *y;
+	uint8_t *mask;
+	uint64_t key, off;
+	int training;
+	double scale;
+	float r; /* the ratio */
+};
+
+VM_CLONES static void dropout_elems(void *arg, int64_t lo, int64_t hi)
 {
-	const struct rtensor *a = in[0];
-	double ratio = n->n_in > 1 && in[1] ? (in[1]->data ? rt_get(in[1], 0) : -1) : attr_float(n, "ratio", 0.5f);
-	int training = n->n_in > 2 && in[2] ? (in[2]->data ? rt_get(in[2], 0) != 0 : -1) : 0;
-	void *y = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
-	uint8_t *mask = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_BOOL, a->ndim, a->dims) : NULL;
-	if (!y)
-		return exec_status(x);
-	if (ratio < 0 || ratio >= 1 || training < 0)
-		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
-	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's */
-	uint64_t key = exec_node_seed(x, n) ^ exec_step(x) * 0xD1B54A32D192ED03ull, off = exec_shard_offset(x, a->numel);
-	double scale = 1 / (1 - ratio);
-	float u[1024], r = (float)ratio; /* the uniforms of a chunk of elements, a block of four at a time */
-	for (int64_t i0 = 0; i0 < a->numel; i0 += 1024) {
-		int64_t m = a->numel - i0 < 1024 ? a->numel - i0 : 1024;
+	const struct drop_job *d = arg;
+	const struct rtensor *a = d->a;
+	const int training = d->training;
+	const double scale = d->scale;
+	const float r = d->r;
+	uint8_t *mask = d->mask;
+	float u[1024]; /* the uniforms of a chunk of elements */
+	for (int64_t i0 = lo; i0 < hi; i0 += 1024) {
+		int64_t m = hi - i0 < 1024 ? hi - i0 : 1024;
 		if (training)
-			philox_uniforms(key, off + (uint64_t)i0, m, u);
+			philox_uniforms(d->key, d->off + (uint64_t)i0, m, u);
 		if (a->dtype == DT_FLOAT) { /* as rt_set rounds the product made in double; loops that vectorise */
 			const float *p = (const float *)a->data + i0;
-			float *q = (float *)y + i0;
+			float *q = (float *)d->y->data + i0;
 			if (training)
 				for (int64_t j = 0; j < m; j++)
 					q[j] = u[j] >= r ? (float)((double)p[j] * scale) : 0.0f;
@@ -325,11 +331,28 @@ VM_CLONES static int dropout_run(struct exec *x, const struct node *n, struct rt
 		}
 		for (int64_t j = 0, i = i0; j < m; j++, i++) {
 			int keep = !training || u[j] >= r;
-			rt_set(out[0], i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
+			rt_set(d->y, i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
 			if (mask)
 				mask[i] = (uint8_t)keep;
 		}
 	}
+}
+
+static int dropout_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	double ratio = n->n_in > 1 && in[1] ? (in[1]->data ? rt_get(in[1], 0) : -1) : attr_float(n, "ratio", 0.5f);
+	int training = n->n_in > 2 && in[2] ? (in[2]->data ? rt_get(in[2], 0) != 0 : -1) : 0;
+	void *y = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
+	uint8_t *mask = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_BOOL, a->ndim, a->dims) : NULL;
+	if (!y)
+		return exec_status(x);
+	if (ratio < 0 || ratio >= 1 || training < 0)
+		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
+	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's */
+	struct drop_job d = {a, out[0], mask, exec_node_seed(x, n) ^ exec_step(x) * 0xD1B54A32D192ED03ull,
+			     exec_shard_offset(x, a->numel), training, 1 / (1 - ratio), (float)ratio};
+	kernel_for(a->numel, KERNEL_GRAIN, dropout_elems, &d);
 	return 0;
 }
 

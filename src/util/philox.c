@@ -30,55 +30,101 @@ float philox_uniform(uint64_t seed, uint64_t i)
 	return (float)(r[i % 4] >> 8) * (1.0f / 16777216.0f);
 }
 
-/* philox4x32 of counters c .. c + 7 side by side (word w of counter c + l in out[w][l]): the same
- * rounds over arrays, which the compiler vectorises; compiled for AVX2 too (integer arithmetic:
- * the same bits), picked at load time. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define PHILOX_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PHILOX_CLONES
-#endif
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define PHILOX_AVX2 1
 
-static inline void philox8(uint64_t seed, uint64_t c, uint32_t out[4][8])
+/* The 64-bit products m * v of v's eight 32-bit lanes: their low words in *lo, high in *hi. The
+ * compiler does not vectorise philox4x32's widening products over counters (it ran scalar, 4 ns a
+ * uniform); AVX2 multiplies the even lanes and the odd ones (shifted down) 32 x 32 -> 64, and the
+ * halves are interleaved back. */
+__attribute__((target("avx2"))) static inline void mul_wide(__m256i v, __m256i m, __m256i *lo, __m256i *hi)
 {
-	uint32_t c0[8], c1[8], c2[8] = {0}, c3[8] = {0};
-	for (int l = 0; l < 8; l++) {
-		c0[l] = (uint32_t)(c + (uint64_t)l);
-		c1[l] = (uint32_t)((c + (uint64_t)l) >> 32);
+	__m256i ev = _mm256_mul_epu32(v, m), od = _mm256_mul_epu32(_mm256_srli_epi64(v, 32), m);
+	*lo = _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+	*hi = _mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xAA);
+}
+
+/* nb blocks of 32 uniforms (8 counters each, from c on, four words each) into out: philox4x32's
+ * rounds and philox_uniform's conversion, eight counters a vector; the same integers, so the same
+ * bits. Each round waits on the last one's products: nb blocks side by side keep the multipliers
+ * busy. */
+__attribute__((target("avx2"), always_inline)) static inline void blocks_avx2(int nb, uint64_t seed, uint64_t c,
+									    float *out)
+{
+	const __m256i m0 = _mm256_set1_epi32((int)0xD2511F53u), m1 = _mm256_set1_epi32((int)0xCD9E8D57u);
+	__m256i c0[4], c1[4], c2[4], c3[4];
+	for (int b = 0; b < nb; b++) {
+		uint32_t lo[8], hi[8];
+		for (int l = 0; l < 8; l++) {
+			lo[l] = (uint32_t)(c + (uint64_t)(8 * b + l));
+			hi[l] = (uint32_t)((c + (uint64_t)(8 * b + l)) >> 32);
+		}
+		c0[b] = _mm256_loadu_si256((const __m256i *)lo);
+		c1[b] = _mm256_loadu_si256((const __m256i *)hi);
+		c2[b] = c3[b] = _mm256_setzero_si256();
 	}
 	uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
 	for (int r = 0; r < 10; r++) {
-		for (int l = 0; l < 8; l++) {
-			uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
-			uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-			c1[l] = (uint32_t)p1;
-			c3[l] = (uint32_t)p0;
-			c0[l] = n0;
-			c2[l] = n2;
+		__m256i kk0 = _mm256_set1_epi32((int)k0), kk1 = _mm256_set1_epi32((int)k1);
+		for (int b = 0; b < nb; b++) {
+			__m256i l0, h0, l1, h1;
+			mul_wide(c0[b], m0, &l0, &h0);
+			mul_wide(c2[b], m1, &l1, &h1);
+			c0[b] = _mm256_xor_si256(_mm256_xor_si256(h1, c1[b]), kk0);
+			c2[b] = _mm256_xor_si256(_mm256_xor_si256(h0, c3[b]), kk1);
+			c1[b] = l1;
+			c3[b] = l0;
 		}
 		k0 += 0x9E3779B9u;
 		k1 += 0xBB67AE85u;
 	}
-	for (int l = 0; l < 8; l++) {
-		out[0][l] = c0[l];
-		out[1][l] = c1[l];
-		out[2][l] = c2[l];
-		out[3][l] = c3[l];
+	const __m256 unit = _mm256_set1_ps(1.0f / 16777216.0f);
+	for (int b = 0; b < nb; b++, out += 32) {
+		/* words (w, l) -> out[4 l + w]: a 4 x 8 transpose */
+		__m256i t0 = _mm256_unpacklo_epi32(c0[b], c1[b]), t1 = _mm256_unpackhi_epi32(c0[b], c1[b]);
+		__m256i t2 = _mm256_unpacklo_epi32(c2[b], c3[b]), t3 = _mm256_unpackhi_epi32(c2[b], c3[b]);
+		__m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+		__m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+		__m256i o[4] = {_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u2, u3, 0x20),
+				_mm256_permute2x128_si256(u0, u1, 0x31), _mm256_permute2x128_si256(u2, u3, 0x31)};
+		for (int k = 0; k < 4; k++)
+			_mm256_storeu_ps(out + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(o[k], 8)), unit));
 	}
 }
 
-PHILOX_CLONES void philox_uniforms(uint64_t seed, uint64_t first, int64_t n, float *out)
+/* nb: as many blocks side by side as the registers hold (16 or, with AVX-512's, 32) */
+#define UNIFORMS_BODY(nb)                                                                                      \
+	int64_t b = 0;                                                                                         \
+	for (; b + (nb) <= blocks; b += (nb))                                                                  \
+		blocks_avx2((nb), seed, c + 8 * (uint64_t)b, out + 32 * b);                                    \
+	for (; b < blocks; b++)                                                                                \
+		blocks_avx2(1, seed, c + 8 * (uint64_t)b, out + 32 * b);
+
+__attribute__((target("avx2"))) static void uniforms_avx2(uint64_t seed, uint64_t c, int64_t blocks, float *out)
+{
+	UNIFORMS_BODY(2)
+}
+
+__attribute__((target("arch=x86-64-v4"))) static void uniforms_v4(uint64_t seed, uint64_t c, int64_t blocks, float *out)
+{
+	UNIFORMS_BODY(4)
+}
+#endif
+
+void philox_uniforms(uint64_t seed, uint64_t first, int64_t n, float *out)
 {
 	int64_t j = 0;
 	for (; j < n && (first + (uint64_t)j) % 4; j++)
 		out[j] = philox_uniform(seed, first + (uint64_t)j);
-	for (; j + 32 <= n; j += 32) { /* eight whole blocks */
-		uint32_t r[4][8];
-		philox8(seed, (first + (uint64_t)j) / 4, r);
-		for (int l = 0; l < 8; l++)
-			for (int k = 0; k < 4; k++)
-				out[j + 4 * l + k] = (float)(r[k][l] >> 8) * (1.0f / 16777216.0f);
+#ifdef PHILOX_AVX2
+	if (n - j >= 32 && __builtin_cpu_supports("avx2")) {
+		int64_t blocks = (n - j) / 32;
+		(__builtin_cpu_supports("x86-64-v4") ? uniforms_v4 : uniforms_avx2)(seed, (first + (uint64_t)j) / 4, blocks,
+										     out + j);
+		j += 32 * blocks;
 	}
+#endif
 	for (; j + 4 <= n; j += 4) { /* a whole block: all four words used */
 		uint32_t r[4];
 		philox4x32(seed, (first + (uint64_t)j) / 4, r);
