@@ -825,9 +825,9 @@ Test(exec, slice_against_the_definition)
 	pool_set_threads(1);
 }
 
-/* The kernels that cut their work over the pool's threads (elementwise and Where, transposes and copies, reductions,
- * the row-wise normalisations) give the same bits with 1 thread as with 3, on tensors large enough
- * to be cut; the products match a float64 product. With 1 thread each kernel runs its whole range
+/* The kernels that cut their work over the pool's threads (elementwise and Where, Dropout's values
+ * and mask, transposes and copies, reductions, the row-wise normalisations) give the same bits with
+ * 1 thread as with 3, on tensors large enough to be cut; the products match a float64 product. With 1 thread each kernel runs its whole range
  * in one piece, so this also checks that a piece starting mid-walk finds its place; a product the
  * pool cuts into pieces runs whole in one OpenBLAS call (g1, g2, g3 with k = 1000, which OpenBLAS
  * sums in blocks; mm, whose pieces are of the sizes its "direct" kernel takes with beta 0). */
@@ -892,8 +892,10 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [1000, 300]},\n"
 		"         {name: q, dtype: float32, shape: [200, 1000]}, {name: pt, dtype: float32, shape: [300, 1000]},\n"
 		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]}]\n"
+		"params: [{name: ratio, dtype: float32, shape: [], data: [0.3]}, {name: train, dtype: bool, shape: [], data: [true]}]\n"
 		"nodes:\n"
 		"  - {op: MatMul, inputs: [ba, bb], outputs: [bmm]}\n"
+		"  - {op: Dropout, inputs: [x, ratio, train], outputs: [dr, dm], attrs: {seed: 5}}\n"
 		"  - {op: Add, inputs: [x, b], outputs: [add]}\n"
 		"  - {op: Mul, inputs: [x, x], outputs: [mul]}\n"
 		"  - {op: Erf, inputs: [x], outputs: [erf]}\n"
@@ -915,7 +917,7 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
-		"          {name: g2}, {name: g3}, {name: wh}, {name: tid}, {name: bmm}]\n";
+		"          {name: g2}, {name: g3}, {name: wh}, {name: tid}, {name: dr}, {name: dm}, {name: bmm}]\n";
 	struct rtensor ts[8];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
@@ -941,6 +943,19 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 		cr_expect_eq(bad, 0, "%s: %lld of %lld elements off the float64 product", prods[c].out, (long long)bad,
 			     (long long)(M * N));
 	}
+	/* Dropout keeps about 70% of x, scaled by 1 / (1 - ratio), and zeroes the rest */
+	const struct rtensor *dr = exec_value(three, g->outputs[g->n_outputs - 3]);
+	const struct rtensor *dm = exec_value(three, g->outputs[g->n_outputs - 2]);
+	const float *xv = ts[0].data, *dv = dr->data;
+	const uint8_t *mv = dm->data;
+	int64_t kept = 0, wrong = 0;
+	for (int64_t i = 0; i < dr->numel; i++) {
+		kept += mv[i];
+		wrong += dv[i] != (mv[i] ? (float)((double)xv[i] * (1 / (1 - (double)0.3f))) : 0.0f);
+	}
+	cr_expect(kept > 0.68 * dr->numel && kept < 0.72 * dr->numel, "Dropout kept %lld of %lld", (long long)kept,
+		  (long long)dr->numel);
+	cr_expect_eq(wrong, 0, "%lld Dropout outputs are not x / 0.7 or 0 as the mask says", (long long)wrong);
 	/* the batched one: (6, 5) batches of 64x48 times (6, 1) of 48x64, broadcast over the 5 */
 	const struct rtensor *bmm = exec_value(three, g->outputs[g->n_outputs - 1]);
 	const float *ba = ts[6].data, *bb = ts[7].data, *bo = bmm->data;
