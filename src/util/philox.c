@@ -93,7 +93,7 @@ __attribute__((target("avx2"), always_inline)) static inline void blocks_avx2(in
 	}
 }
 
-/* nb: as many blocks side by side as the registers hold (16 or, with AVX-512's, 32) */
+/* nb: as many blocks side by side as the registers hold (16, or 32 with AVX-512VL's) */
 #define UNIFORMS_BODY(nb)                                                                                      \
 	int64_t b = 0;                                                                                         \
 	for (; b + (nb) <= blocks; b += (nb))                                                                  \
@@ -106,7 +106,7 @@ __attribute__((target("avx2"))) static void uniforms_avx2(uint64_t seed, uint64_
 	UNIFORMS_BODY(2)
 }
 
-__attribute__((target("arch=x86-64-v4"))) static void uniforms_v4(uint64_t seed, uint64_t c, int64_t blocks, float *out)
+__attribute__((target("avx2,avx512f,avx512vl"))) static void uniforms_v4(uint64_t seed, uint64_t c, int64_t blocks, float *out)
 {
 	UNIFORMS_BODY(4)
 }
@@ -120,8 +120,8 @@ void philox_uniforms(uint64_t seed, uint64_t first, int64_t n, float *out)
 #ifdef PHILOX_AVX2
 	if (n - j >= 32 && __builtin_cpu_supports("avx2")) {
 		int64_t blocks = (n - j) / 32;
-		(__builtin_cpu_supports("x86-64-v4") ? uniforms_v4 : uniforms_avx2)(seed, (first + (uint64_t)j) / 4, blocks,
-										     out + j);
+		int vl = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+		(vl ? uniforms_v4 : uniforms_avx2)(seed, (first + (uint64_t)j) / 4, blocks, out + j);
 		j += 32 * blocks;
 	}
 #endif
