@@ -1132,15 +1132,14 @@ static int materialize(struct exec *x, const struct rtensor *v, struct rtensor *
  *
  * A run of consecutive nodes of elementwise float32 ops (chain_op) with one output shape, each
  * operand another's result, a scalar Constant among them (scalar_constant) or a tensor broadcast
- * along some axes, is computed in one pass when
- * its first node comes (chain_run: a slice of every step at a time, in cache), so the exported
- * GELU's 5 nodes, its gradient's 11, or an Adam update read and write memory once, not once per
- * node. Each element is the same float arithmetic as the nodes' own kernels: the same bits. The
- * results that a later node or the caller reads are written; the others, read only inside the
- * chain, are ghosts: each node still makes its output at its turn, as the memory model counts it
- * (so the measured peak is the planned one), but a ghost's bytes are never allocated. On the
- * CPU, when computing, values not all kept (exec_opts.no_chains turns it off). The chain's time
- * goes to its first node in a profile. */
+ * along some axes, is computed in one pass when its first node comes (chain_run: a slice of every
+ * step at a time, in cache), so the exported GELU's 5 nodes, its gradient's 11, or an Adam update
+ * read and write memory once, not once per node. Each element is the same float arithmetic as the
+ * nodes' own kernels: the same bits. The results that a later node or the caller reads are
+ * written; the others, read only inside the chain, are ghosts: each node still makes its output at
+ * its turn, as the memory model counts it (so the measured peak is the planned one), but a ghost's
+ * bytes are never allocated. On the CPU, when computing, values not all kept (exec_opts.no_chains
+ * turns it off). The chain's time goes to its first node in a profile. */
 
 /* An operand t in the chain's shape (nd, d): element e reads its element (e / q) % r, when the
  * axes it does not broadcast are neighbours (a bias, a per-row scale, a whole tensor, a scalar),
