@@ -827,10 +827,13 @@ Test(exec, slice_against_the_definition)
 
 /* The kernels that cut their work over the pool's threads (elementwise and Where, Dropout's values
  * and mask, transposes and copies, reductions, the row-wise normalisations) give the same bits with
- * 1 thread as with 3, on tensors large enough to be cut; the products match a float64 product. With 1 thread each kernel runs its whole range
- * in one piece, so this also checks that a piece starting mid-walk finds its place; a product the
- * pool cuts into pieces runs whole in one OpenBLAS call (g1, g2, g3 with k = 1000, which OpenBLAS
- * sums in blocks; mm, whose pieces are of the sizes its "direct" kernel takes with beta 0). */
+ * 1 thread as with 3, on tensors large enough to be cut; the products match a float64 product.
+ * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
+ * starting mid-walk finds its place. A product cut by rows runs whole in one OpenBLAS call with 1
+ * thread (g1: 300 rows, cut at 192; at 160, not a multiple of 12, Haswell's kernels would sum the
+ * rows near the cut otherwise; mm, whose pieces are of the sizes the "direct" kernel takes with
+ * beta 0); one cut by columns runs as its pieces either way (g2, g3); k = 1000, which OpenBLAS
+ * sums in blocks. */
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */
@@ -884,7 +887,7 @@ static void cut_done(struct graph *g, struct rtensor *ts, struct exec *three)
 	graph_free(g);
 }
 
-Test(exec, kernels_cut_over_threads_give_the_same_bits)
+static void cut_kernels(void)
 {
 	static const char text[] =
 		"graphdiet: 1\nopset: 17\n"
@@ -976,7 +979,7 @@ Test(exec, kernels_cut_over_threads_give_the_same_bits)
 /* The same for the image kernels: each Conv path (im2col below 16 channels, the shifted GEMMs at
  * 16 and more, few positions as in a weight's gradient, with and without unit stride), both
  * ConvTranspose paths, MaxPool and BatchNormalization in training. */
-Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
+static void cut_images(void)
 {
 	static const char text[] =
 		"graphdiet: 1\nopset: 17\n"
@@ -1000,6 +1003,32 @@ Test(exec, image_kernels_cut_over_threads_give_the_same_bits)
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
 	cut_done(g, ts, three);
+}
+
+Test(exec, kernels_cut_over_threads_give_the_same_bits) { cut_kernels(); }
+Test(exec, image_kernels_cut_over_threads_give_the_same_bits) { cut_images(); }
+
+/* OpenBLAS picks its kernels by the CPU when this process first opens it: Haswell's on Zen 4
+ * (ops/blas.c), SkylakeX's or Cooperlake's on AVX-512 Intel cores, each summing differently at a
+ * call's edges. The same cuts with each set forced where the CPU can run it. */
+static void cut_with_kernels(const char *core, int runs)
+{
+	if (!runs)
+		cr_skip_test("this CPU cannot run OpenBLAS's %s kernels", core);
+	setenv("OPENBLAS_CORETYPE", core, 1);
+	cut_kernels();
+	cut_images();
+}
+
+Test(exec, cuts_give_the_same_bits_with_haswell_kernels)
+{
+	cut_with_kernels("Haswell", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+}
+
+Test(exec, cuts_give_the_same_bits_with_skylakex_kernels)
+{
+	cut_with_kernels("SkylakeX", __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+					     __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"));
 }
 
 /* A weight gradient's Conv (of X^T with dY^T, as autodiff writes it) whose one reader is the

@@ -3,6 +3,9 @@
 #include "../util/pool.h"
 
 #include <dlfcn.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +23,37 @@ static void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOS
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cores; /* online: the most pieces a product is cut into */
 
+/* Whether this is AMD's Zen 4 (family 0x19 with AVX-512), where OpenBLAS 0.3.21, Debian 12's,
+ * takes the core for an Intel Cooperlake and multiplies with its AVX-512 kernels. Zen 4 runs a
+ * 512-bit FMA as two 256-bit halves, and there OpenBLAS's Haswell (AVX2) kernels are faster: 5-10%
+ * on float32 products of 1024 rows, a d256 transformer's among them, at one thread
+ * (tests/bench/bench_gemm with OPENBLAS_CORETYPE=Cooperlake and without). Zen 5 (family 0x1a), whose AVX-512 is full width on
+ * servers, is left to OpenBLAS. */
+static int zen4(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0, &a, &b, &c, &d) || a < 7 || b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163)
+		return 0; /* not "AuthenticAMD" */
+	__get_cpuid(1, &a, &b, &c, &d);
+	unsigned family = (a >> 8) & 0xf;
+	if (family == 0xf)
+		family += (a >> 20) & 0xff;
+	__get_cpuid_count(7, 0, &a, &b, &c, &d);
+	return family == 0x19 && (b >> 16 & 1); /* AVX512F */
+#else
+	return 0;
+#endif
+}
+
 static void open_blas(void)
 {
 	long c = sysconf(_SC_NPROCESSORS_ONLN);
 	cores = c < 1 ? 1 : c > POOL_MAX ? POOL_MAX : (int)c;
 	/* one thread of its own: the pool's threads call it */
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
+	if (zen4()) /* unless the user chose a core */
+		setenv("OPENBLAS_CORETYPE", "Haswell", 0);
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		void (*set_threads)(int);
@@ -54,7 +82,8 @@ struct gemm {
 };
 
 #define PIECE_MACS (1 << 22) /* a piece's work at least */
-#define PIECE_ALIGN 16        /* pieces are multiples of the kernels' widest tile */
+#define ROW_ALIGN 48          /* pieces of rows of C: a multiple of the kernels' tiles (16; Haswell's 12) */
+#define COL_ALIGN 16          /* pieces of columns: of the widest tile */
 
 static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 {
@@ -90,10 +119,19 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
  * again, so more pieces than cores would only cost (7% of a transformer's step at 1 thread with 8
  * pieces).
  *
- * With one thread, a product that would be cut runs whole (each piece's second packing cost 1-7%
- * of its time), and its every element is the sum the pieces would give: OpenBLAS's blocked driver
- * cuts k by k alone and sums each element of C in one register in k order, whatever part of C a
- * call covers. Its other kernels, which may sum otherwise, are kept off such products: the
+ * The pieces follow from the shape and the cores alone, and every element of C is the same sum
+ * whatever --threads is. OpenBLAS's blocked driver cuts k by k alone, but whether an element's sum
+ * depends on where the call's edges are differs by kernel:
+ *   - rows of C (OpenBLAS's n, as C is row-major): the Cooperlake (SkylakeX) kernels sum the same
+ *     for any cut on a multiple of 16, the Haswell ones on a multiple of 12 (both checked with
+ *     random shapes, K up to 2500, either operand transposed). So pieces of rows start on
+ *     multiples of 48, and with one thread such a product runs whole, saving each piece's second
+ *     packing (1-7% of its time);
+ *   - columns (OpenBLAS's m): the Haswell kernels' sums change with the call's width (a piece of
+ *     256 columns of 1024 differs in its last 8 from the whole), so a product cut by columns
+ *     always runs as its pieces, one after the other with one thread. The operand packed again
+ *     is A, of fewer rows than C has columns: about 25 / n of the product's time a piece.
+ * OpenBLAS's other kernels, which may sum otherwise, are kept off products that are cut: the
  * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
  * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
  * as C is zeroed here and beta made 1. */
@@ -101,23 +139,31 @@ static void gemm_run(struct gemm *g)
 {
 	pthread_once(&once, open_blas);
 	g->by_rows = g->m >= g->n;
-	int side = g->by_rows ? g->m : g->n;
+	int side = g->by_rows ? g->m : g->n, align = g->by_rows ? ROW_ALIGN : COL_ALIGN;
 	double macs = (double)g->m * g->n * g->k;
 	int pieces = macs / PIECE_MACS < cores ? (int)(macs / PIECE_MACS) : cores;
-	if (pieces > side / (2 * PIECE_ALIGN))
-		pieces = side / (2 * PIECE_ALIGN);
-	if (pieces >= 2 && g->beta == 0) {
-		g->zero = 1;
-		g->beta = 1;
-	}
-	if (pieces < 2 || pool_threads() < 2) {
+	if (pieces > side / (g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN)) /* 48 rows or 32 columns at least */
+		pieces = side / (g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN);
+	if (pieces < 2) {
 		g->step = side > 0 ? side : 1;
 		gemm_piece(g, 0, 0);
 		return;
 	}
+	if (g->beta == 0) {
+		g->zero = 1;
+		g->beta = 1;
+	}
 	int step = (side + pieces - 1) / pieces;
-	g->step = (step + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
-	pool_for((uint32_t)((side + g->step - 1) / g->step), gemm_piece, g);
+	g->step = (step + align - 1) / align * align;
+	uint32_t n = (uint32_t)((side + g->step - 1) / g->step);
+	if (pool_threads() >= 2)
+		pool_for(n, gemm_piece, g);
+	else if (g->by_rows) { /* whole: the same sums */
+		g->step = side;
+		gemm_piece(g, 0, 0);
+	} else
+		for (uint32_t i = 0; i < n; i++)
+			gemm_piece(g, i, 0);
 }
 
 void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,

@@ -98,6 +98,23 @@ int main(int argc, char **argv)
 		printf("| Gemm (transB, bias) | %dx%d @ %dx%d^T | %.1f | %.1f | %.2f |\n", n, n, n, n, fl / t / 1e9, peak,
 		       fl / t / 1e9 / peak);
 	}
+	/* a d256 transformer's at 1024 tokens: the feed-forward products, then a weight's gradient
+	 * (X^T dY, 256 x 1024 from 1024 tokens), which is cut by columns */
+	static const struct {
+		int m, k, n, ta;
+	} tf[] = {{1024, 256, 1024, 0}, {1024, 1024, 256, 0}, {256, 1024, 1024, 1}};
+	for (int i = 0; i < 3; i++) {
+		uint64_t fl = 0;
+		double peak = 2.0 * tf[i].m * tf[i].n * tf[i].k / sgemm_best(tf[i].m, tf[i].n, tf[i].k, repeat) / 1e9;
+		int ar = tf[i].ta ? tf[i].k : tf[i].m, ac = tf[i].ta ? tf[i].m : tf[i].k;
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: a, dtype: float32, shape: [%d, %d]}, {name: b, dtype: float32, shape: [%d, %d]}]\n"
+			 "nodes: [{op: Gemm, inputs: [a, b], outputs: [y], attrs: {transA: %d}}]\noutputs: [{name: y}]\n",
+			 ar, ac, tf[i].k, tf[i].n, tf[i].ta);
+		double t = node_best(text, repeat, &fl);
+		printf("| Gemm%s | %dx%d%s @ %dx%d | %.1f | %.1f | %.2f |\n", tf[i].ta ? " (transA)" : "", ar, ac,
+		       tf[i].ta ? "^T" : "", tf[i].k, tf[i].n, fl / t / 1e9, peak, fl / t / 1e9 / peak);
+	}
 	/* a ResNet-style 3x3 convolution: M = 64 output channels, N = 32*32 pixels, K = 64*9 */
 	uint64_t fl = 0;
 	double peak = 2.0 * 64 * 1024 * 576 / sgemm_best(64, 1024, 576, repeat) / 1e9;
