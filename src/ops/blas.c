@@ -3,9 +3,6 @@
 #include "../util/pool.h"
 
 #include <dlfcn.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,37 +20,12 @@ static void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOS
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cores; /* online: the most pieces a product is cut into */
 
-/* Whether this is AMD's Zen 4 (family 0x19 with AVX-512), where OpenBLAS 0.3.21, Debian 12's,
- * takes the core for an Intel Cooperlake and multiplies with its AVX-512 kernels. Zen 4 runs a
- * 512-bit FMA as two 256-bit halves, and there OpenBLAS's Haswell (AVX2) kernels are faster: 5-10%
- * on float32 products of 1024 rows, a d256 transformer's among them, at one thread
- * (tests/bench/bench_gemm with OPENBLAS_CORETYPE=Cooperlake and without). Zen 5 (family 0x1a), whose AVX-512 is full width on
- * servers, is left to OpenBLAS. */
-static int zen4(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	unsigned a, b, c, d;
-	if (!__get_cpuid(0, &a, &b, &c, &d) || a < 7 || b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163)
-		return 0; /* not "AuthenticAMD" */
-	__get_cpuid(1, &a, &b, &c, &d);
-	unsigned family = (a >> 8) & 0xf;
-	if (family == 0xf)
-		family += (a >> 20) & 0xff;
-	__get_cpuid_count(7, 0, &a, &b, &c, &d);
-	return family == 0x19 && (b >> 16 & 1); /* AVX512F */
-#else
-	return 0;
-#endif
-}
-
 static void open_blas(void)
 {
 	long c = sysconf(_SC_NPROCESSORS_ONLN);
 	cores = c < 1 ? 1 : c > POOL_MAX ? POOL_MAX : (int)c;
 	/* one thread of its own: the pool's threads call it */
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
-	if (zen4()) /* unless the user chose a core */
-		setenv("OPENBLAS_CORETYPE", "Haswell", 0);
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		void (*set_threads)(int);
@@ -74,7 +46,7 @@ static void open_blas(void)
 struct gemm {
 	int wide; /* double */
 	enum CBLAS_TRANSPOSE ta, tb;
-	int m, n, k, lda, ldb, ldc, by_rows, step;
+	int m, n, k, lda, ldb, ldc, by_rows, step, pieces; /* the last piece runs to the end */
 	double alpha, beta;
 	const void *a, *b;
 	void *c;
@@ -90,7 +62,7 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 	(void)w;
 	const struct gemm *g = arg;
 	size_t sz = g->wide ? sizeof(double) : sizeof(float);
-	int lo = (int)i * g->step, hi = lo + g->step < (g->by_rows ? g->m : g->n) ? lo + g->step : (g->by_rows ? g->m : g->n);
+	int lo = (int)i * g->step, hi = (int)i + 1 < g->pieces ? lo + g->step : g->by_rows ? g->m : g->n;
 	int m = g->m, n = g->n;
 	const char *a = g->a, *b = g->b;
 	char *c = g->c;
@@ -121,7 +93,8 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
  *
  * The pieces follow from the shape and the cores alone, and every element of C is the same sum
  * whatever --threads is. OpenBLAS's blocked driver cuts k by k alone, but whether an element's sum
- * depends on where the call's edges are differs by kernel:
+ * depends on where the call's edges are differs by kernel (OpenBLAS picks the SkylakeX or
+ * Cooperlake ones on AVX-512 CPUs, Haswell's on AVX2 ones, Zen 2 and 3 among them):
  *   - rows of C (OpenBLAS's n, as C is row-major): the Cooperlake (SkylakeX) kernels sum the same
  *     for any cut on a multiple of 16, the Haswell ones on a multiple of 12 (both checked with
  *     random shapes, K up to 2500, either operand transposed). So pieces of rows start on
@@ -144,8 +117,8 @@ static void gemm_run(struct gemm *g)
 	int pieces = macs / PIECE_MACS < cores ? (int)(macs / PIECE_MACS) : cores;
 	if (pieces > side / (g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN)) /* 48 rows or 32 columns at least */
 		pieces = side / (g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN);
+	g->pieces = 1;
 	if (pieces < 2) {
-		g->step = side > 0 ? side : 1;
 		gemm_piece(g, 0, 0);
 		return;
 	}
@@ -155,32 +128,38 @@ static void gemm_run(struct gemm *g)
 	}
 	int step = (side + pieces - 1) / pieces;
 	g->step = (step + align - 1) / align * align;
-	uint32_t n = (uint32_t)((side + g->step - 1) / g->step);
+	/* a remainder under half a piece joins the last: every piece has half a piece's share of the
+	 * work at least, 2^21 multiply-adds, out of the small-matrix kernels' reach */
+	g->pieces = side / g->step + (side % g->step >= g->step / 2);
 	if (pool_threads() >= 2)
-		pool_for(n, gemm_piece, g);
+		pool_for((uint32_t)g->pieces, gemm_piece, g);
 	else if (g->by_rows) { /* whole: the same sums */
-		g->step = side;
+		g->pieces = 1;
 		gemm_piece(g, 0, 0);
 	} else
-		for (uint32_t i = 0; i < n; i++)
-			gemm_piece(g, i, 0);
+		for (int i = 0; i < g->pieces; i++)
+			gemm_piece(g, (uint32_t)i, 0);
 }
 
 void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-	struct gemm g = {0, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c, 0};
+	struct gemm g = {.wide = 0, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+			 .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c};
 	if (order == CblasColMajor) /* C^T = op(B)^T op(A)^T in row-major terms */
-		g = (struct gemm){0, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c, 0};
+		g = (struct gemm){.wide = 0, .ta = tb, .tb = ta, .m = n, .n = m, .k = k, .lda = ldb, .ldb = lda, .ldc = ldc,
+				  .alpha = alpha, .beta = beta, .a = b, .b = a, .c = c};
 	gemm_run(&g);
 }
 
 void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		double alpha, const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc)
 {
-	struct gemm g = {1, ta, tb, m, n, k, lda, ldb, ldc, 0, 0, alpha, beta, a, b, c, 0};
+	struct gemm g = {.wide = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+			 .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c};
 	if (order == CblasColMajor)
-		g = (struct gemm){1, tb, ta, n, m, k, ldb, lda, ldc, 0, 0, alpha, beta, b, a, c, 0};
+		g = (struct gemm){.wide = 1, .ta = tb, .tb = ta, .m = n, .n = m, .k = k, .lda = ldb, .ldb = lda, .ldc = ldc,
+				  .alpha = alpha, .beta = beta, .a = b, .b = a, .c = c};
 	gemm_run(&g);
 }
 

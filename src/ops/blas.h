@@ -8,10 +8,9 @@
  * --threads pool (util/pool.h) runs a large product as pieces of C, rows or columns, each one
  * OpenBLAS call, and OpenBLAS's own threads would only compete with the pool's. The pieces follow
  * from the product's shape and the machine's cores, never from --threads, so every element of C
- * is the same sum whatever --threads is. On AMD's Zen 4 it asks for OpenBLAS's Haswell kernels
- * (OPENBLAS_CORETYPE, unless set), which are faster there than the AVX-512 ones OpenBLAS 0.3.21
- * picks. A library that cannot be opened is a one-line error and exit 3. The arguments are
- * cblas_sgemm's and cblas_dgemm's. */
+ * is the same sum whatever --threads is, with whichever kernels OpenBLAS picks for the CPU. A
+ * library that cannot be opened is a one-line error and exit 3. The arguments are cblas_sgemm's
+ * and cblas_dgemm's. */
 #ifndef GD_BLAS_H
 #define GD_BLAS_H
 
