@@ -1008,9 +1008,9 @@ static void cut_images(void)
 Test(exec, kernels_cut_over_threads_give_the_same_bits) { cut_kernels(); }
 Test(exec, image_kernels_cut_over_threads_give_the_same_bits) { cut_images(); }
 
-/* OpenBLAS picks its kernels by the CPU when this process first opens it: Haswell's on Zen 4
- * (ops/blas.c), SkylakeX's or Cooperlake's on AVX-512 Intel cores, each summing differently at a
- * call's edges. The same cuts with each set forced where the CPU can run it. */
+/* OpenBLAS picks its kernels by the CPU when this process first opens it: SkylakeX's or
+ * Cooperlake's on AVX-512 CPUs, Haswell's on AVX2 ones, each summing differently at a call's edges
+ * (ops/blas.c). The same cuts with each set forced where the CPU can run it. */
 static void cut_with_kernels(const char *core, int runs)
 {
 	if (!runs)
@@ -1020,15 +1020,20 @@ static void cut_with_kernels(const char *core, int runs)
 	cut_images();
 }
 
+#if defined(__x86_64__)
+#define CPU_HAS(f) __builtin_cpu_supports(f)
+#else
+#define CPU_HAS(f) 0
+#endif
+
 Test(exec, cuts_give_the_same_bits_with_haswell_kernels)
 {
-	cut_with_kernels("Haswell", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+	cut_with_kernels("Haswell", CPU_HAS("avx2") && CPU_HAS("fma"));
 }
 
 Test(exec, cuts_give_the_same_bits_with_skylakex_kernels)
 {
-	cut_with_kernels("SkylakeX", __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-					     __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"));
+	cut_with_kernels("SkylakeX", CPU_HAS("avx512f") && CPU_HAS("avx512bw") && CPU_HAS("avx512dq") && CPU_HAS("avx512vl"));
 }
 
 /* A weight gradient's Conv (of X^T with dY^T, as autodiff writes it) whose one reader is the

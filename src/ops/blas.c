@@ -103,7 +103,7 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
  *   - columns (OpenBLAS's m): the Haswell kernels' sums change with the call's width (a piece of
  *     256 columns of 1024 differs in its last 8 from the whole), so a product cut by columns
  *     always runs as its pieces, one after the other with one thread. The operand packed again
- *     is A, of fewer rows than C has columns: about 25 / n of the product's time a piece.
+ *     is A, of fewer rows than C has columns (1% of a d256 transformer's products at one thread).
  * OpenBLAS's other kernels, which may sum otherwise, are kept off products that are cut: the
  * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
  * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
