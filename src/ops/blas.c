@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #ifndef GD_BLAS_SONAME
@@ -18,7 +19,8 @@ static void (*sgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOS
 static void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int, double,
 		     const double *, int, const double *, int, double, double *, int);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int cores; /* online: the most pieces a product is cut into */
+static int cores;       /* online: the most pieces a product is cut into */
+static int wide_kernels; /* OpenBLAS's AVX-512 kernels (SkylakeX, Cooperlake): cuts in columns keep the sums */
 
 static void open_blas(void)
 {
@@ -29,11 +31,15 @@ static void open_blas(void)
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		void (*set_threads)(int);
+		char *(*corename)(void);
 		*(void **)&sgemm = dlsym(h, "cblas_sgemm");
 		*(void **)&dgemm = dlsym(h, "cblas_dgemm");
 		*(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
+		*(void **)&corename = dlsym(h, "openblas_get_corename");
 		if (set_threads) /* loaded before (by a test's or a bench's process): started its threads */
 			set_threads(1);
+		const char *core = corename ? corename() : "";
+		wide_kernels = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake"));
 	}
 	if (!sgemm || !dgemm) {
 		fprintf(stderr, "graphdiet: error: cannot load OpenBLAS (%s): %s (install libopenblas0)\n", GD_BLAS_SONAME,
@@ -92,18 +98,20 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
  * pieces).
  *
  * The pieces follow from the shape and the cores alone, and every element of C is the same sum
- * whatever --threads is. OpenBLAS's blocked driver cuts k by k alone, but whether an element's sum
- * depends on where the call's edges are differs by kernel (OpenBLAS picks the SkylakeX or
- * Cooperlake ones on AVX-512 CPUs, Haswell's on AVX2 ones, Zen 2 and 3 among them):
+ * whatever --threads is. With one thread a product runs whole where that gives the same sums,
+ * saving each piece's second packing (1-7% of its time). OpenBLAS's blocked driver cuts k by k
+ * alone, but whether an element's sum depends on where the call's edges are differs by kernel
+ * (OpenBLAS picks the SkylakeX or Cooperlake ones on AVX-512 CPUs, Haswell's on AVX2 ones, Zen 2
+ * and 3 among them):
  *   - rows of C (OpenBLAS's n, as C is row-major): the Cooperlake (SkylakeX) kernels sum the same
  *     for any cut on a multiple of 16, the Haswell ones on a multiple of 12 (both checked with
  *     random shapes, K up to 2500, either operand transposed). So pieces of rows start on
- *     multiples of 48, and with one thread such a product runs whole, saving each piece's second
- *     packing (1-7% of its time);
- *   - columns (OpenBLAS's m): the Haswell kernels' sums change with the call's width (a piece of
- *     256 columns of 1024 differs in its last 8 from the whole), so a product cut by columns
- *     always runs as its pieces, one after the other with one thread. The operand packed again
- *     is A, of fewer rows than C has columns (1% of a d256 transformer's products at one thread).
+ *     multiples of 48, and with one thread such a product runs whole;
+ *   - columns (OpenBLAS's m): the AVX-512 kernels sum the same for any cut on a multiple of 16,
+ *     and a product cut by columns runs whole with them too. The Haswell kernels' sums change
+ *     with the call's width (a piece of 256 columns of 1024 differs in its last 8 from the
+ *     whole), so with those, and any kernels not named here, it runs as its pieces, one after
+ *     the other with one thread: 1% of a d256 transformer's products, which pack A again.
  * OpenBLAS's other kernels, which may sum otherwise, are kept off products that are cut: the
  * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
  * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
@@ -113,10 +121,11 @@ static void gemm_run(struct gemm *g)
 	pthread_once(&once, open_blas);
 	g->by_rows = g->m >= g->n;
 	int side = g->by_rows ? g->m : g->n, align = g->by_rows ? ROW_ALIGN : COL_ALIGN;
+	int least = g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN; /* 48 rows or 32 columns a piece at least */
 	double macs = (double)g->m * g->n * g->k;
 	int pieces = macs / PIECE_MACS < cores ? (int)(macs / PIECE_MACS) : cores;
-	if (pieces > side / (g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN)) /* 48 rows or 32 columns at least */
-		pieces = side / (g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN);
+	if (pieces > side / least)
+		pieces = side / least;
 	g->pieces = 1;
 	if (pieces < 2) {
 		gemm_piece(g, 0, 0);
@@ -133,7 +142,7 @@ static void gemm_run(struct gemm *g)
 	g->pieces = side / g->step + (side % g->step >= g->step / 2);
 	if (pool_threads() >= 2)
 		pool_for((uint32_t)g->pieces, gemm_piece, g);
-	else if (g->by_rows) { /* whole: the same sums */
+	else if (g->by_rows || wide_kernels) { /* whole: the same sums */
 		g->pieces = 1;
 		gemm_piece(g, 0, 0);
 	} else
