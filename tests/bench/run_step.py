@@ -22,7 +22,8 @@ threads), for each T of --threads. Debian's PyTorch multiplies matrices with Ope
 whose threads torch.set_num_threads does not set: its openblas_set_num_threads is called too, or
 PyTorch's "1 thread" would multiply on every core. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
 then again), each round a median of 5 runs after a warm-up; the table gives the median over the
-rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster). Each peer starts
+rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster), each followed by
+the range of the rounds' own ratios (both timed in that round). Each peer starts
 half a second after the last one ended, when the last one's threads have stopped spinning.
 """
 import os
@@ -133,6 +134,13 @@ def seconds(cmd, env):
     return float(out.split()[1])
 
 
+def spread(ours, peer):
+    """The lowest and highest of the rounds' own ratios (ours / peer, both timed in that round), so
+    that a median ratio near 1 can be told from the noise between rounds."""
+    r = [a / b for a, b in zip(ours, peer)]
+    return f"({min(r):.2f}-{max(r):.2f})" if r else ""
+
+
 def main():
     argv = sys.argv[1:]
     opt = {"--threads": "1,2", "--rounds": "7", "--models": ""}
@@ -182,7 +190,8 @@ def main():
                         t_ort.append(seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), train,
                                               str(INNER), str(threads)] + feeds, env))
                 pt, g, o = median(t_torch), median(t_gd), median(t_ort) if t_ort else float("nan")
-                print(f"| {name} | {threads} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} | {g / o:.2f} |", flush=True)
+                print(f"| {name} | {threads} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} {spread(t_gd, t_torch)} | "
+                      f"{g / o:.2f} {spread(t_gd, t_ort)} |", flush=True)
 
 
 if __name__ == "__main__":
