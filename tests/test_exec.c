@@ -915,12 +915,15 @@ static void cut_kernels(void)
 		"  - {op: Gemm, inputs: [p, q], outputs: [g1], attrs: {transA: 1, transB: 1}}\n"
 		"  - {op: Gemm, inputs: [q, p], outputs: [g2]}\n"
 		"  - {op: Gemm, inputs: [q, pt], outputs: [g3], attrs: {transB: 1}}\n"
+		"  - {op: Cast, inputs: [q], outputs: [qd], attrs: {to: 11}}\n"
+		"  - {op: Cast, inputs: [p], outputs: [pd], attrs: {to: 11}}\n"
+		"  - {op: Gemm, inputs: [qd, pd], outputs: [g2d]}\n"
 		"  - {op: Greater, inputs: [x, b], outputs: [gt]}\n"
 		"  - {op: Where, inputs: [gt, x, b], outputs: [wh]}\n"
 		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
-		"          {name: g2}, {name: g3}, {name: wh}, {name: tid}, {name: dr}, {name: dm}, {name: bmm}]\n";
+		"          {name: g2}, {name: g3}, {name: g2d}, {name: wh}, {name: tid}, {name: dr}, {name: dm}, {name: bmm}]\n";
 	struct rtensor ts[8];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);

@@ -20,7 +20,7 @@ static void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOS
 		     const double *, int, const double *, int, double, double *, int);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cores;       /* online: the most pieces a product is cut into */
-static int wide_kernels; /* OpenBLAS's AVX-512 kernels (SkylakeX, Cooperlake): cuts in columns keep the sums */
+static int wide_kernels; /* OpenBLAS's AVX-512 kernels (SkylakeX, Cooperlake): float32 cuts in columns keep the sums */
 
 static void open_blas(void)
 {
@@ -107,11 +107,13 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
  *     for any cut on a multiple of 16, the Haswell ones on a multiple of 12 (both checked with
  *     random shapes, K up to 2500, either operand transposed). So pieces of rows start on
  *     multiples of 48, and with one thread such a product runs whole;
- *   - columns (OpenBLAS's m): the AVX-512 kernels sum the same for any cut on a multiple of 16,
- *     and a product cut by columns runs whole with them too. The Haswell kernels' sums change
- *     with the call's width (a piece of 256 columns of 1024 differs in its last 8 from the
- *     whole), so with those, and any kernels not named here, it runs as its pieces, one after
- *     the other with one thread: 1% of a d256 transformer's products, which pack A again.
+ *   - columns (OpenBLAS's m): the AVX-512 float32 kernels sum the same for any cut on a multiple
+ *     of 16, and a float32 product cut by columns runs whole with them too. Other kernels' sums
+ *     change with the call's width: the Haswell float32 ones (a piece of 256 columns of 1024
+ *     differs in its last 8 from the whole) and the AVX-512 float64 ones (50 of 60 random shapes
+ *     cut on multiples of 16 differ somewhere). So with those, and any kernels not named here, a
+ *     product cut by columns runs as its pieces, one after the other with one thread: 1% of a
+ *     d256 transformer's products, which pack A again.
  * OpenBLAS's other kernels, which may sum otherwise, are kept off products that are cut: the
  * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
  * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
@@ -142,7 +144,7 @@ static void gemm_run(struct gemm *g)
 	g->pieces = side / g->step + (side % g->step >= g->step / 2);
 	if (pool_threads() >= 2)
 		pool_for((uint32_t)g->pieces, gemm_piece, g);
-	else if (g->by_rows || wide_kernels) { /* whole: the same sums */
+	else if (g->by_rows || (wide_kernels && !g->wide)) { /* whole: the same sums */
 		g->pieces = 1;
 		gemm_piece(g, 0, 0);
 	} else
