@@ -837,11 +837,13 @@ Test(exec, slice_against_the_definition)
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */
+#define CUT_INPUTS 10
+
 static struct graph *same_bits_over_threads(const char *text, struct rtensor *ts, struct exec **three)
 {
 	struct graph *g = load_text("cut.yaml", text);
-	const char *names[8];
-	cr_assert(g->n_inputs <= 8);
+	const char *names[CUT_INPUTS];
+	cr_assert(g->n_inputs <= CUT_INPUTS);
 	uint64_t s = 12345;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
 		const struct ttype *t = &g->inputs[i]->type;
@@ -894,7 +896,8 @@ static void cut_kernels(void)
 		"inputs: [{name: x, dtype: float32, shape: [48, 40, 64]}, {name: b, dtype: float32, shape: [64]},\n"
 		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [1000, 300]},\n"
 		"         {name: q, dtype: float32, shape: [200, 1000]}, {name: pt, dtype: float32, shape: [300, 1000]},\n"
-		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]}]\n"
+		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]},\n"
+		"         {name: sa, dtype: float32, shape: [128, 128]}, {name: sb, dtype: float32, shape: [128, 64]}]\n"
 		"params: [{name: ratio, dtype: float32, shape: [], data: [0.3]}, {name: train, dtype: bool, shape: [], data: [true]}]\n"
 		"nodes:\n"
 		"  - {op: MatMul, inputs: [ba, bb], outputs: [bmm]}\n"
@@ -918,21 +921,24 @@ static void cut_kernels(void)
 		"  - {op: Cast, inputs: [q], outputs: [qd], attrs: {to: 11}}\n"
 		"  - {op: Cast, inputs: [p], outputs: [pd], attrs: {to: 11}}\n"
 		"  - {op: Gemm, inputs: [qd, pd], outputs: [g2d]}\n"
+		"  - {op: Gemm, inputs: [sa, sb], outputs: [sm1]}\n"
+		"  - {op: Gemm, inputs: [sa, sb], outputs: [sm2], attrs: {transA: 1}}\n"
 		"  - {op: Greater, inputs: [x, b], outputs: [gt]}\n"
 		"  - {op: Where, inputs: [gt, x, b], outputs: [wh]}\n"
 		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
-		"          {name: g2}, {name: g3}, {name: g2d}, {name: wh}, {name: tid}, {name: dr}, {name: dm}, {name: bmm}]\n";
-	struct rtensor ts[8];
+		"          {name: g2}, {name: g3}, {name: g2d}, {name: sm1}, {name: sm2}, {name: wh}, {name: tid}, {name: dr}, {name: dm}, {name: bmm}]\n";
+	struct rtensor ts[CUT_INPUTS];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
 	/* the products against float64 ones */
 	struct {
 		const char *out;
 		int a, b, ta, tb;
-	} prods[] = {{"mm", 0, 2, 0, 0}, {"g1", 3, 4, 1, 1}, {"g2", 4, 3, 0, 0}, {"g3", 4, 5, 0, 1}};
-	for (int c = 0; c < 4; c++) {
+	} prods[] = {{"mm", 0, 2, 0, 0}, {"g1", 3, 4, 1, 1}, {"g2", 4, 3, 0, 0}, {"g3", 4, 5, 0, 1},
+		     {"sm1", 8, 9, 0, 0}, {"sm2", 8, 9, 1, 0}};
+	for (int c = 0; c < 6; c++) {
 		const struct rtensor *A = &ts[prods[c].a], *B = &ts[prods[c].b], *y = NULL;
 		for (uint32_t k = 0; k < g->n_outputs; k++)
 			if (!strcmp(g->outputs[k]->name, prods[c].out))
@@ -1002,7 +1008,7 @@ static void cut_images(void)
 		"  - {op: BatchNormalization, inputs: [x, s, s, s, s], outputs: [bn, rm, rv], attrs: {training_mode: 1}}\n"
 		"outputs: [{name: shifted}, {name: im2col}, {name: few}, {name: few2}, {name: ct}, {name: cts}, {name: mp},\n"
 		"          {name: mi}, {name: bn}, {name: rm}, {name: rv}]\n";
-	struct rtensor ts[8];
+	struct rtensor ts[CUT_INPUTS];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
 	cut_done(g, ts, three);

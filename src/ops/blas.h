@@ -8,7 +8,9 @@
  * --threads pool (util/pool.h) runs a large product as pieces of C, rows or columns, each one
  * OpenBLAS call, and OpenBLAS's own threads would only compete with the pool's. The pieces follow
  * from the product's shape and the machine's cores, never from --threads, so every element of C
- * is the same sum whatever --threads is, with whichever kernels OpenBLAS picks for the CPU. A
+ * is the same sum whatever --threads is, with whichever kernels OpenBLAS picks for the CPU. With
+ * its AVX-512 kernels, a float32 product a little too big for their small-matrix kernels runs as
+ * pieces they take, which is faster (attention's per-head products). A
  * library that cannot be opened is a one-line error and exit 3. The arguments are cblas_sgemm's
  * and cblas_dgemm's. */
 #ifndef GD_BLAS_H

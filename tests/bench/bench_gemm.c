@@ -115,14 +115,23 @@ int main(int argc, char **argv)
 		printf("| Gemm%s | %dx%d%s @ %dx%d | %.1f | %.1f | %.2f |\n", tf[i].ta ? " (transA)" : "", ar, ac,
 		       tf[i].ta ? "^T" : "", tf[i].k, tf[i].n, fl / t / 1e9, peak, fl / t / 1e9 / peak);
 	}
-	/* a ResNet-style 3x3 convolution: M = 64 output channels, N = 32*32 pixels, K = 64*9 */
+	/* attention's per-head products, 32 heads of 128 tokens (d 64): P V, 128 x 64 from 128 each, a
+	 * little above OpenBLAS's small-matrix kernels' reach (src/ops/blas.c runs it as pieces); the
+	 * ceiling is one whole call of one head's shape */
 	uint64_t fl = 0;
-	double peak = 2.0 * 64 * 1024 * 576 / sgemm_best(64, 1024, 576, repeat) / 1e9;
+	double peak = 2.0 * 128 * 64 * 128 / sgemm_best(128, 64, 128, repeat) / 1e9;
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: a, dtype: float32, shape: [32, 128, 128]}, {name: b, dtype: float32, shape: [32, 128, 64]}]\n"
+		 "nodes: [{op: MatMul, inputs: [a, b], outputs: [y]}]\noutputs: [{name: y}]\n");
+	double t = node_best(text, repeat, &fl);
+	printf("| MatMul (32 heads) | 32x128x128 @ 32x128x64 | %.1f | %.1f | %.2f |\n", fl / t / 1e9, peak, fl / t / 1e9 / peak);
+	/* a ResNet-style 3x3 convolution: M = 64 output channels, N = 32*32 pixels, K = 64*9 */
+	peak = 2.0 * 64 * 1024 * 576 / sgemm_best(64, 1024, 576, repeat) / 1e9;
 	snprintf(text, sizeof text,
 		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [8, 64, 32, 32]}]\n"
 		 "params: [{name: w, dtype: float32, shape: [64, 64, 3, 3], init: {dist: normal, seed: 1}}]\n"
 		 "nodes: [{op: Conv, inputs: [x, w], outputs: [y], attrs: {pads: [1, 1, 1, 1]}}]\noutputs: [{name: y}]\n");
-	double t = node_best(text, repeat, &fl);
+	t = node_best(text, repeat, &fl);
 	printf("| Conv 3x3 | 8x64x32x32, 64 filters | %.1f | %.1f | %.2f |\n", fl / t / 1e9, peak, fl / t / 1e9 / peak);
 	return 0;
 }
