@@ -94,6 +94,24 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 		      (const float *)b, g->ldb, (float)g->beta, (float *)c, g->ldc);
 }
 
+/* A product too small to cut for threads, a little above what OpenBLAS's AVX-512 small-matrix
+ * kernels take (SMALL_MACS): pieces of rows of C within their reach, run one after the other.
+ * Those kernels skip packing, and such products (attention's 128 x 64 x 128 per head, 1.05M
+ * multiply-adds) run 8-18% faster as pieces (bench_gemm), except those OpenBLAS sees as A^T B
+ * (ours A B^T: ta none, tb transposed), which it keeps off them. Float32 only, and only with those
+ * kernels; elsewhere g stays one piece. The pieces follow from the shape alone. */
+static void small_pieces(struct gemm *g, double macs)
+{
+	if (!wide_kernels || g->wide || macs <= SMALL_MACS || (g->ta == CblasNoTrans && g->tb == CblasTrans))
+		return;
+	int step = (int)(SMALL_MACS / ((double)g->n * g->k));
+	if (step < SMALL_ROWS)
+		return;
+	g->by_rows = 1;
+	g->step = step;
+	g->pieces = (g->m + step - 1) / step;
+}
+
 /* Runs g over the pool: the longer of C's two sides is cut into pieces, as many as the machine
  * has cores at most, each of PIECE_MACS multiply-adds or more. Each piece packs the other operand
  * again, so more pieces than cores would only cost (7% of a transformer's step at 1 thread with 8
@@ -120,24 +138,6 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
  * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
  * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
  * as C is zeroed here and beta made 1. */
-/* A product too small to cut for threads, a little above what OpenBLAS's AVX-512 small-matrix
- * kernels take (SMALL_MACS): pieces of rows of C within their reach, run one after the other.
- * Those kernels skip packing, and such products (attention's 128 x 64 x 128 per head, 1.05M
- * multiply-adds) run 8-18% faster as pieces (bench_gemm), except those OpenBLAS sees as A^T B
- * (ours A B^T: ta none, tb transposed), which it keeps off them. Float32 only, and only with those
- * kernels; elsewhere g stays one piece. The pieces follow from the shape alone. */
-static void small_pieces(struct gemm *g, double macs)
-{
-	if (!wide_kernels || g->wide || macs <= SMALL_MACS || (g->ta == CblasNoTrans && g->tb == CblasTrans))
-		return;
-	int step = (int)(SMALL_MACS / ((double)g->n * g->k));
-	if (step < SMALL_ROWS)
-		return;
-	g->by_rows = 1;
-	g->step = step;
-	g->pieces = (g->m + step - 1) / step;
-}
-
 static void gemm_run(struct gemm *g)
 {
 	pthread_once(&once, open_blas);
