@@ -61,7 +61,7 @@ struct gemm {
 
 #define PIECE_MACS (1 << 22) /* a piece's work at least */
 #define ROW_ALIGN 48          /* pieces of rows of C: a multiple of the kernels' tiles (16; Haswell's 12) */
-#define COL_ALIGN 16          /* pieces of columns: of the widest tile */
+#define COL_ALIGN 16          /* pieces of columns, and of rows with the AVX-512 float32 kernels */
 #define SMALL_MACS 1000000    /* OpenBLAS's small-matrix kernels take products up to 100^3 multiply-adds */
 #define SMALL_ROWS 16         /* rows a piece for them at least */
 
@@ -123,10 +123,13 @@ static void small_pieces(struct gemm *g, double macs)
  * alone, but whether an element's sum depends on where the call's edges are differs by kernel
  * (OpenBLAS picks the SkylakeX or Cooperlake ones on AVX-512 CPUs, Haswell's on AVX2 ones, Zen 2
  * and 3 among them):
- *   - rows of C (OpenBLAS's n, as C is row-major): the Cooperlake (SkylakeX) kernels sum the same
- *     for any cut on a multiple of 16, the Haswell ones on a multiple of 12 (both checked with
- *     random shapes, K up to 2500, either operand transposed). So pieces of rows start on
- *     multiples of 48, and with one thread such a product runs whole;
+ *   - rows of C (OpenBLAS's n, as C is row-major): the Cooperlake (SkylakeX) float32 kernels sum
+ *     the same for any cut on a multiple of 16, the Haswell ones on a multiple of 12, and both
+ *     sets' float64 ones on multiples of 48 (the AVX-512 ones not on every multiple of 16: 34 of
+ *     60 random shapes differ); all checked with random shapes, K up to 2500, either operand
+ *     transposed. So pieces of rows start on multiples of 16 with the AVX-512 float32 kernels
+ *     (two pieces of 512 rows of 1024, not 528 and 496; of 147, 80 and 67, not 96 and 51), of 48
+ *     otherwise, and with one thread such a product runs whole;
  *   - columns (OpenBLAS's m): the AVX-512 float32 kernels sum the same for any cut on a multiple
  *     of 16, and a float32 product cut by columns runs whole with them too. Other kernels' sums
  *     change with the call's width: the Haswell float32 ones (a piece of 256 columns of 1024
@@ -142,7 +145,8 @@ static void gemm_run(struct gemm *g)
 {
 	pthread_once(&once, open_blas);
 	g->by_rows = g->m >= g->n;
-	int side = g->by_rows ? g->m : g->n, align = g->by_rows ? ROW_ALIGN : COL_ALIGN;
+	int side = g->by_rows ? g->m : g->n;
+	int align = g->by_rows && !(wide_kernels && !g->wide) ? ROW_ALIGN : COL_ALIGN; /* 16 rows: AVX-512 float32 */
 	int least = g->by_rows ? ROW_ALIGN : 2 * COL_ALIGN; /* 48 rows or 32 columns a piece at least */
 	double macs = (double)g->m * g->n * g->k;
 	int pieces = macs / PIECE_MACS < cores ? (int)(macs / PIECE_MACS) : cores;
