@@ -610,6 +610,54 @@ Test(exec, pow_by_two_and_one_is_pow)
 	}
 }
 
+/* ScatterElements on one float32 axis (MaxPool's gradient) against the definition: repeated and
+ * negative indices, each reduction, in order; an index outside the axis is an error. */
+Test(exec, flat_scatter_elements_against_the_definition)
+{
+	static const float d[6] = {0.5f, -1.25f, 3.0f, 1e-3f, 7.0f, -2.0f}, u[5] = {1.5f, 2.0f, -0.75f, 4.0f, 1e7f};
+	static const int64_t ix[5] = {0, -1, 0, 3, 5};
+	static const char *const reds[3] = {"none", "add", "mul"};
+	for (int r = 0; r < 3; r++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 18\n"
+			 "params: [{name: d, dtype: float32, shape: [6], data: [0.5, -1.25, 3.0, 0.001, 7.0, -2.0]},\n"
+			 "         {name: i, dtype: int64, shape: [5], data: [0, -1, 0, 3, 5]},\n"
+			 "         {name: u, dtype: float32, shape: [5], data: [1.5, 2.0, -0.75, 4.0, 1e7]}]\n"
+			 "nodes:\n  - {op: ScatterElements, inputs: [d, i, u], outputs: [y], attrs: {reduction: %s}}\n"
+			 "outputs: [{name: y}]\n",
+			 reds[r]);
+		struct graph *g = load_text("scatter.yaml", text);
+		struct gd_err e = {0};
+		struct exec_opts o = {0};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		float want[6];
+		memcpy(want, d, sizeof want);
+		for (int j = 0; j < 5; j++) {
+			int64_t v = ix[j] < 0 ? ix[j] + 6 : ix[j];
+			want[v] = r == 0 ? u[j] : r == 1 ? want[v] + u[j] : want[v] * u[j];
+		}
+		const float *y = exec_value(x, g->outputs[0])->data;
+		for (int k = 0; k < 6; k++)
+			cr_expect(y[k] == want[k], "%s: y[%d] = %g, not %g", reds[r], k, y[k], want[k]);
+		exec_free(x);
+		graph_free(g);
+	}
+	struct graph *g = load_text("scatter.yaml",
+				    "graphdiet: 1\nopset: 18\n"
+				    "params: [{name: d, dtype: float32, shape: [3], data: [1, 2, 3]},\n"
+				    "         {name: i, dtype: int64, shape: [1], data: [3]}, {name: u, dtype: float32, shape: [1], data: [1]}]\n"
+				    "nodes:\n  - {op: ScatterElements, inputs: [d, i, u], outputs: [y], attrs: {reduction: add}}\n"
+				    "outputs: [{name: y}]\n");
+	struct gd_err e = {0};
+	struct exec_opts o = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_expect(!x && strstr(e.msg, "index out of range"), "an index past the axis: %s", e.msg);
+	exec_free(x);
+	graph_free(g);
+}
+
 /* A ConvTranspose on small maps (three images of 8 channels, 2x2 and 3x3) makes every image's
  * columns with one GEMM and folds each image's block of them back; float32 against float64 (the
  * per-image path), at stride 1 with pads 1 and at stride 2 without. */

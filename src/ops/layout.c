@@ -754,16 +754,27 @@ static int reduction_of(struct exec *x, const struct node *n, enum red *r)
 	return 0;
 }
 
+/* float32 c combined with v, in double as rt_get/rt_set's path computes it */
+static inline float combine_f(float c, float v, enum red r)
+{
+	return (float)(r == R_ADD ? (double)c + v : r == R_MUL ? (double)c * v : v);
+}
+
 static void combine(struct rtensor *o, int64_t at, const struct rtensor *u, int64_t from, enum red r)
 {
 	if (o->dtype == DT_FLOAT && u->dtype == DT_FLOAT) { /* the same arithmetic, without the dispatch */
 		float *po = o->data;
-		double v = ((const float *)u->data)[from], c = po[at];
-		po[at] = (float)(r == R_ADD ? c + v : r == R_MUL ? c * v : v);
+		po[at] = combine_f(po[at], ((const float *)u->data)[from], r);
 		return;
 	}
 	double v = rt_get(u, from);
 	rt_set(o, at, r == R_ADD ? rt_get(o, at) + v : r == R_MUL ? rt_get(o, at) * v : v);
+}
+
+static void combine_row(float *o, const float *u, int64_t n, enum red r)
+{
+	for (int64_t e = 0; e < n; e++)
+		o[e] = combine_f(o[e], u[e], r);
 }
 
 static int scatter_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -795,8 +806,26 @@ static int scatter_nd_run(struct exec *x, const struct node *n, struct rtensor *
 				return exec_fail(x, "index out of range");
 			off += v * st[d];
 		}
-		for (int64_t e = 0; e < slice; e++)
-			combine(out[0], off + e, u, j * slice + e, red);
+		if (a->dtype == DT_FLOAT) /* an embedding's gradient: combine's arithmetic on a row, no dispatch */
+			combine_row((float *)out[0]->data + off, (const float *)u->data + j * slice, slice, red);
+		else
+			for (int64_t e = 0; e < slice; e++)
+				combine(out[0], off + e, u, j * slice + e, red);
+	}
+	return 0;
+}
+
+/* ScatterElements on one float32 axis with int64 indices (MaxPool's gradient, 1M elements from
+ * 262K updates in a ResNet-18's stem): combine's arithmetic, in order, 4x faster than through it. */
+static int scatter_flat(struct exec *x, struct rtensor *o, const int64_t *ix, const float *u, int64_t n, enum red r)
+{
+	float *po = o->data;
+	int64_t d = o->dims[0];
+	for (int64_t j = 0; j < n; j++) {
+		int64_t v = ix[j] < 0 ? ix[j] + d : ix[j];
+		if (v < 0 || v >= d)
+			return exec_fail(x, "index out of range");
+		po[v] = combine_f(po[v], u[j], r);
 	}
 	return 0;
 }
@@ -816,6 +845,8 @@ static int scatter_elements_run(struct exec *x, const struct node *n, struct rte
 		return exec_status(x);
 	if (!taken)
 		memcpy(out[0]->data, a->data, a->nbytes);
+	if (a->ndim == 1 && a->dtype == DT_FLOAT && ix->dtype == DT_INT64) /* MaxPool's gradient: flat, no dispatch */
+		return scatter_flat(x, out[0], ix->data, u->data, ix->numel, red);
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, st);
 	for (int64_t j = 0; j < ix->numel; j++) {
