@@ -878,10 +878,12 @@ Test(exec, slice_against_the_definition)
  * 1 thread as with 3, on tensors large enough to be cut; the products match a float64 product.
  * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
  * starting mid-walk finds its place. A product cut by rows runs whole in one OpenBLAS call with 1
- * thread (g1: 300 rows, cut at 192; at 160, not a multiple of 12, Haswell's kernels would sum the
- * rows near the cut otherwise; mm, whose pieces are of the sizes the "direct" kernel takes with
- * beta 0); one cut by columns runs as its pieces either way (g2, g3); k = 1000, which OpenBLAS
- * sums in blocks. */
+ * thread (g1: 300 rows, cut at 160 with the AVX-512 float32 kernels, at 192 with Haswell's, whose
+ * sums change at a cut off a multiple of 12; mm, whose pieces are of the sizes the "direct" kernel
+ * takes with beta 0). One cut by columns (g2, g3) runs whole too with the AVX-512 float32 kernels
+ * and as its pieces with Haswell's; in float64 (g2d) as its pieces with both. k = 1000, which
+ * OpenBLAS sums in blocks. sm1 and sm2, a little above the small-matrix kernels' reach, run as
+ * pieces of rows they take with the AVX-512 kernels, whatever the threads. */
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */

@@ -10,9 +10,8 @@
  * from the product's shape and the machine's cores, never from --threads, so every element of C
  * is the same sum whatever --threads is, with whichever kernels OpenBLAS picks for the CPU. With
  * its AVX-512 kernels, a float32 product a little too big for their small-matrix kernels runs as
- * pieces they take, which is faster (attention's per-head products). A
- * library that cannot be opened is a one-line error and exit 3. The arguments are cblas_sgemm's
- * and cblas_dgemm's. */
+ * pieces they take, which is faster (attention's per-head products). A library that cannot be
+ * opened is a one-line error and exit 3. The arguments are cblas_sgemm's and cblas_dgemm's. */
 #ifndef GD_BLAS_H
 #define GD_BLAS_H
 
