@@ -302,6 +302,47 @@ Test(exec, activations_keep_nan)
 	}
 }
 
+/* Softmax, LogSoftmax and SoftmaxCrossEntropyLoss subtract each row's maximum, found in lanes of
+ * 32 and a tail: row r of 70 holds 100 at column r (e^100 overflows float32) and small values
+ * elsewhere, so a maximum missed in any lane or in the tail makes the row's results infinite or
+ * NaN. */
+Test(exec, softmax_rows_find_their_maximum_in_every_lane)
+{
+	enum { N = 70 };
+	static float v[N * N];
+	static int64_t lab[N];
+	for (int r = 0; r < N; r++) {
+		lab[r] = r;
+		for (int k = 0; k < N; k++)
+			v[r * N + k] = k == r ? 100.0f : 0.01f * (float)((r + k) % 7);
+	}
+	struct graph *g = load_text("softmax.yaml",
+				    "graphdiet: 1\nopset: 17\n"
+				    "inputs: [{name: x, dtype: float32, shape: [70, 70]}, {name: l, dtype: int64, shape: [70]}]\n"
+				    "nodes:\n  - {op: Softmax, inputs: [x], outputs: [sm]}\n"
+				    "  - {op: LogSoftmax, inputs: [x], outputs: [ls]}\n"
+				    "  - {op: SoftmaxCrossEntropyLoss, inputs: [x, l], outputs: [ce], attrs: {reduction: none}}\n"
+				    "outputs: [{name: sm}, {name: ls}, {name: ce}]\n");
+	struct rtensor t[2] = {{.dtype = DT_FLOAT, .ndim = 2, .dims = {N, N}, .numel = N * N, .data = v, .nbytes = sizeof v, .known = 1},
+			       {.dtype = DT_INT64, .ndim = 1, .dims = {N}, .numel = N, .data = lab, .nbytes = sizeof lab, .known = 1}};
+	const char *names[2] = {"x", "l"};
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const float *sm = exec_value(x, g->outputs[0])->data, *ls = exec_value(x, g->outputs[1])->data,
+		    *ce = exec_value(x, g->outputs[2])->data;
+	for (int r = 0; r < N; r++) {
+		cr_expect(sm[r * N + r] > 0.999f && sm[r * N + (r + 1) % N] < 1e-30f, "Softmax row %d: %g at its maximum", r,
+			  sm[r * N + r]);
+		cr_expect(fabsf(ls[r * N + r]) < 1e-5f && fabsf(ls[r * N + (r + 1) % N] + 100) < 0.1f,
+			  "LogSoftmax row %d: %g at its maximum", r, ls[r * N + r]);
+		cr_expect(ce[r] >= 0 && ce[r] < 1e-5f, "SoftmaxCrossEntropyLoss row %d: %g", r, ce[r]);
+	}
+	exec_free(x);
+	graph_free(g);
+}
+
 Test(exec, reductions_over_runs_match_a_plain_sum)
 {
 	/* runs of 35 (H x W under axes 0, 2, 3: partial sums and a tail) and of 7 (the last axis), and

@@ -46,6 +46,11 @@ int is_float(const struct rtensor *t);
 /* The kernel's dtype check: fails unless t is float32 or float64. */
 int want_float(struct exec *x, const struct rtensor *t, const char *what);
 
+/* Softmax (logsm 0) or LogSoftmax (1) of each of rows float32 rows of len elements, a into y, over
+ * the threads (norm.c): the ops' kernel for their last axis, and SoftmaxCrossEntropyLoss's
+ * log-probabilities (reduce.c). */
+void softmax_last(const float *a, float *y, int64_t rows, int64_t len, int logsm);
+
 /* A Mul node's gradient when it is an activation exported as x u(x) (GELU, SiLU, Mish): computed
  * from x alone (activation.c). 1: given; 0: not such a product; -1: failed. */
 struct ad;

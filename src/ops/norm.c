@@ -26,21 +26,30 @@ struct rows {
 	double eps;
 };
 
-/* The row's maximum (NaNs passed over), in 16 lanes the compiler vectorises: exact in any order. */
-#define MAX_LANES 16
+/* The row's maximum (NaNs passed over), exact in any order: lanes of GCC vectors of eight, compared
+ * and blended. The plain a > b ? a : b loop stays scalar (GCC vectorises it only when told that no
+ * NaNs come), which made Softmax's max a third of its time. Four of them, independent. */
+typedef float row_f8 __attribute__((vector_size(32)));
+typedef int32_t row_i8 __attribute__((vector_size(32)));
 VM_CLONES static float row_max(const float *p, int64_t len)
 {
-	float l[MAX_LANES], m = -INFINITY;
-	for (int k = 0; k < MAX_LANES; k++)
-		l[k] = -INFINITY;
+	row_f8 l[4], v;
+	for (int k = 0; k < 8; k++)
+		l[0][k] = -INFINITY;
+	l[1] = l[2] = l[3] = l[0];
 	int64_t i = 0;
-	for (; i + MAX_LANES <= len; i += MAX_LANES)
-		for (int k = 0; k < MAX_LANES; k++)
-			l[k] = p[i + k] > l[k] ? p[i + k] : l[k];
+	for (; i + 32 <= len; i += 32) /* four independent lanes of 8 */
+		for (int u = 0; u < 4; u++) {
+			memcpy(&v, p + i + 8 * u, sizeof v);
+			row_i8 gt = v > l[u];
+			l[u] = (row_f8)(((row_i8)v & gt) | ((row_i8)l[u] & ~gt));
+		}
+	float m = -INFINITY;
 	for (; i < len; i++)
 		m = p[i] > m ? p[i] : m;
-	for (int k = 0; k < MAX_LANES; k++)
-		m = l[k] > m ? l[k] : m;
+	for (int u = 0; u < 4; u++)
+		for (int k = 0; k < 8; k++)
+			m = l[u][k] > m ? l[u][k] : m;
 	return m;
 }
 
@@ -56,10 +65,22 @@ VM_CLONES static void softmax_rows(void *arg, int64_t o0, int64_t o1)
 		/* the exponentials' sum in run_sum's fixed lanes */
 		struct rtensor e = {.dtype = DT_FLOAT, .data = q};
 		double z = run_sum(&e, 0, len, 0, 0.0);
-		float lz = (float)log(z), iz = (float)(1 / z);
-		for (int64_t k = 0; k < len; k++)
-			q[k] = j->logsm ? p[k] - m - lz : q[k] * iz;
+		if (j->logsm) {
+			float lz = (float)log(z);
+			for (int64_t k = 0; k < len; k++)
+				q[k] = p[k] - m - lz;
+		} else {
+			float iz = (float)(1 / z);
+			for (int64_t k = 0; k < len; k++)
+				q[k] = q[k] * iz;
+		}
 	}
+}
+
+void softmax_last(const float *a, float *y, int64_t rows, int64_t len, int logsm)
+{
+	struct rows j = {.a = a, .y = y, .len = len, .logsm = logsm};
+	kernel_for(rows, KERNEL_GRAIN / (len + 1) + 1, softmax_rows, &j);
 }
 
 /* Normalises over [axis, axis+span) as a block: (outer, len, inner) view. */
@@ -85,8 +106,7 @@ static int softmax_like(struct exec *x, const struct node *n, struct rtensor *co
 			inner *= a->dims[i];
 	}
 	if (a->dtype == DT_FLOAT && inner == 1) { /* the common case: the last axis */
-		struct rows j = {.a = a->data, .y = out[0]->data, .len = len, .logsm = logsm};
-		kernel_for(outer, KERNEL_GRAIN / (len + 1) + 1, softmax_rows, &j);
+		softmax_last(a->data, out[0]->data, outer, len, logsm);
 		return 0;
 	}
 	for (int64_t o = 0; o < outer; o++)

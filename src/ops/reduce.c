@@ -311,24 +311,11 @@ static int nll_loss_run(struct exec *x, const struct node *n, struct rtensor *co
 }
 
 /* log_softmax over axis 1 of (N, C, d1, ...) into lp (same shape). */
-VM_CLONES static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
+static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
 {
 	int64_t nb = s->dims[0], c = s->dims[1], inner = s->numel / (nb * c != 0 ? nb * c : 1);
 	if (s->dtype == DT_FLOAT && inner == 1) { /* (N, C): contiguous rows */
-		for (int64_t b = 0; b < nb; b++) {
-			const float *p = (const float *)s->data + b * c;
-			float *q = (float *)lp->data + b * c, m = -INFINITY;
-			double z = 0;
-			for (int64_t j = 0; j < c; j++)
-				m = p[j] > m ? p[j] : m;
-			for (int64_t j = 0; j < c; j++) /* the row's exponentials, summed in order */
-				q[j] = vm_expf(p[j] - m);
-			for (int64_t j = 0; j < c; j++)
-				z += q[j];
-			float lz = m + (float)log(z);
-			for (int64_t j = 0; j < c; j++)
-				q[j] = p[j] - lz;
-		}
+		softmax_last(s->data, lp->data, nb, c, 1);
 		return;
 	}
 	for (int64_t b = 0; b < nb; b++)

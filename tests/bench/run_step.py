@@ -143,6 +143,9 @@ def spread(ours, peer):
 
 def main():
     argv = sys.argv[1:]
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return
     opt = {"--threads": "1,2", "--rounds": "7", "--models": ""}
     for k in opt:
         if k in argv:
