@@ -6,7 +6,8 @@
 
 --testdata times the testdata models at their own sizes (the inputs gen_models.py saved); by
 default the same classes run at sizes where compute, not per-op overhead, decides, then issue
-#25's sizes (an MLP of 4 x 1024 at batch 256, a 4-block d256 transformer at seq 128 and batch 8)
+#25's sizes (an MLP of 4 x 1024 at batch 256, its second CNN of three BatchNorm residual blocks of
+32 channels at batch 16, 32x32, and d256 transformers of 2 and 4 blocks at seq 128 and batch 8)
 and two zoo models (torchvision ResNet-18 at batch 16, 64x64, and gen_zoo's GPT, built of
 nn.TransformerEncoderLayer with dropout on, at d256, 4 layers, seq 128, batch 8). --models keeps
 the models whose names start with one of NAME.
@@ -42,9 +43,6 @@ ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "testdata"))
 import gen_models as gm  # noqa: E402
 
-REPEAT = 10
-
-
 def configs():
     g = torch.Generator().manual_seed(0)
     yield "mlp", gm.MLP(), (torch.randn(256, 20, generator=g), torch.randint(0, 10, (256,), generator=g))
@@ -57,6 +55,11 @@ def configs():
                                                                       torch.randint(0, 4, (32,), generator=g))
     yield "unet (64x64)", gm.UNet(), (torch.randn(4, 3, 64, 64, generator=g), torch.randint(0, 2, (4, 64, 64), generator=g))
     yield "mlp4x1024 (b256)", Deep(), (torch.randn(256, 1024, generator=g), torch.randint(0, 10, (256,), generator=g))
+    yield "rescnn32 (3 blocks, 32 ch, b16)", ResCNN32(), (torch.randn(16, 3, 32, 32, generator=g),
+                                                        torch.randint(0, 10, (16,), generator=g))
+    torch.manual_seed(0)
+    yield "tf256x2 (2 blocks, seq 128, b8)", gm.Transformer(vocab=512, d=256, heads=4, seq=128), (
+        torch.randint(0, 512, (8, 128), generator=g), torch.randint(0, 512, (8, 128), generator=g))
     torch.manual_seed(0)
     tf = gm.Transformer(vocab=512, d=256, heads=4, seq=128)
     tf.blocks = torch.nn.ModuleList([gm.TBlock(256, 4) for _ in range(4)])
@@ -84,6 +87,23 @@ class Deep(torch.nn.Module):
         for f in self.layers:
             x = torch.relu(f(x))
         return torch.nn.functional.cross_entropy(self.head(x), target)
+
+
+class ResCNN32(torch.nn.Module):
+    """Issue #25's second CNN: the ResCNN's stem and head around three BatchNorm residual blocks of 32
+    channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 32, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(32)
+        self.blocks = torch.nn.Sequential(*(gm.Block(32) for _ in range(3)))
+        self.fc = torch.nn.Linear(32, 10)
+
+    def forward(self, x, target):
+        h = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.stem(x))), 2)
+        h = torch.nn.functional.adaptive_avg_pool2d(self.blocks(h), 1).flatten(1)
+        return torch.nn.functional.cross_entropy(self.fc(h), target)
 
 
 def testdata_configs():
