@@ -503,8 +503,8 @@ Test(exec, a_kernel_as_large_as_the_image_convolves_as_im2col_does)
  * the definition summed in double, and the same bits with 1 thread and 3: tiles of fewer than six
  * images, channels past a whole block and a whole vector (masked lanes), asymmetric pads, stride
  * 2, dilation 2 (a run a tap), kernels as large as the image or larger, more pixels than an item
- * takes, one channel (no NHWC copy), a 1-D Conv, ConvTranspose pads and dilation, and a kernel
- * too long to pack (left to the GEMM paths). */
+ * takes, one channel (no NHWC copy), a 1-D Conv, ConvTranspose pads and dilation, a kernel too
+ * long to pack (left to the GEMM paths), and two weight gradients' shapes. */
 struct direct_case {
 	int transpose, rank, n, c, h, w, m, kh, kw, s, d, pt, pl, pb, pr;
 };
@@ -538,6 +538,9 @@ Test(exec, direct_conv_against_the_definition)
 		{0, 4, 1, 1, 5, 5, 1, 3, 3, 1, 1, 0, 0, 0, 0},     {0, 4, 2, 3, 3, 3, 4, 5, 5, 1, 1, 2, 2, 2, 2},
 		{1, 4, 6, 8, 5, 5, 12, 3, 3, 1, 1, 1, 1, 1, 1},    {1, 4, 3, 5, 4, 6, 20, 3, 2, 1, 2, 0, 1, 2, 0},
 		{0, 4, 1, 16, 50, 50, 16, 48, 48, 1, 1, 0, 0, 0, 0}, /* a block of weights past 8 MiB: GEMM */
+		/* weight gradients' Convs (X^T with dY^T, pads 1): 32 images dealt into items of 5 and 6,
+		 * and 3 images by taps, one image a tile row */
+		{0, 4, 32, 16, 16, 16, 32, 16, 16, 1, 1, 1, 1, 1, 1}, {0, 4, 3, 16, 32, 32, 32, 32, 32, 1, 1, 1, 1, 1, 1},
 	};
 	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
 		const struct direct_case *k = &cases[ci];

@@ -898,6 +898,21 @@ static int average_pool_run(struct exec *x, const struct node *n, struct rtensor
 	return pool(x, n, in, out, 0);
 }
 
+/* GlobalAveragePool: each (n, c) plane's mean, its sum in run_sum's fixed lanes (the bits of
+ * ReduceMean over the same axes). */
+struct plane_means {
+	const struct rtensor *a;
+	struct rtensor *o;
+	int64_t sp;
+};
+
+static void plane_mean(void *arg, int64_t lo, int64_t hi)
+{
+	const struct plane_means *j = arg;
+	for (int64_t nc = lo; nc < hi; nc++)
+		rt_set(j->o, nc, j->sp ? run_sum(j->a, nc * j->sp, j->sp, 0, 0) / (double)j->sp : 0);
+}
+
 static int global_average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 				   struct rtensor *const *out)
 {
@@ -915,12 +930,8 @@ static int global_average_pool_run(struct exec *x, const struct node *n, struct 
 	}
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
-	for (int64_t nc = 0; nc < a->dims[0] * a->dims[1]; nc++) {
-		double s = 0;
-		for (int64_t k = 0; k < sp; k++)
-			s += rt_get(a, nc * sp + k);
-		rt_set(out[0], nc, sp ? s / (double)sp : 0);
-	}
+	struct plane_means j = {a, out[0], sp};
+	kernel_for(a->dims[0] * a->dims[1], KERNEL_GRAIN / (sp + 1) + 1, plane_mean, &j);
 	return 0;
 }
 

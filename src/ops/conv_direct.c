@@ -8,7 +8,8 @@
  * 6 outputs (image, pixel) of a class by a block of up to 64 output channels, 24 accumulators of
  * 16 lanes: per K step one broadcast from each output's window, four weight vectors, 24 FMAs.
  *
- * A work item is a block of channels and up to 384 outputs of a class. Its thread packs the
+ * A work item is a block of channels and up to 384 outputs of a class; the threads take them one
+ * at a time, as each finishes its last (they differ in size: an edge's, a corner's). Its thread packs the
  * block's weights, (kh, kw, c, 64), into a buffer of its own (once for the items of one block that
  * it runs in a row), where the tiles find them in cache; the item's results gather in a small
  * buffer, written out as runs of pixels in NCHW (or in (m, n, oh, ow) for a caller that takes the
@@ -165,7 +166,7 @@ static void pack_block(const struct direct *d, int64_t blk, float *p)
 		}
 }
 
-/* Work items [w0, w1): a piece of kernel_for. */
+/* Work items [w0, w1). */
 static TARGET void direct_items(void *arg, int64_t w0, int64_t w1)
 {
 	struct direct *d = arg;
@@ -199,12 +200,19 @@ static TARGET void direct_items(void *arg, int64_t w0, int64_t w1)
 			}
 			slots += q1 - q0;
 		}
-		for (int64_t l = 0; l < width; l++) { /* runs of pixels */
-			float *yl = d->y + (mb + l) * d->sm;
-			for (int64_t s = 0; s < slots; s++)
-				yl[at[s]] = o[s * NB + l];
-		}
+		for (int64_t s0 = 0; s0 < slots; s0 += 16) /* runs of pixels, 16 slots' lines at a time in cache */
+			for (int64_t l = 0; l < width; l++) {
+				float *yl = d->y + (mb + l) * d->sm;
+				for (int64_t s = s0; s < s0 + 16 && s < slots; s++)
+					yl[at[s]] = o[s * NB + l];
+			}
 	}
+}
+
+static void direct_item(void *arg, uint32_t i, uint32_t w)
+{
+	(void)w;
+	direct_items(arg, i, (int64_t)i + 1);
 }
 
 /* The runs of output rows (or columns) whose windows meet the image in the same taps: run r is
@@ -267,12 +275,20 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 			k->t = (struct taps){rl[r], rh[r], cl[c], chh[c]};
 			nitem += (g->n * (k->oy1 - k->oy0) * (k->ox1 - k->ox0) + per - 1) / per;
 		}
-	/* a small map of many images: whole images an item, as many as fill one (fewer likewise) */
+	/* a small map of many images: whole images an item, as many as fill one (fewer likewise, but
+	 * not below a tile's MR, where a one-pixel class, a corner or a weight gradient's tap, would
+	 * run part-empty tiles; then by classes, if that leaves threads idle); the images dealt
+	 * evenly, as many items to each thread where they stay MR images */
 	int64_t imgs = np <= CH / MR && g->n >= 2 * MR ? CH / np : 0;
-	while (imgs > 1 && nblk * ((g->n + imgs - 1) / imgs) < 4 * th)
-		imgs = (imgs + 1) / 2;
-	if (imgs)
+	while (imgs > MR && nblk * ((g->n + imgs - 1) / imgs) < 4 * th)
+		imgs = (imgs + 1) / 2 > MR ? (imgs + 1) / 2 : MR;
+	if (imgs && nblk * ((g->n + imgs - 1) / imgs) < 2 * th)
+		imgs = 0;
+	if (imgs) {
 		nitem = (g->n + imgs - 1) / imgs;
+		while (nblk * nitem % th && g->n / (nitem + 1) >= MR)
+			nitem++;
+	}
 	size_t ib = (size_t)(nblk * nitem) * sizeof(struct item);
 	size_t ab = hw > 1 && g->c > 1 ? (size_t)(g->n * g->c * hw) * 4 : 0, wb = (size_t)(th * K * NB) * 4;
 	size_t ob = (size_t)(th * CH * NB) * 4;
@@ -283,8 +299,8 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 	if (ok) {
 		for (int64_t blk = 0, i = 0; blk < nblk; blk++) /* a block's items together: one pack each */
 			if (imgs)
-				for (int64_t b = 0; b < g->n; b += imgs)
-					items[i++] = (struct item){blk, -1, 0, 0, b, b + imgs < g->n ? b + imgs : g->n};
+				for (int64_t k = 0; k < nitem; k++)
+					items[i++] = (struct item){blk, -1, 0, 0, k * g->n / nitem, (k + 1) * g->n / nitem};
 			else
 				for (int64_t c = 0; c < ncls; c++) {
 					int64_t n = g->n * (cls[c].oy1 - cls[c].oy0) * (cls[c].ox1 - cls[c].ox0);
@@ -297,7 +313,7 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 				   .outs = op, .y = y, .sn = swapped ? np : g->m * np, .sm = swapped ? g->n * np : np, .K = K};
 		for (int i = 0; i < POOL_MAX; i++)
 			d.packed[i] = -1;
-		kernel_for(nblk * nitem, 1, direct_items, &d);
+		pool_for((uint32_t)(nblk * nitem), direct_item, &d); /* an item is a piece: they vary in size */
 		if (swapped)
 			*swapped = 1;
 	}
