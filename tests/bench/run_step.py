@@ -22,7 +22,9 @@ With T threads everywhere (torch.set_num_threads, OPENBLAS_NUM_THREADS, onnxrunt
 threads), for each T of --threads. Debian's PyTorch multiplies matrices with OpenBLAS (libblas.so.3),
 whose threads torch.set_num_threads does not set: its openblas_set_num_threads is called too, or
 PyTorch's "1 thread" would multiply on every core. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
-then again), each round a median of 5 runs after a warm-up; the table gives the median over the
+then again), each round a median of N runs after a warm-up, N the same for all three: 5, or as
+many as a quarter of a second of PyTorch steps (at most 200), so that a small model's round is
+not a few milliseconds that one stall on a shared machine decides; the table gives the median over the
 rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster), each followed by
 the range of the rounds' own ratios (both timed in that round). Each peer starts
 half a second after the last one ended, when the last one's threads have stopped spinning.
@@ -111,7 +113,8 @@ def testdata_configs():
         yield name, model, args
 
 
-INNER = 5
+INNER = 5     # runs a round, at least
+SPAN = 0.25   # seconds of PyTorch steps a round takes, at least
 
 
 def median(xs):
@@ -137,11 +140,19 @@ def settle():
     time.sleep(0.5)
 
 
-def torch_median(fn):
+def inner_runs(fn):
+    """Runs a round: INNER, or as many as SPAN seconds of fn's (at most 200)."""
+    fn()
+    s = time.perf_counter()
+    fn()
+    return max(INNER, min(200, int(SPAN / max(time.perf_counter() - s, 1e-6))))
+
+
+def torch_median(fn, runs):
     settle()
     fn()
     t = []
-    for _ in range(INNER):
+    for _ in range(runs):
         s = time.perf_counter()
         fn()
         t.append(time.perf_counter() - s)
@@ -205,13 +216,14 @@ def main():
                 torch_threads(threads)
                 env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), NODE_PATH=ort_dir)
                 t_torch, t_gd, t_ort = [], [], []
+                runs = inner_runs(step)
                 for _ in range(rounds):
-                    t_torch.append(torch_median(step))
-                    t_gd.append(seconds([bench, train, "--repeat", str(INNER), "--threads", str(threads)] +
+                    t_torch.append(torch_median(step, runs))
+                    t_gd.append(seconds([bench, train, "--repeat", str(runs), "--threads", str(threads)] +
                                         [a for f in feeds for a in ("--input", f)], env))
                     if have_ort:
                         t_ort.append(seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), train,
-                                              str(INNER), str(threads)] + feeds, env))
+                                              str(runs), str(threads)] + feeds, env))
                 pt, g, o = median(t_torch), median(t_gd), median(t_ort) if t_ort else float("nan")
                 print(f"| {name} | {threads} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} {spread(t_gd, t_torch)} | "
                       f"{g / o:.2f} {spread(t_gd, t_ort)} |", flush=True)
