@@ -918,8 +918,9 @@ Test(exec, slice_against_the_definition)
 }
 
 /* The kernels that cut their work over the pool's threads (elementwise and Where, Dropout's values
- * and mask, transposes and copies, reductions, the row-wise normalisations) give the same bits with
- * 1 thread as with 3, on tensors large enough to be cut; the products match a float64 product.
+ * and mask, transposes and copies, reductions, GlobalAveragePool (also the bits of ReduceMean), the
+ * row-wise normalisations) give the same bits with 1 thread as with 3, on tensors large enough to
+ * be cut; the products match a float64 product.
  * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
  * starting mid-walk finds its place. A product cut by rows runs whole in one OpenBLAS call with 1
  * thread (g1: 300 rows, cut at 160 with the AVX-512 float32 kernels, at 192 with Haswell's, whose
@@ -1020,9 +1021,12 @@ static void cut_kernels(void)
 		"  - {op: Greater, inputs: [x, b], outputs: [gt]}\n"
 		"  - {op: Where, inputs: [gt, x, b], outputs: [wh]}\n"
 		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
+		"  - {op: GlobalAveragePool, inputs: [x], outputs: [gap]}\n"
+		"  - {op: ReduceMean, inputs: [x], outputs: [rm2], attrs: {axes: [2], keepdims: 1}}\n"
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
-		"          {name: g2}, {name: g3}, {name: g2d}, {name: sm1}, {name: sm2}, {name: wh}, {name: tid}, {name: dr}, {name: dm}, {name: bmm}]\n";
+		"          {name: g2}, {name: g3}, {name: g2d}, {name: sm1}, {name: sm2}, {name: wh}, {name: tid},\n"
+		"          {name: gap}, {name: rm2}, {name: dr}, {name: dm}, {name: bmm}]\n";
 	struct rtensor ts[CUT_INPUTS];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
@@ -1049,6 +1053,11 @@ static void cut_kernels(void)
 		cr_expect_eq(bad, 0, "%s: %lld of %lld elements off the float64 product", prods[c].out, (long long)bad,
 			     (long long)(M * N));
 	}
+	/* GlobalAveragePool is ReduceMean over the spatial axes, bit for bit */
+	const struct rtensor *gap = exec_value(three, g->outputs[g->n_outputs - 5]);
+	const struct rtensor *rm2 = exec_value(three, g->outputs[g->n_outputs - 4]);
+	cr_expect(gap->nbytes == rm2->nbytes && !memcmp(gap->data, rm2->data, gap->nbytes),
+		  "GlobalAveragePool and ReduceMean over axis 2 differ");
 	/* Dropout keeps about 70% of x, scaled by 1 / (1 - ratio), and zeroes the rest */
 	const struct rtensor *dr = exec_value(three, g->outputs[g->n_outputs - 3]);
 	const struct rtensor *dm = exec_value(three, g->outputs[g->n_outputs - 2]);

@@ -59,7 +59,8 @@ struct gemm {
 	int zero; /* C is zeroed piece by piece, and beta is 1 (gemm_run) */
 };
 
-#define PIECE_MACS (1 << 22) /* a piece's work at least */
+#define PIECE_MACS (1 << 21) /* a piece's work at least: about 20 us, ten times a hand-off's cost */
+#define SMALL_SPAN (1 << 23)  /* products small_pieces may cut */
 #define ROW_ALIGN 48          /* pieces of rows of C: a multiple of the kernels' tiles (16; Haswell's 12) */
 #define COL_ALIGN 16          /* pieces of columns, and of rows with the AVX-512 float32 kernels */
 #define SMALL_MACS 1000000    /* OpenBLAS's small-matrix kernels take products up to 100^3 multiply-adds */
@@ -94,8 +95,9 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 		      (const float *)b, g->ldb, (float)g->beta, (float *)c, g->ldc);
 }
 
-/* A product too small to cut for threads, a little above what OpenBLAS's AVX-512 small-matrix
- * kernels take (SMALL_MACS): pieces of rows of C within their reach, run one after the other.
+/* A product below SMALL_SPAN, a little above what OpenBLAS's AVX-512 small-matrix kernels take
+ * (SMALL_MACS): pieces of rows of C within their reach, over the threads (with one, one after the
+ * other), instead of gemm_run's cut.
  * Those kernels skip packing, and such products (attention's 128 x 64 x 128 per head, 1.05M
  * multiply-adds) run 8-18% faster as pieces (bench_gemm), except those OpenBLAS sees as A^T B
  * (ours A B^T: ta none, tb transposed), which it keeps off them. Float32 only, and only with those
@@ -113,9 +115,10 @@ static void small_pieces(struct gemm *g, double macs)
 }
 
 /* Runs g over the pool: the longer of C's two sides is cut into pieces, as many as the machine
- * has cores at most, each of PIECE_MACS multiply-adds or more. Each piece packs the other operand
- * again, so more pieces than cores would only cost (7% of a transformer's step at 1 thread with 8
- * pieces).
+ * has cores at most, each of PIECE_MACS multiply-adds or more (a 64 x 256 x 256 layer's product
+ * too: at 2^22 it ran on one core, and a 12-layer MLP of them took as long with 2 threads as with
+ * 1). Each piece packs the other operand again, so more pieces than cores would only cost (7% of
+ * a transformer's step at 1 thread with 8 pieces).
  *
  * The pieces follow from the shape and the cores alone, and every element of C is the same sum
  * whatever --threads is. With one thread a product runs whole where that gives the same sums,
@@ -138,7 +141,7 @@ static void small_pieces(struct gemm *g, double macs)
  *     product cut by columns runs as its pieces, one after the other with one thread: 1% of a
  *     d256 transformer's products, which pack A again.
  * OpenBLAS's other kernels, which may sum otherwise, are kept off products that are cut: the
- * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^22 at least), and
+ * small-matrix ones take only products below 100^3 multiply-adds (a piece has 2^20 at least), and
  * the "direct" one (non-transposed float32 products below 28 x 512^2 with beta 0) is never asked,
  * as C is zeroed here and beta made 1. */
 static void gemm_run(struct gemm *g)
@@ -153,10 +156,14 @@ static void gemm_run(struct gemm *g)
 	if (pieces > side / least)
 		pieces = side / least;
 	g->pieces = 1;
-	if (pieces < 2) {
+	if (macs < SMALL_SPAN)
 		small_pieces(g, macs);
-		for (int i = 0; i < g->pieces; i++)
-			gemm_piece(g, (uint32_t)i, 0);
+	if (g->pieces > 1 || pieces < 2) { /* the small kernels' pieces (over the threads), or whole */
+		if (g->pieces > 1 && pool_threads() >= 2)
+			pool_for((uint32_t)g->pieces, gemm_piece, g);
+		else
+			for (int i = 0; i < g->pieces; i++)
+				gemm_piece(g, (uint32_t)i, 0);
 		return;
 	}
 	if (g->beta == 0) {
@@ -166,7 +173,7 @@ static void gemm_run(struct gemm *g)
 	int step = (side + pieces - 1) / pieces;
 	g->step = (step + align - 1) / align * align;
 	/* a remainder under half a piece joins the last: every piece has half a piece's share of the
-	 * work at least, 2^21 multiply-adds, out of the small-matrix kernels' reach */
+	 * work at least, 2^20 multiply-adds, out of the small-matrix kernels' reach */
 	g->pieces = side / g->step + (side % g->step >= g->step / 2);
 	if (pool_threads() >= 2)
 		pool_for((uint32_t)g->pieces, gemm_piece, g);
