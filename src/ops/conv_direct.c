@@ -9,11 +9,11 @@
  * 16 lanes: per K step one broadcast from each output's window, four weight vectors, 24 FMAs.
  *
  * A work item is a block of channels and up to 384 outputs of a class; the threads take them one
- * at a time, as each finishes its last (they differ in size: an edge's, a corner's). Its thread packs the
- * block's weights, (kh, kw, c, 64), into a buffer of its own (once for the items of one block that
- * it runs in a row), where the tiles find them in cache; the item's results gather in a small
- * buffer, written out as runs of pixels in NCHW (or in (m, n, oh, ow) for a caller that takes the
- * output swapped). No pass over the whole weight or output is made besides.
+ * at a time, as each finishes its last (they differ in size: an edge's, a corner's). Its thread
+ * packs the block's weights, (kh, kw, c, 64), into a buffer of its own (once for the items of one
+ * block that it runs in a row), where the tiles find them in cache; the item's results gather in
+ * a small buffer, written out as runs of pixels in NCHW (or in (m, n, oh, ow) for a caller that
+ * takes the output swapped). No pass over the whole weight or output is made besides.
  *
  * The same pass covers a weight's gradient, the Conv of X^T with dY^T (a kernel as large as the
  * image, a 3 x 3 output: the classes are the taps, the images the input channels), and a
