@@ -21,13 +21,14 @@ same inputs:
 With T threads everywhere (torch.set_num_threads, OPENBLAS_NUM_THREADS, onnxruntime's intra-op
 threads), for each T of --threads. Debian's PyTorch multiplies matrices with OpenBLAS (libblas.so.3),
 whose threads torch.set_num_threads does not set: its openblas_set_num_threads is called too, or
-PyTorch's "1 thread" would multiply on every core. Rounds interleave the three (PyTorch, graphdiet, onnxruntime,
-then again), each round a median of N runs after a warm-up, N the same for all three: 5, or as
-many as a quarter of a second of PyTorch steps (at most 200), so that a small model's round is
-not a few milliseconds that one stall on a shared machine decides; the table gives the median over the
-rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet is faster), each followed by
-the range of the rounds' own ratios (both timed in that round). Each peer starts
-half a second after the last one ended, when the last one's threads have stopped spinning.
+PyTorch's "1 thread" would multiply on every core. Rounds interleave the three (PyTorch,
+graphdiet, onnxruntime, then again), each round a median of N runs after a warm-up, N the same for
+all three: 5, or as many as a quarter of a second of PyTorch steps (at most 200), so that a small
+model's round is not a few milliseconds that one stall on a shared machine decides. The table
+gives the median over the rounds (default 7) and the ratios graphdiet / peer (below 1: graphdiet
+is faster), each followed by the range of the rounds' own ratios (both timed in that round). Each
+peer starts half a second after the last one ended, when the last one's threads have stopped
+spinning.
 """
 import os
 import subprocess
@@ -141,7 +142,7 @@ def settle():
 
 
 def inner_runs(fn):
-    """Runs a round: INNER, or as many as SPAN seconds of fn's (at most 200)."""
+    """How many runs a round takes: INNER, or as many as fill SPAN seconds of fn's (at most 200)."""
     fn()
     s = time.perf_counter()
     fn()
