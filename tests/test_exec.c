@@ -928,11 +928,15 @@ Test(exec, slice_against_the_definition)
  * takes with beta 0). One cut by columns (g2, g3) runs whole too with the AVX-512 float32 kernels
  * and as its pieces with Haswell's; in float64 (g2d) as its pieces with both. k = 1000, which
  * OpenBLAS sums in blocks. sm1 and sm2, a little above the small-matrix kernels' reach, run as
- * pieces of rows they take with the AVX-512 kernels, whatever the threads. */
+ * pieces of rows they take with the AVX-512 kernels, whatever the threads. The t* products are
+ * below it (a recurrent layer's), cut in columns with 3 threads and whole with 1: A B (tnn), A B^T
+ * (tnt, tntb with a bias) whose pieces stay off the small-matrix kernels as the whole does, A^T B
+ * (ttn) and A^T B^T (ttt); tsmall, A B^T whose 16-column pieces those kernels would take and the
+ * whole not, must not be cut (it differs when it is). */
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */
-#define CUT_INPUTS 10
+#define CUT_INPUTS 17
 
 static struct graph *same_bits_over_threads(const char *text, struct rtensor *ts, struct exec **three)
 {
@@ -992,7 +996,11 @@ static void cut_kernels(void)
 		"         {name: w, dtype: float32, shape: [64, 96]}, {name: p, dtype: float32, shape: [1000, 300]},\n"
 		"         {name: q, dtype: float32, shape: [200, 1000]}, {name: pt, dtype: float32, shape: [300, 1000]},\n"
 		"         {name: ba, dtype: float32, shape: [6, 5, 64, 48]}, {name: bb, dtype: float32, shape: [6, 1, 48, 64]},\n"
-		"         {name: sa, dtype: float32, shape: [128, 128]}, {name: sb, dtype: float32, shape: [128, 64]}]\n"
+		"         {name: sa, dtype: float32, shape: [128, 128]}, {name: sb, dtype: float32, shape: [128, 64]},\n"
+		"         {name: ra, dtype: float32, shape: [32, 128]}, {name: rx, dtype: float32, shape: [64, 128]},\n"
+		"         {name: na, dtype: float32, shape: [40, 512]}, {name: nb, dtype: float32, shape: [48, 512]},\n"
+		"         {name: ta, dtype: float32, shape: [64, 64]}, {name: tb, dtype: float32, shape: [96, 64]},\n"
+		"         {name: rb, dtype: float32, shape: [128]}]\n"
 		"params: [{name: ratio, dtype: float32, shape: [], data: [0.3]}, {name: train, dtype: bool, shape: [], data: [true]}]\n"
 		"nodes:\n"
 		"  - {op: MatMul, inputs: [ba, bb], outputs: [bmm]}\n"
@@ -1018,6 +1026,12 @@ static void cut_kernels(void)
 		"  - {op: Gemm, inputs: [qd, pd], outputs: [g2d]}\n"
 		"  - {op: Gemm, inputs: [sa, sb], outputs: [sm1]}\n"
 		"  - {op: Gemm, inputs: [sa, sb], outputs: [sm2], attrs: {transA: 1}}\n"
+		"  - {op: MatMul, inputs: [ra, sa], outputs: [tnn]}\n"
+		"  - {op: Gemm, inputs: [rx, sa], outputs: [tnt], attrs: {transB: 1}}\n"
+		"  - {op: Gemm, inputs: [rx, sa, rb], outputs: [tntb], attrs: {transB: 1}}\n"
+		"  - {op: Gemm, inputs: [ra, ra], outputs: [ttn], attrs: {transA: 1}}\n"
+		"  - {op: Gemm, inputs: [na, nb], outputs: [tsmall], attrs: {transB: 1}}\n"
+		"  - {op: Gemm, inputs: [ta, tb], outputs: [ttt], attrs: {transA: 1, transB: 1}}\n"
 		"  - {op: Greater, inputs: [x, b], outputs: [gt]}\n"
 		"  - {op: Where, inputs: [gt, x, b], outputs: [wh]}\n"
 		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
@@ -1026,6 +1040,7 @@ static void cut_kernels(void)
 		"outputs: [{name: add}, {name: mul}, {name: erf}, {name: tanh}, {name: t201}, {name: t102}, {name: s1},\n"
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
 		"          {name: g2}, {name: g3}, {name: g2d}, {name: sm1}, {name: sm2}, {name: wh}, {name: tid},\n"
+		"          {name: tnn}, {name: tnt}, {name: tntb}, {name: ttn}, {name: tsmall}, {name: ttt},\n"
 		"          {name: gap}, {name: rm2}, {name: dr}, {name: dm}, {name: bmm}]\n";
 	struct rtensor ts[CUT_INPUTS];
 	struct exec *three;
@@ -1035,8 +1050,9 @@ static void cut_kernels(void)
 		const char *out;
 		int a, b, ta, tb;
 	} prods[] = {{"mm", 0, 2, 0, 0}, {"g1", 3, 4, 1, 1}, {"g2", 4, 3, 0, 0}, {"g3", 4, 5, 0, 1},
-		     {"sm1", 8, 9, 0, 0}, {"sm2", 8, 9, 1, 0}};
-	for (int c = 0; c < 6; c++) {
+		     {"sm1", 8, 9, 0, 0}, {"sm2", 8, 9, 1, 0}, {"tnn", 10, 8, 0, 0}, {"tnt", 11, 8, 0, 1},
+		     {"ttn", 10, 10, 1, 0}, {"tsmall", 12, 13, 0, 1}, {"ttt", 14, 15, 1, 1}};
+	for (int c = 0; c < (int)(sizeof prods / sizeof prods[0]); c++) {
 		const struct rtensor *A = &ts[prods[c].a], *B = &ts[prods[c].b], *y = NULL;
 		for (uint32_t k = 0; k < g->n_outputs; k++)
 			if (!strcmp(g->outputs[k]->name, prods[c].out))
