@@ -11,9 +11,12 @@
  * A work item is a block of channels and up to 384 outputs of a class; the threads take them one
  * at a time, as each finishes its last (they differ in size: an edge's, a corner's). Its thread
  * packs the block's weights, (kh, kw, c, 64), into a buffer of its own (once for the items of one
- * block that it runs in a row), where the tiles find them in cache; the item's results gather in
- * a small buffer, written out as runs of pixels in NCHW (or in (m, n, oh, ow) for a caller that
- * takes the output swapped). No pass over the whole weight or output is made besides.
+ * block that it runs in a row), where the tiles find them in cache. With no more blocks than
+ * threads, each thread would pack every block: then the threads pack them together, a piece of
+ * input channels each, into one buffer before the items run (a weight gradient's one block, 2 MiB
+ * for a first layer's, was packed by each thread, as long as its tiles took). The item's results
+ * gather in a small buffer, written out as runs of pixels in NCHW (or in (m, n, oh, ow) for a
+ * caller that takes the output swapped). No pass over the whole output is made besides.
  *
  * The same pass covers a weight's gradient, the Conv of X^T with dY^T (a kernel as large as the
  * image, a 3 x 3 output: the classes are the taps, the images the input channels), and a
@@ -63,7 +66,9 @@ struct direct {
 	const struct klass *cls;
 	int64_t ncls;
 	const struct item *items;
-	float *packs;    /* each thread's block of weights, K NB floats */
+	float *packs;    /* each thread's block of weights, K NB floats; shared: every block's */
+	int shared;      /* packs holds every block, packed before the items */
+	int64_t pc;      /* shared: input channels a piece of the packing */
 	float *outs;     /* each thread's results, CH NB floats */
 	int64_t packed[POOL_MAX]; /* the block in each thread's packs; -1 none */
 	float *y;
@@ -128,42 +133,64 @@ static TARGET void any_tile(int mr, int nc, const struct direct *d, const struct
 	}
 }
 
-/* Block blk's weights into p, (tap, c, lane) with the width rounded up to whole vectors and zeros
- * past it: piece by piece, each source row's run of taps read in order into a small tile that goes
- * out as (tap, c) runs. (Read straight across the 64 rows, a kernel's rows a power of two apart
- * would keep evicting each other from the cache.) */
-#define PACK_TILE 64 /* (tap, channel) pairs a piece */
+/* a[i] (i < 16) becomes the vector of every a's element i: 32-bit, then 64-bit interleaves
+ * within 128-bit lanes, then two rounds of lane shuffles. */
+static inline __attribute__((always_inline)) TARGET void transpose16(__m512 a[16])
+{
+	__m512 t[16], u[16];
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(a[i], a[i + 1]);
+	}
+	for (int g = 0; g < 16; g += 4) { /* u[g + q], lane k: rows g..g+3 at element 4k + q */
+		__m512d t0 = _mm512_castps_pd(t[g]), t1 = _mm512_castps_pd(t[g + 1]);
+		__m512d t2 = _mm512_castps_pd(t[g + 2]), t3 = _mm512_castps_pd(t[g + 3]);
+		u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+		u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+		u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+		u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+	}
+	for (int q = 0; q < 4; q++) {
+		__m512 x0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44), x1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xee);
+		__m512 y0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44), y1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xee);
+		a[q] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+		a[4 + q] = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+		a[8 + q] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+		a[12 + q] = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+	}
+}
 
-static void pack_block(const struct direct *d, int64_t blk, float *p)
+/* Block blk's weights, input channels [clo, chi), into p as (tap, c, lane), the width rounded up
+ * to whole vectors with zeros past it: 16 channels' runs of 16 taps read (each source row in
+ * order, 16 rows at a time), turned in registers and written as 16 whole vectors. (The packing
+ * was once scalar, through a tile in the stack: as long as the tiles' work in a weight gradient,
+ * whose kernel is an image.) */
+static TARGET void pack_block(const struct direct *d, int64_t blk, float *p, int64_t clo, int64_t chi)
 {
 	const struct conv_geom *g = d->g;
-	int64_t kk = g->kh * g->kw, pt = kk < 16 ? kk : 16, pc = PACK_TILE / pt;
-	int64_t mb = blk * NB, width = g->m - mb < NB ? g->m - mb : NB, lanes = (width + 15) / 16 * 16;
-	float tile[PACK_TILE][NB];
-	for (int64_t c0 = 0; c0 < g->c; c0 += pc)
-		for (int64_t t0 = 0; t0 < kk; t0 += pt) {
-			int64_t t1 = t0 + pt < kk ? t0 + pt : kk, c1 = c0 + pc < g->c ? c0 + pc : g->c;
-			if (d->flip) /* (c, m, kh, kw): rows of taps, the block's channels neighbours */
-				for (int64_t c = c0; c < c1; c++)
-					for (int64_t l = 0; l < width; l++) {
-						const float *r = d->w + (c * g->m + mb + l) * kk + kk - 1;
-						for (int64_t t = t0; t < t1; t++)
-							tile[(t - t0) * pc + c - c0][l] = r[-t];
-					}
-			else
-				for (int64_t l = 0; l < width; l++)
-					for (int64_t c = c0; c < c1; c++) {
-						const float *r = d->w + ((mb + l) * g->c + c) * kk;
-						for (int64_t t = t0; t < t1; t++)
-							tile[(t - t0) * pc + c - c0][l] = r[t];
-					}
-			for (int64_t t = t0; t < t1; t++)
-				for (int64_t c = c0; c < c1; c++) {
-					float *q = p + (t * g->c + c) * lanes;
-					memcpy(q, tile[(t - t0) * pc + c - c0], (size_t)width * 4);
-					memset(q + width, 0, (size_t)(lanes - width) * 4);
+	int64_t kk = g->kh * g->kw, mb = blk * NB, width = g->m - mb < NB ? g->m - mb : NB, lanes = (width + 15) / 16 * 16;
+	const __m512i down = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	for (int64_t l0 = 0; l0 < width; l0 += 16)
+		for (int64_t c = clo; c < chi; c++)
+			for (int64_t t0 = 0; t0 < kk; t0 += 16) {
+				int64_t n = kk - t0 < 16 ? kk - t0 : 16;
+				__mmask16 mask = (__mmask16)((1u << n) - 1);
+				__m512 v[16];
+				for (int i = 0; i < 16; i++) {
+					int64_t l = mb + l0 + i;
+					if (l0 + i >= width)
+						v[i] = _mm512_setzero_ps();
+					else if (d->flip) { /* (c, m, kh, kw) with the taps reversed: r[-t] */
+						const float *r = d->w + (c * g->m + l) * kk + kk - t0 - n;
+						v[i] = _mm512_permutexvar_ps(_mm512_add_epi32(down, _mm512_set1_epi32((int)n - 16)),
+									    _mm512_maskz_loadu_ps(mask, r));
+					} else
+						v[i] = _mm512_maskz_loadu_ps(mask, d->w + (l * g->c + c) * kk + t0);
 				}
-		}
+				transpose16(v);
+				for (int64_t t = 0; t < n; t++)
+					_mm512_storeu_ps(p + ((t0 + t) * g->c + c) * lanes + l0, v[t]);
+			}
 }
 
 /* Work items [w0, w1). */
@@ -176,8 +203,10 @@ static TARGET void direct_items(void *arg, int64_t w0, int64_t w1)
 	int64_t np = g->oh * g->ow, at[CH]; /* the item's outputs' places in y, less the channel's */
 	for (int64_t it = w0; it < w1; it++) {
 		const struct item *m = &d->items[it];
-		if (d->packed[self] != m->blk) {
-			pack_block(d, m->blk, wb);
+		if (d->shared)
+			wb = d->packs + m->blk * d->K * NB;
+		else if (d->packed[self] != m->blk) {
+			pack_block(d, m->blk, wb, 0, d->g->c);
 			d->packed[self] = m->blk;
 		}
 		int64_t mb = m->blk * NB, width = g->m - mb < NB ? g->m - mb : NB, slots = 0;
@@ -207,6 +236,15 @@ static TARGET void direct_items(void *arg, int64_t w0, int64_t w1)
 					yl[at[s]] = o[s * NB + l];
 			}
 	}
+}
+
+/* Shared packing's piece i: block i / pieces, its input channels in piece i % pieces. */
+static void pack_piece(void *arg, uint32_t i, uint32_t w)
+{
+	(void)w;
+	const struct direct *d = arg;
+	int64_t pieces = (d->g->c + d->pc - 1) / d->pc, blk = i / pieces, c0 = i % pieces * d->pc;
+	pack_block(d, blk, d->packs + blk * d->K * NB, c0, c0 + d->pc < d->g->c ? c0 + d->pc : d->g->c);
 }
 
 static void direct_item(void *arg, uint32_t i, uint32_t w)
@@ -313,6 +351,11 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 				   .outs = op, .y = y, .sn = swapped ? np : g->m * np, .sm = swapped ? g->n * np : np, .K = K};
 		for (int i = 0; i < POOL_MAX; i++)
 			d.packed[i] = -1;
+		if (th > 1 && nblk <= th) { /* else each thread packs each block it meets */
+			d.shared = 1;
+			d.pc = (g->c + 4 * th - 1) / (4 * th);
+			pool_for((uint32_t)(nblk * ((g->c + d.pc - 1) / d.pc)), pack_piece, &d);
+		}
 		pool_for((uint32_t)(nblk * nitem), direct_item, &d); /* an item is a piece: they vary in size */
 		if (swapped)
 			*swapped = 1;
