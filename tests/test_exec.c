@@ -1313,8 +1313,9 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
  * (w4); what a later node or the caller reads is written (a3, a4, a2, a16), the rest never is;
  * operands broadcast as a bias (b), per row (r), per middle axis (c), a scalar (s), the same
  * value twice (a5), scalar Constants between the steps (k1 of shape [1, 1], k2 a value_float),
- * which do not end the chain, an output nobody reads (dead). Slices of 256 and pieces over the
- * threads cut the broadcast operands' runs anywhere. */
+ * which do not end the chain, an output nobody reads (dead). Slices of 128 and pieces over the
+ * threads cut the broadcast operands' runs anywhere: a slice inside one run of r or c reads its
+ * one element, one across two has them copied out. */
 Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
 {
 	static const char text[] =

@@ -759,8 +759,9 @@ static enum un chain_un(int op)
  * ran 13% slower). */
 #define SLICE 128
 
-/* Operand a's elements [e0, e0 + len): a pointer to them (*stride 1), to its one element (*stride
- * 0), or buf filled with them (a tensor broadcast along some axes: element e at p[(e / q) % r]). */
+/* Operand a's elements [e0, e0 + len): a pointer to them (*stride 1), to the one element they all
+ * are (*stride 0), or buf filled with them (a tensor broadcast along some axes: element e at
+ * p[(e / q) % r]). */
 static const float *chain_arg_at(const struct chain_arg *a, float *const *res, int64_t e0, int64_t len, float *buf,
 				 int64_t *stride)
 {
@@ -774,6 +775,10 @@ static const float *chain_arg_at(const struct chain_arg *a, float *const *res, i
 	if (a->q == 1 && a->r >= e0 + len)
 		return a->p + e0;
 	int64_t idx = e0 / a->q % a->r, off = e0 % a->q;
+	if (off + len <= a->q) { /* one element for all of them (a channel's scale over its plane) */
+		*stride = 0;
+		return a->p + idx;
+	}
 	for (int64_t j = 0; j < len;) {
 		int64_t run;
 		if (a->q == 1) {
