@@ -944,10 +944,12 @@ static int refuse_empty_inputs(struct exec *x)
 	return 0;
 }
 
-/* Transposes folded into the products. A Transpose that a MatMul or a Gemm reads (as A or B) is
- * made a view of its input's bytes, which the products read with BLAS's transposition flags,
- * leading dimensions and batch strides instead of a transposed copy; any other reader is given a
- * transposed copy as workspace for its step. Its bytes are counted, from its step to its last
+/* Transposes folded into the products. A Transpose that a MatMul or a Gemm reads (as A or B), or a
+ * Conv (as X or W), is made a view of its input's bytes, which the products read with BLAS's
+ * transposition flags, leading dimensions and batch strides instead of a transposed copy, and a
+ * Conv on the direct kernel reads where it exchanges the first two axes (a weight gradient's X^T
+ * and dY^T: conv.c); any other reader, or a Conv that cannot, is given a transposed copy as
+ * workspace for its step. Its bytes are counted, from its step to its last
  * reader's, as the memory model counts every value, so the measured peak is the planned one; they
  * are just not written. When the input's bytes are to be freed or taken over (in place) while a
  * view of them lives, the view gets a copy of them first, in the same layout. So a product reads
@@ -956,7 +958,7 @@ static int refuse_empty_inputs(struct exec *x)
  * inference, and not for kept values (outputs). */
 static int reads_views(const struct node *n, uint32_t k)
 {
-	return n->op == OP_MATMUL || (n->op == OP_GEMM && k < 2);
+	return n->op == OP_MATMUL || ((n->op == OP_GEMM || n->op == OP_CONV) && k < 2);
 }
 
 static void fold_transposes(struct exec *x)
@@ -1115,8 +1117,7 @@ static int detach_views(struct exec *x, struct rtensor *s, int give)
 	return rc;
 }
 
-/* A copy of view v (made by a folded Transpose) in workspace, for a reader that is no product. */
-static int materialize(struct exec *x, const struct rtensor *v, struct rtensor *copy)
+int exec_materialize(struct exec *x, const struct rtensor *v, struct rtensor *copy)
 {
 	memset(copy, 0, sizeof *copy);
 	x->outputs_scratch = 1;
@@ -1343,7 +1344,7 @@ static int run_nodes(struct exec *x)
 		int rc = 0;
 		for (uint32_t k = 0; x->vref && !folded && k < n->n_in && !rc; k++)
 			if (in[k] && in[k]->view && !reads_views(n, k)) {
-				rc = materialize(x, in[k], &x->tcopies[k]);
+				rc = exec_materialize(x, in[k], &x->tcopies[k]);
 				in[k] = &x->tcopies[k];
 			}
 		rc = rc || folded < 0 ||

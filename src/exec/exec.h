@@ -168,6 +168,10 @@ int exec_probed(const struct exec *x);
  * is on the CPU and the kernel writes it, not a float32 stand-in for it (a weight gradient's Conv
  * then writes it as the GEMM gives it, and the Transpose copies it in order). */
 int exec_swap_ok(const struct exec *x, const struct value *v);
+/* A copy of view v (rtensor.view: made by a folded Transpose) in workspace, in order, for a
+ * kernel that cannot read it; freed with exec_scratch_free(x, copy->data, copy->nbytes). 0, or
+ * the run's error code (out of memory). */
+int exec_materialize(struct exec *x, const struct rtensor *v, struct rtensor *copy);
 /* Whether dimension d (of an inferred shape) derives from a symbolic dimension: stand-ins are
  * distinct primes above 10000, so such dimensions are multiples of one. */
 int exec_dim_symbolic(const struct exec *x, int64_t d);

@@ -585,6 +585,25 @@ static void im2col_images(void *arg, int64_t i0, int64_t i1)
 		}
 }
 
+/* Whether t is a view (a folded Transpose) of a row-major tensor with its first two axes
+ * exchanged, which conv_direct reads as it is. */
+static int swapped_view(const struct rtensor *t)
+{
+	int64_t inner = 1;
+	for (int d = t->ndim - 1; d >= 2; d--) {
+		if (t->vst[d] != inner)
+			return 0;
+		inner *= t->dims[d];
+	}
+	return t->ndim >= 3 && t->vst[0] == inner && t->vst[1] == t->dims[0] * inner;
+}
+
+static int conv_paths(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct rtensor *b,
+		      const struct conv_geom *gp, uint8_t *y, int *swapped, struct rtensor *out);
+
+/* The input or the kernel may be a view (exec.c's folded Transposes: a weight gradient's X^T and
+ * dY^T): the direct kernel reads one that exchanges the first two axes in place, saving the
+ * Transposes' copies; the other paths read copies. */
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
@@ -595,19 +614,38 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	uint8_t *y = exec_alloc(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims);
 	if (!y)
 		return exec_status(x);
+	int *swapped = a->dtype == DT_FLOAT && !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
+	struct rtensor copy[2];
+	int rc = 0, direct = 1;
+	for (int k = 0; k < 2 && !rc; k++) /* the views conv_direct cannot read, copied */
+		if (in[k]->view && (a->dtype != DT_FLOAT || !swapped_view(in[k])) &&
+		    !(rc = exec_materialize(x, in[k], &copy[k])))
+			*(k ? &w : &a) = &copy[k];
+	if (!rc && a->dtype == DT_FLOAT) {
+		direct = conv_direct(x, a->data, w->data, (a->view ? CONV_A_SWAPPED : 0) | (w->view ? CONV_W_SWAPPED : 0),
+				     &g, (float *)y, swapped);
+		rc = direct < 0 ? exec_status(x) : 0;
+		if (!direct && b)
+			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
+	}
+	for (int k = 0; k < 2 && !rc && direct > 0; k++) /* the rest, for the GEMM paths */
+		if (in[k]->view && (k ? w : a) == in[k] && !(rc = exec_materialize(x, in[k], &copy[k])))
+			*(k ? &w : &a) = &copy[k];
+	rc = rc || direct <= 0 ? rc : conv_paths(x, a, w, b, &g, y, swapped, out[0]);
+	if (a == &copy[0])
+		exec_scratch_free(x, copy[0].data, copy[0].nbytes);
+	if (w == &copy[1])
+		exec_scratch_free(x, copy[1].data, copy[1].nbytes);
+	return rc;
+}
+
+/* conv_run's GEMM paths, on row-major a and w. */
+static int conv_paths(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct rtensor *b,
+		      const struct conv_geom *gp, uint8_t *y, int *swapped, struct rtensor *out)
+{
+	struct conv_geom g = *gp;
 	int64_t cg = g.c / g.group, kk = cg * g.kh * g.kw, np = g.oh * g.ow;
 	size_t es = dtype_size(a->dtype);
-	int *swapped = a->dtype == DT_FLOAT && !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
-	if (a->dtype == DT_FLOAT) {
-		int r = conv_direct(x, a->data, w->data, 0, &g, (float *)y, swapped);
-		if (r < 0)
-			return exec_status(x);
-		if (!r) {
-			if (b)
-				add_bias(out[0], b, g.n, g.m, np);
-			return 0;
-		}
-	}
 	/* a weight's gradient (a kernel about as large as the image: a quarter of it or more; up to
 	 * 8 x 8 positions for a kernel of 64 or more, the 7 x 7 stem's), or a forward Conv on a small
 	 * map with enough channels for a long K: few positions */
@@ -620,7 +658,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 			 : conv_positions(x, a, w, &g, (float *)y, swapped))
 			return exec_status(x);
 		if (b)
-			add_bias(out[0], b, g.n, g.m, np);
+			add_bias(out, b, g.n, g.m, np);
 		return 0;
 	}
 	if (a->dtype == DT_FLOAT && g.group == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.kh * g.kw > 1 &&
@@ -628,7 +666,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		if (conv_shifted(x, a, w, &g, (float *)y))
 			return exec_status(x);
 		if (b)
-			add_bias(out[0], b, g.n, g.m, np);
+			add_bias(out, b, g.n, g.m, np);
 		return 0;
 	}
 	/* bands of output rows whose patch matrix (about 2 MiB) stays in cache for the GEMM */
@@ -643,7 +681,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	colb *= (size_t)pool_threads();
 	exec_scratch_free(x, col, colb);
 	if (b)
-		add_bias(out[0], b, g.n, g.m, np);
+		add_bias(out, b, g.n, g.m, np);
 	return 0;
 }
 
@@ -699,7 +737,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 		struct conv_geom d = g;
 		d.h = ih, d.w = iw, d.oh = g.oh, d.ow = g.ow;
 		d.pt = g.dh * (g.kh - 1) - g.pt, d.pl = g.dw * (g.kw - 1) - g.pl;
-		int r = conv_direct(x, a->data, w->data, 1, &d, (float *)y, NULL);
+		int r = conv_direct(x, a->data, w->data, CONV_FLIP, &d, (float *)y, NULL);
 		if (r < 0)
 			return exec_status(x);
 		if (!r) {

@@ -33,10 +33,15 @@ static inline void conv_inside(int64_t at, int64_t step, int64_t size, int64_t k
 }
 
 /* y (n, m, oh, ow) = Conv(a, w) over g, float32, by the direct kernel (conv_direct.c): w (m, c,
- * kh, kw), or with flip a ConvTranspose's (c, m, kh, kw) read flipped (its stride-1 equivalent).
- * With swapped, y is written (m, n, oh, ow) and *swapped set. 1: not run here (no AVX-512,
- * groups, or fewer than 16 output channels); 0: done; -1: out of memory, the node failed. */
-int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
+ * kh, kw), or with CONV_FLIP a ConvTranspose's (c, m, kh, kw) read flipped (its stride-1
+ * equivalent), or with CONV_W_SWAPPED (c, m, kh, kw) as it is (a folded Transpose's view of it
+ * exchanged); a (n, c, h, w), or with CONV_A_SWAPPED (c, n, h, w). With swapped, y is written
+ * (m, n, oh, ow) and *swapped set. 1: not run here (no AVX-512, groups, or fewer than 16 output
+ * channels); 0: done; -1: out of memory, the node failed. */
+#define CONV_FLIP 1
+#define CONV_A_SWAPPED 2
+#define CONV_W_SWAPPED 4
+int conv_direct(struct exec *x, const float *a, const float *w, int how, const struct conv_geom *g, float *y,
 		int *swapped);
 
 #endif

@@ -61,8 +61,8 @@ struct item {
 struct direct {
 	const struct conv_geom *g;
 	const float *a;  /* (n, h, w, c) */
-	const float *w;  /* as given: (m, c, kh, kw), or flipped (c, m, kh, kw) */
-	int flip;
+	const float *w;  /* as given: (m, c, kh, kw), or (c, m, kh, kw) flipped or swapped */
+	int flip, wswap;
 	const struct klass *cls;
 	int64_t ncls;
 	const struct item *items;
@@ -185,7 +185,7 @@ static TARGET void pack_block(const struct direct *d, int64_t blk, float *p, int
 						v[i] = _mm512_permutexvar_ps(_mm512_add_epi32(down, _mm512_set1_epi32((int)n - 16)),
 									    _mm512_maskz_loadu_ps(mask, r));
 					} else
-						v[i] = _mm512_maskz_loadu_ps(mask, d->w + (l * g->c + c) * kk + t0);
+						v[i] = _mm512_maskz_loadu_ps(mask, d->w + (d->wswap ? c * g->m + l : l * g->c + c) * kk + t0);
 				}
 				transpose16(v);
 				for (int64_t t = 0; t < n; t++)
@@ -299,7 +299,7 @@ static int have_avx512(void)
 	return known;
 }
 
-int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
+int conv_direct(struct exec *x, const float *a, const float *w, int how, const struct conv_geom *g, float *y,
 		int *swapped)
 {
 	/* below 16 output channels a tile's vector is part empty, and a GEMM does as well; a block
@@ -347,7 +347,8 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 			nitem++;
 	}
 	size_t ib = (size_t)(nblk * nitem) * sizeof(struct item);
-	size_t ab = hw > 1 && g->c > 1 ? (size_t)(g->n * g->c * hw) * 4 : 0, wb = (size_t)(th * K * NB) * 4;
+	int aswap = (how & CONV_A_SWAPPED) && g->c > 1 && g->n > 1; /* else the same bytes as (n, c, h, w) */
+	size_t ab = (hw > 1 || aswap) && g->c > 1 ? (size_t)(g->n * g->c * hw) * 4 : 0, wb = (size_t)(th * K * NB) * 4;
 	size_t ob = (size_t)(th * CH * NB) * 4;
 	struct item *items = exec_scratch_raw(x, ib);
 	float *an = items && ab ? exec_scratch_raw(x, ab) : NULL, *wp = items ? exec_scratch_raw(x, wb) : NULL;
@@ -364,9 +365,12 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 					for (int64_t q = 0; q < n; q += per)
 						items[i++] = (struct item){blk, c, q, q + per < n ? q + per : n, 0, g->n};
 				}
-		if (an) /* (n, c, hw) -> (n, hw, c); with one channel or one pixel they are the same bytes */
+		if (an && aswap) /* (c, n hw) -> (n hw, c) */
+			transpose2(a, 1, g->c, g->n * hw, 4, an);
+		else if (an) /* (n, c, hw) -> (n, hw, c); with one channel or one pixel they are the same bytes */
 			transpose2(a, g->n, g->c, hw, 4, an);
-		struct direct d = {.g = g, .a = an ? an : a, .w = w, .flip = flip, .cls = cls, .ncls = ncls, .items = items, .packs = wp,
+		struct direct d = {.g = g, .a = an ? an : a, .w = w, .flip = how & CONV_FLIP,
+				   .wswap = (how & CONV_W_SWAPPED) && g->c > 1 && g->m > 1, .cls = cls, .ncls = ncls, .items = items, .packs = wp,
 				   .outs = op, .y = y, .sn = swapped ? np : g->m * np, .sm = swapped ? g->n * np : np, .K = K};
 		for (int i = 0; i < POOL_MAX; i++)
 			d.packed[i] = -1;
@@ -390,10 +394,10 @@ int conv_direct(struct exec *x, const float *a, const float *w, int flip, const 
 
 #else
 
-int conv_direct(struct exec *x, const float *a, const float *w, int flip, const struct conv_geom *g, float *y,
+int conv_direct(struct exec *x, const float *a, const float *w, int how, const struct conv_geom *g, float *y,
 		int *swapped)
 {
-	(void)x, (void)a, (void)w, (void)flip, (void)g, (void)y, (void)swapped;
+	(void)x, (void)a, (void)w, (void)how, (void)g, (void)y, (void)swapped;
 	return 1;
 }
 
