@@ -238,15 +238,21 @@ static TARGET void direct_items(void *arg, int64_t w0, int64_t w1)
 			const struct klass *k = &d->cls[c];
 			int64_t cols = k->ox1 - k->ox0, plane = (k->oy1 - k->oy0) * cols;
 			int64_t q0 = m->cls < 0 ? 0 : m->q0, q1 = m->cls < 0 ? (m->b1 - m->b0) * plane : m->q1;
+			/* output q0's image and pixel, then each next one's by counting on (no division) */
+			int64_t b = m->b0 + q0 / plane, oy = k->oy0 + q0 % plane / cols, ox = k->ox0 + q0 % cols;
 			for (int64_t t0 = q0; t0 < q1; t0 += MR) {
 				int64_t t1 = t0 + MR < q1 ? t0 + MR : q1, off[MR], so[MR];
 				for (int64_t q = t0; q < t1; q++) {
-					int64_t b = m->b0 + q / plane, oy = k->oy0 + q % plane / cols, ox = k->ox0 + q % cols;
 					/* a slot of its own: by pixel in whole images, else in class order */
 					int64_t s = m->cls < 0 ? (b - m->b0) * np + oy * g->ow + ox : q - q0;
 					off[q - t0] = ((b * g->h + oy * g->sh - g->pt) * g->w + ox * g->sw - g->pl) * g->c;
 					so[q - t0] = s * NB;
 					at[s] = b * d->sn + oy * g->ow + ox;
+					if (++ox == k->ox1) {
+						ox = k->ox0;
+						if (++oy == k->oy1)
+							oy = k->oy0, b++;
+					}
 				}
 				any_tile((int)(t1 - t0), nc, d, &k->t, off, wb, o, so);
 			}
