@@ -1243,6 +1243,32 @@ static void run_both(struct graph *g, const struct exec_opts *o, struct exec **x
 	}
 }
 
+/* Runs text's float32 graph on seeded random inputs with its Transposes folded and copied: the
+ * same peak, and every output the same within tol relative (0: the same bits). */
+static void folded_like_copied(const char *file, const char *text, double tol)
+{
+	struct graph *g = load_text(file, text);
+	struct exec *x[2];
+	struct exec_stats st[2];
+	run_both(g, (struct exec_opts[2]){{.random_inputs = 1, .seed = 3}, {.random_inputs = 1, .seed = 3, .copy_transposes = 1}},
+		 x, st);
+	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "folded: peak %zu; copied: %zu", st[0].peak_bytes,
+		     st[1].peak_bytes);
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		const struct rtensor *a = exec_value(x[0], g->outputs[k]), *b = exec_value(x[1], g->outputs[k]);
+		cr_assert(a && b && a->numel == b->numel && !a->view);
+		int64_t bad = 0;
+		for (int64_t i = 0; i < a->numel; i++) {
+			float u = ((const float *)a->data)[i], v = ((const float *)b->data)[i];
+			bad += tol ? !(fabs((double)u - v) <= tol * (1 + fabs((double)v))) : memcmp(&u, &v, 4) != 0;
+		}
+		cr_expect_eq(bad, 0, "%s: %lld elements differ", g->outputs[k]->name, (long long)bad);
+	}
+	exec_free(x[0]);
+	exec_free(x[1]);
+	graph_free(g);
+}
+
 /* Transposes read by MatMul and Gemm are folded into them as views (exec.c): the results match
  * those of transposed copies, and the peak is the same, byte for byte (a view's bytes are counted
  * as the copy's would be). The graph has a weight's transpose (Gemm and a Linear MatMul), a batched
@@ -1286,26 +1312,7 @@ Test(exec, folded_transposes_match_copies_and_count_the_same)
 		"  - {op: MatMul, inputs: [g2, h], outputs: [y7]}\n"
 		"outputs: [{name: y0}, {name: y1}, {name: y2}, {name: r}, {name: cat}, {name: y3}, {name: e}, {name: y4},\n"
 		"          {name: y5}, {name: y6}, {name: r2}, {name: y7}]\n";
-	struct graph *g = load_text("fold.yaml", text);
-	struct exec *x[2];
-	struct exec_stats st[2];
-	run_both(g, (struct exec_opts[2]){{.random_inputs = 1, .seed = 3}, {.random_inputs = 1, .seed = 3, .copy_transposes = 1}},
-		 x, st);
-	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "folded: peak %zu; copied: %zu", st[0].peak_bytes,
-		     st[1].peak_bytes);
-	for (uint32_t k = 0; k < g->n_outputs; k++) {
-		const struct rtensor *a = exec_value(x[0], g->outputs[k]), *b = exec_value(x[1], g->outputs[k]);
-		cr_assert(a && b && a->numel == b->numel && !a->view);
-		int64_t bad = 0;
-		for (int64_t i = 0; i < a->numel; i++) {
-			double u = ((const float *)a->data)[i], v = ((const float *)b->data)[i];
-			bad += !(fabs(u - v) <= 1e-5 * (1 + fabs(v)));
-		}
-		cr_expect_eq(bad, 0, "%s: %lld elements differ", g->outputs[k]->name, (long long)bad);
-	}
-	exec_free(x[0]);
-	exec_free(x[1]);
-	graph_free(g);
+	folded_like_copied("fold.yaml", text, 1e-5);
 }
 
 /* Conv reads folded Transposes too: a weight gradient's Conv of X^T with dY^T reads both views in
@@ -1329,21 +1336,7 @@ Test(exec, convs_read_folded_transposes_with_the_bits_of_copies)
 		"  - {op: Conv, inputs: [xs, w3], outputs: [y3], attrs: {pads: [1, 1, 1, 1]}}\n"
 		"  - {op: Relu, inputs: [xt], outputs: [r]}\n"
 		"outputs: [{name: gwt}, {name: gw2}, {name: y3}, {name: r}]\n";
-	struct graph *g = load_text("convfold.yaml", text);
-	struct exec *x[2];
-	struct exec_stats st[2];
-	run_both(g, (struct exec_opts[2]){{.random_inputs = 1, .seed = 7}, {.random_inputs = 1, .seed = 7, .copy_transposes = 1}},
-		 x, st);
-	cr_expect_eq(st[0].peak_bytes, st[1].peak_bytes, "folded: peak %zu; copied: %zu", st[0].peak_bytes,
-		     st[1].peak_bytes);
-	for (uint32_t k = 0; k < g->n_outputs; k++) {
-		const struct rtensor *a = exec_value(x[0], g->outputs[k]), *b = exec_value(x[1], g->outputs[k]);
-		cr_assert(a && b && a->nbytes == b->nbytes && !a->view);
-		cr_expect(!memcmp(a->data, b->data, a->nbytes), "%s: folded and copied differ", g->outputs[k]->name);
-	}
-	exec_free(x[0]);
-	exec_free(x[1]);
-	graph_free(g);
+	folded_like_copied("convfold.yaml", text, 0);
 }
 
 /* Elementwise chains (exec.c) give the bits and the peak of the nodes run one by one: a chain
