@@ -949,13 +949,13 @@ static int refuse_empty_inputs(struct exec *x)
  * transposition flags, leading dimensions and batch strides instead of a transposed copy, and a
  * Conv on the direct kernel reads where it exchanges the first two axes (a weight gradient's X^T
  * and dY^T: conv.c); any other reader, or a Conv that cannot, is given a transposed copy as
- * workspace for its step. Its bytes are counted, from its step to its last
- * reader's, as the memory model counts every value, so the measured peak is the planned one; they
- * are just not written. When the input's bytes are to be freed or taken over (in place) while a
- * view of them lives, the view gets a copy of them first, in the same layout. So a product reads
- * the same bytes the same way whatever the schedule (recomputation gives the same bits), and
- * which Transposes are folded depends on the graph's structure alone. On the CPU, outside shape
- * inference, and not for kept values (outputs). */
+ * workspace for its step. Its bytes are counted, from its step to its last reader's, as the
+ * memory model counts every value, so the measured peak is the planned one; they are just not
+ * written. When the input's bytes are to be freed or taken over (in place) while a view of them
+ * lives, the view gets a copy of them first, in the same layout. So a product reads the same bytes
+ * the same way whatever the schedule (recomputation gives the same bits), and which Transposes are
+ * folded depends on the graph's structure alone. On the CPU, outside shape inference, and not for
+ * kept values (outputs). */
 static int reads_views(const struct node *n, uint32_t k)
 {
 	return n->op == OP_MATMUL || ((n->op == OP_GEMM || n->op == OP_CONV) && k < 2);
