@@ -26,18 +26,18 @@
  * it: the bits are the same for any --threads. */
 #include "conv.h"
 #include "kernel.h"
+#include "simd.h"
 #include "../util/pool.h"
 
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#ifdef SIMD_X86
 
 #define MR 6          /* outputs a tile */
 #define NB 64         /* output channels a block: four vectors */
 #define CH (MR * 64)  /* outputs an item */
 #define DIRECT_PACK (8 << 20) /* bytes of a thread's block of weights, at most */
-#define TARGET __attribute__((target("avx512f")))
+#define TARGET SIMD_TARGET
 
 /* The taps that land in the image: rows [i0, i1), columns [j0, j1). */
 struct taps {
@@ -133,33 +133,6 @@ static TARGET void any_tile(int mr, int nc, const struct direct *d, const struct
 	}
 }
 
-/* a[i] (i < 16) becomes the vector of every a's element i: 32-bit, then 64-bit interleaves
- * within 128-bit lanes, then two rounds of lane shuffles. */
-static inline __attribute__((always_inline)) TARGET void transpose16(__m512 a[16])
-{
-	__m512 t[16], u[16];
-	for (int i = 0; i < 16; i += 2) {
-		t[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
-		t[i + 1] = _mm512_unpackhi_ps(a[i], a[i + 1]);
-	}
-	for (int g = 0; g < 16; g += 4) { /* u[g + q], lane k: rows g..g+3 at element 4k + q */
-		__m512d t0 = _mm512_castps_pd(t[g]), t1 = _mm512_castps_pd(t[g + 1]);
-		__m512d t2 = _mm512_castps_pd(t[g + 2]), t3 = _mm512_castps_pd(t[g + 3]);
-		u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-		u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-		u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-		u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-	}
-	for (int q = 0; q < 4; q++) {
-		__m512 x0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44), x1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xee);
-		__m512 y0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44), y1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xee);
-		a[q] = _mm512_shuffle_f32x4(x0, y0, 0x88);
-		a[4 + q] = _mm512_shuffle_f32x4(x0, y0, 0xdd);
-		a[8 + q] = _mm512_shuffle_f32x4(x1, y1, 0x88);
-		a[12 + q] = _mm512_shuffle_f32x4(x1, y1, 0xdd);
-	}
-}
-
 /* Block blk's weights, input channels [clo, chi), into p as (tap, c, lane), the width rounded up
  * to whole vectors with zeros past it: 16 channels' runs of 16 taps read (each source row in
  * order, 16 rows at a time), turned in registers and written as 16 whole vectors. (The packing
@@ -187,7 +160,7 @@ static TARGET void pack_block(const struct direct *d, int64_t blk, float *p, int
 					} else
 						v[i] = _mm512_maskz_loadu_ps(mask, d->w + (d->wswap ? c * g->m + l : l * g->c + c) * kk + t0);
 				}
-				transpose16(v);
+				simd_transpose16(v);
 				for (int64_t t = 0; t < n; t++)
 					_mm512_storeu_ps(p + ((t0 + t) * g->c + c) * lanes + l0, v[t]);
 			}
@@ -204,7 +177,7 @@ static TARGET void write_slots(const struct direct *d, const float *o, const int
 		__m512 v[16];
 		for (int i = 0; i < 16; i++)
 			v[i] = i < ns ? _mm512_loadu_ps(o + (s0 + i) * NB + l0) : _mm512_setzero_ps();
-		transpose16(v);
+		simd_transpose16(v);
 		for (int64_t i0 = 0, i1; i0 < ns; i0 = i1) {
 			for (i1 = i0 + 1; i1 < ns && at[s0 + i1] == at[s0 + i0] + (i1 - i0); i1++)
 				;
@@ -297,14 +270,6 @@ static int64_t tap_runs(int64_t out, int64_t stride, int64_t pad, int64_t dil, i
 	return runs;
 }
 
-static int have_avx512(void)
-{
-	static int known = -1;
-	if (known < 0)
-		known = __builtin_cpu_supports("avx512f") != 0;
-	return known;
-}
-
 int conv_direct(struct exec *x, const float *a, const float *w, int how, const struct conv_geom *g, float *y,
 		int *swapped)
 {
@@ -312,7 +277,7 @@ int conv_direct(struct exec *x, const float *a, const float *w, int how, const s
 	 * of weights over DIRECT_PACK (a large image's weight gradient, whose kernel is the image)
 	 * would take each thread that much memory: the GEMM paths bound theirs */
 	int64_t hw = g->h * g->w, np = g->oh * g->ow, K = g->kh * g->kw * g->c, th = pool_threads();
-	if (!have_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 16 || g->oh < 1 || g->ow < 1 ||
+	if (!simd_avx512() || g->group != 1 || g->n < 1 || g->c < 1 || g->m < 16 || g->oh < 1 || g->ow < 1 ||
 	    K > DIRECT_PACK / (NB * 4))
 		return 1;
 	int64_t nblk = (g->m + NB - 1) / NB, oh = g->oh, ow = g->ow;
