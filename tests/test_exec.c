@@ -767,11 +767,11 @@ static struct exec *run_on_x(struct graph *g, struct rtensor *t)
 	return x;
 }
 
-/* Transpose by every permutation of a (3, 40, 1, 37) float32 tensor (tiles of 32 with remainders,
- * a unit axis to drop, axes that stay adjacent and merge) and of a float64 one, element for
- * element against the index arithmetic of the definition; and of a (5, 40, 3, 3) one, whose short
- * kept runs (a kernel's 3 x 3 window, 36 and 72 bytes) are tiled as the elements of a transpose of
- * lower rank. */
+/* Transpose by every permutation of a (3, 40, 1, 37) float32 tensor (tiles of 32, on AVX-512
+ * blocks of 16, with remainders; a unit axis to drop, axes that stay adjacent and merge) and of a
+ * float64 one, element for element against the index arithmetic of the definition; and of a (5,
+ * 40, 3, 3) one, whose short kept runs (a kernel's 3 x 3 window, 36 and 72 bytes) are tiled as the
+ * elements of a transpose of lower rank. */
 Test(exec, transpose_by_every_permutation)
 {
 	enum { N = 3 * 40 * 37 };
@@ -932,7 +932,9 @@ Test(exec, slice_against_the_definition)
  * below it (a recurrent layer's), cut in columns with 3 threads and whole with 1: A B (tnn), A B^T
  * (tnt, tntb with a bias) whose pieces stay off the small-matrix kernels as the whole does, A^T B
  * (ttn) and A^T B^T (ttt); tsmall, A B^T whose 16-column pieces those kernels would take and the
- * whole not, must not be cut (it differs when it is). */
+ * whole not, must not be cut (it differs when it is). turn, turnb (with a bias) and turnv (B a
+ * Transpose's view) are an A B^T that those kernels take as A B with B turned, by each piece (in
+ * three pieces of 48, 48 and 32 columns with 3 threads). */
 
 /* Runs text's graph on seeded float32 inputs of its declared shapes with 1 thread and with 3;
  * expects every output the same bits. The inputs stay in ts (freed by the caller). */
@@ -1032,6 +1034,10 @@ static void cut_kernels(void)
 		"  - {op: Gemm, inputs: [ra, ra], outputs: [ttn], attrs: {transA: 1}}\n"
 		"  - {op: Gemm, inputs: [na, nb], outputs: [tsmall], attrs: {transB: 1}}\n"
 		"  - {op: Gemm, inputs: [ta, tb], outputs: [ttt], attrs: {transA: 1, transB: 1}}\n"
+		"  - {op: Gemm, inputs: [ra, sa], outputs: [turn], attrs: {transB: 1}}\n"
+		"  - {op: Gemm, inputs: [ra, sa, rb], outputs: [turnb], attrs: {transB: 1}}\n"
+		"  - {op: Transpose, inputs: [sa], outputs: [sat]}\n"
+		"  - {op: MatMul, inputs: [ra, sat], outputs: [turnv]}\n"
 		"  - {op: Greater, inputs: [x, b], outputs: [gt]}\n"
 		"  - {op: Where, inputs: [gt, x, b], outputs: [wh]}\n"
 		"  - {op: Transpose, inputs: [x], outputs: [tid], attrs: {perm: [0, 1, 2]}}\n"
@@ -1041,7 +1047,7 @@ static void cut_kernels(void)
 		"          {name: s2}, {name: s02}, {name: l02}, {name: sm}, {name: ln}, {name: mm}, {name: g1},\n"
 		"          {name: g2}, {name: g3}, {name: g2d}, {name: sm1}, {name: sm2}, {name: wh}, {name: tid},\n"
 		"          {name: tnn}, {name: tnt}, {name: tntb}, {name: ttn}, {name: tsmall}, {name: ttt},\n"
-		"          {name: gap}, {name: rm2}, {name: dr}, {name: dm}, {name: bmm}]\n";
+		"          {name: turn}, {name: turnb}, {name: turnv}, {name: gap}, {name: rm2}, {name: dr}, {name: dm}, {name: bmm}]\n";
 	struct rtensor ts[CUT_INPUTS];
 	struct exec *three;
 	struct graph *g = same_bits_over_threads(text, ts, &three);
@@ -1051,7 +1057,7 @@ static void cut_kernels(void)
 		int a, b, ta, tb;
 	} prods[] = {{"mm", 0, 2, 0, 0}, {"g1", 3, 4, 1, 1}, {"g2", 4, 3, 0, 0}, {"g3", 4, 5, 0, 1},
 		     {"sm1", 8, 9, 0, 0}, {"sm2", 8, 9, 1, 0}, {"tnn", 10, 8, 0, 0}, {"tnt", 11, 8, 0, 1},
-		     {"ttn", 10, 10, 1, 0}, {"tsmall", 12, 13, 0, 1}, {"ttt", 14, 15, 1, 1}};
+		     {"ttn", 10, 10, 1, 0}, {"tsmall", 12, 13, 0, 1}, {"ttt", 14, 15, 1, 1}, {"turn", 10, 8, 0, 1}};
 	for (int c = 0; c < (int)(sizeof prods / sizeof prods[0]); c++) {
 		const struct rtensor *A = &ts[prods[c].a], *B = &ts[prods[c].b], *y = NULL;
 		for (uint32_t k = 0; k < g->n_outputs; k++)
@@ -1069,6 +1075,11 @@ static void cut_kernels(void)
 		cr_expect_eq(bad, 0, "%s: %lld of %lld elements off the float64 product", prods[c].out, (long long)bad,
 			     (long long)(M * N));
 	}
+	/* B turned by the pieces: the same bits from a Gemm's transB as from a folded Transpose's view */
+	const struct rtensor *turn = exec_value(three, g->outputs[g->n_outputs - 8]);
+	const struct rtensor *turnv = exec_value(three, g->outputs[g->n_outputs - 6]);
+	cr_expect(turn->nbytes == turnv->nbytes && !memcmp(turn->data, turnv->data, turn->nbytes),
+		  "A B^T from transB and from a Transpose differ");
 	/* GlobalAveragePool is ReduceMean over the spatial axes, bit for bit */
 	const struct rtensor *gap = exec_value(three, g->outputs[g->n_outputs - 5]);
 	const struct rtensor *rm2 = exec_value(three, g->outputs[g->n_outputs - 4]);
