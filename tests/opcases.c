@@ -95,6 +95,13 @@ const struct gcase op_cases[] = {
 	 "  - {op: Gemm, inputs: [a, b, c], outputs: [y], attrs: {alpha: 0.5, beta: 2.0}}\n"},
 	{"Gemm transposed", P("a", "[4, 3]") P("b", "[2, 4]") P("c", "[3, 1]"),
 	 "  - {op: Gemm, inputs: [a, b, c], outputs: [y], attrs: {transA: 1, transB: 1}}\n"},
+	/* a weight read by four nodes, as an unrolled RNN's: its summands made by Gemms add in their C */
+	{"Gemm shared weight", P("a", "[3, 4]") P("w", "[4, 4]"),
+	 "  - {op: Gemm, inputs: [a, w], outputs: [h1], attrs: {transB: 1}}\n"
+	 "  - {op: Gemm, inputs: [h1, w], outputs: [h2]}\n"
+	 "  - {op: Gemm, inputs: [w, h2], outputs: [h3], attrs: {transB: 1, alpha: 0.5}}\n"
+	 "  - {op: Tanh, inputs: [w], outputs: [s]}\n"
+	 "  - {op: Gemm, inputs: [h3, s], outputs: [y], attrs: {transA: 1}}\n"},
 	{"MatMul batched broadcast", P("a", "[2, 3, 4]") P("b", "[4, 5]"), "  - {op: MatMul, inputs: [a, b], outputs: [y]}\n"},
 	{"MatMul broadcast both", P("a", "[2, 1, 3, 4]") P("b", "[3, 4, 2]"), "  - {op: MatMul, inputs: [a, b], outputs: [y]}\n"},
 	/* PyTorch's Linear on batched input: MatMul(x, Transpose(W)); the rule gives W its gradient */

@@ -501,6 +501,30 @@ struct value *ad_cast(struct ad *a, struct value *v, int dtype)
 	return c && !ad_set_int(a, ad_producer(c), "to", dtype) ? c : NULL;
 }
 
+/* Whether g, the product of a Gemm just made (nothing reads it yet), now adds s as its C: one node
+ * for the summand and the sum, and no buffer of the summand's own (x, a matrix: a weight that each
+ * step of an unrolled RNN reads, whose 15 summands cost an Add each). -1 when out of memory. */
+static int gemm_adds(struct ad *a, const struct value *x, struct value *s, struct value *g)
+{
+	struct node *n = g->producer;
+	if (!n || n->op != OP_GEMM || n->n_in != 2 || n->n_out != 1 || !(n->tags & TAG_BACKWARD) ||
+	    a->g->nodes[a->g->n_nodes - 1] != n || node_attr(n, "beta") || ad_shape(a, x)->ndim != 2)
+		return 0;
+	struct value **io = arena_array(a->g->arena, 4, sizeof *io);
+	if (!io) {
+		err_oom(a->e);
+		return -1;
+	}
+	io[0] = n->in[0];
+	io[1] = n->in[1];
+	io[2] = s;
+	io[3] = g;
+	n->in = io;
+	n->out = io + 3;
+	n->n_in = 3;
+	return 1;
+}
+
 int ad_give(struct ad *a, const struct value *x, struct value *g)
 {
 	if (!ad_wants(a, x))
@@ -525,8 +549,12 @@ int ad_give(struct ad *a, const struct value *x, struct value *g)
 	c->many[c->n++] = g;
 	/* added as they come, as PyTorch accumulates .grad: each summand is freed once added, rather
 	 * than all held for one Sum at the end (a weight shared by every step of an RNN) */
+	struct value *s = c->sum ? c->sum : c->one;
+	int fused = gemm_adds(a, x, s, g);
+	if (fused < 0)
+		return -1;
 	a->sum_of = x->name;
-	c->sum = ad_op2(a, "Add", c->sum ? c->sum : c->one, g);
+	c->sum = fused ? g : ad_op2(a, "Add", s, g);
 	a->sum_of = NULL;
 	return c->sum ? 0 : -1;
 }
