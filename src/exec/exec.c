@@ -234,11 +234,12 @@ void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const
 
 static int detach_views(struct exec *x, struct rtensor *s, int give);
 
-/* in, n's input 0, is read last by n: nothing reads it after, and it is no input, initializer or
- * graph output */
+/* in, the input of n whose buffer its output 0 may take (op_taken_input), is read last by n:
+ * nothing reads it after, and it is no input, initializer or graph output */
 static int dies_here(const struct exec *x, const struct node *n, const struct rtensor *in)
 {
-	const struct value *v = n && n->n_in ? n->in[0] : NULL;
+	int t = n ? op_taken_input(op_table[n->op].flags, n->n_in) : -1;
+	const struct value *v = t >= 0 ? n->in[t] : NULL;
 	return v && in == &x->v[v->id] && x->left[v->id] == 1 && !x->pinned[v->id];
 }
 
@@ -247,8 +248,8 @@ int exec_take(struct exec *x, struct rtensor *in, struct rtensor *out, int ndim,
 	const struct node *n = x->cur;
 	uint32_t fl = n ? op_table[n->op].flags : 0;
 	/* an update in place is made where the data is: on the device, by run_device */
-	if (!dies_here(x, n, in) || !(fl & OPF_VIEW || (fl & OPF_INPLACE && x->compute)) || x->widening ||
-	    x->outputs_scratch)
+	uint32_t updates = fl & (OPF_INPLACE | OPF_ADDS_TO);
+	if (!dies_here(x, n, in) || !(fl & OPF_VIEW || (updates && x->compute)) || x->widening || x->outputs_scratch)
 		return 0;
 	if (exec_shape(x, out, in->dtype, ndim, dims))
 		return -1;
@@ -256,7 +257,7 @@ int exec_take(struct exec *x, struct rtensor *in, struct rtensor *out, int ndim,
 		return 0; /* the kernel's copy says why */
 	if (detach_views(x, in, 0))
 		return -1;
-	if (in->dev && (fl & OPF_INPLACE)) { /* a device tensor updated on the host: its copy goes back */
+	if (in->dev && updates) { /* a device tensor updated on the host: its copy goes back */
 		x->be->free(in->dev);
 		account_dev(x, 0, in->nbytes);
 		in->dev = NULL;
@@ -747,17 +748,19 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		return x->e->code;
 	if (n->n_out && out[0]->dev && (op_table[n->op].flags & OPF_VIEW))
 		return 0; /* the view took its input's buffer (exec_take) */
-	/* a scatter updates its dying data in place, as on the CPU (16-bit floats aside, which the
-	 * CPU widens), so the memory model holds here too */
-	int inplace = (op_table[n->op].flags & OPF_INPLACE) && n->n_out && out[0]->known && dies_here(x, n, in[0]) &&
-		      in[0]->dev && in[0]->dtype == out[0]->dtype && in[0]->nbytes == out[0]->nbytes &&
-		      !dtype_is_half(in[0]->dtype);
+	/* a scatter updates its dying data in place, and a Gemm adds to its dying C in place, as on the
+	 * CPU (16-bit floats aside, which the CPU widens), so the memory model holds here too */
+	uint32_t fl = op_table[n->op].flags;
+	int t = fl & (OPF_INPLACE | OPF_ADDS_TO) ? op_taken_input(fl, n->n_in) : -1;
+	int inplace = t >= 0 && n->n_out && out[0]->known && in[t] && dies_here(x, n, in[t]) && in[t]->dev &&
+		      in[t]->dtype == out[0]->dtype && in[t]->nbytes == out[0]->nbytes &&
+		      !dtype_is_half(in[t]->dtype);
 	if (inplace) {
-		if (in[0]->owned)
-			xfree(in[0]->data); /* a host copy */
-		out[0]->dev = in[0]->dev;
-		in[0]->data = in[0]->dev = NULL;
-		in[0]->owned = 0;
+		if (in[t]->owned)
+			xfree(in[t]->data); /* a host copy */
+		out[0]->dev = in[t]->dev;
+		in[t]->data = in[t]->dev = NULL;
+		in[t]->owned = 0;
 	}
 	/* device views of the inputs and outputs */
 	struct rtensor *vin = xcalloc(n->n_in + n->n_out + 1, sizeof *vin), *vout = vin + n->n_in;
@@ -772,7 +775,7 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		pi[k] = in[k] ? &vin[k] : NULL;
 		if (in[k]) {
 			vin[k] = *in[k];
-			vin[k].data = k || !inplace ? in[k]->dev : out[0]->dev;
+			vin[k].data = (int)k != t || !inplace ? in[k]->dev : out[0]->dev;
 		}
 	}
 	for (uint32_t k = 0; k < n->n_out; k++) {

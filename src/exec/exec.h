@@ -135,10 +135,11 @@ const struct backend *exec_backend(const struct exec *x);
  * kernel must fill entirely. Returns the data, or NULL when only shapes are wanted or on failure:
  * the kernel then returns exec_status(x). */
 void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims);
-/* Output 0 of a view (OPF_VIEW) or of an update in place (OPF_INPLACE, when computing data): when
- * in, the node's input 0, dies at this node (its last reader, not an input, initializer or graph
- * output), out gets in's buffer under the shape given and in keeps only its shape; 1 then (an
- * OPF_INPLACE kernel then updates out), 0 when out must be a new buffer, -1 on a bad shape. */
+/* Output 0 of a view (OPF_VIEW), or of an update in place (OPF_INPLACE, OPF_ADDS_TO, when computing
+ * data): when in, the node's input that op_taken_input names, dies at this node (its last reader,
+ * not an input, initializer or graph output), out gets in's buffer under the shape given and in
+ * keeps only its shape; 1 then (the kernel then updates out), 0 when out must be a new buffer, -1
+ * on a bad shape. */
 int exec_take(struct exec *x, struct rtensor *in, struct rtensor *out, int ndim, const int64_t *dims);
 /* The same with the data zeroed, for kernels that accumulate into their output. */
 void *exec_alloc_zero(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims);

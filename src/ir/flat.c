@@ -64,8 +64,9 @@ int flat_build(const struct graph *g, struct flat *f)
 	uint32_t a = 0, b = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
+		int t = op_taken_input(op_table[n->op].flags, n->n_in);
 		f->nflags[i] = (uint8_t)(((n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0) | (node_is_forward(n) ? FLAT_FORWARD : 0) |
-					 (op_table[n->op].flags & (OPF_VIEW | OPF_INPLACE) ? FLAT_TAKES : 0));
+					 (t >= 0 ? FLAT_TAKES : 0) | (t > 0 ? FLAT_TAKES_LAST : 0));
 		f->in_off[i] = a;
 		f->out_off[i] = b;
 		for (uint32_t k = 0; k < n->n_in; k++)

@@ -15,7 +15,8 @@
 enum {
 	FLAT_BACKWARD = 1, /* node: tagged backward */
 	FLAT_FORWARD = 2,  /* node: neither backward nor recompute (node_is_forward) */
-	FLAT_TAKES = 4,    /* node: output 0 may take input 0's buffer (OPF_VIEW, OPF_INPLACE) */
+	FLAT_TAKES = 4,    /* node: output 0 may take an input's buffer (op_taken_input) */
+	FLAT_TAKES_LAST = 8, /* node: ... its last input's (Gemm's C), not its first */
 };
 
 enum {
@@ -37,6 +38,12 @@ struct flat {
 	uint8_t *nflags, *vflags;
 	uint32_t *producer;      /* value id -> node index, FLAT_NONE for none */
 };
+
+/* The index in f->in of the input whose buffer node i's output 0 may take (FLAT_TAKES). */
+static inline uint32_t flat_taken(const struct flat *f, uint32_t i)
+{
+	return f->nflags[i] & FLAT_TAKES_LAST ? f->in_off[i + 1] - 1 : f->in_off[i];
+}
 
 /* Fills f for g's node order; -1 when out of memory (f is then empty). */
 int flat_build(const struct graph *g, struct flat *f);

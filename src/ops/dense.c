@@ -70,11 +70,18 @@ static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const 
 			return exec_status(x) ? exec_status(x) : exec_fail(x, "C does not broadcast to %lldx%lld", (long long)m,
 									  (long long)nn);
 	}
-	if (blas_ok(x, m, nn, k) || !exec_alloc(x, out[0], a->dtype, 2, dims))
+	if (blas_ok(x, m, nn, k))
+		return exec_status(x);
+	/* a C of Y's elements that dies here is Y's buffer: the product is added to it in place (a
+	 * shared weight's gradient summed, autodiff's gemm_adds) */
+	int taken = c && c->numel == m * nn ? exec_take(x, in[2], out[0], 2, dims) : 0;
+	if (taken < 0 || (!taken && !exec_alloc(x, out[0], a->dtype, 2, dims)))
 		return exec_status(x);
 	struct rtensor *y = out[0];
 	size_t es = dtype_size(a->dtype);
-	if (c && beta != 0) { /* Y = C broadcast, then GEMM accumulates into it */
+	if (!c) {
+		beta = 0;
+	} else if (!taken && beta != 0) { /* Y = C broadcast, then GEMM accumulates into it */
 		int64_t st[RT_MAX_DIMS];
 		bcast_strides(c, 2, dims, st);
 		uint8_t *yd = y->data;
@@ -87,8 +94,6 @@ static int gemm_run(struct exec *x, const struct node *n, struct rtensor *const 
 			for (int64_t j = 0; j < nn; j++)
 				memcpy(yd + (i * nn + j) * es, cd + (i * st[0] + j * st[1]) * es, es);
 		}
-	} else {
-		beta = 0;
 	}
 	int64_t lda, ldb;
 	int va, vb; /* a view (a folded Transpose) toggles the flag */

@@ -20,7 +20,19 @@ enum op_flag {
 				 * dies at the node, its buffer becomes the output (plan/memsim.h) */
 	OPF_INPLACE = 1u << 8,  /* output 0 is an updated copy of input 0 (a scatter's): when that input
 				 * dies at the node, the update is made in its buffer (plan/memsim.h) */
+	OPF_ADDS_TO = 1u << 9,  /* output 0 is a product added to the last input when there are 3
+				 * (Gemm's C): when that input dies at the node with output 0's bytes,
+				 * the product is added in its buffer (plan/memsim.h) */
 };
+
+/* The input whose buffer output 0 of a node of an op with these flags and n_in inputs may take
+ * when it dies there: 0 for a view or an update in place, 2 for a Gemm's C; -1 for none. */
+static inline int op_taken_input(uint32_t flags, uint32_t n_in)
+{
+	if (flags & (OPF_VIEW | OPF_INPLACE))
+		return n_in ? 0 : -1;
+	return (flags & OPF_ADDS_TO) && n_in == 3 ? 2 : -1;
+}
 
 enum op_id {
 	OP_UNKNOWN = 0,

@@ -448,9 +448,9 @@ static uint64_t lower_bound(const struct graph *g, const struct memmodel *mm, co
 			if (f->out[k] != FLAT_NONE)
 				made += mm->bytes[f->out[k]];
 		s += made + (bwd ? live + fwd_outs : 0);
-		/* a view or scatter may take its input's buffer (memsim): then the two are one */
+		/* a view, scatter or Gemm may take an input's buffer (memsim): then the two are one */
 		if (f->nflags[i] & FLAT_TAKES) { /* (such ops have an input and an output) */
-			uint32_t v0 = f->in[f->in_off[i]], o0 = f->out[f->out_off[i]];
+			uint32_t v0 = f->in[flat_taken(f, i)], o0 = f->out[f->out_off[i]];
 			if (v0 != FLAT_NONE && o0 != FLAT_NONE && !(f->vflags[v0] & FLAT_PINNED) && mm->bytes[v0] == mm->bytes[o0])
 				s -= mm->bytes[o0];
 		}

@@ -22,12 +22,13 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	}
 	for (uint32_t v = 0; v < g->n_values; v++)
 		m->bytes[v] = exec_value(shapes, g->values[v])->nbytes;
-	/* the CPU computes a scatter of 16-bit floats on float32 copies, which take no buffer */
+	/* the CPU computes a scatter or a Gemm of 16-bit floats on float32 copies, which take no buffer */
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
+		uint32_t t = m->f.nflags[i] & FLAT_TAKES_LAST ? n->n_in - 1 : 0;
 		if ((m->f.nflags[i] & FLAT_TAKES) && !(op_table[n->op].flags & OPF_VIEW) &&
-		    (!n->n_in || !n->in[0] || dtype_is_half(exec_value(shapes, n->in[0])->dtype)))
-			m->f.nflags[i] &= (uint8_t)~FLAT_TAKES;
+		    (!n->n_in || !n->in[t] || dtype_is_half(exec_value(shapes, n->in[t])->dtype)))
+			m->f.nflags[i] &= (uint8_t)~(FLAT_TAKES | FLAT_TAKES_LAST);
 	}
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		*(g->inits[i]->flags & VALUE_STATE ? &m->state : &m->params) += m->bytes[g->inits[i]->id];
@@ -152,8 +153,9 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		for (uint32_t k = o0; k < o1; k++)
 			if (f->out[k] != FLAT_NONE)
 				LIVE(f->out[k], +=);
-		/* a view or a scatter whose input dies here takes its buffer: its bytes become the output's */
-		uint32_t i0 = f->in_off[s->node], v0 = i0 < f->in_off[s->node + 1] ? f->in[i0] : FLAT_NONE;
+		/* a view, a scatter or a Gemm whose taken input dies here takes its buffer: its bytes become
+		 * the output's */
+		uint32_t i0 = flat_taken(f, s->node), v0 = i0 < f->in_off[s->node + 1] ? f->in[i0] : FLAT_NONE;
 		uint32_t taken = FLAT_NONE;
 		if ((f->nflags[s->node] & FLAT_TAKES) && v0 != FLAT_NONE && f->out[o0] != FLAT_NONE &&
 		    m->bytes[v0] == m->bytes[f->out[o0]]) {

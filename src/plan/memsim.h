@@ -5,8 +5,9 @@
  * consumer's. At node i the outputs are allocated while its inputs are still live, then the inputs
  * it read last and the outputs nobody reads are freed; a view (Reshape, Flatten, Squeeze, Unsqueeze:
  * OPF_VIEW) whose data input dies at its step takes that input's buffer instead, so its output adds
- * no bytes, as in runtimes that alias views. This is the executor's allocator's rule, so
- * the predicted peak equals the peak `graphdiet run` measures, to the byte (a test). */
+ * no bytes, as in runtimes that alias views; so do a scatter's data (OPF_INPLACE) and a Gemm's C of
+ * its output's bytes (OPF_ADDS_TO: a gradient's running sum). This is the executor's allocator's
+ * rule, so the predicted peak equals the peak `graphdiet run` measures, to the byte (a test). */
 #ifndef GD_MEMSIM_H
 #define GD_MEMSIM_H
 
