@@ -148,52 +148,48 @@ Test(gradcheck, decomposed_activations_and_layer_norm_keep_only_what_pytorch_sav
 	}
 }
 
+/* The op case of that name, differentiated (float64). */
+static struct graph *differentiated_case(const char *name)
+{
+	for (size_t i = 0; i < n_op_cases; i++)
+		if (!strcmp(op_cases[i].name, name)) {
+			struct graph *g = op_case_graph(&op_cases[i], "float64");
+			struct autodiff_opts ao = {0};
+			struct autodiff_result res;
+			struct gd_err e = {0};
+			cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", name, e.msg);
+			return g;
+		}
+	cr_assert_fail("no case '%s'", name);
+	return NULL;
+}
+
 /* A decomposition is recognized only when its constants are constants: an epsilon that is itself a
  * trained parameter gets its gradient (the ordinary rules run; gradcheck checks its value). */
 Test(gradcheck, a_trained_constant_keeps_its_gradient)
 {
-	for (size_t i = 0; i < n_op_cases; i++) {
-		if (strcmp(op_cases[i].name, "LayerNorm chain whose epsilon is trained"))
-			continue;
-		struct graph *g = op_case_graph(&op_cases[i], "float64");
-		struct autodiff_opts ao = {0};
-		struct autodiff_result res;
-		struct gd_err e = {0};
-		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
-		int found = 0;
-		for (uint32_t k = 0; k < g->n_outputs; k++)
-			found |= !strcmp(g->outputs[k]->name, "eps_grad");
-		cr_expect(found, "eps has no gradient output");
-		graph_free(g);
-		return;
-	}
-	cr_assert_fail("no such case");
+	struct graph *g = differentiated_case("LayerNorm chain whose epsilon is trained");
+	int found = 0;
+	for (uint32_t k = 0; k < g->n_outputs; k++)
+		found |= !strcmp(g->outputs[k]->name, "eps_grad");
+	cr_expect(found, "eps has no gradient output");
+	graph_free(g);
 }
 
 /* A weight's summands made by Gemms add in their C, as PyTorch adds into .grad: the shared weight's
  * gradient is the last Gemm's product, and no Add sums it (three did). gradcheck checks its value. */
 Test(gradcheck, a_shared_weights_summands_add_in_their_gemms)
 {
-	for (size_t i = 0; i < n_op_cases; i++) {
-		if (strcmp(op_cases[i].name, "Gemm shared weight"))
-			continue;
-		struct graph *g = op_case_graph(&op_cases[i], "float64");
-		struct autodiff_opts ao = {0};
-		struct autodiff_result res;
-		struct gd_err e = {0};
-		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
-		const struct value *wg = strmap_get(&g->names, "w_grad");
-		cr_assert(wg && wg->producer);
-		cr_expect(wg->producer->op == OP_GEMM && wg->producer->n_in == 3, "w_grad is made by a %s of %u inputs",
-			  wg->producer->op_type, wg->producer->n_in);
-		int adds = 0; /* the sums of w's summands are named w_grad_sum..., the last w_grad */
-		for (uint32_t k = 0; k < g->n_nodes; k++)
-			adds += g->nodes[k]->op == OP_ADD && !strncmp(g->nodes[k]->out[0]->name, "w_grad", 6);
-		cr_expect_eq(adds, 0, "%d Adds sum w's gradient", adds);
-		graph_free(g);
-		return;
-	}
-	cr_assert_fail("no such case");
+	struct graph *g = differentiated_case("Gemm shared weight");
+	const struct value *wg = strmap_get(&g->names, "w_grad");
+	cr_assert(wg && wg->producer);
+	cr_expect(wg->producer->op == OP_GEMM && wg->producer->n_in == 3, "w_grad is made by a %s of %u inputs",
+		  wg->producer->op_type, wg->producer->n_in);
+	int adds = 0; /* the sums of w's summands are named w_grad_sum..., the last w_grad */
+	for (uint32_t k = 0; k < g->n_nodes; k++)
+		adds += g->nodes[k]->op == OP_ADD && !strncmp(g->nodes[k]->out[0]->name, "w_grad", 6);
+	cr_expect_eq(adds, 0, "%d Adds sum w's gradient", adds);
+	graph_free(g);
 }
 
 /* ---- PyTorch ---- */
