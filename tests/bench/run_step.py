@@ -29,6 +29,13 @@ gives the median over the rounds (default 7) and the ratios graphdiet / peer (be
 is faster), each followed by the range of the rounds' own ratios (both timed in that round). Each
 peer starts half a second after the last one ended, when the last one's threads have stopped
 spinning.
+
+With 2 threads or more each round also times a cache line's round trip between CPUs 0 and 1
+(bench_xcore), and the last column gives the rounds' median and highest, in ns. On this project's
+virtual machine it is about 60 ns, and at times about 330 ns for minutes together, when the host
+has put the two vCPUs on different dies: then every kernel cut over the threads pays for moving
+its data (graphdiet's unrolled RNN step at 2 threads doubles, onnxruntime's ResNet step more than
+doubles), and a row timed then says so.
 """
 import os
 import subprocess
@@ -188,13 +195,14 @@ def main():
     build = argv[0] if argv else os.path.join(ROOT, "build")
     which = testdata_configs if "--testdata" in sys.argv else configs
     bench = os.path.join(build, "tests", "bench", "bench_exec")
+    xcore = os.path.join(build, "tests", "bench", "bench_xcore")
     gd = os.path.join(build, "graphdiet")
     ort_dir = os.path.join(build, "ort", "node_modules")
     have_ort = os.path.isdir(ort_dir)
     rounds = int(opt["--rounds"])
     print("| model | threads | PyTorch step s | graphdiet step s | onnxruntime step s | graphdiet / PyTorch | "
-          "graphdiet / onnxruntime |")
-    print("|---|---|---|---|---|---|---|")
+          "graphdiet / onnxruntime | core round trip ns |")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, args in which():
             if opt["--models"] and not any(name.startswith(m) for m in opt["--models"].split(",")):
@@ -216,9 +224,11 @@ def main():
             for threads in [int(t) for t in opt["--threads"].split(",")]:
                 torch_threads(threads)
                 env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), NODE_PATH=ort_dir)
-                t_torch, t_gd, t_ort = [], [], []
+                t_torch, t_gd, t_ort, trip = [], [], [], []
                 runs = inner_runs(step)
                 for _ in range(rounds):
+                    if threads > 1:
+                        trip.append(seconds([xcore], env))
                     t_torch.append(torch_median(step, runs))
                     t_gd.append(seconds([bench, train, "--repeat", str(runs), "--threads", str(threads)] +
                                         [a for f in feeds for a in ("--input", f)], env))
@@ -226,8 +236,9 @@ def main():
                         t_ort.append(seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), train,
                                               str(runs), str(threads)] + feeds, env))
                 pt, g, o = median(t_torch), median(t_gd), median(t_ort) if t_ort else float("nan")
+                rt = f"{median(trip):.0f} (max {max(trip):.0f})" if trip else ""
                 print(f"| {name} | {threads} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} {spread(t_gd, t_torch)} | "
-                      f"{g / o:.2f} {spread(t_gd, t_ort)} |", flush=True)
+                      f"{g / o:.2f} {spread(t_gd, t_ort)} | {rt} |", flush=True)
 
 
 if __name__ == "__main__":
