@@ -25,8 +25,8 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	/* the CPU computes a scatter or a Gemm of 16-bit floats on float32 copies, which take no buffer */
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
-		uint32_t t = m->f.nflags[i] & FLAT_TAKES_LAST ? n->n_in - 1 : 0;
-		if ((m->f.nflags[i] & FLAT_TAKES) && !(op_table[n->op].flags & OPF_VIEW) &&
+		int t = op_taken_input(op_table[n->op].flags, n->n_in);
+		if (t >= 0 && !(op_table[n->op].flags & OPF_VIEW) &&
 		    (!n->n_in || !n->in[t] || dtype_is_half(exec_value(shapes, n->in[t])->dtype)))
 			m->f.nflags[i] &= (uint8_t)~(FLAT_TAKES | FLAT_TAKES_LAST);
 	}
