@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
+#include "ops/sgemm.h"
 #include "ops/vmath.h"
 #include "util/pool.h"
 #include <stdio.h>
@@ -426,6 +427,76 @@ Test(vmath, accuracy_against_libm_in_double)
 	cr_expect(vm_expf(-103) > 0 && vm_expf(-103) < 1.2e-38f, "gradual underflow");
 	cr_expect(vm_erff(INFINITY) == 1 && vm_erff(-INFINITY) == -1 && vm_tanhf(-INFINITY) == -1);
 	cr_expect(vm_tanhf(0) == 0 && vm_erff(0) == 0 && vm_expf(0) == 1);
+}
+
+/* sgemm.c's kernel keeps sgemm.h's promise to the bit: every element of C is its blocks' fmaf
+ * chains over k in order, each added to beta C (0 with beta 0, C unread: it holds NaN) times
+ * alpha, whatever the transposes, the edges of its tiles and blocks (k past one block and two;
+ * m and n off whole tiles and vectors), and the part of C a call is given: each product is also run as three pieces,
+ * cut at rows and columns no tile or vector boundary falls on. The padding past each row of C is
+ * left as it was. */
+static float sg_val(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float)((double)(*s >> 11) / 9007199254740992.0 * 4 - 2);
+}
+
+Test(sgemm, every_element_is_its_blocks_fma_chains)
+{
+	if (!sgemm_usable())
+		cr_skip_test("this CPU has no AVX-512F: products run on OpenBLAS");
+	static const int64_t shapes[][3] = {{1, 1, 1}, {6, 64, 256}, {7, 65, 257}, {13, 100, 3}, {300, 70, 600},
+					    {5, 17, 1000}, {64, 513, 40}, {33, 16, 16}, {2, 1030, 5}, {3, 20, 0}};
+	static const float scale[][2] = {{1, 0}, {0.5f, 1}, {1, 0.3f}, {-2, 1}};
+	uint64_t seed = 7;
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+		for (int tr = 0; tr < 4; tr++)
+			for (size_t sc = 0; sc < sizeof scale / sizeof *scale; sc++) {
+				int ta = tr & 1, tb = tr >> 1;
+				int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+				int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 7;
+				float alpha = scale[sc][0], beta = scale[sc][1];
+				size_t na = (size_t)((ta ? k : m) * lda), nb = (size_t)((tb ? n : k) * ldb), nc = (size_t)(m * ldc);
+				float *a = malloc(na * 4), *b = malloc(nb * 4), *c0 = malloc(nc * 4), *c = malloc(nc * 4),
+				      *cut = malloc(nc * 4);
+				for (size_t i = 0; i < na; i++)
+					a[i] = sg_val(&seed);
+				for (size_t i = 0; i < nb; i++)
+					b[i] = sg_val(&seed);
+				for (size_t i = 0; i < nc; i++)
+					c0[i] = beta == 0 && (int64_t)(i % (size_t)ldc) < n ? NAN : sg_val(&seed);
+				memcpy(c, c0, nc * 4);
+				memcpy(cut, c0, nc * 4);
+				sgemm_run(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+				int64_t r0 = m / 3, q0 = n / 2 + 1 < n ? n / 2 + 1 : n; /* 100 rows: 33; 70 columns: 36 */
+				sgemm_run(ta, tb, r0, q0, k, alpha, a, lda, b, ldb, beta, cut, ldc);
+				sgemm_run(ta, tb, r0, n - q0, k, alpha, a, lda, tb ? b + q0 * ldb : b + q0, ldb, beta, cut + q0, ldc);
+				sgemm_run(ta, tb, m - r0, n, k, alpha, ta ? a + r0 : a + r0 * lda, lda, b, ldb, beta, cut + r0 * ldc,
+					  ldc);
+				int64_t wrong = 0, moved = 0;
+				for (int64_t i = 0; i < m; i++)
+					for (int64_t j = 0; j < ldc; j++) {
+						float want = c0[i * ldc + j];
+						for (int64_t p0 = 0; j < n && p0 < k; p0 += SGEMM_KC) {
+							float sum = 0;
+							for (int64_t p = p0; p < k && p < p0 + SGEMM_KC; p++)
+								sum = fmaf(a[ta ? p * lda + i : i * lda + p],
+									   b[tb ? j * ldb + p : p * ldb + j], sum);
+							want = p0 ? fmaf(alpha, sum, want)
+							     : beta == 0 ? alpha * sum
+							     : fmaf(alpha, sum, beta == 1 ? want : beta * want);
+						}
+						if (j < n && !k)
+							want = beta == 0 ? 0 : want * beta;
+						wrong += memcmp(&c[i * ldc + j], &want, 4) != 0;
+						moved += memcmp(&cut[i * ldc + j], &want, 4) != 0;
+					}
+				cr_expect(!wrong, "%s%s %lldx%lldx%lld alpha %g beta %g: %lld elements differ", ta ? "A^T " : "A ",
+					  tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k, alpha, beta, (long long)wrong);
+				cr_expect(!moved, "%lldx%lldx%lld as three pieces: %lld elements differ", (long long)m, (long long)n,
+					  (long long)k, (long long)moved);
+				free(a), free(b), free(c0), free(c), free(cut);
+			}
 }
 
 /* The same Conv in float32 and float64 on the same values (float64 always takes im2col). In
@@ -922,7 +993,8 @@ Test(exec, slice_against_the_definition)
  * row-wise normalisations) give the same bits with 1 thread as with 3, on tensors large enough to
  * be cut; the products match a float64 product.
  * With 1 thread each kernel runs its whole range in one piece, so this also checks that a piece
- * starting mid-walk finds its place. A product cut by rows runs whole in one OpenBLAS call with 1
+ * starting mid-walk finds its place. On an AVX-512 CPU the float32 products run on sgemm.c's
+ * kernel, in one piece a thread; what follows is OpenBLAS's (cut_with_kernels). A product cut by rows runs whole in one OpenBLAS call with 1
  * thread (g1: 300 rows, cut at 160 with the AVX-512 float32 kernels, at 192 with Haswell's, whose
  * sums change at a cut off a multiple of 12; mm, whose pieces are of the sizes the "direct" kernel
  * takes with beta 0). One cut by columns (g2, g3) runs whole too with the AVX-512 float32 kernels
@@ -1147,14 +1219,17 @@ static void cut_images(void)
 Test(exec, kernels_cut_over_threads_give_the_same_bits) { cut_kernels(); }
 Test(exec, image_kernels_cut_over_threads_give_the_same_bits) { cut_images(); }
 
-/* OpenBLAS picks its kernels by the CPU when this process first opens it: SkylakeX's or
- * Cooperlake's on AVX-512 CPUs, Haswell's on AVX2 ones, each summing differently at a call's edges
- * (ops/blas.c). The same cuts with each set forced where the CPU can run it. */
+/* Float32 products run on sgemm.c's kernel where the CPU has AVX-512 (the tests above), on
+ * OpenBLAS elsewhere or with GRAPHDIET_SGEMM=openblas. OpenBLAS picks its kernels by the CPU when
+ * this process first opens it: SkylakeX's or Cooperlake's on AVX-512 CPUs, Haswell's on AVX2 ones,
+ * each summing differently at a call's edges (ops/blas.c). The same cuts with each set forced
+ * where the CPU can run it, float32 products on OpenBLAS too. */
 static void cut_with_kernels(const char *core, int runs)
 {
 	if (!runs)
 		cr_skip_test("this CPU cannot run OpenBLAS's %s kernels", core);
 	setenv("OPENBLAS_CORETYPE", core, 1);
+	setenv("GRAPHDIET_SGEMM", "openblas", 1);
 	cut_kernels();
 	cut_images();
 }

@@ -1,6 +1,7 @@
 /* blas.c - see blas.h. */
 #include "blas.h"
 #include "kernel.h"
+#include "sgemm.h"
 #include "../util/pool.h"
 
 #include <dlfcn.h>
@@ -22,11 +23,14 @@ static void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOS
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cores;       /* online: the most pieces a product is cut into */
 static int wide_kernels; /* OpenBLAS's AVX-512 kernels (SkylakeX, Cooperlake): float32 cuts in columns keep the sums */
+static int own_sgemm;    /* float32 products on sgemm.c's kernel, not OpenBLAS's */
 
 static void open_blas(void)
 {
 	long c = sysconf(_SC_NPROCESSORS_ONLN);
 	cores = c < 1 ? 1 : c > POOL_MAX ? POOL_MAX : (int)c;
+	const char *pick = getenv("GRAPHDIET_SGEMM");
+	own_sgemm = sgemm_usable() && !(pick && !strcmp(pick, "openblas"));
 	/* one thread of its own: the pool's threads call it */
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -58,6 +62,7 @@ struct gemm {
 	const void *a, *b;
 	void *c;
 	int zero; /* C is zeroed piece by piece, and beta is 1 (gemm_run) */
+	int own;  /* float32 on sgemm.c's kernel (own_cut) */
 	int turn; /* B is read as A B^T's, n x k: each piece turns its rows and multiplies A B (plain_b) */
 };
 
@@ -100,7 +105,10 @@ static void gemm_piece(void *arg, uint32_t i, uint32_t w)
 	if (g->zero)
 		for (int r = 0; r < m; r++)
 			memset(c + (size_t)r * (size_t)g->ldc * sz, 0, (size_t)n * sz);
-	if (g->turn)
+	if (g->own)
+		sgemm_run(g->ta == CblasTrans, g->tb == CblasTrans, m, n, g->k, (float)g->alpha, (const float *)a, g->lda,
+			  (const float *)b, g->ldb, (float)g->beta, (float *)c, g->ldc);
+	else if (g->turn)
 		turned_sgemm(g, m, n, (const float *)a, (const float *)b, (float *)c);
 	else if (g->wide)
 		dgemm(CblasRowMajor, g->ta, g->tb, m, n, g->k, g->alpha, (const double *)a, g->lda, (const double *)b,
@@ -257,10 +265,40 @@ static void gemm_cut(struct gemm *g)
 			gemm_piece(g, (uint32_t)i, 0);
 }
 
-/* g, with B turned where that is faster (plain_b). */
+/* A float32 product on sgemm.c's kernel, whose sums are the same for any cut of C: C's longer side
+ * in one piece a thread (fewer where a piece would have under OWN_MACS multiply-adds), on whole
+ * tiles' rows or whole vectors' columns. Each piece packs the other operand itself. */
+#define OWN_MACS (1 << 17) /* about 1.5 us at 170 GFLOP/s */
+static void own_cut(struct gemm *g)
+{
+	g->own = 1;
+	g->by_rows = g->m >= g->n;
+	int side = g->by_rows ? g->m : g->n, align = g->by_rows ? SGEMM_MR : 16;
+	double macs = (double)g->m * g->n * g->k;
+	int pieces = pool_threads();
+	if (pieces > macs / OWN_MACS)
+		pieces = (int)(macs / OWN_MACS);
+	if (pieces > (side + align - 1) / align)
+		pieces = (side + align - 1) / align;
+	if (pieces < 2) {
+		g->step = side;
+		g->pieces = 1;
+		gemm_piece(g, 0, 0);
+		return;
+	}
+	g->step = ((side + pieces - 1) / pieces + align - 1) / align * align;
+	g->pieces = (side + g->step - 1) / g->step;
+	pool_for((uint32_t)g->pieces, gemm_piece, g);
+}
+
+/* g on sgemm.c's kernel, or OpenBLAS's with B turned where that is faster (plain_b). */
 static void gemm_run(struct gemm *g)
 {
 	pthread_once(&once, open_blas);
+	if (own_sgemm && !g->wide) {
+		own_cut(g);
+		return;
+	}
 	plain_b(g);
 	gemm_cut(g);
 }

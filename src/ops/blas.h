@@ -1,4 +1,5 @@
-/* blas.h - OpenBLAS's GEMMs, the CPU kernels' one use of BLAS, opened on first use.
+/* blas.h - the CPU kernels' GEMMs: float32 on sgemm.c's kernel where the CPU has AVX-512 (unless
+ * GRAPHDIET_SGEMM=openblas), the rest on OpenBLAS, opened on first use.
  *
  * Linked, OpenBLAS would be loaded and its threads started by every graphdiet process: about 4 ms
  * at each start, and threads that spin on the second core for the first tenth of a second, while
