@@ -432,9 +432,10 @@ Test(vmath, accuracy_against_libm_in_double)
 /* sgemm.c's kernel keeps sgemm.h's promise to the bit: every element of C is its blocks' fmaf
  * chains over k in order, each added to beta C (0 with beta 0, C unread: it holds NaN) times
  * alpha, whatever the transposes, the edges of its tiles and blocks (k past one block and two;
- * m and n off whole tiles and vectors), and the part of C a call is given: each product is also run as three pieces,
- * cut at rows and columns no tile or vector boundary falls on. The padding past each row of C is
- * left as it was. */
+ * m and n off whole tiles and vectors; narrow products, n up to 64, whose tiles sum up to 8
+ * blocks side by side, past spans of 8), and the part of C a call is given: each product is also
+ * run as three pieces, cut at rows and columns no tile or vector boundary falls on. The padding
+ * past each row of C is left as it was. */
 static float sg_val(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -446,7 +447,8 @@ Test(sgemm, every_element_is_its_blocks_fma_chains)
 	if (!sgemm_usable())
 		cr_skip_test("this CPU has no AVX-512F: products run on OpenBLAS");
 	static const int64_t shapes[][3] = {{1, 1, 1}, {6, 64, 256}, {7, 65, 257}, {13, 100, 3}, {300, 70, 600},
-					    {5, 17, 1000}, {64, 513, 40}, {33, 16, 16}, {2, 1030, 5}, {3, 20, 0}};
+					    {5, 17, 1000}, {64, 513, 40}, {33, 16, 16}, {2, 1030, 5}, {3, 20, 0},
+					    {16, 8, 4100}, {3, 30, 2100}};
 	static const float scale[][2] = {{1, 0}, {0.5f, 1}, {1, 0.3f}, {-2, 1}};
 	uint64_t seed = 7;
 	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
