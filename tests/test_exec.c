@@ -10,6 +10,7 @@
 #include "ops/sgemm.h"
 #include "ops/vmath.h"
 #include "util/pool.h"
+#include "util/xalloc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,8 +435,8 @@ Test(vmath, accuracy_against_libm_in_double)
  * alpha, whatever the transposes, the edges of its tiles and blocks (k past one block and two;
  * m and n off whole tiles and vectors; narrow products, n up to 64, whose tiles sum up to 8
  * blocks side by side, past spans of 8), and the part of C a call is given: each product is also
- * run as three pieces, cut at rows and columns no tile or vector boundary falls on. The padding
- * past each row of C is left as it was. */
+ * run as three pieces, cut at rows and columns no tile or vector boundary falls on, and once with
+ * no memory for its packed panels. The padding past each row of C is left as it was. */
 static float sg_val(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -449,7 +450,7 @@ Test(sgemm, every_element_is_its_blocks_fma_chains)
 	static const int64_t shapes[][3] = {{1, 1, 1}, {6, 64, 256}, {7, 65, 257}, {13, 100, 3}, {300, 70, 600},
 					    {5, 17, 1000}, {64, 513, 40}, {33, 16, 16}, {2, 1030, 5}, {3, 20, 0},
 					    {16, 8, 4100}, {3, 30, 2100}};
-	static const float scale[][2] = {{1, 0}, {0.5f, 1}, {1, 0.3f}, {-2, 1}};
+	static const float scale[][2] = {{1, 0}, {0.5f, 1}, {1, 0.3f}, {-2, 1}, {-0.75f, 0}};
 	uint64_t seed = 7;
 	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
 		for (int tr = 0; tr < 4; tr++)
@@ -475,6 +476,14 @@ Test(sgemm, every_element_is_its_blocks_fma_chains)
 				sgemm_run(ta, tb, r0, n - q0, k, alpha, a, lda, tb ? b + q0 * ldb : b + q0, ldb, beta, cut + q0, ldc);
 				sgemm_run(ta, tb, m - r0, n, k, alpha, ta ? a + r0 : a + r0 * lda, lda, b, ldb, beta, cut + r0 * ldc,
 					  ldc);
+				float *starved = malloc(nc * 4); /* no memory for the packed panels: the same sums */
+				memcpy(starved, c0, nc * 4);
+				xalloc_fail_after(0);
+				sgemm_run(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, starved, ldc);
+				xalloc_fail_after(-1);
+				cr_expect(!memcmp(starved, c, nc * 4), "%lldx%lldx%lld without memory: the bits differ",
+					  (long long)m, (long long)n, (long long)k);
+				free(starved);
 				int64_t wrong = 0, moved = 0;
 				for (int64_t i = 0; i < m; i++)
 					for (int64_t j = 0; j < ldc; j++) {

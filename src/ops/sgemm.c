@@ -16,16 +16,22 @@
  * Edges are tiles of fewer rows (the tile is compiled for each of 1 to 6) and of fewer vectors,
  * the last one masked on C.
  *
+ * An operand that packing would serve once or twice is read in place: A when C is one panel of
+ * columns (a narrow product: n up to 64), B (not B^T) when C has two micro-panels of rows at most.
+ * A narrow product's tile may have few accumulators (a Conv weight gradient's 16 x 8 from 17424
+ * pixels: 6 rows by a half-empty vector), whose FMA chains would wait on each other, so it runs
+ * several blocks of k at once in chains of their own, added to C in block order afterwards.
+ *
  * On this project's Zen 5 machine the FMA units run 512-bit vectors at twice the rate of 256-bit
  * ones (264 against 131 GFLOP/s a core), while OpenBLAS 0.3.21 runs its Haswell kernels there
  * (it predates the CPU; OPENBLAS_CORETYPE says so): 94-104 GFLOP/s on the products of a training
  * step. bench_gemm measures this kernel against one OpenBLAS call on the same shapes. */
 #include "sgemm.h"
 #include "simd.h"
+#include "../util/xalloc.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdint.h>
 
 #ifdef SIMD_X86
 
@@ -34,10 +40,9 @@
 #define KC SGEMM_KC /* A's micro-panel, 6 KiB, in L1 */
 #define NC 512 /* columns a block: B's block, KC x NC floats (512 KiB), in L2 */
 #define GROUPS 8 /* blocks of k a narrow tile sums side by side, at most */
-#define SPAN (GROUPS * KC) /* k a narrow product packs of B at a time: its B, SPAN x 64 floats, fits KC x NC */
-/* A tile of mr x nv vectors has mr nv chains of FMAs; below 12 they wait on each other (each FMA
- * on the last), so a narrow product's tile runs that many blocks of k at once, in chains of their
- * own, added to C in order as one block after the other would be: the same sums, sooner. */
+#define SPAN (GROUPS * KC) /* k a narrow product packs of B at a time: SPAN x 64 floats, as KC x NC */
+/* Blocks a narrow tile of R rows by V vectors runs at once: R V chains of FMAs, fewer than 12
+ * keep the FMA units waiting on their latency, so as many blocks as make 24 chains (8 at most) */
 #define TILE_GROUPS(R, V) ((R) * (V) > 12 ? 1 : 24 / ((R) * (V)) > GROUPS ? GROUPS : 24 / ((R) * (V)))
 #define TARGET SIMD_TARGET
 
@@ -289,8 +294,9 @@ void sgemm_run(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, con
 	int64_t kc = k < KC ? k : KC, nc = direct_b(tb, m) ? 0 : n < NC ? (n + 15) / 16 * 16 : NC;
 	if (direct_a(n))
 		kc = k < SPAN ? k : SPAN;
-	float *bp = aligned_alloc(64, (size_t)(kc * nc + MR * kc + 16) * sizeof(float));
-	if (!bp) { /* a few hundred KiB: the same sums, one element at a time */
+	char *raw = xmalloc((size_t)(kc * nc + MR * kc + 16) * sizeof(float) + 63);
+	float *bp = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63); /* the tiles load whole lines of it */
+	if (!raw) { /* a few hundred KiB: the same sums, one element at a time */
 		for (int64_t i = 0; i < m; i++)
 			for (int64_t j = 0; j < n; j++) {
 				float y = c[i * ldc + j];
@@ -305,7 +311,7 @@ void sgemm_run(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, con
 		return;
 	}
 	run(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bp, bp + kc * nc);
-	free(bp);
+	xfree(raw);
 }
 
 #else
