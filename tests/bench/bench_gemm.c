@@ -2,10 +2,12 @@
  *
  *   bench_gemm [--repeat N]
  *
- * For each shape: one OpenBLAS sgemm call (the ceiling; ops/blas.h opens it), then the same work as
+ * For each shape: one OpenBLAS sgemm call (the peer; ops/blas.h opens it), then the same work as
  * one graphdiet node (MatMul, Gemm with bias, a 3x3 Conv) run by the executor. Prints a Markdown
  * table of GFLOP/s (best of N) and the ratio. One thread: graphdiet runs OpenBLAS at one thread
- * and cuts products over its own threads (--threads), which run_step.py measures. */
+ * and cuts products over its own threads (--threads), which run_step.py measures. On a CPU with
+ * AVX-512 graphdiet's float32 products run on its own kernel (ops/sgemm.h), and the ratio is that
+ * kernel's rate over OpenBLAS's; GRAPHDIET_SGEMM=openblas puts them back on OpenBLAS. */
 #include "exec/exec.h"
 #include "io/yaml.h"
 
