@@ -203,9 +203,9 @@ static void fetch_a(int ta, const float *a, int64_t lda, int64_t i0, int mr, int
 }
 
 /* Where a packed operand would be read once or twice, it is read in place instead: A when C has
- * one panel of columns (a Conv weight gradient's 8 x 27 from 16384 pixels: packing A cost as much
- * as its tiles), B (not B^T) when C has two micro-panels of rows at most (the same Conv's forward
- * product, 8 x 16384 from 27). */
+ * one panel of columns (a Conv weight gradient's 16 x 8 from 17424 pixels, whose A is read by one
+ * tile a block), B (not B^T) when C has two micro-panels of rows at most (a Conv's per-tap
+ * products, 8 x 4224 from 16 channels). unet's step at 1 thread: 5.3 -> 4.3 ms. */
 static int direct_a(int64_t n)
 {
 	return n <= NR;
