@@ -11,6 +11,7 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -461,12 +462,14 @@ Test(bgwrite, chunks_arrive_in_order_and_errors_are_kept)
 }
 
 /* pool_for calls each index once, each with a thread number below pool_threads(), over several
- * threads when there are several (a call waits for a piece another thread is held in), and the
- * caller only when there is one; back to back calls and a nested call (run by its caller) too. */
+ * threads when there are several (the first index to run holds its thread until another index
+ * has run: the others must go to another thread), and the caller only when there is one; back
+ * to back calls and a nested call (run by its caller) too. */
 struct pool_probe {
 	_Atomic int calls[1000];
 	_Atomic int by[POOL_MAX];
-	_Atomic int gate; /* index 0 waits until another index has run: a second thread exists */
+	_Atomic int first; /* an index has started */
+	_Atomic int gate;  /* an index other than the first has run */
 	int nested;
 };
 
@@ -482,10 +485,10 @@ static void probe(void *arg, uint32_t i, uint32_t w)
 	struct pool_probe *p = arg;
 	p->calls[i]++;
 	p->by[w]++;
-	if (pool_threads() > 1 && i == 0)
+	if (pool_threads() > 1 && !atomic_exchange(&p->first, 1))
 		for (long k = 0; k < 2000000000L && !p->gate; k++)
 			;
-	if (i != 0)
+	else
 		p->gate = 1;
 	if (p->nested && i == 1)
 		pool_for(3, probe_inner, p);
