@@ -147,7 +147,7 @@ static TARGET void pack_block(const struct direct *d, int64_t blk, float *p, int
 		for (int64_t c = clo; c < chi; c++)
 			for (int64_t t0 = 0; t0 < kk; t0 += 16) {
 				int64_t n = kk - t0 < 16 ? kk - t0 : 16;
-				__mmask16 mask = (__mmask16)((1u << n) - 1);
+				__mmask16 mask = simd_lanes(n);
 				__m512 v[16];
 				for (int i = 0; i < 16; i++) {
 					int64_t l = mb + l0 + i;

@@ -155,10 +155,10 @@ static SIMD_TARGET void turn_avx512(const float *in, int64_t sb, float *out, int
 {
 	for (int64_t i0 = 0; i0 < na; i0 += 16) {
 		int64_t ni = na - i0 < 16 ? na - i0 : 16;
-		__mmask16 mi = (__mmask16)((1u << ni) - 1);
+		__mmask16 mi = simd_lanes(ni);
 		for (int64_t c0 = 0; c0 < nc; c0 += 16) {
 			int64_t m = nc - c0 < 16 ? nc - c0 : 16;
-			__mmask16 mc = (__mmask16)((1u << m) - 1);
+			__mmask16 mc = simd_lanes(m);
 			__m512 v[16];
 			for (int64_t k = 0; k < 16; k++)
 				v[k] = k < m ? _mm512_maskz_loadu_ps(mi, in + i0 + (c0 + k) * sb) : _mm512_setzero_ps();

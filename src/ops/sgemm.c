@@ -48,6 +48,12 @@
 
 enum from { FROM_ZERO, FROM_C, FROM_BETA_C }; /* what a block's sums are added to */
 
+/* The block of k from p on: the first adds to beta C (to nothing when beta is 0), the rest to C. */
+static enum from block_from(int64_t p, float beta)
+{
+	return p ? FROM_C : beta == 0 ? FROM_ZERO : beta == 1 ? FROM_C : FROM_BETA_C;
+}
+
 /* The tile: C's mr rows by nv vectors (the last masked by last) get alpha times the sums over kc
  * of A's column times B's row, added to 0, C or beta C. A's element (r, k) is ap[k mr + r] in a
  * packed micro-panel, ap[k ak + r ar] read in place (direct); B's row k is at bp + k bk, whole
@@ -127,11 +133,6 @@ static TARGET void any_tile(int mr, int nv, int direct, int groups, int64_t kc, 
 	}
 }
 
-static inline __mmask16 lanes(int64_t n)
-{
-	return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
-}
-
 /* op(B)'s block, rows [p0, p0 + kc) and columns [j0, j0 + nc), into panels of NR columns at
  * bp + panel kc NR, each kc x (its width rounded up to a vector), zeros past the block. B^T's are
  * turned 16 x 16 in registers. */
@@ -146,14 +147,14 @@ static TARGET void pack_b(int tb, const float *b, int64_t ldb, int64_t p0, int64
 				const float *src = b + (p0 + k) * ldb + j0 + jp;
 				for (int64_t v = 0; v < nv; v++)
 					_mm512_store_ps(dst + (k * nv + v) * 16,
-							_mm512_maskz_loadu_ps(lanes(w - 16 * v), src + 16 * v));
+							_mm512_maskz_loadu_ps(simd_lanes(w - 16 * v), src + 16 * v));
 			}
 			continue;
 		}
 		for (int64_t v = 0; v < nv; v++)
 			for (int64_t k0 = 0; k0 < kc; k0 += 16) {
 				__m512 t[16];
-				__mmask16 km = lanes(kc - k0);
+				__mmask16 km = simd_lanes(kc - k0);
 				for (int64_t j = 0; j < 16; j++)
 					t[j] = 16 * v + j < w ? _mm512_maskz_loadu_ps(km, b + (j0 + jp + 16 * v + j) * ldb + p0 + k0)
 							      : _mm512_setzero_ps();
@@ -169,7 +170,7 @@ static TARGET void pack_b(int tb, const float *b, int64_t ldb, int64_t p0, int64
  * transformer's step). */
 static TARGET void pack_a(int ta, const float *a, int64_t lda, int64_t i0, int mr, int64_t p0, int64_t kc, float *ap)
 {
-	__mmask16 rows = lanes(mr);
+	__mmask16 rows = simd_lanes(mr);
 	if (ta) {
 		for (int64_t k = 0; k < kc; k++)
 			_mm512_mask_storeu_ps(ap + k * mr, rows, _mm512_maskz_loadu_ps(rows, a + (p0 + k) * lda + i0));
@@ -177,7 +178,7 @@ static TARGET void pack_a(int ta, const float *a, int64_t lda, int64_t i0, int m
 	}
 	for (int64_t k0 = 0; k0 < kc; k0 += 16) {
 		__m512 t[16];
-		__mmask16 km = lanes(kc - k0);
+		__mmask16 km = simd_lanes(kc - k0);
 		for (int r = 0; r < 16; r++)
 			t[r] = r < mr ? _mm512_maskz_loadu_ps(km, a + (i0 + r) * lda + p0 + k0) : _mm512_setzero_ps();
 		simd_transpose16(t);
@@ -222,7 +223,7 @@ static TARGET void narrow(int ta, int tb, int64_t m, int64_t n, int64_t k, float
 			  const float *b, int64_t ldb, float beta, float *c, int64_t ldc, float *bp)
 {
 	int nv = (int)((n + 15) / 16), db = direct_b(tb, m);
-	__mmask16 last = lanes(n - 16 * (nv - 1));
+	__mmask16 last = simd_lanes(n - 16 * (nv - 1));
 	for (int64_t pc = 0; pc < k; pc += SPAN) {
 		int64_t span = k - pc < SPAN ? k - pc : SPAN;
 		if (!db)
@@ -231,7 +232,7 @@ static TARGET void narrow(int ta, int tb, int64_t m, int64_t n, int64_t k, float
 			int mr = m - ic < MR ? (int)(m - ic) : MR, groups = TILE_GROUPS(mr, nv);
 			for (int64_t q = 0; q < span;) {
 				int64_t p = pc + q, kc = span - q < KC ? span - q : KC;
-				enum from from = p ? FROM_C : beta == 0 ? FROM_ZERO : beta == 1 ? FROM_C : FROM_BETA_C;
+				enum from from = block_from(p, beta);
 				int g = groups > 1 && span - q >= groups * KC ? groups : 1;
 				any_tile(mr, nv, 1, g, kc, ta ? a + p * lda + ic : a + ic * lda + p, ta ? lda : 1, ta ? 1 : lda,
 					 db ? b + p * ldb : bp + q * nv * 16, db ? ldb : nv * 16, c + ic * ldc, ldc, last, from,
@@ -254,7 +255,7 @@ static TARGET void run(int ta, int tb, int64_t m, int64_t n, int64_t k, float al
 		int64_t nc = n - jc < NC ? n - jc : NC;
 		for (int64_t pc = 0; pc < k; pc += KC) {
 			int64_t kc = k - pc < KC ? k - pc : KC;
-			enum from from = pc ? FROM_C : beta == 0 ? FROM_ZERO : beta == 1 ? FROM_C : FROM_BETA_C;
+			enum from from = block_from(pc, beta);
 			if (!db)
 				pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
 			for (int64_t ic = 0; ic < m; ic += MR) {
@@ -266,7 +267,7 @@ static TARGET void run(int ta, int tb, int64_t m, int64_t n, int64_t k, float al
 					int64_t w = nc - jp < NR ? nc - jp : NR;
 					int nv = (int)((w + 15) / 16);
 					any_tile(mr, nv, 0, 1, kc, ap, 0, 0, db ? b + pc * ldb + jc + jp : bp + jp * kc,
-						 db ? ldb : nv * 16, c + ic * ldc + jc + jp, ldc, lanes(w - 16 * (nv - 1)), from,
+						 db ? ldb : nv * 16, c + ic * ldc + jc + jp, ldc, simd_lanes(w - 16 * (nv - 1)), from,
 						 alpha, beta);
 				}
 			}

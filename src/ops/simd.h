@@ -8,6 +8,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SIMD_X86 1
 #include <immintrin.h>
+#include <stdint.h>
 
 #define SIMD_TARGET __attribute__((target("avx512f")))
 
@@ -17,6 +18,12 @@ static inline int simd_avx512(void)
 	if (known < 0)
 		known = __builtin_cpu_supports("avx512f") != 0;
 	return known;
+}
+
+/* The first n lanes of 16 (n from 1; all of them from 16 on). */
+static inline __mmask16 simd_lanes(int64_t n)
+{
+	return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
 }
 
 /* a[i] (i < 16) becomes the vector of every a's element i: 32-bit, then 64-bit interleaves
