@@ -1540,6 +1540,28 @@ Test(cli, verify_gradcheck_uses_finite_differences)
 	run_free(&r);
 }
 
+/* A causal mask exported as a float initializer holds -inf: --gradcheck leaves its infinite
+ * entries out of the directions (theta + h d at -inf is -inf - -inf = NaN when differenced, and
+ * |theta| was infinite, so h was too: every direction read NaN and the right gradients DIFFERED). */
+Test(cli, verify_gradcheck_leaves_infinite_entries_alone)
+{
+	char m[600], t[600];
+	write_text(m, sizeof m, "masked.yaml",
+		   "graphdiet: 1\nopset: 17\nparams:\n  - {name: w, dtype: float32, shape: [4], init: {dist: normal, seed: 5}}\n"
+		   "  - {name: mask, dtype: float32, shape: [4], data: [0.0, -.inf, 0.0, -.inf]}\n"
+		   "nodes:\n  - {op: Add, inputs: [w, mask], outputs: [s]}\n  - {op: Softmax, inputs: [s], outputs: [p]}\n"
+		   "  - {op: Mul, inputs: [p, w], outputs: [q]}\n"
+		   "  - {op: ReduceSum, inputs: [q], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	snprintf(t, sizeof t, "%s/masked_train.onnx", tmpdir());
+	struct run_result r = gd("train", m, "-o", t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", m, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 3 outputs compared") && !strstr(r.out, "nan"), "%s", r.out);
+	run_free(&r);
+}
+
 /* verify --against DIR checks a training graph with another tool's gradients (PyTorch's, saved
  * by testdata/gen_models.py), not graphdiet's own autodiff: the MLP's match; a gradient changed
  * by one part in a thousand DIFFERS, one removed from DIR is MISSING (exit 1), and an input DIR
