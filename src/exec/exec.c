@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "../io/tensor.h"
+#include "../ir/symdim.h"
 #include "../ops/kernel.h"
 #include "../util/philox.h"
 #include "../util/progress.h"
@@ -13,6 +14,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
@@ -56,6 +58,7 @@ struct exec {
 	struct strmap given;  /* the caller's inputs: name -> its tensor (the first of a name) */
 	int64_t next_probe;
 	int64_t probe_values[64];
+	const char *probe_syms[64]; /* their symbols (NULL: a dim with no name) */
 	struct rtensor **args; /* run_nodes' in and out pointers, sized for the graph's widest node */
 	struct rtensor *absent; /* stand-ins for its absent outputs */
 	uint32_t max_in;
@@ -116,6 +119,76 @@ int exec_dim_symbolic(const struct exec *x, int64_t d)
 	return 0;
 }
 
+/* d as k*p + r (k in [1, 4096], |r| < 1024) for the stand-in or product of two stand-ins p that
+ * leaves the smallest remainder; stand-ins are primes above 10007, so an affine form over one
+ * symbol, or a product of two, decodes exactly (symdim.h). */
+int exec_dim_expr(const struct exec *x, int64_t d, struct symdim *out)
+{
+	int np = (int)(x->next_probe < 64 ? x->next_probe : 64);
+	int64_t best_r = 1024;
+	int found = 0;
+	for (int i = 0; i < np && d > 0; i++)
+		for (int j = i - 1; j < np; j++) { /* j = i - 1: the stand-in of i alone */
+			int alone = j == i - 1;
+			int64_t p = x->probe_values[i], q = alone ? 1 : x->probe_values[j], pq;
+			if (!x->probe_syms[i] || (!alone && !x->probe_syms[j]) || __builtin_mul_overflow(p, q, &pq))
+				continue;
+			int64_t k = (d + pq / 2) / pq, r = d - k * pq;
+			if (k < 1 || k > 4096 || (r < 0 ? -r : r) >= best_r)
+				continue;
+			best_r = r < 0 ? -r : r;
+			found = 1;
+			*out = (struct symdim){.c = r, .n = 1};
+			out->t[0] = (struct symdim_term){.k = k, .a = alone ? x->probe_syms[i] : x->probe_syms[j],
+							 .b = alone ? NULL : x->probe_syms[i]};
+		}
+	return found;
+}
+
+/* Rewrites, in a probing run's message, every number that derives from stand-ins as its
+ * expression: "dimension 2: 64 vs 10009" becomes "dimension 2: 64 vs seq". */
+static void name_stand_ins(const struct exec *x, char *msg, size_t size)
+{
+	char out[sizeof x->e->msg];
+	size_t k = 0;
+	for (const char *p = msg; *p && k + 1 < sizeof out;) {
+		struct symdim d;
+		char *end;
+		if (*p >= '0' && *p <= '9' && (p == msg || !strchr("0123456789._'", p[-1]))) {
+			long long v = strtoll(p, &end, 10);
+			if (v >= 10007 && exec_dim_expr(x, v, &d)) {
+				char e[128];
+				symdim_str(&d, e, sizeof e);
+				k += (size_t)snprintf(out + k, sizeof out - k, "%s", e);
+				p = end;
+				continue;
+			}
+			while (p < end && k + 1 < sizeof out)
+				out[k++] = *p++;
+			continue;
+		}
+		out[k++] = *p++;
+	}
+	out[k < sizeof out ? k : sizeof out - 1] = 0;
+	snprintf(msg, size, "%s", out);
+}
+
+int exec_assume(struct exec *x, int64_t d, int64_t limit, const struct value *buffer)
+{
+	struct symdim s;
+	char expr[128];
+	if (!exec_dim_expr(x, d, &s))
+		return 0;
+	/* the buffer a chain of Slices (bias[:, :, :T, :T] may be two) reads */
+	while (buffer && buffer->producer && buffer->producer->op == OP_SLICE && buffer->producer->n_in)
+		buffer = buffer->producer->in[0];
+	const struct node *n = x->cur;
+	if (symdim_assume(x->g, symdim_str(&s, expr, sizeof expr), limit, n ? node_base_name(n) : NULL,
+			  buffer ? buffer->name : NULL))
+		return err_oom(x->e);
+	return 0;
+}
+
 struct comm *exec_comm(const struct exec *x)
 {
 	return x->o->comm;
@@ -167,6 +240,8 @@ int exec_fail(struct exec *x, const char *fmt, ...)
 	int first = !x->e->code;
 	int rc = err_vat(x->e, x->cur ? node_desc(x->cur, d, sizeof d) : NULL, fmt, ap);
 	va_end(ap);
+	if (first && x->next_probe)
+		name_stand_ins(x, x->e->msg, sizeof x->e->msg);
 	x->e->at_run |= first;
 	return rc;
 }
@@ -485,8 +560,10 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 			static const int64_t more[] = {20011, 20021, 20023, 20029, 20047, 20051, 20063, 20071};
 			int64_t k = x->next_probe++;
 			probe = k < 8 ? primes[k] : k < 16 ? more[k - 8] : 30011 + 2 * k; /* (beyond 16: odd, distinct) */
-			if (k < 64)
+			if (k < 64) {
 				x->probe_values[k] = probe;
+				x->probe_syms[k] = sym;
+			}
 			if (sym && strmap_put(&x->probes, sym, (void *)(intptr_t)probe))
 				return err_oom(x->e);
 		}
@@ -1404,6 +1481,49 @@ static int run_nodes(struct exec *x)
 	return 0;
 }
 
+/* The recorded assumptions (symdim.h) against the symbols' values: --dim's, and those the inputs'
+ * bound shapes give their declared names. */
+static int check_assumptions(struct exec *x)
+{
+	const struct graph *g = x->g;
+	if (!g->model || !model_meta(g, SYMDIM_META_KEY))
+		return 0;
+	const char *names[64];
+	int64_t values[64];
+	size_t n = 0;
+	for (size_t k = 0; k < x->o->n_dims && n < 64; k++, n++) {
+		names[n] = x->o->dims[k].name;
+		values[n] = x->o->dims[k].value;
+	}
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct value *v = g->inputs[i];
+		const struct rtensor *t = &x->v[v->id];
+		for (uint32_t k = 0; t->known && v->type.has_shape && k < v->type.ndim && (int)k < t->ndim && n < 64; k++)
+			if (v->type.dims[k].kind == DIM_PARAM && v->type.dims[k].param) {
+				names[n] = v->type.dims[k].param;
+				values[n++] = t->dims[k];
+			}
+	}
+	return symdim_check(g, names, values, n, x->e);
+}
+
+int exec_record_assumptions(struct graph *g)
+{
+	int sym = 0, slices = 0;
+	for (uint32_t i = 0; i < g->n_inputs && !sym; i++)
+		for (uint32_t k = 0; g->inputs[i]->type.has_shape && k < g->inputs[i]->type.ndim; k++)
+			sym |= g->inputs[i]->type.dims[k].kind == DIM_PARAM;
+	for (uint32_t i = 0; i < g->n_nodes && !slices; i++)
+		slices = g->nodes[i]->op == OP_SLICE;
+	if (!sym || !slices)
+		return 0;
+	struct gd_err e = {0};
+	struct exec_opts o = {.shapes_only = 1, .probe_unbound = 1};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	exec_free(x);
+	return e.code == GD_EINTERNAL ? -1 : 0; /* (a graph shapes cannot be inferred for fails later) */
+}
+
 struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_stats *st, struct gd_err *e)
 {
 	/* Tensors come and go at every node: let glibc reuse freed heap memory for them instead of
@@ -1479,6 +1599,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		if (!v->init) /* an initializer listed as an input has its data already */
 			rc = bind_input(x, v, &x->v[v->id]);
 	}
+	if (!rc && !o->probe_unbound)
+		rc = check_assumptions(x);
 	if (x->be && o->shapes_only && !rc)
 		rc = err_set(e, GD_EINTERNAL, "shape inference runs on the CPU, not on %s", x->be->name);
 	for (uint32_t i = 0; x->be && i < g->n_values && !rc; i++) /* inputs and initializers */

@@ -543,16 +543,30 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 		st[i] = 1;
 		dims[i] = a->dims[i];
 	}
+	int open = 0;
 	for (int k = 0; k < ns; k++) {
 		int ax;
 		if (norm_axis(x, na ? axes[k] : k, a->ndim, &ax))
 			return exec_status(x);
-		int64_t s = nst ? steps[k] : 1;
+		int64_t s = nst ? steps[k] : 1, d = a->dims[ax];
 		if (s == 0)
 			return exec_fail(x, "a step of 0");
-		slice_bounds(a->dims[ax], starts[k], ends[k], s, &b[ax], &dims[ax]);
 		st[ax] = s;
+		/* a fixed buffer sliced [:T] by a symbolic T: the slice is T long, assuming T <= d, which
+		 * is recorded (symdim.h), rather than clamped to d */
+		if (s == 1 && starts[k] >= 0 && starts[k] < d && ends[k] > d && ends[k] < (int64_t)1 << 40 &&
+		    !exec_dim_symbolic(x, d) && exec_dim_symbolic(x, ends[k])) {
+			b[ax] = starts[k];
+			dims[ax] = ends[k] - starts[k];
+			open = 1;
+			if (exec_assume(x, ends[k], d, n->in[0]))
+				return exec_status(x);
+			continue;
+		}
+		slice_bounds(d, starts[k], ends[k], s, &b[ax], &dims[ax]);
 	}
+	if (open) /* (its shape only: the data is not there to copy) */
+		return exec_shape(x, out[0], a->dtype, a->ndim, dims);
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
