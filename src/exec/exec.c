@@ -519,6 +519,49 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The caller's data for v, or NULL (an initializer's overrides its own: a state's next value). */
+static const struct rtensor *given(const struct exec *x, const struct value *v)
+{
+	return strmap_get(&x->given, v->name);
+}
+
+static int bound_by_dim(const struct exec *x, const char *sym)
+{
+	for (size_t k = 0; k < x->o->n_dims; k++)
+		if (!strcmp(x->o->dims[k].name, sym))
+			return 1;
+	return 0;
+}
+
+/* "graph input 'x': symbolic dimension 'batch' is not bound; use --dim batch=N", naming every
+ * symbol of the graph's inputs that is unbound (v's sym first), so one try tells them all. */
+static int unbound(struct exec *x, const struct value *v, const char *sym)
+{
+	const char *said[16] = {sym};
+	int n = 1;
+	for (uint32_t i = 0; i < x->g->n_inputs; i++) {
+		const struct ttype *t = &x->g->inputs[i]->type;
+		for (uint32_t k = 0; t->has_shape && k < t->ndim && n < 16; k++) {
+			const char *s = t->dims[k].kind == DIM_PARAM ? t->dims[k].param : NULL;
+			int j = 0;
+			while (s && j < n && strcmp(said[j], s))
+				j++;
+			if (s && j == n && !bound_by_dim(x, s) && !given(x, x->g->inputs[i]))
+				said[n++] = s;
+		}
+	}
+	char names[512] = "", use[512] = "";
+	size_t a = 0, b = 0;
+	for (int j = 0; j < n; j++) {
+		if (a < sizeof names)
+			a += (size_t)snprintf(names + a, sizeof names - a, "%s'%s'", j ? ", " : "", said[j]);
+		if (b < sizeof use)
+			b += (size_t)snprintf(use + b, sizeof use - b, "%s--dim %s=N", j ? " " : "", said[j]);
+	}
+	return err_set(x->e, GD_EINPUT, "graph input '%s': symbolic dimension%s %s %s not bound; use %s", v->name,
+		       n > 1 ? "s" : "", names, n > 1 ? "are" : "is", use);
+}
+
 /* A graph input's shape: its declared dims, symbolic ones bound by --dim or given stand-ins. */
 static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int *ndim)
 {
@@ -548,8 +591,7 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 			continue;
 		}
 		if (!x->o->probe_unbound && sym)
-			return err_set(x->e, GD_EINPUT, "graph input '%s': symbolic dimension '%s' is not bound; use --dim %s=N",
-				       v->name, sym, sym);
+			return unbound(x, v, sym);
 		if (!x->o->probe_unbound)
 			return err_set(x->e, GD_EINPUT, "graph input '%s': dimension %u is unknown; give the input's data",
 				       v->name, i);
@@ -572,11 +614,6 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 	return 0;
 }
 
-/* The caller's data for v, or NULL (an initializer's overrides its own: a state's next value). */
-static const struct rtensor *given(const struct exec *x, const struct value *v)
-{
-	return strmap_get(&x->given, v->name);
-}
 
 
 /* The size of a known dimension of v: an initializer's, a static one its type declares, or one
@@ -1505,6 +1542,19 @@ static int check_assumptions(struct exec *x)
 			}
 	}
 	return symdim_check(g, names, values, n, x->e);
+}
+
+int exec_check_bindings(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e)
+{
+	const char *names[64];
+	int64_t values[64];
+	if (exec_record_assumptions(g))
+		return err_oom(e);
+	for (size_t k = 0; k < n && k < 64; k++) {
+		names[k] = b[k].name;
+		values[k] = b[k].value;
+	}
+	return symdim_check(g, names, values, n < 64 ? n : 64, e);
 }
 
 int exec_record_assumptions(struct graph *g)

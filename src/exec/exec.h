@@ -188,6 +188,9 @@ int exec_assume(struct exec *x, int64_t d, int64_t limit, const struct value *bu
  * unbound makes, so that they can be checked against bindings before those are made part of the
  * graph (graph_bind_dims). 0, or -1 when out of memory. */
 int exec_record_assumptions(struct graph *g);
+/* exec_record_assumptions, then checks them against the bindings b (--dim): 0, or GD_EINPUT
+ * naming the node and the buffer of an assumption they break (symdim_check). */
+int exec_check_bindings(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e);
 
 /* The run's comm (NULL: one replica), for AllReduce. */
 struct comm *exec_comm(const struct exec *x);
