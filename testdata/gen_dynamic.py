@@ -14,9 +14,11 @@ symbol `seq` on an axis of fixed size (MAXLEN, 64).
 Inputs are "tokens" [batch, seq] (int64) and "targets" [batch, seq] (int64); the output is "loss".
 
     /usr/bin/python3 testdata/gen_dynamic.py
+    /usr/bin/python3 testdata/gen_dynamic.py OUTDIR D MAXLEN VOCAB   # larger ones, for timing
 """
 import math
 import os
+import sys
 
 import torch
 import torch.nn as nn
@@ -111,9 +113,9 @@ class Llama(nn.Module):
         self.rope = Rope()
         self.attn = Attention(causal=True)
         self.n2 = RMSNorm()
-        self.w1 = nn.Linear(D, 40, bias=False)
-        self.w3 = nn.Linear(D, 40, bias=False)
-        self.w2 = nn.Linear(40, D, bias=False)
+        self.w1 = nn.Linear(D, 40 * D // 16, bias=False)
+        self.w3 = nn.Linear(D, 40 * D // 16, bias=False)
+        self.w2 = nn.Linear(40 * D // 16, D, bias=False)
         self.nf = RMSNorm()
         self.head = nn.Linear(D, VOCAB, bias=False)
         self.head.weight = self.emb.weight
@@ -147,6 +149,9 @@ class Bert(nn.Module):
 
 
 def main():
+    global OUT, D, MAXLEN, VOCAB
+    if len(sys.argv) == 5:
+        OUT, D, MAXLEN, VOCAB = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     os.makedirs(OUT, exist_ok=True)
     for name, cls in (("gpt", GPT), ("llama", Llama), ("bert", Bert)):
         torch.manual_seed(0)

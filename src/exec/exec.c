@@ -128,19 +128,23 @@ int exec_dim_expr(const struct exec *x, int64_t d, struct symdim *out)
 	int64_t best_r = 1024;
 	int found = 0;
 	for (int i = 0; i < np && d > 0; i++)
-		for (int j = i - 1; j < np; j++) { /* j = i - 1: the stand-in of i alone */
-			int alone = j == i - 1;
-			int64_t p = x->probe_values[i], q = alone ? 1 : x->probe_values[j], pq;
-			if (!x->probe_syms[i] || (!alone && !x->probe_syms[j]) || __builtin_mul_overflow(p, q, &pq))
+		for (int j = -1; j <= i; j++) { /* j = -1: the stand-in of i alone */
+			int64_t p = x->probe_values[i], q = j < 0 ? 1 : x->probe_values[j], pq;
+			if (!x->probe_syms[i] || (j >= 0 && !x->probe_syms[j]) || __builtin_mul_overflow(p, q, &pq))
 				continue;
 			int64_t k = (d + pq / 2) / pq, r = d - k * pq;
 			if (k < 1 || k > 4096 || (r < 0 ? -r : r) >= best_r)
 				continue;
 			best_r = r < 0 ? -r : r;
 			found = 1;
+			const char *a = x->probe_syms[i], *b = j < 0 ? NULL : x->probe_syms[j];
+			if (b && strcmp(b, a) < 0) { /* a product's symbols in order: batch*seq */
+				const char *t = a;
+				a = b;
+				b = t;
+			}
 			*out = (struct symdim){.c = r, .n = 1};
-			out->t[0] = (struct symdim_term){.k = k, .a = alone ? x->probe_syms[i] : x->probe_syms[j],
-							 .b = alone ? NULL : x->probe_syms[i]};
+			out->t[0] = (struct symdim_term){.k = k, .a = a, .b = b};
 		}
 	return found;
 }
