@@ -84,13 +84,23 @@ Test(symdim, assumptions_are_recorded_once_and_checked)
 {
 	struct graph *g = graph_new("m.onnx");
 	cr_assert(g);
-	cr_assert_eq(symdim_assume(g, "seq", 64, "/attn/Slice", "attn.bias"), 0);
-	cr_assert_eq(symdim_assume(g, "seq + 1", 1024, "s2", "pos"), 0);
-	cr_assert_eq(symdim_assume(g, "seq", 64, "/attn/Slice", "attn.bias"), 0); /* again: kept once */
+	const char *lines[] = {symdim_line(g->arena, "seq", 64, "/attn/Slice", "attn.bias"),
+			       symdim_line(g->arena, "seq + 1", 1024, "s2", "pos"), symdim_line(g->arena, "2*seq", 9, "s3", "q")};
+	cr_assert_eq(symdim_record(g, lines, 0), 0);
+	cr_assert_null(model_meta(g, SYMDIM_META_KEY));
+	cr_assert_eq(symdim_record(g, lines, 2), 0);
 	cr_assert_str_eq(model_meta(g, SYMDIM_META_KEY),
 			 "seq <= 64; node /attn/Slice; buffer attn.bias\nseq + 1 <= 1024; node s2; buffer pos");
+	cr_assert_eq(symdim_record(g, lines + 2, 1), 0);
+	cr_assert_str_eq(model_meta(g, SYMDIM_META_KEY), "seq <= 64; node /attn/Slice; buffer attn.bias\nseq + 1 <= 1024; "
+							 "node s2; buffer pos\n2*seq <= 9; node s3; buffer q");
 	const char *names[] = {"batch", "seq"};
 	struct gd_err e = {0};
+	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 4}, 2, &e), 0, "%s", e.msg);
+	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 5}, 2, &e), GD_EINPUT);
+	cr_assert(strstr(e.msg, "node 's3' (Slice): seq = 5 breaks the assumption 2*seq <= 9"), "%s", e.msg);
+	e = (struct gd_err){0};
+	cr_assert_eq(model_set_meta(g, SYMDIM_META_KEY, "seq <= 64; node /attn/Slice; buffer attn.bias\nseq + 1 <= 1024; node s2; buffer pos"), 0);
 	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 64}, 2, &e), 0, "%s", e.msg);
 	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 0}, 1, &e), 0, "an unbound seq is checked later");
 	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 65}, 2, &e), GD_EINPUT);

@@ -59,6 +59,10 @@ struct exec {
 	int64_t next_probe;
 	int64_t probe_values[64];
 	const char *probe_syms[64]; /* their symbols (NULL: a dim with no name) */
+	struct strmap assumed;      /* the assumptions' records (symdim.h): the graph's and new ones */
+	int assumed_read;
+	const char **new_assumed;   /* new ones, for the graph's metadata at the end of the run */
+	size_t n_new_assumed, cap_new_assumed;
 	struct rtensor **args; /* run_nodes' in and out pointers, sized for the graph's widest node */
 	struct rtensor *absent; /* stand-ins for its absent outputs */
 	uint32_t max_in;
@@ -177,20 +181,44 @@ static void name_stand_ins(const struct exec *x, char *msg, size_t size)
 	snprintf(msg, size, "%s", out);
 }
 
+static int note_assumed(void *arg, const char *line, size_t len)
+{
+	struct exec *x = arg;
+	const char *key = arena_strndup(x->g->arena, line, len);
+	return !key || strmap_put(&x->assumed, key, (void *)key);
+}
+
 int exec_assume(struct exec *x, int64_t d, int64_t limit, const struct value *buffer)
 {
 	struct symdim s;
 	char expr[128];
 	if (!exec_dim_expr(x, d, &s))
 		return 0;
+	if (!x->assumed_read) { /* those the graph has: each is recorded once */
+		x->assumed_read = 1;
+		if (symdim_each_line(x->g, note_assumed, x))
+			return err_oom(x->e);
+	}
 	/* the buffer a chain of Slices (bias[:, :, :T, :T] may be two) reads */
 	while (buffer && buffer->producer && buffer->producer->op == OP_SLICE && buffer->producer->n_in)
 		buffer = buffer->producer->in[0];
 	const struct node *n = x->cur;
-	if (symdim_assume(x->g, symdim_str(&s, expr, sizeof expr), limit, n ? node_base_name(n) : NULL,
-			  buffer ? buffer->name : NULL))
+	const char *line = symdim_line(x->g->arena, symdim_str(&s, expr, sizeof expr), limit, n ? node_base_name(n) : NULL,
+				       buffer ? buffer->name : NULL);
+	if (!line)
 		return err_oom(x->e);
-	return 0;
+	if (strmap_get(&x->assumed, line))
+		return 0;
+	if (x->n_new_assumed == x->cap_new_assumed) {
+		size_t cap = x->cap_new_assumed ? 2 * x->cap_new_assumed : 8;
+		const char **a = xrealloc(x->new_assumed, cap * sizeof *a);
+		if (!a)
+			return err_oom(x->e);
+		x->new_assumed = a;
+		x->cap_new_assumed = cap;
+	}
+	x->new_assumed[x->n_new_assumed++] = line;
+	return strmap_put(&x->assumed, line, (void *)line) ? err_oom(x->e) : 0;
 }
 
 struct comm *exec_comm(const struct exec *x)
@@ -1598,6 +1626,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	x->e = e;
 	x->be = o->backend && !o->backend->host ? o->backend : NULL;
 	strmap_init(&x->probes);
+	strmap_init(&x->assumed);
 	strmap_init(&x->given);
 	for (size_t k = 0; k < o->n_inputs; k++)
 		if (!strmap_get(&x->given, o->input_names[k]) &&
@@ -1671,6 +1700,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
+	if (symdim_record(g, x->new_assumed, x->n_new_assumed) && !rc)
+		rc = err_oom(e);
 	progress_done(o->shapes_only ? meter_shapes : meter_running);
 	if (x->be && !rc)
 		rc = x->be->sync(e);
@@ -1753,6 +1784,8 @@ void exec_free(struct exec *x)
 	xfree(x->args);
 	xfree(x->absent);
 	strmap_free(&x->probes);
+	strmap_free(&x->assumed);
+	xfree(x->new_assumed);
 	strmap_free(&x->given);
 	xfree(x);
 }

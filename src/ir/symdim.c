@@ -138,22 +138,40 @@ int symdim_eval(const struct symdim *d, const char *const *names, const int64_t 
 	return 0;
 }
 
-int symdim_assume(struct graph *g, const char *expr, int64_t limit, const char *node, const char *buffer)
+const char *symdim_line(struct arena *a, const char *expr, int64_t limit, const char *node, const char *buffer)
 {
-	char line[600];
-	snprintf(line, sizeof line, "%s <= %" PRId64 "; node %s; buffer %s", expr, limit, node ? node : "",
-		 buffer ? buffer : "");
-	const char *old = model_meta(g, SYMDIM_META_KEY);
-	size_t ll = strlen(line);
-	for (const char *p = old; p && *p;) { /* already recorded? */
+	return arena_printf(a, "%s <= %" PRId64 "; node %s; buffer %s", expr, limit, node ? node : "", buffer ? buffer : "");
+}
+
+int symdim_each_line(const struct graph *g, int (*fn)(void *arg, const char *line, size_t len), void *arg)
+{
+	const char *p = g->model ? model_meta(g, SYMDIM_META_KEY) : NULL;
+	int rc = 0;
+	while (p && *p && !rc) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		if (len == ll && !memcmp(p, line, ll))
-			return 0;
+		rc = fn(arg, p, len);
 		p += len + (nl != NULL);
 	}
-	char *all = old ? arena_printf(g->arena, "%s\n%s", old, line) : arena_strdup(g->arena, line);
-	return all ? model_set_meta(g, SYMDIM_META_KEY, all) : -1;
+	return rc;
+}
+
+int symdim_record(struct graph *g, const char *const *lines, size_t n)
+{
+	const char *old = model_meta(g, SYMDIM_META_KEY);
+	size_t len = old ? strlen(old) : 0;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(lines[i]) + 1;
+	char *all = n ? arena_alloc(g->arena, len + 1) : NULL, *q = all;
+	if (!n)
+		return 0;
+	if (!all)
+		return -1;
+	if (old)
+		q += sprintf(q, "%s", old);
+	for (size_t i = 0; i < n; i++)
+		q += sprintf(q, "%s%s", q == all ? "" : "\n", lines[i]);
+	return model_set_meta(g, SYMDIM_META_KEY, all);
 }
 
 /* The text after "; KEY " in [p, end), up to the next ';' or the end, into out. */

@@ -55,9 +55,12 @@ int symdim_parse(struct arena *a, const char *s, size_t len, struct symdim *d);
 int symdim_eval(const struct symdim *d, const char *const *names, const int64_t *values, size_t n, int64_t *out,
 		const char **unbound);
 
-/* Appends the assumption "expr <= limit" found at node n on buffer `buffer` to g's metadata (once;
- * a second one with the same text is dropped). -1 when out of memory. */
-int symdim_assume(struct graph *g, const char *expr, int64_t limit, const char *node, const char *buffer);
+/* The record of the assumption "expr <= limit" that node `node` makes on buffer `buffer`, in a. */
+const char *symdim_line(struct arena *a, const char *expr, int64_t limit, const char *node, const char *buffer);
+/* Calls fn on each record of g's metadata (not NUL-terminated: len bytes) until it returns nonzero. */
+int symdim_each_line(const struct graph *g, int (*fn)(void *arg, const char *line, size_t len), void *arg);
+/* Appends records (none of them there yet) to g's metadata, in one copy. -1 when out of memory. */
+int symdim_record(struct graph *g, const char *const *lines, size_t n);
 
 /* Checks g's recorded assumptions against the bindings (names[i] = values[i]); an assumption whose
  * symbols are not all bound is left for a later check. 0, or GD_EINPUT with e set:
