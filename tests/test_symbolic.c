@@ -223,6 +223,17 @@ Test(symbolic, a_sequence_past_the_buffer_is_an_error)
 		cr_assert(strstr(rs[i].err, want), "case %zu: %s", i, rs[i].err);
 		run_free(&rs[i]);
 	}
+	/* bound by the inputs given: their shape [2, 70] says seq = 70 */
+	char tok[512], arg[600];
+	snprintf(tok, sizeof tok, "%s/sym_tok70.npy", tmpdir());
+	python_ok("import numpy, sys; numpy.save(sys.argv[1], numpy.zeros((2, 70), dtype=numpy.int64))", tok, "numpy");
+	snprintf(arg, sizeof arg, "tokens=%s", tok);
+	char targ[600];
+	snprintf(targ, sizeof targ, "targets=%s", tok);
+	struct run_result ri = gd("run", out, "-i", arg, "-i", targ, NULL, NULL);
+	cr_assert_eq(ri.status, 2, "%s", ri.err);
+	cr_assert(strstr(ri.err, "node '/attn/Slice' (Slice): seq = 70 breaks the assumption seq <= 64"), "%s", ri.err);
+	run_free(&ri);
 	/* the training graph was left as it was (train writes atomically): it still runs at 64 */
 	struct run_result r = gd("run", out, "--dim", "seq=64", "--dim", "batch=2", "--random-inputs", NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);

@@ -158,6 +158,8 @@ int symdim_each_line(const struct graph *g, int (*fn)(void *arg, const char *lin
 
 int symdim_record(struct graph *g, const char *const *lines, size_t n)
 {
+	while (g->parent) /* (a subgraph's run: the model's metadata is the root's) */
+		g = g->parent;
 	const char *old = model_meta(g, SYMDIM_META_KEY);
 	size_t len = old ? strlen(old) : 0;
 	for (size_t i = 0; i < n; i++)

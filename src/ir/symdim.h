@@ -59,7 +59,8 @@ int symdim_eval(const struct symdim *d, const char *const *names, const int64_t 
 const char *symdim_line(struct arena *a, const char *expr, int64_t limit, const char *node, const char *buffer);
 /* Calls fn on each record of g's metadata (not NUL-terminated: len bytes) until it returns nonzero. */
 int symdim_each_line(const struct graph *g, int (*fn)(void *arg, const char *line, size_t len), void *arg);
-/* Appends records (none of them there yet) to g's metadata, in one copy. -1 when out of memory. */
+/* Appends records (none of them there yet) to the metadata of g's model (its root graph's), in one
+ * copy. -1 when out of memory. */
 int symdim_record(struct graph *g, const char *const *lines, size_t n);
 
 /* Checks g's recorded assumptions against the bindings (names[i] = values[i]); an assumption whose
