@@ -176,6 +176,21 @@ int exec_materialize(struct exec *x, const struct rtensor *v, struct rtensor *co
 /* Whether dimension d (of an inferred shape) derives from a symbolic dimension: stand-ins are
  * distinct primes above 10000, so such dimensions are multiples of one. */
 int exec_dim_symbolic(const struct exec *x, int64_t d);
+/* Such a dimension as an expression over the symbols (ir/symdim.h): 1, or 0 when it is none. */
+struct symdim;
+int exec_dim_expr(const struct exec *x, int64_t d, struct symdim *out);
+/* For a shape rule that gives a symbolic length d where it reads buffer, which holds only limit
+ * (a Slice of a fixed-size buffer by a symbolic end, rather than clamping it): records in the
+ * graph's metadata the assumption d <= limit, with the current node and the buffer (symdim.h).
+ * 0, or the run's error code. */
+int exec_assume(struct exec *x, int64_t d, int64_t limit, const struct value *buffer);
+/* Records in g's metadata the assumptions that a shapes-only run of g with every symbolic dim
+ * unbound makes, so that they can be checked against bindings before those are made part of the
+ * graph (graph_bind_dims). 0, or -1 when out of memory. */
+int exec_record_assumptions(struct graph *g);
+/* exec_record_assumptions, then checks them against the bindings b (--dim): 0, or GD_EINPUT
+ * naming the node and the buffer of an assumption they break (symdim_check). */
+int exec_check_bindings(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e);
 
 /* The run's comm (NULL: one replica), for AllReduce. */
 struct comm *exec_comm(const struct exec *x);
