@@ -1538,6 +1538,15 @@ Test(cli, verify_gradcheck_uses_finite_differences)
 	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
 	cr_expect(strstr(r.out, "DIFFERS") && strstr(r.out, "MISMATCH"), "%s", r.out);
 	run_free(&r);
+	/* a gradient of another shape than its parameter's is wrong, whatever its first elements say */
+	snprintf(text, sizeof text, "%s  - {op: Add, inputs: [w, w], outputs: [w2]}\n"
+		 "  - {op: Concat, inputs: [w2, w2], outputs: [w_grad], attrs: {axis: 0}}\n"
+		 "outputs: [{name: loss}, {name: w_grad}]\n", head);
+	write_text(wrong, sizeof wrong, "square_long_train.yaml", text);
+	r = gd("verify", "--gradcheck", model, wrong, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "w_grad has shape [8], its parameter [4]"), "%s", r.err);
+	run_free(&r);
 }
 
 /* Mixed precision decides from dtypes and shapes: plan and check under --precision read no weight.

@@ -3,6 +3,7 @@
  * LLaMA's RoPE tables, BERT's position_ids, each sliced [:seq]) trained without --dim, their
  * gradients checked at two sequence lengths, and the assumption seq <= 64 kept and enforced. */
 #include "helpers.h"
+#include "io/npy.h"
 #include "ir/symdim.h"
 
 #include <criterion/criterion.h>
@@ -201,6 +202,51 @@ Test(symbolic, gradients_check_at_two_sequence_lengths)
 			run_free(&r);
 		}
 	}
+}
+
+/* A square buffer sliced [:T, :T] on both axes and added to the scores, as LLaMA's float causal
+ * mask is, so it gets a gradient: the Pad that puts dy back took the buffer's length off only the
+ * leading pads' axes, so the gradient was (T + 8) x (T + 8) and not 8 x 8 (the exports above slice
+ * one axis, whose gradient's first elements came out right; verify --gradcheck then read the wrong
+ * elements of this one). */
+Test(symbolic, a_buffer_sliced_on_two_axes_gets_its_own_shape_of_gradient)
+{
+	char m[512], t[600];
+	write_text(m, sizeof m, "square_mask.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [seq, seq]}]\n"
+		   "params:\n  - {name: mask, dtype: float32, shape: [8, 8], init: {dist: normal, seed: 4}}\n"
+		   "  - {name: zero, dtype: int64, shape: [1], data: [0]}\n  - {name: zz, dtype: int64, shape: [2], data: [0, 0]}\n"
+		   "  - {name: ax, dtype: int64, shape: [2], data: [0, 1]}\n"
+		   "nodes:\n  - {op: Shape, inputs: [x], outputs: [s]}\n  - {op: Gather, inputs: [s, zero], outputs: [t]}\n"
+		   "  - {op: Concat, inputs: [t, t], outputs: [ends], attrs: {axis: 0}}\n"
+		   "  - {op: Slice, inputs: [mask, zz, ends, ax], outputs: [ms]}\n"
+		   "  - {op: Add, inputs: [x, ms], outputs: [y]}\n  - {op: Mul, inputs: [y, y], outputs: [z]}\n"
+		   "  - {op: ReduceSum, inputs: [z], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	snprintf(t, sizeof t, "%s/square_mask_train.onnx", tmpdir());
+	struct run_result r = gd("train", m, "-o", t, NULL, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	static const char *const seqs[] = {"seq=3", "seq=8"};
+	for (int s = 0; s < 2; s++) {
+		r = gd("verify", "--gradcheck", "--dim", seqs[s], m, t, NULL, NULL);
+		cr_expect_eq(r.status, 0, "%s: %s%s", seqs[s], r.out, r.err);
+		run_free(&r);
+	}
+	char dir[600], path[700];
+	snprintf(dir, sizeof dir, "%s/square_mask_out", tmpdir());
+	r = gd("run", t, "--random-inputs", "--dim", "seq=3", "-o", dir, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(path, sizeof path, "%s/mask_grad.npy", dir);
+	size_t len;
+	uint8_t *b = slurp(path, &len);
+	cr_assert(b);
+	struct npy n;
+	struct gd_err e = {0};
+	cr_assert_eq(npy_parse(b, len, &n, &e), 0, "%s", e.msg);
+	cr_expect(n.ndim == 2 && n.dims[0] == 8 && n.dims[1] == 8, "mask_grad is %u-d, [%lld, %lld]", n.ndim,
+		  (long long)n.dims[0], (long long)(n.ndim > 1 ? n.dims[1] : 0));
+	free(b);
 }
 
 /* Binding seq past a buffer's length is an error naming the node and the buffer: train's --dim on

@@ -427,9 +427,16 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 		names[n_in++] = v->name;
 		if (!gv || !(gv->flags & VALUE_OUTPUT) || !dtype_is_float(t->dtype))
 			continue;
+		const struct rtensor *gt = exec_value(xt, gv);
+		if (gt->ndim != t->ndim || memcmp(gt->dims, t->dims, sizeof *t->dims * (size_t)t->ndim)) {
+			char a[160], b[160];
+			rc = err_set(e, GD_ECHECK, "--gradcheck: TRAIN's %s has shape %s, its parameter %s", gname,
+				     rt_shape_str(gt, a, sizeof a), rt_shape_str(t, b, sizeof b));
+			break;
+		}
 		struct fd_param *f = &fp[n++];
 		f->p = v;
-		f->grad = exec_value(xt, gv);
+		f->grad = gt;
 		f->theta = f->d = *w;
 		f->theta.data = xmalloc(w->nbytes ? w->nbytes : 1);
 		f->d.data = xmalloc(w->nbytes ? w->nbytes : 1);

@@ -480,6 +480,16 @@ void exec_free_temp(struct exec *x, struct rtensor *t)
 	t->data = NULL;
 }
 
+const char *rt_shape_str(const struct rtensor *t, char *buf, size_t n)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+	for (int i = 0; i < t->ndim && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", t->dims[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
 double rt_get(const struct rtensor *t, int64_t i)
 {
 	const uint8_t *p = t->data;

@@ -201,6 +201,8 @@ uint64_t exec_shard_offset(const struct exec *x, int64_t numel);
 /* Element access in double, for kernels that are not on a hot path. */
 double rt_get(const struct rtensor *t, int64_t i);
 void rt_set(struct rtensor *t, int64_t i, double v);
+/* t's shape as "[2, 3]", into buf; returns buf. */
+const char *rt_shape_str(const struct rtensor *t, char *buf, size_t n);
 int64_t rt_get_i(const struct rtensor *t, int64_t i);
 /* The int64 values of a small 1-D (or scalar) tensor; fails when it has no data. */
 int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *out, int max, int *n);

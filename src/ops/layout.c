@@ -1133,7 +1133,7 @@ static int slice_grad(struct ad *a, const struct node *n)
 			 * T long, and what follows it, d - first - T, is known only at run time */
 			pads[ax] = first;
 			pads[ax + r] = d - first;
-			open[ax] = 1;
+			open[ax] = open[ax + r] = 1; /* [ax + r]: where the trailing pad takes Shape(g) off */
 			unit = any_open = 1;
 			continue;
 		}
@@ -1169,7 +1169,7 @@ static int slice_grad(struct ad *a, const struct node *n)
 	}
 	if (g && unit) {
 		struct value *ins[2] = {g, ad_ints(a, pads, (size_t)(2 * r))};
-		if (any_open) /* pads - [0 .. 0, open * Shape(g)]: the open axes' trailing pads less g's length */
+		if (any_open) /* pads - open * [0 .. 0, Shape(g)]: the open axes' trailing pads less g's length */
 			ins[1] = ad_op2(a, "Sub", ins[1], ad_op2(a, "Mul", ad_ints(a, open, (size_t)(2 * r)), shape_after_zeros(a, g, r)));
 		g = ins[1] ? ad_op(a, "Pad", ins, 2) : NULL;
 	}
