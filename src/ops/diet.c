@@ -27,14 +27,16 @@ int16_t diet_quantize(double x, double scale, double u)
 	return (int16_t)(y > DIET_QMAX ? DIET_QMAX : y < -DIET_QMAX ? -DIET_QMAX : y);
 }
 
-/* The gradient row by row: dense (g of q's shape), or the rows ScatterND(zeros, idx, g, add)
- * would make, summed as it sums them (in g's dtype, in index order), or the rows of the product
- * g^T b made a block of rows at a time; without the dense matrix in the last two. */
+/* The gradient row by row: dense (g of q's shape), or the rows ScatterND(zeros, idx, rows, add)
+ * would make, summed as it sums them (in the rows' dtype, in index order), or the rows of the
+ * product g^T b made a block of rows at a time, or (a tied weight) the product's row plus the
+ * scattered one, added as an Add of the two adds them; without the dense matrix but in the first. */
 struct grad_rows {
-	const struct rtensor *g;
+	const struct rtensor *g, *upd; /* upd: the row updates (g itself without a product) */
 	int64_t cols;
 	int64_t *head, *next; /* sparse: each row's first update, and each update's next for its row (-1 ends) */
-	struct rtensor acc;   /* sparse: one row in g's dtype */
+	struct rtensor racc;  /* sparse: one row in the rows' dtype */
+	struct rtensor acc;   /* product: the block of rows made, float32 */
 	const float *a, *b;   /* product: g (k x rows) at float32 and b (k x cols), float32 */
 	int64_t k, rows, lo, n, block; /* product: the rows lo .. lo + n - 1 are in acc, block of them a time */
 	int narrow;           /* product: g's 16-bit dtype, which the product is rounded to (as Gemm's), or 0 */
@@ -71,13 +73,20 @@ static void grad_row(struct grad_rows *r, int64_t i, double *out)
 		}
 		from = &r->acc;
 		at = (i - r->lo) * r->cols;
-	} else if (r->head) {
-		memset(r->acc.data, 0, r->acc.nbytes);
+	}
+	if (r->head) {
+		memset(r->racc.data, 0, r->racc.nbytes);
 		for (int64_t u = r->head[i]; u >= 0; u = r->next[u])
 			for (int64_t j = 0; j < r->cols; j++)
-				rt_set(&r->acc, j, rt_get(&r->acc, j) + rt_get(r->g, u * r->cols + j));
-		from = &r->acc;
-		at = 0;
+				rt_set(&r->racc, j, rt_get(&r->racc, j) + rt_get(r->upd, u * r->cols + j));
+		if (!r->b) {
+			from = &r->racc;
+			at = 0;
+		} else if (r->head[i] >= 0) { /* P + S in float32, stored in the rows' dtype as their Add stores it */
+			for (int64_t j = 0; j < r->cols; j++)
+				out[j] = round_to(r->upd->dtype, (float)rt_get(from, at + j) + (float)rt_get(&r->racc, j));
+			return;
+		}
 	}
 	for (int64_t j = 0; j < r->cols; j++) /* at float32 precision, as a Cast to float32 leaves it */
 		out[j] = (float)rt_get(from, at + j);
@@ -107,6 +116,7 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	const struct rtensor *q = in[0], *g = in[1], *t = in[2], *m = n->n_in > 3 ? in[3] : NULL;
 	const struct rtensor *v1 = n->n_in > 4 ? in[4] : NULL, *v2 = n->n_in > 5 ? in[5] : NULL;
 	const struct rtensor *idx = n->n_in > 6 ? in[6] : NULL, *b = n->n_in > 7 ? in[7] : NULL;
+	const struct rtensor *upd_in = n->n_in > 8 ? in[8] : NULL, *upd = upd_in ? upd_in : g; /* the row updates */
 	if (q->dtype != DT_INT16)
 		return exec_fail(x, "the parameter must be int16, not %s", dtype_name(q->dtype));
 	if (!is_float(g) && g->dtype != DT_FLOAT16 && g->dtype != DT_BFLOAT16)
@@ -116,17 +126,20 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		return exec_fail(x, "needs the parameter, its gradient, the step and the second moment");
 	/* row by row: a matrix's rows, else one element at a time (no row buffer of the whole tensor) */
 	int64_t rows = q->ndim == 2 ? q->dims[0] : q->numel, cols = q->ndim == 2 ? q->dims[1] : 1;
+	if (upd_in ? !b || !idx : b && idx)
+		return exec_fail(x, "row updates beside a product need the indices, the factors and the rows");
 	if (idx) {
-		if (q->ndim != 2 || idx->ndim < 1 || idx->dims[idx->ndim - 1] != 1 || g->numel != idx->numel * cols ||
-		    (idx->dtype != DT_INT64 && idx->dtype != DT_INT32))
+		if (q->ndim != 2 || idx->ndim < 1 || idx->dims[idx->ndim - 1] != 1 || upd->numel != idx->numel * cols ||
+		    (idx->dtype != DT_INT64 && idx->dtype != DT_INT32) || (!is_float(upd) && !dtype_is_half(upd->dtype)))
 			return exec_fail(x, "row updates need a 2-D parameter, indices (..., 1) of int64 or int32 "
-					    "and a gradient of (..., columns)");
-	} else if (b) {
+					    "and a float gradient of (..., columns)");
+	}
+	if (b) {
 		if (q->ndim != 2 || g->ndim != 2 || b->ndim != 2 || g->dtype == DT_DOUBLE || b->dtype != g->dtype ||
 		    g->dims[1] != rows || b->dims[1] != cols || g->dims[0] != b->dims[0])
 			return exec_fail(x, "a product gradient g^T b needs a 2-D parameter (R, C), g (K, R) and b (K, C), "
-					    "of one dtype, not float64, and no indices");
-	} else if (g->numel != q->numel) {
+					    "of one dtype, not float64%s", idx ? "" : ", and no indices");
+	} else if (!idx && g->numel != q->numel) {
 		return exec_fail(x, "the gradient must have the parameter's shape");
 	}
 	if (v2 ? q->ndim != 2 || v1->numel != rows || v2->numel != cols : v1->numel != q->numel)
@@ -156,7 +169,7 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		return exec_fail(x, "the step must count from 1, not %g", step);
 	double bc = 1 - pow(b2, step), cmean = 0;
 	uint64_t key = exec_node_seed(x, n) ^ ((uint64_t)step * 0x9e3779b97f4a7c15ull);
-	struct grad_rows gr = {.g = g, .cols = cols};
+	struct grad_rows gr = {.g = g, .upd = upd, .cols = cols};
 	size_t rowb = sizeof(double) * (size_t)(cols ? cols : 1), linkb = idx ? sizeof(int64_t) * (size_t)(rows + idx->numel) : 0;
 	size_t wideb = b && g->dtype != DT_FLOAT ? sizeof(float) * (size_t)(g->numel + b->numel) : 0;
 	if (b) { /* 16-bit factors read at float32 */
@@ -168,14 +181,16 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		gr.block = block_rows(cols);
 		gr.n = 0;
 	}
-	size_t accb = idx ? dtype_size(g->dtype) * (size_t)cols : b ? sizeof(float) * (size_t)(gr.block * cols) : 0;
+	size_t accb = b ? sizeof(float) * (size_t)(gr.block * cols) : 0, raccb = idx ? dtype_size(upd->dtype) * (size_t)cols : 0;
 	double *row = exec_scratch(x, rowb), *colsum = row && v2 ? exec_scratch(x, rowb) : NULL;
 	gr.head = row && (colsum || !v2) && idx ? exec_scratch(x, linkb ? linkb : 1) : NULL;
-	gr.acc = (struct rtensor){.dtype = b ? DT_FLOAT : g->dtype, .ndim = 1, .dims = {accb / dtype_size(b ? DT_FLOAT : g->dtype)},
-				  .numel = (int64_t)(accb / dtype_size(b ? DT_FLOAT : g->dtype)), .nbytes = accb};
-	gr.acc.data = gr.head || (b && row && (colsum || !v2)) ? exec_scratch(x, accb ? accb : 1) : NULL;
-	float *wide = gr.acc.data && wideb ? exec_scratch(x, wideb) : NULL;
-	int rc = !row || (v2 && !colsum) || ((idx || b) && !gr.acc.data) || (wideb && !wide) ? exec_status(x) : 0;
+	gr.acc = (struct rtensor){.dtype = DT_FLOAT, .ndim = 1, .dims = {(int64_t)(accb / sizeof(float))},
+				  .numel = (int64_t)(accb / sizeof(float)), .nbytes = accb};
+	gr.racc = (struct rtensor){.dtype = upd->dtype, .ndim = 1, .dims = {cols}, .numel = idx ? cols : 0, .nbytes = raccb};
+	gr.acc.data = b && row && (colsum || !v2) && (!idx || gr.head) ? exec_scratch(x, accb ? accb : 1) : NULL;
+	gr.racc.data = gr.head && (!b || gr.acc.data) ? exec_scratch(x, raccb ? raccb : 1) : NULL;
+	float *wide = (b ? gr.acc.data : row) && (!idx || gr.racc.data) && wideb ? exec_scratch(x, wideb) : NULL;
+	int rc = !row || (v2 && !colsum) || (idx && !gr.racc.data) || (b && !gr.acc.data) || (wideb && !wide) ? exec_status(x) : 0;
 	for (int64_t i = 0; !rc && wide && i < g->numel + b->numel; i++)
 		wide[i] = (float)(i < g->numel ? rt_get(g, i) : rt_get(b, i - g->numel));
 	if (wide) {
@@ -230,6 +245,7 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	}
 	exec_scratch_free(x, unif, ub);
 	exec_scratch_free(x, wide, wideb);
+	exec_scratch_free(x, gr.racc.data, raccb ? raccb : 1);
 	exec_scratch_free(x, gr.acc.data, accb ? accb : 1);
 	exec_scratch_free(x, gr.head, linkb ? linkb : 1);
 	exec_scratch_free(x, colsum, rowb);
@@ -250,4 +266,4 @@ static void diet_adam_cost(const struct node *n, struct rtensor *const *in, stru
 }
 
 const struct op_impl op_diet_adam = {.run = diet_adam_run, .cost = diet_adam_cost, .recompute = RC_NEVER, .nodiff = ~0u,
-				     .own_width = 1u << 1 /* the gradient, any float width */};
+				     .own_width = 1u << 1 | 1u << 7 | 1u << 8 /* the gradient, any float width */};

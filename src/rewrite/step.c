@@ -659,47 +659,89 @@ static int all_zero(const struct node *n)
 	return 1;
 }
 
-/* What parameter p's diet update reads in place of its gradient grad, which nothing else reads
- * (an inline update): a 16-bit gradient rather than its Cast to float32 (DietAdam reads the
- * gradient at float32 precision, so the widening is exact); for Gather's gradient,
- * ScatterND(zeros, Unsqueeze(indices), rows, reduction=add), the rows, with *idx set to the
- * indices: a row-sparse update; and for a Linear layer's weight gradient, Gemm(dY, X, transA=1)
- * (or its float32 Cast), dY with *fac set to X: the update makes the product a block of rows at
- * a time, rounded as the Gemm rounds it. No
- * dense gradient is made in the last two. The nodes passed over are put in gone[*n_gone] (room
- * for two per parameter). */
-static struct value *diet_narrow(struct value *grad, const struct value *p, struct value **idx, struct value **fac,
-				 struct node **gone, uint32_t *n_gone)
+/* Where a diet update reads a gradient: its narrowest form (dY with X, or rows with indices) and
+ * the nodes that no longer make it (room for DIET_GONE per parameter). */
+struct diet_reads {
+	struct value *grad, *idx, *fac, *rows;
+	struct node **gone;
+	uint32_t *n_gone;
+};
+#define DIET_GONE 5
+
+static int widening(const struct node *c)
 {
-	struct node *c = grad->producer;
-	*idx = *fac = NULL;
-	if (c && c->op == OP_CAST && (c->tags & TAG_BACKWARD) && c->n_in == 1 && c->in[0] &&
-	    attr_int(c, "to", 0) == DT_FLOAT) {
-		gone[(*n_gone)++] = c;
-		grad = c->in[0];
-	}
+	return c && c->op == OP_CAST && (c->tags & TAG_BACKWARD) && c->n_in == 1 && c->in[0] && attr_int(c, "to", 0) == DT_FLOAT;
+}
+
+/* A summand that is a product Gemm(dY, X, transA=1) (or its float32 Cast, when `widened` allows)
+ * sets r->fac to X and gives dY; one that is ScatterND(zeros, Unsqueeze(indices), rows,
+ * reduction=add) sets r->idx and gives the rows; else NULL. */
+static struct value *diet_summand(struct diet_reads *r, struct value *grad, const struct value *p, int widened)
+{
 	struct node *s = grad->producer;
+	if (widened && widening(s) && s->in[0]->producer && s->in[0]->producer->op == OP_GEMM) {
+		r->gone[(*r->n_gone)++] = s;
+		s = s->in[0]->producer;
+	}
 	if (s && s->op == OP_GEMM && (s->tags & TAG_BACKWARD) && s->n_in == 2 && s->in[0] && s->in[1] &&
 	    p->init->ndim == 2 && attr_int(s, "transA", 0) == 1 && attr_int(s, "transB", 0) == 0 &&
 	    attr_float(s, "alpha", 1) == 1) {
-		gone[(*n_gone)++] = s;
-		*fac = s->in[1];
+		r->gone[(*r->n_gone)++] = s;
+		r->fac = s->in[1];
 		return s->in[0];
 	}
 	int scatter = s && s->op == OP_SCATTER_ND && (s->tags & TAG_BACKWARD) && s->n_in == 3 && s->in[0] && s->in[1] &&
 		      s->in[2] && attr_str_is(s, "reduction", "add", 0) && p->init->ndim == 2;
 	const struct node *z = scatter ? s->in[0]->producer : NULL, *u = z ? s->in[1]->producer : NULL;
 	if (!u || z->op != OP_CONSTANT_OF_SHAPE || !all_zero(z) || u->op != OP_UNSQUEEZE || !(u->tags & TAG_BACKWARD))
-		return grad;
-	gone[(*n_gone)++] = s;
-	*idx = s->in[1];
+		return NULL;
+	r->gone[(*r->n_gone)++] = s;
+	r->idx = s->in[1];
 	return s->in[2];
 }
 
-/* DietAdam(q, grad, step, m, v1, v2[, idx[, fac]]) with its state made and bound (Where(found, old, new)
- * when a finite check may skip the step). Returns the node. */
-static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, struct value *grad,
-			      struct value *idx, struct value *fac, struct value *step, struct value *found)
+/* What parameter p's diet update reads in place of its gradient r->grad, which nothing else reads
+ * (an inline update): a 16-bit gradient rather than its Cast to float32 (DietAdam reads the
+ * gradient at float32 precision, so the widening is exact); for Gather's gradient, the rows with
+ * r->idx set to the indices: a row-sparse update; for a Linear layer's weight gradient, dY with
+ * r->fac set to X: the update makes the product a block of rows at a time, rounded as the Gemm
+ * rounds it; and for a tied weight, a head's and an embedding's (autodiff's Add of the product and
+ * the scatter), dY with r->fac, r->idx and r->rows: the update adds each row's scattered updates
+ * to the product's row. No dense gradient is made but in the first. */
+static void diet_narrow(struct diet_reads *r, const struct value *p)
+{
+	struct node *c = r->grad->producer;
+	r->idx = r->fac = r->rows = NULL;
+	if (widening(c)) {
+		r->gone[(*r->n_gone)++] = c;
+		r->grad = c->in[0];
+	}
+	struct node *a = r->grad->producer;
+	if (a && a->op == OP_ADD && (a->tags & TAG_BACKWARD) && a->n_in == 2 && a->in[0] && a->in[1] &&
+	    p->init->ndim == 2) {
+		uint32_t was = *r->n_gone;
+		r->gone[(*r->n_gone)++] = a;
+		struct value *s0 = diet_summand(r, a->in[0], p, 1);
+		int product_first = r->fac != NULL;
+		struct value *s1 = s0 ? diet_summand(r, a->in[1], p, 1) : NULL;
+		if (s1 && r->fac && r->idx) {
+			r->grad = product_first ? s0 : s1;
+			r->rows = product_first ? s1 : s0;
+			return;
+		}
+		*r->n_gone = was; /* two products or two scatters: the sum is read whole */
+		r->idx = r->fac = NULL;
+		return;
+	}
+	struct value *g = diet_summand(r, r->grad, p, 0);
+	if (g)
+		r->grad = g;
+}
+
+/* DietAdam(q, grad, step, m, v1, v2[, idx[, fac[, rows]]]) with its state made and bound
+ * (Where(found, old, new) when a finite check may skip the step). Returns the node. */
+static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, const struct diet_reads *r,
+			      struct value *step, struct value *found)
 {
 	struct graph *g = s->g;
 	const struct tensor *t = q->init;
@@ -717,7 +759,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 		st[2] = state(s, sn, DT_FLOAT, 1, t->dims + 1, 0);
 	}
 	struct node *n = graph_add_node(g, s->e);
-	uint32_t n_in = fac ? 8 : idx ? 7 : factored ? 6 : 5, n_out = factored ? 4 : 3;
+	uint32_t n_in = r->rows ? 9 : r->fac ? 8 : r->idx ? 7 : factored ? 6 : 5, n_out = factored ? 4 : 3;
 	struct value **io = n ? arena_array(g->arena, n_in + n_out, sizeof *io) : NULL;
 	struct attr *a = io ? arena_array(g->arena, 8, sizeof *a) : NULL;
 	JOIN(sn, sizeof sn, q->name, "_diet_adam");
@@ -733,7 +775,7 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 	n->out = io + n_in;
 	n->n_in = n_in;
 	n->n_out = n_out;
-	struct value *ins[8] = {q, grad, step, st[0], st[1], st[2], idx, fac};
+	struct value *ins[9] = {q, r->grad, step, st[0], st[1], st[2], r->idx, r->fac, r->rows};
 	memcpy(n->in, ins, n_in * sizeof *ins);
 	for (uint32_t k = 0; k < n_out; k++) {
 		struct value *old = k ? st[k - 1] : q;
@@ -807,17 +849,17 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
 		if (!diet[i])
 			continue;
-		struct value *grad = pg[i].g, *idx = NULL, *fac = NULL;
+		struct diet_reads r = {.grad = pg[i].g, .gone = gone, .n_gone = n_gone};
 		if (inline_)
-			grad = diet_narrow(grad, pg[i].p, &idx, &fac, gone, n_gone);
-		const struct node *made = complete(grad);
-		for (int k = 0; k < 2; k++) { /* and after what else it reads */
-			const struct value *also = k ? fac : idx;
+			diet_narrow(&r, pg[i].p);
+		const struct node *made = complete(r.grad);
+		for (int k = 0; k < 3; k++) { /* and after what else it reads */
+			const struct value *also = k == 2 ? r.rows : k ? r.fac : r.idx;
 			if (also && also->producer && (!made || also->producer->index > made->index))
 				made = also->producer;
 		}
 		struct value *q = diet_store(s, d, pg[i].p);
-		struct node *u = q ? diet_adam(s, d, q, grad, idx, fac, step1, found) : NULL;
+		struct node *u = q ? diet_adam(s, d, q, &r, step1, found) : NULL;
 		if (!u || (inline_ && wait_for(s, made, u, n_old)))
 			return sb_fail(s);
 	}
@@ -989,7 +1031,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	uint32_t nr = 0;
 	for (uint32_t i = 0; i < n; i++)
 		nr += !diet[i];
-	if (nr < n && (!(gone = xmalloc(sizeof *gone * 2 * n)) ? (rc = err_oom(e)) :
+	if (nr < n && (!(gone = xmalloc(sizeof *gone * DIET_GONE * n)) ? (rc = err_oom(e)) :
 		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old, gone, &n_gone))))
 		goto out;
 	for (uint32_t i = 0, k = 0; i < n; i++)
