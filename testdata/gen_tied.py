@@ -2,11 +2,13 @@
 """Generates testdata/tied_gpt.onnx: a tiny nanoGPT-style GPT-2 (karpathy/nanoGPT's model.py,
 written again here) whose head is tied to its token embedding (lm_head.weight = wte.weight) and
 whose attention reads a registered causal-mask buffer sliced [:T, :T], exported as users export
-it (opset 17, training mode, no constant folding). Beside it, ref/tied_gpt/ holds the seeded
-batch (idx, targets), PyTorch's loss and gradients, and the tied weight after one and two steps
+it (opset 17, training mode, no constant folding); and tied_shared.onnx, one block of the same
+whose token embedding is also read for a second token stream (three gradients to sum: the head's
+and two embeddings', as an encoder-decoder sharing its embedding has). Beside each, ref/<name>/
+holds the seeded batch, PyTorch's loss and gradients, and the tied weight after one and two steps
 of diet variables' factored Adam computed here in float64 from PyTorch's gradients (diet_ref).
 
-    /usr/bin/python3 testdata/gen_tied.py                # rewrites testdata/tied_gpt.onnx, ref/tied_gpt/
+    /usr/bin/python3 testdata/gen_tied.py     # rewrites testdata/tied_{gpt,shared}.onnx, ref/tied_{gpt,shared}/
 
 tests/bench/gen_gpt2.py exports the same class at GPT-2 small's size.
 """
@@ -96,13 +98,26 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
 
 
-def export(model, batch, seq, out, gen=None):
+class SharedGPT(GPT):
+    """GPT whose token embedding is read twice more: each position adds the embedding of a second
+    token stream (ctx), as an encoder-decoder's shared embedding is; the head stays tied."""
+
+    def forward(self, idx, ctx, targets):
+        t = idx.size(1)
+        pos = torch.arange(0, t, dtype=torch.long)
+        x = self.transformer.wte(idx) + self.transformer.wte(ctx) + self.transformer.wpe(pos)
+        for blk in self.transformer.h:
+            x = blk(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+
+def export(model, batch, seq, out, gen=None, names=("idx", "targets")):
     vocab = model.lm_head.weight.shape[0]
-    idx = torch.randint(0, vocab, (batch, seq), generator=gen)
-    targets = torch.randint(0, vocab, (batch, seq), generator=gen)
-    torch.onnx.export(model, (idx, targets), out, input_names=["idx", "targets"], output_names=["loss"],
+    args = tuple(torch.randint(0, vocab, (batch, seq), generator=gen) for _ in names)
+    torch.onnx.export(model, args, out, input_names=list(names), output_names=["loss"],
                       opset_version=17, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
-    return idx, targets
+    return args
 
 
 def diet_ref(q, g, vr, vc, t, lr, beta2=0.98, eps=1e-10, scale=10.0 / 32767):
@@ -117,23 +132,22 @@ def diet_ref(q, g, vr, vc, t, lr, beta2=0.98, eps=1e-10, scale=10.0 / 32767):
     return np.clip(np.rint(w / np.float64(np.float32(scale))), -32767, 32767).astype(np.int16), vr, vc
 
 
-def main():
-    torch.manual_seed(0)
+def generate(name, model, names):
+    """Exports model as testdata/<name>.onnx; ref/<name>/ gets the batch, PyTorch's loss and
+    gradients, and the tied weight after each of two --diet steps (every 2-D parameter INT16,
+    updated by factored Adam from PyTorch's gradients at the dequantized weights)."""
     gen = torch.Generator().manual_seed(0)
-    vocab, d = 80, 16
-    model = GPT(vocab=vocab, d=d, layers=2, heads=2, block=8)
-    out = os.path.join(HERE, "tied_gpt.onnx")
-    idx, targets = export(model, 2, 8, out, gen)
+    vocab, d = model.lm_head.weight.shape
+    out = os.path.join(HERE, name + ".onnx")
+    args = export(model, 2, 8, out, gen, names)
     m = onnx.load(out)
     onnx.checker.check_model(m, full_check=True)
     tied = [i.name for i in m.graph.initializer if list(i.dims) == [vocab, d]]
-    assert len(tied) == 1, tied  # one initializer, read by the Gather and the head
-    ref = os.path.join(HERE, "ref", "tied_gpt")
+    assert len(tied) == 1, tied  # one initializer, read by the Gathers and the head
+    ref = os.path.join(HERE, "ref", name)
     os.makedirs(ref, exist_ok=True)
-    np.save(os.path.join(ref, "idx.npy"), idx.numpy())
-    np.save(os.path.join(ref, "targets.npy"), targets.numpy())
-    # two steps of --diet (every 2-D parameter INT16, updated by factored Adam), each from
-    # PyTorch's gradients at the dequantized weights; the tied weight after each is kept
+    for n, a in zip(names, args):
+        np.save(os.path.join(ref, n + ".npy"), a.numpy())
     scale = np.float32(10.0 / 32767)
     diet = {n: p for n, p in model.named_parameters() if p.dim() == 2}
     st = {n: [np.clip(np.rint(p.detach().numpy().astype(np.float64) / np.float64(scale)), -32767, 32767)
@@ -143,16 +157,23 @@ def main():
             for n, p in diet.items():
                 p.copy_(torch.from_numpy(st[n][0].astype(np.float32) * scale))
         model.zero_grad()
-        loss = model(idx, targets)
+        loss = model(*args)
         loss.backward()
         if t == 1:
             np.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
-            for name, p in model.named_parameters():
-                np.save(os.path.join(ref, name + "_grad.npy"), p.grad.numpy())
+            for pname, p in model.named_parameters():
+                np.save(os.path.join(ref, pname + "_grad.npy"), p.grad.numpy())
         for n, p in diet.items():
             st[n] = list(diet_ref(*st[n][:1], p.grad.numpy(), *st[n][1:], t, lr=0.01))
         np.save(os.path.join(ref, f"tied_diet_step{t}.npy"), st["transformer.wte.weight"][0])
     print(f"{out}: {os.path.getsize(out)} bytes, tied weight '{tied[0]}'", file=sys.stderr)
+
+
+def main():
+    torch.manual_seed(0)
+    generate("tied_gpt", GPT(vocab=80, d=16, layers=2, heads=2, block=8), ("idx", "targets"))
+    torch.manual_seed(1)
+    generate("tied_shared", SharedGPT(vocab=80, d=16, layers=1, heads=2, block=8), ("idx", "ctx", "targets"))
 
 
 if __name__ == "__main__":
