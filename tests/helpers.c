@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <math.h>
 #include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -115,6 +116,58 @@ void write_text(char *path, size_t n, const char *name, const char *text)
 	FILE *f = fopen(path, "w");
 	cr_assert(f, "%s", path);
 	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0, "%s", path);
+}
+
+struct rtensor rt_over(int dtype, int ndim, const int64_t *dims, void *data)
+{
+	struct rtensor t = {.dtype = dtype, .ndim = ndim, .numel = 1, .data = data};
+	for (int i = 0; i < ndim; i++)
+		t.numel *= (t.dims[i] = dims[i]);
+	t.nbytes = (size_t)t.numel * dtype_size(dtype);
+	return t;
+}
+
+void diet_factor_data(int16_t *q, float *m, float *a, float *b, float *vr, float *vc, int r, int c, int k)
+{
+	for (int i = 0; i < r * c; i++) {
+		q[i] = (int16_t)((i * 37 % 2001) - 1000);
+		m[i] = (float)((i % 7) - 3) * 1e-4f;
+	}
+	for (int i = 0; i < k * r; i++)
+		a[i] = (float)((i * 5 % 11) - 5) * 0.37f;
+	for (int i = 0; i < k * c; i++)
+		b[i] = (float)((i * 3 % 13) - 6) * 1.3e-3f;
+	for (int i = 0; i < r; i++)
+		vr[i] = (float)(i % 3) * 1e-7f;
+	for (int i = 0; i < c; i++)
+		vc[i] = (float)(i % 5) * 1e-7f;
+}
+
+void diet_expect_same_update(struct exec *const *x, struct graph *const *g, const int16_t *q, int64_t n, int steps,
+			     int tag)
+{
+	static const char *const outs[4] = {"qn", "mn", "vrn", "vcn"};
+	const int16_t *q0 = exec_value(x[0], strmap_get(&g[0]->names, "qn"))->data;
+	const int16_t *q1 = exec_value(x[1], strmap_get(&g[1]->names, "qn"))->data;
+	int64_t far = 0, moved = 0;
+	for (int64_t i = 0; i < n; i++) {
+		far += abs(q0[i] - q1[i]) > steps;
+		moved += q0[i] != q[i];
+	}
+	cr_expect_eq(far, 0, "%d: %lld of %lld values more than %d steps apart", tag, (long long)far, (long long)n, steps);
+	cr_expect_gt(moved, n / 2, "%d: %lld of %lld moved", tag, (long long)moved, (long long)n);
+	for (int k = 1; k < 4; k++) {
+		const struct rtensor *u = exec_value(x[0], strmap_get(&g[0]->names, outs[k]));
+		const struct rtensor *w = exec_value(x[1], strmap_get(&g[1]->names, outs[k]));
+		cr_assert_eq(u->numel, w->numel);
+		double worst = 0;
+		for (int64_t i = 0; i < u->numel; i++) {
+			double p = ((const float *)u->data)[i], r = ((const float *)w->data)[i];
+			double d = fabs(p - r) / fmax(fabs(p), 1e-30);
+			worst = d > worst ? d : worst;
+		}
+		cr_expect_leq(worst, 1e-6, "%d: %s: relative difference %g", tag, outs[k], worst);
+	}
 }
 
 double json_num(const char *json, const char *key)

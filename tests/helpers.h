@@ -52,6 +52,17 @@ void run_free(struct run_result *r);
 /* Runs Debian's python3 -c code (with sys.argv[1] = arg when given); asserts it exits 0, naming
  * `what` and showing its stderr otherwise. */
 void python_ok(const char *code, const char *arg, const char *what);
+/* An executor tensor over data (not owned). */
+struct rtensor rt_over(int dtype, int ndim, const int64_t *dims, void *data);
+/* Arbitrary but fixed data for a DietAdam over factors: q and m (r x c), the factors a (k x r) and
+ * b (k x c), the second moments vr (r) and vc (c). */
+void diet_factor_data(int16_t *q, float *m, float *a, float *b, float *vr, float *vc, int r, int c, int k);
+/* Two runs x[0], x[1] of graphs g[0], g[1] that update INT16 q (n elements, before) by DietAdam
+ * into outputs qn, mn, vrn, vcn made the same update: q' at most `steps` grid steps apart (0: the
+ * same bits), more than half of q moved, the moments equal to float32 rounding. `tag` names the
+ * case in messages. */
+void diet_expect_same_update(struct exec *const *x, struct graph *const *g, const int16_t *q, int64_t n, int steps,
+			     int tag);
 /* A fresh temporary directory (removed at exit is not needed: under /tmp). */
 const char *tmpdir(void);
 

@@ -27,17 +27,23 @@ int16_t diet_quantize(double x, double scale, double u)
 	return (int16_t)(y > DIET_QMAX ? DIET_QMAX : y < -DIET_QMAX ? -DIET_QMAX : y);
 }
 
-/* The gradient row by row: dense (g of q's shape), or the rows ScatterND(zeros, idx, g, add)
- * would make, summed as it sums them (in g's dtype, in index order), or the rows of the product
- * g^T b made a block of rows at a time; without the dense matrix in the last two. */
+/* The gradient row by row: dense (g of q's shape), or the rows of the product g^T b made a block
+ * of rows at a time, and/or the rows ScatterND(zeros, idx_k, upd_k, add) would make, each summed
+ * as it sums them (in the updates' dtype, in index order) and added to the sum so far as an Add
+ * adds it (a tied weight: a head's product and one embedding's rows or more); without the dense
+ * matrix but in the first. */
 struct grad_rows {
 	const struct rtensor *g;
 	int64_t cols;
-	int64_t *head, *next; /* sparse: each row's first update, and each update's next for its row (-1 ends) */
-	struct rtensor acc;   /* sparse: one row in g's dtype */
-	const float *a, *b;   /* product: g (k x rows) at float32 and b (k x cols), float32 */
-	int64_t k, rows, lo, n, block; /* product: the rows lo .. lo + n - 1 are in acc, block of them a time */
-	int narrow;           /* product: g's 16-bit dtype, which the product is rounded to (as Gemm's), or 0 */
+	int n_terms;                    /* row updates: each term's rows, and its links */
+	const struct rtensor **upd;
+	int64_t **head, **next;         /* each row's first update, and each update's next for its row (-1 ends) */
+	int dt;                         /* the updates' dtype */
+	struct rtensor racc;            /* one row of a term, summed as ScatterND sums it: float32 for 16 bits */
+	struct rtensor acc;             /* product: the block of rows made, float32 */
+	const float *a, *b;             /* product: g (k x rows) at float32 and b (k x cols), float32 */
+	int64_t k, rows, lo, n, block;  /* product: the rows lo .. lo + n - 1 are in acc, block of them a time */
+	int narrow;                     /* product: g's 16-bit dtype, which the product is rounded to (as Gemm's), or 0 */
 };
 
 /* The rows of a product made at once: a block of about DIET_BLOCK float32 elements. */
@@ -54,8 +60,7 @@ static float round_to(int dt, float f)
 
 static void grad_row(struct grad_rows *r, int64_t i, double *out)
 {
-	const struct rtensor *from = r->g;
-	int64_t at = i * r->cols;
+	int have = 0; /* out holds the sum so far */
 	if (r->b) {
 		if (i < r->lo || i >= r->lo + r->n) { /* the block from i on: g[:, i..]^T b, as Gemm(transA=1) makes it */
 			r->lo = i;
@@ -69,37 +74,77 @@ static void grad_row(struct grad_rows *r, int64_t i, double *out)
 			for (int64_t j = 0; r->narrow && j < r->n * r->cols; j++)
 				p[j] = round_to(r->narrow, p[j]);
 		}
-		from = &r->acc;
-		at = (i - r->lo) * r->cols;
-	} else if (r->head) {
-		memset(r->acc.data, 0, r->acc.nbytes);
-		for (int64_t u = r->head[i]; u >= 0; u = r->next[u])
-			for (int64_t j = 0; j < r->cols; j++)
-				rt_set(&r->acc, j, rt_get(&r->acc, j) + rt_get(r->g, u * r->cols + j));
-		from = &r->acc;
-		at = 0;
+		const float *p = (const float *)r->acc.data + (i - r->lo) * r->cols;
+		for (int64_t j = 0; j < r->cols; j++)
+			out[j] = p[j];
+		have = 1;
 	}
-	for (int64_t j = 0; j < r->cols; j++) /* at float32 precision, as a Cast to float32 leaves it */
-		out[j] = (float)rt_get(from, at + j);
+	for (int k = 0; k < r->n_terms; k++) {
+		if (have && r->head[k][i] < 0)
+			continue; /* adds 0 */
+		memset(r->racc.data, 0, r->racc.nbytes);
+		for (int64_t u = r->head[k][i]; u >= 0; u = r->next[k][u])
+			for (int64_t j = 0; j < r->cols; j++)
+				rt_set(&r->racc, j, rt_get(&r->racc, j) + rt_get(r->upd[k], u * r->cols + j));
+		for (int64_t j = 0; j < r->cols; j++) { /* in float32, stored in the updates' dtype */
+			float v = round_to(r->dt, (float)rt_get(&r->racc, j));
+			out[j] = have ? round_to(r->dt, (float)out[j] + v) : v;
+		}
+		have = 1;
+	}
+	for (int64_t j = 0; !have && j < r->cols; j++) /* at float32 precision, as a Cast to float32 leaves it */
+		out[j] = (float)rt_get(r->g, i * r->cols + j);
 }
 
-/* Links the updates of each row (in index order); fails on an index out of range. */
-static int grad_rows_link(struct exec *x, struct grad_rows *r, const struct rtensor *idx, int64_t rows)
+/* Links the updates of each row (in index order) into head (rows) and next (idx's count); fails on
+ * an index out of range. */
+static int grad_rows_link(struct exec *x, int64_t *head, int64_t *next, const struct rtensor *idx, int64_t rows)
 {
 	for (int64_t i = 0; i < rows; i++)
-		r->head[i] = -1;
-	int64_t *tail = r->next; /* built backwards: the last update first, then prepended */
-	for (int64_t u = idx->numel; u-- > 0;) {
+		head[i] = -1;
+	for (int64_t u = idx->numel; u-- > 0;) { /* built backwards: the last update first, then prepended */
 		int64_t i = rt_get_i(idx, u);
 		if (i < 0)
 			i += rows;
 		if (i < 0 || i >= rows)
 			return exec_fail(x, "index %lld is out of range for %lld rows", (long long)rt_get_i(idx, u),
 					 (long long)rows);
-		tail[u] = r->head[i];
-		r->head[i] = u;
+		next[u] = head[i];
+		head[i] = u;
 	}
 	return 0;
+}
+
+/* Term k of the row updates: its indices (input 6, then 9, 11, ...) and rows (8, or g without a
+ * product; then 10, 12, ...). */
+static const struct rtensor *term_idx(struct rtensor *const *in, int k)
+{
+	return in[k ? 7 + 2 * k : 6];
+}
+
+static const struct rtensor *term_upd(struct rtensor *const *in, int k, int product)
+{
+	return k ? in[8 + 2 * k] : product ? in[8] : in[1];
+}
+
+/* The row-update terms' indices, rows and dtype, checked; the count, or -1 (failed). */
+static int row_terms(struct exec *x, const struct node *n, struct rtensor *const *in, int64_t cols)
+{
+	const struct rtensor *idx = n->n_in > 6 ? in[6] : NULL, *b = n->n_in > 7 ? in[7] : NULL;
+	if ((n->n_in > 8 && in[8]) ? !b || !idx : b && idx)
+		return exec_fail(x, "row updates beside a product need the indices, the factors and the rows"), -1;
+	if (n->n_in > 9 && (!idx || (n->n_in - 9) % 2))
+		return exec_fail(x, "more row updates come as pairs of indices and rows, after the first"), -1;
+	int terms = idx ? 1 + (int)(n->n_in > 9 ? (n->n_in - 9) / 2 : 0) : 0;
+	for (int k = 0; k < terms; k++) {
+		const struct rtensor *ik = term_idx(in, k), *uk = term_upd(in, k, b != NULL);
+		if (!ik || !uk || ik->ndim < 1 || ik->dims[ik->ndim - 1] != 1 || uk->numel != ik->numel * cols ||
+		    (ik->dtype != DT_INT64 && ik->dtype != DT_INT32) || (!is_float(uk) && !dtype_is_half(uk->dtype)) ||
+		    uk->dtype != term_upd(in, 0, b != NULL)->dtype)
+			return exec_fail(x, "row updates need a 2-D parameter, indices (..., 1) of int64 or int32 "
+					    "and a float gradient of (..., columns), all of one dtype"), -1;
+	}
+	return terms;
 }
 
 static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -116,17 +161,17 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		return exec_fail(x, "needs the parameter, its gradient, the step and the second moment");
 	/* row by row: a matrix's rows, else one element at a time (no row buffer of the whole tensor) */
 	int64_t rows = q->ndim == 2 ? q->dims[0] : q->numel, cols = q->ndim == 2 ? q->dims[1] : 1;
-	if (idx) {
-		if (q->ndim != 2 || idx->ndim < 1 || idx->dims[idx->ndim - 1] != 1 || g->numel != idx->numel * cols ||
-		    (idx->dtype != DT_INT64 && idx->dtype != DT_INT32))
-			return exec_fail(x, "row updates need a 2-D parameter, indices (..., 1) of int64 or int32 "
-					    "and a gradient of (..., columns)");
-	} else if (b) {
+	int terms = row_terms(x, n, in, cols);
+	if (terms < 0)
+		return exec_status(x);
+	if (terms && q->ndim != 2)
+		return exec_fail(x, "row updates need a 2-D parameter");
+	if (b) {
 		if (q->ndim != 2 || g->ndim != 2 || b->ndim != 2 || g->dtype == DT_DOUBLE || b->dtype != g->dtype ||
 		    g->dims[1] != rows || b->dims[1] != cols || g->dims[0] != b->dims[0])
 			return exec_fail(x, "a product gradient g^T b needs a 2-D parameter (R, C), g (K, R) and b (K, C), "
-					    "of one dtype, not float64, and no indices");
-	} else if (g->numel != q->numel) {
+					    "of one dtype, not float64%s", idx ? "" : ", and no indices");
+	} else if (!idx && g->numel != q->numel) {
 		return exec_fail(x, "the gradient must have the parameter's shape");
 	}
 	if (v2 ? q->ndim != 2 || v1->numel != rows || v2->numel != cols : v1->numel != q->numel)
@@ -156,8 +201,11 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		return exec_fail(x, "the step must count from 1, not %g", step);
 	double bc = 1 - pow(b2, step), cmean = 0;
 	uint64_t key = exec_node_seed(x, n) ^ ((uint64_t)step * 0x9e3779b97f4a7c15ull);
-	struct grad_rows gr = {.g = g, .cols = cols};
-	size_t rowb = sizeof(double) * (size_t)(cols ? cols : 1), linkb = idx ? sizeof(int64_t) * (size_t)(rows + idx->numel) : 0;
+	struct grad_rows gr = {.g = g, .cols = cols, .n_terms = terms};
+	gr.dt = terms ? term_upd(in, 0, b != NULL)->dtype : DT_FLOAT;
+	size_t rowb = sizeof(double) * (size_t)(cols ? cols : 1), linkb = 3 * sizeof(void *) * (size_t)terms;
+	for (int k = 0; k < terms; k++)
+		linkb += sizeof(int64_t) * (size_t)(rows + term_idx(in, k)->numel);
 	size_t wideb = b && g->dtype != DT_FLOAT ? sizeof(float) * (size_t)(g->numel + b->numel) : 0;
 	if (b) { /* 16-bit factors read at float32 */
 		gr.a = g->data;
@@ -168,24 +216,36 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		gr.block = block_rows(cols);
 		gr.n = 0;
 	}
-	size_t accb = idx ? dtype_size(g->dtype) * (size_t)cols : b ? sizeof(float) * (size_t)(gr.block * cols) : 0;
+	int rdt = dtype_is_half(gr.dt) ? DT_FLOAT : gr.dt; /* as the executor runs a 16-bit ScatterND: in float32 */
+	size_t accb = b ? sizeof(float) * (size_t)(gr.block * cols) : 0, raccb = idx ? dtype_size(rdt) * (size_t)cols : 0;
 	double *row = exec_scratch(x, rowb), *colsum = row && v2 ? exec_scratch(x, rowb) : NULL;
-	gr.head = row && (colsum || !v2) && idx ? exec_scratch(x, linkb ? linkb : 1) : NULL;
-	gr.acc = (struct rtensor){.dtype = b ? DT_FLOAT : g->dtype, .ndim = 1, .dims = {accb / dtype_size(b ? DT_FLOAT : g->dtype)},
-				  .numel = (int64_t)(accb / dtype_size(b ? DT_FLOAT : g->dtype)), .nbytes = accb};
-	gr.acc.data = gr.head || (b && row && (colsum || !v2)) ? exec_scratch(x, accb ? accb : 1) : NULL;
-	float *wide = gr.acc.data && wideb ? exec_scratch(x, wideb) : NULL;
-	int rc = !row || (v2 && !colsum) || ((idx || b) && !gr.acc.data) || (wideb && !wide) ? exec_status(x) : 0;
+	void *links = row && (colsum || !v2) && idx ? exec_scratch(x, linkb ? linkb : 1) : NULL;
+	if (links) { /* the terms' rows, heads and nexts, then the links */
+		gr.upd = links;
+		gr.head = (int64_t **)(gr.upd + terms);
+		gr.next = gr.head + terms;
+		int64_t *l = (int64_t *)(gr.next + terms);
+		for (int k = 0; k < terms; l += rows + term_idx(in, k)->numel, k++) {
+			gr.upd[k] = term_upd(in, k, b != NULL);
+			gr.head[k] = l;
+			gr.next[k] = l + rows;
+		}
+	}
+	gr.acc = (struct rtensor){.dtype = DT_FLOAT, .ndim = 1, .dims = {(int64_t)(accb / sizeof(float))},
+				  .numel = (int64_t)(accb / sizeof(float)), .nbytes = accb};
+	gr.racc = (struct rtensor){.dtype = rdt, .ndim = 1, .dims = {cols}, .numel = idx ? cols : 0, .nbytes = raccb};
+	gr.acc.data = b && row && (colsum || !v2) && (!idx || links) ? exec_scratch(x, accb ? accb : 1) : NULL;
+	gr.racc.data = links && (!b || gr.acc.data) ? exec_scratch(x, raccb ? raccb : 1) : NULL;
+	float *wide = (b ? gr.acc.data : row) && (!idx || gr.racc.data) && wideb ? exec_scratch(x, wideb) : NULL;
+	int rc = !row || (v2 && !colsum) || (idx && !gr.racc.data) || (b && !gr.acc.data) || (wideb && !wide) ? exec_status(x) : 0;
 	for (int64_t i = 0; !rc && wide && i < g->numel + b->numel; i++)
 		wide[i] = (float)(i < g->numel ? rt_get(g, i) : rt_get(b, i - g->numel));
 	if (wide) {
 		gr.a = wide;
 		gr.b = wide + g->numel;
 	}
-	if (!rc && idx) {
-		gr.next = gr.head + rows;
-		rc = grad_rows_link(x, &gr, idx, rows);
-	}
+	for (int k = 0; !rc && k < terms; k++)
+		rc = grad_rows_link(x, gr.head[k], gr.next[k], term_idx(in, k), rows);
 	/* the moments first: v1' and v2' (and their means, for the factored denominator) */
 	for (int64_t i = 0; !rc && v2 && i < rows; i++) {
 		grad_row(&gr, i, row);
@@ -230,8 +290,9 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	}
 	exec_scratch_free(x, unif, ub);
 	exec_scratch_free(x, wide, wideb);
+	exec_scratch_free(x, gr.racc.data, raccb ? raccb : 1);
 	exec_scratch_free(x, gr.acc.data, accb ? accb : 1);
-	exec_scratch_free(x, gr.head, linkb ? linkb : 1);
+	exec_scratch_free(x, links, linkb ? linkb : 1);
 	exec_scratch_free(x, colsum, rowb);
 	exec_scratch_free(x, row, rowb);
 	return rc;
@@ -250,4 +311,4 @@ static void diet_adam_cost(const struct node *n, struct rtensor *const *in, stru
 }
 
 const struct op_impl op_diet_adam = {.run = diet_adam_run, .cost = diet_adam_cost, .recompute = RC_NEVER, .nodiff = ~0u,
-				     .own_width = 1u << 1 /* the gradient, any float width */};
+				     .own_width = 1u << 1 | 1u << 7 | 1u << 8 /* the gradient, any float width */};

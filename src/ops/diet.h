@@ -2,7 +2,7 @@
  * value = q x scale, and the DietAdam update op (graphdiet domain), which the training step
  * (rewrite/step.h) places right after a parameter's gradient is complete.
  *
- * DietAdam(q, g, t, m, v1[, v2[, idx[, b]]]) -> (q', m', v1'[, v2'])
+ * DietAdam(q, g, t, m, v1[, v2[, idx[, b[, rows[, idx2, rows2, ...]]]]]) -> (q', m', v1'[, v2'])
  *   q   INT16, the parameter (any shape); g its gradient (float32, float64, float16 or bfloat16
  *       of q's shape, read at float32 precision); t INT64 scalar, the step number counting from 1;
  *       m the momentum slot (float, q's shape; an absent input and output when beta1 = 0); v1, v2
@@ -10,13 +10,23 @@
  *       v1 = v (q's shape) and no v2.
  *   idx (2-D q only) makes g row updates: g is (..., C) and idx (..., 1) INT64 or INT32 row numbers
  *       (negative ones count from the end), and the gradient is ScatterND(zeros, idx, g,
- *       reduction=add), summed as that sums it (in g's dtype, in index order), without the R x C
+ *       reduction=add), summed as the executor sums it (in index order, in g's dtype or float32 for
+ *       16 bits, then rounded to g's dtype), without the R x C
  *       matrix being made: the update of an embedding, whose gradient touches a few rows.
  *   b (2-D q only, with idx absent) makes g a factor: g is (K, R) and b (K, C) of one dtype, and
  *       the gradient is the product g^T b as Gemm(g, b, transA=1) makes it (in float32, rounded
  *       to a 16-bit dtype as the executor rounds the Gemm's output), made a block of rows
  *       at a time (twice when factored: once for the moments, once for the update) without the
  *       R x C matrix: the update of a Linear layer's weight, whose gradient is X^T dY.
+ *   rows (2-D q only, with idx and b): a tied weight (a head's and an embedding's, as nanoGPT's
+ *       lm_head.weight = wte.weight): the gradient is g^T b + ScatterND(zeros, idx, rows, add), each
+ *       row of the product (as b alone makes it) plus that row's updates (as idx alone sums them;
+ *       rows of any float dtype), added in float32 and stored in the rows' dtype, as an Add of the
+ *       two stores it; neither term nor their sum is made whole.
+ *   idx2, rows2, ... (after idx, and rows or, without b, an absent rows): more embeddings' row
+ *       updates (a weight several Gathers read: an encoder-decoder's shared embedding), each
+ *       ScatterND(zeros, idx_k, rows_k, add) added in turn to the sum so far, ((g^T b + S1) + S2)
+ *       + ... or (S1 + S2) + ..., as autodiff's Adds add them; all rows of one dtype.
  *   attributes (defaults below): beta1, beta2, epsilon, lr, schedule ("noam" or "none"), warmup,
  *       scale, round ("stochastic" or "nearest").
  * The update, in float64:

@@ -659,47 +659,149 @@ static int all_zero(const struct node *n)
 	return 1;
 }
 
-/* What parameter p's diet update reads in place of its gradient grad, which nothing else reads
- * (an inline update): a 16-bit gradient rather than its Cast to float32 (DietAdam reads the
- * gradient at float32 precision, so the widening is exact); for Gather's gradient,
- * ScatterND(zeros, Unsqueeze(indices), rows, reduction=add), the rows, with *idx set to the
- * indices: a row-sparse update; and for a Linear layer's weight gradient, Gemm(dY, X, transA=1)
- * (or its float32 Cast), dY with *fac set to X: the update makes the product a block of rows at
- * a time, rounded as the Gemm rounds it. No
- * dense gradient is made in the last two. The nodes passed over are put in gone[*n_gone] (room
- * for two per parameter). */
-static struct value *diet_narrow(struct value *grad, const struct value *p, struct value **idx, struct value **fac,
-				 struct node **gone, uint32_t *n_gone)
+/* Where a diet update reads a gradient: its narrowest form (dY with X, and/or terms of rows with
+ * their indices, in the order their sum adds them) and the nodes that no longer make it, put in
+ * gone[*n_gone] (room for `cap`: a node is passed over once). */
+struct diet_reads {
+	struct value *grad, *fac;
+	struct value **idx, **rows; /* n_rows terms (the first in idx[0] and grad without a product) */
+	uint32_t n_rows;
+	struct node **gone;
+	uint32_t *n_gone, cap;
+};
+
+static int pass_over(struct diet_reads *r, struct node *n)
 {
-	struct node *c = grad->producer;
-	*idx = *fac = NULL;
-	if (c && c->op == OP_CAST && (c->tags & TAG_BACKWARD) && c->n_in == 1 && c->in[0] &&
-	    attr_int(c, "to", 0) == DT_FLOAT) {
-		gone[(*n_gone)++] = c;
-		grad = c->in[0];
-	}
+	if (*r->n_gone >= r->cap)
+		return 0;
+	r->gone[(*r->n_gone)++] = n;
+	return 1;
+}
+
+static int widening(const struct node *c)
+{
+	return c && c->op == OP_CAST && (c->tags & TAG_BACKWARD) && c->n_in == 1 && c->in[0] && attr_int(c, "to", 0) == DT_FLOAT;
+}
+
+/* A summand that is a product Gemm(dY, X, transA=1) (or its float32 Cast, when `widened` allows)
+ * sets *fac to X and gives dY; one that is ScatterND(zeros, Unsqueeze(indices), rows,
+ * reduction=add) sets *idx and gives the rows; else NULL. */
+static struct value *diet_summand(struct diet_reads *r, struct value *grad, const struct value *p, int widened,
+				  struct value **idx, struct value **fac)
+{
 	struct node *s = grad->producer;
+	if (widened && widening(s) && s->in[0]->producer && s->in[0]->producer->op == OP_GEMM) {
+		if (!pass_over(r, s))
+			return NULL;
+		s = s->in[0]->producer;
+	}
 	if (s && s->op == OP_GEMM && (s->tags & TAG_BACKWARD) && s->n_in == 2 && s->in[0] && s->in[1] &&
 	    p->init->ndim == 2 && attr_int(s, "transA", 0) == 1 && attr_int(s, "transB", 0) == 0 &&
 	    attr_float(s, "alpha", 1) == 1) {
-		gone[(*n_gone)++] = s;
 		*fac = s->in[1];
-		return s->in[0];
+		return pass_over(r, s) ? s->in[0] : NULL;
 	}
 	int scatter = s && s->op == OP_SCATTER_ND && (s->tags & TAG_BACKWARD) && s->n_in == 3 && s->in[0] && s->in[1] &&
 		      s->in[2] && attr_str_is(s, "reduction", "add", 0) && p->init->ndim == 2;
 	const struct node *z = scatter ? s->in[0]->producer : NULL, *u = z ? s->in[1]->producer : NULL;
 	if (!u || z->op != OP_CONSTANT_OF_SHAPE || !all_zero(z) || u->op != OP_UNSQUEEZE || !(u->tags & TAG_BACKWARD))
-		return grad;
-	gone[(*n_gone)++] = s;
+		return NULL;
 	*idx = s->in[1];
-	return s->in[2];
+	return pass_over(r, s) ? s->in[2] : NULL;
 }
 
-/* DietAdam(q, grad, step, m, v1, v2[, idx[, fac]]) with its state made and bound (Where(found, old, new)
- * when a finite check may skip the step). Returns the node. */
-static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, struct value *grad,
-			      struct value *idx, struct value *fac, struct value *step, struct value *found)
+static struct node *sum_node(const struct value *v)
+{
+	struct node *a = v->producer;
+	return a && a->op == OP_ADD && (a->tags & TAG_BACKWARD) && a->n_in == 2 && a->in[0] && a->in[1] ? a : NULL;
+}
+
+/* A gradient that is a sum ((L0 + L1) + L2) + ... (autodiff adds a parameter's contributions as
+ * they come, PyTorch's .grad order) of at most one product, L0 or L1, and row updates: the
+ * product first, then the terms in the order the sum adds them. 0 when it is some other sum. */
+static int diet_sum(struct sb *s, struct diet_reads *r, const struct value *p)
+{
+	uint32_t n = 2, was = *r->n_gone;
+	for (const struct node *a = sum_node(r->grad); sum_node(a->in[0]); a = sum_node(a->in[0]))
+		n++;
+	struct value **leaf = arena_array(s->g->arena, 3 * n, sizeof *leaf), **idx = leaf + n, **rows = idx + n;
+	if (!leaf)
+		return sb_fail(s), 0;
+	uint32_t k = n;
+	for (struct node *a = sum_node(r->grad); k > 0; a = sum_node(a->in[0])) {
+		if (!pass_over(r, a))
+			return 0;
+		leaf[--k] = a->in[1];
+		if (!sum_node(a->in[0]))
+			leaf[--k] = a->in[0];
+	}
+	struct value *fac = NULL, *dy = NULL;
+	uint32_t t = 0;
+	for (k = 0; k < n; k++) {
+		struct value *ik = NULL, *fk = NULL, *v = diet_summand(r, leaf[k], p, 1, &ik, &fk);
+		if (!v || (fk && (fac || k > 1))) /* a second product, or one added after the first sum */
+			break;
+		if (fk) { /* L0 or L1: the first Add adds in either order */
+			fac = fk;
+			dy = v;
+		} else {
+			idx[t] = ik;
+			rows[t++] = v;
+		}
+	}
+	if (k < n || (!fac && t < 2)) {
+		*r->n_gone = was;
+		return 0;
+	}
+	r->grad = fac ? dy : rows[0];
+	r->fac = fac;
+	r->idx = idx;
+	r->rows = rows;
+	r->n_rows = t;
+	return 1;
+}
+
+/* What parameter p's diet update reads in place of its gradient r->grad, which nothing else reads
+ * (an inline update): a 16-bit gradient rather than its Cast to float32 (DietAdam reads the
+ * gradient at float32 precision, so the widening is exact); for Gather's gradient, the rows and
+ * their indices: a row-sparse update; for a Linear layer's weight gradient, dY with r->fac set to
+ * X: the update makes the product a block of rows at a time, rounded as the Gemm rounds it; and for
+ * a weight read by several Gathers and at most one product (a tied embedding and head), the sum of
+ * their gradients as its pieces: the update adds each row's updates to the product's row. No
+ * dense gradient is made but in the first. */
+static void diet_narrow(struct sb *s, struct diet_reads *r, const struct value *p)
+{
+	struct node *c = r->grad->producer;
+	if (widening(c) && pass_over(r, c))
+		r->grad = c->in[0];
+	if (p->init->ndim == 2 && sum_node(r->grad)) {
+		diet_sum(s, r, p);
+		return;
+	}
+	uint32_t was = *r->n_gone;
+	struct value **one = arena_array(s->g->arena, 2, sizeof *one); /* the indices and the rows */
+	struct value *idx = NULL, *g = one ? diet_summand(r, r->grad, p, 0, &idx, &r->fac) : NULL;
+	if (!one)
+		sb_fail(s);
+	if (!g) {
+		*r->n_gone = was;
+		r->fac = NULL;
+		return;
+	}
+	r->grad = g;
+	if (idx) {
+		one[0] = idx;
+		one[1] = g;
+		r->idx = one;
+		r->rows = one + 1;
+		r->n_rows = 1;
+	}
+}
+
+/* DietAdam(q, grad, step, m, v1, v2[, idx[, fac[, rows[, idx2, rows2, ...]]]]) with its state made and bound
+ * (Where(found, old, new) when a finite check may skip the step). Returns the node. */
+static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *q, const struct diet_reads *r,
+			      struct value *step, struct value *found)
 {
 	struct graph *g = s->g;
 	const struct tensor *t = q->init;
@@ -717,7 +819,8 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 		st[2] = state(s, sn, DT_FLOAT, 1, t->dims + 1, 0);
 	}
 	struct node *n = graph_add_node(g, s->e);
-	uint32_t n_in = fac ? 8 : idx ? 7 : factored ? 6 : 5, n_out = factored ? 4 : 3;
+	uint32_t n_in = r->n_rows > 1 ? 7 + 2 * r->n_rows : r->fac && r->n_rows ? 9 : r->fac ? 8 : r->n_rows ? 7 : factored ? 6 : 5;
+	uint32_t n_out = factored ? 4 : 3;
 	struct value **io = n ? arena_array(g->arena, n_in + n_out, sizeof *io) : NULL;
 	struct attr *a = io ? arena_array(g->arena, 8, sizeof *a) : NULL;
 	JOIN(sn, sizeof sn, q->name, "_diet_adam");
@@ -733,8 +836,13 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 	n->out = io + n_in;
 	n->n_in = n_in;
 	n->n_out = n_out;
-	struct value *ins[8] = {q, grad, step, st[0], st[1], st[2], idx, fac};
-	memcpy(n->in, ins, n_in * sizeof *ins);
+	struct value *ins[9] = {q, r->grad, step, st[0], st[1], st[2], r->n_rows ? r->idx[0] : NULL, r->fac,
+				r->fac && r->n_rows ? r->rows[0] : NULL};
+	memcpy(n->in, ins, (n_in < 9 ? n_in : 9) * sizeof *ins);
+	for (uint32_t k = 1; k < r->n_rows; k++) { /* more row updates: (idx, rows) pairs from input 9 */
+		n->in[7 + 2 * k] = r->idx[k];
+		n->in[8 + 2 * k] = r->rows[k];
+	}
 	for (uint32_t k = 0; k < n_out; k++) {
 		struct value *old = k ? st[k - 1] : q;
 		if (!old)
@@ -807,17 +915,17 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
 		if (!diet[i])
 			continue;
-		struct value *grad = pg[i].g, *idx = NULL, *fac = NULL;
+		struct diet_reads r = {.grad = pg[i].g, .gone = gone, .n_gone = n_gone, .cap = s->g->n_nodes};
 		if (inline_)
-			grad = diet_narrow(grad, pg[i].p, &idx, &fac, gone, n_gone);
-		const struct node *made = complete(grad);
-		for (int k = 0; k < 2; k++) { /* and after what else it reads */
-			const struct value *also = k ? fac : idx;
+			diet_narrow(s, &r, pg[i].p);
+		const struct node *made = complete(r.grad);
+		for (uint32_t k = 0; k < 1 + 2 * r.n_rows; k++) { /* and after what else it reads */
+			const struct value *also = k ? (k % 2 ? r.idx : r.rows)[(k - 1) / 2] : r.fac;
 			if (also && also->producer && (!made || also->producer->index > made->index))
 				made = also->producer;
 		}
 		struct value *q = diet_store(s, d, pg[i].p);
-		struct node *u = q ? diet_adam(s, d, q, grad, idx, fac, step1, found) : NULL;
+		struct node *u = q ? diet_adam(s, d, q, &r, step1, found) : NULL;
 		if (!u || (inline_ && wait_for(s, made, u, n_old)))
 			return sb_fail(s);
 	}
@@ -989,7 +1097,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	uint32_t nr = 0;
 	for (uint32_t i = 0; i < n; i++)
 		nr += !diet[i];
-	if (nr < n && (!(gone = xmalloc(sizeof *gone * 2 * n)) ? (rc = err_oom(e)) :
+	if (nr < n && (!(gone = xmalloc(sizeof *gone * (g->n_nodes + 1))) ? (rc = err_oom(e)) :
 		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old, gone, &n_gone))))
 		goto out;
 	for (uint32_t i = 0, k = 0; i < n; i++)

@@ -4,8 +4,8 @@ I/O benchmark. Not committed: `bench_io` needs a real model larger than 100 MB.
 
     /usr/bin/python3 tests/bench/gen_big.py OUT.onnx [VOCAB] [D LAYERS HEADS SEQ [BATCH]]
 
-VOCAB (default 8192) sizes the embeddings and the head; run_diet.sh asks for 4096, the most classes
-the executor's SoftmaxCrossEntropyLoss takes.
+VOCAB (default 8192) sizes the embeddings and the head; run_diet.sh asks for 4096 (the executor
+takes any number of classes: `run` of gen_gpt2.py's GPT-2 small steps over 50,257).
 """
 import inspect
 import os

@@ -1,15 +1,19 @@
 #!/bin/bash
 # Diet variables: bytes per parameter (plan's per_param: resident parameters + optimizer state +
 # the most parameter-gradient bytes live at once, over the trainable elements) for float32 Adam,
-# SGD, SGD with momentum and diet variables, on the testdata transformer (8,370 parameters) and on
+# SGD, SGD with momentum and diet variables, on the testdata transformer (8,370 parameters), on
 # a 29M-parameter GPT-style transformer (gen_big.py with a 4096-token vocabulary, 8 blocks, d = 512,
-# batch 2 x 64), beside the floor computed here from the parameters' shapes alone: 2 bytes per INT16
+# batch 2 x 64) and, with GPT2=1, on stock nanoGPT GPT-2 small (gen_gpt2.py: 124M parameters, the
+# head tied to the token embedding, a causal-mask buffer per layer, batch 1 x 1024; a 550 MB export,
+# --diet rows only), beside the floor computed here from the parameters' shapes alone: 2 bytes per INT16
 # element (4 per float32 one left off the diet, not counting its gradient output), 4 (R + C) per
 # R x C slot pair (4 per element for a full v), the step counter, and one whole gradient of the
-# largest diet parameter other than an embedding (one only Gather reads, updated by rows) and a
+# largest diet parameter other than an embedding (one only Gather reads, updated by rows), a
 # Linear layer's weight (one only MatMul or Gemm reads, directly or through a Transpose: updated
-# from the factors X and dY of its gradient X^T dY, a block of rows at a time), 4 bytes per
-# element, or 2 with --precision fp16: the least any update that reads a whole gradient can hold.
+# from the factors X and dY of its gradient X^T dY, a block of rows at a time) and a tied weight
+# (Gathers and products read it: both), 4 bytes per element, or 2 with --precision fp16: the least
+# any update that reads a whole gradient can hold. A buffer (an initializer only Slice or Shape
+# reads: nanoGPT's causal mask) is no parameter and not counted; plan counts its bytes today.
 #
 #     bash tests/bench/run_diet.sh [BUILD]
 set -euo pipefail
@@ -19,19 +23,23 @@ here=$(dirname "$0")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 /usr/bin/python3 "$here/gen_big.py" "$dir/gpt29m.onnx" 4096 2> >(grep -v Warning >&2)
+[ -z "${GPT2:-}" ] || /usr/bin/python3 "$here/gen_gpt2.py" "$dir/gpt2.onnx" 2> >(grep -v Warning >&2)
 floor() { # model, all: every parameter on a diet (else the 2-D ones), gradient bytes per element
   /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
 import sys, onnx, numpy as np
 m = onnx.load(sys.argv[1], load_external_data=False)
-s = [list(i.dims) for i in m.graph.initializer]
 readers = {i.name: [n for n in m.graph.node if i.name in n.input] for i in m.graph.initializer}
-embedding = [all(n.op_type == "Gather" and n.input[0] == i.name and not any(a.name == "axis" and a.i for a in n.attribute)
-                 for n in readers[i.name]) and readers[i.name] for i in m.graph.initializer]
-def product(v, hops=1):  # read only as a MatMul or Gemm operand, or through one Transpose
+buffer = {i.name for i in m.graph.initializer if readers[i.name] and all(n.op_type in ("Slice", "Shape") for n in readers[i.name])}
+s = [list(i.dims) for i in m.graph.initializer if i.name not in buffer]
+def gather(n, v):
+    return n.op_type == "Gather" and n.input[0] == v and not any(a.name == "axis" and a.i for a in n.attribute)
+def product(v, hops=1, rows=False):  # read only as a MatMul or Gemm operand, or through one Transpose (or by Gather, rows)
     r = [n for n in m.graph.node if v in n.input]
-    return bool(r) and all(n.op_type in ("MatMul", "Gemm") and v in n.input[:2] or
+    return bool(r) and all(n.op_type in ("MatMul", "Gemm") and v in n.input[:2] or rows and gather(n, v) or
                            hops and n.op_type == "Transpose" and product(n.output[0], 0) for n in r)
-linear = [len(i.dims) == 2 and product(i.name) for i in m.graph.initializer]
+inits = [i for i in m.graph.initializer if i.name not in buffer]
+embedding = [all(gather(n, i.name) for n in readers[i.name]) and readers[i.name] for i in inits]
+linear = [len(i.dims) == 2 and product(i.name, rows=True) for i in inits]
 n = sum(int(np.prod(d)) for d in s)
 diet = [d for d in s if sys.argv[2] == "all" or len(d) == 2]
 rest = [d for d in s if not (sys.argv[2] == "all" or len(d) == 2)]
@@ -45,7 +53,7 @@ PY
 row() { # label, model, floor, plan options...
   local label=$1 model=$2 fl=$3
   shift 3
-  "$gd" plan "$model" "$@" --format json | /usr/bin/python3 -c '
+  "$gd" plan "$model" "$@" --format json 2> >(grep -v 'does not affect the loss' >&2) | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 p = d["per_param"]
@@ -58,8 +66,13 @@ print("| %s | %d | %.2f | %.2f | %.2f | **%.2f** | %s | %s | %d |" % (sys.argv[1
 }
 printf '| model, update | parameters | params B/p | optimizer B/p | gradients B/p | total B/p | floor B/p | total/floor | step peak bytes |\n'
 printf '|---|---|---|---|---|---|---|---|---|\n'
-for m in testdata/transformer.onnx "$dir/gpt29m.onnx"; do
+for m in testdata/transformer.onnx "$dir/gpt29m.onnx" ${GPT2:+"$dir/gpt2.onnx"}; do
   name=$(basename "$m" .onnx)
+  if [ "$name" = gpt2 ]; then
+    row "$name, --diet (2-D)" "$m" "$(floor "$m" 2d 4)" --diet
+    row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d 2)" --diet --precision fp16
+    continue
+  fi
   row "$name, float32 Adam (16 expected)" "$m" - --optimizer adam
   row "$name, SGD" "$m" - --optimizer sgd
   row "$name, SGD momentum" "$m" - --optimizer sgd:momentum=0.9
