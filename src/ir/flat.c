@@ -46,6 +46,7 @@ int flat_build(const struct graph *g, struct flat *f)
 				f->vflags[next->id] = (uint8_t)((f->vflags[next->id] & ~FLAT_GRAD) |
 								(f->vflags[key->id] & (FLAT_STATE | FLAT_PARAM)));
 		}
+	flat_unpin_state(g, f->vflags, FLAT_PINNED);
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		f->vflags[g->outputs[i]->id] |= FLAT_PINNED;
 	/* what backward nodes make from parameter gradients alone is one too */
@@ -66,7 +67,8 @@ int flat_build(const struct graph *g, struct flat *f)
 		const struct node *n = g->nodes[i];
 		int t = op_taken_input(op_table[n->op].flags, n->n_in);
 		f->nflags[i] = (uint8_t)(((n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0) | (node_is_forward(n) ? FLAT_FORWARD : 0) |
-					 (t >= 0 ? FLAT_TAKES : 0) | (t > 0 ? FLAT_TAKES_LAST : 0));
+					 (t >= 0 ? FLAT_TAKES : 0) | (t > 0 ? FLAT_TAKES_LAST : 0) |
+					 (op_table[n->op].flags & OPF_REUSES && n->n_out ? FLAT_REUSES : 0));
 		f->in_off[i] = a;
 		f->out_off[i] = b;
 		for (uint32_t k = 0; k < n->n_in; k++)
@@ -80,6 +82,16 @@ int flat_build(const struct graph *g, struct flat *f)
 	f->in_off[g->n_nodes] = a;
 	f->out_off[g->n_nodes] = b;
 	return 0;
+}
+
+void flat_unpin_state(const struct graph *g, uint8_t *pinned, uint8_t bit)
+{
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
+		for (size_t k = 0; k < g->model->ti[t].n_update_bind; k++) {
+			const struct value *key = strmap_get(&g->names, g->model->ti[t].update_bind[k].key);
+			if (key && key->id < g->n_values && !(key->flags & VALUE_OUTPUT))
+				pinned[key->id] &= (uint8_t)~bit;
+		}
 }
 
 void flat_free(struct flat *f)
