@@ -67,3 +67,25 @@ for m in testdata/transformer.onnx "$dir/gpt29m.onnx"; do
   row "$name, --diet-params '*'" "$m" "$(floor "$m" all 4)" --diet-params '*'
   row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d 2)" --diet --precision fp16
 done
+
+# The optimizer step in place: a parameter-bound MLP (4 x Linear(2048, 2048), batch 8), the step's
+# peak per parameter as plan predicts it and as run measures it, beside what PyTorch holds through
+# its step (parameters + gradients + optimizer state tensors, torch_optimizer_bytes.py, the same
+# run): graphdiet's peak adds one parameter's temporary where a value is read twice (Adam's
+# gradient, momentum's new buffer) and the batch.
+pt=$(/usr/bin/python3 "$here/torch_optimizer_bytes.py" "$dir/mlp2048.onnx" 2048 4 8 2> >(grep -v Warning >&2))
+printf '\n| MLP 4 x 2048, batch 8 | parameters | plan peak B/p | run peak B/p | PyTorch B/p | plan/PyTorch |\n'
+printf '|---|---|---|---|---|---|\n'
+for o in adam sgd sgd:momentum=0.9; do
+  "$gd" train "$dir/mlp2048.onnx" --optimizer "$o" -o "$dir/step.onnx"
+  "$gd" plan "$dir/mlp2048.onnx" --optimizer "$o" --format json > "$dir/plan.json"
+  "$gd" run "$dir/step.onnx" --random-inputs --format json > "$dir/run.json"
+  /usr/bin/python3 - "$o" "$dir/plan.json" "$dir/run.json" "$pt" <<'PY'
+import json, sys
+o, plan, run = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+torch = dict(zip(sys.argv[4].split()[::2], map(float, sys.argv[4].split()[1::2])))[o]
+n = plan["per_param"]["parameters"]
+p, r = plan["peak_bytes_after"] / n, run["peak_bytes"] / n
+print("| %s | %d | **%.3f** | %.3f | %.3f | %.3f |" % (o, n, p, r, torch, p / torch))
+PY
+done
