@@ -603,8 +603,9 @@ Test(cli, diet_reads_embedding_rows_and_16_bit_gradients)
 }
 
 /* plan's bytes per parameter on the transformer, counted by hand from its parameters' shapes:
- * float32 Adam holds 4 + 8 bytes per parameter and all the gradients at once (so at least 16),
- * SGD 4 + 4; diet variables hold INT16 for the 2-D parameters (float32 for the others), the
+ * float32 Adam holds 4 + 8 bytes per parameter and, each update made as soon as its gradient is
+ * (nothing waits for them all), never all the gradients at once (so 12 to 16), SGD 4 and part of
+ * the 4 of gradients; diet variables hold INT16 for the 2-D parameters (float32 for the others), the
  * factored second moments (R + C floats per matrix), and with every parameter on a diet
  * (--diet-params '*', a pattern) never more gradient bytes at once than the largest parameter's.
  * And no forward value made from parameters alone (a weight's dequantized copy, its transpose) is
@@ -642,16 +643,16 @@ Test(cli, diet_bytes_per_parameter)
 		  "assert all(v['parameters'] == n for v in pp.values()), pp\n"
 		  "a = pp['adam']\n"
 		  "assert a['param_bytes'] == 4 * n and a['optimizer_state_bytes'] == 8 * n + 8, a\n"
-		  "assert a['peak_param_gradient_bytes'] >= 4 * n and a['bytes_per_param'] >= 16, a\n"
+		  "assert 0 < a['peak_param_gradient_bytes'] < 4 * n and 12 < a['bytes_per_param'] < 16, a\n"
 		  "s = pp['sgd']\n"
-		  "assert s['param_bytes'] == 4 * n and s['peak_param_gradient_bytes'] == 4 * n, s\n"
+		  "assert s['param_bytes'] == 4 * n and 0 < s['peak_param_gradient_bytes'] < 4 * n, s\n"
 		  "t = pp['diet']\n"
 		  "assert t['param_bytes'] == 2 * n2 + 4 * (n - n2) and t['optimizer_state_bytes'] == 4 * rc + 8, t\n"
 		  "assert 0 < t['peak_param_gradient_bytes'] < s['peak_param_gradient_bytes'], t\n"
 		  "al = pp['all']\n"
 		  "assert al['param_bytes'] == 2 * n and al['optimizer_state_bytes'] == 4 * rc + 4 * (n - n2) + 8, al\n"
 		  "assert 0 < al['peak_param_gradient_bytes'] <= 4 * big, (al, big)\n"
-		  "assert al['bytes_per_param'] < 0.2 * a['bytes_per_param'], (al, a)\n"
+		  "assert al['bytes_per_param'] < 0.2 * 16, (al, a)  # a fifth of a float32 Adam step's 16\n"
 		  "# forward values made from initializers alone, with a float parameter among them\n"
 		  "inits = {i.name: i for i in m.graph.initializer}\n"
 		  "made = {k: k in inits and inits[k].data_type == 1 for k in inits}\n"

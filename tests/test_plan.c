@@ -171,18 +171,22 @@ static struct graph *param_bound_mlp(int layers, int width, uint64_t *n_params, 
 }
 
 /* The optimizer step in place (as PyTorch's fused optimizers): a parameter and its moments are
- * updated in their own buffers, the update's temporaries written over what dies, so that at the
- * peak (all gradients made) a step holds parameters, gradients and state, plus one parameter's
- * worth of temporaries where a value is read twice (Adam's gradient, momentum's new buffer): Adam
- * 16 bytes per parameter plus one bucket (25 before), SGD 8 (9 before), momentum 12 plus one; the
- * batch (eight [1, 64] tensors at most: inputs, activations) and the scalars aside. bfloat16 autocast holds what
+ * updated in their own buffers, the update's temporaries written over what dies. When a step
+ * waits for every gradient (a finite check: dynamic loss scaling), its peak holds parameters,
+ * gradients and state, plus a parameter's worth of temporaries where a value is read twice
+ * (the finite check's gradient; Adam's gradient, momentum's new buffer): Adam 16 bytes per
+ * parameter plus two such buckets, SGD 8 plus one, momentum 12 plus two; the batch (eight [1, 64] tensors at most:
+ * inputs, activations) and the scalars aside. Otherwise each update runs as soon as its gradient
+ * is made, so the gradients are never all live: under 16 and 8. bfloat16 autocast holds what
  * PyTorch AMP holds: float32 master parameters, gradients and moments. Predicted equals measured. */
 Test(memsim, the_optimizer_step_is_made_in_place)
 {
 	static const struct {
 		const char *opt;
-		int dtype, per_param, buckets;
-	} cases[] = {{"adam", 0, 16, 1}, {"sgd", 0, 8, 0}, {"sgd:momentum=0.9", 0, 12, 1}, {"adam", DT_BFLOAT16, 16, 1}};
+		int dtype, dynamic, per_param, buckets;
+	} cases[] = {{"adam", 0, 1, 16, 2},           {"sgd", 0, 1, 8, 1},   {"sgd:momentum=0.9", 0, 1, 12, 2},
+		     {"adam", DT_BFLOAT16, 1, 16, 2}, {"adam", 0, 0, 15, 0}, {"sgd", 0, 0, 6, 0},
+		     {"sgd:momentum=0.9", 0, 0, 10, 0}, {"adam", DT_BFLOAT16, 0, 15, 0}};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		uint64_t n, largest;
 		struct graph *g = param_bound_mlp(8, 64, &n, &largest);
@@ -190,6 +194,8 @@ Test(memsim, the_optimizer_step_is_made_in_place)
 		struct step_opts so = {0};
 		struct gd_err e = {0};
 		cr_assert_eq(optimizer_parse(cases[c].opt, &so.opt, why, sizeof why), 0);
+		if (cases[c].dynamic)
+			cr_assert_eq(loss_scaling_parse("dynamic", &so.ls, why, sizeof why), 0);
 		if (cases[c].dtype) {
 			struct autocast_opts ac = {.dtype = cases[c].dtype};
 			size_t low;
@@ -200,14 +206,15 @@ Test(memsim, the_optimizer_step_is_made_in_place)
 		cr_assert_eq(step_begin(g, &so, &ao, &e), 0, "%s", e.msg);
 		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
 		cr_assert_eq(step_build(g, &so, NULL, &e), 0, "%s", e.msg);
-		snprintf(what, sizeof what, "%s%s", cases[c].opt, cases[c].dtype ? ", bfloat16" : "");
+		snprintf(what, sizeof what, "%s%s%s", cases[c].opt, cases[c].dtype ? ", bfloat16" : "",
+			 cases[c].dynamic ? ", dynamic scale" : ", inline");
 		predicted_equals_measured(g, what);
 		struct mem_result r;
 		simulate(g, &r);
 		uint64_t bound = (uint64_t)cases[c].per_param * n + (uint64_t)cases[c].buckets * 4 * largest + 8 * 64 * 4;
 		cr_expect_leq(r.peak, bound, "%s: peak %llu bytes, %.3f per parameter", what, (unsigned long long)r.peak,
 			      (double)r.peak / (double)n);
-		if (!strcmp(cases[c].opt, "adam"))
+		if (!strcmp(cases[c].opt, "adam") && !cases[c].dynamic)
 			cr_expect_leq(r.peak, 17 * n, "%s: %.3f bytes per parameter", what, (double)r.peak / (double)n);
 		memsim_free(&r);
 		graph_free(g);

@@ -61,6 +61,19 @@ int flat_build(const struct graph *g, struct flat *f)
 		for (uint32_t k = 0; pg && !other && k < n->n_out; k++)
 			if (n->out[k] && !(f->vflags[n->out[k]->id] & (FLAT_STATE | FLAT_PARAM)))
 				f->vflags[n->out[k]->id] |= FLAT_PARAM_GRAD;
+		/* and state is what they make from state and constants alone (a moment times beta,
+		 * written over the moment: still the optimizer's state) */
+		int st = 0, rest = 0;
+		for (uint32_t k = 0; (n->tags & TAG_BACKWARD) && k < n->n_in; k++)
+			if (n->in[k]) {
+				const struct node *c = n->in[k]->producer;
+				st |= (f->vflags[n->in[k]->id] & FLAT_STATE) != 0;
+				rest |= !(f->vflags[n->in[k]->id] & FLAT_STATE) && !(c && c->op == OP_CONSTANT) &&
+					!(n->in[k]->flags & VALUE_CONST);
+			}
+		for (uint32_t k = 0; st && !rest && k < n->n_out; k++)
+			if (n->out[k] && !(f->vflags[n->out[k]->id] & FLAT_PARAM))
+				f->vflags[n->out[k]->id] |= FLAT_STATE;
 	}
 	uint32_t a = 0, b = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {

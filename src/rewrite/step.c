@@ -587,8 +587,58 @@ static int scale_update(struct sb *s, const struct loss_scaling *ls, struct valu
 	return s->e->code; /* a condition lost to an earlier failure makes pick() pass a value through */
 }
 
-/* The parameters' updates; new state is bound as made, parameters last (by the caller's loop). */
-static int update(struct sb *s, const struct optimizer *opt, struct param_grad *pg, uint32_t n, struct value *found)
+/* Makes the backward node after `after` (in g's order, among the first n_old nodes) wait for u. */
+static int wait_for(struct sb *s, const struct node *after, struct node *u, uint32_t n_old)
+{
+	struct graph *g = s->g;
+	if (!after || after->index + 1 >= n_old)
+		return 0;
+	struct node *next = g->nodes[after->index + 1];
+	struct node **c = arena_array(g->arena, next->n_ctrl + 1, sizeof *c);
+	if (!c)
+		return err_oom(s->e);
+	if (next->n_ctrl)
+		memcpy(c, next->ctrl, next->n_ctrl * sizeof *c);
+	c[next->n_ctrl] = u;
+	next->ctrl = c;
+	next->n_ctrl++;
+	return 0;
+}
+
+/* The node after which gradient g is complete: its producer, or for a sum over the replicas the
+ * last producer of the all-reduce's inputs (its bucket). */
+static const struct node *complete(const struct value *g)
+{
+	const struct node *n = g->producer, *last = NULL;
+	if (!n || n->op != OP_ALL_REDUCE)
+		return n;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (n->in[k]->producer && (!last || n->in[k]->producer->index > last->index))
+			last = n->in[k]->producer;
+	return last;
+}
+
+/* The last of the first n_old nodes that p's update must follow: its gradient's completion and
+ * every reader of p, so that the update is p's last reader and writes p's next value over it. */
+static const struct node *update_after(const struct graph *g, const struct value *p, const struct value *grad,
+				       uint32_t n_old)
+{
+	const struct node *made = complete(grad);
+	for (uint32_t i = made ? made->index + 1 : 0; i < n_old; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k] == p)
+				made = g->nodes[i];
+	return made;
+}
+
+/* The parameters' updates; new state is bound as made, parameters last (by the caller's loop).
+ * Inline (no finite check, no clipping: nothing waits for every gradient), each update runs as
+ * soon as its gradient is complete and the backward pass has read its parameter for the last
+ * time, and the next backward node waits for it, as an optimizer stepped from gradient hooks
+ * does: the gradients made later are not live at once with it, nor the update's temporaries
+ * with them. */
+static int update(struct sb *s, const struct optimizer *opt, struct param_grad *pg, uint32_t n, struct value *found,
+		  int inline_, uint32_t n_old)
 {
 	struct value *step = state(s, "optimizer_step", DT_INT64, 0, NULL, 0);
 	struct value *step1 = op(s, "Add", "optimizer_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
@@ -636,7 +686,8 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		}
 		struct value *lr = opt->kind == OPTIMIZER_ADAM ? as(s, step_size, dt) : scalar(s, dt, opt->lr);
 		struct value *p1 = op(s, "Sub", o, 2, p, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
-		if (bind(s, p, pick(s, found, p, p1, o)))
+		if (bind(s, p, pick(s, found, p, p1, o)) ||
+		    (inline_ && wait_for(s, update_after(s->g, p, g, n_old), p1->producer, n_old)))
 			return sb_fail(s);
 	}
 	return s->e->code;
@@ -851,37 +902,6 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 	return n;
 }
 
-/* Makes the backward node after `after` (in g's order, among the first n_old nodes) wait for u. */
-static int wait_for(struct sb *s, const struct node *after, struct node *u, uint32_t n_old)
-{
-	struct graph *g = s->g;
-	if (!after || after->index + 1 >= n_old)
-		return 0;
-	struct node *next = g->nodes[after->index + 1];
-	struct node **c = arena_array(g->arena, next->n_ctrl + 1, sizeof *c);
-	if (!c)
-		return err_oom(s->e);
-	if (next->n_ctrl)
-		memcpy(c, next->ctrl, next->n_ctrl * sizeof *c);
-	c[next->n_ctrl] = u;
-	next->ctrl = c;
-	next->n_ctrl++;
-	return 0;
-}
-
-/* The node after which gradient g is complete: its producer, or for a sum over the replicas the
- * last producer of the all-reduce's inputs (its bucket). */
-static const struct node *complete(const struct value *g)
-{
-	const struct node *n = g->producer, *last = NULL;
-	if (!n || n->op != OP_ALL_REDUCE)
-		return n;
-	for (uint32_t k = 0; k < n->n_in; k++)
-		if (n->in[k]->producer && (!last || n->in[k]->producer->index > last->index))
-			last = n->in[k]->producer;
-	return last;
-}
-
 /* The storage and update of each diet parameter (pg[i] with diet[i]). Inline (found NULL and no
  * clipping): each update waits only for its gradient, and the next backward node waits for it. */
 static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, const uint8_t *diet, uint32_t n,
@@ -1072,17 +1092,19 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		if (rc)
 			goto out;
 	}
-	/* 3. the updates: diet parameters' by DietAdam, the others' by the optimizer */
+	/* 3. the updates: diet parameters' by DietAdam, the others' by the optimizer; inline when
+	 * nothing waits for every gradient */
+	int inline_ = !dynamic && !(o->clip_norm > 0);
 	uint32_t nr = 0;
 	for (uint32_t i = 0; i < n; i++)
 		nr += !diet[i];
 	if (nr < n && (!(gone = xmalloc(sizeof *gone * 2 * n)) ? (rc = err_oom(e)) :
-		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old, gone, &n_gone))))
+		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, inline_, n_old, gone, &n_gone))))
 		goto out;
 	for (uint32_t i = 0, k = 0; i < n; i++)
 		if (!diet[i])
 			pg[k++] = pg[i];
-	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found)))
+	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found, inline_, n_old)))
 		goto out;
 	/* 4. the scale */
 	if (dynamic) {
@@ -1099,6 +1121,8 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	 * gradients they read in narrower form are not made */
 	if (!rc && o->diet.on)
 		rc = graph_toposort(g, e) || graph_drop_unread(g, gone, n_gone, e) || diet_recompute(g, e) ? e->code : 0;
+	else if (!rc && inline_ && o->opt.kind != OPTIMIZER_NONE) /* the inline updates to their places */
+		rc = graph_toposort(g, e) ? e->code : 0;
 out:
 	xfree(gone);
 	xfree(pg);
