@@ -1539,6 +1539,73 @@ Test(cli, verify_gradcheck_uses_finite_differences)
 	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
 	cr_expect(strstr(r.out, "DIFFERS") && strstr(r.out, "MISMATCH"), "%s", r.out);
 	run_free(&r);
+	/* a gradient of another shape than its parameter's is wrong, whatever its first elements say */
+	snprintf(text, sizeof text, "%s  - {op: Add, inputs: [w, w], outputs: [w2]}\n"
+		 "  - {op: Concat, inputs: [w2, w2], outputs: [w_grad], attrs: {axis: 0}}\n"
+		 "outputs: [{name: loss}, {name: w_grad}]\n", head);
+	write_text(wrong, sizeof wrong, "square_long_train.yaml", text);
+	r = gd("verify", "--gradcheck", model, wrong, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "w_grad has shape [8], its parameter [4]"), "%s", r.err);
+	run_free(&r);
+}
+
+/* Mixed precision decides from dtypes and shapes: plan and check under --precision read no weight.
+ * Here the weights' external data lie past the end of an empty file, so any read is an error (exit 2): a Transpose of a
+ * weight, and an Add of a 16-bit product and a weight, each read all of it for autocast's range
+ * check (a LLaMA-7B export read 27 GB). Small constants are still checked (they are what the check
+ * is for: an epsilon, a mask's fill value); run reads the weights and names the missing file. */
+Test(cli, mixed_precision_reads_no_weight)
+{
+	char m[600], empty[600];
+	write_text(empty, sizeof empty, "empty.bin", "");
+	write_text(m, sizeof m, "unread.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [300, 300]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [300, 300], data_location: 1,\n"
+		   "      external: [{key: location, value: empty.bin}, {key: length, value: '360000'}]}\n"
+		   "  - {name: big, dtype: float32, shape: [300, 300], data_location: 1,\n"
+		   "      external: [{key: location, value: empty.bin}, {key: offset, value: '0'}, {key: length, value: '360000'}]}\n"
+		   "nodes:\n  - {op: Transpose, inputs: [w], outputs: [wt]}\n  - {op: MatMul, inputs: [x, wt], outputs: [h]}\n"
+		   "  - {op: Add, inputs: [h, big], outputs: [a]}\n"
+		   "  - {op: ReduceSum, inputs: [a], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	for (int p = 0; p < 2; p++) {
+		char *prec = p ? "fp16" : "bf16";
+		char *plan[] = {GD_BINARY, "plan", m, "--precision", prec, "--format", "json", NULL};
+		char *check[] = {GD_BINARY, "check", m, "--precision", prec, "--budget", "1GiB", NULL};
+		for (int c = 0; c < 2; c++) {
+			struct run_result r = run_cmd(c ? check : plan, NULL, 0);
+			cr_expect_eq(r.status, 0, "%s %s: %s", c ? "check" : "plan", prec, r.err);
+			run_free(&r);
+		}
+	}
+	/* what is read still fails as it did: plan without --precision reads nothing either, but run does */
+	char *run[] = {GD_BINARY, "run", m, "--random-inputs", NULL};
+	struct run_result r = run_cmd(run, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "empty.bin"), "%s", r.err);
+	run_free(&r);
+}
+
+/* A causal mask exported as a float initializer holds -inf: --gradcheck leaves its infinite
+ * entries out of the directions (theta + h d at -inf is -inf - -inf = NaN when differenced, and
+ * |theta| was infinite, so h was too: every direction read NaN and the right gradients DIFFERED). */
+Test(cli, verify_gradcheck_leaves_infinite_entries_alone)
+{
+	char m[600], t[600];
+	write_text(m, sizeof m, "masked.yaml",
+		   "graphdiet: 1\nopset: 17\nparams:\n  - {name: w, dtype: float32, shape: [4], init: {dist: normal, seed: 5}}\n"
+		   "  - {name: mask, dtype: float32, shape: [4], data: [0.0, -.inf, 0.0, -.inf]}\n"
+		   "nodes:\n  - {op: Add, inputs: [w, mask], outputs: [s]}\n  - {op: Softmax, inputs: [s], outputs: [p]}\n"
+		   "  - {op: Mul, inputs: [p, w], outputs: [q]}\n"
+		   "  - {op: ReduceSum, inputs: [q], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	snprintf(t, sizeof t, "%s/masked_train.onnx", tmpdir());
+	struct run_result r = gd("train", m, "-o", t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", m, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 3 outputs compared") && !strstr(r.out, "nan"), "%s", r.out);
+	run_free(&r);
 }
 
 /* verify --against DIR checks a training graph with another tool's gradients (PyTorch's, saved

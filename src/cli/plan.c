@@ -473,7 +473,7 @@ static int run(int argc, char **argv, int check)
 	if (training && batch) {
 		rc = cli_usage(cmd, "--batch is for a model; a training graph keeps the batch it was built with");
 	} else if (g && !training &&
-		   ((batch && (rc = graph_rebatch(g, batch, &e))) || (n_dims && (rc = graph_bind_dims(g, dims, n_dims, 0, &e))) ||
+		   ((batch && (rc = graph_rebatch(g, batch, &e))) || (n_dims && ((rc = exec_check_bindings(g, dims, n_dims, &e)) || (rc = graph_bind_dims(g, dims, n_dims, 0, &e)))) ||
 		    (rc = graph_fold_constants(g, &folded, &e)))) {
 		if (batch && rc == GD_EINPUT)
 			cli_batch_hint(&e, batch);

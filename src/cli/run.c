@@ -116,15 +116,6 @@ static void summary(const struct rtensor *t, double *mn, double *mx, double *mea
 		*mean /= (double)t->numel;
 }
 
-static void shape_text(const struct rtensor *t, char *buf, size_t n)
-{
-	size_t k = (size_t)snprintf(buf, n, "[");
-	for (int i = 0; i < t->ndim && k < n; i++)
-		k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", t->dims[i]);
-	if (k < n)
-		snprintf(buf + k, n - k, "]");
-}
-
 /* A training step's bookkeeping: the state bindings, and the values a step reports. */
 struct steps {
 	uint32_t n;                  /* bindings */
@@ -495,7 +486,7 @@ int cmd_run(int argc, char **argv)
 				const struct rtensor *t = exec_value(x, g->outputs[i]);
 				double mn, mx, mean;
 				summary(t, &mn, &mx, &mean);
-				shape_text(t, sh, sizeof sh);
+				rt_shape_str(t, sh, sizeof sh);
 				if (t->numel == 1)
 					printf("%-24s %-8s %-16s %.9g\n", g->outputs[i]->name, dtype_name(t->dtype), sh, rt_get(t, 0));
 				else

@@ -269,7 +269,7 @@ int cmd_train(int argc, char **argv)
 		size_t folded = 0;
 		if (batch)
 			rc = graph_rebatch(g, batch, &e);
-		if (n_dims && !rc)
+		if (n_dims && !rc && !(rc = exec_check_bindings(g, dims, n_dims, &e)))
 			rc = graph_bind_dims(g, dims, n_dims, 1, &e);
 		if (!rc)
 			rc = graph_fold_constants(g, &folded, &e);

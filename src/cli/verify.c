@@ -356,7 +356,8 @@ static struct exec *unskipped(struct graph *train, struct exec_opts *eo, struct 
  * float64 (MODEL widened, rewrite/widen.h) on TRAIN's own inputs, along seeded random unit
  * directions d over every parameter TRAIN gives a gradient for: sum(grad . d) against
  * (L(theta + h d) - L(theta - h d)) / 2h, h = 1e-5 max(1, |theta|). Only the executor's forward
- * pass is trusted, not autodiff. */
+ * pass is trusted, not autodiff. Infinite entries (a causal mask's -inf, stored as a float
+ * initializer) are left out of d and of |theta|: theta +- h d keeps them as they are. */
 enum { GRADCHECK_DIRECTIONS = 3 };
 
 struct fd_param {
@@ -426,9 +427,16 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 		names[n_in++] = v->name;
 		if (!gv || !(gv->flags & VALUE_OUTPUT) || !dtype_is_float(t->dtype))
 			continue;
+		const struct rtensor *gt = exec_value(xt, gv);
+		if (gt->ndim != t->ndim || memcmp(gt->dims, t->dims, sizeof *t->dims * (size_t)t->ndim)) {
+			char a[160], b[160];
+			rc = err_set(e, GD_ECHECK, "--gradcheck: TRAIN's %s has shape %s, its parameter %s", gname,
+				     rt_shape_str(gt, a, sizeof a), rt_shape_str(t, b, sizeof b));
+			break;
+		}
 		struct fd_param *f = &fp[n++];
 		f->p = v;
-		f->grad = exec_value(xt, gv);
+		f->grad = gt;
 		f->theta = f->d = *w;
 		f->theta.data = xmalloc(w->nbytes ? w->nbytes : 1);
 		f->d.data = xmalloc(w->nbytes ? w->nbytes : 1);
@@ -438,7 +446,8 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 		}
 		memcpy(f->theta.data, w->data, w->nbytes);
 		for (int64_t k = 0; k < t->numel; k++)
-			theta2 += rt_get(w, k) * rt_get(w, k);
+			if (isfinite(rt_get(w, k)))
+				theta2 += rt_get(w, k) * rt_get(w, k);
 	}
 	if (!rc && !n)
 		rc = err_set(e, GD_EINPUT, "--gradcheck: TRAIN gives no <param>_grad of MODEL's parameters");
@@ -450,6 +459,8 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 		for (size_t j = 0; j < n; j++)
 			for (int64_t k = 0; k < fp[j].d.numel; k++) {
 				double r = philox_normal(seed * 7919 + (uint64_t)dir * 104729 + j, (uint64_t)k);
+				if (!isfinite(rt_get(&fp[j].theta, k)))
+					r = 0; /* an infinite entry (a causal mask's -inf) has no neighbourhood to difference */
 				rt_set(&fp[j].d, k, r);
 				norm2 += r * r;
 			}

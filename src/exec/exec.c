@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "../io/tensor.h"
+#include "../ir/symdim.h"
 #include "../ops/kernel.h"
 #include "../util/philox.h"
 #include "../util/progress.h"
@@ -14,6 +15,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
@@ -57,6 +59,11 @@ struct exec {
 	struct strmap given;  /* the caller's inputs: name -> its tensor (the first of a name) */
 	int64_t next_probe;
 	int64_t probe_values[64];
+	const char *probe_syms[64]; /* their symbols (NULL: a dim with no name) */
+	struct strmap assumed;      /* the assumptions' records (symdim.h): the graph's and new ones */
+	int assumed_read;
+	const char **new_assumed;   /* new ones, for the graph's metadata at the end of the run */
+	size_t n_new_assumed, cap_new_assumed;
 	struct rtensor **args; /* run_nodes' in and out pointers, sized for the graph's widest node */
 	struct rtensor *absent; /* stand-ins for its absent outputs */
 	uint32_t max_in;
@@ -117,6 +124,104 @@ int exec_dim_symbolic(const struct exec *x, int64_t d)
 	return 0;
 }
 
+/* d as k*p + r (k in [1, 4096], |r| < 1024) for the stand-in or product of two stand-ins p that
+ * leaves the smallest remainder; stand-ins are primes above 10007, so an affine form over one
+ * symbol, or a product of two, decodes exactly (symdim.h). */
+int exec_dim_expr(const struct exec *x, int64_t d, struct symdim *out)
+{
+	int np = (int)(x->next_probe < 64 ? x->next_probe : 64);
+	int64_t best_r = 1024;
+	int found = 0;
+	for (int i = 0; i < np && d > 0; i++)
+		for (int j = -1; j <= i; j++) { /* j = -1: the stand-in of i alone */
+			int64_t p = x->probe_values[i], q = j < 0 ? 1 : x->probe_values[j], pq;
+			if (!x->probe_syms[i] || (j >= 0 && !x->probe_syms[j]) || __builtin_mul_overflow(p, q, &pq))
+				continue;
+			int64_t k = (d + pq / 2) / pq, r = d - k * pq;
+			if (k < 1 || k > 4096 || (r < 0 ? -r : r) >= best_r)
+				continue;
+			best_r = r < 0 ? -r : r;
+			found = 1;
+			const char *a = x->probe_syms[i], *b = j < 0 ? NULL : x->probe_syms[j];
+			if (b && strcmp(b, a) < 0) { /* a product's symbols in order: batch*seq */
+				const char *t = a;
+				a = b;
+				b = t;
+			}
+			*out = (struct symdim){.c = r, .n = 1};
+			out->t[0] = (struct symdim_term){.k = k, .a = a, .b = b};
+		}
+	return found;
+}
+
+/* Rewrites, in a probing run's message, every number that derives from stand-ins as its
+ * expression: "dimension 2: 64 vs 10009" becomes "dimension 2: 64 vs seq". */
+static void name_stand_ins(const struct exec *x, char *msg, size_t size)
+{
+	char out[sizeof x->e->msg];
+	size_t k = 0;
+	for (const char *p = msg; *p && k + 1 < sizeof out;) {
+		struct symdim d;
+		char *end;
+		if (*p >= '0' && *p <= '9' && (p == msg || !strchr("0123456789._'", p[-1]))) {
+			long long v = strtoll(p, &end, 10);
+			if (v >= 10007 && exec_dim_expr(x, v, &d)) {
+				char e[128];
+				symdim_str(&d, e, sizeof e);
+				k += (size_t)snprintf(out + k, sizeof out - k, "%s", e);
+				p = end;
+				continue;
+			}
+			while (p < end && k + 1 < sizeof out)
+				out[k++] = *p++;
+			continue;
+		}
+		out[k++] = *p++;
+	}
+	out[k < sizeof out ? k : sizeof out - 1] = 0;
+	snprintf(msg, size, "%s", out);
+}
+
+static int note_assumed(void *arg, const char *line, size_t len)
+{
+	struct exec *x = arg;
+	const char *key = arena_strndup(x->g->arena, line, len);
+	return !key || strmap_put(&x->assumed, key, (void *)key);
+}
+
+int exec_assume(struct exec *x, int64_t d, int64_t limit, const struct value *buffer)
+{
+	struct symdim s;
+	char expr[128];
+	if (!exec_dim_expr(x, d, &s))
+		return 0;
+	if (!x->assumed_read) { /* those the graph has: each is recorded once */
+		x->assumed_read = 1;
+		if (symdim_each_line(x->g, note_assumed, x))
+			return err_oom(x->e);
+	}
+	/* the buffer a chain of Slices (bias[:, :, :T, :T] may be two) reads */
+	while (buffer && buffer->producer && buffer->producer->op == OP_SLICE && buffer->producer->n_in)
+		buffer = buffer->producer->in[0];
+	const struct node *n = x->cur;
+	const char *line = symdim_line(x->g->arena, symdim_str(&s, expr, sizeof expr), limit, n ? node_base_name(n) : NULL,
+				       buffer ? buffer->name : NULL);
+	if (!line)
+		return err_oom(x->e);
+	if (strmap_get(&x->assumed, line))
+		return 0;
+	if (x->n_new_assumed == x->cap_new_assumed) {
+		size_t cap = x->cap_new_assumed ? 2 * x->cap_new_assumed : 8;
+		const char **a = xrealloc(x->new_assumed, cap * sizeof *a);
+		if (!a)
+			return err_oom(x->e);
+		x->new_assumed = a;
+		x->cap_new_assumed = cap;
+	}
+	x->new_assumed[x->n_new_assumed++] = line;
+	return strmap_put(&x->assumed, line, (void *)line) ? err_oom(x->e) : 0;
+}
+
 struct comm *exec_comm(const struct exec *x)
 {
 	return x->o->comm;
@@ -168,6 +273,8 @@ int exec_fail(struct exec *x, const char *fmt, ...)
 	int first = !x->e->code;
 	int rc = err_vat(x->e, x->cur ? node_desc(x->cur, d, sizeof d) : NULL, fmt, ap);
 	va_end(ap);
+	if (first && x->next_probe)
+		name_stand_ins(x, x->e->msg, sizeof x->e->msg);
 	x->e->at_run |= first;
 	return rc;
 }
@@ -416,6 +523,16 @@ void exec_free_temp(struct exec *x, struct rtensor *t)
 	t->data = NULL;
 }
 
+const char *rt_shape_str(const struct rtensor *t, char *buf, size_t n)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+	for (int i = 0; i < t->ndim && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", t->dims[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
 double rt_get(const struct rtensor *t, int64_t i)
 {
 	const uint8_t *p = t->data;
@@ -487,6 +604,49 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The caller's data for v, or NULL (an initializer's overrides its own: a state's next value). */
+static const struct rtensor *given(const struct exec *x, const struct value *v)
+{
+	return strmap_get(&x->given, v->name);
+}
+
+static int bound_by_dim(const struct exec *x, const char *sym)
+{
+	for (size_t k = 0; k < x->o->n_dims; k++)
+		if (!strcmp(x->o->dims[k].name, sym))
+			return 1;
+	return 0;
+}
+
+/* "graph input 'x': symbolic dimension 'batch' is not bound; use --dim batch=N", naming every
+ * symbol of the graph's inputs that is unbound (v's sym first), so one try tells them all. */
+static int unbound(struct exec *x, const struct value *v, const char *sym)
+{
+	const char *said[16] = {sym};
+	int n = 1;
+	for (uint32_t i = 0; i < x->g->n_inputs; i++) {
+		const struct ttype *t = &x->g->inputs[i]->type;
+		for (uint32_t k = 0; t->has_shape && k < t->ndim && n < 16; k++) {
+			const char *s = t->dims[k].kind == DIM_PARAM ? t->dims[k].param : NULL;
+			int j = 0;
+			while (s && j < n && strcmp(said[j], s))
+				j++;
+			if (s && j == n && !bound_by_dim(x, s) && !given(x, x->g->inputs[i]))
+				said[n++] = s;
+		}
+	}
+	char names[512] = "", use[512] = "";
+	size_t a = 0, b = 0;
+	for (int j = 0; j < n; j++) {
+		if (a < sizeof names)
+			a += (size_t)snprintf(names + a, sizeof names - a, "%s'%s'", j ? ", " : "", said[j]);
+		if (b < sizeof use)
+			b += (size_t)snprintf(use + b, sizeof use - b, "%s--dim %s=N", j ? " " : "", said[j]);
+	}
+	return err_set(x->e, GD_EINPUT, "graph input '%s': symbolic dimension%s %s %s not bound; use %s", v->name,
+		       n > 1 ? "s" : "", names, n > 1 ? "are" : "is", use);
+}
+
 /* A graph input's shape: its declared dims, symbolic ones bound by --dim or given stand-ins. */
 static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int *ndim)
 {
@@ -516,8 +676,7 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 			continue;
 		}
 		if (!x->o->probe_unbound && sym)
-			return err_set(x->e, GD_EINPUT, "graph input '%s': symbolic dimension '%s' is not bound; use --dim %s=N",
-				       v->name, sym, sym);
+			return unbound(x, v, sym);
 		if (!x->o->probe_unbound)
 			return err_set(x->e, GD_EINPUT, "graph input '%s': dimension %u is unknown; give the input's data",
 				       v->name, i);
@@ -528,8 +687,10 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 			static const int64_t more[] = {20011, 20021, 20023, 20029, 20047, 20051, 20063, 20071};
 			int64_t k = x->next_probe++;
 			probe = k < 8 ? primes[k] : k < 16 ? more[k - 8] : 30011 + 2 * k; /* (beyond 16: odd, distinct) */
-			if (k < 64)
+			if (k < 64) {
 				x->probe_values[k] = probe;
+				x->probe_syms[k] = sym;
+			}
 			if (sym && strmap_put(&x->probes, sym, (void *)(intptr_t)probe))
 				return err_oom(x->e);
 		}
@@ -538,11 +699,6 @@ static int input_shape(struct exec *x, const struct value *v, int64_t *dims, int
 	return 0;
 }
 
-/* The caller's data for v, or NULL (an initializer's overrides its own: a state's next value). */
-static const struct rtensor *given(const struct exec *x, const struct value *v)
-{
-	return strmap_get(&x->given, v->name);
-}
 
 
 /* The size of a known dimension of v: an initializer's, a static one its type declares, or one
@@ -1490,6 +1646,62 @@ static int run_nodes(struct exec *x)
 	return 0;
 }
 
+/* The recorded assumptions (symdim.h) against the symbols' values: --dim's, and those the inputs'
+ * bound shapes give their declared names. */
+static int check_assumptions(struct exec *x)
+{
+	const struct graph *g = x->g;
+	if (!g->model || !model_meta(g, SYMDIM_META_KEY))
+		return 0;
+	const char *names[64];
+	int64_t values[64];
+	size_t n = 0;
+	for (size_t k = 0; k < x->o->n_dims && n < 64; k++, n++) {
+		names[n] = x->o->dims[k].name;
+		values[n] = x->o->dims[k].value;
+	}
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct value *v = g->inputs[i];
+		const struct rtensor *t = &x->v[v->id];
+		for (uint32_t k = 0; t->known && v->type.has_shape && k < v->type.ndim && (int)k < t->ndim && n < 64; k++)
+			if (v->type.dims[k].kind == DIM_PARAM && v->type.dims[k].param) {
+				names[n] = v->type.dims[k].param;
+				values[n++] = t->dims[k];
+			}
+	}
+	return symdim_check(g, names, values, n, x->e);
+}
+
+int exec_check_bindings(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e)
+{
+	const char *names[64];
+	int64_t values[64];
+	if (exec_record_assumptions(g))
+		return err_oom(e);
+	for (size_t k = 0; k < n && k < 64; k++) {
+		names[k] = b[k].name;
+		values[k] = b[k].value;
+	}
+	return symdim_check(g, names, values, n < 64 ? n : 64, e);
+}
+
+int exec_record_assumptions(struct graph *g)
+{
+	int sym = 0, slices = 0;
+	for (uint32_t i = 0; i < g->n_inputs && !sym; i++)
+		for (uint32_t k = 0; g->inputs[i]->type.has_shape && k < g->inputs[i]->type.ndim; k++)
+			sym |= g->inputs[i]->type.dims[k].kind == DIM_PARAM;
+	for (uint32_t i = 0; i < g->n_nodes && !slices; i++)
+		slices = g->nodes[i]->op == OP_SLICE;
+	if (!sym || !slices)
+		return 0;
+	struct gd_err e = {0};
+	struct exec_opts o = {.shapes_only = 1, .probe_unbound = 1};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	exec_free(x);
+	return e.code == GD_EINTERNAL ? -1 : 0; /* (a graph shapes cannot be inferred for fails later) */
+}
+
 struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_stats *st, struct gd_err *e)
 {
 	/* Tensors come and go at every node: let glibc reuse freed heap memory for them instead of
@@ -1510,6 +1722,7 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	x->e = e;
 	x->be = o->backend && !o->backend->host ? o->backend : NULL;
 	strmap_init(&x->probes);
+	strmap_init(&x->assumed);
 	strmap_init(&x->given);
 	for (size_t k = 0; k < o->n_inputs; k++)
 		if (!strmap_get(&x->given, o->input_names[k]) &&
@@ -1582,6 +1795,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		t->data = own;
 		t->owned = 1;
 	}
+	if (!rc && !o->probe_unbound)
+		rc = check_assumptions(x);
 	if (x->be && o->shapes_only && !rc)
 		rc = err_set(e, GD_EINTERNAL, "shape inference runs on the CPU, not on %s", x->be->name);
 	for (uint32_t i = 0; x->be && i < g->n_values && !rc; i++) /* inputs and initializers */
@@ -1598,6 +1813,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 	t0 = now(); /* the nodes' time: binding inputs (reading, generating them) is not the graph's */
 	if (!rc)
 		rc = run_nodes(x);
+	if (symdim_record(g, x->new_assumed, x->n_new_assumed) && !rc)
+		rc = err_oom(e);
 	progress_done(o->shapes_only ? meter_shapes : meter_running);
 	if (x->be && !rc)
 		rc = x->be->sync(e);
@@ -1680,6 +1897,8 @@ void exec_free(struct exec *x)
 	xfree(x->args);
 	xfree(x->absent);
 	strmap_free(&x->probes);
+	strmap_free(&x->assumed);
+	xfree(x->new_assumed);
 	strmap_free(&x->given);
 	xfree(x);
 }

@@ -179,6 +179,21 @@ int exec_materialize(struct exec *x, const struct rtensor *v, struct rtensor *co
 /* Whether dimension d (of an inferred shape) derives from a symbolic dimension: stand-ins are
  * distinct primes above 10000, so such dimensions are multiples of one. */
 int exec_dim_symbolic(const struct exec *x, int64_t d);
+/* Such a dimension as an expression over the symbols (ir/symdim.h): 1, or 0 when it is none. */
+struct symdim;
+int exec_dim_expr(const struct exec *x, int64_t d, struct symdim *out);
+/* For a shape rule that gives a symbolic length d where it reads buffer, which holds only limit
+ * (a Slice of a fixed-size buffer by a symbolic end, rather than clamping it): records in the
+ * graph's metadata the assumption d <= limit, with the current node and the buffer (symdim.h).
+ * 0, or the run's error code. */
+int exec_assume(struct exec *x, int64_t d, int64_t limit, const struct value *buffer);
+/* Records in g's metadata the assumptions that a shapes-only run of g with every symbolic dim
+ * unbound makes, so that they can be checked against bindings before those are made part of the
+ * graph (graph_bind_dims). 0, or -1 when out of memory. */
+int exec_record_assumptions(struct graph *g);
+/* exec_record_assumptions, then checks them against the bindings b (--dim): 0, or GD_EINPUT
+ * naming the node and the buffer of an assumption they break (symdim_check). */
+int exec_check_bindings(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e);
 
 /* The run's comm (NULL: one replica), for AllReduce. */
 struct comm *exec_comm(const struct exec *x);
@@ -189,6 +204,8 @@ uint64_t exec_shard_offset(const struct exec *x, int64_t numel);
 /* Element access in double, for kernels that are not on a hot path. */
 double rt_get(const struct rtensor *t, int64_t i);
 void rt_set(struct rtensor *t, int64_t i, double v);
+/* t's shape as "[2, 3]", into buf; returns buf. */
+const char *rt_shape_str(const struct rtensor *t, char *buf, size_t n);
 int64_t rt_get_i(const struct rtensor *t, int64_t i);
 /* The int64 values of a small 1-D (or scalar) tensor; fails when it has no data. */
 int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *out, int max, int *n);

@@ -543,16 +543,30 @@ static int slice_run(struct exec *x, const struct node *n, struct rtensor *const
 		st[i] = 1;
 		dims[i] = a->dims[i];
 	}
+	int open = 0;
 	for (int k = 0; k < ns; k++) {
 		int ax;
 		if (norm_axis(x, na ? axes[k] : k, a->ndim, &ax))
 			return exec_status(x);
-		int64_t s = nst ? steps[k] : 1;
+		int64_t s = nst ? steps[k] : 1, d = a->dims[ax];
 		if (s == 0)
 			return exec_fail(x, "a step of 0");
-		slice_bounds(a->dims[ax], starts[k], ends[k], s, &b[ax], &dims[ax]);
 		st[ax] = s;
+		/* a fixed buffer sliced [:T] by a symbolic T: the slice is T long, assuming T <= d, which
+		 * is recorded (symdim.h), rather than clamped to d */
+		if (s == 1 && starts[k] >= 0 && starts[k] < d && ends[k] > d && ends[k] < (int64_t)1 << 40 &&
+		    !exec_dim_symbolic(x, d) && exec_dim_symbolic(x, ends[k])) {
+			b[ax] = starts[k];
+			dims[ax] = ends[k] - starts[k];
+			open = 1;
+			if (exec_assume(x, ends[k], d, n->in[0]))
+				return exec_status(x);
+			continue;
+		}
+		slice_bounds(d, starts[k], ends[k], s, &b[ax], &dims[ax]);
 	}
+	if (open) /* (its shape only: the data is not there to copy) */
+		return exec_shape(x, out[0], a->dtype, a->ndim, dims);
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
@@ -1077,6 +1091,15 @@ static struct value *slice_axis(struct ad *a, struct value *g, int64_t ax, int64
 	return ad_op(a, "Slice", ins, 5);
 }
 
+/* [0 (r times), Shape(g)]: g's shape where Pad's trailing pads are */
+static struct value *shape_after_zeros(struct ad *a, struct value *g, int r)
+{
+	int64_t zeros[RT_MAX_DIMS] = {0};
+	struct value *parts[2] = {ad_ints(a, zeros, (size_t)r), ad_op1(a, "Shape", g)};
+	struct value *c = parts[0] && parts[1] ? ad_op(a, "Concat", parts, 2) : NULL;
+	return !c || ad_set_int(a, ad_producer(c), "axis", 0) ? NULL : c;
+}
+
 /* Slice: the gradient is g put back where it was read, zeros elsewhere. Unit steps are one Pad for
  * all such axes. Along an axis with step s, the count slices taken from `first` are spread s apart:
  * g (a negative step flipped first) gains an axis of 1 after it, padded to s (zeros between the
@@ -1093,7 +1116,8 @@ static int slice_grad(struct ad *a, const struct node *n)
 	int64_t pads[2 * RT_MAX_DIMS] = {0}, cur[RT_MAX_DIMS + 1];
 	memcpy(cur, ys->dims, sizeof ys->dims[0] * (size_t)r);
 	struct value *g = ad_dy(a, n->out[0]);
-	int unit = 0;
+	int unit = 0, any_open = 0;
+	int64_t open[2 * RT_MAX_DIMS] = {0};
 	for (int64_t k = 0; k < st->numel && g; k++) {
 		int64_t ax = axs ? rt_get_i(axs, k) : k, step = sts ? rt_get_i(sts, k) : 1, first, count;
 		if (ax < 0)
@@ -1104,6 +1128,15 @@ static int slice_grad(struct ad *a, const struct node *n)
 		if (step == 0)
 			return ad_fail(a, "a step of 0");
 		slice_bounds(d, rt_get_i(st, k), rt_get_i(en, k), step, &first, &count);
+		if (step == 1 && ad_dim_symbolic(a, ys->dims[ax]) && ys->dims[ax] > d - first) {
+			/* a fixed buffer sliced [first:T] by a symbolic T (the Slice rule's open slice): dy is
+			 * T long, and what follows it, d - first - T, is known only at run time */
+			pads[ax] = first;
+			pads[ax + r] = d - first;
+			open[ax] = open[ax + r] = 1; /* [ax + r]: where the trailing pad takes Shape(g) off */
+			unit = any_open = 1;
+			continue;
+		}
 		if (count <= 1) /* one element or none: the step does not matter (and count x step cannot overflow) */
 			step = 1;
 		if (step == 1) {
@@ -1113,7 +1146,7 @@ static int slice_grad(struct ad *a, const struct node *n)
 			continue;
 		}
 		for (int i = 0; i < r; i++)
-			if (ad_dim_symbolic(a, cur[i]))
+			if (ad_dim_symbolic(a, cur[i]) || open[i])
 				return ad_fail(a, "cannot differentiate a strided Slice of a symbolic shape yet");
 		if (step < 0) { /* taken backwards: flip g, and it reads forwards from its last element */
 			g = slice_axis(a, g, ax, -1, INT64_MIN, -1);
@@ -1136,6 +1169,8 @@ static int slice_grad(struct ad *a, const struct node *n)
 	}
 	if (g && unit) {
 		struct value *ins[2] = {g, ad_ints(a, pads, (size_t)(2 * r))};
+		if (any_open) /* pads - open * [0 .. 0, Shape(g)]: the open axes' trailing pads less g's length */
+			ins[1] = ad_op2(a, "Sub", ins[1], ad_op2(a, "Mul", ad_ints(a, open, (size_t)(2 * r)), shape_after_zeros(a, g, r)));
 		g = ins[1] ? ad_op(a, "Pad", ins, 2) : NULL;
 	}
 	return ad_give(a, n->in[0], g);

@@ -100,8 +100,14 @@ static int floats_fit(const void *p, size_t n, int dt)
 	return 1;
 }
 
-/* Whether fixed value v fits 16 bits: by its data (the run's, or its initializer's), else by the
- * fixed values it is made from (a parameter transposed or reshaped). */
+/* Initializers of more elements than this are weights: cast to 16 bits as PyTorch's autocast casts
+ * a Linear's weight and bias, unread. Checking them would read every weight of the model (27 GB at
+ * 7B) to answer what `plan` and `check` ask; what the check is for are the small constants an
+ * export folds in (an epsilon, a mask's fill value, a scale), which the shapes-only run holds. */
+#define FITS_READ_MAX 65536
+
+/* Whether fixed value v fits 16 bits: by its data (the run's, or a small initializer's), else by
+ * the fixed values it is made from (a parameter transposed or reshaped). */
 static int fits(struct ac *a, const struct value *v)
 {
 	if (a->fit[v->id])
@@ -111,6 +117,8 @@ static int fits(struct ac *a, const struct value *v)
 	int ok = 1;
 	if (t->data && t->dtype == DT_FLOAT)
 		ok = floats_fit(t->data, (size_t)t->numel, a->o->dtype);
+	else if (v->init && tensor_numel(v->init) > FITS_READ_MAX)
+		ok = 1;
 	else if (v->init && v->init->dtype == DT_FLOAT && !tensor_bytes(a->g, v->init, &b, a->e))
 		ok = floats_fit(b.p, b.n / sizeof(float), a->o->dtype);
 	else if (v->producer)
@@ -143,19 +151,22 @@ static int width(struct ac *a, const struct node *n)
 		return DT_FLOAT;
 	if (fl & OPF_AMP_LOW)
 		return a->o->dtype;
-	int low = 0, wide = 0, wide_fixed = 1;
+	int low = 0, wide = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		const struct value *v = n->in[k];
-		if (!v || own_width(n, k, 0))
-			continue;
-		if (a->dt[v->id] == a->o->dtype)
-			low = 1;
-		else if (a->dt[v->id] == DT_FLOAT) {
-			wide = 1;
-			wide_fixed &= a->fixed[v->id] && fits(a, v);
+		if (v && !own_width(n, k, 0)) {
+			low |= a->dt[v->id] == a->o->dtype;
+			wide |= a->dt[v->id] == DT_FLOAT;
 		}
 	}
-	return low && wide ? (wide_fixed ? a->o->dtype : DT_FLOAT) : 0;
+	if (!low || !wide)
+		return 0;
+	for (uint32_t k = 0; k < n->n_in; k++) { /* only now: a node reading float32 alone reads no data */
+		const struct value *v = n->in[k];
+		if (v && !own_width(n, k, 0) && a->dt[v->id] == DT_FLOAT && !(a->fixed[v->id] && fits(a, v)))
+			return DT_FLOAT;
+	}
+	return a->o->dtype;
 }
 
 int autocast(struct graph *g, const struct autocast_opts *o, size_t *n_low, struct gd_err *e)

@@ -13,18 +13,18 @@ B=${1:-build}
 G=$B/graphdiet
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-PY=/usr/bin/python3
+PY=${PY:-/usr/bin/python3}
 VOCAB=4096 D=768 LAYERS=12 HEADS=12 SEQ=128 BATCH=32 CNN_BATCH=256
 
 num() { $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$@"; }
 
-$PY tests/bench/gen_big.py "$T/gpt.onnx" $VOCAB $D $LAYERS $HEADS $SEQ
-$G train "$T/gpt.onnx" --dim batch=$BATCH -o "$T/gpt_train.onnx"
+$PY tests/bench/gen_big.py "$T/gpt.onnx" $VOCAB $D $LAYERS $HEADS $SEQ $BATCH # (its batch is static)
+$G train "$T/gpt.onnx" -o "$T/gpt_train.onnx"
 $G train testdata/rescnn.onnx --dim batch=$CNN_BATCH -o "$T/cnn_train.onnx"
 
 printf '\n%-12s %12s %12s %8s %14s %14s %6s\n' model graphdiet pytorch ratio planned_peak device_peak same
 for m in gpt cnn; do
-  dims=--dim\ batch=$([ $m = gpt ] && echo $BATCH || echo $CNN_BATCH)
+  dims=$([ $m = gpt ] || echo --dim batch=$CNN_BATCH)
   best=1e9
   for r in 1 2 3 4; do # the first run warms the GPU up
     $G run "$T/${m}_train.onnx" --random-inputs $dims --backend cuda --format json >"$T/$m.json"

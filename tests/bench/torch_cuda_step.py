@@ -23,6 +23,8 @@ def main():
     kind, batch = sys.argv[1], int(sys.argv[2])
     torch.manual_seed(0)
     dev = torch.device("cuda")
+    if hasattr(torch, "set_default_device"):  # the model's torch.arange(t) on the GPU too (PyTorch 2)
+        torch.set_default_device(dev)
     if kind == "transformer":
         d, layers, heads, seq, vocab = (int(a) for a in sys.argv[3:8])
         model = gen_models.Transformer(vocab=vocab, d=d, heads=heads, seq=seq)
