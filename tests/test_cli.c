@@ -603,8 +603,9 @@ Test(cli, diet_reads_embedding_rows_and_16_bit_gradients)
 }
 
 /* plan's bytes per parameter on the transformer, counted by hand from its parameters' shapes:
- * float32 Adam holds 4 + 8 bytes per parameter and all the gradients at once (so at least 16),
- * SGD 4 + 4; diet variables hold INT16 for the 2-D parameters (float32 for the others), the
+ * float32 Adam holds 4 + 8 bytes per parameter and, each update made as soon as its gradient is
+ * (nothing waits for them all), never all the gradients at once (so 12 to 16), SGD 4 and part of
+ * the 4 of gradients; diet variables hold INT16 for the 2-D parameters (float32 for the others), the
  * factored second moments (R + C floats per matrix), and with every parameter on a diet
  * (--diet-params '*', a pattern) never more gradient bytes at once than the largest parameter's.
  * And no forward value made from parameters alone (a weight's dequantized copy, its transpose) is
@@ -642,16 +643,16 @@ Test(cli, diet_bytes_per_parameter)
 		  "assert all(v['parameters'] == n for v in pp.values()), pp\n"
 		  "a = pp['adam']\n"
 		  "assert a['param_bytes'] == 4 * n and a['optimizer_state_bytes'] == 8 * n + 8, a\n"
-		  "assert a['peak_param_gradient_bytes'] >= 4 * n and a['bytes_per_param'] >= 16, a\n"
+		  "assert 0 < a['peak_param_gradient_bytes'] < 4 * n and 12 < a['bytes_per_param'] < 16, a\n"
 		  "s = pp['sgd']\n"
-		  "assert s['param_bytes'] == 4 * n and s['peak_param_gradient_bytes'] == 4 * n, s\n"
+		  "assert s['param_bytes'] == 4 * n and 0 < s['peak_param_gradient_bytes'] < 4 * n, s\n"
 		  "t = pp['diet']\n"
 		  "assert t['param_bytes'] == 2 * n2 + 4 * (n - n2) and t['optimizer_state_bytes'] == 4 * rc + 8, t\n"
 		  "assert 0 < t['peak_param_gradient_bytes'] < s['peak_param_gradient_bytes'], t\n"
 		  "al = pp['all']\n"
 		  "assert al['param_bytes'] == 2 * n and al['optimizer_state_bytes'] == 4 * rc + 4 * (n - n2) + 8, al\n"
 		  "assert 0 < al['peak_param_gradient_bytes'] <= 4 * big, (al, big)\n"
-		  "assert al['bytes_per_param'] < 0.2 * a['bytes_per_param'], (al, a)\n"
+		  "assert al['bytes_per_param'] < 0.2 * 16, (al, a)  # a fifth of a float32 Adam step's 16\n"
 		  "# forward values made from initializers alone, with a float parameter among them\n"
 		  "inits = {i.name: i for i in m.graph.initializer}\n"
 		  "made = {k: k in inits and inits[k].data_type == 1 for k in inits}\n"
@@ -731,9 +732,9 @@ Test(cli, an_overflowing_scale_skips_steps_until_it_fits)
 }
 
 /* plan --optimizer counts the optimizer's state: Adam's two float32 moments per parameter element
- * (the MLP has 2,058, so at least 16,464 bytes), SGD's step counter alone (int64, and its next value:
- * 16 bytes), SGD with
- * momentum one buffer; and check gates on it. */
+ * (the MLP has 2,058, so at least 16,464 bytes), SGD's step counter alone (int64, its next value
+ * made in its buffer: 8 bytes), SGD with momentum one buffer; and check gates on it (17.8 KiB
+ * without an optimizer, 35.4 KiB with Adam). */
 Test(cli, plan_counts_the_optimizer_state)
 {
 	char in[512];
@@ -749,14 +750,14 @@ Test(cli, plan_counts_the_optimizer_state)
 		if (i == 0)
 			cr_expect_geq(bytes, 2 * 2058 * 4, "adam: %lld", bytes);
 		else if (i == 1)
-			cr_expect_eq(bytes, 16, "sgd: %lld", bytes);
+			cr_expect_eq(bytes, 8, "sgd: %lld", bytes);
 		else
 			cr_expect_geq(bytes, 2058 * 4, "momentum: %lld", bytes);
 		run_free(&r);
 	}
-	char *fits[] = {GD_BINARY, "check", in, "--dim", "batch=8", "--budget", "45KB", NULL};
+	char *fits[] = {GD_BINARY, "check", in, "--dim", "batch=8", "--budget", "30KB", NULL};
 	expect_exit(fits, 0, "fits");
-	char *over[] = {GD_BINARY, "check", in, "--dim", "batch=8", "--budget", "45KB", "--optimizer", "adam", NULL};
+	char *over[] = {GD_BINARY, "check", in, "--dim", "batch=8", "--budget", "30KB", "--optimizer", "adam", NULL};
 	expect_exit(over, 1, "over budget");
 }
 
@@ -2098,4 +2099,135 @@ Test(cli, threads_change_no_plan)
 	expect_exit(word, 2, "'many'");
 	char *ok[] = {GD_BINARY, "--threads=2", "ops", NULL};
 	expect_exit(ok, 0, "Gemm");
+}
+
+/* plan and check answer --optimizer and --diet from shapes alone. An MLP (two 300 x 300 weights)
+ * stored, and the same with every weight's bytes in an empty external file (any read fails, as
+ * run shows): the same peaks. And the same MLP at 16384 x 16384 (1 GiB a weight, 2 GiB of Adam
+ * moments) plans in 1 GiB of address space. */
+Test(cli, optimizer_and_diet_answers_read_no_weight)
+{
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/unread", tmpdir());
+	mkdir(dir, 0777);
+	python_ok("import sys, numpy as np, onnx, onnx.numpy_helper\n"
+		  "from onnx import helper as h, TensorProto as T\n"
+		  "open(sys.argv[1] + '/empty.bin', 'wb').close()\n"
+		  "def model(d, external, out):\n"
+		  "    ts, off = [], 0\n"
+		  "    for name, dims in (('w1', [d, d]), ('b1', [d]), ('w2', [d, d])):\n"
+		  "        if external:\n"
+		  "            t = onnx.TensorProto(name=name, data_type=T.FLOAT, dims=dims, data_location=T.EXTERNAL)\n"
+		  "            n = 4 * int(np.prod(dims))\n"
+		  "            for k, v in (('location', 'empty.bin'), ('offset', str(off)), ('length', str(n))):\n"
+		  "                e = t.external_data.add()\n"
+		  "                e.key, e.value = k, v\n"
+		  "            off += n\n"
+		  "        else:\n"
+		  "            t = onnx.numpy_helper.from_array(np.random.default_rng(0).normal(size=dims).astype(np.float32), name)\n"
+		  "        ts.append(t)\n"
+		  "    ts.append(h.make_tensor('two', T.FLOAT, [], [2.0]))\n"
+		  "    nodes = [h.make_node('MatMul', ['x', 'w1'], ['h0']), h.make_node('Add', ['h0', 'b1'], ['h1']),\n"
+		  "             h.make_node('Relu', ['h1'], ['a1']), h.make_node('MatMul', ['a1', 'w2'], ['y']),\n"
+		  "             h.make_node('Sub', ['y', 't'], ['e']), h.make_node('Pow', ['e', 'two'], ['e2']),\n"
+		  "             h.make_node('ReduceMean', ['e2'], ['loss'], keepdims=0)]\n"
+		  "    io = [h.make_tensor_value_info(n, T.FLOAT, ['batch', d]) for n in ('x', 't')]\n"
+		  "    g = h.make_graph(nodes, 'mlp', io, [h.make_tensor_value_info('loss', T.FLOAT, [])], ts)\n"
+		  "    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), sys.argv[1] + '/' + out)\n"
+		  "model(300, 0, 'stored.onnx')\n"
+		  "model(300, 1, 'unread.onnx')\n"
+		  "model(16384, 1, 'big.onnx')\n",
+		  dir, "the MLPs");
+	char stored[700], unread[700], big[700];
+	snprintf(stored, sizeof stored, "%s/stored.onnx", dir);
+	snprintf(unread, sizeof unread, "%s/unread.onnx", dir);
+	snprintf(big, sizeof big, "%s/big.onnx", dir);
+	char *run[] = {GD_BINARY, "run", unread, "--dim", "batch=8", "--random-inputs", NULL};
+	expect_exit(run, 2, "empty.bin");
+	static const char *const opts[][4] = {{"--optimizer", "adam"}, {"--optimizer", "sgd:momentum=0.9"}, {"--diet"},
+					      {"--diet", "--optimizer", "adam"}, {"--diet-params", "*"}};
+	for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+		double peak[2];
+		for (int e = 0; e < 2; e++) {
+			char *argv[16] = {GD_BINARY, "plan", e ? unread : stored, "--dim", "batch=8", "--format", "json"};
+			int argc = 7;
+			for (int k = 0; k < 4 && opts[i][k]; k++)
+				argv[argc++] = (char *)opts[i][k];
+			struct run_result r = run_cmd(argv, NULL, 0);
+			cr_assert_eq(r.status, 0, "%s %s: %s", e ? "unread" : "stored", opts[i][0], r.err);
+			peak[e] = json_num(r.out, "peak_bytes_after");
+			run_free(&r);
+		}
+		cr_expect_eq(peak[0], peak[1], "%s %s: %.0f bytes stored, %.0f unread", opts[i][0], opts[i][1] ? opts[i][1] : "",
+			     peak[0], peak[1]);
+	}
+	char *check[] = {GD_BINARY, "check", unread, "--dim", "batch=8", "--budget", "10MB", "--diet", "--optimizer", "adam", NULL};
+	expect_exit(check, 0, "fits");
+	char cmd[1600];
+	snprintf(cmd, sizeof cmd, "ulimit -v 1048576 && exec %s plan %s --dim batch=1 --optimizer adam --format json", GD_BINARY, big);
+	char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+	struct run_result r = run_cmd(sh, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_geq(json_num(r.out, "optimizer_state"), 2.0 * 2 * 16384 * 16384 * 4, "%s", r.out);
+	run_free(&r);
+}
+
+/* train --optimizer writes no optimizer state: each moment (momentum buffer) is a typed graph input
+ * that TrainingInfoProto.initialization makes (ConstantOfShape zeros, initialization_binding), so
+ * the file holds the weights alone; onnx.checker accepts it, and run --steps of it gives the
+ * losses of the same graph written as YAML, whose state is described inline. */
+Test(cli, optimizer_state_starts_from_initialization)
+{
+	char in[512], d[512], onnx_[600], yaml[600];
+	model_path(in, sizeof in, "mlp");
+	snprintf(d, sizeof d, "%s/state_init", tmpdir());
+	mkdir(d, 0777);
+	static const char *const opts[] = {"adam", "sgd:momentum=0.9"};
+	for (int o = 0; o < 2; o++) {
+		snprintf(onnx_, sizeof onnx_, "%s/step%d.onnx", d, o);
+		snprintf(yaml, sizeof yaml, "%s/step%d.yaml", d, o);
+		for (int y = 0; y < 2; y++) {
+			char *train[] = {GD_BINARY, "train", in, "--optimizer", (char *)opts[o], "-o", y ? yaml : onnx_, NULL};
+			expect_exit(train, 0, NULL);
+		}
+		python_ok("import sys, os, onnx\n"
+			  "m = onnx.load(sys.argv[1])\n"
+			  "onnx.checker.check_model(m, full_check=True)\n"
+			  "g, ti = m.graph, m.training_info[0]\n"
+			  "inits = {t.name for t in g.initializer}\n"
+			  "inputs = {v.name: v for v in g.input}\n"
+			  "made = {n.output[0]: n for n in ti.initialization.node}\n"
+			  "keys = {b.key for b in ti.initialization_binding}\n"
+			  "params = [t for t in g.initializer if t.data_type == 1 and t.name + '_grad' not in inputs]\n"
+			  "suffixes = ('_adam_m', '_adam_v') if 'adam' in sys.argv[1] or sys.argv[1].endswith('0.onnx') else ('_momentum',)\n"
+			  "want = {t.name + s for t in params for s in suffixes if t.name + s in inputs}\n"
+			  "assert want and keys == want, (sorted(keys), sorted(want))\n"
+			  "for b in ti.initialization_binding:\n"
+			  "    assert b.key not in inits and inputs[b.key].type.tensor_type.elem_type == 1, b.key\n"
+			  "    assert made[b.value].op_type == 'ConstantOfShape', made[b.value]\n"
+			  "stored = sum(len(t.raw_data) for t in g.initializer)\n"
+			  "weights = sum(len(t.raw_data) for t in params)\n"
+			  "assert stored < 1.1 * weights + 4096, (stored, weights)\n",
+			  onnx_, "the state's initialization");
+		char *argv[2][12];
+		struct run_result r[2];
+		for (int y = 0; y < 2; y++) {
+			char *run[] = {GD_BINARY, "run", y ? yaml : onnx_, "--dim", "batch=4", "--random-inputs", "--steps", "3",
+				       "--format", "json", NULL};
+			memcpy(argv[y], run, sizeof run);
+			r[y] = run_cmd(argv[y], NULL, 0);
+			cr_assert_eq(r[y].status, 0, "%s: %s", y ? yaml : onnx_, r[y].err);
+		}
+		const char *a = strstr(r[0].out, "\"steps\""), *b = strstr(r[1].out, "\"steps\"");
+		cr_assert(a && b, "%s", r[0].out);
+		/* the steps' losses (the times after them differ) */
+		for (int k = 0; k < 3; k++) {
+			a = strstr(a + 1, "\"loss\": ");
+			b = strstr(b + 1, "\"loss\": ");
+			cr_assert(a && b);
+			cr_expect_eq(atof(a + 8), atof(b + 8), "%s step %d: %s vs %s", opts[o], k + 1, a, b);
+		}
+		run_free(&r[0]);
+		run_free(&r[1]);
+	}
 }

@@ -42,10 +42,27 @@ static size_t matches_onnxruntime(struct graph *g, const char *model, const char
 {
 	char path[1100], outdir[512], args[8][1400];
 	snprintf(outdir, sizeof outdir, "%s/ort_out_%s", tmpdir(), model);
-	char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", (char *)file, outdir};
+	char *argv[16] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", (char *)file, outdir}, init[1100];
 	struct rtensor ins[8];
 	const char *names[8];
-	size_t n = ref_args(g, model, argv, 4, args, ins, names);
+	int argc = 4;
+	if (g->model->n_ti && g->model->ti[0].n_init_bind) { /* optimizer state: its initialization graph */
+		snprintf(init, sizeof init, "--init=%s.init.onnx", file);
+		python_ok("import sys, onnx\n"
+			  "m = onnx.load(sys.argv[1])\n"
+			  "ti = m.training_info[0]\n"
+			  "g = onnx.GraphProto()\n"
+			  "g.CopyFrom(ti.initialization)\n"
+			  "del g.output[:]\n"
+			  "t = {o.name: o.type for o in ti.initialization.output}\n"
+			  "for b in ti.initialization_binding:\n"
+			  "    g.node.append(onnx.helper.make_node('Identity', [b.value], [b.key]))\n"
+			  "    g.output.append(onnx.helper.make_value_info(b.key, t[b.value]))\n"
+			  "onnx.save(onnx.helper.make_model(g, opset_imports=m.opset_import), sys.argv[1] + '.init.onnx')\n",
+			  file, "the initialization graph");
+		argv[argc++] = init;
+	}
+	size_t n = ref_args(g, model, argv, argc, args, ins, names);
 	struct run_result r = run_cmd(argv, NULL, 0);
 	cr_assert_eq(r.status, 0, "%s: onnxruntime failed: %s%s", model, r.out, r.err);
 	run_free(&r);

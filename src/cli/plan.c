@@ -389,7 +389,7 @@ static int run(int argc, char **argv, int check)
 	struct graph *g = NULL;
 	const char *timeline = NULL;
 	struct cli_precision prec = {0};
-	struct step_opts step = {0};
+	struct step_opts step = {.sized = 1}; /* analysis: no weight is read */
 	int loss_fn = -1;
 	int64_t batch = 0;
 	const char *target = "target";

@@ -3,6 +3,7 @@
 #include "../exec/comm.h"
 #include "../exec/exec.h"
 #include "../io/npy.h"
+#include "../io/tensor.h"
 #include "../util/emit.h"
 #include "../util/fileio.h"
 #include "../util/xalloc.h"
@@ -215,9 +216,24 @@ static double scalar_of(const struct exec *x, const struct value *v)
 	return t && t->data && t->numel == 1 ? rt_get(t, 0) : NAN;
 }
 
+/* The value state v (a float scalar) had in the step x ran: what the step before made, or its
+ * initializer (the run updated it in its buffer). */
+static double state_scalar(const struct steps *s, const struct exec *x, const struct value *v)
+{
+	for (uint32_t i = 0; v && i < s->n; i++)
+		if (s->key[i] == v && s->data[i].data)
+			return rt_get(&s->data[i], 0);
+	struct bytes b;
+	float f;
+	if (!v || !v->init || v->init->dtype != DT_FLOAT || tensor_bytes(exec_graph(x), v->init, &b, NULL) || b.n != sizeof f)
+		return scalar_of(x, v);
+	memcpy(&f, b.p, sizeof f);
+	return f;
+}
+
 static void step_record(struct emit *em, FILE *f, const struct steps *s, const struct exec *x, int k, double secs)
 {
-	double loss = scalar_of(x, s->loss), scale = scalar_of(x, s->scale), norm = scalar_of(x, s->norm);
+	double loss = scalar_of(x, s->loss), scale = state_scalar(s, x, s->scale), norm = scalar_of(x, s->norm);
 	int skipped = s->found && scalar_of(x, s->found) != 0;
 	if (!em) {
 		if (k == 1)

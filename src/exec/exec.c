@@ -1,5 +1,6 @@
 /* exec.c - the executor loop and its allocator; see exec.h. */
 #include "exec.h"
+#include "../ir/flat.h"
 #include "backend.h"
 #include "comm.h"
 #include "../io/tensor.h"
@@ -318,12 +319,53 @@ static int tensor_oom(struct exec *x, size_t bytes)
 			    "(--dim) need less", bytes, (double)bytes / 1e9);
 }
 
+/* The input of n, an OPF_REUSES node, whose buffer its output 0 (o, sized) is written over: the
+ * first of o's dtype (not 16-bit) and element count that n reads last and that is no input,
+ * initializer or graph output; -1 for none. The memory model's rule (plan/memsim.c). */
+static int reused_input(const struct exec *x, const struct node *n, const struct rtensor *o)
+{
+	if (!n || !(op_table[n->op].flags & OPF_REUSES) || !n->n_out || !n->out[0] || o != &x->v[n->out[0]->id] ||
+	    dtype_is_half(o->dtype))
+		return -1;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		const struct value *v = n->in[k];
+		const struct rtensor *t = v ? &x->v[v->id] : NULL;
+		if (!t || !t->known || t->given || x->pinned[v->id] || t->dtype != o->dtype || t->numel != o->numel)
+			continue;
+		uint32_t reads = 0;
+		for (uint32_t q = 0; q < n->n_in; q++)
+			reads += n->in[q] == v;
+		if (x->left[v->id] == reads)
+			return (int)k;
+	}
+	return -1;
+}
+
+/* out, output 0 of the current node, takes the bytes of in, the input reused_input names: its
+ * buffer when it owns one it may write (else out has one of its own); 1 when out has in's. */
+static int give(struct exec *x, struct rtensor *in, struct rtensor *out)
+{
+	int own = in->owned && in->data && !in->view && !in->swapped && !(x->vref && x->vref[in - x->v]);
+	in->given = 1;
+	if (!own) {
+		account(x, 0, in->nbytes); /* the bytes move; the buffer cannot */
+		return 0;
+	}
+	out->data = in->data;
+	out->owned = 1;
+	in->owned = 0;
+	return 1;
+}
+
 void *exec_alloc(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
 {
 	if (exec_shape(x, out, dtype, ndim, dims))
 		return NULL;
 	if (!x->compute || (x->o->shapes_only && out->numel > FOLD_MAX))
 		return NULL;
+	int k = x->be || x->widening || x->outputs_scratch ? -1 : reused_input(x, x->cur, out);
+	if (k >= 0 && give(x, &x->v[x->cur->in[k]->id], out))
+		return out->data;
 	if (x->widening || x->outputs_scratch) { /* a float32 stand-in, counted as workspace until narrowed */
 		out->data = exec_scratch(x, out->nbytes);
 		out->owned = 1;
@@ -391,7 +433,7 @@ static void release(struct exec *x, struct rtensor *t)
 		x->vref[t->vsrc]--;
 	else
 		(void)detach_views(x, t, 1); /* a failure fails the run (run_nodes) */
-	if (t->data || t->dev || t->ghost)
+	if ((t->data || t->dev || t->ghost) && !t->given)
 		account(x, 0, t->nbytes);
 	if (t->owned)
 		xfree(t->data);
@@ -404,6 +446,7 @@ static void release(struct exec *x, struct rtensor *t)
 	t->owned = 0;
 	t->view = 0;
 	t->ghost = 0;
+	t->given = 0;
 }
 
 void exec_drop(struct exec *x, struct rtensor *t)
@@ -911,6 +954,12 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 	int inplace = t >= 0 && n->n_out && out[0]->known && in[t] && dies_here(x, n, in[t]) && in[t]->dev &&
 		      in[t]->dtype == out[0]->dtype && in[t]->nbytes == out[0]->nbytes &&
 		      !dtype_is_half(in[t]->dtype);
+	/* an elementwise node writes over a dying input of its dtype and size (reused_input) */
+	int r = !inplace && n->n_out && out[0]->known ? reused_input(x, n, out[0]) : -1;
+	if (r >= 0 && in[r]->dev) {
+		t = r;
+		inplace = 1;
+	}
 	if (inplace) {
 		if (in[t]->owned)
 			xfree(in[t]->data); /* a host copy */
@@ -931,7 +980,7 @@ static int run_device(struct exec *x, const struct node *n, struct rtensor **in,
 		pi[k] = in[k] ? &vin[k] : NULL;
 		if (in[k]) {
 			vin[k] = *in[k];
-			vin[k].data = (int)k != t || !inplace ? in[k]->dev : out[0]->dev;
+			vin[k].data = !inplace || in[k] != in[t] ? in[k]->dev : out[0]->dev;
 		}
 	}
 	for (uint32_t k = 0; k < n->n_out; k++) {
@@ -1349,6 +1398,29 @@ static int scalar_constant(struct exec *x, const struct node *m, float *f, struc
 	return 1;
 }
 
+/* The buffer step s of a chain (at: its nodes) may write over: an input's from outside the chain
+ * that the steps up to s read last, which the executor owns (as reused_input would give it, though
+ * chain_output's accounting follows reused_input itself); NULL for none. The chain computes a
+ * slice through every step before the next, so each element is read before it is written. */
+static float *chain_over(struct exec *x, const uint32_t *at, int s, int64_t numel)
+{
+	const struct node *n = x->g->nodes[at[s]];
+	for (uint32_t k = 0; numel > 1 && k < n->n_in; k++) {
+		const struct value *v = n->in[k];
+		struct rtensor *t = v ? &x->v[v->id] : NULL;
+		if (!t || !t->known || !t->owned || !t->data || t->view || t->swapped || t->given || t->ghost ||
+		    x->pinned[v->id] || (x->vref && x->vref[v->id]) || t->dtype != DT_FLOAT || t->numel != numel)
+			continue;
+		uint32_t reads = 0;
+		for (int q = 0; q <= s; q++)
+			for (uint32_t j = 0; j < x->g->nodes[at[q]]->n_in; j++)
+				reads += x->g->nodes[at[q]]->in[j] == v;
+		if (x->left[v->id] == reads)
+			return t->data;
+	}
+	return NULL;
+}
+
 /* Node i, if a chain starts there: plans it, runs it and returns its length in steps (2 or more);
  * 0 when none does, -1 on failure. */
 static int chain_start(struct exec *x, uint32_t i)
@@ -1408,18 +1480,23 @@ static int chain_start(struct exec *x, uint32_t i)
 	for (int k = 0; k < nd; k++)
 		numel *= d[k];
 	size_t bytes = (size_t)numel * sizeof(float);
+	int lent[CHAIN_MAX] = {0};
 	for (int s = 0; s < n; s++) { /* written: what a node after the chain or the caller reads */
 		uint32_t inside = 0;
 		for (int t = s + 1; t < n; t++)
 			for (uint32_t k = 0; k < g->nodes[at[t]]->n_in; k++)
 				inside += g->nodes[at[t]]->in[k] && g->nodes[at[t]]->in[k]->id == made[s];
 		c.s[s].out = NULL;
-		if (x->pinned[made[s]] || x->left[made[s]] > inside)
-			if (!(c.s[s].out = xmalloc(bytes ? bytes : 1))) {
-				for (int t = 0; t < s; t++)
+		if (!x->pinned[made[s]] && x->left[made[s]] <= inside)
+			continue;
+		c.s[s].out = chain_over(x, at, s, numel);
+		lent[s] = c.s[s].out != NULL;
+		if (!lent[s] && !(c.s[s].out = xmalloc(bytes ? bytes : 1))) {
+			for (int t = 0; t < s; t++)
+				if (!lent[t])
 					xfree(c.s[t].out);
-				return tensor_oom(x, bytes), -1;
-			}
+			return tensor_oom(x, bytes), -1;
+		}
 		x->chain_out[s] = c.s[s].out;
 	}
 	c.n = n;
@@ -1440,11 +1517,20 @@ static int chain_output(struct exec *x, uint32_t i, struct rtensor *t)
 	int s = x->chain_step[i - x->chain_first];
 	if (exec_shape(x, t, DT_FLOAT, x->chain_nd, x->chain_dims))
 		return -1;
+	int k = reused_input(x, x->cur, t);
 	t->data = x->chain_out[s];
 	t->owned = t->data != NULL;
 	t->ghost = !t->data;
 	x->chain_out[s] = NULL;
-	account(x, t->nbytes, 0);
+	for (uint32_t q = 0; t->data && q < x->cur->n_in; q++) { /* the buffer chain_over lent */
+		struct rtensor *in = x->cur->in[q] ? &x->v[x->cur->in[q]->id] : NULL;
+		if (in && in->data == t->data && in->owned)
+			in->owned = 0;
+	}
+	if (k >= 0)
+		x->v[x->cur->in[k]->id].given = 1; /* its bytes are t's */
+	else
+		account(x, t->nbytes, 0);
 	return 0;
 }
 
@@ -1691,6 +1777,23 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		x->pinned[v->id] = 1;
 		if (!v->init) /* an initializer listed as an input has its data already */
 			rc = bind_input(x, v, &x->v[v->id]);
+	}
+	/* state an update replaces dies at its last reader, its next value made in its buffer: a copy
+	 * of the bytes it borrows (the model's, the caller's), which are not the run's to write */
+	if (!o->keep_values)
+		flat_unpin_state(g, x->pinned, 1);
+	for (uint32_t i = 0; i < g->n_values && !rc; i++) {
+		struct rtensor *t = &x->v[i];
+		if (x->pinned[i] || !t->known || !t->data || t->owned)
+			continue;
+		void *own = xmalloc(t->nbytes ? t->nbytes : 1);
+		if (!own) {
+			rc = tensor_oom(x, t->nbytes);
+			break;
+		}
+		memcpy(own, t->data, t->nbytes);
+		t->data = own;
+		t->owned = 1;
 	}
 	if (!rc && !o->probe_unbound)
 		rc = check_assumptions(x);

@@ -37,6 +37,9 @@ struct rtensor {
 	int64_t vst[RT_MAX_DIMS];
 	int ghost;     /* an intermediate of a fused chain (exec.c): counted live as if it were
 			* written, but never is (data NULL) */
+	int given;     /* its buffer went to the output of the node that read it last (OPF_REUSES):
+			* data still points there for that node's kernel, and its bytes are the
+			* output's now (release counts and frees nothing) */
 	int swapped;   /* data holds the tensor with its first two axes exchanged: written so by a
 			* kernel for the one Transpose that reads it and exchanges them back
 			* (exec_swap_ok), which then copies it in order; reset by exec_shape */

@@ -545,6 +545,45 @@ static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const 
 	return ctrl_in(r, g, mark);
 }
 
+
+/* A state initialization_binding names (b), made by ConstantOfShape(<an initializer's dims>,
+ * value=<one float>) in the initialization graph ig, as train writes optimizer state: given back
+ * its description (a constant, TSRC_RANDOM), the initializer train did not store, so that runs and
+ * analysis see the state as train made it. Anything else stays as it is. */
+static int described_state(struct rd *r, struct graph *g, struct graph *ig, const struct kv *b)
+{
+	struct value *key = strmap_get(&g->names, b->key), *out = strmap_get(&ig->names, b->value);
+	const struct node *n = out ? out->producer : NULL;
+	if (!key || key->init || !n || n->op != OP_CONSTANT_OF_SHAPE || n->n_in != 1 || !n->in[0] || !n->in[0]->init)
+		return 0;
+	const struct tensor *shape = n->in[0]->init;
+	const struct attr *a = node_attr(n, "value");
+	struct bytes sb, vb = {NULL, 0};
+	if (shape->dtype != DT_INT64 || shape->ndim != 1 || tensor_bytes(g, shape, &sb, NULL) ||
+	    sb.n != (size_t)shape->dims[0] * sizeof(int64_t) || (a && (a->type != ATTR_TENSOR || !a->t)) ||
+	    (a && (tensor_bytes(g, a->t, &vb, NULL) || vb.n != dtype_size(a->t->dtype))))
+		return 0;
+	int dtype = a ? a->t->dtype : DT_FLOAT;
+	double v = 0;
+	if (dtype == DT_FLOAT && vb.n) {
+		float f;
+		memcpy(&f, vb.p, sizeof f);
+		v = f;
+	} else if (dtype == DT_DOUBLE && vb.n) {
+		memcpy(&v, vb.p, sizeof v);
+	} else if (dtype != DT_FLOAT) {
+		return 0;
+	}
+	struct tensor *t = arena_zalloc(r->a, sizeof *t);
+	int64_t *dims = arena_array(r->a, (size_t)shape->dims[0] + 1, sizeof *dims);
+	if (!t || !dims)
+		return err_oom(r->e);
+	memcpy(dims, sb.p, sb.n);
+	*t = (struct tensor){.name = key->name, .dtype = dtype, .ndim = (uint32_t)shape->dims[0], .dims = dims,
+			     .src = TSRC_RANDOM, .rnd = {.dist = RND_CONSTANT, .a = v}};
+	return graph_add_init(g, key, t, r->e) ? -1 : 0;
+}
+
 static int model_in(struct rd *r, const Onnx__Model *pm, const struct pb_stripped *s)
 {
 	struct graph *g = r->root;
@@ -593,6 +632,9 @@ static int model_in(struct rd *r, const Onnx__Model *pm, const struct pb_strippe
 		extras_in(r, &t->x, &pt->base);
 		if (check_oom(r))
 			return -1;
+		for (size_t k = 0; t->init && k < t->n_init_bind; k++)
+			if (described_state(r, g, t->init, &t->init_bind[k]))
+				return -1;
 	}
 	return 0;
 }
@@ -1044,6 +1086,17 @@ static Onnx__ValueInfo **vinfos_out(struct wr *w, struct value **vs, uint32_t n,
 	return out;
 }
 
+/* v, an initializer of g, is made by a TrainingInfoProto's initialization graph instead
+ * (initialization_binding): it is no stored initializer, only the graph input it is. */
+static int initialized(const struct graph *g, const struct value *v)
+{
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
+		for (size_t k = 0; g->model->ti[t].init && k < g->model->ti[t].n_init_bind; k++)
+			if (!strcmp(g->model->ti[t].init_bind[k].key, v->name))
+				return (v->flags & VALUE_INPUT) != 0;
+	return 0;
+}
+
 static Onnx__Graph *graph_out(struct wr *w, struct graph *g)
 {
 	Onnx__Graph *pg = NEW(w, Onnx__Graph, ONNX__GRAPH__INIT);
@@ -1065,14 +1118,20 @@ static Onnx__Graph *graph_out(struct wr *w, struct graph *g)
 		if (!(pg->node[i] = node_out(w, g->nodes[i])))
 			goto oom;
 rest:
-	pg->n_initializer = g->n_inits;
+	pg->n_initializer = 0;
 	pg->initializer = ARR(w, g->n_inits, Onnx__Tensor *);
 	if (!pg->initializer)
 		goto oom;
-	for (uint32_t i = 0; i < g->n_inits; i++)
+	for (uint32_t i = 0; i < g->n_inits; i++) {
+		if (initialized(g, g->inits[i])) /* (then NULL in the direct form: graph_rest passes it over) */
+			continue;
+		uint32_t k = direct ? i : (uint32_t)pg->n_initializer++;
 		if (!(direct && nodewire_tensor_fits(g->inits[i]->init)) &&
-		    !(pg->initializer[i] = tensor_out(w, g->inits[i]->init)))
+		    !(pg->initializer[k] = tensor_out(w, g->inits[i]->init)))
 			return NULL;
+	}
+	if (direct)
+		pg->n_initializer = g->n_inits;
 	pg->n_input = g->n_inputs;
 	pg->n_output = g->n_outputs;
 	pg->n_value_info = g->n_infos;
@@ -1247,6 +1306,8 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 {
 	size_t len = str_field(o, 2, pg->name);
 	for (uint32_t i = 0; i < g->n_inits && !scratch->oom; i++) {
+		if (initialized(g, g->inits[i]))
+			continue;
 		if (pg->initializer[i]) {
 			len += msg_field(o, 5, &pg->initializer[i]->base);
 			continue;

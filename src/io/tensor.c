@@ -194,6 +194,13 @@ static int random_init(struct graph *g, const struct tensor *t, struct bytes *ou
 {
 	int64_t n = tensor_numel(t);
 	size_t es = dtype_size(t->dtype);
+	if (t->rnd.dist == RND_CONSTANT && t->rnd.a == 0 && es && n >= 0 && (uint64_t)n <= (UINT64_C(1) << 40) / es) {
+		uint8_t *z = arena_zalloc(g->arena, (size_t)n * es + 1); /* zeros: all-zero bytes in any dtype */
+		if (!z)
+			return err_oom(e);
+		*out = (struct bytes){z, (size_t)n * es};
+		return 0;
+	}
 	if (t->dtype != DT_FLOAT && t->dtype != DT_DOUBLE)
 		return err_set(e, GD_EINPUT, "tensor '%s': random init needs float32 or float64, not %s", t->name,
 			       dtype_name(t->dtype));

@@ -46,6 +46,7 @@ int flat_build(const struct graph *g, struct flat *f)
 				f->vflags[next->id] = (uint8_t)((f->vflags[next->id] & ~FLAT_GRAD) |
 								(f->vflags[key->id] & (FLAT_STATE | FLAT_PARAM)));
 		}
+	flat_unpin_state(g, f->vflags, FLAT_PINNED);
 	for (uint32_t i = 0; i < g->n_outputs; i++)
 		f->vflags[g->outputs[i]->id] |= FLAT_PINNED;
 	/* what backward nodes make from parameter gradients alone is one too */
@@ -60,13 +61,27 @@ int flat_build(const struct graph *g, struct flat *f)
 		for (uint32_t k = 0; pg && !other && k < n->n_out; k++)
 			if (n->out[k] && !(f->vflags[n->out[k]->id] & (FLAT_STATE | FLAT_PARAM)))
 				f->vflags[n->out[k]->id] |= FLAT_PARAM_GRAD;
+		/* and state is what they make from state and constants alone (a moment times beta,
+		 * written over the moment: still the optimizer's state) */
+		int st = 0, rest = 0;
+		for (uint32_t k = 0; (n->tags & TAG_BACKWARD) && k < n->n_in; k++)
+			if (n->in[k]) {
+				const struct node *c = n->in[k]->producer;
+				st |= (f->vflags[n->in[k]->id] & FLAT_STATE) != 0;
+				rest |= !(f->vflags[n->in[k]->id] & FLAT_STATE) && !(c && c->op == OP_CONSTANT) &&
+					!(n->in[k]->flags & VALUE_CONST);
+			}
+		for (uint32_t k = 0; st && !rest && k < n->n_out; k++)
+			if (n->out[k] && !(f->vflags[n->out[k]->id] & FLAT_PARAM))
+				f->vflags[n->out[k]->id] |= FLAT_STATE;
 	}
 	uint32_t a = 0, b = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		int t = op_taken_input(op_table[n->op].flags, n->n_in);
 		f->nflags[i] = (uint8_t)(((n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0) | (node_is_forward(n) ? FLAT_FORWARD : 0) |
-					 (t >= 0 ? FLAT_TAKES : 0) | (t > 0 ? FLAT_TAKES_LAST : 0));
+					 (t >= 0 ? FLAT_TAKES : 0) | (t > 0 ? FLAT_TAKES_LAST : 0) |
+					 (op_table[n->op].flags & OPF_REUSES && n->n_out ? FLAT_REUSES : 0));
 		f->in_off[i] = a;
 		f->out_off[i] = b;
 		for (uint32_t k = 0; k < n->n_in; k++)
@@ -80,6 +95,16 @@ int flat_build(const struct graph *g, struct flat *f)
 	f->in_off[g->n_nodes] = a;
 	f->out_off[g->n_nodes] = b;
 	return 0;
+}
+
+void flat_unpin_state(const struct graph *g, uint8_t *pinned, uint8_t bit)
+{
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
+		for (size_t k = 0; k < g->model->ti[t].n_update_bind; k++) {
+			const struct value *key = strmap_get(&g->names, g->model->ti[t].update_bind[k].key);
+			if (key && key->id < g->n_values && !(key->flags & VALUE_OUTPUT))
+				pinned[key->id] &= (uint8_t)~bit;
+		}
 }
 
 void flat_free(struct flat *f)

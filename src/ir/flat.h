@@ -17,11 +17,13 @@ enum {
 	FLAT_FORWARD = 2,  /* node: neither backward nor recompute (node_is_forward) */
 	FLAT_TAKES = 4,    /* node: output 0 may take an input's buffer (op_taken_input) */
 	FLAT_TAKES_LAST = 8, /* node: ... its last input's (Gemm's C), not its first */
+	FLAT_REUSES = 16,  /* node: output 0 may be written over a dying input (OPF_REUSES) */
 };
 
 enum {
 	FLAT_DROPPABLE = 1, /* value: an activation that is not a graph output (value_is_activation) */
-	FLAT_PINNED = 2,    /* value: an input, initializer or graph output, live the whole step */
+	FLAT_PINNED = 2,    /* value: an input, initializer or graph output, live the whole step; not
+			     * state an update_binding replaces (flat_unpin_state) */
 	FLAT_PARAM = 4,     /* value: a parameter (an initializer that is no state), or its next value */
 	FLAT_GRAD = 8,      /* value: made by a backward node */
 	FLAT_ACTIVATION = 16, /* value: made by a forward node (value_is_activation) */
@@ -44,6 +46,11 @@ static inline uint32_t flat_taken(const struct flat *f, uint32_t i)
 {
 	return f->nflags[i] & FLAT_TAKES_LAST ? f->in_off[i + 1] - 1 : f->in_off[i];
 }
+
+/* Clears `bit` in pinned[id] (by value id) of each state value that an update_binding replaces:
+ * the step's last reader of a parameter or a moment frees it, so that its next value can be
+ * made in its buffer, as PyTorch's optimizers update in place (plan/memsim.h). */
+void flat_unpin_state(const struct graph *g, uint8_t *pinned, uint8_t bit);
 
 /* Fills f for g's node order; -1 when out of memory (f is then empty). */
 int flat_build(const struct graph *g, struct flat *f);

@@ -23,6 +23,10 @@ enum op_flag {
 	OPF_ADDS_TO = 1u << 9,  /* output 0 is a product added to the last input when there are 3
 				 * (Gemm's C): when that input dies at the node with output 0's bytes,
 				 * the product is added in its buffer (plan/memsim.h) */
+	OPF_REUSES = 1u << 10,  /* elementwise, each output element written after the inputs' elements
+				 * at its index are read: output 0 may be written over an input of its
+				 * dtype and element count (not 16-bit) that dies at the node, the
+				 * first such (plan/memsim.h) */
 };
 
 /* The input whose buffer output 0 of a node of an op with these flags and n_in inputs may take

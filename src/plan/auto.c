@@ -453,6 +453,12 @@ static uint64_t lower_bound(const struct graph *g, const struct memmodel *mm, co
 			uint32_t v0 = f->in[flat_taken(f, i)], o0 = f->out[f->out_off[i]];
 			if (v0 != FLAT_NONE && o0 != FLAT_NONE && !(f->vflags[v0] & FLAT_PINNED) && mm->bytes[v0] == mm->bytes[o0])
 				s -= mm->bytes[o0];
+		} else if (f->nflags[i] & FLAT_REUSES) { /* as may an elementwise node's, of one that fits */
+			uint32_t k = f->in_off[i];
+			while (k < f->in_off[i + 1] && !(mm->fits[k] && !(f->vflags[f->in[k]] & FLAT_PINNED)))
+				k++;
+			if (k < f->in_off[i + 1])
+				s -= mm->bytes[f->out[f->out_off[i]]];
 		}
 		if (s > step)
 			step = s;

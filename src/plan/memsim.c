@@ -16,7 +16,8 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 	m->left = xmalloc(sizeof *m->left * (2 * nv));
 	m->n_left = 2 * nv;
 	m->copy = xmalloc(sizeof *m->copy * nv);
-	if (!m->bytes || !m->left || !m->copy) {
+	m->fits = xcalloc(m->f.in_off[g->n_nodes] + 1, 1);
+	if (!m->bytes || !m->left || !m->copy || !m->fits) {
 		memmodel_free(m);
 		return err_oom(e);
 	}
@@ -29,6 +30,17 @@ int memmodel_build(const struct graph *g, const struct exec *shapes, struct memm
 		if (t >= 0 && !(op_table[n->op].flags & OPF_VIEW) &&
 		    (!n->n_in || !n->in[t] || dtype_is_half(exec_value(shapes, n->in[t])->dtype)))
 			m->f.nflags[i] &= (uint8_t)~(FLAT_TAKES | FLAT_TAKES_LAST);
+	}
+	/* the inputs an elementwise node's output may be written over: its dtype (not 16-bit, which the
+	 * CPU computes on float32 copies) and its element count */
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		const struct rtensor *o = m->f.nflags[i] & FLAT_REUSES && n->out[0] ? exec_value(shapes, n->out[0]) : NULL;
+		for (uint32_t k = 0; o && k < n->n_in; k++) {
+			const struct rtensor *t = n->in[k] ? exec_value(shapes, n->in[k]) : NULL;
+			m->fits[m->f.in_off[i] + k] = t && t->known && o->known && t->dtype == o->dtype &&
+						      !dtype_is_half(t->dtype) && t->numel == o->numel;
+		}
 	}
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		*(g->inits[i]->flags & VALUE_STATE ? &m->state : &m->params) += m->bytes[g->inits[i]->id];
@@ -67,6 +79,7 @@ void memmodel_free(struct memmodel *m)
 	xfree(m->bytes);
 	xfree(m->left);
 	xfree(m->copy);
+	xfree(m->fits);
 	rc_scratch_free(&m->rc);
 	xfree(m->flops);
 	memset(m, 0, sizeof *m);
@@ -162,6 +175,19 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			uint32_t id = IN_ID(s, i0);
 			if (left[id] == 1 && (id >= nv || !(f->vflags[v0] & FLAT_PINNED))) {
 				LIVE(v0, -=);
+				taken = id;
+			}
+		}
+		/* an elementwise node writes over the first input of its dtype and size that dies here */
+		for (uint32_t k = f->in_off[s->node]; taken == FLAT_NONE && (f->nflags[s->node] & FLAT_REUSES) &&
+						      f->out[o0] != FLAT_NONE && k < f->in_off[s->node + 1]; k++) {
+			uint32_t id = m->fits[k] ? IN_ID(s, k) : FLAT_NONE, reads = 0;
+			if (id == FLAT_NONE || (id < nv && (f->vflags[id] & FLAT_PINNED)))
+				continue;
+			for (uint32_t q = f->in_off[s->node]; q < f->in_off[s->node + 1]; q++)
+				reads += f->in[q] != FLAT_NONE && IN_ID(s, q) == id;
+			if (left[id] == reads) {
+				LIVE(f->in[k], -=);
 				taken = id;
 			}
 		}

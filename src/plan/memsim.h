@@ -6,7 +6,11 @@
  * it read last and the outputs nobody reads are freed; a view (Reshape, Flatten, Squeeze, Unsqueeze:
  * OPF_VIEW) whose data input dies at its step takes that input's buffer instead, so its output adds
  * no bytes, as in runtimes that alias views; so do a scatter's data (OPF_INPLACE) and a Gemm's C of
- * its output's bytes (OPF_ADDS_TO: a gradient's running sum). This is the executor's allocator's
+ * its output's bytes (OPF_ADDS_TO: a gradient's running sum), and an elementwise node's output
+ * (OPF_REUSES) is written over the first of its inputs, of its dtype and element count, that dies
+ * there. State that an update_binding replaces (parameters, moments) is not live the whole step:
+ * it dies at its last reader, so an optimizer updates it in its own buffer (Sub(p, lr*delta) over
+ * p, Mul(m, beta1) over m), as PyTorch's fused optimizers do. This is the executor's allocator's
  * rule, so the predicted peak equals the peak `graphdiet run` measures, to the byte (a test). */
 #ifndef GD_MEMSIM_H
 #define GD_MEMSIM_H
@@ -46,6 +50,8 @@ struct memmodel {
 	uint64_t params, state, inputs; /* initializer bytes (parameters', state's), and the other graph inputs' */
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy (n_left) */
 	uint32_t *copy;          /* scratch: per value, the number of its latest recomputed copy */
+	uint8_t *fits;           /* per flat input slot of an OPF_REUSES node: the input has output 0's
+				  * dtype (not 16-bit) and element count */
 	size_t n_left;
 	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
 	uint64_t *flops;         /* per node, by node_flops: memmodel_flops makes it on first use */

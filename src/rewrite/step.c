@@ -169,6 +169,7 @@ struct sb {
 	struct graph *g;
 	struct gd_err *e;
 	uint32_t tags;
+	int sized;                /* step_opts.sized */
 	struct kv *bind;          /* update_binding made here (xmalloc'd), committed once at the end */
 	size_t n_bind, cap_bind;
 	char *state_names;        /* STEP_STATE_KEY's lines, grown as state is made (xmalloc'd) */
@@ -272,7 +273,11 @@ static int set_type(struct graph *g, struct value *v, int dtype, uint32_t ndim, 
 	return 0;
 }
 
-/* New state `name` (exactly), a graph input whose initializer holds `init` everywhere. */
+/* New state `name` (exactly), a graph input whose initializer holds `init` everywhere. A scalar's
+ * bytes are stored; a float tensor's (moments, a momentum buffer: a parameter's size) are described
+ * (TSRC_RANDOM, constant), made only when a run binds them, so that analysis allocates nothing of
+ * a weight's size, and the written graph starts them from TrainingInfoProto.initialization
+ * (step_initialization). */
 static struct value *state(struct sb *s, const char *name, int dtype, uint32_t ndim, const int64_t *dims, double init)
 {
 	struct graph *g = s->g;
@@ -284,18 +289,24 @@ static struct value *state(struct sb *s, const char *name, int dtype, uint32_t n
 	int64_t numel = 1;
 	for (uint32_t k = 0; k < ndim; k++)
 		numel *= dims[k];
-	size_t nbytes = (size_t)numel * dtype_size(dtype);
+	int described = ndim && (dtype == DT_FLOAT || dtype == DT_DOUBLE);
+	size_t nbytes = described ? 0 : (size_t)numel * dtype_size(dtype);
 	struct tensor *t = arena_zalloc(g->arena, sizeof *t);
-	void *data = arena_alloc(g->arena, nbytes ? nbytes : 1);
+	void *data = described ? NULL : arena_alloc(g->arena, nbytes ? nbytes : 1);
 	const char *nm = arena_strdup(g->arena, name);
-	struct value *v = t && data && nm ? graph_value(g, nm, s->e) : NULL;
+	struct value *v = t && (data || described) && nm ? graph_value(g, nm, s->e) : NULL;
 	if (!v || set_type(g, v, dtype, ndim, dims)) {
 		sb_fail(s);
 		return NULL;
 	}
-	fill(data, dtype, numel, init);
-	*t = (struct tensor){.name = nm, .dtype = dtype, .ndim = ndim, .src = TSRC_BYTES, .field = TFIELD_RAW,
-			     .bytes = {data, nbytes}};
+	if (described)
+		*t = (struct tensor){.name = nm, .dtype = dtype, .ndim = ndim, .src = TSRC_RANDOM,
+				     .rnd = {.dist = RND_CONSTANT, .a = init}};
+	else
+		*t = (struct tensor){.name = nm, .dtype = dtype, .ndim = ndim, .src = TSRC_BYTES, .field = TFIELD_RAW,
+				     .bytes = {data, nbytes}};
+	if (!described)
+		fill(data, dtype, numel, init);
 	t->dims = ndim ? arena_memdup(g->arena, dims, ndim * sizeof *dims) : NULL;
 	if ((ndim && !t->dims) || graph_add_init(g, v, t, s->e) || graph_add_input(g, v, s->e)) {
 		sb_fail(s);
@@ -362,17 +373,88 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 		return sb_fail(s);
 	s->bind[s->n_bind++] = (struct kv){.key = key->name, .value = next->name};
 	next->flags |= key->flags & VALUE_STATE;
-	/* a runtime feeds state as an input (an initializer that is no input is a constant to it) */
+	/* a runtime feeds state as an input (an initializer that is no input is a constant to it),
+	 * which ONNX wants typed */
+	if (!key->type.has_type && set_type(g, key, t->dtype, t->ndim, t->dims))
+		return err_oom(s->e);
 	if (!(key->flags & VALUE_INPUT) && graph_add_input(g, key, s->e))
 		return s->e->code;
 	return graph_add_output(g, next, s->e);
 }
 
-/* Commits what s made: the bindings to the step's TrainingInfoProto, the state's names to the
- * model's STEP_STATE_KEY (appended to what is there). */
+/* State v, described (state()), made by ti's initialization graph: v = ConstantOfShape(<v's
+ * dims>, value=<its constant>), the output <v>_initial bound to v (initialization_binding, added
+ * to *bind). What stock tools read; graphdiet's reader gives v its description back. */
+static int initialize(struct sb *s, struct training_info *ti, const struct value *v, struct kv *bind)
+{
+	struct graph *g = s->g, *ig = ti->init;
+	const struct tensor *t = v->init;
+	if (!ig) {
+		if (!(ig = ti->init = graph_new_sub(g)))
+			return err_oom(s->e);
+		ig->name = "graphdiet_initialization";
+		ig->doc = "The optimizer state's first values, made here (ConstantOfShape) rather than stored.";
+	}
+	char name[640], out[640];
+	JOIN(name, sizeof name, v->name, "_shape");
+	JOIN(out, sizeof out, v->name, "_initial");
+	int64_t rank = t->ndim;
+	struct tensor *st = arena_zalloc(g->arena, sizeof *st), *vt = arena_zalloc(g->arena, sizeof *vt);
+	int64_t *dims = arena_memdup(g->arena, t->dims, t->ndim * sizeof *dims), *one = arena_array(g->arena, 1, sizeof *one);
+	void *fillv = arena_alloc(g->arena, sizeof(double));
+	struct attr *a = arena_zalloc(g->arena, sizeof *a);
+	const char *sn = st && vt && dims && one && fillv && a ? graph_fresh_name(ig, name, s->e) : NULL;
+	struct value *sv = sn ? graph_value(ig, sn, s->e) : NULL;
+	if (!sv || set_type(ig, sv, DT_INT64, 1, &rank))
+		return sb_fail(s);
+	*st = (struct tensor){.name = sn, .dtype = DT_INT64, .ndim = 1, .dims = arena_memdup(g->arena, &rank, sizeof rank),
+			      .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = {(const uint8_t *)dims, t->ndim * sizeof *dims}};
+	*one = 1;
+	fill(fillv, t->dtype, 1, t->rnd.a);
+	*vt = (struct tensor){.name = "value", .dtype = t->dtype, .ndim = 1, .dims = one, .src = TSRC_BYTES,
+			      .field = TFIELD_RAW, .bytes = {fillv, dtype_size(t->dtype)}};
+	*a = (struct attr){.name = "value", .type = ATTR_TENSOR, .has_type = true, .t = vt};
+	struct node *n = st->dims && !graph_add_init(ig, sv, st, s->e) ?
+				 graph_add_op(ig, out, "ConstantOfShape", &sv, 1, out, s->e) : NULL;
+	if (!n || set_type(ig, n->out[0], t->dtype, t->ndim, t->dims) || graph_add_output(ig, n->out[0], s->e))
+		return sb_fail(s);
+	n->attr = a;
+	n->n_attr = 1;
+	*bind = (struct kv){.key = v->name, .value = n->out[0]->name};
+	return 0;
+}
+
+/* Commits what s made: the bindings to the step's TrainingInfoProto (the described state's
+ * initialization too), the state's names to the model's STEP_STATE_KEY (appended to what is
+ * there). */
 static int commit(struct sb *s)
 {
 	struct arena *a = s->g->arena;
+	size_t n_init = 0;
+	for (const char *p = s->state_names; p && *p; p += strcspn(p, "\n") + 1) {
+		char name[600];
+		snprintf(name, sizeof name, "%.*s", (int)strcspn(p, "\n"), p);
+		const struct value *v = strmap_get(&s->g->names, name);
+		n_init += v && v->init && v->init->src == TSRC_RANDOM;
+	}
+	if (n_init) {
+		struct training_info *ti = training_info(s->g);
+		struct kv *b = ti ? arena_array(a, ti->n_init_bind + n_init, sizeof *b) : NULL;
+		if (!b)
+			return err_oom(s->e);
+		if (ti->n_init_bind)
+			memcpy(b, ti->init_bind, ti->n_init_bind * sizeof *b);
+		size_t k = ti->n_init_bind;
+		for (const char *p = s->state_names; *p; p += strcspn(p, "\n") + 1) {
+			char name[600];
+			snprintf(name, sizeof name, "%.*s", (int)strcspn(p, "\n"), p);
+			const struct value *v = strmap_get(&s->g->names, name);
+			if (v && v->init && v->init->src == TSRC_RANDOM && initialize(s, ti, v, &b[k++]))
+				return s->e->code;
+		}
+		ti->init_bind = b;
+		ti->n_init_bind = k;
+	}
 	if (s->n_bind) {
 		struct training_info *ti = training_info(s->g);
 		struct kv *b = ti ? arena_array(a, ti->n_update_bind + s->n_bind, sizeof *b) : NULL;
@@ -505,8 +587,58 @@ static int scale_update(struct sb *s, const struct loss_scaling *ls, struct valu
 	return s->e->code; /* a condition lost to an earlier failure makes pick() pass a value through */
 }
 
-/* The parameters' updates; new state is bound as made, parameters last (by the caller's loop). */
-static int update(struct sb *s, const struct optimizer *opt, struct param_grad *pg, uint32_t n, struct value *found)
+/* Makes the backward node after `after` (in g's order, among the first n_old nodes) wait for u. */
+static int wait_for(struct sb *s, const struct node *after, struct node *u, uint32_t n_old)
+{
+	struct graph *g = s->g;
+	if (!after || after->index + 1 >= n_old)
+		return 0;
+	struct node *next = g->nodes[after->index + 1];
+	struct node **c = arena_array(g->arena, next->n_ctrl + 1, sizeof *c);
+	if (!c)
+		return err_oom(s->e);
+	if (next->n_ctrl)
+		memcpy(c, next->ctrl, next->n_ctrl * sizeof *c);
+	c[next->n_ctrl] = u;
+	next->ctrl = c;
+	next->n_ctrl++;
+	return 0;
+}
+
+/* The node after which gradient g is complete: its producer, or for a sum over the replicas the
+ * last producer of the all-reduce's inputs (its bucket). */
+static const struct node *complete(const struct value *g)
+{
+	const struct node *n = g->producer, *last = NULL;
+	if (!n || n->op != OP_ALL_REDUCE)
+		return n;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (n->in[k]->producer && (!last || n->in[k]->producer->index > last->index))
+			last = n->in[k]->producer;
+	return last;
+}
+
+/* The last of the first n_old nodes that p's update must follow: its gradient's completion and
+ * every reader of p, so that the update is p's last reader and writes p's next value over it. */
+static const struct node *update_after(const struct graph *g, const struct value *p, const struct value *grad,
+				       uint32_t n_old)
+{
+	const struct node *made = complete(grad);
+	for (uint32_t i = made ? made->index + 1 : 0; i < n_old; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k] == p)
+				made = g->nodes[i];
+	return made;
+}
+
+/* The parameters' updates; new state is bound as made, parameters last (by the caller's loop).
+ * Inline (no finite check, no clipping: nothing waits for every gradient), each update runs as
+ * soon as its gradient is complete and the backward pass has read its parameter for the last
+ * time, and the next backward node waits for it, as an optimizer stepped from gradient hooks
+ * does: the gradients made later are not live at once with it, nor the update's temporaries
+ * with them. */
+static int update(struct sb *s, const struct optimizer *opt, struct param_grad *pg, uint32_t n, struct value *found,
+		  int inline_, uint32_t n_old)
 {
 	struct value *step = state(s, "optimizer_step", DT_INT64, 0, NULL, 0);
 	struct value *step1 = op(s, "Add", "optimizer_step_next", 2, step, scalar(s, DT_INT64, 1), NULL);
@@ -554,7 +686,8 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		}
 		struct value *lr = opt->kind == OPTIMIZER_ADAM ? as(s, step_size, dt) : scalar(s, dt, opt->lr);
 		struct value *p1 = op(s, "Sub", o, 2, p, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
-		if (bind(s, p, pick(s, found, p, p1, o)))
+		if (bind(s, p, pick(s, found, p, p1, o)) ||
+		    (inline_ && wait_for(s, update_after(s->g, p, g, n_old), p1->producer, n_old)))
 			return sb_fail(s);
 	}
 	return s->e->code;
@@ -572,33 +705,34 @@ static int diet_chosen(const struct diet *d, const struct value *p)
 	return !d->n_params && p->init->ndim == 2;
 }
 
-/* Parameter p becomes INT16 storage under its own name, p's data quantized to nearest; the old
+/* Parameter p becomes INT16 storage under its own name, p's data quantized to nearest (sized:
+ * described, p's data not read); the old
  * float value, renamed p_dequant, is now made by the forward pass: Cast(q) * scale. Returns q. */
 static struct value *diet_store(struct sb *s, const struct diet *d, struct value *p)
 {
 	struct graph *g = s->g;
 	const struct tensor *t = p->init;
-	struct bytes b;
+	struct bytes b = {NULL, 0};
 	int64_t numel = 1;
 	for (uint32_t k = 0; k < t->ndim; k++)
 		numel *= t->dims[k];
-	if (tensor_bytes(g, t, &b, s->e))
+	if (!s->sized && tensor_bytes(g, t, &b, s->e))
 		return NULL;
-	if (b.n != (size_t)numel * sizeof(float)) {
+	if (!s->sized && b.n != (size_t)numel * sizeof(float)) {
 		err_set(s->e, GD_EINPUT, "parameter '%s' has %zu bytes of data for %lld floats", p->name, b.n, (long long)numel);
 		return NULL;
 	}
-	int16_t *q = arena_alloc(g->arena, (size_t)numel * sizeof *q + 1);
+	int16_t *q = s->sized ? NULL : arena_alloc(g->arena, (size_t)numel * sizeof *q + 1);
 	char name[600], deq[620];
 	snprintf(name, sizeof name, "%s", p->name);
 	JOIN(deq, sizeof deq, name, "_dequant");
 	const char *nm = arena_strdup(g->arena, name);
 	struct tensor *qt = arena_zalloc(g->arena, sizeof *qt);
-	if (!q || !nm || !qt || graph_rename_fresh(g, p, deq, s->e)) {
+	if ((!q && !s->sized) || !nm || !qt || graph_rename_fresh(g, p, deq, s->e)) {
 		sb_fail(s);
 		return NULL;
 	}
-	for (int64_t i = 0; i < numel; i++) {
+	for (int64_t i = 0; q && i < numel; i++) {
 		float f;
 		memcpy(&f, b.p + i * sizeof f, sizeof f);
 		q[i] = diet_quantize(f, (float)d->scale, -1); /* the scale as the graph stores it */
@@ -616,8 +750,12 @@ static struct value *diet_store(struct sb *s, const struct diet *d, struct value
 	g->n_inputs = k;
 	p->init = NULL;
 	p->flags &= ~(VALUE_PARAM | VALUE_CONST | VALUE_INPUT);
-	*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_BYTES,
-			      .field = TFIELD_RAW, .bytes = {(const uint8_t *)q, (size_t)numel * sizeof *q}};
+	if (q)
+		*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_BYTES,
+				      .field = TFIELD_RAW, .bytes = {(const uint8_t *)q, (size_t)numel * sizeof *q}};
+	else /* sized: zeros stand for the values, which analysis never reads */
+		*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_RANDOM,
+				      .rnd = {.dist = RND_CONSTANT, .a = 0}};
 	struct value *qv = graph_value(g, nm, s->e);
 	if (!qv || set_type(g, qv, DT_INT16, t->ndim, t->dims) || graph_add_init(g, qv, qt, s->e)) {
 		sb_fail(s);
@@ -872,37 +1010,6 @@ static struct node *diet_adam(struct sb *s, const struct diet *d, struct value *
 	return n;
 }
 
-/* Makes the backward node after `after` (in g's order, among the first n_old nodes) wait for u. */
-static int wait_for(struct sb *s, const struct node *after, struct node *u, uint32_t n_old)
-{
-	struct graph *g = s->g;
-	if (!after || after->index + 1 >= n_old)
-		return 0;
-	struct node *next = g->nodes[after->index + 1];
-	struct node **c = arena_array(g->arena, next->n_ctrl + 1, sizeof *c);
-	if (!c)
-		return err_oom(s->e);
-	if (next->n_ctrl)
-		memcpy(c, next->ctrl, next->n_ctrl * sizeof *c);
-	c[next->n_ctrl] = u;
-	next->ctrl = c;
-	next->n_ctrl++;
-	return 0;
-}
-
-/* The node after which gradient g is complete: its producer, or for a sum over the replicas the
- * last producer of the all-reduce's inputs (its bucket). */
-static const struct node *complete(const struct value *g)
-{
-	const struct node *n = g->producer, *last = NULL;
-	if (!n || n->op != OP_ALL_REDUCE)
-		return n;
-	for (uint32_t k = 0; k < n->n_in; k++)
-		if (n->in[k]->producer && (!last || n->in[k]->producer->index > last->index))
-			last = n->in[k]->producer;
-	return last;
-}
-
 /* The storage and update of each diet parameter (pg[i] with diet[i]). Inline (found NULL and no
  * clipping): each update waits only for its gradient, and the next backward node waits for it. */
 static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg, const uint8_t *diet, uint32_t n,
@@ -1002,7 +1109,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		return e->code;
 	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE && !o->diet.on)
 		return 0;
-	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD};
+	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD, .sized = o->sized};
 	uint8_t *diet = NULL;
 	struct node **gone = NULL; /* what diet updates no longer need (diet_narrow) */
 	uint32_t n_gone = 0;
@@ -1093,17 +1200,19 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		if (rc)
 			goto out;
 	}
-	/* 3. the updates: diet parameters' by DietAdam, the others' by the optimizer */
+	/* 3. the updates: diet parameters' by DietAdam, the others' by the optimizer; inline when
+	 * nothing waits for every gradient */
+	int inline_ = !dynamic && !(o->clip_norm > 0);
 	uint32_t nr = 0;
 	for (uint32_t i = 0; i < n; i++)
 		nr += !diet[i];
 	if (nr < n && (!(gone = xmalloc(sizeof *gone * (g->n_nodes + 1))) ? (rc = err_oom(e)) :
-		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, !dynamic && !(o->clip_norm > 0), n_old, gone, &n_gone))))
+		       (rc = diet_build(&s, &o->diet, pg, diet, n, found, inline_, n_old, gone, &n_gone))))
 		goto out;
 	for (uint32_t i = 0, k = 0; i < n; i++)
 		if (!diet[i])
 			pg[k++] = pg[i];
-	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found)))
+	if (o->opt.kind != OPTIMIZER_NONE && (rc = update(&s, &o->opt, pg, nr, found, inline_, n_old)))
 		goto out;
 	/* 4. the scale */
 	if (dynamic) {
@@ -1120,6 +1229,8 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	 * gradients they read in narrower form are not made */
 	if (!rc && o->diet.on)
 		rc = graph_toposort(g, e) || graph_drop_unread(g, gone, n_gone, e) || diet_recompute(g, e) ? e->code : 0;
+	else if (!rc && inline_ && o->opt.kind != OPTIMIZER_NONE) /* the inline updates to their places */
+		rc = graph_toposort(g, e) ? e->code : 0;
 out:
 	xfree(gone);
 	xfree(pg);

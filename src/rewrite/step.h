@@ -66,6 +66,8 @@ struct step_opts {
 	struct diet diet;
 	char *diet_buf; /* the CLI's: what diet.params points into */
 	struct replicas rep; /* data-parallel replicas: their all-reduce comes first (replicas.h) */
+	int sized;           /* analysis (plan, check): diet storage is sized, not quantized, so that no
+			      * weight is read (its INT16 initializer is a described constant) */
 };
 
 /* Parses --loss-scale fixed:S | dynamic[:k=v,...] and --optimizer sgd|adam[:k=v,...], starting

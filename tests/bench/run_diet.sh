@@ -73,10 +73,34 @@ for m in testdata/transformer.onnx "$dir/gpt29m.onnx" ${GPT2:+"$dir/gpt2.onnx"};
     row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d 2)" --diet --precision fp16
     continue
   fi
-  row "$name, float32 Adam (16 expected)" "$m" - --optimizer adam
+  row "$name, float32 Adam" "$m" - --optimizer adam
   row "$name, SGD" "$m" - --optimizer sgd
   row "$name, SGD momentum" "$m" - --optimizer sgd:momentum=0.9
   row "$name, --diet (2-D)" "$m" "$(floor "$m" 2d 4)" --diet
   row "$name, --diet-params '*'" "$m" "$(floor "$m" all 4)" --diet-params '*'
   row "$name, --diet --precision fp16" "$m" "$(floor "$m" 2d 2)" --diet --precision fp16
+done
+
+# The optimizer step in place: a parameter-bound MLP (4 x Linear(2048, 2048), batch 8), the step's
+# peak per parameter as plan predicts it and as run measures it, beside what PyTorch holds through
+# its step (parameters + gradients + optimizer state tensors, torch_optimizer_bytes.py, the same
+# run). Each update runs as soon as its gradient is made (no loss scaling or clipping waits for
+# them all), so graphdiet's peak holds some of the gradients, plus one parameter's temporary where
+# a value is read twice (Adam's gradient, momentum's new buffer) and the batch; PyTorch's count
+# holds every gradient.
+pt=$(/usr/bin/python3 "$here/torch_optimizer_bytes.py" "$dir/mlp2048.onnx" 2048 4 8 2> >(grep -v Warning >&2))
+printf '\n| MLP 4 x 2048, batch 8 | parameters | plan peak B/p | run peak B/p | PyTorch B/p | plan/PyTorch |\n'
+printf '|---|---|---|---|---|---|\n'
+for o in adam sgd sgd:momentum=0.9; do
+  "$gd" train "$dir/mlp2048.onnx" --optimizer "$o" -o "$dir/step.onnx"
+  "$gd" plan "$dir/mlp2048.onnx" --optimizer "$o" --format json > "$dir/plan.json"
+  "$gd" run "$dir/step.onnx" --random-inputs --format json > "$dir/run.json"
+  /usr/bin/python3 - "$o" "$dir/plan.json" "$dir/run.json" "$pt" <<'PY'
+import json, sys
+o, plan, run = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+torch = dict(zip(sys.argv[4].split()[::2], map(float, sys.argv[4].split()[1::2])))[o]
+n = plan["per_param"]["parameters"]
+p, r = plan["peak_bytes_after"] / n, run["peak_bytes"] / n
+print("| %s | %d | **%.3f** | %.3f | %.3f | %.3f |" % (o, n, p, r, torch, p / torch))
+PY
 done

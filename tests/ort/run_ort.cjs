@@ -11,8 +11,15 @@ const ort = require('onnxruntime-node');
 const { readFeeds, writeNpy } = require('./npy.cjs');
 
 async function main() {
-const [model, outdir, ...args] = process.argv.slice(2);
-const feeds = readFeeds(ort, args);
+const [model, outdir, ...all] = process.argv.slice(2);
+const init = all.filter(a => a.startsWith('--init=')).map(a => a.slice(7));
+const feeds = readFeeds(ort, all.filter(a => !a.startsWith('--init=')));
+// --init=INIT.onnx: the training graph's TrainingInfoProto.initialization as a model of its own, its
+// outputs named after the state they initialize: run once, first, as a trainer would
+for (const m of init) {
+  const s = await ort.InferenceSession.create(m, { graphOptimizationLevel: 'disabled', intraOpNumThreads: 1 });
+  Object.assign(feeds, await s.run({}));
+}
 const session = await ort.InferenceSession.create(model, { graphOptimizationLevel: 'disabled', intraOpNumThreads: 1 });
 const results = await session.run(feeds);
 fs.mkdirSync(outdir, { recursive: true });
