@@ -410,7 +410,7 @@ static int fold_noops(struct graph *g, struct exec *run, int bound, struct gd_er
 	uint8_t *dep = depends(g), *read = NULL, *sub_read = NULL, *waited = NULL, *fed = NULL;
 	struct value **to = NULL;
 	struct exec *a = run, *b = NULL;
-	int rc = dep ? 0 : err_oom(e), any = 0;
+	int rc = dep ? 0 : err_oom(e), any = 0, dropped = 0;
 	for (uint32_t i = 0; !rc && i < g->n_nodes && !any; i++)
 		any = noop_candidate(g->nodes[i], dep);
 	if (any && !run)
@@ -457,9 +457,12 @@ static int fold_noops(struct graph *g, struct exec *run, int bound, struct gd_er
 		if (t)
 			continue;
 		to[n->out[0]->id] = n->in[k];
-		for (uint32_t j = 0; j < n->n_in; j++)
-			if (n->in[j] && n->in[j]->producer)
-				fed[n->in[j]->producer->index] = any = 2;
+		for (uint32_t j = 0; j < n->n_in; j++) {
+			const struct node *p = n->in[j] ? n->in[j]->producer : NULL;
+			if (p && p->index < i && g->nodes[p->index] == p)
+				fed[p->index] = 1;
+		}
+		dropped = 1;
 		for (uint32_t j = 0; j < n->n_out; j++)
 			if (n->out[j])
 				n->out[j]->producer = NULL;
@@ -473,7 +476,7 @@ static int fold_noops(struct graph *g, struct exec *run, int bound, struct gd_er
 			g->nodes[m++] = g->nodes[i];
 		}
 	g->n_nodes = m;
-	if (!rc && any == 2)
+	if (!rc && dropped)
 		rc = sweep(g, fed, e);
 out:
 	if (a != run)
