@@ -315,8 +315,8 @@ static int noop_candidate(const struct node *n, const uint8_t *dep)
 }
 
 /* The input whose tensor output 0 of candidate n is, bit for bit, in the shapes-only run x: by the
- * op's rule, which sees data only on inputs that depend on no parameter or graph input, and with
- * output 0 of that input's dtype and shape. -1: none. */
+ * op's rule, which sees data only on inputs that depend on no parameter or graph input, with
+ * output 0 of that input's dtype and shape, and every other input independent of them. -1: none. */
 static int noop_input(const struct exec *x, const struct node *n, const uint8_t *dep)
 {
 	struct rtensor ins[NOOP_MAX_IN], *in[NOOP_MAX_IN], out = *exec_value(x, n->out[0]), *outs[1] = {&out};
@@ -336,6 +336,10 @@ static int noop_input(const struct exec *x, const struct node *n, const uint8_t 
 	int k = op_table[n->op].impl->noop(n, in, outs);
 	if (k < 0 || (uint32_t)k >= n->n_in || !in[k] || in[k]->dtype != out.dtype || in[k]->ndim != out.ndim)
 		return -1;
+	/* the others are the same at every step: a Slice bound cast from a parameter is not */
+	for (uint32_t j = 0; j < n->n_in; j++)
+		if (j != (uint32_t)k && n->in[j] && dep[n->in[j]->id])
+			return -1;
 	for (int d = 0; d < out.ndim; d++)
 		if (in[k]->dims[d] != out.dims[d])
 			return -1;
