@@ -10,8 +10,11 @@
 #include "io/npy.h"
 #include "io/tensor.h"
 #include "io/yaml.h"
+#include "plan/plan.h"
+#include "rewrite/fold.h"
 
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,5 +344,51 @@ Test(loss_fn, mse_value_and_gradient)
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		cr_expect_str_neq(g->nodes[i]->op_type, "Transpose");
 	exec_free(x);
+	graph_free(g);
+}
+
+/* A registered causal-mask buffer (nanoGPT's self.register_buffer("bias", tril(ones))), read only
+ * through masked_fill's condition, is no parameter: no bias_grad, no warning, not in plan's
+ * parameter count or bytes but in its buffers; the parameters are PyTorch's own count,
+ * sum(p.numel() for p in model.parameters()), which testdata/gen_fold.py saved beside the model. A
+ * frozen parameter stays a parameter, untrained. */
+Test(buffers, a_causal_mask_is_no_parameter)
+{
+	size_t len;
+	char *json = (char *)slurp(TESTDATA "/fold/gpt_mask.json", &len);
+	uint64_t n_params = (uint64_t)json_num(json, "parameters"), n_buffers = (uint64_t)json_num(json, "buffers");
+	free(json);
+	struct graph *g = load_ok(TESTDATA "/fold/gpt_mask.onnx");
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_expect_eq(res.n_elems, n_params, "%" PRIu64 " parameters, PyTorch has %" PRIu64, res.n_elems, n_params);
+	cr_expect_eq(res.n_unconnected, 0, "the buffer is no unconnected parameter");
+	cr_expect_eq(res.n_buffers, 1);
+	cr_expect_eq(res.buffer_bytes, 4 * n_buffers);
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		cr_expect(strcmp(g->outputs[i]->name, "attn.bias_grad"), "the buffer has a gradient output");
+	graph_free(g);
+
+	g = load_ok(TESTDATA "/fold/gpt_mask.onnx");
+	const char *frozen = "attn.c_attn.*";
+	ao = (struct autodiff_opts){.freeze = &frozen, .n_freeze = 1};
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	cr_expect_eq(res.n_elems, n_params - 3 * 8 * 8 - 3 * 8, "c_attn's weight and bias are frozen");
+	cr_expect_eq(res.n_buffers, 1, "frozen parameters are no buffers");
+	graph_free(g);
+
+	g = load_ok(TESTDATA "/fold/gpt_mask.onnx");
+	size_t removed;
+	struct plan_opts po = {0};
+	struct plan_report r;
+	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+	cr_assert_eq(ckpt_parse("none", &po.ckpt), 0);
+	cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s", e.msg);
+	cr_expect_eq(r.n_param_elems, n_params);
+	cr_expect_eq(r.param_bytes, 4 * n_params, "param_bytes %" PRIu64, r.param_bytes);
+	cr_expect_eq(r.buffer_bytes, 4 * n_buffers);
+	cr_expect_eq(r.at_peak.params, 4 * n_params, "at the peak, the parameters without the buffer");
 	graph_free(g);
 }

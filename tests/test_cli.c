@@ -2231,3 +2231,19 @@ Test(cli, optimizer_state_starts_from_initialization)
 		run_free(&r[1]);
 	}
 }
+
+/* plan of a model with a causal-mask buffer (testdata/gen_fold.py): the buffer is named apart, in
+ * neither params nor param_bytes, and draws no "does not affect the loss" warning. */
+Test(cli, plan_names_buffers_apart)
+{
+	struct run_result r = gd("plan", TESTDATA "/fold/gpt_mask.onnx", "--format", "json", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(json_num(r.out, "buffers"), 4 * 8 * 8, "%s", r.out);
+	cr_expect_eq(json_num(r.out, "param_bytes"), 4 * 1080, "%s", r.out);
+	cr_expect_eq(json_num(r.out, "params"), 4 * 1080, "%s", r.out);
+	cr_expect(!strstr(r.err, "warning"), "%s", r.err);
+	run_free(&r);
+	r = gd("plan", TESTDATA "/fold/gpt_mask.onnx", NULL, NULL, NULL);
+	cr_expect(strstr(r.out, "\n  buffers      256 B"), "%s", r.out);
+	run_free(&r);
+}

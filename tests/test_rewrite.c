@@ -8,6 +8,7 @@
 #include "rewrite/fold.h"
 #include "rewrite/step.h"
 #include "ops/diet.h"
+#include "plan/plan.h"
 #include "util/philox.h"
 
 #include <criterion/criterion.h>
@@ -128,6 +129,177 @@ Test(fold, symbolic_graphs_keep_their_shape_computations)
 	cr_assert_gt(removed, 0, "once bound, the batch size is a constant");
 	cr_assert_eq(count_op(g, "Shape"), 0);
 	graph_free(g);
+}
+
+/* g folded (or not) and planned as plan plans it: the training graph built, no checkpointing. */
+static uint64_t peak_of(const char *path, int fold_it)
+{
+	struct graph *g = load_ok(path);
+	struct gd_err e = {0};
+	size_t removed;
+	if (fold_it)
+		cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s: %s", path, e.msg);
+	struct plan_opts po = {0};
+	struct plan_report r;
+	cr_assert_eq(ckpt_parse("none", &po.ckpt), 0);
+	cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s: %s", path, e.msg);
+	graph_free(g);
+	return r.peak_after;
+}
+
+/* g's loss and its <param>_grad outputs, after autodiff, run on seeded random inputs. */
+static struct exec *gradients_of(struct graph *g)
+{
+	struct autodiff_opts ao = {0};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s", e.msg);
+	struct exec_opts o = {.random_inputs = 1, .seed = 3};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	return x;
+}
+
+static const struct rtensor *output_named(const struct graph *g, const struct exec *x, const char *name)
+{
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (!strcmp(g->outputs[i]->name, name))
+			return exec_value(x, g->outputs[i]);
+	cr_assert_fail("no output %s", name);
+	return NULL;
+}
+
+/* Every exporter no-op of noops.yaml goes: its nodes and the Constants only they read. The loss,
+ * an Identity of the mean, keeps its name on the mean itself; the plan is that of noops_plain.yaml,
+ * the same model written without them, to the byte; the loss and gradients are the unfolded
+ * model's, to the bit. */
+Test(fold, exporter_noops_go_and_cost_nothing)
+{
+	static const char *const gone[] = {"Cast", "Identity", "Reshape", "Expand", "Flatten", "Transpose", "Concat", "Sum",
+					   "Tile", "Slice", "Dropout", "Div", "Pow", "Add", "Sub", "Constant"};
+	struct graph *g = load_ok(TESTDATA "/yaml/noops.yaml"), *ref = load_ok(TESTDATA "/yaml/noops.yaml");
+	size_t removed;
+	struct gd_err e = {0};
+	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+	for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+		cr_expect_eq(count_op(g, gone[i]), 0, "a %s is left", gone[i]);
+	cr_expect_eq(count_op(g, "Mul"), 1, "y * y stays, Mul by 1 goes");
+	cr_assert_eq(g->n_nodes, 5, "MatMul, Tanh, MatMul, Mul, ReduceMean: %u nodes", g->n_nodes);
+	cr_assert_str_eq(g->outputs[0]->name, "loss");
+	cr_assert(g->outputs[0]->producer && g->outputs[0]->producer->op == OP_REDUCE_MEAN);
+	cr_assert_eq(graph_check(g, &e), 0, "%s", e.msg);
+
+	uint64_t plain = peak_of(TESTDATA "/yaml/noops_plain.yaml", 1);
+	cr_expect_eq(peak_of(TESTDATA "/yaml/noops.yaml", 1), plain, "no-ops folded cost nothing");
+	cr_expect_gt(peak_of(TESTDATA "/yaml/noops.yaml", 0), plain, "unfolded, they cost");
+
+	struct exec *x = gradients_of(g), *xr = gradients_of(ref);
+	static const char *const outs[] = {"loss", "w1_grad", "w2_grad"};
+	for (size_t i = 0; i < 3; i++) {
+		const struct rtensor *a = output_named(g, x, outs[i]), *b = output_named(ref, xr, outs[i]);
+		cr_assert_eq(a->nbytes, b->nbytes);
+		cr_expect(!memcmp(a->data, b->data, a->nbytes), "%s differs from the unfolded model's", outs[i]);
+	}
+	exec_free(x);
+	exec_free(xr);
+	graph_free(g);
+	graph_free(ref);
+}
+
+/* What only looks like a no-op stays: a Mul by ones that broadcasts the output larger, Add of +0.0
+ * (-0 + 0 is +0) and Sub of -0.0, a Transpose of a square matrix, a Mul by a parameter that is 1
+ * (it trains), a Cast to another dtype, a Reshape to another shape, Dropout of ratio 0 whose mask
+ * is read, an Identity another node waits on, a Slice of everything whose start is a parameter's
+ * (0 now, not at every step), and an Identity of a graph input into a graph output. Each but the
+ * last is read by a Neg, so that it could go. */
+Test(fold, look_alikes_stay)
+{
+	static const char *const looks[] = {
+		"{op: Mul, inputs: [x, ones], outputs: [a]}", "{op: Add, inputs: [x, zero], outputs: [a]}",
+		"{op: Sub, inputs: [x, negzero], outputs: [a]}", "{op: Transpose, inputs: [x], outputs: [a], attrs: {perm: [1, 0]}}",
+		"{op: Mul, inputs: [x, pone], outputs: [a]}", "{op: Cast, inputs: [x], outputs: [a], attrs: {to: 10}}",
+		"{op: Reshape, inputs: [x, shape], outputs: [a]}",
+		"{op: Dropout, inputs: [x, ratio, on], outputs: [a, mask]}\n  - {op: Cast, inputs: [mask], outputs: [k], attrs: {to: 1}}",
+		"{op: Identity, name: waited, inputs: [x], outputs: [a]}\n  - {op: Abs, inputs: [x], outputs: [k], after: [waited]}",
+		"{op: Slice, inputs: [c4, st, big, ax0], outputs: [a]}\n  - {op: Cast, inputs: [pz], outputs: [st], attrs: {to: 7}}",
+		"{op: Identity, inputs: [x], outputs: [b]}"};
+	for (size_t i = 0; i < sizeof looks / sizeof *looks; i++) {
+		char text[4096];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4, 4]}]\n"
+			 "params: [{name: pone, dtype: float32, shape: [], data: [1.0]}, {name: pz, dtype: float32, shape: [1], data: [0.0]}]\n"
+			 "nodes:\n"
+			 "  - {op: Constant, outputs: [c4], attrs: {value: {type: tensor, value: {dtype: float32, shape: [2, 2], data: [1, 2, 3, 4]}}}}\n"
+			 "  - {op: Constant, outputs: [big], attrs: {value: {type: tensor, value: {dtype: int64, shape: [1], data: [100]}}}}\n"
+			 "  - {op: Constant, outputs: [ax0], attrs: {value: {type: tensor, value: {dtype: int64, shape: [1], data: [0]}}}}\n"
+			 "  - {op: Constant, outputs: [ones], attrs: {value: {type: tensor, value: {dtype: float32, shape: [2, 1, 1], data: [1, 1]}}}}\n"
+			 "  - {op: Constant, outputs: [zero], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [0.0]}}}}\n"
+			 "  - {op: Constant, outputs: [negzero], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [-0.0]}}}}\n"
+			 "  - {op: Constant, outputs: [ratio], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [0.0]}}}}\n"
+			 "  - {op: Constant, outputs: [on], attrs: {value: {type: tensor, value: {dtype: bool, shape: [], data: [1]}}}}\n"
+			 "  - {op: Constant, outputs: [shape], attrs: {value: {type: tensor, value: {dtype: int64, shape: [2], data: [2, 8]}}}}\n"
+			 "  - %s\n  - {op: Neg, inputs: [%s], outputs: [y]}\n  - {op: Neg, inputs: [%s], outputs: [z]}\n"
+			 "outputs: [{name: y}, {name: z}%s]\n",
+			 looks[i], strstr(looks[i], "[a") ? "a" : "x", strstr(looks[i], "[k]") ? "k" : "x",
+			 strstr(looks[i], "[b]") ? ", {name: b}" : "");
+		struct graph *g = load_text("look_alike.yaml", text);
+		size_t removed;
+		struct gd_err e = {0};
+		cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+		char op[32] = "";
+		sscanf(looks[i], "{op: %31[A-Za-z]", op);
+		cr_expect_eq(count_op(g, op), 1 + (!strcmp(op, "Cast") && strstr(looks[i], "mask")), "%s went", looks[i]);
+		graph_free(g);
+	}
+}
+
+/* With symbolic dimensions, a no-op must be one whatever they are: Cast, a Reshape to Shape(x) and
+ * Mul by 1 go without --dim, but a Slice to a fixed 10009 columns stays, though at exec.c's first
+ * stand-ins (batch 10007, seq 10009) it takes every column. */
+Test(fold, symbolic_noops_go_only_when_they_are_at_every_size)
+{
+	const char *text =
+		"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, seq]}]\nnodes:\n"
+		"  - {op: Constant, outputs: [one], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [1.0]}}}}\n"
+		"  - {op: Constant, outputs: [starts], attrs: {value: {type: tensor, value: {dtype: int64, shape: [1], data: [0]}}}}\n"
+		"  - {op: Constant, outputs: [ends], attrs: {value: {type: tensor, value: {dtype: int64, shape: [1], data: [10009]}}}}\n"
+		"  - {op: Constant, outputs: [axes], attrs: {value: {type: tensor, value: {dtype: int64, shape: [1], data: [1]}}}}\n"
+		"  - {op: Cast, inputs: [x], outputs: [a], attrs: {to: 1}}\n"
+		"  - {op: Shape, inputs: [a], outputs: [s]}\n"
+		"  - {op: Reshape, inputs: [a, s], outputs: [b]}\n"
+		"  - {op: Mul, inputs: [b, one], outputs: [c]}\n"
+		"  - {op: Slice, inputs: [c, starts, ends, axes], outputs: [d]}\n"
+		"  - {op: Tanh, inputs: [d], outputs: [y]}\n"
+		"outputs: [{name: y}]\n";
+	struct graph *g = load_text("symbolic_noops.yaml", text);
+	size_t removed;
+	struct gd_err e = {0};
+	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+	cr_expect_eq(count_op(g, "Cast") + count_op(g, "Reshape") + count_op(g, "Mul") + count_op(g, "Shape"), 0);
+	cr_assert_eq(count_op(g, "Slice"), 1, "a Slice of a fixed length is no no-op");
+	cr_expect_eq(count_op(g, "Constant"), 3, "the Slice's bounds stay, Mul's 1 goes");
+	cr_expect_eq(removed, 5, "Cast, Shape, Reshape, Mul and its 1: %zu", removed);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]->op == OP_SLICE)
+			cr_expect_str_eq(g->nodes[i]->in[0]->name, "x");
+	cr_assert_eq(g->inputs[0]->type.dims[1].kind, DIM_PARAM, "the graph stays symbolic");
+	graph_free(g);
+}
+
+/* PyTorch writes softmax(h, dim=-1, dtype=torch.float32) of a float32 h as Softmax and a Cast to
+ * float32 (testdata/gen_fold.py): folded, it changes no peak; kept, its backward copy costs. */
+Test(fold, pytorch_softmax_cast_changes_no_peak)
+{
+	struct graph *g = load_ok(TESTDATA "/fold/softmax_cast.onnx");
+	cr_assert_eq(count_op(g, "Cast"), 1, "the export has its Cast");
+	size_t removed;
+	struct gd_err e = {0};
+	cr_assert_eq(graph_fold_constants(g, &removed, &e), 0, "%s", e.msg);
+	cr_expect_eq(count_op(g, "Cast"), 0);
+	graph_free(g);
+	uint64_t plain = peak_of(TESTDATA "/fold/softmax_plain.onnx", 1);
+	cr_expect_eq(peak_of(TESTDATA "/fold/softmax_cast.onnx", 1), plain);
+	cr_expect_gt(peak_of(TESTDATA "/fold/softmax_cast.onnx", 0), plain, "unfolded, it costs");
 }
 
 Test(fold, unknown_binding_is_an_error)

@@ -33,6 +33,10 @@ struct autodiff_result {
 	size_t n_grads;     /* <param>_grad outputs added */
 	uint64_t n_elems;   /* their parameters' elements */
 	size_t n_unconnected;
+	/* initializers that are no parameters: buffers (no path to the loss through inputs that take
+	 * a gradient: a causal mask read only through a comparison) and integer constants */
+	size_t n_buffers;
+	uint64_t buffer_bytes;
 };
 
 /* Appends the backward pass to g (checked and sorted) and adds a <param>_grad output per trainable

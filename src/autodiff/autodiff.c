@@ -34,6 +34,8 @@ struct ad {
 	struct gd_err *e;
 	uint32_t n_fwd_values, n_fwd_nodes;
 	uint8_t *wants;           /* by value id (forward values) */
+	uint8_t *reach;           /* by value id: REACH_ANY when the loss is computed from it, and
+				   * REACH_DIFF when through inputs that take a gradient (mark_wants) */
 	struct contrib *contrib;  /* by value id (forward values) */
 	struct value **grad;      /* summed gradient, by value id */
 	const struct node *cur;   /* the forward node whose rule runs */
@@ -694,7 +696,10 @@ static const struct value *pick_loss(struct graph *g, struct ad *a, const struct
 	return a->e->code ? NULL : loss;
 }
 
-/* Which values lie between a trainable parameter and the loss. */
+enum { REACH_ANY = 1, REACH_DIFF = 2 };
+
+/* Which values lie between a trainable parameter and the loss; and which the loss is computed from
+ * (a->reach), through inputs that take a gradient or not. */
 static void mark_wants(struct ad *a, const struct value *loss, const struct autodiff_opts *o)
 {
 	struct graph *g = a->g;
@@ -716,25 +721,37 @@ static void mark_wants(struct ad *a, const struct value *loss, const struct auto
 				if (n->out[k] && dtype_is_float(ad_shape(a, n->out[k])->dtype))
 					fwd[n->out[k]->id] = 1;
 	}
-	uint8_t *bwd = xcalloc(g->n_values ? g->n_values : 1, 1);
-	if (!bwd) {
-		err_oom(a->e);
-		return;
-	}
-	bwd[loss->id] = 1;
+	uint8_t *bwd = a->reach;
+	bwd[loss->id] = REACH_ANY | REACH_DIFF;
 	for (uint32_t i = a->n_fwd_nodes; i-- > 0;) {
 		const struct node *n = g->nodes[i];
-		int any = 0;
+		uint8_t any = 0;
 		for (uint32_t k = 0; k < n->n_out; k++)
-			any |= n->out[k] && bwd[n->out[k]->id];
+			any |= n->out[k] ? bwd[n->out[k]->id] : 0;
 		if (any)
 			for (uint32_t k = 0; k < n->n_in; k++)
 				if (n->in[k])
-					bwd[n->in[k]->id] = 1;
+					bwd[n->in[k]->id] |= REACH_ANY | (any & REACH_DIFF && op_input_differentiable(n, k) ? REACH_DIFF : 0);
 	}
 	for (uint32_t i = 0; i < g->n_values; i++)
 		fwd[i] = fwd[i] && bwd[i];
-	xfree(bwd);
+}
+
+/* The initializers that are no parameters (r's buffers): a parameter is a floating-point
+ * initializer the loss is computed from through inputs that take a gradient, whatever --params and
+ * --freeze say; a causal mask read only through a comparison, running statistics and integer
+ * constants are buffers. Only their shapes are read. */
+static void count_buffers(const struct ad *a, struct autodiff_result *r)
+{
+	const struct graph *g = a->g;
+	for (uint32_t i = 0; i < g->n_inits; i++) {
+		const struct value *v = g->inits[i];
+		int64_t ne = tensor_numel(v->init);
+		if ((v->flags & VALUE_STATE) || ((v->flags & VALUE_PARAM) && (a->reach[v->id] & REACH_DIFF)))
+			continue;
+		r->n_buffers++;
+		r->buffer_bytes += ne > 0 ? (uint64_t)ne * dtype_size(v->init->dtype) : 0;
+	}
 }
 
 static const char meter_autodiff[] = "building the backward pass"; /* util/progress.h */
@@ -773,11 +790,12 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 			return err_oom(e);
 		}
 	a.wants = xcalloc(g->n_values ? g->n_values : 1, 1);
+	a.reach = xcalloc(g->n_values ? g->n_values : 1, 1);
 	a.contrib = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.contrib);
 	a.grad = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.grad);
 	int rc = 0;
 	const struct value *loss = NULL;
-	if (!a.wants || !a.contrib || !a.grad) {
+	if (!a.wants || !a.reach || !a.contrib || !a.grad) {
 		rc = err_oom(e);
 		goto out;
 	}
@@ -856,12 +874,13 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (!is_param(p, o))
 			continue;
 		struct value *gp = a.wants[p->id] ? ad_dy(&a, p) : NULL;
-		if (!gp) {
+		if (!gp && a.reach[p->id] != REACH_ANY) { /* a buffer (count_buffers) goes without saying */
 			r->n_unconnected++;
 			gd_warn("%s: parameter '%s' does not affect the loss; it gets no gradient", g->path ? g->path : "-",
 				p->name);
-			continue;
 		}
+		if (!gp)
+			continue;
 		char name[512];
 		JOIN(name, sizeof name, p->name, "_grad");
 		if (scale != 1.0 || inv) { /* the scaled gradient (a sum may be named <param>_grad) gives way */
@@ -895,6 +914,7 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		r->n_grads++;
 		r->n_elems += (uint64_t)tensor_numel(pt);
 	}
+	count_buffers(&a, r);
 	if (!r->n_grads)
 		rc = err_set(e, GD_EINPUT, "no trainable parameter affects the loss '%s'", loss->name);
 	else
@@ -909,6 +929,7 @@ out:
 	xfree(a.contrib);
 	xfree(a.grad);
 	xfree(a.wants);
+	xfree(a.reach);
 	exec_free(a.shapes);
 	strmap_free(&a.node_names);
 	strmap_free(&a.node_next);

@@ -82,11 +82,13 @@ static const char check_help[] =
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 
-static void breakdown(struct emit *em, const struct mem_breakdown *b)
+static void breakdown(struct emit *em, const struct mem_breakdown *b, uint64_t buffers)
 {
 	emit_obj_begin(em);
 	emit_key(em, "params");
 	emit_uint(em, b->params);
+	emit_key(em, "buffers");
+	emit_uint(em, buffers);
 	emit_key(em, "optimizer_state");
 	emit_uint(em, b->opt_state);
 	emit_key(em, "gradients");
@@ -143,7 +145,7 @@ static void report_structured(const char *path, const struct plan_report *r, int
 	emit_key(&em, "steps");
 	emit_uint(&em, r->n_nodes);
 	emit_key(&em, "breakdown");
-	breakdown(&em, &r->at_peak);
+	breakdown(&em, &r->at_peak, r->buffer_bytes);
 	emit_key(&em, "per_param");
 	per_param_structured(&em, r);
 	emit_key(&em, "forward_flops");
@@ -281,6 +283,8 @@ static void report_text(const char *path, const struct plan_report *r, int expla
 	printf("peak:        %s (%" PRIu64 " bytes) at %s, step %" PRId64 " of %u\n", size_format(r->peak_after, a, sizeof a),
 	       r->peak_after, r->peak_node_desc, r->peak_node + 1, r->n_nodes);
 	printf("  params       %s\n", size_format(r->at_peak.params, a, sizeof a));
+	if (r->buffer_bytes)
+		printf("  buffers      %s (initializers that take no gradient)\n", size_format(r->buffer_bytes, a, sizeof a));
 	printf("  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
 	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
 	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));

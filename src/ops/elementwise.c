@@ -826,12 +826,52 @@ void chain_run(const struct chain *c)
 	kernel_for(c->numel, KERNEL_GRAIN, chain_piece, (void *)c);
 }
 
-const struct op_impl op_sum = {.run = sum_run, .grad = sum_grad, .recompute = RC_CHEAP};
-const struct op_impl op_add = {.run = add_run, .grad = add_grad, .recompute = RC_CHEAP};
-const struct op_impl op_sub = {.run = sub_run, .grad = sub_grad, .recompute = RC_CHEAP};
-const struct op_impl op_mul = {.run = mul_run, .grad = mul_grad, .recompute = RC_CHEAP};
-const struct op_impl op_div = {.run = div_run, .grad = div_grad, .recompute = RC_CHEAP};
-const struct op_impl op_pow = {.run = pow_run, .grad = pow_grad, .recompute = RC_CHEAP};
+/* No-ops (op_impl.noop): x + -0.0 is x bit for bit for every x, -0 and NaN included, but
+ * -0 + +0 is +0, so Add folds only a -0.0 (or an integer 0); x - +0.0 is x + -0.0, and x * 1,
+ * x / 1 and pow(x, 1) (C's Annex F) are x. The gradient through each is dy unchanged. */
+static int add_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	(void)out;
+	return op_all_equal(in[1], -0.0) ? 0 : op_all_equal(in[0], -0.0) ? 1 : -1;
+}
+
+static int sub_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	(void)out;
+	return op_all_equal(in[1], 0.0) ? 0 : -1;
+}
+
+static int mul_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	(void)out;
+	return op_all_equal(in[1], 1.0) ? 0 : op_all_equal(in[0], 1.0) ? 1 : -1;
+}
+
+/* Div, Pow */
+static int by_one_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	(void)out;
+	return op_all_equal(in[1], 1.0) ? 0 : -1;
+}
+
+/* Sum of one input */
+static int sum_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)in;
+	(void)out;
+	return n->n_in == 1 ? 0 : -1;
+}
+
+const struct op_impl op_sum = {.run = sum_run, .grad = sum_grad, .recompute = RC_CHEAP, .noop = sum_noop};
+const struct op_impl op_add = {.run = add_run, .grad = add_grad, .recompute = RC_CHEAP, .noop = add_noop};
+const struct op_impl op_sub = {.run = sub_run, .grad = sub_grad, .recompute = RC_CHEAP, .noop = sub_noop};
+const struct op_impl op_mul = {.run = mul_run, .grad = mul_grad, .recompute = RC_CHEAP, .noop = mul_noop};
+const struct op_impl op_div = {.run = div_run, .grad = div_grad, .recompute = RC_CHEAP, .noop = by_one_noop};
+const struct op_impl op_pow = {.run = pow_run, .grad = pow_grad, .recompute = RC_CHEAP, .noop = by_one_noop};
 const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP, .nodiff = ~0u};
@@ -846,6 +886,7 @@ const struct op_impl op_tanh = {.run = tanh_run, .grad = tanh_grad, .recompute =
 const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .recompute = RC_CHEAP};
 const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_is_nan = {.run = is_nan_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP};
-const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP};
+const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP,
+				    .noop = op_noop_same_shape};
+const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP, .noop = op_noop_same_shape};
 const struct op_impl op_where = {.run = where_run, .grad = where_grad, .recompute = RC_CHEAP, .nodiff = 1u << 0};

@@ -115,4 +115,5 @@ static int tile_grad(struct ad *a, const struct node *n)
 
 const struct op_impl op_gather_elements = {.run = gather_elements_run, .grad = gather_elements_grad, .recompute = RC_CHEAP,
 					   .nodiff = 1u << 1};
-const struct op_impl op_tile = {.run = tile_run, .grad = tile_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_tile = {.run = tile_run, .grad = tile_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				.noop = op_noop_same_shape};

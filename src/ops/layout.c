@@ -1295,16 +1295,56 @@ static void move_cost(const struct node *n, struct rtensor *const *in, struct rt
 	*flops = 0;
 }
 
-const struct op_impl op_reshape = {.run = reshape_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_flatten = {.run = flatten_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP};
-const struct op_impl op_squeeze = {.run = squeeze_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+/* No-ops (op_impl.noop). A Transpose is one only under the identity permutation (a square
+ * matrix keeps its shape turned); a Concat of one input is one. A Slice whose steps are positive
+ * and whose output has the input's shape took every element in order: on an axis of n, the last
+ * index start + (n - 1) step <= n - 1 forces start 0, and step 1 unless n is 1. */
+static int transpose_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)out;
+	size_t np;
+	const int64_t *p = attr_ints(n, "perm", &np);
+	for (size_t k = 0; p && k < np; k++)
+		if (p[k] != (int64_t)k)
+			return -1;
+	return p || in[0]->ndim <= 1 ? 0 : -1;
+}
+
+static int concat_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)in;
+	(void)out;
+	return n->n_in == 1 ? 0 : -1;
+}
+
+static int slice_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)out;
+	const struct rtensor *steps = n->n_in > 4 ? in[4] : NULL;
+	if (steps && !steps->data)
+		return -1;
+	for (int64_t k = 0; steps && k < steps->numel; k++)
+		if (rt_get(steps, k) <= 0)
+			return -1;
+	return 0;
+}
+
+const struct op_impl op_reshape = {.run = reshape_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				   .noop = op_noop_same_shape};
+const struct op_impl op_flatten = {.run = flatten_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP,
+				   .noop = op_noop_same_shape};
+const struct op_impl op_squeeze = {.run = squeeze_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				   .noop = op_noop_same_shape};
 const struct op_impl op_unsqueeze = {.run = unsqueeze_run, .cost = move_cost, .grad = reshape_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_transpose = {.run = transpose_run, .cost = move_cost, .grad = transpose_grad, .recompute = RC_CHEAP};
-const struct op_impl op_concat = {.run = concat_run, .cost = move_cost, .grad = concat_grad, .recompute = RC_CHEAP};
+const struct op_impl op_transpose = {.run = transpose_run, .cost = move_cost, .grad = transpose_grad, .recompute = RC_CHEAP,
+				     .noop = transpose_noop};
+const struct op_impl op_concat = {.run = concat_run, .cost = move_cost, .grad = concat_grad, .recompute = RC_CHEAP, .noop = concat_noop};
 const struct op_impl op_split = {.run = split_run, .cost = move_cost, .grad = split_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_slice = {.run = slice_run, .cost = move_cost, .grad = slice_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
+const struct op_impl op_slice = {.run = slice_run, .cost = move_cost, .grad = slice_grad, .recompute = RC_CHEAP, .nodiff = ~1u,
+				 .noop = slice_noop};
 const struct op_impl op_gather = {.run = gather_run, .cost = move_cost, .grad = gather_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_expand = {.run = expand_run, .cost = move_cost, .grad = expand_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_expand = {.run = expand_run, .cost = move_cost, .grad = expand_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				  .noop = op_noop_same_shape};
 const struct op_impl op_shape = {.run = shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_constant = {.run = constant_run, .cost = move_cost, .recompute = RC_CHEAP};
 const struct op_impl op_constant_of_shape = {.run = constant_of_shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};

@@ -722,4 +722,16 @@ const struct op_impl op_instance_norm = {.run = instance_norm_run, .cost = per_i
 					.recompute = RC_CHEAP};
 const struct op_impl op_batch_norm = {.run = batch_norm_run, .cost = per_input_cost_8, .grad = batch_norm_grad, .recompute = RC_CHEAP,
 				      .nodiff = 1u << 3 | 1u << 4, .own_width = 0x1eu | 0x6u << 16, .own_width_since = 15};
-const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2};
+/* Dropout in inference mode, or of ratio 0 (every element kept, scaled by 1 / (1 - 0)): the
+ * identity, as dropout_run computes it; the caller checks that nothing reads the mask. */
+static int dropout_noop(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)out;
+	const struct rtensor *r = n->n_in > 1 ? in[1] : NULL, *t = n->n_in > 2 ? in[2] : NULL;
+	if (!t || (t->data && rt_get(t, 0) == 0))
+		return 0;
+	return r ? (r->data && rt_get(r, 0) == 0 ? 0 : -1) : attr_float(n, "ratio", 0.5f) == 0 ? 0 : -1;
+}
+
+const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2,
+				   .noop = dropout_noop};

@@ -4,6 +4,7 @@
 #include "../ir/graph.h"
 #include "../util/strmap.h"
 
+#include <math.h>
 #include <string.h>
 
 const struct op_info op_table[OP_COUNT] = {
@@ -69,4 +70,25 @@ scan:
 			return (enum op_id)i;
 	}
 	return OP_UNKNOWN;
+}
+
+int op_noop_same_shape(const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	(void)in;
+	(void)out;
+	return 0;
+}
+
+int op_all_equal(const struct rtensor *t, double v)
+{
+	if (!t || !t->data)
+		return 0;
+	int fl = dtype_is_float(t->dtype);
+	for (int64_t i = 0; i < t->numel; i++) {
+		double x = rt_get(t, i);
+		if (x != v || (fl && !signbit(x) != !signbit(v)))
+			return 0;
+	}
+	return 1;
 }

@@ -81,6 +81,12 @@ struct op_impl {
 	 * an op's kernel reads and writes 16-bit tensors itself: the executor does not widen them. */
 	uint32_t own_width;
 	int own_width_since;
+	/* Exporter no-ops (rewrite/fold.h folds them before autodiff): the input k whose tensor output
+	 * 0 is, bit for bit, whenever output 0 has input k's dtype and shape (the caller checks that,
+	 * with every symbolic dimension at two sets of values), or -1. in[] and out[] come from a
+	 * shapes-only run: only inputs known without parameters and graph inputs carry data, and an
+	 * omitted input is NULL. NULL: the op is never a no-op. */
+	int (*noop)(const struct node *n, struct rtensor *const *in, struct rtensor *const *out);
 };
 
 #define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) extern const struct op_impl op_##impl;
@@ -107,6 +113,13 @@ enum op_id op_lookup(const char *domain, const char *op_type);
  * rule, or one operation per output element and every input and output byte moved. */
 void op_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 	     uint64_t *bytes);
+
+/* op_impl.noop for ops that change nothing when their output has input 0's dtype and shape
+ * (Identity, Cast, Reshape, Expand, Flatten, Squeeze, Tile): 0. */
+int op_noop_same_shape(const struct node *n, struct rtensor *const *in, struct rtensor *const *out);
+/* Whether t has data and every element is v (for v == 0, a zero whose sign is that of v, or an
+ * integer zero). */
+int op_all_equal(const struct rtensor *t, double v);
 
 /* 1 if input k of n takes a gradient: the op has a gradient rule and k is not in its nodiff. */
 int op_input_differentiable(const struct node *n, uint32_t k);

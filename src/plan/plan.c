@@ -208,6 +208,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		r->built_training = 1;
 		r->loss = res.loss;
 		r->n_param_elems = res.n_elems;
+		r->buffer_bytes = res.buffer_bytes;
 	} else if (!(r->loss = training_loss(g, o->loss, e))) {
 		return e->code;
 	}
@@ -297,7 +298,10 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
 		r->peak_node = m.peak_node;
 		r->at_peak = m.at_peak;
-		r->param_bytes = mm.params;
+		/* buffers are initializers, resident throughout: within mm.params and at every step */
+		uint64_t buffers = r->buffer_bytes < mm.params ? r->buffer_bytes : mm.params;
+		r->param_bytes = mm.params - buffers;
+		r->at_peak.params -= buffers;
 		r->state_bytes = mm.state;
 		r->peak_param_grads = m.peak_param_grads;
 		r->n_nodes = n_steps;

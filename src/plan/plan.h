@@ -73,6 +73,8 @@ struct plan_report {
 	 * state + the most parameter-gradient bytes live at once) / trainable elements */
 	uint64_t n_param_elems;      /* 0: not known (a training graph read back) */
 	uint64_t param_bytes, state_bytes, peak_param_grads;
+	uint64_t buffer_bytes;       /* initializers that are no parameters (autodiff_result): resident,
+				      * but neither in param_bytes nor in at_peak.params */
 	uint32_t n_before, n_after;
 };
 

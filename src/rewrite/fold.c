@@ -4,8 +4,17 @@
  * inputs are all known (that is how Reshape targets resolve). A computed node that is not random
  * and none of whose outputs is a graph output becomes a Constant per output consumed elsewhere; a
  * sweep then removes nodes whose outputs nobody reads, in one pass from the end (sweep). A graph in
- * which no node could be computed (may_fold) is only swept: a million-layer stack is not run. */
+ * which no node could be computed (may_fold) is only swept: a million-layer stack is not run.
+ *
+ * Exporter no-ops go too (fold_noops), bound dimensions or not: a node whose output 0 is one of its
+ * inputs bit for bit, by its op's rule (op_impl.noop: Cast to the same dtype, Reshape to the same
+ * shape, Mul by 1, ...), has its readers read that input instead, so the two tensors are never
+ * both kept. Shapes come from the same run; with symbolic dimensions, from two runs with different
+ * stand-ins, and a no-op must be one in both (a Slice of a 20000-row buffer by `seq` has seq's
+ * length at seq = 10007, not at 40009). A no-op whose output is a graph output gives the input its
+ * name (outputs and the loss keep their names), unless the input is itself an input or an output. */
 #include "fold.h"
+#include "../util/join.h"
 #include "../util/xalloc.h"
 
 #include <stdio.h>
@@ -125,25 +134,14 @@ static int may_fold(const struct graph *g)
 	return any;
 }
 
-/* 1. computed nodes with one output become Constants (multi-output ones are left) */
-static int fold(struct graph *g, struct gd_err *e)
+/* Which values depend on the values of a parameter or a graph input (1), one per value of g; NULL
+ * when out of memory. Shape reads only shapes, so its output depends on nothing. */
+static uint8_t *depends(const struct graph *g)
 {
-	struct exec_opts o = {.shapes_only = 1, .keep_values = 1};
-	struct exec *x = exec_run(g, &o, NULL, e);
-	if (!x)
-		return e->code;
-	int rc = 0;
-	/* what depends on a parameter's values stays: folding it would take it out of training; so
-	 * does what depends on an input's (shape inference knows Greater(x, x) without x: a data edge
-	 * of --control-deps data). Shape reads only shapes, so its output depends on nothing. */
 	uint8_t *dep = xcalloc(g->n_values ? g->n_values : 1, 1);
-	if (!dep) {
-		exec_free(x);
-		return err_oom(e);
-	}
-	for (uint32_t i = 0; i < g->n_values; i++)
+	for (uint32_t i = 0; dep && i < g->n_values; i++)
 		dep[i] = (g->values[i]->flags & (VALUE_PARAM | VALUE_INPUT)) != 0;
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
+	for (uint32_t i = 0; dep && i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		int d = 0;
 		for (uint32_t k = 0; k < n->n_in && !(op_table[n->op].flags & OPF_META); k++)
@@ -152,6 +150,25 @@ static int fold(struct graph *g, struct gd_err *e)
 			if (n->out[k])
 				dep[n->out[k]->id] = (uint8_t)d;
 	}
+	return dep;
+}
+
+/* 1. computed nodes with one output become Constants (multi-output ones are left); the run goes
+ * to *run, for fold_noops */
+static int fold(struct graph *g, struct exec **run, struct gd_err *e)
+{
+	struct exec_opts o = {.shapes_only = 1, .keep_values = 1};
+	struct exec *x = exec_run(g, &o, NULL, e);
+	if (!x)
+		return e->code;
+	*run = x;
+	/* what depends on a parameter's values stays: folding it would take it out of training; so
+	 * does what depends on an input's (shape inference knows Greater(x, x) without x: a data edge
+	 * of --control-deps data) */
+	uint8_t *dep = depends(g);
+	if (!dep)
+		return err_oom(e);
+	int rc = 0;
 	for (uint32_t i = 0; i < g->n_nodes && !rc; i++) {
 		struct node *n = g->nodes[i];
 		if (n->op == OP_CONSTANT || n->op == OP_UNKNOWN || n->n_out != 1 || !n->out[0] ||
@@ -164,7 +181,6 @@ static int fold(struct graph *g, struct gd_err *e)
 		if (t->data && all_known)
 			rc = node_make_constant(g, t, n, e);
 	}
-	exec_free(x);
 	xfree(dep);
 	return rc;
 }
@@ -278,23 +294,228 @@ int graph_drop_unread(struct graph *g, struct node *const *nodes, uint32_t n, st
 	return rc;
 }
 
+/* 2. no-ops: see the top of the file */
+
+/* The most inputs an op with a no-op rule has (Slice's 5). */
+#define NOOP_MAX_IN 5
+
+/* Whether n may be a no-op: its op has a rule, and all its inputs but one at most are known without
+ * parameters and graph inputs (a Mul of two activations is no Mul by 1), so a graph without any
+ * (a stack of layers) is not run. */
+static int noop_candidate(const struct node *n, const uint8_t *dep)
+{
+	const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;
+	if (!impl || !impl->noop || !n->n_in || !n->in[0] || n->n_in > NOOP_MAX_IN || !n->n_out || !n->out[0] ||
+	    (op_table[n->op].flags & OPF_SUBGRAPH))
+		return 0;
+	uint32_t d = 0;
+	for (uint32_t k = 0; k < n->n_in; k++)
+		d += n->in[k] && dep[n->in[k]->id];
+	return d <= 1;
+}
+
+/* The input whose tensor output 0 of candidate n is, bit for bit, in the shapes-only run x: by the
+ * op's rule, which sees data only on inputs that depend on no parameter or graph input, with
+ * output 0 of that input's dtype and shape, and every other input independent of them. -1: none. */
+static int noop_input(const struct exec *x, const struct node *n, const uint8_t *dep)
+{
+	struct rtensor ins[NOOP_MAX_IN], *in[NOOP_MAX_IN], out = *exec_value(x, n->out[0]), *outs[1] = {&out};
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		in[k] = NULL;
+		if (!n->in[k])
+			continue;
+		ins[k] = *exec_value(x, n->in[k]);
+		if (!ins[k].known)
+			return -1;
+		if (dep[n->in[k]->id])
+			ins[k].data = NULL;
+		in[k] = &ins[k];
+	}
+	if (!out.known)
+		return -1;
+	int k = op_table[n->op].impl->noop(n, in, outs);
+	if (k < 0 || (uint32_t)k >= n->n_in || !in[k] || in[k]->dtype != out.dtype || in[k]->ndim != out.ndim)
+		return -1;
+	/* the others are the same at every step: a Slice bound cast from a parameter is not */
+	for (uint32_t j = 0; j < n->n_in; j++)
+		if (j != (uint32_t)k && n->in[j] && dep[n->in[j]->id])
+			return -1;
+	for (int d = 0; d < out.ndim; d++)
+		if (in[k]->dims[d] != out.dims[d])
+			return -1;
+	return k;
+}
+
+/* Shapes for fold_noops: given (the constant fold's run), or one run with the dimensions bound,
+ * or with symbolic ones two: distinct stand-ins (a), and distinct others (b: 40009 + 2k for the
+ * k-th symbol, 65521 for an unnamed dimension). A graph that shape inference refuses is left to
+ * the stage that needs its shapes to say why: *a stays NULL. 0, or an error other than the input's. */
+static int noop_runs(struct graph *g, int bound, struct exec **a, struct exec **b, struct gd_err *e)
+{
+	struct gd_err local = {0};
+	struct exec_opts oa = {.shapes_only = 1, .keep_values = 1, .probe_unbound = !bound};
+	struct exec_opts ob = {.shapes_only = 1, .keep_values = 1, .default_dim = 65521};
+	struct exec_binding *dims = NULL;
+	size_t n = 0;
+	for (uint32_t i = 0; !bound && i < g->n_inputs; i++)
+		n += g->inputs[i]->type.has_shape ? g->inputs[i]->type.ndim : 0;
+	if (n && !(dims = xmalloc(n * sizeof *dims)))
+		return err_oom(e);
+	ob.dims = dims;
+	for (uint32_t i = 0; dims && i < g->n_inputs; i++)
+		for (uint32_t k = 0; g->inputs[i]->type.has_shape && k < g->inputs[i]->type.ndim; k++) {
+			const struct dim *d = &g->inputs[i]->type.dims[k];
+			size_t j = 0;
+			while (j < ob.n_dims && d->kind == DIM_PARAM && d->param && strcmp(dims[j].name, d->param))
+				j++;
+			if (d->kind == DIM_PARAM && d->param && j == ob.n_dims)
+				dims[ob.n_dims++] = (struct exec_binding){d->param, 40009 + 2 * (int64_t)j};
+		}
+	*a = exec_run(g, &oa, NULL, &local);
+	if (*a && !bound && !(*b = exec_run(g, &ob, NULL, &local))) {
+		exec_free(*a);
+		*a = NULL;
+	}
+	xfree(dims);
+	if (local.code && local.code != GD_EINPUT)
+		return *e = local, e->code;
+	return 0;
+}
+
+/* Gives src, a value some node makes, the name, type and output place of graph output out, which
+ * a no-op made of it; -1 when src cannot take them (an input, an output, a name a subgraph reads),
+ * 0, or an error. */
+static int take_output(struct graph *g, struct value *src, struct value *out, const uint8_t *sub_read, struct gd_err *e)
+{
+	if (!src->producer || (src->flags & (VALUE_INPUT | VALUE_OUTPUT)) || src->init || src->outer || sub_read[src->id])
+		return -1;
+	const char *name = out->name;
+	char base[512];
+	JOIN(base, sizeof base, name, "_noop");
+	if (graph_rename_fresh(g, out, base, e) || graph_rename_value(g, src, name, e))
+		return e->code ? e->code : err_oom(e);
+	if (out->type.has_type)
+		src->type = out->type;
+	src->ext = out->ext;
+	src->flags |= out->flags & (VALUE_OUTPUT | VALUE_LOSS);
+	out->flags &= ~(uint32_t)(VALUE_OUTPUT | VALUE_LOSS);
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] == out)
+			g->outputs[i] = src;
+	return 0;
+}
+
+/* The no-ops of g (sorted) go, in one pass in order: each node first reads what replaced its
+ * inputs, then, a no-op, is replaced by its input. Kept: a no-op another node waits on or that
+ * waits itself, whose output a subgraph reads, or whose other outputs are read (Dropout's mask).
+ * What only the no-ops read (their Constants) goes after them, symbolic dimensions or not. */
+static int fold_noops(struct graph *g, struct exec *run, int bound, struct gd_err *e)
+{
+	uint8_t *dep = depends(g), *read = NULL, *sub_read = NULL, *waited = NULL, *fed = NULL;
+	struct value **to = NULL;
+	struct exec *a = run, *b = NULL;
+	int rc = dep ? 0 : err_oom(e), any = 0, dropped = 0;
+	for (uint32_t i = 0; !rc && i < g->n_nodes && !any; i++)
+		any = noop_candidate(g->nodes[i], dep);
+	if (any && !run)
+		rc = noop_runs(g, bound, &a, &b, e);
+	if (!any || rc || !a)
+		goto out;
+	read = xcalloc(g->n_values ? g->n_values : 1, 1);
+	sub_read = xcalloc(g->n_values ? g->n_values : 1, 1);
+	waited = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	fed = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	to = xcalloc(g->n_values ? g->n_values : 1, sizeof *to);
+	if (!read || !sub_read || !waited || !fed || !to) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		g->nodes[i]->index = i;
+		for (uint32_t k = 0; k < n->n_in; k++)
+			if (n->in[k])
+				read[n->in[k]->id] = 1;
+		read_by_subgraphs(g, n, sub_read);
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_ctrl; k++) {
+			uint32_t c = g->nodes[i]->ctrl[k]->index;
+			if (c < g->n_nodes && g->nodes[c] == g->nodes[i]->ctrl[k])
+				waited[c] = 1;
+		}
+	for (uint32_t i = 0; i < g->n_nodes && !rc; i++) {
+		struct node *n = g->nodes[i];
+		for (uint32_t k = 0; k < n->n_in; k++)
+			if (n->in[k] && to[n->in[k]->id])
+				n->in[k] = to[n->in[k]->id];
+		if (waited[i] || n->n_ctrl || !noop_candidate(n, dep) || sub_read[n->out[0]->id])
+			continue;
+		int k = noop_input(a, n, dep), other = 0;
+		if (k < 0 || (b && noop_input(b, n, dep) != k))
+			continue;
+		for (uint32_t j = 1; j < n->n_out; j++)
+			other |= n->out[j] && (read[n->out[j]->id] || sub_read[n->out[j]->id] || (n->out[j]->flags & VALUE_OUTPUT));
+		int t = other ? -1 : (n->out[0]->flags & VALUE_OUTPUT) ? take_output(g, n->in[k], n->out[0], sub_read, e) : 0;
+		rc = t > 0 ? t : 0;
+		if (t)
+			continue;
+		to[n->out[0]->id] = n->in[k];
+		for (uint32_t j = 0; j < n->n_in; j++) {
+			const struct node *p = n->in[j] ? n->in[j]->producer : NULL;
+			if (p && p->index < i && g->nodes[p->index] == p)
+				fed[p->index] = 1;
+		}
+		dropped = 1;
+		for (uint32_t j = 0; j < n->n_out; j++)
+			if (n->out[j])
+				n->out[j]->producer = NULL;
+		g->nodes[i] = NULL;
+	}
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]) {
+			fed[m] = fed[i];
+			g->nodes[i]->index = m;
+			g->nodes[m++] = g->nodes[i];
+		}
+	g->n_nodes = m;
+	if (!rc && dropped)
+		rc = sweep(g, fed, e);
+out:
+	if (a != run)
+		exec_free(a);
+	exec_free(b);
+	xfree(dep);
+	xfree(read);
+	xfree(sub_read);
+	xfree(waited);
+	xfree(fed);
+	xfree(to);
+	return rc;
+}
+
 int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 {
 	*removed = 0;
 	/* shape computations on symbolic dimensions are the graph's to do at run time */
+	int bound = 1;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
 		const struct ttype *t = &g->inputs[i]->type;
 		for (uint32_t k = 0; t->has_shape && k < t->ndim; k++)
-			if (t->dims[k].kind != DIM_VALUE)
-				return 0;
+			bound &= t->dims[k].kind == DIM_VALUE;
 	}
 	uint32_t n0 = g->n_nodes;
-	int rc = may_fold(g);
+	struct exec *run = NULL;
+	int rc = bound ? may_fold(g) : 0;
 	if (rc < 0)
 		return err_oom(e);
 	if (rc)
-		rc = fold(g, e);
+		rc = fold(g, &run, e);
 	if (!rc)
+		rc = fold_noops(g, run, bound, e);
+	exec_free(run);
+	if (!rc && bound)
 		rc = sweep(g, NULL, e);
 	/* values left without producer or use disappear from the listings by name only: drop their
 	 * value_info entries so the writers do not describe them */

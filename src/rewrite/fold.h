@@ -18,7 +18,10 @@ int graph_rebatch(struct graph *g, int64_t n, struct gd_err *e);
 /* Replaces every node whose outputs shape inference computed (all its inputs known: Shape chains
  * once dimensions are bound, arithmetic on constants) by Constant nodes holding the results, and
  * drops the nodes nothing reads any more. Graph outputs are kept. A graph whose inputs still have
- * symbolic dimensions is left as it is. Returns the number of nodes removed in *removed. */
+ * symbolic dimensions keeps its shape computations. In both, exporters' no-ops go (a Cast to the
+ * same dtype, a Reshape to the same shape, Mul by 1: op_impl.noop), their readers reading their
+ * input; a graph output one makes keeps its name, on that input. Returns the number of nodes
+ * removed in *removed. */
 int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e);
 
 /* Drops nodes[] where nothing reads their outputs, waits on them or needs them (graph outputs,
