@@ -326,6 +326,56 @@ Test(onnx, weights_are_not_copied)
 	free(buf);
 }
 
+/* The kB of the process's memory resident in the mapping that holds p (/proc/self/smaps); -1 when
+ * p is in none. */
+static long mapping_rss_kb(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	cr_assert(f);
+	char line[512];
+	int in = 0;
+	long rss = -1;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %ld kB", &rss) == 1)
+			break;
+	}
+	fclose(f);
+	return rss;
+}
+
+/* Loading touches every page of a model whose weights lie between its other fields; once the graph
+ * is built they leave the process (the page cache keeps them), and a weight read later reads its
+ * own bytes again. */
+Test(onnx, model_file_pages_leave_the_process_after_loading)
+{
+	char yaml[512], onnx[512];
+	write_text(yaml, sizeof yaml, "resident.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4, 512]}]\nparams:\n"
+		   "  - {name: w, dtype: float32, shape: [512, 512], init: {dist: normal, seed: 3}}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [y]}\noutputs: [{name: y}]\n");
+	struct graph *src = load_ok(yaml);
+	struct gd_err e = {0};
+	struct bytes want;
+	cr_assert_eq(tensor_bytes(src, src->inits[0]->init, &want, &e), 0, "%s", e.msg);
+	snprintf(onnx, sizeof onnx, "%s/resident.onnx", tmpdir());
+	struct save_opts so = {0};
+	cr_assert_eq(model_save(src, onnx, FMT_ONNX, &so, &e), 0, "%s", e.msg);
+	struct graph *g = load_ok(onnx);
+	const struct tensor *t = g->inits[0]->init;
+	cr_assert_eq(t->src, TSRC_BYTES);
+	cr_assert_eq(t->bytes.n, (size_t)512 * 512 * 4);
+	cr_assert_eq(mapping_rss_kb(t->bytes.p), 0, "the model's pages stay resident after loading");
+	cr_assert_eq(memcmp(t->bytes.p, want.p, want.n), 0, "the weight reads back as written");
+	cr_assert_geq(mapping_rss_kb(t->bytes.p), 1024, "reading the weight faults it in again");
+	graph_free(g);
+	graph_free(src);
+}
+
 /* protobuf-c keeps a length-delimited unknown field's length prefix in its data */
 static ProtobufCMessageUnknownField unk(uint32_t field, const char *payload)
 {
