@@ -215,6 +215,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	if (find_bottlenecks(g, r->loss, &r->bn, e))
 		return e->code;
 	progress_end(t, "bottlenecks", "%" PRIu32 " found", r->bn.n);
+	xalloc_release(); /* autodiff's and the sweep's tables, before the shapes run's */
 	t = progress_begin();
 	/* the nodes' FLOPs come with their shapes */
 	uint64_t *flops = xmalloc(sizeof *flops * (g->n_nodes ? g->n_nodes : 1));
