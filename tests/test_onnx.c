@@ -350,8 +350,8 @@ static long mapping_rss_kb(const void *p)
 }
 
 /* Loading touches every page of a model whose weights lie between its other fields; once the graph
- * is built they leave the process (the page cache keeps them), and a weight read later reads its
- * own bytes again. */
+ * is built they leave the process (the page cache keeps them), as they do once written out, and a
+ * weight read later reads its own bytes again. */
 Test(onnx, model_file_pages_leave_the_process_after_loading)
 {
 	char yaml[512], onnx[512];
@@ -371,6 +371,14 @@ Test(onnx, model_file_pages_leave_the_process_after_loading)
 	cr_assert_eq(t->src, TSRC_BYTES);
 	cr_assert_eq(t->bytes.n, (size_t)512 * 512 * 4);
 	cr_assert_eq(mapping_rss_kb(t->bytes.p), 0, "the model's pages stay resident after loading");
+	char again[512];
+	snprintf(again, sizeof again, "%s/resident_again.onnx", tmpdir());
+	cr_assert_eq(model_save(g, again, FMT_ONNX, &so, &e), 0, "%s", e.msg);
+	cr_assert_eq(mapping_rss_kb(t->bytes.p), 0, "the weight stays resident after it is written");
+	struct graph *g2 = load_ok(again);
+	char why[256];
+	cr_assert(graph_equal(g, g2, why, sizeof why), "%s", why);
+	graph_free(g2);
 	cr_assert_eq(memcmp(t->bytes.p, want.p, want.n), 0, "the weight reads back as written");
 	cr_assert_geq(mapping_rss_kb(t->bytes.p), 1024, "reading the weight faults it in again");
 	graph_free(g);

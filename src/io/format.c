@@ -98,8 +98,10 @@ struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 		 * analysis reads: the pages reading touched (all of them, with weights between the
 		 * nodes) leave the process, to be faulted in again from the page cache by whatever reads a
 		 * weight. A 1M-node chain's plan: 557 MB less resident. */
-		if (mapped)
+		if (mapped) {
 			madvise((void *)mapped, mapped_len, MADV_DONTNEED);
+			g->file = (struct bytes){mapped, mapped_len};
+		}
 		progress_end(t, "load", "%s: %" PRIu32 " nodes, %" PRIu32 " values", path, g->n_nodes, g->n_values);
 	}
 	return g;

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1243,6 +1244,28 @@ static size_t str_field(struct out_buffer *o, uint32_t field, const char *s)
 	return pbwire_field_len(field, n);
 }
 
+/* Weights copied into the output from the mapped model file leave the process's memory (the page
+ * cache keeps them): written whole, a model's weights would otherwise all become resident, 526 MB
+ * of a 1M-node chain's. Only the file's pages: anything else would be zeroed. Neighbours in the
+ * file are dropped together, in one call per 8 MB (*span: the pages not dropped yet); b {NULL, 0}
+ * drops what is left. */
+static void drop_pages(const struct graph *g, struct bytes b, uintptr_t span[2])
+{
+	uintptr_t lo = (uintptr_t)g->file.p, hi = lo + g->file.n, p = (uintptr_t)b.p;
+	int in = b.n && p >= lo && p + b.n <= hi;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = p & ~(page - 1), z = (p + b.n + page - 1) & ~(page - 1);
+	z = z < hi ? z : hi;
+	if (in && span[1] > span[0] && a <= span[1] && z >= span[0] && span[1] - span[0] < (8u << 20)) {
+		span[0] = a < span[0] ? a : span[0];
+		span[1] = z > span[1] ? z : span[1];
+		return;
+	}
+	if (span[1] > span[0])
+		madvise((void *)span[0], span[1] - span[0], MADV_DONTNEED);
+	span[0] = in ? a : 0;
+	span[1] = in ? z : 0;
+}
+
 /* The main graph's fields after its nodes, as protobuf-c packs them (by field number, undecoded
  * fields last): name, initializers, doc_string, inputs, outputs, value_info. What graph_out left
  * NULL nodewire writes, weights going from where they lie straight to the output; the rest
@@ -1250,6 +1273,7 @@ static size_t str_field(struct out_buffer *o, uint32_t field, const char *s)
 static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buffer *o, struct mem_buffer *scratch)
 {
 	size_t len = str_field(o, 2, pg->name);
+	uintptr_t span[2] = {0, 0};
 	for (uint32_t i = 0; i < g->n_inits && !scratch->oom; i++) {
 		if (pg->initializer[i]) {
 			len += msg_field(o, 5, &pg->initializer[i]->base);
@@ -1273,9 +1297,11 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 			out_append(&o->base, at, scratch->p);
 			out_append(&o->base, t->bytes.n, t->bytes.p);
 			out_append(&o->base, n - at, scratch->p + at);
+			drop_pages(g, t->bytes, span);
 		}
 		len += n + t->bytes.n;
 	}
+	drop_pages(g, (struct bytes){NULL, 0}, span);
 	len += str_field(o, 10, pg->doc_string);
 	struct {
 		uint32_t field, n;
