@@ -173,7 +173,7 @@ static int save_to(struct graph *g, const char *path, enum gd_format fmt, const 
 	int rc;
 	switch (fmt) {
 	case FMT_ONNX:
-		rc = onnx_write_aligned(g, out.f, o->align, e);
+		rc = onnx_write_aligned(g, out.f, o ? o->align : 1, e);
 		break;
 	case FMT_YAML:
 		rc = yaml_write(g, out.f, o->yaml_inline_max, e);
