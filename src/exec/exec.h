@@ -46,6 +46,8 @@ struct rtensor {
 			* (exec_swap_ok), which then copies it in order; reset by exec_shape */
 };
 #define RT_VIEW_STRIDE_MAX INT32_MAX
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rtensor) <= 152,
+	       "an rtensor a value: a shapes-only run of a 1M-node chain's training graph holds 4M");
 
 /* A view's strides (rtensor.vst) as int64. */
 static inline void rt_view_strides(const struct rtensor *t, int64_t *st)

@@ -82,8 +82,8 @@ PY
     s2=$(/usr/bin/python3 -c "print(min(x for x in [$a2, ${s2:-$a2}]))")
   done
   ratio=${prev:+$(/usr/bin/python3 -c "import math; print(f'{$s1/$prev:.2f} for {$n/$prevn:g}x the nodes (exponent {math.log($s1/$prev)/math.log($n/$prevn):.2f})')")}
-  printf '| %d | %d | %s | %d | %s | %s | %d | %s | %s |\n' "$n" "$steps" "$s1" $((m1 / 1024)) \
-    "$(/usr/bin/python3 -c "print(f'{$m1 * 1024 / $n:.0f} B ({$m1 / $n:.2f}x)')")" "$s2" $((m2 / 1024)) \
+  printf '| %d | %d | %s | %d | %s | %s | %d | %s | %s |\n' "$n" "$steps" "$s1" $((m1 * 1024 / 1000000)) \
+    "$(/usr/bin/python3 -c "print(f'{$m1 * 1024 / $n:.0f} B ({$m1 / $n:.2f}x)')")" "$s2" $((m2 * 1024 / 1000000)) \
     "$(/usr/bin/python3 -c "print(f'{$m2 * 1024 / $n:.0f} B ({$m2 / $n:.2f}x)')")" "${ratio:--}"
   last_n=$n last_s=$s1 last_m=$m1
   prev=$s1
