@@ -266,6 +266,7 @@ int cmd_train(int argc, char **argv)
 		struct autodiff_result res;
 		struct step_report rep;
 		struct save_opts save = SAVE_OPTS_DEFAULT;
+		save.align = 8; /* run uses the weights where the file is mapped, not copies */
 		size_t folded = 0;
 		if (batch)
 			rc = graph_rebatch(g, batch, &e);

@@ -1263,7 +1263,7 @@ static int transpose_view(struct exec *x, const struct node *n, struct rtensor *
 	int64_t st[RT_MAX_DIMS], dims[RT_MAX_DIMS], vst[RT_MAX_DIMS];
 	int seen[RT_MAX_DIMS] = {0};
 	if (a->view) {
-		memcpy(st, a->vst, sizeof st);
+		rt_view_strides(a, st);
 		src = a->owned ? src : a->vsrc; /* the bytes' owner: a, once it took them over, or its source */
 	} else {
 		c_strides(r, a->dims, st);
@@ -1282,13 +1282,17 @@ static int transpose_view(struct exec *x, const struct node *n, struct rtensor *
 	if (!(vst[r - 1] == 1 && vst[r - 2] >= cols && vst[r - 2] <= VIEW_SPREAD * cols) &&
 	    !(vst[r - 2] == 1 && vst[r - 1] >= rows && vst[r - 1] <= VIEW_SPREAD * rows))
 		return 0;
+	for (int i = 0; i < r; i++)
+		if (vst[i] > RT_VIEW_STRIDE_MAX)
+			return 0;
 	if (exec_shape(x, t, a->dtype, r, dims))
 		return -1;
 	t->data = a->data;
 	t->owned = 0;
 	t->view = 1;
 	t->vsrc = src;
-	memcpy(t->vst, vst, sizeof vst);
+	for (int i = 0; i < RT_MAX_DIMS; i++)
+		t->vst[i] = i < r ? (int32_t)vst[i] : 0;
 	x->vref[src]++;
 	account(x, t->nbytes, 0);
 	return 1;
@@ -1333,7 +1337,9 @@ int exec_materialize(struct exec *x, const struct rtensor *v, struct rtensor *co
 	x->outputs_scratch = 0;
 	if (!o)
 		return exec_status(x);
-	permuted_copy(v->data, v->ndim, v->dims, v->vst, dtype_size(v->dtype), o);
+	int64_t st[RT_MAX_DIMS];
+	rt_view_strides(v, st);
+	permuted_copy(v->data, v->ndim, v->dims, st, dtype_size(v->dtype), o);
 	return 0;
 }
 

@@ -19,6 +19,8 @@
 
 struct backend;
 
+/* One a value in every run, shapes-only runs of million-node training graphs included: 152 bytes
+ * (flags as bytes, a view's strides as int32). */
 struct rtensor {
 	int dtype;
 	int ndim;
@@ -26,24 +28,36 @@ struct rtensor {
 	int64_t numel;
 	void *data;    /* NULL when only the shape is known */
 	size_t nbytes; /* numel * element size */
-	int owned;     /* data was allocated by the executor (else it borrows initializer bytes) */
-	int known;     /* the shape is known (the value has been produced) */
 	void *dev;     /* on a device backend: the tensor in device memory (data is then NULL or a
 			* host copy: small integer tensors keep one, for shape arguments) */
-	int view;      /* a Transpose folded into the products that read it (exec.c): data is its
-			* input's bytes (value vsrc's, or a copy of them), element (i_0 .. i_r-1) at
-			* sum i_k vst[k]; only MatMul and Gemm (A and B) are given views */
 	uint32_t vsrc;
-	int64_t vst[RT_MAX_DIMS];
-	int ghost;     /* an intermediate of a fused chain (exec.c): counted live as if it were
-			* written, but never is (data NULL) */
-	int given;     /* its buffer went to the output of the node that read it last (OPF_REUSES):
-			* data still points there for that node's kernel, and its bytes are the
-			* output's now (release counts and frees nothing) */
+	int32_t vst[RT_MAX_DIMS]; /* a view's strides, in elements: views are made only where they
+				   * fit (RT_VIEW_STRIDE_MAX) */
+	unsigned char owned; /* data was allocated by the executor (else it borrows initializer bytes) */
+	unsigned char known; /* the shape is known (the value has been produced) */
+	unsigned char view;  /* a Transpose folded into the products that read it (exec.c): data is
+			      * its input's bytes (value vsrc's, or a copy of them), element
+			      * (i_0 .. i_r-1) at sum i_k vst[k]; only MatMul and Gemm (A and B) are
+			      * given views */
+	unsigned char ghost; /* an intermediate of a fused chain (exec.c): counted live as if it
+			      * were written, but never is (data NULL) */
+	unsigned char given; /* its buffer went to the output of the node that read it last
+			      * (OPF_REUSES): data still points there for that node's kernel, and
+			      * its bytes are the output's now (release counts and frees nothing) */
 	int swapped;   /* data holds the tensor with its first two axes exchanged: written so by a
 			* kernel for the one Transpose that reads it and exchanges them back
 			* (exec_swap_ok), which then copies it in order; reset by exec_shape */
 };
+#define RT_VIEW_STRIDE_MAX INT32_MAX
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rtensor) <= 152,
+	       "an rtensor a value: a shapes-only run of a 1M-node chain's training graph holds 4M");
+
+/* A view's strides (rtensor.vst) as int64. */
+static inline void rt_view_strides(const struct rtensor *t, int64_t *st)
+{
+	for (int i = 0; i < RT_MAX_DIMS; i++)
+		st[i] = t->vst[i];
+}
 
 struct exec;
 

@@ -22,8 +22,10 @@ struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 struct save_opts {
 	size_t yaml_inline_max; /* tensors up to this many elements are written as numbers in YAML */
 	int dot_params;         /* draw initializers in DOT */
+	unsigned align;         /* ONNX: raw weights at file offsets that are multiples of it (0, 1: as
+				 * they fall; see onnx_write_aligned) */
 };
-#define SAVE_OPTS_DEFAULT {16, 1}
+#define SAVE_OPTS_DEFAULT {16, 1, 1}
 
 /* Writes g to `path` ("-" is stdout) as `fmt`, atomically. */
 int model_save(struct graph *g, const char *path, enum gd_format fmt, const struct save_opts *o,

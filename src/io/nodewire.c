@@ -236,7 +236,8 @@ int nodewire_tensor_fits(const struct tensor *t)
 	return t->src == TSRC_BYTES && t->field == TFIELD_RAW && !t->x.n && !t->n_external && !t->has_location;
 }
 
-uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const struct tensor *t, size_t *raw_at)
+uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const struct tensor *t, unsigned pad,
+			     size_t *raw_at)
 {
 	/* dims, data_type and name, then doc_string, written 32 bytes in: room for the field's key and
 	 * length and raw_data's, which are known only once the rest is measured */
@@ -245,7 +246,15 @@ uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const str
 	struct out b = {o + 32, end, 0};
 	for (uint32_t i = 0; i < t->ndim; i++)
 		put_varint(&b, 1, (uint64_t)t->dims[i]);
-	put_varint(&b, 2, (uint64_t)(int64_t)(int32_t)t->dtype);
+	if (!pad || t->dtype < 0 || pbwire_varint_len((uint64_t)t->dtype) + pad > 10) {
+		put_varint(&b, 2, (uint64_t)(int64_t)(int32_t)t->dtype);
+	} else if (room(&b, 20)) { /* overlong: zero 7-bit groups after the value's */
+		uint8_t *q = pbwire_put_varint(pbwire_put_varint(b.o, 2 << 3 | WIRE_VARINT), (uint64_t)t->dtype);
+		q[-1] |= 0x80;
+		memset(q, 0x80, pad - 1);
+		q[pad - 1] = 0;
+		b.o = q + pad;
+	}
 	put_str(&b, 8, t->name);
 	uint8_t *body_end = b.o;
 	put_str(&b, 12, t->doc);

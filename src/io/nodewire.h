@@ -32,7 +32,10 @@ void nodewire_prefetch(struct node *const *nodes, uint32_t i, uint32_t n);
  * A tensor's raw data is not copied: the bytes written end with its raw_data key and length, at
  * *raw_at, and go on after where the raw bytes belong. NULL when o..end has too little room. */
 int nodewire_tensor_fits(const struct tensor *t);
-uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const struct tensor *t, size_t *raw_at);
+/* With pad > 0 the data_type varint is written pad bytes longer than it need be (at most 10 in all,
+ * which every protobuf reader takes), to move the raw bytes onto an aligned file offset. */
+uint8_t *nodewire_tensor_put(uint8_t *o, uint8_t *end, uint32_t field, const struct tensor *t, unsigned pad,
+			     size_t *raw_at);
 int nodewire_vinfo_fits(const struct value *v);
 uint8_t *nodewire_vinfo_put(uint8_t *o, uint8_t *end, uint32_t field, const struct value *v);
 

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1207,11 +1208,14 @@ oom:
 struct out_buffer {
 	ProtobufCBuffer base;
 	struct bgwrite w;
+	uint64_t pos;   /* the file offset the next byte goes to */
+	unsigned align; /* initializers' raw bytes start at multiples of it (1: anywhere) */
 };
 
 static void out_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
 	bgwrite_put(&((struct out_buffer *)b)->w, data, len);
+	((struct out_buffer *)b)->pos += len;
 }
 
 static void out_key_len(struct out_buffer *o, uint32_t field, size_t len)
@@ -1262,12 +1266,13 @@ enum { MODEL_GRAPH_FIELD = 7, GRAPH_NODE_FIELD = 1 };
 /* One of nodewire's writers at m's end, given more room until what it writes fits; returns the end
  * of what it wrote (m->len unchanged), or NULL out of memory. `at`: a tensor's raw-data offset. */
 enum wire_obj { WIRE_NODE, WIRE_TENSOR, WIRE_VINFO };
-static uint8_t *put_grown(struct mem_buffer *m, enum wire_obj k, uint32_t field, const void *obj, size_t *at)
+static uint8_t *put_grown(struct mem_buffer *m, enum wire_obj k, uint32_t field, const void *obj, unsigned pad,
+			  size_t *at)
 {
 	for (size_t want = 4096; mem_reserve(m, want); want = 2 * (m->cap - m->len)) {
 		uint8_t *o = m->p + m->len, *end = m->p + m->cap;
 		uint8_t *r = k == WIRE_NODE     ? nodewire_put(o, end, field, obj)
-			     : k == WIRE_TENSOR ? nodewire_tensor_put(o, end, field, obj, at)
+			     : k == WIRE_TENSOR ? nodewire_tensor_put(o, end, field, obj, pad, at)
 						: nodewire_vinfo_put(o, end, field, obj);
 		if (r)
 			return r;
@@ -1298,6 +1303,28 @@ static size_t str_field(struct out_buffer *o, uint32_t field, const char *s)
 	return pbwire_field_len(field, n);
 }
 
+/* Weights copied into the output from the mapped model file leave the process's memory (the page
+ * cache keeps them): written whole, a model's weights would otherwise all become resident, 526 MB
+ * of a 1M-node chain's. Only the file's pages: anything else would be zeroed. Neighbours in the
+ * file are dropped together, in one call per 8 MB (*span: the pages not dropped yet); b {NULL, 0}
+ * drops what is left. */
+static void drop_pages(const struct graph *g, struct bytes b, uintptr_t span[2])
+{
+	uintptr_t lo = (uintptr_t)g->file.p, hi = lo + g->file.n, p = (uintptr_t)b.p;
+	int in = b.n && p >= lo && p + b.n <= hi;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = p & ~(page - 1), z = (p + b.n + page - 1) & ~(page - 1);
+	z = z < hi ? z : hi;
+	if (in && span[1] > span[0] && a <= span[1] && z >= span[0] && span[1] - span[0] < (8u << 20)) {
+		span[0] = a < span[0] ? a : span[0];
+		span[1] = z > span[1] ? z : span[1];
+		return;
+	}
+	if (span[1] > span[0])
+		madvise((void *)span[0], span[1] - span[0], MADV_DONTNEED);
+	span[0] = in ? a : 0;
+	span[1] = in ? z : 0;
+}
+
 /* The main graph's fields after its nodes, as protobuf-c packs them (by field number, undecoded
  * fields last): name, initializers, doc_string, inputs, outputs, value_info. What graph_out left
  * NULL nodewire writes, weights going from where they lie straight to the output; the rest
@@ -1305,6 +1332,7 @@ static size_t str_field(struct out_buffer *o, uint32_t field, const char *s)
 static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buffer *o, struct mem_buffer *scratch)
 {
 	size_t len = str_field(o, 2, pg->name);
+	uintptr_t span[2] = {0, 0};
 	for (uint32_t i = 0; i < g->n_inits && !scratch->oom; i++) {
 		if (initialized(g, g->inits[i]))
 			continue;
@@ -1314,7 +1342,15 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 		}
 		const struct tensor *t = g->inits[i]->init;
 		size_t at = 0;
-		uint8_t *end = put_grown(scratch, WIRE_TENSOR, 5, t, &at);
+		uint8_t *end = put_grown(scratch, WIRE_TENSOR, 5, t, 0, &at);
+		/* Moved onto an aligned offset by a longer data_type, a weight can be used where a reader
+		 * maps the file (graphdiet run), not copied. A longer varint may lengthen the message's
+		 * own length prefix, so the padding is found again until it holds. */
+		unsigned pad = 0;
+		for (int k = 0; o && o->align > 1 && end && k < 3 && (o->pos + at) % o->align; k++) {
+			pad += (unsigned)(o->align - (o->pos + at) % o->align);
+			end = put_grown(scratch, WIRE_TENSOR, 5, t, pad %= o->align, &at);
+		}
 		if (!end)
 			break;
 		size_t n = (size_t)(end - scratch->p);
@@ -1322,9 +1358,11 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 			out_append(&o->base, at, scratch->p);
 			out_append(&o->base, t->bytes.n, t->bytes.p);
 			out_append(&o->base, n - at, scratch->p + at);
+			drop_pages(g, t->bytes, span);
 		}
 		len += n + t->bytes.n;
 	}
+	drop_pages(g, (struct bytes){NULL, 0}, span);
 	len += str_field(o, 10, pg->doc_string);
 	struct {
 		uint32_t field, n;
@@ -1339,7 +1377,7 @@ static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buff
 				len += msg_field(o, lists[l].field, &lists[l].m[i]->base);
 				continue;
 			}
-			uint8_t *end = put_grown(scratch, WIRE_VINFO, lists[l].field, lists[l].v[i], NULL);
+			uint8_t *end = put_grown(scratch, WIRE_VINFO, lists[l].field, lists[l].v[i], 0, NULL);
 			if (!end)
 				break;
 			if (o)
@@ -1383,10 +1421,11 @@ static size_t graph_nodes(struct wr *w, struct graph *g, struct out_buffer *o, s
 			}
 			if (r) {
 				bgwrite_wrote(&o->w, (size_t)(r - at));
+				o->pos += (size_t)(r - at);
 				len += (size_t)(r - at);
 				continue;
 			}
-			uint8_t *done = put_grown(scratch, WIRE_NODE, GRAPH_NODE_FIELD, n, NULL);
+			uint8_t *done = put_grown(scratch, WIRE_NODE, GRAPH_NODE_FIELD, n, 0, NULL);
 			if (!done)
 				break;
 			scratch->len = (size_t)(done - scratch->p);
@@ -1475,6 +1514,14 @@ static off_t patchable(int fd)
  * the packing, which costs about as much as the write(2)s. */
 int onnx_write(struct graph *g, FILE *f, struct gd_err *e)
 {
+	return onnx_write_aligned(g, f, 1, e);
+}
+
+/* Weights are aligned only where the length is patched: the padding depends on where each weight
+ * lands, which the measuring pass does not know. A rewrite (the length's varint changed width)
+ * moves everything after it, and so the padding: the length is patched again. */
+int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *e)
+{
 	struct wr w = {.e = e, .root = g, .stream_nodes = 1};
 	struct out_buffer o = {.base.append = out_append};
 	struct mem_buffer scratch = {{mem_append}, NULL, 0, 0, 0};
@@ -1483,25 +1530,33 @@ int onnx_write(struct graph *g, FILE *f, struct gd_err *e)
 	Onnx__Model *pm = model_out(&w, g);
 	int rc = pm ? 0 : e->code ? e->code : err_oom(e);
 	off_t base = rc ? -1 : patchable(o.w.fd);
+	o.pos = base >= 0 ? (uint64_t)base : 0;
+	o.align = base >= 0 && align > 1 ? align : 1;
 	size_t len = rc ? 0 : graph_len(&w, g, pm->graph, &scratch, base >= 0), wrote = len, at = 0;
 	if (!rc && !(rc = e->code ? e->code : scratch.oom ? err_oom(e) : 0))
 		rc = write_streamed(&w, g, pm, &o, &scratch, len, &wrote, &at);
 	int werr = bgwrite_close(&o.w);
-	if (!rc && !werr && wrote != len && pbwire_varint_len(wrote) == pbwire_varint_len(len)) {
-		uint8_t buf[10];
-		size_t n = (size_t)(pbwire_put_varint(buf, wrote) - buf);
-		if (pwrite(o.w.fd, buf, n, base + (off_t)at) != (ssize_t)n)
-			werr = errno ? errno : EIO;
-	} else if (!rc && !werr && wrote != len) {
-		if (ftruncate(o.w.fd, base) || lseek(o.w.fd, base, SEEK_SET) < 0)
-			werr = errno;
-		else {
+	for (int tries = 0; !rc && !werr && wrote != len && tries < 4; tries++) {
+		if (pbwire_varint_len(wrote) == pbwire_varint_len(len)) {
+			uint8_t buf[10];
+			size_t n = (size_t)(pbwire_put_varint(buf, wrote) - buf);
+			if (pwrite(o.w.fd, buf, n, base + (off_t)at) != (ssize_t)n)
+				werr = errno ? errno : EIO;
 			len = wrote;
+			break;
+		}
+		if (ftruncate(o.w.fd, base) || lseek(o.w.fd, base, SEEK_SET) < 0) {
+			werr = errno;
+		} else {
+			len = wrote;
+			o.pos = (uint64_t)base;
 			bgwrite_open(&o.w, f);
 			rc = write_streamed(&w, g, pm, &o, &scratch, len, &wrote, &at);
 			werr = bgwrite_close(&o.w);
 		}
 	}
+	if (!rc && !werr && wrote != len)
+		rc = err_set(e, GD_EINTERNAL, "the graph's length did not settle");
 	xfree(scratch.p);
 	arena_free(&w.a);
 	if (!rc && werr == ENOMEM)

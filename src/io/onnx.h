@@ -14,5 +14,9 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 /* Encodes g as a ModelProto on f. NPY and random initializers are materialised; external data
  * stays external. */
 int onnx_write(struct graph *g, FILE *f, struct gd_err *e);
+/* The same with each raw-data initializer's bytes at a file offset that is a multiple of `align`
+ * (at most 8; a longer data_type varint moves them), where f is a regular file: a reader that maps
+ * the file then uses them in place. Elsewhere (a pipe) it writes what onnx_write writes. */
+int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *e);
 
 #endif

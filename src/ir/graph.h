@@ -271,6 +271,9 @@ struct graph {
 	struct graph **subgraphs; /* root only: every subgraph, so their maps get freed */
 	uint32_t n_subgraphs, cap_subgraphs;
 	const char *path; /* source file, for messages */
+	struct bytes file; /* root only: the model file where it is mapped (io/format.c); {NULL, 0}
+			    * when it was read into memory. Pages of it may be dropped (MADV_DONTNEED):
+			    * they are read again from the file */
 	struct strmap files; /* root only: data files mapped on demand (io/tensor.c) */
 	struct strmap fresh; /* root only: base name -> next suffix to try (graph_fresh_name) */
 };

@@ -34,7 +34,7 @@ static void operand(const struct rtensor *t, int nb, int *trans, int64_t *ld, in
 {
 	int64_t st[RT_MAX_DIMS];
 	if (t->view)
-		memcpy(st, t->vst, sizeof st);
+		rt_view_strides(t, st);
 	else
 		c_strides(t->ndim, t->dims, st);
 	int64_t rows = t->dims[t->ndim - 2], cols = t->dims[t->ndim - 1], rs = st[t->ndim - 2], cs = st[t->ndim - 1];

@@ -81,11 +81,15 @@ void progress_end(double t0, const char *phase, const char *fmt, ...)
 	}
 	fprintf(stderr, "in %.2f s", t);
 	/* resident memory, what a million-node graph is mostly limited by */
-	long pages = 0, rss = 0;
+	/* and the anonymous part of it: the rest is mapped files (a model's weights), which the
+	 * kernel can drop and read again */
+	long pages = 0, rss = 0, shared = 0;
 	FILE *f = fopen("/proc/self/statm", "r");
 	if (f) {
-		if (fscanf(f, "%ld %ld", &pages, &rss) == 2 && rss > 0)
-			fprintf(stderr, ", %ld MB resident", (long)((double)rss * (double)sysconf(_SC_PAGESIZE) / 1e6 + 0.5));
+		double mb = (double)sysconf(_SC_PAGESIZE) / 1e6;
+		if (fscanf(f, "%ld %ld %ld", &pages, &rss, &shared) == 3 && rss > 0)
+			fprintf(stderr, ", %ld MB anonymous, %ld MB resident", (long)((double)(rss - shared) * mb + 0.5),
+				(long)((double)rss * mb + 0.5));
 		fclose(f);
 	}
 	fputc('\n', stderr);

@@ -4,6 +4,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sys/mman.h>
 
 /* Blocks this big (a million-node graph's tables and arenas) are backed by transparent huge pages
@@ -107,6 +110,13 @@ static int should_fail(void)
 		return 1;
 	fail_after--;
 	return 0;
+}
+
+void xalloc_release(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }
 
 void xalloc_fail_after(long n)

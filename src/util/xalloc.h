@@ -16,6 +16,11 @@ void xfree(void *p);
 /* Doubles *arr (elements of `size` bytes, *cap of them; at least 16) when *n == *cap. */
 int xgrow(void **arr, size_t n, size_t *cap, size_t size);
 
+/* Hands the free memory between live blocks back to the system (glibc's malloc_trim): a stage's
+ * freed tables otherwise stay resident beside the next stage's, which the executor's allocator
+ * settings (no trimming below 512 MB) keep off the heap's top. */
+void xalloc_release(void);
+
 /* After `n` more successful allocations, every further one fails; -1 disables. */
 void xalloc_fail_after(long n);
 

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Planner speed: `plan --checkpoint auto` and `train --checkpoint auto` on MatMul+Tanh chains of
 # 10^3 to MAX forward nodes (default 10^6: 10^3, 10^4, 10^5, MAX/2 and MAX), at a budget that
-# halves `none`'s activation bytes; wall seconds and peak RSS (GNU time), the ratio of plan's time
-# to the row above and the scaling exponent log(time ratio) / log(size ratio), so that
-# time(2N)/time(N) = 2^exponent. With -v, each run's phases go to stderr (graphdiet -v). RUNS=k
+# halves `none`'s activation bytes; wall seconds and peak RSS (GNU time) with RSS per forward node
+# against issue 46's 1 KB, the ratio of plan's time to the row above and the scaling exponent
+# log(time ratio) / log(size ratio), so that time(2N)/time(N) = 2^exponent; last, the largest
+# chain's plan against the targets scaled from 1M nodes (10 s, 1.2 GB). With -v, each run's phases go to stderr (graphdiet -v). RUNS=k
 # (default 1) times each command k times and reports the fastest, for machines whose timings are
 # noisy (shared virtual machines vary by a third from run to run). Each train writes a new file:
 # replacing the last run's would add the kernel's freeing of it (~1 GB at 10^6 nodes, 0.2-0.8 s).
@@ -47,7 +48,7 @@ for f in testdata/{mlp,transformer,rescnn,tanh_chain,unet,rnn}.onnx "${zoo[@]}";
     "$(/usr/bin/python3 -c "print(f'{$a / 0.05:.2f}')")" "$lb" "$low" "$(/usr/bin/python3 -c "print(f'{$low / $lb:.3f}')")"
 done
 echo
-printf '| forward nodes | training steps | plan auto s | plan RSS MB | train auto s | train RSS MB | plan s ratio to the row above |\n|---|---|---|---|---|---|---|\n'
+printf '| forward nodes | training steps | plan auto s | plan RSS MB | plan RSS / node (target 1 KB) | train auto s | train RSS MB | train RSS / node | plan s ratio to the row above |\n|---|---|---|---|---|---|---|---|---|\n'
 prev=
 sizes=()
 for ((n = 1000; n < max / 2; n *= 10)); do sizes+=("$n"); done
@@ -81,7 +82,17 @@ PY
     s2=$(/usr/bin/python3 -c "print(min(x for x in [$a2, ${s2:-$a2}]))")
   done
   ratio=${prev:+$(/usr/bin/python3 -c "import math; print(f'{$s1/$prev:.2f} for {$n/$prevn:g}x the nodes (exponent {math.log($s1/$prev)/math.log($n/$prevn):.2f})')")}
-  printf '| %d | %d | %s | %d | %s | %d | %s |\n' "$n" "$steps" "$s1" $((m1 / 1024)) "$s2" $((m2 / 1024)) "${ratio:--}"
+  printf '| %d | %d | %s | %d | %s | %s | %d | %s | %s |\n' "$n" "$steps" "$s1" $((m1 * 1024 / 1000000)) \
+    "$(/usr/bin/python3 -c "print(f'{$m1 * 1024 / $n:.0f} B ({$m1 / $n:.2f}x)')")" "$s2" $((m2 * 1024 / 1000000)) \
+    "$(/usr/bin/python3 -c "print(f'{$m2 * 1024 / $n:.0f} B ({$m2 / $n:.2f}x)')")" "${ratio:--}"
+  last_n=$n last_s=$s1 last_m=$m1
   prev=$s1
   prevn=$n
 done
+echo
+printf '| at %d forward nodes | ours | target | ratio |\n|---|---|---|---|\n' "$last_n"
+/usr/bin/python3 -c "
+n, s, m = $last_n, $last_s, $last_m * 1024
+ts, tm = 10 * n / 1e6, 1.2e9 * n / 1e6
+print(f'| plan --checkpoint auto, s | {s} | {ts:g} | {s / ts:.2f} |')
+print(f'| plan --checkpoint auto, peak RSS MB | {m / 1e6:.0f} | {tm / 1e6:.0f} | {m / tm:.2f} |')"
