@@ -1586,6 +1586,42 @@ Test(cli, mixed_precision_reads_no_weight)
 	run_free(&r);
 }
 
+/* plan and check build the training graph train would, so they take train's --params and --freeze:
+ * a frozen initializer (a RoPE table, which the graph cannot tell from a weight) has no gradient
+ * and no optimizer state. w is 4 x 4 and t has 3 elements. */
+Test(cli, plan_and_check_take_params_and_freeze)
+{
+	char m[600];
+	write_text(m, sizeof m, "freeze.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2, 4]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [4, 4], init: {dist: normal, seed: 1}}\n"
+		   "  - {name: t, dtype: float32, shape: [3], init: {dist: normal, seed: 2}}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n  - {op: ReduceSum, inputs: [h], outputs: [a], attrs: {keepdims: 0}}\n"
+		   "  - {op: ReduceSum, inputs: [t], outputs: [b], attrs: {keepdims: 0}}\n"
+		   "  - {op: Mul, inputs: [a, b], outputs: [loss]}\noutputs: [{name: loss}]\n");
+	static const char *const how[][2] = {{NULL, NULL}, {"--freeze", "t"}, {"--params", "w"}};
+	static const long long params[] = {19, 16, 16};
+	for (int i = 0; i < 3; i++) {
+		char *argv[] = {GD_BINARY, "plan", m, "--optimizer", "adam", "--format", "json", (char *)how[i][0],
+				(char *)how[i][1], NULL};
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		char want[64], state[64];
+		snprintf(want, sizeof want, "\"parameters\": %lld,", params[i]);
+		snprintf(state, sizeof state, "\"optimizer_state_bytes\": %lld,", params[i] * 8 + 8); /* m, v; the step count */
+		cr_expect(strstr(r.out, want) && strstr(r.out, state), "%s %s: %s", how[i][0] ? how[i][0] : "", how[i][1] ? how[i][1] : "", r.out);
+		run_free(&r);
+	}
+	char *both[] = {GD_BINARY, "check", m, "--budget", "1MiB", "--params", "w", "--freeze", "t", NULL};
+	struct run_result r = run_cmd(both, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	run_free(&r);
+	char *frozen[] = {GD_BINARY, "check", m, "--budget", "1MiB", "--freeze", "t", NULL};
+	r = run_cmd(frozen, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+}
+
 /* A causal mask exported as a float initializer holds -inf: --gradcheck leaves its infinite
  * entries out of the directions (theta + h d at -inf is -inf - -inf = NaN when differenced, and
  * |theta| was infinite, so h was too: every direction read NaN and the right gradients DIFFERED). */

@@ -24,6 +24,10 @@
 	"      --loss-fn FN      plan with a loss appended to a model that has none: mse or\n" \
 	"                        cross-entropy, as graphdiet-train(1); --target NAME as there\n" \
 	"      --target NAME     the graph input --loss-fn adds for the targets (default: target)\n" \
+	"      --params NAMES    train only these initializers, as graphdiet-train(1)\n" \
+	"      --freeze NAMES    train every floating-point initializer but these (a RoPE table or a\n" \
+	"                        float mask the loss reads through a product is not told from a\n" \
+	"                        weight: freeze it, and it holds no gradient or optimizer state)\n" \
 	"      --precision P     plan the training graph in mixed precision: fp32 (default), fp16 or\n" \
 	"                        bf16 (see graphdiet-train(1)); --keep-fp32 OPS as there\n" \
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision\n" \
@@ -379,6 +383,7 @@ static int run(int argc, char **argv, int check)
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
 		{"batch", required_argument, NULL, CLI_OPT_BATCH},
+		{"params", required_argument, NULL, 'p'},     {"freeze", required_argument, NULL, 'z'},
 		CLI_STEP_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -397,6 +402,7 @@ static int run(int argc, char **argv, int check)
 	int loss_fn = -1;
 	int64_t batch = 0;
 	const char *target = "target";
+	char *pbuf = NULL, *fbuf = NULL;
 	optind = 1;
 	cli_step_argv(argc, argv);
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -429,6 +435,14 @@ static int run(int argc, char **argv, int check)
 		case 'g':
 			target = optarg;
 			break;
+		case 'p':
+			free(pbuf);
+			po.n_params = cli_split_names(optarg, &pbuf, &po.params);
+			break;
+		case 'z':
+			free(fbuf);
+			po.n_freeze = cli_split_names(optarg, &fbuf, &po.freeze);
+			break;
 		CLI_STEP_CASES:
 			if ((rc = cli_step(cmd, c, optarg, &step)))
 				goto out;
@@ -460,6 +474,8 @@ static int run(int argc, char **argv, int check)
 		CLI_FAIL(cli_usage(cmd, argc - optind < 1 ? "no model given" : "too many arguments"));
 	if (check && !po.has_budget)
 		CLI_FAIL(cli_usage(cmd, "--budget is required"));
+	if (po.params && po.freeze)
+		CLI_FAIL(cli_usage(cmd, "give --params or --freeze, not both"));
 	if (po.ckpt.kind == CKPT_AUTO && !po.has_budget)
 		CLI_FAIL(cli_usage(cmd, "--checkpoint auto needs --budget SIZE"));
 	po.ckpt.budget = po.budget;
@@ -511,6 +527,10 @@ out:
 	names_free(&file_names);
 	cli_precision_free(&prec);
 	cli_step_free(&step);
+	free((void *)po.params);
+	free((void *)po.freeze);
+	free(pbuf);
+	free(fbuf);
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
 	return cli_finish(rc);

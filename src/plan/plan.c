@@ -200,7 +200,8 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	if (!plan_is_training_graph(g)) {
 		static const struct step_opts no_step;
 		const struct step_opts *so = o->step ? o->step : &no_step;
-		struct autodiff_opts ao = {.loss = o->loss};
+		struct autodiff_opts ao = {.loss = o->loss, .params = o->params, .n_params = o->n_params,
+					   .freeze = o->freeze, .n_freeze = o->n_freeze};
 		struct autodiff_result res;
 		if (step_begin(g, so, &ao, e) || autodiff(g, &ao, &res, e) || /* g stays sorted */
 		    step_build(g, so, NULL, e))

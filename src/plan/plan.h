@@ -17,7 +17,9 @@ struct step_opts;
 struct plan_opts {
 	const struct exec_binding *dims;
 	size_t n_dims;
-	const char *loss;    /* for building the training graph */
+	const char *loss;    /* for building the training graph, */
+	const char **params, **freeze; /* with these trainable parameters (autodiff_opts) */
+	size_t n_params, n_freeze;
 	uint64_t budget;     /* 0: none */
 	int has_budget;
 	struct ckpt ckpt;
