@@ -436,6 +436,8 @@ Test(onnx, aligned_weights_are_run_in_place)
 		exec_free(x);
 		graph_free(a);
 		graph_free(g);
+		for (size_t i = 0; i < n; i++)
+			free(ins[i].data);
 	}
 	cr_expect_gt(torch_misaligned, 0, "no testdata model needs aligning: the test shows nothing");
 }
