@@ -137,7 +137,11 @@ int exec_dim_expr(const struct exec *x, int64_t d, struct symdim *out)
 			int64_t p = x->probe_values[i], q = j < 0 ? 1 : x->probe_values[j], pq;
 			if (!x->probe_syms[i] || (j >= 0 && !x->probe_syms[j]) || __builtin_mul_overflow(p, q, &pq))
 				continue;
-			int64_t k = (d + pq / 2) / pq, r = d - k * pq;
+			int64_t k = d / pq, r = d % pq; /* the nearest multiple, without d + pq / 2 overflowing */
+			if (r > pq / 2) {
+				k++;
+				r -= pq;
+			}
 			if (k < 1 || k > 4096 || (r < 0 ? -r : r) >= best_r)
 				continue;
 			best_r = r < 0 ? -r : r;
