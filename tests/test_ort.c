@@ -306,12 +306,12 @@ Test(ort, diet_initialization_runs_in_onnxruntime)
 	char path[1100], train[600], init[700], outdir[700];
 	model_path(path, sizeof path, "transformer");
 	snprintf(train, sizeof train, "%s/transformer_diet.onnx", tmpdir());
-	snprintf(init, sizeof init, "%s.init.onnx", train);
-	snprintf(outdir, sizeof outdir, "%s/ort_out_diet_init", tmpdir());
 	char *argv[] = {GD_BINARY, "train", path, "--diet", "-o", train, NULL};
 	struct run_result r = run_cmd(argv, NULL, 0);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_free(&r);
+	snprintf(init, sizeof init, "%s.init.onnx", train);
+	snprintf(outdir, sizeof outdir, "%s/ort_out_diet_init", tmpdir());
 	python_ok("import sys, onnx, numpy as np\nfrom onnx import numpy_helper\n"
 		  "m = onnx.load(sys.argv[1])\n"
 		  "ti = m.training_info[0]\n"
