@@ -185,7 +185,7 @@ static int uncovered_ok(int op)
 
 /* More cases for the ops that gradients do not produce (comparisons, IsNaN, ...). */
 static const struct gcase extra[] = {
-	{"Abs Equal Less IsNaN Not ReduceProd Shape ConstantOfShape",
+	{"Abs Equal Less IsNaN Not ReduceProd Shape ConstantOfShape Round",
 	 "  - {name: a, dtype: float64, shape: [3, 4], init: {dist: normal, seed: %d}}\n"
 	 "  - {name: b, dtype: float64, shape: [4], init: {dist: normal, seed: %d}}\n",
 	 "  - {op: Abs, inputs: [a], outputs: [p]}\n"
@@ -200,7 +200,8 @@ static const struct gcase extra[] = {
 	 "  - {op: Shape, inputs: [a], outputs: [sa]}\n"
 	 "  - {op: ConstantOfShape, inputs: [sa], outputs: [half], attrs: {value: {type: tensor, value: {dtype: float64, shape: [1], data: [0.5]}}}}\n"
 	 "  - {op: Add, inputs: [w3, rp], outputs: [y0]}\n"
-	 "  - {op: Mul, inputs: [y0, half], outputs: [y]}\n"},
+	 "  - {op: Round, inputs: [y0], outputs: [r]}\n"
+	 "  - {op: Mul, inputs: [r, half], outputs: [y]}\n"},
 };
 
 static void extra_on(const struct backend *b, double rtol, int *seen)

@@ -542,8 +542,11 @@ Test(cli, diet_variables_train)
 			  "ups = [n for n in m.graph.node if n.op_type == 'DietAdam']\n"
 			  "assert len(ups) == 3 and all(n.domain == 'graphdiet' for n in ups), ups\n"
 			  "assert {o.domain for o in m.opset_import} >= {'', 'graphdiet'}\n"
-			  "q = {i.name: i.data_type for i in m.graph.initializer}\n"
-			  "assert all(q['fc%d.weight' % k] == onnx.TensorProto.INT16 for k in (1, 2, 3)), q\n"
+			  "q = {i.name: i.type.tensor_type.elem_type for i in m.graph.input}\n"
+			  "made = {b.key for b in m.training_info[0].initialization_binding}\n"
+			  "w = ['fc%d.weight' % k for k in (1, 2, 3)]\n"
+			  "assert all(q[k] == onnx.TensorProto.INT16 and k in made for k in w), q  # made, not stored\n"
+			  "assert not set(w) & {i.name for i in m.graph.initializer}\n"
 			  "assert int(np.load(d + '/out/diet_step_new.npy')) == 20\n"
 			  "outs = [o.name for o in m.graph.output]\n"
 			  "assert 'fc1.bias_grad' in outs and not any('weight_grad' in o for o in outs), outs\n",
@@ -681,7 +684,8 @@ Test(cli, diet_bytes_per_parameter)
 	run_free(&r);
 	python_ok("import sys, onnx\n"
 		  "m = onnx.load(sys.argv[1])\n"
-		  "q = sorted(i.name for i in m.graph.initializer if i.data_type == onnx.TensorProto.INT16)\n"
+		  "q = sorted(i.name for i in m.graph.input if i.type.tensor_type.elem_type == onnx.TensorProto.INT16)\n"
+		  "assert set(q) <= {b.key for b in m.training_info[0].initialization_binding}, q\n"
 		  "assert q == sorted('blocks.%d.%s.weight' % (b, l) for b in (0, 1)\n"
 		  "                   for l in ('ln1', 'attn.qkv', 'attn.proj', 'ln2', 'fc1', 'fc2')), q\n"
 		  "deq = [n for n in m.graph.node if n.name.endswith('_recompute') and 'dequant' in n.output[0]]\n"

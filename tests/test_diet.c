@@ -1,6 +1,7 @@
 /* test_diet.c - diet variables on a tied weight (ops/diet.c's DietAdam over a product and row
  * updates at once, rewrite/step.c's diet_narrow): testdata/tied_gpt.onnx, a tiny nanoGPT-style
- * GPT-2 whose head is its token embedding (testdata/gen_tied.py), and the op on its own. */
+ * GPT-2 whose head is its token embedding (testdata/gen_tied.py), and the op on its own; the INT16
+ * storage made by TrainingInfoProto.initialization (train --diet reads no weight), and its Round. */
 #include "exec/exec.h"
 #include "helpers.h"
 #include "util/xalloc.h"
@@ -180,7 +181,8 @@ Test(diet_tied, the_gradient_is_formed_once)
 
 /* The tied weight trains as before: two steps of --diet (lr 0.01, no schedule, rounding to nearest)
  * on each tied model, from PyTorch's seeded batch, leave it as gen_tied.py's float64 factored Adam
- * leaves it from PyTorch's gradients (every 2-D parameter INT16 and updated each step): within one
+ * leaves it from PyTorch's gradients (every 2-D parameter INT16, quantized from the float32 weight by
+ * the initialization graph, and updated each step): within one
  * step of the grid everywhere and equal in at least 99% of the elements, most of which moved; the
  * first step's loss is PyTorch's at the quantized weights. */
 Test(diet_tied, two_steps_match_pytorch)
@@ -213,8 +215,10 @@ Test(diet_tied, two_steps_match_pytorch)
 		python_ok("import sys, onnx, numpy as np\nfrom onnx import numpy_helper\n"
 			  "d, ref = sys.argv[1].split(':')\n"
 			  "m = onnx.load(d + '/step.onnx')\n"
-			  "q0 = [numpy_helper.to_array(i) for i in m.graph.initializer if i.name == 'transformer.wte.weight'][0]\n"
-			  "assert q0.dtype == np.int16\n"
+			  "assert not [i for i in m.graph.initializer if i.name == 'transformer.wte.weight']\n"
+			  "w = [numpy_helper.to_array(i) for i in m.training_info[0].initialization.initializer\n"
+			  "     if i.name == 'transformer.wte.weight_float'][0]\n"
+			  "q0 = np.clip(np.rint(w.astype(np.float64) / np.float64(np.float32(10 / 32767))), -32767, 32767)\n"
 			  "for k in (1, 2):\n"
 			  "    q = np.load(d + '/out%d/transformer.wte.weight_new.npy' % k).astype(np.int64)\n"
 			  "    r = np.load(ref + '/tied_diet_step%d.npy' % k).astype(np.int64)\n"
@@ -276,4 +280,148 @@ Test(diet_tied, every_allocation_failing_is_out_of_memory)
 		cr_expect_gt(n, 5, "%d: the injection reached the update", h);
 		graph_free(g);
 	}
+}
+
+/* train --diet reads no weight: with every weight's bytes in an empty external file it writes the
+ * training graph (the INT16 storage made by TrainingInfoProto.initialization from the float32
+ * weight, which stays external), and only a run reads them (exit 2 naming the file). With the real
+ * bytes put in that file afterwards, two steps of the graph equal, to the bit, those of its twin
+ * trained with the weights present; its first loss is NumPy's at the weights quantized here (to
+ * nearest, ties to even, clamped to +-32767, NaN to 0); the graph passes onnx.checker. */
+Test(diet_init, train_reads_no_weight_and_the_graph_runs_on_the_real_ones)
+{
+	const char *yaml = "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4, 8]}]\n"
+			   "params:\n  - {name: w, dtype: float32, shape: [8, 6], data_location: 1,\n"
+			   "      external: [{key: location, value: %s}, {key: length, value: '192'}]}\n"
+			   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+			   "  - {op: Mul, inputs: [h, h], outputs: [s]}\n"
+			   "  - {op: ReduceSum, inputs: [s], outputs: [loss], attrs: {keepdims: 0}}\n"
+			   "outputs: [{name: loss, dtype: float32, shape: []}]\n";
+	char text[1024], bin[600], m[600], twin[600], t[700], tt[700], x[700], arg[2200];
+	write_text(bin, sizeof bin, "unread_w.bin", "");
+	snprintf(text, sizeof text, yaml, "unread_w.bin");
+	write_text(m, sizeof m, "unread_diet.yaml", text);
+	snprintf(text, sizeof text, yaml, "twin_w.bin");
+	write_text(twin, sizeof twin, "twin_diet.yaml", text);
+	snprintf(t, sizeof t, "%s/unread_diet_train.onnx", tmpdir());
+	snprintf(tt, sizeof tt, "%s/twin_diet_train.onnx", tmpdir());
+	snprintf(x, sizeof x, "x=%s/unread_x.npy", tmpdir());
+	char *diet = "--diet:lr=0.01,schedule=none,warmup=1";
+	char *train[] = {GD_BINARY, "train", m, diet, "-o", t, NULL};
+	gd_ok(train, 0);
+	char out[3][800];
+	snprintf(out[0], sizeof out[0], "%s/unread_out0", tmpdir());
+	char *run[] = {GD_BINARY, "run", t, "--steps", "2", "-i", x, "-o", out[0], NULL};
+	char *unread[] = {GD_BINARY, "run", t, "--random-inputs", NULL};
+	struct run_result r = run_cmd(unread, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "unread_w.bin"), "%s", r.err);
+	run_free(&r);
+	/* the weights (beyond the grid, a NaN, ties) and the batch, in both files */
+	snprintf(arg, sizeof arg, "%s", tmpdir());
+	python_ok("import sys, numpy as np\n"
+		  "d = sys.argv[1]\n"
+		  "s = np.float32(10 / 32767)\n"
+		  "w = np.random.default_rng(3).normal(0, 2, (8, 6)).astype(np.float32)\n"
+		  "w[0, 0], w[0, 1], w[1, 1], w[2, 2], w[2, 3] = 25, -30, np.nan, s * np.float32(0.5), s * np.float32(-2.5)\n"
+		  "for f in ('unread_w.bin', 'twin_w.bin'):\n"
+		  "    w.tofile(d + '/' + f)\n"
+		  "np.save(d + '/unread_x.npy', np.random.default_rng(4).normal(0, 1, (4, 8)).astype(np.float32))\n",
+		  arg, "the weights");
+	char *twin_train[] = {GD_BINARY, "train", twin, diet, "-o", tt, NULL};
+	gd_ok(twin_train, 0);
+	for (int k = 0; k < 3; k++) {
+		snprintf(out[k], sizeof out[k], "%s/unread_out%d", tmpdir(), k);
+		run[2] = k == 1 ? tt : t;
+		run[4] = k == 2 ? "1" : "2";
+		run[8] = out[k];
+		gd_ok(run, 0);
+	}
+	python_ok("import sys, os, onnx, numpy as np\n"
+		  "d = sys.argv[1]\n"
+		  "g = onnx.load(d + '/unread_diet_train.onnx')\n"
+		  "g.graph.name = g.graph.name or 'unread'  # the YAML model names none\n"
+		  "onnx.checker.check_model(g)\n"
+		  "a, b = sorted(os.listdir(d + '/unread_out0')), sorted(os.listdir(d + '/unread_out1'))\n"
+		  "assert a == b and 'w_new.npy' in a, (a, b)\n"
+		  "for f in a:\n"
+		  "    p, q = np.load(d + '/unread_out0/' + f), np.load(d + '/unread_out1/' + f)\n"
+		  "    assert p.dtype == q.dtype and p.tobytes() == q.tobytes(), f\n"
+		  "s = np.float32(10 / 32767)\n"
+		  "w = np.fromfile(d + '/twin_w.bin', np.float32).reshape(8, 6)\n"
+		  "y = np.rint(w.astype(np.float64) / np.float64(s))\n"
+		  "q0 = np.where(np.isnan(y), 0, np.clip(y, -32767, 32767))\n"
+		  "assert q0[0, 0] == 32767 and q0[0, 1] == -32767 and q0[1, 1] == 0 and q0[2, 2] == 0 and q0[2, 3] == -2\n"
+		  "x = np.load(d + '/unread_x.npy').astype(np.float64)\n"
+		  "want = float(((x @ (q0.astype(np.float32) * s).astype(np.float64)) ** 2).sum())\n"
+		  "loss = float(np.load(d + '/unread_out2/loss.npy'))\n"
+		  "assert abs(loss - want) <= 1e-5 * abs(want), (loss, want)\n"
+		  "q1 = np.load(d + '/unread_out0/w_new.npy')\n"
+		  "assert q1.dtype == np.int16 and (q1 != q0).mean() > 0.5, (q1, q0)\n"
+		  "np.save(d + '/unread_q0.npy', q0.astype(np.int16))\n"
+		  "ti = g.training_info[0]\n"  /* the initialization graph as a model of its own */
+		  "i = onnx.GraphProto()\n"
+		  "i.CopyFrom(ti.initialization)\n"
+		  "i.name = 'init'\n"
+		  "del i.output[:]\n"
+		  "for b in ti.initialization_binding:\n"
+		  "    i.node.append(onnx.helper.make_node('Identity', [b.value], [b.key]))\n"
+		  "    i.output.append(onnx.helper.make_tensor_value_info(b.key, onnx.TensorProto.INT16, None))\n"
+		  "onnx.save(onnx.helper.make_model(i, opset_imports=g.opset_import), d + '/unread_init.onnx')\n",
+		  arg, "the runs");
+	/* the storage it makes is NumPy's, to the bit */
+	char init[800];
+	snprintf(init, sizeof init, "%s/unread_init.onnx", tmpdir());
+	snprintf(out[2], sizeof out[2], "%s/unread_out3", tmpdir());
+	char *run_init[] = {GD_BINARY, "run", init, "-o", out[2], NULL};
+	gd_ok(run_init, 0);
+	python_ok("import sys, numpy as np\n"
+		  "q, want = np.load(sys.argv[1] + '/unread_out3/w.npy'), np.load(sys.argv[1] + '/unread_q0.npy')\n"
+		  "assert q.dtype == np.int16 and np.array_equal(q, want), (q, want)\n",
+		  arg, "the INT16 storage");
+}
+
+/* Round, which the initialization graph quantizes with: to the nearest integer, halves to the even
+ * one (ONNX's), in float32 (the kernel), float64 and float16; infinities, NaN and integers stay as
+ * they are. */
+Test(diet_init, round_takes_halves_to_even)
+{
+	enum { N = 12 };
+	static const double in[N] = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.498046875, 2.501953125, -INFINITY, NAN, 60000.0, 7.0};
+	static const double want[N] = {-2, -2, -0.0, 0, 2, 2, 2, 3, -INFINITY, NAN, 60000, 7};
+	float f[N];
+	double d[N];
+	for (int i = 0; i < N; i++) {
+		f[i] = (float)in[i];
+		d[i] = in[i];
+	}
+	uint16_t h[N];
+	struct rtensor th = rt_over(DT_FLOAT16, 1, (const int64_t[]){N}, h);
+	for (int i = 0; i < N; i++)
+		rt_set(&th, i, in[i]);
+	struct rtensor ins[3] = {rt_over(DT_FLOAT, 1, (const int64_t[]){N}, f), rt_over(DT_DOUBLE, 1, (const int64_t[]){N}, d),
+				 th};
+	const char *names[3] = {"f", "d", "h"};
+	struct graph *g = load_text("round.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: [{name: f, dtype: float32, shape: [12]},\n"
+				    "  {name: d, dtype: float64, shape: [12]}, {name: h, dtype: float16, shape: [12]}]\n"
+				    "nodes:\n  - {op: Round, inputs: [f], outputs: [rf]}\n  - {op: Round, inputs: [d], outputs: [rd]}\n"
+				    "  - {op: Round, inputs: [h], outputs: [rh]}\n"
+				    "outputs: [{name: rf}, {name: rd}, {name: rh}]\n");
+	struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 3};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &xo, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const char *outs[3] = {"rf", "rd", "rh"};
+	for (int k = 0; k < 3; k++) {
+		const struct rtensor *r = exec_value(x, strmap_get(&g->names, outs[k]));
+		cr_assert_eq(r->dtype, ins[k].dtype);
+		for (int i = 0; i < N; i++) {
+			double v = rt_get(r, i);
+			cr_expect(isnan(want[i]) ? isnan(v) : v == want[i] && signbit(v) == signbit(want[i]), "%s[%d]: %g, not %g",
+				  outs[k], i, v, want[i]);
+		}
+	}
+	exec_free(x);
+	graph_free(g);
 }

@@ -296,3 +296,55 @@ Test(ort, every_op_cases_training_graph_runs_in_onnxruntime)
 	}
 	cr_expect_gt(ran, 100);
 }
+
+/* train --diet's initialization graph, the INT16 storage quantized from the float32 weights in
+ * standard ops (Cast, Div, Round, Clip, Equal, Where), runs in onnxruntime and makes NumPy's values
+ * to the bit (the INT16 outputs as int32: run_ort's .npy writer has no int16). */
+Test(ort, diet_initialization_runs_in_onnxruntime)
+{
+	setenv("NODE_PATH", GD_ORT_DIR, 1);
+	char path[1100], train[600], init[700], outdir[700];
+	model_path(path, sizeof path, "transformer");
+	snprintf(train, sizeof train, "%s/transformer_diet.onnx", tmpdir());
+	char *argv[] = {GD_BINARY, "train", path, "--diet", "-o", train, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(init, sizeof init, "%s.init.onnx", train);
+	snprintf(outdir, sizeof outdir, "%s/ort_out_diet_init", tmpdir());
+	python_ok("import sys, onnx, numpy as np\nfrom onnx import numpy_helper\n"
+		  "m = onnx.load(sys.argv[1])\n"
+		  "ti = m.training_info[0]\n"
+		  "w = {i.name: numpy_helper.to_array(i) for i in ti.initialization.initializer}\n"
+		  "g = onnx.GraphProto()\n"
+		  "g.CopyFrom(ti.initialization)\n"
+		  "del g.output[:]\n"
+		  "n = 0\n"
+		  "for b in ti.initialization_binding:\n"
+		  "    if b.key + '_float' not in w:\n"
+		  "        continue\n"
+		  "    y = np.rint(w[b.key + '_float'].astype(np.float64) / np.float64(np.float32(10 / 32767)))\n"
+		  "    np.save(sys.argv[1] + '.' + b.key + '.npy', np.where(np.isnan(y), 0, np.clip(y, -32767, 32767)).astype(np.int32))\n"
+		  "    g.node.append(onnx.helper.make_node('Cast', [b.value], [b.key], to=onnx.TensorProto.INT32))\n"
+		  "    g.output.append(onnx.helper.make_tensor_value_info(b.key, onnx.TensorProto.INT32, None))\n"
+		  "    n += 1\n"
+		  "assert n == 11, n\n"
+		  "onnx.save(onnx.helper.make_model(g, opset_imports=m.opset_import), sys.argv[1] + '.init.onnx')\n",
+		  train, "the initialization graph");
+	char *ort[] = {GD_NODE, GD_SOURCE_DIR "/tests/ort/run_ort.cjs", init, outdir, NULL};
+	r = run_cmd(ort, NULL, 0);
+	cr_assert_eq(r.status, 0, "onnxruntime failed: %s%s", r.out, r.err);
+	run_free(&r);
+	char arg[1500];
+	snprintf(arg, sizeof arg, "%s:%s", train, outdir);
+	python_ok("import sys, glob, os, numpy as np\n"
+		  "train, out = sys.argv[1].split(':')\n"
+		  "n = 0\n"
+		  "for f in glob.glob(train + '.*.npy'):\n"
+		  "    key = f[len(train) + 1:-4]\n"
+		  "    q, want = np.load(out + '/' + key + '.npy'), np.load(f)\n"
+		  "    assert q.dtype == np.int32 and np.array_equal(q, want), key\n"
+		  "    n += 1\n"
+		  "assert n == 11, n\n",
+		  arg, "onnxruntime's INT16 storage");
+}

@@ -1712,6 +1712,48 @@ int exec_record_assumptions(struct graph *g)
 	return e.code == GD_EINTERNAL ? -1 : 0; /* (a graph shapes cannot be inferred for fails later) */
 }
 
+/* State a TrainingInfoProto's initialization graph makes (initialization_binding) that nothing
+ * else gives: a key with no initializer (diet storage, read from a file), or one train described
+ * (zeros) whose initialization is more than ConstantOfShape. The graph runs once, on the CPU, and
+ * its outputs become those keys' initializers; shape inference (shapes_only) needs only their
+ * types. */
+static int run_initialization(struct exec *x, struct graph *g)
+{
+	for (size_t i = 0; g->model && !x->o->shapes_only && i < g->model->n_ti; i++) {
+		const struct training_info *t = &g->model->ti[i];
+		struct exec *ix = NULL;
+		for (size_t k = 0; t->init && k < t->n_init_bind; k++) {
+			struct value *key = strmap_get(&g->names, t->init_bind[k].key);
+			const struct value *out = strmap_get(&t->init->names, t->init_bind[k].value);
+			if (!key || !out || !out->producer || given(x, key) ||
+			    (key->init && (key->init->src != TSRC_RANDOM || out->producer->op == OP_CONSTANT_OF_SHAPE)))
+				continue;
+			struct exec_opts io = {.seed = x->o->seed};
+			if (!ix && !(ix = exec_run(t->init, &io, NULL, x->e)))
+				return x->e->code;
+			const struct rtensor *r = exec_value(ix, out);
+			struct tensor *tt = arena_zalloc(g->arena, sizeof *tt);
+			int64_t *dims = arena_memdup(g->arena, r->dims, sizeof r->dims);
+			void *data = r->data ? arena_alloc(g->arena, r->nbytes + 1) : NULL;
+			if (!tt || !dims || !data) {
+				exec_free(ix);
+				return r->data ? err_oom(x->e) : err_set(x->e, GD_EINPUT, "initialization: '%s' was not made", out->name);
+			}
+			memcpy(data, r->data, r->nbytes);
+			*tt = (struct tensor){.name = key->name, .dtype = r->dtype, .ndim = (uint32_t)r->ndim, .dims = dims,
+					      .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = {data, r->nbytes}};
+			if (key->init) {
+				*key->init = *tt;
+			} else if (graph_add_init(g, key, tt, x->e)) {
+				exec_free(ix);
+				return x->e->code;
+			}
+		}
+		exec_free(ix);
+	}
+	return 0;
+}
+
 struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_stats *st, struct gd_err *e)
 {
 	/* Tensors come and go at every node: let glibc reuse freed heap memory for them instead of
@@ -1741,6 +1783,10 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 			exec_free(x);
 			return NULL;
 		}
+	if (run_initialization(x, g)) {
+		exec_free(x);
+		return NULL;
+	}
 	x->opset = 17;
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))

@@ -129,27 +129,31 @@ static int carry_data(struct graph *g, const char *path, enum gd_format fmt, str
 	free(od);
 	const char *seen = NULL; /* the base_dir last resolved: a model's tensors share one */
 	int same = 0;
-	for (uint32_t i = 0; i < g->n_inits; i++) {
-		struct tensor *t = g->inits[i]->init;
-		if (!t || (t->src != TSRC_EXTERNAL && t->src != TSRC_NPY))
-			continue;
-		if (!seen || strcmp(seen, t->base_dir ? t->base_dir : ".")) {
-			seen = t->base_dir ? t->base_dir : ".";
-			same = have_out && realpath(seen, dir) && !strcmp(dir, out);
+	/* the main graph's initializers, then the initialization graphs' (diet storage's weights) */
+	for (size_t h = 0; h <= (g->model ? g->model->n_ti : 0); h++) {
+		const struct graph *in = h ? g->model->ti[h - 1].init : g;
+		for (uint32_t i = 0; in && i < in->n_inits; i++) {
+			struct tensor *t = in->inits[i]->init;
+			if (!t || (t->src != TSRC_EXTERNAL && t->src != TSRC_NPY))
+				continue;
+			if (!seen || strcmp(seen, t->base_dir ? t->base_dir : ".")) {
+				seen = t->base_dir ? t->base_dir : ".";
+				same = have_out && realpath(seen, dir) && !strcmp(dir, out);
+			}
+			if (same)
+				continue;
+			struct bytes b;
+			struct moved *grown = *n % 64 ? *mv : xrealloc(*mv, (*n + 64) * sizeof **mv);
+			if (!grown)
+				return err_oom(e);
+			*mv = grown;
+			if (tensor_bytes(g, t, &b, e))
+				return e->code;
+			(*mv)[(*n)++] = (struct moved){t, *t};
+			total += b.n;
+			*t = (struct tensor){.name = t->name, .doc = t->doc, .dtype = t->dtype, .ndim = t->ndim, .dims = t->dims,
+					     .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = b, .x = t->x};
 		}
-		if (same)
-			continue;
-		struct bytes b;
-		struct moved *grown = *n % 64 ? *mv : xrealloc(*mv, (*n + 64) * sizeof **mv);
-		if (!grown)
-			return err_oom(e);
-		*mv = grown;
-		if (tensor_bytes(g, t, &b, e))
-			return e->code;
-		(*mv)[(*n)++] = (struct moved){t, *t};
-		total += b.n;
-		*t = (struct tensor){.name = t->name, .doc = t->doc, .dtype = t->dtype, .ndim = t->ndim, .dims = t->dims,
-				     .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = b, .x = t->x};
 	}
 	/* protobuf's limit on one message */
 	if (fmt == FMT_ONNX && total > (UINT64_C(2) << 30) - (UINT64_C(64) << 20))

@@ -547,6 +547,26 @@ static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const 
 }
 
 
+/* State key, a graph input of a static shape that an initialization graph computes (diet storage,
+ * quantized from the weights): described as zeros (TSRC_RANDOM), as train made it, so that analysis
+ * counts it as state and reads no weight; a run computes it first (exec.c). */
+static int computed_state(struct rd *r, struct graph *g, struct value *key)
+{
+	const struct ttype *ty = &key->type;
+	if (!(key->flags & VALUE_INPUT) || !ty->has_type || !ty->has_dtype || !ty->has_shape)
+		return 0;
+	struct tensor *t = arena_zalloc(r->a, sizeof *t);
+	int64_t *dims = arena_array(r->a, ty->ndim + 1, sizeof *dims);
+	if (!t || !dims)
+		return err_oom(r->e);
+	for (uint32_t k = 0; k < ty->ndim; k++)
+		if (ty->dims[k].kind != DIM_VALUE || (dims[k] = ty->dims[k].value) < 0)
+			return 0;
+	*t = (struct tensor){.name = key->name, .dtype = ty->dtype, .ndim = ty->ndim, .dims = dims, .src = TSRC_RANDOM,
+			     .rnd = {.dist = RND_CONSTANT, .a = 0}};
+	return graph_add_init(g, key, t, r->e) ? -1 : 0;
+}
+
 /* A state initialization_binding names (b), made by ConstantOfShape(<an initializer's dims>,
  * value=<one float>) in the initialization graph ig, as train writes optimizer state: given back
  * its description (a constant, TSRC_RANDOM), the initializer train did not store, so that runs and
@@ -555,7 +575,11 @@ static int described_state(struct rd *r, struct graph *g, struct graph *ig, cons
 {
 	struct value *key = strmap_get(&g->names, b->key), *out = strmap_get(&ig->names, b->value);
 	const struct node *n = out ? out->producer : NULL;
-	if (!key || key->init || !n || n->op != OP_CONSTANT_OF_SHAPE || n->n_in != 1 || !n->in[0] || !n->in[0]->init)
+	if (!key || key->init || !n)
+		return 0;
+	if (n->op != OP_CONSTANT_OF_SHAPE)
+		return computed_state(r, g, key);
+	if (n->n_in != 1 || !n->in[0] || !n->in[0]->init)
 		return 0;
 	const struct tensor *shape = n->in[0]->init;
 	const struct attr *a = node_attr(n, "value");

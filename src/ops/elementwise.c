@@ -313,7 +313,7 @@ COMPARE(less, B_LT)
 
 /* ---- unary ---- */
 
-enum un { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_ISNAN, U_IDENTITY };
+enum un { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_ISNAN, U_IDENTITY, U_ROUND };
 
 static double un_d(enum un op, double v)
 {
@@ -328,6 +328,7 @@ static double un_d(enum un op, double v)
 	case U_TANH: return tanh(v);
 	case U_SIGMOID: return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
 	case U_NOT: return !v;
+	case U_ROUND: return nearbyint(v); /* to nearest, ties to even (the default rounding mode) */
 	default: return v;
 	}
 }
@@ -347,6 +348,7 @@ static inline __attribute__((always_inline)) void un_f32(enum un op, const float
 	case U_RELU: for (int64_t i = lo; i < hi; i++) o[i] = !(p[i] <= 0) ? p[i] : 0; return; /* NaN stays */
 	case U_NEG: for (int64_t i = lo; i < hi; i++) o[i] = -p[i]; return;
 	case U_ABS: for (int64_t i = lo; i < hi; i++) o[i] = fabsf(p[i]); return;
+	case U_ROUND: for (int64_t i = lo; i < hi; i++) o[i] = nearbyintf(p[i]); return;
 	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
 	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
 	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = logf(p[i]); return;
@@ -418,6 +420,7 @@ UNARY(tanh, U_TANH)
 UNARY(sigmoid, U_SIGMOID)
 UNARY(not, U_NOT)
 UNARY(is_nan, U_ISNAN)
+UNARY(round, U_ROUND)
 UNARY(identity, U_IDENTITY)
 
 static int cast_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -886,6 +889,7 @@ const struct op_impl op_tanh = {.run = tanh_run, .grad = tanh_grad, .recompute =
 const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .recompute = RC_CHEAP};
 const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_is_nan = {.run = is_nan_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_round = {.run = round_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP,
 				    .noop = op_noop_same_shape};
 const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP, .noop = op_noop_same_shape};

@@ -382,19 +382,26 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 	return graph_add_output(g, next, s->e);
 }
 
+/* ti's initialization graph, made when there is none; NULL out of memory. */
+static struct graph *init_graph(struct sb *s, struct training_info *ti)
+{
+	if (!ti->init && (ti->init = graph_new_sub(s->g))) {
+		ti->init->name = "graphdiet_initialization";
+		ti->init->doc = "The training state's first values, made here rather than stored: the optimizer "
+				"state by ConstantOfShape, diet variables' INT16 storage from the float32 weights.";
+	}
+	return ti->init;
+}
+
 /* State v, described (state()), made by ti's initialization graph: v = ConstantOfShape(<v's
  * dims>, value=<its constant>), the output <v>_initial bound to v (initialization_binding, added
  * to *bind). What stock tools read; graphdiet's reader gives v its description back. */
 static int initialize(struct sb *s, struct training_info *ti, const struct value *v, struct kv *bind)
 {
-	struct graph *g = s->g, *ig = ti->init;
+	struct graph *g = s->g, *ig = init_graph(s, ti);
 	const struct tensor *t = v->init;
-	if (!ig) {
-		if (!(ig = ti->init = graph_new_sub(g)))
-			return err_oom(s->e);
-		ig->name = "graphdiet_initialization";
-		ig->doc = "The optimizer state's first values, made here (ConstantOfShape) rather than stored.";
-	}
+	if (!ig)
+		return err_oom(s->e);
 	char name[640], out[640];
 	JOIN(name, sizeof name, v->name, "_shape");
 	JOIN(out, sizeof out, v->name, "_initial");
@@ -705,37 +712,69 @@ static int diet_chosen(const struct diet *d, const struct value *p)
 	return !d->n_params && p->init->ndim == 2;
 }
 
-/* Parameter p becomes INT16 storage under its own name, p's data quantized to nearest (sized:
- * described, p's data not read); the old
- * float value, renamed p_dequant, is now made by the forward pass: Cast(q) * scale. Returns q. */
+/* Diet storage q's first value, made by the initialization graph from p's float32 tensor t, which
+ * moves there (external data stays where it is, unread): diet_quantize's arithmetic in standard
+ * ops, bit for bit: r = Round(Cast(t, double) / scale) (float64, ties to even), then
+ * Cast(Where(r == r, Clip(r, -QMAX, QMAX), 0), int16) (NaN to 0); the output <q>_initial is bound
+ * to q (initialization_binding). */
+static int diet_initialize(struct sb *s, const struct diet *d, struct value *q, const struct tensor *t)
+{
+	struct graph *g = s->g;
+	struct training_info *ti = training_info(g);
+	struct graph *ig = ti ? init_graph(s, ti) : NULL;
+	struct kv *b = ig ? arena_array(g->arena, ti->n_init_bind + 1, sizeof *b) : NULL;
+	struct tensor *wt = b ? arena_zalloc(g->arena, sizeof *wt) : NULL;
+	char name[640];
+	JOIN(name, sizeof name, q->name, "_float");
+	const char *wn = wt ? graph_fresh_name(ig, name, s->e) : NULL;
+	struct value *w = wn ? graph_value(ig, wn, s->e) : NULL;
+	if (!w || set_type(ig, w, DT_FLOAT, t->ndim, t->dims))
+		return sb_fail(s);
+	*wt = *t;
+	wt->name = wn;
+	if (graph_add_init(ig, w, wt, s->e))
+		return sb_fail(s);
+	uint32_t tags = s->tags;
+	s->g = ig; /* op() builds in the initialization graph; scalar()'s cache is the main graph's */
+	s->tags = 0;
+	struct node *sc = graph_add_scalar(ig, "diet_scale", DT_DOUBLE, (float)d->scale, s->e),
+		    *lo = sc ? graph_add_scalar(ig, "diet_qmin", DT_DOUBLE, -DIET_QMAX, s->e) : NULL,
+		    *hi = lo ? graph_add_scalar(ig, "diet_qmax", DT_DOUBLE, DIET_QMAX, s->e) : NULL,
+		    *zero = hi ? graph_add_scalar(ig, "diet_zero", DT_DOUBLE, 0, s->e) : NULL;
+	JOIN(name, sizeof name, q->name, "_initial");
+	struct value *wd = zero ? op_int(s, "Cast", name, w, "to", DT_DOUBLE) : NULL;
+	struct value *r = op(s, "Round", name, 1, op(s, "Div", name, 2, wd, wd ? sc->out[0] : NULL, NULL), NULL, NULL);
+	struct value *kept = op(s, "Clip", name, 3, r, r ? lo->out[0] : NULL, r ? hi->out[0] : NULL);
+	struct value *c = op(s, "Where", name, 3, op(s, "Equal", name, 2, r, r, NULL), kept, kept ? zero->out[0] : NULL);
+	struct value *init = c ? op_int(s, "Cast", name, c, "to", DT_INT16) : NULL;
+	s->g = g;
+	s->tags = tags;
+	if (!init || set_type(ig, init, DT_INT16, t->ndim, t->dims) || graph_add_output(ig, init, s->e))
+		return sb_fail(s);
+	if (ti->n_init_bind)
+		memcpy(b, ti->init_bind, ti->n_init_bind * sizeof *b);
+	b[ti->n_init_bind] = (struct kv){.key = q->name, .value = init->name};
+	ti->init_bind = b;
+	ti->n_init_bind++;
+	return 0;
+}
+
+/* Parameter p becomes INT16 storage under its own name, described (as optimizer state is: no
+ * weight is read), made from p's data by the initialization graph (diet_initialize; not when
+ * sized: analysis only); the old float value, renamed p_dequant, is now made by the forward pass:
+ * Cast(q) * scale. Returns q. */
 static struct value *diet_store(struct sb *s, const struct diet *d, struct value *p)
 {
 	struct graph *g = s->g;
 	const struct tensor *t = p->init;
-	struct bytes b = {NULL, 0};
-	int64_t numel = 1;
-	for (uint32_t k = 0; k < t->ndim; k++)
-		numel *= t->dims[k];
-	if (!s->sized && tensor_bytes(g, t, &b, s->e))
-		return NULL;
-	if (!s->sized && b.n != (size_t)numel * sizeof(float)) {
-		err_set(s->e, GD_EINPUT, "parameter '%s' has %zu bytes of data for %lld floats", p->name, b.n, (long long)numel);
-		return NULL;
-	}
-	int16_t *q = s->sized ? NULL : arena_alloc(g->arena, (size_t)numel * sizeof *q + 1);
 	char name[600], deq[620];
 	snprintf(name, sizeof name, "%s", p->name);
 	JOIN(deq, sizeof deq, name, "_dequant");
 	const char *nm = arena_strdup(g->arena, name);
 	struct tensor *qt = arena_zalloc(g->arena, sizeof *qt);
-	if ((!q && !s->sized) || !nm || !qt || graph_rename_fresh(g, p, deq, s->e)) {
+	if (!nm || !qt || graph_rename_fresh(g, p, deq, s->e)) {
 		sb_fail(s);
 		return NULL;
-	}
-	for (int64_t i = 0; q && i < numel; i++) {
-		float f;
-		memcpy(&f, b.p + i * sizeof f, sizeof f);
-		q[i] = diet_quantize(f, (float)d->scale, -1); /* the scale as the graph stores it */
 	}
 	/* p is no initializer or input now */
 	uint32_t k = 0;
@@ -750,14 +789,12 @@ static struct value *diet_store(struct sb *s, const struct diet *d, struct value
 	g->n_inputs = k;
 	p->init = NULL;
 	p->flags &= ~(VALUE_PARAM | VALUE_CONST | VALUE_INPUT);
-	if (q)
-		*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_BYTES,
-				      .field = TFIELD_RAW, .bytes = {(const uint8_t *)q, (size_t)numel * sizeof *q}};
-	else /* sized: zeros stand for the values, which analysis never reads */
-		*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_RANDOM,
-				      .rnd = {.dist = RND_CONSTANT, .a = 0}};
+	/* zeros stand for the values, which analysis never reads and a run gets from the initialization */
+	*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_RANDOM,
+			      .rnd = {.dist = RND_CONSTANT, .a = 0}};
 	struct value *qv = graph_value(g, nm, s->e);
-	if (!qv || set_type(g, qv, DT_INT16, t->ndim, t->dims) || graph_add_init(g, qv, qt, s->e)) {
+	if (!qv || set_type(g, qv, DT_INT16, t->ndim, t->dims) || graph_add_init(g, qv, qt, s->e) ||
+	    (!s->sized && diet_initialize(s, d, qv, t))) {
 		sb_fail(s);
 		return NULL;
 	}
