@@ -735,3 +735,40 @@ Test(checkpoint, a_weights_16_bit_copy_is_recast_not_kept)
 			graph_free(ck);
 		}
 }
+
+/* Under `none`, the 16-bit Cast of a float32 Softmax's output that the backward Softmax reads
+ * itself (F.softmax(scores.float()).type_as(q)) is recast from it rather than kept beside it. */
+Test(checkpoint, a_cast_of_a_value_the_backward_pass_reads_is_recast)
+{
+	char path[512];
+	write_text(path, sizeof path, "recast_softmax.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\nparams:\n"
+		   "  - {name: w, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 1}}\n"
+		   "  - {name: v, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 2}}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n  - {op: Softmax, inputs: [h], outputs: [s]}\n"
+		   "  - {op: Cast, inputs: [v], outputs: [v16], attrs: {to: 10}}\n"
+		   "  - {op: Cast, inputs: [s], outputs: [c], attrs: {to: 10}}\n"
+		   "  - {op: MatMul, inputs: [c, v16], outputs: [y]}\n  - {op: Cast, inputs: [y], outputs: [y32], attrs: {to: 1}}\n"
+		   "  - {op: ReduceSum, inputs: [y32], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss}]\n");
+	strategy_is_exact(path, "none"); /* the same bits, and plan equals run */
+	struct graph *g = load_ok(path);
+	struct exec_binding b = {"batch", 3};
+	struct plan_opts po = {.dims = &b, .n_dims = 1};
+	cr_assert_eq(ckpt_parse("none", &po.ckpt), 0);
+	struct plan_report r;
+	struct gd_err e = {0};
+	cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s", e.msg);
+	int recast = 0, kept = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; (g->nodes[i]->tags & TAG_BACKWARD) && k < g->nodes[i]->n_in; k++) {
+			const struct value *u = g->nodes[i]->in[k];
+			recast |= u && u->producer && u->producer->op == OP_CAST && (u->producer->tags & TAG_RECOMPUTE);
+			kept |= u && !strcmp(u->name, "c");
+			cr_expect(!u || strcmp(u->name, "c"), "'%s' reads the kept cast", node_base_name(g->nodes[i]));
+		}
+	cr_expect(recast && !kept, "v's gradient reads a recast of s");
+	/* the recompute: one cast of s ([3, 16]) and one of v ([16, 16], fixed), an element each */
+	cr_expect_eq(r.recompute_flops, 3 * 16 + 16 * 16, "%llu", (unsigned long long)r.recompute_flops);
+	graph_free(g);
+}
