@@ -394,13 +394,14 @@ Test(cli, fp16_halves_what_the_backward_pass_holds)
  * weight is not needed: x takes no gradient), each Relu's output (for its own gradient, which
  * reads the output as PyTorch's does, and the next Gemm's weight gradient; the Gemm results are not
  * kept), fc2's and fc3's weights (for the gradients flowing back), the loss's log-probabilities
- * and the int64 targets. In fp16 the activations and the weight copies are 2 bytes; the
- * log-probabilities stay float32. (PyTorch saves 17668 bytes in float32: the same, plus a scalar.) */
+ * and the int64 targets. In fp16 the activations are 2 bytes; the log-probabilities stay
+ * float32; the 16-bit copies of x and of the weights are recast right before their backward
+ * readers from x and the weights, which the step holds anyway, so nothing is saved for them. (PyTorch saves 17668 bytes in float32: the same, plus a scalar.) */
 Test(cli, plan_counts_what_the_backward_pass_holds)
 {
 	enum { B = 32 };
 	const long fp32 = B * 20 * 4 + 2 * (B * 32 * 4) + 32 * 32 * 4 + 32 * 10 * 4 + B * 10 * 4 + B * 8;
-	const long fp16 = B * 20 * 2 + 2 * (B * 32 * 2) + 32 * 32 * 2 + 32 * 10 * 2 + B * 10 * 4 + B * 8;
+	const long fp16 = 2 * (B * 32 * 2) + B * 10 * 4 + B * 8;
 	char arg[1100];
 	snprintf(arg, sizeof arg, "%s|%ld|%ld", GD_BINARY, fp32, fp16);
 	python_ok("import json, subprocess, sys\n"
@@ -950,7 +951,7 @@ Test(cli, plan_json_reports_the_memory_model)
 		  "assert p['peak_param_gradient_bytes'] <= 688 + 2 * 256, p; "
 		  "assert abs(p['bytes_per_param'] - (688 + p['peak_param_gradient_bytes']) / 172) < 1e-9, p; "
 		  "assert d['fits'] is True and d['budget_bytes'] == 1000000 and d['recompute_flops'] == 0, d; "
-		  "assert d['peak_bytes_before'] == d['peak_bytes_after'] and len(d['checkpoints']) > 0, d; "
+		  "assert d['peak_bytes_after'] <= d['peak_bytes_before'] and len(d['checkpoints']) > 0, d; "
 		  "assert d['loss'] == 'loss' and '/Tanh_output_0' in d['bottlenecks'], d",
 		  path, "plan --format json");
 	run_free(&r);

@@ -638,3 +638,137 @@ Test(checkpoint, memory_peak_grows_like_sqrt_n)
 	cr_expect(none > 0.9 && none < 1.1, "none: activation bytes at the peak ~ N^%.3f, expected about N^1", none);
 	cr_expect(memory > 0.4 && memory < 0.6, "memory: activation bytes at the peak ~ N^%.3f, expected about N^0.5", memory);
 }
+
+/* ---- recast: under --precision fp16/bf16 a weight's 16-bit Cast (a value made from initializers
+ * alone) is recomputed right before its backward reader in every strategy, `none` included, rather
+ * than kept from the forward pass: the gradients are the same bits, plan equals run, and the peak
+ * drops by the copies no longer held ---- */
+#define RECAST_D 256
+static const char recast_model[] =
+	"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 256]}]\nparams:\n"
+	"  - {name: w1, dtype: float32, shape: [256, 256], init: {dist: normal, std: 0.05, seed: 1}}\n"
+	"  - {name: w2, dtype: float32, shape: [256, 256], init: {dist: normal, std: 0.05, seed: 2}}\n"
+	"  - {name: w3, dtype: float32, shape: [256, 256], init: {dist: normal, std: 0.05, seed: 3}}\n"
+	"nodes:\n  - {op: MatMul, inputs: [x, w1], outputs: [h1]}\n  - {op: Tanh, inputs: [h1], outputs: [t1]}\n"
+	"  - {op: MatMul, inputs: [t1, w2], outputs: [h2]}\n  - {op: Tanh, inputs: [h2], outputs: [t2]}\n"
+	"  - {op: MatMul, inputs: [t2, w3], outputs: [h3]}\n"
+	"  - {op: ReduceSum, inputs: [h3], outputs: [loss], attrs: {keepdims: 0}}\n"
+	"outputs: [{name: loss}]\n";
+
+static struct graph *recast_load(const char *path, int dtype)
+{
+	struct graph *g = load_ok(path);
+	struct autocast_opts ac = {.dtype = dtype};
+	size_t low;
+	struct gd_err e = {0};
+	cr_assert_eq(autocast(g, &ac, &low, &e), 0, "%s", e.msg);
+	cr_assert_gt(low, 0, "the MatMuls compute in 16 bits");
+	return g;
+}
+
+Test(checkpoint, a_weights_16_bit_copy_is_recast_not_kept)
+{
+	static const int dts[] = {DT_FLOAT16, DT_BFLOAT16};
+	static const char *const strategies[] = {"none", "speed", "memory"};
+	char path[512];
+	write_text(path, sizeof path, "recast.yaml", recast_model);
+	for (int d = 0; d < 2; d++)
+		for (int s = 0; s < 3; s++) {
+			const char *what = strategies[s];
+			struct graph *plain = recast_load(path, dts[d]), *ck = recast_load(path, dts[d]);
+			struct autodiff_opts ao = {0};
+			struct autodiff_result res;
+			struct gd_err e = {0};
+			cr_assert_eq(autodiff(plain, &ao, &res, &e), 0, "%s", e.msg);
+			cr_assert_eq(graph_toposort(plain, &e), 0);
+			struct exec_binding b = {"batch", 3};
+			struct plan_opts po = {.dims = &b, .n_dims = 1};
+			cr_assert_eq(ckpt_parse(what, &po.ckpt), 0);
+			struct plan_report r;
+			cr_assert_eq(plan_memory(ck, &po, &r, &e), 0, "%s: %s", what, e.msg);
+			cr_assert_eq(graph_check(ck, &e), 0, "%s: %s", what, e.msg);
+			/* (a) no backward node reads a forward Cast of a parameter: it reads a recompute clone */
+			uint32_t clones = 0;
+			for (uint32_t i = 0; i < ck->n_nodes; i++) {
+				const struct node *n = ck->nodes[i];
+				for (uint32_t k = 0; (n->tags & TAG_BACKWARD) && k < n->n_in; k++) {
+					const struct node *p = n->in[k] ? n->in[k]->producer : NULL;
+					if (!p || p->op != OP_CAST || !p->in[0]->init)
+						continue;
+					cr_expect(p->tags & TAG_RECOMPUTE, "%s: '%s' reads the forward cast '%s'", what,
+						  node_base_name(n), n->in[k]->name);
+					clones += !!(p->tags & TAG_RECOMPUTE);
+				}
+			}
+			cr_expect_geq(clones, 2, "%s: dX of layers 2 and 3 read recast copies of w2 and w3", what);
+			/* (b) plan equals run; (c) the same bits */
+			struct exec_stats s1, s2;
+			struct exec *x1 = run_train(plain, &s1), *x2 = run_train(ck, &s2);
+			cr_expect_eq(s2.peak_bytes, r.peak_after, "%s: measured %zu, predicted %llu", what, s2.peak_bytes,
+				     (unsigned long long)r.peak_after);
+			for (uint32_t i = 0; i < plain->n_outputs; i++) {
+				const struct value *v = plain->outputs[i], *w = strmap_get(&ck->names, v->name);
+				cr_assert(w, "%s: output '%s' is gone", what, v->name);
+				const struct rtensor *a = exec_value(x1, v), *c = exec_value(x2, w);
+				cr_assert(a->data && c->data && a->nbytes == c->nbytes);
+				cr_expect(!memcmp(a->data, c->data, a->nbytes), "%s: '%s' differs", what, v->name);
+			}
+			/* (d) before, the 16-bit copies of w2 and w3 lived from the forward pass into the
+			 * backward pass (w1's dies in the forward pass: x takes no gradient); now none does,
+			 * so the bytes live when the forward pass ends (its last node: clones come after it)
+			 * drop by both; the recompute is one cast of w2 and of w3, and of x (an input,
+			 * [3, 256], read by w1's gradient; Tanh computes in 16 bits), an element each */
+			if (s == 0) {
+				uint32_t last = 0;
+				for (uint32_t i = 0; i < ck->n_nodes; i++)
+					if (node_is_forward(ck->nodes[i]))
+						last = i;
+				uint64_t copies = 2 * (uint64_t)RECAST_D * RECAST_D * 2;
+				cr_expect_geq(r.live_before[last], r.live_after[last] + copies, "%s: %llu live before, %llu after",
+					      what, (unsigned long long)r.live_before[last], (unsigned long long)r.live_after[last]);
+				cr_expect_eq(r.recompute_flops, 2 * (uint64_t)RECAST_D * RECAST_D + 3 * RECAST_D,
+					     "%s: %llu", what, (unsigned long long)r.recompute_flops);
+			}
+			exec_free(x1);
+			exec_free(x2);
+			graph_free(plain);
+			graph_free(ck);
+		}
+}
+
+/* Under `none`, the 16-bit Cast of a float32 Softmax's output that the backward Softmax reads
+ * itself (F.softmax(scores.float()).type_as(q)) is recast from it rather than kept beside it. */
+Test(checkpoint, a_cast_of_a_value_the_backward_pass_reads_is_recast)
+{
+	char path[512];
+	write_text(path, sizeof path, "recast_softmax.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 16]}]\nparams:\n"
+		   "  - {name: w, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 1}}\n"
+		   "  - {name: v, dtype: float32, shape: [16, 16], init: {dist: normal, std: 0.5, seed: 2}}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n  - {op: Softmax, inputs: [h], outputs: [s]}\n"
+		   "  - {op: Cast, inputs: [v], outputs: [v16], attrs: {to: 10}}\n"
+		   "  - {op: Cast, inputs: [s], outputs: [c], attrs: {to: 10}}\n"
+		   "  - {op: MatMul, inputs: [c, v16], outputs: [y]}\n  - {op: Cast, inputs: [y], outputs: [y32], attrs: {to: 1}}\n"
+		   "  - {op: ReduceSum, inputs: [y32], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss}]\n");
+	strategy_is_exact(path, "none"); /* the same bits, and plan equals run */
+	struct graph *g = load_ok(path);
+	struct exec_binding b = {"batch", 3};
+	struct plan_opts po = {.dims = &b, .n_dims = 1};
+	cr_assert_eq(ckpt_parse("none", &po.ckpt), 0);
+	struct plan_report r;
+	struct gd_err e = {0};
+	cr_assert_eq(plan_memory(g, &po, &r, &e), 0, "%s", e.msg);
+	int recast = 0, kept = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; (g->nodes[i]->tags & TAG_BACKWARD) && k < g->nodes[i]->n_in; k++) {
+			const struct value *u = g->nodes[i]->in[k];
+			recast |= u && u->producer && u->producer->op == OP_CAST && (u->producer->tags & TAG_RECOMPUTE);
+			kept |= u && !strcmp(u->name, "c");
+			cr_expect(!u || strcmp(u->name, "c"), "'%s' reads the kept cast", node_base_name(g->nodes[i]));
+		}
+	cr_expect(recast && !kept, "v's gradient reads a recast of s");
+	/* the recompute: one cast of s ([3, 16]) and one of v ([16, 16], fixed), an element each */
+	cr_expect_eq(r.recompute_flops, 3 * 16 + 16 * 16, "%llu", (unsigned long long)r.recompute_flops);
+	graph_free(g);
+}

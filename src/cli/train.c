@@ -97,8 +97,6 @@ static const char help[] =
  * dimension bound; they go through the planner, which finds the bottlenecks and weighs plans. */
 static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, int explain, struct gd_err *e)
 {
-	if (c->kind == CKPT_NONE && !explain)
-		return 0;
 	if (c->kind == CKPT_MEMORY || c->kind == CKPT_AUTO || explain) {
 		struct plan_opts po = {.loss = loss, .ckpt = *c, .budget = c->budget, .has_budget = c->kind == CKPT_AUTO,
 				       .rewrite_only = !explain};
@@ -117,7 +115,7 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 		}
 		return 0;
 	}
-	uint8_t *keep = NULL;
+	uint8_t *keep = NULL; /* `none` too: it recasts (ckpt_choose, rc_forced) */
 	struct recompute_stats st;
 	int rc = ckpt_choose(g, NULL, NULL, c, &keep, NULL, e) || recompute_rewrite(g, keep, NULL, &st, e) ? e->code : 0;
 	xfree(keep);

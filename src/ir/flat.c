@@ -82,6 +82,11 @@ int flat_build(const struct graph *g, struct flat *f)
 		f->nflags[i] = (uint8_t)(((n->tags & TAG_BACKWARD) ? FLAT_BACKWARD : 0) | (node_is_forward(n) ? FLAT_FORWARD : 0) |
 					 (t >= 0 ? FLAT_TAKES : 0) | (t > 0 ? FLAT_TAKES_LAST : 0) |
 					 (op_table[n->op].flags & OPF_REUSES && n->n_out ? FLAT_REUSES : 0));
+		int fixed = node_is_forward(n) && n->op != OP_UNKNOWN &&
+			    !(op_table[n->op].flags & (OPF_RANDOM | OPF_SUBGRAPH | OPF_AMP_LOW));
+		for (uint32_t k = 0; fixed && k < n->n_in; k++) /* g is sorted: inputs are flagged already */
+			fixed = !n->in[k] || (n->in[k]->init && !(n->in[k]->flags & VALUE_STATE)) ||
+				(n->in[k]->flags & VALUE_CONST) || (f->vflags[n->in[k]->id] & FLAT_FIXED);
 		f->in_off[i] = a;
 		f->out_off[i] = b;
 		for (uint32_t k = 0; k < n->n_in; k++)
@@ -90,6 +95,8 @@ int flat_build(const struct graph *g, struct flat *f)
 			f->out[b++] = n->out[k] ? n->out[k]->id : FLAT_NONE;
 			if (n->out[k])
 				f->producer[n->out[k]->id] = i;
+			if (n->out[k] && fixed && (f->vflags[n->out[k]->id] & FLAT_DROPPABLE))
+				f->vflags[n->out[k]->id] |= FLAT_FIXED;
 		}
 	}
 	f->in_off[g->n_nodes] = a;

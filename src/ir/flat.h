@@ -31,6 +31,10 @@ enum {
 	FLAT_PARAM_GRAD = 64, /* value: a parameter's gradient (VALUE_PARAM_GRAD), or made from such
 			       * and no other gradient by a backward node (unscaled, clipped, an
 			       * update's temporaries): not state or a parameter */
+	FLAT_FIXED = 128,     /* value: made by a forward node from initializers and constants alone
+			       * (a weight's 16-bit Cast, its Transpose, a slice of a table), by no
+			       * random or 16-bit-compute op: recomputed for the backward pass, never
+			       * kept (rc_dropped) */
 };
 
 struct flat {

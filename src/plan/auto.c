@@ -514,9 +514,11 @@ static int build_model(const struct memmodel *mm, const uint64_t *nflops, struct
 	uint64_t *front = xcalloc((size_t)F + 2, sizeof *front);
 	if (!front)
 		goto out;
-	/* a value counts in the model when a forward node makes it and it is not a graph output */
+	/* a value counts in the model when a forward node makes it, it is not a graph output, and it
+	 * may be kept: a fixed value never is (rc_forced), in any plan */
+#define MODELLED(v) ((f->vflags[v] & (FLAT_DROPPABLE | FLAT_FIXED)) == FLAT_DROPPABLE)
 	for (uint32_t v = 0; v < f->n_values; v++)
-		if ((f->vflags[v] & FLAT_DROPPABLE) && last[v] > pos[v]) {
+		if (MODELLED(v) && last[v] > pos[v]) {
 			front[pos[v]] += mm->bytes[v];
 			front[last[v]] -= mm->bytes[v];
 		}
@@ -540,8 +542,9 @@ static int build_model(const struct memmodel *mm, const uint64_t *nflops, struct
 	if (!m->all || !m->nonbwd || !m->flops)
 		goto out;
 	for (uint32_t v = 0; v < f->n_values; v++) {
-		if (!(f->vflags[v] & FLAT_DROPPABLE))
+		if (!MODELLED(v))
 			continue;
+#undef MODELLED
 		m->gp[v] = group[pos[v]];
 		m->gl[v] = last[v] ? group[last[v]] : 0;
 		AT(m->all, m->gp[v], m->gl[v]) += mm->bytes[v];

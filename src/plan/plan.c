@@ -99,6 +99,10 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 		const struct node *n = g->nodes[steps[i].node];
 		if (!steps[i].clone && node_is_forward(n))
 			continue;
+		/* a recast (a clone of a Cast, or of a fixed value: a weight's 16-bit copy) reads inputs
+		 * and parameters that the step holds anyway: they count as saved where the backward pass
+		 * reads them itself */
+		int fixed = steps[i].clone && (n->op == OP_CAST || (n->n_out && n->out[0] && rc_forced(f, n->out[0]->id)));
 		for (uint32_t k = 0; k < n->n_in; k++) {
 			const struct value *v = n->in[k];
 			if (value_is_activation(v) && !rc_dropped(f, keep, v->id) && !seen[v->id]) {
@@ -106,7 +110,8 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 				r->checkpoint_steps[r->n_checkpoints] = pos[v->producer->index];
 				r->checkpoints[r->n_checkpoints++] = v->name;
 				r->kept_bytes += mm->bytes[v->id];
-			} else if (v && !v->producer && !seen[v->id] && (step_recomputes(g, &steps[i]) || (n->tags & TAG_BACKWARD))) {
+			} else if (v && !v->producer && !seen[v->id] && !fixed &&
+				   (step_recomputes(g, &steps[i]) || (n->tags & TAG_BACKWARD))) {
 				seen[v->id] = 1;
 				r->saved_bytes += mm->bytes[v->id];
 			}
@@ -273,12 +278,21 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 	struct rc_step *steps = NULL;
 	uint32_t n_steps = 0;
 	int bad = 0;
-	if (o->ckpt.kind != CKPT_NONE) {
+	/* `none` keeps every value but fixed ones (rc_forced) and casts of kept ones (ckpt_choose),
+	 * which are recomputed; where the backward pass reads none of those, g's own order is the
+	 * schedule */
+	if (o->ckpt.kind == CKPT_NONE && !(bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, NULL, e)) &&
+	    !rc_any_dropped(&mm.f, keep)) {
+		xfree(keep);
+		keep = NULL;
+	}
+	if (!bad && (keep || o->ckpt.kind != CKPT_NONE)) {
 		/* the rewritten graph's simulation is the schedule's (memsim_schedule; a test holds them
 		 * equal step by step), so the model is not built again for it */
 		t = progress_begin();
 		memsim_free(&m);
-		bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
+		if (!keep)
+			bad = ckpt_choose(g, &mm, &r->bn, &o->ckpt, &keep, &r->auto_plan, e);
 		if (!bad) {
 			progress_end(t, "checkpoints", NULL);
 			t = progress_begin();
@@ -288,10 +302,10 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 				progress_end(t, "simulate", "%" PRIu32 " steps", m.n_live);
 		}
 		r->strategy = o->ckpt.kind;
-	} else if ((steps = xmalloc(sizeof *steps * (g->n_nodes ? g->n_nodes : 1)))) {
+	} else if (!bad && (steps = xmalloc(sizeof *steps * (g->n_nodes ? g->n_nodes : 1)))) {
 		for (n_steps = 0; n_steps < g->n_nodes; n_steps++)
 			steps[n_steps] = (struct rc_step){n_steps, 0};
-	} else {
+	} else if (!bad) {
 		bad = err_oom(e);
 	}
 	uint8_t *seen = bad || o->rewrite_only ? NULL : xmalloc(g->n_values ? g->n_values : 1);
@@ -326,7 +340,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			progress_end(t, "report", NULL);
 	}
 	/* the rewrite itself, unless only its report is wanted (plan, check) */
-	if (!bad && o->ckpt.kind != CKPT_NONE && !o->report_only) {
+	if (!bad && keep && !o->report_only) {
 		struct recompute_stats st;
 		t = progress_begin();
 		if (!(bad = recompute_apply(g, &mm.f, keep, steps, n_steps, NULL, &st, e)))

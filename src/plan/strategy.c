@@ -153,7 +153,25 @@ int ckpt_choose(const struct graph *g, struct memmodel *m, const struct bottlene
 	*keep = k;
 	switch (c->kind) {
 	case CKPT_NONE:
+		/* every value, but a forward Cast of a value that is resident, or kept for a backward
+		 * reader of its own (not such a Cast itself: g is sorted), is recast before its backward
+		 * readers rather than kept: the bf16 copy of a float32 Softmax that the backward Softmax
+		 * reads. (Bit 1 of k marks a value a backward node reads.) Fixed values are recomputed
+		 * in every strategy (rc_forced). */
 		memset(k, 1, g->n_values);
+		for (uint32_t i = 0; i < g->n_nodes; i++)
+			for (uint32_t j = 0; (g->nodes[i]->tags & TAG_BACKWARD) && j < g->nodes[i]->n_in; j++)
+				if (g->nodes[i]->in[j])
+					k[g->nodes[i]->in[j]->id] = 3;
+		for (uint32_t i = 0; i < g->n_nodes; i++) {
+			const struct node *n = g->nodes[i];
+			const struct value *u = n->n_in ? n->in[0] : NULL;
+			if (node_is_forward(n) && n->op == OP_CAST && u && n->out[0] &&
+			    (!value_is_activation(u) || (u->flags & VALUE_OUTPUT) || k[u->id] == 3))
+				k[n->out[0]->id] = RC_DROP;
+		}
+		for (uint32_t v = 0; v < g->n_values; v++)
+			k[v] &= 1;
 		break;
 	case CKPT_SPEED:
 		for (uint32_t i = 0; i < g->n_nodes; i++) {

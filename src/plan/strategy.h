@@ -1,12 +1,14 @@
 /* strategy.h - which forward values a checkpointing strategy keeps for the backward pass.
  *
- *   none       every value (no rewrite)
+ *   none       every value (but the recasts below)
  *   speed      the outputs of MatMul, Gemm and Conv; the cheap ops between them are recomputed
  *   memory     about sqrt(N) bottleneck tensors (N forward nodes), spaced evenly by the bytes the
  *              forward pass has produced when each is made
  *   list:A,B   the named values (or, from --checkpoint-file, the names a YAML file lists)
  *   auto       the fewest recompute FLOPs within a budget (auto.h)
- * Inputs, initializers and graph outputs are resident whatever the strategy. */
+ * Inputs, initializers and graph outputs are resident whatever the strategy. Values made from
+ * initializers alone are recomputed whatever the strategy (recompute.h, rc_forced), and under
+ * `none` a Cast of a resident value or of one a backward node reads. */
 #ifndef GD_STRATEGY_H
 #define GD_STRATEGY_H
 

@@ -147,6 +147,15 @@ uint32_t recompute_schedule_in(const struct flat *f, const uint8_t *keep, struct
 	return s.oom || s.n == UINT32_MAX ? UINT32_MAX : s.n;
 }
 
+bool rc_any_dropped(const struct flat *f, const uint8_t *keep)
+{
+	for (uint32_t i = 0; i < f->n_nodes; i++)
+		for (uint32_t k = f->in_off[i]; (f->nflags[i] & FLAT_BACKWARD) && k < f->in_off[i + 1]; k++)
+			if (rc_dropped(f, keep, f->in[k]))
+				return true;
+	return false;
+}
+
 int recompute_schedule(const struct flat *f, const uint8_t *keep, struct rc_step **steps, uint32_t *n_steps,
 		       struct gd_err *e)
 {
@@ -283,6 +292,11 @@ int recompute_rewrite(struct graph *g, const uint8_t *keep, struct exec *shapes,
 	struct flat f;
 	if (flat_build(g, &f))
 		return err_oom(e);
+	if (!rc_any_dropped(&f, keep)) { /* nothing to recompute: g stays as it is */
+		memset(st, 0, sizeof *st);
+		flat_free(&f);
+		return 0;
+	}
 	int rc = recompute_schedule(&f, keep, &steps, &n_steps, e) ||
 			 recompute_apply(g, &f, keep, steps, n_steps, shapes, st, e)
 		     ? e->code

@@ -36,18 +36,31 @@ struct rc_step {
 #define RC_INNER 128
 #define RC_AT_LEVEL(k) ((uint8_t)(2 * (k))) /* keep[v] for a dropped value of level k (2 ..) */
 
+/* Forward value v is recomputed whatever keep says: it is fixed (FLAT_FIXED: made from
+ * initializers alone, such as a weight's 16-bit Cast or its Transpose, which the backward MatMul
+ * reads). Its recompute reads only what lives anyway and costs an elementwise pass, while keeping
+ * it would hold a copy from the forward pass to the backward pass. */
+static inline bool rc_forced(const struct flat *f, uint32_t v)
+{
+	return f->vflags[v] & FLAT_FIXED;
+}
+
 /* Value v is a forward value that is neither kept nor resident: backward nodes read its
  * recomputed copy. */
 static inline bool rc_dropped(const struct flat *f, const uint8_t *keep, uint32_t v)
 {
-	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) && !(keep[v] & 1);
+	return keep && v != FLAT_NONE && v < f->n_values && (f->vflags[v] & FLAT_DROPPABLE) &&
+	       (!(keep[v] & 1) || rc_forced(f, v));
 }
 
-/* The level of dropped value v. */
+/* The level of dropped value v (a forced one's, kept[v] odd: the innermost). */
 static inline uint8_t rc_level(const uint8_t *keep, uint32_t v)
 {
-	return keep[v] ? keep[v] / 2 : RC_INNER;
+	return keep[v] && !(keep[v] & 1) ? keep[v] / 2 : RC_INNER;
 }
+
+/* Some backward node reads a value that keep drops (so, with every value kept, a forced one). */
+bool rc_any_dropped(const struct flat *f, const uint8_t *keep);
 
 /* The name of p's k-th recompute clone, <node_base_name>_recompute, and from the second on
  * <node_base_name>_recompute<k>, in buf (n bytes); returns buf. */
