@@ -38,6 +38,8 @@ struct ad {
 				   * REACH_DIFF when through inputs that take a gradient (mark_wants) */
 	struct contrib *contrib;  /* by value id (forward values) */
 	struct value **grad;      /* summed gradient, by value id */
+	struct value **shape_of;  /* Shape(x) of a symbolic forward value, by value id (ad_shape_of) */
+	uint32_t n_hoisted;       /* how many: they move into the forward pass (hoist_shapes) */
 	const struct node *cur;   /* the forward node whose rule runs */
 	const char *sum_of;       /* naming a Sum node: the value whose contributions it adds */
 	int opset;
@@ -409,8 +411,53 @@ struct value *ad_add_output(struct ad *a, const struct node *cn, uint32_t slot)
 struct value *ad_shape_of(struct ad *a, const struct value *x)
 {
 	const struct rtensor *s = ad_shape(a, x);
-	/* a constant when it can be: Shape(x) in the backward pass would keep x alive until then */
-	return any_symbolic(a, s, NULL, 0) ? ad_op1(a, "Shape", (struct value *)x) : ad_ints(a, s->dims, (size_t)s->ndim);
+	/* a constant when it can be: Shape(x) in the backward pass would keep x alive until then, so a
+	 * symbolic one is taken in the forward pass (hoist_shapes), once, and only it is kept */
+	if (!any_symbolic(a, s, NULL, 0))
+		return ad_ints(a, s->dims, (size_t)s->ndim);
+	int fwd = x->id < a->n_fwd_values;
+	if (fwd && a->shape_of[x->id])
+		return a->shape_of[x->id];
+	struct value *v = ad_op1(a, "Shape", (struct value *)x);
+	if (v && fwd) {
+		v->producer->tags = TAG_FORWARD;
+		a->shape_of[x->id] = v;
+		a->n_hoisted++;
+	}
+	return v;
+}
+
+/* Moves each Shape node ad_shape_of made of a forward value to right after that value is made (a
+ * graph input's or initializer's to the start). The sort is kept: the node reads only that value. */
+static int hoist_shapes(struct ad *a)
+{
+	struct graph *g = a->g;
+	struct node **order = xmalloc(sizeof *order * (g->n_nodes ? g->n_nodes : 1));
+	if (!order)
+		return err_oom(a->e);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < a->n_fwd_values; i++) {
+		const struct value *v = g->values[i];
+		if (a->shape_of[i] && !v->producer)
+			order[k++] = a->shape_of[i]->producer;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		struct node *n = g->nodes[i];
+		if (i >= a->n_fwd_nodes && n->op == OP_SHAPE && n->n_out == 1 && n->out[0] && n->in[0] &&
+		    n->in[0]->id < a->n_fwd_values && a->shape_of[n->in[0]->id] == n->out[0])
+			continue; /* placed with its input */
+		order[k++] = n;
+		for (uint32_t j = 0; i < a->n_fwd_nodes && j < n->n_out; j++)
+			if (n->out[j] && n->out[j]->id < a->n_fwd_values && a->shape_of[n->out[j]->id])
+				order[k++] = a->shape_of[n->out[j]->id]->producer;
+	}
+	ASSERT(k == g->n_nodes);
+	for (uint32_t i = 0; i < k; i++) {
+		g->nodes[i] = order[i];
+		order[i]->index = i;
+	}
+	xfree(order);
+	return 0;
 }
 
 struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na, int keepdims)
@@ -793,9 +840,10 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	a.reach = xcalloc(g->n_values ? g->n_values : 1, 1);
 	a.contrib = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.contrib);
 	a.grad = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.grad);
+	a.shape_of = xcalloc(g->n_values ? g->n_values : 1, sizeof *a.shape_of);
 	int rc = 0;
 	const struct value *loss = NULL;
-	if (!a.wants || !a.reach || !a.contrib || !a.grad) {
+	if (!a.wants || !a.reach || !a.contrib || !a.grad || !a.shape_of) {
 		rc = err_oom(e);
 		goto out;
 	}
@@ -915,6 +963,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		r->n_elems += (uint64_t)tensor_numel(pt);
 	}
 	count_buffers(&a, r);
+	if (a.n_hoisted && hoist_shapes(&a))
+		goto fail;
 	if (!r->n_grads)
 		rc = err_set(e, GD_EINPUT, "no trainable parameter affects the loss '%s'", loss->name);
 	else
@@ -928,6 +978,7 @@ out:
 		xfree(a.contrib[i].many);
 	xfree(a.contrib);
 	xfree(a.grad);
+	xfree(a.shape_of);
 	xfree(a.wants);
 	xfree(a.reach);
 	exec_free(a.shapes);
