@@ -118,6 +118,18 @@ void write_text(char *path, size_t n, const char *name, const char *text)
 	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0, "%s", path);
 }
 
+void train_text(char *model, char *train, size_t n, const char *name, const char *text)
+{
+	char file[256];
+	snprintf(file, sizeof file, "%s.yaml", name);
+	write_text(model, n, file, text);
+	snprintf(train, n, "%s/%s_train.onnx", tmpdir(), name);
+	char *argv[] = {GD_BINARY, "train", model, "-o", train, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "train %s: %s", name, r.err);
+	run_free(&r);
+}
+
 struct rtensor rt_over(int dtype, int ndim, const int64_t *dims, void *data)
 {
 	struct rtensor t = {.dtype = dtype, .ndim = ndim, .numel = 1, .data = data};

@@ -32,6 +32,9 @@ struct plan_report;
 struct graph *planned_ok(const char *model, const char *strategy, int64_t batch, struct plan_report *r);
 /* Writes `text` to `name` in the temporary directory; its path goes to path[n]. */
 void write_text(char *path, size_t n, const char *name, const char *text);
+/* write_text of a model `name`.yaml, then `graphdiet train` of it to <name>_train.onnx beside it,
+ * asserting that it worked; the paths go to model[n] and train[n]. */
+void train_text(char *model, char *train, size_t n, const char *name, const char *text);
 /* The number after "key": in a JSON text graphdiet printed; asserts that it is there. */
 double json_num(const char *json, const char *key);
 /* write_text, then load_ok. */
