@@ -201,7 +201,7 @@ Test(onnx, big_nodes_are_written_and_read_whole)
 	*a = (struct attr){.name = "hint", .type = ATTR_INTS, .has_type = true, .n = 3000, .ints = ints};
 	n->attr = a;
 	n->n_attr = 1;
-	n->doc = doc;
+	cr_assert_eq(node_set_ext(g, n, &(struct node_ext){.doc = doc}), 0);
 	size_t len;
 	Onnx__Model *pm = written_as_protobuf_c_packs(g, 1, &len);
 	cr_assert_gt(len, 36000);
@@ -559,7 +559,7 @@ Test(onnx, unknown_fields_survive_at_every_level)
 	cr_assert_eq(graph_check(g, &e), 0, "%s", e.msg);
 	cr_assert_eq(g->model->x.n, 1);
 	cr_assert_eq(g->model->x.f[0].field, 110);
-	cr_assert_eq(g->nodes[0]->x.f[0].field, 107);
+	cr_assert_eq(node_ext(g->nodes[0])->x.f[0].field, 107);
 	uint8_t *out = write_mem(g, 0, &len2);
 	cr_assert_eq(len2, len);
 	cr_assert_eq(memcmp(out, buf, len), 0, "unknown fields re-encoded identically");
@@ -613,7 +613,7 @@ Test(onnx, control_dependencies_round_trip)
 	cr_assert_str_eq(rc->name, "h_recompute");
 	cr_assert_eq(rc->n_ctrl, 1);
 	cr_assert_str_eq(rc->ctrl[0]->name, "grad_start");
-	cr_assert_eq(rc->n_meta, 0, "graphdiet's own metadata entry is not shown as user metadata");
+	cr_assert_eq(node_ext(rc)->n_meta, 0, "graphdiet's own metadata entry is not shown as user metadata");
 	graph_free(g2);
 	graph_free(g);
 	free(buf);

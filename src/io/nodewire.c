@@ -150,7 +150,8 @@ static void ctrl_msg(struct out *w, const struct node *n)
 
 int nodewire_fits(const struct node *n)
 {
-	if (n->x.n)
+	const struct node_ext *nx = node_ext(n);
+	if (nx->x.n)
 		return 0;
 	for (uint32_t i = 0; i < n->n_attr; i++) {
 		const struct attr *a = &n->attr[i];
@@ -159,14 +160,15 @@ int nodewire_fits(const struct node *n)
 				t == ATTR_STRINGS))
 			return 0;
 	}
-	for (uint32_t i = 0; i < n->n_meta; i++)
-		if (n->meta[i].x.n)
+	for (uint32_t i = 0; i < nx->n_meta; i++)
+		if (nx->meta[i].x.n)
 			return 0;
 	return 1;
 }
 
 uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct node *n)
 {
+	const struct node_ext *nx = node_ext(n);
 	struct out b = {o, end, 0}, *w = &b;
 	uint8_t *m = msg_begin(w, field);
 	for (uint32_t i = 0; i < n->n_in; i++)
@@ -177,11 +179,11 @@ uint8_t *nodewire_put(uint8_t *o, uint8_t *end, uint32_t field, const struct nod
 	put_str(w, 4, n->op_type);
 	for (uint32_t i = 0; i < n->n_attr; i++)
 		attr_msg(w, &n->attr[i]);
-	put_str(w, 6, n->doc);
+	put_str(w, 6, nx->doc);
 	put_str(w, 7, n->domain);
-	put_str(w, 8, n->overload);
-	for (uint32_t i = 0; i < n->n_meta; i++)
-		kv_msg(w, n->meta[i].key, n->meta[i].value);
+	put_str(w, 8, nx->overload);
+	for (uint32_t i = 0; i < nx->n_meta; i++)
+		kv_msg(w, nx->meta[i].key, nx->meta[i].value);
 	if (n->tags) {
 		char buf[128];
 		kv_msg(w, NODEWIRE_TAGS_KEY, node_tags_str(n->tags, buf, sizeof buf));

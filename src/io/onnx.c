@@ -384,15 +384,14 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 	n->name = str(r, pn->name);
 	n->op_type = pn->op_type ? str(r, pn->op_type) : "";
 	n->domain = str(r, pn->domain);
-	n->doc = str(r, pn->doc_string);
-	n->overload = str(r, pn->overload);
+	struct node_ext x = {.doc = str(r, pn->doc_string), .overload = str(r, pn->overload)};
 	n->op = op_lookup(n->domain, n->op_type);
 	n->n_in = (uint32_t)pn->n_input;
 	n->n_out = (uint32_t)pn->n_output;
 	n->n_attr = (uint32_t)pn->n_attribute;
 	n->in = arena_array(r->a, n->n_in + n->n_out, sizeof *n->in);
 	n->attr = arena_array(r->a, n->n_attr, sizeof *n->attr);
-	extras_in(r, &n->x, &pn->base);
+	extras_in(r, &x.x, &pn->base);
 	if (!n->in || !n->attr || check_oom(r))
 		return err_oom(r->e);
 	n->out = n->in + n->n_in;
@@ -414,9 +413,10 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 			return -1;
 		}
 	/* metadata_props, minus our control-dependency entry, which waits for all nodes */
-	n->meta = arena_array(r->a, pn->n_metadata_props, sizeof *n->meta);
-	if (!n->meta)
+	struct kv *meta = arena_array(r->a, pn->n_metadata_props, sizeof *meta);
+	if (!meta)
 		return err_oom(r->e);
+	x.meta = meta;
 	for (size_t i = 0; i < pn->n_metadata_props; i++) {
 		const Onnx__KeyValue *kv = pn->metadata_props[i];
 		if (kv->key && strcmp(kv->key, TAGS_KEY) == 0 && kv->value) {
@@ -446,12 +446,12 @@ static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 			r->pending[r->n_pending++] = (struct pending){n, str(r, kv->value)};
 			continue;
 		}
-		struct kv *o = &n->meta[n->n_meta++];
+		struct kv *o = &meta[x.n_meta++];
 		o->key = str(r, kv->key);
 		o->value = str(r, kv->value);
 		extras_in(r, &o->x, &kv->base);
 	}
-	return check_oom(r);
+	return node_set_ext(g, n, &x) ? err_oom(r->e) : check_oom(r);
 }
 
 /* Turns the "graphdiet.after" names of g's nodes (pending from `mark` on) into control inputs. */
@@ -1037,15 +1037,16 @@ static Onnx__Attribute *attr_out(struct wr *w, const struct attr *a)
 
 static Onnx__Node *node_out(struct wr *w, const struct node *n)
 {
+	const struct node_ext *nx = node_ext(n);
 	Onnx__Node *pn = NEW(w, Onnx__Node, ONNX__NODE__INIT);
 	if (!pn)
 		return NULL;
 	pn->name = (char *)n->name;
 	pn->op_type = (char *)n->op_type;
 	pn->domain = (char *)n->domain;
-	pn->doc_string = (char *)n->doc;
-	pn->overload = (char *)n->overload;
-	extras_out(w, &pn->base, &n->x);
+	pn->doc_string = (char *)nx->doc;
+	pn->overload = (char *)nx->overload;
+	extras_out(w, &pn->base, &nx->x);
 	pn->n_input = n->n_in;
 	pn->n_output = n->n_out;
 	pn->input = ARR(w, n->n_in + n->n_out, char *);
@@ -1061,12 +1062,12 @@ static Onnx__Node *node_out(struct wr *w, const struct node *n)
 	for (uint32_t i = 0; i < n->n_attr; i++)
 		if (!(pn->attribute[i] = attr_out(w, &n->attr[i])))
 			return NULL;
-	pn->n_metadata_props = n->n_meta + (n->n_ctrl > 0) + (n->tags != 0);
-	Onnx__KeyValue **meta = kvs_out(w, n->meta, n->n_meta);
+	pn->n_metadata_props = nx->n_meta + (n->n_ctrl > 0) + (n->tags != 0);
+	Onnx__KeyValue **meta = kvs_out(w, nx->meta, nx->n_meta);
 	pn->metadata_props = ARR(w, pn->n_metadata_props, Onnx__KeyValue *);
 	if (!meta || !pn->metadata_props)
 		return NULL;
-	memcpy(pn->metadata_props, meta, n->n_meta * sizeof *meta);
+	memcpy(pn->metadata_props, meta, nx->n_meta * sizeof *meta);
 	if (n->tags) {
 		char buf[128];
 		Onnx__KeyValue *kv = NEW(w, Onnx__KeyValue, ONNX__KEY_VALUE__INIT);

@@ -772,8 +772,9 @@ static int node_in(struct yr *r, struct graph *g, const ynode *y)
 	if (!n->op_type)
 		return fail(r, y, "node '%s' has no op", n->name ? n->name : "");
 	char d[300];
+	struct node_ext x = {0};
 	if (check_keys(r, y, "node", keys) || get_str(r, y, "domain", &n->domain) ||
-	    get_str(r, y, "overload", &n->overload) || get_str(r, y, "doc", &n->doc))
+	    get_str(r, y, "overload", &x.overload) || get_str(r, y, "doc", &x.doc))
 		goto prefixed;
 	n->op = op_lookup(n->domain, n->op_type);
 	ynode *ins = get(r, y, "inputs"), *outs = get(r, y, "outputs"), *attrs = get(r, y, "attrs");
@@ -818,11 +819,11 @@ static int node_in(struct yr *r, struct graph *g, const ynode *y)
 		}
 		n->tags |= tag;
 	}
-	if (kvs_in(r, y, "meta", &n->meta, &(size_t){0}) || extras_in(r, y, "unknown", &n->x))
+	if (kvs_in(r, y, "meta", &x.meta, &(size_t){0}) || extras_in(r, y, "unknown", &x.x))
 		goto prefixed;
 	ynode *m = get(r, y, "meta");
-	n->n_meta = m && m->type == YAML_SEQUENCE_NODE ? (uint32_t)seq_len(m) : 0;
-	return 0;
+	x.n_meta = m && m->type == YAML_SEQUENCE_NODE ? (uint32_t)seq_len(m) : 0;
+	return node_set_ext(g, n, &x) ? err_oom(r->e) : 0;
 prefixed:
 	if (r->e->code == GD_EINPUT && !r->node_named) {
 		r->node_named = 1;

@@ -531,7 +531,7 @@ static int node_entry(struct yw *w, int ind, const struct node *n)
 	if (str(w, n->op_type))
 		return -1;
 	fputc('\n', w->f);
-	if (opt_str(w, ind + 2, "domain", n->domain) || opt_str(w, ind + 2, "overload", n->overload))
+	if (opt_str(w, ind + 2, "domain", n->domain) || opt_str(w, ind + 2, "overload", node_ext(n)->overload))
 		return -1;
 	indent(w, ind + 2);
 	fputs("inputs: ", w->f);
@@ -569,9 +569,9 @@ static int node_entry(struct yw *w, int ind, const struct node *n)
 		indent(w, ind + 2);
 		fprintf(w->f, "tags: [%s]\n", node_tags_str(n->tags, buf, sizeof buf));
 	}
-	if (opt_str(w, ind + 2, "doc", n->doc) || kv_list(w, ind + 2, "meta", n->meta, n->n_meta))
+	if (opt_str(w, ind + 2, "doc", node_ext(n)->doc) || kv_list(w, ind + 2, "meta", node_ext(n)->meta, node_ext(n)->n_meta))
 		return -1;
-	extras_out(w, ind + 2, "unknown", &n->x);
+	extras_out(w, ind + 2, "unknown", &node_ext(n)->x);
 	return 0;
 }
 

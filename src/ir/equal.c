@@ -169,8 +169,9 @@ static int node_eq(struct cmp *c, const struct node *a, const struct node *b)
 {
 	char d[300];
 	node_desc(a, d, sizeof d);
+	const struct node_ext *ax = node_ext(a), *bx = node_ext(b);
 	if (!streq(a->name, b->name) || !streq(a->op_type, b->op_type) || !streq(a->domain, b->domain) ||
-	    !streq(a->doc, b->doc) || !streq(a->overload, b->overload) || a->n_in != b->n_in ||
+	    !streq(ax->doc, bx->doc) || !streq(ax->overload, bx->overload) || a->n_in != b->n_in ||
 	    a->n_out != b->n_out || a->n_attr != b->n_attr || a->n_ctrl != b->n_ctrl || a->tags != b->tags)
 		return DIFF(c, "%s differs", d);
 	for (uint32_t i = 0; i < a->n_in; i++)
@@ -185,7 +186,7 @@ static int node_eq(struct cmp *c, const struct node *a, const struct node *b)
 	for (uint32_t i = 0; i < a->n_attr; i++)
 		if (!attr_eq(c, d, &a->attr[i], &b->attr[i]))
 			return 0;
-	return kvs_eq(c, d, a->meta, a->n_meta, b->meta, b->n_meta) && extras_eq(c, d, &a->x, &b->x);
+	return kvs_eq(c, d, ax->meta, ax->n_meta, bx->meta, bx->n_meta) && extras_eq(c, d, &ax->x, &bx->x);
 }
 
 static int list_eq(struct cmp *c, const char *what, struct value *const *a, uint32_t na, struct value *const *b,

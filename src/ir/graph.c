@@ -155,6 +155,17 @@ struct node *graph_add_node(struct graph *g, struct gd_err *e)
 	return n;
 }
 
+const struct node_ext node_ext_none;
+
+int node_set_ext(struct graph *g, struct node *n, const struct node_ext *x)
+{
+	if (!x->doc && !x->overload && !x->n_meta && !x->x.n) {
+		n->ext = NULL;
+		return 0;
+	}
+	return (n->ext = arena_memdup(g->arena, x, sizeof *x)) ? 0 : -1;
+}
+
 const struct value_ext value_ext_none;
 
 int value_set_ext(struct graph *g, struct value *v, const struct value_ext *x)

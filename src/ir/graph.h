@@ -177,23 +177,30 @@ enum attr_type {
 	ATTR_TYPE_PROTOS = 14,
 };
 
+/* One value, the one `type` selects (readers keep only that one; no code reads another): a union,
+ * as the millions of backward Gemms autodiff makes carry an attribute each (72 bytes, 144 with a
+ * field for each type: 64 MB of a 1M-node chain's training graph). */
 struct attr {
 	const char *name, *doc, *ref;
 	int type;      /* enum attr_type */
 	bool has_type; /* AttributeProto.type present */
-	float f;
-	int64_t i;
-	struct bytes s;
-	struct tensor *t;
-	struct graph *g;
-	size_t n; /* length of the list below that `type` selects */
-	float *floats;
-	int64_t *ints;
-	struct bytes *strings;
-	struct tensor **tensors;
-	struct graph **graphs;
+	union {
+		float f;
+		int64_t i;
+		struct bytes s;
+		struct tensor *t;
+		struct graph *g;
+		float *floats;
+		int64_t *ints;
+		struct bytes *strings;
+		struct tensor **tensors;
+		struct graph **graphs;
+	};
+	size_t n; /* length of the list that `type` selects */
 	struct extras x;
 };
+_Static_assert(sizeof(void *) != 8 || sizeof(struct attr) <= 72,
+	       "an attribute's value is the union's one member: a backward Gemm's attribute in 72 bytes");
 
 enum node_tag {
 	TAG_FORWARD = 1u << 0,
@@ -204,18 +211,39 @@ enum node_tag {
 	TAG_COMM = 1u << 5,
 };
 
+/* What a NodeProto carries besides what graphdiet models: rare, so kept out of line (NULL when all
+ * absent), which keeps the millions of nodes autodiff makes at 96 bytes (128 with these inline:
+ * 112 MB of a 1M-node chain's training graph). */
+struct node_ext {
+	const char *doc, *overload;
+	struct kv *meta; /* metadata_props other than the ones graphdiet writes itself */
+	uint32_t n_meta;
+	struct extras x;
+};
+
 struct node {
-	const char *name, *op_type, *domain, *doc, *overload;
+	const char *name, *op_type, *domain;
 	enum op_id op;
-	uint32_t n_in, n_out, n_attr, n_ctrl, n_meta;
+	uint32_t n_in, n_out, n_attr, n_ctrl;
+	uint32_t tags;
+	uint32_t index;     /* position in graph->nodes */
 	struct value **in, **out;
 	struct attr *attr;
 	struct node **ctrl; /* control inputs: must run before this node */
-	struct kv *meta;    /* metadata_props other than the ones graphdiet writes itself */
-	uint32_t tags;
-	uint32_t index;     /* position in graph->nodes */
-	struct extras x;
+	const struct node_ext *ext; /* see node_ext(); shared by a node's copies, so never written */
 };
+_Static_assert(sizeof(void *) != 8 || sizeof(struct node) <= 96,
+	       "rare NodeProto fields out of line: autodiff makes 2.5M nodes of a 1M-node chain");
+
+/* n's NodeProto extras, all absent (a shared zero struct) when n has none. */
+extern const struct node_ext node_ext_none;
+static inline const struct node_ext *node_ext(const struct node *n)
+{
+	return n->ext ? n->ext : &node_ext_none;
+}
+/* Gives n a copy of x (in the arena) unless all of x is absent, else NULL; 0, or -1 when out of
+ * memory. */
+int node_set_ext(struct graph *g, struct node *n, const struct node_ext *x);
 
 struct opset {
 	const char *domain;

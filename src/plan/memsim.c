@@ -5,49 +5,77 @@
 
 #include <string.h>
 
-int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e)
+/* What the model needs of the shapes run, read into arrays of its own (bytes and the reuse table,
+ * 9 bytes a value and 1 an input, against the run's 152-byte rtensor a value), so that the run can
+ * be freed before the connectivity and the scratch are made (memmodel_finish): plan's peak is the
+ * graph, the run and what is built beside it. */
+int memmodel_measure(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e)
 {
 	memset(m, 0, sizeof *m);
-	size_t nv = g->n_values ? g->n_values : 1;
-	if (flat_build(g, &m->f))
-		return err_oom(e);
+	size_t nv = g->n_values ? g->n_values : 1, n_in = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		n_in += g->nodes[i]->n_in;
 	m->shapes = shapes;
 	m->bytes = xmalloc(sizeof *m->bytes * nv);
-	m->left = xmalloc(sizeof *m->left * (2 * nv));
-	m->n_left = 2 * nv;
-	m->copy = xmalloc(sizeof *m->copy * nv);
-	m->fits = xcalloc(m->f.in_off[g->n_nodes] + 1, 1);
-	if (!m->bytes || !m->left || !m->copy || !m->fits) {
+	m->fits = xcalloc(n_in + 1, 1);
+	m->half_taken = xcalloc(g->n_nodes + 1, 1);
+	if (!m->bytes || !m->fits || !m->half_taken) {
 		memmodel_free(m);
 		return err_oom(e);
 	}
 	for (uint32_t v = 0; v < g->n_values; v++)
 		m->bytes[v] = exec_value(shapes, g->values[v])->nbytes;
-	/* the CPU computes a scatter or a Gemm of 16-bit floats on float32 copies, which take no buffer */
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
+	/* the CPU computes a scatter or a Gemm of 16-bit floats on float32 copies, which take no
+	 * buffer; and the inputs an elementwise node's output may be written over: its dtype (not
+	 * 16-bit, which the CPU computes on float32 copies) and its element count. fits is indexed
+	 * as flat's inputs are: node by node, in order */
+	size_t a = 0;
+	for (uint32_t i = 0; i < g->n_nodes; a += g->nodes[i++]->n_in) {
 		const struct node *n = g->nodes[i];
-		int t = op_taken_input(op_table[n->op].flags, n->n_in);
-		if (t >= 0 && !(op_table[n->op].flags & OPF_VIEW) &&
-		    (!n->n_in || !n->in[t] || dtype_is_half(exec_value(shapes, n->in[t])->dtype)))
-			m->f.nflags[i] &= (uint8_t)~(FLAT_TAKES | FLAT_TAKES_LAST);
-	}
-	/* the inputs an elementwise node's output may be written over: its dtype (not 16-bit, which the
-	 * CPU computes on float32 copies) and its element count */
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		const struct rtensor *o = m->f.nflags[i] & FLAT_REUSES && n->out[0] ? exec_value(shapes, n->out[0]) : NULL;
+		uint32_t fl = op_table[n->op].flags;
+		int t = op_taken_input(fl, n->n_in);
+		m->half_taken[i] = t >= 0 && !(fl & OPF_VIEW) &&
+				   (!n->n_in || !n->in[t] || dtype_is_half(exec_value(shapes, n->in[t])->dtype));
+		const struct rtensor *o = (fl & OPF_REUSES) && n->n_out && n->out[0] ? exec_value(shapes, n->out[0]) : NULL;
 		for (uint32_t k = 0; o && k < n->n_in; k++) {
-			const struct rtensor *t = n->in[k] ? exec_value(shapes, n->in[k]) : NULL;
-			m->fits[m->f.in_off[i] + k] = t && t->known && o->known && t->dtype == o->dtype &&
-						      !dtype_is_half(t->dtype) && t->numel == o->numel;
+			const struct rtensor *x = n->in[k] ? exec_value(shapes, n->in[k]) : NULL;
+			m->fits[a + k] = x && x->known && o->known && x->dtype == o->dtype && !dtype_is_half(x->dtype) &&
+					 x->numel == o->numel;
 		}
 	}
+	return 0;
+}
+
+int memmodel_finish(const struct graph *g, struct memmodel *m, struct gd_err *e)
+{
+	size_t nv = g->n_values ? g->n_values : 1;
+	if (flat_build(g, &m->f)) {
+		memmodel_free(m);
+		return err_oom(e);
+	}
+	m->left = xmalloc(sizeof *m->left * (2 * nv));
+	m->n_left = 2 * nv;
+	m->copy = xmalloc(sizeof *m->copy * nv);
+	if (!m->left || !m->copy) {
+		memmodel_free(m);
+		return err_oom(e);
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (m->half_taken[i])
+			m->f.nflags[i] &= (uint8_t)~(FLAT_TAKES | FLAT_TAKES_LAST);
+	xfree(m->half_taken);
+	m->half_taken = NULL;
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		*(g->inits[i]->flags & VALUE_STATE ? &m->state : &m->params) += m->bytes[g->inits[i]->id];
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		if (!g->inputs[i]->init)
 			m->inputs += m->bytes[g->inputs[i]->id];
 	return 0;
+}
+
+int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e)
+{
+	return memmodel_measure(g, shapes, m, e) || memmodel_finish(g, m, e) ? e->code : 0;
 }
 
 int memmodel_twin(const struct memmodel *m, struct memmodel *t)
@@ -80,6 +108,7 @@ void memmodel_free(struct memmodel *m)
 	xfree(m->left);
 	xfree(m->copy);
 	xfree(m->fits);
+	xfree(m->half_taken);
 	rc_scratch_free(&m->rc);
 	xfree(m->flops);
 	memset(m, 0, sizeof *m);

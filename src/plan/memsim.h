@@ -52,6 +52,8 @@ struct memmodel {
 	uint32_t *copy;          /* scratch: per value, the number of its latest recomputed copy */
 	uint8_t *fits;           /* per flat input slot of an OPF_REUSES node: the input has output 0's
 				  * dtype (not 16-bit) and element count */
+	uint8_t *half_taken;     /* per node, between memmodel_measure and memmodel_finish: its taken
+				  * input is 16-bit (or absent), so it takes no buffer */
 	size_t n_left;
 	struct rc_scratch rc;    /* scratch for weighing kept sets (ckpt_weigh), made on first use */
 	uint64_t *flops;         /* per node, by node_flops: memmodel_flops makes it on first use */
@@ -59,6 +61,13 @@ struct memmodel {
 };
 
 int memmodel_build(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
+/* memmodel_build in two halves: measure reads all the model needs of the shapes run (each value's
+ * bytes, which inputs an output may be written over), so that the run can be freed before finish
+ * builds the connectivity and the scratch, which never read shapes (m->shapes is the caller's to
+ * clear). plan's peak is at the shapes run: this keeps the model's flat arrays off it. On failure
+ * m is freed. */
+int memmodel_measure(const struct graph *g, const struct exec *shapes, struct memmodel *m, struct gd_err *e);
+int memmodel_finish(const struct graph *g, struct memmodel *m, struct gd_err *e);
 void memmodel_free(struct memmodel *m);
 /* A twin of m for another thread: m's model (shared, read only while both weigh) with scratch of
  * its own; 0, or -1 when out of memory. Freed by memmodel_twin_free, never memmodel_free. */

@@ -194,17 +194,18 @@ static struct node *clone_node(struct graph *g, const struct flat *f, const uint
 	c->tags = TAG_RECOMPUTE;
 	c->ctrl = NULL;
 	c->n_ctrl = 0;
-	c->meta = NULL;
-	c->n_meta = 0;
+	struct node_ext x = *node_ext(p);
+	x.meta = NULL;
+	x.n_meta = 0;
 	char buf[600];
 	c->name = arena_strdup(g->arena, rc_clone_name(p, nth, buf, sizeof buf));
 	if (p->name && *p->name)
 		JOIN(buf, sizeof buf, "recompute of ", p->name);
 	else
 		JOIN(buf, sizeof buf, "recompute of the ", p->op_type, " making '", node_base_name(p), "'");
-	c->doc = arena_strdup(g->arena, buf);
+	x.doc = arena_strdup(g->arena, buf);
 	c->in = arena_array(g->arena, (size_t)p->n_in + p->n_out + 1, sizeof *c->in);
-	if (!c->name || !c->doc || !c->in) {
+	if (!c->name || !x.doc || !c->in || node_set_ext(g, c, &x)) {
 		err_oom(e);
 		return NULL;
 	}
