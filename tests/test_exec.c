@@ -9,6 +9,7 @@
 #include <math.h>
 #include "ops/sgemm.h"
 #include "ops/vmath.h"
+#include "util/philox.h"
 #include "util/pool.h"
 #include "util/xalloc.h"
 #include <stdio.h>
@@ -1498,4 +1499,62 @@ Test(exec, fused_chains_give_the_bits_and_the_peak_of_single_nodes)
 	exec_free(x[0]);
 	exec_free(x[1]);
 	graph_free(g);
+}
+
+/* SoftmaxCrossEntropyLoss without its log-probabilities output makes them a block of rows at a
+ * time (4 MiB: 34 rows of 30000 classes here, so three blocks, the last one short) and keeps each
+ * row's label's (a language model's logits took a temporary of their size that no plan counts,
+ * 196 MiB for GPT-2's, wherever the loss runs without that output: the forward model verify runs).
+ * The loss has the bits of the same node asked for its log-probabilities, which makes them whole,
+ * and is a float64 log-sum-exp's within float32 rounding; labels ignored and weighted. */
+Test(exec, cross_entropy_loss_in_blocks_of_rows)
+{
+	enum { N = 100, C = 30000 };
+	static const char *const outs[] = {"outputs: [{name: loss}]\n", "outputs: [{name: loss}, {name: lp}]\n"};
+	float *s = malloc(sizeof *s * N * C), *w = malloc(sizeof *w * C);
+	int64_t t[N];
+	cr_assert(s && w);
+	for (int64_t i = 0; i < (int64_t)N * C; i++)
+		s[i] = (float)(philox_normal(7, (uint64_t)i) * 3);
+	for (int j = 0; j < C; j++)
+		w[j] = 0.5f + (float)(j % 7) / 4;
+	for (int i = 0; i < N; i++)
+		t[i] = i % 10 == 3 ? 5 : (int64_t)(philox_uniform(8, (uint64_t)i) * C) % C;
+	int64_t sd[2] = {N, C}, td[1] = {N}, wd[1] = {C};
+	struct rtensor ins[3] = {rt_over(DT_FLOAT, 2, sd, s), rt_over(DT_INT64, 1, td, t), rt_over(DT_FLOAT, 1, wd, w)};
+	const char *names[3] = {"s", "t", "w"};
+	double loss[2];
+	for (int k = 0; k < 2; k++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: s, dtype: float32, shape: [%d, %d]}, "
+			 "{name: t, dtype: int64, shape: [%d]}, {name: w, dtype: float32, shape: [%d]}]\n"
+			 "nodes:\n  - {op: SoftmaxCrossEntropyLoss, inputs: [s, t, w], outputs: [loss%s], "
+			 "attrs: {ignore_index: 5}}\n%s", N, C, N, C, k ? ", lp" : "", outs[k]);
+		struct graph *g = load_text(k ? "ce_lp.yaml" : "ce.yaml", text);
+		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = 3};
+		struct gd_err e = {0};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s", e.msg);
+		loss[k] = rt_get(exec_value(x, strmap_get(&g->names, "loss")), 0);
+		exec_free(x);
+		graph_free(g);
+	}
+	cr_expect_eq(memcmp(&loss[0], &loss[1], sizeof loss[0]), 0, "%.9g in blocks, %.9g whole", loss[0], loss[1]);
+	double total = 0, wsum = 0;
+	for (int i = 0; i < N; i++) {
+		if (t[i] == 5)
+			continue;
+		const float *r = s + (int64_t)i * C;
+		double m = -INFINITY, z = 0;
+		for (int j = 0; j < C; j++)
+			m = fmax(m, r[j]);
+		for (int j = 0; j < C; j++)
+			z += exp(r[j] - m);
+		total += -w[t[i]] * (r[t[i]] - m - log(z));
+		wsum += w[t[i]];
+	}
+	cr_expect(fabs(loss[0] - total / wsum) <= 1e-5 * fabs(total / wsum), "%.9g, float64 %.9g", loss[0], total / wsum);
+	free(s);
+	free(w);
 }

@@ -260,9 +260,10 @@ static int reduce_l2_run(struct exec *x, const struct node *n, struct rtensor *c
 }
 
 /* The shared part of the two losses: per-element loss -w[t] * logp[t] over (N, d1, ...), with
- * log-probabilities laid out (N, C, d1, ...). */
+ * log-probabilities laid out (N, C, d1, ...); or, where `picked` is given, logp gives the shape and
+ * picked[i] is element i's log-probability of its label. */
 static int nll(struct exec *x, const struct node *n, const struct rtensor *logp, const struct rtensor *t,
-	       const struct rtensor *w, struct rtensor *out)
+	       const struct rtensor *w, const double *picked, struct rtensor *out)
 {
 	if (t->dtype != DT_INT64 && t->dtype != DT_INT32)
 		return exec_fail(x, "labels must be int64 or int32, not %s", dtype_name(t->dtype));
@@ -291,7 +292,7 @@ static int nll(struct exec *x, const struct node *n, const struct rtensor *logp,
 			if (lab < 0 || lab >= c)
 				return exec_fail(x, "label %lld is not a class in [0, %lld)", (long long)lab, (long long)c);
 			double wt = w ? rt_get(w, lab) : 1;
-			l = -wt * rt_get(logp, (b * c + lab) * inner + s);
+			l = -wt * (picked ? picked[i] : rt_get(logp, (b * c + lab) * inner + s));
 			wsum += wt;
 		}
 		total += l;
@@ -307,7 +308,7 @@ static int nll_loss_run(struct exec *x, const struct node *n, struct rtensor *co
 {
 	if (want_float(x, in[0], "the input"))
 		return exec_status(x);
-	return nll(x, n, in[0], in[1], n->n_in > 2 ? in[2] : NULL, out[0]);
+	return nll(x, n, in[0], in[1], n->n_in > 2 ? in[2] : NULL, NULL, out[0]);
 }
 
 /* log_softmax over axis 1 of (N, C, d1, ...) into lp (same shape). */
@@ -331,6 +332,46 @@ static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
 		}
 }
 
+/* The loss of (N, C) float32 scores without their log-probabilities: those are made a block of
+ * rows at a time (the same rows' arithmetic as one call's), and each row's label's is kept, for nll.
+ * Without it, a language model's logits took a temporary of their size (GPT-2: 1024 x 50257, 196
+ * MiB), workspace that no plan counts, wherever the loss runs without its second output (the
+ * forward model that verify runs; a training graph asks for it, for the gradient). 0 or the node's
+ * error once it ran; -1 when the inputs are not that case. */
+#define CE_BLOCK_BYTES (4 << 20)
+static int ce_blocked(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *out)
+{
+	const struct rtensor *s = in[0], *t = in[1];
+	if (s->dtype != DT_FLOAT || s->ndim != 2 || t->ndim != 1 || t->dims[0] != s->dims[0] || !s->data || !t->data ||
+	    (t->dtype != DT_INT64 && t->dtype != DT_INT32))
+		return -1;
+	int64_t nb = s->dims[0], c = s->dims[1], ignore = attr_int(n, "ignore_index", INT64_MIN);
+	int64_t rows = c ? CE_BLOCK_BYTES / (c * (int64_t)sizeof(float)) : nb;
+	rows = rows < 1 ? 1 : rows > nb ? nb : rows;
+	float *blk = exec_scratch_raw(x, (size_t)(rows * c) * sizeof *blk + 1);
+	double *picked = blk ? exec_scratch_raw(x, (size_t)nb * sizeof *picked + 1) : NULL;
+	int rc = 0;
+	if (!blk || !picked) {
+		rc = exec_status(x);
+		goto out;
+	}
+	for (int64_t r0 = 0; r0 < nb; r0 += rows) {
+		int64_t k = nb - r0 < rows ? nb - r0 : rows;
+		softmax_last((const float *)s->data + r0 * c, blk, k, c, 1);
+		for (int64_t i = r0; i < r0 + k; i++) {
+			int64_t lab = rt_get_i(t, i);
+			picked[i] = lab != ignore && lab >= 0 && lab < c ? blk[(i - r0) * c + lab] : 0;
+		}
+	}
+	rc = nll(x, n, s, t, n->n_in > 2 ? in[2] : NULL, picked, out);
+out:
+	if (picked)
+		exec_scratch_free(x, picked, (size_t)nb * sizeof *picked + 1);
+	if (blk)
+		exec_scratch_free(x, blk, (size_t)(rows * c) * sizeof *blk + 1);
+	return rc;
+}
+
 static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 			       struct rtensor *const *out)
 {
@@ -339,6 +380,9 @@ static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rten
 		return exec_status(x);
 	if (s->ndim < 2)
 		return exec_fail(x, "scores must be (N, C, ...)");
+	int blocked = n->n_out > 1 && n->out[1] ? -1 : ce_blocked(x, n, in, out[0]);
+	if (blocked >= 0)
+		return blocked;
 	/* log-probabilities: output 1 when asked for, a temporary otherwise */
 	struct rtensor tmp = {0}, *lp = n->n_out > 1 && n->out[1] ? out[1] : &tmp;
 	void *p = lp == &tmp ? exec_alloc_temp(x, lp, s->dtype, s->ndim, s->dims) : exec_alloc(x, lp, s->dtype, s->ndim, s->dims);
@@ -346,7 +390,7 @@ static int softmax_ce_loss_run(struct exec *x, const struct node *n, struct rten
 		return exec_status(x);
 	if (p)
 		log_softmax_c(s, lp);
-	int rc = p ? nll(x, n, lp, in[1], n->n_in > 2 ? in[2] : NULL, out[0]) : 0;
+	int rc = p ? nll(x, n, lp, in[1], n->n_in > 2 ? in[2] : NULL, NULL, out[0]) : 0;
 	if (!p) { /* shapes only */
 		int mean = !attr_str_is(n, "reduction", "none", 0);
 		int64_t one = 1;
