@@ -772,6 +772,7 @@ struct wr {
 	struct gd_err *e;
 	struct graph *root;
 	int stream_nodes; /* leave the main graph's nodes out of its message: write_streamed packs them */
+	uint8_t *bound;   /* by root value id: a graph input an initialization_binding makes (bound_inputs) */
 };
 
 /* A message in the writer's arena, initialised from its protobuf-c INIT value. */
@@ -1114,8 +1115,27 @@ static Onnx__ValueInfo **vinfos_out(struct wr *w, struct value **vs, uint32_t n,
 
 /* v, an initializer of g, is made by a TrainingInfoProto's initialization graph instead
  * (initialization_binding): it is no stored initializer, only the graph input it is. */
-static int initialized(const struct graph *g, const struct value *v)
+/* The main graph's inputs that initialization_bindings make, marked once by value id (xcalloc'd;
+ * NULL when there are none, or out of memory: initialized then compares names). */
+static uint8_t *bound_inputs(const struct graph *g)
 {
+	uint8_t *b = NULL;
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
+		for (size_t k = 0; g->model->ti[t].init && k < g->model->ti[t].n_init_bind; k++) {
+			const struct value *v = strmap_get(&g->names, g->model->ti[t].init_bind[k].key);
+			if (!v || !(v->flags & VALUE_INPUT))
+				continue;
+			if (!b && !(b = xcalloc(g->n_values ? g->n_values : 1, 1)))
+				return NULL;
+			b[v->id] = 1;
+		}
+	return b;
+}
+
+static int initialized(const struct wr *w, const struct graph *g, const struct value *v)
+{
+	if (g == w->root && (w->bound || !g->model || !g->model->n_ti))
+		return w->bound && v->id < g->n_values && w->bound[v->id];
 	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
 		for (size_t k = 0; g->model->ti[t].init && k < g->model->ti[t].n_init_bind; k++)
 			if (!strcmp(g->model->ti[t].init_bind[k].key, v->name))
@@ -1149,7 +1169,7 @@ rest:
 	if (!pg->initializer)
 		goto oom;
 	for (uint32_t i = 0; i < g->n_inits; i++) {
-		if (initialized(g, g->inits[i])) /* (then NULL in the direct form: graph_rest passes it over) */
+		if (initialized(w, g, g->inits[i])) /* (then NULL in the direct form: graph_rest passes it over) */
 			continue;
 		uint32_t k = direct ? i : (uint32_t)pg->n_initializer++;
 		if (!(direct && nodewire_tensor_fits(g->inits[i]->init)) &&
@@ -1354,12 +1374,13 @@ static void drop_pages(const struct graph *g, struct bytes b, uintptr_t span[2])
  * fields last): name, initializers, doc_string, inputs, outputs, value_info. What graph_out left
  * NULL nodewire writes, weights going from where they lie straight to the output; the rest
  * protobuf-c packs. Measures only when o is NULL; scratch holds one message at a time. */
-static size_t graph_rest(struct graph *g, const Onnx__Graph *pg, struct out_buffer *o, struct mem_buffer *scratch)
+static size_t graph_rest(const struct wr *w, struct graph *g, const Onnx__Graph *pg, struct out_buffer *o,
+			 struct mem_buffer *scratch)
 {
 	size_t len = str_field(o, 2, pg->name);
 	uintptr_t span[2] = {0, 0};
 	for (uint32_t i = 0; i < g->n_inits && !scratch->oom; i++) {
-		if (initialized(g, g->inits[i]))
+		if (initialized(w, g, g->inits[i]))
 			continue;
 		if (pg->initializer[i]) {
 			len += msg_field(o, 5, &pg->initializer[i]->base);
@@ -1483,7 +1504,7 @@ static size_t graph_len(struct wr *w, struct graph *g, const Onnx__Graph *pg, st
 	size_t len = graph_nodes(w, g, NULL, scratch, stride);
 	if (stride > 1)
 		len = (size_t)((double)len * g->n_nodes / ((g->n_nodes + stride - 1) / stride));
-	return w->e->code || scratch->oom ? 0 : len + graph_rest(g, pg, NULL, scratch);
+	return w->e->code || scratch->oom ? 0 : len + graph_rest(w, g, pg, NULL, scratch);
 }
 
 /* Writes the model with the main graph's nodes streamed: ModelProto fields before `graph`, then the
@@ -1505,7 +1526,7 @@ static int write_streamed(struct wr *w, struct graph *g, Onnx__Model *pm, struct
 	out_key_len(o, MODEL_GRAPH_FIELD, len);
 	*wrote = graph_nodes(w, g, o, scratch, 1);
 	if (!w->e->code && !scratch->oom && !o->w.err) {
-		*wrote += graph_rest(g, pg, o, scratch);
+		*wrote += graph_rest(w, g, pg, o, scratch);
 		/* the model's fields after `graph` */
 		Onnx__Model tail = ONNX__MODEL__INIT;
 		tail.n_opset_import = pm->n_opset_import;
@@ -1547,7 +1568,7 @@ int onnx_write(struct graph *g, FILE *f, struct gd_err *e)
  * moves everything after it, and so the padding: the length is patched again. */
 int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *e)
 {
-	struct wr w = {.e = e, .root = g, .stream_nodes = 1};
+	struct wr w = {.e = e, .root = g, .stream_nodes = 1, .bound = bound_inputs(g)};
 	struct out_buffer o = {.base.append = out_append};
 	struct mem_buffer scratch = {{mem_append}, NULL, 0, 0, 0};
 	bgwrite_open(&o.w, f);
@@ -1584,6 +1605,7 @@ int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *
 		rc = err_set(e, GD_EINTERNAL, "the graph's length did not settle");
 	xfree(scratch.p);
 	arena_free(&w.a);
+	xfree(w.bound);
 	if (!rc && werr == ENOMEM)
 		rc = err_oom(e);
 	else if (!rc && werr)

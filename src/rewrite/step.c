@@ -172,6 +172,8 @@ struct sb {
 	int sized;                /* step_opts.sized */
 	struct kv *bind;          /* update_binding made here (xmalloc'd), committed once at the end */
 	size_t n_bind, cap_bind;
+	struct kv *ibind;         /* initialization_binding made here (diet storage), the same way */
+	size_t n_ibind, cap_ibind;
 	char *state_names;        /* STEP_STATE_KEY's lines, grown as state is made (xmalloc'd) */
 	size_t state_len, cap_state;
 	struct cached {           /* constants and casts, made once per (value, dtype, tags): a
@@ -444,14 +446,16 @@ static int commit(struct sb *s)
 		const struct value *v = strmap_get(&s->g->names, name);
 		n_init += v && v->init && v->init->src == TSRC_RANDOM;
 	}
-	if (n_init) {
+	if (n_init || s->n_ibind) {
 		struct training_info *ti = training_info(s->g);
-		struct kv *b = ti ? arena_array(a, ti->n_init_bind + n_init, sizeof *b) : NULL;
+		struct kv *b = ti ? arena_array(a, ti->n_init_bind + s->n_ibind + n_init, sizeof *b) : NULL;
 		if (!b)
 			return err_oom(s->e);
 		if (ti->n_init_bind)
 			memcpy(b, ti->init_bind, ti->n_init_bind * sizeof *b);
-		size_t k = ti->n_init_bind;
+		if (s->n_ibind)
+			memcpy(b + ti->n_init_bind, s->ibind, s->n_ibind * sizeof *b);
+		size_t k = ti->n_init_bind + s->n_ibind;
 		for (const char *p = s->state_names; *p; p += strcspn(p, "\n") + 1) {
 			char name[600];
 			snprintf(name, sizeof name, "%.*s", (int)strcspn(p, "\n"), p);
@@ -483,6 +487,7 @@ static int commit(struct sb *s)
 static void sb_free(struct sb *s)
 {
 	xfree(s->bind);
+	xfree(s->ibind);
 	xfree(s->state_names);
 }
 
@@ -625,17 +630,30 @@ static const struct node *complete(const struct value *g)
 	return last;
 }
 
+/* last[v]: the index of the last of the first n_old nodes to read value v, or UINT32_MAX (xmalloc'd,
+ * by value id; NULL when out of memory). One pass, so that placing every update is linear. */
+static uint32_t *last_readers(const struct graph *g, uint32_t n_old)
+{
+	uint32_t *last = xmalloc(sizeof *last * (g->n_values ? g->n_values : 1));
+	if (!last)
+		return NULL;
+	memset(last, 0xff, sizeof *last * g->n_values);
+	for (uint32_t i = 0; i < n_old; i++)
+		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k])
+				last[g->nodes[i]->in[k]->id] = i;
+	return last;
+}
+
 /* The last of the first n_old nodes that p's update must follow: its gradient's completion and
- * every reader of p, so that the update is p's last reader and writes p's next value over it. */
-static const struct node *update_after(const struct graph *g, const struct value *p, const struct value *grad,
-				       uint32_t n_old)
+ * every reader of p (last: last_readers), so that the update is p's last reader and writes p's
+ * next value over it. */
+static const struct node *update_after(const struct graph *g, const uint32_t *last, const struct value *p,
+				       const struct value *grad)
 {
 	const struct node *made = complete(grad);
-	for (uint32_t i = made ? made->index + 1 : 0; i < n_old; i++)
-		for (uint32_t k = 0; k < g->nodes[i]->n_in; k++)
-			if (g->nodes[i]->in[k] == p)
-				made = g->nodes[i];
-	return made;
+	uint32_t r = last[p->id];
+	return r != UINT32_MAX && (!made || r > made->index) ? g->nodes[r] : made;
 }
 
 /* The parameters' updates; new state is bound as made, parameters last (by the caller's loop).
@@ -660,6 +678,10 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		step_size = op(s, "Div", o, 2, scalar(s, DT_FLOAT, opt->lr), bc1, NULL);
 		bc2_sqrt = op(s, "Sqrt", o, 1, bc2, NULL, NULL);
 	}
+	uint32_t *last = inline_ ? last_readers(s->g, n_old) : NULL;
+	if (inline_ && !last)
+		return err_oom(s->e);
+	int bad = 0;
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
 		struct value *p = pg[i].p, *g = pg[i].g;
 		const struct tensor *t = p->init;
@@ -672,8 +694,8 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 			struct value *buf = state(s, sn, dt, t->ndim, t->dims, 0);
 			delta = op(s, "Add", o, 2, op(s, "Mul", o, 2, buf, scalar(s, dt, opt->momentum), NULL), g,
 				   NULL);
-			if (bind(s, buf, pick(s, found, buf, delta, o)))
-				return sb_fail(s);
+			if ((bad = bind(s, buf, pick(s, found, buf, delta, o))))
+				break;
 		} else if (opt->kind == OPTIMIZER_ADAM) {
 			JOIN(sn, sizeof sn, p->name, "_adam_m");
 			struct value *m = state(s, sn, dt, t->ndim, t->dims, 0);
@@ -688,16 +710,17 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 			struct value *denom = op(s, "Add", o, 2, op(s, "Div", o, 2, op(s, "Sqrt", o, 1, v1, NULL, NULL), as(s, bc2_sqrt, dt), NULL),
 						 scalar(s, dt, opt->eps), NULL);
 			delta = op(s, "Div", o, 2, m1, denom, NULL);
-			if (bind(s, m, pick(s, found, m, m1, o)) || bind(s, v, pick(s, found, v, v1, o)))
-				return sb_fail(s);
+			if ((bad = bind(s, m, pick(s, found, m, m1, o)) || bind(s, v, pick(s, found, v, v1, o))))
+				break;
 		}
 		struct value *lr = opt->kind == OPTIMIZER_ADAM ? as(s, step_size, dt) : scalar(s, dt, opt->lr);
 		struct value *p1 = op(s, "Sub", o, 2, p, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
-		if (bind(s, p, pick(s, found, p, p1, o)) ||
-		    (inline_ && wait_for(s, update_after(s->g, p, g, n_old), p1->producer, n_old)))
-			return sb_fail(s);
+		if ((bad = bind(s, p, pick(s, found, p, p1, o)) ||
+			   (inline_ && wait_for(s, update_after(s->g, last, p, g), p1->producer, n_old))))
+			break;
 	}
-	return s->e->code;
+	xfree(last);
+	return bad ? sb_fail(s) : s->e->code;
 }
 
 /* ---- diet variables ---- */
@@ -716,14 +739,14 @@ static int diet_chosen(const struct diet *d, const struct value *p)
  * moves there (external data stays where it is, unread): diet_quantize's arithmetic in standard
  * ops, bit for bit: r = Round(Cast(t, double) / scale) (float64, ties to even), then
  * Cast(Where(r == r, Clip(r, -QMAX, QMAX), 0), int16) (NaN to 0); the output <q>_initial is bound
- * to q (initialization_binding). */
+ * to q (initialization_binding, made by commit()). */
 static int diet_initialize(struct sb *s, const struct diet *d, struct value *q, const struct tensor *t)
 {
 	struct graph *g = s->g;
 	struct training_info *ti = training_info(g);
 	struct graph *ig = ti ? init_graph(s, ti) : NULL;
-	struct kv *b = ig ? arena_array(g->arena, ti->n_init_bind + 1, sizeof *b) : NULL;
-	struct tensor *wt = b ? arena_zalloc(g->arena, sizeof *wt) : NULL;
+	struct tensor *wt = ig && !xgrow((void **)&s->ibind, s->n_ibind, &s->cap_ibind, sizeof *s->ibind)
+				    ? arena_zalloc(g->arena, sizeof *wt) : NULL;
 	char name[640];
 	JOIN(name, sizeof name, q->name, "_float");
 	const char *wn = wt ? graph_fresh_name(ig, name, s->e) : NULL;
@@ -751,11 +774,7 @@ static int diet_initialize(struct sb *s, const struct diet *d, struct value *q, 
 	s->tags = tags;
 	if (!init || set_type(ig, init, DT_INT16, t->ndim, t->dims) || graph_add_output(ig, init, s->e))
 		return sb_fail(s);
-	if (ti->n_init_bind)
-		memcpy(b, ti->init_bind, ti->n_init_bind * sizeof *b);
-	b[ti->n_init_bind] = (struct kv){.key = q->name, .value = init->name};
-	ti->init_bind = b;
-	ti->n_init_bind++;
+	s->ibind[s->n_ibind++] = (struct kv){.key = q->name, .value = init->name}; /* commit() binds it */
 	return 0;
 }
 
