@@ -113,6 +113,17 @@ Test(symdim, assumptions_are_recorded_once_and_checked)
 	cr_assert_eq(model_set_meta(g, SYMDIM_META_KEY, "seq < 64; node x; buffer y"), 0);
 	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 3}, 2, &e), GD_EINPUT);
 	cr_assert(strstr(e.msg, "is no assumption"), "%s", e.msg);
+	/* the metadata is input: constants that overflow are malformed, not undefined behaviour */
+	e = (struct gd_err){0};
+	cr_assert_eq(model_set_meta(g, SYMDIM_META_KEY, "9000000000000000000 + 9000000000000000000 <= 1; node x; buffer y"), 0);
+	cr_assert_eq(symdim_check(g, names, (int64_t[]){2, 3}, 2, &e), GD_EINPUT);
+	cr_assert(strstr(e.msg, "is no assumption"), "%s", e.msg);
+	/* each binding that breaks it is named once, a symbol whose name another's holds too */
+	e = (struct gd_err){0};
+	const char *names3[] = {"seq", "seq_len"};
+	cr_assert_eq(model_set_meta(g, SYMDIM_META_KEY, "seq_len + seq <= 9; node x; buffer y"), 0);
+	cr_assert_eq(symdim_check(g, names3, (int64_t[]){5, 6}, 2, &e), GD_EINPUT);
+	cr_assert(strstr(e.msg, "seq_len = 6") && strstr(e.msg, "seq = 5"), "%s", e.msg);
 	graph_free(g);
 }
 
@@ -139,6 +150,16 @@ Test(symdim, errors_and_inferred_dims_name_symbols)
 	struct exec *x = exec_run(g, &o, NULL, &e);
 	cr_assert_null(x);
 	cr_assert_str_eq(e.msg, "node 'add' (Add): shapes cannot be broadcast together (dimension 0: 2*seq + 1 vs 5)");
+	graph_free(g);
+
+	/* a size of the model's own stays a number, though it lies near a multiple of a stand-in
+	 * (GPT-2's vocabulary, 50257 = 5 x 10007 + 222, read "5*seq + 222") */
+	g = load_text("vocab.yaml", "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [seq]}]\n"
+				    "params: [{name: w, dtype: float32, shape: [50257], init: zeros}]\n"
+				    "nodes: [{name: add, op: Add, inputs: [x, w], outputs: [y]}]\noutputs: [{name: y}]\n");
+	e = (struct gd_err){0};
+	cr_assert_null(exec_run(g, &o, NULL, &e));
+	cr_assert(strstr(e.msg, "seq vs 50257"), "%s", e.msg);
 	graph_free(g);
 
 	/* without the bad Add: the dims themselves */

@@ -10,6 +10,7 @@
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -169,7 +170,10 @@ static void name_stand_ins(const struct exec *x, char *msg, size_t size)
 		char *end;
 		if (*p >= '0' && *p <= '9' && (p == msg || !strchr("0123456789._'", p[-1]))) {
 			long long v = strtoll(p, &end, 10);
-			if (v >= 10007 && exec_dim_expr(x, v, &d)) {
+			/* only what a stand-in could have made: a few times one (or two) plus a small
+			 * offset; a size of the model's own (a vocabulary of 50257) stays as it is */
+			if (v >= 10007 && !isalpha((unsigned char)(p == msg ? ' ' : p[-1])) && exec_dim_expr(x, v, &d) &&
+			    d.t[0].k <= 64 && d.c > -64 && d.c < 64) {
 				char e[128];
 				symdim_str(&d, e, sizeof e);
 				k += (size_t)snprintf(out + k, sizeof out - k, "%s", e);

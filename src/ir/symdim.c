@@ -81,7 +81,8 @@ int symdim_parse(struct arena *a, const char *s, size_t len, struct symdim *d)
 			if (p < end && *p == '*')
 				p++;
 			else {
-				d->c += sign * k;
+				if (__builtin_add_overflow(d->c, sign * k, &d->c))
+					return -1;
 				sign = 1;
 				continue;
 			}
@@ -229,7 +230,11 @@ int symdim_check(const struct graph *g, const char *const *names, const int64_t 
 					int64_t sv = 0;
 					const char *s = j ? d.t[i].b : d.t[i].a;
 					lookup(s, names, values, n, &sv);
-					if (k < sizeof bind && !strstr(bind, s))
+					int said = 0; /* named already, as a term's symbol before this one */
+					for (int q = 0; q <= i && !said; q++)
+						said = (q < i && ((d.t[q].a && !strcmp(d.t[q].a, s)) || (d.t[q].b && !strcmp(d.t[q].b, s)))) ||
+						       (q == i && j && !strcmp(d.t[i].a, s));
+					if (k < sizeof bind && !said)
 						k += (size_t)snprintf(bind + k, sizeof bind - k, "%s%s = %" PRId64, k ? ", " : "", s, sv);
 				}
 			symdim_str(&d, expr, sizeof expr);
