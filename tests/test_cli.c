@@ -2287,4 +2287,9 @@ Test(cli, plan_names_buffers_apart)
 	r = gd("plan", TESTDATA "/fold/gpt_mask.onnx", NULL, NULL, NULL);
 	cr_expect(strstr(r.out, "\n  buffers      256 B"), "%s", r.out);
 	run_free(&r);
+	/* but asked for by name, the mask is a parameter that gets no gradient, and says so */
+	r = gd("plan", TESTDATA "/fold/gpt_mask.onnx", "--params", "attn.bias,fc.weight", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "parameter 'attn.bias' does not affect the loss"), "%s", r.err);
+	run_free(&r);
 }

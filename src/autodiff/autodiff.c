@@ -922,7 +922,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (!is_param(p, o))
 			continue;
 		struct value *gp = a.wants[p->id] ? ad_dy(&a, p) : NULL;
-		if (!gp && a.reach[p->id] != REACH_ANY) { /* a buffer (count_buffers) goes without saying */
+		if (!gp && (a.reach[p->id] != REACH_ANY || o->n_params)) { /* a buffer (count_buffers) goes without
+									     * saying, unless --params asked for it */
 			r->n_unconnected++;
 			gd_warn("%s: parameter '%s' does not affect the loss; it gets no gradient", g->path ? g->path : "-",
 				p->name);
