@@ -575,8 +575,8 @@ static int described_state(struct rd *r, struct graph *g, struct graph *ig, cons
 {
 	struct value *key = strmap_get(&g->names, b->key), *out = strmap_get(&ig->names, b->value);
 	const struct node *n = out ? out->producer : NULL;
-	if (!key || key->init || !n)
-		return 0;
+	if (!key || key->init || key->producer || !(key->flags & VALUE_INPUT) || !n)
+		return 0; /* (only a graph input is made by the initialization) */
 	if (n->op != OP_CONSTANT_OF_SHAPE)
 		return computed_state(r, g, key);
 	if (n->n_in != 1 || !n->in[0] || !n->in[0]->init)
@@ -604,6 +604,14 @@ static int described_state(struct rd *r, struct graph *g, struct graph *ig, cons
 	if (!t || !dims)
 		return err_oom(r->e);
 	memcpy(dims, sb.p, sb.n);
+	const struct ttype *ty = &key->type;
+	if (ty->has_dtype && ty->dtype != dtype)
+		return 0;
+	if (ty->has_shape && ty->ndim != (uint32_t)shape->dims[0])
+		return 0; /* what the input declares is not what the initialization makes: not ours */
+	for (uint32_t k = 0; ty->has_shape && k < ty->ndim; k++)
+		if (ty->dims[k].kind == DIM_VALUE && ty->dims[k].value != dims[k])
+			return 0;
 	*t = (struct tensor){.name = key->name, .dtype = dtype, .ndim = (uint32_t)shape->dims[0], .dims = dims,
 			     .src = TSRC_RANDOM, .rnd = {.dist = RND_CONSTANT, .a = v}};
 	return graph_add_init(g, key, t, r->e) ? -1 : 0;
