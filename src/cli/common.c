@@ -197,7 +197,8 @@ static int pb_load(const uint8_t *buf, size_t len, struct rtensor *t, struct gd_
 	if (!rc) {
 		t->dtype = pt->dtype;
 		t->ndim = (int)pt->ndim;
-		memcpy(t->dims, pt->dims, pt->ndim * sizeof *pt->dims);
+		if (pt->ndim) /* a scalar has no dims array */
+			memcpy(t->dims, pt->dims, pt->ndim * sizeof *pt->dims);
 		t->numel = numel;
 		t->nbytes = have;
 		if (!(t->data = xmalloc(have ? have : 1))) /* aligned for the kernels */
