@@ -100,8 +100,7 @@ awk -F'\t' '$3 == "refused" {
 	sub(/^graphdiet: (error: )?/, "", m)
 	while (sub(/^[^ ]*\.(onnx|pb): /, "", m))
 		;
-	gsub(/'"'"'[^'"'"']*'"'"'/, "'"'"'…'"'"'", m)
-	if ((i = index(m, "not supported by graphdiet'"'"'s executor: ")) || (i = index(m, "not supported by graphdiet'"'"'…'"'"'"))) {
+	if ((i = index(m, "not supported by graphdiet'"'"'s executor: "))) {
 		l = substr(m, i)
 		sub(/^[^:]*: /, "", l)
 		while (gsub(/ *\([^()]*\)/, "", l))
@@ -116,7 +115,10 @@ awk -F'\t' '$3 == "refused" {
 				op = substr(m, RSTART + 1, RLENGTH - 2)
 			print op "\t(not in the executor)"
 		}
-	} else if (match(m, /^node [^(]*\([A-Za-z0-9_.]+\): /)) {
+		next
+	}
+	gsub(/'"'"'[^'"'"']*'"'"'/, "'"'"'…'"'"'", m)
+	if (match(m, /^node [^(]*\([A-Za-z0-9_.]+\): /)) {
 		h = substr(m, 1, RLENGTH)
 		sub(/^node [^(]*\(/, "", h)
 		sub(/\): $/, "", h)
