@@ -10,6 +10,7 @@
  * 4. Each parameter's gradient becomes the graph output <param>_grad.
  * New nodes are appended in the order they are made, which is topological, and tagged BACKWARD. */
 #include "ad.h"
+#include "../rewrite/upgrade.h"
 #include "../util/join.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
@@ -476,15 +477,20 @@ struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int
 }
 
 /* The training graph's default-domain opset raised to `opset` (and its IR version to 8, opset
- * 16's), for a rule that needs ops only that opset has. Only from 14 and 15 to 16: no op graphdiet
+ * 16's), for a rule that needs ops only that opset has. Only from 13, 14 and 15 to 16: no op graphdiet
  * runs changes meaning across those versions (15 and 16 add types, Shape's optional start and end,
  * and Scatter's reduction, whose default is the old behaviour), and 14 is what torch.onnx.export
  * writes by default. */
 static int raise_opset(struct ad *a, int opset)
 {
 	struct model *m = a->g->model;
-	if (!m || opset != 16 || a->opset < 14)
+	if (!m || opset != 16 || a->opset < 13)
 		return -1;
+	/* from 13 (an older model upgraded, rewrite/upgrade.h): BatchNormalization with its running
+	 * statistics as outputs meant training mode before 14, training_mode = 1 after */
+	for (uint32_t i = 0; a->opset == 13 && i < a->n_fwd_nodes; i++)
+		if (a->g->nodes[i]->op == OP_BATCH_NORM && a->g->nodes[i]->n_out > 1)
+			return -1;
 	for (size_t i = 0; i < m->n_opsets; i++)
 		if (op_domain_is_default(m->opsets[i].domain))
 			m->opsets[i].version = opset;
@@ -823,18 +829,18 @@ static const char meter_autodiff[] = "building the backward pass"; /* util/progr
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e)
 {
 	double t = progress_begin();
-	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = 17};
-	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
-		if (op_domain_is_default(g->model->opsets[i].domain))
-			a.opset = (int)g->model->opsets[i].version;
+	/* a model of opset 7 to 12 is brought to 13's forms, which the backward pass is written in */
+	int from;
+	if (opset_upgrade(g, &from, e))
+		return e->code;
+	if (from < UPGRADE_OPSET)
+		gd_note("%s: the model's opset %d is rewritten in opset-%d forms, the lowest that holds the backward pass",
+			g->path ? g->path : "-", from, UPGRADE_OPSET);
+	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = model_opset(g)};
 	/* keep_values: the rules read constant inputs (Slice bounds, Dropout's training_mode, Pad's pads,
 	 * reduction axes) after their last forward reader has run; only small computed values have data */
 	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1, .keep_values = 1};
 	memset(r, 0, sizeof *r);
-	if (a.opset < 13)
-		return err_set(e, GD_EINPUT, "training graphs need opset 13 or later (this model has %d): "
-					     "re-export it with a newer opset",
-			       a.opset);
 	a.shapes = exec_run(g, &eo, NULL, e);
 	if (!a.shapes)
 		return e->code;
