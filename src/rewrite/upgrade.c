@@ -230,12 +230,36 @@ static int upgrade_batch_norm(struct up *u)
 	return drop_attr(u, "spatial") || drop_attr(u, "is_test") || drop_attr(u, "consumed_inputs") ? err_oom(u->e) : 0;
 }
 
+/* Before 7, arithmetic broadcast only with broadcast = 1, aligning B at `axis`: numpy's rule from
+ * 7 gives the same only where B's dimensions are the trailing ones, axis absent. */
+static int upgrade_legacy_broadcast(struct up *u)
+{
+	static const char *const arith[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"};
+	struct node *n = u->n;
+	int is_arith = 0;
+	for (size_t i = 0; i < sizeof arith / sizeof *arith; i++)
+		is_arith |= !strcmp(n->op_type, arith[i]);
+	if (is_arith && node_attr(n, "axis"))
+		return err_set(u->e, GD_EINPUT,
+			       "node '%s' (%s): broadcasting at an axis (opset %d) has no form in later opsets; re-export "
+			       "the model at opset 7 or later",
+			       node_base_name(n), n->op_type, u->from);
+	return (is_arith || !strcmp(n->op_type, "Gemm")) && drop_attr(u, "broadcast") ? err_oom(u->e) : 0;
+}
+
 static int upgrade_node(struct up *u)
 {
 	struct node *n = u->n;
 	const char *op = n->op_type;
 	if (!op || (n->domain && !op_domain_is_default(n->domain)))
 		return 0;
+	if (u->from < 7 && (drop_attr(u, "consumed_inputs") || upgrade_legacy_broadcast(u)))
+		return u->e->code ? u->e->code : err_oom(u->e);
+	if (!strcmp(op, "Reshape") && u->from < 5)
+		return ints_to_input(u, "shape", 1);
+	if (!strcmp(op, "Concat") && !node_attr(n, "axis"))
+		return err_set(u->e, GD_EINPUT, "node '%s' (Concat): no axis (opset %d's default of 1 is gone from 4)",
+			       node_base_name(n), u->from);
 	if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") || !strcmp(op, "ReduceSum"))
 		return ints_to_input(u, "axes", 1);
 	if (!strcmp(op, "Split"))
@@ -272,8 +296,6 @@ int opset_upgrade(struct graph *g, int *from, struct gd_err *e)
 	*from = model_opset(g);
 	if (*from >= UPGRADE_OPSET || !g->model)
 		return 0;
-	if (*from < 7)
-		return err_set(e, GD_EINPUT, "opset %d: graphdiet trains models of opset 7 and later (re-export it)", *from);
 	struct up u = {.g = g, .from = *from, .e = e};
 	uint32_t n_nodes = g->n_nodes; /* the nodes added along the way are in 13's forms already */
 	for (uint32_t i = 0; i < n_nodes; i++) {

@@ -7,8 +7,10 @@
  * flattened their input to 2-D around `axis` before 13, keep doing so in a Flatten and a Reshape
  * unless the axis is the last; Upsample and Resize-10 become Resize-13 with the asymmetric
  * coordinates they used; Scatter becomes ScatterElements; BatchNormalization's `spatial`,
- * `is_test` and `consumed_inputs` go where they said what 13 does anyway). The model's
- * default-domain opset is then 13, the lowest that holds the backward pass. */
+ * `is_test` and `consumed_inputs` go where they said what 13 does anyway). Models older than
+ * opset 7 are taken where their forms say what later ones do (`consumed_inputs` and a Gemm's
+ * `broadcast` dropped, Reshape's shape attribute an input); arithmetic broadcasting at an axis is
+ * refused. The model's default-domain opset is then 13, the lowest that holds the backward pass. */
 #ifndef GD_UPGRADE_H
 #define GD_UPGRADE_H
 
