@@ -51,6 +51,8 @@ static const char help[] =
 	"                        append the same loss to MODEL (with --target and --loss as train's)\n"
 	"      --target NAME     the graph input --loss-fn adds for the targets (default: target)\n"
 	"      --loss NAME       with --loss-fn: the prediction (default: the only output)\n"
+	"  -i, --input NAME=FILE  with --gradcheck: data for graph input NAME (.npy or .pb) in place\n"
+	"                        of random values (inputs a loss is undefined for: Log's, Sqrt's)\n"
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
 	"      --rtol R          relative tolerance (default 1e-5)\n"
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
@@ -745,7 +747,7 @@ int cmd_verify(int argc, char **argv)
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
 		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
-		{"loss", required_argument, NULL, 'l'}, {NULL, 0, NULL, 0},
+		{"loss", required_argument, NULL, 'l'}, {"input", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
@@ -759,8 +761,10 @@ int cmd_verify(int argc, char **argv)
 	int c;
 	int shared_rc = 0;
 	struct model_loss ml = {.fn = -1, .target = "target"};
+	const char *inargs[64];
+	size_t n_in = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hi:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (cli_parse_seed("verify", optarg, &seed))
@@ -803,6 +807,11 @@ int cmd_verify(int argc, char **argv)
 		case 'l':
 			ml.pred = optarg;
 			break;
+		case 'i':
+			if (n_in == 64)
+				return cli_usage("verify", "too many --input options");
+			inargs[n_in++] = optarg;
+			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
@@ -828,12 +837,32 @@ int cmd_verify(int argc, char **argv)
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
+	if (!brc && n_in && !fd_check)
+		brc = cli_usage("verify", "--input goes with --gradcheck");
 	if (!brc && fd_check && (against_dir || n_rep > 1))
 		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
 	else if (!brc && fd_check) {
-		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be};
-		brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], &ml, dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
+		struct rtensor given[64];
+		const char *names[64] = {0};
+		struct gd_err e = {0};
+		memset(given, 0, sizeof given);
+		for (size_t i = 0; i < n_in && !brc; i++) {
+			const char *eq = strchr(inargs[i], '=');
+			names[i] = eq && eq != inargs[i] ? strndup(inargs[i], (size_t)(eq - inargs[i])) : NULL;
+			if (!eq || eq == inargs[i] || !eq[1])
+				brc = cli_usage("verify", "--input wants NAME=FILE (.npy or .pb), not '%s'", inargs[i]);
+			else if (!names[i] || cli_tensor_load(eq + 1, &given[i], &e))
+				brc = (err_print(NULL, names[i] ? &e : (err_oom(&e), &e)), e.code);
+		}
+		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be,
+				       .inputs = given, .input_names = names, .n_inputs = n_in};
+		if (!brc)
+			brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], &ml, dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
 					       atol, fmt));
+		for (size_t i = 0; i < n_in; i++) {
+			free((char *)names[i]);
+			xfree(given[i].data);
+		}
 	}
 	if (brc || against_dir || fd_check) {
 		for (size_t i = 0; i < n_dims; i++)
