@@ -27,6 +27,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 FLOAT = {"float16", "bfloat16", "float32", "float64"}
+# ops whose outputs carry no gradient to floating-point inputs (ONNX defines none, PyTorch's is zero
+# or absent): a test of these alone is "no gradient"; any other op reaching no parameter lacks a rule
+NONDIFF = {"ArgMax", "ArgMin", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And",
+           "Or", "Xor", "IsNaN", "IsInf", "Shape", "Size", "NonZero", "Unique", "Round", "Floor", "Ceil",
+           "Sign", "BitShift", "EyeLike", "ConstantOfShape", "Range", "Constant", "Hardmax", "OneHot",
+           "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -106,7 +112,10 @@ def one(gd, test, tmp):
     if rc == 2:
         msg = first_error(out)
         if "does not depend on any trainable parameter" in msg or "no trainable parameter affects" in msg:
-            return "no gradient", reason(msg)
+            ops = {o["op"] for o in info.get("ops", [])}
+            if ops <= NONDIFF:
+                return "no gradient", reason(msg)
+            return "refused", "no gradient rule: " + " ".join(sorted(ops - NONDIFF))
         return "refused", reason(msg)
     if rc != 0:
         return "error", f"train: exit {rc}: {first_error(out)}"
