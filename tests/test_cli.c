@@ -1790,6 +1790,77 @@ Test(cli, batch_rebinds_a_static_export)
 	run_free(&r);
 }
 
+/* train --params may name a graph input, as ONNX's node tests are trained: it takes a gradient
+ * <input>_grad (no optimizer updates it), which verify --gradcheck checks with the same --loss-fn
+ * appended to the model. The model's own output is called `loss` here: --loss-fn's loss takes
+ * another name (it differentiated the model's output before, which is no scalar: exit 2). */
+Test(cli, graph_inputs_train_when_params_name_them)
+{
+	char model[600], t[600], dir[600], grad[700];
+	write_text(model, sizeof model, "input_params.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [3, 4]},"
+		   " {name: k, dtype: int64, shape: [1]}]\n"
+		   "nodes:\n  - {op: Softmax, inputs: [x], outputs: [s]}\n"
+		   "  - {op: Gather, inputs: [s, k], outputs: [loss], attrs: {axis: 1}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: [3, 1]}]\n");
+	snprintf(t, sizeof t, "%s/input_params_train.onnx", tmpdir());
+	char *a1[] = {GD_BINARY, "train", model, "--loss-fn", "mse", "--loss", "loss", "--params", "x", "-o", t, NULL};
+	struct run_result r = run_cmd(a1, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(dir, sizeof dir, "%s/input_params_out", tmpdir());
+	r = gd("run", t, "--random-inputs", "-o", dir);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(grad, sizeof grad, "%s/x_grad.npy", dir);
+	cr_expect(access(grad, F_OK) == 0, "no x_grad output in %s", dir);
+	char *a2[] = {GD_BINARY, "verify", "--gradcheck", "--loss-fn", "mse", "--loss", "loss", model, t, NULL};
+	r = run_cmd(a2, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 3 outputs compared"), "%s", r.out);
+	run_free(&r);
+	char *a3[] = {GD_BINARY, "train", model, "--loss-fn", "mse", "--params", "k", "-o", t, NULL};
+	r = run_cmd(a3, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--params: 'k' is neither a floating-point initializer nor a graph input"), "%s", r.err);
+	run_free(&r);
+}
+
+/* A model of opset 11 trains: its nodes of older forms (axes as attributes, Softmax over the input
+ * flattened at axis 1) are rewritten in opset 13's, the training graph says opset 13, and its
+ * gradients match finite differences of the model run as opset 11 reads it (the legacy Softmax
+ * normalises over axes 1 and 2 together: a rewrite to opset 13's single axis would not match). */
+Test(cli, an_older_opset_trains_in_opset_13_forms)
+{
+	char model[600], t[600];
+	write_text(model, sizeof model, "opset11.yaml",
+		   "graphdiet: 1\nopset: 11\ninputs: [{name: x, dtype: float32, shape: [2, 3, 4]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [4, 4], init: {dist: normal, seed: 3}}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+		   "  - {op: Softmax, inputs: [h], outputs: [s], attrs: {axis: 1}}\n"
+		   "  - {op: Unsqueeze, inputs: [s], outputs: [u], attrs: {axes: [0]}}\n"
+		   "  - {op: Split, inputs: [u], outputs: [a, b], attrs: {axis: 3, split: [1, 3]}}\n"
+		   "  - {op: ReduceSum, inputs: [b], outputs: [r], attrs: {axes: [3], keepdims: 1}}\n"
+		   "  - {op: Squeeze, inputs: [r], outputs: [q], attrs: {axes: [0, 3]}}\n"
+		   "  - {op: Mul, inputs: [q, q], outputs: [q2]}\n"
+		   "  - {op: ReduceSum, inputs: [q2], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	snprintf(t, sizeof t, "%s/opset11_train.onnx", tmpdir());
+	char *a1[] = {GD_BINARY, "train", model, "-o", t, NULL};
+	struct run_result r = run_cmd(a1, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "note: opset11.yaml: the model's opset 11 is rewritten in opset-13 forms") ||
+			  strstr(r.err, "the model's opset 11 is rewritten in opset-13 forms"),
+		  "%s", r.err);
+	run_free(&r);
+	r = gd("info", t, NULL, NULL, NULL);
+	cr_expect(strstr(r.out, "ai.onnx 13"), "%s", r.out);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", model, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+}
+
 /* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
  * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
  * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it

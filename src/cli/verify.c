@@ -3,6 +3,7 @@
 #include "../exec/comm.h"
 #include "../exec/exec.h"
 #include "../rewrite/fold.h"
+#include "../rewrite/loss.h"
 #include "../rewrite/widen.h"
 #include "../util/philox.h"
 #include "../ops/ops.h"
@@ -46,6 +47,12 @@ static const char help[] =
 	"                        output: shape and dtype equal, floats within the tolerance (default\n"
 	"                        --rtol 1e-4 --atol 1e-5), NaN equal to NaN, integers and bools exact;\n"
 	"                        an output missing is a mismatch\n"
+	"      --loss-fn FN      TRAIN was built with train --loss-fn FN (mse or cross-entropy):\n"
+	"                        append the same loss to MODEL (with --target and --loss as train's)\n"
+	"      --target NAME     the graph input --loss-fn adds for the targets (default: target)\n"
+	"      --loss NAME       with --loss-fn: the prediction (default: the only output)\n"
+	"  -i, --input NAME=FILE  with --gradcheck: data for graph input NAME (.npy or .pb) in place\n"
+	"                        of random values (inputs a loss is undefined for: Log's, Sqrt's)\n"
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
 	"      --rtol R          relative tolerance (default 1e-5)\n"
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
@@ -513,13 +520,14 @@ static double model_loss(struct graph *m, const struct value *loss, struct exec_
 	return l;
 }
 
-static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint64_t seed,
+static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int appended, uint64_t seed,
 		     double rtol, double atol, struct row *rows, size_t *n_rows, int *all_ok, struct gd_err *e)
 {
 	if (graph_widen_f64(m, e))
 		return e->code;
-	/* MODEL's loss: the scalar float output TRAIN also gives */
-	const struct value *loss = NULL;
+	/* MODEL's loss: the one --loss-fn appended (its last output), else the scalar float output
+	 * TRAIN also gives */
+	const struct value *loss = appended && m->n_outputs ? m->outputs[m->n_outputs - 1] : NULL;
 	for (uint32_t i = 0; i < m->n_outputs && !loss; i++) {
 		const struct value *t = strmap_get(&train->names, m->outputs[i]->name);
 		const struct rtensor *tv = t && (t->flags & VALUE_OUTPUT) ? exec_value(xt, t) : NULL;
@@ -544,7 +552,7 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 		if (!t || !t->data || (i < m->n_inputs && v->init))
 			continue; /* an initializer listed as an input too comes with the initializers */
 		snprintf(gname, sizeof gname, "%s_grad", v->name);
-		const struct value *gv = v->init ? strmap_get(&train->names, gname) : NULL;
+		const struct value *gv = strmap_get(&train->names, gname); /* a trained input's too */
 		struct rtensor *w = &in[n_in];
 		*w = *t;
 		w->owned = 0;
@@ -675,14 +683,33 @@ static int bind_like_train(struct graph *plain, const struct graph *train, struc
 	return rebatch ? graph_rebatch(plain, rebatch, e) : 0;
 }
 
+/* What train --loss-fn appended to TRAIN, appended to MODEL too (fn < 0: nothing). */
+struct model_loss {
+	int fn;
+	const char *pred, *target;
+};
+
+static struct graph *load_model(const char *path, const struct model_loss *ml, int *rc)
+{
+	struct gd_err e = {0};
+	struct graph *m = cli_load(path, FMT_AUTO, rc);
+	if (m && ml->fn >= 0 && loss_append(m, (enum loss_fn)ml->fn, ml->pred, ml->target, &e)) {
+		err_print(path, &e);
+		*rc = e.code;
+		graph_free(m);
+		return NULL;
+	}
+	return m;
+}
+
 /* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
  * scale skips, then gradcheck. */
-static int run_gradcheck(const char *mpath, const char *tpath, struct exec_binding *dims, size_t *n_dims,
-			 struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
+static int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
+			 size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
 {
 	int rc = 0, all_ok = 1;
 	struct gd_err e = {0};
-	struct graph *m = cli_load(mpath, FMT_AUTO, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	struct graph *m = load_model(mpath, ml, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct carried carry = {0};
 	struct row rows[GRADCHECK_DIRECTIONS];
 	size_t n_rows = 0;
@@ -697,7 +724,7 @@ static int run_gradcheck(const char *mpath, const char *tpath, struct exec_bindi
 		err_print(tpath, &e);
 		rc = e.code;
 	}
-	if (xt && (rc = gradcheck(m, t, xt, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
+	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
 		err_print(mpath, &e);
 	if (xt && !rc)
 		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
@@ -719,7 +746,8 @@ int cmd_verify(int argc, char **argv)
 		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
 		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
-		{NULL, 0, NULL, 0},
+		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
+		{"loss", required_argument, NULL, 'l'}, {"input", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
@@ -732,8 +760,11 @@ int cmd_verify(int argc, char **argv)
 	uint64_t seed = 0;
 	int c;
 	int shared_rc = 0;
+	struct model_loss ml = {.fn = -1, .target = "target"};
+	const char *inargs[64];
+	size_t n_in = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hi:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (cli_parse_seed("verify", optarg, &seed))
@@ -766,6 +797,21 @@ int cmd_verify(int argc, char **argv)
 		case 'G':
 			fd_check = 1;
 			break;
+		case 'L':
+			if (cli_loss_fn("verify", optarg, &ml.fn))
+				return GD_EINPUT;
+			break;
+		case 'g':
+			ml.target = optarg;
+			break;
+		case 'l':
+			ml.pred = optarg;
+			break;
+		case 'i':
+			if (n_in == 64)
+				return cli_usage("verify", "too many --input options");
+			inargs[n_in++] = optarg;
+			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
@@ -791,12 +837,32 @@ int cmd_verify(int argc, char **argv)
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
+	if (!brc && n_in && !fd_check)
+		brc = cli_usage("verify", "--input goes with --gradcheck");
 	if (!brc && fd_check && (against_dir || n_rep > 1))
 		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
 	else if (!brc && fd_check) {
-		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be};
-		brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
+		struct rtensor given[64];
+		const char *names[64] = {0};
+		struct gd_err e = {0};
+		memset(given, 0, sizeof given);
+		for (size_t i = 0; i < n_in && !brc; i++) {
+			const char *eq = strchr(inargs[i], '=');
+			names[i] = eq && eq != inargs[i] ? strndup(inargs[i], (size_t)(eq - inargs[i])) : NULL;
+			if (!eq || eq == inargs[i] || !eq[1])
+				brc = cli_usage("verify", "--input wants NAME=FILE (.npy or .pb), not '%s'", inargs[i]);
+			else if (!names[i] || cli_tensor_load(eq + 1, &given[i], &e))
+				brc = (err_print(NULL, names[i] ? &e : (err_oom(&e), &e)), e.code);
+		}
+		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be,
+				       .inputs = given, .input_names = names, .n_inputs = n_in};
+		if (!brc)
+			brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], &ml, dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
 					       atol, fmt));
+		for (size_t i = 0; i < n_in; i++) {
+			free((char *)names[i]);
+			xfree(given[i].data);
+		}
 	}
 	if (brc || against_dir || fd_check) {
 		for (size_t i = 0; i < n_dims; i++)
@@ -806,7 +872,7 @@ int cmd_verify(int argc, char **argv)
 	const char *mpath = argv[optind], *tpath = argv[optind + 1];
 	int rc = 0;
 	struct gd_err e = {0};
-	struct graph *plain = cli_load(mpath, FMT_AUTO, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	struct graph *plain = load_model(mpath, &ml, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct exec *xp = NULL, *xt = NULL;
 	struct carried carry = {0};
 	struct row *rows = NULL; /* one per compared output: the loss and the gradients autodiff adds */
