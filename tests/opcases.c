@@ -343,6 +343,25 @@ const struct gcase op_cases[] = {
 	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
 	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+	/* norm */
+	{"RMSNormalization last axis", P("x", "[2, 3, 4]") P("s", "[4]"),
+	 "  - {op: RMSNormalization, inputs: [x, s], outputs: [y], attrs: {epsilon: 0.01}}\n"},
+	{"RMSNormalization axis 1, scale broadcast", P("x", "[2, 3, 4]") P("s", "[3, 1]"),
+	 "  - {op: RMSNormalization, inputs: [x, s], outputs: [y], attrs: {axis: 1}}\n"},
+	{"GroupNormalization per channel (opset 21)", P("x", "[2, 4, 3]") P("s", "[4]") P("b", "[4]"),
+	 "  - {op: GroupNormalization, inputs: [x, s, b], outputs: [y], attrs: {num_groups: 2}}\n"},
+	{"GroupNormalization per group (opset 18)", P("x", "[2, 6, 2, 2]") P("s", "[3]") P("b", "[3]"),
+	 "  - {op: GroupNormalization, inputs: [x, s, b], outputs: [y], attrs: {num_groups: 3, epsilon: 0.001}}\n"},
+	{"MeanVarianceNormalization default axes", P("x", "[2, 3, 2, 2]"),
+	 "  - {op: MeanVarianceNormalization, inputs: [x], outputs: [y]}\n"},
+	{"MeanVarianceNormalization axis 1", P("x", "[3, 4]"),
+	 "  - {op: MeanVarianceNormalization, inputs: [x], outputs: [y], attrs: {axes: [1]}}\n"},
+	{"LpNormalization p 2", P("x", "[3, 4]"), "  - {op: LpNormalization, inputs: [x], outputs: [y]}\n"},
+	{"LpNormalization p 1 axis 0", P("x", "[3, 4]"),
+	 "  - {op: LpNormalization, inputs: [x], outputs: [y], attrs: {p: 1, axis: 0}}\n"},
+	{"LRN", P("x", "[2, 5, 2, 2]"),
+	 "  - {op: LRN, inputs: [x], outputs: [y], attrs: {size: 3, alpha: 0.5, beta: 0.75, bias: 2.0}}\n"},
+	{"LRN even size", P("x", "[2, 4, 3]"), "  - {op: LRN, inputs: [x], outputs: [y], attrs: {size: 2, alpha: 0.3}}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
