@@ -156,3 +156,119 @@ Test(norm, bad_group_count_is_an_input_error)
 	cr_expect(strstr(e.msg, "GroupNormalization") && strstr(e.msg, "num_groups"), "%s", e.msg);
 	graph_free(g);
 }
+
+/* ---- Attention and RotaryEmbedding (opset 23): numpy from the spec, which onnxruntime 1.30 gives to
+ * 1e-7 on the same cases (the softcap before the masks, the causal mask aligned at the top left) ---- */
+
+static const char attention_py[] =
+	"def attention(Q, K, V, mask=None, causal=0, scale=None, cap=0.0, qh=0, kvh=0):\n"
+	"    three = Q.ndim == 3\n"
+	"    if three:\n"
+	"        B, L = Q.shape[:2]\n"
+	"        Q = Q.reshape(B, L, qh, -1).transpose(0, 2, 1, 3)\n"
+	"        K = K.reshape(B, K.shape[1], kvh, -1).transpose(0, 2, 1, 3)\n"
+	"        V = V.reshape(B, V.shape[1], kvh, -1).transpose(0, 2, 1, 3)\n"
+	"    g = Q.shape[1] // K.shape[1]\n"
+	"    K = np.repeat(K, g, axis=1); V = np.repeat(V, g, axis=1)\n"
+	"    s = Q @ K.swapaxes(-1, -2) * (scale if scale else 1 / np.sqrt(Q.shape[-1]))\n"
+	"    if cap > 0: s = cap * np.tanh(s / cap)\n"
+	"    L, T = s.shape[-2:]\n"
+	"    if mask is not None: s = s + (np.where(mask, 0, -np.inf) if mask.dtype == bool else mask)\n"
+	"    if causal: s = s + np.where(np.tril(np.ones((L, T), bool)), 0, -np.inf)\n"
+	"    p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)\n"
+	"    y = p @ V\n"
+	"    return y.transpose(0, 2, 1, 3).reshape(y.shape[0], L, -1) if three else y\n";
+
+Test(norm, attention_matches_numpy)
+{
+	char py[4096];
+	snprintf(py, sizeof py,
+		 "%sq = rng.standard_normal((2, 4, 3, 8)); k = rng.standard_normal((2, 2, 5, 8)); v = rng.standard_normal((2, 2, 5, 6))\n"
+		 "m = rng.standard_normal((3, 5))\nins = {'q': q, 'k': k, 'v': v, 'm': m}\n"
+		 "y = attention(q, k, v, m, causal=1, cap=2.0, scale=0.4)\n",
+		 attention_py);
+	numpy_case("attn4", "graphdiet: 1\nopset: 23\ninputs:\n  - {name: q, dtype: float32, shape: [2, 4, 3, 8]}\n"
+			    "  - {name: k, dtype: float32, shape: [2, 2, 5, 8]}\n  - {name: v, dtype: float32, shape: [2, 2, 5, 6]}\n"
+			    "  - {name: m, dtype: float32, shape: [3, 5]}\nnodes:\n"
+			    "  - {op: Attention, inputs: [q, k, v, m], outputs: [y], attrs: {is_causal: 1, softcap: 2.0, scale: 0.4}}\n"
+			    "outputs:\n  - {name: y}\n",
+		   py);
+	snprintf(py, sizeof py,
+		 "%sq = rng.standard_normal((2, 3, 32)); k = rng.standard_normal((2, 5, 16)); v = rng.standard_normal((2, 5, 12))\n"
+		 "ins = {'q': q, 'k': k, 'v': v}\ny = attention(q, k, v, qh=4, kvh=2)\n",
+		 attention_py);
+	numpy_case("attn3", "graphdiet: 1\nopset: 23\ninputs:\n  - {name: q, dtype: float32, shape: [2, 3, 32]}\n"
+			    "  - {name: k, dtype: float32, shape: [2, 5, 16]}\n  - {name: v, dtype: float32, shape: [2, 5, 12]}\nnodes:\n"
+			    "  - {op: Attention, inputs: [q, k, v], outputs: [y], attrs: {q_num_heads: 4, kv_num_heads: 2}}\n"
+			    "outputs:\n  - {name: y}\n",
+		   py);
+}
+
+Test(norm, attention_bool_mask_matches_numpy)
+{
+	char py[4096];
+	snprintf(py, sizeof py,
+		 "%sq = rng.standard_normal((2, 2, 3, 4)); k = rng.standard_normal((2, 2, 4, 4)); v = rng.standard_normal((2, 2, 4, 4))\n"
+		 "m = np.array([[1, 0, 1, 1], [0, 1, 1, 0], [1, 1, 0, 1]], bool)\n"
+		 "ins = {'q': q, 'k': k, 'v': v}\ny = attention(q, k, v, m)\n",
+		 attention_py);
+	numpy_case("attnb", "graphdiet: 1\nopset: 23\ninputs:\n  - {name: q, dtype: float32, shape: [2, 2, 3, 4]}\n"
+			    "  - {name: k, dtype: float32, shape: [2, 2, 4, 4]}\n  - {name: v, dtype: float32, shape: [2, 2, 4, 4]}\n"
+			    "params:\n  - {name: m, dtype: bool, shape: [3, 4], data: [1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1]}\nnodes:\n"
+			    "  - {op: Attention, inputs: [q, k, v, m], outputs: [y]}\noutputs:\n  - {name: y}\n",
+		   py);
+}
+
+Test(norm, attention_refuses_a_key_value_cache)
+{
+	struct graph *g = load_text("attn_past.yaml", "graphdiet: 1\nopset: 23\ninputs:\n"
+						    "  - {name: q, dtype: float32, shape: [1, 1, 2, 4]}\n"
+						    "  - {name: p, dtype: float32, shape: [1, 1, 3, 4]}\nnodes:\n"
+						    "  - {op: Attention, inputs: [q, q, q, \"\", p, p], outputs: [y]}\n"
+						    "outputs:\n  - {name: y}\n");
+	struct exec_opts o = {.random_inputs = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert_null(x);
+	cr_expect_eq(e.code, GD_EINPUT);
+	cr_expect(strstr(e.msg, "Attention") && strstr(e.msg, "past_key"), "%s", e.msg);
+	graph_free(g);
+}
+
+static const char rotary_py[] =
+	"def rotary(X, cos, sin, pos=None, il=0, nh=0, rd=0):\n"
+	"    three = X.ndim == 3\n"
+	"    if three:\n"
+	"        B, S = X.shape[:2]; X = X.reshape(B, S, nh, -1).transpose(0, 2, 1, 3)\n"
+	"    rd = rd or X.shape[-1]\n"
+	"    if pos is not None: cos = cos[pos]; sin = sin[pos]\n"
+	"    cos = cos[:, None]; sin = sin[:, None]\n"
+	"    xr, xp = X[..., :rd], X[..., rd:]\n"
+	"    x1, x2 = (xr[..., 0::2], xr[..., 1::2]) if il else (xr[..., :rd // 2], xr[..., rd // 2:])\n"
+	"    o1 = x1 * cos - x2 * sin; o2 = x2 * cos + x1 * sin\n"
+	"    o = np.stack([o1, o2], -1).reshape(xr.shape) if il else np.concatenate([o1, o2], -1)\n"
+	"    y = np.concatenate([o, xp], -1)\n"
+	"    return y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1) if three else y\n";
+
+Test(norm, rotary_embedding_matches_numpy)
+{
+	char py[4096];
+	snprintf(py, sizeof py,
+		 "%sx = rng.standard_normal((2, 3, 4, 8)); c = rng.standard_normal((10, 4)); s = rng.standard_normal((10, 4))\n"
+		 "p = np.array([[0, 3, 9, 2], [1, 1, 5, 7]])\nins = {'x': x, 'c': c, 's': s}\ny = rotary(x, c, s, p)\n",
+		 rotary_py);
+	numpy_case("rope4", "graphdiet: 1\nopset: 23\ninputs:\n  - {name: x, dtype: float32, shape: [2, 3, 4, 8]}\n"
+			    "  - {name: c, dtype: float32, shape: [10, 4]}\n  - {name: s, dtype: float32, shape: [10, 4]}\n"
+			    "params:\n  - {name: p, dtype: int64, shape: [2, 4], data: [0, 3, 9, 2, 1, 1, 5, 7]}\nnodes:\n"
+			    "  - {op: RotaryEmbedding, inputs: [x, c, s, p], outputs: [y]}\noutputs:\n  - {name: y}\n",
+		   py);
+	snprintf(py, sizeof py,
+		 "%sx = rng.standard_normal((2, 4, 24)); c = rng.standard_normal((2, 4, 2)); s = rng.standard_normal((2, 4, 2))\n"
+		 "ins = {'x': x, 'c': c, 's': s}\ny = rotary(x, c, s, il=1, nh=3, rd=4)\n",
+		 rotary_py);
+	numpy_case("rope3", "graphdiet: 1\nopset: 23\ninputs:\n  - {name: x, dtype: float32, shape: [2, 4, 24]}\n"
+			    "  - {name: c, dtype: float32, shape: [2, 4, 2]}\n  - {name: s, dtype: float32, shape: [2, 4, 2]}\nnodes:\n"
+			    "  - {op: RotaryEmbedding, inputs: [x, c, s], outputs: [y], attrs: {num_heads: 3, interleaved: 1, "
+			    "rotary_embedding_dim: 4}}\noutputs:\n  - {name: y}\n",
+		   py);
+}
