@@ -1,6 +1,7 @@
 /* tests/ops/norm.c - forward values of the norm op family against numbers computed apart from graphdiet
  * (numpy, PyTorch or ONNX's backend test data), run as part of test_ops. */
 #include "helpers.h"
+#include "ops/ops.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -271,4 +272,44 @@ Test(norm, rotary_embedding_matches_numpy)
 			    "  - {op: RotaryEmbedding, inputs: [x, c, s], outputs: [y], attrs: {num_heads: 3, interleaved: 1, "
 			    "rotary_embedding_dim: 4}}\noutputs:\n  - {name: y}\n",
 		   py);
+}
+
+/* ---- models of the opset 18-23 ops (testdata/gen_opset23.py) train ---- */
+
+static const char *const opset23_models[] = {"opset23_groupnorm", "opset23_rmsnorm", "opset23_rotary", "opset23_attention",
+				      "opset23_block", "opset23_gelu", "opset23_mish", NULL};
+
+/* Whether graphdiet knows every op of testdata/opset23/<m>.onnx (Gelu and Mish come from another
+ * change: until then their models are skipped, named). */
+static int knows_ops(const char *m)
+{
+	return (!strstr(m, "gelu") || op_lookup("", "Gelu") != OP_UNKNOWN) &&
+	       (!strstr(m, "mish") || op_lookup("", "Mish") != OP_UNKNOWN);
+}
+
+/* train --loss-fn mse of each, and verify --gradcheck of that training graph's gradients against
+ * finite differences of its loss in float64 */
+Test(norm, opset23_models_train_and_pass_gradcheck)
+{
+	size_t ran = 0;
+	for (const char *const *m = opset23_models; *m; m++) {
+		if (!knows_ops(*m)) {
+			printf("%s: skipped, an op graphdiet does not have yet\n", *m);
+			continue;
+		}
+		char in[600], t[600];
+		snprintf(in, sizeof in, "%s/opset23/%s.onnx", TESTDATA, *m);
+		snprintf(t, sizeof t, "%s/%s_train.onnx", tmpdir(), *m);
+		char *ta[] = {GD_BINARY, "train", in, "--loss-fn", "mse", "-o", t, NULL};
+		struct run_result r = run_cmd(ta, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: %s", *m, r.err);
+		run_free(&r);
+		char *va[] = {GD_BINARY, "verify", "--gradcheck", t, t, NULL};
+		r = run_cmd(va, NULL, 0);
+		cr_expect_eq(r.status, 0, "%s: %s%s", *m, r.out, r.err);
+		cr_expect(strstr(r.out, "match: 3 outputs compared"), "%s: %s", *m, r.out);
+		run_free(&r);
+		ran++;
+	}
+	cr_expect_geq(ran, 5);
 }
