@@ -313,3 +313,11 @@ Test(norm, opset23_models_train_and_pass_gradcheck)
 	}
 	cr_expect_geq(ran, 5);
 }
+
+/* BatchNormalization in training mode updates its running variance with the batch's population
+ * variance (the spec; PyTorch's unbiased rule is the training step's, for PyTorch exports only) */
+Test(norm, batch_normalization_training_mode_matches_onnx_backend_tests)
+{
+	onnx_backend_case("test_batchnorm_example_training_mode");
+	onnx_backend_case("test_batchnorm_epsilon_training_mode");
+}
