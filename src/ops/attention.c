@@ -8,7 +8,8 @@
  *   the top left, j > i),  Y = softmax(S) V.
  * The softcap comes before the masks, as onnxruntime 1.30 computes it (a masked -inf stays -inf).
  * past_key/past_value and the present/qk outputs are refused: a training graph has no cache.
- * The kernel computes each row in double. The gradient recomputes softmax(S) in standard ops
+ * The kernel computes float32 with two GEMMs per head (the softmax's sums in double), other types
+ * each row in double. The gradient recomputes softmax(S) in standard ops
  * (MatMul, Softmax, ...) from Q, K, V: the backward pass keeps Q, K and V, never S.
  *
  * RotaryEmbedding (opset 23): X (B, H, S, D) or (B, S, H D) with num_heads; the first
@@ -18,7 +19,9 @@
  * gradient is the inverse rotation: RotaryEmbedding of dY with -sin. */
 #include "../autodiff/ad.h"
 #include "../util/xalloc.h"
+#include "blas.h"
 #include "kernel.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -64,6 +67,56 @@ static double mask_at(const struct rtensor *m, int64_t b, int64_t h, int64_t i, 
 	return rt_get(m, off);
 }
 
+/* What a float32 run needs beside the views: the attributes, the mask, the scratch rows. */
+struct attn {
+	const struct heads *q, *k, *v, *y;
+	const struct rtensor *mask;
+	double scale, cap;
+	int causal, bmask;
+};
+
+/* float32, one (b, h) at a time: S = scale Q_h K_h^T and Y_h = P V_h as GEMMs over the heads' strided
+ * rows (a 3-D tensor's head is a matrix of leading dimension H D), the masks and the softmax per row
+ * of S in between, its sums in double. s holds L x T floats. */
+static void attention_f32(const struct attn *j, float *s)
+{
+	const struct heads *q = j->q, *k = j->k, *v = j->v, *y = j->y;
+	int64_t L = q->S, T = k->S, grp = q->H / k->H;
+	int lq = (int)(q->three ? q->H * q->D : q->D), lk = (int)(k->three ? k->H * k->D : k->D);
+	int lv = (int)(v->three ? v->H * v->D : v->D), ly = (int)(y->three ? y->H * y->D : y->D);
+	for (int64_t b = 0; b < q->B; b++)
+		for (int64_t h = 0; h < q->H; h++) {
+			const float *qp = (const float *)q->t->data + heads_at(q, b, h, 0, 0);
+			const float *kp = (const float *)k->t->data + heads_at(k, b, h / grp, 0, 0);
+			const float *vp = (const float *)v->t->data + heads_at(v, b, h / grp, 0, 0);
+			float *yp = (float *)y->t->data + heads_at(y, b, h, 0, 0);
+			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)L, (int)T, (int)q->D, (float)j->scale, qp, lq,
+				   kp, lk, 0, s, (int)T);
+			for (int64_t i = 0; i < L; i++) {
+				float *r = s + i * T, m = -INFINITY;
+				int64_t end = j->causal && i + 1 < T ? i + 1 : T; /* the causal mask's -inf: exp 0 */
+				for (int64_t t = 0; t < end; t++) {
+					float d = r[t];
+					if (j->cap > 0)
+						d = (float)(j->cap * tanh(d / j->cap));
+					if (j->mask)
+						d += j->bmask ? (mask_at(j->mask, b, h, i, t) != 0 ? 0 : -INFINITY) : (float)mask_at(j->mask, b, h, i, t);
+					r[t] = d;
+					m = d > m ? d : m;
+				}
+				for (int64_t t = 0; t < end; t++)
+					r[t] = m == -INFINITY ? NAN : vm_expf(r[t] - m);
+				struct rtensor row = {.dtype = DT_FLOAT, .data = r};
+				float iz = (float)(1 / run_sum(&row, 0, end, 0, 0));
+				for (int64_t t = 0; t < end; t++)
+					r[t] *= iz;
+				memset(r + end, 0, (size_t)(T - end) * sizeof *r);
+			}
+			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)L, (int)v->D, (int)T, 1, s, (int)T, vp, lv, 0, yp,
+				   ly);
+		}
+}
+
 static int attention_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *mask = n->n_in > 3 && n->in[3] ? in[3] : NULL;
@@ -105,6 +158,15 @@ static int attention_run(struct exec *x, const struct node *n, struct rtensor *c
 	double scale = attr_float(n, "scale", 0), cap = attr_float(n, "softcap", 0);
 	scale = scale != 0 ? scale : 1 / sqrt((double)q.D);
 	int causal = attr_int(n, "is_causal", 0) != 0, bmask = mask && mask->dtype == DT_BOOL;
+	if (in[0]->dtype == DT_FLOAT && in[1]->dtype == DT_FLOAT && in[2]->dtype == DT_FLOAT && L * T < INT32_MAX) {
+		struct attn j = {&q, &k, &v, &y, mask, scale, cap, causal, bmask};
+		float *fs = xmalloc((size_t)(L * T + 1) * sizeof *fs);
+		if (!fs)
+			return exec_fail(x, "out of memory");
+		attention_f32(&j, fs);
+		xfree(fs);
+		return 0;
+	}
 	double *s = xmalloc((size_t)(T + 1) * sizeof *s);
 	if (!s)
 		return exec_fail(x, "out of memory");

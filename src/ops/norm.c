@@ -771,6 +771,21 @@ static int bcasts_to(const struct rtensor *t, int r, const int64_t *dims)
 	return 1;
 }
 
+/* float32 rows of RMSNormalization, scale of the row's length: a piece of kernel_for */
+VM_CLONES static void rms_norm_rows(void *arg, int64_t o0, int64_t o1)
+{
+	const struct rows *j = arg;
+	int64_t len = j->len;
+	for (int64_t o = o0; o < o1; o++) {
+		struct rtensor row = {.dtype = DT_FLOAT, .data = (void *)(j->a + o * len)};
+		float inv = (float)(1 / sqrt(run_sum(&row, 0, len, 1, 0) / (double)len + j->eps));
+		const float *p = j->a + o * len, *sc = j->scale;
+		float *q = j->y + o * len;
+		for (int64_t k = 0; k < len; k++)
+			q[k] = p[k] * inv * sc[k];
+	}
+}
+
 /* RMSNormalization (opset 23): Y = X / sqrt(mean(X^2) + epsilon) * scale, the mean over the axes
  * axis..rank-1; scale broadcasts to X. */
 static int rms_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -787,6 +802,11 @@ static int rms_norm_run(struct exec *x, const struct node *n, struct rtensor *co
 	int64_t len = 1;
 	for (int i = ax; i < a->ndim; i++)
 		len *= a->dims[i];
+	if (a->dtype == DT_FLOAT && scale->dtype == DT_FLOAT && scale->numel == len && len) {
+		struct rows j = {.a = a->data, .scale = scale->data, .y = out[0]->data, .len = len, .eps = eps};
+		kernel_for(a->numel / len, KERNEL_GRAIN / (len + 1) + 1, rms_norm_rows, &j);
+		return 0;
+	}
 	for (int64_t o = 0; len && o < a->numel / len; o++) {
 		double inv = 1 / sqrt(run_sum(a, o * len, len, 1, 0) / (double)len + eps);
 		for (int64_t j = o * len; j < (o + 1) * len; j++)
