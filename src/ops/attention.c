@@ -75,46 +75,55 @@ struct attn {
 	int causal, bmask;
 };
 
-/* float32, one (b, h) at a time: S = scale Q_h K_h^T and Y_h = P V_h as GEMMs over the heads' strided
- * rows (a 3-D tensor's head is a matrix of leading dimension H D), the masks and the softmax per row
- * of S in between, its sums in double. s holds L x T floats. */
-static void attention_f32(const struct attn *j, float *s)
+/* Query rows a float32 Attention computes at a time: its scratch is ATTN_ROWS x T floats (512 KiB
+ * at T 1024), a temporary no plan counts, against L x T for a whole head. */
+#define ATTN_ROWS 128
+
+/* float32, ATTN_ROWS query rows of one (b, h) at a time: S = scale Q_h K_h^T and Y_h = P V_h as GEMMs
+ * over the heads' strided rows (a 3-D tensor's head is a matrix of leading dimension H D), the masks
+ * and the softmax per row of S in between, its sums in double. Under is_causal the rows i0.. read
+ * only the keys before i0 + ATTN_ROWS: the products skip the masked half. s holds ATTN_ROWS x T. */
+VM_CLONES static void attention_f32(const struct attn *j, float *s)
 {
 	const struct heads *q = j->q, *k = j->k, *v = j->v, *y = j->y;
 	int64_t L = q->S, T = k->S, grp = q->H / k->H;
 	int lq = (int)(q->three ? q->H * q->D : q->D), lk = (int)(k->three ? k->H * k->D : k->D);
 	int lv = (int)(v->three ? v->H * v->D : v->D), ly = (int)(y->three ? y->H * y->D : y->D);
 	for (int64_t b = 0; b < q->B; b++)
-		for (int64_t h = 0; h < q->H; h++) {
-			const float *qp = (const float *)q->t->data + heads_at(q, b, h, 0, 0);
-			const float *kp = (const float *)k->t->data + heads_at(k, b, h / grp, 0, 0);
-			const float *vp = (const float *)v->t->data + heads_at(v, b, h / grp, 0, 0);
-			float *yp = (float *)y->t->data + heads_at(y, b, h, 0, 0);
-			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)L, (int)T, (int)q->D, (float)j->scale, qp, lq,
-				   kp, lk, 0, s, (int)T);
-			for (int64_t i = 0; i < L; i++) {
-				float *r = s + i * T, m = -INFINITY;
-				int64_t end = j->causal && i + 1 < T ? i + 1 : T; /* the causal mask's -inf: exp 0 */
-				for (int64_t t = 0; t < end; t++) {
-					float d = r[t];
-					if (j->cap > 0)
-						d = (float)(j->cap * tanh(d / j->cap));
-					if (j->mask)
-						d += j->bmask ? (mask_at(j->mask, b, h, i, t) != 0 ? 0 : -INFINITY) : (float)mask_at(j->mask, b, h, i, t);
-					r[t] = d;
-					m = d > m ? d : m;
+		for (int64_t h = 0; h < q->H; h++)
+			for (int64_t i0 = 0; i0 < L; i0 += ATTN_ROWS) {
+				int64_t rows = L - i0 < ATTN_ROWS ? L - i0 : ATTN_ROWS;
+				int64_t tk = j->causal && i0 + rows < T ? i0 + rows : T; /* the keys any row reads */
+				const float *qp = (const float *)q->t->data + heads_at(q, b, h, i0, 0);
+				const float *kp = (const float *)k->t->data + heads_at(k, b, h / grp, 0, 0);
+				const float *vp = (const float *)v->t->data + heads_at(v, b, h / grp, 0, 0);
+				float *yp = (float *)y->t->data + heads_at(y, b, h, i0, 0);
+				blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)tk, (int)q->D, (float)j->scale, qp,
+					   lq, kp, lk, 0, s, (int)tk);
+				for (int64_t r0 = 0; r0 < rows; r0++) {
+					int64_t i = i0 + r0, end = j->causal && i + 1 < tk ? i + 1 : tk; /* -inf after: exp 0 */
+					float *r = s + r0 * tk, m = -INFINITY;
+					for (int64_t t = 0; t < end; t++) {
+						float d = r[t];
+						if (j->cap > 0)
+							d = (float)(j->cap * tanh(d / j->cap));
+						if (j->mask)
+							d += j->bmask ? (mask_at(j->mask, b, h, i, t) != 0 ? 0 : -INFINITY)
+								      : (float)mask_at(j->mask, b, h, i, t);
+						r[t] = d;
+						m = d > m ? d : m;
+					}
+					for (int64_t t = 0; t < end; t++)
+						r[t] = m == -INFINITY ? NAN : vm_expf(r[t] - m);
+					struct rtensor row = {.dtype = DT_FLOAT, .data = r};
+					float iz = (float)(1 / run_sum(&row, 0, end, 0, 0));
+					for (int64_t t = 0; t < end; t++)
+						r[t] *= iz;
+					memset(r + end, 0, (size_t)(tk - end) * sizeof *r);
 				}
-				for (int64_t t = 0; t < end; t++)
-					r[t] = m == -INFINITY ? NAN : vm_expf(r[t] - m);
-				struct rtensor row = {.dtype = DT_FLOAT, .data = r};
-				float iz = (float)(1 / run_sum(&row, 0, end, 0, 0));
-				for (int64_t t = 0; t < end; t++)
-					r[t] *= iz;
-				memset(r + end, 0, (size_t)(T - end) * sizeof *r);
+				blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)v->D, (int)tk, 1, s, (int)tk, vp,
+					   lv, 0, yp, ly);
 			}
-			blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)L, (int)v->D, (int)T, 1, s, (int)T, vp, lv, 0, yp,
-				   ly);
-		}
 }
 
 static int attention_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -158,9 +167,9 @@ static int attention_run(struct exec *x, const struct node *n, struct rtensor *c
 	double scale = attr_float(n, "scale", 0), cap = attr_float(n, "softcap", 0);
 	scale = scale != 0 ? scale : 1 / sqrt((double)q.D);
 	int causal = attr_int(n, "is_causal", 0) != 0, bmask = mask && mask->dtype == DT_BOOL;
-	if (in[0]->dtype == DT_FLOAT && in[1]->dtype == DT_FLOAT && in[2]->dtype == DT_FLOAT && L * T < INT32_MAX) {
+	if (in[0]->dtype == DT_FLOAT && in[1]->dtype == DT_FLOAT && in[2]->dtype == DT_FLOAT && T < INT32_MAX / ATTN_ROWS) {
 		struct attn j = {&q, &k, &v, &y, mask, scale, cap, causal, bmask};
-		float *fs = xmalloc((size_t)(L * T + 1) * sizeof *fs);
+		float *fs = xmalloc((size_t)(ATTN_ROWS * T + 1) * sizeof *fs);
 		if (!fs)
 			return exec_fail(x, "out of memory");
 		attention_f32(&j, fs);

@@ -203,6 +203,16 @@ Test(norm, attention_matches_numpy)
 			    "  - {op: Attention, inputs: [q, k, v], outputs: [y], attrs: {q_num_heads: 4, kv_num_heads: 2}}\n"
 			    "outputs:\n  - {name: y}\n",
 		   py);
+	/* more query rows than the float32 kernel takes at a time (128), causal: blocks that read fewer keys */
+	snprintf(py, sizeof py,
+		 "%sq = rng.standard_normal((1, 2, 300, 8)); k = rng.standard_normal((1, 1, 320, 8)); v = rng.standard_normal((1, 1, 320, 4))\n"
+		 "m = rng.standard_normal((300, 320))\nins = {'q': q, 'k': k, 'v': v, 'm': m}\ny = attention(q, k, v, m, causal=1)\n",
+		 attention_py);
+	numpy_case("attn_rows", "graphdiet: 1\nopset: 23\ninputs:\n  - {name: q, dtype: float32, shape: [1, 2, 300, 8]}\n"
+				"  - {name: k, dtype: float32, shape: [1, 1, 320, 8]}\n  - {name: v, dtype: float32, shape: [1, 1, 320, 4]}\n"
+				"  - {name: m, dtype: float32, shape: [300, 320]}\nnodes:\n"
+				"  - {op: Attention, inputs: [q, k, v, m], outputs: [y], attrs: {is_causal: 1}}\noutputs:\n  - {name: y}\n",
+		   py);
 }
 
 Test(norm, attention_bool_mask_matches_numpy)
