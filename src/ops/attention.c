@@ -248,6 +248,36 @@ static struct value *sum_heads(struct ad *a, struct value *v, int64_t grp, int64
 	return grp == 1 ? v : ad_reduce(a, "ReduceSum", ad_op2(a, "Reshape", v, ad_ints(a, five, 5)), &ax, 1, 0);
 }
 
+/* The causal mask as a bias of S's last two dimensions (L, T): 0 where j <= i, -inf above. A constant
+ * for known lengths; for symbolic ones made in the graph from Shape(S), as Where(Trilu(ones), 0,
+ * -inf), so the training graph works at every length. */
+static struct value *causal_bias(struct ad *a, struct value *s, int64_t L, int64_t T, int dt)
+{
+	if (ad_dim_symbolic(a, L) || ad_dim_symbolic(a, T)) {
+		int64_t st = -2, en = INT64_MAX;
+		struct value *sl[3] = {ad_op1(a, "Shape", s), ad_ints(a, &st, 1), ad_ints(a, &en, 1)};
+		struct value *ones = ad_op2(a, "Add", ad_op1(a, "ConstantOfShape", ad_op(a, "Slice", sl, 3)),
+					    ad_scalar(a, DT_FLOAT, 1));
+		struct value *tri = ad_op1(a, "Trilu", ones);
+		if (!tri || ad_set_int(a, ad_producer(tri), "upper", 0))
+			return NULL;
+		struct value *w[3] = {ad_cast(a, tri, DT_BOOL), ad_scalar(a, dt, 0), ad_scalar(a, dt, -INFINITY)};
+		return ad_op(a, "Where", w, 3);
+	}
+	double *c = xcalloc((size_t)(L * T + 1), sizeof *c);
+	if (!c) {
+		ad_fail(a, "out of memory");
+		return NULL;
+	}
+	for (int64_t i = 0; i < L; i++)
+		for (int64_t j = i + 1; j < T; j++)
+			c[i * T + j] = -INFINITY;
+	int64_t cd[2] = {L, T};
+	struct value *b = ad_tensor(a, dt, 2, cd, c);
+	xfree(c);
+	return b;
+}
+
 /* With P = softmax(S) and Y = P V (per head):
  *   dV = P^T dY,  dP = dY V^T,  dS = P (dP - sum_j(dP P)) (= the float mask's gradient),
  *   through the softcap dS (1 - tanh^2),  dQ = dS K scale,  dK = dS^T Q scale. */
@@ -276,19 +306,8 @@ static int attention_grad(struct ad *a, const struct node *n)
 		struct value *w[3] = {mask, ad_scalar(a, dt, 0), ad_scalar(a, dt, -INFINITY)};
 		s = ad_op2(a, "Add", s, bmask ? ad_op(a, "Where", w, 3) : mask);
 	}
-	if (attr_int(n, "is_causal", 0)) {
-		if (ad_dim_symbolic(a, L) || ad_dim_symbolic(a, T))
-			return ad_fail(a, "is_causal needs the sequence lengths known: bind them with --dim");
-		double *c = xcalloc((size_t)(L * T + 1), sizeof *c);
-		if (!c)
-			return ad_fail(a, "out of memory");
-		for (int64_t i = 0; i < L; i++)
-			for (int64_t j = i + 1; j < T; j++)
-				c[i * T + j] = -INFINITY;
-		int64_t cd[2] = {L, T};
-		s = ad_op2(a, "Add", s, ad_tensor(a, dt, 2, cd, c));
-		xfree(c);
-	}
+	if (attr_int(n, "is_causal", 0))
+		s = ad_op2(a, "Add", s, causal_bias(a, s, L, T, dt));
 	struct value *p = ad_op1(a, "Softmax", s);
 	if (!p || ad_set_int(a, ad_producer(p), "axis", -1))
 		return -1;

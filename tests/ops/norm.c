@@ -331,3 +331,28 @@ Test(norm, batch_normalization_training_mode_matches_onnx_backend_tests)
 	onnx_backend_case("test_batchnorm_example_training_mode");
 	onnx_backend_case("test_batchnorm_epsilon_training_mode");
 }
+
+/* is_causal with a symbolic sequence length: the gradient's mask is made in the graph (Trilu), so a
+ * graph trained without --dim passes gradcheck at two lengths */
+Test(norm, attention_causal_gradient_at_symbolic_lengths)
+{
+	char m[600], t[600];
+	train_text(m, t, sizeof m, "attn_sym",
+		   "graphdiet: 1\nopset: 23\ninputs:\n  - {name: x, dtype: float32, shape: [2, seq, 8]}\nparams:\n"
+		   "  - {name: wq, dtype: float32, shape: [8, 8], init: {dist: normal, seed: 1}}\n"
+		   "  - {name: wk, dtype: float32, shape: [8, 4], init: {dist: normal, seed: 2}}\n"
+		   "  - {name: wv, dtype: float32, shape: [8, 4], init: {dist: normal, seed: 3}}\nnodes:\n"
+		   "  - {op: MatMul, inputs: [x, wq], outputs: [q]}\n  - {op: MatMul, inputs: [x, wk], outputs: [k]}\n"
+		   "  - {op: MatMul, inputs: [x, wv], outputs: [v]}\n"
+		   "  - {op: Attention, inputs: [q, k, v], outputs: [a], attrs: {q_num_heads: 2, kv_num_heads: 1, is_causal: 1}}\n"
+		   "  - {op: Mul, inputs: [a, a], outputs: [a2]}\n"
+		   "  - {op: ReduceSum, inputs: [a2], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	const char *dims[] = {"--dim=seq=3", "--dim=seq=7"};
+	for (int i = 0; i < 2; i++) {
+		char *va[] = {GD_BINARY, "verify", "--gradcheck", m, t, (char *)dims[i], NULL};
+		struct run_result r = run_cmd(va, NULL, 0);
+		cr_expect_eq(r.status, 0, "%s: %s%s", dims[i], r.out, r.err);
+		run_free(&r);
+	}
+}
