@@ -1,12 +1,15 @@
-/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2, and the losses SoftmaxCrossEntropyLoss and
- * NegativeLogLikelihoodLoss.
+/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2, ReduceL1, ReduceSumSquare, ReduceLogSum,
+ * ReduceLogSumExp, Size, and the losses SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
  *
  * Reductions accumulate in double in a fixed order, so results are deterministic (run to run and
  * between strategies) and at least as accurate as a float32 tree sum. A contiguous run of reduced
  * elements (the last axes, or BatchNorm's H x W under axes 0, 2, 3) is summed into RUN_LANES
  * partial sums that the compiler vectorises, combined pairwise; kept trailing axes are summed
  * element-wise into independent accumulators. Axes are an input from opset 13 (ReduceSum) or 18
- * (the others), an attribute before; both are read. */
+ * (the others), an attribute before; both are read. A reduction over an empty set is its identity
+ * (ONNX 18): 0 for the sums, -inf for ReduceMax, ReduceLogSum and ReduceLogSumExp, +inf for
+ * ReduceMin. ReduceLogSumExp subtracts each output's maximum first, so large inputs do not
+ * overflow: y = m + log sum exp(x - m). */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 #include "vmath.h"
@@ -15,7 +18,24 @@
 #include <math.h>
 #include <string.h>
 
-enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
+enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2, RK_L1, RK_SSQ, RK_LOGSUM, RK_LSE };
+
+/* the output of a reduction from its accumulator (and, for RK_LSE, the maximum m it subtracted) */
+static double reduce_finish(enum rk kind, double acc, int64_t count, double m)
+{
+	switch (kind) {
+	case RK_MEAN:
+		return acc / (double)count;
+	case RK_L2:
+		return sqrt(acc);
+	case RK_LOGSUM:
+		return log(acc);
+	case RK_LSE:
+		return isinf(m) ? m : m + log(acc);
+	default:
+		return acc;
+	}
+}
 
 /* A block of reduced axes, the input (outer, len, inner): the sums over len of each outer's inner
  * columns, in pieces of `cols` columns (chunks of them per outer), each summed row after row into
@@ -104,9 +124,17 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		return exec_status(x);
 	int keep = attr_int(n, "keepdims", 1) != 0;
 	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0)) {
+		/* each element reduced alone: as ONNX's reference, |x|, x^2 and log x for the new kinds */
 		if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 			return exec_status(x);
-		memcpy(out[0]->data, a->data, a->nbytes);
+		if (kind != RK_L1 && kind != RK_SSQ && kind != RK_LOGSUM) {
+			memcpy(out[0]->data, a->data, a->nbytes);
+			return 0;
+		}
+		for (int64_t i = 0; i < a->numel; i++) {
+			double v = rt_get(a, i);
+			rt_set(out[0], i, reduce_finish(kind, kind == RK_L1 ? fabs(v) : kind == RK_SSQ ? v * v : v, 1, v));
+		}
 		return 0;
 	}
 	for (int i = 0; i < na; i++) {
@@ -126,8 +154,6 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		if (!r || keep)
 			dims[nd++] = kdims[i];
 	}
-	if ((kind == RK_MAX || kind == RK_MIN) && count == 0)
-		return exec_fail(x, "%s over an empty dimension", kind == RK_MAX ? "ReduceMax" : "ReduceMin");
 	if (!exec_alloc(x, out[0], a->dtype, nd, dims))
 		return exec_status(x);
 	int64_t on = out[0]->numel, ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
@@ -144,7 +170,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 				block = 0;
 			last = d;
 		}
-	if (block && first >= 0 && (kind == RK_SUM || kind == RK_MEAN) && is_float(a)) {
+	int sums = kind == RK_SUM || kind == RK_MEAN || kind == RK_LOGSUM;
+	if (block && first >= 0 && sums && is_float(a)) {
 		int64_t outer = 1, len = 1, inner = 1;
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
@@ -154,7 +181,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			kernel_for(outer * j.chunks, KERNEL_GRAIN / (len * j.cols + 1) + 1, block_sums, &j);
 		}
 		for (int64_t i = 0; i < on; i++) {
-			double v = kind == RK_MEAN ? acc[i] / (double)count : acc[i];
+			double v = reduce_finish(kind, acc[i], count, 0);
 			if (out[0]->dtype == DT_FLOAT)
 				((float *)out[0]->data)[i] = (float)v;
 			else
@@ -176,8 +203,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	while (t > 0 && (na == 0 || red[t - 1]))
 		run *= a->dims[--t];
 	int done = 0;
-	if ((kind == RK_SUM || kind == RK_MEAN || kind == RK_L2) && t < a->ndim && is_float(a)) {
-		struct runs j = {.a = a, .acc = acc, .run = run, .squares = kind == RK_L2};
+	if ((sums || kind == RK_L2 || kind == RK_SSQ) && t < a->ndim && is_float(a)) {
+		struct runs j = {.a = a, .acc = acc, .run = run, .squares = kind == RK_L2 || kind == RK_SSQ};
 		int64_t st[RT_MAX_DIMS];
 		c_strides(a->ndim, a->dims, st);
 		for (int d = 0; d < t; d++) {
@@ -189,7 +216,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		kernel_for(on, KERNEL_GRAIN / (a->numel / (on ? on : 1) + 1) + 1, run_sums, &j);
 		done = 1;
 	}
-	if (!done && (kind == RK_SUM || kind == RK_MEAN)) { /* kept last axis: typed rows into their outputs */
+	if (!done && sums) { /* kept last axis: typed rows into their outputs */
 		done = 1;
 		int64_t row = a->ndim ? a->dims[a->ndim - 1] : 1, os = a->ndim ? ost[a->ndim - 1] : 0;
 		for (int64_t i = 0; i < a->numel; i += row) {
@@ -208,15 +235,39 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			}
 		}
 	}
+	double *mx = NULL; /* RK_LSE: each output's maximum, a first pass */
+	if (!done && kind == RK_LSE) {
+		if (!(mx = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *mx))) {
+			exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
+			return exec_status(x);
+		}
+		for (int64_t i = 0; i < on; i++)
+			mx[i] = -INFINITY;
+		for (int64_t i = 0; i < a->numel; i++) {
+			double v = rt_get(a, i);
+			mx[o] = v > mx[o] || isnan(v) ? v : mx[o];
+			for (int d = a->ndim - 1; d >= 0; d--) {
+				o += ost[d];
+				if (++idx[d] < a->dims[d])
+					break;
+				o -= ost[d] * a->dims[d];
+				idx[d] = 0;
+			}
+		}
+	}
 	for (int64_t i = 0; !done && i < a->numel; i++) {
 		double v = rt_get(a, i);
-		if (kind == RK_MAX)
+		if (kind == RK_LSE)
+			acc[o] += isinf(mx[o]) ? 0 : exp(v - mx[o]);
+		else if (kind == RK_L1)
+			acc[o] += fabs(v);
+		else if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
 		else if (kind == RK_MIN)
 			acc[o] = v < acc[o] || isnan(v) ? v : acc[o];
 		else if (kind == RK_PROD)
 			acc[o] *= v;
-		else if (kind == RK_L2)
+		else if (kind == RK_L2 || kind == RK_SSQ)
 			acc[o] += v * v;
 		else
 			acc[o] += v;
@@ -229,7 +280,9 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		}
 	}
 	for (int64_t i = 0; i < on; i++)
-		rt_set(out[0], i, kind == RK_MEAN ? acc[i] / (double)count : kind == RK_L2 ? sqrt(acc[i]) : acc[i]);
+		rt_set(out[0], i, reduce_finish(kind, acc[i], count, mx ? mx[i] : 0));
+	if (mx)
+		exec_scratch_free(x, mx, (size_t)(on ? on : 1) * sizeof *mx);
 	exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
 	return 0;
 }
@@ -257,6 +310,27 @@ static int reduce_min_run(struct exec *x, const struct node *n, struct rtensor *
 static int reduce_l2_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	return reduce(x, n, in, out, RK_L2);
+}
+
+#define REDUCE_RUN(name, kind) \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out) \
+	{ \
+		return reduce(x, n, in, out, kind); \
+	}
+REDUCE_RUN(reduce_l1, RK_L1)
+REDUCE_RUN(reduce_sum_square, RK_SSQ)
+REDUCE_RUN(reduce_log_sum, RK_LOGSUM)
+REDUCE_RUN(reduce_log_sum_exp, RK_LSE)
+
+/* Size: x's element count, an int64 scalar; computed from the shape alone (OPF_META) */
+static int size_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	int64_t *o = exec_alloc(x, out[0], DT_INT64, 0, NULL);
+	if (!o)
+		return exec_status(x);
+	*o = in[0]->numel;
+	return 0;
 }
 
 /* The shared part of the two losses: per-element loss -w[t] * logp[t] over (N, d1, ...), with
@@ -450,9 +524,10 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 	int axes[RT_MAX_DIMS], na = reduced_axes(a, n, xs->ndim, axes);
 	if (na < 0)
 		return ad_fail(a, "the axes must be constants to differentiate");
-	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0))
+	int noop = na == 0 && attr_int(n, "noop_with_empty_axes", 0);
+	if (noop && kind != RK_L1 && kind != RK_SSQ && kind != RK_LOGSUM && kind != RK_LSE)
 		return ad_give(a, x, g);
-	struct value *gk = keep_dims(a, n, g, axes, na);
+	struct value *gk = noop ? g : keep_dims(a, n, g, axes, na);
 	if (kind == RK_MAX || kind == RK_MIN) {
 		/* the gradient goes to the extrema, shared evenly among ties */
 		struct value *yk = keep_dims(a, n, n->out[0], axes, na);
@@ -470,6 +545,19 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		struct value *ins[3] = {ad_op2(a, "Equal", yk, zero), zero, ad_op2(a, "Mul", x, ad_op2(a, "Div", gk, yk))};
 		return ad_give(a, x, ad_op(a, "Where", ins, 3));
 	}
+	if (kind == RK_SSQ) /* 2 x g */
+		return ad_give(a, x, ad_op2(a, "Mul", ad_op2(a, "Mul", x, ad_scalar(a, xs->dtype, 2)), gk));
+	if (kind == RK_L1) { /* sign(x) g, as (x > 0) - (x < 0): Sign is opset 9's, and 0 at 0 as PyTorch */
+		struct value *zero = ad_scalar(a, xs->dtype, 0);
+		struct value *pos = ad_cast(a, ad_op2(a, "Greater", x, zero), xs->dtype);
+		struct value *neg = ad_cast(a, ad_op2(a, "Less", x, zero), xs->dtype);
+		return !pos || !neg ? -1 : ad_give(a, x, ad_op2(a, "Mul", ad_op2(a, "Sub", pos, neg), gk));
+	}
+	struct value *y = noop ? n->out[0] : NULL;
+	if (kind == RK_LSE) /* softmax: g exp(x - y) */
+		return ad_give(a, x, ad_op2(a, "Mul", ad_op1(a, "Exp", ad_op2(a, "Sub", x, y ? y : keep_dims(a, n, n->out[0], axes, na))), gk));
+	if (kind == RK_LOGSUM) /* g / sum = g exp(-y), broadcast */
+		gk = ad_op2(a, "Div", gk, ad_op1(a, "Exp", y ? y : keep_dims(a, n, n->out[0], axes, na)));
 	struct value *d = ad_op2(a, "Expand", gk, ad_shape_of(a, x));
 	if (kind == RK_MEAN)
 		d = ad_op2(a, "Div", d, ad_count(a, x, axes, na, xs->dtype));
@@ -500,6 +588,16 @@ static int reduce_l2_grad(struct ad *a, const struct node *n)
 {
 	return reduce_grad(a, n, RK_L2);
 }
+
+#define REDUCE_GRAD(name, kind) \
+	static int name##_grad(struct ad *a, const struct node *n) \
+	{ \
+		return reduce_grad(a, n, kind); \
+	}
+REDUCE_GRAD(reduce_l1, RK_L1)
+REDUCE_GRAD(reduce_sum_square, RK_SSQ)
+REDUCE_GRAD(reduce_log_sum, RK_LOGSUM)
+REDUCE_GRAD(reduce_log_sum_exp, RK_LSE)
 
 /* The gradient of both losses with respect to their (N, C, d...) input, except for the sign and the
  * softmax: -onehot(labels) * scale * f, where f holds the per-element class weights and the
@@ -610,5 +708,13 @@ const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input
 const struct op_impl op_reduce_l2 = {.run = reduce_l2_run, .cost = per_input_cost_1, .grad = reduce_l2_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_min = {.run = reduce_min_run, .cost = per_input_cost_1, .grad = reduce_min_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+#define REDUCE_IMPL(name, cost_fn) \
+	const struct op_impl op_##name = {.run = name##_run, .cost = cost_fn, .grad = name##_grad, .recompute = RC_CHEAP, \
+					  .nodiff = 1u << 1}
+REDUCE_IMPL(reduce_l1, per_input_cost_1);
+REDUCE_IMPL(reduce_sum_square, per_input_cost_1);
+REDUCE_IMPL(reduce_log_sum, per_input_cost_1);
+REDUCE_IMPL(reduce_log_sum_exp, per_input_cost_4);
+const struct op_impl op_size = {.run = size_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .cost = per_input_cost_4, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
 const struct op_impl op_nll_loss = {.run = nll_loss_run, .cost = per_input_cost_4, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
