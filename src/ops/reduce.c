@@ -112,6 +112,19 @@ static void run_sums(void *arg, int64_t o0, int64_t o1)
 	}
 }
 
+/* the next input element's output offset *o, stepping the index idx of a's dimensions 0..last (the
+ * output's strides ost, 0 along reduced dimensions) */
+static void step_out(const struct rtensor *a, const int64_t *ost, int last, int64_t *idx, int64_t *o)
+{
+	for (int d = last; d >= 0; d--) {
+		*o += ost[d];
+		if (++idx[d] < a->dims[d])
+			return;
+		*o -= ost[d] * a->dims[d];
+		idx[d] = 0;
+	}
+}
+
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
 {
@@ -226,13 +239,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			else
 				for (int64_t j = 0; j < row; j++)
 					acc[o + j * os] += ((const double *)a->data)[i + j];
-			for (int d = a->ndim - 2; d >= 0; d--) {
-				o += ost[d];
-				if (++idx[d] < a->dims[d])
-					break;
-				o -= ost[d] * a->dims[d];
-				idx[d] = 0;
-			}
+			step_out(a, ost, a->ndim - 2, idx, &o);
 		}
 	}
 	double *mx = NULL; /* RK_LSE: each output's maximum, a first pass */
@@ -246,13 +253,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		for (int64_t i = 0; i < a->numel; i++) {
 			double v = rt_get(a, i);
 			mx[o] = v > mx[o] || isnan(v) ? v : mx[o];
-			for (int d = a->ndim - 1; d >= 0; d--) {
-				o += ost[d];
-				if (++idx[d] < a->dims[d])
-					break;
-				o -= ost[d] * a->dims[d];
-				idx[d] = 0;
-			}
+			step_out(a, ost, a->ndim - 1, idx, &o);
 		}
 	}
 	for (int64_t i = 0; !done && i < a->numel; i++) {
@@ -271,13 +272,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			acc[o] += v * v;
 		else
 			acc[o] += v;
-		for (int d = a->ndim - 1; d >= 0; d--) {
-			o += ost[d];
-			if (++idx[d] < a->dims[d])
-				break;
-			o -= ost[d] * a->dims[d];
-			idx[d] = 0;
-		}
+		step_out(a, ost, a->ndim - 1, idx, &o);
 	}
 	for (int64_t i = 0; i < on; i++)
 		rt_set(out[0], i, reduce_finish(kind, acc[i], count, mx ? mx[i] : 0));
