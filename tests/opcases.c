@@ -364,6 +364,10 @@ const struct gcase op_cases[] = {
 	 "  - {op: GatherND, inputs: [x, i], outputs: [y], attrs: {batch_dims: 1}}\n"},
 	{"ReverseSequence", P("x", "[4, 3, 2]") "  - {name: l, dtype: int64, shape: [3], data: [4, 1, 3]}\n",
 	 "  - {op: ReverseSequence, inputs: [x, l], outputs: [y], attrs: {batch_axis: 1, time_axis: 0}}\n"},
+	{"Compress along axis 1", P("x", "[2, 4, 3]") "  - {name: c, dtype: bool, shape: [3], data: [1, 0, 1]}\n",
+	 "  - {op: Compress, inputs: [x, c], outputs: [y], attrs: {axis: 1}}\n"},
+	{"Compress flattened", P("x", "[2, 3]") "  - {name: c, dtype: bool, shape: [5], data: [0, 1, 1, 0, 1]}\n",
+	 "  - {op: Compress, inputs: [x, c], outputs: [y]}\n"},
 	/* a top-1 mixture of experts' gate: argmax and F.one_hot pass no gradient, the product does */
 	{"ArgMax, OneHot, Hardmax pass no gradient", P("x", "[3, 4]")
 	 "  - {name: d, dtype: int64, shape: [], data: [4]}\n  - {name: v, dtype: float64, shape: [2], data: [0, 1]}\n",

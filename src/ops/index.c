@@ -3,9 +3,9 @@
  *
  * GatherElements' gradient adds g back where each element was read (ScatterElements with
  * reduction add, opset 16), GatherND's likewise with ScatterND (its batch dimensions made explicit
- * index columns, since ScatterND has none); Tile's sums the tiles: g viewed as (r0, d0, r1, d1,
- * ...) and summed over the r axes. OneHot and EyeLike make new tensors and Compress selects by a
- * boolean mask whose count is known only from its data: they pass no gradient. */
+ * index columns, since ScatterND has none), and Compress's with ScatterND at NonZero(condition); Tile's sums the
+ * tiles: g viewed as (r0, d0, r1, d1, ...) and summed over the r axes. OneHot and EyeLike make new
+ * tensors: they pass no gradient. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 #include "../util/xalloc.h"
@@ -247,6 +247,43 @@ static int compress_run(struct exec *x, const struct node *n, struct rtensor *co
 	return 0;
 }
 
+static struct value *transposed(struct ad *a, struct value *v, const int64_t *perm, int r)
+{
+	struct value *t = ad_op1(a, "Transpose", v);
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)r) ? t : NULL;
+}
+
+/* dInput: g's slices put back where they were taken, ScatterND into zeros at NonZero(condition)
+ * (distinct, so no reduction): over the input flattened without an axis, else with the axis moved
+ * to the front and back */
+static int compress_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int has_axis = node_attr(n, "axis") != NULL, r = xs->ndim;
+	int64_t ax = attr_int(n, "axis", 0), col[2] = {-1, 1}, p[RT_MAX_DIMS], inv[RT_MAX_DIMS], k = 0;
+	ax = ax < 0 ? ax + r : ax;
+	struct value *ix = ad_op2(a, "Reshape", ad_op1(a, "NonZero", n->in[1]), ad_ints(a, col, 2));
+	struct value *g = ad_dy(a, n->out[0]), *z;
+	if (!has_axis) {
+		struct value *ins[3] = {ad_zeros_flat(a, n->in[0], xs->dtype), ix, g};
+		return ad_give(a, n->in[0], ad_op2(a, "Reshape", ad_op(a, "ScatterND", ins, 3), ad_shape_of(a, n->in[0])));
+	}
+	p[k++] = ax;
+	for (int i = 0; i < r; i++)
+		if (i != ax)
+			p[k++] = i;
+	for (int i = 0; i < r; i++)
+		inv[p[i]] = i;
+	z = ad_zeros_like(a, n->in[0]);
+	if (ax > 0) {
+		z = z ? transposed(a, z, p, r) : NULL;
+		g = transposed(a, g, p, r);
+	}
+	struct value *ins[3] = {z, ix, g};
+	struct value *s = z && g ? ad_op(a, "ScatterND", ins, 3) : NULL;
+	return ad_give(a, n->in[0], ax > 0 && s ? transposed(a, s, inv, r) : s);
+}
+
 /* OneHot(indices, depth, values [off, on], axis): a new axis of depth values, on at each index
  * (negative ones count from the end) and off elsewhere, and at an index out of range */
 static int one_hot_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -299,7 +336,7 @@ static int eye_like_run(struct exec *x, const struct node *n, struct rtensor *co
 }
 
 const struct op_impl op_gather_nd = {.run = gather_nd_run, .grad = gather_nd_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_compress = {.run = compress_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_compress = {.run = compress_run, .grad = compress_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_one_hot = {.run = one_hot_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_eye_like = {.run = eye_like_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_gather_elements = {.run = gather_elements_run, .grad = gather_elements_grad, .recompute = RC_CHEAP,
