@@ -368,6 +368,15 @@ const struct gcase op_cases[] = {
 	 "  - {op: Compress, inputs: [x, c], outputs: [y], attrs: {axis: 1}}\n"},
 	{"Compress flattened", P("x", "[2, 3]") "  - {name: c, dtype: bool, shape: [5], data: [0, 1, 1, 0, 1]}\n",
 	 "  - {op: Compress, inputs: [x, c], outputs: [y]}\n"},
+	{"ArgMin, Size, EyeLike, Unique pass no gradient", P("x", "[3, 4]")
+	 "  - {name: c, dtype: int64, shape: [4], data: [3, 1, 3, 2]}\n",
+	 "  - {op: ArgMin, inputs: [x], outputs: [am], attrs: {axis: 0, select_last_index: 1}}\n"
+	 "  - {op: Cast, inputs: [am], outputs: [amf], attrs: {to: 11}}\n  - {op: EyeLike, inputs: [x], outputs: [e]}\n"
+	 "  - {op: Size, inputs: [x], outputs: [sz]}\n  - {op: Cast, inputs: [sz], outputs: [szf], attrs: {to: 11}}\n"
+	 "  - {op: Unique, inputs: [c], outputs: [u]}\n  - {op: Size, inputs: [u], outputs: [nu]}\n"
+	 "  - {op: Cast, inputs: [nu], outputs: [nuf], attrs: {to: 11}}\n  - {op: Mul, inputs: [x, e], outputs: [xe]}\n"
+	 "  - {op: Add, inputs: [xe, amf], outputs: [p]}\n  - {op: Mul, inputs: [szf, nuf], outputs: [k]}\n"
+	 "  - {op: Add, inputs: [p, k], outputs: [y]}\n"},
 	/* a top-1 mixture of experts' gate: argmax and F.one_hot pass no gradient, the product does */
 	{"ArgMax, OneHot, Hardmax pass no gradient", P("x", "[3, 4]")
 	 "  - {name: d, dtype: int64, shape: [], data: [4]}\n  - {name: v, dtype: float64, shape: [2], data: [0, 1]}\n",
