@@ -137,16 +137,17 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		return exec_status(x);
 	int keep = attr_int(n, "keepdims", 1) != 0;
 	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0)) {
-		/* each element reduced alone: as ONNX's reference, |x|, x^2 and log x for the new kinds */
+		/* each element reduced alone, as ONNX's reference: |x| (L1, L2), x^2, log x; x itself for
+		 * the rest */
 		if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 			return exec_status(x);
-		if (kind != RK_L1 && kind != RK_SSQ && kind != RK_LOGSUM) {
+		if (kind != RK_L1 && kind != RK_L2 && kind != RK_SSQ && kind != RK_LOGSUM) {
 			memcpy(out[0]->data, a->data, a->nbytes);
 			return 0;
 		}
 		for (int64_t i = 0; i < a->numel; i++) {
 			double v = rt_get(a, i);
-			rt_set(out[0], i, reduce_finish(kind, kind == RK_L1 ? fabs(v) : kind == RK_SSQ ? v * v : v, 1, v));
+			rt_set(out[0], i, reduce_finish(kind, kind == RK_L1 ? fabs(v) : kind == RK_LOGSUM ? v : v * v, 1, v));
 		}
 		return 0;
 	}
@@ -520,9 +521,9 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 	if (na < 0)
 		return ad_fail(a, "the axes must be constants to differentiate");
 	int noop = na == 0 && attr_int(n, "noop_with_empty_axes", 0);
-	if (noop && kind != RK_L1 && kind != RK_SSQ && kind != RK_LOGSUM && kind != RK_LSE)
+	if (noop && kind != RK_L1 && kind != RK_L2 && kind != RK_SSQ && kind != RK_LOGSUM && kind != RK_LSE)
 		return ad_give(a, x, g);
-	struct value *gk = noop ? g : keep_dims(a, n, g, axes, na);
+	struct value *gk = noop ? g : keep_dims(a, n, g, axes, na), *y = noop ? n->out[0] : NULL;
 	if (kind == RK_MAX || kind == RK_MIN) {
 		/* the gradient goes to the extrema, shared evenly among ties */
 		struct value *yk = keep_dims(a, n, n->out[0], axes, na);
@@ -536,7 +537,7 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		return !cnt ? -1 : ad_give(a, x, ad_op2(a, "Mul", m, ad_op2(a, "Div", gk, cnt)));
 	}
 	if (kind == RK_L2) { /* x g / y, and 0 where the norm is 0 (as PyTorch) */
-		struct value *yk = keep_dims(a, n, n->out[0], axes, na), *zero = ad_scalar(a, xs->dtype, 0);
+		struct value *yk = y ? y : keep_dims(a, n, n->out[0], axes, na), *zero = ad_scalar(a, xs->dtype, 0);
 		struct value *ins[3] = {ad_op2(a, "Equal", yk, zero), zero, ad_op2(a, "Mul", x, ad_op2(a, "Div", gk, yk))};
 		return ad_give(a, x, ad_op(a, "Where", ins, 3));
 	}
@@ -548,7 +549,6 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		struct value *neg = ad_cast(a, ad_op2(a, "Less", x, zero), xs->dtype);
 		return !pos || !neg ? -1 : ad_give(a, x, ad_op2(a, "Mul", ad_op2(a, "Sub", pos, neg), gk));
 	}
-	struct value *y = noop ? n->out[0] : NULL;
 	if (kind == RK_LSE) /* softmax: g exp(x - y) */
 		return ad_give(a, x, ad_op2(a, "Mul", ad_op1(a, "Exp", ad_op2(a, "Sub", x, y ? y : keep_dims(a, n, n->out[0], axes, na))), gk));
 	if (kind == RK_LOGSUM) /* g / sum = g exp(-y), broadcast */

@@ -191,12 +191,37 @@ Test(reduce_ops, empty_axes_with_noop_reduce_each_element_alone)
 				  "nodes:\n  - {op: ReduceSumSquare, inputs: [a, ax], outputs: [ss], attrs: {noop_with_empty_axes: 1}}\n"
 				  "  - {op: ReduceL1, inputs: [a, ax], outputs: [l1], attrs: {noop_with_empty_axes: 1}}\n"
 				  "  - {op: ReduceLogSumExp, inputs: [a, ax], outputs: [lse], attrs: {noop_with_empty_axes: 1}}\n"
-				  "outputs: [{name: ss}, {name: l1}, {name: lse}]\n", &g);
+				  "  - {op: ReduceL2, inputs: [a, ax], outputs: [l2], attrs: {noop_with_empty_axes: 1}}\n"
+				  "outputs: [{name: ss}, {name: l1}, {name: lse}, {name: l2}]\n", &g);
 	expect_values(x, g, 0, (const double[]){4, 0.25, 9}, 3);
 	expect_values(x, g, 1, (const double[]){2, 0.5, 3}, 3);
 	expect_values(x, g, 2, (const double[]){-2, 0.5, 3}, 3);
+	expect_values(x, g, 3, (const double[]){2, 0.5, 3}, 3);
 	exec_free(x);
 	graph_free(g);
+}
+
+/* ... and their gradients, each element's own: verify --gradcheck of the training graph */
+Test(reduce_ops, empty_axes_with_noop_differentiate_per_element)
+{
+	char m[600], t[600];
+	train_text(m, t, sizeof m, "noop_reduce",
+		   "graphdiet: 1\nopset: 18\nparams:\n"
+		   "  - {name: w, dtype: float64, shape: [3], data: [-0.8, 1.5, -2.2]}\n"
+		   "  - {name: p, dtype: float64, shape: [3], data: [0.7, 1.3, 2.1]}\n"
+		   "  - {name: ax, dtype: int64, shape: [0], data: []}\n"
+		   "nodes:\n  - {op: ReduceL1, inputs: [w, ax], outputs: [a], attrs: {noop_with_empty_axes: 1}}\n"
+		   "  - {op: ReduceL2, inputs: [w, ax], outputs: [b], attrs: {noop_with_empty_axes: 1}}\n"
+		   "  - {op: ReduceSumSquare, inputs: [w, ax], outputs: [c], attrs: {noop_with_empty_axes: 1}}\n"
+		   "  - {op: ReduceLogSumExp, inputs: [w, ax], outputs: [d], attrs: {noop_with_empty_axes: 1}}\n"
+		   "  - {op: ReduceLogSum, inputs: [p, ax], outputs: [e], attrs: {noop_with_empty_axes: 1}}\n"
+		   "  - {op: Sum, inputs: [a, b, c, d, e], outputs: [s]}\n  - {op: Mul, inputs: [s, s], outputs: [q]}\n"
+		   "  - {op: ReduceSum, inputs: [q], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	char *argv[] = {GD_BINARY, "verify", "--gradcheck", m, t, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 3 outputs compared") != NULL, "%s", r.out);
+	run_free(&r);
 }
 
 /* the spec: of equal elements the one with the lower index comes first (PyTorch's order differs);
