@@ -112,6 +112,46 @@ static void run_sums(void *arg, int64_t o0, int64_t o1)
 	}
 }
 
+/* A block of reduced axes (outer, len, inner) for the kinds that are not sums: each output (o, i)
+ * reduced over its len elements in index order by one thread (the generic loop's order, so the
+ * same bits); RK_LSE takes the maximum first, into mx. */
+struct lanes_job {
+	const struct rtensor *a;
+	double *acc, *mx;
+	int64_t len, inner;
+	enum rk kind;
+};
+
+static void lane_reduce(void *arg, int64_t u0, int64_t u1)
+{
+	const struct lanes_job *j = arg;
+	int dbl = j->a->dtype == DT_DOUBLE;
+	const float *pf = j->a->data;
+	const double *pd = j->a->data;
+	for (int64_t u = u0; u < u1; u++) {
+		int64_t at = u / j->inner * j->len * j->inner + u % j->inner;
+		double m = j->kind == RK_MIN ? INFINITY : -INFINITY, s = j->kind == RK_PROD ? 1 : 0;
+		for (int64_t r = 0; r < j->len; r++, at += j->inner) {
+			double v = dbl ? pd[at] : pf[at];
+			if (j->kind == RK_MIN)
+				m = v < m || isnan(v) ? v : m;
+			else if (j->kind == RK_MAX || j->kind == RK_LSE)
+				m = v > m || isnan(v) ? v : m;
+			else if (j->kind == RK_PROD)
+				s *= v;
+			else
+				s += fabs(v);
+		}
+		if (j->kind == RK_LSE) {
+			at -= j->len * j->inner;
+			for (int64_t r = 0; r < j->len && !isinf(m); r++, at += j->inner)
+				s += exp((dbl ? pd[at] : pf[at]) - m);
+			j->mx[u] = m;
+		}
+		j->acc[u] = j->kind == RK_MIN || j->kind == RK_MAX ? m : s;
+	}
+}
+
 /* the next input element's output offset *o, stepping the index idx of a's dimensions 0..last (the
  * output's strides ost, 0 along reduced dimensions) */
 static void step_out(const struct rtensor *a, const int64_t *ost, int last, int64_t *idx, int64_t *o)
@@ -171,8 +211,10 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	if (!exec_alloc(x, out[0], a->dtype, nd, dims))
 		return exec_status(x);
 	int64_t on = out[0]->numel, ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
-	double *acc = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *acc);
-	if (!acc)
+	double *acc = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *acc), *mx = NULL; /* mx: RK_LSE's maxima */
+	if (acc && kind == RK_LSE && !(mx = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *mx)))
+		exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
+	if (!acc || (kind == RK_LSE && !mx))
 		return exec_status(x);
 	/* reduced axes in one block: the input is (outer, len, inner) and the loops are plain */
 	int first = -1, last = -1, block = 1;
@@ -204,11 +246,21 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
 		return 0;
 	}
+	int done = 0;
+	if (block && first >= 0 && !sums && kind != RK_L2 && kind != RK_SSQ && is_float(a)) {
+		struct lanes_job j = {a, acc, mx, 1, 1, kind};
+		for (int d = first; d <= last; d++)
+			j.len *= a->dims[d];
+		for (int d = last + 1; d < a->ndim; d++)
+			j.inner *= a->dims[d];
+		kernel_for(on, KERNEL_GRAIN / (j.len + 1) + 1, lane_reduce, &j);
+		done = 1;
+	}
 	c_strides(a->ndim, kdims, ost);
 	for (int d = 0; d < a->ndim; d++)
 		if (na == 0 || red[d])
 			ost[d] = 0; /* moving along a reduced dimension stays on the same output */
-	for (int64_t i = 0; i < on; i++)
+	for (int64_t i = 0; i < on && !done; i++)
 		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_MIN ? INFINITY : kind == RK_PROD ? 1 : 0;
 	int64_t o = 0;
 	/* reduced trailing axes: runs of `run` elements, each into one output */
@@ -216,8 +268,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	int t = a->ndim;
 	while (t > 0 && (na == 0 || red[t - 1]))
 		run *= a->dims[--t];
-	int done = 0;
-	if ((sums || kind == RK_L2 || kind == RK_SSQ) && t < a->ndim && is_float(a)) {
+	if (!done && (sums || kind == RK_L2 || kind == RK_SSQ) && t < a->ndim && is_float(a)) {
 		struct runs j = {.a = a, .acc = acc, .run = run, .squares = kind == RK_L2 || kind == RK_SSQ};
 		int64_t st[RT_MAX_DIMS];
 		c_strides(a->ndim, a->dims, st);
@@ -243,12 +294,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			step_out(a, ost, a->ndim - 2, idx, &o);
 		}
 	}
-	double *mx = NULL; /* RK_LSE: each output's maximum, a first pass */
-	if (!done && kind == RK_LSE) {
-		if (!(mx = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *mx))) {
-			exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
-			return exec_status(x);
-		}
+	if (!done && kind == RK_LSE) { /* each output's maximum, a first pass */
 		for (int64_t i = 0; i < on; i++)
 			mx[i] = -INFINITY;
 		for (int64_t i = 0; i < a->numel; i++) {

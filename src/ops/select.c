@@ -32,6 +32,12 @@ static struct lanes lanes_of(const struct rtensor *t, int ax)
 	return l;
 }
 
+/* element at of a float tensor without rt_get's switch (the kernels' lanes); any dtype */
+static inline double lane_at(const struct rtensor *a, int64_t at)
+{
+	return a->dtype == DT_FLOAT ? ((const float *)a->data)[at] : a->dtype == DT_DOUBLE ? ((const double *)a->data)[at] : rt_get(a, at);
+}
+
 /* a > b, with NaN the largest and equal to itself */
 static int greater_nan(double a, double b)
 {
@@ -61,9 +67,9 @@ static void merge_sort(int64_t *idx, int64_t *tmp, int64_t n, before_fn before, 
 static int64_t lane_extreme(const struct rtensor *a, struct lanes l, int64_t o, int64_t i, int max, int last)
 {
 	int64_t best = 0;
-	double bv = rt_get(a, o * l.len * l.inner + i);
+	double bv = lane_at(a, o * l.len * l.inner + i);
 	for (int64_t j = 1; j < l.len; j++) {
-		double v = rt_get(a, (o * l.len + j) * l.inner + i);
+		double v = lane_at(a, (o * l.len + j) * l.inner + i);
 		int better = max ? greater_nan(v, bv) : greater_nan(bv, v);
 		int same = v == bv || (isnan(v) && isnan(bv));
 		if (better || (last && same)) {
@@ -72,6 +78,21 @@ static int64_t lane_extreme(const struct rtensor *a, struct lanes l, int64_t o, 
 		}
 	}
 	return best;
+}
+
+/* lanes u0..u1 (o * inner + i) of an ArgMax or ArgMin, over the threads */
+struct arg_job {
+	const struct rtensor *a;
+	struct lanes l;
+	int64_t *o;
+	int max, last;
+};
+
+static void arg_lanes(void *arg, int64_t u0, int64_t u1)
+{
+	const struct arg_job *j = arg;
+	for (int64_t u = u0; u < u1; u++)
+		j->o[u] = lane_extreme(j->a, j->l, u / j->l.inner, u % j->l.inner, j->max, j->last);
 }
 
 /* ArgMax / ArgMin(data, axis, keepdims, select_last_index): int64 positions along the axis */
@@ -93,10 +114,8 @@ static int arg_extreme(struct exec *x, const struct node *n, struct rtensor *con
 	int64_t *o = exec_alloc(x, out[0], DT_INT64, nd, dims);
 	if (!o)
 		return exec_status(x);
-	int last = attr_int(n, "select_last_index", 0) != 0;
-	for (int64_t p = 0; p < l.outer; p++)
-		for (int64_t i = 0; i < l.inner; i++)
-			o[p * l.inner + i] = lane_extreme(a, l, p, i, max, last);
+	struct arg_job j = {a, l, o, max, attr_int(n, "select_last_index", 0) != 0};
+	kernel_for(l.outer * l.inner, KERNEL_GRAIN / (l.len + 1) + 1, arg_lanes, &j);
 	return 0;
 }
 
@@ -136,18 +155,48 @@ static int hardmax_run(struct exec *x, const struct node *n, struct rtensor *con
 	return 0;
 }
 
-/* one lane of TopK's input, ordered largest first (or smallest first), ties by index */
-struct topk_lane {
-	const struct rtensor *a;
-	int64_t base, inner;
+/* TopK's order over one lane's values v: largest (or smallest) first, ties by index */
+struct topk_order {
+	const double *v;
 	int largest;
 };
 
 static int topk_before(const void *ctx, int64_t p, int64_t q)
 {
-	const struct topk_lane *c = ctx;
-	double u = rt_get(c->a, c->base + p * c->inner), v = rt_get(c->a, c->base + q * c->inner);
-	return c->largest ? greater_nan(u, v) : greater_nan(v, u);
+	const struct topk_order *c = ctx;
+	return c->largest ? greater_nan(c->v[p], c->v[q]) : greater_nan(c->v[q], c->v[p]);
+}
+
+/* the k first of a lane's len values in TopK's order, into best: a sorted insertion of each value
+ * that beats the k-th so far (a binary search, then a shift), when k is small beside len (a
+ * language model's top 50 of 50257: mostly one compare per value); else a sort of the whole lane */
+static void topk_lane(const struct topk_order *c, int64_t len, int64_t k, int64_t *best, int64_t *idx)
+{
+	if (k * 8 > len) {
+		for (int64_t j = 0; j < len; j++)
+			idx[j] = j;
+		merge_sort(idx, idx + len, len, topk_before, c);
+		memcpy(best, idx, (size_t)k * sizeof *best);
+		return;
+	}
+	int64_t have = 0;
+	for (int64_t j = 0; j < len && k; j++) {
+		/* j is past every index held, so a tie with the k-th does not beat it */
+		if (have == k && !topk_before(c, j, best[k - 1]))
+			continue;
+		int64_t lo = 0, hi = have;
+		while (lo < hi) { /* the first held value that j beats */
+			int64_t mid = (lo + hi) / 2;
+			if (topk_before(c, j, best[mid]))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		int64_t n = (have < k ? have : k - 1) - lo;
+		memmove(best + lo + 1, best + lo, (size_t)n * sizeof *best);
+		best[lo] = j;
+		have += have < k;
+	}
 }
 
 /* TopK(X, K) -> (Values, Indices): the k largest (largest 1) or smallest of each lane along axis,
@@ -178,24 +227,27 @@ static int topk_run(struct exec *x, const struct node *n, struct rtensor *const 
 	if (!v || (n->n_out > 1 && n->out[1] && !ix))
 		return exec_status(x);
 	struct lanes l = lanes_of(a, ax);
-	int64_t *idx = exec_scratch_raw(x, (size_t)(2 * l.len + 1) * sizeof *idx);
+	/* idx, its merge buffer and best (len each), then the lane's values */
+	size_t bytes = (size_t)(4 * l.len + 1) * sizeof(int64_t);
+	int64_t *idx = exec_scratch_raw(x, bytes), *best = idx + 2 * l.len;
 	if (!idx)
 		return exec_status(x);
-	struct topk_lane c = {a, 0, l.inner, attr_int(n, "largest", 1) != 0};
+	double *lv = (double *)(idx + 3 * l.len);
+	struct topk_order c = {lv, attr_int(n, "largest", 1) != 0};
 	for (int64_t p = 0; p < l.outer; p++)
 		for (int64_t i = 0; i < l.inner; i++) {
-			c.base = p * l.len * l.inner + i;
+			int64_t base = p * l.len * l.inner + i;
 			for (int64_t j = 0; j < l.len; j++)
-				idx[j] = j;
-			merge_sort(idx, idx + l.len, l.len, topk_before, &c);
+				lv[j] = lane_at(a, base + j * l.inner);
+			topk_lane(&c, l.len, k, best, idx);
 			for (int64_t j = 0; j < k; j++) {
 				int64_t at = (p * k + j) * l.inner + i;
-				rt_set(out[0], at, rt_get(a, c.base + idx[j] * l.inner));
+				rt_set(out[0], at, lv[best[j]]);
 				if (ix)
-					ix[at] = idx[j];
+					ix[at] = best[j];
 			}
 		}
-	exec_scratch_free(x, idx, (size_t)(2 * l.len + 1) * sizeof *idx);
+	exec_scratch_free(x, idx, bytes);
 	return 0;
 }
 

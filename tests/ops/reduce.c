@@ -251,6 +251,58 @@ Test(reduce_ops, top_k_ties_go_to_the_lower_index)
 	graph_free(g);
 }
 
+/* a language model's top-k: lanes of 3000 values rounded to a tenth (ties everywhere), k = 20
+ * (the insertion path) and k = 1000 (the sort), against numpy's stable argsort; ArgMax and
+ * ArgMin's first index, and ReduceMax and ReduceLogSumExp over the lanes (kept, and not, last) */
+Test(reduce_ops, long_lanes_match_numpy)
+{
+	char dir[512], path[600];
+	snprintf(dir, sizeof dir, "%s/long_lanes", tmpdir());
+	python_ok("import os, sys, numpy as np\n"
+		  "d = sys.argv[1]; os.makedirs(d, exist_ok=True)\n"
+		  "x = np.round(np.random.default_rng(7).normal(size=(4, 3000)), 1).astype(np.float32)\n"
+		  "np.save(d + '/x.npy', x)\n"
+		  "for k in (20, 1000):\n"
+		  "    for name, o in (('hi', np.argsort(-x, axis=1, kind='stable')), ('lo', np.argsort(x, axis=1, kind='stable'))):\n"
+		  "        np.save(d + '/%s%d_i.npy' % (name, k), o[:, :k].astype(np.int64))\n"
+		  "        np.save(d + '/%s%d_v.npy' % (name, k), np.take_along_axis(x, o[:, :k], 1))\n"
+		  "np.save(d + '/amax.npy', np.argmax(x, 1)); np.save(d + '/amin.npy', np.argmin(x, 0))\n"
+		  "np.save(d + '/rmax.npy', x.max(0))\n"
+		  "m = x.max(1, keepdims=True); np.save(d + '/lse.npy', (m + np.log(np.exp(x - m).sum(1, keepdims=True))).astype(np.float32))\n",
+		  dir, "numpy's top-k");
+	struct graph *g = load_text("lanes.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4, 3000]}]\nparams:\n"
+				    "  - {name: k20, dtype: int64, shape: [1], data: [20]}\n  - {name: k1000, dtype: int64, shape: [1], data: [1000]}\n"
+				    "nodes:\n  - {op: TopK, inputs: [x, k20], outputs: [hi20_v, hi20_i]}\n"
+				    "  - {op: TopK, inputs: [x, k20], outputs: [lo20_v, lo20_i], attrs: {largest: 0}}\n"
+				    "  - {op: TopK, inputs: [x, k1000], outputs: [hi1000_v, hi1000_i]}\n"
+				    "  - {op: TopK, inputs: [x, k1000], outputs: [lo1000_v, lo1000_i], attrs: {largest: 0}}\n"
+				    "  - {op: ArgMax, inputs: [x], outputs: [amax], attrs: {axis: 1, keepdims: 0}}\n"
+				    "  - {op: ArgMin, inputs: [x], outputs: [amin], attrs: {axis: 0, keepdims: 0}}\n"
+				    "  - {op: ReduceMax, inputs: [x], outputs: [rmax], attrs: {axes: [0], keepdims: 0}}\n"
+				    "  - {op: ReduceLogSumExp, inputs: [x], outputs: [lse], attrs: {axes: [1]}}\n"
+				    "outputs: [{name: hi20_v}, {name: hi20_i}, {name: lo20_v}, {name: lo20_i}, {name: hi1000_v},"
+				    " {name: hi1000_i}, {name: lo1000_v}, {name: lo1000_i}, {name: amax}, {name: amin}, {name: rmax}, {name: lse}]\n");
+	struct rtensor in;
+	snprintf(path, sizeof path, "%s/x.npy", dir);
+	cr_assert(npy_load(path, &in));
+	const char *names[] = {"x"};
+	struct exec_opts o = {.inputs = &in, .input_names = names, .n_inputs = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		struct rtensor want;
+		snprintf(path, sizeof path, "%s/%s.npy", dir, g->outputs[k]->name);
+		cr_assert(npy_load(path, &want), "%s", path);
+		expect_close(exec_value(x, g->outputs[k]), &want, g->outputs[k]->name);
+		free(want.data);
+	}
+	exec_free(x);
+	graph_free(g);
+	free(in.data);
+}
+
 /* numpy.unique(a, axis=0, return_index, return_inverse, return_counts); unsorted: first occurrence */
 Test(reduce_ops, unique_rows_sorted_and_in_order_of_occurrence)
 {
