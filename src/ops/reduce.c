@@ -122,6 +122,22 @@ struct lanes_job {
 	enum rk kind;
 };
 
+/* sum over r < n of exp(p[r st] - m), float32 exponentials (vm_expf, 1 ulp) added in double in
+ * index order: a block's exponentials first, which vectorise, then their serial sum */
+VM_CLONES static double sum_exp_f32(const float *p, int64_t n, int64_t st, float m)
+{
+	float e[64];
+	double s = 0;
+	for (int64_t r0 = 0; r0 < n; r0 += 64) {
+		int64_t k = n - r0 < 64 ? n - r0 : 64;
+		for (int64_t r = 0; r < k; r++)
+			e[r] = vm_expf(p[(r0 + r) * st] - m);
+		for (int64_t r = 0; r < k; r++)
+			s += e[r];
+	}
+	return s;
+}
+
 static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 {
 	const struct lanes_job *j = arg;
@@ -142,12 +158,15 @@ static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 			else
 				s += fabs(v);
 		}
-		if (j->kind == RK_LSE) {
+		if (j->kind == RK_LSE && !isinf(m)) {
 			at -= j->len * j->inner;
-			for (int64_t r = 0; r < j->len && !isinf(m); r++, at += j->inner)
-				s += exp((dbl ? pd[at] : pf[at]) - m);
-			j->mx[u] = m;
+			if (!dbl)
+				s = sum_exp_f32(pf + at, j->len, j->inner, (float)m);
+			for (int64_t r = 0; dbl && r < j->len; r++, at += j->inner)
+				s += exp(pd[at] - m);
 		}
+		if (j->kind == RK_LSE)
+			j->mx[u] = m;
 		j->acc[u] = j->kind == RK_MIN || j->kind == RK_MAX ? m : s;
 	}
 }
