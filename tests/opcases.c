@@ -343,6 +343,16 @@ const struct gcase op_cases[] = {
 	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
 	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+	/* scatters: indices constant, data and updates both trained */
+	{"ScatterElements axis 1", P("d", "[3, 4]") P("u", "[3, 2]")
+	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [3, 0, 1, 2, 0, 3]}\n",
+	 "  - {op: ScatterElements, inputs: [d, ix, u], outputs: [y], attrs: {axis: 1}}\n"},
+	{"ScatterElements add, repeated indices", P("d", "[4, 2]") P("u", "[3, 2]")
+	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [1, 0, 1, 3, 2, 0]}\n",
+	 "  - {op: ScatterElements, inputs: [d, ix, u], outputs: [y], attrs: {reduction: add}}\n"},
+	{"ScatterND rows", P("d", "[4, 3]") P("u", "[2, 3]")
+	 "  - {name: ix, dtype: int64, shape: [2, 1], data: [3, 1]}\n",
+	 "  - {op: ScatterND, inputs: [d, ix, u], outputs: [y]}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
