@@ -343,6 +343,12 @@ const struct gcase op_cases[] = {
 	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
 	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+	/* ReduceProd: a group without zeros, one with one zero, one with two */
+	{"ReduceProd with zeros", P("a", "[3, 4]")
+	 "  - {name: m, dtype: float64, shape: [3, 4], data: [1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 0, 1]}\n",
+	 "  - {op: Mul, inputs: [a, m], outputs: [am]}\n"
+	 "  - {op: ReduceProd, inputs: [am], outputs: [y], attrs: {axes: [1], keepdims: 0}}\n"},
+	{"ReduceProd all", POS("a", "[2, 3]"), "  - {op: ReduceProd, inputs: [a], outputs: [y]}\n"},
 	/* scatters: indices constant, data and updates both trained */
 	{"ScatterElements axis 1", P("d", "[3, 4]") P("u", "[3, 2]")
 	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [3, 0, 1, 2, 0, 3]}\n",
