@@ -417,6 +417,22 @@ const struct gcase op_cases[] = {
 	 "  - {op: ArgMax, inputs: [x], outputs: [am], attrs: {axis: 1, keepdims: 0}}\n"
 	 "  - {op: OneHot, inputs: [am, d, v], outputs: [oh]}\n  - {op: Mul, inputs: [x, oh], outputs: [p]}\n"
 	 "  - {op: Hardmax, inputs: [x], outputs: [hm], attrs: {axis: 0}}\n  - {op: Add, inputs: [p, hm], outputs: [y]}\n"},
+	/* ReduceProd: a group without zeros, one with one zero, one with two */
+	{"ReduceProd with zeros", P("a", "[3, 4]")
+	 "  - {name: m, dtype: float64, shape: [3, 4], data: [1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 0, 1]}\n",
+	 "  - {op: Mul, inputs: [a, m], outputs: [am]}\n"
+	 "  - {op: ReduceProd, inputs: [am], outputs: [y], attrs: {axes: [1], keepdims: 0}}\n"},
+	{"ReduceProd all", POS("a", "[2, 3]"), "  - {op: ReduceProd, inputs: [a], outputs: [y]}\n"},
+	/* scatters: indices constant, data and updates both trained */
+	{"ScatterElements axis 1", P("d", "[3, 4]") P("u", "[3, 2]")
+	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [3, 0, 1, 2, 0, 3]}\n",
+	 "  - {op: ScatterElements, inputs: [d, ix, u], outputs: [y], attrs: {axis: 1}}\n"},
+	{"ScatterElements add, repeated indices", P("d", "[4, 2]") P("u", "[3, 2]")
+	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [1, 0, 1, 3, 2, 0]}\n",
+	 "  - {op: ScatterElements, inputs: [d, ix, u], outputs: [y], attrs: {reduction: add}}\n"},
+	{"ScatterND rows", P("d", "[4, 3]") P("u", "[2, 3]")
+	 "  - {name: ix, dtype: int64, shape: [2, 1], data: [3, 1]}\n",
+	 "  - {op: ScatterND, inputs: [d, ix, u], outputs: [y]}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */

@@ -601,6 +601,22 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		struct value *cnt = ad_reduce(a, "ReduceSum", m, ax, na, 1);
 		return !cnt ? -1 : ad_give(a, x, ad_op2(a, "Mul", m, ad_op2(a, "Div", gk, cnt)));
 	}
+	if (kind == RK_PROD) {
+		/* exact with zeros, from the product p of a group's nonzero elements and its count z of
+		 * zeros: p / x where z = 0; p at the zero where z = 1; 0 elsewhere */
+		int64_t ax[RT_MAX_DIMS];
+		for (int i = 0; i < na; i++)
+			ax[i] = axes[i];
+		struct value *zero = ad_scalar(a, xs->dtype, 0), *one = ad_scalar(a, xs->dtype, 1);
+		struct value *isz = ad_op2(a, "Equal", x, zero);
+		struct value *nz[3] = {isz, one, x}, *xnz = ad_op(a, "Where", nz, 3);
+		struct value *p = ad_reduce(a, "ReduceProd", xnz, ax, na, 1);
+		struct value *z = ad_reduce(a, "ReduceSum", ad_cast(a, isz, xs->dtype), ax, na, 1);
+		struct value *at_one[3] = {ad_op2(a, "Equal", z, one), p, zero};
+		struct value *at_zero[3] = {isz, ad_op(a, "Where", at_one, 3), zero};
+		struct value *d[3] = {ad_op2(a, "Equal", z, zero), ad_op2(a, "Div", p, xnz), ad_op(a, "Where", at_zero, 3)};
+		return ad_give(a, x, ad_op2(a, "Mul", gk, ad_op(a, "Where", d, 3)));
+	}
 	if (kind == RK_L2) { /* x g / y, and 0 where the norm is 0 (as PyTorch) */
 		struct value *yk = y ? y : keep_dims(a, n, n->out[0], axes, na), *zero = ad_scalar(a, xs->dtype, 0);
 		struct value *ins[3] = {ad_op2(a, "Equal", yk, zero), zero, ad_op2(a, "Mul", x, ad_op2(a, "Div", gk, yk))};
@@ -742,6 +758,11 @@ static int reduce_prod_run(struct exec *x, const struct node *n, struct rtensor 
 	return reduce(x, n, in, out, RK_PROD);
 }
 
+static int reduce_prod_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_PROD);
+}
+
 /* 1 operation per input element */
 static void per_input_cost_1(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 		uint64_t *bytes)
@@ -762,7 +783,7 @@ static void per_input_cost_4(const struct node *n, struct rtensor *const *in, st
 	*flops = 4 * (uint64_t)in[0]->numel;
 }
 
-const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .grad = reduce_prod_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .cost = per_input_cost_1, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input_cost_1, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_l2 = {.run = reduce_l2_run, .cost = per_input_cost_1, .grad = reduce_l2_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
