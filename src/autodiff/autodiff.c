@@ -503,6 +503,19 @@ int ad_need_opset(struct ad *a, int opset, const char *what)
 	return ad_fail(a, "%s needs opset %d or later (the model has %d)", what, opset, a->opset);
 }
 
+struct node *ad_domain_node(struct ad *a, const char *domain, const char *op, struct value *const *ins, int n_in,
+			    int n_out)
+{
+	if (graph_need_domain(a->g, domain))
+		return err_oom(a->e), NULL;
+	struct node *n = ad_node(a, op, ins, n_in, n_out);
+	if (n) {
+		n->domain = domain;
+		n->op = op_lookup(domain, op);
+	}
+	return n;
+}
+
 struct value *ad_unbroadcast(struct ad *a, struct value *g, const struct value *x, const struct rtensor *gs)
 {
 	const struct rtensor *xs = ad_shape(a, x);
