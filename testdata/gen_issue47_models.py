@@ -13,7 +13,8 @@ PyTorch's float64 inputs, loss and gradients under testdata/ref/issue47/<name>/,
   rope      rotary position embeddings computed in forward with torch.sin and torch.cos
 
 testdata/gridsample/ holds F.grid_sample's float64 numbers (x.npy, grid.npy, <mode>_<padding>_<align>.npy) for each mode,
-padding mode and align_corners on a small input, with points outside [-1, 1] (tests/ops/models.c).
+padding mode and align_corners on a small input, with points outside [-1, 1], and a few 3-D ones (x3.npy, grid3.npy, 3d_*.npy) for opset 20's
+N-d form (tests/ops/models.c).
 
     /usr/bin/python3 testdata/gen_issue47_models.py
 """
@@ -167,6 +168,14 @@ def grid_sample_cases(g):
             for align in (0, 1):
                 y = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=bool(align))
                 np.save(os.path.join(out, f"{mode}_{pad}_{align}.npy"), y.numpy())
+    # opset 20's N-d form: 5-D input, trilinear and nearest (PyTorch has no 3-D bicubic)
+    x = torch.randn(1, 2, 2, 3, 4, generator=g, dtype=torch.float64)
+    grid = torch.rand(1, 2, 3, 2, 3, generator=g, dtype=torch.float64) * 3.3 - 1.7
+    np.save(os.path.join(out, "x3.npy"), x.numpy())
+    np.save(os.path.join(out, "grid3.npy"), grid.numpy())
+    for mode, pad, align in (("bilinear", "zeros", 0), ("bilinear", "reflection", 1), ("nearest", "border", 0)):
+        y = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=bool(align))
+        np.save(os.path.join(out, f"3d_{mode}_{pad}_{align}.npy"), y.numpy())
 
 
 def main():

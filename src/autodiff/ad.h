@@ -99,10 +99,6 @@ struct value *ad_tensor(struct ad *a, int dtype, int ndim, const int64_t *dims, 
 struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int64_t *axes, int na, int keepdims);
 /* Fails unless the model's opset is at least `opset` (for ops whose needed form is that recent). */
 int ad_need_opset(struct ad *a, int opset, const char *what);
-/* ad_node for an op of another domain (graphdiet's own backward ops, such as GridSampleGrad): the
- * domain is imported into the model (version 1) and the node's op looked up in it. */
-struct node *ad_domain_node(struct ad *a, const char *domain, const char *op, struct value *const *ins, int n_in,
-			    int n_out);
 
 /* Common gradient shapes. */
 /* g summed over the dimensions along which x was broadcast to g's shape, reshaped to x's shape. */

@@ -1,5 +1,5 @@
-/* grid_sample.c - GridSample (F.grid_sample, the sampler of a spatial transformer) and its
- * gradient, GridSampleGrad (graphdiet domain).
+/* grid_sample.c - GridSample (F.grid_sample, the sampler of a spatial transformer): CPU kernel,
+ * shape rule, cost and gradient rule.
  *
  * X is (N, C, D1 .. Dr), grid (N, O1 .. Or, r), Y (N, C, O1 .. Or): Y[n, c, o] samples X[n, c] at
  * the normalized point grid[n, o] in [-1, 1]^r, whose component k is the coordinate along spatial
@@ -16,11 +16,10 @@
  * and dc/dg (the unnormalize scale times the padding's 0 or +-1), and a point reads the product of
  * its axes' taps: Y = sum over tap combinations of prod_a w_a X[idx].
  *
- * The gradient: dX[idx] += prod_a w_a dY (a scatter), and dgrid[.., k] = sum over c and taps of dY
- * X[idx] dw_a/dc prod_(b != a) w_b dc/dg, a = r - 1 - k. In standard ONNX that is a graph of Floor,
- * Mod, GatherElements and ScatterElements per corner and padding mode, so it is one op of graphdiet's
- * own domain instead, GridSampleGrad(dY, X, grid) -> (dX, dgrid), with GridSample's attributes (its
- * schema is in graphdiet-train(1)). Nearest's dgrid is zero, as in PyTorch. */
+ * The gradient is that sum differentiated, in standard ONNX ops (see grid_sample_grad): dX scatters
+ * prod_a w_a dY to the taps (ScatterElements, reduction add), and dgrid sums dY X[idx] dw_a/dc
+ * prod_(b != a) w_b dc/dg over the channels and taps (GatherElements). Nearest's dgrid is zero, as
+ * in PyTorch. The kernel computes in double whatever the float dtype. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
@@ -34,7 +33,6 @@ struct gs_mode {
 	int interp, pad, align;
 };
 
-static const char *const gs_interp_names[] = {"nearest", "linear", "cubic"};
 static const char *const gs_pad_names[] = {"zeros", "border", "reflection"};
 
 static int gs_mode(const struct node *n, struct gs_mode *m, const char **why)
@@ -283,56 +281,190 @@ static int grid_sample_run(struct exec *x, const struct node *n, struct rtensor 
 	return 0;
 }
 
-/* GridSampleGrad(dY, X, grid) -> (dX, dgrid) */
-static int grid_sample_grad_run(struct exec *x, const struct node *n, struct rtensor *const *in,
-				struct rtensor *const *out)
+/* ---- the gradient, in standard ONNX ops ----
+ *
+ * Shapes: X (N, C, S1 .. Sr) viewed as (N, C, S), S the spatial size; the grid as (N, P, r), P
+ * points; each axis a has T taps (1, 2 or 4) and the point K = T^r tap combinations. Per axis, from
+ * the grid's component c (N, P, 1): the taps' indices I_a (N, P, T), clipped into X, their weights
+ * W_a and weights' derivatives dW_a (a tap outside X, under zeros, weighs 0), and dc_a (N, P, 1),
+ * the coordinate's derivative in the grid value. Broadcast over the axes (axis a's T at position
+ * 2 + a), the combinations' flat indices and weights prod_a W_a are (N, P, K); then
+ *   dX = ScatterElements(zeros (N, C, S), idx, dY W, axis 2, add)
+ *   dgrid[.., k] = dc_a sum_K (sum_C dY GatherElements(X, idx)) dW_a prod_(b != a) W_b, a = r - 1 - k.
+ * floor(c) is Cast to int64 and back (truncation), less 1 where that exceeds c: the registry has no
+ * Floor. Nearest's dgrid is zero. */
+struct gs_ad {
+	struct ad *a;
+	int dt;
+	int64_t N, P, r;
+};
+
+static struct value *gs_c(struct gs_ad *s, double v)
 {
-	struct gs_job j;
-	int64_t odims[RT_MAX_DIMS];
-	if (gs_job_init(x, n, in + 1, &j, odims))
-		return exec_status(x);
-	const struct rtensor *dy = in[0], *X = in[1], *grid = in[2];
-	if (dy->ndim != X->ndim || memcmp(dy->dims, odims, sizeof *odims * (size_t)X->ndim))
-		return exec_fail(x, "dY must have GridSample's output shape");
-	void *dx = exec_alloc_zero(x, out[0], X->dtype, X->ndim, X->dims);
-	void *dg = dx ? exec_alloc_zero(x, out[1], grid->dtype, grid->ndim, grid->dims) : NULL;
-	if (!dg)
-		return exec_status(x);
-	int64_t C = X->dims[1];
-	struct gs_point pt;
-	gs_init_point(&j, &pt);
-	for (int64_t p = 0; p < X->dims[0] * j.points; p++) {
-		int64_t nb = p / j.points, o = p % j.points;
-		gs_point_taps(&j.m, X, grid, p, &pt);
-		double dc[RT_MAX_DIMS] = {0};
-		int c[RT_MAX_DIMS] = {0};
-		c[j.r - 1] = -1;
-		int64_t at;
-		double w;
-		while (gs_next(&pt, c, &at, &w)) {
-			if (at < 0)
-				continue;
-			/* sum over channels of dY X at this tap, and the scatter of w dY */
-			double s = 0;
-			for (int64_t ch = 0; ch < C; ch++) {
-				int64_t xi = (nb * C + ch) * j.spatial + at;
-				double g = rt_get(dy, (nb * C + ch) * j.points + o);
-				s += g * rt_get(X, xi);
-				if (w != 0)
-					rt_set(out[0], xi, rt_get(out[0], xi) + w * g);
-			}
-			for (int a = 0; a < j.r; a++) {
-				double d = pt.t[a].dw[c[a]];
-				for (int b = 0; b < j.r && d != 0; b++)
-					if (b != a)
-						d *= pt.t[b].w[c[b]];
-				dc[a] += s * d;
-			}
+	return ad_scalar(s->a, s->dt, v);
+}
+
+static struct value *gs_vec(struct gs_ad *s, const double *v, int64_t n)
+{
+	return ad_tensor(s->a, s->dt, 1, &n, v);
+}
+
+/* Cast(v, dtype) */
+static struct value *gs_cast(struct gs_ad *s, struct value *v, int dtype)
+{
+	return v ? ad_cast(s->a, v, dtype) : NULL;
+}
+
+/* trunc(v) = Cast(Cast(v, int64), dtype): floor for v >= 0 */
+static struct value *gs_trunc(struct gs_ad *s, struct value *v)
+{
+	return gs_cast(s, gs_cast(s, v, DT_INT64), s->dt);
+}
+
+static struct value *gs_floor(struct gs_ad *s, struct value *v)
+{
+	struct value *t = gs_trunc(s, v);
+	return ad_op2(s->a, "Sub", t, gs_cast(s, ad_op2(s->a, "Less", v, t), s->dt));
+}
+
+/* 1 where lo < v < hi, else 0 (the clip's derivative, as PyTorch's clip_coordinates_set_grad) */
+static struct value *gs_inside(struct gs_ad *s, struct value *v, double lo, double hi)
+{
+	return ad_op2(s->a, "Mul", gs_cast(s, ad_op2(s->a, "Greater", v, gs_c(s, lo)), s->dt),
+		      gs_cast(s, ad_op2(s->a, "Less", v, gs_c(s, hi)), s->dt));
+}
+
+static struct value *gs_clip_ad(struct gs_ad *s, struct value *v, double lo, double hi)
+{
+	struct value *ins[3] = {v, gs_c(s, lo), gs_c(s, hi)};
+	return v ? ad_op(s->a, "Clip", ins, 3) : NULL;
+}
+
+/* v padded along an axis of `size` (border, reflection; gs_pad), its derivative into *d when d */
+static struct value *gs_pad_ad(struct gs_ad *s, const struct gs_mode *m, struct value *v, int64_t size, struct value **d)
+{
+	struct ad *a = s->a;
+	double hi = (double)(size - 1);
+	struct value *dr = NULL;
+	if (m->pad == GS_REFLECTION) {
+		double lo2 = m->align ? 0 : -1, hi2 = m->align ? 2 * hi : 2 * (double)size - 1;
+		if (lo2 == hi2) { /* one element with align_corners: always 0, derivative 0 */
+			if (d)
+				*d = ad_op2(a, "Mul", v, gs_c(s, 0));
+			return ad_op2(a, "Mul", v, gs_c(s, 0));
 		}
-		for (int a = 0; a < j.r; a++)
-			rt_set(out[1], p * j.r + (j.r - 1 - a), dc[a] * pt.t[a].dc);
+		double lo = lo2 / 2, span = (hi2 - lo2) / 2;
+		/* u = v - lo; q = floor(|u| / span), extra = |u| - q span, odd = q mod 2:
+		 * lo + extra + odd (span - 2 extra), derivative sign(u) (1 - 2 odd) */
+		struct value *u = ad_op2(a, "Sub", v, gs_c(s, lo)), *au = ad_op1(a, "Abs", u);
+		struct value *q = gs_trunc(s, ad_op2(a, "Div", au, gs_c(s, span)));
+		struct value *extra = ad_op2(a, "Sub", au, ad_op2(a, "Mul", q, gs_c(s, span)));
+		struct value *odd = ad_op2(a, "Sub", q, ad_op2(a, "Mul", gs_trunc(s, ad_op2(a, "Mul", q, gs_c(s, 0.5))), gs_c(s, 2)));
+		struct value *flip = ad_op2(a, "Sub", gs_c(s, 1), ad_op2(a, "Mul", odd, gs_c(s, 2)));
+		/* extra + odd (span - 2 extra) = odd span + extra (1 - 2 odd) */
+		v = ad_op2(a, "Add", ad_op2(a, "Add", ad_op2(a, "Mul", odd, gs_c(s, span)), ad_op2(a, "Mul", extra, flip)),
+			   gs_c(s, lo));
+		if (d) {
+			struct value *neg = gs_cast(s, ad_op2(a, "Less", u, gs_c(s, 0)), s->dt);
+			dr = ad_op2(a, "Mul", flip, ad_op2(a, "Sub", gs_c(s, 1), ad_op2(a, "Mul", neg, gs_c(s, 2))));
+		}
 	}
-	return 0;
+	if (d) {
+		struct value *in = gs_inside(s, v, 0, hi);
+		*d = dr ? ad_op2(a, "Mul", dr, in) : in;
+	}
+	return gs_clip_ad(s, v, 0, hi);
+}
+
+/* What axis a of the point reads (see above): I (clipped, as float), W, dW (NULL for nearest),
+ * dc; T the taps. */
+struct gs_axis_ad {
+	struct value *I, *W, *dW, *dc;
+	int T;
+};
+
+static int gs_axis_ad(struct gs_ad *s, const struct gs_mode *m, struct value *grid, int64_t k, int64_t size,
+		      struct gs_axis_ad *o)
+{
+	struct ad *a = s->a;
+	double hi = (double)(size - 1), A = m->align ? hi / 2 : (double)size / 2;
+	struct value *g = ad_op2(a, "Gather", grid, ad_ints(a, &k, 1));
+	struct node *gn = ad_producer(g);
+	if (!gn || ad_set_int(a, gn, "axis", 2))
+		return -1;
+	struct value *c = ad_op2(a, "Add", ad_op2(a, "Mul", g, gs_c(s, A)), gs_c(s, hi / 2)), *d = NULL, *I;
+	o->dc = gs_c(s, A);
+	o->W = o->dW = NULL;
+	if (m->interp != GS_CUBIC && m->pad != GS_ZEROS) {
+		c = gs_pad_ad(s, m, c, size, &d);
+		o->dc = ad_op2(a, "Mul", d, o->dc);
+	}
+	int check = m->pad == GS_ZEROS || m->interp == GS_LINEAR;
+	if (m->interp == GS_NEAREST) {
+		o->T = 1;
+		I = ad_op1(a, "Round", c);
+	} else {
+		static const double lin_off[2] = {0, 1}, lin_dw[2] = {-1, 1}, cub_off[4] = {-1, 0, 1, 2};
+		int cub = m->interp == GS_CUBIC;
+		o->T = cub ? 4 : 2;
+		/* far outside X under zeros every tap weighs 0: clipped so that the int64 Cast holds */
+		if (m->pad == GS_ZEROS)
+			c = gs_clip_ad(s, c, -4, (double)size + 3);
+		struct value *f = gs_floor(s, c), *t = ad_op2(a, "Sub", c, f);
+		struct value *off = gs_vec(s, cub ? cub_off : lin_off, o->T);
+		I = ad_op2(a, "Add", f, off);
+		/* |t - off|: linear's 1 - t and t; cubic's t + 1, t, 1 - t, 2 - t */
+		struct value *dist = ad_op1(a, "Abs", ad_op2(a, "Sub", t, off));
+		if (!cub) {
+			o->W = ad_op2(a, "Sub", gs_c(s, 1), dist);
+			o->dW = gs_vec(s, lin_dw, 2);
+		} else {
+			/* inner taps K1(d) = ((A+2)d - (A+3))d^2 + 1, outer K2(d) = ((Ad - 5A)d + 8A)d - 4A;
+			 * the derivatives in c: sign(t - off) K'(d) */
+			const double ka = -0.75;
+			static const double inner[4] = {0, 1, 1, 0}, outer[4] = {1, 0, 0, 1}, dinner[4] = {0, 1, -1, 0},
+					    douter[4] = {1, 0, 0, -1};
+			struct value *d2 = ad_op2(a, "Mul", dist, dist);
+			struct value *k1 = ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op2(a, "Mul", dist, gs_c(s, ka + 2)),
+										    gs_c(s, ka + 3)), d2), gs_c(s, 1));
+			struct value *k2 = ad_op2(a, "Sub", ad_op2(a, "Mul", ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Sub",
+							ad_op2(a, "Mul", dist, gs_c(s, ka)), gs_c(s, 5 * ka)), dist), gs_c(s, 8 * ka)), dist),
+						  gs_c(s, 4 * ka));
+			struct value *k1d = ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op2(a, "Mul", dist, gs_c(s, 3 * (ka + 2))),
+								    gs_c(s, 2 * (ka + 3))), dist);
+			struct value *k2d = ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op2(a, "Mul", dist, gs_c(s, 3 * ka)),
+								    gs_c(s, 10 * ka)), dist), gs_c(s, 8 * ka));
+			o->W = ad_op2(a, "Add", ad_op2(a, "Mul", k1, gs_vec(s, inner, 4)), ad_op2(a, "Mul", k2, gs_vec(s, outer, 4)));
+			o->dW = ad_op2(a, "Add", ad_op2(a, "Mul", k1d, gs_vec(s, dinner, 4)), ad_op2(a, "Mul", k2d, gs_vec(s, douter, 4)));
+			if (m->pad != GS_ZEROS)
+				I = gs_pad_ad(s, m, I, size, NULL);
+		}
+	}
+	if (check) { /* |I - (S - 1)/2| < S/2: inside X */
+		struct value *v = gs_cast(s, ad_op2(a, "Less", ad_op1(a, "Abs", ad_op2(a, "Sub", I, gs_c(s, hi / 2))),
+						   gs_c(s, (double)size / 2)), s->dt);
+		o->W = o->W ? ad_op2(a, "Mul", o->W, v) : v;
+		o->dW = o->dW ? ad_op2(a, "Mul", o->dW, v) : NULL;
+		I = gs_clip_ad(s, I, 0, hi);
+	}
+	o->I = I; /* W stays NULL for nearest taps always inside X: weight 1 */
+	return I && o->dc && (m->interp == GS_NEAREST || (o->W && o->dW)) ? 0 : -1;
+}
+
+/* v (N, P, T) as (N, P, 1 .. T .. 1), T at position 2 + a of 2 + r */
+static struct value *gs_spread(struct gs_ad *s, struct value *v, int a, int T)
+{
+	int64_t dims[RT_MAX_DIMS];
+	dims[0] = s->N;
+	dims[1] = s->P;
+	for (int i = 0; i < s->r; i++)
+		dims[2 + i] = i == a ? T : 1;
+	return ad_op2(s->a, "Reshape", v, ad_ints(s->a, dims, (size_t)(2 + s->r)));
+}
+
+static struct value *gs_reshape(struct gs_ad *s, struct value *v, int nd, const int64_t *dims)
+{
+	return ad_op2(s->a, "Reshape", v, ad_ints(s->a, dims, (size_t)nd));
 }
 
 static int grid_sample_grad(struct ad *a, const struct node *n)
@@ -341,14 +473,85 @@ static int grid_sample_grad(struct ad *a, const struct node *n)
 	const char *why;
 	if (gs_mode(n, &m, &why))
 		return ad_fail(a, "%s", why);
-	struct value *ins[3] = {ad_dy(a, n->out[0]), n->in[0], n->in[1]};
-	struct node *g = ad_domain_node(a, "graphdiet", "GridSampleGrad", ins, 3, 2);
-	if (!g || ad_set_str(a, g, "mode", gs_interp_names[m.interp]) ||
-	    ad_set_str(a, g, "padding_mode", gs_pad_names[m.pad]) || ad_set_int(a, g, "align_corners", m.align))
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *gsh = ad_shape(a, n->in[1]);
+	for (int i = 0; i < xs->ndim; i++)
+		if (ad_dim_symbolic(a, xs->dims[i]))
+			return ad_fail(a, "cannot differentiate a GridSample of symbolic dimensions");
+	for (int i = 0; i < gsh->ndim; i++)
+		if (ad_dim_symbolic(a, gsh->dims[i]))
+			return ad_fail(a, "cannot differentiate a GridSample of symbolic dimensions");
+	if (gsh->dtype != xs->dtype)
+		return ad_fail(a, "cannot differentiate a GridSample whose grid's dtype is not X's");
+	if (xs->ndim < 3 || xs->ndim > RT_MAX_DIMS - 1)
+		return ad_fail(a, "cannot differentiate a GridSample of rank %d", xs->ndim);
+	if (ad_need_opset(a, 16, "the GridSample gradient (ScatterElements with reduction)"))
 		return -1;
-	if (ad_wants(a, n->in[0]) && ad_give(a, n->in[0], g->out[0]))
+	struct gs_ad s = {a, xs->dtype, xs->dims[0], 1, xs->ndim - 2};
+	int64_t C = xs->dims[1], S = 1, K = 1, st[RT_MAX_DIMS];
+	for (int i = 0; i < s.r; i++) {
+		s.P *= gsh->dims[1 + i];
+		S *= xs->dims[2 + i];
+	}
+	c_strides((int)s.r, xs->dims + 2, st);
+	int64_t g3[3] = {s.N, s.P, s.r};
+	struct value *grid = gs_reshape(&s, n->in[1], 3, g3);
+	struct gs_axis_ad ax[RT_MAX_DIMS];
+	struct value *idx = NULL, *W = NULL;
+	for (int i = 0; i < s.r; i++) {
+		if (gs_axis_ad(&s, &m, grid, s.r - 1 - i, xs->dims[2 + i], &ax[i]))
+			return -1;
+		K *= ax[i].T;
+		struct value *ii = ad_op2(a, "Mul", gs_cast(&s, ax[i].I, DT_INT64), ad_ints(a, &st[i], 1));
+		ii = gs_spread(&s, ii, i, ax[i].T);
+		idx = idx ? ad_op2(a, "Add", idx, ii) : ii;
+		if (ax[i].W) {
+			struct value *w = gs_spread(&s, ax[i].W, i, ax[i].T);
+			W = W ? ad_op2(a, "Mul", W, w) : w;
+		}
+	}
+	/* idx as (N, C, P K); dY repeated over the K taps */
+	int64_t n1pk[3] = {s.N, 1, s.P * K}, ncpk[3] = {s.N, C, s.P * K}, ncp1[4] = {s.N, C, s.P, 1},
+		ncpk4[4] = {s.N, C, s.P, K}, ncs[3] = {s.N, C, S};
+	idx = ad_op2(a, "Expand", gs_reshape(&s, idx, 3, n1pk), ad_ints(a, ncpk, 3));
+	struct value *dy = gs_reshape(&s, ad_dy(a, n->out[0]), 4, ncp1);
+	dy = gs_reshape(&s, ad_op2(a, "Expand", dy, ad_ints(a, ncpk4, 4)), 3, ncpk);
+	if (ad_wants(a, n->in[0])) {
+		struct value *ins[3] = {gs_reshape(&s, ad_zeros_flat(a, n->in[0], s.dt), 3, ncs), idx,
+					W ? ad_op2(a, "Mul", dy, gs_reshape(&s, W, 3, n1pk)) : dy};
+		struct value *dx = ins[0] && ins[2] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
+		struct node *p = ad_producer(dx);
+		if (!p || ad_set_str(a, p, "reduction", "add") || ad_set_int(a, p, "axis", 2) ||
+		    ad_give(a, n->in[0], ad_op2(a, "Reshape", dx, ad_shape_of(a, n->in[0]))))
+			return -1;
+	}
+	if (!ad_wants(a, n->in[1]))
+		return 0;
+	if (m.interp == GS_NEAREST)
+		return ad_give(a, n->in[1], ad_zeros_like(a, n->in[1]));
+	/* sum_C dY X[idx], as (N, P, K) */
+	struct value *xg = ad_op2(a, "GatherElements", gs_reshape(&s, n->in[0], 3, ncs), idx);
+	struct node *p = ad_producer(xg);
+	if (!p || ad_set_int(a, p, "axis", 2))
 		return -1;
-	return ad_wants(a, n->in[1]) ? ad_give(a, n->in[1], g->out[1]) : 0;
+	int64_t one = 1, npk[3] = {s.N, s.P, K}, two = 2;
+	struct value *prod = ad_op2(a, "Mul", dy, xg);
+	struct value *gx = prod ? gs_reshape(&s, ad_reduce(a, "ReduceSum", prod, &one, 1, 0), 3, npk) : NULL;
+	struct value *comp[RT_MAX_DIMS];
+	for (int i = 0; i < s.r; i++) {
+		struct value *d = gs_spread(&s, ax[i].dW, i, ax[i].T);
+		for (int j = 0; j < s.r; j++)
+			if (j != i)
+				d = ad_op2(a, "Mul", d, gs_spread(&s, ax[j].W, j, ax[j].T));
+		d = ad_op2(a, "Mul", gx, gs_reshape(&s, d, 3, npk));
+		comp[s.r - 1 - i] = d ? ad_op2(a, "Mul", ad_reduce(a, "ReduceSum", d, &two, 1, 1), ax[i].dc) : NULL;
+		if (!comp[s.r - 1 - i])
+			return -1;
+	}
+	struct value *dg = s.r == 1 ? comp[0] : ad_op(a, "Concat", comp, (int)s.r);
+	struct node *cn = s.r == 1 ? NULL : ad_producer(dg);
+	if (cn && ad_set_int(a, cn, "axis", 2))
+		return -1;
+	return ad_give(a, n->in[1], ad_op2(a, "Reshape", dg, ad_shape_of(a, n->in[1])));
 }
 
 /* per output element, 2 FLOPs a tap: 2^r (linear), 4^r (cubic) or 1 */
@@ -371,16 +574,5 @@ static void grid_sample_cost(const struct node *n, struct rtensor *const *in, st
 	*flops = (uint64_t)out[0]->numel * 2u * gs_taps_per_point(n, in[0]->ndim - 2);
 }
 
-/* twice the forward's: the scatter into dX and the products for dgrid */
-static void grid_sample_grad_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
-				  uint64_t *flops, uint64_t *bytes)
-{
-	(void)bytes;
-	(void)out;
-	*flops = (uint64_t)in[0]->numel * 4u * gs_taps_per_point(n, in[1]->ndim - 2);
-}
-
 const struct op_impl op_grid_sample = {.run = grid_sample_run, .grad = grid_sample_grad, .cost = grid_sample_cost,
 				       .recompute = RC_CHEAP};
-const struct op_impl op_grid_sample_grad = {.run = grid_sample_grad_run, .cost = grid_sample_grad_cost,
-					    .recompute = RC_CHEAP};
