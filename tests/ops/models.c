@@ -182,7 +182,8 @@ Test(gridsample, bad_input_is_an_error_naming_the_node)
 		   {"[2, 2, 3, 4]", "[1, 3, 5, 2]", "", "grid must be"},
 		   {"[1, 2, 3, 4]", "[1, 3, 5, 2]", "mode: area", "mode must be"},
 		   {"[1, 2, 3, 4]", "[1, 3, 5, 2]", "padding_mode: wrap", "padding_mode must be"},
-		   {"[4]", "[4, 1]", "", "X must be (N, C, D1 .. Dr)"}};
+		   {"[4]", "[4, 1]", "", "X must be (N, C, D1 .. Dr)"},
+		   {"[1, 1, 2, 2, 2, 2]", "[1, 1, 1, 1, 1, 4]", "mode: cubic", "cubic over 3 spatial dimensions is not supported"}};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char text[1024], path[512];
 		snprintf(text, sizeof text,
