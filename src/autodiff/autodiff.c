@@ -646,22 +646,8 @@ static int names(const char *entry, const char *name)
 	return !strcmp(entry, name) || !fnmatch(entry, name, 0);
 }
 
-/* A floating-point graph input that is no initializer: --params may name it (PyTorch's
- * requires_grad on an input), and then it takes a gradient <input>_grad like a parameter, but no
- * optimizer updates it (it is fed, not stored). */
-static int is_float_input(const struct value *v)
-{
-	return (v->flags & VALUE_INPUT) && !v->init && dtype_is_float(v->type.dtype);
-}
-
 static int is_param(const struct value *v, const struct autodiff_opts *o)
 {
-	if (is_float_input(v) && o->params && (v->flags & VALUE_GRAD_SLOT)) {
-		for (size_t i = 0; i < o->n_params; i++)
-			if (!strcmp(o->params[i], v->name))
-				return 1;
-		return 0;
-	}
 	if (!(v->flags & VALUE_PARAM) || (v->flags & VALUE_STATE) || !(v->flags & VALUE_GRAD_SLOT))
 		return 0;
 	for (size_t i = 0; i < o->n_freeze; i++)
@@ -686,13 +672,10 @@ static int check_param_names(const struct graph *g, const struct autodiff_opts *
 			int found = 0;
 			for (uint32_t i = 0; i < g->n_inits && !found; i++)
 				found = (g->inits[i]->flags & VALUE_PARAM) && names(es[k], g->inits[i]->name);
-			for (uint32_t i = 0; i < g->n_inputs && !found && !list; i++)
-				found = is_float_input(g->inputs[i]) && !strcmp(es[k], g->inputs[i]->name);
 			if (!found)
 				return err_set(e, GD_EINPUT, "%s: '%s' %s", list ? "--freeze" : "--params", es[k],
 					       strpbrk(es[k], "*?[") ? "matches no floating-point initializer"
-					       : list ? "is not a floating-point initializer"
-						      : "is neither a floating-point initializer nor a graph input");
+								      : "is not a floating-point initializer");
 		}
 	}
 	return 0;
@@ -952,8 +935,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (scale != 1.0 || inv) { /* the scaled gradient (a sum may be named <param>_grad) gives way */
 			char scaled[520];
 			JOIN(scaled, sizeof scaled, name, "_scaled");
-			int pdt = p->init ? p->init->dtype : p->type.dtype;
-			struct value *by = !inv ? ad_scalar(&a, pdt, 1.0 / scale) : pdt == DT_FLOAT ? inv : ad_cast(&a, inv, pdt);
+			struct value *by = !inv ? ad_scalar(&a, p->init->dtype, 1.0 / scale)
+					   : p->init->dtype == DT_FLOAT ? inv : ad_cast(&a, inv, p->init->dtype);
 			if ((!strcmp(gp->name, name) && ad_rename(&a, gp, scaled)) || !(gp = ad_op2(&a, "Mul", gp, by)))
 				goto fail;
 		}
@@ -966,24 +949,19 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (strcmp(gp->name, name) && ad_rename(&a, gp, name)) /* a sum has the name already */
 			goto fail;
 		gp->flags |= VALUE_GRAD;
-		/* the gradient has its parameter's type (a trained input's, its declared one): written as
-		 * the output's ValueInfo */
+		/* the gradient has its parameter's type: written as the output's ValueInfo */
 		const struct tensor *pt = p->init;
-		uint32_t nd = pt ? pt->ndim : p->type.ndim;
-		gp->type = (struct ttype){.dtype = pt ? pt->dtype : p->type.dtype, .has_type = true, .has_tensor = true,
-					  .has_dtype = true, .has_shape = pt || p->type.has_shape, .ndim = nd};
-		gp->type.dims = arena_array(g->arena, nd ? nd : 1, sizeof *gp->type.dims);
+		gp->type = (struct ttype){.dtype = pt->dtype, .has_type = true, .has_tensor = true, .has_dtype = true,
+					  .has_shape = true, .ndim = pt->ndim};
+		gp->type.dims = arena_array(g->arena, pt->ndim ? pt->ndim : 1, sizeof *gp->type.dims);
 		if (!gp->type.dims)
 			goto fail;
-		for (uint32_t k = 0; k < nd; k++)
-			gp->type.dims[k] = pt ? (struct dim){.kind = DIM_VALUE, .value = pt->dims[k]}
-					      : (struct dim){.kind = p->type.dims[k].kind, .value = p->type.dims[k].value,
-							     .param = p->type.dims[k].param};
+		for (uint32_t k = 0; k < pt->ndim; k++)
+			gp->type.dims[k] = (struct dim){.kind = DIM_VALUE, .value = pt->dims[k]};
 		if (graph_add_output(g, gp, e))
 			goto fail;
 		r->n_grads++;
-		int64_t ne = pt ? tensor_numel(pt) : ttype_numel(&p->type);
-		r->n_elems += ne > 0 ? (uint64_t)ne : 0;
+		r->n_elems += (uint64_t)tensor_numel(pt);
 	}
 	count_buffers(&a, r);
 	if (a.n_hoisted && hoist_shapes(&a))
