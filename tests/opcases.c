@@ -433,6 +433,26 @@ const struct gcase op_cases[] = {
 	{"ScatterND rows", P("d", "[4, 3]") P("u", "[2, 3]")
 	 "  - {name: ix, dtype: int64, shape: [2, 1], data: [3, 1]}\n",
 	 "  - {op: ScatterND, inputs: [d, ix, u], outputs: [y]}\n"},
+	/* gridsample: F.grid_sample's modes and padding modes, points past [-1, 1] (the normal draws
+	 * reach about +-2.5); gradients to X and to the grid, but nearest's (zero) grid is a constant */
+	{"GridSample bilinear zeros", P("x", "[1, 2, 3, 4]") P("g", "[1, 3, 4, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y]}\n"},
+	{"GridSample bilinear border align_corners", P("x", "[2, 1, 4, 3]") P("g", "[2, 2, 3, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {padding_mode: border, align_corners: 1}}\n"},
+	{"GridSample bilinear reflection", P("x", "[1, 2, 3, 4]") P("g", "[1, 3, 4, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {padding_mode: reflection}}\n"},
+	{"GridSample bilinear reflection align_corners", P("x", "[1, 1, 3, 4]") P("g", "[1, 4, 3, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {padding_mode: reflection, align_corners: 1}}\n"},
+	{"GridSample bicubic zeros", P("x", "[1, 2, 4, 5]") P("g", "[1, 3, 3, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {mode: bicubic}}\n"},
+	{"GridSample bicubic reflection align_corners", P("x", "[1, 1, 4, 5]") P("g", "[1, 3, 3, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {mode: bicubic, padding_mode: reflection, align_corners: 1}}\n"},
+	{"GridSample bicubic border", P("x", "[1, 1, 4, 5]") P("g", "[1, 3, 3, 2]"),
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {mode: bicubic, padding_mode: border}}\n"},
+	{"GridSample nearest (to X)", P("x", "[1, 2, 3, 4]")
+	 "  - {name: g, dtype: float64, shape: [1, 2, 3, 2], data: [-0.9, 0.3, 0.2, -1.4, 0.55, 0.8, 1.3, 0.1, -0.35, 0.6, 0.05, -0.7]}\n",
+	 "  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {mode: nearest, padding_mode: border}}\n"},
+
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
