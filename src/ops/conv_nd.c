@@ -18,6 +18,7 @@
 #include "blas.h"
 #include "conv.h"
 #include "kernel.h"
+#include "../util/pool.h"
 #include "../util/xalloc.h"
 
 #include <math.h>
@@ -160,24 +161,85 @@ static int64_t nd_tap(const struct nd_geom *g, const int64_t *img, const int64_t
 }
 
 /* im2col (back 0): col (ch K, P) <- the patches of image (ch, img), elements of es bytes, 0
- * outside; col2im (back 1): image += the patches col, float32 or float64 (dt). */
+ * outside; col2im (back 1): image += the patches col, float32 or float64 (dt). Row by row: for a
+ * tap and the outer axes of a position, the last axis's positions that land inside are one range
+ * (conv_inside), read at stride s. */
 static void nd_patches(const struct nd_geom *g, const int64_t *img, const int64_t *pos, int64_t ch, uint8_t *image,
 		       uint8_t *col, size_t es, int dt, int back)
 {
-	int64_t K = product(g->k, g->r), P = product(pos, g->r), plane = product(img, g->r), e = (int64_t)es;
-	for (int64_t t = 0; t < K; t++)
-		for (int64_t p = 0; p < P; p++) {
-			int64_t at = nd_tap(g, img, pos, p, t);
+	int L = g->r - 1;
+	int64_t K = product(g->k, g->r), P = product(pos, g->r), plane = product(img, g->r), ow = pos[L], s = g->s[L];
+	for (int64_t t = 0; t < K; t++) {
+		int64_t at0 = (t % g->k[L]) * g->d[L] - g->pb[L], lo, hi;
+		conv_inside(at0, s, img[L], ow, &lo, &hi);
+		for (int64_t q = 0; q < P / ow; q++) {
+			int64_t row = 0, st = img[L], qq = q, tt = t / g->k[L];
+			int inside = 1;
+			for (int i = L - 1; i >= 0; i--) {
+				int64_t v = (qq % pos[i]) * g->s[i] - g->pb[i] + (tt % g->k[i]) * g->d[i];
+				qq /= pos[i], tt /= g->k[i];
+				inside &= v >= 0 && v < img[i];
+				row += v * st;
+				st *= img[i];
+			}
 			for (int64_t c = 0; c < ch; c++) {
-				int64_t ci = (c * K + t) * P + p, ii = c * plane + at;
-				if (!back && at < 0)
-					memset(col + ci * e, 0, es);
-				else if (!back)
-					memcpy(col + ci * e, image + ii * e, es);
-				else if (at >= 0 && dt == DT_FLOAT)
-					((float *)image)[ii] += ((const float *)col)[ci];
-				else if (at >= 0)
-					((double *)image)[ii] += ((const double *)col)[ci];
+				int64_t ci = (c * K + t) * P + q * ow, ii = c * plane + row + at0; /* ox 0's */
+				uint8_t *cr = col + ci * (int64_t)es;
+				if (!back && !inside) {
+					memset(cr, 0, (size_t)ow * es);
+					continue;
+				}
+				if (!inside)
+					continue;
+				if (back && dt == DT_FLOAT)
+					for (int64_t ox = lo; ox < hi; ox++)
+						((float *)image)[ii + ox * s] += ((const float *)col)[ci + ox];
+				else if (back)
+					for (int64_t ox = lo; ox < hi; ox++)
+						((double *)image)[ii + ox * s] += ((const double *)col)[ci + ox];
+				if (back)
+					continue;
+				memset(cr, 0, (size_t)lo * es);
+				if (es == 4) /* the bits copied: any 32- or 64-bit dtype */
+					for (int64_t ox = lo; ox < hi; ox++)
+						((uint32_t *)col)[ci + ox] = ((const uint32_t *)image)[ii + ox * s];
+				else
+					for (int64_t ox = lo; ox < hi; ox++)
+						((uint64_t *)col)[ci + ox] = ((const uint64_t *)image)[ii + ox * s];
+				memset(cr + hi * (int64_t)es, 0, (size_t)(ow - hi) * es);
+			}
+		}
+	}
+}
+
+/* Images [i0, i1) of conv_nd_run, each thread in its own colb bytes of col: a piece of kernel_for. */
+struct nd_job {
+	const struct nd_geom *g;
+	const struct rtensor *a, *w;
+	uint8_t *y, *col;
+	size_t colb;
+	int fwd;
+};
+
+static void nd_images(void *arg, int64_t i0, int64_t i1)
+{
+	const struct nd_job *j = arg;
+	const struct nd_geom *g = j->g;
+	int dt = j->a->dtype;
+	int64_t es = (int64_t)dtype_size(dt), cg = g->c / g->group, mg = g->m / g->group, K = product(g->k, g->r);
+	int64_t pin = product(g->in, g->r), pout = product(g->out, g->r);
+	uint8_t *col = j->col + pool_self() * j->colb;
+	for (int64_t i = i0; i < i1; i++)
+		for (int64_t gi = 0; gi < g->group; gi++) {
+			uint8_t *xi = (uint8_t *)j->a->data + (i * g->c + gi * cg) * pin * es;
+			uint8_t *yi = j->y + (i * g->m + gi * mg) * pout * es;
+			const uint8_t *wg = (const uint8_t *)j->w->data + gi * mg * cg * K * es;
+			if (j->fwd) { /* Y_g (mg, P) = W_g (mg, cg K) col (cg K, P) */
+				nd_patches(g, g->in, g->out, cg, xi, col, (size_t)es, dt, 0);
+				conv_gemm(dt, 0, mg, pout, cg * K, wg, col, yi);
+			} else { /* col (mg K, Pin) = W_g^T, W_g stored (cg, mg K), times X_g (cg, Pin) */
+				conv_gemm(dt, 1, mg * K, pin, cg, wg, xi, col);
+				nd_patches(g, g->out, g->in, mg, yi, col, (size_t)es, dt, 1);
 			}
 		}
 }
@@ -205,26 +267,19 @@ int conv_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 	int64_t pin = product(g.in, g.r), pout = product(g.out, g.r);
 	int fwd = kind == CONV_FORWARD;
 	size_t colb = (size_t)((fwd ? cg : mg) * K * (fwd ? pout : pin)) * es;
-	uint8_t *col = rc ? NULL : exec_scratch_raw(x, colb);
+	uint8_t *col = rc ? NULL : exec_scratch_raw(x, colb * (size_t)pool_threads()); /* written in full */
 	rc = rc ? rc : !col ? exec_status(x) : 0;
-	for (int64_t i = 0; !rc && i < g.n; i++)
-		for (int64_t gi = 0; gi < g.group; gi++) {
-			const uint8_t *xi = (const uint8_t *)a->data + (i * g.c + gi * cg) * pin * (int64_t)es;
-			uint8_t *yi = y + (i * g.m + gi * mg) * pout * (int64_t)es;
-			if (fwd) { /* Y_g (mg, P) = W_g (mg, cg K) col (cg K, P) */
-				nd_patches(&g, g.in, g.out, cg, (uint8_t *)xi, col, es, a->dtype, 0);
-				conv_gemm(a->dtype, 0, mg, pout, cg * K, (const uint8_t *)w->data + gi * mg * cg * K * (int64_t)es,
-					col, yi);
-			} else { /* col (mg K, Pin) = W_g^T, W_g stored (cg, mg K), times X_g (cg, Pin) */
-				conv_gemm(a->dtype, 1, mg * K, pin, cg, (const uint8_t *)w->data + gi * cg * mg * K * (int64_t)es,
-					xi, col);
-				nd_patches(&g, g.out, g.in, mg, yi, col, es, a->dtype, 1);
-			}
-		}
-	exec_scratch_free(x, col, colb);
-	for (int64_t i = 0; !rc && b && i < g.n * g.m; i++)
-		for (int64_t p = 0; p < pout; p++)
-			rt_set(out[0], i * pout + p, rt_get(out[0], i * pout + p) + rt_get(b, i % g.m));
+	struct nd_job j = {&g, a, w, y, col, colb, fwd};
+	if (!rc)
+		kernel_for(g.n, 1, nd_images, &j);
+	exec_scratch_free(x, col, colb * (size_t)pool_threads());
+	for (int64_t i = 0; !rc && b && i < g.n * g.m; i++) {
+		double v = rt_get(b, i % g.m);
+		for (int64_t p = 0; p < pout && a->dtype == DT_FLOAT; p++)
+			((float *)y)[i * pout + p] += (float)v;
+		for (int64_t p = 0; p < pout && a->dtype != DT_FLOAT; p++)
+			((double *)y)[i * pout + p] += v;
+	}
 	if (a == &copy[0])
 		exec_scratch_free(x, copy[0].data, copy[0].nbytes);
 	if (w == &copy[1])
@@ -629,5 +684,5 @@ static void per_element_cost(const struct node *n, struct rtensor *const *in, st
 	*flops = (uint64_t)in[0]->numel;
 }
 
-const struct op_impl op_max_unpool = {.run = max_unpool_run, .cost = per_element_cost, .grad = max_unpool_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
-const struct op_impl op_lp_pool = {.run = lp_pool_run, .cost = pool_cost, .grad = lp_pool_grad, .recompute = RC_CHEAP};
+const struct op_impl op_max_unpool = {.run = max_unpool_run, .cost = per_element_cost, .grad = max_unpool_grad, .recompute = RC_CHEAP, .nodiff = ~1u, .bf16_since = 22};
+const struct op_impl op_lp_pool = {.run = lp_pool_run, .cost = pool_cost, .grad = lp_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
