@@ -100,9 +100,10 @@ static int window(struct exec *x, const struct node *n, struct conv_geom *g, int
 			th = full_h - oh, tw = full_w - ow;
 			if (!fits(oh) || !fits(ow) || !fits(th) || !fits(tw))
 				return exec_fail(x, "the output's size does not fit in 64 bits");
-			/* a negative total padding: the output runs past the taps, zeros at the end (as
+			/* the larger half at the start but for SAME_UPPER (the spec's output_shape rule);
+			 * a negative total padding: the output runs past the taps, zeros at the end (as
 			 * output_padding's; ONNX's convtranspose_output_shape) */
-			int upper = !same_lower;
+			int upper = same_upper;
 			g->pt = th < 0 ? 0 : (int64_t)(upper ? th / 2 : th - th / 2), g->pb = (int64_t)th - g->pt;
 			g->pl = tw < 0 ? 0 : (int64_t)(upper ? tw / 2 : tw - tw / 2), g->pr = (int64_t)tw - g->pl;
 		} else {
@@ -1038,9 +1039,9 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 		int64_t tw = g->sw * (g->w - 1) + opw + g->dw * (g->kw - 1) + 1 - g->ow;
 		if (-th >= g->sh || -tw >= g->sw)
 			return ad_fail(a, "output_shape reaches a stride or more past the input's taps");
-		int lower = attr_str_is(n, "auto_pad", "SAME_LOWER", 0);
-		g->pt = th < 0 ? 0 : lower ? th - th / 2 : th / 2, g->pb = th < 0 ? 0 : th - g->pt;
-		g->pl = tw < 0 ? 0 : lower ? tw - tw / 2 : tw / 2, g->pr = tw < 0 ? 0 : tw - g->pl;
+		int upper = attr_str_is(n, "auto_pad", "SAME_UPPER", 0);
+		g->pt = th < 0 ? 0 : upper ? th / 2 : th - th / 2, g->pb = th < 0 ? 0 : th - g->pt;
+		g->pl = tw < 0 ? 0 : upper ? tw / 2 : tw - tw / 2, g->pr = tw < 0 ? 0 : tw - g->pl;
 		return 0;
 	}
 	if (!attr_str_is(n, "auto_pad", "NOTSET", 1) || transpose) {

@@ -78,8 +78,9 @@ static int nd_window(const struct node *n, struct nd_geom *g, enum conv_kind kin
 			if (os || upper || lower) {
 				out = os ? os[no - (size_t)r + (size_t)i] : (wide)g->in[i] * g->s[i];
 				t = full - out;
-				/* a negative total: the output reaches past the taps, the extra at the end */
-				g->pb[i] = t < 0 ? 0 : (int64_t)(lower ? t - t / 2 : t / 2);
+				/* the larger half at the start but for SAME_UPPER (the spec's output_shape
+				 * rule); a negative total: the output reaches past the taps, the extra at the end */
+				g->pb[i] = t < 0 ? 0 : (int64_t)(upper ? t / 2 : t - t / 2);
 				g->pe[i] = (int64_t)(t - g->pb[i]);
 			} else {
 				out = full - g->pb[i] - g->pe[i];
@@ -140,24 +141,6 @@ static int nd_geometry(struct exec *x, const struct node *n, struct rtensor *con
 	if (nd_window(n, g, kind, &why))
 		return exec_fail(x, "%s", why);
 	return 0;
-}
-
-/* The element of the image (dims img) that tap t (row-major over g->k) of position p (row-major
- * over dims pos) reads: at p_i s_i - pb_i + t_i d_i, or -1 outside. Conv: img the input, pos the
- * output; ConvTranspose: the other way round. */
-static int64_t nd_tap(const struct nd_geom *g, const int64_t *img, const int64_t *pos, int64_t p, int64_t t)
-{
-	int64_t at = 0, st = 1;
-	for (int i = g->r - 1; i >= 0; i--) {
-		int64_t pi = p % pos[i], ti = t % g->k[i];
-		p /= pos[i], t /= g->k[i];
-		int64_t v = pi * g->s[i] - g->pb[i] + ti * g->d[i];
-		if (v < 0 || v >= img[i])
-			return -1;
-		at += v * st;
-		st *= img[i];
-	}
-	return at;
 }
 
 /* im2col (back 0): col (ch K, P) <- the patches of image (ch, img), elements of es bytes, 0
@@ -287,6 +270,71 @@ int conv_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 	return rc;
 }
 
+/* Planes [nc0, nc1) of pool_nd_run: a piece of kernel_for. Per output and axis, the window's taps
+ * inside the image are one range [lo, hi) (conv_inside), and those inside the pads another (the
+ * count with count_include_pad; the ceil_mode overhang is outside both); the window walks the
+ * inside taps in row-major order, so ties go to the first, as in conv.c. */
+struct pool_job {
+	const struct nd_geom *g;
+	const struct rtensor *a;
+	struct rtensor *y;
+	int64_t *idx;
+	int max, lp;
+	double pw;
+	int include_pad, colmajor;
+};
+
+static void pool_planes(void *arg, int64_t nc0, int64_t nc1)
+{
+	const struct pool_job *j = arg;
+	const struct nd_geom *g = j->g;
+	int r = g->r;
+	int64_t pin = product(g->in, r), pout = product(g->out, r), st[ND_MAX], cst[ND_MAX];
+	for (int i = r - 1; i >= 0; i--)
+		st[i] = i == r - 1 ? 1 : st[i + 1] * g->in[i + 1];
+	for (int i = 0; i < r; i++) /* storage_order 1: column-major */
+		cst[i] = i == 0 ? 1 : cst[i - 1] * g->in[i - 1];
+	const float *af = j->a->dtype == DT_FLOAT ? j->a->data : NULL;
+	for (int64_t nc = nc0; nc < nc1; nc++)
+		for (int64_t p = 0; p < pout; p++) {
+			int64_t at0[ND_MAX], lo[ND_MAX], hi[ND_MAX], t[ND_MAX], cnt = 1, padded = 1, arg = -1, rest = p;
+			for (int i = r - 1; i >= 0; i--) {
+				int64_t plo, phi;
+				at0[i] = (rest % g->out[i]) * g->s[i] - g->pb[i];
+				rest /= g->out[i];
+				conv_inside(at0[i], g->d[i], g->in[i], g->k[i], &lo[i], &hi[i]);
+				conv_inside(at0[i] + g->pb[i], g->d[i], g->in[i] + g->pb[i] + g->pe[i], g->k[i], &plo, &phi);
+				cnt *= hi[i] - lo[i], padded *= phi - plo;
+				t[i] = lo[i];
+			}
+			double acc = j->max ? -INFINITY : 0;
+			for (int go = cnt > 0; go;) {
+				int64_t at = 0;
+				for (int i = 0; i < r; i++)
+					at += (at0[i] + t[i] * g->d[i]) * st[i];
+				double v = af ? af[nc * pin + at] : rt_get(j->a, nc * pin + at);
+				if (j->max && (v > acc || arg < 0)) {
+					acc = v;
+					arg = at;
+				} else if (!j->max) {
+					acc += j->lp ? pow(fabs(v), j->pw) : v;
+				}
+				int i = r - 1;
+				while (i >= 0 && ++t[i] == hi[i])
+					t[i] = lo[i], i--;
+				go = i >= 0;
+			}
+			cnt = j->include_pad ? padded : cnt;
+			rt_set(j->y, nc * pout + p, j->max ? acc : j->lp ? pow(acc, 1 / j->pw) : cnt ? acc / (double)cnt : 0);
+			if (!j->idx)
+				continue;
+			int64_t flat = 0; /* arg's spatial coordinates, row-major or column-major */
+			for (int i = 0; i < r && arg >= 0; i++)
+				flat += (arg / st[i] % g->in[i]) * (j->colmajor ? cst[i] : st[i]);
+			j->idx[nc * pout + p] = nc * pin + flat;
+		}
+}
+
 /* MaxPool (max 1), AveragePool (0) or LpPool (2: (sum |x|^p)^(1/p) over the window, pads adding
  * 0) of any rank and dtype (MaxPool: integers too, compared exactly up to 2^53); Indices as the
  * file comment says. */
@@ -309,45 +357,9 @@ int pool_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, g.r + 2, dims) : NULL;
 	if (!y)
 		return exec_status(x);
-	int include_pad = attr_int(n, "count_include_pad", 0) != 0, colmajor = attr_int(n, "storage_order", 0) != 0;
-	int64_t K = product(g.k, g.r), pin = product(g.in, g.r), pout = product(g.out, g.r);
-	for (int64_t nc = 0; nc < g.n * g.c; nc++)
-		for (int64_t p = 0; p < pout; p++) {
-			double acc = max ? -INFINITY : 0;
-			int64_t cnt = 0, arg = -1;
-			for (int64_t t = 0; t < K; t++) {
-				int64_t at = nd_tap(&g, g.in, g.out, p, t);
-				if (at < 0) { /* with count_include_pad, pads count but the ceil_mode overhang does not */
-					int in_pads = 1;
-					int64_t pr = p, tr = t;
-					for (int i = g.r - 1; i >= 0; i--) {
-						int64_t v = (pr % g.out[i]) * g.s[i] - g.pb[i] + (tr % g.k[i]) * g.d[i];
-						pr /= g.out[i], tr /= g.k[i];
-						in_pads &= v >= -g.pb[i] && v < g.in[i] + g.pe[i];
-					}
-					cnt += include_pad && in_pads;
-					continue;
-				}
-				double v = rt_get(a, nc * pin + at);
-				if (max && (v > acc || arg < 0)) {
-					acc = v;
-					arg = at;
-				}
-				if (!max)
-					acc += lp ? pow(fabs(v), pw) : v;
-				cnt++;
-			}
-			rt_set(out[0], nc * pout + p, max ? acc : lp ? pow(acc, 1 / pw) : cnt ? acc / (double)cnt : 0);
-			if (!idx)
-				continue;
-			int64_t flat = 0, rest = arg < 0 ? 0 : arg;
-			for (int i = g.r - 1; colmajor && i >= 0; i--) { /* row-major arg -> column-major */
-				int64_t ci = rest % g.in[i];
-				rest /= g.in[i];
-				flat += ci * product(g.in, i);
-			}
-			idx[nc * pout + p] = nc * pin + (colmajor ? flat : arg < 0 ? 0 : arg);
-		}
+	struct pool_job j = {&g, a, out[0], idx, max, lp, pw, attr_int(n, "count_include_pad", 0) != 0,
+			     attr_int(n, "storage_order", 0) != 0};
+	kernel_for(g.n * g.c, 1, pool_planes, &j);
 	return 0;
 }
 

@@ -69,8 +69,8 @@ static int resize_mode(const struct node *n, int opset, struct resize_mode *m, c
 		return *why = "unsupported nearest_mode", -1;
 	m->exclude = attr_int(n, "exclude_outside", 0) != 0;
 	m->extrapolation = attr_float(n, "extrapolation_value", 0);
-	if (node_attr(n, "antialias") || node_attr(n, "axes"))
-		return *why = "antialias and axes are not supported", -1;
+	if (attr_int(n, "antialias", 0) || !attr_str_is(n, "keep_aspect_ratio_policy", "stretch", 1))
+		return *why = "antialias and keep_aspect_ratio_policy other than stretch are not supported", -1;
 	return 0;
 }
 
@@ -147,8 +147,9 @@ static void axis_map(const struct resize_mode *m, const struct axis *ax, int64_t
 }
 
 /* The axes of a node over its inputs in[] (run-time tensors, or autodiff's shapes with constant
- * data), r of them: from sizes, or from scales (an input, or Upsample-7's attribute), and the roi.
- * -1 and *why when they are bad. */
+ * data), r of them: from sizes, or from scales (an input, or Upsample-7's attribute), and the roi,
+ * which hold an entry (roi two) per axis, or per axis of the `axes` attribute (opset 18; the others
+ * kept as they are). -1 and *why when they are bad. */
 static int resize_axes(const struct node *n, const struct resize_mode *m, const struct rtensor *const *in, int r,
 		       const int64_t *xd, struct axis *ax, const char **why)
 {
@@ -166,20 +167,32 @@ static int resize_axes(const struct node *n, const struct resize_mode *m, const 
 	if (!sa && !scales == !sizes)
 		return *why = m->old ? "scales must be given" : "exactly one of scales and sizes must be given", -1;
 	got = scales ? scales : sizes;
-	if (got && got->numel != r)
-		return *why = "scales or sizes must have an element for every dimension", -1;
+	size_t na;
+	const int64_t *axv = m->old ? NULL : attr_ints(n, "axes", &na);
+	int nk = axv ? (int)na : r, at[RT_MAX_DIMS]; /* axis i's entry, or -1 */
+	for (int i = 0; i < r; i++)
+		at[i] = axv ? -1 : i;
+	for (int k = 0; axv && k < nk; k++) {
+		int64_t i = axv[k] < 0 ? axv[k] + r : axv[k];
+		if (i < 0 || i >= r || at[i] >= 0)
+			return *why = "axes must be distinct axes of X", -1;
+		at[i] = k;
+	}
+	if (got && got->numel != nk)
+		return *why = "scales or sizes must have an element for every axis resized", -1;
 	if (got && !got->data)
 		return *why = "scales or sizes must be known (bind the symbolic dimensions with --dim)", -1;
 	int crop = m->coord == CT_TF_CROP;
-	if (crop && roi && (roi->numel != 2 * r || !roi->data))
-		return *why = "roi must be known and have 2 elements for every dimension", -1;
+	if (crop && roi && (roi->numel != 2 * nk || !roi->data))
+		return *why = "roi must be known and have 2 elements for every axis resized", -1;
 	for (int i = 0; i < r; i++) {
-		double v = sa ? sa->floats[i] : rt_get(got, i);
+		int k = at[i];
+		double v = k < 0 ? (sizes ? (double)xd[i] : 1) : sa ? sa->floats[k] : rt_get(got, k);
 		if (!(v > 0) || v > 1e6)
 			return *why = "scales and sizes must be positive", -1;
 		ax[i].in = xd[i];
-		ax[i].r0 = crop && roi ? rt_get(roi, i) : 0;
-		ax[i].r1 = crop && roi ? rt_get(roi, i + r) : 1;
+		ax[i].r0 = crop && roi && k >= 0 ? rt_get(roi, k) : 0;
+		ax[i].r1 = crop && roi && k >= 0 ? rt_get(roi, k + nk) : 1;
 		ax[i].out = sizes ? (int64_t)v : (int64_t)floor((double)xd[i] * v * (ax[i].r1 - ax[i].r0));
 		ax[i].s = sizes ? (double)ax[i].out / (double)(xd[i] ? xd[i] : 1) : v;
 		ax[i].len = sizes ? (double)ax[i].out : (double)xd[i] * v;
@@ -293,13 +306,20 @@ static int resize_grad(struct ad *a, const struct node *n)
 	for (int i = 0; i < r; i++) {
 		if (axs[i].in == axs[i].out && (m.coord == CT_TF_CROP ? axs[i].r0 == 0 && axs[i].r1 == 1 : axs[i].s == 1))
 			continue; /* the identity */
-		if (i < r - 2)
-			return ad_fail(a, "gradients of Resize along other than the last two dimensions are not supported");
 		if (ad_dim_symbolic(a, axs[i].in) || ad_dim_symbolic(a, axs[i].out))
 			return ad_fail(a, "cannot differentiate a Resize along a symbolic dimension");
-		/* last axis: g (.., out) A (out x in); the one before: A^T (in x out) g (.., out, W) */
+		/* last axis: g (.., out) A (out x in); the one before: A^T (in x out) g (.., out, W);
+		 * an earlier one (a volume's depth) exchanged with the last, as the last, and back */
+		int64_t perm[RT_MAX_DIMS];
+		for (int k = 0; k < r; k++)
+			perm[k] = k == i ? r - 1 : k == r - 1 ? i : k;
+		struct value *t = i < r - 2 ? ad_op1(a, "Transpose", g) : g;
+		if (i < r - 2 && (!t || ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)r)))
+			return -1;
 		struct value *mat = axis_matrix(a, &m, &axs[i], xs->dtype, i == r - 2);
-		g = i == r - 1 ? ad_op2(a, "MatMul", g, mat) : ad_op2(a, "MatMul", mat, g);
+		g = i != r - 2 ? ad_op2(a, "MatMul", t, mat) : ad_op2(a, "MatMul", mat, g);
+		if (i < r - 2 && (!(g = ad_op1(a, "Transpose", g)) || ad_set_ints(a, ad_producer(g), "perm", perm, (size_t)r)))
+			return -1;
 		if (!g)
 			return -1;
 	}

@@ -19,13 +19,16 @@
 
 #define ONNX_DATA "/usr/share/libonnx-testdata/data/"
 
-/* data set 0 of test folder SRC as .npy files in OUT (argv[1] = "SRC|OUT"): input_K.npy, output_K.npy */
+/* data set 0 of each test folder ONNX_DATA/T as .npy files in OUT/<T's last part>/ (argv[1] =
+ * "OUT|T1,T2,..."): input_K.npy, output_K.npy; one python for the lot (importing onnx is slow) */
 static const char pb_to_npy[] = "import sys, glob, os, numpy as np, onnx\n"
 				"from onnx import numpy_helper\n"
-				"src, out = sys.argv[1].split('|')\n"
-				"for p in glob.glob(src + '/test_data_set_0/*.pb'):\n"
-				"    t = onnx.TensorProto(); t.ParseFromString(open(p, 'rb').read())\n"
-				"    np.save(os.path.join(out, os.path.basename(p)[:-3] + '.npy'), numpy_helper.to_array(t))\n";
+				"out, tests = sys.argv[1].split('|')\n"
+				"for test in tests.split(','):\n"
+				"    dst = os.path.join(out, os.path.basename(test)); os.makedirs(dst, exist_ok=True)\n"
+				"    for p in glob.glob('" ONNX_DATA "' + test + '/test_data_set_0/*.pb'):\n"
+				"        t = onnx.TensorProto(); t.ParseFromString(open(p, 'rb').read())\n"
+				"        np.save(os.path.join(dst, os.path.basename(p)[:-3] + '.npy'), numpy_helper.to_array(t))\n";
 
 static void expect_close(const char *test, const char *name, const struct rtensor *got, const struct rtensor *want)
 {
@@ -43,7 +46,8 @@ static void expect_close(const char *test, const char *name, const struct rtenso
 	}
 }
 
-/* Runs ONNX_DATA/<test>/model.onnx on its data set 0 and compares every output. */
+/* Runs ONNX_DATA/<test>/model.onnx on its data set 0 (converted by pb_to_npy) and compares
+ * every output. */
 static void onnx_backend_case(const char *test)
 {
 	char src[256], out[256], path[600];
@@ -51,9 +55,6 @@ static void onnx_backend_case(const char *test)
 	struct stat st;
 	cr_assert_eq(stat(src, &st), 0, "%s is missing: install Debian's libonnx-testdata", src);
 	snprintf(out, sizeof out, "%s/%s", tmpdir(), strrchr(test, '/') + 1);
-	cr_assert(mkdir(out, 0700) == 0 || stat(out, &st) == 0);
-	snprintf(path, sizeof path, "%s|%s", src, out);
-	python_ok(pb_to_npy, path, test);
 	snprintf(path, sizeof path, "%s/model.onnx", src);
 	struct graph *g = load_ok(path);
 	struct rtensor ins[8];
@@ -83,6 +84,19 @@ static void onnx_backend_case(const char *test)
 	graph_free(g);
 	for (size_t i = 0; i < n; i++)
 		free(ins[i].data);
+}
+
+/* Every case of a NULL-terminated list, its data converted first. */
+static void onnx_backend_cases(const char *const *tests)
+{
+	char arg[4096];
+	size_t at = (size_t)snprintf(arg, sizeof arg, "%s|", tmpdir());
+	for (const char *const *t = tests; *t; t++)
+		at += (size_t)snprintf(arg + at, sizeof arg - at, "%s%s", t == tests ? "" : ",", *t);
+	cr_assert_lt(at, sizeof arg);
+	python_ok(pb_to_npy, arg, "converting the ONNX backend tests' data");
+	for (const char *const *t = tests; *t; t++)
+		onnx_backend_case(*t);
 }
 
 static const char *const window_tests[] = {
@@ -139,48 +153,68 @@ static const char *const pad_tests[] = {
 
 Test(conv, windows_of_every_rank_and_dtype_match_onnx_backend_tests)
 {
-	for (const char *const *t = window_tests; *t; t++)
-		onnx_backend_case(*t);
+	onnx_backend_cases(window_tests);
 }
 
 Test(conv, resize_and_upsample_modes_match_onnx_backend_tests)
 {
-	for (const char *const *t = resize_tests; *t; t++)
-		onnx_backend_case(*t);
+	onnx_backend_cases(resize_tests);
 }
 
 Test(conv, pad_before_opset_11_matches_onnx_backend_tests)
 {
-	for (const char *const *t = pad_tests; *t; t++)
-		onnx_backend_case(*t);
+	onnx_backend_cases(pad_tests);
 }
 
-/* The align_corners bug issue 47 names, on numbers worked by hand: X = [0 1 2 3] at scale 0.6 gives
- * 2 outputs at x = o (4 - 1) / (4 x 0.6 - 1) = 0 and 2.142857..., not o (4 - 1) / (2 - 1) = 0 and 3. */
-Test(conv, resize_align_corners_reads_the_unrounded_length)
+/* Runs `node` (reading x, float32 of dims, and writing y) in a YAML graph at `opset`, whose
+ * params are `params`, and compares y with want (n values, within 1e-5). */
+static void expect_values(int opset, const char *params, const char *node, int ndim, const int64_t *dims,
+			  const float *xv, const float *want, int n)
 {
-	struct graph *g = load_text("ac.yaml", "graphdiet: 1\nopset: 13\ninputs:\n"
-					       "  - {name: x, dtype: float32, shape: [1, 1, 1, 4]}\n"
-					       "params:\n"
-					       "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 1, 0.6]}\n"
-					       "nodes:\n"
-					       "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: linear, "
-					       "coordinate_transformation_mode: align_corners}}\n"
-					       "outputs: [{name: y}]\n");
-	float xv[4] = {0, 1, 2, 3};
-	int64_t d[4] = {1, 1, 1, 4};
-	struct rtensor in = rt_over(DT_FLOAT, 4, d, xv);
+	char text[1024], shape[64] = "[";
+	for (int d = 0; d < ndim; d++)
+		snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)dims[d]);
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: %d\ninputs: [{name: x, dtype: float32, shape: %s]}]\n%s%snodes:\n  - %s\n"
+		 "outputs: [{name: y}]\n",
+		 opset, shape, params[0] ? "params:\n" : "", params, node);
+	struct graph *g = load_text("values.yaml", text);
+	struct rtensor in = rt_over(DT_FLOAT, ndim, dims, (void *)xv);
 	const char *name = "x";
 	struct exec_opts o = {.inputs = &in, .input_names = &name, .n_inputs = 1};
 	struct gd_err e = {0};
 	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_assert(x, "%s", e.msg);
+	cr_assert(x, "%s: %s", node, e.msg);
 	const struct rtensor *y = exec_value(x, g->outputs[0]);
-	cr_assert_eq(y->numel, 2);
-	cr_expect_float_eq(rt_get(y, 0), 0.0, 1e-6);
-	cr_expect_float_eq(rt_get(y, 1), 3.0 / 1.4, 1e-6);
+	cr_assert_eq(y->numel, n, "%s: %lld outputs, expected %d", node, (long long)y->numel, n);
+	for (int i = 0; i < n; i++)
+		cr_expect_float_eq(rt_get(y, i), want[i], 1e-5, "%s: y[%d] = %.7g, expected %.7g", node, i, rt_get(y, i),
+				   want[i]);
 	exec_free(x);
 	graph_free(g);
+}
+
+/* Worked by hand, over X = [0 1 2 3] (1, 1, 1, 4):
+ * - the align_corners bug issue 47 names: at scale 0.6, 2 outputs at x = o (4 - 1) / (4 x 0.6 - 1) =
+ *   0 and 2.142857, not o (4 - 1) / (2 - 1) = 0 and 3;
+ * - opset 18's axes: scales [2] for axis 3 alone, asymmetric: x = o / 2, the last clamped;
+ * - Upsample-7 (scales an attribute) linear: the same numbers;
+ * - Resize-10 (X, scales) nearest: floor(o / 2). */
+Test(conv, resize_forms_worked_by_hand)
+{
+	static const int64_t d[4] = {1, 1, 1, 4};
+	static const float xv[4] = {0, 1, 2, 3};
+	static const float ac[2] = {0, 3 / 1.4f}, up[8] = {0, 0.5f, 1, 1.5f, 2, 2.5f, 3, 3}, nn[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+	expect_values(13, "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 1, 0.6]}\n",
+		      "{op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: linear, coordinate_transformation_mode: align_corners}}",
+		      4, d, xv, ac, 2);
+	expect_values(18, "  - {name: sc, dtype: float32, shape: [1], data: [2]}\n",
+		      "{op: Resize, inputs: [x, \"\", sc], outputs: [y], attrs: {mode: linear, axes: [3], coordinate_transformation_mode: asymmetric}}",
+		      4, d, xv, up, 8);
+	expect_values(7, "", "{op: Upsample, inputs: [x], outputs: [y], attrs: {mode: linear, scales: [1.0, 1.0, 1.0, 2.0]}}", 4, d,
+		      xv, up, 8);
+	expect_values(10, "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 1, 2]}\n",
+		      "{op: Resize, inputs: [x, sc], outputs: [y]}", 4, d, xv, nn, 8);
 }
 
 /* LpPool (no ONNX backend test in 1.12), worked by hand: p 2 over [3 4 | 0 12] is [5 12]; p 1 over
@@ -188,38 +222,11 @@ Test(conv, resize_align_corners_reads_the_unrounded_length)
  * stride 2 over [1 2 2]: (1 + 8)^(1/3) and (8 + 8)^(1/3). */
 Test(conv, lp_pool_of_every_rank)
 {
-	static const struct {
-		const char *attrs;
-		int64_t dims[5];
-		int ndim;
-		float x[8], want[2];
-		int nwant;
-	} cases[] = {
-		{"{kernel_shape: [2], strides: [2]}", {1, 1, 4}, 3, {3, 4, 0, 12}, {5, 12}, 2},
-		{"{kernel_shape: [2, 2, 2], p: 1}", {1, 1, 2, 2, 2}, 5, {1, -2, 3, -4, 5, -6, 7, -8}, {36}, 1},
-		{"{kernel_shape: [3], strides: [2], pads: [1, 1], p: 3}", {1, 1, 3}, 3, {1, 2, 2}, {2.080083823f, 2.5198421f}, 2},
-	};
-	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-		char text[512], shape[64] = "[";
-		for (int d = 0; d < cases[c].ndim; d++)
-			snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "",
-				 (long long)cases[c].dims[d]);
-		snprintf(text, sizeof text,
-			 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: %s]}]\nnodes:\n"
-			 "  - {op: LpPool, inputs: [x], outputs: [y], attrs: %s}\noutputs: [{name: y}]\n",
-			 shape, cases[c].attrs);
-		struct graph *g = load_text("lp.yaml", text);
-		struct rtensor in = rt_over(DT_FLOAT, cases[c].ndim, cases[c].dims, (void *)cases[c].x);
-		const char *name = "x";
-		struct exec_opts o = {.inputs = &in, .input_names = &name, .n_inputs = 1};
-		struct gd_err e = {0};
-		struct exec *x = exec_run(g, &o, NULL, &e);
-		cr_assert(x, "%s: %s", cases[c].attrs, e.msg);
-		const struct rtensor *y = exec_value(x, g->outputs[0]);
-		cr_assert_eq(y->numel, cases[c].nwant, "%s", cases[c].attrs);
-		for (int i = 0; i < cases[c].nwant; i++)
-			cr_expect_float_eq(rt_get(y, i), cases[c].want[i], 1e-5, "%s: y[%d] = %g", cases[c].attrs, i, rt_get(y, i));
-		exec_free(x);
-		graph_free(g);
-	}
+	static const int64_t d1[3] = {1, 1, 4}, d3[5] = {1, 1, 2, 2, 2}, dp[3] = {1, 1, 3};
+	static const float x1[4] = {3, 4, 0, 12}, w1[2] = {5, 12}, x3[8] = {1, -2, 3, -4, 5, -6, 7, -8}, w3[1] = {36};
+	static const float xp[3] = {1, 2, 2}, wp[2] = {2.080083823f, 2.5198421f};
+	expect_values(18, "", "{op: LpPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [2], strides: [2]}}", 3, d1, x1, w1, 2);
+	expect_values(18, "", "{op: LpPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [2, 2, 2], p: 1}}", 5, d3, x3, w3, 1);
+	expect_values(18, "", "{op: LpPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [3], strides: [2], pads: [1, 1], p: 3}}",
+		      3, dp, xp, wp, 2);
 }
