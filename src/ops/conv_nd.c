@@ -373,9 +373,10 @@ static int unpool_dims(const struct node *n, const struct rtensor *a, int64_t *d
 	    nd_ints(n, "strides", 1, (size_t)r, s) || nd_ints(n, "pads", 0, 2 * (size_t)r, pads))
 		return *why = "X must be (N, C, spatial...) and kernel_shape, strides and pads have an entry (pads two) per spatial axis", -1;
 	for (int i = 0; i < r; i++) {
-		dims[i + 2] = (a->dims[i + 2] - 1) * s[i] + k[i] - pads[i] - pads[i + r];
-		if (k[i] < 1 || s[i] < 1 || pads[i] < 0 || pads[i + r] < 0 || dims[i + 2] < 0)
+		wide d = (wide)(a->dims[i + 2] - 1) * s[i] + k[i] - pads[i] - pads[i + r];
+		if (k[i] < 1 || s[i] < 1 || pads[i] < 0 || pads[i + r] < 0 || d < 0 || d > INT64_MAX / 2)
 			return *why = "kernel_shape and strides must be positive, pads not negative, and leave an output", -1;
+		dims[i + 2] = (int64_t)d;
 	}
 	return 0;
 }
