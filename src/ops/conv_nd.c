@@ -270,15 +270,16 @@ int conv_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 	return rc;
 }
 
-/* Planes [nc0, nc1) of pool_nd_run: a piece of kernel_for. Per output and axis, the window's taps
- * inside the image are one range [lo, hi) (conv_inside), and those inside the pads another (the
- * count with count_include_pad; the ceil_mode overhang is outside both); the window walks the
- * inside taps in row-major order, so ties go to the first, as in conv.c. */
+/* Planes [nc0, nc1) of pool_nd_run: a piece of kernel_for. Per axis and output index o (tables
+ * made once: tab + 3 off[i]), the window's taps inside the image are one range [lo, hi)
+ * (conv_inside), and those inside the pads a count (count_include_pad's; the ceil_mode overhang is
+ * outside both). The window walks its inside taps in row-major order, the last axis's as a run, so
+ * ties go to the first, as in conv.c. */
 struct pool_job {
 	const struct nd_geom *g;
 	const struct rtensor *a;
 	struct rtensor *y;
-	int64_t *idx;
+	int64_t *idx, *tab, off[ND_MAX];
 	int max, lp;
 	double pw;
 	int include_pad, colmajor;
@@ -288,51 +289,54 @@ static void pool_planes(void *arg, int64_t nc0, int64_t nc1)
 {
 	const struct pool_job *j = arg;
 	const struct nd_geom *g = j->g;
-	int r = g->r;
+	int r = g->r, L = r - 1;
 	int64_t pin = product(g->in, r), pout = product(g->out, r), st[ND_MAX], cst[ND_MAX];
 	for (int i = r - 1; i >= 0; i--)
 		st[i] = i == r - 1 ? 1 : st[i + 1] * g->in[i + 1];
 	for (int i = 0; i < r; i++) /* storage_order 1: column-major */
 		cst[i] = i == 0 ? 1 : cst[i - 1] * g->in[i - 1];
 	const float *af = j->a->dtype == DT_FLOAT ? j->a->data : NULL;
-	for (int64_t nc = nc0; nc < nc1; nc++)
+	for (int64_t nc = nc0; nc < nc1; nc++) {
+		int64_t o[ND_MAX] = {0};
 		for (int64_t p = 0; p < pout; p++) {
-			int64_t at0[ND_MAX], lo[ND_MAX], hi[ND_MAX], t[ND_MAX], cnt = 1, padded = 1, arg = -1, rest = p;
-			for (int i = r - 1; i >= 0; i--) {
-				int64_t plo, phi;
-				at0[i] = (rest % g->out[i]) * g->s[i] - g->pb[i];
-				rest /= g->out[i];
-				conv_inside(at0[i], g->d[i], g->in[i], g->k[i], &lo[i], &hi[i]);
-				conv_inside(at0[i] + g->pb[i], g->d[i], g->in[i] + g->pb[i] + g->pe[i], g->k[i], &plo, &phi);
-				cnt *= hi[i] - lo[i], padded *= phi - plo;
-				t[i] = lo[i];
+			int64_t at0[ND_MAX], lo[ND_MAX], hi[ND_MAX], t[ND_MAX], cnt = 1, padded = 1, arg = -1;
+			for (int i = 0; i < r; i++) {
+				const int64_t *e = j->tab + 3 * (j->off[i] + o[i]);
+				at0[i] = o[i] * g->s[i] - g->pb[i], lo[i] = e[0], hi[i] = e[1], t[i] = e[0];
+				cnt *= hi[i] - lo[i], padded *= e[2];
 			}
 			double acc = j->max ? -INFINITY : 0;
-			for (int go = cnt > 0; go;) {
-				int64_t at = 0;
-				for (int i = 0; i < r; i++)
-					at += (at0[i] + t[i] * g->d[i]) * st[i];
-				double v = af ? af[nc * pin + at] : rt_get(j->a, nc * pin + at);
-				if (j->max && (v > acc || arg < 0)) {
-					acc = v;
-					arg = at;
-				} else if (!j->max) {
-					acc += j->lp ? pow(fabs(v), j->pw) : v;
+			for (int go = cnt > 0; go;) { /* the outer axes' taps; the last's as a run */
+				int64_t base = nc * pin + at0[L];
+				for (int i = 0; i < L; i++)
+					base += (at0[i] + t[i] * g->d[i]) * st[i];
+				for (int64_t tl = lo[L]; tl < hi[L]; tl++) {
+					int64_t at = base + tl * g->d[L];
+					double v = af ? af[at] : rt_get(j->a, at);
+					if (j->max && (v > acc || arg < 0)) {
+						acc = v;
+						arg = at - nc * pin;
+					} else if (!j->max) {
+						acc += j->lp ? pow(fabs(v), j->pw) : v;
+					}
 				}
-				int i = r - 1;
+				int i = L - 1;
 				while (i >= 0 && ++t[i] == hi[i])
 					t[i] = lo[i], i--;
 				go = i >= 0;
 			}
 			cnt = j->include_pad ? padded : cnt;
 			rt_set(j->y, nc * pout + p, j->max ? acc : j->lp ? pow(acc, 1 / j->pw) : cnt ? acc / (double)cnt : 0);
-			if (!j->idx)
-				continue;
-			int64_t flat = 0; /* arg's spatial coordinates, row-major or column-major */
-			for (int i = 0; i < r && arg >= 0; i++)
-				flat += (arg / st[i] % g->in[i]) * (j->colmajor ? cst[i] : st[i]);
-			j->idx[nc * pout + p] = nc * pin + flat;
+			if (j->idx) {
+				int64_t flat = 0; /* arg's spatial coordinates, row-major or column-major */
+				for (int i = 0; i < r && arg >= 0; i++)
+					flat += (arg / st[i] % g->in[i]) * (j->colmajor ? cst[i] : st[i]);
+				j->idx[nc * pout + p] = nc * pin + flat;
+			}
+			for (int i = L; i >= 0 && ++o[i] == g->out[i]; i--)
+				o[i] = 0;
 		}
+	}
 }
 
 /* MaxPool (max 1), AveragePool (0) or LpPool (2: (sum |x|^p)^(1/p) over the window, pads adding
@@ -357,9 +361,23 @@ int pool_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, g.r + 2, dims) : NULL;
 	if (!y)
 		return exec_status(x);
-	struct pool_job j = {&g, a, out[0], idx, max, lp, pw, attr_int(n, "count_include_pad", 0) != 0,
-			     attr_int(n, "storage_order", 0) != 0};
+	struct pool_job j = {.g = &g, .a = a, .y = out[0], .idx = idx, .max = max, .lp = lp, .pw = pw,
+			     .include_pad = attr_int(n, "count_include_pad", 0) != 0,
+			     .colmajor = attr_int(n, "storage_order", 0) != 0};
+	int64_t total = 0;
+	for (int i = 0; i < g.r; i++)
+		j.off[i] = total, total += g.out[i];
+	if (!(j.tab = xcalloc((size_t)(3 * total), sizeof *j.tab)))
+		return exec_fail(x, "out of memory");
+	for (int i = 0; i < g.r; i++)
+		for (int64_t o = 0; o < g.out[i]; o++) {
+			int64_t *e = j.tab + 3 * (j.off[i] + o), at = o * g.s[i] - g.pb[i], plo, phi;
+			conv_inside(at, g.d[i], g.in[i], g.k[i], &e[0], &e[1]);
+			conv_inside(at + g.pb[i], g.d[i], g.in[i] + g.pb[i] + g.pe[i], g.k[i], &plo, &phi);
+			e[2] = phi - plo;
+		}
 	kernel_for(g.n * g.c, 1, pool_planes, &j);
+	xfree(j.tab);
 	return 0;
 }
 
