@@ -29,7 +29,7 @@ class Idiom(nn.Module):
     def __init__(self, kind):
         super().__init__()
         self.kind = kind
-        self.fc = nn.Linear(4, 6)
+        self.fc = nn.Linear(4, 20 if kind == "resize_align" else 6)
         self.drop = nn.Dropout(0.3 if kind == "dropout" else 0.0)
         self.layers = nn.ModuleList(nn.Linear(6, 6) for _ in range(32 if kind == "deep" else 0))
         self.norm = nn.LayerNorm(6) if kind == "layer_norm16" else None
@@ -69,6 +69,9 @@ class Idiom(nn.Module):
             y = self.norm(y * 4)
         elif k == "pool_gather14":  # torch.onnx.export's default opset, 14: MaxPool and Gather
             y = F.max_pool1d(y.unsqueeze(1), 3, stride=1, padding=1).squeeze(1) + y[:, 0].unsqueeze(1)
+        elif k == "resize_align":  # scales in the file, PyTorch's floor(n s) corners meant (rewrite/exporter.h)
+            y = F.interpolate(y.view(y.shape[0], 1, 4, 5), scale_factor=0.6, mode="bilinear", align_corners=True)
+            y = y.flatten(1)
         elif k == "deep":
             for layer in self.layers:
                 y = torch.tanh(layer(y))
@@ -76,7 +79,8 @@ class Idiom(nn.Module):
 
 
 KINDS = ["slice", "dropout", "dropout0", "view_sum", "pad", "relu6", "hardswish", "hardsigmoid", "triu", "arange",
-         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish", "layer_norm16", "pool_gather14"]
+         "gather1", "deep", "gelu", "gelu_tanh", "silu", "mish", "layer_norm16", "pool_gather14",
+         "resize_align"]
 
 
 def main():

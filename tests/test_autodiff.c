@@ -276,7 +276,7 @@ Test(pytorch, gradients_of_the_exporters_idioms)
 					     "idioms/pad", "idioms/relu6", "idioms/hardswish", "idioms/hardsigmoid",
 					     "idioms/triu", "idioms/arange", "idioms/gather1", "idioms/deep", "idioms/gelu",
 					     "idioms/gelu_tanh", "idioms/silu", "idioms/mish", "idioms/layer_norm16",
-					     "idioms/pool_gather14", NULL};
+					     "idioms/pool_gather14", "idioms/resize_align", NULL};
 	for (const char *const *m = idioms; *m; m++)
 		matches_pytorch(*m);
 }

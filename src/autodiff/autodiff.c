@@ -10,6 +10,7 @@
  * 4. Each parameter's gradient becomes the graph output <param>_grad.
  * New nodes are appended in the order they are made, which is topological, and tagged BACKWARD. */
 #include "ad.h"
+#include "../rewrite/exporter.h"
 #include "../rewrite/upgrade.h"
 #include "../util/join.h"
 #include "../util/progress.h"
@@ -832,6 +833,9 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	/* a model of opset 7 to 12 is brought to 13's forms, which the backward pass is written in */
 	int from;
 	if (opset_upgrade(g, &from, e))
+		return e->code;
+	size_t restated;
+	if (exporter_semantics(g, &restated, e))
 		return e->code;
 	if (from < UPGRADE_OPSET)
 		gd_note("%s: the model's opset %d is rewritten in opset-%d forms, the lowest that holds the backward pass",
