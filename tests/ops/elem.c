@@ -1,5 +1,105 @@
 /* tests/ops/elem.c - forward values of the elem op family against numbers computed apart from graphdiet
- * (numpy, PyTorch or ONNX's backend test data), run as part of test_ops. */
+ * (numpy, PyTorch or ONNX's backend test data), run as part of test_ops.
+ *
+ * The cases are testdata/ops_elem.h, which testdata/ops_elem.py writes from NumPy: one node per
+ * case, its inputs as data, the output's dtype, shape and values. Floats must agree to 1e-6
+ * relative (float32: libm's and NumPy's float functions may differ in the last bits), NaN with NaN;
+ * integers and bools exactly. */
 #include "helpers.h"
+#include "io/yaml.h"
+#include "ir/dtype.h"
+#include "util/err.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+struct elem_case {
+	const char *name, *params, *nodes, *dtype;
+	int ndim;
+	int64_t dims[4];
+	const double *want;    /* float outputs */
+	const int64_t *want_i; /* integer and bool outputs (uint64: the bits) */
+};
+
+#include "../../testdata/ops_elem.h"
+
+/* The one-node graph of params and nodes, run; NULL with e set when it fails. */
+static struct exec *run_nodes(const char *params, const char *nodes, struct graph **g, struct gd_err *e)
+{
+	char text[8192];
+	snprintf(text, sizeof text, "graphdiet: 1\nopset: 20\nparams:\n%snodes:\n%soutputs: [{name: y}]\n", params, nodes);
+	*g = yaml_read((const uint8_t *)text, strlen(text), "elem.yaml", ".", e);
+	cr_assert(*g, "%s\n%s", e->msg, text);
+	cr_assert_eq(graph_check(*g, e), 0, "%s", e->msg);
+	cr_assert_eq(graph_toposort(*g, e), 0, "%s", e->msg);
+	struct exec_opts o = {0};
+	return exec_run(*g, &o, NULL, e);
+}
+
+static void check_case(const struct elem_case *c)
+{
+	struct graph *g;
+	struct gd_err e = {0};
+	struct exec *x = run_nodes(c->params, c->nodes, &g, &e);
+	cr_assert(x, "%s: %s", c->name, e.msg);
+	const struct rtensor *y = exec_value(x, strmap_get(&g->names, "y"));
+	cr_assert(y && y->data, "%s: no output", c->name);
+	cr_expect_eq(y->dtype, dtype_from_name(c->dtype), "%s: dtype %s, want %s", c->name, dtype_name(y->dtype), c->dtype);
+	cr_assert_eq(y->ndim, c->ndim, "%s: rank %d, want %d", c->name, y->ndim, c->ndim);
+	for (int i = 0; i < c->ndim; i++)
+		cr_assert_eq(y->dims[i], c->dims[i], "%s: dimension %d is %lld", c->name, i, (long long)y->dims[i]);
+	for (int64_t i = 0; i < y->numel; i++) {
+		if (c->want_i) {
+			int64_t got = rt_get_i(y, i);
+			cr_expect_eq(got, c->want_i[i], "%s: element %lld is %lld, want %lld", c->name, (long long)i,
+				     (long long)got, (long long)c->want_i[i]);
+			continue;
+		}
+		double got = rt_get(y, i), w = c->want[i];
+		int ok = isnan(w) ? isnan(got) : got == w || fabs(got - w) <= 1e-6 * fabs(w) + 1e-12;
+		cr_expect(ok, "%s: element %lld is %.17g, want %.17g", c->name, (long long)i, got, w);
+	}
+	exec_free(x);
+	graph_free(g);
+}
+
+Test(elem, every_case_against_numpy)
+{
+	for (size_t i = 0; i < sizeof elem_cases / sizeof *elem_cases; i++)
+		check_case(&elem_cases[i]);
+}
+
+/* Bad input is refused with the node named and a reason, never a crash or a wrong value. */
+static void refused(const char *params, const char *nodes, const char *want)
+{
+	struct graph *g;
+	struct gd_err e = {0};
+	struct exec *x = run_nodes(params, nodes, &g, &e);
+	cr_expect_null(x, "%s ran", nodes);
+	cr_expect_eq(e.code, GD_EINPUT, "%s: code %d", nodes, e.code);
+	cr_expect(strstr(e.msg, want), "%s: '%s' does not say '%s'", nodes, e.msg, want);
+	exec_free(x);
+	graph_free(g);
+}
+
+Test(elem, bad_inputs_are_refused)
+{
+	const char *ints = "  - {name: a, dtype: int32, shape: [2], data: [7, 1]}\n"
+			   "  - {name: b, dtype: int32, shape: [2], data: [0, 1]}\n";
+	const char *floats = "  - {name: a, dtype: float32, shape: [2], data: [7, 1]}\n"
+			     "  - {name: b, dtype: float32, shape: [2], data: [0, 1]}\n";
+	refused(ints, "  - {op: Mod, inputs: [a, b], outputs: [y]}\n", "division by zero");
+	refused(ints, "  - {op: BitShift, inputs: [a, b], outputs: [y], attrs: {direction: \"LEFT\"}}\n", "unsigned");
+	refused("  - {name: a, dtype: uint8, shape: [1], data: [1]}\n  - {name: b, dtype: uint8, shape: [1], data: [1]}\n",
+		"  - {op: BitShift, inputs: [a, b], outputs: [y], attrs: {direction: \"UP\"}}\n", "direction");
+	refused(floats, "  - {op: And, inputs: [a, b], outputs: [y]}\n", "bool");
+	refused(floats, "  - {op: Mod, inputs: [a, b], outputs: [y], attrs: {fmod: 2}}\n", "fmod");
+	refused(floats, "  - {op: Gelu, inputs: [a], outputs: [y], attrs: {approximate: \"erf\"}}\n", "approximate");
+	refused(ints, "  - {op: Sin, inputs: [a], outputs: [y]}\n", "float");
+	refused("  - {name: a, dtype: int32, shape: [2], data: [7, 1]}\n  - {name: b, dtype: int64, shape: [2], data: [0, 1]}\n",
+		"  - {op: Max, inputs: [a, b], outputs: [y]}\n", "same dtype");
+	refused("  - {name: a, dtype: int8, shape: [2], data: [7, 1]}\n  - {name: b, dtype: int8, shape: [2], data: [0, 1]}\n",
+		"  - {op: Clip, inputs: [a, b], outputs: [y]}\n", "scalar");
+}
