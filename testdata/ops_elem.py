@@ -41,14 +41,14 @@ def dname(a):
     return NAMES[np.asarray(a).dtype.type]
 
 
-def case(name, op, ins, y, attrs=""):
+def case(name, op, ins, y, attrs="", opset=20):
     params = "".join("  - {name: %s, dtype: %s, shape: [%s], data: [%s]}\\n" %
                      (k, dname(v), ", ".join(map(str, np.shape(v))), ylist(v)) for k, v in ins)
     node = "  - {op: %s, inputs: [%s], outputs: [y]%s}\\n" % (op, ", ".join(k for k, _ in ins),
                                                            ", attrs: {%s}" % attrs if attrs else "")
     y = np.asarray(y)
-    cases.append('\t{"%s", "%s", "%s", "%s", %d, {%s}, %s},' %
-                 (name, params, node.replace('"', '\\"'), dname(y), y.ndim, ", ".join(map(str, y.shape)) or "0",
+    cases.append('\t{"%s", %d, "%s", "%s", "%s", %d, {%s}, %s},' %
+                 (name, opset, params, node.replace('"', '\\"'), dname(y), y.ndim, ", ".join(map(str, y.shape)) or "0",
                   clist(y)))
 
 
@@ -143,6 +143,13 @@ case("Clip int8, min only", "Clip", [("a", c8), ("lo", np.array(-6, np.int8))], 
 c64 = np.array([-(2 ** 60) - 1, 3, 2 ** 60 + 1], np.int64)
 case("Clip int64 exactly", "Clip", [("a", c64), ("lo", np.array(-(2 ** 60), np.int64)), ("hi", np.array(2 ** 60, np.int64))],
      np.clip(c64, -(2 ** 60), 2 ** 60))
+
+# PRelu: opset 6's 1-D slope is per channel (axis 1); from opset 7 it broadcasts as NumPy
+px = np.array([[[-1.0, 2.0], [-3.0, 4.0], [-5.0, -6.0]]], f64)
+ps = np.array([0.1, 0.2, 0.3], f64)
+case("PRelu-6 per-channel slope", "PRelu", [("a", px), ("s", ps)], np.where(px > 0, px, px * ps[:, None]), opset=6)
+ps2 = np.array([0.1, 0.2], f64)
+case("PRelu-7 slope broadcast over the last axis", "PRelu", [("a", px), ("s", ps2)], np.where(px > 0, px, px * ps2), opset=7)
 
 # CastLike; Pow's mixed types (the output has the base's type)
 case("CastLike float64 to float32", "CastLike", [("a", sx), ("b", np.array([0.0], f32))], sx.astype(f32))

@@ -234,22 +234,33 @@ static int celu_grad(struct ad *a, const struct node *n)
 	return exp_linear_grad(a, n, 1, 1 / attr_float(n, "alpha", 1.0f), 1);
 }
 
-/* PRelu(x, slope): slope broadcast to x (unidirectionally) */
+/* Whether PRelu's slope is opset 6's per-channel form: before opset 7 (no NumPy broadcasting), a
+ * 1-D slope of C elements for X (N, C, ...) of rank 3 or more applies along axis 1. */
+static int prelu_per_channel(int opset, const struct rtensor *a, const struct rtensor *sl)
+{
+	return opset < 7 && sl->ndim == 1 && sl->numel > 1 && a->ndim >= 3 && sl->dims[0] == a->dims[1];
+}
+
+/* PRelu(x, slope): slope broadcast to x (unidirectionally), or per channel (opset 6) */
 static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
 	const struct rtensor *a = in[0], *sl = in[1];
 	if (want_float(x, a, "X") || want_float(x, sl, "slope"))
 		return exec_status(x);
-	int nd;
-	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
-	if (bcast_shape(x, in, 2, &nd, dims))
+	int nd = a->ndim, legacy = prelu_per_channel(exec_opset(x), a, sl);
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS] = {0}, idx[RT_MAX_DIMS] = {0};
+	if (!legacy && bcast_shape(x, in, 2, &nd, dims))
 		return exec_status(x);
-	if (nd != a->ndim || memcmp(dims, a->dims, sizeof *dims * (size_t)nd))
+	if (!legacy && (nd != a->ndim || memcmp(dims, a->dims, sizeof *dims * (size_t)nd)))
 		return exec_fail(x, "slope must broadcast to X's shape");
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 		return exec_status(x);
-	bcast_strides(sl, nd, dims, st);
+	memcpy(dims, a->dims, sizeof *dims * (size_t)nd);
+	if (legacy)
+		st[1] = 1;
+	else
+		bcast_strides(sl, nd, dims, st);
 	for (int64_t e = 0; e < a->numel; e++) {
 		int64_t at = 0;
 		for (int i = 0; i < nd; i++)
@@ -264,17 +275,27 @@ static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const
 
 static int prelu_grad(struct ad *a, const struct node *n)
 {
-	int dt = ad_shape(a, n->in[0])->dtype;
-	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]), *zero = ad_scalar(a, dt, 0);
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int dt = xs->dtype, legacy = prelu_per_channel(ad_opset(a), xs, ad_shape(a, n->in[1]));
+	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]), *zero = ad_scalar(a, dt, 0), *s = n->in[1];
+	int64_t cdims[RT_MAX_DIMS], axes[RT_MAX_DIMS];
+	for (int i = 0; i < xs->ndim; i++) {
+		cdims[i] = i == 0 ? xs->dims[1] : 1;  /* the slope as (C, 1, ...) */
+		axes[i] = i < 1 ? 0 : i + 1;          /* its gradient summed over all axes but 1 */
+	}
+	if (legacy)
+		s = ad_op2(a, "Reshape", s, ad_ints(a, cdims, (size_t)xs->ndim - 1));
 	struct value *pos = ad_op2(a, "Greater", x, zero);
 	if (ad_wants(a, x)) {
-		struct value *ins[3] = {pos, g, ad_op2(a, "Mul", g, n->in[1])};
+		struct value *ins[3] = {pos, g, ad_op2(a, "Mul", g, s)};
 		if (ad_give(a, x, ad_op(a, "Where", ins, 3)))
 			return -1;
 	}
 	if (!ad_wants(a, n->in[1]))
 		return 0;
 	struct value *ins[3] = {pos, zero, ad_op2(a, "Mul", g, x)};
+	if (legacy)
+		return ad_give(a, n->in[1], ad_reduce(a, "ReduceSum", ad_op(a, "Where", ins, 3), axes, xs->ndim - 1, 0));
 	return ad_give(a, n->in[1], ad_unbroadcast(a, ad_op(a, "Where", ins, 3), n->in[1], ad_shape(a, n->out[0])));
 }
 

@@ -16,7 +16,9 @@
 #include <string.h>
 
 struct elem_case {
-	const char *name, *params, *nodes, *dtype;
+	const char *name;
+	int opset;
+	const char *params, *nodes, *dtype;
 	int ndim;
 	int64_t dims[4];
 	const double *want;    /* float outputs */
@@ -26,10 +28,11 @@ struct elem_case {
 #include "../../testdata/ops_elem.h"
 
 /* The one-node graph of params and nodes, run; NULL with e set when it fails. */
-static struct exec *run_nodes(const char *params, const char *nodes, struct graph **g, struct gd_err *e)
+static struct exec *run_nodes(int opset, const char *params, const char *nodes, struct graph **g, struct gd_err *e)
 {
 	char text[8192];
-	snprintf(text, sizeof text, "graphdiet: 1\nopset: 20\nparams:\n%snodes:\n%soutputs: [{name: y}]\n", params, nodes);
+	snprintf(text, sizeof text, "graphdiet: 1\nopset: %d\nparams:\n%snodes:\n%soutputs: [{name: y}]\n", opset, params,
+		 nodes);
 	*g = yaml_read((const uint8_t *)text, strlen(text), "elem.yaml", ".", e);
 	cr_assert(*g, "%s\n%s", e->msg, text);
 	cr_assert_eq(graph_check(*g, e), 0, "%s", e->msg);
@@ -42,7 +45,7 @@ static void check_case(const struct elem_case *c)
 {
 	struct graph *g;
 	struct gd_err e = {0};
-	struct exec *x = run_nodes(c->params, c->nodes, &g, &e);
+	struct exec *x = run_nodes(c->opset, c->params, c->nodes, &g, &e);
 	cr_assert(x, "%s: %s", c->name, e.msg);
 	const struct rtensor *y = exec_value(x, strmap_get(&g->names, "y"));
 	cr_assert(y && y->data, "%s: no output", c->name);
@@ -76,7 +79,7 @@ static void refused(const char *params, const char *nodes, const char *want)
 {
 	struct graph *g;
 	struct gd_err e = {0};
-	struct exec *x = run_nodes(params, nodes, &g, &e);
+	struct exec *x = run_nodes(20, params, nodes, &g, &e);
 	cr_expect_null(x, "%s ran", nodes);
 	cr_expect_eq(e.code, GD_EINPUT, "%s: code %d", nodes, e.code);
 	cr_expect(strstr(e.msg, want), "%s: '%s' does not say '%s'", nodes, e.msg, want);
