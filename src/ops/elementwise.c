@@ -385,13 +385,15 @@ BINARY(and, B_AND)
 BINARY(or, B_OR)
 BINARY(xor, B_XOR)
 
-/* Mod: fmod 0 takes the divisor's sign (integers; for floats too, as NumPy's mod, where ONNX
- * asks for fmod 1), fmod 1 the dividend's (C's fmod and %). */
+/* Mod: fmod 0 takes the divisor's sign (Python's %), fmod 1 the dividend's (C's fmod and %).
+ * Floats need fmod 1, as the spec says and onnxruntime enforces. */
 static int mod_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	int64_t fm = attr_int(n, "fmod", 0);
 	if (fm != 0 && fm != 1)
 		return exec_fail(x, "fmod must be 0 or 1, not %lld", (long long)fm);
+	if (!fm && (is_float(in[0]) || is_float(in[1])))
+		return exec_fail(x, "fmod must be 1 for %s operands", dtype_name(is_float(in[0]) ? in[0]->dtype : in[1]->dtype));
 	return binary(x, in, out, fm ? B_FMOD : B_MOD);
 }
 
@@ -961,9 +963,8 @@ static int reciprocal_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ad_op1(a, "Neg", ad_op2(a, "Mul", ad_dy(a, y), ad_op2(a, "Mul", y, y))));
 }
 
-/* Mod (floats): a - b q with q = floor(a / b) (fmod 0) or trunc(a / b) (fmod 1), q's own derivative 0
- * almost everywhere, as PyTorch's remainder and fmod: a gets g, b gets -g q. trunc(v) is
- * sign(v) floor(|v|), ONNX having no Trunc. */
+/* Mod (floats, so fmod 1): a - b q with q = trunc(a / b), q's own derivative 0 almost everywhere,
+ * as PyTorch's fmod: a gets g, b gets -g q. trunc(v) is sign(v) floor(|v|), ONNX having no Trunc. */
 static int mod_grad(struct ad *a, const struct node *n)
 {
 	struct value *g = ad_dy(a, n->out[0]);
@@ -972,8 +973,7 @@ static int mod_grad(struct ad *a, const struct node *n)
 	if (!ad_wants(a, n->in[1]))
 		return 0;
 	struct value *q = ad_op2(a, "Div", n->in[0], n->in[1]);
-	q = attr_int(n, "fmod", 0) ? ad_op2(a, "Mul", ad_op1(a, "Sign", q), ad_op1(a, "Floor", ad_op1(a, "Abs", q)))
-				   : ad_op1(a, "Floor", q);
+	q = ad_op2(a, "Mul", ad_op1(a, "Sign", q), ad_op1(a, "Floor", ad_op1(a, "Abs", q)));
 	return give_ub(a, n, 1, ad_op1(a, "Neg", ad_op2(a, "Mul", g, q)));
 }
 

@@ -8,6 +8,8 @@
 #include "helpers.h"
 #include "io/yaml.h"
 #include "ir/dtype.h"
+#include "ops/ops.h"
+#include "rewrite/autocast.h"
 #include "util/err.h"
 
 #include <criterion/criterion.h>
@@ -99,10 +101,54 @@ Test(elem, bad_inputs_are_refused)
 		"  - {op: BitShift, inputs: [a, b], outputs: [y], attrs: {direction: \"UP\"}}\n", "direction");
 	refused(floats, "  - {op: And, inputs: [a, b], outputs: [y]}\n", "bool");
 	refused(floats, "  - {op: Mod, inputs: [a, b], outputs: [y], attrs: {fmod: 2}}\n", "fmod");
+	refused(floats, "  - {op: Mod, inputs: [a, b], outputs: [y]}\n", "fmod must be 1 for float32");
 	refused(floats, "  - {op: Gelu, inputs: [a], outputs: [y], attrs: {approximate: \"erf\"}}\n", "approximate");
 	refused(ints, "  - {op: Sin, inputs: [a], outputs: [y]}\n", "float");
 	refused("  - {name: a, dtype: int32, shape: [2], data: [7, 1]}\n  - {name: b, dtype: int64, shape: [2], data: [0, 1]}\n",
 		"  - {op: Max, inputs: [a, b], outputs: [y]}\n", "same dtype");
 	refused("  - {name: a, dtype: int8, shape: [2], data: [7, 1]}\n  - {name: b, dtype: int8, shape: [2], data: [0, 1]}\n",
 		"  - {op: Clip, inputs: [a, b], outputs: [y]}\n", "scalar");
+}
+
+/* Mixed precision: after a 16-bit product, Sin and Gelu compute in their input's 16 bits, while Tan
+ * and Reciprocal (float32 in PyTorch's autocast, ops.def's OPF_AMP_FP32) read float32; CastLike keeps
+ * its target's dtype (float64 here) whatever autocast does around it. */
+Test(elem, mixed_precision_keeps_the_precision_sensitive_ones_in_float32)
+{
+	struct graph *g = load_text("amp.yaml", "graphdiet: 1\nopset: 20\n"
+						"params:\n"
+						"  - {name: x, dtype: float32, shape: [4, 4], init: {dist: normal, seed: 1}}\n"
+						"  - {name: w, dtype: float32, shape: [4, 4], init: {dist: normal, seed: 2}}\n"
+						"  - {name: d, dtype: float64, shape: [1], data: [0]}\n"
+						"nodes:\n"
+						"  - {op: MatMul, inputs: [x, w], outputs: [m]}\n"
+						"  - {op: Sin, inputs: [m], outputs: [s]}\n"
+						"  - {op: Gelu, inputs: [s], outputs: [ge]}\n"
+						"  - {op: Tan, inputs: [ge], outputs: [t]}\n"
+						"  - {op: Reciprocal, inputs: [m], outputs: [r]}\n"
+						"  - {op: CastLike, inputs: [m, d], outputs: [c]}\n"
+						"  - {op: Add, inputs: [t, r], outputs: [tr]}\n"
+						"  - {op: ReduceSum, inputs: [tr], outputs: [y], attrs: {keepdims: 0}}\n"
+						"  - {op: ReduceSum, inputs: [c], outputs: [y2], attrs: {keepdims: 0}}\n"
+						"outputs: [{name: y}, {name: y2}]\n");
+	struct gd_err e = {0};
+	size_t low;
+	cr_assert_eq(autocast(g, &(struct autocast_opts){.dtype = DT_FLOAT16}, &low, &e), 0, "%s", e.msg);
+	struct exec *x = exec_run(g, &(struct exec_opts){.shapes_only = 1}, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	int seen = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		int want = n->op == OP_SIN || n->op == OP_GELU ? DT_FLOAT16 : n->op == OP_TAN || n->op == OP_RECIPROCAL ? DT_FLOAT
+			   : n->op == OP_CAST_LIKE ? DT_DOUBLE : 0;
+		const struct value *v = n->op == OP_CAST_LIKE ? n->out[0] : n->in[0];
+		if (!want)
+			continue;
+		seen++;
+		cr_expect_eq(exec_value(x, v)->dtype, want, "%s's %s is %s, want %s", op_table[n->op].op_type,
+			     n->op == OP_CAST_LIKE ? "output" : "input", dtype_name(exec_value(x, v)->dtype), dtype_name(want));
+	}
+	cr_expect_eq(seen, 5);
+	exec_free(x);
+	graph_free(g);
 }
