@@ -6,6 +6,7 @@
  * relative (float32: libm's and NumPy's float functions may differ in the last bits), NaN with NaN;
  * integers and bools exactly. */
 #include "helpers.h"
+#include "autodiff/ad.h"
 #include "io/yaml.h"
 #include "ir/dtype.h"
 #include "ops/ops.h"
@@ -151,4 +152,40 @@ Test(elem, mixed_precision_keeps_the_precision_sensitive_ones_in_float32)
 	cr_expect_eq(seen, 5);
 	exec_free(x);
 	graph_free(g);
+}
+
+/* Gelu and Mish keep only x for the backward pass, as PyTorch's fused backward does: with a loss
+ * that is their output's sum, no backward node reads their output. */
+Test(elem, gelu_and_mish_gradients_read_only_x)
+{
+	static const char *const nodes[] = {
+		"  - {op: Gelu, inputs: [a], outputs: [y]}\n",
+		"  - {op: Gelu, inputs: [a], outputs: [y], attrs: {approximate: \"tanh\"}}\n",
+		"  - {op: Mish, inputs: [a], outputs: [y]}\n",
+	};
+	for (size_t c = 0; c < sizeof nodes / sizeof *nodes; c++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 20\nparams:\n"
+			 "  - {name: a, dtype: float32, shape: [3, 4], init: {dist: normal, seed: 1}}\n"
+			 "nodes:\n%s  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
+			 "outputs: [{name: loss}]\n",
+			 nodes[c]);
+		struct graph *g = load_text("fused.yaml", text);
+		struct autodiff_result res;
+		struct gd_err e = {0};
+		cr_assert_eq(autodiff(g, &(struct autodiff_opts){0}, &res, &e), 0, "%s", e.msg);
+		cr_expect_eq(res.n_grads, 1, "%s", nodes[c]);
+		int reads_x = 0;
+		for (uint32_t i = 0; i < g->n_nodes; i++) {
+			const struct node *n = g->nodes[i];
+			for (uint32_t k = 0; !node_is_forward(n) && k < n->n_in; k++) {
+				const char *name = n->in[k] ? n->in[k]->name : "";
+				cr_expect(strcmp(name, "y"), "%sbackward node '%s' (%s) reads y", nodes[c], n->name, n->op_type);
+				reads_x |= !strcmp(name, "a");
+			}
+		}
+		cr_expect(reads_x, "%sthe gradient reads x", nodes[c]);
+		graph_free(g);
+	}
 }
