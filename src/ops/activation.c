@@ -16,7 +16,9 @@
  *  - Mish and Gelu read x alone, as PyTorch's fused backward does (the slope of the products
  *    below, which their exported forms are).
  * Clip takes its bounds from the min and max attributes up to opset 6 (inputs from 11), and runs on
- * integers too (exactly, in int64). */
+ * integers too (exactly, in int64). Opset-6 forms (Clip's attributes, PRelu's per-channel slope) are
+ * run as they are; training rewrites the model to opset 13 first (rewrite/upgrade.h), so the
+ * gradient rules see only the newer forms. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
@@ -160,19 +162,10 @@ static struct value *pass_inside(struct ad *a, struct value *g, struct value *y,
 	return g;
 }
 
-/* Clip's bound k (1: min, 2: max): the input, or up to opset 6 the attribute as a constant; NULL if none */
-static struct value *clip_bound(struct ad *a, const struct node *n, uint32_t k, int dt)
-{
-	const char *name = k == 1 ? "min" : "max";
-	if (n->n_in > k && n->in[k])
-		return n->in[k];
-	return node_attr(n, name) ? ad_scalar(a, dt, attr_float(n, name, 0)) : NULL;
-}
-
 static int clip_grad(struct ad *a, const struct node *n)
 {
 	int dt = ad_shape(a, n->in[0])->dtype;
-	struct value *lo = clip_bound(a, n, 1, dt), *hi = clip_bound(a, n, 2, dt);
+	struct value *lo = n->n_in > 1 ? n->in[1] : NULL, *hi = n->n_in > 2 ? n->in[2] : NULL;
 	return ad_give(a, n->in[0], pass_inside(a, ad_dy(a, n->out[0]), n->out[0], lo, hi, dt));
 }
 
@@ -273,29 +266,20 @@ static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const
 	return 0;
 }
 
+/* Training reads opset 13 forms (rewrite/upgrade.h): no opset-6 slope reaches this rule. */
 static int prelu_grad(struct ad *a, const struct node *n)
 {
-	const struct rtensor *xs = ad_shape(a, n->in[0]);
-	int dt = xs->dtype, legacy = prelu_per_channel(ad_opset(a), xs, ad_shape(a, n->in[1]));
-	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]), *zero = ad_scalar(a, dt, 0), *s = n->in[1];
-	int64_t cdims[RT_MAX_DIMS], axes[RT_MAX_DIMS];
-	for (int i = 0; i < xs->ndim; i++) {
-		cdims[i] = i == 0 ? xs->dims[1] : 1;  /* the slope as (C, 1, ...) */
-		axes[i] = i < 1 ? 0 : i + 1;          /* its gradient summed over all axes but 1 */
-	}
-	if (legacy)
-		s = ad_op2(a, "Reshape", s, ad_ints(a, cdims, (size_t)xs->ndim - 1));
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]), *zero = ad_scalar(a, dt, 0);
 	struct value *pos = ad_op2(a, "Greater", x, zero);
 	if (ad_wants(a, x)) {
-		struct value *ins[3] = {pos, g, ad_op2(a, "Mul", g, s)};
+		struct value *ins[3] = {pos, g, ad_op2(a, "Mul", g, n->in[1])};
 		if (ad_give(a, x, ad_op(a, "Where", ins, 3)))
 			return -1;
 	}
 	if (!ad_wants(a, n->in[1]))
 		return 0;
 	struct value *ins[3] = {pos, zero, ad_op2(a, "Mul", g, x)};
-	if (legacy)
-		return ad_give(a, n->in[1], ad_reduce(a, "ReduceSum", ad_op(a, "Where", ins, 3), axes, xs->ndim - 1, 0));
 	return ad_give(a, n->in[1], ad_unbroadcast(a, ad_op(a, "Where", ins, 3), n->in[1], ad_shape(a, n->out[0])));
 }
 
