@@ -344,6 +344,57 @@ const struct gcase op_cases[] = {
 	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
 	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+	/* elem */
+#define U(name, shape, lo, hi) "  - {name: " name ", dtype: float64, shape: " shape ", init: {dist: uniform, low: " lo ", high: " hi ", seed: %d}}\n"
+#define C64(name, v) "  - {op: Constant, outputs: [" name "], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [" v "]}}}}\n"
+	{"Reciprocal", POS("a", "[2, 3]"), "  - {op: Reciprocal, inputs: [a], outputs: [y]}\n"},
+	{"Mod fmod 1 (C's sign), broadcast", P("a", "[2, 3]") POS("b", "[3]"),
+	 "  - {op: Mod, inputs: [a, b], outputs: [y], attrs: {fmod: 1}}\n"},
+	{"Mod fmod 1, negative divisors", P("a", "[2, 3]") POS("b", "[2, 3]"),
+	 "  - {op: Neg, inputs: [b], outputs: [nb]}\n  - {op: Mod, inputs: [a, nb], outputs: [y], attrs: {fmod: 1}}\n"},
+	{"Max of three, broadcast", P("a", "[2, 3]") P("b", "[3]") P("c", "[2, 1]"),
+	 "  - {op: Max, inputs: [a, b, c], outputs: [y]}\n"},
+	{"Max with a tie (an input twice): split, summing to g", P("a", "[2, 3]") P("b", "[3]"),
+	 "  - {op: Max, inputs: [a, a, b], outputs: [y]}\n"},
+	{"Min of two, and of one", P("a", "[2, 3]") P("b", "[2, 3]"),
+	 "  - {op: Min, inputs: [a, b], outputs: [m]}\n  - {op: Min, inputs: [m], outputs: [y]}\n"},
+	{"Mean of three, broadcast", P("a", "[2, 3]") P("b", "[3]") P("c", "[2, 1]"),
+	 "  - {op: Mean, inputs: [a, b, c], outputs: [y]}\n"},
+	{"Sin", P("a", "[6]"), "  - {op: Sin, inputs: [a], outputs: [y]}\n"},
+	{"Cos", P("a", "[6]"), "  - {op: Cos, inputs: [a], outputs: [y]}\n"},
+	{"Tan", U("a", "[6]", "-1.2", "1.2"), "  - {op: Tan, inputs: [a], outputs: [y]}\n"},
+	{"Asin", U("a", "[6]", "-0.9", "0.9"), "  - {op: Asin, inputs: [a], outputs: [y]}\n"},
+	{"Acos", U("a", "[6]", "-0.9", "0.9"), "  - {op: Acos, inputs: [a], outputs: [y]}\n"},
+	{"Atan", P("a", "[6]"), "  - {op: Atan, inputs: [a], outputs: [y]}\n"},
+	{"Sinh", P("a", "[6]"), "  - {op: Sinh, inputs: [a], outputs: [y]}\n"},
+	{"Cosh", P("a", "[6]"), "  - {op: Cosh, inputs: [a], outputs: [y]}\n"},
+	{"Asinh", P("a", "[6]"), "  - {op: Asinh, inputs: [a], outputs: [y]}\n"},
+	{"Acosh", U("a", "[6]", "1.2", "3"), "  - {op: Acosh, inputs: [a], outputs: [y]}\n"},
+	{"Atanh", U("a", "[6]", "-0.9", "0.9"), "  - {op: Atanh, inputs: [a], outputs: [y]}\n"},
+	{"Softsign", P("a", "[3, 4]"), "  - {op: Softsign, inputs: [a], outputs: [y]}\n"},
+	{"Shrink soft (bias)", P("a", "[3, 4]"), "  - {op: Shrink, inputs: [a], outputs: [y], attrs: {lambd: 0.3, bias: 0.1}}\n"},
+	{"ThresholdedRelu", P("a", "[3, 4]"), "  - {op: ThresholdedRelu, inputs: [a], outputs: [y], attrs: {alpha: 0.2}}\n"},
+	{"Mish (opset 18)", P("a", "[3, 4]"), "  - {op: Mish, inputs: [a], outputs: [y]}\n"},
+	{"Gelu (opset 20)", P("a", "[3, 4]"), "  - {op: Gelu, inputs: [a], outputs: [y]}\n"},
+	{"Gelu tanh (opset 20)", P("a", "[3, 4]"), "  - {op: Gelu, inputs: [a], outputs: [y], attrs: {approximate: \"tanh\"}}\n"},
+	{"CastLike", P("a", "[2, 3]") P("b", "[1]"), "  - {op: CastLike, inputs: [a, b], outputs: [y]}\n"},
+	{"Floor Ceil Sign pass no gradient", P("a", "[3, 4]"),
+	 "  - {op: Floor, inputs: [a], outputs: [f]}\n  - {op: Ceil, inputs: [a], outputs: [c]}\n"
+	 "  - {op: Sign, inputs: [a], outputs: [s]}\n  - {op: Mul, inputs: [a, s], outputs: [as]}\n"
+	 "  - {op: Add, inputs: [f, c], outputs: [fc]}\n  - {op: Add, inputs: [as, fc], outputs: [y]}\n"},
+	{"comparisons, logic, IsInf and BitShift choose the terms", P("a", "[3, 4]") P("b", "[4]"),
+	 C64("zero", "0.0")
+	 "  - {op: GreaterOrEqual, inputs: [a, b], outputs: [ge]}\n  - {op: LessOrEqual, inputs: [a, zero], outputs: [le]}\n"
+	 "  - {op: IsInf, inputs: [a], outputs: [inf]}\n  - {op: And, inputs: [ge, le], outputs: [c1]}\n"
+	 "  - {op: Or, inputs: [c1, inf], outputs: [c2]}\n  - {op: Xor, inputs: [c2, le], outputs: [c3]}\n"
+	 "  - {op: Where, inputs: [c3, a, b], outputs: [w]}\n"
+	 "  - {op: Constant, outputs: [u], attrs: {value: {type: tensor, value: {dtype: uint8, shape: [4], data: [1, 2, 3, 4]}}}}\n"
+	 "  - {op: Constant, outputs: [sh], attrs: {value: {type: tensor, value: {dtype: uint8, shape: [4], data: [1, 1, 2, 0]}}}}\n"
+	 "  - {op: BitShift, inputs: [u, sh], outputs: [l], attrs: {direction: \"LEFT\"}}\n"
+	 "  - {op: BitShift, inputs: [l, sh], outputs: [r], attrs: {direction: \"RIGHT\"}}\n"
+	 "  - {op: Cast, inputs: [r], outputs: [rf], attrs: {to: 11}}\n  - {op: Add, inputs: [w, rf], outputs: [y]}\n"},
+#undef U
+#undef C64
 	/* norm */
 	{"RMSNormalization last axis (opset 23)", P("x", "[2, 3, 4]") P("s", "[4]"),
 	 "  - {op: RMSNormalization, inputs: [x, s], outputs: [y], attrs: {epsilon: 0.01}}\n"},

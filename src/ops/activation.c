@@ -1,5 +1,6 @@
 /* activation.c - the piecewise and smooth activations of the stock modules: Clip (ReLU6, hardtanh),
- * HardSigmoid, HardSwish (MobileNetV3), LeakyRelu, Softplus, Elu, Selu, Celu, PRelu.
+ * HardSigmoid, HardSwish (MobileNetV3), LeakyRelu, Softplus, Elu, Selu, Celu, PRelu, Softsign,
+ * Shrink (hard and soft), ThresholdedRelu, Mish (opset 18), Gelu (opset 20).
  *
  * Kernels compute in double and round once on store (float32 and float64; 16-bit tensors arrive
  * widened). Gradients follow PyTorch's backward formulas, in standard ONNX ops:
@@ -9,20 +10,37 @@
  *  - Softplus reads its input: dy/dx = sigmoid(x);
  *  - Elu, Selu, Celu read their output: below 0 the derivative is y + alpha (Elu), y + gamma alpha
  *    (Selu), y / alpha + 1 (Celu), as PyTorch's backward computes it from the result;
- *  - PRelu (a slope per channel, broadcast) gives the slope sum(g x) where x <= 0. */
+ *  - PRelu (a slope per channel, broadcast) gives the slope sum(g x) where x <= 0;
+ *  - Softsign reads its input: dy/dx = 1 / (1 + |x|)^2; Shrink and ThresholdedRelu pass g where
+ *    |x| > lambd, x > alpha (PyTorch's hardshrink and softshrink, threshold);
+ *  - Mish and Gelu read x alone, as PyTorch's fused backward does (the slope of the products
+ *    below, which their exported forms are).
+ * Clip takes its bounds from the min and max attributes up to opset 6 (inputs from 11), and runs on
+ * integers too (exactly, in int64). Opset-6 forms (Clip's attributes, PRelu's per-channel slope) are
+ * run as they are; training rewrites the model to opset 13 first (rewrite/upgrade.h), so the
+ * gradient rules see only the newer forms. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
 #include <math.h>
 #include <string.h>
 
-enum act { A_CLIP, A_HARD_SIGMOID, A_HARD_SWISH, A_LEAKY_RELU, A_SOFTPLUS, A_ELU, A_SELU, A_CELU };
+enum act {
+	A_CLIP, A_HARD_SIGMOID, A_HARD_SWISH, A_LEAKY_RELU, A_SOFTPLUS, A_ELU, A_SELU, A_CELU, A_SOFTSIGN, A_SHRINK,
+	A_THRESHOLDED_RELU, A_MISH, A_GELU
+};
 
 struct act_params {
 	double lo, hi;      /* Clip's bounds (infinite when absent) */
 	double alpha, beta; /* HardSigmoid's slope and offset; LeakyRelu's slope; Elu's, Selu's (beta: gamma),
-			     * Celu's alpha */
+			     * Celu's, ThresholdedRelu's alpha; Shrink's lambd and bias; Gelu: alpha 1 for
+			     * its tanh form */
 };
+
+static double softplus_d(double v)
+{
+	return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
+}
 
 static double act_d(enum act op, const struct act_params *p, double v)
 {
@@ -34,8 +52,39 @@ static double act_d(enum act op, const struct act_params *p, double v)
 	case A_ELU: return v > 0 ? v : p->alpha * expm1(v);
 	case A_SELU: return p->beta * (v > 0 ? v : p->alpha * expm1(v));
 	case A_CELU: return v > 0 ? v : p->alpha * expm1(v / p->alpha);
-	default: return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
+	case A_SOFTSIGN: return v / (1 + fabs(v));
+	case A_SHRINK: return v < -p->alpha ? v + p->beta : v > p->alpha ? v - p->beta : 0;
+	case A_THRESHOLDED_RELU: return v > p->alpha ? v : 0;
+	case A_MISH: return v * tanh(softplus_d(v));
+	case A_GELU:
+		if (p->alpha) /* sqrt(2 / pi) */
+			return 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+		return 0.5 * v * (1 + erf(v * 0.7071067811865476));
+	default: return softplus_d(v);
 	}
+}
+
+/* Clip on integers: the bounds (inputs of the input's dtype) and the clamp in int64, exact */
+static int clip_int(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	if (a->dtype == DT_BOOL || a->dtype == DT_STRING || !dtype_size(a->dtype))
+		return exec_fail(x, "the input must be a number, not %s", dtype_name(a->dtype));
+	for (uint32_t k = 1; k < 3 && k < n->n_in; k++)
+		if (in[k] && (in[k]->numel != 1 || in[k]->dtype != a->dtype))
+			return exec_fail(x, "Clip's %s must be a scalar of the input's dtype", k == 1 ? "min" : "max");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	int64_t lo = n->n_in > 1 && in[1] ? rt_get_i(in[1], 0) : INT64_MIN, hi = n->n_in > 2 && in[2] ? rt_get_i(in[2], 0) : INT64_MAX;
+	for (int64_t i = 0; i < a->numel; i++) {
+		int64_t v = rt_get_i(a, i);
+		v = v < lo ? lo : v > hi ? hi : v;
+		if (a->dtype == DT_INT64 || a->dtype == DT_UINT64)
+			((int64_t *)out[0]->data)[i] = v;
+		else
+			rt_set(out[0], i, (double)v);
+	}
+	return 0;
 }
 
 static int act_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
@@ -43,11 +92,24 @@ static int act_run(struct exec *x, const struct node *n, struct rtensor *const *
 {
 	const struct rtensor *a = in[0];
 	static const float alpha0[] = {[A_HARD_SIGMOID] = 0.2f, [A_LEAKY_RELU] = 0.01f, [A_ELU] = 1.0f,
-				       [A_SELU] = 1.67326319217681884765625f, [A_CELU] = 1.0f};
-	struct act_params p = {-INFINITY, INFINITY, attr_float(n, "alpha", alpha0[op]),
+				       [A_SELU] = 1.67326319217681884765625f, [A_CELU] = 1.0f,
+				       [A_THRESHOLDED_RELU] = 1.0f};
+	struct act_params p = {attr_float(n, "min", -INFINITY), attr_float(n, "max", INFINITY), /* Clip-6 */
+			       attr_float(n, "alpha", alpha0[op]),
 			       op == A_SELU ? attr_float(n, "gamma", 1.05070102214813232421875f) : attr_float(n, "beta", 0.5f)};
+	if (op == A_SHRINK) {
+		p.alpha = attr_float(n, "lambd", 0.5f);
+		p.beta = attr_float(n, "bias", 0.0f);
+	}
+	if (op == A_GELU) {
+		p.alpha = attr_str_is(n, "approximate", "tanh", 0);
+		if (!p.alpha && !attr_str_is(n, "approximate", "none", 1))
+			return exec_fail(x, "approximate must be \"none\" or \"tanh\"");
+	}
 	if (op == A_CELU && !(p.alpha > 0)) /* it divides by alpha */
 		return exec_fail(x, "alpha must be positive");
+	if (op == A_CLIP && !is_float(a))
+		return clip_int(x, n, in, out);
 	if (want_float(x, a, "the input"))
 		return exec_status(x);
 	for (uint32_t k = 1; op == A_CLIP && k < 3 && k < n->n_in; k++)
@@ -78,6 +140,11 @@ ACT(softplus, A_SOFTPLUS)
 ACT(elu, A_ELU)
 ACT(selu, A_SELU)
 ACT(celu, A_CELU)
+ACT(softsign, A_SOFTSIGN)
+ACT(shrink, A_SHRINK)
+ACT(thresholded_relu, A_THRESHOLDED_RELU)
+ACT(mish, A_MISH)
+ACT(gelu, A_GELU)
 
 /* g where lo < y < hi (either bound absent: NULL), else 0 */
 static struct value *pass_inside(struct ad *a, struct value *g, struct value *y, struct value *lo, struct value *hi,
@@ -160,22 +227,33 @@ static int celu_grad(struct ad *a, const struct node *n)
 	return exp_linear_grad(a, n, 1, 1 / attr_float(n, "alpha", 1.0f), 1);
 }
 
-/* PRelu(x, slope): slope broadcast to x (unidirectionally) */
+/* Whether PRelu's slope is opset 6's per-channel form: before opset 7 (no NumPy broadcasting), a
+ * 1-D slope of C elements for X (N, C, ...) of rank 3 or more applies along axis 1. */
+static int prelu_per_channel(int opset, const struct rtensor *a, const struct rtensor *sl)
+{
+	return opset < 7 && sl->ndim == 1 && sl->numel > 1 && a->ndim >= 3 && sl->dims[0] == a->dims[1];
+}
+
+/* PRelu(x, slope): slope broadcast to x (unidirectionally), or per channel (opset 6) */
 static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
 	const struct rtensor *a = in[0], *sl = in[1];
 	if (want_float(x, a, "X") || want_float(x, sl, "slope"))
 		return exec_status(x);
-	int nd;
-	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
-	if (bcast_shape(x, in, 2, &nd, dims))
+	int nd = a->ndim, legacy = prelu_per_channel(exec_opset(x), a, sl);
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS] = {0}, idx[RT_MAX_DIMS] = {0};
+	if (!legacy && bcast_shape(x, in, 2, &nd, dims))
 		return exec_status(x);
-	if (nd != a->ndim || memcmp(dims, a->dims, sizeof *dims * (size_t)nd))
+	if (!legacy && (nd != a->ndim || memcmp(dims, a->dims, sizeof *dims * (size_t)nd)))
 		return exec_fail(x, "slope must broadcast to X's shape");
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 		return exec_status(x);
-	bcast_strides(sl, nd, dims, st);
+	memcpy(dims, a->dims, sizeof *dims * (size_t)nd);
+	if (legacy)
+		st[1] = 1;
+	else
+		bcast_strides(sl, nd, dims, st);
 	for (int64_t e = 0; e < a->numel; e++) {
 		int64_t at = 0;
 		for (int i = 0; i < nd; i++)
@@ -188,6 +266,7 @@ static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const
 	return 0;
 }
 
+/* Training reads opset 13 forms (rewrite/upgrade.h): no opset-6 slope reaches this rule. */
 static int prelu_grad(struct ad *a, const struct node *n)
 {
 	int dt = ad_shape(a, n->in[0])->dtype;
@@ -385,3 +464,63 @@ int activation_product_grad(struct ad *a, const struct node *n)
 	/* a scalar constant of higher rank may have broadcast the product beyond x's shape */
 	return d && !ad_give(a, m.x, ad_unbroadcast(a, ad_op2(a, "Mul", g, d), m.x, ad_shape(a, n->out[0]))) ? 1 : -1;
 }
+
+/* ---- activations that are ops of their own ---- */
+
+/* Softsign: g / (1 + |x|)^2 */
+static int softsign_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *d = ad_op2(a, "Add", ad_op1(a, "Abs", n->in[0]), ad_scalar(a, dt, 1));
+	return ad_give(a, n->in[0], ad_op2(a, "Div", ad_dy(a, n->out[0]), ad_op2(a, "Mul", d, d)));
+}
+
+/* g where v > t, else 0 */
+static int pass_above(struct ad *a, const struct node *n, struct value *v, double t)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *ins[3] = {ad_op2(a, "Greater", v, ad_scalar(a, dt, t)), ad_dy(a, n->out[0]), ad_scalar(a, dt, 0)};
+	return ins[0] ? ad_give(a, n->in[0], ad_op(a, "Where", ins, 3)) : -1;
+}
+
+static int shrink_grad(struct ad *a, const struct node *n)
+{
+	return pass_above(a, n, ad_op1(a, "Abs", n->in[0]), attr_float(n, "lambd", 0.5f));
+}
+
+static int thresholded_relu_grad(struct ad *a, const struct node *n)
+{
+	return pass_above(a, n, n->in[0], attr_float(n, "alpha", 1.0f));
+}
+
+/* Mish and Gelu: g scale (u + x u'), the product scale x u(x)'s slope (product_slope) */
+static int own_product_grad(struct ad *a, const struct node *n, const struct product *m)
+{
+	int dt = ad_shape(a, n->in[0])->dtype;
+	struct value *d = product_slope(a, m, dt);
+	if (d && m->scale != 1)
+		d = ad_op2(a, "Mul", d, ad_scalar(a, dt, m->scale));
+	return d ? ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, n->out[0]), d)) : -1;
+}
+
+static int mish_grad(struct ad *a, const struct node *n)
+{
+	struct product m = {.kind = P_MISH, .x = n->in[0], .scale = 1};
+	return own_product_grad(a, n, &m);
+}
+
+/* Gelu: 0.5 x (1 + erf(x / sqrt 2)), or 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+static int gelu_grad(struct ad *a, const struct node *n)
+{
+	int tanh_form = attr_str_is(n, "approximate", "tanh", 0);
+	struct product m = {.kind = tanh_form ? P_GELU_TANH : P_GELU_ERF, .x = n->in[0], .scale = 0.5,
+			    .k = tanh_form ? 0.7978845608028654 : 0.7071067811865476, .c = 0.044715};
+	return own_product_grad(a, n, &m);
+}
+
+const struct op_impl op_softsign = {.run = softsign_run, .grad = softsign_grad, .recompute = RC_CHEAP};
+const struct op_impl op_shrink = {.run = shrink_run, .grad = shrink_grad, .recompute = RC_CHEAP};
+const struct op_impl op_thresholded_relu = {.run = thresholded_relu_run, .grad = thresholded_relu_grad,
+					    .recompute = RC_CHEAP};
+const struct op_impl op_mish = {.run = mish_run, .grad = mish_grad, .recompute = RC_CHEAP};
+const struct op_impl op_gelu = {.run = gelu_run, .grad = gelu_grad, .recompute = RC_CHEAP};

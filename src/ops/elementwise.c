@@ -9,11 +9,24 @@
 #include "../autodiff/ad.h"
 #include "kernel.h"
 #include "vmath.h"
+#include "../util/xalloc.h"
 
 #include <math.h>
 #include <string.h>
 
-enum bin { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_SQUARE, B_FIRST, B_EQ, B_GT, B_LT }; /* Pow(x, 2), Pow(x, 1) */
+/* B_SQUARE, B_FIRST: Pow(x, 2), Pow(x, 1). B_MOD is Mod's fmod 0 (the divisor's sign, as Python's
+ * %), B_FMOD its fmod 1 (the dividend's, as C's). From B_EQ on, the output is bool. */
+enum bin {
+	B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_SQUARE, B_FIRST, B_MOD, B_FMOD, B_SHL, B_SHR,
+	B_EQ, B_GT, B_LT, B_GE, B_LE, B_AND, B_OR, B_XOR
+};
+
+/* a mod b with the divisor's sign (fmod 0): the C remainder moved by b when their signs differ */
+static double mod_floor(double a, double b)
+{
+	double r = fmod(a, b);
+	return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 static double bin_d(enum bin op, double a, double b)
 {
@@ -25,14 +38,34 @@ static double bin_d(enum bin op, double a, double b)
 	case B_MUL: return a * b;
 	case B_DIV: return a / b;
 	case B_POW: return pow(a, b);
+	case B_MOD: return mod_floor(a, b);
+	case B_FMOD: return fmod(a, b);
 	case B_EQ: return a == b;
 	case B_GT: return a > b;
+	case B_GE: return a >= b;
+	case B_LE: return a <= b;
 	default: return a < b;
 	}
 }
 
-static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r)
+/* An integer op on int64 operands, or (uns) on the bits of uint64 ones. */
+static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r, int uns)
 {
+	const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+	if (uns) {
+		switch (op) {
+		case B_DIV: case B_MOD: case B_FMOD:
+			if (!ub)
+				return exec_fail(x, "integer division by zero");
+			*r = (int64_t)(op == B_DIV ? ua / ub : ua % ub);
+			return 0;
+		case B_GT: *r = ua > ub; return 0;
+		case B_LT: *r = ua < ub; return 0;
+		case B_GE: *r = ua >= ub; return 0;
+		case B_LE: *r = ua <= ub; return 0;
+		default: break;
+		}
+	}
 	switch (op) {
 	case B_ADD: *r = (int64_t)((uint64_t)a + (uint64_t)b); return 0;
 	case B_SUB: *r = (int64_t)((uint64_t)a - (uint64_t)b); return 0;
@@ -42,17 +75,50 @@ static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r)
 			return exec_fail(x, "integer division by zero or overflow");
 		*r = a / b;
 		return 0;
-	case B_POW: {
-		int64_t p = 1;
-		for (int64_t k = 0; k < b; k++)
-			p = (int64_t)((uint64_t)p * (uint64_t)a);
-		*r = b < 0 ? 0 : p;
+	case B_POW: { /* by squaring, wrapping */
+		uint64_t p = 1, s = ua;
+		for (uint64_t e = ub; e && b > 0; e >>= 1, s *= s)
+			if (e & 1)
+				p *= s;
+		*r = b < 0 ? 0 : (int64_t)p;
 		return 0;
 	}
+	case B_MOD: case B_FMOD:
+		if (b == 0)
+			return exec_fail(x, "integer division by zero");
+		*r = b == -1 ? 0 : a % b; /* INT64_MIN % -1 overflows in C */
+		if (op == B_MOD && *r != 0 && (*r < 0) != (b < 0))
+			*r += b;
+		return 0;
+	case B_SHL: *r = ub >= 64 ? 0 : (int64_t)(ua << ub); return 0;
+	case B_SHR: *r = ub >= 64 ? 0 : (int64_t)(ua >> ub); return 0;
 	case B_EQ: *r = a == b; return 0;
 	case B_GT: *r = a > b; return 0;
+	case B_GE: *r = a >= b; return 0;
+	case B_LE: *r = a <= b; return 0;
+	case B_AND: *r = a && b; return 0;
+	case B_OR: *r = a || b; return 0;
+	case B_XOR: *r = !a != !b; return 0;
 	default: *r = a < b; return 0;
 	}
+}
+
+/* Stores integer r as element i of o, wrapped to o's width (two's complement, as NumPy). */
+static void set_i(struct rtensor *o, int64_t i, int64_t r)
+{
+	switch (o->dtype) {
+	case DT_INT64: case DT_UINT64: ((int64_t *)o->data)[i] = r; break; /* exact beyond 2^53 */
+	case DT_INT32: case DT_UINT32: ((uint32_t *)o->data)[i] = (uint32_t)r; break;
+	case DT_INT16: case DT_UINT16: ((uint16_t *)o->data)[i] = (uint16_t)r; break;
+	case DT_INT8: case DT_UINT8: ((uint8_t *)o->data)[i] = (uint8_t)r; break;
+	case DT_BOOL: ((uint8_t *)o->data)[i] = r != 0; break;
+	default: rt_set(o, i, (double)r); break;
+	}
+}
+
+static int is_unsigned(int dt)
+{
+	return dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32 || dt == DT_UINT64;
 }
 
 /* Visits the output row by row: offsets of each operand at the row's start. Adjacent dimensions
@@ -201,6 +267,8 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 	case B_FIRST: ROW(T, T, ((void)v, u)); break;                                                          \
 	case B_EQ: ROW(T, uint8_t, u == v); break;                                                             \
 	case B_GT: ROW(T, uint8_t, u > v); break;                                                              \
+	case B_GE: ROW(T, uint8_t, u >= v); break;                                                             \
+	case B_LE: ROW(T, uint8_t, u <= v); break;                                                             \
 	default: ROW(T, uint8_t, u < v); break;                                                                \
 	}
 		/* one switch per row; the loops are typed (the compiler vectorises them) */
@@ -217,6 +285,8 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 			case B_MUL: ROW(int64_t, int64_t, (int64_t)((uint64_t)u * (uint64_t)v)); break;
 			case B_EQ: ROW(int64_t, uint8_t, u == v); break; /* a loss's one-hot targets */
 			case B_GT: ROW(int64_t, uint8_t, u > v); break;
+			case B_GE: ROW(int64_t, uint8_t, u >= v); break;
+			case B_LE: ROW(int64_t, uint8_t, u <= v); break;
 			default: ROW(int64_t, uint8_t, u < v); break;
 			}
 		}
@@ -229,9 +299,16 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum bin op)
 {
 	struct rtensor *a = in[0], *b = in[1];
-	if (a->dtype != b->dtype && !(op == B_POW && is_float(a)))
+	if (a->dtype != b->dtype && op != B_POW) /* Pow's exponent may be of any numeric type */
 		return exec_fail(x, "operands are %s and %s; they must have the same dtype", dtype_name(a->dtype),
 				 dtype_name(b->dtype));
+	if ((op == B_AND || op == B_OR || op == B_XOR) && a->dtype != DT_BOOL)
+		return exec_fail(x, "operands must be bool, not %s", dtype_name(a->dtype));
+	if ((op == B_SHL || op == B_SHR) && !is_unsigned(a->dtype))
+		return exec_fail(x, "operands must be unsigned integers, not %s", dtype_name(a->dtype));
+	if (op == B_FMOD && !is_float(a) && a->dtype != DT_INT64 && a->dtype != DT_INT32 && a->dtype != DT_INT16 &&
+	    a->dtype != DT_INT8 && !is_unsigned(a->dtype))
+		return exec_fail(x, "operands must be numbers, not %s", dtype_name(a->dtype));
 	int nd;
 	int64_t dims[RT_MAX_DIMS];
 	if (bcast_shape(x, in, 2, &nd, dims))
@@ -253,22 +330,32 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 	 * pow's is, and pow(x, 1) is x */
 	if (op == B_POW && (f32 || f64) && b->numel == 1 && (rt_get(b, 0) == 2.0 || rt_get(b, 0) == 1.0))
 		j.op = rt_get(b, 0) == 2.0 ? B_SQUARE : B_FIRST;
-	if (f32 || f64 || (a->dtype == DT_INT64 && b->dtype == DT_INT64 && op != B_DIV && op != B_POW)) {
+	/* the typed loops: float arithmetic and comparisons, int64 Add Sub Mul and comparisons */
+	int typed = op <= B_FIRST || (op >= B_EQ && op <= B_LE);
+	if ((f32 || f64) && typed) {
+		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
+		return 0;
+	}
+	if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && (op == B_ADD || op == B_SUB || op == B_MUL || op >= B_EQ) &&
+	    typed) {
 		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
 		return 0;
 	}
 	int64_t i = 0, row = j.row, sa = j.sa, sb = j.sb;
+	const int uns = is_unsigned(a->dtype);
 	do {
 		const int64_t oa = w->off[0], ob = w->off[1];
-		if (!is_float(a)) {
+		if (!is_float(a) && op == B_POW && is_float(b)) { /* an integer to a float power: truncated */
+			for (int64_t k = 0; k < row; k++) {
+				double p = pow(rt_get(a, oa + k * sa), rt_get(b, ob + k * sb));
+				set_i(o, i + k, isfinite(p) && fabs(p) < 9.2e18 ? (int64_t)p : INT64_MIN);
+			}
+		} else if (!is_float(a)) {
 			for (int64_t k = 0; k < row; k++) {
 				int64_t r = 0;
-				if (bin_i(x, op, rt_get_i(a, oa + k * sa), rt_get_i(b, ob + k * sb), &r))
+				if (bin_i(x, op, rt_get_i(a, oa + k * sa), rt_get_i(b, ob + k * sb), &r, uns))
 					return exec_status(x);
-				if (o->dtype == DT_INT64)
-					((int64_t *)o->data)[i + k] = r; /* exact beyond 2^53 */
-				else
-					rt_set(o, i + k, (double)r);
+				set_i(o, i + k, r);
 			}
 		} else {
 			for (int64_t k = 0; k < row; k++)
@@ -292,6 +379,31 @@ BINARY(mul, B_MUL)
 BINARY(div, B_DIV)
 BINARY(pow, B_POW)
 BINARY(equal, B_EQ)
+BINARY(greater_or_equal, B_GE)
+BINARY(less_or_equal, B_LE)
+BINARY(and, B_AND)
+BINARY(or, B_OR)
+BINARY(xor, B_XOR)
+
+/* Mod: fmod 0 takes the divisor's sign (Python's %), fmod 1 the dividend's (C's fmod and %).
+ * Floats need fmod 1, as the spec says and onnxruntime enforces. */
+static int mod_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t fm = attr_int(n, "fmod", 0);
+	if (fm != 0 && fm != 1)
+		return exec_fail(x, "fmod must be 0 or 1, not %lld", (long long)fm);
+	if (!fm && (is_float(in[0]) || is_float(in[1])))
+		return exec_fail(x, "fmod must be 1 for %s operands", dtype_name(is_float(in[0]) ? in[0]->dtype : in[1]->dtype));
+	return binary(x, in, out, fm ? B_FMOD : B_MOD);
+}
+
+static int bit_shift_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int left = attr_str_is(n, "direction", "LEFT", -1), right = attr_str_is(n, "direction", "RIGHT", -1);
+	if (left != 1 && right != 1)
+		return exec_fail(x, "direction must be \"LEFT\" or \"RIGHT\"");
+	return binary(x, in, out, left == 1 ? B_SHL : B_SHR);
+}
 
 int op_self_compare(const struct node *n)
 {
@@ -313,7 +425,10 @@ COMPARE(less, B_LT)
 
 /* ---- unary ---- */
 
-enum un { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_ISNAN, U_IDENTITY, U_ROUND };
+enum un {
+	U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_RELU, U_TANH, U_SIGMOID, U_NOT, U_ISNAN, U_IDENTITY, U_ROUND,
+	U_RECIP, U_CEIL, U_FLOOR, U_SIGN
+};
 
 static double un_d(enum un op, double v)
 {
@@ -329,6 +444,10 @@ static double un_d(enum un op, double v)
 	case U_SIGMOID: return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
 	case U_NOT: return !v;
 	case U_ROUND: return nearbyint(v); /* to nearest, ties to even (the default rounding mode) */
+	case U_RECIP: return 1 / v;
+	case U_CEIL: return ceil(v);
+	case U_FLOOR: return floor(v);
+	case U_SIGN: return v > 0 ? 1 : v < 0 ? -1 : v; /* 0 stays 0 (its sign too), NaN stays NaN */
 	default: return v;
 	}
 }
@@ -349,6 +468,10 @@ static inline __attribute__((always_inline)) void un_f32(enum un op, const float
 	case U_NEG: for (int64_t i = lo; i < hi; i++) o[i] = -p[i]; return;
 	case U_ABS: for (int64_t i = lo; i < hi; i++) o[i] = fabsf(p[i]); return;
 	case U_ROUND: for (int64_t i = lo; i < hi; i++) o[i] = nearbyintf(p[i]); return;
+	case U_RECIP: for (int64_t i = lo; i < hi; i++) o[i] = 1 / p[i]; return;
+	case U_CEIL: for (int64_t i = lo; i < hi; i++) o[i] = ceilf(p[i]); return;
+	case U_FLOOR: for (int64_t i = lo; i < hi; i++) o[i] = floorf(p[i]); return;
+	case U_SIGN: for (int64_t i = lo; i < hi; i++) o[i] = p[i] > 0 ? 1.0f : p[i] < 0 ? -1.0f : p[i]; return;
 	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
 	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
 	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = logf(p[i]); return;
@@ -378,7 +501,8 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 	struct rtensor *a = in[0];
 	if (op == U_NOT && a->dtype != DT_BOOL)
 		return exec_fail(x, "Not takes bool, not %s", dtype_name(a->dtype));
-	if (op != U_NOT && op != U_IDENTITY && op != U_NEG && op != U_ABS && op != U_RELU && want_float(x, a, "the input"))
+	if (op != U_NOT && op != U_IDENTITY && op != U_NEG && op != U_ABS && op != U_RELU && op != U_SIGN &&
+	    want_float(x, a, "the input"))
 		return exec_status(x);
 	if (!exec_alloc(x, out[0], op == U_ISNAN ? DT_BOOL : a->dtype, a->ndim, a->dims))
 		return exec_status(x);
@@ -422,13 +546,31 @@ UNARY(not, U_NOT)
 UNARY(is_nan, U_ISNAN)
 UNARY(round, U_ROUND)
 UNARY(identity, U_IDENTITY)
+UNARY(reciprocal, U_RECIP)
+UNARY(ceil, U_CEIL)
+UNARY(floor, U_FLOOR)
+UNARY(sign, U_SIGN)
 
-static int cast_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* IsInf: +inf where detect_positive (default 1), -inf where detect_negative (default 1) */
+static int is_inf_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
-	int to = (int)attr_int(n, "to", 0);
+	const struct rtensor *a = in[0];
+	int pos = attr_int(n, "detect_positive", 1) != 0, neg = attr_int(n, "detect_negative", 1) != 0;
+	if (want_float(x, a, "the input") || !exec_alloc(x, out[0], DT_BOOL, a->ndim, a->dims))
+		return exec_status(x);
+	uint8_t *o = out[0]->data;
+	for (int64_t i = 0; i < a->numel; i++) {
+		double v = rt_get(a, i);
+		o[i] = isinf(v) && (v > 0 ? pos : neg);
+	}
+	return 0;
+}
+
+/* Cast (to: the attribute) and CastLike (to: the second input's dtype) */
+static int cast_to(struct exec *x, int to, struct rtensor *a, struct rtensor *const *out)
+{
 	if (!dtype_valid(to) || !dtype_size(to))
 		return exec_fail(x, "cannot cast to %s", dtype_name(to));
-	struct rtensor *a = in[0];
 	if (!exec_alloc(x, out[0], to, a->ndim, a->dims))
 		return exec_status(x);
 	struct rtensor *o = out[0];
@@ -454,6 +596,17 @@ static int cast_run(struct exec *x, const struct node *n, struct rtensor *const 
 			rt_set(o, i, rt_get(a, i)); /* float -> int truncates toward zero, as ONNX says */
 	}
 	return 0;
+}
+
+static int cast_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return cast_to(x, (int)attr_int(n, "to", 0), in[0], out);
+}
+
+static int cast_like_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	return cast_to(x, in[1]->dtype, in[0], out);
 }
 
 /* Where's output elements [e0, e1): a piece of kernel_for, as bin_elems. */
@@ -526,41 +679,84 @@ static int where_run(struct exec *x, const struct node *n, struct rtensor *const
 	return 0;
 }
 
-/* Sum of n inputs with broadcasting, accumulated into the output left to right (a fixed order:
- * deterministic, and no intermediate tensors). */
-static int sum_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* Sum, Mean, Max and Min of n inputs with broadcasting, accumulated into the output left to right (a
+ * fixed order: deterministic, and no intermediate tensors). Sum and Mean add from zero (Mean then
+ * divides by n) and take floats; Max and Min start from the first input and take any number type,
+ * a NaN winning as in NumPy's maximum and PyTorch's. */
+enum fold { F_SUM, F_MEAN, F_MAX, F_MIN };
+
+#define FOLD_ROW(T)                                                                                            \
+	do {                                                                                                   \
+		const T *p = (const T *)in[k]->data + w.off[0];                                                \
+		T *q = (T *)o + i;                                                                             \
+		if (op <= F_MEAN)                                                                              \
+			for (int64_t j = 0; j < row; j++)                                                      \
+				q[j] += p[j * s];                                                              \
+		else                                                                                           \
+			for (int64_t j = 0; j < row; j++) {                                                    \
+				T v = p[j * s];                                                                \
+				if (!k || v != v || (op == F_MAX ? v > q[j] : v < q[j]))                       \
+					q[j] = v;                                                              \
+			}                                                                                      \
+	} while (0)
+
+static int fold_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		    enum fold op)
 {
 	int nd;
 	int64_t dims[RT_MAX_DIMS];
-	for (uint32_t k = 0; k < n->n_in; k++)
-		if (want_float(x, in[k], "every input") || in[k]->dtype != in[0]->dtype)
-			return exec_status(x) ? exec_status(x) : exec_fail(x, "inputs have different dtypes");
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (op <= F_MEAN && want_float(x, in[k], "every input"))
+			return exec_status(x);
+		if (in[k]->dtype != in[0]->dtype)
+			return exec_fail(x, "inputs are %s and %s; they must have the same dtype", dtype_name(in[0]->dtype),
+					 dtype_name(in[k]->dtype));
+		if (in[k]->dtype == DT_BOOL || in[k]->dtype == DT_STRING)
+			return exec_fail(x, "inputs must be numbers, not %s", dtype_name(in[k]->dtype));
+	}
 	if (bcast_shape(x, in, (int)n->n_in, &nd, dims))
 		return exec_status(x);
 	void *o = exec_alloc_zero(x, out[0], in[0]->dtype, nd, dims);
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
+	const int uns = is_unsigned(in[0]->dtype);
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		struct walk w;
 		walk_init(&w, nd, dims, &in[k], 1);
 		int64_t row = w.nd ? w.dims[w.nd - 1] : 1, s = w.nd ? w.st[0][w.nd - 1] : 0, i = 0;
 		do {
 			if (in[0]->dtype == DT_FLOAT) {
-				const float *p = (const float *)in[k]->data + w.off[0];
-				float *q = (float *)o + i;
-				for (int64_t j = 0; j < row; j++)
-					q[j] += p[j * s];
-			} else {
-				const double *p = (const double *)in[k]->data + w.off[0];
-				double *q = (double *)o + i;
-				for (int64_t j = 0; j < row; j++)
-					q[j] += p[j * s];
+				FOLD_ROW(float);
+			} else if (in[0]->dtype == DT_DOUBLE) {
+				FOLD_ROW(double);
+			} else { /* integers: compared as int64, or as uint64 for unsigned types */
+				for (int64_t j = 0; j < row; j++) {
+					int64_t v = rt_get_i(in[k], w.off[0] + j * s), c = rt_get_i(out[0], i + j), gt = 0;
+					if (bin_i(x, op == F_MAX ? B_GT : B_LT, v, c, &gt, uns))
+						return exec_status(x);
+					if (!k || gt)
+						set_i(out[0], i + j, v);
+				}
 			}
 			i += row;
 		} while (walk_next(&w));
 	}
+	for (int64_t i = 0; op == F_MEAN && i < out[0]->numel; i++)
+		rt_set(out[0], i, rt_get(out[0], i) / n->n_in);
 	return 0;
 }
+#undef FOLD_ROW
+
+#define FOLD(name, op)                                                                                        \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in,                 \
+			      struct rtensor *const *out)                                                      \
+	{                                                                                                      \
+		return fold_run(x, n, in, out, op);                                                            \
+	}
+FOLD(sum, F_SUM)
+FOLD(mean, F_MEAN)
+FOLD(max, F_MAX)
+FOLD(min, F_MIN)
 
 /* ---- gradient rules ----
  * y = a op b with broadcasting: each operand's gradient is summed back to its own shape
@@ -724,6 +920,61 @@ static int sum_grad(struct ad *a, const struct node *n)
 		if (give_ub(a, n, (int)k, g))
 			return -1;
 	return 0;
+}
+
+/* Mean: each input gets g / n */
+static int mean_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->out[0])->dtype;
+	struct value *g = ad_op2(a, "Div", ad_dy(a, n->out[0]), ad_scalar(a, dt, n->n_in));
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (give_ub(a, n, (int)k, g))
+			return -1;
+	return 0;
+}
+
+/* Max, Min: g goes to the inputs equal to y, split evenly among ties: input k gets
+ * g [x_k == y] / #{j: x_j == y}. For two inputs that is PyTorch's maximum/minimum backward (a tie
+ * gives each half); one input gets g. */
+static int extremum_grad(struct ad *a, const struct node *n)
+{
+	int dt = ad_shape(a, n->out[0])->dtype;
+	struct value *g = ad_dy(a, n->out[0]), *y = n->out[0];
+	if (n->n_in == 1)
+		return give_ub(a, n, 0, g);
+	struct value **m = xcalloc(n->n_in, sizeof *m), *share = NULL;
+	int rc = m ? 0 : ad_fail(a, "out of memory");
+	for (uint32_t k = 0; k < n->n_in && !rc; k++)
+		if (!(m[k] = ad_cast(a, ad_op2(a, "Equal", n->in[k], y), dt)))
+			rc = -1;
+	if (!rc && !(share = ad_op2(a, "Div", g, ad_op(a, "Sum", m, (int)n->n_in))))
+		rc = -1;
+	for (uint32_t k = 0; k < n->n_in && !rc; k++)
+		if (ad_wants(a, n->in[k]) && give_ub(a, n, (int)k, ad_op2(a, "Mul", share, m[k])))
+			rc = -1;
+	xfree(m);
+	return rc;
+}
+
+/* d(1/x) = -y^2, from the output as PyTorch's reciprocal backward */
+static int reciprocal_grad(struct ad *a, const struct node *n)
+{
+	struct value *y = n->out[0];
+	return ad_give(a, n->in[0], ad_op1(a, "Neg", ad_op2(a, "Mul", ad_dy(a, y), ad_op2(a, "Mul", y, y))));
+}
+
+/* Mod (floats, so fmod 1): a - b q with q = trunc(a / b), q's own derivative 0 almost everywhere,
+ * as PyTorch's fmod: a gets g, b gets -g q. trunc(v) is sign(v) floor(|v|), ONNX having no Trunc. */
+static int mod_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	if (give_ub(a, n, 0, g))
+		return -1;
+	if (!ad_wants(a, n->in[1]))
+		return 0;
+	struct value *q = ad_op2(a, "Div", n->in[0], n->in[1]);
+	q = ad_op2(a, "Mul", ad_op1(a, "Sign", q), ad_op1(a, "Floor", ad_op1(a, "Abs", q)));
+	return give_ub(a, n, 1, ad_op1(a, "Neg", ad_op2(a, "Mul", g, q)));
 }
 
 /* ---- fused chains (exec.c) ---- */
@@ -890,6 +1141,27 @@ const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .re
 const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_is_nan = {.run = is_nan_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_round = {.run = round_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+/* elem: issue 47's elementwise ops. Ceil, Floor and Sign pass no gradient, as Round (PyTorch's is
+ * zero); comparisons, logic and BitShift none either. */
+const struct op_impl op_reciprocal = {.run = reciprocal_run, .grad = reciprocal_grad, .recompute = RC_CHEAP};
+const struct op_impl op_ceil = {.run = ceil_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_floor = {.run = floor_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_sign = {.run = sign_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_is_inf = {.run = is_inf_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_greater_or_equal = {.run = greater_or_equal_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_less_or_equal = {.run = less_or_equal_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_and = {.run = and_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_or = {.run = or_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_xor = {.run = xor_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_bit_shift = {.run = bit_shift_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_mod = {.run = mod_run, .grad = mod_grad, .recompute = RC_CHEAP};
+const struct op_impl op_max = {.run = max_run, .grad = extremum_grad, .recompute = RC_CHEAP};
+const struct op_impl op_min = {.run = min_run, .grad = extremum_grad, .recompute = RC_CHEAP};
+const struct op_impl op_mean = {.run = mean_run, .grad = mean_grad, .recompute = RC_CHEAP};
+/* CastLike: the cast itself reads and writes 16-bit tensors (no widening), and mixed precision
+ * leaves both inputs and the output at their own widths: the target type is the second input's. */
+const struct op_impl op_cast_like = {.run = cast_like_run, .grad = cast_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				     .own_width = 1u << 0 | 1u << 1 | 1u << 16, .noop = op_noop_same_shape};
 const struct op_impl op_identity = {.run = identity_run, .grad = identity_grad, .recompute = RC_CHEAP,
 				    .noop = op_noop_same_shape};
 const struct op_impl op_cast = {.run = cast_run, .grad = cast_grad, .recompute = RC_CHEAP, .noop = op_noop_same_shape};

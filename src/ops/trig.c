@@ -1,0 +1,149 @@
+/* trig.c - the trigonometric and hyperbolic functions: Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh
+ * Acosh Atanh.
+ *
+ * Each is C's libm function of the element: float32 by the float function (sinf, ...), float64 by
+ * the double one (16-bit tensors arrive widened, exec/cpu.c), outside the domain NaN as libm gives.
+ * Gradients are PyTorch's backward formulas in standard ONNX ops, g = dL/dy:
+ *   Sin g cos x          Cos -g sin x          Tan g (1 + y^2)
+ *   Asin g / sqrt(1 - x^2)   Acos -g / sqrt(1 - x^2)   Atan g / (1 + x^2)
+ *   Sinh g cosh x        Cosh g sinh x
+ *   Asinh g / sqrt(x^2 + 1)  Acosh g / sqrt(x^2 - 1)   Atanh g / (1 - x^2) */
+#include "../autodiff/ad.h"
+#include "kernel.h"
+
+#include <math.h>
+
+enum trig { T_SIN, T_COS, T_TAN, T_ASIN, T_ACOS, T_ATAN, T_SINH, T_COSH, T_ASINH, T_ACOSH, T_ATANH };
+
+static const struct {
+	float (*f)(float);
+	double (*d)(double);
+} trig_fn[] = {
+	[T_SIN] = {sinf, sin},     [T_COS] = {cosf, cos},     [T_TAN] = {tanf, tan},       [T_ASIN] = {asinf, asin},
+	[T_ACOS] = {acosf, acos},  [T_ATAN] = {atanf, atan},  [T_SINH] = {sinhf, sinh},    [T_COSH] = {coshf, cosh},
+	[T_ASINH] = {asinhf, asinh}, [T_ACOSH] = {acoshf, acosh}, [T_ATANH] = {atanhf, atanh},
+};
+
+struct trig_job {
+	enum trig op;
+	const struct rtensor *a;
+	struct rtensor *o;
+};
+
+static void trig_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct trig_job *j = arg;
+	if (j->a->dtype == DT_FLOAT) {
+		const float *p = j->a->data;
+		float *o = j->o->data, (*f)(float) = trig_fn[j->op].f;
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = f(p[i]);
+	} else {
+		const double *p = j->a->data;
+		double *o = j->o->data, (*f)(double) = trig_fn[j->op].d;
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = f(p[i]);
+	}
+}
+
+static int trig_run(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum trig op)
+{
+	const struct rtensor *a = in[0];
+	if (want_float(x, a, "the input") || !exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	struct trig_job j = {op, a, out[0]};
+	kernel_for(a->numel, KERNEL_GRAIN, trig_elems, &j);
+	return 0;
+}
+
+#define K(v) ad_scalar(a, ad_shape(a, n->in[0])->dtype, (v))
+
+/* x gets g d, or g / d (div) */
+static int give_scaled(struct ad *a, const struct node *n, struct value *d, int div)
+{
+	return ad_give(a, n->in[0], ad_op2(a, div ? "Div" : "Mul", ad_dy(a, n->out[0]), d));
+}
+
+/* 1 + s x^2 (s = 1), 1 - x^2 (s = -1), or x^2 - 1 (s = 0) */
+static struct value *quad(struct ad *a, const struct node *n, int s)
+{
+	struct value *x = n->in[0], *sq = ad_op2(a, "Mul", x, x);
+	return s > 0 ? ad_op2(a, "Add", sq, K(1)) : s < 0 ? ad_op2(a, "Sub", K(1), sq) : ad_op2(a, "Sub", sq, K(1));
+}
+
+static int sin_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Cos", n->in[0]), 0);
+}
+
+static int cos_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Neg", ad_op1(a, "Sin", n->in[0])), 0);
+}
+
+static int tan_grad(struct ad *a, const struct node *n)
+{
+	struct value *y = n->out[0];
+	return give_scaled(a, n, ad_op2(a, "Add", ad_op2(a, "Mul", y, y), K(1)), 0);
+}
+
+static int asin_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Sqrt", quad(a, n, -1)), 1);
+}
+
+static int acos_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Neg", ad_op1(a, "Sqrt", quad(a, n, -1))), 1);
+}
+
+static int atan_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, quad(a, n, 1), 1);
+}
+
+static int sinh_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Cosh", n->in[0]), 0);
+}
+
+static int cosh_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Sinh", n->in[0]), 0);
+}
+
+static int asinh_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Sqrt", quad(a, n, 1)), 1);
+}
+
+static int acosh_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, ad_op1(a, "Sqrt", quad(a, n, 0)), 1);
+}
+
+static int atanh_grad(struct ad *a, const struct node *n)
+{
+	return give_scaled(a, n, quad(a, n, -1), 1);
+}
+#undef K
+
+#define TRIG(name, op)                                                                                        \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in,                 \
+			      struct rtensor *const *out)                                                      \
+	{                                                                                                      \
+		(void)n;                                                                                       \
+		return trig_run(x, in, out, op);                                                               \
+	}                                                                                                      \
+	const struct op_impl op_##name = {.run = name##_run, .grad = name##_grad, .recompute = RC_CHEAP};
+TRIG(sin, T_SIN)
+TRIG(cos, T_COS)
+TRIG(tan, T_TAN)
+TRIG(asin, T_ASIN)
+TRIG(acos, T_ACOS)
+TRIG(atan, T_ATAN)
+TRIG(sinh, T_SINH)
+TRIG(cosh, T_COSH)
+TRIG(asinh, T_ASINH)
+TRIG(acosh, T_ACOSH)
+TRIG(atanh, T_ATANH)
