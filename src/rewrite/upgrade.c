@@ -247,6 +247,26 @@ static int upgrade_legacy_broadcast(struct up *u)
 	return (is_arith || !strcmp(n->op_type, "Gemm")) && drop_attr(u, "broadcast") ? err_oom(u->e) : 0;
 }
 
+/* PRelu before 7: a 1-D slope of C elements applies along axis 1; from 7 it broadcasts
+ * numpy-style, so it becomes (C, 1, ..., 1). */
+static int upgrade_prelu(struct up *u)
+{
+	struct node *n = u->n;
+	const struct value *x = n->in[0], *s = n->in[1];
+	if (!x->type.has_shape || !s->type.has_shape || s->type.ndim != 1 || x->type.ndim < 3)
+		return 0;
+	int64_t axes[RT_MAX_DIMS];
+	size_t k = 0;
+	for (uint32_t i = 1; i + 1 < x->type.ndim && k < RT_MAX_DIMS; i++)
+		axes[k++] = i;
+	struct value *ax = ints(u, axes, k), *ins[2] = {n->in[1], ax};
+	struct node *q = ax ? graph_add_op(u->g, node_base_name(n), "Unsqueeze", ins, 2, node_base_name(n), u->e) : NULL;
+	if (!q)
+		return u->e->code ? u->e->code : err_oom(u->e);
+	struct value *in2[2] = {n->in[0], q->out[0]};
+	return set_inputs(u, in2, 2);
+}
+
 static int upgrade_node(struct up *u)
 {
 	struct node *n = u->n;
@@ -288,6 +308,8 @@ static int upgrade_node(struct up *u)
 	}
 	if (!strcmp(op, "BatchNormalization"))
 		return upgrade_batch_norm(u);
+	if (!strcmp(op, "PRelu") && u->from < 7)
+		return upgrade_prelu(u);
 	return 0;
 }
 
