@@ -198,3 +198,48 @@ for mode in ("standard", "nesterov"):
     c2 = momentum(R, Tn, p2, g2, m2, 0.001, 0.9, 0.8, mode == "nesterov")
     save("momentum_" + mode, tmodel("Momentum", names, outs, alpha=0.9, beta=0.8, mode=mode, norm_coefficient=0.001),
          {k: ins_all[k] for k in names}, {"X1_new": c1[0], "X2_new": c2[0], "V1_new": c1[1], "V2_new": c2[1]})
+
+# A loss that reaches its parameter only through a Loop (train refuses it: control flow is not
+# differentiated): wp scales the Loop's initial value
+g = onnx.load(os.path.join(OUT, "loop.onnx")).graph
+g.initializer.append(nh.from_array(np.ones(3, np.float32), "wp"))
+g.node.insert(0, h.make_node("Mul", ["x", "wp"], ["xw"]))
+g.node[-1].input[2] = "xw"
+g.node.append(h.make_node("ReduceSum", ["scan"], ["loss"], keepdims=0))
+del g.output[:]
+g.output.append(vi("loss", T.FLOAT, []))
+onnx.save(model(g), os.path.join(OUT, "loss_through_loop.onnx"))
+
+# nn.EmbeddingBag(mode="mean") as PyTorch 1.13 exports it: a Loop over the bags, each a Slice of the
+# indices by offsets (data), gathered and averaged; the expected bags from PyTorch itself
+import torch
+
+
+class Bag(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.e = torch.nn.EmbeddingBag(10, 4, mode="mean")
+
+    def forward(self, idx, off):
+        return self.e(idx, off)
+
+
+bag = Bag()
+idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+off = torch.tensor([0, 3, 7])
+path = os.path.join(OUT, "embedding_bag.onnx")
+torch.onnx.export(bag, (idx, off), path, input_names=["idx", "off"], output_names=["bags"], opset_version=13,
+                  do_constant_folding=False)
+with torch.no_grad():
+    want = bag(idx, off).numpy()
+for k, v in {"idx": idx.numpy(), "off": off.numpy()}.items():
+    np.save(os.path.join(OUT, "embedding_bag.in.%s.npy" % k), v)
+np.save(os.path.join(OUT, "embedding_bag.out.bags.npy"), want)
+
+# ai.onnx.preview.training's Gradient (the runtime differentiates): refused when run
+g = h.make_graph([h.make_node("Add", ["a", "b"], ["c"]),
+                  h.make_node("Gradient", ["a", "b"], ["dc_da", "dc_db"], domain=TR, xs=["a", "b"], y="c")],
+                 "gradient", [vi("a", T.FLOAT, [2]), vi("b", T.FLOAT, [2])],
+                 [vi("c", T.FLOAT, [2]), vi("dc_da", T.FLOAT, [2]), vi("dc_db", T.FLOAT, [2])])
+onnx.save(model(g, 13, [(TR, 1)]), os.path.join(OUT, "gradient_op.onnx"))

@@ -884,7 +884,14 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	if (!one || ad_rename(&a, one, seed) || ad_give(&a, loss, one))
 		goto fail;
 	if (!a.wants[loss->id]) {
-		rc = err_set(e, GD_EINPUT, "the loss '%s' does not depend on any trainable parameter", loss->name);
+		const struct node *cf = NULL; /* control flow, whose bodies take no gradient (ops/control.c) */
+		for (uint32_t i = 0; i < a.n_fwd_nodes && !cf; i++)
+			cf = op_table[g->nodes[i]->op].flags & OPF_SUBGRAPH ? g->nodes[i] : NULL;
+		char d[300];
+		rc = cf ? err_set(e, GD_EINPUT, "the loss '%s' depends on no trainable parameter through ops that take "
+						"gradients: %s and other control flow is not differentiated",
+				  loss->name, node_desc(cf, d, sizeof d))
+			: err_set(e, GD_EINPUT, "the loss '%s' does not depend on any trainable parameter", loss->name);
 		goto out;
 	}
 	for (uint32_t i = a.n_fwd_nodes; i-- > 0;) {
