@@ -210,6 +210,26 @@ del g.output[:]
 g.output.append(vi("loss", T.FLOAT, []))
 onnx.save(model(g), os.path.join(OUT, "loss_through_loop.onnx"))
 
+# A loss through a Loop of constant count 3 (its body plain: unrolled before autodiff) and an If
+# whose condition is a constant (its taken branch inlined): both read the parameters wp and wq from
+# the enclosing graph; train differentiates them (tests/ops/ctrl.c checks with verify --gradcheck)
+body = h.make_graph([h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT), h.make_node("Mul", ["acc", "wp"], ["t"]),
+                     h.make_node("Add", ["t", "fi"], ["u"]), h.make_node("Tanh", ["u"], ["acc_new"]),
+                     h.make_node("Identity", ["cond"], ["cond_out"]), h.make_node("Identity", ["acc_new"], ["s"])],
+                    "plain_body", [vi("i", T.INT64, []), vi("cond", T.BOOL, []), vi("acc", T.FLOAT, [2, 3])],
+                    [vi("cond_out", T.BOOL, []), vi("acc_new", T.FLOAT, [2, 3]), vi("s", T.FLOAT, [2, 3])])
+then_g = h.make_graph([h.make_node("Mul", ["acc_final", "wq"], ["tb"])], "then", [], [vi("tb", T.FLOAT, [2, 3])])
+else_g = h.make_graph([h.make_node("Neg", ["acc_final"], ["eb"])], "else", [], [vi("eb", T.FLOAT, [2, 3])])
+g = h.make_graph([const("M", np.int64(3)), const("c0", np.bool_(True)), const("pick", np.bool_(True)),
+                  h.make_node("Loop", ["M", "c0", "x"], ["acc_final", "scan"], body=body),
+                  h.make_node("If", ["pick"], ["y"], then_branch=then_g, else_branch=else_g),
+                  h.make_node("Mul", ["scan", "scan"], ["sq"]), h.make_node("ReduceSum", ["sq"], ["l1"], keepdims=0),
+                  h.make_node("ReduceSum", ["y"], ["l2"], keepdims=0), h.make_node("Add", ["l1", "l2"], ["loss"])],
+                 "loop_train", [vi("x", T.FLOAT, [2, 3])], [vi("loss", T.FLOAT, [])],
+                 [nh.from_array(rng.standard_normal((3,)).astype(np.float32), "wp"),
+                  nh.from_array(rng.standard_normal((3,)).astype(np.float32), "wq")])
+onnx.save(model(g), os.path.join(OUT, "loop_train.onnx"))
+
 # nn.EmbeddingBag(mode="mean") as PyTorch 1.13 exports it: a Loop over the bags, each a Slice of the
 # indices by offsets (data), gathered and averaged; the expected bags from PyTorch itself
 import torch

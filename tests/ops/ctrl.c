@@ -170,3 +170,26 @@ Test(ctrl, the_gradient_op_is_refused_with_its_reason)
 	cr_expect(strstr(r.err, "(Gradient)") && strstr(r.err, "not run"), "%s", r.err);
 	run_free(&r);
 }
+
+/* A Loop of constant count with a plain body and an If whose condition is a constant are inlined
+ * before autodiff: train differentiates through them (finite differences agree, verify
+ * --gradcheck) and writes no control flow. */
+Test(ctrl, a_constant_loop_and_if_train_through_their_unrolled_bodies)
+{
+	char out[512];
+	snprintf(out, sizeof out, "%s/loop_train_train.onnx", tmpdir());
+	struct run_result r = gd("train", CTRL "loop_train.onnx", "-o", out);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", CTRL "loop_train.onnx", out);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+	struct graph *g = load_ok(out);
+	int grads = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		cr_expect(!(op_table[g->nodes[i]->op].flags & OPF_SUBGRAPH), "node %u is %s", i, g->nodes[i]->op_type);
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		grads += !strcmp(g->outputs[i]->name, "wp_grad") || !strcmp(g->outputs[i]->name, "wq_grad");
+	cr_expect_eq(grads, 2, "wp (read in the Loop's body) and wq (in the If's branch) get gradients");
+	graph_free(g);
+}
