@@ -199,13 +199,16 @@ for mode in ("standard", "nesterov"):
     save("momentum_" + mode, tmodel("Momentum", names, outs, alpha=0.9, beta=0.8, mode=mode, norm_coefficient=0.001),
          {k: ins_all[k] for k in names}, {"X1_new": c1[0], "X2_new": c2[0], "V1_new": c1[1], "V2_new": c2[1]})
 
-# A loss that reaches its parameter only through a Loop (train refuses it: control flow is not
-# differentiated): wp scales the Loop's initial value
+# A loss that reaches its parameter wp through a Loop that is not unrolled (its body has an If) and
+# directly: train refuses it (control flow is not differentiated) rather than give wp the direct
+# path's gradient alone
 g = onnx.load(os.path.join(OUT, "loop.onnx")).graph
 g.initializer.append(nh.from_array(np.ones(3, np.float32), "wp"))
 g.node.insert(0, h.make_node("Mul", ["x", "wp"], ["xw"]))
 g.node[-1].input[2] = "xw"
-g.node.append(h.make_node("ReduceSum", ["scan"], ["loss"], keepdims=0))
+g.node.append(h.make_node("ReduceSum", ["scan"], ["l1"], keepdims=0))
+g.node.append(h.make_node("ReduceSum", ["wp"], ["l2"], keepdims=0))
+g.node.append(h.make_node("Add", ["l1", "l2"], ["loss"]))
 del g.output[:]
 g.output.append(vi("loss", T.FLOAT, []))
 onnx.save(model(g), os.path.join(OUT, "loss_through_loop.onnx"))

@@ -150,9 +150,10 @@ static struct run_result gd(const char *a1, const char *a2, const char *a3, cons
 	return run_cmd(argv, NULL, 0);
 }
 
-/* A loss whose parameter reaches it only through a Loop: train says that control flow takes no
- * gradient (exit 2), not that nothing is trainable. */
-Test(ctrl, train_says_control_flow_is_not_differentiated)
+/* A loss that a parameter reaches through a Loop that stays one (and directly too): train refuses
+ * it, saying that control flow takes no gradient (exit 2), rather than give the parameter the
+ * direct path's gradient alone. */
+Test(ctrl, train_refuses_a_parameter_reaching_the_loss_through_control_flow)
 {
 	char out[512];
 	snprintf(out, sizeof out, "%s/loss_through_loop_train.onnx", tmpdir());
