@@ -24,6 +24,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#define LOOP_SHAPES_MAX 1000000 /* iterations shape inference runs */
+
 static struct graph *graph_attr(const struct node *n, const char *name)
 {
 	const struct attr *a = node_attr(n, name);
@@ -236,6 +238,11 @@ static int loop_run(struct exec *x, const struct node *n, struct rtensor *const 
 				    "outputs cannot be inferred before (plan and train need it from shapes and constants)",
 				 !km ? "trip count M" : "condition");
 	int64_t trips = !in[0] ? INT64_MAX : m < 0 ? 0 : (int64_t)m;
+	/* shape inference runs every iteration too: not one that may never end, nor a million */
+	if (exec_shapes_only(x) && trips > LOOP_SHAPES_MAX)
+		return exec_fail(x, "%s: the shapes of its outputs are known only when the graph runs",
+				 !in[0] ? "it has no trip count M and runs until its condition turns false"
+					: "its trip count M is over a million");
 	struct rtensor *a = xcalloc(N + 2, sizeof *a), *r = xcalloc(body->n_outputs, sizeof *r), *cur = xcalloc(N + 1, sizeof *cur);
 	struct rtensor *slices = NULL;
 	int64_t cap = 0, it = 0;

@@ -39,13 +39,16 @@ static int const_scalar(struct graph *g, const struct value *v, double *out)
 	return 1;
 }
 
-/* The body's condition output is true at every iteration. */
+/* The body's condition output is true at every iteration: its cond input or a true constant,
+ * through Identity and Cast. */
 static int always_true(struct graph *g, const struct graph *body, const struct value *v)
 {
 	double c;
 	for (int depth = 0; v && depth < 64; depth++) {
 		if (body->n_inputs > 1 && v == body->inputs[1])
 			return 1;
+		if (v->outer) /* a value of the main graph (PyTorch's exports read a Cast of a true Constant) */
+			v = v->outer;
 		if (!v->producer)
 			return 0;
 		if (v->producer->op == OP_CONSTANT)
