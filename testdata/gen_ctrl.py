@@ -266,3 +266,26 @@ g = h.make_graph([h.make_node("Add", ["a", "b"], ["c"]),
                  "gradient", [vi("a", T.FLOAT, [2]), vi("b", T.FLOAT, [2])],
                  [vi("c", T.FLOAT, [2]), vi("dc_da", T.FLOAT, [2]), vi("dc_db", T.FLOAT, [2])])
 onnx.save(model(g, 13, [(TR, 1)]), os.path.join(OUT, "gradient_op.onnx"))
+
+# Malformed control flow and functions, each refused with exit 2 naming the node (tests/ops/ctrl.c)
+body = h.make_graph([h.make_node("Identity", ["cond"], ["c2"])], "short_body",
+                    [vi("i", T.INT64, []), vi("cond", T.BOOL, [])], [vi("c2", T.BOOL, [])])
+g = h.make_graph([const("M", np.int64(2)), h.make_node("Loop", ["M", "", "a"], ["b"], body=body)], "bad_loop",
+                 [vi("a", T.FLOAT, [2])], [vi("b", T.FLOAT, [2])])
+onnx.save(model(g), os.path.join(OUT, "bad_loop_arity.onnx"))
+two = h.make_graph([h.make_node("Identity", ["x"], ["p"]), h.make_node("Identity", ["x"], ["q"])], "two", [],
+                   [vi("p", T.FLOAT, [2]), vi("q", T.FLOAT, [2])])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], then_branch=two, else_branch=two)], "bad_if",
+                 [vi("c", T.BOOL, []), vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])])
+onnx.save(model(g), os.path.join(OUT, "bad_if_outputs.onnx"))
+body = h.make_graph([h.make_node("Add", ["u", "v"], ["w"])], "pair",
+                    [vi("u", T.FLOAT, [2]), vi("v", T.FLOAT, [2])], [vi("w", T.FLOAT, [2])])
+g = h.make_graph([h.make_node("Scan", ["s1", "s2"], ["w"], body=body, num_scan_inputs=2)], "bad_scan",
+                 [vi("s1", T.FLOAT, [3, 2]), vi("s2", T.FLOAT, [4, 2])], [vi("w", T.FLOAT, [3, 2])])
+onnx.save(model(g, 16), os.path.join(OUT, "bad_scan_lengths.onnx"))
+rec = h.make_function("local", "R", ["a"], ["b"], [h.make_node("R", ["a"], ["b"], domain="local")],
+                      [h.make_opsetid("", 13), h.make_opsetid("local", 1)], [])
+g = h.make_graph([h.make_node("R", ["x"], ["y"], domain="local")], "recursive", [vi("x", T.FLOAT, [2])],
+                 [vi("y", T.FLOAT, [2])])
+m = model(g, 13, [("local", 1)], [rec])
+onnx.save(m, os.path.join(OUT, "bad_recursive_function.onnx"))

@@ -390,8 +390,12 @@ static int scan_once(struct exec *x, struct graph *body, const struct scan_form 
 	}
 	for (uint32_t j = 0; j < f->K; j++)
 		free_temps(x, slices + j * L, (uint32_t)t);
-	if (rc && t > 0)
-		free_temps(x, res, f->N);
+	if (rc) { /* the states are workspace after a step (else the caller's), the outputs once made */
+		if (t > 0)
+			free_temps(x, res, f->N);
+		free_temps(x, res + f->N, f->K);
+		memset(res, 0, sizeof *res * no);
+	}
 	if (!rc && t == 0) /* no steps: the states as they came, copied */
 		for (uint32_t k = 0; k < f->N && !rc; k++) {
 			struct rtensor c;

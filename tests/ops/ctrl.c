@@ -194,3 +194,28 @@ Test(ctrl, a_constant_loop_and_if_train_through_their_unrolled_bodies)
 	cr_expect_eq(grads, 2, "wp (read in the Loop's body) and wq (in the If's branch) get gradients");
 	graph_free(g);
 }
+
+/* Malformed control flow and functions: exit 2 with the node (or function) and what is wrong, no
+ * crash; plan (shape inference) says the same. */
+Test(ctrl, malformed_bodies_and_functions_are_refused_clearly)
+{
+	static const struct {
+		const char *file, *says;
+	} cases[] = {
+		{"bad_loop_arity", "(Loop): the body takes 2 inputs"},
+		{"bad_if_outputs", "(If): then_branch has 2 outputs, but the node has 1"},
+		{"bad_scan_lengths", "(Scan): scan inputs differ in length (3 and 4)"},
+		{"bad_recursive_function", "local function 'R': calls nest deeper than"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char path[512];
+		snprintf(path, sizeof path, CTRL "%s.onnx", cases[i].file);
+		const char *cmds[2] = {"run", "plan"};
+		for (int c = 0; c < 2; c++) {
+			struct run_result r = gd(cmds[c], path, c ? NULL : "--random-inputs", NULL);
+			cr_expect_eq(r.status, 2, "%s %s: %s", cmds[c], cases[i].file, r.err);
+			cr_expect(strstr(r.err, cases[i].says) != NULL, "%s %s: %s", cmds[c], cases[i].file, r.err);
+			run_free(&r);
+		}
+	}
+}
