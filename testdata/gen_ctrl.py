@@ -289,3 +289,22 @@ g = h.make_graph([h.make_node("R", ["x"], ["y"], domain="local")], "recursive", 
                  [vi("y", T.FLOAT, [2])])
 m = model(g, 13, [("local", 1)], [rec])
 onnx.save(m, os.path.join(OUT, "bad_recursive_function.onnx"))
+
+# A local function's attribute default (FunctionProto.attribute_proto, field 11, from ONNX 1.13: the
+# onnx 1.12 here has no field for it, so its bytes are appended and kept as an unknown field):
+# D(a) = LeakyRelu(a, alpha=@alpha) with alpha 0.3 by default; y1 = D(x), y2 = D(x, alpha=0.2)
+fd = h.make_function("local", "D", ["a"], ["b"], [h.make_node("LeakyRelu", ["a"], ["b"], alpha=0.0)],
+                     [h.make_opsetid("", 13)], [])
+fd.node[0].attribute[0].ref_attr_name = "alpha"
+default = h.make_attribute("alpha", 0.3).SerializeToString()
+raw = fd.SerializeToString() + bytes([11 << 3 | 2, len(default)]) + default
+fd = onnx.FunctionProto.FromString(raw)
+g = h.make_graph([h.make_node("D", ["x"], ["y1"], domain="local"),
+                  h.make_node("D", ["x"], ["y2"], domain="local", alpha=0.2)], "defaults",
+                 [vi("x", T.FLOAT, [2, 4])], [vi("y1", T.FLOAT, [2, 4]), vi("y2", T.FLOAT, [2, 4])])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13), h.make_opsetid("local", 1)], functions=[fd])
+m.ir_version = 8
+onnx.save(m, os.path.join(OUT, "function_default.onnx"))
+np.save(os.path.join(OUT, "function_default.in.x.npy"), fx)
+np.save(os.path.join(OUT, "function_default.out.y1.npy"), lrelu(fx, 0.3))
+np.save(os.path.join(OUT, "function_default.out.y2.npy"), lrelu(fx, 0.2))

@@ -1598,6 +1598,8 @@ static int bind_outer(struct exec *x)
 			if (bind_bytes(p, o, t))
 				return x->e->code;
 		}
+		if (p->be && t->dev && !t->data && to_host(p, t)) /* bodies run on the CPU: a host copy, kept */
+			return x->e->code;
 		x->v[v->id] = *t;
 		x->v[v->id].owned = 0;
 		x->v[v->id].dev = NULL;

@@ -386,10 +386,11 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
  * the graph had them: the function's inputs and outputs renamed to the caller's (an omitted input
  * is ""), its other values to "<caller>/<name>" (the caller's name, else the function's and a call
  * count), and each attribute that refers to one of the function's (ref_attr_name) given the
- * caller's attribute of that name, or dropped when the caller sets none. A call in a function's
- * nodes is inlined in turn, at most GRAPH_MAX_DEPTH deep, so every later stage sees only the ops
- * the functions are made of. Names inside a function's subgraph attributes are not renamed: such
- * a body may read only the function's inputs and outputs by their caller's names. */
+ * caller's attribute of that name, else the function's default (attribute_proto), else dropped.
+ * A call in a function's nodes is inlined in turn, at most GRAPH_MAX_DEPTH deep, so every later
+ * stage sees only the ops the functions are made of. Names inside a function's subgraph attributes
+ * are not renamed: such a body may read only the function's inputs and outputs, by their caller's
+ * names. */
 
 static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn);
 
@@ -465,18 +466,23 @@ static int inline_call(struct rd *r, struct graph *g, const Onnx__Function *f, c
 				c.attribute[c.n_attribute++] = a;
 				continue;
 			}
-			for (size_t j = 0; j < pn->n_attribute; j++)
-				if (pn->attribute[j]->name && !strcmp(pn->attribute[j]->name, a->ref_attr_name)) {
-					Onnx__Attribute *ca = arena_alloc(r->a, sizeof *ca);
-					if (!ca) {
-						rc = err_oom(r->e);
-						break;
-					}
-					*ca = *pn->attribute[j];
-					ca->name = a->name;
-					c.attribute[c.n_attribute++] = ca;
-					break;
-				}
+			const Onnx__Attribute *given = NULL; /* the caller's, else the function's default */
+			for (size_t j = 0; j < pn->n_attribute && !given; j++)
+				if (pn->attribute[j]->name && !strcmp(pn->attribute[j]->name, a->ref_attr_name))
+					given = pn->attribute[j];
+			for (size_t j = 0; j < f->n_attribute_proto && !given; j++)
+				if (f->attribute_proto[j]->name && !strcmp(f->attribute_proto[j]->name, a->ref_attr_name))
+					given = f->attribute_proto[j];
+			Onnx__Attribute *ca = given ? arena_alloc(r->a, sizeof *ca) : NULL;
+			if (given && !ca) {
+				rc = err_oom(r->e);
+				break;
+			}
+			if (ca) {
+				*ca = *given;
+				ca->name = a->name;
+				c.attribute[c.n_attribute++] = ca;
+			}
 		}
 		if (!rc)
 			rc = node_in(r, g, &c);

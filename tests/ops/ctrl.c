@@ -87,11 +87,13 @@ Test(ctrl, embedding_bag_export_gives_pytorchs_bags)
 	expect_outputs("embedding_bag");
 }
 
-/* Local functions are inlined on read: attribute references take the caller's value (or the op's
- * default when the caller sets none) and a function calling another is inlined in turn. */
+/* Local functions are inlined on read: attribute references take the caller's value, else the
+ * function's default (attribute_proto), else the op's own, and a function calling another is
+ * inlined in turn. */
 Test(ctrl, local_functions_are_inlined_on_read)
 {
 	expect_outputs("functions");
+	expect_outputs("function_default");
 	struct graph *g = load_ok(CTRL "functions.onnx");
 	int leaky = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
