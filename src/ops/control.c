@@ -290,7 +290,7 @@ static int loop_run(struct exec *x, const struct node *n, struct rtensor *const 
 				rc = exec_fail(x, "out of memory");
 				break;
 			}
-			for (uint32_t j = 0; j < K; j++)
+			for (uint32_t j = 0; cap && j < K; j++)
 				memcpy(g + j * nc, slices + j * cap, sizeof *g * (size_t)cap);
 			xfree(slices);
 			slices = g;
