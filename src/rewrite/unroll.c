@@ -227,7 +227,11 @@ static int unroll_loop(struct graph *g, struct node *n, struct gd_err *e)
 int graph_unroll_control(struct graph *g, size_t *count, struct gd_err *e)
 {
 	*count = 0;
-	if (g->parent)
+	int64_t opset = 0; /* Unsqueeze takes its axes as an input from opset 13, as training needs */
+	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
+		if (op_domain_is_default(g->model->opsets[i].domain))
+			opset = g->model->opsets[i].version;
+	if (g->parent || opset < 13)
 		return 0;
 	struct node **done = NULL;
 	size_t n_done = 0;

@@ -11,7 +11,8 @@
  * iteration: the iteration number a Constant, the loop-carried values chained, each scan output
  * the iterations' values Unsqueezed on axis 0 and Concatenated. The node's outputs keep their
  * names. So autodiff sees standard ops only, and differentiates through them. Bodies with
- * initializers or subgraphs of their own stay as they are. *n counts the nodes unrolled. */
+ * initializers or subgraphs of their own stay as they are, as do models below opset 13 (which
+ * train refuses). *n counts the nodes unrolled. */
 #define UNROLL_MAX_TRIPS 4096
 int graph_unroll_control(struct graph *g, size_t *n, struct gd_err *e);
 
