@@ -15,15 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* v's value when it is a scalar constant (a Constant node's tensor, or an initializer that is no
- * parameter): 1 with *out set, else 0. */
+/* v's value when it is a scalar constant (a Constant node's tensor, or an initializer that is
+ * neither a parameter nor a graph input): 1 with *out set, else 0. */
 static int const_scalar(struct graph *g, const struct value *v, double *out)
 {
 	const struct tensor *t = NULL;
 	if (v && v->producer && v->producer->op == OP_CONSTANT) {
 		const struct attr *a = node_attr(v->producer, "value");
 		t = a && a->type == ATTR_TENSOR ? a->t : NULL;
-	} else if (v && v->init && !(v->flags & VALUE_PARAM)) {
+	} else if (v && v->init && !(v->flags & (VALUE_PARAM | VALUE_INPUT))) { /* (an input may be given) */
 		t = v->init;
 	}
 	struct gd_err e = {0};
