@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -343,6 +344,39 @@ const struct gcase op_cases[] = {
 	{"BatchNormalization training 2-D", P("x", "[5, 3]") P("s", "[3]") P("b", "[3]")
 	 "  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n",
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], attrs: {training_mode: 1}}\n"},
+	/* norm */
+	{"RMSNormalization last axis (opset 23)", P("x", "[2, 3, 4]") P("s", "[4]"),
+	 "  - {op: RMSNormalization, inputs: [x, s], outputs: [y], attrs: {epsilon: 0.01}}\n"},
+	{"RMSNormalization axis 1, scale broadcast (opset 23)", P("x", "[2, 3, 4]") P("s", "[3, 1]"),
+	 "  - {op: RMSNormalization, inputs: [x, s], outputs: [y], attrs: {axis: 1}}\n"},
+	{"GroupNormalization per channel (opset 21)", P("x", "[2, 4, 3]") P("s", "[4]") P("b", "[4]"),
+	 "  - {op: GroupNormalization, inputs: [x, s, b], outputs: [y], attrs: {num_groups: 2}}\n"},
+	{"GroupNormalization per group (opset 18)", P("x", "[2, 6, 2, 2]") P("s", "[3]") P("b", "[3]"),
+	 "  - {op: GroupNormalization, inputs: [x, s, b], outputs: [y], attrs: {num_groups: 3, epsilon: 0.001}}\n"},
+	{"MeanVarianceNormalization default axes", P("x", "[2, 3, 2, 2]"),
+	 "  - {op: MeanVarianceNormalization, inputs: [x], outputs: [y]}\n"},
+	{"MeanVarianceNormalization axis 1", P("x", "[3, 4]"),
+	 "  - {op: MeanVarianceNormalization, inputs: [x], outputs: [y], attrs: {axes: [1]}}\n"},
+	{"LpNormalization p 2", P("x", "[3, 4]"), "  - {op: LpNormalization, inputs: [x], outputs: [y]}\n"},
+	{"LpNormalization p 1 axis 0", P("x", "[3, 4]"),
+	 "  - {op: LpNormalization, inputs: [x], outputs: [y], attrs: {p: 1, axis: 0}}\n"},
+	{"LRN", P("x", "[2, 5, 2, 2]"),
+	 "  - {op: LRN, inputs: [x], outputs: [y], attrs: {size: 3, alpha: 0.5, beta: 0.75, bias: 2.0}}\n"},
+	{"LRN even size", P("x", "[2, 4, 3]"), "  - {op: LRN, inputs: [x], outputs: [y], attrs: {size: 2, alpha: 0.3}}\n"},
+	{"Attention 4-D (opset 23)", P("q", "[2, 2, 3, 4]") P("k", "[2, 2, 5, 4]") P("v", "[2, 2, 5, 3]"),
+	 "  - {op: Attention, inputs: [q, k, v], outputs: [y]}\n"},
+	{"Attention 3-D grouped-query, causal, float mask, scale (opset 23)",
+	 P("q", "[2, 3, 8]") P("k", "[2, 4, 4]") P("v", "[2, 4, 6]") P("m", "[3, 4]"),
+	 "  - {op: Attention, inputs: [q, k, v, m], outputs: [y], attrs: {q_num_heads: 4, kv_num_heads: 2, is_causal: 1, scale: 0.7}}\n"},
+	{"Attention softcap, bool mask, grouped-query 4-D (opset 23)",
+	 P("q", "[1, 4, 3, 2]") P("k", "[1, 1, 4, 2]") P("v", "[1, 1, 4, 2]")
+	 "  - {name: m, dtype: bool, shape: [1, 1, 3, 4], data: [1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1]}\n",
+	 "  - {op: Attention, inputs: [q, k, v, m], outputs: [y], attrs: {softcap: 1.5}}\n"},
+	{"RotaryEmbedding 4-D, position_ids (opset 23)", P("x", "[2, 2, 3, 4]") P("c", "[6, 2]") P("s", "[6, 2]")
+	 "  - {name: p, dtype: int64, shape: [2, 3], data: [0, 1, 2, 5, 3, 3]}\n",
+	 "  - {op: RotaryEmbedding, inputs: [x, c, s, p], outputs: [y]}\n"},
+	{"RotaryEmbedding 3-D, interleaved, partial, 3-D caches (opset 23)", P("x", "[2, 3, 12]") P("c", "[2, 3, 2]") P("s", "[2, 3, 2]"),
+	 "  - {op: RotaryEmbedding, inputs: [x, c, s], outputs: [y], attrs: {num_heads: 2, interleaved: 1, rotary_embedding_dim: 4}}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
@@ -383,8 +417,9 @@ struct graph *op_case_graph(const struct gcase *c, const char *dtype)
 		seeds++;
 	cr_assert_leq(seeds, 8, "%s: %d random parameters, seeds for 8", c->name, seeds);
 	snprintf(params, sizeof params, c->params, 11, 12, 13, 14, 15, 16, 17, 18);
-	snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\nparams:\n%snodes:\n%s%soutputs: [{name: loss}]\n", params,
-		 c->nodes, loss_nodes);
+	const char *op = strstr(c->name, "(opset ");
+	snprintf(text, sizeof text, "graphdiet: 1\nopset: %d\nparams:\n%snodes:\n%s%soutputs: [{name: loss}]\n",
+		 op ? atoi(op + 7) : 17, params, c->nodes, loss_nodes);
 	retype(text, dtype);
 	struct gd_err e = {0};
 	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), c->name, ".", &e);

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct gcase {
-	const char *name;
+	const char *name;   /* ending "(opset N)": the model's opset is N (an op of a later opset), else 17 */
 	const char *params; /* YAML list entries for params: (float64, random) and constants */
 	const char *nodes;  /* YAML list entries producing float64 `y` */
 };

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1789,6 +1790,77 @@ Test(cli, batch_rebinds_a_static_export)
 	run_free(&r);
 }
 
+/* train --params may name a graph input, as ONNX's node tests are trained: it takes a gradient
+ * <input>_grad (no optimizer updates it), which verify --gradcheck checks with the same --loss-fn
+ * appended to the model. The model's own output is called `loss` here: --loss-fn's loss takes
+ * another name (it differentiated the model's output before, which is no scalar: exit 2). */
+Test(cli, graph_inputs_train_when_params_name_them)
+{
+	char model[600], t[600], dir[600], grad[700];
+	write_text(model, sizeof model, "input_params.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [3, 4]},"
+		   " {name: k, dtype: int64, shape: [1]}]\n"
+		   "nodes:\n  - {op: Softmax, inputs: [x], outputs: [s]}\n"
+		   "  - {op: Gather, inputs: [s, k], outputs: [loss], attrs: {axis: 1}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: [3, 1]}]\n");
+	snprintf(t, sizeof t, "%s/input_params_train.onnx", tmpdir());
+	char *a1[] = {GD_BINARY, "train", model, "--loss-fn", "mse", "--loss", "loss", "--params", "x", "-o", t, NULL};
+	struct run_result r = run_cmd(a1, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(dir, sizeof dir, "%s/input_params_out", tmpdir());
+	r = gd("run", t, "--random-inputs", "-o", dir);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(grad, sizeof grad, "%s/x_grad.npy", dir);
+	cr_expect(access(grad, F_OK) == 0, "no x_grad output in %s", dir);
+	char *a2[] = {GD_BINARY, "verify", "--gradcheck", "--loss-fn", "mse", "--loss", "loss", model, t, NULL};
+	r = run_cmd(a2, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 3 outputs compared"), "%s", r.out);
+	run_free(&r);
+	char *a3[] = {GD_BINARY, "train", model, "--loss-fn", "mse", "--params", "k", "-o", t, NULL};
+	r = run_cmd(a3, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--params: 'k' is neither a floating-point initializer nor a graph input"), "%s", r.err);
+	run_free(&r);
+}
+
+/* A model of opset 11 trains: its nodes of older forms (axes as attributes, Softmax over the input
+ * flattened at axis 1) are rewritten in opset 13's, the training graph says opset 13, and its
+ * gradients match finite differences of the model run as opset 11 reads it (the legacy Softmax
+ * normalises over axes 1 and 2 together: a rewrite to opset 13's single axis would not match). */
+Test(cli, an_older_opset_trains_in_opset_13_forms)
+{
+	char model[600], t[600];
+	write_text(model, sizeof model, "opset11.yaml",
+		   "graphdiet: 1\nopset: 11\ninputs: [{name: x, dtype: float32, shape: [2, 3, 4]}]\n"
+		   "params:\n  - {name: w, dtype: float32, shape: [4, 4], init: {dist: normal, seed: 3}}\n"
+		   "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [h]}\n"
+		   "  - {op: Softmax, inputs: [h], outputs: [s], attrs: {axis: 1}}\n"
+		   "  - {op: Unsqueeze, inputs: [s], outputs: [u], attrs: {axes: [0]}}\n"
+		   "  - {op: Split, inputs: [u], outputs: [a, b], attrs: {axis: 3, split: [1, 3]}}\n"
+		   "  - {op: ReduceSum, inputs: [b], outputs: [r], attrs: {axes: [3], keepdims: 1}}\n"
+		   "  - {op: Squeeze, inputs: [r], outputs: [q], attrs: {axes: [0, 3]}}\n"
+		   "  - {op: Mul, inputs: [q, q], outputs: [q2]}\n"
+		   "  - {op: ReduceSum, inputs: [q2], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	snprintf(t, sizeof t, "%s/opset11_train.onnx", tmpdir());
+	char *a1[] = {GD_BINARY, "train", model, "-o", t, NULL};
+	struct run_result r = run_cmd(a1, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "note: opset11.yaml: the model's opset 11 is rewritten in opset-13 forms") ||
+			  strstr(r.err, "the model's opset 11 is rewritten in opset-13 forms"),
+		  "%s", r.err);
+	run_free(&r);
+	r = gd("info", t, NULL, NULL, NULL);
+	cr_expect(strstr(r.out, "ai.onnx 13"), "%s", r.out);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", model, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+}
+
 /* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
  * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
  * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it
@@ -2329,4 +2401,263 @@ Test(cli, initialization_state_of_another_kind_is_left_alone)
 		  "assert not m.graph.initializer, [t.name for t in m.graph.initializer]\n"
 		  "assert [i.name for i in m.graph.input] == ['x', 'm'], m.graph.input\n",
 		  d, "what convert wrote");
+}
+
+/* ONNX's backend-test layout, written with onnx's own Python helpers: a model whose graph inputs
+ * list an initializer (w) ahead of the two data inputs a and b, so that input_K binds the K-th
+ * input that is not an initializer; y = a - b + w (float), s = Shape(a) (int64). test_data_set_0
+ * holds NumPy's answers; the other sets each break one thing. */
+static const char onnx_layout_py[] =
+	"import sys, os, numpy as np, onnx\n"
+	"from onnx import helper as h, numpy_helper as nh, TensorProto as T\n"
+	"d = sys.argv[1]\n"
+	"w = np.array([0.5, -1, 2], np.float32)\n"
+	"g = h.make_graph([h.make_node('Sub', ['a', 'b'], ['t']), h.make_node('Add', ['t', 'w'], ['y']),\n"
+	"                  h.make_node('Shape', ['a'], ['s'])], 'g',\n"
+	"    [h.make_tensor_value_info('w', T.FLOAT, [3]), h.make_tensor_value_info('a', T.FLOAT, [2, 3]),\n"
+	"     h.make_tensor_value_info('b', T.FLOAT, [2, 3])],\n"
+	"    [h.make_tensor_value_info('y', T.FLOAT, [2, 3]), h.make_tensor_value_info('s', T.INT64, [2])],\n"
+	"    [nh.from_array(w, 'w')])\n"
+	"onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), d + '/model.onnx')\n"
+	"a = np.array([[1, 2, 3], [4, np.nan, 6]], np.float32)\n"
+	"b = np.array([[0.25, 8, -3], [1e3, 1, 0]], np.float32)\n"
+	"y, s = a - b + w, np.array([2, 3], np.int64)\n"
+	"def write(name, ins, outs):\n"
+	"    os.makedirs(d + '/' + name)\n"
+	"    for k, t in enumerate(ins):\n"
+	"        open('%s/%s/input_%d.pb' % (d, name, k), 'wb').write(nh.from_array(t).SerializeToString())\n"
+	"    for k, t in enumerate(outs):\n"
+	"        open('%s/%s/output_%d.pb' % (d, name, k), 'wb').write(nh.from_array(t).SerializeToString())\n"
+	"write('test_data_set_0', [a, b], [y, s])\n"
+	"write('close', [a, b], [y * np.float32(1 + 5e-5), s])\n"      /* within rtol 1e-4, not 1e-6 */
+	"write('shape', [a, b], [y.reshape(3, 2), s])\n"
+	"write('dtype', [a, b], [y, s.astype(np.int32)])\n"
+	"write('int_off', [a, b], [y, s + np.array([0, 1])])\n"
+	"write('missing', [a, b], [y, s, s])\n"
+	"write('swapped', [b, a], [y, s])\n"
+	"nan = y.copy(); nan[0, 0] = np.nan\n"
+	"write('nan', [a, b], [nan, s])\n"
+	/* int64 in int64_data, not raw_data: the typed field as the reader of models decodes it */
+	"open(d + '/typed.pb', 'wb').write(h.make_tensor('x', T.INT64, [3], [7, -8, 9]).SerializeToString())\n"
+	/* a scalar: no dims at all */
+	"open(d + '/scalar.pb', 'wb').write(nh.from_array(np.array(2.5, np.float32)).SerializeToString())\n";
+
+/* Each test writes its own copy (tests run in parallel). */
+static void onnx_layout_dir(char *d, size_t n, const char *test)
+{
+	snprintf(d, n, "%s/onnx_layout_%s", tmpdir(), test);
+	mkdir(d, 0777);
+	python_ok(onnx_layout_py, d, "the ONNX-layout test data");
+}
+
+static struct run_result verify_set(const char *d, const char *set, const char *o1, const char *o2)
+{
+	char dir[600], model[600];
+	snprintf(dir, sizeof dir, "%s/%s", d, set);
+	snprintf(model, sizeof model, "%s/model.onnx", d);
+	char *argv[] = {GD_BINARY, "verify", "--against", dir, model, (char *)o1, (char *)o2, NULL};
+	return run_cmd(argv, NULL, 0);
+}
+
+/* verify --against in ONNX's layout: inputs bound by position past the initializer, outputs
+ * compared by position; NaN matches NaN, floats within rtol 1e-4 by default, integers, shapes and
+ * dtypes exactly, and an output the model lacks is missing. */
+Test(cli, verify_against_onnx_layout)
+{
+	static const struct {
+		const char *set, *o1, *o2;
+		int status;
+		const char *says, *why;
+	} cases[] = {
+		{"test_data_set_0", NULL, NULL, 0, "match: 2 outputs compared, rtol 0.0001, atol 1e-05", "NumPy's answers"},
+		{"close", NULL, NULL, 0, "match", "within the default rtol 1e-4"},
+		{"close", "--rtol=1e-6", "--atol=0", 1, "DIFFERS", "outside rtol 1e-6"},
+		{"nan", NULL, NULL, 1, "DIFFERS", "a NaN wanted where graphdiet has a number"},
+		{"shape", NULL, NULL, 1, "DIFFERS: float32 [2, 3], want float32 [3, 2]", "shapes"},
+		{"dtype", NULL, NULL, 1, "DIFFERS: int64 [2], want int32 [2]", "dtypes"},
+		{"int_off", "--atol=10", NULL, 1, "DIFFERS", "integers exactly, whatever the tolerance"},
+		{"missing", NULL, NULL, 1, "output_2.pb", "an output the model lacks is MISSING"},
+		{"swapped", NULL, NULL, 1, "DIFFERS", "input_0 binds a, the first input that is not an initializer"},
+		{"test_data_set_0", "--format", "json", 0, "\"match\"", "JSON"},
+	};
+	char d[512];
+	onnx_layout_dir(d, sizeof d, "verify");
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct run_result r = verify_set(d, cases[i].set, cases[i].o1, cases[i].o2);
+		cr_expect_eq(r.status, cases[i].status, "%s (%s): %s%s", cases[i].set, cases[i].why, r.out, r.err);
+		cr_expect(strstr(r.out, cases[i].says), "%s (%s): %s", cases[i].set, cases[i].why, r.out);
+		run_free(&r);
+	}
+}
+
+/* The NaN the reference holds matches the NaN graphdiet computes (a[1][1] is NaN in every set): that
+ * set passes, and the one whose y[0][0] wants NaN where graphdiet has a number does not. */
+Test(cli, verify_against_onnx_layout_nan_equals_nan)
+{
+	char d[512], path[600];
+	onnx_layout_dir(d, sizeof d, "nan");
+	struct run_result r = verify_set(d, "test_data_set_0", NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "(1 NaN or infinite, equal)"), "the NaN was compared: %s", r.out);
+	run_free(&r);
+	/* and .npy references in the same folder are not the ONNX layout's: a folder without
+	 * input_0.pb/output_0.pb keeps the <name>.npy layout */
+	snprintf(path, sizeof path, "%s/empty", d);
+	mkdir(path, 0777);
+	r = verify_set(d, "empty", NULL, NULL);
+	cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "a.npy"), "the .npy layout asks for <input>.npy: %s", r.err);
+	run_free(&r);
+}
+
+/* run -i NAME=FILE.pb reads a serialized TensorProto, raw_data or a typed field; a .pb that is
+ * not one, or whose data does not fill its shape, is exit 2 naming the file. */
+Test(cli, run_reads_tensorproto_inputs)
+{
+	char d[512], a[600], b[600], model[600], out[600];
+	onnx_layout_dir(d, sizeof d, "run");
+	snprintf(a, sizeof a, "a=%s/test_data_set_0/input_0.pb", d);
+	snprintf(b, sizeof b, "b=%s/test_data_set_0/input_1.pb", d);
+	snprintf(model, sizeof model, "%s/model.onnx", d);
+	snprintf(out, sizeof out, "%s/run_out", d);
+	char *argv[] = {GD_BINARY, "run", "-i", a, "-i", b, "-o", out, model, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	struct rtensor y;
+	char path[700];
+	snprintf(path, sizeof path, "%s/y.npy", out);
+	cr_assert(npy_load(path, &y));
+	/* y = a - b + w, by hand: a = [[1, 2, 3], [4, nan, 6]], b = [[0.25, 8, -3], [1e3, 1, 0]] */
+	const float want[6] = {1.25f, -7, 8, -995.5f, NAN, 8};
+	cr_assert_eq(y.numel, 6);
+	for (int i = 0; i < 6; i++)
+		if (isnan(want[i]))
+			cr_expect(isnan(((float *)y.data)[i]), "y[%d]", i);
+		else
+			cr_expect_eq(((float *)y.data)[i], want[i], "y[%d] = %g", i, ((float *)y.data)[i]);
+	free(y.data);
+
+	/* typed int64_data into a graph that passes it through */
+	char yaml[600], x[600];
+	write_text(yaml, sizeof yaml, "pb_identity.yaml",
+		   "graphdiet: 1\nname: pb_identity\nopset: 17\ninputs:\n  - {name: x, dtype: int64, shape: [3]}\n"
+		   "nodes:\n  - {name: n, op: Neg, inputs: [x], outputs: [y]}\n"
+		   "outputs:\n  - {name: y, dtype: int64, shape: [3]}\n");
+	snprintf(x, sizeof x, "x=%s/typed.pb", d);
+	snprintf(out, sizeof out, "%s/run_typed", d);
+	char *argv2[] = {GD_BINARY, "run", "-i", x, "-o", out, yaml, NULL};
+	r = run_cmd(argv2, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(path, sizeof path, "%s/y.npy", out);
+	cr_assert(npy_load(path, &y));
+	cr_assert_eq(y.dtype, DT_INT64);
+	cr_expect(y.numel == 3 && ((int64_t *)y.data)[0] == -7 && ((int64_t *)y.data)[1] == 8 &&
+		  ((int64_t *)y.data)[2] == -9);
+	free(y.data);
+
+	/* a scalar TensorProto (no dims) */
+	write_text(yaml, sizeof yaml, "pb_scalar.yaml",
+		   "graphdiet: 1\nname: pb_scalar\nopset: 17\ninputs:\n  - {name: x, dtype: float32, shape: []}\n"
+		   "nodes:\n  - {name: n, op: Neg, inputs: [x], outputs: [y]}\n"
+		   "outputs:\n  - {name: y, dtype: float32, shape: []}\n");
+	snprintf(x, sizeof x, "x=%s/scalar.pb", d);
+	snprintf(out, sizeof out, "%s/run_scalar", d);
+	r = run_cmd(argv2, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(path, sizeof path, "%s/y.npy", out);
+	cr_assert(npy_load(path, &y));
+	cr_expect(y.dtype == DT_FLOAT && y.ndim == 0 && y.numel == 1 && ((float *)y.data)[0] == -2.5f);
+	free(y.data);
+
+	/* not a TensorProto; a TensorProto of 1000 floats with 4 bytes of data */
+	char bad[600], shortp[600];
+	snprintf(bad, sizeof bad, "%s/bad.pb", d);
+	FILE *f = fopen(bad, "wb");
+	fwrite("\xff\xff\xff", 1, 3, f);
+	fclose(f);
+	snprintf(shortp, sizeof shortp, "%s/short.pb", d);
+	f = fopen(shortp, "wb");
+	/* dims: [1000] (field 1, varint 1000), data_type FLOAT (field 2 = 1), raw_data (field 9) 4 bytes */
+	fwrite("\x08\xe8\x07\x10\x01\x4a\x04\x00\x00\x80\x3f", 1, 11, f);
+	fclose(f);
+	const char *files[] = {bad, shortp};
+	const char *why[] = {"not a TensorProto", "4 bytes of data for 1000 elements of float32"};
+	for (int i = 0; i < 2; i++) {
+		char arg[700];
+		snprintf(arg, sizeof arg, "x=%s", files[i]);
+		char *argv3[] = {GD_BINARY, "run", "-i", arg, yaml, NULL};
+		r = run_cmd(argv3, NULL, 0);
+		cr_expect_eq(r.status, 2, "%s: %s", files[i], r.err);
+		cr_expect(strstr(r.err, files[i]) && strstr(r.err, why[i]), "%s", r.err);
+		run_free(&r);
+	}
+}
+
+/* tests/conformance/run.sh on a data folder of three tests (one passes, one is refused, one is
+ * wrong) classifies each, prints the table, and fails on the wrong value unless
+ * expected_failures lists it, or when fewer than MIN_PASS pass. */
+Test(cli, conformance_runner_classifies)
+{
+	char d[512], node[600], cmd[4096];
+	onnx_layout_dir(d, sizeof d, "runner");
+	snprintf(node, sizeof node, "%s/data/node", d);
+	char mk[4096];
+	snprintf(mk, sizeof mk,
+		 "set -e; rm -rf %s/data; mkdir -p %s; cd %s\n"
+		 "for t in test_ok test_wrong test_refused; do mkdir $t; cp ../../model.onnx $t/; done\n"
+		 "cp -r ../../test_data_set_0 test_ok/; cp -r ../../test_data_set_0 test_ok/test_data_set_1\n"
+		 "cp -r ../../shape test_wrong/test_data_set_0\n"
+		 "cp -r ../../test_data_set_0 test_refused/; printf '\\377\\377' > test_refused/test_data_set_0/input_0.pb\n"
+		 "printf 'test_wrong # made so\\n' > ../expected.txt\n",
+		 d, node, node);
+	char *sh[] = {"/bin/sh", "-c", mk, NULL};
+	struct run_result r = run_cmd(sh, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char build[512];
+	snprintf(build, sizeof build, "%s", GD_BINARY);
+	*strrchr(build, '/') = 0;
+	for (int listed = 0; listed < 3; listed++) {
+		snprintf(cmd, sizeof cmd, "EXPECTED=%s/data/%s JOBS=2 %s/tests/conformance/run.sh %s %s/data %d", d,
+			 listed ? "expected.txt" : "none.txt", GD_SOURCE_DIR, build, d, listed == 2 ? 2 : 1);
+		char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+		r = run_cmd(argv, NULL, 0);
+		cr_expect_eq(r.status, listed == 1 ? 0 : 1, "%s\n%s", r.out, r.err);
+		cr_expect(strstr(r.out, "node                      3      1        1      1      0        0"), "%s", r.out);
+		cr_expect(strstr(r.out, "node/test_wrong") && strstr(r.out, "y: max abs"), "%s", r.out);
+		cr_expect(strstr(r.out, "not a TensorProto"), "the refusal's reason: %s", r.out);
+		if (listed == 2)
+			cr_expect(strstr(r.out, "fewer than MIN_PASS 2"), "%s", r.out);
+		run_free(&r);
+	}
+	snprintf(cmd, sizeof cmd, "%s/tests/conformance/run.sh %s %s/nowhere", GD_SOURCE_DIR, build, d);
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	r = run_cmd(argv, NULL, 0);
+	cr_expect_eq(r.status, 77, "%s", r.out);
+	cr_expect(strstr(r.out, "skipped: libonnx-testdata not installed"), "%s", r.out);
+	run_free(&r);
+}
+
+/* A Constant holding an empty tensor (ONNX's resize tests give roi so) runs: its kernel copied from
+ * the tensor's absent data pointer, which UBSan reports (the conformance suite found it). */
+Test(cli, empty_constant_runs)
+{
+	char d[512], model[600];
+	snprintf(d, sizeof d, "%s/empty_constant", tmpdir());
+	mkdir(d, 0777);
+	python_ok("import sys, numpy as np, onnx\n"
+		  "from onnx import helper as h, numpy_helper as nh, TensorProto as T\n"
+		  "c = h.make_node('Constant', [], ['e'], value=nh.from_array(np.zeros([0], np.float32)))\n"
+		  "g = h.make_graph([c, h.make_node('Concat', ['x', 'e'], ['y'], axis=0)], 'g',\n"
+		  "    [h.make_tensor_value_info('x', T.FLOAT, [2])], [h.make_tensor_value_info('y', T.FLOAT, [2])])\n"
+		  "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), sys.argv[1] + '/m.onnx')\n",
+		  d, "the model");
+	snprintf(model, sizeof model, "%s/m.onnx", d);
+	struct run_result r = gd("run", "--random-inputs", model, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "float32  [2]"), "%s", r.out);
+	run_free(&r);
 }

@@ -10,6 +10,7 @@
  * 4. Each parameter's gradient becomes the graph output <param>_grad.
  * New nodes are appended in the order they are made, which is topological, and tagged BACKWARD. */
 #include "ad.h"
+#include "../rewrite/upgrade.h"
 #include "../util/join.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
@@ -476,15 +477,20 @@ struct value *ad_reduce(struct ad *a, const char *op, struct value *v, const int
 }
 
 /* The training graph's default-domain opset raised to `opset` (and its IR version to 8, opset
- * 16's), for a rule that needs ops only that opset has. Only from 14 and 15 to 16: no op graphdiet
+ * 16's), for a rule that needs ops only that opset has. Only from 13, 14 and 15 to 16: no op graphdiet
  * runs changes meaning across those versions (15 and 16 add types, Shape's optional start and end,
  * and Scatter's reduction, whose default is the old behaviour), and 14 is what torch.onnx.export
  * writes by default. */
 static int raise_opset(struct ad *a, int opset)
 {
 	struct model *m = a->g->model;
-	if (!m || opset != 16 || a->opset < 14)
+	if (!m || opset != 16 || a->opset < 13)
 		return -1;
+	/* from 13 (an older model upgraded, rewrite/upgrade.h): BatchNormalization with its running
+	 * statistics as outputs meant training mode before 14, training_mode = 1 after */
+	for (uint32_t i = 0; a->opset == 13 && i < a->n_fwd_nodes; i++)
+		if (a->g->nodes[i]->op == OP_BATCH_NORM && a->g->nodes[i]->n_out > 1)
+			return -1;
 	for (size_t i = 0; i < m->n_opsets; i++)
 		if (op_domain_is_default(m->opsets[i].domain))
 			m->opsets[i].version = opset;
@@ -646,8 +652,22 @@ static int names(const char *entry, const char *name)
 	return !strcmp(entry, name) || !fnmatch(entry, name, 0);
 }
 
+/* A floating-point graph input that is no initializer: --params may name it (PyTorch's
+ * requires_grad on an input), and then it takes a gradient <input>_grad like a parameter, but no
+ * optimizer updates it (it is fed, not stored). */
+static int is_float_input(const struct value *v)
+{
+	return (v->flags & VALUE_INPUT) && !v->init && dtype_is_float(v->type.dtype);
+}
+
 static int is_param(const struct value *v, const struct autodiff_opts *o)
 {
+	if (is_float_input(v) && o->params && (v->flags & VALUE_GRAD_SLOT)) {
+		for (size_t i = 0; i < o->n_params; i++)
+			if (!strcmp(o->params[i], v->name))
+				return 1;
+		return 0;
+	}
 	if (!(v->flags & VALUE_PARAM) || (v->flags & VALUE_STATE) || !(v->flags & VALUE_GRAD_SLOT))
 		return 0;
 	for (size_t i = 0; i < o->n_freeze; i++)
@@ -672,10 +692,13 @@ static int check_param_names(const struct graph *g, const struct autodiff_opts *
 			int found = 0;
 			for (uint32_t i = 0; i < g->n_inits && !found; i++)
 				found = (g->inits[i]->flags & VALUE_PARAM) && names(es[k], g->inits[i]->name);
+			for (uint32_t i = 0; i < g->n_inputs && !found && !list; i++)
+				found = is_float_input(g->inputs[i]) && !strcmp(es[k], g->inputs[i]->name);
 			if (!found)
 				return err_set(e, GD_EINPUT, "%s: '%s' %s", list ? "--freeze" : "--params", es[k],
 					       strpbrk(es[k], "*?[") ? "matches no floating-point initializer"
-								      : "is not a floating-point initializer");
+					       : list ? "is not a floating-point initializer"
+						      : "is neither a floating-point initializer nor a graph input");
 		}
 	}
 	return 0;
@@ -874,18 +897,18 @@ static int refuse_control_flow(struct ad *a, struct gd_err *e)
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e)
 {
 	double t = progress_begin();
-	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = 17};
-	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
-		if (op_domain_is_default(g->model->opsets[i].domain))
-			a.opset = (int)g->model->opsets[i].version;
+	/* a model of opset 7 to 12 is brought to 13's forms, which the backward pass is written in */
+	int from;
+	if (opset_upgrade(g, &from, e))
+		return e->code;
+	if (from < UPGRADE_OPSET)
+		gd_note("%s: the model's opset %d is rewritten in opset-%d forms, the lowest that holds the backward pass",
+			g->path ? g->path : "-", from, UPGRADE_OPSET);
+	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = model_opset(g)};
 	/* keep_values: the rules read constant inputs (Slice bounds, Dropout's training_mode, Pad's pads,
 	 * reduction axes) after their last forward reader has run; only small computed values have data */
 	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1, .keep_values = 1};
 	memset(r, 0, sizeof *r);
-	if (a.opset < 13)
-		return err_set(e, GD_EINPUT, "training graphs need opset 13 or later (this model has %d): "
-					     "re-export it with a newer opset",
-			       a.opset);
 	a.shapes = exec_run(g, &eo, NULL, e);
 	if (!a.shapes)
 		return e->code;
@@ -1005,8 +1028,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (scale != 1.0 || inv) { /* the scaled gradient (a sum may be named <param>_grad) gives way */
 			char scaled[520];
 			JOIN(scaled, sizeof scaled, name, "_scaled");
-			struct value *by = !inv ? ad_scalar(&a, p->init->dtype, 1.0 / scale)
-					   : p->init->dtype == DT_FLOAT ? inv : ad_cast(&a, inv, p->init->dtype);
+			int pdt = p->init ? p->init->dtype : p->type.dtype;
+			struct value *by = !inv ? ad_scalar(&a, pdt, 1.0 / scale) : pdt == DT_FLOAT ? inv : ad_cast(&a, inv, pdt);
 			if ((!strcmp(gp->name, name) && ad_rename(&a, gp, scaled)) || !(gp = ad_op2(&a, "Mul", gp, by)))
 				goto fail;
 		}
@@ -1019,19 +1042,24 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 		if (strcmp(gp->name, name) && ad_rename(&a, gp, name)) /* a sum has the name already */
 			goto fail;
 		gp->flags |= VALUE_GRAD;
-		/* the gradient has its parameter's type: written as the output's ValueInfo */
+		/* the gradient has its parameter's type (a trained input's, its declared one): written as
+		 * the output's ValueInfo */
 		const struct tensor *pt = p->init;
-		gp->type = (struct ttype){.dtype = pt->dtype, .has_type = true, .has_tensor = true, .has_dtype = true,
-					  .has_shape = true, .ndim = pt->ndim};
-		gp->type.dims = arena_array(g->arena, pt->ndim ? pt->ndim : 1, sizeof *gp->type.dims);
+		uint32_t nd = pt ? pt->ndim : p->type.ndim;
+		gp->type = (struct ttype){.dtype = pt ? pt->dtype : p->type.dtype, .has_type = true, .has_tensor = true,
+					  .has_dtype = true, .has_shape = pt || p->type.has_shape, .ndim = nd};
+		gp->type.dims = arena_array(g->arena, nd ? nd : 1, sizeof *gp->type.dims);
 		if (!gp->type.dims)
 			goto fail;
-		for (uint32_t k = 0; k < pt->ndim; k++)
-			gp->type.dims[k] = (struct dim){.kind = DIM_VALUE, .value = pt->dims[k]};
+		for (uint32_t k = 0; k < nd; k++)
+			gp->type.dims[k] = pt ? (struct dim){.kind = DIM_VALUE, .value = pt->dims[k]}
+					      : (struct dim){.kind = p->type.dims[k].kind, .value = p->type.dims[k].value,
+							     .param = p->type.dims[k].param};
 		if (graph_add_output(g, gp, e))
 			goto fail;
 		r->n_grads++;
-		r->n_elems += (uint64_t)tensor_numel(pt);
+		int64_t ne = pt ? tensor_numel(pt) : ttype_numel(&p->type);
+		r->n_elems += ne > 0 ? (uint64_t)ne : 0;
 	}
 	count_buffers(&a, r);
 	if (a.n_hoisted && hoist_shapes(&a))

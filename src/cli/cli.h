@@ -96,9 +96,10 @@ void plan_explain(FILE *f, const struct plan_report *r, int all);
 /* --explain (1) or --explain=all (2); -1 after a usage error for another value. */
 int cli_explain_level(const char *cmd, const char *arg);
 
-/* A .npy file into t (its data malloc'd, aligned); nonzero with e naming the file. */
+/* A .npy file, or a serialized ONNX TensorProto named *.pb, into t (its data malloc'd, aligned);
+ * nonzero with e naming the file. */
 struct rtensor;
-int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e);
+int cli_tensor_load(const char *path, struct rtensor *t, struct gd_err *e);
 /* The file name run -o gives an output NAME (then .npy): characters other than [A-Za-z0-9._-]
  * become '_'. */
 void cli_file_name(const char *name, char *buf, size_t n);

@@ -2,6 +2,7 @@
 #include "../exec/exec.h"
 #include "../io/names.h"
 #include "../io/npy.h"
+#include "../io/onnx.h"
 #include "../util/fileio.h"
 #include "../util/xalloc.h"
 #include "../ops/ops.h"
@@ -14,6 +15,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -165,16 +167,53 @@ int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, siz
 	return 0;
 }
 
-int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e)
+/* A serialized TensorProto (ONNX's test_data_set_N/input_K.pb) into t, through the model reader's
+ * own decoding (io/onnx.h). */
+static int pb_load(const uint8_t *buf, size_t len, struct rtensor *t, struct gd_err *e)
 {
-	struct filebuf fb;
-	struct npy n;
-	memset(t, 0, sizeof *t);
-	if (filebuf_open(&fb, path, e)) {
-		err_prefix(e, "%s", path);
-		return e->code;
+	struct arena a;
+	arena_init(&a);
+	const struct tensor *pt = onnx_read_tensor(buf, len, &a, e);
+	int rc = pt ? 0 : e->code;
+	int64_t numel = 1;
+	for (uint32_t i = 0; !rc && i < pt->ndim; i++) {
+		if (pt->dims[i] < 0 || (pt->dims[i] && numel > INT64_MAX / 8 / pt->dims[i]))
+			rc = err_set(e, GD_EINPUT, "tensor '%s': dimension %" PRId64 " is not a size", pt->name ? pt->name : "",
+				     pt->dims[i]);
+		numel *= rc ? 1 : pt->dims[i];
 	}
-	int rc = npy_parse(fb.data, fb.len, &n, e);
+	size_t es = pt && dtype_valid(pt->dtype) ? dtype_size(pt->dtype) : 0;
+	size_t have = pt && pt->src == TSRC_BYTES ? pt->bytes.n : 0;
+	if (rc)
+		;
+	else if (!es)
+		rc = err_set(e, GD_EINPUT, "tensor '%s': data type %s is not one the executor reads", pt->name ? pt->name : "",
+			     dtype_valid(pt->dtype) ? dtype_name(pt->dtype) : "undefined");
+	else if (pt->ndim > RT_MAX_DIMS)
+		rc = err_set(e, GD_EINPUT, "rank %u is more than %d", pt->ndim, RT_MAX_DIMS);
+	else if (have != (size_t)numel * es)
+		rc = err_set(e, GD_EINPUT, "tensor '%s': %zu bytes of data for %" PRId64 " elements of %s",
+			     pt->name ? pt->name : "", have, numel, dtype_name(pt->dtype));
+	if (!rc) {
+		t->dtype = pt->dtype;
+		t->ndim = (int)pt->ndim;
+		if (pt->ndim) /* a scalar has no dims array */
+			memcpy(t->dims, pt->dims, pt->ndim * sizeof *pt->dims);
+		t->numel = numel;
+		t->nbytes = have;
+		if (!(t->data = xmalloc(have ? have : 1))) /* aligned for the kernels */
+			rc = err_oom(e);
+		else if (have)
+			memcpy(t->data, pt->bytes.p, have);
+	}
+	arena_free(&a);
+	return rc;
+}
+
+static int npy_load(const uint8_t *buf, size_t len, struct rtensor *t, struct gd_err *e)
+{
+	struct npy n;
+	int rc = npy_parse(buf, len, &n, e);
 	if (!rc && n.ndim > RT_MAX_DIMS)
 		rc = err_set(e, GD_EINPUT, "rank %u is more than %d", n.ndim, RT_MAX_DIMS);
 	if (!rc) {
@@ -189,6 +228,22 @@ int cli_npy_load(const char *path, struct rtensor *t, struct gd_err *e)
 		else
 			memcpy(t->data, n.data, n.nbytes);
 	}
+	return rc;
+}
+
+int cli_tensor_load(const char *path, struct rtensor *t, struct gd_err *e)
+{
+	struct filebuf fb;
+	memset(t, 0, sizeof *t);
+	if (filebuf_open(&fb, path, e)) {
+		err_prefix(e, "%s", path);
+		return e->code;
+	}
+	/* .npy by its magic; a file named .pb that is not one is a TensorProto */
+	size_t pl = strlen(path);
+	int npy = fb.len >= 6 && !memcmp(fb.data, "\x93NUMPY", 6);
+	int rc = !npy && pl > 3 && !strcmp(path + pl - 3, ".pb") ? pb_load(fb.data, fb.len, t, e)
+								   : npy_load(fb.data, fb.len, t, e);
 	if (rc)
 		err_prefix(e, "%s", path);
 	filebuf_close(&fb);

@@ -501,7 +501,7 @@ static int run(int argc, char **argv, int check)
 	} else if (g && loss_fn >= 0 && (rc = loss_append(g, (enum loss_fn)loss_fn, po.loss, target, &e)))
 		err_print(path, &e);
 	if (g && !rc && loss_fn >= 0)
-		po.loss = "loss";
+		po.loss = loss_name(g); /* "loss", unless the model has one */
 	if (g && !rc && ((rc = cli_autocast(g, &prec, &e)) || (rc = plan_memory(g, &po, &r, &e)))) {
 		if (batch && rc == GD_EINPUT)
 			cli_batch_hint(&e, batch);

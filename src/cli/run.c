@@ -26,7 +26,9 @@ static const char help[] =
 	"and the all-reduce's share of the time and the bytes each replica summed).\n"
 	"\n"
 	"options:\n"
-	"  -i, --input NAME=FILE.npy  data for graph input NAME (repeatable)\n"
+	"  -i, --input NAME=FILE      data for graph input NAME (repeatable): a .npy file, or a\n"
+	"                             serialized ONNX TensorProto named *.pb (as ONNX's backend\n"
+	"                             tests store theirs, test_data_set_N/input_K.pb)\n"
 	"      --random-inputs        give inputs without --input seeded random data: floats standard\n"
 	"                             normal, integers over the range their use allows (token ids\n"
 	"                             the vocabulary, labels the classes), bools 0 or 1\n"
@@ -63,9 +65,9 @@ static int load_input(const char *arg, struct npy_in *in, struct gd_err *e)
 {
 	const char *eq = strchr(arg, '=');
 	if (!eq || eq == arg || !eq[1])
-		return err_set(e, GD_EINPUT, "--input wants NAME=FILE.npy, not '%s'", arg);
+		return err_set(e, GD_EINPUT, "--input wants NAME=FILE (.npy or .pb), not '%s'", arg);
 	in->name = strndup(arg, (size_t)(eq - arg));
-	return cli_npy_load(eq + 1, &in->t, e);
+	return cli_tensor_load(eq + 1, &in->t, e);
 }
 
 /* Two outputs whose names map to one file (a/b and a_b) would lose one: refused, naming both. */

@@ -88,7 +88,9 @@ static const char help[] =
 	"      --loss-reduction mean|sum  with --replicas: the loss's reduction over the batch, where\n"
 	"                        it cannot be read from the graph\n"
 	"      --params NAMES    train only these initializers (comma-separated names or shell\n"
-	"                        patterns, such as 'fc*.weight'; each must match one)\n"
+	"                        patterns, such as 'fc*.weight'; each must match one); a name\n"
+	"                        may be a floating-point graph input, which then gets a gradient\n"
+	"                        <input>_grad too (fed each step, so no optimizer updates it)\n"
 	"      --freeze NAMES    train every floating-point initializer but these (the same)\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
@@ -274,7 +276,7 @@ int cmd_train(int argc, char **argv)
 			rc = graph_fold_constants(g, &folded, &e);
 		if (!rc && loss_fn >= 0) {
 			rc = loss_append(g, (enum loss_fn)loss_fn, ao.loss, target, &e);
-			ao.loss = "loss";
+			ao.loss = rc ? NULL : loss_name(g); /* "loss", unless the model has one */
 		}
 		if (rc || (rc = cli_autocast(g, &prec, &e)) || (rc = step_begin(g, &so, &ao, &e)) ||
 		    (rc = autodiff(g, &ao, &res, &e)) || (rc = step_build(g, &so, &rep, &e)) || (rc = diet_note(&so, &rep)) ||

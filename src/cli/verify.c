@@ -3,6 +3,7 @@
 #include "../exec/comm.h"
 #include "../exec/exec.h"
 #include "../rewrite/fold.h"
+#include "../rewrite/loss.h"
 #include "../rewrite/widen.h"
 #include "../util/philox.h"
 #include "../ops/ops.h"
@@ -24,6 +25,7 @@ static const char help[] =
 	"usage: graphdiet verify [options] MODEL TRAIN\n"
 	"       graphdiet verify [options] --gradcheck MODEL TRAIN\n"
 	"       graphdiet verify [options] --against DIR TRAIN\n"
+	"       graphdiet verify [options] --against test_data_set_N MODEL\n"
 	"\n"
 	"Builds the plain gradients of MODEL itself, runs them and the training graph TRAIN on the same\n"
 	"seeded random inputs, and compares the loss and every <param>_grad. --gradcheck and --against\n"
@@ -38,7 +40,19 @@ static const char help[] =
 	"                        (default --rtol 1e-4)\n"
 	"      --against DIR     run TRAIN on the inputs DIR holds (<input>.npy) and compare its loss\n"
 	"                        and every <param>_grad with DIR's <output>.npy (PyTorch's, say: see\n"
-	"                        graphdiet-verify(1)); Dropout must be off in the reference\n"
+	"                        graphdiet-verify(1)); Dropout must be off in the reference. A DIR in\n"
+	"                        ONNX's backend-test layout (test_data_set_N: input_K.pb, output_K.pb,\n"
+	"                        serialized TensorProtos) instead binds input K to the graph's K-th\n"
+	"                        input that is not an initializer and compares output K with its K-th\n"
+	"                        output: shape and dtype equal, floats within the tolerance (default\n"
+	"                        --rtol 1e-4 --atol 1e-5), NaN equal to NaN, integers and bools exact;\n"
+	"                        an output missing is a mismatch\n"
+	"      --loss-fn FN      TRAIN was built with train --loss-fn FN (mse or cross-entropy):\n"
+	"                        append the same loss to MODEL (with --target and --loss as train's)\n"
+	"      --target NAME     the graph input --loss-fn adds for the targets (default: target)\n"
+	"      --loss NAME       with --loss-fn: the prediction (default: the only output)\n"
+	"  -i, --input NAME=FILE  with --gradcheck: data for graph input NAME (.npy or .pb) in place\n"
+	"                        of random values (inputs a loss is undefined for: Log's, Sqrt's)\n"
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
 	"      --rtol R          relative tolerance (default 1e-5)\n"
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
@@ -59,26 +73,35 @@ struct row {
 	const char *name;
 	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
 	int found, ok;
+	int any_nan;       /* any NaN matched any NaN (not only the same bits) */
 	int64_t nonfinite; /* NaN and infinite elements, bitwise equal on both sides (else not ok) */
 	const char *missing_from; /* where a value not found is missing */
 	int owned;                /* name is malloc'd */
+	char why[160];            /* what differs besides the values (shape, dtype), when it does */
 };
 
+/* How compare treats what tolerances cannot: by default NaN and infinities must be equal bit for bit
+ * and integers are compared as numbers; ONNX's backend tests want any NaN to equal any NaN and
+ * integers and bools exact. */
+enum { CMP_NAN_EQUAL = 1, CMP_EXACT_INTS = 2 };
+
 /* b (TRAIN's) against a (the reference's): found when b has a's element count; ok when every
- * element is within atol + rtol * |a|, and NaN and infinities are equal bit for bit (inf - inf is
- * NaN). */
-static void compare(struct row *r, const struct rtensor *a, const struct rtensor *b, double rtol, double atol)
+ * element is within atol + rtol * |a|, and NaN and infinities are equal (inf - inf is NaN). */
+static void compare(struct row *r, const struct rtensor *a, const struct rtensor *b, double rtol, double atol,
+		    int how)
 {
-	r->found = a && b && b->numel == a->numel && a->data && b->data;
+	r->found = a && b && b->numel == a->numel && (!a->numel || (a->data && b->data));
 	r->ok = r->found;
+	r->any_nan = !!(how & CMP_NAN_EQUAL);
 	double dd = 0, aa = 0;
 	size_t es = a ? dtype_size(a->dtype) : 0;
+	int exact = (how & CMP_EXACT_INTS) && r->found && !dtype_is_float(a->dtype) && b->dtype == a->dtype;
 	for (int64_t k = 0; r->found && k < a->numel; k++) {
 		double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
+		int same_bits = a->dtype == b->dtype &&
+				!memcmp((const uint8_t *)a->data + k * (int64_t)es, (const uint8_t *)b->data + k * (int64_t)es, es);
 		if (!isfinite(pa) || !isfinite(pb)) {
-			int same = a->dtype == b->dtype &&
-				   !memcmp((const uint8_t *)a->data + k * (int64_t)es, (const uint8_t *)b->data + k * (int64_t)es, es);
-			if (same) {
+			if (same_bits || ((how & CMP_NAN_EQUAL) && (isnan(pa) ? isnan(pb) : pa == pb))) {
 				r->nonfinite++;
 			} else {
 				r->ok = 0;
@@ -91,7 +114,7 @@ static void compare(struct row *r, const struct rtensor *a, const struct rtensor
 		r->max_abs = fmax(r->max_abs, d);
 		if (pa != 0)
 			r->max_rel = fmax(r->max_rel, d / fabs(pa));
-		if (!(d <= atol + rtol * fabs(pa)))
+		if (exact ? !same_bits : !(d <= atol + rtol * fabs(pa)))
 			r->ok = 0;
 	}
 	r->norm_rel = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
@@ -127,10 +150,11 @@ static void report(enum cli_out fmt, const struct row *rows, size_t n_rows, int 
 		printf("%-40s %12s %12s %12s\n", "output", "max abs", "max rel", "norm rel");
 		for (size_t i = 0; i < n_rows; i++) {
 			if (rows[i].found)
-				printf("%-40s %12.3g %12.3g %12.3g%s", rows[i].name, rows[i].max_abs, rows[i].max_rel,
-				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS");
+				printf("%-40s %12.3g %12.3g %12.3g%s%s", rows[i].name, rows[i].max_abs, rows[i].max_rel,
+				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS", rows[i].why);
 			if (rows[i].found && rows[i].nonfinite)
-				printf("  (%" PRId64 " NaN or infinite, bitwise equal)", rows[i].nonfinite);
+				printf("  (%" PRId64 " NaN or infinite, %s)", rows[i].nonfinite,
+				       rows[i].any_nan ? "equal" : "bitwise equal");
 			if (rows[i].found)
 				putchar('\n');
 			else
@@ -172,11 +196,36 @@ static void report(enum cli_out fmt, const struct row *rows, size_t n_rows, int 
 			emit_int(&em, rows[i].nonfinite);
 			emit_key(&em, "match");
 			emit_bool(&em, rows[i].ok);
+			if (rows[i].why[0]) {
+				emit_key(&em, "why");
+				emit_str(&em, rows[i].why + 2);
+			}
 			emit_obj_end(&em);
 		}
 		emit_arr_end(&em);
 		emit_obj_end(&em);
 	}
+}
+
+/* The end of either --against layout: the error or the report, then everything freed. */
+static int against_end(int rc, const char *path, struct gd_err *e, enum cli_out fmt, struct row *rows, size_t n_rows,
+		       int all_ok, double rtol, double atol, struct exec *x, struct rtensor *in, size_t n_in,
+		       const char **names)
+{
+	if (rc)
+		err_print(path, e);
+	else
+		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
+	exec_free(x);
+	for (size_t i = 0; i < n_in; i++)
+		xfree(in[i].data);
+	xfree(in);
+	xfree(names);
+	for (size_t i = 0; i < n_rows; i++)
+		if (rows[i].owned)
+			free((char *)rows[i].name);
+	xfree(rows);
+	return rc ? rc : all_ok ? 0 : GD_ECHECK;
 }
 
 /* --against DIR: TRAIN runs on the inputs DIR holds (<input>.npy), and its loss and every
@@ -202,7 +251,7 @@ static int against(struct graph *train, const char *tpath, const char *dir, stru
 		snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
 		if (access(path, F_OK))
 			rc = err_set(&e, GD_EINPUT, "--against %s: no %s for TRAIN's input '%s'", dir, path, v->name);
-		else if (!(rc = cli_npy_load(path, &in[n_in], &e)))
+		else if (!(rc = cli_tensor_load(path, &in[n_in], &e)))
 			names[n_in++] = v->name;
 	}
 	for (uint32_t i = 0; !rc && i < train->n_nodes; i++)
@@ -230,9 +279,9 @@ static int against(struct graph *train, const char *tpath, const char *dir, stru
 		struct row *r = &rows[n_rows++];
 		*r = (struct row){.name = v->name, .missing_from = dir};
 		struct rtensor t = {0};
-		if (have && (rc = cli_npy_load(path, &t, &e)))
+		if (have && (rc = cli_tensor_load(path, &t, &e)))
 			break;
-		compare(r, have ? &t : NULL, exec_value(x, v), rtol, atol);
+		compare(r, have ? &t : NULL, exec_value(x, v), rtol, atol, 0);
 		all_ok &= r->ok;
 		free(t.data);
 	}
@@ -262,20 +311,116 @@ static int against(struct graph *train, const char *tpath, const char *dir, stru
 	}
 	if (d)
 		closedir(d);
-	if (rc)
-		err_print(tpath, &e);
-	else
-		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
-	exec_free(x);
-	for (size_t i = 0; i < n_in; i++)
-		free(in[i].data);
-	xfree(in);
-	xfree(names);
-	for (size_t i = 0; i < n_rows; i++)
-		if (rows[i].owned)
-			free((char *)rows[i].name);
-	xfree(rows);
-	return rc ? rc : all_ok ? 0 : GD_ECHECK;
+	return against_end(rc, tpath, &e, fmt, rows, n_rows, all_ok, rtol, atol, x, in, n_in, names);
+}
+
+/* ONNX's backend-test layout: DIR (a test_data_set_N folder) holds input_K.pb and output_K.pb,
+ * serialized TensorProtos. */
+static int onnx_layout(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/input_0.pb", dir);
+	if (!access(path, F_OK))
+		return 1;
+	snprintf(path, sizeof path, "%s/output_0.pb", dir);
+	return !access(path, F_OK);
+}
+
+/* The number of DIR's files <what>_0.pb, <what>_1.pb, ... in a row. */
+static size_t count_pb(const char *dir, const char *what)
+{
+	char path[4096];
+	size_t k = 0;
+	for (;; k++) {
+		snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, what, k);
+		if (access(path, F_OK))
+			return k;
+	}
+}
+
+/* ONNX 1.12's backend tests store bfloat16 data as uint16 (NumPy has no bfloat16): the same bits,
+ * read as the bfloat16 the model declares. */
+static void bf16_bits(struct rtensor *t, int declared)
+{
+	if (declared == DT_BFLOAT16 && t->dtype == DT_UINT16)
+		t->dtype = DT_BFLOAT16;
+}
+
+/* A sequence, map or optional value (a TypeProto without tensor_type) is refused before its data
+ * is read: its file is a SequenceProto or OptionalProto, not a TensorProto. */
+static int not_tensor(const struct value *v, const char *what, struct gd_err *e)
+{
+	if (!v->type.has_type || v->type.has_tensor)
+		return 0;
+	return err_set(e, GD_EINPUT, "%s '%s' is not a tensor (a sequence, map or optional type): graphdiet runs "
+				     "tensors only", what, v->name);
+}
+
+/* --against DIR in ONNX's layout: input K binds MODEL's K-th graph input that is not an
+ * initializer, and output K is compared with MODEL's K-th graph output. Shape and dtype must be
+ * equal; floats within atol + rtol |want|, any NaN equal to any NaN, integers and bools exactly
+ * (ONNX's backend tests compare so, with numpy's assert_allclose). An output MODEL lacks is
+ * MISSING. Returns 0, GD_ECHECK when anything differs, or an error. */
+static int against_onnx(struct graph *g, const char *mpath, const char *dir, struct exec_opts *eo, double rtol,
+			double atol, enum cli_out fmt)
+{
+	struct gd_err e = {0};
+	size_t n_in_files = count_pb(dir, "input"), n_want = count_pb(dir, "output"), n_in = 0, n_rows = 0;
+	struct rtensor *in = xcalloc(n_in_files + 1, sizeof *in);
+	const char **names = xcalloc(n_in_files + 1, sizeof *names);
+	struct row *rows = xcalloc(n_want + 1, sizeof *rows);
+	char path[4096];
+	int rc = !in || !names || !rows ? err_oom(&e) : 0, all_ok = 1;
+	for (uint32_t i = 0; !rc && n_in < n_in_files; i++) {
+		while (i < g->n_inputs && g->inputs[i]->init)
+			i++;
+		snprintf(path, sizeof path, "%s/input_%zu.pb", dir, n_in);
+		if (i == g->n_inputs)
+			rc = err_set(&e, GD_EINPUT, "--against %s: %s, but the model has only %zu graph inputs that are not "
+						    "initializers", dir, path, n_in);
+		else if (!(rc = not_tensor(g->inputs[i], "input", &e)) && !(rc = cli_tensor_load(path, &in[n_in], &e))) {
+			bf16_bits(&in[n_in], g->inputs[i]->type.dtype);
+			names[n_in++] = g->inputs[i]->name;
+		}
+	}
+	for (uint32_t k = 0; !rc && k < g->n_outputs; k++)
+		rc = not_tensor(g->outputs[k], "output", &e);
+	eo->random_inputs = 0;
+	eo->inputs = in;
+	eo->input_names = names;
+	eo->n_inputs = n_in;
+	struct exec *x = rc ? NULL : exec_run(g, eo, NULL, &e);
+	if (!rc && !x)
+		rc = e.code;
+	for (size_t k = 0; x && k < n_want; k++) {
+		struct rtensor want = {0};
+		snprintf(path, sizeof path, "%s/output_%zu.pb", dir, k);
+		if ((rc = cli_tensor_load(path, &want, &e)))
+			break;
+		struct row *r = &rows[n_rows++];
+		const struct value *v = k < g->n_outputs ? g->outputs[k] : NULL;
+		const struct rtensor *got = v ? exec_value(x, v) : NULL;
+		*r = (struct row){.name = v ? v->name : strdup(path), .owned = !v, .missing_from = mpath};
+		if (!r->name) {
+			xfree(want.data);
+			rc = err_oom(&e);
+			break;
+		}
+		char gs[64], ws[64];
+		if (got)
+			bf16_bits(&want, got->dtype);
+		if (got && (got->dtype != want.dtype || got->ndim != want.ndim ||
+			    memcmp(got->dims, want.dims, sizeof *got->dims * (size_t)got->ndim))) {
+			r->found = 1;
+			snprintf(r->why, sizeof r->why, ": %s %s, want %s %s", dtype_name(got->dtype),
+				 rt_shape_str(got, gs, sizeof gs), dtype_name(want.dtype), rt_shape_str(&want, ws, sizeof ws));
+		} else {
+			compare(r, &want, got, rtol, atol, CMP_NAN_EQUAL | CMP_EXACT_INTS);
+		}
+		all_ok &= r->ok;
+		xfree(want.data);
+	}
+	return against_end(rc, mpath, &e, fmt, rows, n_rows, all_ok, rtol, atol, x, in, n_in, names);
 }
 
 /* The state verify carries from a skipped step to the next run of TRAIN (unskipped). */
@@ -375,13 +520,14 @@ static double model_loss(struct graph *m, const struct value *loss, struct exec_
 	return l;
 }
 
-static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint64_t seed,
+static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int appended, uint64_t seed,
 		     double rtol, double atol, struct row *rows, size_t *n_rows, int *all_ok, struct gd_err *e)
 {
 	if (graph_widen_f64(m, e))
 		return e->code;
-	/* MODEL's loss: the scalar float output TRAIN also gives */
-	const struct value *loss = NULL;
+	/* MODEL's loss: the one --loss-fn appended (its last output), else the scalar float output
+	 * TRAIN also gives */
+	const struct value *loss = appended && m->n_outputs ? m->outputs[m->n_outputs - 1] : NULL;
 	for (uint32_t i = 0; i < m->n_outputs && !loss; i++) {
 		const struct value *t = strmap_get(&train->names, m->outputs[i]->name);
 		const struct rtensor *tv = t && (t->flags & VALUE_OUTPUT) ? exec_value(xt, t) : NULL;
@@ -406,7 +552,7 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, uint
 		if (!t || !t->data || (i < m->n_inputs && v->init))
 			continue; /* an initializer listed as an input too comes with the initializers */
 		snprintf(gname, sizeof gname, "%s_grad", v->name);
-		const struct value *gv = v->init ? strmap_get(&train->names, gname) : NULL;
+		const struct value *gv = strmap_get(&train->names, gname); /* a trained input's too */
 		struct rtensor *w = &in[n_in];
 		*w = *t;
 		w->owned = 0;
@@ -537,14 +683,33 @@ static int bind_like_train(struct graph *plain, const struct graph *train, struc
 	return rebatch ? graph_rebatch(plain, rebatch, e) : 0;
 }
 
+/* What train --loss-fn appended to TRAIN, appended to MODEL too (fn < 0: nothing). */
+struct model_loss {
+	int fn;
+	const char *pred, *target;
+};
+
+static struct graph *load_model(const char *path, const struct model_loss *ml, int *rc)
+{
+	struct gd_err e = {0};
+	struct graph *m = cli_load(path, FMT_AUTO, rc);
+	if (m && ml->fn >= 0 && loss_append(m, (enum loss_fn)ml->fn, ml->pred, ml->target, &e)) {
+		err_print(path, &e);
+		*rc = e.code;
+		graph_free(m);
+		return NULL;
+	}
+	return m;
+}
+
 /* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
  * scale skips, then gradcheck. */
-static int run_gradcheck(const char *mpath, const char *tpath, struct exec_binding *dims, size_t *n_dims,
-			 struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
+static int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
+			 size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
 {
 	int rc = 0, all_ok = 1;
 	struct gd_err e = {0};
-	struct graph *m = cli_load(mpath, FMT_AUTO, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	struct graph *m = load_model(mpath, ml, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct carried carry = {0};
 	struct row rows[GRADCHECK_DIRECTIONS];
 	size_t n_rows = 0;
@@ -559,7 +724,7 @@ static int run_gradcheck(const char *mpath, const char *tpath, struct exec_bindi
 		err_print(tpath, &e);
 		rc = e.code;
 	}
-	if (xt && (rc = gradcheck(m, t, xt, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
+	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
 		err_print(mpath, &e);
 	if (xt && !rc)
 		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
@@ -581,21 +746,25 @@ int cmd_verify(int argc, char **argv)
 		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
 		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
-		{NULL, 0, NULL, 0},
+		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
+		{"loss", required_argument, NULL, 'l'}, {"input", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
 	const char *backend_name = NULL, *against_dir = NULL;
 	double rtol = 1e-5, atol = 1e-7;
-	int fd_check = 0, rtol_given = 0;
+	int fd_check = 0, rtol_given = 0, atol_given = 0;
 	enum cli_out fmt = OUT_TEXT;
 	struct exec_binding dims[64];
 	size_t n_dims = 0;
 	uint64_t seed = 0;
 	int c;
 	int shared_rc = 0;
+	struct model_loss ml = {.fn = -1, .target = "target"};
+	const char *inargs[64];
+	size_t n_in = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hi:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (cli_parse_seed("verify", optarg, &seed))
@@ -609,6 +778,7 @@ int cmd_verify(int argc, char **argv)
 		case 'a':
 			if (parse_double(optarg, &atol))
 				return cli_usage("verify", "--atol: '%s' is not a tolerance", optarg);
+			atol_given = 1;
 			break;
 		case 'd':
 			if (cli_add_dim("verify", optarg, dims, &n_dims))
@@ -627,6 +797,21 @@ int cmd_verify(int argc, char **argv)
 		case 'G':
 			fd_check = 1;
 			break;
+		case 'L':
+			if (cli_loss_fn("verify", optarg, &ml.fn))
+				return GD_EINPUT;
+			break;
+		case 'g':
+			ml.target = optarg;
+			break;
+		case 'l':
+			ml.pred = optarg;
+			break;
+		case 'i':
+			if (n_in == 64)
+				return cli_usage("verify", "too many --input options");
+			inargs[n_in++] = optarg;
+			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
 				return shared_rc;
@@ -644,17 +829,40 @@ int cmd_verify(int argc, char **argv)
 	if (!brc && against_dir) {
 		struct graph *t = cli_load(argv[optind], FMT_AUTO, &brc);
 		struct exec_opts eo = {.seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2, .backend = be};
-		if (t)
+		if (t && onnx_layout(against_dir))
+			brc = against_onnx(t, argv[optind], against_dir, &eo, rtol_given ? rtol : 1e-4,
+					   atol_given ? atol : 1e-5, fmt);
+		else if (t)
 			brc = against(t, argv[optind], against_dir, &eo, rtol, atol, fmt);
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
+	if (!brc && n_in && !fd_check)
+		brc = cli_usage("verify", "--input goes with --gradcheck");
 	if (!brc && fd_check && (against_dir || n_rep > 1))
 		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
 	else if (!brc && fd_check) {
-		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be};
-		brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
+		struct rtensor given[64];
+		const char *names[64] = {0};
+		struct gd_err e = {0};
+		memset(given, 0, sizeof given);
+		for (size_t i = 0; i < n_in && !brc; i++) {
+			const char *eq = strchr(inargs[i], '=');
+			names[i] = eq && eq != inargs[i] ? strndup(inargs[i], (size_t)(eq - inargs[i])) : NULL;
+			if (!eq || eq == inargs[i] || !eq[1])
+				brc = cli_usage("verify", "--input wants NAME=FILE (.npy or .pb), not '%s'", inargs[i]);
+			else if (!names[i] || cli_tensor_load(eq + 1, &given[i], &e))
+				brc = (err_print(NULL, names[i] ? &e : (err_oom(&e), &e)), e.code);
+		}
+		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be,
+				       .inputs = given, .input_names = names, .n_inputs = n_in};
+		if (!brc)
+			brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], &ml, dims, &n_dims, &eo, rtol_given ? rtol : 1e-4,
 					       atol, fmt));
+		for (size_t i = 0; i < n_in; i++) {
+			free((char *)names[i]);
+			xfree(given[i].data);
+		}
 	}
 	if (brc || against_dir || fd_check) {
 		for (size_t i = 0; i < n_dims; i++)
@@ -664,7 +872,7 @@ int cmd_verify(int argc, char **argv)
 	const char *mpath = argv[optind], *tpath = argv[optind + 1];
 	int rc = 0;
 	struct gd_err e = {0};
-	struct graph *plain = cli_load(mpath, FMT_AUTO, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	struct graph *plain = load_model(mpath, &ml, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct exec *xp = NULL, *xt = NULL;
 	struct carried carry = {0};
 	struct row *rows = NULL; /* one per compared output: the loss and the gradients autodiff adds */
@@ -738,7 +946,7 @@ int cmd_verify(int argc, char **argv)
 		for (uint32_t k = 0; k < train->n_outputs && !w; k++)
 			if (!strcmp(train->outputs[k]->name, v->name))
 				w = train->outputs[k];
-		compare(r, exec_value(xp, v), w ? exec_value(xt, w) : NULL, rtol, atol);
+		compare(r, exec_value(xp, v), w ? exec_value(xt, w) : NULL, rtol, atol, 0);
 		all_ok &= r->ok;
 	}
 	if (xt)

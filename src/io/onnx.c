@@ -891,6 +891,30 @@ fail:
 	return NULL;
 }
 
+struct tensor *onnx_read_tensor(const uint8_t *buf, size_t len, struct arena *a, struct gd_err *e)
+{
+	if (len == 0) {
+		err_set(e, GD_EINPUT, "empty file: not a TensorProto");
+		return NULL;
+	}
+	pb_oom = 0; /* a TensorProto holds no graphs: no depth to check */
+	Onnx__Tensor *pt = onnx__tensor__unpack(&pb_allocator, len, buf);
+	if (!pt) {
+		if (pb_oom)
+			err_oom(e);
+		else
+			err_set(e, GD_EINPUT, "not a TensorProto: protobuf decoding failed (corrupt file)");
+		return NULL;
+	}
+	struct rd r = {.a = a, .e = e};
+	struct tensor *t = pt->has_data_location && pt->data_location == 1
+				   ? (err_set(e, GD_EINPUT, "tensor '%s': external data is not read here",
+					      pt->name ? pt->name : ""), NULL)
+				   : tensor_in(&r, pt, NULL);
+	onnx__tensor__free_unpacked(pt, &pb_allocator);
+	return t;
+}
+
 /* ---------------------------------------------------------------- writing */
 
 struct wr {

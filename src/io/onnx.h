@@ -11,6 +11,11 @@
  * is not yet checked or sorted. */
 struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const char *base_dir,
 			void (*keep)(void *), void *keep_arg, struct gd_err *e);
+/* Decodes a serialized TensorProto (ONNX's backend tests store their inputs and outputs so) into
+ * a tensor allocated in `a`, its bytes there too (src TSRC_BYTES, or TSRC_STRINGS, or TSRC_NONE
+ * when it holds no data). External data is refused. NULL on an error. */
+struct arena;
+struct tensor *onnx_read_tensor(const uint8_t *buf, size_t len, struct arena *a, struct gd_err *e);
 /* Encodes g as a ModelProto on f. NPY and random initializers are materialised; external data
  * stays external. */
 int onnx_write(struct graph *g, FILE *f, struct gd_err *e);

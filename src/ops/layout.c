@@ -752,7 +752,8 @@ static int from_tensor(struct exec *x, const struct node *n, const struct tensor
 	(void)n;
 	if (tensor_bytes(exec_graph(x), t, &b, NULL) || b.n != out->nbytes)
 		return exec_fail(x, "the constant's data does not match its shape");
-	memcpy(o, b.p, b.n);
+	if (b.n) /* an empty constant has no data pointer */
+		memcpy(o, b.p, b.n);
 	return 0;
 }
 

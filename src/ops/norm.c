@@ -4,12 +4,14 @@
  * the input was coerced to 2-D at `axis` (default 1), which is the same as normalising over all
  * trailing dimensions together. LayerNormalization normalises over dimensions axis..rank-1 and can
  * also output the mean and 1/stddev; BatchNormalization in training mode (opset 14+) uses the batch
- * statistics and outputs updated running statistics as PyTorch keeps them (momentum, and the
- * unbiased variance: ONNX's text says the population one, PyTorch's exporter means PyTorch's).
+ * statistics and outputs updated running statistics as the spec and onnxruntime do: momentum, and
+ * the batch (population) variance. PyTorch updates with the unbiased one; the training graph of a
+ * PyTorch export states that correction in standard ops (rewrite/step.c), so every runtime agrees.
  * InstanceNormalization normalises each (n, c) plane. Dropout in training mode draws its mask from
  * Philox keyed by the node's seed attribute (or the run's seed and the node's name) and the training
  * step, so a recomputed Dropout draws its step's mask. */
 #include "../util/philox.h"
+#include "../util/xalloc.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
 #include "vmath.h"
@@ -215,7 +217,7 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 
 /* float32 BatchNormalization, channels [c0, c1): a piece of kernel_for. In training, each
  * channel's mean and variance are run_sum's over its planes in order (the variance about the mean),
- * and the running statistics (rm, rv, when wanted) are updated as PyTorch does. */
+ * and the running statistics (rm, rv, when wanted) are updated with them as the spec says. */
 struct bn {
 	const struct rtensor *a, *scale, *bias, *rmean, *rvar;
 	float *y;
@@ -241,8 +243,8 @@ static void batch_norm_channels(void *arg, int64_t c0, int64_t c1)
 			var = q / cnt;
 			if (j->rm)
 				rt_set(j->rm, ch, rt_get(j->rmean, ch) * j->mom + mean * (1 - j->mom));
-			if (j->rv) /* PyTorch's: the unbiased variance */
-				rt_set(j->rv, ch, rt_get(j->rvar, ch) * j->mom + q / (cnt > 1 ? cnt - 1 : 1) * (1 - j->mom));
+			if (j->rv) /* the spec's: the batch (population) variance */
+				rt_set(j->rv, ch, rt_get(j->rvar, ch) * j->mom + var * (1 - j->mom));
 		}
 		float inv = (float)(1 / sqrt(var + j->eps)), g = (float)rt_get(j->scale, ch), bb = (float)rt_get(j->bias, ch);
 		float m = (float)mean;
@@ -296,8 +298,8 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 			var = q / cnt;
 			if (pm)
 				rt_set(out[1], ch, rt_get(rmean, ch) * mom + mean * (1 - mom));
-			if (pv) /* PyTorch's: the unbiased variance */
-				rt_set(out[2], ch, rt_get(rvar, ch) * mom + q / (cnt > 1 ? cnt - 1 : 1) * (1 - mom));
+			if (pv) /* the spec's: the batch (population) variance */
+				rt_set(out[2], ch, rt_get(rvar, ch) * mom + var * (1 - mom));
 		} else {
 			mean = rt_get(rmean, ch);
 			var = rt_get(rvar, ch);
@@ -735,3 +737,360 @@ static int dropout_noop(const struct node *n, struct rtensor *const *in, struct 
 
 const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2,
 				   .noop = dropout_noop};
+
+/* ---- RMSNormalization, GroupNormalization, MeanVarianceNormalization, LpNormalization, LRN ----
+ *
+ * Statistics in double (stash_type float32 or wider is then always met). Shapes as in the ONNX
+ * operator documents. */
+
+/* The element of t (broadcast to the rank-r shape dims, numpy's rule) at C-order index i. */
+static double bcast_get(const struct rtensor *t, int r, const int64_t *dims, int64_t i)
+{
+	int64_t off = 0, st = 1;
+	for (int d = r - 1, k = t->ndim - 1; d >= 0; d--, k--) {
+		int64_t c = i % dims[d];
+		i /= dims[d];
+		if (k >= 0) {
+			off += (t->dims[k] == 1 ? 0 : c) * st;
+			st *= t->dims[k];
+		}
+	}
+	return rt_get(t, off);
+}
+
+/* Whether t broadcasts to the rank-r shape dims without growing it. */
+static int bcasts_to(const struct rtensor *t, int r, const int64_t *dims)
+{
+	if (t->ndim > r)
+		return 0;
+	for (int k = 0; k < t->ndim; k++) {
+		int64_t d = dims[r - t->ndim + k];
+		if (t->dims[k] != 1 && t->dims[k] != d)
+			return 0;
+	}
+	return 1;
+}
+
+/* float32 rows of RMSNormalization, scale of the row's length: a piece of kernel_for */
+VM_CLONES static void rms_norm_rows(void *arg, int64_t o0, int64_t o1)
+{
+	const struct rows *j = arg;
+	int64_t len = j->len;
+	for (int64_t o = o0; o < o1; o++) {
+		struct rtensor row = {.dtype = DT_FLOAT, .data = (void *)(j->a + o * len)};
+		float inv = (float)(1 / sqrt(run_sum(&row, 0, len, 1, 0) / (double)len + j->eps));
+		const float *p = j->a + o * len, *sc = j->scale;
+		float *q = j->y + o * len;
+		for (int64_t k = 0; k < len; k++)
+			q[k] = p[k] * inv * sc[k];
+	}
+}
+
+/* RMSNormalization (opset 23): Y = X / sqrt(mean(X^2) + epsilon) * scale, the mean over the axes
+ * axis..rank-1; scale broadcasts to X. */
+static int rms_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *scale = in[1];
+	int ax;
+	if (want_float(x, a, "X") || norm_axis(x, attr_int(n, "axis", -1), a->ndim, &ax))
+		return exec_status(x);
+	if (!bcasts_to(scale, a->ndim, a->dims))
+		return exec_fail(x, "scale must broadcast to X's shape");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	double eps = attr_float(n, "epsilon", 1e-5f);
+	int64_t len = 1;
+	for (int i = ax; i < a->ndim; i++)
+		len *= a->dims[i];
+	if (a->dtype == DT_FLOAT && scale->dtype == DT_FLOAT && scale->numel == len && len) {
+		struct rows j = {.a = a->data, .scale = scale->data, .y = out[0]->data, .len = len, .eps = eps};
+		kernel_for(a->numel / len, KERNEL_GRAIN / (len + 1) + 1, rms_norm_rows, &j);
+		return 0;
+	}
+	for (int64_t o = 0; len && o < a->numel / len; o++) {
+		double inv = 1 / sqrt(run_sum(a, o * len, len, 1, 0) / (double)len + eps);
+		for (int64_t j = o * len; j < (o + 1) * len; j++)
+			rt_set(out[0], j, rt_get(a, j) * inv * bcast_get(scale, a->ndim, a->dims, j));
+	}
+	return 0;
+}
+
+/* GroupNormalization: X (N, C, ...) normalised over each group of C / num_groups channels and the
+ * spatial axes, then scaled and shifted per channel (opset 21: scale and bias (C)) or per group
+ * (opset 18: (G)), told apart by their size (the same when C = G). */
+static int group_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *scale = in[1], *bias = in[2];
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	int64_t G = attr_int(n, "num_groups", 0);
+	if (a->ndim < 2)
+		return exec_fail(x, "X must be (N, C, ...), not of rank %d", a->ndim);
+	int64_t N = a->dims[0], C = a->dims[1], per = scale->numel;
+	if (G <= 0 || C % G)
+		return exec_fail(x, "num_groups %lld must divide the %lld channels", (long long)G, (long long)C);
+	if ((per != C && per != G) || bias->numel != per)
+		return exec_fail(x, "scale and bias must both have %lld elements (one per channel, opset 21) or %lld (one "
+				 "per group, opset 18)", (long long)C, (long long)G);
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	double eps = attr_float(n, "epsilon", 1e-5f);
+	int64_t inner = N * C != 0 ? a->numel / (N * C) : 0, len = C / G * inner;
+	for (int64_t p = 0; len && p < N * G; p++) {
+		double var, mean = moments(a, p * len, len, &var), inv = 1 / sqrt(var + eps);
+		for (int64_t j = 0; j < len; j++) {
+			int64_t c = p % G * (C / G) + j / inner, k = per == C ? c : p % G;
+			rt_set(out[0], p * len + j, (rt_get(a, p * len + j) - mean) * inv * rt_get(scale, k) + rt_get(bias, k));
+		}
+	}
+	return 0;
+}
+
+/* The sums over the axes not in `keep`, a's elements (or their squares, or absolute values)
+ * gathered by index with those axes zeroed: sums of numel / prod(kept) elements each. */
+static void axis_sums(const struct rtensor *a, const uint8_t *reduced, int pow, double *sums, int64_t *at)
+{
+	int64_t st[RT_MAX_DIMS], kst[RT_MAX_DIMS], k = 1;
+	c_strides(a->ndim, a->dims, st);
+	for (int d = a->ndim - 1; d >= 0; d--) {
+		kst[d] = reduced[d] ? 0 : k;
+		k *= reduced[d] ? 1 : a->dims[d];
+	}
+	for (int64_t i = 0; i < a->numel; i++) {
+		int64_t j = 0;
+		for (int d = 0; d < a->ndim; d++)
+			j += i / st[d] % a->dims[d] * kst[d];
+		double v = rt_get(a, i);
+		at[i] = j;
+		sums[j] += pow == 2 ? v * v : pow == 1 ? fabs(v) : v;
+	}
+}
+
+/* MeanVarianceNormalization: (X - mean) / (sqrt(var) + 1e-9) over `axes` (default 0, 2, 3), as the
+ * ONNX function body computes it (var = E[X^2] - E[X]^2). */
+static int mvn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	size_t na = 0;
+	const int64_t *axes = attr_ints(n, "axes", &na), dflt[3] = {0, 2, 3};
+	if (!axes)
+		axes = dflt, na = 3;
+	uint8_t red[RT_MAX_DIMS] = {0};
+	int64_t cnt = 1;
+	for (size_t i = 0; i < na; i++) {
+		int d;
+		if (norm_axis(x, axes[i], a->ndim, &d))
+			return exec_status(x);
+		if (!red[d])
+			cnt *= a->dims[d];
+		red[d] = 1;
+	}
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	double *s = xcalloc((size_t)(2 * a->numel + 2), sizeof *s);
+	int64_t *at = xmalloc((size_t)(a->numel + 1) * sizeof *at);
+	if (!s || !at) {
+		xfree(s);
+		xfree(at);
+		return exec_fail(x, "out of memory");
+	}
+	axis_sums(a, red, 0, s, at);
+	axis_sums(a, red, 2, s + a->numel + 1, at);
+	for (int64_t i = 0; i < a->numel; i++) {
+		double m = s[at[i]] / (double)cnt, q = s[a->numel + 1 + at[i]] / (double)cnt - m * m;
+		rt_set(out[0], i, (rt_get(a, i) - m) / (sqrt(q > 0 ? q : 0) + 1e-9));
+	}
+	xfree(s);
+	xfree(at);
+	return 0;
+}
+
+/* LpNormalization: X / ||X||_p along `axis` (default -1), p 1 or 2 (default 2). */
+static int lp_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int ax;
+	int64_t p = attr_int(n, "p", 2);
+	if (want_float(x, a, "input") || norm_axis(x, attr_int(n, "axis", -1), a->ndim, &ax))
+		return exec_status(x);
+	if (p != 1 && p != 2)
+		return exec_fail(x, "p must be 1 or 2, not %lld", (long long)p);
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	int64_t len = a->dims[ax], inner = 1;
+	for (int i = ax + 1; i < a->ndim; i++)
+		inner *= a->dims[i];
+	for (int64_t o = 0; len && inner && o < a->numel / (len * inner); o++)
+		for (int64_t k = 0; k < inner; k++) {
+			int64_t base = o * len * inner + k;
+			double z = 0;
+			for (int64_t j = 0; j < len; j++) {
+				double v = rt_get(a, base + j * inner);
+				z += p == 1 ? fabs(v) : v * v;
+			}
+			z = p == 1 ? z : sqrt(z);
+			for (int64_t j = 0; j < len; j++)
+				rt_set(out[0], base + j * inner, rt_get(a, base + j * inner) / z);
+		}
+	return 0;
+}
+
+/* LRN: X (N, C, ...), y = x / (bias + alpha / size * sum(x^2))^beta, the sum over the channels
+ * c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2) that exist. */
+static int lrn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int64_t size = attr_int(n, "size", 0);
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	if (a->ndim < 2 || size <= 0)
+		return exec_fail(x, "X must be (N, C, ...) and size positive");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	double alpha = attr_float(n, "alpha", 1e-4f), beta = attr_float(n, "beta", 0.75f), bias = attr_float(n, "bias", 1);
+	int64_t C = a->dims[1], inner = a->dims[0] * C != 0 ? a->numel / (a->dims[0] * C) : 0, lo = (size - 1) / 2, hi = size / 2;
+	for (int64_t i = 0; i < a->numel; i++) {
+		int64_t c = i / inner % C, base = i - c * inner;
+		double s = 0;
+		for (int64_t k = c - lo > 0 ? c - lo : 0; k <= c + hi && k < C; k++) {
+			double v = rt_get(a, base + k * inner);
+			s += v * v;
+		}
+		rt_set(out[0], i, rt_get(a, i) / pow(bias + alpha / (double)size * s, beta));
+	}
+	return 0;
+}
+
+/* RMSNormalization, inv = 1/sqrt(mean(x^2) + eps) over the row, gh = g scale:
+ *   dx = inv (gh - x inv^2 mean(gh x)),  dScale = g x inv summed to scale's shape.
+ * The backward pass reads x and recomputes inv. */
+static int rms_norm_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *scale = n->in[1], *g = ad_dy(a, n->out[0]);
+	const struct rtensor *xs = ad_shape(a, x);
+	int r = xs->ndim, ax = (int)attr_int(n, "axis", -1), dt = xs->dtype, nn = 0;
+	ax = ax < 0 ? ax + r : ax;
+	int64_t norm[RT_MAX_DIMS];
+	for (int i = ax; i < r; i++)
+		norm[nn++] = i;
+	struct value *ms = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", x, x), norm, nn);
+	struct value *inv = ad_op2(a, "Div", ad_scalar(a, dt, 1),
+				  ad_op1(a, "Sqrt", ad_op2(a, "Add", ms, ad_scalar(a, dt, attr_float(n, "epsilon", 1e-5f)))));
+	struct value *xh = ad_op2(a, "Mul", x, inv);
+	if (ad_wants(a, scale) && ad_give(a, scale, ad_unbroadcast(a, ad_op2(a, "Mul", g, xh), scale, xs)))
+		return -1;
+	if (!ad_wants(a, x))
+		return 0;
+	struct value *gh = ad_op2(a, "Mul", g, scale);
+	struct value *m = reduce_keep(a, "ReduceMean", ad_op2(a, "Mul", gh, x), norm, nn);
+	return ad_give(a, x, ad_op2(a, "Mul", inv, ad_op2(a, "Sub", gh, ad_op2(a, "Mul", xh, ad_op2(a, "Mul", inv, m)))));
+}
+
+/* GroupNormalization as InstanceNormalization over x viewed (N, G, C/G * spatial): norm_dx there,
+ * with the scale applied per channel (opset 21) before the view or per group (18) in it. */
+static int group_norm_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *scale = n->in[1], *bias = n->in[2], *g = ad_dy(a, n->out[0]);
+	const struct rtensor *xs = ad_shape(a, x);
+	int r = xs->ndim, dt = xs->dtype;
+	int64_t G = attr_int(n, "num_groups", 0), C = xs->dims[1], view[3] = {0, G, -1}, gsh[3] = {1, G, 1};
+	int64_t cshape[RT_MAX_DIMS], all[RT_MAX_DIMS], two = 2, og[2] = {0, 2};
+	int na = 0;
+	for (int i = 0; i < r; i++) {
+		cshape[i] = i == 1 ? C : 1;
+		if (i != 1)
+			all[na++] = i;
+	}
+	int per_channel = ad_shape(a, scale)->numel == C; /* as the kernel: (C) from opset 21, (G) before */
+	struct value *vshape = ad_ints(a, view, 3), *xr = ad_op2(a, "Reshape", x, vshape), *gr = ad_op2(a, "Reshape", g, vshape);
+	struct value *gh = per_channel ? ad_op2(a, "Reshape", ad_op2(a, "Mul", g, ad_op2(a, "Reshape", scale, ad_ints(a, cshape, (size_t)r))), vshape)
+				       : ad_op2(a, "Mul", gr, ad_op2(a, "Reshape", scale, ad_ints(a, gsh, 3)));
+	struct value *xh = NULL, *dx = norm_dx(a, xr, gh, &two, 1, attr_float(n, "epsilon", 1e-5f), dt, &xh);
+	if (ad_wants(a, x) && ad_give(a, x, ad_op2(a, "Reshape", dx, ad_shape_of(a, x))))
+		return -1;
+	struct value *flat = ad_ints(a, per_channel ? &C : &G, 1);
+	if (ad_wants(a, scale)) {
+		struct value *p = per_channel ? reduce_drop(a, ad_op2(a, "Mul", g, ad_op2(a, "Reshape", xh, ad_shape_of(a, x))), all, na)
+					      : reduce_drop(a, ad_op2(a, "Mul", gr, xh), og, 2);
+		if (ad_give(a, scale, ad_op2(a, "Reshape", p, flat)))
+			return -1;
+	}
+	if (ad_wants(a, bias) &&
+	    ad_give(a, bias, ad_op2(a, "Reshape", per_channel ? reduce_drop(a, g, all, na) : reduce_drop(a, gr, og, 2), flat)))
+		return -1;
+	return 0;
+}
+
+/* MeanVarianceNormalization: norm_dx over its axes (the 1e-9 beside the standard deviation is
+ * left out: a relative change of 1e-9 / sqrt(var)). */
+static int mvn_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *xh = NULL;
+	int r = ad_shape(a, x)->ndim;
+	size_t na = 0;
+	const int64_t *at = attr_ints(n, "axes", &na), dflt[3] = {0, 2, 3};
+	int64_t axes[RT_MAX_DIMS];
+	if (!at)
+		at = dflt, na = 3;
+	for (size_t i = 0; i < na && i < RT_MAX_DIMS; i++)
+		axes[i] = at[i] < 0 ? at[i] + r : at[i];
+	return ad_give(a, x, norm_dx(a, x, ad_dy(a, n->out[0]), axes, (int)na, 0, ad_shape(a, x)->dtype, &xh));
+}
+
+/* LpNormalization, y = x / z along the axis: dx = (g - s sum(g y)) / z, with s = y for p = 2 and
+ * s = sign(x) (Greater - Less, cast) for p = 1. */
+static int lp_norm_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *y = n->out[0], *g = ad_dy(a, y);
+	const struct rtensor *xs = ad_shape(a, x);
+	int64_t ax = attr_int(n, "axis", -1);
+	ax = ax < 0 ? ax + xs->ndim : ax;
+	int dt = xs->dtype, p = (int)attr_int(n, "p", 2);
+	struct value *zero = ad_scalar(a, dt, 0), *z, *s;
+	if (p == 1) {
+		z = reduce_keep(a, "ReduceSum", ad_op1(a, "Abs", x), &ax, 1);
+		s = ad_op2(a, "Sub", ad_cast(a, ad_op2(a, "Greater", x, zero), dt), ad_cast(a, ad_op2(a, "Less", x, zero), dt));
+	} else {
+		z = ad_op1(a, "Sqrt", reduce_keep(a, "ReduceSum", ad_op2(a, "Mul", x, x), &ax, 1));
+		s = y;
+	}
+	struct value *gy = reduce_keep(a, "ReduceSum", ad_op2(a, "Mul", g, y), &ax, 1);
+	return ad_give(a, x, ad_op2(a, "Div", ad_op2(a, "Sub", g, ad_op2(a, "Mul", s, gy)), z));
+}
+
+/* LRN, with S the windowed channel sum of x^2 (a MatMul by a C x C band matrix B over x viewed
+ * (N, C, spatial)), d = bias + alpha/size S and y = x d^-beta:
+ *   dx = g d^-beta - (2 alpha beta / size) x B^T(g x d^(-beta-1)). */
+static int lrn_grad(struct ad *a, const struct node *n)
+{
+	struct value *x = n->in[0], *g = ad_dy(a, n->out[0]);
+	const struct rtensor *xs = ad_shape(a, x);
+	int dt = xs->dtype;
+	int64_t C = xs->dims[1], size = attr_int(n, "size", 1), lo = (size - 1) / 2, hi = size / 2, view[3] = {0, C, -1};
+	double alpha = attr_float(n, "alpha", 1e-4f), beta = attr_float(n, "beta", 0.75f), bias = attr_float(n, "bias", 1);
+	double *band = xcalloc((size_t)(C * C * 2), sizeof *band);
+	if (!band)
+		return ad_fail(a, "out of memory");
+	for (int64_t c = 0; c < C; c++)
+		for (int64_t k = c - lo > 0 ? c - lo : 0; k <= c + hi && k < C; k++)
+			band[c * C + k] = band[C * C + k * C + c] = 1; /* B, then B^T */
+	int64_t bd[2] = {C, C};
+	struct value *B = ad_tensor(a, dt, 2, bd, band), *BT = ad_tensor(a, dt, 2, bd, band + C * C);
+	xfree(band);
+	struct value *vs = ad_ints(a, view, 3), *shape = ad_shape_of(a, x);
+	struct value *S = ad_op2(a, "Reshape", ad_op2(a, "MatMul", B, ad_op2(a, "Reshape", ad_op2(a, "Mul", x, x), vs)), shape);
+	struct value *d = ad_op2(a, "Add", ad_op2(a, "Mul", S, ad_scalar(a, dt, alpha / (double)size)), ad_scalar(a, dt, bias));
+	struct value *dnb = ad_op2(a, "Pow", d, ad_scalar(a, dt, -beta));
+	struct value *t = ad_op2(a, "Div", ad_op2(a, "Mul", ad_op2(a, "Mul", g, x), dnb), d);
+	struct value *u = ad_op2(a, "Reshape", ad_op2(a, "MatMul", BT, ad_op2(a, "Reshape", t, vs)), shape);
+	struct value *k = ad_scalar(a, dt, 2 * alpha * beta / (double)size);
+	return ad_give(a, x, ad_op2(a, "Sub", ad_op2(a, "Mul", g, dnb), ad_op2(a, "Mul", ad_op2(a, "Mul", x, u), k)));
+}
+
+const struct op_impl op_rms_norm = {.run = rms_norm_run, .cost = per_input_cost_4, .grad = rms_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_group_norm = {.run = group_norm_run, .cost = per_input_cost_8, .grad = group_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_mvn = {.run = mvn_run, .cost = per_input_cost_8, .grad = mvn_grad, .recompute = RC_CHEAP};
+const struct op_impl op_lp_norm = {.run = lp_norm_run, .cost = per_input_cost_4, .grad = lp_norm_grad, .recompute = RC_CHEAP};
+const struct op_impl op_lrn = {.run = lrn_run, .cost = per_input_cost_8, .grad = lrn_grad, .recompute = RC_CHEAP};

@@ -1134,10 +1134,42 @@ static int replace_output(struct sb *s, const struct param_grad *pg, struct valu
 	return 0;
 }
 
+/* PyTorch's running variance from the spec's: BatchNormalization (the ONNX spec, onnxruntime,
+ * graphdiet's kernel) updates it with the batch's population variance vb, rv' = m rv + (1 - m) vb;
+ * PyTorch with the unbiased one, vb n / (n - 1), n the elements per channel. Stated in standard ops
+ * so that every runtime computes PyTorch's number from the same file:
+ *   rv'' = rv' + (rv' - m rv) / (n - 1),  n = prod(shape(X)) / C.
+ * onnxruntime's kernel writes rv' into its running-variance input's buffer, whatever the node's
+ * outputs (1.30: a Mul of that initializer then read rv', in whichever order the file put them), so
+ * the node is given a copy of rv (rv + 0, a forward node) and m rv reads rv itself. */
+static struct value *pytorch_running_var(struct sb *s, struct node *b, struct value *next)
+{
+	struct value *rv = b->in[4];
+	int dt = rv->init->dtype;
+	uint32_t tags = s->tags;
+	s->tags = b->tags;
+	struct value *copy = op(s, "Add", "bn_running_var", 2, rv, scalar(s, dt, 0), NULL);
+	s->tags = tags;
+	if (!copy)
+		return NULL;
+	b->in[4] = copy;
+	double m = attr_float(b, "momentum", 0.9f);
+	struct value *c = scalar(s, dt, (double)tensor_numel(rv->init));
+	struct value *shape = op(s, "Shape", "bn_count", 1, b->in[0], NULL, NULL);
+	struct value *total = op_int(s, "ReduceProd", "bn_count", op_int(s, "Cast", "bn_count", shape, "to", dt), "keepdims", 0);
+	struct value *n1 = op(s, "Sub", "bn_count", 2, op(s, "Div", "bn_count", 2, total, c, NULL), scalar(s, dt, 1), NULL);
+	struct value *d = op(s, "Sub", "bn_var", 2, next, op(s, "Mul", "bn_var", 2, rv, scalar(s, dt, m), NULL), NULL);
+	return op(s, "Add", "bn_var", 2, next, op(s, "Div", "bn_var", 2, d, n1, NULL), NULL);
+}
+
 /* Binds the running mean and variance each training-mode BatchNormalization outputs to the
- * initializers it reads them from (one binding per initializer). */
+ * initializers it reads them from (one binding per initializer); a PyTorch export's variance by
+ * PyTorch's rule (pytorch_running_var). */
 static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 {
+	int moved = 0; /* a node reads a value made after it (pytorch_running_var's copy) */
+	const char *pn = s->g->model ? s->g->model->producer_name : NULL;
+	int pytorch = pn && !strcmp(pn, "pytorch");
 	for (uint32_t i = 0; i < n_nodes; i++) {
 		struct node *b = s->g->nodes[i];
 		const struct attr *tm = node_attr(b, "training_mode");
@@ -1148,11 +1180,15 @@ static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 			int bound = !next || !key || !key->init || (next->flags & VALUE_OUTPUT);
 			for (size_t j = 0; j < s->n_bind && !bound; j++)
 				bound = !strcmp(s->bind[j].key, key->name);
+			if (!bound && k == 2 && pytorch && dtype_is_float(key->init->dtype)) {
+				next = pytorch_running_var(s, b, next);
+				moved = 1;
+			}
 			if (!bound && bind(s, key, next))
 				return s->e->code;
 		}
 	}
-	return 0;
+	return moved && graph_toposort(s->g, s->e) ? s->e->code : 0;
 }
 
 int step_build(struct graph *g, const struct step_opts *o, struct step_report *r, struct gd_err *e)

@@ -72,16 +72,29 @@ void err_print(const char *file, const struct gd_err *e)
 	fputc('\n', stderr);
 }
 
-void gd_warn(const char *fmt, ...)
+static void say(const char *kind, const char *fmt, va_list ap)
 {
 	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	fputs("graphdiet: warning: ", stderr);
+	fprintf(stderr, "graphdiet: %s: ", kind);
 	put_escaped(stderr, buf);
 	fputc('\n', stderr);
+}
+
+void gd_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say("warning", fmt, ap);
+	va_end(ap);
+}
+
+void gd_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say("note", fmt, ap);
+	va_end(ap);
 }
 
 _Noreturn void gd_assert_fail(const char *file, int line, const char *what)

@@ -34,6 +34,8 @@ void err_prefix(struct gd_err *e, const char *fmt, ...) __attribute__((format(pr
 /* Prints "graphdiet: error: FILE: msg" on one line; control characters are escaped. */
 void err_print(const char *file, const struct gd_err *e);
 void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, as "graphdiet: note: ...": what was done that the user may want to know. */
+void gd_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 _Noreturn void gd_assert_fail(const char *file, int line, const char *what);
 #define ASSERT(c)                                                  \

@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 				return 2;
 			*eq = 0;
 			names[ni] = argv[i];
-			if (cli_npy_load(eq + 1, &inputs[ni++], &e)) {
+			if (cli_tensor_load(eq + 1, &inputs[ni++], &e)) {
 				fprintf(stderr, "bench_exec: %s\n", e.msg);
 				return 2;
 			}
