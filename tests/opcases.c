@@ -377,6 +377,62 @@ const struct gcase op_cases[] = {
 	 "  - {op: RotaryEmbedding, inputs: [x, c, s, p], outputs: [y]}\n"},
 	{"RotaryEmbedding 3-D, interleaved, partial, 3-D caches (opset 23)", P("x", "[2, 3, 12]") P("c", "[2, 3, 2]") P("s", "[2, 3, 2]"),
 	 "  - {op: RotaryEmbedding, inputs: [x, c, s], outputs: [y], attrs: {num_heads: 2, interleaved: 1, rotary_embedding_dim: 4}}\n"},
+	/* reduce */
+	{"ReduceL1", P("x", "[3, 4]"), "  - {op: ReduceL1, inputs: [x], outputs: [y], attrs: {axes: [1], keepdims: 0}}\n"},
+	{"ReduceSumSquare all axes", P("x", "[2, 3]"), "  - {op: ReduceSumSquare, inputs: [x], outputs: [y]}\n"},
+	{"ReduceLogSum", POS("x", "[3, 4]"), "  - {op: ReduceLogSum, inputs: [x], outputs: [y], attrs: {axes: [0]}}\n"},
+	/* torch.logsumexp */
+	{"ReduceLogSumExp last axis", P("x", "[2, 3, 4]"),
+	 "  - {op: ReduceLogSumExp, inputs: [x], outputs: [y], attrs: {axes: [-1], keepdims: 0}}\n"},
+	{"ReduceLogSumExp two axes, large values",
+	 "  - {name: x, dtype: float64, shape: [2, 3, 2], init: {dist: normal, mean: 800, std: 1, seed: %d}}\n",
+	 "  - {op: ReduceLogSumExp, inputs: [x], outputs: [y], attrs: {axes: [0, 2]}}\n"},
+	/* torch.topk(...).values */
+	{"TopK largest along axis 1", P("x", "[3, 5]") "  - {name: k, dtype: int64, shape: [1], data: [2]}\n",
+	 "  - {op: TopK, inputs: [x, k], outputs: [y, i], attrs: {axis: 1}}\n"},
+	{"TopK smallest along axis 0, values only", P("x", "[4, 3]") "  - {name: k, dtype: int64, shape: [1], data: [3]}\n",
+	 "  - {op: TopK, inputs: [x, k], outputs: [y], attrs: {axis: 0, largest: 0}}\n"},
+	{"GatherND, a repeated tuple", P("x", "[2, 3, 4]") "  - {name: i, dtype: int64, shape: [3, 2], data: [0, 1, 1, 2, 0, 1]}\n",
+	 "  - {op: GatherND, inputs: [x, i], outputs: [y]}\n"},
+	{"GatherND batch_dims 1", P("x", "[2, 3, 4]") "  - {name: i, dtype: int64, shape: [2, 2, 1], data: [2, 0, 1, 1]}\n",
+	 "  - {op: GatherND, inputs: [x, i], outputs: [y], attrs: {batch_dims: 1}}\n"},
+	{"ReverseSequence", P("x", "[4, 3, 2]") "  - {name: l, dtype: int64, shape: [3], data: [4, 1, 3]}\n",
+	 "  - {op: ReverseSequence, inputs: [x, l], outputs: [y], attrs: {batch_axis: 1, time_axis: 0}}\n"},
+	{"Compress along axis 1", P("x", "[2, 4, 3]") "  - {name: c, dtype: bool, shape: [3], data: [1, 0, 1]}\n",
+	 "  - {op: Compress, inputs: [x, c], outputs: [y], attrs: {axis: 1}}\n"},
+	{"Compress flattened", P("x", "[2, 3]") "  - {name: c, dtype: bool, shape: [5], data: [0, 1, 1, 0, 1]}\n",
+	 "  - {op: Compress, inputs: [x, c], outputs: [y]}\n"},
+	{"ArgMin, Size, EyeLike, Unique pass no gradient", P("x", "[3, 4]")
+	 "  - {name: c, dtype: int64, shape: [4], data: [3, 1, 3, 2]}\n",
+	 "  - {op: ArgMin, inputs: [x], outputs: [am], attrs: {axis: 0, select_last_index: 1}}\n"
+	 "  - {op: Cast, inputs: [am], outputs: [amf], attrs: {to: 11}}\n  - {op: EyeLike, inputs: [x], outputs: [e]}\n"
+	 "  - {op: Size, inputs: [x], outputs: [sz]}\n  - {op: Cast, inputs: [sz], outputs: [szf], attrs: {to: 11}}\n"
+	 "  - {op: Unique, inputs: [c], outputs: [u]}\n  - {op: Size, inputs: [u], outputs: [nu]}\n"
+	 "  - {op: Cast, inputs: [nu], outputs: [nuf], attrs: {to: 11}}\n  - {op: Mul, inputs: [x, e], outputs: [xe]}\n"
+	 "  - {op: Add, inputs: [xe, amf], outputs: [p]}\n  - {op: Mul, inputs: [szf, nuf], outputs: [k]}\n"
+	 "  - {op: Add, inputs: [p, k], outputs: [y]}\n"},
+	/* a top-1 mixture of experts' gate: argmax and F.one_hot pass no gradient, the product does */
+	{"ArgMax, OneHot, Hardmax pass no gradient", P("x", "[3, 4]")
+	 "  - {name: d, dtype: int64, shape: [], data: [4]}\n  - {name: v, dtype: float64, shape: [2], data: [0, 1]}\n",
+	 "  - {op: ArgMax, inputs: [x], outputs: [am], attrs: {axis: 1, keepdims: 0}}\n"
+	 "  - {op: OneHot, inputs: [am, d, v], outputs: [oh]}\n  - {op: Mul, inputs: [x, oh], outputs: [p]}\n"
+	 "  - {op: Hardmax, inputs: [x], outputs: [hm], attrs: {axis: 0}}\n  - {op: Add, inputs: [p, hm], outputs: [y]}\n"},
+	/* ReduceProd: a group without zeros, one with one zero, one with two */
+	{"ReduceProd with zeros", P("a", "[3, 4]")
+	 "  - {name: m, dtype: float64, shape: [3, 4], data: [1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 0, 1]}\n",
+	 "  - {op: Mul, inputs: [a, m], outputs: [am]}\n"
+	 "  - {op: ReduceProd, inputs: [am], outputs: [y], attrs: {axes: [1], keepdims: 0}}\n"},
+	{"ReduceProd all", POS("a", "[2, 3]"), "  - {op: ReduceProd, inputs: [a], outputs: [y]}\n"},
+	/* scatters: indices constant, data and updates both trained */
+	{"ScatterElements axis 1", P("d", "[3, 4]") P("u", "[3, 2]")
+	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [3, 0, 1, 2, 0, 3]}\n",
+	 "  - {op: ScatterElements, inputs: [d, ix, u], outputs: [y], attrs: {axis: 1}}\n"},
+	{"ScatterElements add, repeated indices", P("d", "[4, 2]") P("u", "[3, 2]")
+	 "  - {name: ix, dtype: int64, shape: [3, 2], data: [1, 0, 1, 3, 2, 0]}\n",
+	 "  - {op: ScatterElements, inputs: [d, ix, u], outputs: [y], attrs: {reduction: add}}\n"},
+	{"ScatterND rows", P("d", "[4, 3]") P("u", "[2, 3]")
+	 "  - {name: ix, dtype: int64, shape: [2, 1], data: [3, 1]}\n",
+	 "  - {op: ScatterND, inputs: [d, ix, u], outputs: [y]}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */

@@ -281,6 +281,15 @@ Test(pytorch, gradients_of_the_exporters_idioms)
 		matches_pytorch(*m);
 }
 
+/* Selection by value (testdata/gen_select.py): torch.topk's values, torch.logsumexp, a top-1 mixture
+ * of experts (argmax, F.one_hot). */
+Test(pytorch, gradients_through_selection_ops)
+{
+	static const char *const models[] = {"select/topk", "select/logsumexp", "select/moe", NULL};
+	for (const char *const *m = models; *m; m++)
+		matches_pytorch(*m);
+}
+
 /* A model exported at opset 14 (torch.onnx.export's default) whose gradients need opset 16's
  * reducing scatters (MaxPool, Gather): the training graph is raised to opset 16 and IR version 8,
  * which changes no op's meaning from 14; below 14 it is refused. */

@@ -204,6 +204,10 @@ static const struct gcase extra[] = {
 	 "  - {op: Add, inputs: [w3, rp], outputs: [y0]}\n"
 	 "  - {op: Round, inputs: [y0], outputs: [r]}\n"
 	 "  - {op: Mul, inputs: [r, half], outputs: [y]}\n"},
+	/* opset 9's name for ScatterElements (onnxruntime refuses it at the cases' opset 17) */
+	{"Scatter", "  - {name: a, dtype: float64, shape: [3, 4], init: {dist: normal, seed: %d}}\n"
+	 "  - {name: i, dtype: int64, shape: [1, 4], data: [2, 0, 1, 2]}\n  - {name: u, dtype: float64, shape: [1, 4], data: [1, 2, 3, 4]}\n",
+	 "  - {op: Scatter, inputs: [a, i, u], outputs: [y], attrs: {axis: 0}}\n"},
 };
 
 static void extra_on(const struct backend *b, double rtol, int *seen)

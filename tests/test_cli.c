@@ -1861,6 +1861,34 @@ Test(cli, an_older_opset_trains_in_opset_13_forms)
 	run_free(&r);
 }
 
+/* ReduceProd's gradient is exact where a group holds zeros: the product of the others at a lone
+ * zero, 0 elsewhere in its group, and 0 everywhere in a group of two zeros (p / x would be NaN). */
+Test(cli, reduce_prod_gradient_with_zeros)
+{
+	char model[600], t[600], dir[600], path[700];
+	write_text(model, sizeof model, "reduce_prod.yaml",
+		   "graphdiet: 1\nopset: 17\nparams:\n"
+		   "  - {name: x, dtype: float32, shape: [3, 4], data: [1, 0, 2, 3, 0, 2, 0, 5, 1, 2, 3, 4]}\n"
+		   "nodes:\n  - {op: ReduceProd, inputs: [x], outputs: [p], attrs: {axes: [1], keepdims: 0}}\n"
+		   "  - {op: ReduceSum, inputs: [p], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	snprintf(t, sizeof t, "%s/reduce_prod_train.onnx", tmpdir());
+	snprintf(dir, sizeof dir, "%s/reduce_prod_out", tmpdir());
+	struct run_result r = gd("train", model, "-o", t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("run", t, "-o", dir, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	snprintf(path, sizeof path, "%s/x_grad.npy", dir);
+	struct rtensor g;
+	cr_assert(npy_load(path, &g), "%s", path);
+	const float want[12] = {0, 6, 0, 0, 0, 0, 0, 0, 24, 12, 8, 6};
+	for (int i = 0; i < 12; i++)
+		cr_expect_eq(((float *)g.data)[i], want[i], "x_grad[%d] = %g, not %g", i, ((float *)g.data)[i], want[i]);
+	free(g.data);
+}
+
 /* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
  * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
  * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it

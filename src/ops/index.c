@@ -1,11 +1,14 @@
-/* index.c - element-wise indexing and repetition: GatherElements (torch.gather) and Tile
- * (Tensor.repeat).
+/* index.c - element-wise indexing and repetition: GatherElements (torch.gather), GatherND, Compress,
+ * OneHot (F.one_hot), EyeLike and Tile (Tensor.repeat).
  *
  * GatherElements' gradient adds g back where each element was read (ScatterElements with
- * reduction add, opset 16); Tile's sums the tiles: g viewed as (r0, d0, r1, d1, ...) and summed
- * over the r axes. */
+ * reduction add, opset 16), GatherND's likewise with ScatterND (its batch dimensions made explicit
+ * index columns, since ScatterND has none), and Compress's with ScatterND at NonZero(condition); Tile's sums the
+ * tiles: g viewed as (r0, d0, r1, d1, ...) and summed over the r axes. OneHot and EyeLike make new
+ * tensors: they pass no gradient. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "../util/xalloc.h"
 
 #include <string.h>
 
@@ -113,6 +116,229 @@ static int tile_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], r ? ad_reduce(a, "ReduceSum", v, axes, r, 0) : v);
 }
 
+/* GatherND(data, indices, batch_dims b): indices (i_0 .. i_q-2, m), its first b dims the data's;
+ * out (i_0 .. i_q-2, d_b+m ..): each index tuple's slice of the data within its batch. */
+static int gather_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *d = in[0], *ix = in[1];
+	int64_t b = attr_int(n, "batch_dims", 0);
+	if (ix->dtype != DT_INT64 && ix->dtype != DT_INT32)
+		return exec_fail(x, "indices must be int64 or int32, not %s", dtype_name(ix->dtype));
+	if (ix->ndim < 1 || b < 0 || b >= ix->ndim || b >= d->ndim)
+		return exec_fail(x, "batch_dims %lld must be below the ranks of data (%d) and indices (%d)", (long long)b,
+				 d->ndim, ix->ndim);
+	int64_t m = ix->dims[ix->ndim - 1];
+	if (m < 1 || b + m > d->ndim)
+		return exec_fail(x, "index tuples of %lld values do not fit data of rank %d past %lld batch dimensions",
+				 (long long)m, d->ndim, (long long)b);
+	int64_t dims[RT_MAX_DIMS], nb = 1, tuples = 1, slice = 1, batch_len = 1;
+	int nd = 0;
+	for (int i = 0; i < b; i++) {
+		if (ix->dims[i] != d->dims[i])
+			return exec_fail(x, "indices' batch dimension %d (%lld) differs from the data's (%lld)", i,
+					 (long long)ix->dims[i], (long long)d->dims[i]);
+		nb *= d->dims[i];
+	}
+	for (int i = 0; i < ix->ndim - 1; i++) {
+		dims[nd++] = ix->dims[i];
+		if (i >= b)
+			tuples *= ix->dims[i];
+	}
+	for (int i = (int)(b + m); i < d->ndim; i++) {
+		if (nd == RT_MAX_DIMS)
+			return exec_fail(x, "the output's rank is over %d", RT_MAX_DIMS);
+		dims[nd++] = d->dims[i];
+		slice *= d->dims[i];
+	}
+	for (int i = (int)b; i < d->ndim; i++)
+		batch_len *= d->dims[i];
+	uint8_t *o = exec_alloc(x, out[0], d->dtype, nd, dims);
+	if (!o)
+		return exec_status(x);
+	int64_t st[RT_MAX_DIMS];
+	c_strides(d->ndim, d->dims, st);
+	size_t es = dtype_size(d->dtype);
+	for (int64_t t = 0; t < nb * tuples; t++) {
+		int64_t at = t / (tuples ? tuples : 1) * batch_len;
+		for (int64_t k = 0; k < m; k++) {
+			int64_t v = rt_get_i(ix, t * m + k), len = d->dims[b + k];
+			if (v < -len || v >= len)
+				return exec_fail(x, "index %lld is out of range for a dimension of %lld", (long long)v, (long long)len);
+			at += (v < 0 ? v + len : v) * st[b + k];
+		}
+		memcpy(o + t * slice * (int64_t)es, (const uint8_t *)d->data + at * (int64_t)es, (size_t)slice * es);
+	}
+	return 0;
+}
+
+/* dData = ScatterND(zeros, indices, g, reduction add), the batch dims' coordinates put before each
+ * index tuple (a constant of the indices' shape with b columns, concatenated) */
+static int gather_nd_grad(struct ad *a, const struct node *n)
+{
+	if (ad_need_opset(a, 16, "the GatherND gradient (ScatterND with reduction)"))
+		return -1;
+	struct value *ix = n->in[1];
+	if (ad_shape(a, ix)->dtype != DT_INT64 && !(ix = ad_cast(a, ix, DT_INT64)))
+		return -1;
+	int64_t b = attr_int(n, "batch_dims", 0);
+	if (b > 0) {
+		const struct rtensor *is = ad_shape(a, n->in[1]);
+		int64_t dims[RT_MAX_DIMS], count = 1, st[RT_MAX_DIMS];
+		for (int i = 0; i < is->ndim - 1; i++) {
+			if (ad_dim_symbolic(a, is->dims[i]))
+				return ad_fail(a, "cannot differentiate a GatherND with batch_dims over a symbolic dimension");
+			dims[i] = is->dims[i];
+			count *= dims[i];
+		}
+		dims[is->ndim - 1] = b;
+		c_strides(is->ndim - 1, dims, st);
+		double *c = xcalloc((size_t)(count * b) + 1, sizeof *c);
+		if (!c)
+			return ad_fail(a, "out of memory");
+		for (int64_t t = 0; t < count; t++)
+			for (int64_t k = 0; k < b; k++)
+				c[t * b + k] = (double)(t / st[k] % dims[k]);
+		struct value *coords = ad_tensor(a, DT_INT64, is->ndim, dims, c);
+		xfree(c);
+		struct value *cat[2] = {coords, ix};
+		ix = coords ? ad_op(a, "Concat", cat, 2) : NULL;
+		if (!ix || ad_set_int(a, ad_producer(ix), "axis", -1))
+			return -1;
+	}
+	struct value *ins[3] = {ad_zeros_like(a, n->in[0]), ix, ad_dy(a, n->out[0])};
+	struct value *s = ins[0] ? ad_op(a, "ScatterND", ins, 3) : NULL;
+	if (!s || ad_set_str(a, ad_producer(s), "reduction", "add"))
+		return -1;
+	return ad_give(a, n->in[0], s);
+}
+
+/* Compress(input, condition, axis): the slices along axis (of the input flattened, without one)
+ * whose condition is true; a condition shorter than the axis drops the rest. */
+static int compress_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *d = in[0], *c = in[1];
+	if (!c->data)
+		return exec_fail(x, "Compress's output length depends on its condition's values, which are not known before running");
+	if (c->ndim != 1)
+		return exec_fail(x, "the condition must be 1-D, not of rank %d", c->ndim);
+	int has_axis = node_attr(n, "axis") != NULL, ax = 0;
+	if (has_axis && norm_axis(x, attr_int(n, "axis", 0), d->ndim, &ax))
+		return exec_status(x);
+	int64_t outer = 1, len = has_axis ? d->dims[ax] : d->numel, inner = 1, kept = 0;
+	for (int i = 0; has_axis && i < d->ndim; i++)
+		*(i < ax ? &outer : &inner) *= i == ax ? 1 : d->dims[i];
+	if (c->dims[0] > len)
+		return exec_fail(x, "the condition has %lld values for %lld slices", (long long)c->dims[0], (long long)len);
+	for (int64_t j = 0; j < c->dims[0]; j++)
+		kept += rt_get(c, j) != 0;
+	int64_t dims[RT_MAX_DIMS];
+	memcpy(dims, d->dims, sizeof dims);
+	dims[has_axis ? ax : 0] = kept;
+	uint8_t *o = exec_alloc(x, out[0], d->dtype, has_axis ? d->ndim : 1, dims);
+	if (!o)
+		return exec_status(x);
+	size_t row = (size_t)inner * dtype_size(d->dtype);
+	for (int64_t p = 0; p < outer; p++)
+		for (int64_t j = 0; j < c->dims[0]; j++)
+			if (rt_get(c, j) != 0) {
+				memcpy(o, (const uint8_t *)d->data + (size_t)(p * len + j) * row, row);
+				o += row;
+			}
+	return 0;
+}
+
+static struct value *transposed(struct ad *a, struct value *v, const int64_t *perm, int r)
+{
+	struct value *t = ad_op1(a, "Transpose", v);
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)r) ? t : NULL;
+}
+
+/* dInput: g's slices put back where they were taken, ScatterND into zeros at NonZero(condition)
+ * (distinct, so no reduction): over the input flattened without an axis, else with the axis moved
+ * to the front and back */
+static int compress_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int has_axis = node_attr(n, "axis") != NULL, r = xs->ndim;
+	int64_t ax = attr_int(n, "axis", 0), col[2] = {-1, 1}, p[RT_MAX_DIMS], inv[RT_MAX_DIMS], k = 0;
+	ax = ax < 0 ? ax + r : ax;
+	struct value *ix = ad_op2(a, "Reshape", ad_op1(a, "NonZero", n->in[1]), ad_ints(a, col, 2));
+	struct value *g = ad_dy(a, n->out[0]), *z;
+	if (!has_axis) {
+		struct value *ins[3] = {ad_zeros_flat(a, n->in[0], xs->dtype), ix, g};
+		return ad_give(a, n->in[0], ad_op2(a, "Reshape", ad_op(a, "ScatterND", ins, 3), ad_shape_of(a, n->in[0])));
+	}
+	p[k++] = ax;
+	for (int i = 0; i < r; i++)
+		if (i != ax)
+			p[k++] = i;
+	for (int i = 0; i < r; i++)
+		inv[p[i]] = i;
+	z = ad_zeros_like(a, n->in[0]);
+	if (ax > 0) {
+		z = z ? transposed(a, z, p, r) : NULL;
+		g = transposed(a, g, p, r);
+	}
+	struct value *ins[3] = {z, ix, g};
+	struct value *s = z && g ? ad_op(a, "ScatterND", ins, 3) : NULL;
+	return ad_give(a, n->in[0], ax > 0 && s ? transposed(a, s, inv, r) : s);
+}
+
+/* OneHot(indices, depth, values [off, on], axis): a new axis of depth values, on at each index
+ * (negative ones count from the end) and off elsewhere, and at an index out of range */
+static int one_hot_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *ix = in[0], *dp = in[1], *v = in[2];
+	if (!dp->data || dp->numel != 1)
+		return exec_fail(x, "depth must be a known scalar");
+	if (v->numel != 2)
+		return exec_fail(x, "values must be [off, on], not %lld values", (long long)v->numel);
+	int64_t depth = (int64_t)rt_get(dp, 0);
+	if (depth < 1)
+		return exec_fail(x, "depth %lld must be positive", (long long)depth);
+	int ax;
+	if (ix->ndim + 1 > RT_MAX_DIMS || norm_axis(x, attr_int(n, "axis", -1), ix->ndim + 1, &ax))
+		return exec_status(x) ? exec_status(x) : exec_fail(x, "the output's rank is over %d", RT_MAX_DIMS);
+	int64_t dims[RT_MAX_DIMS], outer = 1, inner = 1;
+	for (int i = 0, k = 0; i <= ix->ndim; i++)
+		dims[i] = i == ax ? depth : ix->dims[k++];
+	for (int i = 0; i < ix->ndim; i++)
+		*(i < ax ? &outer : &inner) *= ix->dims[i];
+	if (!exec_alloc(x, out[0], v->dtype, ix->ndim + 1, dims))
+		return exec_status(x);
+	double off = rt_get(v, 0), on = rt_get(v, 1);
+	for (int64_t p = 0; p < outer; p++)
+		for (int64_t i = 0; i < inner; i++) {
+			double h = rt_get(ix, p * inner + i);
+			int64_t k = (int64_t)(h < 0 ? h + (double)depth : h);
+			for (int64_t j = 0; j < depth; j++)
+				rt_set(out[0], (p * depth + j) * inner + i, j == k ? on : off);
+		}
+	return 0;
+}
+
+/* EyeLike(input, dtype, k): input's 2-D shape, ones where column - row = k, zeros elsewhere */
+static int eye_like_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	if (a->ndim != 2)
+		return exec_fail(x, "EyeLike needs a 2-D input, not rank %d", a->ndim);
+	int dt = (int)attr_int(n, "dtype", a->dtype);
+	if (!dtype_valid(dt) || dt == DT_STRING)
+		return exec_fail(x, "dtype %d is not a numeric type", dt);
+	if (!exec_alloc_zero(x, out[0], dt, 2, a->dims))
+		return exec_status(x);
+	int64_t k = attr_int(n, "k", 0);
+	for (int64_t i = 0; i < a->dims[0]; i++)
+		if (i + k >= 0 && i + k < a->dims[1])
+			rt_set(out[0], i * a->dims[1] + i + k, 1);
+	return 0;
+}
+
+const struct op_impl op_gather_nd = {.run = gather_nd_run, .grad = gather_nd_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_compress = {.run = compress_run, .grad = compress_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_one_hot = {.run = one_hot_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_eye_like = {.run = eye_like_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_gather_elements = {.run = gather_elements_run, .grad = gather_elements_grad, .recompute = RC_CHEAP,
 					   .nodiff = 1u << 1};
 const struct op_impl op_tile = {.run = tile_run, .grad = tile_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,

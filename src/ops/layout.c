@@ -1378,7 +1378,47 @@ const struct op_impl op_expand = {.run = expand_run, .cost = move_cost, .grad = 
 const struct op_impl op_shape = {.run = shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_constant = {.run = constant_run, .cost = move_cost, .recompute = RC_CHEAP};
 const struct op_impl op_constant_of_shape = {.run = constant_of_shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+/* Scatters (ScatterND, ScatterElements): without a reduction, data's gradient is g with the
+ * written places zeroed (the same scatter of zeros into g) and the updates' is g gathered at them
+ * (GatherND, GatherElements); with reduction add, data's is g itself. Updates written twice to one
+ * place (no reduction) take the gradient at each, as onnxruntime's rule does; mul, max and min are
+ * refused. */
+static int scatter_grad(struct ad *a, const struct node *n, const char *gather)
+{
+	int add = attr_str_is(n, "reduction", "add", 0);
+	if (!add && !attr_str_is(n, "reduction", "none", 1))
+		return ad_fail(a, "no gradient rule for a scatter with reduction mul, max or min");
+	struct value *g = ad_dy(a, n->out[0]);
+	if (!g)
+		return 0;
+	int64_t axis = attr_int(n, "axis", 0);
+	if (ad_wants(a, n->in[0])) {
+		struct value *ins[3] = {g, n->in[1], ad_zeros_like(a, n->in[2])};
+		struct value *d = add ? g : ad_op(a, n->op_type, ins, 3);
+		if (!d || (!add && n->op == OP_SCATTER_ELEMENTS && ad_set_int(a, ad_producer(d), "axis", axis)) ||
+		    ad_give(a, n->in[0], d))
+			return -1;
+	}
+	if (ad_wants(a, n->in[2])) {
+		struct value *u = ad_op2(a, gather, g, n->in[1]);
+		if (!u || (n->op == OP_SCATTER_ELEMENTS && ad_set_int(a, ad_producer(u), "axis", axis)) || ad_give(a, n->in[2], u))
+			return -1;
+	}
+	return 0;
+}
+
+static int scatter_nd_grad(struct ad *a, const struct node *n)
+{
+	return scatter_grad(a, n, "GatherND");
+}
+
+static int scatter_elements_grad(struct ad *a, const struct node *n)
+{
+	return scatter_grad(a, n, "GatherElements");
+}
+
+const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .grad = scatter_nd_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .grad = scatter_elements_grad, .recompute = RC_CHEAP,
+					    .nodiff = 1u << 1};
 const struct op_impl op_pad = {.run = pad_run, .cost = move_cost, .grad = pad_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
 const struct op_impl op_opaque = {.recompute = RC_NEVER};

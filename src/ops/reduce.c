@@ -1,12 +1,15 @@
-/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2, and the losses SoftmaxCrossEntropyLoss and
- * NegativeLogLikelihoodLoss.
+/* reduce.c - ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2, ReduceL1, ReduceSumSquare, ReduceLogSum,
+ * ReduceLogSumExp, Size, and the losses SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
  *
  * Reductions accumulate in double in a fixed order, so results are deterministic (run to run and
  * between strategies) and at least as accurate as a float32 tree sum. A contiguous run of reduced
  * elements (the last axes, or BatchNorm's H x W under axes 0, 2, 3) is summed into RUN_LANES
  * partial sums that the compiler vectorises, combined pairwise; kept trailing axes are summed
  * element-wise into independent accumulators. Axes are an input from opset 13 (ReduceSum) or 18
- * (the others), an attribute before; both are read. */
+ * (the others), an attribute before; both are read. A reduction over an empty set is its identity
+ * (ONNX 18): 0 for the sums, -inf for ReduceMax, ReduceLogSum and ReduceLogSumExp, +inf for
+ * ReduceMin. ReduceLogSumExp subtracts each output's maximum first, so large inputs do not
+ * overflow: y = m + log sum exp(x - m). */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 #include "vmath.h"
@@ -15,7 +18,24 @@
 #include <math.h>
 #include <string.h>
 
-enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2 };
+enum rk { RK_SUM, RK_MEAN, RK_MAX, RK_PROD, RK_MIN, RK_L2, RK_L1, RK_SSQ, RK_LOGSUM, RK_LSE };
+
+/* the output of a reduction from its accumulator (and, for RK_LSE, the maximum m it subtracted) */
+static double reduce_finish(enum rk kind, double acc, int64_t count, double m)
+{
+	switch (kind) {
+	case RK_MEAN:
+		return acc / (double)count;
+	case RK_L2:
+		return sqrt(acc);
+	case RK_LOGSUM:
+		return log(acc);
+	case RK_LSE:
+		return isinf(m) ? m : m + log(acc);
+	default:
+		return acc;
+	}
+}
 
 /* A block of reduced axes, the input (outer, len, inner): the sums over len of each outer's inner
  * columns, in pieces of `cols` columns (chunks of them per outer), each summed row after row into
@@ -92,6 +112,78 @@ static void run_sums(void *arg, int64_t o0, int64_t o1)
 	}
 }
 
+/* A block of reduced axes (outer, len, inner) for the kinds that are not sums: each output (o, i)
+ * reduced over its len elements in index order by one thread (the generic loop's order, so the
+ * same bits); RK_LSE takes the maximum first, into mx. */
+struct lanes_job {
+	const struct rtensor *a;
+	double *acc, *mx;
+	int64_t len, inner;
+	enum rk kind;
+};
+
+/* sum over r < n of exp(p[r st] - m), float32 exponentials (vm_expf, 1 ulp) added in double in
+ * index order: a block's exponentials first, which vectorise, then their serial sum */
+VM_CLONES static double sum_exp_f32(const float *p, int64_t n, int64_t st, float m)
+{
+	float e[64];
+	double s = 0;
+	for (int64_t r0 = 0; r0 < n; r0 += 64) {
+		int64_t k = n - r0 < 64 ? n - r0 : 64;
+		for (int64_t r = 0; r < k; r++)
+			e[r] = vm_expf(p[(r0 + r) * st] - m);
+		for (int64_t r = 0; r < k; r++)
+			s += e[r];
+	}
+	return s;
+}
+
+static void lane_reduce(void *arg, int64_t u0, int64_t u1)
+{
+	const struct lanes_job *j = arg;
+	int dbl = j->a->dtype == DT_DOUBLE;
+	const float *pf = j->a->data;
+	const double *pd = j->a->data;
+	for (int64_t u = u0; u < u1; u++) {
+		int64_t at = u / j->inner * j->len * j->inner + u % j->inner;
+		double m = j->kind == RK_MIN ? INFINITY : -INFINITY, s = j->kind == RK_PROD ? 1 : 0;
+		for (int64_t r = 0; r < j->len; r++, at += j->inner) {
+			double v = dbl ? pd[at] : pf[at];
+			if (j->kind == RK_MIN)
+				m = v < m || isnan(v) ? v : m;
+			else if (j->kind == RK_MAX || j->kind == RK_LSE)
+				m = v > m || isnan(v) ? v : m;
+			else if (j->kind == RK_PROD)
+				s *= v;
+			else
+				s += fabs(v);
+		}
+		if (j->kind == RK_LSE && !isinf(m)) {
+			at -= j->len * j->inner;
+			if (!dbl)
+				s = sum_exp_f32(pf + at, j->len, j->inner, (float)m);
+			for (int64_t r = 0; dbl && r < j->len; r++, at += j->inner)
+				s += exp(pd[at] - m);
+		}
+		if (j->kind == RK_LSE)
+			j->mx[u] = m;
+		j->acc[u] = j->kind == RK_MIN || j->kind == RK_MAX ? m : s;
+	}
+}
+
+/* the next input element's output offset *o, stepping the index idx of a's dimensions 0..last (the
+ * output's strides ost, 0 along reduced dimensions) */
+static void step_out(const struct rtensor *a, const int64_t *ost, int last, int64_t *idx, int64_t *o)
+{
+	for (int d = last; d >= 0; d--) {
+		*o += ost[d];
+		if (++idx[d] < a->dims[d])
+			return;
+		*o -= ost[d] * a->dims[d];
+		idx[d] = 0;
+	}
+}
+
 static int reduce(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		  enum rk kind)
 {
@@ -104,9 +196,18 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		return exec_status(x);
 	int keep = attr_int(n, "keepdims", 1) != 0;
 	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0)) {
+		/* each element reduced alone, as ONNX's reference: |x| (L1, L2), x^2, log x; x itself for
+		 * the rest */
 		if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 			return exec_status(x);
-		memcpy(out[0]->data, a->data, a->nbytes);
+		if (kind != RK_L1 && kind != RK_L2 && kind != RK_SSQ && kind != RK_LOGSUM) {
+			memcpy(out[0]->data, a->data, a->nbytes);
+			return 0;
+		}
+		for (int64_t i = 0; i < a->numel; i++) {
+			double v = rt_get(a, i);
+			rt_set(out[0], i, reduce_finish(kind, kind == RK_L1 ? fabs(v) : kind == RK_LOGSUM ? v : v * v, 1, v));
+		}
 		return 0;
 	}
 	for (int i = 0; i < na; i++) {
@@ -126,13 +227,13 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		if (!r || keep)
 			dims[nd++] = kdims[i];
 	}
-	if ((kind == RK_MAX || kind == RK_MIN) && count == 0)
-		return exec_fail(x, "%s over an empty dimension", kind == RK_MAX ? "ReduceMax" : "ReduceMin");
 	if (!exec_alloc(x, out[0], a->dtype, nd, dims))
 		return exec_status(x);
 	int64_t on = out[0]->numel, ost[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
-	double *acc = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *acc);
-	if (!acc)
+	double *acc = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *acc), *mx = NULL; /* mx: RK_LSE's maxima */
+	if (acc && kind == RK_LSE && !(mx = exec_scratch(x, (size_t)(on ? on : 1) * sizeof *mx)))
+		exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
+	if (!acc || (kind == RK_LSE && !mx))
 		return exec_status(x);
 	/* reduced axes in one block: the input is (outer, len, inner) and the loops are plain */
 	int first = -1, last = -1, block = 1;
@@ -144,7 +245,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 				block = 0;
 			last = d;
 		}
-	if (block && first >= 0 && (kind == RK_SUM || kind == RK_MEAN) && is_float(a)) {
+	int sums = kind == RK_SUM || kind == RK_MEAN || kind == RK_LOGSUM;
+	if (block && first >= 0 && sums && is_float(a)) {
 		int64_t outer = 1, len = 1, inner = 1;
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
@@ -154,7 +256,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			kernel_for(outer * j.chunks, KERNEL_GRAIN / (len * j.cols + 1) + 1, block_sums, &j);
 		}
 		for (int64_t i = 0; i < on; i++) {
-			double v = kind == RK_MEAN ? acc[i] / (double)count : acc[i];
+			double v = reduce_finish(kind, acc[i], count, 0);
 			if (out[0]->dtype == DT_FLOAT)
 				((float *)out[0]->data)[i] = (float)v;
 			else
@@ -163,11 +265,21 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
 		return 0;
 	}
+	int done = 0;
+	if (block && first >= 0 && !sums && kind != RK_L2 && kind != RK_SSQ && is_float(a)) {
+		struct lanes_job j = {a, acc, mx, 1, 1, kind};
+		for (int d = first; d <= last; d++)
+			j.len *= a->dims[d];
+		for (int d = last + 1; d < a->ndim; d++)
+			j.inner *= a->dims[d];
+		kernel_for(on, KERNEL_GRAIN / (j.len + 1) + 1, lane_reduce, &j);
+		done = 1;
+	}
 	c_strides(a->ndim, kdims, ost);
 	for (int d = 0; d < a->ndim; d++)
 		if (na == 0 || red[d])
 			ost[d] = 0; /* moving along a reduced dimension stays on the same output */
-	for (int64_t i = 0; i < on; i++)
+	for (int64_t i = 0; i < on && !done; i++)
 		acc[i] = kind == RK_MAX ? -INFINITY : kind == RK_MIN ? INFINITY : kind == RK_PROD ? 1 : 0;
 	int64_t o = 0;
 	/* reduced trailing axes: runs of `run` elements, each into one output */
@@ -175,9 +287,8 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 	int t = a->ndim;
 	while (t > 0 && (na == 0 || red[t - 1]))
 		run *= a->dims[--t];
-	int done = 0;
-	if ((kind == RK_SUM || kind == RK_MEAN || kind == RK_L2) && t < a->ndim && is_float(a)) {
-		struct runs j = {.a = a, .acc = acc, .run = run, .squares = kind == RK_L2};
+	if (!done && (sums || kind == RK_L2 || kind == RK_SSQ) && t < a->ndim && is_float(a)) {
+		struct runs j = {.a = a, .acc = acc, .run = run, .squares = kind == RK_L2 || kind == RK_SSQ};
 		int64_t st[RT_MAX_DIMS];
 		c_strides(a->ndim, a->dims, st);
 		for (int d = 0; d < t; d++) {
@@ -189,7 +300,7 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 		kernel_for(on, KERNEL_GRAIN / (a->numel / (on ? on : 1) + 1) + 1, run_sums, &j);
 		done = 1;
 	}
-	if (!done && (kind == RK_SUM || kind == RK_MEAN)) { /* kept last axis: typed rows into their outputs */
+	if (!done && sums) { /* kept last axis: typed rows into their outputs */
 		done = 1;
 		int64_t row = a->ndim ? a->dims[a->ndim - 1] : 1, os = a->ndim ? ost[a->ndim - 1] : 0;
 		for (int64_t i = 0; i < a->numel; i += row) {
@@ -199,37 +310,40 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			else
 				for (int64_t j = 0; j < row; j++)
 					acc[o + j * os] += ((const double *)a->data)[i + j];
-			for (int d = a->ndim - 2; d >= 0; d--) {
-				o += ost[d];
-				if (++idx[d] < a->dims[d])
-					break;
-				o -= ost[d] * a->dims[d];
-				idx[d] = 0;
-			}
+			step_out(a, ost, a->ndim - 2, idx, &o);
+		}
+	}
+	if (!done && kind == RK_LSE) { /* each output's maximum, a first pass */
+		for (int64_t i = 0; i < on; i++)
+			mx[i] = -INFINITY;
+		for (int64_t i = 0; i < a->numel; i++) {
+			double v = rt_get(a, i);
+			mx[o] = v > mx[o] || isnan(v) ? v : mx[o];
+			step_out(a, ost, a->ndim - 1, idx, &o);
 		}
 	}
 	for (int64_t i = 0; !done && i < a->numel; i++) {
 		double v = rt_get(a, i);
-		if (kind == RK_MAX)
+		if (kind == RK_LSE)
+			acc[o] += isinf(mx[o]) ? 0 : exp(v - mx[o]);
+		else if (kind == RK_L1)
+			acc[o] += fabs(v);
+		else if (kind == RK_MAX)
 			acc[o] = v > acc[o] || isnan(v) ? v : acc[o];
 		else if (kind == RK_MIN)
 			acc[o] = v < acc[o] || isnan(v) ? v : acc[o];
 		else if (kind == RK_PROD)
 			acc[o] *= v;
-		else if (kind == RK_L2)
+		else if (kind == RK_L2 || kind == RK_SSQ)
 			acc[o] += v * v;
 		else
 			acc[o] += v;
-		for (int d = a->ndim - 1; d >= 0; d--) {
-			o += ost[d];
-			if (++idx[d] < a->dims[d])
-				break;
-			o -= ost[d] * a->dims[d];
-			idx[d] = 0;
-		}
+		step_out(a, ost, a->ndim - 1, idx, &o);
 	}
 	for (int64_t i = 0; i < on; i++)
-		rt_set(out[0], i, kind == RK_MEAN ? acc[i] / (double)count : kind == RK_L2 ? sqrt(acc[i]) : acc[i]);
+		rt_set(out[0], i, reduce_finish(kind, acc[i], count, mx ? mx[i] : 0));
+	if (mx)
+		exec_scratch_free(x, mx, (size_t)(on ? on : 1) * sizeof *mx);
 	exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
 	return 0;
 }
@@ -257,6 +371,27 @@ static int reduce_min_run(struct exec *x, const struct node *n, struct rtensor *
 static int reduce_l2_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	return reduce(x, n, in, out, RK_L2);
+}
+
+#define REDUCE_RUN(name, kind) \
+	static int name##_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out) \
+	{ \
+		return reduce(x, n, in, out, kind); \
+	}
+REDUCE_RUN(reduce_l1, RK_L1)
+REDUCE_RUN(reduce_sum_square, RK_SSQ)
+REDUCE_RUN(reduce_log_sum, RK_LOGSUM)
+REDUCE_RUN(reduce_log_sum_exp, RK_LSE)
+
+/* Size: x's element count, an int64 scalar; computed from the shape alone (OPF_META) */
+static int size_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	int64_t *o = exec_alloc(x, out[0], DT_INT64, 0, NULL);
+	if (!o)
+		return exec_status(x);
+	*o = in[0]->numel;
+	return 0;
 }
 
 /* The shared part of the two losses: per-element loss -w[t] * logp[t] over (N, d1, ...), with
@@ -450,9 +585,10 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 	int axes[RT_MAX_DIMS], na = reduced_axes(a, n, xs->ndim, axes);
 	if (na < 0)
 		return ad_fail(a, "the axes must be constants to differentiate");
-	if (na == 0 && attr_int(n, "noop_with_empty_axes", 0))
+	int noop = na == 0 && attr_int(n, "noop_with_empty_axes", 0);
+	if (noop && kind != RK_L1 && kind != RK_L2 && kind != RK_SSQ && kind != RK_LOGSUM && kind != RK_LSE)
 		return ad_give(a, x, g);
-	struct value *gk = keep_dims(a, n, g, axes, na);
+	struct value *gk = noop ? g : keep_dims(a, n, g, axes, na), *y = noop ? n->out[0] : NULL;
 	if (kind == RK_MAX || kind == RK_MIN) {
 		/* the gradient goes to the extrema, shared evenly among ties */
 		struct value *yk = keep_dims(a, n, n->out[0], axes, na);
@@ -465,11 +601,39 @@ static int reduce_grad(struct ad *a, const struct node *n, enum rk kind)
 		struct value *cnt = ad_reduce(a, "ReduceSum", m, ax, na, 1);
 		return !cnt ? -1 : ad_give(a, x, ad_op2(a, "Mul", m, ad_op2(a, "Div", gk, cnt)));
 	}
+	if (kind == RK_PROD) {
+		/* exact with zeros, from the product p of a group's nonzero elements and its count z of
+		 * zeros: p / x where z = 0; p at the zero where z = 1; 0 elsewhere */
+		int64_t ax[RT_MAX_DIMS];
+		for (int i = 0; i < na; i++)
+			ax[i] = axes[i];
+		struct value *zero = ad_scalar(a, xs->dtype, 0), *one = ad_scalar(a, xs->dtype, 1);
+		struct value *isz = ad_op2(a, "Equal", x, zero);
+		struct value *nz[3] = {isz, one, x}, *xnz = ad_op(a, "Where", nz, 3);
+		struct value *p = ad_reduce(a, "ReduceProd", xnz, ax, na, 1);
+		struct value *z = ad_reduce(a, "ReduceSum", ad_cast(a, isz, xs->dtype), ax, na, 1);
+		struct value *at_one[3] = {ad_op2(a, "Equal", z, one), p, zero};
+		struct value *at_zero[3] = {isz, ad_op(a, "Where", at_one, 3), zero};
+		struct value *d[3] = {ad_op2(a, "Equal", z, zero), ad_op2(a, "Div", p, xnz), ad_op(a, "Where", at_zero, 3)};
+		return ad_give(a, x, ad_op2(a, "Mul", gk, ad_op(a, "Where", d, 3)));
+	}
 	if (kind == RK_L2) { /* x g / y, and 0 where the norm is 0 (as PyTorch) */
-		struct value *yk = keep_dims(a, n, n->out[0], axes, na), *zero = ad_scalar(a, xs->dtype, 0);
+		struct value *yk = y ? y : keep_dims(a, n, n->out[0], axes, na), *zero = ad_scalar(a, xs->dtype, 0);
 		struct value *ins[3] = {ad_op2(a, "Equal", yk, zero), zero, ad_op2(a, "Mul", x, ad_op2(a, "Div", gk, yk))};
 		return ad_give(a, x, ad_op(a, "Where", ins, 3));
 	}
+	if (kind == RK_SSQ) /* 2 x g */
+		return ad_give(a, x, ad_op2(a, "Mul", ad_op2(a, "Mul", x, ad_scalar(a, xs->dtype, 2)), gk));
+	if (kind == RK_L1) { /* sign(x) g, as (x > 0) - (x < 0): Sign is opset 9's, and 0 at 0 as PyTorch */
+		struct value *zero = ad_scalar(a, xs->dtype, 0);
+		struct value *pos = ad_cast(a, ad_op2(a, "Greater", x, zero), xs->dtype);
+		struct value *neg = ad_cast(a, ad_op2(a, "Less", x, zero), xs->dtype);
+		return !pos || !neg ? -1 : ad_give(a, x, ad_op2(a, "Mul", ad_op2(a, "Sub", pos, neg), gk));
+	}
+	if (kind == RK_LSE) /* softmax: g exp(x - y) */
+		return ad_give(a, x, ad_op2(a, "Mul", ad_op1(a, "Exp", ad_op2(a, "Sub", x, y ? y : keep_dims(a, n, n->out[0], axes, na))), gk));
+	if (kind == RK_LOGSUM) /* g / sum = g exp(-y), broadcast */
+		gk = ad_op2(a, "Div", gk, ad_op1(a, "Exp", y ? y : keep_dims(a, n, n->out[0], axes, na)));
 	struct value *d = ad_op2(a, "Expand", gk, ad_shape_of(a, x));
 	if (kind == RK_MEAN)
 		d = ad_op2(a, "Div", d, ad_count(a, x, axes, na, xs->dtype));
@@ -500,6 +664,16 @@ static int reduce_l2_grad(struct ad *a, const struct node *n)
 {
 	return reduce_grad(a, n, RK_L2);
 }
+
+#define REDUCE_GRAD(name, kind) \
+	static int name##_grad(struct ad *a, const struct node *n) \
+	{ \
+		return reduce_grad(a, n, kind); \
+	}
+REDUCE_GRAD(reduce_l1, RK_L1)
+REDUCE_GRAD(reduce_sum_square, RK_SSQ)
+REDUCE_GRAD(reduce_log_sum, RK_LOGSUM)
+REDUCE_GRAD(reduce_log_sum_exp, RK_LSE)
 
 /* The gradient of both losses with respect to their (N, C, d...) input, except for the sign and the
  * softmax: -onehot(labels) * scale * f, where f holds the per-element class weights and the
@@ -584,6 +758,11 @@ static int reduce_prod_run(struct exec *x, const struct node *n, struct rtensor 
 	return reduce(x, n, in, out, RK_PROD);
 }
 
+static int reduce_prod_grad(struct ad *a, const struct node *n)
+{
+	return reduce_grad(a, n, RK_PROD);
+}
+
 /* 1 operation per input element */
 static void per_input_cost_1(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 		uint64_t *bytes)
@@ -604,11 +783,19 @@ static void per_input_cost_4(const struct node *n, struct rtensor *const *in, st
 	*flops = 4 * (uint64_t)in[0]->numel;
 }
 
-const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input_cost_1, .grad = reduce_prod_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .cost = per_input_cost_1, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input_cost_1, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_l2 = {.run = reduce_l2_run, .cost = per_input_cost_1, .grad = reduce_l2_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_min = {.run = reduce_min_run, .cost = per_input_cost_1, .grad = reduce_min_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+#define REDUCE_IMPL(name, cost_fn) \
+	const struct op_impl op_##name = {.run = name##_run, .cost = cost_fn, .grad = name##_grad, .recompute = RC_CHEAP, \
+					  .nodiff = 1u << 1}
+REDUCE_IMPL(reduce_l1, per_input_cost_1);
+REDUCE_IMPL(reduce_sum_square, per_input_cost_1);
+REDUCE_IMPL(reduce_log_sum, per_input_cost_1);
+REDUCE_IMPL(reduce_log_sum_exp, per_input_cost_4);
+const struct op_impl op_size = {.run = size_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .cost = per_input_cost_4, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
 const struct op_impl op_nll_loss = {.run = nll_loss_run, .cost = per_input_cost_4, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};

@@ -1,10 +1,11 @@
 /* sequence.c - ops that are functions of element positions: Range (torch.arange), Trilu (the causal
- * masks of torch.triu/tril), CumSum.
+ * masks of torch.triu/tril), CumSum, ReverseSequence.
  *
  * Range reads only scalars, so shape inference computes it whenever they are known (constants,
  * or shapes once dimensions are bound) and folding turns it into a constant. Trilu and CumSum
  * are linear, so their gradients are the same op on g: Trilu(g) with the same k and side, and
- * CumSum(g) in the other direction. */
+ * CumSum(g) in the other direction. ReverseSequence is a permutation that is its own inverse: its
+ * gradient is the same ReverseSequence of g. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
@@ -119,6 +120,48 @@ static int cumsum_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], c);
 }
 
+/* ReverseSequence(input, sequence_lens, batch_axis, time_axis): batch b's first sequence_lens[b]
+ * steps along the time axis reversed, the rest copied */
+static int reverse_sequence_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+				struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0], *sl = in[1];
+	int64_t ba = attr_int(n, "batch_axis", 1), ta = attr_int(n, "time_axis", 0);
+	if (a->ndim < 2 || (ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
+		return exec_fail(x, "batch_axis and time_axis must be 0 and 1 (in either order) of an input of rank 2 or more");
+	if (sl->ndim != 1 || sl->dims[0] != a->dims[ba])
+		return exec_fail(x, "sequence_lens must hold one length per batch entry (%lld)", (long long)a->dims[ba]);
+	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
+	if (!o)
+		return exec_status(x);
+	int64_t head = a->dims[0] * a->dims[1], inner = a->numel / (head != 0 ? head : 1), T = a->dims[ta];
+	size_t row = (size_t)inner * dtype_size(a->dtype);
+	for (int64_t b = 0; b < a->dims[ba]; b++) {
+		int64_t len = rt_get_i(sl, b);
+		if (len < 0 || len > T)
+			return exec_fail(x, "sequence length %lld is not in [0, %lld]", (long long)len, (long long)T);
+		for (int64_t t = 0; t < T; t++) {
+			int64_t s = t < len ? len - 1 - t : t;
+			int64_t to = ba == 0 ? b * T + t : t * a->dims[1] + b, from = ba == 0 ? b * T + s : s * a->dims[1] + b;
+			memcpy(o + (size_t)to * row, (const uint8_t *)a->data + (size_t)from * row, row);
+		}
+	}
+	return 0;
+}
+
+static int reverse_sequence_grad(struct ad *a, const struct node *n)
+{
+	struct value *ins[2] = {ad_dy(a, n->out[0]), n->in[1]};
+	struct value *r = ad_op(a, "ReverseSequence", ins, 2);
+	struct node *p = ad_producer(r);
+	if (!p || ad_set_int(a, p, "batch_axis", attr_int(n, "batch_axis", 1)) ||
+	    ad_set_int(a, p, "time_axis", attr_int(n, "time_axis", 0)))
+		return -1;
+	return ad_give(a, n->in[0], r);
+}
+
+const struct op_impl op_reverse_sequence = {.run = reverse_sequence_run, .grad = reverse_sequence_grad,
+					    .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_range = {.run = range_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_trilu = {.run = trilu_run, .grad = trilu_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_cumsum = {.run = cumsum_run, .grad = cumsum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};

@@ -1,0 +1,415 @@
+/* select.c - ops that choose elements by value: ArgMax, ArgMin, TopK (torch.topk), Hardmax,
+ * NonZero and Unique.
+ *
+ * Each works on the input viewed as (outer, len, inner) about its axis: a "lane" is the len
+ * elements (o, 0..len-1, i). Comparisons run in double (rt_get), so every dtype is read the same
+ * way; NaN counts as larger than any number (as NumPy's argmax and PyTorch's topk). Ties go to the
+ * lower index (the spec's rule for TopK; ArgMax/ArgMin's unless select_last_index). Sorting is a
+ * stable merge sort over indices, so equal keys keep their input order.
+ *
+ * Only TopK's values take a gradient: g scattered back to where each was read, ScatterElements
+ * into zeros along the axis (the indices along a lane are distinct, so no reduction is needed).
+ * NonZero's and Unique's output lengths depend on the data, so a shapes-only run knows them only
+ * when the input is known. */
+#include "../autodiff/ad.h"
+#include "kernel.h"
+#include "../util/xalloc.h"
+
+#include <math.h>
+#include <string.h>
+
+struct lanes {
+	int64_t outer, len, inner;
+};
+
+static struct lanes lanes_of(const struct rtensor *t, int ax)
+{
+	struct lanes l = {1, t->ndim ? t->dims[ax] : 1, 1};
+	for (int i = 0; i < ax; i++)
+		l.outer *= t->dims[i];
+	for (int i = ax + 1; i < t->ndim; i++)
+		l.inner *= t->dims[i];
+	return l;
+}
+
+/* element at of a float tensor without rt_get's switch (the kernels' lanes); any dtype */
+static inline double lane_at(const struct rtensor *a, int64_t at)
+{
+	return a->dtype == DT_FLOAT ? ((const float *)a->data)[at] : a->dtype == DT_DOUBLE ? ((const double *)a->data)[at] : rt_get(a, at);
+}
+
+/* a > b, with NaN the largest and equal to itself */
+static int greater_nan(double a, double b)
+{
+	return isnan(a) ? !isnan(b) : a > b;
+}
+
+/* Stable merge sort of idx[0..n) by before(ctx, a, b) ("a strictly first"), with tmp of n. */
+typedef int (*before_fn)(const void *ctx, int64_t a, int64_t b);
+static void merge_sort(int64_t *idx, int64_t *tmp, int64_t n, before_fn before, const void *ctx)
+{
+	for (int64_t w = 1; w < n; w *= 2) {
+		for (int64_t lo = 0; lo < n; lo += 2 * w) {
+			int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = before(ctx, idx[j], idx[i]) ? idx[j++] : idx[i++];
+			while (i < mid)
+				tmp[k++] = idx[i++];
+			while (j < hi)
+				tmp[k++] = idx[j++];
+		}
+		memcpy(idx, tmp, (size_t)n * sizeof *idx);
+	}
+}
+
+/* the position in its lane of lane (o, i)'s largest (max 1) or smallest element; the first or
+ * (last 1) of equal ones */
+static int64_t lane_extreme(const struct rtensor *a, struct lanes l, int64_t o, int64_t i, int max, int last)
+{
+	int64_t best = 0;
+	double bv = lane_at(a, o * l.len * l.inner + i);
+	for (int64_t j = 1; j < l.len; j++) {
+		double v = lane_at(a, (o * l.len + j) * l.inner + i);
+		int better = max ? greater_nan(v, bv) : greater_nan(bv, v);
+		int same = v == bv || (isnan(v) && isnan(bv));
+		if (better || (last && same)) {
+			best = j;
+			bv = v;
+		}
+	}
+	return best;
+}
+
+/* lanes u0..u1 (o * inner + i) of an ArgMax or ArgMin, over the threads */
+struct arg_job {
+	const struct rtensor *a;
+	struct lanes l;
+	int64_t *o;
+	int max, last;
+};
+
+static void arg_lanes(void *arg, int64_t u0, int64_t u1)
+{
+	const struct arg_job *j = arg;
+	for (int64_t u = u0; u < u1; u++)
+		j->o[u] = lane_extreme(j->a, j->l, u / j->l.inner, u % j->l.inner, j->max, j->last);
+}
+
+/* ArgMax / ArgMin(data, axis, keepdims, select_last_index): int64 positions along the axis */
+static int arg_extreme(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		       int max)
+{
+	const struct rtensor *a = in[0];
+	int ax;
+	if (norm_axis(x, attr_int(n, "axis", 0), a->ndim ? a->ndim : 1, &ax))
+		return exec_status(x);
+	struct lanes l = lanes_of(a, ax);
+	if (a->ndim && l.len == 0)
+		return exec_fail(x, "%s over an empty dimension", max ? "ArgMax" : "ArgMin");
+	int64_t dims[RT_MAX_DIMS];
+	int nd = 0, keep = attr_int(n, "keepdims", 1) != 0;
+	for (int i = 0; i < a->ndim; i++)
+		if (i != ax || keep)
+			dims[nd++] = i == ax ? 1 : a->dims[i];
+	int64_t *o = exec_alloc(x, out[0], DT_INT64, nd, dims);
+	if (!o)
+		return exec_status(x);
+	struct arg_job j = {a, l, o, max, attr_int(n, "select_last_index", 0) != 0};
+	kernel_for(l.outer * l.inner, KERNEL_GRAIN / (l.len + 1) + 1, arg_lanes, &j);
+	return 0;
+}
+
+static int argmax_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return arg_extreme(x, n, in, out, 1);
+}
+
+static int argmin_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return arg_extreme(x, n, in, out, 0);
+}
+
+/* Hardmax: 1 at each lane's first largest element, 0 elsewhere. From opset 13 the lanes run
+ * along `axis` (default -1); before, the input is coerced to 2-D at `axis` (default 1) and each
+ * row of the (d0 ... d_axis-1, d_axis ... dn) matrix is a lane. */
+static int hardmax_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int v13 = exec_opset(x) >= 13, ax;
+	if (a->ndim == 0)
+		return exec_fail(x, "Hardmax needs at least 1 dimension");
+	if (norm_axis(x, attr_int(n, "axis", v13 ? -1 : 1), a->ndim, &ax))
+		return exec_status(x);
+	struct lanes l = {1, 1, 1};
+	if (v13) {
+		l = lanes_of(a, ax);
+	} else {
+		for (int i = 0; i < a->ndim; i++)
+			*(i < ax ? &l.outer : &l.len) *= a->dims[i];
+	}
+	if (!exec_alloc_zero(x, out[0], a->dtype, a->ndim, a->dims))
+		return exec_status(x);
+	for (int64_t p = 0; l.len && p < l.outer; p++)
+		for (int64_t i = 0; i < l.inner; i++)
+			rt_set(out[0], (p * l.len + lane_extreme(a, l, p, i, 1, 0)) * l.inner + i, 1);
+	return 0;
+}
+
+/* TopK's order over one lane's values v: largest (or smallest) first, ties by index */
+struct topk_order {
+	const double *v;
+	int largest;
+};
+
+static int topk_before(const void *ctx, int64_t p, int64_t q)
+{
+	const struct topk_order *c = ctx;
+	return c->largest ? greater_nan(c->v[p], c->v[q]) : greater_nan(c->v[q], c->v[p]);
+}
+
+/* the k first of a lane's len values in TopK's order, into best: a sorted insertion of each value
+ * that beats the k-th so far (a binary search, then a shift), when k is small beside len (a
+ * language model's top 50 of 50257: mostly one compare per value); else a sort of the whole lane */
+static void topk_lane(const struct topk_order *c, int64_t len, int64_t k, int64_t *best, int64_t *idx)
+{
+	if (k * 8 > len) {
+		for (int64_t j = 0; j < len; j++)
+			idx[j] = j;
+		merge_sort(idx, idx + len, len, topk_before, c);
+		memcpy(best, idx, (size_t)k * sizeof *best);
+		return;
+	}
+	int64_t have = 0;
+	for (int64_t j = 0; j < len && k; j++) {
+		/* j is past every index held, so a tie with the k-th does not beat it */
+		if (have == k && !topk_before(c, j, best[k - 1]))
+			continue;
+		int64_t lo = 0, hi = have;
+		while (lo < hi) { /* the first held value that j beats */
+			int64_t mid = (lo + hi) / 2;
+			if (topk_before(c, j, best[mid]))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		int64_t n = (have < k ? have : k - 1) - lo;
+		memmove(best + lo + 1, best + lo, (size_t)n * sizeof *best);
+		best[lo] = j;
+		have += have < k;
+	}
+}
+
+/* TopK(X, K) -> (Values, Indices): the k largest (largest 1) or smallest of each lane along axis,
+ * sorted; K is an input from opset 10, the attribute k before. */
+static int topk_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	int64_t k = attr_int(n, "k", -1);
+	if (n->n_in > 1 && in[1]) {
+		int got;
+		if (rt_ints(x, in[1], "K", &k, 1, &got))
+			return exec_status(x);
+		if (got != 1)
+			return exec_fail(x, "K must hold one value");
+	}
+	int ax;
+	if (a->ndim == 0)
+		return exec_fail(x, "TopK needs at least 1 dimension");
+	if (norm_axis(x, attr_int(n, "axis", -1), a->ndim, &ax))
+		return exec_status(x);
+	if (k < 0 || k > a->dims[ax])
+		return exec_fail(x, "k = %lld is not in [0, %lld] (the axis' length)", (long long)k, (long long)a->dims[ax]);
+	int64_t dims[RT_MAX_DIMS];
+	memcpy(dims, a->dims, sizeof dims);
+	dims[ax] = k;
+	void *v = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
+	int64_t *ix = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, a->ndim, dims) : NULL;
+	if (!v || (n->n_out > 1 && n->out[1] && !ix))
+		return exec_status(x);
+	struct lanes l = lanes_of(a, ax);
+	/* idx, its merge buffer and best (len each), then the lane's values */
+	size_t bytes = (size_t)(4 * l.len + 1) * sizeof(int64_t);
+	int64_t *idx = exec_scratch_raw(x, bytes), *best = idx + 2 * l.len;
+	if (!idx)
+		return exec_status(x);
+	double *lv = (double *)(idx + 3 * l.len);
+	struct topk_order c = {lv, attr_int(n, "largest", 1) != 0};
+	for (int64_t p = 0; p < l.outer; p++)
+		for (int64_t i = 0; i < l.inner; i++) {
+			int64_t base = p * l.len * l.inner + i;
+			for (int64_t j = 0; j < l.len; j++)
+				lv[j] = lane_at(a, base + j * l.inner);
+			topk_lane(&c, l.len, k, best, idx);
+			for (int64_t j = 0; j < k; j++) {
+				int64_t at = (p * k + j) * l.inner + i;
+				rt_set(out[0], at, lv[best[j]]);
+				if (ix)
+					ix[at] = best[j];
+			}
+		}
+	exec_scratch_free(x, idx, bytes);
+	return 0;
+}
+
+/* dX = ScatterElements(zeros like X, Indices, dValues, axis) */
+static int topk_grad(struct ad *a, const struct node *n)
+{
+	struct value *g = ad_dy(a, n->out[0]);
+	if (!g)
+		return 0;
+	struct value *ix = ad_add_output(a, n, 1);
+	struct value *ins[3] = {ad_zeros_like(a, n->in[0]), ix, g};
+	struct value *s = ins[0] && ix ? ad_op(a, "ScatterElements", ins, 3) : NULL;
+	if (!s || ad_set_int(a, ad_producer(s), "axis", attr_int(n, "axis", -1)))
+		return -1;
+	return ad_give(a, n->in[0], s);
+}
+
+/* topk reads each element about log2(len) times in its sort */
+static void topk_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		      uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	int64_t len = 1;
+	for (int i = 0; i < in[0]->ndim; i++)
+		len = in[0]->dims[i] > len ? in[0]->dims[i] : len;
+	*flops = (uint64_t)in[0]->numel * (uint64_t)(log2((double)len) + 1);
+}
+
+/* NonZero(X): the (rank, nnz) int64 indices of X's nonzero elements, in C order */
+static int nonzero_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	(void)n;
+	const struct rtensor *a = in[0];
+	if (!a->data)
+		return exec_fail(x, "NonZero's output length depends on its input's values, which are not known before running");
+	int64_t nnz = 0, dims[2], idx[RT_MAX_DIMS] = {0};
+	for (int64_t e = 0; e < a->numel; e++)
+		nnz += rt_get(a, e) != 0;
+	dims[0] = a->ndim;
+	dims[1] = nnz;
+	int64_t *o = exec_alloc(x, out[0], DT_INT64, 2, dims);
+	if (!o)
+		return exec_status(x);
+	for (int64_t e = 0, j = 0; e < a->numel; e++) {
+		if (rt_get(a, e) != 0) {
+			for (int d = 0; d < a->ndim; d++)
+				o[d * nnz + j] = idx[d];
+			j++;
+		}
+		for (int d = a->ndim - 1; d >= 0 && ++idx[d] == a->dims[d]; d--)
+			idx[d] = 0;
+	}
+	return 0;
+}
+
+/* Unique's slices: slice j of (outer, len, inner) is the outer x inner elements (o, j, i),
+ * compared in C order */
+static int slice_cmp(const struct rtensor *a, struct lanes l, int64_t p, int64_t q)
+{
+	for (int64_t o = 0; o < l.outer; o++)
+		for (int64_t i = 0; i < l.inner; i++) {
+			double u = rt_get(a, (o * l.len + p) * l.inner + i), v = rt_get(a, (o * l.len + q) * l.inner + i);
+			if (greater_nan(u, v))
+				return 1;
+			if (greater_nan(v, u))
+				return -1;
+		}
+	return 0;
+}
+
+struct unique_ctx {
+	const struct rtensor *a;
+	struct lanes l;
+	const int64_t *first; /* NULL: by value; else by the first occurrence of each slice's group */
+};
+
+static int unique_before(const void *ctx, int64_t p, int64_t q)
+{
+	const struct unique_ctx *c = ctx;
+	return c->first ? c->first[p] < c->first[q] : slice_cmp(c->a, c->l, p, q) < 0;
+}
+
+/* Unique(X, axis, sorted) -> (Y, indices, inverse_indices, counts): the distinct slices along
+ * axis (elements when no axis: X flattened), ascending (sorted 1) or in order of first occurrence;
+ * where each first occurs, which one each input slice is, and how often each occurs. */
+static int unique_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const struct rtensor *a = in[0];
+	if (!a->data)
+		return exec_fail(x, "Unique's output length depends on its input's values, which are not known before running");
+	int has_axis = node_attr(n, "axis") != NULL, ax = 0;
+	if (has_axis && norm_axis(x, attr_int(n, "axis", 0), a->ndim, &ax))
+		return exec_status(x);
+	struct lanes l = has_axis ? lanes_of(a, ax) : (struct lanes){1, a->numel, 1};
+	int64_t L = l.len, *w = exec_scratch_raw(x, (size_t)(5 * L + 1) * sizeof *w);
+	if (!w)
+		return exec_status(x);
+	/* order: slices sorted; grp[j]: slice j's group (by sorted value), first[j]: its group's first
+	 * slice, then the groups' order and their first slices */
+	int64_t *order = w, *tmp = w + L, *grp = w + 2 * L, *first = w + 3 * L, *rank = w + 4 * L, u = 0;
+	for (int64_t j = 0; j < L; j++)
+		order[j] = j;
+	struct unique_ctx c = {a, l, NULL};
+	merge_sort(order, tmp, L, unique_before, &c);
+	for (int64_t s = 0; s < L; s++) {
+		if (s == 0 || slice_cmp(a, l, order[s - 1], order[s]) != 0)
+			first[u++] = order[s]; /* stable: the group's lowest index */
+		grp[order[s]] = u - 1;
+	}
+	/* rank[g]: group g's place in the output */
+	for (int64_t g = 0; g < u; g++)
+		tmp[g] = g;
+	if (!attr_int(n, "sorted", 1)) {
+		c.first = first;
+		merge_sort(tmp, order, u, unique_before, &c);
+	}
+	for (int64_t r = 0; r < u; r++)
+		rank[tmp[r]] = r;
+	int64_t dims[RT_MAX_DIMS];
+	int nd = has_axis ? a->ndim : 1;
+	if (has_axis)
+		memcpy(dims, a->dims, sizeof dims);
+	dims[has_axis ? ax : 0] = u;
+	int rc = 0;
+	uint8_t *y = exec_alloc(x, out[0], a->dtype, nd, dims);
+	int64_t *o[3] = {NULL, NULL, NULL}, len[3] = {u, L, u};
+	int missing = 0;
+	for (int k = 0; k < 3; k++)
+		if (n->n_out > (uint32_t)k + 1 && n->out[k + 1])
+			missing |= !(o[k] = exec_alloc(x, out[k + 1], DT_INT64, 1, &len[k]));
+	if (!y || missing) {
+		rc = exec_status(x);
+		goto done;
+	}
+	size_t es = dtype_size(a->dtype);
+	for (int64_t r = 0; r < u; r++) {
+		int64_t j = first[tmp[r]];
+		for (int64_t p = 0; p < l.outer; p++)
+			memcpy(y + ((p * u + r) * l.inner) * es, (const uint8_t *)a->data + ((p * L + j) * l.inner) * es,
+			       (size_t)l.inner * es);
+		if (o[0])
+			o[0][r] = j;
+	}
+	if (o[2])
+		memset(o[2], 0, (size_t)u * sizeof *o[2]);
+	for (int64_t j = 0; j < L; j++) {
+		if (o[1])
+			o[1][j] = rank[grp[j]];
+		if (o[2])
+			o[2][rank[grp[j]]]++;
+	}
+done:
+	exec_scratch_free(x, w, (size_t)(5 * L + 1) * sizeof *w);
+	return rc;
+}
+
+const struct op_impl op_argmax = {.run = argmax_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_argmin = {.run = argmin_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_hardmax = {.run = hardmax_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_topk = {.run = topk_run, .grad = topk_grad, .cost = topk_cost, .recompute = RC_CHEAP,
+				.nodiff = 1u << 1};
+const struct op_impl op_nonzero = {.run = nonzero_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_unique = {.run = unique_run, .recompute = RC_CHEAP, .nodiff = ~0u};
