@@ -276,6 +276,14 @@ Test(ort, every_op_cases_training_graph_runs_in_onnxruntime)
 		if (strstr(c->nodes, "op: Dropout") || (strstr(c->nodes, "auto_pad: \"SAME") && strstr(c->nodes, "dilations")) ||
 		    strstr(c->name, "LRN even size")) /* onnxruntime's LRN refuses an even size (lrn.h) */
 			continue;
+		/* forms of other opsets than the cases' 17 (Upsample and Pad's attributes older, Resize's
+		 * axes newer), which onnxruntime refuses there; and MaxUnpool to a larger output_shape,
+		 * where onnxruntime puts an element at its flat index in the larger tensor and ONNX's
+		 * reference (its backend test maxunpool_export_with_output_shape, which graphdiet
+		 * follows) keeps its coordinates */
+		if (strstr(c->nodes, "op: Upsample") || strstr(c->nodes, "op: Pad, inputs: [x],") ||
+		    (strstr(c->nodes, "op: Resize") && strstr(c->nodes, "axes:")) || strstr(c->nodes, "op: MaxUnpool, inputs: [x, i, s]"))
+			continue;
 		struct graph *g = op_case_graph(c, "float32");
 		struct autodiff_opts ao = {0};
 		struct autodiff_result res;

@@ -1,4 +1,5 @@
-/* conv.c - 2-D Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool.
+/* conv.c - 1-D and 2-D Conv, ConvTranspose, MaxPool, AveragePool; GlobalAveragePool, GlobalMaxPool.
+ * (Other ranks, integer MaxPool and MaxPool's storage_order: conv_nd.c.)
  *
  * float32 Conv with one group and 16 output channels or more, and such a ConvTranspose at stride 1,
  * run on the direct kernel where the CPU has AVX-512 (conv_direct.c). Otherwise Conv is im2col +
@@ -97,13 +98,14 @@ static int window(struct exec *x, const struct node *n, struct conv_geom *g, int
 			oh = os && !g->one_d ? os[no - 2] : (wide)g->h * g->sh;
 			ow = os ? os[no - 1] : (wide)g->w * g->sw;
 			th = full_h - oh, tw = full_w - ow;
-			if (th < 0 || tw < 0)
-				return exec_fail(x, "output_shape is larger than the input can produce");
 			if (!fits(oh) || !fits(ow) || !fits(th) || !fits(tw))
 				return exec_fail(x, "the output's size does not fit in 64 bits");
-			int upper = !same_lower;
-			g->pt = (int64_t)(upper ? th / 2 : th - th / 2), g->pb = (int64_t)th - g->pt;
-			g->pl = (int64_t)(upper ? tw / 2 : tw - tw / 2), g->pr = (int64_t)tw - g->pl;
+			/* the larger half at the start but for SAME_UPPER (the spec's output_shape rule);
+			 * a negative total padding: the output runs past the taps, zeros at the end (as
+			 * output_padding's; ONNX's convtranspose_output_shape) */
+			int upper = same_upper;
+			g->pt = th < 0 ? 0 : (int64_t)(upper ? th / 2 : th - th / 2), g->pb = (int64_t)th - g->pt;
+			g->pl = tw < 0 ? 0 : (int64_t)(upper ? tw / 2 : tw - tw / 2), g->pr = (int64_t)tw - g->pl;
 		} else {
 			oh = full_h - g->pt - g->pb;
 			ow = full_w - g->pl - g->pr;
@@ -306,9 +308,8 @@ static void add_bias(struct rtensor *y, const struct rtensor *b, int64_t n, int6
 		}
 }
 
-static void gemm_nn(int dt, int ta, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c)
+void conv_gemm(int dt, int ta, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c)
 {
-	/* C (m,n) = op(A) (m,k) * B (k,n); A is stored (m,k), or (k,m) when ta */
 	if (dt == DT_FLOAT)
 		blas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
 			    ta ? (int)m : (int)k, b, (int)n, 0.0f, c, (int)n);
@@ -606,6 +607,8 @@ static int conv_paths(struct exec *x, const struct rtensor *a, const struct rten
  * Transposes' copies; the other paths read copies. */
 static int conv_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
+	if (in[0]->ndim > 4)
+		return conv_nd_run(x, n, in, out, CONV_FORWARD);
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
 	struct conv_geom g;
 	if (conv_geometry(x, n, in, CONV_FORWARD, &g))
@@ -704,7 +707,7 @@ static void col2im_images(void *arg, int64_t i0, int64_t i1)
 	for (int64_t i = i0; i < i1; i++)
 		for (int64_t gi = 0; gi < g->group; gi++) {
 			/* col (Mg*kh*kw, H*W) = W_g^T, W_g stored (Cg, Mg*kh*kw), times X_g (Cg, H*W) */
-			gemm_nn(j->a->dtype, 1, kk, np, cg, (const uint8_t *)j->w->data + gi * cg * kk * es,
+			conv_gemm(j->a->dtype, 1, kk, np, cg, (const uint8_t *)j->w->data + gi * cg * kk * es,
 				(const uint8_t *)j->a->data + ((i * g->c + gi * cg) * np) * es, col);
 			uint8_t *yi = (uint8_t *)j->y + ((i * g->m + gi * mg) * plane) * es;
 			if (j->a->dtype == DT_FLOAT)
@@ -717,6 +720,8 @@ static void col2im_images(void *arg, int64_t i0, int64_t i1)
 static int conv_transpose_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 			      struct rtensor *const *out)
 {
+	if (in[0]->ndim > 4)
+		return conv_nd_run(x, n, in, out, CONV_TRANSPOSE);
 	const struct rtensor *a = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
 	struct conv_geom g; /* g.h, g.w: the *output* image, which col2im fills; ih, iw: the input */
 	if (conv_geometry(x, n, in, CONV_TRANSPOSE, &g))
@@ -871,6 +876,8 @@ VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
 static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
 {
 	const struct rtensor *a = in[0];
+	if (a->ndim > 4 || !dtype_is_float(a->dtype) || (max && attr_int(n, "storage_order", 0)))
+		return pool_nd_run(x, n, in, out, max);
 	struct conv_geom g;
 	if (conv_geometry(x, n, in, CONV_POOL, &g))
 		return exec_status(x);
@@ -951,10 +958,10 @@ static void plane_mean(void *arg, int64_t lo, int64_t hi)
 		rt_set(j->o, nc, j->sp ? run_sum(j->a, nc * j->sp, j->sp, 0, 0) / (double)j->sp : 0);
 }
 
-static int global_average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
-				   struct rtensor *const *out)
+/* GlobalAveragePool (max 0) or GlobalMaxPool (max 1: each plane's largest element, NaN if it
+ * holds one). */
+static int global_pool(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, int max)
 {
-	(void)n;
 	const struct rtensor *a = in[0];
 	if (want_float(x, a, "X"))
 		return exec_status(x);
@@ -966,13 +973,38 @@ static int global_average_pool_run(struct exec *x, const struct node *n, struct 
 		if (i >= 2)
 			sp *= a->dims[i];
 	}
+	if (max && !sp && a->dims[0] && a->dims[1])
+		return exec_fail(x, "GlobalMaxPool over an empty plane");
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
+	for (int64_t nc = 0; max && nc < out[0]->numel; nc++) {
+		double m = -INFINITY;
+		for (int64_t k = 0; k < sp; k++) {
+			double v = rt_get(a, nc * sp + k);
+			m = v > m || isnan(v) ? v : m;
+		}
+		rt_set(out[0], nc, m);
+	}
+	if (max)
+		return 0;
 	struct plane_means j = {a, out[0], sp};
 	kernel_for(a->dims[0] * a->dims[1], KERNEL_GRAIN / (sp + 1) + 1, plane_mean, &j);
 	return 0;
 }
 
+static int global_average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+				   struct rtensor *const *out)
+{
+	(void)n;
+	return global_pool(x, in, out, 0);
+}
+
+static int global_max_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			       struct rtensor *const *out)
+{
+	(void)n;
+	return global_pool(x, in, out, 1);
+}
 
 /* ---- gradient rules ----
  * The window geometry of the forward node, resolved to explicit pads from its inferred shapes. */
@@ -980,7 +1012,7 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 {
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
 	if (xs->ndim != 4 && xs->ndim != 3)
-		return ad_fail(a, "only 1-D and 2-D windows can be differentiated");
+		return ad_fail(a, "X must be (N, C, spatial...)");
 	memset(g, 0, sizeof *g);
 	g->one_d = xs->ndim == 3;
 	g->n = xs->dims[0], g->c = xs->dims[1], g->h = g->one_d ? 1 : xs->dims[2], g->w = xs->dims[xs->ndim - 1];
@@ -997,6 +1029,21 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 		return ad_fail(a, "bad strides, dilations or pads");
 	g->oh = g->one_d ? 1 : ys->dims[2], g->ow = ys->dims[ys->ndim - 1];
 	g->group = attr_int(n, "group", 1);
+	size_t no;
+	if (transpose && attr_ints(n, "output_shape", &no)) {
+		/* the pads window() chose; an output past the taps (negative total) is cut by the
+		 * floor of the Conv that differentiates it, while less than a stride */
+		int64_t oph = 0, opw = 0;
+		ints2(n, "output_padding", 0, g->one_d, &oph, &opw);
+		int64_t th = g->sh * (g->h - 1) + oph + g->dh * (g->kh - 1) + 1 - g->oh;
+		int64_t tw = g->sw * (g->w - 1) + opw + g->dw * (g->kw - 1) + 1 - g->ow;
+		if (-th >= g->sh || -tw >= g->sw)
+			return ad_fail(a, "output_shape reaches a stride or more past the input's taps");
+		int upper = attr_str_is(n, "auto_pad", "SAME_UPPER", 0);
+		g->pt = th < 0 ? 0 : upper ? th / 2 : th - th / 2, g->pb = th < 0 ? 0 : th - g->pt;
+		g->pl = tw < 0 ? 0 : upper ? tw / 2 : tw - tw / 2, g->pr = tw < 0 ? 0 : tw - g->pl;
+		return 0;
+	}
 	if (!attr_str_is(n, "auto_pad", "NOTSET", 1) || transpose) {
 		/* recover the pads the kernel chose: run its rule again on the inferred sizes */
 		struct conv_geom t = *g;
@@ -1152,6 +1199,8 @@ static int give_bias(struct ad *a, const struct node *n, struct value *gy)
 /* Conv: dX = ConvTranspose(g, W) with the output padding that restores X's size */
 static int conv_grad(struct ad *a, const struct node *n)
 {
+	if (ad_shape(a, n->in[0])->ndim > 4)
+		return conv_nd_grad(a, n);
 	struct conv_geom g;
 	if (geom_of(a, n, 0, &g))
 		return -1;
@@ -1178,6 +1227,8 @@ static int conv_grad(struct ad *a, const struct node *n)
 /* ConvTranspose: dX = Conv(g, W) (its adjoint); dW as for Conv with the operands swapped */
 static int conv_transpose_grad(struct ad *a, const struct node *n)
 {
+	if (ad_shape(a, n->in[0])->ndim > 4)
+		return conv_nd_grad(a, n);
 	struct conv_geom g;
 	if (geom_of(a, n, 1, &g))
 		return -1;
@@ -1208,6 +1259,8 @@ static int max_pool_grad(struct ad *a, const struct node *n)
 {
 	if (ad_need_opset(a, 16, "the MaxPool gradient (ScatterElements with reduction)"))
 		return -1;
+	if (attr_int(n, "storage_order", 0)) /* its Indices are not the flat positions ScatterElements takes */
+		return ad_fail(a, "gradients of MaxPool with storage_order 1 are not supported");
 	struct value *idx = ad_add_output(a, n, 1);
 	int64_t flat = -1;
 	int dt = ad_shape(a, n->in[0])->dtype, half = dtype_is_half(dt);
@@ -1228,6 +1281,8 @@ static int max_pool_grad(struct ad *a, const struct node *n)
  * itself an AveragePool of ones (including pads) times the window size. */
 static int average_pool_grad(struct ad *a, const struct node *n)
 {
+	if (ad_shape(a, n->in[0])->ndim > 4)
+		return conv_nd_grad(a, n);
 	struct conv_geom g;
 	if (geom_of(a, n, 0, &g))
 		return -1;
@@ -1273,6 +1328,18 @@ static int global_average_pool_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ad_op2(a, "Div", e, ad_count(a, n->in[0], axes, na, xs->dtype)));
 }
 
+/* GlobalMaxPool: g goes to each plane's maximum, shared evenly among ties (ReduceMax's rule). */
+static int global_max_pool_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int64_t axes[RT_MAX_DIMS];
+	for (int i = 2; i < xs->ndim; i++)
+		axes[i - 2] = i;
+	struct value *m = ad_cast(a, ad_op2(a, "Equal", n->in[0], n->out[0]), xs->dtype);
+	struct value *cnt = ad_reduce(a, "ReduceSum", m, axes, xs->ndim - 2, 1);
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", m, ad_op2(a, "Div", ad_dy(a, n->out[0]), cnt)));
+}
+
 /* Conv: 2 * (output elements) * (C/group) * kh * kw; ConvTranspose: 2 * (input elements) * (M/group)
  * * kh * kw; pooling: one operation per window element. */
 static void conv_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
@@ -1294,8 +1361,8 @@ static void conv_transpose_cost(const struct node *n, struct rtensor *const *in,
 	*flops = 2 * (uint64_t)in[0]->numel * (uint64_t)(w->numel / (w->dims[0] ? w->dims[0] : 1));
 }
 
-static void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
-		      uint64_t *bytes)
+void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+	       uint64_t *bytes)
 {
 	(void)in;
 	(void)bytes;
@@ -1307,8 +1374,19 @@ static void pool_cost(const struct node *n, struct rtensor *const *in, struct rt
 	*flops = (uint64_t)out[0]->numel * window;
 }
 
+/* a global pool: one operation per input element */
+static void global_pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+			     uint64_t *flops, uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	*flops = (uint64_t)in[0]->numel;
+}
+
 const struct op_impl op_conv = {.run = conv_run, .cost = conv_cost, .grad = conv_grad, .recompute = RC_EXPENSIVE, .bf16_since = 22};
 const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .cost = conv_transpose_cost, .grad = conv_transpose_grad, .recompute = RC_EXPENSIVE, .bf16_since = 22};
 const struct op_impl op_max_pool = {.run = max_pool_run, .cost = pool_cost, .grad = max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
 const struct op_impl op_average_pool = {.run = average_pool_run, .cost = pool_cost, .grad = average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
+const struct op_impl op_global_max_pool = {.run = global_max_pool_run, .cost = global_pool_cost, .grad = global_max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
 const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .grad = global_average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};

@@ -44,4 +44,19 @@ static inline void conv_inside(int64_t at, int64_t step, int64_t size, int64_t k
 int conv_direct(struct exec *x, const float *a, const float *w, int how, const struct conv_geom *g, float *y,
 		int *swapped);
 
+/* The windows of any rank (conv_nd.c), for what the 1-D and 2-D kernels here do not take: 3-D
+ * volumes and up, integer MaxPool, storage_order. Conv (CONV_FORWARD) or ConvTranspose; MaxPool
+ * (max) or AveragePool; the gradient of a Conv, ConvTranspose or AveragePool node. */
+struct ad;
+int conv_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+		enum conv_kind kind);
+int pool_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max);
+int conv_nd_grad(struct ad *a, const struct node *n);
+
+/* C (m, n) = op(A) (m, k) B (k, n), float32 or float64 (dt); A stored (m, k), or (k, m) when ta. */
+void conv_gemm(int dt, int ta, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c);
+/* A pooling node's cost: an operation per window element (conv.c). */
+void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+	       uint64_t *bytes);
+
 #endif

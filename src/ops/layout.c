@@ -960,16 +960,34 @@ static int64_t pad_source(int mode, int64_t i, int64_t d)
 	return i < 0 ? -i : i >= d ? 2 * (d - 1) - i : i;
 }
 
+/* Pad before opset 11 (opset 2's form) holds its pads and constant in attributes, `pads` (opset 1:
+ * `paddings`) and `value`: *t over them, a pads input of its own, or 0 when the node has neither. */
+static int pad_attr(const struct node *n, struct rtensor *t)
+{
+	size_t k;
+	const int64_t *p = attr_ints(n, "pads", &k);
+	p = p ? p : attr_ints(n, "paddings", &k);
+	if (!p || (n->n_in > 1 && n->in[1]) || k > 2 * RT_MAX_DIMS)
+		return 0;
+	memset(t, 0, sizeof *t);
+	t->dtype = DT_INT64, t->ndim = 1, t->dims[0] = t->numel = (int64_t)k, t->data = (void *)p, t->known = 1;
+	t->nbytes = k * sizeof *p;
+	return 1;
+}
+
 static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
-	const struct rtensor *a = in[0];
+	const struct rtensor *a = in[0], *pin = n->n_in > 1 ? in[1] : NULL;
 	int64_t pads[2 * RT_MAX_DIMS], dims[RT_MAX_DIMS], axes[RT_MAX_DIMS];
 	int np, na = a->ndim, mode = pad_mode(n);
+	struct rtensor old;
 	if (mode < 0)
 		return exec_fail(x, "mode must be constant, reflect or edge");
-	if (n->n_in < 2 || !in[1])
-		return exec_fail(x, "Pad needs its pads input (opset 11 or later)");
-	if (rt_ints(x, in[1], "pads", pads, 2 * RT_MAX_DIMS, &np))
+	if (pad_attr(n, &old))
+		pin = &old;
+	if (!pin)
+		return exec_fail(x, "Pad needs its pads: an input (opset 11 or later) or the attribute (before)");
+	if (rt_ints(x, pin, "pads", pads, 2 * RT_MAX_DIMS, &np))
 		return exec_status(x);
 	if (n->n_in > 3 && in[3]) {
 		if (rt_ints(x, in[3], "axes", axes, RT_MAX_DIMS, &na))
@@ -1015,7 +1033,7 @@ static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *
 		}
 		return 0;
 	}
-	double cv = n->n_in > 2 && in[2] && in[2]->data ? rt_get(in[2], 0) : 0;
+	double cv = n->n_in > 2 && in[2] && in[2]->data ? rt_get(in[2], 0) : pin == &old ? attr_float(n, "value", 0) : 0;
 	for (int64_t i = 0; cv != 0 && i < out[0]->numel; i++)
 		rt_set(out[0], i, cv);
 	size_t es = dtype_size(a->dtype);
@@ -1249,9 +1267,10 @@ static int pad_source_grad(struct ad *a, const struct node *n, const struct rten
 
 static int pad_grad(struct ad *a, const struct node *n)
 {
-	const struct rtensor *xs = ad_shape(a, n->in[0]), *ps = ad_shape(a, n->in[1]);
+	struct rtensor old;
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *ps = pad_attr(n, &old) ? &old : n->n_in > 1 ? ad_shape(a, n->in[1]) : NULL;
 	int r = xs->ndim;
-	if (!ps->data || ps->numel != 2 * r || (n->n_in > 3 && n->in[3]))
+	if (!ps || !ps->data || ps->numel != 2 * r || (n->n_in > 3 && n->in[3]))
 		return ad_fail(a, "pads must be a constant for every axis to differentiate");
 	if (pad_mode(n) != PAD_CONSTANT)
 		return pad_source_grad(a, n, xs, ps);

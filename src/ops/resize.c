@@ -1,7 +1,14 @@
-/* resize.c - Resize (nn.Upsample, F.interpolate): nearest, linear and cubic, with the coordinate
- * transformations exporters write (half_pixel, pytorch_half_pixel, align_corners, asymmetric,
- * tf_half_pixel_for_nn) and every nearest_mode. ONNX Resize (opset 11+): inputs X, roi, scales,
- * sizes; an output dimension is sizes[i], or floor(X's dimension x scales[i]).
+/* resize.c - Resize (nn.Upsample, F.interpolate) and Upsample (opsets 7-9, deprecated): nearest,
+ * linear and cubic, with every coordinate transformation (half_pixel, pytorch_half_pixel,
+ * align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize over roi) and nearest_mode,
+ * cubic_coeff_a and exclude_outside. ONNX Resize (opset 11+): inputs X, roi, scales, sizes; an
+ * output dimension is sizes[i], or floor(X's dimension x scales[i]) (x (roi end - start) for
+ * tf_crop_and_resize). Resize-10 (X, scales) and Upsample (scales an input from opset 9, an
+ * attribute before) are the asymmetric transformation with nearest_mode floor.
+ *
+ * Where scales are given, the transformations read the axis's resized length as the unrounded
+ * X's dimension x scale, as the spec's formulas (and ONNX's reference) do: align_corners at
+ * scale 0.6 over 4 elements divides by 2.4 - 1, not by the 2 outputs less 1.
  *
  * Resize is separable and linear: along each axis, output index o reads up to four input indices
  * with weights (nearest: one; linear: two; cubic: four, Keys' kernel with cubic_coeff_a, indices
@@ -20,27 +27,36 @@ struct resize_mode {
 	double a; /* cubic_coeff_a */
 	int coord; /* enum below */
 	int nearest; /* enum below */
+	int exclude; /* exclude_outside: cubic taps outside the input weigh 0, the rest renormalised */
+	double extrapolation; /* tf_crop_and_resize's value where the roi reaches outside the input */
+	int old; /* Upsample or Resize-10: scales as input 1 (or Upsample-7's attribute), no roi */
 };
 
-enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL_NN };
+enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL_NN, CT_TF_CROP };
 enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
 
-/* The node's mode; -1 (and *why) for what graphdiet does not do. */
-static int resize_mode(const struct node *n, struct resize_mode *m, const char **why)
+/* The node's mode (opset: the model's default-domain one); -1 (and *why) for what graphdiet does
+ * not do. */
+static int resize_mode(const struct node *n, int opset, struct resize_mode *m, const char **why)
 {
 	static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-					     "tf_half_pixel_for_nn"};
+					     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 	static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 	memset(m, 0, sizeof *m);
+	m->old = n->op == OP_UPSAMPLE || opset < 11;
 	if (!attr_str_is(n, "mode", "nearest", 1)) {
-		m->linear = attr_str_is(n, "mode", "linear", 0);
-		m->cubic = attr_str_is(n, "mode", "cubic", 0);
+		m->linear = attr_str_is(n, "mode", "linear", 0) || (m->old && attr_str_is(n, "mode", "bilinear", 0));
+		m->cubic = !m->old && attr_str_is(n, "mode", "cubic", 0);
 		if (!m->linear && !m->cubic)
-			return *why = "mode must be nearest, linear or cubic", -1;
+			return *why = m->old ? "mode must be nearest or linear" : "mode must be nearest, linear or cubic", -1;
 		m->a = attr_float(n, "cubic_coeff_a", -0.75f);
 	}
+	if (m->old) {
+		m->coord = CT_ASYMMETRIC, m->nearest = NM_FLOOR;
+		return 0;
+	}
 	m->coord = -1;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (attr_str_is(n, "coordinate_transformation_mode", coords[i], i == CT_HALF_PIXEL))
 			m->coord = i;
 	m->nearest = -1;
@@ -51,37 +67,58 @@ static int resize_mode(const struct node *n, struct resize_mode *m, const char *
 		return *why = "unsupported coordinate_transformation_mode", -1;
 	if (m->nearest < 0)
 		return *why = "unsupported nearest_mode", -1;
-	if (attr_int(n, "exclude_outside", 0) || node_attr(n, "antialias") || node_attr(n, "axes"))
-		return *why = "exclude_outside, antialias and axes are not supported", -1;
+	m->exclude = attr_int(n, "exclude_outside", 0) != 0;
+	m->extrapolation = attr_float(n, "extrapolation_value", 0);
+	if (attr_int(n, "antialias", 0) || !attr_str_is(n, "keep_aspect_ratio_policy", "stretch", 1))
+		return *why = "antialias and keep_aspect_ratio_policy other than stretch are not supported", -1;
 	return 0;
 }
 
-/* What output index o of an axis of `in` elements reads (at scale s, `out` outputs): taps. */
+/* One axis: `in` elements resized to `out`, at scale s; len is the resized length the coordinate
+ * transformations read (in x s where scales are given, else out); [r0, r1] the roi's part. */
+struct axis {
+	int64_t in, out;
+	double s, len, r0, r1;
+};
+
+/* What output index o of an axis reads: taps; outside when tf_crop_and_resize's coordinate falls
+ * off the input (the output is then the extrapolation value). */
 struct taps {
-	int n;
+	int n, outside;
 	int64_t i[4];
 	double w[4];
 };
 
-static void axis_map(const struct resize_mode *m, int64_t in, int64_t out, double s, int64_t o, struct taps *t)
+static void axis_map(const struct resize_mode *m, const struct axis *ax, int64_t o, struct taps *t)
 {
-	double x;
+	double x, s = ax->s, len = ax->len;
+	int64_t in = ax->in;
 	switch (m->coord) {
 	case CT_HALF_PIXEL: x = ((double)o + 0.5) / s - 0.5; break;
-	case CT_PYTORCH_HALF_PIXEL: x = out > 1 ? ((double)o + 0.5) / s - 0.5 : 0; break;
-	case CT_ALIGN_CORNERS: x = out > 1 ? (double)o * (double)(in - 1) / (double)(out - 1) : 0; break;
+	case CT_PYTORCH_HALF_PIXEL: x = len > 1 ? ((double)o + 0.5) / s - 0.5 : 0; break;
+	case CT_ALIGN_CORNERS: x = len > 1 ? (double)o * (double)(in - 1) / (len - 1) : 0; break;
 	case CT_ASYMMETRIC: x = (double)o / s; break;
+	case CT_TF_CROP:
+		x = len > 1 ? ax->r0 * (double)(in - 1) + (double)o * (ax->r1 - ax->r0) * (double)(in - 1) / (len - 1)
+			    : 0.5 * (ax->r0 + ax->r1) * (double)(in - 1);
+		break;
 	default: x = ((double)o + 0.5) / s; break;
 	}
+	t->outside = m->coord == CT_TF_CROP && (x < 0 || x > (double)(in - 1));
 	if (m->cubic) { /* Keys: |d| <= 1: (a+2)|d|^3 - (a+3)|d|^2 + 1; 1 < |d| < 2: a|d|^3 - 5a|d|^2 + 8a|d| - 4a */
-		double f = floor(x), a = m->a;
+		double f = floor(x), a = m->a, sum = 0;
 		t->n = 4;
 		for (int k = 0; k < 4; k++) {
 			double d = fabs(x - (f - 1 + k));
 			int64_t i = (int64_t)f - 1 + k;
 			t->i[k] = i < 0 ? 0 : i >= in ? in - 1 : i;
 			t->w[k] = d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+			if (m->exclude && (i < 0 || i >= in))
+				t->w[k] = 0;
+			sum += t->w[k];
 		}
+		for (int k = 0; m->exclude && sum != 0 && k < 4; k++)
+			t->w[k] /= sum;
 		return;
 	}
 	t->n = 1;
@@ -109,26 +146,58 @@ static void axis_map(const struct resize_mode *m, int64_t in, int64_t out, doubl
 	t->w[0] = 1 - t->w[1];
 }
 
-/* The output shape and per-axis scales from scales or sizes. */
-static int resize_shape(struct exec *x, const struct node *n, struct rtensor *const *in, int64_t *dims, double *sc)
+/* The axes of a node over its inputs in[] (run-time tensors, or autodiff's shapes with constant
+ * data), r of them: from sizes, or from scales (an input, or Upsample-7's attribute), and the roi,
+ * which hold an entry (roi two) per axis, or per axis of the `axes` attribute (opset 18; the others
+ * kept as they are). -1 and *why when they are bad. */
+static int resize_axes(const struct node *n, const struct resize_mode *m, const struct rtensor *const *in, int r,
+		       const int64_t *xd, struct axis *ax, const char **why)
 {
-	const struct rtensor *a = in[0];
-	const struct rtensor *scales = n->n_in > 2 && in[2] && in[2]->numel ? in[2] : NULL;
-	const struct rtensor *sizes = n->n_in > 3 && in[3] && in[3]->numel ? in[3] : NULL;
-	if (!scales == !sizes)
-		return exec_fail(x, "exactly one of scales and sizes must be given");
-	const struct rtensor *t = scales ? scales : sizes;
-	if (t->numel != a->ndim)
-		return exec_fail(x, "%s has %lld elements for %d dimensions", scales ? "scales" : "sizes",
-				 (long long)t->numel, a->ndim);
-	if (!t->data)
-		return exec_fail(x, "%s must be known (bind the symbolic dimensions with --dim)", scales ? "scales" : "sizes");
-	for (int i = 0; i < a->ndim; i++) {
-		double v = rt_get(t, i);
+	const struct rtensor *got = NULL, *roi = NULL, *scales = NULL, *sizes = NULL;
+#define GIVEN(k) (n->n_in > (k) && in[k] && in[k]->numel ? in[k] : NULL)
+	if (m->old) {
+		scales = GIVEN(1);
+	} else {
+		roi = GIVEN(1), scales = GIVEN(2), sizes = GIVEN(3);
+	}
+#undef GIVEN
+	const struct attr *sa = m->old && !scales ? node_attr(n, "scales") : NULL;
+	if (sa && (sa->type != ATTR_FLOATS || sa->n != (size_t)r))
+		return *why = "the scales attribute must have a float for every dimension", -1;
+	if (!sa && !scales == !sizes)
+		return *why = m->old ? "scales must be given" : "exactly one of scales and sizes must be given", -1;
+	got = scales ? scales : sizes;
+	size_t na;
+	const int64_t *axv = m->old ? NULL : attr_ints(n, "axes", &na);
+	int nk = axv ? (int)na : r, at[RT_MAX_DIMS]; /* axis i's entry, or -1 */
+	for (int i = 0; i < r; i++)
+		at[i] = axv ? -1 : i;
+	for (int k = 0; axv && k < nk; k++) {
+		int64_t i = axv[k] < 0 ? axv[k] + r : axv[k];
+		if (i < 0 || i >= r || at[i] >= 0)
+			return *why = "axes must be distinct axes of X", -1;
+		at[i] = k;
+	}
+	if (got && got->numel != nk)
+		return *why = "scales or sizes must have an element for every axis resized", -1;
+	if (got && !got->data)
+		return *why = "scales or sizes must be known (bind the symbolic dimensions with --dim)", -1;
+	int crop = m->coord == CT_TF_CROP;
+	if (crop && roi && (roi->numel != 2 * nk || !roi->data))
+		return *why = "roi must be known and have 2 elements for every axis resized", -1;
+	for (int i = 0; i < r; i++) {
+		int k = at[i];
+		double v = k < 0 ? (sizes ? (double)xd[i] : 1) : sa ? sa->floats[k] : rt_get(got, k);
 		if (!(v > 0) || v > 1e6)
-			return exec_fail(x, "%s[%d] = %g is out of range", scales ? "scales" : "sizes", i, v);
-		dims[i] = scales ? (int64_t)floor((double)a->dims[i] * v) : (int64_t)v;
-		sc[i] = scales ? v : (double)dims[i] / (double)(a->dims[i] ? a->dims[i] : 1);
+			return *why = "scales and sizes must be positive", -1;
+		ax[i].in = xd[i];
+		ax[i].r0 = crop && roi && k >= 0 ? rt_get(roi, k) : 0;
+		ax[i].r1 = crop && roi && k >= 0 ? rt_get(roi, k + nk) : 1;
+		ax[i].out = sizes ? (int64_t)v : (int64_t)floor((double)xd[i] * v * (ax[i].r1 - ax[i].r0));
+		ax[i].s = sizes ? (double)ax[i].out / (double)(xd[i] ? xd[i] : 1) : v;
+		ax[i].len = sizes ? (double)ax[i].out : (double)xd[i] * v;
+		if (ax[i].out < 0)
+			return *why = "the roi makes an empty output", -1;
 	}
 	return 0;
 }
@@ -139,11 +208,15 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 	struct resize_mode m;
 	const char *why;
 	int64_t dims[RT_MAX_DIMS];
-	double sc[RT_MAX_DIMS];
-	if (resize_mode(n, &m, &why))
+	struct axis axs[RT_MAX_DIMS];
+	if (resize_mode(n, exec_opset(x), &m, &why))
 		return exec_fail(x, "%s", why);
-	if (want_float(x, a, "X") || resize_shape(x, n, in, dims, sc))
+	if (want_float(x, a, "X"))
 		return exec_status(x);
+	if (resize_axes(n, &m, (const struct rtensor *const *)in, a->ndim, a->dims, axs, &why))
+		return exec_fail(x, "%s", why);
+	for (int i = 0; i < a->ndim; i++)
+		dims[i] = axs[i].out;
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
 	const struct rtensor *y = out[0];
@@ -158,17 +231,19 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 		return exec_fail(x, "out of memory");
 	for (int i = 0; i < a->ndim; i++)
 		for (int64_t o = 0; o < dims[i]; o++)
-			axis_map(&m, a->dims[i], dims[i], sc[i], o, &tp[off[i] + o]);
+			axis_map(&m, &axs[i], o, &tp[off[i] + o]);
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, st);
 	for (int64_t e = 0; e < y->numel; e++) {
 		/* the sum over every combination of the axes' taps (a mixed-radix counter) */
 		const struct taps *ax[RT_MAX_DIMS];
-		int c[RT_MAX_DIMS] = {0};
-		for (int i = 0; i < a->ndim; i++)
+		int c[RT_MAX_DIMS] = {0}, outside = 0;
+		for (int i = 0; i < a->ndim; i++) {
 			ax[i] = &tp[off[i] + idx[i]];
-		double v = 0;
-		for (;;) {
+			outside |= ax[i]->outside;
+		}
+		double v = outside ? m.extrapolation : 0;
+		while (!outside) {
 			double cw = 1;
 			int64_t at = 0;
 			for (int i = 0; i < a->ndim; i++) {
@@ -191,17 +266,19 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
-/* The (out x in) matrix of axis k, or its transpose, as a constant of dtype. */
-static struct value *axis_matrix(struct ad *a, const struct resize_mode *m, int64_t in, int64_t out, double s, int dt,
+/* The (out x in) matrix of an axis, or its transpose, as a constant of dtype (a row of zeros where
+ * the output is tf_crop_and_resize's extrapolation value, which X does not move). */
+static struct value *axis_matrix(struct ad *a, const struct resize_mode *m, const struct axis *ax, int dt,
 				 int transposed)
 {
+	int64_t in = ax->in, out = ax->out;
 	double *v = xcalloc((size_t)(in * out) + 1, sizeof *v);
 	if (!v)
 		return ad_fail(a, "out of memory"), NULL;
 	for (int64_t o = 0; o < out; o++) {
 		struct taps t;
-		axis_map(m, in, out, s, o, &t);
-		for (int k = 0; k < t.n; k++)
+		axis_map(m, ax, o, &t);
+		for (int k = 0; k < t.n && !t.outside; k++)
 			v[transposed ? t.i[k] * out + o : o * in + t.i[k]] += t.w[k];
 	}
 	int64_t dims[2] = {transposed ? in : out, transposed ? out : in};
@@ -210,28 +287,39 @@ static struct value *axis_matrix(struct ad *a, const struct resize_mode *m, int6
 	return c;
 }
 
+/* dX = A_h^T g A_w. An output tf_crop_and_resize extrapolates on any axis is a constant: that
+ * axis's matrix row is zero, so the product's term is zero too, exactly as in the kernel. */
 static int resize_grad(struct ad *a, const struct node *n)
 {
 	struct resize_mode m;
 	const char *why;
-	if (resize_mode(n, &m, &why))
+	if (resize_mode(n, ad_opset(a), &m, &why))
 		return ad_fail(a, "%s", why);
-	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
-	const struct rtensor *scales = n->n_in > 2 && n->in[2] ? ad_shape(a, n->in[2]) : NULL;
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *ins[4] = {xs, NULL, NULL, NULL};
+	for (uint32_t k = 1; k < n->n_in && k < 4; k++)
+		ins[k] = n->in[k] ? ad_shape(a, n->in[k]) : NULL;
 	int r = xs->ndim;
+	struct axis axs[RT_MAX_DIMS];
+	if (resize_axes(n, &m, ins, r, xs->dims, axs, &why))
+		return ad_fail(a, "%s", why);
 	struct value *g = ad_dy(a, n->out[0]);
 	for (int i = 0; i < r; i++) {
-		int64_t in = xs->dims[i], out = ys->dims[i];
-		double s = scales && scales->numel == r && scales->data ? rt_get(scales, i) : (double)out / (double)in;
-		if (in == out && s == 1)
-			continue;
-		if (i < r - 2)
-			return ad_fail(a, "gradients of Resize along other than the last two dimensions are not supported");
-		if (ad_dim_symbolic(a, in) || ad_dim_symbolic(a, out))
+		if (axs[i].in == axs[i].out && (m.coord == CT_TF_CROP ? axs[i].r0 == 0 && axs[i].r1 == 1 : axs[i].s == 1))
+			continue; /* the identity */
+		if (ad_dim_symbolic(a, axs[i].in) || ad_dim_symbolic(a, axs[i].out))
 			return ad_fail(a, "cannot differentiate a Resize along a symbolic dimension");
-		/* last axis: g (.., out) A (out x in); the one before: A^T (in x out) g (.., out, W) */
-		struct value *mat = axis_matrix(a, &m, in, out, s, xs->dtype, i == r - 2);
-		g = i == r - 1 ? ad_op2(a, "MatMul", g, mat) : ad_op2(a, "MatMul", mat, g);
+		/* last axis: g (.., out) A (out x in); the one before: A^T (in x out) g (.., out, W);
+		 * an earlier one (a volume's depth) exchanged with the last, as the last, and back */
+		int64_t perm[RT_MAX_DIMS];
+		for (int k = 0; k < r; k++)
+			perm[k] = k == i ? r - 1 : k == r - 1 ? i : k;
+		struct value *t = i < r - 2 ? ad_op1(a, "Transpose", g) : g;
+		if (i < r - 2 && (!t || ad_set_ints(a, ad_producer(t), "perm", perm, (size_t)r)))
+			return -1;
+		struct value *mat = axis_matrix(a, &m, &axs[i], xs->dtype, i == r - 2);
+		g = i != r - 2 ? ad_op2(a, "MatMul", t, mat) : ad_op2(a, "MatMul", mat, g);
+		if (i < r - 2 && (!(g = ad_op1(a, "Transpose", g)) || ad_set_ints(a, ad_producer(g), "perm", perm, (size_t)r)))
+			return -1;
 		if (!g)
 			return -1;
 	}
@@ -249,3 +337,5 @@ static void resize_cost(const struct node *n, struct rtensor *const *in, struct 
 
 const struct op_impl op_resize = {.run = resize_run, .cost = resize_cost, .grad = resize_grad, .recompute = RC_CHEAP,
 				  .nodiff = ~1u};
+const struct op_impl op_upsample = {.run = resize_run, .cost = resize_cost, .grad = resize_grad, .recompute = RC_CHEAP,
+				    .nodiff = ~1u};

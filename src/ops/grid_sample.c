@@ -1,0 +1,607 @@
+/* grid_sample.c - GridSample (F.grid_sample, the sampler of a spatial transformer): CPU kernel,
+ * shape rule, cost and gradient rule.
+ *
+ * X is (N, C, D1 .. Dr), grid (N, O1 .. Or, r), Y (N, C, O1 .. Or): Y[n, c, o] samples X[n, c] at
+ * the normalized point grid[n, o] in [-1, 1]^r, whose component k is the coordinate along spatial
+ * axis r - 1 - k (x is the width). Opset 16 has r = 2 and modes bilinear, nearest, bicubic; opset
+ * 20 names them linear, nearest, cubic and allows any r: both spellings are read at any opset.
+ *
+ * The semantics are PyTorch's (aten/src/ATen/native/GridSampler.h), which ONNX's spec and test data
+ * follow. Along each axis of size S the point is unnormalized, c = (g + 1)(S - 1) / 2 with
+ * align_corners, else ((g + 1) S - 1) / 2; linear and nearest then pad the coordinate (border: clip
+ * to [0, S - 1]; reflection: reflect about the edges, -0.5 and S - 0.5 without align_corners, 0 and
+ * S - 1 with it, then clip), and read the taps around it (nearest: round half to even), a tap
+ * outside X reading zero. Cubic (Keys, A = -0.75) reads the 4 taps around the unpadded coordinate,
+ * each tap's index padded by itself. So every axis gives up to 4 taps (index, weight w(c), dw/dc)
+ * and dc/dg (the unnormalize scale times the padding's 0 or +-1), and a point reads the product of
+ * its axes' taps: Y = sum over tap combinations of prod_a w_a X[idx].
+ *
+ * The gradient is that sum differentiated, in standard ONNX ops (see grid_sample_grad): dX scatters
+ * prod_a w_a dY to the taps (ScatterElements, reduction add), and dgrid sums dY X[idx] dw_a/dc
+ * prod_(b != a) w_b dc/dg over the channels and taps (GatherElements). Nearest's dgrid is zero, as
+ * in PyTorch. The kernel computes in double whatever the float dtype. */
+#include "../autodiff/ad.h"
+#include "kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+struct gs_mode {
+	int interp, pad, align;
+};
+
+static const char *const gs_pad_names[] = {"zeros", "border", "reflection"};
+
+static int gs_mode(const struct node *n, struct gs_mode *m, const char **why)
+{
+	m->interp = attr_str_is(n, "mode", "nearest", 0)                                       ? GS_NEAREST
+		    : attr_str_is(n, "mode", "bilinear", 1) || attr_str_is(n, "mode", "linear", 0) ? GS_LINEAR
+		    : attr_str_is(n, "mode", "bicubic", 0) || attr_str_is(n, "mode", "cubic", 0)  ? GS_CUBIC
+												    : -1;
+	m->pad = -1;
+	for (int i = 0; i < 3; i++)
+		if (attr_str_is(n, "padding_mode", gs_pad_names[i], i == GS_ZEROS))
+			m->pad = i;
+	m->align = attr_int(n, "align_corners", 0) != 0;
+	if (m->interp < 0)
+		return *why = "mode must be bilinear, nearest or bicubic (linear, nearest or cubic)", -1;
+	if (m->pad < 0)
+		return *why = "padding_mode must be zeros, border or reflection", -1;
+	return 0;
+}
+
+/* c clipped to [0, size - 1]; *d: its derivative (0 where clipped, as PyTorch's). */
+static double gs_clip(double c, int64_t size, double *d)
+{
+	double hi = (double)(size - 1);
+	*d = c > 0 && c < hi ? 1 : 0;
+	return c <= 0 ? 0 : c >= hi ? hi : c;
+}
+
+/* c reflected into [lo2 / 2, hi2 / 2] (twice the bounds, as PyTorch's reflect_coordinates); *d: +-1. */
+static double gs_reflect(double c, double lo2, double hi2, double *d)
+{
+	*d = 0;
+	if (lo2 == hi2)
+		return 0;
+	double lo = lo2 / 2, span = (hi2 - lo2) / 2, s = 1;
+	c -= lo;
+	if (c < 0) {
+		s = -1;
+		c = -c;
+	}
+	double extra = fmod(c, span);
+	int odd = fmod(floor(c / span), 2) != 0;
+	*d = odd ? -s : s;
+	return odd ? span - extra + lo : extra + lo;
+}
+
+/* The padded coordinate of c along an axis of size (border, reflection), its derivative in *d. */
+static double gs_pad(const struct gs_mode *m, double c, int64_t size, double *d)
+{
+	*d = 1;
+	if (m->pad == GS_ZEROS)
+		return c;
+	double dr = 1, dc;
+	if (m->pad == GS_REFLECTION)
+		c = m->align ? gs_reflect(c, 0, 2 * (double)(size - 1), &dr) : gs_reflect(c, -1, 2 * (double)size - 1, &dr);
+	c = gs_clip(c, size, &dc);
+	*d = dr * dc;
+	return c;
+}
+
+/* What one axis of a point reads: taps (index, or -1 for a zero; weight; weight's derivative in
+ * the coordinate) and the coordinate's derivative in the grid value. */
+struct gs_taps {
+	int n;
+	int64_t i[4];
+	double w[4], dw[4];
+	double dc;
+};
+
+/* Keys' cubic convolution weights for a point t in [0, 1) past the second of 4 taps, A = -0.75:
+ * |x| <= 1: ((A + 2)|x| - (A + 3))x^2 + 1; 1 < |x| < 2: ((A|x| - 5A)|x| + 8A)|x| - 4A. */
+static void gs_cubic(double t, double *w, double *dw)
+{
+	const double A = -0.75;
+#define GS_K1(x) (((A + 2) * (x) - (A + 3)) * (x) * (x) + 1)
+#define GS_K1D(x) ((3 * (A + 2) * (x) - 2 * (A + 3)) * (x))
+#define GS_K2(x) ((((A * (x)) - 5 * A) * (x) + 8 * A) * (x) - 4 * A)
+#define GS_K2D(x) ((3 * A * (x) - 10 * A) * (x) + 8 * A)
+	w[0] = GS_K2(t + 1);
+	w[1] = GS_K1(t);
+	w[2] = GS_K1(1 - t);
+	w[3] = GS_K2(2 - t);
+	dw[0] = GS_K2D(t + 1);
+	dw[1] = GS_K1D(t);
+	dw[2] = -GS_K1D(1 - t);
+	dw[3] = -GS_K2D(2 - t);
+#undef GS_K1
+#undef GS_K1D
+#undef GS_K2
+#undef GS_K2D
+}
+
+static void gs_axis(const struct gs_mode *m, double g, int64_t size, struct gs_taps *t)
+{
+	double c = m->align ? (g + 1) / 2 * (double)(size - 1) : ((g + 1) * (double)size - 1) / 2;
+	t->dc = m->align ? (double)(size - 1) / 2 : (double)size / 2;
+	if (m->interp == GS_CUBIC) {
+		double f = floor(c), d;
+		gs_cubic(c - f, t->w, t->dw);
+		t->n = 4;
+		for (int k = 0; k < 4; k++) {
+			double at = gs_pad(m, f - 1 + k, size, &d);
+			t->i[k] = at >= 0 && at < (double)size ? (int64_t)at : -1;
+		}
+		return;
+	}
+	double d;
+	c = gs_pad(m, c, size, &d);
+	t->dc *= d;
+	if (m->interp == GS_NEAREST) {
+		double r = nearbyint(c);
+		t->n = 1;
+		t->i[0] = r >= 0 && r < (double)size ? (int64_t)r : -1;
+		t->w[0] = 1;
+		t->dw[0] = 0;
+		return;
+	}
+	double f = floor(c);
+	t->n = 2;
+	for (int k = 0; k < 2; k++) {
+		double at = f + k;
+		t->i[k] = at >= 0 && at < (double)size ? (int64_t)at : -1;
+	}
+	t->w[1] = c - f;
+	t->w[0] = 1 - t->w[1];
+	t->dw[0] = -1;
+	t->dw[1] = 1;
+}
+
+/* The shapes: r spatial axes; the output's dims into odims. */
+static int gs_shape(struct exec *x, const struct rtensor *xs, const struct rtensor *gs, int *r, int64_t *odims)
+{
+	if (want_float(x, xs, "X") || want_float(x, gs, "grid"))
+		return exec_status(x);
+	*r = xs->ndim - 2;
+	if (*r < 1)
+		return exec_fail(x, "X must be (N, C, D1 .. Dr), not of rank %d", xs->ndim);
+	if (gs->ndim != xs->ndim || gs->dims[gs->ndim - 1] != *r || gs->dims[0] != xs->dims[0])
+		return exec_fail(x, "grid must be (N, O1 .. O%d, %d) with X's N = %lld", *r, *r, (long long)xs->dims[0]);
+	odims[0] = xs->dims[0];
+	odims[1] = xs->dims[1];
+	for (int i = 0; i < *r; i++)
+		odims[2 + i] = gs->dims[1 + i];
+	return 0;
+}
+
+/* The walk over one point's tap combinations, shared by the kernel and the gradient. */
+struct gs_point {
+	int r;
+	struct gs_taps t[RT_MAX_DIMS];
+	int64_t st[RT_MAX_DIMS]; /* X's spatial strides */
+};
+
+/* Point p (n, o) of the grid: its taps along each axis. */
+static void gs_point_taps(const struct gs_mode *m, const struct rtensor *xs, const struct rtensor *grid, int64_t p,
+			  struct gs_point *pt)
+{
+	for (int a = 0; a < pt->r; a++)
+		gs_axis(m, rt_get(grid, p * pt->r + (pt->r - 1 - a)), xs->dims[2 + a], &pt->t[a]);
+}
+
+/* The next tap combination (a mixed-radix counter c): its spatial offset in *at (-1: a zero tap)
+ * and weight; 0 after the last. */
+static int gs_next(const struct gs_point *pt, int *c, int64_t *at, double *w)
+{
+	int a = pt->r - 1;
+	while (a >= 0 && ++c[a] == pt->t[a].n)
+		c[a--] = 0;
+	if (a < 0)
+		return 0;
+	*at = 0;
+	*w = 1;
+	for (a = 0; a < pt->r; a++) {
+		int64_t i = pt->t[a].i[c[a]];
+		*w *= pt->t[a].w[c[a]];
+		*at = i < 0 || *at < 0 ? -1 : *at + i * pt->st[a];
+	}
+	return 1;
+}
+
+/* A point's tap combinations at most: 4^3, 3-D cubic (ONNX and PyTorch define cubic in 2-D only) */
+enum { GS_MAX_TAPS = 64 };
+
+struct gs_job {
+	struct gs_mode m;
+	const struct rtensor *x, *grid;
+	struct rtensor *y;
+	int r;
+	int64_t points, spatial; /* grid points per batch element; X's spatial size */
+};
+
+static void gs_init_point(const struct gs_job *j, struct gs_point *pt)
+{
+	pt->r = j->r;
+	c_strides(j->r, j->x->dims + 2, pt->st);
+}
+
+/* Channel ch's sample from the point's K nonzero taps (offsets at, weights w) */
+static double gs_sample(const struct rtensor *x, int64_t base, const int64_t *at, const double *w, int K)
+{
+	double v = 0;
+	if (x->dtype == DT_FLOAT) {
+		const float *p = (const float *)x->data + base;
+		for (int k = 0; k < K; k++)
+			v += w[k] * p[at[k]];
+	} else if (x->dtype == DT_DOUBLE) {
+		const double *p = (const double *)x->data + base;
+		for (int k = 0; k < K; k++)
+			v += w[k] * p[at[k]];
+	} else {
+		for (int k = 0; k < K; k++)
+			v += w[k] * rt_get(x, base + at[k]);
+	}
+	return v;
+}
+
+/* Each point's tap combinations are listed once (the nonzero ones inside X, in the walk's order),
+ * then read for every channel: 4.2x faster than walking them per channel (16 x 32 x 64 x 64
+ * bilinear, 228 -> 55 ms). */
+static void gs_forward_range(void *arg, int64_t lo, int64_t hi)
+{
+	const struct gs_job *j = arg;
+	int64_t C = j->x->dims[1], at[GS_MAX_TAPS];
+	double w[GS_MAX_TAPS];
+	struct gs_point pt;
+	gs_init_point(j, &pt);
+	for (int64_t p = lo; p < hi; p++) {
+		int64_t n = p / j->points, o = p % j->points;
+		gs_point_taps(&j->m, j->x, j->grid, p, &pt);
+		int c[RT_MAX_DIMS] = {0}, K = 0;
+		c[j->r - 1] = -1;
+		while (gs_next(&pt, c, &at[K], &w[K]))
+			if (at[K] >= 0 && w[K] != 0)
+				K++;
+		for (int64_t ch = 0; ch < C; ch++)
+			rt_set(j->y, (n * C + ch) * j->points + o, gs_sample(j->x, (n * C + ch) * j->spatial, at, w, K));
+	}
+}
+
+static int gs_job_init(struct exec *x, const struct node *n, struct rtensor *const *in, struct gs_job *j,
+		       int64_t *odims)
+{
+	const char *why;
+	memset(j, 0, sizeof *j);
+	if (gs_mode(n, &j->m, &why))
+		return exec_fail(x, "%s", why);
+	if (gs_shape(x, in[0], in[1], &j->r, odims))
+		return exec_status(x);
+	uint64_t taps = 1;
+	for (int i = 0; i < j->r && taps <= GS_MAX_TAPS; i++)
+		taps *= j->m.interp == GS_NEAREST ? 1u : j->m.interp == GS_LINEAR ? 2u : 4u;
+	if (taps > GS_MAX_TAPS)
+		return exec_fail(x, "%s over %d spatial dimensions is not supported", j->m.interp == GS_CUBIC ? "cubic" : "linear",
+				 j->m.interp == GS_CUBIC ? 3 : 6);
+	j->x = in[0];
+	j->grid = in[1];
+	j->points = j->spatial = 1;
+	for (int i = 0; i < j->r; i++) {
+		j->points *= in[1]->dims[1 + i];
+		j->spatial *= in[0]->dims[2 + i];
+	}
+	return 0;
+}
+
+static int grid_sample_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	struct gs_job j;
+	int64_t odims[RT_MAX_DIMS];
+	if (gs_job_init(x, n, in, &j, odims))
+		return exec_status(x);
+	if (!exec_alloc(x, out[0], in[0]->dtype, in[0]->ndim, odims))
+		return exec_status(x);
+	j.y = out[0];
+	kernel_for(in[0]->dims[0] * j.points, 64, gs_forward_range, &j);
+	return 0;
+}
+
+/* ---- the gradient, in standard ONNX ops ----
+ *
+ * Shapes: X (N, C, S1 .. Sr) viewed as (N, C, S), S the spatial size; the grid as (N, P, r), P
+ * points; each axis a has T taps (1, 2 or 4) and the point K = T^r tap combinations. Per axis, from
+ * the grid's component c (N, P, 1): the taps' indices I_a (N, P, T), clipped into X, their weights
+ * W_a and weights' derivatives dW_a (a tap outside X, under zeros, weighs 0), and dc_a (N, P, 1),
+ * the coordinate's derivative in the grid value. Broadcast over the axes (axis a's T at position
+ * 2 + a), the combinations' flat indices and weights prod_a W_a are (N, P, K); then
+ *   dX = ScatterElements(zeros (N, C, S), idx, dY W, axis 2, add)
+ *   dgrid[.., k] = dc_a sum_K (sum_C dY GatherElements(X, idx)) dW_a prod_(b != a) W_b, a = r - 1 - k.
+ * floor(c) is Cast to int64 and back (truncation), less 1 where that exceeds c: the registry has no
+ * Floor. Nearest's dgrid is zero. */
+struct gs_ad {
+	struct ad *a;
+	int dt;
+	int64_t N, P, r;
+};
+
+static struct value *gs_c(struct gs_ad *s, double v)
+{
+	return ad_scalar(s->a, s->dt, v);
+}
+
+static struct value *gs_vec(struct gs_ad *s, const double *v, int64_t n)
+{
+	return ad_tensor(s->a, s->dt, 1, &n, v);
+}
+
+/* Cast(v, dtype) */
+static struct value *gs_cast(struct gs_ad *s, struct value *v, int dtype)
+{
+	return v ? ad_cast(s->a, v, dtype) : NULL;
+}
+
+/* trunc(v) = Cast(Cast(v, int64), dtype): floor for v >= 0 */
+static struct value *gs_trunc(struct gs_ad *s, struct value *v)
+{
+	return gs_cast(s, gs_cast(s, v, DT_INT64), s->dt);
+}
+
+static struct value *gs_floor(struct gs_ad *s, struct value *v)
+{
+	struct value *t = gs_trunc(s, v);
+	return ad_op2(s->a, "Sub", t, gs_cast(s, ad_op2(s->a, "Less", v, t), s->dt));
+}
+
+/* 1 where lo < v < hi, else 0 (the clip's derivative, as PyTorch's clip_coordinates_set_grad) */
+static struct value *gs_inside(struct gs_ad *s, struct value *v, double lo, double hi)
+{
+	return ad_op2(s->a, "Mul", gs_cast(s, ad_op2(s->a, "Greater", v, gs_c(s, lo)), s->dt),
+		      gs_cast(s, ad_op2(s->a, "Less", v, gs_c(s, hi)), s->dt));
+}
+
+static struct value *gs_clip_ad(struct gs_ad *s, struct value *v, double lo, double hi)
+{
+	struct value *ins[3] = {v, gs_c(s, lo), gs_c(s, hi)};
+	return v ? ad_op(s->a, "Clip", ins, 3) : NULL;
+}
+
+/* v padded along an axis of `size` (border, reflection; gs_pad), its derivative into *d when d */
+static struct value *gs_pad_ad(struct gs_ad *s, const struct gs_mode *m, struct value *v, int64_t size, struct value **d)
+{
+	struct ad *a = s->a;
+	double hi = (double)(size - 1);
+	struct value *dr = NULL;
+	if (m->pad == GS_REFLECTION) {
+		double lo2 = m->align ? 0 : -1, hi2 = m->align ? 2 * hi : 2 * (double)size - 1;
+		if (lo2 == hi2) { /* one element with align_corners: always 0, derivative 0 */
+			if (d)
+				*d = ad_op2(a, "Mul", v, gs_c(s, 0));
+			return ad_op2(a, "Mul", v, gs_c(s, 0));
+		}
+		double lo = lo2 / 2, span = (hi2 - lo2) / 2;
+		/* u = v - lo; q = floor(|u| / span), extra = |u| - q span, odd = q mod 2:
+		 * lo + extra + odd (span - 2 extra), derivative sign(u) (1 - 2 odd) */
+		struct value *u = ad_op2(a, "Sub", v, gs_c(s, lo)), *au = ad_op1(a, "Abs", u);
+		struct value *q = gs_trunc(s, ad_op2(a, "Div", au, gs_c(s, span)));
+		struct value *extra = ad_op2(a, "Sub", au, ad_op2(a, "Mul", q, gs_c(s, span)));
+		struct value *odd = ad_op2(a, "Sub", q, ad_op2(a, "Mul", gs_trunc(s, ad_op2(a, "Mul", q, gs_c(s, 0.5))), gs_c(s, 2)));
+		struct value *flip = ad_op2(a, "Sub", gs_c(s, 1), ad_op2(a, "Mul", odd, gs_c(s, 2)));
+		/* extra + odd (span - 2 extra) = odd span + extra (1 - 2 odd) */
+		v = ad_op2(a, "Add", ad_op2(a, "Add", ad_op2(a, "Mul", odd, gs_c(s, span)), ad_op2(a, "Mul", extra, flip)),
+			   gs_c(s, lo));
+		if (d) {
+			struct value *neg = gs_cast(s, ad_op2(a, "Less", u, gs_c(s, 0)), s->dt);
+			dr = ad_op2(a, "Mul", flip, ad_op2(a, "Sub", gs_c(s, 1), ad_op2(a, "Mul", neg, gs_c(s, 2))));
+		}
+	}
+	if (d) {
+		struct value *in = gs_inside(s, v, 0, hi);
+		*d = dr ? ad_op2(a, "Mul", dr, in) : in;
+	}
+	return gs_clip_ad(s, v, 0, hi);
+}
+
+/* What axis a of the point reads (see above): I (clipped, as float), W, dW (NULL for nearest),
+ * dc; T the taps. */
+struct gs_axis_ad {
+	struct value *I, *W, *dW, *dc;
+	int T;
+};
+
+static int gs_axis_ad(struct gs_ad *s, const struct gs_mode *m, struct value *grid, int64_t k, int64_t size,
+		      struct gs_axis_ad *o)
+{
+	struct ad *a = s->a;
+	double hi = (double)(size - 1), A = m->align ? hi / 2 : (double)size / 2;
+	struct value *g = ad_op2(a, "Gather", grid, ad_ints(a, &k, 1));
+	struct node *gn = ad_producer(g);
+	if (!gn || ad_set_int(a, gn, "axis", 2))
+		return -1;
+	struct value *c = ad_op2(a, "Add", ad_op2(a, "Mul", g, gs_c(s, A)), gs_c(s, hi / 2)), *d = NULL, *I;
+	o->dc = gs_c(s, A);
+	o->W = o->dW = NULL;
+	if (m->interp != GS_CUBIC && m->pad != GS_ZEROS) {
+		c = gs_pad_ad(s, m, c, size, &d);
+		o->dc = ad_op2(a, "Mul", d, o->dc);
+	}
+	int check = m->pad == GS_ZEROS || m->interp == GS_LINEAR;
+	if (m->interp == GS_NEAREST) {
+		o->T = 1;
+		I = ad_op1(a, "Round", c);
+	} else {
+		static const double lin_off[2] = {0, 1}, lin_dw[2] = {-1, 1}, cub_off[4] = {-1, 0, 1, 2};
+		int cub = m->interp == GS_CUBIC;
+		o->T = cub ? 4 : 2;
+		/* far outside X under zeros every tap weighs 0: clipped so that the int64 Cast holds */
+		if (m->pad == GS_ZEROS)
+			c = gs_clip_ad(s, c, -4, (double)size + 3);
+		struct value *f = gs_floor(s, c), *t = ad_op2(a, "Sub", c, f);
+		struct value *off = gs_vec(s, cub ? cub_off : lin_off, o->T);
+		I = ad_op2(a, "Add", f, off);
+		/* |t - off|: linear's 1 - t and t; cubic's t + 1, t, 1 - t, 2 - t */
+		struct value *dist = ad_op1(a, "Abs", ad_op2(a, "Sub", t, off));
+		if (!cub) {
+			o->W = ad_op2(a, "Sub", gs_c(s, 1), dist);
+			o->dW = gs_vec(s, lin_dw, 2);
+		} else {
+			/* inner taps K1(d) = ((A+2)d - (A+3))d^2 + 1, outer K2(d) = ((Ad - 5A)d + 8A)d - 4A;
+			 * the derivatives in c: sign(t - off) K'(d) */
+			const double ka = -0.75;
+			static const double inner[4] = {0, 1, 1, 0}, outer[4] = {1, 0, 0, 1}, dinner[4] = {0, 1, -1, 0},
+					    douter[4] = {1, 0, 0, -1};
+			struct value *d2 = ad_op2(a, "Mul", dist, dist);
+			struct value *k1 = ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op2(a, "Mul", dist, gs_c(s, ka + 2)),
+										    gs_c(s, ka + 3)), d2), gs_c(s, 1));
+			struct value *k2 = ad_op2(a, "Sub", ad_op2(a, "Mul", ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Sub",
+							ad_op2(a, "Mul", dist, gs_c(s, ka)), gs_c(s, 5 * ka)), dist), gs_c(s, 8 * ka)), dist),
+						  gs_c(s, 4 * ka));
+			struct value *k1d = ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op2(a, "Mul", dist, gs_c(s, 3 * (ka + 2))),
+								    gs_c(s, 2 * (ka + 3))), dist);
+			struct value *k2d = ad_op2(a, "Add", ad_op2(a, "Mul", ad_op2(a, "Sub", ad_op2(a, "Mul", dist, gs_c(s, 3 * ka)),
+								    gs_c(s, 10 * ka)), dist), gs_c(s, 8 * ka));
+			o->W = ad_op2(a, "Add", ad_op2(a, "Mul", k1, gs_vec(s, inner, 4)), ad_op2(a, "Mul", k2, gs_vec(s, outer, 4)));
+			o->dW = ad_op2(a, "Add", ad_op2(a, "Mul", k1d, gs_vec(s, dinner, 4)), ad_op2(a, "Mul", k2d, gs_vec(s, douter, 4)));
+			if (m->pad != GS_ZEROS)
+				I = gs_pad_ad(s, m, I, size, NULL);
+		}
+	}
+	if (check) { /* |I - (S - 1)/2| < S/2: inside X */
+		struct value *v = gs_cast(s, ad_op2(a, "Less", ad_op1(a, "Abs", ad_op2(a, "Sub", I, gs_c(s, hi / 2))),
+						   gs_c(s, (double)size / 2)), s->dt);
+		o->W = o->W ? ad_op2(a, "Mul", o->W, v) : v;
+		o->dW = o->dW ? ad_op2(a, "Mul", o->dW, v) : NULL;
+		I = gs_clip_ad(s, I, 0, hi);
+	}
+	o->I = I; /* W stays NULL for nearest taps always inside X: weight 1 */
+	return I && o->dc && (m->interp == GS_NEAREST || (o->W && o->dW)) ? 0 : -1;
+}
+
+/* v (N, P, T) as (N, P, 1 .. T .. 1), T at position 2 + a of 2 + r */
+static struct value *gs_spread(struct gs_ad *s, struct value *v, int a, int T)
+{
+	int64_t dims[RT_MAX_DIMS];
+	dims[0] = s->N;
+	dims[1] = s->P;
+	for (int i = 0; i < s->r; i++)
+		dims[2 + i] = i == a ? T : 1;
+	return ad_op2(s->a, "Reshape", v, ad_ints(s->a, dims, (size_t)(2 + s->r)));
+}
+
+static struct value *gs_reshape(struct gs_ad *s, struct value *v, int nd, const int64_t *dims)
+{
+	return ad_op2(s->a, "Reshape", v, ad_ints(s->a, dims, (size_t)nd));
+}
+
+static int grid_sample_grad(struct ad *a, const struct node *n)
+{
+	struct gs_mode m;
+	const char *why;
+	if (gs_mode(n, &m, &why))
+		return ad_fail(a, "%s", why);
+	const struct rtensor *xs = ad_shape(a, n->in[0]), *gsh = ad_shape(a, n->in[1]);
+	for (int i = 0; i < xs->ndim; i++)
+		if (ad_dim_symbolic(a, xs->dims[i]))
+			return ad_fail(a, "cannot differentiate a GridSample of symbolic dimensions");
+	for (int i = 0; i < gsh->ndim; i++)
+		if (ad_dim_symbolic(a, gsh->dims[i]))
+			return ad_fail(a, "cannot differentiate a GridSample of symbolic dimensions");
+	if (gsh->dtype != xs->dtype)
+		return ad_fail(a, "cannot differentiate a GridSample whose grid's dtype is not X's");
+	if (xs->ndim < 3 || xs->ndim > RT_MAX_DIMS - 1)
+		return ad_fail(a, "cannot differentiate a GridSample of rank %d", xs->ndim);
+	if (ad_need_opset(a, 16, "the GridSample gradient (ScatterElements with reduction)"))
+		return -1;
+	struct gs_ad s = {a, xs->dtype, xs->dims[0], 1, xs->ndim - 2};
+	int64_t C = xs->dims[1], S = 1, K = 1, st[RT_MAX_DIMS];
+	for (int i = 0; i < s.r; i++) {
+		s.P *= gsh->dims[1 + i];
+		S *= xs->dims[2 + i];
+	}
+	c_strides((int)s.r, xs->dims + 2, st);
+	int64_t g3[3] = {s.N, s.P, s.r};
+	struct value *grid = gs_reshape(&s, n->in[1], 3, g3);
+	struct gs_axis_ad ax[RT_MAX_DIMS];
+	struct value *idx = NULL, *W = NULL;
+	for (int i = 0; i < s.r; i++) {
+		if (gs_axis_ad(&s, &m, grid, s.r - 1 - i, xs->dims[2 + i], &ax[i]))
+			return -1;
+		K *= ax[i].T;
+		struct value *ii = ad_op2(a, "Mul", gs_cast(&s, ax[i].I, DT_INT64), ad_ints(a, &st[i], 1));
+		ii = gs_spread(&s, ii, i, ax[i].T);
+		idx = idx ? ad_op2(a, "Add", idx, ii) : ii;
+		if (ax[i].W) {
+			struct value *w = gs_spread(&s, ax[i].W, i, ax[i].T);
+			W = W ? ad_op2(a, "Mul", W, w) : w;
+		}
+	}
+	/* idx as (N, C, P K); dY repeated over the K taps */
+	int64_t n1pk[3] = {s.N, 1, s.P * K}, ncpk[3] = {s.N, C, s.P * K}, ncp1[4] = {s.N, C, s.P, 1},
+		ncpk4[4] = {s.N, C, s.P, K}, ncs[3] = {s.N, C, S};
+	idx = ad_op2(a, "Expand", gs_reshape(&s, idx, 3, n1pk), ad_ints(a, ncpk, 3));
+	struct value *dy = gs_reshape(&s, ad_dy(a, n->out[0]), 4, ncp1);
+	dy = gs_reshape(&s, ad_op2(a, "Expand", dy, ad_ints(a, ncpk4, 4)), 3, ncpk);
+	if (ad_wants(a, n->in[0])) {
+		struct value *ins[3] = {gs_reshape(&s, ad_zeros_flat(a, n->in[0], s.dt), 3, ncs), idx,
+					W ? ad_op2(a, "Mul", dy, gs_reshape(&s, W, 3, n1pk)) : dy};
+		struct value *dx = ins[0] && ins[2] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
+		struct node *p = ad_producer(dx);
+		if (!p || ad_set_str(a, p, "reduction", "add") || ad_set_int(a, p, "axis", 2) ||
+		    ad_give(a, n->in[0], ad_op2(a, "Reshape", dx, ad_shape_of(a, n->in[0]))))
+			return -1;
+	}
+	if (!ad_wants(a, n->in[1]))
+		return 0;
+	if (m.interp == GS_NEAREST)
+		return ad_give(a, n->in[1], ad_zeros_like(a, n->in[1]));
+	/* sum_C dY X[idx], as (N, P, K) */
+	struct value *xg = ad_op2(a, "GatherElements", gs_reshape(&s, n->in[0], 3, ncs), idx);
+	struct node *p = ad_producer(xg);
+	if (!p || ad_set_int(a, p, "axis", 2))
+		return -1;
+	int64_t one = 1, npk[3] = {s.N, s.P, K}, two = 2;
+	struct value *prod = ad_op2(a, "Mul", dy, xg);
+	struct value *gx = prod ? gs_reshape(&s, ad_reduce(a, "ReduceSum", prod, &one, 1, 0), 3, npk) : NULL;
+	struct value *comp[RT_MAX_DIMS];
+	for (int i = 0; i < s.r; i++) {
+		struct value *d = gs_spread(&s, ax[i].dW, i, ax[i].T);
+		for (int j = 0; j < s.r; j++)
+			if (j != i)
+				d = ad_op2(a, "Mul", d, gs_spread(&s, ax[j].W, j, ax[j].T));
+		d = ad_op2(a, "Mul", gx, gs_reshape(&s, d, 3, npk));
+		comp[s.r - 1 - i] = d ? ad_op2(a, "Mul", ad_reduce(a, "ReduceSum", d, &two, 1, 1), ax[i].dc) : NULL;
+		if (!comp[s.r - 1 - i])
+			return -1;
+	}
+	struct value *dg = s.r == 1 ? comp[0] : ad_op(a, "Concat", comp, (int)s.r);
+	struct node *cn = s.r == 1 ? NULL : ad_producer(dg);
+	if (cn && ad_set_int(a, cn, "axis", 2))
+		return -1;
+	return ad_give(a, n->in[1], ad_op2(a, "Reshape", dg, ad_shape_of(a, n->in[1])));
+}
+
+/* per output element, 2 FLOPs a tap: 2^r (linear), 4^r (cubic) or 1 */
+static uint64_t gs_taps_per_point(const struct node *n, int r)
+{
+	struct gs_mode m;
+	const char *why;
+	uint64_t k = 1, per = 2;
+	if (!gs_mode(n, &m, &why))
+		per = m.interp == GS_NEAREST ? 1 : m.interp == GS_LINEAR ? 2 : 4;
+	for (int i = 0; i < r; i++)
+		k *= per;
+	return k;
+}
+
+static void grid_sample_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+			     uint64_t *flops, uint64_t *bytes)
+{
+	(void)bytes;
+	*flops = (uint64_t)out[0]->numel * 2u * gs_taps_per_point(n, in[0]->ndim - 2);
+}
+
+const struct op_impl op_grid_sample = {.run = grid_sample_run, .grad = grid_sample_grad, .cost = grid_sample_cost,
+				       .recompute = RC_CHEAP};
