@@ -180,6 +180,8 @@ static void cases_on(const struct backend *b, int dtype, double rtol, int *seen)
 static int uncovered_ok(int op)
 {
 	return op == OP_IF || op == OP_LOOP           /* no kernel on any backend */
+	       || op == OP_SCAN || op == OP_PT_ADAM || op == OP_PT_ADAGRAD || op == OP_PT_MOMENTUM ||
+	       op == OP_PT_GRADIENT /* ctrl: control flow and the preview.training ops run on the CPU */
 	       || op == OP_DIET_ADAM || op == OP_ALL_REDUCE; /* training-step ops: CPU kernels only */
 }
 
