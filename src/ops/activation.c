@@ -27,7 +27,7 @@
 
 enum act {
 	A_CLIP, A_HARD_SIGMOID, A_HARD_SWISH, A_LEAKY_RELU, A_SOFTPLUS, A_ELU, A_SELU, A_CELU, A_SOFTSIGN, A_SHRINK,
-	A_THRESHOLDED_RELU, A_MISH, A_GELU
+	A_THRESHOLDED_RELU, A_MISH, A_GELU, A_COUNT
 };
 
 struct act_params {
@@ -91,7 +91,7 @@ static int act_run(struct exec *x, const struct node *n, struct rtensor *const *
 		   enum act op)
 {
 	const struct rtensor *a = in[0];
-	static const float alpha0[] = {[A_HARD_SIGMOID] = 0.2f, [A_LEAKY_RELU] = 0.01f, [A_ELU] = 1.0f,
+	static const float alpha0[A_COUNT] = {[A_HARD_SIGMOID] = 0.2f, [A_LEAKY_RELU] = 0.01f, [A_ELU] = 1.0f,
 				       [A_SELU] = 1.67326319217681884765625f, [A_CELU] = 1.0f,
 				       [A_THRESHOLDED_RELU] = 1.0f};
 	struct act_params p = {attr_float(n, "min", -INFINITY), attr_float(n, "max", INFINITY), /* Clip-6 */
