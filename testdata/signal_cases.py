@@ -52,10 +52,11 @@ def cplx(y, axis):
     return np.stack((y.real, y.imag), axis=-1)
 
 
-# DFT: every kind of line length (powers of two: radix-2; others up to 64: the direct sum; longer
-# ones: Bluestein), forward and inverse, real and complex input, dft_length padding and truncating,
-# onesided, and the axis attribute (opset 17) or input (opset 20).
-for n in (1, 2, 5, 8, 12, 64, 65, 97, 100, 256, 1000):
+# DFT: every kind of line length (powers of two: radix-2; prime factors up to 64: mixed radix, a
+# prime the direct sum; a larger prime factor, 97 = 97, 134 = 2 67, 1031 = 1031: Bluestein),
+# forward and inverse, real and complex input, dft_length padding and truncating, onesided, and the
+# axis attribute (opset 17) or input (opset 20).
+for n in (1, 2, 5, 8, 12, 64, 65, 97, 100, 134, 256, 400, 1000, 1031):
     x = RNG.standard_normal((3, n))
     case("dft_real_%d" % n, "DFT", [("x", x[..., None], 1)], cplx(np.fft.fft(x, axis=1), 1), {"axis": 1})
     z = RNG.standard_normal((2, n)) + 1j * RNG.standard_normal((2, n))

@@ -6,12 +6,14 @@
  * Complex tensors are real ones with a last axis of 2 (real, imaginary); a real signal has a last
  * axis of 1. Every transform computes in double whatever the float dtype, one line at a time:
  *   X[k] = sum_t x[t] e^(s 2 pi i k t / n), s = -1 (forward) or +1 (inverse, then divided by n).
- * A line of a power-of-two length n runs an iterative radix-2 FFT; other lengths up to SIG_DIRECT
- * the O(n^2) sum with the twiddle index k t reduced mod n; longer ones Bluestein's algorithm, the
- * DFT as a convolution with the chirp ch[j] = e^(s pi i j^2 / n) (k t = (k^2 + t^2 - (k - t)^2) / 2,
- * so X[k] = ch[k] sum_t (x[t] ch[t]) conj(ch[k - t])), done by radix-2 FFTs of a power of two
- * m >= 2n - 1. Twiddle and chirp angles take their integer parts mod n (mod 2n for j^2) before
- * the multiply by pi, so long lines lose no accuracy to large angles.
+ * A line of a power-of-two length n runs an iterative radix-2 FFT; one whose prime factors are all
+ * at most SIG_DIRECT a recursive mixed-radix Cooley-Tukey FFT (n = p q, p the smallest prime
+ * factor: X[k] = sum_r e^(s 2 pi i r k / n) Y_r[k mod q], Y_r the length-q transform of x[p j + r];
+ * a prime n is the O(n^2) sum); any other length Bluestein's algorithm, the DFT as a convolution
+ * with the chirp ch[j] = e^(s pi i j^2 / n) (k t = (k^2 + t^2 - (k - t)^2) / 2, so X[k] = ch[k]
+ * sum_t (x[t] ch[t]) conj(ch[k - t])), done by radix-2 FFTs of a power of two m >= 2n - 1.
+ * Twiddle exponents are reduced mod n (mod 2n for the chirp's j^2) as integers before the multiply
+ * by pi, so long lines lose no accuracy to large angles.
  *
  * The windows follow the spec's formulas with N = size (periodic) or size - 1 (symmetric):
  *   Hann a0 - a1 cos(2 pi n / N) with a0 = a1 = 1/2; Hamming a0 = 25/46, a1 = 21/46;
@@ -27,12 +29,31 @@
 #include <math.h>
 #include <string.h>
 
-/* Lengths up to this that are not powers of two take the O(n^2) sum. */
+/* The largest prime factor the mixed-radix FFT takes (an O(p^2) step); a length with a larger one
+ * takes Bluestein's algorithm. */
 #define SIG_DIRECT 64
 
 static int sig_pow2(int64_t n)
 {
 	return n > 0 && !(n & (n - 1));
+}
+
+/* The smallest prime factor of n >= 2. */
+static int64_t sig_factor(int64_t n)
+{
+	for (int64_t p = 2; p * p <= n; p++)
+		if (n % p == 0)
+			return p;
+	return n;
+}
+
+/* Whether every prime factor of n is at most SIG_DIRECT. */
+static int sig_smooth(int64_t n)
+{
+	for (int64_t p; n > 1; n /= p)
+		if ((p = sig_factor(n)) > SIG_DIRECT)
+			return 0;
+	return 1;
 }
 
 /* One transform of length n in direction sign, with its tables in one scratch block. */
@@ -43,6 +64,7 @@ struct sig_plan {
 	double *chr, *chi; /* Bluestein: the chirp ch[j], j < n */
 	double *br, *bi;   /* Bluestein: the FFT of conj(ch[|j|]) laid out circularly over m */
 	double *wr, *wi;   /* the line's work: length max(n, m) */
+	double *yr, *yi;   /* mixed radix: the transform's output, length n */
 	void *block;
 	size_t bytes;
 };
@@ -85,11 +107,11 @@ static int sig_plan_init(struct exec *x, struct sig_plan *p, int64_t n, int sign
 	memset(p, 0, sizeof *p);
 	p->n = n;
 	p->sign = sign;
-	if (n > SIG_DIRECT && !sig_pow2(n))
+	if (!sig_smooth(n))
 		for (p->m = 1; p->m < 2 * n - 1; p->m <<= 1)
 			;
 	int64_t tw = p->m ? p->m : n, work = p->m ? p->m : n;
-	p->bytes = (size_t)(2 * tw + (p->m ? 2 * n + 2 * p->m : 0) + 2 * work) * sizeof(double);
+	p->bytes = (size_t)(2 * tw + 2 * n + (p->m ? 2 * p->m : 0) + 2 * work) * sizeof(double);
 	double *d = p->block = exec_scratch(x, p->bytes);
 	if (!d)
 		return exec_status(x);
@@ -121,7 +143,9 @@ static int sig_plan_init(struct exec *x, struct sig_plan *p, int64_t n, int sign
 		sig_fft2(p->br, p->bi, p->m, p->c, p->s, 1);
 	}
 	p->wr = d, d += work;
-	p->wi = d;
+	p->wi = d, d += work;
+	p->yr = d, d += n;
+	p->yi = d;
 	return 0;
 }
 
@@ -129,6 +153,44 @@ static void sig_plan_free(struct exec *x, struct sig_plan *p)
 {
 	exec_scratch_free(x, p->block, p->bytes);
 	p->block = NULL;
+}
+
+/* y (n elements) = the transform of the n elements of x at stride st, n dividing the plan's
+ * length N = n tstep: twiddle e^(s 2 pi i e / n) is the plan's entry e tstep. Decimation in time
+ * by p, the smallest prime factor: the p sub-transforms land at y + r q, and the outputs
+ * k + q s (s < p) are the same p places as the inputs r q + k (r < p), so each k combines in place
+ * through p temporaries. */
+static void sig_fft_mixed(const struct sig_plan *pl, const double *xr, const double *xi, int64_t st, double *yr,
+			  double *yi, int64_t n, int64_t tstep)
+{
+	if (n == 1) {
+		yr[0] = xr[0];
+		yi[0] = xi[0];
+		return;
+	}
+	int64_t p = sig_factor(n), q = n / p;
+	for (int64_t r = 0; r < p; r++)
+		sig_fft_mixed(pl, xr + r * st, xi + r * st, st * p, yr + r * q, yi + r * q, q, tstep * p);
+	double tr[SIG_DIRECT], ti[SIG_DIRECT];
+	for (int64_t k = 0; k < q; k++) {
+		for (int64_t s = 0; s < p; s++) {
+			int64_t kk = k + q * s, e = kk; /* e = r kk mod n; r = 0's twiddle is 1 */
+			double sr = yr[k], si = yi[k];
+			for (int64_t r = 1; r < p; r++) {
+				double ar = yr[r * q + k], ai = yi[r * q + k], cr = pl->c[e * tstep], ci = pl->s[e * tstep];
+				sr += ar * cr - ai * ci;
+				si += ar * ci + ai * cr;
+				if ((e += kk) >= n)
+					e -= n;
+			}
+			tr[s] = sr;
+			ti[s] = si;
+		}
+		for (int64_t s = 0; s < p; s++) {
+			yr[k + q * s] = tr[s];
+			yi[k + q * s] = ti[s];
+		}
+	}
 }
 
 /* The plan's transform of the line in p->wr, p->wi (its first n elements), left there. */
@@ -141,18 +203,9 @@ static void sig_plan_run(struct sig_plan *p)
 		return;
 	}
 	if (!m) {
-		double tr[SIG_DIRECT], ti[SIG_DIRECT];
-		for (int64_t k = 0; k < n; k++) {
-			double sr = 0, si = 0;
-			for (int64_t t = 0, j = 0; t < n; t++, j = (j + k) % n) {
-				sr += re[t] * p->c[j] - im[t] * p->s[j];
-				si += re[t] * p->s[j] + im[t] * p->c[j];
-			}
-			tr[k] = sr;
-			ti[k] = si;
-		}
-		memcpy(re, tr, (size_t)n * sizeof *re);
-		memcpy(im, ti, (size_t)n * sizeof *im);
+		sig_fft_mixed(p, re, im, 1, p->yr, p->yi, n, 1);
+		memcpy(re, p->yr, (size_t)n * sizeof *re);
+		memcpy(im, p->yi, (size_t)n * sizeof *im);
 		return;
 	}
 	/* a = x ch, zero-padded to m; A = FFT(a); A B; inverse FFT as conj(FFT(conj(.))) / m */
@@ -184,8 +237,12 @@ static double sig_line_flops(int64_t n)
 		return 0;
 	if (sig_pow2(n))
 		return 5.0 * (double)n * log2((double)n);
-	if (n <= SIG_DIRECT)
-		return 8.0 * (double)n * (double)n;
+	if (sig_smooth(n)) {
+		double f = 0; /* 8 p flops per output at each factor p */
+		for (int64_t p, r = n; r > 1; r /= p)
+			f += 8.0 * (double)(p = sig_factor(r)) * (double)n;
+		return f;
+	}
 	double m = exp2(ceil(log2(2.0 * (double)n - 1)));
 	return 10.0 * m * log2(m) + 6.0 * m + 12.0 * (double)n;
 }
