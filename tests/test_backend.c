@@ -212,6 +212,24 @@ static const struct gcase extra[] = {
 	{"Scatter", "  - {name: a, dtype: float64, shape: [3, 4], init: {dist: normal, seed: %d}}\n"
 	 "  - {name: i, dtype: int64, shape: [1, 4], data: [2, 0, 1, 2]}\n  - {name: u, dtype: float64, shape: [1, 4], data: [1, 2, 3, 4]}\n",
 	 "  - {op: Scatter, inputs: [a, i, u], outputs: [y], attrs: {axis: 0}}\n"},
+	/* signal: the forward-only signal ops (signal.c), each output flattened into y */
+	{"DFT STFT MelWeightMatrix HannWindow HammingWindow BlackmanWindow",
+	 "  - {name: a, dtype: float64, shape: [2, 16, 1], init: {dist: normal, seed: %d}}\n"
+	 "  - {name: n, dtype: int64, shape: [], data: [8]}\n  - {name: st, dtype: int64, shape: [], data: [4]}\n"
+	 "  - {name: nm, dtype: int64, shape: [], data: [3]}\n  - {name: sr, dtype: int64, shape: [], data: [8000]}\n"
+	 "  - {name: lo, dtype: float32, shape: [], data: [0]}\n  - {name: hi, dtype: float32, shape: [], data: [4000]}\n",
+	 "  - {op: HannWindow, inputs: [n], outputs: [wh]}\n"
+	 "  - {op: HammingWindow, inputs: [n], outputs: [wm], attrs: {periodic: 0}}\n"
+	 "  - {op: BlackmanWindow, inputs: [n], outputs: [wb]}\n"
+	 "  - {op: STFT, inputs: [a, st, wh], outputs: [s]}\n"
+	 "  - {op: DFT, inputs: [a], outputs: [d], attrs: {axis: 1}}\n"
+	 "  - {op: MelWeightMatrix, inputs: [nm, n, sr, lo, hi], outputs: [m]}\n"
+	 "  - {op: Flatten, inputs: [s], outputs: [fs], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [d], outputs: [fd], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [m], outputs: [fm], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [wm], outputs: [um], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [wb], outputs: [ub], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fs, fd, fm, um, ub], outputs: [y], attrs: {axis: 1}}\n"},
 };
 
 static void extra_on(const struct backend *b, double rtol, int *seen)
