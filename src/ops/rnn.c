@@ -1,7 +1,6 @@
 /* rnn.c - the recurrent op family: LSTM, GRU and RNN as ONNX defines them and PyTorch exports them
  * (nn.LSTM, nn.GRU, nn.RNN: forward, reverse or bidirectional, stacked as one node per layer,
- * optional initial states, every output), in either layout, with LSTM's peepholes and sequence_lens
- * (forward only).
+ * optional initial states, every output), in either layout, with LSTM's peepholes and sequence_lens.
  *
  * Shapes (layout 0): X (T, B, I); W (D, G H, I); R (D, G H, H); B (D, 2 G H) = [Wb, Rb];
  * initial_h, initial_c (D, B, H); Y (T, D, B, H); Y_h, Y_c (D, B, H). G = 4 gates for LSTM (i, o,
@@ -9,7 +8,7 @@
  * (B, T, I), Y (B, T, D, H), the states (B, D, H); the gradient rule transposes it into layout 0 and
  * its gradients back. Default activations only (sigmoid, tanh), no clip (graphdiet says so).
  * sequence_lens (B): row b runs its first L_b steps (a reverse direction from step L_b - 1), Y is
- * zero past them, Y_h and Y_c hold the state after them; gradients refuse it.
+ * zero past them, Y_h and Y_c hold the state after them; the gradient rule masks those steps.
  *
  *   LSTM: i, o, f = sigmoid(.), c~ = tanh(.) of X W^T + H R^T + Wb + Rb;
  *         C_t = f C_{t-1} + i c~; H_t = o tanh(C_t); peepholes P (D, 3 H) = [Pi, Po, Pf] add
@@ -256,8 +255,16 @@ static struct value *concat(struct ad *a, struct value **parts, int k, int axis)
 	return c && !ad_set_int(a, ad_producer(c), "axis", axis) ? c : NULL;
 }
 
-static struct value *reverse_time(struct ad *a, struct value *v, int64_t T)
+/* v (T, B, ...) in reverse time order; with sequence lengths (B, int64), each row's first L_b steps
+ * reversed and the rest left in place (ReverseSequence), as a reverse direction runs them */
+static struct value *reverse_time(struct ad *a, struct value *v, int64_t T, struct value *lens)
 {
+	if (lens) {
+		struct value *r = ad_op2(a, "ReverseSequence", v, lens);
+		return r && !ad_set_int(a, ad_producer(r), "time_axis", 0) && !ad_set_int(a, ad_producer(r), "batch_axis", 1)
+			       ? r
+			       : NULL;
+	}
 	int64_t *ix = xcalloc((size_t)T + 1, sizeof *ix);
 	if (!ix)
 		return NULL;
@@ -336,6 +343,7 @@ struct rnn_dir {
 struct rnn_io {
 	int64_t T, Bn;
 	struct value *X, *Y, *dY, *dYh, *dYc, *h0, *c0, *P;
+	struct value *lens; /* sequence_lens as int64, or NULL */
 };
 
 static struct value *transpose(struct ad *a, struct value *v, const int64_t *perm, size_t n)
@@ -358,10 +366,10 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io 
 	struct value *dY = io->dY, *dYh = io->dYh, *dYc = io->dYc;
 	struct value *Wd = pick(a, n->in[1], d, 0), *Rd = pick(a, n->in[2], d, 0);
 	struct value *Bd = n->n_in > 3 && n->in[3] ? pick(a, n->in[3], d, 0) : NULL;
-	struct value *Xd = reversed ? reverse_time(a, io->X, T) : io->X;
+	struct value *Xd = reversed ? reverse_time(a, io->X, T, io->lens) : io->X;
 	struct value *Yd = pick(a, io->Y, d, 1);
 	if (reversed)
-		Yd = reverse_time(a, Yd, T);
+		Yd = reverse_time(a, Yd, T, io->lens);
 	int64_t sd[3] = {1, Bn, H}, perm[2] = {1, 0};
 	struct value *h0 = io->h0 ? ad_op2(a, "Reshape", pick(a, io->h0, d, 0), ad_ints(a, sd, 3))
 				  : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
@@ -390,15 +398,16 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io 
 	struct value *Rh = reset_first ? slice0(a, Rd, 0, 2 * H, 3 * H) : NULL, *Pall = NULL;
 	/* per step, in processing order: s[k][t] */
 	size_t nt = (size_t)T;
-	struct value **buf = xcalloc(nt * 14 + 1, sizeof *buf);
+	struct value **buf = xcalloc(nt * 15 + 1, sizeof *buf);
 	if (!buf)
 		return ad_fail(a, "out of memory");
 	struct value **dYs = buf, **hp = buf + nt, **A = buf + 2 * nt, **Bq = buf + 3 * nt, **Cq = buf + 4 * nt,
 		     **Dq = buf + 5 * nt, **cs = buf + 6 * nt, **tc = buf + 7 * nt, **dgx = buf + 8 * nt,
 		     **dgr = buf + 9 * nt, **Eq = buf + 10 * nt, **pg = buf + 11 * nt; /* pg: 3 nt, peepholes' */
+	struct value **M = io->lens ? buf + 14 * nt : NULL;
 	int rc = -1;
 	struct value *gate[4], *hpart[3];
-	if (dY && split_time(a, reversed ? reverse_time(a, pick(a, dY, d, 1), T) : pick(a, dY, d, 1), T, dYs))
+	if (dY && split_time(a, reversed ? reverse_time(a, pick(a, dY, d, 1), T, io->lens) : pick(a, dY, d, 1), T, dYs))
 		goto out;
 	if (split_time(a, Hprev, T, hp))
 		goto out;
@@ -457,21 +466,42 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io 
 		if (split_time(a, Yd, T, A)) /* H_t itself */
 			goto out;
 	}
+	/* sequence_lens: M[t] (1, B, 1) is 1 while t < L_b. In processing order a row's steps past its
+	 * length keep the state, so there the state's gradients pass through and the step's gates take
+	 * none (nor does Y, zero there); steps before it are the plain recurrence. */
+	if (M) {
+		double *tv = xcalloc(nt, sizeof *tv);
+		if (!tv)
+			goto out;
+		for (int64_t t = 0; t < T; t++)
+			tv[t] = (double)t;
+		int64_t td[2] = {T, 1}, md[3] = {T, Bn, 1};
+		struct value *tix = ad_tensor(a, DT_INT64, 2, td, tv);
+		xfree(tv);
+		struct value *m = ad_cast(a, ad_op2(a, "Less", tix, io->lens), dt);
+		if (split_time(a, ad_op2(a, "Reshape", m, ad_ints(a, md, 3)), T, M))
+			goto out;
+	}
 	/* the backward recurrence, last step first */
 	struct value *dHn = NULL, *dCn = NULL;
 	struct value *dYhd = dYh ? ad_op2(a, "Reshape", pick(a, dYh, d, 0), ad_ints(a, sd, 3)) : NULL;
 	struct value *dYcd = dYc ? ad_op2(a, "Reshape", pick(a, dYc, d, 0), ad_ints(a, sd, 3)) : NULL;
 	for (int64_t t = T - 1; t >= 0; t--) {
-		struct value *dH = add(a, add(a, dY ? dYs[t] : NULL, dHn), t == T - 1 ? dYhd : NULL);
+		/* carry, carryC: the state's gradients from the later steps and the final outputs */
+		struct value *carry = add(a, dHn, t == T - 1 ? dYhd : NULL), *dH = add(a, dY ? dYs[t] : NULL, carry);
+		struct value *carryC = cell == CELL_LSTM ? add(a, dCn, t == T - 1 ? dYcd : NULL) : NULL, *dCin = carryC;
 		if (!dH) { /* nothing flows into this step: a zero (1, B, H) */
 			dH = ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+		}
+		if (M) {
+			dH = mul(a, dH, M[t]);
+			dCin = carryC ? mul(a, carryC, M[t]) : NULL;
 		}
 		if (cell == CELL_LSTM) {
 			/* gates' pre-activations i, o, f, c~; C_t reaches o through Po, C_{t-1} i and f
 			 * through Pi and Pf */
 			struct value *go = mul(a, mul(a, dH, tc[t]), dsig(a, Bq[t], dt));
-			struct value *dC = add(a, add(a, mul(a, mul(a, dH, Bq[t]), dtanh(a, tc[t], dt)), dCn),
-					       t == T - 1 ? dYcd : NULL);
+			struct value *dC = add(a, mul(a, mul(a, dH, Bq[t]), dtanh(a, tc[t], dt)), dCin);
 			if (Pd)
 				dC = add(a, dC, mul(a, go, Po));
 			struct value *g4[4] = {mul(a, mul(a, dC, Dq[t]), dsig(a, A[t], dt)), go,
@@ -510,13 +540,20 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io 
 			dgx[t] = dgr[t] = mul(a, dH, dtanh(a, A[t], dt));
 			dHn = ad_op2(a, "MatMul", dgr[t], Rd);
 		}
+		if (M) {
+			struct value *keep = ad_op2(a, "Sub", ad_scalar(a, dt, 1), M[t]);
+			if (carry)
+				dHn = add(a, dHn, mul(a, carry, keep));
+			if (carryC)
+				dCn = add(a, dCn, mul(a, carryC, keep));
+		}
 		if (!dHn)
 			goto out;
 	}
 	struct value *dGx = concat(a, dgx, (int)T, 0), *dGr = cell == CELL_GRU && !reset_first ? concat(a, dgr, (int)T, 0) : dGx;
 	out->dx = ad_op2(a, "MatMul", dGx, Wd); /* (T, B, I) */
 	if (reversed)
-		out->dx = reverse_time(a, out->dx, T);
+		out->dx = reverse_time(a, out->dx, T, io->lens);
 	int64_t fx[2] = {T * Bn, G * H}, xf[2] = {T * Bn, I}, hf[2] = {T * Bn, H}, ax01[2] = {0, 1};
 	struct value *gx2 = ad_op2(a, "Reshape", dGx, ad_ints(a, fx, 2)), *gr2 = ad_op2(a, "Reshape", dGr, ad_ints(a, fx, 2));
 	struct value *wi[2] = {gx2, ad_op2(a, "Reshape", Xd, ad_ints(a, xf, 2))};
@@ -571,8 +608,6 @@ static int rnn_grad(struct ad *a, const struct node *n)
 	const char *why = unsupported(n);
 	if (why)
 		return ad_fail(a, "%s", why);
-	if (n->n_in > 4 && n->in[4])
-		return ad_fail(a, "gradients with sequence_lens are not supported");
 	const struct rtensor *xs = ad_shape(a, n->in[0]);
 	int layout = (int)attr_int(n, "layout", 0);
 	if (layout != 0 && layout != 1)
@@ -592,6 +627,8 @@ static int rnn_grad(struct ad *a, const struct node *n)
 	struct value *h0 = n->n_in > 5 ? n->in[5] : NULL, *c0 = lstm && n->n_in > 6 ? n->in[6] : NULL;
 	struct rnn_io io = {.T = xs->dims[layout], .Bn = xs->dims[!layout], .X = n->in[0], .Y = Y, .dY = dY,
 			    .dYh = dYh, .dYc = dYc, .h0 = h0, .c0 = c0, .P = lstm && n->n_in > 7 ? n->in[7] : NULL};
+	if (n->n_in > 4 && n->in[4] && !(io.lens = ad_cast(a, n->in[4], DT_INT64)))
+		return -1;
 	if (layout) {
 		io.X = transpose(a, n->in[0], swap01, 3);
 		io.Y = transpose(a, Y, y_to0, 4);
