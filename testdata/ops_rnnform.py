@@ -68,8 +68,9 @@ def recurrent(cell, X, W, R, B, lens, h0, c0, P, direction, layout, lbr=0):
                 else:
                     h = np.tanh(W[d] @ x + R[d] @ h + Wb + Rb)
                 Y[t, d, b] = h
-            Yh[d, b] = h
-            Yc[d, b] = c
+            if L > 0:  # a zero-length row's are zeros, as onnxruntime gives (the spec is silent)
+                Yh[d, b] = h
+                Yc[d, b] = c
     if layout:
         Y, Yh, Yc = Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
     return Y, Yh, Yc

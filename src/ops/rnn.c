@@ -8,7 +8,8 @@
  * (B, T, I), Y (B, T, D, H), the states (B, D, H); the gradient rule transposes it into layout 0 and
  * its gradients back. Default activations only (sigmoid, tanh), no clip (graphdiet says so).
  * sequence_lens (B): row b runs its first L_b steps (a reverse direction from step L_b - 1), Y is
- * zero past them, Y_h and Y_c hold the state after them; the gradient rule masks those steps.
+ * zero past them, Y_h and Y_c hold the state after them (zeros for L_b = 0, as onnxruntime); the
+ * gradient rule masks those steps.
  *
  *   LSTM: i, o, f = sigmoid(.), c~ = tanh(.) of X W^T + H R^T + Wb + Rb;
  *         C_t = f C_{t-1} + i c~; H_t = o tanh(C_t); peepholes P (D, 3 H) = [Pi, Po, Pf] add
@@ -211,13 +212,15 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 						rt_set(out[0], y_row(layout, T, D, Bn, t, d, b) * H + k, h[b * H + k]);
 				}
 		}
-		for (int64_t b = 0; b < Bn; b++)
+		for (int64_t b = 0; b < Bn; b++) {
+			int empty = lens && rt_get_i(lens, b) == 0; /* zeros, as onnxruntime gives */
 			for (int64_t k = 0; k < H; k++) {
 				if (yh)
-					rt_set(out[1], state_row(layout, D, Bn, d, b) * H + k, h[b * H + k]);
+					rt_set(out[1], state_row(layout, D, Bn, d, b) * H + k, empty ? 0 : h[b * H + k]);
 				if (yc)
-					rt_set(out[2], state_row(layout, D, Bn, d, b) * H + k, c[b * H + k]);
+					rt_set(out[2], state_row(layout, D, Bn, d, b) * H + k, empty ? 0 : c[b * H + k]);
 			}
+		}
 	}
 	xfree(h);
 	xfree(g);
@@ -469,6 +472,8 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io 
 	/* sequence_lens: M[t] (1, B, 1) is 1 while t < L_b. In processing order a row's steps past its
 	 * length keep the state, so there the state's gradients pass through and the step's gates take
 	 * none (nor does Y, zero there); steps before it are the plain recurrence. */
+	struct value *dYhd = dYh ? ad_op2(a, "Reshape", pick(a, dYh, d, 0), ad_ints(a, sd, 3)) : NULL;
+	struct value *dYcd = dYc ? ad_op2(a, "Reshape", pick(a, dYc, d, 0), ad_ints(a, sd, 3)) : NULL;
 	if (M) {
 		double *tv = xcalloc(nt, sizeof *tv);
 		if (!tv)
@@ -481,11 +486,15 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io 
 		struct value *m = ad_cast(a, ad_op2(a, "Less", tix, io->lens), dt);
 		if (split_time(a, ad_op2(a, "Reshape", m, ad_ints(a, md, 3)), T, M))
 			goto out;
+		/* a zero-length row's Y_h and Y_c are zeros, not its initial state: no gradient */
+		int64_t zero = 0, bd[3] = {1, Bn, 1};
+		struct value *some = ad_op2(a, "Reshape", ad_cast(a, ad_op2(a, "Greater", io->lens, ad_ints(a, &zero, 1)), dt),
+					    ad_ints(a, bd, 3));
+		dYhd = dYhd ? mul(a, dYhd, some) : NULL;
+		dYcd = dYcd ? mul(a, dYcd, some) : NULL;
 	}
 	/* the backward recurrence, last step first */
 	struct value *dHn = NULL, *dCn = NULL;
-	struct value *dYhd = dYh ? ad_op2(a, "Reshape", pick(a, dYh, d, 0), ad_ints(a, sd, 3)) : NULL;
-	struct value *dYcd = dYc ? ad_op2(a, "Reshape", pick(a, dYc, d, 0), ad_ints(a, sd, 3)) : NULL;
 	for (int64_t t = T - 1; t >= 0; t--) {
 		/* carry, carryC: the state's gradients from the later steps and the final outputs */
 		struct value *carry = add(a, dHn, t == T - 1 ? dYhd : NULL), *dH = add(a, dY ? dYs[t] : NULL, carry);
