@@ -552,6 +552,51 @@ const struct gcase op_cases[] = {
 	 "  - {op: Pad, inputs: [x], outputs: [y], attrs: {pads: [0, 1, 1, 2], value: 0.5}}\n"},
 	{"Pad opset 2 reflect", P("x", "[2, 4]"),
 	 "  - {op: Pad, inputs: [x], outputs: [y], attrs: {mode: reflect, pads: [1, 2, 0, 1]}}\n"},
+	/* rnnform */
+	/* layout 1 (batch-major X, Y and states): both outputs flattened into y */
+	{"RNN layout 1, initial state", P("x", "[2, 3, 2]") P("w", "[1, 3, 2]") P("r", "[1, 3, 3]") P("b", "[1, 6]") P("h0", "[2, 1, 3]"),
+	 "  - {op: RNN, inputs: [x, w, r, b, \"\", h0], outputs: [ro, rh], attrs: {hidden_size: 3, layout: 1}}\n"
+	 "  - {op: Flatten, inputs: [ro], outputs: [fo], attrs: {axis: 0}}\n  - {op: Flatten, inputs: [rh], outputs: [fh], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fo, fh], outputs: [y], attrs: {axis: 1}}\n"},
+	{"GRU layout 1, bidirectional, initial state", P("x", "[2, 3, 2]") P("w", "[2, 9, 2]") P("r", "[2, 9, 3]") P("b", "[2, 18]") P("h0", "[2, 2, 3]"),
+	 "  - {op: GRU, inputs: [x, w, r, b, \"\", h0], outputs: [ro, rh], attrs: {hidden_size: 3, layout: 1, direction: bidirectional}}\n"
+	 "  - {op: Flatten, inputs: [ro], outputs: [fo], attrs: {axis: 0}}\n  - {op: Flatten, inputs: [rh], outputs: [fh], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fo, fh], outputs: [y], attrs: {axis: 1}}\n"},
+	{"LSTM layout 1, reverse, initial states, all outputs", P("x", "[2, 3, 2]") P("w", "[1, 12, 2]") P("r", "[1, 12, 3]") P("b", "[1, 24]")
+	 P("h0", "[2, 1, 3]") P("c0", "[2, 1, 3]"),
+	 "  - {op: LSTM, inputs: [x, w, r, b, \"\", h0, c0], outputs: [ro, rh, rc], attrs: {hidden_size: 3, layout: 1, direction: reverse}}\n"
+	 "  - {op: Flatten, inputs: [ro], outputs: [fo], attrs: {axis: 0}}\n  - {op: Flatten, inputs: [rh], outputs: [fh], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [rc], outputs: [fc], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fo, fh, fc], outputs: [y], attrs: {axis: 1}}\n"},
+	/* peepholes P = [Pi, Po, Pf]: i and f read C_{t-1}, o reads C_t */
+	{"LSTM peepholes, bidirectional, initial states, all outputs", P("x", "[3, 2, 2]") P("w", "[2, 12, 2]") P("r", "[2, 12, 3]")
+	 P("b", "[2, 24]") P("h0", "[2, 2, 3]") P("c0", "[2, 2, 3]") P("p", "[2, 9]"),
+	 "  - {op: LSTM, inputs: [x, w, r, b, \"\", h0, c0, p], outputs: [ro, rh, rc], attrs: {hidden_size: 3, direction: bidirectional}}\n"
+	 "  - {op: Add, inputs: [ro, rh], outputs: [u]}\n  - {op: Mul, inputs: [u, rc], outputs: [y]}\n"},
+	{"LSTM peepholes, layout 1, Y only", P("x", "[2, 3, 2]") P("w", "[1, 8, 2]") P("r", "[1, 8, 2]") P("p", "[1, 6]"),
+	 "  - {op: LSTM, inputs: [x, w, r, \"\", \"\", \"\", \"\", p], outputs: [y], attrs: {hidden_size: 2, layout: 1}}\n"},
+	/* sequence_lens: rows past their length keep their state (a zero length included) */
+	{"LSTM sequence_lens, bidirectional, peepholes, initial states, all outputs", P("x", "[3, 3, 2]") P("w", "[2, 12, 2]")
+	 P("r", "[2, 12, 3]") P("b", "[2, 24]") P("h0", "[2, 3, 3]") P("c0", "[2, 3, 3]") P("p", "[2, 9]")
+	 "  - {name: sl, dtype: int32, shape: [3], data: [3, 0, 2]}\n",
+	 "  - {op: LSTM, inputs: [x, w, r, b, sl, h0, c0, p], outputs: [ro, rh, rc], attrs: {hidden_size: 3, direction: bidirectional}}\n"
+	 "  - {op: Flatten, inputs: [ro], outputs: [fo], attrs: {axis: 0}}\n  - {op: Flatten, inputs: [rh], outputs: [fh], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [rc], outputs: [fc], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fo, fh, fc], outputs: [y], attrs: {axis: 1}}\n"},
+	{"GRU sequence_lens, layout 1, reverse", P("x", "[3, 3, 2]") P("w", "[1, 9, 2]") P("r", "[1, 9, 3]") P("b", "[1, 18]") P("h0", "[3, 1, 3]")
+	 "  - {name: sl, dtype: int32, shape: [3], data: [2, 3, 1]}\n",
+	 "  - {op: GRU, inputs: [x, w, r, b, sl, h0], outputs: [ro, rh], attrs: {hidden_size: 3, layout: 1, direction: reverse}}\n"
+	 "  - {op: Flatten, inputs: [ro], outputs: [fo], attrs: {axis: 0}}\n  - {op: Flatten, inputs: [rh], outputs: [fh], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fo, fh], outputs: [y], attrs: {axis: 1}}\n"},
+	{"RNN sequence_lens, bidirectional", P("x", "[3, 2, 2]") P("w", "[2, 3, 2]") P("r", "[2, 3, 3]")
+	 "  - {name: sl, dtype: int32, shape: [2], data: [1, 3]}\n",
+	 "  - {op: RNN, inputs: [x, w, r, \"\", sl], outputs: [ro, rh], attrs: {hidden_size: 3, direction: bidirectional}}\n"
+	 "  - {op: Mul, inputs: [ro, rh], outputs: [y]}\n"},
+	/* Det: its gradient is the cofactor matrix, Dets of the minors */
+	{"Det batched 3 x 3", P("x", "[2, 3, 3]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
+	{"Det 2 x 2, two batch dimensions", P("x", "[2, 1, 2, 2]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
+	{"Det 1 x 1", P("x", "[3, 1, 1]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
+	{"Det 4 x 4 (opset 11)", P("x", "[4, 4]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */

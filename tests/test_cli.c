@@ -1298,8 +1298,8 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		 "node 'l' (LSTM): activations must be a list of strings"},
 		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
 		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
-		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, layout: 1}}",
-		 "node 'l' (LSTM): layout 1 is not supported"},
+		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, clip: 1.0}}",
+		 "node 'l' (LSTM): clip is not supported"},
 		{"[{name: a, dtype: float32, shape: [2, 3], init: ones}]",
 		 "{name: e, op: Einsum, inputs: [a], outputs: [y], attrs: {equation: \"ij...k->k\"}}",
 		 "node 'e' (Einsum): equation 'ij...k->k': an operand has fewer axes than its term's labels"},

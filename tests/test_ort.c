@@ -276,6 +276,10 @@ Test(ort, every_op_cases_training_graph_runs_in_onnxruntime)
 		if (strstr(c->nodes, "op: Dropout") || (strstr(c->nodes, "auto_pad: \"SAME") && strstr(c->nodes, "dilations")) ||
 		    strstr(c->name, "LRN even size")) /* onnxruntime's LRN refuses an even size (lrn.h) */
 			continue;
+		/* onnxruntime runs no recurrent node of layout 1 ("Batchwise recurrent operations (layout
+		 * == 1) are not supported", rnn.h, lstm_base.h, deep_cpu_gru.h) */
+		if (strstr(c->nodes, "layout: 1"))
+			continue;
 		/* forms of other opsets than the cases' 17 (Upsample and Pad's attributes older, Resize's
 		 * axes newer), which onnxruntime refuses there; and MaxUnpool to a larger output_shape,
 		 * where onnxruntime puts an element at its flat index in the larger tensor and ONNX's

@@ -1,14 +1,20 @@
 /* rnn.c - the recurrent op family: LSTM, GRU and RNN as ONNX defines them and PyTorch exports them
  * (nn.LSTM, nn.GRU, nn.RNN: forward, reverse or bidirectional, stacked as one node per layer,
- * optional initial states, every output).
+ * optional initial states, every output), in either layout, with LSTM's peepholes and sequence_lens.
  *
  * Shapes (layout 0): X (T, B, I); W (D, G H, I); R (D, G H, H); B (D, 2 G H) = [Wb, Rb];
  * initial_h, initial_c (D, B, H); Y (T, D, B, H); Y_h, Y_c (D, B, H). G = 4 gates for LSTM (i, o,
- * f, c), 3 for GRU (z, r, h), 1 for RNN; D = 2 when bidirectional. Default activations only
- * (sigmoid, tanh), no peepholes, clip or sequence_lens (graphdiet says so).
+ * f, c), 3 for GRU (z, r, h), 1 for RNN; D = 2 when bidirectional. Layout 1 is batch-major: X
+ * (B, T, I), Y (B, T, D, H), the states (B, D, H); the gradient rule transposes it into layout 0 and
+ * its gradients back. Default activations only (sigmoid, tanh), no clip (graphdiet says so).
+ * sequence_lens (B): row b runs its first L_b steps (a reverse direction from step L_b - 1), Y is
+ * zero past them, Y_h and Y_c hold the state after them (zeros for L_b = 0, as onnxruntime); the
+ * gradient rule masks those steps.
  *
  *   LSTM: i, o, f = sigmoid(.), c~ = tanh(.) of X W^T + H R^T + Wb + Rb;
- *         C_t = f C_{t-1} + i c~; H_t = o tanh(C_t)
+ *         C_t = f C_{t-1} + i c~; H_t = o tanh(C_t); peepholes P (D, 3 H) = [Pi, Po, Pf] add
+ *         Pi C_{t-1} to i's argument, Pf C_{t-1} to f's and Po C_t to o's (then i, f, o, too, run
+ *         step by step in the gradient rule)
  *   GRU:  z, r = sigmoid(.); h~ = tanh(X Wh^T + Wbh + r (H Rh^T + Rbh)) (linear_before_reset = 1,
  *         as PyTorch) or tanh(X Wh^T + Wbh + (r H) Rh^T + Rbh) (0, ONNX's default);
  *         H_t = (1 - z) h~ + z H_{t-1}
@@ -44,8 +50,6 @@ static int gates_of(enum cell c)
 /* What graphdiet does not do, for the kernel's and the rule's messages; NULL when supported. */
 static const char *unsupported(const struct node *n)
 {
-	if (attr_int(n, "layout", 0))
-		return "layout 1 is not supported (PyTorch exports layout 0)";
 	if (node_attr(n, "clip"))
 		return "clip is not supported";
 	if (attr_int(n, "input_forget", 0))
@@ -62,14 +66,37 @@ static const char *unsupported(const struct node *n)
 			if (acts->strings[k].n != strlen(want[k % per]) || memcmp(acts->strings[k].p, want[k % per], acts->strings[k].n))
 				return "only the default activations are supported";
 	}
-	if (cell_of(n) == CELL_LSTM && n->n_in > 7 && n->in[7])
-		return "peepholes (P) are not supported";
 	return NULL;
 }
 
 static double sigm(double v)
 {
 	return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+}
+
+/* Rows of X (times I), of the states (times H) and of Y (times H) in either layout: 0 is
+ * (T, B, ...), (D, B, H), (T, D, B, H); 1 is batch-major (B, T, ...), (B, D, H), (B, T, D, H). */
+static int64_t x_row(int layout, int64_t T, int64_t Bn, int64_t t, int64_t b)
+{
+	return layout ? b * T + t : t * Bn + b;
+}
+
+static int64_t state_row(int layout, int D, int64_t Bn, int d, int64_t b)
+{
+	return layout ? b * D + d : d * Bn + b;
+}
+
+static int64_t y_row(int layout, int64_t T, int D, int64_t Bn, int64_t t, int d, int64_t b)
+{
+	return layout ? (b * T + t) * D + d : (t * D + d) * Bn + b;
+}
+
+/* Batch row b's time index at processing step s (backward: from its last valid step), or -1 past
+ * its sequence length: a row past its length keeps its state and leaves zeros in Y. */
+static int64_t step_time(const struct rtensor *lens, int64_t b, int64_t T, int64_t s, int backward)
+{
+	int64_t L = lens ? rt_get_i(lens, b) : T;
+	return s >= L ? -1 : backward ? L - 1 - s : s;
 }
 
 static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -81,28 +108,45 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	const struct rtensor *X = in[0], *W = in[1], *R = in[2];
 	const struct rtensor *Bs = n->n_in > 3 ? in[3] : NULL, *h0 = n->n_in > 5 ? in[5] : NULL;
 	const struct rtensor *c0 = cell == CELL_LSTM && n->n_in > 6 ? in[6] : NULL;
-	if (n->n_in > 4 && in[4])
-		return exec_fail(x, "sequence_lens is not supported (every sequence runs the whole time axis)");
+	const struct rtensor *P = cell == CELL_LSTM && n->n_in > 7 ? in[7] : NULL; /* (D, 3 H): i, o, f */
+	const struct rtensor *lens = n->n_in > 4 ? in[4] : NULL; /* (B) int32 */
 	if (want_float(x, X, "X"))
 		return exec_status(x);
 	int G = gates_of(cell), D = attr_str_is(n, "direction", "bidirectional", 0) ? 2 : 1;
 	int rev = attr_str_is(n, "direction", "reverse", 0), lbr = (int)attr_int(n, "linear_before_reset", 0);
+	int layout = (int)attr_int(n, "layout", 0);
+	if (layout != 0 && layout != 1)
+		return exec_fail(x, "layout must be 0 or 1, not %d", layout);
 	if (X->ndim != 3 || W->ndim != 3 || R->ndim != 3)
 		return exec_fail(x, "X, W and R must have rank 3");
-	int64_t T = X->dims[0], Bn = X->dims[1], I = X->dims[2], H = R->dims[2];
+	int64_t T = X->dims[layout], Bn = X->dims[!layout], I = X->dims[2], H = R->dims[2];
+	if (lens && lens->numel != Bn)
+		return exec_fail(x, "sequence_lens must have %lld elements (the batch), not %lld", (long long)Bn,
+				 (long long)lens->numel);
+	for (int64_t b = 0; lens && b < Bn; b++)
+		if (rt_get_i(lens, b) < 0 || rt_get_i(lens, b) > T)
+			return exec_fail(x, "sequence_lens[%lld] is %lld, outside [0, %lld]", (long long)b,
+					 (long long)rt_get_i(lens, b), (long long)T);
 	if (attr_int(n, "hidden_size", H) != H || W->dims[0] != D || R->dims[0] != D || W->dims[1] != G * H ||
 	    R->dims[1] != G * H || W->dims[2] != I)
 		return exec_fail(x, "W must be (%d, %lld, %lld) and R (%d, %lld, %lld)", D, (long long)(G * H), (long long)I,
 				 D, (long long)(G * H), (long long)H);
-	if ((Bs && Bs->numel != D * 2 * G * H) || (h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H))
-		return exec_fail(x, "B must be (%d, %lld); initial_h and initial_c (%d, %lld, %lld)", D,
-				 (long long)(2 * G * H), D, (long long)Bn, (long long)H);
+	if ((Bs && Bs->numel != D * 2 * G * H) || (h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H) ||
+	    (P && P->numel != D * 3 * H))
+		return exec_fail(x, "B must be (%d, %lld); P (%d, %lld); initial_h and initial_c %d x %lld x %lld", D,
+				 (long long)(2 * G * H), D, (long long)(3 * H), D, (long long)Bn, (long long)H);
 	int64_t yd[4] = {T, D, Bn, H}, sd[3] = {D, Bn, H};
+	if (layout) {
+		yd[0] = Bn, yd[1] = T, yd[2] = D;
+		sd[0] = Bn, sd[1] = D;
+	}
 	void *y = n->n_out > 0 && n->out[0] ? exec_alloc(x, out[0], X->dtype, 4, yd) : NULL;
 	void *yh = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], X->dtype, 3, sd) : NULL;
 	void *yc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], X->dtype, 3, sd) : NULL;
 	if (exec_status(x) || !(y || yh || yc))
 		return exec_status(x);
+	for (int64_t k = 0; y && lens && k < T * D * Bn * H; k++)
+		rt_set(out[0], k, 0);
 	double *h = xcalloc((size_t)(Bn * H) * 2 + 1, sizeof *h), *c = h + Bn * H;
 	double *g = xcalloc((size_t)(Bn * G * H) + 1, sizeof *g), *gr = xcalloc((size_t)(Bn * H) + 1, sizeof *gr);
 	if (!h || !g || !gr) {
@@ -112,19 +156,19 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		return exec_fail(x, "out of memory");
 	}
 	for (int d = 0; d < D; d++) {
-		for (int64_t k = 0; k < Bn * H; k++) {
-			h[k] = h0 ? rt_get(h0, d * Bn * H + k) : 0;
-			c[k] = c0 ? rt_get(c0, d * Bn * H + k) : 0;
-		}
+		for (int64_t b = 0; b < Bn; b++)
+			for (int64_t k = 0; k < H; k++) {
+				h[b * H + k] = h0 ? rt_get(h0, state_row(layout, D, Bn, d, b) * H + k) : 0;
+				c[b * H + k] = c0 ? rt_get(c0, state_row(layout, D, Bn, d, b) * H + k) : 0;
+			}
 		const int64_t wo = d * G * H * I, ro = d * G * H * H, bo = d * 2 * G * H;
 		for (int64_t s = 0; s < T; s++) {
-			int64_t t = rev || d == 1 ? T - 1 - s : s;
 			/* g = X_t W^T + Wb (+ H R^T + Rb, but for GRU's h gate under linear_before_reset) */
-			for (int64_t b = 0; b < Bn; b++)
-				for (int64_t j = 0; j < G * H; j++) {
+			for (int64_t b = 0, t; b < Bn; b++)
+				for (int64_t j = 0; j < G * H && (t = step_time(lens, b, T, s, rev || d == 1)) >= 0; j++) {
 					double xs = Bs ? rt_get(Bs, bo + j) : 0, hs = Bs ? rt_get(Bs, bo + G * H + j) : 0;
 					for (int64_t k = 0; k < I; k++)
-						xs += rt_get(X, (t * Bn + b) * I + k) * rt_get(W, wo + j * I + k);
+						xs += rt_get(X, x_row(layout, T, Bn, t, b) * I + k) * rt_get(W, wo + j * I + k);
 					int gate_h = cell == CELL_GRU && j >= 2 * H;
 					for (int64_t k = 0; k < H && !(gate_h && !lbr); k++)
 						hs += h[b * H + k] * rt_get(R, ro + j * H + k);
@@ -137,11 +181,16 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 				}
 			for (int64_t b = 0; b < Bn; b++) {
 				double *gb = g + b * G * H, *hb = h + b * H, *cb = c + b * H;
+				if (step_time(lens, b, T, s, 0) < 0)
+					continue;
 				if (cell == CELL_LSTM) {
 					for (int64_t k = 0; k < H; k++) {
-						double i = sigm(gb[k]), o = sigm(gb[H + k]), f = sigm(gb[2 * H + k]);
+						/* peepholes: i and f read C_{t-1}, o reads C_t */
+						double pi = P ? rt_get(P, d * 3 * H + k) : 0, po = P ? rt_get(P, d * 3 * H + H + k) : 0;
+						double pf = P ? rt_get(P, d * 3 * H + 2 * H + k) : 0;
+						double i = sigm(gb[k] + pi * cb[k]), f = sigm(gb[2 * H + k] + pf * cb[k]);
 						cb[k] = f * cb[k] + i * tanh(gb[3 * H + k]);
-						gb[k] = o * tanh(cb[k]); /* the new H, stored apart until all are done */
+						gb[k] = sigm(gb[H + k] + po * cb[k]) * tanh(cb[k]); /* the new H, stored apart */
 					}
 				} else if (cell == CELL_GRU) {
 					for (int64_t k = 0; k < H; k++) {
@@ -156,18 +205,21 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 						gb[k] = tanh(gb[k]);
 				}
 			}
-			for (int64_t b = 0; b < Bn; b++)
-				for (int64_t k = 0; k < H; k++) {
+			for (int64_t b = 0, t; b < Bn; b++)
+				for (int64_t k = 0; k < H && (t = step_time(lens, b, T, s, rev || d == 1)) >= 0; k++) {
 					h[b * H + k] = g[b * G * H + k];
 					if (y)
-						rt_set(out[0], ((t * D + d) * Bn + b) * H + k, h[b * H + k]);
+						rt_set(out[0], y_row(layout, T, D, Bn, t, d, b) * H + k, h[b * H + k]);
 				}
 		}
-		for (int64_t k = 0; k < Bn * H; k++) {
-			if (yh)
-				rt_set(out[1], d * Bn * H + k, h[k]);
-			if (yc)
-				rt_set(out[2], d * Bn * H + k, c[k]);
+		for (int64_t b = 0; b < Bn; b++) {
+			int empty = lens && rt_get_i(lens, b) == 0; /* zeros, as onnxruntime gives */
+			for (int64_t k = 0; k < H; k++) {
+				if (yh)
+					rt_set(out[1], state_row(layout, D, Bn, d, b) * H + k, empty ? 0 : h[b * H + k]);
+				if (yc)
+					rt_set(out[2], state_row(layout, D, Bn, d, b) * H + k, empty ? 0 : c[b * H + k]);
+			}
 		}
 	}
 	xfree(h);
@@ -206,8 +258,16 @@ static struct value *concat(struct ad *a, struct value **parts, int k, int axis)
 	return c && !ad_set_int(a, ad_producer(c), "axis", axis) ? c : NULL;
 }
 
-static struct value *reverse_time(struct ad *a, struct value *v, int64_t T)
+/* v (T, B, ...) in reverse time order; with sequence lengths (B, int64), each row's first L_b steps
+ * reversed and the rest left in place (ReverseSequence), as a reverse direction runs them */
+static struct value *reverse_time(struct ad *a, struct value *v, int64_t T, struct value *lens)
 {
+	if (lens) {
+		struct value *r = ad_op2(a, "ReverseSequence", v, lens);
+		return r && !ad_set_int(a, ad_producer(r), "time_axis", 0) && !ad_set_int(a, ad_producer(r), "batch_axis", 1)
+			       ? r
+			       : NULL;
+	}
 	int64_t *ix = xcalloc((size_t)T + 1, sizeof *ix);
 	if (!ix)
 		return NULL;
@@ -278,32 +338,54 @@ static struct value *dtanh(struct ad *a, struct value *t, int dt)
 }
 
 struct rnn_dir {
-	struct value *dx, *dw, *dr, *db, *dh0, *dc0;
+	struct value *dx, *dw, *dr, *db, *dh0, *dc0, *dp;
 };
 
+/* The node's tensors in layout 0, whatever its layout (a layout-1 node's are transposed once, so the
+ * rule below reads one layout): X (T, B, I), Y (T, D, B, H), the states (D, B, H); NULL if absent. */
+struct rnn_io {
+	int64_t T, Bn;
+	struct value *X, *Y, *dY, *dYh, *dYc, *h0, *c0, *P;
+	struct value *lens; /* sequence_lens as int64, or NULL */
+};
+
+static struct value *transpose(struct ad *a, struct value *v, const int64_t *perm, size_t n)
+{
+	struct value *t = v ? ad_op1(a, "Transpose", v) : NULL;
+	return t && !ad_set_ints(a, ad_producer(t), "perm", perm, n) ? t : NULL;
+}
+
+/* (B, ...) <-> (T or D, ...): layout 1's batch axis against layout 0's */
+static const int64_t swap01[3] = {1, 0, 2};
+
 /* One direction's gradients, in processing order. */
-static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed, struct rnn_dir *out)
+static int rnn_dir_grad(struct ad *a, const struct node *n, const struct rnn_io *io, int d, int reversed,
+			struct rnn_dir *out)
 {
 	enum cell cell = cell_of(n);
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *rs = ad_shape(a, n->in[2]);
 	int dt = xs->dtype, G = gates_of(cell);
-	int64_t T = xs->dims[0], Bn = xs->dims[1], I = xs->dims[2], H = rs->dims[2];
-	struct value *Y = n->n_out > 0 && n->out[0] ? n->out[0] : ad_add_output(a, n, 0);
-	struct value *dY = n->n_out > 0 && n->out[0] ? ad_dy(a, n->out[0]) : NULL;
-	struct value *dYh = n->n_out > 1 && n->out[1] ? ad_dy(a, n->out[1]) : NULL;
-	struct value *dYc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? ad_dy(a, n->out[2]) : NULL;
+	int64_t T = io->T, Bn = io->Bn, I = xs->dims[2], H = rs->dims[2];
+	struct value *dY = io->dY, *dYh = io->dYh, *dYc = io->dYc;
 	struct value *Wd = pick(a, n->in[1], d, 0), *Rd = pick(a, n->in[2], d, 0);
 	struct value *Bd = n->n_in > 3 && n->in[3] ? pick(a, n->in[3], d, 0) : NULL;
-	struct value *Xd = reversed ? reverse_time(a, n->in[0], T) : n->in[0];
-	struct value *Yd = pick(a, Y, d, 1);
+	struct value *Xd = reversed ? reverse_time(a, io->X, T, io->lens) : io->X;
+	struct value *Yd = pick(a, io->Y, d, 1);
 	if (reversed)
-		Yd = reverse_time(a, Yd, T);
+		Yd = reverse_time(a, Yd, T, io->lens);
 	int64_t sd[3] = {1, Bn, H}, perm[2] = {1, 0};
-	struct value *h0 = n->n_in > 5 && n->in[5] ? ad_op2(a, "Reshape", pick(a, n->in[5], d, 0), ad_ints(a, sd, 3))
-						  : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+	struct value *h0 = io->h0 ? ad_op2(a, "Reshape", pick(a, io->h0, d, 0), ad_ints(a, sd, 3))
+				  : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
 	struct value *c0 = cell != CELL_LSTM ? NULL
-			   : n->n_in > 6 && n->in[6] ? ad_op2(a, "Reshape", pick(a, n->in[6], d, 0), ad_ints(a, sd, 3))
-						     : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+			   : io->c0 ? ad_op2(a, "Reshape", pick(a, io->c0, d, 0), ad_ints(a, sd, 3))
+				    : ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
+	/* peepholes Pi, Po, Pf, each (H): broadcast against (1, B, H) */
+	struct value *Pd = io->P ? pick(a, io->P, d, 0) : NULL, *Pi = NULL, *Po = NULL, *Pf = NULL;
+	if (Pd) {
+		Pi = slice0(a, Pd, 0, 0, H);
+		Po = slice0(a, Pd, 0, H, 2 * H);
+		Pf = slice0(a, Pd, 0, 2 * H, 3 * H);
+	}
 	struct value *hp_parts[2] = {h0, T > 1 ? slice0(a, Yd, 0, 0, T - 1) : NULL};
 	struct value *Hprev = concat(a, hp_parts, T > 1 ? 2 : 1, 0); /* (T, B, H) */
 	struct value *Wt = ad_op1(a, "Transpose", Wd), *Rt = ad_op1(a, "Transpose", Rd);
@@ -319,29 +401,41 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 	struct value *Rh = reset_first ? slice0(a, Rd, 0, 2 * H, 3 * H) : NULL, *Pall = NULL;
 	/* per step, in processing order: s[k][t] */
 	size_t nt = (size_t)T;
-	struct value **buf = xcalloc(nt * 12 + 1, sizeof *buf);
+	struct value **buf = xcalloc(nt * 15 + 1, sizeof *buf);
 	if (!buf)
 		return ad_fail(a, "out of memory");
 	struct value **dYs = buf, **hp = buf + nt, **A = buf + 2 * nt, **Bq = buf + 3 * nt, **Cq = buf + 4 * nt,
 		     **Dq = buf + 5 * nt, **cs = buf + 6 * nt, **tc = buf + 7 * nt, **dgx = buf + 8 * nt,
-		     **dgr = buf + 9 * nt, **Eq = buf + 10 * nt;
+		     **dgr = buf + 9 * nt, **Eq = buf + 10 * nt, **pg = buf + 11 * nt; /* pg: 3 nt, peepholes' */
+	struct value **M = io->lens ? buf + 14 * nt : NULL;
 	int rc = -1;
 	struct value *gate[4], *hpart[3];
-	if (dY && split_time(a, reversed ? reverse_time(a, pick(a, dY, d, 1), T) : pick(a, dY, d, 1), T, dYs))
+	if (dY && split_time(a, reversed ? reverse_time(a, pick(a, dY, d, 1), T, io->lens) : pick(a, dY, d, 1), T, dYs))
 		goto out;
 	if (split_time(a, Hprev, T, hp))
 		goto out;
 	if (cell == CELL_LSTM) {
-		/* i, o, f, c~ for every step; then C step by step */
+		/* i, o, f, c~ for every step; then C step by step. With peepholes the gates read the
+		 * cell state, so i, f (from C_{t-1}) and o (from C_t) are made step by step too. */
 		if (split_gates(a, add(a, xw, hr), 4, gate))
 			goto out;
-		struct value *i = ad_op1(a, "Sigmoid", gate[0]), *o = ad_op1(a, "Sigmoid", gate[1]);
-		struct value *f = ad_op1(a, "Sigmoid", gate[2]), *c = ad_op1(a, "Tanh", gate[3]);
-		if (split_time(a, i, T, A) || split_time(a, o, T, Bq) || split_time(a, f, T, Cq) || split_time(a, c, T, Dq))
+		struct value *c = ad_op1(a, "Tanh", gate[3]);
+		if (Pd ? split_time(a, gate[0], T, A) || split_time(a, gate[1], T, Bq) || split_time(a, gate[2], T, Cq)
+		       : split_time(a, ad_op1(a, "Sigmoid", gate[0]), T, A) ||
+				 split_time(a, ad_op1(a, "Sigmoid", gate[1]), T, Bq) ||
+				 split_time(a, ad_op1(a, "Sigmoid", gate[2]), T, Cq))
+			goto out;
+		if (split_time(a, c, T, Dq))
 			goto out;
 		struct value *prev = c0;
 		for (int64_t t = 0; t < T; t++) {
+			if (Pd) {
+				A[t] = ad_op1(a, "Sigmoid", add(a, A[t], mul(a, Pi, prev)));
+				Cq[t] = ad_op1(a, "Sigmoid", add(a, Cq[t], mul(a, Pf, prev)));
+			}
 			cs[t] = add(a, mul(a, Cq[t], prev), mul(a, A[t], Dq[t]));
+			if (Pd)
+				Bq[t] = ad_op1(a, "Sigmoid", add(a, Bq[t], mul(a, Po, cs[t])));
 			tc[t] = ad_op1(a, "Tanh", cs[t]);
 			Eq[t] = prev; /* C_{t-1} */
 			prev = cs[t];
@@ -375,24 +469,61 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 		if (split_time(a, Yd, T, A)) /* H_t itself */
 			goto out;
 	}
-	/* the backward recurrence, last step first */
-	struct value *dHn = NULL, *dCn = NULL;
+	/* sequence_lens: M[t] (1, B, 1) is 1 while t < L_b. In processing order a row's steps past its
+	 * length keep the state, so there the state's gradients pass through and the step's gates take
+	 * none (nor does Y, zero there); steps before it are the plain recurrence. */
 	struct value *dYhd = dYh ? ad_op2(a, "Reshape", pick(a, dYh, d, 0), ad_ints(a, sd, 3)) : NULL;
 	struct value *dYcd = dYc ? ad_op2(a, "Reshape", pick(a, dYc, d, 0), ad_ints(a, sd, 3)) : NULL;
+	if (M) {
+		double *tv = xcalloc(nt, sizeof *tv);
+		if (!tv)
+			goto out;
+		for (int64_t t = 0; t < T; t++)
+			tv[t] = (double)t;
+		int64_t td[2] = {T, 1}, md[3] = {T, Bn, 1};
+		struct value *tix = ad_tensor(a, DT_INT64, 2, td, tv);
+		xfree(tv);
+		struct value *m = ad_cast(a, ad_op2(a, "Less", tix, io->lens), dt);
+		if (split_time(a, ad_op2(a, "Reshape", m, ad_ints(a, md, 3)), T, M))
+			goto out;
+		/* a zero-length row's Y_h and Y_c are zeros, not its initial state: no gradient */
+		int64_t zero = 0, bd[3] = {1, Bn, 1};
+		struct value *some = ad_op2(a, "Reshape", ad_cast(a, ad_op2(a, "Greater", io->lens, ad_ints(a, &zero, 1)), dt),
+					    ad_ints(a, bd, 3));
+		dYhd = dYhd ? mul(a, dYhd, some) : NULL;
+		dYcd = dYcd ? mul(a, dYcd, some) : NULL;
+	}
+	/* the backward recurrence, last step first */
+	struct value *dHn = NULL, *dCn = NULL;
 	for (int64_t t = T - 1; t >= 0; t--) {
-		struct value *dH = add(a, add(a, dY ? dYs[t] : NULL, dHn), t == T - 1 ? dYhd : NULL);
+		/* carry, carryC: the state's gradients from the later steps and the final outputs */
+		struct value *carry = add(a, dHn, t == T - 1 ? dYhd : NULL), *dH = add(a, dY ? dYs[t] : NULL, carry);
+		struct value *carryC = cell == CELL_LSTM ? add(a, dCn, t == T - 1 ? dYcd : NULL) : NULL, *dCin = carryC;
 		if (!dH) { /* nothing flows into this step: a zero (1, B, H) */
 			dH = ad_op2(a, "Expand", ad_scalar(a, dt, 0), ad_ints(a, sd, 3));
 		}
+		if (M) {
+			dH = mul(a, dH, M[t]);
+			dCin = carryC ? mul(a, carryC, M[t]) : NULL;
+		}
 		if (cell == CELL_LSTM) {
-			struct value *dC = add(a, add(a, mul(a, mul(a, dH, Bq[t]), dtanh(a, tc[t], dt)), dCn),
-					       t == T - 1 ? dYcd : NULL);
-			struct value *g4[4] = {mul(a, mul(a, dC, Dq[t]), dsig(a, A[t], dt)),
-					       mul(a, mul(a, dH, tc[t]), dsig(a, Bq[t], dt)),
+			/* gates' pre-activations i, o, f, c~; C_t reaches o through Po, C_{t-1} i and f
+			 * through Pi and Pf */
+			struct value *go = mul(a, mul(a, dH, tc[t]), dsig(a, Bq[t], dt));
+			struct value *dC = add(a, mul(a, mul(a, dH, Bq[t]), dtanh(a, tc[t], dt)), dCin);
+			if (Pd)
+				dC = add(a, dC, mul(a, go, Po));
+			struct value *g4[4] = {mul(a, mul(a, dC, Dq[t]), dsig(a, A[t], dt)), go,
 					       mul(a, mul(a, dC, Eq[t]), dsig(a, Cq[t], dt)),
 					       mul(a, mul(a, dC, A[t]), dtanh(a, Dq[t], dt))};
 			dgx[t] = dgr[t] = concat(a, g4, 4, 2);
 			dCn = mul(a, dC, Cq[t]);
+			if (Pd) {
+				dCn = add(a, dCn, add(a, mul(a, g4[0], Pi), mul(a, g4[2], Pf)));
+				pg[t] = mul(a, g4[0], Eq[t]);
+				pg[nt + t] = mul(a, go, cs[t]);
+				pg[2 * nt + t] = mul(a, g4[2], Eq[t]);
+			}
 			dHn = ad_op2(a, "MatMul", dgr[t], Rd);
 		} else if (reset_first) {
 			/* z = A, r = Bq, h~ = Cq, P = Eq: dP = dgh Rh; r's gradient dP H_{t-1}; H_{t-1}'s
@@ -418,13 +549,20 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 			dgx[t] = dgr[t] = mul(a, dH, dtanh(a, A[t], dt));
 			dHn = ad_op2(a, "MatMul", dgr[t], Rd);
 		}
+		if (M) {
+			struct value *keep = ad_op2(a, "Sub", ad_scalar(a, dt, 1), M[t]);
+			if (carry)
+				dHn = add(a, dHn, mul(a, carry, keep));
+			if (carryC)
+				dCn = add(a, dCn, mul(a, carryC, keep));
+		}
 		if (!dHn)
 			goto out;
 	}
 	struct value *dGx = concat(a, dgx, (int)T, 0), *dGr = cell == CELL_GRU && !reset_first ? concat(a, dgr, (int)T, 0) : dGx;
 	out->dx = ad_op2(a, "MatMul", dGx, Wd); /* (T, B, I) */
 	if (reversed)
-		out->dx = reverse_time(a, out->dx, T);
+		out->dx = reverse_time(a, out->dx, T, io->lens);
 	int64_t fx[2] = {T * Bn, G * H}, xf[2] = {T * Bn, I}, hf[2] = {T * Bn, H}, ax01[2] = {0, 1};
 	struct value *gx2 = ad_op2(a, "Reshape", dGx, ad_ints(a, fx, 2)), *gr2 = ad_op2(a, "Reshape", dGr, ad_ints(a, fx, 2));
 	struct value *wi[2] = {gx2, ad_op2(a, "Reshape", Xd, ad_ints(a, xf, 2))};
@@ -450,6 +588,13 @@ static int rnn_dir_grad(struct ad *a, const struct node *n, int d, int reversed,
 	out->db = concat(a, bparts, 2, 0);
 	out->dh0 = dHn;
 	out->dc0 = dCn;
+	if (Pd) { /* dPi, dPo, dPf: sums over steps and the batch */
+		struct value *pp[3];
+		for (int k = 0; k < 3; k++)
+			pp[k] = ad_reduce(a, "ReduceSum", concat(a, pg + k * nt, (int)T, 0), ax01, 2, 0);
+		if (!(out->dp = concat(a, pp, 3, 0)))
+			goto out;
+	}
 	rc = out->dx && out->db ? 0 : -1;
 out:
 	xfree(buf);
@@ -472,36 +617,63 @@ static int rnn_grad(struct ad *a, const struct node *n)
 	const char *why = unsupported(n);
 	if (why)
 		return ad_fail(a, "%s", why);
-	if (n->n_in > 4 && n->in[4])
-		return ad_fail(a, "gradients with sequence_lens are not supported");
 	const struct rtensor *xs = ad_shape(a, n->in[0]);
-	if (ad_dim_symbolic(a, xs->dims[0]))
+	int layout = (int)attr_int(n, "layout", 0);
+	if (layout != 0 && layout != 1)
+		return ad_fail(a, "layout must be 0 or 1, not %d", layout);
+	if (ad_dim_symbolic(a, xs->dims[layout]))
 		return ad_fail(a, "the sequence length must be known to differentiate (bind it with --dim)");
-	if (xs->dims[0] < 1)
+	if (xs->dims[layout] < 1)
 		return ad_fail(a, "an empty sequence has no gradient to give");
 	int D = attr_str_is(n, "direction", "bidirectional", 0) ? 2 : 1, rev = attr_str_is(n, "direction", "reverse", 0);
+	int lstm = cell_of(n) == CELL_LSTM;
+	/* layout 1: transposed into layout 0 here, the gradients of X and the states back below */
+	static const int64_t y_to0[4] = {1, 2, 0, 3};
+	struct value *Y = n->n_out > 0 && n->out[0] ? n->out[0] : ad_add_output(a, n, 0);
+	struct value *dY = n->n_out > 0 && n->out[0] ? ad_dy(a, n->out[0]) : NULL;
+	struct value *dYh = n->n_out > 1 && n->out[1] ? ad_dy(a, n->out[1]) : NULL;
+	struct value *dYc = lstm && n->n_out > 2 && n->out[2] ? ad_dy(a, n->out[2]) : NULL;
+	struct value *h0 = n->n_in > 5 ? n->in[5] : NULL, *c0 = lstm && n->n_in > 6 ? n->in[6] : NULL;
+	struct rnn_io io = {.T = xs->dims[layout], .Bn = xs->dims[!layout], .X = n->in[0], .Y = Y, .dY = dY,
+			    .dYh = dYh, .dYc = dYc, .h0 = h0, .c0 = c0, .P = lstm && n->n_in > 7 ? n->in[7] : NULL};
+	if (n->n_in > 4 && n->in[4] && !(io.lens = ad_cast(a, n->in[4], DT_INT64)))
+		return -1;
+	if (layout) {
+		io.X = transpose(a, n->in[0], swap01, 3);
+		io.Y = transpose(a, Y, y_to0, 4);
+		io.dY = dY ? transpose(a, dY, y_to0, 4) : NULL;
+		io.dYh = dYh ? transpose(a, dYh, swap01, 3) : NULL;
+		io.dYc = dYc ? transpose(a, dYc, swap01, 3) : NULL;
+		io.h0 = h0 ? transpose(a, h0, swap01, 3) : NULL;
+		io.c0 = c0 ? transpose(a, c0, swap01, 3) : NULL;
+		if (!io.X || !io.Y || (dY && !io.dY) || (dYh && !io.dYh) || (dYc && !io.dYc) || (h0 && !io.h0) ||
+		    (c0 && !io.c0))
+			return -1;
+	}
 	struct rnn_dir dir[2];
 	memset(dir, 0, sizeof dir);
 	for (int d = 0; d < D; d++)
-		if (rnn_dir_grad(a, n, d, rev || d == 1, &dir[d]))
+		if (rnn_dir_grad(a, n, &io, d, rev || d == 1, &dir[d]))
 			return -1;
 	struct value *v[2];
 	if (ad_wants(a, n->in[0])) {
 		struct value *dx = D == 2 ? add(a, dir[0].dx, dir[1].dx) : dir[0].dx;
-		if (ad_give(a, n->in[0], dx))
+		if (ad_give(a, n->in[0], layout ? transpose(a, dx, swap01, 3) : dx))
 			return -1;
 	}
-	static const size_t offs[5] = {offsetof(struct rnn_dir, dw), offsetof(struct rnn_dir, dr),
-				       offsetof(struct rnn_dir, db), offsetof(struct rnn_dir, dh0),
-				       offsetof(struct rnn_dir, dc0)};
-	static const int slot[5] = {1, 2, 3, 5, 6};
-	for (int k = 0; k < 5; k++) {
-		if ((uint32_t)slot[k] >= n->n_in || !ad_wants(a, n->in[slot[k]]))
+	static const size_t offs[6] = {offsetof(struct rnn_dir, dw),  offsetof(struct rnn_dir, dr),
+				       offsetof(struct rnn_dir, db),  offsetof(struct rnn_dir, dp),
+				       offsetof(struct rnn_dir, dh0), offsetof(struct rnn_dir, dc0)};
+	static const int slot[6] = {1, 2, 3, 7, 5, 6};
+	for (int k = 0; k < 6; k++) {
+		if ((uint32_t)slot[k] >= n->n_in || !n->in[slot[k]] || !ad_wants(a, n->in[slot[k]]))
 			continue;
 		for (int d = 0; d < D; d++)
 			v[d] = *(struct value **)((char *)&dir[d] + offs[k]);
-		/* h0 and c0 gradients are (1, B, H) already; the rest gain their direction axis */
-		if (ad_give(a, n->in[slot[k]], stack_dirs(a, v, D, k < 3)))
+		/* h0 and c0 gradients are (1, B, H) already, stacked to (D, B, H) (layout 1: (B, D, H));
+		 * the rest gain their direction axis */
+		struct value *g = stack_dirs(a, v, D, k < 4);
+		if (ad_give(a, n->in[slot[k]], k >= 4 && layout ? transpose(a, g, swap01, 3) : g))
 			return -1;
 	}
 	return 0;
