@@ -180,6 +180,8 @@ static void cases_on(const struct backend *b, int dtype, double rtol, int *seen)
 static int uncovered_ok(int op)
 {
 	return op == OP_IF || op == OP_LOOP           /* no kernel on any backend */
+	       || op == OP_SCAN || op == OP_PT_ADAM || op == OP_PT_ADAGRAD || op == OP_PT_MOMENTUM ||
+	       op == OP_PT_GRADIENT /* ctrl: control flow and the preview.training ops run on the CPU */
 	       || op == OP_DIET_ADAM || op == OP_ALL_REDUCE; /* training-step ops: CPU kernels only */
 }
 
@@ -202,6 +204,10 @@ static const struct gcase extra[] = {
 	 "  - {op: Add, inputs: [w3, rp], outputs: [y0]}\n"
 	 "  - {op: Round, inputs: [y0], outputs: [r]}\n"
 	 "  - {op: Mul, inputs: [r, half], outputs: [y]}\n"},
+	/* Upsample, which training rewrites as Resize (rewrite/upgrade.h): run as the model has it */
+	{"Upsample (opset 9)", "  - {name: a, dtype: float64, shape: [1, 2, 2, 3], init: {dist: normal, seed: %d}}\n"
+	 "  - {name: sc, dtype: float32, shape: [4], data: [1, 1, 2, 3]}\n",
+	 "  - {op: Upsample, inputs: [a, sc], outputs: [y]}\n"},
 	/* opset 9's name for ScatterElements (onnxruntime refuses it at the cases' opset 17) */
 	{"Scatter", "  - {name: a, dtype: float64, shape: [3, 4], init: {dist: normal, seed: %d}}\n"
 	 "  - {name: i, dtype: int64, shape: [1, 4], data: [2, 0, 1, 2]}\n  - {name: u, dtype: float64, shape: [1, 4], data: [1, 2, 3, 4]}\n",

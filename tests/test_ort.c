@@ -353,7 +353,7 @@ Test(ort, diet_initialization_runs_in_onnxruntime)
 }
 
 /* The opset 18-23 models (testdata/gen_opset23.py: GroupNormalization, RMSNormalization,
- * RotaryEmbedding, Attention, a LLaMA-style block; Gelu-20 and Mish-18 once graphdiet has them):
+ * RotaryEmbedding, Attention, a LLaMA-style block, Gelu-20 and Mish-18):
  * onnxruntime 1.30 runs each forward model and its train --loss-fn mse training graph to graphdiet's
  * numbers (the output, the loss and every gradient). */
 Test(ort, opset23_models_match_onnxruntime)
@@ -366,14 +366,6 @@ Test(ort, opset23_models_match_onnxruntime)
 		char path[1100], train[600];
 		snprintf(path, sizeof path, "%s/opset23/%s.onnx", TESTDATA, *m);
 		struct graph *g = load_ok(path);
-		int known = 1;
-		for (uint32_t i = 0; i < g->n_nodes; i++)
-			known &= g->nodes[i]->op != OP_UNKNOWN;
-		if (!known) { /* Gelu, Mish: another change adds them */
-			printf("%s: skipped, an op graphdiet does not have yet\n", *m);
-			graph_free(g);
-			continue;
-		}
 		matches_onnxruntime(g, *m, path, 1e-4, 1e-5);
 		graph_free(g);
 		snprintf(train, sizeof train, "%s/%s_train.onnx", tmpdir(), *m);
@@ -387,5 +379,5 @@ Test(ort, opset23_models_match_onnxruntime)
 		graph_free(g);
 		ran++;
 	}
-	cr_expect_geq(ran, 5);
+	cr_expect_eq(ran, 7);
 }

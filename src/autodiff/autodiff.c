@@ -827,6 +827,74 @@ static void count_buffers(const struct ad *a, struct autodiff_result *r)
 
 static const char meter_autodiff[] = "building the backward pass"; /* util/progress.h */
 
+/* Marks in read the values of g that subgraph s (or one nested in it) reads. */
+static void outer_reads(const struct graph *g, const struct graph *s, uint8_t *read)
+{
+	for (uint32_t i = 0; i < s->n_values; i++) {
+		const struct value *o = s->values[i]->outer;
+		if (o && o->id < g->n_values && g->values[o->id] == o)
+			read[o->id] = 1;
+	}
+	for (uint32_t i = 0; i < s->n_nodes; i++)
+		for (uint32_t k = 0; k < s->nodes[i]->n_attr; k++) {
+			const struct attr *t = &s->nodes[i]->attr[k];
+			if (t->type == ATTR_GRAPH && t->g)
+				outer_reads(g, t->g, read);
+			for (size_t j = 0; t->type == ATTR_GRAPHS && j < t->n; j++)
+				outer_reads(g, t->graphs[j], read);
+		}
+}
+
+/* Control flow left in the forward pass (ops/control.c; rewrite/unroll.h inlines what has constant
+ * counts and conditions) takes no gradient: refused where a trainable parameter reaches the loss
+ * through it, by its inputs or by what its bodies read, rather than giving that path no gradient. */
+static int refuse_control_flow(struct ad *a, struct gd_err *e)
+{
+	struct graph *g = a->g;
+	uint32_t i = 0;
+	while (i < a->n_fwd_nodes && !(op_table[g->nodes[i]->op].flags & OPF_SUBGRAPH))
+		i++;
+	if (i == a->n_fwd_nodes)
+		return 0;
+	uint8_t *dep = xcalloc(g->n_values + 1, 1), *read = xcalloc(g->n_values + 1, 1);
+	if (!dep || !read) {
+		xfree(dep);
+		xfree(read);
+		return err_oom(e);
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		dep[v] = (g->values[v]->flags & VALUE_PARAM) && !(g->values[v]->flags & VALUE_STATE);
+	int rc = 0;
+	for (i = 0; i < a->n_fwd_nodes && !rc; i++) {
+		const struct node *n = g->nodes[i];
+		int any = 0, reached = 0, sub = op_table[n->op].flags & OPF_SUBGRAPH;
+		if (sub) {
+			memset(read, 0, g->n_values);
+			for (uint32_t k = 0; k < n->n_attr; k++)
+				if (n->attr[k].type == ATTR_GRAPH && n->attr[k].g)
+					outer_reads(g, n->attr[k].g, read);
+			for (uint32_t v = 0; v < g->n_values && !any; v++)
+				any = read[v] && dep[v];
+		}
+		for (uint32_t k = 0; k < n->n_in; k++)
+			any |= n->in[k] && dep[n->in[k]->id];
+		for (uint32_t k = 0; k < n->n_out; k++)
+			if (n->out[k]) {
+				dep[n->out[k]->id] |= (uint8_t)any;
+				reached |= a->reach[n->out[k]->id] & REACH_ANY;
+			}
+		char d[300];
+		if (sub && any && reached)
+			rc = err_set(e, GD_EINPUT, "%s: a trainable parameter reaches the loss through it, and control flow is "
+						   "not differentiated (only an If whose condition and a Loop whose count and "
+						   "conditions are constants are: they are unrolled first)",
+				     node_desc(n, d, sizeof d));
+	}
+	xfree(dep);
+	xfree(read);
+	return rc;
+}
+
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e)
 {
 	double t = progress_begin();
@@ -910,6 +978,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	}
 	if (!one || ad_rename(&a, one, seed) || ad_give(&a, loss, one))
 		goto fail;
+	if ((rc = refuse_control_flow(&a, e)))
+		goto out;
 	if (!a.wants[loss->id]) {
 		rc = err_set(e, GD_EINPUT, "the loss '%s' does not depend on any trainable parameter", loss->name);
 		goto out;

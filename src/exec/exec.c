@@ -1149,7 +1149,9 @@ static int refuse_empty_inputs(struct exec *x)
 	for (uint32_t i = 0; i < x->g->n_nodes; i++) {
 		const struct node *n = x->g->nodes[i];
 		const struct op_info *o = &op_table[n->op];
-		if (!op_domain_is_default(o->domain)) /* graphdiet's own ops check their inputs themselves */
+		/* graphdiet's own ops check their inputs themselves, as control flow does (Loop's M and
+		 * cond, Scan-8's sequence_lens are optional, in variadic lists) */
+		if (!op_domain_is_default(o->domain) || (o->flags & OPF_SUBGRAPH))
 			continue;
 		for (uint32_t k = 0; k < n->n_in && ((int)k < o->min_in || o->max_in < 0); k++) /* variadic: all */
 			if (!n->in[k]) {
@@ -1551,6 +1553,113 @@ static int chain_output(struct exec *x, uint32_t i, struct rtensor *t)
 /* The progress meter's names for a run (util/progress.h): one object each, as it compares them. */
 static const char meter_running[] = "running", meter_shapes[] = "inferring shapes";
 
+/* ---- subgraphs (ops/control.c: If, Loop, Scan) ----
+ *
+ * A body runs as a run of its own, exec_run over the subgraph, whose graph inputs are the tensors
+ * the node's kernel gives and whose references to enclosing values (value.outer) are bound to the
+ * enclosing runs' tensors, borrowed. Those readers are no node inputs of the enclosing graph, so its
+ * run keeps every value a subgraph reads for the whole run (pin_outer_reads): never freed, never
+ * taken over in place, never a folded view. A body's outputs come back as copies in the enclosing
+ * run's workspace, and the body's own tensors are freed with its run. */
+
+/* Pins the values of x's graph that subgraph s, or one nested in it, reads. */
+static void pin_outer_reads(struct exec *x, const struct graph *s)
+{
+	for (uint32_t i = 0; i < s->n_values; i++) {
+		const struct value *o = s->values[i]->outer;
+		if (o && o->id < x->g->n_values && x->g->values[o->id] == o)
+			x->pinned[o->id] = 1;
+	}
+	for (uint32_t i = 0; i < s->n_nodes; i++)
+		for (uint32_t k = 0; k < s->nodes[i]->n_attr; k++) {
+			const struct attr *a = &s->nodes[i]->attr[k];
+			if (a->type == ATTR_GRAPH && a->g)
+				pin_outer_reads(x, a->g);
+			for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
+				pin_outer_reads(x, a->graphs[j]);
+		}
+}
+
+/* The values of a subgraph's run that refer to enclosing ones: the enclosing runs' tensors. */
+static int bind_outer(struct exec *x)
+{
+	for (uint32_t i = 0; i < x->g->n_values; i++) {
+		const struct value *v = x->g->values[i], *o = v->outer;
+		if (!o || v->producer || v->init || (v->flags & VALUE_INPUT))
+			continue;
+		struct exec *p = x->o->parent;
+		while (p && !(o->id < p->nv && p->g->values[o->id] == o))
+			p = p->o->parent;
+		struct rtensor *t = p ? &p->v[o->id] : NULL;
+		if (!t || !t->known)
+			return err_set(x->e, GD_EINPUT, "'%s', a value of an enclosing graph, has not been computed", v->name);
+		if (p->lazy && p->lazy[o->id]) { /* an initializer's bytes, not yet needed there */
+			p->lazy[o->id] = 0;
+			if (bind_bytes(p, o, t))
+				return x->e->code;
+		}
+		if (p->be && t->dev && !t->data && to_host(p, t)) /* bodies run on the CPU: a host copy, kept */
+			return x->e->code;
+		x->v[v->id] = *t;
+		x->v[v->id].owned = 0;
+		x->v[v->id].dev = NULL;
+		x->v[v->id].given = 0;
+		x->pinned[v->id] = 1;
+	}
+	return 0;
+}
+
+int exec_shapes_only(const struct exec *x)
+{
+	return x->o->shapes_only;
+}
+
+int exec_subgraph(struct exec *x, struct graph *body, const struct rtensor *in, struct rtensor *out)
+{
+	const char **names = xcalloc(body->n_inputs + 1, sizeof *names);
+	if (!names)
+		return err_oom(x->e);
+	for (uint32_t k = 0; k < body->n_inputs; k++)
+		names[k] = body->inputs[k]->name;
+	struct exec_opts so = {.shapes_only = x->o->shapes_only, .dims = x->o->dims, .n_dims = x->o->n_dims,
+			       .probe_unbound = x->o->probe_unbound, .default_dim = x->o->default_dim,
+			       .seed = x->o->seed, .step = x->o->step, .inputs = in, .input_names = names,
+			       .n_inputs = body->n_inputs, .copy_transposes = x->o->copy_transposes,
+			       .no_chains = x->o->no_chains, .parent = x};
+	const struct node *cur = x->cur;
+	struct exec_stats st = {0};
+	struct exec *sx = exec_run(body, &so, &st, x->e);
+	xfree(names);
+	x->cur = cur;
+	int rc = sx ? 0 : x->e->code;
+	for (uint32_t k = 0; k < body->n_outputs; k++)
+		memset(&out[k], 0, sizeof out[k]);
+	for (uint32_t k = 0; !rc && k < body->n_outputs; k++) {
+		const struct rtensor *t = exec_value(sx, body->outputs[k]);
+		out[k].dtype = t->dtype;
+		out[k].ndim = t->ndim;
+		memcpy(out[k].dims, t->dims, sizeof t->dims);
+		out[k].numel = t->numel;
+		out[k].nbytes = t->nbytes;
+		out[k].known = 1;
+		if (t->data && !(out[k].data = exec_scratch_raw(x, t->nbytes)))
+			rc = x->e->code;
+		else if (t->data)
+			memcpy(out[k].data, t->data, t->nbytes);
+	}
+	exec_free(sx);
+	x->flops += st.flops;
+	x->moved += st.bytes_moved;
+	if (rc) {
+		for (uint32_t k = 0; k < body->n_outputs; k++)
+			exec_free_temp(x, &out[k]);
+		char d[300];
+		if (!sx)
+			err_prefix(x->e, "%s: subgraph '%s'", node_desc(cur, d, sizeof d), body->name ? body->name : "");
+	}
+	return rc;
+}
+
 static int run_nodes(struct exec *x)
 {
 	struct graph *g = x->g;
@@ -1791,7 +1900,12 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		exec_free(x);
 		return NULL;
 	}
-	x->opset = 17;
+	x->opset = o->parent ? o->parent->opset : 17;
+	if (o->parent) { /* a subgraph's: the symbols' stand-ins are the enclosing run's */
+		x->next_probe = o->parent->next_probe;
+		memcpy(x->probe_values, o->parent->probe_values, sizeof x->probe_values);
+		memcpy(x->probe_syms, o->parent->probe_syms, sizeof x->probe_syms);
+	}
 	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
 			x->opset = (int)g->model->opsets[i].version;
@@ -1826,6 +1940,15 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		x->pinned[g->outputs[i]->id] = 1;
 	for (uint32_t i = 0; o->keep_values && i < g->n_values; i++)
 		x->pinned[i] = 1;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (op_table[g->nodes[i]->op].flags & OPF_SUBGRAPH)
+			for (uint32_t k = 0; k < g->nodes[i]->n_attr; k++) {
+				const struct attr *a = &g->nodes[i]->attr[k];
+				if (a->type == ATTR_GRAPH && a->g)
+					pin_outer_reads(x, a->g);
+				for (size_t j = 0; a->type == ATTR_GRAPHS && j < a->n; j++)
+					pin_outer_reads(x, a->graphs[j]);
+			}
 	int rc = 0;
 	for (uint32_t i = 0; i < g->n_inits && !rc; i++) {
 		x->pinned[g->inits[i]->id] = 1;
@@ -1838,6 +1961,8 @@ struct exec *exec_run(struct graph *g, const struct exec_opts *o, struct exec_st
 		if (!v->init) /* an initializer listed as an input has its data already */
 			rc = bind_input(x, v, &x->v[v->id]);
 	}
+	if (!rc && o->parent)
+		rc = bind_outer(x);
 	/* state an update replaces dies at its last reader, its next value made in its buffer: a copy
 	 * of the bytes it borrows (the model's, the caller's), which are not the run's to write */
 	if (!o->keep_values)

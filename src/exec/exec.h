@@ -97,6 +97,8 @@ struct exec_opts {
 	int64_t batch_times;
 	const struct backend *backend; /* where the nodes run (exec/backend.h); NULL: the CPU. Not
 					* for shapes-only runs */
+	struct exec *parent;           /* a subgraph's run (exec_subgraph): the run of the node whose
+					* body it is, whose values its outer references read */
 };
 
 /* Time and calls per op, when asked for (exec_opts.profile). */
@@ -208,6 +210,17 @@ int exec_record_assumptions(struct graph *g);
 /* exec_record_assumptions, then checks them against the bindings b (--dim): 0, or GD_EINPUT
  * naming the node and the buffer of an assumption they break (symdim_check). */
 int exec_check_bindings(struct graph *g, const struct exec_binding *b, size_t n, struct gd_err *e);
+
+/* Runs body, a subgraph of the current node (If's branches, Loop's and Scan's bodies: ops/control.c),
+ * as a run of its own: its graph inputs bound to in[0 .. body->n_inputs), its references to
+ * enclosing values (ONNX's lexical scoping) to the enclosing runs' tensors, in the same mode (a
+ * shapes-only run infers its shapes, computing what it can). Its outputs go to out[0 ..
+ * body->n_outputs): dtype and shape, and data (NULL when only the shape is known) in workspace the
+ * caller frees with exec_free_temp. 0, or the run's error code with the error said at the inner
+ * node, prefixed by the outer one. */
+int exec_subgraph(struct exec *x, struct graph *body, const struct rtensor *in, struct rtensor *out);
+/* Whether the run only infers shapes (exec_opts.shapes_only). */
+int exec_shapes_only(const struct exec *x);
 
 /* The run's comm (NULL: one replica), for AllReduce. */
 struct comm *exec_comm(const struct exec *x);

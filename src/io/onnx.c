@@ -48,6 +48,10 @@ struct rd {
 		const char *names;
 	} *pending;
 	size_t n_pending, cap_pending;
+	Onnx__Function **fns; /* the model's local functions, inlined where called (inline_call) */
+	size_t n_fns;
+	int fn_depth;     /* calls being inlined, nested */
+	uint64_t fn_calls; /* calls inlined so far: unnamed callers' prefixes */
 };
 
 static const char *str(struct rd *r, const char *s)
@@ -376,8 +380,122 @@ static int attr_in(struct rd *r, struct graph *g, struct attr *a, const Onnx__At
 	return check_oom(r);
 }
 
+/* ---- local functions (ModelProto.functions), inlined on read ----
+ *
+ * A node whose (domain, op_type) names a local function becomes the function's nodes, read as if
+ * the graph had them: the function's inputs and outputs renamed to the caller's (an omitted input
+ * is ""), its other values to "<caller>/<name>" (the caller's name, else the function's and a call
+ * count), and each attribute that refers to one of the function's (ref_attr_name) given the
+ * caller's attribute of that name, else the function's default (attribute_proto), else dropped.
+ * A call in a function's nodes is inlined in turn, at most GRAPH_MAX_DEPTH deep, so every later
+ * stage sees only the ops the functions are made of. Names inside a function's subgraph attributes
+ * are not renamed: such a body may read only the function's inputs and outputs, by their caller's
+ * names. */
+
+static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn);
+
+static const Onnx__Function *local_function(const struct rd *r, const Onnx__Node *pn)
+{
+	const char *dom = pn->domain ? pn->domain : "";
+	for (size_t i = 0; pn->op_type && i < r->n_fns; i++) {
+		const Onnx__Function *f = r->fns[i];
+		const char *fd = f->domain ? f->domain : "";
+		if (f->name && !strcmp(f->name, pn->op_type) &&
+		    (!strcmp(fd, dom) || (op_domain_is_default(fd) && op_domain_is_default(dom))))
+			return f;
+	}
+	return NULL;
+}
+
+/* The caller's name for a name used inside function f called by pn. */
+static const char *call_name(struct rd *r, const Onnx__Function *f, const Onnx__Node *pn, const char *prefix,
+			     const char *name)
+{
+	if (!*name)
+		return name;
+	for (size_t i = 0; i < f->n_input; i++)
+		if (!strcmp(f->input[i], name))
+			return i < pn->n_input ? pn->input[i] : "";
+	for (size_t i = 0; i < f->n_output; i++)
+		if (!strcmp(f->output[i], name))
+			return i < pn->n_output ? pn->output[i] : "";
+	size_t n = strlen(prefix) + strlen(name) + 2;
+	char *s = arena_alloc(r->a, n);
+	if (s)
+		snprintf(s, n, "%s/%s", prefix, name);
+	return s;
+}
+
+static int inline_call(struct rd *r, struct graph *g, const Onnx__Function *f, const Onnx__Node *pn)
+{
+	if (r->fn_depth >= GRAPH_MAX_DEPTH)
+		return err_set(r->e, GD_EINPUT, "local function '%s': calls nest deeper than %d (a recursive function?)",
+			       f->name, GRAPH_MAX_DEPTH);
+	if (pn->n_input > f->n_input || pn->n_output > f->n_output)
+		return err_set(r->e, GD_EINPUT, "node '%s' (%s): %zu inputs and %zu outputs, but the local function takes %zu "
+					       "and gives %zu", pn->name ? pn->name : "", f->name, pn->n_input, pn->n_output,
+			       f->n_input, f->n_output);
+	char num[64];
+	const char *prefix = pn->name && *pn->name ? pn->name : num;
+	snprintf(num, sizeof num, "%s_%" PRIu64, f->name, r->fn_calls++);
+	if (prefix == num && !(prefix = arena_strdup(r->a, num)))
+		return err_oom(r->e);
+	r->fn_depth++;
+	int rc = 0;
+	for (size_t i = 0; i < f->n_node && !rc; i++) {
+		const Onnx__Node *fn = f->node[i];
+		Onnx__Node c = *fn;
+		c.input = arena_array(r->a, fn->n_input + fn->n_output + 1, sizeof *c.input);
+		c.attribute = arena_array(r->a, fn->n_attribute + 1, sizeof *c.attribute);
+		if (!c.input || !c.attribute) {
+			rc = err_oom(r->e);
+			break;
+		}
+		c.output = c.input + fn->n_input;
+		for (size_t k = 0; k < fn->n_input + fn->n_output && !rc; k++) {
+			const char *name = k < fn->n_input ? fn->input[k] : fn->output[k - fn->n_input];
+			if (!(c.input[k] = (char *)call_name(r, f, pn, prefix, name ? name : "")))
+				rc = err_oom(r->e);
+		}
+		if (fn->name && *fn->name && !(c.name = (char *)call_name(r, f, pn, prefix, fn->name)))
+			rc = err_oom(r->e);
+		c.n_attribute = 0;
+		for (size_t k = 0; k < fn->n_attribute && !rc; k++) {
+			Onnx__Attribute *a = fn->attribute[k];
+			if (!a->ref_attr_name || !*a->ref_attr_name) {
+				c.attribute[c.n_attribute++] = a;
+				continue;
+			}
+			const Onnx__Attribute *given = NULL; /* the caller's, else the function's default */
+			for (size_t j = 0; j < pn->n_attribute && !given; j++)
+				if (pn->attribute[j]->name && !strcmp(pn->attribute[j]->name, a->ref_attr_name))
+					given = pn->attribute[j];
+			for (size_t j = 0; j < f->n_attribute_proto && !given; j++)
+				if (f->attribute_proto[j]->name && !strcmp(f->attribute_proto[j]->name, a->ref_attr_name))
+					given = f->attribute_proto[j];
+			Onnx__Attribute *ca = given ? arena_alloc(r->a, sizeof *ca) : NULL;
+			if (given && !ca) {
+				rc = err_oom(r->e);
+				break;
+			}
+			if (ca) {
+				*ca = *given;
+				ca->name = a->name;
+				c.attribute[c.n_attribute++] = ca;
+			}
+		}
+		if (!rc)
+			rc = node_in(r, g, &c);
+	}
+	r->fn_depth--;
+	return rc;
+}
+
 static int node_in(struct rd *r, struct graph *g, const Onnx__Node *pn)
 {
+	const Onnx__Function *fun = r->n_fns && op_lookup(pn->domain, pn->op_type) == OP_UNKNOWN ? local_function(r, pn) : NULL;
+	if (fun)
+		return inline_call(r, g, fun, pn);
 	struct node *n = graph_add_node(g, r->e);
 	if (!n)
 		return -1;
@@ -756,7 +874,7 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 		goto fail;
 	}
 	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL,
-		       0, 0, {0}, NULL, 0, 0};
+		       0, 0, {0}, NULL, 0, 0, pm->functions, pm->n_functions, 0, 0};
 	int rc = model_in(&r, pm, &s);
 	arena_free(&r.scratch);
 	onnx__model__free_unpacked(pm, &pb_allocator);

@@ -227,7 +227,11 @@ static int child_kind(enum pb_kind k, uint32_t field, enum pb_kind *child)
 {
 	switch (k) {
 	case PB_MODEL:
+		if (field == 25) /* a local function */
+			return *child = PB_FUNCTION, 1;
 		return field == 20 ? (*child = PB_TRAINING, 1) : 0; /* training_info; the main graph is split off */
+	case PB_FUNCTION:
+		return field == 7 ? (*child = PB_NODE, 1) : 0;
 	case PB_TRAINING:
 		return field == 1 || field == 2 ? (*child = PB_GRAPH, 1) : 0;
 	case PB_GRAPH:

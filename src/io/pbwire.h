@@ -42,7 +42,7 @@ size_t pbwire_field_len(uint32_t field, size_t payload);
 
 /* Refuses messages whose graphs nest deeper than GRAPH_MAX_DEPTH: a NodeProto (what = PB_NODE)
  * or a ModelProto's training graphs (PB_MODEL). Walks only the fields that lead to graphs. */
-enum pb_kind { PB_MODEL, PB_TRAINING, PB_GRAPH, PB_NODE, PB_ATTR };
+enum pb_kind { PB_MODEL, PB_TRAINING, PB_GRAPH, PB_NODE, PB_ATTR, PB_FUNCTION };
 int pbwire_check_depth(const uint8_t *p, size_t n, enum pb_kind what, struct gd_err *e);
 
 int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, struct gd_err *e);

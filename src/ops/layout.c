@@ -522,19 +522,46 @@ static void slice_planes(void *arg, int64_t p0, int64_t p1)
 	}
 }
 
+/* Slice-1's attributes (the opsets before 10 take no inputs but the data): starts and ends, both
+ * required, and axes, which default to 0, 1, ... */
+static int slice_attrs(struct exec *x, const struct node *n, int64_t *starts, int *ns, int64_t *ends, int *ne,
+		       int64_t *axes, int *na)
+{
+	const char *names[3] = {"starts", "ends", "axes"};
+	int64_t *to[3] = {starts, ends, axes};
+	int *len[3] = {ns, ne, na};
+	for (int k = 0; k < 3; k++) {
+		const struct attr *a = node_attr(n, names[k]);
+		*len[k] = 0;
+		if (!a && k < 2)
+			return exec_fail(x, "Slice before opset 10 needs the attribute '%s'", names[k]);
+		if (a && a->type != ATTR_INTS)
+			return exec_fail(x, "attribute '%s' must be a list of ints", names[k]);
+		if (a && a->n > RT_MAX_DIMS)
+			return exec_fail(x, "attribute '%s' has %zu entries (at most %d)", names[k], a->n, RT_MAX_DIMS);
+		for (size_t i = 0; a && i < a->n; i++)
+			to[k][i] = a->ints[i];
+		*len[k] = a ? (int)a->n : 0;
+	}
+	return 0;
+}
+
 static int slice_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
 	int64_t starts[RT_MAX_DIMS], ends[RT_MAX_DIMS], axes[RT_MAX_DIMS], steps[RT_MAX_DIMS];
 	int ns, ne, na = 0, nst = 0;
-	if (n->n_in < 3)
-		return exec_fail(x, "Slice before opset 10 (attributes) is not supported");
-	if (!in[1] || !in[2])
+	if (n->n_in < 3) { /* opset 1-9: starts, ends and axes are attributes, every step 1 */
+		if (slice_attrs(x, n, starts, &ns, ends, &ne, axes, &na))
+			return exec_status(x);
+	} else if (!in[1] || !in[2]) {
 		return exec_fail(x, "starts and ends are required");
-	if (rt_ints(x, in[1], "starts", starts, RT_MAX_DIMS, &ns) || rt_ints(x, in[2], "ends", ends, RT_MAX_DIMS, &ne) ||
-	    (n->n_in > 3 && in[3] && rt_ints(x, in[3], "axes", axes, RT_MAX_DIMS, &na)) ||
-	    (n->n_in > 4 && in[4] && rt_ints(x, in[4], "steps", steps, RT_MAX_DIMS, &nst)))
+	} else if (rt_ints(x, in[1], "starts", starts, RT_MAX_DIMS, &ns) ||
+		   rt_ints(x, in[2], "ends", ends, RT_MAX_DIMS, &ne) ||
+		   (n->n_in > 3 && in[3] && rt_ints(x, in[3], "axes", axes, RT_MAX_DIMS, &na)) ||
+		   (n->n_in > 4 && in[4] && rt_ints(x, in[4], "steps", steps, RT_MAX_DIMS, &nst))) {
 		return exec_status(x);
+	}
 	if (ns != ne || (na && na != ns) || (nst && nst != ns))
 		return exec_fail(x, "starts, ends, axes and steps differ in length");
 	int64_t b[RT_MAX_DIMS], st[RT_MAX_DIMS], dims[RT_MAX_DIMS];
@@ -1127,6 +1154,8 @@ static int slice_grad(struct ad *a, const struct node *n)
 {
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
 	int r = xs->ndim;
+	if (n->n_in < 3 || !n->in[1] || !n->in[2])
+		return ad_fail(a, "Slice before opset 10 (starts and ends as attributes) is not differentiated");
 	const struct rtensor *st = ad_shape(a, n->in[1]), *en = ad_shape(a, n->in[2]);
 	const struct rtensor *axs = n->n_in > 3 && n->in[3] ? ad_shape(a, n->in[3]) : NULL;
 	const struct rtensor *sts = n->n_in > 4 && n->in[4] ? ad_shape(a, n->in[4]) : NULL;

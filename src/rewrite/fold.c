@@ -14,6 +14,7 @@
  * length at seq = 10007, not at 40009). A no-op whose output is a graph output gives the input its
  * name (outputs and the loss keep their names), unless the input is itself an input or an output. */
 #include "fold.h"
+#include "unroll.h"
 #include "../util/join.h"
 #include "../util/xalloc.h"
 
@@ -524,7 +525,12 @@ int graph_fold_constants(struct graph *g, size_t *removed, struct gd_err *e)
 		if (g->infos[i]->producer || (g->infos[i]->flags & (VALUE_INPUT | VALUE_PARAM | VALUE_CONST)))
 			g->infos[k++] = g->infos[i];
 	g->n_infos = k;
-	*removed = n0 - g->n_nodes;
+	*removed = n0 > g->n_nodes ? n0 - g->n_nodes : 0;
+	/* control flow with constant counts and conditions made plain for autodiff (unroll.h), and
+	 * what its unrolled bodies compute from constants folded in turn */
+	size_t unrolled = 0, more = 0;
+	if (!rc && !(rc = graph_unroll_control(g, &unrolled, e)) && unrolled)
+		rc = graph_fold_constants(g, &more, e);
 	return rc;
 }
 
