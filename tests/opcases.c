@@ -597,6 +597,33 @@ const struct gcase op_cases[] = {
 	{"Det 2 x 2, two batch dimensions", P("x", "[2, 1, 2, 2]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
 	{"Det 1 x 1", P("x", "[3, 1, 1]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
 	{"Det 4 x 4 (opset 11)", P("x", "[4, 4]"), "  - {op: Det, inputs: [x], outputs: [y]}\n"},
+	/* quant: the quantization ops take no gradient (every input nodiff); y is a plus their integer
+	 * results, piecewise constant in a, scaled down. The seeds put no rounding step within the
+	 * finite difference's h. float32 inside, as onnxruntime types them at opset 17. */
+	{"QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul ConvInteger QLinearConv pass no gradient",
+	 P("a", "[2, 1, 4, 4]"),
+	 "  - {op: Cast, inputs: [a], outputs: [af], attrs: {to: 1}}\n"
+	 "  - {op: Constant, outputs: [s], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [0.05]}}}}\n"
+	 "  - {op: Constant, outputs: [zp], attrs: {value: {type: tensor, value: {dtype: uint8, shape: [], data: [128]}}}}\n"
+	 "  - {op: Constant, outputs: [ys], attrs: {value: {type: tensor, value: {dtype: float32, shape: [], data: [0.2]}}}}\n"
+	 "  - {op: Constant, outputs: [w], attrs: {value: {type: tensor, value: {dtype: uint8, shape: [1, 1, 2, 2], data: [1, 3, 250, 7]}}}}\n"
+	 "  - {op: Constant, outputs: [ws], attrs: {value: {type: tensor, value: {dtype: float32, shape: [1], data: [0.01]}}}}\n"
+	 "  - {op: Constant, outputs: [wz], attrs: {value: {type: tensor, value: {dtype: uint8, shape: [1], data: [5]}}}}\n"
+	 "  - {op: Constant, outputs: [c], attrs: {value: {type: tensor, value: {dtype: float64, shape: [], data: [0.001]}}}}\n"
+	 "  - {op: QuantizeLinear, inputs: [af, s, zp], outputs: [q]}\n"
+	 "  - {op: DequantizeLinear, inputs: [q, s, zp], outputs: [dq]}\n"
+	 "  - {op: DynamicQuantizeLinear, inputs: [af], outputs: [d, ds, dz]}\n"
+	 "  - {op: MatMulInteger, inputs: [q, d, zp, dz], outputs: [mi]}\n"
+	 "  - {op: QLinearMatMul, inputs: [q, s, zp, d, ds, dz, ys, zp], outputs: [qm]}\n"
+	 "  - {op: ConvInteger, inputs: [q, w, zp], outputs: [ci]}\n"
+	 "  - {op: QLinearConv, inputs: [q, s, zp, w, ws, wz, ys, zp], outputs: [qc]}\n"
+	 "  - {op: Cast, inputs: [dq], outputs: [t1], attrs: {to: 11}}\n  - {op: Cast, inputs: [mi], outputs: [t2], attrs: {to: 11}}\n"
+	 "  - {op: Cast, inputs: [qm], outputs: [t3], attrs: {to: 11}}\n  - {op: Cast, inputs: [ci], outputs: [t4], attrs: {to: 11}}\n"
+	 "  - {op: Cast, inputs: [qc], outputs: [t5], attrs: {to: 11}}\n"
+	 "  - {op: ReduceSum, inputs: [t2], outputs: [r2], attrs: {keepdims: 0}}\n  - {op: ReduceSum, inputs: [t3], outputs: [r3], attrs: {keepdims: 0}}\n"
+	 "  - {op: ReduceSum, inputs: [t4], outputs: [r4], attrs: {keepdims: 0}}\n  - {op: ReduceSum, inputs: [t5], outputs: [r5], attrs: {keepdims: 0}}\n"
+	 "  - {op: Sum, inputs: [r2, r3, r4, r5], outputs: [r]}\n  - {op: Mul, inputs: [r, c], outputs: [rc]}\n"
+	 "  - {op: Add, inputs: [t1, rc], outputs: [p]}\n  - {op: Add, inputs: [a, p], outputs: [y]}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
