@@ -76,6 +76,17 @@ def nms_cases(out, rng):
          [("boxes", cxcywh, F), ("scores", scores, F), ("max", np.array(100, np.int64), TensorProto.INT64),
           ("iou", np.array([0.5], np.float32), F)],
          [("selected", want, TensorProto.INT64)])
+    # iou_threshold omitted (its default, 0: any overlap suppresses), score_threshold given
+    want = tv_nms(xyxy, scores, 3, 0.0, 0.5)
+    node = helper.make_node("NonMaxSuppression", ["boxes", "scores", "max", "", "thr"], ["selected"])
+    save(out, "nms_default_iou", 11, node,
+         [("boxes", yxyx, F), ("scores", scores, F), ("max", np.array([3], np.int64), TensorProto.INT64),
+          ("thr", np.array([0.5], np.float32), F)],
+         [("selected", want, TensorProto.INT64)])
+    # max_output_boxes_per_class omitted: 0, which selects nothing (the spec's default)
+    node = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["selected"])
+    save(out, "nms_no_limit_selects_none", 11, node, [("boxes", yxyx, F), ("scores", scores, F)],
+         [("selected", np.zeros((0, 3), np.int64), TensorProto.INT64)])
 
 
 def roi_inputs(rng):

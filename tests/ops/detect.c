@@ -53,11 +53,13 @@ Test(detect, onnx_backend_tests)
 
 /* torchvision's numbers: NMS of 3 classes of 16 boxes in 2 batches, corners in either order, a
  * score threshold (scores at it removed) and a limit; center boxes at opset 10 with a scalar limit;
+ * iou_threshold omitted (0: any overlap suppresses); no limit given (0: nothing selected, (0, 3));
  * RoiAlign half_pixel with adaptive sampling, opset 10's output_half_pixel, and max mode, over
  * regions partly outside X and one smaller than a pixel */
 Test(detect, torchvision_cases)
 {
-	static const char *const cases[] = {"nms_corners_threshold", "nms_centers", "roialign_half_pixel_adaptive",
+	static const char *const cases[] = {"nms_corners_threshold", "nms_centers", "nms_default_iou",
+					    "nms_no_limit_selects_none", "roialign_half_pixel_adaptive",
 					    "roialign_opset10", "roialign_max"};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char dir[512];
