@@ -119,3 +119,15 @@ Test(detect, bad_input_is_an_error_naming_the_node)
 		run_free(&r);
 	}
 }
+
+/* NonMaxSuppression's output length depends on the values: a shapes-only run (plan) over inputs it
+ * does not know says so, naming the node, with exit 2 (as NonZero's) */
+Test(detect, nms_length_unknown_before_running_is_an_error)
+{
+	char *argv[] = {GD_BINARY, "plan", TESTDATA "/detect/nms_centers/model.onnx", NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "(NonMaxSuppression): NonMaxSuppression's output length depends on its inputs' values"), "%s",
+		  r.err);
+	run_free(&r);
+}
