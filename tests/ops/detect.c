@@ -131,3 +131,23 @@ Test(detect, nms_length_unknown_before_running_is_an_error)
 		  r.err);
 	run_free(&r);
 }
+
+/* The costs plan and run report: RoiAlign 12 operations per tap quadruple, 4 sample points per bin
+ * at sampling_ratio 2 (roialign_max: Y is 5 x 3 x 3 x 2); NonMaxSuppression a sort and up to N
+ * IoUs of 12 operations per box of each of B x C lists (nms_default_iou: B 2, C 3, N 16; its
+ * iou_threshold omitted, so that random inputs are valid) */
+Test(detect, costs)
+{
+	static const struct {
+		const char *model;
+		double flops;
+	} cases[] = {{TESTDATA "/detect/roialign_max/model.onnx", 90 * 4 * 12},
+		     {TESTDATA "/detect/nms_default_iou/model.onnx", 18824 /* floor(6 * 16 * (log2(17) + 12 * 16)) */}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *argv[] = {GD_BINARY, "run", "--random-inputs", "--format", "json", (char *)cases[i].model, NULL};
+		struct run_result r = run_cmd(argv, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: exit %d: %s", cases[i].model, r.status, r.err);
+		cr_expect_eq(json_num(r.out, "flops"), cases[i].flops, "%s: %g FLOPs", cases[i].model, json_num(r.out, "flops"));
+		run_free(&r);
+	}
+}
