@@ -49,7 +49,9 @@ static struct nms_box nms_box_at(const struct rtensor *b, int64_t at, int center
 /* Whether a and b overlap by more than iou (onnxruntime's SuppressByIOU) */
 static int nms_suppresses(const struct nms_box *a, const struct nms_box *b, double iou)
 {
-	double ix0 = fmax(a->x0, b->x0), ix1 = fmin(a->x1, b->x1), iy0 = fmax(a->y0, b->y0), iy1 = fmin(a->y1, b->y1);
+	/* std::max and std::min's ternaries, as onnxruntime's (and inlined, where fmin is a call) */
+	double ix0 = a->x0 > b->x0 ? a->x0 : b->x0, ix1 = a->x1 < b->x1 ? a->x1 : b->x1,
+	       iy0 = a->y0 > b->y0 ? a->y0 : b->y0, iy1 = a->y1 < b->y1 ? a->y1 : b->y1;
 	if (ix1 <= ix0 || iy1 <= iy0)
 		return 0;
 	double inter = (ix1 - ix0) * (iy1 - iy0), area_a = (a->x1 - a->x0) * (a->y1 - a->y0),
@@ -85,7 +87,8 @@ static int nms_scalar(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
-/* Selects for each (batch, class) into sel (rows of 3); returns how many, or -1 when out of memory */
+/* Selects for each (batch, class) into sel (rows of 3); returns how many, or -1 when out of memory.
+ * max_out is at most N. */
 static int64_t nms_select(struct exec *x, const struct rtensor *boxes, const struct rtensor *scores, int64_t max_out,
 			  double iou, int has_thr, double thr, int center, int64_t *sel)
 {
@@ -114,11 +117,9 @@ static int64_t nms_select(struct exec *x, const struct rtensor *boxes, const str
 				if (k < nk)
 					continue;
 				kept[nk++] = i;
-				if (sel) {
-					sel[3 * S] = b;
-					sel[3 * S + 1] = c;
-					sel[3 * S + 2] = i;
-				}
+				sel[3 * S] = b;
+				sel[3 * S + 1] = c;
+				sel[3 * S + 2] = i;
 				S++;
 			}
 		}
@@ -156,18 +157,18 @@ static int nms_run(struct exec *x, const struct node *n, struct rtensor *const *
 		return exec_fail(x, "NonMaxSuppression's output length depends on its inputs' values, which are not "
 				    "known before running");
 	int has_thr = n->n_in > 4 && in[4];
-	int64_t m = max_out > 0 ? (int64_t)max_out : 0;
-	/* first count, then fill: the output is allocated at its exact length */
-	int64_t S = nms_select(x, boxes, scores, m, iou, has_thr, thr, (int)center, NULL);
-	if (S < 0)
+	int64_t N = boxes->dims[1], m = max_out <= 0 ? 0 : max_out < (double)N ? (int64_t)max_out : N;
+	/* selected into workspace of the most there can be, then copied to the output at its length */
+	size_t bytes = (size_t)(boxes->dims[0] * scores->dims[1] * m * 3 + 1) * sizeof(int64_t);
+	int64_t *sel = exec_scratch_raw(x, bytes);
+	if (!sel)
 		return exec_status(x);
-	int64_t dims[2] = {S, 3};
-	int64_t *o = exec_alloc(x, out[0], DT_INT64, 2, dims);
-	if (!o)
-		return exec_status(x);
-	if (nms_select(x, boxes, scores, m, iou, has_thr, thr, (int)center, o) < 0)
-		return exec_status(x);
-	return 0;
+	int64_t S = nms_select(x, boxes, scores, m, iou, has_thr, thr, (int)center, sel), dims[2] = {S, 3};
+	int64_t *o = S < 0 ? NULL : exec_alloc(x, out[0], DT_INT64, 2, dims);
+	if (o)
+		memcpy(o, sel, (size_t)S * 3 * sizeof *o);
+	exec_scratch_free(x, sel, bytes);
+	return exec_status(x);
 }
 
 /* sorting each class's boxes, then up to N IoUs per box taken (about 12 operations each) */
@@ -189,6 +190,12 @@ struct roi_job {
 	int64_t C, H, W, oh, ow, sampling;
 	double scale, offset;
 	int max, widen;
+	/* the region being computed: its image, its points' taps (pos, w: 4 per point, the bins'
+	 * points in order, gh x gw per bin) and the average's divisor */
+	int64_t r, b, points;
+	const int64_t *pos;
+	const double *w;
+	double count;
 };
 
 /* One axis of a sample point at c in a side of len pixels: taps lo, hi with weights wl, wh (both 0
@@ -213,52 +220,84 @@ static void roi_taps(double c, int64_t len, int64_t *lo, int64_t *hi, double *wl
 	*wl = 1 - *wh;
 }
 
-/* Y[r, c] (oh, ow) for the (r, c) pairs [lo, hi) */
+/* Region r's geometry: its corner (x0, y0), its bins' sizes and its grid gh x gw */
+struct roi_geom {
+	double x0, y0, bh, bw;
+	int64_t gh, gw;
+};
+
+static struct roi_geom roi_geom_of(const struct roi_job *j, int64_t r)
+{
+	struct roi_geom g;
+	double c[4];
+	for (int k = 0; k < 4; k++)
+		c[k] = rt_get(j->rois, 4 * r + k) * j->scale - j->offset;
+	double rw = c[2] - c[0], rh = c[3] - c[1];
+	if (j->widen) {
+		rw = fmax(rw, 1.0);
+		rh = fmax(rh, 1.0);
+	}
+	g.x0 = c[0];
+	g.y0 = c[1];
+	g.bh = rh / (double)j->oh;
+	g.bw = rw / (double)j->ow;
+	g.gh = j->sampling > 0 ? j->sampling : (int64_t)ceil(rh / (double)j->oh);
+	g.gw = j->sampling > 0 ? j->sampling : (int64_t)ceil(rw / (double)j->ow);
+	return g;
+}
+
+/* The taps of region r's points into pos and w (4 each per point) */
+static void roi_points(const struct roi_job *j, const struct roi_geom *g, int64_t *pos, double *w)
+{
+	int64_t p = 0;
+	for (int64_t ph = 0; ph < j->oh; ph++)
+		for (int64_t pw = 0; pw < j->ow; pw++)
+			for (int64_t iy = 0; iy < g->gh; iy++) {
+				int64_t ylo, yhi;
+				double wyl, wyh;
+				roi_taps(g->y0 + (double)ph * g->bh + ((double)iy + 0.5) * g->bh / (double)g->gh, j->H, &ylo, &yhi, &wyl,
+					 &wyh);
+				for (int64_t ix = 0; ix < g->gw; ix++, p++) {
+					int64_t xlo, xhi;
+					double wxl, wxh;
+					roi_taps(g->x0 + (double)pw * g->bw + ((double)ix + 0.5) * g->bw / (double)g->gw, j->W, &xlo, &xhi,
+						 &wxl, &wxh);
+					int64_t *q = pos + 4 * p;
+					double *v = w + 4 * p;
+					q[0] = ylo * j->W + xlo, q[1] = ylo * j->W + xhi, q[2] = yhi * j->W + xlo, q[3] = yhi * j->W + xhi;
+					v[0] = wyl * wxl, v[1] = wyl * wxh, v[2] = wyh * wxl, v[3] = wyh * wxh;
+				}
+			}
+}
+
+/* Y[r, c] (oh, ow) of the current region for channels [lo, hi): avg sums the points' taps, max
+ * takes the largest weighted tap */
 static void roi_range(void *arg, int64_t lo, int64_t hi)
 {
 	const struct roi_job *j = arg;
-	for (int64_t rc = lo; rc < hi; rc++) {
-		int64_t r = rc / j->C, c = rc % j->C, b = (int64_t)rt_get(j->idx, r);
-		double x0 = rt_get(j->rois, 4 * r) * j->scale - j->offset, y0 = rt_get(j->rois, 4 * r + 1) * j->scale - j->offset,
-		       x1 = rt_get(j->rois, 4 * r + 2) * j->scale - j->offset, y1 = rt_get(j->rois, 4 * r + 3) * j->scale - j->offset;
-		double rw = x1 - x0, rh = y1 - y0;
-		if (j->widen) {
-			rw = fmax(rw, 1.0);
-			rh = fmax(rh, 1.0);
-		}
-		double bh = rh / (double)j->oh, bw = rw / (double)j->ow;
-		int64_t gh = j->sampling > 0 ? j->sampling : (int64_t)ceil(rh / (double)j->oh),
-			gw = j->sampling > 0 ? j->sampling : (int64_t)ceil(rw / (double)j->ow);
-		double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
-		int64_t plane = (b * j->C + c) * j->H * j->W;
-		for (int64_t ph = 0; ph < j->oh; ph++)
-			for (int64_t pw = 0; pw < j->ow; pw++) {
-				double acc = 0;
-				int any = 0;
-				for (int64_t iy = 0; iy < gh; iy++) {
-					int64_t ylo, yhi;
-					double wyl, wyh;
-					roi_taps(y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh, j->H, &ylo, &yhi, &wyl, &wyh);
-					for (int64_t ix = 0; ix < gw; ix++) {
-						int64_t xlo, xhi;
-						double wxl, wxh;
-						roi_taps(x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw, j->W, &xlo, &xhi, &wxl,
-							 &wxh);
-						double t[4] = {wyl * wxl * rt_get(j->x, plane + ylo * j->W + xlo),
-							       wyl * wxh * rt_get(j->x, plane + ylo * j->W + xhi),
-							       wyh * wxl * rt_get(j->x, plane + yhi * j->W + xlo),
-							       wyh * wxh * rt_get(j->x, plane + yhi * j->W + xhi)};
-						if (j->max) {
-							double v = fmax(fmax(t[0], t[1]), fmax(t[2], t[3]));
-							acc = any ? fmax(acc, v) : v;
-							any = 1;
-						} else {
-							acc += t[0] + t[1] + t[2] + t[3];
-						}
-					}
+	int dbl = j->x->dtype == DT_DOUBLE;
+	int64_t per_bin = j->points / (j->oh * j->ow);
+	for (int64_t c = lo; c < hi; c++) {
+		int64_t plane = (j->b * j->C + c) * j->H * j->W;
+		const float *xf = (const float *)j->x->data + plane;
+		const double *xd = (const double *)j->x->data + plane;
+		for (int64_t bin = 0; bin < j->oh * j->ow; bin++) {
+			double acc = 0;
+			for (int64_t p = bin * per_bin; p < (bin + 1) * per_bin; p++) {
+				const int64_t *q = j->pos + 4 * p;
+				const double *w = j->w + 4 * p;
+				double t[4];
+				for (int k = 0; k < 4; k++)
+					t[k] = w[k] * (dbl ? xd[q[k]] : (double)xf[q[k]]);
+				if (j->max) {
+					double v = fmax(fmax(t[0], t[1]), fmax(t[2], t[3]));
+					acc = p == bin * per_bin ? v : fmax(acc, v);
+				} else {
+					acc += t[0] + t[1] + t[2] + t[3];
 				}
-				rt_set(j->y, (rc * j->oh + ph) * j->ow + pw, j->max ? acc : acc / count);
 			}
+			rt_set(j->y, (j->r * j->C + c) * j->oh * j->ow + bin, j->max ? acc : acc / j->count);
+		}
 	}
 }
 
@@ -307,11 +346,39 @@ static int roi_align_run(struct exec *x, const struct node *n, struct rtensor *c
 	struct roi_job j;
 	if (roi_job_init(x, n, in, &j))
 		return exec_status(x);
-	int64_t dims[4] = {in[1]->dims[0], j.C, j.oh, j.ow};
+	int64_t R = in[1]->dims[0], dims[4] = {R, j.C, j.oh, j.ow}, most = 0;
 	if (!exec_alloc(x, out[0], in[0]->dtype, 4, dims))
 		return exec_status(x);
 	j.y = out[0];
-	kernel_for(dims[0] * j.C, 1, roi_range, &j);
+	/* the taps of a region's points are computed once and read by every channel (onnxruntime's
+	 * pre-computation): the buffer holds the largest region's */
+	for (int64_t r = 0; r < R; r++) {
+		struct roi_geom g = roi_geom_of(&j, r);
+		if (g.gh * g.gw > most)
+			most = g.gh * g.gw;
+	}
+	size_t bytes = (size_t)(j.oh * j.ow * (most ? most : 1)) * 4 * (sizeof(int64_t) + sizeof(double));
+	int64_t *pos = exec_scratch_raw(x, bytes);
+	if (!pos)
+		return exec_status(x);
+	double *w = (double *)(pos + bytes / (sizeof(int64_t) + sizeof(double)));
+	for (int64_t r = 0; r < R; r++) {
+		struct roi_geom g = roi_geom_of(&j, r);
+		j.r = r;
+		j.b = (int64_t)rt_get(j.idx, r);
+		j.points = j.oh * j.ow * g.gh * g.gw;
+		j.count = g.gh * g.gw > 1 ? (double)(g.gh * g.gw) : 1.0;
+		j.pos = pos;
+		j.w = w;
+		if (!j.points) {
+			for (int64_t e = 0; e < j.C * j.oh * j.ow; e++) /* no points: avg's 0 / 1, max's 0 */
+				rt_set(j.y, r * j.C * j.oh * j.ow + e, 0);
+			continue;
+		}
+		roi_points(&j, &g, pos, w);
+		kernel_for(j.C, 8, roi_range, &j);
+	}
+	exec_scratch_free(x, pos, bytes);
 	return 0;
 }
 
