@@ -624,6 +624,22 @@ const struct gcase op_cases[] = {
 	 "  - {op: ReduceSum, inputs: [t4], outputs: [r4], attrs: {keepdims: 0}}\n  - {op: ReduceSum, inputs: [t5], outputs: [r5], attrs: {keepdims: 0}}\n"
 	 "  - {op: Sum, inputs: [r2, r3, r4, r5], outputs: [r]}\n  - {op: Mul, inputs: [r, c], outputs: [rc]}\n"
 	 "  - {op: Add, inputs: [t1, rc], outputs: [p]}\n  - {op: Add, inputs: [a, p], outputs: [y]}\n"},
+	/* detect */
+	/* forward only: constant inputs (onnxruntime's NonMaxSuppression reads float32 only), their
+	 * results scaling and shifting x */
+	{"NonMaxSuppression, RoiAlign pass no gradient", P("x", "[2, 3]")
+	 "  - {name: f, dtype: float32, shape: [1, 1, 3, 3], data: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+	 "  - {name: r, dtype: float32, shape: [2, 4], data: [0, 0, 2, 2, 0.5, 1, 2.5, 2]}\n"
+	 "  - {name: ri, dtype: int64, shape: [2], data: [0, 0]}\n"
+	 "  - {name: bx, dtype: float32, shape: [1, 3, 4], data: [0, 0, 1, 1, 0, 0.1, 1, 1.1, 0, 2, 1, 3]}\n"
+	 "  - {name: sc, dtype: float32, shape: [1, 1, 3], data: [0.9, 0.8, 0.7]}\n"
+	 "  - {name: mx, dtype: int64, shape: [1], data: [3]}\n  - {name: iou, dtype: float32, shape: [1], data: [0.5]}\n",
+	 "  - {op: RoiAlign, inputs: [f, r, ri], outputs: [ra], attrs: {output_height: 2, output_width: 2, sampling_ratio: 2, mode: max}}\n"
+	 "  - {op: ReduceSum, inputs: [ra], outputs: [rs], attrs: {keepdims: 0}}\n  - {op: Cast, inputs: [rs], outputs: [rsf], attrs: {to: 11}}\n"
+	 "  - {op: NonMaxSuppression, inputs: [bx, sc, mx, iou], outputs: [sel]}\n"
+	 "  - {op: Cast, inputs: [sel], outputs: [self], attrs: {to: 11}}\n"
+	 "  - {op: ReduceSum, inputs: [self], outputs: [ss], attrs: {keepdims: 0}}\n"
+	 "  - {op: Mul, inputs: [x, rsf], outputs: [p]}\n  - {op: Add, inputs: [p, ss], outputs: [y]}\n"},
 };
 
 /* loss = sum(y*y)/2 + sum(y): dL/dy = y + 1 is different at every element */
