@@ -1064,9 +1064,18 @@ static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *
 /* ---- gradient rules ---- */
 
 /* Reshape, Flatten, Squeeze, Unsqueeze: the gradient takes the input's shape back. */
+/* g back to the input's shape; a 0 there is a dimension of 0 (allowzero, opset 14), not "copy" */
 static int reshape_grad(struct ad *a, const struct node *n)
 {
-	return ad_give(a, n->in[0], ad_op2(a, "Reshape", ad_dy(a, n->out[0]), ad_shape_of(a, n->in[0])));
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int zero = 0;
+	for (int i = 0; i < xs->ndim; i++)
+		zero |= xs->dims[i] == 0;
+	struct value *g = ad_op2(a, "Reshape", ad_dy(a, n->out[0]), ad_shape_of(a, n->in[0]));
+	if (g && zero && (ad_need_opset(a, 14, "the gradient of a Reshape of an empty tensor (allowzero)") ||
+			  ad_set_int(a, ad_producer(g), "allowzero", 1)))
+		return -1;
+	return ad_give(a, n->in[0], g);
 }
 
 static int transpose_grad(struct ad *a, const struct node *n)
