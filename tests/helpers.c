@@ -1,6 +1,7 @@
 /* helpers.c - shared test utilities; see helpers.h. */
 #include "helpers.h"
 #include "io/format.h"
+#include "ir/dtype.h"
 #include "io/npy.h"
 #include "io/onnx.h"
 #include "io/yaml.h"
@@ -308,4 +309,54 @@ const char *tmpdir(void)
 		atexit(remove_tmpdir);
 	}
 	return tmp_dir;
+}
+
+void expect_tensor_close(const struct rtensor *got, const struct rtensor *want, double rtol, double atol, const char *what)
+{
+	cr_assert_eq(got->dtype, want->dtype, "%s: %s, expected %s", what, dtype_name(got->dtype), dtype_name(want->dtype));
+	cr_assert_eq(got->ndim, want->ndim, "%s: rank %d, expected %d", what, got->ndim, want->ndim);
+	for (int d = 0; d < got->ndim; d++)
+		cr_assert_eq(got->dims[d], want->dims[d], "%s: dimension %d is %lld, expected %lld", what, d,
+			     (long long)got->dims[d], (long long)want->dims[d]);
+	int flt = dtype_is_float(want->dtype);
+	for (int64_t i = 0; i < want->numel; i++) {
+		double g = rt_get(got, i), w = rt_get(want, i);
+		if (flt)
+			cr_expect((isnan(g) && isnan(w)) || g == w || fabs(g - w) <= atol + rtol * fabs(w),
+				  "%s[%lld] = %.9g, expected %.9g", what, (long long)i, g, w);
+		else
+			cr_expect_eq(rt_get_i(got, i), rt_get_i(want, i), "%s[%lld] = %lld, expected %lld", what, (long long)i,
+				     (long long)rt_get_i(got, i), (long long)rt_get_i(want, i));
+	}
+}
+
+void expect_run_matches_npy(struct graph *g, npy_file_fn file, const void *ctx, double rtol, double atol, const char *what)
+{
+	struct rtensor ins[16];
+	const char *names[16];
+	size_t n = 0;
+	char path[1200], msg[800];
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		if (g->inputs[i]->init)
+			continue;
+		cr_assert_lt(n, 16, "%s: too many inputs", what);
+		file(ctx, 0, n, g->inputs[i]->name, path, sizeof path);
+		cr_assert(npy_load(path, &ins[n]), "%s: no %s", what, path);
+		names[n++] = g->inputs[i]->name;
+	}
+	struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", what, e.msg);
+	for (uint32_t k = 0; k < g->n_outputs; k++) {
+		struct rtensor want;
+		file(ctx, 1, k, g->outputs[k]->name, path, sizeof path);
+		cr_assert(npy_load(path, &want), "%s: no %s", what, path);
+		snprintf(msg, sizeof msg, "%s: %s", what, g->outputs[k]->name);
+		expect_tensor_close(exec_value(x, g->outputs[k]), &want, rtol, atol, msg);
+		free(want.data);
+	}
+	exec_free(x);
+	for (size_t i = 0; i < n; i++)
+		free(ins[i].data);
 }

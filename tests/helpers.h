@@ -67,6 +67,14 @@ void diet_factor_data(int16_t *q, float *m, float *a, float *b, float *vr, float
 void diet_expect_same_update(struct exec *const *x, struct graph *const *g, const int16_t *q, int64_t n, int steps,
 			     int tag);
 /* A fresh temporary directory (removed at exit is not needed: under /tmp). */
+/* Expects got to equal want: dtype, shape, floats within atol + rtol |want| (NaN equal to NaN),
+ * other dtypes exactly. */
+void expect_tensor_close(const struct rtensor *got, const struct rtensor *want, double rtol, double atol, const char *what);
+/* The .npy file of g's k-th input (initializers not counted) or k-th output, named `name`, into buf. */
+typedef void (*npy_file_fn)(const void *ctx, int is_output, size_t k, const char *name, char *buf, size_t n);
+/* Runs g on the .npy inputs `file` names and expects every output to equal its .npy file
+ * (expect_tensor_close). */
+void expect_run_matches_npy(struct graph *g, npy_file_fn file, const void *ctx, double rtol, double atol, const char *what);
 const char *tmpdir(void);
 
 #endif

@@ -30,20 +30,11 @@ static const char pb_to_npy[] = "import sys, glob, os, numpy as np, onnx\n"
 				"        t = onnx.TensorProto(); t.ParseFromString(open(p, 'rb').read())\n"
 				"        np.save(os.path.join(dst, os.path.basename(p)[:-3] + '.npy'), numpy_helper.to_array(t))\n";
 
-static void expect_close(const char *test, const char *name, const struct rtensor *got, const struct rtensor *want)
+/* <out>/input_<k>.npy and output_<k>.npy (pb_to_npy's names), for expect_run_matches_npy */
+static void converted_npy(const void *out, int is_output, size_t k, const char *name, char *buf, size_t n)
 {
-	cr_assert_eq(got->dtype, want->dtype, "%s: %s is %s, expected %s", test, name, dtype_name(got->dtype),
-		     dtype_name(want->dtype));
-	cr_assert_eq(got->ndim, want->ndim, "%s: %s has rank %d, expected %d", test, name, got->ndim, want->ndim);
-	for (int d = 0; d < got->ndim; d++)
-		cr_assert_eq(got->dims[d], want->dims[d], "%s: %s dimension %d is %lld, expected %lld", test, name, d,
-			     (long long)got->dims[d], (long long)want->dims[d]);
-	int flt = dtype_is_float(want->dtype);
-	for (int64_t i = 0; i < want->numel; i++) {
-		double g = rt_get(got, i), w = rt_get(want, i);
-		int ok = flt ? (isnan(g) && isnan(w)) || fabs(g - w) <= 1e-5 + 1e-4 * fabs(w) : g == w;
-		cr_assert(ok, "%s: %s[%lld] = %.9g, expected %.9g", test, name, (long long)i, g, w);
-	}
+	(void)name;
+	snprintf(buf, n, "%s/%s_%zu.npy", (const char *)out, is_output ? "output" : "input", k);
 }
 
 /* Runs ONNX_DATA/<test>/model.onnx on its data set 0 (converted by pb_to_npy) and compares
@@ -57,33 +48,8 @@ static void onnx_backend_case(const char *test)
 	snprintf(out, sizeof out, "%s/%s", tmpdir(), strrchr(test, '/') + 1);
 	snprintf(path, sizeof path, "%s/model.onnx", src);
 	struct graph *g = load_ok(path);
-	struct rtensor ins[8];
-	const char *names[8];
-	size_t n = 0;
-	for (uint32_t i = 0; i < g->n_inputs; i++) {
-		if (g->inputs[i]->init)
-			continue;
-		cr_assert_lt(n, 8);
-		snprintf(path, sizeof path, "%s/input_%zu.npy", out, n);
-		names[n] = g->inputs[i]->name;
-		cr_assert(npy_load(path, &ins[n]), "%s: no %s", test, path);
-		n++;
-	}
-	struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
-	struct gd_err e = {0};
-	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_assert(x, "%s: %s", test, e.msg);
-	for (uint32_t k = 0; k < g->n_outputs; k++) {
-		struct rtensor want;
-		snprintf(path, sizeof path, "%s/output_%u.npy", out, k);
-		cr_assert(npy_load(path, &want), "%s: no %s", test, path);
-		expect_close(test, g->outputs[k]->name, exec_value(x, g->outputs[k]), &want);
-		free(want.data);
-	}
-	exec_free(x);
+	expect_run_matches_npy(g, converted_npy, out, 1e-4, 1e-5, test);
 	graph_free(g);
-	for (size_t i = 0; i < n; i++)
-		free(ins[i].data);
 }
 
 /* Every case of a NULL-terminated list, its data converted first. */

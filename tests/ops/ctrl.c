@@ -13,6 +13,13 @@
 
 #define CTRL TESTDATA "/ctrl/"
 
+/* testdata/ctrl/<model>.in.<input>.npy and <model>.out.<output>.npy, for expect_run_matches_npy */
+static void ctrl_npy(const void *model, int is_output, size_t k, const char *name, char *buf, size_t n)
+{
+	(void)k;
+	snprintf(buf, n, CTRL "%s.%s.%s.npy", (const char *)model, is_output ? "out" : "in", name);
+}
+
 /* Runs testdata/ctrl/<name>.onnx on its <name>.in.<input>.npy files and compares every output with
  * <name>.out.<output>.npy, which testdata/gen_ctrl.py computed with numpy or PyTorch: dtype and
  * shape exactly, values within 1e-5 relative (float) or exactly (integers). */
@@ -21,37 +28,7 @@ static void expect_outputs(const char *name)
 	char path[512];
 	snprintf(path, sizeof path, CTRL "%s.onnx", name);
 	struct graph *g = load_ok(path);
-	struct rtensor ins[16];
-	const char *names[16];
-	size_t n = 0;
-	for (uint32_t i = 0; i < g->n_inputs && n < 16; i++) {
-		snprintf(path, sizeof path, CTRL "%s.in.%s.npy", name, g->inputs[i]->name);
-		cr_assert(npy_load(path, &ins[n]), "%s: no %s", name, path);
-		names[n++] = g->inputs[i]->name;
-	}
-	struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
-	struct gd_err e = {0};
-	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_assert_not_null(x, "%s: %s", name, e.msg);
-	for (uint32_t i = 0; i < g->n_outputs; i++) {
-		struct rtensor want;
-		snprintf(path, sizeof path, CTRL "%s.out.%s.npy", name, g->outputs[i]->name);
-		cr_assert(npy_load(path, &want), "%s: no %s", name, path);
-		const struct rtensor *got = exec_value(x, g->outputs[i]);
-		cr_assert_eq(got->dtype, want.dtype, "%s: output %s's dtype", name, g->outputs[i]->name);
-		cr_assert_eq(got->ndim, want.ndim, "%s: output %s's rank", name, g->outputs[i]->name);
-		for (int d = 0; d < want.ndim; d++)
-			cr_assert_eq(got->dims[d], want.dims[d], "%s: output %s's dim %d", name, g->outputs[i]->name, d);
-		for (int64_t k = 0; k < want.numel; k++) {
-			double a = rt_get(got, k), b = rt_get(&want, k);
-			cr_expect(fabs(a - b) <= 1e-5 * fabs(b) + 1e-6, "%s: %s[%ld] = %g, want %g", name, g->outputs[i]->name,
-				  (long)k, a, b);
-		}
-		free(want.data);
-	}
-	for (size_t k = 0; k < n; k++)
-		free(ins[k].data);
-	exec_free(x);
+	expect_run_matches_npy(g, ctrl_npy, name, 1e-5, 1e-6, name);
 	graph_free(g);
 }
 

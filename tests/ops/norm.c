@@ -10,43 +10,19 @@
 #include <string.h>
 #include <unistd.h>
 
+/* dir/<name>.npy, for expect_run_matches_npy */
+static void npy_by_name(const void *dir, int is_output, size_t k, const char *name, char *buf, size_t n)
+{
+	(void)is_output;
+	(void)k;
+	snprintf(buf, n, "%s/%s.npy", (const char *)dir, name);
+}
+
 /* Runs g on the inputs dir/<input name>.npy and compares each output with dir/<output name>.npy:
  * shape, and values within rtol 1e-4, atol 1e-5 (the conformance suite's tolerance). */
 static void run_against(struct graph *g, const char *dir, const char *what)
 {
-	struct rtensor ins[8];
-	const char *names[8];
-	size_t n = 0;
-	char path[1200];
-	for (uint32_t i = 0; i < g->n_inputs && n < 8; i++) {
-		if (g->inputs[i]->init)
-			continue;
-		snprintf(path, sizeof path, "%s/%s.npy", dir, g->inputs[i]->name);
-		cr_assert(npy_load(path, &ins[n]), "%s: no %s", what, path);
-		names[n++] = g->inputs[i]->name;
-	}
-	struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
-	struct gd_err e = {0};
-	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_assert(x, "%s: %s", what, e.msg);
-	for (uint32_t k = 0; k < g->n_outputs; k++) {
-		struct rtensor want;
-		snprintf(path, sizeof path, "%s/%s.npy", dir, g->outputs[k]->name);
-		cr_assert(npy_load(path, &want), "%s: no %s", what, path);
-		const struct rtensor *got = exec_value(x, g->outputs[k]);
-		cr_assert_eq(got->ndim, want.ndim, "%s: %s's rank", what, g->outputs[k]->name);
-		for (int d = 0; d < got->ndim; d++)
-			cr_assert_eq(got->dims[d], want.dims[d], "%s: %s's dimension %d", what, g->outputs[k]->name, d);
-		for (int64_t i = 0; i < got->numel; i++) {
-			double a = rt_get(got, i), b = rt_get(&want, i);
-			cr_expect(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b), "%s: %s[%lld] %.9g, expected %.9g", what,
-				  g->outputs[k]->name, (long long)i, a, b);
-		}
-		free(want.data);
-	}
-	exec_free(x);
-	for (size_t i = 0; i < n; i++)
-		free(ins[i].data);
+	expect_run_matches_npy(g, npy_by_name, dir, 1e-4, 1e-5, what);
 }
 
 /* An ONNX backend test (Debian's libonnx-testdata): its model on test_data_set_0's inputs. */

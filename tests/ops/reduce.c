@@ -39,20 +39,18 @@ static const char convert_py[] =
 /* got within the backend tests' tolerance of want */
 static void expect_close(const struct rtensor *got, const struct rtensor *want, const char *what)
 {
-	cr_assert_eq(got->dtype, want->dtype, "%s: dtype %d, want %d", what, got->dtype, want->dtype);
-	cr_assert_eq(got->ndim, want->ndim, "%s: rank %d, want %d", what, got->ndim, want->ndim);
-	for (int i = 0; i < got->ndim; i++)
-		cr_assert_eq(got->dims[i], want->dims[i], "%s: dimension %d is %lld, want %lld", what, i,
-			     (long long)got->dims[i], (long long)want->dims[i]);
-	for (int64_t i = 0; i < got->numel; i++) {
-		double g = rt_get(got, i), w = rt_get(want, i);
-		if (dtype_is_float(want->dtype))
-			cr_expect((isnan(g) && isnan(w)) || g == w || fabs(g - w) <= 1e-5 + 1e-4 * fabs(w),
-				  "%s[%lld]: %.9g, want %.9g", what, (long long)i, g, w);
-		else
-			cr_expect_eq(rt_get_i(got, i), rt_get_i(want, i), "%s[%lld]: %lld, want %lld", what, (long long)i,
-				     (long long)rt_get_i(got, i), (long long)rt_get_i(want, i));
-	}
+	expect_tensor_close(got, want, 1e-4, 1e-5, what);
+}
+
+/* <dir>/<test>/input_<k>.npy and output_<k>.npy (the converted data set 0) */
+struct converted {
+	const char *dir, *test;
+};
+static void converted_npy(const void *ctx, int is_output, size_t k, const char *name, char *buf, size_t n)
+{
+	const struct converted *c = ctx;
+	(void)name;
+	snprintf(buf, n, "%s/%s/%s_%zu.npy", c->dir, c->test, is_output ? "output" : "input", k);
 }
 
 /* Runs every backend test whose folder name fully matches `pattern`; returns how many ran. */
@@ -69,34 +67,9 @@ static int backend_tests(const char *pattern)
 	for (char *name = strtok_r(list, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
 		snprintf(path, sizeof path, "%s/%s/model.onnx", ONNX_NODE_TESTS, name);
 		struct graph *g = load_ok(path);
-		struct rtensor ins[8];
-		const char *names[8];
-		size_t n = 0;
-		for (uint32_t i = 0; i < g->n_inputs; i++) {
-			if (g->inputs[i]->init)
-				continue;
-			cr_assert_lt(n, 8);
-			snprintf(path, sizeof path, "%s/%s/input_%zu.npy", dir, name, n);
-			cr_assert(npy_load(path, &ins[n]), "%s", path);
-			names[n++] = g->inputs[i]->name;
-		}
-		struct exec_opts o = {.inputs = ins, .input_names = names, .n_inputs = n};
-		struct gd_err e = {0};
-		struct exec *x = exec_run(g, &o, NULL, &e);
-		cr_assert(x, "%s: %s", name, e.msg);
-		for (uint32_t k = 0; k < g->n_outputs; k++) {
-			struct rtensor want;
-			char what[600];
-			snprintf(path, sizeof path, "%s/%s/output_%u.npy", dir, name, k);
-			cr_assert(npy_load(path, &want), "%s", path);
-			snprintf(what, sizeof what, "%s: %s", name, g->outputs[k]->name);
-			expect_close(exec_value(x, g->outputs[k]), &want, what);
-			free(want.data);
-		}
-		exec_free(x);
+		struct converted c = {dir, name};
+		expect_run_matches_npy(g, converted_npy, &c, 1e-4, 1e-5, name);
 		graph_free(g);
-		for (size_t i = 0; i < n; i++)
-			free(ins[i].data);
 		ran++;
 	}
 	free(list);
