@@ -905,9 +905,9 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	size_t restated;
 	if (exporter_semantics(g, &restated, e))
 		return e->code;
-	if (from < UPGRADE_OPSET)
+	if (from != model_opset(g))
 		gd_note("%s: the model's opset %d is rewritten in opset-%d forms, the lowest that holds the backward pass",
-			g->path ? g->path : "-", from, UPGRADE_OPSET);
+			g->path ? g->path : "-", from, model_opset(g));
 	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = model_opset(g)};
 	/* keep_values: the rules read constant inputs (Slice bounds, Dropout's training_mode, Pad's pads,
 	 * reduction axes) after their last forward reader has run; only small computed values have data */

@@ -268,10 +268,35 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	for (int k = 1; k < 5; k++)
 		if (in[k]->numel != c)
 			return exec_fail(x, "input %d must have the %lld channels", k, (long long)c);
-	int training = attr_int(n, "training_mode", 0) != 0;
+	/* before opset 14 the running statistics as outputs meant training mode, with the batch's mean
+	 * and variance as outputs 3 and 4 (saved_mean, saved_var) */
+	int legacy = exec_opset(x) < 14 && n->n_out > 1;
+	int training = legacy || attr_int(n, "training_mode", 0) != 0;
 	double eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
 	int64_t cd = c;
 	int want_stats = training && n->n_out > 1;
+	for (uint32_t k = 3; legacy && k < n->n_out; k++) {
+		if (!n->out[k])
+			continue;
+		if (!exec_alloc(x, out[k], rmean->dtype, 1, &cd)) {
+			if (exec_status(x))
+				return exec_status(x);
+			continue; /* shapes only */
+		}
+		for (int64_t ch = 0; ch < c; ch++) {
+			double s = 0, q = 0, cnt = (double)(nb * inner), mean;
+			for (int64_t b = 0; b < nb; b++)
+				for (int64_t i = 0; i < inner; i++)
+					s += rt_get(a, (b * c + ch) * inner + i);
+			mean = cnt > 0 ? s / cnt : 0;
+			for (int64_t b = 0; k == 4 && b < nb; b++)
+				for (int64_t i = 0; i < inner; i++) {
+					double d = rt_get(a, (b * c + ch) * inner + i) - mean;
+					q += d * d;
+				}
+			rt_set(out[k], ch, k == 3 ? mean : cnt > 0 ? q / cnt : 0);
+		}
+	}
 	void *y = exec_alloc(x, out[0], a->dtype, a->ndim, a->dims);
 	void *pm = want_stats && n->out[1] ? exec_alloc(x, out[1], rmean->dtype, 1, &cd) : NULL;
 	void *pv = want_stats && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], rvar->dtype, 1, &cd) : NULL;
@@ -1036,7 +1061,7 @@ static int mvn_grad(struct ad *a, const struct node *n)
 		at = dflt, na = 3;
 	for (size_t i = 0; i < na && i < RT_MAX_DIMS; i++)
 		axes[i] = at[i] < 0 ? at[i] + r : at[i];
-	return ad_give(a, x, norm_dx(a, x, ad_dy(a, n->out[0]), axes, (int)na, 0, ad_shape(a, x)->dtype, &xh));
+	return ad_give(a, x, norm_dx(a, x, ad_dy(a, n->out[0]), axes, (int)(na < RT_MAX_DIMS ? na : RT_MAX_DIMS), 0, ad_shape(a, x)->dtype, &xh));
 }
 
 /* LpNormalization, y = x / z along the axis: dx = (g - s sum(g y)) / z, with s = y for p = 2 and

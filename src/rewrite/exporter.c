@@ -11,17 +11,21 @@ static int made_by_pytorch(const struct graph *g)
 	return p && !strcmp(p, "pytorch");
 }
 
-/* A Cast of v to dtype, named after n. */
+/* A Cast of v to dtype, named <n>/sizes (apart from n's own name: onnxruntime refuses two nodes of
+ * one name; graph_add_op makes it fresh among the values). */
 static struct value *cast(struct graph *g, const struct node *n, struct value *v, int dtype, struct gd_err *e)
 {
-	struct node *c = graph_add_op(g, node_base_name(n), "Cast", &v, 1, node_base_name(n), e);
+	const char *nm = arena_printf(g->arena, "%s/sizes", node_base_name(n));
+	struct node *c = nm ? graph_add_op(g, nm, "Cast", &v, 1, nm, e) : NULL;
 	return c && !node_add_int(g, c, "to", dtype) ? c->out[0] : NULL;
 }
 
 static int resize_sizes(struct graph *g, struct node *n, struct gd_err *e)
 {
 	struct value *x = n->in[0], *scales = n->in[2];
-	const char *nm = node_base_name(n);
+	const char *nm = arena_printf(g->arena, "%s/sizes", node_base_name(n));
+	if (!nm)
+		return err_oom(e);
 	struct node *s = graph_add_op(g, nm, "Shape", &x, 1, nm, e);
 	struct value *a = s ? cast(g, n, s->out[0], DT_DOUBLE, e) : NULL, *b = a ? cast(g, n, scales, DT_DOUBLE, e) : NULL;
 	struct value *ab[2] = {a, b};

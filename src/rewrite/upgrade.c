@@ -19,13 +19,22 @@ struct up {
 	struct graph *g;
 	struct node *n; /* the node being rewritten */
 	int from;
+	int to;         /* UPGRADE_OPSET, or 14 for a BatchNormalization in training mode */
 	struct gd_err *e;
 };
+
+/* "<node>/<what>": a name for a node the rewrite adds for n, apart from n's own (onnxruntime refuses
+ * two nodes of one name); graph_add_op makes it fresh among the values. NULL when out of memory. */
+static const char *sub_name(struct graph *g, const struct node *n, const char *what)
+{
+	return arena_printf(g->arena, "%s/%s", node_base_name(n), what);
+}
 
 /* A Constant named after the node: int64 [k] holding v. */
 static struct value *ints(struct up *u, const int64_t *v, size_t k)
 {
-	struct node *c = graph_add_op(u->g, node_base_name(u->n), "Constant", NULL, 0, node_base_name(u->n), u->e);
+	const char *nm = sub_name(u->g, u->n, "Constant");
+	struct node *c = nm ? graph_add_op(u->g, nm, "Constant", NULL, 0, nm, u->e) : NULL;
 	int64_t dims[1] = {(int64_t)k}, none = 0;
 	struct rtensor t = {.dtype = DT_INT64, .ndim = 1, .numel = (int64_t)k, .data = k ? (void *)v : &none,
 			    .nbytes = k * sizeof *v};
@@ -38,7 +47,8 @@ static struct value *scalar(struct up *u, double v)
 {
 	const struct value *x = u->n->n_in ? u->n->in[0] : NULL;
 	int dt = x && x->type.has_dtype && dtype_is_float(x->type.dtype) ? x->type.dtype : DT_FLOAT;
-	struct node *c = graph_add_scalar(u->g, node_base_name(u->n), dt, v, u->e);
+	const char *nm = sub_name(u->g, u->n, "Constant");
+	struct node *c = nm ? graph_add_scalar(u->g, nm, dt, v, u->e) : NULL;
 	return c ? c->out[0] : NULL;
 }
 
@@ -131,9 +141,10 @@ static int upgrade_softmax(struct up *u)
 	int rank = x->type.has_shape ? (int)x->type.ndim : -1;
 	if (rank >= 0 && (axis == rank - 1 || axis == -1))
 		return set_int(u, "axis", -1);
-	struct node *f = graph_add_op(u->g, node_base_name(n), "Flatten", &x, 1, node_base_name(n), u->e);
-	struct node *s = graph_add_op(u->g, node_base_name(n), "Shape", &x, 1, node_base_name(n), u->e);
-	struct node *op = f ? graph_add_op(u->g, node_base_name(n), n->op_type, &f->out[0], 1, node_base_name(n), u->e) : NULL;
+	const char *fn = sub_name(u->g, n, "Flatten"), *sn = sub_name(u->g, n, "Shape"), *on = sub_name(u->g, n, "2d");
+	struct node *f = fn ? graph_add_op(u->g, fn, "Flatten", &x, 1, fn, u->e) : NULL;
+	struct node *s = sn ? graph_add_op(u->g, sn, "Shape", &x, 1, sn, u->e) : NULL;
+	struct node *op = f && on ? graph_add_op(u->g, on, n->op_type, &f->out[0], 1, on, u->e) : NULL;
 	if (!s || !op || node_add_int(u->g, f, "axis", axis) || node_add_int(u->g, op, "axis", -1))
 		return u->e->code ? u->e->code : err_oom(u->e);
 	struct value *ins[2] = {op->out[0], s->out[0]};
@@ -199,7 +210,8 @@ static int upgrade_upsample(struct up *u)
 	struct value *scales = n->n_in > 1 ? n->in[1] : NULL;
 	const struct attr *a = node_attr(n, "scales");
 	if (!scales && a && a->type == ATTR_FLOATS) { /* Upsample-7 */
-		struct node *c = graph_add_op(u->g, node_base_name(n), "Constant", NULL, 0, node_base_name(n), u->e);
+		const char *nm = sub_name(u->g, n, "scales");
+		struct node *c = nm ? graph_add_op(u->g, nm, "Constant", NULL, 0, nm, u->e) : NULL;
 		struct rtensor t = {.dtype = DT_FLOAT, .ndim = 1, .numel = (int64_t)a->n, .data = a->floats,
 				    .nbytes = a->n * sizeof(float)};
 		t.dims[0] = (int64_t)a->n;
@@ -227,7 +239,29 @@ static int upgrade_batch_norm(struct up *u)
 			       "node '%s' (BatchNormalization): spatial = 0 (statistics per element, opset %d) has no "
 			       "form in later opsets, which the backward pass needs",
 			       node_base_name(u->n), u->from);
-	return drop_attr(u, "spatial") || drop_attr(u, "is_test") || drop_attr(u, "consumed_inputs") ? err_oom(u->e) : 0;
+	if (drop_attr(u, "spatial") || drop_attr(u, "is_test") || drop_attr(u, "consumed_inputs"))
+		return err_oom(u->e);
+	if (u->n->n_out < 2)
+		return 0;
+	/* running statistics as outputs meant training mode before 14 (Y, mean, var, saved_mean,
+	 * saved_var, as PyTorch exports it in training mode): 14's training_mode = 1, its three
+	 * outputs, so the backward pass differentiates the batch statistics */
+	for (uint32_t k = 3; k < u->n->n_out; k++) {
+		const struct value *o = u->n->out[k];
+		int read = o && (o->flags & VALUE_OUTPUT);
+		for (uint32_t i = 0; o && !read && i < u->g->n_nodes; i++)
+			for (uint32_t j = 0; j < u->g->nodes[i]->n_in && !read; j++)
+				read = u->g->nodes[i]->in[j] == o;
+		if (read)
+			return err_set(u->e, GD_EINPUT,
+				       "node '%s' (BatchNormalization): its saved_mean or saved_var output (opset %d) is read; "
+				       "opset 14, which the backward pass needs, has no such output",
+				       node_base_name(u->n), u->from);
+	}
+	if (u->n->n_out > 3)
+		u->n->n_out = 3;
+	u->to = 14;
+	return set_int(u, "training_mode", 1);
 }
 
 /* Before 7, arithmetic broadcast only with broadcast = 1, aligning B at `axis`: numpy's rule from
@@ -260,7 +294,8 @@ static int upgrade_prelu(struct up *u)
 	for (uint32_t i = 1; i + 1 < x->type.ndim && k < RT_MAX_DIMS; i++)
 		axes[k++] = i;
 	struct value *ax = ints(u, axes, k), *ins[2] = {n->in[1], ax};
-	struct node *q = ax ? graph_add_op(u->g, node_base_name(n), "Unsqueeze", ins, 2, node_base_name(n), u->e) : NULL;
+	const char *nm = sub_name(u->g, n, "Unsqueeze");
+	struct node *q = ax && nm ? graph_add_op(u->g, nm, "Unsqueeze", ins, 2, nm, u->e) : NULL;
 	if (!q)
 		return u->e->code ? u->e->code : err_oom(u->e);
 	struct value *in2[2] = {n->in[0], q->out[0]};
@@ -273,6 +308,8 @@ static int upgrade_node(struct up *u)
 	const char *op = n->op_type;
 	if (!op || (n->domain && !op_domain_is_default(n->domain)))
 		return 0;
+	if (u->from >= UPGRADE_OPSET) /* 13: only training mode's form changed, in 14 */
+		return strcmp(op, "BatchNormalization") ? 0 : upgrade_batch_norm(u);
 	if (u->from < 7 && (drop_attr(u, "consumed_inputs") || upgrade_legacy_broadcast(u)))
 		return u->e->code ? u->e->code : err_oom(u->e);
 	if (!strcmp(op, "Reshape") && u->from < 5)
@@ -316,18 +353,20 @@ static int upgrade_node(struct up *u)
 int opset_upgrade(struct graph *g, int *from, struct gd_err *e)
 {
 	*from = model_opset(g);
-	if (*from >= UPGRADE_OPSET || !g->model)
+	if (*from >= 14 || !g->model)
 		return 0;
-	struct up u = {.g = g, .from = *from, .e = e};
+	struct up u = {.g = g, .from = *from, .to = *from < UPGRADE_OPSET ? UPGRADE_OPSET : *from, .e = e};
 	uint32_t n_nodes = g->n_nodes; /* the nodes added along the way are in 13's forms already */
 	for (uint32_t i = 0; i < n_nodes; i++) {
 		u.n = g->nodes[i];
 		if (upgrade_node(&u))
 			return e->code ? e->code : err_oom(e);
 	}
+	if (u.to == *from)
+		return 0;
 	for (size_t i = 0; i < g->model->n_opsets; i++)
 		if (op_domain_is_default(g->model->opsets[i].domain))
-			g->model->opsets[i].version = UPGRADE_OPSET;
+			g->model->opsets[i].version = u.to;
 	if (g->model->ir_version < 7) { /* opset 13's */
 		g->model->ir_version = 7;
 		g->model->has_ir_version = true;
