@@ -1889,6 +1889,120 @@ Test(cli, reduce_prod_gradient_with_zeros)
 	free(g.data);
 }
 
+/* BatchNormalization with its running statistics as outputs was training mode before opset 14 (as
+ * torch.onnx.export writes it in training mode at opset 9-13: 5 outputs): such a model trains as 14's
+ * training_mode = 1 (the training graph is at opset 14) and gives the gradients the opset-14 form of
+ * the same model gives; it was refused ("produces 1 to 3 outputs, got 5"). */
+Test(cli, an_opset_11_batch_norm_in_training_mode_trains_as_opset_14s)
+{
+	static const char bn[] =
+		"graphdiet: 1\nopset: %d\nparams:\n  - {name: x, dtype: float64, shape: [4, 3, 2], init: {dist: normal, seed: 6}}\n"
+		"  - {name: s, dtype: float64, shape: [3], init: {dist: normal, seed: 7}}\n"
+		"  - {name: b, dtype: float64, shape: [3], init: {dist: normal, seed: 8}}\n"
+		"  - {name: m, dtype: float64, shape: [3], data: [0, 0, 0]}\n  - {name: v, dtype: float64, shape: [3], data: [1, 1, 1]}\n"
+		"nodes:\n  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [%s]%s}\n"
+		"  - {op: Mul, inputs: [y, y], outputs: [yy]}\n  - {op: Mul, inputs: [yy, y], outputs: [y3]}\n"
+		"  - {op: ReduceSum, inputs: [y3], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss, dtype: float64, shape: []}]\n";
+	char text[1400], m11[600], m14[600], t11[600], t14[600], o11[600], o14[600];
+	snprintf(text, sizeof text, bn, 11, "y, rm, rv, sm, sv", "");
+	write_text(m11, sizeof m11, "bn11.yaml", text);
+	snprintf(text, sizeof text, bn, 14, "y, rm, rv", ", attrs: {training_mode: 1}");
+	write_text(m14, sizeof m14, "bn14.yaml", text);
+	snprintf(t11, sizeof t11, "%s/bn11_train.onnx", tmpdir());
+	snprintf(t14, sizeof t14, "%s/bn14_train.onnx", tmpdir());
+	snprintf(o11, sizeof o11, "%s/bn11_out", tmpdir());
+	snprintf(o14, sizeof o14, "%s/bn14_out", tmpdir());
+	struct run_result r = gd("train", m11, "-o", t11, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "opset 11 is rewritten in opset-14 forms"), "%s", r.err);
+	run_free(&r);
+	r = gd("train", m14, "-o", t14, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("run", t11, "-o", o11, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("run", t14, "-o", o14, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	const char *grads[] = {"x_grad", "s_grad", "b_grad"};
+	for (int i = 0; i < 3; i++) {
+		char pa[700], pb[700];
+		snprintf(pa, sizeof pa, "%s/%s.npy", o11, grads[i]);
+		snprintf(pb, sizeof pb, "%s/%s.npy", o14, grads[i]);
+		struct rtensor a, b;
+		cr_assert(npy_load(pa, &a) && npy_load(pb, &b), "%s", grads[i]);
+		expect_tensor_close(&a, &b, 0, 0, grads[i]);
+		free(a.data);
+		free(b.data);
+	}
+	r = gd("verify", "--gradcheck", m11, t11, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+}
+
+/* Files the review's fuzzing of new ops found crashing or giving a wrong-shaped gradient: an LSTM
+ * whose sequence_lens is a graph input plans (it read the lengths' missing data); a RoiAlign whose
+ * sampling_ratio overflows the sample buffer is refused, and an inverted region samples nothing;
+ * a ConvTranspose whose output_padding reaches a stride past the taps is refused in train (it wrote
+ * x_grad one element longer than x); a dilated 3-D AveragePool's gradient counts its own window. */
+Test(cli, review_of_the_new_ops_bad_inputs)
+{
+	char m[600], t[600];
+	write_text(m, sizeof m, "lens_input.yaml",
+		   "graphdiet: 1\nopset: 17\ninputs:\n  - {name: x, dtype: float32, shape: [5, 2, 3]}\n"
+		   "  - {name: lens, dtype: int32, shape: [2]}\nparams:\n"
+		   "  - {name: W, dtype: float32, shape: [1, 16, 3], init: {dist: normal, seed: 1}}\n"
+		   "  - {name: R, dtype: float32, shape: [1, 16, 4], init: {dist: normal, seed: 2}}\n"
+		   "nodes:\n  - {op: LSTM, inputs: [x, W, R, \"\", lens], outputs: [y], attrs: {hidden_size: 4}}\n"
+		   "  - {op: ReduceMean, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss, dtype: float32, shape: []}]\n");
+	struct run_result r = gd("plan", m, NULL, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	static const char roi[] =
+		"graphdiet: 1\nopset: 17\ninputs: [{name: f, dtype: float32, shape: [1, 1, 3, 3]}]\nparams:\n"
+		"  - {name: r, dtype: float32, shape: [1, 4], data: [%s]}\n  - {name: ri, dtype: int64, shape: [1], data: [0]}\n"
+		"nodes:\n  - {op: RoiAlign, inputs: [f, r, ri], outputs: [y], attrs: {output_height: 1, output_width: 1%s}}\n"
+		"outputs: [{name: y}]\n";
+	char text[1024];
+	snprintf(text, sizeof text, roi, "0, 0, 2, 2", ", sampling_ratio: 2147483648");
+	write_text(m, sizeof m, "roi_huge.yaml", text);
+	r = gd("run", m, "--random-inputs", NULL, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "(RoiAlign)") && strstr(r.err, "points per bin"), "%s", r.err);
+	run_free(&r);
+	snprintf(text, sizeof text, roi, "2, 2, 0, 0", "");
+	write_text(m, sizeof m, "roi_inverted.yaml", text);
+	r = gd("run", m, "--random-inputs", NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	static const char pool[] =
+		"graphdiet: 1\nopset: 19\nparams:\n  - {name: x, dtype: float64, shape: %s, init: {dist: normal, seed: 4}}\n"
+		"%s"
+		"nodes:\n  - {op: %s, inputs: [%s], outputs: [y], attrs: {%s}}\n"
+		"  - {op: Mul, inputs: [y, y], outputs: [yy]}\n"
+		"  - {op: ReduceSum, inputs: [yy], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss, dtype: float64, shape: []}]\n";
+	snprintf(text, sizeof text, pool, "[1, 1, 3]", "  - {name: w, dtype: float64, shape: [1, 1, 3], init: {dist: normal, seed: 5}}\n",
+		 "ConvTranspose", "x, w", "strides: [2], output_padding: [2]");
+	write_text(m, sizeof m, "ct_outpad.yaml", text);
+	snprintf(t, sizeof t, "%s/ct_outpad_train.onnx", tmpdir());
+	r = gd("train", m, "-o", t, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "(ConvTranspose)") && strstr(r.err, "output_padding"), "%s", r.err);
+	run_free(&r);
+	snprintf(text, sizeof text, pool, "[1, 1, 6, 2, 3]", "", "AveragePool", "x",
+		 "kernel_shape: [2, 1, 2], dilations: [2, 1, 1], pads: [1, 0, 0, 1, 0, 1]");
+	write_text(m, sizeof m, "avgpool_dilated.yaml", text);
+	snprintf(t, sizeof t, "%s/avgpool_dilated_train.onnx", tmpdir());
+	r = gd("train", m, "-o", t, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", m, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+}
+
 /* Errors say the facts: an input of the wrong shape names both shapes (it named neither); a model
  * without a loss is pointed at --loss-fn, which plan and check now take as train does (same
  * peak); a tensor larger than the machine's memory is the input's doing: exit 2 with the size (it

@@ -22,6 +22,7 @@
 #include "../util/xalloc.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #define LOOP_SHAPES_MAX 1000000 /* iterations shape inference runs */
@@ -237,7 +238,9 @@ static int loop_run(struct exec *x, const struct node *n, struct rtensor *const 
 		return exec_fail(x, "its %s is computed from data, known only when the graph runs: the shapes of its "
 				    "outputs cannot be inferred before (plan and train need it from shapes and constants)",
 				 !km ? "trip count M" : "condition");
-	int64_t trips = !in[0] ? INT64_MAX : m < 0 ? 0 : (int64_t)m;
+	if (isnan(m))
+		return exec_fail(x, "the trip count M is NaN");
+	int64_t trips = !in[0] || m >= 9.2e18 ? INT64_MAX : m < 0 ? 0 : (int64_t)m;
 	/* shape inference runs every iteration too: not one that may never end, nor a million */
 	if (exec_shapes_only(x) && trips > LOOP_SHAPES_MAX)
 		return exec_fail(x, "%s: the shapes of its outputs are known only when the graph runs",

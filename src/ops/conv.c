@@ -1037,7 +1037,7 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 		ints2(n, "output_padding", 0, g->one_d, &oph, &opw);
 		int64_t th = g->sh * (g->h - 1) + oph + g->dh * (g->kh - 1) + 1 - g->oh;
 		int64_t tw = g->sw * (g->w - 1) + opw + g->dw * (g->kw - 1) + 1 - g->ow;
-		if (-th >= g->sh || -tw >= g->sw)
+		if (oph - th >= g->sh || opw - tw >= g->sw) /* output_padding is length past the taps too */
 			return ad_fail(a, "output_shape reaches a stride or more past the input's taps");
 		int upper = attr_str_is(n, "auto_pad", "SAME_UPPER", 0);
 		g->pt = th < 0 ? 0 : upper ? th / 2 : th - th / 2, g->pb = th < 0 ? 0 : th - g->pt;
@@ -1061,6 +1061,12 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 			g->pl = lower ? tw - tw / 2 : tw / 2, g->pr = tw - g->pl;
 		}
 	}
+	int64_t oph = 0, opw = 0;
+	/* output_padding past the pads is length past the input's taps: cut by the floor of the Conv
+	 * that differentiates it only while less than a stride */
+	if (transpose && !ints2(n, "output_padding", 0, g->one_d, &oph, &opw) &&
+	    (oph - g->pt - g->pb >= g->sh || opw - g->pl - g->pr >= g->sw))
+		return ad_fail(a, "output_padding reaches a stride or more past the input's taps");
 	return 0;
 }
 

@@ -593,12 +593,16 @@ static int conv_nd_grad_both(struct ad *a, const struct node *n, int tr)
 	struct nd_geom g;
 	if (nd_geom_of(a, n, tr ? CONV_TRANSPOSE : CONV_FORWARD, &g))
 		return -1;
-	int64_t pe[ND_MAX], op[ND_MAX];
+	int64_t pe[ND_MAX], op[ND_MAX], outpad[ND_MAX];
+	if (tr && nd_ints(n, "output_padding", 0, (size_t)g.r, outpad))
+		return ad_fail(a, "output_padding must have an entry per spatial axis");
 	int any = !tr && restoring_padding(&g, op);
 	for (int i = 0; i < g.r; i++) {
 		pe[i] = g.pe[i] > 0 ? g.pe[i] : 0;
-		if (g.pe[i] < 0 && -g.pe[i] >= g.s[i])
-			return ad_fail(a, "output_shape reaches a stride or more past the input's taps");
+		/* the output's length past the input's taps (output_padding, less the pads) is cut by the
+		 * floor of the Conv that differentiates it only while less than a stride */
+		if ((g.pe[i] < 0 && -g.pe[i] >= g.s[i]) || (tr && outpad[i] - g.pb[i] - g.pe[i] >= g.s[i]))
+			return ad_fail(a, "output_shape or output_padding reaches a stride or more past the input's taps");
 	}
 	struct value *gy = ad_dy(a, n->out[0]);
 	if (ad_wants(a, n->in[0]) && give_input_grad(a, n, tr ? "Conv" : "ConvTranspose", &g, pe, any ? op : NULL))
@@ -638,11 +642,9 @@ static int average_pool_nd_grad(struct ad *a, const struct node *n)
 		struct value *ones = ad_op2(a, "Add", ad_zeros_like(a, n->in[0]), ad_scalar(a, dt, 1));
 		struct value *avg = ad_op1(a, "AveragePool", ones);
 		struct node *p = ad_producer(avg);
-		int64_t one[ND_MAX];
-		for (int i = 0; i < g.r; i++)
-			one[i] = 1;
+		/* the forward node's window, dilations included: each output counts the taps it read */
 		if (!p || ad_set_ints(a, p, "kernel_shape", g.k, (size_t)g.r) ||
-		    set_nd_window(a, p, &g, g.s, one, g.pe, 1) || ad_set_int(a, p, "count_include_pad", 1))
+		    set_nd_window(a, p, &g, g.s, g.d, g.pe, 1) || ad_set_int(a, p, "count_include_pad", 1))
 			return -1;
 		scaled = ad_op2(a, "Div", gy, ad_op2(a, "Mul", avg, ad_scalar(a, dt, win)));
 	}

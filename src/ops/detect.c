@@ -241,8 +241,12 @@ static struct roi_geom roi_geom_of(const struct roi_job *j, int64_t r)
 	g.y0 = c[1];
 	g.bh = rh / (double)j->oh;
 	g.bw = rw / (double)j->ow;
-	g.gh = j->sampling > 0 ? j->sampling : (int64_t)ceil(rh / (double)j->oh);
-	g.gw = j->sampling > 0 ? j->sampling : (int64_t)ceil(rw / (double)j->ow);
+	/* points per bin: 0 for an inverted or NaN region (as onnxruntime's loops), at most 2^20 (the
+	 * caller refuses grids past its cap) */
+	double gh = j->sampling > 0 ? (double)j->sampling : ceil(rh / (double)j->oh);
+	double gw = j->sampling > 0 ? (double)j->sampling : ceil(rw / (double)j->ow);
+	g.gh = gh >= 0 ? (int64_t)fmin(gh, 1 << 20) : 0;
+	g.gw = gw >= 0 ? (int64_t)fmin(gw, 1 << 20) : 0;
 	return g;
 }
 
@@ -354,6 +358,10 @@ static int roi_align_run(struct exec *x, const struct node *n, struct rtensor *c
 	 * pre-computation): the buffer holds the largest region's */
 	for (int64_t r = 0; r < R; r++) {
 		struct roi_geom g = roi_geom_of(&j, r);
+		if ((double)g.gh * (double)g.gw * (double)(j.oh * j.ow) > 1e8)
+			return exec_fail(x, "region %lld samples %lld x %lld points per bin: past the 10^8 points graphdiet "
+					    "samples a region",
+					 (long long)r, (long long)g.gh, (long long)g.gw);
 		if (g.gh * g.gw > most)
 			most = g.gh * g.gw;
 	}

@@ -123,7 +123,7 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	if (lens && lens->numel != Bn)
 		return exec_fail(x, "sequence_lens must have %lld elements (the batch), not %lld", (long long)Bn,
 				 (long long)lens->numel);
-	for (int64_t b = 0; lens && b < Bn; b++)
+	for (int64_t b = 0; lens && lens->data && b < Bn; b++) /* known only when computing, or constant */
 		if (rt_get_i(lens, b) < 0 || rt_get_i(lens, b) > T)
 			return exec_fail(x, "sequence_lens[%lld] is %lld, outside [0, %lld]", (long long)b,
 					 (long long)rt_get_i(lens, b), (long long)T);

@@ -288,8 +288,8 @@ static int dft_run(struct exec *x, const struct node *n, struct rtensor *const *
 	int64_t len = a->dims[ax], nfft = len;
 	if (n->n_in > 1 && in[1] && sig_scalar(x, in[1], "dft_length", &nfft))
 		return exec_status(x);
-	if (nfft < 1)
-		return exec_fail(x, "dft_length %lld must be positive", (long long)nfft);
+	if (nfft < 1 || nfft > (INT64_C(1) << 40)) /* its plan's buffers are 4 nfft doubles and more */
+		return exec_fail(x, "dft_length %lld must be in [1, 2^40]", (long long)nfft);
 	int inverse = attr_int(n, "inverse", 0) != 0, onesided = attr_int(n, "onesided", 0) != 0;
 	int64_t keep = onesided ? nfft / 2 + 1 : nfft, outer = 1, inner = 1, dims[RT_MAX_DIMS];
 	for (int i = 0; i < r - 1; i++)
@@ -301,6 +301,8 @@ static int dft_run(struct exec *x, const struct node *n, struct rtensor *const *
 	struct rtensor *y = out[0];
 	if (!exec_alloc(x, y, a->dtype, r, dims))
 		return exec_status(x);
+	if (!y->numel) /* nothing to transform: no plan */
+		return 0;
 	struct sig_plan p;
 	if (sig_plan_init(x, &p, nfft, inverse ? 1 : -1))
 		return exec_status(x);

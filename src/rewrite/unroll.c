@@ -28,7 +28,9 @@ static int const_scalar(struct graph *g, const struct value *v, double *out)
 	}
 	struct gd_err e = {0};
 	struct bytes b;
-	if (!t || tensor_numel(t) != 1 || tensor_bytes(g, t, &b, &e) || b.n != dtype_size(t->dtype))
+	/* a number of at most 8 bytes (not a string, not complex) */
+	if (!t || tensor_numel(t) != 1 || t->dtype == DT_STRING || dtype_size(t->dtype) > sizeof(uint64_t) ||
+	    tensor_bytes(g, t, &b, &e) || b.n != dtype_size(t->dtype))
 		return 0;
 	int64_t dims[1] = {1};
 	uint64_t bits = 0;
