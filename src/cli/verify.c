@@ -10,6 +10,7 @@
 #include "../util/emit.h"
 #include "../util/xalloc.h"
 #include "cli.h"
+#include "verify.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,57 +70,6 @@ static const char help[] =
 	"      --format FMT      text (default), json or yaml\n"
 	"  -h, --help            show this help\n";
 
-struct row {
-	const char *name;
-	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
-	int found, ok;
-	int any_nan;       /* any NaN matched any NaN (not only the same bits) */
-	int64_t nonfinite; /* NaN and infinite elements, bitwise equal on both sides (else not ok) */
-	const char *missing_from; /* where a value not found is missing */
-	int owned;                /* name is malloc'd */
-	char why[160];            /* what differs besides the values (shape, dtype), when it does */
-};
-
-/* How compare treats what tolerances cannot: by default NaN and infinities must be equal bit for bit
- * and integers are compared as numbers; ONNX's backend tests want any NaN to equal any NaN and
- * integers and bools exact. */
-enum { CMP_NAN_EQUAL = 1, CMP_EXACT_INTS = 2 };
-
-/* b (TRAIN's) against a (the reference's): found when b has a's element count; ok when every
- * element is within atol + rtol * |a|, and NaN and infinities are equal (inf - inf is NaN). */
-static void compare(struct row *r, const struct rtensor *a, const struct rtensor *b, double rtol, double atol,
-		    int how)
-{
-	r->found = a && b && b->numel == a->numel && (!a->numel || (a->data && b->data));
-	r->ok = r->found;
-	r->any_nan = !!(how & CMP_NAN_EQUAL);
-	double dd = 0, aa = 0;
-	size_t es = a ? dtype_size(a->dtype) : 0;
-	int exact = (how & CMP_EXACT_INTS) && r->found && !dtype_is_float(a->dtype) && b->dtype == a->dtype;
-	for (int64_t k = 0; r->found && k < a->numel; k++) {
-		double pa = rt_get(a, k), pb = rt_get(b, k), d = fabs(pa - pb);
-		int same_bits = a->dtype == b->dtype &&
-				!memcmp((const uint8_t *)a->data + k * (int64_t)es, (const uint8_t *)b->data + k * (int64_t)es, es);
-		if (!isfinite(pa) || !isfinite(pb)) {
-			if (same_bits || ((how & CMP_NAN_EQUAL) && (isnan(pa) ? isnan(pb) : pa == pb))) {
-				r->nonfinite++;
-			} else {
-				r->ok = 0;
-				r->max_abs = INFINITY;
-			}
-			continue;
-		}
-		dd += d * d;
-		aa += pa * pa;
-		r->max_abs = fmax(r->max_abs, d);
-		if (pa != 0)
-			r->max_rel = fmax(r->max_rel, d / fabs(pa));
-		if (exact ? !same_bits : !(d <= atol + rtol * fabs(pa)))
-			r->ok = 0;
-	}
-	r->norm_rel = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
-}
-
 /* Whether every replica's outputs but its own loss (`local`) have replica 0's bits. */
 static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local)
 {
@@ -132,79 +82,6 @@ static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, 
 				return 0;
 		}
 	return 1;
-}
-
-static int parse_double(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	*out = strtod(s, &end);
-	return !*s || *end || errno || !(*out >= 0) || !isfinite(*out); /* NaN, inf and negatives: no tolerance */
-}
-
-/* The table (or JSON/YAML) of rows, and the verdict. */
-static void report(enum cli_out fmt, const struct row *rows, size_t n_rows, int all_ok, double rtol, double atol,
-		   int n_rep, int agree)
-{
-	if (fmt == OUT_TEXT) {
-		printf("%-40s %12s %12s %12s\n", "output", "max abs", "max rel", "norm rel");
-		for (size_t i = 0; i < n_rows; i++) {
-			if (rows[i].found)
-				printf("%-40s %12.3g %12.3g %12.3g%s%s", rows[i].name, rows[i].max_abs, rows[i].max_rel,
-				       rows[i].norm_rel, rows[i].ok ? "" : "  DIFFERS", rows[i].why);
-			if (rows[i].found && rows[i].nonfinite)
-				printf("  (%" PRId64 " NaN or infinite, %s)", rows[i].nonfinite,
-				       rows[i].any_nan ? "equal" : "bitwise equal");
-			if (rows[i].found)
-				putchar('\n');
-			else
-				printf("%-40s %12s %12s %12s  MISSING from %s\n", rows[i].name, "-", "-", "-", rows[i].missing_from);
-		}
-		if (n_rep > 1)
-			printf("replicas: %d, in one process; their outputs %s\n", n_rep,
-			       agree ? "agree bit for bit" : "DIFFER from replica 0's");
-		printf("%s: %zu outputs compared, rtol %g, atol %g\n", all_ok ? "match" : "MISMATCH", n_rows, rtol, atol);
-	} else {
-		struct emit em;
-		emit_init(&em, stdout, fmt == OUT_YAML);
-		emit_obj_begin(&em);
-		emit_key(&em, "match");
-		emit_bool(&em, all_ok);
-		emit_key(&em, "rtol");
-		emit_double(&em, rtol);
-		emit_key(&em, "atol");
-		emit_double(&em, atol);
-		emit_key(&em, "replicas");
-		emit_int(&em, n_rep > 1 ? n_rep : 1);
-		emit_key(&em, "replicas_agree");
-		emit_bool(&em, agree);
-		emit_key(&em, "outputs");
-		emit_arr_begin(&em);
-		for (size_t i = 0; i < n_rows; i++) {
-			emit_obj_begin(&em);
-			emit_key(&em, "name");
-			emit_str(&em, rows[i].name);
-			emit_key(&em, "found");
-			emit_bool(&em, rows[i].found);
-			emit_key(&em, "max_abs");
-			emit_double(&em, rows[i].max_abs);
-			emit_key(&em, "max_rel");
-			emit_double(&em, rows[i].max_rel);
-			emit_key(&em, "norm_rel");
-			emit_double(&em, rows[i].norm_rel);
-			emit_key(&em, "nonfinite");
-			emit_int(&em, rows[i].nonfinite);
-			emit_key(&em, "match");
-			emit_bool(&em, rows[i].ok);
-			if (rows[i].why[0]) {
-				emit_key(&em, "why");
-				emit_str(&em, rows[i].why + 2);
-			}
-			emit_obj_end(&em);
-		}
-		emit_arr_end(&em);
-		emit_obj_end(&em);
-	}
 }
 
 /* The end of either --against layout: the error or the report, then everything freed. */
@@ -423,14 +300,7 @@ static int against_onnx(struct graph *g, const char *mpath, const char *dir, str
 	return against_end(rc, mpath, &e, fmt, rows, n_rows, all_ok, rtol, atol, x, in, n_in, names);
 }
 
-/* The state verify carries from a skipped step to the next run of TRAIN (unskipped). */
-struct carried {
-	struct rtensor *t; /* data malloc'd; the executor of the next run borrows it */
-	const char **names;
-	size_t n;
-};
-
-static void carried_free(struct carried *c)
+void carried_free(struct carried *c)
 {
 	for (size_t i = 0; c->t && i < c->n; i++)
 		xfree(c->t[i].data);
@@ -444,7 +314,7 @@ static void carried_free(struct carried *c)
  * (the scale lowered; a skipped step changes nothing else), so TRAIN runs again from there, on
  * the same inputs, until a step is not skipped (at most 64 runs). Returns the executor of that
  * step (xt, or a new one, which borrows *c's data: free it after), NULL on an error. */
-static struct exec *unskipped(struct graph *train, struct exec_opts *eo, struct exec *xt, struct carried *c,
+struct exec *unskipped(struct graph *train, struct exec_opts *eo, struct exec *xt, struct carried *c,
 			      struct gd_err *e)
 {
 	const struct value *found = strmap_get(&train->names, "found_inf");
@@ -497,165 +367,11 @@ static struct exec *unskipped(struct graph *train, struct exec_opts *eo, struct 
 	return xt;
 }
 
-/* --gradcheck: TRAIN's gradients against central finite differences of MODEL's loss, computed in
- * float64 (MODEL widened, rewrite/widen.h) on TRAIN's own inputs, along seeded random unit
- * directions d over every parameter TRAIN gives a gradient for: sum(grad . d) against
- * (L(theta + h d) - L(theta - h d)) / 2h, h = 1e-5 max(1, |theta|). Only the executor's forward
- * pass is trusted, not autodiff. Infinite entries (a causal mask's -inf, stored as a float
- * initializer) are left out of d and of |theta|: theta +- h d keeps them as they are. */
-enum { GRADCHECK_DIRECTIONS = 3 };
-
-struct fd_param {
-	const struct value *p;      /* MODEL's initializer */
-	const struct rtensor *grad; /* TRAIN's gradient */
-	struct rtensor theta, d;    /* float64 */
-};
-
-static double model_loss(struct graph *m, const struct value *loss, struct exec_opts *eo, struct gd_err *e, int *rc)
-{
-	struct exec *x = exec_run(m, eo, NULL, e);
-	double l = x ? rt_get(exec_value(x, loss), 0) : NAN;
-	*rc = x ? 0 : e->code;
-	exec_free(x);
-	return l;
-}
-
-static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int appended, uint64_t seed,
-		     double rtol, double atol, struct row *rows, size_t *n_rows, int *all_ok, struct gd_err *e)
-{
-	if (graph_widen_f64(m, e))
-		return e->code;
-	/* MODEL's loss: the one --loss-fn appended (its last output), else the scalar float output
-	 * TRAIN also gives */
-	const struct value *loss = appended && m->n_outputs ? m->outputs[m->n_outputs - 1] : NULL;
-	for (uint32_t i = 0; i < m->n_outputs && !loss; i++) {
-		const struct value *t = strmap_get(&train->names, m->outputs[i]->name);
-		const struct rtensor *tv = t && (t->flags & VALUE_OUTPUT) ? exec_value(xt, t) : NULL;
-		if (tv && tv->numel == 1 && dtype_is_float(tv->dtype) && !(t->flags & VALUE_GRAD))
-			loss = m->outputs[i];
-	}
-	if (!loss)
-		return err_set(e, GD_EINPUT, "--gradcheck: no scalar output of MODEL is also TRAIN's");
-	/* TRAIN's inputs and parameters, in float64, for MODEL */
-	size_t n = 0, cap = m->n_inputs + m->n_inits + 1;
-	struct fd_param *fp = xcalloc(cap, sizeof *fp);
-	struct rtensor *in = xcalloc(cap, sizeof *in);
-	const char **names = xcalloc(cap, sizeof *names);
-	size_t n_in = 0;
-	int rc = !fp || !in || !names ? err_oom(e) : 0;
-	double norm2 = 0, theta2 = 0;
-	char gname[600];
-	for (uint32_t i = 0; !rc && i < m->n_inputs + m->n_inits; i++) {
-		const struct value *v = i < m->n_inputs ? m->inputs[i] : m->inits[i - m->n_inputs],
-				   *tv = strmap_get(&train->names, v->name);
-		const struct rtensor *t = tv ? exec_value(xt, tv) : NULL;
-		if (!t || !t->data || (i < m->n_inputs && v->init))
-			continue; /* an initializer listed as an input too comes with the initializers */
-		snprintf(gname, sizeof gname, "%s_grad", v->name);
-		const struct value *gv = strmap_get(&train->names, gname); /* a trained input's too */
-		struct rtensor *w = &in[n_in];
-		*w = *t;
-		w->owned = 0;
-		w->dev = NULL;
-		if (dtype_is_float(t->dtype) && t->dtype != DT_DOUBLE) {
-			w->dtype = DT_DOUBLE;
-			w->nbytes = (size_t)t->numel * sizeof(double);
-		}
-		if (!(w->data = xmalloc(w->nbytes ? w->nbytes : 1))) {
-			rc = err_oom(e);
-			break;
-		}
-		if (w->dtype == t->dtype)
-			memcpy(w->data, t->data, t->nbytes);
-		else
-			for (int64_t k = 0; k < t->numel; k++)
-				rt_set(w, k, rt_get(t, k));
-		names[n_in++] = v->name;
-		if (!gv || !(gv->flags & VALUE_OUTPUT) || !dtype_is_float(t->dtype))
-			continue;
-		const struct rtensor *gt = exec_value(xt, gv);
-		if (gt->ndim != t->ndim || memcmp(gt->dims, t->dims, sizeof *t->dims * (size_t)t->ndim)) {
-			char a[160], b[160];
-			rc = err_set(e, GD_ECHECK, "--gradcheck: TRAIN's %s has shape %s, its parameter %s", gname,
-				     rt_shape_str(gt, a, sizeof a), rt_shape_str(t, b, sizeof b));
-			break;
-		}
-		struct fd_param *f = &fp[n++];
-		f->p = v;
-		f->grad = gt;
-		f->theta = f->d = *w;
-		f->theta.data = xmalloc(w->nbytes ? w->nbytes : 1);
-		f->d.data = xmalloc(w->nbytes ? w->nbytes : 1);
-		if (!f->theta.data || !f->d.data) {
-			rc = err_oom(e);
-			break;
-		}
-		memcpy(f->theta.data, w->data, w->nbytes);
-		for (int64_t k = 0; k < t->numel; k++)
-			if (isfinite(rt_get(w, k)))
-				theta2 += rt_get(w, k) * rt_get(w, k);
-	}
-	if (!rc && !n)
-		rc = err_set(e, GD_EINPUT, "--gradcheck: TRAIN gives no <param>_grad of MODEL's parameters");
-	double h = 1e-5 * fmax(1, sqrt(theta2));
-	struct exec_opts eo = {.inputs = in, .input_names = names, .n_inputs = n_in, .seed = seed, .default_dim = 2};
-	for (int dir = 0; !rc && dir < GRADCHECK_DIRECTIONS; dir++) {
-		/* d: standard normal per element, then scaled to unit length over all parameters */
-		norm2 = 0;
-		for (size_t j = 0; j < n; j++)
-			for (int64_t k = 0; k < fp[j].d.numel; k++) {
-				double r = philox_normal(seed * 7919 + (uint64_t)dir * 104729 + j, (uint64_t)k);
-				if (!isfinite(rt_get(&fp[j].theta, k)))
-					r = 0; /* an infinite entry (a causal mask's -inf) has no neighbourhood to difference */
-				rt_set(&fp[j].d, k, r);
-				norm2 += r * r;
-			}
-		double dot = 0, lp, lm;
-		for (size_t j = 0; j < n; j++)
-			for (int64_t k = 0; k < fp[j].d.numel; k++) {
-				rt_set(&fp[j].d, k, rt_get(&fp[j].d, k) / sqrt(norm2));
-				dot += rt_get(fp[j].grad, k) * rt_get(&fp[j].d, k);
-			}
-		/* theta + h d, then theta - h d, in place of each parameter's input */
-		for (int sign = 1; sign >= -1 && !rc; sign -= 2) {
-			for (size_t j = 0; j < n; j++)
-				for (size_t q = 0; q < n_in; q++)
-					if (names[q] == fp[j].p->name)
-						for (int64_t k = 0; k < fp[j].d.numel; k++)
-							rt_set(&in[q], k, rt_get(&fp[j].theta, k) + sign * h * rt_get(&fp[j].d, k));
-			double l = model_loss(m, loss, &eo, e, &rc);
-			*(sign > 0 ? &lp : &lm) = l;
-		}
-		if (rc)
-			break;
-		double fd = (lp - lm) / (2 * h), diff = fabs(dot - fd);
-		struct row *r = &rows[(*n_rows)++];
-		char *name = malloc(64);
-		if (name)
-			snprintf(name, 64, "d%d: %.7g vs %.7g", dir + 1, dot, fd);
-		*r = (struct row){.name = name ? name : "direction", .owned = name != NULL, .found = 1,
-				  .max_abs = diff, .max_rel = fd != 0 ? diff / fabs(fd) : diff > 0 ? INFINITY : 0,
-				  .norm_rel = fd != 0 ? diff / fabs(fd) : 0};
-		r->ok = isfinite(dot) && isfinite(fd) && diff <= atol + rtol * fabs(fd);
-		*all_ok &= r->ok;
-	}
-	for (size_t j = 0; fp && j < n; j++) {
-		xfree(fp[j].d.data);
-		xfree(fp[j].theta.data);
-	}
-	for (size_t q = 0; in && q < n_in; q++)
-		xfree(in[q].data);
-	xfree(fp);
-	xfree(in);
-	xfree(names);
-	return rc;
-}
-
 /* The dimensions TRAIN fixed (train --dim batch=4 writes [4, 20] where MODEL says [batch, 20])
  * bind MODEL's symbolic ones the same way, unless --dim names them: otherwise the two graphs would
  * run on different batches and could never match. A --dim that says otherwise is an error. A
  * static export that train --batch N rebatched is rebatched too. */
-static int bind_like_train(struct graph *plain, const struct graph *train, struct exec_binding *dims, size_t *n,
+int bind_like_train(struct graph *plain, const struct graph *train, struct exec_binding *dims, size_t *n,
 			   struct gd_err *e)
 {
 	int64_t rebatch = 0; /* train --batch N made a static export's axis 0 N */
@@ -683,13 +399,7 @@ static int bind_like_train(struct graph *plain, const struct graph *train, struc
 	return rebatch ? graph_rebatch(plain, rebatch, e) : 0;
 }
 
-/* What train --loss-fn appended to TRAIN, appended to MODEL too (fn < 0: nothing). */
-struct model_loss {
-	int fn;
-	const char *pred, *target;
-};
-
-static struct graph *load_model(const char *path, const struct model_loss *ml, int *rc)
+struct graph *load_model(const char *path, const struct model_loss *ml, int *rc)
 {
 	struct gd_err e = {0};
 	struct graph *m = cli_load(path, FMT_AUTO, rc);
@@ -700,42 +410,6 @@ static struct graph *load_model(const char *path, const struct model_loss *ml, i
 		return NULL;
 	}
 	return m;
-}
-
-/* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
- * scale skips, then gradcheck. */
-static int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
-			 size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
-{
-	int rc = 0, all_ok = 1;
-	struct gd_err e = {0};
-	struct graph *m = load_model(mpath, ml, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
-	struct carried carry = {0};
-	struct row rows[GRADCHECK_DIRECTIONS];
-	size_t n_rows = 0;
-	struct exec *xt = NULL;
-	if (t && bind_like_train(m, t, dims, n_dims, &e)) {
-		err_print(tpath, &e);
-		rc = e.code;
-	}
-	eo->dims = dims;
-	eo->n_dims = *n_dims;
-	if (t && !rc && (!(xt = exec_run(t, eo, NULL, &e)) || !(xt = unskipped(t, eo, xt, &carry, &e)))) {
-		err_print(tpath, &e);
-		rc = e.code;
-	}
-	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
-		err_print(mpath, &e);
-	if (xt && !rc)
-		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
-	for (size_t i = 0; i < n_rows; i++)
-		if (rows[i].owned)
-			free((char *)rows[i].name);
-	exec_free(xt);
-	carried_free(&carry);
-	graph_free(m);
-	graph_free(t);
-	return rc ? rc : all_ok ? 0 : GD_ECHECK;
 }
 
 int cmd_verify(int argc, char **argv)
@@ -771,12 +445,12 @@ int cmd_verify(int argc, char **argv)
 				return GD_EINPUT;
 			break;
 		case 'r':
-			if (parse_double(optarg, &rtol))
+			if (verify_parse_tol(optarg, &rtol))
 				return cli_usage("verify", "--rtol: '%s' is not a tolerance", optarg);
 			rtol_given = 1;
 			break;
 		case 'a':
-			if (parse_double(optarg, &atol))
+			if (verify_parse_tol(optarg, &atol))
 				return cli_usage("verify", "--atol: '%s' is not a tolerance", optarg);
 			atol_given = 1;
 			break;
