@@ -1,22 +1,48 @@
 /* gradcheck.c - `graphdiet verify --gradcheck`: a training graph's gradients against finite differences. */
 #include "../exec/exec.h"
+#include "../ops/kernel.h"
 #include "../rewrite/widen.h"
+#include "../util/emit.h"
 #include "../util/philox.h"
 #include "../util/xalloc.h"
 #include "verify.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* --gradcheck: TRAIN's gradients against central finite differences of MODEL's loss, computed in
- * float64 (MODEL widened, rewrite/widen.h) on TRAIN's own inputs, along seeded random unit
- * directions d over every parameter TRAIN gives a gradient for: sum(grad . d) against
- * (L(theta + h d) - L(theta - h d)) / 2h, h = 1e-5 max(1, |theta|). Only the executor's forward
- * pass is trusted, not autodiff. Infinite entries (a causal mask's -inf, stored as a float
- * initializer) are left out of d and of |theta|: theta +- h d keeps them as they are. */
-enum { GRADCHECK_DIRECTIONS = 3 };
+ * float64 (MODEL widened, rewrite/widen.h, 16-bit tensors too) on TRAIN's own inputs, along seeded
+ * random unit directions d over every parameter TRAIN gives a gradient for: sum(grad . d) against
+ * (L(theta + h d) - L(theta - h d)) / 2h. Only the executor's forward pass is trusted, not
+ * autodiff. Infinite entries (a causal mask's -inf, stored as a float initializer) are left out of
+ * d and of |theta|: theta +- h d keeps them as they are.
+ *
+ * Only smooth directions are judged. A loss with kinks (Relu, MaxPool, Clip, a Where whose
+ * condition is computed) has a gradient on each smooth piece, and TRAIN's is the one of the piece
+ * theta lies on; a step that crosses into another piece differences a mix of two (PyTorch's own
+ * float64 differences miss its autograd by 1-6% on BatchNorm+ReLU CNNs). So MODEL runs with every
+ * value kept, at theta and at theta +- h d, and the decisions its nodes take (kinks_differ) are
+ * compared: a direction whose three runs do not take the same branches everywhere is tried again
+ * with h ten times smaller, down to GC_STEPS sizes (h = 1e-8 max(1, |theta|): float64's rounding
+ * of L, about 1e-16 |L| / h, stays far under the tolerance there), then given up for another
+ * direction, up to GC_DIRECTIONS_MAX of them, until GC_SMOOTH smooth ones are judged. None smooth:
+ * the verdict is "inconclusive" (GD_EINCONCLUSIVE), neither a match nor a mismatch. Decisions
+ * inside If/Loop/Scan bodies are not looked at (their conditions, when computed, are). */
+enum { GC_SMOOTH = 3, GC_DIRECTIONS_MAX = 10, GC_STEPS = 4 };
+
+/* Tolerances for TRAIN's gradients when not given: float32 ones are float32's rounding of the
+ * forward and backward passes against float64's (measured on testdata: 1e-6 .. 3e-5 relative);
+ * where TRAIN computes in 16 bits, every value it stores is rounded to 2^-11 (float16) or 2^-8
+ * (bfloat16) relative, and a gradient is a chain of such roundings, which the widened MODEL does
+ * not make. */
+#define GC_RTOL 1e-4
+#define GC_ATOL 1e-7
+#define GC_RTOL_F16 1e-2
+#define GC_RTOL_BF16 5e-2
+#define GC_ATOL_HALF 1e-4
 
 struct fd_param {
 	const struct value *p;      /* MODEL's initializer */
@@ -24,22 +50,358 @@ struct fd_param {
 	struct rtensor theta, d;    /* float64 */
 };
 
-static double model_loss(struct graph *m, const struct value *loss, struct exec_opts *eo, struct gd_err *e, int *rc)
+/* ---- the decisions MODEL's nodes take ---- */
+
+/* The points where an elementwise op's derivative jumps, in its first input x (nb of them, at most
+ * 2): 0 for an op with no kink there. */
+static int breakpoints(const struct node *n, const struct exec *x, double *br)
 {
-	struct exec *x = exec_run(m, eo, NULL, e);
-	double l = x ? rt_get(exec_value(x, loss), 0) : NAN;
-	*rc = x ? 0 : e->code;
-	exec_free(x);
-	return l;
+	double a, b;
+	switch (n->op) {
+	case OP_RELU:
+	case OP_LEAKY_RELU:
+	case OP_PRELU:
+	case OP_ABS:
+	case OP_SELU:
+	case OP_REDUCE_L1:
+		br[0] = 0;
+		return 1;
+	case OP_ELU: /* continuously differentiable when alpha is 1 */
+		br[0] = 0;
+		return attr_float(n, "alpha", 1) != 1;
+	case OP_THRESHOLDED_RELU:
+		br[0] = attr_float(n, "alpha", 1);
+		return 1;
+	case OP_SHRINK:
+		br[1] = attr_float(n, "lambd", 0.5f);
+		br[0] = -br[1];
+		return 2;
+	case OP_HARD_SIGMOID: /* max(0, min(1, alpha x + beta)) */
+		a = attr_float(n, "alpha", 0.2f);
+		b = attr_float(n, "beta", 0.5f);
+		br[0] = fmin(-b / a, (1 - b) / a);
+		br[1] = fmax(-b / a, (1 - b) / a);
+		return a != 0 ? 2 : 0;
+	case OP_HARD_SWISH:
+		br[0] = -3;
+		br[1] = 3;
+		return 2;
+	case OP_CLIP: { /* bounds as inputs (opset 11) or attributes (before) */
+		const struct rtensor *lo = n->n_in > 1 && n->in[1] ? exec_value(x, n->in[1]) : NULL,
+				     *hi = n->n_in > 2 && n->in[2] ? exec_value(x, n->in[2]) : NULL;
+		br[0] = lo && lo->data && lo->numel ? rt_get(lo, 0) : attr_float(n, "min", -INFINITY);
+		br[1] = hi && hi->data && hi->numel ? rt_get(hi, 0) : attr_float(n, "max", INFINITY);
+		return 2;
+	}
+	default:
+		return 0;
+	}
 }
 
-static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int appended, uint64_t seed,
-		     double rtol, double atol, struct row *rows, size_t *n_rows, int *all_ok, struct gd_err *e)
+/* Which side of each breakpoint v lies on (below, on, above), as one number. */
+static int piece(double v, const double *br, int nb)
 {
-	if (graph_widen_f64(m, e))
-		return e->code;
-	/* MODEL's loss: the one --loss-fn appended (its last output), else the scalar float output
-	 * TRAIN also gives */
+	int p = 0;
+	for (int i = 0; i < nb; i++)
+		p = p * 3 + (v > br[i]) * 2 + (v == br[i]);
+	return p;
+}
+
+/* Element k of a tensor broadcast (numpy's rule) to out's shape: its offset in `in`. */
+static int64_t bcast_at(const struct rtensor *in, const struct rtensor *out, int64_t k)
+{
+	int64_t off = 0, stride = 1;
+	for (int a = out->ndim - 1, b = in->ndim - 1; a >= 0; a--, b--) {
+		int64_t i = k % out->dims[a];
+		k /= out->dims[a];
+		if (b >= 0) {
+			off += in->dims[b] == 1 ? 0 : i * stride;
+			stride *= in->dims[b];
+		}
+	}
+	return off;
+}
+
+/* The axes (bits) a ReduceMax, ReduceMin or GlobalMaxPool of a rank-r input takes its maximum
+ * over: its axes attribute (before opset 18) or input, all of them when none are given. */
+static uint32_t reduced_axes(const struct node *n, const struct exec *x, int r)
+{
+	uint32_t all = r >= 32 ? ~0u : (1u << r) - 1, m = 0;
+	if (n->op == OP_GLOBAL_MAX_POOL)
+		return all & ~3u;
+	const struct attr *a = node_attr(n, "axes");
+	const struct rtensor *t = n->n_in > 1 && n->in[1] ? exec_value(x, n->in[1]) : NULL;
+	int64_t na = a && a->type == ATTR_INTS ? (int64_t)a->n : t && t->data ? t->numel : 0;
+	for (int64_t i = 0; i < na; i++) {
+		int64_t ax = a && a->type == ATTR_INTS ? a->ints[i] : rt_get_i(t, i);
+		ax += ax < 0 ? r : 0;
+		if (ax >= 0 && ax < r)
+			m |= 1u << ax;
+	}
+	return na || attr_int(n, "noop_with_empty_axes", 0) ? m : all;
+}
+
+/* For each element of y, a maximum or minimum of x over the axes in mask: the flat position in x
+ * of the first element equal to it (-1: none). NULL when out of memory. */
+static int64_t *reduce_picks(const struct rtensor *x, const struct rtensor *y, uint32_t mask)
+{
+	int64_t *pick = xmalloc(sizeof *pick * (size_t)(y->numel ? y->numel : 1)), idx[RT_MAX_DIMS] = {0};
+	for (int64_t k = 0; pick && k < y->numel; k++)
+		pick[k] = -1;
+	for (int64_t i = 0; pick && i < x->numel; i++) {
+		int64_t o = 0;
+		for (int a = 0; a < x->ndim; a++)
+			if (!(mask >> a & 1))
+				o = o * x->dims[a] + idx[a];
+		if (o < y->numel && pick[o] < 0 && rt_get(x, i) == rt_get(y, o))
+			pick[o] = i;
+		for (int a = x->ndim - 1; a >= 0 && ++idx[a] == x->dims[a]; a--)
+			idx[a] = 0;
+	}
+	return pick;
+}
+
+/* Which input of a Max or Min gives y's element k (the first equal to it). */
+static int64_t picked_input(const struct node *n, const struct exec *x, const struct rtensor *y, int64_t k)
+{
+	for (uint32_t i = 0; i < n->n_in; i++) {
+		const struct rtensor *t = n->in[i] ? exec_value(x, n->in[i]) : NULL;
+		if (t && t->data && rt_get(t, bcast_at(t, y, k)) == rt_get(y, k))
+			return i;
+	}
+	return -1;
+}
+
+static int same_shape(const struct rtensor *a, const struct rtensor *b)
+{
+	return a && b && a->data && b->data && a->dtype == b->dtype && a->ndim == b->ndim &&
+	       !memcmp(a->dims, b->dims, sizeof *a->dims * (size_t)a->ndim);
+}
+
+/* How many of node n's decisions differ between two runs a and b of MODEL (every value kept): the
+ * side of each breakpoint its input lies on (Relu's sign, Clip's bounds), the input a Max/Min or a
+ * ReduceMax/GlobalMaxPool takes, the step a Floor/Ceil/Round/Sign lands on, and for every node,
+ * its integer and bool outputs (MaxPool's Indices, ArgMax's, a Greater that feeds a Where or an
+ * If, a Cast to an integer). -1 when out of memory. */
+static int64_t kinks_differ(const struct node *n, const struct exec *a, const struct exec *b)
+{
+	int64_t diff = 0;
+	for (uint32_t k = 0; k < n->n_out; k++) {
+		const struct rtensor *ta = n->out[k] ? exec_value(a, n->out[k]) : NULL,
+				     *tb = n->out[k] ? exec_value(b, n->out[k]) : NULL;
+		int step = n->op == OP_FLOOR || n->op == OP_CEIL || n->op == OP_ROUND || n->op == OP_SIGN;
+		if (!ta || !ta->data || (dtype_is_float(ta->dtype) && !step) || ta->dtype == DT_STRING)
+			continue;
+		if (!same_shape(ta, tb))
+			diff += ta->numel ? ta->numel : 1;
+		for (int64_t i = 0; same_shape(ta, tb) && i < ta->numel; i++)
+			diff += rt_get(ta, i) != rt_get(tb, i) || rt_get_i(ta, i) != rt_get_i(tb, i);
+	}
+	const struct rtensor *xa = n->n_in && n->in[0] ? exec_value(a, n->in[0]) : NULL,
+			     *xb = n->n_in && n->in[0] ? exec_value(b, n->in[0]) : NULL,
+			     *ya = n->n_out && n->out[0] ? exec_value(a, n->out[0]) : NULL,
+			     *yb = n->n_out && n->out[0] ? exec_value(b, n->out[0]) : NULL;
+	if (!same_shape(xa, xb) || !same_shape(ya, yb) || !dtype_is_float(xa->dtype))
+		return diff;
+	double bra[2], brb[2];
+	int nb = breakpoints(n, a, bra);
+	if (nb && breakpoints(n, b, brb) == nb)
+		for (int64_t i = 0; i < xa->numel; i++)
+			diff += piece(rt_get(xa, i), bra, nb) != piece(rt_get(xb, i), brb, nb);
+	if (n->op == OP_MAX || n->op == OP_MIN)
+		for (int64_t k = 0; k < ya->numel; k++)
+			diff += picked_input(n, a, ya, k) != picked_input(n, b, yb, k);
+	if (n->op == OP_REDUCE_MAX || n->op == OP_REDUCE_MIN || n->op == OP_GLOBAL_MAX_POOL) {
+		uint32_t mask = reduced_axes(n, a, xa->ndim);
+		int64_t *pa = reduce_picks(xa, ya, mask), *pb = pa ? reduce_picks(xb, yb, mask) : NULL;
+		for (int64_t k = 0; pb && k < ya->numel; k++)
+			diff += pa[k] != pb[k];
+		diff = pa && pb ? diff : -1;
+		xfree(pa);
+		xfree(pb);
+	}
+	return diff;
+}
+
+/* The first node of m whose decisions differ between runs a and b (*count of them), or NULL. */
+static const struct node *kink_between(const struct graph *m, const struct exec *a, const struct exec *b,
+				       int64_t *count)
+{
+	for (uint32_t i = 0; i < m->n_nodes; i++)
+		if ((*count = kinks_differ(m->nodes[i], a, b)) != 0)
+			return m->nodes[i];
+	return NULL;
+}
+
+/* Gives every MaxPool of m the Indices output it may lack, so that its choices are kept and
+ * compared (its argmax is its decision). */
+static int expose_indices(struct graph *m, struct gd_err *e)
+{
+	for (uint32_t i = 0; i < m->n_nodes; i++) {
+		struct node *n = m->nodes[i];
+		if (n->op != OP_MAX_POOL || (n->n_out > 1 && n->out[1]))
+			continue;
+		struct value **io = arena_array(m->arena, n->n_in + 2, sizeof *io);
+		char base[512];
+		snprintf(base, sizeof base, "%s_gradcheck_indices", n->name && *n->name ? n->name : n->op_type);
+		struct value *v = io ? graph_new_value(m, base, e) : NULL;
+		if (!v)
+			return e->code ? e->code : err_oom(e);
+		memcpy(io, n->in, (n->n_in + n->n_out) * sizeof *io);
+		n->in = io;
+		n->out = io + n->n_in;
+		n->n_out = 2;
+		if (graph_set_output_value(n, 1, v, e))
+			return e->code;
+	}
+	return 0;
+}
+
+/* A TRAIN built with train --optimizer or --diet updates MODEL's parameters in the graph (an
+ * update_binding P <- P_new) and outputs no P_grad to compare: the first such parameter, or NULL. */
+static const char *updated_param(const struct graph *m, const struct graph *train)
+{
+	for (size_t i = 0; train->model && i < train->model->n_ti; i++)
+		for (size_t j = 0; j < train->model->ti[i].n_update_bind; j++) {
+			const char *p = train->model->ti[i].update_bind[j].key;
+			const struct value *v = strmap_get(&m->names, p);
+			if (v && v->init && !(v->flags & VALUE_STATE))
+				return p;
+		}
+	return NULL;
+}
+
+/* ---- the check ---- */
+
+/* What happened along one direction tried, for the report. */
+struct gc_dir {
+	char what[240];
+	int smooth;
+};
+
+struct gc_state {
+	struct graph *m;
+	const struct value *loss;
+	struct fd_param *fp;
+	size_t n;
+	struct rtensor *in[3]; /* MODEL's inputs at theta, theta + h d and theta - h d: a run borrows them */
+	const char **names;
+	size_t n_in;
+	struct exec_opts eo;
+};
+
+/* MODEL run on inputs `slot` with each parameter at theta + t d (its values kept); NULL with e set
+ * on an error. */
+static struct exec *run_at(struct gc_state *s, int slot, double t, struct gd_err *e)
+{
+	struct rtensor *in = s->in[slot];
+	for (size_t j = 0; j < s->n; j++)
+		for (size_t q = 0; q < s->n_in; q++)
+			if (s->names[q] == s->fp[j].p->name)
+				for (int64_t k = 0; k < s->fp[j].d.numel; k++)
+					rt_set(&in[q], k, rt_get(&s->fp[j].theta, k) + t * rt_get(&s->fp[j].d, k));
+	s->eo.inputs = in;
+	return exec_run(s->m, &s->eo, NULL, e);
+}
+
+/* d for direction `dir`: standard normal per element, then scaled to unit length over all
+ * parameters; returns grad . d */
+static double direction(struct gc_state *s, uint64_t seed, int dir)
+{
+	double norm2 = 0, dot = 0;
+	for (size_t j = 0; j < s->n; j++)
+		for (int64_t k = 0; k < s->fp[j].d.numel; k++) {
+			double r = philox_normal(seed * 7919 + (uint64_t)dir * 104729 + j, (uint64_t)k);
+			if (!isfinite(rt_get(&s->fp[j].theta, k)))
+				r = 0; /* an infinite entry (a causal mask's -inf) has no neighbourhood to difference */
+			rt_set(&s->fp[j].d, k, r);
+			norm2 += r * r;
+		}
+	for (size_t j = 0; j < s->n; j++)
+		for (int64_t k = 0; k < s->fp[j].d.numel; k++) {
+			rt_set(&s->fp[j].d, k, rt_get(&s->fp[j].d, k) / sqrt(norm2));
+			dot += rt_get(s->fp[j].grad, k) * rt_get(&s->fp[j].d, k);
+		}
+	return dot;
+}
+
+static void free_inputs(struct rtensor *in, size_t n)
+{
+	for (size_t q = 0; in && q < n; q++)
+		xfree(in[q].data);
+	xfree(in);
+}
+
+/* A copy of inputs in, each with data of its own; NULL when out of memory. */
+static struct rtensor *copy_inputs(const struct rtensor *in, size_t n)
+{
+	struct rtensor *c = xcalloc(n + 1, sizeof *c);
+	for (size_t q = 0; c && q < n; q++) {
+		c[q] = in[q];
+		if (!(c[q].data = xmalloc(in[q].nbytes ? in[q].nbytes : 1))) {
+			free_inputs(c, q);
+			return NULL;
+		}
+		memcpy(c[q].data, in[q].data, in[q].nbytes);
+	}
+	return c;
+}
+
+/* One direction: the largest of GC_STEPS steps h0, h0/10, ... whose runs at theta +- h d take
+ * theta's branches everywhere (xc: MODEL's run at theta) gives a row; none: the direction is
+ * skipped (*judged 0). */
+static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t seed, int dir, double h0, double rtol,
+			 double atol, struct row *r, struct gc_dir *log, int *judged, struct gd_err *e)
+{
+	double dot = direction(s, seed, dir), h = h0;
+	const struct node *kink = NULL;
+	int64_t count = 0;
+	char where[300];
+	*judged = 0;
+	for (int step = 0; step < GC_STEPS; step++, h /= 10) {
+		struct exec *xp = run_at(s, 1, h, e), *xm = xp ? run_at(s, 2, -h, e) : NULL;
+		if (!xm) {
+			exec_free(xp);
+			return e->code;
+		}
+		const struct node *at = kink_between(s->m, xc, xp, &count);
+		if (!at && !count)
+			at = kink_between(s->m, xc, xm, &count);
+		double lp = rt_get(exec_value(xp, s->loss), 0), lm = rt_get(exec_value(xm, s->loss), 0);
+		exec_free(xp);
+		exec_free(xm);
+		if (count < 0)
+			return err_oom(e);
+		if (at) {
+			kink = at;
+			continue;
+		}
+		double fd = (lp - lm) / (2 * h), diff = fabs(dot - fd);
+		char *name = malloc(64);
+		if (name)
+			snprintf(name, 64, "d%d: %.7g vs %.7g", dir + 1, dot, fd);
+		*r = (struct row){.name = name ? name : "direction", .owned = name != NULL, .found = 1,
+				  .max_abs = diff, .max_rel = fd != 0 ? diff / fabs(fd) : diff > 0 ? INFINITY : 0,
+				  .norm_rel = fd != 0 ? diff / fabs(fd) : 0};
+		r->ok = isfinite(dot) && isfinite(fd) && diff <= atol + rtol * fabs(fd);
+		if (kink)
+			snprintf(log->what, sizeof log->what, "d%d: smooth at h = %.3g (h = %.3g crossed a kink: %s)", dir + 1,
+				 h, h * 10, node_desc(kink, where, sizeof where));
+		else
+			snprintf(log->what, sizeof log->what, "d%d: smooth at h = %.3g", dir + 1, h);
+		log->smooth = *judged = 1;
+		return 0;
+	}
+	snprintf(log->what, sizeof log->what, "d%d: skipped: crosses a kink at every h down to %.3g: %s, %" PRId64
+		 " decision%s", dir + 1, h * 10, node_desc(kink, where, sizeof where), count, count == 1 ? "" : "s");
+	return 0;
+}
+
+/* The loss of MODEL to difference: the one --loss-fn appended (its last output), else the scalar
+ * float output TRAIN also gives. */
+static const struct value *model_loss_value(const struct graph *m, const struct graph *train, const struct exec *xt,
+					    int appended)
+{
 	const struct value *loss = appended && m->n_outputs ? m->outputs[m->n_outputs - 1] : NULL;
 	for (uint32_t i = 0; i < m->n_outputs && !loss; i++) {
 		const struct value *t = strmap_get(&train->names, m->outputs[i]->name);
@@ -47,6 +409,32 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int 
 		if (tv && tv->numel == 1 && dtype_is_float(tv->dtype) && !(t->flags & VALUE_GRAD))
 			loss = m->outputs[i];
 	}
+	return loss;
+}
+
+/* rtol and atol NaN: not given, chosen from the narrowest float TRAIN computes in (its gradients
+ * are its own loss's, rounded where it rounds). */
+static void default_tols(const struct graph *train, double *rtol, double *atol)
+{
+	int dt = DT_FLOAT;
+	for (uint32_t i = 0; i < train->n_values; i++) {
+		int v = train->values[i]->type.dtype;
+		if (v == DT_BFLOAT16 || (v == DT_FLOAT16 && dt != DT_BFLOAT16))
+			dt = v;
+	}
+	if (isnan(*rtol))
+		*rtol = dt == DT_BFLOAT16 ? GC_RTOL_BF16 : dt == DT_FLOAT16 ? GC_RTOL_F16 : GC_RTOL;
+	if (isnan(*atol))
+		*atol = dtype_is_half(dt) ? GC_ATOL_HALF : GC_ATOL;
+}
+
+static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int appended, uint64_t seed,
+		     double *rtol, double *atol, struct row *rows, size_t *n_rows, struct gc_dir *log, int *n_log,
+		     int *all_ok, struct gd_err *e)
+{
+	if (graph_widen_f64(m, e) || expose_indices(m, e))
+		return e->code;
+	const struct value *loss = model_loss_value(m, train, xt, appended);
 	if (!loss)
 		return err_set(e, GD_EINPUT, "--gradcheck: no scalar output of MODEL is also TRAIN's");
 	/* TRAIN's inputs and parameters, in float64, for MODEL */
@@ -56,7 +444,7 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int 
 	const char **names = xcalloc(cap, sizeof *names);
 	size_t n_in = 0;
 	int rc = !fp || !in || !names ? err_oom(e) : 0;
-	double norm2 = 0, theta2 = 0;
+	double theta2 = 0;
 	char gname[600];
 	for (uint32_t i = 0; !rc && i < m->n_inputs + m->n_inits; i++) {
 		const struct value *v = i < m->n_inputs ? m->inputs[i] : m->inits[i - m->n_inputs],
@@ -110,73 +498,80 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int 
 	}
 	if (!rc && !n)
 		rc = err_set(e, GD_EINPUT, "--gradcheck: TRAIN gives no <param>_grad of MODEL's parameters");
-	double h = 1e-5 * fmax(1, sqrt(theta2));
-	struct exec_opts eo = {.inputs = in, .input_names = names, .n_inputs = n_in, .seed = seed, .default_dim = 2};
-	for (int dir = 0; !rc && dir < GRADCHECK_DIRECTIONS; dir++) {
-		/* d: standard normal per element, then scaled to unit length over all parameters */
-		norm2 = 0;
-		for (size_t j = 0; j < n; j++)
-			for (int64_t k = 0; k < fp[j].d.numel; k++) {
-				double r = philox_normal(seed * 7919 + (uint64_t)dir * 104729 + j, (uint64_t)k);
-				if (!isfinite(rt_get(&fp[j].theta, k)))
-					r = 0; /* an infinite entry (a causal mask's -inf) has no neighbourhood to difference */
-				rt_set(&fp[j].d, k, r);
-				norm2 += r * r;
-			}
-		double dot = 0, lp, lm;
-		for (size_t j = 0; j < n; j++)
-			for (int64_t k = 0; k < fp[j].d.numel; k++) {
-				rt_set(&fp[j].d, k, rt_get(&fp[j].d, k) / sqrt(norm2));
-				dot += rt_get(fp[j].grad, k) * rt_get(&fp[j].d, k);
-			}
-		/* theta + h d, then theta - h d, in place of each parameter's input */
-		for (int sign = 1; sign >= -1 && !rc; sign -= 2) {
-			for (size_t j = 0; j < n; j++)
-				for (size_t q = 0; q < n_in; q++)
-					if (names[q] == fp[j].p->name)
-						for (int64_t k = 0; k < fp[j].d.numel; k++)
-							rt_set(&in[q], k, rt_get(&fp[j].theta, k) + sign * h * rt_get(&fp[j].d, k));
-			double l = model_loss(m, loss, &eo, e, &rc);
-			*(sign > 0 ? &lp : &lm) = l;
-		}
-		if (rc)
-			break;
-		double fd = (lp - lm) / (2 * h), diff = fabs(dot - fd);
-		struct row *r = &rows[(*n_rows)++];
-		char *name = malloc(64);
-		if (name)
-			snprintf(name, 64, "d%d: %.7g vs %.7g", dir + 1, dot, fd);
-		*r = (struct row){.name = name ? name : "direction", .owned = name != NULL, .found = 1,
-				  .max_abs = diff, .max_rel = fd != 0 ? diff / fabs(fd) : diff > 0 ? INFINITY : 0,
-				  .norm_rel = fd != 0 ? diff / fabs(fd) : 0};
-		r->ok = isfinite(dot) && isfinite(fd) && diff <= atol + rtol * fabs(fd);
-		*all_ok &= r->ok;
+	struct gc_state s = {m, loss, fp, n, {in, NULL, NULL}, names, n_in,
+			     {.input_names = names, .n_inputs = n_in, .seed = seed, .default_dim = 2, .keep_values = 1}};
+	for (int slot = 1; slot < 3 && !rc; slot++)
+		if (!(s.in[slot] = copy_inputs(in, n_in)))
+			rc = err_oom(e);
+	if (!rc)
+		default_tols(train, rtol, atol);
+	/* theta's own run, whose branches every step must keep */
+	struct exec *xc = rc ? NULL : run_at(&s, 0, 0, e);
+	if (!rc && !xc)
+		rc = e->code;
+	double h0 = 1e-5 * fmax(1, sqrt(theta2));
+	for (int dir = 0; !rc && dir < GC_DIRECTIONS_MAX && *n_rows < GC_SMOOTH; dir++) {
+		int judged;
+		rc = try_direction(&s, xc, seed, dir, h0, *rtol, *atol, &rows[*n_rows], &log[(*n_log)++], &judged, e);
+		if (!rc && judged)
+			*all_ok &= rows[(*n_rows)++].ok;
 	}
+	exec_free(xc);
 	for (size_t j = 0; fp && j < n; j++) {
 		xfree(fp[j].d.data);
 		xfree(fp[j].theta.data);
 	}
-	for (size_t q = 0; in && q < n_in; q++)
-		xfree(in[q].data);
+	for (int slot = 0; slot < 3; slot++)
+		free_inputs(s.in[slot], n_in);
 	xfree(fp);
-	xfree(in);
 	xfree(names);
 	return rc;
 }
 
+/* No direction was smooth: neither a match nor a mismatch. */
+static void report_inconclusive(enum cli_out fmt, const struct gc_dir *log, int n_log)
+{
+	if (fmt == OUT_TEXT) {
+		printf("inconclusive: each of %d random directions crossed a kink of the loss at every step tried: "
+		       "nothing judged\n", n_log);
+		return;
+	}
+	struct emit em;
+	emit_init(&em, stdout, fmt == OUT_YAML);
+	emit_obj_begin(&em);
+	emit_key(&em, "match");
+	emit_bool(&em, 0);
+	emit_key(&em, "inconclusive");
+	emit_bool(&em, 1);
+	emit_key(&em, "directions");
+	emit_arr_begin(&em);
+	for (int i = 0; i < n_log; i++)
+		emit_str(&em, log[i].what);
+	emit_arr_end(&em);
+	emit_obj_end(&em);
+}
+
 /* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
- * scale skips, then gradcheck. */
+ * scale skips, then gradcheck. rtol or atol NaN: chosen from TRAIN's gradients' dtype. */
 int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
 			 size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
 {
-	int rc = 0, all_ok = 1;
+	int rc = 0, all_ok = 1, n_log = 0;
 	struct gd_err e = {0};
 	struct graph *m = load_model(mpath, ml, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct carried carry = {0};
-	struct row rows[GRADCHECK_DIRECTIONS];
+	struct row rows[GC_SMOOTH];
+	struct gc_dir log[GC_DIRECTIONS_MAX];
 	size_t n_rows = 0;
 	struct exec *xt = NULL;
-	if (t && bind_like_train(m, t, dims, n_dims, &e)) {
+	const char *upd = t ? updated_param(m, t) : NULL;
+	if (upd) {
+		rc = err_set(&e, GD_EINPUT, "--gradcheck: TRAIN updates the parameter '%s' in the graph (train --optimizer "
+					    "or --diet), so it gives no %s_grad to check: check the training graph train "
+					    "writes without --optimizer and --diet, the other flags the same", upd, upd);
+		err_print(tpath, &e);
+	}
+	if (t && !rc && bind_like_train(m, t, dims, n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
@@ -186,9 +581,16 @@ int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss 
 		err_print(tpath, &e);
 		rc = e.code;
 	}
-	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, rtol, atol, rows, &n_rows, &all_ok, &e)))
+	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, &rtol, &atol, rows, &n_rows, log, &n_log, &all_ok, &e)))
 		err_print(mpath, &e);
-	if (xt && !rc)
+	for (int i = 0; xt && !rc && i < n_log; i++) /* stdout stays JSON or YAML when asked for */
+		if (fmt == OUT_TEXT)
+			printf("%s\n", log[i].what);
+		else if (n_rows)
+			gd_note("--gradcheck: %s", log[i].what);
+	if (xt && !rc && !n_rows)
+		report_inconclusive(fmt, log, n_log);
+	else if (xt && !rc)
 		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
 	for (size_t i = 0; i < n_rows; i++)
 		if (rows[i].owned)
@@ -197,6 +599,5 @@ int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss 
 	carried_free(&carry);
 	graph_free(m);
 	graph_free(t);
-	return rc ? rc : all_ok ? 0 : GD_ECHECK;
+	return rc ? rc : !n_rows ? GD_EINCONCLUSIVE : all_ok ? 0 : GD_ECHECK;
 }
-

@@ -4,21 +4,27 @@
 
 #include <string.h>
 
+static int widened(int dt)
+{
+	return dt == DT_FLOAT || dt == DT_FLOAT16 || dt == DT_BFLOAT16;
+}
+
 static int widen_tensor(struct graph *g, struct tensor *t, struct gd_err *e)
 {
-	if (!t || t->dtype != DT_FLOAT)
+	if (!t || !widened(t->dtype))
 		return 0;
 	struct bytes b;
 	if (tensor_bytes(g, t, &b, e))
 		return e->code;
-	size_t n = b.n / sizeof(float);
+	size_t size = t->dtype == DT_FLOAT ? sizeof(float) : sizeof(uint16_t), n = b.n / size;
 	double *d = arena_array(g->arena, n ? n : 1, sizeof *d);
 	if (!d)
 		return err_oom(e);
 	for (size_t i = 0; i < n; i++) {
 		float f;
-		memcpy(&f, b.p + i * sizeof f, sizeof f);
-		d[i] = f;
+		uint16_t h;
+		memcpy(t->dtype == DT_FLOAT ? (void *)&f : (void *)&h, b.p + i * size, size);
+		d[i] = t->dtype == DT_FLOAT ? f : t->dtype == DT_FLOAT16 ? f32_from_f16(h) : f32_from_bf16(h);
 	}
 	t->dtype = DT_DOUBLE;
 	t->src = TSRC_BYTES;
@@ -35,7 +41,7 @@ int graph_widen_f64(struct graph *g, struct gd_err *e)
 {
 	for (uint32_t i = 0; i < g->n_values; i++) {
 		struct value *v = g->values[i];
-		if (v->type.dtype == DT_FLOAT)
+		if (widened(v->type.dtype))
 			v->type.dtype = DT_DOUBLE;
 		if (widen_tensor(g, v->init, e))
 			return e->code;
@@ -45,7 +51,7 @@ int graph_widen_f64(struct graph *g, struct gd_err *e)
 		for (uint32_t k = 0; k < n->n_attr; k++) {
 			struct attr *a = &n->attr[k];
 			int names_dtype = (n->op == OP_CAST && !strcmp(a->name, "to")) || !strcmp(a->name, "dtype");
-			if (a->type == ATTR_INT && names_dtype && a->i == DT_FLOAT)
+			if (a->type == ATTR_INT && names_dtype && widened((int)a->i))
 				a->i = DT_DOUBLE;
 			if (a->type == ATTR_TENSOR && widen_tensor(g, a->t, e))
 				return e->code;

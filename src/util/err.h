@@ -14,6 +14,8 @@ enum gd_status {
 	GD_ECHECK = 1,    /* a check failed: over budget, gradients differ */
 	GD_EINPUT = 2,    /* bad usage or bad input */
 	GD_EINTERNAL = 3, /* a bug, or the system failed us (out of memory) */
+	GD_EINCONCLUSIVE = 4, /* a check could not judge: verify --gradcheck found no direction along
+				* which the loss is smooth */
 };
 
 struct gd_err {
