@@ -2803,3 +2803,193 @@ Test(cli, empty_constant_runs)
 	cr_expect(strstr(r.out, "float32  [2]"), "%s", r.out);
 	run_free(&r);
 }
+
+/* #48 gradcheck: verify --gradcheck judges only where the loss is smooth, says "inconclusive" (exit
+ * 4) when it finds no such direction, widens 16-bit graphs, and explains an optimizer graph. */
+
+/* TRAIN with `grad` (one <param>_grad output) times 1.01: a Mul after its producer. */
+static void scaled_gradient(const char *train, const char *out, const char *grad)
+{
+	char code[2048];
+	snprintf(code, sizeof code,
+		 "import numpy as np, onnx\nfrom onnx import helper as h, numpy_helper as nh\n"
+		 "m = onnx.load('%s'); g = m.graph; name = '%s'\n"
+		 "for n in g.node:\n    for i, o in enumerate(n.output):\n"
+		 "        if o == name: n.output[i] = name + '_raw'\n"
+		 "g.initializer.append(nh.from_array(np.array(1.01, np.float32), 'gc_scale'))\n"
+		 "g.node.append(h.make_node('Mul', [name + '_raw', 'gc_scale'], [name], name='gc_scaled'))\n"
+		 "onnx.save(m, '%s')\n",
+		 train, grad, out);
+	python_ok(code, NULL, "the training graph with a gradient 1% off");
+}
+
+/* Two torchvision BatchNorm+ReLU+MaxPool CNNs (testdata/gradcheck/gen.py): their gradients are
+ * right, but finite differences at h = 1e-5 |theta| crossed ReLU and MaxPool kinks (ShuffleNet's
+ * d3 0.12% off, DenseNet's three 0.15-0.4%: MISMATCH, exit 1). Smaller steps along the same
+ * directions keep theta's branches and match; the first convolution's gradient 1% off still fails. */
+Test(cli, gradcheck_passes_bn_relu_cnns_and_catches_one_gradient_1_percent_off)
+{
+	static const char *const cnn[][2] = {{"shufflenet", "body.conv1.0.weight_grad"},
+					     {"densenet", "body.features.conv0.weight_grad"}};
+	for (size_t i = 0; i < 2; i++) {
+		char m[600], t[600], bad[600];
+		snprintf(m, sizeof m, "%s/gradcheck/%s.onnx", TESTDATA, cnn[i][0]);
+		snprintf(t, sizeof t, "%s/%s_train.onnx", tmpdir(), cnn[i][0]);
+		snprintf(bad, sizeof bad, "%s/%s_bad.onnx", tmpdir(), cnn[i][0]);
+		struct run_result r = gd("train", m, "-o", t, NULL);
+		cr_assert_eq(r.status, 0, "%s: %s", m, r.err);
+		run_free(&r);
+		r = gd("verify", "--gradcheck", m, t, NULL);
+		cr_expect_eq(r.status, 0, "%s: %s%s", m, r.out, r.err);
+		cr_expect(strstr(r.out, "match: 3 outputs compared, rtol 0.0001"), "%s", r.out);
+		cr_expect(strstr(r.out, "crossed a kink: node '/body/"), "%s: %s", m, r.out);
+		run_free(&r);
+		scaled_gradient(t, bad, cnn[i][1]);
+		r = gd("verify", "--gradcheck", m, bad, NULL);
+		cr_expect_eq(r.status, 1, "%s: %s%s", m, r.out, r.err);
+		cr_expect(strstr(r.out, "MISMATCH"), "%s", r.out);
+		run_free(&r);
+	}
+}
+
+/* Relu of parameters within 1e-12 of 0: every direction crosses the kink at every step down to
+ * 1e-8, so nothing can be judged: "inconclusive", exit 4 (it said MISMATCH, exit 1, comparing
+ * TRAIN's gradient with differences that straddle the kink), in text and JSON. */
+Test(cli, gradcheck_is_inconclusive_when_every_direction_crosses_a_kink)
+{
+	char m[600], t[600];
+	train_text(m, t, sizeof m, "gc_tiny_relu",
+		   "graphdiet: 1\nopset: 17\n"
+		   "params: [{name: w, dtype: float32, shape: [16], init: {dist: normal, std: 1e-12, seed: 1}}]\n"
+		   "nodes:\n  - {op: Relu, inputs: [w], outputs: [r], name: relu}\n"
+		   "  - {op: ReduceSum, inputs: [r], outputs: [loss], attrs: {keepdims: 0}}\n"
+		   "outputs: [{name: loss}]\n");
+	struct run_result r = gd("verify", "--gradcheck", m, t, NULL);
+	cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "d10: skipped: crosses a kink at every h down to 1e-08: node 'relu' (Relu)"), "%s", r.out);
+	cr_expect(strstr(r.out, "inconclusive: none of the 10 random directions tried is smooth at any step"), "%s", r.out);
+	cr_expect(!strstr(r.out, "MISMATCH") && !strstr(r.out, "d11"), "%s", r.out);
+	run_free(&r);
+	char *a[] = {GD_BINARY, "verify", "--gradcheck", "--format", "json", m, t, NULL};
+	r = run_cmd(a, NULL, 0);
+	cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "\"inconclusive\": true") && strstr(r.out, "\"match\": false"), "%s", r.out);
+	run_free(&r);
+}
+
+/* 16-bit graphs are widened to float64 and judged with 16-bit tolerances (rtol 1e-2 float16, 5e-2
+ * bfloat16, atol 1e-4): a float16 and a bfloat16 graph input trained (refused before: "input 'x' is
+ * float64, but the graph declares float16", exit 2), a train --precision fp16/bf16 graph of an fp32 model
+ * (MISMATCH at float32's rtol 1e-4 before), and ONNX's node test test_cast_FLOAT_to_FLOAT16
+ * trained as tests/conformance/gradcheck.py trains it, when libonnx-testdata is installed. */
+Test(cli, gradcheck_widens_16_bit_graphs)
+{
+	static const char *const dt[] = {"float16", "bfloat16"};
+	for (int i = 0; i < 2; i++) {
+		char m[600], t[600], name[64], text[1024];
+		snprintf(name, sizeof name, "gc_%s.yaml", dt[i]);
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [8]}]\n"
+			 "nodes:\n  - {op: Tanh, inputs: [x], outputs: [a]}\n  - {op: Mul, inputs: [a, x], outputs: [p]}\n"
+			 "  - {op: ReduceSum, inputs: [p], outputs: [loss], attrs: {keepdims: 0}}\n"
+			 "outputs: [{name: loss}]\n", dt[i]);
+		write_text(m, sizeof m, name, text);
+		snprintf(t, sizeof t, "%s/gc_%s_train.onnx", tmpdir(), dt[i]);
+		char *pa[] = {GD_BINARY, "train", m, "--params", "x", "-o", t, NULL};
+		struct run_result r = run_cmd(pa, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		run_free(&r);
+		r = gd("verify", "--gradcheck", m, t, NULL);
+		cr_expect_eq(r.status, 0, "%s: %s%s", dt[i], r.out, r.err);
+		cr_expect(strstr(r.out, i ? "match: 3 outputs compared, rtol 0.05, atol 0.0001"
+					  : "match: 3 outputs compared, rtol 0.01, atol 0.0001"), "%s", r.out);
+		run_free(&r);
+		char mlp[512], t16[600];
+		model_path(mlp, sizeof mlp, "mlp");
+		snprintf(t16, sizeof t16, "%s/mlp_%s.onnx", tmpdir(), dt[i]);
+		char *ta[] = {GD_BINARY, "train", mlp, "--precision", i ? "bf16" : "fp16", "--dim", "batch=2", "-o", t16, NULL};
+		r = run_cmd(ta, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		run_free(&r);
+		r = gd("verify", "--gradcheck", mlp, t16, NULL);
+		cr_expect_eq(r.status, 0, "%s: %s%s", dt[i], r.out, r.err);
+		run_free(&r);
+	}
+	const char *node = "/usr/share/libonnx-testdata/data/node/test_cast_FLOAT_to_FLOAT16/model.onnx";
+	if (access(node, F_OK))
+		return;
+	char t[600];
+	snprintf(t, sizeof t, "%s/cast_f16_train.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", (char *)node, "--loss-fn", "mse", "--loss", "output", "--target", "tgt",
+		      "--params", "input", "-o", t, NULL};
+	struct run_result r = run_cmd(ta, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	char *va[] = {GD_BINARY, "verify", "--gradcheck", "--loss-fn", "mse", "--loss", "output", "--target", "tgt",
+		      (char *)node, t, NULL};
+	r = run_cmd(va, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "match: 3 outputs compared, rtol 0.01"), "%s", r.out);
+	run_free(&r);
+}
+
+/* A training graph built with --optimizer (or --diet) updates the parameters and outputs no
+ * <param>_grad: one line saying which parameter and what to check instead, exit 2 (it said only
+ * "TRAIN gives no <param>_grad of MODEL's parameters"). */
+Test(cli, gradcheck_explains_an_optimizer_graph)
+{
+	char mlp[512], t[600];
+	model_path(mlp, sizeof mlp, "mlp");
+	snprintf(t, sizeof t, "%s/mlp_sgd.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", mlp, "--optimizer", "sgd", "--dim", "batch=2", "-o", t, NULL};
+	struct run_result r = run_cmd(ta, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("verify", "--gradcheck", mlp, t, NULL);
+	cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+	cr_expect_eq(lines(r.err), 1, "%s", r.err);
+	cr_expect(strstr(r.err, "TRAIN updates the parameter 'fc1.weight' in the graph (train --optimizer or --diet)") &&
+		  strstr(r.err, "without --optimizer and --diet"), "%s", r.err);
+	cr_expect_eq(r.out_len, 0, "%s", r.out);
+	run_free(&r);
+}
+
+/* Each kind of decision is seen: parameters w within 1e-12 of a kink (0, or each other) put every
+ * direction across it, and the report names the node and op (with no decision compared, each said
+ * MISMATCH or, by luck, match: finite differences straddled the kink). The loss is sum(f(w) * c)
+ * with c a fixed ramp, so that no symmetry cancels what crossing changes. */
+Test(cli, gradcheck_sees_each_kind_of_decision)
+{
+	static const char *const kinds[][2] = {
+		{"Relu", "  - {op: Relu, inputs: [w], outputs: [y], name: k}\n"},
+		{"LeakyRelu", "  - {op: LeakyRelu, inputs: [w], outputs: [y], name: k}\n"},
+		{"Abs", "  - {op: Abs, inputs: [w], outputs: [y], name: k}\n"},
+		{"Clip", "  - {op: Clip, inputs: [w, zero], outputs: [y], name: k}\n"},
+		{"Max", "  - {op: Max, inputs: [w, zero], outputs: [y], name: k}\n"},
+		{"ReduceMax", "  - {op: ReduceMax, inputs: [w], outputs: [y], name: k, attrs: {axes: [3]}}\n"},
+		{"GlobalMaxPool", "  - {op: GlobalMaxPool, inputs: [w], outputs: [y], name: k}\n"},
+		{"MaxPool", "  - {op: MaxPool, inputs: [w], outputs: [y], name: k, attrs: {kernel_shape: [1, 4]}}\n"},
+		{"Greater", "  - {op: Greater, inputs: [w, zero], outputs: [g], name: k}\n"
+			    "  - {op: Neg, inputs: [w], outputs: [n]}\n  - {op: Where, inputs: [g, w, n], outputs: [y]}\n"},
+	};
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+		char m[600], t[600], name[64], text[2048], want[160];
+		snprintf(name, sizeof name, "gc_kink_%s", kinds[i][0]);
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\n"
+			 "params: [{name: w, dtype: float32, shape: [1, 1, 4, 4], init: {dist: normal, std: 1e-12, seed: 1}}]\n"
+			 "nodes:\n  - {op: Constant, outputs: [zero], attrs: {value: {type: tensor, value: {dtype: float32, "
+			 "shape: [], data: [0.0]}}}}\n"
+			 "  - {op: Constant, outputs: [ramp], attrs: {value: {type: tensor, value: {dtype: float32, "
+			 "shape: [4], data: [1.0, 2.0, 3.0, 4.0]}}}}\n"
+			 "%s  - {op: Mul, inputs: [y, ramp], outputs: [p]}\n"
+			 "  - {op: ReduceSum, inputs: [p], outputs: [loss], attrs: {keepdims: 0}}\n"
+			 "outputs: [{name: loss}]\n", kinds[i][1]);
+		train_text(m, t, sizeof m, name, text);
+		struct run_result r = gd("verify", "--gradcheck", m, t, NULL);
+		snprintf(want, sizeof want, "crosses a kink at every h down to 1e-08: node 'k' (%s)", kinds[i][0]);
+		cr_expect_eq(r.status, 4, "%s: %s%s", kinds[i][0], r.out, r.err);
+		cr_expect(strstr(r.out, want), "%s: %s", kinds[i][0], r.out);
+		run_free(&r);
+	}
+}

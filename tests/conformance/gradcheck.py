@@ -4,7 +4,8 @@ ONNX's own training tests would train it, its floating-point graph inputs as the
 (`train --params`) and the mean squared error of its first floating-point output as the loss
 (`--loss-fn mse`), then `verify --gradcheck` (on random inputs, or the test's own, test_data_set_0,
 where the loss is NaN on random ones: Log, Sqrt): the gradients against central finite differences
-of the model's loss in float64. Integer inputs
+of the model's loss in float64 (a 16-bit graph widened), along directions where the loss is smooth
+(no Relu, Clip, Max... decision differs between the runs). Integer inputs
 (shapes, axes, indices) are made initializers holding the test's data first.
 
     tests/conformance/gradcheck.py [BUILD] [DATA_DIR] [-j N] [--min-pass N] [--list]
@@ -12,6 +13,7 @@ of the model's loss in float64. Integer inputs
 Each test ends as one of:
   pass          verify --gradcheck matched
   mismatch      it did not (exit 1): a wrong gradient, unless expected_gradcheck.txt says why not
+  inconclusive  no direction tried was smooth (exit 4): nothing judged; listed, not a failure
   no gradient   nothing differentiable reaches the loss (integer outputs, ArgMax, comparisons, shapes)
   refused       train exited 2 for another reason (an op or form without a gradient rule); the
                 reasons are counted
@@ -142,6 +144,8 @@ def one(gd, test, tmp):
         return "pass", ""
     if rc == 1:
         return "mismatch", " ".join(out.split())[:200]
+    if rc == 4:
+        return "inconclusive", " ".join(out.split())[-200:]
     return "error" if rc != 2 else "refused", f"verify: exit {rc}: {first_error(out)}"
 
 
@@ -173,15 +177,18 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(lambda t: one(gd, t, tmp), tests))
     by = Counter(r for r, _ in results)
-    print(f"| node tests | {' | '.join(k for k in ('pass', 'mismatch', 'no gradient', 'refused', 'error'))} |")
-    print("|---|---|---|---|---|---|")
-    print(f"| {len(tests)} | {' | '.join(str(by[k]) for k in ('pass', 'mismatch', 'no gradient', 'refused', 'error'))} |")
+    kinds = ('pass', 'mismatch', 'inconclusive', 'no gradient', 'refused', 'error')
+    print(f"| node tests | {' | '.join(kinds)} |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {len(tests)} | {' | '.join(str(by[k]) for k in kinds)} |")
     print("\nrefused, by reason:")
     for why, k in Counter(w for r, w in results if r == "refused").most_common():
         print(f"  {k:4d}  {why}")
     bad = 0
     for t, (r, w) in zip(tests, results):
         name = os.path.basename(t)
+        if r == "inconclusive":
+            print(f"  inconclusive {name}: {w}")
         if r == "mismatch" and name in expected:
             print(f"  expected mismatch {name}: {expected[name]}")
         elif r in ("mismatch", "error"):
