@@ -28,13 +28,14 @@
  * float64 differences miss its autograd by 1-6% on BatchNorm+ReLU CNNs). So MODEL runs with every
  * value kept, at theta and at theta +- h d, and the decisions its nodes take (kinks_differ) are
  * compared: a direction whose three runs do not take the same branches everywhere is tried again
- * with h ten times smaller, down to GC_STEPS sizes (h = 1e-8 max(1, |theta|): float64's rounding
- * of L, about 1e-16 |L| / h, stays far under the tolerance there), until two steps in a row are
- * smooth and agree (try_direction), else given up for another direction, up to
+ * with h ten times smaller (at most GC_STEPS sizes), as long as float64's rounding of the
+ * difference, taken as 1e-14 |L| / h (2^-52 |L| / h for each run's loss, with room for the
+ * rounding of sums over many elements), stays under a tenth of the tolerance, until two steps in a
+ * row are smooth and agree (try_direction), else given up for another direction, up to
  * GC_DIRECTIONS_MAX of them, until GC_SMOOTH smooth ones are judged. None smooth:
  * the verdict is "inconclusive" (GD_EINCONCLUSIVE), neither a match nor a mismatch. Decisions
  * inside If/Loop/Scan bodies are not looked at (their conditions, when computed, are). */
-enum { GC_SMOOTH = 3, GC_DIRECTIONS_MAX = 10, GC_STEPS = 4 };
+enum { GC_SMOOTH = 3, GC_DIRECTIONS_MAX = 10, GC_STEPS = 8 };
 
 /* Tolerances for TRAIN's gradients when not given: float32 ones are float32's rounding of the
  * forward and backward passes against float64's (measured on testdata: 1e-6 .. 3e-5 relative);
@@ -354,7 +355,9 @@ static struct rtensor *copy_inputs(const struct rtensor *in, size_t n)
 	return c;
 }
 
-/* One direction: steps h0, h0/10, ... (GC_STEPS of them) until two in a row are smooth (their runs
+/* One direction: steps h0, h0/10, ... (GC_STEPS of them at most, none under the floor where
+ * rounding would reach a tenth of the tolerance; l0: the loss at theta) until two in a row are
+ * smooth (their runs
  * at theta +- h d take theta's branches everywhere; xc: MODEL's run at theta) and their differences
  * agree within 10 times the tolerance, so that the smaller one's curvature error (O(h^2): a
  * hundredth of that) is far below it; that one gives the row. A BatchNorm over two values is
@@ -363,12 +366,13 @@ static struct rtensor *copy_inputs(const struct rtensor *in, size_t n)
 static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t seed, int dir, double h0, double rtol,
 			 double atol, struct row *r, struct gc_dir *log, int *judged, struct gd_err *e)
 {
-	double scale, dot = direction(s, seed, dir, &scale), h = h0, prev = NAN;
+	double scale, dot = direction(s, seed, dir, &scale), h = h0, prev = NAN, prev_prev = NAN,
+		      l0 = rt_get(exec_value(xc, s->loss), 0), floor = 1e-13 * fabs(l0) / (atol + rtol * scale);
 	const struct node *kink = NULL;
 	int64_t count = 0;
 	char where[300], also[400] = "";
 	*judged = 0;
-	for (int step = 0; step < GC_STEPS; step++, h /= 10) {
+	for (int step = 0; step < GC_STEPS && (!step || h >= floor); step++, h /= 10) {
 		struct exec *xp = run_at(s, 1, h, e), *xm = xp ? run_at(s, 2, -h, e) : NULL;
 		if (!xm) {
 			exec_free(xp);
@@ -377,23 +381,26 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 		const struct node *at = kink_between(s->m, xc, xp, &count);
 		if (!at && !count)
 			at = kink_between(s->m, xc, xm, &count);
-		double lp = rt_get(exec_value(xp, s->loss), 0), lm = rt_get(exec_value(xm, s->loss), 0);
+		double lp = rt_get(exec_value(xp, s->loss), 0), lm = rt_get(exec_value(xm, s->loss), 0),
+		       fd = (lp - lm) / (2 * h), diff = fabs(dot - fd), ref = fmax(fabs(fd), scale);
 		exec_free(xp);
 		exec_free(xm);
 		if (count < 0)
 			return err_oom(e);
+		if (isfinite(fd)) /* |fd|, even across a kink, says the size of the tolerance */
+			floor = 1e-13 * fabs(l0) / (atol + rtol * ref);
 		if (at) {
 			kink = at;
-			prev = NAN;
+			prev = prev_prev = NAN;
 			snprintf(also, sizeof also, "; h = %.3g crossed a kink: %s", h, node_desc(kink, where, sizeof where));
 			continue;
 		}
 		/* relative to |fd|, or to grad * d's norm where grad . d cancels */
-		double fd = (lp - lm) / (2 * h), diff = fabs(dot - fd), ref = fmax(fabs(fd), scale);
 		if (isfinite(fd) && (isnan(prev) || !(fabs(fd - prev) <= 10 * (atol + rtol * ref)))) {
 			if (!isnan(prev))
 				snprintf(also, sizeof also, "; h = %.3g still bent (%.2g%% away)", h * 10,
 					 100 * fabs(fd - prev) / fmax(ref, 1e-300));
+			prev_prev = prev;
 			prev = fd;
 			continue;
 		}
@@ -414,6 +421,9 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 	if (kink && isnan(prev))
 		snprintf(log->what, sizeof log->what, "d%d: skipped: crosses a kink at every h down to %.3g: %s, %" PRId64
 			 " decision%s", dir + 1, h * 10, node_desc(kink, where, sizeof where), count, count == 1 ? "" : "s");
+	else if (isnan(prev_prev))
+		snprintf(log->what, sizeof log->what, "d%d: skipped: smooth only at the smallest step, h = %.3g (none to "
+			 "confirm its difference)%s", dir + 1, h * 10, also);
 	else
 		snprintf(log->what, sizeof log->what, "d%d: skipped: its differences do not settle down to h = %.3g%s",
 			 dir + 1, h * 10, also);
@@ -556,7 +566,8 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int 
 static void report_inconclusive(enum cli_out fmt, const struct gc_dir *log, int n_log)
 {
 	if (fmt == OUT_TEXT) {
-		printf("inconclusive: none of the %d random directions tried is smooth at any step: nothing judged\n", n_log);
+		printf("inconclusive: none of the %d random directions tried is smooth at two steps in a row: nothing "
+		       "judged\n", n_log);
 		return;
 	}
 	struct emit em;
