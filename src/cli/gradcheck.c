@@ -357,22 +357,23 @@ static struct rtensor *copy_inputs(const struct rtensor *in, size_t n)
 
 /* One direction: steps h0, h0/10, ... (GC_STEPS of them at most, none under the floor where
  * rounding would reach a tenth of the tolerance; l0: the loss at theta) until two in a row are
- * smooth (their runs
- * at theta +- h d take theta's branches everywhere; xc: MODEL's run at theta) and their differences
- * agree within 10 times the tolerance, so that the smaller one's curvature error (O(h^2): a
- * hundredth of that) is far below it; that one gives the row. A BatchNorm over two values is
+ * smooth (their runs at theta +- h d take theta's branches everywhere; xc: MODEL's run at theta)
+ * and their differences agree within 10 times the tolerance, so that the smaller one's curvature
+ * error (O(h^2): a hundredth of that) is far below it; that one gives the row, or the smallest
+ * step does when it is smooth (nothing smaller can confirm it). A BatchNorm over two values is
  * smooth but bends within sqrt(epsilon) of its kink: MNASNet's differences at 1e-5 |theta| missed
- * by 2%, at 1e-7 by 2e-6. Otherwise the direction is skipped (*judged 0). */
+ * by 2%, at 1e-7 by 2e-6. A direction whose smallest step crosses a kink is skipped (*judged 0). */
 static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t seed, int dir, double h0, double rtol,
 			 double atol, struct row *r, struct gc_dir *log, int *judged, struct gd_err *e)
 {
-	double scale, dot = direction(s, seed, dir, &scale), h = h0, prev = NAN, prev_prev = NAN,
+	double scale, dot = direction(s, seed, dir, &scale), h = h0, prev = NAN,
 		      l0 = rt_get(exec_value(xc, s->loss), 0), floor = 1e-13 * fabs(l0) / (atol + rtol * scale);
 	const struct node *kink = NULL;
 	int64_t count = 0;
 	char where[300], also[400] = "";
 	*judged = 0;
 	for (int step = 0; step < GC_STEPS && (!step || h >= floor); step++, h /= 10) {
+		int last = step + 1 == GC_STEPS || h / 10 < floor;
 		struct exec *xp = run_at(s, 1, h, e), *xm = xp ? run_at(s, 2, -h, e) : NULL;
 		if (!xm) {
 			exec_free(xp);
@@ -381,6 +382,7 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 		const struct node *at = kink_between(s->m, xc, xp, &count);
 		if (!at && !count)
 			at = kink_between(s->m, xc, xm, &count);
+		/* relative to |fd|, or to grad * d's norm where grad . d cancels */
 		double lp = rt_get(exec_value(xp, s->loss), 0), lm = rt_get(exec_value(xm, s->loss), 0),
 		       fd = (lp - lm) / (2 * h), diff = fabs(dot - fd), ref = fmax(fabs(fd), scale);
 		exec_free(xp);
@@ -391,16 +393,14 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 			floor = 1e-13 * fabs(l0) / (atol + rtol * ref);
 		if (at) {
 			kink = at;
-			prev = prev_prev = NAN;
+			prev = NAN;
 			snprintf(also, sizeof also, "; h = %.3g crossed a kink: %s", h, node_desc(kink, where, sizeof where));
 			continue;
 		}
-		/* relative to |fd|, or to grad * d's norm where grad . d cancels */
-		if (isfinite(fd) && (isnan(prev) || !(fabs(fd - prev) <= 10 * (atol + rtol * ref)))) {
+		if (isfinite(fd) && !last && (isnan(prev) || !(fabs(fd - prev) <= 10 * (atol + rtol * ref)))) {
 			if (!isnan(prev))
 				snprintf(also, sizeof also, "; h = %.3g still bent (%.2g%% away)", h * 10,
 					 100 * fabs(fd - prev) / fmax(ref, 1e-300));
-			prev_prev = prev;
 			prev = fd;
 			continue;
 		}
@@ -411,22 +411,19 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 				  .max_abs = diff, .max_rel = ref != 0 ? diff / ref : diff > 0 ? INFINITY : 0,
 				  .norm_rel = ref != 0 ? diff / ref : 0};
 		r->ok = isfinite(dot) && isfinite(fd) && diff <= atol + rtol * ref;
-		if (isfinite(fd))
+		if (isfinite(fd) && !isnan(prev) && fabs(fd - prev) <= 10 * (atol + rtol * ref))
 			snprintf(log->what, sizeof log->what, "d%d: smooth at h = %.3g and %.3g%s", dir + 1, h, h * 10, also);
+		else if (isfinite(fd))
+			snprintf(log->what, sizeof log->what, "d%d: smooth at h = %.3g, the smallest step (no smaller one "
+				 "to confirm its difference)%s", dir + 1, h, also);
 		else
 			snprintf(log->what, sizeof log->what, "d%d: the loss is not finite at h = %.3g", dir + 1, h);
 		log->smooth = *judged = 1;
 		return 0;
 	}
-	if (kink && isnan(prev))
-		snprintf(log->what, sizeof log->what, "d%d: skipped: crosses a kink at every h down to %.3g: %s, %" PRId64
-			 " decision%s", dir + 1, h * 10, node_desc(kink, where, sizeof where), count, count == 1 ? "" : "s");
-	else if (isnan(prev_prev))
-		snprintf(log->what, sizeof log->what, "d%d: skipped: smooth only at the smallest step, h = %.3g (none to "
-			 "confirm its difference)%s", dir + 1, h * 10, also);
-	else
-		snprintf(log->what, sizeof log->what, "d%d: skipped: its differences do not settle down to h = %.3g%s",
-			 dir + 1, h * 10, also);
+	snprintf(log->what, sizeof log->what, "d%d: skipped: crosses a kink at every h down to %.3g, the smallest "
+		 "step: %s, %" PRId64 " decision%s", dir + 1, h * 10, node_desc(kink, where, sizeof where), count,
+		 count == 1 ? "" : "s");
 	return 0;
 }
 
@@ -566,7 +563,7 @@ static int gradcheck(struct graph *m, struct graph *train, struct exec *xt, int 
 static void report_inconclusive(enum cli_out fmt, const struct gc_dir *log, int n_log)
 {
 	if (fmt == OUT_TEXT) {
-		printf("inconclusive: none of the %d random directions tried is smooth at two steps in a row: nothing "
+		printf("inconclusive: none of the %d random directions tried is smooth at its smallest step: nothing "
 		       "judged\n", n_log);
 		return;
 	}
