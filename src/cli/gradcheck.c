@@ -294,8 +294,8 @@ struct gc_state {
 	struct exec_opts eo;
 };
 
-/* MODEL run on inputs `slot` with each parameter at theta + t d (its values kept); NULL with e set
- * on an error. */
+/* MODEL run on inputs `slot` with each parameter at theta + t d (its values kept; t = 0: theta,
+ * before any d is drawn); NULL with e set on an error. */
 static struct exec *run_at(struct gc_state *s, int slot, double t, struct gd_err *e)
 {
 	struct rtensor *in = s->in[slot];
@@ -303,7 +303,7 @@ static struct exec *run_at(struct gc_state *s, int slot, double t, struct gd_err
 		for (size_t q = 0; q < s->n_in; q++)
 			if (s->names[q] == s->fp[j].p->name)
 				for (int64_t k = 0; k < s->fp[j].d.numel; k++)
-					rt_set(&in[q], k, rt_get(&s->fp[j].theta, k) + t * rt_get(&s->fp[j].d, k));
+					rt_set(&in[q], k, rt_get(&s->fp[j].theta, k) + (t ? t * rt_get(&s->fp[j].d, k) : 0));
 	s->eo.inputs = in;
 	return exec_run(s->m, &s->eo, NULL, e);
 }
@@ -373,7 +373,6 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 	char where[300], also[400] = "";
 	*judged = 0;
 	for (int step = 0; step < GC_STEPS && (!step || h >= floor); step++, h /= 10) {
-		int last = step + 1 == GC_STEPS || h / 10 < floor;
 		struct exec *xp = run_at(s, 1, h, e), *xm = xp ? run_at(s, 2, -h, e) : NULL;
 		if (!xm) {
 			exec_free(xp);
@@ -391,6 +390,7 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 			return err_oom(e);
 		if (isfinite(fd)) /* |fd|, even across a kink, says the size of the tolerance */
 			floor = 1e-13 * fabs(l0) / (atol + rtol * ref);
+		int last = step + 1 == GC_STEPS || h / 10 < floor; /* the loop's condition for the next */
 		if (at) {
 			kink = at;
 			prev = NAN;
@@ -421,6 +421,7 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 		log->smooth = *judged = 1;
 		return 0;
 	}
+	ASSERT(kink); /* the smallest step, not judged, crossed one */
 	snprintf(log->what, sizeof log->what, "d%d: skipped: crosses a kink at every h down to %.3g, the smallest "
 		 "step: %s, %" PRId64 " decision%s", dir + 1, h * 10, node_desc(kink, where, sizeof where), count,
 		 count == 1 ? "" : "s");
