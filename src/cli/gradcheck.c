@@ -355,6 +355,14 @@ static struct rtensor *copy_inputs(const struct rtensor *in, size_t n)
 	return c;
 }
 
+/* The smallest step whose difference float64 rounds within a tenth of tol: 1e-14 |l0| / h <=
+ * tol / 10; never NaN (a loss NaN at theta: no floor; a tolerance 0: no step but the first). */
+static double rounding_floor(double l0, double tol)
+{
+	double l = isfinite(l0) ? fabs(l0) : 0;
+	return l == 0 ? 0 : tol > 0 ? 1e-13 * l / tol : INFINITY;
+}
+
 /* One direction: steps h0, h0/10, ... (GC_STEPS of them at most, none under the floor where
  * rounding would reach a tenth of the tolerance; l0: the loss at theta) until two in a row are
  * smooth (their runs at theta +- h d take theta's branches everywhere; xc: MODEL's run at theta)
@@ -367,7 +375,7 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 			 double atol, struct row *r, struct gc_dir *log, int *judged, struct gd_err *e)
 {
 	double scale, dot = direction(s, seed, dir, &scale), h = h0, prev = NAN,
-		      l0 = rt_get(exec_value(xc, s->loss), 0), floor = 1e-13 * fabs(l0) / (atol + rtol * scale);
+		      l0 = rt_get(exec_value(xc, s->loss), 0), floor = rounding_floor(l0, atol + rtol * scale);
 	const struct node *kink = NULL;
 	int64_t count = 0;
 	char where[300], also[400] = "";
@@ -389,7 +397,7 @@ static int try_direction(struct gc_state *s, const struct exec *xc, uint64_t see
 		if (count < 0)
 			return err_oom(e);
 		if (isfinite(fd)) /* |fd|, even across a kink, says the size of the tolerance */
-			floor = 1e-13 * fabs(l0) / (atol + rtol * ref);
+			floor = rounding_floor(l0, atol + rtol * ref);
 		int last = step + 1 == GC_STEPS || h / 10 < floor; /* the loop's condition for the next */
 		if (at) {
 			kink = at;
