@@ -345,7 +345,7 @@ Test(replicas, errors_name_the_problem)
 	r = expect(2, "built for 2 replicas, and this run has 1: run it with mpirun -np 2", alone);
 	run_free(&r);
 	char *three[] = {GD_BINARY, "run", r2, "--random-inputs", "--replicas", "3", NULL};
-	r = expect(2, "replica 0: node 'all_reduce' (AllReduce): the graph was built for 2 replicas, and this run has 3", three);
+	r = expect(2, "replica 0: node 'fc3.weight_grad_sum/AllReduce' (AllReduce): the graph was built for 2 replicas, and this run has 3", three);
 	run_free(&r);
 	char *v3[] = {GD_BINARY, "verify", "--replicas", "3", "--dim", "batch=4", TESTDATA "/mlp.onnx", r2, NULL};
 	r = expect(2, "built for 2 replicas", v3);

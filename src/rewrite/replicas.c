@@ -122,14 +122,16 @@ int replicas_begin(struct graph *g, const struct replicas *r, const char *loss_n
 	return 0;
 }
 
-/* An AllReduce(sum) over ins, tagged backward and comm; its outputs named <in>_sum for now. */
+/* An AllReduce(sum) over ins, tagged backward and comm; its outputs named <in>_sum for now, the
+ * node <its first output>/AllReduce (graph_fresh_name keeps value names unique, not node names:
+ * a fixed base would name every AllReduce alike, which onnxruntime refuses). */
 static struct node *all_reduce(struct graph *g, const struct replicas *r, struct value *const *ins, uint32_t n_in,
 			       struct gd_err *e)
 {
 	struct node *n = graph_add_node(g, e);
 	struct value **io = n ? arena_array(g->arena, 2 * n_in, sizeof *io) : NULL;
 	struct attr *a = io ? arena_array(g->arena, 2, sizeof *a) : NULL;
-	if (!a || !(n->name = graph_fresh_name(g, "all_reduce", e)))
+	if (!a)
 		return NULL;
 	n->op_type = "AllReduce";
 	n->domain = "graphdiet";
@@ -147,6 +149,10 @@ static struct node *all_reduce(struct graph *g, const struct replicas *r, struct
 			return NULL;
 		n->out[k]->type = ins[k]->type;
 	}
+	char name[600];
+	JOIN(name, sizeof name, n->out[0]->name, "/AllReduce");
+	if (!(n->name = graph_fresh_name(g, name, e)))
+		return NULL;
 	a[0] = (struct attr){.name = "reduction", .type = ATTR_STRING, .has_type = true, .s = {(const uint8_t *)"sum", 3}};
 	a[1] = (struct attr){.name = "replicas", .type = ATTR_INT, .has_type = true, .i = r->n};
 	n->attr = a;
