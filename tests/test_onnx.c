@@ -709,7 +709,8 @@ Test(pbwire, strip_reports_raw_spans_in_order)
 
 /* #48 valid: state is no initializer that is also a graph input (onnxruntime warned "Initializer
  * ... appears in graph inputs" for each); train writes it as an input whose first value the
- * initialization graph stores and outputs, and reading the file gives it its initializer back. */
+ * initialization graph stores and outputs, and reading the file gives it its initializer back,
+ * pointing into the file as the main graph's weights do. */
 static const Onnx__Tensor *named_tensor(Onnx__Tensor **ts, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -720,14 +721,15 @@ static const Onnx__Tensor *named_tensor(Onnx__Tensor **ts, size_t n, const char 
 
 Test(onnx, state_is_an_input_whose_first_value_the_initialization_stores)
 {
+	size_t len, olen;
+	uint8_t *orig = slurp(TESTDATA "/mlp.onnx", &olen);
 	char out[600];
 	snprintf(out, sizeof out, "%s/mlp_sgd_state.onnx", tmpdir());
 	char *argv[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--optimizer", "sgd:momentum=0.9", "-o", out, NULL};
 	struct run_result r = run_cmd(argv, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(r.status, 0, "train --optimizer sgd: %s", r.err);
+	uint8_t *buf = slurp(out, &len);
 	run_free(&r);
-	size_t len, olen;
-	uint8_t *buf = slurp(out, &len), *orig = slurp(TESTDATA "/mlp.onnx", &olen);
 	Onnx__Model *m = onnx__model__unpack(NULL, len, buf), *o = onnx__model__unpack(NULL, olen, orig);
 	cr_assert(m && o && m->n_training_info == 1 && m->training_info[0]->initialization);
 	const Onnx__Graph *g = m->graph, *ig = m->training_info[0]->initialization;
@@ -763,6 +765,8 @@ Test(onnx, state_is_an_input_whose_first_value_the_initialization_stores)
 		cr_assert_eq(tensor_bytes(gr, v->init, &b, &e), 0, "%s", e.msg);
 		cr_assert(b.n == was->raw_data.len && !memcmp(b.p, was->raw_data.data, b.n), "%s: other bytes read back",
 			  params[k]);
+		/* where they lie in the file (pbwire splits them off): reading the graph reads no weight */
+		cr_assert(b.p >= buf && b.p + b.n <= buf + len, "%s: its weights were copied", params[k]);
 	}
 	graph_free(gr);
 	onnx__model__free_unpacked(m, NULL);

@@ -52,6 +52,9 @@ struct rd {
 	size_t n_fns;
 	int fn_depth;     /* calls being inlined, nested */
 	uint64_t fn_calls; /* calls inlined so far: unnamed callers' prefixes */
+	const struct pb_raw *init_raw; /* the initialization graphs' initializer raw_data (pbwire) */
+	size_t n_init_raw, init_at;    /* init_at: the first of init_pg's */
+	const Onnx__Graph *init_pg;    /* the initialization graph being read */
 };
 
 static const char *str(struct rd *r, const char *s)
@@ -647,7 +650,9 @@ static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const 
 		return -1;
 	for (size_t i = 0; i < pg->n_initializer; i++) {
 		const Onnx__Tensor *pt = pg->initializer[i];
-		const struct pb_raw *raw = nodes && i < r->n_raw ? &r->raw[i] : NULL;
+		const struct pb_raw *raw = nodes && i < r->n_raw ? &r->raw[i]
+					   : pg == r->init_pg && r->init_at + i < r->n_init_raw ? &r->init_raw[r->init_at + i]
+					   : NULL;
 		struct tensor *t = tensor_in(r, pt, raw);
 		if (!t)
 			return -1;
@@ -795,9 +800,12 @@ static int model_in(struct rd *r, const Onnx__Model *pm, const struct pb_strippe
 		const Onnx__TrainingInfo *pt = pm->training_info[i];
 		struct training_info *t = &m->ti[i];
 		/* Training graphs read the main graph's initializers, so they resolve names in it. */
+		r->init_pg = pt->initialization;
 		if ((pt->initialization && !(t->init = subgraph_in(r, g, pt->initialization))) ||
 		    (pt->algorithm && !(t->algo = subgraph_in(r, g, pt->algorithm))))
 			return -1;
+		r->init_pg = NULL;
+		r->init_at += pt->initialization ? pt->initialization->n_initializer : 0;
 		t->n_init_bind = pt->n_initialization_binding;
 		t->n_update_bind = pt->n_update_binding;
 		t->init_bind = kvs_in(r, pt->initialization_binding, t->n_init_bind);
@@ -896,7 +904,7 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 		goto fail;
 	}
 	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL,
-		       0, 0, {0}, NULL, 0, 0, pm->functions, pm->n_functions, 0, 0};
+		       0, 0, {0}, NULL, 0, 0, pm->functions, pm->n_functions, 0, 0, s.init_raw, s.n_init_raw, 0, NULL};
 	int rc = model_in(&r, pm, &s);
 	arena_free(&r.scratch);
 	onnx__model__free_unpacked(pm, &pb_allocator);
