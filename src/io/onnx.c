@@ -1374,9 +1374,12 @@ static int moved_out(struct wr *w, struct graph *g, const struct training_info *
 	Onnx__KeyValue **binds = ARR(w, pt->n_initialization_binding + n, Onnx__KeyValue *);
 	if (!inits || !outs || !binds)
 		return err_oom(w->e);
-	memcpy(inits, ig->initializer, ig->n_initializer * sizeof *inits);
-	memcpy(outs, ig->output, ig->n_output * sizeof *outs);
-	memcpy(binds, pt->initialization_binding, pt->n_initialization_binding * sizeof *binds);
+	if (ig->n_initializer) /* (memcpy from NULL is undefined even for 0 bytes) */
+		memcpy(inits, ig->initializer, ig->n_initializer * sizeof *inits);
+	if (ig->n_output)
+		memcpy(outs, ig->output, ig->n_output * sizeof *outs);
+	if (pt->n_initialization_binding)
+		memcpy(binds, pt->initialization_binding, pt->n_initialization_binding * sizeof *binds);
 	ig->initializer = inits;
 	ig->output = outs;
 	pt->initialization_binding = binds;
