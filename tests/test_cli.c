@@ -2803,3 +2803,79 @@ Test(cli, empty_constant_runs)
 	cr_expect(strstr(r.out, "float32  [2]"), "%s", r.out);
 	run_free(&r);
 }
+
+/* #48 pictures: the timeline's axes and curves, the dot legend. */
+
+/* What a reader of plan --timeline's picture relies on, read back from the SVG alone: y ticks at
+ * round multiples (1, 2 or 5 x 10^k) of one binary unit with a gridline each; an x axis with step
+ * labels and a title; the two curves on one axis of schedule steps, the curve before checkpointing
+ * at the steps that run its nodes (every step outside the recompute segments, in order, at the same
+ * x as the curve after); the forward/backward boundary; a legend naming both curves; each peak
+ * labelled. One point per step: the model has fewer steps than the plot has pixel columns. */
+static const char timeline_check[] =
+	"import sys, math, re, xml.etree.ElementTree as ET\n"
+	"ns = '{http://www.w3.org/2000/svg}'\n"
+	"root = ET.parse(sys.argv[1]).getroot()\n"
+	"texts = lambda cls: [t for t in root.iter(ns + 'text') if t.get('class') == cls]\n"
+	"ys = texts('ytick')\n"
+	"assert len(ys) >= 3, [t.text for t in ys]\n"
+	"assert ys[0].text == '0', ys[0].text\n"
+	"units = {'B': 1, 'KiB': 1024, 'MiB': 1024**2, 'GiB': 1024**3, 'TiB': 1024**4}\n"
+	"vals = []\n"
+	"for t in ys[1:]:\n"
+	"    num, unit = t.text.split(' ')\n"
+	"    assert unit == ys[1].text.split(' ')[1] and unit in units, t.text\n"
+	"    vals.append(float(num))\n"
+	"d = vals[0]\n"
+	"mant = d / 10 ** math.floor(math.log10(d) + 1e-9)\n"
+	"assert min(abs(mant - m) for m in (1, 2, 5)) < 1e-9, ('not 1-2-5', d)\n"
+	"assert all(abs(v - (k + 1) * d) < 1e-9 * d for k, v in enumerate(vals)), vals\n"
+	"grid = {round(float(l.get('y1')), 1) for l in root.iter(ns + 'line') if l.get('y1') == l.get('y2')}\n"
+	"assert all(round(float(t.get('y')) - 4, 1) in grid for t in ys), 'a gridline at each y tick'\n"
+	"xs = [int(t.text) for t in texts('xtick')]\n"
+	"assert len(xs) >= 3 and xs == sorted(xs) and xs[0] == 1, xs\n"
+	"title = [t for t in root.iter(ns + 'text') if t.get('id') == 'xtitle']\n"
+	"assert title and 'step' in title[0].text, 'x axis title'\n"
+	"pts = {p.get('id'): [tuple(map(float, q.split(','))) for q in p.get('points').split()]\n"
+	"       for p in root.iter(ns + 'polyline')}\n"
+	"bands = [(float(r.get('x')), float(r.get('x')) + float(r.get('width')))\n"
+	"         for r in root.iter(ns + 'rect') if r.get('class') == 'recompute']\n"
+	"assert bands, 'the plan recomputes: its segments are shaded'\n"
+	"out = lambda x: not any(a < x < b for a, b in bands)\n"
+	"after = [x for x, y in pts['after']]\n"
+	"before = [x for x, y in pts['before'] if out(x)]\n"
+	"assert before == [x for x in after if out(x)], ('the same node at the same x', before[:8], after[:8])\n"
+	"assert len(after) > len(before) and after[-1] == pts['before'][-1][0], 'one axis, both to its end'\n"
+	"assert any(l.get('id') == 'backward' for l in root.iter(ns + 'line')), 'the forward/backward boundary'\n"
+	"leg = [g for g in root.iter(ns + 'g') if g.get('id') == 'legend']\n"
+	"names = ' '.join(t.text for t in leg[0].iter(ns + 'text'))\n"
+	"assert 'before checkpointing' in names and 'checkpoint auto' in names and 'recompute' in names, names\n"
+	"alltext = ' '.join(t.text for t in root.iter(ns + 'text'))\n"
+	"assert 'before peak' in alltext and 'after peak' in alltext, alltext\n";
+
+Test(cli, timeline_has_round_ticks_a_step_axis_and_shared_positions)
+{
+	char svg[512], again[512];
+	snprintf(svg, sizeof svg, "%s/timeline.svg", tmpdir());
+	snprintf(again, sizeof again, "%s/timeline2.svg", tmpdir());
+	char *plan[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint", "auto", "--budget",
+			"150KB", "--timeline", svg, NULL};
+	expect_exit(plan, 0, NULL);
+	python_ok(timeline_check, svg, "plan --timeline (unet, auto)");
+	plan[10] = again;
+	expect_exit(plan, 0, NULL);
+	size_t n1, n2;
+	char *a = (char *)slurp(svg, &n1), *b = (char *)slurp(again, &n2);
+	cr_expect(n1 == n2 && !memcmp(a, b, n1), "the same plan draws the same bytes");
+	free(a);
+	free(b);
+	/* MiB, not KiB, on a larger batch: the unit follows the range */
+	char *big[] = {GD_BINARY, "plan", TESTDATA "/unet.onnx", "--dim", "batch=64", "--checkpoint", "auto", "--budget",
+		       "3MiB", "--timeline", svg, NULL};
+	expect_exit(big, 0, NULL);
+	python_ok(timeline_check, svg, "plan --timeline (unet, batch 64)");
+	python_ok("import sys, xml.etree.ElementTree as ET\n"
+		  "t = [x.text for x in ET.parse(sys.argv[1]).iter('{http://www.w3.org/2000/svg}text') if x.get('class') == 'ytick']\n"
+		  "assert all(x.endswith(' MiB') for x in t[1:]), t\n",
+		  svg, "MiB ticks");
+}

@@ -354,11 +354,13 @@ static int write_timeline(const char *out, const char *model, const struct plan_
 		first[i] = r->segments[i].first_step;
 		len[i] = r->segments[i].n_nodes;
 	}
-	char title[600];
+	char title[600], after[64];
 	snprintf(title, sizeof title, "%s: live memory over one training step, checkpoint %s", model,
 		 ckpt_name(r->strategy));
+	snprintf(after, sizeof after, "checkpoint %s", ckpt_name(r->strategy));
 	struct timeline t = {title, r->live_before, r->live_after, r->n_before, r->n_after, marks, (uint32_t)r->n_checkpoints,
-			     first, len, r->n_segments, r->has_budget ? r->budget : 0};
+			     first, len, r->n_segments, r->has_budget ? r->budget : 0, r->before_at, r->backward_step,
+			     "before checkpointing", after};
 	struct outfile o;
 	int rc = outfile_open(&o, out, e);
 	if (!rc) {
