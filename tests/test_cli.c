@@ -2879,3 +2879,49 @@ Test(cli, timeline_has_round_ticks_a_step_axis_and_shared_positions)
 		  "assert all(x.endswith(' MiB') for x in t[1:]), t\n",
 		  svg, "MiB ticks");
 }
+
+/* dot's legend: a cluster with a sample of each kind of node and edge the picture has (a
+ * checkpointed training graph: forward, checkpoint, backward, recompute, the control dependencies
+ * its metadata keeps; a forward one: weights), and none of those it lacks; graphviz renders it. */
+Test(cli, dot_has_a_legend_graphviz_renders)
+{
+	char train[512];
+	snprintf(train, sizeof train, "%s/unet_memory.onnx", tmpdir());
+	char *tr[] = {GD_BINARY, "train", TESTDATA "/unet.onnx", "--dim", "batch=2", "--checkpoint", "memory", "-o", train,
+		      NULL};
+	expect_exit(tr, 0, NULL);
+	struct run_result r = gd("dot", train, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	const char *legend = strstr(r.out, "subgraph cluster_legend {");
+	cr_assert(legend, "a legend cluster");
+	static const char *want[] = {"fillcolor=\"#ffffff\", label=\"forward op\"",
+				     "fillcolor=\"#b6d7a8\", penwidth=\"2\", label=\"checkpoint",
+				     "fillcolor=\"#cfe2f3\", label=\"backward op",
+				     "fillcolor=\"#fce5cd\", label=\"recompute of a forward op\"",
+				     "label=\"graph input\"",
+				     "label=\"graph output\"",
+				     "label=\"read from a checkpoint\"",
+				     "label=\"control dependency\""};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+		cr_expect(strstr(legend, want[i]), "the legend lacks %s", want[i]);
+	cr_expect_null(strstr(legend, "communication"), "no all-reduce in this graph, none in its legend");
+	cr_expect_null(strstr(legend, "loss scaling"), "no loss scaling in this graph, none in its legend");
+	if (access("/usr/bin/dot", X_OK)) {
+		run_free(&r);
+		cr_skip_test("graphviz is not installed (/usr/bin/dot): the legend is not rendered");
+		return;
+	}
+	char *render[] = {"/usr/bin/dot", "-Tsvg", NULL};
+	struct run_result svg = run_cmd(render, (const uint8_t *)r.out, strlen(r.out));
+	run_free(&r);
+	cr_assert_eq(svg.status, 0, "graphviz rejected our DOT: %s", svg.err);
+	cr_expect(strstr(svg.out, "<title>cluster_legend</title>") && strstr(svg.out, "recompute of a forward op"),
+		  "the rendered picture has the legend");
+	run_free(&svg);
+	/* a forward model: its weights, and no backward op */
+	r = gd("dot", TESTDATA "/mlp.onnx", NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	const char *l = strstr(r.out, "subgraph cluster_legend {");
+	cr_expect(l && strstr(l, "initializer") && strstr(l, "weight read") && !strstr(l, "backward op"), "%s", l ? l : r.out);
+	run_free(&r);
+}
