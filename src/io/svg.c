@@ -214,7 +214,7 @@ static void legend(FILE *f, const struct timeline *t, uint32_t n_recompute)
 void svg_timeline(FILE *f, const struct timeline *t)
 {
 	/* before_at must rise and stay on the axis, else `before` keeps its own step numbers */
-	const uint32_t *at = t->before_at;
+	const uint32_t *at = t->n_before ? t->before_at : NULL;
 	for (uint32_t i = 0; at && i < t->n_before; i++)
 		if (at[i] >= t->n_after || (i && at[i] <= at[i - 1]))
 			at = NULL;
