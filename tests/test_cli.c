@@ -2859,6 +2859,8 @@ Test(cli, cliopts_dim_that_binds_nothing_is_refused)
 	expect_refused((const char *[]){"check", "--budget", "1GiB", model, "--dim", "batch=4", "--dim", "bogus=1", NULL}, none);
 	expect_refused((const char *[]){"train", model, "--dim", "bogus=1", "-o", "/dev/null", NULL}, none);
 	expect_refused((const char *[]){"dot", model, "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"verify", model, t8, "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"verify", model, t8, "--dim", "batch=128", NULL}, "TRAIN fixed batch to 8");
 	/* the value train fixed, given again (a script passing one --dim to every command), runs */
 	r = gd_args((const char *[]){"run", t8, "--random-inputs", "--dim", "batch=8", NULL});
 	cr_expect_eq(r.status, 0, "%s", r.err);
@@ -2882,6 +2884,9 @@ Test(cli, cliopts_timeline_on_stdout_alone)
 		cr_expect(strstr(r.err, k ? "\"peak_bytes_after\"" : "peak:"), "the report on stderr: %s", r.err);
 		run_free(&r);
 	}
+	/* run's -o is a folder: '-' made one of that name */
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--dim", "batch=2", "-o", "-", NULL},
+		       "--outdir -: a folder for the .npy files, not standard output");
 }
 
 /* check --format json said "unknown option '-?'" (its value taken for the option's name), and check

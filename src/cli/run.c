@@ -36,7 +36,7 @@ static const char help[] =
 	"      --dim NAME=VALUE       bind symbolic dimension NAME (repeatable); a NAME the graph does\n"
 	"                             not have, or one train fixed to another value, is refused\n"
 	"  -o, --outdir DIR           write each output to DIR/<output name>.npy (with --steps: the\n"
-	"                             last step's)\n"
+	"                             last step's); not '-': the report has standard output\n"
 	"      --steps K              run K training steps: each step's outputs that the graph binds\n"
 	"                             to state (ONNX update_binding: parameters, optimizer state, the\n"
 	"                             loss scale) are the next step's values of that state; prints each\n"
@@ -313,6 +313,8 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'o':
 			outdir = optarg;
+			if (!strcmp(outdir, "-")) /* the report has standard output: no folder named '-' */
+				return cli_usage("run", "--outdir -: a folder for the .npy files, not standard output");
 			break;
 		case 'k': {
 			int64_t k;
