@@ -379,9 +379,12 @@ Test(cli, fp16_halves_what_the_backward_pass_holds)
 		char in[512], arg[1100];
 		snprintf(arg, sizeof arg, "%s|%s", GD_BINARY, model_path(in, sizeof in, *m));
 		python_ok("import json, subprocess, sys\n"
+			  "import onnx\n"
 			  "gd, model = sys.argv[1].split('|')\n"
+			  "syms = {d.dim_param for i in onnx.load(model).graph.input for d in i.type.tensor_type.shape.dim}\n"
+			  "dim = ['--dim', 'batch=32'] if 'batch' in syms else []  # a --dim that binds nothing is refused\n"
 			  "def saved(*a):\n"
-			  "    r = subprocess.run([gd, 'plan', model, '--dim', 'batch=32', '--format', 'json', *a],\n"
+			  "    r = subprocess.run([gd, 'plan', model, *dim, '--format', 'json', *a],\n"
 			  "                       capture_output=True, text=True, check=True)\n"
 			  "    return json.loads(r.stdout)['saved_bytes']\n"
 			  "a, b = saved(), saved('--precision', 'fp16')\n"
@@ -2075,8 +2078,8 @@ Test(cli, options_refuse_what_they_do_not_understand)
 		{{"run", model, "--dim", "batch=4", "-i", target}, "--input X=" TESTDATA "/ref/mlp/target.npy: the graph has no "
 								  "input 'X' (its inputs: x, target)"},
 		{{"plan", model, "--dim", "batch=0"}, "plan: --dim batch=0: a dimension must be at least 1"},
-		{{"plan", model, "--dim", "batchsize=8"}, "--dim batchsize: no dimension of the graph is called 'batchsize' "
-							   "(unbound: batch)"},
+		{{"plan", model, "--dim", "batchsize=8"}, "--dim batchsize=8: no dimension of the graph is called 'batchsize' "
+							   "(its symbolic dimensions: batch)"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char *argv[10] = {GD_BINARY};
@@ -2085,8 +2088,7 @@ Test(cli, options_refuse_what_they_do_not_understand)
 		struct run_result r = run_cmd(argv, NULL, 0);
 		cr_expect_eq(r.status, 2, "case %zu: exit %d: %s", i, r.status, r.err);
 		cr_expect(strstr(r.err, cases[i].err), "case %zu: %s", i, r.err);
-		/* one line, except plan's note on the --dim before the error it leads to */
-		cr_expect_eq(lines(r.err), i == 8 ? 2 : 1, "case %zu: %s", i, r.err);
+		cr_expect_eq(lines(r.err), 1, "case %zu: %s", i, r.err);
 		run_free(&r);
 	}
 }
@@ -2924,4 +2926,229 @@ Test(cli, dot_has_a_legend_graphviz_renders)
 	const char *l = strstr(r.out, "subgraph cluster_legend {");
 	cr_expect(l && strstr(l, "initializer") && strstr(l, "weight read") && !strstr(l, "backward op"), "%s", l ? l : r.out);
 	run_free(&r);
+}
+/* #48 cliopts: options accepted and silently ignored, or mixed up: each now does what it says or
+ * exits 2 with one line. */
+
+/* Runs graphdiet with the NULL-terminated args (at most 14). */
+static struct run_result gd_args(const char *const *args)
+{
+	char *argv[16] = {GD_BINARY};
+	for (int k = 0; k < 14 && args[k]; k++)
+		argv[k + 1] = (char *)args[k];
+	return run_cmd(argv, NULL, 0);
+}
+
+/* Expects exit 2 and one line holding `needle` on stderr. */
+static void expect_refused(const char *const *args, const char *needle)
+{
+	struct run_result r = gd_args(args);
+	cr_expect_eq(r.status, 2, "%s %s: exit %d: %s", args[0], args[1], r.status, r.err);
+	cr_expect(strstr(r.err, needle), "%s %s: no '%s' in: %s", args[0], args[1], needle, r.err);
+	cr_expect_eq(lines(r.err), 1, "%s %s: %s", args[0], args[1], r.err);
+	run_free(&r);
+}
+
+/* run --dim batch=128 on a graph train built at batch 8 ran at 8, and --dim bogus=1 was ignored
+ * (exit 0); plan and check measured a training graph at its own batch whatever --dim said. */
+/* graphdiet train MODEL OPT VAL -o TMP/cliopts_NAME.onnx, which must work; the path into out. */
+static void cliopts_train(const char *model, const char *opt, const char *val, const char *name, char *out, size_t n)
+{
+	snprintf(out, n, "%s/cliopts_%s.onnx", tmpdir(), name);
+	struct run_result r = gd_args((const char *[]){"train", model, opt, val, "-o", out, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+}
+
+Test(cli, cliopts_dim_that_binds_nothing_is_refused)
+{
+	char model[512], t8[600], b8[600];
+	struct run_result r;
+	cliopts_train(model_path(model, sizeof model, "mlp"), "--dim", "batch=8", "t8", t8, sizeof t8);
+	cliopts_train(model, "--batch", "8", "b8", b8, sizeof b8);
+	const char *fixed = "--dim batch=128: train fixed batch to 8 when it built this graph";
+	expect_refused((const char *[]){"run", t8, "--random-inputs", "--dim", "batch=128", NULL}, fixed);
+	expect_refused((const char *[]){"run", b8, "--random-inputs", "--dim", "batch=128", NULL}, fixed);
+	expect_refused((const char *[]){"plan", t8, "--dim", "batch=128", NULL}, fixed);
+	expect_refused((const char *[]){"check", "--budget", "1GiB", t8, "--dim", "batch=128", NULL}, fixed);
+	expect_refused((const char *[]){"run", t8, "--random-inputs", "--dim", "bogus=1", NULL},
+		       "--dim bogus=1: no dimension of the graph is called 'bogus' (every dimension is fixed; train fixed "
+		       "batch=8)");
+	const char *none = "--dim bogus=1: no dimension of the graph is called 'bogus' (its symbolic dimensions: batch)";
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"plan", model, "--dim", "batch=4", "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"check", "--budget", "1GiB", model, "--dim", "batch=4", "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"train", model, "--dim", "bogus=1", "-o", "/dev/null", NULL}, none);
+	expect_refused((const char *[]){"dot", model, "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"verify", model, t8, "--dim", "bogus=1", NULL}, none);
+	expect_refused((const char *[]){"verify", model, t8, "--dim", "batch=128", NULL}, "TRAIN fixed batch to 8");
+	/* the value train fixed, given again (a script passing one --dim to every command), runs */
+	r = gd_args((const char *[]){"run", t8, "--random-inputs", "--dim", "batch=8", NULL});
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+}
+
+/* plan --timeline - wrote the SVG and then the text report to standard output: no SVG reader
+ * takes it. The SVG has standard output to itself; the report goes to standard error. */
+Test(cli, cliopts_timeline_on_stdout_alone)
+{
+	char model[512];
+	model_path(model, sizeof model, "mlp");
+	const char *fmts[] = {"text", "json"};
+	for (int k = 0; k < 2; k++) {
+		struct run_result r = gd_args((const char *[]){"plan", model, "--dim", "batch=4", "--format", fmts[k],
+							       "--timeline", "-", NULL});
+		cr_expect_eq(r.status, 0, "%s", r.err);
+		cr_expect(!strncmp(r.out, "<?xml", 5), "%s", r.out);
+		cr_expect(r.out_len > 7 && !strcmp(r.out + r.out_len - 7, "</svg>\n"), "the SVG ends stdout: %s",
+			  r.out_len > 200 ? r.out + r.out_len - 200 : r.out);
+		cr_expect(strstr(r.err, k ? "\"peak_bytes_after\"" : "peak:"), "the report on stderr: %s", r.err);
+		run_free(&r);
+	}
+	/* run's -o is a folder: '-' made one of that name */
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--dim", "batch=2", "-o", "-", NULL},
+		       "--outdir -: a folder for the .npy files, not standard output");
+}
+
+/* check --format json said "unknown option '-?'" (its value taken for the option's name), and check
+ * had no JSON: now it prints plan's report, "fits" the verdict, exit 0 or 1 as the text form. */
+Test(cli, cliopts_check_format_json)
+{
+	char model[512];
+	model_path(model, sizeof model, "mlp");
+	struct run_result r = gd_args((const char *[]){"check", "--format", "json", "--budget", "1GiB", model, "--dim",
+						       "batch=4", NULL});
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "\"fits\": true") && strstr(r.out, "\"budget_bytes\": 1073741824"), "%s", r.out);
+	cr_expect(json_num(r.out, "peak_bytes_after") > 8232, "the peak holds the 8232 bytes of parameters: %s", r.out);
+	run_free(&r);
+	r = gd_args((const char *[]){"check", "--format=yaml", "--budget", "100", model, "--dim", "batch=4", NULL});
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.out, "\"fits\": false") && strstr(r.out, "\"budget_bytes\": 100\n"), "%s", r.out);
+	run_free(&r);
+	/* an option the table has but the command refuses is named as written, with or without '=' */
+	expect_refused((const char *[]){"check", "--budget", "1GiB", model, "--timeline", "x.svg", NULL},
+		       "check: --timeline is for 'graphdiet plan'");
+	expect_refused((const char *[]){"check", "--budget", "1GiB", model, "--bogus", "json", NULL},
+		       "check: unknown option '--bogus'");
+	expect_refused((const char *[]){"check", "--format", "xml", "--budget", "1GiB", model, NULL},
+		       "check: --format: unknown value 'xml'");
+}
+
+/* train -o /dev/null: "cannot tell the format of '/dev/null'". A name without an extension, and a
+ * device, get ONNX; an extension that is no format is still refused. */
+Test(cli, cliopts_output_without_extension_is_onnx)
+{
+	char model[512], noext[600], back[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(noext, sizeof noext, "%s/cliopts_noext", tmpdir());
+	snprintf(back, sizeof back, "%s/cliopts_noext.yaml", tmpdir());
+	const char *const ok[][8] = {
+		{"train", model, "--dim", "batch=4", "-o", "/dev/null", NULL},
+		{"convert", model, "/dev/null", NULL},
+		{"train", model, "--dim", "batch=4", "-o", noext, NULL},
+		{"convert", noext, "-o", back, NULL}, /* what it wrote is an ONNX model */
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		struct run_result r = gd_args(ok[i]);
+		cr_expect_eq(r.status, 0, "case %zu: %s", i, r.err);
+		run_free(&r);
+	}
+	size_t len;
+	uint8_t *b = slurp(noext, &len);
+	cr_expect(len > 100 && b[0] == 0x08, "ModelProto's ir_version key first: 0x%02x", len ? b[0] : 0);
+	free(b);
+	expect_refused((const char *[]){"train", model, "-o", "x.txt", NULL},
+		       "cannot tell the format of 'x.txt' from its extension '.txt'");
+}
+
+/* --inline 99999999999999999999 was taken (strtoull's ULLONG_MAX, ERANGE unread) while --inline -1
+ * was refused; every integer option now refuses what does not fit. */
+Test(cli, cliopts_integer_options_refuse_overflow)
+{
+	char model[512];
+	model_path(model, sizeof model, "mlp");
+	const char *big = "99999999999999999999";
+	char dim[64];
+	snprintf(dim, sizeof dim, "batch=%s", big);
+	expect_refused((const char *[]){"convert", model, "--inline", big, "-o", "/dev/null", "--to", "yaml", NULL},
+		       "--inline: '99999999999999999999' is not a count");
+	expect_refused((const char *[]){"convert", model, "--inline", "-1", "-o", "/dev/null", "--to", "yaml", NULL},
+		       "--inline: '-1' is not a count");
+	expect_refused((const char *[]){"convert", model, "--inline", " 5", "-o", "/dev/null", "--to", "yaml", NULL},
+		       "--inline: ' 5' is not a count");
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--steps", big, NULL}, "--steps 99999999999999999999");
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--seed", big, NULL}, "--seed: '99999999999999999999'");
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--seed", " -1", NULL}, "--seed: ' -1'");
+	expect_refused((const char *[]){"run", model, "--random-inputs", "--replicas", big, NULL}, "--replicas 99999999999999999999");
+	expect_refused((const char *[]){"plan", model, "--dim", dim, NULL}, "is not a size");
+	expect_refused((const char *[]){"plan", model, "--batch", big, NULL}, "--batch 99999999999999999999: not a batch size");
+	/* the largest inline count is taken */
+	struct run_result r = gd_args((const char *[]){"convert", model, "--inline", "9223372036854775807", "--to", "yaml", NULL});
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+}
+
+/* train M.onnx -o M.onnx --to yaml replaced the model with YAML under its .onnx name. A --to the
+ * output's extension contradicts is refused, and so is train (or dot) writing over its input;
+ * convert may rewrite a file in place in its own format (atomically). */
+Test(cli, cliopts_output_clobbering_and_wrong_format_refused)
+{
+	char model[512], m[600], x[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(m, sizeof m, "%s/cliopts_m.onnx", tmpdir());
+	snprintf(x, sizeof x, "%s/cliopts_x.onnx", tmpdir());
+	unlink(x);
+	size_t n0, n1;
+	uint8_t *orig = slurp(model, &n0);
+	FILE *f = fopen(m, "wb");
+	cr_assert(f && fwrite(orig, 1, n0, f) == n0 && !fclose(f));
+	expect_refused((const char *[]){"train", m, "--dim", "batch=4", "-o", m, "--to", "yaml", NULL},
+		       "its name says onnx, but --to yaml writes yaml");
+	expect_refused((const char *[]){"train", m, "--dim", "batch=4", "-o", x, "--to", "yaml", NULL},
+		       "its name says onnx, but --to yaml writes yaml");
+	expect_refused((const char *[]){"train", m, "--dim", "batch=4", "-o", m, NULL}, "is the input model");
+	expect_refused((const char *[]){"dot", m, "-o", m, NULL}, "its name says onnx, but graphdiet dot writes dot");
+	expect_refused((const char *[]){"convert", m, m, "--to", "yaml", NULL}, "its name says onnx, but --to yaml");
+	uint8_t *now = slurp(m, &n1);
+	cr_expect(n1 == n0 && !memcmp(orig, now, n0), "the model is untouched");
+	free(now);
+	struct stat st;
+	cr_expect(stat(x, &st) != 0, "nothing written to %s", x);
+	struct run_result r = gd("convert", m, m, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_free(&r);
+	r = gd("info", m, NULL, NULL, NULL);
+	cr_expect_eq(r.status, 0, "the model rewritten in place loads: %s", r.err);
+	run_free(&r);
+	free(orig);
+}
+
+/* A PyTorch eval-mode export (BatchNorm folded into the Conv, or left on its running statistics;
+ * Dropout gone) trained with no word. testdata/evalmode/gen_evalmode.py made the four models. */
+Test(cli, cliopts_eval_mode_export_noted)
+{
+	const struct {
+		const char *name, *say;
+	} cases[] = {
+		{"eval_folded", "2 parameters ('onnx::Conv_21' first) hold a BatchNormalization folded into a Conv"},
+		{"eval_bn", "1 BatchNormalization node ('/bn/BatchNormalization') normalises with the running statistics"},
+		{"training", NULL},
+		{"training_bn", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char model[600];
+		snprintf(model, sizeof model, "%s/evalmode/%s.onnx", TESTDATA, cases[i].name);
+		struct run_result r = gd("train", model, "-o", "/dev/null", NULL);
+		cr_expect_eq(r.status, 0, "%s: %s", cases[i].name, r.err);
+		if (cases[i].say) {
+			cr_expect(strstr(r.err, "graphdiet: note: ") && strstr(r.err, "looks like an eval-mode export") &&
+					  strstr(r.err, cases[i].say),
+				  "%s: %s", cases[i].name, r.err);
+			cr_expect_eq(lines(r.err), 1, "%s: %s", cases[i].name, r.err);
+		} else {
+			cr_expect_eq(r.err_len, 0, "%s: no note on a training-mode export: %s", cases[i].name, r.err);
+		}
+		run_free(&r);
+	}
 }

@@ -503,7 +503,9 @@ int cmd_verify(int argc, char **argv)
 	if (!brc && against_dir) {
 		struct graph *t = cli_load(argv[optind], FMT_AUTO, &brc);
 		struct exec_opts eo = {.seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2, .backend = be};
-		if (t && onnx_layout(against_dir))
+		if (t && (brc = cli_check_dims(argv[optind], t, dims, n_dims)))
+			;
+		else if (t && onnx_layout(against_dir))
 			brc = against_onnx(t, argv[optind], against_dir, &eo, rtol_given ? rtol : 1e-4,
 					   atol_given ? atol : 1e-5, fmt);
 		else if (t)
@@ -553,7 +555,9 @@ int cmd_verify(int argc, char **argv)
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
-	if (train && bind_like_train(plain, train, dims, &n_dims, &e)) {
+	if (train && (rc = cli_check_dims(mpath, plain, dims, n_dims)))
+		; /* a --dim MODEL does not have (cli.h) */
+	else if (train && bind_like_train(plain, train, dims, &n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
