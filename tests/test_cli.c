@@ -2859,8 +2859,84 @@ Test(cli, empty_constant_runs)
 	run_free(&r);
 }
 
-/* #48 docs: the reasons of skipped tests shown at the end of ctest's
+/* #48 docs: --version's build facts, and the reasons of skipped tests shown at the end of ctest's
  * run (the man pages' rendering and README's quick start are tests/docs/check_docs.py's). */
+
+/* The first line of cmd's output (popen), into buf[n]; 0 when it fails. */
+static int docs_first_line(const char *cmd, char *buf, size_t n)
+{
+	FILE *p = popen(cmd, "r");
+	buf[0] = 0;
+	if (!p)
+		return 0;
+	int ok = fgets(buf, (int)n, p) != NULL;
+	buf[strcspn(buf, "\n")] = 0;
+	return pclose(p) == 0 && ok && buf[0];
+}
+
+Test(cli, docs_version_gives_the_build_facts)
+{
+	struct run_result r = gd("--version", NULL, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	/* the version project() declares */
+	size_t len;
+	char *cm = (char *)slurp(GD_SOURCE_DIR "/CMakeLists.txt", &len), want[400];
+	const char *v = strstr(cm, "project(graphdiet VERSION ");
+	cr_assert(v);
+	v += strlen("project(graphdiet VERSION ");
+	snprintf(want, sizeof want, "graphdiet %.*s\n", (int)strcspn(v, " )"), v);
+	cr_expect(!strncmp(r.out, want, strlen(want)), "%s", r.out);
+	free(cm);
+	/* a commit of this repository */
+	char commit[64] = "", cmd[1024], got[256];
+	const char *c = strstr(r.out, "\ncommit:");
+	cr_assert(c, "%s", r.out);
+	sscanf(c + 8, " %63[0-9a-f]", commit);
+	if (system("git -C " GD_SOURCE_DIR " rev-parse --git-dir >/dev/null 2>&1") == 0) {
+		cr_expect_geq(strlen(commit), 7, "%s", r.out);
+		snprintf(cmd, sizeof cmd, "git -C %s cat-file -e '%s^{commit}' 2>/dev/null", GD_SOURCE_DIR, commit);
+		cr_expect_eq(system(cmd), 0, "'%s' is not a commit of %s", commit, GD_SOURCE_DIR);
+	}
+	/* the compiler and the sanitizers this test was built with too */
+#if defined(__GNUC__) && !defined(__clang__)
+	cr_expect(strstr(r.out, ", GNU " __VERSION__ ","), "%s", r.out);
+#endif
+#ifdef __SANITIZE_ADDRESS__
+	cr_expect(strstr(r.out, "sanitizers: address,undefined\n"), "%s", r.out);
+#else
+	cr_expect(strstr(r.out, "sanitizers: none\n"), "%s", r.out);
+#endif
+	/* the float32 GEMM: graphdiet's own on an AVX-512 CPU, unless GRAPHDIET_SGEMM=openblas */
+	int avx512 = system("grep -qw avx512f /proc/cpuinfo") == 0;
+	cr_expect(strstr(r.out, avx512 ? "\nsgemm:      graphdiet's AVX-512 kernel" : "\nsgemm:      OpenBLAS's (this CPU has no AVX-512)"),
+		  "%s", r.out);
+	/* OpenBLAS, the version Debian's libopenblas-dev declares, and its core */
+	if (docs_first_line("pkg-config --modversion openblas 2>/dev/null", got, sizeof got)) {
+		snprintf(want, sizeof want, "\nblas:       OpenBLAS %s ", got);
+		cr_expect(strstr(r.out, want), "no '%s' in %s", want + 1, r.out);
+	}
+	cr_expect(strstr(r.out, ", core ") && !strstr(r.out, "core unknown"), "%s", r.out);
+#ifdef GD_HAVE_CUDA
+	cr_expect(strstr(r.out, "\ncuda:       built, CUDA runtime "), "%s", r.out);
+#else
+	cr_expect(strstr(r.out, "\ncuda:       not built"), "%s", r.out);
+#endif
+#ifdef GD_HAVE_MPI
+	cr_expect(strstr(r.out, "\nmpi:        ") && !strstr(r.out, "\nmpi:        not built"), "%s", r.out);
+	if (docs_first_line("ompi_info --version 2>/dev/null", got, sizeof got) && strstr(got, "Open MPI v")) {
+		snprintf(want, sizeof want, "\nmpi:        %s ", strstr(got, "Open MPI v"));
+		cr_expect(strstr(r.out, want), "no '%s' in %s", want + 1, r.out);
+	}
+#else
+	cr_expect(strstr(r.out, "\nmpi:        not built"), "%s", r.out);
+#endif
+	run_free(&r);
+	setenv("GRAPHDIET_SGEMM", "openblas", 1);
+	r = gd("--version", NULL, NULL, NULL, NULL);
+	unsetenv("GRAPHDIET_SGEMM");
+	cr_expect(strstr(r.out, "\nsgemm:      OpenBLAS's ("), "%s", r.out);
+	run_free(&r);
+}
 
 /* ctest shows no output of a skipped test: tests/skipped.sh keeps the reasons and ctest prints
  * them after the run (CTestCustom.cmake); the ort test is always registered, and skips itself,
