@@ -301,11 +301,62 @@ Test(cli, fuzz_regressions)
 	cr_assert_gt(n, 0);
 }
 
-/* Each long option a command's --help lists is documented in its man page. */
+/* Whether man page text names option opt ("--dim", "-o") as itself: written with \- and not
+ * followed by more of a longer name. */
+static int man_names_option(const char *man, const char *opt)
+{
+	char esc[128];
+	size_t k = 0;
+	for (const char *q = opt; *q && k + 3 < sizeof esc; q++) {
+		if (*q == '-')
+			esc[k++] = '\\';
+		esc[k++] = *q;
+	}
+	esc[k] = 0;
+	for (const char *p = strstr(man, esc); p; p = strstr(p + 1, esc))
+		if (!(p[k] >= 'a' && p[k] <= 'z') && !(p[k] >= '0' && p[k] <= '9') && strncmp(p + k, "\\-", 2))
+			return 1;
+	return 0;
+}
+
+/* Expects the SYNOPSIS (syn) of graphdiet-cmd.1 to list every option a line of help defines ("  -o,
+ * --output FILE  ...", indented at most 6: not a description's mention; a short alias will do). */
+static void expect_synopsis_lists(const char *cmd, const char *syn, const char *help)
+{
+	for (const char *line = help; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+		size_t indent = strspn(line, " ");
+		if (indent < 1 || indent > 6 || line[indent] != '-')
+			continue;
+		char spec[256], shortopt[8] = "";
+		size_t n = strcspn(line + indent, "\n");
+		const char *gap = strstr(line + indent, "  ");
+		if (gap && (size_t)(gap - line - indent) < n)
+			n = (size_t)(gap - line - indent);
+		snprintf(spec, sizeof spec, "%.*s", (int)n, line + indent);
+		int longs = 0;
+		for (char *t = strtok(spec, " ,"); t; t = strtok(NULL, " ,")) {
+			if (t[0] != '-')
+				continue;
+			t[strcspn(t, "[=")] = 0;
+			if (t[1] != '-') {
+				snprintf(shortopt, sizeof shortopt, "%s", t);
+				continue;
+			}
+			if (!strcmp(t, "--help"))
+				continue;
+			int ok = man_names_option(syn, t) || (!longs && shortopt[0] && man_names_option(syn, shortopt));
+			cr_expect(ok, "the SYNOPSIS of graphdiet-%s.1 does not list %s", cmd, t);
+			longs++;
+		}
+	}
+}
+
+/* Each long option a command's --help lists is documented in its man page, and listed in its
+ * SYNOPSIS. */
 Test(cli, man_pages_document_every_option)
 {
 	const char *cmds[] = {"info", "convert", "dot", "run", "train", "verify", "plan", "check", "ops"};
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 9; i++) {
 		struct run_result r = gd(cmds[i], "--help", NULL, NULL, NULL);
 		char path[512];
 		snprintf(path, sizeof path, "%s/man/graphdiet-%s.1", GD_SOURCE_DIR, cmds[i]);
@@ -326,13 +377,17 @@ Test(cli, man_pages_document_every_option)
 			found++;
 		}
 		cr_assert_gt(found, 1, "%s --help lists options", cmds[i]);
+		char *syn = strstr(man, ".SH SYNOPSIS"), *end = syn ? strstr(syn, "\n.SH DESCRIPTION") : NULL;
+		cr_assert(end, "graphdiet-%s.1 has a SYNOPSIS, then a DESCRIPTION", cmds[i]);
+		*end = 0;
+		expect_synopsis_lists(cmds[i], syn, r.out);
 		free(man);
 		run_free(&r);
 	}
 	/* and graphdiet.1 names every command */
 	size_t len;
 	char *man = (char *)slurp(GD_SOURCE_DIR "/man/graphdiet.1", &len);
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 9; i++) {
 		char ref[64];
 		snprintf(ref, sizeof ref, "graphdiet\\-%s (1)", cmds[i]);
 		cr_expect(strstr(man, ref), "graphdiet.1 does not describe %s", cmds[i]);
@@ -2927,6 +2982,7 @@ Test(cli, dot_has_a_legend_graphviz_renders)
 	cr_expect(l && strstr(l, "initializer") && strstr(l, "weight read") && !strstr(l, "backward op"), "%s", l ? l : r.out);
 	run_free(&r);
 }
+
 /* #48 cliopts: options accepted and silently ignored, or mixed up: each now does what it says or
  * exits 2 with one line. */
 
@@ -3151,4 +3207,125 @@ Test(cli, cliopts_eval_mode_export_noted)
 		}
 		run_free(&r);
 	}
+}
+
+/* #48 docs: --version's build facts, and the reasons of skipped tests shown at the end of ctest's
+ * run (the man pages' rendering and README's quick start are tests/docs/check_docs.py's). */
+
+/* The first line of cmd's output (popen), into buf[n]; 0 when it fails. */
+static int docs_first_line(const char *cmd, char *buf, size_t n)
+{
+	FILE *p = popen(cmd, "r");
+	buf[0] = 0;
+	if (!p)
+		return 0;
+	int ok = fgets(buf, (int)n, p) != NULL;
+	buf[strcspn(buf, "\n")] = 0;
+	return pclose(p) == 0 && ok && buf[0];
+}
+
+Test(cli, docs_version_gives_the_build_facts)
+{
+	struct run_result r = gd("--version", NULL, NULL, NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	/* the version project() declares */
+	size_t len;
+	char *cm = (char *)slurp(GD_SOURCE_DIR "/CMakeLists.txt", &len), want[400];
+	const char *v = strstr(cm, "project(graphdiet VERSION ");
+	cr_assert(v);
+	v += strlen("project(graphdiet VERSION ");
+	snprintf(want, sizeof want, "graphdiet %.*s\n", (int)strcspn(v, " )"), v);
+	cr_expect(!strncmp(r.out, want, strlen(want)), "%s", r.out);
+	free(cm);
+	/* a commit of this repository */
+	char commit[64] = "", cmd[1024], got[256];
+	const char *c = strstr(r.out, "\ncommit:");
+	cr_assert(c, "%s", r.out);
+	sscanf(c + 8, " %63[0-9a-f]", commit);
+	if (system("git -C " GD_SOURCE_DIR " rev-parse --git-dir >/dev/null 2>&1") == 0) {
+		cr_expect_geq(strlen(commit), 7, "%s", r.out);
+		snprintf(cmd, sizeof cmd, "git -C %s cat-file -e '%s^{commit}' 2>/dev/null", GD_SOURCE_DIR, commit);
+		cr_expect_eq(system(cmd), 0, "'%s' is not a commit of %s", commit, GD_SOURCE_DIR);
+	}
+	/* the compiler and the sanitizers this test was built with too */
+#if defined(__GNUC__) && !defined(__clang__)
+	cr_expect(strstr(r.out, ", GNU " __VERSION__ ","), "%s", r.out);
+#endif
+#ifdef __SANITIZE_ADDRESS__
+	cr_expect(strstr(r.out, "sanitizers: address,undefined\n"), "%s", r.out);
+#else
+	cr_expect(strstr(r.out, "sanitizers: none\n"), "%s", r.out);
+#endif
+	/* the float32 GEMM: graphdiet's own on an AVX-512 CPU, unless GRAPHDIET_SGEMM=openblas */
+	int avx512 = system("grep -qw avx512f /proc/cpuinfo") == 0;
+	cr_expect(strstr(r.out, avx512 ? "\nsgemm:      graphdiet's AVX-512 kernel" : "\nsgemm:      OpenBLAS's (this CPU has no AVX-512)"),
+		  "%s", r.out);
+	/* OpenBLAS, the version Debian's libopenblas-dev declares, and its core */
+	if (docs_first_line("pkg-config --modversion openblas 2>/dev/null", got, sizeof got)) {
+		snprintf(want, sizeof want, "\nblas:       OpenBLAS %s ", got);
+		cr_expect(strstr(r.out, want), "no '%s' in %s", want + 1, r.out);
+	}
+	cr_expect(strstr(r.out, ", core ") && !strstr(r.out, "core unknown"), "%s", r.out);
+#ifdef GD_HAVE_CUDA
+	cr_expect(strstr(r.out, "\ncuda:       built, CUDA runtime "), "%s", r.out);
+#else
+	cr_expect(strstr(r.out, "\ncuda:       not built"), "%s", r.out);
+#endif
+#ifdef GD_HAVE_MPI
+	cr_expect(strstr(r.out, "\nmpi:        ") && !strstr(r.out, "\nmpi:        not built"), "%s", r.out);
+	if (docs_first_line("ompi_info --version 2>/dev/null", got, sizeof got) && strstr(got, "Open MPI v")) {
+		snprintf(want, sizeof want, "\nmpi:        %s ", strstr(got, "Open MPI v"));
+		cr_expect(strstr(r.out, want), "no '%s' in %s", want + 1, r.out);
+	}
+#else
+	cr_expect(strstr(r.out, "\nmpi:        not built"), "%s", r.out);
+#endif
+	run_free(&r);
+	setenv("GRAPHDIET_SGEMM", "openblas", 1);
+	r = gd("--version", NULL, NULL, NULL, NULL);
+	unsetenv("GRAPHDIET_SGEMM");
+	cr_expect(strstr(r.out, "\nsgemm:      OpenBLAS's ("), "%s", r.out);
+	run_free(&r);
+}
+
+/* ctest shows no output of a skipped test: tests/skipped.sh keeps the reasons and ctest prints
+ * them after the run (CTestCustom.cmake); the ort test is always registered, and skips itself,
+ * saying why, without onnxruntime-node (no second cmake after npm install). */
+Test(cli, docs_skipped_tests_say_why)
+{
+	char build[512], path[700], cmd[3000];
+	snprintf(build, sizeof build, "%s", GD_BINARY);
+	*strrchr(build, '/') = 0;
+	snprintf(path, sizeof path, "%s/CTestCustom.cmake", build);
+	size_t len;
+	char *custom = (char *)slurp(path, &len);
+	cr_expect(strstr(custom, "CTEST_CUSTOM_POST_TEST") && strstr(custom, "/tests/skipped.sh report "), "%s", custom);
+	free(custom);
+	snprintf(path, sizeof path, "%s/tests/CTestTestfile.cmake", build);
+	char *tests = (char *)slurp(path, &len);
+	const char *ort = strstr(tests, "add_test([=[ort]=] ");
+	cr_expect(ort && strstr(ort, "/tests/ort/if_ort.sh\"") < strstr(ort, "\n"), "ort is not run through if_ort.sh");
+	const char *cuda = strstr(tests, "add_test([=[cuda]=] ");
+	cr_expect(cuda && strstr(cuda, "/tests/skipped.sh\"") < strstr(cuda, "\n") && strstr(cuda, "\"--verbose\"") < strstr(cuda, "\n"),
+		  "cuda does not keep its reasons");
+	free(tests);
+	snprintf(cmd, sizeof cmd,
+		 "D=%s/skipreasons S=%s/tests/skipped.sh; rm -rf $D; "
+		 "sh $S run $D cuda sh -c 'echo \"[SKIP] backend::a: Test is disabled\"; echo \"[SKIP] cuda::b: no GPU\"; exit 77'; "
+		 "echo cuda=$?; sh $S run $D ort %s/tests/ort/if_ort.sh /bin/sh %s/nowhere true; echo ort=$?; "
+		 "sh $S run $D passes true; echo passes=$?; sh $S run $D fails sh -c 'echo skipped: no; exit 1'; echo fails=$?; "
+		 "sh $S report $D; echo report=$?; sh $S report $D",
+		 tmpdir(), GD_SOURCE_DIR, GD_SOURCE_DIR, tmpdir());
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_expect(strstr(r.out, "cuda=77\n") && strstr(r.out, "ort=77\n") && strstr(r.out, "passes=0\n") &&
+			  strstr(r.out, "fails=1\n") && strstr(r.out, "report=0\n"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "[SKIP] cuda::b: no GPU"), "the test's own output still goes to ctest's log: %s", r.out);
+	const char *want = "\nWhy tests were skipped:\n  cuda: cuda::b: no GPU\n  ort: skipped: onnxruntime-node is not in ";
+	cr_expect(!strncmp(r.err, want, strlen(want)), "%s", r.err);
+	cr_expect(!strstr(r.err, "disabled") && !strstr(r.err, "passes") && !strstr(r.err, "fails"), "%s", r.err);
+	cr_expect(strstr(r.err, "(npm install --ignore-scripts --prefix build/ort onnxruntime-node@"), "%s", r.err);
+	cr_expect_eq(lines(r.err), 4, "reported once: %s", r.err);
+	run_free(&r);
 }
