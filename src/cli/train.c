@@ -89,7 +89,7 @@ static const char help[] =
 	"                        it cannot be read from the graph\n"	"      --sync-batchnorm  with --replicas: training-mode BatchNormalization normalises with\n"
 	"                        the statistics of all the replicas' batch (PyTorch's SyncBatchNorm,\n"
 	"                        AllReduce nodes in the forward pass); default: each replica's own,\n"
-	"                        as PyTorch DDP (the running statistics then replica 0's are DDP's)\n"
+	"                        as PyTorch DDP (whose running statistics are replica 0's)\n"
 	"      --params NAMES    train only these initializers (comma-separated names or shell\n"
 	"                        patterns, such as 'fc*.weight'; each must match one); a name\n"
 	"                        may be a floating-point graph input, which then gets a gradient\n"

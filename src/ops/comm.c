@@ -23,9 +23,11 @@ static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *
 		return exec_fail(x, "needs one output per input");
 	if (!attr_str_is(n, "reduction", "sum", 1))
 		return exec_fail(x, "reduction must be sum");
-	int dt = in[0]->dtype;
+	int dt = in[0] ? in[0]->dtype : DT_FLOAT;
 	size_t total = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (!in[k])
+			return exec_fail(x, "input %u is missing", k);
 		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
 			return exec_fail(x, "input %u is %s; AllReduce sums float32 or float64", k, dtype_name(in[k]->dtype));
 		if (in[k]->dtype != dt)
@@ -75,7 +77,7 @@ static int all_reduce_grad(struct ad *a, const struct node *n)
 	uint32_t *which = xmalloc(sizeof *which * n->n_out), k = 0;
 	int rc = dy && which ? 0 : ad_fail(a, "out of memory");
 	for (uint32_t i = 0; !rc && i < n->n_out; i++)
-		if ((dy[k] = ad_wants(a, n->in[i]) ? ad_dy(a, n->out[i]) : NULL))
+		if ((dy[k] = n->in[i] && n->out[i] && ad_wants(a, n->in[i]) ? ad_dy(a, n->out[i]) : NULL))
 			which[k++] = i;
 	struct node *m = !rc && k ? ad_node(a, "AllReduce", dy, (int)k, (int)k) : NULL;
 	if (!rc && k && (!m || ad_set_str(a, m, "reduction", "sum") || ad_set_int(a, m, "replicas", attr_int(n, "replicas", 1))))

@@ -23,7 +23,11 @@
  * likewise with the population variance (the spec's), or for a PyTorch export with the unbiased
  * one over the whole batch, var M / (M - 1), M = R numel(X) / C (SyncBatchNorm's). The two updates
  * are Add nodes tagged forward and comm whose first input is Mul(running statistic, m), which
- * replicas_running_stat recognises for the step's state bindings (rewrite/step.c). */
+ * replicas_running_stat recognises for the step's state bindings (rewrite/step.c). The running
+ * statistics lose their parameter flag: BatchNormalization read them through inputs that take no
+ * gradient, so autodiff counted them buffers; read by Mul they would be parameters that do not
+ * affect the loss, and warned about. X's rank and the dtypes come from a shapes-only run, as
+ * values have no inferred types before autodiff. */
 #include "replicas.h"
 #include "fold.h"
 #include "../exec/exec.h"
