@@ -49,7 +49,8 @@ struct graph;
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
 void cli_precision_free(struct cli_precision *p);
 /* --loss-scale (opt 'S'), --optimizer ('O'), --clip-grad-norm ('G'), --diet (CLI_OPT_DIET),
- * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes and --loss-reduction into so
+ * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes, --loss-reduction and
+ * --sync-batchnorm into so
  * (rewrite/step.h); nonzero (after the usage message)
  * when bad. cli_step_free frees what it kept. */
 struct step_opts;
@@ -57,17 +58,18 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
 void cli_step_free(struct step_opts *so);
 /* Rewrites each argument --diet:ARGS as --diet=ARGS, for getopt (the documented form has a colon). */
 void cli_step_argv(int argc, char **argv);
-enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH };
+enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH, CLI_OPT_SYNC_BN };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
 		{"optimizer", required_argument, NULL, 'O'}, {"diet", optional_argument, NULL, CLI_OPT_DIET},   \
 		{"diet-params", required_argument, NULL, CLI_OPT_DIET_PARAMS},                                  \
 		{"replicas", required_argument, NULL, CLI_OPT_REPLICAS},                                        \
 		{"bucket-bytes", required_argument, NULL, CLI_OPT_BUCKET},                                      \
-		{"loss-reduction", required_argument, NULL, CLI_OPT_LOSS_REDUCTION}
+		{"loss-reduction", required_argument, NULL, CLI_OPT_LOSS_REDUCTION},                            \
+		{"sync-batchnorm", no_argument, NULL, CLI_OPT_SYNC_BN}
 #define CLI_STEP_CASES                                                                                       \
 	case 'S': case 'G': case 'O': case CLI_OPT_DIET: case CLI_OPT_DIET_PARAMS: case CLI_OPT_REPLICAS:  \
-	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION
+	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION: case CLI_OPT_SYNC_BN
 /* --replicas N (at most this many) */
 #define CLI_MAX_REPLICAS 4096
 /* Parses a replica count; nonzero (after the usage message) when it is not 1..CLI_MAX_REPLICAS. */

@@ -426,6 +426,7 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 			return cli_usage(cmd, "--loss-reduction %s: not mean or sum", arg);
 		so->rep.reduction = !strcmp(arg, "mean") ? LOSS_REDUCTION_MEAN : LOSS_REDUCTION_SUM;
 	}
+	so->rep.sync_bn |= opt == CLI_OPT_SYNC_BN;
 	if (opt == CLI_OPT_DIET && diet_parse(arg, &so->diet, why, sizeof why))
 		return cli_usage(cmd, "--diet:%s: %s", arg, why);
 	if (opt == CLI_OPT_DIET_PARAMS) {

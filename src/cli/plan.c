@@ -37,7 +37,8 @@
 	"      --diet[:...]      diet variables, as graphdiet-train(1)\n" \
 	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n" \
 	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds)\n" \
-	"      --bucket-bytes SIZE, --loss-reduction mean|sum  with --replicas, as graphdiet-train(1)\n"
+	"      --bucket-bytes SIZE, --loss-reduction mean|sum, --sync-batchnorm  with --replicas,\n" \
+	"                        as graphdiet-train(1)\n"
 
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"

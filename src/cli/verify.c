@@ -4,6 +4,7 @@
 #include "../exec/exec.h"
 #include "../rewrite/fold.h"
 #include "../rewrite/loss.h"
+#include "../rewrite/replicas.h"
 #include "../rewrite/widen.h"
 #include "../util/philox.h"
 #include "../ops/ops.h"
@@ -564,6 +565,14 @@ int cmd_verify(int argc, char **argv)
 	/* --replicas N (N > 1): the replicas' graphs (the first is train) and executors */
 	struct graph **rg = NULL;
 	struct exec **rx = NULL;
+	const char *bn = train && n_rep > 1 ? model_meta(train, REPLICAS_BATCH_NORM_KEY) : NULL;
+	if (!rc && bn && !strcmp(bn, "replica")) {
+		err_set(&e, GD_EINPUT, "--replicas %d: its BatchNormalization normalises each replica's slice with the "
+				       "slice's own statistics (as PyTorch DDP), which is not the whole batch MODEL runs; "
+				       "build it with train --sync-batchnorm to verify", n_rep);
+		err_print(tpath, &e);
+		rc = e.code;
+	}
 	if (train && !rc && n_rep > 1 && !(rc = cli_load_copies(tpath, FMT_AUTO, train, n_rep, &rg)) &&
 	    !(rx = xcalloc((size_t)n_rep, sizeof *rx))) {
 		err_print(tpath, (err_oom(&e), &e));
