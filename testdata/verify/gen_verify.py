@@ -8,12 +8,16 @@ folding), each with its loss as the output. Dropout is 0, so that verify's runs 
 writes bert.onnx (2 layers, d 32, 4 heads, GELU, post-norm, a [CLS] classifier with cross-entropy)
 and lm4.onnx (4 pre-norm layers, d 32, 4 heads, causal, next-token cross-entropy summed over the
 tokens, as recipes that normalise elsewhere write it: its gradients are 16 times a mean's, so a
-16-bit rounding error is larger than verify --atol 1e-3 where a gradient element nearly cancels).
+16-bit rounding error is larger than verify --atol 1e-3 where a gradient element nearly cancels),
+and cnn.onnx (three Conv-BatchNorm-ReLU blocks, batch 8 x 3 x 32 x 32) with cnn_ref/, PyTorch's
+float32 loss and gradients on one batch as verify --against reads them (x.npy, target.npy,
+loss.npy, <param>_grad.npy).
 """
 import math
 import os
 import sys
 
+import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -80,6 +84,23 @@ class LM(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="sum")
 
 
+class CNN(nn.Module):
+    """Conv-BatchNorm-ReLU blocks, a max pool, global average pooling and a classifier."""
+
+    def __init__(self, c=16, classes=10):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, 2 * c, 3, padding=1, bias=False), nn.BatchNorm2d(2 * c)
+        self.c3, self.b3 = nn.Conv2d(2 * c, 2 * c, 3, padding=1, bias=False), nn.BatchNorm2d(2 * c)
+        self.fc = nn.Linear(2 * c, classes)
+
+    def forward(self, x, target):
+        x = F.max_pool2d(F.relu(self.b1(self.c1(x))), 2)
+        x = F.relu(self.b2(self.c2(x)))
+        x = F.relu(self.b3(self.c3(x)) + x)
+        return F.cross_entropy(self.fc(x.mean((2, 3))), target)
+
+
 def export(model, args, names, path):
     torch.onnx.export(model, args, path, input_names=names, output_names=["loss"], opset_version=17,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
@@ -92,6 +113,19 @@ def main():
     export(Bert(), (tokens, torch.randint(0, 2, (2, 8)), torch.randint(0, 3, (2,))), ["tokens", "types", "labels"],
            os.path.join(out, "bert.onnx"))
     export(LM(), (tokens, torch.randint(0, 64, (2, 8))), ["tokens", "target"], os.path.join(out, "lm4.onnx"))
+    # the CNN, and PyTorch's float32 loss and gradients on one batch, for verify --against
+    cnn, x, target = CNN(), torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
+    export(cnn, (x, target), ["x", "target"], os.path.join(out, "cnn.onnx"))
+    ref = os.path.join(out, "cnn_ref")
+    os.makedirs(ref, exist_ok=True)
+    cnn.zero_grad()
+    loss = cnn(x, target)
+    loss.backward()
+    numpy.save(os.path.join(ref, "x.npy"), x.numpy())
+    numpy.save(os.path.join(ref, "target.npy"), target.numpy())
+    numpy.save(os.path.join(ref, "loss.npy"), loss.detach().numpy())
+    for name, p in cnn.named_parameters():
+        numpy.save(os.path.join(ref, name + "_grad.npy"), p.grad.numpy())
 
 
 if __name__ == "__main__":
