@@ -2838,6 +2838,14 @@ static void scale_output_yaml(char *dst, size_t n, const char *src, const char *
 	free(s);
 }
 
+/* Runs argv (a train command, say), asserting exit 0. */
+static void run_ok(char *const argv[])
+{
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s: %s", argv[1], r.err);
+	run_free(&r);
+}
+
 /* The verify line of `name` in out: "ok", "DIFFERS" or "MISSING" after its numbers. */
 static int row_says(const char *out, const char *name, const char *verdict)
 {
@@ -2862,10 +2870,8 @@ Test(cli, verify_16bit_defaults_pass_correct_graphs_and_fail_a_gradient_1pct_off
 			snprintf(model, sizeof model, "%s/%s", TESTDATA, cases[c].model);
 			snprintf(t, sizeof t, "%s/v16_%zu_%s.yaml", tmpdir(), c, precisions[p]);
 			char *ta[] = {GD_BINARY, "train", model, "--precision", (char *)precisions[p], "-o", t, NULL};
-			struct run_result r = run_cmd(ta, NULL, 0);
-			cr_assert_eq(r.status, 0, "%s", r.err);
-			run_free(&r);
-			r = gd("verify", model, t, NULL, NULL);
+			run_ok(ta);
+			struct run_result r = gd("verify", model, t, NULL, NULL);
 			cr_expect_eq(r.status, 0, "%s %s, defaults: %s%s", cases[c].model, precisions[p], r.out, r.err);
 			cr_expect(strstr(r.out, "criterion: norm rel <= ") && strstr(r.out, precisions[p]), "%s", r.out);
 			run_free(&r);
@@ -2891,11 +2897,9 @@ Test(cli, verify_readme_fp16_example_passes)
 	model_path(model, sizeof model, "mlp");
 	snprintf(t, sizeof t, "%s/readme_mlp16.onnx", tmpdir());
 	char *ta[] = {GD_BINARY, "train", model, "--precision", "fp16", "--loss-scale", "fixed:128", "-o", t, NULL};
-	struct run_result r = run_cmd(ta, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
+	run_ok(ta);
 	char *va[] = {GD_BINARY, "verify", model, t, "--rtol", "0.05", "--atol", "1e-3", NULL};
-	r = run_cmd(va, NULL, 0);
+	struct run_result r = run_cmd(va, NULL, 0);
 	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_expect(strstr(r.out, "+ |ref16 - ref|, rtol 0.05, atol 0.001"), "%s", r.out);
 	run_free(&r);
@@ -2910,11 +2914,9 @@ Test(cli, verify_against_pytorch_cnn_passes_and_fails_a_gradient_1pct_off)
 	snprintf(model, sizeof model, "%s/verify/cnn.onnx", TESTDATA);
 	snprintf(t, sizeof t, "%s/cnn_train.onnx", tmpdir());
 	char *ta[] = {GD_BINARY, "train", model, "-o", t, NULL};
-	struct run_result r = run_cmd(ta, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
+	run_ok(ta);
 	snprintf(dir, sizeof dir, "%s/verify/cnn_ref", TESTDATA);
-	r = gd("verify", "--against", dir, t, NULL);
+	struct run_result r = gd("verify", "--against", dir, t, NULL);
 	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_expect(strstr(r.out, "criterion: |train - ref| <= max(atol, rtol * max|ref|) + rtol * |ref|, rtol 1e-05, atol 1e-07"),
 		  "%s", r.out);
@@ -2961,10 +2963,8 @@ Test(cli, verify_rows_have_a_verdict_and_the_criterion)
 	snprintf(t, sizeof t, "%s/verdict_mlp.onnx", tmpdir());
 	char *ta[] = {GD_BINARY, "train", model, "--params", "fc1.weight,fc2.weight,fc2.bias,fc3.weight,fc3.bias", "-o", t,
 		      NULL};
-	struct run_result r = run_cmd(ta, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
-	r = gd("verify", model, t, NULL, NULL);
+	run_ok(ta);
+	struct run_result r = gd("verify", model, t, NULL, NULL);
 	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
 	cr_expect(!strncmp(r.out, "criterion: |train - ref| <= atol + rtol * |ref|, rtol 1e-05, atol 1e-07\n", 72), "%s",
 		  r.out);
@@ -3000,11 +3000,9 @@ Test(cli, verify_tol_judges_chosen_outputs)
 	model_path(model, sizeof model, "mlp");
 	snprintf(t, sizeof t, "%s/tol_mlp.yaml", tmpdir());
 	char *ta[] = {GD_BINARY, "train", model, "-o", t, NULL};
-	struct run_result r = run_cmd(ta, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
+	run_ok(ta);
 	scale_output_yaml(off, sizeof off, t, "fc3.bias_grad", 1.01);
-	r = gd("verify", model, off, NULL, NULL);
+	struct run_result r = gd("verify", model, off, NULL, NULL);
 	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
 	cr_expect(row_says(r.out, "fc3.bias_grad", "DIFFERS"), "%s", r.out);
 	run_free(&r);
@@ -3043,14 +3041,12 @@ Test(cli, verify_explains_an_optimizer_graph)
 			ta[7] = t;
 			ta[8] = NULL;
 		}
-		struct run_result r = run_cmd(ta, NULL, 0);
-		cr_assert_eq(r.status, 0, "%s", r.err);
-		run_free(&r);
+		run_ok(ta);
 		char *modes[3][6] = {{GD_BINARY, "verify", model, t, NULL},
 				     {GD_BINARY, "verify", "--against", ref, t, NULL},
 				     {GD_BINARY, "verify", "--gradcheck", model, t, NULL}};
 		for (int m = 0; m < 3; m++) {
-			r = run_cmd(modes[m], NULL, 0);
+			struct run_result r = run_cmd(modes[m], NULL, 0);
 			cr_expect_eq(r.status, 2, "%s: %s%s", modes[m][2], r.out, r.err);
 			cr_expect(lines(r.err) == 1 && strstr(r.err, "built with train --optimizer") &&
 					  strstr(r.err, "without --optimizer") && strstr(r.err, "_new"),
@@ -3065,10 +3061,8 @@ Test(cli, verify_explains_an_optimizer_graph)
 	model_path(rmodel, sizeof rmodel, "rescnn");
 	snprintf(t, sizeof t, "%s/opt_rescnn_dynamic.onnx", tmpdir());
 	char *ta[] = {GD_BINARY, "train", rmodel, "--loss-scale", "dynamic", "-o", t, NULL};
-	struct run_result r = run_cmd(ta, NULL, 0);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_free(&r);
-	r = gd("verify", rmodel, t, NULL, NULL);
+	run_ok(ta);
+	struct run_result r = gd("verify", rmodel, t, NULL, NULL);
 	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
 	run_free(&r);
 }
