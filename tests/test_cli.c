@@ -3014,6 +3014,11 @@ Test(cli, verify_tol_judges_chosen_outputs)
 	r = run_cmd(two, NULL, 0);
 	cr_expect_eq(r.status, 1, "the first --tol that matches wins: %s%s", r.out, r.err);
 	run_free(&r);
+	char *fd[] = {GD_BINARY, "verify", "--gradcheck", "--tol", "fc3.*=0.02", model, off, NULL};
+	r = run_cmd(fd, NULL, 0);
+	cr_expect_eq(r.status, 2, "--gradcheck judges directions, not outputs: %s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "--tol") && lines(r.err) == 1, "%s", r.err);
+	run_free(&r);
 	const char *bad[] = {"fc3", "=0.1", "fc3=", "fc3=x", "fc3=0.1,-1", "fc3=nan"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char *ba[] = {GD_BINARY, "verify", model, off, "--tol", (char *)bad[i], NULL};

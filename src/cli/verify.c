@@ -635,8 +635,8 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (!brc && n_in && !fd_check)
 		brc = cli_usage("verify", "--input goes with --gradcheck");
-	if (!brc && fd_check && (against_dir || n_rep > 1))
-		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
+	if (!brc && fd_check && (against_dir || n_rep > 1 || j.n_ov))
+		brc = cli_usage("verify", "--gradcheck takes neither --against, --replicas nor --tol");
 	else if (!brc && fd_check) {
 		struct rtensor given[64];
 		const char *names[64] = {0};
