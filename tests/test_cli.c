@@ -2860,20 +2860,26 @@ static int row_says(const char *out, const char *name, const char *verdict)
 Test(cli, verify_16bit_defaults_pass_correct_graphs_and_fail_a_gradient_1pct_off, .timeout = 120)
 {
 	static const struct {
-		const char *model, *grad; /* testdata path; a gradient to put 1% off (NULL: none) */
-	} cases[] = {{"verify/lm4.onnx", "fc1.0.weight_grad"}, {"verify/bert.onnx", "ln1.1.weight_grad"},
-		     {"transformer.onnx", NULL}, {"rescnn.onnx", "block1.conv2.weight_grad"}};
+		const char *model, *grad, *flag; /* testdata path; a gradient to put 1% off; a train flag */
+	} cases[] = {{"verify/lm4.onnx", "fc1.0.weight_grad", NULL},
+		     {"verify/bert.onnx", "ln1.1.weight_grad", NULL},
+		     {"transformer.onnx", NULL, "--loss-scale=dynamic"},
+		     {"rescnn.onnx", "block1.conv2.weight_grad", NULL},
+		     /* stem.bias_grad is 0 up to rounding (a bias before a BatchNormalization): a loss scale
+		      * rounds that noise 1.34 times as large as ref16's */
+		     {"rescnn.onnx", NULL, "--loss-scale=fixed:1024"}};
 	const char *precisions[] = {"fp16", "bf16"};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
 		for (int p = 0; p < 2; p++) {
 			char model[600], t[600], off[700];
 			snprintf(model, sizeof model, "%s/%s", TESTDATA, cases[c].model);
 			snprintf(t, sizeof t, "%s/v16_%zu_%s.yaml", tmpdir(), c, precisions[p]);
-			char *ta[] = {GD_BINARY, "train", model, "--precision", (char *)precisions[p], "-o", t, NULL};
+			char *ta[] = {GD_BINARY, "train", model, "--precision", (char *)precisions[p], "-o", t, (char *)cases[c].flag,
+				      NULL};
 			run_ok(ta);
 			struct run_result r = gd("verify", model, t, NULL, NULL);
 			cr_expect_eq(r.status, 0, "%s %s, defaults: %s%s", cases[c].model, precisions[p], r.out, r.err);
-			cr_expect(strstr(r.out, "criterion: norm rel <= ") && strstr(r.out, precisions[p]), "%s", r.out);
+			cr_expect(strstr(r.out, "criterion: norm rel and vs ref16 <= ") && strstr(r.out, precisions[p]), "%s", r.out);
 			run_free(&r);
 			char *readme[] = {GD_BINARY, "verify", model, t, "--rtol", "0.05", "--atol", "1e-3", NULL};
 			r = run_cmd(readme, NULL, 0);

@@ -30,7 +30,8 @@ struct row {
 	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
 	double mean_abs;
 	double max_rel_floor; /* max_rel is over elements with |ref| >= this (1e-3 max|ref|) */
-	double noise;         /* TOL_NORM, TOL_ELEMENT with a 16-bit reference: its norm_rel; else -1 */
+	double noise;         /* with a 16-bit reference: its norm_rel (the floor); else -1 */
+	double off16;         /* with a 16-bit reference: |train - ref16| / |ref| in the L2 norm */
 	int found, ok;
 	int any_nan;       /* any NaN matched any NaN (not only the same bits) */
 	int64_t nonfinite; /* NaN and infinite elements, bitwise equal on both sides (else not ok) */
