@@ -160,6 +160,19 @@ Test(replicas, the_loss_reduction)
 /* One replica changes nothing: the gradients and the loss of train --replicas 1 (whose AllReduce
  * nodes run as the identity) have the bits of plain train's, on every testdata model (BatchNorm
  * included: one replica's statistics are the batch's). */
+/* Whether testdata's `model` has a symbolic dimension `batch` (a --dim the graph lacks is refused). */
+static int has_batch_dim(const char *model)
+{
+	char p[512];
+	struct graph *g = load_ok(model_path(p, sizeof p, model));
+	int yes = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		for (uint32_t k = 0; g->inputs[i]->type.has_shape && k < g->inputs[i]->type.ndim; k++)
+			yes |= g->inputs[i]->type.dims[k].kind == DIM_PARAM && !strcmp(g->inputs[i]->type.dims[k].param, "batch");
+	graph_free(g);
+	return yes;
+}
+
 Test(replicas, one_replica_is_bitwise_a_no_op)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
@@ -170,8 +183,10 @@ Test(replicas, one_replica_is_bitwise_a_no_op)
 		snprintf(db, sizeof db, "%s/one_%s_r1", tmpdir(), *m);
 		train(*m, "", a);
 		train(*m, "--replicas 1", b);
-		char *ra[] = {GD_BINARY, "run", a, "--random-inputs", "--dim", "batch=3", "-o", da, NULL};
-		char *rb[] = {GD_BINARY, "run", b, "--random-inputs", "--dim", "batch=3", "-o", db, NULL};
+		char *ra[] = {GD_BINARY, "run", a, "--random-inputs", "-o", da, "--dim", "batch=3", NULL};
+		char *rb[] = {GD_BINARY, "run", b, "--random-inputs", "-o", db, "--dim", "batch=3", NULL};
+		if (!has_batch_dim(*m)) /* the transformer's inputs are fixed at 2 x 8 */
+			ra[6] = rb[6] = NULL;
 		struct run_result r = expect(0, NULL, ra);
 		run_free(&r);
 		r = expect(0, NULL, rb);

@@ -76,6 +76,10 @@ int cli_replicas(const char *cmd, const char *arg, int *n);
  * one or cannot run here. */
 struct backend;
 int cli_backend(const char *arg, const struct backend **b);
+/* A whole-number option value from lo to hi into *v: 0, or -1 (nothing printed) for anything else:
+ * text after the digits, a leading space or '+', or a number past int64 (strtoll's ERANGE). Every
+ * integer option goes through it. */
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 
@@ -129,6 +133,24 @@ int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out);
  * --help (printed to stdout) and unknown options (a usage error). Returns 1 when the command must
  * return *rc now, 0 when the option was handled. */
 int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *from, enum cli_out *fmt, int *rc);
+/* The metadata key under which train records the dimensions it fixed (--dim, and --batch's
+ * symbolic axis 0): "batch=8\nseq=64". */
+#define CLI_DIMS_KEY "graphdiet.dims"
+/* Each --dim must name a symbolic dimension of g (its inputs, outputs or value_info), or repeat the
+ * value train fixed it to (CLI_DIMS_KEY): else one line naming the dim and what the graph has
+ * (its symbolic dimensions, or what train fixed) and GD_EINPUT. */
+int cli_check_dims(const char *path, const struct graph *g, const struct exec_binding *dims, size_t n);
+/* The format to write OUT in (*to: --to, FMT_AUTO when not given, which to_src names: "--to yaml").
+ * Without --to: OUT's extension (.onnx, .yaml/.yml, .dot/.gv), else ONNX for '-', a device, a
+ * FIFO and a name without an extension; an unknown extension is refused. A --to the extension
+ * contradicts is refused, and so is OUT naming IN itself (the same file), unless same_ok. Nonzero
+ * after the usage message. */
+int cli_output_format(const char *cmd, const char *in, const char *out, const char *to_src, enum gd_format *to,
+		      int same_ok);
+/* A note on standard error when a PyTorch export looks made in eval mode: an inference-form
+ * BatchNormalization (one output, training_mode 0), or onnx::Conv_N parameters (a BatchNormalization
+ * folded into a Conv). Training it is legal, but not what training the PyTorch model does. */
+void cli_note_eval_export(const char *path, const struct graph *g);
 /* Refuses to write binary data to a terminal, as gzip does. */
 int cli_refuse_binary_tty(const char *path, enum gd_format fmt);
 /* Ends a command: checks that stdout was written, maps failures to exit codes. */

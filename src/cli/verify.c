@@ -627,7 +627,9 @@ int cmd_verify(int argc, char **argv)
 		int onnx = t && onnx_layout(against_dir);
 		if (t)
 			judge_init(&j, onnx ? 'o' : 'a', verify_precision(t, NULL), rtol, atol, rtol_given | atol_given << 1);
-		if (t && onnx)
+		if (t && (brc = cli_check_dims(argv[optind], t, dims, n_dims)))
+			;
+		else if (t && onnx)
 			brc = against_onnx(t, argv[optind], against_dir, &eo, &j, fmt);
 		else if (t && !(brc = verify_refuse_optimizer(t, argv[optind])))
 			brc = against(t, argv[optind], against_dir, &eo, &j, fmt);
@@ -680,7 +682,9 @@ int cmd_verify(int argc, char **argv)
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
-	if (train && !(rc = verify_refuse_optimizer(train, tpath)) && bind_like_train(plain, train, dims, &n_dims, &e)) {
+	if (train && ((rc = cli_check_dims(mpath, plain, dims, n_dims)) || (rc = verify_refuse_optimizer(train, tpath))))
+		; /* a --dim MODEL does not have (cli.h), or a TRAIN with an optimizer */
+	else if (train && bind_like_train(plain, train, dims, &n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
