@@ -3329,3 +3329,277 @@ Test(cli, docs_skipped_tests_say_why)
 	cr_expect_eq(lines(r.err), 4, "reported once: %s", r.err);
 	run_free(&r);
 }
+
+/* #48 verifytab: verify's verdicts. A correct 16-bit training graph passes with the defaults and
+ * with README's --rtol 0.05 --atol 1e-3 (every row DIFFERS before, and README's flags failed 14 of
+ * lm4's 55 in bf16); one gradient 1% off fails; a float32 CNN against PyTorch's gradients passes
+ * with the defaults (c2.weight_grad DIFFERED: max abs 1.8e-7, norm rel 5.9e-6) and fails with one
+ * gradient 1% off; each row has a verdict under a stated criterion, in the table and in JSON;
+ * --tol judges chosen outputs; a TRAIN built with --optimizer is explained (52 MISSING rows before). */
+
+/* src (a YAML training graph) with output `name` multiplied by factor (a Mul after its producer)
+ * into dst[n]. */
+static void scale_output_yaml(char *dst, size_t n, const char *src, const char *name, double factor)
+{
+	size_t len;
+	char *s = (char *)slurp(src, &len), want[300], *text = malloc(len + 1024);
+	cr_assert(text);
+	snprintf(want, sizeof want, "    outputs: [%s]\n", name);
+	char *at = strstr(s, want);
+	cr_assert(at, "no node makes %s in %s", name, src);
+	char *end = at + strlen(want);
+	while (*end && !(end[-1] == '\n' && (!strncmp(end, "  - name:", 9) || (*end != ' ' && *end != '\n'))))
+		end++;
+	int k = snprintf(text, len + 1024, "%.*s    outputs: [%s_unscaled]\n%.*s", (int)(at - s), s, name,
+			 (int)(end - at - strlen(want)), at + strlen(want));
+	k += snprintf(text + k, len + 1024 - (size_t)k,
+		      "  - name: off_factor\n    op: Constant\n    inputs: []\n    outputs: [off_factor]\n"
+		      "    attrs:\n      value_float: %.17g\n  - name: off_by_factor\n    op: Mul\n"
+		      "    inputs: [%s_unscaled, off_factor]\n    outputs: [%s]\n%s",
+		      factor, name, name, end);
+	char base[300];
+	snprintf(base, sizeof base, "scaled_%s.yaml", name);
+	write_text(dst, n, base, text);
+	free(text);
+	free(s);
+}
+
+/* Runs argv (a train command, say), asserting exit 0. */
+static void run_ok(char *const argv[])
+{
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s: %s", argv[1], r.err);
+	run_free(&r);
+}
+
+/* The verify line of `name` in out: "ok", "DIFFERS" or "MISSING" after its numbers. */
+static int row_says(const char *out, const char *name, const char *verdict)
+{
+	char line[200];
+	snprintf(line, sizeof line, "\n%s ", name);
+	const char *r = strstr(out, line);
+	const char *eol = r ? strchr(r + 1, '\n') : NULL;
+	const char *v = r ? strstr(r + 1, verdict) : NULL;
+	return v && (!eol || v < eol);
+}
+
+Test(cli, verify_16bit_defaults_pass_correct_graphs_and_fail_a_gradient_1pct_off, .timeout = 120)
+{
+	static const struct {
+		const char *model, *grad, *flag; /* testdata path; a gradient to put 1% off; a train flag */
+	} cases[] = {{"verify/lm4.onnx", "fc1.0.weight_grad", NULL},
+		     {"verify/bert.onnx", "ln1.1.weight_grad", NULL},
+		     {"transformer.onnx", NULL, "--loss-scale=dynamic"},
+		     {"rescnn.onnx", "block1.conv2.weight_grad", NULL},
+		     /* stem.bias_grad is 0 up to rounding (a bias before a BatchNormalization): a loss scale
+		      * rounds that noise 1.34 times as large as ref16's */
+		     {"rescnn.onnx", NULL, "--loss-scale=fixed:1024"}};
+	const char *precisions[] = {"fp16", "bf16"};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int p = 0; p < 2; p++) {
+			char model[600], t[600], off[700];
+			snprintf(model, sizeof model, "%s/%s", TESTDATA, cases[c].model);
+			snprintf(t, sizeof t, "%s/v16_%zu_%s.yaml", tmpdir(), c, precisions[p]);
+			char *ta[] = {GD_BINARY, "train", model, "--precision", (char *)precisions[p], "-o", t, (char *)cases[c].flag,
+				      NULL};
+			run_ok(ta);
+			struct run_result r = gd("verify", model, t, NULL, NULL);
+			cr_expect_eq(r.status, 0, "%s %s, defaults: %s%s", cases[c].model, precisions[p], r.out, r.err);
+			cr_expect(strstr(r.out, "criterion: norm rel and vs ref16 <= ") && strstr(r.out, precisions[p]), "%s", r.out);
+			run_free(&r);
+			char *readme[] = {GD_BINARY, "verify", model, t, "--rtol", "0.05", "--atol", "1e-3", NULL};
+			r = run_cmd(readme, NULL, 0);
+			cr_expect_eq(r.status, 0, "%s %s, README's flags: %s%s", cases[c].model, precisions[p], r.out, r.err);
+			run_free(&r);
+			if (!cases[c].grad)
+				continue;
+			scale_output_yaml(off, sizeof off, t, cases[c].grad, 1.01);
+			r = gd("verify", model, off, NULL, NULL);
+			cr_expect_eq(r.status, 1, "%s %s, %s x 1.01: %s%s", cases[c].model, precisions[p], cases[c].grad, r.out,
+				     r.err);
+			cr_expect(row_says(r.out, cases[c].grad, "DIFFERS"), "%s", r.out);
+			run_free(&r);
+		}
+}
+
+/* README's own example: fp16 with a fixed loss scale, checked with its flags and the defaults. */
+Test(cli, verify_readme_fp16_example_passes)
+{
+	char model[512], t[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(t, sizeof t, "%s/readme_mlp16.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", model, "--precision", "fp16", "--loss-scale", "fixed:128", "-o", t, NULL};
+	run_ok(ta);
+	char *va[] = {GD_BINARY, "verify", model, t, "--rtol", "0.05", "--atol", "1e-3", NULL};
+	struct run_result r = run_cmd(va, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "+ |ref16 - ref|, rtol 0.05, atol 0.001"), "%s", r.out);
+	run_free(&r);
+	r = gd("verify", model, t, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+}
+
+Test(cli, verify_against_pytorch_cnn_passes_and_fails_a_gradient_1pct_off)
+{
+	char model[600], t[600], dir[600], path[900], src[900];
+	snprintf(model, sizeof model, "%s/verify/cnn.onnx", TESTDATA);
+	snprintf(t, sizeof t, "%s/cnn_train.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", model, "-o", t, NULL};
+	run_ok(ta);
+	snprintf(dir, sizeof dir, "%s/verify/cnn_ref", TESTDATA);
+	struct run_result r = gd("verify", "--against", dir, t, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "criterion: |train - ref| <= max(atol, rtol * max|ref|) + rtol * |ref|, rtol 1e-05, atol 1e-07"),
+		  "%s", r.out);
+	cr_expect(row_says(r.out, "c2.weight_grad", "ok"), "%s", r.out);
+	run_free(&r);
+	/* explicit tolerances are element-wise, as given: the old criterion, which this CNN fails */
+	char *strict[] = {GD_BINARY, "verify", "--against", dir, t, "--rtol", "1e-5", "--atol", "1e-7", NULL};
+	r = run_cmd(strict, NULL, 0);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_free(&r);
+	/* a copy of the reference with c2.weight_grad 1% off */
+	char copy[600];
+	snprintf(copy, sizeof copy, "%s/cnn_ref_off", tmpdir());
+	cr_assert(mkdir(copy, 0700) == 0 || errno == EEXIST);
+	DIR *d = opendir(dir);
+	cr_assert(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(src, sizeof src, "%s/%s", dir, de->d_name);
+		snprintf(path, sizeof path, "%s/%s", copy, de->d_name);
+		struct rtensor g;
+		cr_assert(npy_load(src, &g));
+		for (int64_t k = 0; !strcmp(de->d_name, "c2.weight_grad.npy") && k < g.numel; k++)
+			rt_set(&g, k, rt_get(&g, k) * 1.01);
+		FILE *f = fopen(path, "wb");
+		cr_assert(f && npy_write(f, g.dtype, (uint32_t)g.ndim, g.dims, g.data, g.nbytes) == 0 && fclose(f) == 0);
+		free(g.data);
+	}
+	closedir(d);
+	r = gd("verify", "--against", copy, t, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(row_says(r.out, "c2.weight_grad", "DIFFERS") && row_says(r.out, "c3.weight_grad", "ok"), "%s", r.out);
+	cr_expect(strstr(r.out, "MISMATCH: 12 outputs compared") && strstr(r.out, "1 not ok"), "%s", r.out);
+	run_free(&r);
+}
+
+/* Every row has max abs, max rel, mean abs, norm rel and a verdict under the criterion line; JSON
+ * and YAML carry the same per row. */
+Test(cli, verify_rows_have_a_verdict_and_the_criterion)
+{
+	char model[512], t[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(t, sizeof t, "%s/verdict_mlp.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", model, "--params", "fc1.weight,fc2.weight,fc2.bias,fc3.weight,fc3.bias", "-o", t,
+		      NULL};
+	run_ok(ta);
+	struct run_result r = gd("verify", model, t, NULL, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(!strncmp(r.out, "criterion: |train - ref| <= atol + rtol * |ref|, rtol 1e-05, atol 1e-07\n", 72), "%s",
+		  r.out);
+	cr_expect(strstr(r.out, "max abs") && strstr(r.out, "max rel") && strstr(r.out, "mean abs") &&
+			  strstr(r.out, "norm rel") && strstr(r.out, "verdict"),
+		  "%s", r.out);
+	cr_expect(row_says(r.out, "loss", "ok") && row_says(r.out, "fc2.bias_grad", "ok"), "%s", r.out);
+	cr_expect(row_says(r.out, "fc1.bias_grad", "MISSING from"), "%s", r.out);
+	run_free(&r);
+	const char *fmts[] = {"json", "yaml"};
+	for (int f = 0; f < 2; f++) {
+		r = gd("verify", model, t, "--format", fmts[f]);
+		cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+		const char *q = "\""; /* the emitter quotes YAML's keys and strings too */
+		char want[8][80];
+		const char *keys[] = {"verdict", "criterion", "rtol", "atol", "mean_abs", "norm_rel", "max_rel", "max_abs"};
+		for (int k = 0; k < 8; k++) {
+			snprintf(want[k], sizeof want[k], "%s%s%s:", q, keys[k], q);
+			cr_expect(strstr(r.out, want[k]), "%s: no %s in %s", fmts[f], want[k], r.out);
+		}
+		snprintf(want[0], sizeof want[0], "%sverdict%s: %sMISSING%s", q, q, q, q);
+		cr_expect(strstr(r.out, want[0]), "%s", r.out);
+		snprintf(want[0], sizeof want[0], "%scriterion%s: %selement%s", q, q, q, q);
+		cr_expect(strstr(r.out, want[0]), "%s", r.out);
+		run_free(&r);
+	}
+}
+
+/* --tol NAME=RTOL[,ATOL] judges the outputs NAME (a glob) matches, element by element. */
+Test(cli, verify_tol_judges_chosen_outputs)
+{
+	char model[512], t[600], off[700];
+	model_path(model, sizeof model, "mlp");
+	snprintf(t, sizeof t, "%s/tol_mlp.yaml", tmpdir());
+	char *ta[] = {GD_BINARY, "train", model, "-o", t, NULL};
+	run_ok(ta);
+	scale_output_yaml(off, sizeof off, t, "fc3.bias_grad", 1.01);
+	struct run_result r = gd("verify", model, off, NULL, NULL);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(row_says(r.out, "fc3.bias_grad", "DIFFERS"), "%s", r.out);
+	run_free(&r);
+	r = gd("verify", model, off, "--tol", "fc3.*=0.02");
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(row_says(r.out, "fc3.bias_grad", "ok  (--tol fc3.*: rtol 0.02, atol 1e-07)"), "%s", r.out);
+	run_free(&r);
+	char *two[] = {GD_BINARY, "verify", model, off, "--tol", "fc3.bias_grad=0.001,0", "--tol", "fc3.*=0.02", NULL};
+	r = run_cmd(two, NULL, 0);
+	cr_expect_eq(r.status, 1, "the first --tol that matches wins: %s%s", r.out, r.err);
+	run_free(&r);
+	char *fd[] = {GD_BINARY, "verify", "--gradcheck", "--tol", "fc3.*=0.02", model, off, NULL};
+	r = run_cmd(fd, NULL, 0);
+	cr_expect_eq(r.status, 2, "--gradcheck judges directions, not outputs: %s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "--tol") && lines(r.err) == 1, "%s", r.err);
+	run_free(&r);
+	const char *bad[] = {"fc3", "=0.1", "fc3=", "fc3=x", "fc3=0.1,-1", "fc3=nan"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *ba[] = {GD_BINARY, "verify", model, off, "--tol", (char *)bad[i], NULL};
+		r = run_cmd(ba, NULL, 0);
+		cr_expect_eq(r.status, 2, "--tol %s: %s", bad[i], r.err);
+		cr_expect(strstr(r.err, "--tol") && lines(r.err) == 1, "%s", r.err);
+		run_free(&r);
+	}
+}
+
+/* A TRAIN built with --optimizer (or --diet) outputs updated parameters: every mode says so in one
+ * line, exit 2, and names what to verify instead. */
+Test(cli, verify_explains_an_optimizer_graph)
+{
+	char model[512], t[600], ref[600];
+	model_path(model, sizeof model, "mlp");
+	snprintf(ref, sizeof ref, "%s/ref/mlp", TESTDATA);
+	const char *how[] = {"sgd", "adam", NULL};
+	for (int o = 0; o < 3; o++) {
+		snprintf(t, sizeof t, "%s/opt_mlp_%d.onnx", tmpdir(), o);
+		char *ta[] = {GD_BINARY, "train", model, "--dim", "batch=4", how[o] ? "--optimizer" : "--diet",
+			      (char *)how[o], "-o", t, NULL};
+		if (!how[o]) {
+			ta[6] = "-o";
+			ta[7] = t;
+			ta[8] = NULL;
+		}
+		run_ok(ta);
+		char *modes[3][6] = {{GD_BINARY, "verify", model, t, NULL},
+				     {GD_BINARY, "verify", "--against", ref, t, NULL},
+				     {GD_BINARY, "verify", "--gradcheck", model, t, NULL}};
+		for (int m = 0; m < 3; m++) {
+			struct run_result r = run_cmd(modes[m], NULL, 0);
+			cr_expect_eq(r.status, 2, "%s: %s%s", modes[m][2], r.out, r.err);
+			cr_expect(lines(r.err) == 1 && strstr(r.err, "built with train --optimizer") &&
+					  strstr(r.err, "without --optimizer") && strstr(r.err, "_new"),
+				  "%s", r.err);
+			cr_expect(!strstr(r.out, "MISSING"), "%s", r.out);
+			run_free(&r);
+		}
+	}
+	/* a graph whose update_binding holds only BatchNormalization's running statistics or a
+	 * dynamic loss scale's state is not one */
+	char rmodel[512];
+	model_path(rmodel, sizeof rmodel, "rescnn");
+	snprintf(t, sizeof t, "%s/opt_rescnn_dynamic.onnx", tmpdir());
+	char *ta[] = {GD_BINARY, "train", rmodel, "--loss-scale", "dynamic", "-o", t, NULL};
+	run_ok(ta);
+	struct run_result r = gd("verify", rmodel, t, NULL, NULL);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_free(&r);
+}
