@@ -3,6 +3,9 @@
  * Each subcommand lives in src/cli/<name>.c and parses its own options. Exit codes are the
  * CLI contract in DESIGN.md: 0 success, 1 a check failed, 2 bad usage or input, 3 internal. */
 #include "cli/cli.h"
+#include "exec/backend.h"
+#include "gd_commit.h" /* GD_COMMIT, written at build time (cmake/commit.cmake) */
+#include "ops/blas.h"
 #include "util/pool.h"
 #include "util/progress.h"
 
@@ -11,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef GD_HAVE_MPI
+#include <mpi.h>
+#endif
 
 const struct cli_cmd cli_cmds[] = {
 	{"info", cmd_info, "summarise a model: ops, parameters, inputs and outputs"},
@@ -27,7 +33,7 @@ const struct cli_cmd cli_cmds[] = {
 
 static void usage(FILE *f)
 {
-	fputs("usage: graphdiet [--version] [--help] [-v | --verbose] [-q | --quiet | --progress]\n"
+	fputs("usage: graphdiet [-V | --version] [-h | --help] [-v | --verbose] [-q | --quiet | --progress]\n"
 	      "                 [--threads N] <command> [<args>]\n\n"
 	      "Puts deep-learning training graphs on a memory diet.\n\ncommands:\n",
 	      f);
@@ -39,9 +45,40 @@ static void usage(FILE *f)
 	      "it, --progress shows it anywhere (a CI log), from the start.\n"
 	      "--threads N: the threads graphdiet's own parallel work uses (default: the cores online);\n"
 	      "results are the same for any N.\n"
+	      "--version: the version, then the build's facts (commit, compiler, GEMM kernel and BLAS, CUDA,\n"
+	      "MPI), for bug reports.\n"
 	      "'graphdiet <command> --help' describes a command; man graphdiet(1) has the details (from\n"
 	      "a source tree before 'cmake --install': man -l man/graphdiet.1).\n",
 	      f);
+}
+
+/* --version: the version, then one build fact a line ("what: value"), for bug reports. */
+static int version(void)
+{
+	char blas[512], cuda[512];
+	blas_describe(blas, sizeof blas);
+#ifdef GD_HAVE_CUDA
+	cuda_describe(cuda, sizeof cuda);
+#else
+	snprintf(cuda, sizeof cuda, "not built (--backend cuda is refused; cmake -DGRAPHDIET_CUDA=ON with nvcc)");
+#endif
+	printf("graphdiet %s\n"
+	       "commit:     %s\n"
+	       "build:      %s, %s, sanitizers: %s\n"
+	       "sgemm:      %s\n"
+	       "blas:       %s\n"
+	       "cuda:       %s\n",
+	       GD_VERSION, GD_COMMIT, GD_BUILD_TYPE, GD_COMPILER, GD_SANITIZERS, blas_sgemm_kernel(), blas, cuda);
+#ifdef GD_HAVE_MPI
+	char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+	int len = 0;
+	MPI_Get_library_version(lib, &len); /* one of the calls MPI allows before MPI_Init */
+	lib[strcspn(lib, ",\n")] = 0;
+	printf("mpi:        %s (mpirun -np N graphdiet run --shard-inputs)\n", lib);
+#else
+	puts("mpi:        not built (replicas run in one process; cmake finds MPI with libopenmpi-dev)");
+#endif
+	return cli_finish(0);
 }
 
 int main(int argc, char **argv)
@@ -94,8 +131,7 @@ int main(int argc, char **argv)
 		return cli_finish(0);
 	}
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
-		printf("graphdiet %s\n", GD_VERSION);
-		return cli_finish(0);
+		return version();
 	}
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 		if (!strcmp(c->name, cmd)) {

@@ -197,6 +197,10 @@ const struct gcase op_cases[] = {
 	{"InstanceNormalization of groups", P("x", "[2, 2, 6]")
 	 "  - {name: s, dtype: float64, shape: [2], data: [1, 1]}\n  - {name: b, dtype: float64, shape: [2], data: [0, 0]}\n",
 	 "  - {op: InstanceNormalization, inputs: [x, s, b], outputs: [y]}\n"},
+	/* one replica: the identity, and its gradient an AllReduce (the identity too) of the gradients */
+	{"AllReduce", P("a", "[2, 3]") P("b", "[3]"),
+	 "  - {op: AllReduce, domain: graphdiet, inputs: [a, b], outputs: [ra, rb], attrs: {reduction: sum, replicas: 1}}\n"
+	 "  - {op: Mul, inputs: [ra, rb], outputs: [y]}\n"},
 	{"LayerNormalization", P("x", "[2, 3, 4]") P("s", "[4]") P("b", "[4]"),
 	 "  - {op: LayerNormalization, inputs: [x, s, b], outputs: [y], attrs: {epsilon: 0.001}}\n"},
 	{"LayerNormalization two axes", P("x", "[2, 3, 4]") P("s", "[3, 4]"),

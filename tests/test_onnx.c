@@ -706,3 +706,71 @@ Test(pbwire, strip_reports_raw_spans_in_order)
 	pbwire_free(&s);
 	free(buf);
 }
+
+/* #48 valid: state is no initializer that is also a graph input (onnxruntime warned "Initializer
+ * ... appears in graph inputs" for each); train writes it as an input whose first value the
+ * initialization graph stores and outputs, and reading the file gives it its initializer back,
+ * pointing into the file as the main graph's weights do. */
+static const Onnx__Tensor *named_tensor(Onnx__Tensor **ts, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ts[i]->name, name))
+			return ts[i];
+	return NULL;
+}
+
+Test(onnx, state_is_an_input_whose_first_value_the_initialization_stores)
+{
+	size_t len, olen;
+	uint8_t *orig = slurp(TESTDATA "/mlp.onnx", &olen);
+	char out[600];
+	snprintf(out, sizeof out, "%s/mlp_sgd_state.onnx", tmpdir());
+	char *argv[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--optimizer", "sgd:momentum=0.9", "-o", out, NULL};
+	struct run_result r = run_cmd(argv, NULL, 0);
+	cr_assert_eq(r.status, 0, "train --optimizer sgd: %s", r.err);
+	uint8_t *buf = slurp(out, &len);
+	run_free(&r);
+	Onnx__Model *m = onnx__model__unpack(NULL, len, buf), *o = onnx__model__unpack(NULL, olen, orig);
+	cr_assert(m && o && m->n_training_info == 1 && m->training_info[0]->initialization);
+	const Onnx__Graph *g = m->graph, *ig = m->training_info[0]->initialization;
+	for (size_t i = 0; i < g->n_input; i++)
+		cr_assert_null(named_tensor(g->initializer, g->n_initializer, g->input[i]->name),
+			       "'%s' is both an initializer and a graph input", g->input[i]->name);
+	const char *params[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+	for (size_t k = 0; k < 6; k++) {
+		const Onnx__Tensor *was = named_tensor(o->graph->initializer, o->graph->n_initializer, params[k]);
+		const char *bound = NULL;
+		for (size_t b = 0; b < m->training_info[0]->n_initialization_binding; b++)
+			if (!strcmp(m->training_info[0]->initialization_binding[b]->key, params[k]))
+				bound = m->training_info[0]->initialization_binding[b]->value;
+		cr_assert(bound, "%s: no initialization_binding", params[k]);
+		const Onnx__Tensor *now = named_tensor(ig->initializer, ig->n_initializer, bound);
+		cr_assert(was && now, "%s: the initialization graph stores no '%s'", params[k], bound);
+		int output = 0;
+		for (size_t i = 0; i < ig->n_output; i++)
+			output |= !strcmp(ig->output[i]->name, bound) && ig->output[i]->type;
+		cr_assert(output, "%s: the initialization graph does not output '%s' with its type", params[k], bound);
+		cr_assert(was->raw_data.len > 0 && now->raw_data.len == was->raw_data.len &&
+			  !memcmp(now->raw_data.data, was->raw_data.data, was->raw_data.len), "%s: its bytes changed", params[k]);
+	}
+	/* read back: the parameters are the main graph's initializers again, with the model's bytes */
+	struct gd_err e = {0};
+	struct graph *gr = onnx_read(buf, len, out, NULL, NULL, NULL, &e);
+	cr_assert(gr, "%s", e.msg);
+	for (size_t k = 0; k < 6; k++) {
+		const struct value *v = strmap_get(&gr->names, params[k]);
+		const Onnx__Tensor *was = named_tensor(o->graph->initializer, o->graph->n_initializer, params[k]);
+		struct bytes b;
+		cr_assert(v && v->init && (v->flags & VALUE_INPUT), "%s: no initializer read back", params[k]);
+		cr_assert_eq(tensor_bytes(gr, v->init, &b, &e), 0, "%s", e.msg);
+		cr_assert(b.n == was->raw_data.len && !memcmp(b.p, was->raw_data.data, b.n), "%s: other bytes read back",
+			  params[k]);
+		/* where they lie in the file (pbwire splits them off): reading the graph reads no weight */
+		cr_assert(b.p >= buf && b.p + b.n <= buf + len, "%s: its weights were copied", params[k]);
+	}
+	graph_free(gr);
+	onnx__model__free_unpacked(m, NULL);
+	onnx__model__free_unpacked(o, NULL);
+	free(buf);
+	free(orig);
+}

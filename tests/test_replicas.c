@@ -62,7 +62,7 @@ static void verify_replicas(const char *model, const char *out, int n)
 
 /* N = 2 and 4 replicas, each on its slice of the batch, give the gradients (and the loss) of one
  * replica on the whole batch: the four testdata models with a symbolic batch axis (rescnn has
- * BatchNormalization, refused below; the transformer's batch is fixed), alone and with
+ * BatchNormalization: see the #48 tests at the end; the transformer's batch is fixed), alone and with
  * checkpointing, dynamic loss scaling and buckets. */
 Test(replicas, match_one_big_batch)
 {
@@ -160,6 +160,19 @@ Test(replicas, the_loss_reduction)
 /* One replica changes nothing: the gradients and the loss of train --replicas 1 (whose AllReduce
  * nodes run as the identity) have the bits of plain train's, on every testdata model (BatchNorm
  * included: one replica's statistics are the batch's). */
+/* Whether testdata's `model` has a symbolic dimension `batch` (a --dim the graph lacks is refused). */
+static int has_batch_dim(const char *model)
+{
+	char p[512];
+	struct graph *g = load_ok(model_path(p, sizeof p, model));
+	int yes = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		for (uint32_t k = 0; g->inputs[i]->type.has_shape && k < g->inputs[i]->type.ndim; k++)
+			yes |= g->inputs[i]->type.dims[k].kind == DIM_PARAM && !strcmp(g->inputs[i]->type.dims[k].param, "batch");
+	graph_free(g);
+	return yes;
+}
+
 Test(replicas, one_replica_is_bitwise_a_no_op)
 {
 	for (const char *const *m = testdata_models; *m; m++) {
@@ -170,8 +183,10 @@ Test(replicas, one_replica_is_bitwise_a_no_op)
 		snprintf(db, sizeof db, "%s/one_%s_r1", tmpdir(), *m);
 		train(*m, "", a);
 		train(*m, "--replicas 1", b);
-		char *ra[] = {GD_BINARY, "run", a, "--random-inputs", "--dim", "batch=3", "-o", da, NULL};
-		char *rb[] = {GD_BINARY, "run", b, "--random-inputs", "--dim", "batch=3", "-o", db, NULL};
+		char *ra[] = {GD_BINARY, "run", a, "--random-inputs", "-o", da, "--dim", "batch=3", NULL};
+		char *rb[] = {GD_BINARY, "run", b, "--random-inputs", "-o", db, "--dim", "batch=3", NULL};
+		if (!has_batch_dim(*m)) /* the transformer's inputs are fixed at 2 x 8 */
+			ra[6] = rb[6] = NULL;
 		struct run_result r = expect(0, NULL, ra);
 		run_free(&r);
 		r = expect(0, NULL, rb);
@@ -332,11 +347,8 @@ Test(replicas, errors_name_the_problem)
 	char r2[512];
 	snprintf(r2, sizeof r2, "%s/err_r2.onnx", tmpdir());
 	train("mlp", "--dim batch=4 --replicas 2", r2);
-	char *bn[] = {GD_BINARY, "train", TESTDATA "/rescnn.onnx", "--replicas", "2", "--to", "onnx", "-o", "/dev/null", NULL};
-	struct run_result r = expect(2, "node '/bn/BatchNormalization' (BatchNormalization): --replicas 2: batch statistics", bn);
-	run_free(&r);
 	char *bucket[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--bucket-bytes", "1MiB", "--to", "onnx", "-o", "/dev/null", NULL};
-	r = expect(2, "--bucket-bytes is for --replicas", bucket);
+	struct run_result r = expect(2, "--bucket-bytes is for --replicas", bucket);
 	run_free(&r);
 	char *zero[] = {GD_BINARY, "train", TESTDATA "/mlp.onnx", "--replicas", "0", "--to", "onnx", "-o", "/dev/null", NULL};
 	r = expect(2, "--replicas 0: not a whole number", zero);
@@ -345,7 +357,7 @@ Test(replicas, errors_name_the_problem)
 	r = expect(2, "built for 2 replicas, and this run has 1: run it with mpirun -np 2", alone);
 	run_free(&r);
 	char *three[] = {GD_BINARY, "run", r2, "--random-inputs", "--replicas", "3", NULL};
-	r = expect(2, "replica 0: node 'all_reduce' (AllReduce): the graph was built for 2 replicas, and this run has 3", three);
+	r = expect(2, "replica 0: node 'fc3.weight_grad_sum/AllReduce' (AllReduce): the graph was built for 2 replicas, and this run has 3", three);
 	run_free(&r);
 	char *v3[] = {GD_BINARY, "verify", "--replicas", "3", "--dim", "batch=4", TESTDATA "/mlp.onnx", r2, NULL};
 	r = expect(2, "built for 2 replicas", v3);
@@ -427,5 +439,209 @@ Test(mpi, two_ranks_match_one_big_batch)
 	cr_assert_neq(r.status, 0, "%s", r.out);
 	cr_assert(strstr(r.err, "built for 2 replicas, and this run has 3"), "%s", r.err);
 	run_free(&r);
+#endif
+}
+
+/* #48 bnrep: --replicas with BatchNormalization: each replica's own statistics (as PyTorch DDP), or
+ * with --sync-batchnorm those of the whole batch (as SyncBatchNorm). */
+
+/* A new directory d (tmpdir()/name) with rescnn's inputs: x (8 x 3 x 16 x 16) and target (8) for
+ * the whole batch, x0/t0 and x1/t1 for its halves (the replicas' slices). */
+static void rescnn_batch(char *d, size_t n, const char *name)
+{
+	snprintf(d, n, "%s/%s", tmpdir(), name);
+	cr_assert_eq(mkdir(d, 0777), 0);
+	python_ok("import sys, numpy as np\n"
+		  "d = sys.argv[1]; r = np.random.RandomState(3)\n"
+		  "x = (r.randn(8, 3, 16, 16) * 2 + 1).astype(np.float32); t = r.randint(0, 2, 8).astype(np.int64)\n"
+		  "np.save(d + '/x.npy', x); np.save(d + '/t.npy', t)\n"
+		  "for k in range(2):\n"
+		  "    np.save(d + '/x%d.npy' % k, x[4 * k:4 * k + 4]); np.save(d + '/t%d.npy' % k, t[4 * k:4 * k + 4])\n",
+		  d, "rescnn inputs");
+}
+
+/* graphdiet run GRAPH on d's x<which>.npy and t<which>.npy (which "" for the whole batch), its
+ * outputs into d/out; with replicas > 1, that many in this process (or under mpirun). */
+static void run_rescnn(const char *graph, const char *d, const char *which, int replicas, int mpi, const char *out)
+{
+	char x[600], t[600], o[600], n[16];
+	snprintf(x, sizeof x, "x=%s/x%s.npy", d, which);
+	snprintf(t, sizeof t, "target=%s/t%s.npy", d, which);
+	snprintf(o, sizeof o, "%s/%s", d, out);
+	snprintf(n, sizeof n, "%d", replicas);
+	char *plain[] = {GD_BINARY, "run", (char *)graph, "-i", x, "-i", t, "-o", o, NULL};
+	char *threads[] = {GD_BINARY, "run", (char *)graph, "--replicas", n, "-i", x, "-i", t, "-o", o, NULL};
+#ifdef GD_MPIEXEC
+	char *ranks[] = {GD_MPIEXEC, "--oversubscribe", "-np", n, GD_BINARY, "run", (char *)graph, "--shard-inputs", "-i", x,
+			 "-i", t, "-o", o, NULL};
+#else
+	char **ranks = NULL;
+	cr_assert(!mpi, "no MPI");
+#endif
+	struct run_result r = expect(0, NULL, mpi ? ranks : replicas > 1 ? threads : plain);
+	run_free(&r);
+}
+
+/* The DDP reference, from plain training graphs run on each slice apart (not the replicas rewrite):
+ * the replicas' summed gradients (rep/) are the mean of the halves' (s0/, s1/), the loss_global
+ * their mean; and they are not the whole batch's (full/), whose statistics differ. */
+static const char ddp_check[] =
+	"import sys, glob, os, numpy as np\n"
+	"d, rep = sys.argv[1].split(':')\n"
+	"def l(p): return np.load(p).astype(np.float64)\n"
+	"fs = [os.path.basename(f) for f in glob.glob(d + '/s0/*_grad.npy')]\n"
+	"assert len(fs) == 18, fs\n"
+	"far = 0\n"
+	"for f in fs:\n"
+	"    ref = (l(d + '/s0/' + f) + l(d + '/s1/' + f)) / 2; got = l(d + '/' + rep + '/' + f)\n"
+	"    assert np.linalg.norm(got - ref) <= 1e-5 * np.linalg.norm(ref) + 1e-6, (f, np.abs(got - ref).max())\n"
+	"    full = l(d + '/full/' + f)\n"
+	"    far += np.linalg.norm(got - full) > 1e-3 * np.linalg.norm(full)\n"
+	"assert far >= 10, far\n"
+	"lg = l(d + '/' + rep + '/loss_global.npy'); ref = (l(d + '/s0/loss.npy') + l(d + '/s1/loss.npy')) / 2\n"
+	"assert abs(lg - ref) <= 1e-6 * abs(ref), (lg, ref)\n";
+
+/* The outputs d/A/PATTERN (N of them) equal d/B's of the same names, within rtol R and atol T in the
+ * L2 norm; argv[1] is "d:A:B:PATTERN:N:R:T". */
+static const char same_outputs[] =
+	"import sys, glob, os, numpy as np\n"
+	"d, a, b, pat, n, rtol, atol = sys.argv[1].split(':')\n"
+	"fs = glob.glob(d + '/' + a + '/' + pat)\n"
+	"assert len(fs) == int(n), fs\n"
+	"for f in fs:\n"
+	"    x = np.load(f).astype(np.float64); y = np.load(d + '/' + b + '/' + os.path.basename(f)).astype(np.float64)\n"
+	"    assert np.linalg.norm(x - y) <= float(rtol) * np.linalg.norm(x) + float(atol), (f, np.abs(x - y).max())\n";
+
+/* train --replicas 2 of rescnn into d/rep.onnx, run on the whole batch (under mpirun with mpi), and
+ * ddp_check against the plain graph d/one.onnx run on each half (and on the whole batch). */
+static void per_replica_matches_ddp(const char *d, int mpi)
+{
+	char rep[600], one[600], arg[1200];
+	snprintf(rep, sizeof rep, "%s/rep.onnx", d);
+	snprintf(one, sizeof one, "%s/one.onnx", d);
+	train("rescnn", "--replicas 2", rep);
+	train("rescnn", "", one);
+	run_rescnn(rep, d, "", 2, mpi, "rep");
+	run_rescnn(one, d, "0", 1, 0, "s0");
+	run_rescnn(one, d, "1", 1, 0, "s1");
+	run_rescnn(one, d, "", 1, 0, "full");
+	snprintf(arg, sizeof arg, "%s:rep", d);
+	python_ok(ddp_check, arg, mpi ? "per-replica batch norm under mpirun" : "per-replica batch norm");
+}
+
+/* One SGD step (lr 0.1) of rescnn: `opts` with 2 replicas on the whole batch, and one replica on
+ * slice `which` ("" for the whole batch), leave the same running statistics, and with `all` the same
+ * parameters. */
+static void one_sgd_step(const char *d, const char *opts, const char *which, int all)
+{
+	char rep[600], one[600], o[300], arg[1200];
+	snprintf(rep, sizeof rep, "%s/rep_sgd.onnx", d);
+	snprintf(one, sizeof one, "%s/one_sgd.onnx", d);
+	snprintf(o, sizeof o, "--replicas 2 --optimizer sgd:lr=0.1 %s", opts);
+	train("rescnn", o, rep);
+	train("rescnn", "--optimizer sgd:lr=0.1", one);
+	run_rescnn(rep, d, "", 2, 0, "rep_sgd");
+	run_rescnn(one, d, which, 1, 0, "one_sgd");
+	snprintf(arg, sizeof arg, "%s:one_sgd:rep_sgd:*running_*_new.npy:10:1e-6:0", d);
+	python_ok(same_outputs, arg, "the running statistics");
+	snprintf(arg, sizeof arg, "%s:one_sgd:rep_sgd:*_new.npy:29:1e-6:1e-8", d);
+	if (all)
+		python_ok(same_outputs, arg, "the parameters");
+}
+
+/* DDP's default: train --replicas 2 of a BatchNorm CNN (refused before) normalises each replica's
+ * slice with its own statistics; its gradients are the halves' mean (ddp_check), its running
+ * statistics (with an optimizer) replica 0's own slice's, and verify, whose reference is the whole
+ * batch, refuses it with the way out. */
+Test(replicas, batch_norm_takes_each_replicas_statistics_as_ddp)
+{
+	char d[512], rep[600];
+	rescnn_batch(d, sizeof d, "bn_ddp");
+	per_replica_matches_ddp(d, 0);
+	snprintf(rep, sizeof rep, "%s/rep.onnx", d);
+	python_ok("import sys, onnx\n"
+		  "m = onnx.load(sys.argv[1])\n"
+		  "meta = {p.key: p.value for p in m.metadata_props}\n"
+		  "assert meta['graphdiet.batch_norm'] == 'replica', meta\n"
+		  "assert sum(n.op_type == 'BatchNormalization' for n in m.graph.node) == 5\n",
+		  rep, "metadata");
+	one_sgd_step(d, "", "0", 0); /* running statistics: replica 0's are its slice's */
+	char *v[] = {GD_BINARY, "verify", "--replicas", "2", "--dim", "batch=4", TESTDATA "/rescnn.onnx", rep, NULL};
+	struct run_result r = expect(2, "each replica's slice with the slice's own statistics (as PyTorch DDP)", v);
+	cr_assert(strstr(r.err, "build it with train --sync-batchnorm to verify"), "%s", r.err);
+	run_free(&r);
+}
+
+/* --sync-batchnorm: the statistics are the whole batch's (AllReduce nodes in the forward pass, and
+ * their gradients in the backward), so verify --replicas 2 matches the whole-batch model at its
+ * default tolerances (rtol 1e-5, atol 1e-7); one SGD step of 2 replicas leaves the parameters and
+ * the running statistics (PyTorch's unbiased variance over all 8 rows) of one replica on the whole
+ * batch; plan's peak is what each replica measures; and --sync-batchnorm alone is refused. */
+Test(replicas, sync_batchnorm_trains_as_one_batch)
+{
+	char d[512], s2[600], code[1200], ssgd[600];
+	rescnn_batch(d, sizeof d, "bn_sync");
+	snprintf(s2, sizeof s2, "%s/sync.onnx", d);
+	snprintf(ssgd, sizeof ssgd, "%s/rep_sgd.onnx", d);
+	train("rescnn", "--replicas 2 --sync-batchnorm", s2);
+	char *v[] = {GD_BINARY, "verify", "--replicas", "2", "--dim", "batch=4", "--format", "json", TESTDATA "/rescnn.onnx",
+		     s2, NULL};
+	struct run_result r = expect(0, "\"match\": true", v);
+	snprintf(code, sizeof code, "import sys, json\n"
+				    "d = json.loads(sys.argv[1])\n"
+				    "assert d['replicas_agree'] is True and len(d['outputs']) == 19, d\n"
+				    "for o in d['outputs']:\n"
+				    "    assert o['found'] and (o['norm_rel'] <= 1e-5 or o['max_abs'] <= 1e-7), o\n");
+	struct run_result p = run_cmd((char *[]){GD_PYTHON, "-c", code, r.out, NULL}, NULL, 0);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	run_free(&p);
+	run_free(&r);
+	python_ok("import sys, onnx\n"
+		  "m = onnx.load(sys.argv[1])\n"
+		  "meta = {p.key: p.value for p in m.metadata_props}\n"
+		  "assert meta['graphdiet.batch_norm'] == 'sync', meta\n"
+		  "assert not any(n.op_type == 'BatchNormalization' for n in m.graph.node)\n"
+		  "ar = [n for n in m.graph.node if n.op_type == 'AllReduce']\n"
+		  "fwd = [n for n in ar if not n.input[0].endswith('_grad_local') and n.input[0] != 'loss_weighted']\n"
+		  "assert len(fwd) == 5 * 2 * 2, [n.name for n in fwd]\n"
+		  "names = [n.name for n in m.graph.node if n.op_type != 'AllReduce']\n"
+		  "assert len(set(names)) == len(names)\n",
+		  s2, "the synchronised graph");
+	one_sgd_step(d, "--sync-batchnorm", "", 1);
+	char *pl[] = {GD_BINARY, "plan", ssgd, "--dim", "batch=4", "--format", "json", NULL};
+	char *rr[] = {GD_BINARY, "run", ssgd, "--random-inputs", "--dim", "batch=4", "--replicas", "2", "--format", "json", NULL};
+	struct run_result a = expect(0, NULL, pl), b = expect(0, NULL, rr);
+	char cmp[] = "import sys, json\n"
+		     "p = json.loads(sys.argv[1]); r = json.loads(sys.argv[2])\n"
+		     "assert p['peak_bytes_before'] == r['peak_bytes'], (p['peak_bytes_before'], r['peak_bytes'])\n";
+	p = run_cmd((char *[]){GD_PYTHON, "-c", cmp, a.out, b.out, NULL}, NULL, 0);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	run_free(&p);
+	run_free(&a);
+	run_free(&b);
+	char *alone[] = {GD_BINARY, "train", TESTDATA "/rescnn.onnx", "--sync-batchnorm", "--to", "onnx", "-o", "/dev/null", NULL};
+	r = expect(2, "--sync-batchnorm is for --replicas", alone);
+	run_free(&r);
+}
+
+/* Both under mpirun -np 2 run --shard-inputs: the per-replica graph gives ddp_check's gradients,
+ * the synchronised one the whole batch's. */
+Test(mpi, batch_norm_under_mpirun)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char d[512], sync[600], arg[1200];
+	rescnn_batch(d, sizeof d, "bn_mpi");
+	per_replica_matches_ddp(d, 1);
+	snprintf(sync, sizeof sync, "%s/sync.onnx", d);
+	train("rescnn", "--replicas 2 --sync-batchnorm", sync);
+	run_rescnn(sync, d, "", 2, 1, "sync");
+	snprintf(arg, sizeof arg, "%s:full:sync:*_grad.npy:18:1e-5:1e-6", d);
+	python_ok(same_outputs, arg, "synchronised batch norm under mpirun");
+	python_ok("import sys, numpy as np\n"
+		  "l, g = np.load(sys.argv[1] + '/full/loss.npy'), np.load(sys.argv[1] + '/sync/loss_global.npy')\n"
+		  "assert abs(l - g) <= 1e-6 * abs(l), (l, g)\n",
+		  d, "the loss under mpirun");
 #endif
 }

@@ -517,6 +517,9 @@ Test(zoo, onnxruntime_gets_graphdiets_outputs)
 #ifndef GD_ORT_DIR
 	cr_skip_test("onnxruntime-node is not installed (npm install --ignore-scripts --prefix build/ort onnxruntime-node)");
 #else
+	if (access(GD_NODE, X_OK) || access(GD_ORT_DIR "/onnxruntime-node/package.json", R_OK))
+		cr_skip_test("no node at %s or no onnxruntime-node in %s (apt-get install nodejs npm; npm install "
+			     "--ignore-scripts --prefix build/ort onnxruntime-node@1.30.0)", GD_NODE, GD_ORT_DIR);
 	setenv("NODE_PATH", GD_ORT_DIR, 1);
 	for (const char *const *m = zoo; *m; m++) {
 		char out[1024], train[1200], fixed[1200], ortdir[1200], path[1300];

@@ -916,6 +916,13 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	a.shapes = exec_run(g, &eo, NULL, e);
 	if (!a.shapes)
 		return e->code;
+	/* a bfloat16 graph (mixed precision) at 16 at least where it can be: Where, which Relu's and
+	 * other rules' gradients use, takes bfloat16 from 16 only */
+	for (uint32_t i = 0; a.opset >= 13 && a.opset < 16 && i < g->n_values; i++)
+		if (exec_value(a.shapes, g->values[i])->dtype == DT_BFLOAT16) {
+			raise_opset(&a, 16);
+			break;
+		}
 	strmap_init(&a.node_names);
 	strmap_init(&a.node_next);
 	/* room for what the rules typically make, about three values per forward node, so that the

@@ -49,7 +49,8 @@ struct graph;
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
 void cli_precision_free(struct cli_precision *p);
 /* --loss-scale (opt 'S'), --optimizer ('O'), --clip-grad-norm ('G'), --diet (CLI_OPT_DIET),
- * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes and --loss-reduction into so
+ * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes, --loss-reduction and
+ * --sync-batchnorm into so
  * (rewrite/step.h); nonzero (after the usage message)
  * when bad. cli_step_free frees what it kept. */
 struct step_opts;
@@ -57,17 +58,18 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
 void cli_step_free(struct step_opts *so);
 /* Rewrites each argument --diet:ARGS as --diet=ARGS, for getopt (the documented form has a colon). */
 void cli_step_argv(int argc, char **argv);
-enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH };
+enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH, CLI_OPT_SYNC_BN };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
 		{"optimizer", required_argument, NULL, 'O'}, {"diet", optional_argument, NULL, CLI_OPT_DIET},   \
 		{"diet-params", required_argument, NULL, CLI_OPT_DIET_PARAMS},                                  \
 		{"replicas", required_argument, NULL, CLI_OPT_REPLICAS},                                        \
 		{"bucket-bytes", required_argument, NULL, CLI_OPT_BUCKET},                                      \
-		{"loss-reduction", required_argument, NULL, CLI_OPT_LOSS_REDUCTION}
+		{"loss-reduction", required_argument, NULL, CLI_OPT_LOSS_REDUCTION},                            \
+		{"sync-batchnorm", no_argument, NULL, CLI_OPT_SYNC_BN}
 #define CLI_STEP_CASES                                                                                       \
 	case 'S': case 'G': case 'O': case CLI_OPT_DIET: case CLI_OPT_DIET_PARAMS: case CLI_OPT_REPLICAS:  \
-	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION
+	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION: case CLI_OPT_SYNC_BN
 /* --replicas N (at most this many) */
 #define CLI_MAX_REPLICAS 4096
 /* Parses a replica count; nonzero (after the usage message) when it is not 1..CLI_MAX_REPLICAS. */
@@ -76,6 +78,10 @@ int cli_replicas(const char *cmd, const char *arg, int *n);
  * one or cannot run here. */
 struct backend;
 int cli_backend(const char *arg, const struct backend **b);
+/* A whole-number option value from lo to hi into *v: 0, or -1 (nothing printed) for anything else:
+ * text after the digits, a leading space or '+', or a number past int64 (strtoll's ERANGE). Every
+ * integer option goes through it. */
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v);
 /* Parses --seed N. */
 int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed);
 
@@ -129,6 +135,24 @@ int cli_out_arg(const char *cmd, const char *arg, enum cli_out *out);
  * --help (printed to stdout) and unknown options (a usage error). Returns 1 when the command must
  * return *rc now, 0 when the option was handled. */
 int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *from, enum cli_out *fmt, int *rc);
+/* The metadata key under which train records the dimensions it fixed (--dim, and --batch's
+ * symbolic axis 0): "batch=8\nseq=64". */
+#define CLI_DIMS_KEY "graphdiet.dims"
+/* Each --dim must name a symbolic dimension of g (its inputs, outputs or value_info), or repeat the
+ * value train fixed it to (CLI_DIMS_KEY): else one line naming the dim and what the graph has
+ * (its symbolic dimensions, or what train fixed) and GD_EINPUT. */
+int cli_check_dims(const char *path, const struct graph *g, const struct exec_binding *dims, size_t n);
+/* The format to write OUT in (*to: --to, FMT_AUTO when not given, which to_src names: "--to yaml").
+ * Without --to: OUT's extension (.onnx, .yaml/.yml, .dot/.gv), else ONNX for '-', a device, a
+ * FIFO and a name without an extension; an unknown extension is refused. A --to the extension
+ * contradicts is refused, and so is OUT naming IN itself (the same file), unless same_ok. Nonzero
+ * after the usage message. */
+int cli_output_format(const char *cmd, const char *in, const char *out, const char *to_src, enum gd_format *to,
+		      int same_ok);
+/* A note on standard error when a PyTorch export looks made in eval mode: an inference-form
+ * BatchNormalization (one output, training_mode 0), or onnx::Conv_N parameters (a BatchNormalization
+ * folded into a Conv). Training it is legal, but not what training the PyTorch model does. */
+void cli_note_eval_export(const char *path, const struct graph *g);
 /* Refuses to write binary data to a terminal, as gzip does. */
 int cli_refuse_binary_tty(const char *path, enum gd_format fmt);
 /* Ends a command: checks that stdout was written, maps failures to exit codes. */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char **cli_argv;
@@ -37,20 +38,41 @@ int cli_usage(const char *cmd, const char *fmt, ...)
 	return GD_EINPUT;
 }
 
-/* getopt_long's '?' (an unknown option) and ':' (one without its value), named as the user
- * wrote them: the long form up to any '=', or the short letter. */
+/* getopt_long's '?' (an unknown option), ':' (one without its value) and an option of the table
+ * that this command does not take, named as the user wrote them: the long form up to any '=', or
+ * the short letter. An option that took its value from the next argument (optarg is that argument)
+ * is the argument before it: `check --format json` named '-?' when it read "json" as the option. */
 static int option_error(const char *cmd, int c)
 {
 	extern int optind, optopt;
-	const char *arg = optind > 0 && cli_argv ? cli_argv[optind - 1] : NULL;
+	extern char *optarg;
+	int at = optind - 1;
+	if (c != '?' && c != ':' && optarg && at > 0 && cli_argv && optarg == cli_argv[at])
+		at--;
+	const char *arg = at >= 0 && cli_argv ? cli_argv[at] : NULL;
 	char name[64];
 	if (arg && !strncmp(arg, "--", 2))
 		snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	else if (c != '?' && c != ':' && c > ' ' && c < 127)
+		snprintf(name, sizeof name, "-%c", c);
 	else
-		snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+		snprintf(name, sizeof name, "-%c", optopt > ' ' && optopt < 127 ? optopt : '?');
 	if (c == ':')
 		return cli_usage(cmd, "option '%s' needs a value", name);
 	return cli_usage(cmd, "unknown option '%s'", name);
+}
+
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v)
+{
+	char *end;
+	if (!((*s >= '0' && *s <= '9') || (*s == '-' && s[1] >= '0' && s[1] <= '9')))
+		return -1; /* strtoll would skip spaces and take '+' */
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (*end || errno == ERANGE || x < lo || x > hi)
+		return -1;
+	*v = x;
+	return 0;
 }
 
 int cli_format_arg(const char *cmd, const char *opt, const char *arg, enum gd_format *out)
@@ -133,12 +155,10 @@ int cli_finish(int rc)
 static int parse_dim(const char *cmd, const char *arg, struct exec_binding *b)
 {
 	const char *eq = strchr(arg, '=');
-	char *end;
+	int64_t v;
 	if (!eq || eq == arg)
 		return cli_usage(cmd, "--dim wants NAME=VALUE, not '%s'", arg);
-	errno = 0;
-	long long v = strtoll(eq + 1, &end, 10);
-	if (!eq[1] || *end || errno || v < 0)
+	if (cli_parse_i64(eq + 1, 0, INT64_MAX, &v))
 		return cli_usage(cmd, "--dim %s: '%s' is not a size", arg, eq + 1);
 	if (v == 0) /* an empty batch plans 0 FLOPs and 0 bytes: never what was meant */
 		return cli_usage(cmd, "--dim %s: a dimension must be at least 1", arg);
@@ -265,12 +285,8 @@ void cli_file_name(const char *name, char *buf, size_t n)
 
 int cli_batch(const char *cmd, const char *arg, int64_t *n)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(arg, &end, 10);
-	if (!*arg || *end || errno || v < 1)
+	if (cli_parse_i64(arg, 1, INT64_MAX, n))
 		return cli_usage(cmd, "--batch %s: not a batch size (1 or more)", arg);
-	*n = v;
 	return 0;
 }
 
@@ -308,7 +324,7 @@ int cli_parse_seed(const char *cmd, const char *arg, uint64_t *seed)
 	char *end;
 	errno = 0;
 	*seed = strtoull(arg, &end, 10);
-	if (!*arg || *end || errno || *arg == '-')
+	if (*arg < '0' || *arg > '9' || *end || errno)
 		return cli_usage(cmd, "--seed: '%s' is not a number", arg);
 	return 0;
 }
@@ -410,6 +426,7 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 			return cli_usage(cmd, "--loss-reduction %s: not mean or sum", arg);
 		so->rep.reduction = !strcmp(arg, "mean") ? LOSS_REDUCTION_MEAN : LOSS_REDUCTION_SUM;
 	}
+	so->rep.sync_bn |= opt == CLI_OPT_SYNC_BN;
 	if (opt == CLI_OPT_DIET && diet_parse(arg, &so->diet, why, sizeof why))
 		return cli_usage(cmd, "--diet:%s: %s", arg, why);
 	if (opt == CLI_OPT_DIET_PARAMS) {
@@ -439,10 +456,8 @@ int cli_backend(const char *arg, const struct backend **b)
 
 int cli_replicas(const char *cmd, const char *arg, int *n)
 {
-	char *end = NULL;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (end == arg || *end || errno || v < 1 || v > CLI_MAX_REPLICAS)
+	int64_t v;
+	if (cli_parse_i64(arg, 1, CLI_MAX_REPLICAS, &v))
 		return cli_usage(cmd, "--replicas %s: not a whole number from 1 to %d", arg, CLI_MAX_REPLICAS);
 	*n = (int)v;
 	return 0;
@@ -478,4 +493,140 @@ void cli_precision_free(struct cli_precision *p)
 	free(p->buf);
 	free(p->keep);
 	memset(p, 0, sizeof *p);
+}
+
+/* ---- what --dim, -o and --to may say ---- */
+
+static int has_dim(const struct graph *g, const char *name)
+{
+	for (uint32_t i = 0; i < g->n_values; i++) {
+		const struct ttype *t = &g->values[i]->type;
+		for (uint32_t k = 0; t->has_shape && k < t->ndim; k++)
+			if (t->dims[k].kind == DIM_PARAM && t->dims[k].param && !strcmp(t->dims[k].param, name))
+				return 1;
+	}
+	return 0;
+}
+
+/* The graph inputs' symbolic dimensions, distinct, as "a, b" in buf ("" when none). */
+static void symbolic_dims(const struct graph *g, char *buf, size_t n)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct ttype *t = &g->inputs[i]->type;
+		for (uint32_t d = 0; t->has_shape && d < t->ndim && k + 1 < n; d++) {
+			const char *p = t->dims[d].kind == DIM_PARAM ? t->dims[d].param : NULL;
+			size_t len = p ? strlen(p) : 0;
+			int seen = 0;
+			for (const char *q = buf; p && !seen && (q = strstr(q, p)); q += len)
+				seen = (q == buf || q[-1] == ' ') && (!q[len] || q[len] == ',');
+			if (p && *p && !seen)
+				k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", p);
+		}
+	}
+}
+
+/* What train fixed NAME to (CLI_DIMS_KEY: "batch=8\nseq=64"); 0 when it did not. */
+static int64_t fixed_dim(const struct graph *g, const char *name)
+{
+	const char *all = g->model ? model_meta(g, CLI_DIMS_KEY) : NULL;
+	size_t len = strlen(name);
+	for (const char *p = all; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		if (!strncmp(p, name, len) && p[len] == '=')
+			return strtoll(p + len + 1, NULL, 10);
+	return 0;
+}
+
+int cli_check_dims(const char *path, const struct graph *g, const struct exec_binding *dims, size_t n)
+{
+	struct gd_err e = {0};
+	for (size_t k = 0; k < n && !e.code; k++) {
+		const char *name = dims[k].name;
+		long long v = (long long)dims[k].value, was = (long long)fixed_dim(g, name);
+		if (has_dim(g, name) || was == v)
+			continue; /* a script that gives train's --dim to run as well means no harm */
+		char sym[256], fixed[256] = "";
+		symbolic_dims(g, sym, sizeof sym);
+		const char *all = g->model ? model_meta(g, CLI_DIMS_KEY) : NULL;
+		size_t f = 0;
+		for (const char *p = all; p && *p && f + 1 < sizeof fixed;) {
+			size_t l = strcspn(p, "\n");
+			f += (size_t)snprintf(fixed + f, sizeof fixed - f, "%s%.*s", f ? ", " : "; train fixed ", (int)l, p);
+			p += l + (p[l] == '\n');
+		}
+		if (was)
+			err_set(&e, GD_EINPUT, "--dim %s=%lld: train fixed %s to %lld when it built this graph (train the model "
+					       "again for %s=%lld)", name, v, name, was, name, v);
+		else
+			err_set(&e, GD_EINPUT, "--dim %s=%lld: no dimension of the graph is called '%s' (%s%s%s)", name, v, name,
+				sym[0] ? "its symbolic dimensions: " : "every dimension is fixed", sym, fixed);
+	}
+	if (e.code)
+		err_print(path, &e);
+	return e.code;
+}
+
+int cli_output_format(const char *cmd, const char *in, const char *out, const char *to_src, enum gd_format *to,
+		      int same_ok)
+{
+	char ext[16];
+	struct stat so, si;
+	int std = !strcmp(out, "-"), have = !std && !stat(out, &so);
+	enum gd_format named = std ? FMT_AUTO : format_parse(path_ext(out, ext, sizeof ext));
+	if (*to != FMT_AUTO && named != FMT_AUTO && named != *to)
+		return cli_usage(cmd, "output '%s': its name says %s, but %s writes %s (name it .%s)", out,
+				 format_name(named), to_src, format_name(*to), format_name(*to));
+	if (*to == FMT_AUTO)
+		*to = named;
+	/* standard output, a device, a FIFO, a name without an extension: ONNX */
+	if (*to == FMT_AUTO && (std || !ext[0] || (have && !S_ISREG(so.st_mode))))
+		*to = FMT_ONNX;
+	if (*to == FMT_AUTO)
+		return cli_usage(cmd, "cannot tell the format of '%s' from its extension '.%s'; name it .onnx or .yaml, or "
+				      "use --to", out, ext);
+	if (!same_ok && have && S_ISREG(so.st_mode) && strcmp(in, "-") && !stat(in, &si) && si.st_dev == so.st_dev &&
+	    si.st_ino == so.st_ino)
+		return cli_usage(cmd, "output '%s' is the input model '%s': it would be replaced; write elsewhere", out, in);
+	return 0;
+}
+
+/* A pytorch export's initializer named onnx::Conv_N (its number where the parameter's name
+ * would be): the weight or bias of a Conv into which the eval-mode exporter folded a
+ * BatchNormalization. */
+static int folded_name(const char *name)
+{
+	static const char pfx[] = "onnx::Conv_";
+	if (strncmp(name, pfx, sizeof pfx - 1) || !name[sizeof pfx - 1])
+		return 0;
+	return strspn(name + sizeof pfx - 1, "0123456789") == strlen(name + sizeof pfx - 1);
+}
+
+void cli_note_eval_export(const char *path, const struct graph *g)
+{
+	if (!g->model || !g->model->producer_name || strcmp(g->model->producer_name, "pytorch"))
+		return;
+	const struct node *bn = NULL;
+	uint32_t n_bn = 0, n_folded = 0;
+	const char *first = NULL;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		const struct attr *a = n->op == OP_BATCH_NORM ? node_attr(n, "training_mode") : NULL;
+		if (n->op == OP_BATCH_NORM && n->n_out == 1 && (!a || !a->i) && n_bn++ == 0)
+			bn = n;
+	}
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		if (folded_name(g->inits[i]->name) && n_folded++ == 0)
+			first = g->inits[i]->name;
+	if (bn)
+		gd_note("%s looks like an eval-mode export (torch.onnx.export(training=TrainingMode.EVAL)): %u "
+			"BatchNormalization node%s ('%s'%s) normalise%s with the running statistics, not the batch's, and "
+			"any Dropout is gone; export with training=TrainingMode.TRAINING to train as PyTorch does",
+			strcmp(path, "-") ? path : "<stdin>", n_bn, n_bn == 1 ? "" : "s", node_base_name(bn), n_bn == 1 ? "" : " first", n_bn == 1 ? "s" : "");
+	else if (n_folded)
+		gd_note("%s looks like an eval-mode export (torch.onnx.export(training=TrainingMode.EVAL)): %u parameter%s "
+			"('%s'%s) %s BatchNormalization folded into a Conv, and any Dropout is gone; export with "
+			"training=TrainingMode.TRAINING to train as PyTorch does",
+			strcmp(path, "-") ? path : "<stdin>", n_folded, n_folded == 1 ? "" : "s", first, n_folded == 1 ? "" : " first",
+			n_folded == 1 ? "holds a" : "hold a");
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,9 @@ static const char help[] =
 	"options:\n"
 	"  -o, --output FILE   output file (instead of the OUTPUT argument)\n"
 	"      --from FORMAT   input format: onnx or yaml (default: extension, else content)\n"
-	"      --to FORMAT     output format: onnx, yaml or dot (default: extension; onnx for '-')\n"
+	"      --to FORMAT     output format: onnx, yaml or dot (default: the output's extension; ONNX\n"
+	"                      for '-', a device such as /dev/null and a name without an extension);\n"
+	"                      one the extension contradicts is refused\n"
 	"      --inline N      YAML: write tensors of up to N elements as numbers, larger ones as\n"
 	"                      base64 (default 16)\n"
 	"  -h, --help          show this help\n";
@@ -31,11 +34,12 @@ int cmd_convert(int argc, char **argv)
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
 	struct save_opts so = SAVE_OPTS_DEFAULT;
 	const char *out = NULL;
+	char to_src[64] = "";
 	int c;
 	int shared_rc = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-		char *end;
+		int64_t n;
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -43,11 +47,12 @@ int cmd_convert(int argc, char **argv)
 		case 't':
 			if (cli_format_arg("convert", "--to", optarg, &to))
 				return GD_EINPUT;
+			snprintf(to_src, sizeof to_src, "--to %s", optarg);
 			break;
 		case 'i':
-			so.yaml_inline_max = strtoull(optarg, &end, 10);
-			if (!*optarg || *end || *optarg == '-')
-				return cli_usage("convert", "--inline: '%s' is not a count", optarg);
+			if (cli_parse_i64(optarg, 0, INT64_MAX, &n))
+				return cli_usage("convert", "--inline: '%s' is not a count (0 to %" PRId64 ")", optarg, INT64_MAX);
+			so.yaml_inline_max = (size_t)n;
 			break;
 		default:
 			if (cli_shared_option("convert", c, help, &from, NULL, &shared_rc))
@@ -61,13 +66,9 @@ int cmd_convert(int argc, char **argv)
 	const char *in = argv[optind];
 	if (!out)
 		out = nargs == 2 ? argv[optind + 1] : "-";
-	if (to == FMT_AUTO)
-		to = format_from_path(out);
-	if (to == FMT_AUTO && strcmp(out, "-") == 0)
-		to = FMT_ONNX;
-	if (to == FMT_AUTO)
-		return cli_usage("convert", "cannot tell the format of '%s' from its name; use --to", out);
-	if (cli_refuse_binary_tty(out, to))
+	/* rewriting INPUT in place is allowed: the output replaces it atomically, and a --to that
+	 * would change its format disagrees with its extension */
+	if (cli_output_format("convert", in, out, to_src, &to, 1) || cli_refuse_binary_tty(out, to))
 		return GD_EINPUT;
 	int rc = 0;
 	struct graph *g = cli_load(in, from, &rc);

@@ -12,7 +12,9 @@ static const char help[] =
 	"usage: graphdiet dot [options] MODEL\n"
 	"\n"
 	"Writes the graph as Graphviz DOT: ops as boxes, values as edges labelled with their shapes,\n"
-	"control dependencies dashed. Render it with, for example, 'graphdiet dot m.onnx | dot -Tsvg > m.svg'.\n"
+	"control dependencies dashed; fill colours say what a node is for (forward, checkpoint, backward,\n"
+	"recompute, ...), and a legend cluster shows each kind the picture uses. Render it with, for\n"
+	"example, 'graphdiet dot m.onnx | dot -Tsvg > m.svg'.\n"
 	"Shapes the model does not declare are inferred once every dimension is known (--dim binds\n"
 	"symbolic ones); otherwise those edges are unlabelled.\n"
 	"\n"
@@ -86,9 +88,14 @@ int cmd_dot(int argc, char **argv)
 		}
 	}
 	int rc = argc - optind != 1 ? cli_usage("dot", argc - optind < 1 ? "no model given" : "too many arguments") : 0;
+	enum gd_format to = FMT_DOT;
+	if (!rc)
+		rc = cli_output_format("dot", argv[optind], out, "graphdiet dot", &to, 0);
 	struct graph *g = rc ? NULL : cli_load(argv[optind], from, &rc);
 	struct gd_err e = {0};
-	if (g && n_dims && (rc = graph_bind_dims(g, dims, n_dims, 1, &e)))
+	if (g && (rc = cli_check_dims(argv[optind], g, dims, n_dims)))
+		;
+	else if (g && n_dims && (rc = graph_bind_dims(g, dims, n_dims, 1, &e)))
 		err_print(argv[optind], &e);
 	if (g && !rc)
 		infer_shapes(g);

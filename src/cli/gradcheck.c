@@ -261,20 +261,6 @@ static int expose_indices(struct graph *m, struct gd_err *e)
 	return 0;
 }
 
-/* A TRAIN built with train --optimizer or --diet updates MODEL's parameters in the graph (an
- * update_binding P <- P_new) and outputs no P_grad to compare: the first such parameter, or NULL. */
-static const char *updated_param(const struct graph *m, const struct graph *train)
-{
-	for (size_t i = 0; train->model && i < train->model->n_ti; i++)
-		for (size_t j = 0; j < train->model->ti[i].n_update_bind; j++) {
-			const char *p = train->model->ti[i].update_bind[j].key;
-			const struct value *v = strmap_get(&m->names, p);
-			if (v && v->init && !(v->flags & VALUE_STATE))
-				return p;
-		}
-	return NULL;
-}
-
 /* ---- the check ---- */
 
 /* What happened along one direction tried, for the report. */
@@ -604,13 +590,8 @@ int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss 
 	struct gc_dir log[GC_DIRECTIONS_MAX];
 	size_t n_rows = 0;
 	struct exec *xt = NULL;
-	const char *upd = t ? updated_param(m, t) : NULL;
-	if (upd) {
-		rc = err_set(&e, GD_EINPUT, "--gradcheck: TRAIN updates the parameter '%s' in the graph (train --optimizer "
-					    "or --diet), so it gives no %s_grad to check: check the training graph train "
-					    "writes without --optimizer and --diet, the other flags the same", upd, upd);
-		err_print(tpath, &e);
-	}
+	if (t)
+		rc = verify_refuse_optimizer(t, tpath);
 	if (t && !rc && bind_like_train(m, t, dims, n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;

@@ -37,7 +37,8 @@
 	"      --diet[:...]      diet variables, as graphdiet-train(1)\n" \
 	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n" \
 	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds)\n" \
-	"      --bucket-bytes SIZE, --loss-reduction mean|sum  with --replicas, as graphdiet-train(1)\n"
+	"      --bucket-bytes SIZE, --loss-reduction mean|sum, --sync-batchnorm  with --replicas,\n" \
+	"                        as graphdiet-train(1)\n"
 
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"
@@ -58,11 +59,14 @@ static const char plan_help[] =
 	"      --checkpoint-file F  keep the tensors a YAML file lists (a list, or the checkpoints: of\n"
 	"                        what plan --format yaml printed)\n"
 	"      --timeline FILE   draw live memory over the schedule, before and after checkpointing,\n"
-	"                        with the recompute segments, checkpoints and budget, as SVG\n"
+	"                        with the recompute segments, checkpoints and budget, as SVG; with\n"
+	"                        FILE '-' the SVG goes to standard output and the report to standard\n"
+	"                        error (one thing per stream)\n"
 	"      --explain[=all]   say why: the bottleneck tensors found, what bypasses the others (a\n"
 	"                        count and the first few; =all: every one), the recompute segments\n"
 	"      --budget SIZE     a memory budget: 8GiB, 500MB or bytes; reports whether the peak fits\n"
-	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound)\n"
+	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable; all must be bound; NAME must be\n"
+	"                        one of the graph's)\n"
 	"      --batch N         plan at batch N: axis 0 of the data inputs, also in a static export\n"
 	TRAINING_STEP_HELP
 	"      --format FMT      text (default), json or yaml\n"
@@ -73,7 +77,8 @@ static const char check_help[] =
 	"usage: graphdiet check [options] --budget SIZE MODEL\n"
 	"\n"
 	"A CI gate: prints one line saying whether training MODEL fits in SIZE bytes, with the peak and\n"
-	"the budget. Exit 0 if it fits, 1 if it is over budget, 2 on bad input.\n"
+	"the budget (--format json or yaml: plan's report, whose \"fits\" is the verdict). Exit 0 if it\n"
+	"fits, 1 if it is over budget, 2 on bad input.\n"
 	"\n"
 	"options:\n"
 	"      --budget SIZE     the budget: 8GiB, 500MB or bytes (required)\n"
@@ -83,6 +88,7 @@ static const char check_help[] =
 	"      --dim NAME=VALUE  bind a symbolic dimension (repeatable)\n"
 	"      --batch N         at batch N: axis 0 of the data inputs, also in a static export\n"
 	TRAINING_STEP_HELP
+	"      --format FMT      text (one line; default), json or yaml (as graphdiet plan's)\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
 	"  -h, --help            show this help\n";
 
@@ -129,10 +135,10 @@ static void per_param_structured(struct emit *em, const struct plan_report *r)
 	emit_obj_end(em);
 }
 
-static void report_structured(const char *path, const struct plan_report *r, int yaml)
+static void report_structured(FILE *f, const char *path, const struct plan_report *r, int yaml)
 {
 	struct emit em;
-	emit_init(&em, stdout, yaml);
+	emit_init(&em, f, yaml);
 	emit_obj_begin(&em);
 	emit_key(&em, "model");
 	emit_str(&em, path);
@@ -279,61 +285,61 @@ void plan_explain(FILE *f, const struct plan_report *r, int all)
 		r->peak_node + 1, r->peak_in_recompute ? " (while recomputing a segment)" : "");
 }
 
-static void report_text(const char *path, const struct plan_report *r, int explain)
+static void report_text(FILE *f, const char *path, const struct plan_report *r, int explain)
 {
 	char a[32], b[32];
-	printf("model:       %s%s\n", strcmp(path, "-") ? path : "<stdin>",
+	fprintf(f, "model:       %s%s\n", strcmp(path, "-") ? path : "<stdin>",
 	       r->built_training ? " (training graph built)" : " (a training graph)");
-	printf("peak:        %s (%" PRIu64 " bytes) at %s, step %" PRId64 " of %u\n", size_format(r->peak_after, a, sizeof a),
+	fprintf(f, "peak:        %s (%" PRIu64 " bytes) at %s, step %" PRId64 " of %u\n", size_format(r->peak_after, a, sizeof a),
 	       r->peak_after, r->peak_node_desc, r->peak_node + 1, r->n_nodes);
-	printf("  params       %s\n", size_format(r->at_peak.params, a, sizeof a));
+	fprintf(f, "  params       %s\n", size_format(r->at_peak.params, a, sizeof a));
 	if (r->buffer_bytes)
-		printf("  buffers      %s (initializers that take no gradient)\n", size_format(r->buffer_bytes, a, sizeof a));
-	printf("  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
-	printf("  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
-	printf("  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
+		fprintf(f, "  buffers      %s (initializers that take no gradient)\n", size_format(r->buffer_bytes, a, sizeof a));
+	fprintf(f, "  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
+	fprintf(f, "  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
+	fprintf(f, "  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
 	if (r->n_param_elems)
-		printf("per param:   %.2f bytes: params %.2f + optimizer %.2f + gradients %.2f (the most live at once), "
+		fprintf(f, "per param:   %.2f bytes: params %.2f + optimizer %.2f + gradients %.2f (the most live at once), "
 		       "over %" PRIu64 " parameters\n",
 		       per_param(r, r->param_bytes + r->state_bytes + r->peak_param_grads), per_param(r, r->param_bytes),
 		       per_param(r, r->state_bytes), per_param(r, r->peak_param_grads), r->n_param_elems);
 	if (r->strategy == CKPT_NONE && !r->recompute_flops && !r->n_segments) {
-		printf("checkpoint:  none: all %zu activations the backward pass reads are kept, %s\n", r->n_checkpoints,
+		fprintf(f, "checkpoint:  none: all %zu activations the backward pass reads are kept, %s\n", r->n_checkpoints,
 		       size_format(r->kept_bytes, a, sizeof a));
-		printf("compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
+		fprintf(f, "compute:     %.3g forward FLOPs, no recompute\n", (double)r->forward_flops);
 	} else if (r->strategy == CKPT_NONE) { /* a training graph checkpointed already */
-		printf("checkpoint:  in the graph: %zu activations kept (%s), %u recompute segments\n", r->n_checkpoints,
+		fprintf(f, "checkpoint:  in the graph: %zu activations kept (%s), %u recompute segments\n", r->n_checkpoints,
 		       size_format(r->kept_bytes, a, sizeof a), r->n_segments);
-		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
+		fprintf(f, "compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	} else {
 		char k[32], in[96] = "";
 		if (r->n_inner)
 			snprintf(in, sizeof in, ", %zu more in the backward pass (level%s %u)", r->n_inner,
 				 r->levels > 2 ? "s 2 to" : "", r->levels);
-		printf("checkpoint:  %s: %zu activations kept (%s)%s, %u nodes recomputed; peak before %s\n",
+		fprintf(f, "checkpoint:  %s: %zu activations kept (%s)%s, %u nodes recomputed; peak before %s\n",
 		       ckpt_name(r->strategy), r->n_checkpoints - r->n_inner, size_format(r->kept_bytes, k, sizeof k), in,
 		       r->n_clones, size_format(r->peak_before, a, sizeof a));
-		printf("compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
+		fprintf(f, "compute:     %.3g forward FLOPs, %.3g recomputed (%.1f%%)\n", (double)r->forward_flops,
 		       (double)r->recompute_flops, r->forward_flops ? 100.0 * (double)r->recompute_flops / (double)r->forward_flops : 0);
 	}
 	if (explain) {
-		plan_explain(stdout, r, explain > 1);
+		plan_explain(f, r, explain > 1);
 	} else {
-		printf("bottlenecks: %u", r->bn.n);
+		fprintf(f, "bottlenecks: %u", r->bn.n);
 		for (uint32_t i = 0; i < r->bn.n && i < 6; i++)
-			printf("%s%s", i ? ", " : ": ", r->bn.v[i]->name);
-		printf("%s\n", r->bn.n > 6 ? ", ... (--explain lists all)" : "");
+			fprintf(f, "%s%s", i ? ", " : ": ", r->bn.v[i]->name);
+		fprintf(f, "%s\n", r->bn.n > 6 ? ", ... (--explain lists all)" : "");
 	}
 	if (r->strategy == CKPT_AUTO) {
-		printf("auto:        %u plans weighed exactly (a DP over %u cut positions%s)\n", r->auto_plan.n_plans,
+		fprintf(f, "auto:        %u plans weighed exactly (a DP over %u cut positions%s)\n", r->auto_plan.n_plans,
 		       r->auto_plan.n_cuts, r->auto_plan.searched ? ", then local search" : ", a search down the ladder on a large graph");
 		if (!r->auto_plan.fits)
-			printf("             infeasible: no plan fits %s; the lowest peak found is shown; no plan's peak can be below %s\n",
+			fprintf(f, "             infeasible: no plan fits %s; the lowest peak found is shown; no plan's peak can be below %s\n",
 			       size_format(r->budget, b, sizeof b), size_format(r->auto_plan.lower_bound, a, sizeof a));
 	}
 	if (r->has_budget)
-		printf("budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
+		fprintf(f, "budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
 }
 
 /* --timeline: live bytes over the schedule before and after, as SVG, written atomically. */
@@ -354,11 +360,13 @@ static int write_timeline(const char *out, const char *model, const struct plan_
 		first[i] = r->segments[i].first_step;
 		len[i] = r->segments[i].n_nodes;
 	}
-	char title[600];
+	char title[600], after[64];
 	snprintf(title, sizeof title, "%s: live memory over one training step, checkpoint %s", model,
 		 ckpt_name(r->strategy));
+	snprintf(after, sizeof after, "checkpoint %s", ckpt_name(r->strategy));
 	struct timeline t = {title, r->live_before, r->live_after, r->n_before, r->n_after, marks, (uint32_t)r->n_checkpoints,
-			     first, len, r->n_segments, r->has_budget ? r->budget : 0};
+			     first, len, r->n_segments, r->has_budget ? r->budget : 0, r->before_at, r->backward_step,
+			     "before checkpointing", after};
 	struct outfile o;
 	int rc = outfile_open(&o, out, e);
 	if (!rc) {
@@ -465,7 +473,7 @@ static int run(int argc, char **argv, int check)
 				CLI_FAIL(GD_EINPUT);
 			break;
 		default:
-			if (cli_shared_option(cmd, c, check ? check_help : plan_help, &from, check ? NULL : &fmt, &shared_rc))
+			if (cli_shared_option(cmd, c, check ? check_help : plan_help, &from, &fmt, &shared_rc))
 				CLI_FAIL(shared_rc);
 			break;
 		}
@@ -483,6 +491,8 @@ static int run(int argc, char **argv, int check)
 	po.dims = dims;
 	po.n_dims = n_dims;
 	g = cli_load(path, from, &rc);
+	if (g && (rc = cli_check_dims(path, g, dims, n_dims)))
+		CLI_FAIL(rc);
 	struct plan_report r;
 	struct gd_err e = {0};
 	/* the stages train runs before differentiating, so that plan measures the graph train writes: a
@@ -511,16 +521,19 @@ static int run(int argc, char **argv, int check)
 		err_print(timeline, &e);
 	if (g && !rc) {
 		char a[32], b[32];
-		if (check) {
+		/* one thing per stream: the SVG has standard output, the report goes to standard error */
+		FILE *f = timeline && (!strcmp(timeline, "-") || !strcmp(timeline, "/dev/stdout")) ? stderr : stdout;
+		if (check && fmt == OUT_TEXT) {
 			printf("graphdiet check: %s: peak %s %s budget %s (%s)\n", r.fits ? "fits" : "over budget",
 			       size_format(r.peak_after, a, sizeof a), r.fits ? "<=" : ">", size_format(r.budget, b, sizeof b),
 			       strcmp(path, "-") ? path : "<stdin>");
-			rc = r.fits ? 0 : GD_ECHECK;
 		} else if (fmt == OUT_TEXT) {
-			report_text(path, &r, explain);
+			report_text(f, path, &r, explain);
 		} else {
-			report_structured(path, &r, fmt == OUT_YAML);
+			report_structured(f, path, &r, fmt == OUT_YAML);
 		}
+		if (check)
+			rc = r.fits ? 0 : GD_ECHECK;
 	}
 out:
 	graph_free(g);

@@ -33,9 +33,10 @@ static const char help[] =
 	"                             normal, integers over the range their use allows (token ids\n"
 	"                             the vocabulary, labels the classes), bools 0 or 1\n"
 	"      --seed N               seed for --random-inputs and random ops (default 0)\n"
-	"      --dim NAME=VALUE       bind symbolic dimension NAME (repeatable)\n"
+	"      --dim NAME=VALUE       bind symbolic dimension NAME (repeatable); a NAME the graph does\n"
+	"                             not have, or one train fixed to another value, is refused\n"
 	"  -o, --outdir DIR           write each output to DIR/<output name>.npy (with --steps: the\n"
-	"                             last step's)\n"
+	"                             last step's); not '-': the report has standard output\n"
 	"      --steps K              run K training steps: each step's outputs that the graph binds\n"
 	"                             to state (ONNX update_binding: parameters, optimizer state, the\n"
 	"                             loss scale) are the next step's values of that state; prints each\n"
@@ -312,13 +313,14 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'o':
 			outdir = optarg;
+			if (!strcmp(outdir, "-")) /* the report has standard output: no folder named '-' */
+				return cli_usage("run", "--outdir -: a folder for the .npy files, not standard output");
 			break;
 		case 'k': {
-			char *end = NULL;
-			errno = 0;
-			steps = strtol(optarg, &end, 10);
-			if (end == optarg || *end || errno || steps < 1 || steps > 100000000)
-				return cli_usage("run", "--steps %s: not a whole number from 1", optarg);
+			int64_t k;
+			if (cli_parse_i64(optarg, 1, 100000000, &k))
+				return cli_usage("run", "--steps %s: not a whole number from 1 to 100000000", optarg);
+			steps = (long)k;
 			steps_given = 1;
 			break;
 		}
@@ -396,6 +398,8 @@ int cmd_run(int argc, char **argv)
 			err_print(path, &e);
 		}
 	}
+	if (g && !rc)
+		rc = cli_check_dims(path, g, dims, n_dims);
 	if (g && !rc && n_run > 1)
 		rc = cli_load_copies(path, from, g, n_run, &rg);
 	struct steps sts = {0};

@@ -25,8 +25,10 @@ static const char help[] =
 	"outputs plus <param>_grad, the gradient of the loss, for every trainable parameter.\n"
 	"\n"
 	"options:\n"
-	"  -o, --output FILE     where to write (default: standard output, ONNX)\n"
-	"      --to FORMAT       onnx or yaml (default: the output's extension)\n"
+	"  -o, --output FILE     where to write (default: standard output); not MODEL itself\n"
+	"      --to FORMAT       onnx or yaml (default: the output's extension, .onnx or .yaml; ONNX\n"
+	"                        for standard output, a device such as /dev/null and a name without\n"
+	"                        an extension); one the extension contradicts is refused\n"
 	"      --loss NAME       the output to differentiate (default: the only scalar output);\n"
 	"                        with --loss-fn, the prediction to compare with the target\n"
 	"      --loss-fn FN      append a loss to a model that has none: mse, or cross-entropy\n"
@@ -86,7 +88,10 @@ static const char help[] =
 	"      --bucket-bytes SIZE  with --replicas: fuse gradients into all-reduces of at most SIZE\n"
 	"                        bytes (25MiB as PyTorch DDP); default: one per gradient\n"
 	"      --loss-reduction mean|sum  with --replicas: the loss's reduction over the batch, where\n"
-	"                        it cannot be read from the graph\n"
+	"                        it cannot be read from the graph\n"	"      --sync-batchnorm  with --replicas: training-mode BatchNormalization normalises with\n"
+	"                        the statistics of all the replicas' batch (PyTorch's SyncBatchNorm,\n"
+	"                        AllReduce nodes in the forward pass); default: each replica's own,\n"
+	"                        as PyTorch DDP (whose running statistics are replica 0's)\n"
 	"      --params NAMES    train only these initializers (comma-separated names or shell\n"
 	"                        patterns, such as 'fc*.weight'; each must match one); a name\n"
 	"                        may be a floating-point graph input, which then gets a gradient\n"
@@ -122,6 +127,32 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 	int rc = ckpt_choose(g, NULL, NULL, c, &keep, NULL, e) || recompute_rewrite(g, keep, NULL, &st, e) ? e->code : 0;
 	xfree(keep);
 	return rc;
+}
+
+/* Records under CLI_DIMS_KEY what the training graph fixes: each --dim, and the symbolic axis 0 of
+ * the data inputs --batch n sets (before graph_rebatch makes it a number), so that run, plan and
+ * verify can say so when given another value. */
+static int record_dims(struct graph *g, const struct exec_binding *dims, size_t n, int64_t batch)
+{
+	char buf[2048];
+	size_t k = 0;
+	const char *had = g->model ? model_meta(g, CLI_DIMS_KEY) : NULL;
+	if (!g->model)
+		return 0;
+	if (had)
+		k = (size_t)snprintf(buf, sizeof buf, "%s", had);
+	for (size_t i = 0; i < n && k < sizeof buf; i++)
+		k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s=%" PRId64, k ? "\n" : "", dims[i].name, dims[i].value);
+	for (uint32_t i = 0; batch && i < g->n_inputs && k < sizeof buf; i++) {
+		const struct ttype *t = &g->inputs[i]->type;
+		const char *p = !g->inputs[i]->init && t->has_shape && t->ndim && t->dims[0].kind == DIM_PARAM ? t->dims[0].param
+														 : NULL;
+		char line[300];
+		snprintf(line, sizeof line, "%s=", p ? p : "");
+		if (p && *p && !strstr(buf, line)) /* once, and not over a --dim of the same name */
+			k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s=%" PRId64, k ? "\n" : "", p, batch);
+	}
+	return k && k < sizeof buf ? model_set_meta(g, CLI_DIMS_KEY, buf) : 0;
 }
 
 /* With --diet: which parameters are diet variables, and what happens to the rest (a note on
@@ -162,6 +193,7 @@ int cmd_train(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
+	char to_src[64] = "";
 	struct autodiff_opts ao = {0};
 	const char *out = "-", *target = "target";
 	int loss_fn = -1;
@@ -215,6 +247,7 @@ int cmd_train(int argc, char **argv)
 		case 't':
 			if (cli_format_arg("train", "--to", optarg, &to))
 				CLI_FAIL(GD_EINPUT);
+			snprintf(to_src, sizeof to_src, "--to %s", optarg);
 			break;
 		case 'l':
 			ao.loss = optarg;
@@ -254,10 +287,8 @@ int cmd_train(int argc, char **argv)
 		rc = cli_usage("train", "give --params or --freeze, not both");
 	else if ((ckpt.kind == CKPT_AUTO) != has_budget)
 		rc = cli_usage("train", has_budget ? "--budget is for --checkpoint auto" : "--checkpoint auto needs --budget SIZE");
-	if (!rc && to == FMT_AUTO)
-		to = strcmp(out, "-") ? format_from_path(out) : FMT_ONNX;
-	if (!rc && to == FMT_AUTO)
-		rc = cli_usage("train", "cannot tell the format of '%s' from its name; use --to", out);
+	if (!rc)
+		rc = cli_output_format("train", argv[optind], out, to_src, &to, 0);
 	if (!rc)
 		rc = cli_refuse_binary_tty(out, to);
 	g = rc ? NULL : cli_load(argv[optind], from, &rc);
@@ -268,7 +299,12 @@ int cmd_train(int argc, char **argv)
 		struct save_opts save = SAVE_OPTS_DEFAULT;
 		save.align = 8; /* run uses the weights where the file is mapped, not copies */
 		size_t folded = 0;
-		if (batch)
+		cli_note_eval_export(argv[optind], g);
+		if ((rc = cli_check_dims(argv[optind], g, dims, n_dims)))
+			goto out;
+		if ((n_dims || batch) && record_dims(g, dims, n_dims, batch))
+			rc = err_oom(&e);
+		if (batch && !rc)
 			rc = graph_rebatch(g, batch, &e);
 		if (n_dims && !rc && !(rc = exec_check_bindings(g, dims, n_dims, &e)))
 			rc = graph_bind_dims(g, dims, n_dims, 1, &e);

@@ -4,8 +4,10 @@
 #include "../exec/exec.h"
 #include "../rewrite/fold.h"
 #include "../rewrite/loss.h"
+#include "../rewrite/replicas.h"
 #include "../rewrite/widen.h"
 #include "../util/philox.h"
+#include "../ops/kernel.h"
 #include "../ops/ops.h"
 #include "../util/emit.h"
 #include "../util/xalloc.h"
@@ -32,7 +34,11 @@ static const char help[] =
 	"seeded random inputs, and compares the loss and every <param>_grad. --gradcheck and --against\n"
 	"check TRAIN with something other than graphdiet's own autodiff: finite differences, or\n"
 	"gradients another tool saved. Exit 0 when they match, 1 when any differs or is missing (or,\n"
-	"with --replicas, when the replicas disagree), 4 when --gradcheck found no smooth direction.\n"
+	"with --replicas, when the replicas disagree), 2 for bad input, a TRAIN built with --optimizer\n"
+	"or --diet included (it outputs updated parameters: verify the same command without them),\n"
+	"4 when --gradcheck found no smooth direction.\n"
+	"Each row gives max abs, max rel (over elements >= 1e-3 of the largest), mean abs, norm rel\n"
+	"(|train - ref| / |ref| in the L2 norm) and a verdict; the first line states the criterion.\n"
 	"\n"
 	"options:\n"
 	"      --gradcheck       compare TRAIN's gradients, along 3 seeded random unit directions d\n"
@@ -63,7 +69,20 @@ static const char help[] =
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
 	"      --rtol R          relative tolerance (default 1e-5)\n"
 	"      --atol A          absolute tolerance (default 1e-7); a value passes when\n"
-	"                        |train - plain| <= atol + rtol * |plain|; 0 and 0 ask for equal bits\n"
+	"                        |train - plain| <= atol + rtol * |plain|; 0 and 0 ask for equal bits.\n"
+	"                        Without either: a TRAIN in fp16 or bf16 (train --precision) passes an\n"
+	"                        output when its norm rel, and its distance from MODEL's own\n"
+	"                        gradients in that precision (ref16, a second reference run) are at\n"
+	"                        most 1.25 floor + 2.4e-4 (fp16) or floor + 2e-3 (bf16), the floor\n"
+	"                        being ref16's norm rel (twice it where the floor is 0.5 or more);\n"
+	"                        with either, each element may also differ by ref16's own error\n"
+	"                        there. --against DIR (float32): atol is at least rtol * max|ref| of\n"
+	"                        the output; 16-bit: norm rel <= 8 unit roundoffs (3.9e-3 fp16,\n"
+	"                        3.1e-2 bf16) or every element within atol\n"
+	"      --tol NAME=RTOL[,ATOL]  the outputs NAME matches (a glob: 'blocks.*.ln*') are judged\n"
+	"                        element by element with these tolerances (ATOL: the default's, 0\n"
+	"                        under the norm criterion); the first --tol that matches wins;\n"
+	"                        repeatable\n"
 	"      --dim NAME=VALUE  bind a symbolic dimension (default: the size TRAIN fixed it to,\n"
 	"                        as train --dim does, else 2)\n"
 	"      --replicas N      TRAIN was built with train --replicas N: run N replicas of it in\n"
@@ -75,6 +94,97 @@ static const char help[] =
 	"                        sums repeat bit for bit, so --rtol 0 --atol 0 still holds)\n"
 	"      --format FMT      text (default), json or yaml\n"
 	"  -h, --help            show this help\n";
+
+/* How verify judges its rows: the criterion for all but the rows a --tol names, TRAIN's 16-bit
+ * precision (0: none), and the header line that says so. */
+struct judge {
+	struct tol base;
+	const struct tol_override *ov;
+	size_t n_ov;
+	int precision;
+	char crit[300], sum[200];
+};
+
+/* A 16-bit format's unit roundoff (2^-11 fp16, 2^-8 bf16): what the default margins are made of. */
+static double unit_roundoff(int precision)
+{
+	return precision == DT_BFLOAT16 ? 0x1p-8 : 0x1p-11;
+}
+
+/* The default criterion where no --rtol or --atol is given (see compare.c): mode 'p' is the plain
+ * one (a 16-bit reference gives the floor), 'a' --against DIR, 'o' ONNX's layout. */
+static void judge_init(struct judge *j, int mode, int precision, double rtol, double atol, int given)
+{
+	j->precision = mode == 'o' ? 0 : precision;
+	if (mode == 'o')
+		j->base = (struct tol){.kind = TOL_ELEMENT, .rtol = given & 1 ? rtol : 1e-4, .atol = given & 2 ? atol : 1e-5};
+	else if (given || (mode == 'p' && !precision))
+		j->base = (struct tol){.kind = TOL_ELEMENT, .rtol = rtol, .atol = atol};
+	else if (precision)
+		j->base = (struct tol){.kind = TOL_NORM, .atol = mode == 'p' ? 0 : atol, .floor = mode == 'p',
+				       .norm = mode == 'p' ? unit_roundoff(precision) / 2 : 8 * unit_roundoff(precision),
+				       .slack = precision == DT_FLOAT16 ? 1.25 : 1};
+	else
+		j->base = (struct tol){.kind = TOL_SCALED, .rtol = rtol, .atol = atol};
+	/* element criteria add the reference's 16-bit error only where there is such a reference */
+	verify_tol_describe(&j->base, mode == 'p' || j->base.kind == TOL_NORM ? j->precision : 0, j->crit, sizeof j->crit,
+			    j->sum, sizeof j->sum);
+}
+
+static int casts_to_16(const struct graph *g)
+{
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]->op == OP_CAST) {
+			int64_t to = attr_int(g->nodes[i], "to", 0);
+			if (to == DT_FLOAT16 || to == DT_BFLOAT16)
+				return (int)to;
+		}
+	return 0;
+}
+
+int verify_precision(const struct graph *train, const struct graph *model)
+{
+	int p = casts_to_16(train);
+	return p && (!model || !casts_to_16(model)) ? p : 0;
+}
+
+/* The update_binding entry of a parameter that train's optimizer updates (a graph built with
+ * --optimizer binds optimizer_step, one with --diet diet_step; a BatchNormalization's running
+ * statistics are bound without either), or NULL. */
+static const struct kv *updated_param(const struct graph *train)
+{
+	const struct kv *marker = NULL, *param = NULL;
+	for (size_t i = 0; train->model && i < train->model->n_ti; i++)
+		for (size_t k = 0; k < train->model->ti[i].n_update_bind; k++) {
+			const struct kv *b = &train->model->ti[i].update_bind[k];
+			const struct value *v = strmap_get(&train->names, b->key), *n = strmap_get(&train->names, b->value);
+			if (!strcmp(b->key, "optimizer_step") || !strcmp(b->key, "diet_step"))
+				marker = b;
+			else if (!param && v && !(v->flags & VALUE_STATE) && n && n->producer &&
+				 (n->producer->tags & TAG_BACKWARD))
+				param = b;
+		}
+	return marker ? param ? param : marker : NULL;
+}
+
+const char *verify_optimizer_param(const struct graph *train)
+{
+	const struct kv *b = updated_param(train);
+	return b ? b->key : NULL;
+}
+
+int verify_refuse_optimizer(const struct graph *train, const char *tpath)
+{
+	const struct kv *b = updated_param(train);
+	if (!b)
+		return 0;
+	struct gd_err e = {0};
+	err_set(&e, GD_EINPUT, "TRAIN was built with train --optimizer or --diet: its outputs are the updated "
+			       "parameters ('%s' from '%s'), not their gradients; verify the graph the same train "
+			       "command writes without --optimizer and --diet", b->value, b->key);
+	err_print(tpath, &e);
+	return GD_EINPUT;
+}
 
 /* Whether every replica's outputs but its own loss (`local`) have replica 0's bits. */
 static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local)
@@ -92,13 +202,13 @@ static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, 
 
 /* The end of either --against layout: the error or the report, then everything freed. */
 static int against_end(int rc, const char *path, struct gd_err *e, enum cli_out fmt, struct row *rows, size_t n_rows,
-		       int all_ok, double rtol, double atol, struct exec *x, struct rtensor *in, size_t n_in,
+		       int all_ok, const struct judge *j, struct exec *x, struct rtensor *in, size_t n_in,
 		       const char **names)
 {
 	if (rc)
 		err_print(path, e);
 	else
-		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
+		report_rows(fmt, rows, n_rows, all_ok, j->crit, j->sum, 1, 1);
 	exec_free(x);
 	for (size_t i = 0; i < n_in; i++)
 		xfree(in[i].data);
@@ -115,8 +225,8 @@ static int against_end(int rc, const char *path, struct gd_err *e, enum cli_out 
  * <param>_grad are compared with DIR's (<output>.npy, as PyTorch or any tool saves them), so that
  * a training graph is checked by something other than graphdiet's own autodiff. A gradient either
  * side lacks is MISSING. Returns 0, GD_ECHECK when anything differs, or an error. */
-static int against(struct graph *train, const char *tpath, const char *dir, struct exec_opts *eo, double rtol,
-		   double atol, enum cli_out fmt)
+static int against(struct graph *train, const char *tpath, const char *dir, struct exec_opts *eo,
+		   const struct judge *j, enum cli_out fmt)
 {
 	struct gd_err e = {0};
 	uint32_t n = train->n_inputs;
@@ -164,7 +274,8 @@ static int against(struct graph *train, const char *tpath, const char *dir, stru
 		struct rtensor t = {0};
 		if (have && (rc = cli_tensor_load(path, &t, &e)))
 			break;
-		compare(r, have ? &t : NULL, exec_value(x, v), rtol, atol, 0);
+		verify_row_tol(r, &j->base, j->ov, j->n_ov);
+		compare(r, have ? &t : NULL, exec_value(x, v), &r->tol, 0, NULL);
 		all_ok &= r->ok;
 		free(t.data);
 	}
@@ -188,13 +299,14 @@ static int against(struct graph *train, const char *tpath, const char *dir, stru
 		}
 		rows = grown;
 		if (!seen) {
-			rows[n_rows++] = (struct row){.name = name, .missing_from = tpath, .owned = 1};
+			rows[n_rows] = (struct row){.name = name, .missing_from = tpath, .owned = 1, .noise = -1};
+			verify_row_tol(&rows[n_rows++], &j->base, j->ov, j->n_ov);
 			all_ok = 0;
 		}
 	}
 	if (d)
 		closedir(d);
-	return against_end(rc, tpath, &e, fmt, rows, n_rows, all_ok, rtol, atol, x, in, n_in, names);
+	return against_end(rc, tpath, &e, fmt, rows, n_rows, all_ok, j, x, in, n_in, names);
 }
 
 /* ONNX's backend-test layout: DIR (a test_data_set_N folder) holds input_K.pb and output_K.pb,
@@ -244,8 +356,8 @@ static int not_tensor(const struct value *v, const char *what, struct gd_err *e)
  * equal; floats within atol + rtol |want|, any NaN equal to any NaN, integers and bools exactly
  * (ONNX's backend tests compare so, with numpy's assert_allclose). An output MODEL lacks is
  * MISSING. Returns 0, GD_ECHECK when anything differs, or an error. */
-static int against_onnx(struct graph *g, const char *mpath, const char *dir, struct exec_opts *eo, double rtol,
-			double atol, enum cli_out fmt)
+static int against_onnx(struct graph *g, const char *mpath, const char *dir, struct exec_opts *eo,
+			const struct judge *j, enum cli_out fmt)
 {
 	struct gd_err e = {0};
 	size_t n_in_files = count_pb(dir, "input"), n_want = count_pb(dir, "output"), n_in = 0, n_rows = 0;
@@ -283,13 +395,14 @@ static int against_onnx(struct graph *g, const char *mpath, const char *dir, str
 		struct row *r = &rows[n_rows++];
 		const struct value *v = k < g->n_outputs ? g->outputs[k] : NULL;
 		const struct rtensor *got = v ? exec_value(x, v) : NULL;
-		*r = (struct row){.name = v ? v->name : strdup(path), .owned = !v, .missing_from = mpath};
+		*r = (struct row){.name = v ? v->name : strdup(path), .owned = !v, .missing_from = mpath, .noise = -1};
 		if (!r->name) {
 			xfree(want.data);
 			rc = err_oom(&e);
 			break;
 		}
 		char gs[64], ws[64];
+		verify_row_tol(r, &j->base, j->ov, j->n_ov);
 		if (got)
 			bf16_bits(&want, got->dtype);
 		if (got && (got->dtype != want.dtype || got->ndim != want.ndim ||
@@ -298,12 +411,12 @@ static int against_onnx(struct graph *g, const char *mpath, const char *dir, str
 			snprintf(r->why, sizeof r->why, ": %s %s, want %s %s", dtype_name(got->dtype),
 				 rt_shape_str(got, gs, sizeof gs), dtype_name(want.dtype), rt_shape_str(&want, ws, sizeof ws));
 		} else {
-			compare(r, &want, got, rtol, atol, CMP_NAN_EQUAL | CMP_EXACT_INTS);
+			compare(r, &want, got, &r->tol, CMP_NAN_EQUAL | CMP_EXACT_INTS, NULL);
 		}
 		all_ok &= r->ok;
 		xfree(want.data);
 	}
-	return against_end(rc, mpath, &e, fmt, rows, n_rows, all_ok, rtol, atol, x, in, n_in, names);
+	return against_end(rc, mpath, &e, fmt, rows, n_rows, all_ok, j, x, in, n_in, names);
 }
 
 void carried_free(struct carried *c)
@@ -427,7 +540,8 @@ int cmd_verify(int argc, char **argv)
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
 		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
-		{"loss", required_argument, NULL, 'l'}, {"input", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0},
+		{"loss", required_argument, NULL, 'l'}, {"input", required_argument, NULL, 'i'},
+		{"tol", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
@@ -443,6 +557,8 @@ int cmd_verify(int argc, char **argv)
 	struct model_loss ml = {.fn = -1, .target = "target"};
 	const char *inargs[64];
 	size_t n_in = 0;
+	struct tol_override ov[64];
+	struct judge j = {.ov = ov};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hi:", opts, NULL)) != -1) {
 		switch (c) {
@@ -487,6 +603,13 @@ int cmd_verify(int argc, char **argv)
 		case 'l':
 			ml.pred = optarg;
 			break;
+		case 'T':
+			if (j.n_ov == 64)
+				return cli_usage("verify", "too many --tol options");
+			if (verify_parse_tol_override(optarg, &ov[j.n_ov]))
+				return GD_EINPUT;
+			j.n_ov++;
+			break;
 		case 'i':
 			if (n_in == 64)
 				return cli_usage("verify", "too many --input options");
@@ -509,18 +632,22 @@ int cmd_verify(int argc, char **argv)
 	if (!brc && against_dir) {
 		struct graph *t = cli_load(argv[optind], FMT_AUTO, &brc);
 		struct exec_opts eo = {.seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2, .backend = be};
-		if (t && onnx_layout(against_dir))
-			brc = against_onnx(t, argv[optind], against_dir, &eo, rtol_given ? rtol : 1e-4,
-					   atol_given ? atol : 1e-5, fmt);
-		else if (t)
-			brc = against(t, argv[optind], against_dir, &eo, rtol, atol, fmt);
+		int onnx = t && onnx_layout(against_dir);
+		if (t)
+			judge_init(&j, onnx ? 'o' : 'a', verify_precision(t, NULL), rtol, atol, rtol_given | atol_given << 1);
+		if (t && (brc = cli_check_dims(argv[optind], t, dims, n_dims)))
+			;
+		else if (t && onnx)
+			brc = against_onnx(t, argv[optind], against_dir, &eo, &j, fmt);
+		else if (t && !(brc = verify_refuse_optimizer(t, argv[optind])))
+			brc = against(t, argv[optind], against_dir, &eo, &j, fmt);
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
 	if (!brc && n_in && !fd_check)
 		brc = cli_usage("verify", "--input goes with --gradcheck");
-	if (!brc && fd_check && (against_dir || n_rep > 1))
-		brc = cli_usage("verify", "--gradcheck takes neither --against nor --replicas");
+	if (!brc && fd_check && (against_dir || n_rep > 1 || j.n_ov))
+		brc = cli_usage("verify", "--gradcheck takes neither --against, --replicas nor --tol");
 	else if (!brc && fd_check) {
 		struct rtensor given[64];
 		const char *names[64] = {0};
@@ -559,13 +686,29 @@ int cmd_verify(int argc, char **argv)
 	size_t n_rows = 0;
 	struct autodiff_opts ao = {0};
 	struct autodiff_result res;
-	if (train && bind_like_train(plain, train, dims, &n_dims, &e)) {
+	if (train && ((rc = cli_check_dims(mpath, plain, dims, n_dims)) || (rc = verify_refuse_optimizer(train, tpath))))
+		; /* a --dim MODEL does not have (cli.h), or a TRAIN with an optimizer */
+	else if (train && bind_like_train(plain, train, dims, &n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
+	/* a 16-bit TRAIN is judged against the float32 reference with the same model's gradients in
+	 * the same 16 bits as the measure of what the precision costs (compare.c) */
+	if (train && !rc)
+		judge_init(&j, 'p', verify_precision(train, plain), rtol, atol, rtol_given | atol_given << 1);
+	struct graph *p16 = NULL;
+	struct exec *x16 = NULL;
 	/* --replicas N (N > 1): the replicas' graphs (the first is train) and executors */
 	struct graph **rg = NULL;
 	struct exec **rx = NULL;
+	const char *bn = train && n_rep > 1 ? model_meta(train, REPLICAS_BATCH_NORM_KEY) : NULL;
+	if (!rc && bn && !strcmp(bn, "replica")) {
+		err_set(&e, GD_EINPUT, "--replicas %d: its BatchNormalization normalises each replica's slice with the "
+				       "slice's own statistics (as PyTorch DDP), which is not the whole batch MODEL runs; "
+				       "build it with train --sync-batchnorm to verify", n_rep);
+		err_print(tpath, &e);
+		rc = e.code;
+	}
 	if (train && !rc && n_rep > 1 && !(rc = cli_load_copies(tpath, FMT_AUTO, train, n_rep, &rg)) &&
 	    !(rx = xcalloc((size_t)n_rep, sizeof *rx))) {
 		err_print(tpath, (err_oom(&e), &e));
@@ -588,6 +731,17 @@ int cmd_verify(int argc, char **argv)
 				       "axis)", n_rep, n_rep);
 		err_print(mpath, &e);
 		rc = e.code;
+	}
+	if (xp && !rc && j.precision && (p16 = load_model(mpath, &ml, &rc))) {
+		struct cli_precision prec = {.dtype = j.precision};
+		struct autodiff_opts ao16 = {0};
+		struct autodiff_result res16;
+		if (bind_like_train(p16, train, dims, &n_dims, &e) || cli_autocast(p16, &prec, &e) ||
+		    autodiff(p16, &ao16, &res16, &e) || !(x16 = exec_run(p16, &eo, NULL, &e))) {
+			err_prefix(&e, "MODEL in %s (the noise floor's reference)", j.precision == DT_BFLOAT16 ? "bf16" : "fp16");
+			err_print(mpath, &e);
+			rc = e.code;
+		}
 	}
 	/* a reference whose loss is NaN has nothing to compare: say so rather than match NaN with NaN */
 	const struct rtensor *ploss = xp && res.loss ? exec_value(xp, res.loss) : NULL;
@@ -621,19 +775,24 @@ int cmd_verify(int argc, char **argv)
 		if (v != res.loss && !(v->flags & VALUE_GRAD))
 			continue;
 		struct row *r = &rows[n_rows++];
-		*r = (struct row){.name = v->name, .missing_from = tpath};
+		*r = (struct row){.name = v->name, .missing_from = tpath, .noise = -1};
 		const struct value *w = v == res.loss ? tglobal : NULL;
 		for (uint32_t k = 0; k < train->n_outputs && !w; k++)
 			if (!strcmp(train->outputs[k]->name, v->name))
 				w = train->outputs[k];
-		compare(r, exec_value(xp, v), w ? exec_value(xt, w) : NULL, rtol, atol, 0);
+		const struct value *v16 = x16 ? strmap_get(&p16->names, v->name) : NULL;
+		verify_row_tol(r, &j.base, ov, j.n_ov);
+		compare(r, exec_value(xp, v), w ? exec_value(xt, w) : NULL, &r->tol, 0,
+			v16 && (v16->flags & VALUE_OUTPUT) ? exec_value(x16, v16) : NULL);
 		all_ok &= r->ok;
 	}
 	if (xt)
-		report(fmt, rows, n_rows, all_ok, rtol, atol, n_rep, agree);
+		report_rows(fmt, rows, n_rows, all_ok, j.crit, j.sum, n_rep, agree);
 	if (xt && !all_ok)
 		rc = GD_ECHECK;
 	exec_free(xp);
+	exec_free(x16);
+	graph_free(p16);
 	for (int r = 0; rx && r < n_rep; r++)
 		exec_free(rx[r]);
 	if (!rx)

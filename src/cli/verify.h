@@ -11,14 +11,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How a row is judged (see compare.c for the rules and why each is the default where it is).
+ * TOL_ELEMENT: every element within atol + rtol |ref|, plus, when a 16-bit reference is given, that
+ * element's own 16-bit error |ref16 - ref|. TOL_SCALED: the same with atol at least rtol max|ref|
+ * (float32 sums err by the magnitudes summed, not the result). TOL_NORM: the norm-relative error
+ * at most slack times the 16-bit reference's (the noise floor, 0 without one) plus norm. */
+enum tol_kind { TOL_ELEMENT, TOL_SCALED, TOL_NORM };
+
+struct tol {
+	enum tol_kind kind;
+	double rtol, atol, norm;
+	int floor;    /* TOL_NORM: a 16-bit reference gives the floor (else norm alone) */
+	double slack; /* TOL_NORM: the floor's multiple allowed (1 when 0) */
+};
+
 struct row {
 	const char *name;
 	double max_abs, max_rel, norm_rel; /* norm_rel: |train - plain| / |plain| in the L2 norm */
+	double mean_abs;
+	double max_rel_floor; /* max_rel is over elements with |ref| >= this (1e-3 max|ref|) */
+	double noise;         /* with a 16-bit reference: its norm_rel (the floor); else -1 */
+	double off16;         /* with a 16-bit reference: |train - ref16| / |ref| in the L2 norm */
 	int found, ok;
 	int any_nan;       /* any NaN matched any NaN (not only the same bits) */
 	int64_t nonfinite; /* NaN and infinite elements, bitwise equal on both sides (else not ok) */
 	const char *missing_from; /* where a value not found is missing */
 	int owned;                /* name is malloc'd */
+	int has_tol;              /* tol judged this row (else the report's rtol and atol did) */
+	struct tol tol;
+	const char *tol_from;     /* the --tol pattern that chose tol, when one did */
 	char why[160];            /* what differs besides the values (shape, dtype), when it does */
 };
 
@@ -27,12 +48,46 @@ struct row {
  * integers and bools exact. */
 enum { CMP_NAN_EQUAL = 1, CMP_EXACT_INTS = 2 };
 
-void compare(struct row *r, const struct rtensor *a, const struct rtensor *b, double rtol, double atol, int how);
-/* The table (or JSON/YAML) of rows, and the verdict. */
+/* b (TRAIN's) against a (the reference), judged by t; a16, when not NULL, is the reference run in
+ * TRAIN's 16-bit precision (its difference from a is the noise floor). */
+void compare(struct row *r, const struct rtensor *a, const struct rtensor *b, const struct tol *t, int how,
+	     const struct rtensor *a16);
+/* The table (or JSON/YAML) of rows, and the verdict: report() for rows judged by rtol and atol
+ * element by element (gradcheck's), report_rows() for rows that carry their tol, under the
+ * header's criterion line `crit` (`sum` ends the verdict line). */
 void report(enum cli_out fmt, const struct row *rows, size_t n_rows, int all_ok, double rtol, double atol, int n_rep,
 	    int agree);
+void report_rows(enum cli_out fmt, const struct row *rows, size_t n_rows, int all_ok, const char *crit,
+		 const char *sum, int n_rep, int agree);
+/* The criterion for t: in full (the header line) and short (the verdict line's). */
+void verify_tol_describe(const struct tol *t, int precision, char *crit, size_t n, char *sum, size_t sn);
 /* A tolerance: finite and >= 0; nonzero when s is not one. */
 int verify_parse_tol(const char *s, double *out);
+
+/* --tol NAME=RTOL[,ATOL] (NAME a glob, fnmatch(3)): the first that matches a row judges it,
+ * element by element. */
+struct tol_override {
+	const char *pattern; /* points into the argument */
+	size_t len;
+	double rtol, atol;
+	int has_atol;
+};
+/* Nonzero (after the usage message) when arg is not NAME=RTOL[,ATOL]. */
+int verify_parse_tol_override(const char *arg, struct tol_override *o);
+/* Gives r its tol: the first override matching r->name (atol defaulting to base's, or 0), else
+ * base. */
+void verify_row_tol(struct row *r, const struct tol *base, const struct tol_override *o, size_t n_o);
+
+/* TRAIN's 16-bit precision (DT_FLOAT16 or DT_BFLOAT16), as train --precision marks it: Casts to it
+ * that MODEL (when given) does not have; 0 when none. */
+int verify_precision(const struct graph *train, const struct graph *model);
+/* A graph built with train --optimizer (or --diet) updates its parameters in the step: its
+ * update_binding binds a parameter (not optimizer state) to <param>_new, and it has no
+ * <param>_grad to compare. Returns such a parameter's name, else NULL. */
+const char *verify_optimizer_param(const struct graph *train);
+/* When train is such a graph: prints the one-line explanation (naming tpath) and returns GD_EINPUT;
+ * else 0. For every mode of verify (gradcheck.c too). */
+int verify_refuse_optimizer(const struct graph *train, const char *tpath);
 
 /* The state verify carries from a skipped step to the next run of TRAIN (unskipped). */
 struct carried {

@@ -44,6 +44,9 @@ struct backend {
 extern const struct backend backend_cpu;
 #ifdef GD_HAVE_CUDA
 extern const struct backend backend_cuda;
+/* For graphdiet --version: the CUDA runtime's version and device 0, or why there is none (no
+ * cuBLAS loaded, no device memory taken), into buf[n]. */
+void cuda_describe(char *buf, size_t n);
 #endif
 
 /* The backend called name ("cpu", "cuda"), opened; NULL with the message in e when graphdiet was

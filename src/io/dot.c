@@ -6,7 +6,8 @@
  * (white), kept forward (green, bold: a checkpoint, some output of it is read by the backward pass
  * or a recompute, and the edges that read it are green), backward (blue), recompute (orange), loss
  * scaling, diet updates and communication; ops graphdiet does not know are drawn red. Subgraphs
- * are summarised, not expanded. */
+ * are summarised, not expanded. A legend cluster holds one sample of each kind of node and edge the
+ * picture uses, styled as the picture styles it (one table, `looks`, for both), with its meaning. */
 #include "dot.h"
 #include "../util/xalloc.h"
 
@@ -51,23 +52,88 @@ static void shape(FILE *f, const struct value *v)
 	fputc(']', f);
 }
 
-static const char *fill(const struct node *n, int kept)
+/* What a picture element is for, each with its style: the legend draws one of each present. */
+enum look {
+	LOOK_FORWARD, LOOK_KEPT, LOOK_BACKWARD, LOOK_RECOMPUTE, LOOK_LOSS_SCALE, LOOK_DIET, LOOK_COMM, LOOK_UNKNOWN,
+	LOOK_INPUT, LOOK_OUTPUT, LOOK_PARAM, LOOK_KEPT_EDGE, LOOK_CTRL_EDGE, LOOK_PARAM_EDGE, LOOK_COUNT
+};
+
+#define OP_STYLE "shape=box, style=\"filled,rounded\", fillcolor=\""
+#define INPUT_STYLE "shape=ellipse, style=filled, fillcolor=\"#d9ead3\""
+#define OUTPUT_STYLE "shape=ellipse, style=filled, fillcolor=\"#fff2cc\""
+#define PARAM_STYLE "shape=note, style=filled, fillcolor=\"#eeeeee\", fontsize=8"
+#define KEPT_EDGE_STYLE "color=\"#38761d\", penwidth=2, "
+#define CTRL_EDGE_STYLE "style=dashed, color=\"#cc0000\""
+#define PARAM_EDGE_STYLE "color=\"#aaaaaa\""
+
+static const struct {
+	const char *fill; /* of an op's box; NULL: no op */
+	const char *meaning;
+} looks[LOOK_COUNT] = {
+	[LOOK_FORWARD] = {"#ffffff", "forward op"},
+	[LOOK_KEPT] = {"#b6d7a8\", penwidth=\"2", "checkpoint: a forward op whose output\\nthe backward pass or a recompute reads"},
+	[LOOK_BACKWARD] = {"#cfe2f3", "backward op (gradients, optimizer)"},
+	[LOOK_RECOMPUTE] = {"#fce5cd", "recompute of a forward op"},
+	[LOOK_LOSS_SCALE] = {"#fff2cc", "loss scaling"},
+	[LOOK_DIET] = {"#d9ead3", "diet variable update"},
+	[LOOK_COMM] = {"#d9d2e9", "communication (all-reduce)"},
+	[LOOK_UNKNOWN] = {"#f4cccc", "op graphdiet does not know"},
+	[LOOK_INPUT] = {NULL, "graph input"},
+	[LOOK_OUTPUT] = {NULL, "graph output"},
+	[LOOK_PARAM] = {NULL, "initializer (weight)"},
+	[LOOK_KEPT_EDGE] = {NULL, "read from a checkpoint"},
+	[LOOK_CTRL_EDGE] = {NULL, "control dependency"},
+	[LOOK_PARAM_EDGE] = {NULL, "weight read"},
+};
+
+static enum look node_look(const struct node *n, int kept)
 {
-	if (kept)
-		return "#b6d7a8\", penwidth=\"2";
-	if (n->op == OP_UNKNOWN)
-		return "#f4cccc";
-	if (n->tags & TAG_RECOMPUTE)
-		return "#fce5cd";
-	if (n->tags & TAG_BACKWARD)
-		return "#cfe2f3";
-	if (n->tags & TAG_LOSS_SCALE)
-		return "#fff2cc";
-	if (n->tags & TAG_DIET)
-		return "#d9ead3";
-	if (n->tags & TAG_COMM)
-		return "#d9d2e9";
-	return "#ffffff";
+	return kept                          ? LOOK_KEPT
+	       : n->op == OP_UNKNOWN         ? LOOK_UNKNOWN
+	       : n->tags & TAG_RECOMPUTE     ? LOOK_RECOMPUTE
+	       : n->tags & TAG_BACKWARD      ? LOOK_BACKWARD
+	       : n->tags & TAG_LOSS_SCALE    ? LOOK_LOSS_SCALE
+	       : n->tags & TAG_DIET          ? LOOK_DIET
+	       : n->tags & TAG_COMM          ? LOOK_COMM
+					     : LOOK_FORWARD;
+}
+
+/* The legend: a cluster with one sample of each look the picture uses, drawn as the picture draws
+ * it and labelled with what it means, in one row (invisible edges keep the order); an edge's
+ * sample runs from a point down to its meaning. */
+static void legend(FILE *f, const uint8_t *used)
+{
+	static const char *value_styles[] = {[LOOK_INPUT] = INPUT_STYLE, [LOOK_OUTPUT] = OUTPUT_STYLE,
+					     [LOOK_PARAM] = PARAM_STYLE};
+	static const char *edge_styles[] = {[LOOK_KEPT_EDGE] = KEPT_EDGE_STYLE, [LOOK_CTRL_EDGE] = CTRL_EDGE_STYLE ", ",
+					    [LOOK_PARAM_EDGE] = PARAM_EDGE_STYLE ", "};
+	fputs("  subgraph cluster_legend {\n    label=\"legend\"; fontname=\"Helvetica\"; fontsize=10; style=rounded; "
+	      "color=\"#aaaaaa\";\n    { rank=same;\n",
+	      f);
+	for (int k = 0; k < LOOK_COUNT; k++) {
+		if (!used[k])
+			continue;
+		if (k >= LOOK_KEPT_EDGE)
+			fprintf(f, "      \"legend_%d\" [shape=point, width=0.05];\n", k);
+		else if (looks[k].fill)
+			fprintf(f, "      \"legend_%d\" [" OP_STYLE "%s\", label=\"%s\"];\n", k, looks[k].fill, looks[k].meaning);
+		else
+			fprintf(f, "      \"legend_%d\" [%s, label=\"%s\"];\n", k, value_styles[k], looks[k].meaning);
+	}
+	fputs("    }\n", f);
+	int prev = -1;
+	for (int k = 0; k < LOOK_COUNT; k++) {
+		if (!used[k])
+			continue;
+		if (k >= LOOK_KEPT_EDGE)
+			fprintf(f, "    \"legend_%d_to\" [shape=plaintext, fontsize=8, label=\"%s\"];\n"
+				   "    \"legend_%d\" -> \"legend_%d_to\" [%sminlen=1];\n",
+				k, looks[k].meaning, k, k, edge_styles[k]);
+		if (prev >= 0)
+			fprintf(f, "    \"legend_%d\" -> \"legend_%d\" [style=invis];\n", prev, k);
+		prev = k;
+	}
+	fputs("  }\n", f);
 }
 
 static void value_node(FILE *f, const struct value *v, const char *style)
@@ -91,7 +157,7 @@ static int kept_edge(const struct value *v, const struct node *reader)
 
 int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 {
-	uint8_t *kept = xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+	uint8_t *kept = xcalloc(g->n_nodes ? g->n_nodes : 1, 1), used[LOOK_COUNT] = {0};
 	if (!kept)
 		return err_oom(e);
 	for (uint32_t i = 0; i < g->n_nodes; i++)
@@ -105,12 +171,14 @@ int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 	      f);
 	for (uint32_t i = 0; i < g->n_inputs; i++)
 		if (!g->inputs[i]->init)
-			value_node(f, g->inputs[i], "shape=ellipse, style=filled, fillcolor=\"#d9ead3\"");
+			value_node(f, g->inputs[i], INPUT_STYLE), used[LOOK_INPUT] = 1;
 	for (uint32_t i = 0; show_params && i < g->n_inits; i++)
-		value_node(f, g->inits[i], "shape=note, style=filled, fillcolor=\"#eeeeee\", fontsize=8");
+		value_node(f, g->inits[i], PARAM_STYLE), used[LOOK_PARAM] = 1;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
-		fprintf(f, "  \"n%u\" [shape=box, style=\"filled,rounded\", fillcolor=\"%s\", label=\"", i, fill(n, kept[i]));
+		enum look look = node_look(n, kept[i]);
+		used[look] = 1;
+		fprintf(f, "  \"n%u\" [" OP_STYLE "%s\", label=\"", i, looks[look].fill);
 		if (n->name && *n->name) {
 			esc(f, n->name);
 			fputs("\\n", f);
@@ -130,7 +198,8 @@ int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 		esc(f, v->name);
 		fputs("\\n", f);
 		shape(f, v);
-		fputs("\", shape=ellipse, style=filled, fillcolor=\"#fff2cc\"];\n", f);
+		fputs("\", " OUTPUT_STYLE "];\n", f);
+		used[LOOK_OUTPUT] = 1;
 		if (v->producer)
 			fprintf(f, "  \"n%u\" -> \"o%u\";\n", v->producer->index, i);
 		else if (!v->init || show_params)
@@ -143,19 +212,22 @@ int dot_write(struct graph *g, FILE *f, int show_params, struct gd_err *e)
 			if (!v)
 				continue;
 			if (v->producer) {
+				used[LOOK_KEPT_EDGE] |= kept_edge(v, n);
 				fprintf(f, "  \"n%u\" -> \"n%u\" [%slabel=\"", v->producer->index, i,
-					kept_edge(v, n) ? "color=\"#38761d\", penwidth=2, " : "");
+					kept_edge(v, n) ? KEPT_EDGE_STYLE : "");
 				shape(f, v);
 				fputs("\"];\n", f);
 			} else if ((v->flags & VALUE_INPUT) && !v->init) {
 				fprintf(f, "  \"v%u\" -> \"n%u\";\n", v->id, i);
 			} else if (v->init && show_params) {
-				fprintf(f, "  \"v%u\" -> \"n%u\" [color=\"#aaaaaa\"];\n", v->id, i);
+				fprintf(f, "  \"v%u\" -> \"n%u\" [" PARAM_EDGE_STYLE "];\n", v->id, i);
+				used[LOOK_PARAM_EDGE] = 1;
 			}
 		}
 		for (uint32_t k = 0; k < n->n_ctrl; k++)
-			fprintf(f, "  \"n%u\" -> \"n%u\" [style=dashed, color=\"#cc0000\"];\n", n->ctrl[k]->index, i);
+			fprintf(f, "  \"n%u\" -> \"n%u\" [" CTRL_EDGE_STYLE "];\n", n->ctrl[k]->index, i), used[LOOK_CTRL_EDGE] = 1;
 	}
+	legend(f, used);
 	fputs("}\n", f);
 	xfree(kept);
 	return 0;

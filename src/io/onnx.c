@@ -52,6 +52,9 @@ struct rd {
 	size_t n_fns;
 	int fn_depth;     /* calls being inlined, nested */
 	uint64_t fn_calls; /* calls inlined so far: unnamed callers' prefixes */
+	const struct pb_raw *init_raw; /* the initialization graphs' initializer raw_data (pbwire) */
+	size_t n_init_raw, init_at;    /* init_at: the first of init_pg's */
+	const Onnx__Graph *init_pg;    /* the initialization graph being read */
 };
 
 static const char *str(struct rd *r, const char *s)
@@ -647,7 +650,9 @@ static int graph_in(struct rd *r, struct graph *g, const Onnx__Graph *pg, const 
 		return -1;
 	for (size_t i = 0; i < pg->n_initializer; i++) {
 		const Onnx__Tensor *pt = pg->initializer[i];
-		const struct pb_raw *raw = nodes && i < r->n_raw ? &r->raw[i] : NULL;
+		const struct pb_raw *raw = nodes && i < r->n_raw ? &r->raw[i]
+					   : pg == r->init_pg && r->init_at + i < r->n_init_raw ? &r->init_raw[r->init_at + i]
+					   : NULL;
 		struct tensor *t = tensor_in(r, pt, raw);
 		if (!t)
 			return -1;
@@ -685,6 +690,26 @@ static int computed_state(struct rd *r, struct graph *g, struct value *key)
 	return graph_add_init(g, key, t, r->e) ? -1 : 0;
 }
 
+/* State key whose first value the initialization graph stores, as its initializer `out` that it
+ * outputs (as the writer moves state out of the main graph: moved_state): key's initializer again,
+ * the same tensor, so that runs and analysis see the graph as train made it. Not when out's type
+ * differs from what key declares. */
+static int stored_state(struct rd *r, struct graph *g, struct value *key, const struct value *out)
+{
+	const struct tensor *src = out->init;
+	const struct ttype *ty = &key->type;
+	if (!src || (ty->has_dtype && ty->dtype != src->dtype) || (ty->has_shape && ty->ndim != src->ndim))
+		return 0;
+	for (uint32_t k = 0; ty->has_shape && k < ty->ndim; k++)
+		if (ty->dims[k].kind == DIM_VALUE && ty->dims[k].value != src->dims[k])
+			return 0;
+	struct tensor *t = arena_memdup(r->a, src, sizeof *t);
+	if (!t)
+		return err_oom(r->e);
+	t->name = key->name;
+	return graph_add_init(g, key, t, r->e) ? -1 : 0;
+}
+
 /* A state initialization_binding names (b), made by ConstantOfShape(<an initializer's dims>,
  * value=<one float>) in the initialization graph ig, as train writes optimizer state: given back
  * its description (a constant, TSRC_RANDOM), the initializer train did not store, so that runs and
@@ -693,8 +718,10 @@ static int described_state(struct rd *r, struct graph *g, struct graph *ig, cons
 {
 	struct value *key = strmap_get(&g->names, b->key), *out = strmap_get(&ig->names, b->value);
 	const struct node *n = out ? out->producer : NULL;
-	if (!key || key->init || key->producer || !(key->flags & VALUE_INPUT) || !n)
+	if (!key || key->init || key->producer || !(key->flags & VALUE_INPUT) || !out)
 		return 0; /* (only a graph input is made by the initialization) */
+	if (!n)
+		return stored_state(r, g, key, out);
 	if (n->op != OP_CONSTANT_OF_SHAPE)
 		return computed_state(r, g, key);
 	if (n->n_in != 1 || !n->in[0] || !n->in[0]->init)
@@ -773,9 +800,12 @@ static int model_in(struct rd *r, const Onnx__Model *pm, const struct pb_strippe
 		const Onnx__TrainingInfo *pt = pm->training_info[i];
 		struct training_info *t = &m->ti[i];
 		/* Training graphs read the main graph's initializers, so they resolve names in it. */
+		r->init_pg = pt->initialization;
 		if ((pt->initialization && !(t->init = subgraph_in(r, g, pt->initialization))) ||
 		    (pt->algorithm && !(t->algo = subgraph_in(r, g, pt->algorithm))))
 			return -1;
+		r->init_pg = NULL;
+		r->init_at += pt->initialization ? pt->initialization->n_initializer : 0;
 		t->n_init_bind = pt->n_initialization_binding;
 		t->n_update_bind = pt->n_update_binding;
 		t->init_bind = kvs_in(r, pt->initialization_binding, t->n_init_bind);
@@ -874,7 +904,7 @@ struct graph *onnx_read(const uint8_t *buf, size_t len, const char *path, const 
 		goto fail;
 	}
 	struct rd r = {g, g->arena, e, s.raw, s.n_raw, base_dir ? arena_strdup(g->arena, base_dir) : NULL,
-		       0, 0, {0}, NULL, 0, 0, pm->functions, pm->n_functions, 0, 0};
+		       0, 0, {0}, NULL, 0, 0, pm->functions, pm->n_functions, 0, 0, s.init_raw, s.n_init_raw, 0, NULL};
 	int rc = model_in(&r, pm, &s);
 	arena_free(&r.scratch);
 	onnx__model__free_unpacked(pm, &pb_allocator);
@@ -923,6 +953,7 @@ struct wr {
 	struct graph *root;
 	int stream_nodes; /* leave the main graph's nodes out of its message: write_streamed packs them */
 	uint8_t *bound;   /* by root value id: a graph input an initialization_binding makes (bound_inputs) */
+	uint8_t *moved;   /* by root value id: state whose first value the initialization stores (moved_state) */
 };
 
 /* A message in the writer's arena, initialised from its protobuf-c INIT value. */
@@ -1282,8 +1313,107 @@ static uint8_t *bound_inputs(const struct graph *g)
 	return b;
 }
 
+/* State (an update_binding key) that is both an initializer and an input of the main graph, as
+ * train makes parameters, BatchNorm statistics and the loss scale under --optimizer, --diet or
+ * --loss-scale dynamic, is written as a graph input only: its stored first value moves into the
+ * first TrainingInfoProto's initialization graph (moved_out). A runtime feeds state as inputs from
+ * step to step (an initializer that is no graph input is a constant to it), but onnxruntime warns
+ * about every initializer that is also a graph input ("will not be treated as constant"), and ONNX
+ * (IR >= 4) lets an input go without one; so all state is fed, its first values made by running
+ * the initialization graph once, as for the optimizer state. The reader gives the initializers back
+ * (stored_state). Marked by value id in *moved (xcalloc'd; NULL when there is none); -1 out of
+ * memory. */
+static int moved_state(const struct graph *g, const uint8_t *bound, uint8_t **moved)
+{
+	*moved = NULL;
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
+		for (size_t k = 0; k < g->model->ti[t].n_update_bind; k++) {
+			const struct value *v = strmap_get(&g->names, g->model->ti[t].update_bind[k].key);
+			if (!v || !v->init || !(v->flags & VALUE_INPUT) || (bound && bound[v->id]))
+				continue;
+			if (!*moved && !(*moved = xcalloc(g->n_values ? g->n_values : 1, 1)))
+				return -1;
+			(*moved)[v->id] = 1;
+		}
+	return 0;
+}
+
+/* The name state v's first value has in the initialization graph ig: <v>_initial, or with a suffix
+ * where the main graph, ig or another moved value has it. */
+static const char *moved_name(struct wr *w, const struct graph *g, const struct graph *ig, struct strmap *taken,
+			      const struct value *v)
+{
+	size_t len = strlen(v->name) + 32;
+	char *s = arena_alloc(&w->a, len);
+	for (unsigned k = 1; s; k++) {
+		snprintf(s, len, k == 1 ? "%s_initial" : "%s_initial_%u", v->name, k);
+		if (!strmap_get(&g->names, s) && !(ig && strmap_get(&ig->names, s)) && !strmap_get(taken, s))
+			return strmap_put(taken, s, (void *)s) ? NULL : s;
+	}
+	return NULL;
+}
+
+/* Appends to pt the moved state of the main graph g (moved_state): each one's value as an
+ * initializer of the initialization graph, which outputs it, bound to the state. */
+static int moved_out(struct wr *w, struct graph *g, const struct training_info *t, Onnx__TrainingInfo *pt)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		n += w->moved[g->inits[i]->id];
+	if (!n)
+		return 0;
+	Onnx__Graph *ig = pt->initialization;
+	if (!ig) {
+		if (!(ig = pt->initialization = NEW(w, Onnx__Graph, ONNX__GRAPH__INIT)))
+			return err_oom(w->e);
+		ig->name = "graphdiet_initialization";
+		ig->doc_string = "The training state's first values, bound to the main graph's inputs they feed.";
+	}
+	Onnx__Tensor **inits = ARR(w, ig->n_initializer + n, Onnx__Tensor *);
+	Onnx__ValueInfo **outs = ARR(w, ig->n_output + n, Onnx__ValueInfo *);
+	Onnx__KeyValue **binds = ARR(w, pt->n_initialization_binding + n, Onnx__KeyValue *);
+	if (!inits || !outs || !binds)
+		return err_oom(w->e);
+	if (ig->n_initializer) /* (memcpy from NULL is undefined even for 0 bytes) */
+		memcpy(inits, ig->initializer, ig->n_initializer * sizeof *inits);
+	if (ig->n_output)
+		memcpy(outs, ig->output, ig->n_output * sizeof *outs);
+	if (pt->n_initialization_binding)
+		memcpy(binds, pt->initialization_binding, pt->n_initialization_binding * sizeof *binds);
+	ig->initializer = inits;
+	ig->output = outs;
+	pt->initialization_binding = binds;
+	struct strmap taken;
+	strmap_init(&taken);
+	int rc = 0;
+	for (uint32_t i = 0; i < g->n_inits && !rc; i++) {
+		const struct value *v = g->inits[i];
+		if (!w->moved[v->id])
+			continue;
+		const char *name = moved_name(w, g, t->init, &taken, v);
+		Onnx__Tensor *pv = name ? tensor_out(w, v->init) : NULL;
+		Onnx__ValueInfo *vi = pv ? vinfo_out(w, v) : NULL;
+		Onnx__KeyValue *b = vi ? NEW(w, Onnx__KeyValue, ONNX__KEY_VALUE__INIT) : NULL;
+		if (!b) {
+			rc = w->e->code ? w->e->code : err_oom(w->e);
+			break;
+		}
+		pv->name = vi->name = (char *)name;
+		vi->doc_string = NULL;
+		b->key = (char *)v->name;
+		b->value = (char *)name;
+		inits[ig->n_initializer++] = pv;
+		outs[ig->n_output++] = vi;
+		binds[pt->n_initialization_binding++] = b;
+	}
+	strmap_free(&taken);
+	return rc;
+}
+
 static int initialized(const struct wr *w, const struct graph *g, const struct value *v)
 {
+	if (g == w->root && w->moved && v->id < g->n_values && w->moved[v->id])
+		return 1;
 	if (g == w->root && (w->bound || !g->model || !g->model->n_ti))
 		return w->bound && v->id < g->n_values && w->bound[v->id];
 	for (size_t t = 0; g->model && t < g->model->n_ti; t++)
@@ -1391,6 +1521,8 @@ static Onnx__Model *model_out(struct wr *w, struct graph *g)
 		if (!(pt->initialization_binding = kvs_out(w, t->init_bind, t->n_init_bind)) ||
 		    !(pt->update_binding = kvs_out(w, t->update_bind, t->n_update_bind)))
 			goto oom;
+		if (i == 0 && w->moved && moved_out(w, g, t, pt))
+			return NULL;
 		extras_out(w, &pt->base, &t->x);
 	}
 	return pm;
@@ -1723,8 +1855,9 @@ int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *
 	struct mem_buffer scratch = {{mem_append}, NULL, 0, 0, 0};
 	bgwrite_open(&o.w, f);
 	arena_init(&w.a);
-	Onnx__Model *pm = model_out(&w, g);
-	int rc = pm ? 0 : e->code ? e->code : err_oom(e);
+	int rc = moved_state(g, w.bound, &w.moved) ? err_oom(e) : 0;
+	Onnx__Model *pm = rc ? NULL : model_out(&w, g);
+	rc = pm ? 0 : e->code ? e->code : err_oom(e);
 	off_t base = rc ? -1 : patchable(o.w.fd);
 	o.pos = base >= 0 ? (uint64_t)base : 0;
 	o.align = base >= 0 && align > 1 ? align : 1;
@@ -1756,6 +1889,7 @@ int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *
 	xfree(scratch.p);
 	arena_free(&w.a);
 	xfree(w.bound);
+	xfree(w.moved);
 	if (!rc && werr == ENOMEM)
 		rc = err_oom(e);
 	else if (!rc && werr)

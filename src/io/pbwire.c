@@ -9,7 +9,8 @@
 #include <string.h>
 
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
-enum { MODEL_GRAPH = 7, GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9 };
+enum { MODEL_GRAPH = 7, GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9, MODEL_TRAINING_INFO = 20,
+       TRAINING_INITIALIZATION = 1 };
 
 struct rd {
 	const uint8_t *base;
@@ -131,19 +132,31 @@ size_t pbwire_field_len(uint32_t num, size_t payload)
 	return pbwire_varint_len((uint64_t)num << 3 | WIRE_LEN) + pbwire_varint_len(payload) + payload;
 }
 
-static int graph_len(struct rd *r, const uint8_t *p, size_t n, size_t *out)
+/* What pbwire_strip_raw splits off: from the main graph its initializers' raw_data and its nodes;
+ * from a TrainingInfoProto its initialization graph's initializers' raw_data. */
+enum strip { STRIP_MAIN, STRIP_INIT, STRIP_TRAINING };
+
+/* Whether f, a field of a message of kind k, holds what is split off. */
+static int strips(const struct field *f, enum strip k)
+{
+	return k == STRIP_TRAINING ? is(f, TRAINING_INITIALIZATION) : is(f, GRAPH_INITIALIZER);
+}
+
+/* Length of a graph or TrainingInfoProto (k) without what is split off. */
+static int stripped_len(struct rd *r, const uint8_t *p, size_t n, enum strip k, size_t *out)
 {
 	const uint8_t *end = p + n;
-	size_t len = n, tl;
+	size_t len = n, sub;
 	struct field f;
 	while (p < end) {
 		if (next_field(r, p, end, &f))
 			return -1;
-		if (is(&f, GRAPH_INITIALIZER)) {
-			if (tensor_len(r, f.val, f.len, &tl))
+		if (strips(&f, k)) {
+			if (k == STRIP_TRAINING ? stripped_len(r, f.val, f.len, STRIP_INIT, &sub)
+						: tensor_len(r, f.val, f.len, &sub))
 				return -1;
-			len = len - (size_t)(f.end - f.start) + pbwire_field_len(f.num, tl);
-		} else if (is(&f, GRAPH_NODE)) {
+			len = len - (size_t)(f.end - f.start) + pbwire_field_len(f.num, sub);
+		} else if (k == STRIP_MAIN && is(&f, GRAPH_NODE)) {
 			len -= (size_t)(f.end - f.start);
 		}
 		p = f.end;
@@ -162,7 +175,7 @@ struct emit {
 	struct rd *r;
 	uint8_t *o;
 	struct pb_stripped *s;
-	size_t cap_raw, cap_node;
+	size_t cap_raw, cap_node, cap_init_raw;
 };
 
 static int push_span(struct emit *E, struct pb_raw **arr, size_t *n, size_t *cap, struct pb_raw span)
@@ -179,7 +192,7 @@ static int push_span(struct emit *E, struct pb_raw **arr, size_t *n, size_t *cap
 	return 0;
 }
 
-static int emit_tensor(struct emit *E, const uint8_t *p, size_t n)
+static int emit_tensor(struct emit *E, const uint8_t *p, size_t n, int main)
 {
 	const uint8_t *end = p + n;
 	struct pb_raw raw = {NULL, 0};
@@ -195,22 +208,28 @@ static int emit_tensor(struct emit *E, const uint8_t *p, size_t n)
 		}
 		p = f.end;
 	}
-	return push_span(E, &E->s->raw, &E->s->n_raw, &E->cap_raw, raw);
+	return main ? push_span(E, &E->s->raw, &E->s->n_raw, &E->cap_raw, raw)
+		    : push_span(E, &E->s->init_raw, &E->s->n_init_raw, &E->cap_init_raw, raw);
 }
 
-static int emit_graph(struct emit *E, const uint8_t *p, size_t n)
+/* A graph or TrainingInfoProto (k) without what is split off (measured by stripped_len). */
+static int emit_msg(struct emit *E, const uint8_t *p, size_t n, enum strip k)
 {
 	const uint8_t *end = p + n;
 	struct field f;
-	size_t tl = 0;
+	size_t sub = 0;
 	while (p < end) {
 		next_field(E->r, p, end, &f);
-		if (is(&f, GRAPH_INITIALIZER)) {
-			tensor_len(E->r, f.val, f.len, &tl);
-			E->o = pbwire_put_key_len(E->o, f.num, tl);
-			if (emit_tensor(E, f.val, f.len))
+		if (strips(&f, k)) {
+			if (k == STRIP_TRAINING)
+				stripped_len(E->r, f.val, f.len, STRIP_INIT, &sub);
+			else
+				tensor_len(E->r, f.val, f.len, &sub);
+			E->o = pbwire_put_key_len(E->o, f.num, sub);
+			if (k == STRIP_TRAINING ? emit_msg(E, f.val, f.len, STRIP_INIT)
+						: emit_tensor(E, f.val, f.len, k == STRIP_MAIN))
 				return -1;
-		} else if (is(&f, GRAPH_NODE)) {
+		} else if (k == STRIP_MAIN && is(&f, GRAPH_NODE)) {
 			if (push_span(E, &E->s->node, &E->s->n_node, &E->cap_node, (struct pb_raw){f.val, f.len}))
 				return -1;
 		} else {
@@ -276,18 +295,19 @@ int pbwire_strip_raw(const uint8_t *buf, size_t len, struct pb_stripped *out, st
 	out->buf = xmalloc(len ? len : 1);
 	if (!out->buf)
 		return err_oom(e);
-	struct emit E = {&r, out->buf, out, 0, 0};
+	struct emit E = {&r, out->buf, out, 0, 0, 0};
 	const uint8_t *p = buf, *end = buf + len;
 	struct field f;
 	size_t gl;
 	while (p < end) {
 		if (next_field(&r, p, end, &f))
 			goto fail;
-		if (is(&f, MODEL_GRAPH)) {
-			if (graph_len(&r, f.val, f.len, &gl))
+		if (is(&f, MODEL_GRAPH) || is(&f, MODEL_TRAINING_INFO)) {
+			enum strip k = f.num == MODEL_GRAPH ? STRIP_MAIN : STRIP_TRAINING;
+			if (stripped_len(&r, f.val, f.len, k, &gl))
 				goto fail;
 			E.o = pbwire_put_key_len(E.o, f.num, gl);
-			if (emit_graph(&E, f.val, f.len))
+			if (emit_msg(&E, f.val, f.len, k))
 				goto fail;
 		} else {
 			memcpy(E.o, f.start, (size_t)(f.end - f.start));
@@ -307,5 +327,6 @@ void pbwire_free(struct pb_stripped *s)
 	xfree(s->buf);
 	xfree(s->raw);
 	xfree(s->node);
+	xfree(s->init_raw);
 	memset(s, 0, sizeof *s);
 }

@@ -3,8 +3,9 @@
  * protobuf-c copies every bytes field it decodes, so decoding a model as it is would hold its
  * weights twice; and decoding a million nodes at once holds a million decoded messages.
  * pbwire_strip_raw copies a serialized ModelProto without the raw_data of the main graph's
- * initializers (field 7 -> 5 -> 9) and without the main graph's nodes (7 -> 1), and returns where
- * each of those lies in the original buffer instead. The reader then decodes the nodes one at a
+ * initializers (field 7 -> 5 -> 9) and of its training graphs' initialization graphs' initializers
+ * (20 -> 1 -> 5 -> 9: the weights of a graph train wrote with state), and without the main graph's
+ * nodes (7 -> 1), and returns where each of those lies in the original buffer instead. The reader then decodes the nodes one at a
  * time, and the weights stay memory-mapped and untouched until a stage needs them. Everything else
  * is copied byte for byte, so unknown fields and field order are preserved. */
 #ifndef GD_PBWIRE_H
@@ -27,6 +28,8 @@ struct pb_stripped {
 	size_t n_raw;
 	struct pb_raw *node; /* the main graph's serialized NodeProtos, in order; xmalloc'd */
 	size_t n_node;
+	struct pb_raw *init_raw; /* one per initializer of each TrainingInfoProto.initialization, in order */
+	size_t n_init_raw;
 };
 
 /* A varint: its length, and writing it (at most 10 bytes); returns the end. */

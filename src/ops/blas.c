@@ -25,12 +25,19 @@ static int cores;       /* online: the most pieces a product is cut into */
 static int wide_kernels; /* OpenBLAS's AVX-512 kernels (SkylakeX, Cooperlake): float32 cuts in columns keep the sums */
 static int own_sgemm;    /* float32 products on sgemm.c's kernel, not OpenBLAS's */
 
+/* Whether float32 products run on sgemm.c's kernel: where the CPU has AVX-512, unless
+ * GRAPHDIET_SGEMM=openblas. */
+static int own_sgemm_picked(void)
+{
+	const char *pick = getenv("GRAPHDIET_SGEMM");
+	return sgemm_usable() && !(pick && !strcmp(pick, "openblas"));
+}
+
 static void open_blas(void)
 {
 	long c = sysconf(_SC_NPROCESSORS_ONLN);
 	cores = c < 1 ? 1 : c > POOL_MAX ? POOL_MAX : (int)c;
-	const char *pick = getenv("GRAPHDIET_SGEMM");
-	own_sgemm = sgemm_usable() && !(pick && !strcmp(pick, "openblas"));
+	own_sgemm = own_sgemm_picked();
 	/* one thread of its own: the pool's threads call it */
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -51,6 +58,28 @@ static void open_blas(void)
 			h ? "it has no cblas_sgemm or cblas_dgemm" : dlerror());
 		exit(3);
 	}
+}
+
+const char *blas_sgemm_kernel(void)
+{
+	if (own_sgemm_picked())
+		return "graphdiet's AVX-512 kernel (float32; OpenBLAS for float64, or with GRAPHDIET_SGEMM=openblas)";
+	return sgemm_usable() ? "OpenBLAS's (GRAPHDIET_SGEMM=openblas)" : "OpenBLAS's (this CPU has no AVX-512)";
+}
+
+void blas_describe(char *buf, size_t n)
+{
+	setenv("OPENBLAS_NUM_THREADS", "1", 1); /* as open_blas: no threads of its own started */
+	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(buf, n, "%s cannot be loaded: %s", GD_BLAS_SONAME, dlerror());
+		return;
+	}
+	char *(*config)(void), *(*corename)(void);
+	*(void **)&config = dlsym(h, "openblas_get_config");
+	*(void **)&corename = dlsym(h, "openblas_get_corename");
+	snprintf(buf, n, "%s (%s, core %s)", config ? config() : "not OpenBLAS", GD_BLAS_SONAME,
+		 corename ? corename() : "unknown");
 }
 
 /* A product split into pieces of `step` rows (by_rows) or columns of C, in row-major order. */

@@ -17,6 +17,7 @@
 #define GD_BLAS_H
 
 #include <cblas.h>
+#include <stddef.h>
 
 void blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
@@ -26,5 +27,11 @@ void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
 /* One OpenBLAS call, never cut into pieces: the GEMM benchmark's ceiling (tests/bench/bench_gemm.c). */
 void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		      float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+/* For graphdiet --version: which kernel runs float32 products, and the BLAS library as it describes
+ * itself (openblas_get_config, openblas_get_corename), into buf[n]; neither exits when OpenBLAS
+ * cannot be loaded. */
+const char *blas_sgemm_kernel(void);
+void blas_describe(char *buf, size_t n);
 
 #endif

@@ -4,10 +4,16 @@
  * only one) and replicas = N (the replicas the graph was built for). Yi is the sum of Xi over the
  * replicas, of Xi's shape and dtype (float32 or float64, all inputs the same). Several inputs are
  * a bucket: packed into one buffer, summed by one call, unpacked. The transport is the run's comm
- * (exec/comm.h); with none, N must be 1 and Y is X. */
+ * (exec/comm.h); with none, N must be 1 and Y is X.
+ *
+ * Its gradient (for --sync-batchnorm's forward sums, rewrite/syncbn.c): every replica's loss reads
+ * Yi, which is the same on all, so the gradient of the replicas' total loss with respect to a
+ * replica's Xi is the sum over the replicas of their dYi: AllReduce(dY1, ..., dYk), one node. */
+#include "../autodiff/ad.h"
 #include "../exec/comm.h"
 #include "kernel.h"
 #include "ops.h"
+#include "../util/xalloc.h"
 
 #include <string.h>
 
@@ -17,9 +23,11 @@ static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *
 		return exec_fail(x, "needs one output per input");
 	if (!attr_str_is(n, "reduction", "sum", 1))
 		return exec_fail(x, "reduction must be sum");
-	int dt = in[0]->dtype;
+	int dt = in[0] ? in[0]->dtype : DT_FLOAT;
 	size_t total = 0;
 	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (!in[k])
+			return exec_fail(x, "input %u is missing", k);
 		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
 			return exec_fail(x, "input %u is %s; AllReduce sums float32 or float64", k, dtype_name(in[k]->dtype));
 		if (in[k]->dtype != dt)
@@ -63,4 +71,27 @@ static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *
 	return rc ? exec_fail(x, "%s", ce.msg) : 0;
 }
 
-const struct op_impl op_all_reduce = {.run = all_reduce_run, .recompute = RC_NEVER, .nodiff = ~0u};
+static int all_reduce_grad(struct ad *a, const struct node *n)
+{
+	struct value **dy = xmalloc(sizeof *dy * n->n_out);
+	uint32_t *which = xmalloc(sizeof *which * n->n_out), k = 0;
+	int rc = dy && which ? 0 : ad_fail(a, "out of memory");
+	for (uint32_t i = 0; !rc && i < n->n_out; i++)
+		if ((dy[k] = n->in[i] && n->out[i] && ad_wants(a, n->in[i]) ? ad_dy(a, n->out[i]) : NULL))
+			which[k++] = i;
+	struct node *m = !rc && k ? ad_node(a, "AllReduce", dy, (int)k, (int)k) : NULL;
+	if (!rc && k && (!m || ad_set_str(a, m, "reduction", "sum") || ad_set_int(a, m, "replicas", attr_int(n, "replicas", 1))))
+		rc = -1;
+	if (m) {
+		m->domain = "graphdiet";
+		m->op = OP_ALL_REDUCE; /* ad_node looks the type up in the default domain */
+		m->tags |= TAG_COMM;
+	}
+	for (uint32_t j = 0; !rc && j < k; j++)
+		rc = ad_give(a, n->in[which[j]], m->out[j]) ? -1 : 0;
+	xfree(dy);
+	xfree(which);
+	return rc;
+}
+
+const struct op_impl op_all_reduce = {.run = all_reduce_run, .grad = all_reduce_grad, .recompute = RC_NEVER};

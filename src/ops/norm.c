@@ -715,10 +715,18 @@ static int dropout_grad(struct ad *a, const struct node *n)
 	struct value *m = mask ? ad_cast(a, mask, dt) : NULL;
 	if (!m)
 		return -1;
-	struct value *ratio = n->n_in > 1 && n->in[1] ? n->in[1] : ad_scalar(a, dt, 0.5);
-	if (ratio == n->in[1] && ad_shape(a, ratio)->dtype != dt && !(ratio = ad_cast(a, ratio, dt)))
-		return -1;
-	struct value *keep = ad_op2(a, "Sub", ad_scalar(a, dt, 1), ratio);
+	/* 1 - ratio: a constant when the ratio is one (a Sub of two 16-bit constants is left for
+	 * onnxruntime to fold, and its CPU has no float16 Sub to fold it with: a warning at load) */
+	const struct rtensor *rt = n->n_in > 1 && n->in[1] ? ad_shape(a, n->in[1]) : NULL;
+	struct value *keep;
+	if (!rt || (rt->data && rt->numel == 1)) {
+		keep = ad_scalar(a, dt, 1 - (rt ? rt_get(rt, 0) : 0.5));
+	} else {
+		struct value *ratio = n->in[1];
+		if (rt->dtype != dt && !(ratio = ad_cast(a, ratio, dt)))
+			return -1;
+		keep = ad_op2(a, "Sub", ad_scalar(a, dt, 1), ratio);
+	}
 	return ad_give(a, x, ad_op2(a, "Div", ad_op2(a, "Mul", g, m), keep));
 }
 
@@ -760,8 +768,9 @@ static int dropout_noop(const struct node *n, struct rtensor *const *in, struct 
 	return r ? (r->data && rt_get(r, 0) == 0 ? 0 : -1) : attr_float(n, "ratio", 0.5f) == 0 ? 0 : -1;
 }
 
+/* its ratio is T1 (float16, float or double; no bfloat16 before opset 22) apart from X since 12 */
 const struct op_impl op_dropout = {.run = dropout_run, .grad = dropout_grad, .recompute = RC_RANDOM, .nodiff = 1u << 1 | 1u << 2,
-				   .noop = dropout_noop};
+				   .noop = dropout_noop, .own_width = 0x2u, .own_width_since = 12};
 
 /* ---- RMSNormalization, GroupNormalization, MeanVarianceNormalization, LpNormalization, LRN ----
  *

@@ -334,7 +334,18 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 				r->n_clones += !!steps[i].clone;
 				r->recompute_flops += nflops[steps[i].node];
 			}
-		if (!r->live_after || !r->peak_node_desc ||
+		/* for the timeline: where each node runs, and where backprop begins */
+		r->before_at = o->rewrite_only ? NULL : arena_alloc(g->arena, sizeof *r->before_at * (g->n_nodes ? g->n_nodes : 1));
+		/* backprop begins after the last forward node (a gradient that reads weights alone, such as
+		 * a transposed weight, may be scheduled earlier: it does not move the boundary) */
+		r->backward_step = 0;
+		for (uint32_t i = n_steps; i-- > 0;) {
+			if (r->before_at && !steps[i].clone)
+				r->before_at[steps[i].node] = i;
+			if (!steps[i].clone && node_is_forward(g->nodes[steps[i].node]) && !r->backward_step)
+				r->backward_step = i + 1;
+		}
+		if (!r->live_after || !r->peak_node_desc || (!o->rewrite_only && !r->before_at) ||
 		    (!o->rewrite_only && (!seen || report_schedule(g, &mm, keep, steps, n_steps, seen, r))))
 			bad = err_oom(e);
 		else

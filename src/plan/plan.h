@@ -71,6 +71,9 @@ struct plan_report {
 	uint64_t saved_bytes;        /* what the backward pass reads from the forward: the checkpoints,
 				      * and the inputs and parameters (PyTorch's saved tensors) */
 	uint64_t *live_before, *live_after; /* live bytes per step, before and after (arena) */
+	uint32_t *before_at;         /* per step before (node i of g), the step after that runs node i:
+				      * ascending, the clones between (arena; NULL with rewrite_only) */
+	uint32_t backward_step;      /* the step after the last forward node's (not a clone): backprop begins */
 	/* bytes per parameter, when plan built the training graph: (resident parameters + optimizer
 	 * state + the most parameter-gradient bytes live at once) / trainable elements */
 	uint64_t n_param_elems;      /* 0: not known (a training graph read back) */

@@ -94,15 +94,12 @@ int replicas_begin(struct graph *g, const struct replicas *r, const char *loss_n
 {
 	*weight = 1;
 	char d[300], buf[32];
-	for (uint32_t i = 0; r->n > 1 && i < g->n_nodes; i++) {
-		const struct node *n = g->nodes[i];
-		if (n->op == OP_BATCH_NORM && attr_int(n, "training_mode", 0))
-			return err_set(e, GD_EINPUT,
-				       "%s: --replicas %d: batch statistics would be each replica's own, which graphdiet does not "
-				       "synchronise, so %d replicas would not train as one batch; use one replica, or a norm "
-				       "without batch statistics (LayerNormalization, GroupNormalization)",
-				       node_desc(n, d, sizeof d), r->n, r->n);
-	}
+	int bn = 0;
+	for (uint32_t i = 0; r->n > 1 && i < g->n_nodes && !bn; i++)
+		bn = g->nodes[i]->op == OP_BATCH_NORM && attr_int(g->nodes[i], "training_mode", 0);
+	if ((bn && model_set_meta(g, REPLICAS_BATCH_NORM_KEY, r->sync_bn ? "sync" : "replica")) ||
+	    (bn && r->sync_bn && replicas_sync_batch_norm(g, r->n, e)))
+		return e->code ? e->code : err_oom(e);
 	struct value *loss = find_loss(g, loss_name, e);
 	if (!loss)
 		return e->code;
@@ -122,19 +119,20 @@ int replicas_begin(struct graph *g, const struct replicas *r, const char *loss_n
 	return 0;
 }
 
-/* An AllReduce(sum) over ins, tagged backward and comm; its outputs named <in>_sum for now. */
-static struct node *all_reduce(struct graph *g, const struct replicas *r, struct value *const *ins, uint32_t n_in,
-			       struct gd_err *e)
+/* The node is named <its first output>/AllReduce: graph_fresh_name keeps value names unique, not
+ * node names, so a fixed base named every AllReduce alike, which onnxruntime refuses. */
+struct node *replicas_all_reduce(struct graph *g, int reps, struct value *const *ins, uint32_t n_in, uint32_t tags,
+				 struct gd_err *e)
 {
 	struct node *n = graph_add_node(g, e);
 	struct value **io = n ? arena_array(g->arena, 2 * n_in, sizeof *io) : NULL;
 	struct attr *a = io ? arena_array(g->arena, 2, sizeof *a) : NULL;
-	if (!a || !(n->name = graph_fresh_name(g, "all_reduce", e)))
+	if (!a)
 		return NULL;
 	n->op_type = "AllReduce";
 	n->domain = "graphdiet";
 	n->op = OP_ALL_REDUCE;
-	n->tags = TAG_BACKWARD | TAG_COMM;
+	n->tags = tags;
 	n->in = io;
 	n->out = io + n_in;
 	n->n_in = n->n_out = n_in;
@@ -147,8 +145,12 @@ static struct node *all_reduce(struct graph *g, const struct replicas *r, struct
 			return NULL;
 		n->out[k]->type = ins[k]->type;
 	}
+	char name[600];
+	JOIN(name, sizeof name, n->out[0]->name, "/AllReduce");
+	if (!(n->name = graph_fresh_name(g, name, e)))
+		return NULL;
 	a[0] = (struct attr){.name = "reduction", .type = ATTR_STRING, .has_type = true, .s = {(const uint8_t *)"sum", 3}};
-	a[1] = (struct attr){.name = "replicas", .type = ATTR_INT, .has_type = true, .i = r->n};
+	a[1] = (struct attr){.name = "replicas", .type = ATTR_INT, .has_type = true, .i = reps};
 	n->attr = a;
 	n->n_attr = 2;
 	return n;
@@ -215,7 +217,7 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 			bytes += go[j].bytes;
 		for (uint32_t k = i; k < j; k++)
 			ins[k - i] = g->outputs[go[k].out];
-		struct node *ar = all_reduce(g, r, ins, j - i, e);
+		struct node *ar = replicas_all_reduce(g, r->n, ins, j - i, TAG_BACKWARD | TAG_COMM, e);
 		for (uint32_t k = i; k < j && ar && !rc; k++)
 			rc = take_output(g, go[k].out, ar->out[k - i], "local", e);
 		if (!ar)
@@ -239,7 +241,7 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 		}
 		char name[600];
 		JOIN(name, sizeof name, loss->name, "_global");
-		struct node *ar = all_reduce(g, r, &x, 1, e);
+		struct node *ar = replicas_all_reduce(g, r->n, &x, 1, TAG_BACKWARD | TAG_COMM, e);
 		if (!ar || graph_rename_fresh(g, ar->out[0], name, e) || graph_add_output(g, ar->out[0], e))
 			rc = e->code ? e->code : err_oom(e);
 	}

@@ -19,9 +19,17 @@
  * The output <loss>_global is the loss over the whole batch (the replicas' mean for a mean, their
  * sum for a sum).
  *
- * BatchNormalization in training mode is refused for N > 1: its batch statistics would be each
- * replica's own, so N replicas would not train as one batch, and graphdiet does not synchronise
- * them. */
+ * BatchNormalization in training mode normalises, by default, with each replica's own batch
+ * statistics, as PyTorch's DistributedDataParallel does: the gradients are summed as any other, so
+ * N replicas train as N batches of a per-replica size normalised apart, not as one batch. Its
+ * running statistics are then each replica's own (replica 0's are what DDP keeps: DDP broadcasts
+ * rank 0's buffers to the others before each forward pass, broadcast_buffers=True, so every rank
+ * evaluates with rank 0's; save replica 0's). The metadata key graphdiet.batch_norm says
+ * "replica"; verify refuses to compare such a graph with the whole batch, which it does not equal.
+ * With sync_bn (--sync-batchnorm, PyTorch's SyncBatchNorm) the statistics are those of all the
+ * replicas' batch (syncbn.c: standard ops and AllReduce nodes before autodiff), so N replicas on
+ * slices train as one on the whole batch, running statistics included; graphdiet.batch_norm says
+ * "sync". */
 #ifndef GD_REPLICAS_H
 #define GD_REPLICAS_H
 
@@ -35,17 +43,31 @@ struct replicas {
 	int n;                         /* 0: no replicas (nothing to do); else how many */
 	size_t bucket_bytes;           /* 0: one AllReduce per gradient */
 	enum loss_reduction reduction; /* AUTO: read it from the graph */
+	int sync_bn;                   /* --sync-batchnorm: batch statistics over all the replicas */
 };
 
 /* Model metadata keys the rewrite records: the replicas (decimal) and the loss's reduction. */
 #define REPLICAS_KEY "graphdiet.replicas"
 #define REPLICAS_REDUCTION_KEY "graphdiet.loss_reduction"
+/* "replica" or "sync": how training-mode BatchNormalization's statistics were taken (N > 1) */
+#define REPLICAS_BATCH_NORM_KEY "graphdiet.batch_norm"
 
-/* Before autodiff: refuses batch statistics, finds the loss (`loss`, else the only float scalar
+/* Before autodiff: synchronises batch statistics when asked (replicas_sync_batch_norm), finds the loss (`loss`, else the only float scalar
  * output) and its reduction, and sets *weight (1/N for a mean, else 1). */
 int replicas_begin(struct graph *g, const struct replicas *r, const char *loss, double *weight, struct gd_err *e);
 
 /* After autodiff: the all-reduces, and <loss>_global. */
 int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e);
+
+/* An AllReduce(sum) node over ins for reps replicas, with these tags, its outputs <in>_sum, itself
+ * <its first output>/AllReduce. */
+struct node *replicas_all_reduce(struct graph *g, int reps, struct value *const *ins, uint32_t n_in, uint32_t tags,
+				 struct gd_err *e);
+/* syncbn.c: every training-mode BatchNormalization of g becomes standard ops whose statistics are
+ * AllReduce'd over reps replicas (g stays sorted). */
+int replicas_sync_batch_norm(struct graph *g, int reps, struct gd_err *e);
+/* The running statistic (an initializer) that n updates when n is such an update, else NULL: the
+ * step binds it as state (rewrite/step.c), as it does a BatchNormalization's running statistics. */
+struct value *replicas_running_stat(const struct node *n);
 
 #endif

@@ -496,8 +496,9 @@ int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts 
 	ao->loss_scale = o->ls.kind == LOSS_SCALE_FIXED ? o->ls.init : 0;
 	ao->loss_scale_value = NULL;
 	ao->loss_weight = 1;
-	if (!o->rep.n && (o->rep.bucket_bytes || o->rep.reduction))
-		return err_set(e, GD_EINPUT, "%s is for --replicas", o->rep.bucket_bytes ? "--bucket-bytes" : "--loss-reduction");
+	if (!o->rep.n && (o->rep.bucket_bytes || o->rep.reduction || o->rep.sync_bn))
+		return err_set(e, GD_EINPUT, "%s is for --replicas", o->rep.bucket_bytes ? "--bucket-bytes"
+				       : o->rep.reduction ? "--loss-reduction" : "--sync-batchnorm");
 	if (o->rep.n && replicas_begin(g, &o->rep, ao->loss, &ao->loss_weight, e))
 		return e->code;
 	if (o->ls.kind != LOSS_SCALE_DYNAMIC)
@@ -1173,6 +1174,9 @@ static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 	for (uint32_t i = 0; i < n_nodes; i++) {
 		struct node *b = s->g->nodes[i];
 		const struct attr *tm = node_attr(b, "training_mode");
+		struct value *synced = replicas_running_stat(b); /* --sync-batchnorm's (replicas.h) */
+		if (synced && !(b->out[0]->flags & VALUE_OUTPUT) && bind(s, synced, b->out[0]))
+			return s->e->code;
 		if (b->op != OP_BATCH_NORM || !node_is_forward(b) || !tm || tm->type != ATTR_INT || !tm->i)
 			continue;
 		for (uint32_t k = 1; k <= 2 && k < b->n_out; k++) {

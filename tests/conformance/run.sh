@@ -51,8 +51,8 @@ one() {
 		0) continue ;;
 		1) class=wrong
 		   detail="$(basename "$ds"): $(grep -E 'DIFFERS|MISSING' <<<"$out" | sed -E \
-			-e 's/^([^ ]+) +([^ ]+) +([^ ]+) +([^ ]+) +DIFFERS(.*)/\1: max abs \2, max rel \3\5/' \
-			-e 's/^([^ ]+) +- +- +- +MISSING from.*/\1: missing/' | tr -s ' ' | tr '\n' ';' | cut -c1-400)" ;;
+			-e 's/^([^ ]+) +([^ ]+) +([^ ]+) +([^ ]+) +([^ ]+) +DIFFERS(.*)/\1: max abs \2, max rel \3\6/' \
+			-e 's/^([^ ]+) +- +- +- +- +MISSING from.*/\1: missing/' | tr -s ' ' | tr '\n' ';' | cut -c1-400)" ;;
 		2) class=refused
 		   detail=$(grep -m1 . <<<"$out" | tr '\t' ' ') ;;
 		124) class=timeout detail="$(basename "$ds"): over ${timeout_s}s" ;;

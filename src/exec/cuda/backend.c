@@ -875,6 +875,24 @@ static int cuda_open(struct gd_err *e)
 	return rc;
 }
 
+void cuda_describe(char *buf, size_t n)
+{
+	int rt = 0, count = 0;
+	cudaRuntimeGetVersion(&rt);
+	int len = snprintf(buf, n, "built, CUDA runtime %d.%d", rt / 1000, rt % 1000 / 10);
+	if (len < 0 || (size_t)len >= n)
+		return;
+	struct cudaDeviceProp p;
+	cudaError_t err = cudaGetDeviceCount(&count);
+	if (err || !count)
+		snprintf(buf + len, n - (size_t)len, "; no device (%s)", err ? cudaGetErrorString(err) : "the driver sees none");
+	else if ((err = cudaGetDeviceProperties(&p, 0)))
+		snprintf(buf + len, n - (size_t)len, "; device 0 of %d: %s", count, cudaGetErrorString(err));
+	else
+		snprintf(buf + len, n - (size_t)len, "; device 0 of %d: %s, compute capability %d.%d, %.1f GiB", count, p.name,
+			 p.major, p.minor, (double)p.totalGlobalMem / (1 << 30));
+}
+
 static void *cuda_alloc(size_t bytes)
 {
 	void *p = NULL;
