@@ -2912,6 +2912,39 @@ Test(cli, gradcheck_passes_bn_relu_cnns_and_catches_one_gradient_1_percent_off)
 	}
 }
 
+/* BatchNorm over pairs of values, the two samples 1e-3 apart (testdata/gradcheck/bn_pairs): the
+ * float32 training graph's gradient is 0.3-2% from float64's along each direction (float32's
+ * rounding of x - mean, amplified), so the float32 check said MISMATCH (exit 1) on a right graph.
+ * The same graph widened to float64 matches: exit 0, both tables shown. A gradient 1% off differs
+ * widened too: exit 1. */
+Test(cli, gradcheck_tells_float32_rounding_from_a_wrong_graph)
+{
+	char m[600], t[600], bad[600], x[600], y[600];
+	snprintf(m, sizeof m, "%s/gradcheck/bn_pairs.onnx", TESTDATA);
+	snprintf(x, sizeof x, "x=%s/gradcheck/bn_pairs_x.npy", TESTDATA);
+	snprintf(y, sizeof y, "target=%s/gradcheck/bn_pairs_target.npy", TESTDATA);
+	snprintf(t, sizeof t, "%s/bn_pairs_train.onnx", tmpdir());
+	snprintf(bad, sizeof bad, "%s/bn_pairs_bad.onnx", tmpdir());
+	struct run_result r = gd("train", m, "-o", t, NULL);
+	cr_assert_eq(r.status, 0, "%s: %s", m, r.err);
+	run_free(&r);
+	char *a[] = {GD_BINARY, "verify", "--gradcheck", "-i", x, "-i", y, m, t, NULL};
+	r = run_cmd(a, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	const char *wide = strstr(r.out, "TRAIN computes in float32, and differs from the float64 differences above");
+	cr_expect(strstr(r.out, "MISMATCH: 3 outputs compared") && wide, "%s", r.out);
+	cr_expect(wide && strstr(wide, "\nmatch: 3 outputs compared") && strstr(wide, "the graph's gradients are right"),
+		  "%s", r.out);
+	run_free(&r);
+	scaled_gradient(t, bad, "body.0.weight_grad");
+	a[8] = bad;
+	r = run_cmd(a, NULL, 0);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	wide = strstr(r.out, "widened to float64");
+	cr_expect(wide && strstr(wide, "MISMATCH") && !strstr(r.out, "gradients are right"), "%s", r.out);
+	run_free(&r);
+}
+
 /* Relu of parameters within 1e-15 of 0: every direction crosses the kink at every step down to the
  * smallest (1e-12), so nothing can be judged: "inconclusive", exit 4 (it said MISMATCH, exit 1, comparing
  * TRAIN's gradient with differences that straddle the kink), in text and JSON. */

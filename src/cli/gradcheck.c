@@ -437,17 +437,25 @@ static const struct value *model_loss_value(const struct graph *m, const struct 
 	return loss;
 }
 
+/* The narrowest float TRAIN computed in: float64, float32, float16 or bfloat16 (the narrower of
+ * the two 16-bit types: bfloat16). */
+static int narrowest_float(const struct graph *train, const struct exec *xt)
+{
+	int dt = DT_DOUBLE;
+	for (uint32_t i = 0; i < train->n_values; i++) {
+		const struct rtensor *t = exec_value(xt, train->values[i]);
+		int v = t && t->known ? t->dtype : train->values[i]->type.dtype;
+		if (v == DT_BFLOAT16 || (v == DT_FLOAT16 && dt != DT_BFLOAT16) || (v == DT_FLOAT && dt == DT_DOUBLE))
+			dt = v;
+	}
+	return dt;
+}
+
 /* rtol and atol NaN: not given, chosen from the narrowest float TRAIN computed in (its gradients
  * are its own loss's, rounded where it rounds: train --precision, a Cast to 16 bits). */
 static void default_tols(const struct graph *train, const struct exec *xt, double *rtol, double *atol)
 {
-	int dt = DT_FLOAT;
-	for (uint32_t i = 0; i < train->n_values; i++) {
-		const struct rtensor *t = exec_value(xt, train->values[i]);
-		int v = t && t->known ? t->dtype : train->values[i]->type.dtype;
-		if (v == DT_BFLOAT16 || (v == DT_FLOAT16 && dt != DT_BFLOAT16))
-			dt = v;
-	}
+	int dt = narrowest_float(train, xt);
 	if (isnan(*rtol))
 		*rtol = dt == DT_BFLOAT16 ? GC_RTOL_BF16 : dt == DT_FLOAT16 ? GC_RTOL_F16 : GC_RTOL;
 	if (isnan(*atol))
@@ -577,48 +585,137 @@ static void report_inconclusive(enum cli_out fmt, const struct gc_dir *log, int 
 	emit_obj_end(&em);
 }
 
-/* verify --gradcheck MODEL TRAIN: TRAIN on seeded random inputs, past any step its dynamic loss
- * scale skips, then gradcheck. rtol or atol NaN: chosen from TRAIN's gradients' dtype. */
-int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
-			 size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
+/* One gradcheck of TRAIN (widened to float64 first when `widen`): its directions, rows and
+ * verdict; narrow is the float TRAIN computed in, before any widening. */
+struct gc_result {
+	struct row rows[GC_SMOOTH];
+	size_t n_rows;
+	struct gc_dir log[GC_DIRECTIONS_MAX];
+	int n_log, all_ok, narrow;
+	double rtol, atol;
+};
+
+static void result_free(struct gc_result *r)
 {
-	int rc = 0, all_ok = 1, n_log = 0;
+	for (size_t i = 0; i < r->n_rows; i++)
+		if (r->rows[i].owned)
+			free((char *)r->rows[i].name);
+	r->n_rows = 0;
+}
+
+/* TRAIN on seeded random inputs, past any step its dynamic loss scale skips, then gradcheck. */
+static int check_once(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
+		      size_t *n_dims, struct exec_opts *eo, int widen, struct gc_result *r)
+{
+	int rc = 0;
 	struct gd_err e = {0};
 	struct graph *m = load_model(mpath, ml, &rc), *t = m ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
 	struct carried carry = {0};
-	struct row rows[GC_SMOOTH];
-	struct gc_dir log[GC_DIRECTIONS_MAX];
-	size_t n_rows = 0;
 	struct exec *xt = NULL;
+	r->all_ok = 1;
 	if (t)
 		rc = verify_refuse_optimizer(t, tpath);
 	if (t && !rc && bind_like_train(m, t, dims, n_dims, &e)) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
+	if (t && !rc && widen && graph_widen_f64(t, &e)) {
+		err_print(tpath, &e);
+		rc = e.code;
+	}
 	eo->dims = dims;
 	eo->n_dims = *n_dims;
+	/* the inputs given (-i), as float64 for a widened TRAIN */
+	const struct rtensor *given = eo->inputs;
+	struct rtensor *wide = widen && eo->n_inputs ? xcalloc(eo->n_inputs, sizeof *wide) : NULL;
+	if (widen && eo->n_inputs && !wide)
+		rc = (err_print(tpath, (err_oom(&e), &e)), e.code);
+	for (size_t i = 0; wide && !rc && i < eo->n_inputs; i++) {
+		wide[i] = given[i];
+		wide[i].owned = 0;
+		if (!dtype_is_float(given[i].dtype) || given[i].dtype == DT_DOUBLE) {
+			wide[i].data = NULL; /* borrowed: given[i]'s */
+			continue;
+		}
+		wide[i].dtype = DT_DOUBLE;
+		wide[i].nbytes = (size_t)given[i].numel * sizeof(double);
+		if (!(wide[i].data = xmalloc(wide[i].nbytes ? wide[i].nbytes : 1))) {
+			rc = (err_print(tpath, (err_oom(&e), &e)), e.code);
+			break;
+		}
+		for (int64_t k = 0; k < given[i].numel; k++)
+			rt_set(&wide[i], k, rt_get(&given[i], k));
+	}
+	for (size_t i = 0; wide && !rc && i < eo->n_inputs; i++)
+		if (!wide[i].data)
+			wide[i].data = given[i].data;
+	if (wide)
+		eo->inputs = wide;
 	if (t && !rc && (!(xt = exec_run(t, eo, NULL, &e)) || !(xt = unskipped(t, eo, xt, &carry, &e)))) {
 		err_print(tpath, &e);
 		rc = e.code;
 	}
-	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, &rtol, &atol, rows, &n_rows, log, &n_log, &all_ok, &e)))
+	if (xt && !widen)
+		r->narrow = narrowest_float(t, xt);
+	if (xt && (rc = gradcheck(m, t, xt, ml->fn >= 0, eo->seed, &r->rtol, &r->atol, r->rows, &r->n_rows, r->log,
+				 &r->n_log, &r->all_ok, &e)))
 		err_print(mpath, &e);
-	for (int i = 0; xt && !rc && i < n_log; i++) /* stdout stays JSON or YAML when asked for */
-		if (fmt == OUT_TEXT)
-			printf("%s\n", log[i].what);
-		else if (n_rows)
-			gd_note("--gradcheck: %s", log[i].what);
-	if (xt && !rc && !n_rows)
-		report_inconclusive(fmt, log, n_log);
-	else if (xt && !rc)
-		report(fmt, rows, n_rows, all_ok, rtol, atol, 1, 1);
-	for (size_t i = 0; i < n_rows; i++)
-		if (rows[i].owned)
-			free((char *)rows[i].name);
 	exec_free(xt);
 	carried_free(&carry);
+	for (size_t i = 0; wide && i < eo->n_inputs; i++)
+		if (wide[i].data != given[i].data)
+			xfree(wide[i].data);
+	xfree(wide);
+	eo->inputs = given;
 	graph_free(m);
 	graph_free(t);
-	return rc ? rc : !n_rows ? GD_EINCONCLUSIVE : all_ok ? 0 : GD_ECHECK;
+	return rc;
+}
+
+/* The directions tried, then the table (or the inconclusive verdict). */
+static void report_once(const struct gc_result *r, enum cli_out fmt)
+{
+	for (int i = 0; i < r->n_log; i++) /* stdout stays JSON or YAML when asked for */
+		if (fmt == OUT_TEXT)
+			printf("%s\n", r->log[i].what);
+		else if (r->n_rows)
+			gd_note("--gradcheck: %s", r->log[i].what);
+	if (!r->n_rows)
+		report_inconclusive(fmt, r->log, r->n_log);
+	else
+		report(fmt, r->rows, r->n_rows, r->all_ok, r->rtol, r->atol, 1, 1);
+}
+
+/* verify --gradcheck MODEL TRAIN. rtol or atol NaN: chosen from TRAIN's gradients' dtype. A
+ * float32 or 16-bit TRAIN whose gradients differ from the differences is checked again widened to
+ * float64, the same graph with every float a double: where that matches, the graph is right and
+ * the difference is its narrow floats' rounding (a BatchNorm over two values puts float32's
+ * activations within its rounding of a Relu's kink, and float32's gradient is then not
+ * float64's), which the table above the widened one shows; a wrong gradient differs in both. */
+int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
+		  size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt)
+{
+	struct gc_result r = {.rtol = rtol, .atol = atol}, w = {.rtol = rtol, .atol = atol};
+	int rc = check_once(mpath, tpath, ml, dims, n_dims, eo, 0, &r);
+	int again = !rc && r.n_rows && !r.all_ok && r.narrow != DT_DOUBLE;
+	if (!rc && (fmt == OUT_TEXT || !again))
+		report_once(&r, fmt);
+	if (again && !(rc = check_once(mpath, tpath, ml, dims, n_dims, eo, 1, &w))) {
+		const char *what = r.narrow == DT_FLOAT ? "float32" : r.narrow == DT_FLOAT16 ? "float16" : "bfloat16";
+		if (fmt == OUT_TEXT)
+			printf("\nTRAIN computes in %s, and differs from the float64 differences above; TRAIN widened to "
+			       "float64 (the same graph, every float a double):\n", what);
+		else
+			gd_note("--gradcheck: TRAIN in %s differs from the float64 differences; the report is TRAIN "
+				"widened to float64's", what);
+		report_once(&w, fmt);
+		if (fmt == OUT_TEXT && w.n_rows && w.all_ok)
+			printf("the graph's gradients are right: widened to float64 they match, so what differs in %s is "
+			       "its rounding on these inputs, not the graph\n", what);
+	}
+	int verdict = again ? (!w.n_rows ? GD_EINCONCLUSIVE : w.all_ok ? 0 : GD_ECHECK)
+			    : (!r.n_rows ? GD_EINCONCLUSIVE : r.all_ok ? 0 : GD_ECHECK);
+	result_free(&r);
+	result_free(&w);
+	return rc ? rc : verdict;
 }
