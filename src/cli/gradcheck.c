@@ -265,7 +265,7 @@ static int expose_indices(struct graph *m, struct gd_err *e)
 
 /* What happened along one direction tried, for the report. */
 struct gc_dir {
-	char what[240];
+	char what[512];
 	int smooth;
 };
 
