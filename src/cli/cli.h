@@ -29,6 +29,8 @@ struct exec_binding;
 /* Appends --dim NAME=VALUE (NAME strdup'd, VALUE at least 1) to dims (at most 64); nonzero
  * (after the usage message) when it is bad. */
 int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, size_t *n);
+/* Frees the names of dims[0..n) (cli_add_dim's) and returns rc: an option refused after --dim. */
+int cli_dims_free(struct exec_binding *dims, size_t n, int rc);
 /* --checkpoint S and --checkpoint-file F (opt 'c' or 'C'): into c, the file's names into *store
  * (names_free them). Nonzero (after an error message) when bad. */
 struct ckpt;

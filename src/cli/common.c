@@ -167,6 +167,13 @@ static int parse_dim(const char *cmd, const char *arg, struct exec_binding *b)
 	return 0;
 }
 
+int cli_dims_free(struct exec_binding *dims, size_t n, int rc)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)dims[i].name);
+	return rc;
+}
+
 int cli_add_dim(const char *cmd, const char *arg, struct exec_binding *dims, size_t *n)
 {
 	if (*n == 64)

@@ -79,11 +79,11 @@ int cmd_dot(int argc, char **argv)
 			break;
 		case 'd':
 			if (cli_add_dim("dot", optarg, dims, &n_dims))
-				return GD_EINPUT;
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		default:
 			if (cli_shared_option("dot", c, help, &from, NULL, &shared_rc))
-				return shared_rc;
+				return cli_dims_free(dims, n_dims, shared_rc);
 			break;
 		}
 	}

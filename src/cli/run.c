@@ -290,50 +290,37 @@ int cmd_run(int argc, char **argv)
 	long steps = 1;
 	int steps_given = 0;
 	size_t n_in = 0, n_dims = 0;
-	int c, rc = 0, orc = 0, stop = 0;
+	int c, rc = 0;
 	int shared_rc = 0;
 	optind = 1;
-	while (!stop && (c = getopt_long(argc, argv, ":i:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
-			if (n_in == 64) {
-				orc = cli_usage("run", "too many --input options");
-				stop = 1;
-				break;
-			}
+			if (n_in == 64)
+				return cli_dims_free(dims, n_dims, cli_usage("run", "too many --input options"));
 			inargs[n_in++] = optarg;
 			break;
 		case 'r':
 			eo.random_inputs = 1;
 			break;
 		case 's':
-			if (cli_parse_seed("run", optarg, &eo.seed)) {
-				orc = GD_EINPUT;
-				stop = 1;
-				break;
-			}
+			if (cli_parse_seed("run", optarg, &eo.seed))
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'd':
-			if (cli_add_dim("run", optarg, dims, &n_dims)) {
-				orc = GD_EINPUT;
-				stop = 1;
-				break;
-			}
+			if (cli_add_dim("run", optarg, dims, &n_dims))
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'o':
 			outdir = optarg;
-			if (!strcmp(outdir, "-")) { /* the report has standard output: no folder named '-' */
-				orc = cli_usage("run", "--outdir -: a folder for the .npy files, not standard output");
-				stop = 1;
-			}
+			if (!strcmp(outdir, "-")) /* the report has standard output: no folder named '-' */
+				return cli_dims_free(dims, n_dims,
+						     cli_usage("run", "--outdir -: a folder for the .npy files, not standard output"));
 			break;
 		case 'k': {
 			int64_t k;
-			if (cli_parse_i64(optarg, 1, 100000000, &k)) {
-				orc = cli_usage("run", "--steps %s: not a whole number from 1 to 100000000", optarg);
-				stop = 1;
-				break;
-			}
+			if (cli_parse_i64(optarg, 1, 100000000, &k))
+				return cli_dims_free(dims, n_dims, cli_usage("run", "--steps %s: not a whole number from 1 to 100000000", optarg));
 			steps = (long)k;
 			steps_given = 1;
 			break;
@@ -345,33 +332,21 @@ int cmd_run(int argc, char **argv)
 			eo.shard_inputs = 1;
 			break;
 		case 'R':
-			if (cli_replicas("run", optarg, &n_rep)) {
-				orc = GD_EINPUT;
-				stop = 1;
-				break;
-			}
+			if (cli_replicas("run", optarg, &n_rep))
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'B':
 			backend_name = optarg;
 			break;
 		default:
-			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc)) {
-				orc = shared_rc;
-				stop = 1;
-				break;
-			}
+			if (cli_shared_option("run", c, help, &from, &fmt, &shared_rc))
+				return cli_dims_free(dims, n_dims, shared_rc);
 			break;
 		}
 	}
-	if (!stop && argc - optind != 1) {
-		orc = cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments");
-		stop = 1;
-	}
-	if (stop) { /* an option refused, or --help: the --dim names parsed so far freed */
-		for (size_t i = 0; i < n_dims; i++)
-			free((char *)dims[i].name);
-		return orc;
-	}
+	if (argc - optind != 1)
+		return cli_dims_free(dims, n_dims,
+				     cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments"));
 	int brc = backend_name ? cli_backend(backend_name, &eo.backend) : 0;
 	if (brc) {
 		for (size_t i = 0; i < n_dims; i++)

@@ -566,25 +566,25 @@ int cmd_verify(int argc, char **argv)
 		switch (c) {
 		case 's':
 			if (cli_parse_seed("verify", optarg, &seed))
-				return GD_EINPUT;
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'r':
 			if (verify_parse_tol(optarg, &rtol))
-				return cli_usage("verify", "--rtol: '%s' is not a tolerance", optarg);
+				return cli_dims_free(dims, n_dims, cli_usage("verify", "--rtol: '%s' is not a tolerance", optarg));
 			rtol_given = 1;
 			break;
 		case 'a':
 			if (verify_parse_tol(optarg, &atol))
-				return cli_usage("verify", "--atol: '%s' is not a tolerance", optarg);
+				return cli_dims_free(dims, n_dims, cli_usage("verify", "--atol: '%s' is not a tolerance", optarg));
 			atol_given = 1;
 			break;
 		case 'd':
 			if (cli_add_dim("verify", optarg, dims, &n_dims))
-				return GD_EINPUT;
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'R':
 			if (cli_replicas("verify", optarg, &n_rep))
-				return GD_EINPUT;
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'B':
 			backend_name = optarg;
@@ -597,7 +597,7 @@ int cmd_verify(int argc, char **argv)
 			break;
 		case 'L':
 			if (cli_loss_fn("verify", optarg, &ml.fn))
-				return GD_EINPUT;
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			break;
 		case 'g':
 			ml.target = optarg;
@@ -607,19 +607,19 @@ int cmd_verify(int argc, char **argv)
 			break;
 		case 'T':
 			if (j.n_ov == 64)
-				return cli_usage("verify", "too many --tol options");
+				return cli_dims_free(dims, n_dims, cli_usage("verify", "too many --tol options"));
 			if (verify_parse_tol_override(optarg, &ov[j.n_ov]))
-				return GD_EINPUT;
+				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			j.n_ov++;
 			break;
 		case 'i':
 			if (n_in == 64)
-				return cli_usage("verify", "too many --input options");
+				return cli_dims_free(dims, n_dims, cli_usage("verify", "too many --input options"));
 			inargs[n_in++] = optarg;
 			break;
 		default:
 			if (cli_shared_option("verify", c, help, NULL, &fmt, &shared_rc))
-				return shared_rc;
+				return cli_dims_free(dims, n_dims, shared_rc);
 			break;
 		}
 	}
