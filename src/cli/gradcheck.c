@@ -56,50 +56,17 @@ struct fd_param {
 
 /* ---- the decisions MODEL's nodes take ---- */
 
-/* The points where an elementwise op's derivative jumps, in its first input x (nb of them, at most
- * 2): 0 for an op with no kink there. */
+/* The points where n's derivative jumps in its first input (op_impl.breaks: at most 2), given
+ * run x's inputs; 0 for an op with no such points. */
 static int breakpoints(const struct node *n, const struct exec *x, double *br)
 {
-	double a, b;
-	switch (n->op) {
-	case OP_RELU:
-	case OP_LEAKY_RELU:
-	case OP_PRELU:
-	case OP_ABS:
-	case OP_SELU:
-	case OP_REDUCE_L1:
-		br[0] = 0;
-		return 1;
-	case OP_ELU: /* continuously differentiable when alpha is 1 */
-		br[0] = 0;
-		return attr_float(n, "alpha", 1) != 1;
-	case OP_THRESHOLDED_RELU:
-		br[0] = attr_float(n, "alpha", 1);
-		return 1;
-	case OP_SHRINK:
-		br[1] = attr_float(n, "lambd", 0.5f);
-		br[0] = -br[1];
-		return 2;
-	case OP_HARD_SIGMOID: /* max(0, min(1, alpha x + beta)) */
-		a = attr_float(n, "alpha", 0.2f);
-		b = attr_float(n, "beta", 0.5f);
-		br[0] = fmin(-b / a, (1 - b) / a);
-		br[1] = fmax(-b / a, (1 - b) / a);
-		return a != 0 ? 2 : 0;
-	case OP_HARD_SWISH:
-		br[0] = -3;
-		br[1] = 3;
-		return 2;
-	case OP_CLIP: { /* bounds as inputs (opset 11) or attributes (before) */
-		const struct rtensor *lo = n->n_in > 1 && n->in[1] ? exec_value(x, n->in[1]) : NULL,
-				     *hi = n->n_in > 2 && n->in[2] ? exec_value(x, n->in[2]) : NULL;
-		br[0] = lo && lo->data && lo->numel ? rt_get(lo, 0) : attr_float(n, "min", -INFINITY);
-		br[1] = hi && hi->data && hi->numel ? rt_get(hi, 0) : attr_float(n, "max", INFINITY);
-		return 2;
-	}
-	default:
+	const struct op_impl *impl = op_table[n->op].impl;
+	struct rtensor *in[16] = {0};
+	if (!impl || impl->kink != KINK_BREAKS || !impl->breaks)
 		return 0;
-	}
+	for (uint32_t k = 0; k < n->n_in && k < 16; k++)
+		in[k] = n->in[k] ? (struct rtensor *)exec_value(x, n->in[k]) : NULL;
+	return impl->breaks(n, in, br);
 }
 
 /* Which side of each breakpoint v lies on (below, on, above), as one number. */
@@ -190,10 +157,11 @@ static int same_shape(const struct rtensor *a, const struct rtensor *b)
 static int64_t kinks_differ(const struct node *n, const struct exec *a, const struct exec *b)
 {
 	int64_t diff = 0;
+	int kink = op_table[n->op].impl ? (int)op_table[n->op].impl->kink : KINK_NONE;
 	for (uint32_t k = 0; k < n->n_out; k++) {
 		const struct rtensor *ta = n->out[k] ? exec_value(a, n->out[k]) : NULL,
 				     *tb = n->out[k] ? exec_value(b, n->out[k]) : NULL;
-		int step = n->op == OP_FLOOR || n->op == OP_CEIL || n->op == OP_ROUND || n->op == OP_SIGN;
+		int step = kink == KINK_STEP;
 		if (!ta || !ta->data || (dtype_is_float(ta->dtype) && !step) || ta->dtype == DT_STRING)
 			continue;
 		if (!same_shape(ta, tb))
@@ -212,10 +180,10 @@ static int64_t kinks_differ(const struct node *n, const struct exec *a, const st
 	if (nb && breakpoints(n, b, brb) == nb)
 		for (int64_t i = 0; i < xa->numel; i++)
 			diff += piece(rt_get(xa, i), bra, nb) != piece(rt_get(xb, i), brb, nb);
-	if (n->op == OP_MAX || n->op == OP_MIN)
+	if (kink == KINK_PICK)
 		for (int64_t k = 0; k < ya->numel; k++)
 			diff += picked_input(n, a, ya, k) != picked_input(n, b, yb, k);
-	if (n->op == OP_REDUCE_MAX || n->op == OP_REDUCE_MIN || n->op == OP_GLOBAL_MAX_POOL) {
+	if (kink == KINK_PICK_REDUCED) {
 		uint32_t mask = reduced_axes(n, a, xa->ndim);
 		int64_t *pa = reduce_picks(xa, ya, mask), *pb = pa ? reduce_picks(xb, yb, mask) : NULL;
 		for (int64_t k = 0; pb && k < ya->numel; k++)

@@ -283,15 +283,75 @@ static int prelu_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[1], ad_unbroadcast(a, ad_op(a, "Where", ins, 3), n->in[1], ad_shape(a, n->out[0])));
 }
 
-const struct op_impl op_clip = {.run = clip_run, .grad = clip_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
-const struct op_impl op_hard_sigmoid = {.run = hard_sigmoid_run, .grad = hard_sigmoid_grad, .recompute = RC_CHEAP};
-const struct op_impl op_hard_swish = {.run = hard_swish_run, .grad = hard_swish_grad, .recompute = RC_CHEAP};
-const struct op_impl op_leaky_relu = {.run = leaky_relu_run, .grad = leaky_relu_grad, .recompute = RC_CHEAP};
+/* ---- where the activations' derivatives jump (op_impl.breaks) ---- */
+
+/* Elu: continuously differentiable when alpha is 1 */
+static int elu_breaks(const struct node *n, struct rtensor *const *in, double *br)
+{
+	(void)in;
+	br[0] = 0;
+	return attr_float(n, "alpha", 1) != 1;
+}
+
+static int thresholded_relu_breaks(const struct node *n, struct rtensor *const *in, double *br)
+{
+	(void)in;
+	br[0] = attr_float(n, "alpha", 1);
+	return 1;
+}
+
+static int shrink_breaks(const struct node *n, struct rtensor *const *in, double *br)
+{
+	(void)in;
+	br[1] = attr_float(n, "lambd", 0.5f);
+	br[0] = -br[1];
+	return 2;
+}
+
+/* max(0, min(1, alpha x + beta)) */
+static int hard_sigmoid_breaks(const struct node *n, struct rtensor *const *in, double *br)
+{
+	(void)in;
+	double a = attr_float(n, "alpha", 0.2f), b = attr_float(n, "beta", 0.5f);
+	br[0] = fmin(-b / a, (1 - b) / a);
+	br[1] = fmax(-b / a, (1 - b) / a);
+	return a != 0 ? 2 : 0;
+}
+
+static int hard_swish_breaks(const struct node *n, struct rtensor *const *in, double *br)
+{
+	(void)n;
+	(void)in;
+	br[0] = -3;
+	br[1] = 3;
+	return 2;
+}
+
+/* Clip: its bounds as inputs (opset 11) or attributes (before) */
+static int clip_breaks(const struct node *n, struct rtensor *const *in, double *br)
+{
+	const struct rtensor *lo = n->n_in > 1 ? in[1] : NULL, *hi = n->n_in > 2 ? in[2] : NULL;
+	br[0] = lo && lo->data && lo->numel ? rt_get(lo, 0) : attr_float(n, "min", -INFINITY);
+	br[1] = hi && hi->data && hi->numel ? rt_get(hi, 0) : attr_float(n, "max", INFINITY);
+	return 2;
+}
+
+const struct op_impl op_clip = {.run = clip_run, .grad = clip_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2,
+				.kink = KINK_BREAKS, .breaks = clip_breaks};
+const struct op_impl op_hard_sigmoid = {.run = hard_sigmoid_run, .grad = hard_sigmoid_grad, .recompute = RC_CHEAP,
+					.kink = KINK_BREAKS, .breaks = hard_sigmoid_breaks};
+const struct op_impl op_hard_swish = {.run = hard_swish_run, .grad = hard_swish_grad, .recompute = RC_CHEAP,
+				      .kink = KINK_BREAKS, .breaks = hard_swish_breaks};
+const struct op_impl op_leaky_relu = {.run = leaky_relu_run, .grad = leaky_relu_grad, .recompute = RC_CHEAP,
+				      .kink = KINK_BREAKS, .breaks = op_breaks_at_zero};
 const struct op_impl op_softplus = {.run = softplus_run, .grad = softplus_grad, .recompute = RC_CHEAP};
-const struct op_impl op_elu = {.run = elu_run, .grad = elu_grad, .recompute = RC_CHEAP};
-const struct op_impl op_selu = {.run = selu_run, .grad = selu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_elu = {.run = elu_run, .grad = elu_grad, .recompute = RC_CHEAP, .kink = KINK_BREAKS,
+			       .breaks = elu_breaks};
+const struct op_impl op_selu = {.run = selu_run, .grad = selu_grad, .recompute = RC_CHEAP, .kink = KINK_BREAKS,
+				.breaks = op_breaks_at_zero};
 const struct op_impl op_celu = {.run = celu_run, .grad = celu_grad, .recompute = RC_CHEAP};
-const struct op_impl op_prelu = {.run = prelu_run, .grad = prelu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_prelu = {.run = prelu_run, .grad = prelu_grad, .recompute = RC_CHEAP, .kink = KINK_BREAKS,
+				 .breaks = op_breaks_at_zero};
 
 /* ---- activations exported as products: x u(x) ----
  *
@@ -519,8 +579,9 @@ static int gelu_grad(struct ad *a, const struct node *n)
 }
 
 const struct op_impl op_softsign = {.run = softsign_run, .grad = softsign_grad, .recompute = RC_CHEAP};
-const struct op_impl op_shrink = {.run = shrink_run, .grad = shrink_grad, .recompute = RC_CHEAP};
+const struct op_impl op_shrink = {.run = shrink_run, .grad = shrink_grad, .recompute = RC_CHEAP, .kink = KINK_BREAKS,
+				  .breaks = shrink_breaks};
 const struct op_impl op_thresholded_relu = {.run = thresholded_relu_run, .grad = thresholded_relu_grad,
-					    .recompute = RC_CHEAP};
+					    .recompute = RC_CHEAP, .kink = KINK_BREAKS, .breaks = thresholded_relu_breaks};
 const struct op_impl op_mish = {.run = mish_run, .grad = mish_grad, .recompute = RC_CHEAP};
 const struct op_impl op_gelu = {.run = gelu_run, .grad = gelu_grad, .recompute = RC_CHEAP};

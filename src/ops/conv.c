@@ -1394,5 +1394,6 @@ const struct op_impl op_conv = {.run = conv_run, .cost = conv_cost, .grad = conv
 const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .cost = conv_transpose_cost, .grad = conv_transpose_grad, .recompute = RC_EXPENSIVE, .bf16_since = 22};
 const struct op_impl op_max_pool = {.run = max_pool_run, .cost = pool_cost, .grad = max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
 const struct op_impl op_average_pool = {.run = average_pool_run, .cost = pool_cost, .grad = average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
-const struct op_impl op_global_max_pool = {.run = global_max_pool_run, .cost = global_pool_cost, .grad = global_max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
+const struct op_impl op_global_max_pool = {.run = global_max_pool_run, .cost = global_pool_cost, .grad = global_max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22,
+					   .kink = KINK_PICK_REDUCED};
 const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .grad = global_average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};

@@ -1130,23 +1130,33 @@ const struct op_impl op_equal = {.run = equal_run, .recompute = RC_CHEAP, .nodif
 const struct op_impl op_greater = {.run = greater_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_less = {.run = less_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_neg = {.run = neg_run, .grad = neg_grad, .recompute = RC_CHEAP};
-const struct op_impl op_abs = {.run = abs_run, .grad = abs_grad, .recompute = RC_CHEAP};
+int op_breaks_at_zero(const struct node *n, struct rtensor *const *in, double *br)
+{
+	(void)n;
+	(void)in;
+	br[0] = 0;
+	return 1;
+}
+
+const struct op_impl op_abs = {.run = abs_run, .grad = abs_grad, .recompute = RC_CHEAP, .kink = KINK_BREAKS,
+			       .breaks = op_breaks_at_zero};
 const struct op_impl op_sqrt = {.run = sqrt_run, .grad = sqrt_grad, .recompute = RC_CHEAP};
 const struct op_impl op_exp = {.run = exp_run, .grad = exp_grad, .recompute = RC_CHEAP};
 const struct op_impl op_log = {.run = log_run, .grad = log_grad, .recompute = RC_CHEAP};
 const struct op_impl op_erf = {.run = erf_run, .grad = erf_grad, .recompute = RC_CHEAP};
-const struct op_impl op_relu = {.run = relu_run, .grad = relu_grad, .recompute = RC_CHEAP};
+const struct op_impl op_relu = {.run = relu_run, .grad = relu_grad, .recompute = RC_CHEAP, .kink = KINK_BREAKS,
+				.breaks = op_breaks_at_zero};
 const struct op_impl op_tanh = {.run = tanh_run, .grad = tanh_grad, .recompute = RC_CHEAP};
 const struct op_impl op_sigmoid = {.run = sigmoid_run, .grad = sigmoid_grad, .recompute = RC_CHEAP};
 const struct op_impl op_not = {.run = not_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_is_nan = {.run = is_nan_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_round = {.run = round_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_round = {.run = round_run, .recompute = RC_CHEAP, .nodiff = ~0u, .kink = KINK_STEP};
 /* elem: issue 47's elementwise ops. Ceil, Floor and Sign pass no gradient, as Round (PyTorch's is
  * zero); comparisons, logic and BitShift none either. */
 const struct op_impl op_reciprocal = {.run = reciprocal_run, .grad = reciprocal_grad, .recompute = RC_CHEAP};
-const struct op_impl op_ceil = {.run = ceil_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_floor = {.run = floor_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_sign = {.run = sign_run, .recompute = RC_CHEAP, .nodiff = ~0u};
+const struct op_impl op_ceil = {.run = ceil_run, .recompute = RC_CHEAP, .nodiff = ~0u, .kink = KINK_STEP};
+const struct op_impl op_floor = {.run = floor_run, .recompute = RC_CHEAP, .nodiff = ~0u, .kink = KINK_STEP};
+const struct op_impl op_sign = {.run = sign_run, .recompute = RC_CHEAP, .nodiff = ~0u, .kink = KINK_STEP};
 const struct op_impl op_is_inf = {.run = is_inf_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_greater_or_equal = {.run = greater_or_equal_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_less_or_equal = {.run = less_or_equal_run, .recompute = RC_CHEAP, .nodiff = ~0u};
@@ -1155,8 +1165,8 @@ const struct op_impl op_or = {.run = or_run, .recompute = RC_CHEAP, .nodiff = ~0
 const struct op_impl op_xor = {.run = xor_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_bit_shift = {.run = bit_shift_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_mod = {.run = mod_run, .grad = mod_grad, .recompute = RC_CHEAP};
-const struct op_impl op_max = {.run = max_run, .grad = extremum_grad, .recompute = RC_CHEAP};
-const struct op_impl op_min = {.run = min_run, .grad = extremum_grad, .recompute = RC_CHEAP};
+const struct op_impl op_max = {.run = max_run, .grad = extremum_grad, .recompute = RC_CHEAP, .kink = KINK_PICK};
+const struct op_impl op_min = {.run = min_run, .grad = extremum_grad, .recompute = RC_CHEAP, .kink = KINK_PICK};
 const struct op_impl op_mean = {.run = mean_run, .grad = mean_grad, .recompute = RC_CHEAP};
 /* CastLike: the cast itself reads and writes 16-bit tensors (no widening), and mixed precision
  * leaves both inputs and the output at their own widths: the target type is the second input's. */

@@ -87,7 +87,18 @@ struct op_impl {
 	 * shapes-only run: only inputs known without parameters and graph inputs carry data, and an
 	 * omitted input is NULL. NULL: the op is never a no-op. */
 	int (*noop)(const struct node *n, struct rtensor *const *in, struct rtensor *const *out);
+	/* Where the op's derivative jumps, for verify --gradcheck (which judges only the steps that keep
+	 * every decision MODEL takes): KINK_BREAKS, at the points in input 0 `breaks` writes (at most
+	 * 2, in order; in[] as a shapes run has them: Clip's bounds) and returns the count of;
+	 * KINK_PICK, which input an elementwise Max or Min takes; KINK_PICK_REDUCED, which element a
+	 * reduction takes; KINK_STEP, its output (piecewise constant: Floor, Sign). Integer and bool
+	 * outputs (indices, comparisons) are decisions of every op. */
+	enum { KINK_NONE, KINK_BREAKS, KINK_PICK, KINK_PICK_REDUCED, KINK_STEP } kink;
+	int (*breaks)(const struct node *n, struct rtensor *const *in, double *br);
 };
+
+/* KINK_BREAKS at 0 alone (Relu, Abs, LeakyRelu, ...). */
+int op_breaks_at_zero(const struct node *n, struct rtensor *const *in, double *br);
 
 #define OP(id, name, domain, min_in, max_in, min_out, max_out, flags, impl) extern const struct op_impl op_##impl;
 #include "ops.def"

@@ -787,12 +787,15 @@ const struct op_impl op_reduce_prod = {.run = reduce_prod_run, .cost = per_input
 const struct op_impl op_reduce_sum = {.run = reduce_sum_run, .cost = per_input_cost_1, .grad = reduce_sum_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_mean = {.run = reduce_mean_run, .cost = per_input_cost_1, .grad = reduce_mean_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_reduce_l2 = {.run = reduce_l2_run, .cost = per_input_cost_1, .grad = reduce_l2_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_reduce_min = {.run = reduce_min_run, .cost = per_input_cost_1, .grad = reduce_min_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_reduce_min = {.run = reduce_min_run, .cost = per_input_cost_1, .grad = reduce_min_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				      .kink = KINK_PICK_REDUCED};
+const struct op_impl op_reduce_max = {.run = reduce_max_run, .cost = per_input_cost_1, .grad = reduce_max_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
+				      .kink = KINK_PICK_REDUCED};
 #define REDUCE_IMPL(name, cost_fn) \
 	const struct op_impl op_##name = {.run = name##_run, .cost = cost_fn, .grad = name##_grad, .recompute = RC_CHEAP, \
 					  .nodiff = 1u << 1}
-REDUCE_IMPL(reduce_l1, per_input_cost_1);
+const struct op_impl op_reduce_l1 = {.run = reduce_l1_run, .cost = per_input_cost_1, .grad = reduce_l1_grad, .recompute = RC_CHEAP,
+				     .nodiff = 1u << 1, .kink = KINK_BREAKS, .breaks = op_breaks_at_zero};
 REDUCE_IMPL(reduce_sum_square, per_input_cost_1);
 REDUCE_IMPL(reduce_log_sum, per_input_cost_1);
 REDUCE_IMPL(reduce_log_sum_exp, per_input_cost_4);
