@@ -127,9 +127,13 @@ int verify_parse_tol_override(const char *arg, struct tol_override *o)
 {
 	const char *eq = strrchr(arg, '=');
 	char buf[64];
-	*o = (struct tol_override){.pattern = arg, .len = eq ? (size_t)(eq - arg) : 0};
+	*o = (struct tol_override){0};
 	if (!eq || eq == arg || !eq[1] || strlen(eq + 1) >= sizeof buf)
 		return cli_usage("verify", "--tol wants NAME=RTOL[,ATOL] (NAME may be a glob), not '%s'", arg);
+	if ((size_t)(eq - arg) >= sizeof o->pattern)
+		return cli_usage("verify", "--tol: a NAME of %zu bytes (at most %zu)", (size_t)(eq - arg),
+				 sizeof o->pattern - 1);
+	memcpy(o->pattern, arg, (size_t)(eq - arg));
 	strcpy(buf, eq + 1);
 	char *comma = strchr(buf, ',');
 	if (comma)
@@ -140,21 +144,27 @@ int verify_parse_tol_override(const char *arg, struct tol_override *o)
 	return 0;
 }
 
-void verify_row_tol(struct row *r, const struct tol *base, const struct tol_override *o, size_t n_o)
+void verify_row_tol(struct row *r, const struct tol *base, struct tol_override *o, size_t n_o)
 {
 	r->tol = *base;
 	r->has_tol = 1;
 	for (size_t i = 0; i < n_o; i++) {
-		char pat[512];
-		snprintf(pat, sizeof pat, "%.*s", (int)o[i].len, o[i].pattern);
-		if (fnmatch(pat, r->name, 0))
+		if (fnmatch(o[i].pattern, r->name, 0))
 			continue;
+		o[i].hits++;
 		/* an element criterion: the base's atol (0 under a norm criterion) unless given */
 		r->tol = (struct tol){.kind = base->kind == TOL_SCALED ? TOL_SCALED : TOL_ELEMENT, .rtol = o[i].rtol,
 				      .atol = o[i].has_atol ? o[i].atol : base->kind == TOL_NORM ? 0 : base->atol};
 		r->tol_from = o[i].pattern;
 		return;
 	}
+}
+
+void verify_note_unmatched(const struct tol_override *o, size_t n_o)
+{
+	for (size_t i = 0; i < n_o; i++)
+		if (!o[i].hits)
+			gd_note("--tol %s matched no output compared", o[i].pattern);
 }
 
 void verify_tol_describe(const struct tol *t, int precision, char *crit, size_t n, char *sum, size_t sn)
@@ -190,8 +200,7 @@ static void row_tol_text(const struct row *r, char *buf, size_t n)
 {
 	buf[0] = 0;
 	if (r->has_tol && r->tol_from)
-		snprintf(buf, n, "  (--tol %.*s: rtol %g, atol %g)", (int)strcspn(r->tol_from, "="), r->tol_from,
-			 r->tol.rtol, r->tol.atol);
+		snprintf(buf, n, "  (--tol %s: rtol %g, atol %g)", r->tol_from, r->tol.rtol, r->tol.atol);
 }
 
 static const char *kind_name(enum tol_kind k)

@@ -101,7 +101,7 @@ static const char help[] =
  * precision (0: none), and the header line that says so. */
 struct judge {
 	struct tol base;
-	const struct tol_override *ov;
+	struct tol_override *ov;
 	size_t n_ov;
 	int precision;
 	char crit[300], sum[200];
@@ -167,12 +167,6 @@ static const struct kv *updated_param(const struct graph *train)
 				param = b;
 		}
 	return marker ? param ? param : marker : NULL;
-}
-
-const char *verify_optimizer_param(const struct graph *train)
-{
-	const struct kv *b = updated_param(train);
-	return b ? b->key : NULL;
 }
 
 int verify_refuse_optimizer(const struct graph *train, const char *tpath)
@@ -643,6 +637,8 @@ int cmd_verify(int argc, char **argv)
 			brc = against_onnx(t, argv[optind], against_dir, &eo, &j, fmt);
 		else if (t && !(brc = verify_refuse_optimizer(t, argv[optind])))
 			brc = against(t, argv[optind], against_dir, &eo, &j, fmt);
+		if (t && (brc == 0 || brc == GD_ECHECK))
+			verify_note_unmatched(ov, j.n_ov);
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
@@ -788,8 +784,10 @@ int cmd_verify(int argc, char **argv)
 			v16 && (v16->flags & VALUE_OUTPUT) ? exec_value(x16, v16) : NULL);
 		all_ok &= r->ok;
 	}
-	if (xt)
+	if (xt) {
 		report_rows(fmt, rows, n_rows, all_ok, j.crit, j.sum, n_rep, agree);
+		verify_note_unmatched(ov, j.n_ov);
+	}
 	if (xt && !all_ok)
 		rc = GD_ECHECK;
 	exec_free(xp);

@@ -67,25 +67,25 @@ int verify_parse_tol(const char *s, double *out);
 /* --tol NAME=RTOL[,ATOL] (NAME a glob, fnmatch(3)): the first that matches a row judges it,
  * element by element. */
 struct tol_override {
-	const char *pattern; /* points into the argument */
-	size_t len;
+	char pattern[256];
 	double rtol, atol;
 	int has_atol;
+	size_t hits; /* the rows it judged */
 };
 /* Nonzero (after the usage message) when arg is not NAME=RTOL[,ATOL]. */
 int verify_parse_tol_override(const char *arg, struct tol_override *o);
 /* Gives r its tol: the first override matching r->name (atol defaulting to base's, or 0), else
  * base. */
-void verify_row_tol(struct row *r, const struct tol *base, const struct tol_override *o, size_t n_o);
+void verify_row_tol(struct row *r, const struct tol *base, struct tol_override *o, size_t n_o);
+/* A note for each override that judged no row (a misspelt name). */
+void verify_note_unmatched(const struct tol_override *o, size_t n_o);
 
 /* TRAIN's 16-bit precision (DT_FLOAT16 or DT_BFLOAT16), as train --precision marks it: Casts to it
  * that MODEL (when given) does not have; 0 when none. */
 int verify_precision(const struct graph *train, const struct graph *model);
 /* A graph built with train --optimizer (or --diet) updates its parameters in the step: its
  * update_binding binds a parameter (not optimizer state) to <param>_new, and it has no
- * <param>_grad to compare. Returns such a parameter's name, else NULL. */
-const char *verify_optimizer_param(const struct graph *train);
-/* When train is such a graph: prints the one-line explanation (naming tpath) and returns GD_EINPUT;
+ * <param>_grad to compare. When train is such a graph: prints the one-line explanation (naming tpath) and returns GD_EINPUT;
  * else 0. For every mode of verify (gradcheck.c too). */
 int verify_refuse_optimizer(const struct graph *train, const char *tpath);
 
