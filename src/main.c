@@ -98,9 +98,8 @@ int main(int argc, char **argv)
 			progress_meter = 2;
 		else if (!strcmp(argv[1], "--threads") || !strncmp(argv[1], "--threads=", 10)) {
 			const char *v = argv[1][9] == '=' ? argv[1] + 10 : argc > 2 ? argv[2] : "";
-			char *end;
-			long n = strtol(v, &end, 10);
-			if (!*v || *end || n < 1 || n > POOL_MAX)
+			int64_t n;
+			if (cli_parse_i64(v, 1, POOL_MAX, &n))
 				return cli_usage(NULL, "--threads: '%s' is not a number of threads from 1 to %d", v, POOL_MAX);
 			pool_set_threads((int)n);
 			if (argv[1][9] != '=') {

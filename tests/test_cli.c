@@ -3775,12 +3775,25 @@ Test(cli, verify_tol_judges_chosen_outputs)
 	r = run_cmd(two, NULL, 0);
 	cr_expect_eq(r.status, 1, "the first --tol that matches wins: %s%s", r.out, r.err);
 	run_free(&r);
+	/* JSON names the pattern alone; a NAME may hold '=' (the value follows the last); a --tol that
+	 * judges no output says so (a misspelt name) */
+	char *js[] = {GD_BINARY, "verify", model, off, "--tol", "fc3.*=0.02", "--tol", "fc3.bais_grad=0.1", "--tol",
+		      "a=b=0.1", "--format", "json", NULL};
+	r = run_cmd(js, NULL, 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "\"tol_from\": \"fc3.*\""), "%s", r.out);
+	cr_expect(strstr(r.err, "--tol fc3.bais_grad matched no output") && strstr(r.err, "--tol a=b matched no output"),
+		  "%s", r.err);
+	run_free(&r);
 	char *fd[] = {GD_BINARY, "verify", "--gradcheck", "--tol", "fc3.*=0.02", model, off, NULL};
 	r = run_cmd(fd, NULL, 0);
 	cr_expect_eq(r.status, 2, "--gradcheck judges directions, not outputs: %s%s", r.out, r.err);
 	cr_expect(strstr(r.err, "--tol") && lines(r.err) == 1, "%s", r.err);
 	run_free(&r);
-	const char *bad[] = {"fc3", "=0.1", "fc3=", "fc3=x", "fc3=0.1,-1", "fc3=nan"};
+	char longname[300];
+	memset(longname, 'a', 280);
+	strcpy(longname + 280, "=0.1");
+	const char *bad[] = {"fc3", "=0.1", "fc3=", "fc3=x", "fc3=0.1,-1", "fc3=nan", longname};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char *ba[] = {GD_BINARY, "verify", model, off, "--tol", (char *)bad[i], NULL};
 		r = run_cmd(ba, NULL, 0);
@@ -3853,6 +3866,28 @@ Test(cli, an_option_refused_after_dim_exits_2_and_leaks_nothing)
 		cr_expect_eq(r.status, 2, "%s %s %s %s: exit %d: %s", cases[i][0], cases[i][1], cases[i][2],
 			     cases[i][3] ? cases[i][3] : "", r.status, r.err);
 		cr_expect_null(strstr(r.err, "LeakSanitizer"), "%s", r.err);
+		run_free(&r);
+	}
+}
+
+/* An output that is a folder, or an empty name, is refused before the work (it was refused only
+ * when written, after training); --threads takes a number as every integer option does. */
+Test(cli, output_folder_empty_name_and_threads_refused_up_front)
+{
+	char model[512];
+	model_path(model, sizeof model, "mlp");
+	const char *outs[] = {tmpdir(), ""};
+	for (size_t i = 0; i < 2; i++) {
+		struct run_result r = gd("train", model, "-o", outs[i], NULL);
+		cr_expect_eq(r.status, 2, "-o '%s': %s", outs[i], r.err);
+		cr_expect(lines(r.err) == 1 && strstr(r.err, i ? "an empty output name" : "is a folder"), "%s", r.err);
+		run_free(&r);
+	}
+	const char *threads[] = {"+4", " 4", "0", "99999999999999999999"};
+	for (size_t i = 0; i < 4; i++) {
+		char *a[] = {GD_BINARY, "--threads", (char *)threads[i], "info", model, NULL};
+		struct run_result r = run_cmd(a, NULL, 0);
+		cr_expect_eq(r.status, 2, "--threads '%s': %s", threads[i], r.err);
 		run_free(&r);
 	}
 }

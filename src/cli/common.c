@@ -580,6 +580,10 @@ int cli_output_format(const char *cmd, const char *in, const char *out, const ch
 	char ext[16];
 	struct stat so, si;
 	int std = !strcmp(out, "-"), have = !std && !stat(out, &so);
+	if (!*out)
+		return cli_usage(cmd, "an empty output name");
+	if (have && S_ISDIR(so.st_mode)) /* said before the work, not after it */
+		return cli_usage(cmd, "output '%s' is a folder, not a file", out);
 	enum gd_format named = std ? FMT_AUTO : format_parse(path_ext(out, ext, sizeof ext));
 	if (*to != FMT_AUTO && named != FMT_AUTO && named != *to)
 		return cli_usage(cmd, "output '%s': its name says %s, but %s writes %s (name it .%s)", out,

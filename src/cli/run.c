@@ -348,11 +348,8 @@ int cmd_run(int argc, char **argv)
 		return cli_dims_free(dims, n_dims,
 				     cli_usage("run", argc - optind < 1 ? "no graph given" : "too many arguments"));
 	int brc = backend_name ? cli_backend(backend_name, &eo.backend) : 0;
-	if (brc) {
-		for (size_t i = 0; i < n_dims; i++)
-			free((char *)dims[i].name);
-		return brc;
-	}
+	if (brc)
+		return cli_dims_free(dims, n_dims, brc);
 	const char *path = argv[optind];
 	struct gd_err e = {0};
 	/* under mpirun: one replica per rank, and only rank 0 reports */

@@ -134,7 +134,7 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
  * verify can say so when given another value. */
 static int record_dims(struct graph *g, const struct exec_binding *dims, size_t n, int64_t batch)
 {
-	char buf[2048];
+	char buf[2048] = "";
 	size_t k = 0;
 	const char *had = g->model ? model_meta(g, CLI_DIMS_KEY) : NULL;
 	if (!g->model)
@@ -148,8 +148,9 @@ static int record_dims(struct graph *g, const struct exec_binding *dims, size_t 
 		const char *p = !g->inputs[i]->init && t->has_shape && t->ndim && t->dims[0].kind == DIM_PARAM ? t->dims[0].param
 														 : NULL;
 		char line[300];
-		snprintf(line, sizeof line, "%s=", p ? p : "");
-		if (p && *p && !strstr(buf, line)) /* once, and not over a --dim of the same name */
+		snprintf(line, sizeof line, "\n%s=", p ? p : "");
+		/* once, and not over a --dim of the same name: a line of buf that starts NAME= */
+		if (p && *p && strncmp(buf, line + 1, strlen(line + 1)) && !strstr(buf, line))
 			k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s=%" PRId64, k ? "\n" : "", p, batch);
 	}
 	return k && k < sizeof buf ? model_set_meta(g, CLI_DIMS_KEY, buf) : 0;
@@ -297,7 +298,8 @@ int cmd_train(int argc, char **argv)
 		struct autodiff_result res;
 		struct step_report rep;
 		struct save_opts save = SAVE_OPTS_DEFAULT;
-		save.align = 8; /* run uses the weights where the file is mapped, not copies */
+		save.align = 8; /* run uses the main graph's weights where the file is mapped, not copies (state
+				 * moved to the initialization graph is packed, and copied when read) */
 		size_t folded = 0;
 		cli_note_eval_export(argv[optind], g);
 		if ((rc = cli_check_dims(argv[optind], g, dims, n_dims)))
