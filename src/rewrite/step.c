@@ -1163,6 +1163,15 @@ static struct value *pytorch_running_var(struct sb *s, struct node *b, struct va
 	return op(s, "Add", "bn_var", 2, next, op(s, "Div", "bn_var", 2, d, n1, NULL), NULL);
 }
 
+/* Whether state `key` is bound already (two BatchNormalizations may share running statistics). */
+static int is_bound(const struct sb *s, const char *key)
+{
+	for (size_t j = 0; j < s->n_bind; j++)
+		if (!strcmp(s->bind[j].key, key))
+			return 1;
+	return 0;
+}
+
 /* Binds the running mean and variance each training-mode BatchNormalization outputs to the
  * initializers it reads them from (one binding per initializer); a PyTorch export's variance by
  * PyTorch's rule (pytorch_running_var). */
@@ -1175,15 +1184,13 @@ static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 		struct node *b = s->g->nodes[i];
 		const struct attr *tm = node_attr(b, "training_mode");
 		struct value *synced = replicas_running_stat(b); /* --sync-batchnorm's (replicas.h) */
-		if (synced && !(b->out[0]->flags & VALUE_OUTPUT) && bind(s, synced, b->out[0]))
+		if (synced && !(b->out[0]->flags & VALUE_OUTPUT) && !is_bound(s, synced->name) && bind(s, synced, b->out[0]))
 			return s->e->code;
 		if (b->op != OP_BATCH_NORM || !node_is_forward(b) || !tm || tm->type != ATTR_INT || !tm->i)
 			continue;
 		for (uint32_t k = 1; k <= 2 && k < b->n_out; k++) {
 			struct value *key = b->in[2 + k], *next = b->out[k];
-			int bound = !next || !key || !key->init || (next->flags & VALUE_OUTPUT);
-			for (size_t j = 0; j < s->n_bind && !bound; j++)
-				bound = !strcmp(s->bind[j].key, key->name);
+			int bound = !next || !key || !key->init || (next->flags & VALUE_OUTPUT) || is_bound(s, key->name);
 			if (!bound && k == 2 && pytorch && dtype_is_float(key->init->dtype)) {
 				next = pytorch_running_var(s, b, next);
 				moved = 1;

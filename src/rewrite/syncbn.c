@@ -30,6 +30,7 @@
  * values have no inferred types before autodiff. */
 #include "replicas.h"
 #include "fold.h"
+#include "upgrade.h"
 #include "../exec/exec.h"
 #include "../ops/kernel.h"
 #include "../ops/ops.h"
@@ -211,10 +212,7 @@ static int sync_one(struct sbn *s, struct node *b, int pytorch)
 int replicas_sync_batch_norm(struct graph *g, int reps, struct gd_err *e)
 {
 	const char *pn = g->model ? g->model->producer_name : NULL;
-	int opset = 0;
-	for (size_t i = 0; g->model && i < g->model->n_opsets; i++)
-		if (!g->model->opsets[i].domain || !*g->model->opsets[i].domain || !strcmp(g->model->opsets[i].domain, "ai.onnx"))
-			opset = (int)g->model->opsets[i].version;
+	int opset = model_opset(g);
 	uint32_t n0 = g->n_nodes, n_bn = 0;
 	struct node **bn = arena_array(g->arena, n0 + 1, sizeof *bn);
 	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1, .keep_values = 1};
