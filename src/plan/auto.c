@@ -4,9 +4,11 @@
 #include "../util/pool.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
+#include "chain.h"
 #include "memsim.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,6 +594,7 @@ struct plans {
 	struct plan {
 		uint64_t peak, flops;
 		uint8_t *keep;
+		uint32_t levels;
 	} *p;
 	size_t n, cap;
 };
@@ -604,7 +607,11 @@ static int plans_add(struct plans *ps, const uint8_t *keep, uint32_t nv, uint64_
 	if (!k)
 		return -1;
 	memcpy(k, keep, nv);
-	ps->p[ps->n++] = (struct plan){peak, flops, k};
+	uint32_t lv = 1;
+	for (uint32_t v = 0; v < nv; v++)
+		if (keep[v] && !(keep[v] & 1) && keep[v] / 2u > lv)
+			lv = keep[v] / 2u;
+	ps->p[ps->n++] = (struct plan){peak, flops, k, lv};
 	return 0;
 }
 
@@ -865,6 +872,44 @@ static int weigh_level(const struct graph *g, struct memmodel *mm, const struct 
 	return weigh_sets(g, mm, (const uint8_t *const *)&keep, 1, nflops, ps, e);
 }
 
+/* The chain DP's plans (chain.h), weighed, into ps, the best first. *done: the best fits the budget
+ * and weighs what the DP modelled, so it is the optimum of the chain space and nothing else need be
+ * tried; or no plan of the space fits and the least-peak plan weighs what was modelled. */
+#define CHAIN_PLANS 8
+static int chain_plans(const struct graph *g, struct memmodel *mm, const uint64_t *nflops, uint64_t budget,
+		       struct plans *ps, struct auto_result *r, int *done, struct gd_err *e)
+{
+	struct chain_plan cp[CHAIN_PLANS];
+	struct chain_result cr;
+	uint32_t n = 0;
+	*done = 0;
+	if (chain_solve(g, mm, nflops, budget, cp, CHAIN_PLANS, &n, &cr, e))
+		return e->code ? e->code : err_oom(e);
+	r->chain = cr.chain ? cr.n_stages : 0;
+	r->no_chain = cr.chain ? NULL : cr.why;
+	r->chain_least = cr.least_peak;
+	if (getenv("GRAPHDIET_CHAIN_DEBUG"))
+		fprintf(stderr, "chain: %" PRIu32 " stages%s%s, least %" PRIu64 "\n", cr.n_stages, cr.why ? ": " : "",
+			cr.why ? cr.why : "", cr.least_peak);
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!rc)
+			rc = weigh_sets(g, mm, (const uint8_t *const *)&cp[i].keep, 1, nflops, ps, e);
+		if (!rc && getenv("GRAPHDIET_CHAIN_DEBUG"))
+			fprintf(stderr, "chain plan %" PRIu32 ": modelled %" PRIu64 " B %" PRIu64 " FLOPs, weighed %" PRIu64
+				" B %" PRIu64 " FLOPs, levels %" PRIu32 "\n", i, cp[i].peak, cp[i].flops, ps->p[ps->n - 1].peak,
+				ps->p[ps->n - 1].flops, cp[i].levels);
+		if (!rc && i == 0 && !cr.capped) {
+			const struct plan *p = &ps->p[ps->n - 1];
+			int exact = p->peak == cp[i].peak && p->flops == cp[i].flops;
+			r->proved = exact && (p->peak <= budget || (n == 1 && cr.least_peak > budget));
+			*done = r->proved;
+		}
+		xfree(cp[i].keep);
+	}
+	return rc;
+}
+
 #define LARGE_LEVELS 200 /* the ladder's length on large graphs: 0.97^200 is 0.2% */
 #define LARGE_GUESSES 4  /* levels guessed from the last weighed peak before bisecting */
 
@@ -902,6 +947,14 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 			resident[g->outputs[i]->id] = 2;
 	double t = progress_begin();
 	r->lower_bound = lower_bound(g, mm, resident);
+	/* a chain: the exact DP's plans, weighed; its best, when the weighing agrees, is the answer */
+	int done = 0;
+	if ((rc = chain_plans(g, mm, nflops, budget, &ps, r, &done, e)))
+		goto out;
+	progress_end(t, "auto: chain", "%" PRIu32 " stages", r->chain);
+	if (done)
+		goto answer;
+	t = progress_begin();
 	if (build_model(mm, nflops, m, F))
 		goto oom;
 	if (nests_build(m, &ns))
@@ -1030,9 +1083,10 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	if ((rc = descend_from(se, &ps, n1, ps.n, keep, e)))
 		goto out;
 	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
+	r->searched = !large;
+answer:;
 	size_t low = 0;
 	r->n_plans = (uint32_t)ps.n;
-	r->searched = !large;
 	/* the answer: the fewest FLOPs that fit, ties to the lower peak; else the lowest peak */
 	size_t best = SIZE_MAX;
 	low = 0;
@@ -1049,6 +1103,9 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 		best = low;
 	r->peak = ps.p[best].peak;
 	r->flops = ps.p[best].flops;
+	r->levels = ps.p[best].levels;
+	if (r->proved && (best != 0 || !r->fits))
+		r->proved = !r->fits && r->chain_least > budget && best == 0; /* none fits: proved by the DP */
 	plans_get(&ps, best, keep, g->n_values);
 	goto out;
 oom:

@@ -43,6 +43,12 @@ struct auto_result {
 	uint32_t n_plans;     /* distinct plans weighed exactly */
 	uint32_t n_cuts;      /* candidate cut positions */
 	int searched;         /* local search ran (graphs of up to AUTO_LARGE_STEPS steps) */
+	uint32_t chain;       /* the graph is a chain of this many stages (chain.h); 0: none */
+	const char *no_chain; /* else why not */
+	int proved;           /* the answer is the optimum of the chain space (its weighed peak and
+			       * FLOPs are the exact DP's), or with !fits: no plan of it fits */
+	uint64_t chain_least; /* with chain: the least peak of any plan of the space */
+	uint32_t levels;      /* the answer's deepest backward level (1: none) */
 };
 
 /* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with memory model m. The kept sets

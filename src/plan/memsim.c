@@ -147,8 +147,11 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 	memset(r, 0, sizeof *r);
 	if (trace) {
 		r->live = xmalloc(sizeof *r->live * (n_steps ? n_steps : 1));
-		if (!r->live)
+		r->live_end = xmalloc(sizeof *r->live_end * (n_steps ? n_steps : 1));
+		if (!r->live || !r->live_end) {
+			memsim_free(r);
 			return err_oom(e);
+		}
 		r->n_live = n_steps;
 	}
 	/* a read of a dropped value by a clone or a backward node reads its latest recomputed copy:
@@ -245,6 +248,8 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 			if (--left[id] == 0 && (id >= nv || !(f->vflags[v] & FLAT_PINNED)) && id != taken)
 				LIVE(v, -=);
 		}
+		if (trace)
+			r->live_end[i] = live;
 	}
 #undef IN_ID
 #undef MAKE_COPIES
@@ -278,7 +283,8 @@ int memsim(const struct graph *g, const struct exec *shapes, struct mem_result *
 void memsim_free(struct mem_result *r)
 {
 	xfree(r->live);
-	r->live = NULL;
+	xfree(r->live_end);
+	r->live = r->live_end = NULL;
 }
 
 uint64_t node_flops(const struct node *n, const struct exec *shapes)

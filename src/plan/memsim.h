@@ -33,7 +33,8 @@ struct mem_result {
 	int64_t peak_node;         /* index of the node at whose step the peak occurs; -1: before any */
 	struct mem_breakdown at_peak;
 	uint64_t *live;            /* live bytes after each node's outputs are allocated (xmalloc'd) */
-	uint32_t n_live;           /* 0, and live NULL, when memsim_schedule was not asked to trace */
+	uint64_t *live_end;        /* ... and at the end of each step, its dying values freed */
+	uint32_t n_live;           /* 0, and live, live_end NULL, when memsim_schedule was not asked to trace */
 	uint64_t area;             /* the sum of those over the steps, in units of 256 bytes */
 	uint64_t peak_param_grads; /* the most parameter-gradient bytes live at once, anywhere */
 };
