@@ -1,0 +1,53 @@
+/* exact.h - small DAGs planned exactly: the kept set with the fewest recompute FLOPs whose peak fits
+ * a budget, found by a best-first branch and bound over the sets of values dropped.
+ *
+ * A search node is a drop set D of the candidates; its plan drops D (RC_DROP, the innermost level:
+ * no checkpoints of the backward pass) and keeps the other candidates (RC_KEPT), every other value
+ * as on entry. Each node is weighed exactly (ckpt_weigh). Nodes are taken in ascending recompute
+ * FLOPs, ties to the lower peak; a node's children add one candidate past the last one in D, so
+ * each set is reached once. Without levels a dropped value is recomputed once, with the dropped
+ * values on the way to it from what is kept (recompute.h), so dropping more never recomputes less:
+ * FLOPs never fall from a node to its children, and the first plan taken whose peak fits is one
+ * with the fewest FLOPs of all. The peak does not fall or rise monotonically, so it prunes nothing;
+ * the proof is the FLOPs order alone, and nothing here proves that no plan fits unless the whole
+ * space was weighed.
+ *
+ * Candidates go in reverse topological order (the last made first), so that a candidate no
+ * recompute can reach, given the candidates before it, stays unreachable in the whole subtree:
+ * a value that no backward node reads, none of whose forward readers makes a dropped value, is
+ * never recomputed or read by a recompute, and its plan's schedule is its parent's; such a child
+ * and its subtree (every set in it is one of the parent's subtree with that value added) are not
+ * weighed. Values whose keep flag nothing reads (fixed values, graph outputs) are left out too. */
+#ifndef GD_EXACT_H
+#define GD_EXACT_H
+
+#include "../util/err.h"
+#include "memsim.h"
+
+#include <stdint.h>
+
+#define EXACT_CAND 64      /* more candidates than this: not tried (returns with done = 0) */
+#define EXACT_WEIGHS 20000 /* plans weighed at most (max_weighs 0) */
+#define EXACT_QUEUE 1000000 /* search nodes waiting at most: more stops the search (done = 0) */
+
+struct exact_result {
+	int found; /* a plan with peak <= budget was found: keep holds it */
+	int done;  /* the search finished: found => the answer has the fewest recompute FLOPs of every
+		    * kept set of the candidates (the others kept as in `keep` on entry) whose peak fits;
+		    * !found => no such kept set fits */
+	uint64_t peak, flops; /* the answer's, exact (ckpt_weigh) */
+	uint32_t n_weighed;
+	uint32_t n_cand;      /* candidates searched: those whose keep flag matters (see above) */
+	uint32_t n_falls;     /* children with fewer FLOPs than their parent: 0, or the FLOPs order
+			       * proves nothing and done stays 0 unless every set was weighed */
+	int exhaustive;       /* nothing was pruned by FLOPs: the entry plan has backward checkpoints
+			       * (levels), where FLOPs are not known to be monotone in D */
+};
+
+/* keep: on entry the plan for every value (usually all kept: 1 for every value); cand[0..n_cand):
+ * the values the search may drop. On return with found, keep is the answer; else as on entry.
+ * flops: memmodel_flops(). max_weighs 0: EXACT_WEIGHS. */
+int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
+		    uint64_t budget, uint32_t max_weighs, uint8_t *keep, struct exact_result *r, struct gd_err *e);
+
+#endif
