@@ -68,6 +68,11 @@ struct search {
 				    * forward reader makes a candidate later in the order */
 	uint32_t *rd_off, *rd;     /* per candidate: the values its forward readers make (CSR) */
 	uint32_t max_weighs, n_weighed;
+	/* the peak bound (struct bound) */
+	uint32_t n_seg;
+	uint64_t *seg_base, *seg_kept; /* per segment: the most bytes live in every plan; the candidates
+					* live there when kept (bit i: candidate i) */
+	uint64_t *cbytes;              /* per candidate */
 };
 
 static int by_producer_desc(const void *a, const void *b, void *ctx)
@@ -168,12 +173,154 @@ static int search_init(struct search *s, const uint32_t *cand, uint32_t n_cand)
 	return 0;
 }
 
+/* A lower bound on the peak of every plan that keeps the candidates of `kept` (and drops any of the
+ * others): before each step of g's order, the values live in every such plan are live (a step's
+ * peak is at least what is live before it: its outputs are allocated before its inputs are freed,
+ * and a buffer taken over is at most the output's). Those are the resident ones, the backward
+ * pass's own, each forward value up to its last reader that reads the original whatever the plan
+ * (not a backward node), and a value a backward node reads from its first backward reader to its
+ * last: the original if kept, else its recomputed copy, made just before the first and kept to
+ * the last (without levels; with them a copy may go and come back, so then only a kept value
+ * counts there). What keeping a candidate adds is the gap between: its kept interval. In the
+ * segments between the ends of those intervals the set of kept intervals is one, so the bound is
+ * a maximum over segments. */
+static uint64_t peak_bound(const struct search *s, uint64_t kept)
+{
+	uint64_t lb = 0;
+	for (uint32_t j = 0; j < s->n_seg; j++) {
+		uint64_t b = s->seg_base[j];
+		for (uint64_t k = s->seg_kept[j] & kept; k; k &= k - 1)
+			b += s->cbytes[__builtin_ctzll(k)];
+		lb = b > lb ? b : lb;
+	}
+	return lb;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Value v lives before steps [from, to) of g's order in every plan: into diff. */
+static void live_over(int64_t *diff, uint32_t from, uint32_t to, uint64_t bytes)
+{
+	if (to > from) {
+		diff[from] += (int64_t)bytes;
+		diff[to] -= (int64_t)bytes;
+	}
+}
+
+/* The segments of peak_bound for the candidates s->val and, for the other values, the plan
+ * `entry`; `levels`: the plan has backward checkpoints. */
+static int bound_init(struct search *s, const uint8_t *entry, int levels)
+{
+	const struct flat *f = &s->m->f;
+	const uint32_t T = f->n_nodes, nv = f->n_values ? f->n_values : 1;
+	/* per value: the last reader that is no backward node, the first and last backward readers
+	 * (node index + 1, 0: none) */
+	uint32_t *last_any = xcalloc(nv, sizeof *last_any), *first_bwd = xcalloc(nv, sizeof *first_bwd);
+	uint32_t *last_bwd = xcalloc(nv, sizeof *last_bwd), *cidx = xmalloc(sizeof *cidx * nv);
+	uint32_t *gap = xcalloc(2 * (size_t)s->n + 1, sizeof *gap); /* per candidate: its kept interval */
+	uint32_t *ends = xmalloc(sizeof *ends * (2 * (size_t)s->n + 2));
+	int64_t *diff = xcalloc((size_t)T + 2, sizeof *diff);
+	s->cbytes = xcalloc(s->n ? s->n : 1, sizeof *s->cbytes);
+	int rc = -1;
+	if (!last_any || !first_bwd || !last_bwd || !cidx || !gap || !ends || !diff || !s->cbytes)
+		goto out;
+	for (uint32_t v = 0; v < f->n_values; v++)
+		cidx[v] = UINT32_MAX;
+	for (uint32_t i = 0; i < s->n; i++)
+		cidx[s->val[i]] = i;
+	for (uint32_t i = 0; i < T; i++)
+		for (uint32_t k = f->in_off[i]; k < f->in_off[i + 1]; k++) {
+			uint32_t v = f->in[k];
+			if (v == FLAT_NONE)
+				continue;
+			if (!(f->nflags[i] & FLAT_BACKWARD))
+				last_any[v] = i + 1;
+			else if (!first_bwd[v])
+				first_bwd[v] = last_bwd[v] = i + 1;
+			else
+				last_bwd[v] = i + 1;
+		}
+	/* live before step t: made before t, read at t or after */
+	uint64_t resident = 0;
+	for (uint32_t v = 0; v < f->n_values; v++) {
+		uint32_t p = f->producer[v], i = cidx[v];
+		uint64_t bytes = s->m->bytes[v];
+		if (p == FLAT_NONE) {
+			resident += f->vflags[v] & FLAT_PINNED ? bytes : 0;
+			continue;
+		}
+		uint32_t from = p + 1, fwd = last_any[v] > from ? last_any[v] : from; /* up to fwd: always */
+		if (f->vflags[v] & FLAT_PINNED) {
+			live_over(diff, from, T, bytes);
+		} else if (!first_bwd[v] || (i == UINT32_MAX && !rc_dropped(f, entry, v))) {
+			live_over(diff, from, last_bwd[v] > fwd ? last_bwd[v] : fwd, bytes);
+		} else if (first_bwd[v] - 1 < fwd) { /* read backward before its last other reader */
+			live_over(diff, from, last_bwd[v] > fwd ? last_bwd[v] : fwd, bytes);
+		} else {
+			uint32_t copy = levels ? last_bwd[v] : first_bwd[v] - 1; /* the copy lives from here */
+			live_over(diff, from, fwd, bytes);
+			live_over(diff, copy, last_bwd[v], bytes);
+			if (i != UINT32_MAX && copy > fwd) {
+				s->cbytes[i] = bytes;
+				gap[2 * i] = fwd;
+				gap[2 * i + 1] = copy;
+			}
+		}
+	}
+	uint32_t n_ends = 0;
+	ends[n_ends++] = 0;
+	ends[n_ends++] = T;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->cbytes[i]) {
+			ends[n_ends++] = gap[2 * i];
+			ends[n_ends++] = gap[2 * i + 1];
+		}
+	qsort(ends, n_ends, sizeof *ends, cmp_u32);
+	s->seg_base = xcalloc(n_ends, sizeof *s->seg_base);
+	s->seg_kept = xcalloc(n_ends, sizeof *s->seg_kept);
+	if (!s->seg_base || !s->seg_kept)
+		goto out;
+	int64_t live = 0;
+	uint32_t t = 0;
+	for (uint32_t j = 0; j + 1 < n_ends; j++) {
+		if (ends[j] == ends[j + 1])
+			continue;
+		uint64_t most = 0, in = 0;
+		for (; t < ends[j + 1]; t++) {
+			live += diff[t];
+			most = (uint64_t)live > most ? (uint64_t)live : most;
+		}
+		for (uint32_t i = 0; i < s->n; i++)
+			if (s->cbytes[i] && gap[2 * i] <= ends[j] && ends[j + 1] <= gap[2 * i + 1])
+				in |= (uint64_t)1 << i;
+		s->seg_base[s->n_seg] = resident + most;
+		s->seg_kept[s->n_seg++] = in;
+	}
+	rc = 0;
+out:
+	xfree(last_any);
+	xfree(first_bwd);
+	xfree(last_bwd);
+	xfree(cidx);
+	xfree(gap);
+	xfree(ends);
+	xfree(diff);
+	return rc;
+}
+
 static void search_free(struct search *s)
 {
 	xfree(s->val);
 	xfree(s->always);
 	xfree(s->rd_off);
 	xfree(s->rd);
+	xfree(s->seg_base);
+	xfree(s->seg_kept);
+	xfree(s->cbytes);
 }
 
 int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
@@ -187,13 +334,19 @@ int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *c
 	struct heap h = {0};
 	uint8_t *entry = xmalloc(f->n_values ? f->n_values : 1);
 	int rc = 0;
-	if (!entry || search_init(&s, cand, n_cand))
+	if (!entry)
 		goto oom;
 	memcpy(entry, keep, f->n_values);
-	r->n_cand = s.n;
 	/* an entry plan with levels: FLOPs may not be monotone in D, so nothing is pruned by them */
 	for (uint32_t v = 0; v < f->n_values; v++)
 		r->exhaustive |= (f->vflags[v] & FLAT_DROPPABLE) && keep[v] && !(keep[v] & 1);
+	if (search_init(&s, cand, n_cand) || bound_init(&s, entry, r->exhaustive))
+		goto oom;
+	r->n_cand = s.n;
+	if (peak_bound(&s, 0) > budget) { /* nothing fits, whatever is dropped */
+		r->done = 1;
+		goto out;
+	}
 	struct qent best = {UINT64_MAX, UINT64_MAX, 0}, root;
 	if ((rc = weigh_mask(&s, 0, &root, e)))
 		goto out;
@@ -213,6 +366,12 @@ int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *c
 				keep[s.val[k]] = (x.mask >> k) & 1 ? RC_DROP : RC_KEPT;
 			if (!reachable(&s, i))
 				continue;
+			/* the subtree keeps the candidates before i that x does not drop; the bound only
+			 * grows with i */
+			if (peak_bound(&s, (((uint64_t)1 << i) - 1) & ~x.mask) > budget) {
+				r->n_bounded++;
+				break;
+			}
 			if (s.n_weighed >= s.max_weighs || h.n >= EXACT_QUEUE) {
 				stopped = 1;
 				break;

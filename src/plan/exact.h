@@ -17,7 +17,14 @@
  * a value that no backward node reads, none of whose forward readers makes a dropped value, is
  * never recomputed or read by a recompute, and its plan's schedule is its parent's; such a child
  * and its subtree (every set in it is one of the parent's subtree with that value added) are not
- * weighed. Values whose keep flag nothing reads (fixed values, graph outputs) are left out too. */
+ * weighed. Values whose keep flag nothing reads (fixed values, graph outputs) are left out too.
+ *
+ * A subtree keeps the candidates before its last one that it does not drop, in every plan. What
+ * is live before each step of g's order in every such plan (resident values, the backward pass's
+ * own, each forward value up to its last forward reader, a kept one up to its last backward
+ * reader) bounds the peak from below; a subtree whose bound exceeds the budget is left out, and
+ * so are its later siblings, which keep more. With nothing kept the bound proves that no plan
+ * fits. */
 #ifndef GD_EXACT_H
 #define GD_EXACT_H
 
@@ -38,6 +45,7 @@ struct exact_result {
 	uint64_t peak, flops; /* the answer's, exact (ckpt_weigh) */
 	uint32_t n_weighed;
 	uint32_t n_cand;      /* candidates searched: those whose keep flag matters (see above) */
+	uint32_t n_bounded;   /* subtrees left out because no plan in them can fit (see above) */
 	uint32_t n_falls;     /* children with fewer FLOPs than their parent: 0, or the FLOPs order
 			       * proves nothing and done stays 0 unless every set was weighed */
 	int exhaustive;       /* nothing was pruned by FLOPs: the entry plan has backward checkpoints
