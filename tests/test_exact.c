@@ -46,10 +46,13 @@ static void tg_free(struct tg *t)
 	graph_free(t->g);
 }
 
-/* keep: every value kept, but the candidates in `mask` (bit i: cand[i]) dropped. */
-static void plan_of(const struct tg *t, uint64_t mask, uint8_t *keep)
+/* keep: `base` (NULL: every value kept), but the candidates in `mask` (bit i: cand[i]) dropped. */
+static void plan_of(const struct tg *t, const uint8_t *base, uint64_t mask, uint8_t *keep)
 {
-	memset(keep, RC_KEPT, t->g->n_values);
+	if (base)
+		memcpy(keep, base, t->g->n_values);
+	else
+		memset(keep, RC_KEPT, t->g->n_values);
 	for (uint32_t i = 0; i < t->n_cand; i++)
 		if ((mask >> i) & 1)
 			keep[t->cand[i]] = RC_DROP;
@@ -130,15 +133,15 @@ static struct graph *dag(unsigned seed, int n)
 	return g;
 }
 
-/* Every drop set of the candidates, weighed: peak[mask], flops[mask]. */
-static void every_set(struct tg *t, uint64_t **peak, uint64_t **flops)
+/* Every drop set of the candidates, the others as in `base`, weighed: peak[mask], flops[mask]. */
+static void every_set(struct tg *t, const uint8_t *base, uint64_t **peak, uint64_t **flops)
 {
 	size_t n = (size_t)1 << t->n_cand;
 	*peak = calloc(n, sizeof **peak);
 	*flops = calloc(n, sizeof **flops);
 	uint8_t *keep = malloc(t->g->n_values);
 	for (size_t mask = 0; mask < n; mask++) {
-		plan_of(t, mask, keep);
+		plan_of(t, base, mask, keep);
 		weigh(t, keep, &(*peak)[mask], &(*flops)[mask]);
 	}
 	free(keep);
@@ -151,6 +154,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 #define DAGS 40
+#define BUDGETS 40 /* per DAG, at distinct peaks from the lowest to the highest */
 
 Test(exact, equals_every_drop_set_weighed)
 {
@@ -161,15 +165,19 @@ Test(exact, equals_every_drop_set_weighed)
 		tg_build(&t, dag(seed, 5 + (int)seed % 7), NULL, 0);
 		cr_assert_leq(t.n_cand, 18, "seed %u: %u candidates", seed, t.n_cand);
 		uint64_t *peak, *flops;
-		every_set(&t, &peak, &flops);
+		every_set(&t, NULL, &peak, &flops);
 		size_t n = (size_t)1 << t.n_cand;
 		uint64_t *sorted = malloc(n * sizeof *sorted);
 		memcpy(sorted, peak, n * sizeof *sorted);
 		qsort(sorted, n, sizeof *sorted, cmp_u64);
 		uint8_t *keep = malloc(t.g->n_values), *all = malloc(t.g->n_values);
 		memset(all, RC_KEPT, t.g->n_values);
-		for (int q = -1; q <= 8; q++) { /* below the lowest peak, then up to the highest */
-			uint64_t budget = q < 0 ? sorted[0] - 1 : sorted[(n - 1) * (size_t)q / 8], opt = UINT64_MAX;
+		size_t n_peaks = 0; /* the distinct peaks */
+		for (size_t k = 0; k < n; k++)
+			if (!k || sorted[k] != sorted[k - 1])
+				sorted[n_peaks++] = sorted[k];
+		for (int q = -1; q < BUDGETS; q++) { /* below the lowest peak, then up to the highest */
+			uint64_t budget = q < 0 ? sorted[0] - 1 : sorted[(n_peaks - 1) * (size_t)q / (BUDGETS - 1)], opt = UINT64_MAX;
 			for (size_t mask = 0; mask < n; mask++)
 				if (peak[mask] <= budget && flops[mask] < opt)
 					opt = flops[mask];
@@ -216,7 +224,7 @@ Test(exact, flops_never_fall_as_the_drop_set_grows)
 		struct tg t;
 		tg_build(&t, dag(seed, 5 + (int)seed % 7), NULL, 0);
 		uint64_t *peak, *flops;
-		every_set(&t, &peak, &flops);
+		every_set(&t, NULL, &peak, &flops);
 		int falls = 0;
 		for (uint64_t mask = 0; mask < (uint64_t)1 << t.n_cand; mask++)
 			for (uint32_t u = 0; u < t.n_cand; u++)
@@ -238,4 +246,183 @@ Test(exact, flops_never_fall_as_the_drop_set_grows)
 	/* and the peak is no bound: it rises with the drop set as often as this */
 	fprintf(stderr, "drop sets grown by one value: %llu, the peak rose in %llu\n", (unsigned long long)pairs,
 		(unsigned long long)rises);
+}
+
+/* The U-Net of testdata (two levels, a Concat skip): at 99 to 70% of the peak with everything kept,
+ * exact's answer is the optimum of every drop set. */
+Test(exact, unet_at_the_optimum_of_every_drop_set)
+{
+	char path[512];
+	struct exec_binding b = {"batch", 2};
+	struct tg t;
+	tg_build(&t, load_ok(model_path(path, sizeof path, "unet")), &b, 1);
+	uint64_t *peak, *flops;
+	every_set(&t, NULL, &peak, &flops);
+	uint8_t *keep = malloc(t.g->n_values);
+	static const int pct[] = {99, 97, 95, 90, 80, 70};
+	for (size_t q = 0; q < sizeof pct / sizeof *pct; q++) {
+		uint64_t budget = peak[0] * (uint64_t)pct[q] / 100, opt = UINT64_MAX;
+		for (uint64_t mask = 0; mask < (uint64_t)1 << t.n_cand; mask++)
+			if (peak[mask] <= budget && flops[mask] < opt)
+				opt = flops[mask];
+		memset(keep, RC_KEPT, t.g->n_values);
+		struct exact_result r;
+		struct gd_err e = {0};
+		cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 0, keep, &r, &e), 0, "%s", e.msg);
+		cr_expect(r.done && r.found == (opt != UINT64_MAX), "%d%%", pct[q]);
+		if (!r.found)
+			continue;
+		uint64_t p, fl;
+		weigh(&t, keep, &p, &fl);
+		cr_expect(fl == opt && p <= budget, "%d%%: exact's plan: %llu FLOPs, peak %llu; optimum %llu FLOPs", pct[q],
+			  (unsigned long long)fl, (unsigned long long)p, (unsigned long long)opt);
+	}
+	free(keep);
+	free(peak);
+	free(flops);
+	tg_free(&t);
+}
+
+/* The U-Net with long Concat skips of testdata/gen_exact.py: at 99 and 97% of its peak with
+ * everything kept, plans that recompute nothing fit (the one exact finds is weighed here), and
+ * the search finds one in a few weighs; at 95 and 90%, no more FLOPs than auto's. */
+Test(exact, unet_with_long_skips_fits_under_its_peak_recomputing_nothing)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/exact/unet3.onnx", TESTDATA);
+	struct tg t;
+	tg_build(&t, load_ok(path), NULL, 0);
+	uint8_t *keep = malloc(t.g->n_values);
+	memset(keep, RC_KEPT, t.g->n_values);
+	uint64_t all_peak, all_flops; /* every value kept: the fewest FLOPs of all */
+	weigh(&t, keep, &all_peak, &all_flops);
+	static const int pct[] = {99, 97, 95, 90};
+	for (size_t q = 0; q < sizeof pct / sizeof *pct; q++) {
+		uint64_t budget = all_peak * (uint64_t)pct[q] / 100;
+		memset(keep, RC_KEPT, t.g->n_values);
+		struct exact_result r;
+		struct gd_err e = {0};
+		cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 0, keep, &r, &e), 0, "%s", e.msg);
+		uint64_t p, fl;
+		weigh(&t, keep, &p, &fl);
+		struct auto_result ar;
+		uint8_t *ak = calloc(t.g->n_values, 1);
+		cr_assert_eq(ckpt_auto(t.g, &t.m, budget, NULL, 0, ak, &ar, &e), 0, "%s", e.msg);
+		free(ak);
+		fprintf(stderr, "unet3, %d%% of %llu B: exact %llu FLOPs in %u weighs (done %d), auto %llu%s\n", pct[q],
+			(unsigned long long)all_peak, (unsigned long long)fl, r.n_weighed, r.done, (unsigned long long)ar.flops,
+			ar.fits ? "" : " (no fit)");
+		cr_expect(r.found && r.done && p <= budget, "%d%%: found %d, done %d, peak %llu", pct[q], r.found, r.done,
+			  (unsigned long long)p);
+		if (pct[q] >= 97) {
+			cr_expect_eq(fl, all_flops, "%d%%: exact's plan recomputes %llu FLOPs", pct[q], (unsigned long long)(fl - all_flops));
+			cr_expect_leq(r.n_weighed, 50, "%d%%", pct[q]);
+		} else {
+			cr_expect_leq(fl, ar.flops, "%d%%", pct[q]);
+		}
+	}
+	free(keep);
+	tg_free(&t);
+}
+
+/* Past max_weighs the search stops unfinished (done 0), with a plan that fits when it has one; past
+ * EXACT_CAND candidates it does not start. Both leave keep as it was unless a plan was found. */
+Test(exact, limits_leave_the_search_unfinished)
+{
+	char path[512];
+	struct exec_binding b = {"batch", 2};
+	struct tg t;
+	tg_build(&t, load_ok(model_path(path, sizeof path, "unet")), &b, 1);
+	uint8_t *keep = malloc(t.g->n_values), *all = malloc(t.g->n_values);
+	memset(all, RC_KEPT, t.g->n_values);
+	uint64_t all_peak, all_flops;
+	weigh(&t, all, &all_peak, &all_flops);
+	uint64_t budget = all_peak * 90 / 100;
+	struct exact_result r;
+	struct gd_err e = {0};
+	memcpy(keep, all, t.g->n_values);
+	cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 0, keep, &r, &e), 0, "%s", e.msg);
+	cr_assert(r.done && r.found && r.n_weighed > 5, "the full search: done %d, %u weighs", r.done, r.n_weighed);
+	for (uint32_t limit = 1; limit <= 5; limit++) {
+		memcpy(keep, all, t.g->n_values);
+		cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, limit, keep, &r, &e), 0, "%s", e.msg);
+		cr_expect(!r.done && r.n_weighed <= limit, "max_weighs %u: done %d after %u weighs", limit, r.done, r.n_weighed);
+		uint64_t p, fl;
+		weigh(&t, keep, &p, &fl);
+		if (r.found)
+			cr_expect(p <= budget && p == r.peak && fl == r.flops, "max_weighs %u", limit);
+		else
+			cr_expect_eq(memcmp(keep, all, t.g->n_values), 0, "max_weighs %u: keep changed with nothing found", limit);
+	}
+	uint32_t many[EXACT_CAND + 1];
+	for (uint32_t i = 0; i <= EXACT_CAND; i++)
+		many[i] = t.cand[i % t.n_cand];
+	memcpy(keep, all, t.g->n_values);
+	cr_assert_eq(exact_kept_sets(&t.m, t.flops, many, EXACT_CAND + 1, UINT64_MAX, 0, keep, &r, &e), 0, "%s", e.msg);
+	cr_expect(!r.done && !r.found && !r.n_weighed, "%u candidates: done %d, found %d", EXACT_CAND + 1, r.done, r.found);
+	cr_expect_eq(memcmp(keep, all, t.g->n_values), 0);
+	free(keep);
+	free(all);
+	tg_free(&t);
+}
+
+/* An entry plan with a backward checkpoint (level 2) on a value that is no candidate: the search
+ * prunes nothing by FLOPs (they may fall as the drop set grows) and still finds the optimum of every
+ * drop set of the others, the checkpoint kept as it is. */
+Test(exact, entry_plan_with_levels_is_searched_exhaustively)
+{
+	int cases = 0, levelled = 0;
+	uint64_t falls = 0;
+	for (unsigned seed = 1; seed <= DAGS; seed += 3) {
+		struct tg t;
+		tg_build(&t, dag(seed, 5 + (int)seed % 7), NULL, 0);
+		/* the first candidate a backward node reads becomes a level-2 checkpoint, out of the search */
+		uint32_t c = UINT32_MAX;
+		for (uint32_t i = 0; i < t.g->n_nodes; i++)
+			for (uint32_t k = 0; (t.g->nodes[i]->tags & TAG_BACKWARD) && k < t.g->nodes[i]->n_in; k++)
+				for (uint32_t j = 0; t.g->nodes[i]->in[k] && j < t.n_cand && c == UINT32_MAX; j++)
+					if (t.cand[j] == t.g->nodes[i]->in[k]->id)
+						c = j;
+		if (c == UINT32_MAX) {
+			tg_free(&t);
+			continue;
+		}
+		uint8_t *base = malloc(t.g->n_values), *keep = malloc(t.g->n_values);
+		memset(base, RC_KEPT, t.g->n_values);
+		uint32_t ck = t.cand[c];
+		base[ck] = RC_AT_LEVEL(2);
+		t.cand[c] = t.cand[--t.n_cand];
+		uint64_t *peak, *flops;
+		every_set(&t, base, &peak, &flops);
+		size_t n = (size_t)1 << t.n_cand;
+		for (size_t mask = 0; mask < n; mask++) /* how often FLOPs fall as a drop set grows, here */
+			for (uint32_t u = 0; u < t.n_cand; u++)
+				falls += !((mask >> u) & 1) && flops[mask | (size_t)1 << u] < flops[mask];
+		for (int q = 0; q < 8; q++) {
+			uint64_t budget = peak[(size_t)rand() % n] + (uint64_t)q, opt = UINT64_MAX;
+			for (size_t mask = 0; mask < n; mask++)
+				if (peak[mask] <= budget && flops[mask] < opt)
+					opt = flops[mask];
+			memcpy(keep, base, t.g->n_values);
+			struct exact_result r;
+			struct gd_err e = {0};
+			cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 1u << 19, keep, &r, &e), 0, "%s", e.msg);
+			cr_expect(r.exhaustive && r.done && r.found, "seed %u: exhaustive %d, done %d, found %d", seed, r.exhaustive,
+				  r.done, r.found);
+			uint64_t p, fl;
+			weigh(&t, keep, &p, &fl);
+			cr_expect(fl == opt && p <= budget && keep[ck] == RC_AT_LEVEL(2), "seed %u, budget %llu: %llu FLOPs, optimum %llu",
+				  seed, (unsigned long long)budget, (unsigned long long)fl, (unsigned long long)opt);
+			cases++;
+		}
+		levelled++;
+		free(peak);
+		free(flops);
+		free(base);
+		free(keep);
+		tg_free(&t);
+	}
+	cr_expect_gt(levelled, 5, "%d DAGs with a checkpoint", levelled);
+	fprintf(stderr, "entry plans with a level-2 checkpoint: %d budgets on %d DAGs; FLOPs fell in %llu of the drop sets grown by one\n",
+		cases, levelled, (unsigned long long)falls);
 }

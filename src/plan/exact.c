@@ -6,13 +6,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A search node: the drop set (bit i: the i-th candidate of the search's order), weighed. */
+/* A search node: the drop set (bit i: the i-th candidate of the search's order) and the fewest
+ * FLOPs any plan of its subtree that fits can have (flops_bound). A node is weighed when taken
+ * from the queue the first time, and put back with its own FLOPs and peak, then expanded when
+ * taken again: children whose bound rules them out are never weighed. Before it is weighed,
+ * flops and peak are its parent's and cloned holds its parent's cloned candidates' producers
+ * and its own. */
 struct qent {
-	uint64_t flops, peak, mask;
+	uint64_t lb, flops, peak, mask;
+	uint64_t cloned; /* bit i: candidate i's producer is cloned */
+	int weighed;
 };
 
 static int before(const struct qent *a, const struct qent *b)
 {
+	if (a->lb != b->lb)
+		return a->lb < b->lb;
+	if (a->weighed != b->weighed) /* weighing one may find a plan that fits at this bound */
+		return a->weighed < b->weighed;
 	if (a->flops != b->flops)
 		return a->flops < b->flops;
 	if (a->peak != b->peak)
@@ -73,6 +84,11 @@ struct search {
 	uint64_t *seg_base, *seg_kept; /* per segment: the most bytes live in every plan; the candidates
 					* live there when kept (bit i: candidate i) */
 	uint64_t *cbytes;              /* per candidate */
+	double *ratio;                 /* per candidate: the FLOPs of dropping it, per byte of its gap */
+	uint32_t *by_ratio;            /* the candidates with a gap, cheapest per byte first */
+	uint32_t n_by_ratio;
+	int levels;                    /* the entry plan has backward checkpoints */
+	uint64_t *same;                /* per candidate: the candidates its producer makes */
 };
 
 static int by_producer_desc(const void *a, const void *b, void *ctx)
@@ -87,8 +103,15 @@ static int weigh_mask(struct search *s, uint64_t mask, struct qent *out, struct 
 	for (uint32_t i = 0; i < s->n; i++)
 		s->keep[s->val[i]] = (mask >> i) & 1 ? RC_DROP : RC_KEPT;
 	out->mask = mask;
+	out->weighed = 1;
 	s->n_weighed++;
-	return ckpt_weigh(s->m, s->keep, s->flops, &out->peak, &out->flops, NULL, e);
+	if (ckpt_weigh(s->m, s->keep, s->flops, &out->peak, &out->flops, NULL, e))
+		return e->code;
+	out->cloned = 0;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->m->rc.times[s->m->f.producer[s->val[i]]])
+			out->cloned |= (uint64_t)1 << i;
+	return 0;
 }
 
 /* Whether dropping candidate i, with s->keep holding a drop set of candidates before it only, can
@@ -196,9 +219,61 @@ static uint64_t peak_bound(const struct search *s, uint64_t kept)
 	return lb;
 }
 
+/* The fewest FLOPs a plan that fits can have in the subtree of drop set `mask` whose last
+ * candidate is `last` (-1: the root), when its plan recomputes at least `flops` and clones the
+ * producers of the candidates in `cloned`; UINT64_MAX when none fits. Dropping more never unclones a node (exact.h), and dropping a candidate a backward
+ * node reads clones its producer: so on top of `flops`, each segment whose peak bound exceeds the
+ * budget with the candidates after `last` kept needs some of them dropped, at least the bytes of
+ * the excess, each at its producer's FLOPs (shared among the candidates it makes) unless the
+ * producer is cloned already. The cheapest such cover, by the bytes and FLOPs of a fractional
+ * knapsack, bounds each segment's; their maximum is the bound. Without levels only: with them
+ * the FLOPs bound is `flops` (or none fits). */
+static uint64_t flops_bound(const struct search *s, uint64_t mask, int last, uint64_t flops, uint64_t cloned_in,
+			   uint64_t budget)
+{
+	const uint64_t all = s->n == 64 ? ~(uint64_t)0 : ((uint64_t)1 << s->n) - 1;
+	const uint64_t below = last < 0 ? 0 : last >= 63 ? ~(uint64_t)0 : ((uint64_t)1 << (last + 1)) - 1;
+	const uint64_t rem = all & ~below, fixed = (below >> 1) & ~mask & all;
+	double worst = 0;
+	for (uint32_t j = 0; j < s->n_seg; j++) {
+		uint64_t load = s->seg_base[j], cloned = s->seg_kept[j] & rem & cloned_in;
+		for (uint64_t k = s->seg_kept[j] & (fixed | rem); k; k &= k - 1)
+			load += s->cbytes[__builtin_ctzll(k)];
+		if (load <= budget)
+			continue;
+		uint64_t excess = load - budget;
+		for (uint64_t k = cloned; k && excess; k &= k - 1) { /* free: cloned already */
+			uint32_t i = (uint32_t)__builtin_ctzll(k);
+			excess -= excess < s->cbytes[i] ? excess : s->cbytes[i];
+		}
+		double cost = 0;
+		for (uint32_t q = 0; q < s->n_by_ratio && excess; q++) {
+			uint32_t i = s->by_ratio[q];
+			if (!((s->seg_kept[j] & rem & ~cloned) >> i & 1))
+				continue;
+			uint64_t take = excess < s->cbytes[i] ? excess : s->cbytes[i];
+			cost += (double)take * s->ratio[i];
+			excess -= take;
+		}
+		if (excess)
+			return UINT64_MAX;
+		worst = cost > worst ? cost : worst;
+	}
+	if (s->levels)
+		return flops;
+	worst *= 1 - 1e-9; /* below the real number, whatever the rounding */
+	return worst >= (double)(UINT64_MAX - flops) ? UINT64_MAX - 1 : flops + (uint64_t)worst;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int by_ratio_asc(const void *a, const void *b, void *ctx)
+{
+	const double *ratio = ctx, x = ratio[*(const uint32_t *)a], y = ratio[*(const uint32_t *)b];
 	return x < y ? -1 : x > y;
 }
 
@@ -292,7 +367,14 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 		uint64_t most = 0, in = 0;
 		for (; t < ends[j + 1]; t++) {
 			live += diff[t];
-			most = (uint64_t)live > most ? (uint64_t)live : most;
+			/* the step's outputs are allocated beside what lives before it; one may take over
+			 * a buffer of its bytes (memsim: TAKES, REUSES) */
+			uint64_t made = 0;
+			for (uint32_t k = f->out_off[t]; k < f->out_off[t + 1]; k++)
+				made += f->out[k] != FLAT_NONE ? s->m->bytes[f->out[k]] : 0;
+			if (f->nflags[t] & (FLAT_TAKES | FLAT_REUSES))
+				made -= f->out[f->out_off[t]] != FLAT_NONE ? s->m->bytes[f->out[f->out_off[t]]] : 0;
+			most = (uint64_t)live + made > most ? (uint64_t)live + made : most;
 		}
 		for (uint32_t i = 0; i < s->n; i++)
 			if (s->cbytes[i] && gap[2 * i] <= ends[j] && ends[j + 1] <= gap[2 * i + 1])
@@ -300,6 +382,28 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 		s->seg_base[s->n_seg] = resident + most;
 		s->seg_kept[s->n_seg++] = in;
 	}
+	/* each candidate's FLOPs when dropped: its producer's, shared by the candidates it makes */
+	s->ratio = xcalloc(s->n ? s->n : 1, sizeof *s->ratio);
+	s->by_ratio = xmalloc(sizeof *s->by_ratio * (s->n ? s->n : 1));
+	if (!s->ratio || !s->by_ratio)
+		goto out;
+	for (uint32_t i = 0; i < s->n; i++) {
+		if (!s->cbytes[i])
+			continue;
+		uint32_t p = f->producer[s->val[i]], share = 0;
+		for (uint32_t k = 0; k < s->n; k++)
+			share += f->producer[s->val[k]] == p;
+		s->ratio[i] = (double)s->flops[p] / share / (double)s->cbytes[i];
+		s->by_ratio[s->n_by_ratio++] = i;
+	}
+	qsort_r(s->by_ratio, s->n_by_ratio, sizeof *s->by_ratio, by_ratio_asc, s->ratio);
+	if (!(s->same = xcalloc(s->n ? s->n : 1, sizeof *s->same)))
+		goto out;
+	for (uint32_t i = 0; i < s->n; i++)
+		for (uint32_t k = 0; k < s->n; k++)
+			if (f->producer[s->val[k]] == f->producer[s->val[i]])
+				s->same[i] |= (uint64_t)1 << k;
+	s->levels = levels;
 	rc = 0;
 out:
 	xfree(last_any);
@@ -321,6 +425,9 @@ static void search_free(struct search *s)
 	xfree(s->seg_base);
 	xfree(s->seg_kept);
 	xfree(s->cbytes);
+	xfree(s->ratio);
+	xfree(s->by_ratio);
+	xfree(s->same);
 }
 
 int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
@@ -347,20 +454,40 @@ int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *c
 		r->done = 1;
 		goto out;
 	}
-	struct qent best = {UINT64_MAX, UINT64_MAX, 0}, root;
+	struct qent best = {.flops = UINT64_MAX, .peak = UINT64_MAX}, root;
 	if ((rc = weigh_mask(&s, 0, &root, e)))
 		goto out;
+	root.lb = flops_bound(&s, 0, -1, root.flops, root.cloned, budget);
 	if (root.peak <= budget)
 		best = root;
-	if ((r->exhaustive || root.peak > budget) && heap_push(&h, root))
+	if ((r->exhaustive || root.peak > budget) && root.lb != UINT64_MAX && heap_push(&h, root))
 		goto oom;
 	int stopped = 0; /* by the limits */
 	while (h.n && !stopped) {
 		struct qent x = heap_pop(&h);
-		if (!r->exhaustive && x.flops >= best.flops)
-			break; /* every set left has as many FLOPs as the best that fits, or more */
-		uint32_t first = x.mask ? 64 - (uint32_t)__builtin_clzll(x.mask) : 0;
-		for (uint32_t i = first; i < s.n; i++) {
+		if (!r->exhaustive && x.lb >= best.flops)
+			break; /* no plan left that fits has fewer FLOPs than the best that fits */
+		int last = x.mask ? 63 - __builtin_clzll(x.mask) : -1;
+		if (!x.weighed) {
+			if (s.n_weighed >= s.max_weighs) {
+				stopped = 1;
+				break;
+			}
+			struct qent c;
+			uint64_t parent = x.flops;
+			if ((rc = weigh_mask(&s, x.mask, &c, e)))
+				goto out;
+			r->n_falls += c.flops < parent;
+			c.lb = flops_bound(&s, c.mask, last, c.flops, c.cloned, budget);
+			if (c.lb != UINT64_MAX && c.lb < x.lb) /* both bound the same subtree */
+				c.lb = x.lb;
+			if (c.peak <= budget && (c.flops < best.flops || (c.flops == best.flops && c.peak < best.peak)))
+				best = c;
+			if (c.lb != UINT64_MAX && (r->exhaustive || c.lb < best.flops) && heap_push(&h, c))
+				goto oom;
+			continue;
+		}
+		for (uint32_t i = (uint32_t)(last + 1); i < s.n; i++) {
 			/* s.keep as x's plan for the reachability test, which reads candidates before i */
 			for (uint32_t k = 0; k < i; k++)
 				keep[s.val[k]] = (x.mask >> k) & 1 ? RC_DROP : RC_KEPT;
@@ -372,17 +499,19 @@ int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *c
 				r->n_bounded++;
 				break;
 			}
-			if (s.n_weighed >= s.max_weighs || h.n >= EXACT_QUEUE) {
+			if (h.n >= EXACT_QUEUE) {
 				stopped = 1;
 				break;
 			}
-			struct qent c;
-			if ((rc = weigh_mask(&s, x.mask | (uint64_t)1 << i, &c, e)))
-				goto out;
-			r->n_falls += c.flops < x.flops;
-			if (c.peak <= budget && (c.flops < best.flops || (c.flops == best.flops && c.peak < best.peak)))
-				best = c;
-			if ((r->exhaustive || c.flops < best.flops) && heap_push(&h, c))
+			/* dropping i clones its producer when a backward node reads it */
+			struct qent c = {.flops = x.flops, .peak = x.peak, .mask = x.mask | (uint64_t)1 << i, .cloned = x.cloned};
+			if (s.cbytes[i] && !((x.cloned >> i) & 1)) {
+				c.flops += s.flops[f->producer[s.val[i]]];
+				c.cloned |= s.same[i];
+			}
+			c.lb = flops_bound(&s, c.mask, (int)i, c.flops, c.cloned, budget);
+			c.flops = x.flops; /* the parent's, until weighed */
+			if (c.lb != UINT64_MAX && (r->exhaustive || c.lb < best.flops) && heap_push(&h, c))
 				goto oom;
 		}
 	}

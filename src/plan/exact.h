@@ -3,14 +3,26 @@
  *
  * A search node is a drop set D of the candidates; its plan drops D (RC_DROP, the innermost level:
  * no checkpoints of the backward pass) and keeps the other candidates (RC_KEPT), every other value
- * as on entry. Each node is weighed exactly (ckpt_weigh). Nodes are taken in ascending recompute
- * FLOPs, ties to the lower peak; a node's children add one candidate past the last one in D, so
- * each set is reached once. Without levels a dropped value is recomputed once, with the dropped
- * values on the way to it from what is kept (recompute.h), so dropping more never recomputes less:
- * FLOPs never fall from a node to its children, and the first plan taken whose peak fits is one
- * with the fewest FLOPs of all. The peak does not fall or rise monotonically, so it prunes nothing;
- * the proof is the FLOPs order alone, and nothing here proves that no plan fits unless the whole
- * space was weighed.
+ * as on entry. A node's children add one candidate past the last one in D, so each set is reached
+ * once. Without levels a dropped value is recomputed once, with the dropped values on the way to
+ * it from what is kept (recompute.h), so dropping more never unclones a node: FLOPs never fall
+ * from a node to its children (test_exact checks it on every pair). Nodes are taken in ascending
+ * order of a lower bound on the FLOPs of any plan in their subtree whose peak fits, so the first
+ * time that bound reaches the FLOPs of the best plan found that fits, that plan has the fewest FLOPs
+ * of all. A node is weighed (ckpt_weigh, exactly) when it is first taken, and expanded when taken
+ * again with its own bound: children the bound rules out are never weighed.
+ *
+ * The bounds. A subtree keeps, in every plan, the candidates before its last one that it does not
+ * drop. What is live at each step of g's order in every such plan (resident values, the backward
+ * pass's own, each forward value to its last forward reader, a value a backward node reads from its
+ * first backward reader to its last, the original or its copy, the step's outputs) plus those kept
+ * candidates over their gaps (their last forward reader to their first backward one) bounds the
+ * peak from below. Where that bound, with the later candidates kept too, exceeds the budget, some
+ * of them must be dropped, and dropping one that a backward node reads clones its producer: the
+ * cheapest cover of the excess (a fractional knapsack, bytes against the producers' FLOPs), added
+ * to the node's FLOPs, bounds the subtree's FLOPs. A subtree whose peak bound exceeds the budget
+ * with all its later candidates dropped is left out, with its later siblings (which keep more);
+ * at the root that proves that no kept set fits, without weighing anything.
  *
  * Candidates go in reverse topological order (the last made first), so that a candidate no
  * recompute can reach, given the candidates before it, stays unreachable in the whole subtree:
@@ -19,12 +31,9 @@
  * and its subtree (every set in it is one of the parent's subtree with that value added) are not
  * weighed. Values whose keep flag nothing reads (fixed values, graph outputs) are left out too.
  *
- * A subtree keeps the candidates before its last one that it does not drop, in every plan. What
- * is live before each step of g's order in every such plan (resident values, the backward pass's
- * own, each forward value up to its last forward reader, a kept one up to its last backward
- * reader) bounds the peak from below; a subtree whose bound exceeds the budget is left out, and
- * so are its later siblings, which keep more. With nothing kept the bound proves that no plan
- * fits. */
+ * An entry plan with levels (backward checkpoints) on other values: a copy may be freed and made
+ * again, and FLOPs are not known to be monotone, so the search is then exhaustive (nothing pruned
+ * by FLOPs; the peak bound counts a dropped value's copy only at its last backward reader). */
 #ifndef GD_EXACT_H
 #define GD_EXACT_H
 
@@ -35,7 +44,7 @@
 
 #define EXACT_CAND 64      /* more candidates than this: not tried (returns with done = 0) */
 #define EXACT_WEIGHS 20000 /* plans weighed at most (max_weighs 0) */
-#define EXACT_QUEUE 1000000 /* search nodes waiting at most: more stops the search (done = 0) */
+#define EXACT_QUEUE 500000 /* search nodes waiting at most (48 bytes each): more stops the search (done = 0) */
 
 struct exact_result {
 	int found; /* a plan with peak <= budget was found: keep holds it */
@@ -45,11 +54,11 @@ struct exact_result {
 	uint64_t peak, flops; /* the answer's, exact (ckpt_weigh) */
 	uint32_t n_weighed;
 	uint32_t n_cand;      /* candidates searched: those whose keep flag matters (see above) */
-	uint32_t n_bounded;   /* subtrees left out because no plan in them can fit (see above) */
+	uint32_t n_bounded;   /* subtrees left out by the peak bound (see above) */
 	uint32_t n_falls;     /* children with fewer FLOPs than their parent: 0, or the FLOPs order
 			       * proves nothing and done stays 0 unless every set was weighed */
 	int exhaustive;       /* nothing was pruned by FLOPs: the entry plan has backward checkpoints
-			       * (levels), where FLOPs are not known to be monotone in D */
+			       * (see above) */
 };
 
 /* keep: on entry the plan for every value (usually all kept: 1 for every value); cand[0..n_cand):
