@@ -277,6 +277,58 @@ static int by_ratio_asc(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
+/* Whether node p's input w is private to it: an activation no backward node reads and no other
+ * node, made by a node that makes nothing else. When p is cloned, w is then kept past its forward
+ * reader only for p's clone, or dropped and made by a clone of its own producer. */
+static int private_input(const struct flat *f, uint32_t w, const uint32_t *readers, const uint32_t *first_bwd)
+{
+	return w != FLAT_NONE && f->producer[w] != FLAT_NONE &&
+	       (f->vflags[w] & (FLAT_DROPPABLE | FLAT_PINNED | FLAT_FIXED)) == FLAT_DROPPABLE && !first_bwd[w] &&
+	       readers[w] == 1 && f->out_off[f->producer[w] + 1] - f->out_off[f->producer[w]] == 1;
+}
+
+/* The least, over the ways to provide node p's private inputs to its clone, of FLOPs + lambda x the
+ * bytes kept for it: each is kept (its bytes), or dropped (its producer's FLOPs, and its own
+ * private inputs the same way). Past a depth of 64, nothing (a lower bound still). */
+static double private_cost(const struct search *s, uint32_t p, double lambda, const uint32_t *readers,
+			   const uint32_t *first_bwd, int depth)
+{
+	const struct flat *f = &s->m->f;
+	double sum = 0;
+	for (uint32_t k = f->in_off[p]; depth < 64 && k < f->in_off[p + 1]; k++) {
+		uint32_t w = f->in[k];
+		if (!private_input(f, w, readers, first_bwd))
+			continue;
+		double keep = lambda * (double)s->m->bytes[w];
+		double drop = (double)s->flops[f->producer[w]] + private_cost(s, f->producer[w], lambda, readers, first_bwd, depth + 1);
+		sum += keep < drop ? keep : drop;
+	}
+	return sum;
+}
+
+/* The fewest FLOPs per byte that dropping candidate u (its gap: `bytes`; its producer's FLOPs, or
+ * its share of them: `cost`) can cost, its gap being what it frees at most. Its clone reads its
+ * producer's inputs; a private one (private_input) that is kept lives over u's whole gap, so frees
+ * less, and one dropped costs its producer's FLOPs more. The least ratio of FLOPs to bytes freed
+ * over those ways (that free some bytes) is the least lambda with lambda x bytes > cost +
+ * private_cost(lambda), which holds from there on: found by bisection, the lower end returned.
+ * The other inputs are taken as free, which only lowers the bound. */
+static double drop_ratio(const struct search *s, uint32_t u, uint64_t bytes, double cost, const uint32_t *readers,
+			 const uint32_t *first_bwd)
+{
+	uint32_t p = s->m->f.producer[u];
+#define SHORT(lambda) ((lambda) * (double)bytes <= cost + private_cost(s, p, (lambda), readers, first_bwd, 0))
+	double lo = 0, hi = (cost + 1) / (double)bytes;
+	for (int i = 0; i < 64 && SHORT(hi); i++)
+		lo = hi, hi *= 2;
+	for (int i = 0; i < 50; i++) {
+		double mid = (lo + hi) / 2;
+		*(SHORT(mid) ? &lo : &hi) = mid;
+	}
+#undef SHORT
+	return lo;
+}
+
 /* Value v lives before steps [from, to) of g's order in every plan: into diff. */
 static void live_over(int64_t *diff, uint32_t from, uint32_t to, uint64_t bytes)
 {
@@ -296,12 +348,13 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 	 * (node index + 1, 0: none) */
 	uint32_t *last_any = xcalloc(nv, sizeof *last_any), *first_bwd = xcalloc(nv, sizeof *first_bwd);
 	uint32_t *last_bwd = xcalloc(nv, sizeof *last_bwd), *cidx = xmalloc(sizeof *cidx * nv);
+	uint32_t *readers = xcalloc(nv, sizeof *readers), *seen = xcalloc(nv, sizeof *seen); /* reading nodes */
 	uint32_t *gap = xcalloc(2 * (size_t)s->n + 1, sizeof *gap); /* per candidate: its kept interval */
 	uint32_t *ends = xmalloc(sizeof *ends * (2 * (size_t)s->n + 2));
 	int64_t *diff = xcalloc((size_t)T + 2, sizeof *diff);
 	s->cbytes = xcalloc(s->n ? s->n : 1, sizeof *s->cbytes);
 	int rc = -1;
-	if (!last_any || !first_bwd || !last_bwd || !cidx || !gap || !ends || !diff || !s->cbytes)
+	if (!last_any || !first_bwd || !last_bwd || !cidx || !readers || !seen || !gap || !ends || !diff || !s->cbytes)
 		goto out;
 	for (uint32_t v = 0; v < f->n_values; v++)
 		cidx[v] = UINT32_MAX;
@@ -312,6 +365,10 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 			uint32_t v = f->in[k];
 			if (v == FLAT_NONE)
 				continue;
+			if (seen[v] != i + 1) {
+				seen[v] = i + 1;
+				readers[v]++;
+			}
 			if (!(f->nflags[i] & FLAT_BACKWARD))
 				last_any[v] = i + 1;
 			else if (!first_bwd[v])
@@ -382,7 +439,7 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 		s->seg_base[s->n_seg] = resident + most;
 		s->seg_kept[s->n_seg++] = in;
 	}
-	/* each candidate's FLOPs when dropped: its producer's, shared by the candidates it makes */
+	/* each candidate's FLOPs when dropped, per byte it frees (drop_ratio) */
 	s->ratio = xcalloc(s->n ? s->n : 1, sizeof *s->ratio);
 	s->by_ratio = xmalloc(sizeof *s->by_ratio * (s->n ? s->n : 1));
 	if (!s->ratio || !s->by_ratio)
@@ -393,7 +450,7 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 		uint32_t p = f->producer[s->val[i]], share = 0;
 		for (uint32_t k = 0; k < s->n; k++)
 			share += f->producer[s->val[k]] == p;
-		s->ratio[i] = (double)s->flops[p] / share / (double)s->cbytes[i];
+		s->ratio[i] = drop_ratio(s, s->val[i], s->cbytes[i], (double)s->flops[p] / share, readers, first_bwd);
 		s->by_ratio[s->n_by_ratio++] = i;
 	}
 	qsort_r(s->by_ratio, s->n_by_ratio, sizeof *s->by_ratio, by_ratio_asc, s->ratio);
@@ -410,6 +467,8 @@ out:
 	xfree(first_bwd);
 	xfree(last_bwd);
 	xfree(cidx);
+	xfree(readers);
+	xfree(seen);
 	xfree(gap);
 	xfree(ends);
 	xfree(diff);
@@ -433,6 +492,13 @@ static void search_free(struct search *s)
 int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
 		    uint64_t budget, uint32_t max_weighs, uint8_t *keep, struct exact_result *r, struct gd_err *e)
 {
+	return exact_kept_sets_below(m, flops, cand, n_cand, budget, UINT64_MAX, max_weighs, keep, r, e);
+}
+
+int exact_kept_sets_below(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
+			  uint64_t budget, uint64_t known, uint32_t max_weighs, uint8_t *keep, struct exact_result *r,
+			  struct gd_err *e)
+{
 	memset(r, 0, sizeof *r);
 	if (n_cand > EXACT_CAND)
 		return 0;
@@ -454,11 +520,11 @@ int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *c
 		r->done = 1;
 		goto out;
 	}
-	struct qent best = {.flops = UINT64_MAX, .peak = UINT64_MAX}, root;
+	struct qent best = {.flops = known, .peak = UINT64_MAX}, root; /* .weighed: found */
 	if ((rc = weigh_mask(&s, 0, &root, e)))
 		goto out;
 	root.lb = flops_bound(&s, 0, -1, root.flops, root.cloned, budget);
-	if (root.peak <= budget)
+	if (root.peak <= budget && root.flops <= known)
 		best = root;
 	if ((r->exhaustive || root.peak > budget) && root.lb != UINT64_MAX && heap_push(&h, root))
 		goto oom;
@@ -516,7 +582,7 @@ int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *c
 		}
 	}
 	r->done = !stopped && (!r->n_falls || r->exhaustive);
-	r->found = best.flops != UINT64_MAX;
+	r->found = best.weighed;
 	if (r->found) {
 		for (uint32_t i = 0; i < s.n; i++)
 			keep[s.val[i]] = (best.mask >> i) & 1 ? RC_DROP : RC_KEPT;

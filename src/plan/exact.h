@@ -67,4 +67,12 @@ struct exact_result {
 int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
 		    uint64_t budget, uint32_t max_weighs, uint8_t *keep, struct exact_result *r, struct gd_err *e);
 
+/* The same, given that a plan with `known` FLOPs fits (auto's answer): only plans with fewer are
+ * sought, so far fewer are weighed. found: one with at most `known` FLOPs (its peak fits); done and
+ * !found: no kept set of the candidates with fewer FLOPs than `known` fits, so the known plan is
+ * optimal over them. UINT64_MAX: exact_kept_sets. */
+int exact_kept_sets_below(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
+			  uint64_t budget, uint64_t known, uint32_t max_weighs, uint8_t *keep, struct exact_result *r,
+			  struct gd_err *e);
+
 #endif
