@@ -89,6 +89,11 @@ struct search {
 	uint32_t n_by_ratio;
 	int levels;                    /* the entry plan has backward checkpoints */
 	uint64_t *same;                /* per candidate: the candidates its producer makes */
+	/* for held_inputs */
+	const uint8_t *entry;          /* the plan on entry */
+	uint32_t *cidx;                /* per value: its candidate index, UINT32_MAX for none */
+	uint32_t *readers, *first_bwd; /* per value: nodes that read it; its first backward reader + 1 */
+	double *pratio;                /* per candidate that is a private input: its drop_ratio */
 };
 
 static int by_producer_desc(const void *a, const void *b, void *ctx)
@@ -219,6 +224,67 @@ static uint64_t peak_bound(const struct search *s, uint64_t kept)
 	return lb;
 }
 
+/* Whether node p's input w is private to it: an activation no backward node reads and no other
+ * node, made by a node that makes nothing else. When p is cloned, w is then kept past its forward
+ * reader only for p's clone, or dropped and made by a clone of its own producer. */
+static int private_input(const struct flat *f, uint32_t w, const uint32_t *readers, const uint32_t *first_bwd)
+{
+	return w != FLAT_NONE && f->producer[w] != FLAT_NONE &&
+	       (f->vflags[w] & (FLAT_DROPPABLE | FLAT_PINNED | FLAT_FIXED)) == FLAT_DROPPABLE && !first_bwd[w] &&
+	       readers[w] == 1 && f->out_off[f->producer[w] + 1] - f->out_off[f->producer[w]] == 1;
+}
+
+/* Input slot k of node p holds a value no earlier slot of p holds (Concat(a, a) reads a once). */
+static int first_read(const struct flat *f, uint32_t p, uint32_t k)
+{
+	for (uint32_t q = f->in_off[p]; q < k; q++)
+		if (f->in[q] == f->in[k])
+			return 0;
+	return 1;
+}
+
+/* The least, over the ways to provide node p's private inputs to its clone, of FLOPs + lambda x the
+ * bytes kept for it: each is kept (its bytes), or dropped (its producer's FLOPs, and its own
+ * private inputs the same way). Past a depth of 64, nothing (a lower bound still). */
+static double private_cost(const struct search *s, uint32_t p, double lambda, const uint32_t *readers,
+			   const uint32_t *first_bwd, int depth)
+{
+	const struct flat *f = &s->m->f;
+	double sum = 0;
+	for (uint32_t k = f->in_off[p]; depth < 64 && k < f->in_off[p + 1]; k++) {
+		uint32_t w = f->in[k];
+		if (!private_input(f, w, readers, first_bwd) || !first_read(f, p, k))
+			continue;
+		double keep = lambda * (double)s->m->bytes[w];
+		double drop = (double)s->flops[f->producer[w]] + private_cost(s, f->producer[w], lambda, readers, first_bwd, depth + 1);
+		sum += keep < drop ? keep : drop;
+	}
+	return sum;
+}
+
+/* The fewest FLOPs per byte that dropping candidate u (its gap: `bytes`; its producer's FLOPs:
+ * `cost`) can cost, its gap being what it frees at most. Its clone reads its
+ * producer's inputs; a private one (private_input) that is kept lives over u's whole gap, so frees
+ * less, and one dropped costs its producer's FLOPs more. The least ratio of FLOPs to bytes freed
+ * over those ways (that free some bytes) is the least lambda with lambda x bytes > cost +
+ * private_cost(lambda), which holds from there on: found by bisection, the lower end returned.
+ * The other inputs are taken as free, which only lowers the bound. */
+static double drop_ratio(const struct search *s, uint32_t u, uint64_t bytes, double cost, const uint32_t *readers,
+			 const uint32_t *first_bwd)
+{
+	uint32_t p = s->m->f.producer[u];
+#define SHORT(lambda) ((lambda) * (double)bytes <= cost + private_cost(s, p, (lambda), readers, first_bwd, 0))
+	double lo = 0, hi = (cost + 1) / (double)bytes;
+	for (int i = 0; i < 64 && SHORT(hi); i++)
+		lo = hi, hi *= 2;
+	for (int i = 0; i < 50; i++) {
+		double mid = (lo + hi) / 2;
+		*(SHORT(mid) ? &lo : &hi) = mid;
+	}
+#undef SHORT
+	return lo;
+}
+
 /* The fewest FLOPs a plan that fits can have in the subtree of drop set `mask` whose last
  * candidate is `last` (-1: the root), when its plan recomputes at least `flops` and clones the
  * producers of the candidates in `cloned`; UINT64_MAX when none fits. Dropping more never unclones a node (exact.h), and dropping a candidate a backward
@@ -228,17 +294,77 @@ static uint64_t peak_bound(const struct search *s, uint64_t kept)
  * producer is cloned already. The cheapest such cover, by the bytes and FLOPs of a fractional
  * knapsack, bounds each segment's; their maximum is the bound. Without levels only: with them
  * the FLOPs bound is `flops` (or none fits). */
+/* What a dropped candidate's clone holds: its producer's private inputs (private_input) that are
+ * kept are held over the candidate's whole gap (their last forward reader is its producer), those
+ * dropped are made just in time and hold their own private inputs the same way. Bytes certainly
+ * held (kept in every plan of the subtree) go to *certain; a later candidate, which the subtree may
+ * keep or drop, becomes an item of the cover (its bytes, dropped at its drop_ratio). */
+struct held {
+	uint64_t bytes, owner; /* owner: the dropped candidate whose gap it is held over (bit) */
+	double ratio;
+};
+#define HELD_ITEMS 64
+
+static void held_inputs(const struct search *s, uint32_t v, uint64_t mask, uint64_t fixed, uint64_t cloned, uint64_t owner,
+			uint64_t *certain, struct held *items, uint32_t *n_items, int depth)
+{
+	const struct flat *f = &s->m->f;
+	uint32_t p = f->producer[v];
+	for (uint32_t k = f->in_off[p]; depth < 64 && k < f->in_off[p + 1]; k++) {
+		uint32_t w = f->in[k], i;
+		if (!private_input(f, w, s->readers, s->first_bwd) || !first_read(f, p, k))
+			continue;
+		i = s->cidx[w];
+		if (i == UINT32_MAX ? rc_dropped(f, s->entry, w) : (mask >> i) & 1)
+			held_inputs(s, w, mask, fixed, cloned, owner, certain, items, n_items, depth + 1);
+		else if (i == UINT32_MAX || (fixed >> i) & 1)
+			*certain += s->m->bytes[w];
+		else if (*n_items < HELD_ITEMS) /* else left out: a lower bound still */
+			items[(*n_items)++] = (struct held){s->m->bytes[w], owner, (cloned >> i) & 1 ? 0 : s->pratio[i]};
+	}
+}
+
+/* Whether dropped candidate u is recomputed at its first backward reader in every plan of the
+ * subtree of drop set `mask` (u in it): no value its forward readers make is dropped, whose
+ * recompute could make u earlier. Those values are candidates before u, decided in the subtree, or
+ * others, as on entry (a later candidate: not known). */
+static int on_time(const struct search *s, uint32_t u, uint64_t mask)
+{
+	for (uint32_t k = s->rd_off[u]; k < s->rd_off[u + 1]; k++) {
+		uint32_t z = s->rd[k], i = s->cidx[z];
+		if (i == UINT32_MAX ? rc_dropped(&s->m->f, s->entry, z) : i > u || ((mask >> i) & 1))
+			return 0;
+	}
+	return 1;
+}
+
 static uint64_t flops_bound(const struct search *s, uint64_t mask, int last, uint64_t flops, uint64_t cloned_in,
 			   uint64_t budget)
 {
 	const uint64_t all = s->n == 64 ? ~(uint64_t)0 : ((uint64_t)1 << s->n) - 1;
 	const uint64_t below = last < 0 ? 0 : last >= 63 ? ~(uint64_t)0 : ((uint64_t)1 << (last + 1)) - 1;
 	const uint64_t rem = all & ~below, fixed = (below >> 1) & ~mask & all;
+	uint64_t certain[64] = {0};
+	struct held items[HELD_ITEMS];
+	uint32_t n_items = 0;
+	for (uint64_t k = s->levels ? 0 : mask; k; k &= k - 1) {
+		uint32_t u = (uint32_t)__builtin_ctzll(k);
+		if (s->cbytes[u] && !(s->same[u] & ~((uint64_t)1 << u)) && on_time(s, u, mask))
+			held_inputs(s, s->val[u], mask, fixed, cloned_in, (uint64_t)1 << u, &certain[u], items, &n_items, 0);
+	}
+	for (uint32_t a = 1; a < n_items; a++) /* by ratio */
+		for (uint32_t b = a; b > 0 && items[b].ratio < items[b - 1].ratio; b--) {
+			struct held t = items[b];
+			items[b] = items[b - 1];
+			items[b - 1] = t;
+		}
 	double worst = 0;
 	for (uint32_t j = 0; j < s->n_seg; j++) {
 		uint64_t load = s->seg_base[j], cloned = s->seg_kept[j] & rem & cloned_in;
 		for (uint64_t k = s->seg_kept[j] & (fixed | rem); k; k &= k - 1)
 			load += s->cbytes[__builtin_ctzll(k)];
+		for (uint64_t k = s->seg_kept[j] & mask; k; k &= k - 1)
+			load += certain[__builtin_ctzll(k)];
 		if (load <= budget)
 			continue;
 		uint64_t excess = load - budget;
@@ -247,12 +373,19 @@ static uint64_t flops_bound(const struct search *s, uint64_t mask, int last, uin
 			excess -= excess < s->cbytes[i] ? excess : s->cbytes[i];
 		}
 		double cost = 0;
-		for (uint32_t q = 0; q < s->n_by_ratio && excess; q++) {
-			uint32_t i = s->by_ratio[q];
-			if (!((s->seg_kept[j] & rem & ~cloned) >> i & 1))
-				continue;
-			uint64_t take = excess < s->cbytes[i] ? excess : s->cbytes[i];
-			cost += (double)take * s->ratio[i];
+		for (uint32_t q = 0, h = 0; (q < s->n_by_ratio || h < n_items) && excess;) {
+			uint64_t bytes;
+			double ratio;
+			if (h < n_items && (q == s->n_by_ratio || items[h].ratio <= s->ratio[s->by_ratio[q]])) {
+				bytes = items[h].owner & s->seg_kept[j] ? items[h].bytes : 0;
+				ratio = items[h++].ratio;
+			} else {
+				uint32_t i = s->by_ratio[q++];
+				bytes = (s->seg_kept[j] & rem & ~cloned) >> i & 1 ? s->cbytes[i] : 0;
+				ratio = s->ratio[i];
+			}
+			uint64_t take = excess < bytes ? excess : bytes;
+			cost += (double)take * ratio;
 			excess -= take;
 		}
 		if (excess)
@@ -277,58 +410,6 @@ static int by_ratio_asc(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-/* Whether node p's input w is private to it: an activation no backward node reads and no other
- * node, made by a node that makes nothing else. When p is cloned, w is then kept past its forward
- * reader only for p's clone, or dropped and made by a clone of its own producer. */
-static int private_input(const struct flat *f, uint32_t w, const uint32_t *readers, const uint32_t *first_bwd)
-{
-	return w != FLAT_NONE && f->producer[w] != FLAT_NONE &&
-	       (f->vflags[w] & (FLAT_DROPPABLE | FLAT_PINNED | FLAT_FIXED)) == FLAT_DROPPABLE && !first_bwd[w] &&
-	       readers[w] == 1 && f->out_off[f->producer[w] + 1] - f->out_off[f->producer[w]] == 1;
-}
-
-/* The least, over the ways to provide node p's private inputs to its clone, of FLOPs + lambda x the
- * bytes kept for it: each is kept (its bytes), or dropped (its producer's FLOPs, and its own
- * private inputs the same way). Past a depth of 64, nothing (a lower bound still). */
-static double private_cost(const struct search *s, uint32_t p, double lambda, const uint32_t *readers,
-			   const uint32_t *first_bwd, int depth)
-{
-	const struct flat *f = &s->m->f;
-	double sum = 0;
-	for (uint32_t k = f->in_off[p]; depth < 64 && k < f->in_off[p + 1]; k++) {
-		uint32_t w = f->in[k];
-		if (!private_input(f, w, readers, first_bwd))
-			continue;
-		double keep = lambda * (double)s->m->bytes[w];
-		double drop = (double)s->flops[f->producer[w]] + private_cost(s, f->producer[w], lambda, readers, first_bwd, depth + 1);
-		sum += keep < drop ? keep : drop;
-	}
-	return sum;
-}
-
-/* The fewest FLOPs per byte that dropping candidate u (its gap: `bytes`; its producer's FLOPs, or
- * its share of them: `cost`) can cost, its gap being what it frees at most. Its clone reads its
- * producer's inputs; a private one (private_input) that is kept lives over u's whole gap, so frees
- * less, and one dropped costs its producer's FLOPs more. The least ratio of FLOPs to bytes freed
- * over those ways (that free some bytes) is the least lambda with lambda x bytes > cost +
- * private_cost(lambda), which holds from there on: found by bisection, the lower end returned.
- * The other inputs are taken as free, which only lowers the bound. */
-static double drop_ratio(const struct search *s, uint32_t u, uint64_t bytes, double cost, const uint32_t *readers,
-			 const uint32_t *first_bwd)
-{
-	uint32_t p = s->m->f.producer[u];
-#define SHORT(lambda) ((lambda) * (double)bytes <= cost + private_cost(s, p, (lambda), readers, first_bwd, 0))
-	double lo = 0, hi = (cost + 1) / (double)bytes;
-	for (int i = 0; i < 64 && SHORT(hi); i++)
-		lo = hi, hi *= 2;
-	for (int i = 0; i < 50; i++) {
-		double mid = (lo + hi) / 2;
-		*(SHORT(mid) ? &lo : &hi) = mid;
-	}
-#undef SHORT
-	return lo;
-}
-
 /* Value v lives before steps [from, to) of g's order in every plan: into diff. */
 static void live_over(int64_t *diff, uint32_t from, uint32_t to, uint64_t bytes)
 {
@@ -346,9 +427,9 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 	const uint32_t T = f->n_nodes, nv = f->n_values ? f->n_values : 1;
 	/* per value: the last reader that is no backward node, the first and last backward readers
 	 * (node index + 1, 0: none) */
-	uint32_t *last_any = xcalloc(nv, sizeof *last_any), *first_bwd = xcalloc(nv, sizeof *first_bwd);
-	uint32_t *last_bwd = xcalloc(nv, sizeof *last_bwd), *cidx = xmalloc(sizeof *cidx * nv);
-	uint32_t *readers = xcalloc(nv, sizeof *readers), *seen = xcalloc(nv, sizeof *seen); /* reading nodes */
+	uint32_t *last_any = xcalloc(nv, sizeof *last_any), *first_bwd = s->first_bwd = xcalloc(nv, sizeof *first_bwd);
+	uint32_t *last_bwd = xcalloc(nv, sizeof *last_bwd), *cidx = s->cidx = xmalloc(sizeof *cidx * nv);
+	uint32_t *readers = s->readers = xcalloc(nv, sizeof *readers), *seen = xcalloc(nv, sizeof *seen);
 	uint32_t *gap = xcalloc(2 * (size_t)s->n + 1, sizeof *gap); /* per candidate: its kept interval */
 	uint32_t *ends = xmalloc(sizeof *ends * (2 * (size_t)s->n + 2));
 	int64_t *diff = xcalloc((size_t)T + 2, sizeof *diff);
@@ -447,13 +528,25 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 	for (uint32_t i = 0; i < s->n; i++) {
 		if (!s->cbytes[i])
 			continue;
+		/* a producer that makes several candidates: its FLOPs over all the bytes they free */
 		uint32_t p = f->producer[s->val[i]], share = 0;
+		uint64_t freed = 0;
 		for (uint32_t k = 0; k < s->n; k++)
-			share += f->producer[s->val[k]] == p;
-		s->ratio[i] = drop_ratio(s, s->val[i], s->cbytes[i], (double)s->flops[p] / share, readers, first_bwd);
+			if (f->producer[s->val[k]] == p) {
+				share++;
+				freed += s->cbytes[k];
+			}
+		s->ratio[i] = share > 1 ? (double)s->flops[p] / (double)freed
+					: drop_ratio(s, s->val[i], s->cbytes[i], (double)s->flops[p], readers, first_bwd);
 		s->by_ratio[s->n_by_ratio++] = i;
 	}
 	qsort_r(s->by_ratio, s->n_by_ratio, sizeof *s->by_ratio, by_ratio_asc, s->ratio);
+	if (!(s->pratio = xcalloc(s->n ? s->n : 1, sizeof *s->pratio)))
+		goto out;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (private_input(f, s->val[i], readers, first_bwd))
+			s->pratio[i] = drop_ratio(s, s->val[i], s->m->bytes[s->val[i]], (double)s->flops[f->producer[s->val[i]]],
+						  readers, first_bwd);
 	if (!(s->same = xcalloc(s->n ? s->n : 1, sizeof *s->same)))
 		goto out;
 	for (uint32_t i = 0; i < s->n; i++)
@@ -461,13 +554,11 @@ static int bound_init(struct search *s, const uint8_t *entry, int levels)
 			if (f->producer[s->val[k]] == f->producer[s->val[i]])
 				s->same[i] |= (uint64_t)1 << k;
 	s->levels = levels;
+	s->entry = entry;
 	rc = 0;
 out:
 	xfree(last_any);
-	xfree(first_bwd);
 	xfree(last_bwd);
-	xfree(cidx);
-	xfree(readers);
 	xfree(seen);
 	xfree(gap);
 	xfree(ends);
@@ -487,6 +578,10 @@ static void search_free(struct search *s)
 	xfree(s->ratio);
 	xfree(s->by_ratio);
 	xfree(s->same);
+	xfree(s->cidx);
+	xfree(s->readers);
+	xfree(s->first_bwd);
+	xfree(s->pratio);
 }
 
 int exact_kept_sets(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
