@@ -365,6 +365,8 @@ static uint64_t flops_bound(const struct search *s, uint64_t mask, int last, uin
 			load += s->cbytes[__builtin_ctzll(k)];
 		for (uint64_t k = s->seg_kept[j] & mask; k; k &= k - 1)
 			load += certain[__builtin_ctzll(k)];
+		for (uint32_t h = 0; h < n_items; h++) /* held unless dropped too */
+			load += items[h].owner & s->seg_kept[j] ? items[h].bytes : 0;
 		if (load <= budget)
 			continue;
 		uint64_t excess = load - budget;
