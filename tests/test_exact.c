@@ -203,6 +203,16 @@ Test(exact, equals_every_drop_set_weighed)
 				  seed, (unsigned long long)budget, (unsigned long long)fl, (unsigned long long)p,
 				  (unsigned long long)opt);
 			cr_expect(r.flops == fl && r.peak == p, "seed %u: exact reports what its plan weighs", seed);
+			/* given a plan with the optimum's FLOPs, none with fewer; given one more, the optimum */
+			for (uint64_t known = opt; known <= opt + 1; known++) {
+				memcpy(keep, all, t.g->n_values);
+				cr_assert_eq(exact_kept_sets_below(&t.m, t.flops, t.cand, t.n_cand, budget, known, 1u << 19, keep, &r, &e), 0,
+					     "%s", e.msg);
+				cr_expect(r.done && (known == opt ? !r.found || r.flops == opt : r.found && r.flops == opt),
+					  "seed %u, budget %llu, known %llu: done %d, found %d with %llu FLOPs; optimum %llu", seed,
+					  (unsigned long long)budget, (unsigned long long)known, r.done, r.found,
+					  (unsigned long long)r.flops, (unsigned long long)opt);
+			}
 		}
 		free(keep);
 		free(all);

@@ -79,7 +79,7 @@ struct search {
 				    * forward reader makes a candidate later in the order */
 	uint32_t *rd_off, *rd;     /* per candidate: the values its forward readers make (CSR) */
 	uint32_t max_weighs, n_weighed;
-	/* the peak bound (struct bound) */
+	/* the bounds (peak_bound, flops_bound) */
 	uint32_t n_seg;
 	uint64_t *seg_base, *seg_kept; /* per segment: the most bytes live in every plan; the candidates
 					* live there when kept (bit i: candidate i) */

@@ -19,10 +19,14 @@
  * candidates over their gaps (their last forward reader to their first backward one) bounds the
  * peak from below. Where that bound, with the later candidates kept too, exceeds the budget, some
  * of them must be dropped, and dropping one that a backward node reads clones its producer: the
- * cheapest cover of the excess (a fractional knapsack, bytes against the producers' FLOPs), added
- * to the node's FLOPs, bounds the subtree's FLOPs. A subtree whose peak bound exceeds the budget
- * with all its later candidates dropped is left out, with its later siblings (which keep more);
- * at the root that proves that no kept set fits, without weighing anything.
+ * cheapest cover of the excess (a fractional knapsack, bytes against FLOPs), added to the node's
+ * FLOPs, bounds the subtree's FLOPs. A dropped value's clone reads its producer's inputs, and an
+ * input only that producer reads (a MatMul's output under its bias Add) is then held over the
+ * dropped value's gap if kept, or costs its own producer's FLOPs if dropped too: so a candidate's
+ * FLOPs per byte freed are the least over those ways, and a dropped one's held inputs count in
+ * the load (those the subtree may still drop as items of the cover). A subtree whose peak bound
+ * exceeds the budget with all its later candidates dropped is left out, with its later siblings
+ * (which keep more); at the root that proves that no kept set fits, without weighing anything.
  *
  * Candidates go in reverse topological order (the last made first), so that a candidate no
  * recompute can reach, given the candidates before it, stays unreachable in the whole subtree:
