@@ -16,24 +16,34 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class UNet(nn.Module):
-    def __init__(self, c=4, loss=True):
+class Level(nn.Module):
+    """One level of a U-Net and the levels below it: conv, then (but at the bottom) down, the levels
+    below, up, and a conv of that concatenated with this level's output, which lives meanwhile."""
+
+    def __init__(self, cin, c, depth):
         super().__init__()
-        ch = [c, 2 * c, 4 * c]
+        self.enc = nn.Conv2d(cin, c, 3, padding=1)
+        self.inner = Level(c, 2 * c, depth - 1) if depth > 1 else None
+        if self.inner:
+            self.up = nn.ConvTranspose2d(2 * c, c, 2, stride=2)
+            self.dec = nn.Conv2d(2 * c, c, 3, padding=1)
+
+    def forward(self, x):
+        e = F.relu(self.enc(x))
+        if not self.inner:
+            return e
+        return F.relu(self.dec(torch.cat([self.up(self.inner(F.max_pool2d(e, 2))), e], 1)))
+
+
+class UNet(nn.Module):
+    def __init__(self, c=4, levels=3, loss=True):
+        super().__init__()
         self.loss = loss
-        self.enc = nn.ModuleList([nn.Conv2d(3 if i == 0 else ch[i - 1], ch[i], 3, padding=1) for i in range(3)])
-        self.up = nn.ModuleList([nn.ConvTranspose2d(ch[i], ch[i - 1], 2, stride=2) for i in range(2, 0, -1)])
-        self.dec = nn.ModuleList([nn.Conv2d(2 * ch[i - 1], ch[i - 1], 3, padding=1) for i in range(2, 0, -1)])
+        self.body = Level(3, c, levels)
         self.head = nn.Conv2d(c, 2, 1)
 
     def forward(self, x, target=None):
-        skips = []
-        for i, e in enumerate(self.enc):
-            x = F.relu(e(x if i == 0 else F.max_pool2d(x, 2)))
-            skips.append(x)
-        for up, dec, s in zip(self.up, self.dec, reversed(skips[:-1])):
-            x = F.relu(dec(torch.cat([up(x), s], 1)))
-        y = self.head(x)
+        y = self.head(self.body(x))
         return ((y - target) ** 2).mean() if self.loss else y
 
 

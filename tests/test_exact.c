@@ -147,6 +147,29 @@ static void every_set(struct tg *t, const uint8_t *base, uint64_t **peak, uint64
 	free(keep);
 }
 
+/* The fewest FLOPs of the n drop sets whose peak fits, UINT64_MAX for none. */
+static uint64_t optimum(const uint64_t *peak, const uint64_t *flops, size_t n, uint64_t budget)
+{
+	uint64_t opt = UINT64_MAX;
+	for (size_t mask = 0; mask < n; mask++)
+		if (peak[mask] <= budget && flops[mask] < opt)
+			opt = flops[mask];
+	return opt;
+}
+
+/* exact_kept_sets from `base` (NULL: every value kept) into keep, asserting that it ran. */
+static struct exact_result search(struct tg *t, const uint8_t *base, uint64_t budget, uint32_t max_weighs, uint8_t *keep)
+{
+	struct exact_result r;
+	struct gd_err e = {0};
+	if (base)
+		memcpy(keep, base, t->g->n_values);
+	else
+		memset(keep, RC_KEPT, t->g->n_values);
+	cr_assert_eq(exact_kept_sets(&t->m, t->flops, t->cand, t->n_cand, budget, max_weighs, keep, &r, &e), 0, "%s", e.msg);
+	return r;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -177,14 +200,10 @@ Test(exact, equals_every_drop_set_weighed)
 			if (!k || sorted[k] != sorted[k - 1])
 				sorted[n_peaks++] = sorted[k];
 		for (int q = -1; q < BUDGETS; q++) { /* below the lowest peak, then up to the highest */
-			uint64_t budget = q < 0 ? sorted[0] - 1 : sorted[(n_peaks - 1) * (size_t)q / (BUDGETS - 1)], opt = UINT64_MAX;
-			for (size_t mask = 0; mask < n; mask++)
-				if (peak[mask] <= budget && flops[mask] < opt)
-					opt = flops[mask];
-			memcpy(keep, all, t.g->n_values);
-			struct exact_result r;
+			uint64_t budget = q < 0 ? sorted[0] - 1 : sorted[(n_peaks - 1) * (size_t)q / (BUDGETS - 1)];
+			uint64_t opt = optimum(peak, flops, n, budget);
+			struct exact_result r = search(&t, all, budget, 1u << 19, keep);
 			struct gd_err e = {0};
-			cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 1u << 19, keep, &r, &e), 0, "%s", e.msg);
 			cases++;
 			weighed += r.n_weighed;
 			enumerated += n;
@@ -271,14 +290,8 @@ Test(exact, unet_at_the_optimum_of_every_drop_set)
 	uint8_t *keep = malloc(t.g->n_values);
 	static const int pct[] = {99, 97, 95, 90, 80, 70};
 	for (size_t q = 0; q < sizeof pct / sizeof *pct; q++) {
-		uint64_t budget = peak[0] * (uint64_t)pct[q] / 100, opt = UINT64_MAX;
-		for (uint64_t mask = 0; mask < (uint64_t)1 << t.n_cand; mask++)
-			if (peak[mask] <= budget && flops[mask] < opt)
-				opt = flops[mask];
-		memset(keep, RC_KEPT, t.g->n_values);
-		struct exact_result r;
-		struct gd_err e = {0};
-		cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 0, keep, &r, &e), 0, "%s", e.msg);
+		uint64_t budget = peak[0] * (uint64_t)pct[q] / 100, opt = optimum(peak, flops, (size_t)1 << t.n_cand, budget);
+		struct exact_result r = search(&t, NULL, budget, 0, keep);
 		cr_expect(r.done && r.found == (opt != UINT64_MAX), "%d%%", pct[q]);
 		if (!r.found)
 			continue;
@@ -309,10 +322,8 @@ Test(exact, unet_with_long_skips_fits_under_its_peak_recomputing_nothing)
 	static const int pct[] = {99, 97, 95, 90};
 	for (size_t q = 0; q < sizeof pct / sizeof *pct; q++) {
 		uint64_t budget = all_peak * (uint64_t)pct[q] / 100;
-		memset(keep, RC_KEPT, t.g->n_values);
-		struct exact_result r;
+		struct exact_result r = search(&t, NULL, budget, 0, keep);
 		struct gd_err e = {0};
-		cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 0, keep, &r, &e), 0, "%s", e.msg);
 		uint64_t p, fl;
 		weigh(&t, keep, &p, &fl);
 		struct auto_result ar;
@@ -348,14 +359,11 @@ Test(exact, limits_leave_the_search_unfinished)
 	uint64_t all_peak, all_flops;
 	weigh(&t, all, &all_peak, &all_flops);
 	uint64_t budget = all_peak * 90 / 100;
-	struct exact_result r;
+	struct exact_result r = search(&t, all, budget, 0, keep);
 	struct gd_err e = {0};
-	memcpy(keep, all, t.g->n_values);
-	cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 0, keep, &r, &e), 0, "%s", e.msg);
 	cr_assert(r.done && r.found && r.n_weighed > 5, "the full search: done %d, %u weighs", r.done, r.n_weighed);
 	for (uint32_t limit = 1; limit <= 5; limit++) {
-		memcpy(keep, all, t.g->n_values);
-		cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, limit, keep, &r, &e), 0, "%s", e.msg);
+		r = search(&t, all, budget, limit, keep);
 		cr_expect(!r.done && r.n_weighed <= limit, "max_weighs %u: done %d after %u weighs", limit, r.done, r.n_weighed);
 		uint64_t p, fl;
 		weigh(&t, keep, &p, &fl);
@@ -409,14 +417,8 @@ Test(exact, entry_plan_with_levels_is_searched_exhaustively)
 			for (uint32_t u = 0; u < t.n_cand; u++)
 				falls += !((mask >> u) & 1) && flops[mask | (size_t)1 << u] < flops[mask];
 		for (int q = 0; q < 8; q++) {
-			uint64_t budget = peak[(size_t)rand() % n] + (uint64_t)q, opt = UINT64_MAX;
-			for (size_t mask = 0; mask < n; mask++)
-				if (peak[mask] <= budget && flops[mask] < opt)
-					opt = flops[mask];
-			memcpy(keep, base, t.g->n_values);
-			struct exact_result r;
-			struct gd_err e = {0};
-			cr_assert_eq(exact_kept_sets(&t.m, t.flops, t.cand, t.n_cand, budget, 1u << 19, keep, &r, &e), 0, "%s", e.msg);
+			uint64_t budget = peak[(size_t)rand() % n] + (uint64_t)q, opt = optimum(peak, flops, n, budget);
+			struct exact_result r = search(&t, base, budget, 1u << 19, keep);
 			cr_expect(r.exhaustive && r.done && r.found, "seed %u: exhaustive %d, done %d, found %d", seed, r.exhaustive,
 				  r.done, r.found);
 			uint64_t p, fl;
