@@ -5,8 +5,10 @@
  * --format json` reports as recompute_flops (run_exact.sh checks that).
  *
  *     /usr/bin/python3 tests/bench/gen_exact_dags.py /tmp/exb
- *     build/tests/bench/bench_exact [--weighs N] /tmp/exb/{resmlp,unet3,transformer2}.onnx
- */
+ *     build/tests/bench/bench_exact [--weighs N] [--plans DIR] /tmp/exb/{resmlp,unet3,transformer2}.onnx
+ *
+ * --plans DIR writes each plan exact finds as DIR/<model>_<percent>.yaml, the list of kept values
+ * `plan --checkpoint-file` reads, so that graphdiet itself re-weighs it (run_exact.sh). */
 #include "autodiff/ad.h"
 #include "io/format.h"
 #include "plan/auto.h"
@@ -33,7 +35,26 @@ static void fail(const char *path, const struct gd_err *e)
 	exit(2);
 }
 
-static void bench(const char *path, uint32_t max_weighs)
+/* The kept forward values of plan `keep` as a YAML list (plan --checkpoint-file F) into
+ * dir/<name without its extension>_<pct>.yaml. */
+static void write_plan(const char *dir, const char *name, int pct, const struct graph *g, const struct memmodel *m,
+		       const uint8_t *keep)
+{
+	char file[1024];
+	const char *dot = strrchr(name, '.');
+	snprintf(file, sizeof file, "%s/%.*s_%d.yaml", dir, (int)(dot ? (size_t)(dot - name) : strlen(name)), name, pct);
+	FILE *f = fopen(file, "w");
+	if (!f) {
+		fprintf(stderr, "bench_exact: %s: cannot write\n", file);
+		exit(2);
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		if ((m->f.vflags[v] & FLAT_DROPPABLE) && (keep[v] & 1))
+			fprintf(f, "- \"%s\"\n", g->values[v]->name);
+	fclose(f);
+}
+
+static void bench(const char *path, uint32_t max_weighs, const char *plans)
 {
 	struct gd_err e = {0};
 	struct graph *g = model_load(path, FMT_AUTO, &e);
@@ -82,6 +103,8 @@ static void bench(const char *path, uint32_t max_weighs)
 		if (exact_kept_sets(&m, nflops, cand, nc, budget, max_weighs, all, &r, &e))
 			fail(path, &e);
 		double tx = now() - t0;
+		if (plans && r.found)
+			write_plan(plans, name, pct[i], g, &m, all);
 		/* the search given auto's plan: only fewer FLOPs sought */
 		struct exact_result rb;
 		memset(all, RC_KEPT, g->n_values);
@@ -109,16 +132,20 @@ static void bench(const char *path, uint32_t max_weighs)
 int main(int argc, char **argv)
 {
 	uint32_t max_weighs = 0;
+	const char *plans = NULL;
 	int i = 1;
-	if (argc > 2 && !strcmp(argv[1], "--weighs")) {
-		max_weighs = (uint32_t)strtoul(argv[2], NULL, 10);
-		i = 3;
-	}
-	if (i >= argc) {
-		fprintf(stderr, "usage: bench_exact [--weighs N] MODEL.onnx...\n");
+	for (; i + 1 < argc && argv[i][0] == '-'; i += 2)
+		if (!strcmp(argv[i], "--weighs"))
+			max_weighs = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--plans"))
+			plans = argv[i + 1];
+		else
+			break;
+	if (i >= argc || argv[i][0] == '-') {
+		fprintf(stderr, "usage: bench_exact [--weighs N] [--plans DIR] MODEL.onnx...\n");
 		return 2;
 	}
 	for (; i < argc; i++)
-		bench(argv[i], max_weighs);
+		bench(argv[i], max_weighs, plans);
 	return 0;
 }
