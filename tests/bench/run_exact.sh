@@ -1,12 +1,12 @@
 #!/bin/sh
-# run_exact.sh BUILD [OUTDIR] - bench_exact on the small DAGs (gen_exact_dags.py), then graphdiet's own
+# run_exact.sh [BUILD] [OUTDIR] - bench_exact on the small DAGs (gen_exact_dags.py), then graphdiet's own
 # word on each row: none's peak, auto's recompute FLOPs (plan --checkpoint auto --budget B), and the
 # peak and recompute FLOPs of each plan exact found, re-weighed by plan --checkpoint-file. A row
 # whose numbers differ from bench_exact's says so.
 #
 #     sh tests/bench/run_exact.sh build /tmp/exb
 set -eu
-build=${1:?usage: run_exact.sh BUILD [OUTDIR]}
+build=${1:-build}
 out=${2:-/tmp/bench_exact}
 mkdir -p "$out/plans"
 /usr/bin/python3 "$(dirname "$0")/gen_exact_dags.py" "$out" >/dev/null
