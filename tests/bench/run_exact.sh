@@ -16,6 +16,10 @@ echo
 echo "| model | budget | bytes | auto FLOPs (plan) | exact's plan re-weighed by plan: peak, FLOPs | agrees |"
 echo "|---|---|---|---|---|---|"
 for m in resmlp unet3 transformer2; do
+	none_b=$(awk -v m="$m.onnx:" '$1 == m { print $(NF - 1) }' "$out/bench.md")
+	none=$("$build/graphdiet" plan "$out/$m.onnx" --loss-fn mse --checkpoint none --format json |
+		/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["peak_bytes_after"])')
+	echo "| $m | none | $none | - | - | $([ "$none" = "$none_b" ] && echo yes || echo "NO: none $none_b") |"
 	for pct in 99 97 95 90 70 50 30 20; do
 		row=$(awk -v m="$m.onnx:" -v p="| $pct% |" '$1 == m { on = 1 } on && index($0, p) == 1 { print; exit }' "$out/bench.md")
 		budget=$(echo "$row" | cut -d'|' -f3 | tr -d ' ')
