@@ -141,7 +141,8 @@ struct point {
 	uint64_t peak, flops;
 };
 
-static size_t enumerate(const struct train *t, struct point **out, int *levels)
+/* ... with each dropped candidate also a checkpoint at levels 2 .. `deepest` (none below 2). */
+static size_t enumerate_to(const struct train *t, struct point **out, uint32_t deepest)
 {
 	uint32_t cand[24], nc = 0;
 	for (uint32_t v = 0; v < t->g->n_values; v++)
@@ -149,23 +150,32 @@ static size_t enumerate(const struct train *t, struct point **out, int *levels)
 			cr_assert_lt(nc, 24);
 			cand[nc++] = v;
 		}
-	uint32_t base = nc <= LEVEL_CANDIDATES ? 3 : 2;
+	uint32_t base = deepest < 2 ? 2 : deepest + 1;
 	size_t n = 1;
 	for (uint32_t k = 0; k < nc; k++)
 		n *= base;
-	*levels = base == 3;
 	struct point *p = calloc(n, sizeof *p);
 	uint8_t *keep = calloc(t->g->n_values, 1);
-	const uint8_t state[3] = {RC_DROP, RC_KEPT, RC_AT_LEVEL(2)};
 	for (size_t code = 0; code < n; code++) {
 		size_t c = code;
-		for (uint32_t k = 0; k < nc; k++, c /= base)
-			keep[cand[k]] = state[c % base];
+		for (uint32_t k = 0; k < nc; k++, c /= base) {
+			uint32_t s = (uint32_t)(c % base);
+			keep[cand[k]] = s == 0 ? RC_DROP : s == 1 ? RC_KEPT : RC_AT_LEVEL(s);
+		}
 		weigh(t, keep, &p[code].peak, &p[code].flops);
 	}
 	free(keep);
 	*out = p;
 	return n;
+}
+
+static size_t enumerate(const struct train *t, struct point **out, int *levels)
+{
+	uint32_t nc = 0;
+	for (uint32_t v = 0; v < t->g->n_values; v++)
+		nc += value_is_activation(t->g->values[v]) && !(t->g->values[v]->flags & VALUE_OUTPUT);
+	*levels = nc <= LEVEL_CANDIDATES;
+	return enumerate_to(t, out, *levels ? 2 : 0);
 }
 
 static int by_peak(const void *a, const void *b)
@@ -381,6 +391,69 @@ Test(auto_plan, spaced_seeds_reach_the_optimum_of_uniform_chains)
 				  (unsigned long long)opt);
 			xfree(keep);
 		}
+		free(p);
+		train_free(&t);
+	}
+}
+
+/* #49: a chain's plan is the exact DP's (chain.h), proved, and no worse than any plan with levels
+ * that every assignment of kept, dropped and levels 2 .. 4 to its activations gives, at every
+ * budget from the least such peak up; never "no plan" where one of those fits. */
+Test(auto_plan, chains_are_optimal_over_every_level_assignment)
+{
+	static const char *acts[] = {"Tanh", "Sigmoid", "Tanh", "Sigmoid"};
+	static const int width[][5] = {{16, 16, 16, 16, 16}, {32, 8, 32, 8, 32}, {16, 16, 64, 16, 16}, {8, 32, 32, 32, 8}};
+	for (int shape = 0; shape < 4; shape++) {
+		int layers = shape < 2 ? 4 : 3;
+		char text[4096];
+		int k = snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, %d]}]\nparams:\n",
+				 width[shape][0]);
+		for (int i = 0; i < layers; i++)
+			k += snprintf(text + k, sizeof text - (size_t)k,
+				      "  - {name: w%d, dtype: float32, shape: [%d, %d], init: {dist: normal, std: 0.3, seed: %d}}\n", i,
+				      width[shape][i], width[shape][i + 1], i + 1);
+		k += snprintf(text + k, sizeof text - (size_t)k, "nodes:\n");
+		for (int i = 0; i < layers; i++) {
+			char prev[16];
+			snprintf(prev, sizeof prev, i ? "t%d" : "x", i - 1);
+			k += snprintf(text + k, sizeof text - (size_t)k,
+				      "  - {op: MatMul, inputs: [%s, w%d], outputs: [m%d]}\n  - {op: %s, inputs: [m%d], outputs: [t%d]}\n",
+				      prev, i, i, acts[shape], i, i);
+		}
+		snprintf(text + k, sizeof text - (size_t)k,
+			 "  - {op: Mul, inputs: [t%d, t%d], outputs: [sq]}\n  - {op: ReduceSum, inputs: [sq], outputs: [loss], attrs: {keepdims: 0}}\n"
+			 "outputs: [{name: loss}]\n", layers - 1, layers - 1);
+		struct train t = prepare(load_text("level_chain.yaml", text));
+		struct point *p;
+		size_t n = enumerate_to(&t, &p, layers == 4 ? 3 : 4);
+		qsort(p, n, sizeof *p, by_peak);
+		uint8_t *keep = calloc(t.g->n_values, 1);
+		for (int q = 0; q <= 12; q++) {
+			uint64_t budget = p[0].peak + (p[n - 1].peak - p[0].peak) * (uint64_t)q * q / 144, opt = UINT64_MAX;
+			for (size_t i = 0; i < n && p[i].peak <= budget; i++)
+				opt = p[i].flops < opt ? p[i].flops : opt;
+			struct auto_result r;
+			struct gd_err e = {0};
+			cr_assert_eq(ckpt_auto(t.g, t.m, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+			uint64_t peak, flops;
+			weigh(&t, keep, &peak, &flops);
+			cr_expect(r.chain > 0, "shape %d: a chain (%s)", shape, r.no_chain ? r.no_chain : "");
+			cr_expect(r.fits && peak <= budget && flops == r.flops,
+				  "shape %d, budget %llu (%d/12): auto %s (peak %llu), where a plan fits", shape,
+				  (unsigned long long)budget, q, r.fits ? "fits" : "finds no plan", (unsigned long long)peak);
+			cr_expect(r.proved == AUTO_CHAIN && r.flops <= opt,
+				  "shape %d, budget %llu (%d/12): auto %llu FLOPs (%s), every level assignment's optimum %llu",
+				  shape, (unsigned long long)budget, q, (unsigned long long)r.flops, r.proved ? "proved" : "not proved",
+				  (unsigned long long)opt);
+		}
+		/* below the least peak of the space: the DP proves that nothing fits */
+		struct auto_result r;
+		struct gd_err e = {0};
+		cr_assert_eq(ckpt_auto(t.g, t.m, p[0].peak / 2, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+		cr_expect(!r.fits && r.proved == AUTO_CHAIN && r.chain_least > p[0].peak / 2 && r.chain_least <= p[0].peak,
+			  "shape %d: below every peak: fits %d, proved %d, least %llu (enumerated %llu)", shape, r.fits, r.proved,
+			  (unsigned long long)r.chain_least, (unsigned long long)p[0].peak);
+		free(keep);
 		free(p);
 		train_free(&t);
 	}

@@ -183,6 +183,19 @@ static void report_structured(FILE *f, const char *path, const struct plan_repor
 		emit_uint(&em, r->auto_plan.n_plans);
 		emit_key(&em, "cut_positions");
 		emit_uint(&em, r->auto_plan.n_cuts);
+		emit_key(&em, "optimal");
+		emit_bool(&em, r->auto_plan.proved != 0);
+		emit_key(&em, "space");
+		if (r->auto_plan.proved == AUTO_CHAIN)
+			emit_str(&em, "chain_levels");
+		else if (r->auto_plan.proved == AUTO_KEPT)
+			emit_str(&em, "kept_sets");
+		else
+			emit_null(&em);
+		emit_key(&em, "chain_stages");
+		emit_uint(&em, r->auto_plan.chain);
+		emit_key(&em, "levels");
+		emit_uint(&em, r->auto_plan.levels);
 		emit_obj_end(&em);
 	} else {
 		emit_null(&em);
@@ -285,6 +298,41 @@ void plan_explain(FILE *f, const struct plan_report *r, int all)
 		r->peak_node + 1, r->peak_in_recompute ? " (while recomputing a segment)" : "");
 }
 
+/* How auto's answer was found, and what is proved of it. */
+static void explain_auto(FILE *f, const struct auto_result *a, uint64_t budget)
+{
+	char b[32], l[32], lb[32];
+	const char *how = a->chain && a->proved == AUTO_CHAIN ? "" : a->searched ? ", then local search"
+											: ", a search down the ladder on a large graph";
+	if (a->chain && a->proved == AUTO_CHAIN)
+		fprintf(f, "auto:        %u plans weighed exactly (an exact DP over the chain's %u stage boundaries)\n",
+			a->n_plans, a->chain);
+	else
+		fprintf(f, "auto:        %u plans weighed exactly (a DP over %u cut positions%s)\n", a->n_plans, a->n_cuts, how);
+	if (a->fits && a->proved == AUTO_CHAIN)
+		fprintf(f, "             optimal over every plan on those boundaries, backward checkpoints at any level "
+			   "(deepest used: %u): proved by the DP, whose peak and FLOPs the weighing matched\n", a->levels);
+	else if (a->fits && a->proved == AUTO_KEPT)
+		fprintf(f, "             optimal over kept sets of its %u activations: no plan without backward checkpoints "
+			   "fits with fewer FLOPs (a best-first search proved it)\n", a->kept_cands);
+	else if (a->fits)
+		fprintf(f, "             heuristic: not proved optimal (%s)\n",
+			a->chain ? "the chain DP's plan did not weigh what it modelled"
+			: a->kept_cands ? "the search over kept sets ran out of weighs"
+					: a->no_chain ? a->no_chain : "too large for the exact searches");
+	if (a->fits)
+		return;
+	if (a->proved == AUTO_CHAIN)
+		fprintf(f, "             infeasible: no plan on the chain's %u stage boundaries fits %s: their least peak is %s "
+			   "(proved by the DP); no plan's peak can be below %s\n", a->chain, size_format(budget, b, sizeof b),
+			size_format(a->chain_least, l, sizeof l), size_format(a->lower_bound, lb, sizeof lb));
+	else
+		fprintf(f, "             infeasible: no plan found fits %s%s; the lowest peak found is shown; no plan's peak "
+			   "can be below %s\n", size_format(budget, b, sizeof b),
+			a->no_kept_set ? " (no kept set fits: proved by a search; plans with backward checkpoints were "
+					 "searched, not proved)" : "", size_format(a->lower_bound, l, sizeof l));
+}
+
 static void report_text(FILE *f, const char *path, const struct plan_report *r, int explain)
 {
 	char a[32], b[32];
@@ -331,13 +379,8 @@ static void report_text(FILE *f, const char *path, const struct plan_report *r, 
 			fprintf(f, "%s%s", i ? ", " : ": ", r->bn.v[i]->name);
 		fprintf(f, "%s\n", r->bn.n > 6 ? ", ... (--explain lists all)" : "");
 	}
-	if (r->strategy == CKPT_AUTO) {
-		fprintf(f, "auto:        %u plans weighed exactly (a DP over %u cut positions%s)\n", r->auto_plan.n_plans,
-		       r->auto_plan.n_cuts, r->auto_plan.searched ? ", then local search" : ", a search down the ladder on a large graph");
-		if (!r->auto_plan.fits)
-			fprintf(f, "             infeasible: no plan fits %s; the lowest peak found is shown; no plan's peak can be below %s\n",
-			       size_format(r->budget, b, sizeof b), size_format(r->auto_plan.lower_bound, a, sizeof a));
-	}
+	if (r->strategy == CKPT_AUTO)
+		explain_auto(f, &r->auto_plan, r->budget);
 	if (r->has_budget)
 		fprintf(f, "budget:      %s: %s\n", size_format(r->budget, b, sizeof b), r->fits ? "fits" : "OVER BUDGET");
 }

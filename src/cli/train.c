@@ -112,11 +112,21 @@ static int checkpoint(struct graph *g, const struct ckpt *c, const char *loss, i
 			return e->code;
 		if (explain)
 			plan_explain(stderr, &pr, explain > 1);
+		if (c->kind == CKPT_AUTO && !pr.auto_plan.fits && pr.auto_plan.proved == AUTO_CHAIN) {
+			char a[32], b[32], l[32];
+			return err_set(e, GD_ECHECK,
+				       "--checkpoint auto: no plan fits the budget %s: the least peak of any plan on the "
+				       "chain's %u stage boundaries is %s (proved by an exact DP), and no plan's peak can be "
+				       "below %s",
+				       size_format(c->budget, b, sizeof b), pr.auto_plan.chain,
+				       size_format(pr.auto_plan.chain_least, a, sizeof a),
+				       size_format(pr.auto_plan.lower_bound, l, sizeof l));
+		}
 		if (c->kind == CKPT_AUTO && !pr.auto_plan.fits) {
 			char a[32], b[32], l[32];
 			return err_set(e, GD_ECHECK,
-				       "--checkpoint auto: no plan fits the budget %s: the lowest peak found is %s, and no "
-				       "plan's peak can be below %s",
+				       "--checkpoint auto: no plan found fits the budget %s: the lowest peak found is %s, and "
+				       "no plan's peak can be below %s",
 				       size_format(c->budget, b, sizeof b), size_format(pr.peak_after, a, sizeof a),
 				       size_format(pr.auto_plan.lower_bound, l, sizeof l));
 		}

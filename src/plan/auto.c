@@ -5,6 +5,7 @@
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 #include "chain.h"
+#include "exact.h"
 #include "memsim.h"
 
 #include <inttypes.h>
@@ -902,8 +903,8 @@ static int chain_plans(const struct graph *g, struct memmodel *mm, const uint64_
 		if (!rc && i == 0 && !cr.capped) {
 			const struct plan *p = &ps->p[ps->n - 1];
 			int exact = p->peak == cp[i].peak && p->flops == cp[i].flops;
-			r->proved = exact && (p->peak <= budget || (n == 1 && cr.least_peak > budget));
-			*done = r->proved;
+			*done = exact && (p->peak <= budget || (n == 1 && cr.least_peak > budget));
+			r->proved = *done ? AUTO_CHAIN : 0;
 		}
 		xfree(cp[i].keep);
 	}
@@ -919,6 +920,63 @@ static int chain_plans(const struct graph *g, struct memmodel *mm, const uint64_
 #define SEARCH_ALLOWANCE 10000000
 #define SMALL_STEPS 400
 
+/* The answer: the fewest FLOPs that fit, ties to the lower peak (*best, SIZE_MAX: none fits); and
+ * the lowest peak, ties to the fewer FLOPs (*low). */
+static void pick(const struct plans *ps, uint64_t budget, size_t *best, size_t *low)
+{
+	*best = SIZE_MAX;
+	*low = 0;
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct plan *p = &ps->p[i];
+		if (p->peak <= budget && (*best == SIZE_MAX || p->flops < ps->p[*best].flops ||
+					  (p->flops == ps->p[*best].flops && p->peak < ps->p[*best].peak)))
+			*best = i;
+		if (p->peak < ps->p[*low].peak || (p->peak == ps->p[*low].peak && p->flops < ps->p[*low].flops))
+			*low = i;
+	}
+}
+
+/* On graphs of up to EXACT_CAND candidates (every droppable value but fixed ones) and
+ * AUTO_EXACT_STEPS steps, the best-first search over kept sets (exact.h) for a plan with fewer
+ * FLOPs than `known`, the best found so far; its plan joins ps. When it finishes, the answer is the
+ * optimum over kept sets (r->proved = AUTO_KEPT), or no kept set fits (r->no_kept_set). */
+#define AUTO_EXACT_STEPS 4000
+static int exact_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t budget, struct plans *ps,
+		       struct auto_result *r, uint64_t known, struct gd_err *e)
+{
+	const struct flat *f = &mm->f;
+	if (f->n_nodes > AUTO_EXACT_STEPS)
+		return 0;
+	uint32_t *cand = xmalloc(sizeof *cand * (f->n_values + 1)), n = 0;
+	uint8_t *keep = xmalloc(f->n_values + 1);
+	int rc = 0;
+	if (!cand || !keep) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t v = 0; v < f->n_values && n <= EXACT_CAND; v++)
+		if ((f->vflags[v] & (FLAT_DROPPABLE | FLAT_FIXED)) == FLAT_DROPPABLE)
+			cand[n++] = v;
+	if (n > EXACT_CAND)
+		goto out;
+	memset(keep, RC_KEPT, f->n_values);
+	struct exact_result x;
+	if ((rc = exact_kept_sets_below(mm, nflops, cand, n, budget, known, 0, keep, &x, e)))
+		goto out;
+	r->kept_cands = n;
+	if (x.found && plans_add(ps, keep, f->n_values, x.peak, x.flops)) {
+		rc = err_oom(e);
+		goto out;
+	}
+	if (x.done && (x.found || known != UINT64_MAX))
+		r->proved = AUTO_KEPT;
+	r->no_kept_set = x.done && !x.found && known == UINT64_MAX;
+out:
+	xfree(cand);
+	xfree(keep);
+	return rc;
+}
+
 int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const uint8_t *const *seeds,
 	      size_t n_seeds, uint8_t *keep, struct auto_result *r, struct gd_err *e)
 {
@@ -933,7 +991,7 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	struct nests ns = {0};
 	struct plans ps = {0};
 	struct search *se = NULL;
-	int rc = 0;
+	int rc = 0, done = 0;
 	if (!nflops || !resident || !cand)
 		goto oom;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
@@ -948,7 +1006,6 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	double t = progress_begin();
 	r->lower_bound = lower_bound(g, mm, resident);
 	/* a chain: the exact DP's plans, weighed; its best, when the weighing agrees, is the answer */
-	int done = 0;
 	if ((rc = chain_plans(g, mm, nflops, budget, &ps, r, &done, e)))
 		goto out;
 	progress_end(t, "auto: chain", "%" PRIu32 " stages", r->chain);
@@ -1085,27 +1142,21 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	progress_end(t, "auto: seeds and local search", "%zu plans weighed in all", ps.n);
 	r->searched = !large;
 answer:;
-	size_t low = 0;
+	size_t best = SIZE_MAX, low = 0;
+	pick(&ps, budget, &best, &low);
+	/* a small graph: the best-first search over kept sets, for fewer FLOPs than the answer's */
+	if (!done && (rc = exact_plans(mm, nflops, budget, &ps, r, best == SIZE_MAX ? UINT64_MAX : ps.p[best].flops, e)))
+		goto out;
+	pick(&ps, budget, &best, &low);
 	r->n_plans = (uint32_t)ps.n;
-	/* the answer: the fewest FLOPs that fit, ties to the lower peak; else the lowest peak */
-	size_t best = SIZE_MAX;
-	low = 0;
-	for (size_t i = 0; i < ps.n; i++) {
-		const struct plan *p = &ps.p[i];
-		if (p->peak <= budget && (best == SIZE_MAX || p->flops < ps.p[best].flops ||
-					  (p->flops == ps.p[best].flops && p->peak < ps.p[best].peak)))
-			best = i;
-		if (p->peak < ps.p[low].peak || (p->peak == ps.p[low].peak && p->flops < ps.p[low].flops))
-			low = i;
-	}
 	r->fits = best != SIZE_MAX;
 	if (!r->fits)
 		best = low;
 	r->peak = ps.p[best].peak;
 	r->flops = ps.p[best].flops;
 	r->levels = ps.p[best].levels;
-	if (r->proved && (best != 0 || !r->fits))
-		r->proved = !r->fits && r->chain_least > budget && best == 0; /* none fits: proved by the DP */
+	if (r->proved == AUTO_CHAIN && (best != 0 || !r->fits))
+		r->proved = !r->fits && r->chain_least > budget && best == 0 ? AUTO_CHAIN : 0; /* none fits: by the DP */
 	plans_get(&ps, best, keep, g->n_values);
 	goto out;
 oom:

@@ -34,6 +34,8 @@
 #include "memsim.h"
 
 #define AUTO_EXACT_NODES 128
+#define AUTO_CHAIN 1 /* struct auto_result's proved: over plans on the chain's boundaries (chain.h) */
+#define AUTO_KEPT 2  /* ... over kept sets, without levels (exact.h) */
 #define AUTO_LARGE_STEPS 50000 /* training graphs larger weigh only a search's plans */
 
 struct auto_result {
@@ -45,8 +47,11 @@ struct auto_result {
 	int searched;         /* local search ran (graphs of up to AUTO_LARGE_STEPS steps) */
 	uint32_t chain;       /* the graph is a chain of this many stages (chain.h); 0: none */
 	const char *no_chain; /* else why not */
-	int proved;           /* the answer is the optimum of the chain space (its weighed peak and
-			       * FLOPs are the exact DP's), or with !fits: no plan of it fits */
+	int proved;           /* AUTO_CHAIN: the answer is the optimum of the chain space (its weighed
+			       * peak and FLOPs are the exact DP's), or with !fits: no plan of it fits;
+			       * AUTO_KEPT: the optimum over kept sets (no levels) of kept_cands values */
+	uint32_t kept_cands;  /* values the search over kept sets had (0: not run) */
+	int no_kept_set;      /* that search proved that no kept set fits */
 	uint64_t chain_least; /* with chain: the least peak of any plan of the space */
 	uint32_t levels;      /* the answer's deepest backward level (1: none) */
 };

@@ -32,6 +32,7 @@ struct chain {
 	uint32_t *stage;   /* per forward node: its stage, 1 .. L + 1 */
 	uint64_t *x, *X;   /* x[k]: b_k's bytes; X[k]: x[1] + .. + x[k] */
 	uint32_t *cut;     /* per i: the first cut after b_i (L + 1: none) */
+	uint32_t *att, n_att; /* activations every plan keeps: side outputs only backward nodes read */
 	uint32_t *fr, *lr; /* per boundary: the first and last backward node that reads it */
 	int64_t *fwd_h, *fwd_t; /* per stage 1 .. L + 1: forward pass, input kept or dying (absolute) */
 	int64_t *s_h, *s_tr;    /* per stage 1 .. L: a recompute sweep's bytes, input held or dying */
@@ -69,6 +70,7 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 			r->why = "forward nodes come after backward ones";
 			return 0;
 		}
+
 	(void)g;
 	c->F = F;
 	int64_t *lfr = xmalloc(sizeof *lfr * (nv + 1));
@@ -95,8 +97,24 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 				lb[v] = i;
 			}
 		}
-#define MODELLED(v) ((f->vflags[v] & FLAT_DROPPABLE) && !(f->vflags[v] & (FLAT_FIXED | FLAT_PINNED)) && \
-		     f->producer[v] != FLAT_NONE && f->producer[v] < F)
+	/* modelled: an activation that may need holding (not one made of constants alone, which the
+	 * schedule makes again wherever it needs it) */
+	uint8_t *free_v = xcalloc(nv ? nv : 1, 1);
+	if (!free_v) {
+		xfree(lfr), xfree(fb), xfree(lb), xfree(pos);
+		return -1;
+	}
+#define ACTIVATION(v) ((f->vflags[v] & FLAT_DROPPABLE) && !(f->vflags[v] & (FLAT_FIXED | FLAT_PINNED)) && \
+		       f->producer[v] != FLAT_NONE && f->producer[v] < F)
+#define MODELLED(v) (ACTIVATION(v) && !free_v[v])
+	for (uint32_t p = 0; p < F; p++) {
+		int made_of_some = 0; /* a Constant, or a shape made of them, is free */
+		for (uint32_t k = f->in_off[p]; k < f->in_off[p + 1]; k++)
+			made_of_some |= f->in[k] != FLAT_NONE && !free_v[f->in[k]] && !(f->vflags[f->in[k]] & FLAT_FIXED);
+		for (uint32_t k = f->out_off[p]; k < f->out_off[p + 1] && !made_of_some; k++)
+			if (f->out[k] != FLAT_NONE)
+				free_v[f->out[k]] = 1;
+	}
 	/* single-tensor frontiers a backward node reads: the boundaries */
 	uint32_t L = 0, cnt = 0, cut = UINT32_MAX;
 	uint64_t sum = 0;
@@ -138,12 +156,24 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 	for (uint32_t k = 1; ok && k <= L; k++)
 		if (c->b[k] != FLAT_NONE)
 			isb[c->b[k]] = 1;
+	/* side outputs no forward node reads (a Shape the backward pass reads) are kept: attached */
+	c->att = ok ? xmalloc(sizeof *c->att * (nv + 1)) : NULL;
+	if (ok && !c->att) {
+		xfree(lfr), xfree(fb), xfree(lb), xfree(pos), xfree(isb), xfree(free_v);
+		return -1;
+	}
 	for (uint32_t v = 0; ok && v < nv; v++)
 		if (MODELLED(v) && fb[v] != UINT32_MAX && !isb[v]) {
+			if (lfr[v] < 0) {
+				c->att[c->n_att++] = v;
+				continue;
+			}
 			ok = 0;
 			r->why = "a backward node reads an activation inside a stage";
 		}
 #undef MODELLED
+#undef ACTIVATION
+	xfree(free_v);
 	xfree(isb);
 	/* read in reverse: b_j's readers all before b_(j-1)'s first */
 	c->fr = ok ? xmalloc(sizeof *c->fr * (L + 1)) : NULL;
@@ -265,6 +295,8 @@ static int measure(struct chain *c, struct memmodel *m, const uint64_t *flops, s
 	}
 #define EACH_BOUNDARY(k) for (uint32_t k = 1; k <= L; k++) if (c->b[k] != FLAT_NONE)
 	/* everything kept: the forward pass with inputs held, and the backward pass's own bytes */
+	for (uint32_t a = 0; a < c->n_att; a++)
+		keep[c->att[a]] = RC_KEPT;
 	EACH_BOUNDARY(k)
 		keep[c->b[k]] = RC_KEPT;
 	if (run_trace(m, keep, &t, e))
@@ -619,6 +651,8 @@ static int plan_of(const struct chain *c, uint32_t n_values, const struct ent *e
 		return -1;
 	p->peak = e->need;
 	p->flops = e->flops + c->forced;
+	for (uint32_t a = 0; a < c->n_att; a++)
+		p->keep[c->att[a]] = RC_KEPT;
 	p->levels = 1;
 	for (uint32_t i = 0;;) {
 		uint32_t k = e->m;
@@ -764,7 +798,7 @@ oom:
 	rc = err_oom(e);
 out:
 	xfree(c->b), xfree(c->stage), xfree(c->x), xfree(c->X), xfree(c->fr), xfree(c->lr);
-	xfree(c->fwd_h), xfree(c->fwd_t), xfree(c->s_h), xfree(c->s_tr), xfree(c->u), xfree(c->seg), xfree(c->bclone), xfree(c->cut);
+	xfree(c->fwd_h), xfree(c->fwd_t), xfree(c->s_h), xfree(c->s_tr), xfree(c->u), xfree(c->seg), xfree(c->bclone), xfree(c->cut), xfree(c->att);
 	sets_free(&c->rev);
 	sets_free(&c->top);
 	for (int t = 0; t < POOL_MAX; t++) {
