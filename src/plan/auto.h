@@ -1,6 +1,11 @@
 /* auto.h - `--checkpoint auto --budget B`: the kept set with the fewest recompute FLOPs whose peak
  * is at most B.
  *
+ * A chain (chain.h) is solved exactly first: when the DP's best plan weighs what it modelled, it
+ * is the answer, proved optimal over the chain's plans with levels, and nothing below runs. Small
+ * graphs get, after what follows, exact.h's best-first search over kept sets for a plan with fewer
+ * FLOPs than the answer (proved optimal over kept sets when it finishes). Otherwise:
+ *
  * The forward schedule is cut into groups at candidate positions t (after the t-th forward node).
  * A cut at t keeps its frontier: every activation made at or before t that a forward node after t
  * reads. For a chain that is the one tensor between two layers; where no single tensor separates

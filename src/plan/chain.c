@@ -46,6 +46,7 @@ struct chain {
 	struct sets rev, top;   /* rev: per (i, j) at i (L + 1) + j; top: per i */
 	struct work {           /* one thread's buffers */
 		struct ent *tmp, *acc, *old, *out;
+		int64_t *pm;
 		size_t ntmp, nacc, ctmp, cacc, cold, nout, cout;
 		int oom, capped;
 	} w[POOL_MAX];
@@ -530,10 +531,15 @@ static void solve_pair(void *arg, uint32_t i, uint32_t wi)
 	int64_t sweep = c->s_h[i + 1];
 	uint64_t U = 0, limit = c->budget - (c->budget >= c->x[i] ? c->x[i] : c->budget); /* b_i is held */
 	w->nacc = 0;
+	int64_t *pm = w->pm; /* pm[m]: the sweep from b_i to b_m's bytes */
 	for (uint32_t m = i + 1; m <= j; m++) {
 		if (m > i + 1)
 			sweep = MAX(sweep, c->s_tr[m]);
-		U += c->u[m];
+		pm[m] = sweep;
+	}
+	for (uint32_t m = i + 1; m <= j; m++) { /* the nearest first (the farthest first prunes less) */
+		sweep = pm[m];
+		U = c->U[m] - c->U[i];
 		int64_t fx = MAX(c->bclone[j] + sweep, c->seg[m]);
 		uint64_t fixed = fx < 0 ? 0 : (uint64_t)fx;
 		if (fixed > limit)
@@ -714,6 +720,9 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 	c->by = xmalloc(L + 2);
 	if (!c->cut || !c->by)
 		goto oom;
+	for (int t = 0; t < pool_threads() && t < POOL_MAX; t++)
+		if (!(c->w[t].pm = xmalloc(sizeof *c->w[t].pm * (L + 2))))
+			goto oom;
 	c->cut[L] = c->cut[L + 1] = L + 1;
 	for (uint32_t i = L; i-- > 0;)
 		c->cut[i] = c->b[i + 1] == FLAT_NONE ? i + 1 : c->cut[i + 1];
@@ -806,6 +815,7 @@ out:
 		xfree(c->w[t].acc);
 		xfree(c->w[t].old);
 		xfree(c->w[t].out);
+		xfree(c->w[t].pm);
 	}
 	xfree(c->U);
 	xfree(c->by);

@@ -23,7 +23,7 @@
 
 #include "memsim.h"
 
-#define CHAIN_MAX 1024 /* more boundaries than this: no chain plan (the DP is O(L^3) per way) */
+#define CHAIN_MAX 320 /* more boundaries than this: no chain plan (the DP is O(L^3) per way: 256 take 1-4 s) */
 
 struct chain_plan {
 	uint8_t *keep;          /* xmalloc'd, g's n_values */
