@@ -316,10 +316,10 @@ static void explain_auto(FILE *f, const struct auto_result *a, uint64_t budget)
 		fprintf(f, "             optimal over kept sets of its %u activations: no plan without backward checkpoints "
 			   "fits with fewer FLOPs (a best-first search proved it)\n", a->kept_cands);
 	else if (a->fits)
-		fprintf(f, "             heuristic: not proved optimal (%s)\n",
-			a->chain ? "the chain DP's plan did not weigh what it modelled"
-			: a->kept_cands ? "the search over kept sets ran out of weighs"
-					: a->no_chain ? a->no_chain : "too large for the exact searches");
+		fprintf(f, "             heuristic: not proved optimal (%s%s%s)\n",
+			a->no_chain ? a->no_chain : "too large for the exact searches",
+			a->kept_cands ? "; the search over kept sets" : "",
+			a->kept_cands ? (a->proved ? "" : " ran out of weighs") : "");
 	if (a->fits)
 		return;
 	if (a->proved == AUTO_CHAIN)

@@ -887,7 +887,7 @@ static int chain_plans(const struct graph *g, struct memmodel *mm, const uint64_
 	if (chain_solve(g, mm, nflops, budget, cp, CHAIN_PLANS, &n, &cr, e))
 		return e->code ? e->code : err_oom(e);
 	r->chain = cr.chain ? cr.n_stages : 0;
-	r->no_chain = cr.chain ? NULL : cr.why;
+	r->no_chain = cr.why;
 	r->chain_least = cr.least_peak;
 	if (getenv("GRAPHDIET_CHAIN_DEBUG"))
 		fprintf(stderr, "chain: %" PRIu32 " stages%s%s, least %" PRIu64 "\n", cr.n_stages, cr.why ? ": " : "",
@@ -900,11 +900,15 @@ static int chain_plans(const struct graph *g, struct memmodel *mm, const uint64_
 			fprintf(stderr, "chain plan %" PRIu32 ": modelled %" PRIu64 " B %" PRIu64 " FLOPs, weighed %" PRIu64
 				" B %" PRIu64 " FLOPs, levels %" PRIu32 "\n", i, cp[i].peak, cp[i].flops, ps->p[ps->n - 1].peak,
 				ps->p[ps->n - 1].flops, cp[i].levels);
-		if (!rc && i == 0 && !cr.capped) {
+		if (!rc && i == 0) {
 			const struct plan *p = &ps->p[ps->n - 1];
 			int exact = p->peak == cp[i].peak && p->flops == cp[i].flops;
-			*done = exact && (p->peak <= budget || (n == 1 && cr.least_peak > budget));
+			*done = exact && !cr.capped && !cr.incomplete && (p->peak <= budget || (n == 1 && cr.least_peak > budget));
 			r->proved = *done ? AUTO_CHAIN : 0;
+			r->no_chain = *done ? NULL
+				      : !exact ? "the chain DP's plan did not weigh what it modelled"
+				      : cr.capped ? "the chain DP's sets were thinned, or its plan needs levels past 127"
+				      : "the chain's space leaves out a checkpoint smaller than a boundary";
 		}
 		xfree(cp[i].keep);
 	}
@@ -1157,6 +1161,8 @@ answer:;
 	r->levels = ps.p[best].levels;
 	if (r->proved == AUTO_CHAIN && (best != 0 || !r->fits))
 		r->proved = !r->fits && r->chain_least > budget && best == 0 ? AUTO_CHAIN : 0; /* none fits: by the DP */
+	if (r->chain && !r->proved && r->fits && !r->no_chain)
+		r->no_chain = "another plan beat the chain DP's";
 	plans_get(&ps, best, keep, g->n_values);
 	goto out;
 oom:

@@ -51,7 +51,7 @@ struct auto_result {
 	uint32_t n_cuts;      /* candidate cut positions */
 	int searched;         /* local search ran (graphs of up to AUTO_LARGE_STEPS steps) */
 	uint32_t chain;       /* the graph is a chain of this many stages (chain.h); 0: none */
-	const char *no_chain; /* else why not */
+	const char *no_chain; /* why not a chain, or why its DP proved nothing (static; may be NULL) */
 	int proved;           /* AUTO_CHAIN: the answer is the optimum of the chain space (its weighed
 			       * peak and FLOPs are the exact DP's), or with !fits: no plan of it fits;
 			       * AUTO_KEPT: the optimum over kept sets (no levels) of kept_cands values */

@@ -33,6 +33,7 @@ struct chain {
 	uint64_t *x, *X;   /* x[k]: b_k's bytes; X[k]: x[1] + .. + x[k] */
 	uint32_t *cut;     /* per i: the first cut after b_i (L + 1: none) */
 	uint32_t *att, n_att; /* activations every plan keeps: side outputs only backward nodes read */
+	uint32_t *side, n_side; /* activations inside stages: checkpoints the space leaves out */
 	uint32_t *fr, *lr; /* per boundary: the first and last backward node that reads it */
 	int64_t *fwd_h, *fwd_t; /* per stage 1 .. L + 1: forward pass, input kept or dying (absolute) */
 	int64_t *s_h, *s_tr;    /* per stage 1 .. L: a recompute sweep's bytes, input held or dying */
@@ -79,7 +80,8 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 	uint32_t *pos = xmalloc(sizeof *pos * (F + 2));
 	c->b = xmalloc(sizeof *c->b * (F + 2));
 	c->stage = xmalloc(sizeof *c->stage * (F + 1));
-	if (!lfr || !fb || !lb || !pos || !c->b || !c->stage) {
+	c->side = xmalloc(sizeof *c->side * (nv + 1));
+	if (!lfr || !fb || !lb || !pos || !c->b || !c->stage || !c->side) {
 		xfree(lfr), xfree(fb), xfree(lb), xfree(pos);
 		return -1;
 	}
@@ -151,7 +153,7 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 	/* no other activation is read by a backward node */
 	uint8_t *isb = ok ? xcalloc(nv, 1) : NULL;
 	if (ok && !isb) {
-		xfree(lfr), xfree(fb), xfree(lb), xfree(pos);
+		xfree(lfr), xfree(fb), xfree(lb), xfree(pos), xfree(free_v);
 		return -1;
 	}
 	for (uint32_t k = 1; ok && k <= L; k++)
@@ -171,6 +173,8 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 			}
 			ok = 0;
 			r->why = "a backward node reads an activation inside a stage";
+		} else if (MODELLED(v) && !isb[v]) {
+			c->side[c->n_side++] = v; /* inside a stage: a checkpoint the space leaves out */
 		}
 #undef MODELLED
 #undef ACTIVATION
@@ -738,6 +742,10 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 		goto out;
 	r->chain = 1;
 	r->n_stages = L;
+	for (uint32_t k = 0; k < c->n_side && !r->incomplete; k++) {
+		uint32_t at = c->stage[m->f.producer[c->side[k]]]; /* smaller than its stage's boundary, */
+		r->incomplete = at <= L && c->b[at] != FLAT_NONE && m->bytes[c->side[k]] < c->x[at]; /* it may do better */
+	}
 	if (!(c->U = xmalloc(sizeof *c->U * (L + 2))))
 		goto oom;
 	c->U[0] = 0;
@@ -752,11 +760,19 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 		goto oom;
 	struct chain_plan least = {0};
 	uint64_t least_flops = UINT64_MAX;
-	if (c->top.count[0]) {
+	if (c->top.count[0]) { /* then the fewest FLOPs at that peak */
 		r->least_peak = c->top.pool[c->top.first[0]].need;
 		least_flops = c->top.pool[c->top.first[0]].flops;
-		if (plan_of(c, m->f.n_values, c->top.pool + c->top.first[0], &least))
+		c->one = 0;
+		c->budget = r->least_peak;
+		c->fcap = least_flops;
+		if (solve(c))
 			goto oom;
+		if (c->top.count[0])
+			least_flops = c->top.pool[c->top.first[0] + c->top.count[0] - 1].flops;
+		if (plan_of(c, m->f.n_values, c->top.pool + c->top.first[0] + c->top.count[0] - 1, &least))
+			goto oom;
+		r->capped |= !least.keep; /* deeper than keep can say */
 	}
 	/* the Pareto set within the budget of the plans of at most fcap FLOPs, the cap from a first
 	 * plan found with thinned sets (a cap leaves out only ways that cost more) */
@@ -765,9 +781,8 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 	c->set = CHAIN_FIRST;
 	if (budget >= r->least_peak) {
 		/* the first plan: under caps from 1/256 of the least-peak plan's FLOPs up */
-		for (c->fcap = least_flops / 256;; c->fcap *= 4) {
-			if (c->fcap > least_flops)
-				c->fcap = least_flops;
+		for (c->fcap = least_flops / 256 ? least_flops / 256 : 1;;
+		     c->fcap = c->fcap > least_flops / 4 ? least_flops : 4 * c->fcap) {
 			if (solve(c)) {
 				xfree(least.keep);
 				goto oom;
@@ -795,19 +810,24 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 			}
 			if (plans[*n].keep)
 				++*n;
+			else if (k == c->top.count[0] - 1)
+				r->capped = 1; /* the best needs levels keep cannot say: not proved */
 		}
 	}
 	if (least.keep && *n < max)
 		plans[(*n)++] = least;
 	else
 		xfree(least.keep);
-	r->capped = c->capped;
+	r->capped |= c->capped;
 	goto out;
 oom:
 	rc = err_oom(e);
+	for (uint32_t i = 0; i < *n; i++)
+		xfree(plans[i].keep);
+	*n = 0;
 out:
 	xfree(c->b), xfree(c->stage), xfree(c->x), xfree(c->X), xfree(c->fr), xfree(c->lr);
-	xfree(c->fwd_h), xfree(c->fwd_t), xfree(c->s_h), xfree(c->s_tr), xfree(c->u), xfree(c->seg), xfree(c->bclone), xfree(c->cut), xfree(c->att);
+	xfree(c->fwd_h), xfree(c->fwd_t), xfree(c->s_h), xfree(c->s_tr), xfree(c->u), xfree(c->seg), xfree(c->bclone), xfree(c->cut), xfree(c->att), xfree(c->side);
 	sets_free(&c->rev);
 	sets_free(&c->top);
 	for (int t = 0; t < POOL_MAX; t++) {

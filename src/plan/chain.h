@@ -35,13 +35,19 @@ struct chain_result {
 	int chain;              /* the graph is a chain (the rest is set only then) */
 	uint32_t n_stages;      /* L */
 	uint64_t least_peak;    /* the least modelled peak of any plan of the space */
-	int capped;             /* a Pareto set was cut short (CHAIN_SET): not every plan was seen */
+	int capped;             /* a Pareto set was cut short (CHAIN_SET), or the best plan needs more
+				 * levels than keep can say: not every plan was seen */
+	int incomplete;         /* an activation inside a stage is smaller than the stage's boundary: a
+				 * checkpoint there, outside the space, may do better (not proved) */
 	const char *why;        /* !chain: why not (static) */
 };
 
 /* The plans of the chain space for `budget`: the one with the fewest FLOPs whose modelled peak fits
- * (if any), then up to max - 2 of the Pareto set's next plans below it in peak, and the plan with
- * the least peak; into plans[0 .. *n) (best first; the caller frees each keep). flops: per node
+ * (if any), then up to max - 2 of the Pareto set's next plans below it in peak (the FLOPs cap
+ * leaves few), and the plan with the least peak (the fewest FLOPs there); into plans[0 .. *n)
+ * (best first; the caller frees each keep). The proof rests on the model being exact for every
+ * plan of the space, which the caller checks on the plans it weighs (and test_auto against every
+ * level assignment of small chains). flops: per node
  * (memmodel_flops). -1 on error (out of memory); 0 with r->chain = 0 when the graph is no chain. */
 int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops, uint64_t budget,
 		struct chain_plan *plans, uint32_t max, uint32_t *n, struct chain_result *r, struct gd_err *e);
