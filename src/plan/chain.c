@@ -760,16 +760,17 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 		goto oom;
 	struct chain_plan least = {0};
 	uint64_t least_flops = UINT64_MAX;
-	if (c->top.count[0]) { /* then the fewest FLOPs at that peak */
+	if (c->top.count[0]) { /* then, when that is the answer, the fewest FLOPs at that peak */
 		r->least_peak = c->top.pool[c->top.first[0]].need;
 		least_flops = c->top.pool[c->top.first[0]].flops;
-		c->one = 0;
-		c->budget = r->least_peak;
-		c->fcap = least_flops;
-		if (solve(c))
-			goto oom;
-		if (c->top.count[0])
+		if (budget < r->least_peak) {
+			c->one = 0;
+			c->budget = r->least_peak;
+			c->fcap = least_flops;
+			if (solve(c))
+				goto oom;
 			least_flops = c->top.pool[c->top.first[0] + c->top.count[0] - 1].flops;
+		}
 		if (plan_of(c, m->f.n_values, c->top.pool + c->top.first[0] + c->top.count[0] - 1, &least))
 			goto oom;
 		r->capped |= !least.keep; /* deeper than keep can say */
