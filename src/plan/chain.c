@@ -47,7 +47,6 @@ struct chain {
 	struct sets rev, top;   /* rev: per (i, j) at i (L + 1) + j; top: per i */
 	struct work {           /* one thread's buffers */
 		struct ent *tmp, *acc, *old, *out;
-		int64_t *pm;
 		size_t ntmp, nacc, ctmp, cacc, cold, nout, cout;
 		int oom, capped;
 	} w[POOL_MAX];
@@ -521,6 +520,29 @@ static int put(struct sets *s, size_t at, const struct ent *src, size_t n)
 
 #define REV(i, j) ((size_t)(i) * (c->L + 1) + (j))
 
+/* One choice m: the ways of what follows it (set `at` of s, shifted up by xa, when `after`) with
+ * those of the dropped run (i, last] (none when last <= i), beside fx bytes and `flops` more. */
+static int choose(const struct chain *c, struct work *w, const struct sets *s, size_t at, int after, uint64_t xa,
+		  uint32_t i, uint32_t last, int64_t fx, uint64_t flops, uint32_t m, uint64_t limit)
+{
+	uint64_t fixed = fx < 0 ? 0 : (uint64_t)fx;
+	const struct ent *A = &unit, *B = &unit;
+	uint32_t na = 1, nb = 1;
+	if (fixed > limit)
+		return 0;
+	if (after) {
+		A = s->pool + s->first[at];
+		na = s->count[at];
+	} else {
+		xa = 0;
+	}
+	if (last > i) {
+		B = c->rev.pool + c->rev.first[REV(i, last)];
+		nb = c->rev.count[REV(i, last)];
+	}
+	return na && nb ? combine(c, w, A, na, xa, B, nb, fixed, flops, m, limit) : 0;
+}
+
 /* The ways of the dropped run (i, i + len], from the shorter runs', into thread w's out. */
 static void solve_pair(void *arg, uint32_t i, uint32_t wi)
 {
@@ -532,35 +554,15 @@ static void solve_pair(void *arg, uint32_t i, uint32_t wi)
 	c->rev.count[REV(i, j)] = 0;
 	if (w->oom || j >= c->cut[i] || c->U[j] - c->U[i] > c->fcap) /* a run never holds a cut */
 		return;
-	int64_t sweep = c->s_h[i + 1];
-	uint64_t U = 0, limit = c->budget - (c->budget >= c->x[i] ? c->x[i] : c->budget); /* b_i is held */
+	int64_t sweep = c->s_h[i + 1]; /* the sweep from b_i to b_m's bytes */
+	uint64_t limit = c->budget - (c->budget >= c->x[i] ? c->x[i] : c->budget); /* b_i is held */
 	w->nacc = 0;
-	int64_t *pm = w->pm; /* pm[m]: the sweep from b_i to b_m's bytes */
-	for (uint32_t m = i + 1; m <= j; m++) {
+	for (uint32_t m = i + 1; m <= j; m++) { /* the nearest first (the farthest first prunes less) */
 		if (m > i + 1)
 			sweep = MAX(sweep, c->s_tr[m]);
-		pm[m] = sweep;
-	}
-	for (uint32_t m = i + 1; m <= j; m++) { /* the nearest first (the farthest first prunes less) */
-		sweep = pm[m];
-		U = c->U[m] - c->U[i];
-		int64_t fx = MAX(c->bclone[j] + sweep, c->seg[m]);
-		uint64_t fixed = fx < 0 ? 0 : (uint64_t)fx;
-		if (fixed > limit)
-			continue;
-		const struct ent *A = &unit, *B = &unit;
-		uint32_t na = 1, nb = 1;
-		uint64_t xa = 0;
-		if (m < j) {
-			A = c->rev.pool + c->rev.first[REV(m, j)];
-			na = c->rev.count[REV(m, j)];
-			xa = c->x[m];
-		}
-		if (m - 1 > i) {
-			B = c->rev.pool + c->rev.first[REV(i, m - 1)];
-			nb = c->rev.count[REV(i, m - 1)];
-		}
-		if (na && nb && combine(c, w, A, na, xa, B, nb, fixed, U, m, limit)) {
+		uint64_t U = c->U[m] - c->U[i];
+		if (choose(c, w, &c->rev, REV(m, j), m < j, c->x[m], i, m - 1, MAX(c->bclone[j] + sweep, c->seg[m]), U, m,
+			   limit)) {
 			w->oom = 1;
 			return;
 		}
@@ -609,23 +611,7 @@ static int solve(struct chain *c)
 		for (uint32_t k = i + 1; k <= L + 1 && k <= c->cut[i]; k++) {
 			if (k > i + 1)
 				fwd = MAX(fwd, c->fwd_t[k]);
-			int64_t fx = MAX(fwd, c->seg[k]);
-			uint64_t fixed = fx < 0 ? 0 : (uint64_t)fx;
-			if (fixed > limit)
-				continue;
-			const struct ent *A = &unit, *B = &unit;
-			uint32_t na = 1, nb = 1;
-			uint64_t xa = 0;
-			if (k <= L) {
-				A = c->top.pool + c->top.first[k];
-				na = c->top.count[k];
-				xa = c->x[k];
-			}
-			if (k - 1 > i) {
-				B = c->rev.pool + c->rev.first[REV(i, k - 1)];
-				nb = c->rev.count[REV(i, k - 1)];
-			}
-			if (na && nb && combine(c, w, A, na, xa, B, nb, fixed, 0, k, limit))
+			if (choose(c, w, &c->top, k, k <= L, c->x[k], i, k - 1, MAX(fwd, c->seg[k]), 0, k, limit))
 				return -1;
 		}
 		if (put(&c->top, i, w->acc, finish(c, w)))
@@ -724,9 +710,6 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 	c->by = xmalloc(L + 2);
 	if (!c->cut || !c->by)
 		goto oom;
-	for (int t = 0; t < pool_threads() && t < POOL_MAX; t++)
-		if (!(c->w[t].pm = xmalloc(sizeof *c->w[t].pm * (L + 2))))
-			goto oom;
 	c->cut[L] = c->cut[L + 1] = L + 1;
 	for (uint32_t i = L; i-- > 0;)
 		c->cut[i] = c->b[i + 1] == FLAT_NONE ? i + 1 : c->cut[i + 1];
@@ -836,7 +819,6 @@ out:
 		xfree(c->w[t].acc);
 		xfree(c->w[t].old);
 		xfree(c->w[t].out);
-		xfree(c->w[t].pm);
 	}
 	xfree(c->U);
 	xfree(c->by);
