@@ -743,16 +743,22 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 		goto oom;
 	struct chain_plan least = {0};
 	uint64_t least_flops = UINT64_MAX;
-	if (c->top.count[0]) { /* then, when that is the answer, the fewest FLOPs at that peak */
+	if (c->top.count[0]) { /* then, when that is the answer, fewer FLOPs at that peak (thinned sets:
+				* only the peak is claimed when nothing fits) */
 		r->least_peak = c->top.pool[c->top.first[0]].need;
 		least_flops = c->top.pool[c->top.first[0]].flops;
 		if (budget < r->least_peak) {
 			c->one = 0;
 			c->budget = r->least_peak;
 			c->fcap = least_flops;
+			c->set = CHAIN_FIRST;
 			if (solve(c))
 				goto oom;
 			least_flops = c->top.pool[c->top.first[0] + c->top.count[0] - 1].flops;
+			c->set = CHAIN_SET;
+			c->capped = 0;
+			for (int t = 0; t < POOL_MAX; t++)
+				c->w[t].capped = 0;
 		}
 		if (plan_of(c, m->f.n_values, c->top.pool + c->top.first[0] + c->top.count[0] - 1, &least))
 			goto oom;
