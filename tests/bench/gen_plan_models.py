@@ -8,6 +8,13 @@
     rnn.onnx            an Elman RNN unrolled over 32 steps, d 128, batch 512
 
     /usr/bin/python3 tests/bench/gen_plan_models.py OUTDIR
+
+With --chains, issue 49's chains instead (exact_chains.py reads them; exported without a loss,
+graphdiet appends one with --loss-fn mse): chainN.onnx, N = 3 .. 6, 8, 16, .., 256 Linear(64, 64)
++ Tanh layers; alt32.onnx, 32 layers alternating widths 256 and 32; wide32.onnx, 32 layers of
+width 64 but one of 512 in the middle; all at batch 1024.
+
+    /usr/bin/python3 tests/bench/gen_plan_models.py --chains OUTDIR
 """
 import os
 import sys
@@ -75,9 +82,33 @@ class UNet4(nn.Module):
         return F.cross_entropy(self.head(x), target)
 
 
+def chain(widths):
+    """Linear(widths[i], widths[i + 1]) + Tanh for each i: a model and its input, batch 1024."""
+    layers = []
+    for a, b in zip(widths[:-1], widths[1:]):
+        layers += [nn.Linear(a, b), nn.Tanh()]
+    return nn.Sequential(*layers), torch.randn(1024, widths[0])
+
+
+def chains(out):
+    wide = [64] * 33
+    wide[16] = 512
+    shapes = [(f"chain{n}", [64] * (n + 1)) for n in [3, 4, 5, 6, 8, 16, 32, 64, 128, 256]]
+    shapes += [("alt32", [256 if i % 2 == 0 else 32 for i in range(33)]), ("wide32", wide)]
+    for name, widths in shapes:
+        model, x = chain(widths)
+        path = os.path.join(out, name + ".onnx")
+        torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"], opset_version=17)
+        print(path, file=sys.stderr)
+
+
 def main():
-    out = sys.argv[1]
+    out = sys.argv[-1]
     os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    if "--chains" in sys.argv[1:-1]:
+        chains(out)
+        return
     torch.manual_seed(0)
     tr = Transformer(vocab=256, d=64, heads=4, seq=32)
     tr.blocks = nn.ModuleList([TBlock(64, 4) for _ in range(24)])
