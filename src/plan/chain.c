@@ -511,7 +511,8 @@ static int put(struct sets *s, size_t at, const struct ent *src, size_t n)
 	while (s->n + n > s->cap)
 		if (xgrow((void **)&s->pool, s->cap, &s->cap, sizeof *s->pool))
 			return -1;
-	memcpy(s->pool + s->n, src, sizeof *src * n);
+	if (n)
+		memcpy(s->pool + s->n, src, sizeof *src * n);
 	s->first[at] = s->n;
 	s->count[at] = (uint32_t)n;
 	s->n += n;
@@ -531,16 +532,18 @@ static int choose(const struct chain *c, struct work *w, const struct sets *s, s
 	if (fixed > limit)
 		return 0;
 	if (after) {
+		if (!(na = s->count[at]))
+			return 0;
 		A = s->pool + s->first[at];
-		na = s->count[at];
 	} else {
 		xa = 0;
 	}
 	if (last > i) {
+		if (!(nb = c->rev.count[REV(i, last)]))
+			return 0;
 		B = c->rev.pool + c->rev.first[REV(i, last)];
-		nb = c->rev.count[REV(i, last)];
 	}
-	return na && nb ? combine(c, w, A, na, xa, B, nb, fixed, flops, m, limit) : 0;
+	return combine(c, w, A, na, xa, B, nb, fixed, flops, m, limit);
 }
 
 /* The ways of the dropped run (i, i + len], from the shorter runs', into thread w's out. */
@@ -573,7 +576,8 @@ static void solve_pair(void *arg, uint32_t i, uint32_t wi)
 			w->oom = 1;
 			return;
 		}
-	memcpy(w->out + w->nout, w->acc, sizeof *w->acc * n);
+	if (n)
+		memcpy(w->out + w->nout, w->acc, sizeof *w->acc * n);
 	w->nout += n;
 	c->rev.count[REV(i, j)] = (uint32_t)n;
 }
@@ -597,7 +601,8 @@ static int solve(struct chain *c)
 			while (c->rev.n + c->w[t].nout > c->rev.cap)
 				if (xgrow((void **)&c->rev.pool, c->rev.cap, &c->rev.cap, sizeof *c->rev.pool))
 					return -1;
-			memcpy(c->rev.pool + c->rev.n, c->w[t].out, sizeof *c->w[t].out * c->w[t].nout);
+			if (c->w[t].nout)
+				memcpy(c->rev.pool + c->rev.n, c->w[t].out, sizeof *c->w[t].out * c->w[t].nout);
 			c->rev.n += c->w[t].nout;
 		}
 		for (uint32_t i = 0; i + len <= L; i++)
@@ -754,15 +759,16 @@ int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops
 			c->set = CHAIN_FIRST;
 			if (solve(c))
 				goto oom;
-			least_flops = c->top.pool[c->top.first[0] + c->top.count[0] - 1].flops;
+			if (c->top.count[0])
+				least_flops = c->top.pool[c->top.first[0] + c->top.count[0] - 1].flops;
 			c->set = CHAIN_SET;
 			c->capped = 0;
 			for (int t = 0; t < POOL_MAX; t++)
 				c->w[t].capped = 0;
 		}
-		if (plan_of(c, m->f.n_values, c->top.pool + c->top.first[0] + c->top.count[0] - 1, &least))
+		if (c->top.count[0] && plan_of(c, m->f.n_values, c->top.pool + c->top.first[0] + c->top.count[0] - 1, &least))
 			goto oom;
-		r->capped |= !least.keep; /* deeper than keep can say */
+		r->capped |= !least.keep; /* deeper than keep can say (or thinned away) */
 	}
 	/* the Pareto set within the budget of the plans of at most fcap FLOPs, the cap from a first
 	 * plan found with thinned sets (a cap leaves out only ways that cost more) */
