@@ -401,31 +401,39 @@ Test(auto_plan, spaced_seeds_reach_the_optimum_of_uniform_chains)
  * budget from the least such peak up; never "no plan" where one of those fits. */
 Test(auto_plan, chains_are_optimal_over_every_level_assignment)
 {
-	static const char *acts[] = {"Tanh", "Sigmoid", "Tanh", "Sigmoid"};
-	static const int width[][5] = {{16, 16, 16, 16, 16}, {32, 8, 32, 8, 32}, {16, 16, 64, 16, 16}, {8, 32, 32, 32, 8}};
-	for (int shape = 0; shape < 4; shape++) {
-		int layers = shape < 2 ? 4 : 3;
+	/* shape 4 scales each layer by the negation of a parameter: a fixed value the backward pass
+	 * reads, recomputed in every plan, so the schedules have more steps than the graph nodes */
+	static const char *acts[] = {"Tanh", "Sigmoid", "Tanh", "Sigmoid", "Tanh"};
+	static const int width[][5] = {{16, 16, 16, 16, 16}, {32, 8, 32, 8, 32}, {16, 16, 64, 16, 16}, {8, 32, 32, 32, 8},
+				       {16, 16, 16}};
+	for (int shape = 0; shape < 5; shape++) {
+		int layers = shape < 2 ? 4 : shape < 4 ? 3 : 2, scaled = shape == 4;
 		char text[4096];
 		int k = snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, %d]}]\nparams:\n",
 				 width[shape][0]);
 		for (int i = 0; i < layers; i++)
 			k += snprintf(text + k, sizeof text - (size_t)k,
-				      "  - {name: w%d, dtype: float32, shape: [%d, %d], init: {dist: normal, std: 0.3, seed: %d}}\n", i,
-				      width[shape][i], width[shape][i + 1], i + 1);
+				      "  - {name: w%d, dtype: float32, shape: [%d, %d], init: {dist: normal, std: 0.3, seed: %d}}\n"
+				      "%s%d, dtype: float32, shape: [%d], init: {dist: normal, seed: %d}}\n", i, width[shape][i],
+				      width[shape][i + 1], i + 1, scaled ? "  - {name: s" : "#", i, width[shape][i + 1], i + 9);
 		k += snprintf(text + k, sizeof text - (size_t)k, "nodes:\n");
 		for (int i = 0; i < layers; i++) {
 			char prev[16];
 			snprintf(prev, sizeof prev, i ? "t%d" : "x", i - 1);
-			k += snprintf(text + k, sizeof text - (size_t)k,
-				      "  - {op: MatMul, inputs: [%s, w%d], outputs: [m%d]}\n  - {op: %s, inputs: [m%d], outputs: [t%d]}\n",
-				      prev, i, i, acts[shape], i, i);
+			k += snprintf(text + k, sizeof text - (size_t)k, "  - {op: MatMul, inputs: [%s, w%d], outputs: [m%d]}\n", prev, i, i);
+			if (scaled)
+				k += snprintf(text + k, sizeof text - (size_t)k,
+					      "  - {op: Neg, inputs: [s%d], outputs: [n%d]}\n  - {op: Mul, inputs: [m%d, n%d], outputs: [u%d]}\n",
+					      i, i, i, i, i);
+			k += snprintf(text + k, sizeof text - (size_t)k, "  - {op: %s, inputs: [%c%d], outputs: [t%d]}\n", acts[shape],
+				      scaled ? 'u' : 'm', i, i);
 		}
 		snprintf(text + k, sizeof text - (size_t)k,
 			 "  - {op: Mul, inputs: [t%d, t%d], outputs: [sq]}\n  - {op: ReduceSum, inputs: [sq], outputs: [loss], attrs: {keepdims: 0}}\n"
 			 "outputs: [{name: loss}]\n", layers - 1, layers - 1);
 		struct train t = prepare(load_text("level_chain.yaml", text));
 		struct point *p;
-		size_t n = enumerate_to(&t, &p, layers == 4 ? 3 : 4);
+		size_t n = enumerate_to(&t, &p, scaled ? 2 : layers == 4 ? 3 : 4);
 		qsort(p, n, sizeof *p, by_peak);
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		for (int q = 0; q <= 12; q++) {

@@ -286,10 +286,10 @@ static int measure(struct chain *c, struct memmodel *m, const uint64_t *flops, s
 	const struct flat *f = c->f;
 	uint32_t L = c->L, F = c->F, n = f->n_nodes;
 	uint8_t *keep = xcalloc(f->n_values ? f->n_values : 1, 1);
-	uint32_t *at = xmalloc(sizeof *at * (n + 1));
+	uint32_t *at = NULL; /* per step of the first trace */
 	struct trace t = {0};
 	int ok = 0;
-	if (!keep || !at)
+	if (!keep)
 		goto oom;
 	int64_t R0 = (int64_t)(m->params + m->inputs + m->state);
 	c->X[0] = c->x[0] = 0;
@@ -305,6 +305,8 @@ static int measure(struct chain *c, struct memmodel *m, const uint64_t *flops, s
 		keep[c->b[k]] = RC_KEPT;
 	if (run_trace(m, keep, &t, e))
 		goto fail;
+	if (!(at = xmalloc(sizeof *at * (t.n + 1)))) /* recomputes of fixed values make more steps than nodes */
+		goto oom;
 	for (uint32_t k = 1; k <= L + 1; k++)
 		c->fwd_h[k] = c->fwd_t[k] = INT64_MIN;
 	for (uint32_t k = 1; k <= L + 1; k++)
