@@ -9,7 +9,6 @@
 #include "memsim.h"
 
 #include <inttypes.h>
-#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -884,22 +883,15 @@ static int chain_plans(const struct graph *g, struct memmodel *mm, const uint64_
 	struct chain_result cr;
 	uint32_t n = 0;
 	*done = 0;
-	if (chain_solve(g, mm, nflops, budget, cp, CHAIN_PLANS, &n, &cr, e))
+	if (chain_solve(mm, nflops, budget, cp, CHAIN_PLANS, &n, &cr, e))
 		return e->code ? e->code : err_oom(e);
 	r->chain = cr.chain ? cr.n_stages : 0;
 	r->no_chain = cr.why;
 	r->chain_least = cr.least_peak;
-	if (getenv("GRAPHDIET_CHAIN_DEBUG"))
-		fprintf(stderr, "chain: %" PRIu32 " stages%s%s, least %" PRIu64 "\n", cr.n_stages, cr.why ? ": " : "",
-			cr.why ? cr.why : "", cr.least_peak);
 	int rc = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!rc)
 			rc = weigh_sets(g, mm, (const uint8_t *const *)&cp[i].keep, 1, nflops, ps, e);
-		if (!rc && getenv("GRAPHDIET_CHAIN_DEBUG"))
-			fprintf(stderr, "chain plan %" PRIu32 ": modelled %" PRIu64 " B %" PRIu64 " FLOPs, weighed %" PRIu64
-				" B %" PRIu64 " FLOPs, levels %" PRIu32 "\n", i, cp[i].peak, cp[i].flops, ps->p[ps->n - 1].peak,
-				ps->p[ps->n - 1].flops, cp[i].levels);
 		if (!rc && i == 0) {
 			const struct plan *p = &ps->p[ps->n - 1];
 			int exact = p->peak == cp[i].peak && p->flops == cp[i].flops;

@@ -3,8 +3,6 @@
 #include "../util/pool.h"
 #include "../util/xalloc.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define CHAIN_SET 4096 /* entries per Pareto set; more are thinned (r->capped) */
@@ -60,7 +58,7 @@ static const struct ent unit = {0, 0, 0, 0, 0};
 
 /* ---- the chain: boundaries, stages, readers ---- */
 
-static int find_chain(struct chain *c, const struct graph *g, struct chain_result *r)
+static int find_chain(struct chain *c, struct chain_result *r)
 {
 	const struct flat *f = c->f;
 	uint32_t n = f->n_nodes, nv = f->n_values, F = 0;
@@ -72,7 +70,6 @@ static int find_chain(struct chain *c, const struct graph *g, struct chain_resul
 			return 0;
 		}
 
-	(void)g;
 	c->F = F;
 	int64_t *lfr = xmalloc(sizeof *lfr * (nv + 1));
 	uint32_t *fb = xmalloc(sizeof *fb * (nv + 1)), *lb = xmalloc(sizeof *lb * (nv + 1));
@@ -689,13 +686,13 @@ static void sets_free(struct sets *s)
 	xfree(s->count);
 }
 
-int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops, uint64_t budget,
+int chain_solve(struct memmodel *m, const uint64_t *flops, uint64_t budget,
 		struct chain_plan *plans, uint32_t max, uint32_t *n, struct chain_result *r, struct gd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	*n = 0;
 	struct chain ch = {.f = &m->f}, *c = &ch;
-	int rc = find_chain(c, g, r);
+	int rc = find_chain(c, r);
 	if (rc <= 0)
 		goto out;
 	rc = 0;

@@ -49,7 +49,7 @@ struct chain_result {
  * plan of the space, which the caller checks on the plans it weighs (and test_auto against every
  * level assignment of small chains). flops: per node
  * (memmodel_flops). -1 on error (out of memory); 0 with r->chain = 0 when the graph is no chain. */
-int chain_solve(const struct graph *g, struct memmodel *m, const uint64_t *flops, uint64_t budget,
+int chain_solve(struct memmodel *m, const uint64_t *flops, uint64_t budget,
 		struct chain_plan *plans, uint32_t max, uint32_t *n, struct chain_result *r, struct gd_err *e);
 
 #endif
