@@ -466,3 +466,35 @@ Test(auto_plan, chains_are_optimal_over_every_level_assignment)
 		train_free(&t);
 	}
 }
+
+/* #49: past the exact searches (a residual stack of 70 Tanh: no chain, more than EXACT_CAND
+ * activations), an answer that recomputes no more than keeping everything is proved optimal over
+ * every plan (AUTO_ALL); one below that budget is not proved. */
+Test(auto_plan, an_answer_that_recomputes_nothing_extra_is_proved)
+{
+	char text[16384];
+	int k = snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [batch, 8]}]\n"
+					    "params: [{name: w, dtype: float32, shape: [8, 8], init: {dist: normal, std: 0.3, seed: 1}}]\n"
+					    "nodes:\n  - {op: MatMul, inputs: [x, w], outputs: [v0]}\n  - {op: Tanh, inputs: [v0], outputs: [v1]}\n");
+	for (int i = 2; i < 72; i++)
+		k += snprintf(text + k, sizeof text - (size_t)k, "  - {op: Tanh, inputs: [v%d], outputs: [h%d]}\n"
+							      "  - {op: Add, inputs: [h%d, v%d], outputs: [v%d]}\n", i - 1, i, i, i - 2, i);
+	snprintf(text + k, sizeof text - (size_t)k,
+		 "  - {op: ReduceSum, inputs: [v71], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	struct train t = prepare(load_text("residual_stack.yaml", text));
+	uint8_t *keep = calloc(t.g->n_values, 1);
+	memset(keep, RC_KEPT, t.g->n_values);
+	uint64_t none_peak, none_flops;
+	weigh(&t, keep, &none_peak, &none_flops);
+	struct auto_result r;
+	struct gd_err e = {0};
+	cr_assert_eq(ckpt_auto(t.g, t.m, none_peak, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+	cr_expect(r.fits && r.flops == none_flops && r.proved == AUTO_ALL && !r.chain && !r.kept_cands,
+		  "at none's peak: fits %d, %llu FLOPs (none %llu), proved %d, chain %u, kept-set search on %u", r.fits,
+		  (unsigned long long)r.flops, (unsigned long long)none_flops, r.proved, r.chain, r.kept_cands);
+	cr_assert_eq(ckpt_auto(t.g, t.m, none_peak * 3 / 4, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+	cr_expect(!r.fits || (r.flops > none_flops && !r.proved), "at 3/4 of it: fits %d, %llu FLOPs, proved %d", r.fits,
+		  (unsigned long long)r.flops, r.proved);
+	free(keep);
+	train_free(&t);
+}

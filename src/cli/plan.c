@@ -190,6 +190,8 @@ static void report_structured(FILE *f, const char *path, const struct plan_repor
 			emit_str(&em, "chain_levels");
 		else if (r->auto_plan.proved == AUTO_KEPT)
 			emit_str(&em, "kept_sets");
+		else if (r->auto_plan.proved == AUTO_ALL)
+			emit_str(&em, "all_plans");
 		else
 			emit_null(&em);
 		emit_key(&em, "chain_stages");
@@ -312,6 +314,8 @@ static void explain_auto(FILE *f, const struct auto_result *a, uint64_t budget)
 	if (a->fits && a->proved == AUTO_CHAIN)
 		fprintf(f, "             optimal over every plan on those boundaries, backward checkpoints at any level "
 			   "(deepest used: %u): proved by the DP, whose peak and FLOPs the weighing matched\n", a->levels);
+	else if (a->fits && a->proved == AUTO_ALL)
+		fprintf(f, "             optimal: it recomputes no more than keeping every activation does\n");
 	else if (a->fits && a->proved == AUTO_KEPT)
 		fprintf(f, "             optimal over kept sets of its %u activations: no plan without backward checkpoints "
 			   "fits with fewer FLOPs (a best-first search proved it)\n", a->kept_cands);

@@ -1153,6 +1153,13 @@ answer:;
 	r->levels = ps.p[best].levels;
 	if (r->proved == AUTO_CHAIN && (best != 0 || !r->fits))
 		r->proved = !r->fits && r->chain_least > budget && best == 0 ? AUTO_CHAIN : 0; /* none fits: by the DP */
+	if (r->fits && !r->proved) { /* no plan recomputes less than keeping everything (fixed values) */
+		uint64_t peak0, flops0;
+		memset(keep, RC_KEPT, g->n_values);
+		if ((rc = ckpt_weigh(mm, keep, nflops, &peak0, &flops0, NULL, e)))
+			goto out;
+		r->proved = r->flops <= flops0 ? AUTO_ALL : 0;
+	}
 	if (r->chain && !r->proved && r->fits && !r->no_chain)
 		r->no_chain = "another plan beat the chain DP's";
 	plans_get(&ps, best, keep, g->n_values);

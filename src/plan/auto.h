@@ -41,6 +41,7 @@
 #define AUTO_EXACT_NODES 128
 #define AUTO_CHAIN 1 /* struct auto_result's proved: over plans on the chain's boundaries (chain.h) */
 #define AUTO_KEPT 2  /* ... over kept sets, without levels (exact.h) */
+#define AUTO_ALL 3   /* ... over every plan: it recomputes no more than keeping everything does */
 #define AUTO_LARGE_STEPS 50000 /* training graphs larger weigh only a search's plans */
 
 struct auto_result {
@@ -54,7 +55,8 @@ struct auto_result {
 	const char *no_chain; /* why not a chain, or why its DP proved nothing (static; may be NULL) */
 	int proved;           /* AUTO_CHAIN: the answer is the optimum of the chain space (its weighed
 			       * peak and FLOPs are the exact DP's), or with !fits: no plan of it fits;
-			       * AUTO_KEPT: the optimum over kept sets (no levels) of kept_cands values */
+			       * AUTO_KEPT: the optimum over kept sets (no levels) of kept_cands values;
+			       * AUTO_ALL: it recomputes no more than keeping everything does */
 	uint32_t kept_cands;  /* values the search over kept sets had (0: not run) */
 	int no_kept_set;      /* that search proved that no kept set fits */
 	uint64_t chain_least; /* with chain: the least peak of any plan of the space */
