@@ -498,3 +498,130 @@ Test(auto_plan, an_answer_that_recomputes_nothing_extra_is_proved)
 	free(keep);
 	train_free(&t);
 }
+
+/* #49: on DAGs small enough to enumerate every plan with backward checkpoints of levels 2 to 4 (up to
+ * 6 candidates: 15,625 plans each), auto finds a plan wherever one of them fits, and its FLOPs are
+ * within 2% of the best of them at the peaks of eight quantiles. Before the annealing sweep
+ * (anneal.h), auto's local search left the levels its DP gave and missed such plans. */
+Test(auto_plan, within_two_percent_of_every_plan_with_levels_on_small_dags)
+{
+	int dags = 0, cases = 0, within = 0, missed = 0;
+	double worst = 1;
+	for (unsigned seed = 1; dags < 24 && seed <= 200; seed++) {
+		struct train t = prepare(random_dag(seed, 4 + (int)seed % 4));
+		uint32_t nc = 0;
+		for (uint32_t v = 0; v < t.g->n_values; v++)
+			nc += value_is_activation(t.g->values[v]) && !(t.g->values[v]->flags & VALUE_OUTPUT);
+		if (nc > 6) {
+			train_free(&t);
+			continue;
+		}
+		dags++;
+		struct point *p;
+		size_t n = enumerate_to(&t, &p, 4);
+		qsort(p, n, sizeof *p, by_peak);
+		uint8_t *keep = calloc(t.g->n_values, 1);
+		for (int q = -1; q < 8; q++) {
+			uint64_t budget = q < 0 ? p[0].peak : p[(size_t)q * (n - 1) / 7].peak, opt = UINT64_MAX;
+			for (size_t i = 0; i < n && p[i].peak <= budget; i++)
+				if (p[i].flops < opt)
+					opt = p[i].flops;
+			struct auto_result r;
+			struct gd_err e = {0};
+			cr_assert_eq(ckpt_auto(t.g, t.m, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+			uint64_t peak, flops;
+			weigh(&t, keep, &peak, &flops);
+			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its plan weighs", seed);
+			cases++;
+			if (!r.fits || peak > budget) {
+				missed++;
+				cr_expect_fail("seed %u, budget %llu (%s): a plan with levels fits, auto says none does", seed,
+					       (unsigned long long)budget, q < 0 ? "the least peak" : "a quantile");
+				continue;
+			}
+			double ratio = opt ? (double)flops / (double)opt : flops ? 1e9 : 1;
+			worst = ratio > worst ? ratio : worst;
+			within += flops <= opt + opt / 50;
+		}
+		free(keep);
+		free(p);
+		train_free(&t);
+	}
+	fprintf(stderr, "auto vs every plan with levels 2-4 on %d small DAGs: %d cases, %d missed, %d within 2%%, worst FLOPs ratio %.3f\n",
+		dags, cases, missed, within, worst);
+	cr_expect_geq(dags, 12, "only %d DAGs had at most 6 candidates", dags);
+	cr_expect_eq(within, cases, "%d of %d within 2%% of the best plan with levels", within, cases);
+}
+
+/* #49: residual MLPs (h + W2 relu(W1 h), 3 and 4 blocks) whose lowest peak needs kept tensors and
+ * backward checkpoints of several levels inside the blocks: the plans below (found by annealing,
+ * weighed here) peak at the lower bound itself, so no plan peaks lower, and auto must find a plan
+ * that fits that budget with no more FLOPs. Before the annealing sweep auto's lowest peaks were
+ * 49,672 and 57,864 bytes against 47,624 and 55,816, and it said no plan fits. */
+static struct graph *residual_mlp(int blocks, int width, int hidden)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	fprintf(f, "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [64, %d]}]\nparams:\n", width);
+	for (int b = 0; b < blocks; b++)
+		fprintf(f, "  - {name: w1_%d, dtype: float32, shape: [%d, %d], init: {dist: normal, std: 0.3, seed: %d}}\n"
+			   "  - {name: w2_%d, dtype: float32, shape: [%d, %d], init: {dist: normal, std: 0.3, seed: %d}}\n",
+			b, width, hidden, 2 * b, b, hidden, width, 2 * b + 1);
+	fprintf(f, "  - {name: wo, dtype: float32, shape: [%d, 4], init: {dist: normal, std: 0.3, seed: 99}}\nnodes:\n", width);
+	for (int b = 0; b < blocks; b++) {
+		char h[16] = "x";
+		if (b)
+			snprintf(h, sizeof h, "h%d", b - 1);
+		fprintf(f, "  - {op: MatMul, inputs: [%s, w1_%d], outputs: [a%d]}\n  - {op: Relu, inputs: [a%d], outputs: [r%d]}\n"
+			   "  - {op: MatMul, inputs: [r%d, w2_%d], outputs: [m%d]}\n  - {op: Add, inputs: [%s, m%d], outputs: [h%d]}\n",
+			h, b, b, b, b, b, b, b, h, b, b);
+	}
+	fprintf(f, "  - {op: MatMul, inputs: [h%d, wo], outputs: [head]}\n"
+		   "  - {op: ReduceSum, inputs: [head], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n",
+		blocks - 1);
+	fclose(f);
+	struct graph *g = load_text("residual_mlp.yaml", text);
+	free(text);
+	return g;
+}
+
+Test(auto_plan, finds_the_lowest_peak_where_it_needs_levels_inside_blocks)
+{
+	static const struct {
+		int blocks, width, hidden;
+		const char *plan[12]; /* kept, or name@level; the rest dropped */
+	} cases[] = {
+		{3, 16, 32, {"h2", "r2", "h1", "h0@4", "a1@3", "r1@3"}},
+		{4, 16, 32, {"h3", "r3", "h2", "h1", "m0@5", "h0@6", "a1@4", "r1@2"}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		struct train t = prepare(residual_mlp(cases[c].blocks, cases[c].width, cases[c].hidden));
+		uint8_t *keep = calloc(t.g->n_values, 1);
+		for (uint32_t v = 0; v < t.g->n_values; v++)
+			keep[v] = RC_DROP;
+		for (int k = 0; k < 12 && cases[c].plan[k]; k++) {
+			const char *at = strchr(cases[c].plan[k], '@');
+			size_t n = at ? (size_t)(at - cases[c].plan[k]) : strlen(cases[c].plan[k]);
+			int found = 0;
+			for (uint32_t v = 0; v < t.g->n_values; v++)
+				if (strlen(t.g->values[v]->name) == n && !strncmp(t.g->values[v]->name, cases[c].plan[k], n)) {
+					keep[v] = at ? RC_AT_LEVEL(atoi(at + 1)) : RC_KEPT;
+					found = 1;
+				}
+			cr_assert(found, "no value %s", cases[c].plan[k]);
+		}
+		uint64_t peak, flops;
+		weigh(&t, keep, &peak, &flops);
+		struct auto_result r;
+		struct gd_err e = {0};
+		cr_assert_eq(ckpt_auto(t.g, t.m, peak, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
+		cr_expect_eq(peak, r.lower_bound, "%d blocks: the plan peaks at %llu, the lower bound is %llu", cases[c].blocks,
+			     (unsigned long long)peak, (unsigned long long)r.lower_bound);
+		cr_expect(r.fits, "%d blocks: a plan peaks at %llu, auto's lowest is %llu", cases[c].blocks,
+			  (unsigned long long)peak, (unsigned long long)r.peak);
+		cr_expect_leq(r.flops, flops, "%d blocks", cases[c].blocks);
+		free(keep);
+		train_free(&t);
+	}
+}

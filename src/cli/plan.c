@@ -183,6 +183,8 @@ static void report_structured(FILE *f, const char *path, const struct plan_repor
 		emit_uint(&em, r->auto_plan.n_plans);
 		emit_key(&em, "cut_positions");
 		emit_uint(&em, r->auto_plan.n_cuts);
+		emit_key(&em, "annealed_plans");
+		emit_uint(&em, r->auto_plan.annealed);
 		emit_key(&em, "optimal");
 		emit_bool(&em, r->auto_plan.proved != 0);
 		emit_key(&em, "space");
@@ -309,6 +311,9 @@ static void explain_auto(FILE *f, const struct auto_result *a, uint64_t budget)
 	if (a->chain && a->proved == AUTO_CHAIN)
 		fprintf(f, "auto:        %u plans weighed exactly (an exact DP over the chain's %u stage boundaries)\n",
 			a->n_plans, a->chain);
+	else if (a->annealed)
+		fprintf(f, "auto:        %u plans weighed exactly (a DP over %u cut positions%s), then %u more by an annealing "
+			   "sweep over levels\n", a->n_plans, a->n_cuts, how, a->annealed);
 	else
 		fprintf(f, "auto:        %u plans weighed exactly (a DP over %u cut positions%s)\n", a->n_plans, a->n_cuts, how);
 	if (a->fits && a->proved == AUTO_CHAIN)

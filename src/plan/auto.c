@@ -1,5 +1,6 @@
 /* auto.c - see auto.h. */
 #include "auto.h"
+#include "anneal.h"
 #include "../rewrite/recompute.h"
 #include "../util/pool.h"
 #include "../util/progress.h"
@@ -10,7 +11,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MAX_CUTS 128      /* candidate cut positions on larger graphs */
@@ -932,6 +932,46 @@ static void pick(const struct plans *ps, uint64_t budget, size_t *best, size_t *
 	}
 }
 
+/* The annealing sweep (anneal.h) over every droppable value but fixed ones, seeded with plans
+ * ps[first ..) (those that do not depend on the budget, so neither does the sweep), for about
+ * ANNEAL_PER_CAND weighs a candidate within SEARCH_ALLOWANCE node-steps; the plans it keeps join
+ * ps. */
+#define ANNEAL_PER_CAND 400
+#define ANNEAL_MIN_PER 10 /* weighs a target at least: the sweep runs on graphs of up to about 5,000 steps */
+static int anneal_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t low, struct plans *ps, size_t first,
+			uint32_t *weighed, struct gd_err *e)
+{
+	const struct flat *f = &mm->f;
+	uint32_t *cand = xmalloc(sizeof *cand * (f->n_values + 1)), n = 0;
+	struct anneal_plan *seeds = xcalloc(ps->n - first + 1, sizeof *seeds), *out = NULL;
+	size_t n_out = 0;
+	int rc = 0;
+	if (!cand || !seeds) {
+		rc = err_oom(e);
+		goto out;
+	}
+	for (uint32_t v = 0; v < f->n_values; v++)
+		if ((f->vflags[v] & (FLAT_DROPPABLE | FLAT_FIXED)) == FLAT_DROPPABLE)
+			cand[n++] = v;
+	for (size_t i = first; i < ps->n; i++)
+		seeds[i - first] = (struct anneal_plan){ps->p[i].peak, ps->p[i].flops, ps->p[i].keep};
+	uint64_t w = SEARCH_ALLOWANCE / (2 * (uint64_t)f->n_nodes + 1), most = (uint64_t)ANNEAL_PER_CAND * n;
+	if (w < ANNEAL_MIN_PER * ANNEAL_TARGETS) /* too few weighs a target to anneal */
+		goto out;
+	double t = progress_begin();
+	rc = anneal_sweep(mm, nflops, cand, n, seeds, ps->n - first, low, (uint32_t)(w < most ? w : most), &out, &n_out,
+			  weighed, e);
+	for (size_t i = 0; i < n_out && !rc; i++)
+		if (!dominated(ps, out[i].peak, out[i].flops) && plans_add(ps, out[i].keep, f->n_values, out[i].peak, out[i].flops))
+			rc = err_oom(e);
+	progress_end(t, "auto: anneal", "%" PRIu32 " plans weighed, %zu kept, %" PRIu32 " candidates", *weighed, n_out, n);
+out:
+	anneal_free(out, n_out);
+	xfree(seeds);
+	xfree(cand);
+	return rc;
+}
+
 /* On graphs of up to EXACT_CAND candidates (every droppable value but fixed ones) and
  * AUTO_EXACT_STEPS steps, the best-first search over kept sets (exact.h) for a plan with fewer
  * FLOPs than `known`, the best found so far; its plan joins ps. When it finishes, the answer is the
@@ -988,6 +1028,7 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	struct plans ps = {0};
 	struct search *se = NULL;
 	int rc = 0, done = 0;
+	size_t n_chain = 0;
 	if (!nflops || !resident || !cand)
 		goto oom;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
@@ -1004,6 +1045,7 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 	/* a chain: the exact DP's plans, weighed; its best, when the weighing agrees, is the answer */
 	if ((rc = chain_plans(g, mm, nflops, budget, &ps, r, &done, e)))
 		goto out;
+	n_chain = ps.n; /* the plans after these do not depend on the budget */
 	progress_end(t, "auto: chain", "%" PRIu32 " stages", r->chain);
 	if (done)
 		goto answer;
@@ -1140,6 +1182,16 @@ int ckpt_auto(const struct graph *g, struct memmodel *mm, uint64_t budget, const
 answer:;
 	size_t best = SIZE_MAX, low = 0;
 	pick(&ps, budget, &best, &low);
+	/* a small graph: plans with levels the searches above cannot make, unless keeping everything
+	 * recomputes no less than the answer already does */
+	uint64_t peak0, flops0;
+	memset(keep, RC_KEPT, g->n_values);
+	if ((rc = ckpt_weigh(mm, keep, nflops, &peak0, &flops0, NULL, e)))
+		goto out;
+	if (!done && g->n_nodes <= AUTO_LARGE_STEPS && (best == SIZE_MAX || ps.p[best].flops > flops0) &&
+	    (rc = anneal_plans(mm, nflops, r->lower_bound, &ps, n_chain, &r->annealed, e)))
+		goto out;
+	pick(&ps, budget, &best, &low);
 	/* a small graph: the best-first search over kept sets, for fewer FLOPs than the answer's */
 	if (!done && (rc = exact_plans(mm, nflops, budget, &ps, r, best == SIZE_MAX ? UINT64_MAX : ps.p[best].flops, e)))
 		goto out;
@@ -1153,13 +1205,8 @@ answer:;
 	r->levels = ps.p[best].levels;
 	if (r->proved == AUTO_CHAIN && (best != 0 || !r->fits))
 		r->proved = !r->fits && r->chain_least > budget && best == 0 ? AUTO_CHAIN : 0; /* none fits: by the DP */
-	if (r->fits && !r->proved) { /* no plan recomputes less than keeping everything (fixed values) */
-		uint64_t peak0, flops0;
-		memset(keep, RC_KEPT, g->n_values);
-		if ((rc = ckpt_weigh(mm, keep, nflops, &peak0, &flops0, NULL, e)))
-			goto out;
+	if (r->fits && !r->proved) /* no plan recomputes less than keeping everything (fixed values) */
 		r->proved = r->flops <= flops0 ? AUTO_ALL : 0;
-	}
 	if (r->chain && !r->proved && r->fits && !r->no_chain)
 		r->no_chain = "another plan beat the chain DP's";
 	plans_get(&ps, best, keep, g->n_values);

@@ -61,6 +61,7 @@ struct auto_result {
 	int no_kept_set;      /* that search proved that no kept set fits */
 	uint64_t chain_least; /* with chain: the least peak of any plan of the space */
 	uint32_t levels;      /* the answer's deepest backward level (1: none) */
+	uint32_t annealed;    /* plans the annealing sweep weighed (anneal.h; 0: it did not run) */
 };
 
 /* Fills keep (g->n_values flags, zeroed) for a sorted training graph g with memory model m. The kept sets
