@@ -148,6 +148,14 @@ static int sweep(struct job *j, struct gd_err *e)
 		memcpy(cur, s->keep, j->nv); /* s moves as the front grows */
 		rc = anneal_at(j, fr, cur, s->peak, s->flops, t, &seed, e);
 	}
+	/* then the lowest peak, longer: the targets near the bound are few, and a plan there is what
+	 * decides whether the smallest budgets fit at all */
+	j->per *= ANNEAL_LEAST;
+	if (!rc && fr->n) {
+		const struct anneal_plan *s = front_best(fr, j->low);
+		memcpy(cur, s->keep, j->nv);
+		rc = anneal_at(j, fr, cur, s->peak, s->flops, j->low, &seed, e);
+	}
 	xfree(cur);
 	return rc;
 }
@@ -170,7 +178,7 @@ int anneal_sweep(struct memmodel *m, const uint64_t *flops, const uint32_t *cand
 		 struct anneal_plan **out, size_t *n_out, uint32_t *n_weighed, struct gd_err *e)
 {
 	struct job j = {.m = m, .flops = flops, .cand = cand, .n_cand = n_cand, .low = low, .seeds = seeds,
-			.n_seeds = n_seeds, .nv = m->f.n_values ? m->f.n_values : 1, .per = weighs / ANNEAL_TARGETS};
+			.n_seeds = n_seeds, .nv = m->f.n_values ? m->f.n_values : 1, .per = weighs / (ANNEAL_TARGETS + ANNEAL_LEAST)};
 	for (size_t i = 0; i < n_seeds; i++)
 		if (seeds[i].peak > j.top)
 			j.top = seeds[i].peak;

@@ -16,7 +16,7 @@
  * anneals: a move sets one candidate, or two, to a random other state; while the plan exceeds the
  * target the peak is lowered (ties to fewer FLOPs), once it fits the FLOPs among plans that fit. A
  * worse plan is taken with probability exp(-worse / T), T falling geometrically from a few percent
- * of the start's figure. The random moves have a fixed seed: the same graph gets the same plans.
+ * of the start's figure. A last, longer run targets the lower bound from the lowest peak found. The random moves have a fixed seed: the same graph gets the same plans.
  * (Two sweeps of half the weighs each did worse than one.) */
 #ifndef GD_ANNEAL_H
 #define GD_ANNEAL_H
@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #define ANNEAL_TARGETS 100
+#define ANNEAL_LEAST 20 /* the last run, for the lowest peak, weighs as much as this many targets */
 #define ANNEAL_LEVELS 6 /* the levels a move sets: 2 .. this (deeper ones cost more moves than they
 			 * gain on small DAGs: a 2-layer transformer's plans at 97% of none's peak
 			 * needed 2x the FLOPs with levels to 15) */

@@ -5,7 +5,9 @@
  * --format json` reports as recompute_flops (run_exact.sh checks that).
  *
  *     /usr/bin/python3 tests/bench/gen_exact_dags.py /tmp/exb
- *     build/tests/bench/bench_exact [--weighs N] [--long N] [--plans DIR] /tmp/exb/{resmlp,unet3,transformer2}.onnx
+ *     build/tests/bench/bench_exact [--dense] [--weighs N] [--long N] [--plans DIR] /tmp/exb/{resmlp,unet3,transformer2}.onnx
+ *
+ * --dense: every budget from 99% down to 20% in steps of 1%, not thirteen of them.
  *
  * No exact search covers plans with backward checkpoints on these DAGs, so the last columns compare
  * auto with a long annealing sweep (anneal.h) from everything kept, alone: --long N weighs (default
@@ -59,7 +61,7 @@ static void write_plan(const char *dir, const char *name, int pct, const struct 
 	fclose(f);
 }
 
-static void bench(const char *path, uint32_t max_weighs, uint32_t long_weighs, const char *plans)
+static void bench(const char *path, uint32_t max_weighs, uint32_t long_weighs, int dense, const char *plans)
 {
 	struct gd_err e = {0};
 	struct graph *g = model_load(path, FMT_AUTO, &e);
@@ -107,8 +109,12 @@ static void bench(const char *path, uint32_t max_weighs, uint32_t long_weighs, c
 	       "in %.1f s\n\n", name, g->n_nodes, nc, EXACT_CAND, (unsigned long long)none_peak, long_weighed, t_long);
 	printf("| budget | bytes | auto FLOPs | exact FLOPs | auto / exact | exact: weighs, proved | auto s | exact s | below auto's: FLOPs, weighs, proved, s | long sweep FLOPs | auto / long |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-	static const int pct[] = {99, 97, 95, 90, 85, 80, 70, 60, 55, 52, 50, 30, 20};
-	for (size_t i = 0; i < sizeof pct / sizeof *pct; i++) {
+	static const int coarse[] = {99, 97, 95, 90, 85, 80, 70, 60, 55, 52, 50, 30, 20};
+	int pct[80];
+	size_t n_pct = dense ? 80 : sizeof coarse / sizeof *coarse;
+	for (size_t i = 0; i < n_pct; i++)
+		pct[i] = dense ? 99 - (int)i : coarse[i];
+	for (size_t i = 0; i < n_pct; i++) {
 		uint64_t budget = none_peak * (uint64_t)pct[i] / 100;
 		struct auto_result ar;
 		au.budget = budget;
@@ -163,9 +169,11 @@ int main(int argc, char **argv)
 {
 	uint32_t max_weighs = 0, long_weighs = 0;
 	const char *plans = NULL;
-	int i = 1;
+	int i = 1, dense = 0;
 	for (; i + 1 < argc && argv[i][0] == '-'; i += 2)
-		if (!strcmp(argv[i], "--weighs"))
+		if (!strcmp(argv[i], "--dense"))
+			dense = 1, i--;
+		else if (!strcmp(argv[i], "--weighs"))
 			max_weighs = (uint32_t)strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--long"))
 			long_weighs = (uint32_t)strtoul(argv[i + 1], NULL, 10);
@@ -174,10 +182,10 @@ int main(int argc, char **argv)
 		else
 			break;
 	if (i >= argc || argv[i][0] == '-') {
-		fprintf(stderr, "usage: bench_exact [--weighs N] [--long N] [--plans DIR] MODEL.onnx...\n");
+		fprintf(stderr, "usage: bench_exact [--dense] [--weighs N] [--long N] [--plans DIR] MODEL.onnx...\n");
 		return 2;
 	}
 	for (; i < argc; i++)
-		bench(argv[i], max_weighs, long_weighs, plans);
+		bench(argv[i], max_weighs, long_weighs, dense, plans);
 	return 0;
 }
