@@ -3891,3 +3891,228 @@ Test(cli, output_folder_empty_name_and_threads_refused_up_front)
 		run_free(&r);
 	}
 }
+
+/* #50 files: files whose names a model chooses, readers of non-regular files, models from standard
+ * input, and sizes a small file can claim. Each command runs under timeout(1), so one that hangs
+ * (a FIFO) fails as exit 124 instead of stopping the suite. */
+static struct run_result gd_timed(const char *const *args, const uint8_t *in, size_t in_len)
+{
+	char *argv[24] = {"/usr/bin/timeout", "20", GD_BINARY};
+	size_t n = 3;
+	for (; args[n - 3] && n < 23; n++)
+		argv[n] = (char *)args[n - 3];
+	argv[n] = NULL;
+	return run_cmd(argv, in, in_len);
+}
+
+/* exit 2, one `graphdiet: error:` line holding `needle` and `file` */
+static void refused_at_once(const char *const *args, const char *needle, const char *file)
+{
+	struct run_result r = gd_timed(args, NULL, 0);
+	cr_expect_eq(r.status, 2, "%s %s: exit %d: %s", args[0], args[1], r.status, r.err);
+	cr_expect(lines(r.err) == 1 && !strncmp(r.err, "graphdiet: error: ", 18), "%s %s: %s", args[0], args[1], r.err);
+	cr_expect(strstr(r.err, needle) && strstr(r.err, file), "%s %s: no '%s' and '%s' in: %s", args[0], args[1],
+		  needle, file, r.err);
+	run_free(&r);
+}
+
+static void file_bytes(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f && fwrite(p, 1, n, f) == n && fclose(f) == 0, "%s", path);
+}
+
+static void file_text(const char *path, const char *text)
+{
+	file_bytes(path, text, strlen(text));
+}
+
+/* A file of `size` bytes that takes no disk space (all a hole). */
+static void sparse_file(const char *path, int64_t size)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert(f && fclose(f) == 0 && truncate(path, size) == 0, "%s", path);
+}
+
+/* A folder `name` in the temporary directory, into dir[n]. */
+static void files_dir(char *dir, size_t n, const char *name)
+{
+	snprintf(dir, n, "%s/%s", tmpdir(), name);
+	cr_assert(mkdir(dir, 0700) == 0 || errno == EEXIST, "%s", dir);
+}
+
+/* run -o DIR writes DIR/<output>.npy, a name the model chose: a symlink there was followed (a file
+ * outside DIR replaced, exit 0) and a FIFO blocked forever. Now each is refused and left as it
+ * was; a regular file there is replaced. */
+Test(cli, run_outdir_does_not_write_through_links_or_fifos, .timeout = 120)
+{
+	char dir[600], model[700], outside[700], entry[800];
+	files_dir(dir, sizeof dir, "files_outdir");
+	snprintf(model, sizeof model, "%s/chain.yaml", dir);
+	file_text(model, chain_yaml);
+	snprintf(outside, sizeof outside, "%s/outside.txt", dir);
+	const char *kinds[] = {"symlink", "FIFO", "directory", NULL /* a regular file */};
+	for (size_t i = 0; i < 4; i++) {
+		char out[700];
+		snprintf(out, sizeof out, "%s/out%zu", dir, i);
+		cr_assert(mkdir(out, 0700) == 0 || errno == EEXIST);
+		snprintf(entry, sizeof entry, "%s/y.npy", out);
+		unlink(entry);
+		rmdir(entry);
+		file_text(outside, "precious");
+		if (i == 0)
+			cr_assert_eq(symlink(outside, entry), 0);
+		else if (i == 1)
+			cr_assert_eq(mkfifo(entry, 0600), 0);
+		else if (i == 2)
+			cr_assert_eq(mkdir(entry, 0700), 0);
+		else
+			file_text(entry, "old");
+		const char *args[] = {"run", model, "--random-inputs", "-o", out, NULL};
+		if (kinds[i]) {
+			refused_at_once(args, kinds[i], entry);
+			struct stat st;
+			cr_assert_eq(lstat(entry, &st), 0);
+			cr_expect(i != 0 || S_ISLNK(st.st_mode), "the link is still a link");
+			cr_expect(i != 1 || S_ISFIFO(st.st_mode), "the FIFO is still a FIFO");
+		} else {
+			struct run_result r = gd_timed(args, NULL, 0);
+			cr_expect_eq(r.status, 0, "a regular file is replaced: %s", r.err);
+			run_free(&r);
+			struct rtensor t;
+			cr_expect(npy_load(entry, &t) && t.numel == 8, "y.npy holds the output");
+			free(t.data);
+		}
+		size_t len;
+		uint8_t *kept = slurp(outside, &len);
+		cr_expect(len == 8 && !memcmp(kept, "precious", 8), "%s: the file outside DIR was changed", kinds[i]);
+		free(kept);
+	}
+}
+
+/* Readers of .npy and models refuse what is not a regular file, as external data did: a FIFO hung
+ * `info`, `run -i` and `verify --against`, /dev/zero read until memory ran out. */
+Test(cli, readers_refuse_fifos_and_devices, .timeout = 120)
+{
+	char dir[600], model[700], train[700], fifo[700], ref[700], x[800], arg[800];
+	files_dir(dir, sizeof dir, "files_readers");
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	unlink(fifo);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	train_text(model, train, sizeof model, "files_readers_m",
+		   "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [4]}]\n"
+		   "params: [{name: w, dtype: float32, shape: [4], init: ones}]\n"
+		   "nodes:\n  - {op: Mul, inputs: [x, w], outputs: [p]}\n"
+		   "  - {op: ReduceSum, inputs: [p], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n");
+	const char *models[] = {fifo, "/dev/zero"};
+	for (size_t i = 0; i < 2; i++) {
+		const char *info[] = {"info", models[i], NULL};
+		refused_at_once(info, "not a regular file", models[i]);
+		const char *run[] = {"run", "--from", "onnx", models[i], "--random-inputs", NULL};
+		refused_at_once(run, "not a regular file", models[i]);
+		snprintf(arg, sizeof arg, "x=%s", models[i]);
+		const char *in[] = {"run", model, "-i", arg, NULL};
+		refused_at_once(in, "not a regular file", models[i]);
+	}
+	snprintf(ref, sizeof ref, "%s/ref", dir);
+	cr_assert(mkdir(ref, 0700) == 0 || errno == EEXIST);
+	snprintf(x, sizeof x, "%s/x.npy", ref);
+	unlink(x);
+	cr_assert_eq(mkfifo(x, 0600), 0);
+	const char *against[] = {"verify", "--against", ref, train, NULL};
+	refused_at_once(against, "is a FIFO, not a regular file", x);
+	unlink(x);
+	cr_assert_eq(symlink("/dev/zero", x), 0);
+	refused_at_once(against, "is a device, not a regular file", x);
+}
+
+/* A model read from standard input has no folder: its external data and npy: files resolved
+ * against the working directory, so `run - -o out < m.yaml` copied the directory's files (.env)
+ * into its outputs. They are refused now, unless --base-dir names the folder. */
+Test(cli, a_model_from_stdin_has_no_folder, .timeout = 120)
+{
+	char dir[600], path[800], out[700];
+	files_dir(dir, sizeof dir, "files_stdin");
+	float secret[2] = {42, 43};
+	snprintf(path, sizeof path, "%s/secret.bin", dir);
+	file_bytes(path, secret, sizeof secret);
+	int64_t dims[1] = {2};
+	snprintf(path, sizeof path, "%s/secret.npy", dir);
+	FILE *f = fopen(path, "wb");
+	cr_assert(f && npy_write(f, DT_FLOAT, 1, dims, secret, sizeof secret) == 0 && fclose(f) == 0);
+	cr_assert_eq(chdir(dir), 0); /* the working directory holds the files the model names */
+	static const char *const models[] = {
+		"graphdiet: 1\nopset: 17\nparams:\n  - {name: w, dtype: float32, shape: [2], npy: secret.npy}\n"
+		"nodes:\n  - {op: Identity, inputs: [w], outputs: [y]}\noutputs: [{name: y}]\n",
+		"graphdiet: 1\nopset: 17\nparams:\n  - name: w\n    dtype: float32\n    shape: [2]\n    data_location: 1\n"
+		"    external:\n      - {key: location, value: secret.bin}\n"
+		"nodes:\n  - {op: Identity, inputs: [w], outputs: [y]}\noutputs: [{name: y}]\n",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		const uint8_t *m = (const uint8_t *)models[i];
+		snprintf(out, sizeof out, "%s/out%zu", dir, i);
+		const char *run[] = {"run", "-", "-o", out, NULL};
+		struct run_result r = gd_timed(run, m, strlen(models[i]));
+		cr_expect_eq(r.status, 2, "model %zu: exit %d: %s", i, r.status, r.err);
+		cr_expect(lines(r.err) == 1 && strstr(r.err, "no folder") && strstr(r.err, "--base-dir"), "%s", r.err);
+		run_free(&r);
+		snprintf(path, sizeof path, "%s/y.npy", out);
+		cr_expect_neq(access(path, F_OK), 0, "model %zu: the working directory's file was copied out", i);
+		const char *conv[] = {"convert", "-", "o.yaml", NULL};
+		r = gd_timed(conv, m, strlen(models[i]));
+		cr_expect_eq(r.status, 2, "convert, model %zu: exit %d: %s", i, r.status, r.err);
+		run_free(&r);
+		/* with --base-dir, the folder it names */
+		const char *given[] = {"run", "--base-dir", dir, "-", "-o", out, NULL};
+		r = gd_timed(given, m, strlen(models[i]));
+		cr_expect_eq(r.status, 0, "--base-dir, model %zu: %s", i, r.err);
+		run_free(&r);
+		struct rtensor t;
+		cr_expect(npy_load(path, &t) && t.numel == 2 && ((float *)t.data)[1] == 43, "--base-dir: y is w");
+		free(t.data);
+	}
+	const char *bad[] = {"info", "--base-dir", "/nonexistent", "-", NULL};
+	refused_at_once(bad, "--base-dir /nonexistent: not a directory", "/nonexistent");
+}
+
+/* Sizes are checked before work, from fstat: a 4 GiB sparse file as a YAML model took 19-40 s and
+ * 4.1 GB to be refused, as ONNX it ran out of memory; external data of 4 GiB became a 5.7 GB YAML;
+ * a 308-byte YAML asking for 3 GB of zeros wrote a 3.2 GB ONNX file protobuf cannot load. No
+ * multi-GB data is made: the files are sparse, and each refusal comes before reading them. */
+Test(cli, sizes_are_checked_before_reading, .timeout = 120)
+{
+	char dir[600], big[700], onnx[700], model[700], other[700], cmd[2400];
+	files_dir(dir, sizeof dir, "files_sizes");
+	snprintf(big, sizeof big, "%s/big.yaml", dir);
+	snprintf(onnx, sizeof onnx, "%s/big.onnx", dir);
+	sparse_file(big, INT64_C(4) << 30);
+	sparse_file(onnx, (INT64_C(2) << 30) + 1);
+	const char *yaml[] = {"info", big, NULL};
+	refused_at_once(yaml, "more than the 3 GiB a YAML model may be", big);
+	const char *pb[] = {"info", onnx, NULL};
+	refused_at_once(pb, "more than the 2 GiB one ONNX (protobuf) file can hold", onnx);
+	/* standard input redirected from the file: its size is known before reading too */
+	snprintf(cmd, sizeof cmd, "/usr/bin/timeout 20 %s info --from onnx - < %s 2>&1 | grep -q '2 GiB'", GD_BINARY, onnx);
+	cr_expect_eq(system(cmd), 0, "info - < a sparse 2 GiB file");
+	/* 3 GB of zeros into ONNX: refused before they are made */
+	snprintf(model, sizeof model, "%s/zeros.yaml", dir);
+	file_text(model, "graphdiet: 1\nopset: 17\nparams:\n  - {name: w, dtype: float32, shape: [800000000], init: zeros}\n"
+			 "nodes:\n  - {op: Relu, inputs: [w], outputs: [y]}\noutputs: [{name: y}]\n");
+	snprintf(other, sizeof other, "%s/zeros.onnx", dir);
+	const char *zeros[] = {"convert", model, other, NULL};
+	refused_at_once(zeros, "more than the 2 GiB one ONNX (protobuf) file can hold: write YAML", model);
+	cr_expect_neq(access(other, F_OK), 0, "no ONNX file was written");
+	/* 4 GiB of external data carried into a YAML in another folder */
+	snprintf(big, sizeof big, "%s/big.bin", dir);
+	sparse_file(big, INT64_C(4) << 30);
+	snprintf(model, sizeof model, "%s/ext.yaml", dir);
+	file_text(model, "graphdiet: 1\nopset: 17\nparams:\n  - name: w\n    dtype: float32\n    shape: [1073741824]\n"
+			 "    data_location: 1\n    external:\n      - {key: location, value: big.bin}\n"
+			 "nodes:\n  - {op: Relu, inputs: [w], outputs: [y]}\noutputs: [{name: y}]\n");
+	snprintf(other, sizeof other, "%s/other", dir);
+	cr_assert(mkdir(other, 0700) == 0 || errno == EEXIST);
+	strcat(other, "/ext.yaml");
+	const char *carry[] = {"convert", model, other, NULL};
+	refused_at_once(carry, "too many to carry inside one YAML file: write the output into that folder", model);
+	cr_expect_neq(access(other, F_OK), 0, "no YAML file was written");
+}

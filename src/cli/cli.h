@@ -60,6 +60,9 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so);
 void cli_step_free(struct step_opts *so);
 /* Rewrites each argument --diet:ARGS as --diet=ARGS, for getopt (the documented form has a colon). */
 void cli_step_argv(int argc, char **argv);
+/* --base-dir DIR (every command that reads a model; cli_shared_option takes it): model_base_dir */
+enum { CLI_OPT_BASE_DIR = 0x1f0 };
+#define CLI_BASE_DIR_OPTION {"base-dir", required_argument, NULL, CLI_OPT_BASE_DIR}
 enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH, CLI_OPT_SYNC_BN };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \

@@ -347,6 +347,15 @@ int cli_shared_option(const char *cmd, int c, const char *help, enum gd_format *
 		*rc = cli_out_arg(cmd, optarg, fmt);
 		return *rc != 0;
 	}
+	if (c == CLI_OPT_BASE_DIR) {
+		struct stat st;
+		if (stat(optarg, &st) || !S_ISDIR(st.st_mode)) {
+			*rc = cli_usage(cmd, "--base-dir %s: not a directory", optarg);
+			return 1;
+		}
+		model_base_dir(optarg);
+		return 0;
+	}
 	if (c == 'h') {
 		fputs(help, stdout);
 		*rc = cli_finish(0);

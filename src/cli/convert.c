@@ -17,6 +17,7 @@ static const char help[] =
 	"options:\n"
 	"  -o, --output FILE   output file (instead of the OUTPUT argument)\n"
 	"      --from FORMAT   input format: onnx or yaml (default: extension, else content)\n"
+	"      --base-dir DIR  the folder the model's data files are in (needed for one read from -)\n"
 	"      --to FORMAT     output format: onnx, yaml or dot (default: the output's extension; ONNX\n"
 	"                      for '-', a device such as /dev/null and a name without an extension);\n"
 	"                      one the extension contradicts is refused\n"
@@ -29,7 +30,7 @@ int cmd_convert(int argc, char **argv)
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'}, {"from", required_argument, NULL, 'f'},
 		{"to", required_argument, NULL, 't'},     {"inline", required_argument, NULL, 'i'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
 	struct save_opts so = SAVE_OPTS_DEFAULT;

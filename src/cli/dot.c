@@ -22,6 +22,7 @@ static const char help[] =
 	"      --dim NAME=VALUE  bind a symbolic dimension, for the inferred shapes (repeatable)\n"
 	"  -o, --output FILE   write to FILE instead of standard output\n"
 	"      --from FORMAT   input format: onnx or yaml (default: extension, else content)\n"
+	"      --base-dir DIR  the folder the model's data files are in (needed for one read from -)\n"
 	"      --no-params     leave initializers (weights) out of the picture\n"
 	"  -h, --help          show this help\n";
 
@@ -58,7 +59,7 @@ int cmd_dot(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'}, {"from", required_argument, NULL, 'f'},
-		{"no-params", no_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
+		{"no-params", no_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,
 		{"dim", required_argument, NULL, 'd'},    {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO;

@@ -19,6 +19,7 @@ static const char help[] =
 	"options:\n"
 	"      --format FMT    text (default), json or yaml\n"
 	"      --from FORMAT   input format: onnx or yaml (default: extension, else content)\n"
+	"      --base-dir DIR  the folder the model's data files are in (needed for one read from -)\n"
 	"  -h, --help          show this help\n";
 
 struct op_count {
@@ -311,7 +312,7 @@ int cmd_info(int argc, char **argv)
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'F'},
 		{"from", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
+		{"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,
 		{NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO;

@@ -71,6 +71,7 @@ static const char plan_help[] =
 	TRAINING_STEP_HELP
 	"      --format FMT      text (default), json or yaml\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
+	"      --base-dir DIR    the folder the model's data files are in (needed for one read from -)\n"
 	"  -h, --help            show this help\n";
 
 static const char check_help[] =
@@ -90,6 +91,7 @@ static const char check_help[] =
 	TRAINING_STEP_HELP
 	"      --format FMT      text (one line; default), json or yaml (as graphdiet plan's)\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
+	"      --base-dir DIR    the folder the model's data files are in (needed for one read from -)\n"
 	"  -h, --help            show this help\n";
 
 static void breakdown(struct emit *em, const struct mem_breakdown *b, uint64_t buffers)
@@ -438,7 +440,7 @@ static int run(int argc, char **argv, int check)
 		{"checkpoint", required_argument, NULL, 'c'}, {"budget", required_argument, NULL, 'b'},
 		{"dim", required_argument, NULL, 'd'},        {"loss", required_argument, NULL, 'l'},
 		{"format", required_argument, NULL, 'F'},     {"from", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},             {"explain", optional_argument, NULL, 'x'},
+		{"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,             {"explain", optional_argument, NULL, 'x'},
 		{"checkpoint-file", required_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 'T'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},

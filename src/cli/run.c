@@ -55,6 +55,8 @@ static const char help[] =
 	"                             a note); reports the device's peak, which is the planned peak\n"
 	"      --format FMT           text (default), json or yaml\n"
 	"      --from FORMAT          input format: onnx or yaml\n"
+	"      --base-dir DIR         the folder the model's data files are in (needed for one read\n"
+	"                             from -)\n"
 	"  -h, --help                 show this help\n";
 
 struct npy_in {
@@ -100,7 +102,7 @@ static int write_npy(const char *dir, const char *name, const struct rtensor *t,
 	if (!dtype_npy(t->dtype))
 		return err_set(e, GD_EINPUT, "output '%s' is %s, which .npy cannot hold", name, dtype_name(t->dtype));
 	struct outfile o;
-	if (outfile_open(&o, path, e))
+	if (outfile_open_entry(&o, path, e))
 		return e->code;
 	npy_write(o.f, t->dtype, (uint32_t)t->ndim, t->dims, t->data, t->nbytes);
 	return outfile_commit(&o, e);
@@ -275,7 +277,7 @@ int cmd_run(int argc, char **argv)
 		{"input", required_argument, NULL, 'i'}, {"random-inputs", no_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},  {"dim", required_argument, NULL, 'd'},
 		{"outdir", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
-		{"from", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'},
+		{"from", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,
 		{"steps", required_argument, NULL, 'k'}, {"loss", required_argument, NULL, 'l'},
 		{"shard-inputs", no_argument, NULL, 'S'}, {"replicas", required_argument, NULL, 'R'},
 		{"backend", required_argument, NULL, 'B'}, {NULL, 0, NULL, 0},

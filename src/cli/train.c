@@ -98,6 +98,7 @@ static const char help[] =
 	"                        <input>_grad too (fed each step, so no optimizer updates it)\n"
 	"      --freeze NAMES    train every floating-point initializer but these (the same)\n"
 	"      --from FORMAT     input format: onnx or yaml\n"
+	"      --base-dir DIR    the folder the model's data files are in (needed for one read from -)\n"
 	"  -h, --help            show this help\n";
 
 /* Applies the checkpointing strategy. `memory` and `auto` need shapes (bytes), so they need every
@@ -201,7 +202,7 @@ int cmd_train(int argc, char **argv)
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
 		CLI_STEP_OPTIONS,
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,         {NULL, 0, NULL, 0},
 	};
 	enum gd_format from = FMT_AUTO, to = FMT_AUTO;
 	char to_src[64] = "";

@@ -95,6 +95,7 @@ static const char help[] =
 	"      --backend NAME    cpu (default) or cuda: run both graphs there (on one backend the\n"
 	"                        sums repeat bit for bit, so --rtol 0 --atol 0 still holds)\n"
 	"      --format FMT      text (default), json or yaml\n"
+	"      --base-dir DIR    the folder the models' data files are in (needed for one read from -)\n"
 	"  -h, --help            show this help\n";
 
 /* How verify judges its rows: the criterion for all but the rows a --tol names, TRAIN's 16-bit
@@ -532,7 +533,7 @@ int cmd_verify(int argc, char **argv)
 	static const struct option opts[] = {
 		{"seed", required_argument, NULL, 's'}, {"rtol", required_argument, NULL, 'r'},
 		{"atol", required_argument, NULL, 'a'}, {"dim", required_argument, NULL, 'd'},
-		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
+		{"format", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,
 		{"replicas", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
 		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},

@@ -55,27 +55,48 @@ static void close_filebuf(void *fb)
 	xfree(fb);
 }
 
+static const char *base_dir;
+
+void model_base_dir(const char *dir)
+{
+	base_dir = dir;
+}
+
+#define ONNX_LIMIT "more than the 2 GiB one ONNX (protobuf) file can hold: keep the weights in external data"
+#define YAML_LIMIT "more than the 3 GiB a YAML model may be: keep the weights in .npy files (npy:)"
+
 struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e)
 {
 	double t = progress_begin();
 	struct filebuf *fb = xcalloc(1, sizeof *fb);
-	char *dir = path_dirname(strcmp(path, "-") ? path : "./-");
+	int has_dir = base_dir || strcmp(path, "-");
+	char *dir = base_dir ? strdup(base_dir) : has_dir ? path_dirname(path) : NULL;
 	struct graph *g = NULL;
-	if (!fb || !dir) {
+	if (!fb || (has_dir && !dir)) {
 		xfree(fb);
 		free(dir);
 		err_oom(e);
 		return NULL;
 	}
-	if (filebuf_open(fb, path, e)) {
+	if (fmt == FMT_AUTO)
+		fmt = format_from_path(path);
+	/* the size is checked before a byte is read: a 4 GiB sparse file took 19-40 s and 4.1 GB to be
+	 * refused as YAML, and as ONNX ran out of memory */
+	if (filebuf_open_max(fb, path, fmt == FMT_ONNX ? ONNX_FILE_MAX : YAML_FILE_MAX,
+			     fmt == FMT_ONNX ? ONNX_LIMIT : fmt == FMT_YAML ? YAML_LIMIT : "more than a model file may be (3 GiB)",
+			     e)) {
 		xfree(fb);
 		free(dir);
 		return NULL;
 	}
-	if (fmt == FMT_AUTO)
-		fmt = format_from_path(path);
 	if (fmt == FMT_AUTO || fmt == FMT_DOT)
 		fmt = sniff(fb->data, fb->len);
+	if (fmt == FMT_ONNX && fb->len > ONNX_FILE_MAX) {
+		err_set(e, GD_EINPUT, "is %zu bytes, " ONNX_LIMIT, fb->len);
+		close_filebuf(fb);
+		free(dir);
+		return NULL;
+	}
 	const uint8_t *mapped = NULL;
 	size_t mapped_len = 0;
 	if (fmt == FMT_ONNX) {
@@ -136,8 +157,8 @@ static int carry_data(struct graph *g, const char *path, enum gd_format fmt, str
 			struct tensor *t = in->inits[i]->init;
 			if (!t || (t->src != TSRC_EXTERNAL && t->src != TSRC_NPY))
 				continue;
-			if (!seen || strcmp(seen, t->base_dir ? t->base_dir : ".")) {
-				seen = t->base_dir ? t->base_dir : ".";
+			if (!seen || strcmp(seen, t->base_dir ? t->base_dir : "")) {
+				seen = t->base_dir ? t->base_dir : ""; /* "": a model read from stdin has no folder */
 				same = have_out && realpath(seen, dir) && !strcmp(dir, out);
 			}
 			if (same)
@@ -155,12 +176,14 @@ static int carry_data(struct graph *g, const char *path, enum gd_format fmt, str
 					     .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = b, .x = t->x};
 		}
 	}
-	/* protobuf's limit on one message */
-	if (fmt == FMT_ONNX && total > (UINT64_C(2) << 30) - (UINT64_C(64) << 20))
+	/* protobuf's limit on one message; YAML's on a file (base64: 4 characters for 3 bytes). A 4 GiB
+	 * sparse data file became a 5.7 GB YAML. */
+	if ((fmt == FMT_ONNX && total > ONNX_FILE_MAX - (UINT64_C(64) << 20)) ||
+	    (fmt == FMT_YAML && total > (YAML_FILE_MAX - (UINT64_C(64) << 20)) / 4 * 3))
 		return err_set(e, GD_EINPUT, "%s is not in the folder of the model's external data, and its %" PRIu64
-					     " bytes are too many to carry inside one ONNX file: write the output into "
+					     " bytes are too many to carry inside one %s file: write the output into "
 					     "that folder",
-			       path, total);
+			       path, total, fmt == FMT_ONNX ? "ONNX" : "YAML");
 	if (*n)
 		fprintf(stderr, "graphdiet: note: %s: %zu tensors whose data files are in another folder are "
 				"written into it (%" PRIu64 " bytes)\n",

@@ -16,8 +16,13 @@ enum gd_format format_from_path(const char *path);
 const char *format_name(enum gd_format f);
 
 /* Reads `path` ("-" is stdin) as `fmt` (FMT_AUTO: by extension, else by content), then
- * graph_check and graph_toposort. */
+ * graph_check and graph_toposort. The model's data files (external data, YAML npy:) are relative
+ * to its folder, or to the one model_base_dir set; a model read from standard input has no folder
+ * of its own, so without model_base_dir its data files are refused. */
 struct graph *model_load(const char *path, enum gd_format fmt, struct gd_err *e);
+/* --base-dir DIR: the folder the data files of every model loaded after it are relative to (NULL:
+ * each model's own; none for standard input). */
+void model_base_dir(const char *dir);
 
 struct save_opts {
 	size_t yaml_inline_max; /* tensors up to this many elements are written as numbers in YAML */

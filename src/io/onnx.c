@@ -954,7 +954,28 @@ struct wr {
 	int stream_nodes; /* leave the main graph's nodes out of its message: write_streamed packs them */
 	uint8_t *bound;   /* by root value id: a graph input an initialization_binding makes (bound_inputs) */
 	uint8_t *moved;   /* by root value id: state whose first value the initialization stores (moved_state) */
+	uint64_t data;    /* tensor bytes this writer put in the message so far (at most ONNX_FILE_MAX) */
 };
+
+#define TOO_BIG_HINT                                                                                             \
+	"more than the 2 GiB one ONNX (protobuf) file can hold: write YAML (--to yaml), or keep the weights in " \
+	"external data (an ONNX model's external data stays external in an output written into its folder)"
+
+/* Counts t's bytes before they are made (a 308-byte YAML asking for 3 GB of zeros spent 14.6 s
+ * and 3 GB writing a file protobuf cannot load). */
+static int data_fits(struct wr *w, const struct tensor *t)
+{
+	if (tensor_check_generated(t, w->e))
+		return w->e->code;
+	int64_t n = t->src == TSRC_BYTES ? (int64_t)t->bytes.n : tensor_numel(t);
+	size_t es = t->src == TSRC_BYTES ? 1 : dtype_size(t->dtype);
+	if (n >= 0 && es && (uint64_t)n <= (ONNX_FILE_MAX - w->data) / es) {
+		w->data += (uint64_t)n * es;
+		return 0;
+	}
+	return err_set(w->e, GD_EINPUT, "tensor '%s': the output's weights come to " TOO_BIG_HINT,
+		       t->name ? t->name : "");
+}
 
 /* A message in the writer's arena, initialised from its protobuf-c INIT value. */
 #define NEW(w, T, init) ((T *)new_msg(&(w)->a, &(T)init, sizeof(T)))
@@ -1140,7 +1161,7 @@ static Onnx__Tensor *tensor_out(struct wr *w, struct tensor *t)
 		break;
 	}
 	struct bytes b;
-	if (tensor_bytes(w->root, t, &b, w->e))
+	if (data_fits(w, t) || tensor_bytes(w->root, t, &b, w->e))
 		return NULL;
 	if (t->src == TSRC_BYTES && t->field == TFIELD_TYPED)
 		return typed_out(w, pt, t, b) ? NULL : pt;
@@ -1862,7 +1883,9 @@ int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *
 	o.pos = base >= 0 ? (uint64_t)base : 0;
 	o.align = base >= 0 && align > 1 ? align : 1;
 	size_t len = rc ? 0 : graph_len(&w, g, pm->graph, &scratch, base >= 0), wrote = len, at = 0;
-	if (!rc && !(rc = e->code ? e->code : scratch.oom ? err_oom(e) : 0))
+	if (!rc && !(rc = e->code ? e->code : scratch.oom ? err_oom(e) : 0) && len > ONNX_FILE_MAX)
+		rc = err_set(e, GD_EINPUT, "the output comes to %zu bytes, " TOO_BIG_HINT, len);
+	if (!rc)
 		rc = write_streamed(&w, g, pm, &o, &scratch, len, &wrote, &at);
 	int werr = bgwrite_close(&o.w);
 	for (int tries = 0; !rc && !werr && wrote != len && tries < 4; tries++) {
@@ -1886,6 +1909,8 @@ int onnx_write_aligned(struct graph *g, FILE *f, unsigned align, struct gd_err *
 	}
 	if (!rc && !werr && wrote != len)
 		rc = err_set(e, GD_EINTERNAL, "the graph's length did not settle");
+	if (!rc && !werr && wrote > ONNX_FILE_MAX) /* the estimate was under it */
+		rc = err_set(e, GD_EINPUT, "the output comes to %zu bytes, " TOO_BIG_HINT, wrote);
 	xfree(scratch.p);
 	arena_free(&w.a);
 	xfree(w.bound);

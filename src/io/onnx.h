@@ -4,7 +4,13 @@
 
 #include "../ir/graph.h"
 
+#include <stdint.h>
 #include <stdio.h>
+
+/* The most an ONNX file may be: one protobuf message, which protobuf caps at 2 GiB (weights beyond
+ * that go in external data). Larger files are refused before they are read, larger outputs before
+ * their weights are generated. */
+#define ONNX_FILE_MAX ((size_t)INT32_MAX)
 
 /* Decodes a serialized ModelProto. `buf` must stay valid until the graph is freed (initializer
  * bytes point into it); `keep`, when not NULL, is called from graph_free to release it. The graph

@@ -2,7 +2,8 @@
  *
  * External data follows the ONNX rules: "location" is relative to the model's directory and may
  * not escape it, by ".." or by a symlink; it names a regular file; "offset" and "length" are
- * optional. Random inits use Philox keyed by the seed,
+ * optional. A model read from standard input has no directory (base_dir NULL) unless --base-dir
+ * gave one: its file references are refused. Random inits use Philox keyed by the seed,
  * so they are the same on every run and machine. */
 #include "tensor.h"
 #include "../util/fileio.h"
@@ -85,11 +86,6 @@ static int has_dotdot(const char *path)
 	return 0;
 }
 
-static const char *file_kind(mode_t m)
-{
-	return S_ISDIR(m) ? "directory" : S_ISFIFO(m) ? "FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "device" : S_ISSOCK(m) ? "socket" : "special file";
-}
-
 /* The data file rel names, into buf (PATH_MAX bytes): relative to the model's directory, and,
  * once realpath has followed every symlink, a regular file inside that directory. A link to / or
  * /proc/self/environ would read another file into the model, a FIFO hang the reader, /dev/zero
@@ -102,7 +98,11 @@ static int ref_path(const struct tensor *t, const char *rel, char *buf, struct g
 		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' must be relative to the model's directory",
 			       t->name, rel);
 	char joined[PATH_MAX], root[PATH_MAX];
-	const char *base = t->base_dir ? t->base_dir : ".";
+	const char *base = t->base_dir;
+	if (!base) /* `run - -o out < m.onnx` would have copied the working directory's .env */
+		return err_set(e, GD_EINPUT, "tensor '%s': data file '%s': a model read from standard input has no folder "
+					     "to find it in; give --base-dir DIR",
+			       t->name, rel);
 	if ((size_t)snprintf(joined, sizeof joined, "%s/%s", base, rel) >= sizeof joined)
 		return err_set(e, GD_EINPUT, "tensor '%s': data location '%s' is too long", t->name, rel);
 	if (!realpath(base, root))
@@ -190,11 +190,33 @@ static int npy(struct graph *g, const struct tensor *t, struct bytes *out, struc
 	return 0;
 }
 
+/* Generated data (zeros, ones, constant, random) is capped at 1 TiB, whatever its kind or dtype;
+ * what an output can hold is the writer's to check (onnx.c refuses over 2 GiB before generating). */
+#define GEN_MAX (UINT64_C(1) << 40)
+
+int tensor_check_generated(const struct tensor *t, struct gd_err *e)
+{
+	int64_t n = tensor_numel(t);
+	size_t es = dtype_size(t->dtype);
+	const char *kind = t->rnd.dist == RND_CONSTANT ? "constant" : "random";
+	if (t->src != TSRC_RANDOM)
+		return 0;
+	if (n < 0)
+		return err_set(e, GD_EINPUT, "tensor '%s': %s init needs a known shape", t->name, kind);
+	if (!es || (uint64_t)n > GEN_MAX / es)
+		return err_set(e, GD_EINPUT, "tensor '%s': %s init of %" PRId64 " elements is too large to generate",
+			       t->name, kind, n);
+	return 0;
+}
+
 static int random_init(struct graph *g, const struct tensor *t, struct bytes *out, struct gd_err *e)
 {
 	int64_t n = tensor_numel(t);
 	size_t es = dtype_size(t->dtype);
-	if (t->rnd.dist == RND_CONSTANT && t->rnd.a == 0 && es && n >= 0 && (uint64_t)n <= (UINT64_C(1) << 40) / es) {
+	const char *kind = t->rnd.dist == RND_CONSTANT ? "constant" : "random";
+	if (tensor_check_generated(t, e))
+		return e->code;
+	if (t->rnd.dist == RND_CONSTANT && t->rnd.a == 0) {
 		uint8_t *z = arena_zalloc(g->arena, (size_t)n * es + 1); /* zeros: all-zero bytes in any dtype */
 		if (!z)
 			return err_oom(e);
@@ -202,13 +224,8 @@ static int random_init(struct graph *g, const struct tensor *t, struct bytes *ou
 		return 0;
 	}
 	if (t->dtype != DT_FLOAT && t->dtype != DT_DOUBLE)
-		return err_set(e, GD_EINPUT, "tensor '%s': random init needs float32 or float64, not %s", t->name,
+		return err_set(e, GD_EINPUT, "tensor '%s': %s init needs float32 or float64, not %s", t->name, kind,
 			       dtype_name(t->dtype));
-	if (n < 0)
-		return err_set(e, GD_EINPUT, "tensor '%s': random init needs a known shape", t->name);
-	if ((uint64_t)n > (UINT64_C(1) << 40) / es)
-		return err_set(e, GD_EINPUT, "tensor '%s': random init of %" PRId64 " elements is too large to generate",
-			       t->name, n);
 	uint8_t *p = arena_array(g->arena, (size_t)n, es);
 	if (!p && n)
 		return err_oom(e);

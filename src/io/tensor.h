@@ -11,5 +11,8 @@ int tensor_bytes(struct graph *g, const struct tensor *t, struct bytes *out, str
 /* Readers call this on each initializer: a file reference must stay inside the model's directory
  * and name a readable file. Nothing is read. */
 int tensor_check_source(const struct tensor *t, struct gd_err *e);
+/* A generated (zeros, ones, constant, random) tensor's shape is known and its bytes at most 1 TiB,
+ * the cap on generating; 0 for other tensors. Nothing is generated. */
+int tensor_check_generated(const struct tensor *t, struct gd_err *e);
 
 #endif

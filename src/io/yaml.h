@@ -7,6 +7,10 @@
 #include <stdio.h>
 
 #define YAML_FORMAT_VERSION 1
+/* The most a YAML model may be, read or written: any ONNX model's weights as base64 (4/3 of 2 GiB)
+ * with room for its nodes. A larger file is refused before it is read (a 4 GiB one took 19-40 s
+ * and 4.1 GB of memory to fail); weights beyond it go in .npy files. */
+#define YAML_FILE_MAX ((size_t)3 << 30)
 
 /* Parses YAML text; relative .npy paths resolve against base_dir. Not yet checked or sorted. */
 struct graph *yaml_read(const uint8_t *buf, size_t len, const char *path, const char *base_dir,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,7 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int read_all(struct filebuf *fb, int fd, struct gd_err *e)
+const char *file_kind(mode_t m)
+{
+	return S_ISREG(m) ? "regular file" : S_ISDIR(m) ? "directory" : S_ISFIFO(m) ? "FIFO" : S_ISLNK(m) ? "symlink"
+		: S_ISCHR(m) || S_ISBLK(m) ? "device" : S_ISSOCK(m) ? "socket" : "special file";
+}
+
+/* max: an input that holds more is refused once max + 1 bytes were read, so standard input that
+ * never ends (or claims gigabytes) costs at most that much memory. */
+static int read_all(struct filebuf *fb, int fd, size_t max, const char *limit, struct gd_err *e)
 {
 	size_t cap = 1 << 16, len = 0;
 	uint8_t *buf = xmalloc(cap);
@@ -42,6 +51,10 @@ static int read_all(struct filebuf *fb, int fd, struct gd_err *e)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (len > max) {
+			xfree(buf);
+			return err_set(e, GD_EINPUT, "holds more than %zu bytes, %s", max, limit);
+		}
 	}
 	fb->data = buf;
 	fb->len = len;
@@ -51,35 +64,45 @@ static int read_all(struct filebuf *fb, int fd, struct gd_err *e)
 
 int filebuf_open(struct filebuf *fb, const char *path, struct gd_err *e)
 {
+	return filebuf_open_max(fb, path, SIZE_MAX, NULL, e);
+}
+
+/* O_NONBLOCK: opening a FIFO for reading waits for a writer; this open returns at once, and fstat
+ * then refuses it (on a regular file the flag does nothing). */
+int filebuf_open_max(struct filebuf *fb, const char *path, size_t max, const char *limit, struct gd_err *e)
+{
 	memset(fb, 0, sizeof *fb);
-	if (strcmp(path, "-") == 0)
-		return read_all(fb, 0, e);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (strcmp(path, "-") == 0) {
+		if (!fstat(0, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) /* < FILE */
+			return err_set(e, GD_EINPUT, "is %jd bytes, %s", (intmax_t)st.st_size, limit);
+		return read_all(fb, 0, max, limit, e);
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return err_set(e, GD_EINPUT, "cannot open: %s", strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int err = errno;
+	int rc = 0;
+	if (fstat(fd, &st) < 0)
+		rc = err_set(e, GD_EINPUT, "cannot stat: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		rc = err_set(e, GD_EINPUT, "is a %s, not a regular file", file_kind(st.st_mode));
+	else if ((uint64_t)st.st_size > max)
+		rc = err_set(e, GD_EINPUT, "is %jd bytes, %s", (intmax_t)st.st_size, limit);
+	if (rc) {
 		close(fd);
-		return err_set(e, GD_EINPUT, "cannot stat: %s", strerror(err));
+		return rc;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		close(fd);
-		return err_set(e, GD_EINPUT, "is a directory");
-	}
-	int rc;
-	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+	if (st.st_size > 0) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p == MAP_FAILED) {
-			rc = read_all(fb, fd, e);
+			rc = read_all(fb, fd, max, limit, e);
 		} else {
 			fb->data = p;
 			fb->len = (size_t)st.st_size;
 			fb->mapped = 1;
-			rc = 0;
 		}
 	} else {
-		rc = read_all(fb, fd, e);
+		rc = read_all(fb, fd, max, limit, e);
 	}
 	close(fd);
 	return rc;
@@ -198,31 +221,11 @@ static int destination(const char *path, char *real, struct stat *st)
 	return realpath(path, real) ? 0 : -1;
 }
 
-int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
+/* A temporary file beside target, to be renamed over it; old: target's stat, whose mode the new file
+ * keeps (NULL: target is new). mkstemp's O_EXCL creates it and never follows a link. */
+static int open_tmp(struct outfile *o, const char *path, const char *target, const struct stat *old,
+		    struct gd_err *e)
 {
-	memset(o, 0, sizeof *o);
-	if (strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0) {
-		o->f = stdout;
-		return 0;
-	}
-	char real[PATH_MAX];
-	struct stat st;
-	if (destination(path, real, &st))
-		return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(errno));
-	if (real[0] && !S_ISREG(st.st_mode)) {
-		/* a device, a FIFO, a terminal: written in place, as a shell's > would (never replaced) */
-		if (S_ISDIR(st.st_mode))
-			return err_set(e, GD_EINPUT, "cannot write %s: it is a directory", path);
-		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
-			int err = errno;
-			if (fd >= 0)
-				close(fd);
-			return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(err));
-		}
-		return 0;
-	}
-	const char *target = real[0] ? real : path;
 	char *dir = path_dirname(target);
 	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
 	size_t n = (dir ? strlen(dir) : 0) + strlen(base) + 64;
@@ -248,7 +251,7 @@ int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
 	/* mkstemp makes 0600: the file replaced keeps its mode, a new one gets creat()'s */
 	mode_t um = umask(0);
 	umask(um);
-	fchmod(fd, real[0] ? st.st_mode & 07777 : 0666 & ~um);
+	fchmod(fd, old ? old->st_mode & 07777 : 0666 & ~um);
 	o->f = fdopen(fd, "wb");
 	if (!o->f) {
 		close(fd);
@@ -257,6 +260,46 @@ int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
 	}
 	setvbuf(o->f, NULL, _IOFBF, 1 << 20);
 	return 0;
+}
+
+int outfile_open(struct outfile *o, const char *path, struct gd_err *e)
+{
+	memset(o, 0, sizeof *o);
+	if (strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0) {
+		o->f = stdout;
+		return 0;
+	}
+	char real[PATH_MAX];
+	struct stat st;
+	if (destination(path, real, &st))
+		return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(errno));
+	if (real[0] && !S_ISREG(st.st_mode)) {
+		/* a device, a FIFO, a terminal: written in place, as a shell's > would (never replaced) */
+		if (S_ISDIR(st.st_mode))
+			return err_set(e, GD_EINPUT, "cannot write %s: it is a directory", path);
+		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
+			int err = errno;
+			if (fd >= 0)
+				close(fd);
+			return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(err));
+		}
+		return 0;
+	}
+	return open_tmp(o, path, real[0] ? real : path, real[0] ? &st : NULL, e);
+}
+
+int outfile_open_entry(struct outfile *o, const char *path, struct gd_err *e)
+{
+	memset(o, 0, sizeof *o);
+	struct stat st;
+	int have = lstat(path, &st) == 0;
+	if (!have && errno != ENOENT)
+		return err_set(e, GD_EINPUT, "cannot write %s: %s", path, strerror(errno));
+	if (have && !S_ISREG(st.st_mode))
+		return err_set(e, GD_EINPUT, "cannot write %s: it is a %s, not a regular file, and is not replaced", path,
+			       file_kind(st.st_mode));
+	return open_tmp(o, path, path, have ? &st : NULL, e);
 }
 
 int outfile_commit(struct outfile *o, struct gd_err *e)

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct filebuf {
 	const uint8_t *data;
@@ -25,7 +26,14 @@ struct filebuf {
 	int mapped;
 };
 
+/* Refuses what is not a regular file (a FIFO would hang the reader, /dev/zero fill memory), "-"
+ * aside. */
 int filebuf_open(struct filebuf *fb, const char *path, struct gd_err *e);
+/* The same, refusing a file of more than max bytes before reading it (standard input: once it gave
+ * more); the message is "is N bytes, LIMIT", so limit says what the most is and why. */
+int filebuf_open_max(struct filebuf *fb, const char *path, size_t max, const char *limit, struct gd_err *e);
+/* What a file of mode m is, for messages: "FIFO", "directory", "device", "symlink", ... */
+const char *file_kind(mode_t m);
 void filebuf_close(struct filebuf *fb);
 
 struct outfile {
@@ -35,6 +43,10 @@ struct outfile {
 };
 
 int outfile_open(struct outfile *o, const char *path, struct gd_err *e);
+/* For a name the model chose (run -o DIR writes DIR/<output>.npy): the entry is replaced only when
+ * it is absent or a regular file. A symlink there (which would send the write out of DIR), a FIFO
+ * (which would block), a directory or a device is refused; rename never follows a link. */
+int outfile_open_entry(struct outfile *o, const char *path, struct gd_err *e);
 /* Flushes, checks for write errors and renames into place. Closes in every case. */
 int outfile_commit(struct outfile *o, struct gd_err *e);
 /* Drops the output: the temporary file is removed and the destination left untouched. */
