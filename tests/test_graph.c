@@ -370,3 +370,56 @@ Test(check, a_zero_dim_anywhere_makes_an_empty_shape)
 		graph_free(g);
 	}
 }
+
+/* #50 validate: the attribute registry (ops/attrs.def) and the checks that read it. */
+
+/* op_attr_rows bisects on the op: every row must be found from its own op and name, which holds
+ * only while the rows keep ops.def's order; a row listing allowed values is a string's. */
+Test(check, every_attribute_row_is_found)
+{
+	cr_assert_gt(op_attrs_count, 300);
+	for (size_t i = 0; i < op_attrs_count; i++) {
+		const struct op_attr *r = &op_attrs[i];
+		int k;
+		const struct op_attr *found = op_attr_rows(r->op, r->name, &k);
+		cr_expect(found && found <= r && r < found + k, "row %zu: %s '%s' not found", i,
+			  op_table[r->op].op_type, r->name);
+		cr_expect(i == 0 || op_attrs[i - 1].op <= r->op, "row %zu: %s out of ops.def's order", i,
+			  op_table[r->op].op_type);
+		cr_expect(!r->values || r->type == ATTR_STRING || r->type == ATTR_STRINGS, "row %zu", i);
+	}
+	int k;
+	cr_expect_null(op_attr_rows(OP_RELU, "alpha", &k));
+	cr_expect_eq(k, 0);
+	const struct op_attr *cast = op_attr_rows(OP_CAST, "to", &k);
+	cr_assert(cast);
+	cr_expect_eq(k, 2, "Cast's 'to' was a string in opset 1 and an int since");
+}
+
+/* A node with many attributes is checked for a repeated name by hash, a few by pairs: both find
+ * the one name given twice, and neither refuses distinct names. */
+Test(check, an_attribute_given_twice_is_refused)
+{
+	for (int many = 0; many < 2; many++)
+		for (int twice = 0; twice < 2; twice++) {
+			struct graph *g = graph_new("t");
+			struct gd_err e = {0};
+			input(g, "x");
+			struct node *n = mk(g, "op", "Mystery", "x", "y");
+			n->n_attr = many ? 40 : 3;
+			n->attr = arena_array(g->arena, n->n_attr, sizeof *n->attr);
+			for (uint32_t i = 0; i < n->n_attr; i++) {
+				char name[16];
+				snprintf(name, sizeof name, "a%u", twice && i == n->n_attr - 1 ? 1 : i);
+				n->attr[i] = (struct attr){.name = arena_strdup(g->arena, name), .type = ATTR_INT};
+			}
+			int rc = graph_check(g, &e);
+			if (twice) {
+				cr_expect_eq(rc, GD_EINPUT, "%d attributes", n->n_attr);
+				cr_expect_str_eq(e.msg, "node 'op' (Mystery): attribute 'a1' is given twice");
+			} else {
+				cr_expect_eq(rc, 0, "%s", e.msg);
+			}
+			graph_free(g);
+		}
+}
