@@ -1353,7 +1353,7 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
 		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
 		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, activations: [1, 2, 3]}}",
-		 "node 'l' (LSTM): activations must be a list of strings"},
+		 "node 'l' (LSTM): attribute 'activations' is ints, not strings"},
 		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
 		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
 		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, clip: 1.0}}",
@@ -1366,7 +1366,7 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		 "node 'e' (Einsum): equation 'ij,jk->ik': the equation's operands do not match the inputs"},
 		{"[{name: a, dtype: float32, shape: [1, 1, 2, 2], init: ones}, {name: s, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
 		 "{name: z, op: Resize, inputs: [a, \"\", s], outputs: [y], attrs: {mode: area}}",
-		 "node 'z' (Resize): mode must be nearest, linear or cubic"},
+		 "node 'z' (Resize): attribute 'mode' is 'area', not one of nearest/linear/cubic/bilinear"},
 		{"[{name: a, dtype: float32, shape: [2, 3], init: ones}, {name: lo, dtype: float32, shape: [2], data: [0, 1]}]",
 		 "{name: c, op: Clip, inputs: [a, lo], outputs: [y]}", "node 'c' (Clip): Clip's min must be a scalar"},
 		{"[{name: a, dtype: float32, shape: [3], init: ones}]", "{name: t, op: Trilu, inputs: [a], outputs: [y]}",

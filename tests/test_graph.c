@@ -1,6 +1,7 @@
 /* test_graph.c - IR construction, validation, topological sort, equality, 16-bit floats. */
 #include "helpers.h"
 #include "io/format.h"
+#include "io/yaml.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -422,4 +423,47 @@ Test(check, an_attribute_given_twice_is_refused)
 			}
 			graph_free(g);
 		}
+}
+
+/* A mode outside its op's allowed values is refused when the model is checked, before any kernel
+ * reads it (BitShift's 'UP' and Gelu's 'erf' were refused by the kernels, test elem/bad_inputs_are_refused
+ * before #50; LSTM's 'sideways' ran forward); the allowed ones pass. */
+Test(check, modes_outside_the_registry_are_refused)
+{
+	static const struct {
+		const char *node, *want;
+	} cases[] = {
+		{"{name: n, op: BitShift, inputs: [x, x], outputs: [y], attrs: {direction: UP}}",
+		 "node 'n' (BitShift): attribute 'direction' is 'UP', not one of LEFT/RIGHT"},
+		{"{name: n, op: Pad, inputs: [x, x], outputs: [y], attrs: {mode: mirror}}",
+		 "node 'n' (Pad): attribute 'mode' is 'mirror', not one of constant/reflect/edge/wrap"},
+		{"{name: n, op: Conv, inputs: [x, x], outputs: [y], attrs: {auto_pad: SAME}}",
+		 "node 'n' (Conv): attribute 'auto_pad' is 'SAME', not one of NOTSET/SAME_UPPER/SAME_LOWER/VALID"},
+		{"{name: n, op: ScatterElements, inputs: [x, x, x], outputs: [y], attrs: {reduction: {base64: AGFkZA==}}}",
+		 "node 'n' (ScatterElements): attribute 'reduction' is '?add', not one of none/add/mul/max/min"},
+		{"{name: n, op: LSTM, inputs: [x, x, x], outputs: [y], attrs: {activations: [Sigmoid, Tanh, tanh]}}",
+		 "node 'n' (LSTM): attribute 'activations' is 'tanh', not one of Relu/Tanh/Sigmoid/"},
+		{"{name: n, op: Gelu, inputs: [x], outputs: [y], attrs: {approximate: erf}}",
+		 "node 'n' (Gelu): attribute 'approximate' is 'erf', not one of none/tanh"},
+		{"{name: n, op: BitShift, inputs: [x, x], outputs: [y], attrs: {direction: LEFT}}", NULL},
+		{"{name: n, op: LSTM, inputs: [x, x, x], outputs: [y], attrs: {activations: [Sigmoid, Tanh, Tanh]}}", NULL},
+		{"{name: n, op: Resize, inputs: [x], outputs: [y], attrs: {coordinate_transformation_mode: tf_half_pixel_for_nn}}",
+		 NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: int64, shape: [2]}]\nnodes:\n  - %s\n"
+			 "outputs: [{name: y}]\n",
+			 cases[i].node);
+		struct gd_err e = {0};
+		struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "modes.yaml", ".", &e);
+		cr_assert(g, "%s", e.msg);
+		int rc = graph_check(g, &e);
+		if (cases[i].want)
+			cr_expect(rc == GD_EINPUT && strstr(e.msg, cases[i].want), "case %zu: %s", i, e.msg);
+		else
+			cr_expect_eq(rc, 0, "case %zu: %s", i, e.msg);
+		graph_free(g);
+	}
 }
