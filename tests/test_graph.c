@@ -467,3 +467,50 @@ Test(check, modes_outside_the_registry_are_refused)
 		graph_free(g);
 	}
 }
+
+/* YAML's short form types a number by its spelling: `alpha: 1` was an int, which the ONNX written
+ * from it carried (onnx.checker: "Mismatched attribute type"). Where the registry types the
+ * attribute float and never int it is read as a float; the explicit form keeps what it says, and
+ * the checker refuses that. */
+Test(check, short_form_numbers_take_the_registry_type)
+{
+	static const struct {
+		const char *attrs;
+		int type;
+		const char *want;
+	} cases[] = {
+		{"{alpha: 1}", ATTR_FLOAT, NULL},
+		{"{alpha: 0.5}", ATTR_FLOAT, NULL},
+		{"{alpha: {type: int, value: 1}}", ATTR_INT, "node 'n' (LeakyRelu): attribute 'alpha' is an int, not a float"},
+		{"{alpha: [1]}", ATTR_INTS, "node 'n' (LeakyRelu): attribute 'alpha' is ints, not a float"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2]}]\nnodes:\n"
+			 "  - {name: n, op: LeakyRelu, inputs: [x], outputs: [y], attrs: %s}\noutputs: [{name: y}]\n",
+			 cases[i].attrs);
+		struct gd_err e = {0};
+		struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "short.yaml", ".", &e);
+		cr_assert(g, "%s", e.msg);
+		cr_expect_eq(g->nodes[0]->attr[0].type, cases[i].type, "case %zu", i);
+		int rc = graph_check(g, &e);
+		if (cases[i].want)
+			cr_expect(rc == GD_EINPUT && strstr(e.msg, cases[i].want), "case %zu: %s", i, e.msg);
+		else
+			cr_expect_eq(rc, 0, "case %zu: %s", i, e.msg);
+		graph_free(g);
+	}
+	/* lists too (Upsample-7's scales), and not where ONNX typed the attribute int as well (Cast's to) */
+	const char *text = "graphdiet: 1\nopset: 7\ninputs: [{name: x, dtype: float32, shape: [1, 1, 2, 2]}]\nnodes:\n"
+			   "  - {op: Upsample, inputs: [x], outputs: [y], attrs: {scales: [1, 1, 2, 2]}}\n"
+			   "  - {op: Cast, inputs: [y], outputs: [z], attrs: {to: 1}}\noutputs: [{name: z}]\n";
+	struct gd_err e = {0};
+	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "short.yaml", ".", &e);
+	cr_assert(g, "%s", e.msg);
+	cr_expect_eq(g->nodes[0]->attr[0].type, ATTR_FLOATS);
+	cr_expect_eq(g->nodes[0]->attr[0].floats[2], 2.0f);
+	cr_expect_eq(g->nodes[1]->attr[0].type, ATTR_INT);
+	cr_expect_eq(graph_check(g, &e), 0, "%s", e.msg);
+	graph_free(g);
+}
