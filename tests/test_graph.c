@@ -514,3 +514,26 @@ Test(check, short_form_numbers_take_the_registry_type)
 	cr_expect_eq(graph_check(g, &e), 0, "%s", e.msg);
 	graph_free(g);
 }
+
+/* An attribute of a file before IR 3 has no type field: the reader types it by the value it holds,
+ * and an empty list holds none. That one passes (the kernel reads it as absent); a typed one of the
+ * wrong type does not. */
+Test(check, an_untyped_empty_attribute_passes)
+{
+	for (int typed = 0; typed < 2; typed++) {
+		struct graph *g = graph_new("t");
+		struct gd_err e = {0};
+		input(g, "x");
+		struct node *n = mk(g, "p", "MaxPool", "x", "y");
+		n->n_attr = 1;
+		n->attr = arena_array(g->arena, 1, sizeof *n->attr);
+		n->attr[0] = (struct attr){.name = "pads", .type = ATTR_UNDEFINED, .has_type = typed};
+		int rc = graph_check(g, &e);
+		if (typed)
+			cr_expect(rc == GD_EINPUT && !strcmp(e.msg, "node 'p' (MaxPool): attribute 'pads' is undefined, not ints"),
+				  "%s", e.msg);
+		else
+			cr_expect_eq(rc, 0, "%s", e.msg);
+		graph_free(g);
+	}
+}

@@ -127,7 +127,7 @@ static int check_attr_row(const struct node *n, const struct attr *a, struct gd_
 	char d[300];
 	int k, i = 0;
 	const struct op_attr *row = op_attr_rows(n->op, a->name, &k);
-	if (!row)
+	if (!row || (!a->has_type && a->type == ATTR_UNDEFINED)) /* an IR < 3 empty list: no type to tell */
 		return 0;
 	while (i < k && row[i].type != a->type)
 		i++;
