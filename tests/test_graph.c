@@ -425,6 +425,29 @@ Test(check, an_attribute_given_twice_is_refused)
 		}
 }
 
+/* The YAML model of one node (`node_fmt` with `arg`) reading x (dtype, 2 elements) and writing y,
+ * read, then checked: refused with a message containing `want`, or (want NULL) accepted. The
+ * graph, for the caller to look into and free. */
+static struct graph *read_and_check(const char *dtype, const char *node_fmt, const char *arg, const char *want,
+				    size_t i)
+{
+	char node[512], text[1024];
+	snprintf(node, sizeof node, node_fmt, arg);
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [2]}]\nnodes:\n  - %s\n"
+		 "outputs: [{name: y}]\n",
+		 dtype, node);
+	struct gd_err e = {0};
+	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "check.yaml", ".", &e);
+	cr_assert(g, "case %zu: %s", i, e.msg);
+	int rc = graph_check(g, &e);
+	if (want)
+		cr_expect(rc == GD_EINPUT && strstr(e.msg, want), "case %zu: %s", i, e.msg);
+	else
+		cr_expect_eq(rc, 0, "case %zu: %s", i, e.msg);
+	return g;
+}
+
 /* A mode outside its op's allowed values is refused when the model is checked, before any kernel
  * reads it (BitShift's 'UP' and Gelu's 'erf' were refused by the kernels, test elem/bad_inputs_are_refused
  * before #50; LSTM's 'sideways' ran forward); the allowed ones pass. */
@@ -450,22 +473,8 @@ Test(check, modes_outside_the_registry_are_refused)
 		{"{name: n, op: Resize, inputs: [x], outputs: [y], attrs: {coordinate_transformation_mode: tf_half_pixel_for_nn}}",
 		 NULL},
 	};
-	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		char text[1024];
-		snprintf(text, sizeof text,
-			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: int64, shape: [2]}]\nnodes:\n  - %s\n"
-			 "outputs: [{name: y}]\n",
-			 cases[i].node);
-		struct gd_err e = {0};
-		struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "modes.yaml", ".", &e);
-		cr_assert(g, "%s", e.msg);
-		int rc = graph_check(g, &e);
-		if (cases[i].want)
-			cr_expect(rc == GD_EINPUT && strstr(e.msg, cases[i].want), "case %zu: %s", i, e.msg);
-		else
-			cr_expect_eq(rc, 0, "case %zu: %s", i, e.msg);
-		graph_free(g);
-	}
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		graph_free(read_and_check("int64", "%s", cases[i].node, cases[i].want, i));
 }
 
 /* YAML's short form types a number by its spelling: `alpha: 1` was an int, which the ONNX written
@@ -485,20 +494,9 @@ Test(check, short_form_numbers_take_the_registry_type)
 		{"{alpha: [1]}", ATTR_INTS, "node 'n' (LeakyRelu): attribute 'alpha' is ints, not a float"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		char text[1024];
-		snprintf(text, sizeof text,
-			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2]}]\nnodes:\n"
-			 "  - {name: n, op: LeakyRelu, inputs: [x], outputs: [y], attrs: %s}\noutputs: [{name: y}]\n",
-			 cases[i].attrs);
-		struct gd_err e = {0};
-		struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "short.yaml", ".", &e);
-		cr_assert(g, "%s", e.msg);
+		struct graph *g = read_and_check("float32", "{name: n, op: LeakyRelu, inputs: [x], outputs: [y], attrs: %s}",
+						 cases[i].attrs, cases[i].want, i);
 		cr_expect_eq(g->nodes[0]->attr[0].type, cases[i].type, "case %zu", i);
-		int rc = graph_check(g, &e);
-		if (cases[i].want)
-			cr_expect(rc == GD_EINPUT && strstr(e.msg, cases[i].want), "case %zu: %s", i, e.msg);
-		else
-			cr_expect_eq(rc, 0, "case %zu: %s", i, e.msg);
 		graph_free(g);
 	}
 	/* lists too (Upsample-7's scales), and not where ONNX typed the attribute int as well (Cast's to) */
