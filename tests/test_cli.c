@@ -1353,7 +1353,7 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
 		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
 		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, activations: [1, 2, 3]}}",
-		 "node 'l' (LSTM): activations must be a list of strings"},
+		 "node 'l' (LSTM): attribute 'activations' is ints, not strings"},
 		{"[{name: x, dtype: float32, shape: [2, 1, 3], init: ones}, {name: w, dtype: float32, shape: [1, 8, 3], init: ones},"
 		 " {name: r, dtype: float32, shape: [1, 8, 2], init: ones}]",
 		 "{name: l, op: LSTM, inputs: [x, w, r], outputs: [y], attrs: {hidden_size: 2, clip: 1.0}}",
@@ -1366,7 +1366,7 @@ Test(cli, op_families_refuse_what_they_do_not_do)
 		 "node 'e' (Einsum): equation 'ij,jk->ik': the equation's operands do not match the inputs"},
 		{"[{name: a, dtype: float32, shape: [1, 1, 2, 2], init: ones}, {name: s, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
 		 "{name: z, op: Resize, inputs: [a, \"\", s], outputs: [y], attrs: {mode: area}}",
-		 "node 'z' (Resize): mode must be nearest, linear or cubic"},
+		 "node 'z' (Resize): attribute 'mode' is 'area', not one of nearest/linear/cubic/bilinear"},
 		{"[{name: a, dtype: float32, shape: [2, 3], init: ones}, {name: lo, dtype: float32, shape: [2], data: [0, 1]}]",
 		 "{name: c, op: Clip, inputs: [a, lo], outputs: [y]}", "node 'c' (Clip): Clip's min must be a scalar"},
 		{"[{name: a, dtype: float32, shape: [3], init: ones}]", "{name: t, op: Trilu, inputs: [a], outputs: [y]}",
@@ -4115,4 +4115,134 @@ Test(cli, sizes_are_checked_before_reading, .timeout = 120)
 	const char *carry[] = {"convert", model, other, NULL};
 	refused_at_once(carry, "too many to carry inside one YAML file: write the output into that folder", model);
 	cr_expect_neq(access(other, F_OK), 0, "no YAML file was written");
+
+/* #50 validate: attributes checked against the op registry (type, allowed values, given once),
+ * pooling pads against the kernel, declared input types against their initializers, one update
+ * per state. Each model below that is refused was accepted with exit 0 before; the ones accepted
+ * show the checks refuse no more than that. */
+
+/* `cmd` of a YAML model written from `text`: exit 2 with one line containing `want`, or exit 0 when
+ * want is NULL. */
+static void validate_case(const char *cmd, const char *name, const char *text, const char *want)
+{
+	char m[600];
+	write_text(m, sizeof m, name, text);
+	struct run_result r = gd(cmd, m, NULL, NULL, NULL);
+	if (want) {
+		cr_expect_eq(r.status, 2, "%s %s: exit %d: %s", cmd, name, r.status, r.err);
+		cr_expect(lines(r.err) == 1 && strstr(r.err, want) && strstr(r.err, m), "%s: %s", name, r.err);
+	} else {
+		cr_expect_eq(r.status, 0, "%s %s: exit %d: %s", cmd, name, r.status, r.err);
+	}
+	run_free(&r);
+}
+
+Test(cli, attributes_are_checked_against_the_registry)
+{
+	static const char rnn[] =
+		"graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [5, 2, 3]}]\nparams:\n"
+		"  - {name: W, dtype: float32, shape: [%d, %d, 3], init: {dist: normal, seed: 1}}\n"
+		"  - {name: R, dtype: float32, shape: [%d, %d, 4], init: {dist: normal, seed: 2}}\n"
+		"nodes:\n  - {name: cell, op: %s, inputs: [x, W, R], outputs: [y], attrs: {hidden_size: 4%s}}\n"
+		"  - {op: ReduceMean, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n";
+	static const struct {
+		const char *op;
+		int gates, dirs;
+		const char *attrs, *want;
+	} rnns[] = {
+		{"LSTM", 4, 1, ", direction: sideways", "node 'cell' (LSTM): attribute 'direction' is 'sideways', not one of forward/reverse/bidirectional"},
+		{"GRU", 3, 1, ", direction: Forward", "(GRU): attribute 'direction' is 'Forward'"},
+		{"RNN", 1, 1, ", activations: [Tanhh]", "(RNN): attribute 'activations' is 'Tanhh'"},
+		{"LSTM", 4, 1, ", direction: 1", "(LSTM): attribute 'direction' is an int, not a string"},
+		{"LSTM", 4, 1, ", hidden_size: 4", "duplicate key 'hidden_size'"},
+		{"LSTM", 4, 1, ", direction: reverse", NULL},
+		{"LSTM", 4, 2, ", direction: bidirectional", NULL},
+		{"GRU", 3, 1, ", direction: forward", NULL},
+		{"RNN", 1, 1, ", activations: [Tanh]", NULL},
+	};
+	char text[2048], name[64];
+	for (size_t i = 0; i < sizeof rnns / sizeof *rnns; i++) {
+		int rows = rnns[i].gates * 4;
+		snprintf(text, sizeof text, rnn, rnns[i].dirs, rows, rnns[i].dirs, rows, rnns[i].op, rnns[i].attrs);
+		snprintf(name, sizeof name, "rnn_attr_%zu.yaml", i);
+		validate_case("plan", name, text, rnns[i].want);
+	}
+	static const char reduce[] =
+		"graphdiet: 1\nopset: 17\nparams: [{name: x, dtype: float32, shape: [2, 3], init: {dist: normal, seed: 1}}]\n"
+		"nodes:\n  - {name: s, op: ReduceSum, inputs: [x], outputs: [loss], attrs: {keepdims: %s}}\noutputs: [{name: loss}]\n";
+	static const struct {
+		const char *keepdims, *want;
+	} keeps[] = {
+		{"\"0\"", "node 's' (ReduceSum): attribute 'keepdims' is a string, not an int"},
+		{"0.0", "attribute 'keepdims' is a float, not an int"},
+		{"[0]", "attribute 'keepdims' is ints, not an int"},
+		{"0", NULL},
+	};
+	for (size_t i = 0; i < sizeof keeps / sizeof *keeps; i++) {
+		snprintf(text, sizeof text, reduce, keeps[i].keepdims);
+		snprintf(name, sizeof name, "keepdims_%zu.yaml", i);
+		validate_case("plan", name, text, keeps[i].want);
+	}
+}
+
+Test(cli, pooling_pads_must_be_smaller_than_the_kernel)
+{
+	static const char pool[] =
+		"graphdiet: 1\nopset: 18\nparams: [{name: x, dtype: float32, shape: %s, init: {dist: normal, seed: 1}}]\n"
+		"nodes:\n  - {name: p, op: %s, inputs: [x], outputs: [y], attrs: {%s}}\n"
+		"  - {op: ReduceSum, inputs: [y], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n";
+	static const struct {
+		const char *shape, *op, *attrs, *want;
+	} cases[] = {
+		{"[1, 1, 5, 5]", "MaxPool", "kernel_shape: [2, 2], pads: [0, 0, 2, 0]",
+		 "node 'p' (MaxPool): pads[2] = 2 is not smaller than kernel_shape[0] = 2"},
+		{"[1, 1, 5]", "AveragePool", "kernel_shape: [3], pads: [3, 0]", "(AveragePool): pads[0] = 3 is not smaller"},
+		{"[1, 1, 4, 4, 4]", "MaxPool", "kernel_shape: [1, 2, 2], pads: [0, 0, 0, 1, 0, 0]",
+		 "(MaxPool): pads[3] = 1 is not smaller than kernel_shape[0] = 1"},
+		{"[1, 1, 4, 4]", "LpPool", "kernel_shape: [2, 2], pads: [2, 2, 2, 2]", "(LpPool): pads[0] = 2 is not smaller"},
+		{"[1, 1, 5, 5]", "MaxPool", "kernel_shape: [2, 2], pads: [1, 1, 1, 1]", NULL},
+		{"[1, 1, 4, 4, 4]", "AveragePool", "kernel_shape: [2, 2, 2], pads: [1, 1, 1, 1, 1, 1]", NULL},
+		{"[1, 1, 5, 5]", "MaxPool", "kernel_shape: [2, 2], auto_pad: VALID, pads: [0, 0, 0, 0]", NULL},
+		{"[1, 1, 5, 5]", "MaxPool", "kernel_shape: [2, 2], auto_pad: SAME_UPPER", NULL},
+	};
+	char text[2048], name[64];
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(text, sizeof text, pool, cases[i].shape, cases[i].op, cases[i].attrs);
+		snprintf(name, sizeof name, "pool_pads_%zu.yaml", i);
+		validate_case("plan", name, text, cases[i].want);
+	}
+}
+
+Test(cli, declared_inputs_agree_with_their_initializers_and_states_update_once)
+{
+	static const char decl[] =
+		"graphdiet: 1\nopset: 17\ninputs: [{name: w, %s}]\n"
+		"params: [{name: w, dtype: float32, shape: [2, 2], data: [1, 2, 3, 4]}]\n"
+		"nodes:\n  - {op: ReduceSum, inputs: [w], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n";
+	static const struct {
+		const char *type, *want;
+	} cases[] = {
+		{"dtype: float32, shape: [4]", "graph input 'w': declared float32 [4], but its initializer is float32 [2, 2]"},
+		{"dtype: float32, shape: [2, 2, 1]", "declared float32 [2, 2, 1], but"},
+		{"dtype: float64, shape: [2, 2]", "declared float64 [2, 2], but its initializer is float32 [2, 2]"},
+		{"dtype: float32, shape: [2, 2]", NULL},
+		{"dtype: float32, shape: [n, 2]", NULL},
+	};
+	char text[2048], name[64];
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(text, sizeof text, decl, cases[i].type);
+		snprintf(name, sizeof name, "declared_%zu.yaml", i);
+		validate_case("info", name, text, cases[i].want);
+	}
+	/* consecutive steps (one TrainingInfoProto each) may update one state; one step may not twice */
+	static const char steps[] =
+		"graphdiet: 1\nopset: 17\nparams: [{name: w, dtype: float32, shape: [2], data: [1, 2]}]\n"
+		"nodes:\n  - {op: ReduceSum, inputs: [w], outputs: [loss], attrs: {keepdims: 0}}\n"
+		"  - {op: Neg, inputs: [w], outputs: [w_a]}\n  - {op: Abs, inputs: [w], outputs: [w_b]}\n"
+		"outputs: [{name: loss}, {name: w_a}, {name: w_b}]\ntraining_info:\n%s";
+	snprintf(text, sizeof text, steps,
+		 "  - update_binding: [{key: w, value: w_a}]\n  - update_binding: [{key: w, value: w_b}]\n");
+	validate_case("info", "two_steps.yaml", text, NULL);
+	snprintf(text, sizeof text, steps, "  - update_binding: [{key: w, value: w_a}, {key: w, value: w_b}]\n");
+	validate_case("info", "one_step_twice.yaml", text, "training_info 0: update_binding: state 'w' is bound twice");
 }

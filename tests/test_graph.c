@@ -1,6 +1,7 @@
 /* test_graph.c - IR construction, validation, topological sort, equality, 16-bit floats. */
 #include "helpers.h"
 #include "io/format.h"
+#include "io/yaml.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -367,6 +368,170 @@ Test(check, a_zero_dim_anywhere_makes_an_empty_shape)
 			cr_expect(g, "%s: %s", shapes[i], e.msg);
 		else
 			cr_expect(!g && strstr(e.msg, "more elements than fit in 64 bits"), "%s: %s", shapes[i], e.msg);
+		graph_free(g);
+	}
+}
+
+/* #50 validate: the attribute registry (ops/attrs.def) and the checks that read it. */
+
+/* op_attr_rows bisects on the op: every row must be found from its own op and name, which holds
+ * only while the rows keep ops.def's order; a row listing allowed values is a string's. */
+Test(check, every_attribute_row_is_found)
+{
+	cr_assert_gt(op_attrs_count, 300);
+	for (size_t i = 0; i < op_attrs_count; i++) {
+		const struct op_attr *r = &op_attrs[i];
+		int k;
+		const struct op_attr *found = op_attr_rows(r->op, r->name, &k);
+		cr_expect(found && found <= r && r < found + k, "row %zu: %s '%s' not found", i,
+			  op_table[r->op].op_type, r->name);
+		cr_expect(i == 0 || op_attrs[i - 1].op <= r->op, "row %zu: %s out of ops.def's order", i,
+			  op_table[r->op].op_type);
+		cr_expect(!r->values || r->type == ATTR_STRING || r->type == ATTR_STRINGS, "row %zu", i);
+	}
+	int k;
+	cr_expect_null(op_attr_rows(OP_RELU, "alpha", &k));
+	cr_expect_eq(k, 0);
+	const struct op_attr *cast = op_attr_rows(OP_CAST, "to", &k);
+	cr_assert(cast);
+	cr_expect_eq(k, 2, "Cast's 'to' was a string in opset 1 and an int since");
+}
+
+/* A node with many attributes is checked for a repeated name by hash, a few by pairs: both find
+ * the one name given twice, and neither refuses distinct names. */
+Test(check, an_attribute_given_twice_is_refused)
+{
+	for (int many = 0; many < 2; many++)
+		for (int twice = 0; twice < 2; twice++) {
+			struct graph *g = graph_new("t");
+			struct gd_err e = {0};
+			input(g, "x");
+			struct node *n = mk(g, "op", "Mystery", "x", "y");
+			n->n_attr = many ? 40 : 3;
+			n->attr = arena_array(g->arena, n->n_attr, sizeof *n->attr);
+			for (uint32_t i = 0; i < n->n_attr; i++) {
+				char name[16];
+				snprintf(name, sizeof name, "a%u", twice && i == n->n_attr - 1 ? 1 : i);
+				n->attr[i] = (struct attr){.name = arena_strdup(g->arena, name), .type = ATTR_INT};
+			}
+			int rc = graph_check(g, &e);
+			if (twice) {
+				cr_expect_eq(rc, GD_EINPUT, "%d attributes", n->n_attr);
+				cr_expect_str_eq(e.msg, "node 'op' (Mystery): attribute 'a1' is given twice");
+			} else {
+				cr_expect_eq(rc, 0, "%s", e.msg);
+			}
+			graph_free(g);
+		}
+}
+
+/* The YAML model of one node (`node_fmt` with `arg`) reading x (dtype, 2 elements) and writing y,
+ * read, then checked: refused with a message containing `want`, or (want NULL) accepted. The
+ * graph, for the caller to look into and free. */
+static struct graph *read_and_check(const char *dtype, const char *node_fmt, const char *arg, const char *want,
+				    size_t i)
+{
+	char node[512], text[1024];
+	snprintf(node, sizeof node, node_fmt, arg);
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [2]}]\nnodes:\n  - %s\n"
+		 "outputs: [{name: y}]\n",
+		 dtype, node);
+	struct gd_err e = {0};
+	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "check.yaml", ".", &e);
+	cr_assert(g, "case %zu: %s", i, e.msg);
+	int rc = graph_check(g, &e);
+	if (want)
+		cr_expect(rc == GD_EINPUT && strstr(e.msg, want), "case %zu: %s", i, e.msg);
+	else
+		cr_expect_eq(rc, 0, "case %zu: %s", i, e.msg);
+	return g;
+}
+
+/* A mode outside its op's allowed values is refused when the model is checked, before any kernel
+ * reads it (BitShift's 'UP' and Gelu's 'erf' were refused by the kernels, test elem/bad_inputs_are_refused
+ * before #50; LSTM's 'sideways' ran forward); the allowed ones pass. */
+Test(check, modes_outside_the_registry_are_refused)
+{
+	static const struct {
+		const char *node, *want;
+	} cases[] = {
+		{"{name: n, op: BitShift, inputs: [x, x], outputs: [y], attrs: {direction: UP}}",
+		 "node 'n' (BitShift): attribute 'direction' is 'UP', not one of LEFT/RIGHT"},
+		{"{name: n, op: Pad, inputs: [x, x], outputs: [y], attrs: {mode: mirror}}",
+		 "node 'n' (Pad): attribute 'mode' is 'mirror', not one of constant/reflect/edge/wrap"},
+		{"{name: n, op: Conv, inputs: [x, x], outputs: [y], attrs: {auto_pad: SAME}}",
+		 "node 'n' (Conv): attribute 'auto_pad' is 'SAME', not one of NOTSET/SAME_UPPER/SAME_LOWER/VALID"},
+		{"{name: n, op: ScatterElements, inputs: [x, x, x], outputs: [y], attrs: {reduction: {base64: AGFkZA==}}}",
+		 "node 'n' (ScatterElements): attribute 'reduction' is '?add', not one of none/add/mul/max/min"},
+		{"{name: n, op: LSTM, inputs: [x, x, x], outputs: [y], attrs: {activations: [Sigmoid, Tanh, tanh]}}",
+		 "node 'n' (LSTM): attribute 'activations' is 'tanh', not one of Relu/Tanh/Sigmoid/"},
+		{"{name: n, op: Gelu, inputs: [x], outputs: [y], attrs: {approximate: erf}}",
+		 "node 'n' (Gelu): attribute 'approximate' is 'erf', not one of none/tanh"},
+		{"{name: n, op: BitShift, inputs: [x, x], outputs: [y], attrs: {direction: LEFT}}", NULL},
+		{"{name: n, op: LSTM, inputs: [x, x, x], outputs: [y], attrs: {activations: [Sigmoid, Tanh, Tanh]}}", NULL},
+		{"{name: n, op: Resize, inputs: [x], outputs: [y], attrs: {coordinate_transformation_mode: tf_half_pixel_for_nn}}",
+		 NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		graph_free(read_and_check("int64", "%s", cases[i].node, cases[i].want, i));
+}
+
+/* YAML's short form types a number by its spelling: `alpha: 1` was an int, which the ONNX written
+ * from it carried (onnx.checker: "Mismatched attribute type"). Where the registry types the
+ * attribute float and never int it is read as a float; the explicit form keeps what it says, and
+ * the checker refuses that. */
+Test(check, short_form_numbers_take_the_registry_type)
+{
+	static const struct {
+		const char *attrs;
+		int type;
+		const char *want;
+	} cases[] = {
+		{"{alpha: 1}", ATTR_FLOAT, NULL},
+		{"{alpha: 0.5}", ATTR_FLOAT, NULL},
+		{"{alpha: {type: int, value: 1}}", ATTR_INT, "node 'n' (LeakyRelu): attribute 'alpha' is an int, not a float"},
+		{"{alpha: [1]}", ATTR_INTS, "node 'n' (LeakyRelu): attribute 'alpha' is ints, not a float"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct graph *g = read_and_check("float32", "{name: n, op: LeakyRelu, inputs: [x], outputs: [y], attrs: %s}",
+						 cases[i].attrs, cases[i].want, i);
+		cr_expect_eq(g->nodes[0]->attr[0].type, cases[i].type, "case %zu", i);
+		graph_free(g);
+	}
+	/* lists too (Upsample-7's scales), and not where ONNX typed the attribute int as well (Cast's to) */
+	const char *text = "graphdiet: 1\nopset: 7\ninputs: [{name: x, dtype: float32, shape: [1, 1, 2, 2]}]\nnodes:\n"
+			   "  - {op: Upsample, inputs: [x], outputs: [y], attrs: {scales: [1, 1, 2, 2]}}\n"
+			   "  - {op: Cast, inputs: [y], outputs: [z], attrs: {to: 1}}\noutputs: [{name: z}]\n";
+	struct gd_err e = {0};
+	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "short.yaml", ".", &e);
+	cr_assert(g, "%s", e.msg);
+	cr_expect_eq(g->nodes[0]->attr[0].type, ATTR_FLOATS);
+	cr_expect_eq(g->nodes[0]->attr[0].floats[2], 2.0f);
+	cr_expect_eq(g->nodes[1]->attr[0].type, ATTR_INT);
+	cr_expect_eq(graph_check(g, &e), 0, "%s", e.msg);
+	graph_free(g);
+}
+
+/* An attribute of a file before IR 3 has no type field: the reader types it by the value it holds,
+ * and an empty list holds none. That one passes (the kernel reads it as absent); a typed one of the
+ * wrong type does not. */
+Test(check, an_untyped_empty_attribute_passes)
+{
+	for (int typed = 0; typed < 2; typed++) {
+		struct graph *g = graph_new("t");
+		struct gd_err e = {0};
+		input(g, "x");
+		struct node *n = mk(g, "p", "MaxPool", "x", "y");
+		n->n_attr = 1;
+		n->attr = arena_array(g->arena, 1, sizeof *n->attr);
+		n->attr[0] = (struct attr){.name = "pads", .type = ATTR_UNDEFINED, .has_type = typed};
+		int rc = graph_check(g, &e);
+		if (typed)
+			cr_expect(rc == GD_EINPUT && !strcmp(e.msg, "node 'p' (MaxPool): attribute 'pads' is undefined, not ints"),
+				  "%s", e.msg);
+		else
+			cr_expect_eq(rc, 0, "%s", e.msg);
 		graph_free(g);
 	}
 }

@@ -686,7 +686,20 @@ static int attr_value(struct yr *r, struct graph *g, struct attr *a, const ynode
 	return 0;
 }
 
-static int attr_in(struct yr *r, struct graph *g, struct attr *a, const ynode *k, const ynode *v)
+/* A number written without a point is an int in YAML's short form; where the op registry types the
+ * attribute float (or floats) and never int, it is read as one (`alpha: 1`), as ONNX requires. */
+static int short_form_type(enum op_id op, const char *name, int type)
+{
+	int k, fl = 0, in = 0;
+	const struct op_attr *row = op_attr_rows(op, name, &k);
+	for (int i = 0; row && i < k; i++) {
+		fl |= row[i].type == (type == ATTR_INT ? ATTR_FLOAT : ATTR_FLOATS);
+		in |= row[i].type == type;
+	}
+	return fl && !in ? (type == ATTR_INT ? ATTR_FLOAT : ATTR_FLOATS) : type;
+}
+
+static int attr_in(struct yr *r, struct graph *g, enum op_id op, struct attr *a, const ynode *k, const ynode *v)
 {
 	static const char *const keys[] = {"type", "value", "has_type", "doc", "ref", "unknown", "base64", NULL};
 	a->name = scalar(k);
@@ -723,6 +736,8 @@ static int attr_in(struct yr *r, struct graph *g, struct attr *a, const ynode *k
 	}
 	if (v->type == YAML_SCALAR_NODE) {
 		a->type = scalar_kind(v);
+		if (a->type == ATTR_INT)
+			a->type = short_form_type(op, a->name, ATTR_INT);
 		return attr_value(r, g, a, v);
 	}
 	/* a list: ints if every item is an int, floats if every item is a number, else strings */
@@ -737,7 +752,7 @@ static int attr_in(struct yr *r, struct graph *g, struct attr *a, const ynode *k
 		all_int &= k == ATTR_INT;
 		all_num &= k == ATTR_INT || k == ATTR_FLOAT;
 	}
-	a->type = all_int ? ATTR_INTS : all_num ? ATTR_FLOATS : ATTR_STRINGS;
+	a->type = all_int ? short_form_type(op, a->name, ATTR_INTS) : all_num ? ATTR_FLOATS : ATTR_STRINGS;
 	return attr_value(r, g, a, v);
 }
 
@@ -803,7 +818,7 @@ static int node_in(struct yr *r, struct graph *g, const ynode *y)
 			yaml_node_pair_t *p = &attrs->data.mapping.pairs.start[i];
 			ynode *k = node_at(r, p->key);
 			if (want(r, k, YAML_SCALAR_NODE, "attribute name") ||
-			    attr_in(r, g, &n->attr[i], k, node_at(r, p->value)))
+			    attr_in(r, g, n->op, &n->attr[i], k, node_at(r, p->value)))
 				goto prefixed;
 		}
 	}

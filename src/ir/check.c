@@ -6,6 +6,7 @@
 #include "graph.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +68,35 @@ static int check_tensor(const char *what, const struct tensor *t, struct gd_err 
 	return 0;
 }
 
+/* A graph input that has an initializer (its default) and declares a type: the initializer must
+ * be of it, or what a run feeds and what training updates differ in shape. A symbolic dimension
+ * matches any size. */
+static int check_declared(const struct value *v, struct gd_err *e)
+{
+	const struct ttype *t = &v->type;
+	const struct tensor *init = v->init;
+	if (!(v->flags & VALUE_INPUT) || !init)
+		return 0;
+	int same = !t->has_dtype || t->dtype == DT_UNDEFINED || t->dtype == init->dtype;
+	if (t->has_shape) {
+		same &= t->ndim == init->ndim;
+		for (uint32_t i = 0; same && i < t->ndim; i++)
+			same &= t->dims[i].kind != DIM_VALUE || t->dims[i].value == init->dims[i];
+	}
+	if (same)
+		return 0;
+	char s[256] = "", w[256];
+	if (t->has_shape)
+		ttype_shape_str(t, s, sizeof s);
+	size_t m = 0;
+	for (uint32_t i = 0; i < init->ndim && m + 24 < sizeof w; i++)
+		m += (size_t)snprintf(w + m, sizeof w - m, "%s%" PRId64, i ? ", " : "[", init->dims[i]);
+	snprintf(w + m, sizeof w - m, "%s", init->ndim ? "]" : "[]");
+	return err_set(e, GD_EINPUT, "graph input '%s': declared %s%s%s, but its initializer is %s %s", v->name,
+		       t->has_dtype ? dtype_name(t->dtype) : "", t->has_dtype && t->has_shape ? " " : "", s,
+		       dtype_name(init->dtype), w);
+}
+
 static int defined_here(const struct value *v)
 {
 	return v->producer || (v->flags & VALUE_INPUT) || v->init;
@@ -87,12 +117,117 @@ static int resolve_outer(struct graph *g, struct value *v)
 
 static int check_graph(struct graph *g, struct gd_err *e);
 
+/* An attribute's type and value against the registry's row (ops/attrs.def): ONNX's checker refuses
+ * another type, and a kernel reading a mode it does not know would take its default silently. */
+static int check_attr_row(const struct node *n, const struct attr *a, struct gd_err *e)
+{
+	static const char *const kinds[] = {"undefined", "a float", "an int", "a string", "a tensor", "a graph",
+					    "floats", "ints", "strings", "tensors", "graphs", "a sparse tensor",
+					    "sparse tensors", "a type", "types"};
+	char d[300];
+	int k, i = 0;
+	const struct op_attr *row = op_attr_rows(n->op, a->name, &k);
+	if (!row || (!a->has_type && a->type == ATTR_UNDEFINED)) /* an IR < 3 empty list: no type to tell */
+		return 0;
+	while (i < k && row[i].type != a->type)
+		i++;
+	if (i == k)
+		return err_set(e, GD_EINPUT, "%s: attribute '%s' is %s, not %s", node_desc(n, d, sizeof d), a->name,
+			       a->type >= 0 && a->type <= ATTR_TYPE_PROTOS ? kinds[a->type] : "of an unknown type",
+			       kinds[row[0].type]);
+	const char *vals = row[i].values;
+	size_t ns = a->type == ATTR_STRING ? 1 : a->type == ATTR_STRINGS ? a->n : 0;
+	for (size_t j = 0; vals && j < ns; j++) {
+		const struct bytes *s = a->type == ATTR_STRING ? &a->s : &a->strings[j];
+		const char *v = vals;
+		for (size_t len; *v; v += len + (v[len] == '|')) {
+			len = strcspn(v, "|");
+			if (len == s->n && memcmp(v, s->p, len) == 0)
+				break;
+		}
+		if (*v)
+			continue;
+		char shown[40], allowed[300];
+		size_t m = 0;
+		for (size_t c = 0; c < s->n && m + 4 < sizeof shown; c++)
+			shown[m++] = s->p[c] >= 0x20 && s->p[c] < 0x7f ? (char)s->p[c] : '?';
+		if (m < s->n)
+			memcpy(shown + m, "...", 3), m += 3;
+		shown[m] = 0;
+		snprintf(allowed, sizeof allowed, "%s", vals);
+		for (char *c = allowed; (c = strchr(c, '|'));)
+			*c = '/';
+		return err_set(e, GD_EINPUT, "%s: attribute '%s' is '%s', not one of %s", node_desc(n, d, sizeof d),
+			       a->name, shown, allowed);
+	}
+	return 0;
+}
+
+/* The first name given twice among n items of `size` bytes whose first member is their name (an
+ * attribute's, a binding's key): *twice, or NULL. Pairs for the usual handful, a hash for a file's
+ * thousands. 0, or -1 when out of memory. */
+static int name_twice(const void *items, size_t n, size_t size, const char **twice)
+{
+#define NAME(i) (*(const char *const *)((const char *)items + (i) * size))
+	*twice = NULL;
+	if (n <= 16) {
+		for (size_t i = 1; i < n && !*twice; i++)
+			for (size_t j = 0; j < i && !*twice; j++)
+				if (NAME(i) && NAME(j) && strcmp(NAME(i), NAME(j)) == 0)
+					*twice = NAME(i);
+		return 0;
+	}
+	struct strmap seen;
+	strmap_init(&seen);
+	for (size_t i = 0; i < n && !*twice; i++) {
+		struct strmap_slot *s = NAME(i) ? strmap_slot(&seen, NAME(i)) : NULL;
+		if (NAME(i) && !s) {
+			strmap_free(&seen);
+			return -1;
+		}
+		if (s && s->key)
+			*twice = NAME(i);
+		else if (s)
+			strmap_fill(&seen, s, NAME(i), NULL);
+	}
+	strmap_free(&seen);
+	return 0;
+#undef NAME
+}
+
+/* A name given twice: the readers keep both, and a kernel reads the first. */
+static int check_attr_names(const struct node *n, struct gd_err *e)
+{
+	_Static_assert(offsetof(struct attr, name) == 0, "name_twice reads an attribute's name first");
+	char d[300];
+	const char *twice;
+	if (name_twice(n->attr, n->n_attr, sizeof *n->attr, &twice))
+		return err_oom(e);
+	return twice ? err_set(e, GD_EINPUT, "%s: attribute '%s' is given twice", node_desc(n, d, sizeof d), twice)
+		     : 0;
+}
+
+/* One state given two updates by one algorithm: which one lands is the reader's order. (Two
+ * TrainingInfoProtos may update one state: they are consecutive steps.) */
+static int check_bindings(const struct training_info *t, struct gd_err *e)
+{
+	_Static_assert(offsetof(struct kv, key) == 0, "name_twice reads a binding's key first");
+	const char *twice;
+	if (name_twice(t->update_bind, t->n_update_bind, sizeof *t->update_bind, &twice))
+		return err_oom(e);
+	return twice ? err_set(e, GD_EINPUT, "update_binding: state '%s' is bound twice", twice) : 0;
+}
+
 static int check_attrs(struct node *n, struct gd_err *e)
 {
 	char d[300];
+	if (check_attr_names(n, e))
+		return e->code;
 	for (uint32_t i = 0; i < n->n_attr; i++) {
 		struct attr *a = &n->attr[i];
-		int rc = 0;
+		int rc = check_attr_row(n, a, e);
+		if (rc)
+			return rc;
 		if (a->type == ATTR_GRAPH && a->g)
 			rc = check_graph(a->g, e);
 		if (a->type == ATTR_GRAPHS)
@@ -138,7 +273,7 @@ static int check_graph(struct graph *g, struct gd_err *e)
 		if ((rc = check_type(g->values[i], e)))
 			return rc;
 	for (uint32_t i = 0; i < g->n_inits; i++)
-		if ((rc = check_tensor("initializer", g->inits[i]->init, e)))
+		if ((rc = check_tensor("initializer", g->inits[i]->init, e)) || (rc = check_declared(g->inits[i], e)))
 			return rc;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		struct node *n = g->nodes[i];
@@ -168,7 +303,8 @@ int graph_check(struct graph *g, struct gd_err *e)
 		return rc;
 	for (size_t i = 0; i < g->model->n_ti; i++) {
 		struct training_info *t = &g->model->ti[i];
-		if ((t->init && (rc = check_graph(t->init, e))) || (t->algo && (rc = check_graph(t->algo, e)))) {
+		if ((t->init && (rc = check_graph(t->init, e))) || (t->algo && (rc = check_graph(t->algo, e))) ||
+		    (rc = check_bindings(t, e))) {
 			err_prefix(e, "training_info %zu", i);
 			return rc;
 		}

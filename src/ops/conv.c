@@ -156,6 +156,20 @@ static int input4(struct exec *x, const struct rtensor *a, struct conv_geom *g)
 	return 0;
 }
 
+int pool_pads_check(struct exec *x, const struct node *n, const int64_t *k, size_t r)
+{
+	size_t np;
+	const int64_t *p = attr_ints(n, "pads", &np);
+	if (!p || np != 2 * r || attr_str_is(n, "auto_pad", "SAME_UPPER", 0) || attr_str_is(n, "auto_pad", "SAME_LOWER", 0) ||
+	    attr_str_is(n, "auto_pad", "VALID", 0))
+		return 0;
+	for (size_t i = 0; i < 2 * r; i++)
+		if (p[i] >= k[i % r])
+			return exec_fail(x, "pads[%zu] = %lld is not smaller than kernel_shape[%zu] = %lld (a window "
+					 "wholly in the padding)", i, (long long)p[i], i % r, (long long)k[i % r]);
+	return 0;
+}
+
 int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *in, enum conv_kind kind,
 		  struct conv_geom *g)
 {
@@ -173,6 +187,8 @@ int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *i
 		g->kh = g->one_d ? 1 : ks[0], g->kw = ks[nk - 1];
 		if (attr_int(n, "storage_order", 0))
 			return exec_fail(x, "storage_order 1 is not supported");
+		if (pool_pads_check(x, n, ks, nk))
+			return exec_status(x);
 		return window(x, n, g, attr_int(n, "ceil_mode", 0) != 0, 0);
 	}
 	g->group = attr_int(n, "group", 1);

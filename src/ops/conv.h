@@ -23,6 +23,11 @@ enum conv_kind { CONV_FORWARD, CONV_TRANSPOSE, CONV_POOL };
 int conv_geometry(struct exec *x, const struct node *n, struct rtensor *const *in, enum conv_kind kind,
 		  struct conv_geom *g);
 
+/* A pooling node's explicit pads (auto_pad NOTSET or absent) against its kernel_shape (r axes):
+ * each pad smaller than the kernel along its axis, as onnxruntime requires (a window wholly in the
+ * padding has no element: MaxPool's -inf, AveragePool's 0/0); fails the node otherwise. */
+int pool_pads_check(struct exec *x, const struct node *n, const int64_t *k, size_t r);
+
 /* The taps [*lo, *hi) of a window row or column (k taps, step apart, the first at `at`) that land
  * in [0, size): the part of the kernel inside the image, empty with *lo == *hi. */
 static inline void conv_inside(int64_t at, int64_t step, int64_t size, int64_t k, int64_t *lo, int64_t *hi)

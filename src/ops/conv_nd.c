@@ -122,6 +122,8 @@ static int nd_geometry(struct exec *x, const struct node *n, struct rtensor *con
 	if (kind == CONV_POOL) {
 		if (!ks)
 			return exec_fail(x, "kernel_shape must be given");
+		if (pool_pads_check(x, n, ks, nk))
+			return exec_status(x);
 		memcpy(g->k, ks, nk * sizeof *ks);
 	} else {
 		g->group = attr_int(n, "group", 1);

@@ -15,6 +15,37 @@ const struct op_info op_table[OP_COUNT] = {
 #undef OP
 };
 
+/* In op order (gen_attrs.py writes them in ops.def's), so an op's rows are found by bisection. */
+const struct op_attr op_attrs[] = {
+#define ATTR(op, name, type, values) {OP_##op, name, type, values},
+#include "attrs.def"
+#undef ATTR
+};
+const size_t op_attrs_count = sizeof op_attrs / sizeof *op_attrs;
+
+const struct op_attr *op_attr_rows(enum op_id op, const char *name, int *count)
+{
+	size_t lo = 0, hi = op_attrs_count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (op_attrs[mid].op < op)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < op_attrs_count && op_attrs[lo].op == op; lo++)
+		if (strcmp(op_attrs[lo].name, name) == 0) {
+			int k = 1;
+			while (lo + k < op_attrs_count && op_attrs[lo + k].op == op &&
+			       strcmp(op_attrs[lo + k].name, name) == 0)
+				k++;
+			*count = k;
+			return &op_attrs[lo];
+		}
+	*count = 0;
+	return NULL;
+}
+
 int op_input_differentiable(const struct node *n, uint32_t k)
 {
 	const struct op_impl *impl = n->op != OP_UNKNOWN ? op_table[n->op].impl : NULL;

@@ -6,6 +6,7 @@
 #ifndef GD_OPS_H
 #define GD_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum op_flag {
@@ -134,6 +135,20 @@ int op_all_equal(const struct rtensor *t, double v);
 
 /* 1 if input k of n takes a gradient: the op has a gradient rule and k is not in its nodiff. */
 int op_input_differentiable(const struct node *n, uint32_t k);
+
+/* One row of attrs.def: the type an attribute of an op has, and for a string (or each string of
+ * a strings) attribute that names a mode, its allowed values separated by '|' (else NULL). */
+struct op_attr {
+	enum op_id op;
+	const char *name;
+	int type; /* enum attr_type (ir/graph.h) */
+	const char *values;
+};
+/* The rows for attribute `name` of op, *count of them (an attribute ONNX typed two ways over its
+ * opsets has two); NULL and 0 when the registry does not list it. */
+const struct op_attr *op_attr_rows(enum op_id op, const char *name, int *count);
+extern const struct op_attr op_attrs[];
+extern const size_t op_attrs_count;
 
 /* 1 if `domain` names the default ONNX domain. */
 int op_domain_is_default(const char *domain);

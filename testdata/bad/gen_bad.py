@@ -96,5 +96,30 @@ def main():
                                          [vi("x")], [vi("y")], inits=[ints]))
 
 
+
+def issue50_validate():
+    """#50 validate: models the ONNX reader took whole that the checker now refuses."""
+    relu = helper.make_node("LeakyRelu", ["x"], ["y"], name="r", alpha=0.1)
+    relu.attribute.extend([helper.make_attribute("alpha", 0.2)])
+    save("duplicate_attribute.onnx", model([relu], [vi("x")], [vi("y")]))
+    red = helper.make_node("ReduceSum", ["x"], ["y"], name="sum")
+    red.attribute.extend([helper.make_attribute("keepdims", "0")])  # a string, not an int
+    save("keepdims_string.onnx", model([red], [vi("x")], [vi("y", shape=())]))
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    save("input_init_shape.onnx", model([helper.make_node("ReduceSum", ["w"], ["y"], name="sum", keepdims=0)],
+                                        [vi("w", shape=(3,))], [vi("y", shape=())], inits=[w]))
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+    m = model([helper.make_node("ReduceSum", ["w"], ["loss"], name="sum", keepdims=0),
+               helper.make_node("Add", ["w", "w"], ["w_a"], name="double"),
+               helper.make_node("Neg", ["w"], ["w_b"], name="neg")],
+              [], [vi("loss", shape=()), vi("w_a"), vi("w_b")], inits=[w])
+    ti = m.training_info.add()
+    for v in ("w_a", "w_b"):
+        b = ti.update_binding.add()
+        b.key, b.value = "w", v
+    save("update_binding_twice.onnx", m)
+
+
 if __name__ == "__main__":
     main()
+    issue50_validate()

@@ -83,7 +83,7 @@ Test(detect, bad_input_is_an_error_naming_the_node)
 		{"RoiAlign",
 		 "  - {name: a, dtype: float32, shape: [1, 2, 5, 5]}\n  - {name: b, dtype: float32, shape: [3, 4]}\n"
 		 "  - {name: c, dtype: int64, shape: [3]}\n",
-		 "mode: min", "mode must be avg or max"},
+		 "mode: min", "attribute 'mode' is 'min', not one of avg/max"},
 		{"RoiAlign",
 		 "  - {name: a, dtype: float32, shape: [1, 2, 5, 5]}\n  - {name: b, dtype: float32, shape: [3, 5]}\n"
 		 "  - {name: c, dtype: int64, shape: [3]}\n",
@@ -99,7 +99,7 @@ Test(detect, bad_input_is_an_error_naming_the_node)
 		{"RoiAlign",
 		 "  - {name: a, dtype: float32, shape: [1, 2, 5, 5]}\n  - {name: b, dtype: float32, shape: [3, 4]}\n"
 		 "  - {name: c, dtype: int64, shape: [3]}\n",
-		 "coordinate_transformation_mode: corners", "coordinate_transformation_mode must be"},
+		 "coordinate_transformation_mode: corners", "attribute 'coordinate_transformation_mode' is 'corners'"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char text[1024], path[512];

@@ -180,8 +180,8 @@ Test(gridsample, bad_input_is_an_error_naming_the_node)
 		const char *xs, *gs, *attrs, *msg;
 	} bad[] = {{"[1, 2, 3, 4]", "[1, 3, 5, 3]", "", "grid must be (N, O1 .. O2, 2)"},
 		   {"[2, 2, 3, 4]", "[1, 3, 5, 2]", "", "grid must be"},
-		   {"[1, 2, 3, 4]", "[1, 3, 5, 2]", "mode: area", "mode must be"},
-		   {"[1, 2, 3, 4]", "[1, 3, 5, 2]", "padding_mode: wrap", "padding_mode must be"},
+		   {"[1, 2, 3, 4]", "[1, 3, 5, 2]", "mode: area", "attribute 'mode' is 'area'"},
+		   {"[1, 2, 3, 4]", "[1, 3, 5, 2]", "padding_mode: wrap", "attribute 'padding_mode' is 'wrap'"},
 		   {"[4]", "[4, 1]", "", "X must be (N, C, D1 .. Dr)"},
 		   {"[1, 1, 2, 2, 2, 2]", "[1, 1, 1, 1, 1, 4]", "mode: cubic", "cubic over 3 spatial dimensions is not supported"}};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
