@@ -4115,6 +4115,7 @@ Test(cli, sizes_are_checked_before_reading, .timeout = 120)
 	const char *carry[] = {"convert", model, other, NULL};
 	refused_at_once(carry, "too many to carry inside one YAML file: write the output into that folder", model);
 	cr_expect_neq(access(other, F_OK), 0, "no YAML file was written");
+}
 
 /* #50 validate: attributes checked against the op registry (type, allowed values, given once),
  * pooling pads against the kernel, declared input types against their initializers, one update
