@@ -645,3 +645,112 @@ Test(mpi, batch_norm_under_mpirun)
 		  d, "the loss under mpirun");
 #endif
 }
+
+/* #50 mpi: ranks whose runs differ stop before the first sum, each difference named in one line. */
+
+#ifdef GD_MPIEXEC
+/* What the ranks said holds one graphdiet line. */
+static void one_line(const struct run_result *r)
+{
+	int lines = 0;
+	for (const char *p = r->err; (p = strstr(p, "graphdiet: error:")); p++)
+		lines++;
+	cr_assert_eq(lines, 1, "%d graphdiet lines: %s", lines, r->err);
+}
+
+/* mpirun -np 1 graphdiet run A ... : -np 1 graphdiet run B ... (ranks 0 and 1 on their own files):
+ * exit 2, and one graphdiet line, holding `needle`, in all the output of both ranks. */
+static void two_ranks_refuse(const char *a, const char *b, const char *needle)
+{
+	char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "1", GD_BINARY, "run", (char *)a, "--shard-inputs",
+			"--random-inputs", "--dim", "batch=8", ":", "-np", "1", GD_BINARY, "run", (char *)b, "--shard-inputs",
+			"--random-inputs", "--dim", "batch=8", NULL};
+	struct run_result r = expect(2, needle, argv);
+	one_line(&r);
+	cr_assert(!strstr(r.err, "MPI_ERR") && !strstr(r.out, "all-reduce:"), "%s%s", r.out, r.err);
+	run_free(&r);
+}
+#endif
+
+/* A stale model on one rank: buckets of another size (4 AllReduce nodes against 7: a heap overflow
+ * in MPI_Allreduce or MPI_ERR_TRUNCATE before), other weights (their gradients were summed, exit
+ * 0), float16 against float32 (MPI_ERR_TRUNCATE, exit 15). Files of the same bytes agree. */
+Test(mpi, ranks_that_disagree_stop_before_the_first_sum)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char d[512], p32[600], p16[600], w[600], b4[600], b1[600];
+	snprintf(d, sizeof d, "%s/agree", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	snprintf(p32, sizeof p32, "%s/p32.onnx", d);
+	snprintf(p16, sizeof p16, "%s/p16.onnx", d);
+	snprintf(w, sizeof w, "%s/w.onnx", d);
+	snprintf(b4, sizeof b4, "%s/b4.onnx", d);
+	snprintf(b1, sizeof b1, "%s/b1.onnx", d);
+	train("mlp", "--replicas 2", p32);
+	train("mlp", "--replicas 2 --precision fp16", p16);
+	train("mlp", "--replicas 2 --bucket-bytes 4KiB", b4);
+	train("mlp", "--replicas 2 --bucket-bytes 1KiB", b1);
+	python_ok("import sys, onnx\n"
+		  "from onnx import numpy_helper as nh\n"
+		  "d = sys.argv[1]\n"
+		  "m = onnx.load(d + '/p32.onnx')\n"
+		  "i = [t for t in m.graph.initializer if t.name == 'fc2.bias'][0]\n"
+		  "a = nh.to_array(i).copy(); a[3] += 0.5\n"
+		  "i.CopyFrom(nh.from_array(a, i.name)); onnx.save(m, d + '/w.onnx')\n"
+		  "n = [sum(x.op_type == 'AllReduce' for x in onnx.load(d + f).graph.node) for f in ('/b4.onnx', '/b1.onnx')]\n"
+		  "assert n == [4, 7], n\n",
+		  d, "the ranks' models");
+	two_ranks_refuse(b4, b1, "the ranks disagree before the first AllReduce: rank 0's graph has 4 AllReduce nodes, "
+				 "rank 1's 7");
+	two_ranks_refuse(p32, w, "the ranks disagree before the first AllReduce: parameter 'fc2.bias' holds other values "
+				 "on rank 1 than on rank 0");
+	two_ranks_refuse(p32, p16, "the graphs' dtypes differ: rank 1 has float16 values and rank 0 none");
+	char copy[600]; /* another file of the same bytes */
+	snprintf(copy, sizeof copy, "%s/copy.onnx", d);
+	python_ok("import sys, shutil\nshutil.copy(sys.argv[1] + '/p32.onnx', sys.argv[1] + '/copy.onnx')\n", d, "a copy");
+	char *same[] = {GD_MPIEXEC, "--oversubscribe", "-np", "1", GD_BINARY, "run", p32, "--shard-inputs", "--random-inputs",
+			"--dim", "batch=8", ":", "-np", "1", GD_BINARY, "run", copy, "--shard-inputs", "--random-inputs", "--dim",
+			"batch=8", NULL};
+	struct run_result r = expect(0, "replicas: 2 (MPI); all-reduce: 7 sums", same);
+	run_free(&r);
+#endif
+}
+
+/* An AllReduce whose element count depends on the data (Compress by Dropout's mask, which differs on
+ * each rank's slice, and which no shapes-only run can know) compares the counts before it sums: one
+ * line and exit 2 (before: MPI_ERR_TRUNCATE from Open MPI, exit 15 or a crash, and no graphdiet
+ * line; with 40,000 elements a corrupted heap). */
+Test(mpi, sums_of_data_dependent_sizes_are_compared_first)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char d[512], y[600];
+	snprintf(d, sizeof d, "%s/datadep", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	snprintf(y, sizeof y, "%s/g.yaml", d);
+	FILE *f = fopen(y, "w");
+	cr_assert(f);
+	fputs("graphdiet: 1\nname: dropout_compress_sum\nopset: 17\n"
+	      "inputs:\n  - {name: x, dtype: float32, shape: [2, 64]}\n"
+	      "params:\n  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
+	      "  - {name: train, dtype: bool, shape: [], data: [1]}\n"
+	      "  - {name: flat, dtype: int64, shape: [1], data: [-1]}\n"
+	      "nodes:\n  - {name: drop, op: Dropout, inputs: [x, ratio, train], outputs: [y, mask]}\n"
+	      "  - {name: yrow, op: Reshape, inputs: [y, flat], outputs: [yf]}\n"
+	      "  - {name: mrow, op: Reshape, inputs: [mask, flat], outputs: [mf]}\n"
+	      "  - {name: keep, op: Compress, inputs: [yf, mf], outputs: [c]}\n"
+	      "  - {name: sum, op: AllReduce, domain: graphdiet, inputs: [c], outputs: [s], attrs: {reduction: sum, replicas: 2}}\n"
+	      "outputs:\n  - {name: s, dtype: float32}\n",
+	      f);
+	cr_assert_eq(fclose(f), 0);
+	char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", y, "--shard-inputs", "--random-inputs",
+			NULL};
+	struct run_result r = expect(2, "node 'sum' (AllReduce): the ranks' sums differ in size (a count that depends on "
+					"the data): rank 0 sums 62 float32 elements, rank 1 51 float32", argv);
+	one_line(&r);
+	run_free(&r);
+#endif
+}
