@@ -754,3 +754,91 @@ Test(mpi, sums_of_data_dependent_sizes_are_compared_first)
 	run_free(&r);
 #endif
 }
+
+/* The agreement itself (exec/agree.h) over replicas in threads, each on its own graph: what each
+ * difference is called, that every replica returns it together and only replica 0 says it. */
+
+#include "exec/agree.h"
+#include "exec/comm.h"
+#include "exec/exec.h"
+
+#include <pthread.h>
+
+struct agree_arg {
+	struct comm *c;
+	struct graph *g;
+	uint64_t steps;
+	int rc, together, speak;
+	struct gd_err e;
+};
+
+static void *agree_thread(void *p)
+{
+	struct agree_arg *a = p;
+	struct exec_opts o = {.comm = a->c, .shard_inputs = 1};
+	a->rc = agree_check(a->c, a->g, &o, a->steps, &a->together, &a->speak, &a->e);
+	agree_release(a->c);
+	return NULL;
+}
+
+/* x (float32 [n]) * w -> AllReduce: the graph for `replicas`, w's data and a node's name given */
+static struct graph *agree_graph(int i, int n, const char *w, const char *mul, int replicas)
+{
+	char name[32], text[1024];
+	snprintf(name, sizeof name, "agree%d.yaml", i);
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [%d]}]\n"
+		 "params: [{name: w, dtype: float32, shape: [], data: [%s]}]\n"
+		 "nodes:\n  - {name: %s, op: Mul, inputs: [x, w], outputs: [y]}\n"
+		 "  - {name: sum, op: AllReduce, domain: graphdiet, inputs: [y], outputs: [s], attrs: {reduction: sum, "
+		 "replicas: %d}}\noutputs: [{name: s}]\n",
+		 n, w, mul, replicas);
+	return load_text(name, text);
+}
+
+/* Replicas 0 .. k-1 check agree_graph(i, n[i], w[i], mul[i]) with steps[i]: all agree (needle NULL),
+ * or all fail together with replica 0 alone speaking, its message holding needle. */
+static void agree_threads(int k, const int *n, const char *const *w, const char *const *mul, const uint64_t *steps,
+			  const char *needle)
+{
+	struct comm_group *grp = comm_group_new(k);
+	struct agree_arg a[4];
+	pthread_t t[4];
+	for (int i = 0; i < k; i++) {
+		a[i] = (struct agree_arg){.c = comm_group_member(grp, i), .g = agree_graph(i, n[i], w[i], mul[i], k),
+					  .steps = steps[i]};
+		cr_assert_eq(pthread_create(&t[i], NULL, agree_thread, &a[i]), 0);
+	}
+	for (int i = 0; i < k; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < k; i++) {
+		if (!needle) {
+			cr_expect_eq(a[i].rc, 0, "replica %d: %s", i, a[i].e.msg);
+		} else {
+			cr_expect_eq(a[i].rc, GD_EINPUT, "replica %d: %d %s", i, a[i].rc, a[i].e.msg);
+			cr_expect(a[i].together && a[i].speak == !i, "replica %d: together %d speak %d", i, a[i].together,
+				  a[i].speak);
+		}
+		graph_free(a[i].g);
+	}
+	cr_expect(!needle || strstr(a[0].e.msg, needle), "'%s' not in: %s", needle, a[0].e.msg);
+	comm_group_free(grp);
+}
+
+Test(replicas, agreement_names_the_first_difference)
+{
+	static const int n2[] = {2, 2, 2}, n23[] = {2, 3, 2};
+	static const char *const same[] = {"1.5", "1.5", "1.5"}, *other[] = {"1.5", "2.5", "2.5"};
+	static const char *const mul[] = {"mul", "mul", "mul"}, *renamed[] = {"mul", "times", "mul"};
+	static const uint64_t one[] = {1, 1, 1}, three[] = {1, 3, 1};
+	agree_threads(2, n2, same, mul, one, NULL);
+	agree_threads(3, n2, same, mul, one, NULL);
+	agree_threads(2, n2, other, mul, one, "the ranks disagree before the first AllReduce: parameter 'w' holds other "
+					      "values on rank 1 than on rank 0");
+	agree_threads(3, n2, other, mul, one, "parameter 'w' holds other values on rank 1 than on rank 0 (so does rank 2)");
+	agree_threads(2, n2, same, renamed, one, "the graphs differ at node 1, node 'mul' (Mul) on rank 0 (its name, op, "
+						"inputs, outputs, shapes or attributes): rank 0's and rank 1's");
+	agree_threads(2, n23, same, mul, one, "AllReduce 1 of 1 ('sum' on rank 0) sums 2 float32 elements on rank 0, 3 "
+					     "float32 on rank 1");
+	agree_threads(2, n2, same, mul, three, "--steps: rank 0 runs 1, rank 1 3");
+}

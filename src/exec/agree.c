@@ -380,7 +380,7 @@ static int differ(struct comm *c, struct graph *g, const struct mine *m, const u
 	int ir = -1, rc = GD_EINPUT;
 	switch (f) {
 	case D_STEPS:
-		err_set(e, GD_EINPUT, "%s: rank 0 runs %" PRIu64 " steps, rank %d %" PRIu64 "%s", head, m->d[f], r, o[f], more);
+		err_set(e, GD_EINPUT, "%s: --steps: rank 0 runs %" PRIu64 ", rank %d %" PRIu64 "%s", head, m->d[f], r, o[f], more);
 		break;
 	case D_RUN:
 		err_set(e, GD_EINPUT, "%s: rank %d was given other inputs (names, dtypes or shapes), --dim, --seed, "
