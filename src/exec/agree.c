@@ -26,6 +26,7 @@
 #include "exec.h"
 #include "../io/tensor.h"
 #include "../util/hash.h"
+#include "../util/progress.h"
 #include "../util/xalloc.h"
 
 #include <inttypes.h>
@@ -460,9 +461,14 @@ int agree_check(struct comm *c, struct graph *g, const struct exec_opts *o, uint
 	struct gd_err le = {0};
 	*together = 1;
 	*speak = 0;
+	double t = progress_begin();
 	int lrc = make_mine(g, o, steps, &m, &le);
+	progress_end(t, "agree: digest", "%" PRIu32 " nodes, %" PRIu32 " initializers, %" PRIu32 " AllReduces", g->n_nodes,
+		     g->n_inits, m.n_reduce);
+	t = progress_begin();
 	uint64_t *all = xmalloc(sizeof *all * D_COUNT * (size_t)c->size);
 	int rc = all ? c->allgather(c, m.d, sizeof m.d, all, e) : err_oom(e);
+	progress_end(t, "agree: allgather", "%d ranks", c->size);
 	if (rc) { /* this replica alone: the others may wait */
 		*together = 0;
 		*speak = 1;
