@@ -4247,3 +4247,46 @@ Test(cli, declared_inputs_agree_with_their_initializers_and_states_update_once)
 	snprintf(text, sizeof text, steps, "  - update_binding: [{key: w, value: w_a}, {key: w, value: w_b}]\n");
 	validate_case("info", "one_step_twice.yaml", text, "training_info 0: update_binding: state 'w' is bound twice");
 }
+
+/* #50 mpi: names that are not UTF-8 (any bytes, as ONNX's protobuf carries them) are escaped in
+ * --format json and yaml as their Latin-1 reading: \u00XX in JSON, \xXX in YAML (they were written
+ * raw, which no JSON or YAML reader takes). */
+Test(cli, json_and_yaml_escape_names_that_are_not_utf8)
+{
+	char model[512];
+	snprintf(model, sizeof model, "%s/not_utf8.onnx", tmpdir());
+	/* node 'mm\xff\xc3' (a byte no UTF-8 has; a lead byte without its continuation), output 'h\xfe\xe2\x82' */
+	python_ok("import sys, onnx, numpy as np\n"
+		  "from onnx import helper as h, TensorProto as T, numpy_helper as nh\n"
+		  "w = nh.from_array(np.ones((3, 2), np.float32), 'w')\n"
+		  "ns = [h.make_node('MatMul', ['x', 'w'], ['hZZZ'], name='mmZZ'), h.make_node('ReduceSum', ['hZZZ'], ['loss'], keepdims=0)]\n"
+		  "g = h.make_graph(ns, 'g', [h.make_tensor_value_info('x', T.FLOAT, [2, 3])],\n"
+		  "                 [h.make_tensor_value_info('loss', T.FLOAT, []), h.make_tensor_value_info('hZZZ', T.FLOAT, [2, 2])], [w])\n"
+		  "b = h.make_model(g, opset_imports=[h.make_opsetid('', 17)]).SerializeToString()\n"
+		  "open(sys.argv[1], 'wb').write(b.replace(b'mmZZ', b'mm\\xff\\xc3').replace(b'hZZZ', b'h\\xfe\\xe2\\x82'))\n",
+		  model, "a model with names that are not UTF-8");
+	static const char *const cmds[][2] = {{"info", NULL}, {"run", "--random-inputs"}, {"plan", NULL}};
+	for (int c = 0; c < 3; c++)
+		for (int y = 0; y < 2; y++) {
+			char *a[] = {GD_BINARY, (char *)cmds[c][0], model, "--format", y ? "yaml" : "json", (char *)cmds[c][1], NULL};
+			struct run_result r = run_cmd(a, NULL, 0);
+			cr_assert_eq(r.status, 0, "%s --format %s: %s", cmds[c][0], a[4], r.err);
+			char code[] = "import sys, json, yaml\n"
+				      "t = sys.stdin.buffer.read().decode('utf-8')\n" /* raises when not UTF-8 */
+				      "d = yaml.safe_load(t) if sys.argv[1] == 'yaml' else json.loads(t)\n"
+				      "assert ('\\\\xfe' if sys.argv[1] == 'yaml' else '\\\\u00fe') in t, t\n"
+				      "names = []\n"
+				      "def walk(v):\n"
+				      "    if isinstance(v, dict): [walk(x) for x in v.values()]\n"
+				      "    elif isinstance(v, list): [walk(x) for x in v]\n"
+				      "    elif isinstance(v, str): names.append(v)\n"
+				      "walk(d)\n"
+				      "assert any('h\\xfe\\xe2\\x82' in s for s in names), names\n"
+				      "assert sys.argv[2] != 'plan' or any('mm\\xff\\xc3' in s for s in names), names\n";
+			struct run_result p = run_cmd((char *[]){GD_PYTHON, "-c", code, a[4], (char *)cmds[c][0], NULL},
+						      (const uint8_t *)r.out, strlen(r.out));
+			cr_assert_eq(p.status, 0, "%s --format %s: %s\n%s", cmds[c][0], a[4], p.err, r.out);
+			run_free(&p);
+			run_free(&r);
+		}
+}

@@ -645,3 +645,201 @@ Test(mpi, batch_norm_under_mpirun)
 		  d, "the loss under mpirun");
 #endif
 }
+
+/* #50 mpi: ranks whose runs differ stop before the first sum, each difference named in one line. */
+
+#ifdef GD_MPIEXEC
+/* What the ranks said holds one graphdiet line. */
+static void one_line(const struct run_result *r)
+{
+	int lines = 0;
+	for (const char *p = r->err; (p = strstr(p, "graphdiet: error:")); p++)
+		lines++;
+	cr_assert_eq(lines, 1, "%d graphdiet lines: %s", lines, r->err);
+}
+
+/* mpirun -np 1 graphdiet run A ... : -np 1 graphdiet run B ... (ranks 0 and 1 on their own files):
+ * exit 2, and one graphdiet line, holding `needle`, in all the output of both ranks. */
+static void two_ranks_refuse(const char *a, const char *b, const char *needle)
+{
+	char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "1", GD_BINARY, "run", (char *)a, "--shard-inputs",
+			"--random-inputs", "--dim", "batch=8", ":", "-np", "1", GD_BINARY, "run", (char *)b, "--shard-inputs",
+			"--random-inputs", "--dim", "batch=8", NULL};
+	struct run_result r = expect(2, needle, argv);
+	one_line(&r);
+	cr_assert(!strstr(r.err, "MPI_ERR") && !strstr(r.out, "all-reduce:"), "%s%s", r.out, r.err);
+	run_free(&r);
+}
+#endif
+
+/* A stale model on one rank: buckets of another size (4 AllReduce nodes against 7: a heap overflow
+ * in MPI_Allreduce or MPI_ERR_TRUNCATE before), other weights (their gradients were summed, exit
+ * 0), float16 against float32 (MPI_ERR_TRUNCATE, exit 15). Files of the same bytes agree. */
+Test(mpi, ranks_that_disagree_stop_before_the_first_sum)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	/* p32, p16, b4, b1 trained with these options; w: p32 with fc2.bias changed */
+	static const char *const name[] = {"p32", "p16", "b4", "b1", "w"};
+	static const char *const opts[] = {"", " --precision fp16", " --bucket-bytes 4KiB", " --bucket-bytes 1KiB"};
+	char d[512], f[5][600], o[128];
+	snprintf(d, sizeof d, "%s/agree", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(f[i], sizeof f[i], "%s/%s.onnx", d, name[i]);
+		snprintf(o, sizeof o, "--replicas 2%s", i < 4 ? opts[i] : "");
+		if (i < 4)
+			train("mlp", o, f[i]);
+	}
+	char *p32 = f[0], *p16 = f[1], *b4 = f[2], *b1 = f[3], *w = f[4];
+	python_ok("import sys, onnx\n"
+		  "from onnx import numpy_helper as nh\n"
+		  "d = sys.argv[1]\n"
+		  "m = onnx.load(d + '/p32.onnx')\n"
+		  "i = [t for t in m.graph.initializer if t.name == 'fc2.bias'][0]\n"
+		  "a = nh.to_array(i).copy(); a[3] += 0.5\n"
+		  "i.CopyFrom(nh.from_array(a, i.name)); onnx.save(m, d + '/w.onnx')\n"
+		  "n = [sum(x.op_type == 'AllReduce' for x in onnx.load(d + f).graph.node) for f in ('/b4.onnx', '/b1.onnx')]\n"
+		  "assert n == [4, 7], n\n",
+		  d, "the ranks' models");
+	two_ranks_refuse(b4, b1, "the ranks disagree before the first AllReduce: rank 0's graph has 4 AllReduce nodes, "
+				 "rank 1's 7");
+	two_ranks_refuse(p32, w, "the ranks disagree before the first AllReduce: parameter 'fc2.bias' holds other values "
+				 "on rank 1 than on rank 0");
+	two_ranks_refuse(p32, p16, "the graphs' dtypes differ: rank 1 has float16 values and rank 0 none");
+	char copy[600]; /* another file of the same bytes */
+	snprintf(copy, sizeof copy, "%s/copy.onnx", d);
+	python_ok("import sys, shutil\nshutil.copy(sys.argv[1] + '/p32.onnx', sys.argv[1] + '/copy.onnx')\n", d, "a copy");
+	char *same[] = {GD_MPIEXEC, "--oversubscribe", "-np", "1", GD_BINARY, "run", p32, "--shard-inputs", "--random-inputs",
+			"--dim", "batch=8", ":", "-np", "1", GD_BINARY, "run", copy, "--shard-inputs", "--random-inputs", "--dim",
+			"batch=8", NULL};
+	struct run_result r = expect(0, "replicas: 2 (MPI); all-reduce: 7 sums", same);
+	run_free(&r);
+#endif
+}
+
+/* An AllReduce whose element count depends on the data (Compress by Dropout's mask, which differs on
+ * each rank's slice, and which no shapes-only run can know) compares the counts before it sums: one
+ * line and exit 2 (before: MPI_ERR_TRUNCATE from Open MPI, exit 15 or a crash, and no graphdiet
+ * line; with 40,000 elements a corrupted heap). */
+Test(mpi, sums_of_data_dependent_sizes_are_compared_first)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char d[512], y[600];
+	snprintf(d, sizeof d, "%s/datadep", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	snprintf(y, sizeof y, "%s/g.yaml", d);
+	FILE *f = fopen(y, "w");
+	cr_assert(f);
+	fputs("graphdiet: 1\nname: dropout_compress_sum\nopset: 17\n"
+	      "inputs:\n  - {name: x, dtype: float32, shape: [2, 64]}\n"
+	      "params:\n  - {name: ratio, dtype: float32, shape: [], data: [0.5]}\n"
+	      "  - {name: train, dtype: bool, shape: [], data: [1]}\n"
+	      "  - {name: flat, dtype: int64, shape: [1], data: [-1]}\n"
+	      "nodes:\n  - {name: drop, op: Dropout, inputs: [x, ratio, train], outputs: [y, mask]}\n"
+	      "  - {name: yrow, op: Reshape, inputs: [y, flat], outputs: [yf]}\n"
+	      "  - {name: mrow, op: Reshape, inputs: [mask, flat], outputs: [mf]}\n"
+	      "  - {name: keep, op: Compress, inputs: [yf, mf], outputs: [c]}\n"
+	      "  - {name: sum, op: AllReduce, domain: graphdiet, inputs: [c], outputs: [s], attrs: {reduction: sum, replicas: 2}}\n"
+	      "outputs:\n  - {name: s, dtype: float32}\n",
+	      f);
+	cr_assert_eq(fclose(f), 0);
+	char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", y, "--shard-inputs", "--random-inputs",
+			NULL};
+	struct run_result r = expect(2, "node 'sum' (AllReduce): the ranks' sums differ in size (a count that depends on "
+					"the data): rank 0 sums 62 float32 elements, rank 1 51 float32", argv);
+	one_line(&r);
+	run_free(&r);
+#endif
+}
+
+/* The agreement itself (exec/agree.h) over replicas in threads, each on its own graph: what each
+ * difference is called, that every replica returns it together and only replica 0 says it. */
+
+#include "exec/agree.h"
+#include "exec/comm.h"
+#include "exec/exec.h"
+
+#include <pthread.h>
+
+struct agree_arg {
+	struct comm *c;
+	struct graph *g;
+	uint64_t steps;
+	int rc, together, speak;
+	struct gd_err e;
+};
+
+static void *agree_thread(void *p)
+{
+	struct agree_arg *a = p;
+	struct exec_opts o = {.comm = a->c, .shard_inputs = 1};
+	a->rc = agree_check(a->c, a->g, &o, a->steps, &a->together, &a->speak, &a->e);
+	agree_release(a->c);
+	return NULL;
+}
+
+/* x (float32 [n]) * w -> AllReduce: the graph for `replicas`, w's data and a node's name given */
+static struct graph *agree_graph(int i, int n, const char *w, const char *mul, int replicas)
+{
+	char name[32], text[1024];
+	snprintf(name, sizeof name, "agree%d.yaml", i);
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [%d]}]\n"
+		 "params: [{name: w, dtype: float32, shape: [], data: [%s]}]\n"
+		 "nodes:\n  - {name: %s, op: Mul, inputs: [x, w], outputs: [y]}\n"
+		 "  - {name: sum, op: AllReduce, domain: graphdiet, inputs: [y], outputs: [s], attrs: {reduction: sum, "
+		 "replicas: %d}}\noutputs: [{name: s}]\n",
+		 n, w, mul, replicas);
+	return load_text(name, text);
+}
+
+/* Replicas 0 .. k-1 check agree_graph(i, n[i], w[i], mul[i]) with steps[i]: all agree (needle NULL),
+ * or all fail together with replica 0 alone speaking, its message holding needle. */
+static void agree_threads(int k, const int *n, const char *const *w, const char *const *mul, const uint64_t *steps,
+			  const char *needle)
+{
+	struct comm_group *grp = comm_group_new(k);
+	struct agree_arg a[4];
+	pthread_t t[4];
+	for (int i = 0; i < k; i++) {
+		a[i] = (struct agree_arg){.c = comm_group_member(grp, i), .g = agree_graph(i, n[i], w[i], mul[i], k),
+					  .steps = steps[i]};
+		cr_assert_eq(pthread_create(&t[i], NULL, agree_thread, &a[i]), 0);
+	}
+	for (int i = 0; i < k; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < k; i++) {
+		if (!needle) {
+			cr_expect_eq(a[i].rc, 0, "replica %d: %s", i, a[i].e.msg);
+		} else {
+			cr_expect_eq(a[i].rc, GD_EINPUT, "replica %d: %d %s", i, a[i].rc, a[i].e.msg);
+			cr_expect(a[i].together && a[i].speak == !i, "replica %d: together %d speak %d", i, a[i].together,
+				  a[i].speak);
+		}
+		graph_free(a[i].g);
+	}
+	cr_expect(!needle || strstr(a[0].e.msg, needle), "'%s' not in: %s", needle, a[0].e.msg);
+	comm_group_free(grp);
+}
+
+Test(replicas, agreement_names_the_first_difference)
+{
+	static const int n2[] = {2, 2, 2}, n23[] = {2, 3, 2};
+	static const char *const same[] = {"1.5", "1.5", "1.5"}, *other[] = {"1.5", "2.5", "2.5"};
+	static const char *const mul[] = {"mul", "mul", "mul"}, *renamed[] = {"mul", "times", "mul"};
+	static const uint64_t one[] = {1, 1, 1}, three[] = {1, 3, 1};
+	agree_threads(2, n2, same, mul, one, NULL);
+	agree_threads(3, n2, same, mul, one, NULL);
+	agree_threads(2, n2, other, mul, one, "the ranks disagree before the first AllReduce: parameter 'w' holds other "
+					      "values on rank 1 than on rank 0");
+	agree_threads(3, n2, other, mul, one, "parameter 'w' holds other values on rank 1 than on rank 0 (so does rank 2)");
+	agree_threads(2, n2, same, renamed, one, "the graphs differ at node 1, node 'mul' (Mul) on rank 0 (its name, op, "
+						"inputs, outputs, shapes or attributes): rank 0's and rank 1's");
+	agree_threads(2, n23, same, mul, one, "AllReduce 1 of 1 ('sum' on rank 0) sums 2 float32 elements on rank 0, 3 "
+					     "float32 on rank 1");
+	agree_threads(2, n2, same, mul, three, "--steps: rank 0 runs 1, rank 1 3");
+}

@@ -543,3 +543,28 @@ Test(philox, uniforms_in_bulk_are_the_uniforms_one_by_one)
 					     (long long)lens[l], (long long)j);
 		}
 }
+
+/* #50 mpi: UTF-8 as RFC 3629 reads it (util/utf8.h): the length of each well-formed sequence, 0 for
+ * a byte that starts none (overlong forms, surrogates, past U+10FFFF, cut short). */
+#include "util/utf8.h"
+
+Test(utf8, well_formed_sequences_only)
+{
+	static const struct {
+		const char *s;
+		size_t len;
+		uint32_t cp;
+	} cases[] = {
+		{"a", 1, 'a'},           {"\xc3\xbf", 2, 0xff},        {"\xe2\x82\xac", 3, 0x20ac}, {"\xf0\x9f\x98\x80", 4, 0x1f600},
+		{"\xf4\x8f\xbf\xbf", 4, 0x10ffff},
+		{"\xff", 0, 0},          {"\xc3", 0, 0},               {"\xc0\xaf", 0, 0},          {"\xe0\x80\xaf", 0, 0},
+		{"\xed\xa0\x80", 0, 0},  {"\xf4\x90\x80\x80", 0, 0},   {"\x80", 0, 0},              {"\xe2\x82", 0, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		uint32_t cp = 0;
+		size_t n = strlen(cases[i].s), k = utf8_decode((const uint8_t *)cases[i].s, n, &cp);
+		cr_expect_eq(k, cases[i].len, "case %zu: %zu", i, k);
+		cr_expect(!k || cp == cases[i].cp, "case %zu: U+%x", i, cp);
+		cr_expect_eq(utf8_valid((const uint8_t *)cases[i].s, n), cases[i].len == n, "case %zu", i);
+	}
+}

@@ -1,4 +1,5 @@
 /* run.c - `graphdiet run`: execute a graph with the reference executor. */
+#include "../exec/agree.h"
 #include "../exec/backend.h"
 #include "../exec/comm.h"
 #include "../exec/exec.h"
@@ -47,7 +48,9 @@ static const char help[] =
 	"                             run under mpirun -np N (one replica per rank, summing gradients\n"
 	"                             with MPI_Allreduce): the inputs that are not initializers hold the\n"
 	"                             whole batch, and each rank takes its slice of axis 0; only rank 0\n"
-	"                             prints and writes outputs\n"
+	"                             prints and writes outputs. Before the first sum the ranks compare\n"
+	"                             their graphs, AllReduce sizes, parameters and options: ranks that\n"
+	"                             differ end with exit 2, naming the first difference\n"
 	"      --replicas N           run N replicas in this process instead (threads), each on its\n"
 	"                             slice of the inputs as with --shard-inputs\n"
 	"      --backend NAME         cpu (default) or cuda: run the nodes on the GPU, each tensor in\n"
@@ -359,10 +362,11 @@ int cmd_run(int argc, char **argv)
 	if (comm_mpi_launched()) {
 		if (!(mpi = comm_mpi_init(NULL, NULL, &e))) {
 			err_print(NULL, &e);
+			comm_mpi_abort(NULL, e.code);
 			return e.code;
 		}
 		if (mpi->size > 1 && n_rep > 1) {
-			comm_mpi_finalize(mpi);
+			comm_mpi_finalize(mpi, &e);
 			return cli_usage("run", "--replicas runs replicas in one process; under mpirun each rank is one");
 		}
 		eo.comm = mpi;
@@ -372,6 +376,7 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	int writer = !mpi || !mpi->rank, n_run = n_rep > 1 ? n_rep : 1;
+	int together = 0; /* every rank failed at once (they disagree): none waits, no abort */
 	memset(ins, 0, sizeof ins);
 	for (size_t i = 0; i < n_in && !rc; i++)
 		if ((rc = load_input(inargs[i], &ins[i], &e)))
@@ -438,6 +443,14 @@ int cmd_run(int argc, char **argv)
 		eo.input_names = names;
 		eo.dims = dims;
 		eo.n_dims = n_dims;
+		eo.n_inputs = n_in;
+		/* the ranks run one graph, on one batch, with the same parameters: else no sum is made */
+		int all = 0, speak = 0;
+		if (!rc && mpi && mpi->size > 1 && (rc = agree_check(mpi, g, &eo, (uint64_t)steps, &all, &speak, &e))) {
+			together = all;
+			if (speak)
+				err_print(path, &e);
+		}
 		if (steps_given && fmt != OUT_TEXT) {
 			emit_init(&em, stdout, fmt == OUT_YAML);
 			emit_obj_begin(&em);
@@ -463,7 +476,9 @@ int cmd_run(int argc, char **argv)
 				rc = e.code ? e.code : GD_EINTERNAL;
 				if (steps_given)
 					err_prefix(&e, "step %ld", k);
-				err_print(path, &e);
+				if (!mpi || !mpi->together || !mpi->rank) /* every rank failed at once: one says so */
+					err_print(path, &e);
+				together |= mpi && mpi->together;
 				break;
 			}
 			if (steps_given)
@@ -594,9 +609,14 @@ int cmd_run(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_dims; i++)
 		free((char *)dims[i].name);
+	if (mpi)
+		agree_release(mpi);
 	rc = cli_finish(rc);
-	if (rc && mpi && mpi->size > 1)
+	if (rc && mpi && mpi->size > 1 && !together)
 		comm_mpi_abort(mpi, rc); /* the other ranks may wait in an all-reduce */
-	comm_mpi_finalize(mpi);
+	if (comm_mpi_finalize(mpi, &e) && !rc) {
+		err_print(NULL, &e);
+		rc = e.code;
+	}
 	return rc;
 }

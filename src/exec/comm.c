@@ -4,7 +4,9 @@
 #include "exec.h"
 #include "../util/xalloc.h"
 
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +88,24 @@ static int group_allreduce(struct comm *c, void *buf, size_t count, int dtype, s
 	return rc ? err_set(e, GD_EINPUT, "another replica failed") : 0;
 }
 
+static int group_allgather(struct comm *c, const void *mine, size_t bytes, void *all, struct gd_err *e)
+{
+	struct comm_group *g = c->impl;
+	g->bufs[c->rank] = (void *)mine;
+	g->counts[c->rank] = bytes;
+	if (barrier(g))
+		return err_set(e, GD_EINPUT, "another replica failed");
+	for (int k = 0; k < g->n; k++)
+		if (g->counts[k] != bytes) {
+			comm_group_abort(g);
+			return err_set(e, GD_EINTERNAL, "replicas gather %zu and %zu bytes", bytes, g->counts[k]);
+		}
+	for (int k = 0; k < g->n; k++)
+		memcpy((char *)all + (size_t)k * bytes, g->bufs[k], bytes);
+	/* the others read mine until all have copied */
+	return barrier(g) ? err_set(e, GD_EINPUT, "another replica failed") : 0;
+}
+
 struct comm_group *comm_group_new(int n)
 {
 	struct comm_group *g = xcalloc(1, sizeof *g);
@@ -108,7 +128,7 @@ struct comm_group *comm_group_new(int n)
 	pthread_cond_init(&g->cv, NULL);
 	for (int r = 0; r < n; r++)
 		g->members[r] = (struct comm){.rank = r, .size = n, .kind = "threads", .allreduce_sum = group_allreduce,
-					      .impl = g};
+					      .allgather = group_allgather, .impl = g};
 	return g;
 }
 
@@ -216,48 +236,74 @@ int comm_mpi_launched(void)
 }
 
 #ifdef GD_HAVE_MPI
+/* "MPI_X failed on rank R: <why>", for an MPI call that returned rc */
+static int mpi_fail(struct gd_err *e, const char *call, int rank, int rc)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+	if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS || len <= 0 || len > MPI_MAX_ERROR_STRING)
+		len = snprintf(msg, sizeof msg, "MPI error %d", rc);
+	if (rank >= 0)
+		return err_set(e, GD_EINPUT, "%s failed on rank %d: %.*s", call, rank, len, msg);
+	return err_set(e, GD_EINPUT, "%s failed: %.*s", call, len, msg);
+}
+
 static int mpi_allreduce(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e)
 {
-	(void)c;
 	MPI_Datatype t = dtype == DT_FLOAT ? MPI_FLOAT : MPI_DOUBLE;
 	/* MPI counts are ints: large buffers go in pieces */
 	size_t es = dtype_size(dtype), step = (size_t)1 << 30;
 	for (size_t off = 0; off < count; off += step) {
 		int n = (int)(count - off < step ? count - off : step);
 		int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * es, n, t, MPI_SUM, MPI_COMM_WORLD);
-		if (rc != MPI_SUCCESS) {
-			char msg[MPI_MAX_ERROR_STRING];
-			int len = 0;
-			MPI_Error_string(rc, msg, &len);
-			return err_set(e, GD_EINPUT, "MPI_Allreduce: %.*s", len, msg);
-		}
+		if (rc != MPI_SUCCESS)
+			return mpi_fail(e, "MPI_Allreduce", c->rank, rc);
 	}
 	return 0;
+}
+
+static int mpi_allgather(struct comm *c, const void *mine, size_t bytes, void *all, struct gd_err *e)
+{
+	if (bytes > INT_MAX)
+		return err_set(e, GD_EINTERNAL, "MPI_Allgather of %zu bytes: more than an MPI count holds", bytes);
+	int rc = MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+	return rc == MPI_SUCCESS ? 0 : mpi_fail(e, "MPI_Allgather", c->rank, rc);
 }
 
 struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
 {
 	static struct comm world;
-	if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-		err_set(e, GD_EINPUT, "MPI_Init failed");
+	int rc = MPI_Init(argc, argv);
+	if (rc != MPI_SUCCESS) {
+		mpi_fail(e, "MPI_Init", -1, rc);
 		return NULL;
 	}
-	world = (struct comm){.kind = "MPI", .allreduce_sum = mpi_allreduce};
-	MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &world.size);
-	return &world;
+	world = (struct comm){.kind = "MPI", .allreduce_sum = mpi_allreduce, .allgather = mpi_allgather, .rank = -1};
+	/* errors come back to graphdiet, which names them; by default Open MPI ends the job itself */
+	if ((rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
+		mpi_fail(e, "MPI_Comm_set_errhandler", -1, rc);
+	else if ((rc = MPI_Comm_rank(MPI_COMM_WORLD, &world.rank)) != MPI_SUCCESS)
+		mpi_fail(e, "MPI_Comm_rank", -1, rc);
+	else if ((rc = MPI_Comm_size(MPI_COMM_WORLD, &world.size)) != MPI_SUCCESS)
+		mpi_fail(e, "MPI_Comm_size", world.rank, rc);
+	return rc == MPI_SUCCESS ? &world : NULL;
 }
 
-void comm_mpi_finalize(struct comm *c)
+int comm_mpi_finalize(struct comm *c, struct gd_err *e)
 {
-	if (c)
-		MPI_Finalize();
+	if (!c)
+		return 0;
+	int rc = MPI_Finalize();
+	return rc == MPI_SUCCESS ? 0 : mpi_fail(e, "MPI_Finalize", c->rank, rc);
 }
 
 void comm_mpi_abort(struct comm *c, int code)
 {
-	if (c)
+	(void)c;
+	int up = 0, down = 0;
+	if (MPI_Initialized(&up) == MPI_SUCCESS && up && MPI_Finalized(&down) == MPI_SUCCESS && !down)
 		MPI_Abort(MPI_COMM_WORLD, code);
+	exit(code);
 }
 #else
 struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
@@ -269,9 +315,11 @@ struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
 	return NULL;
 }
 
-void comm_mpi_finalize(struct comm *c)
+int comm_mpi_finalize(struct comm *c, struct gd_err *e)
 {
 	(void)c;
+	(void)e;
+	return 0;
 }
 
 void comm_mpi_abort(struct comm *c, int code)

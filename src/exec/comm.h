@@ -6,7 +6,9 @@
  *   group    N replicas as N threads of one process (graphdiet verify --replicas N): each sum
  *            adds the replicas' buffers in rank order, so every replica gets the same bits;
  *   MPI      one replica per rank under mpirun (comm_mpi_*): MPI_Allreduce(MPI_SUM) over
- *            MPI_COMM_WORLD. Built when CMake finds MPI (GD_HAVE_MPI).
+ *            MPI_COMM_WORLD. Built when CMake finds MPI (GD_HAVE_MPI). Errors return (the
+ *            communicator's handler is MPI_ERRORS_RETURN) and each becomes a message "MPI_X failed
+ *            on rank R: <MPI_Error_string>": no MPI error ends a run without graphdiet's line.
  * The executor counts the AllReduce nodes, their bytes and their time (exec_stats). */
 #ifndef GD_COMM_H
 #define GD_COMM_H
@@ -21,7 +23,18 @@ struct comm {
 	const char *kind; /* "threads" or "MPI" */
 	/* Sums count elements of dtype (float32 or float64) at buf across the replicas, in place. */
 	int (*allreduce_sum)(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e);
+	/* Gives every replica every replica's `bytes` bytes at mine: replica r's at all + r * bytes
+	 * (size * bytes in all). Each replica passes the same `bytes`. */
+	int (*allgather)(struct comm *c, const void *mine, size_t bytes, void *all, struct gd_err *e);
 	void *impl;
+	/* By node index of the graph run (exec/agree.c sets it, n_check entries; NULL: none): 1 for an
+	 * AllReduce whose element count was not known before the run, which then compares it across
+	 * the replicas before each sum (ops/comm.c). */
+	uint8_t *check;
+	uint32_t n_check;
+	/* Set when a check failed on every replica at once: none waits for another, so the run ends
+	 * without an abort, and replica 0 alone reports it. */
+	int together;
 };
 
 /* ---- N replicas in one process ---- */
@@ -46,10 +59,12 @@ int comm_run_replicas(struct graph *const *g, int n, const struct exec_opts *o, 
 /* ---- MPI ---- */
 /* Whether a launcher (mpirun, mpiexec, srun) started this process. */
 int comm_mpi_launched(void);
-/* Initializes MPI and returns the world's comm; fails when graphdiet was built without MPI. */
+/* Initializes MPI and returns the world's comm; NULL with e set when graphdiet was built without
+ * MPI or MPI failed (print e, then comm_mpi_abort). */
 struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e);
-/* Ends MPI (after comm_mpi_init); abort ends every rank at once, with exit status code. */
-void comm_mpi_finalize(struct comm *c);
+/* Ends MPI (after comm_mpi_init; nothing for NULL); nonzero with e set when MPI_Finalize fails.
+ * abort ends every rank at once (where MPI is up; else this process) with exit status code. */
+int comm_mpi_finalize(struct comm *c, struct gd_err *e);
 void comm_mpi_abort(struct comm *c, int code);
 
 #endif

@@ -6,6 +6,7 @@
  * a YAML special (.nan, .inf), so every attribute reads back with its type. Floats are printed
  * with the fewest digits that read back to the same bits. */
 #include "../util/base64.h"
+#include "../util/utf8.h"
 #include "tensor.h"
 #include "yaml.h"
 
@@ -21,31 +22,6 @@ struct yw {
 	size_t inline_max;
 	struct gd_err *e;
 };
-
-static int utf8_valid(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		uint8_t c = p[i];
-		size_t k;
-		if (c < 0x80)
-			k = 0;
-		else if ((c & 0xe0) == 0xc0)
-			k = 1;
-		else if ((c & 0xf0) == 0xe0)
-			k = 2;
-		else if ((c & 0xf8) == 0xf0)
-			k = 3;
-		else
-			return 0;
-		if (k > n - i - 1)
-			return 0;
-		for (size_t j = 1; j <= k; j++)
-			if ((p[i + j] & 0xc0) != 0x80)
-				return 0;
-		i += k + 1;
-	}
-	return 1;
-}
 
 static int plain_ok(const char *s)
 {

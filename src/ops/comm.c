@@ -17,6 +17,32 @@
 
 #include <string.h>
 
+/* An AllReduce whose element count was not known before the run (it depends on the data: see
+ * exec/agree.c) compares it across the replicas before it sums: buffers of other sizes would
+ * overflow one (MPI's ring algorithm writes past the shorter) or truncate a message. Every replica
+ * sees every count, so all fail at once and replica 0 says so. */
+static int same_count(struct exec *x, struct comm *c, uint64_t count, int dt)
+{
+	uint64_t mine[2] = {count, (uint64_t)dt}, *all = xmalloc(sizeof mine * (size_t)c->size);
+	struct gd_err ce = {0};
+	if (!all || c->allgather(c, mine, sizeof mine, all, &ce)) {
+		xfree(all);
+		return exec_fail(x, "%s", all ? ce.msg : "out of memory");
+	}
+	int r = 1;
+	while (r < c->size && all[2 * r] == all[0] && all[2 * r + 1] == all[1])
+		r++;
+	int rc = 0;
+	if (r < c->size) {
+		c->together = 1;
+		rc = exec_fail(x, "the ranks' sums differ in size (a count that depends on the data): rank 0 sums %llu %s "
+				  "elements, rank %d %llu %s", (unsigned long long)all[0], dtype_name((enum dtype)all[1]), r,
+			       (unsigned long long)all[2 * r], dtype_name((enum dtype)all[2 * r + 1]));
+	}
+	xfree(all);
+	return rc;
+}
+
 static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	if (n->n_in != n->n_out)
@@ -36,10 +62,12 @@ static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *
 		total += in[k]->nbytes;
 	}
 	int ok = 1;
+	/* shapes only: never data, even for inputs known there (folded), as the sum is the replicas' */
 	for (uint32_t k = 0; k < n->n_out; k++)
-		ok &= exec_alloc(x, out[k], dt, in[k]->ndim, in[k]->dims) != NULL;
-	if (!ok)
-		return exec_status(x); /* shapes only (or out of memory) */
+		ok &= exec_shapes_only(x) ? !exec_shape(x, out[k], dt, in[k]->ndim, in[k]->dims)
+					  : exec_alloc(x, out[k], dt, in[k]->ndim, in[k]->dims) != NULL;
+	if (!ok || exec_shapes_only(x))
+		return exec_status(x); /* (or out of memory) */
 	struct comm *c = exec_comm(x);
 	int64_t want = attr_int(n, "replicas", 1), have = c ? c->size : 1;
 	if (want != have)
@@ -53,6 +81,8 @@ static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *
 	size_t es = dtype_size(dt);
 	struct gd_err ce = {0};
 	int rc;
+	if (n->index < c->n_check && c->check[n->index] && (rc = same_count(x, c, total / es, dt)))
+		return rc;
 	if (n->n_in == 1) {
 		rc = c->allreduce_sum(c, out[0]->data, total / es, dt, &ce);
 	} else { /* a bucket: one sum over its packed inputs */

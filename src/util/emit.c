@@ -6,8 +6,11 @@
  * reads the same way, so one quoting routine serves both forms. */
 #include "emit.h"
 
+#include "utf8.h"
+
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 void emit_init(struct emit *e, FILE *f, int yaml)
 {
@@ -17,20 +20,30 @@ void emit_init(struct emit *e, FILE *f, int yaml)
 	e->key = NULL;
 }
 
-static void quote(FILE *f, const char *s)
+/* s double-quoted. Text that is not UTF-8 (a node name is any bytes) is escaped byte by byte as its
+ * Latin-1 reading, which both forms can hold: a byte 0xff is \u00ff in JSON and \xff in YAML
+ * (the same code point, U+00FF; a UTF-8 reader refuses the raw byte). Control characters, C1
+ * controls and the non-characters U+FFFE/U+FFFF (which YAML may not hold raw) are \u escapes. */
+static void quote(FILE *f, const char *s, int yaml)
 {
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
+	const uint8_t *p = (const uint8_t *)s;
+	for (size_t n = strlen(s), i = 0, k; i < n; i += k) {
+		uint32_t c;
+		if (!(k = utf8_decode(p + i, n - i, &c))) {
+			fprintf(f, yaml ? "\\x%02x" : "\\u00%02x", p[i]);
+			k = 1;
+		} else if (c == '"' || c == '\\') {
+			fprintf(f, "\\%c", (int)c);
+		} else if (c == '\n') {
 			fputs("\\n", f);
-		else if (*p == '\t')
+		} else if (c == '\t') {
 			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
+		} else if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0xfffe || c == 0xffff) {
+			fprintf(f, "\\u%04x", (unsigned)c);
+		} else {
+			fwrite(p + i, 1, k, f);
+		}
 	}
 	fputc('"', f);
 }
@@ -51,7 +64,7 @@ static void member(struct emit *e)
 		else
 			fprintf(e->f, "%*s", e->st[d].indent, "");
 		if (type == 'o') {
-			quote(e->f, e->key ? e->key : "");
+			quote(e->f, e->key ? e->key : "", 1);
 			fputs(":", e->f);
 		} else {
 			fputs("-", e->f);
@@ -60,7 +73,7 @@ static void member(struct emit *e)
 		fputs(first ? "\n" : ",\n", e->f);
 		fprintf(e->f, "%*s", e->st[d].indent, "");
 		if (type == 'o') {
-			quote(e->f, e->key ? e->key : "");
+			quote(e->f, e->key ? e->key : "", 0);
 			fputs(": ", e->f);
 		}
 	}
@@ -127,7 +140,7 @@ void emit_str(struct emit *e, const char *s)
 {
 	pre(e);
 	if (s)
-		quote(e->f, s);
+		quote(e->f, s, e->yaml);
 	else
 		fputs("null", e->f);
 	scalar_end(e);
