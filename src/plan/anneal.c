@@ -53,6 +53,12 @@ static const struct anneal_plan *front_best(const struct front *f, uint64_t t)
 	return b;
 }
 
+/* Plans weighed, by a hash of their candidates' flags: annealing proposes the same plan again
+ * and again (most moves are undone), and a plan found here is not weighed twice. */
+struct seen {
+	uint64_t hash, peak, flops; /* hash 0: empty */
+};
+
 struct job {
 	struct memmodel *m;
 	const uint64_t *flops;
@@ -61,9 +67,62 @@ struct job {
 	uint64_t top, low;
 	const struct anneal_plan *seeds;
 	size_t n_seeds, nv;
-	struct front front;
 	uint32_t n_weighed;
+	struct seen *seen;
+	size_t n_seen, cap_seen; /* cap_seen: a power of two */
+	uint32_t *sibling;       /* per candidate: the next made by the same node (a cycle) */
 };
+
+/* Candidate i's share of a plan's hash with flag k (Zobrist hashing: a plan's hash is the xor of
+ * its candidates' shares, so a move updates it in O(1)). */
+static uint64_t share(uint32_t i, uint8_t k)
+{
+	uint64_t z = ((uint64_t)i << 8 | k) + 0x9E3779B97F4A7C15ull; /* splitmix64's finalizer */
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t plan_hash(const struct job *j, const uint8_t *keep)
+{
+	uint64_t h = 0;
+	for (uint32_t i = 0; i < j->n_cand; i++)
+		h ^= share(i, keep[j->cand[i]]);
+	return h ? h : 1;
+}
+
+/* The slot of hash h: its entry, or the empty one where it goes. */
+static struct seen *seen_slot(const struct job *j, uint64_t h)
+{
+	size_t i = (size_t)h & (j->cap_seen - 1);
+	while (j->seen[i].hash && j->seen[i].hash != h)
+		i = (i + 1) & (j->cap_seen - 1);
+	return &j->seen[i];
+}
+
+/* Plan cur (hash h) weighed: from the table, or by ckpt_weigh and then into the table (*fresh);
+ * into the front fr either way. 0, or an error code with e set. */
+static int weigh(struct job *j, struct front *fr, const uint8_t *cur, uint64_t h, uint64_t *peak, uint64_t *flops,
+		 int *fresh, struct gd_err *e)
+{
+	struct seen *s = seen_slot(j, h);
+	*fresh = !s->hash;
+	if (!*fresh) { /* weighed already, maybe by another sweep: into this one's front too */
+		*peak = s->peak;
+		*flops = s->flops;
+		return front_add(fr, *peak, *flops, cur, j->nv) ? err_oom(e) : 0;
+	}
+	if (ckpt_weigh(j->m, cur, j->flops, peak, flops, NULL, e))
+		return e->code;
+	j->n_weighed++;
+	if (front_add(fr, *peak, *flops, cur, j->nv))
+		return err_oom(e);
+	if (2 * (j->n_seen + 1) > j->cap_seen)
+		return 0; /* full enough: weighed again from here on */
+	*s = (struct seen){h, *peak, *flops};
+	j->n_seen++;
+	return 0;
+}
 
 static uint64_t next(uint64_t *s) /* xorshift64 */
 {
@@ -89,43 +148,66 @@ static uint8_t other_state(uint64_t *s, uint8_t k)
 	return pick == 0 ? RC_KEPT : pick == 1 ? RC_DROP : RC_AT_LEVEL(pick);
 }
 
-/* One annealing run at target t from plan cur (peak p, FLOPs f), every plan weighed into fr. */
+/* One annealing run at target t from plan cur (peak p, FLOPs f): until per new plans are weighed
+ * (into fr), or 8 times that many proposed; it cools as it weighs. */
+/* A move's change of one candidate, to undo it. */
+struct change {
+	uint32_t i;
+	uint8_t old;
+};
+
+#define SIBLINGS 16 /* a node move sets at most this many of a node's outputs */
+
+/* Sets candidate i's flag to k in cur, noting the change in mv[*n] and in hash *h. */
+static void set_flag(const struct job *j, uint8_t *cur, uint32_t i, uint8_t k, struct change *mv, uint32_t *n, uint64_t *h)
+{
+	uint32_t v = j->cand[i];
+	mv[(*n)++] = (struct change){i, cur[v]};
+	*h ^= share(i, cur[v]) ^ share(i, k);
+	cur[v] = k;
+}
+
 static int anneal_at(struct job *j, struct front *fr, uint8_t *cur, uint64_t p, uint64_t f, uint64_t t,
 		     uint64_t *seed, struct gd_err *e)
 {
 	int fitting = p <= t;
-	uint32_t from = 0;
+	uint32_t from = 0, weighed = 0, most = 8 * j->per;
+	uint64_t h = plan_hash(j, cur);
 	double t0 = fitting ? 0.05 * (double)f + 1 : 0.02 * (double)p + 1;
-	for (uint32_t it = 0; it < j->per; it++) {
-		double temp = t0 * pow(1e-4, (double)(it - from) / (double)(j->per - from));
-		uint32_t a = j->cand[next(seed) % j->n_cand], b = a;
-		uint8_t ka = cur[a], kb = 0;
-		cur[a] = other_state(seed, ka);
+	for (uint32_t it = 0; it < most && weighed < j->per; it++) {
+		double temp = t0 * pow(1e-4, (double)(weighed - from) / (double)(j->per - from));
+		struct change mv[SIBLINGS + 2];
+		uint32_t n = 0, ia = (uint32_t)(next(seed) % j->n_cand);
+		uint64_t h2 = h;
+		uint8_t k = other_state(seed, cur[j->cand[ia]]);
+		set_flag(j, cur, ia, k, mv, &n, &h2);
+		if (next(seed) % 2) /* the node's other outputs too: a node recomputed makes them all */
+			for (uint32_t s = j->sibling[ia]; s != ia && n <= SIBLINGS; s = j->sibling[s])
+				set_flag(j, cur, s, k, mv, &n, &h2);
 		if (next(seed) % 3 == 0) {
-			b = j->cand[next(seed) % j->n_cand];
-			kb = cur[b];
-			cur[b] = other_state(seed, kb);
+			uint32_t ib = (uint32_t)(next(seed) % j->n_cand);
+			set_flag(j, cur, ib, other_state(seed, cur[j->cand[ib]]), mv, &n, &h2);
 		}
+		h2 = h2 ? h2 : 1;
 		uint64_t p2, f2;
-		if (ckpt_weigh(j->m, cur, j->flops, &p2, &f2, NULL, e))
-			return e->code;
-		j->n_weighed++;
-		if (front_add(fr, p2, f2, cur, j->nv))
-			return err_oom(e);
+		int fresh, rc = weigh(j, fr, cur, h2, &p2, &f2, &fresh, e);
+		if (rc)
+			return rc;
+		weighed += (uint32_t)fresh;
 		double worse = fitting ? (double)f2 - (double)f : (double)p2 - (double)p;
 		int take = fitting ? p2 <= t && (worse <= 0 || uniform(seed) < exp(-worse / temp))
 				   : worse < 0 || (worse == 0 && f2 <= f) || uniform(seed) < exp(-worse / temp);
 		if (!take) {
-			if (b != a)
-				cur[b] = kb;
-			cur[a] = ka;
+			while (n--)
+				cur[j->cand[mv[n].i]] = mv[n].old;
 			continue;
 		}
 		p = p2;
 		f = f2;
+		h = h2;
 		if (!fitting && p <= t) { /* fits: now the FLOPs, cooling anew */
 			fitting = 1;
-			from = it + 1;
+			from = weighed;
 			t0 = 0.05 * (double)f + 1;
 		}
 	}
@@ -133,15 +215,14 @@ static int anneal_at(struct job *j, struct front *fr, uint8_t *cur, uint64_t p, 
 }
 
 /* The sweep: at each target, annealing from the best plan for it so far. */
-static int sweep(struct job *j, struct gd_err *e)
+static int sweep(struct job *j, struct front *fr, uint64_t seed, struct gd_err *e)
 {
-	struct front *fr = &j->front;
 	uint8_t *cur = xmalloc(j->nv);
 	int rc = cur ? 0 : err_oom(e);
 	for (size_t i = 0; i < j->n_seeds && !rc; i++)
 		if (front_add(fr, j->seeds[i].peak, j->seeds[i].flops, j->seeds[i].keep, j->nv))
 			rc = err_oom(e);
-	uint64_t seed = 0x9E3779B97F4A7C15ull;
+	uint32_t per = j->per;
 	for (uint32_t k = 1; k <= ANNEAL_TARGETS && fr->n && !rc; k++) {
 		uint64_t t = j->top <= j->low ? j->low : j->top - (uint64_t)((double)(j->top - j->low) * k / ANNEAL_TARGETS);
 		const struct anneal_plan *s = front_best(fr, t);
@@ -151,13 +232,36 @@ static int sweep(struct job *j, struct gd_err *e)
 	/* then the lowest peak, longer: the targets near the bound are few, and a plan there is what
 	 * decides whether the smallest budgets fit at all */
 	j->per *= ANNEAL_LEAST;
-	if (!rc && fr->n) {
+	if (!rc && fr->n && j->per) {
 		const struct anneal_plan *s = front_best(fr, j->low);
 		memcpy(cur, s->keep, j->nv);
 		rc = anneal_at(j, fr, cur, s->peak, s->flops, j->low, &seed, e);
 	}
+	j->per = per;
 	xfree(cur);
 	return rc;
+}
+
+/* j->sibling: the candidates each node makes, linked in cycles. 0, or -1 when out of memory. */
+static int siblings(struct job *j)
+{
+	const struct flat *f = &j->m->f;
+	uint32_t *last = xmalloc(sizeof *last * (f->n_nodes + 1));
+	if (!last || !(j->sibling = xmalloc(sizeof *j->sibling * j->n_cand))) {
+		xfree(last);
+		return -1;
+	}
+	for (uint32_t i = 0; i < f->n_nodes; i++)
+		last[i] = UINT32_MAX;
+	for (uint32_t i = 0; i < j->n_cand; i++) { /* insert i after the node's last: a cycle all along */
+		uint32_t p = f->producer[j->cand[i]], l = last[p];
+		j->sibling[i] = l == UINT32_MAX ? i : j->sibling[l];
+		if (l != UINT32_MAX)
+			j->sibling[l] = i;
+		last[p] = i;
+	}
+	xfree(last);
+	return 0;
 }
 
 static int by_peak(const void *a, const void *b)
@@ -178,12 +282,24 @@ int anneal_sweep(struct memmodel *m, const uint64_t *flops, const uint32_t *cand
 		 struct anneal_plan **out, size_t *n_out, uint32_t *n_weighed, struct gd_err *e)
 {
 	struct job j = {.m = m, .flops = flops, .cand = cand, .n_cand = n_cand, .low = low, .seeds = seeds,
-			.n_seeds = n_seeds, .nv = m->f.n_values ? m->f.n_values : 1, .per = weighs / (ANNEAL_TARGETS + ANNEAL_LEAST)};
+			.n_seeds = n_seeds, .nv = m->f.n_values ? m->f.n_values : 1, .per = weighs / (ANNEAL_SWEEPS * (ANNEAL_TARGETS + ANNEAL_LEAST))};
 	for (size_t i = 0; i < n_seeds; i++)
 		if (seeds[i].peak > j.top)
 			j.top = seeds[i].peak;
-	int rc = n_cand && n_seeds && j.per ? sweep(&j, e) : 0;
-	struct front all = j.front;
+	for (j.cap_seen = 64; j.cap_seen < 2 * (size_t)weighs + 2; j.cap_seen *= 2)
+		;
+	int rc = !n_cand || !n_seeds || !j.per ? 0 : siblings(&j) || !(j.seen = xcalloc(j.cap_seen, sizeof *j.seen)) ? err_oom(e) : 0;
+	struct front all = {0};
+	for (uint32_t c = 0; c < ANNEAL_SWEEPS && j.seen && !rc; c++) {
+		struct front fr = {0};
+		rc = sweep(&j, &fr, 0x9E3779B97F4A7C15ull * (c + 1), e);
+		for (size_t i = 0; i < fr.n && !rc; i++)
+			if (front_add(&all, fr.p[i].peak, fr.p[i].flops, fr.p[i].keep, j.nv))
+				rc = err_oom(e);
+		anneal_free(fr.p, fr.n);
+	}
+	xfree(j.seen);
+	xfree(j.sibling);
 	*out = NULL;
 	*n_out = 0;
 	*n_weighed = j.n_weighed;

@@ -934,10 +934,12 @@ static void pick(const struct plans *ps, uint64_t budget, size_t *best, size_t *
 
 /* The annealing sweep (anneal.h) over every droppable value but fixed ones, seeded with plans
  * ps[first ..) (those that do not depend on the budget, so neither does the sweep), for about
- * ANNEAL_PER_CAND weighs a candidate within SEARCH_ALLOWANCE node-steps; the plans it keeps join
- * ps. */
-#define ANNEAL_PER_CAND 400
-#define ANNEAL_MIN_PER 10 /* weighs a target at least: the sweep runs on graphs of up to about 5,000 steps */
+ * ANNEAL_PER_CAND weighs a candidate within ANNEAL_ALLOWANCE node-steps (with half that, a 2-layer
+ * transformer's plans near its lowest peak needed up to 10% more FLOPs than a 20x longer sweep's,
+ * as the seeds fell); the plans it keeps join ps. */
+#define ANNEAL_PER_CAND 800
+#define ANNEAL_ALLOWANCE (2 * SEARCH_ALLOWANCE)
+#define ANNEAL_MIN_PER 10 /* weighs a target at least: the sweep runs on graphs of up to about 4,500 steps */
 static int anneal_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t low, struct plans *ps, size_t first,
 			uint32_t *weighed, struct gd_err *e)
 {
@@ -955,8 +957,8 @@ static int anneal_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t lo
 			cand[n++] = v;
 	for (size_t i = first; i < ps->n; i++)
 		seeds[i - first] = (struct anneal_plan){ps->p[i].peak, ps->p[i].flops, ps->p[i].keep};
-	uint64_t w = SEARCH_ALLOWANCE / (2 * (uint64_t)f->n_nodes + 1), most = (uint64_t)ANNEAL_PER_CAND * n;
-	if (w < ANNEAL_MIN_PER * ANNEAL_TARGETS) /* too few weighs a target to anneal */
+	uint64_t w = ANNEAL_ALLOWANCE / (2 * (uint64_t)f->n_nodes + 1), most = (uint64_t)ANNEAL_PER_CAND * n;
+	if (w < ANNEAL_MIN_PER * ANNEAL_SWEEPS * (ANNEAL_TARGETS + ANNEAL_LEAST)) /* too few a target to anneal */
 		goto out;
 	double t = progress_begin();
 	rc = anneal_sweep(mm, nflops, cand, n, seeds, ps->n - first, low, (uint32_t)(w < most ? w : most), &out, &n_out,

@@ -10,8 +10,8 @@
  * --dense: every budget from 99% down to 20% in steps of 1%, not thirteen of them.
  *
  * No exact search covers plans with backward checkpoints on these DAGs, so the last columns compare
- * auto with a long annealing sweep (anneal.h) from everything kept, alone: --long N weighs (default
- * 8,000 a candidate, 20 times what auto spends), the best it found that fits.
+ * auto with a long annealing sweep (anneal.h) from everything kept, alone: --long N new plans weighed
+ * (default 16,000 a candidate, 20 times what auto spends at most), the best it found that fits.
  *
  * --plans DIR writes each plan exact finds as DIR/<model>_<percent>.yaml, the list of kept values
  * `plan --checkpoint-file` reads, so that graphdiet itself re-weighs it (run_exact.sh). */
@@ -89,7 +89,7 @@ static void bench(const char *path, uint32_t max_weighs, uint32_t long_weighs, i
 	if (ckpt_choose(g, &m, &bn, &none, &keep, NULL, &e) || ckpt_weigh(&m, keep, nflops, &none_peak, &none_flops, NULL, &e))
 		fail(path, &e);
 	free(keep);
-	/* the reference: the annealing sweep from everything kept, with long_weighs (20x auto's) */
+	/* the reference: the annealing sweep from everything kept, with long_weighs (20x auto's at most) */
 	struct auto_result low;
 	au.budget = 1;
 	if (ckpt_choose(g, &m, &bn, &au, &keep, &low, &e))
@@ -100,7 +100,7 @@ static void bench(const char *path, uint32_t max_weighs, uint32_t long_weighs, i
 	size_t n_front;
 	uint32_t long_weighed;
 	double t_long = now();
-	if (anneal_sweep(&m, nflops, cand, nc, &seed, 1, low.lower_bound, long_weighs ? long_weighs : 8000 * nc, &front,
+	if (anneal_sweep(&m, nflops, cand, nc, &seed, 1, low.lower_bound, long_weighs ? long_weighs : 16000 * nc, &front,
 			 &n_front, &long_weighed, &e))
 		fail(path, &e);
 	t_long = now() - t_long;
