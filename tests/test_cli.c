@@ -4350,3 +4350,22 @@ Test(cli, float_to_int_casts_saturate_and_nan_is_zero)
 	const int64_t u64[] = {-1 /* UINT64_MAX's bits */, 0, -1, 0, 0, 0};
 	run_exact("pipeline-cast-wild-floats", outs, 4, (const int64_t *const[]){i32, i64, u8, u64}, 6);
 }
+
+/* A tf_crop_and_resize roi of 1e19 puts every cubic tap far off the input: the output is the
+ * extrapolation value (0), where the tap's index was a float past int64 (undefined). */
+Test(cli, a_resize_roi_far_off_the_input_gives_the_extrapolation_value)
+{
+	char in[600], out[600], path[800];
+	snprintf(in, sizeof in, "%s/fuzz-regressions/pipeline-resize-far-roi.yaml", TESTDATA);
+	snprintf(out, sizeof out, "%s/far-roi.out", tmpdir());
+	struct run_result r = gd("run", in, "-o", out, NULL);
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	struct rtensor y;
+	snprintf(path, sizeof path, "%s/y.npy", out);
+	cr_assert(npy_load(path, &y), "%s", path);
+	cr_assert_eq(y.numel, 4);
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(((float *)y.data)[i], 0.0f, "y[%d] = %g", i, ((float *)y.data)[i]);
+	free(y.data);
+}
