@@ -28,7 +28,8 @@ def clist(a):  # the expected values in C: doubles, or integers (uint64 as their
     a = np.asarray(a)
     if a.dtype.kind in "iub":
         return "NULL, (const int64_t[]){%s}" % ", ".join(
-            "(int64_t)%du" % int(v) if int(v) > 2 ** 62 else "INT64_C(%d)" % int(v) for v in a.ravel())
+            "(int64_t)%du" % int(v) if int(v) > 2 ** 62 else "INT64_MIN" if int(v) == -2 ** 63 else "INT64_C(%d)" % int(v)
+            for v in a.ravel())
     return "(const double[]){%s}, NULL" % lst(a)
 
 
@@ -161,6 +162,42 @@ case("Pow float32 base, int64 exponent", "Pow", [("a", pe), ("b", np.array([2, -
      np.power(pe, np.array([2.0, -1.0, 3.0], f32)))
 case("Pow int64 by squaring", "Pow", [("a", np.array([3, -2, 7], np.int64)), ("b", np.array([13, 5, 0], np.int64))],
      np.array([3 ** 13, -32, 1], np.int64))
+
+# #50 ub: what C leaves undefined, defined. A float cast to an integer truncates and saturates, NaN
+# to 0 (src/exec/exec.h's rule, CUDA's and ARM's: NumPy on x86 gives INT_MIN instead, so the expected
+# values are computed here with Python's integers); integers cast to narrower ones wrap, as NumPy's.
+# Integer Div truncates, and INT_MIN / -1 wraps to INT_MIN (NumPy's); INT_MIN % -1 is 0.
+def saturated(v, dt):
+    info = np.iinfo(dt)
+    return 0 if math.isnan(v) else info.max if v >= info.max else info.min if v <= info.min else math.trunc(v)
+
+
+wild = np.array([3e38, np.nan, np.inf, -np.inf, -3e38, 2.7, -2.7, 300.0, -1.0, 70000.0, 5e9, 2e19], f32)
+for dt in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+    case("Cast float32 to %s saturates" % dname(np.zeros(1, dt)), "Cast", [("a", wild)],
+         np.array([saturated(float(v), dt) for v in wild], dt), "to: %d" % {
+             np.int8: 3, np.uint8: 2, np.int16: 5, np.uint16: 4, np.int32: 6, np.uint32: 12, np.int64: 7, np.uint64: 13}[dt])
+case("Cast float64 to int32 saturates", "Cast", [("a", wild.astype(f64))],
+     np.array([saturated(float(v), np.int32) for v in wild.astype(f64)], np.int32), "to: 6")
+narrow = np.array([2 ** 40 + 5, -1, 300, -(2 ** 63), 2 ** 63 - 1], np.int64)
+case("Cast int64 to int32 wraps", "Cast", [("a", narrow)], narrow.astype(np.int32), "to: 6")
+case("Cast int64 to uint8 wraps", "Cast", [("a", narrow)], narrow.astype(np.uint8), "to: 2")
+
+
+def trunc_div(a, b, dt):  # C's truncating division in Python's integers, wrapped to dt's width
+    bits = np.iinfo(dt).bits
+    q = [(abs(int(p)) // abs(int(r))) * (1 if (p < 0) == (r < 0) else -1) for p, r in zip(a, b)]
+    return np.array([(v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) for v in q], dt)
+
+
+for dt in (np.int32, np.int64):
+    lo = np.iinfo(dt).min
+    da = np.array([lo, lo, 7, -7, lo + 1], dt)
+    db = np.array([-1, 1, -1, 2, -1], dt)
+    case("Div %s INT_MIN by -1 wraps" % dname(da), "Div", [("a", da), ("b", db)], trunc_div(da, db, dt))
+    case("Mod %s INT_MIN by -1" % dname(da), "Mod", [("a", da), ("b", db)], np.array([0, 0, 0, 1, 0], dt))
+    case("Mod %s fmod 1 INT_MIN by -1" % dname(da), "Mod", [("a", da), ("b", db)], np.array([0, 0, 0, -1, 0], dt),
+         "fmod: 1")
 
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "ops_elem.h"), "w") as f:

@@ -3481,7 +3481,7 @@ Test(cli, docs_version_gives_the_build_facts)
 	cr_expect(strstr(r.out, ", GNU " __VERSION__ ","), "%s", r.out);
 #endif
 #ifdef __SANITIZE_ADDRESS__
-	cr_expect(strstr(r.out, "sanitizers: address,undefined\n"), "%s", r.out);
+	cr_expect(strstr(r.out, "sanitizers: address,undefined,float-cast-overflow\n"), "%s", r.out);
 #else
 	cr_expect(strstr(r.out, "sanitizers: none\n"), "%s", r.out);
 #endif
@@ -4289,4 +4289,83 @@ Test(cli, json_and_yaml_escape_names_that_are_not_utf8)
 			run_free(&p);
 			run_free(&r);
 		}
+}
+
+/* #50 ub: what C leaves undefined, defined or refused. */
+
+/* Runs `graphdiet run` on testdata/fuzz-regressions/NAME.yaml and checks each output's int64 values
+ * (widened from its dtype: int32, uint8 read as such, uint64 as its bits). */
+static void run_exact(const char *name, const char *const *outs, int n_outs, const int64_t *const *want, int len)
+{
+	char in[600], out[600], path[800];
+	snprintf(in, sizeof in, "%s/fuzz-regressions/%s.yaml", TESTDATA, name);
+	snprintf(out, sizeof out, "%s/%s.out", tmpdir(), name);
+	struct run_result r = gd("run", in, "-o", out, NULL);
+	cr_assert_eq(r.status, 0, "%s: exit %d: %s", name, r.status, r.err);
+	run_free(&r);
+	for (int k = 0; k < n_outs; k++) {
+		struct rtensor y;
+		snprintf(path, sizeof path, "%s/%s.npy", out, outs[k]);
+		cr_assert(npy_load(path, &y), "%s", path);
+		cr_assert_eq(y.numel, len, "%s: %lld elements", outs[k], (long long)y.numel);
+		for (int i = 0; i < len; i++) {
+			int64_t got = y.dtype == DT_INT32   ? ((int32_t *)y.data)[i]
+				      : y.dtype == DT_UINT8 ? ((uint8_t *)y.data)[i]
+							    : ((int64_t *)y.data)[i];
+			cr_expect_eq(got, want[k][i], "%s %s[%d] = %lld, want %lld", name, outs[k], i, (long long)got,
+				     (long long)want[k][i]);
+		}
+		free(y.data);
+	}
+}
+
+/* Range over the whole int64 span steps exactly: start + i delta passed 2^63 (signed overflow), and
+ * the count came from doubles. */
+Test(cli, an_int64_range_over_the_whole_span_is_exact)
+{
+	const char *outs[] = {"r", "rb"};
+	const int64_t r[] = {INT64_MIN, -(INT64_C(1) << 62), 0, INT64_C(1) << 62};
+	const int64_t rb[] = {INT64_MAX, INT64_MAX - (INT64_C(1) << 62), -1, -(INT64_C(1) << 62) - 1};
+	run_exact("pipeline-range-int64-span", outs, 2, (const int64_t *const[]){r, rb}, 4);
+}
+
+/* INT_MIN / -1 wraps to INT_MIN in int32 and int64 alike (NumPy's answer; int64 was refused), and
+ * INT_MIN % -1 is 0. */
+Test(cli, int_min_divided_by_minus_one_wraps_as_numpy)
+{
+	const char *outs[] = {"q32", "r32", "q64", "r64"};
+	const int64_t q32[] = {INT32_MIN, -7}, q64[] = {INT64_MIN, -7}, zero[] = {0, 0};
+	run_exact("pipeline-int-min-div", outs, 4, (const int64_t *const[]){q32, zero, q64, zero}, 2);
+}
+
+/* A float cast to an integer truncates and saturates, NaN to 0 (exec.h's rule): 3e38, NaN and inf
+ * were undefined (x86 made INT_MIN of each). */
+Test(cli, float_to_int_casts_saturate_and_nan_is_zero)
+{
+	const char *outs[] = {"i32", "i64", "u8", "u64"};
+	/* the input: 3e38, NaN, inf, -inf, -3e38, -2.5 */
+	const int64_t i32[] = {INT32_MAX, 0, INT32_MAX, INT32_MIN, INT32_MIN, -2};
+	const int64_t i64[] = {INT64_MAX, 0, INT64_MAX, INT64_MIN, INT64_MIN, -2};
+	const int64_t u8[] = {255, 0, 255, 0, 0, 0};
+	const int64_t u64[] = {-1 /* UINT64_MAX's bits */, 0, -1, 0, 0, 0};
+	run_exact("pipeline-cast-wild-floats", outs, 4, (const int64_t *const[]){i32, i64, u8, u64}, 6);
+}
+
+/* A tf_crop_and_resize roi of 1e19 puts every cubic tap far off the input: the output is the
+ * extrapolation value (0), where the tap's index was a float past int64 (undefined). */
+Test(cli, a_resize_roi_far_off_the_input_gives_the_extrapolation_value)
+{
+	char in[600], out[600], path[800];
+	snprintf(in, sizeof in, "%s/fuzz-regressions/pipeline-resize-far-roi.yaml", TESTDATA);
+	snprintf(out, sizeof out, "%s/far-roi.out", tmpdir());
+	struct run_result r = gd("run", in, "-o", out, NULL);
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	struct rtensor y;
+	snprintf(path, sizeof path, "%s/y.npy", out);
+	cr_assert(npy_load(path, &y), "%s", path);
+	cr_assert_eq(y.numel, 4);
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(((float *)y.data)[i], 0.0f, "y[%d] = %g", i, ((float *)y.data)[i]);
+	free(y.data);
 }

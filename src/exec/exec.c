@@ -294,18 +294,26 @@ int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int
 	size_t es = dtype_size(dtype);
 	if (!dtype_valid(dtype) || !es)
 		return exec_fail(x, "dtype %s is not supported by the executor", dtype_name(dtype));
+	/* n: the product of the dims other than 0, which must fit as a tensor's bytes would, empty
+	 * or not: kernels multiply a shape's dims in any grouping (H x W of an empty batch), so no
+	 * product of them may overflow (a Conv of batch 0 padded by 2^62 made a [0, 1, 2^62, 6]) */
 	int64_t n = 1;
-	for (int i = 0; i < ndim; i++) {
+	int empty = 0;
+	for (int i = 0; i < ndim; i++)
 		if (dims[i] < 0)
 			return exec_fail(x, "negative dimension %" PRId64, dims[i]);
-		n = dims[i] ? n : 0; /* a 0 anywhere: empty, whatever the order of the dims */
-	}
 	for (int i = 0; i < ndim; i++) {
-		if (n && n > INT64_MAX / dims[i] / (int64_t)es)
-			return exec_fail(x, "a tensor of more than 2^63 bytes");
-		n = n ? n * dims[i] : 0;
+		if (dims[i] && n > INT64_MAX / dims[i] / (int64_t)es) {
+			char s[RT_MAX_DIMS * 24 + 4] = "[";
+			for (int j = 0; j < ndim; j++)
+				snprintf(s + strlen(s), sizeof s - strlen(s), "%s%" PRId64, j ? ", " : "", dims[j]);
+			return exec_fail(x, "shape %s]: its dimensions multiply past 2^63 bytes", s);
+		}
+		n *= dims[i] ? dims[i] : 1;
+		empty |= dims[i] == 0; /* a 0 anywhere: empty, whatever the order of the dims */
 		t->dims[i] = dims[i];
 	}
+	n = empty ? 0 : n;
 	t->dtype = dtype;
 	t->ndim = ndim;
 	t->numel = n;
@@ -566,8 +574,26 @@ int64_t rt_get_i(const struct rtensor *t, int64_t i)
 	switch (t->dtype) {
 	case DT_INT64: return ((const int64_t *)t->data)[i];
 	case DT_UINT64: return (int64_t)((const uint64_t *)t->data)[i];
-	default: return (int64_t)rt_get(t, i);
+	default: return rt_sat_i(rt_get(t, i), INT64_MIN, INT64_MAX);
 	}
+}
+
+int64_t rt_sat_i(double v, int64_t lo, int64_t hi)
+{
+	if (v != v)
+		return 0;
+	/* the bounds as doubles: exact up to 2^53, and INT64_MAX's rounds up to 2^63, which no int64
+	 * reaches, so v at or past it saturates */
+	if (v >= (double)hi)
+		return hi;
+	if (v <= (double)lo)
+		return lo;
+	return (int64_t)v;
+}
+
+static uint64_t sat_u64(double v)
+{
+	return v != v || v <= 0 ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
 }
 
 void rt_set(struct rtensor *t, int64_t i, double v)
@@ -576,18 +602,30 @@ void rt_set(struct rtensor *t, int64_t i, double v)
 	switch (t->dtype) {
 	case DT_FLOAT: ((float *)p)[i] = (float)v; break;
 	case DT_DOUBLE: ((double *)p)[i] = v; break;
-	case DT_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-	case DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-	case DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-	case DT_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-	case DT_UINT8: p[i] = (uint8_t)v; break;
+	case DT_INT64: ((int64_t *)p)[i] = rt_sat_i(v, INT64_MIN, INT64_MAX); break;
+	case DT_INT32: ((int32_t *)p)[i] = (int32_t)rt_sat_i(v, INT32_MIN, INT32_MAX); break;
+	case DT_INT16: ((int16_t *)p)[i] = (int16_t)rt_sat_i(v, INT16_MIN, INT16_MAX); break;
+	case DT_INT8: ((int8_t *)p)[i] = (int8_t)rt_sat_i(v, INT8_MIN, INT8_MAX); break;
+	case DT_UINT8: p[i] = (uint8_t)rt_sat_i(v, 0, UINT8_MAX); break;
 	case DT_BOOL: p[i] = v != 0; break;
-	case DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-	case DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-	case DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	case DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)rt_sat_i(v, 0, UINT16_MAX); break;
+	case DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)rt_sat_i(v, 0, UINT32_MAX); break;
+	case DT_UINT64: ((uint64_t *)p)[i] = sat_u64(v); break;
 	case DT_FLOAT16: ((uint16_t *)p)[i] = f16_from_f32((float)v); break;
 	case DT_BFLOAT16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
 	default: break;
+	}
+}
+
+void rt_set_i(struct rtensor *t, int64_t i, int64_t v)
+{
+	switch (t->dtype) {
+	case DT_INT64: case DT_UINT64: ((int64_t *)t->data)[i] = v; break; /* exact beyond 2^53 */
+	case DT_INT32: case DT_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+	case DT_INT16: case DT_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+	case DT_INT8: case DT_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+	case DT_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+	default: rt_set(t, i, (double)v); break;
 	}
 }
 

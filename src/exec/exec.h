@@ -228,11 +228,23 @@ struct comm *exec_comm(const struct exec *x);
  * (rank x numel) when the run is a shard, else 0. */
 uint64_t exec_shard_offset(const struct exec *x, int64_t numel);
 
-/* Element access in double, for kernels that are not on a hot path. */
+/* Element access in double, for kernels that are not on a hot path.
+ *
+ * A float stored into an integer tensor (Cast, and every kernel that computes integers in double)
+ * truncates toward zero and saturates: NaN is 0, and what is past the type's range (3e38, inf)
+ * is its minimum or maximum. C leaves that conversion undefined; x86 and NumPy give INT_MIN for
+ * any of them (cvttss2si's "indefinite integer"), while CUDA's conversions (the CUDA backend's
+ * Cast) and ARM's saturate with NaN as 0, so both backends agree. Integers stored into narrower
+ * integers wrap, as NumPy's and two's complement do (rt_set_i). */
 double rt_get(const struct rtensor *t, int64_t i);
 void rt_set(struct rtensor *t, int64_t i, double v);
+/* Stores integer v as element i, wrapped to t's width (uint64: its bits); a float t gets (double)v. */
+void rt_set_i(struct rtensor *t, int64_t i, int64_t v);
+/* v truncated toward zero and saturated to [lo, hi], NaN 0: rt_set's rule. */
+int64_t rt_sat_i(double v, int64_t lo, int64_t hi);
 /* t's shape as "[2, 3]", into buf; returns buf. */
 const char *rt_shape_str(const struct rtensor *t, char *buf, size_t n);
+/* Element i as int64: exact for integers (uint64: its bits), a float by rt_sat_i. */
 int64_t rt_get_i(const struct rtensor *t, int64_t i);
 /* The int64 values of a small 1-D (or scalar) tensor; fails when it has no data. */
 int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *out, int max, int *n);

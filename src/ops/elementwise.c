@@ -70,10 +70,10 @@ static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r, 
 	case B_ADD: *r = (int64_t)((uint64_t)a + (uint64_t)b); return 0;
 	case B_SUB: *r = (int64_t)((uint64_t)a - (uint64_t)b); return 0;
 	case B_MUL: *r = (int64_t)((uint64_t)a * (uint64_t)b); return 0;
-	case B_DIV:
-		if (b == 0 || (a == INT64_MIN && b == -1))
-			return exec_fail(x, "integer division by zero or overflow");
-		*r = a / b;
+	case B_DIV: /* INT64_MIN / -1 wraps to INT64_MIN, as NumPy's and as int32's INT_MIN / -1 here */
+		if (b == 0)
+			return exec_fail(x, "integer division by zero");
+		*r = b == -1 ? (int64_t)(0 - ua) : a / b;
 		return 0;
 	case B_POW: { /* by squaring, wrapping */
 		uint64_t p = 1, s = ua;
@@ -100,19 +100,6 @@ static int bin_i(struct exec *x, enum bin op, int64_t a, int64_t b, int64_t *r, 
 	case B_OR: *r = a || b; return 0;
 	case B_XOR: *r = !a != !b; return 0;
 	default: *r = a < b; return 0;
-	}
-}
-
-/* Stores integer r as element i of o, wrapped to o's width (two's complement, as NumPy). */
-static void set_i(struct rtensor *o, int64_t i, int64_t r)
-{
-	switch (o->dtype) {
-	case DT_INT64: case DT_UINT64: ((int64_t *)o->data)[i] = r; break; /* exact beyond 2^53 */
-	case DT_INT32: case DT_UINT32: ((uint32_t *)o->data)[i] = (uint32_t)r; break;
-	case DT_INT16: case DT_UINT16: ((uint16_t *)o->data)[i] = (uint16_t)r; break;
-	case DT_INT8: case DT_UINT8: ((uint8_t *)o->data)[i] = (uint8_t)r; break;
-	case DT_BOOL: ((uint8_t *)o->data)[i] = r != 0; break;
-	default: rt_set(o, i, (double)r); break;
 	}
 }
 
@@ -348,14 +335,14 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 		if (!is_float(a) && op == B_POW && is_float(b)) { /* an integer to a float power: truncated */
 			for (int64_t k = 0; k < row; k++) {
 				double p = pow(rt_get(a, oa + k * sa), rt_get(b, ob + k * sb));
-				set_i(o, i + k, isfinite(p) && fabs(p) < 9.2e18 ? (int64_t)p : INT64_MIN);
+				rt_set_i(o, i + k, isfinite(p) && fabs(p) < 9.2e18 ? (int64_t)p : INT64_MIN);
 			}
 		} else if (!is_float(a)) {
 			for (int64_t k = 0; k < row; k++) {
 				int64_t r = 0;
 				if (bin_i(x, op, rt_get_i(a, oa + k * sa), rt_get_i(b, ob + k * sb), &r, uns))
 					return exec_status(x);
-				set_i(o, i + k, r);
+				rt_set_i(o, i + k, r);
 			}
 		} else {
 			for (int64_t k = 0; k < row; k++)
@@ -587,13 +574,15 @@ static int cast_to(struct exec *x, int to, struct rtensor *a, struct rtensor *co
 				((double *)o->data)[i] = p[i] != 0;
 		return 0;
 	}
+	/* integer -> integer wraps to the target's width (exact beyond 2^53), as NumPy; float -> int
+	 * truncates toward zero, as ONNX says, and saturates (rt_set: NaN 0, 3e38 the maximum) */
 	for (int64_t i = 0; i < a->numel; i++) {
-		if (o->dtype == DT_INT64 && !is_float(a))
-			((int64_t *)o->data)[i] = rt_get_i(a, i); /* exact beyond 2^53 */
+		if (!dtype_is_float(a->dtype) && !dtype_is_float(o->dtype))
+			rt_set_i(o, i, rt_get_i(a, i));
 		else if (o->dtype == DT_BOOL)
 			rt_set(o, i, rt_get(a, i) != 0);
 		else
-			rt_set(o, i, rt_get(a, i)); /* float -> int truncates toward zero, as ONNX says */
+			rt_set(o, i, rt_get(a, i));
 	}
 	return 0;
 }
@@ -735,7 +724,7 @@ static int fold_run(struct exec *x, const struct node *n, struct rtensor *const 
 					if (bin_i(x, op == F_MAX ? B_GT : B_LT, v, c, &gt, uns))
 						return exec_status(x);
 					if (!k || gt)
-						set_i(out[0], i + j, v);
+						rt_set_i(out[0], i + j, v);
 				}
 			}
 			i += row;

@@ -293,9 +293,9 @@ static int one_hot_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_fail(x, "depth must be a known scalar");
 	if (v->numel != 2)
 		return exec_fail(x, "values must be [off, on], not %lld values", (long long)v->numel);
-	int64_t depth = (int64_t)rt_get(dp, 0);
+	int64_t depth = rt_get_i(dp, 0); /* a float depth truncated and saturated: NaN is 0 */
 	if (depth < 1)
-		return exec_fail(x, "depth %lld must be positive", (long long)depth);
+		return exec_fail(x, "depth %.17g must be positive", rt_get(dp, 0));
 	int ax;
 	if (ix->ndim + 1 > RT_MAX_DIMS || norm_axis(x, attr_int(n, "axis", -1), ix->ndim + 1, &ax))
 		return exec_status(x) ? exec_status(x) : exec_fail(x, "the output's rank is over %d", RT_MAX_DIMS);

@@ -1006,8 +1006,14 @@ static int pad_run(struct exec *x, const struct node *n, struct rtensor *const *
 		begin[ax] = pads[k];
 		end[ax] = pads[k + na];
 	}
+	/* pads come from the file: their sums are checked (2^62 + 2^62 overflowed), and a negative one
+	 * crops at most the dimension (so that -pad, the gradient's, is a number too) */
 	for (int i = 0; i < a->ndim; i++) {
-		dims[i] = a->dims[i] + begin[i] + end[i];
+		if (begin[i] < -a->dims[i] || end[i] < -a->dims[i])
+			return exec_fail(x, "padding removes more than dimension %d holds", i);
+		if (__builtin_add_overflow(a->dims[i], begin[i], &dims[i]) || __builtin_add_overflow(dims[i], end[i], &dims[i]))
+			return exec_fail(x, "padding dimension %d (%lld) by %lld and %lld does not fit in 64 bits", i,
+					 (long long)a->dims[i], (long long)begin[i], (long long)end[i]);
 		if (dims[i] < 0)
 			return exec_fail(x, "padding removes more than dimension %d holds", i);
 	}

@@ -105,6 +105,9 @@ static void axis_map(const struct resize_mode *m, const struct axis *ax, int64_t
 	default: x = ((double)o + 0.5) / s; break;
 	}
 	t->outside = m->coord == CT_TF_CROP && (x < 0 || x > (double)(in - 1));
+	/* a coordinate far off the input (a roi of 1e300, NaN) reads its edge either way: kept to
+	 * where the taps are integers (the cubic weights sum to 1 wherever x is) */
+	x = !(x > -8) ? -8 : x > (double)in + 8 ? (double)in + 8 : x;
 	if (m->cubic) { /* Keys: |d| <= 1: (a+2)|d|^3 - (a+3)|d|^2 + 1; 1 < |d| < 2: a|d|^3 - 5a|d|^2 + 8a|d| - 4a */
 		double f = floor(x), a = m->a, sum = 0;
 		t->n = 4;
@@ -193,7 +196,10 @@ static int resize_axes(const struct node *n, const struct resize_mode *m, const 
 		ax[i].in = xd[i];
 		ax[i].r0 = crop && roi && k >= 0 ? rt_get(roi, k) : 0;
 		ax[i].r1 = crop && roi && k >= 0 ? rt_get(roi, k + nk) : 1;
-		ax[i].out = sizes ? (int64_t)v : (int64_t)floor((double)xd[i] * v * (ax[i].r1 - ax[i].r0));
+		double o = sizes ? v : floor((double)xd[i] * v * (ax[i].r1 - ax[i].r0));
+		if (!isfinite(o) || o > 0x1p62)
+			return *why = "the roi makes an output size that is not a number below 2^62", -1;
+		ax[i].out = (int64_t)o;
 		ax[i].s = sizes ? (double)ax[i].out / (double)(xd[i] ? xd[i] : 1) : v;
 		ax[i].len = sizes ? (double)ax[i].out : (double)xd[i] * v;
 		if (ax[i].out < 0)

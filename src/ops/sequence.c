@@ -12,6 +12,8 @@
 #include <math.h>
 #include <string.h>
 
+__extension__ typedef __int128 wide;
+
 /* Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements start + i delta. */
 static int range_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
@@ -19,22 +21,29 @@ static int range_run(struct exec *x, const struct node *n, struct rtensor *const
 	for (int k = 0; k < 3; k++)
 		if (in[k]->numel != 1)
 			return exec_fail(x, "Range's inputs must be scalars");
+	if (in[1]->dtype != in[0]->dtype || in[2]->dtype != in[0]->dtype)
+		return exec_fail(x, "Range's start, limit and delta must have one dtype, not %s, %s and %s",
+				 dtype_name(in[0]->dtype), dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
 	if (!in[0]->data || !in[1]->data || !in[2]->data)
 		return exec_fail(x, "Range needs known start, limit and delta (bind the symbolic dimensions with --dim)");
 	double st = rt_get(in[0], 0), lim = rt_get(in[1], 0), d = rt_get(in[2], 0);
 	if (d == 0 || !isfinite(st) || !isfinite(lim) || !isfinite(d))
 		return exec_fail(x, "Range's delta must be nonzero and its inputs finite");
-	double len = ceil((lim - st) / d);
-	if (len > (double)INT32_MAX)
-		return exec_fail(x, "Range of %.0f elements is too long", len);
-	int64_t dims[1] = {len > 0 ? (int64_t)len : 0};
+	/* integer ranges count and step exactly, in 128 bits (INT64_MIN to INT64_MAX spans 2^64, and
+	 * start + i delta passes 2^63 on the way); float ones as start + i delta */
+	int integral = !dtype_is_float(in[0]->dtype);
+	wide ist = rt_get_i(in[0], 0), idl = rt_get_i(in[2], 0), span = (wide)rt_get_i(in[1], 0) - ist;
+	wide len = integral ? span / idl + (span % idl != 0 && (span < 0) == (idl < 0)) : 0;
+	double flen = ceil((lim - st) / d); /* +-inf past the doubles */
+	if (integral ? len > INT32_MAX : flen > (double)INT32_MAX)
+		return integral ? exec_fail(x, "Range of %llu elements is too long", (unsigned long long)len)
+				: exec_fail(x, "Range of %.0f elements is too long", flen);
+	int64_t dims[1] = {integral ? (len > 0 ? (int64_t)len : 0) : flen > 0 ? (int64_t)flen : 0};
 	if (!exec_alloc(x, out[0], in[0]->dtype, 1, dims))
 		return exec_status(x);
-	int integral = !dtype_is_float(in[0]->dtype);
 	for (int64_t i = 0; i < dims[0]; i++) {
-		/* integer ranges step exactly; float ones as start + i delta */
 		if (integral)
-			rt_set(out[0], i, (double)(rt_get_i(in[0], 0) + i * rt_get_i(in[2], 0)));
+			rt_set_i(out[0], i, (int64_t)(ist + i * idl)); /* between start and limit: it fits */
 		else
 			rt_set(out[0], i, st + (double)i * d);
 	}

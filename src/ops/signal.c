@@ -491,7 +491,10 @@ static int mel_run(struct exec *x, const struct node *n, struct rtensor *const *
 	for (int64_t i = 0; i < mels; i++) {
 		for (int k = 0; k < 3; k++) {
 			double hz = 700 * (pow(10, ((double)(i + k) * step + mlo) / 2595) - 1);
-			pt[k] = (int64_t)floor((double)(nfft + 1) * hz / (double)rate);
+			/* clamped to [-1, bins + 1], which the check below refuses as it would the
+			 * point (NaN and 1e300 edges were undefined as integers) */
+			double p = floor((double)(nfft + 1) * hz / (double)rate);
+			pt[k] = !(p >= -1) ? -1 : p > (double)(bins + 1) ? bins + 1 : (int64_t)p;
 		}
 		/* the bins written: pt[1], and [pt[0], pt[2]) when the points rise */
 		int64_t first = pt[0] < pt[1] ? pt[0] : pt[1], last = pt[2] - 1 > pt[1] ? pt[2] - 1 : pt[1];
