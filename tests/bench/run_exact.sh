@@ -1,5 +1,6 @@
 #!/bin/sh
-# run_exact.sh [BUILD] [OUTDIR] - bench_exact on the small DAGs (gen_exact_dags.py), then graphdiet's own
+# run_exact.sh [BUILD] [OUTDIR] - bench_exact on the small DAGs (gen_exact_dags.py; its reference columns:
+# the exact kept-set search, and a sweep with 20x auto's weighs), then graphdiet's own
 # word on each row: none's peak, auto's recompute FLOPs (plan --checkpoint auto --budget B), and the
 # peak and recompute FLOPs of each plan exact found, re-weighed by plan --checkpoint-file. A row
 # whose numbers differ from bench_exact's says so.
@@ -10,12 +11,14 @@ build=${1:-build}
 out=${2:-/tmp/bench_exact}
 mkdir -p "$out/plans"
 /usr/bin/python3 "$(dirname "$0")/gen_exact_dags.py" "$out" >/dev/null
-"$build/tests/bench/bench_exact" --plans "$out/plans" "$out/resmlp.onnx" "$out/unet3.onnx" "$out/transformer2.onnx" |
+models="resmlp unet3 transformer2 dense5 inception3 gelures6 transformer3"
+# shellcheck disable=SC2046 # one argument a model
+"$build/tests/bench/bench_exact" --plans "$out/plans" $(for m in $models; do echo "$out/$m.onnx"; done) |
 	tee "$out/bench.md"
 echo
 echo "| model | budget | bytes | auto FLOPs (plan) | exact's plan re-weighed by plan: peak, FLOPs | agrees |"
 echo "|---|---|---|---|---|---|"
-for m in resmlp unet3 transformer2; do
+for m in $models; do
 	none_b=$(sed -n "s/^$m.onnx: .*none's peak \([0-9]*\) B.*/\1/p" "$out/bench.md")
 	none=$("$build/graphdiet" plan "$out/$m.onnx" --loss-fn mse --checkpoint none --format json |
 		/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["peak_bytes_after"])')
