@@ -148,8 +148,6 @@ static uint8_t other_state(uint64_t *s, uint8_t k)
 	return pick == 0 ? RC_KEPT : pick == 1 ? RC_DROP : RC_AT_LEVEL(pick);
 }
 
-/* One annealing run at target t from plan cur (peak p, FLOPs f): until per new plans are weighed
- * (into fr), or 8 times that many proposed; it cools as it weighs. */
 /* A move's change of one candidate, to undo it. */
 struct change {
 	uint32_t i;
@@ -167,15 +165,17 @@ static void set_flag(const struct job *j, uint8_t *cur, uint32_t i, uint8_t k, s
 	cur[v] = k;
 }
 
+/* One annealing run at target t from plan cur (peak p, FLOPs f): until per new plans are weighed
+ * (into fr), or 8 times that many proposed; it cools as it weighs. */
 static int anneal_at(struct job *j, struct front *fr, uint8_t *cur, uint64_t p, uint64_t f, uint64_t t,
-		     uint64_t *seed, struct gd_err *e)
+		     uint32_t per, uint64_t *seed, struct gd_err *e)
 {
 	int fitting = p <= t;
-	uint32_t from = 0, weighed = 0, most = 8 * j->per;
+	uint32_t from = 0, weighed = 0, most = 8 * per;
 	uint64_t h = plan_hash(j, cur);
 	double t0 = fitting ? 0.05 * (double)f + 1 : 0.02 * (double)p + 1;
-	for (uint32_t it = 0; it < most && weighed < j->per; it++) {
-		double temp = t0 * pow(1e-4, (double)(weighed - from) / (double)(j->per - from));
+	for (uint32_t it = 0; it < most && weighed < per; it++) {
+		double temp = t0 * pow(1e-4, (double)(weighed - from) / (double)(per - from));
 		struct change mv[SIBLINGS + 2];
 		uint32_t n = 0, ia = (uint32_t)(next(seed) % j->n_cand);
 		uint64_t h2 = h;
@@ -214,6 +214,14 @@ static int anneal_at(struct job *j, struct front *fr, uint8_t *cur, uint64_t p, 
 	return 0;
 }
 
+/* anneal_at from plan s (copied: s moves as the front grows). */
+static int anneal_from(struct job *j, struct front *fr, uint8_t *cur, const struct anneal_plan *s, uint64_t t,
+		       uint32_t per, uint64_t *seed, struct gd_err *e)
+{
+	memcpy(cur, s->keep, j->nv);
+	return anneal_at(j, fr, cur, s->peak, s->flops, t, per, seed, e);
+}
+
 /* The sweep: at each target, annealing from the best plan for it so far. */
 static int sweep(struct job *j, struct front *fr, uint64_t seed, struct gd_err *e)
 {
@@ -222,22 +230,25 @@ static int sweep(struct job *j, struct front *fr, uint64_t seed, struct gd_err *
 	for (size_t i = 0; i < j->n_seeds && !rc; i++)
 		if (front_add(fr, j->seeds[i].peak, j->seeds[i].flops, j->seeds[i].keep, j->nv))
 			rc = err_oom(e);
-	uint32_t per = j->per;
+	uint64_t last = UINT64_MAX;
 	for (uint32_t k = 1; k <= ANNEAL_TARGETS && fr->n && !rc; k++) {
 		uint64_t t = j->top <= j->low ? j->low : j->top - (uint64_t)((double)(j->top - j->low) * k / ANNEAL_TARGETS);
-		const struct anneal_plan *s = front_best(fr, t);
-		memcpy(cur, s->keep, j->nv); /* s moves as the front grows */
-		rc = anneal_at(j, fr, cur, s->peak, s->flops, t, &seed, e);
+		/* from the best plan for the last target, if it does not fit this one, for half the
+		 * weighs: a cheap plan just above the target is often a few moves from a cheap one
+		 * below it, which moves among the plans that fit cannot reach (a 3-layer
+		 * transformer's 131,072-FLOP plan at 99% of none's peak); then from the best that fits */
+		const struct anneal_plan *s = front_best(fr, t), *c = front_best(fr, last);
+		uint32_t half = c != s && c->peak > t ? j->per / 2 : 0;
+		if (half)
+			rc = anneal_from(j, fr, cur, c, t, half, &seed, e);
+		if (!rc)
+			rc = anneal_from(j, fr, cur, front_best(fr, t), t, j->per - half, &seed, e);
+		last = t;
 	}
 	/* then the lowest peak, longer: the targets near the bound are few, and a plan there is what
 	 * decides whether the smallest budgets fit at all */
-	j->per *= ANNEAL_LEAST;
-	if (!rc && fr->n && j->per) {
-		const struct anneal_plan *s = front_best(fr, j->low);
-		memcpy(cur, s->keep, j->nv);
-		rc = anneal_at(j, fr, cur, s->peak, s->flops, j->low, &seed, e);
-	}
-	j->per = per;
+	if (!rc && fr->n)
+		rc = anneal_from(j, fr, cur, front_best(fr, j->low), j->low, j->per * ANNEAL_LEAST, &seed, e);
 	xfree(cur);
 	return rc;
 }

@@ -934,12 +934,13 @@ static void pick(const struct plans *ps, uint64_t budget, size_t *best, size_t *
 
 /* The annealing sweep (anneal.h) over every droppable value but fixed ones, seeded with plans
  * ps[first ..) (those that do not depend on the budget, so neither does the sweep), for about
- * ANNEAL_PER_CAND weighs a candidate within ANNEAL_ALLOWANCE node-steps (with half that, a 2-layer
- * transformer's plans near its lowest peak needed up to 10% more FLOPs than a 20x longer sweep's,
- * as the seeds fell); the plans it keeps join ps. */
+ * ANNEAL_PER_CAND weighs a candidate within ANNEAL_ALLOWANCE node-steps, about 0.9 s (with a
+ * quarter of that, a 3-layer transformer's plans needed up to 1.75x the FLOPs of a 20x longer
+ * sweep's at 99% of none's peak, and a 2-layer one's up to 10% more near its lowest peak, as the
+ * seeds fell); the plans it keeps join ps. */
 #define ANNEAL_PER_CAND 800
-#define ANNEAL_ALLOWANCE (2 * SEARCH_ALLOWANCE)
-#define ANNEAL_MIN_PER 10 /* weighs a target at least: the sweep runs on graphs of up to about 4,500 steps */
+#define ANNEAL_ALLOWANCE (4 * SEARCH_ALLOWANCE)
+#define ANNEAL_MIN_PER 10 /* weighs a target at least: the sweep runs on graphs of up to about 9,000 steps */
 static int anneal_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t low, struct plans *ps, size_t first,
 			uint32_t *weighed, struct gd_err *e)
 {
