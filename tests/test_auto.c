@@ -184,6 +184,23 @@ static int by_peak(const void *a, const void *b)
 	return x->peak < y->peak ? -1 : x->peak > y->peak;
 }
 
+/* The fewest FLOPs of the points p (sorted by peak) that fit budget (UINT64_MAX: none), and auto's
+ * plan for that budget in keep, r, and weighed here into *peak and *flops, which must be what auto
+ * reports. */
+static uint64_t against_auto(const struct train *t, const struct point *p, size_t n, uint64_t budget, uint8_t *keep,
+			     struct auto_result *r, uint64_t *peak, uint64_t *flops, unsigned seed)
+{
+	uint64_t opt = UINT64_MAX;
+	for (size_t i = 0; i < n && p[i].peak <= budget; i++)
+		if (p[i].flops < opt)
+			opt = p[i].flops;
+	struct gd_err e = {0};
+	cr_assert_eq(ckpt_auto(t->g, t->m, budget, NULL, 0, keep, r, &e), 0, "%s", e.msg);
+	weigh(t, keep, peak, flops);
+	cr_expect(*peak == r->peak && *flops == r->flops, "seed %u: auto reports what its plan weighs", seed);
+	return opt;
+}
+
 Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 {
 	int cases = 0, exact = 0, within = 0, infeasible = 0, missed = 0, with_levels = 0, beyond = 0;
@@ -198,17 +215,9 @@ Test(auto_plan, within_two_percent_of_the_exhaustive_optimum)
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		/* budgets: just under the lowest peak, then the peaks at eight quantiles */
 		for (int q = -1; q < 8; q++) {
-			uint64_t budget = q < 0 ? p[0].peak - 1 : p[(size_t)q * (n - 1) / 7].peak;
-			uint64_t opt = UINT64_MAX;
-			for (size_t i = 0; i < n && p[i].peak <= budget; i++)
-				if (p[i].flops < opt)
-					opt = p[i].flops;
+			uint64_t budget = q < 0 ? p[0].peak - 1 : p[(size_t)q * (n - 1) / 7].peak, peak, flops;
 			struct auto_result r;
-			struct gd_err e = {0};
-			cr_assert_eq(ckpt_auto(t.g, t.m, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
-			uint64_t peak, flops;
-			weigh(&t, keep, &peak, &flops);
-			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its kept set weighs", seed);
+			uint64_t opt = against_auto(&t, p, n, budget, keep, &r, &peak, &flops, seed);
 			cr_expect_leq(r.lower_bound, p[0].peak, "seed %u: the lower bound is one", seed);
 			cr_expect_leq(r.lower_bound, r.peak, "seed %u: the lower bound is one", seed);
 			if (q < 0) { /* how tight: the lowest enumerated peak over the bound */
@@ -522,16 +531,9 @@ Test(auto_plan, within_two_percent_of_every_plan_with_levels_on_small_dags)
 		qsort(p, n, sizeof *p, by_peak);
 		uint8_t *keep = calloc(t.g->n_values, 1);
 		for (int q = -1; q < 8; q++) {
-			uint64_t budget = q < 0 ? p[0].peak : p[(size_t)q * (n - 1) / 7].peak, opt = UINT64_MAX;
-			for (size_t i = 0; i < n && p[i].peak <= budget; i++)
-				if (p[i].flops < opt)
-					opt = p[i].flops;
+			uint64_t budget = q < 0 ? p[0].peak : p[(size_t)q * (n - 1) / 7].peak, peak, flops;
 			struct auto_result r;
-			struct gd_err e = {0};
-			cr_assert_eq(ckpt_auto(t.g, t.m, budget, NULL, 0, keep, &r, &e), 0, "%s", e.msg);
-			uint64_t peak, flops;
-			weigh(&t, keep, &peak, &flops);
-			cr_expect(peak == r.peak && flops == r.flops, "seed %u: auto reports what its plan weighs", seed);
+			uint64_t opt = against_auto(&t, p, n, budget, keep, &r, &peak, &flops, seed);
 			cases++;
 			if (!r.fits || peak > budget) {
 				missed++;
