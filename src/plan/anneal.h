@@ -35,7 +35,7 @@
 
 #define ANNEAL_SWEEPS 2
 #define ANNEAL_TARGETS 100
-#define ANNEAL_LEAST 10 /* the last run, for the lowest peak, weighs as much as this many targets */
+#define ANNEAL_LEAST 40 /* the last run, for the lowest peak, weighs as much as this many targets */
 #define ANNEAL_LEVELS 6 /* the levels a move sets: 2 .. this (deeper ones cost more moves than they
 			 * gain on small DAGs: a 2-layer transformer's plans at 97% of none's peak
 			 * needed 2x the FLOPs with levels to 15) */
