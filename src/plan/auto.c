@@ -933,11 +933,12 @@ static void pick(const struct plans *ps, uint64_t budget, size_t *best, size_t *
 }
 
 /* The annealing sweep (anneal.h) over every droppable value but fixed ones, seeded with plans
- * ps[first ..) (those that do not depend on the budget, so neither does the sweep), for about
- * ANNEAL_PER_CAND weighs a candidate within ANNEAL_ALLOWANCE node-steps, about 0.9 s (with a
- * quarter of that, a 3-layer transformer's plans needed up to 1.75x the FLOPs of a 20x longer
- * sweep's at 99% of none's peak, and a 2-layer one's up to 10% more near its lowest peak, as the
- * seeds fell); the plans it keeps join ps. */
+ * ps[first ..) (those that do not depend on the budget, so neither does the sweep), for at most
+ * ANNEAL_PER_CAND new plans a candidate, or 100 n with n candidates (the moves a plan needs grow
+ * with them: a residual MLP of 19 needed 36,000 for its lowest peak), within ANNEAL_ALLOWANCE
+ * node-steps, about 0.5 s (with a quarter of that, a 3-layer transformer's plans needed up to
+ * 1.75x the FLOPs of a 20x longer sweep's at 99% of none's peak, and a 2-layer one's up to 10% more
+ * near its lowest peak, as the seeds fell); the plans it keeps join ps. */
 #define ANNEAL_PER_CAND 800
 #define ANNEAL_ALLOWANCE (4 * SEARCH_ALLOWANCE)
 #define ANNEAL_MIN_PER 10 /* weighs a target at least: the sweep runs on graphs of up to about 9,000 steps */
@@ -958,7 +959,8 @@ static int anneal_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t lo
 			cand[n++] = v;
 	for (size_t i = first; i < ps->n; i++)
 		seeds[i - first] = (struct anneal_plan){ps->p[i].peak, ps->p[i].flops, ps->p[i].keep};
-	uint64_t w = ANNEAL_ALLOWANCE / (2 * (uint64_t)f->n_nodes + 1), most = (uint64_t)ANNEAL_PER_CAND * n;
+	uint64_t w = ANNEAL_ALLOWANCE / (2 * (uint64_t)f->n_nodes + 1);
+	uint64_t most = (uint64_t)n * (100 * n > ANNEAL_PER_CAND ? 100 * n : ANNEAL_PER_CAND);
 	if (w < ANNEAL_MIN_PER * ANNEAL_SWEEPS * (ANNEAL_TARGETS + ANNEAL_LEAST)) /* too few a target to anneal */
 		goto out;
 	double t = progress_begin();
