@@ -11,7 +11,7 @@
  *
  * No exact search covers plans with backward checkpoints on these DAGs, so the last columns compare
  * auto with a long annealing sweep (anneal.h) from everything kept, alone: --long N new plans weighed
- * (default 16,000 a candidate, 20 times what auto spends at most), the best it found that fits.
+ * (default 16,000 a candidate: 8 to 40 times what auto weighs on these DAGs), the best it found that fits.
  *
  * --plans DIR writes each plan exact finds as DIR/<model>_<percent>.yaml, the list of kept values
  * `plan --checkpoint-file` reads, so that graphdiet itself re-weighs it (run_exact.sh). */
@@ -89,7 +89,7 @@ static void bench(const char *path, uint32_t max_weighs, uint32_t long_weighs, i
 	if (ckpt_choose(g, &m, &bn, &none, &keep, NULL, &e) || ckpt_weigh(&m, keep, nflops, &none_peak, &none_flops, NULL, &e))
 		fail(path, &e);
 	free(keep);
-	/* the reference: the annealing sweep from everything kept, with long_weighs (20x auto's at most) */
+	/* the reference: the annealing sweep from everything kept, with long_weighs (8-40x auto's here) */
 	struct auto_result low;
 	au.budget = 1;
 	if (ckpt_choose(g, &m, &bn, &au, &keep, &low, &e))

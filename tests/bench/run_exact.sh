@@ -1,6 +1,6 @@
 #!/bin/sh
 # run_exact.sh [BUILD] [OUTDIR] - bench_exact on the small DAGs (gen_exact_dags.py; its reference columns:
-# the exact kept-set search, and a sweep with 20x auto's weighs), then graphdiet's own
+# the exact kept-set search, and a sweep with 8-40x auto's weighs), then graphdiet's own
 # word on each row: none's peak, auto's recompute FLOPs (plan --checkpoint auto --budget B), and the
 # peak and recompute FLOPs of each plan exact found, re-weighed by plan --checkpoint-file. A row
 # whose numbers differ from bench_exact's says so.
