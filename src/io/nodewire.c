@@ -467,7 +467,7 @@ static Onnx__Attribute *attr_get(const struct fld *m, struct arena *a)
 			if (f.wire == WIRE_VARINT)
 				at->ints[at->n_ints++] = (int64_t)f.v;
 			else
-				at->n_ints += packed_varints(&f, at->ints + at->n_ints, &bad);
+				at->n_ints += packed_varints(&f, at->ints ? at->ints + at->n_ints : NULL, &bad); /* none: empty */
 			break;
 		case 9: at->strings[at->n_strings++] = bdup(a, &f, &bad); break;
 		case 13: bad |= !(at->doc_string = sdup(a, &f)); break;
