@@ -2377,7 +2377,7 @@ Test(cli, threads_change_no_plan)
 			char in[512], *first = NULL;
 			model_path(in, sizeof in, models[mi][0]);
 			for (int t = 1; t <= 3; t++) {
-				char threads[8];
+				char threads[16];
 				snprintf(threads, sizeof threads, "%d", t);
 				char *argv[16] = {GD_BINARY, "--threads", threads, "plan", in, "--checkpoint", "auto", "--budget",
 						  b ? (char *)models[mi][2] : "1", "--explain", NULL};

@@ -204,7 +204,7 @@ Test(diet_tied, two_steps_match_pytorch)
 			run[argc++] = ins[i];
 		}
 		for (int k = 1; k <= 2; k++) {
-			char outdir[700], steps[4];
+			char outdir[700], steps[16];
 			snprintf(outdir, sizeof outdir, "%s/out%d", d, k);
 			snprintf(steps, sizeof steps, "%d", k);
 			run[4] = steps;

@@ -63,7 +63,8 @@ int strmap_reserve(struct strmap *m, size_t n)
 
 void *strmap_get(const struct strmap *m, const char *key)
 {
-	if (!m->len) /* nor hashing nor a probe into a table reserved but still empty */
+	if (!m->len || !key) /* nor hashing nor a probe into a table reserved but still empty; and a
+			       * missing name (an update_binding without its key) names nothing */
 		return NULL;
 	struct strmap_slot *s = find(m, key, strmap_hash(key));
 	return s->key ? s->val : NULL;

@@ -22,6 +22,7 @@ struct strmap {
 
 void strmap_init(struct strmap *m);
 void strmap_free(struct strmap *m);
+/* The value of key, or NULL (also for a NULL key). */
 void *strmap_get(const struct strmap *m, const char *key);
 /* Inserts or replaces; returns 0, or -1 when out of memory. */
 int strmap_put(struct strmap *m, const char *key, void *val);
