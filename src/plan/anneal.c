@@ -293,13 +293,16 @@ int anneal_sweep(struct memmodel *m, const uint64_t *flops, const uint32_t *cand
 		 struct anneal_plan **out, size_t *n_out, uint32_t *n_weighed, struct gd_err *e)
 {
 	struct job j = {.m = m, .flops = flops, .cand = cand, .n_cand = n_cand, .low = low, .seeds = seeds,
-			.n_seeds = n_seeds, .nv = m->f.n_values ? m->f.n_values : 1, .per = weighs / (ANNEAL_SWEEPS * (ANNEAL_TARGETS + ANNEAL_LEAST))};
+			.n_seeds = n_seeds, .nv = m->f.n_values ? m->f.n_values : 1,
+			.per = weighs / (ANNEAL_SWEEPS * (ANNEAL_TARGETS + ANNEAL_LEAST))};
 	for (size_t i = 0; i < n_seeds; i++)
 		if (seeds[i].peak > j.top)
 			j.top = seeds[i].peak;
 	for (j.cap_seen = 64; j.cap_seen < 2 * (size_t)weighs + 2; j.cap_seen *= 2)
 		;
-	int rc = !n_cand || !n_seeds || !j.per ? 0 : siblings(&j) || !(j.seen = xcalloc(j.cap_seen, sizeof *j.seen)) ? err_oom(e) : 0;
+	int rc = 0;
+	if (n_cand && n_seeds && j.per && (siblings(&j) || !(j.seen = xcalloc(j.cap_seen, sizeof *j.seen))))
+		rc = err_oom(e);
 	struct front all = {0};
 	for (uint32_t c = 0; c < ANNEAL_SWEEPS && j.seen && !rc; c++) {
 		struct front fr = {0};
@@ -309,6 +312,11 @@ int anneal_sweep(struct memmodel *m, const uint64_t *flops, const uint32_t *cand
 				rc = err_oom(e);
 		anneal_free(fr.p, fr.n);
 	}
+	/* the plans kept weighed again: one the table answered for could, by a hash that collides, carry
+	 * another's figures, and auto reports what its plan weighs */
+	for (size_t i = 0; i < all.n && !rc; i++)
+		if (ckpt_weigh(m, all.p[i].keep, flops, &all.p[i].peak, &all.p[i].flops, NULL, e))
+			rc = e->code;
 	xfree(j.seen);
 	xfree(j.sibling);
 	*out = NULL;

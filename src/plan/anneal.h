@@ -50,7 +50,8 @@ struct anneal_plan {
  * keep; free with anneal_free), lowest peak first. seeds[0..n_seeds): plans to start from (none
  * beaten by another needed); cand[0..n_cand): the values whose state may change; low: no plan's
  * peak is below it (the sweep's last target); weighs: new plans weighed at most, over all sweeps.
- * flops: memmodel_flops(). 0, or an error code with e set. */
+ * The plans returned are weighed again, so their figures are exact. flops: memmodel_flops(). 0, or
+ * an error code with e set. */
 int anneal_sweep(struct memmodel *m, const uint64_t *flops, const uint32_t *cand, uint32_t n_cand,
 		 const struct anneal_plan *seeds, size_t n_seeds, uint64_t low, uint32_t weighs,
 		 struct anneal_plan **out, size_t *n_out, uint32_t *n_weighed, struct gd_err *e);

@@ -932,6 +932,17 @@ static void pick(const struct plans *ps, uint64_t budget, size_t *best, size_t *
 	}
 }
 
+/* The values the exact search and the annealing sweep may set: every droppable one but fixed ones
+ * (recomputed whatever their flag), into cand (n_values slots); returns their count. */
+static uint32_t free_values(const struct flat *f, uint32_t *cand)
+{
+	uint32_t n = 0;
+	for (uint32_t v = 0; v < f->n_values; v++)
+		if ((f->vflags[v] & (FLAT_DROPPABLE | FLAT_FIXED)) == FLAT_DROPPABLE)
+			cand[n++] = v;
+	return n;
+}
+
 /* The annealing sweep (anneal.h) over every droppable value but fixed ones, seeded with plans
  * ps[first ..) (those that do not depend on the budget, so neither does the sweep), for at most
  * ANNEAL_PER_CAND new plans a candidate, or 100 n with n candidates (the moves a plan needs grow
@@ -954,9 +965,7 @@ static int anneal_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t lo
 		rc = err_oom(e);
 		goto out;
 	}
-	for (uint32_t v = 0; v < f->n_values; v++)
-		if ((f->vflags[v] & (FLAT_DROPPABLE | FLAT_FIXED)) == FLAT_DROPPABLE)
-			cand[n++] = v;
+	n = free_values(f, cand);
 	for (size_t i = first; i < ps->n; i++)
 		seeds[i - first] = (struct anneal_plan){ps->p[i].peak, ps->p[i].flops, ps->p[i].keep};
 	uint64_t w = ANNEAL_ALLOWANCE / (2 * (uint64_t)f->n_nodes + 1);
@@ -995,10 +1004,7 @@ static int exact_plans(struct memmodel *mm, const uint64_t *nflops, uint64_t bud
 		rc = err_oom(e);
 		goto out;
 	}
-	for (uint32_t v = 0; v < f->n_values && n <= EXACT_CAND; v++)
-		if ((f->vflags[v] & (FLAT_DROPPABLE | FLAT_FIXED)) == FLAT_DROPPABLE)
-			cand[n++] = v;
-	if (n > EXACT_CAND)
+	if ((n = free_values(f, cand)) > EXACT_CAND)
 		goto out;
 	memset(keep, RC_KEPT, f->n_values);
 	struct exact_result x;
