@@ -299,23 +299,22 @@ int exec_shape(struct exec *x, struct rtensor *t, int dtype, int ndim, const int
 	 * product of them may overflow (a Conv of batch 0 padded by 2^62 made a [0, 1, 2^62, 6]) */
 	int64_t n = 1;
 	int empty = 0;
-	for (int i = 0; i < ndim; i++)
+	for (int i = 0; i < ndim; i++) {
 		if (dims[i] < 0)
 			return exec_fail(x, "negative dimension %" PRId64, dims[i]);
+		t->dims[i] = dims[i];
+	}
+	t->ndim = ndim;
 	for (int i = 0; i < ndim; i++) {
 		if (dims[i] && n > INT64_MAX / dims[i] / (int64_t)es) {
-			char s[RT_MAX_DIMS * 24 + 4] = "[";
-			for (int j = 0; j < ndim; j++)
-				snprintf(s + strlen(s), sizeof s - strlen(s), "%s%" PRId64, j ? ", " : "", dims[j]);
-			return exec_fail(x, "shape %s]: its dimensions multiply past 2^63 bytes", s);
+			char s[RT_MAX_DIMS * 24 + 4];
+			return exec_fail(x, "shape %s: its dimensions multiply past 2^63 bytes", rt_shape_str(t, s, sizeof s));
 		}
 		n *= dims[i] ? dims[i] : 1;
 		empty |= dims[i] == 0; /* a 0 anywhere: empty, whatever the order of the dims */
-		t->dims[i] = dims[i];
 	}
 	n = empty ? 0 : n;
 	t->dtype = dtype;
-	t->ndim = ndim;
 	t->numel = n;
 	t->nbytes = (size_t)n * es;
 	t->known = 1;
@@ -569,16 +568,8 @@ double rt_get(const struct rtensor *t, int64_t i)
 	}
 }
 
-int64_t rt_get_i(const struct rtensor *t, int64_t i)
-{
-	switch (t->dtype) {
-	case DT_INT64: return ((const int64_t *)t->data)[i];
-	case DT_UINT64: return (int64_t)((const uint64_t *)t->data)[i];
-	default: return rt_sat_i(rt_get(t, i), INT64_MIN, INT64_MAX);
-	}
-}
-
-int64_t rt_sat_i(double v, int64_t lo, int64_t hi)
+/* v truncated toward zero and saturated to [lo, hi], NaN 0: rt_set's rule. */
+static int64_t sat_i(double v, int64_t lo, int64_t hi)
 {
 	if (v != v)
 		return 0;
@@ -589,6 +580,15 @@ int64_t rt_sat_i(double v, int64_t lo, int64_t hi)
 	if (v <= (double)lo)
 		return lo;
 	return (int64_t)v;
+}
+
+int64_t rt_get_i(const struct rtensor *t, int64_t i)
+{
+	switch (t->dtype) {
+	case DT_INT64: return ((const int64_t *)t->data)[i];
+	case DT_UINT64: return (int64_t)((const uint64_t *)t->data)[i];
+	default: return sat_i(rt_get(t, i), INT64_MIN, INT64_MAX);
+	}
 }
 
 static uint64_t sat_u64(double v)
@@ -602,14 +602,14 @@ void rt_set(struct rtensor *t, int64_t i, double v)
 	switch (t->dtype) {
 	case DT_FLOAT: ((float *)p)[i] = (float)v; break;
 	case DT_DOUBLE: ((double *)p)[i] = v; break;
-	case DT_INT64: ((int64_t *)p)[i] = rt_sat_i(v, INT64_MIN, INT64_MAX); break;
-	case DT_INT32: ((int32_t *)p)[i] = (int32_t)rt_sat_i(v, INT32_MIN, INT32_MAX); break;
-	case DT_INT16: ((int16_t *)p)[i] = (int16_t)rt_sat_i(v, INT16_MIN, INT16_MAX); break;
-	case DT_INT8: ((int8_t *)p)[i] = (int8_t)rt_sat_i(v, INT8_MIN, INT8_MAX); break;
-	case DT_UINT8: p[i] = (uint8_t)rt_sat_i(v, 0, UINT8_MAX); break;
+	case DT_INT64: ((int64_t *)p)[i] = sat_i(v, INT64_MIN, INT64_MAX); break;
+	case DT_INT32: ((int32_t *)p)[i] = (int32_t)sat_i(v, INT32_MIN, INT32_MAX); break;
+	case DT_INT16: ((int16_t *)p)[i] = (int16_t)sat_i(v, INT16_MIN, INT16_MAX); break;
+	case DT_INT8: ((int8_t *)p)[i] = (int8_t)sat_i(v, INT8_MIN, INT8_MAX); break;
+	case DT_UINT8: p[i] = (uint8_t)sat_i(v, 0, UINT8_MAX); break;
 	case DT_BOOL: p[i] = v != 0; break;
-	case DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)rt_sat_i(v, 0, UINT16_MAX); break;
-	case DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)rt_sat_i(v, 0, UINT32_MAX); break;
+	case DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)sat_i(v, 0, UINT16_MAX); break;
+	case DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)sat_i(v, 0, UINT32_MAX); break;
 	case DT_UINT64: ((uint64_t *)p)[i] = sat_u64(v); break;
 	case DT_FLOAT16: ((uint16_t *)p)[i] = f16_from_f32((float)v); break;
 	case DT_BFLOAT16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;

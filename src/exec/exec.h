@@ -240,11 +240,10 @@ double rt_get(const struct rtensor *t, int64_t i);
 void rt_set(struct rtensor *t, int64_t i, double v);
 /* Stores integer v as element i, wrapped to t's width (uint64: its bits); a float t gets (double)v. */
 void rt_set_i(struct rtensor *t, int64_t i, int64_t v);
-/* v truncated toward zero and saturated to [lo, hi], NaN 0: rt_set's rule. */
-int64_t rt_sat_i(double v, int64_t lo, int64_t hi);
 /* t's shape as "[2, 3]", into buf; returns buf. */
 const char *rt_shape_str(const struct rtensor *t, char *buf, size_t n);
-/* Element i as int64: exact for integers (uint64: its bits), a float by rt_sat_i. */
+/* Element i as int64: exact for integers (uint64: its bits), a float truncated toward zero and
+ * saturated, NaN 0 (rt_set's rule). */
 int64_t rt_get_i(const struct rtensor *t, int64_t i);
 /* The int64 values of a small 1-D (or scalar) tensor; fails when it has no data. */
 int rt_ints(struct exec *x, const struct rtensor *t, const char *what, int64_t *out, int max, int *n);

@@ -24,6 +24,9 @@ static int range_run(struct exec *x, const struct node *n, struct rtensor *const
 	if (in[1]->dtype != in[0]->dtype || in[2]->dtype != in[0]->dtype)
 		return exec_fail(x, "Range's start, limit and delta must have one dtype, not %s, %s and %s",
 				 dtype_name(in[0]->dtype), dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
+	if (in[0]->dtype == DT_UINT64 || in[0]->dtype == DT_UINT32 || in[0]->dtype == DT_UINT16 || in[0]->dtype == DT_UINT8)
+		return exec_fail(x, "Range's inputs must be float, double, int16, int32 or int64, not %s",
+				 dtype_name(in[0]->dtype)); /* ONNX's T; uint64 past 2^63 read as negative */
 	if (!in[0]->data || !in[1]->data || !in[2]->data)
 		return exec_fail(x, "Range needs known start, limit and delta (bind the symbolic dimensions with --dim)");
 	double st = rt_get(in[0], 0), lim = rt_get(in[1], 0), d = rt_get(in[2], 0);

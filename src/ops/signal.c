@@ -254,7 +254,7 @@ static int sig_scalar(struct exec *x, const struct rtensor *t, const char *what,
 		return exec_fail(x, "%s must be a scalar, not %lld elements", what, (long long)t->numel);
 	if (!t->data)
 		return exec_fail(x, "%s must be known when the graph is loaded (a constant)", what);
-	*v = dtype_is_float(t->dtype) ? (int64_t)rt_get(t, 0) : rt_get_i(t, 0);
+	*v = rt_get_i(t, 0); /* a float truncated and saturated, NaN 0 */
 	return 0;
 }
 
