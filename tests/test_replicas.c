@@ -716,6 +716,21 @@ Test(mpi, ranks_that_disagree_stop_before_the_first_sum)
 			"batch=8", NULL};
 	struct run_result r = expect(0, "replicas: 2 (MPI); all-reduce: 7 sums", same);
 	run_free(&r);
+	/* one model, but each rank fed another batch (or other weights, in a graph that takes them as
+	 * inputs): the sums mixed two batches with exit 0 before */
+	char xa[600], xb[600];
+	snprintf(xa, sizeof xa, "x=%s/xa.npy", d);
+	snprintf(xb, sizeof xb, "x=%s/xb.npy", d);
+	python_ok("import sys, numpy as np\n"
+		  "for s in 'ab':\n"
+		  "    np.save(sys.argv[1] + '/x' + s + '.npy', np.random.RandomState(ord(s)).randn(8, 20).astype(np.float32))\n",
+		  d, "two batches");
+	char *fed[] = {GD_MPIEXEC, "--oversubscribe", "-np", "1", GD_BINARY, "run", p32, "--shard-inputs", "--random-inputs",
+		       "--dim", "batch=8", "--input", xa, ":", "-np", "1", GD_BINARY, "run", p32, "--shard-inputs",
+		       "--random-inputs", "--dim", "batch=8", "--input", xb, NULL};
+	r = expect(2, "rank 1 was given other inputs (names, dtypes, shapes or values)", fed);
+	one_line(&r);
+	run_free(&r);
 #endif
 }
 

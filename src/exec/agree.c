@@ -219,6 +219,8 @@ static uint64_t hash_run(const struct exec_opts *o)
 		h = hash_u64(hash_u64(hash_str(h, o->input_names[i]), (uint64_t)t->dtype), (uint64_t)t->ndim);
 		for (int k = 0; k < t->ndim; k++)
 			h = hash_u64(h, (uint64_t)t->dims[k]);
+		if (t->data) /* every rank takes its slice of one batch (or weights fed as inputs) */
+			h = hash_u64(h, hash_bytes(t->data, t->nbytes, 9));
 	}
 	h = hash_u64(h, o->n_dims);
 	for (size_t i = 0; i < o->n_dims; i++)
@@ -384,7 +386,7 @@ static int differ(struct comm *c, struct graph *g, const struct mine *m, const u
 		err_set(e, GD_EINPUT, "%s: --steps: rank 0 runs %" PRIu64 ", rank %d %" PRIu64 "%s", head, m->d[f], r, o[f], more);
 		break;
 	case D_RUN:
-		err_set(e, GD_EINPUT, "%s: rank %d was given other inputs (names, dtypes or shapes), --dim, --seed, "
+		err_set(e, GD_EINPUT, "%s: rank %d was given other inputs (names, dtypes, shapes or values), --dim, --seed, "
 				      "--random-inputs or --shard-inputs than rank 0%s", head, r, more);
 		break;
 	case D_DTYPES: /* the dtypes one has and the other has not */
