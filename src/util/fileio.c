@@ -31,14 +31,16 @@ static int read_all(struct filebuf *fb, int fd, size_t max, const char *limit, s
 	if (!buf)
 		return err_oom(e);
 	for (;;) {
-		if (len == cap) {
-			uint8_t *nb = cap < SIZE_MAX / 2 ? xrealloc(buf, cap * 2) : NULL;
+		if (len == cap) { /* twice as much, but no more than max + 1 (len <= max here) */
+			size_t grow = cap < SIZE_MAX / 2 ? cap * 2 : SIZE_MAX;
+			grow = max < grow - 1 ? max + 1 : grow;
+			uint8_t *nb = grow > cap ? xrealloc(buf, grow) : NULL;
 			if (!nb) {
 				xfree(buf);
 				return err_oom(e);
 			}
 			buf = nb;
-			cap *= 2;
+			cap = grow;
 		}
 		ssize_t n = read(fd, buf + len, cap - len);
 		if (n < 0 && errno == EINTR)
@@ -73,12 +75,11 @@ int filebuf_open_max(struct filebuf *fb, const char *path, size_t max, const cha
 {
 	memset(fb, 0, sizeof *fb);
 	struct stat st;
-	if (strcmp(path, "-") == 0) {
-		if (!fstat(0, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) /* < FILE */
-			return err_set(e, GD_EINPUT, "is %jd bytes, %s", (intmax_t)st.st_size, limit);
+	int in = strcmp(path, "-") == 0; /* standard input: a regular file at its start (< FILE) is mapped
+					  * as a named one is; anything else (a pipe) read to its end */
+	if (in && (fstat(0, &st) || !S_ISREG(st.st_mode) || lseek(0, 0, SEEK_CUR) != 0))
 		return read_all(fb, 0, max, limit, e);
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = in ? 0 : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return err_set(e, GD_EINPUT, "cannot open: %s", strerror(errno));
 	int rc = 0;
@@ -89,7 +90,8 @@ int filebuf_open_max(struct filebuf *fb, const char *path, size_t max, const cha
 	else if ((uint64_t)st.st_size > max)
 		rc = err_set(e, GD_EINPUT, "is %jd bytes, %s", (intmax_t)st.st_size, limit);
 	if (rc) {
-		close(fd);
+		if (!in)
+			close(fd);
 		return rc;
 	}
 	if (st.st_size > 0) {
@@ -104,7 +106,8 @@ int filebuf_open_max(struct filebuf *fb, const char *path, size_t max, const cha
 	} else {
 		rc = read_all(fb, fd, max, limit, e);
 	}
-	close(fd);
+	if (!in)
+		close(fd);
 	return rc;
 }
 
