@@ -2,6 +2,7 @@
 #include "anneal.h"
 #include "auto.h"
 #include "../rewrite/recompute.h"
+#include "../util/hash.h"
 #include "../util/xalloc.h"
 
 #include <math.h>
@@ -77,10 +78,7 @@ struct job {
  * its candidates' shares, so a move updates it in O(1)). */
 static uint64_t share(uint32_t i, uint8_t k)
 {
-	uint64_t z = ((uint64_t)i << 8 | k) + 0x9E3779B97F4A7C15ull; /* splitmix64's finalizer */
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
+	return hash_u64(0, (uint64_t)i << 8 | k);
 }
 
 static uint64_t plan_hash(const struct job *j, const uint8_t *keep)
