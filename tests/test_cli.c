@@ -4375,3 +4375,82 @@ Test(cli, a_resize_roi_far_off_the_input_gives_the_extrapolation_value)
 		cr_expect_eq(((float *)y.data)[i], 0.0f, "y[%d] = %g", i, ((float *)y.data)[i]);
 	free(y.data);
 }
+
+/* #51 shardreport: plan and check per replica: the communication buffers, and the bytes each
+ * replica sends per step, against the ring algorithm's formulas computed here from the model's
+ * initializers (python3-onnx), never from graphdiet's own figures. */
+
+/* Checks plan --format json on stdin for sys.argv[1] (the model) built with --replicas
+ * sys.argv[2] and --shard sys.argv[3] (none: not sharded) and --optimizer adam: each float32
+ * parameter of numel elements, k = ceil(numel / N) a shard's; the loss, a float32 scalar, is
+ * AllReduced as loss_global (4 bytes). */
+static const char shard_traffic_py[] =
+	"import sys, json, math, onnx\n"
+	"from fractions import Fraction\n"
+	"m = onnx.load(sys.argv[1]); n = int(sys.argv[2]); stage = sys.argv[3]\n"
+	"d = json.load(sys.stdin)\n"
+	"numels = [math.prod(t.dims) for t in m.graph.initializer]\n"
+	"assert all(t.data_type == 1 for t in m.graph.initializer)\n"
+	"B = 4 * sum(numels); K = 4 * sum(-(-e // n) for e in numels)\n"
+	"r = d['replicas']\n"
+	"assert r['n'] == n and r['shard'] == (None if stage == 'none' else stage), r\n"
+	"assert r['zero_stage'] == ['none', 'optimizer', 'gradients', 'parameters'].index(stage), r\n"
+	"ar = Fraction(2 * (n - 1), n) * (B + 4)\n"
+	"if stage == 'none':\n"
+	"    want = {'AllReduce': {'calls': len(numels) + 1, 'sent_bytes': ar}}\n"
+	"else:\n"
+	"    raise SystemExit('stage ' + stage + ' not checked yet')\n"
+	"assert r['by_op'] == want, (r['by_op'], want)\n"
+	"assert r['sent_bytes'] == sum(o['sent_bytes'] for o in want.values()), r\n"
+	"b = d['breakdown']; w = d['most_live']\n"
+	"assert b['comm_buffers'] <= w['comm_buffers'], (b, w)\n"
+	"assert d['peak_bytes_after'] == sum(b[k] for k in ('params', 'buffers', 'optimizer_state', 'gradients',\n"
+	"                                                   'activations', 'comm_buffers')), d\n";
+
+static void shard_traffic(const char *shard, int n)
+{
+	char reps[16];
+	snprintf(reps, sizeof reps, "%d", n);
+	char *a[] = {GD_BINARY, "plan", TESTDATA "/mlp.onnx", "--dim", "batch=8", "--optimizer", "adam", "--replicas", reps,
+		     "--format", "json", strcmp(shard, "none") ? "--shard" : NULL, (char *)shard, NULL};
+	struct run_result r = run_cmd(a, NULL, 0);
+	cr_assert_eq(r.status, 0, "--replicas %d --shard %s: %s", n, shard, r.err);
+	struct run_result p = run_cmd((char *[]){GD_PYTHON, "-c", (char *)shard_traffic_py, TESTDATA "/mlp.onnx", reps,
+						 (char *)shard, NULL}, (const uint8_t *)r.out, strlen(r.out));
+	cr_assert_eq(p.status, 0, "--replicas %d --shard %s: %s\n%s", n, shard, p.err, r.out);
+	run_free(&p);
+	run_free(&r);
+}
+
+Test(cli, plan_reports_each_replicas_all_reduce_traffic)
+{
+	shard_traffic("none", 2);
+	shard_traffic("none", 4);
+}
+
+/* The text says whose figures they are; a model without replicas says nothing of them. */
+Test(cli, plan_and_check_say_per_replica)
+{
+	char *a[] = {GD_BINARY, "plan", TESTDATA "/mlp.onnx", "--dim", "batch=8", "--replicas", "4", NULL};
+	struct run_result r = run_cmd(a, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "\nreplicas:    4, shard: none"), "%s", r.out);
+	cr_expect(strstr(r.out, " bytes) per replica at "), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  comm buffers "), "%s", r.out);
+	cr_expect(strstr(r.out, "\ntraffic:     ") && strstr(r.out, "sent per replica per step: AllReduce "), "%s", r.out);
+	run_free(&r);
+	char *c[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--dim", "batch=8", "--replicas", "4", "--budget", "1GiB", NULL};
+	r = run_cmd(c, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, " per replica (4 replicas) <= budget "), "%s", r.out);
+	run_free(&r);
+	char *p[] = {GD_BINARY, "plan", TESTDATA "/mlp.onnx", "--dim", "batch=8", NULL, NULL, NULL};
+	r = run_cmd(p, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(!strstr(r.out, "replica") && !strstr(r.out, "traffic:") && !strstr(r.out, "comm buffers"), "%s", r.out);
+	run_free(&r);
+	p[5] = "--format", p[6] = "json", p[7] = NULL;
+	r = run_cmd(p, NULL, 0);
+	cr_expect(strstr(r.out, "\"replicas\": null"), "%s", r.out);
+	run_free(&r);
+}
