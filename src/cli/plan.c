@@ -36,7 +36,9 @@
 	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n" \
 	"      --diet[:...]      diet variables, as graphdiet-train(1)\n" \
 	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n" \
-	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds)\n" \
+	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds):\n" \
+	"                        the figures are per replica, with its communication buffers and the\n" \
+	"                        bytes it sends per step, by collective\n" \
 	"      --bucket-bytes SIZE, --loss-reduction mean|sum, --sync-batchnorm  with --replicas,\n" \
 	"                        as graphdiet-train(1)\n"
 
