@@ -57,7 +57,9 @@ enum comm_op memsim_comm_op(const struct node *n)
 	return COMM_NONE;
 }
 
-enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT, CAT_STATE, CAT_COMM, N_CAT };
+/* m->cat: the category in the low bits, CAT_PG for a parameter's gradient (FLAT_PARAM_GRAD): one
+ * byte the simulation's inner loop reads per value */
+enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT, CAT_STATE, CAT_COMM, N_CAT, CAT_MASK = 7, CAT_PG = 8 };
 
 /* A collective's output that is no parameter or state is a communication buffer (memsim.h), but
  * for a gradient: what a backward AllReduce or ReduceScatter makes (a summed bucket, a gradient
@@ -104,7 +106,7 @@ int memmodel_finish(const struct graph *g, struct memmodel *m, struct gd_err *e)
 		return err_oom(e);
 	}
 	for (uint32_t v = 0; v < g->n_values; v++)
-		m->cat[v] = category(&m->f, g->values[v]);
+		m->cat[v] = (uint8_t)(category(&m->f, g->values[v]) | (m->f.vflags[v] & FLAT_PARAM_GRAD ? CAT_PG : 0));
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		*(g->inits[i]->flags & VALUE_STATE ? &m->state : &m->params) += m->bytes[g->inits[i]->id];
 	for (uint32_t i = 0; i < g->n_inputs; i++)
@@ -214,8 +216,8 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 	next = nv;
 	uint64_t cat[N_CAT] = {m->params, 0, m->inputs, m->state, 0};
 	uint64_t live = cat[0] + cat[1] + cat[2] + cat[3], pg = 0; /* pg: FLAT_PARAM_GRAD bytes live */
-#define LIVE(v, op) (live op m->bytes[v], cat[m->cat[v]] op m->bytes[v], \
-		     pg op (f->vflags[v] & FLAT_PARAM_GRAD ? m->bytes[v] : 0))
+#define LIVE(v, op) (live op m->bytes[v], cat[m->cat[v] & CAT_MASK] op m->bytes[v], \
+		     pg op (m->cat[v] & CAT_PG ? m->bytes[v] : 0))
 	uint64_t most[N_CAT];
 	memcpy(most, cat, sizeof most);
 	r->peak = live;
@@ -265,7 +267,7 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		}
 		if (pg > r->peak_param_grads)
 			r->peak_param_grads = pg;
-		for (int c = 0; c < N_CAT; c++)
+		for (int c = 0; trace && c < N_CAT; c++) /* for the report: not while weighing plans */
 			most[c] = cat[c] > most[c] ? cat[c] : most[c];
 		for (uint32_t k = o0; k < o1; k++) {
 			uint32_t v = f->out[k];

@@ -49,7 +49,8 @@ struct mem_result {
 	uint32_t n_live;           /* 0, and live, live_end NULL, when memsim_schedule was not asked to trace */
 	uint64_t area;             /* the sum of those over the steps, in units of 256 bytes */
 	uint64_t peak_param_grads; /* the most parameter-gradient bytes live at once, anywhere */
-	struct mem_breakdown most; /* per category, the most bytes live at once, anywhere */
+	struct mem_breakdown most; /* per category, the most bytes live at once, anywhere (with trace;
+				    * else the bytes before the first node) */
 };
 
 /* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */
