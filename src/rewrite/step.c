@@ -172,7 +172,6 @@ struct sb {
 	uint32_t tags;
 	int sized;                /* step_opts.sized */
 	const struct replicas *rep; /* step_opts.rep */
-	uint8_t *slices;          /* shard_slices (xmalloc'd) */
 	struct kv *bind;          /* update_binding made here (xmalloc'd), committed once at the end */
 	size_t n_bind, cap_bind;
 	struct kv *ibind;         /* initialization_binding made here (diet storage), the same way */
@@ -488,7 +487,6 @@ static int commit(struct sb *s)
 
 static void sb_free(struct sb *s)
 {
-	xfree(s->slices);
 	xfree(s->bind);
 	xfree(s->ibind);
 	xfree(s->state_names);
@@ -538,6 +536,7 @@ static struct value *as(struct sb *s, struct value *v, int dtype)
 struct param_grad {
 	struct value *p, *g;
 	uint32_t out; /* g's place in the graph outputs */
+	int slice;    /* g is this replica's slice of the sum (shard.h), not all of it */
 };
 
 /* The Sum of parts[0 .. n) (n >= 1; parts[0] for one). */
@@ -551,12 +550,6 @@ static struct value *sum_of(struct sb *s, struct value **parts, uint32_t n, cons
 	return n == 1 ? parts[0] : nd ? nd->out[0] : NULL;
 }
 
-/* Whether pg's gradient is this replica's slice of the sum (shard.h), not all of it: a stage-3
- * slice's, or a reduce-scatter's. */
-static int sliced(const struct sb *s, const struct param_grad *pg)
-{
-	return s->slices[pg->p->id] || (pg->g->producer && pg->g->producer->op == OP_REDUCE_SCATTER);
-}
 
 /* Sum over the gradients of ReduceSum(f(g)), in float32: f(g) = g*0 (0 when g is finite, else NaN)
  * or g*g; the slices' part summed over the replicas. */
@@ -570,7 +563,7 @@ static struct value *sum_over(struct sb *s, const struct param_grad *pg, uint32_
 	uint32_t n_sliced = 0, k = 0;
 	for (int pass = 0; pass < 2; pass++) /* the slices' parts first */
 		for (uint32_t i = 0; i < n; i++) {
-			if (sliced(s, &pg[i]) == pass)
+			if (pg[i].slice == pass)
 				continue;
 			int dt = pg[i].p->init->dtype;
 			struct value *f = op(s, "Mul", out, 2, pg[i].g, square ? pg[i].g : scalar(s, dt, 0), NULL);
@@ -731,7 +724,7 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		uint32_t ndim = slice ? 1 : t->ndim;
 		const int64_t *dims = slice ? &k : t->dims;
 		if (slice && (!(mine = shard_slice(s->g, s->rep->n, p, s->e)) ||
-			      (!sliced(s, &pg[i]) && !(g = shard_slice(s->g, s->rep->n, g, s->e)))))
+			      (!pg[i].slice && !(g = shard_slice(s->g, s->rep->n, g, s->e)))))
 			break;
 		char o[600], sn[600];
 		JOIN(o, sizeof o, p->name, "_update");
@@ -1256,9 +1249,8 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		return e->code;
 	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE && !o->diet.on)
 		return 0;
-	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD, .sized = o->sized, .rep = &o->rep, .slices = shard_slices(g)};
-	if (!s.slices)
-		return err_oom(e);
+	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD, .sized = o->sized, .rep = &o->rep};
+	uint8_t *slices = shard_slices(g);
 	uint8_t *diet = NULL;
 	struct node **gone = NULL; /* what diet updates no longer need (diet_narrow) */
 	uint32_t n_gone = 0;
@@ -1266,14 +1258,15 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
 	uint32_t n = 0;
 	int rc = 0;
-	if (!pg) {
+	if (!pg || !slices) {
 		rc = err_oom(e);
 		goto out;
 	}
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
 		struct value *p = (g->outputs[i]->flags & VALUE_GRAD) ? autodiff_param_of(g, g->outputs[i]) : NULL;
-		if (p)
-			pg[n++] = (struct param_grad){p, g->outputs[i], i};
+		if (p) /* a stage-3 slice's gradient, or a reduce-scatter's, is a slice */
+			pg[n++] = (struct param_grad){p, g->outputs[i], i, slices[p->id] ||
+						      (g->outputs[i]->producer && g->outputs[i]->producer->op == OP_REDUCE_SCATTER)};
 	}
 	/* diet parameters: the chosen ones (each --diet-params name must be one) */
 	if (!(diet = xcalloc(n ? n : 1, 1))) {
@@ -1381,6 +1374,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	else if (!rc && inline_ && o->opt.kind != OPTIMIZER_NONE) /* the inline updates to their places */
 		rc = graph_toposort(g, e) ? e->code : 0;
 out:
+	xfree(slices);
 	xfree(gone);
 	xfree(pg);
 	xfree(diet);
