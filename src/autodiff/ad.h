@@ -43,6 +43,9 @@ struct autodiff_result {
  * parameter the loss depends on; flags the loss VALUE_LOSS. g stays sorted. */
 int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_result *r, struct gd_err *e);
 
+/* Whether --params and --freeze (o's) leave the floating-point initializer `name` trainable. */
+int autodiff_chosen(const struct autodiff_opts *o, const char *name);
+
 /* The parameter whose gradient output v is (<param>_grad, with <param> an initializer), or NULL. */
 struct value *autodiff_param_of(const struct graph *g, const struct value *v);
 

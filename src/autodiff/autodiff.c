@@ -669,15 +669,19 @@ static int is_param(const struct value *v, const struct autodiff_opts *o)
 				return 1;
 		return 0;
 	}
-	if (!(v->flags & VALUE_PARAM) || (v->flags & VALUE_STATE) || !(v->flags & VALUE_GRAD_SLOT))
-		return 0;
+	return (v->flags & VALUE_PARAM) && !(v->flags & VALUE_STATE) && (v->flags & VALUE_GRAD_SLOT) &&
+	       autodiff_chosen(o, v->name);
+}
+
+int autodiff_chosen(const struct autodiff_opts *o, const char *name)
+{
 	for (size_t i = 0; i < o->n_freeze; i++)
-		if (names(o->freeze[i], v->name))
+		if (names(o->freeze[i], name))
 			return 0;
 	if (!o->params)
 		return 1;
 	for (size_t i = 0; i < o->n_params; i++)
-		if (names(o->params[i], v->name))
+		if (names(o->params[i], name))
 			return 1;
 	return 0;
 }

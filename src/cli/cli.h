@@ -51,8 +51,8 @@ struct graph;
 int cli_autocast(struct graph *g, const struct cli_precision *p, struct gd_err *e);
 void cli_precision_free(struct cli_precision *p);
 /* --loss-scale (opt 'S'), --optimizer ('O'), --clip-grad-norm ('G'), --diet (CLI_OPT_DIET),
- * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes, --loss-reduction and
- * --sync-batchnorm into so
+ * --diet-params (CLI_OPT_DIET_PARAMS), --replicas, --bucket-bytes, --loss-reduction,
+ * --sync-batchnorm and --shard into so
  * (rewrite/step.h); nonzero (after the usage message)
  * when bad. cli_step_free frees what it kept. */
 struct step_opts;
@@ -63,7 +63,8 @@ void cli_step_argv(int argc, char **argv);
 /* --base-dir DIR (every command that reads a model; cli_shared_option takes it): model_base_dir */
 enum { CLI_OPT_BASE_DIR = 0x1f0 };
 #define CLI_BASE_DIR_OPTION {"base-dir", required_argument, NULL, CLI_OPT_BASE_DIR}
-enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH, CLI_OPT_SYNC_BN };
+enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCKET, CLI_OPT_LOSS_REDUCTION, CLI_OPT_BATCH, CLI_OPT_SYNC_BN,
+       CLI_OPT_SHARD };
 #define CLI_STEP_OPTIONS                                                                                     \
 	{"loss-scale", required_argument, NULL, 'S'}, {"clip-grad-norm", required_argument, NULL, 'G'},    \
 		{"optimizer", required_argument, NULL, 'O'}, {"diet", optional_argument, NULL, CLI_OPT_DIET},   \
@@ -71,10 +72,11 @@ enum { CLI_OPT_DIET = 0x100, CLI_OPT_DIET_PARAMS, CLI_OPT_REPLICAS, CLI_OPT_BUCK
 		{"replicas", required_argument, NULL, CLI_OPT_REPLICAS},                                        \
 		{"bucket-bytes", required_argument, NULL, CLI_OPT_BUCKET},                                      \
 		{"loss-reduction", required_argument, NULL, CLI_OPT_LOSS_REDUCTION},                            \
-		{"sync-batchnorm", no_argument, NULL, CLI_OPT_SYNC_BN}
+		{"sync-batchnorm", no_argument, NULL, CLI_OPT_SYNC_BN},                                        \
+		{"shard", required_argument, NULL, CLI_OPT_SHARD}
 #define CLI_STEP_CASES                                                                                       \
 	case 'S': case 'G': case 'O': case CLI_OPT_DIET: case CLI_OPT_DIET_PARAMS: case CLI_OPT_REPLICAS:  \
-	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION: case CLI_OPT_SYNC_BN
+	case CLI_OPT_BUCKET: case CLI_OPT_LOSS_REDUCTION: case CLI_OPT_SYNC_BN: case CLI_OPT_SHARD
 /* --replicas N (at most this many) */
 #define CLI_MAX_REPLICAS 4096
 /* Parses a replica count; nonzero (after the usage message) when it is not 1..CLI_MAX_REPLICAS. */

@@ -8,6 +8,7 @@
 #include "../ops/ops.h"
 #include "../plan/strategy.h"
 #include "../rewrite/autocast.h"
+#include "../rewrite/shard.h"
 #include "../rewrite/loss.h"
 #include "../rewrite/step.h"
 #include "../util/size.h"
@@ -443,6 +444,12 @@ int cli_step(const char *cmd, int opt, const char *arg, struct step_opts *so)
 		so->rep.reduction = !strcmp(arg, "mean") ? LOSS_REDUCTION_MEAN : LOSS_REDUCTION_SUM;
 	}
 	so->rep.sync_bn |= opt == CLI_OPT_SYNC_BN;
+	if (opt == CLI_OPT_SHARD) {
+		int stage = shard_parse(arg);
+		if (stage < 0)
+			return cli_usage(cmd, "--shard %s: not optimizer, gradients or parameters", arg);
+		so->rep.shard = (enum shard_stage)stage;
+	}
 	if (opt == CLI_OPT_DIET && diet_parse(arg, &so->diet, why, sizeof why))
 		return cli_usage(cmd, "--diet:%s: %s", arg, why);
 	if (opt == CLI_OPT_DIET_PARAMS) {

@@ -40,7 +40,9 @@
 	"                        the figures are per replica, with its communication buffers and the\n" \
 	"                        bytes it sends per step, by collective\n" \
 	"      --bucket-bytes SIZE, --loss-reduction mean|sum, --sync-batchnorm  with --replicas,\n" \
-	"                        as graphdiet-train(1)\n"
+	"                        as graphdiet-train(1)\n" \
+	"      --shard STAGE     with --replicas: plan one replica of ZeRO's sharding, optimizer,\n" \
+	"                        gradients or parameters (stages 1-3), as graphdiet-train(1)\n"
 
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"

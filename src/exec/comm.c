@@ -45,12 +45,13 @@ static int barrier(struct comm_group *g)
 	return rc;
 }
 
-static int group_allreduce(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e)
+/* Posts this member's buffer and count, waits for all, and checks that they agree: 0, or -1 with e
+ * set (the group aborted). */
+static int post(struct comm *c, const void *buf, size_t count, int dtype, const char *what, struct gd_err *e)
 {
 	struct comm_group *g = c->impl;
 	int r = c->rank;
-	size_t es = dtype_size(dtype);
-	g->bufs[r] = buf;
+	g->bufs[r] = (void *)buf;
 	g->counts[r] = count;
 	g->dtypes[r] = dtype;
 	if (barrier(g))
@@ -58,48 +59,65 @@ static int group_allreduce(struct comm *c, void *buf, size_t count, int dtype, s
 	for (int k = 0; k < g->n; k++)
 		if (g->counts[k] != count || g->dtypes[k] != dtype) {
 			comm_group_abort(g);
-			return err_set(e, GD_EINPUT, "replicas disagree: replica %d sums %zu %s elements, replica %d %zu %s",
-				       r, count, dtype_name(dtype), k, g->counts[k], dtype_name(g->dtypes[k]));
+			return err_set(e, GD_EINPUT, "replicas disagree: replica %d %s %zu %s elements, replica %d %zu %s", r,
+				       what, count, dtype_name(dtype), k, g->counts[k], dtype_name(g->dtypes[k]));
 		}
-	/* every member adds all buffers in rank order into its own sum: the same bits everywhere */
-	void *sum = xmalloc(count * es + 1);
+	return 0;
+}
+
+/* dst = elements [lo, lo + count) summed over the members' posted buffers, in rank order: every
+ * member that sums an element gets the same bits. */
+static void sum_posted(const struct comm_group *g, size_t lo, size_t count, int dtype, void *dst)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (dtype == DT_FLOAT) {
+			float s = ((const float *)g->bufs[0])[lo + i];
+			for (int k = 1; k < g->n; k++)
+				s += ((const float *)g->bufs[k])[lo + i];
+			((float *)dst)[i] = s;
+		} else {
+			double s = ((const double *)g->bufs[0])[lo + i];
+			for (int k = 1; k < g->n; k++)
+				s += ((const double *)g->bufs[k])[lo + i];
+			((double *)dst)[i] = s;
+		}
+	}
+}
+
+static int group_allreduce(struct comm *c, void *buf, size_t count, int dtype, struct gd_err *e)
+{
+	struct comm_group *g = c->impl;
+	if (post(c, buf, count, dtype, "sums", e))
+		return -1;
+	void *sum = xmalloc(count * dtype_size(dtype) + 1);
 	if (!sum) {
 		comm_group_abort(g);
 		return err_oom(e);
 	}
-	for (size_t i = 0; i < count; i++) {
-		if (dtype == DT_FLOAT) {
-			float s = ((const float *)g->bufs[0])[i];
-			for (int k = 1; k < g->n; k++)
-				s += ((const float *)g->bufs[k])[i];
-			((float *)sum)[i] = s;
-		} else {
-			double s = ((const double *)g->bufs[0])[i];
-			for (int k = 1; k < g->n; k++)
-				s += ((const double *)g->bufs[k])[i];
-			((double *)sum)[i] = s;
-		}
-	}
+	sum_posted(g, 0, count, dtype, sum);
 	/* the others read this buffer until all have summed */
 	int rc = barrier(g);
 	if (!rc)
-		memcpy(buf, sum, count * es);
+		memcpy(buf, sum, count * dtype_size(dtype));
 	xfree(sum);
 	return rc ? err_set(e, GD_EINPUT, "another replica failed") : 0;
+}
+
+static int group_reduce_scatter(struct comm *c, const void *in, void *out, size_t count, int dtype, struct gd_err *e)
+{
+	struct comm_group *g = c->impl;
+	if (post(c, in, count, dtype, "reduce-scatters", e))
+		return -1;
+	sum_posted(g, (size_t)c->rank * count, count, dtype, out);
+	/* the others read this buffer until all have summed */
+	return barrier(g) ? err_set(e, GD_EINPUT, "another replica failed") : 0;
 }
 
 static int group_allgather(struct comm *c, const void *mine, size_t bytes, void *all, struct gd_err *e)
 {
 	struct comm_group *g = c->impl;
-	g->bufs[c->rank] = (void *)mine;
-	g->counts[c->rank] = bytes;
-	if (barrier(g))
-		return err_set(e, GD_EINPUT, "another replica failed");
-	for (int k = 0; k < g->n; k++)
-		if (g->counts[k] != bytes) {
-			comm_group_abort(g);
-			return err_set(e, GD_EINTERNAL, "replicas gather %zu and %zu bytes", bytes, g->counts[k]);
-		}
+	if (post(c, mine, bytes, DT_UINT8, "gathers", e))
+		return -1;
 	for (int k = 0; k < g->n; k++)
 		memcpy((char *)all + (size_t)k * bytes, g->bufs[k], bytes);
 	/* the others read mine until all have copied */
@@ -128,7 +146,7 @@ struct comm_group *comm_group_new(int n)
 	pthread_cond_init(&g->cv, NULL);
 	for (int r = 0; r < n; r++)
 		g->members[r] = (struct comm){.rank = r, .size = n, .kind = "threads", .allreduce_sum = group_allreduce,
-					      .allgather = group_allgather, .impl = g};
+					      .allgather = group_allgather, .reduce_scatter_sum = group_reduce_scatter, .impl = g};
 	return g;
 }
 
@@ -270,6 +288,16 @@ static int mpi_allgather(struct comm *c, const void *mine, size_t bytes, void *a
 	return rc == MPI_SUCCESS ? 0 : mpi_fail(e, "MPI_Allgather", c->rank, rc);
 }
 
+static int mpi_reduce_scatter(struct comm *c, const void *in, void *out, size_t count, int dtype, struct gd_err *e)
+{
+	if (count > INT_MAX)
+		return err_set(e, GD_EINTERNAL, "MPI_Reduce_scatter_block of %zu elements each: more than an MPI count holds",
+			       count);
+	MPI_Datatype t = dtype == DT_FLOAT ? MPI_FLOAT : MPI_DOUBLE;
+	int rc = MPI_Reduce_scatter_block(in, out, (int)count, t, MPI_SUM, MPI_COMM_WORLD);
+	return rc == MPI_SUCCESS ? 0 : mpi_fail(e, "MPI_Reduce_scatter_block", c->rank, rc);
+}
+
 struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
 {
 	static struct comm world;
@@ -278,7 +306,8 @@ struct comm *comm_mpi_init(int *argc, char ***argv, struct gd_err *e)
 		mpi_fail(e, "MPI_Init", -1, rc);
 		return NULL;
 	}
-	world = (struct comm){.kind = "MPI", .allreduce_sum = mpi_allreduce, .allgather = mpi_allgather, .rank = -1};
+	world = (struct comm){.kind = "MPI", .allreduce_sum = mpi_allreduce, .allgather = mpi_allgather,
+			      .reduce_scatter_sum = mpi_reduce_scatter, .rank = -1};
 	/* errors come back to graphdiet, which names them; by default Open MPI ends the job itself */
 	if ((rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
 		mpi_fail(e, "MPI_Comm_set_errhandler", -1, rc);

@@ -1,12 +1,13 @@
-/* comm.h - how the replicas of a data-parallel training graph talk: the transport of the AllReduce
- * op (ops/comm.c).
+/* comm.h - how the replicas of a data-parallel training graph talk: the transport of the
+ * collectives AllReduce, AllGather and ReduceScatter (ops/comm.c).
  *
  * One interface, three transports:
  *   none     no comm (exec_opts.comm NULL): one replica, and AllReduce is the identity;
  *   group    N replicas as N threads of one process (graphdiet verify --replicas N): each sum
- *            adds the replicas' buffers in rank order, so every replica gets the same bits;
+ *            adds the replicas' buffers in rank order, so every replica gets the same bits, and
+ *            a reduce-scatter's slice holds the bits the all-reduce's would;
  *   MPI      one replica per rank under mpirun (comm_mpi_*): MPI_Allreduce(MPI_SUM) over
- *            MPI_COMM_WORLD. Built when CMake finds MPI (GD_HAVE_MPI). Errors return (the
+ *            MPI_COMM_WORLD (MPI_Allgather, MPI_Reduce_scatter_block). Built when CMake finds MPI (GD_HAVE_MPI). Errors return (the
  *            communicator's handler is MPI_ERRORS_RETURN) and each becomes a message "MPI_X failed
  *            on rank R: <MPI_Error_string>": no MPI error ends a run without graphdiet's line.
  * The executor counts the AllReduce nodes, their bytes and their time (exec_stats). */
@@ -26,6 +27,9 @@ struct comm {
 	/* Gives every replica every replica's `bytes` bytes at mine: replica r's at all + r * bytes
 	 * (size * bytes in all). Each replica passes the same `bytes`. */
 	int (*allgather)(struct comm *c, const void *mine, size_t bytes, void *all, struct gd_err *e);
+	/* Sums size x count elements of dtype (float32 or float64) at in across the replicas, and gives
+	 * replica r elements [r count, r count + count) of the sum at out (count elements). */
+	int (*reduce_scatter_sum)(struct comm *c, const void *in, void *out, size_t count, int dtype, struct gd_err *e);
 	void *impl;
 	/* By node index of the graph run (exec/agree.c sets it, n_check entries; NULL: none): 1 for an
 	 * AllReduce whose element count was not known before the run, which then compares it across

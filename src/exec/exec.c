@@ -1737,7 +1737,7 @@ static int run_nodes(struct exec *x)
 		uint32_t fl = op_table[n->op].flags;
 		x->compute = !x->o->shapes_only || (fl & OPF_META) || (all_data && !(fl & OPF_RANDOM)) ||
 			     op_self_compare(n);
-		int comm = n->op == OP_ALL_REDUCE && x->o->comm; /* a sum over the replicas: counted */
+		int comm = (op_table[n->op].flags & OPF_COMM) && x->o->comm; /* a collective: counted */
 		double t0 = x->o->profile || comm ? now() : 0;
 		int shape = x->be && shape_work(n, in), folded = x->fold && x->fold[i] && x->compute ?
 									transpose_view(x, n, in[0], n->in[0]->id, out[0]) : 0;
@@ -1879,7 +1879,7 @@ static int run_initialization(struct exec *x, struct graph *g)
 			if (!key || !out || !out->producer || given(x, key) ||
 			    (key->init && (key->init->src != TSRC_RANDOM || out->producer->op == OP_CONSTANT_OF_SHAPE)))
 				continue;
-			struct exec_opts io = {.seed = x->o->seed};
+			struct exec_opts io = {.seed = x->o->seed, .comm = x->o->comm}; /* (a replica's slice: shard.h) */
 			if (!ix && !(ix = exec_run(t->init, &io, NULL, x->e)))
 				return x->e->code;
 			const struct rtensor *r = exec_value(ix, out);

@@ -391,6 +391,22 @@ int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd
 	return push(&g->inits, &g->n_inits, &g->cap_inits, v, e);
 }
 
+void graph_unstore(struct graph *g, struct value *v)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < g->n_inits; i++)
+		if (g->inits[i] != v)
+			g->inits[k++] = g->inits[i];
+	g->n_inits = k;
+	k = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		if (g->inputs[i] != v)
+			g->inputs[k++] = g->inputs[i];
+	g->n_inputs = k;
+	v->init = NULL;
+	v->flags &= ~(VALUE_PARAM | VALUE_CONST | VALUE_INPUT);
+}
+
 const struct attr *node_attr(const struct node *n, const char *name)
 {
 	for (uint32_t i = 0; i < n->n_attr; i++)

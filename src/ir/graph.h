@@ -342,6 +342,8 @@ int graph_add_output(struct graph *g, struct value *v, struct gd_err *e);
 int graph_add_info(struct graph *g, struct value *v, struct gd_err *e);
 /* Makes v an initializer with data t (ownership stays with the arena). */
 int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd_err *e);
+/* v is no initializer or graph input any more (something is to make it). */
+void graph_unstore(struct graph *g, struct value *v);
 
 /* Resolves references to enclosing graphs, rejects dangling names and outputs nobody
  * produces, unknown dtypes, shapes whose size overflows, wrong op arity and data sizes that

@@ -1,4 +1,5 @@
-/* comm.c - AllReduce, the data-parallel replicas' sum (rewrite/replicas.h).
+/* comm.c - the collectives of data-parallel replicas (rewrite/replicas.h): AllReduce, and for
+ * sharded training (ZeRO, FSDP) ReduceScatter, AllGather and Shard.
  *
  * AllReduce(X1, ..., Xk) -> (Y1, ..., Yk), domain graphdiet, attributes reduction = "sum" (the
  * only one) and replicas = N (the replicas the graph was built for). Yi is the sum of Xi over the
@@ -16,6 +17,29 @@
 #include "../util/xalloc.h"
 
 #include <string.h>
+
+/* The replicas the node was built for against the run's (a comm's size, else 1): they must agree. */
+static int same_replicas(struct exec *x, const struct node *n)
+{
+	struct comm *c = exec_comm(x);
+	int64_t want = attr_int(n, "replicas", 1), have = c ? c->size : 1;
+	if (want == have)
+		return 0;
+	return exec_fail(x, "the graph was built for %lld replicas, and this run has %lld: run it with mpirun -np "
+			    "%lld graphdiet run --shard-inputs, or graphdiet verify --replicas %lld",
+			 (long long)want, (long long)have, (long long)want, (long long)want);
+}
+
+/* exec_alloc, but a shapes-only run gets the shape alone, even where the input is known: each
+ * replica's slice is its own. */
+static void *out_of(struct exec *x, struct rtensor *out, int dtype, int ndim, const int64_t *dims)
+{
+	if (exec_shapes_only(x)) {
+		exec_shape(x, out, dtype, ndim, dims);
+		return NULL;
+	}
+	return exec_alloc(x, out, dtype, ndim, dims);
+}
 
 /* An AllReduce whose element count was not known before the run (it depends on the data: see
  * exec/agree.c) compares it across the replicas before it sums: buffers of other sizes would
@@ -62,18 +86,13 @@ static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *
 		total += in[k]->nbytes;
 	}
 	int ok = 1;
-	/* shapes only: never data, even for inputs known there (folded), as the sum is the replicas' */
 	for (uint32_t k = 0; k < n->n_out; k++)
-		ok &= exec_shapes_only(x) ? !exec_shape(x, out[k], dt, in[k]->ndim, in[k]->dims)
-					  : exec_alloc(x, out[k], dt, in[k]->ndim, in[k]->dims) != NULL;
-	if (!ok || exec_shapes_only(x))
-		return exec_status(x); /* (or out of memory) */
+		ok &= out_of(x, out[k], dt, in[k]->ndim, in[k]->dims) != NULL;
+	if (!ok)
+		return exec_status(x); /* (shapes only, or out of memory) */
 	struct comm *c = exec_comm(x);
-	int64_t want = attr_int(n, "replicas", 1), have = c ? c->size : 1;
-	if (want != have)
-		return exec_fail(x, "the graph was built for %lld replicas, and this run has %lld: run it with mpirun -np "
-				    "%lld graphdiet run --shard-inputs, or graphdiet verify --replicas %lld",
-				 (long long)want, (long long)have, (long long)want, (long long)want);
+	if (same_replicas(x, n))
+		return exec_status(x);
 	for (uint32_t k = 0; k < n->n_in; k++)
 		memcpy(out[k]->data, in[k]->data, in[k]->nbytes);
 	if (!c)
@@ -125,3 +144,164 @@ static int all_reduce_grad(struct ad *a, const struct node *n)
 }
 
 const struct op_impl op_all_reduce = {.run = all_reduce_run, .grad = all_reduce_grad, .recompute = RC_NEVER};
+
+/* ---- sharded training (ZeRO, FSDP): a tensor as N slices, one per replica ----
+ *
+ * A tensor of numel elements is flattened, zero-padded to N k elements, k = ceil(numel / N), and
+ * replica r holds elements [r k, r k + k). Three ops, each with attribute replicas = N:
+ *   Shard(X) -> S                     this replica's slice of X (no communication)
+ *   AllGather(S) -> Y, shape = dims   every replica's slice, unpadded, as a tensor of those dims
+ *   ReduceScatter(X1, ...) -> (S1, ...), reduction = "sum"
+ *                                     this replica's slice of the sum of Xi over the replicas; a
+ *                                     bucket of several inputs is one call
+ * AllGather and ReduceScatter are each other's gradient (the transpose of a gather is the sum of
+ * what was gathered). An AllGather of the same slices gives the same bits each time, so a
+ * parameter's gather recomputes as a Cast of it does (recompute.h). */
+
+/* Elements in each replica's slice of numel elements. */
+static int64_t slice_len(int64_t numel, int64_t reps)
+{
+	return (numel + reps - 1) / reps;
+}
+
+/* The replicas attribute; 0 with the node failed when it is not 1 .. 2^20. */
+static int64_t replicas_of(struct exec *x, const struct node *n)
+{
+	int64_t r = attr_int(n, "replicas", 1);
+	if (r >= 1 && r <= (1 << 20))
+		return r;
+	exec_fail(x, "replicas is %lld; it must lie between 1 and 1048576", (long long)r);
+	return 0;
+}
+
+/* dst (k elements of es bytes) = elements [r k, r k + k) of src (numel of them), zeros past its end. */
+static void take_slice(void *dst, const void *src, int64_t numel, int64_t k, int64_t r, size_t es)
+{
+	int64_t lo = r * k, hi = lo + k < numel ? lo + k : numel, n = hi > lo ? hi - lo : 0;
+	if (n)
+		memcpy(dst, (const char *)src + (size_t)lo * es, (size_t)n * es);
+	memset((char *)dst + (size_t)n * es, 0, (size_t)(k - n) * es);
+}
+
+static int shard_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t reps = replicas_of(x, n);
+	if (!reps)
+		return exec_status(x);
+	int64_t k = slice_len(in[0]->numel, reps);
+	void *d = out_of(x, out[0], in[0]->dtype, 1, &k);
+	if (!d || same_replicas(x, n))
+		return exec_status(x);
+	struct comm *c = exec_comm(x);
+	take_slice(d, in[0]->data, in[0]->numel, k, c ? c->rank : 0, dtype_size(in[0]->dtype));
+	return 0;
+}
+
+static int all_gather_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t reps = replicas_of(x, n), numel = 1;
+	size_t nd = 0;
+	const int64_t *shape = attr_ints(n, "shape", &nd);
+	if (!reps)
+		return exec_status(x);
+	if (!node_attr(n, "shape") || nd > RT_MAX_DIMS)
+		return exec_fail(x, "needs attribute shape, the gathered tensor's dims (at most %d)", RT_MAX_DIMS);
+	for (size_t k = 0; k < nd; k++) {
+		if (shape[k] < 0 || (shape[k] && numel > INT64_MAX / shape[k]))
+			return exec_fail(x, "shape's dim %zu is %lld", k, (long long)shape[k]);
+		numel *= shape[k];
+	}
+	int64_t k = slice_len(numel, reps);
+	if (in[0]->ndim != 1 || in[0]->dims[0] != k)
+		return exec_fail(x, "its input has %lld elements in %d dims; %lld elements over %lld replicas take "
+				    "slices of %lld, in 1", (long long)in[0]->numel, in[0]->ndim, (long long)numel,
+				 (long long)reps, (long long)k);
+	void *d = out_of(x, out[0], in[0]->dtype, (int)nd, shape);
+	if (!d || same_replicas(x, n) || !numel)
+		return exec_status(x);
+	struct comm *c = exec_comm(x);
+	size_t es = dtype_size(in[0]->dtype), kb = (size_t)k * es;
+	if (!c) {
+		memcpy(d, in[0]->data, (size_t)numel * es);
+		return 0;
+	}
+	char *all = exec_scratch_raw(x, (size_t)reps * kb);
+	struct gd_err ce = {0};
+	if (!all)
+		return exec_status(x);
+	int rc = c->allgather(c, in[0]->data, kb, all, &ce);
+	if (!rc)
+		memcpy(d, all, (size_t)numel * es);
+	exec_scratch_free(x, all, (size_t)reps * kb);
+	return rc ? exec_fail(x, "%s", ce.msg) : 0;
+}
+
+static int reduce_scatter_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	int64_t reps = replicas_of(x, n), total = 0;
+	if (!reps)
+		return exec_status(x);
+	if (n->n_in != n->n_out)
+		return exec_fail(x, "needs one output per input");
+	if (!attr_str_is(n, "reduction", "sum", 1))
+		return exec_fail(x, "reduction must be sum");
+	int dt = in[0] ? in[0]->dtype : DT_FLOAT, ok = 1;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (!in[k])
+			return exec_fail(x, "input %u is missing", k);
+		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
+			return exec_fail(x, "input %u is %s; ReduceScatter sums float32 or float64", k, dtype_name(in[k]->dtype));
+		if (in[k]->dtype != dt)
+			return exec_fail(x, "inputs are %s and %s; a bucket has one dtype", dtype_name(dt),
+					 dtype_name(in[k]->dtype));
+		int64_t len = slice_len(in[k]->numel, reps);
+		total += len;
+		ok &= out_of(x, out[k], dt, 1, &len) != NULL;
+	}
+	if (!ok || same_replicas(x, n))
+		return exec_status(x);
+	struct comm *c = exec_comm(x);
+	size_t es = dtype_size(dt);
+	if (!c) { /* one replica: its slice is all of it */
+		for (uint32_t k = 0; k < n->n_in; k++)
+			memcpy(out[k]->data, in[k]->data, in[k]->nbytes);
+		return 0;
+	}
+	/* each replica's part of every input, in replica order: buf[r] = (slice r of X1, slice r of X2, ...) */
+	size_t bytes = (size_t)reps * (size_t)total * es;
+	char *buf = exec_scratch_raw(x, bytes + es);
+	if (!buf)
+		return exec_status(x);
+	for (int64_t r = 0; r < reps; r++)
+		for (uint32_t k = 0, off = 0; k < n->n_in; off += (uint32_t)out[k]->numel, k++)
+			take_slice(buf + ((size_t)r * (size_t)total + off) * es, in[k]->data, in[k]->numel, out[k]->numel, r, es);
+	struct gd_err ce = {0};
+	/* the sum lands in a buffer of its own: the transport reads every replica's parts meanwhile */
+	char *sum = exec_scratch_raw(x, (size_t)total * es + es);
+	int rc = sum ? c->reduce_scatter_sum(c, buf, sum, (size_t)total, dt, &ce) : -1;
+	for (uint32_t k = 0, off = 0; !rc && k < n->n_out; off += (uint32_t)out[k]->numel, k++)
+		memcpy(out[k]->data, sum + (size_t)off * es, out[k]->nbytes);
+	if (sum)
+		exec_scratch_free(x, sum, (size_t)total * es + es);
+	exec_scratch_free(x, buf, bytes + es);
+	return !sum ? exec_status(x) : rc ? exec_fail(x, "%s", ce.msg) : 0;
+}
+
+/* The gradient of a gather: the sum of every replica's over this one's slice, ReduceScatter(dY). */
+static int all_gather_grad(struct ad *a, const struct node *n)
+{
+	struct value *dy = n->out[0] && ad_wants(a, n->in[0]) ? ad_dy(a, n->out[0]) : NULL;
+	if (!dy)
+		return 0;
+	struct node *m = ad_node(a, "ReduceScatter", &dy, 1, 1);
+	if (!m || ad_set_str(a, m, "reduction", "sum") || ad_set_int(a, m, "replicas", attr_int(n, "replicas", 1)))
+		return -1;
+	m->domain = "graphdiet";
+	m->op = OP_REDUCE_SCATTER; /* ad_node looks the type up in the default domain */
+	m->tags |= TAG_COMM;
+	return ad_give(a, n->in[0], m->out[0]) ? -1 : 0;
+}
+
+const struct op_impl op_shard = {.run = shard_run, .recompute = RC_CHEAP};
+const struct op_impl op_all_gather = {.run = all_gather_run, .grad = all_gather_grad, .recompute = RC_CHEAP};
+const struct op_impl op_reduce_scatter = {.run = reduce_scatter_run, .recompute = RC_NEVER};

@@ -28,6 +28,8 @@ enum op_flag {
 				 * at its index are read: output 0 may be written over an input of its
 				 * dtype and element count (not 16-bit) that dies at the node, the
 				 * first such (plan/memsim.h) */
+	OPF_COMM = 1u << 11,    /* a collective over the replicas (AllReduce, AllGather, ReduceScatter):
+				 * every replica runs it at once; the executor counts its bytes and time */
 };
 
 /* The input whose buffer output 0 of a node of an op with these flags and n_in inputs may take

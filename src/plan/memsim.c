@@ -48,13 +48,11 @@ int memmodel_measure(const struct graph *g, const struct exec *shapes, struct me
 
 enum comm_op memsim_comm_op(const struct node *n)
 {
-	static const char *const types[COMM_OPS] = {NULL, "AllReduce", "ReduceScatter", "AllGather", "Shard"};
-	if (!n->domain || strcmp(n->domain, "graphdiet"))
-		return COMM_NONE;
-	for (int k = COMM_ALL_REDUCE; k < COMM_OPS; k++)
-		if (!strcmp(n->op_type, types[k]))
-			return (enum comm_op)k;
-	return COMM_NONE;
+	return n->op == OP_ALL_REDUCE       ? COMM_ALL_REDUCE
+	       : n->op == OP_REDUCE_SCATTER ? COMM_REDUCE_SCATTER
+	       : n->op == OP_ALL_GATHER     ? COMM_ALL_GATHER
+	       : n->op == OP_SHARD          ? COMM_SHARD
+					    : COMM_NONE;
 }
 
 /* m->cat: the category in the low bits, CAT_PG for a parameter's gradient (FLAT_PARAM_GRAD): one

@@ -36,7 +36,7 @@ struct mem_breakdown {
 	uint64_t comm;        /* communication buffers (see above) */
 };
 
-/* The replicas' collectives, by the op's type in the graphdiet domain. */
+/* The replicas' collectives (ops/comm.c). */
 enum comm_op { COMM_NONE, COMM_ALL_REDUCE, COMM_REDUCE_SCATTER, COMM_ALL_GATHER, COMM_SHARD, COMM_OPS };
 enum comm_op memsim_comm_op(const struct node *n);
 

@@ -11,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ZeRO's stage (#51's contract: REPLICAS_SHARD_KEY, rewrite/replicas.h, once it lands) */
-#define PLAN_SHARD_KEY "graphdiet.shard"
-
 /* Whether backward value v is made from state, inputs and constants alone (a few nodes deep). */
 static int from_state(const struct value *v, int depth)
 {
@@ -249,9 +246,9 @@ static int plan_replicas(const struct graph *g, const struct memmodel *mm, const
 	if (meta && (end == meta || *end || n < 1 || n > INT32_MAX))
 		return err_set(e, GD_EINPUT, "metadata %s is '%s', not a number of replicas", REPLICAS_KEY, meta);
 	r->replicas = (int)n;
-	r->shard = g->model ? model_meta(g, PLAN_SHARD_KEY) : NULL;
+	r->shard = g->model ? model_meta(g, REPLICAS_SHARD_KEY) : NULL;
 	if (plan_shard_stage(r->shard) < 0)
-		return err_set(e, GD_EINPUT, "metadata %s is '%s', not optimizer, gradients or parameters", PLAN_SHARD_KEY,
+		return err_set(e, GD_EINPUT, "metadata %s is '%s', not optimizer, gradients or parameters", REPLICAS_SHARD_KEY,
 			       r->shard);
 	return 0;
 }

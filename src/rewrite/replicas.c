@@ -1,6 +1,7 @@
 /* replicas.c - data-parallel replicas: the loss's weight, and the gradients' all-reduce; see
  * replicas.h. */
 #include "replicas.h"
+#include "shard.h"
 #include "fold.h"
 #include "../autodiff/ad.h"
 #include "../ops/kernel.h"
@@ -114,24 +115,25 @@ int replicas_begin(struct graph *g, const struct replicas *r, const char *loss_n
 	*weight = red == LOSS_REDUCTION_MEAN ? 1.0 / r->n : 1.0;
 	snprintf(buf, sizeof buf, "%d", r->n);
 	if (model_set_meta(g, REPLICAS_KEY, buf) ||
-	    model_set_meta(g, REPLICAS_REDUCTION_KEY, red == LOSS_REDUCTION_MEAN ? "mean" : "sum"))
+	    model_set_meta(g, REPLICAS_REDUCTION_KEY, red == LOSS_REDUCTION_MEAN ? "mean" : "sum") ||
+	    (r->shard && model_set_meta(g, REPLICAS_SHARD_KEY, shard_name(r->shard))))
 		return err_oom(e);
 	return 0;
 }
 
-/* The node is named <its first output>/AllReduce: graph_fresh_name keeps value names unique, not
+/* The node is named <its first output>/<its op>: graph_fresh_name keeps value names unique, not
  * node names, so a fixed base named every AllReduce alike, which onnxruntime refuses. */
-struct node *replicas_all_reduce(struct graph *g, int reps, struct value *const *ins, uint32_t n_in, uint32_t tags,
-				 struct gd_err *e)
+struct node *replicas_collective(struct graph *g, int op, int reps, struct value *const *ins, struct value *const *outs,
+				 uint32_t n_in, const char *suffix, uint32_t tags, struct gd_err *e)
 {
 	struct node *n = graph_add_node(g, e);
 	struct value **io = n ? arena_array(g->arena, 2 * n_in, sizeof *io) : NULL;
-	struct attr *a = io ? arena_array(g->arena, 2, sizeof *a) : NULL;
+	struct attr *a = io ? arena_array(g->arena, 3, sizeof *a) : NULL; /* (a third for a gather's shape) */
 	if (!a)
 		return NULL;
-	n->op_type = "AllReduce";
+	n->op_type = op_table[op].op_type;
 	n->domain = "graphdiet";
-	n->op = OP_ALL_REDUCE;
+	n->op = op;
 	n->tags = tags;
 	n->in = io;
 	n->out = io + n_in;
@@ -139,21 +141,29 @@ struct node *replicas_all_reduce(struct graph *g, int reps, struct value *const 
 	memcpy(n->in, ins, n_in * sizeof *ins);
 	for (uint32_t k = 0; k < n_in; k++) {
 		char name[600];
-		JOIN(name, sizeof name, ins[k]->name, "_sum");
-		const char *on = graph_fresh_name(g, name, e);
-		if (!on || graph_set_output(g, n, k, on, e))
+		JOIN(name, sizeof name, ins[k]->name, suffix);
+		const char *on = outs ? NULL : graph_fresh_name(g, name, e);
+		if (outs ? graph_set_output_value(n, k, outs[k], e) : !on || graph_set_output(g, n, k, on, e))
 			return NULL;
-		n->out[k]->type = ins[k]->type;
+		if (op == OP_ALL_REDUCE)
+			n->out[k]->type = ins[k]->type;
 	}
 	char name[600];
-	JOIN(name, sizeof name, n->out[0]->name, "/AllReduce");
+	JOIN(name, sizeof name, n->out[0]->name, "/", op_table[op].op_type);
 	if (!(n->name = graph_fresh_name(g, name, e)))
 		return NULL;
-	a[0] = (struct attr){.name = "reduction", .type = ATTR_STRING, .has_type = true, .s = {(const uint8_t *)"sum", 3}};
-	a[1] = (struct attr){.name = "replicas", .type = ATTR_INT, .has_type = true, .i = reps};
 	n->attr = a;
-	n->n_attr = 2;
+	if (op == OP_ALL_REDUCE || op == OP_REDUCE_SCATTER)
+		a[n->n_attr++] = (struct attr){.name = "reduction", .type = ATTR_STRING, .has_type = true,
+					       .s = {(const uint8_t *)"sum", 3}};
+	a[n->n_attr++] = (struct attr){.name = "replicas", .type = ATTR_INT, .has_type = true, .i = reps};
 	return n;
+}
+
+struct node *replicas_all_reduce(struct graph *g, int reps, struct value *const *ins, uint32_t n_in, uint32_t tags,
+				 struct gd_err *e)
+{
+	return replicas_collective(g, OP_ALL_REDUCE, reps, ins, NULL, n_in, "_sum", tags, e);
 }
 
 /* Output `out` (at index i) gives way to `now`, which takes its name; out becomes <name>_<suffix>. */
@@ -176,6 +186,7 @@ struct grad_out {
 	uint32_t made; /* its producer's index: when backprop completes it */
 	size_t bytes;
 	int dtype;
+	int scatter; /* summed into this replica's slice (ReduceScatter), not whole (AllReduce) */
 };
 
 static int by_made(const void *a, const void *b)
@@ -184,7 +195,8 @@ static int by_made(const void *a, const void *b)
 	return x->made != y->made ? (x->made > y->made) - (x->made < y->made) : (x->out > y->out) - (x->out < y->out);
 }
 
-int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
+int replicas_build(struct graph *g, const struct replicas *r, int (*whole)(const struct value *, const void *),
+		   const void *ctx, struct gd_err *e)
 {
 	if (!r->n)
 		return 0;
@@ -193,9 +205,10 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 	struct grad_out *go = xmalloc(sizeof *go * (g->n_outputs + 1));
 	struct value **ins = xmalloc(sizeof *ins * (g->n_outputs + 1));
 	struct value *loss = NULL;
+	uint8_t *slices = shard_slices(g);
 	uint32_t n = 0;
 	int rc = 0;
-	if (!go || !ins) {
+	if (!go || !ins || !slices) {
 		rc = err_oom(e);
 		goto out;
 	}
@@ -203,21 +216,25 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 		struct value *v = g->outputs[i];
 		loss = v->flags & VALUE_LOSS ? v : loss;
 		const struct value *param = v->flags & VALUE_GRAD ? autodiff_param_of(g, v) : NULL;
-		if (!param)
+		if (!param || slices[param->id]) /* (a slice's gradient is a ReduceScatter's: summed) */
 			continue;
 		const struct tensor *p = param->init;
 		go[n++] = (struct grad_out){i, v->producer ? v->producer->index : 0,
-					    (size_t)tensor_numel(p) * dtype_size(p->dtype), p->dtype};
+					    (size_t)tensor_numel(p) * dtype_size(p->dtype), p->dtype,
+					    r->shard >= SHARD_GRADIENTS && !(whole && whole(param, ctx))};
 	}
 	qsort(go, n, sizeof *go, by_made);
 	/* buckets, in the order backprop completes the gradients */
 	for (uint32_t i = 0, j; i < n && !rc; i = j) {
 		size_t bytes = go[i].bytes;
-		for (j = i + 1; j < n && r->bucket_bytes && go[j].dtype == go[i].dtype && bytes + go[j].bytes <= r->bucket_bytes; j++)
+		for (j = i + 1; j < n && r->bucket_bytes && go[j].dtype == go[i].dtype && go[j].scatter == go[i].scatter &&
+			     bytes + go[j].bytes <= r->bucket_bytes; j++)
 			bytes += go[j].bytes;
 		for (uint32_t k = i; k < j; k++)
 			ins[k - i] = g->outputs[go[k].out];
-		struct node *ar = replicas_all_reduce(g, r->n, ins, j - i, TAG_BACKWARD | TAG_COMM, e);
+		struct node *ar = go[i].scatter ? replicas_collective(g, OP_REDUCE_SCATTER, r->n, ins, NULL, j - i, "_slice",
+								      TAG_BACKWARD | TAG_COMM, e)
+						: replicas_all_reduce(g, r->n, ins, j - i, TAG_BACKWARD | TAG_COMM, e);
 		for (uint32_t k = i; k < j && ar && !rc; k++)
 			rc = take_output(g, go[k].out, ar->out[k - i], "local", e);
 		if (!ar)
@@ -248,5 +265,6 @@ int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e)
 out:
 	xfree(go);
 	xfree(ins);
+	xfree(slices);
 	return rc;
 }

@@ -39,11 +39,16 @@
 
 enum loss_reduction { LOSS_REDUCTION_AUTO, LOSS_REDUCTION_MEAN, LOSS_REDUCTION_SUM };
 
+/* What the replicas shard (ZeRO's stages 1, 2 and 3; shard.h): nothing, the optimizer state, the
+ * gradients too, the parameters too. */
+enum shard_stage { SHARD_NONE, SHARD_OPTIMIZER, SHARD_GRADIENTS, SHARD_PARAMETERS };
+
 struct replicas {
 	int n;                         /* 0: no replicas (nothing to do); else how many */
 	size_t bucket_bytes;           /* 0: one AllReduce per gradient */
 	enum loss_reduction reduction; /* AUTO: read it from the graph */
 	int sync_bn;                   /* --sync-batchnorm: batch statistics over all the replicas */
+	enum shard_stage shard;        /* --shard */
 };
 
 /* Model metadata keys the rewrite records: the replicas (decimal) and the loss's reduction. */
@@ -51,18 +56,29 @@ struct replicas {
 #define REPLICAS_REDUCTION_KEY "graphdiet.loss_reduction"
 /* "replica" or "sync": how training-mode BatchNormalization's statistics were taken (N > 1) */
 #define REPLICAS_BATCH_NORM_KEY "graphdiet.batch_norm"
+/* "optimizer", "gradients" or "parameters": what the replicas shard (absent: nothing) */
+#define REPLICAS_SHARD_KEY "graphdiet.shard"
 
 /* Before autodiff: synchronises batch statistics when asked (replicas_sync_batch_norm), finds the loss (`loss`, else the only float scalar
  * output) and its reduction, and sets *weight (1/N for a mean, else 1). */
 int replicas_begin(struct graph *g, const struct replicas *r, const char *loss, double *weight, struct gd_err *e);
 
-/* After autodiff: the all-reduces, and <loss>_global. */
-int replicas_build(struct graph *g, const struct replicas *r, struct gd_err *e);
+/* After autodiff: the all-reduces (with r->shard from gradients on, reduce-scatters: each
+ * <param>_grad is then this replica's slice of the sum, 1-D, except for the parameters whole(param,
+ * ctx) keeps whole (whole may be NULL)), and <loss>_global. */
+int replicas_build(struct graph *g, const struct replicas *r, int (*whole)(const struct value *, const void *),
+		   const void *ctx, struct gd_err *e);
 
 /* An AllReduce(sum) node over ins for reps replicas, with these tags, its outputs <in>_sum, itself
  * <its first output>/AllReduce. */
 struct node *replicas_all_reduce(struct graph *g, int reps, struct value *const *ins, uint32_t n_in, uint32_t tags,
 				 struct gd_err *e);
+/* The same for any of the collectives (ops/comm.c: OP_ALL_REDUCE, OP_REDUCE_SCATTER, OP_ALL_GATHER,
+ * OP_SHARD): its outputs outs (values no node makes), or when outs is NULL new ones <in><suffix>;
+ * attribute replicas, and reduction "sum" for a sum; an AllGather's shape is the caller's to add
+ * (room is made for it). */
+struct node *replicas_collective(struct graph *g, int op, int reps, struct value *const *ins, struct value *const *outs,
+				 uint32_t n_in, const char *suffix, uint32_t tags, struct gd_err *e);
 /* syncbn.c: every training-mode BatchNormalization of g becomes standard ops whose statistics are
  * AllReduce'd over reps replicas (g stays sorted). */
 int replicas_sync_batch_norm(struct graph *g, int reps, struct gd_err *e);

@@ -6,6 +6,7 @@
 #include "step.h"
 #include "fold.h"
 #include "recompute.h"
+#include "shard.h"
 #include "../autodiff/ad.h"
 #include "../io/tensor.h"
 #include "../ops/diet.h"
@@ -170,6 +171,7 @@ struct sb {
 	struct gd_err *e;
 	uint32_t tags;
 	int sized;                /* step_opts.sized */
+	const struct replicas *rep; /* step_opts.rep */
 	struct kv *bind;          /* update_binding made here (xmalloc'd), committed once at the end */
 	size_t n_bind, cap_bind;
 	struct kv *ibind;         /* initialization_binding made here (diet storage), the same way */
@@ -263,7 +265,7 @@ static struct value *scalar(struct sb *s, int dtype, double v)
 	return c ? (*c = nd->out[0]) : nd->out[0];
 }
 
-static int set_type(struct graph *g, struct value *v, int dtype, uint32_t ndim, const int64_t *dims)
+int step_set_type(struct graph *g, struct value *v, int dtype, uint32_t ndim, const int64_t *dims)
 {
 	v->type = (struct ttype){.dtype = dtype, .has_type = true, .has_tensor = true, .has_dtype = true,
 				 .has_shape = true, .ndim = ndim};
@@ -297,7 +299,7 @@ static struct value *state(struct sb *s, const char *name, int dtype, uint32_t n
 	void *data = described ? NULL : arena_alloc(g->arena, nbytes ? nbytes : 1);
 	const char *nm = arena_strdup(g->arena, name);
 	struct value *v = t && (data || described) && nm ? graph_value(g, nm, s->e) : NULL;
-	if (!v || set_type(g, v, dtype, ndim, dims)) {
+	if (!v || step_set_type(g, v, dtype, ndim, dims)) {
 		sb_fail(s);
 		return NULL;
 	}
@@ -336,7 +338,7 @@ static struct value *state(struct sb *s, const char *name, int dtype, uint32_t n
 
 /* The model's step TrainingInfoProto: the first one, made when there is none. Its algorithm graph
  * is empty: the whole step is the main graph, so that any runtime can run it as it is. */
-static struct training_info *training_info(struct graph *g)
+struct training_info *step_training_info(struct graph *g)
 {
 	struct model *m = g->model;
 	if (!m->n_ti) {
@@ -371,23 +373,22 @@ static int bind(struct sb *s, struct value *key, struct value *next)
 		s->bind = b;
 		s->cap_bind = cap;
 	}
-	if (graph_rename_fresh(g, next, name, s->e) || set_type(g, next, t->dtype, t->ndim, t->dims))
+	if (graph_rename_fresh(g, next, name, s->e) || step_set_type(g, next, t->dtype, t->ndim, t->dims))
 		return sb_fail(s);
 	s->bind[s->n_bind++] = (struct kv){.key = key->name, .value = next->name};
 	next->flags |= key->flags & VALUE_STATE;
 	/* a runtime feeds state as an input (an initializer that is no input is a constant to it),
 	 * which ONNX wants typed */
-	if (!key->type.has_type && set_type(g, key, t->dtype, t->ndim, t->dims))
+	if (!key->type.has_type && step_set_type(g, key, t->dtype, t->ndim, t->dims))
 		return err_oom(s->e);
 	if (!(key->flags & VALUE_INPUT) && graph_add_input(g, key, s->e))
 		return s->e->code;
 	return graph_add_output(g, next, s->e);
 }
 
-/* ti's initialization graph, made when there is none; NULL out of memory. */
-static struct graph *init_graph(struct sb *s, struct training_info *ti)
+struct graph *step_init_graph(struct graph *g, struct training_info *ti)
 {
-	if (!ti->init && (ti->init = graph_new_sub(s->g))) {
+	if (!ti->init && (ti->init = graph_new_sub(g))) {
 		ti->init->name = "graphdiet_initialization";
 		ti->init->doc = "The training state's first values, made here rather than stored: the optimizer "
 				"state by ConstantOfShape, diet variables' INT16 storage from the float32 weights.";
@@ -400,7 +401,7 @@ static struct graph *init_graph(struct sb *s, struct training_info *ti)
  * to *bind). What stock tools read; graphdiet's reader gives v its description back. */
 static int initialize(struct sb *s, struct training_info *ti, const struct value *v, struct kv *bind)
 {
-	struct graph *g = s->g, *ig = init_graph(s, ti);
+	struct graph *g = s->g, *ig = step_init_graph(s->g, ti);
 	const struct tensor *t = v->init;
 	if (!ig)
 		return err_oom(s->e);
@@ -414,7 +415,7 @@ static int initialize(struct sb *s, struct training_info *ti, const struct value
 	struct attr *a = arena_zalloc(g->arena, sizeof *a);
 	const char *sn = st && vt && dims && one && fillv && a ? graph_fresh_name(ig, name, s->e) : NULL;
 	struct value *sv = sn ? graph_value(ig, sn, s->e) : NULL;
-	if (!sv || set_type(ig, sv, DT_INT64, 1, &rank))
+	if (!sv || step_set_type(ig, sv, DT_INT64, 1, &rank))
 		return sb_fail(s);
 	*st = (struct tensor){.name = sn, .dtype = DT_INT64, .ndim = 1, .dims = arena_memdup(g->arena, &rank, sizeof rank),
 			      .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = {(const uint8_t *)dims, t->ndim * sizeof *dims}};
@@ -425,7 +426,7 @@ static int initialize(struct sb *s, struct training_info *ti, const struct value
 	*a = (struct attr){.name = "value", .type = ATTR_TENSOR, .has_type = true, .t = vt};
 	struct node *n = st->dims && !graph_add_init(ig, sv, st, s->e) ?
 				 graph_add_op(ig, out, "ConstantOfShape", &sv, 1, out, s->e) : NULL;
-	if (!n || set_type(ig, n->out[0], t->dtype, t->ndim, t->dims) || graph_add_output(ig, n->out[0], s->e))
+	if (!n || step_set_type(ig, n->out[0], t->dtype, t->ndim, t->dims) || graph_add_output(ig, n->out[0], s->e))
 		return sb_fail(s);
 	n->attr = a;
 	n->n_attr = 1;
@@ -447,7 +448,7 @@ static int commit(struct sb *s)
 		n_init += v && v->init && v->init->src == TSRC_RANDOM;
 	}
 	if (n_init || s->n_ibind) {
-		struct training_info *ti = training_info(s->g);
+		struct training_info *ti = step_training_info(s->g);
 		struct kv *b = ti ? arena_array(a, ti->n_init_bind + s->n_ibind + n_init, sizeof *b) : NULL;
 		if (!b)
 			return err_oom(s->e);
@@ -467,7 +468,7 @@ static int commit(struct sb *s)
 		ti->n_init_bind = k;
 	}
 	if (s->n_bind) {
-		struct training_info *ti = training_info(s->g);
+		struct training_info *ti = step_training_info(s->g);
 		struct kv *b = ti ? arena_array(a, ti->n_update_bind + s->n_bind, sizeof *b) : NULL;
 		if (!b)
 			return err_oom(s->e);
@@ -499,7 +500,15 @@ int step_begin(struct graph *g, const struct step_opts *o, struct autodiff_opts 
 	if (!o->rep.n && (o->rep.bucket_bytes || o->rep.reduction || o->rep.sync_bn))
 		return err_set(e, GD_EINPUT, "%s is for --replicas", o->rep.bucket_bytes ? "--bucket-bytes"
 				       : o->rep.reduction ? "--loss-reduction" : "--sync-batchnorm");
+	if (o->rep.shard && !o->rep.n)
+		return err_set(e, GD_EINPUT, "--shard is for --replicas");
+	if (o->rep.shard && o->opt.kind == OPTIMIZER_NONE)
+		return err_set(e, GD_EINPUT, "--shard %s needs --optimizer sgd|adam: the replicas shard what the optimizer "
+					     "updates (without one, the whole gradients are the graph's outputs)",
+			       shard_name(o->rep.shard));
 	if (o->rep.n && replicas_begin(g, &o->rep, ao->loss, &ao->loss_weight, e))
+		return e->code;
+	if (o->rep.shard == SHARD_PARAMETERS && shard_parameters(g, o, ao, e))
 		return e->code;
 	if (o->ls.kind != LOSS_SCALE_DYNAMIC)
 		return 0;
@@ -527,30 +536,51 @@ static struct value *as(struct sb *s, struct value *v, int dtype)
 struct param_grad {
 	struct value *p, *g;
 	uint32_t out; /* g's place in the graph outputs */
+	int slice;    /* g is this replica's slice of the sum (shard.h), not all of it */
 };
 
+/* The Sum of parts[0 .. n) (n >= 1; parts[0] for one). */
+static struct value *sum_of(struct sb *s, struct value **parts, uint32_t n, const char *out)
+{
+	if (s->e->code)
+		return NULL;
+	struct node *nd = n == 1 ? NULL : graph_add_op(s->g, out, "Sum", parts, n, out, s->e);
+	if (nd)
+		nd->tags |= s->tags;
+	return n == 1 ? parts[0] : nd ? nd->out[0] : NULL;
+}
+
+
 /* Sum over the gradients of ReduceSum(f(g)), in float32: f(g) = g*0 (0 when g is finite, else NaN)
- * or g*g. */
+ * or g*g; the slices' part summed over the replicas. */
 static struct value *sum_over(struct sb *s, const struct param_grad *pg, uint32_t n, int square, const char *out)
 {
-	struct value **parts = xmalloc(sizeof *parts * (n ? n : 1));
+	struct value **parts = xmalloc(sizeof *parts * (n + 1));
 	if (!parts) {
 		err_oom(s->e);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		int dt = pg[i].p->init->dtype;
-		struct value *f = op(s, "Mul", out, 2, pg[i].g, square ? pg[i].g : scalar(s, dt, 0), NULL);
-		parts[i] = op_int(s, "ReduceSum", out, f, "keepdims", 0);
-		if (dt != DT_FLOAT)
-			parts[i] = op_int(s, "Cast", out, parts[i], "to", DT_FLOAT);
-	}
+	uint32_t n_sliced = 0, k = 0;
+	for (int pass = 0; pass < 2; pass++) /* the slices' parts first */
+		for (uint32_t i = 0; i < n; i++) {
+			if (pg[i].slice == pass)
+				continue;
+			int dt = pg[i].p->init->dtype;
+			struct value *f = op(s, "Mul", out, 2, pg[i].g, square ? pg[i].g : scalar(s, dt, 0), NULL);
+			parts[k] = op_int(s, "ReduceSum", out, f, "keepdims", 0);
+			if (dt != DT_FLOAT)
+				parts[k] = op_int(s, "Cast", out, parts[k], "to", DT_FLOAT);
+			k++;
+			n_sliced += !pass;
+		}
 	struct value *total = NULL;
-	if (!s->e->code) {
-		struct node *nd = n == 1 ? NULL : graph_add_op(s->g, out, "Sum", parts, n, out, s->e);
-		if (nd)
-			nd->tags |= s->tags;
-		total = n == 1 ? parts[0] : nd ? nd->out[0] : NULL;
+	if (n_sliced) {
+		struct value *mine = sum_of(s, parts, n_sliced, out);
+		struct node *ar = mine ? replicas_all_reduce(s->g, s->rep->n, &mine, 1, s->tags | TAG_COMM, s->e) : NULL;
+		parts[n_sliced - 1] = ar ? ar->out[0] : NULL;
+		total = ar ? sum_of(s, parts + n_sliced - 1, n - n_sliced + 1, out) : NULL;
+	} else {
+		total = sum_of(s, parts, n, out);
 	}
 	xfree(parts);
 	if (!total)
@@ -618,12 +648,13 @@ static int wait_for(struct sb *s, const struct node *after, struct node *u, uint
 	return 0;
 }
 
-/* The node after which gradient g is complete: its producer, or for a sum over the replicas the
- * last producer of the all-reduce's inputs (its bucket). */
-static const struct node *complete(const struct value *g)
+/* The node after which gradient g is complete: its producer, or for a sum over the replicas made
+ * after the backward pass (its first n_old nodes: replicas_build) the last producer of the
+ * all-reduce's (reduce-scatter's) inputs (its bucket). */
+static const struct node *complete(const struct value *g, uint32_t n_old)
 {
 	const struct node *n = g->producer, *last = NULL;
-	if (!n || n->op != OP_ALL_REDUCE)
+	if (!n || n->index < n_old || (n->op != OP_ALL_REDUCE && n->op != OP_REDUCE_SCATTER))
 		return n;
 	for (uint32_t k = 0; k < n->n_in; k++)
 		if (n->in[k]->producer && (!last || n->in[k]->producer->index > last->index))
@@ -650,9 +681,9 @@ static uint32_t *last_readers(const struct graph *g, uint32_t n_old)
  * every reader of p (last: last_readers), so that the update is p's last reader and writes p's
  * next value over it. */
 static const struct node *update_after(const struct graph *g, const uint32_t *last, const struct value *p,
-				       const struct value *grad)
+				       const struct value *grad, uint32_t n_old)
 {
-	const struct node *made = complete(grad);
+	const struct node *made = complete(grad, n_old);
 	uint32_t r = last[p->id];
 	return r != UINT32_MAX && (!made || r > made->index) ? g->nodes[r] : made;
 }
@@ -684,24 +715,32 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		return err_oom(s->e);
 	int bad = 0;
 	for (uint32_t i = 0; i < n && !s->e->code; i++) {
-		struct value *p = pg[i].p, *g = pg[i].g;
+		struct value *p = pg[i].p, *g = pg[i].g, *mine = p; /* what the update reads: p, or its slice */
 		const struct tensor *t = p->init;
 		int dt = t->dtype;
+		/* stages 1 and 2: this replica updates its slice of p, from its slice of the sum */
+		int slice = (s->rep->shard == SHARD_OPTIMIZER || s->rep->shard == SHARD_GRADIENTS) && (dt == DT_FLOAT || dt == DT_DOUBLE);
+		int64_t k = (tensor_numel(t) + s->rep->n - 1) / (s->rep->n ? s->rep->n : 1);
+		uint32_t ndim = slice ? 1 : t->ndim;
+		const int64_t *dims = slice ? &k : t->dims;
+		if (slice && (!(mine = shard_slice(s->g, s->rep->n, p, s->e)) ||
+			      (!pg[i].slice && !(g = shard_slice(s->g, s->rep->n, g, s->e)))))
+			break;
 		char o[600], sn[600];
 		JOIN(o, sizeof o, p->name, "_update");
 		struct value *delta = g; /* what lr (adam: step_size) multiplies */
 		if (opt->kind == OPTIMIZER_SGD && opt->momentum > 0) {
 			JOIN(sn, sizeof sn, p->name, "_momentum");
-			struct value *buf = state(s, sn, dt, t->ndim, t->dims, 0);
+			struct value *buf = state(s, sn, dt, ndim, dims, 0);
 			delta = op(s, "Add", o, 2, op(s, "Mul", o, 2, buf, scalar(s, dt, opt->momentum), NULL), g,
 				   NULL);
 			if ((bad = bind(s, buf, pick(s, found, buf, delta, o))))
 				break;
 		} else if (opt->kind == OPTIMIZER_ADAM) {
 			JOIN(sn, sizeof sn, p->name, "_adam_m");
-			struct value *m = state(s, sn, dt, t->ndim, t->dims, 0);
+			struct value *m = state(s, sn, dt, ndim, dims, 0);
 			JOIN(sn, sizeof sn, p->name, "_adam_v");
-			struct value *v = state(s, sn, dt, t->ndim, t->dims, 0);
+			struct value *v = state(s, sn, dt, ndim, dims, 0);
 			struct value *m1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, m, scalar(s, dt, opt->beta1), NULL),
 					      op(s, "Mul", o, 2, g, scalar(s, dt, 1 - opt->beta1), NULL), NULL);
 			struct value *v1 = op(s, "Add", o, 2, op(s, "Mul", o, 2, v, scalar(s, dt, opt->beta2), NULL),
@@ -715,9 +754,12 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 				break;
 		}
 		struct value *lr = opt->kind == OPTIMIZER_ADAM ? as(s, step_size, dt) : scalar(s, dt, opt->lr);
-		struct value *p1 = op(s, "Sub", o, 2, p, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
-		if ((bad = bind(s, p, pick(s, found, p, p1, o)) ||
-			   (inline_ && wait_for(s, update_after(s->g, last, p, g), p1->producer, n_old))))
+		struct value *p1 = op(s, "Sub", o, 2, mine, op(s, "Mul", o, 2, delta, lr, NULL), NULL);
+		struct value *next = pick(s, found, mine, p1, o);
+		if (slice && next) /* every replica's updated slice */
+			next = shard_gather(s->g, s->rep->n, next, t, s->tags, s->e);
+		if ((bad = bind(s, p, next) ||
+			   (inline_ && wait_for(s, update_after(s->g, last, p, pg[i].g, n_old), p1->producer, n_old))))
 			break;
 	}
 	xfree(last);
@@ -726,7 +768,7 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 
 /* ---- diet variables ---- */
 
-static int diet_chosen(const struct diet *d, const struct value *p)
+int step_diet_chosen(const struct diet *d, const struct value *p)
 {
 	if (!d->on || p->init->dtype != DT_FLOAT)
 		return 0;
@@ -744,15 +786,15 @@ static int diet_chosen(const struct diet *d, const struct value *p)
 static int diet_initialize(struct sb *s, const struct diet *d, struct value *q, const struct tensor *t)
 {
 	struct graph *g = s->g;
-	struct training_info *ti = training_info(g);
-	struct graph *ig = ti ? init_graph(s, ti) : NULL;
+	struct training_info *ti = step_training_info(g);
+	struct graph *ig = ti ? step_init_graph(s->g, ti) : NULL;
 	struct tensor *wt = ig && !xgrow((void **)&s->ibind, s->n_ibind, &s->cap_ibind, sizeof *s->ibind)
 				    ? arena_zalloc(g->arena, sizeof *wt) : NULL;
 	char name[640];
 	JOIN(name, sizeof name, q->name, "_float");
 	const char *wn = wt ? graph_fresh_name(ig, name, s->e) : NULL;
 	struct value *w = wn ? graph_value(ig, wn, s->e) : NULL;
-	if (!w || set_type(ig, w, DT_FLOAT, t->ndim, t->dims))
+	if (!w || step_set_type(ig, w, DT_FLOAT, t->ndim, t->dims))
 		return sb_fail(s);
 	*wt = *t;
 	wt->name = wn;
@@ -773,7 +815,7 @@ static int diet_initialize(struct sb *s, const struct diet *d, struct value *q, 
 	struct value *init = c ? op_int(s, "Cast", name, c, "to", DT_INT16) : NULL;
 	s->g = g;
 	s->tags = tags;
-	if (!init || set_type(ig, init, DT_INT16, t->ndim, t->dims) || graph_add_output(ig, init, s->e))
+	if (!init || step_set_type(ig, init, DT_INT16, t->ndim, t->dims) || graph_add_output(ig, init, s->e))
 		return sb_fail(s);
 	s->ibind[s->n_ibind++] = (struct kv){.key = q->name, .value = init->name}; /* commit() binds it */
 	return 0;
@@ -796,24 +838,12 @@ static struct value *diet_store(struct sb *s, const struct diet *d, struct value
 		sb_fail(s);
 		return NULL;
 	}
-	/* p is no initializer or input now */
-	uint32_t k = 0;
-	for (uint32_t i = 0; i < g->n_inits; i++)
-		if (g->inits[i] != p)
-			g->inits[k++] = g->inits[i];
-	g->n_inits = k;
-	k = 0;
-	for (uint32_t i = 0; i < g->n_inputs; i++)
-		if (g->inputs[i] != p)
-			g->inputs[k++] = g->inputs[i];
-	g->n_inputs = k;
-	p->init = NULL;
-	p->flags &= ~(VALUE_PARAM | VALUE_CONST | VALUE_INPUT);
+	graph_unstore(g, p);
 	/* zeros stand for the values, which analysis never reads and a run gets from the initialization */
 	*qt = (struct tensor){.name = nm, .dtype = DT_INT16, .ndim = t->ndim, .dims = t->dims, .src = TSRC_RANDOM,
 			      .rnd = {.dist = RND_CONSTANT, .a = 0}};
 	struct value *qv = graph_value(g, nm, s->e);
-	if (!qv || set_type(g, qv, DT_INT16, t->ndim, t->dims) || graph_add_init(g, qv, qt, s->e) ||
+	if (!qv || step_set_type(g, qv, DT_INT16, t->ndim, t->dims) || graph_add_init(g, qv, qt, s->e) ||
 	    (!s->sized && diet_initialize(s, d, qv, t))) {
 		sb_fail(s);
 		return NULL;
@@ -1082,7 +1112,7 @@ static int diet_build(struct sb *s, const struct diet *d, struct param_grad *pg,
 		struct diet_reads r = {.grad = pg[i].g, .gone = gone, .n_gone = n_gone, .cap = s->g->n_nodes};
 		if (inline_)
 			diet_narrow(s, &r, pg[i].p);
-		const struct node *made = complete(r.grad);
+		const struct node *made = complete(r.grad, n_old);
 		for (uint32_t k = 0; k < 1 + 2 * r.n_rows; k++) { /* and after what else it reads */
 			const struct value *also = k ? (k % 2 ? r.idx : r.rows)[(k - 1) / 2] : r.fac;
 			if (also && also->producer && (!made || also->producer->index > made->index))
@@ -1202,17 +1232,25 @@ static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 	return moved && graph_toposort(s->g, s->e) ? s->e->code : 0;
 }
 
+/* Whether the replicas sum p's gradient whole however they shard (replicas_build): a diet
+ * variable's (ctx: the diet), and a parameter's of another dtype than float32 or float64. */
+static int whole(const struct value *p, const void *ctx)
+{
+	return step_diet_chosen(ctx, p) || (p->init->dtype != DT_FLOAT && p->init->dtype != DT_DOUBLE);
+}
+
 int step_build(struct graph *g, const struct step_opts *o, struct step_report *r, struct gd_err *e)
 {
 	if (r)
 		memset(r, 0, sizeof *r);
 	int dynamic = o->ls.kind == LOSS_SCALE_DYNAMIC;
 	uint32_t n_old = g->n_nodes; /* the backward pass ends here: the rest is the step's */
-	if (replicas_build(g, &o->rep, e))
+	if (replicas_build(g, &o->rep, whole, &o->diet, e))
 		return e->code;
 	if (!dynamic && !(o->clip_norm > 0) && o->opt.kind == OPTIMIZER_NONE && !o->diet.on)
 		return 0;
-	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD, .sized = o->sized};
+	struct sb s = {.g = g, .e = e, .tags = TAG_BACKWARD, .sized = o->sized, .rep = &o->rep};
+	uint8_t *slices = shard_slices(g);
 	uint8_t *diet = NULL;
 	struct node **gone = NULL; /* what diet updates no longer need (diet_narrow) */
 	uint32_t n_gone = 0;
@@ -1220,14 +1258,15 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	struct param_grad *pg = xmalloc(sizeof *pg * (g->n_outputs ? g->n_outputs : 1));
 	uint32_t n = 0;
 	int rc = 0;
-	if (!pg) {
+	if (!pg || !slices) {
 		rc = err_oom(e);
 		goto out;
 	}
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
 		struct value *p = (g->outputs[i]->flags & VALUE_GRAD) ? autodiff_param_of(g, g->outputs[i]) : NULL;
-		if (p)
-			pg[n++] = (struct param_grad){p, g->outputs[i], i};
+		if (p) /* a stage-3 slice's gradient, or a reduce-scatter's, is a slice */
+			pg[n++] = (struct param_grad){p, g->outputs[i], i, slices[p->id] ||
+						      (g->outputs[i]->producer && g->outputs[i]->producer->op == OP_REDUCE_SCATTER)};
 	}
 	/* diet parameters: the chosen ones (each --diet-params name must be one) */
 	if (!(diet = xcalloc(n ? n : 1, 1))) {
@@ -1235,7 +1274,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		goto out;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		diet[i] = (uint8_t)diet_chosen(&o->diet, pg[i].p);
+		diet[i] = (uint8_t)step_diet_chosen(&o->diet, pg[i].p);
 		if (r && o->diet.on) {
 			uint64_t k = (uint64_t)tensor_numel(pg[i].p->init);
 			*(diet[i] ? &r->diet_elems : &r->other_elems) += k;
@@ -1272,7 +1311,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	if (dynamic) {
 		s.tags |= TAG_LOSS_SCALE;
 		found = op(&s, "IsNaN", "found_inf", 1, sum_over(&s, pg, n, 0, "finite_check"), NULL, NULL);
-		if (!found || !scale || graph_rename_fresh(g, found, "found_inf", e) || set_type(g, found, DT_BOOL, 0, NULL) ||
+		if (!found || !scale || graph_rename_fresh(g, found, "found_inf", e) || step_set_type(g, found, DT_BOOL, 0, NULL) ||
 		    graph_add_output(g, found, e)) {
 			rc = found && !scale ? err_set(e, GD_EINTERNAL, "no loss_scale state") : sb_fail(&s);
 			goto out;
@@ -1283,7 +1322,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	if (o->clip_norm > 0) {
 		const char *c = "clip_grad_norm";
 		struct value *norm = op(&s, "Sqrt", "grad_norm", 1, sum_over(&s, pg, n, 1, c), NULL, NULL);
-		if (!norm || graph_rename_fresh(g, norm, "grad_norm", e) || set_type(g, norm, DT_FLOAT, 0, NULL) ||
+		if (!norm || graph_rename_fresh(g, norm, "grad_norm", e) || step_set_type(g, norm, DT_FLOAT, 0, NULL) ||
 		    graph_add_output(g, norm, e)) {
 			rc = sb_fail(&s);
 			goto out;
@@ -1335,6 +1374,7 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 	else if (!rc && inline_ && o->opt.kind != OPTIMIZER_NONE) /* the inline updates to their places */
 		rc = graph_toposort(g, e) ? e->code : 0;
 out:
+	xfree(slices);
 	xfree(gone);
 	xfree(pg);
 	xfree(diet);

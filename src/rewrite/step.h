@@ -95,6 +95,14 @@ struct step_report {
 };
 int step_build(struct graph *g, const struct step_opts *o, struct step_report *r, struct gd_err *e);
 
+/* For the step's other builders (shard.c): v's type, dtype of those static dims (-1 out of
+ * memory); the model's step TrainingInfoProto, made when there is none, and its initialization
+ * graph, likewise (NULL out of memory); whether --diet makes p a diet variable. */
+int step_set_type(struct graph *g, struct value *v, int dtype, uint32_t ndim, const int64_t *dims);
+struct training_info *step_training_info(struct graph *g);
+struct graph *step_init_graph(struct graph *g, struct training_info *ti);
+int step_diet_chosen(const struct diet *d, const struct value *p);
+
 /* The model metadata key listing the state that is not a parameter (names one per line), so that
  * a graph read back knows its optimizer state from its parameters. */
 #define STEP_STATE_KEY "graphdiet.state"
