@@ -120,13 +120,9 @@ static void breakdown(struct emit *em, const struct mem_breakdown *b, uint64_t b
 
 static const char *const comm_names[COMM_OPS] = {NULL, "AllReduce", "ReduceScatter", "AllGather", "Shard"};
 
-/* "replicas": how many, the shard stage and each replica's traffic per step; null without. */
+/* "replicas": how many, the shard stage and each replica's traffic per step. */
 static void replicas_structured(struct emit *em, const struct plan_report *r)
 {
-	if (!r->replicas) {
-		emit_null(em);
-		return;
-	}
 	emit_obj_begin(em);
 	emit_key(em, "n");
 	emit_int(em, r->replicas);
@@ -207,7 +203,10 @@ static void report_structured(FILE *f, const char *path, const struct plan_repor
 	emit_key(&em, "per_param");
 	per_param_structured(&em, r);
 	emit_key(&em, "replicas");
-	replicas_structured(&em, r);
+	if (r->replicas)
+		replicas_structured(&em, r);
+	else
+		emit_null(&em); /* no replicas */
 	emit_key(&em, "forward_flops");
 	emit_uint(&em, r->forward_flops);
 	emit_key(&em, "recompute_flops");
