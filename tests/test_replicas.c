@@ -1028,3 +1028,27 @@ Test(replicas, shard_errors)
 	r = expect(2, "built for 2 replicas, and this run has 1", (char *[]){GD_BINARY, "run", out, "--random-inputs", NULL});
 	run_free(&r);
 }
+
+/* What plan says one sharded replica holds at its peak is what a run of two measures, byte for
+ * byte, at each stage. */
+Test(replicas, shard_plan_equals_the_measured_peak)
+{
+	for (int s = 0; s < 3; s++) {
+		char out[512], opts[200];
+		snprintf(out, sizeof out, "%s/planshard_%d.onnx", tmpdir(), s);
+		snprintf(opts, sizeof opts, "--dim batch=4 --replicas 2 --optimizer adam --bucket-bytes 2KiB --shard %s",
+			 shard_stages[s]);
+		train("mlp", opts, out);
+		char *p[] = {GD_BINARY, "plan", out, "--format", "json", NULL};
+		char *r[] = {GD_BINARY, "run", out, "--random-inputs", "--replicas", "2", "--format", "json", NULL};
+		struct run_result a = expect(0, NULL, p), b = expect(0, NULL, r);
+		char code[] = "import sys, json\n"
+			      "p = json.loads(sys.argv[1]); r = json.loads(sys.argv[2])\n"
+			      "assert p['peak_bytes_before'] == r['peak_bytes'], (p['peak_bytes_before'], r['peak_bytes'])\n";
+		struct run_result c = run_cmd((char *[]){GD_PYTHON, "-c", code, a.out, b.out, NULL}, NULL, 0);
+		cr_assert_eq(c.status, 0, "%s: %s", shard_stages[s], c.err);
+		run_free(&a);
+		run_free(&b);
+		run_free(&c);
+	}
+}
