@@ -939,7 +939,9 @@ Test(mpi, sharded_steps_match_the_unsharded_replicas)
 }
 
 /* Over 8 replicas each holds 1/8 of the optimizer state (stage 1), and of the parameters too (stage
- * 3), in slices of ceil(numel / 8) elements: plan's sizes against the model's initializers. */
+ * 3), in slices of ceil(numel / 8) elements: plan's sizes against the model's initializers; and
+ * stage 2 reduce-scatters each bucket as soon as it is complete, so it peaks lower than stage 1
+ * where clipping waits for every gradient. */
 Test(replicas, shard_holds_a_slice_per_replica)
 {
 	char in[512];
@@ -958,9 +960,23 @@ Test(replicas, shard_holds_a_slice_per_replica)
 		"assert one['optimizer_state_bytes'] <= 1.1 * whole['optimizer_state_bytes'] / 8, (one, whole)\n"
 		"assert one['param_bytes'] == 4 * sum(ns), one\n"
 		"assert three['param_bytes'] == 4 * sum((n + 7) // 8 for n in ns), three\n"
-		"assert three['optimizer_state_bytes'] == one['optimizer_state_bytes'], three\n";
-	char arg[1200];
-	snprintf(arg, sizeof arg, "%s:%s", GD_BINARY, in);
+		"assert three['optimizer_state_bytes'] == one['optimizer_state_bytes'], three\n"
+		"# clipping waits for every gradient: stage 2 holds their slices meanwhile, stage 1 them whole\n"
+		"def peak(*a):\n"
+		"    return json.loads(subprocess.check_output([g, 'plan', m, '--dim', 'batch=4', '--replicas', '8', '--optimizer',\n"
+		"                                               'adam', '--clip-grad-norm', '1', '--format', 'json'] + list(a)))\n"
+		"p1, p2 = peak('--shard', 'optimizer'), peak('--shard', 'gradients')\n"
+		"assert p2['peak_bytes_after'] < p1['peak_bytes_after'], (p1['peak_bytes_after'], p2['peak_bytes_after'])\n"
+		"f = m + '.zero2.onnx'\n"
+		"subprocess.check_call([g, 'train', m, '--dim', 'batch=4', '--replicas', '8', '--optimizer', 'adam',\n"
+		"                       '--clip-grad-norm', '1', '--shard', 'gradients', '-o', f])\n"
+		"order = [n.name for n in onnx.load(f).graph.node]\n"
+		"assert order.index('fc3.weight_grad_slice/ReduceScatter') < order.index('/fc1/Gemm_grad'), order\n";
+	char arg[1200], copy[600];
+	snprintf(copy, sizeof copy, "%s/mlp_zero.onnx", tmpdir());
+	python_ok("import sys, shutil; shutil.copy(*sys.argv[1].split(':'))", (snprintf(arg, sizeof arg, "%s:%s", in, copy), arg),
+		  "a copy");
+	snprintf(arg, sizeof arg, "%s:%s", GD_BINARY, copy);
 	python_ok(code, arg, "per-replica sizes");
 }
 
