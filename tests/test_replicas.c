@@ -1068,3 +1068,40 @@ Test(replicas, shard_plan_equals_the_measured_peak)
 		run_free(&c);
 	}
 }
+
+/* Every testdata model (convolutions, BatchNormalization synchronised, recurrences, attention, tied
+ * weights read by an embedding and a product) trains under mpirun -np 2 at stage 3 as the
+ * unsharded replicas do: three Adam steps, the same losses. */
+Test(mpi, every_model_trains_sharded)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	static const char *const models[] = {"rescnn", "rnn", "tanh_chain", "tied_gpt", "tied_shared", "transformer", "unet"};
+	for (int m = 0; m < 7; m++) {
+		char *table[2];
+		for (int s = 0; s < 2; s++) {
+			char graph[600], opts[200];
+			snprintf(graph, sizeof graph, "%s/every_%s_%d.onnx", tmpdir(), models[m], s);
+			snprintf(opts, sizeof opts, "--replicas 2 --optimizer adam:lr=0.01%s%s", s ? " --shard parameters" : "",
+				 m ? "" : " --sync-batchnorm");
+			train(models[m], opts, graph);
+			char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", graph, "--shard-inputs",
+					"--random-inputs", "--dim", "batch=4", "--steps", "3", NULL};
+			struct run_result r = expect(0, "step  loss", argv);
+			table[s] = strdup(strstr(r.out, "step  loss"));
+			run_free(&r);
+		}
+		char *arg = malloc(strlen(table[0]) + strlen(table[1]) + 100);
+		sprintf(arg, "%s\x01%s\x01%s", models[m], table[0], table[1]);
+		python_ok("import sys, re\n"
+			  "m, a, b = sys.argv[1].split('\\x01')\n"
+			  "la, lb = [re.findall(r'^ +\\d+  (\\S+)', t, re.M) for t in (a, b)]\n"
+			  "assert len(la) == 3 and la == lb, (m, la, lb)\n",
+			  arg, "a model sharded");
+		free(arg);
+		free(table[0]);
+		free(table[1]);
+	}
+#endif
+}
