@@ -1105,3 +1105,37 @@ Test(mpi, every_model_trains_sharded)
 	}
 #endif
 }
+
+/* Stage 3's replicas take their slices from the weights in the initialization graph: ranks whose
+ * weights differ there stop before the first collective, naming the parameter (before, each
+ * trained its slice of other weights, exit 0). */
+Test(mpi, sharded_ranks_with_other_weights_refuse)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char other[600], a[600], b[600];
+	snprintf(other, sizeof other, "%s/mlp_other_weights.onnx", tmpdir());
+	snprintf(a, sizeof a, "%s/zero3_a.onnx", tmpdir());
+	snprintf(b, sizeof b, "%s/zero3_b.onnx", tmpdir());
+	char arg[1300];
+	snprintf(arg, sizeof arg, "%s/mlp.onnx:%s", TESTDATA, other);
+	python_ok("import sys, onnx\n"
+		  "from onnx import numpy_helper\n"
+		  "src, dst = sys.argv[1].split(':')\n"
+		  "m = onnx.load(src)\n"
+		  "for i in m.graph.initializer:\n"
+		  "    if i.name == 'fc2.weight':\n"
+		  "        w = numpy_helper.to_array(i).copy(); w[3, 4] += 0.5\n"
+		  "        i.CopyFrom(numpy_helper.from_array(w, i.name))\n"
+		  "onnx.save(m, dst)\n",
+		  arg, "other weights");
+	train("mlp", "--replicas 2 --shard parameters --optimizer adam", a);
+	char in[600];
+	snprintf(in, sizeof in, "%s", other);
+	char *argv[] = {GD_BINARY, "train", in, "--replicas", "2", "--shard", "parameters", "--optimizer", "adam", "-o", b, NULL};
+	struct run_result r = expect(0, NULL, argv);
+	run_free(&r);
+	two_ranks_refuse(a, b, "parameter 'fc2.weight_weights' holds other values on rank 1");
+#endif
+}
