@@ -381,6 +381,18 @@ Test(replicas, errors_name_the_problem)
 /* `mpirun --oversubscribe -np 2 graphdiet run --shard-inputs` on files holding the whole batch:
  * rank 0 writes the sums, which are one replica's gradients on the whole batch (relative 1e-6 in
  * the L2 norm), and three Adam steps keep the ranks' parameters equal to the whole batch's. */
+#ifdef GD_MPIEXEC
+/* mlp's whole batch of 8 in directory d: x.npy and t.npy. */
+static void mlp_batch(const char *d)
+{
+	python_ok("import sys, numpy as np\n"
+		  "r = np.random.RandomState(1)\n"
+		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
+		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
+		  d, "inputs");
+}
+#endif
+
 Test(mpi, two_ranks_match_one_big_batch)
 {
 #ifndef GD_MPIEXEC
@@ -389,11 +401,7 @@ Test(mpi, two_ranks_match_one_big_batch)
 	char d[512];
 	snprintf(d, sizeof d, "%s/mpi", tmpdir());
 	cr_assert_eq(mkdir(d, 0777), 0);
-	python_ok("import sys, numpy as np\n"
-		  "r = np.random.RandomState(1)\n"
-		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
-		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
-		  d, "inputs");
+	mlp_batch(d);
 	static const char *const steps[] = {"", "--optimizer adam:lr=0.01 --loss-scale dynamic"};
 	for (int s = 0; s < 2; s++) {
 		char full[600], rep[600], of[600], orr[600], x[600], t[600], opts[256];
@@ -899,11 +907,7 @@ Test(mpi, sharded_steps_match_the_unsharded_replicas)
 	char d[512];
 	snprintf(d, sizeof d, "%s/shard_mpi", tmpdir());
 	cr_assert_eq(mkdir(d, 0777), 0);
-	python_ok("import sys, numpy as np\n"
-		  "r = np.random.RandomState(5)\n"
-		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
-		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
-		  d, "inputs");
+	mlp_batch(d);
 	static const char *const with[] = {
 		"--optimizer adam:lr=0.01",
 		"--optimizer adam:lr=0.01 --loss-scale dynamic --clip-grad-norm 0.5 --bucket-bytes 1KiB --checkpoint memory",
