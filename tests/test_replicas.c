@@ -381,6 +381,18 @@ Test(replicas, errors_name_the_problem)
 /* `mpirun --oversubscribe -np 2 graphdiet run --shard-inputs` on files holding the whole batch:
  * rank 0 writes the sums, which are one replica's gradients on the whole batch (relative 1e-6 in
  * the L2 norm), and three Adam steps keep the ranks' parameters equal to the whole batch's. */
+#ifdef GD_MPIEXEC
+/* mlp's whole batch of 8 in directory d: x.npy and t.npy. */
+static void mlp_batch(const char *d)
+{
+	python_ok("import sys, numpy as np\n"
+		  "r = np.random.RandomState(1)\n"
+		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
+		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
+		  d, "inputs");
+}
+#endif
+
 Test(mpi, two_ranks_match_one_big_batch)
 {
 #ifndef GD_MPIEXEC
@@ -389,11 +401,7 @@ Test(mpi, two_ranks_match_one_big_batch)
 	char d[512];
 	snprintf(d, sizeof d, "%s/mpi", tmpdir());
 	cr_assert_eq(mkdir(d, 0777), 0);
-	python_ok("import sys, numpy as np\n"
-		  "r = np.random.RandomState(1)\n"
-		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
-		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
-		  d, "inputs");
+	mlp_batch(d);
 	static const char *const steps[] = {"", "--optimizer adam:lr=0.01 --loss-scale dynamic"};
 	for (int s = 0; s < 2; s++) {
 		char full[600], rep[600], of[600], orr[600], x[600], t[600], opts[256];
@@ -899,11 +907,7 @@ Test(mpi, sharded_steps_match_the_unsharded_replicas)
 	char d[512];
 	snprintf(d, sizeof d, "%s/shard_mpi", tmpdir());
 	cr_assert_eq(mkdir(d, 0777), 0);
-	python_ok("import sys, numpy as np\n"
-		  "r = np.random.RandomState(5)\n"
-		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
-		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
-		  d, "inputs");
+	mlp_batch(d);
 	static const char *const with[] = {
 		"--optimizer adam:lr=0.01",
 		"--optimizer adam:lr=0.01 --loss-scale dynamic --clip-grad-norm 0.5 --bucket-bytes 1KiB --checkpoint memory",
@@ -939,7 +943,9 @@ Test(mpi, sharded_steps_match_the_unsharded_replicas)
 }
 
 /* Over 8 replicas each holds 1/8 of the optimizer state (stage 1), and of the parameters too (stage
- * 3), in slices of ceil(numel / 8) elements: plan's sizes against the model's initializers. */
+ * 3), in slices of ceil(numel / 8) elements: plan's sizes against the model's initializers; and
+ * stage 2 reduce-scatters each bucket as soon as it is complete, so it peaks lower than stage 1
+ * where clipping waits for every gradient. */
 Test(replicas, shard_holds_a_slice_per_replica)
 {
 	char in[512];
@@ -958,9 +964,23 @@ Test(replicas, shard_holds_a_slice_per_replica)
 		"assert one['optimizer_state_bytes'] <= 1.1 * whole['optimizer_state_bytes'] / 8, (one, whole)\n"
 		"assert one['param_bytes'] == 4 * sum(ns), one\n"
 		"assert three['param_bytes'] == 4 * sum((n + 7) // 8 for n in ns), three\n"
-		"assert three['optimizer_state_bytes'] == one['optimizer_state_bytes'], three\n";
-	char arg[1200];
-	snprintf(arg, sizeof arg, "%s:%s", GD_BINARY, in);
+		"assert three['optimizer_state_bytes'] == one['optimizer_state_bytes'], three\n"
+		"# clipping waits for every gradient: stage 2 holds their slices meanwhile, stage 1 them whole\n"
+		"def peak(*a):\n"
+		"    return json.loads(subprocess.check_output([g, 'plan', m, '--dim', 'batch=4', '--replicas', '8', '--optimizer',\n"
+		"                                               'adam', '--clip-grad-norm', '1', '--format', 'json'] + list(a)))\n"
+		"p1, p2 = peak('--shard', 'optimizer'), peak('--shard', 'gradients')\n"
+		"assert p2['peak_bytes_after'] < p1['peak_bytes_after'], (p1['peak_bytes_after'], p2['peak_bytes_after'])\n"
+		"f = m + '.zero2.onnx'\n"
+		"subprocess.check_call([g, 'train', m, '--dim', 'batch=4', '--replicas', '8', '--optimizer', 'adam',\n"
+		"                       '--clip-grad-norm', '1', '--shard', 'gradients', '-o', f])\n"
+		"order = [n.name for n in onnx.load(f).graph.node]\n"
+		"assert order.index('fc3.weight_grad_slice/ReduceScatter') < order.index('/fc1/Gemm_grad'), order\n";
+	char arg[1200], copy[600];
+	snprintf(copy, sizeof copy, "%s/mlp_zero.onnx", tmpdir());
+	python_ok("import sys, shutil; shutil.copy(*sys.argv[1].split(':'))", (snprintf(arg, sizeof arg, "%s:%s", in, copy), arg),
+		  "a copy");
+	snprintf(arg, sizeof arg, "%s:%s", GD_BINARY, copy);
 	python_ok(code, arg, "per-replica sizes");
 }
 
@@ -1027,4 +1047,99 @@ Test(replicas, shard_errors)
 	train("mlp", "--dim batch=4 --replicas 2 --shard parameters --optimizer adam", out);
 	r = expect(2, "built for 2 replicas, and this run has 1", (char *[]){GD_BINARY, "run", out, "--random-inputs", NULL});
 	run_free(&r);
+}
+
+/* What plan says one sharded replica holds at its peak is what a run of two measures, byte for
+ * byte, at each stage. */
+Test(replicas, shard_plan_equals_the_measured_peak)
+{
+	for (int s = 0; s < 3; s++) {
+		char out[512], opts[200];
+		snprintf(out, sizeof out, "%s/planshard_%d.onnx", tmpdir(), s);
+		snprintf(opts, sizeof opts, "--dim batch=4 --replicas 2 --optimizer adam --bucket-bytes 2KiB --shard %s",
+			 shard_stages[s]);
+		train("mlp", opts, out);
+		char *p[] = {GD_BINARY, "plan", out, "--format", "json", NULL};
+		char *r[] = {GD_BINARY, "run", out, "--random-inputs", "--replicas", "2", "--format", "json", NULL};
+		struct run_result a = expect(0, NULL, p), b = expect(0, NULL, r);
+		char code[] = "import sys, json\n"
+			      "p = json.loads(sys.argv[1]); r = json.loads(sys.argv[2])\n"
+			      "assert p['peak_bytes_before'] == r['peak_bytes'], (p['peak_bytes_before'], r['peak_bytes'])\n";
+		struct run_result c = run_cmd((char *[]){GD_PYTHON, "-c", code, a.out, b.out, NULL}, NULL, 0);
+		cr_assert_eq(c.status, 0, "%s: %s", shard_stages[s], c.err);
+		run_free(&a);
+		run_free(&b);
+		run_free(&c);
+	}
+}
+
+/* Every testdata model (convolutions, BatchNormalization synchronised, recurrences, attention, tied
+ * weights read by an embedding and a product) trains under mpirun -np 2 at stage 3 as the
+ * unsharded replicas do: three Adam steps, the same losses. */
+Test(mpi, every_model_trains_sharded)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	static const char *const models[] = {"rescnn", "rnn", "tanh_chain", "tied_gpt", "tied_shared", "transformer", "unet"};
+	for (int m = 0; m < 7; m++) {
+		char *table[2];
+		for (int s = 0; s < 2; s++) {
+			char graph[600], opts[200];
+			snprintf(graph, sizeof graph, "%s/every_%s_%d.onnx", tmpdir(), models[m], s);
+			snprintf(opts, sizeof opts, "--replicas 2 --optimizer adam:lr=0.01%s%s", s ? " --shard parameters" : "",
+				 m ? "" : " --sync-batchnorm");
+			train(models[m], opts, graph);
+			char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", graph, "--shard-inputs",
+					"--random-inputs", "--dim", "batch=4", "--steps", "3", NULL};
+			struct run_result r = expect(0, "step  loss", argv);
+			table[s] = strdup(strstr(r.out, "step  loss"));
+			run_free(&r);
+		}
+		char *arg = malloc(strlen(table[0]) + strlen(table[1]) + 100);
+		sprintf(arg, "%s\x01%s\x01%s", models[m], table[0], table[1]);
+		python_ok("import sys, re\n"
+			  "m, a, b = sys.argv[1].split('\\x01')\n"
+			  "la, lb = [re.findall(r'^ +\\d+  (\\S+)', t, re.M) for t in (a, b)]\n"
+			  "assert len(la) == 3 and la == lb, (m, la, lb)\n",
+			  arg, "a model sharded");
+		free(arg);
+		free(table[0]);
+		free(table[1]);
+	}
+#endif
+}
+
+/* Stage 3's replicas take their slices from the weights in the initialization graph: ranks whose
+ * weights differ there stop before the first collective, naming the parameter (before, each
+ * trained its slice of other weights, exit 0). */
+Test(mpi, sharded_ranks_with_other_weights_refuse)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char other[600], a[600], b[600];
+	snprintf(other, sizeof other, "%s/mlp_other_weights.onnx", tmpdir());
+	snprintf(a, sizeof a, "%s/zero3_a.onnx", tmpdir());
+	snprintf(b, sizeof b, "%s/zero3_b.onnx", tmpdir());
+	char arg[1300];
+	snprintf(arg, sizeof arg, "%s/mlp.onnx:%s", TESTDATA, other);
+	python_ok("import sys, onnx\n"
+		  "from onnx import numpy_helper\n"
+		  "src, dst = sys.argv[1].split(':')\n"
+		  "m = onnx.load(src)\n"
+		  "for i in m.graph.initializer:\n"
+		  "    if i.name == 'fc2.weight':\n"
+		  "        w = numpy_helper.to_array(i).copy(); w[3, 4] += 0.5\n"
+		  "        i.CopyFrom(numpy_helper.from_array(w, i.name))\n"
+		  "onnx.save(m, dst)\n",
+		  arg, "other weights");
+	train("mlp", "--replicas 2 --shard parameters --optimizer adam", a);
+	char in[600];
+	snprintf(in, sizeof in, "%s", other);
+	char *argv[] = {GD_BINARY, "train", in, "--replicas", "2", "--shard", "parameters", "--optimizer", "adam", "-o", b, NULL};
+	struct run_result r = expect(0, NULL, argv);
+	run_free(&r);
+	two_ranks_refuse(a, b, "parameter 'fc2.weight_weights' holds other values on rank 1");
+#endif
 }
