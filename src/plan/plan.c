@@ -2,6 +2,7 @@
 #include "plan.h"
 #include "../rewrite/step.h"
 #include "../autodiff/ad.h"
+#include "../ops/kernel.h"
 #include "../rewrite/recompute.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
@@ -218,12 +219,7 @@ static int plan_replicas(const struct graph *g, const struct memmodel *mm, const
 		enum comm_op op = memsim_comm_op(n);
 		if (!op)
 			continue;
-		const struct attr *a = node_attr(n, "replicas");
-		int64_t reps = a && a->type == ATTR_INT ? a->i : 1;
-		char d[300];
-		if (reps < 1)
-			return err_set(e, GD_EINPUT, "%s: replicas is %" PRId64 "; it must be 1 or more",
-				       node_desc(n, d, sizeof d), reps);
+		int64_t reps = attr_int(n, "replicas", 1); /* (1 .. 2^20: the shapes run's kernels check it) */
 		most = reps > most ? reps : most;
 		uint64_t bytes = 0, sent = 0, nm1 = (uint64_t)reps - 1;
 		for (uint32_t k = 0; op == COMM_ALL_REDUCE && k < n->n_in; k++)
