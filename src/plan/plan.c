@@ -4,6 +4,7 @@
 #include "../autodiff/ad.h"
 #include "../ops/kernel.h"
 #include "../rewrite/recompute.h"
+#include "../rewrite/shard.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 
@@ -274,7 +275,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			return e->code;
 		r->built_training = 1;
 		r->loss = res.loss;
-		r->n_param_elems = res.n_elems;
+		r->n_param_elems = res.n_elems + shard_unsliced(g);
 		r->buffer_bytes = res.buffer_bytes;
 	} else if (!(r->loss = training_loss(g, o->loss, e))) {
 		return e->code;
