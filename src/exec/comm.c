@@ -283,7 +283,7 @@ static int mpi_allreduce(struct comm *c, void *buf, size_t count, int dtype, str
 static int mpi_allgather(struct comm *c, const void *mine, size_t bytes, void *all, struct gd_err *e)
 {
 	if (bytes > INT_MAX)
-		return err_set(e, GD_EINTERNAL, "MPI_Allgather of %zu bytes: more than an MPI count holds", bytes);
+		return err_set(e, GD_EINPUT, "MPI_Allgather of %zu bytes: more than an MPI count holds", bytes);
 	int rc = MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
 	return rc == MPI_SUCCESS ? 0 : mpi_fail(e, "MPI_Allgather", c->rank, rc);
 }
@@ -291,7 +291,7 @@ static int mpi_allgather(struct comm *c, const void *mine, size_t bytes, void *a
 static int mpi_reduce_scatter(struct comm *c, const void *in, void *out, size_t count, int dtype, struct gd_err *e)
 {
 	if (count > INT_MAX)
-		return err_set(e, GD_EINTERNAL, "MPI_Reduce_scatter_block of %zu elements each: more than an MPI count holds",
+		return err_set(e, GD_EINPUT, "MPI_Reduce_scatter_block of %zu elements each: more than an MPI count holds",
 			       count);
 	MPI_Datatype t = dtype == DT_FLOAT ? MPI_FLOAT : MPI_DOUBLE;
 	int rc = MPI_Reduce_scatter_block(in, out, (int)count, t, MPI_SUM, MPI_COMM_WORLD);

@@ -41,6 +41,13 @@ struct comm {
 	int together;
 };
 
+/* A sharded tensor (rewrite/shard.h) of numel elements over n replicas: each holds a slice of
+ * ceil(numel / n) elements, the last zero-padded. */
+static inline int64_t shard_len(int64_t numel, int64_t n)
+{
+	return (numel + n - 1) / n;
+}
+
 /* ---- N replicas in one process ---- */
 struct comm_group;
 struct comm_group *comm_group_new(int n);

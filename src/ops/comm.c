@@ -181,12 +181,6 @@ const struct op_impl op_all_reduce = {.run = all_reduce_run, .grad = all_reduce_
  * what was gathered). An AllGather of the same slices gives the same bits each time, so a
  * parameter's gather recomputes as a Cast of it does (recompute.h). */
 
-/* Elements in each replica's slice of numel elements. */
-static int64_t slice_len(int64_t numel, int64_t reps)
-{
-	return (numel + reps - 1) / reps;
-}
-
 /* dst (k elements of es bytes) = elements [r k, r k + k) of src (numel of them), zeros past its end. */
 static void take_slice(void *dst, const void *src, int64_t numel, int64_t k, int64_t r, size_t es)
 {
@@ -203,7 +197,7 @@ static int shard_run(struct exec *x, const struct node *n, struct rtensor *const
 		return exec_status(x);
 	if (!in[0])
 		return exec_fail(x, "its input is missing");
-	int64_t k = slice_len(in[0]->numel, reps);
+	int64_t k = shard_len(in[0]->numel, reps);
 	void *d = out_of(x, out[0], in[0]->dtype, 1, &k);
 	if (!d || same_replicas(x, n))
 		return exec_status(x);
@@ -224,11 +218,13 @@ static int all_gather_run(struct exec *x, const struct node *n, struct rtensor *
 	if (!node_attr(n, "shape") || nd > RT_MAX_DIMS)
 		return exec_fail(x, "needs attribute shape, the gathered tensor's dims (at most %d)", RT_MAX_DIMS);
 	for (size_t k = 0; k < nd; k++) {
-		if (shape[k] < 0 || (shape[k] && numel > INT64_MAX / shape[k]))
+		if (shape[k] < 0)
 			return exec_fail(x, "shape's dim %zu is %lld", k, (long long)shape[k]);
+		if (shape[k] && numel > INT64_MAX / shape[k])
+			return exec_fail(x, "shape's dims multiply past 2^63 elements");
 		numel *= shape[k];
 	}
-	int64_t k = slice_len(numel, reps);
+	int64_t k = shard_len(numel, reps);
 	if (in[0]->ndim != 1 || in[0]->dims[0] != k)
 		return exec_fail(x, "its input has %lld elements in %d dims; %lld elements over %lld replicas take "
 				    "slices of %lld, in 1", (long long)in[0]->numel, in[0]->ndim, (long long)numel,
@@ -242,14 +238,17 @@ static int all_gather_run(struct exec *x, const struct node *n, struct rtensor *
 		memcpy(d, in[0]->data, (size_t)numel * es);
 		return 0;
 	}
-	char *all = exec_scratch_raw(x, (size_t)reps * kb);
+	/* the slices in a buffer of their own only where the last is padded */
+	int padded = numel != reps * k;
+	char *all = padded ? exec_scratch_raw(x, (size_t)reps * kb) : d;
 	struct gd_err ce = {0};
 	if (!all)
 		return exec_status(x);
 	int rc = c->allgather(c, in[0]->data, kb, all, &ce);
-	if (!rc)
+	if (padded && !rc)
 		memcpy(d, all, (size_t)numel * es);
-	exec_scratch_free(x, all, (size_t)reps * kb);
+	if (padded)
+		exec_scratch_free(x, all, (size_t)reps * kb);
 	return rc ? exec_fail(x, "%s", ce.msg) : 0;
 }
 
@@ -262,7 +261,7 @@ static int reduce_scatter_run(struct exec *x, const struct node *n, struct rtens
 	if (dt < 0)
 		return exec_status(x);
 	for (uint32_t k = 0; k < n->n_in; k++) {
-		int64_t len = slice_len(in[k]->numel, reps);
+		int64_t len = shard_len(in[k]->numel, reps);
 		total += len;
 		ok &= out_of(x, out[k], dt, 1, &len) != NULL;
 	}
@@ -275,23 +274,26 @@ static int reduce_scatter_run(struct exec *x, const struct node *n, struct rtens
 			memcpy(out[k]->data, in[k]->data, in[k]->nbytes);
 		return 0;
 	}
-	/* each replica's part of every input, in replica order: buf[r] = (slice r of X1, slice r of X2, ...) */
+	/* each replica's part of every input, in replica order: buf[r] = (slice r of X1, slice r of X2,
+	 * ...); one unpadded input is that already */
+	int packed = n->n_in > 1 || in[0]->numel != reps * total;
 	size_t bytes = (size_t)reps * (size_t)total * es;
-	char *buf = exec_scratch_raw(x, bytes + es);
+	char *buf = packed ? exec_scratch_raw(x, bytes + es) : in[0]->data;
 	if (!buf)
 		return exec_status(x);
-	for (int64_t r = 0; r < reps; r++)
+	for (int64_t r = 0; packed && r < reps; r++)
 		for (uint32_t k = 0, off = 0; k < n->n_in; off += (uint32_t)out[k]->numel, k++)
 			take_slice(buf + ((size_t)r * (size_t)total + off) * es, in[k]->data, in[k]->numel, out[k]->numel, r, es);
 	struct gd_err ce = {0};
-	/* the sum lands in a buffer of its own: the transport reads every replica's parts meanwhile */
-	char *sum = exec_scratch_raw(x, (size_t)total * es + es);
+	/* one output takes the sum itself; a bucket's lands in a buffer and is unpacked */
+	char *sum = n->n_out == 1 ? out[0]->data : exec_scratch_raw(x, (size_t)total * es + es);
 	int rc = sum ? c->reduce_scatter_sum(c, buf, sum, (size_t)total, dt, &ce) : -1;
-	for (uint32_t k = 0, off = 0; !rc && k < n->n_out; off += (uint32_t)out[k]->numel, k++)
+	for (uint32_t k = 0, off = 0; !rc && n->n_out > 1 && k < n->n_out; off += (uint32_t)out[k]->numel, k++)
 		memcpy(out[k]->data, sum + (size_t)off * es, out[k]->nbytes);
-	if (sum)
+	if (sum && n->n_out > 1)
 		exec_scratch_free(x, sum, (size_t)total * es + es);
-	exec_scratch_free(x, buf, bytes + es);
+	if (packed)
+		exec_scratch_free(x, buf, bytes + es);
 	return !sum ? exec_status(x) : rc ? exec_fail(x, "%s", ce.msg) : 0;
 }
 

@@ -140,18 +140,17 @@ struct node *replicas_collective(struct graph *g, int op, int reps, struct value
 	n->n_in = n->n_out = n_in;
 	memcpy(n->in, ins, n_in * sizeof *ins);
 	for (uint32_t k = 0; k < n_in; k++) {
-		char name[600];
-		JOIN(name, sizeof name, ins[k]->name, suffix);
-		const char *on = outs ? NULL : graph_fresh_name(g, name, e);
+		/* (whole names, however long: a cut one could name another value) */
+		const char *name = outs ? NULL : arena_printf(g->arena, "%s%s", ins[k]->name, suffix);
+		const char *on = name ? graph_fresh_name(g, name, e) : NULL;
 		if (outs ? graph_set_output_value(n, k, outs[k], e) : !on || graph_set_output(g, n, k, on, e))
-			return NULL;
+			return e->code ? NULL : (err_oom(e), NULL);
 		if (op == OP_ALL_REDUCE)
 			n->out[k]->type = ins[k]->type;
 	}
-	char name[600];
-	JOIN(name, sizeof name, n->out[0]->name, "/", op_table[op].op_type);
-	if (!(n->name = graph_fresh_name(g, name, e)))
-		return NULL;
+	const char *name = arena_printf(g->arena, "%s/%s", n->out[0]->name, op_table[op].op_type);
+	if (!name || !(n->name = graph_fresh_name(g, name, e)))
+		return e->code ? NULL : (err_oom(e), NULL);
 	n->attr = a;
 	if (op == OP_ALL_REDUCE || op == OP_REDUCE_SCATTER)
 		a[n->n_attr++] = (struct attr){.name = "reduction", .type = ATTR_STRING, .has_type = true,
@@ -240,8 +239,10 @@ int replicas_build(struct graph *g, const struct replicas *r, int (*whole)(const
 		/* a reduce-scatter runs as soon as its bucket is complete, so that the replica's whole
 		 * gradients are freed then (the backward node after the bucket's last waits for it) */
 		uint32_t last = go[j - 1].made;
-		if (ar && go[i].scatter && last + 1 < n_old)
-			rc = node_wait_for(g, g->nodes[last + 1], ar) ? err_oom(e) : 0, moved = 1;
+		if (ar && go[i].scatter && last + 1 < n_old) {
+			moved = 1;
+			rc = node_wait_for(g, g->nodes[last + 1], ar) ? err_oom(e) : 0;
+		}
 		for (uint32_t k = i; k < j && ar && !rc; k++)
 			rc = take_output(g, go[k].out, ar->out[k - i], "local", e);
 		if (!ar)

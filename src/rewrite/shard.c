@@ -1,6 +1,7 @@
 /* shard.c - sharding data-parallel training over the replicas (ZeRO stages 1-3); see shard.h. */
 #include "shard.h"
 #include "../autodiff/ad.h"
+#include "../exec/comm.h"
 #include "../io/tensor.h"
 #include "../ops/kernel.h"
 #include "../ops/ops.h"
@@ -37,11 +38,16 @@ static int gather_shape(struct graph *g, struct node *n, const struct tensor *t)
 	return 0;
 }
 
-/* A slice's type: k elements of t's dtype, k = ceil(numel(t) / reps). */
+/* A slice's type: shard_len(numel(t), reps) elements of t's dtype. */
 static int slice_type(struct graph *g, struct value *v, const struct tensor *t, int reps)
 {
-	int64_t k = (tensor_numel(t) + reps - 1) / reps;
+	int64_t k = shard_len(tensor_numel(t), reps);
 	return step_set_type(g, v, t->dtype, 1, &k);
+}
+
+int shard_whole(const struct value *p, const struct diet *d)
+{
+	return step_diet_chosen(d, p) || (p->init->dtype != DT_FLOAT && p->init->dtype != DT_DOUBLE);
 }
 
 struct value *shard_slice(struct graph *g, int reps, struct value *v, struct gd_err *e)
@@ -67,10 +73,8 @@ struct value *shard_gather(struct graph *g, int reps, struct value *slice, const
 static int shardable(const struct graph *g, const struct value *v, const struct step_opts *o,
 		     const struct autodiff_opts *ao, const uint8_t *outer)
 {
-	const struct tensor *t = v->init;
 	if (!(v->flags & VALUE_PARAM) || (v->flags & (VALUE_STATE | VALUE_OUTPUT)) || outer[v->id] ||
-	    (t->dtype != DT_FLOAT && t->dtype != DT_DOUBLE) || !autodiff_chosen(ao, v->name) ||
-	    step_diet_chosen(&o->diet, v))
+	    shard_whole(v, &o->diet) || !autodiff_chosen(ao, v->name))
 		return 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		for (uint32_t k = 0; node_is_forward(g->nodes[i]) && k < g->nodes[i]->n_in; k++)
@@ -85,14 +89,12 @@ static int shardable(const struct graph *g, const struct value *v, const struct 
 static int shard_param(struct graph *g, int reps, struct value *p, struct graph *ig, struct kv *bind, struct gd_err *e)
 {
 	const struct tensor *t = p->init;
-	char name[600], full[620];
-	snprintf(name, sizeof name, "%s", p->name);
-	JOIN(full, sizeof full, name, "_gathered");
-	int64_t k = (tensor_numel(t) + reps - 1) / reps;
-	const char *nm = arena_strdup(g->arena, name);
+	int64_t k = shard_len(tensor_numel(t), reps);
+	const char *nm = p->name; /* (an arena string) */
 	struct tensor *st = arena_zalloc(g->arena, sizeof *st);
 	int64_t *dims = arena_memdup(g->arena, &k, sizeof k);
-	if (!nm || !st || !dims || graph_rename_fresh(g, p, full, e))
+	char *full = arena_printf(g->arena, "%s_gathered", nm);
+	if (!st || !dims || !full || graph_rename_fresh(g, p, full, e))
 		return e->code ? e->code : err_oom(e);
 	graph_unstore(g, p);
 	struct value *q = graph_value(g, nm, e);
@@ -108,8 +110,8 @@ static int shard_param(struct graph *g, int reps, struct value *p, struct graph 
 		return 0;
 	/* the initialization: Shard(<the weights>), each replica its slice */
 	struct tensor *wt = arena_memdup(g->arena, t, sizeof *wt);
-	JOIN(name, sizeof name, nm, "_weights");
-	const char *wn = wt ? graph_fresh_name(ig, name, e) : NULL;
+	const char *base = arena_printf(g->arena, "%s_weights", nm);
+	const char *wn = wt && base ? graph_fresh_name(ig, base, e) : NULL;
 	struct value *w = wn ? graph_value(ig, wn, e) : NULL;
 	if (!w || step_set_type(ig, w, t->dtype, t->ndim, t->dims))
 		return e->code ? e->code : err_oom(e);

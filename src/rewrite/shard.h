@@ -21,7 +21,11 @@
  *                         gradient is complete), so P_grad is this replica's slice of the sum
  *
  * Only trainable float32 and float64 parameters are sharded: diet variables (--diet) stay whole,
- * 16-bit and updated from the whole sum, as do parameters of other dtypes. The slices' padding
+ * 16-bit and updated from the whole sum, as do parameters of other dtypes (shard_whole). A
+ * parameter stage 3 cannot store as a slice (one read inside a subgraph, whose references are by
+ * name, or one that is a graph output) is updated as at stage 2. Stage 3 reduce-scatters each
+ * parameter's gradient alone, where autodiff completes it (FSDP's unit is a module; here it is a
+ * parameter), whatever --bucket-bytes says. The slices' padding
  * stays zero: its gradient is zero, and so are SGD's and Adam's updates of it. The finite check
  * and clipping's norm sum over slices and then over the replicas (an AllReduce of one number).
  * A stage-3 graph starts each slice from the model's weights by its TrainingInfoProto
@@ -31,6 +35,10 @@
 #define GD_SHARD_H
 
 #include "step.h"
+
+/* Whether the replicas keep p whole however they shard: a diet variable (of d), or a parameter of
+ * another dtype than float32 or float64. Its gradient is summed whole and updated whole. */
+int shard_whole(const struct value *p, const struct diet *d);
 
 /* "optimizer", "gradients" or "parameters" (also 1, 2, 3): the stage, or -1. */
 int shard_parse(const char *arg);

@@ -7,6 +7,7 @@
 #include "fold.h"
 #include "recompute.h"
 #include "shard.h"
+#include "../exec/comm.h"
 #include "../autodiff/ad.h"
 #include "../io/tensor.h"
 #include "../ops/diet.h"
@@ -537,6 +538,7 @@ struct param_grad {
 	struct value *p, *g;
 	uint32_t out; /* g's place in the graph outputs */
 	int slice;    /* g is this replica's slice of the sum (shard.h), not all of it */
+	int stored;   /* p itself is a slice (stage 3) */
 };
 
 /* The Sum of parts[0 .. n) (n >= 1; parts[0] for one). */
@@ -549,7 +551,6 @@ static struct value *sum_of(struct sb *s, struct value **parts, uint32_t n, cons
 		nd->tags |= s->tags;
 	return n == 1 ? parts[0] : nd ? nd->out[0] : NULL;
 }
-
 
 /* Sum over the gradients of ReduceSum(f(g)), in float32: f(g) = g*0 (0 when g is finite, else NaN)
  * or g*g; the slices' part summed over the replicas. */
@@ -709,9 +710,10 @@ static int update(struct sb *s, const struct optimizer *opt, struct param_grad *
 		struct value *p = pg[i].p, *g = pg[i].g, *mine = p; /* what the update reads: p, or its slice */
 		const struct tensor *t = p->init;
 		int dt = t->dtype;
-		/* stages 1 and 2: this replica updates its slice of p, from its slice of the sum */
-		int slice = (s->rep->shard == SHARD_OPTIMIZER || s->rep->shard == SHARD_GRADIENTS) && (dt == DT_FLOAT || dt == DT_DOUBLE);
-		int64_t k = (tensor_numel(t) + s->rep->n - 1) / (s->rep->n ? s->rep->n : 1);
+		/* stages 1 and 2 (and a parameter stage 3 keeps whole): this replica updates its slice of p,
+		 * from its slice of the sum */
+		int slice = s->rep->shard && !pg[i].stored && (dt == DT_FLOAT || dt == DT_DOUBLE);
+		int64_t k = slice ? shard_len(tensor_numel(t), s->rep->n) : 0;
 		uint32_t ndim = slice ? 1 : t->ndim;
 		const int64_t *dims = slice ? &k : t->dims;
 		if (slice && (!(mine = shard_slice(s->g, s->rep->n, p, s->e)) ||
@@ -1223,11 +1225,10 @@ static int bind_running_stats(struct sb *s, uint32_t n_nodes)
 	return moved && graph_toposort(s->g, s->e) ? s->e->code : 0;
 }
 
-/* Whether the replicas sum p's gradient whole however they shard (replicas_build): a diet
- * variable's (ctx: the diet), and a parameter's of another dtype than float32 or float64. */
+/* replicas_build's predicate: shard_whole, ctx the diet */
 static int whole(const struct value *p, const void *ctx)
 {
-	return step_diet_chosen(ctx, p) || (p->init->dtype != DT_FLOAT && p->init->dtype != DT_DOUBLE);
+	return shard_whole(p, ctx);
 }
 
 int step_build(struct graph *g, const struct step_opts *o, struct step_report *r, struct gd_err *e)
@@ -1257,7 +1258,8 @@ int step_build(struct graph *g, const struct step_opts *o, struct step_report *r
 		struct value *p = (g->outputs[i]->flags & VALUE_GRAD) ? autodiff_param_of(g, g->outputs[i]) : NULL;
 		if (p) /* a stage-3 slice's gradient, or a reduce-scatter's, is a slice */
 			pg[n++] = (struct param_grad){p, g->outputs[i], i, slices[p->id] ||
-						      (g->outputs[i]->producer && g->outputs[i]->producer->op == OP_REDUCE_SCATTER)};
+						      (g->outputs[i]->producer && g->outputs[i]->producer->op == OP_REDUCE_SCATTER),
+						      slices[p->id]};
 	}
 	/* diet parameters: the chosen ones (each --diet-params name must be one) */
 	if (!(diet = xcalloc(n ? n : 1, 1))) {
