@@ -937,23 +937,25 @@ Test(replicas, each_shard_stage_trains_as_the_unsharded_replicas)
 		}
 }
 
+/* <tmp>/<tag>_ref.onnx and <tag>_tr.onnx, mlp trained with each's options. */
+static void ref_and_train(char *ref, char *tr, const char *tag, const char *ref_opts, const char *tr_opts)
+{
+	snprintf(ref, 512, "%s/%s_ref.onnx", tmpdir(), tag);
+	snprintf(tr, 512, "%s/%s_tr.onnx", tmpdir(), tag);
+	train("mlp", ref_opts, ref);
+	train("mlp", tr_opts, tr);
+}
+
 /* A whole batch from files (--input) goes to the replicas in slices, as the random one does. */
 Test(replicas, shard_verify_takes_a_batch_from_files)
 {
-	char ref[512], tr[512], x[512], t[512], extra[1200];
-	snprintf(ref, sizeof ref, "%s/svi_ref.onnx", tmpdir());
-	snprintf(tr, sizeof tr, "%s/svi_tr.onnx", tmpdir());
-	snprintf(x, sizeof x, "%s/svi_x.npy", tmpdir());
-	snprintf(t, sizeof t, "%s/svi_t.npy", tmpdir());
-	train("mlp", "--replicas 2 --optimizer adam", ref);
-	train("mlp", "--replicas 2 --optimizer adam --shard parameters", tr);
-	char code[1400];
-	snprintf(code, sizeof code,
-		 "import numpy as np\n"
-		 "np.save('%s', np.random.RandomState(1).randn(6, 20).astype(np.float32))\n"
-		 "np.save('%s', np.arange(6, dtype=np.int64) %% 10)\n", x, t);
-	python_ok(code, NULL, "the batch");
-	snprintf(extra, sizeof extra, "--steps 3 -i x=%s -i target=%s", x, t);
+	char ref[512], tr[512], extra[1200];
+	ref_and_train(ref, tr, "svi", "--replicas 2 --optimizer adam", "--replicas 2 --optimizer adam --shard parameters");
+	python_ok("import sys, numpy as np\n"
+		  "np.save(sys.argv[1] + '/svi_x.npy', np.random.RandomState(1).randn(6, 20).astype(np.float32))\n"
+		  "np.save(sys.argv[1] + '/svi_t.npy', np.arange(6, dtype=np.int64) % 10)\n",
+		  tmpdir(), "the batch");
+	snprintf(extra, sizeof extra, "--steps 3 -i x=%s/svi_x.npy -i target=%s/svi_t.npy", tmpdir(), tmpdir());
 	struct run_result r = verify_steps(2, extra, ref, tr, 0, "\"loss (step 3, replica 1)\"");
 	run_free(&r);
 }
@@ -963,10 +965,8 @@ Test(replicas, shard_verify_takes_a_batch_from_files)
 Test(replicas, shard_verify_finds_another_learning_rate)
 {
 	char ref[512], tr[512];
-	snprintf(ref, sizeof ref, "%s/svf_ref.onnx", tmpdir());
-	snprintf(tr, sizeof tr, "%s/svf_tr.onnx", tmpdir());
-	train("mlp", "--replicas 2 --optimizer adam:lr=0.01", ref);
-	train("mlp", "--replicas 2 --shard optimizer --optimizer adam:lr=0.02", tr);
+	ref_and_train(ref, tr, "svf", "--replicas 2 --optimizer adam:lr=0.01",
+		      "--replicas 2 --shard optimizer --optimizer adam:lr=0.02");
 	struct run_result r = verify_steps(2, "--shard optimizer", ref, tr, 1, "DIFFERS");
 	python_ok("import sys, json\n"
 		  "d = json.loads(sys.argv[1])\n"
@@ -991,14 +991,8 @@ Test(replicas, shard_verify_refuses_what_it_cannot_compare)
 {
 	char mlp[512], ref[512], tr[512], sgd1[512], plain[512];
 	model_path(mlp, sizeof mlp, "mlp");
-	snprintf(ref, sizeof ref, "%s/sve_ref.onnx", tmpdir());
-	snprintf(tr, sizeof tr, "%s/sve_tr.onnx", tmpdir());
-	snprintf(sgd1, sizeof sgd1, "%s/sve_sgd1.onnx", tmpdir());
-	snprintf(plain, sizeof plain, "%s/sve_plain.onnx", tmpdir());
-	train("mlp", "--replicas 2 --optimizer adam", ref);
-	train("mlp", "--replicas 2 --optimizer adam --shard gradients", tr);
-	train("mlp", "--optimizer sgd", sgd1);
-	train("mlp", "--replicas 2", plain);
+	ref_and_train(ref, tr, "sve", "--replicas 2 --optimizer adam", "--replicas 2 --optimizer adam --shard gradients");
+	ref_and_train(sgd1, plain, "sve1", "--optimizer sgd", "--replicas 2");
 	struct {
 		const char *extra, *a, *b, *needle;
 	} cases[] = {
