@@ -97,9 +97,10 @@ int steps_to_inits(const struct steps *s, struct graph *g, struct gd_err *e)
 		const struct rtensor *d = &s->data[i];
 		struct value *key = s->key[i];
 		struct tensor *t = key->init ? key->init : arena_zalloc(g->arena, sizeof *t);
-		int same = key->init && t->ndim == (uint32_t)d->ndim && !memcmp(t->dims, d->dims, sizeof *d->dims * (size_t)d->ndim);
+		int same = key->init && t->ndim == (uint32_t)d->ndim &&
+			   (!d->ndim || !memcmp(t->dims, d->dims, sizeof *d->dims * (size_t)d->ndim));
 		int64_t *dims = same ? t->dims : t ? arena_memdup(g->arena, d->dims, sizeof d->dims) : NULL;
-		if (!t || !dims)
+		if (!t || (!dims && !same))
 			return err_oom(e);
 		*t = (struct tensor){.name = key->name, .dtype = d->dtype, .ndim = (uint32_t)d->ndim, .dims = dims,
 				     .src = TSRC_BYTES, .field = TFIELD_RAW, .bytes = {d->data, d->nbytes}};
