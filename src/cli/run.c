@@ -318,7 +318,16 @@ int cmd_run(int argc, char **argv)
 	struct steps sts = {0};
 	struct exec_stats st = {0};
 	struct emit em;
-	if (g && steps_given && (rc = steps_init(g, loss_name, &sts, &e)))
+	/* threads: each replica's state is its own (a sharded graph's slices), carried through its own
+	 * graph (steps_to_inits), as under mpirun each rank carries its own; rsts[0] is unused (sts) */
+	struct steps *rsts = g && !rc && steps_given && n_run > 1 ? xcalloc((size_t)n_run, sizeof *rsts) : NULL;
+	if (g && !rc && steps_given && n_run > 1 && !rsts)
+		rc = err_oom(&e);
+	if (g && steps_given && !rc)
+		rc = steps_init(g, loss_name, &sts, &e);
+	for (int r = 1; rsts && !rc && r < n_run; r++)
+		rc = steps_init(rg[r], loss_name, &rsts[r], &e);
+	if (rc && e.code)
 		err_print(path, &e);
 	if (g && !rc && steps > 1 && !sts.n) {
 		rc = err_set(&e, GD_EINPUT, "--steps %ld: the graph has no state to carry from step to step (train it with "
@@ -366,8 +375,9 @@ int cmd_run(int argc, char **argv)
 		}
 		for (long k = 1; !rc && k <= steps; k++) {
 			for (uint32_t i = 0; k > 1 && i < sts.n; i++)
-				tv[slot[i]] = sts.data[i];
-			eo.n_inputs = k > 1 ? n_state : n_in;
+				if (!rsts || slot[i] < n_in) /* (threads: only a state the caller gave by name) */
+					tv[slot[i]] = sts.data[i];
+			eo.n_inputs = k > 1 && !rsts ? n_state : n_in;
 			eo.step = (uint64_t)(k - 1);
 			for (int r = 0; r < n_run; r++) {
 				exec_free(rx[r]);
@@ -392,6 +402,11 @@ int cmd_run(int argc, char **argv)
 				step_record(fmt == OUT_TEXT ? NULL : &em, stdout, &sts, x, (int)k, st.seconds);
 			if (k < steps && (rc = steps_advance(&sts, x, &e)))
 				err_print(path, &e);
+			for (int r = 0; rsts && k < steps && !rc && r < n_run; r++)
+				if ((r && steps_advance(&rsts[r], rx[r], &e)) || steps_to_inits(r ? &rsts[r] : &sts, rg[r], &e)) {
+					rc = e.code;
+					err_print(path, &e);
+				}
 		}
 		if (steps_given && fmt != OUT_TEXT)
 			emit_arr_end(&em);
@@ -504,6 +519,9 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	steps_free(&sts);
+	for (int r = 1; rsts && r < n_run; r++)
+		steps_free(&rsts[r]);
+	xfree(rsts);
 	for (int r = 0; rx && r < n_run; r++)
 		exec_free(rx[r]);
 	xfree(rx);
