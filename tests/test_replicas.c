@@ -381,6 +381,18 @@ Test(replicas, errors_name_the_problem)
 /* `mpirun --oversubscribe -np 2 graphdiet run --shard-inputs` on files holding the whole batch:
  * rank 0 writes the sums, which are one replica's gradients on the whole batch (relative 1e-6 in
  * the L2 norm), and three Adam steps keep the ranks' parameters equal to the whole batch's. */
+#ifdef GD_MPIEXEC
+/* mlp's whole batch of 8 in directory d: x.npy and t.npy. */
+static void mlp_batch(const char *d)
+{
+	python_ok("import sys, numpy as np\n"
+		  "r = np.random.RandomState(1)\n"
+		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
+		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
+		  d, "inputs");
+}
+#endif
+
 Test(mpi, two_ranks_match_one_big_batch)
 {
 #ifndef GD_MPIEXEC
@@ -389,11 +401,7 @@ Test(mpi, two_ranks_match_one_big_batch)
 	char d[512];
 	snprintf(d, sizeof d, "%s/mpi", tmpdir());
 	cr_assert_eq(mkdir(d, 0777), 0);
-	python_ok("import sys, numpy as np\n"
-		  "r = np.random.RandomState(1)\n"
-		  "np.save(sys.argv[1] + '/x.npy', r.randn(8, 20).astype(np.float32))\n"
-		  "np.save(sys.argv[1] + '/t.npy', r.randint(0, 10, 8))\n",
-		  d, "inputs");
+	mlp_batch(d);
 	static const char *const steps[] = {"", "--optimizer adam:lr=0.01 --loss-scale dynamic"};
 	for (int s = 0; s < 2; s++) {
 		char full[600], rep[600], of[600], orr[600], x[600], t[600], opts[256];
@@ -859,6 +867,283 @@ Test(replicas, agreement_names_the_first_difference)
 	agree_threads(2, n2, same, mul, three, "--steps: rank 0 runs 1, rank 1 3");
 }
 
+/* #51 shard: --shard optimizer|gradients|parameters, ZeRO's stages 1-3 (rewrite/shard.h). */
+
+static const char *const shard_stages[] = {"optimizer", "gradients", "parameters"};
+
+/* Checks that two runs' step tables (run --steps K's text: "step loss ...") give the same losses,
+ * each within relative 1e-6, and that every output ref_dir holds is in dir, equal within relative
+ * 1e-6 in the L2 norm: whole, or where dir's is a slice of (k = ceil(numel / 2) elements) the first
+ * elements of ref's, flattened (rank 0 writes its own). */
+static const char same_steps[] =
+	"import sys, glob, os, re, numpy as np\n"
+	"ref, out, a, b, what = sys.argv[1].split('\\x01')\n"
+	"def losses(t):\n"
+	"    rows = re.findall(r'^ +(\\d+)  (\\S+)', t.split('step  loss')[1], re.M)\n"
+	"    return [float(l) for k, l in rows]\n"
+	"la, lb = losses(a), losses(b)\n"
+	"assert len(la) == 4 and len(lb) == 4, (what, la, lb)\n"
+	"for x, y in zip(la, lb):\n"
+	"    assert abs(x - y) <= 1e-6 * abs(x), (what, la, lb)\n"
+	"fs = glob.glob(ref + '/*.npy')\n"
+	"assert len(fs) >= 12, fs\n"
+	"sliced = 0\n"
+	"for f in fs:\n"
+	"    x = np.load(f).astype(np.float64).ravel(); y = np.load(out + '/' + os.path.basename(f)).astype(np.float64).ravel()\n"
+	"    if y.size != x.size:\n"
+	"        assert y.size == (x.size + 1) // 2, (what, f, x.size, y.size)\n"
+	"        x = x[:y.size]; y = y[:x.size]; sliced += 1\n"
+	"    assert np.array_equal(x, y) or np.linalg.norm(x - y) <= 1e-6 * np.linalg.norm(x), (what, f)\n"
+	"assert sliced >= (12 if 'parameters' in what else 6 if 'sgd' not in what else 3), (what, sliced)\n";
+
+/* Under mpirun -np 2, four steps of each stage give the unsharded replicas' four losses and their
+ * parameters and optimizer state (rank 0's slices of what is sharded): Adam alone; with dynamic
+ * loss scaling, clipping, buckets and checkpointing; SGD with momentum in bf16. */
+Test(mpi, sharded_steps_match_the_unsharded_replicas)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char d[512];
+	snprintf(d, sizeof d, "%s/shard_mpi", tmpdir());
+	cr_assert_eq(mkdir(d, 0777), 0);
+	mlp_batch(d);
+	static const char *const with[] = {
+		"--optimizer adam:lr=0.01",
+		"--optimizer adam:lr=0.01 --loss-scale dynamic --clip-grad-norm 0.5 --bucket-bytes 1KiB --checkpoint memory",
+		"--optimizer sgd:lr=0.1,momentum=0.9 --precision bf16"};
+	for (int w = 0; w < 3; w++) {
+		char *ref_out = NULL;
+		for (int s = -1; s < 3; s++) {
+			char graph[600], out[600], x[600], t[600], opts[300];
+			snprintf(graph, sizeof graph, "%s/g%d_%d.onnx", d, w, s);
+			snprintf(out, sizeof out, "%s/o%d_%d", d, w, s);
+			snprintf(x, sizeof x, "x=%s/x.npy", d);
+			snprintf(t, sizeof t, "target=%s/t.npy", d);
+			snprintf(opts, sizeof opts, "--dim batch=4 --replicas 2 %s%s %s", s < 0 ? "" : "--shard ",
+				 s < 0 ? "" : shard_stages[s], with[w]);
+			train("mlp", opts, graph);
+			char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", graph, "--shard-inputs",
+					"-i", x, "-i", t, "--steps", "4", "-o", out, NULL};
+			struct run_result r = expect(0, "step  loss", argv);
+			if (s < 0) {
+				ref_out = strdup(r.out);
+			} else {
+				char ref[600], *arg = malloc(strlen(r.out) + strlen(ref_out) + 2000);
+				snprintf(ref, sizeof ref, "%s/o%d_-1", d, w);
+				sprintf(arg, "%s\x01%s\x01%s\x01%s\x01%s %s", ref, out, ref_out, r.out, shard_stages[s], with[w]);
+				python_ok(same_steps, arg, "a sharded run against the unsharded one");
+				free(arg);
+			}
+			run_free(&r);
+		}
+		free(ref_out);
+	}
+#endif
+}
+
+/* Over 8 replicas each holds 1/8 of the optimizer state (stage 1), and of the parameters too (stage
+ * 3), in slices of ceil(numel / 8) elements: plan's sizes against the model's initializers; and
+ * stage 2 reduce-scatters each bucket as soon as it is complete, so it peaks lower than stage 1
+ * where clipping waits for every gradient. */
+Test(replicas, shard_holds_a_slice_per_replica)
+{
+	char in[512];
+	model_path(in, sizeof in, "mlp");
+	char code[] =
+		"import sys, json, subprocess, onnx, numpy as np\n"
+		"g, m = sys.argv[1].split(':')\n"
+		"ns = [int(np.prod(i.dims)) for i in onnx.load(m).graph.initializer]\n"
+		"def plan(*a):\n"
+		"    return json.loads(subprocess.check_output([g, 'plan', m, '--dim', 'batch=4', '--replicas', '8',\n"
+		"                                               '--optimizer', 'adam', '--format', 'json'] + list(a)))['per_param']\n"
+		"whole, one, three = plan(), plan('--shard', 'optimizer'), plan('--shard', 'parameters')\n"
+		"step = 8  # optimizer_step, int64\n"
+		"assert whole['optimizer_state_bytes'] == 2 * 4 * sum(ns) + step, whole\n"
+		"assert one['optimizer_state_bytes'] == 2 * 4 * sum((n + 7) // 8 for n in ns) + step, one\n"
+		"assert one['optimizer_state_bytes'] <= 1.1 * whole['optimizer_state_bytes'] / 8, (one, whole)\n"
+		"assert one['param_bytes'] == 4 * sum(ns), one\n"
+		"assert three['param_bytes'] == 4 * sum((n + 7) // 8 for n in ns), three\n"
+		"assert three['optimizer_state_bytes'] == one['optimizer_state_bytes'], three\n"
+		"# clipping waits for every gradient: stage 2 holds their slices meanwhile, stage 1 them whole\n"
+		"def peak(*a):\n"
+		"    return json.loads(subprocess.check_output([g, 'plan', m, '--dim', 'batch=4', '--replicas', '8', '--optimizer',\n"
+		"                                               'adam', '--clip-grad-norm', '1', '--format', 'json'] + list(a)))\n"
+		"p1, p2 = peak('--shard', 'optimizer'), peak('--shard', 'gradients')\n"
+		"assert p2['peak_bytes_after'] < p1['peak_bytes_after'], (p1['peak_bytes_after'], p2['peak_bytes_after'])\n"
+		"f = m + '.zero2.onnx'\n"
+		"subprocess.check_call([g, 'train', m, '--dim', 'batch=4', '--replicas', '8', '--optimizer', 'adam',\n"
+		"                       '--clip-grad-norm', '1', '--shard', 'gradients', '-o', f])\n"
+		"order = [n.name for n in onnx.load(f).graph.node]\n"
+		"assert order.index('fc3.weight_grad_slice/ReduceScatter') < order.index('/fc1/Gemm_grad'), order\n";
+	char arg[1200], copy[600];
+	snprintf(copy, sizeof copy, "%s/mlp_zero.onnx", tmpdir());
+	python_ok("import sys, shutil; shutil.copy(*sys.argv[1].split(':'))", (snprintf(arg, sizeof arg, "%s:%s", in, copy), arg),
+		  "a copy");
+	snprintf(arg, sizeof arg, "%s:%s", GD_BINARY, copy);
+	python_ok(code, arg, "per-replica sizes");
+}
+
+/* The graphs: stage 1 sums whole gradients (AllReduce) and updates slices (Shard, AllGather);
+ * stage 2 reduce-scatters them in the buckets the all-reduces had; stage 3 stores each parameter as
+ * a 1-D slice, gathers it before the forward pass and again (a recompute) before the backward
+ * pass, and starts the slices from the weights in the initialization graph. onnx.checker accepts
+ * each. */
+Test(replicas, shard_graphs)
+{
+	for (int s = 0; s < 3; s++) {
+		char out[512], opts[200], arg[700];
+		snprintf(out, sizeof out, "%s/shard_%s.onnx", tmpdir(), shard_stages[s]);
+		snprintf(opts, sizeof opts, "--dim batch=4 --replicas 4 --bucket-bytes 3KiB --optimizer adam --shard %s",
+			 shard_stages[s]);
+		train("mlp", opts, out);
+		snprintf(arg, sizeof arg, "%s:%s", out, shard_stages[s]);
+		python_ok("import sys, onnx, collections\n"
+			  "f, stage = sys.argv[1].split(':')\n"
+			  "m = onnx.load(f); onnx.checker.check_model(m, full_check=True)\n"
+			  "ops = collections.Counter(n.op_type for n in m.graph.node if n.domain == 'graphdiet')\n"
+			  "meta = {p.key: p.value for p in m.metadata_props}\n"
+			  "assert meta['graphdiet.shard'] == stage and meta['graphdiet.replicas'] == '4', meta\n"
+			  "ins = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in m.graph.input}\n"
+			  "assert ins['fc1.weight_adam_m'] == [160] and ins['fc3.bias_adam_v'] == [3], ins\n"
+			  "if stage == 'optimizer':\n"
+			  "    assert ops['AllReduce'] == 4 and ops['Shard'] == 12 and ops['AllGather'] == 6, ops  # P's and P_grad's slices\n"
+			  "    assert 'ReduceScatter' not in ops and ins['fc1.weight'] == [32, 20], (ops, ins)\n"
+			  "elif stage == 'gradients':\n"
+			  "    assert ops['ReduceScatter'] == 3 and ops['AllReduce'] == 1 and ops['Shard'] == 6, ops\n"
+			  "    assert ops['AllGather'] == 6, ops\n"
+			  "else:\n"
+			  "    assert ins['fc1.weight'] == [160] and ins['fc3.bias'] == [3], ins\n"
+			  "    # (the backward pass reads fc2's and fc3's weights: dX = dY W; fc1's X is the data)\n"
+			  "    assert ops['AllGather'] == 6 + 2 and ops['ReduceScatter'] == 6 and 'Shard' not in ops, ops\n"
+			  "    ti = m.training_info[0]\n"
+			  "    binds = {b.key: b.value for b in ti.initialization_binding}\n"
+			  "    shards = {n.output[0]: n for n in ti.initialization.node if n.op_type == 'Shard'}\n"
+			  "    assert all(binds[p] in shards for p in ('fc1.weight', 'fc2.bias', 'fc3.weight')), binds\n"
+			  "    gathers = [n for n in m.graph.node if n.op_type == 'AllGather']\n"
+			  "    assert sum(1 for n in gathers if n.input[0] == 'fc2.weight') == 2, gathers\n"
+			  "    shape = [list(a.ints) for n in gathers if n.input[0] == 'fc1.weight' for a in n.attribute\n"
+			  "             if a.name == 'shape']\n"
+			  "    assert shape == [[32, 20]] * len(shape), shape\n",
+			  arg, "a sharded graph");
+	}
+}
+
+/* --shard asks for replicas and an optimizer, and one of the three stages; a sharded graph run
+ * without its replicas says how to run it. */
+Test(replicas, shard_errors)
+{
+	char in[512], out[600];
+	model_path(in, sizeof in, "mlp");
+	snprintf(out, sizeof out, "%s/shard_bad.onnx", tmpdir());
+	struct run_result r = expect(2, "--shard is for --replicas",
+				     (char *[]){GD_BINARY, "train", in, "--shard", "optimizer", "--optimizer", "adam", "-o", out, NULL});
+	run_free(&r);
+	r = expect(2, "needs --optimizer", (char *[]){GD_BINARY, "train", in, "--replicas", "2", "--shard", "gradients", "-o", out, NULL});
+	run_free(&r);
+	r = expect(2, "not optimizer, gradients or parameters",
+		   (char *[]){GD_BINARY, "plan", in, "--replicas", "2", "--shard", "4", "--optimizer", "sgd", NULL});
+	run_free(&r);
+	train("mlp", "--dim batch=4 --replicas 2 --shard parameters --optimizer adam", out);
+	r = expect(2, "built for 2 replicas, and this run has 1", (char *[]){GD_BINARY, "run", out, "--random-inputs", NULL});
+	run_free(&r);
+}
+
+/* What plan says one sharded replica holds at its peak is what a run of two measures, byte for
+ * byte, at each stage. */
+Test(replicas, shard_plan_equals_the_measured_peak)
+{
+	for (int s = 0; s < 3; s++) {
+		char out[512], opts[200];
+		snprintf(out, sizeof out, "%s/planshard_%d.onnx", tmpdir(), s);
+		snprintf(opts, sizeof opts, "--dim batch=4 --replicas 2 --optimizer adam --bucket-bytes 2KiB --shard %s",
+			 shard_stages[s]);
+		train("mlp", opts, out);
+		char *p[] = {GD_BINARY, "plan", out, "--format", "json", NULL};
+		char *r[] = {GD_BINARY, "run", out, "--random-inputs", "--replicas", "2", "--format", "json", NULL};
+		struct run_result a = expect(0, NULL, p), b = expect(0, NULL, r);
+		char code[] = "import sys, json\n"
+			      "p = json.loads(sys.argv[1]); r = json.loads(sys.argv[2])\n"
+			      "assert p['peak_bytes_before'] == r['peak_bytes'], (p['peak_bytes_before'], r['peak_bytes'])\n";
+		struct run_result c = run_cmd((char *[]){GD_PYTHON, "-c", code, a.out, b.out, NULL}, NULL, 0);
+		cr_assert_eq(c.status, 0, "%s: %s", shard_stages[s], c.err);
+		run_free(&a);
+		run_free(&b);
+		run_free(&c);
+	}
+}
+
+/* Every testdata model (convolutions, BatchNormalization synchronised, recurrences, attention, tied
+ * weights read by an embedding and a product) trains under mpirun -np 2 at stage 3 as the
+ * unsharded replicas do: three Adam steps, the same losses. */
+Test(mpi, every_model_trains_sharded)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	static const char *const models[] = {"rescnn", "rnn", "tanh_chain", "tied_gpt", "tied_shared", "transformer", "unet"};
+	for (int m = 0; m < 7; m++) {
+		char *table[2];
+		for (int s = 0; s < 2; s++) {
+			char graph[600], opts[200];
+			snprintf(graph, sizeof graph, "%s/every_%s_%d.onnx", tmpdir(), models[m], s);
+			snprintf(opts, sizeof opts, "--replicas 2 --optimizer adam:lr=0.01%s%s", s ? " --shard parameters" : "",
+				 m ? "" : " --sync-batchnorm");
+			train(models[m], opts, graph);
+			char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", graph, "--shard-inputs",
+					"--random-inputs", "--dim", "batch=4", "--steps", "3", NULL};
+			struct run_result r = expect(0, "step  loss", argv);
+			table[s] = strdup(strstr(r.out, "step  loss"));
+			run_free(&r);
+		}
+		char *arg = malloc(strlen(table[0]) + strlen(table[1]) + 100);
+		sprintf(arg, "%s\x01%s\x01%s", models[m], table[0], table[1]);
+		python_ok("import sys, re\n"
+			  "m, a, b = sys.argv[1].split('\\x01')\n"
+			  "la, lb = [re.findall(r'^ +\\d+  (\\S+)', t, re.M) for t in (a, b)]\n"
+			  "assert len(la) == 3 and la == lb, (m, la, lb)\n",
+			  arg, "a model sharded");
+		free(arg);
+		free(table[0]);
+		free(table[1]);
+	}
+#endif
+}
+
+/* Stage 3's replicas take their slices from the weights in the initialization graph: ranks whose
+ * weights differ there stop before the first collective, naming the parameter (before, each
+ * trained its slice of other weights, exit 0). */
+Test(mpi, sharded_ranks_with_other_weights_refuse)
+{
+#ifndef GD_MPIEXEC
+	cr_skip_test("graphdiet was built without MPI (libopenmpi-dev)");
+#else
+	char other[600], a[600], b[600];
+	snprintf(other, sizeof other, "%s/mlp_other_weights.onnx", tmpdir());
+	snprintf(a, sizeof a, "%s/zero3_a.onnx", tmpdir());
+	snprintf(b, sizeof b, "%s/zero3_b.onnx", tmpdir());
+	char arg[1300];
+	snprintf(arg, sizeof arg, "%s/mlp.onnx:%s", TESTDATA, other);
+	python_ok("import sys, onnx\n"
+		  "from onnx import numpy_helper\n"
+		  "src, dst = sys.argv[1].split(':')\n"
+		  "m = onnx.load(src)\n"
+		  "for i in m.graph.initializer:\n"
+		  "    if i.name == 'fc2.weight':\n"
+		  "        w = numpy_helper.to_array(i).copy(); w[3, 4] += 0.5\n"
+		  "        i.CopyFrom(numpy_helper.from_array(w, i.name))\n"
+		  "onnx.save(m, dst)\n",
+		  arg, "other weights");
+	train("mlp", "--replicas 2 --shard parameters --optimizer adam", a);
+	char in[600];
+	snprintf(in, sizeof in, "%s", other);
+	char *argv[] = {GD_BINARY, "train", in, "--replicas", "2", "--shard", "parameters", "--optimizer", "adam", "-o", b, NULL};
+	struct run_result r = expect(0, NULL, argv);
+	run_free(&r);
+	two_ranks_refuse(a, b, "parameter 'fc2.weight_weights' holds other values on rank 1");
+#endif
+}
+
 /* #51 shardverify: verify --replicas N REF TRAIN of two training graphs with an optimizer. Each
  * ZeRO stage (train --shard) trains as the unsharded replicas (REF, the same command without
  * --shard) step for step: the losses of every step and, after four, every parameter and optimizer
@@ -916,7 +1201,7 @@ Test(replicas, each_shard_stage_trains_as_the_unsharded_replicas)
 	static const char *const opt[] = {"--optimizer adam", "--optimizer sgd:lr=0.1,momentum=0.9",
 					  "--optimizer adam --loss-scale dynamic --clip-grad-norm 0.5 --bucket-bytes 1KiB"};
 	static const char *const moments[] = {"adam_m,adam_v", "momentum", "adam_m,adam_v"};
-	static const char *const stage[] = {"optimizer", "gradients", "parameters"};
+	const char *const *stage = shard_stages;
 	for (int o = 0; o < 3; o++)
 		for (int n = 2; n <= 4; n += 2) {
 			char ref[512], tr[512], opts[256], what[400], extra[64];
@@ -1026,7 +1311,7 @@ Test(replicas, shard_verify_refuses_what_it_cannot_compare)
  * the unsharded replicas' losses at step 3 (2.2434 for 2.2398), stage 3 at step 2. */
 Test(replicas, run_steps_in_threads_carry_each_replicas_slices)
 {
-	static const char *const stage[] = {"optimizer", "gradients", "parameters"};
+	const char *const *stage = shard_stages;
 	for (int n = 2; n <= 4; n += 2) {
 		char ref[512], tr[512], ns[16], opts[128], topts[256], tag[32], both[2][16384];
 		snprintf(ns, sizeof ns, "%d", n);

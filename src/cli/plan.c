@@ -38,7 +38,9 @@
 	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n" \
 	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds)\n" \
 	"      --bucket-bytes SIZE, --loss-reduction mean|sum, --sync-batchnorm  with --replicas,\n" \
-	"                        as graphdiet-train(1)\n"
+	"                        as graphdiet-train(1)\n" \
+	"      --shard STAGE     with --replicas: plan one replica of ZeRO's sharding, optimizer,\n" \
+	"                        gradients or parameters (stages 1-3), as graphdiet-train(1)\n"
 
 static const char plan_help[] =
 	"usage: graphdiet plan [options] MODEL\n"

@@ -42,9 +42,25 @@ struct mine {
 	uint64_t d[D_COUNT];
 	uint64_t *reduce; /* 2 words per AllReduce node: element count, dtype */
 	uint64_t *node;   /* the lists' hash, then one per node */
-	uint64_t *param;  /* one per initializer */
-	uint32_t n_reduce;
+	uint64_t *param;  /* one per initializer (param_at's) */
+	uint32_t n_reduce, n_param;
 };
+
+/* Initializer i of g's main graph, then of its initialization graphs (the weights a sharded
+ * replica takes its slice of, rewrite/shard.h; diet storage's), in that order; NULL past them. */
+static const struct value *param_at(const struct graph *g, uint32_t i)
+{
+	if (i < g->n_inits)
+		return g->inits[i];
+	i -= g->n_inits;
+	for (size_t t = 0; g->model && t < g->model->n_ti; t++) {
+		const struct graph *ig = g->model->ti[t].init;
+		if (ig && i < ig->n_inits)
+			return ig->inits[i];
+		i -= ig ? ig->n_inits : 0;
+	}
+	return NULL;
+}
 
 static uint64_t hash_ttype(uint64_t h, const struct ttype *t)
 {
@@ -270,7 +286,9 @@ static int make_mine(struct graph *g, const struct exec_opts *o, uint64_t steps,
 		m->n_reduce += g->nodes[i]->op == OP_ALL_REDUCE;
 	m->reduce = xcalloc(2 * (size_t)m->n_reduce + 1, sizeof *m->reduce);
 	m->node = xcalloc((size_t)g->n_nodes + 1, sizeof *m->node);
-	m->param = xcalloc((size_t)g->n_inits + 1, sizeof *m->param);
+	while (param_at(g, m->n_param))
+		m->n_param++;
+	m->param = xcalloc((size_t)m->n_param + 1, sizeof *m->param);
 	int rc = m->reduce && m->node && m->param ? 0 : err_oom(e);
 	for (uint32_t i = 0, k = 0; !rc && i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
@@ -292,11 +310,11 @@ static int make_mine(struct graph *g, const struct exec_opts *o, uint64_t steps,
 	if (!rc)
 		rc = hash_graph(g, g, x, m->node, &m->d[D_GRAPH], e);
 	exec_free(x);
-	for (uint32_t i = 0; !rc && i < g->n_inits; i++)
-		if (g->inits[i]->init)
-			rc = hash_tensor(g, g->inits[i]->init, &m->param[i], e);
+	for (uint32_t i = 0; !rc && i < m->n_param; i++)
+		if (param_at(g, i)->init)
+			rc = hash_tensor(g, param_at(g, i)->init, &m->param[i], e);
 	if (!rc)
-		m->d[D_PARAMS] = hash_words(m->param, g->n_inits);
+		m->d[D_PARAMS] = hash_words(m->param, m->n_param);
 	m->d[D_OK] = !rc;
 	return rc;
 }
@@ -438,11 +456,11 @@ static int differ(struct comm *c, struct graph *g, const struct mine *m, const u
 				     node_desc(g->nodes[i - 1], a, sizeof a), ir, more);
 		break;
 	default:
-		if ((rc = gather_items(c, m->param, g->n_inits, 1, &items, &i, &ir, local, e)))
+		if ((rc = gather_items(c, m->param, m->n_param, 1, &items, &i, &ir, local, e)))
 			break;
-		more_ranks(more, sizeof more, items, c->size, g->n_inits, i, 1, ir);
+		more_ranks(more, sizeof more, items, c->size, m->n_param, i, 1, ir);
 		rc = err_set(e, GD_EINPUT, "%s: parameter '%s' holds other values on rank %d than on rank 0%s", head,
-			     g->inits[i]->name, ir, more);
+			     param_at(g, (uint32_t)i)->name, ir, more);
 		break;
 	}
 	xfree(items);
@@ -466,7 +484,7 @@ int agree_check(struct comm *c, struct graph *g, const struct exec_opts *o, uint
 	double t = progress_begin();
 	int lrc = make_mine(g, o, steps, &m, &le);
 	progress_end(t, "agree: digest", "%" PRIu32 " nodes, %" PRIu32 " initializers, %" PRIu32 " AllReduces", g->n_nodes,
-		     g->n_inits, m.n_reduce);
+		     m.n_param, m.n_reduce);
 	t = progress_begin();
 	uint64_t *all = xmalloc(sizeof *all * D_COUNT * (size_t)c->size);
 	int rc = all ? c->allgather(c, m.d, sizeof m.d, all, e) : err_oom(e);

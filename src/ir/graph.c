@@ -391,6 +391,19 @@ int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd
 	return push(&g->inits, &g->n_inits, &g->cap_inits, v, e);
 }
 
+int node_wait_for(struct graph *g, struct node *n, struct node *u)
+{
+	struct node **c = arena_array(g->arena, n->n_ctrl + 1, sizeof *c);
+	if (!c)
+		return -1;
+	if (n->n_ctrl)
+		memcpy(c, n->ctrl, n->n_ctrl * sizeof *c);
+	c[n->n_ctrl] = u;
+	n->ctrl = c;
+	n->n_ctrl++;
+	return 0;
+}
+
 void graph_unstore(struct graph *g, struct value *v)
 {
 	uint32_t k = 0;

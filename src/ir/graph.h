@@ -342,6 +342,8 @@ int graph_add_output(struct graph *g, struct value *v, struct gd_err *e);
 int graph_add_info(struct graph *g, struct value *v, struct gd_err *e);
 /* Makes v an initializer with data t (ownership stays with the arena). */
 int graph_add_init(struct graph *g, struct value *v, struct tensor *t, struct gd_err *e);
+/* Node n waits for node u (a control input; -1 out of memory). */
+int node_wait_for(struct graph *g, struct node *n, struct node *u);
 /* v is no initializer or graph input any more (something is to make it). */
 void graph_unstore(struct graph *g, struct value *v);
 

@@ -41,6 +41,29 @@ static void *out_of(struct exec *x, struct rtensor *out, int dtype, int ndim, co
 	return exec_alloc(x, out, dtype, ndim, dims);
 }
 
+/* A sum's inputs (AllReduce's, ReduceScatter's): one output each, reduction "sum", all present and
+ * of one dtype, float32 or float64 (a bucket is summed in one call). Their dtype, or -1 with the
+ * node failed. */
+static int summands(struct exec *x, const struct node *n, struct rtensor *const *in)
+{
+	int dt = in[0] ? in[0]->dtype : DT_FLOAT;
+	if (n->n_in != n->n_out)
+		return exec_fail(x, "needs one output per input"), -1;
+	if (!attr_str_is(n, "reduction", "sum", 1))
+		return exec_fail(x, "reduction must be sum"), -1;
+	for (uint32_t k = 0; k < n->n_in; k++) {
+		if (!in[k])
+			return exec_fail(x, "input %u is missing", k), -1;
+		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
+			return exec_fail(x, "input %u is %s; %s sums float32 or float64", k, dtype_name(in[k]->dtype),
+					 n->op_type), -1;
+		if (in[k]->dtype != dt)
+			return exec_fail(x, "inputs are %s and %s; a bucket has one dtype", dtype_name(dt),
+					 dtype_name(in[k]->dtype)), -1;
+	}
+	return dt;
+}
+
 /* An AllReduce whose element count was not known before the run (it depends on the data: see
  * exec/agree.c) compares it across the replicas before it sums: buffers of other sizes would
  * overflow one (MPI's ring algorithm writes past the shorter) or truncate a message. Every replica
@@ -69,22 +92,12 @@ static int same_count(struct exec *x, struct comm *c, uint64_t count, int dt)
 
 static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
-	if (n->n_in != n->n_out)
-		return exec_fail(x, "needs one output per input");
-	if (!attr_str_is(n, "reduction", "sum", 1))
-		return exec_fail(x, "reduction must be sum");
-	int dt = in[0] ? in[0]->dtype : DT_FLOAT;
+	int dt = summands(x, n, in);
+	if (dt < 0)
+		return exec_status(x);
 	size_t total = 0;
-	for (uint32_t k = 0; k < n->n_in; k++) {
-		if (!in[k])
-			return exec_fail(x, "input %u is missing", k);
-		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
-			return exec_fail(x, "input %u is %s; AllReduce sums float32 or float64", k, dtype_name(in[k]->dtype));
-		if (in[k]->dtype != dt)
-			return exec_fail(x, "inputs are %s and %s; a bucket has one dtype", dtype_name(dt),
-					 dtype_name(in[k]->dtype));
+	for (uint32_t k = 0; k < n->n_in; k++)
 		total += in[k]->nbytes;
-	}
 	int ok = 1;
 	for (uint32_t k = 0; k < n->n_out; k++)
 		ok &= out_of(x, out[k], dt, in[k]->ndim, in[k]->dims) != NULL;
@@ -241,19 +254,10 @@ static int reduce_scatter_run(struct exec *x, const struct node *n, struct rtens
 	int64_t reps = replicas_of(x, n), total = 0;
 	if (!reps)
 		return exec_status(x);
-	if (n->n_in != n->n_out)
-		return exec_fail(x, "needs one output per input");
-	if (!attr_str_is(n, "reduction", "sum", 1))
-		return exec_fail(x, "reduction must be sum");
-	int dt = in[0] ? in[0]->dtype : DT_FLOAT, ok = 1;
+	int dt = summands(x, n, in), ok = 1;
+	if (dt < 0)
+		return exec_status(x);
 	for (uint32_t k = 0; k < n->n_in; k++) {
-		if (!in[k])
-			return exec_fail(x, "input %u is missing", k);
-		if (in[k]->dtype != DT_FLOAT && in[k]->dtype != DT_DOUBLE)
-			return exec_fail(x, "input %u is %s; ReduceScatter sums float32 or float64", k, dtype_name(in[k]->dtype));
-		if (in[k]->dtype != dt)
-			return exec_fail(x, "inputs are %s and %s; a bucket has one dtype", dtype_name(dt),
-					 dtype_name(in[k]->dtype));
 		int64_t len = slice_len(in[k]->numel, reps);
 		total += len;
 		ok &= out_of(x, out[k], dt, 1, &len) != NULL;

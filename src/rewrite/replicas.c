@@ -200,6 +200,8 @@ int replicas_build(struct graph *g, const struct replicas *r, int (*whole)(const
 {
 	if (!r->n)
 		return 0;
+	uint32_t n_old = g->n_nodes; /* the backward pass ends here */
+	int moved = 0;                /* a node now waits for one made after it: sort again */
 	if (graph_need_domain(g, "graphdiet"))
 		return err_oom(e);
 	struct grad_out *go = xmalloc(sizeof *go * (g->n_outputs + 1));
@@ -235,6 +237,11 @@ int replicas_build(struct graph *g, const struct replicas *r, int (*whole)(const
 		struct node *ar = go[i].scatter ? replicas_collective(g, OP_REDUCE_SCATTER, r->n, ins, NULL, j - i, "_slice",
 								      TAG_BACKWARD | TAG_COMM, e)
 						: replicas_all_reduce(g, r->n, ins, j - i, TAG_BACKWARD | TAG_COMM, e);
+		/* a reduce-scatter runs as soon as its bucket is complete, so that the replica's whole
+		 * gradients are freed then (the backward node after the bucket's last waits for it) */
+		uint32_t last = go[j - 1].made;
+		if (ar && go[i].scatter && last + 1 < n_old)
+			rc = node_wait_for(g, g->nodes[last + 1], ar) ? err_oom(e) : 0, moved = 1;
 		for (uint32_t k = i; k < j && ar && !rc; k++)
 			rc = take_output(g, go[k].out, ar->out[k - i], "local", e);
 		if (!ar)
@@ -262,6 +269,8 @@ int replicas_build(struct graph *g, const struct replicas *r, int (*whole)(const
 		if (!ar || graph_rename_fresh(g, ar->out[0], name, e) || graph_add_output(g, ar->out[0], e))
 			rc = e->code ? e->code : err_oom(e);
 	}
+	if (!rc && moved && graph_toposort(g, e))
+		rc = e->code;
 out:
 	xfree(go);
 	xfree(ins);

@@ -636,16 +636,7 @@ static int wait_for(struct sb *s, const struct node *after, struct node *u, uint
 	struct graph *g = s->g;
 	if (!after || after->index + 1 >= n_old)
 		return 0;
-	struct node *next = g->nodes[after->index + 1];
-	struct node **c = arena_array(g->arena, next->n_ctrl + 1, sizeof *c);
-	if (!c)
-		return err_oom(s->e);
-	if (next->n_ctrl)
-		memcpy(c, next->ctrl, next->n_ctrl * sizeof *c);
-	c[next->n_ctrl] = u;
-	next->ctrl = c;
-	next->n_ctrl++;
-	return 0;
+	return node_wait_for(g, g->nodes[after->index + 1], u) ? err_oom(s->e) : 0;
 }
 
 /* The node after which gradient g is complete: its producer, or for a sum over the replicas made

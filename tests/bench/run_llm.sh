@@ -6,7 +6,10 @@
 # RSS (it reads no weight), and `plan`'s breakdown of the peak; beside what PyTorch holds for the
 # same step by its own accounting (parameters, gradients and optimizer state per parameter: 8 with
 # no optimizer, 16 for Adam, and under AMP the bf16 copies of the weights autocast saves for
-# backward, 2 more; a formula, not a run: PyTorch cannot be run at this size here).
+# backward, 2 more; a formula, not a run: PyTorch cannot be run at this size here); with --replicas 8
+# --shard, one replica's figures beside ZeRO's model states per parameter for that stage (its
+# mixed-precision accounting: fp16 parameters and gradients, 12 bytes of fp32 master copy and Adam
+# moments, sharded from stage 1, 2, 3 on).
 #
 #   bash tests/bench/run_llm.sh [build] [DIR]
 set -euo pipefail
@@ -45,6 +48,10 @@ done <<'ROWS'
 --optimizer adam|16
 --optimizer adam --precision bf16|16 + 2
 --optimizer adam --precision bf16 --checkpoint auto --budget 80GiB|16 + 2
+--optimizer adam --precision bf16 --replicas 8 --shard optimizer|ZeRO-1: 4 + 12/8
+--optimizer adam --precision bf16 --replicas 8 --shard gradients|ZeRO-2: 2 + 14/8
+--optimizer adam --precision bf16 --replicas 8 --shard parameters|ZeRO-3: 16/8
+--optimizer adam --precision bf16 --replicas 8 --shard parameters --checkpoint auto --budget 80GiB|ZeRO-3: 16/8
 --diet|-
 --diet --precision bf16|-
 --diet --precision bf16 --checkpoint auto --budget 40GiB|-
