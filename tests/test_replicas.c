@@ -1091,7 +1091,9 @@ Test(mpi, every_model_trains_sharded)
 				 m ? "" : " --sync-batchnorm");
 			train(models[m], opts, graph);
 			char *argv[] = {GD_MPIEXEC, "--oversubscribe", "-np", "2", GD_BINARY, "run", graph, "--shard-inputs",
-					"--random-inputs", "--dim", "batch=4", "--steps", "3", NULL};
+					"--random-inputs", "--steps", "3", "--dim", "batch=4", NULL};
+			if (!has_batch_dim(models[m])) /* (a --dim the graph lacks is refused) */
+				argv[11] = NULL;
 			struct run_result r = expect(0, "step  loss", argv);
 			table[s] = strdup(strstr(r.out, "step  loss"));
 			run_free(&r);
@@ -1336,5 +1338,26 @@ Test(replicas, run_steps_in_threads_carry_each_replicas_slices)
 				  "assert la[3] < la[0], la\n",
 				  arg, stage[s]);
 		}
+	}
+}
+
+/* A --dim or --input run refuses ends the run there: with --steps it went on (steps_init reset the
+ * status), and with --replicas crashed on the copies it had not loaded (exit 139). */
+Test(replicas, run_steps_stop_at_a_refused_option)
+{
+	char tr[512], x[512], in[600];
+	model_path(x, sizeof x, "mlp");
+	snprintf(in, sizeof in, "X=%s", ref_path(tr, sizeof tr, "mlp", "target"));
+	snprintf(tr, sizeof tr, "%s/svd_tied.onnx", tmpdir());
+	train("tied_gpt", "--replicas 2 --optimizer adam", tr);
+	char *fixed[] = {GD_BINARY, "run", tr, "--replicas", "2", "--random-inputs", "--steps", "2", "--dim", "batch=4", NULL};
+	char *input[] = {GD_BINARY, "run", x, "--random-inputs", "--steps", "1", "-i", in, NULL};
+	char *const *cases[] = {fixed, input};
+	for (int i = 0; i < 2; i++) {
+		struct run_result r = expect(2, i ? "the graph has no input 'X'" : "no dimension of the graph is called 'batch'",
+					     cases[i]);
+		cr_expect(!strchr(r.err, '\n')[1], "%s", r.err);
+		cr_expect(!strstr(r.out, "step"), "%s", r.out);
+		run_free(&r);
 	}
 }

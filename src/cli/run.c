@@ -320,15 +320,17 @@ int cmd_run(int argc, char **argv)
 	struct emit em;
 	/* threads: each replica's state is its own (a sharded graph's slices), carried through its own
 	 * graph (steps_to_inits), as under mpirun each rank carries its own; rsts[0] is unused (sts) */
-	struct steps *rsts = g && !rc && steps_given && n_run > 1 ? xcalloc((size_t)n_run, sizeof *rsts) : NULL;
-	if (g && !rc && steps_given && n_run > 1 && !rsts)
-		rc = err_oom(&e);
-	if (g && steps_given && !rc)
-		rc = steps_init(g, loss_name, &sts, &e);
-	for (int r = 1; rsts && !rc && r < n_run; r++)
-		rc = steps_init(rg[r], loss_name, &rsts[r], &e);
-	if (rc && e.code)
-		err_print(path, &e);
+	struct steps *rsts = NULL;
+	if (g && !rc && steps_given) { /* (after an error: a --dim refused left no copies to run) */
+		if (n_run > 1 && !(rsts = xcalloc((size_t)n_run, sizeof *rsts)))
+			rc = err_oom(&e);
+		if (!rc)
+			rc = steps_init(g, loss_name, &sts, &e);
+		for (int r = 1; rsts && !rc && r < n_run; r++)
+			rc = steps_init(rg[r], loss_name, &rsts[r], &e);
+		if (rc)
+			err_print(path, &e);
+	}
 	if (g && !rc && steps > 1 && !sts.n) {
 		rc = err_set(&e, GD_EINPUT, "--steps %ld: the graph has no state to carry from step to step (train it with "
 					    "--optimizer, --diet or --loss-scale dynamic)", steps);

@@ -195,21 +195,23 @@ static void compare_state(struct row *row, const struct side *ref, const struct 
 	xfree(whole.data);
 }
 
-/* rows[*n] for `name`, named `label` (malloc'd, owned), judged by base or the --tol matching it. */
+/* rows[*n], named `label` (malloc'd, owned), judged by base or the --tol matching it; NULL, with
+ * the error printed and *rc set, when out of memory. */
 static struct row *add_row(struct row **rows, size_t *n, size_t *cap, const char *label, const char *missing_from,
-			   const struct verify_steps_opts *o)
+			   const struct verify_steps_opts *o, int *rc)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 64;
-		struct row *grown = xrealloc(*rows, c * sizeof *grown);
-		if (!grown)
-			return NULL;
+	struct gd_err e = {0};
+	struct row *grown = *n < *cap ? *rows : xrealloc(*rows, (*cap ? 2 * *cap : 64) * sizeof *grown);
+	char *name = grown ? strdup(label) : NULL;
+	if (grown && grown != *rows) {
 		*rows = grown;
-		*cap = c;
+		*cap = *cap ? 2 * *cap : 64;
 	}
-	char *name = strdup(label);
-	if (!name)
+	if (!name) {
+		*rc = err_oom(&e);
+		err_print(NULL, &e);
 		return NULL;
+	}
 	struct row *r = &(*rows)[(*n)++];
 	*r = (struct row){.name = name, .owned = 1, .missing_from = missing_from, .noise = -1};
 	verify_row_tol(r, &o->base, o->ov, o->n_ov);
@@ -290,12 +292,9 @@ int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, 
 				snprintf(label, sizeof label, "%s (step %ld)", global, k);
 			else
 				snprintf(label, sizeof label, "%s (step %ld, replica %d)", loss->name, k, r);
-			struct row *row = add_row(&rows, &n_rows, &cap, label, tpath, o);
-			if (!row) {
-				rc = err_oom(&e);
-				err_print(tpath, &e);
+			struct row *row = add_row(&rows, &n_rows, &cap, label, tpath, o, &rc);
+			if (!row)
 				break;
-			}
 			const char *name = r < 0 ? global : loss->name;
 			compare(row, value_of(&ref, r < 0 ? 0 : r, name), value_of(&tr, r < 0 ? 0 : r, name), &row->tol, 0, NULL);
 			all_ok &= row->ok;
@@ -311,12 +310,9 @@ int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, 
 	/* the state after the last step: REF's bindings, then any TRAIN binds that REF does not */
 	for (uint32_t i = 0; !rc && i < ref.s[0].n; i++) {
 		const char *name = ref.s[0].next[i]->name;
-		struct row *row = add_row(&rows, &n_rows, &cap, name, tpath, o);
-		if (!row) {
-			rc = err_oom(&e);
-			err_print(tpath, &e);
+		struct row *row = add_row(&rows, &n_rows, &cap, name, tpath, o, &rc);
+		if (!row)
 			break;
-		}
 		compare_state(row, &ref, &tr, name, &row->tol);
 		all_ok &= row->ok;
 	}
@@ -324,12 +320,8 @@ int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, 
 		const char *name = tr.s[0].next[i]->name;
 		if (value_of(&ref, 0, name))
 			continue;
-		struct row *row = add_row(&rows, &n_rows, &cap, name, rpath, o);
-		if (!row) {
-			rc = err_oom(&e);
-			err_print(tpath, &e);
+		if (!add_row(&rows, &n_rows, &cap, name, rpath, o, &rc))
 			break;
-		}
 		all_ok = 0;
 	}
 	if (!rc) {
