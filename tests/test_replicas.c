@@ -1361,3 +1361,36 @@ Test(replicas, run_steps_stop_at_a_refused_option)
 		run_free(&r);
 	}
 }
+
+/* BatchNormalization with each replica's own statistics (as PyTorch DDP): the running statistics
+ * differ between the replicas by design, so each replica's is compared with REF's replica's; a TRAIN
+ * with synchronised statistics against such a REF differs there, and a REF with synchronised ones
+ * against a TRAIN without finds TRAIN's replicas disagree. */
+Test(replicas, shard_verify_compares_each_replicas_batch_norm_statistics)
+{
+	char ref[512], tr[512], sref[512], str[512];
+	snprintf(ref, sizeof ref, "%s/svb_ref.onnx", tmpdir());
+	snprintf(tr, sizeof tr, "%s/svb_tr.onnx", tmpdir());
+	snprintf(sref, sizeof sref, "%s/svb_sref.onnx", tmpdir());
+	snprintf(str, sizeof str, "%s/svb_str.onnx", tmpdir());
+	train("rescnn", "--replicas 2 --optimizer adam:lr=0.01", ref);
+	train("rescnn", "--replicas 2 --optimizer adam:lr=0.01 --shard parameters", tr);
+	train("rescnn", "--replicas 2 --optimizer adam:lr=0.01 --sync-batchnorm", sref);
+	train("rescnn", "--replicas 2 --optimizer adam:lr=0.01 --sync-batchnorm --shard parameters", str);
+	struct run_result r = verify_steps(2, "--dim batch=2", ref, tr, 0, "\"bn.running_var_new (replica 1)\"");
+	python_ok("import sys, json\n"
+		  "d = json.loads(sys.argv[1])\n"
+		  "rows = {o['name']: o for o in d['outputs']}\n"
+		  "own = [n for n in rows if 'running_' in n]\n"
+		  "assert len(own) == 2 * 2 * 5 and all(rows[n]['match'] for n in own), own\n"
+		  "assert d['replicas_agree'] is True, d\n",
+		  r.out, "each replica's statistics");
+	run_free(&r);
+	r = verify_steps(2, "--dim batch=2", sref, str, 0, "\"bn.running_var_new\"");
+	run_free(&r);
+	r = verify_steps(2, "--dim batch=2", ref, str, 1, "\"verdict\": \"DIFFERS\"");
+	cr_expect(strstr(r.out, "\"replicas_agree\": true"), "%s", r.out);
+	run_free(&r);
+	r = verify_steps(2, "--dim batch=2", sref, tr, 1, "\"replicas_agree\": false");
+	run_free(&r);
+}

@@ -105,8 +105,10 @@ static const char help[] =
 	"                        binds (<param>_new, the moments, optimizer_step_new): TRAIN's, or\n"
 	"                        its replicas' slices of it concatenated; within norm rel 1e-6 or\n"
 	"                        equal (--rtol/--atol: element by element); TRAIN's replicas must\n"
-	"                        agree bit for bit but on their slices. Chosen by TRAIN having an\n"
-	"                        optimizer; --input NAME=FILE gives a whole batch input\n"
+	"                        agree bit for bit but on their slices and on what REF's differ on\n"
+	"                        (each replica's own BatchNorm statistics, compared replica by\n"
+	"                        replica). Chosen by TRAIN having an optimizer; --input NAME=FILE\n"
+	"                        gives a whole batch input\n"
 	"      --shard STAGE     as --steps: TRAIN must be built with --shard STAGE (optimizer,\n"
 	"                        gradients or parameters), REF without --shard\n"
 	"      --backend NAME    cpu (default) or cuda: run both graphs there (on one backend the\n"
@@ -200,17 +202,22 @@ int verify_refuse_optimizer(const struct graph *train, const char *tpath)
 	return GD_EINPUT;
 }
 
+int verify_output_agrees(struct graph *const *g, struct exec *const *x, int n, uint32_t i)
+{
+	for (int r = 1; r < n; r++) {
+		const struct rtensor *a = exec_value(x[0], g[0]->outputs[i]), *b = exec_value(x[r], g[r]->outputs[i]);
+		if (a->nbytes != b->nbytes || (a->nbytes && memcmp(a->data, b->data, a->nbytes)))
+			return 0;
+	}
+	return 1;
+}
+
 int verify_replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local,
 			  const uint8_t *skip)
 {
-	for (int r = 1; r < n; r++)
-		for (uint32_t i = 0; i < g[0]->n_outputs; i++) {
-			if (!strcmp(g[0]->outputs[i]->name, local) || (skip && skip[i]))
-				continue;
-			const struct rtensor *a = exec_value(x[0], g[0]->outputs[i]), *b = exec_value(x[r], g[r]->outputs[i]);
-			if (a->nbytes != b->nbytes || (a->nbytes && memcmp(a->data, b->data, a->nbytes)))
-				return 0;
-		}
+	for (uint32_t i = 0; i < g[0]->n_outputs; i++)
+		if (strcmp(g[0]->outputs[i]->name, local) && !(skip && skip[i]) && !verify_output_agrees(g, x, n, i))
+			return 0;
 	return 1;
 }
 

@@ -117,6 +117,8 @@ const struct kv *verify_updated_param(const struct graph *g);
  * index; skip may be NULL) have replica 0's bits. */
 int verify_replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local,
 			  const uint8_t *skip);
+/* Whether output i of every replica has replica 0's bits. */
+int verify_output_agrees(struct graph *const *g, struct exec *const *x, int n, uint32_t i);
 
 /* verify --gradcheck MODEL TRAIN (gradcheck.c) */
 int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,

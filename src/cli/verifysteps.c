@@ -16,7 +16,10 @@
  *                   concatenated, its first numel elements in REF's shape (the layout of
  *                   ops/comm.c's Shard and AllGather);
  *   at every step   the replicas of each graph agree bit for bit on every output but their own
- *                   loss and TRAIN's slices.
+ *                   loss and TRAIN's slices; where REF's BatchNormalization takes each replica's
+ *                   own statistics (train --replicas without --sync-batchnorm, as PyTorch DDP), the
+ *                   outputs REF's replicas differ on (the running statistics) are each replica's
+ *                   own, and are compared replica by replica instead.
  *
  * A value passes within relative 1e-6 in the L2 norm, or with equal values (--rtol/--atol: element
  * by element instead). Returns 0, GD_ECHECK when anything differs or is missing, or an error. */
@@ -233,6 +236,15 @@ static const struct value *find_loss(const struct graph *g)
 	return NULL;
 }
 
+/* The index of g's output `name`, or -1. */
+static int64_t output_index(const struct graph *g, const char *name)
+{
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (!strcmp(g->outputs[i]->name, name))
+			return i;
+	return -1;
+}
+
 /* Each --input must be a batch input of g (a graph input that is no initializer and no state). */
 static int check_inputs(const struct side *sd, const struct exec_opts *eo)
 {
@@ -259,7 +271,9 @@ int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, 
 	struct side ref = {.path = rpath, .what = "REF"}, tr = {.path = tpath, .what = "TRAIN"};
 	struct row *rows = NULL;
 	size_t n_rows = 0, cap = 0;
-	uint8_t *skip = NULL; /* by TRAIN's output index: a replica's slice, which the others' differ from */
+	/* by TRAIN's output index: a replica's slice, or a replica's own (per), which the others'
+	 * differ from; per by REF's */
+	uint8_t *slice = NULL, *skip = NULL, *per = NULL;
 	struct gd_err e = {0};
 	struct graph *rg = cli_load(rpath, FMT_AUTO, &rc);
 	if (!rg)
@@ -277,7 +291,10 @@ int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, 
 		err_print(rpath, &e);
 		goto done;
 	}
-	if (!(skip = xcalloc(train->n_outputs + 1, 1))) {
+	const char *bn = model_meta(rg, REPLICAS_BATCH_NORM_KEY);
+	int own_stats = bn && !strcmp(bn, "replica");
+	if (!(slice = xcalloc(train->n_outputs + 1, 1)) || !(skip = xcalloc(train->n_outputs + 1, 1)) ||
+	    !(per = xcalloc(rg->n_outputs + 1, 1))) {
 		rc = err_oom(&e);
 		err_print(tpath, &e);
 		goto done;
@@ -299,22 +316,35 @@ int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, 
 			compare(row, value_of(&ref, r < 0 ? 0 : r, name), value_of(&tr, r < 0 ? 0 : r, name), &row->tol, 0, NULL);
 			all_ok &= row->ok;
 		}
-		/* which of TRAIN's outputs are slices, from the first step's shapes */
+		/* which of TRAIN's outputs are slices (from the first step's shapes), which of REF's each
+		 * replica's own */
 		for (uint32_t i = 0; k == 1 && i < train->n_outputs; i++) {
 			const struct rtensor *a = value_of(&ref, 0, train->outputs[i]->name);
-			skip[i] = a && is_slice(a, exec_value(tr.x[0], train->outputs[i]), n);
+			slice[i] = a && is_slice(a, exec_value(tr.x[0], train->outputs[i]), n);
 		}
-		agree &= verify_replicas_agree(ref.g, ref.x, n, loss->name, NULL) &&
+		for (uint32_t i = 0; own_stats && i < rg->n_outputs; i++)
+			per[i] |= rg->outputs[i] != loss && !verify_output_agrees(ref.g, ref.x, n, i);
+		for (uint32_t i = 0; i < train->n_outputs; i++) {
+			int64_t j = output_index(rg, train->outputs[i]->name);
+			skip[i] = slice[i] || (j >= 0 && per[j]);
+		}
+		agree &= verify_replicas_agree(ref.g, ref.x, n, loss->name, per) &&
 			 verify_replicas_agree(tr.g, tr.x, n, loss->name, skip);
 	}
 	/* the state after the last step: REF's bindings, then any TRAIN binds that REF does not */
 	for (uint32_t i = 0; !rc && i < ref.s[0].n; i++) {
 		const char *name = ref.s[0].next[i]->name;
-		struct row *row = add_row(&rows, &n_rows, &cap, name, tpath, o, &rc);
-		if (!row)
-			break;
-		compare_state(row, &ref, &tr, name, &row->tol);
-		all_ok &= row->ok;
+		int64_t j = output_index(rg, name);
+		int own = j >= 0 && per[j];
+		for (int r = 0; r < (own ? n : 1) && !rc; r++) { /* a replica's own: each against REF's */
+			snprintf(label, sizeof label, "%s (replica %d)", name, r);
+			struct row *row = add_row(&rows, &n_rows, &cap, own ? label : name, tpath, o, &rc);
+			if (row && own)
+				compare(row, value_of(&ref, r, name), value_of(&tr, r, name), &row->tol, 0, NULL);
+			else if (row)
+				compare_state(row, &ref, &tr, name, &row->tol);
+			all_ok &= !row || row->ok;
+		}
 	}
 	for (uint32_t i = 0; !rc && i < tr.s[0].n; i++) {
 		const char *name = tr.s[0].next[i]->name;
@@ -338,7 +368,9 @@ done:
 	for (size_t i = 0; i < n_rows; i++)
 		free((char *)rows[i].name);
 	xfree(rows);
+	xfree(slice);
 	xfree(skip);
+	xfree(per);
 	side_free(&tr);
 	side_free(&ref);
 	graph_free(rg);
