@@ -201,6 +201,10 @@ const struct gcase op_cases[] = {
 	{"AllReduce", P("a", "[2, 3]") P("b", "[3]"),
 	 "  - {op: AllReduce, domain: graphdiet, inputs: [a, b], outputs: [ra, rb], attrs: {reduction: sum, replicas: 1}}\n"
 	 "  - {op: Mul, inputs: [ra, rb], outputs: [y]}\n"},
+	/* one replica: a reshape of the whole slice, and its gradient a ReduceScatter (a flatten) */
+	{"AllGather", P("s", "[6]") P("w", "[2, 3]"),
+	 "  - {op: AllGather, domain: graphdiet, inputs: [s], outputs: [g], attrs: {replicas: 1, shape: [2, 3]}}\n"
+	 "  - {op: Mul, inputs: [g, w], outputs: [y]}\n"},
 	{"LayerNormalization", P("x", "[2, 3, 4]") P("s", "[4]") P("b", "[4]"),
 	 "  - {op: LayerNormalization, inputs: [x, s, b], outputs: [y], attrs: {epsilon: 0.001}}\n"},
 	{"LayerNormalization two axes", P("x", "[2, 3, 4]") P("s", "[3, 4]"),

@@ -182,7 +182,8 @@ static int uncovered_ok(int op)
 	return op == OP_IF || op == OP_LOOP           /* no kernel on any backend */
 	       || op == OP_SCAN || op == OP_PT_ADAM || op == OP_PT_ADAGRAD || op == OP_PT_MOMENTUM ||
 	       op == OP_PT_GRADIENT /* ctrl: control flow and the preview.training ops run on the CPU */
-	       || op == OP_DIET_ADAM || op == OP_ALL_REDUCE; /* training-step ops: CPU kernels only */
+	       || op == OP_DIET_ADAM || op == OP_ALL_REDUCE || op == OP_REDUCE_SCATTER || op == OP_ALL_GATHER ||
+	       op == OP_SHARD; /* training-step ops and collectives: CPU kernels only */
 }
 
 /* More cases for the ops that gradients do not produce (comparisons, IsNaN, ...). */

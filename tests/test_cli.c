@@ -4375,3 +4375,124 @@ Test(cli, a_resize_roi_far_off_the_input_gives_the_extrapolation_value)
 		cr_expect_eq(((float *)y.data)[i], 0.0f, "y[%d] = %g", i, ((float *)y.data)[i]);
 	free(y.data);
 }
+
+/* #51 shardreport: plan and check per replica: the communication buffers, and the bytes each
+ * replica sends per step, against the ring algorithm's formulas computed here from the model's
+ * initializers (python3-onnx), never from graphdiet's own figures. */
+
+/* Checks plan --format json on stdin for sys.argv[1] (the model, Gemm layers) built with
+ * --replicas sys.argv[2] and --shard sys.argv[3] (none: not sharded) and --optimizer adam. Each
+ * float32 parameter has numel elements, a shard k = ceil(numel / N); the loss, a float32 scalar, is
+ * AllReduced as loss_global (4 bytes); Adam holds two moments (whole, or a shard's) and an int64
+ * step. Stages 1 and 2 AllGather each updated shard; stage 3 gathers each parameter for the
+ * forward pass and again, recomputed, each weight the backward pass reads (a Gemm's, unless its
+ * input is a graph input, whose gradient nobody wants). */
+static const char shard_traffic_py[] =
+	"import sys, json, math, onnx\n"
+	"from fractions import Fraction\n"
+	"m = onnx.load(sys.argv[1]); n = int(sys.argv[2]); stage = sys.argv[3]\n"
+	"d = json.load(sys.stdin)\n"
+	"inits = {t.name: math.prod(t.dims) for t in m.graph.initializer}\n"
+	"assert all(t.data_type == 1 for t in m.graph.initializer)\n"
+	"shard = lambda e: -(-e // n)\n"
+	"B = 4 * sum(inits.values()); K = 4 * sum(shard(e) for e in inits.values())\n"
+	"r = d['replicas']\n"
+	"assert r['n'] == n and r['shard'] == (None if stage == 'none' else stage), r\n"
+	"assert r['zero_stage'] == ['none', 'optimizer', 'gradients', 'parameters'].index(stage), r\n"
+	"p = len(inits)\n"
+	"want = {'AllReduce': {'calls': p + 1, 'sent_bytes': Fraction(2 * (n - 1), n) * (B + 4)}}\n"
+	"if stage != 'none':\n"
+	"    want['AllGather'] = {'calls': p, 'sent_bytes': (n - 1) * K}\n"
+	"if stage in ('gradients', 'parameters'):\n"
+	"    want['AllReduce'] = {'calls': 1, 'sent_bytes': Fraction(2 * (n - 1), n) * 4}\n"
+	"    want['ReduceScatter'] = {'calls': p, 'sent_bytes': (n - 1) * K}\n"
+	"if stage == 'parameters':\n"
+	"    inputs = {i.name for i in m.graph.input}\n"
+	"    again = [g.input[1] for g in m.graph.node if g.op_type == 'Gemm' and g.input[0] not in inputs]\n"
+	"    assert again, 'a model whose backward pass reads no weight'\n"
+	"    want['AllGather'] = {'calls': p + len(again),\n"
+	"                         'sent_bytes': (n - 1) * (K + 4 * sum(shard(inits[w]) for w in again))}\n"
+	"    big = max(inits.values()) * 4\n"
+	"    assert d['most_live']['comm_buffers'] >= big, (d['most_live'], big)\n"
+	"assert r['by_op'].pop('Shard', {'sent_bytes': 0})['sent_bytes'] == 0, r  # a slice of its own: no traffic\n"
+	"assert r['by_op'] == want, (r['by_op'], want)\n"
+	"assert r['sent_bytes'] == sum(o['sent_bytes'] for o in want.values()), r\n"
+	"state = 2 * (4 * sum(inits.values()) if stage == 'none' else K) + 8\n"
+	"assert d['per_param']['optimizer_state_bytes'] == state, (d['per_param'], state)\n"
+	"b = d['breakdown']; w = d['most_live']\n"
+	"assert b['comm_buffers'] <= w['comm_buffers'], (b, w)\n"
+	"assert d['peak_bytes_after'] == sum(b[k] for k in ('params', 'buffers', 'optimizer_state', 'gradients',\n"
+	"                                                   'activations', 'comm_buffers')), d\n"
+	"if len(sys.argv) > 4:  # the unsharded report: gathered parameters are no activations\n"
+	"    u = json.loads(sys.argv[4])\n"
+	"    assert w['activations'] == u['most_live']['activations'], (w, u['most_live'])\n";
+
+/* plan --format json of mlp.onnx at batch 8, Adam, N replicas sharding `shard` (none: not
+ * sharded), into *out (the caller's to free). */
+static char *shard_plan(const char *shard, const char *reps)
+{
+	char *a[] = {GD_BINARY, "plan", TESTDATA "/mlp.onnx", "--dim", "batch=8", "--optimizer", "adam", "--replicas",
+		     (char *)reps, "--format", "json", strcmp(shard, "none") ? "--shard" : NULL, (char *)shard, NULL};
+	struct run_result r = run_cmd(a, NULL, 0);
+	cr_assert_eq(r.status, 0, "--replicas %s --shard %s: %s", reps, shard, r.err);
+	free(r.err);
+	return r.out;
+}
+
+static void shard_traffic(const char *shard, int n)
+{
+	char reps[16];
+	snprintf(reps, sizeof reps, "%d", n);
+	char *out = shard_plan(shard, reps), *none = strcmp(shard, "none") ? shard_plan("none", reps) : NULL;
+	struct run_result p = run_cmd((char *[]){GD_PYTHON, "-c", (char *)shard_traffic_py, TESTDATA "/mlp.onnx", reps,
+						 (char *)shard, none, NULL}, (const uint8_t *)out, strlen(out));
+	cr_assert_eq(p.status, 0, "--replicas %d --shard %s: %s\n%s", n, shard, p.err, out);
+	run_free(&p);
+	free(out);
+	free(none);
+}
+
+Test(cli, plan_reports_each_replicas_all_reduce_traffic)
+{
+	shard_traffic("none", 2);
+	shard_traffic("none", 4);
+}
+
+/* ZeRO's stages: each replica's optimizer state is its shards' (1/N, padded), ReduceScatter and
+ * AllGather send (N-1)/N of the padded bytes, and stage 3's gathered parameters are communication
+ * buffers, not activations. N = 4 pads the 10-element fc3.bias. */
+Test(cli, plan_reports_each_shard_stages_state_and_traffic)
+{
+	static const char *const stages[] = {"optimizer", "gradients", "parameters"};
+	for (int i = 0; i < 3; i++) {
+		shard_traffic(stages[i], 2);
+		shard_traffic(stages[i], 4);
+	}
+}
+
+/* The text says whose figures they are; a model without replicas says nothing of them. */
+Test(cli, plan_and_check_say_per_replica)
+{
+	char *a[] = {GD_BINARY, "plan", TESTDATA "/mlp.onnx", "--dim", "batch=8", "--replicas", "4", NULL};
+	struct run_result r = run_cmd(a, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "\nreplicas:    4, shard: none"), "%s", r.out);
+	cr_expect(strstr(r.out, " bytes) per replica at "), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  comm buffers "), "%s", r.out);
+	cr_expect(strstr(r.out, "\ntraffic:     ") && strstr(r.out, "sent per replica per step: AllReduce "), "%s", r.out);
+	run_free(&r);
+	char *c[] = {GD_BINARY, "check", TESTDATA "/mlp.onnx", "--dim", "batch=8", "--replicas", "4", "--budget", "1GiB", NULL};
+	r = run_cmd(c, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, " per replica (4 replicas) <= budget "), "%s", r.out);
+	run_free(&r);
+	char *p[] = {GD_BINARY, "plan", TESTDATA "/mlp.onnx", "--dim", "batch=8", NULL, NULL, NULL};
+	r = run_cmd(p, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(!strstr(r.out, "replica") && !strstr(r.out, "traffic:") && !strstr(r.out, "comm buffers"), "%s", r.out);
+	run_free(&r);
+	p[5] = "--format", p[6] = "json", p[7] = NULL;
+	r = run_cmd(p, NULL, 0);
+	cr_expect(strstr(r.out, "\"replicas\": null"), "%s", r.out);
+	run_free(&r);
+}

@@ -964,6 +964,7 @@ Test(replicas, shard_holds_a_slice_per_replica)
 		"assert one['optimizer_state_bytes'] <= 1.1 * whole['optimizer_state_bytes'] / 8, (one, whole)\n"
 		"assert one['param_bytes'] == 4 * sum(ns), one\n"
 		"assert three['param_bytes'] == 4 * sum((n + 7) // 8 for n in ns), three\n"
+		"assert three['parameters'] == sum(ns), three  # per parameter of the model, not of its slices\n"
 		"assert three['optimizer_state_bytes'] == one['optimizer_state_bytes'], three\n"
 		"# clipping waits for every gradient: stage 2 holds their slices meanwhile, stage 1 them whole\n"
 		"def peak(*a):\n"

@@ -36,7 +36,9 @@
 	"      --clip-grad-norm X  gradient clipping, as graphdiet-train(1)\n" \
 	"      --diet[:...]      diet variables, as graphdiet-train(1)\n" \
 	"      --diet-params NAMES  which parameters are diet variables, as graphdiet-train(1)\n" \
-	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds)\n" \
+	"      --replicas N      plan one of N data-parallel replicas (its batch is what --dim binds):\n" \
+	"                        the figures are per replica, with its communication buffers and the\n" \
+	"                        bytes it sends per step, by collective\n" \
 	"      --bucket-bytes SIZE, --loss-reduction mean|sum, --sync-batchnorm  with --replicas,\n" \
 	"                        as graphdiet-train(1)\n" \
 	"      --shard STAGE     with --replicas: plan one replica of ZeRO's sharding, optimizer,\n" \
@@ -111,6 +113,42 @@ static void breakdown(struct emit *em, const struct mem_breakdown *b, uint64_t b
 	emit_uint(em, b->activations);
 	emit_key(em, "param_gradients");
 	emit_uint(em, b->param_grads);
+	emit_key(em, "comm_buffers");
+	emit_uint(em, b->comm);
+	emit_obj_end(em);
+}
+
+static const char *const comm_names[COMM_OPS] = {NULL, "AllReduce", "ReduceScatter", "AllGather", "Shard"};
+
+/* "replicas": how many, the shard stage and each replica's traffic per step. */
+static void replicas_structured(struct emit *em, const struct plan_report *r)
+{
+	emit_obj_begin(em);
+	emit_key(em, "n");
+	emit_int(em, r->replicas);
+	emit_key(em, "shard");
+	if (r->shard)
+		emit_str(em, r->shard);
+	else
+		emit_null(em);
+	emit_key(em, "zero_stage");
+	emit_int(em, plan_shard_stage(r->shard));
+	emit_key(em, "sent_bytes");
+	emit_uint(em, r->traffic.sent);
+	emit_key(em, "by_op");
+	emit_obj_begin(em);
+	for (int k = COMM_ALL_REDUCE; k < COMM_OPS; k++) {
+		if (!r->traffic.calls[k])
+			continue;
+		emit_key(em, comm_names[k]);
+		emit_obj_begin(em);
+		emit_key(em, "calls");
+		emit_uint(em, r->traffic.calls[k]);
+		emit_key(em, "sent_bytes");
+		emit_uint(em, r->traffic.by_op[k]);
+		emit_obj_end(em);
+	}
+	emit_obj_end(em);
 	emit_obj_end(em);
 }
 
@@ -160,8 +198,15 @@ static void report_structured(FILE *f, const char *path, const struct plan_repor
 	emit_uint(&em, r->n_nodes);
 	emit_key(&em, "breakdown");
 	breakdown(&em, &r->at_peak, r->buffer_bytes);
+	emit_key(&em, "most_live");
+	breakdown(&em, &r->most, r->buffer_bytes);
 	emit_key(&em, "per_param");
 	per_param_structured(&em, r);
+	emit_key(&em, "replicas");
+	if (r->replicas)
+		replicas_structured(&em, r);
+	else
+		emit_null(&em); /* no replicas */
 	emit_key(&em, "forward_flops");
 	emit_uint(&em, r->forward_flops);
 	emit_key(&em, "recompute_flops");
@@ -346,24 +391,62 @@ static void explain_auto(FILE *f, const struct auto_result *a, uint64_t budget)
 					 "searched, not proved)" : "", size_format(a->lower_bound, l, sizeof l));
 }
 
+/* "replicas: 8, shard: parameters (ZeRO stage 3)" */
+static void replicas_text(FILE *f, const struct plan_report *r)
+{
+	static const char *const stage[] = {"none (every replica holds every parameter, gradient and optimizer moment)",
+					    "optimizer (ZeRO stage 1)", "gradients (ZeRO stage 2)",
+					    "parameters (ZeRO stage 3)"};
+	fprintf(f, "replicas:    %d, shard: %s; figures per replica\n", r->replicas, stage[plan_shard_stage(r->shard)]);
+}
+
+/* "traffic: 1.2 GiB sent per replica per step: AllReduce 0.9 GiB (3 calls), ..." */
+static void traffic_text(FILE *f, const struct plan_report *r)
+{
+	char a[32];
+	const struct comm_traffic *t = &r->traffic;
+	fprintf(f, "traffic:     %s (%" PRIu64 " bytes) sent per replica per step", size_format(t->sent, a, sizeof a), t->sent);
+	const char *sep = ": ";
+	for (int k = COMM_ALL_REDUCE; k < COMM_OPS; k++) {
+		if (!t->calls[k] || k == COMM_SHARD) /* a Shard sends nothing */
+			continue;
+		fprintf(f, "%s%s %s (%" PRIu64 " call%s)", sep, comm_names[k], size_format(t->by_op[k], a, sizeof a),
+			t->calls[k], t->calls[k] == 1 ? "" : "s");
+		sep = ", ";
+	}
+	fprintf(f, "\n");
+}
+
 static void report_text(FILE *f, const char *path, const struct plan_report *r, int explain)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32], d[32], g[32];
 	fprintf(f, "model:       %s%s\n", strcmp(path, "-") ? path : "<stdin>",
 	       r->built_training ? " (training graph built)" : " (a training graph)");
-	fprintf(f, "peak:        %s (%" PRIu64 " bytes) at %s, step %" PRId64 " of %u\n", size_format(r->peak_after, a, sizeof a),
-	       r->peak_after, r->peak_node_desc, r->peak_node + 1, r->n_nodes);
+	if (r->replicas)
+		replicas_text(f, r);
+	fprintf(f, "peak:        %s (%" PRIu64 " bytes)%s at %s, step %" PRId64 " of %u\n", size_format(r->peak_after, a, sizeof a),
+	       r->peak_after, r->replicas > 1 ? " per replica" : "", r->peak_node_desc, r->peak_node + 1, r->n_nodes);
 	fprintf(f, "  params       %s\n", size_format(r->at_peak.params, a, sizeof a));
 	if (r->buffer_bytes)
 		fprintf(f, "  buffers      %s (initializers that take no gradient)\n", size_format(r->buffer_bytes, a, sizeof a));
 	fprintf(f, "  gradients    %s\n", size_format(r->at_peak.grads, a, sizeof a));
 	fprintf(f, "  activations  %s\n", size_format(r->at_peak.activations, a, sizeof a));
 	fprintf(f, "  optimizer    %s\n", size_format(r->at_peak.opt_state, a, sizeof a));
+	if (r->replicas || r->most.comm)
+		fprintf(f, "  comm buffers %s (collectives' outputs: parameters gathered from their shards, ...)\n",
+			size_format(r->at_peak.comm, a, sizeof a));
 	if (r->n_param_elems)
 		fprintf(f, "per param:   %.2f bytes: params %.2f + optimizer %.2f + gradients %.2f (the most live at once), "
 		       "over %" PRIu64 " parameters\n",
 		       per_param(r, r->param_bytes + r->state_bytes + r->peak_param_grads), per_param(r, r->param_bytes),
 		       per_param(r, r->state_bytes), per_param(r, r->peak_param_grads), r->n_param_elems);
+	if (r->replicas) {
+		fprintf(f, "resident:    params %s, optimizer %s; the most live at once: gradients %s, activations %s, "
+			   "comm buffers %s\n", size_format(r->param_bytes, a, sizeof a),
+			size_format(r->state_bytes, b, sizeof b), size_format(r->most.grads, c, sizeof c),
+			size_format(r->most.activations, d, sizeof d), size_format(r->most.comm, g, sizeof g));
+		traffic_text(f, r);
+	}
 	if (r->strategy == CKPT_NONE && !r->recompute_flops && !r->n_segments) {
 		fprintf(f, "checkpoint:  none: all %zu activations the backward pass reads are kept, %s\n", r->n_checkpoints,
 		       size_format(r->kept_bytes, a, sizeof a));
@@ -580,8 +663,12 @@ static int run(int argc, char **argv, int check)
 		/* one thing per stream: the SVG has standard output, the report goes to standard error */
 		FILE *f = timeline && (!strcmp(timeline, "-") || !strcmp(timeline, "/dev/stdout")) ? stderr : stdout;
 		if (check && fmt == OUT_TEXT) {
-			printf("graphdiet check: %s: peak %s %s budget %s (%s)\n", r.fits ? "fits" : "over budget",
-			       size_format(r.peak_after, a, sizeof a), r.fits ? "<=" : ">", size_format(r.budget, b, sizeof b),
+			char per[96] = "";
+			if (r.replicas > 1)
+				snprintf(per, sizeof per, " per replica (%d replicas%s%s)", r.replicas, r.shard ? ", shard " : "",
+					 r.shard ? r.shard : "");
+			printf("graphdiet check: %s: peak %s%s %s budget %s (%s)\n", r.fits ? "fits" : "over budget",
+			       size_format(r.peak_after, a, sizeof a), per, r.fits ? "<=" : ">", size_format(r.budget, b, sizeof b),
 			       strcmp(path, "-") ? path : "<stdin>");
 		} else if (fmt == OUT_TEXT) {
 			report_text(f, path, &r, explain);

@@ -41,6 +41,16 @@ static void *out_of(struct exec *x, struct rtensor *out, int dtype, int ndim, co
 	return exec_alloc(x, out, dtype, ndim, dims);
 }
 
+/* The replicas attribute; 0 with the node failed when it is not 1 .. 2^20. */
+static int64_t replicas_of(struct exec *x, const struct node *n)
+{
+	int64_t r = attr_int(n, "replicas", 1);
+	if (r >= 1 && r <= (1 << 20))
+		return r;
+	exec_fail(x, "replicas is %lld; it must lie between 1 and 1048576", (long long)r);
+	return 0;
+}
+
 /* A sum's inputs (AllReduce's, ReduceScatter's): one output each, reduction "sum", all present and
  * of one dtype, float32 or float64 (a bucket is summed in one call). Their dtype, or -1 with the
  * node failed. */
@@ -92,7 +102,7 @@ static int same_count(struct exec *x, struct comm *c, uint64_t count, int dt)
 
 static int all_reduce_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
-	int dt = summands(x, n, in);
+	int dt = replicas_of(x, n) ? summands(x, n, in) : -1;
 	if (dt < 0)
 		return exec_status(x);
 	size_t total = 0;
@@ -175,16 +185,6 @@ const struct op_impl op_all_reduce = {.run = all_reduce_run, .grad = all_reduce_
 static int64_t slice_len(int64_t numel, int64_t reps)
 {
 	return (numel + reps - 1) / reps;
-}
-
-/* The replicas attribute; 0 with the node failed when it is not 1 .. 2^20. */
-static int64_t replicas_of(struct exec *x, const struct node *n)
-{
-	int64_t r = attr_int(n, "replicas", 1);
-	if (r >= 1 && r <= (1 << 20))
-		return r;
-	exec_fail(x, "replicas is %lld; it must lie between 1 and 1048576", (long long)r);
-	return 0;
 }
 
 /* dst (k elements of es bytes) = elements [r k, r k + k) of src (numel of them), zeros past its end. */

@@ -46,6 +46,40 @@ int memmodel_measure(const struct graph *g, const struct exec *shapes, struct me
 	return 0;
 }
 
+enum comm_op memsim_comm_op(const struct node *n)
+{
+	return n->op == OP_ALL_REDUCE       ? COMM_ALL_REDUCE
+	       : n->op == OP_REDUCE_SCATTER ? COMM_REDUCE_SCATTER
+	       : n->op == OP_ALL_GATHER     ? COMM_ALL_GATHER
+	       : n->op == OP_SHARD          ? COMM_SHARD
+					    : COMM_NONE;
+}
+
+/* m->cat: the category in the low bits, CAT_PG for a parameter's gradient (FLAT_PARAM_GRAD): one
+ * byte the simulation's inner loop reads per value */
+enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT, CAT_STATE, CAT_COMM, N_CAT, CAT_MASK = 7, CAT_PG = 8 };
+
+/* A collective's output that is no parameter or state is a communication buffer (memsim.h), but
+ * for a gradient: what a backward AllReduce or ReduceScatter makes (a summed bucket, a gradient
+ * shard), or a Shard of a gradient; the rest by their flags. By the tags, not by autodiff's
+ * VALUE_PARAM_GRAD, so that a training graph read back counts as the one built. */
+static enum cat category(const struct flat *f, const struct value *v)
+{
+	uint8_t fl = f->vflags[v->id];
+	enum comm_op op = v->producer ? memsim_comm_op(v->producer) : COMM_NONE;
+	const struct value *in = v->producer && v->producer->n_in ? v->producer->in[0] : NULL;
+	int grad = (fl & FLAT_GRAD) && (op == COMM_ALL_REDUCE || op == COMM_REDUCE_SCATTER ||
+					(op == COMM_SHARD && in && (f->vflags[in->id] & FLAT_GRAD)));
+	return (fl & FLAT_STATE)   ? CAT_STATE
+	       : (fl & FLAT_PARAM) ? CAT_PARAM
+	       : op && !grad       ? CAT_COMM
+	       : (fl & FLAT_GRAD)  ? CAT_GRAD
+				   : CAT_ACT;
+}
+
+#define BREAKDOWN(cat, pg) \
+	((struct mem_breakdown){(cat)[CAT_PARAM], (cat)[CAT_STATE], (cat)[CAT_GRAD], (cat)[CAT_ACT], (pg), (cat)[CAT_COMM]})
+
 int memmodel_finish(const struct graph *g, struct memmodel *m, struct gd_err *e)
 {
 	size_t nv = g->n_values ? g->n_values : 1;
@@ -65,6 +99,12 @@ int memmodel_finish(const struct graph *g, struct memmodel *m, struct gd_err *e)
 			m->f.nflags[i] &= (uint8_t)~(FLAT_TAKES | FLAT_TAKES_LAST);
 	xfree(m->half_taken);
 	m->half_taken = NULL;
+	if (!(m->cat = xmalloc(nv))) {
+		memmodel_free(m);
+		return err_oom(e);
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		m->cat[v] = (uint8_t)(category(&m->f, g->values[v]) | (m->f.vflags[v] & FLAT_PARAM_GRAD ? CAT_PG : 0));
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		*(g->inits[i]->flags & VALUE_STATE ? &m->state : &m->params) += m->bytes[g->inits[i]->id];
 	for (uint32_t i = 0; i < g->n_inputs; i++)
@@ -109,6 +149,7 @@ void memmodel_free(struct memmodel *m)
 	xfree(m->copy);
 	xfree(m->fits);
 	xfree(m->half_taken);
+	xfree(m->cat);
 	rc_scratch_free(&m->rc);
 	xfree(m->flops);
 	memset(m, 0, sizeof *m);
@@ -127,17 +168,6 @@ const uint64_t *memmodel_flops(struct memmodel *m, const struct graph *g, struct
 	return m->flops;
 }
 
-enum cat { CAT_PARAM, CAT_GRAD, CAT_ACT, CAT_STATE };
-
-static enum cat category(uint8_t vflags)
-{
-	return (vflags & FLAT_STATE)   ? CAT_STATE
-	       : (vflags & FLAT_PARAM) ? CAT_PARAM
-	       : (vflags & FLAT_GRAD)  ? CAT_GRAD
-				       : CAT_ACT;
-}
-
-#define BREAKDOWN(cat, pg) ((struct mem_breakdown){(cat)[CAT_PARAM], (cat)[CAT_STATE], (cat)[CAT_GRAD], (cat)[CAT_ACT], (pg)})
 
 int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_step *steps, uint32_t n_steps,
 		    int trace, struct mem_result *r, struct gd_err *e)
@@ -182,10 +212,12 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		MAKE_COPIES(&steps[i]);
 	}
 	next = nv;
-	uint64_t cat[4] = {m->params, 0, m->inputs, m->state};
+	uint64_t cat[N_CAT] = {m->params, 0, m->inputs, m->state, 0};
 	uint64_t live = cat[0] + cat[1] + cat[2] + cat[3], pg = 0; /* pg: FLAT_PARAM_GRAD bytes live */
-#define LIVE(v, op) (live op m->bytes[v], cat[category(f->vflags[v])] op m->bytes[v], \
-		     pg op (f->vflags[v] & FLAT_PARAM_GRAD ? m->bytes[v] : 0))
+#define LIVE(v, op) (live op m->bytes[v], cat[m->cat[v] & CAT_MASK] op m->bytes[v], \
+		     pg op (m->cat[v] & CAT_PG ? m->bytes[v] : 0))
+	uint64_t most[N_CAT];
+	memcpy(most, cat, sizeof most);
 	r->peak = live;
 	r->peak_node = -1;
 	r->at_peak = BREAKDOWN(cat, pg);
@@ -233,6 +265,8 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 		}
 		if (pg > r->peak_param_grads)
 			r->peak_param_grads = pg;
+		for (int c = 0; trace && c < N_CAT; c++) /* for the report: not while weighing plans */
+			most[c] = cat[c] > most[c] ? cat[c] : most[c];
 		for (uint32_t k = o0; k < o1; k++) {
 			uint32_t v = f->out[k];
 			if (v != FLAT_NONE && (s->clone || !(f->vflags[v] & FLAT_PINNED)) && left[s->clone ? copy[v] : v] == 0)
@@ -254,6 +288,7 @@ int memsim_schedule(struct memmodel *m, const uint8_t *keep, const struct rc_ste
 #undef IN_ID
 #undef MAKE_COPIES
 #undef LIVE
+	r->most = BREAKDOWN(most, r->peak_param_grads);
 	return 0;
 }
 

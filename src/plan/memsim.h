@@ -11,7 +11,14 @@
  * there. State that an update_binding replaces (parameters, moments) is not live the whole step:
  * it dies at its last reader, so an optimizer updates it in its own buffer (Sub(p, lr*delta) over
  * p, Mul(m, beta1) over m), as PyTorch's fused optimizers do. This is the executor's allocator's
- * rule, so the predicted peak equals the peak `graphdiet run` measures, to the byte (a test). */
+ * rule, so the predicted peak equals the peak `graphdiet run` measures, to the byte (a test).
+ *
+ * Communication buffers are the outputs of the replicas' collectives (AllReduce, ReduceScatter,
+ * AllGather, Shard: ops/comm.c) that are neither a parameter, its next value, optimizer state nor
+ * a gradient (a backward AllReduce's or ReduceScatter's: a summed bucket, a gradient shard; a
+ * Shard of a gradient): a parameter AllGathered from its shards for the forward pass (ZeRO stage
+ * 3; again by its recompute clone before the backward pass), a slice Shard takes of a parameter
+ * for its update, SyncBatchNorm's summed statistics. */
 #ifndef GD_MEMSIM_H
 #define GD_MEMSIM_H
 
@@ -26,7 +33,12 @@ struct mem_breakdown {
 	uint64_t activations; /* graph inputs and values forward nodes produce */
 	uint64_t param_grads; /* of grads: parameters' gradients and what is made of them alone
 			       * (FLAT_PARAM_GRAD) */
+	uint64_t comm;        /* communication buffers (see above) */
 };
+
+/* The replicas' collectives (ops/comm.c). */
+enum comm_op { COMM_NONE, COMM_ALL_REDUCE, COMM_REDUCE_SCATTER, COMM_ALL_GATHER, COMM_SHARD, COMM_OPS };
+enum comm_op memsim_comm_op(const struct node *n);
 
 struct mem_result {
 	uint64_t peak;
@@ -37,6 +49,8 @@ struct mem_result {
 	uint32_t n_live;           /* 0, and live, live_end NULL, when memsim_schedule was not asked to trace */
 	uint64_t area;             /* the sum of those over the steps, in units of 256 bytes */
 	uint64_t peak_param_grads; /* the most parameter-gradient bytes live at once, anywhere */
+	struct mem_breakdown most; /* per category, the most bytes live at once, anywhere (with trace;
+				    * else the bytes before the first node) */
 };
 
 /* Simulates g's node order with the shapes of `shapes` (a shapes-only run of g). */
@@ -49,6 +63,7 @@ struct memmodel {
 	const struct exec *shapes;
 	uint64_t *bytes;
 	uint64_t params, state, inputs; /* initializer bytes (parameters', state's), and the other graph inputs' */
+	uint8_t *cat;            /* per value, the category of the breakdown it counts in (memsim.c) */
 	uint32_t *left;          /* scratch: reads left per value and recomputed copy (n_left) */
 	uint32_t *copy;          /* scratch: per value, the number of its latest recomputed copy */
 	uint8_t *fits;           /* per flat input slot of an OPF_REUSES node: the input has output 0's

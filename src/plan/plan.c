@@ -2,12 +2,15 @@
 #include "plan.h"
 #include "../rewrite/step.h"
 #include "../autodiff/ad.h"
+#include "../ops/kernel.h"
 #include "../rewrite/recompute.h"
+#include "../rewrite/shard.h"
 #include "../util/progress.h"
 #include "../util/xalloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Whether backward value v is made from state, inputs and constants alone (a few nodes deep). */
@@ -188,6 +191,65 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 	return 0;
 }
 
+int plan_shard_stage(const char *shard)
+{
+	static const char *const stages[] = {"optimizer", "gradients", "parameters"};
+	if (!shard)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		if (!strcmp(shard, stages[k]))
+			return k + 1;
+	return -1;
+}
+
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t p;
+	return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+/* The schedule's traffic (comm_traffic), and the replicas and shard stage the graph was built
+ * for: its metadata, or the collectives' own counts. */
+static int plan_replicas(const struct graph *g, const struct memmodel *mm, const struct rc_step *steps, uint32_t n_steps,
+			 struct plan_report *r, struct gd_err *e)
+{
+	struct comm_traffic *t = &r->traffic;
+	int64_t most = 0;
+	for (uint32_t i = 0; i < n_steps; i++) {
+		const struct node *n = g->nodes[steps[i].node];
+		enum comm_op op = memsim_comm_op(n);
+		if (!op)
+			continue;
+		int64_t reps = attr_int(n, "replicas", 1); /* (1 .. 2^20: the shapes run's kernels check it) */
+		most = reps > most ? reps : most;
+		uint64_t bytes = 0, sent = 0, nm1 = (uint64_t)reps - 1;
+		for (uint32_t k = 0; op == COMM_ALL_REDUCE && k < n->n_in; k++)
+			bytes += n->in[k] ? mm->bytes[n->in[k]->id] : 0;
+		for (uint32_t k = 0; op == COMM_REDUCE_SCATTER && k < n->n_out; k++)
+			bytes += n->out[k] ? mm->bytes[n->out[k]->id] : 0;
+		if (op == COMM_ALL_GATHER && n->n_in && n->in[0])
+			bytes = mm->bytes[n->in[0]->id];
+		if (op == COMM_ALL_REDUCE)
+			sent = mul_sat(2 * nm1, bytes) / (uint64_t)reps;
+		else if (op != COMM_SHARD)
+			sent = mul_sat(nm1, bytes);
+		t->calls[op]++;
+		t->by_op[op] = t->by_op[op] + sent < sent ? UINT64_MAX : t->by_op[op] + sent;
+		t->sent = t->sent + sent < sent ? UINT64_MAX : t->sent + sent;
+	}
+	const char *meta = g->model ? model_meta(g, REPLICAS_KEY) : NULL;
+	char *end = NULL;
+	long long n = meta ? strtoll(meta, &end, 10) : most;
+	if (meta && (end == meta || *end || n < 1 || n > INT32_MAX))
+		return err_set(e, GD_EINPUT, "metadata %s is '%s', not a number of replicas", REPLICAS_KEY, meta);
+	r->replicas = (int)n;
+	r->shard = g->model ? model_meta(g, REPLICAS_SHARD_KEY) : NULL;
+	if (plan_shard_stage(r->shard) < 0)
+		return err_set(e, GD_EINPUT, "metadata %s is '%s', not optimizer, gradients or parameters", REPLICAS_SHARD_KEY,
+			       r->shard);
+	return 0;
+}
+
 int plan_is_training_graph(const struct graph *g)
 {
 	/* a training graph already has outputs <param>_grad, or a training step's state bindings */
@@ -213,7 +275,7 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			return e->code;
 		r->built_training = 1;
 		r->loss = res.loss;
-		r->n_param_elems = res.n_elems;
+		r->n_param_elems = res.n_elems + shard_unsliced(g);
 		r->buffer_bytes = res.buffer_bytes;
 	} else if (!(r->loss = training_loss(g, o->loss, e))) {
 		return e->code;
@@ -317,10 +379,12 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 		r->live_after = arena_memdup(g->arena, m.live, sizeof *m.live * (m.n_live ? m.n_live : 1));
 		r->peak_node = m.peak_node;
 		r->at_peak = m.at_peak;
+		r->most = m.most;
 		/* buffers are initializers, resident throughout: within mm.params and at every step */
 		uint64_t buffers = r->buffer_bytes < mm.params ? r->buffer_bytes : mm.params;
 		r->param_bytes = mm.params - buffers;
 		r->at_peak.params -= buffers;
+		r->most.params -= buffers;
 		r->state_bytes = mm.state;
 		r->peak_param_grads = m.peak_param_grads;
 		r->n_nodes = n_steps;
@@ -345,7 +409,9 @@ int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *
 			if (!steps[i].clone && node_is_forward(g->nodes[steps[i].node]) && !r->backward_step)
 				r->backward_step = i + 1;
 		}
-		if (!r->live_after || !r->peak_node_desc || (!o->rewrite_only && !r->before_at) ||
+		if (!o->rewrite_only && plan_replicas(g, &mm, steps, n_steps, r, e))
+			bad = e->code;
+		else if (!r->live_after || !r->peak_node_desc || (!o->rewrite_only && !r->before_at) ||
 		    (!o->rewrite_only && (!seen || report_schedule(g, &mm, keep, steps, n_steps, seen, r))))
 			bad = err_oom(e);
 		else

@@ -38,6 +38,17 @@ struct segment {
 	uint64_t from_bytes;
 };
 
+/* What each replica sends per step, by the ring algorithm (Patarasuk & Yuan 2009; NCCL's
+ * accounting), over the schedule's collectives, recompute clones included: AllReduce of B bytes
+ * 2 (N-1)/N B (a reduce-scatter, then an all-gather), ReduceScatter (N-1) k_i es for each input
+ * (k_i = ceil(numel/N) elements, its output), AllGather (N-1) k es (k: its input's elements),
+ * Shard nothing. N is each node's `replicas` attribute. */
+struct comm_traffic {
+	uint64_t sent;               /* bytes, all collectives (saturating at 2^64 - 1) */
+	uint64_t calls[COMM_OPS];    /* by enum comm_op: transport calls (a bucket is one) */
+	uint64_t by_op[COMM_OPS];    /* ... and bytes sent */
+};
+
 struct plan_report {
 	int built_training;          /* the model had no gradients: plan built them */
 	uint64_t peak_before, peak_after;
@@ -81,7 +92,17 @@ struct plan_report {
 	uint64_t buffer_bytes;       /* initializers that are no parameters (autodiff_result): resident,
 				      * but neither in param_bytes nor in at_peak.params */
 	uint32_t n_before, n_after;
+	/* data parallelism: every figure above is one replica's */
+	int replicas;                /* graphdiet.replicas, else the most any collective names; 0: none */
+	const char *shard;           /* graphdiet.shard: "optimizer", "gradients" or "parameters" (ZeRO
+				      * stages 1 to 3); NULL: not sharded */
+	struct comm_traffic traffic;
+	struct mem_breakdown most;   /* per category, the most bytes live at once (most.params: at_peak's
+				      * convention, buffers left out) */
 };
+
+/* The ZeRO stage of a graphdiet.shard value (1 to 3), 0 for NULL, -1 for none of them. */
+int plan_shard_stage(const char *shard);
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
 

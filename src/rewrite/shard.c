@@ -2,6 +2,7 @@
 #include "shard.h"
 #include "../autodiff/ad.h"
 #include "../io/tensor.h"
+#include "../ops/kernel.h"
 #include "../ops/ops.h"
 #include "../util/join.h"
 #include "../util/xalloc.h"
@@ -178,4 +179,21 @@ uint8_t *shard_slices(const struct graph *g)
 		if (g->nodes[i]->op == OP_ALL_GATHER && node_is_forward(g->nodes[i]) && g->nodes[i]->in[0]->init)
 			m[g->nodes[i]->in[0]->id] = 1;
 	return m;
+}
+
+uint64_t shard_unsliced(const struct graph *g)
+{
+	uint64_t more = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		size_t nd = 0;
+		const int64_t *dims = n->op == OP_ALL_GATHER ? attr_ints(n, "shape", &nd) : NULL;
+		if (!dims || !node_is_forward(n) || !n->in[0]->init || !(n->in[0]->flags & VALUE_PARAM))
+			continue;
+		int64_t whole = 1;
+		for (size_t k = 0; k < nd; k++)
+			whole *= dims[k];
+		more += (uint64_t)(whole - tensor_numel(n->in[0]->init));
+	}
+	return more;
 }

@@ -45,6 +45,10 @@ int shard_parameters(struct graph *g, const struct step_opts *o, const struct au
  * forward AllGather reads. */
 uint8_t *shard_slices(const struct graph *g);
 
+/* The elements stage 3's slices leave out of g's parameters: each sliced parameter's whole count
+ * less its slice's (what a replica's bytes per parameter are counted over: the model's). */
+uint64_t shard_unsliced(const struct graph *g);
+
 /* Stages 1 and 2, in the step: this replica's slice of v (Shard), and a whole tensor of v's slice
  * `slice` gathered from every replica's (AllGather, of v's dims), tagged backward. */
 struct value *shard_slice(struct graph *g, int reps, struct value *v, struct gd_err *e);
