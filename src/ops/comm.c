@@ -201,6 +201,8 @@ static int shard_run(struct exec *x, const struct node *n, struct rtensor *const
 	int64_t reps = replicas_of(x, n);
 	if (!reps)
 		return exec_status(x);
+	if (!in[0])
+		return exec_fail(x, "its input is missing");
 	int64_t k = slice_len(in[0]->numel, reps);
 	void *d = out_of(x, out[0], in[0]->dtype, 1, &k);
 	if (!d || same_replicas(x, n))
@@ -217,6 +219,8 @@ static int all_gather_run(struct exec *x, const struct node *n, struct rtensor *
 	const int64_t *shape = attr_ints(n, "shape", &nd);
 	if (!reps)
 		return exec_status(x);
+	if (!in[0])
+		return exec_fail(x, "its input is missing");
 	if (!node_attr(n, "shape") || nd > RT_MAX_DIMS)
 		return exec_fail(x, "needs attribute shape, the gathered tensor's dims (at most %d)", RT_MAX_DIMS);
 	for (size_t k = 0; k < nd; k++) {
