@@ -9,6 +9,7 @@
 #include "../util/fileio.h"
 #include "../util/xalloc.h"
 #include "cli.h"
+#include "steps.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -122,100 +123,6 @@ static void summary(const struct rtensor *t, double *mn, double *mx, double *mea
 	}
 	if (t->numel)
 		*mean /= (double)t->numel;
-}
-
-/* A training step's bookkeeping: the state bindings, and the values a step reports. */
-struct steps {
-	uint32_t n;                  /* bindings */
-	struct value **key, **next;  /* state (an initializer or input), and the output feeding it */
-	struct rtensor *data;        /* the state's current data (xmalloc'd), once a step has run */
-	const struct value *loss, *scale, *found, *norm;
-};
-
-static int steps_init(struct graph *g, const char *loss_name, struct steps *s, struct gd_err *e)
-{
-	memset(s, 0, sizeof *s);
-	size_t total = 0;
-	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
-		total += g->model->ti[i].n_update_bind;
-	s->key = xcalloc(total + 1, sizeof *s->key);
-	s->next = xcalloc(total + 1, sizeof *s->next);
-	s->data = xcalloc(total + 1, sizeof *s->data);
-	if (!s->key || !s->next || !s->data)
-		return err_oom(e);
-	for (size_t i = 0; g->model && i < g->model->n_ti; i++)
-		for (size_t k = 0; k < g->model->ti[i].n_update_bind; k++) {
-			const struct kv *b = &g->model->ti[i].update_bind[k];
-			struct value *key = strmap_get(&g->names, b->key), *next = strmap_get(&g->names, b->value);
-			if (!key || !(key->init || (key->flags & VALUE_INPUT)))
-				return err_set(e, GD_EINPUT, "update_binding: '%s' is not an initializer or input", b->key);
-			if (!next || !(next->flags & VALUE_OUTPUT))
-				return err_set(e, GD_EINPUT, "update_binding: '%s' (for '%s') is not a graph output", b->value,
-					       b->key);
-			s->key[s->n] = key;
-			s->next[s->n++] = next;
-		}
-	s->scale = strmap_get(&g->names, "loss_scale");
-	s->found = strmap_get(&g->names, "found_inf");
-	s->norm = strmap_get(&g->names, "grad_norm");
-	if (s->found && !(s->found->flags & VALUE_OUTPUT))
-		s->found = NULL;
-	if (s->norm && !(s->norm->flags & VALUE_OUTPUT))
-		s->norm = NULL;
-	if (loss_name) {
-		s->loss = strmap_get(&g->names, loss_name);
-		if (!s->loss || !(s->loss->flags & VALUE_OUTPUT))
-			return err_set(e, GD_EINPUT, "--loss %s: the graph has no output of that name", loss_name);
-		return 0;
-	}
-	struct value *l = strmap_get(&g->names, "loss_global"); /* replicas: the whole batch's */
-	if (!(l && (l->flags & VALUE_OUTPUT)))
-		l = strmap_get(&g->names, "loss");
-	if (l && (l->flags & VALUE_OUTPUT)) {
-		s->loss = l;
-		return 0;
-	}
-	const struct value *only = NULL;
-	int n_only = 0;
-	for (uint32_t i = 0; i < g->n_outputs; i++) { /* the only float scalar output that is no bookkeeping */
-		const struct value *v = g->outputs[i];
-		int other = v == s->found || v == s->norm || (v->flags & VALUE_GRAD) || !v->type.has_shape ||
-			    v->type.ndim || !dtype_is_float(v->type.dtype);
-		for (uint32_t k = 0; k < s->n && !other; k++)
-			other = v == s->next[k];
-		if (!other) {
-			only = v;
-			n_only++;
-		}
-	}
-	s->loss = n_only == 1 ? only : NULL;
-	return 0;
-}
-
-static void steps_free(struct steps *s)
-{
-	for (uint32_t i = 0; s->data && i < s->n; i++)
-		xfree(s->data[i].data);
-	free(s->key);
-	free(s->next);
-	free(s->data);
-}
-
-/* After a step: the bound outputs become the state's data. */
-static int steps_advance(struct steps *s, const struct exec *x, struct gd_err *e)
-{
-	for (uint32_t i = 0; i < s->n; i++) {
-		const struct rtensor *t = exec_value(x, s->next[i]);
-		struct rtensor c = *t;
-		c.data = xmalloc(t->nbytes ? t->nbytes : 1);
-		if (!c.data)
-			return err_oom(e);
-		memcpy(c.data, t->data, t->nbytes);
-		c.owned = 0;
-		xfree(s->data[i].data);
-		s->data[i] = c;
-	}
-	return 0;
 }
 
 static double scalar_of(const struct exec *x, const struct value *v)
@@ -411,8 +318,19 @@ int cmd_run(int argc, char **argv)
 	struct steps sts = {0};
 	struct exec_stats st = {0};
 	struct emit em;
-	if (g && steps_given && (rc = steps_init(g, loss_name, &sts, &e)))
-		err_print(path, &e);
+	/* threads: each replica's state is its own (a sharded graph's slices), carried through its own
+	 * graph (steps_to_inits), as under mpirun each rank carries its own; rsts[0] is unused (sts) */
+	struct steps *rsts = NULL;
+	if (g && !rc && steps_given) { /* (after an error: a --dim refused left no copies to run) */
+		if (n_run > 1 && !(rsts = xcalloc((size_t)n_run, sizeof *rsts)))
+			rc = err_oom(&e);
+		if (!rc)
+			rc = steps_init(g, loss_name, &sts, &e);
+		for (int r = 1; rsts && !rc && r < n_run; r++)
+			rc = steps_init(rg[r], loss_name, &rsts[r], &e);
+		if (rc)
+			err_print(path, &e);
+	}
 	if (g && !rc && steps > 1 && !sts.n) {
 		rc = err_set(&e, GD_EINPUT, "--steps %ld: the graph has no state to carry from step to step (train it with "
 					    "--optimizer, --diet or --loss-scale dynamic)", steps);
@@ -459,8 +377,9 @@ int cmd_run(int argc, char **argv)
 		}
 		for (long k = 1; !rc && k <= steps; k++) {
 			for (uint32_t i = 0; k > 1 && i < sts.n; i++)
-				tv[slot[i]] = sts.data[i];
-			eo.n_inputs = k > 1 ? n_state : n_in;
+				if (!rsts || slot[i] < n_in) /* (threads: only a state the caller gave by name) */
+					tv[slot[i]] = sts.data[i];
+			eo.n_inputs = k > 1 && !rsts ? n_state : n_in;
 			eo.step = (uint64_t)(k - 1);
 			for (int r = 0; r < n_run; r++) {
 				exec_free(rx[r]);
@@ -485,6 +404,11 @@ int cmd_run(int argc, char **argv)
 				step_record(fmt == OUT_TEXT ? NULL : &em, stdout, &sts, x, (int)k, st.seconds);
 			if (k < steps && (rc = steps_advance(&sts, x, &e)))
 				err_print(path, &e);
+			for (int r = 0; rsts && k < steps && !rc && r < n_run; r++)
+				if ((r && steps_advance(&rsts[r], rx[r], &e)) || steps_to_inits(r ? &rsts[r] : &sts, rg[r], &e)) {
+					rc = e.code;
+					err_print(path, &e);
+				}
 		}
 		if (steps_given && fmt != OUT_TEXT)
 			emit_arr_end(&em);
@@ -597,6 +521,9 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	steps_free(&sts);
+	for (int r = 1; rsts && r < n_run; r++)
+		steps_free(&rsts[r]);
+	xfree(rsts);
 	for (int r = 0; rx && r < n_run; r++)
 		exec_free(rx[r]);
 	xfree(rx);

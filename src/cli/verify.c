@@ -5,6 +5,7 @@
 #include "../rewrite/fold.h"
 #include "../rewrite/loss.h"
 #include "../rewrite/replicas.h"
+#include "../rewrite/shard.h"
 #include "../rewrite/widen.h"
 #include "../util/philox.h"
 #include "../ops/kernel.h"
@@ -29,6 +30,7 @@ static const char help[] =
 	"       graphdiet verify [options] --gradcheck MODEL TRAIN\n"
 	"       graphdiet verify [options] --against DIR TRAIN\n"
 	"       graphdiet verify [options] --against test_data_set_N MODEL\n"
+	"       graphdiet verify [options] --replicas N [--steps K] [--shard STAGE] REF TRAIN\n"
 	"\n"
 	"Builds the plain gradients of MODEL itself, runs them and the training graph TRAIN on the same\n"
 	"seeded random inputs, and compares the loss and every <param>_grad. --gradcheck and --against\n"
@@ -36,7 +38,8 @@ static const char help[] =
 	"gradients another tool saved. Exit 0 when they match, 1 when any differs or is missing (or,\n"
 	"with --replicas, when the replicas disagree), 2 for bad input, a TRAIN built with --optimizer\n"
 	"or --diet included (it outputs updated parameters: verify the same command without them),\n"
-	"4 when --gradcheck found no smooth direction.\n"
+	"4 when --gradcheck found no smooth direction. With --replicas N, a TRAIN built with --optimizer\n"
+	"is checked step for step against REF, the same train command without --shard (see --steps).\n"
 	"Each row gives max abs, max rel (over elements >= 1e-3 of the largest), mean abs, norm rel\n"
 	"(|train - ref| / |ref| in the L2 norm) and a verdict; the first line states the criterion.\n"
 	"\n"
@@ -66,7 +69,8 @@ static const char help[] =
 	"                        append the same loss to MODEL (with --target and --loss as train's)\n"
 	"      --target NAME     the graph input --loss-fn adds for the targets (default: target)\n"
 	"      --loss NAME       with --loss-fn: the prediction (default: the only output)\n"
-	"  -i, --input NAME=FILE  with --gradcheck: data for graph input NAME (.npy or .pb) in place\n"
+	"  -i, --input NAME=FILE  with --gradcheck or --steps: data for graph input NAME (.npy or .pb;\n"
+	"                        --steps: the whole batch, each replica taking its slice) in place\n"
 	"                        of random values (inputs a loss is undefined for: Log's, Sqrt's)\n"
 	"      --seed N          seed for the inputs and random ops (default 0)\n"
 	"      --rtol R          relative tolerance (default 1e-5)\n"
@@ -92,6 +96,21 @@ static const char help[] =
 	"                        large as TRAIN's, and compare their summed gradients and\n"
 	"                        <loss>_global with MODEL's on that whole batch; the replicas'\n"
 	"                        outputs must also agree bit for bit\n"
+	"      --steps K         two training graphs with an optimizer, REF and TRAIN (train\n"
+	"                        --replicas N --optimizer O, TRAIN with --shard too): run each as\n"
+	"                        N replicas for K steps (default 4), each on its slice of the same\n"
+	"                        batch (random, or --input's), carrying the state from step to\n"
+	"                        step as run --steps does, and compare <loss>_global and each\n"
+	"                        replica's loss at every step, and after the last every state REF\n"
+	"                        binds (<param>_new, the moments, optimizer_step_new): TRAIN's, or\n"
+	"                        its replicas' slices of it concatenated; within norm rel 1e-6 or\n"
+	"                        equal (--rtol/--atol: element by element); TRAIN's replicas must\n"
+	"                        agree bit for bit but on their slices and on what REF's differ on\n"
+	"                        (each replica's own BatchNorm statistics, compared replica by\n"
+	"                        replica). Chosen by TRAIN having an optimizer; --input NAME=FILE\n"
+	"                        gives a whole batch input\n"
+	"      --shard STAGE     as --steps: TRAIN must be built with --shard STAGE (optimizer,\n"
+	"                        gradients or parameters), REF without --shard\n"
 	"      --backend NAME    cpu (default) or cuda: run both graphs there (on one backend the\n"
 	"                        sums repeat bit for bit, so --rtol 0 --atol 0 still holds)\n"
 	"      --format FMT      text (default), json or yaml\n"
@@ -154,7 +173,7 @@ int verify_precision(const struct graph *train, const struct graph *model)
 /* The update_binding entry of a parameter that train's optimizer updates (a graph built with
  * --optimizer binds optimizer_step, one with --diet diet_step; a BatchNormalization's running
  * statistics are bound without either), or NULL. */
-static const struct kv *updated_param(const struct graph *train)
+const struct kv *verify_updated_param(const struct graph *train)
 {
 	const struct kv *marker = NULL, *param = NULL;
 	for (size_t i = 0; train->model && i < train->model->n_ti; i++)
@@ -172,7 +191,7 @@ static const struct kv *updated_param(const struct graph *train)
 
 int verify_refuse_optimizer(const struct graph *train, const char *tpath)
 {
-	const struct kv *b = updated_param(train);
+	const struct kv *b = verify_updated_param(train);
 	if (!b)
 		return 0;
 	struct gd_err e = {0};
@@ -183,17 +202,22 @@ int verify_refuse_optimizer(const struct graph *train, const char *tpath)
 	return GD_EINPUT;
 }
 
-/* Whether every replica's outputs but its own loss (`local`) have replica 0's bits. */
-static int replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local)
+int verify_output_agrees(struct graph *const *g, struct exec *const *x, int n, uint32_t i)
 {
-	for (int r = 1; r < n; r++)
-		for (uint32_t i = 0; i < g[0]->n_outputs; i++) {
-			if (!strcmp(g[0]->outputs[i]->name, local))
-				continue;
-			const struct rtensor *a = exec_value(x[0], g[0]->outputs[i]), *b = exec_value(x[r], g[r]->outputs[i]);
-			if (a->nbytes != b->nbytes || (a->nbytes && memcmp(a->data, b->data, a->nbytes)))
-				return 0;
-		}
+	for (int r = 1; r < n; r++) {
+		const struct rtensor *a = exec_value(x[0], g[0]->outputs[i]), *b = exec_value(x[r], g[r]->outputs[i]);
+		if (a->nbytes != b->nbytes || (a->nbytes && memcmp(a->data, b->data, a->nbytes)))
+			return 0;
+	}
+	return 1;
+}
+
+int verify_replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local,
+			  const uint8_t *skip)
+{
+	for (uint32_t i = 0; i < g[0]->n_outputs; i++)
+		if (strcmp(g[0]->outputs[i]->name, local) && !(skip && skip[i]) && !verify_output_agrees(g, x, n, i))
+			return 0;
 	return 1;
 }
 
@@ -528,6 +552,22 @@ struct graph *load_model(const char *path, const struct model_loss *ml, int *rc)
 	return m;
 }
 
+/* --input NAME=FILE: names[i] (strdup'd) and given[i]'s data; nonzero after the message. The
+ * caller frees both, whatever this returned. */
+static int load_inputs(const char *const *args, size_t n, struct rtensor *given, const char **names)
+{
+	struct gd_err e = {0};
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(args[i], '=');
+		names[i] = eq && eq != args[i] ? strndup(args[i], (size_t)(eq - args[i])) : NULL;
+		if (!eq || eq == args[i] || !eq[1])
+			return cli_usage("verify", "--input wants NAME=FILE (.npy or .pb), not '%s'", args[i]);
+		if (!names[i] || cli_tensor_load(eq + 1, &given[i], &e))
+			return (err_print(NULL, names[i] ? &e : (err_oom(&e), &e)), e.code);
+	}
+	return 0;
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -538,7 +578,8 @@ int cmd_verify(int argc, char **argv)
 		{"against", required_argument, NULL, 'A'}, {"gradcheck", no_argument, NULL, 'G'},
 		{"loss-fn", required_argument, NULL, 'L'}, {"target", required_argument, NULL, 'g'},
 		{"loss", required_argument, NULL, 'l'}, {"input", required_argument, NULL, 'i'},
-		{"tol", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
+		{"tol", required_argument, NULL, 'T'}, {"steps", required_argument, NULL, 'k'},
+		{"shard", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
 	};
 	int n_rep = 0;
 	const struct backend *be = NULL;
@@ -556,6 +597,8 @@ int cmd_verify(int argc, char **argv)
 	size_t n_in = 0;
 	struct tol_override ov[64];
 	struct judge j = {.ov = ov};
+	long steps = 0; /* --steps (0: not given) */
+	int shard = -1; /* --shard */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hi:", opts, NULL)) != -1) {
 		switch (c) {
@@ -607,6 +650,17 @@ int cmd_verify(int argc, char **argv)
 				return cli_dims_free(dims, n_dims, GD_EINPUT);
 			j.n_ov++;
 			break;
+		case 'k': {
+			int64_t k;
+			if (cli_parse_i64(optarg, 1, 1000000, &k))
+				return cli_dims_free(dims, n_dims, cli_usage("verify", "--steps %s: not a whole number from 1 to 1000000", optarg));
+			steps = (long)k;
+			break;
+		}
+		case 'H':
+			if ((shard = shard_parse(optarg)) < 0)
+				return cli_dims_free(dims, n_dims, cli_usage("verify", "--shard %s: not optimizer, gradients or parameters", optarg));
+			break;
 		case 'i':
 			if (n_in == 64)
 				return cli_dims_free(dims, n_dims, cli_usage("verify", "too many --input options"));
@@ -624,6 +678,8 @@ int cmd_verify(int argc, char **argv)
 							: "--against does not take --replicas");
 	else if (!against_dir && argc - optind != 2)
 		brc = cli_usage("verify", "give the model and its training graph");
+	else if ((steps || shard >= 0) && (against_dir || fd_check || n_rep <= 1))
+		brc = cli_usage("verify", "--steps and --shard go with --replicas N REF TRAIN (two training graphs)");
 	if (!brc && backend_name)
 		brc = cli_backend(backend_name, &be);
 	if (!brc && against_dir) {
@@ -643,42 +699,59 @@ int cmd_verify(int argc, char **argv)
 		graph_free(t);
 		brc = cli_finish(brc);
 	}
-	if (!brc && n_in && !fd_check)
-		brc = cli_usage("verify", "--input goes with --gradcheck");
+	if (!brc && n_in && !fd_check && n_rep <= 1)
+		brc = cli_usage("verify", "--input goes with --gradcheck, or --replicas N of two training graphs");
 	if (!brc && fd_check && (against_dir || n_rep > 1 || j.n_ov))
 		brc = cli_usage("verify", "--gradcheck takes neither --against, --replicas nor --tol");
-	else if (!brc && fd_check) {
-		struct rtensor given[64];
-		const char *names[64] = {0};
-		struct gd_err e = {0};
-		memset(given, 0, sizeof given);
-		for (size_t i = 0; i < n_in && !brc; i++) {
-			const char *eq = strchr(inargs[i], '=');
-			names[i] = eq && eq != inargs[i] ? strndup(inargs[i], (size_t)(eq - inargs[i])) : NULL;
-			if (!eq || eq == inargs[i] || !eq[1])
-				brc = cli_usage("verify", "--input wants NAME=FILE (.npy or .pb), not '%s'", inargs[i]);
-			else if (!names[i] || cli_tensor_load(eq + 1, &given[i], &e))
-				brc = (err_print(NULL, names[i] ? &e : (err_oom(&e), &e)), e.code);
-		}
+	struct rtensor given[64];
+	const char *names[64] = {0};
+	memset(given, 0, sizeof given);
+	if (!brc && (fd_check || n_in))
+		brc = load_inputs(inargs, n_in, given, names);
+	if (!brc && fd_check) {
 		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .default_dim = 2, .backend = be,
 				       .inputs = given, .input_names = names, .n_inputs = n_in};
-		if (!brc)
-			brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], &ml, dims, &n_dims, &eo, rtol_given ? rtol : NAN,
+		brc = cli_finish(run_gradcheck(argv[optind], argv[optind + 1], &ml, dims, &n_dims, &eo, rtol_given ? rtol : NAN,
 					       atol_given ? atol : NAN, fmt));
-		for (size_t i = 0; i < n_in; i++) {
-			free((char *)names[i]);
-			xfree(given[i].data);
-		}
 	}
-	if (brc || against_dir || fd_check) {
-		for (size_t i = 0; i < n_dims; i++)
-			free((char *)dims[i].name);
-		return brc;
-	}
-	const char *mpath = argv[optind], *tpath = argv[optind + 1];
+	const char *mpath = argv[optind], *tpath = brc || against_dir || fd_check ? NULL : argv[optind + 1];
 	int rc = 0;
 	struct gd_err e = {0};
-	struct graph *plain = load_model(mpath, &ml, &rc), *train = plain ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	/* --replicas N of a TRAIN with an optimizer: REF is the unsharded replicas' training graph */
+	struct graph *train = tpath && n_rep > 1 ? cli_load(tpath, FMT_AUTO, &rc) : NULL;
+	if (train && (steps || shard >= 0 || verify_updated_param(train))) {
+		struct verify_steps_opts so = {.n_rep = n_rep, .shard = shard, .steps = steps ? steps : 4, .ov = ov, .n_ov = j.n_ov};
+		struct exec_opts eo = {.random_inputs = 1, .seed = seed, .dims = dims, .n_dims = n_dims, .default_dim = 2,
+				       .backend = be, .inputs = given, .input_names = names, .n_inputs = n_in};
+		verify_steps_judge(&so, rtol, atol, rtol_given | atol_given << 1);
+		if (ml.fn >= 0 || ml.pred)
+			rc = cli_usage("verify", "--loss-fn and --loss go with MODEL, not two training graphs");
+		else if (!(rc = cli_check_dims(tpath, train, dims, n_dims)))
+			rc = run_verify_steps(mpath, tpath, train, &eo, &so, fmt);
+		graph_free(train);
+		train = NULL;
+		brc = cli_finish(rc);
+		tpath = NULL;
+	} else if (!rc && tpath && n_in) {
+		rc = cli_usage("verify", "--input goes with --gradcheck, or --replicas N of two training graphs");
+	}
+	for (size_t i = 0; i < n_in; i++) {
+		free((char *)names[i]);
+		xfree(given[i].data);
+	}
+	if (brc || !tpath || rc) {
+		graph_free(train);
+		for (size_t i = 0; i < n_dims; i++)
+			free((char *)dims[i].name);
+		return brc ? brc : rc ? cli_finish(rc) : 0;
+	}
+	struct graph *plain = load_model(mpath, &ml, &rc);
+	if (plain && !train)
+		train = cli_load(tpath, FMT_AUTO, &rc);
+	if (!plain) {
+		graph_free(train);
+		train = NULL;
+	}
 	struct exec *xp = NULL, *xt = NULL;
 	struct carried carry = {0};
 	struct row *rows = NULL; /* one per compared output: the loss and the gradients autodiff adds */
@@ -768,7 +841,7 @@ int cmd_verify(int argc, char **argv)
 	const struct value *tglobal = xt ? strmap_get(&train->names, global) : NULL;
 	if (tglobal && !(tglobal->flags & VALUE_OUTPUT))
 		tglobal = NULL;
-	int agree = !xt || n_rep <= 1 || replicas_agree(rg, rx, n_rep, res.loss->name), all_ok = agree;
+	int agree = !xt || n_rep <= 1 || verify_replicas_agree(rg, rx, n_rep, res.loss->name, NULL), all_ok = agree;
 	for (uint32_t i = 0; xt && i < plain->n_outputs; i++) {
 		const struct value *v = plain->outputs[i];
 		if (v != res.loss && !(v->flags & VALUE_GRAD))

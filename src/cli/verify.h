@@ -110,8 +110,35 @@ struct model_loss {
 
 struct graph *load_model(const char *path, const struct model_loss *ml, int *rc);
 
+/* The update_binding entry of a parameter that g's optimizer (train --optimizer) or --diet
+ * updates, else its optimizer_step or diet_step binding; NULL when g updates nothing. */
+const struct kv *verify_updated_param(const struct graph *g);
+/* Whether every replica's outputs but its own loss (`local`) and those skip marks (by output
+ * index; skip may be NULL) have replica 0's bits. */
+int verify_replicas_agree(struct graph *const *g, struct exec *const *x, int n, const char *local,
+			  const uint8_t *skip);
+/* Whether output i of every replica has replica 0's bits. */
+int verify_output_agrees(struct graph *const *g, struct exec *const *x, int n, uint32_t i);
+
 /* verify --gradcheck MODEL TRAIN (gradcheck.c) */
 int run_gradcheck(const char *mpath, const char *tpath, const struct model_loss *ml, struct exec_binding *dims,
 		  size_t *n_dims, struct exec_opts *eo, double rtol, double atol, enum cli_out fmt);
+
+/* verify --replicas N REF TRAIN of two training graphs with an optimizer (verifysteps.c): TRAIN
+ * (loaded, the caller's) against REF step for step. */
+struct verify_steps_opts {
+	int n_rep;
+	int shard;   /* --shard: the stage TRAIN must have been built with (enum shard_stage), or -1 */
+	long steps;
+	struct tol base; /* the rows' criterion, unless a --tol names them */
+	struct tol_override *ov;
+	size_t n_ov;
+	char crit[300], sum[200]; /* the criterion in full and short (report_rows) */
+};
+/* o's criterion: relative 1e-6 in the L2 norm, or equal values; element by element when --rtol
+ * (given & 1) or --atol (given & 2) is given. */
+void verify_steps_judge(struct verify_steps_opts *o, double rtol, double atol, int given);
+int run_verify_steps(const char *rpath, const char *tpath, struct graph *train, struct exec_opts *eo,
+		     const struct verify_steps_opts *o, enum cli_out fmt);
 
 #endif
