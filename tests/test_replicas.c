@@ -1161,7 +1161,7 @@ Test(mpi, sharding_keeps_whole_what_it_cannot_slice)
 		for (int np = 2; np <= 3; np++) {
 			char *table[4];
 			for (int s = -1; s < 3; s++) {
-				char in[600], graph[600], nps[8];
+				char in[600], graph[600], nps[16];
 				snprintf(in, sizeof in, "%s/shard/%s.yaml", TESTDATA, models[m]);
 				snprintf(graph, sizeof graph, "%s/whole_%s_%d_%d.onnx", tmpdir(), models[m], np, s);
 				snprintf(nps, sizeof nps, "%d", np);
