@@ -269,9 +269,16 @@ static int check_graph(struct graph *g, struct gd_err *e)
 {
 	char d[300];
 	int rc;
-	for (uint32_t i = 0; i < g->n_values; i++)
+	for (uint32_t i = 0; i < g->n_values; i++) {
+		/* names graphdiet derives (<name>_grad, <name>_adam_m_new, ...) must fit its buffers: a cut
+		 * one named another value, and a parameter's update missed it (it did not train) */
+		size_t len = strlen(g->values[i]->name);
+		if (len > GRAPH_NAME_MAX)
+			return err_set(e, GD_EINPUT, "value '%.40s...' has a name of %zu bytes; graphdiet takes names of "
+						     "at most %d", g->values[i]->name, len, GRAPH_NAME_MAX);
 		if ((rc = check_type(g->values[i], e)))
 			return rc;
+	}
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		if ((rc = check_tensor("initializer", g->inits[i]->init, e)) || (rc = check_declared(g->inits[i], e)))
 			return rc;

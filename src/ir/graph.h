@@ -347,6 +347,10 @@ int node_wait_for(struct graph *g, struct node *n, struct node *u);
 /* v is no initializer or graph input any more (something is to make it). */
 void graph_unstore(struct graph *g, struct value *v);
 
+/* The longest value name graph_check takes: what graphdiet derives from one (<name>_grad_local,
+ * <name>_adam_m_new, <name>_recompute7, ...) fits its 600-byte name buffers. */
+#define GRAPH_NAME_MAX 512
+
 /* Resolves references to enclosing graphs, rejects dangling names and outputs nobody
  * produces, unknown dtypes, shapes whose size overflows, wrong op arity and data sizes that
  * disagree with shapes. Recurses into subgraphs. */
