@@ -68,19 +68,13 @@ struct value *shard_gather(struct graph *g, int reps, struct value *slice, const
 }
 
 /* Whether stage 3 shards initializer v: a float32 or float64 parameter autodiff will train (read
- * by a forward node where a gradient goes, chosen by --params and --freeze), not a diet variable,
- * and not read inside a subgraph (whose references are by name). */
-static int shardable(const struct graph *g, const struct value *v, const struct step_opts *o,
-		     const struct autodiff_opts *ao, const uint8_t *outer)
+ * by a forward node where a gradient goes, mark[v] bit 1, chosen by --params and --freeze), not a
+ * diet variable, and not read inside a subgraph (bit 2: whose references are by name). */
+static int shardable(const struct value *v, const struct step_opts *o, const struct autodiff_opts *ao,
+		     const uint8_t *mark)
 {
-	if (!(v->flags & VALUE_PARAM) || (v->flags & (VALUE_STATE | VALUE_OUTPUT)) || outer[v->id] ||
-	    shard_whole(v, &o->diet) || !autodiff_chosen(ao, v->name))
-		return 0;
-	for (uint32_t i = 0; i < g->n_nodes; i++)
-		for (uint32_t k = 0; node_is_forward(g->nodes[i]) && k < g->nodes[i]->n_in; k++)
-			if (g->nodes[i]->in[k] == v && op_input_differentiable(g->nodes[i], k))
-				return 1;
-	return 0;
+	return (v->flags & VALUE_PARAM) && !(v->flags & (VALUE_STATE | VALUE_OUTPUT)) && mark[v->id] == 1 &&
+	       !shard_whole(v, &o->diet) && autodiff_chosen(ao, v->name);
 }
 
 /* Parameter p becomes its slice, under its own name (an initializer described as zeros, made by
@@ -123,30 +117,35 @@ static int shard_param(struct graph *g, int reps, struct value *p, struct graph 
 	return 0;
 }
 
-/* outer[v]: value v of g is read inside a subgraph (xcalloc'd; NULL out of memory). */
-static uint8_t *read_inside(const struct graph *g)
+/* mark[v] (xcalloc'd; NULL out of memory): bit 1, a forward node of g reads value v where a
+ * gradient goes; bit 2, v is read inside a subgraph. */
+static uint8_t *reads(const struct graph *g)
 {
-	uint8_t *outer = xcalloc(g->n_values ? g->n_values : 1, 1);
-	for (uint32_t s = 0; outer && s < g->n_subgraphs; s++)
+	uint8_t *mark = xcalloc(g->n_values ? g->n_values : 1, 1);
+	for (uint32_t i = 0; mark && i < g->n_nodes; i++)
+		for (uint32_t k = 0; node_is_forward(g->nodes[i]) && k < g->nodes[i]->n_in; k++)
+			if (g->nodes[i]->in[k] && op_input_differentiable(g->nodes[i], k))
+				mark[g->nodes[i]->in[k]->id] |= 1;
+	for (uint32_t s = 0; mark && s < g->n_subgraphs; s++)
 		for (uint32_t i = 0; i < g->subgraphs[s]->n_values; i++) {
 			const struct value *v = g->subgraphs[s]->values[i]->outer;
 			while (v && v->outer)
 				v = v->outer;
 			if (v && v->id < g->n_values && g->values[v->id] == v)
-				outer[v->id] = 1;
+				mark[v->id] |= 2;
 		}
-	return outer;
+	return mark;
 }
 
 int shard_parameters(struct graph *g, const struct step_opts *o, const struct autodiff_opts *ao, struct gd_err *e)
 {
 	uint32_t n_params = g->n_inits, n = 0;
 	struct value **ps = xmalloc(sizeof *ps * (n_params + 1));
-	uint8_t *outer = read_inside(g);
+	uint8_t *mark = reads(g);
 	struct kv *binds = xmalloc(sizeof *binds * (n_params + 1));
-	int rc = ps && outer && binds ? 0 : err_oom(e);
+	int rc = ps && mark && binds ? 0 : err_oom(e);
 	for (uint32_t i = 0; !rc && i < n_params; i++)
-		if (shardable(g, g->inits[i], o, ao, outer))
+		if (shardable(g->inits[i], o, ao, mark))
 			ps[n++] = g->inits[i];
 	struct training_info *ti = !rc && n && !o->sized ? step_training_info(g) : NULL;
 	struct graph *ig = ti ? step_init_graph(g, ti) : NULL;
@@ -169,7 +168,7 @@ int shard_parameters(struct graph *g, const struct step_opts *o, const struct au
 	if (!rc && n && graph_toposort(g, e)) /* each gather just before its first reader */
 		rc = e->code;
 	xfree(ps);
-	xfree(outer);
+	xfree(mark);
 	xfree(binds);
 	return rc;
 }
