@@ -85,15 +85,14 @@ def main():
             print(f"  {b}: step {rs.median(t):.4f} s, {rs.median(t) / pt:.2f} x PyTorch {rs.spread(t, t_torch)}")
         flop = 2 * 2 * T * B * 4 * H * ((E + H) + (H + H))  # two layers' products, 2 flops a multiply-add
         for b, bench in zip(argv, benches):
-            out = subprocess.run([bench, train, "--profile", "--threads", str(threads)] + feeds, env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            for line in out.splitlines():
-                if line.split()[:1] == ["LSTM"]:
-                    print(f"  {b}: {line.strip()}")
-                    secs = [float(w.rstrip("s")) for w in line.split() if w.endswith("s")][:1]
-                    if secs:
-                        print(f"    LSTM forward: {flop / 1e9:.2f} GFLOP, {flop / 1e9 / secs[0]:.1f} GFLOP/s")
-
+            err = subprocess.run([bench, train, "--profile", "--repeat", "1", "--threads", str(threads)] + feeds,
+                                 env=env, check=True, capture_output=True, text=True).stderr
+            for line in err.splitlines():
+                w = line.split()
+                if w[:1] == ["LSTM"]:  # LSTM  MS ms/run  CALLS calls/run
+                    ms = float(w[1])
+                    print(f"  {b}: LSTM forward {ms:.1f} ms a step ({w[3]} calls), {flop / 1e9:.2f} GFLOP: "
+                          f"{flop / 1e6 / ms:.1f} GFLOP/s")
 
 if __name__ == "__main__":
     main()
