@@ -83,7 +83,7 @@ def main():
         print(f"threads {threads}, {rounds} rounds of {runs} runs; PyTorch step {pt:.4f} s")
         for b, t in zip(argv, t_gd):
             print(f"  {b}: step {rs.median(t):.4f} s, {rs.median(t) / pt:.2f} x PyTorch {rs.spread(t, t_torch)}")
-        flop = 2 * 2 * T * B * 4 * H * ((E + H) + (H + H))  # two layers' products, 2 flops a multiply-add
+        flop = 2 * T * B * 4 * H * ((E + H) + (H + H))  # two layers: X W^T and H R^T, 2 flops a multiply-add
         for b, bench in zip(argv, benches):
             err = subprocess.run([bench, train, "--profile", "--repeat", "1", "--threads", str(threads)] + feeds,
                                  env=env, check=True, capture_output=True, text=True).stderr
