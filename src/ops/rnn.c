@@ -20,7 +20,10 @@
  *         H_t = (1 - z) h~ + z H_{t-1}
  *   RNN:  H_t = tanh(X W^T + H R^T + Wb + Rb)
  *
- * The kernel computes each step in double and rounds on store. The gradient rule is the unrolled
+ * The kernel computes in X's dtype (float32 as PyTorch does, float64 for gradient checks): per
+ * direction, the input projection X W^T of every step is one product, the recurrence H_{t-1} R^T
+ * one product a step over the whole batch, and the gates one fused loop over contiguous rows
+ * (vmath.h's exp and tanh for float32). The gradient rule is the unrolled
  * backward recurrence in standard ONNX ops. Per direction it works in processing order (a reverse
  * direction's time axis is reversed once, by a Gather). The forward pass keeps only X, the weights
  * and Y: H_{t-1} is Y shifted by one step, so every gate of every step is recomputed at once (two
@@ -29,7 +32,10 @@
  * are one Gemm each over all steps. */
 #include "../autodiff/ad.h"
 #include "../util/xalloc.h"
+#include "blas.h"
 #include "kernel.h"
+#include "vmath.h"
+#undef I /* cblas.h's complex.h: I is X's feature count here */
 
 #include <math.h>
 #include <stddef.h>
@@ -69,9 +75,17 @@ static const char *unsupported(const struct node *n)
 	return NULL;
 }
 
-static double sigm(double v)
+/* sigmoid without overflow: e = exp(-|v|), 1 / (1 + e) for v >= 0, e / (1 + e) below */
+static inline double sig_f64(double v)
 {
-	return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+	double e = exp(v < 0 ? v : -v), s = 1 / (1 + e);
+	return v >= 0 ? s : e * s;
+}
+
+static inline float sig_f32(float v)
+{
+	float e = vm_expf(v < 0 ? v : -v), s = 1 / (1 + e);
+	return v >= 0 ? s : e * s;
 }
 
 /* Rows of X (times I), of the states (times H) and of Y (times H) in either layout: 0 is
@@ -91,14 +105,134 @@ static int64_t y_row(int layout, int64_t T, int D, int64_t Bn, int64_t t, int d,
 	return layout ? (b * T + t) * D + d : (t * D + d) * Bn + b;
 }
 
-/* Batch row b's time index at processing step s (backward: from its last valid step), or -1 past
- * its sequence length: a row past its length keeps its state and leaves zeros in Y. */
-static int64_t step_time(const struct rtensor *lens, int64_t b, int64_t T, int64_t s, int backward)
+/* C (m, n; ldc) = A (m, k; lda) B^T, B (n, k; ldb): the kernel's one shape of product */
+static void rnn_gemm(int dt, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+		     void *c, int64_t ldc)
 {
-	int64_t L = lens ? rt_get_i(lens, b) : T;
-	return s >= L ? -1 : backward ? L - 1 - s : s;
+	size_t es = dtype_size(dt);
+	if (!m || !n)
+		return;
+	if (!k) { /* BLAS wants lda >= 1: an empty sum */
+		for (int64_t i = 0; i < m; i++)
+			memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
+		return;
+	}
+	if (dt == DT_FLOAT)
+		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, 0,
+			   c, (int)ldc);
+	else
+		blas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, 0,
+			   c, (int)ldc);
 }
 
+/* One direction's step for the typed loops below. xw (T Bn, G H) is X W^T + Wb + Rb (GRU's h gate:
+ * + Wb only) for every row of X; q (Bn, G H) is H_{t-1} R^T (GRU without linear_before_reset: its h
+ * columns are (r H_{t-1}) Rh^T). Batch row b reads xw's row xr[b], or runs no step (xr[b] < 0: past
+ * its length), and updates h, c (Bn, H) in place: its gates read only column k of the states. */
+struct rnn_step {
+	enum cell cell;
+	int lbr;
+	int64_t Bn, H;
+	const int64_t *xr;
+	const void *xw, *q;
+	void *h, *c, *rh;    /* rh (Bn, H): GRU's r H_{t-1}, the second product's A */
+	const void *p, *rbh; /* (3 H) peepholes i, o, f and (H) GRU's Rbh; zeros when absent */
+};
+
+/* xw's rows += Wb + Rb (rb read for its first rb_n columns), then the gates of a step: reset (1:
+ * GRU's r H_{t-1}) or the whole cell (0). Written once for float32 (vmath.h's exp and tanh, fused
+ * into one loop the compiler vectorises) and once for float64 (libm), each computing in its type. */
+#define RNN_TYPED(real, sfx, SIG, TANH)                                                                                \
+	static void bias_rows_##sfx(void *xw, int64_t rows, int64_t n, const void *wb, const void *rb, int64_t rb_n)   \
+	{                                                                                                              \
+		real *row = xw;                                                                                        \
+		const real *w = wb, *r = rb;                                                                           \
+		for (int64_t i = 0; i < rows; i++, row += n)                                                           \
+			for (int64_t j = 0; j < n; j++)                                                                \
+				row[j] += w[j] + (j < rb_n ? r[j] : 0);                                                \
+	}                                                                                                              \
+	VM_CLONES static void cells_##sfx(const struct rnn_step *st, int reset)                                        \
+	{                                                                                                              \
+		const int64_t H = st->H, GH = H * gates_of(st->cell);                                                  \
+		const real *restrict pi = st->p, *restrict po = pi + H, *restrict pf = po + H, *restrict rbh = st->rbh; \
+		for (int64_t b = 0; b < st->Bn; b++) {                                                                 \
+			if (st->xr[b] < 0)                                                                             \
+				continue;                                                                              \
+			const real *restrict g = (const real *)st->xw + st->xr[b] * GH;                                \
+			const real *restrict q = (const real *)st->q + b * GH;                                         \
+			real *restrict h = (real *)st->h + b * H, *restrict c = (real *)st->c + b * H;                 \
+			real *restrict rh = (real *)st->rh + b * H;                                                    \
+			if (reset) {                                                                                   \
+				for (int64_t k = 0; k < H; k++)                                                        \
+					rh[k] = SIG(g[H + k] + q[H + k]) * h[k];                                       \
+			} else if (st->cell == CELL_LSTM) { /* peepholes: i and f read C_{t-1}, o reads C_t */        \
+				for (int64_t k = 0; k < H; k++) {                                                      \
+					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
+					real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                      \
+					real cn = f * c[k] + i * TANH(g[3 * H + k] + q[3 * H + k]);                    \
+					c[k] = cn;                                                                     \
+					h[k] = SIG(g[H + k] + q[H + k] + po[k] * cn) * TANH(cn);                       \
+				}                                                                                      \
+			} else if (st->cell == CELL_GRU) { /* q's h columns: H Rh^T, or (r H) Rh^T */                \
+				for (int64_t k = 0; k < H; k++) {                                                      \
+					real z = SIG(g[k] + q[k]), r = SIG(g[H + k] + q[H + k]);                       \
+					real rec = q[2 * H + k] + rbh[k];                                              \
+					real hh = TANH(g[2 * H + k] + (st->lbr ? r * rec : rec));                      \
+					h[k] = (1 - z) * hh + z * h[k];                                                \
+				}                                                                                      \
+			} else {                                                                                       \
+				for (int64_t k = 0; k < H; k++)                                                        \
+					h[k] = TANH(g[k] + q[k]);                                                      \
+			}                                                                                              \
+		}                                                                                                      \
+	}
+
+RNN_TYPED(float, f32, sig_f32, vm_tanhf)
+RNN_TYPED(double, f64, sig_f64, tanh)
+
+/* t's elements in dtype dt: its own bytes when it has that dtype, else a converted copy in *copy
+ * (freed by the caller); NULL for an absent t, or out of memory (*copy NULL then too). */
+static const void *as_dtype(const struct rtensor *t, int dt, void **copy, int *oom)
+{
+	*copy = NULL;
+	if (!t || t->dtype == dt)
+		return t ? t->data : NULL;
+	*copy = xmalloc((size_t)t->numel * dtype_size(dt) + 1);
+	if (!*copy) {
+		*oom = 1;
+		return NULL;
+	}
+	for (int64_t i = 0; i < t->numel; i++)
+		if (dt == DT_FLOAT)
+			((float *)*copy)[i] = (float)rt_get(t, i);
+		else
+			((double *)*copy)[i] = rt_get(t, i);
+	return *copy;
+}
+
+/* What a run of the kernel holds apart from its inputs and outputs. */
+struct rnn_bufs {
+	void *xw, *q, *h, *c, *rh, *zeros, *conv[6];
+	int64_t *xr, *len;
+};
+
+static void rnn_bufs_free(struct rnn_bufs *m)
+{
+	xfree(m->xw);
+	xfree(m->q);
+	xfree(m->h);
+	xfree(m->c);
+	xfree(m->rh);
+	xfree(m->zeros);
+	for (int i = 0; i < 6; i++)
+		xfree(m->conv[i]);
+	xfree(m->xr);
+	xfree(m->len);
+}
+
+/* The forward pass, per direction: xw = X W^T + biases for all steps as one product; then per step
+ * q = H_{t-1} R^T as one product over the batch (GRU without linear_before_reset: H_{t-1} Rzr^T,
+ * then (r H_{t-1}) Rh^T) and the gates fused in one loop over contiguous rows, in X's dtype. */
 static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const char *why = unsupported(n);
@@ -119,7 +253,7 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		return exec_fail(x, "layout must be 0 or 1, not %d", layout);
 	if (X->ndim != 3 || W->ndim != 3 || R->ndim != 3)
 		return exec_fail(x, "X, W and R must have rank 3");
-	int64_t T = X->dims[layout], Bn = X->dims[!layout], I = X->dims[2], H = R->dims[2];
+	int64_t T = X->dims[layout], Bn = X->dims[!layout], I = X->dims[2], H = R->dims[2], GH = G * H;
 	if (lens && lens->numel != Bn)
 		return exec_fail(x, "sequence_lens must have %lld elements (the batch), not %lld", (long long)Bn,
 				 (long long)lens->numel);
@@ -127,104 +261,100 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		if (rt_get_i(lens, b) < 0 || rt_get_i(lens, b) > T)
 			return exec_fail(x, "sequence_lens[%lld] is %lld, outside [0, %lld]", (long long)b,
 					 (long long)rt_get_i(lens, b), (long long)T);
-	if (attr_int(n, "hidden_size", H) != H || W->dims[0] != D || R->dims[0] != D || W->dims[1] != G * H ||
-	    R->dims[1] != G * H || W->dims[2] != I)
-		return exec_fail(x, "W must be (%d, %lld, %lld) and R (%d, %lld, %lld)", D, (long long)(G * H), (long long)I,
-				 D, (long long)(G * H), (long long)H);
-	if ((Bs && Bs->numel != D * 2 * G * H) || (h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H) ||
+	if (attr_int(n, "hidden_size", H) != H || W->dims[0] != D || R->dims[0] != D || W->dims[1] != GH ||
+	    R->dims[1] != GH || W->dims[2] != I)
+		return exec_fail(x, "W must be (%d, %lld, %lld) and R (%d, %lld, %lld)", D, (long long)GH, (long long)I, D,
+				 (long long)GH, (long long)H);
+	if ((Bs && Bs->numel != D * 2 * GH) || (h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H) ||
 	    (P && P->numel != D * 3 * H))
 		return exec_fail(x, "B must be (%d, %lld); P (%d, %lld); initial_h and initial_c %d x %lld x %lld", D,
-				 (long long)(2 * G * H), D, (long long)(3 * H), D, (long long)Bn, (long long)H);
+				 (long long)(2 * GH), D, (long long)(3 * H), D, (long long)Bn, (long long)H);
 	int64_t yd[4] = {T, D, Bn, H}, sd[3] = {D, Bn, H};
 	if (layout) {
 		yd[0] = Bn, yd[1] = T, yd[2] = D;
 		sd[0] = Bn, sd[1] = D;
 	}
-	void *y = n->n_out > 0 && n->out[0] ? exec_alloc(x, out[0], X->dtype, 4, yd) : NULL;
-	void *yh = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], X->dtype, 3, sd) : NULL;
-	void *yc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], X->dtype, 3, sd) : NULL;
+	int dt = X->dtype;
+	void *y = n->n_out > 0 && n->out[0] ? exec_alloc(x, out[0], dt, 4, yd) : NULL;
+	void *yh = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], dt, 3, sd) : NULL;
+	void *yc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], dt, 3, sd) : NULL;
 	if (exec_status(x) || !(y || yh || yc))
 		return exec_status(x);
-	for (int64_t k = 0; y && lens && k < T * D * Bn * H; k++)
-		rt_set(out[0], k, 0);
-	double *h = xcalloc((size_t)(Bn * H) * 2 + 1, sizeof *h), *c = h + Bn * H;
-	double *g = xcalloc((size_t)(Bn * G * H) + 1, sizeof *g), *gr = xcalloc((size_t)(Bn * H) + 1, sizeof *gr);
-	if (!h || !g || !gr) {
-		xfree(h);
-		xfree(g);
-		xfree(gr);
+	if (T * Bn > INT32_MAX || GH > INT32_MAX || I > INT32_MAX)
+		return exec_fail(x, "a product's dimension exceeds what BLAS indexes (2^31)");
+	size_t es = dtype_size(dt);
+	struct rnn_bufs m = {0};
+	int oom = 0;
+	const char *w = as_dtype(W, dt, &m.conv[0], &oom), *r = as_dtype(R, dt, &m.conv[1], &oom);
+	const char *bias = as_dtype(Bs, dt, &m.conv[2], &oom), *ih = as_dtype(h0, dt, &m.conv[3], &oom);
+	const char *ic = as_dtype(c0, dt, &m.conv[4], &oom), *peep = as_dtype(P, dt, &m.conv[5], &oom);
+	m.xw = xmalloc((size_t)(T * Bn * GH) * es + 1);
+	m.q = xmalloc((size_t)(Bn * GH) * es + 1);
+	m.h = xmalloc((size_t)(Bn * H) * es + 1);
+	m.c = xmalloc((size_t)(Bn * H) * es + 1);
+	m.rh = xcalloc((size_t)(Bn * H) + 1, es);
+	m.zeros = xcalloc((size_t)(3 * H) + 1, es); /* 0.0 in both dtypes */
+	m.xr = xmalloc((size_t)Bn * sizeof *m.xr + 1);
+	m.len = xmalloc((size_t)Bn * sizeof *m.len + 1);
+	if (oom || !m.xw || !m.q || !m.h || !m.c || !m.rh || !m.zeros || !m.xr || !m.len) {
+		rnn_bufs_free(&m);
 		return exec_fail(x, "out of memory");
 	}
+	for (int64_t b = 0; b < Bn; b++)
+		m.len[b] = lens ? rt_get_i(lens, b) : T;
+	if (y && lens)
+		memset(y, 0, (size_t)(T * D * Bn * H) * es);
+	struct rnn_step st = {.cell = cell, .lbr = lbr, .Bn = Bn, .H = H, .xr = m.xr, .xw = m.xw, .q = m.q,
+			      .h = m.h, .c = m.c, .rh = m.rh, .p = m.zeros, .rbh = m.zeros};
+	void (*cells)(const struct rnn_step *, int) = dt == DT_FLOAT ? cells_f32 : cells_f64;
+	int gru0 = cell == CELL_GRU && !lbr; /* r applies before the h gate's product: two products a step */
+	char *hs = m.h, *cs = m.c;
 	for (int d = 0; d < D; d++) {
-		for (int64_t b = 0; b < Bn; b++)
-			for (int64_t k = 0; k < H; k++) {
-				h[b * H + k] = h0 ? rt_get(h0, state_row(layout, D, Bn, d, b) * H + k) : 0;
-				c[b * H + k] = c0 ? rt_get(c0, state_row(layout, D, Bn, d, b) * H + k) : 0;
-			}
-		const int64_t wo = d * G * H * I, ro = d * G * H * H, bo = d * 2 * G * H;
+		const char *wd = w + (size_t)(d * GH * I) * es, *rd = r + (size_t)(d * GH * H) * es;
+		for (int64_t b = 0; b < Bn; b++) {
+			int64_t at = state_row(layout, D, Bn, d, b) * H;
+			memcpy(hs + (size_t)(b * H) * es, ih ? ih + (size_t)at * es : (const char *)m.zeros, (size_t)H * es);
+			if (cell == CELL_LSTM)
+				memcpy(cs + (size_t)(b * H) * es, ic ? ic + (size_t)at * es : (const char *)m.zeros,
+				       (size_t)H * es);
+		}
+		rnn_gemm(dt, T * Bn, GH, I, X->data, I, wd, I, m.xw, GH);
+		if (bias) {
+			const char *bd = bias + (size_t)(d * 2 * GH) * es;
+			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(m.xw, T * Bn, GH, bd, bd + (size_t)GH * es,
+									 cell == CELL_GRU ? 2 * H : GH);
+			st.rbh = bd + (size_t)(GH + 2 * H) * es;
+		}
+		if (peep)
+			st.p = peep + (size_t)(d * 3 * H) * es;
 		for (int64_t s = 0; s < T; s++) {
-			/* g = X_t W^T + Wb (+ H R^T + Rb, but for GRU's h gate under linear_before_reset) */
-			for (int64_t b = 0, t; b < Bn; b++)
-				for (int64_t j = 0; j < G * H && (t = step_time(lens, b, T, s, rev || d == 1)) >= 0; j++) {
-					double xs = Bs ? rt_get(Bs, bo + j) : 0, hs = Bs ? rt_get(Bs, bo + G * H + j) : 0;
-					for (int64_t k = 0; k < I; k++)
-						xs += rt_get(X, x_row(layout, T, Bn, t, b) * I + k) * rt_get(W, wo + j * I + k);
-					int gate_h = cell == CELL_GRU && j >= 2 * H;
-					for (int64_t k = 0; k < H && !(gate_h && !lbr); k++)
-						hs += h[b * H + k] * rt_get(R, ro + j * H + k);
-					if (gate_h) { /* r applies to the recurrent part: kept apart */
-						g[b * G * H + j] = xs;
-						gr[b * H + j - 2 * H] = hs;
-					} else {
-						g[b * G * H + j] = xs + hs;
-					}
-				}
-			for (int64_t b = 0; b < Bn; b++) {
-				double *gb = g + b * G * H, *hb = h + b * H, *cb = c + b * H;
-				if (step_time(lens, b, T, s, 0) < 0)
-					continue;
-				if (cell == CELL_LSTM) {
-					for (int64_t k = 0; k < H; k++) {
-						/* peepholes: i and f read C_{t-1}, o reads C_t */
-						double pi = P ? rt_get(P, d * 3 * H + k) : 0, po = P ? rt_get(P, d * 3 * H + H + k) : 0;
-						double pf = P ? rt_get(P, d * 3 * H + 2 * H + k) : 0;
-						double i = sigm(gb[k] + pi * cb[k]), f = sigm(gb[2 * H + k] + pf * cb[k]);
-						cb[k] = f * cb[k] + i * tanh(gb[3 * H + k]);
-						gb[k] = sigm(gb[H + k] + po * cb[k]) * tanh(cb[k]); /* the new H, stored apart */
-					}
-				} else if (cell == CELL_GRU) {
-					for (int64_t k = 0; k < H; k++) {
-						/* rec: H Rh^T + Rbh (linear_before_reset), else Rbh + (r H) Rh^T */
-						double z = sigm(gb[k]), r = sigm(gb[H + k]), rec = gr[b * H + k];
-						for (int64_t m = 0; m < H && !lbr; m++)
-							rec += sigm(gb[H + m]) * hb[m] * rt_get(R, ro + (2 * H + k) * H + m);
-						gb[k] = (1 - z) * tanh(gb[2 * H + k] + (lbr ? r * rec : rec)) + z * hb[k];
-					}
-				} else {
-					for (int64_t k = 0; k < H; k++)
-						gb[k] = tanh(gb[k]);
-				}
+			for (int64_t b = 0; b < Bn; b++) /* a reverse direction starts at each row's last step */
+				m.xr[b] = s >= m.len[b] ? -1
+					  : x_row(layout, T, Bn, rev || d == 1 ? m.len[b] - 1 - s : s, b);
+			rnn_gemm(dt, Bn, gru0 ? 2 * H : GH, H, hs, H, rd, H, m.q, GH);
+			if (gru0) {
+				cells(&st, 1);
+				rnn_gemm(dt, Bn, H, H, m.rh, H, rd + (size_t)(2 * H * H) * es, H,
+					 (char *)m.q + (size_t)(2 * H) * es, GH);
 			}
-			for (int64_t b = 0, t; b < Bn; b++)
-				for (int64_t k = 0; k < H && (t = step_time(lens, b, T, s, rev || d == 1)) >= 0; k++) {
-					h[b * H + k] = g[b * G * H + k];
-					if (y)
-						rt_set(out[0], y_row(layout, T, D, Bn, t, d, b) * H + k, h[b * H + k]);
+			cells(&st, 0);
+			for (int64_t b = 0; y && b < Bn; b++)
+				if (m.xr[b] >= 0) {
+					int64_t t = rev || d == 1 ? m.len[b] - 1 - s : s;
+					memcpy((char *)y + (size_t)(y_row(layout, T, D, Bn, t, d, b) * H) * es,
+					       hs + (size_t)(b * H) * es, (size_t)H * es);
 				}
 		}
-		for (int64_t b = 0; b < Bn; b++) {
-			int empty = lens && rt_get_i(lens, b) == 0; /* zeros, as onnxruntime gives */
-			for (int64_t k = 0; k < H; k++) {
-				if (yh)
-					rt_set(out[1], state_row(layout, D, Bn, d, b) * H + k, empty ? 0 : h[b * H + k]);
-				if (yc)
-					rt_set(out[2], state_row(layout, D, Bn, d, b) * H + k, empty ? 0 : c[b * H + k]);
-			}
+		for (int64_t b = 0; b < Bn; b++) { /* zeros for a row of length 0, as onnxruntime gives */
+			size_t at = (size_t)(state_row(layout, D, Bn, d, b) * H) * es, row = (size_t)(b * H) * es;
+			int empty = m.len[b] == 0;
+			if (yh)
+				memcpy((char *)yh + at, empty ? (const char *)m.zeros : hs + row, (size_t)H * es);
+			if (yc)
+				memcpy((char *)yc + at, empty ? (const char *)m.zeros : cs + row, (size_t)H * es);
 		}
 	}
-	xfree(h);
-	xfree(g);
-	xfree(gr);
+	rnn_bufs_free(&m);
 	return 0;
 }
 

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Issue #52's LSTM LM training step: graphdiet's executor (one or more builds) against PyTorch.
+
+    /usr/bin/python3 tests/bench/lstm_step.py [--threads N] [--rounds R] BUILD_DIR [BUILD_DIR ...]
+
+The model: Embedding(2000, 256), nn.LSTM 2 layers x 512, Linear(512, 2000) and cross-entropy, at
+seq 64 and batch 16 (tokens (64, 16), the LSTM's time-major layout). Exported as run_step.py
+exports (opset 17, training mode), `graphdiet train` (the first build's) writes its training graph,
+and each round times PyTorch's step (forward and loss.backward()) and then each build's
+bench_exec on that file (median of the round's runs), interleaved. Printed: the medians over the
+rounds, each build's ratio to PyTorch, and then each build's `bench_exec --profile` line for the
+LSTM op with its GFLOP/s (8 T B 4 H (I + H) per layer and step: the two products; the gates are
+not counted)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_step as rs  # noqa: E402
+
+V, E, H, L, T, B = 2000, 256, 512, 2, 64, 16
+
+
+class LstmLM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(V, E)
+        self.lstm = torch.nn.LSTM(E, H, L)
+        self.out = torch.nn.Linear(H, V)
+
+    def forward(self, x, target):
+        y, _ = self.lstm(self.emb(x))
+        return torch.nn.functional.cross_entropy(self.out(y).reshape(-1, V), target.reshape(-1))
+
+
+def main():
+    argv = sys.argv[1:]
+    opt = {"--threads": "1", "--rounds": "5"}
+    for k in opt:
+        if k in argv:
+            i = argv.index(k)
+            opt[k] = argv[i + 1]
+            del argv[i:i + 2]
+    if not argv:
+        print(__doc__.strip())
+        return
+    threads, rounds = int(opt["--threads"]), int(opt["--rounds"])
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    model = LstmLM()
+    args = (torch.randint(0, V, (T, B), generator=g), torch.randint(0, V, (T, B), generator=g))
+    rs.torch_threads(threads)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    with tempfile.TemporaryDirectory() as tmp:
+        path, train = os.path.join(tmp, "m.onnx"), os.path.join(tmp, "t.onnx")
+        torch.onnx.export(model, args, path, input_names=["x", "target"], output_names=["loss"], opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+        subprocess.run([os.path.join(argv[0], "graphdiet"), "train", path, "-o", train], check=True,
+                       capture_output=True)
+        feeds = []
+        for n, a in zip(["x", "target"], args):
+            f = os.path.join(tmp, n + ".npy")
+            np.save(f, a.numpy())
+            feeds += ["--input", f"{n}={f}"]
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            model(*args).backward()
+
+        runs = rs.inner_runs(step)
+        benches = [os.path.join(b, "tests", "bench", "bench_exec") for b in argv]
+        t_torch, t_gd = [], [[] for _ in benches]
+        for _ in range(rounds):
+            t_torch.append(rs.torch_median(step, runs))
+            for k, bench in enumerate(benches):
+                t_gd[k].append(rs.seconds([bench, train, "--repeat", str(runs), "--threads", str(threads)] + feeds,
+                                          env))
+        pt = rs.median(t_torch)
+        print(f"threads {threads}, {rounds} rounds of {runs} runs; PyTorch step {pt:.4f} s")
+        for b, t in zip(argv, t_gd):
+            print(f"  {b}: step {rs.median(t):.4f} s, {rs.median(t) / pt:.2f} x PyTorch {rs.spread(t, t_torch)}")
+        flop = 2 * T * B * 4 * H * ((E + H) + (H + H))  # two layers: X W^T and H R^T, 2 flops a multiply-add
+        for b, bench in zip(argv, benches):
+            err = subprocess.run([bench, train, "--profile", "--repeat", "1", "--threads", str(threads)] + feeds,
+                                 env=env, check=True, capture_output=True, text=True).stderr
+            for line in err.splitlines():
+                w = line.split()
+                if w[:1] == ["LSTM"]:  # LSTM  MS ms/run  CALLS calls/run
+                    ms = float(w[1])
+                    print(f"  {b}: LSTM forward {ms:.1f} ms a step ({w[3]} calls), {flop / 1e9:.2f} GFLOP: "
+                          f"{flop / 1e6 / ms:.1f} GFLOP/s")
+
+if __name__ == "__main__":
+    main()
