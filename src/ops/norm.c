@@ -396,9 +396,11 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_status(x);
 	if (ratio < 0 || ratio >= 1 || training < 0)
 		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
-	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's */
+	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's.
+	 * Ratio 0 keeps every element (no uniform is below 0) scaled by 1: the identity, drawn nothing,
+	 * as in inference (the output a copy, bit for bit, the mask all true) */
 	struct drop_job d = {a, out[0], mask, exec_node_seed(x, n) ^ exec_step(x) * 0xD1B54A32D192ED03ull,
-			     exec_shard_offset(x, a->numel), training, 1 / (1 - ratio), (float)ratio};
+			     exec_shard_offset(x, a->numel), training && ratio > 0, 1 / (1 - ratio), (float)ratio};
 	kernel_for(a->numel, KERNEL_GRAIN, dropout_elems, &d);
 	return 0;
 }
