@@ -362,23 +362,26 @@ VM_CLONES static void dropout_elems(void *arg, int64_t lo, int64_t hi)
 	float u[1024]; /* the uniforms of a chunk of elements */
 	for (int64_t i0 = lo; i0 < hi; i0 += 1024) {
 		int64_t m = hi - i0 < 1024 ? hi - i0 : 1024;
-		if (training)
-			philox_uniforms(d->key, d->off + (uint64_t)i0, m, u);
+		if (!training) { /* a copy (no product by 1, which would quiet a signalling NaN), every element kept */
+			size_t es = dtype_size(a->dtype);
+			memcpy((char *)d->y->data + (size_t)i0 * es, (const char *)a->data + (size_t)i0 * es, (size_t)m * es);
+			if (mask)
+				memset(mask + i0, 1, (size_t)m);
+			continue;
+		}
+		philox_uniforms(d->key, d->off + (uint64_t)i0, m, u);
 		if (a->dtype == DT_FLOAT) { /* as rt_set rounds the product made in double; loops that vectorise */
 			const float *p = (const float *)a->data + i0;
 			float *q = (float *)d->y->data + i0;
-			if (training)
-				for (int64_t j = 0; j < m; j++)
-					q[j] = u[j] >= r ? (float)((double)p[j] * scale) : 0.0f;
-			else
-				memcpy(q, p, (size_t)m * sizeof *q);
+			for (int64_t j = 0; j < m; j++)
+				q[j] = u[j] >= r ? (float)((double)p[j] * scale) : 0.0f;
 			for (int64_t j = 0; mask && j < m; j++)
-				mask[i0 + j] = (uint8_t)(!training || u[j] >= r);
+				mask[i0 + j] = (uint8_t)(u[j] >= r);
 			continue;
 		}
 		for (int64_t j = 0, i = i0; j < m; j++, i++) {
-			int keep = !training || u[j] >= r;
-			rt_set(d->y, i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
+			int keep = u[j] >= r;
+			rt_set(d->y, i, keep ? rt_get(a, i) * scale : 0);
 			if (mask)
 				mask[i] = (uint8_t)keep;
 		}
