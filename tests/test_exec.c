@@ -1558,3 +1558,158 @@ Test(exec, cross_entropy_loss_in_blocks_of_rows)
 	free(s);
 	free(w);
 }
+
+/* #52 elemfast: the activations as typed loops over the whole tensor, and Dropout of ratio 0 a copy */
+
+/* What ONNX and PyTorch define each activation as, in double, with the default attributes (Clip
+ * given [-1.5, 6] as inputs): the reference the kernels must match bit for bit. */
+static double act_ref(const char *op, double v)
+{
+	const double selu_a = 1.67326319217681884765625, selu_g = 1.05070102214813232421875;
+	double sp = v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
+	if (!strcmp(op, "Clip"))
+		return v < -1.5 ? -1.5 : v > 6 ? 6 : v;
+	if (!strcmp(op, "HardSigmoid"))
+		return isnan(v) ? v : fmax(0, fmin(1, (double)0.2f * v + 0.5));
+	if (!strcmp(op, "HardSwish"))
+		return v * fmax(0, fmin(1, v / 6 + 0.5));
+	if (!strcmp(op, "LeakyRelu"))
+		return v >= 0 ? v : (double)0.01f * v;
+	if (!strcmp(op, "Elu") || !strcmp(op, "Celu"))
+		return v > 0 ? v : expm1(v);
+	if (!strcmp(op, "Selu"))
+		return selu_g * (v > 0 ? v : selu_a * expm1(v));
+	if (!strcmp(op, "Softplus"))
+		return sp;
+	if (!strcmp(op, "Softsign"))
+		return v / (1 + fabs(v));
+	if (!strcmp(op, "Shrink"))
+		return v < -0.5 ? v : v > 0.5 ? v : 0;
+	if (!strcmp(op, "ThresholdedRelu"))
+		return v > 1 ? v : 0;
+	if (!strcmp(op, "Mish"))
+		return v * tanh(sp);
+	if (!strcmp(op, "Relu")) /* float64 only below, as Tanh and Sigmoid */
+		return v > 0 || isnan(v) ? v : 0;
+	if (!strcmp(op, "Tanh"))
+		return tanh(v);
+	if (!strcmp(op, "Sigmoid"))
+		return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+	return 0.5 * v * (1 + erf(v * 0.7071067811865476)); /* Gelu */
+}
+
+/* Every activation of activation.c on float32 and float64 (Relu, Tanh, Sigmoid: float64, whose
+ * loops compute in double; float32's use vmath's approximations), NaN, infinities, signed zeros,
+ * subnormals, the breakpoints and a sweep, over more elements than one kernel piece (vector tails
+ * and piece edges), each output the reference's bits (NaN kept, its payload too). */
+Test(exec, activations_match_their_definitions_bit_for_bit)
+{
+	static const char *const ops[] = {"Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Selu", "Celu",
+					  "Softplus", "Softsign", "Shrink", "ThresholdedRelu", "Mish", "Gelu", "Relu", "Tanh",
+					  "Sigmoid", NULL};
+	static const double special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e-40, 1e-310, -1e-310,
+					 -1.5, 6, -3, 3, -2.5, 2.5, 0.5, -0.5, 1, -1, 1e30, -1e30, 88.7, -88.7, 1e-8};
+	enum { N = 3 * 8192 + 5, NS = sizeof special / sizeof *special };
+	/* p64, p32: the inputs; v64, v32: the buffers a run is given, which it may reuse for its output */
+	static double p64[N], v64[N];
+	static float p32[N], v32[N];
+	uint32_t s = 12345;
+	for (int i = 0; i < N; i++) {
+		s = s * 1664525u + 1013904223u;
+		p64[i] = i < NS ? special[i] : ((double)(s >> 8) / (1 << 24) - 0.5) * 24;
+		p32[i] = (float)p64[i];
+	}
+	for (const char *const *op = ops; *op; op++)
+		for (int f64 = !strcmp(*op, "Relu") || !strcmp(*op, "Tanh") || !strcmp(*op, "Sigmoid"); f64 < 2; f64++) {
+			const char *dt = f64 ? "float64" : "float32";
+			char text[800];
+			memcpy(v64, p64, sizeof v64);
+			memcpy(v32, p32, sizeof v32);
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%d]}]\n"
+				 "params: [{name: lo, dtype: %s, shape: [], data: [-1.5]}, {name: hi, dtype: %s, shape: [], "
+				 "data: [6]}]\nnodes:\n  - {op: %s, inputs: [x%s], outputs: [y]}\noutputs: [{name: y}]\n",
+				 dt, N, dt, dt, *op, strcmp(*op, "Clip") ? "" : ", lo, hi");
+			struct graph *g = load_text("act_bits.yaml", text);
+			struct rtensor t = {.dtype = f64 ? DT_DOUBLE : DT_FLOAT, .ndim = 1, .dims = {N}, .numel = N,
+					    .data = f64 ? (void *)v64 : (void *)v32, .nbytes = f64 ? sizeof v64 : sizeof v32,
+					    .known = 1};
+			const char *name = "x";
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "%s %s: %s", *op, dt, e.msg);
+			const struct rtensor *y = exec_value(x, g->outputs[0]);
+			int64_t wrong = 0, first = -1;
+			for (int i = 0; i < N; i++) {
+				double r = act_ref(*op, f64 ? p64[i] : (double)p32[i]);
+				int same;
+				if (f64) {
+					same = !memcmp(&((const double *)y->data)[i], &r, sizeof r);
+				} else {
+					float rf = (float)r;
+					same = !memcmp(&((const float *)y->data)[i], &rf, sizeof rf);
+				}
+				if (!same && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "%s %s: %lld outputs differ from the definition, the first at x = %.17g: %.17g",
+				     *op, dt, (long long)wrong, first < 0 ? 0 : p64[first], first < 0 ? 0 : rt_get(y, first));
+			exec_free(x);
+			graph_free(g);
+		}
+}
+
+/* Dropout of ratio 0 in training keeps every element scaled by 1: its output is its input bit for
+ * bit, a signalling NaN's payload included (a product, even by 1, would quiet it: only a copy that
+ * draws and scales nothing keeps it), and its mask is all true; so too on float64. */
+Test(exec, dropout_of_ratio_zero_copies_its_input)
+{
+	enum { N = 2 * 8192 + 3 };
+	static float v32[N];
+	static double v64[N];
+	const uint32_t snan32 = 0x7f800001u;
+	const uint64_t snan64 = 0x7ff0000000000001ull;
+	for (int i = 0; i < N; i++) {
+		v32[i] = (float)(i % 13) * 0.37f - 2.0f;
+		v64[i] = (double)v32[i] / 3;
+	}
+	memcpy(&v32[5], &snan32, sizeof snan32);
+	memcpy(&v64[5], &snan64, sizeof snan64);
+	v32[6] = -0.0f;
+	v64[6] = -0.0;
+	v32[7] = 1e-41f;
+	static uint8_t want[sizeof v64]; /* the inputs' bits, apart from the buffers the run is given */
+	for (int f64 = 0; f64 < 2; f64++) {
+		const char *dt = f64 ? "float64" : "float32";
+		char text[600];
+		memcpy(want, f64 ? (void *)v64 : (void *)v32, f64 ? sizeof v64 : sizeof v32);
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%d]}]\n"
+			 "params: [{name: r, dtype: float32, shape: [], data: [0]}, {name: t, dtype: bool, shape: [], data: [true]}]\n"
+			 "nodes:\n  - {op: Dropout, inputs: [x, r, t], outputs: [y, m], attrs: {seed: 3}}\n"
+			 "outputs: [{name: y}, {name: m}]\n", dt, N);
+		struct graph *g = load_text("drop0.yaml", text);
+		struct rtensor t = {.dtype = f64 ? DT_DOUBLE : DT_FLOAT, .ndim = 1, .dims = {N}, .numel = N,
+				    .data = f64 ? (void *)v64 : (void *)v32, .nbytes = f64 ? sizeof v64 : sizeof v32, .known = 1};
+		const char *name = "x";
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s: %s", dt, e.msg);
+		const struct rtensor *y = exec_value(x, g->outputs[0]), *m = exec_value(x, g->outputs[1]);
+		cr_assert_eq(y->nbytes, t.nbytes);
+		int64_t diff = 0, dropped = 0;
+		for (int i = 0; i < N; i++) {
+			diff += memcmp((const char *)y->data + (size_t)i * (f64 ? 8 : 4), want + (size_t)i * (f64 ? 8 : 4), f64 ? 8 : 4) != 0;
+			dropped += !((const uint8_t *)m->data)[i];
+		}
+		cr_expect_eq(diff, 0, "%s: %lld outputs are not their input's bits (element 5, a signalling NaN: %s)", dt,
+			     (long long)diff,
+			     memcmp((const char *)y->data + (f64 ? 40 : 20), want + (f64 ? 40 : 20), f64 ? 8 : 4)
+				     ? "quieted" : "kept");
+		cr_expect_eq(dropped, 0, "%s: the mask drops %lld elements", dt, (long long)dropped);
+		exec_free(x);
+		graph_free(g);
+	}
+}

@@ -21,6 +21,7 @@
  * gradient rules see only the newer forms. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -42,12 +43,23 @@ static double softplus_d(double v)
 	return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
 }
 
-static double act_d(enum act op, const struct act_params *p, double v)
+/* inlined with op a constant into each of act_elems's loops */
+static inline __attribute__((always_inline)) double act_d(enum act op, const struct act_params *p, double v)
 {
 	switch (op) {
 	case A_CLIP: return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
-	case A_HARD_SIGMOID: return isnan(v) ? v : fmax(0, fmin(1, p->alpha * v + p->beta)); /* fmin drops NaN */
-	case A_HARD_SWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
+	/* fmax(0, fmin(1, t)) as compares the compiler vectorises: fmin(1, t) is t < 1 ? t : 1 (1 for a
+	 * NaN t), and glibc's fmax(0, m) for a number m is m < 0 ? 0 : m (m itself when m is -0) */
+	case A_HARD_SIGMOID: { /* fmin drops NaN: a NaN v stays */
+		double t = p->alpha * v + p->beta;
+		t = t < 1 ? t : 1;
+		return isnan(v) ? v : t < 0 ? 0 : t;
+	}
+	case A_HARD_SWISH: {
+		double t = v / 6 + 0.5;
+		t = t < 1 ? t : 1;
+		return v * (t < 0 ? 0 : t);
+	}
 	case A_LEAKY_RELU: return v >= 0 ? v : p->alpha * v;
 	case A_ELU: return v > 0 ? v : p->alpha * expm1(v);
 	case A_SELU: return p->beta * (v > 0 ? v : p->alpha * expm1(v));
@@ -87,6 +99,46 @@ static int clip_int(struct exec *x, const struct node *n, struct rtensor *const 
 	return 0;
 }
 
+/* An activation's elements [lo, hi) of float32 or float64 a into o: a piece of kernel_for. */
+struct act_job {
+	enum act op;
+	struct act_params p;
+	const void *a;
+	void *o;
+	int f64;
+};
+
+/* Computes in double and rounds once on store, as rt_get and rt_set did element by element; with op
+ * a constant, the piecewise ones (Clip, LeakyRelu, HardSwish, ...) are loops the compiler vectorises */
+static inline __attribute__((always_inline)) void act_span(enum act op, const struct act_job *j, int64_t lo, int64_t hi)
+{
+	const struct act_params p = j->p;
+	if (j->f64) {
+		const double *a = j->a;
+		double *o = j->o;
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = act_d(op, &p, a[i]);
+		return;
+	}
+	const float *a = j->a;
+	float *o = j->o;
+	for (int64_t i = lo; i < hi; i++)
+		o[i] = (float)act_d(op, &p, (double)a[i]);
+}
+
+VM_CLONES static void act_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct act_job *j = arg;
+	switch (j->op) {
+#define SPAN(op)                                                                                               \
+	case op: act_span(op, j, lo, hi); return;
+	SPAN(A_CLIP) SPAN(A_HARD_SIGMOID) SPAN(A_HARD_SWISH) SPAN(A_LEAKY_RELU) SPAN(A_SOFTPLUS) SPAN(A_ELU)
+	SPAN(A_SELU) SPAN(A_CELU) SPAN(A_SOFTSIGN) SPAN(A_SHRINK) SPAN(A_THRESHOLDED_RELU) SPAN(A_MISH) SPAN(A_GELU)
+#undef SPAN
+	default: return;
+	}
+}
+
 static int act_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		   enum act op)
 {
@@ -121,8 +173,8 @@ static int act_run(struct exec *x, const struct node *n, struct rtensor *const *
 	for (uint32_t k = 1; op == A_CLIP && k < 3 && k < n->n_in; k++)
 		if (in[k])
 			*(k == 1 ? &p.lo : &p.hi) = rt_get(in[k], 0);
-	for (int64_t i = 0; i < a->numel; i++)
-		rt_set(out[0], i, act_d(op, &p, rt_get(a, i)));
+	struct act_job j = {op, p, a->data, out[0]->data, a->dtype == DT_DOUBLE};
+	kernel_for(a->numel, KERNEL_GRAIN, act_elems, &j);
 	return 0;
 }
 

@@ -362,23 +362,26 @@ VM_CLONES static void dropout_elems(void *arg, int64_t lo, int64_t hi)
 	float u[1024]; /* the uniforms of a chunk of elements */
 	for (int64_t i0 = lo; i0 < hi; i0 += 1024) {
 		int64_t m = hi - i0 < 1024 ? hi - i0 : 1024;
-		if (training)
-			philox_uniforms(d->key, d->off + (uint64_t)i0, m, u);
+		if (!training) { /* a copy (no product by 1, which would quiet a signalling NaN), every element kept */
+			size_t es = dtype_size(a->dtype);
+			memcpy((char *)d->y->data + (size_t)i0 * es, (const char *)a->data + (size_t)i0 * es, (size_t)m * es);
+			if (mask)
+				memset(mask + i0, 1, (size_t)m);
+			continue;
+		}
+		philox_uniforms(d->key, d->off + (uint64_t)i0, m, u);
 		if (a->dtype == DT_FLOAT) { /* as rt_set rounds the product made in double; loops that vectorise */
 			const float *p = (const float *)a->data + i0;
 			float *q = (float *)d->y->data + i0;
-			if (training)
-				for (int64_t j = 0; j < m; j++)
-					q[j] = u[j] >= r ? (float)((double)p[j] * scale) : 0.0f;
-			else
-				memcpy(q, p, (size_t)m * sizeof *q);
+			for (int64_t j = 0; j < m; j++)
+				q[j] = u[j] >= r ? (float)((double)p[j] * scale) : 0.0f;
 			for (int64_t j = 0; mask && j < m; j++)
-				mask[i0 + j] = (uint8_t)(!training || u[j] >= r);
+				mask[i0 + j] = (uint8_t)(u[j] >= r);
 			continue;
 		}
 		for (int64_t j = 0, i = i0; j < m; j++, i++) {
-			int keep = !training || u[j] >= r;
-			rt_set(d->y, i, keep ? rt_get(a, i) * (training ? scale : 1) : 0);
+			int keep = u[j] >= r;
+			rt_set(d->y, i, keep ? rt_get(a, i) * scale : 0);
 			if (mask)
 				mask[i] = (uint8_t)keep;
 		}
@@ -396,9 +399,11 @@ static int dropout_run(struct exec *x, const struct node *n, struct rtensor *con
 		return exec_status(x);
 	if (ratio < 0 || ratio >= 1 || training < 0)
 		return exec_fail(x, "ratio must be in [0, 1) and training_mode known");
-	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's */
+	/* a fresh mask each training step; a recompute clone (same key, same step) draws its own step's.
+	 * Ratio 0 keeps every element (no uniform is below 0) scaled by 1: the identity, drawn nothing,
+	 * as in inference (the output a copy, bit for bit, the mask all true) */
 	struct drop_job d = {a, out[0], mask, exec_node_seed(x, n) ^ exec_step(x) * 0xD1B54A32D192ED03ull,
-			     exec_shard_offset(x, a->numel), training, 1 / (1 - ratio), (float)ratio};
+			     exec_shard_offset(x, a->numel), training && ratio > 0, 1 / (1 - ratio), (float)ratio};
 	kernel_for(a->numel, KERNEL_GRAIN, dropout_elems, &d);
 	return 0;
 }
