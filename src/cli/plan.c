@@ -132,7 +132,7 @@ static void replicas_structured(struct emit *em, const struct plan_report *r)
 	else
 		emit_null(em);
 	emit_key(em, "zero_stage");
-	emit_int(em, plan_shard_stage(r->shard));
+	emit_int(em, r->shard_stage);
 	emit_key(em, "sent_bytes");
 	emit_uint(em, r->traffic.sent);
 	emit_key(em, "by_op");
@@ -397,7 +397,7 @@ static void replicas_text(FILE *f, const struct plan_report *r)
 	static const char *const stage[] = {"none (every replica holds every parameter, gradient and optimizer moment)",
 					    "optimizer (ZeRO stage 1)", "gradients (ZeRO stage 2)",
 					    "parameters (ZeRO stage 3)"};
-	fprintf(f, "replicas:    %d, shard: %s; figures per replica\n", r->replicas, stage[plan_shard_stage(r->shard)]);
+	fprintf(f, "replicas:    %d, shard: %s; figures per replica\n", r->replicas, stage[r->shard_stage]);
 }
 
 /* "traffic: 1.2 GiB sent per replica per step: AllReduce 0.9 GiB (3 calls), ..." */

@@ -191,17 +191,6 @@ static int report_schedule(struct graph *g, const struct memmodel *mm, const uin
 	return 0;
 }
 
-int plan_shard_stage(const char *shard)
-{
-	static const char *const stages[] = {"optimizer", "gradients", "parameters"};
-	if (!shard)
-		return 0;
-	for (int k = 0; k < 3; k++)
-		if (!strcmp(shard, stages[k]))
-			return k + 1;
-	return -1;
-}
-
 static uint64_t mul_sat(uint64_t a, uint64_t b)
 {
 	uint64_t p;
@@ -244,7 +233,7 @@ static int plan_replicas(const struct graph *g, const struct memmodel *mm, const
 		return err_set(e, GD_EINPUT, "metadata %s is '%s', not a number of replicas", REPLICAS_KEY, meta);
 	r->replicas = (int)n;
 	r->shard = g->model ? model_meta(g, REPLICAS_SHARD_KEY) : NULL;
-	if (plan_shard_stage(r->shard) < 0)
+	if ((r->shard_stage = r->shard ? shard_parse(r->shard) : 0) < 0)
 		return err_set(e, GD_EINPUT, "metadata %s is '%s', not optimizer, gradients or parameters", REPLICAS_SHARD_KEY,
 			       r->shard);
 	return 0;

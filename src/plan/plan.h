@@ -96,13 +96,12 @@ struct plan_report {
 	int replicas;                /* graphdiet.replicas, else the most any collective names; 0: none */
 	const char *shard;           /* graphdiet.shard: "optimizer", "gradients" or "parameters" (ZeRO
 				      * stages 1 to 3); NULL: not sharded */
+	int shard_stage;             /* its stage (shard_parse), 0 when not sharded */
 	struct comm_traffic traffic;
 	struct mem_breakdown most;   /* per category, the most bytes live at once (most.params: at_peak's
 				      * convention, buffers left out) */
 };
 
-/* The ZeRO stage of a graphdiet.shard value (1 to 3), 0 for NULL, -1 for none of them. */
-int plan_shard_stage(const char *shard);
 
 int plan_memory(struct graph *g, const struct plan_opts *o, struct plan_report *r, struct gd_err *e);
 
