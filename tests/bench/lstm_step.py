@@ -22,19 +22,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_step as rs  # noqa: E402
 
-V, E, H, L, T, B = 2000, 256, 512, 2, 64, 16
-
-
-class LstmLM(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb = torch.nn.Embedding(V, E)
-        self.lstm = torch.nn.LSTM(E, H, L)
-        self.out = torch.nn.Linear(H, V)
-
-    def forward(self, x, target):
-        y, _ = self.lstm(self.emb(x))
-        return torch.nn.functional.cross_entropy(self.out(y).reshape(-1, V), target.reshape(-1))
+LstmLM = rs.LstmLM
+V, E, H, L, T, B = LstmLM.V, LstmLM.E, LstmLM.H, LstmLM.L, LstmLM.T, LstmLM.B
 
 
 def main():

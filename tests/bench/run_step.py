@@ -9,8 +9,11 @@ default the same classes run at sizes where compute, not per-op overhead, decide
 #25's sizes (an MLP of 4 x 1024 at batch 256, its second CNN of three BatchNorm residual blocks of
 32 channels at batch 16, 32x32, and d256 transformers of 2 and 4 blocks at seq 128 and batch 8)
 and two zoo models (torchvision ResNet-18 at batch 16, 64x64, and gen_zoo's GPT, built of
-nn.TransformerEncoderLayer with dropout on, at d256, 4 layers, seq 128, batch 8). --models keeps
-the models whose names start with one of NAME.
+nn.TransformerEncoderLayer with dropout on, at d256, 4 layers, seq 128, batch 8), then issue #52's
+real sizes (an MLP of 3 x 2048 at batch 512, torchvision ResNet-50 and MobileNetV2 at batch 8,
+96x96, a BERT-style encoder of 6 d384 layers at seq 128, batch 8, and an LSTM language model of
+2 x 512 at seq 64, batch 16). --models keeps the models whose names start with one of NAME. The
+table is headed by the CPU model.
 
 Each model is exported as testdata is (opset 17, training mode) and `graphdiet train` writes its
 training graph (forward, backward, every parameter's gradient). All three run the same step on the
@@ -83,15 +86,32 @@ def configs():
     torch.manual_seed(0)
     yield "gpt (d256, 4 layers, seq 128, b8)", gen_zoo.GPT(vocab=512, d=256, heads=4, layers=4, seq=128), (
         torch.randint(0, 512, (8, 128), generator=g), torch.randint(0, 512, (8, 128), generator=g))
+    # issue #52's sizes
+    torch.manual_seed(0)
+    yield "mlp3x2048 (b512)", Deep(width=2048, depth=3), (torch.randn(512, 2048, generator=g),
+                                                         torch.randint(0, 10, (512,), generator=g))
+    torch.manual_seed(0)
+    yield "resnet50 (b8, 96x96)", gen_zoo.Classify(torchvision.models.resnet50(num_classes=10)), (
+        torch.randn(8, 3, 96, 96, generator=g), torch.randint(0, 10, (8,), generator=g))
+    torch.manual_seed(0)
+    yield "bert (d384, 6 layers, seq 128, b8)", Bert(), (torch.randint(0, Bert.VOCAB, (8, 128), generator=g),
+                                                        torch.randint(0, Bert.VOCAB, (8, 128), generator=g))
+    torch.manual_seed(0)
+    yield "mobilenet_v2 (b8, 96x96)", gen_zoo.Classify(torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0)), (
+        torch.randn(8, 3, 96, 96, generator=g), torch.randint(0, 10, (8,), generator=g))
+    torch.manual_seed(0)
+    yield "lstm_lm (2x512, seq 64, b16)", LstmLM(), (torch.randint(0, LstmLM.V, (LstmLM.T, LstmLM.B), generator=g),
+                                                    torch.randint(0, LstmLM.V, (LstmLM.T, LstmLM.B), generator=g))
 
 
 class Deep(torch.nn.Module):
-    """Issue #25's MLP: four 1024-wide ReLU layers and a 10-way cross-entropy head."""
+    """Issue #25's MLP: four 1024-wide ReLU layers and a 10-way cross-entropy head (issue #52's: three
+    of 2048)."""
 
-    def __init__(self):
+    def __init__(self, width=1024, depth=4):
         super().__init__()
-        self.layers = torch.nn.ModuleList(torch.nn.Linear(1024, 1024) for _ in range(4))
-        self.head = torch.nn.Linear(1024, 10)
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(width, width) for _ in range(depth))
+        self.head = torch.nn.Linear(width, 10)
 
     def forward(self, x, target):
         for f in self.layers:
@@ -114,6 +134,46 @@ class ResCNN32(torch.nn.Module):
         h = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.stem(x))), 2)
         h = torch.nn.functional.adaptive_avg_pool2d(self.blocks(h), 1).flatten(1)
         return torch.nn.functional.cross_entropy(self.fc(h), target)
+
+
+class Bert(torch.nn.Module):
+    """Issue #52's BERT-style encoder: token and position embeddings, 6 post-norm
+    nn.TransformerEncoderLayer blocks of d384 (6 heads, feed-forward 1536, GELU, dropout 0), a final
+    LayerNorm and a masked-LM head over every position."""
+    VOCAB = 8192
+
+    def __init__(self, d=384, heads=6, layers=6, seq=128):
+        super().__init__()
+        self.tok = torch.nn.Embedding(self.VOCAB, d)
+        self.pos = torch.nn.Embedding(seq, d)
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True)
+            for _ in range(layers))
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, self.VOCAB)
+
+    def forward(self, tokens, target):
+        h = self.tok(tokens) + self.pos(torch.arange(tokens.shape[1], device=tokens.device))
+        for b in self.blocks:
+            h = b(h)
+        logits = self.head(self.norm(h))
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, self.VOCAB), target.reshape(-1))
+
+
+class LstmLM(torch.nn.Module):
+    """Issue #52's LSTM language model: embedding 256, nn.LSTM of 2 layers of 512, seq 64 (time-major),
+    batch 16, vocab 2000."""
+    V, E, H, L, T, B = 2000, 256, 512, 2, 64, 16
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(self.V, self.E)
+        self.lstm = torch.nn.LSTM(self.E, self.H, self.L)
+        self.out = torch.nn.Linear(self.H, self.V)
+
+    def forward(self, x, target):
+        y, _ = self.lstm(self.emb(x))
+        return torch.nn.functional.cross_entropy(self.out(y).reshape(-1, self.V), target.reshape(-1))
 
 
 def testdata_configs():
@@ -200,6 +260,9 @@ def main():
     ort_dir = os.path.join(build, "ort", "node_modules")
     have_ort = os.path.isdir(ort_dir)
     rounds = int(opt["--rounds"])
+    cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+    print(f"CPU: {cpu[0] if cpu else 'unknown'} ({len(cpu)} logical CPUs), OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, PyTorch {torch.__version__}\n")
     print("| model | threads | PyTorch step s | graphdiet step s | onnxruntime step s | graphdiet / PyTorch | "
           "graphdiet / onnxruntime | core round trip ns |")
     print("|---|---|---|---|---|---|---|---|")
