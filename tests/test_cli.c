@@ -3485,9 +3485,11 @@ Test(cli, docs_version_gives_the_build_facts)
 #else
 	cr_expect(strstr(r.out, "sanitizers: none\n"), "%s", r.out);
 #endif
-	/* the float32 GEMM: graphdiet's own on an AVX-512 CPU, unless GRAPHDIET_SGEMM=openblas */
+	/* the float32 GEMM: on an AVX-512 CPU the one measured faster (cli/sgemm_pick_*), else OpenBLAS */
 	int avx512 = system("grep -qw avx512f /proc/cpuinfo") == 0;
-	cr_expect(strstr(r.out, avx512 ? "\nsgemm:      graphdiet's AVX-512 kernel" : "\nsgemm:      OpenBLAS's (this CPU has no AVX-512)"),
+	cr_expect(avx512 ? strstr(r.out, "\nsgemm:      graphdiet's AVX-512 kernel (measured: ") ||
+				   strstr(r.out, "\nsgemm:      OpenBLAS's (measured: ")
+			 : strstr(r.out, "\nsgemm:      OpenBLAS's (this CPU has no AVX-512)") != NULL,
 		  "%s", r.out);
 	/* OpenBLAS, the version Debian's libopenblas-dev declares, and its core */
 	if (docs_first_line("pkg-config --modversion openblas 2>/dev/null", got, sizeof got)) {
@@ -4495,4 +4497,69 @@ Test(cli, plan_and_check_say_per_replica)
 	r = run_cmd(p, NULL, 0);
 	cr_expect(strstr(r.out, "\"replicas\": null"), "%s", r.out);
 	run_free(&r);
+}
+
+/* #52 gemmpick: which kernel runs float32 products is measured at run time (ops/blas.c's
+ * pick_sgemm), not taken from "has AVX-512": GRAPHDIET_SGEMM=graphdiet or openblas forces either
+ * and --version says so; unset, --version gives the two kernels' times and their ratio, and the
+ * pick follows the ratio against the 1.3 margin; another value is a one-line error, exit 2. */
+static struct run_result gd_sgemm(const char *value, const char *a1, const char *a2, const char *a3)
+{
+	if (value)
+		setenv("GRAPHDIET_SGEMM", value, 1);
+	struct run_result r = gd(a1, a2, a3, NULL, NULL);
+	unsetenv("GRAPHDIET_SGEMM");
+	return r;
+}
+
+Test(cli, sgemm_pick_follows_graphdiet_sgemm)
+{
+	int avx512 = system("grep -qw avx512f /proc/cpuinfo") == 0;
+	struct run_result r = gd_sgemm("graphdiet", "--version", NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, avx512 ? "\nsgemm:      graphdiet's AVX-512 kernel (GRAPHDIET_SGEMM=graphdiet)\n"
+				       : "\nsgemm:      OpenBLAS's (this CPU has no AVX-512; GRAPHDIET_SGEMM=graphdiet cannot run here)\n"),
+		  "%s", r.out);
+	run_free(&r);
+	r = gd_sgemm("openblas", "--version", NULL, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, avx512 ? "\nsgemm:      OpenBLAS's (GRAPHDIET_SGEMM=openblas)\n"
+				       : "\nsgemm:      OpenBLAS's (this CPU has no AVX-512)\n"),
+		  "%s", r.out);
+	run_free(&r);
+	/* a run that multiplies fails at its first product, naming the variable and the value */
+	char *a[] = {GD_BINARY, "run", TESTDATA "/mlp.onnx", "--random-inputs", "--dim", "batch=2", NULL};
+	setenv("GRAPHDIET_SGEMM", "mkl", 1);
+	r = run_cmd(a, NULL, 0);
+	unsetenv("GRAPHDIET_SGEMM");
+	cr_expect_eq(r.status, 2, "exit %d: %s%s", r.status, r.out, r.err);
+	cr_expect(strstr(r.err, "graphdiet: error: GRAPHDIET_SGEMM=mkl: expected openblas or graphdiet") &&
+			  lines(r.err) == 1,
+		  "%s", r.err);
+	run_free(&r);
+}
+
+Test(cli, sgemm_pick_unforced_is_measured)
+{
+	if (system("grep -qw avx512f /proc/cpuinfo") != 0)
+		cr_skip_test("this CPU has no AVX-512: float32 products run on OpenBLAS, nothing to measure");
+	for (int i = 0; i < 3; i++) { /* three processes, each its own measurement */
+		struct run_result r = gd_sgemm(i == 2 ? "" : NULL, "--version", NULL, NULL);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		const char *s = strstr(r.out, "\nsgemm:      ");
+		cr_assert(s, "%s", r.out);
+		char who[64] = "";
+		double own = 0, theirs = 0, ratio = 0, margin = 0;
+		int got = sscanf(s, "\nsgemm:      %63[^(](measured: graphdiet's AVX-512 kernel %lf ms, OpenBLAS's %lf ms, "
+				   "ratio %lf; graphdiet's needs %lf;",
+				 who, &own, &theirs, &ratio, &margin);
+		cr_assert_eq(got, 5, "%s", s);
+		cr_expect(own > 0 && own < 100 && theirs > 0 && theirs < 100, "%s", s);
+		cr_expect(ratio > 0.2 && ratio < 5, "%s", s);
+		cr_expect_eq(margin, 1.3, "%s", s);
+		int mine = !strcmp(who, "graphdiet's AVX-512 kernel ");
+		cr_expect(mine || !strcmp(who, "OpenBLAS's "), "%s", s);
+		cr_expect_eq(mine, ratio >= margin, "the pick does not follow the ratio: %s", s);
+		run_free(&r);
+	}
 }

@@ -1231,7 +1231,8 @@ static void cut_images(void)
 Test(exec, kernels_cut_over_threads_give_the_same_bits) { cut_kernels(); }
 Test(exec, image_kernels_cut_over_threads_give_the_same_bits) { cut_images(); }
 
-/* Float32 products run on sgemm.c's kernel where the CPU has AVX-512 (the tests above), on
+/* Float32 products run on sgemm.c's kernel where it measures faster than OpenBLAS's on an AVX-512
+ * CPU (the tests above; exec/cuts_give_the_same_bits_with_graphdiets_sgemm forces it), on
  * OpenBLAS elsewhere or with GRAPHDIET_SGEMM=openblas. OpenBLAS picks its kernels by the CPU when
  * this process first opens it: SkylakeX's or Cooperlake's on AVX-512 CPUs, Haswell's on AVX2 ones,
  * each summing differently at a call's edges (ops/blas.c). The same cuts with each set forced
@@ -1712,4 +1713,15 @@ Test(exec, dropout_of_ratio_zero_copies_its_input)
 		exec_free(x);
 		graph_free(g);
 	}
+}
+
+/* #52 gemmpick: where the run-time pick (ops/blas.c) puts float32 products on OpenBLAS (this
+ * project's Zen 4), the cuts above run there; the same cuts on sgemm.c's kernel, forced. */
+Test(exec, cuts_give_the_same_bits_with_graphdiets_sgemm)
+{
+	if (!sgemm_usable())
+		cr_skip_test("this CPU has no AVX-512F: products run on OpenBLAS");
+	setenv("GRAPHDIET_SGEMM", "graphdiet", 1);
+	cut_kernels();
+	cut_images();
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef GD_BLAS_SONAME
@@ -24,20 +25,117 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cores;       /* online: the most pieces a product is cut into */
 static int wide_kernels; /* OpenBLAS's AVX-512 kernels (SkylakeX, Cooperlake): float32 cuts in columns keep the sums */
 static int own_sgemm;    /* float32 products on sgemm.c's kernel, not OpenBLAS's */
+static char load_error[256]; /* why OpenBLAS could not be opened, or "" */
+static char picked[320];     /* which kernel runs float32 products, and why (blas_sgemm_kernel) */
 
-/* Whether float32 products run on sgemm.c's kernel: where the CPU has AVX-512, unless
- * GRAPHDIET_SGEMM=openblas. */
-static int own_sgemm_picked(void)
+#define PICK_MARGIN 1.3 /* how much faster sgemm.c's kernel must measure than OpenBLAS's to be picked */
+#define PICK_ROUNDS 7    /* rounds of pick_sgemm's products, each kernel once a round */
+
+static double seconds(void)
 {
-	const char *pick = getenv("GRAPHDIET_SGEMM");
-	return sgemm_usable() && !(pick && !strcmp(pick, "openblas"));
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Seconds of one round of the products the pick times, on sgemm.c's kernel (own) or OpenBLAS's,
+ * each called whole, at one thread: a square-ish 128 x 256 x 256, a skinny one (a batch of 64
+ * rows through a 256 x 512 layer) and a narrow one of a long k (a weight gradient's: n 64, one
+ * panel of the 6 x 64 tile, k 1024), 8.4M multiply-adds each, about 0.55 ms a round at
+ * 90 GFLOP/s. */
+static double pick_round(int own, float *a, float *b, float *c)
+{
+	static const int shapes[][3] = {{128, 256, 256}, {64, 512, 256}, {128, 64, 1024}}; /* m, n, k */
+	double t = seconds();
+	for (int i = 0; i < 3; i++) {
+		int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+		if (own)
+			sgemm_run(0, 0, m, n, k, 1, a, k, b, n, 0, c, n);
+		else
+			sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
+	}
+	return seconds() - t;
+}
+
+static int by_value(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* Whether float32 products run on sgemm.c's kernel: GRAPHDIET_SGEMM=graphdiet or openblas forces
+ * either (graphdiet only where the CPU has AVX-512F), another value is an error (exit 2); unset
+ * or empty, it is measured once per process, here, at the first product: PICK_ROUNDS rounds of
+ * pick_round, the two kernels in turns (which goes first alternates), after one round each to
+ * warm caches and page in the operands; sgemm.c's kernel is picked only when the median of the
+ * rounds' ratios (OpenBLAS's time over ours) is PICK_MARGIN or more. On this project's Zen 4,
+ * whose 512-bit FMAs run at the 256-bit rate, ours is a little faster on these small products
+ * and no faster on large ones (bench_gemm --kernels; a training step 0.97-1.09x): 50 process
+ * starts measured ratios of 1.02 to 1.14, median 1.10, so a margin of 1.15 would have let noise
+ * tip some processes to ours; at 1.3 none can, and on the Zen 5 where OpenBLAS runs its AVX2
+ * kernels (ours 1.4-1.9x) noise cannot tip the pick to OpenBLAS either. About 9 ms, once, in a process that
+ * multiplies floats; the pick and both times go into picked for graphdiet --version. The pick
+ * never changes within a process, so recomputes, plan against run and verify's comparisons all
+ * see one kernel; across processes it holds as long as the CPU is not near the margin. */
+static int pick_sgemm(void)
+{
+	const char *force = getenv("GRAPHDIET_SGEMM");
+	if (force && *force && strcmp(force, "openblas") && strcmp(force, "graphdiet")) {
+		fprintf(stderr, "graphdiet: error: GRAPHDIET_SGEMM=%s: expected openblas or graphdiet (or unset, to measure)\n",
+			force);
+		exit(2);
+	}
+	if (!sgemm_usable()) {
+		snprintf(picked, sizeof picked, "OpenBLAS's (this CPU has no AVX-512%s)",
+			 force && !strcmp(force, "graphdiet") ? "; GRAPHDIET_SGEMM=graphdiet cannot run here" : "");
+		return 0;
+	}
+	if (force && *force) {
+		int own = !strcmp(force, "graphdiet");
+		snprintf(picked, sizeof picked, "%s (GRAPHDIET_SGEMM=%s)", own ? "graphdiet's AVX-512 kernel" : "OpenBLAS's",
+			 force);
+		return own;
+	}
+	enum { SIDE = 128 * 1024 }; /* the largest operand of pick_round's products */
+	float *a = malloc(3 * SIDE * sizeof *a), *b = a ? a + SIDE : NULL, *c = a ? b + SIDE : NULL;
+	if (!a) {
+		snprintf(picked, sizeof picked, "OpenBLAS's (no memory to measure graphdiet's AVX-512 kernel against it)");
+		return 0;
+	}
+	for (int i = 0; i < 2 * SIDE; i++)
+		a[i] = (float)(i % 13) * 0.125f - 0.75f;
+	double ratio[PICK_ROUNDS], own[PICK_ROUNDS], theirs[PICK_ROUNDS];
+	pick_round(1, a, b, c);
+	pick_round(0, a, b, c);
+	for (int r = 0; r < PICK_ROUNDS; r++) {
+		if (r & 1) {
+			theirs[r] = pick_round(0, a, b, c);
+			own[r] = pick_round(1, a, b, c);
+		} else {
+			own[r] = pick_round(1, a, b, c);
+			theirs[r] = pick_round(0, a, b, c);
+		}
+		ratio[r] = theirs[r] / own[r];
+	}
+	free(a);
+	qsort(ratio, PICK_ROUNDS, sizeof *ratio, by_value);
+	qsort(own, PICK_ROUNDS, sizeof *own, by_value);
+	qsort(theirs, PICK_ROUNDS, sizeof *theirs, by_value);
+	double median = ratio[PICK_ROUNDS / 2];
+	int mine = median >= PICK_MARGIN;
+	snprintf(picked, sizeof picked,
+		 "%s (measured: graphdiet's AVX-512 kernel %.3f ms, OpenBLAS's %.3f ms, ratio %.2f; graphdiet's "
+		 "needs %.2f; GRAPHDIET_SGEMM=openblas or graphdiet forces either)",
+		 mine ? "graphdiet's AVX-512 kernel" : "OpenBLAS's", own[PICK_ROUNDS / 2] * 1e3,
+		 theirs[PICK_ROUNDS / 2] * 1e3, median, PICK_MARGIN);
+	return mine;
+}
+
+/* Opens OpenBLAS (load_error says why not) and picks the float32 kernel. */
 static void open_blas(void)
 {
 	long c = sysconf(_SC_NPROCESSORS_ONLN);
 	cores = c < 1 ? 1 : c > POOL_MAX ? POOL_MAX : (int)c;
-	own_sgemm = own_sgemm_picked();
 	/* one thread of its own: the pool's threads call it */
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 	void *h = dlopen(GD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -54,17 +152,28 @@ static void open_blas(void)
 		wide_kernels = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake"));
 	}
 	if (!sgemm || !dgemm) {
-		fprintf(stderr, "graphdiet: error: cannot load OpenBLAS (%s): %s (install libopenblas0)\n", GD_BLAS_SONAME,
-			h ? "it has no cblas_sgemm or cblas_dgemm" : dlerror());
+		snprintf(load_error, sizeof load_error, "cannot load OpenBLAS (%s): %s (install libopenblas0)",
+			 GD_BLAS_SONAME, h ? "it has no cblas_sgemm or cblas_dgemm" : dlerror());
+		snprintf(picked, sizeof picked, "none: %s", load_error);
+		return;
+	}
+	own_sgemm = pick_sgemm();
+}
+
+/* Opens OpenBLAS once, or exits 3 saying why it cannot. */
+static void need_blas(void)
+{
+	pthread_once(&once, open_blas);
+	if (*load_error) {
+		fprintf(stderr, "graphdiet: error: %s\n", load_error);
 		exit(3);
 	}
 }
 
 const char *blas_sgemm_kernel(void)
 {
-	if (own_sgemm_picked())
-		return "graphdiet's AVX-512 kernel (float32; OpenBLAS for float64, or with GRAPHDIET_SGEMM=openblas)";
-	return sgemm_usable() ? "OpenBLAS's (GRAPHDIET_SGEMM=openblas)" : "OpenBLAS's (this CPU has no AVX-512)";
+	pthread_once(&once, open_blas);
+	return picked;
 }
 
 void blas_describe(char *buf, size_t n)
@@ -323,7 +432,7 @@ static void own_cut(struct gemm *g)
 /* g on sgemm.c's kernel, or OpenBLAS's with B turned where that is faster (plain_b). */
 static void gemm_run(struct gemm *g)
 {
-	pthread_once(&once, open_blas);
+	need_blas();
 	if (own_sgemm && !g->wide) {
 		own_cut(g);
 		return;
@@ -357,6 +466,6 @@ void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
 void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		      float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-	pthread_once(&once, open_blas);
+	need_blas();
 	sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -1,5 +1,7 @@
-/* blas.h - the CPU kernels' GEMMs: float32 on sgemm.c's kernel where the CPU has AVX-512 (unless
- * GRAPHDIET_SGEMM=openblas), the rest on OpenBLAS, opened on first use.
+/* blas.h - the CPU kernels' GEMMs: float32 on sgemm.c's AVX-512 kernel where it measures clearly
+ * faster than OpenBLAS's on the CPU at hand (timed once per process at the first product; see
+ * pick_sgemm in blas.c; GRAPHDIET_SGEMM=openblas or graphdiet forces either), the rest on
+ * OpenBLAS, opened on first use.
  *
  * Linked, OpenBLAS would be loaded and its threads started by every graphdiet process: about 4 ms
  * at each start, and threads that spin on the second core for the first tenth of a second, while
@@ -28,9 +30,10 @@ void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
 void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		      float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
-/* For graphdiet --version: which kernel runs float32 products, and the BLAS library as it describes
- * itself (openblas_get_config, openblas_get_corename), into buf[n]; neither exits when OpenBLAS
- * cannot be loaded. */
+/* For graphdiet --version: which kernel runs float32 products, with the two kernels' measured times
+ * when it was measured (opening OpenBLAS and measuring, if no product has yet), and the BLAS
+ * library as it describes itself (openblas_get_config, openblas_get_corename), into buf[n];
+ * neither exits when OpenBLAS cannot be loaded. */
 const char *blas_sgemm_kernel(void);
 void blas_describe(char *buf, size_t n);
 

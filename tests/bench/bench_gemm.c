@@ -1,17 +1,23 @@
 /* bench_gemm.c - GEMM-bound ops against the OpenBLAS sgemm rate measured in the same run.
  *
- *   bench_gemm [--repeat N]
+ *   bench_gemm [--repeat N] [--kernels]
  *
  * For each shape: one OpenBLAS sgemm call (the peer; ops/blas.h opens it), then the same work as
  * one graphdiet node (MatMul, Gemm with bias, a 3x3 Conv) run by the executor. Prints a Markdown
  * table of GFLOP/s (best of N) and the ratio. One thread: graphdiet runs OpenBLAS at one thread
- * and cuts products over its own threads (--threads), which run_step.py measures. On a CPU with
- * AVX-512 graphdiet's float32 products run on its own kernel (ops/sgemm.h), and the ratio is that
- * kernel's rate over OpenBLAS's; GRAPHDIET_SGEMM=openblas puts them back on OpenBLAS. */
+ * and cuts products over its own threads (--threads), which run_step.py measures. The nodes'
+ * float32 products run on the kernel ops/blas.c picked by measuring (printed first);
+ * GRAPHDIET_SGEMM=openblas or graphdiet forces either.
+ *
+ * --kernels: graphdiet's AVX-512 kernel (ops/sgemm.h, called whole) against one OpenBLAS call on
+ * the same shapes, the run-time pick's three among them: N rounds (default 5), the two in turns
+ * (which goes first alternates), the median GFLOP/s of each and the median and range of the
+ * rounds' ratios (ours over OpenBLAS's). */
 #include "exec/exec.h"
 #include "io/yaml.h"
 
 #include "ops/blas.h"
+#include "ops/sgemm.h"
 #include "util/pool.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +52,69 @@ static double sgemm_best(int m, int n, int k, int repeat)
 	return best;
 }
 
+static int by_value(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* One call of m x n x k on our kernel (own) or OpenBLAS's, whole: seconds. */
+static double kernel_once(int own, int m, int n, int k, const float *a, const float *b, float *c)
+{
+	double t = now();
+	if (own)
+		sgemm_run(0, 0, m, n, k, 1, a, k, b, n, 0, c, n);
+	else
+		blas_sgemm_whole(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
+	return now() - t;
+}
+
+/* --kernels: the table of sgemm.c's kernel against OpenBLAS's, interleaved. */
+static int kernels(int repeat)
+{
+	if (!sgemm_usable()) {
+		printf("this CPU has no AVX-512F: graphdiet's kernel cannot run\n");
+		return 0;
+	}
+	static const int shapes[][3] = {{128, 256, 256}, {64, 512, 256}, {128, 64, 1024}, /* the pick's */
+					{256, 256, 256},  {512, 512, 512},  {1024, 1024, 1024}, {64, 4096, 4096},
+					{4096, 64, 4096}, {1024, 384, 1536}, {1024, 1536, 384}, {512, 2048, 2048},
+					{64, 1024, 576}};
+	enum { SHAPES = sizeof shapes / sizeof *shapes, MAXR = 64 };
+	if (repeat > MAXR)
+		repeat = MAXR;
+	printf("| M x N x K | graphdiet AVX-512 GFLOP/s | OpenBLAS GFLOP/s | ratio (median) | ratio range |\n"
+	       "|---|---|---|---|---|\n");
+	for (int i = 0; i < SHAPES; i++) {
+		int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+		float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4), *c = malloc((size_t)m * n * 4);
+		for (size_t j = 0; j < (size_t)m * k; j++)
+			a[j] = (float)(j % 7) * 0.1f;
+		for (size_t j = 0; j < (size_t)k * n; j++)
+			b[j] = (float)(j % 5) * 0.1f;
+		double own[MAXR], theirs[MAXR], ratio[MAXR], fl = 2.0 * m * n * k;
+		kernel_once(1, m, n, k, a, b, c);
+		kernel_once(0, m, n, k, a, b, c);
+		for (int r = 0; r < repeat; r++) {
+			int first = r & 1;
+			double t0 = kernel_once(first, m, n, k, a, b, c), t1 = kernel_once(!first, m, n, k, a, b, c);
+			own[r] = first ? t0 : t1;
+			theirs[r] = first ? t1 : t0;
+			ratio[r] = theirs[r] / own[r];
+		}
+		qsort(own, (size_t)repeat, sizeof *own, by_value);
+		qsort(theirs, (size_t)repeat, sizeof *theirs, by_value);
+		qsort(ratio, (size_t)repeat, sizeof *ratio, by_value);
+		printf("| %dx%dx%d%s | %.1f | %.1f | %.2f | %.2f-%.2f |\n", m, n, k, i < 3 ? " (pick)" : "",
+		       fl / own[repeat / 2] / 1e9, fl / theirs[repeat / 2] / 1e9, ratio[repeat / 2], ratio[0],
+		       ratio[repeat - 1]);
+		free(a);
+		free(b);
+		free(c);
+	}
+	return 0;
+}
+
 /* Best executor time of the single-node graph in `text` (its inputs random). */
 static double node_best(const char *text, int repeat, uint64_t *flops)
 {
@@ -76,8 +145,18 @@ static double node_best(const char *text, int repeat, uint64_t *flops)
 
 int main(int argc, char **argv)
 {
-	int repeat = argc > 2 && !strcmp(argv[1], "--repeat") ? atoi(argv[2]) : 5;
+	int repeat = 5, only_kernels = 0;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			repeat = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--kernels"))
+			only_kernels = 1;
+	if (repeat < 1)
+		repeat = 1;
 	pool_set_threads(1);
+	printf("sgemm: %s\n\n", blas_sgemm_kernel());
+	if (only_kernels)
+		return kernels(repeat);
 	printf("| op | shape | graphdiet GFLOP/s | sgemm GFLOP/s (same M,N,K) | ratio |\n|---|---|---|---|---|\n");
 	static const int sizes[] = {256, 512, 1024};
 	char text[1024];
