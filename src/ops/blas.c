@@ -67,7 +67,8 @@ static int by_value(const void *x, const void *y)
  * either (graphdiet only where the CPU has AVX-512F), another value is an error (exit 2); unset
  * or empty, it is measured once per process, here, at the first product: PICK_ROUNDS rounds of
  * pick_round, the two kernels in turns (which goes first alternates), after one round each to
- * warm caches and page in the operands; sgemm.c's kernel is picked only when the median of the
+ * warm caches and page in the operands (where ours takes over twice OpenBLAS's time in it, the
+ * pick is OpenBLAS at once); sgemm.c's kernel is picked only when the median of the
  * rounds' ratios (OpenBLAS's time over ours) is PICK_MARGIN or more. On this project's Zen 4,
  * whose 512-bit FMAs run at the 256-bit rate, ours is a little faster on these small products
  * and no faster on large ones (bench_gemm --kernels; a training step 0.97-1.09x): 50 process
@@ -105,9 +106,13 @@ static int pick_sgemm(void)
 	for (int i = 0; i < 2 * SIDE; i++)
 		a[i] = (float)(i % 13) * 0.125f - 0.75f;
 	double ratio[PICK_ROUNDS], own[PICK_ROUNDS], theirs[PICK_ROUNDS];
-	pick_round(1, a, b, c);
-	pick_round(0, a, b, c);
-	for (int r = 0; r < PICK_ROUNDS; r++) {
+	own[0] = pick_round(1, a, b, c);
+	theirs[0] = pick_round(0, a, b, c);
+	ratio[0] = theirs[0] / own[0];
+	/* ours at half OpenBLAS's speed or less, cold caches and all (an unoptimised or sanitizer
+	 * build, ours at a few GFLOP/s): no need for the rounds, which would take 0.1 s or more */
+	int rounds = ratio[0] < 0.5 ? 1 : PICK_ROUNDS;
+	for (int r = 0; rounds > 1 && r < PICK_ROUNDS; r++) {
 		if (r & 1) {
 			theirs[r] = pick_round(0, a, b, c);
 			own[r] = pick_round(1, a, b, c);
@@ -118,16 +123,16 @@ static int pick_sgemm(void)
 		ratio[r] = theirs[r] / own[r];
 	}
 	free(a);
-	qsort(ratio, PICK_ROUNDS, sizeof *ratio, by_value);
-	qsort(own, PICK_ROUNDS, sizeof *own, by_value);
-	qsort(theirs, PICK_ROUNDS, sizeof *theirs, by_value);
-	double median = ratio[PICK_ROUNDS / 2];
+	qsort(ratio, (size_t)rounds, sizeof *ratio, by_value);
+	qsort(own, (size_t)rounds, sizeof *own, by_value);
+	qsort(theirs, (size_t)rounds, sizeof *theirs, by_value);
+	double median = ratio[rounds / 2];
 	int mine = median >= PICK_MARGIN;
 	snprintf(picked, sizeof picked,
 		 "%s (measured: graphdiet's AVX-512 kernel %.3f ms, OpenBLAS's %.3f ms, ratio %.2f; graphdiet's "
 		 "needs %.2f; GRAPHDIET_SGEMM=openblas or graphdiet forces either)",
-		 mine ? "graphdiet's AVX-512 kernel" : "OpenBLAS's", own[PICK_ROUNDS / 2] * 1e3,
-		 theirs[PICK_ROUNDS / 2] * 1e3, median, PICK_MARGIN);
+		 mine ? "graphdiet's AVX-512 kernel" : "OpenBLAS's", own[rounds / 2] * 1e3, theirs[rounds / 2] * 1e3, median,
+		 PICK_MARGIN);
 	return mine;
 }
 
