@@ -42,14 +42,15 @@ static double seconds(void)
  * each called whole, at one thread: a square-ish 128 x 256 x 256, a skinny one (a batch of 64
  * rows through a 256 x 512 layer) and a narrow one of a long k (a weight gradient's: n 64, one
  * panel of the 6 x 64 tile, k 1024), 8.4M multiply-adds each, about 0.55 ms a round at
- * 90 GFLOP/s. */
+ * 90 GFLOP/s. own -1 or -2: the probe, 64 x 64 x 256, on ours or OpenBLAS's. */
 static double pick_round(int own, float *a, float *b, float *c)
 {
-	static const int shapes[][3] = {{128, 256, 256}, {64, 512, 256}, {128, 64, 1024}}; /* m, n, k */
+	static const int shapes[][3] = {{128, 256, 256}, {64, 512, 256}, {128, 64, 1024}, /* m, n, k */
+					{64, 64, 256}}; /* the probe (pick_sgemm) */
 	double t = seconds();
-	for (int i = 0; i < 3; i++) {
+	for (int i = own < 0 ? 3 : 0; i < (own < 0 ? 4 : 3); i++) {
 		int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-		if (own)
+		if (own == 1 || own == -1)
 			sgemm_run(0, 0, m, n, k, 1, a, k, b, n, 0, c, n);
 		else
 			sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
@@ -67,8 +68,8 @@ static int by_value(const void *x, const void *y)
  * either (graphdiet only where the CPU has AVX-512F), another value is an error (exit 2); unset
  * or empty, it is measured once per process, here, at the first product: PICK_ROUNDS rounds of
  * pick_round, the two kernels in turns (which goes first alternates), after one round each to
- * warm caches and page in the operands (where ours takes over twice OpenBLAS's time in it, the
- * pick is OpenBLAS at once); sgemm.c's kernel is picked only when the median of the
+ * warm caches and page in the operands (where ours takes over twice OpenBLAS's time on a first,
+ * small product, the probe, the pick is OpenBLAS at once, with the probe's times); sgemm.c's kernel is picked only when the median of the
  * rounds' ratios (OpenBLAS's time over ours) is PICK_MARGIN or more. On this project's Zen 4,
  * whose 512-bit FMAs run at the 256-bit rate, ours is a little faster on these small products
  * and no faster on large ones (bench_gemm --kernels; a training step 0.97-1.09x): 50 process
@@ -106,12 +107,22 @@ static int pick_sgemm(void)
 	for (int i = 0; i < 2 * SIDE; i++)
 		a[i] = (float)(i % 13) * 0.125f - 0.75f;
 	double ratio[PICK_ROUNDS], own[PICK_ROUNDS], theirs[PICK_ROUNDS];
-	own[0] = pick_round(1, a, b, c);
-	theirs[0] = pick_round(0, a, b, c);
+	/* the probe: ours at half OpenBLAS's speed or less (an unoptimised or sanitizer build, ours at
+	 * 0.2 GFLOP/s: 5 ms) needs no rounds, which would take 0.8 s. The best of 3 each, as one
+	 * preempted or cold call (of 20 us in an optimised build) can take 50 times as long. */
+	own[0] = theirs[0] = 1e30;
+	for (int i = 0; i < 3; i++) {
+		double t = pick_round(-1, a, b, c);
+		own[0] = t < own[0] ? t : own[0];
+		t = pick_round(-2, a, b, c);
+		theirs[0] = t < theirs[0] ? t : theirs[0];
+	}
 	ratio[0] = theirs[0] / own[0];
-	/* ours at half OpenBLAS's speed or less, cold caches and all (an unoptimised or sanitizer
-	 * build, ours at a few GFLOP/s): no need for the rounds, which would take 0.1 s or more */
 	int rounds = ratio[0] < 0.5 ? 1 : PICK_ROUNDS;
+	if (rounds > 1) { /* warm-up */
+		pick_round(1, a, b, c);
+		pick_round(0, a, b, c);
+	}
 	for (int r = 0; rounds > 1 && r < PICK_ROUNDS; r++) {
 		if (r & 1) {
 			theirs[r] = pick_round(0, a, b, c);
