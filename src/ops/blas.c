@@ -66,19 +66,21 @@ static int by_value(const void *x, const void *y)
 
 /* Whether float32 products run on sgemm.c's kernel: GRAPHDIET_SGEMM=graphdiet or openblas forces
  * either (graphdiet only where the CPU has AVX-512F), another value is an error (exit 2); unset
- * or empty, it is measured once per process, here, at the first product: PICK_ROUNDS rounds of
- * pick_round, the two kernels in turns (which goes first alternates), after one round each to
- * warm caches and page in the operands (where ours takes over twice OpenBLAS's time on a first,
- * small product, the probe, the pick is OpenBLAS at once, with the probe's times); sgemm.c's kernel is picked only when the median of the
- * rounds' ratios (OpenBLAS's time over ours) is PICK_MARGIN or more. On this project's Zen 4,
- * whose 512-bit FMAs run at the 256-bit rate, ours is a little faster on these small products
- * and no faster on large ones (bench_gemm --kernels; a training step 0.97-1.09x): 50 process
- * starts measured ratios of 1.02 to 1.14, median 1.10, so a margin of 1.15 would have let noise
- * tip some processes to ours; at 1.3 none can, and on the Zen 5 where OpenBLAS runs its AVX2
- * kernels (ours 1.4-1.9x) noise cannot tip the pick to OpenBLAS either. About 9 ms, once, in a process that
- * multiplies floats; the pick and both times go into picked for graphdiet --version. The pick
- * never changes within a process, so recomputes, plan against run and verify's comparisons all
- * see one kernel; across processes it holds as long as the CPU is not near the margin. */
+ * or empty, it is measured once per process, here, at the first product. First a probe, one
+ * small product on each, best of 3: where ours takes over twice OpenBLAS's time (an unoptimised
+ * or sanitizer build) the pick is OpenBLAS at once, with the probe's times. Else one round of
+ * pick_round each to warm caches and page in the operands, then PICK_ROUNDS rounds, the two
+ * kernels in turns (which goes first alternates); sgemm.c's kernel is picked only when the
+ * median of the rounds' ratios (OpenBLAS's time over ours) is PICK_MARGIN or more.
+ * On this project's Zen 4, whose 512-bit FMAs run at the 256-bit rate, ours is a little faster
+ * on these small products and no faster on large ones (bench_gemm --kernels; a training step
+ * 0.97-1.09x): 250 process starts measured ratios of 0.93 to 1.16, median 1.10, so a margin of
+ * 1.15 would have let noise tip some processes to ours; at 1.3 none did, and on the Zen 5 where
+ * OpenBLAS runs its AVX2 kernels (ours 1.4-1.9x) noise cannot tip the pick to OpenBLAS either.
+ * About 10 ms of CPU, once, in a process that multiplies floats; the pick and both times go
+ * into picked for graphdiet --version. The pick never changes within a process, so recomputes,
+ * plan against run and verify's comparisons all see one kernel; across processes it holds as
+ * long as the CPU does not measure near the margin (GRAPHDIET_SGEMM fixes it where it does). */
 static int pick_sgemm(void)
 {
 	const char *force = getenv("GRAPHDIET_SGEMM");
