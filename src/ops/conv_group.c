@@ -49,6 +49,8 @@ struct gjob {
 	int64_t padl;    /* zeros before column 0 of a padded row */
 	int64_t ph;      /* phases a plane is split into */
 	int64_t planes;  /* padded planes a work item holds */
+	int64_t tap[64]; /* GK_ROWS: tap column j's run in a padded plane, less its row's;
+			  * GK_TRANSPOSE: output phase p's tap j's in the input's row, or -1 */
 };
 
 /* Element offset of plane (i0, i1) of t, whose planes are `plane` elements: t may be a view that
@@ -62,20 +64,24 @@ static int64_t plane_at(const struct rtensor *t, int64_t i0, int64_t i1, int64_t
 static void pad_plane(const uint8_t *src, int64_t h, int64_t w, int64_t padl, int64_t ph, int64_t pw, size_t es,
 		      uint8_t *dst)
 {
-	memset(dst, 0, (size_t)(ph * h * pw) * es);
-	for (int64_t r = 0; r < h; r++) {
-		const uint8_t *s = src + (size_t)(r * w) * es;
-		if (ph == 1) {
-			memcpy(dst + (size_t)(r * pw + padl) * es, s, (size_t)w * es);
-			continue;
-		}
-		for (int64_t c = 0; c < w; c++) {
-			int64_t pc = c + padl;
-			uint8_t *d = dst + (size_t)((pc % ph * h + r) * pw + pc / ph) * es;
-			if (es == 4)
-				memcpy(d, s + (size_t)c * 4, 4);
+	for (int64_t p = 0; p < ph; p++) {
+		/* place k holds column k ph + p - padl: inside for k in [k0, k1) */
+		int64_t k0 = padl <= p ? 0 : (padl - p + ph - 1) / ph, last = w - 1 - p + padl;
+		int64_t k1 = last < 0 ? 0 : last / ph + 1;
+		k1 = k1 < pw ? k1 : pw, k0 = k0 < k1 ? k0 : k1;
+		for (int64_t r = 0; r < h; r++) {
+			uint8_t *d = dst + (size_t)((p * h + r) * pw) * es;
+			const uint8_t *s = src + (size_t)(r * w + k0 * ph + p - padl) * es;
+			memset(d, 0, (size_t)k0 * es);
+			memset(d + (size_t)k1 * es, 0, (size_t)(pw - k1) * es);
+			if (ph == 1)
+				memcpy(d + (size_t)k0 * es, s, (size_t)(k1 - k0) * es);
+			else if (es == 4)
+				for (int64_t k = k0; k < k1; k++)
+					((uint32_t *)d)[k] = ((const uint32_t *)s)[(k - k0) * ph];
 			else
-				memcpy(d, s + (size_t)c * 8, 8);
+				for (int64_t k = k0; k < k1; k++)
+					((uint64_t *)d)[k] = ((const uint64_t *)s)[(k - k0) * ph];
 		}
 	}
 }
@@ -132,7 +138,7 @@ static inline __attribute__((always_inline)) TARGET void rows_nv(const int nv, f
 	}
 }
 
-static TARGET void rows_float(float *dst, int64_t len, const void *const *src, const float *wt, int nt)
+static TARGET void group_rows_float(float *dst, int64_t len, const void *const *src, const float *wt, int nt)
 {
 	switch (len > 48 ? 4 : (len + 15) / 16) {
 	case 1:
@@ -146,6 +152,21 @@ static TARGET void rows_float(float *dst, int64_t len, const void *const *src, c
 		break;
 	default:
 		rows_nv(4, dst, len, src, wt, nt);
+	}
+}
+
+/* row[p + sw v] = ph[p][v], the phases nph apart, for the row's n elements; float32 at stride 2
+ * by two permutes a 32 outputs. */
+static TARGET void interleave_float2(float *row, const float *ph, int64_t nph, int64_t n)
+{
+	const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+	const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+	for (int64_t v = 0; 2 * v < n; v += 16) {
+		__mmask16 me = simd_lanes(nph - v), mo = n / 2 > v ? simd_lanes(n / 2 - v) : 0;
+		__m512 e = _mm512_maskz_loadu_ps(me, ph + v), o = _mm512_maskz_loadu_ps(mo, ph + nph + v);
+		_mm512_mask_storeu_ps(row + 2 * v, simd_lanes(n - 2 * v), _mm512_permutex2var_ps(e, lo, o));
+		if (n - 2 * v > 16)
+			_mm512_mask_storeu_ps(row + 2 * v + 16, simd_lanes(n - 2 * v - 16), _mm512_permutex2var_ps(e, hi, o));
 	}
 }
 
@@ -194,7 +215,7 @@ static inline __attribute__((always_inline)) TARGET void dot_row(const int nj, c
 		out[j] = _mm512_reduce_add_ps(_mm512_add_ps(a[j], b[j]));
 }
 
-static TARGET void dot_row_float(const struct gjob *jb, const float *bufp, const float *const *kp, int64_t i1,
+static TARGET void group_dots_float(const struct gjob *jb, const float *bufp, const float *const *kp, int64_t i1,
 				 float *out)
 {
 	switch (jb->g->ow) {
@@ -207,16 +228,31 @@ static TARGET void dot_row_float(const struct gjob *jb, const float *bufp, const
 	}
 }
 #else
-static void rows_float(float *dst, int64_t len, const void *const *src, const float *wt, int nt)
+static void group_rows_float(float *dst, int64_t len, const void *const *src, const float *wt, int nt)
 {
 	(void)dst, (void)len, (void)src, (void)wt, (void)nt;
 }
 
-static void dot_row_float(const struct gjob *jb, const float *bufp, const float *const *kp, int64_t i1, float *out)
+static void group_dots_float(const struct gjob *jb, const float *bufp, const float *const *kp, int64_t i1, float *out)
 {
 	(void)jb, (void)bufp, (void)kp, (void)i1, (void)out;
 }
 #endif
+
+static void interleave(uint8_t *row, const uint8_t *ph, int64_t nph, int64_t sw, int64_t n, size_t es)
+{
+#ifdef SIMD_X86
+	if (es == 4 && sw == 2) {
+		interleave_float2((float *)row, (const float *)ph, nph, n);
+		return;
+	}
+#endif
+	for (int64_t x = 0; x < n; x++)
+		if (es == 4)
+			((uint32_t *)row)[x] = ((const uint32_t *)ph)[x % sw * nph + x / sw];
+		else
+			((uint64_t *)row)[x] = ((const uint64_t *)ph)[x % sw * nph + x / sw];
+}
 
 /* dst = the row's terms (src, and their weights taken from w at element wat[t]), either dtype. */
 static void rows_any(const struct gjob *jb, void *dst, int64_t len, const void *const *src, const int64_t *wat, int nt)
@@ -225,7 +261,7 @@ static void rows_any(const struct gjob *jb, void *dst, int64_t len, const void *
 		float wt[MAXT];
 		for (int t = 0; t < nt; t++)
 			wt[t] = ((const float *)jb->w->data)[wat[t]];
-		rows_float(dst, len, src, wt, nt);
+		group_rows_float(dst, len, src, wt, nt);
 	} else {
 		double wt[MAXT];
 		for (int t = 0; t < nt; t++)
@@ -248,7 +284,7 @@ static uint8_t *pad_group(const struct gjob *jb, int64_t n, int64_t c0)
 }
 
 /* Conv items [i0, i1): (image, group), its M/group output planes. */
-static void conv_rows(void *arg, int64_t i0, int64_t i1)
+static void group_rows(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
@@ -265,15 +301,13 @@ static void conv_rows(void *arg, int64_t i0, int64_t i1)
 			for (int64_t oy = 0; oy < g->oh; oy++) {
 				int nt = 0;
 				for (int64_t ci = 0; ci < cg; ci++)
-					for (int64_t i = 0; i < g->kh; i++) {
+					for (int64_t i = 0, w0 = plane_at(jb->w, m, ci, kk); i < g->kh; i++) {
 						int64_t iy = oy * g->sh + i * g->dh - g->pt;
 						if (iy < 0 || iy >= g->h)
 							continue;
 						for (int64_t j = 0; j < g->kw; j++, nt++) {
-							int64_t c = j * g->dw;
-							src[nt] = buf + (size_t)(ci * planeb + (c % g->sw * g->h + iy) * jb->pw +
-										 c / g->sw) * jb->es;
-							wat[nt] = plane_at(jb->w, m, ci, kk) + i * g->kw + j;
+							src[nt] = buf + (size_t)(ci * planeb + iy * jb->pw + jb->tap[j]) * jb->es;
+							wat[nt] = w0 + i * g->kw + j;
 						}
 					}
 				rows_any(jb, yp + (size_t)(oy * g->ow) * jb->es, g->ow, src, wat, nt);
@@ -284,12 +318,12 @@ static void conv_rows(void *arg, int64_t i0, int64_t i1)
 
 /* ConvTranspose items [i0, i1): (image, group), its M/group output planes (g in ConvTranspose
  * terms: (h, w) its input, (oh, ow) its output); phases of a strided output row go through tmp. */
-static void transpose_rows(void *arg, int64_t i0, int64_t i1)
+static void group_transpose_rows(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
 	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = g->kh * g->kw, np = g->oh * g->ow;
-	int64_t planeb = g->h * jb->pw, sw = g->sw;
+	int64_t planeb = g->h * jb->pw, sw = g->sw, nph = (g->ow + sw - 1) / sw, rows[64];
 	const void *src[MAXT];
 	int64_t wat[MAXT];
 	for (int64_t it = i0; it < i1; it++) {
@@ -297,36 +331,34 @@ static void transpose_rows(void *arg, int64_t i0, int64_t i1)
 		uint8_t *buf = pad_group(jb, n, gi * cg), *tmp = buf + (size_t)(cg * planeb) * jb->es;
 		for (int64_t mo = 0; mo < mg; mo++) {
 			uint8_t *yp = jb->y + (size_t)((n * g->m + gi * mg + mo) * np) * jb->es;
-			for (int64_t y = 0; y < g->oh; y++)
+			for (int64_t y = 0; y < g->oh; y++) {
+				for (int64_t i = 0; i < g->kh; i++) { /* the input row tap row i reads, or -1 */
+					int64_t t = y + g->pt - i * g->dh;
+					rows[i] = t < 0 || t % g->sh || t / g->sh >= g->h ? -1 : t / g->sh;
+				}
+				uint8_t *row = yp + (size_t)(y * g->ow) * jb->es;
 				for (int64_t p = 0; p < sw && p < g->ow; p++) {
 					int nt = 0;
 					for (int64_t ci = 0; ci < cg; ci++)
-						for (int64_t i = 0; i < g->kh; i++) {
-							int64_t t = y + g->pt - i * g->dh;
-							if (t < 0 || t % g->sh || t / g->sh >= g->h)
-								continue;
-							for (int64_t j = 0; j < g->kw; j++) {
-								int64_t q = p + g->pl - j * g->dw;
-								int64_t off = (q >= 0 ? q : q - sw + 1) / sw; /* floor */
-								if (q - off * sw)
-									continue;
-								src[nt] = buf + (size_t)(ci * planeb + t / g->sh * jb->pw + jb->padl +
-											 off) * jb->es;
-								wat[nt++] = plane_at(jb->w, gi * cg + ci, mo, kk) + i * g->kw + j;
-							}
-						}
-					uint8_t *row = yp + (size_t)(y * g->ow) * jb->es;
-					int64_t nv = (g->ow - p + sw - 1) / sw;
-					rows_any(jb, sw == 1 ? row : tmp, nv, src, wat, nt);
-					for (int64_t v = 0; sw > 1 && v < nv; v++)
-						memcpy(row + (size_t)(p + v * sw) * jb->es, tmp + (size_t)v * jb->es, jb->es);
+						for (int64_t i = 0, w0 = plane_at(jb->w, gi * cg + ci, mo, kk); i < g->kh; i++)
+							for (int64_t j = 0; rows[i] >= 0 && j < g->kw; j++)
+								if (jb->tap[p * g->kw + j] >= 0) {
+									src[nt] = buf + (size_t)(ci * planeb + rows[i] * jb->pw +
+												 jb->tap[p * g->kw + j]) * jb->es;
+									wat[nt++] = w0 + i * g->kw + j;
+								}
+					rows_any(jb, sw == 1 ? row : tmp + (size_t)(p * nph) * jb->es, (g->ow - p + sw - 1) / sw, src,
+						 wat, nt);
 				}
+				if (sw > 1)
+					interleave(row, tmp, nph, sw, g->ow, jb->es);
+			}
 		}
 	}
 }
 
 /* Dot Conv items [i0, i1): (image, output channel). */
-static void conv_dots(void *arg, int64_t i0, int64_t i1)
+static void group_dots(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
@@ -341,7 +373,7 @@ static void conv_dots(void *arg, int64_t i0, int64_t i1)
 			kp[ci] = (const uint8_t *)jb->w->data + (size_t)plane_at(jb->w, m, ci, kk) * jb->es;
 		for (int64_t i1 = 0; i1 < g->oh; i1++) {
 			if (jb->es == 4) {
-				dot_row_float(jb, (const float *)buf, (const float *const *)kp, i1, (float *)yp + i1 * g->ow);
+				group_dots_float(jb, (const float *)buf, (const float *const *)kp, i1, (float *)yp + i1 * g->ow);
 				continue;
 			}
 			double *out = (double *)yp + i1 * g->ow;
@@ -396,11 +428,22 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 		int64_t last = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw, end = g->pl + g->w - 1;
 		jb.ph = g->sw, jb.padl = g->pl;
 		jb.pw = (last > end ? last : end) / g->sw + 1;
+		if (g->kw > 64)
+			return 1;
+		for (int64_t j = 0; j < g->kw; j++)
+			jb.tap[j] = j * g->dw % g->sw * g->h * jb.pw + j * g->dw / g->sw;
 	} else if (kind == GK_TRANSPOSE) { /* runs from input column v + floor((p + pl - j dw) / sw) */
 		int64_t reach = (g->sw - 1 + g->pl) / g->sw + (g->ow - 1) / g->sw + 1;
 		jb.padl = ((g->kw - 1) * g->dw + g->sw - 1) / g->sw;
 		jb.pw = jb.padl + (reach > g->w ? reach : g->w) + 1;
-		tmp = g->ow;
+		tmp = g->ow + g->sw;
+		if (g->sw * g->kw > 64 || g->kh > 64)
+			return 1;
+		for (int64_t p = 0; p < g->sw; p++) /* phase p's tap j: its run's first column, or -1 */
+			for (int64_t j = 0; j < g->kw; j++) {
+				int64_t q = p + g->pl - j * g->dw, off = (q >= 0 ? q : q - g->sw + 1) / g->sw; /* floor */
+				jb.tap[p * g->kw + j] = q - off * g->sw ? -1 : jb.padl + off;
+			}
 	} else { /* runs from column j sw + u dw, in phases of dw */
 		int64_t last = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw, end = g->pl + g->w - 1;
 		jb.ph = g->dw, jb.padl = g->pl;
@@ -412,9 +455,9 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 	if (!jb.buf)
 		return -1;
 	if (kind == GK_DOTS)
-		kernel_for(g->n * g->m, 1, conv_dots, &jb);
+		kernel_for(g->n * g->m, 1, group_dots, &jb);
 	else
-		kernel_for(g->n * g->group, 1, kind == GK_ROWS ? conv_rows : transpose_rows, &jb);
+		kernel_for(g->n * g->group, 1, kind == GK_ROWS ? group_rows : group_transpose_rows, &jb);
 	exec_scratch_free(x, jb.buf, all);
 	return 0;
 }
