@@ -2,30 +2,32 @@
  *
  * A depthwise Conv through im2col is a GEMM of one row (M/group) by K = kh kw per image and group:
  * a few FLOPs for each byte the patch matrix is written and read. Here each output plane is summed
- * straight from its group's input planes, in three shapes of one idea (an output row, or a dot, as
- * a sum of weighted runs of padded input rows):
+ * straight from its group's input planes, which a work item (image, group) first copies into a
+ * buffer of its thread's, padded with zeros on every side and split into phases by the stride
+ * (row R, column C of the padded plane in sub-plane (R % sh, C % sw) at (R / sh, C / sw), the
+ * sub-planes pw apart a row). Then every tap is one run of the buffer:
  *
- *   - Conv (forward): output row oy of plane (n, m) is sum over (ci, i, j) of w[m, ci, i, j] times
- *     the input row oy sh + i dh - pt read from column ox sw + j dw - pl. The group's input planes
- *     are copied once per (image, group) into a buffer of the thread's, padded left by pl with
- *     zeros and split into sw phases (column c of the padded row at phase c % sw, place c / sw),
- *     so that every term is a contiguous run, offset (j dw) / sw in phase (j dw) % sw: a stride-2
- *     conv reads no more than a stride-1 one. Taps whose row lies in the padding are left out.
- *   - ConvTranspose (the input gradient of a grouped Conv): output row y, columns of phase p
- *     (x = p + sw v), is sum over the input rows iy with iy sh = y + pt - i dh and the taps j with
- *     (p + pl - j dw) divisible by sw of w[ci, mo, i, j] times the input row from column
- *     v + (p + pl - j dw) / sw: again contiguous runs, of the input padded left and right; the
- *     phases are written out interleaved. Nothing is scattered, so no output is added to twice.
+ *   - Conv: output (oy, ox) reads padded (oy sh + i dh, ox sw + j dw), in sub-plane
+ *     ((i dh) % sh, (j dw) % sw) at (oy + (i dh) / sh, ox + (j dw) / sw). With the output laid out
+ *     pw apart a row too, the plane is one flat sum over q = oy pw + ox of (C/group) kh kw runs
+ *     base + off[t] + q weighted by w: a long run whatever the plane's width (a 3 x 3 plane is one
+ *     vector, not three), the columns past ow computed and dropped when the rows are copied out. A
+ *     stride-2 Conv reads no more than a stride-1 one.
+ *   - ConvTranspose (a grouped Conv's input gradient): output (y, x) = (py + sh v, px + sw u) in
+ *     output phase (py, px) takes the taps with py + pt - i dh = sh (dy) and px + pl - j dw =
+ *     sw (dx) exact, from input (v + dy, u + dx): each phase a flat sum of runs of the padded input
+ *     as above; the phases are interleaved into the output rows. Nothing is scattered, so no output
+ *     is added to twice.
  *   - A Conv whose kernel is larger than its output (grouped_weight_grad's, conv.c: the batch as
  *     channels, dY's planes the kernel, the taps the output): each output (i', j') is a dot of the
  *     kernel's rows with runs of input rows, vectorised along the kernel's columns (input phases by
  *     the dilation, the Conv's step along them); a row of outputs keeps its accumulators in
  *     registers across the group's channels and the kernel's rows.
  *
- * Work is cut by (image, group) or (image, output channel); each output element is summed by one
- * thread in a fixed order (terms in (ci, i, j) order, two alternating partial sums per lane; dots
- * lane-wise, then the lanes in a fixed tree): the bits are the same for any --threads. float32
- * runs on AVX-512 (else 1: the GEMM paths), float64 in plain C. */
+ * Each output element is summed by one thread in a fixed order (runs in (ci, i, j) order, the even
+ * and odd ones in two partial sums a lane; dots lane-wise, then the lanes in a fixed tree): the
+ * bits are the same for any --threads. float32 runs on AVX-512 (else 1: the GEMM paths), float64
+ * in plain C. */
 #include "conv.h"
 #include "kernel.h"
 #include "simd.h"
@@ -33,8 +35,8 @@
 
 #include <string.h>
 
-#define MAXT 512     /* terms of an output row: (C/group) kh kw */
-#define MAXCG 8      /* channels a group, at most, for the row kernels */
+#define MAXT 512     /* runs of a flat sum: (C/group) kh kw */
+#define MAXCG 8      /* channels a group, at most, for the flat sums */
 #define MAXDOT 8     /* outputs a row, at most, for the dot kernel */
 
 enum group_kind { GK_ROWS, GK_TRANSPOSE, GK_DOTS };
@@ -43,14 +45,15 @@ struct gjob {
 	const struct conv_geom *g;
 	const struct rtensor *a, *w;
 	uint8_t *y, *buf;
-	size_t bufb;     /* bytes of each thread's buffer */
+	size_t bufb;       /* bytes of each thread's buffer: the padded planes, then the flat sums */
 	size_t es;
-	int64_t pw;      /* a padded phase row's elements */
-	int64_t padl;    /* zeros before column 0 of a padded row */
-	int64_t ph;      /* phases a plane is split into */
-	int64_t planes;  /* padded planes a work item holds */
-	int64_t tap[64]; /* GK_ROWS: tap column j's run in a padded plane, less its row's;
-			  * GK_TRANSPOSE: output phase p's tap j's in the input's row, or -1 */
+	int64_t phr, phc;  /* the padded planes' phases: rows, columns */
+	int64_t rh, pw;    /* a sub-plane's rows and row pitch */
+	int64_t padt, padl;/* zeros before row 0 and column 0 of the padded plane */
+	int64_t flat;      /* elements of a flat sum's buffer (one output phase's) */
+	int64_t nph;       /* output phases: 1, or sh sw for a ConvTranspose */
+	int64_t *off, *tix;/* runs: buffer offset and weight (ci kh kw + i kw + j), by output phase */
+	int nrun[16], run0[16];
 };
 
 /* Element offset of plane (i0, i1) of t, whose planes are `plane` elements: t may be a view that
@@ -60,64 +63,97 @@ static int64_t plane_at(const struct rtensor *t, int64_t i0, int64_t i1, int64_t
 	return t->view ? i0 * t->vst[0] + i1 * t->vst[1] : (i0 * t->dims[1] + i1) * plane;
 }
 
-/* src (h, w) -> dst (ph, h, pw): dst[(p h + r) pw + k] = src[r][k ph + p - padl], zero outside. */
-static void pad_plane(const uint8_t *src, int64_t h, int64_t w, int64_t padl, int64_t ph, int64_t pw, size_t es,
-		      uint8_t *dst)
+#ifdef SIMD_X86
+/* even[v] = s[2 v], odd[v] = s[2 v + 1] for the n elements of s: 32 at a time, two permutes. */
+static SIMD_TARGET void deinterleave2(float *even, float *odd, const float *s, int64_t n)
 {
+	const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	for (int64_t c = 0; c < n; c += 32) {
+		__mmask16 m0 = simd_lanes(n - c), m1 = n - c > 16 ? simd_lanes(n - c - 16) : 0;
+		__m512 a = _mm512_maskz_loadu_ps(m0, s + c), b = _mm512_maskz_loadu_ps(m1, s + c + 16);
+		int64_t ne = (n - c + 1) / 2, no = (n - c) / 2;
+		_mm512_mask_storeu_ps(even + c / 2, simd_lanes(ne), _mm512_permutex2var_ps(a, ie, b));
+		if (no > 0)
+			_mm512_mask_storeu_ps(odd + c / 2, simd_lanes(no), _mm512_permutex2var_ps(a, io, b));
+	}
+}
+#endif
+
+/* src (h, w) -> dst (phr, phc, rh, pw): sub-plane (pr, pc) at (k, l) holds src[k phr + pr - padt]
+ * [l phc + pc - padl], zero outside. A row's phases: its elements l phc + pc - padl for l in
+ * [k0[pc], k1[pc]); two of float32 split by permutes (deinterleave2). */
+static void pad_plane(const struct gjob *jb, const uint8_t *src, uint8_t *dst)
+{
+	int64_t h = jb->g->h, w = jb->g->w, ph = jb->phc, pw = jb->pw, k0[16], k1[16];
+	size_t es = jb->es;
+	memset(dst, 0, (size_t)(jb->phr * ph * jb->rh * pw) * es);
 	for (int64_t p = 0; p < ph; p++) {
-		/* place k holds column k ph + p - padl: inside for k in [k0, k1) */
-		int64_t k0 = padl <= p ? 0 : (padl - p + ph - 1) / ph, last = w - 1 - p + padl;
-		int64_t k1 = last < 0 ? 0 : last / ph + 1;
-		k1 = k1 < pw ? k1 : pw, k0 = k0 < k1 ? k0 : k1;
-		for (int64_t r = 0; r < h; r++) {
-			uint8_t *d = dst + (size_t)((p * h + r) * pw) * es;
-			const uint8_t *s = src + (size_t)(r * w + k0 * ph + p - padl) * es;
-			memset(d, 0, (size_t)k0 * es);
-			memset(d + (size_t)k1 * es, 0, (size_t)(pw - k1) * es);
-			if (ph == 1)
-				memcpy(d + (size_t)k0 * es, s, (size_t)(k1 - k0) * es);
-			else if (es == 4)
-				for (int64_t k = k0; k < k1; k++)
-					((uint32_t *)d)[k] = ((const uint32_t *)s)[(k - k0) * ph];
-			else
-				for (int64_t k = k0; k < k1; k++)
-					((uint64_t *)d)[k] = ((const uint64_t *)s)[(k - k0) * ph];
+		int64_t last = w - 1 - p + jb->padl;
+		k0[p] = jb->padl <= p ? 0 : (jb->padl - p + ph - 1) / ph;
+		k1[p] = last < 0 ? 0 : last / ph + 1;
+		k0[p] = k0[p] < k1[p] ? k0[p] : k1[p];
+	}
+	for (int64_t r = 0, pr = jb->padt % jb->phr, kr = jb->padt / jb->phr; r < h; r++) {
+		const uint8_t *s = src + (size_t)(r * w) * es;
+		uint8_t *d = dst + (size_t)((pr * ph * jb->rh + kr) * pw) * es; /* sub-plane (pr, 0)'s row */
+		size_t sub = (size_t)(jb->rh * pw) * es;
+		if (ph == 1)
+			memcpy(d + (size_t)k0[0] * es, s + (size_t)(k0[0] - jb->padl) * es, (size_t)(k1[0] - k0[0]) * es);
+#ifdef SIMD_X86
+		else if (es == 4 && ph == 2 && k1[0] > k0[0] && k1[1] > k0[1]) {
+			/* phase pc's first element is column c0 = k0 2 + pc - padl: 0 or 1 */
+			int64_t c0 = 2 * k0[0] - jb->padl, e = c0 ? 1 : 0;
+			deinterleave2((float *)(d + (size_t)k0[e] * 4 + e * sub), (float *)(d + (size_t)k0[1 - e] * 4 + (1 - e) * sub),
+				      (const float *)s, w);
 		}
+#endif
+		else
+			for (int64_t p = 0; p < ph; p++) {
+				const uint8_t *sp = s + (size_t)(k0[p] * ph + p - jb->padl) * es;
+				uint8_t *dp = d + (size_t)p * sub;
+				for (int64_t k = k0[p]; k < k1[p]; k++)
+					if (es == 4)
+						((uint32_t *)dp)[k] = ((const uint32_t *)sp)[(k - k0[p]) * ph];
+					else
+						((uint64_t *)dp)[k] = ((const uint64_t *)sp)[(k - k0[p]) * ph];
+			}
+		if (++pr == jb->phr)
+			pr = 0, kr++;
 	}
 }
 
-/* dst[u] = sum_t wt[t] src[t][u], u < len, float64: one sum a lane, terms in order. */
-static void rows_double(double *dst, int64_t len, const void *const *src, const double *wt, int nt)
+/* dst[q] = sum_t wt[t] base[off[t] + q], q < len, float64: one sum a lane, runs in order. */
+static void flat_double(double *dst, int64_t len, const double *base, const int64_t *off, const double *wt, int nt)
 {
-	for (int64_t u = 0; u < len; u++)
-		dst[u] = 0;
+	for (int64_t q = 0; q < len; q++)
+		dst[q] = 0;
 	for (int t = 0; t < nt; t++) {
-		const double *s = src[t];
-		double v = wt[t];
-		for (int64_t u = 0; u < len; u++)
-			dst[u] += v * s[u];
+		const double *s = base + off[t];
+		for (int64_t q = 0; q < len; q++)
+			dst[q] += wt[t] * s[q];
 	}
 }
 
 #ifdef SIMD_X86
 #define TARGET SIMD_TARGET
 
-/* rows_double's sum in float32, nv vectors of 16 at a time: the even terms and the odd ones in two
+/* flat_double's sum in float32, nv vectors of 16 at a time: the even runs and the odd ones in two
  * accumulators a lane (the FMAs' latency), added at the end. */
-static inline __attribute__((always_inline)) TARGET void rows_nv(const int nv, float *dst, int64_t len,
-								 const void *const *src, const float *wt, int nt)
+static inline __attribute__((always_inline)) TARGET void flat_nv(const int nv, float *dst, int64_t len, const float *base,
+								 const int64_t *off, const float *wt, int nt)
 {
-	for (int64_t u = 0; u < len; u += 16 * nv) {
+	for (int64_t q = 0; q < len; q += 16 * nv) {
 		__mmask16 mk[4];
 		__m512 a[4], b[4];
 #pragma GCC unroll 4
 		for (int v = 0; v < nv; v++) {
-			mk[v] = len - u - 16 * v > 0 ? simd_lanes(len - u - 16 * v) : 0;
+			mk[v] = len - q - 16 * v > 0 ? simd_lanes(len - q - 16 * v) : 0;
 			a[v] = b[v] = _mm512_setzero_ps();
 		}
 		int t = 0;
 		for (; t + 1 < nt; t += 2) {
-			const float *s0 = (const float *)src[t] + u, *s1 = (const float *)src[t + 1] + u;
+			const float *s0 = base + off[t] + q, *s1 = base + off[t + 1] + q;
 			__m512 w0 = _mm512_set1_ps(wt[t]), w1 = _mm512_set1_ps(wt[t + 1]);
 #pragma GCC unroll 4
 			for (int v = 0; v < nv; v++) {
@@ -126,7 +162,7 @@ static inline __attribute__((always_inline)) TARGET void rows_nv(const int nv, f
 			}
 		}
 		if (t < nt) {
-			const float *s0 = (const float *)src[t] + u;
+			const float *s0 = base + off[t] + q;
 			__m512 w0 = _mm512_set1_ps(wt[t]);
 #pragma GCC unroll 4
 			for (int v = 0; v < nv; v++)
@@ -134,24 +170,24 @@ static inline __attribute__((always_inline)) TARGET void rows_nv(const int nv, f
 		}
 #pragma GCC unroll 4
 		for (int v = 0; v < nv; v++)
-			_mm512_mask_storeu_ps(dst + u + 16 * v, mk[v], _mm512_add_ps(a[v], b[v]));
+			_mm512_mask_storeu_ps(dst + q + 16 * v, mk[v], _mm512_add_ps(a[v], b[v]));
 	}
 }
 
-static TARGET void group_rows_float(float *dst, int64_t len, const void *const *src, const float *wt, int nt)
+static TARGET void flat_float(float *dst, int64_t len, const float *base, const int64_t *off, const float *wt, int nt)
 {
 	switch (len > 48 ? 4 : (len + 15) / 16) {
 	case 1:
-		rows_nv(1, dst, len, src, wt, nt);
+		flat_nv(1, dst, len, base, off, wt, nt);
 		break;
 	case 2:
-		rows_nv(2, dst, len, src, wt, nt);
+		flat_nv(2, dst, len, base, off, wt, nt);
 		break;
 	case 3:
-		rows_nv(3, dst, len, src, wt, nt);
+		flat_nv(3, dst, len, base, off, wt, nt);
 		break;
 	default:
-		rows_nv(4, dst, len, src, wt, nt);
+		flat_nv(4, dst, len, base, off, wt, nt);
 	}
 }
 
@@ -162,7 +198,7 @@ static TARGET void interleave_float2(float *row, const float *ph, int64_t nph, i
 	const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
 	const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
 	for (int64_t v = 0; 2 * v < n; v += 16) {
-		__mmask16 me = simd_lanes(nph - v), mo = n / 2 > v ? simd_lanes(n / 2 - v) : 0;
+		__mmask16 me = simd_lanes((n + 1) / 2 - v), mo = n / 2 > v ? simd_lanes(n / 2 - v) : 0;
 		__m512 e = _mm512_maskz_loadu_ps(me, ph + v), o = _mm512_maskz_loadu_ps(mo, ph + nph + v);
 		_mm512_mask_storeu_ps(row + 2 * v, simd_lanes(n - 2 * v), _mm512_permutex2var_ps(e, lo, o));
 		if (n - 2 * v > 16)
@@ -177,7 +213,7 @@ static inline __attribute__((always_inline)) TARGET void dot_row(const int nj, c
 								 const float *const *kp, int64_t i1, float *out)
 {
 	const struct conv_geom *g = jb->g;
-	int64_t cg = g->c / g->group, kw = g->kw, h = g->h, planef = jb->ph * h * jb->pw;
+	int64_t cg = g->c / g->group, kw = g->kw, h = g->h, planef = jb->phc * h * jb->pw;
 	__m512 a[MAXDOT], b[MAXDOT];
 #pragma GCC unroll 8
 	for (int j = 0; j < nj; j++)
@@ -228,9 +264,9 @@ static TARGET void group_dots_float(const struct gjob *jb, const float *bufp, co
 	}
 }
 #else
-static void group_rows_float(float *dst, int64_t len, const void *const *src, const float *wt, int nt)
+static void flat_float(float *dst, int64_t len, const float *base, const int64_t *off, const float *wt, int nt)
 {
-	(void)dst, (void)len, (void)src, (void)wt, (void)nt;
+	(void)dst, (void)len, (void)base, (void)off, (void)wt, (void)nt;
 }
 
 static void group_dots_float(const struct gjob *jb, const float *bufp, const float *const *kp, int64_t i1, float *out)
@@ -239,6 +275,7 @@ static void group_dots_float(const struct gjob *jb, const float *bufp, const flo
 }
 #endif
 
+/* row[p + sw v] = ph[p nph + v] for the row's n elements */
 static void interleave(uint8_t *row, const uint8_t *ph, int64_t nph, int64_t sw, int64_t n, size_t es)
 {
 #ifdef SIMD_X86
@@ -254,104 +291,93 @@ static void interleave(uint8_t *row, const uint8_t *ph, int64_t nph, int64_t sw,
 			((uint64_t *)row)[x] = ((const uint64_t *)ph)[x % sw * nph + x / sw];
 }
 
-/* dst = the row's terms (src, and their weights taken from w at element wat[t]), either dtype. */
-static void rows_any(const struct gjob *jb, void *dst, int64_t len, const void *const *src, const int64_t *wat, int nt)
-{
-	if (jb->es == 4) {
-		float wt[MAXT];
-		for (int t = 0; t < nt; t++)
-			wt[t] = ((const float *)jb->w->data)[wat[t]];
-		group_rows_float(dst, len, src, wt, nt);
-	} else {
-		double wt[MAXT];
-		for (int t = 0; t < nt; t++)
-			wt[t] = ((const double *)jb->w->data)[wat[t]];
-		rows_double(dst, len, src, wt, nt);
-	}
-}
-
-/* The item's input planes (image n, the group's channels from c0) padded into the thread's buffer;
- * returns it. */
-static uint8_t *pad_group(const struct gjob *jb, int64_t n, int64_t c0)
+/* The item's input planes (image n, the group's channels from c0, cg of them) padded into the
+ * thread's buffer; returns it. */
+static uint8_t *pad_group(const struct gjob *jb, int64_t n, int64_t c0, int64_t cg)
 {
 	const struct conv_geom *g = jb->g;
 	uint8_t *buf = jb->buf + pool_self() * jb->bufb;
-	int64_t plane = g->h * g->w;
-	for (int64_t ci = 0; ci < jb->planes; ci++)
-		pad_plane((const uint8_t *)jb->a->data + (size_t)plane_at(jb->a, n, c0 + ci, plane) * jb->es, g->h, g->w,
-			  jb->padl, jb->ph, jb->pw, jb->es, buf + (size_t)(ci * jb->ph * g->h * jb->pw) * jb->es);
+	int64_t plane = g->h * g->w, padded = jb->phr * jb->phc * jb->rh * jb->pw;
+	for (int64_t ci = 0; ci < cg; ci++)
+		pad_plane(jb, (const uint8_t *)jb->a->data + (size_t)plane_at(jb->a, n, c0 + ci, plane) * jb->es,
+			  buf + (size_t)(ci * padded) * jb->es);
 	return buf;
 }
 
-/* Conv items [i0, i1): (image, group), its M/group output planes. */
+/* Output phase o's flat sum (rows pw apart) for output channel m's weights, the runs' ci-th kernel
+ * plane being plane_at(w, wr + ci, wc) (Conv: wr = m, wc = 0 with ci in the column; ConvTranspose:
+ * wr = the group's first input channel, wc = m's place in its group). */
+static void flat_sum(const struct gjob *jb, int o, const uint8_t *buf, int64_t wr, int64_t wc, int transpose,
+		     int64_t len, uint8_t *dst)
+{
+	int64_t kk = jb->g->kh * jb->g->kw, n = jb->nrun[o], *off = jb->off + jb->run0[o], *tix = jb->tix + jb->run0[o];
+	if (jb->es == 4) {
+		float wt[MAXT];
+		const float *w = jb->w->data;
+		for (int64_t t = 0; t < n; t++)
+			wt[t] = w[transpose ? plane_at(jb->w, wr + tix[t] / kk, wc, kk) + tix[t] % kk
+					    : plane_at(jb->w, wr, tix[t] / kk, kk) + tix[t] % kk];
+		flat_float((float *)dst, len, (const float *)buf, off, wt, (int)n);
+	} else {
+		double wt[MAXT];
+		const double *w = jb->w->data;
+		for (int64_t t = 0; t < n; t++)
+			wt[t] = w[transpose ? plane_at(jb->w, wr + tix[t] / kk, wc, kk) + tix[t] % kk
+					    : plane_at(jb->w, wr, tix[t] / kk, kk) + tix[t] % kk];
+		flat_double((double *)dst, len, (const double *)buf, off, wt, (int)n);
+	}
+}
+
+/* Conv items [i0, i1): (image, group), its M/group output planes, each a flat sum copied out by
+ * rows. */
 static void group_rows(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
-	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = g->kh * g->kw, np = g->oh * g->ow;
-	int64_t planeb = jb->ph * g->h * jb->pw;
-	const void *src[MAXT];
-	int64_t wat[MAXT];
+	int64_t cg = g->c / g->group, mg = g->m / g->group, np = g->oh * g->ow;
+	int64_t padded = cg * jb->phr * jb->phc * jb->rh * jb->pw, len = (g->oh - 1) * jb->pw + g->ow;
 	for (int64_t it = i0; it < i1; it++) {
 		int64_t n = it / g->group, gi = it % g->group;
-		const uint8_t *buf = pad_group(jb, n, gi * cg);
+		uint8_t *buf = pad_group(jb, n, gi * cg, cg), *sum = buf + (size_t)padded * jb->es;
 		for (int64_t mo = 0; mo < mg; mo++) {
 			int64_t m = gi * mg + mo;
 			uint8_t *yp = jb->y + (size_t)((n * g->m + m) * np) * jb->es;
-			for (int64_t oy = 0; oy < g->oh; oy++) {
-				int nt = 0;
-				for (int64_t ci = 0; ci < cg; ci++)
-					for (int64_t i = 0, w0 = plane_at(jb->w, m, ci, kk); i < g->kh; i++) {
-						int64_t iy = oy * g->sh + i * g->dh - g->pt;
-						if (iy < 0 || iy >= g->h)
-							continue;
-						for (int64_t j = 0; j < g->kw; j++, nt++) {
-							src[nt] = buf + (size_t)(ci * planeb + iy * jb->pw + jb->tap[j]) * jb->es;
-							wat[nt] = w0 + i * g->kw + j;
-						}
-					}
-				rows_any(jb, yp + (size_t)(oy * g->ow) * jb->es, g->ow, src, wat, nt);
-			}
+			flat_sum(jb, 0, buf, m, 0, 0, len, sum);
+			for (int64_t oy = 0; oy < g->oh; oy++)
+				memcpy(yp + (size_t)(oy * g->ow) * jb->es, sum + (size_t)(oy * jb->pw) * jb->es,
+				       (size_t)g->ow * jb->es);
 		}
 	}
 }
 
 /* ConvTranspose items [i0, i1): (image, group), its M/group output planes (g in ConvTranspose
- * terms: (h, w) its input, (oh, ow) its output); phases of a strided output row go through tmp. */
+ * terms: (h, w) its input, (oh, ow) its output): for each row phase py, the sw column phases'
+ * flat sums, then each output row of the phase interleaved from them. */
 static void group_transpose_rows(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
-	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = g->kh * g->kw, np = g->oh * g->ow;
-	int64_t planeb = g->h * jb->pw, sw = g->sw, nph = (g->ow + sw - 1) / sw, rows[64];
-	const void *src[MAXT];
-	int64_t wat[MAXT];
+	int64_t cg = g->c / g->group, mg = g->m / g->group, np = g->oh * g->ow, sh = g->sh, sw = g->sw;
+	int64_t padded = cg * jb->rh * jb->pw;
 	for (int64_t it = i0; it < i1; it++) {
 		int64_t n = it / g->group, gi = it % g->group;
-		uint8_t *buf = pad_group(jb, n, gi * cg), *tmp = buf + (size_t)(cg * planeb) * jb->es;
+		uint8_t *buf = pad_group(jb, n, gi * cg, cg), *sum = buf + (size_t)padded * jb->es;
 		for (int64_t mo = 0; mo < mg; mo++) {
 			uint8_t *yp = jb->y + (size_t)((n * g->m + gi * mg + mo) * np) * jb->es;
-			for (int64_t y = 0; y < g->oh; y++) {
-				for (int64_t i = 0; i < g->kh; i++) { /* the input row tap row i reads, or -1 */
-					int64_t t = y + g->pt - i * g->dh;
-					rows[i] = t < 0 || t % g->sh || t / g->sh >= g->h ? -1 : t / g->sh;
+			for (int64_t py = 0; py < sh && py < g->oh; py++) {
+				int64_t rows = (g->oh - py + sh - 1) / sh;
+				for (int64_t px = 0; px < sw && px < g->ow; px++)
+					flat_sum(jb, (int)(py * sw + px), buf, gi * cg, mo, 1,
+						 (rows - 1) * jb->pw + (g->ow - px + sw - 1) / sw,
+						 sum + (size_t)(px * jb->flat) * jb->es);
+				for (int64_t v = 0; v < rows; v++) {
+					uint8_t *row = yp + (size_t)((py + v * sh) * g->ow) * jb->es;
+					const uint8_t *from = sum + (size_t)(v * jb->pw) * jb->es;
+					if (sw == 1)
+						memcpy(row, from, (size_t)g->ow * jb->es);
+					else
+						interleave(row, from, jb->flat, sw, g->ow, jb->es);
 				}
-				uint8_t *row = yp + (size_t)(y * g->ow) * jb->es;
-				for (int64_t p = 0; p < sw && p < g->ow; p++) {
-					int nt = 0;
-					for (int64_t ci = 0; ci < cg; ci++)
-						for (int64_t i = 0, w0 = plane_at(jb->w, gi * cg + ci, mo, kk); i < g->kh; i++)
-							for (int64_t j = 0; rows[i] >= 0 && j < g->kw; j++)
-								if (jb->tap[p * g->kw + j] >= 0) {
-									src[nt] = buf + (size_t)(ci * planeb + rows[i] * jb->pw +
-												 jb->tap[p * g->kw + j]) * jb->es;
-									wat[nt++] = w0 + i * g->kw + j;
-								}
-					rows_any(jb, sw == 1 ? row : tmp + (size_t)(p * nph) * jb->es, (g->ow - p + sw - 1) / sw, src,
-						 wat, nt);
-				}
-				if (sw > 1)
-					interleave(row, tmp, nph, sw, g->ow, jb->es);
 			}
 		}
 	}
@@ -363,10 +389,10 @@ static void group_dots(void *arg, int64_t i0, int64_t i1)
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
 	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = g->kh * g->kw, np = g->oh * g->ow;
-	int64_t planeb = jb->ph * g->h * jb->pw;
+	int64_t planeb = jb->phc * g->h * jb->pw;
 	for (int64_t it = i0; it < i1; it++) {
 		int64_t n = it / g->m, m = it % g->m;
-		const uint8_t *buf = pad_group(jb, n, m / mg * cg);
+		const uint8_t *buf = pad_group(jb, n, m / mg * cg, cg);
 		uint8_t *yp = jb->y + (size_t)((n * g->m + m) * np) * jb->es;
 		const void *kp[MAXT];
 		for (int64_t ci = 0; ci < cg; ci++)
@@ -399,13 +425,44 @@ static void group_dots(void *arg, int64_t i0, int64_t i1)
 	}
 }
 
+/* The runs of every output phase: off and tix, from run0[o], nrun[o] of them. */
+static void runs_of(struct gjob *jb, int transpose)
+{
+	const struct conv_geom *g = jb->g;
+	int64_t cg = g->c / g->group, sub = jb->rh * jb->pw, padded = jb->phr * jb->phc * sub;
+	int nt = 0;
+	for (int64_t o = 0; o < jb->nph; o++) {
+		int64_t py = o / g->sw, px = o % g->sw;
+		jb->run0[o] = nt;
+		for (int64_t ci = 0; ci < cg; ci++)
+			for (int64_t i = 0; i < g->kh; i++)
+				for (int64_t j = 0; j < g->kw; j++) {
+					int64_t at;
+					if (transpose) { /* input (v + dy, u + dx) where py + pt - i dh = sh dy */
+						int64_t qy = py + g->pt - i * g->dh, qx = px + g->pl - j * g->dw;
+						int64_t dy = (qy >= 0 ? qy : qy - g->sh + 1) / g->sh;
+						int64_t dx = (qx >= 0 ? qx : qx - g->sw + 1) / g->sw;
+						if (qy != dy * g->sh || qx != dx * g->sw)
+							continue;
+						at = (dy + jb->padt) * jb->pw + dx + jb->padl;
+					} else {
+						int64_t r = i * g->dh, c = j * g->dw;
+						at = (r % g->sh * g->sw + c % g->sw) * sub + r / g->sh * jb->pw + c / g->sw;
+					}
+					jb->off[nt] = ci * padded + at;
+					jb->tix[nt++] = (ci * g->kh + i) * g->kw + j;
+				}
+		jb->nrun[o] = nt - jb->run0[o];
+	}
+}
+
 int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g, int transpose,
 	       void *y)
 {
 	int64_t cg = g->c / g->group, kk = g->kh * g->kw;
 	size_t es = dtype_size(a->dtype);
 	if (g->group < 2 || (a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) || g->n < 1 || g->oh < 1 || g->ow < 1 ||
-	    g->pt < 0 || g->pl < 0)
+	    g->pt < 0 || g->pl < 0 || g->pb < 0 || g->pr < 0)
 		return 1;
 #ifdef SIMD_X86
 	if (a->dtype == DT_FLOAT && !simd_avx512())
@@ -414,50 +471,52 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 	if (a->dtype == DT_FLOAT)
 		return 1;
 #endif
-	/* a kernel at least as large as its output (a weight gradient's): dots; else rows, where a
-	 * group's channels are few (with many, the GEMM's reuse of each input across M/group outputs
-	 * wins) */
+	/* a kernel at least as large as its output (a weight gradient's): dots; else flat sums, where
+	 * a group's channels are few (with many, the GEMM's reuse of each input across M/group
+	 * outputs wins) */
 	enum group_kind kind = transpose ? GK_TRANSPOSE
 			     : kk >= g->oh * g->ow && g->ow <= MAXDOT && g->oh * g->ow <= 64 && cg <= MAXT ? GK_DOTS
 												       : GK_ROWS;
-	if (kind != GK_DOTS && (cg > MAXCG || cg * kk > MAXT))
+	if (kind != GK_DOTS && (cg > MAXCG || cg * kk > MAXT || g->sh * g->sw > 16))
 		return 1;
-	struct gjob jb = {.g = g, .a = a, .w = w, .y = y, .es = es, .planes = cg, .ph = 1};
-	int64_t tmp = 0;
-	if (kind == GK_ROWS) { /* runs from column ox sw + j dw of the padded row, in phases of sw */
+	struct gjob jb = {.g = g, .a = a, .w = w, .y = y, .es = es, .phr = 1, .phc = 1, .nph = 1};
+	if (kind == GK_ROWS) { /* padded (oy sh + i dh, ox sw + j dw), in phases of the stride */
+		int64_t rows = (g->pt + g->h - 1) / g->sh + 1, cols = (g->pl + g->w - 1) / g->sw + 1;
+		int64_t reach = g->oh + (g->kh - 1) * g->dh / g->sh, wide = g->ow + (g->kw - 1) * g->dw / g->sw;
+		jb.phr = g->sh, jb.phc = g->sw, jb.padt = g->pt, jb.padl = g->pl;
+		jb.rh = rows > reach ? rows : reach;
+		jb.pw = cols > wide ? cols : wide;
+		jb.flat = g->oh * jb.pw;
+	} else if (kind == GK_TRANSPOSE) { /* input (v + dy, u + dx), dy from -padt to (sh - 1 + pt) / sh */
+		int64_t rows = (g->oh + g->sh - 1) / g->sh, cols = (g->ow + g->sw - 1) / g->sw;
+		jb.padt = ((g->kh - 1) * g->dh + g->sh - 1) / g->sh, jb.padl = ((g->kw - 1) * g->dw + g->sw - 1) / g->sw;
+		rows += (g->sh - 1 + g->pt) / g->sh, cols += (g->sw - 1 + g->pl) / g->sw;
+		jb.rh = jb.padt + (rows > g->h ? rows : g->h);
+		jb.pw = jb.padl + (cols > g->w ? cols : g->w);
+		jb.nph = g->sh * g->sw;
+		jb.flat = (g->oh + g->sh - 1) / g->sh * jb.pw;
+	} else { /* runs from column j sw + u dw, in phases of dw; rows unpadded */
 		int64_t last = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw, end = g->pl + g->w - 1;
-		jb.ph = g->sw, jb.padl = g->pl;
-		jb.pw = (last > end ? last : end) / g->sw + 1;
-		if (g->kw > 64)
-			return 1;
-		for (int64_t j = 0; j < g->kw; j++)
-			jb.tap[j] = j * g->dw % g->sw * g->h * jb.pw + j * g->dw / g->sw;
-	} else if (kind == GK_TRANSPOSE) { /* runs from input column v + floor((p + pl - j dw) / sw) */
-		int64_t reach = (g->sw - 1 + g->pl) / g->sw + (g->ow - 1) / g->sw + 1;
-		jb.padl = ((g->kw - 1) * g->dw + g->sw - 1) / g->sw;
-		jb.pw = jb.padl + (reach > g->w ? reach : g->w) + 1;
-		tmp = g->ow + g->sw;
-		if (g->sw * g->kw > 64 || g->kh > 64)
-			return 1;
-		for (int64_t p = 0; p < g->sw; p++) /* phase p's tap j: its run's first column, or -1 */
-			for (int64_t j = 0; j < g->kw; j++) {
-				int64_t q = p + g->pl - j * g->dw, off = (q >= 0 ? q : q - g->sw + 1) / g->sw; /* floor */
-				jb.tap[p * g->kw + j] = q - off * g->sw ? -1 : jb.padl + off;
-			}
-	} else { /* runs from column j sw + u dw, in phases of dw */
-		int64_t last = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw, end = g->pl + g->w - 1;
-		jb.ph = g->dw, jb.padl = g->pl;
+		jb.phc = g->dw, jb.padl = g->pl, jb.rh = g->h;
 		jb.pw = (last > end ? last : end) / g->dw + 1;
 	}
-	jb.bufb = (size_t)(cg * jb.ph * g->h * jb.pw + tmp) * es;
+	size_t tb = kind == GK_DOTS ? 0 : (size_t)(jb.nph * cg * kk) * 2 * sizeof(int64_t);
+	jb.bufb = (size_t)(cg * jb.phr * jb.phc * jb.rh * jb.pw + (kind == GK_TRANSPOSE ? g->sw : 1) * jb.flat) * es;
 	size_t all = jb.bufb * (size_t)pool_threads();
 	jb.buf = exec_scratch_raw(x, all);
-	if (!jb.buf)
+	jb.off = jb.buf && tb ? exec_scratch_raw(x, tb) : NULL;
+	if (!jb.buf || (tb && !jb.off)) {
+		exec_scratch_free(x, jb.buf, all);
 		return -1;
+	}
 	if (kind == GK_DOTS)
 		kernel_for(g->n * g->m, 1, group_dots, &jb);
-	else
+	else {
+		jb.tix = jb.off + jb.nph * cg * kk;
+		runs_of(&jb, kind == GK_TRANSPOSE);
 		kernel_for(g->n * g->group, 1, kind == GK_ROWS ? group_rows : group_transpose_rows, &jb);
+	}
+	exec_scratch_free(x, jb.off, tb);
 	exec_scratch_free(x, jb.buf, all);
 	return 0;
 }
