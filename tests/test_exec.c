@@ -1719,8 +1719,9 @@ Test(exec, dropout_of_ratio_zero_copies_its_input)
  * same bits with 1 thread and 3. Depthwise (group == C) and group == C/2 with two channels a group
  * and M/group 2; strides 1 and 2, dilation 2, 3 x 3 and 5 x 5, symmetric and uneven pads, odd
  * sizes, rows longer than four vectors, batch 1 and 3; ConvTransposes at the shapes a grouped
- * Conv's input gradient takes (output_padding included); and Convs whose kernel is at least their
- * output, the shape grouped_weight_grad (conv.c) gives a weight gradient. */
+ * Conv's input gradient takes (output_padding included); planes large enough that a batch is cut
+ * into blocks of images; and Convs whose kernel is at least their output, the shape
+ * grouped_weight_grad (conv.c) gives a weight gradient. */
 struct group_case { /* op: output_padding 0, 1 (both axes) or 2 (the width's) */
 	int transpose, n, c, h, w, m, group, kh, kw, s, d, pt, pl, pb, pr, op;
 };
@@ -1843,6 +1844,8 @@ Test(exec, grouped_convs_against_the_definition)
 		{1, 1, 12, 6, 6, 6, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},   {1, 3, 8, 5, 6, 8, 4, 3, 3, 2, 1, 1, 1, 1, 1, 0},
 		{1, 3, 4, 7, 9, 4, 4, 3, 3, 1, 2, 2, 2, 2, 2, 0},    {1, 1, 5, 6, 6, 5, 5, 5, 5, 2, 1, 2, 2, 2, 2, 2},
 		{1, 3, 3, 4, 40, 3, 3, 3, 3, 2, 1, 0, 1, 1, 0, 0},
+		/* planes too large for a whole batch a work item: blocks of 2 images and 1 */
+		{0, 3, 2, 110, 110, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0}, {1, 3, 2, 110, 108, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0},
 		/* weight gradients' Convs: the batch as channels (3 and 2 a group), dY's planes as the
 		 * kernel; a stride-2 Conv's (stride 1 and dilation 2 here), a dilated one's */
 		{0, 1, 18, 11, 11, 6, 6, 10, 10, 1, 1, 1, 1, 0, 0, 0}, {0, 1, 12, 13, 13, 6, 6, 7, 7, 1, 2, 1, 1, 1, 1, 0},

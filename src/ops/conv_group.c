@@ -2,7 +2,7 @@
  *
  * A depthwise Conv through im2col is a GEMM of one row (M/group) by K = kh kw per image and group:
  * a few FLOPs for each byte the patch matrix is written and read. Here each output plane is summed
- * straight from its group's input planes, which a work item (image, group) first copies into a
+ * straight from its group's input planes, which a work item first copies into a
  * buffer of its thread's, padded with zeros on every side and split into phases by the stride
  * (row R, column C of the padded plane in sub-plane (R % sh, C % sw) at (R / sh, C / sw), the
  * sub-planes pw apart a row). Then every tap is one run of the buffer:
@@ -23,6 +23,11 @@
  *     kernel's rows with runs of input rows, vectorised along the kernel's columns (input phases by
  *     the dilation, the Conv's step along them); a row of outputs keeps its accumulators in
  *     registers across the group's channels and the kernel's rows.
+ *
+ * A work item of the flat sums is a group and a block of images (all of a batch where their padded
+ * planes fit in 32K elements): the images' planes lie rh pw apart, so one flat sum covers the block,
+ * and the per-plane overheads (the weights, the runs, a call) are paid once a block (a 3 x 3 plane
+ * alone fills 13 lanes of one vector; eight of them, 13 vectors).
  *
  * Each output element is summed by one thread in a fixed order (runs in (ci, i, j) order, the even
  * and odd ones in two partial sums a lane; dots lane-wise, then the lanes in a fixed tree): the
@@ -51,8 +56,10 @@ struct gjob {
 	int64_t rh, pw;    /* a sub-plane's rows and row pitch */
 	int64_t padt, padl;/* zeros before row 0 and column 0 of the padded plane */
 	int64_t flat;      /* elements of a flat sum's buffer (one output phase's) */
+	int64_t nb, nblk;  /* images a work item, and items a group (flat sums) */
+	int64_t sub;       /* elements of a phase: nb images' (rh, pw) planes */
 	int64_t nph;       /* output phases: 1, or sh sw for a ConvTranspose */
-	int64_t *off, *tix;/* runs: buffer offset and weight (ci kh kw + i kw + j), by output phase */
+	int64_t *off, *tix;/* runs: buffer offset and weight (ci << 16 | i kw + j), by output phase */
 	int nrun[16], run0[16];
 };
 
@@ -87,7 +94,6 @@ static void pad_plane(const struct gjob *jb, const uint8_t *src, uint8_t *dst)
 {
 	int64_t h = jb->g->h, w = jb->g->w, ph = jb->phc, pw = jb->pw, k0[16], k1[16];
 	size_t es = jb->es;
-	memset(dst, 0, (size_t)(jb->phr * ph * jb->rh * pw) * es);
 	for (int64_t p = 0; p < ph; p++) {
 		int64_t last = w - 1 - p + jb->padl;
 		k0[p] = jb->padl <= p ? 0 : (jb->padl - p + ph - 1) / ph;
@@ -96,8 +102,8 @@ static void pad_plane(const struct gjob *jb, const uint8_t *src, uint8_t *dst)
 	}
 	for (int64_t r = 0, pr = jb->padt % jb->phr, kr = jb->padt / jb->phr; r < h; r++) {
 		const uint8_t *s = src + (size_t)(r * w) * es;
-		uint8_t *d = dst + (size_t)((pr * ph * jb->rh + kr) * pw) * es; /* sub-plane (pr, 0)'s row */
-		size_t sub = (size_t)(jb->rh * pw) * es;
+		size_t sub = (size_t)jb->sub * es;
+		uint8_t *d = dst + (size_t)(pr * ph) * sub + (size_t)(kr * pw) * es; /* sub-plane (pr, 0)'s row */
 		if (ph == 1)
 			memcpy(d + (size_t)k0[0] * es, s + (size_t)(k0[0] - jb->padl) * es, (size_t)(k1[0] - k0[0]) * es);
 #ifdef SIMD_X86
@@ -291,16 +297,18 @@ static void interleave(uint8_t *row, const uint8_t *ph, int64_t nph, int64_t sw,
 			((uint64_t *)row)[x] = ((const uint64_t *)ph)[x % sw * nph + x / sw];
 }
 
-/* The item's input planes (image n, the group's channels from c0, cg of them) padded into the
- * thread's buffer; returns it. */
-static uint8_t *pad_group(const struct gjob *jb, int64_t n, int64_t c0, int64_t cg)
+/* The item's input planes (images [n, n + nb), the group's channels from c0, cg of them) padded
+ * into the thread's buffer, (ci, phase, image, rh, pw); returns it. */
+static uint8_t *pad_group(const struct gjob *jb, int64_t n, int64_t nb, int64_t c0, int64_t cg)
 {
 	const struct conv_geom *g = jb->g;
 	uint8_t *buf = jb->buf + pool_self() * jb->bufb;
-	int64_t plane = g->h * g->w, padded = jb->phr * jb->phc * jb->rh * jb->pw;
+	int64_t plane = g->h * g->w, padded = jb->phr * jb->phc * jb->sub;
+	memset(buf, 0, (size_t)(cg * padded) * jb->es);
 	for (int64_t ci = 0; ci < cg; ci++)
-		pad_plane(jb, (const uint8_t *)jb->a->data + (size_t)plane_at(jb->a, n, c0 + ci, plane) * jb->es,
-			  buf + (size_t)(ci * padded) * jb->es);
+		for (int64_t b = 0; b < nb; b++)
+			pad_plane(jb, (const uint8_t *)jb->a->data + (size_t)plane_at(jb->a, n + b, c0 + ci, plane) * jb->es,
+				  buf + (size_t)(ci * padded + b * jb->rh * jb->pw) * jb->es);
 	return buf;
 }
 
@@ -310,76 +318,78 @@ static uint8_t *pad_group(const struct gjob *jb, int64_t n, int64_t c0, int64_t 
 static void flat_sum(const struct gjob *jb, int o, const uint8_t *buf, int64_t wr, int64_t wc, int transpose,
 		     int64_t len, uint8_t *dst)
 {
-	int64_t kk = jb->g->kh * jb->g->kw, n = jb->nrun[o], *off = jb->off + jb->run0[o], *tix = jb->tix + jb->run0[o];
+	int64_t kk = jb->g->kh * jb->g->kw, n = jb->nrun[o], *off = jb->off + jb->run0[o], at[MAXCG];
+	const int64_t *tix = jb->tix + jb->run0[o];
+	for (int64_t ci = 0; ci < jb->g->c / jb->g->group; ci++)
+		at[ci] = transpose ? plane_at(jb->w, wr + ci, wc, kk) : plane_at(jb->w, wr, ci, kk);
 	if (jb->es == 4) {
 		float wt[MAXT];
-		const float *w = jb->w->data;
 		for (int64_t t = 0; t < n; t++)
-			wt[t] = w[transpose ? plane_at(jb->w, wr + tix[t] / kk, wc, kk) + tix[t] % kk
-					    : plane_at(jb->w, wr, tix[t] / kk, kk) + tix[t] % kk];
+			wt[t] = ((const float *)jb->w->data)[at[tix[t] >> 16] + (tix[t] & 0xffff)];
 		flat_float((float *)dst, len, (const float *)buf, off, wt, (int)n);
 	} else {
 		double wt[MAXT];
-		const double *w = jb->w->data;
 		for (int64_t t = 0; t < n; t++)
-			wt[t] = w[transpose ? plane_at(jb->w, wr + tix[t] / kk, wc, kk) + tix[t] % kk
-					    : plane_at(jb->w, wr, tix[t] / kk, kk) + tix[t] % kk];
+			wt[t] = ((const double *)jb->w->data)[at[tix[t] >> 16] + (tix[t] & 0xffff)];
 		flat_double((double *)dst, len, (const double *)buf, off, wt, (int)n);
 	}
 }
 
-/* Conv items [i0, i1): (image, group), its M/group output planes, each a flat sum copied out by
- * rows. */
+/* Conv items [i0, i1): (group, block of images), its M/group output channels, each one flat sum
+ * over the block's images (rh pw apart) copied out by rows. */
 static void group_rows(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
-	int64_t cg = g->c / g->group, mg = g->m / g->group, np = g->oh * g->ow;
-	int64_t padded = cg * jb->phr * jb->phc * jb->rh * jb->pw, len = (g->oh - 1) * jb->pw + g->ow;
+	int64_t cg = g->c / g->group, mg = g->m / g->group, np = g->oh * g->ow, img = jb->rh * jb->pw;
+	int64_t padded = cg * jb->phr * jb->phc * jb->sub;
 	for (int64_t it = i0; it < i1; it++) {
-		int64_t n = it / g->group, gi = it % g->group;
-		uint8_t *buf = pad_group(jb, n, gi * cg, cg), *sum = buf + (size_t)padded * jb->es;
+		int64_t gi = it / jb->nblk, n = it % jb->nblk * jb->nb, nb = g->n - n < jb->nb ? g->n - n : jb->nb;
+		uint8_t *buf = pad_group(jb, n, nb, gi * cg, cg), *sum = buf + (size_t)padded * jb->es;
 		for (int64_t mo = 0; mo < mg; mo++) {
 			int64_t m = gi * mg + mo;
-			uint8_t *yp = jb->y + (size_t)((n * g->m + m) * np) * jb->es;
-			flat_sum(jb, 0, buf, m, 0, 0, len, sum);
-			for (int64_t oy = 0; oy < g->oh; oy++)
-				memcpy(yp + (size_t)(oy * g->ow) * jb->es, sum + (size_t)(oy * jb->pw) * jb->es,
-				       (size_t)g->ow * jb->es);
+			flat_sum(jb, 0, buf, m, 0, 0, (nb - 1) * img + (g->oh - 1) * jb->pw + g->ow, sum);
+			for (int64_t b = 0; b < nb; b++) {
+				uint8_t *yp = jb->y + (size_t)(((n + b) * g->m + m) * np) * jb->es;
+				for (int64_t oy = 0; oy < g->oh; oy++)
+					memcpy(yp + (size_t)(oy * g->ow) * jb->es, sum + (size_t)(b * img + oy * jb->pw) * jb->es,
+					       (size_t)g->ow * jb->es);
+			}
 		}
 	}
 }
 
-/* ConvTranspose items [i0, i1): (image, group), its M/group output planes (g in ConvTranspose
- * terms: (h, w) its input, (oh, ow) its output): for each row phase py, the sw column phases'
- * flat sums, then each output row of the phase interleaved from them. */
+/* ConvTranspose items [i0, i1): (group, block of images), its M/group output channels (g in
+ * ConvTranspose terms: (h, w) its input, (oh, ow) its output): for each row phase py, the sw column
+ * phases' flat sums over the block's images, then each output row of the phase interleaved from
+ * them. */
 static void group_transpose_rows(void *arg, int64_t i0, int64_t i1)
 {
 	const struct gjob *jb = arg;
 	const struct conv_geom *g = jb->g;
 	int64_t cg = g->c / g->group, mg = g->m / g->group, np = g->oh * g->ow, sh = g->sh, sw = g->sw;
-	int64_t padded = cg * jb->rh * jb->pw;
+	int64_t padded = cg * jb->sub, img = jb->rh * jb->pw;
 	for (int64_t it = i0; it < i1; it++) {
-		int64_t n = it / g->group, gi = it % g->group;
-		uint8_t *buf = pad_group(jb, n, gi * cg, cg), *sum = buf + (size_t)padded * jb->es;
-		for (int64_t mo = 0; mo < mg; mo++) {
-			uint8_t *yp = jb->y + (size_t)((n * g->m + gi * mg + mo) * np) * jb->es;
+		int64_t gi = it / jb->nblk, n = it % jb->nblk * jb->nb, nb = g->n - n < jb->nb ? g->n - n : jb->nb;
+		uint8_t *buf = pad_group(jb, n, nb, gi * cg, cg), *sum = buf + (size_t)padded * jb->es;
+		for (int64_t mo = 0; mo < mg; mo++)
 			for (int64_t py = 0; py < sh && py < g->oh; py++) {
 				int64_t rows = (g->oh - py + sh - 1) / sh;
 				for (int64_t px = 0; px < sw && px < g->ow; px++)
 					flat_sum(jb, (int)(py * sw + px), buf, gi * cg, mo, 1,
-						 (rows - 1) * jb->pw + (g->ow - px + sw - 1) / sw,
+						 (nb - 1) * img + (rows - 1) * jb->pw + (g->ow - px + sw - 1) / sw,
 						 sum + (size_t)(px * jb->flat) * jb->es);
-				for (int64_t v = 0; v < rows; v++) {
-					uint8_t *row = yp + (size_t)((py + v * sh) * g->ow) * jb->es;
-					const uint8_t *from = sum + (size_t)(v * jb->pw) * jb->es;
-					if (sw == 1)
-						memcpy(row, from, (size_t)g->ow * jb->es);
-					else
-						interleave(row, from, jb->flat, sw, g->ow, jb->es);
-				}
+				for (int64_t b = 0; b < nb; b++)
+					for (int64_t v = 0; v < rows; v++) {
+						uint8_t *row = jb->y + (size_t)(((n + b) * g->m + gi * mg + mo) * np +
+										(py + v * sh) * g->ow) * jb->es;
+						const uint8_t *from = sum + (size_t)(b * img + v * jb->pw) * jb->es;
+						if (sw == 1)
+							memcpy(row, from, (size_t)g->ow * jb->es);
+						else
+							interleave(row, from, jb->flat, sw, g->ow, jb->es);
+					}
 			}
-		}
 	}
 }
 
@@ -392,7 +402,7 @@ static void group_dots(void *arg, int64_t i0, int64_t i1)
 	int64_t planeb = jb->phc * g->h * jb->pw;
 	for (int64_t it = i0; it < i1; it++) {
 		int64_t n = it / g->m, m = it % g->m;
-		const uint8_t *buf = pad_group(jb, n, m / mg * cg, cg);
+		const uint8_t *buf = pad_group(jb, n, 1, m / mg * cg, cg);
 		uint8_t *yp = jb->y + (size_t)((n * g->m + m) * np) * jb->es;
 		const void *kp[MAXT];
 		for (int64_t ci = 0; ci < cg; ci++)
@@ -429,7 +439,7 @@ static void group_dots(void *arg, int64_t i0, int64_t i1)
 static void runs_of(struct gjob *jb, int transpose)
 {
 	const struct conv_geom *g = jb->g;
-	int64_t cg = g->c / g->group, sub = jb->rh * jb->pw, padded = jb->phr * jb->phc * sub;
+	int64_t cg = g->c / g->group, sub = jb->sub, padded = jb->phr * jb->phc * sub;
 	int nt = 0;
 	for (int64_t o = 0; o < jb->nph; o++) {
 		int64_t py = o / g->sw, px = o % g->sw;
@@ -450,7 +460,7 @@ static void runs_of(struct gjob *jb, int transpose)
 						at = (r % g->sh * g->sw + c % g->sw) * sub + r / g->sh * jb->pw + c / g->sw;
 					}
 					jb->off[nt] = ci * padded + at;
-					jb->tix[nt++] = (ci * g->kh + i) * g->kw + j;
+					jb->tix[nt++] = ci << 16 | (i * g->kw + j);
 				}
 		jb->nrun[o] = nt - jb->run0[o];
 	}
@@ -471,13 +481,18 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 	if (a->dtype == DT_FLOAT)
 		return 1;
 #endif
-	/* a kernel at least as large as its output (a weight gradient's): dots; else flat sums, where
-	 * a group's channels are few (with many, the GEMM's reuse of each input across M/group
-	 * outputs wins) */
-	enum group_kind kind = transpose ? GK_TRANSPOSE
-			     : kk >= g->oh * g->ow && g->ow <= MAXDOT && g->oh * g->ow <= 64 && cg <= MAXT ? GK_DOTS
-												       : GK_ROWS;
-	if (kind != GK_DOTS && (cg > MAXCG || cg * kk > MAXT || g->sh * g->sw > 16))
+	/* flat sums where a group's channels are few (with many, the GEMM's reuse of each input
+	 * across M/group outputs wins); dots for a kernel larger than its output (a weight
+	 * gradient's), where they use more of each vector's lanes: kw of 16 a kernel row against
+	 * oh ow outputs in a flat run of (oh - 1) pw + ow (a 48 x 48 kernel's 3 x 3 output: 9 of
+	 * 103; a 3 x 3 kernel's on a 3 x 3 map, 9 of 13 against dots' 3 of 16) */
+	int flat_ok = cg <= MAXCG && cg * kk <= MAXT && g->sh * g->sw <= 16;
+	int dots_ok = !transpose && kk > 1 && g->ow <= MAXDOT && g->oh * g->ow <= 64 && cg <= MAXT;
+	int64_t run = (g->oh - 1) * (g->ow + (g->kw - 1) * g->dw / g->sw) + g->ow;
+	double lanes_dots = (double)g->kw / (double)((g->kw + 15) / 16 * 16);
+	double lanes_flat = (double)(g->oh * g->ow) / (double)((run + 15) / 16 * 16);
+	enum group_kind kind = transpose ? GK_TRANSPOSE : dots_ok && (!flat_ok || lanes_dots > lanes_flat) ? GK_DOTS : GK_ROWS;
+	if (kind != GK_DOTS && !flat_ok)
 		return 1;
 	struct gjob jb = {.g = g, .a = a, .w = w, .y = y, .es = es, .phr = 1, .phc = 1, .nph = 1};
 	if (kind == GK_ROWS) { /* padded (oy sh + i dh, ox sw + j dw), in phases of the stride */
@@ -486,7 +501,6 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 		jb.phr = g->sh, jb.phc = g->sw, jb.padt = g->pt, jb.padl = g->pl;
 		jb.rh = rows > reach ? rows : reach;
 		jb.pw = cols > wide ? cols : wide;
-		jb.flat = g->oh * jb.pw;
 	} else if (kind == GK_TRANSPOSE) { /* input (v + dy, u + dx), dy from -padt to (sh - 1 + pt) / sh */
 		int64_t rows = (g->oh + g->sh - 1) / g->sh, cols = (g->ow + g->sw - 1) / g->sw;
 		jb.padt = ((g->kh - 1) * g->dh + g->sh - 1) / g->sh, jb.padl = ((g->kw - 1) * g->dw + g->sw - 1) / g->sw;
@@ -494,14 +508,19 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 		jb.rh = jb.padt + (rows > g->h ? rows : g->h);
 		jb.pw = jb.padl + (cols > g->w ? cols : g->w);
 		jb.nph = g->sh * g->sw;
-		jb.flat = (g->oh + g->sh - 1) / g->sh * jb.pw;
 	} else { /* runs from column j sw + u dw, in phases of dw; rows unpadded */
 		int64_t last = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw, end = g->pl + g->w - 1;
 		jb.phc = g->dw, jb.padl = g->pl, jb.rh = g->h;
 		jb.pw = (last > end ? last : end) / g->dw + 1;
 	}
+	/* flat sums run over blocks of images, as many as keep a block's planes within 32K elements
+	 * (a 3 x 3 plane is 13 lanes of one vector; 8 images' are 13 vectors) */
+	int64_t per = cg * jb.phr * jb.phc * jb.rh * jb.pw;
+	jb.nb = kind == GK_DOTS ? 1 : per * g->n <= 32768 ? g->n : 32768 / per > 1 ? 32768 / per : 1;
+	jb.nblk = (g->n + jb.nb - 1) / jb.nb;
+	jb.sub = jb.nb * jb.rh * jb.pw, jb.flat = jb.sub;
 	size_t tb = kind == GK_DOTS ? 0 : (size_t)(jb.nph * cg * kk) * 2 * sizeof(int64_t);
-	jb.bufb = (size_t)(cg * jb.phr * jb.phc * jb.rh * jb.pw + (kind == GK_TRANSPOSE ? g->sw : 1) * jb.flat) * es;
+	jb.bufb = (size_t)(cg * jb.phr * jb.phc * jb.sub + (kind == GK_TRANSPOSE ? g->sw : kind == GK_ROWS) * jb.flat) * es;
 	size_t all = jb.bufb * (size_t)pool_threads();
 	jb.buf = exec_scratch_raw(x, all);
 	jb.off = jb.buf && tb ? exec_scratch_raw(x, tb) : NULL;
@@ -514,7 +533,7 @@ int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 	else {
 		jb.tix = jb.off + jb.nph * cg * kk;
 		runs_of(&jb, kind == GK_TRANSPOSE);
-		kernel_for(g->n * g->group, 1, kind == GK_ROWS ? group_rows : group_transpose_rows, &jb);
+		kernel_for(g->group * jb.nblk, 1, kind == GK_ROWS ? group_rows : group_transpose_rows, &jb);
 	}
 	exec_scratch_free(x, jb.off, tb);
 	exec_scratch_free(x, jb.buf, all);
