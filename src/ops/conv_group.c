@@ -2,10 +2,10 @@
  *
  * A depthwise Conv through im2col is a GEMM of one row (M/group) by K = kh kw per image and group:
  * a few FLOPs for each byte the patch matrix is written and read. Here each output plane is summed
- * straight from its group's input planes, which a work item first copies into a
- * buffer of its thread's, padded with zeros on every side and split into phases by the stride
- * (row R, column C of the padded plane in sub-plane (R % sh, C % sw) at (R / sh, C / sw), the
- * sub-planes pw apart a row). Then every tap is one run of the buffer:
+ * straight from its group's input planes, which a work item first copies into a buffer of its
+ * thread's, padded with zeros on every side and split into phases by the stride (row R, column C
+ * of the padded plane in sub-plane (R % sh, C % sw) at (R / sh, C / sw), the sub-planes pw apart
+ * a row). Then every tap is one run of the buffer:
  *
  *   - Conv: output (oy, ox) reads padded (oy sh + i dh, ox sw + j dw), in sub-plane
  *     ((i dh) % sh, (j dw) % sw) at (oy + (i dh) / sh, ox + (j dw) / sw). With the output laid out
@@ -19,7 +19,8 @@
  *     as above; the phases are interleaved into the output rows. Nothing is scattered, so no output
  *     is added to twice.
  *   - A Conv whose kernel is larger than its output (grouped_weight_grad's, conv.c: the batch as
- *     channels, dY's planes the kernel, the taps the output): each output (i', j') is a dot of the
+ *     channels, dY's planes the kernel, the taps the output), where a kernel row fills more of a
+ *     vector than the output's flat run would: each output (i', j') is a dot of the
  *     kernel's rows with runs of input rows, vectorised along the kernel's columns (input phases by
  *     the dilation, the Conv's step along them); a row of outputs keeps its accumulators in
  *     registers across the group's channels and the kernel's rows.

@@ -45,12 +45,6 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* memcpy's GB/s (bytes read plus written), the fastest of 4 repeat 64 MiB copies after a warm-up */
 static double copy_gbs(int repeat)
 {
@@ -103,8 +97,8 @@ static SIMD_TARGET double fma_peak(void)
 }
 #endif
 
-/* The node's kernel seconds, the fastest of repeat runs after a warm-up (on a shared machine the
- * median counts other processes' time slices); a YAML graph of one node. */
+/* The Conv or ConvTranspose node's kernel seconds, the fastest of repeat runs after a warm-up (on a
+ * shared machine the median counts other processes' time slices); a YAML graph of one node. */
 static double node_seconds(const char *text, int repeat)
 {
 	char path[] = "/tmp/bench_conv_group_XXXXXX.yaml";
@@ -119,26 +113,21 @@ static double node_seconds(const char *text, int repeat)
 		fprintf(stderr, "bench_conv_group: %s\n", e.msg);
 		return -1;
 	}
-	double t[64];
-	for (int r = 0; r <= repeat; r++) {
-		struct exec_profile prof = {0};
-		struct exec_opts eo = {.random_inputs = 1, .seed = 1, .profile = &prof};
-		struct exec *x = exec_run(g, &eo, NULL, &e);
-		if (!x) {
-			fprintf(stderr, "bench_conv_group: %s\n", e.msg);
-			graph_free(g);
-			return -1;
-		}
-		exec_free(x);
-		double s = 0;
-		for (int op = 0; op < OP_COUNT; op++)
-			s += prof.seconds[op];
-		if (r)
-			t[r - 1] = s;
+	double best = -1;
+	struct exec_profile prof;
+	struct exec_opts eo = {.random_inputs = 1, .seed = 1, .profile = &prof};
+	struct exec *x = NULL;
+	for (int r = 0; r <= repeat; r++, exec_free(x)) { /* run 0 warms up */
+		memset(&prof, 0, sizeof prof);
+		if (!(x = exec_run(g, &eo, NULL, &e)))
+			break;
+		double s = prof.seconds[OP_CONV] + prof.seconds[OP_CONV_TRANSPOSE];
+		best = r && (best < 0 || s < best) ? s : best;
 	}
+	if (!x)
+		fprintf(stderr, "bench_conv_group: %s\n", e.msg);
 	graph_free(g);
-	qsort(t, (size_t)repeat, sizeof *t, by_value);
-	return t[0];
+	return x ? best : -1; /* x: the last run's, freed */
 }
 
 /* The three nodes of layer l as YAML: 0 Conv, 1 ConvTranspose (dX), 2 the weight gradient's Conv */
