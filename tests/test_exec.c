@@ -1856,3 +1856,28 @@ Test(exec, grouped_convs_against_the_definition)
 		group_case_run(&cases[i], DT_DOUBLE);
 	}
 }
+
+/* #52 dwconv: conv_group.c reads the folded Transposes a grouped weight gradient's Conv takes (the
+ * batch as channels: dY^T as the kernel, as grouped_weight_grad writes it, and here X^T too) and a
+ * depthwise Conv's transposed input in place: the bits of transposed copies, through the dots (a
+ * 12 x 12 kernel, 3 x 3 output) and the flat sums (3 x 3 kernel, stride 2). */
+Test(exec, grouped_convs_read_folded_transposes_with_the_bits_of_copies)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: xx, dtype: float32, shape: [3, 6, 14, 14]}, {name: dy, dtype: float32, shape: [3, 6, 12, 12]},\n"
+		"         {name: x4, dtype: float32, shape: [18, 1, 14, 14]}, {name: x2, dtype: float32, shape: [6, 3, 11, 13]},\n"
+		"         {name: w2, dtype: float32, shape: [6, 1, 3, 3]}]\n"
+		"params: [{name: s, dtype: int64, shape: [4], data: [1, 18, 14, 14]}]\n"
+		"nodes:\n"
+		"  - {op: Transpose, inputs: [xx], outputs: [xxt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Reshape, inputs: [xxt, s], outputs: [xg]}\n"
+		"  - {op: Transpose, inputs: [dy], outputs: [dyt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xg, dyt], outputs: [gw], attrs: {group: 6}}\n"
+		"  - {op: Transpose, inputs: [x4], outputs: [x4t], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [x4t, dyt], outputs: [gw4], attrs: {group: 6, pads: [1, 0, 0, 1]}}\n"
+		"  - {op: Transpose, inputs: [x2], outputs: [x2t], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [x2t, w2], outputs: [y2], attrs: {group: 6, pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
+		"outputs: [{name: gw}, {name: gw4}, {name: y2}]\n";
+	folded_like_copied("groupfold.yaml", text, 0);
+}
