@@ -3,8 +3,9 @@
  *
  * float32 Conv with one group and 16 output channels or more, and such a ConvTranspose at stride 1,
  * run on the direct kernel where the CPU has AVX-512 (conv_direct.c); grouped ones with few
- * channels a group (depthwise) and grouped weight gradients on conv_group.c's. Otherwise Conv is im2col +
- * GEMM per image and group: col (Cg*kh*kw, OH*OW) gathers the input patches and
+ * channels a group (depthwise), their ConvTransposes and grouped weight gradients' Convs on
+ * conv_group.c's (float64 too). Otherwise Conv is im2col + GEMM per image and group:
+ * col (Cg*kh*kw, OH*OW) gathers the input patches and
  * Y_g (Mg, OH*OW) = W_g (Mg, Cg*kh*kw) * col. ConvTranspose is its adjoint: col = W_g^T * X_g, then
  * col2im adds the patches back. Output sizes, padding and auto_pad follow the ONNX operator docs:
  *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)

@@ -51,7 +51,7 @@ int conv_direct(struct exec *x, const float *a, const float *w, int how, const s
 
 /* y = Conv(a, w) over g (or with transpose a ConvTranspose, g in its terms), float32 or float64,
  * by conv_group.c's direct kernels for a grouped window with few channels a group (depthwise), or
- * a grouped Conv whose kernel is at least its output (grouped weight gradients); a and w may be
+ * a grouped Conv whose kernel is larger than its output (grouped weight gradients); a and w may be
  * views that exchange their first two axes. Every element of y is written, without bias.
  * 1: not run here (one group, many channels a group, or float32 without AVX-512); 0: done; -1: out
  * of memory, the node failed. */
