@@ -136,6 +136,8 @@ struct rnn_step {
 	const int64_t *xr;
 	const void *xw, *q;
 	void *h, *c, *rh;    /* rh (Bn, H): GRU's r H_{t-1}, the second product's A */
+	void *save;          /* or NULL: each row's gates at xr[b] ss (the forward node's gates output) */
+	int64_t ss;
 	const void *p, *rbh; /* (3 H) peepholes i, o, f and (H) GRU's Rbh; zeros when absent */
 };
 
@@ -143,11 +145,12 @@ struct rnn_step {
  * GRU's r H_{t-1}) or the whole cell (0). Written once for float32 (vmath.h's exp and tanh, fused
  * into one loop the compiler vectorises) and once for float64 (libm), each computing in its type. */
 #define RNN_TYPED(real, sfx, SIG, TANH)                                                                                \
-	static void bias_rows_##sfx(void *xw, int64_t rows, int64_t n, const void *wb, const void *rb, int64_t rb_n)   \
+	static void bias_rows_##sfx(void *xw, int64_t rows, int64_t n, int64_t ld, const void *wb, const void *rb,    \
+				    int64_t rb_n)                                                                      \
 	{                                                                                                              \
 		real *row = xw;                                                                                        \
 		const real *w = wb, *r = rb;                                                                           \
-		for (int64_t i = 0; i < rows; i++, row += n)                                                           \
+		for (int64_t i = 0; i < rows; i++, row += ld)                                                          \
 			for (int64_t j = 0; j < n; j++)                                                                \
 				row[j] += w[j] + (j < rb_n ? r[j] : 0);                                                \
 	}                                                                                                              \
@@ -162,9 +165,22 @@ struct rnn_step {
 			const real *restrict q = (const real *)st->q + b * GH;                                         \
 			real *restrict h = (real *)st->h + b * H, *restrict c = (real *)st->c + b * H;                 \
 			real *restrict rh = (real *)st->rh + b * H;                                                    \
+			real *restrict sv = st->save ? (real *)st->save + st->xr[b] * st->ss : NULL;                  \
 			if (reset) {                                                                                   \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					rh[k] = SIG(g[H + k] + q[H + k]) * h[k];                                       \
+				if (sv) /* E: r H_{t-1} */                                                             \
+					memcpy(sv + GH, rh, (size_t)H * sizeof(real));                                 \
+			} else if (st->cell == CELL_LSTM && sv) { /* i, o, f, c~, C_t */                               \
+				for (int64_t k = 0; k < H; k++) {                                                      \
+					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
+					real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                      \
+					real cg = TANH(g[3 * H + k] + q[3 * H + k]), cn = f * c[k] + i * cg;           \
+					real o = SIG(g[H + k] + q[H + k] + po[k] * cn);                                \
+					c[k] = cn;                                                                     \
+					h[k] = o * TANH(cn);                                                           \
+					sv[k] = i, sv[H + k] = o, sv[2 * H + k] = f, sv[3 * H + k] = cg, sv[GH + k] = cn; \
+				}                                                                                      \
 			} else if (st->cell == CELL_LSTM) { /* peepholes: i and f read C_{t-1}, o reads C_t */        \
 				for (int64_t k = 0; k < H; k++) {                                                      \
 					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
@@ -179,10 +195,17 @@ struct rnn_step {
 					real rec = q[2 * H + k] + rbh[k];                                              \
 					real hh = TANH(g[2 * H + k] + (st->lbr ? r * rec : rec));                      \
 					h[k] = (1 - z) * hh + z * h[k];                                                \
+					if (sv) { /* z, r, h~; E: H_{t-1} Rh^T + Rbh (lbr) */                          \
+						sv[k] = z, sv[H + k] = r, sv[2 * H + k] = hh;                          \
+						if (st->lbr)                                                           \
+							sv[GH + k] = rec;                                              \
+					}                                                                              \
 				}                                                                                      \
 			} else {                                                                                       \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					h[k] = TANH(g[k] + q[k]);                                                      \
+				if (sv)                                                                                \
+					memcpy(sv, h, (size_t)H * sizeof(real));                                       \
 			}                                                                                              \
 		}                                                                                                      \
 	}
@@ -302,7 +325,11 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	void *y = n->n_out > 0 && n->out[0] ? exec_alloc(x, out[0], dt, 4, yd) : NULL;
 	void *yh = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], dt, 3, sd) : NULL;
 	void *yc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], dt, 3, sd) : NULL;
-	if (exec_status(x) || !(y || yh || yc))
+	/* the training graph's extra output for RecurrentGrad (train --fused-rnn): every row's gates */
+	int gslot = cell == CELL_LSTM ? 3 : 2;
+	int64_t gs = GH + (cell == CELL_RNN ? 0 : H), gd[3] = {D, T * Bn, gs};
+	void *gates = n->n_out > (uint32_t)gslot && n->out[gslot] ? exec_alloc(x, out[gslot], dt, 3, gd) : NULL;
+	if (exec_status(x) || !(y || yh || yc || gates))
 		return exec_status(x);
 	if (T * Bn > INT32_MAX || GH > INT32_MAX || I > INT32_MAX)
 		return exec_fail(x, "a product's dimension exceeds what BLAS indexes (2^31)");
@@ -345,12 +372,14 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		rnn_gemm(dt, T * Bn, GH, I, X->data, I, wd, I, m.xw, GH);
 		if (bias) {
 			const char *bd = bias + (size_t)(d * 2 * GH) * es;
-			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(m.xw, T * Bn, GH, bd, bd + (size_t)GH * es,
+			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(m.xw, T * Bn, GH, GH, bd, bd + (size_t)GH * es,
 									 cell == CELL_GRU ? 2 * H : GH);
 			st.rbh = bd + (size_t)(GH + 2 * H) * es;
 		}
 		if (peep)
 			st.p = peep + (size_t)(d * 3 * H) * es;
+		st.save = gates ? (char *)gates + (size_t)(d * T * Bn * gs) * es : NULL;
+		st.ss = gs;
 		for (int64_t s = 0; s < T; s++) {
 			for (int64_t b = 0; b < Bn; b++) /* a reverse direction starts at each row's last step */
 				m.xr[b] = s >= m.len[b] ? -1
@@ -761,7 +790,7 @@ static int rnn_fused_grad(struct ad *a, const struct node *n)
 {
 	enum cell cell = cell_of(n);
 	int lstm = cell == CELL_LSTM;
-	struct value *ins[12] = {0};
+	struct value *ins[13] = {0};
 	for (uint32_t k = 0; k < 8 && k < n->n_in; k++)
 		ins[k] = n->in[k];
 	ins[8] = n->n_out > 0 && n->out[0] ? n->out[0] : ad_add_output(a, n, 0);
@@ -772,7 +801,9 @@ static int rnn_fused_grad(struct ad *a, const struct node *n)
 		return -1;
 	if (!ins[9] && !ins[10] && !ins[11])
 		return 0;
-	int n_in = 12;
+	if (!(ins[12] = ad_add_output(a, n, lstm ? 3 : 2))) /* the gates the forward kernel computed */
+		return -1;
+	int n_in = 13;
 	while (!ins[n_in - 1])
 		n_in--;
 	struct node *g = ad_node(a, "RecurrentGrad", ins, n_in, lstm ? 7 : 5);
@@ -925,12 +956,12 @@ static void rg_gemm(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, con
 struct rg_dir {
 	enum cell cell;
 	int lbr, layout, D, d, rev;
-	int64_t T, Bn, H, GH;
+	int64_t T, Bn, H, GH, gs; /* gs: G's row stride, G H (+ H for E or C) */
 	const int64_t *len;
 	int64_t *xr, *yr; /* (Bn): this step's X row and Y row of each batch row, -1 past its length */
-	void *G;          /* (T B, G H): the gates' values (LSTM i, o, f, c~; GRU z, r, h~; RNN H_t) */
-	void *E;          /* (T B, H): GRU's r H_{t-1} (linear_before_reset 0) or H_{t-1} Rh^T + Rbh (1) */
-	void *C, *Cp;     /* (T B, H): LSTM's C_t and C_{t-1} */
+	void *G;          /* (T B, gs): the gates' values (LSTM i, o, f, c~; GRU z, r, h~; RNN H_t), then */
+	void *E;          /* G + G H: GRU's r H_{t-1} (linear_before_reset 0) or H_{t-1} Rh^T + Rbh (1) */
+	void *C, *Cp;     /* G + G H: LSTM's C_t; (T B, H): C_{t-1} */
 	void *hp;         /* (T B, H): H_{t-1} */
 	void *dG, *dGrh;  /* (T B, G H): the gates' pre-activation gradients; (T B, H) GRU lbr's dgh r */
 	void *S, *dHs, *dPs, *Qs, *dHc, *dCc; /* a step's (Bn, G H) and (Bn, H) */
@@ -957,16 +988,16 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 	/* phase 0: RNN's tanh, GRU's z and r (then h~, or r H_{t-1}); 1: GRU lbr 0's h~; LSTM: its cells */         \
 	VM_CLONES static void rg_act_##sfx(struct rg_dir *g, int phase, const void *c0)                               \
 	{                                                                                                              \
-		const int64_t H = g->H, GH = g->GH;                                                                    \
+		const int64_t H = g->H, gs = g->gs;                                                                    \
 		const real *pi = g->p, *po = pi + H, *pf = po + H, *rbh = g->rbh;                                     \
 		for (int64_t b = 0; b < g->Bn; b++) {                                                                  \
 			const real *cprev = (const real *)c0 + b * H;                                                  \
 			for (int64_t s = 0; s < g->len[b]; s++) {                                                      \
 				int64_t row = x_row(g->layout, g->T, g->Bn, rg_t(g, s, b), b);                         \
-				real *restrict gt = (real *)g->G + row * GH, *restrict e = (real *)g->E + row * H;     \
+				real *restrict gt = (real *)g->G + row * gs, *restrict e = (real *)g->E + row * gs;    \
 				const real *restrict hp = (const real *)g->hp + row * H;                               \
 				if (g->cell == CELL_LSTM) {                                                            \
-					real *restrict cc = (real *)g->C + row * H, *restrict cp = (real *)g->Cp + row * H; \
+					real *restrict cc = (real *)g->C + row * gs, *restrict cp = (real *)g->Cp + row * H; \
 					for (int64_t k = 0; k < H; k++) {                                              \
 						real c = cprev[k];                                                     \
 						real i = SIG(gt[k] + pi[k] * c), f = SIG(gt[2 * H + k] + pf[k] * c);   \
@@ -1010,7 +1041,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 					memset(S, 0, (size_t)GH * sizeof(real));                               \
 				continue;                                                                      \
 			}                                                                                      \
-			const real *restrict gt = (const real *)g->G + row * GH;                               \
+			const real *restrict gt = (const real *)g->G + row * g->gs;                            \
 			const real *restrict hp = (const real *)g->hp + row * H;                               \
 			if (phase) {                                                                           \
 				const real *restrict dP = (const real *)g->dPs + b * H;                        \
@@ -1023,7 +1054,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 			for (int64_t k = 0; k < H; k++)                                                        \
 				dHs[k] = dc[k] + (dy ? dy[k] : 0);                                             \
 			if (g->cell == CELL_LSTM) {                                                            \
-				const real *restrict cc = (const real *)g->C + row * H;                        \
+				const real *restrict cc = (const real *)g->C + row * g->gs;                    \
 				const real *restrict cp = (const real *)g->Cp + row * H;                       \
 				real *restrict dC = (real *)g->dCc + b * H;                                    \
 				for (int64_t k = 0; k < H; k++) {                                              \
@@ -1044,7 +1075,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 				for (int64_t k = 0; k < H; k++)                                                \
 					S[k] = dHs[k] * (1 - gt[k] * gt[k]);                                   \
 			} else {                                                                               \
-				const real *restrict e = (const real *)g->E + row * H;                         \
+				const real *restrict e = (const real *)g->E + row * g->gs;                     \
 				real *restrict dx = (real *)g->dG + row * GH;                                  \
 				real *restrict dr = g->lbr ? (real *)g->dGrh + row * H : NULL;                 \
 				for (int64_t k = 0; k < H; k++) {                                              \
@@ -1072,7 +1103,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 				continue;                                                                      \
 			real *restrict dc = (real *)g->dHc + b * H;                                            \
 			const real *restrict q = (const real *)g->Qs + b * H, *restrict dh = (const real *)g->dHs + b * H; \
-			const real *restrict S = (const real *)g->S + b * GH, *restrict gt = (const real *)g->G + row * GH; \
+			const real *restrict S = (const real *)g->S + b * GH, *restrict gt = (const real *)g->G + row * g->gs; \
 			real *restrict dx = (real *)g->dG + row * GH;                                          \
 			if (g->cell == CELL_GRU) {                                                             \
 				const real *restrict dP = (const real *)g->dPs + b * H;                        \
@@ -1160,34 +1191,37 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 	if (exec_status(x) || !dx || !dw || !dr)
 		return exec_status(x);
 	size_t es = dtype_size(dt);
-	void *conv[10] = {0};
+	void *conv[11] = {0};
 	int oom = 0;
 	const char *w = as_dtype(ri.W, dt, &conv[0], &oom), *r = as_dtype(ri.R, dt, &conv[1], &oom);
 	const char *bias = as_dtype(ri.Bs, dt, &conv[2], &oom), *ih = as_dtype(ri.h0, dt, &conv[3], &oom);
 	const char *ic = as_dtype(ri.c0, dt, &conv[4], &oom), *peep = as_dtype(ri.P, dt, &conv[5], &oom);
 	const char *y = as_dtype(Y, dt, &conv[6], &oom), *dY = as_dtype(dYt, dt, &conv[7], &oom);
 	const char *dYh = as_dtype(dYht, dt, &conv[8], &oom), *dYc = as_dtype(dYct, dt, &conv[9], &oom);
+	int64_t gs = GH + (cell == CELL_RNN ? 0 : H);
+	const struct rtensor *sv = n->n_in > 12 ? in[12] : NULL; /* the forward's gates, or recompute them */
+	if (sv && sv->numel != D * N * gs)
+		return exec_fail(x, "gates (input 12) must be %d x %lld x %lld", D, (long long)N, (long long)gs);
+	const char *saved = as_dtype(sv, dt, &conv[10], &oom);
 	struct rg_bufs m = {0};
 	int lstm = cell == CELL_LSTM, gru = cell == CELL_GRU;
 	struct rg_dir g = {.cell = cell, .lbr = ri.lbr, .layout = layout, .D = D, .T = T, .Bn = Bn, .H = H, .GH = GH,
-			   .dY = dY};
+			   .gs = gs, .dY = dY};
 	int64_t *len = rg_take(x, &m, (size_t)(3 * Bn) * sizeof *len);
-	g.G = rg_take(x, &m, (size_t)(N * GH) * es);
+	g.G = saved ? NULL : rg_take(x, &m, (size_t)(N * gs) * es);
 	g.dG = rg_take(x, &m, (size_t)(N * GH) * es);
 	g.hp = rg_take(x, &m, (size_t)(N * H) * es);
-	g.E = gru ? rg_take(x, &m, (size_t)(N * H) * es) : NULL;
 	g.dGrh = gru && ri.lbr ? rg_take(x, &m, (size_t)(N * H) * es) : NULL;
-	g.C = lstm ? rg_take(x, &m, (size_t)(N * H) * es) : NULL;
 	g.Cp = lstm ? rg_take(x, &m, (size_t)(N * H) * es) : NULL;
 	g.S = rg_take(x, &m, (size_t)(Bn * GH) * es);
 	char *st = rg_take(x, &m, (size_t)(6 * Bn * H + 4 * H) * es); /* dHs dPs Qs dHc dCc c0, zeros */
 	double *acc = rg_take(x, &m, (size_t)(2 * GH + 3 * H) * sizeof *acc);
-	int bad = oom;
+	int bad = oom || (sv && !saved);
 	for (int i = 0; i < m.n; i++)
 		bad |= !m.p[i];
 	if (bad) {
 		rg_free(x, &m);
-		for (int i = 0; i < 10; i++)
+		for (int i = 0; i < 11; i++)
 			xfree(conv[i]);
 		return exec_fail(x, "out of memory");
 	}
@@ -1204,6 +1238,9 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 		const char *wd = w + (size_t)(d * GH * I) * es, *rd = r + (size_t)(d * GH * H) * es;
 		const char *bdd = bias ? bias + (size_t)(d * 2 * GH) * es : NULL;
 		g.d = d, g.rev = ri.rev || d == 1;
+		if (saved)
+			g.G = (char *)saved + (size_t)(d * N * gs) * es;
+		g.E = g.C = (char *)g.G + (size_t)GH * es;
 		g.p = peep ? peep + (size_t)(d * 3 * H) * es : zeros;
 		g.rbh = bdd && gru ? bdd + (size_t)(GH + 2 * H) * es : zeros;
 		g.dp = dpo ? acc + 2 * GH : NULL;
@@ -1223,18 +1260,29 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 			memcpy((char *)g.dHc + row, some && dYh ? dYh + at : zeros, (size_t)H * es);
 			memcpy((char *)g.dCc + row, some && dYc ? dYc + at : zeros, (size_t)H * es);
 		}
-		/* 1. the gates */
-		rg_gemm(dt, 0, 1, N, GH, I, ri.X->data, I, wd, I, 0, g.G, GH);
-		if (bdd)
-			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(g.G, N, GH, bdd, bdd + (size_t)GH * es,
-									 gru ? 2 * H : GH);
-		rg_gemm(dt, 0, 1, N, gru ? 2 * H : GH, H, g.hp, H, rd, H, 1, g.G, GH);
-		if (gru && ri.lbr)
-			rg_gemm(dt, 0, 1, N, H, H, g.hp, H, rd + (size_t)(2 * H * H) * es, H, 0, g.E, H);
-		act(&g, 0, c0);
-		if (gru && !ri.lbr) {
-			rg_gemm(dt, 0, 1, N, H, H, g.E, H, rd + (size_t)(2 * H * H) * es, H, 1, (char *)g.G + (size_t)(2 * H) * es, GH);
-			act(&g, 1, c0);
+		/* 1. the gates: the forward's, or recomputed */
+		if (saved && lstm) { /* C_{t-1} */
+			for (int64_t b = 0; b < Bn; b++)
+				for (int64_t s = 0; s < len[b]; s++) {
+					int64_t xrow = x_row(layout, T, Bn, rg_t(&g, s, b), b);
+					const char *src = s ? (char *)g.C + (size_t)(x_row(layout, T, Bn, rg_t(&g, s - 1, b), b) * gs) * es
+							    : c0 + (size_t)(b * H) * es;
+					memcpy((char *)g.Cp + (size_t)(xrow * H) * es, src, (size_t)H * es);
+				}
+		} else if (!saved) {
+			rg_gemm(dt, 0, 1, N, GH, I, ri.X->data, I, wd, I, 0, g.G, gs);
+			if (bdd)
+				(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(g.G, N, GH, gs, bdd, bdd + (size_t)GH * es,
+										 gru ? 2 * H : GH);
+			rg_gemm(dt, 0, 1, N, gru ? 2 * H : GH, H, g.hp, H, rd, H, 1, g.G, gs);
+			if (gru && ri.lbr)
+				rg_gemm(dt, 0, 1, N, H, H, g.hp, H, rd + (size_t)(2 * H * H) * es, H, 0, g.E, gs);
+			act(&g, 0, c0);
+			if (gru && !ri.lbr) {
+				rg_gemm(dt, 0, 1, N, H, H, g.E, gs, rd + (size_t)(2 * H * H) * es, H, 1,
+					(char *)g.G + (size_t)(2 * H) * es, gs);
+				act(&g, 1, c0);
+			}
 		}
 		/* 2. the backward recurrence */
 		for (int64_t s = T - 1; s >= 0; s--) {
@@ -1256,7 +1304,7 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 			if (ri.lbr)
 				rg_gemm(dt, 1, 0, H, H, N, g.dGrh, H, g.hp, H, 0, drd + (size_t)(2 * H * H) * es, H);
 			else
-				rg_gemm(dt, 1, 0, H, H, N, (char *)g.dG + (size_t)(2 * H) * es, GH, g.E, H, 0,
+				rg_gemm(dt, 1, 0, H, H, N, (char *)g.dG + (size_t)(2 * H) * es, GH, g.E, gs, 0,
 					drd + (size_t)(2 * H * H) * es, H);
 		} else {
 			rg_gemm(dt, 1, 0, GH, H, N, g.dG, GH, g.hp, H, 0, drd, H);
@@ -1283,7 +1331,7 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 				((double *)dpo)[d * 3 * H + k] = g.dp[k];
 	}
 	rg_free(x, &m);
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 11; i++)
 		xfree(conv[i]);
 	return 0;
 }
