@@ -1336,8 +1336,9 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 	return 0;
 }
 
-/* per direction: the five products over all steps (X W^T, H R^T, dW, dR, dX), the step's product
- * by R, and about 30 elementwise operations per gate element */
+/* per direction: dW, dR and dX, one product each over all steps, the step's product by R, about 30
+ * elementwise operations per gate element, and without the forward's gates (input 12) their two
+ * products again */
 static void recurrent_grad_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 				uint64_t *flops, uint64_t *bytes)
 {
@@ -1346,7 +1347,8 @@ static void recurrent_grad_cost(const struct node *n, struct rtensor *const *in,
 	int layout = (int)attr_int(n, "layout", 0), G = gates_of(grad_cell(n));
 	uint64_t T = (uint64_t)in[0]->dims[layout], B = (uint64_t)in[0]->dims[!layout], I = (uint64_t)in[0]->dims[2];
 	uint64_t D = (uint64_t)in[1]->dims[0], H = (uint64_t)in[2]->dims[2];
-	*flops = D * T * B * (uint64_t)G * H * (2 * (3 * I + 3 * H) + 30);
+	uint64_t products = n->n_in > 12 && in[12] ? 2 * I + 2 * H : 3 * I + 3 * H;
+	*flops = D * T * B * (uint64_t)G * H * (2 * products + 30);
 }
 
 const struct op_impl op_recurrent_grad = {.run = recurrent_grad_run, .cost = recurrent_grad_cost,
