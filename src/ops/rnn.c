@@ -1179,6 +1179,10 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 				 (long long)(D * Bn * H));
 	if (N > INT32_MAX || GH > INT32_MAX || I > INT32_MAX)
 		return exec_fail(x, "a product's dimension exceeds what BLAS indexes (2^31)");
+	int64_t gs = GH + (cell == CELL_RNN ? 0 : H);
+	const struct rtensor *sv = n->n_in > 12 ? in[12] : NULL; /* the forward's gates, or recompute them */
+	if (sv && sv->numel != D * N * gs)
+		return exec_fail(x, "gates (input 12) must be %d x %lld x %lld", D, (long long)N, (long long)gs);
 	int64_t sd[3] = {D, Bn, H}, bd[2] = {D, 2 * GH}, pd[2] = {D, 3 * H};
 	if (layout)
 		sd[0] = Bn, sd[1] = D;
@@ -1198,10 +1202,6 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 	const char *ic = as_dtype(ri.c0, dt, &conv[4], &oom), *peep = as_dtype(ri.P, dt, &conv[5], &oom);
 	const char *y = as_dtype(Y, dt, &conv[6], &oom), *dY = as_dtype(dYt, dt, &conv[7], &oom);
 	const char *dYh = as_dtype(dYht, dt, &conv[8], &oom), *dYc = as_dtype(dYct, dt, &conv[9], &oom);
-	int64_t gs = GH + (cell == CELL_RNN ? 0 : H);
-	const struct rtensor *sv = n->n_in > 12 ? in[12] : NULL; /* the forward's gates, or recompute them */
-	if (sv && sv->numel != D * N * gs)
-		return exec_fail(x, "gates (input 12) must be %d x %lld x %lld", D, (long long)N, (long long)gs);
 	const char *saved = as_dtype(sv, dt, &conv[10], &oom);
 	struct rg_bufs m = {0};
 	int lstm = cell == CELL_LSTM, gru = cell == CELL_GRU;
