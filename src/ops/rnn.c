@@ -75,6 +75,14 @@ static const char *unsupported(const struct node *n)
 	return NULL;
 }
 
+/* The gate loops run over a row's H elements, a count GCC's -O2 cost model (very-cheap: no
+ * epilogue) will not vectorise; this one will, with every clone's vector width. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RNN_VEC __attribute__((optimize("vect-cost-model=dynamic")))
+#else
+#define RNN_VEC
+#endif
+
 /* sigmoid without overflow: e = exp(-|v|), 1 / (1 + e) for v >= 0, e / (1 + e) below */
 static inline double sig_f64(double v)
 {
@@ -154,7 +162,7 @@ struct rnn_step {
 			for (int64_t j = 0; j < n; j++)                                                                \
 				row[j] += w[j] + (j < rb_n ? r[j] : 0);                                                \
 	}                                                                                                              \
-	VM_CLONES static void cells_##sfx(const struct rnn_step *st, int reset)                                        \
+	RNN_VEC VM_CLONES static void cells_##sfx(const struct rnn_step *st, int reset)                                        \
 	{                                                                                                              \
 		const int64_t H = st->H, GH = H * gates_of(st->cell);                                                  \
 		const real *restrict pi = st->p, *restrict po = pi + H, *restrict pf = po + H, *restrict rbh = st->rbh; \
@@ -986,7 +994,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 
 #define RG_TYPED(real, sfx, SIG, TANH)                                                                                 \
 	/* phase 0: RNN's tanh, GRU's z and r (then h~, or r H_{t-1}); 1: GRU lbr 0's h~; LSTM: its cells */         \
-	VM_CLONES static void rg_act_##sfx(struct rg_dir *g, int phase, const void *c0)                               \
+	RNN_VEC VM_CLONES static void rg_act_##sfx(struct rg_dir *g, int phase, const void *c0)                               \
 	{                                                                                                              \
 		const int64_t H = g->H, gs = g->gs;                                                                    \
 		const real *pi = g->p, *po = pi + H, *pf = po + H, *rbh = g->rbh;                                     \
@@ -1029,7 +1037,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 		}                                                                                              \
 	}                                                                                                      \
 	/* a step's gate gradients into S (zero rows past their length); phase 1: GRU lbr 0's dgr from dPs */ \
-	VM_CLONES static void rg_back_##sfx(struct rg_dir *g, int phase)                                      \
+	RNN_VEC VM_CLONES static void rg_back_##sfx(struct rg_dir *g, int phase)                                      \
 	{                                                                                                      \
 		const int64_t H = g->H, GH = g->GH;                                                            \
 		const real *pi = g->p, *po = pi + H, *pf = po + H;                                            \
@@ -1094,7 +1102,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 		}                                                                                              \
 	}                                                                                                      \
 	/* after the step's product Qs = S R: dH_{t-1} into dHc, S into dG */                                \
-	static void rg_carry_##sfx(struct rg_dir *g)                                                          \
+	RNN_VEC static void rg_carry_##sfx(struct rg_dir *g)                                                          \
 	{                                                                                                      \
 		const int64_t H = g->H, GH = g->GH;                                                            \
 		for (int64_t b = 0; b < g->Bn; b++) {                                                          \
