@@ -363,6 +363,8 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		m.len[b] = lens ? rt_get_i(lens, b) : T;
 	if (y && lens)
 		memset(y, 0, (size_t)(T * D * Bn * H) * es);
+	if (gates && lens) /* rows past their length: RecurrentGrad multiplies them by zeros */
+		memset(gates, 0, (size_t)(D * T * Bn * gs) * es);
 	struct rnn_step st = {.cell = cell, .lbr = lbr, .Bn = Bn, .H = H, .xr = m.xr, .xw = m.xw, .q = m.q,
 			      .h = m.h, .c = m.c, .rh = m.rh, .p = m.zeros, .rbh = m.zeros};
 	void (*cells)(const struct rnn_step *, int) = dt == DT_FLOAT ? cells_f32 : cells_f64;
