@@ -84,13 +84,13 @@ static const char *unsupported(const struct node *n)
 #endif
 
 /* sigmoid without overflow: e = exp(-|v|), 1 / (1 + e) for v >= 0, e / (1 + e) below */
-static inline double sig_f64(double v)
+static inline __attribute__((always_inline)) double sig_f64(double v)
 {
 	double e = exp(v < 0 ? v : -v), s = 1 / (1 + e);
 	return v >= 0 ? s : e * s;
 }
 
-static inline float sig_f32(float v)
+static inline __attribute__((always_inline)) float sig_f32(float v)
 {
 	float e = vm_expf(v < 0 ? v : -v), s = 1 / (1 + e);
 	return v >= 0 ? s : e * s;
@@ -145,6 +145,7 @@ struct rnn_step {
 	const void *xw, *q;
 	void *h, *c, *rh;    /* rh (Bn, H): GRU's r H_{t-1}, the second product's A */
 	void *save;          /* or NULL: each row's gates at xr[b] ss (the forward node's gates output) */
+	void *sink;          /* (G H + H) where they go when not saved: one loop either way */
 	int64_t ss;
 	const void *p, *rbh; /* (3 H) peepholes i, o, f and (H) GRU's Rbh; zeros when absent */
 };
@@ -162,7 +163,7 @@ struct rnn_step {
 			for (int64_t j = 0; j < n; j++)                                                                \
 				row[j] += w[j] + (j < rb_n ? r[j] : 0);                                                \
 	}                                                                                                              \
-	RNN_VEC VM_CLONES static void cells_##sfx(const struct rnn_step *st, int reset)                                        \
+	VM_CLONES static void cells_##sfx(const struct rnn_step *st, int reset)                                        \
 	{                                                                                                              \
 		const int64_t H = st->H, GH = H * gates_of(st->cell);                                                  \
 		const real *restrict pi = st->p, *restrict po = pi + H, *restrict pf = po + H, *restrict rbh = st->rbh; \
@@ -173,13 +174,13 @@ struct rnn_step {
 			const real *restrict q = (const real *)st->q + b * GH;                                         \
 			real *restrict h = (real *)st->h + b * H, *restrict c = (real *)st->c + b * H;                 \
 			real *restrict rh = (real *)st->rh + b * H;                                                    \
-			real *restrict sv = st->save ? (real *)st->save + st->xr[b] * st->ss : NULL;                  \
+			real *restrict sv = st->save ? (real *)st->save + st->xr[b] * st->ss : (real *)st->sink;      \
 			if (reset) {                                                                                   \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					rh[k] = SIG(g[H + k] + q[H + k]) * h[k];                                       \
-				if (sv) /* E: r H_{t-1} */                                                             \
+				if (st->save) /* E: r H_{t-1} */                                                       \
 					memcpy(sv + GH, rh, (size_t)H * sizeof(real));                                 \
-			} else if (st->cell == CELL_LSTM && sv) { /* i, o, f, c~, C_t */                               \
+			} else if (st->cell == CELL_LSTM) { /* i, o, f, c~, C_t; peepholes: i, f read C_{t-1} */       \
 				for (int64_t k = 0; k < H; k++) {                                                      \
 					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
 					real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                      \
@@ -189,30 +190,19 @@ struct rnn_step {
 					h[k] = o * TANH(cn);                                                           \
 					sv[k] = i, sv[H + k] = o, sv[2 * H + k] = f, sv[3 * H + k] = cg, sv[GH + k] = cn; \
 				}                                                                                      \
-			} else if (st->cell == CELL_LSTM) { /* peepholes: i and f read C_{t-1}, o reads C_t */        \
-				for (int64_t k = 0; k < H; k++) {                                                      \
-					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
-					real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                      \
-					real cn = f * c[k] + i * TANH(g[3 * H + k] + q[3 * H + k]);                    \
-					c[k] = cn;                                                                     \
-					h[k] = SIG(g[H + k] + q[H + k] + po[k] * cn) * TANH(cn);                       \
-				}                                                                                      \
 			} else if (st->cell == CELL_GRU) { /* q's h columns: H Rh^T, or (r H) Rh^T */                \
 				for (int64_t k = 0; k < H; k++) {                                                      \
 					real z = SIG(g[k] + q[k]), r = SIG(g[H + k] + q[H + k]);                       \
 					real rec = q[2 * H + k] + rbh[k];                                              \
 					real hh = TANH(g[2 * H + k] + (st->lbr ? r * rec : rec));                      \
 					h[k] = (1 - z) * hh + z * h[k];                                                \
-					if (sv) { /* z, r, h~; E: H_{t-1} Rh^T + Rbh (lbr) */                          \
-						sv[k] = z, sv[H + k] = r, sv[2 * H + k] = hh;                          \
-						if (st->lbr)                                                           \
-							sv[GH + k] = rec;                                              \
-					}                                                                              \
+					sv[k] = z, sv[H + k] = r, sv[2 * H + k] = hh; /* E (lbr): H Rh^T + Rbh */      \
+					sv[GH + k] = st->lbr ? rec : sv[GH + k];                                       \
 				}                                                                                      \
 			} else {                                                                                       \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					h[k] = TANH(g[k] + q[k]);                                                      \
-				if (sv)                                                                                \
+				if (st->save)                                                                          \
 					memcpy(sv, h, (size_t)H * sizeof(real));                                       \
 			}                                                                                              \
 		}                                                                                                      \
@@ -243,7 +233,7 @@ static const void *as_dtype(const struct rtensor *t, int dt, void **copy, int *o
 
 /* What a run of the kernel holds apart from its inputs and outputs. */
 struct rnn_bufs {
-	void *xw, *q, *h, *c, *rh, *zeros, *conv[6];
+	void *xw, *q, *h, *c, *rh, *zeros, *sink, *conv[6];
 	int64_t *xr, *len;
 };
 
@@ -255,6 +245,7 @@ static void rnn_bufs_free(struct rnn_bufs *m)
 	xfree(m->c);
 	xfree(m->rh);
 	xfree(m->zeros);
+	xfree(m->sink);
 	for (int i = 0; i < 6; i++)
 		xfree(m->conv[i]);
 	xfree(m->xr);
@@ -353,9 +344,10 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	m.c = xmalloc((size_t)(Bn * H) * es + 1);
 	m.rh = xcalloc((size_t)(Bn * H) + 1, es);
 	m.zeros = xcalloc((size_t)(3 * H) + 1, es); /* 0.0 in both dtypes */
+	m.sink = xcalloc((size_t)(GH + H) + 1, es);
 	m.xr = xmalloc((size_t)Bn * sizeof *m.xr + 1);
 	m.len = xmalloc((size_t)Bn * sizeof *m.len + 1);
-	if (oom || !m.xw || !m.q || !m.h || !m.c || !m.rh || !m.zeros || !m.xr || !m.len) {
+	if (oom || !m.xw || !m.q || !m.h || !m.c || !m.rh || !m.zeros || !m.sink || !m.xr || !m.len) {
 		rnn_bufs_free(&m);
 		return exec_fail(x, "out of memory");
 	}
@@ -366,7 +358,7 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	if (gates && lens) /* rows past their length: RecurrentGrad multiplies them by zeros */
 		memset(gates, 0, (size_t)(D * T * Bn * gs) * es);
 	struct rnn_step st = {.cell = cell, .lbr = lbr, .Bn = Bn, .H = H, .xr = m.xr, .xw = m.xw, .q = m.q,
-			      .h = m.h, .c = m.c, .rh = m.rh, .p = m.zeros, .rbh = m.zeros};
+			      .h = m.h, .c = m.c, .rh = m.rh, .p = m.zeros, .rbh = m.zeros, .sink = m.sink};
 	void (*cells)(const struct rnn_step *, int) = dt == DT_FLOAT ? cells_f32 : cells_f64;
 	int gru0 = cell == CELL_GRU && !lbr; /* r applies before the h gate's product: two products a step */
 	char *hs = m.h, *cs = m.c;
