@@ -243,6 +243,24 @@ static const struct gcase extra[] = {
 	 "  - {op: Flatten, inputs: [dw], outputs: [fw], attrs: {axis: 0}}\n"
 	 "  - {op: Flatten, inputs: [dr], outputs: [fr], attrs: {axis: 0}}\n"
 	 "  - {op: Concat, inputs: [fx, fw, fr], outputs: [y], attrs: {axis: 1}}\n"},
+	/* the recurrent ops that keep their gates for RecurrentGrad (graphdiet's, output 3 or 2) */
+	{"LSTM GRU RNN (graphdiet)", "  - {name: a, dtype: float64, shape: [3, 2, 4], init: {dist: normal, seed: %d}}\n"
+	 "  - {name: w, dtype: float64, shape: [1, 12, 4], init: {dist: normal, seed: 2}}\n"
+	 "  - {name: r, dtype: float64, shape: [1, 12, 3], init: {dist: normal, seed: 3}}\n"
+	 "  - {name: wg, dtype: float64, shape: [1, 9, 4], init: {dist: normal, seed: 4}}\n"
+	 "  - {name: rg, dtype: float64, shape: [1, 9, 3], init: {dist: normal, seed: 5}}\n"
+	 "  - {name: wr, dtype: float64, shape: [1, 3, 4], init: {dist: normal, seed: 6}}\n"
+	 "  - {name: rr, dtype: float64, shape: [1, 3, 3], init: {dist: normal, seed: 7}}\n",
+	 "  - {op: LSTM, domain: graphdiet, inputs: [a, w, r], outputs: [yl, \"\", \"\", gl], attrs: {hidden_size: 3}}\n"
+	 "  - {op: GRU, domain: graphdiet, inputs: [a, wg, rg], outputs: [yg, \"\", gg], attrs: {hidden_size: 3}}\n"
+	 "  - {op: RNN, domain: graphdiet, inputs: [a, wr, rr], outputs: [yr, \"\", gr], attrs: {hidden_size: 3}}\n"
+	 "  - {op: Flatten, inputs: [yl], outputs: [f1], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [gl], outputs: [f2], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [yg], outputs: [f3], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [gg], outputs: [f4], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [yr], outputs: [f5], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [gr], outputs: [f6], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [f1, f2, f3, f4, f5, f6], outputs: [y], attrs: {axis: 1}}\n"},
 };
 
 static void extra_on(const struct backend *b, double rtol, int *seen)

@@ -4565,7 +4565,8 @@ Test(cli, sgemm_pick_unforced_is_measured)
 }
 
 /* #52 rnnback: train --fused-rnn writes one RecurrentGrad node (domain graphdiet) per recurrent
- * node and gives the forward node its gates; plan's peak is the one run measures (the gates kept,
+ * node and gives the forward node its gates (as graphdiet's op of its name, which onnx.checker
+ * takes); plan's peak is the one run measures (the gates kept,
  * the kernel's buffers workspace); the gradients are the same bits at 1 and 2 threads; verify
  * --gradcheck checks the graph against finite differences. On the 2-layer LSTM of
  * testdata/rnn_torch (float64) and the bidirectional batch-first one (float32). */
@@ -4593,6 +4594,13 @@ Test(cli, fused_rnn_trains_plans_runs_and_verifies)
 		}
 		cr_expect_eq(nodes, m == 0 ? 2 : 1, "%s: %d RecurrentGrad nodes", models[m], nodes);
 		free(text);
+		/* the forward nodes that keep their gates are graphdiet's (ONNX's LSTM has 3 outputs at
+		 * most, GRU's and RNN's 2): the checker takes the file */
+		python_ok("import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
+			  "k = [n for n in m.graph.node if n.op_type in ('LSTM', 'GRU', 'RNN')]; "
+			  "assert k and all(n.domain == 'graphdiet' and len(n.output) == (4 if n.op_type == 'LSTM' else 3) "
+			  "for n in k), [(n.op_type, n.domain, len(n.output)) for n in k]",
+			  out, models[m]);
 		r = gd("plan", out, "--format", "json", NULL);
 		cr_assert_eq(r.status, 0, "%s: %s", models[m], r.err);
 		double planned = json_num(r.out, "peak_bytes_after");

@@ -73,6 +73,8 @@ int ad_dim_symbolic(const struct ad *a, int64_t d);
 int ad_opset(const struct ad *a);
 /* autodiff_opts.fused_rnn */
 int ad_fused_rnn(const struct ad *a);
+/* The training graph imports the opset of `domain` (version 1) for the nodes a rule makes in it. */
+int ad_need_domain(struct ad *a, const char *domain);
 
 /* Adds a backward node `op` reading ins (NULL entries are omitted inputs) and writing n_out fresh
  * values; returns it (NULL with the error set). */

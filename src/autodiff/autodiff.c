@@ -85,6 +85,11 @@ int ad_fused_rnn(const struct ad *a)
 	return a->fused_rnn;
 }
 
+int ad_need_domain(struct ad *a, const char *domain)
+{
+	return graph_need_domain(a->g, domain) ? err_oom(a->e) : 0;
+}
+
 int ad_symbolic(const struct ad *a)
 {
 	return exec_probed(a->shapes);

@@ -45,7 +45,9 @@ enum cell { CELL_LSTM, CELL_GRU, CELL_RNN };
 
 static enum cell cell_of(const struct node *n)
 {
-	return n->op == OP_LSTM ? CELL_LSTM : n->op == OP_GRU ? CELL_GRU : CELL_RNN;
+	return n->op == OP_LSTM || n->op == OP_LSTM_GATES ? CELL_LSTM
+	       : n->op == OP_GRU || n->op == OP_GRU_GATES ? CELL_GRU
+							  : CELL_RNN;
 }
 
 static int gates_of(enum cell c)
@@ -805,6 +807,12 @@ static int rnn_fused_grad(struct ad *a, const struct node *n)
 		return 0;
 	if (!(ins[12] = ad_add_output(a, n, lstm ? 3 : 2))) /* the gates the forward kernel computed */
 		return -1;
+	/* ONNX's recurrent ops have no such output: the node becomes graphdiet's op of its name */
+	struct node *fw = (struct node *)n;
+	fw->domain = "graphdiet";
+	if (ad_need_domain(a, "graphdiet"))
+		return -1;
+	fw->op = cell == CELL_LSTM ? OP_LSTM_GATES : cell == CELL_GRU ? OP_GRU_GATES : OP_RNN_GATES;
 	int n_in = 13;
 	while (!ins[n_in - 1])
 		n_in--;
