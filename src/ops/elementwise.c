@@ -980,7 +980,7 @@ int chain_op(int op)
 	switch (op) {
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: return 2;
 	case OP_NEG: case OP_ABS: case OP_SQRT: case OP_EXP: case OP_LOG: case OP_ERF: case OP_RELU: case OP_TANH:
-	case OP_SIGMOID: return 1;
+	case OP_SIGMOID: case OP_SIGN: return 1;
 	default: return 0;
 	}
 }
@@ -1001,6 +1001,7 @@ static enum un chain_un(int op)
 	case OP_ERF: return U_ERF;
 	case OP_RELU: return U_RELU;
 	case OP_TANH: return U_TANH;
+	case OP_SIGN: return U_SIGN; /* Clip's gradient (activation.c's pass_inside) */
 	default: return U_SIGMOID;
 	}
 }

@@ -38,8 +38,9 @@ static inline float vm_bits_float(uint32_t u)
 	return f;
 }
 
-/* e^x = 2^n e^r, x = n ln2 + r, |r| <= ln2 / 2: n (rounded x log2(e)) and e^r = 1 + r + r^2 q(r). */
-static inline float vm_exp_parts(float x, int32_t *n)
+/* e^x = 2^n e^r, x = n ln2 + r, |r| <= ln2 / 2: n (rounded x log2(e)) and e^r - 1 = r + r^2 q(r),
+ * which keeps its relative accuracy as r goes to 0 (r is x itself when n is 0). */
+static inline float vm_expm1_parts(float x, int32_t *n)
 {
 	float t = fmaf(x, 1.44269504f, 12582912.0f); /* 1.5 2^23: rounds x log2(e) */
 	float fn = t - 12582912.0f;
@@ -48,7 +49,12 @@ static inline float vm_exp_parts(float x, int32_t *n)
 	*n = (int32_t)(tb - 0x4B400000u);
 	float r = fmaf(fn, 2.12194440e-4f, fmaf(fn, -0.693359375f, x));
 	float q = fmaf(r, fmaf(r, fmaf(r, fmaf(r, 0.0013893929f, 0.0083637182f), 0.041666955f), 0.16666573f), 0.5f);
-	return 1.0f + fmaf(r * r, q, r);
+	return fmaf(r * r, q, r);
+}
+
+static inline float vm_exp_parts(float x, int32_t *n)
+{
+	return 1.0f + vm_expm1_parts(x, n);
 }
 
 static inline float vm_expf(float x)
@@ -59,6 +65,34 @@ static inline float vm_expf(float x)
 	float p = vm_exp_parts(x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x, &n); /* NaN passes */
 	int32_t h = n / 2;
 	return p * vm_bits_float((uint32_t)(h + 127) << 23) * vm_bits_float((uint32_t)(n - h + 127) << 23);
+}
+
+/* e^x - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding (fmaf): 2^n - 1 is exact for the n in [-44, 44]
+ * of |x| <= 30; beyond, e^x - 1 is e^x or -1 to float precision. -0 stays -0. */
+static inline float vm_expm1f(float x)
+{
+	int32_t n;
+	float u = vm_expm1_parts(x < -30.0f ? -30.0f : x > 30.0f ? 30.0f : x, &n); /* NaN passes */
+	float two = vm_bits_float((uint32_t)(n + 127) << 23);
+	float y = fmaf(two, u, two - 1.0f);
+	y = x > 30.0f ? vm_expf(x) : y;
+	return x == 0 ? x : y;
+}
+
+/* log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x| in (0, 1]: log1p(t) = 2 atanh(s), s = t / (2 + t)
+ * in (0, 1/3], by its series 2 (s + s^3/3 + ... + s^15/15) (the next term is below 1.5e-9 of the
+ * sum): no cancellation anywhere, and it goes to t as t underflows. */
+static inline float vm_softplusf(float x)
+{
+	float t = vm_expf(x < 0 ? x : -x), s = t / (2.0f + t), z = s * s;
+	float p = fmaf(z, 1.0f / 15, 1.0f / 13);
+	p = fmaf(z, p, 1.0f / 11);
+	p = fmaf(z, p, 1.0f / 9);
+	p = fmaf(z, p, 1.0f / 7);
+	p = fmaf(z, p, 1.0f / 5);
+	p = fmaf(z, p, 1.0f / 3);
+	float s2 = 2.0f * s, l = fmaf(s2 * z, p, s2);
+	return (x > 0 ? x : 0.0f) + l; /* NaN: t and l are NaN */
 }
 
 static inline float vm_erff(float x)
