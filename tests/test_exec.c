@@ -1972,6 +1972,14 @@ Test(vmath, activations_within_their_ulp_bounds, .timeout = 120)
 			worst = e, at = in[i];
 	}
 	cr_expect_leq(worst, 2, "vm_expm1f: %.2f ulp at %a", worst, at);
+	worst = 0;
+	for (int i = 0; i < N; i++) {
+		float v = fabsf(in[i]); /* and the negative ones: NaN */
+		double e = fmax(ulps_above(vm_logf(v), log((double)v), 0), ulps_above(vm_logf(-v), v ? log(-(double)v) : -INFINITY, 0));
+		if (e > worst)
+			worst = e, at = v;
+	}
+	cr_expect_leq(worst, 2, "vm_logf: %.2f ulp at %a", worst, at);
 	for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
 		char text[600];
 		const char *op = strncmp(ops[k].op, "Gelu", 4) ? ops[k].op : "Gelu";

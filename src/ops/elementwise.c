@@ -461,7 +461,7 @@ static inline __attribute__((always_inline)) void un_f32(enum un op, const float
 	case U_SIGN: for (int64_t i = lo; i < hi; i++) o[i] = p[i] > 0 ? 1.0f : p[i] < 0 ? -1.0f : p[i]; return;
 	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
 	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
-	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = logf(p[i]); return;
+	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = vm_logf(p[i]); return;
 	case U_ERF: for (int64_t i = lo; i < hi; i++) o[i] = vm_erff(p[i]); return;
 	case U_TANH: for (int64_t i = lo; i < hi; i++) o[i] = vm_tanhf(p[i]); return;
 	case U_SIGMOID: /* e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below */
