@@ -4,7 +4,8 @@
  *
  * Kernels compute in double and round once on store (float64, float32's piecewise ones; 16-bit
  * tensors arrive widened), exact; float32's smooth ones (Elu, Selu, Celu, Softplus, Mish, Gelu) run
- * in float on vmath.h's vectorised approximations, within a few ulp (act_f). Gradients follow PyTorch's backward formulas, in standard ONNX ops:
+ * in float on vmath.h's vectorised approximations, within a few ulp (act_f). Gradients follow
+ * PyTorch's backward formulas, in standard ONNX ops:
  *  - Clip, HardSigmoid, LeakyRelu read only their output, as Relu does: y lies strictly inside the
  *    clamp exactly where the input did (hardtanh's strict inequalities at the bounds); Clip's and
  *    HardSigmoid's as g sign(y - lo) sign(hi - y), one fused chain (pass_inside);
