@@ -1599,8 +1599,19 @@ static double act_ref(const char *op, double v)
 	return 0.5 * v * (1 + erf(v * 0.7071067811865476)); /* Gelu */
 }
 
-/* Every activation of activation.c on float32 and float64 (Relu, Tanh, Sigmoid: float64, whose
- * loops compute in double; float32's use vmath's approximations), NaN, infinities, signed zeros,
+/* Whether op's float32 kernel is vmath's approximation (#52 actfast), held to an ulp bound in
+ * vmath/activations_within_their_ulp_bounds instead */
+static int smooth(const char *op)
+{
+	static const char *const ops[] = {"Elu", "Selu", "Celu", "Softplus", "Mish", "Gelu", NULL};
+	for (const char *const *o = ops; *o; o++)
+		if (!strcmp(op, *o))
+			return 1;
+	return 0;
+}
+
+/* Every activation of activation.c on float32 and float64 (Relu, Tanh, Sigmoid and the smooth
+ * ones: float64, whose loops compute in double; float32's use vmath's approximations), NaN, infinities, signed zeros,
  * subnormals, the breakpoints and a sweep, over more elements than one kernel piece (vector tails
  * and piece edges), each output the reference's bits (NaN kept, its payload too). */
 Test(exec, activations_match_their_definitions_bit_for_bit)
@@ -1621,7 +1632,8 @@ Test(exec, activations_match_their_definitions_bit_for_bit)
 		p32[i] = (float)p64[i];
 	}
 	for (const char *const *op = ops; *op; op++)
-		for (int f64 = !strcmp(*op, "Relu") || !strcmp(*op, "Tanh") || !strcmp(*op, "Sigmoid"); f64 < 2; f64++) {
+		for (int f64 = !strcmp(*op, "Relu") || !strcmp(*op, "Tanh") || !strcmp(*op, "Sigmoid") || smooth(*op); f64 < 2;
+		     f64++) {
 			const char *dt = f64 ? "float64" : "float32";
 			char text[800];
 			memcpy(v64, p64, sizeof v64);
@@ -1892,4 +1904,215 @@ Test(exec, grouped_convs_read_folded_transposes_with_the_bits_of_copies)
 		"  - {op: Conv, inputs: [x2t, w2], outputs: [y2], attrs: {group: 6, pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
 		"outputs: [{name: gw}, {name: gw4}, {name: y2}]\n";
 	folded_like_copied("groupfold.yaml", text, 0);
+}
+
+/* #52 actfast: float32's smooth activations on vmath's approximations, held to measured ulp bounds */
+
+/* The definitions in double (Celu with alpha 2, the others with their defaults). */
+static double smooth_ref(const char *op, double v)
+{
+	const double selu_a = 1.67326319217681884765625, selu_g = 1.05070102214813232421875;
+	double sp = v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
+	if (!strcmp(op, "Elu"))
+		return v > 0 ? v : expm1(v);
+	if (!strcmp(op, "Celu"))
+		return v > 0 ? v : 2 * expm1(v / 2);
+	if (!strcmp(op, "Selu"))
+		return selu_g * (v > 0 ? v : selu_a * expm1(v));
+	if (!strcmp(op, "Softplus"))
+		return sp;
+	if (!strcmp(op, "Mish"))
+		return v * tanh(sp);
+	if (!strcmp(op, "GeluTanh"))
+		return 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+	return 0.5 * v * (1 + erf(v * 0.7071067811865476)); /* Gelu */
+}
+
+/* |y - r| in units of the float spacing at max(|r|, floor) (2^-149 below FLT_MIN: subnormal results
+ * are held to their absolute spacing); NaN must stay NaN and infinities must be exact. */
+static double ulps_above(float y, double r, double floor)
+{
+	if (isnan(r) || isinf((float)r)) /* (float)r: what rounding r to float gives, infinity from 2^128 on */
+		return (isnan(r) && isnan(y)) || y == (float)r ? 0 : INFINITY;
+	float a = (float)fmax(fabs(r), floor);
+	double u = a < 1.17549435e-38f ? 0x1p-149 : isinf(a) ? 0x1p104 : (double)(nextafterf(a, INFINITY) - a);
+	return fabs((double)y - r) / u;
+}
+
+/* Every 2048th float (each exponent of both signs, subnormals, infinities and NaNs: the bit
+ * patterns i 2^11 + a hash of i), 2^21 evenly spaced in [-25, 25], and the special values; each
+ * op's worst error against its definition in double, and vm_expm1f's against expm1 (its header's
+ * bounds, measured on 2^24 inputs). The Gelus' errors are in ulps of max(|y|, |x| / 2): 1 + erf
+ * (and 1 + tanh) cancel for x < 0, where float's erf near -1, PyTorch's (Sleef) and
+ * onnxruntime's included, is worth an absolute 2^-24 or so; the others in ulps of y. */
+Test(vmath, activations_within_their_ulp_bounds, .timeout = 120)
+{
+	static const struct { const char *op, *attrs; double floor, most; } ops[] = {
+		{"Elu", "", 0, 2}, {"Selu", "", 0, 3}, {"Celu", ", attrs: {alpha: 2.0}", 0, 3},
+		{"Softplus", "", 0, 3}, {"Mish", "", 0, 4}, {"Gelu", "", 0.5, 3},
+		{"GeluTanh", ", attrs: {approximate: tanh}", 0.5, 3},
+	};
+	static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+					1.17549435e-38f, -1.17549435e-38f, 3.4028235e38f, -3.4028235e38f, 88.72f, -88.72f,
+					-87.4f, -103.9f, -104.5f, 20, -20, 30, -30, 1e-8f, -1e-8f, 0.5f, -0.5f, 1, -1};
+	enum { NSP = sizeof special / sizeof *special, NB = 1 << 21, N = NSP + 2 * NB };
+	float *in = xmalloc(N * sizeof *in), *buf = xmalloc(N * sizeof *buf);
+	cr_assert(in && buf);
+	memcpy(in, special, sizeof special);
+	for (uint32_t i = 0; i < NB; i++) {
+		uint32_t u = i << 11 | ((i * 2654435761u) >> 21);
+		memcpy(&in[NSP + i], &u, sizeof u);
+		in[NSP + NB + i] = -25.0f + 50.0f * (float)i / (float)NB;
+	}
+	double worst = 0;
+	float at = 0;
+	for (int i = 0; i < N; i++) {
+		double e = ulps_above(vm_expm1f(in[i]), expm1((double)in[i]), 0);
+		if (e > worst)
+			worst = e, at = in[i];
+	}
+	cr_expect_leq(worst, 2, "vm_expm1f: %.2f ulp at %a", worst, at);
+	worst = 0;
+	for (int i = 0; i < N; i++) {
+		float v = fabsf(in[i]); /* and the negative ones: NaN */
+		double e = fmax(ulps_above(vm_logf(v), log((double)v), 0), ulps_above(vm_logf(-v), v ? log(-(double)v) : -INFINITY, 0));
+		if (e > worst)
+			worst = e, at = v;
+	}
+	cr_expect_leq(worst, 2, "vm_logf: %.2f ulp at %a", worst, at);
+	for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+		char text[600];
+		const char *op = strncmp(ops[k].op, "Gelu", 4) ? ops[k].op : "Gelu";
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 20\ninputs: [{name: x, dtype: float32, shape: [%d]}]\n"
+			 "nodes:\n  - {op: %s, inputs: [x], outputs: [y]%s}\noutputs: [{name: y}]\n", N, op, ops[k].attrs);
+		struct graph *g = load_text("act_ulps.yaml", text);
+		memcpy(buf, in, N * sizeof *buf);
+		struct rtensor t = {.dtype = DT_FLOAT, .ndim = 1, .dims = {N}, .numel = N, .data = buf,
+				    .nbytes = N * sizeof *buf, .known = 1};
+		const char *name = "x";
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		cr_assert(x, "%s: %s", ops[k].op, e.msg);
+		const float *y = exec_value(x, g->outputs[0])->data;
+		worst = 0;
+		at = 0;
+		for (int i = 0; i < N; i++) {
+			double r = smooth_ref(ops[k].op, in[i]), err = ulps_above(y[i], r, ops[k].floor * fabsf(in[i]));
+			if (err > worst)
+				worst = err, at = in[i];
+		}
+		cr_expect_leq(worst, ops[k].most, "%s: %.2f ulp at x = %a (%.9g)", ops[k].op, worst, at, at);
+		exec_free(x);
+		graph_free(g);
+	}
+	xfree(in);
+	xfree(buf);
+}
+
+/* Differentiates sum(op(w) v) for w = (i mod 17) / 2 - 1 (in [-1, 7]: Clip's bounds 0 and 6 among
+ * them) and runs the training graph on a random v: *g the graph, *x the run, its stats in *st. */
+static void grad_of_w(const char *node, const char *params, struct graph **g, struct exec **x, struct exec_stats *st)
+{
+	enum { N = 1000 };
+	static char text[16384];
+	int len = snprintf(text, sizeof text,
+			   "graphdiet: 1\nopset: 17\ninputs: [{name: v, dtype: float32, shape: [%d]}]\n"
+			   "params: [%s{name: w, dtype: float32, shape: [%d], data: [", N, params, N);
+	for (int i = 0; i < N; i++)
+		len += snprintf(text + len, sizeof text - (size_t)len, "%s%g", i ? ", " : "", (i % 17) * 0.5 - 1);
+	snprintf(text + len, sizeof text - (size_t)len,
+		 "]}]\nnodes:\n  - %s\n  - {op: Mul, inputs: [y, v], outputs: [p]}\n"
+		 "  - {op: ReduceSum, inputs: [p], outputs: [loss], attrs: {keepdims: 0}}\noutputs: [{name: loss}]\n", node);
+	*g = load_text("grad_of_w.yaml", text);
+	const char *want[] = {"w"};
+	struct autodiff_opts ao = {.params = want, .n_params = 1};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert(!autodiff(*g, &ao, &res, &e), "%s", e.msg);
+	struct exec_opts o = {.random_inputs = 1, .seed = 5};
+	memset(st, 0, sizeof *st);
+	*x = exec_run(*g, &o, st, &e);
+	cr_assert(*x, "%s", e.msg);
+}
+
+/* The graph's nodes of op, and w's gradient (dw) with v's values (v) */
+static int count_op(const struct graph *g, enum op_id op)
+{
+	int c = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		c += g->nodes[i]->op == op;
+	return c;
+}
+
+static void dw_and_v(const struct graph *g, const struct exec *x, const float **dw, const float **v)
+{
+	*dw = *v = NULL;
+	for (uint32_t k = 0; k < g->n_outputs; k++)
+		if (!strcmp(g->outputs[k]->name, "w_grad"))
+			*dw = exec_value(x, g->outputs[k])->data;
+	for (uint32_t k = 0; k < g->n_inputs; k++)
+		if (!strcmp(g->inputs[k]->name, "v"))
+			*v = exec_value(x, g->inputs[k])->data;
+	cr_assert(*dw && *v);
+}
+
+/* The piecewise activations' gradients are one fused chain over y and g, no Greater Where Less
+ * Where: Clip's (and HardSigmoid's) as g sign(y - lo) sign(hi - y), g strictly inside the bounds
+ * and 0 on them and beyond; LeakyRelu's, Elu's (and Selu's, Celu's) as s hi + (1 - s) lo,
+ * s = sign(relu(y)), the same bits as the Where they replace (Elu's low side: g (y + 1), y the
+ * float Elu of w). */
+Test(exec, piecewise_activation_gradients_are_one_fused_chain)
+{
+	static const struct { const char *node, *params; int op; } cases[] = {
+		{"{op: Clip, inputs: [w, lo, hi], outputs: [y]}",
+		 "{name: lo, dtype: float32, shape: [], data: [0]}, {name: hi, dtype: float32, shape: [], data: [6]}, ", 0},
+		{"{op: LeakyRelu, inputs: [w], outputs: [y]}", "", 1},
+		{"{op: Elu, inputs: [w], outputs: [y]}", "", 2},
+	};
+	for (int c = 0; c < 3; c++) {
+		struct graph *g;
+		struct exec *x;
+		struct exec_stats st;
+		grad_of_w(cases[c].node, cases[c].params, &g, &x, &st);
+		cr_expect_eq(count_op(g, OP_WHERE) + count_op(g, OP_GREATER) + count_op(g, OP_LESS), 0,
+			     "%s: the gradient has Where, Greater or Less nodes", cases[c].node);
+		cr_expect_geq(st.chain_nodes, 6, "%s: %llu nodes in chains", cases[c].node, (unsigned long long)st.chain_nodes);
+		const float *dw, *v;
+		dw_and_v(g, x, &dw, &v);
+		for (int i = 0; i < 1000; i++) {
+			float w = (float)((i % 17) * 0.5 - 1), want;
+			if (cases[c].op == 0)
+				want = w > 0 && w < 6 ? v[i] : 0.0f;
+			else if (cases[c].op == 1)
+				want = w > 0 ? v[i] : v[i] * 0.01f;
+			else /* the kernel's y: Elu's float32 approximation */
+				want = w > 0 ? v[i] : v[i] * (vm_expm1f(w) + 1.0f);
+			cr_expect_eq(dw[i], want, "%s: w = %g: dw %.9g, want %.9g", cases[c].node, w, dw[i], want);
+		}
+		exec_free(x);
+		graph_free(g);
+	}
+}
+
+/* Dropout of ratio 0 in training: its gradient is g itself, no Cast Mul Div of the mask; nothing
+ * reads the mask, so the forward Dropout runs as a no-op. */
+Test(exec, dropout_of_ratio_zero_passes_its_gradient_through)
+{
+	struct graph *g;
+	struct exec *x;
+	struct exec_stats st;
+	grad_of_w("{op: Dropout, inputs: [w, r, t], outputs: [y]}",
+		  "{name: r, dtype: float32, shape: [], data: [0]}, {name: t, dtype: bool, shape: [], data: [true]}, ", &g, &x,
+		  &st);
+	cr_expect_eq(count_op(g, OP_CAST) + count_op(g, OP_DIV), 0, "the gradient reads the mask");
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i]->op == OP_DROPOUT)
+			cr_expect(g->nodes[i]->n_out < 2 || !g->nodes[i]->out[1], "Dropout's mask is made");
+	const float *dw, *v;
+	dw_and_v(g, x, &dw, &v);
+	cr_expect(!memcmp(dw, v, 1000 * sizeof *dw), "dw is not g's bits");
+	exec_free(x);
+	graph_free(g);
 }

@@ -2,14 +2,18 @@
  * HardSigmoid, HardSwish (MobileNetV3), LeakyRelu, Softplus, Elu, Selu, Celu, PRelu, Softsign,
  * Shrink (hard and soft), ThresholdedRelu, Mish (opset 18), Gelu (opset 20).
  *
- * Kernels compute in double and round once on store (float32 and float64; 16-bit tensors arrive
- * widened). Gradients follow PyTorch's backward formulas, in standard ONNX ops:
+ * Kernels compute in double and round once on store (float64, float32's piecewise ones; 16-bit
+ * tensors arrive widened), exact; float32's smooth ones (Elu, Selu, Celu, Softplus, Mish, Gelu) run
+ * in float on vmath.h's vectorised approximations, within a few ulp (act_f). Gradients follow
+ * PyTorch's backward formulas, in standard ONNX ops:
  *  - Clip, HardSigmoid, LeakyRelu read only their output, as Relu does: y lies strictly inside the
- *    clamp exactly where the input did (hardtanh's strict inequalities at the bounds);
+ *    clamp exactly where the input did (hardtanh's strict inequalities at the bounds); Clip's and
+ *    HardSigmoid's as g sign(y - lo) sign(hi - y), one fused chain (pass_inside);
  *  - HardSwish reads its input: d/dx x relu6(x + 3)/6 = 0 below -3, 1 above 3, x/3 + 1/2 between;
  *  - Softplus reads its input: dy/dx = sigmoid(x);
  *  - Elu, Selu, Celu read their output: below 0 the derivative is y + alpha (Elu), y + gamma alpha
- *    (Selu), y / alpha + 1 (Celu), as PyTorch's backward computes it from the result;
+ *    (Selu), y / alpha + 1 (Celu), as PyTorch's backward computes it from the result; theirs and
+ *    LeakyRelu's choose between the two sides by arithmetic that fuses (select_above_zero);
  *  - PRelu (a slope per channel, broadcast) gives the slope sum(g x) where x <= 0;
  *  - Softsign reads its input: dy/dx = 1 / (1 + |x|)^2; Shrink and ThresholdedRelu pass g where
  *    |x| > lambd, x > alpha (PyTorch's hardshrink and softshrink, threshold);
@@ -76,6 +80,33 @@ static inline __attribute__((always_inline)) double act_d(enum act op, const str
 	}
 }
 
+/* float32's smooth activations, on vmath's approximations (its header and the test vmath/
+ * activations_within_their_ulp_bounds give the accuracy): computed in double through libm they ran
+ * at 4-15% of memory bandwidth. a: alpha as a float (Elu, Celu; Selu: alpha gamma), b: Selu's gamma.
+ *  - Mish: x tanh(log(1 + e^x)) = x n q, n = e^x, q = (n + 2) / (n (n + 2) + 2); x itself from 20
+ *    on, where n q is 1 in float, and (x h) h, h = e^(x/2), below -16, where q is 1: x h stays
+ *    normal as long as the result is not 0, so the tail x < -87 keeps its bits instead of a
+ *    subnormal e^x's.
+ *  - Gelu's tanh form: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), without 1 + tanh's cancellation. */
+static inline __attribute__((always_inline)) float act_f(enum act op, float a, float b, int tanh_gelu, float v)
+{
+	switch (op) {
+	case A_ELU: return v > 0 ? v : a * vm_expm1f(v);
+	case A_SELU: return v > 0 ? b * v : a * vm_expm1f(v);
+	case A_CELU: return v > 0 ? v : a * vm_expm1f(v / a);
+	case A_MISH: {
+		float c = v < 20.0f ? v : 20.0f, n = vm_expf(c), h = vm_expf(0.5f * c); /* NaN passes */
+		float q = (n + 2.0f) / fmaf(n, n + 2.0f, 2.0f);
+		return v >= 20.0f ? v : v > -16.0f ? v * n * q : v * h * h; /* NaN: v n q */
+	}
+	case A_GELU:
+		if (tanh_gelu) /* -2u = x (-2k - 2k c x^2), k = sqrt(2 / pi), c = 0.044715 */
+			return v / (1.0f + vm_expf(v * fmaf(v * v, -0.0713548162726f, -1.5957691216057308f)));
+		return 0.5f * v * (1.0f + vm_erff(v * 0.70710678118654752f));
+	default: return vm_softplusf(v);
+	}
+}
+
 /* Clip on integers: the bounds (inputs of the input's dtype) and the clamp in int64, exact */
 static int clip_int(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
@@ -108,8 +139,9 @@ struct act_job {
 	int f64;
 };
 
-/* Computes in double and rounds once on store, as rt_get and rt_set did element by element; with op
- * a constant, the piecewise ones (Clip, LeakyRelu, HardSwish, ...) are loops the compiler vectorises */
+/* float64, and float32's piecewise ones (Clip, LeakyRelu, HardSwish, ...), compute in double and
+ * round once on store, as rt_get and rt_set did element by element (exact); float32's smooth ones
+ * go through act_f. With op a constant, all are loops the compiler vectorises. */
 static inline __attribute__((always_inline)) void act_span(enum act op, const struct act_job *j, int64_t lo, int64_t hi)
 {
 	const struct act_params p = j->p;
@@ -122,6 +154,13 @@ static inline __attribute__((always_inline)) void act_span(enum act op, const st
 	}
 	const float *a = j->a;
 	float *o = j->o;
+	if (op == A_ELU || op == A_SELU || op == A_CELU || op == A_SOFTPLUS || op == A_MISH || op == A_GELU) {
+		const float fa = op == A_SELU ? (float)(p.alpha * p.beta) : (float)p.alpha, fb = (float)p.beta;
+		const int tg = op == A_GELU && p.alpha;
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = act_f(op, fa, fb, tg, a[i]);
+		return;
+	}
 	for (int64_t i = lo; i < hi; i++)
 		o[i] = (float)act_d(op, &p, (double)a[i]);
 }
@@ -198,34 +237,36 @@ ACT(thresholded_relu, A_THRESHOLDED_RELU)
 ACT(mish, A_MISH)
 ACT(gelu, A_GELU)
 
-/* g where lo < y < hi (either bound absent: NULL), else 0 */
-static struct value *pass_inside(struct ad *a, struct value *g, struct value *y, struct value *lo, struct value *hi,
-				 int dt)
+/* g where lo < y < hi (either bound absent: NULL), else 0, for y = clamp(x, lo, hi): as
+ * g sign(y - lo) sign(hi - y), each sign 1 inside and 0 at its bound (y never passes it), so that
+ * the nodes are one elementwise chain (exec.c), one pass over y and g: Greater Where Less Where
+ * read and wrote 28 bytes an element, 2.3 times the 12 of the chain. Where a bound holds y, the
+ * product is g 0: -0 for a negative g, and NaN for an infinite or NaN g (Where gave +0), as for a
+ * NaN y (Where gave 0). */
+static struct value *pass_inside(struct ad *a, struct value *g, struct value *y, struct value *lo, struct value *hi)
 {
-	struct value *zero = ad_scalar(a, dt, 0);
 	if (lo) {
-		struct value *ins[3] = {ad_op2(a, "Greater", y, lo), g, zero};
-		g = ins[0] ? ad_op(a, "Where", ins, 3) : NULL;
+		struct value *s = ad_op1(a, "Sign", ad_op2(a, "Sub", y, lo));
+		g = s ? ad_op2(a, "Mul", g, s) : NULL;
 	}
 	if (hi && g) {
-		struct value *ins[3] = {ad_op2(a, "Less", y, hi), g, zero};
-		g = ins[0] ? ad_op(a, "Where", ins, 3) : NULL;
+		struct value *s = ad_op1(a, "Sign", ad_op2(a, "Sub", hi, y));
+		g = s ? ad_op2(a, "Mul", g, s) : NULL;
 	}
 	return g;
 }
 
 static int clip_grad(struct ad *a, const struct node *n)
 {
-	int dt = ad_shape(a, n->in[0])->dtype;
 	struct value *lo = n->n_in > 1 ? n->in[1] : NULL, *hi = n->n_in > 2 ? n->in[2] : NULL;
-	return ad_give(a, n->in[0], pass_inside(a, ad_dy(a, n->out[0]), n->out[0], lo, hi, dt));
+	return ad_give(a, n->in[0], pass_inside(a, ad_dy(a, n->out[0]), n->out[0], lo, hi));
 }
 
 static int hard_sigmoid_grad(struct ad *a, const struct node *n)
 {
 	int dt = ad_shape(a, n->in[0])->dtype;
 	struct value *g = ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_scalar(a, dt, attr_float(n, "alpha", 0.2f)));
-	return ad_give(a, n->in[0], pass_inside(a, g, n->out[0], ad_scalar(a, dt, 0), ad_scalar(a, dt, 1), dt));
+	return ad_give(a, n->in[0], pass_inside(a, g, n->out[0], ad_scalar(a, dt, 0), ad_scalar(a, dt, 1)));
 }
 
 static int hard_swish_grad(struct ad *a, const struct node *n)
@@ -238,13 +279,24 @@ static int hard_swish_grad(struct ad *a, const struct node *n)
 	return ad_give(a, x, ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op(a, "Where", lo, 3)));
 }
 
+/* Where(y > 0, hi, lo) as s hi + (1 - s) lo, s = sign(relu(y)) (1 above 0, 0 at or below), whose
+ * nodes join those computing hi and lo into one elementwise chain (exec.c): one pass over y and g
+ * where Greater and Where read and wrote 18 bytes an element beside the branches' own. Each
+ * branch's value is kept to the bit (its zero may change sign), when the other is finite: the
+ * callers make it so for a finite g. A NaN y gives NaN (Where gave lo). */
+static struct value *select_above_zero(struct ad *a, struct value *y, struct value *hi, struct value *lo, int dt)
+{
+	struct value *s = ad_op1(a, "Sign", ad_op1(a, "Relu", y));
+	struct value *keep_lo = ad_op2(a, "Mul", ad_op2(a, "Sub", ad_scalar(a, dt, 1), s), lo);
+	return ad_op2(a, "Add", ad_op2(a, "Mul", s, hi), keep_lo);
+}
+
 static int leaky_relu_grad(struct ad *a, const struct node *n)
 {
 	int dt = ad_shape(a, n->in[0])->dtype;
 	struct value *g = ad_dy(a, n->out[0]);
-	struct value *ins[3] = {ad_op2(a, "Greater", n->out[0], ad_scalar(a, dt, 0)), g,
-				ad_op2(a, "Mul", g, ad_scalar(a, dt, attr_float(n, "alpha", 0.01f)))};
-	return ad_give(a, n->in[0], ad_op(a, "Where", ins, 3));
+	struct value *lo = ad_op2(a, "Mul", g, ad_scalar(a, dt, attr_float(n, "alpha", 0.01f)));
+	return ad_give(a, n->in[0], select_above_zero(a, n->out[0], g, lo, dt));
 }
 
 static int softplus_grad(struct ad *a, const struct node *n)
@@ -252,15 +304,16 @@ static int softplus_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ad_op2(a, "Mul", ad_dy(a, n->out[0]), ad_op1(a, "Sigmoid", n->in[0])));
 }
 
-/* below 0, g (scale y + shift); above, g above (gamma for Selu) */
+/* below 0, g (scale y + shift); above, g above (gamma for Selu). The low branch reads min(y, 0)
+ * (-relu(-y)), finite where y is +inf, for select_above_zero. */
 static int exp_linear_grad(struct ad *a, const struct node *n, double above, double scale, double shift)
 {
 	int dt = ad_shape(a, n->in[0])->dtype;
 	struct value *g = ad_dy(a, n->out[0]), *y = n->out[0];
-	struct value *low = ad_op2(a, "Mul", g, ad_op2(a, "Add", ad_op2(a, "Mul", y, ad_scalar(a, dt, scale)), ad_scalar(a, dt, shift)));
+	struct value *m = ad_op1(a, "Neg", ad_op1(a, "Relu", ad_op1(a, "Neg", y)));
+	struct value *low = ad_op2(a, "Mul", g, ad_op2(a, "Add", ad_op2(a, "Mul", m, ad_scalar(a, dt, scale)), ad_scalar(a, dt, shift)));
 	struct value *high = above == 1 ? g : ad_op2(a, "Mul", g, ad_scalar(a, dt, above));
-	struct value *ins[3] = {ad_op2(a, "Greater", y, ad_scalar(a, dt, 0)), high, low};
-	return ad_give(a, n->in[0], ad_op(a, "Where", ins, 3));
+	return ad_give(a, n->in[0], select_above_zero(a, y, high, low, dt));
 }
 
 static int elu_grad(struct ad *a, const struct node *n)

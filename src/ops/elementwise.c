@@ -461,7 +461,7 @@ static inline __attribute__((always_inline)) void un_f32(enum un op, const float
 	case U_SIGN: for (int64_t i = lo; i < hi; i++) o[i] = p[i] > 0 ? 1.0f : p[i] < 0 ? -1.0f : p[i]; return;
 	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
 	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
-	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = logf(p[i]); return;
+	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = vm_logf(p[i]); return;
 	case U_ERF: for (int64_t i = lo; i < hi; i++) o[i] = vm_erff(p[i]); return;
 	case U_TANH: for (int64_t i = lo; i < hi; i++) o[i] = vm_tanhf(p[i]); return;
 	case U_SIGMOID: /* e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below */
@@ -980,7 +980,7 @@ int chain_op(int op)
 	switch (op) {
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: return 2;
 	case OP_NEG: case OP_ABS: case OP_SQRT: case OP_EXP: case OP_LOG: case OP_ERF: case OP_RELU: case OP_TANH:
-	case OP_SIGMOID: return 1;
+	case OP_SIGMOID: case OP_SIGN: return 1;
 	default: return 0;
 	}
 }
@@ -1001,6 +1001,7 @@ static enum un chain_un(int op)
 	case OP_ERF: return U_ERF;
 	case OP_RELU: return U_RELU;
 	case OP_TANH: return U_TANH;
+	case OP_SIGN: return U_SIGN; /* Clip's gradient (activation.c's pass_inside) */
 	default: return U_SIGMOID;
 	}
 }

@@ -713,7 +713,10 @@ static int dropout_grad(struct ad *a, const struct node *n)
 		return ad_give(a, x, g); /* inference mode: the identity */
 	if (!tm->data)
 		return ad_fail(a, "training_mode must be a constant to differentiate");
-	if (!rt_get(tm, 0))
+	/* of a constant ratio 0, every element is kept and scaled by 1: the identity, as in inference
+	 * mode; nothing then reads the mask, so the forward Dropout is a no-op too (dropout_noop) */
+	const struct rtensor *rt = n->n_in > 1 && n->in[1] ? ad_shape(a, n->in[1]) : NULL;
+	if (!rt_get(tm, 0) || (rt && rt->data && rt->numel == 1 && rt_get(rt, 0) == 0))
 		return ad_give(a, x, g);
 	int dt = ad_shape(a, x)->dtype;
 	struct value *mask = ad_add_output(a, n, 1);
@@ -722,7 +725,6 @@ static int dropout_grad(struct ad *a, const struct node *n)
 		return -1;
 	/* 1 - ratio: a constant when the ratio is one (a Sub of two 16-bit constants is left for
 	 * onnxruntime to fold, and its CPU has no float16 Sub to fold it with: a warning at load) */
-	const struct rtensor *rt = n->n_in > 1 && n->in[1] ? ad_shape(a, n->in[1]) : NULL;
 	struct value *keep;
 	if (!rt || (rt->data && rt->numel == 1)) {
 		keep = ad_scalar(a, dt, 1 - (rt ? rt_get(rt, 0) : 0.5));

@@ -10,6 +10,10 @@
  *   vm_erff   2.5 ulp (bound 3), 1.3e-7 absolute: x p(x^2) for |x| < 1, and 1 - exp(-x^2) g(x - 2.5)
  *             on 1 <= |x| < 4 (erfc's smooth factor); +-1 beyond, where erfc is below half an ulp of 1.
  *   vm_tanhf  1.3 ulp (bound 2): x p(x^2) for |x| < 0.625, 1 - 2 / (e^2|x| + 1) above, with the sign.
+ * and (#52 actfast; tests/test_exec.c's vmath/activations_within_their_ulp_bounds, every 2048th
+ * float and 2^21 points in [-25, 25], all special values):
+ *   vm_expm1f 1.55 ulp (bound 2); vm_logf 1.84 ulp (bound 2); vm_softplusf 2.48 ulp (bound 3):
+ *             series with exact coefficients 1/(2k+1), no fit.
  * The polynomials are least-squares fits on Chebyshev nodes, weighted to relative error, made by
  * tests/bench/fit_vmath.py (numpy). */
 #ifndef GD_VMATH_H
@@ -38,8 +42,9 @@ static inline float vm_bits_float(uint32_t u)
 	return f;
 }
 
-/* e^x = 2^n e^r, x = n ln2 + r, |r| <= ln2 / 2: n (rounded x log2(e)) and e^r = 1 + r + r^2 q(r). */
-static inline float vm_exp_parts(float x, int32_t *n)
+/* e^x = 2^n e^r, x = n ln2 + r, |r| <= ln2 / 2: n (rounded x log2(e)) and e^r - 1 = r + r^2 q(r),
+ * which keeps its relative accuracy as r goes to 0 (r is x itself when n is 0). */
+static inline float vm_expm1_parts(float x, int32_t *n)
 {
 	float t = fmaf(x, 1.44269504f, 12582912.0f); /* 1.5 2^23: rounds x log2(e) */
 	float fn = t - 12582912.0f;
@@ -48,7 +53,12 @@ static inline float vm_exp_parts(float x, int32_t *n)
 	*n = (int32_t)(tb - 0x4B400000u);
 	float r = fmaf(fn, 2.12194440e-4f, fmaf(fn, -0.693359375f, x));
 	float q = fmaf(r, fmaf(r, fmaf(r, fmaf(r, 0.0013893929f, 0.0083637182f), 0.041666955f), 0.16666573f), 0.5f);
-	return 1.0f + fmaf(r * r, q, r);
+	return fmaf(r * r, q, r);
+}
+
+static inline float vm_exp_parts(float x, int32_t *n)
+{
+	return 1.0f + vm_expm1_parts(x, n);
 }
 
 static inline float vm_expf(float x)
@@ -59,6 +69,58 @@ static inline float vm_expf(float x)
 	float p = vm_exp_parts(x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x, &n); /* NaN passes */
 	int32_t h = n / 2;
 	return p * vm_bits_float((uint32_t)(h + 127) << 23) * vm_bits_float((uint32_t)(n - h + 127) << 23);
+}
+
+/* e^x - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding (fmaf): 2^n - 1 is exact for the n in [-44, 44]
+ * of |x| <= 30; beyond, e^x - 1 is e^x or -1 to float precision. -0 stays -0. */
+static inline float vm_expm1f(float x)
+{
+	int32_t n;
+	float u = vm_expm1_parts(x < -30.0f ? -30.0f : x > 30.0f ? 30.0f : x, &n); /* NaN passes */
+	float two = vm_bits_float((uint32_t)(n + 127) << 23);
+	float y = fmaf(two, u, two - 1.0f);
+	y = x > 30.0f ? vm_expf(x) : y;
+	return x == 0 ? x : y;
+}
+
+/* log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x| in (0, 1]: log1p(t) = 2 atanh(s), s = t / (2 + t)
+ * in (0, 1/3], by its series 2 (s + s^3/3 + ... + s^15/15) (the next term is below 1.5e-9 of the
+ * sum): no cancellation anywhere, and it goes to t as t underflows. */
+static inline float vm_softplusf(float x)
+{
+	float t = vm_expf(x < 0 ? x : -x), s = t / (2.0f + t), z = s * s;
+	float p = fmaf(z, 1.0f / 15, 1.0f / 13);
+	p = fmaf(z, p, 1.0f / 11);
+	p = fmaf(z, p, 1.0f / 9);
+	p = fmaf(z, p, 1.0f / 7);
+	p = fmaf(z, p, 1.0f / 5);
+	p = fmaf(z, p, 1.0f / 3);
+	float s2 = 2.0f * s, l = fmaf(s2 * z, p, s2);
+	return (x > 0 ? x : 0.0f) + l; /* NaN: t and l are NaN */
+}
+
+/* log x = k ln2 + log m, x = 2^k m, m in [sqrt(1/2), sqrt(2)): log m = 2 atanh(s), s = (m - 1) / (m + 1)
+ * in [-0.172, 0.172] (m - 1 exact), by its series 2 (s + s^3/3 + ... + s^13/13) (the next term is
+ * below 1e-13 of the sum); ln2 in two parts, k ln2's high part exact. Subnormal x scaled by 2^23
+ * first; log 0 = -inf, log of a negative number NaN, log +inf = +inf, NaN stays NaN. */
+static inline float vm_logf(float x)
+{
+	int sub = x < 1.17549435e-38f;
+	float xs = sub ? x * 8388608.0f : x;
+	uint32_t ix;
+	memcpy(&ix, &xs, sizeof ix);
+	ix += 0x3f800000u - 0x3f3504f3u;
+	float k = (float)((int32_t)(ix >> 23) - 127 - (sub ? 23 : 0));
+	float m = vm_bits_float((ix & 0x007fffffu) + 0x3f3504f3u), s = (m - 1.0f) / (m + 1.0f), z = s * s;
+	float p = fmaf(z, 1.0f / 13, 1.0f / 11);
+	p = fmaf(z, p, 1.0f / 9);
+	p = fmaf(z, p, 1.0f / 7);
+	p = fmaf(z, p, 1.0f / 5);
+	p = fmaf(z, p, 1.0f / 3);
+	float s2 = 2.0f * s, lm = fmaf(s2 * z, p, s2);
+	float y = fmaf(k, 0.693145752f, fmaf(k, 1.42860677e-06f, lm)); /* ln2 = 0.693145752 + 1.42860677e-06 */
+	y = x == 0 ? -INFINITY : x < 0 ? NAN : y;
+	return x == INFINITY || x != x ? x : y;
 }
 
 static inline float vm_erff(float x)
