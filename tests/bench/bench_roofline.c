@@ -15,7 +15,9 @@
  * which every elementwise op without a case of its own gets), and an op no kernel times says why.
  * Each graph is run by the executor: once to warm up and to take each node's cost (op_cost: FLOPs
  * and bytes moved), then K times; the row is the median of the timed node's kernel time (the
- * executor's per-op profile). The roof time of a node is max(FLOPs / peak, bytes / bandwidth) (a
+ * executor's per-op profile, wall time), and the fraction is of the best run: on a machine shared
+ * with other jobs the least interrupted run is the kernel's, as the roofs are the best of their
+ * samples (this machine's CPU time is no help: a virtual machine's excludes the time stolen). The roof time of a node is max(FLOPs / peak, bytes / bandwidth) (a
  * roofline: the FMA roof when its arithmetic intensity is above the machine balance, the bandwidth
  * roof below), and the fraction is roof time / measured time.
  *
@@ -46,38 +48,42 @@
 /* ---- the roofs ---- */
 
 #if defined(__x86_64__)
-/* GFLOP/s of `iters` rounds of 12 independent float32 FMA chains, 16 lanes each */
+/* GFLOP/s of `iters` rounds of 12 independent float32 FMA chains (enough to cover the FMA latency
+ * on two pipes), each a named variable so that all stay in registers */
+#define FMA12(fma, acc)                                                                                      \
+	do {                                                                                                 \
+		acc##0 = fma(acc##0, m, a), acc##1 = fma(acc##1, m, a), acc##2 = fma(acc##2, m, a);          \
+		acc##3 = fma(acc##3, m, a), acc##4 = fma(acc##4, m, a), acc##5 = fma(acc##5, m, a);          \
+		acc##6 = fma(acc##6, m, a), acc##7 = fma(acc##7, m, a), acc##8 = fma(acc##8, m, a);          \
+		acc##9 = fma(acc##9, m, a), acc##10 = fma(acc##10, m, a), acc##11 = fma(acc##11, m, a);      \
+	} while (0)
+#define SUM12(add, acc)                                                                                      \
+	add(add(add(add(acc##0, acc##1), add(acc##2, acc##3)), add(add(acc##4, acc##5), add(acc##6, acc##7))), \
+	    add(add(acc##8, acc##9), add(acc##10, acc##11)))
+
 __attribute__((target("avx512f"))) static double fma_avx512(long iters)
 {
-	__m512 acc[12], m = _mm512_set1_ps(0.9999f), a = _mm512_set1_ps(1e-4f);
-	for (int k = 0; k < 12; k++)
-		acc[k] = _mm512_set1_ps((float)k);
+	__m512 m = _mm512_set1_ps(0.9999f), a = _mm512_set1_ps(1e-4f), v0 = _mm512_set1_ps(0), v1 = v0, v2 = v0, v3 = v0,
+	       v4 = v0, v5 = v0, v6 = v0, v7 = v0, v8 = v0, v9 = v0, v10 = v0, v11 = v0;
 	double t0 = bench_now();
 	for (long i = 0; i < iters; i++)
-		for (int k = 0; k < 12; k++)
-			acc[k] = _mm512_fmadd_ps(acc[k], m, a);
+		FMA12(_mm512_fmadd_ps, v);
 	double t = bench_now() - t0;
 	float sink[16];
-	for (int k = 1; k < 12; k++)
-		acc[0] = _mm512_add_ps(acc[0], acc[k]);
-	_mm512_storeu_ps(sink, acc[0]);
+	_mm512_storeu_ps(sink, SUM12(_mm512_add_ps, v));
 	return sink[0] == -1 ? 0 : 2.0 * 16 * 12 * (double)iters / t / 1e9;
 }
 
 __attribute__((target("avx2,fma"))) static double fma_avx2(long iters)
 {
-	__m256 acc[12], m = _mm256_set1_ps(0.9999f), a = _mm256_set1_ps(1e-4f);
-	for (int k = 0; k < 12; k++)
-		acc[k] = _mm256_set1_ps((float)k);
+	__m256 m = _mm256_set1_ps(0.9999f), a = _mm256_set1_ps(1e-4f), v0 = _mm256_set1_ps(0), v1 = v0, v2 = v0, v3 = v0,
+	       v4 = v0, v5 = v0, v6 = v0, v7 = v0, v8 = v0, v9 = v0, v10 = v0, v11 = v0;
 	double t0 = bench_now();
 	for (long i = 0; i < iters; i++)
-		for (int k = 0; k < 12; k++)
-			acc[k] = _mm256_fmadd_ps(acc[k], m, a);
+		FMA12(_mm256_fmadd_ps, v);
 	double t = bench_now() - t0;
 	float sink[8];
-	for (int k = 1; k < 12; k++)
-		acc[0] = _mm256_add_ps(acc[0], acc[k]);
-	_mm256_storeu_ps(sink, acc[0]);
+	_mm256_storeu_ps(sink, SUM12(_mm256_add_ps, v));
 	return sink[0] == -1 ? 0 : 2.0 * 8 * 12 * (double)iters / t / 1e9;
 }
 #endif
@@ -96,30 +102,56 @@ static double fma_scalar(long iters)
 	return acc[0] == -1 ? 0 : 2.0 * 12 * (double)iters / t / 1e9;
 }
 
-/* The best of `repeat` runs of each variant the CPU has: *zmm, *ymm (0 when absent). */
-static double fma_peak(int repeat, double *zmm, double *ymm)
+/* The roofs, the best seen in samples taken between the cases (a shared machine's quiet moments):
+ * FMA GFLOP/s per core with zmm and ymm registers (0 where the CPU lacks them) or in a scalar loop;
+ * GB/s (read + written) of memcpy and of a streaming loop y = x + 1 over buffers of COPY_BYTES. */
+static struct {
+	double zmm, ymm, scalar, memcpy, loop;
+	float *a, *b;
+} roof;
+
+static void stream_loop(float *restrict y, const float *restrict x, size_t n)
 {
-	*zmm = *ymm = 0;
-	double best = 0;
-	for (int r = 0; r < repeat; r++) {
+	for (size_t i = 0; i < n; i++)
+		y[i] = x[i] + 1.0f;
+}
+
+static void roof_sample(long fma_iters)
+{
 #if defined(__x86_64__)
-		__builtin_cpu_init();
-		if (__builtin_cpu_supports("avx512f")) {
-			double g = fma_avx512(20000000);
-			*zmm = g > *zmm ? g : *zmm;
-		}
-		if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-			double g = fma_avx2(20000000);
-			*ymm = g > *ymm ? g : *ymm;
-		}
-#endif
-		if (!*zmm && !*ymm) {
-			double g = fma_scalar(20000000);
-			best = g > best ? g : best;
-		}
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f")) {
+		double g = fma_avx512(fma_iters);
+		roof.zmm = g > roof.zmm ? g : roof.zmm;
 	}
-	best = *zmm > best ? *zmm : best;
-	return *ymm > best ? *ymm : best;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		double g = fma_avx2(fma_iters);
+		roof.ymm = g > roof.ymm ? g : roof.ymm;
+	}
+#endif
+	if (!roof.zmm && !roof.ymm) {
+		double g = fma_scalar(fma_iters);
+		roof.scalar = g > roof.scalar ? g : roof.scalar;
+	}
+	size_t n = COPY_BYTES / sizeof(float);
+	double t0 = bench_now();
+	memcpy(roof.b, roof.a, COPY_BYTES);
+	double t1 = bench_now();
+	stream_loop(roof.a, roof.b, n);
+	double t2 = bench_now(), g = 2.0 * (double)COPY_BYTES / 1e9;
+	roof.memcpy = g / (t1 - t0) > roof.memcpy ? g / (t1 - t0) : roof.memcpy;
+	roof.loop = g / (t2 - t1) > roof.loop ? g / (t2 - t1) : roof.loop;
+}
+
+static double roof_peak(void)
+{
+	double p = roof.zmm > roof.ymm ? roof.zmm : roof.ymm;
+	return p > roof.scalar ? p : roof.scalar;
+}
+
+static double roof_bw(void)
+{
+	return roof.memcpy > roof.loop ? roof.memcpy : roof.loop;
 }
 
 static void cpu_model(char *buf, size_t n)
@@ -190,7 +222,7 @@ static const struct rcase cases[] = {
 	{"ConvTranspose", 0, "8x64x24x24, 32 2x2 /2", "", RESNET_X(64, 24) PF("w", "[64, 32, 2, 2]"),
 	 "  - {op: ConvTranspose, inputs: [x, w], outputs: [y], name: op, attrs: {strides: [2, 2]}}\n"},
 	{"BatchNormalization", 0, "8x64x48x48 training", "", RESNET_X(64, 48) PU("s", "[64]") PF("b", "[64]")
-	 CD("m", "float32", "[64]", "[0]") CD("v", "float32", "[64]", "[1]"),
+	 PF("m", "[64]") PU("v", "[64]"),
 	 "  - {op: BatchNormalization, inputs: [x, s, b, m, v], outputs: [y, rm, rv], name: op, attrs: {training_mode: 1}}\n"},
 	{"MaxPool", 0, "8x64x48x48 3x3 /2", "", RESNET_X(64, 48),
 	 "  - {op: MaxPool, inputs: [x], outputs: [y], name: op, attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
@@ -360,15 +392,15 @@ static const struct rcase cases[] = {
 	 "  - {op: DequantizeLinear, inputs: [x, k0, z], outputs: [y], name: op}\n"},
 	{"DynamicQuantizeLinear", 0, "16M float32", "", PF("x", N16M),
 	 "  - {op: DynamicQuantizeLinear, inputs: [x], outputs: [y, s, z], name: op}\n"},
-	{"MatMulInteger", 0, "1024x384 @ 384x1536 uint8", IN("a", "uint8", "[1024, 384]") IN("b", "uint8", "[384, 1536]"), "",
+	{"MatMulInteger", 0, "128x384 @ 384x1536 uint8", IN("a", "uint8", "[128, 384]") IN("b", "uint8", "[384, 1536]"), "",
 	 "  - {op: MatMulInteger, inputs: [a, b], outputs: [y], name: op}\n"},
-	{"QLinearMatMul", 0, "1024x384 @ 384x1536 uint8", IN("a", "uint8", "[1024, 384]") IN("b", "uint8", "[384, 1536]"),
+	{"QLinearMatMul", 0, "128x384 @ 384x1536 uint8", IN("a", "uint8", "[128, 384]") IN("b", "uint8", "[384, 1536]"),
 	 CD("sa", "float32", "[]", "[0.1]") CD("za", "uint8", "[]", "[128]") CD("sb", "float32", "[]", "[0.1]")
 	 CD("zb", "uint8", "[]", "[128]") CD("sy", "float32", "[]", "[0.1]") CD("zy", "uint8", "[]", "[128]"),
 	 "  - {op: QLinearMatMul, inputs: [a, sa, za, b, sb, zb, sy, zy], outputs: [y], name: op}\n"},
-	{"ConvInteger", 0, "8x64x24x24 uint8, 64 3x3", IN("x", "uint8", "[8, 64, 24, 24]") IN("w", "uint8", "[64, 64, 3, 3]"), "",
+	{"ConvInteger", 0, "1x64x24x24 uint8, 64 3x3", IN("x", "uint8", "[1, 64, 24, 24]") IN("w", "uint8", "[64, 64, 3, 3]"), "",
 	 "  - {op: ConvInteger, inputs: [x, w], outputs: [y], name: op, attrs: {pads: [1, 1, 1, 1]}}\n"},
-	{"QLinearConv", 0, "8x64x24x24 uint8, 64 3x3", IN("x", "uint8", "[8, 64, 24, 24]") IN("w", "uint8", "[64, 64, 3, 3]"),
+	{"QLinearConv", 0, "1x64x24x24 uint8, 64 3x3", IN("x", "uint8", "[1, 64, 24, 24]") IN("w", "uint8", "[64, 64, 3, 3]"),
 	 CD("sx", "float32", "[]", "[0.1]") CD("zx", "uint8", "[]", "[128]") CD("sw", "float32", "[]", "[0.1]")
 	 CD("zw", "uint8", "[]", "[128]") CD("sy", "float32", "[]", "[0.1]") CD("zy", "uint8", "[]", "[128]"),
 	 "  - {op: QLinearConv, inputs: [x, sx, zx, w, sw, zw, sy, zy], outputs: [y], name: op, attrs: {pads: [1, 1, 1, 1]}}\n"},
@@ -425,16 +457,37 @@ static const char *not_a_kernel(enum op_id op)
 }
 
 struct opts {
-	int repeat, tsv;
+	int repeat, tsv, threads;
 	const char *filter;
-	double peak, bw; /* GFLOP/s, GB/s */
 };
 
-struct meas {
-	double sec, roof_sec;
-	uint64_t flops, bytes;
-	char why[1024];
+/* A row of the table: a timed case's kernel time and its nodes' costs (the roof is applied at the
+ * end, with the best roofs of the run), or why it is not timed. */
+struct row {
+	const char *op, *dir, *shape;
+	char *why;
+	double sec, best; /* the median and the best run's */
+	int runs;
+	size_t n;
+	uint64_t *f, *b; /* each timed node's FLOPs and bytes */
 };
+
+static struct row *rows;
+static size_t n_rows, cap_rows;
+
+static struct row *row_add(const char *op, const char *dir, const char *shape)
+{
+	if (n_rows == cap_rows) {
+		cap_rows = cap_rows ? 2 * cap_rows : 256;
+		rows = realloc(rows, cap_rows * sizeof *rows);
+		if (!rows) {
+			fprintf(stderr, "bench_roofline: out of memory\n");
+			exit(1);
+		}
+	}
+	rows[n_rows] = (struct row){op, dir, shape, NULL, 0, 0, 0, 0, NULL, NULL};
+	return &rows[n_rows++];
+}
 
 static struct node *named_node(struct graph *g, const char *name)
 {
@@ -462,21 +515,25 @@ static int materialize(struct graph *g, struct gd_err *e)
 	return 0;
 }
 
-/* The case's graph, checked and sorted; with grad, its loss ReduceSum(y) and the backward pass, only
- * the nodes the op's gradient rule emitted left tagged backward (*n_grad of them). */
-static struct graph *case_graph(const struct rcase *c, int grad, int *n_grad, struct meas *m)
+/* The loss: sum(y * y), whose dL/dy = 2y is a tensor like any other (an all-ones dL/dy from
+ * sum(y) lets products of a broadcast seed shortcut); its nodes' gradients are not timed */
+#define LOSS "  - {op: Mul, inputs: [y, y], outputs: [yy], name: lossmul}\n" \
+	     "  - {op: ReduceSum, inputs: [yy], outputs: [loss], name: lossnode, attrs: {keepdims: 0}}\n"
+
+/* The case's graph, checked and sorted; with grad, its loss and the backward pass, only the nodes
+ * the op's gradient rule emitted left tagged backward (*n_grad of them). NULL with *why set. */
+static struct graph *case_graph(const struct rcase *c, int grad, int *n_grad, char **why)
 {
 	size_t len = strlen(c->inputs) + strlen(c->params) + strlen(c->nodes) + 512;
 	char *text = malloc(len);
 	struct gd_err e = {0};
 	if (!text) {
-		snprintf(m->why, sizeof m->why, "out of memory");
+		*why = strdup("out of memory");
 		return NULL;
 	}
 	snprintf(text, len, "graphdiet: 1\nopset: %d\ninputs:%s%s\nparams:%s%s\nnodes:\n%s%soutputs: [{name: %s}]\n",
 		 c->opset ? c->opset : 17, *c->inputs ? "\n" : " []", c->inputs, *c->params ? "\n" : " []", c->params,
-		 c->nodes, grad ? "  - {op: ReduceSum, inputs: [y], outputs: [loss], name: lossnode, attrs: {keepdims: 0}}\n" : "",
-		 grad ? "loss" : "y");
+		 c->nodes, grad ? LOSS : "", grad ? "loss" : "y");
 	struct graph *g = yaml_read((const uint8_t *)text, strlen(text), "roofline.yaml", ".", &e);
 	free(text);
 	if (g && !graph_check(g, &e) && !graph_toposort(g, &e) && !named_node(g, "op"))
@@ -493,7 +550,7 @@ static struct graph *case_graph(const struct rcase *c, int grad, int *n_grad, st
 					continue;
 				if (n->name && !strncmp(n->name, "op_grad", 7))
 					++*n_grad;
-				else /* the loss's seed: timed apart */
+				else /* the loss's: timed apart */
 					n->tags = (n->tags & ~(uint32_t)TAG_BACKWARD) | TAG_LOSS_SCALE;
 			}
 		}
@@ -501,103 +558,80 @@ static struct graph *case_graph(const struct rcase *c, int grad, int *n_grad, st
 	if (g && !e.code)
 		materialize(g, &e);
 	if (!g || e.code) {
-		snprintf(m->why, sizeof m->why, "%s", e.msg);
+		*why = strdup(e.msg);
 		graph_free(g);
 		return NULL;
 	}
 	return g;
 }
 
-/* Times g's timed nodes (grad: those tagged backward, else the node named op) into m: 0, or -1
- * with m->why set. */
-static int measure(struct graph *g, int grad, const struct opts *o, struct meas *m)
+/* Times g's timed nodes (grad: those tagged backward, else the node named op) into r: 0, or -1
+ * with r->why set. A slow kernel is run fewer times: no more runs once 3 s have been spent, and no
+ * warm-up run beyond the costs' when that took over a second. */
+static int measure(struct graph *g, int grad, const struct opts *o, struct row *r)
 {
 	struct gd_err e = {0};
 	const struct node *opn = named_node(g, "op");
 	struct exec_opts co = {.random_inputs = 1, .seed = 1, .keep_values = 1};
+	double tc = bench_now();
 	struct exec *x = exec_run(g, &co, NULL, &e);
+	tc = bench_now() - tc;
 	if (!x) {
-		snprintf(m->why, sizeof m->why, "%s", e.msg);
+		r->why = strdup(e.msg);
 		return -1;
 	}
-	for (uint32_t i = 0; i < g->n_nodes; i++) {
+	r->f = calloc(g->n_nodes, sizeof *r->f);
+	r->b = calloc(g->n_nodes, sizeof *r->b);
+	for (uint32_t i = 0; r->f && r->b && i < g->n_nodes; i++) {
 		const struct node *n = g->nodes[i];
 		struct rtensor *in[64] = {0}, *out[64] = {0};
-		uint64_t f = 0, b = 0;
 		if (grad ? !(n->tags & TAG_BACKWARD) : n != opn)
 			continue;
 		for (uint32_t k = 0; k < n->n_in && k < 64; k++)
 			in[k] = n->in[k] ? (struct rtensor *)exec_value(x, n->in[k]) : NULL;
 		for (uint32_t k = 0; k < n->n_out && k < 64; k++)
 			out[k] = n->out[k] ? (struct rtensor *)exec_value(x, n->out[k]) : NULL;
-		op_cost(n, in, out, &f, &b);
-		m->flops += f;
-		m->bytes += b;
-		double tf = (double)f / (o->peak * 1e9), tb = (double)b / (o->bw * 1e9);
-		m->roof_sec += tf > tb ? tf : tb;
+		op_cost(n, in, out, &r->f[r->n], &r->b[r->n]);
+		r->n++;
 	}
 	exec_free(x);
-	double t[64];
-	for (int r = 0; r <= o->repeat; r++) {
+	double t[64], t0 = bench_now();
+	int runs = 0;
+	/* past a second, the costs' run was warm-up enough */
+	for (int k = tc > 1.0; k <= o->repeat && (runs < 1 || bench_now() - t0 < 3.0); k++) {
 		struct exec_profile prof = {0};
 		struct exec_opts eo = {.random_inputs = 1, .seed = 1, .profile = &prof};
 		x = exec_run(g, &eo, NULL, &e);
 		if (!x) {
-			snprintf(m->why, sizeof m->why, "%s", e.msg);
+			r->why = strdup(e.msg);
 			return -1;
 		}
 		exec_free(x);
-		if (r) /* run 0 warms caches and page tables */
-			t[r - 1] = grad ? prof.tag_seconds[1] : prof.seconds[opn->op];
+		if (k) /* run 0 warms caches and page tables */
+			t[runs++] = grad ? prof.tag_seconds[1] : prof.seconds[opn->op];
 	}
-	qsort(t, (size_t)o->repeat, sizeof *t, bench_by_value);
-	m->sec = t[o->repeat / 2];
+	qsort(t, (size_t)runs, sizeof *t, bench_by_value);
+	r->sec = t[runs / 2];
+	r->best = t[0];
+	r->runs = runs;
 	return 0;
 }
 
-static int n_rows, n_low, n_untimed;
-
-static void row_untimed(const struct opts *o, const char *op, const char *dir, const char *shape, const char *why)
-{
-	n_untimed++;
-	if (o->tsv)
-		printf("%s\t%s\t%s\t\t\t\t\t%s\n", op, dir, shape, why);
-	else
-		printf("| %s | %s | %s | | | | | %s |\n", op, dir, shape, why);
-}
-
-/* One row: the case in direction grad (0: fwd), or why it is not timed. */
+/* The case in direction grad (0: fwd): a row, timed or saying why not. */
 static void case_row(const struct rcase *c, int grad, const struct opts *o)
 {
-	struct meas m = {0};
 	int n_grad = 0;
-	const char *dir = grad ? "grad" : "fwd";
-	struct graph *g = case_graph(c, grad, &n_grad, &m);
+	struct row *r = row_add(c->op, grad ? "grad" : "fwd", c->shape);
+	struct graph *g = case_graph(c, grad, &n_grad, &r->why);
 	if (g && grad && !n_grad) {
-		snprintf(m.why, sizeof m.why, "no gradient: the rule emitted no nodes for these inputs");
+		r->why = strdup("no gradient: the rule emitted no nodes for these inputs");
 		graph_free(g);
 		g = NULL;
 	}
-	if (!g || measure(g, grad, o, &m)) {
-		graph_free(g);
-		row_untimed(o, c->op, dir, c->shape, m.why);
-		return;
-	}
+	fprintf(stderr, "%s %s %s\n", c->op, r->dir, c->shape);
+	if (g)
+		measure(g, grad, o, r);
 	graph_free(g);
-	n_rows++;
-	double frac = m.sec > 0 ? m.roof_sec / m.sec : 0;
-	/* the figure of the binding roof: GFLOP/s when the FMA roof binds, else GB/s */
-	int compute = (double)m.flops / o->peak > (double)m.bytes / o->bw;
-	double rate = (compute ? (double)m.flops : (double)m.bytes) / m.sec / 1e9;
-	const char *unit = compute ? "GFLOP/s" : "GB/s", *flag = frac < 0.25 ? "<25%" : "";
-	n_low += frac < 0.25;
-	if (o->tsv)
-		printf("%s\t%s\t%s\t%.3f\t%.1f\t%.1f\t%s\t%.3f\t%s\n", c->op, dir, c->shape, m.sec * 1e3, rate,
-		       compute ? o->peak : o->bw, unit, frac, flag);
-	else
-		printf("| %s | %s | %s | %.3f | %.1f %s | %.1f %s | %.0f%% | %s |\n", c->op, dir, c->shape, m.sec * 1e3, rate,
-		       unit, compute ? o->peak : o->bw, unit, 100 * frac, flag);
-	fflush(stdout);
 }
 
 /* An elementwise op without a case of its own: float32 16M-element operands (parameters, so the
@@ -607,17 +641,18 @@ static void elem_rows(enum op_id op, const struct opts *o)
 	const struct op_info *oi = &op_table[op];
 	int n_in = oi->max_in < 0 || oi->max_in > 2 ? 2 : oi->max_in;
 	n_in = n_in < oi->min_in ? oi->min_in : n_in;
-	static char nodes[256];
-	snprintf(nodes, sizeof nodes, "  - {op: %s, inputs: [%s], outputs: [y], name: op}\n", oi->op_type, n_in > 1 ? "a, b" : "a");
-	struct rcase fc = {oi->op_type, 0, n_in > 1 ? "16M + 16M" : "16M", "", n_in > 1 ? PF("a", N16M) PU("b", N16M) : PF("a", N16M), nodes};
-	struct rcase bc = {oi->op_type, 0, n_in > 1 ? "16M bool + 16M bool" : "16M bool",
-			   n_in > 1 ? IN("a", "bool", N16M) IN("b", "bool", N16M) : IN("a", "bool", N16M), "", nodes};
+	static char nodes[OP_COUNT][160];
+	snprintf(nodes[op], sizeof nodes[op], "  - {op: %s, inputs: [%s], outputs: [y], name: op}\n", oi->op_type,
+		 n_in > 1 ? "a, b" : "a");
+	struct rcase fc = {oi->op_type, 0, n_in > 1 ? "16M, 16M" : "16M", "", n_in > 1 ? PF("a", N16M) PU("b", N16M) : PF("a", N16M),
+			   nodes[op]};
+	struct rcase bc = {oi->op_type, 0, n_in > 1 ? "16M bool, 16M bool" : "16M bool",
+			   n_in > 1 ? IN("a", "bool", N16M) IN("b", "bool", N16M) : IN("a", "bool", N16M), "", nodes[op]};
 	int n_grad = 0;
-	struct meas m = {0};
-	struct graph *g = case_graph(&fc, 0, &n_grad, &m);
+	char *why = NULL;
+	struct graph *g = case_graph(&fc, 0, &n_grad, &why);
 	const struct rcase *c = &fc;
-	if (g) {
-		/* a bool op reads its float operands only in a shapes run: a run tells */
+	if (g) { /* an op of bools takes no floats: a shapes run tells */
 		struct exec_opts so = {.random_inputs = 1, .seed = 1, .shapes_only = 1};
 		struct gd_err e = {0};
 		struct exec *x = exec_run(g, &so, NULL, &e);
@@ -628,9 +663,62 @@ static void elem_rows(enum op_id op, const struct opts *o)
 	} else {
 		c = &bc;
 	}
+	free(why);
 	case_row(c, 0, o);
 	if (oi->flags & OPF_DIFF)
 		case_row(c, 1, o);
+}
+
+/* The row's roof time: each node's max(FLOPs / peak, bytes / bandwidth), summed; *compute: the FMA
+ * roof binds the nodes' total */
+static double row_roof(const struct row *r, double peak, double bw, int *compute)
+{
+	double s = 0, tf = 0, tb = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		double f = (double)r->f[i] / (peak * 1e9), b = (double)r->b[i] / (bw * 1e9);
+		s += f > b ? f : b;
+		tf += f;
+		tb += b;
+	}
+	*compute = tf > tb;
+	return s;
+}
+
+static void row_print(const struct row *r, const struct opts *o, double peak, double bw)
+{
+	if (r->why) {
+		if (o->tsv)
+			printf("%s\t%s\t%s\t\t\t\t\t\t\t%s\n", r->op, r->dir, r->shape, r->why);
+		else
+			printf("| %s | %s | %s | | | | | | %s |\n", r->op, r->dir, r->shape, r->why);
+		return;
+	}
+	int compute = 0;
+	double frac = r->best > 0 ? row_roof(r, peak, bw, &compute) / r->best : 0, sum = 0;
+	for (size_t i = 0; i < r->n; i++)
+		sum += (double)(compute ? r->f[i] : r->b[i]);
+	double rate = r->best > 0 ? sum / r->best / 1e9 : 0;
+	const char *unit = compute ? "GFLOP/s" : "GB/s", *flag = frac < 0.25 ? "<25%" : "";
+	if (o->tsv)
+		printf("%s\t%s\t%s\t%.3f\t%.3f\t%.1f\t%.1f\t%s\t%.3f\t%s\n", r->op, r->dir, r->shape, r->sec * 1e3, r->best * 1e3,
+		       rate, compute ? peak : bw, unit, frac, flag);
+	else
+		printf("| %s | %s | %s | %.3f | %.3f | %.1f %s | %.1f %s | %.0f%% | %s |\n", r->op, r->dir, r->shape, r->sec * 1e3,
+		       r->best * 1e3, rate, unit, compute ? peak : bw, unit, 100 * frac, flag);
+}
+
+static double final_peak, final_bw; /* the roofs the table applies */
+
+static double row_frac(const struct row *r)
+{
+	int compute;
+	return r->why || r->best <= 0 ? 2 : row_roof(r, final_peak, final_bw, &compute) / r->best;
+}
+
+static int by_frac(const void *a, const void *b)
+{
+	double x = row_frac(*(struct row *const *)a), y = row_frac(*(struct row *const *)b);
+	return (x > y) - (x < y);
 }
 
 static int usage(void)
@@ -641,11 +729,10 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.repeat = 5};
-	int threads = 1;
+	struct opts o = {.repeat = 5, .threads = 1};
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			threads = atoi(argv[++i]);
+			o.threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			o.repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
@@ -655,9 +742,9 @@ int main(int argc, char **argv)
 		else
 			return usage();
 	}
-	if (threads < 1 || o.repeat < 1 || o.repeat > 63)
+	if (o.threads < 1 || o.repeat < 1 || o.repeat > 63)
 		return usage();
-	pool_set_threads(threads);
+	pool_set_threads(o.threads);
 	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
 		int found = 0;
 		for (int op = 1; op < OP_COUNT && !found; op++)
@@ -667,23 +754,21 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	char cpu[256];
-	double zmm, ymm;
-	cpu_model(cpu, sizeof cpu);
-	o.peak = fma_peak(3, &zmm, &ymm) * threads;
-	o.bw = bench_copy_gbs(COPY_BYTES, 5);
-	printf("bench_roofline: %s; %d thread(s), median of %d runs\n", cpu, threads, o.repeat);
-	printf("FMA peak %.1f GFLOP/s (float32, per core: zmm %.1f, ymm %.1f; x %d threads); memcpy %.1f GB/s "
-	       "(read + written, %zu MiB buffers, one thread); balance %.1f FLOP/byte\n\n",
-	       o.peak, zmm, ymm, threads, o.bw, COPY_BYTES >> 20, o.peak / o.bw);
-	if (o.tsv)
-		printf("op\tdir\tshape\tms\trate\troof\tunit\tfraction\tflag\n");
-	else
-		printf("| op | dir | shape | ms | achieved | roof | of roof | |\n|---|---|---|---|---|---|---|---|\n");
+	roof.a = malloc(COPY_BYTES);
+	roof.b = malloc(COPY_BYTES);
+	if (!roof.a || !roof.b) {
+		fprintf(stderr, "bench_roofline: out of memory for the copy buffers\n");
+		return 1;
+	}
+	memset(roof.a, 0, COPY_BYTES);
+	memset(roof.b, 0, COPY_BYTES);
+	for (int k = 0; k < 3; k++)
+		roof_sample(20000000);
 	for (int op = 1; op < OP_COUNT; op++) {
 		const struct op_info *oi = &op_table[op];
 		if (o.filter && !strstr(oi->op_type, o.filter))
 			continue;
+		roof_sample(4000000);
 		int any = 0;
 		for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
 			if (!strcmp(cases[k].op, oi->op_type)) {
@@ -696,12 +781,53 @@ int main(int argc, char **argv)
 			continue;
 		const char *why = not_a_kernel((enum op_id)op);
 		if (why)
-			row_untimed(&o, oi->op_type, "fwd", "", why);
+			row_add(oi->op_type, "fwd", "")->why = strdup(why);
 		else if (oi->flags & OPF_ELEMWISE)
 			elem_rows((enum op_id)op, &o);
 		else
-			row_untimed(&o, oi->op_type, "fwd", "", "no real-size case in bench_roofline yet");
+			row_add(oi->op_type, "fwd", "")->why = strdup("no real-size case in bench_roofline yet");
 	}
-	printf("\n%d rows timed, %d under 25%% of their roof; %d rows not timed\n", n_rows, n_low, n_untimed);
+	for (int k = 0; k < 3; k++)
+		roof_sample(20000000);
+	double peak = final_peak = roof_peak() * o.threads, bw = final_bw = roof_bw();
+	char cpu[256];
+	cpu_model(cpu, sizeof cpu);
+	printf("bench_roofline: %s; %d thread(s); ms: the median of up to %d runs (fewer past 3 s), and the best, "
+	       "which the fraction is of\n",
+	       cpu, o.threads, o.repeat);
+	printf("FMA peak %.1f GFLOP/s (float32, one core: zmm %.1f, ymm %.1f; x %d threads); bandwidth %.1f GB/s (read + "
+	       "written, one thread, %zu MiB buffers: memcpy %.1f, y = x + 1 loop %.1f); balance %.1f FLOP/byte; the "
+	       "best of samples taken between the ops\n\n",
+	       peak, roof.zmm, roof.ymm, o.threads, bw, COPY_BYTES >> 20, roof.memcpy, roof.loop, peak / bw);
+	if (o.tsv)
+		printf("op\tdir\tshape\tms\tbest_ms\trate\troof\tunit\tfraction\tflag\tnot timed\n");
+	else
+		printf("| op | dir | shape | ms | best ms | achieved (best) | roof | of roof | |\n|---|---|---|---|---|---|---|---|---|\n");
+	struct row **low = calloc(n_rows + 1, sizeof *low);
+	size_t n_low = 0, n_timed = 0;
+	for (size_t i = 0; i < n_rows; i++) {
+		row_print(&rows[i], &o, peak, bw);
+		n_timed += !rows[i].why;
+		if (!rows[i].why && low && row_frac(&rows[i]) < 0.25)
+			low[n_low++] = &rows[i];
+	}
+	printf("\n%zu rows timed, %zu under 25%% of their roof; %zu rows not timed\n", n_timed, n_low, n_rows - n_timed);
+	if (low && n_low) {
+		qsort(low, n_low, sizeof *low, by_frac);
+		printf("\nUnder 25%%, furthest below first:\n\n");
+		if (!o.tsv)
+			printf("| op | dir | shape | ms | best ms | achieved (best) | roof | of roof | |\n|---|---|---|---|---|---|---|---|---|\n");
+		for (size_t i = 0; i < n_low; i++)
+			row_print(low[i], &o, peak, bw);
+	}
+	for (size_t i = 0; i < n_rows; i++) {
+		free(rows[i].why);
+		free(rows[i].f);
+		free(rows[i].b);
+	}
+	free(rows);
+	free(low);
+	free(roof.a);
+	free(roof.b);
 	return 0;
 }
