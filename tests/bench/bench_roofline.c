@@ -2,10 +2,12 @@
  *
  *   bench_roofline [--threads N] [--filter SUBSTR] [--repeat K] [--format md|tsv]
  *
- * The roofs are measured in the same run: the FMA peak of one core (a float32 FMA loop on
- * registers alone, 12 independent accumulators, in AVX-512 and AVX2 where the CPU has them: the
- * higher counts), times the threads; and the streaming-copy bandwidth (memcpy between two buffers of
- * COPY_BYTES, 8x this machine's 32 MiB L3, counting bytes read plus written as the ops' cost does).
+ * The roofs are measured in the same run, each the best of samples taken before the first op,
+ * between the ops and after the last (a shared machine's quiet moments): the FMA peak of one core (a
+ * float32 FMA loop on registers alone, 12 independent accumulators, with zmm and ymm registers where
+ * the CPU has them, the higher), times the threads; and the streaming bandwidth of one thread
+ * (memcpy, and a y = x + 1 loop, the higher, between two buffers of COPY_BYTES, 8x this machine's
+ * 32 MiB L3, counting bytes read plus written as the ops' costs do).
  *
  * The table walks op_table itself, so an op added to ops.def gets a row: cases[] below holds one or
  * more one-node graphs per op at a size real models use (the sizes of issue #52's step benchmark:
@@ -13,21 +15,23 @@
  * encoder, d384, 6 heads, seq 128, batch 8, for products, layer norm, softmax and attention; the
  * 2 x 512 LSTM LM, seq 64, batch 16, for the recurrences; 16M-element tensors for elementwise ops,
  * which every elementwise op without a case of its own gets), and an op no kernel times says why.
- * Each graph is run by the executor: once to warm up and to take each node's cost (op_cost: FLOPs
- * and bytes moved), then K times; the row is the median of the timed node's kernel time (the
- * executor's per-op profile, wall time), and the fraction is of the best run: on a machine shared
- * with other jobs the least interrupted run is the kernel's, as the roofs are the best of their
- * samples (this machine's CPU time is no help: a virtual machine's excludes the time stolen). The roof time of a node is max(FLOPs / peak, bytes / bandwidth) (a
- * roofline: the FMA roof when its arithmetic intensity is above the machine balance, the bandwidth
- * roof below), and the fraction is roof time / measured time.
+ * Each graph is run by the executor: once to take each timed node's cost (op_cost: FLOPs and bytes
+ * moved), once to warm up, then K times, timing the node's kernel (the executor's per-op profile,
+ * wall time). A node's roof time is max(FLOPs / peak, bytes / bandwidth): a roofline, the FMA roof
+ * when its arithmetic intensity is above the machine balance, the bandwidth roof below. The table
+ * gives the median and the best run; the fraction, roof time / time, is the best run's: on a machine
+ * shared with other jobs the least interrupted run is the kernel's, as the roofs are their best.
  *
- * "grad" rows: the case with the loss ReduceSum(y), differentiated by autodiff with every float
- * initializer a parameter (but those named k*: exporters' constants); the nodes the op's gradient
- * rule emitted (named op_grad*, tagged backward) are timed as a whole against the sum of their
- * roof times. The loss's own seed (the Expand of dL/dy) is retagged out of the timed set.
+ * "grad" rows: the case with the loss sum(y * y), differentiated by autodiff with every float
+ * initializer a parameter (but k0, k1: exporters' constants); the nodes the op's gradient rule
+ * emitted (named op_grad*, tagged backward) are timed as a whole against the sum of their roof
+ * times. The loss's own backward nodes are retagged out of the timed set, and the gradient runs fuse
+ * no elementwise chains (exec_opts.no_chains): a chain's time goes to its first node, which may be
+ * the loss's, and each emitted node is then timed as the kernel it is.
  *
- * Under 25% of its roof a row is flagged "<25%". Timings are of a shared machine: run it alone
- * where you can, and read the fractions as within 10-20%. Not a timed test (tests/bench/README.md). */
+ * Under 25% of its roof a row is flagged "<25%", and listed again at the end, furthest below first.
+ * Timings of a shared machine are noisy: read the fractions as within a factor of 1.5. Not a timed
+ * test (tests/bench/README.md). */
 #include "autodiff/ad.h"
 #include "exec/exec.h"
 #include "io/tensor.h"
@@ -63,8 +67,10 @@
 
 __attribute__((target("avx512f"))) static double fma_avx512(long iters)
 {
-	__m512 m = _mm512_set1_ps(0.9999f), a = _mm512_set1_ps(1e-4f), v0 = _mm512_set1_ps(0), v1 = v0, v2 = v0, v3 = v0,
-	       v4 = v0, v5 = v0, v6 = v0, v7 = v0, v8 = v0, v9 = v0, v10 = v0, v11 = v0;
+	__m512 m = _mm512_set1_ps(0.9999f), a = _mm512_set1_ps(1e-4f), v0 = _mm512_set1_ps(0), v1 = _mm512_set1_ps(1),
+	       v2 = _mm512_set1_ps(2), v3 = _mm512_set1_ps(3), v4 = _mm512_set1_ps(4), v5 = _mm512_set1_ps(5),
+	       v6 = _mm512_set1_ps(6), v7 = _mm512_set1_ps(7), v8 = _mm512_set1_ps(8), v9 = _mm512_set1_ps(9),
+	       v10 = _mm512_set1_ps(10), v11 = _mm512_set1_ps(11); /* unequal, or the compiler merges the chains */
 	double t0 = bench_now();
 	for (long i = 0; i < iters; i++)
 		FMA12(_mm512_fmadd_ps, v);
@@ -76,8 +82,10 @@ __attribute__((target("avx512f"))) static double fma_avx512(long iters)
 
 __attribute__((target("avx2,fma"))) static double fma_avx2(long iters)
 {
-	__m256 m = _mm256_set1_ps(0.9999f), a = _mm256_set1_ps(1e-4f), v0 = _mm256_set1_ps(0), v1 = v0, v2 = v0, v3 = v0,
-	       v4 = v0, v5 = v0, v6 = v0, v7 = v0, v8 = v0, v9 = v0, v10 = v0, v11 = v0;
+	__m256 m = _mm256_set1_ps(0.9999f), a = _mm256_set1_ps(1e-4f), v0 = _mm256_set1_ps(0), v1 = _mm256_set1_ps(1),
+	       v2 = _mm256_set1_ps(2), v3 = _mm256_set1_ps(3), v4 = _mm256_set1_ps(4), v5 = _mm256_set1_ps(5),
+	       v6 = _mm256_set1_ps(6), v7 = _mm256_set1_ps(7), v8 = _mm256_set1_ps(8), v9 = _mm256_set1_ps(9),
+	       v10 = _mm256_set1_ps(10), v11 = _mm256_set1_ps(11); /* unequal, or the compiler merges the chains */
 	double t0 = bench_now();
 	for (long i = 0; i < iters; i++)
 		FMA12(_mm256_fmadd_ps, v);
@@ -194,7 +202,7 @@ struct rcase {
 #define UNARY_POS(name, attrs) \
 	{name, 0, "16M", "", PU("x", N16M), "  - {op: " name ", inputs: [x], outputs: [y], name: op" attrs "}\n"}
 #define BINARY(name, attrs) \
-	{name, 0, "16M + 16M", "", PF("a", N16M) PU("b", N16M), \
+	{name, 0, "16M, 16M", "", PF("a", N16M) PU("b", N16M), \
 	 "  - {op: " name ", inputs: [a, b], outputs: [y], name: op" attrs "}\n"}
 #define RESNET_X(c, hw) PF("x", "[8, " #c ", " #hw ", " #hw "]")
 
@@ -267,8 +275,8 @@ static const struct rcase cases[] = {
 	 "  - {op: Add, inputs: [x, b], outputs: [y], name: op}\n"},
 	{"Cast", 0, "16M float32 -> float16", "", PF("x", N16M), "  - {op: Cast, inputs: [x], outputs: [y], name: op, attrs: {to: 10}}\n"},
 	{"Cast", 0, "16M bool -> float32", IN("x", "bool", N16M), "", "  - {op: Cast, inputs: [x], outputs: [y], name: op, attrs: {to: 1}}\n"},
-	{"CastLike", 0, "16M float32 like float16", "", PF("x", N16M) CD("k0", "float16", "[1]", "[0]"),
-	 "  - {op: CastLike, inputs: [x, k0], outputs: [y], name: op}\n"},
+	{"CastLike", 0, "16M float32 like float16", IN("h", "float16", "[1]"), PF("x", N16M),
+	 "  - {op: CastLike, inputs: [x, h], outputs: [y], name: op}\n"},
 	{"BitShift", 0, "16M uint32 << 16M", IN("a", "uint32", N16M) IN("b", "uint32", N16M), "",
 	 "  - {op: BitShift, inputs: [a, b], outputs: [y], name: op, attrs: {direction: LEFT}}\n"},
 	{"Clip", 0, "16M [0, 6] (ReLU6)", "", PF("x", N16M) CD("k0", "float32", "[]", "[0]") CD("k1", "float32", "[]", "[6]"),
@@ -539,8 +547,8 @@ static struct graph *case_graph(const struct rcase *c, int grad, int *n_grad, ch
 	if (g && !graph_check(g, &e) && !graph_toposort(g, &e) && !named_node(g, "op"))
 		snprintf(e.msg, sizeof e.msg, "the case has no node named op"), e.code = 1;
 	if (g && !e.code && grad) {
-		const char *const freeze[] = {"k*"};
-		struct autodiff_opts ao = {.freeze = freeze, .n_freeze = strstr(c->params, "name: k") ? 1 : 0};
+		const char *const freeze[] = {"k[0-9]"};
+		struct autodiff_opts ao = {.freeze = freeze, .n_freeze = strstr(c->params, "name: k0") ? 1 : 0};
 		struct autodiff_result res;
 		if (!autodiff(g, &ao, &res, &e)) {
 			*n_grad = 0;
@@ -566,7 +574,7 @@ static struct graph *case_graph(const struct rcase *c, int grad, int *n_grad, ch
 }
 
 /* Times g's timed nodes (grad: those tagged backward, else the node named op) into r: 0, or -1
- * with r->why set. A slow kernel is run fewer times: no more runs once 3 s have been spent, and no
+ * with r->why set. A slow kernel is run fewer times: no more runs once 2 s have been spent, and no
  * warm-up run beyond the costs' when that took over a second. */
 static int measure(struct graph *g, int grad, const struct opts *o, struct row *r)
 {
@@ -598,9 +606,9 @@ static int measure(struct graph *g, int grad, const struct opts *o, struct row *
 	double t[64], t0 = bench_now();
 	int runs = 0;
 	/* past a second, the costs' run was warm-up enough */
-	for (int k = tc > 1.0; k <= o->repeat && (runs < 1 || bench_now() - t0 < 3.0); k++) {
+	for (int k = tc > 1.0; k <= o->repeat && (runs < 1 || bench_now() - t0 < 2.0); k++) {
 		struct exec_profile prof = {0};
-		struct exec_opts eo = {.random_inputs = 1, .seed = 1, .profile = &prof};
+		struct exec_opts eo = {.random_inputs = 1, .seed = 1, .profile = &prof, .no_chains = grad};
 		x = exec_run(g, &eo, NULL, &e);
 		if (!x) {
 			r->why = strdup(e.msg);
@@ -624,7 +632,7 @@ static void case_row(const struct rcase *c, int grad, const struct opts *o)
 	struct row *r = row_add(c->op, grad ? "grad" : "fwd", c->shape);
 	struct graph *g = case_graph(c, grad, &n_grad, &r->why);
 	if (g && grad && !n_grad) {
-		r->why = strdup("no gradient: the rule emitted no nodes for these inputs");
+		r->why = strdup("no gradient nodes: the rule hands dL/dy on as it is");
 		graph_free(g);
 		g = NULL;
 	}
@@ -792,7 +800,7 @@ int main(int argc, char **argv)
 	double peak = final_peak = roof_peak() * o.threads, bw = final_bw = roof_bw();
 	char cpu[256];
 	cpu_model(cpu, sizeof cpu);
-	printf("bench_roofline: %s; %d thread(s); ms: the median of up to %d runs (fewer past 3 s), and the best, "
+	printf("bench_roofline: %s; %d thread(s); ms: the median of up to %d runs (fewer past 2 s), and the best, "
 	       "which the fraction is of\n",
 	       cpu, o.threads, o.repeat);
 	printf("FMA peak %.1f GFLOP/s (float32, one core: zmm %.1f, ymm %.1f; x %d threads); bandwidth %.1f GB/s (read + "
