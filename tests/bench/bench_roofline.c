@@ -65,35 +65,25 @@
 	add(add(add(add(acc##0, acc##1), add(acc##2, acc##3)), add(add(acc##4, acc##5), add(acc##6, acc##7))), \
 	    add(add(acc##8, acc##9), add(acc##10, acc##11)))
 
-__attribute__((target("avx512f"))) static double fma_avx512(long iters)
-{
-	__m512 m = _mm512_set1_ps(0.9999f), a = _mm512_set1_ps(1e-4f), v0 = _mm512_set1_ps(0), v1 = _mm512_set1_ps(1),
-	       v2 = _mm512_set1_ps(2), v3 = _mm512_set1_ps(3), v4 = _mm512_set1_ps(4), v5 = _mm512_set1_ps(5),
-	       v6 = _mm512_set1_ps(6), v7 = _mm512_set1_ps(7), v8 = _mm512_set1_ps(8), v9 = _mm512_set1_ps(9),
-	       v10 = _mm512_set1_ps(10), v11 = _mm512_set1_ps(11); /* unequal, or the compiler merges the chains */
-	double t0 = bench_now();
-	for (long i = 0; i < iters; i++)
-		FMA12(_mm512_fmadd_ps, v);
-	double t = bench_now() - t0;
-	float sink[16];
-	_mm512_storeu_ps(sink, SUM12(_mm512_add_ps, v));
-	return sink[0] == -1 ? 0 : 2.0 * 16 * 12 * (double)iters / t / 1e9;
-}
-
-__attribute__((target("avx2,fma"))) static double fma_avx2(long iters)
-{
-	__m256 m = _mm256_set1_ps(0.9999f), a = _mm256_set1_ps(1e-4f), v0 = _mm256_set1_ps(0), v1 = _mm256_set1_ps(1),
-	       v2 = _mm256_set1_ps(2), v3 = _mm256_set1_ps(3), v4 = _mm256_set1_ps(4), v5 = _mm256_set1_ps(5),
-	       v6 = _mm256_set1_ps(6), v7 = _mm256_set1_ps(7), v8 = _mm256_set1_ps(8), v9 = _mm256_set1_ps(9),
-	       v10 = _mm256_set1_ps(10), v11 = _mm256_set1_ps(11); /* unequal, or the compiler merges the chains */
-	double t0 = bench_now();
-	for (long i = 0; i < iters; i++)
-		FMA12(_mm256_fmadd_ps, v);
-	double t = bench_now() - t0;
-	float sink[8];
-	_mm256_storeu_ps(sink, SUM12(_mm256_add_ps, v));
-	return sink[0] == -1 ? 0 : 2.0 * 8 * 12 * (double)iters / t / 1e9;
-}
+/* fma_<name>: the loop in one register width (vec, lanes) with its intrinsics (pfx: _mm512, _mm256) */
+#define FMA_LOOP(name, isa, vec, pfx, lanes)                                                             \
+	__attribute__((target(isa))) static double fma_##name   (long iters)                              \
+	{                                                                                                 \
+		vec m = pfx##_set1_ps(0.9999f), a = pfx##_set1_ps(1e-4f), v0 = pfx##_set1_ps(0),          \
+		    v1 = pfx##_set1_ps(1), v2 = pfx##_set1_ps(2), v3 = pfx##_set1_ps(3), v4 = pfx##_set1_ps(4), \
+		    v5 = pfx##_set1_ps(5), v6 = pfx##_set1_ps(6), v7 = pfx##_set1_ps(7), v8 = pfx##_set1_ps(8), \
+		    v9 = pfx##_set1_ps(9), v10 = pfx##_set1_ps(10), v11 = pfx##_set1_ps(11);              \
+		/* unequal starts, or the compiler merges the chains into one */                         \
+		double t0 = bench_now();                                                                  \
+		for (long i = 0; i < iters; i++)                                                          \
+			FMA12(pfx##_fmadd_ps, v);                                                         \
+		double t = bench_now() - t0;                                                              \
+		float sink[lanes];                                                                        \
+		pfx##_storeu_ps(sink, SUM12(pfx##_add_ps, v));                                            \
+		return sink[0] == -1 ? 0 : 2.0 * lanes * 12 * (double)iters / t / 1e9;                    \
+	}
+FMA_LOOP(avx512, "avx512f", __m512, _mm512, 16)
+FMA_LOOP(avx2, "avx2,fma", __m256, _mm256, 8)
 #endif
 
 /* a scalar loop's rate where neither is there (the compiler may vectorise it) */
@@ -236,17 +226,15 @@ static const struct rcase cases[] = {
 	 "  - {op: MaxPool, inputs: [x], outputs: [y], name: op, attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]}}\n"},
 	{"AveragePool", 0, "8x256x24x24 2x2 /2", "", RESNET_X(256, 24),
 	 "  - {op: AveragePool, inputs: [x], outputs: [y], name: op, attrs: {kernel_shape: [2, 2], strides: [2, 2]}}\n"},
-	{"Resize", 0, "8x64x24x24 nearest x2", "", RESNET_X(64, 24) CD("sc", "float32", "[4]", "[1, 1, 2, 2]"),
-	 "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], name: op, attrs: {mode: nearest}}\n"},
-	{"Resize", 0, "8x64x24x24 bilinear x2", "", RESNET_X(64, 24) CD("sc", "float32", "[4]", "[1, 1, 2, 2]"),
-	 "  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], name: op, attrs: {mode: linear}}\n"},
-	{"GlobalAveragePool", 0, "8x2048x3x3 (ResNet-50 head)", "", RESNET_X(2048, 3),
-	 "  - {op: GlobalAveragePool, inputs: [x], outputs: [y], name: op}\n"},
-	{"GlobalAveragePool", 0, "8x256x24x24", "", RESNET_X(256, 24),
-	 "  - {op: GlobalAveragePool, inputs: [x], outputs: [y], name: op}\n"},
+#define RESIZE_X2(mode, label) {"Resize", 0, "8x64x24x24 " label " x2", "", RESNET_X(64, 24) CD("sc", "float32", "[4]", "[1, 1, 2, 2]"), \
+	"  - {op: Resize, inputs: [x, \"\", sc], outputs: [y], name: op, attrs: {mode: " mode "}}\n"}
+	RESIZE_X2("nearest", "nearest"), RESIZE_X2("linear", "bilinear"),
+#define GLOBAL_POOL(op, c, hw, label) {op, 0, "8x" #c "x" #hw "x" #hw label, "", RESNET_X(c, hw), \
+	"  - {op: " op ", inputs: [x], outputs: [y], name: op}\n"}
+	GLOBAL_POOL("GlobalAveragePool", 2048, 3, " (ResNet-50 head)"), GLOBAL_POOL("GlobalAveragePool", 256, 24, ""),
 	{"Upsample", 9, "8x64x24x24 nearest x2", "", RESNET_X(64, 24) CD("sc", "float32", "[4]", "[1, 1, 2, 2]"),
 	 "  - {op: Upsample, inputs: [x, sc], outputs: [y], name: op}\n"},
-	{"GlobalMaxPool", 0, "8x256x24x24", "", RESNET_X(256, 24), "  - {op: GlobalMaxPool, inputs: [x], outputs: [y], name: op}\n"},
+	GLOBAL_POOL("GlobalMaxPool", 256, 24, ""),
 	{"MaxUnpool", 0, "8x64x24x24 2x2 /2 (of MaxPool's)", "", RESNET_X(64, 48),
 	 "  - {op: MaxPool, inputs: [x], outputs: [p, i], name: pool, attrs: {kernel_shape: [2, 2], strides: [2, 2]}}\n"
 	 "  - {op: MaxUnpool, inputs: [p, i], outputs: [y], name: op, attrs: {kernel_shape: [2, 2], strides: [2, 2]}}\n"},
@@ -400,17 +388,17 @@ static const struct rcase cases[] = {
 	 "  - {op: DequantizeLinear, inputs: [x, k0, z], outputs: [y], name: op}\n"},
 	{"DynamicQuantizeLinear", 0, "16M float32", "", PF("x", N16M),
 	 "  - {op: DynamicQuantizeLinear, inputs: [x], outputs: [y, s, z], name: op}\n"},
+/* a quantized operand's scale s<x> and zero point z<x> */
+#define QP(x) CD("s" x, "float32", "[]", "[0.1]") CD("z" x, "uint8", "[]", "[128]")
 	{"MatMulInteger", 0, "128x384 @ 384x1536 uint8", IN("a", "uint8", "[128, 384]") IN("b", "uint8", "[384, 1536]"), "",
 	 "  - {op: MatMulInteger, inputs: [a, b], outputs: [y], name: op}\n"},
 	{"QLinearMatMul", 0, "128x384 @ 384x1536 uint8", IN("a", "uint8", "[128, 384]") IN("b", "uint8", "[384, 1536]"),
-	 CD("sa", "float32", "[]", "[0.1]") CD("za", "uint8", "[]", "[128]") CD("sb", "float32", "[]", "[0.1]")
-	 CD("zb", "uint8", "[]", "[128]") CD("sy", "float32", "[]", "[0.1]") CD("zy", "uint8", "[]", "[128]"),
+	 QP("a") QP("b") QP("y"),
 	 "  - {op: QLinearMatMul, inputs: [a, sa, za, b, sb, zb, sy, zy], outputs: [y], name: op}\n"},
 	{"ConvInteger", 0, "1x64x24x24 uint8, 64 3x3", IN("x", "uint8", "[1, 64, 24, 24]") IN("w", "uint8", "[64, 64, 3, 3]"), "",
 	 "  - {op: ConvInteger, inputs: [x, w], outputs: [y], name: op, attrs: {pads: [1, 1, 1, 1]}}\n"},
 	{"QLinearConv", 0, "1x64x24x24 uint8, 64 3x3", IN("x", "uint8", "[1, 64, 24, 24]") IN("w", "uint8", "[64, 64, 3, 3]"),
-	 CD("sx", "float32", "[]", "[0.1]") CD("zx", "uint8", "[]", "[128]") CD("sw", "float32", "[]", "[0.1]")
-	 CD("zw", "uint8", "[]", "[128]") CD("sy", "float32", "[]", "[0.1]") CD("zy", "uint8", "[]", "[128]"),
+	 QP("x") QP("w") QP("y"),
 	 "  - {op: QLinearConv, inputs: [x, sx, zx, w, sw, zw, sy, zy], outputs: [y], name: op, attrs: {pads: [1, 1, 1, 1]}}\n"},
 	{"RoiAlign", 0, "8x256x24x24, 512 rois 7x7", IN("bi", "int64", "[512]"), RESNET_X(256, 24) PU("r", "[512, 4]"),
 	 "  - {op: RoiAlign, inputs: [x, r, bi], outputs: [y], name: op}\n"},
