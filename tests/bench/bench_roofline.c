@@ -276,7 +276,7 @@ static const struct rcase cases[] = {
 	{"Dropout", 0, "16M p 0 training", "", PF("x", N16M) CD("k0", "float32", "[]", "[0]") CD("t", "bool", "[]", "[1]"),
 	 "  - {op: Dropout, inputs: [x, k0, t], outputs: [y, m], name: op, attrs: {seed: 1}}\n"},
 	UNARY("Gelu", ""),
-	UNARY("Gelu", ", attrs: {approximate: tanh}"),
+	{"Gelu", 0, "16M tanh", "", PF("x", N16M), "  - {op: Gelu, inputs: [x], outputs: [y], name: op, attrs: {approximate: tanh}}\n"},
 	/* normalisation and softmax: BERT d384 (1024 tokens), attention 8x6x128x128 */
 	{"Softmax", 0, "8x6x128x128 axis -1", "", PF("x", "[8, 6, 128, 128]"), "  - {op: Softmax, inputs: [x], outputs: [y], name: op}\n"},
 	{"Softmax", 0, "1024x2000 axis -1 (LM logits)", "", PF("x", "[1024, 2000]"), "  - {op: Softmax, inputs: [x], outputs: [y], name: op}\n"},
