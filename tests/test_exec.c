@@ -1892,4 +1892,27 @@ Test(exec, grouped_convs_read_folded_transposes_with_the_bits_of_copies)
 		"  - {op: Conv, inputs: [x2t, w2], outputs: [y2], attrs: {group: 6, pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
 		"outputs: [{name: gw}, {name: gw4}, {name: y2}]\n";
 	folded_like_copied("groupfold.yaml", text, 0);
+
+/* #52 roofline: a gather's cost is the bytes it moves */
+Test(exec, gather_and_slice_cost_the_bytes_they_move)
+{
+	/* Gather of 2 rows of a 1000 x 8 float32 table: 2 x 64 bytes read and written, 16 of indices
+	 * (not the 32,000-byte table); Slice of rows 0..2 of a 100 x 4 table: 2 x 32, 8 + 8 of starts
+	 * and ends. Total 144 + 80. */
+	const char *text = "graphdiet: 1\nopset: 17\n"
+			   "inputs: [{name: t, dtype: float32, shape: [1000, 8]}, {name: u, dtype: float32, shape: [100, 4]}]\n"
+			   "params: [{name: i, dtype: int64, shape: [2], data: [5, 7]},\n"
+			   "         {name: st, dtype: int64, shape: [1], data: [0]}, {name: en, dtype: int64, shape: [1], data: [2]}]\n"
+			   "nodes:\n  - {op: Gather, inputs: [t, i], outputs: [g]}\n  - {op: Slice, inputs: [u, st, en], outputs: [s]}\n"
+			   "outputs: [{name: g}, {name: s}]\n";
+	struct graph *g = load_text("gather_cost.yaml", text);
+	struct exec_opts o = {.random_inputs = 1};
+	struct exec_stats st;
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, &st, &e);
+	cr_assert(x, "%s", e.msg);
+	cr_assert_eq(st.flops, 0);
+	cr_assert_eq(st.bytes_moved, 144 + 80, "bytes moved %llu", (unsigned long long)st.bytes_moved);
+	exec_free(x);
+	graph_free(g);
 }
