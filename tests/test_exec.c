@@ -167,6 +167,20 @@ Test(exec, runs_are_deterministic)
 	graph_free(g);
 }
 
+/* The run statistics of the model `text` (random inputs). */
+static struct exec_stats stats_of(const char *name, const char *text)
+{
+	struct graph *g = load_text(name, text);
+	struct exec_opts o = {.random_inputs = 1};
+	struct exec_stats st;
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, &st, &e);
+	cr_assert(x, "%s", e.msg);
+	exec_free(x);
+	graph_free(g);
+	return st;
+}
+
 Test(exec, costs_follow_the_formulas)
 {
 	/* MatMul (2,3,4)x(4,5): 2*(2*3*5)*4 = 240 FLOPs; Conv (1,2,5,5) by (3,2,3,3), pads 1: output
@@ -181,17 +195,10 @@ Test(exec, costs_follow_the_formulas)
 			   "  - {op: Conv, inputs: [x, w], outputs: [c], attrs: {pads: [1, 1, 1, 1]}}\n"
 			   "  - {op: Relu, inputs: [c], outputs: [r]}\n  - {op: Reshape, inputs: [r, s], outputs: [y]}\n"
 			   "outputs: [{name: m}, {name: y}]\n";
-	struct graph *g = load_text("cost.yaml", text);
-	struct exec_opts o = {.random_inputs = 1};
-	struct exec_stats st;
-	struct gd_err e = {0};
-	struct exec *x = exec_run(g, &o, &st, &e);
-	cr_assert(x, "%s", e.msg);
+	struct exec_stats st = stats_of("cost.yaml", text);
 	cr_assert_eq(st.flops, 3015);
 	/* bytes: MatMul 96+80 in, 120 out; Conv 200+216 in, 300 out; Relu 300+300; Reshape 300+8+300 */
 	cr_assert_eq(st.bytes_moved, 96 + 80 + 120 + 200 + 216 + 300 + 300 + 300 + 300 + 8 + 300);
-	exec_free(x);
-	graph_free(g);
 }
 
 /* float32 convolutions with 16+ channels take the shifted-GEMM path, float64 ones im2col: the two
@@ -2115,4 +2122,31 @@ Test(exec, dropout_of_ratio_zero_passes_its_gradient_through)
 	cr_expect(!memcmp(dw, v, 1000 * sizeof *dw), "dw is not g's bits");
 	exec_free(x);
 	graph_free(g);
+}
+
+/* #52 roofline: a gather's cost is the bytes it moves */
+Test(exec, gather_and_slice_cost_the_bytes_they_move)
+{
+	/* Gather of 2 rows of a 1000 x 8 float32 table: 2 x 64 bytes read and written, 16 of indices
+	 * (not the 32,000-byte table); Slice of rows 0..2 of a 100 x 4 table: 2 x 32, 8 + 8 of starts
+	 * and ends (not the 1,600-byte table) */
+	static const struct {
+		const char *inputs, *params, *node;
+		uint64_t bytes;
+	} cases[] = {
+		{"[{name: t, dtype: float32, shape: [1000, 8]}]", "[{name: i, dtype: int64, shape: [2], data: [5, 7]}]",
+		 "{op: Gather, inputs: [t, i], outputs: [y]}", 144},
+		{"[{name: t, dtype: float32, shape: [100, 4]}]",
+		 "[{name: b, dtype: int64, shape: [1], data: [0]}, {name: e, dtype: int64, shape: [1], data: [2]}]",
+		 "{op: Slice, inputs: [t, b, e], outputs: [y]}", 80},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char text[512];
+		snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\ninputs: %s\nparams: %s\nnodes: [%s]\noutputs: [{name: y}]\n",
+			 cases[k].inputs, cases[k].params, cases[k].node);
+		struct exec_stats st = stats_of("gather_cost.yaml", text);
+		cr_expect_eq(st.flops, 0);
+		cr_expect_eq(st.bytes_moved, cases[k].bytes, "%s: bytes moved %llu", cases[k].node,
+			     (unsigned long long)st.bytes_moved);
+	}
 }

@@ -1359,6 +1359,17 @@ static void move_cost(const struct node *n, struct rtensor *const *in, struct rt
 	*flops = 0;
 }
 
+/* a gather (Gather, Slice) reads only the elements it writes, and its indices: not the whole of
+ * input 0 (an embedding table) */
+static void gather_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+			uint64_t *bytes)
+{
+	*flops = 0;
+	*bytes = 2 * (uint64_t)out[0]->nbytes;
+	for (uint32_t k = 1; k < n->n_in; k++)
+		*bytes += in[k] ? in[k]->nbytes : 0;
+}
+
 /* No-ops (op_impl.noop). A Transpose is one only under the identity permutation (a square
  * matrix keeps its shape turned); a Concat of one input is one. A Slice whose steps are positive
  * and whose output has the input's shape took every element in order: on an axis of n, the last
@@ -1404,9 +1415,9 @@ const struct op_impl op_transpose = {.run = transpose_run, .cost = move_cost, .g
 				     .noop = transpose_noop};
 const struct op_impl op_concat = {.run = concat_run, .cost = move_cost, .grad = concat_grad, .recompute = RC_CHEAP, .noop = concat_noop};
 const struct op_impl op_split = {.run = split_run, .cost = move_cost, .grad = split_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_slice = {.run = slice_run, .cost = move_cost, .grad = slice_grad, .recompute = RC_CHEAP, .nodiff = ~1u,
+const struct op_impl op_slice = {.run = slice_run, .cost = gather_cost, .grad = slice_grad, .recompute = RC_CHEAP, .nodiff = ~1u,
 				 .noop = slice_noop};
-const struct op_impl op_gather = {.run = gather_run, .cost = move_cost, .grad = gather_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+const struct op_impl op_gather = {.run = gather_run, .cost = gather_cost, .grad = gather_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_expand = {.run = expand_run, .cost = move_cost, .grad = expand_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
 				  .noop = op_noop_same_shape};
 const struct op_impl op_shape = {.run = shape_run, .cost = move_cost, .recompute = RC_CHEAP, .nodiff = ~0u};

@@ -13,11 +13,11 @@
 #include "exec/exec.h"
 #include "io/format.h"
 #include "util/pool.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct elem_case {
 	const char *name;
@@ -112,44 +112,6 @@ static const struct elem_case cases[] = {
 	 "d", 9},
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* memcpy's GB/s (bytes read plus written) between two faulted-in buffers of 64 MiB: the fastest of
- * repeat copies after one to warm up (the roof: what a kernel streaming its bytes could reach) */
-static double copy_gbs(int repeat)
-{
-	size_t n = (size_t)64 << 20;
-	char *a = malloc(n), *b = malloc(n);
-	double t[64], gbs;
-	if (!a || !b)
-		return 0;
-	memset(a, 1, n);
-	memset(b, 2, n);
-	memcpy(b, a, n);
-	for (int r = 0; r < repeat; r++) {
-		double t0 = now();
-		memcpy(b, a, n);
-		t[r] = now() - t0;
-		a[r] = b[n - 1 - (size_t)r]; /* keeps the copies */
-	}
-	qsort(t, (size_t)repeat, sizeof *t, by_value);
-	gbs = 2.0 * (double)n / t[0] / 1e9;
-	free(a);
-	free(b);
-	return gbs;
-}
-
 /* The case's kernels' seconds per run: the median over repeat runs (after one to warm up) */
 static double case_seconds(const struct elem_case *c, long long numel, int repeat)
 {
@@ -202,7 +164,7 @@ static double case_seconds(const struct elem_case *c, long long numel, int repea
 			t[r - 1] = s;
 	}
 	graph_free(g);
-	qsort(t, (size_t)repeat, sizeof *t, by_value);
+	qsort(t, (size_t)repeat, sizeof *t, bench_by_value);
 	return t[repeat / 2];
 }
 
@@ -227,7 +189,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pool_set_threads(threads);
-	double roof = copy_gbs(repeat);
+	double roof = bench_copy_gbs((size_t)64 << 20, repeat);
 	printf("bench_elem: %lld float32 elements, %d thread(s), median of %d; memcpy %.1f GB/s\n", numel, threads, repeat,
 	       roof);
 	printf("%-34s %10s %8s %8s\n", "case", "ms", "GB/s", "of copy");
