@@ -640,7 +640,10 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		if (in[k]->view && (a->dtype != DT_FLOAT || !swapped_view(in[k])) &&
 		    !(rc = exec_materialize(x, in[k], &copy[k])))
 			*(k ? &w : &a) = &copy[k];
-	if (!rc && a->dtype == DT_FLOAT) {
+	int wg = rc || b ? 1 : conv_wgrad(x, a, w, &g, y, swapped); /* a weight gradient's: one product */
+	rc = wg < 0 ? exec_status(x) : rc;
+	direct = wg;
+	if (!rc && wg && a->dtype == DT_FLOAT) {
 		direct = conv_direct(x, a->data, w->data, (a->view ? CONV_A_SWAPPED : 0) | (w->view ? CONV_W_SWAPPED : 0),
 				     &g, (float *)y, swapped);
 		rc = direct < 0 ? exec_status(x) : 0;
