@@ -1729,8 +1729,8 @@ Test(exec, cuts_give_the_same_bits_with_graphdiets_sgemm)
 /* #52 wgrad: a Conv's weight gradient at small planes (conv_wgrad.c: the weight_grad Conv as one
  * product) against its definition summed in float64 here, dW[m, c, i, j] = sum over n, oy, ox of
  * dY[n, m, oy, ox] x[n, c, oy s + i d - p, ox s + j d - p], with dY = r (loss sum(Conv(x, w) r)):
- * 1x1, 2x2 and 3x3 images with pad 1, stride 2 into 2x2, dilation 2, batch 1, 3 and 8, channels
- * 1 to 17, float32 and float64; and the same bits at 1 thread and 2. */
+ * 1x1, 2x2 and 3x3 images with pad 1, stride 2 into 2x2, dilation 2, strided 1 x 1, batch 1 to
+ * 512, channels 1 to 17, float32 and float64; and the same bits at 1 thread and 2. */
 struct wgrad_case {
 	int n, c, m, h, w, k, s, d, p;
 };
@@ -1827,8 +1827,37 @@ Test(exec, weight_gradients_at_small_planes_match_the_definition)
 		{3, 17, 16, 3, 3, 3, 2, 1, 1}, {1, 4, 5, 4, 4, 3, 2, 1, 1},   {3, 16, 16, 3, 3, 3, 1, 2, 2},
 		{3, 7, 17, 4, 3, 3, 1, 2, 1},  {8, 17, 32, 3, 3, 3, 1, 1, 1}, {8, 32, 17, 6, 6, 3, 1, 1, 1},
 		{3, 3, 16, 12, 12, 7, 2, 1, 3}, /* a stem's 7 x 7 / 2 */
+		{3, 16, 17, 6, 6, 1, 2, 1, 0}, {1, 5, 3, 5, 7, 1, 2, 1, 0}, {2, 4, 16, 7, 5, 1, 3, 1, 0}, /* 1 x 1 / s */
+		/* K = N OH OW of 512 and more, as conv_wgrad takes them (float32 below 16 output channels) */
+		{64, 3, 5, 3, 3, 3, 1, 1, 1},  {128, 2, 17, 2, 2, 3, 1, 1, 1}, {512, 3, 5, 1, 1, 3, 1, 1, 1},
+		{128, 5, 3, 3, 3, 3, 2, 1, 1}, {64, 4, 7, 3, 3, 3, 1, 2, 2},   {128, 3, 9, 4, 4, 1, 2, 1, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
 		for (int f64 = 0; f64 < 2; f64++)
 			wgrad_case_run(&cases[i], f64);
+}
+
+/* A strided 1 x 1 Conv's weight gradient (a downsampling shortcut) reads the input subsampled by a
+ * Slice with steps: its Conv computes the one tap a weight, not sh x sw of them cropped by a Slice. */
+Test(exec, strided_1x1_weight_gradients_compute_no_extra_taps)
+{
+	struct graph *g = load_text("ds.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2, 8, 6, 6]}]\n"
+				    "params: [{name: w, dtype: float32, shape: [16, 8, 1, 1], init: {dist: normal, seed: 1}}]\n"
+				    "nodes:\n  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [2, 2]}}\n"
+				    "  - {op: ReduceSum, inputs: [y], outputs: [l], attrs: {keepdims: 0}}\noutputs: [{name: l}]\n");
+	const char *params[] = {"w"};
+	struct autodiff_opts ao = {.params = params, .n_params = 1};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+	int crops = 0, convs = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		crops += !strcmp(n->op_type, "Slice") && n->n_in == 4;
+		convs += !strcmp(n->op_type, "Conv");
+	}
+	cr_expect_eq(convs, 2, "%d Convs", convs);
+	cr_expect_eq(crops, 0, "the weight gradient's Conv output is cropped by %d Slice(s)", crops);
+	graph_free(g);
 }

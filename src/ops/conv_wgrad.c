@@ -8,9 +8,12 @@
  * im2col weight gradient, one product:
  *   Y^T (m', n' oh' ow') = W (m', c' kh' kw') x col (c' kh' kw', n' oh' ow')
  *   col[(c', i, j)][(n', oy, ox)] = a[n', c', oy sh + i dh - pt, ox sw + j dw - pl], 0 outside,
- * with K = N OH OW, the batch's positions: the product is long and wide where the direct kernel
- * and the position paths make many thin ones (512 channels on a 3 x 3 map: 49 ms on the direct
- * kernel, 7 GFLOP/s). The columns are gathered for a block of images n' at a time, at most
+ * with K = N OH OW, the batch's positions: the product is long and wide where im2col makes one
+ * thin product per image n' (m' x K x oh' ow'). It runs where conv_direct does not (float64, and
+ * float32 with fewer than 16 output channels or without AVX-512): on this project's Zen 4 the
+ * direct kernel takes float32's weight gradients at ResNet-50's small planes near the FMA peak
+ * (512 channels on a 3 x 3 map, batch 8: 3.4-3.6 ms, best of 40; this product 4.3-4.7 ms). The
+ * columns are gathered for a block of images n' at a time, at most
  * WGRAD_COL bytes of them, and each block is one GEMM into its columns of Y^T: Y^T is (M, C, kh,
  * kw), the layout weight_grad's Transpose gives, so it is written as it is where the executor lets
  * the Conv write its output swapped, else copied out to (C, M, kh, kw). w, when it is a view
@@ -76,9 +79,10 @@ static void gather_rows(void *arg, int64_t c0, int64_t c1)
 
 int conv_wgrad_fits(const struct conv_geom *g)
 {
-	/* a kernel at least a quarter of the image and a few positions: the position paths' and the
-	 * direct kernel's shapes of many thin products */
-	return g->group == 1 && g->oh * g->ow <= 64 && 4 * g->kh * g->kw >= g->h * g->w;
+	/* a kernel at least a quarter of the image, a few positions, and K = c kh kw (a weight
+	 * gradient's N OH OW) of 512 or more: float64 at K = 72 (512 channels on a 3 x 3 map, batch 8)
+	 * took 25-31 ms against im2col's 21-23, at 288 about the same, at 1152 and up 0.6-0.7x */
+	return g->group == 1 && g->oh * g->ow <= 64 && 4 * g->kh * g->kw >= g->h * g->w && g->c * g->kh * g->kw >= 512;
 }
 
 int conv_wgrad(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
