@@ -1828,7 +1828,7 @@ Test(exec, weight_gradients_at_small_planes_match_the_definition)
 		{3, 7, 17, 4, 3, 3, 1, 2, 1},  {8, 17, 32, 3, 3, 3, 1, 1, 1}, {8, 32, 17, 6, 6, 3, 1, 1, 1},
 		{3, 3, 16, 12, 12, 7, 2, 1, 3}, /* a stem's 7 x 7 / 2 */
 		{3, 16, 17, 6, 6, 1, 2, 1, 0}, {1, 5, 3, 5, 7, 1, 2, 1, 0}, {2, 4, 16, 7, 5, 1, 3, 1, 0}, /* 1 x 1 / s */
-		/* K = N OH OW of 512 and more, as conv_wgrad takes them (float32 below 16 output channels) */
+		/* K = N OH OW of 512 and more, as conv_wgrad takes them (float64) */
 		{64, 3, 5, 3, 3, 3, 1, 1, 1},  {128, 2, 17, 2, 2, 3, 1, 1, 1}, {512, 3, 5, 1, 1, 3, 1, 1, 1},
 		{128, 5, 3, 3, 3, 3, 2, 1, 1}, {64, 4, 7, 3, 3, 3, 1, 2, 2},   {128, 3, 9, 4, 4, 1, 2, 1, 0},
 	};

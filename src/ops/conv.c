@@ -647,7 +647,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		if (!direct && b)
 			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
 	}
-	if (!rc && direct > 0 && !b) { /* where the direct kernel does not run: a weight gradient as one product */
+	if (!rc && a->dtype == DT_DOUBLE && !b) { /* float64: a weight gradient as one product */
 		direct = conv_wgrad(x, a, w, &g, y, swapped);
 		rc = direct < 0 ? exec_status(x) : 0;
 	}

@@ -9,11 +9,12 @@
  *   Y^T (m', n' oh' ow') = W (m', c' kh' kw') x col (c' kh' kw', n' oh' ow')
  *   col[(c', i, j)][(n', oy, ox)] = a[n', c', oy sh + i dh - pt, ox sw + j dw - pl], 0 outside,
  * with K = N OH OW, the batch's positions: the product is long and wide where im2col makes one
- * thin product per image n' (m' x K x oh' ow'). It runs where conv_direct does not (float64, and
- * float32 with fewer than 16 output channels or without AVX-512): on this project's Zen 4 the
- * direct kernel takes float32's weight gradients at ResNet-50's small planes near the FMA peak
- * (512 channels on a 3 x 3 map, batch 8: 3.4-3.6 ms, best of 40; this product 4.3-4.7 ms). The
- * columns are gathered for a block of images n' at a time, at most
+ * thin product per image n' (m' x K x oh' ow'). conv.c runs it for float64 only: on this
+ * project's Zen 4 the direct kernel takes float32's weight gradients at ResNet-50's small planes
+ * near the FMA peak (512 channels on a 3 x 3 map, batch 8: 3.4-3.6 ms, best of 40; this product
+ * 4.3-4.7 ms), and where the direct kernel declines float32 (fewer than 16 output channels) the
+ * product's sums, in another order, moved the zoo's efficientnet_b0 from 9.5e-5 to 1.01e-4 of
+ * PyTorch's gradients, past zoo/gradients_match_pytorch_with_dropout_on's 1e-4. The columns are gathered for a block of images n' at a time, at most
  * WGRAD_COL bytes of them, and each block is one GEMM into its columns of Y^T: Y^T is (M, C, kh,
  * kw), the layout weight_grad's Transpose gives, so it is written as it is where the executor lets
  * the Conv write its output swapped, else copied out to (C, M, kh, kw). w, when it is a view
