@@ -49,13 +49,20 @@ static double run_loss(struct graph *g, struct exec **keep)
 	return l;
 }
 
+/* #52 rnnback (at the end): autodiff_opts.fused_rnn for gradcheck; 2: and RecurrentGrad nodes
+ * recompute the gates (their input 12, the forward's, dropped) */
+static int gradcheck_fused;
+
 static void gradcheck(const struct gcase *c)
 {
 	struct graph *g = build(c);
-	struct autodiff_opts ao = {0};
+	struct autodiff_opts ao = {.fused_rnn = gradcheck_fused};
 	struct autodiff_result res;
 	struct gd_err e = {0};
 	cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", c->name, e.msg);
+	for (uint32_t k = 0; gradcheck_fused == 2 && k < g->n_nodes; k++)
+		if (!strcmp(g->nodes[k]->op_type, "RecurrentGrad") && g->nodes[k]->n_in == 13)
+			g->nodes[k]->n_in = 12;
 	cr_assert_eq(graph_toposort(g, &e), 0, "%s: %s", c->name, e.msg);
 	cr_assert_gt(res.n_grads, 0, "%s", c->name);
 	struct exec *x;
@@ -400,4 +407,42 @@ Test(buffers, a_causal_mask_is_no_parameter)
 	cr_expect_eq(r.buffer_bytes, 4 * n_buffers);
 	cr_expect_eq(r.at_peak.params, 4 * n_params, "at the peak, the parameters without the buffer");
 	graph_free(g);
+}
+
+/* #52 rnnback: the recurrent ops' fused backward (RecurrentGrad) against finite differences in
+ * float64, on every LSTM, GRU and RNN case (directions, layouts, initial states, outputs,
+ * sequence_lens, peepholes, linear_before_reset); each case's training graph holds the node. */
+static void recurrent_grad_cases(int how)
+{
+	size_t n = 0;
+	gradcheck_fused = how;
+	for (size_t i = 0; i < n_op_cases; i++) {
+		const char *s = op_cases[i].nodes;
+		if (!strstr(s, "op: LSTM,") && !strstr(s, "op: GRU,") && !strstr(s, "op: RNN,"))
+			continue;
+		struct graph *g = build(&op_cases[i]);
+		struct autodiff_opts ao = {.fused_rnn = 1};
+		struct autodiff_result res;
+		struct gd_err e = {0};
+		cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", op_cases[i].name, e.msg);
+		int fused = 0;
+		for (uint32_t k = 0; k < g->n_nodes; k++)
+			fused += !strcmp(g->nodes[k]->op_type, "RecurrentGrad");
+		cr_expect_gt(fused, 0, "%s: no RecurrentGrad node", op_cases[i].name);
+		graph_free(g);
+		gradcheck(&op_cases[i]);
+		n++;
+	}
+	gradcheck_fused = 0;
+	cr_assert_geq(n, 14, "%zu recurrent cases", n);
+}
+
+Test(gradcheck, recurrent_grad_every_rnn_case)
+{
+	recurrent_grad_cases(1);
+}
+
+Test(gradcheck, recurrent_grad_recomputing_the_gates)
+{
+	recurrent_grad_cases(2);
 }

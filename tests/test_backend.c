@@ -231,6 +231,18 @@ static const struct gcase extra[] = {
 	 "  - {op: Flatten, inputs: [wm], outputs: [um], attrs: {axis: 0}}\n"
 	 "  - {op: Flatten, inputs: [wb], outputs: [ub], attrs: {axis: 0}}\n"
 	 "  - {op: Concat, inputs: [fs, fd, fm, um, ub], outputs: [y], attrs: {axis: 1}}\n"},
+	/* #52 rnnback: the recurrent backward kernel (autodiff writes it with --fused-rnn), by hand */
+	{"RecurrentGrad", "  - {name: a, dtype: float64, shape: [3, 2, 4], init: {dist: normal, seed: %d}}\n"
+	 "  - {name: w, dtype: float64, shape: [1, 12, 4], init: {dist: normal, seed: 2}}\n"
+	 "  - {name: r, dtype: float64, shape: [1, 12, 3], init: {dist: normal, seed: 3}}\n"
+	 "  - {name: yv, dtype: float64, shape: [3, 1, 2, 3], init: {dist: normal, seed: 4}}\n"
+	 "  - {name: dy, dtype: float64, shape: [3, 1, 2, 3], init: {dist: normal, seed: 5}}\n",
+	 "  - {op: RecurrentGrad, domain: graphdiet, inputs: [a, w, r, \"\", \"\", \"\", \"\", \"\", yv, dy], outputs: [dx, dw, dr],"
+	 " attrs: {cell: LSTM, hidden_size: 3}}\n"
+	 "  - {op: Flatten, inputs: [dx], outputs: [fx], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [dw], outputs: [fw], attrs: {axis: 0}}\n"
+	 "  - {op: Flatten, inputs: [dr], outputs: [fr], attrs: {axis: 0}}\n"
+	 "  - {op: Concat, inputs: [fx, fw, fr], outputs: [y], attrs: {axis: 1}}\n"},
 };
 
 static void extra_on(const struct backend *b, double rtol, int *seen)

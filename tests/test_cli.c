@@ -4563,3 +4563,60 @@ Test(cli, sgemm_pick_unforced_is_measured)
 		run_free(&r);
 	}
 }
+
+/* #52 rnnback: train --fused-rnn writes one RecurrentGrad node (domain graphdiet) per recurrent
+ * node and gives the forward node its gates; plan's peak is the one run measures (the gates kept,
+ * the kernel's buffers workspace); the gradients are the same bits at 1 and 2 threads; verify
+ * --gradcheck checks the graph against finite differences. On the 2-layer LSTM of
+ * testdata/rnn_torch (float64) and the bidirectional batch-first one (float32). */
+Test(cli, fused_rnn_trains_plans_runs_and_verifies)
+{
+	static const char *const models[] = {"lstm2_f64_loss", "lstm_bidir_loss", "gru_loss"};
+	for (int m = 0; m < 3; m++) {
+		char in[512], out[600], yaml[600], d1[600], d2[600];
+		snprintf(in, sizeof in, "%s/rnn_torch/%s.onnx", TESTDATA, models[m]);
+		snprintf(out, sizeof out, "%s/fused_%s.onnx", tmpdir(), models[m]);
+		snprintf(yaml, sizeof yaml, "%s/fused_%s.yaml", tmpdir(), models[m]);
+		char *tr[] = {GD_BINARY, "train", in, "--fused-rnn", "-o", out, NULL};
+		struct run_result r = run_cmd(tr, NULL, 0);
+		cr_assert_eq(r.status, 0, "%s: %s", models[m], r.err);
+		run_free(&r);
+		r = gd("convert", out, "-o", yaml, NULL);
+		cr_assert_eq(r.status, 0, "%s: %s", models[m], r.err);
+		run_free(&r);
+		size_t len;
+		char *text = (char *)slurp(yaml, &len);
+		int nodes = 0;
+		for (const char *p = text; (p = strstr(p, "op: RecurrentGrad")); p++) {
+			p += strcspn(p, "\n") + strspn(p + strcspn(p, "\n"), "\n ");
+			nodes += !strncmp(p, "domain: graphdiet", 17);
+		}
+		cr_expect_eq(nodes, m == 0 ? 2 : 1, "%s: %d RecurrentGrad nodes", models[m], nodes);
+		free(text);
+		r = gd("plan", out, "--format", "json", NULL);
+		cr_assert_eq(r.status, 0, "%s: %s", models[m], r.err);
+		double planned = json_num(r.out, "peak_bytes_after");
+		run_free(&r);
+		r = gd("run", out, "--random-inputs", "--format", "json");
+		cr_assert_eq(r.status, 0, "%s: %s", models[m], r.err);
+		cr_expect_eq(json_num(r.out, "peak_bytes"), planned, "%s: plan %.0f, run %.0f", models[m], planned,
+			     json_num(r.out, "peak_bytes"));
+		run_free(&r);
+		snprintf(d1, sizeof d1, "%s/fused_t1_%d", tmpdir(), m);
+		snprintf(d2, sizeof d2, "%s/fused_t2_%d", tmpdir(), m);
+		char *t1[] = {GD_BINARY, "--threads", "1", "run", out, "--random-inputs", "-o", d1, NULL};
+		char *t2[] = {GD_BINARY, "--threads", "2", "run", out, "--random-inputs", "-o", d2, NULL};
+		struct run_result a = run_cmd(t1, NULL, 0), b = run_cmd(t2, NULL, 0);
+		cr_assert(a.status == 0 && b.status == 0, "%s: %s%s", models[m], a.err, b.err);
+		run_free(&a);
+		run_free(&b);
+		char *cmp[] = {"/usr/bin/diff", "-r", d1, d2, NULL};
+		r = run_cmd(cmp, NULL, 0);
+		cr_expect_eq(r.status, 0, "%s: 1 and 2 threads differ: %s", models[m], r.out);
+		run_free(&r);
+		char *vf[] = {GD_BINARY, "verify", "--gradcheck", in, out, NULL};
+		r = run_cmd(vf, NULL, 0);
+		cr_expect_eq(r.status, 0, "%s: verify --gradcheck: %s%s", models[m], r.out, r.err);
+		run_free(&r);
+	}
+}

@@ -1726,6 +1726,174 @@ Test(exec, cuts_give_the_same_bits_with_graphdiets_sgemm)
 	cut_images();
 }
 
+/* #52 dwconv: grouped Conv and ConvTranspose with few channels a group (conv_group.c's direct
+ * kernels), float32 and float64, against the definition summed in double here, with bias; the
+ * same bits with 1 thread and 3. Depthwise (group == C) and group == C/2 with two channels a group
+ * and M/group 2; strides 1 and 2, dilation 2, 3 x 3 and 5 x 5, symmetric and uneven pads, odd
+ * sizes, rows longer than four vectors, batch 1 and 3; ConvTransposes at the shapes a grouped
+ * Conv's input gradient takes (output_padding included); planes large enough that a batch is cut
+ * into blocks of images; and Convs whose kernel is at least their output, the shape
+ * grouped_weight_grad (conv.c) gives a weight gradient. */
+struct group_case { /* op: output_padding 0, 1 (both axes) or 2 (the width's) */
+	int transpose, n, c, h, w, m, group, kh, kw, s, d, pt, pl, pb, pr, op;
+};
+
+/* Output (n, m, oy, ox) of the case, and in *mag the sum of its terms' magnitudes. */
+static double group_definition(const struct group_case *k, const double *x, const double *w, const double *b, int n,
+			       int m, int oy, int ox, double *mag)
+{
+	int cg = k->c / k->group, mg = k->m / k->group, gi = m / mg;
+	double sum = b[m];
+	*mag = fabs(b[m]);
+	for (int ci = 0; ci < cg; ci++)
+		for (int i = 0; i < k->kh; i++)
+			for (int j = 0; j < k->kw; j++) {
+				int iy, ix;
+				double wv;
+				if (k->transpose) { /* input (iy, ix) adds into iy s - pt + i d */
+					int ty = oy + k->pt - i * k->d, tx = ox + k->pl - j * k->d;
+					if (ty < 0 || tx < 0 || ty % k->s || tx % k->s)
+						continue;
+					iy = ty / k->s, ix = tx / k->s;
+					wv = w[(((gi * cg + ci) * mg + m % mg) * k->kh + i) * k->kw + j];
+				} else {
+					iy = oy * k->s + i * k->d - k->pt, ix = ox * k->s + j * k->d - k->pl;
+					wv = w[((m * cg + ci) * k->kh + i) * k->kw + j];
+				}
+				if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w)
+					continue;
+				double t = x[((n * k->c + gi * cg + ci) * k->h + iy) * k->w + ix] * wv;
+				sum += t;
+				*mag += fabs(t);
+			}
+	return sum;
+}
+
+static void group_case_run(const struct group_case *k, int dt)
+{
+	int cg = k->c / k->group, wr = k->transpose ? k->c : k->m, wc = k->transpose ? k->m / k->group : cg;
+	int oh = k->transpose ? k->s * (k->h - 1) + (k->op == 1) + k->d * (k->kh - 1) + 1 - k->pt - k->pb
+			      : (k->h + k->pt + k->pb - k->d * (k->kh - 1) - 1) / k->s + 1;
+	int ow = k->transpose ? k->s * (k->w - 1) + (k->op != 0) + k->d * (k->kw - 1) + 1 - k->pl - k->pr
+			      : (k->w + k->pl + k->pr - k->d * (k->kw - 1) - 1) / k->s + 1;
+	int64_t nx = (int64_t)k->n * k->c * k->h * k->w, nw = (int64_t)wr * wc * k->kh * k->kw;
+	size_t es = dt == DT_FLOAT ? 4 : 8;
+	double *xd = malloc((size_t)nx * 8), *wd = malloc((size_t)nw * 8), bd[64];
+	void *xv = malloc((size_t)nx * es), *wv = malloc((size_t)nw * es), *bv = malloc(64 * es);
+	for (int64_t i = 0; i < nx + nw + 64; i++) { /* float32's values, so both dtypes' definitions agree */
+		double v = (double)(float)sin(0.7 * (double)i + 0.3);
+		double *d = i < nx ? xd + i : i < nx + nw ? wd + i - nx : bd + i - nx - nw;
+		void *e = i < nx ? xv : i < nx + nw ? wv : bv;
+		int64_t at = i < nx ? i : i < nx + nw ? i - nx : i - nx - nw;
+		*d = v;
+		if (dt == DT_FLOAT)
+			((float *)e)[at] = (float)v;
+		else
+			((double *)e)[at] = v;
+	}
+	const char *ds = dt == DT_FLOAT ? "float32" : "float64";
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%d, %d, %d, %d]}, {name: w, dtype: %s, "
+		 "shape: [%d, %d, %d, %d]}, {name: b, dtype: %s, shape: [%d]}]\n"
+		 "nodes:\n  - {op: %s, inputs: [x, w, b], outputs: [y], attrs: {group: %d, pads: [%d, %d, %d, %d], "
+		 "strides: [%d, %d], dilations: [%d, %d]%s}}\noutputs: [{name: y}]\n",
+		 ds, k->n, k->c, k->h, k->w, ds, wr, wc, k->kh, k->kw, ds, k->m, k->transpose ? "ConvTranspose" : "Conv",
+		 k->group, k->pt, k->pl, k->pb, k->pr, k->s, k->s, k->d, k->d,
+		 k->op ? (k->op == 1 ? ", output_padding: [1, 1]" : ", output_padding: [0, 1]") : "");
+	struct graph *g = load_text("group.yaml", text);
+	struct rtensor t[3] = {
+		{.dtype = dt, .ndim = 4, .dims = {k->n, k->c, k->h, k->w}, .numel = nx, .data = xv, .nbytes = (size_t)nx * es, .known = 1},
+		{.dtype = dt, .ndim = 4, .dims = {wr, wc, k->kh, k->kw}, .numel = nw, .data = wv, .nbytes = (size_t)nw * es, .known = 1},
+		{.dtype = dt, .ndim = 1, .dims = {k->m}, .numel = k->m, .data = bv, .nbytes = (size_t)k->m * es, .known = 1}};
+	const char *names[3] = {"x", "w", "b"};
+	void *first = NULL;
+	for (int th = 1; th <= 3; th += 2) {
+		pool_set_threads(th);
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 3};
+		struct exec *ex = exec_run(g, &o, NULL, &e);
+		cr_assert(ex, "%s", e.msg);
+		const struct rtensor *y = exec_value(ex, g->outputs[0]);
+		cr_assert_eq(y->numel, (int64_t)k->n * k->m * oh * ow, "%s", text);
+		if (!first) {
+			int64_t bad = 0;
+			double worst = 0, tol = dt == DT_FLOAT ? 1e-6 : 1e-12;
+			for (int64_t i = 0; i < y->numel; i++) {
+				int ox = (int)(i % ow), oy = (int)(i / ow % oh), m = (int)(i / ow / oh % k->m);
+				double mag, want = group_definition(k, xd, wd, bd, (int)(i / ow / oh / k->m), m, oy, ox, &mag);
+				double got = dt == DT_FLOAT ? ((const float *)y->data)[i] : ((const double *)y->data)[i];
+				double err = fabs(got - want) / (1 + mag);
+				worst = err > worst ? err : worst;
+				bad += !(err <= tol);
+			}
+			cr_expect_eq(bad, 0, "%s%s: %lld outputs off the definition (worst %g)", ds, text, (long long)bad, worst);
+			first = malloc(y->nbytes);
+			memcpy(first, y->data, y->nbytes);
+		} else {
+			cr_expect_eq(memcmp(first, y->data, y->nbytes), 0, "%s%s: other bits with 3 threads", ds, text);
+		}
+		exec_free(ex);
+	}
+	pool_set_threads(1);
+	free(first);
+	graph_free(g);
+	free(xd), free(wd), free(xv), free(wv), free(bv);
+}
+
+Test(exec, grouped_convs_against_the_definition)
+{
+	static const struct group_case cases[] = {
+		/* Conv: depthwise 3 x 3 stride 1 and 2, a multiplier of 2, 5 x 5, dilation 2 */
+		{0, 3, 6, 9, 11, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 0},   {0, 3, 6, 13, 9, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 0},
+		{0, 1, 5, 12, 12, 5, 5, 5, 5, 2, 1, 2, 2, 2, 2, 0},  {0, 3, 4, 11, 10, 4, 4, 3, 3, 1, 2, 2, 2, 2, 2, 0},
+		{0, 1, 3, 7, 70, 3, 3, 3, 3, 1, 1, 1, 0, 0, 1, 0},   {0, 3, 3, 6, 33, 3, 3, 5, 5, 2, 2, 4, 3, 4, 2, 0},
+		/* group == C/2: two channels a group, M/group 2 */
+		{0, 3, 8, 9, 7, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 0},    {0, 1, 8, 10, 9, 8, 4, 3, 3, 2, 1, 0, 1, 1, 0, 0},
+		/* ConvTranspose: a depthwise Conv's input gradient at stride 1 and 2 (output_padding 1:
+		 * an even map), of a multiplier 2, of two channels a group, dilation 2, uneven pads */
+		{1, 3, 6, 9, 11, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 0},   {1, 3, 6, 5, 7, 6, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},
+		{1, 1, 12, 6, 6, 6, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},   {1, 3, 8, 5, 6, 8, 4, 3, 3, 2, 1, 1, 1, 1, 1, 0},
+		{1, 3, 4, 7, 9, 4, 4, 3, 3, 1, 2, 2, 2, 2, 2, 0},    {1, 1, 5, 6, 6, 5, 5, 5, 5, 2, 1, 2, 2, 2, 2, 2},
+		{1, 3, 3, 4, 40, 3, 3, 3, 3, 2, 1, 0, 1, 1, 0, 0},
+		/* planes too large for a whole batch a work item: blocks of 2 images and 1 */
+		{0, 3, 2, 110, 110, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0}, {1, 3, 2, 110, 108, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0},
+		/* weight gradients' Convs: the batch as channels (3 and 2 a group), dY's planes as the
+		 * kernel; a stride-2 Conv's (stride 1 and dilation 2 here), a dilated one's */
+		{0, 1, 18, 11, 11, 6, 6, 10, 10, 1, 1, 1, 1, 0, 0, 0}, {0, 1, 12, 13, 13, 6, 6, 7, 7, 1, 2, 1, 1, 1, 1, 0},
+		{0, 1, 12, 9, 40, 12, 6, 9, 38, 1, 1, 1, 1, 1, 1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		group_case_run(&cases[i], DT_FLOAT);
+		group_case_run(&cases[i], DT_DOUBLE);
+	}
+}
+
+/* #52 dwconv: conv_group.c reads the folded Transposes a grouped weight gradient's Conv takes (the
+ * batch as channels: dY^T as the kernel, as grouped_weight_grad writes it, and here X^T too) and a
+ * depthwise Conv's transposed input in place: the bits of transposed copies, through the dots (a
+ * 12 x 12 kernel, 3 x 3 output) and the flat sums (3 x 3 kernel, stride 2). */
+Test(exec, grouped_convs_read_folded_transposes_with_the_bits_of_copies)
+{
+	static const char text[] =
+		"graphdiet: 1\nopset: 17\n"
+		"inputs: [{name: xx, dtype: float32, shape: [3, 6, 14, 14]}, {name: dy, dtype: float32, shape: [3, 6, 12, 12]},\n"
+		"         {name: x4, dtype: float32, shape: [18, 1, 14, 14]}, {name: x2, dtype: float32, shape: [6, 3, 11, 13]},\n"
+		"         {name: w2, dtype: float32, shape: [6, 1, 3, 3]}]\n"
+		"params: [{name: s, dtype: int64, shape: [4], data: [1, 18, 14, 14]}]\n"
+		"nodes:\n"
+		"  - {op: Transpose, inputs: [xx], outputs: [xxt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Reshape, inputs: [xxt, s], outputs: [xg]}\n"
+		"  - {op: Transpose, inputs: [dy], outputs: [dyt], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [xg, dyt], outputs: [gw], attrs: {group: 6}}\n"
+		"  - {op: Transpose, inputs: [x4], outputs: [x4t], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [x4t, dyt], outputs: [gw4], attrs: {group: 6, pads: [1, 0, 0, 1]}}\n"
+		"  - {op: Transpose, inputs: [x2], outputs: [x2t], attrs: {perm: [1, 0, 2, 3]}}\n"
+		"  - {op: Conv, inputs: [x2t, w2], outputs: [y2], attrs: {group: 6, pads: [1, 1, 1, 1], strides: [2, 2]}}\n"
+		"outputs: [{name: gw}, {name: gw4}, {name: y2}]\n";
+	folded_like_copied("groupfold.yaml", text, 0);
+}
+
 /* #52 wgrad: a Conv's weight gradient at small planes (conv_wgrad.c: the weight_grad Conv as one
  * product) against its definition summed in float64 here, dW[m, c, i, j] = sum over n, oy, ox of
  * dY[n, m, oy, ox] x[n, c, oy s + i d - p, ox s + j d - p], with dY = r (loss sum(Conv(x, w) r)):

@@ -7,6 +7,7 @@
 #include "io/pbwire.h"
 #include "io/tensor.h"
 #include "io/yaml.h"
+#include "autodiff/ad.h"
 #include "exec/exec.h"
 #include "plan/plan.h"
 #include "rewrite/ctrl.h"
@@ -799,4 +800,46 @@ Test(onnx, rnn_kernels_match_pytorch)
 		expect_run_matches_npy(g, rnn_torch_file, cases[i].name, cases[i].rtol, cases[i].atol, cases[i].name);
 		graph_free(g);
 	}
+}
+
+/* #52 rnnback: both backward passes of the recurrent ops (the unrolled rule in standard ops, and
+ * RecurrentGrad from train --fused-rnn) against PyTorch's gradients of a scalar loss of every
+ * output (testdata/gen_rnn_torch.py's <case>_loss models): with respect to x, h0, c0 and each
+ * node's W, R and B, for a bidirectional batch-first LSTM with initial states, a GRU
+ * (linear_before_reset 1), a bidirectional RNN (float32: within 1e-5 relative and 5e-6 absolute, 1e-5 of the
+ * gradients' scale: PyTorch sums in another order)
+ * and a 2-layer LSTM in float64 (1e-10). */
+Test(onnx, rnn_gradients_match_pytorch)
+{
+	static const struct {
+		const char *name, *op;
+		double rtol, atol;
+	} cases[] = {{"lstm_bidir_loss", "LSTM", 1e-5, 5e-6}, {"gru_loss", "GRU", 1e-5, 5e-6},
+		     {"rnn_bidir_loss", "RNN", 1e-5, 5e-6}, {"lstm2_f64_loss", "LSTM", 1e-10, 1e-12}};
+	for (int fused = 0; fused < 2; fused++)
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			char path[600], what[200];
+			snprintf(path, sizeof path, "%s/rnn_torch/%s.onnx", TESTDATA, cases[i].name);
+			snprintf(what, sizeof what, "%s (%s)", cases[i].name, fused ? "RecurrentGrad" : "unrolled");
+			struct graph *g = load_ok(path);
+			const char *params[16] = {"x", "h0", "c0"};
+			size_t np = strcmp(cases[i].op, "LSTM") ? 2 : 3;
+			for (uint32_t k = 0; k < g->n_nodes; k++)
+				for (uint32_t s = 1; s <= 3 && !strcmp(g->nodes[k]->op_type, cases[i].op); s++) {
+					cr_assert_lt(np, 16);
+					params[np++] = g->nodes[k]->in[s]->name;
+				}
+			struct autodiff_opts ao = {.params = params, .n_params = np, .fused_rnn = fused};
+			struct autodiff_result res;
+			struct gd_err e = {0};
+			cr_assert_eq(autodiff(g, &ao, &res, &e), 0, "%s: %s", what, e.msg);
+			cr_assert_eq(res.n_grads, np, "%s", what);
+			int grads = 0;
+			for (uint32_t k = 0; k < g->n_nodes; k++)
+				grads += !strcmp(g->nodes[k]->op_type, "RecurrentGrad");
+			cr_assert_eq(grads > 0, fused, "%s", what);
+			cr_assert_eq(graph_toposort(g, &e), 0, "%s: %s", what, e.msg);
+			expect_run_matches_npy(g, rnn_torch_file, cases[i].name, cases[i].rtol, cases[i].atol, what);
+			graph_free(g);
+		}
 }

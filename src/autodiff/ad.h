@@ -26,6 +26,9 @@ struct autodiff_opts {
 	double loss_weight;            /* > 0 and not 1: the gradients are those of this times the loss
 					* (dL/dL starts at it and is not divided out): data-parallel
 					* replicas' 1/N (rewrite/replicas.h) */
+	int fused_rnn;                 /* LSTM, GRU and RNN differentiate as one RecurrentGrad node
+					* (domain graphdiet) instead of the unrolled recurrence in
+					* standard ops */
 };
 
 struct autodiff_result {
@@ -68,6 +71,8 @@ int ad_symbolic(const struct ad *a);
 /* Whether an inferred dimension derives from a symbolic one (its size is only known at run time). */
 int ad_dim_symbolic(const struct ad *a, int64_t d);
 int ad_opset(const struct ad *a);
+/* autodiff_opts.fused_rnn */
+int ad_fused_rnn(const struct ad *a);
 
 /* Adds a backward node `op` reading ins (NULL entries are omitted inputs) and writing n_out fresh
  * values; returns it (NULL with the error set). */

@@ -45,6 +45,7 @@ struct ad {
 	const struct node *cur;   /* the forward node whose rule runs */
 	const char *sum_of;       /* naming a Sum node: the value whose contributions it adds */
 	int opset;
+	int fused_rnn;
 	struct strmap node_names; /* the forward nodes' names, and fresh_node_name's */
 	struct strmap node_next;  /* for fresh_node_name */
 	struct scalar {
@@ -77,6 +78,11 @@ int ad_fail(struct ad *a, const char *fmt, ...)
 int ad_opset(const struct ad *a)
 {
 	return a->opset;
+}
+
+int ad_fused_rnn(const struct ad *a)
+{
+	return a->fused_rnn;
 }
 
 int ad_symbolic(const struct ad *a)
@@ -912,7 +918,8 @@ int autodiff(struct graph *g, const struct autodiff_opts *o, struct autodiff_res
 	if (from != model_opset(g))
 		gd_note("%s: the model's opset %d is rewritten in opset-%d forms, the lowest that holds the backward pass",
 			g->path ? g->path : "-", from, model_opset(g));
-	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = model_opset(g)};
+	struct ad a = {.g = g, .e = e, .n_fwd_values = g->n_values, .n_fwd_nodes = g->n_nodes, .opset = model_opset(g),
+		     .fused_rnn = o->fused_rnn};
 	/* keep_values: the rules read constant inputs (Slice bounds, Dropout's training_mode, Pad's pads,
 	 * reduction axes) after their last forward reader has run; only small computed values have data */
 	struct exec_opts eo = {.shapes_only = 1, .probe_unbound = 1, .keep_values = 1};

@@ -58,6 +58,9 @@ static const char help[] =
 	"                        ops between them compute in 16 bits; softmax, norms, reductions and\n"
 	"                        the loss in float32; parameters and their gradients stay float32\n"
 	"      --keep-fp32 OPS   op types to leave in float32 under --precision (comma-separated)\n"
+	"      --fused-rnn       differentiate LSTM, GRU and RNN with one RecurrentGrad node each\n"
+	"                        (domain graphdiet: graphdiet runs it, onnxruntime does not) rather\n"
+	"                        than the unrolled recurrence in standard ops\n"
 	"      --loss-scale fixed:S  backprop from S times the loss and divide the gradients by S, so\n"
 	"                        that small 16-bit gradients do not flush to zero (a power of two\n"
 	"                        changes nothing in float32)\n"
@@ -206,6 +209,7 @@ int cmd_train(int argc, char **argv)
 		{"batch", required_argument, NULL, CLI_OPT_BATCH},
 		{"control-deps", required_argument, NULL, 'D'},
 		{"precision", required_argument, NULL, 'P'}, {"keep-fp32", required_argument, NULL, 'K'},
+		{"fused-rnn", no_argument, NULL, 'R'},
 		CLI_STEP_OPTIONS,
 		{"help", no_argument, NULL, 'h'}, CLI_BASE_DIR_OPTION,         {NULL, 0, NULL, 0},
 	};
@@ -268,6 +272,9 @@ int cmd_train(int argc, char **argv)
 			break;
 		case 'l':
 			ao.loss = optarg;
+			break;
+		case 'R':
+			ao.fused_rnn = 1;
 			break;
 		case 'p':
 			free(pbuf);

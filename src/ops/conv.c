@@ -2,8 +2,10 @@
  * (Other ranks, integer MaxPool and MaxPool's storage_order: conv_nd.c.)
  *
  * float32 Conv with one group and 16 output channels or more, and such a ConvTranspose at stride 1,
- * run on the direct kernel where the CPU has AVX-512 (conv_direct.c). Otherwise Conv is im2col +
- * GEMM per image and group: col (Cg*kh*kw, OH*OW) gathers the input patches and
+ * run on the direct kernel where the CPU has AVX-512 (conv_direct.c); grouped ones with few
+ * channels a group (depthwise), their ConvTransposes and grouped weight gradients' Convs on
+ * conv_group.c's (float64 too). Otherwise Conv is im2col + GEMM per image and group:
+ * col (Cg*kh*kw, OH*OW) gathers the input patches and
  * Y_g (Mg, OH*OW) = W_g (Mg, Cg*kh*kw) * col. ConvTranspose is its adjoint: col = W_g^T * X_g, then
  * col2im adds the patches back. Output sizes, padding and auto_pad follow the ONNX operator docs:
  *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)
@@ -640,14 +642,20 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		if (in[k]->view && (a->dtype != DT_FLOAT || !swapped_view(in[k])) &&
 		    !(rc = exec_materialize(x, in[k], &copy[k])))
 			*(k ? &w : &a) = &copy[k];
-	if (!rc && a->dtype == DT_FLOAT) {
+	if (!rc && g.group > 1) { /* conv_group.c reads the views */
+		direct = conv_group(x, a, w, &g, 0, y);
+		rc = direct < 0 ? exec_status(x) : 0;
+		if (!direct && b)
+			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
+	}
+	if (!rc && direct > 0 && a->dtype == DT_FLOAT) {
 		direct = conv_direct(x, a->data, w->data, (a->view ? CONV_A_SWAPPED : 0) | (w->view ? CONV_W_SWAPPED : 0),
 				     &g, (float *)y, swapped);
 		rc = direct < 0 ? exec_status(x) : 0;
 		if (!direct && b)
 			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
 	}
-	if (!rc && a->dtype == DT_DOUBLE && !b) { /* float64: a weight gradient as one product */
+	if (!rc && direct > 0 && a->dtype == DT_DOUBLE && !b) { /* float64: a weight gradient as one product */
 		direct = conv_wgrad(x, a, w, &g, y, swapped);
 		rc = direct < 0 ? exec_status(x) : 0;
 	}
@@ -756,13 +764,19 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	cg2.h = g.oh, cg2.w = g.ow, cg2.oh = ih, cg2.ow = iw;
 	int64_t kk = mg * g.kh * g.kw, np = ih * iw;
 	size_t es = dtype_size(a->dtype), colb = (size_t)(kk * np) * es;
+	int r = g.group > 1 ? conv_group(x, a, w, &g, 1, y) : 1;
+	if (r <= 0) {
+		if (!r && b)
+			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
+		return r ? exec_status(x) : 0;
+	}
 	if (a->dtype == DT_FLOAT && g.sh == 1 && g.sw == 1) {
 		/* at stride 1, the Conv of the input with the kernel flipped and its channel axes
 		 * exchanged, padded so that every tap that meets the input counts */
 		struct conv_geom d = g;
 		d.h = ih, d.w = iw, d.oh = g.oh, d.ow = g.ow;
 		d.pt = g.dh * (g.kh - 1) - g.pt, d.pl = g.dw * (g.kw - 1) - g.pl;
-		int r = conv_direct(x, a->data, w->data, CONV_FLIP, &d, (float *)y, NULL);
+		r = conv_direct(x, a->data, w->data, CONV_FLIP, &d, (float *)y, NULL);
 		if (r < 0)
 			return exec_status(x);
 		if (!r) {

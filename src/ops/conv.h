@@ -49,6 +49,15 @@ static inline void conv_inside(int64_t at, int64_t step, int64_t size, int64_t k
 int conv_direct(struct exec *x, const float *a, const float *w, int how, const struct conv_geom *g, float *y,
 		int *swapped);
 
+/* y = Conv(a, w) over g (or with transpose a ConvTranspose, g in its terms), float32 or float64,
+ * by conv_group.c's direct kernels for a grouped window with few channels a group (depthwise), or
+ * a grouped Conv whose kernel is larger than its output (grouped weight gradients); a and w may be
+ * views that exchange their first two axes. Every element of y is written, without bias.
+ * 1: not run here (one group, many channels a group, or float32 without AVX-512); 0: done; -1: out
+ * of memory, the node failed. */
+int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g, int transpose,
+	       void *y);
+
 /* y = Conv(a, w) over g as a weight gradient's Conv (conv_wgrad.c): a (n, c, h, w) or a view of it
  * with its first two axes exchanged, w row-major or such a view, float32 or float64, one group, no
  * bias; the output swapped (y (m, n, oh, ow), *swapped set) when swapped is given. 1: not run here

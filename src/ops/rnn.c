@@ -75,14 +75,22 @@ static const char *unsupported(const struct node *n)
 	return NULL;
 }
 
+/* The gate loops run over a row's H elements, a count GCC's -O2 cost model (very-cheap: no
+ * epilogue) will not vectorise; this one will, with every clone's vector width. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RNN_VEC __attribute__((optimize("vect-cost-model=dynamic")))
+#else
+#define RNN_VEC
+#endif
+
 /* sigmoid without overflow: e = exp(-|v|), 1 / (1 + e) for v >= 0, e / (1 + e) below */
-static inline double sig_f64(double v)
+static inline __attribute__((always_inline)) double sig_f64(double v)
 {
 	double e = exp(v < 0 ? v : -v), s = 1 / (1 + e);
 	return v >= 0 ? s : e * s;
 }
 
-static inline float sig_f32(float v)
+static inline __attribute__((always_inline)) float sig_f32(float v)
 {
 	float e = vm_expf(v < 0 ? v : -v), s = 1 / (1 + e);
 	return v >= 0 ? s : e * s;
@@ -136,6 +144,9 @@ struct rnn_step {
 	const int64_t *xr;
 	const void *xw, *q;
 	void *h, *c, *rh;    /* rh (Bn, H): GRU's r H_{t-1}, the second product's A */
+	void *save;          /* or NULL: each row's gates at xr[b] ss (the forward node's gates output) */
+	void *sink;          /* (G H + H) where they go when not saved: one loop either way */
+	int64_t ss;
 	const void *p, *rbh; /* (3 H) peepholes i, o, f and (H) GRU's Rbh; zeros when absent */
 };
 
@@ -143,11 +154,12 @@ struct rnn_step {
  * GRU's r H_{t-1}) or the whole cell (0). Written once for float32 (vmath.h's exp and tanh, fused
  * into one loop the compiler vectorises) and once for float64 (libm), each computing in its type. */
 #define RNN_TYPED(real, sfx, SIG, TANH)                                                                                \
-	static void bias_rows_##sfx(void *xw, int64_t rows, int64_t n, const void *wb, const void *rb, int64_t rb_n)   \
+	static void bias_rows_##sfx(void *xw, int64_t rows, int64_t n, int64_t ld, const void *wb, const void *rb,    \
+				    int64_t rb_n)                                                                      \
 	{                                                                                                              \
 		real *row = xw;                                                                                        \
 		const real *w = wb, *r = rb;                                                                           \
-		for (int64_t i = 0; i < rows; i++, row += n)                                                           \
+		for (int64_t i = 0; i < rows; i++, row += ld)                                                          \
 			for (int64_t j = 0; j < n; j++)                                                                \
 				row[j] += w[j] + (j < rb_n ? r[j] : 0);                                                \
 	}                                                                                                              \
@@ -162,16 +174,21 @@ struct rnn_step {
 			const real *restrict q = (const real *)st->q + b * GH;                                         \
 			real *restrict h = (real *)st->h + b * H, *restrict c = (real *)st->c + b * H;                 \
 			real *restrict rh = (real *)st->rh + b * H;                                                    \
+			real *restrict sv = st->save ? (real *)st->save + st->xr[b] * st->ss : (real *)st->sink;      \
 			if (reset) {                                                                                   \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					rh[k] = SIG(g[H + k] + q[H + k]) * h[k];                                       \
-			} else if (st->cell == CELL_LSTM) { /* peepholes: i and f read C_{t-1}, o reads C_t */        \
+				if (st->save) /* E: r H_{t-1} */                                                       \
+					memcpy(sv + GH, rh, (size_t)H * sizeof(real));                                 \
+			} else if (st->cell == CELL_LSTM) { /* i, o, f, c~, C_t; peepholes: i, f read C_{t-1} */       \
 				for (int64_t k = 0; k < H; k++) {                                                      \
 					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
 					real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                      \
-					real cn = f * c[k] + i * TANH(g[3 * H + k] + q[3 * H + k]);                    \
+					real cg = TANH(g[3 * H + k] + q[3 * H + k]), cn = f * c[k] + i * cg;           \
+					real o = SIG(g[H + k] + q[H + k] + po[k] * cn);                                \
 					c[k] = cn;                                                                     \
-					h[k] = SIG(g[H + k] + q[H + k] + po[k] * cn) * TANH(cn);                       \
+					h[k] = o * TANH(cn);                                                           \
+					sv[k] = i, sv[H + k] = o, sv[2 * H + k] = f, sv[3 * H + k] = cg, sv[GH + k] = cn; \
 				}                                                                                      \
 			} else if (st->cell == CELL_GRU) { /* q's h columns: H Rh^T, or (r H) Rh^T */                \
 				for (int64_t k = 0; k < H; k++) {                                                      \
@@ -179,10 +196,14 @@ struct rnn_step {
 					real rec = q[2 * H + k] + rbh[k];                                              \
 					real hh = TANH(g[2 * H + k] + (st->lbr ? r * rec : rec));                      \
 					h[k] = (1 - z) * hh + z * h[k];                                                \
+					sv[k] = z, sv[H + k] = r, sv[2 * H + k] = hh; /* E (lbr): H Rh^T + Rbh */      \
+					sv[GH + k] = st->lbr ? rec : sv[GH + k];                                       \
 				}                                                                                      \
 			} else {                                                                                       \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					h[k] = TANH(g[k] + q[k]);                                                      \
+				if (st->save)                                                                          \
+					memcpy(sv, h, (size_t)H * sizeof(real));                                       \
 			}                                                                                              \
 		}                                                                                                      \
 	}
@@ -212,7 +233,7 @@ static const void *as_dtype(const struct rtensor *t, int dt, void **copy, int *o
 
 /* What a run of the kernel holds apart from its inputs and outputs. */
 struct rnn_bufs {
-	void *xw, *q, *h, *c, *rh, *zeros, *conv[6];
+	void *xw, *q, *h, *c, *rh, *zeros, *sink, *conv[6];
 	int64_t *xr, *len;
 };
 
@@ -224,21 +245,23 @@ static void rnn_bufs_free(struct rnn_bufs *m)
 	xfree(m->c);
 	xfree(m->rh);
 	xfree(m->zeros);
+	xfree(m->sink);
 	for (int i = 0; i < 6; i++)
 		xfree(m->conv[i]);
 	xfree(m->xr);
 	xfree(m->len);
 }
 
-/* The forward pass, per direction: xw = X W^T + biases for all steps as one product; then per step
- * q = H_{t-1} R^T as one product over the batch (GRU without linear_before_reset: H_{t-1} Rzr^T,
- * then (r H_{t-1}) Rh^T) and the gates fused in one loop over contiguous rows, in X's dtype. */
-static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+/* The inputs of a recurrent node (the forward op's, or RecurrentGrad's first 8), checked. */
+struct rnn_in {
+	enum cell cell;
+	int G, D, rev, lbr, layout;
+	int64_t T, Bn, I, H, GH;
+	const struct rtensor *X, *W, *R, *Bs, *h0, *c0, *P, *lens;
+};
+
+static int rnn_check(struct exec *x, const struct node *n, enum cell cell, struct rtensor *const *in, struct rnn_in *o)
 {
-	const char *why = unsupported(n);
-	if (why)
-		return exec_fail(x, "%s", why);
-	enum cell cell = cell_of(n);
 	const struct rtensor *X = in[0], *W = in[1], *R = in[2];
 	const struct rtensor *Bs = n->n_in > 3 ? in[3] : NULL, *h0 = n->n_in > 5 ? in[5] : NULL;
 	const struct rtensor *c0 = cell == CELL_LSTM && n->n_in > 6 ? in[6] : NULL;
@@ -269,6 +292,29 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	    (P && P->numel != D * 3 * H))
 		return exec_fail(x, "B must be (%d, %lld); P (%d, %lld); initial_h and initial_c %d x %lld x %lld", D,
 				 (long long)(2 * GH), D, (long long)(3 * H), D, (long long)Bn, (long long)H);
+	*o = (struct rnn_in){.cell = cell, .G = G, .D = D, .rev = rev, .lbr = lbr, .layout = layout, .T = T, .Bn = Bn,
+			     .I = I, .H = H, .GH = GH, .X = X, .W = W, .R = R, .Bs = Bs, .h0 = h0, .c0 = c0, .P = P,
+			     .lens = lens};
+	return 0;
+}
+
+/* The forward pass, per direction: xw = X W^T + biases for all steps as one product; then per step
+ * q = H_{t-1} R^T as one product over the batch (GRU without linear_before_reset: H_{t-1} Rzr^T,
+ * then (r H_{t-1}) Rh^T) and the gates fused in one loop over contiguous rows, in X's dtype. */
+static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	const char *why = unsupported(n);
+	if (why)
+		return exec_fail(x, "%s", why);
+	enum cell cell = cell_of(n);
+	struct rnn_in ri;
+	if (rnn_check(x, n, cell, in, &ri))
+		return exec_status(x);
+	const struct rtensor *X = ri.X, *W = ri.W, *R = ri.R, *Bs = ri.Bs, *h0 = ri.h0, *c0 = ri.c0, *P = ri.P;
+	const struct rtensor *lens = ri.lens;
+	int G = ri.G, D = ri.D, rev = ri.rev, lbr = ri.lbr, layout = ri.layout;
+	int64_t T = ri.T, Bn = ri.Bn, I = ri.I, H = ri.H, GH = ri.GH;
+	(void)G;
 	int64_t yd[4] = {T, D, Bn, H}, sd[3] = {D, Bn, H};
 	if (layout) {
 		yd[0] = Bn, yd[1] = T, yd[2] = D;
@@ -278,7 +324,11 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	void *y = n->n_out > 0 && n->out[0] ? exec_alloc(x, out[0], dt, 4, yd) : NULL;
 	void *yh = n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], dt, 3, sd) : NULL;
 	void *yc = cell == CELL_LSTM && n->n_out > 2 && n->out[2] ? exec_alloc(x, out[2], dt, 3, sd) : NULL;
-	if (exec_status(x) || !(y || yh || yc))
+	/* the training graph's extra output for RecurrentGrad (train --fused-rnn): every row's gates */
+	int gslot = cell == CELL_LSTM ? 3 : 2;
+	int64_t gs = GH + (cell == CELL_RNN ? 0 : H), gd[3] = {D, T * Bn, gs};
+	void *gates = n->n_out > (uint32_t)gslot && n->out[gslot] ? exec_alloc(x, out[gslot], dt, 3, gd) : NULL;
+	if (exec_status(x) || !(y || yh || yc || gates))
 		return exec_status(x);
 	if (T * Bn > INT32_MAX || GH > INT32_MAX || I > INT32_MAX)
 		return exec_fail(x, "a product's dimension exceeds what BLAS indexes (2^31)");
@@ -294,9 +344,10 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	m.c = xmalloc((size_t)(Bn * H) * es + 1);
 	m.rh = xcalloc((size_t)(Bn * H) + 1, es);
 	m.zeros = xcalloc((size_t)(3 * H) + 1, es); /* 0.0 in both dtypes */
+	m.sink = xcalloc((size_t)(GH + H) + 1, es);
 	m.xr = xmalloc((size_t)Bn * sizeof *m.xr + 1);
 	m.len = xmalloc((size_t)Bn * sizeof *m.len + 1);
-	if (oom || !m.xw || !m.q || !m.h || !m.c || !m.rh || !m.zeros || !m.xr || !m.len) {
+	if (oom || !m.xw || !m.q || !m.h || !m.c || !m.rh || !m.zeros || !m.sink || !m.xr || !m.len) {
 		rnn_bufs_free(&m);
 		return exec_fail(x, "out of memory");
 	}
@@ -304,8 +355,10 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		m.len[b] = lens ? rt_get_i(lens, b) : T;
 	if (y && lens)
 		memset(y, 0, (size_t)(T * D * Bn * H) * es);
+	if (gates && lens) /* rows past their length: RecurrentGrad multiplies them by zeros */
+		memset(gates, 0, (size_t)(D * T * Bn * gs) * es);
 	struct rnn_step st = {.cell = cell, .lbr = lbr, .Bn = Bn, .H = H, .xr = m.xr, .xw = m.xw, .q = m.q,
-			      .h = m.h, .c = m.c, .rh = m.rh, .p = m.zeros, .rbh = m.zeros};
+			      .h = m.h, .c = m.c, .rh = m.rh, .p = m.zeros, .rbh = m.zeros, .sink = m.sink};
 	void (*cells)(const struct rnn_step *, int) = dt == DT_FLOAT ? cells_f32 : cells_f64;
 	int gru0 = cell == CELL_GRU && !lbr; /* r applies before the h gate's product: two products a step */
 	char *hs = m.h, *cs = m.c;
@@ -321,12 +374,14 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		rnn_gemm(dt, T * Bn, GH, I, X->data, I, wd, I, m.xw, GH);
 		if (bias) {
 			const char *bd = bias + (size_t)(d * 2 * GH) * es;
-			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(m.xw, T * Bn, GH, bd, bd + (size_t)GH * es,
+			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(m.xw, T * Bn, GH, GH, bd, bd + (size_t)GH * es,
 									 cell == CELL_GRU ? 2 * H : GH);
 			st.rbh = bd + (size_t)(GH + 2 * H) * es;
 		}
 		if (peep)
 			st.p = peep + (size_t)(d * 3 * H) * es;
+		st.save = gates ? (char *)gates + (size_t)(d * T * Bn * gs) * es : NULL;
+		st.ss = gs;
 		for (int64_t s = 0; s < T; s++) {
 			for (int64_t b = 0; b < Bn; b++) /* a reverse direction starts at each row's last step */
 				m.xr[b] = s >= m.len[b] ? -1
@@ -731,6 +786,51 @@ out:
 	return rc;
 }
 
+/* The backward pass as one RecurrentGrad node (autodiff_opts.fused_rnn): its inputs are the forward
+ * node's, Y and the outputs' gradients; each output goes to the input that wants it. */
+static int rnn_fused_grad(struct ad *a, const struct node *n)
+{
+	enum cell cell = cell_of(n);
+	int lstm = cell == CELL_LSTM;
+	struct value *ins[13] = {0};
+	for (uint32_t k = 0; k < 8 && k < n->n_in; k++)
+		ins[k] = n->in[k];
+	ins[8] = n->n_out > 0 && n->out[0] ? n->out[0] : ad_add_output(a, n, 0);
+	ins[9] = n->n_out > 0 && n->out[0] ? ad_dy(a, n->out[0]) : NULL;
+	ins[10] = n->n_out > 1 && n->out[1] ? ad_dy(a, n->out[1]) : NULL;
+	ins[11] = lstm && n->n_out > 2 && n->out[2] ? ad_dy(a, n->out[2]) : NULL;
+	if (!ins[8])
+		return -1;
+	if (!ins[9] && !ins[10] && !ins[11])
+		return 0;
+	if (!(ins[12] = ad_add_output(a, n, lstm ? 3 : 2))) /* the gates the forward kernel computed */
+		return -1;
+	int n_in = 13;
+	while (!ins[n_in - 1])
+		n_in--;
+	struct node *g = ad_node(a, "RecurrentGrad", ins, n_in, lstm ? 7 : 5);
+	static const char *const cells[] = {"LSTM", "GRU", "RNN"};
+	const struct attr *dir = node_attr(n, "direction");
+	char dirs[16] = "forward";
+	if (dir && dir->type == ATTR_STRING && dir->s.n < sizeof dirs) {
+		memcpy(dirs, dir->s.p, dir->s.n);
+		dirs[dir->s.n] = 0;
+	}
+	if (!g || ad_set_str(a, g, "cell", cells[cell]) || ad_set_str(a, g, "direction", dirs) ||
+	    ad_set_int(a, g, "layout", attr_int(n, "layout", 0)) ||
+	    ad_set_int(a, g, "linear_before_reset", attr_int(n, "linear_before_reset", 0)) ||
+	    (node_attr(n, "hidden_size") && ad_set_int(a, g, "hidden_size", attr_int(n, "hidden_size", 0))))
+		return -1;
+	g->domain = "graphdiet";
+	g->op = OP_RECURRENT_GRAD; /* ad_node looks the type up in the default domain */
+	static const int slot[7] = {0, 1, 2, 3, 5, 6, 7};
+	for (int k = 0; k < (lstm ? 7 : 5); k++)
+		if ((uint32_t)slot[k] < n->n_in && n->in[slot[k]] && ad_wants(a, n->in[slot[k]]) &&
+		    ad_give(a, n->in[slot[k]], g->out[k]))
+			return -1;
+	return 0;
+}
+
 /* (D, ...) from each direction's (...) */
 static struct value *stack_dirs(struct ad *a, struct value **v, int D, int unsq)
 {
@@ -755,6 +855,8 @@ static int rnn_grad(struct ad *a, const struct node *n)
 		return ad_fail(a, "the sequence length must be known to differentiate (bind it with --dim)");
 	if (xs->dims[layout] < 1)
 		return ad_fail(a, "an empty sequence has no gradient to give");
+	if (ad_fused_rnn(a))
+		return rnn_fused_grad(a, n);
 	int D = attr_str_is(n, "direction", "bidirectional", 0) ? 2 : 1, rev = attr_str_is(n, "direction", "reverse", 0);
 	int lstm = cell_of(n) == CELL_LSTM;
 	/* layout 1: transposed into layout 0 here, the gradients of X and the states back below */
@@ -808,6 +910,451 @@ static int rnn_grad(struct ad *a, const struct node *n)
 	}
 	return 0;
 }
+
+/* ---- RecurrentGrad: the backward recurrence as one kernel (domain graphdiet) ----
+ *
+ * RecurrentGrad(X, W, R, B, sequence_lens, initial_h, initial_c, P, Y, dY, dY_h, dY_c)
+ *   -> (dX, dW, dR, dB, dinitial_h[, dinitial_c, dP]), attributes cell ("LSTM", "GRU", "RNN") and
+ * the forward node's direction, layout, hidden_size, linear_before_reset. Y is the forward node's
+ * (H_{t-1} is Y one step back, or initial_h); dY, dY_h, dY_c may be omitted (no gradient flows
+ * there). Outputs are in X's dtype and the shapes of their inputs (dB, dinitial_h, dinitial_c and
+ * dP whether or not those are given). Per direction, every X row (t, b) past its length takes no
+ * gradient; the others are visited in processing order s (t = s forward, L_b - 1 - s reverse):
+ *   1. the gates, recomputed: X W^T for all steps as one product, H_{t-1} R^T as one more (GRU
+ *      without linear_before_reset: H_{t-1} Rzr^T, then (r H_{t-1}) Rh^T), activations fused;
+ *      LSTM's cell states (and peepholes) in one elementwise pass per batch row;
+ *   2. the backward recurrence, last step first: the gates' derivatives of a step in one loop
+ *      over the batch, then one product by R (GRU without linear_before_reset: by Rh, then Rzr)
+ *      giving dH_{t-1};
+ *   3. dW = dG^T X, dR = dG^T H_{t-1}, dX += dG W: one product each over all steps; dB the
+ *      column sums of dG (in double, in row order); dP the peepholes' sums, step by step.
+ * dG (T B, G H) is kept in X's row order, zero past each row's length, so the three products read
+ * X and H_{t-1} as they lie. The kernel's buffers are workspace (exec_scratch): about
+ * (3 G + 4) T B H elements a direction at most, counted apart from the tensors as the executor
+ * counts every kernel's. Deterministic: BLAS products and sums in a fixed order. */
+
+/* C (m, n; ldc) = op(A) op(B) + beta C, op transposing when ta / tb */
+static void rg_gemm(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+		    const void *b, int64_t ldb, double beta, void *c, int64_t ldc)
+{
+	size_t es = dtype_size(dt);
+	if (!m || !n)
+		return;
+	if (!k) {
+		if (beta == 0)
+			for (int64_t i = 0; i < m; i++)
+				memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
+		return;
+	}
+	enum CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
+	if (dt == DT_FLOAT)
+		blas_sgemm(CblasRowMajor, A, B, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, (float)beta, c,
+			   (int)ldc);
+	else
+		blas_dgemm(CblasRowMajor, A, B, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* One direction's state for the typed loops. Rows of (T B, ...) buffers are X's rows. */
+struct rg_dir {
+	enum cell cell;
+	int lbr, layout, D, d, rev;
+	int64_t T, Bn, H, GH, gs; /* gs: G's row stride, G H (+ H for E or C) */
+	const int64_t *len;
+	int64_t *xr, *yr; /* (Bn): this step's X row and Y row of each batch row, -1 past its length */
+	void *G;          /* (T B, gs): the gates' values (LSTM i, o, f, c~; GRU z, r, h~; RNN H_t), then */
+	void *E;          /* G + G H: GRU's r H_{t-1} (linear_before_reset 0) or H_{t-1} Rh^T + Rbh (1) */
+	void *C, *Cp;     /* G + G H: LSTM's C_t; (T B, H): C_{t-1} */
+	void *hp;         /* (T B, H): H_{t-1} */
+	void *dG, *dGrh;  /* (T B, G H): the gates' pre-activation gradients; (T B, H) GRU lbr's dgh r */
+	void *S, *dHs, *dPs, *Qs, *dHc, *dCc; /* a step's (Bn, G H) and (Bn, H) */
+	const void *p, *rbh, *dY;
+	double *dp;       /* (3 H): the peepholes' gradients, summed */
+};
+
+/* t of processing step s for batch row b (s < len[b]) */
+static int64_t rg_t(const struct rg_dir *g, int64_t s, int64_t b)
+{
+	return g->rev ? g->len[b] - 1 - s : s;
+}
+
+static void rg_rows(struct rg_dir *g, int64_t s)
+{
+	for (int64_t b = 0; b < g->Bn; b++) {
+		int on = s < g->len[b];
+		g->xr[b] = on ? x_row(g->layout, g->T, g->Bn, rg_t(g, s, b), b) : -1;
+		g->yr[b] = on ? y_row(g->layout, g->T, g->D, g->Bn, rg_t(g, s, b), g->d, b) : -1;
+	}
+}
+
+#define RG_TYPED(real, sfx, SIG, TANH)                                                                                 \
+	/* phase 0: RNN's tanh, GRU's z and r (then h~, or r H_{t-1}); 1: GRU lbr 0's h~; LSTM: its cells */         \
+	RNN_VEC VM_CLONES static void rg_act_##sfx(struct rg_dir *g, int phase, const void *c0)                               \
+	{                                                                                                              \
+		const int64_t H = g->H, gs = g->gs;                                                                    \
+		const real *pi = g->p, *po = pi + H, *pf = po + H, *rbh = g->rbh;                                     \
+		for (int64_t b = 0; b < g->Bn; b++) {                                                                  \
+			const real *cprev = (const real *)c0 + b * H;                                                  \
+			for (int64_t s = 0; s < g->len[b]; s++) {                                                      \
+				int64_t row = x_row(g->layout, g->T, g->Bn, rg_t(g, s, b), b);                         \
+				real *restrict gt = (real *)g->G + row * gs, *restrict e = (real *)g->E + row * gs;    \
+				const real *restrict hp = (const real *)g->hp + row * H;                               \
+				if (g->cell == CELL_LSTM) {                                                            \
+					real *restrict cc = (real *)g->C + row * gs, *restrict cp = (real *)g->Cp + row * H; \
+					for (int64_t k = 0; k < H; k++) {                                              \
+						real c = cprev[k];                                                     \
+						real i = SIG(gt[k] + pi[k] * c), f = SIG(gt[2 * H + k] + pf[k] * c);   \
+						real cg = TANH(gt[3 * H + k]), cn = f * c + i * cg;                    \
+						gt[k] = i, gt[2 * H + k] = f, gt[3 * H + k] = cg;                      \
+						gt[H + k] = SIG(gt[H + k] + po[k] * cn);                               \
+						cp[k] = c, cc[k] = cn;                                                 \
+					}                                                                              \
+					cprev = cc;                                                                    \
+				} else if (g->cell == CELL_RNN) {                                                      \
+					for (int64_t k = 0; k < H; k++)                                                \
+						gt[k] = TANH(gt[k]);                                                   \
+				} else if (phase == 1) {                                                               \
+					for (int64_t k = 0; k < H; k++)                                                \
+						gt[2 * H + k] = TANH(gt[2 * H + k] + rbh[k]);                          \
+				} else {                                                                               \
+					for (int64_t k = 0; k < 2 * H; k++)                                            \
+						gt[k] = SIG(gt[k]);                                                    \
+					for (int64_t k = 0; k < H; k++) {                                              \
+						if (g->lbr) {                                                          \
+							e[k] += rbh[k];                                                \
+							gt[2 * H + k] = TANH(gt[2 * H + k] + gt[H + k] * e[k]);        \
+						} else {                                                               \
+							e[k] = gt[H + k] * hp[k];                                      \
+						}                                                                      \
+					}                                                                              \
+				}                                                                              \
+			}                                                                                      \
+		}                                                                                              \
+	}                                                                                                      \
+	/* a step's gate gradients into S (zero rows past their length); phase 1: GRU lbr 0's dgr from dPs */ \
+	RNN_VEC VM_CLONES static void rg_back_##sfx(struct rg_dir *g, int phase)                                      \
+	{                                                                                                      \
+		const int64_t H = g->H, GH = g->GH;                                                            \
+		const real *pi = g->p, *po = pi + H, *pf = po + H;                                            \
+		for (int64_t b = 0; b < g->Bn; b++) {                                                          \
+			real *restrict S = (real *)g->S + b * GH, *restrict dHs = (real *)g->dHs + b * H;      \
+			int64_t row = g->xr[b];                                                                \
+			if (row < 0) {                                                                         \
+				if (!phase)                                                                    \
+					memset(S, 0, (size_t)GH * sizeof(real));                               \
+				continue;                                                                      \
+			}                                                                                      \
+			const real *restrict gt = (const real *)g->G + row * g->gs;                            \
+			const real *restrict hp = (const real *)g->hp + row * H;                               \
+			if (phase) {                                                                           \
+				const real *restrict dP = (const real *)g->dPs + b * H;                        \
+				for (int64_t k = 0; k < H; k++)                                                \
+					S[H + k] = dP[k] * hp[k] * gt[H + k] * (1 - gt[H + k]);               \
+				continue;                                                                      \
+			}                                                                                      \
+			const real *restrict dc = (const real *)g->dHc + b * H;                                \
+			const real *restrict dy = g->dY ? (const real *)g->dY + g->yr[b] * H : NULL;          \
+			for (int64_t k = 0; k < H; k++)                                                        \
+				dHs[k] = dc[k] + (dy ? dy[k] : 0);                                             \
+			if (g->cell == CELL_LSTM) {                                                            \
+				const real *restrict cc = (const real *)g->C + row * g->gs;                    \
+				const real *restrict cp = (const real *)g->Cp + row * H;                       \
+				real *restrict dC = (real *)g->dCc + b * H;                                    \
+				for (int64_t k = 0; k < H; k++) {                                              \
+					real i = gt[k], o = gt[H + k], f = gt[2 * H + k], cg = gt[3 * H + k];  \
+					real tc = TANH(cc[k]), go = dHs[k] * tc * o * (1 - o);                 \
+					real dc2 = dHs[k] * o * (1 - tc * tc) + dC[k] + go * po[k];            \
+					real di = dc2 * cg * i * (1 - i), df = dc2 * cp[k] * f * (1 - f);      \
+					S[k] = di, S[H + k] = go, S[2 * H + k] = df;                           \
+					S[3 * H + k] = dc2 * i * (1 - cg * cg);                                \
+					dC[k] = dc2 * f + di * pi[k] + df * pf[k];                             \
+					if (g->dp) {                                                           \
+						g->dp[k] += (double)(di * cp[k]);                              \
+						g->dp[H + k] += (double)(go * cc[k]);                          \
+						g->dp[2 * H + k] += (double)(df * cp[k]);                      \
+					}                                                                      \
+				}                                                                              \
+			} else if (g->cell == CELL_RNN) {                                                      \
+				for (int64_t k = 0; k < H; k++)                                                \
+					S[k] = dHs[k] * (1 - gt[k] * gt[k]);                                   \
+			} else {                                                                               \
+				const real *restrict e = (const real *)g->E + row * g->gs;                     \
+				real *restrict dx = (real *)g->dG + row * GH;                                  \
+				real *restrict dr = g->lbr ? (real *)g->dGrh + row * H : NULL;                 \
+				for (int64_t k = 0; k < H; k++) {                                              \
+					real z = gt[k], r = gt[H + k], hh = gt[2 * H + k];                     \
+					real dgh = dHs[k] * (1 - z) * (1 - hh * hh);                           \
+					S[k] = dHs[k] * (hp[k] - hh) * z * (1 - z);                            \
+					if (g->lbr) {                                                          \
+						S[H + k] = dgh * e[k] * r * (1 - r);                           \
+						S[2 * H + k] = dr[k] = dgh * r;                                \
+						dx[2 * H + k] = dgh;                                           \
+					} else {                                                               \
+						S[2 * H + k] = dgh;                                            \
+					}                                                                      \
+				}                                                                              \
+			}                                                                                      \
+		}                                                                                              \
+	}                                                                                                      \
+	/* after the step's product Qs = S R: dH_{t-1} into dHc, S into dG */                                \
+	RNN_VEC static void rg_carry_##sfx(struct rg_dir *g)                                                          \
+	{                                                                                                      \
+		const int64_t H = g->H, GH = g->GH;                                                            \
+		for (int64_t b = 0; b < g->Bn; b++) {                                                          \
+			int64_t row = g->xr[b];                                                                \
+			if (row < 0)                                                                           \
+				continue;                                                                      \
+			real *restrict dc = (real *)g->dHc + b * H;                                            \
+			const real *restrict q = (const real *)g->Qs + b * H, *restrict dh = (const real *)g->dHs + b * H; \
+			const real *restrict S = (const real *)g->S + b * GH, *restrict gt = (const real *)g->G + row * g->gs; \
+			real *restrict dx = (real *)g->dG + row * GH;                                          \
+			if (g->cell == CELL_GRU) {                                                             \
+				const real *restrict dP = (const real *)g->dPs + b * H;                        \
+				for (int64_t k = 0; k < H; k++)                                                \
+					dc[k] = q[k] + dh[k] * gt[k] + (g->lbr ? 0 : dP[k] * gt[H + k]);       \
+			} else {                                                                               \
+				memcpy(dc, q, (size_t)H * sizeof(real));                                       \
+			}                                                                                      \
+			memcpy(dx, S, (size_t)(g->cell == CELL_GRU && g->lbr ? 2 * H : GH) * sizeof(real));   \
+		}                                                                                              \
+	}
+
+RG_TYPED(float, f32, sig_f32, vm_tanhf)
+RG_TYPED(double, f64, sig_f64, tanh)
+
+/* out (n) = column sums of a's rows (rows, n; lda) in row order, accumulated in double */
+static void rg_colsum(int dt, void *out, const void *a, int64_t rows, int64_t n, int64_t lda, double *acc)
+{
+	memset(acc, 0, (size_t)n * sizeof *acc);
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t j = 0; j < n; j++)
+			acc[j] += dt == DT_FLOAT ? ((const float *)a)[i * lda + j] : ((const double *)a)[i * lda + j];
+	for (int64_t j = 0; j < n; j++)
+		if (dt == DT_FLOAT)
+			((float *)out)[j] = (float)acc[j];
+		else
+			((double *)out)[j] = acc[j];
+}
+
+static enum cell grad_cell(const struct node *n)
+{
+	return attr_str_is(n, "cell", "LSTM", 0) ? CELL_LSTM : attr_str_is(n, "cell", "GRU", 0) ? CELL_GRU : CELL_RNN;
+}
+
+struct rg_bufs {
+	void *p[18];
+	size_t bytes[18];
+	int n;
+};
+
+static void *rg_take(struct exec *x, struct rg_bufs *m, size_t bytes)
+{
+	void *p = exec_scratch(x, bytes + 1);
+	m->bytes[m->n] = bytes + 1;
+	return m->p[m->n++] = p;
+}
+
+static void rg_free(struct exec *x, struct rg_bufs *m)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->p[i])
+			exec_scratch_free(x, m->p[i], m->bytes[i]);
+}
+
+static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			      struct rtensor *const *out)
+{
+	if (!attr_str_is(n, "cell", "LSTM", 0) && !attr_str_is(n, "cell", "GRU", 0) && !attr_str_is(n, "cell", "RNN", 0))
+		return exec_fail(x, "attribute cell must be LSTM, GRU or RNN");
+	enum cell cell = grad_cell(n);
+	struct rnn_in ri;
+	if (n->n_in < 9 || !in[8])
+		return exec_fail(x, "Y (input 8) is required");
+	if (rnn_check(x, n, cell, in, &ri))
+		return exec_status(x);
+	const struct rtensor *Y = in[8], *dYt = n->n_in > 9 ? in[9] : NULL, *dYht = n->n_in > 10 ? in[10] : NULL;
+	const struct rtensor *dYct = cell == CELL_LSTM && n->n_in > 11 ? in[11] : NULL;
+	int D = ri.D, layout = ri.layout, dt = ri.X->dtype;
+	int64_t T = ri.T, Bn = ri.Bn, I = ri.I, H = ri.H, GH = ri.GH, N = T * Bn;
+	if (Y->numel != T * D * Bn * H || (dYt && dYt->numel != Y->numel) || (dYht && dYht->numel != D * Bn * H) ||
+	    (dYct && dYct->numel != D * Bn * H))
+		return exec_fail(x, "Y and dY must have %lld elements, dY_h and dY_c %lld", (long long)(T * D * Bn * H),
+				 (long long)(D * Bn * H));
+	if (N > INT32_MAX || GH > INT32_MAX || I > INT32_MAX)
+		return exec_fail(x, "a product's dimension exceeds what BLAS indexes (2^31)");
+	int64_t gs = GH + (cell == CELL_RNN ? 0 : H);
+	const struct rtensor *sv = n->n_in > 12 ? in[12] : NULL; /* the forward's gates, or recompute them */
+	if (sv && sv->numel != D * N * gs)
+		return exec_fail(x, "gates (input 12) must be %d x %lld x %lld", D, (long long)N, (long long)gs);
+	int64_t sd[3] = {D, Bn, H}, bd[2] = {D, 2 * GH}, pd[2] = {D, 3 * H};
+	if (layout)
+		sd[0] = Bn, sd[1] = D;
+	void *dx = exec_alloc(x, out[0], dt, 3, ri.X->dims), *dw = exec_alloc(x, out[1], dt, 3, ri.W->dims);
+	void *dr = exec_alloc(x, out[2], dt, 3, ri.R->dims);
+	void *db = n->n_out > 3 && n->out[3] ? exec_alloc(x, out[3], dt, 2, bd) : NULL;
+	void *dh0 = n->n_out > 4 && n->out[4] ? exec_alloc(x, out[4], dt, 3, sd) : NULL;
+	void *dc0 = cell == CELL_LSTM && n->n_out > 5 && n->out[5] ? exec_alloc(x, out[5], dt, 3, sd) : NULL;
+	void *dpo = cell == CELL_LSTM && n->n_out > 6 && n->out[6] ? exec_alloc(x, out[6], dt, 2, pd) : NULL;
+	if (exec_status(x) || !dx || !dw || !dr)
+		return exec_status(x);
+	size_t es = dtype_size(dt);
+	void *conv[11] = {0};
+	int oom = 0;
+	const char *w = as_dtype(ri.W, dt, &conv[0], &oom), *r = as_dtype(ri.R, dt, &conv[1], &oom);
+	const char *bias = as_dtype(ri.Bs, dt, &conv[2], &oom), *ih = as_dtype(ri.h0, dt, &conv[3], &oom);
+	const char *ic = as_dtype(ri.c0, dt, &conv[4], &oom), *peep = as_dtype(ri.P, dt, &conv[5], &oom);
+	const char *y = as_dtype(Y, dt, &conv[6], &oom), *dY = as_dtype(dYt, dt, &conv[7], &oom);
+	const char *dYh = as_dtype(dYht, dt, &conv[8], &oom), *dYc = as_dtype(dYct, dt, &conv[9], &oom);
+	const char *saved = as_dtype(sv, dt, &conv[10], &oom);
+	struct rg_bufs m = {0};
+	int lstm = cell == CELL_LSTM, gru = cell == CELL_GRU;
+	struct rg_dir g = {.cell = cell, .lbr = ri.lbr, .layout = layout, .D = D, .T = T, .Bn = Bn, .H = H, .GH = GH,
+			   .gs = gs, .dY = dY};
+	int64_t *len = rg_take(x, &m, (size_t)(3 * Bn) * sizeof *len);
+	g.G = saved ? NULL : rg_take(x, &m, (size_t)(N * gs) * es);
+	g.dG = rg_take(x, &m, (size_t)(N * GH) * es);
+	g.hp = rg_take(x, &m, (size_t)(N * H) * es);
+	g.dGrh = gru && ri.lbr ? rg_take(x, &m, (size_t)(N * H) * es) : NULL;
+	g.Cp = lstm ? rg_take(x, &m, (size_t)(N * H) * es) : NULL;
+	g.S = rg_take(x, &m, (size_t)(Bn * GH) * es);
+	char *st = rg_take(x, &m, (size_t)(6 * Bn * H + 4 * H) * es); /* dHs dPs Qs dHc dCc c0, zeros */
+	double *acc = rg_take(x, &m, (size_t)(2 * GH + 3 * H) * sizeof *acc);
+	int bad = oom || (sv && !saved);
+	for (int i = 0; i < m.n; i++)
+		bad |= !m.p[i];
+	if (bad) {
+		rg_free(x, &m);
+		for (int i = 0; i < 11; i++)
+			xfree(conv[i]);
+		return exec_fail(x, "out of memory");
+	}
+	g.dHs = st, g.dPs = st + (size_t)(Bn * H) * es, g.Qs = st + (size_t)(2 * Bn * H) * es;
+	g.dHc = st + (size_t)(3 * Bn * H) * es, g.dCc = st + (size_t)(4 * Bn * H) * es;
+	char *c0 = st + (size_t)(5 * Bn * H) * es, *zeros = st + (size_t)(6 * Bn * H) * es;
+	g.len = len, g.xr = len + Bn, g.yr = len + 2 * Bn;
+	for (int64_t b = 0; b < Bn; b++)
+		len[b] = ri.lens ? rt_get_i(ri.lens, b) : T;
+	void (*act)(struct rg_dir *, int, const void *) = dt == DT_FLOAT ? rg_act_f32 : rg_act_f64;
+	void (*back)(struct rg_dir *, int) = dt == DT_FLOAT ? rg_back_f32 : rg_back_f64;
+	void (*carry)(struct rg_dir *) = dt == DT_FLOAT ? rg_carry_f32 : rg_carry_f64;
+	for (int d = 0; d < D; d++) {
+		const char *wd = w + (size_t)(d * GH * I) * es, *rd = r + (size_t)(d * GH * H) * es;
+		const char *bdd = bias ? bias + (size_t)(d * 2 * GH) * es : NULL;
+		g.d = d, g.rev = ri.rev || d == 1;
+		if (saved)
+			g.G = (char *)saved + (size_t)(d * N * gs) * es;
+		g.E = g.C = (char *)g.G + (size_t)GH * es;
+		g.p = peep ? peep + (size_t)(d * 3 * H) * es : zeros;
+		g.rbh = bdd && gru ? bdd + (size_t)(GH + 2 * H) * es : zeros;
+		g.dp = dpo ? acc + 2 * GH : NULL;
+		if (g.dp)
+			memset(g.dp, 0, (size_t)(3 * H) * sizeof *g.dp);
+		/* H_{t-1} of every row; the initial states of the direction */
+		for (int64_t b = 0; b < Bn; b++) {
+			size_t at = (size_t)(state_row(layout, D, Bn, d, b) * H) * es, row = (size_t)(b * H) * es;
+			const char *h0b = ih ? ih + at : zeros;
+			for (int64_t s = 0; s < len[b]; s++) {
+				int64_t xrow = x_row(layout, T, Bn, rg_t(&g, s, b), b);
+				const char *src = s ? y + (size_t)(y_row(layout, T, D, Bn, rg_t(&g, s - 1, b), d, b) * H) * es : h0b;
+				memcpy((char *)g.hp + (size_t)(xrow * H) * es, src, (size_t)H * es);
+			}
+			memcpy(c0 + row, ic ? ic + at : zeros, (size_t)H * es);
+			int some = len[b] > 0;
+			memcpy((char *)g.dHc + row, some && dYh ? dYh + at : zeros, (size_t)H * es);
+			memcpy((char *)g.dCc + row, some && dYc ? dYc + at : zeros, (size_t)H * es);
+		}
+		/* 1. the gates: the forward's, or recomputed */
+		if (saved && lstm) { /* C_{t-1} */
+			for (int64_t b = 0; b < Bn; b++)
+				for (int64_t s = 0; s < len[b]; s++) {
+					int64_t xrow = x_row(layout, T, Bn, rg_t(&g, s, b), b);
+					const char *src = s ? (char *)g.C + (size_t)(x_row(layout, T, Bn, rg_t(&g, s - 1, b), b) * gs) * es
+							    : c0 + (size_t)(b * H) * es;
+					memcpy((char *)g.Cp + (size_t)(xrow * H) * es, src, (size_t)H * es);
+				}
+		} else if (!saved) {
+			rg_gemm(dt, 0, 1, N, GH, I, ri.X->data, I, wd, I, 0, g.G, gs);
+			if (bdd)
+				(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(g.G, N, GH, gs, bdd, bdd + (size_t)GH * es,
+										 gru ? 2 * H : GH);
+			rg_gemm(dt, 0, 1, N, gru ? 2 * H : GH, H, g.hp, H, rd, H, 1, g.G, gs);
+			if (gru && ri.lbr)
+				rg_gemm(dt, 0, 1, N, H, H, g.hp, H, rd + (size_t)(2 * H * H) * es, H, 0, g.E, gs);
+			act(&g, 0, c0);
+			if (gru && !ri.lbr) {
+				rg_gemm(dt, 0, 1, N, H, H, g.E, gs, rd + (size_t)(2 * H * H) * es, H, 1,
+					(char *)g.G + (size_t)(2 * H) * es, gs);
+				act(&g, 1, c0);
+			}
+		}
+		/* 2. the backward recurrence */
+		for (int64_t s = T - 1; s >= 0; s--) {
+			rg_rows(&g, s);
+			back(&g, 0);
+			if (gru && !ri.lbr) { /* dP = dgh Rh, then r's gradient, then by Rzr */
+				rg_gemm(dt, 0, 0, Bn, H, H, (char *)g.S + (size_t)(2 * H) * es, GH, rd + (size_t)(2 * H * H) * es,
+					H, 0, g.dPs, H);
+				back(&g, 1);
+			}
+			rg_gemm(dt, 0, 0, Bn, H, gru && !ri.lbr ? 2 * H : GH, g.S, GH, rd, H, 0, g.Qs, H);
+			carry(&g);
+		}
+		/* 3. the products over all steps, the sums */
+		rg_gemm(dt, 1, 0, GH, I, N, g.dG, GH, ri.X->data, I, 0, (char *)dw + (size_t)(d * GH * I) * es, I);
+		char *drd = (char *)dr + (size_t)(d * GH * H) * es;
+		if (gru) { /* rows z, r against H_{t-1}; h against H_{t-1} (lbr: dgh r) or r H_{t-1} */
+			rg_gemm(dt, 1, 0, 2 * H, H, N, g.dG, GH, g.hp, H, 0, drd, H);
+			if (ri.lbr)
+				rg_gemm(dt, 1, 0, H, H, N, g.dGrh, H, g.hp, H, 0, drd + (size_t)(2 * H * H) * es, H);
+			else
+				rg_gemm(dt, 1, 0, H, H, N, (char *)g.dG + (size_t)(2 * H) * es, GH, g.E, gs, 0,
+					drd + (size_t)(2 * H * H) * es, H);
+		} else {
+			rg_gemm(dt, 1, 0, GH, H, N, g.dG, GH, g.hp, H, 0, drd, H);
+		}
+		rg_gemm(dt, 0, 0, N, I, GH, g.dG, GH, wd, I, d ? 1 : 0, dx, I);
+		if (db) {
+			char *dbd = (char *)db + (size_t)(d * 2 * GH) * es;
+			rg_colsum(dt, dbd, g.dG, N, GH, GH, acc);
+			memcpy(dbd + (size_t)GH * es, dbd, (size_t)GH * es);
+			if (gru && ri.lbr)
+				rg_colsum(dt, dbd + (size_t)(GH + 2 * H) * es, g.dGrh, N, H, H, acc);
+		}
+		for (int64_t b = 0; b < Bn; b++) {
+			size_t at = (size_t)(state_row(layout, D, Bn, d, b) * H) * es, row = (size_t)(b * H) * es;
+			if (dh0)
+				memcpy((char *)dh0 + at, (char *)g.dHc + row, (size_t)H * es);
+			if (dc0)
+				memcpy((char *)dc0 + at, (char *)g.dCc + row, (size_t)H * es);
+		}
+		for (int64_t k = 0; dpo && k < 3 * H; k++)
+			if (dt == DT_FLOAT)
+				((float *)dpo)[d * 3 * H + k] = (float)g.dp[k];
+			else
+				((double *)dpo)[d * 3 * H + k] = g.dp[k];
+	}
+	rg_free(x, &m);
+	for (int i = 0; i < 11; i++)
+		xfree(conv[i]);
+	return 0;
+}
+
+/* per direction: dW, dR and dX, one product each over all steps, the step's product by R, about 30
+ * elementwise operations per gate element, and without the forward's gates (input 12) their two
+ * products again */
+static void recurrent_grad_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+				uint64_t *flops, uint64_t *bytes)
+{
+	(void)out;
+	(void)bytes;
+	int layout = (int)attr_int(n, "layout", 0), G = gates_of(grad_cell(n));
+	uint64_t T = (uint64_t)in[0]->dims[layout], B = (uint64_t)in[0]->dims[!layout], I = (uint64_t)in[0]->dims[2];
+	uint64_t D = (uint64_t)in[1]->dims[0], H = (uint64_t)in[2]->dims[2];
+	uint64_t products = n->n_in > 12 && in[12] ? 2 * I + 2 * H : 3 * I + 3 * H;
+	*flops = D * T * B * (uint64_t)G * H * (2 * products + 30);
+}
+
+const struct op_impl op_recurrent_grad = {.run = recurrent_grad_run, .cost = recurrent_grad_cost,
+					  .recompute = RC_EXPENSIVE, .nodiff = ~0u};
 
 /* per step and direction: the products by W and R, and about 10 elementwise ops per gate element */
 static void rnn_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
