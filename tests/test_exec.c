@@ -2150,3 +2150,139 @@ Test(exec, gather_and_slice_cost_the_bytes_they_move)
 			     (unsigned long long)st.bytes_moved);
 	}
 }
+
+/* #52 wgrad: a Conv's weight gradient at small planes (conv_wgrad.c: the weight_grad Conv as one
+ * product) against its definition summed in float64 here, dW[m, c, i, j] = sum over n, oy, ox of
+ * dY[n, m, oy, ox] x[n, c, oy s + i d - p, ox s + j d - p], with dY = r (loss sum(Conv(x, w) r)):
+ * 1x1, 2x2 and 3x3 images with pad 1, stride 2 into 2x2, dilation 2, strided 1 x 1, batch 1 to
+ * 512, channels 1 to 17, float32 and float64; and the same bits at 1 thread and 2. */
+struct wgrad_case {
+	int n, c, m, h, w, k, s, d, p;
+};
+
+static void wgrad_case_run(const struct wgrad_case *k, int f64)
+{
+	int oh = (k->h + 2 * k->p - k->d * (k->k - 1) - 1) / k->s + 1, ow = (k->w + 2 * k->p - k->d * (k->k - 1) - 1) / k->s + 1;
+	int nx = k->n * k->c * k->h * k->w, nr = k->n * k->m * oh * ow, nw = k->m * k->c * k->k * k->k;
+	const char *dt = f64 ? "float64" : "float32";
+	size_t es = f64 ? 8 : 4;
+	double *xv = malloc((size_t)nx * 8), *rv = malloc((size_t)nr * 8);
+	void *xd = malloc((size_t)nx * es), *rd = malloc((size_t)nr * es);
+	for (int i = 0; i < nx; i++) { /* values exact in float32 */
+		xv[i] = (float)sin(0.37 * i + k->c);
+		f64 ? (void)(((double *)xd)[i] = xv[i]) : (void)(((float *)xd)[i] = (float)xv[i]);
+	}
+	for (int i = 0; i < nr; i++) {
+		rv[i] = (float)cos(0.91 * i - k->m);
+		f64 ? (void)(((double *)rd)[i] = rv[i]) : (void)(((float *)rd)[i] = (float)rv[i]);
+	}
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%d, %d, %d, %d]}, {name: r, dtype: %s, "
+		 "shape: [%d, %d, %d, %d]}]\nparams: [{name: w, dtype: %s, shape: [%d, %d, %d, %d], init: {dist: normal, seed: 1}}]\n"
+		 "nodes:\n  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {pads: [%d, %d, %d, %d], strides: [%d, %d], "
+		 "dilations: [%d, %d]}}\n  - {op: Mul, inputs: [y, r], outputs: [z]}\n"
+		 "  - {op: ReduceSum, inputs: [z], outputs: [l], attrs: {keepdims: 0}}\noutputs: [{name: l}]\n",
+		 dt, k->n, k->c, k->h, k->w, dt, k->n, k->m, oh, ow, dt, k->m, k->c, k->k, k->k, k->p, k->p, k->p, k->p, k->s,
+		 k->s, k->d, k->d);
+	struct graph *g = load_text("wgrad_small.yaml", text);
+	const char *params[] = {"w"};
+	struct autodiff_opts ao = {.params = params, .n_params = 1};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+	uint32_t gi = 0;
+	while (gi < g->n_outputs && strcmp(g->outputs[gi]->name, "w_grad"))
+		gi++;
+	cr_assert(gi < g->n_outputs, "no w_grad output");
+	int dtc = f64 ? DT_DOUBLE : DT_FLOAT;
+	struct rtensor t[2] = {{.dtype = dtc, .ndim = 4, .dims = {k->n, k->c, k->h, k->w}, .numel = nx, .data = xd,
+				.nbytes = (size_t)nx * es, .known = 1},
+			       {.dtype = dtc, .ndim = 4, .dims = {k->n, k->m, oh, ow}, .numel = nr, .data = rd,
+				.nbytes = (size_t)nr * es, .known = 1}};
+	const char *names[2] = {"x", "r"};
+	void *first = NULL;
+	for (int th = 1; th <= 2; th++) {
+		pool_set_threads(th);
+		struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+		struct exec *ex = exec_run(g, &o, NULL, &e);
+		cr_assert(ex, "%s", e.msg);
+		const struct rtensor *y = exec_value(ex, g->outputs[gi]);
+		cr_assert_eq(y->numel, (int64_t)nw);
+		if (!first) {
+			int64_t bad = 0;
+			for (int m = 0; m < k->m; m++)
+				for (int c = 0; c < k->c; c++)
+					for (int i = 0; i < k->k; i++)
+						for (int j = 0; j < k->k; j++) {
+							double want = 0;
+							for (int n = 0; n < k->n; n++)
+								for (int oy = 0; oy < oh; oy++)
+									for (int ox = 0; ox < ow; ox++) {
+										int iy = oy * k->s + i * k->d - k->p, ix = ox * k->s + j * k->d - k->p;
+										if (iy >= 0 && iy < k->h && ix >= 0 && ix < k->w)
+											want += rv[((n * k->m + m) * oh + oy) * ow + ox] *
+												xv[((n * k->c + c) * k->h + iy) * k->w + ix];
+									}
+							int at = ((m * k->c + c) * k->k + i) * k->k + j;
+							double got = f64 ? ((const double *)y->data)[at] : ((const float *)y->data)[at];
+							bad += !(fabs(got - want) <= (f64 ? 1e-12 : 1e-5) * (1 + fabs(want)) * k->n * oh * ow);
+						}
+			cr_expect_eq(bad, 0, "%s n%d c%d m%d %dx%d s%d d%d p%d: %lld of %d off the definition", dt, k->n, k->c,
+				     k->m, k->h, k->w, k->s, k->d, k->p, (long long)bad, nw);
+			first = malloc(y->nbytes);
+			memcpy(first, y->data, y->nbytes);
+		} else {
+			cr_expect_eq(memcmp(first, y->data, y->nbytes), 0, "%s n%d c%d m%d %dx%d: other bits at 2 threads", dt,
+				     k->n, k->c, k->m, k->h, k->w);
+		}
+		exec_free(ex);
+	}
+	pool_set_threads(1);
+	free(first);
+	graph_free(g);
+	free(xv), free(rv), free(xd), free(rd);
+}
+
+Test(exec, weight_gradients_at_small_planes_match_the_definition)
+{
+	static const struct wgrad_case cases[] = {
+		{1, 1, 1, 1, 1, 3, 1, 1, 1},   {3, 5, 7, 1, 1, 3, 1, 1, 1},   {1, 17, 3, 2, 2, 3, 1, 1, 1},
+		{3, 16, 17, 2, 2, 3, 1, 1, 1}, {3, 9, 16, 3, 3, 3, 1, 1, 1},  {1, 2, 17, 3, 3, 3, 1, 1, 1},
+		{3, 17, 16, 3, 3, 3, 2, 1, 1}, {1, 4, 5, 4, 4, 3, 2, 1, 1},   {3, 16, 16, 3, 3, 3, 1, 2, 2},
+		{3, 7, 17, 4, 3, 3, 1, 2, 1},  {8, 17, 32, 3, 3, 3, 1, 1, 1}, {8, 32, 17, 6, 6, 3, 1, 1, 1},
+		{3, 3, 16, 12, 12, 7, 2, 1, 3}, /* a stem's 7 x 7 / 2 */
+		{3, 16, 17, 6, 6, 1, 2, 1, 0}, {1, 5, 3, 5, 7, 1, 2, 1, 0}, {2, 4, 16, 7, 5, 1, 3, 1, 0}, /* 1 x 1 / s */
+		/* K = N OH OW of 512 and more, as conv_wgrad takes them (float64) */
+		{64, 3, 5, 3, 3, 3, 1, 1, 1},  {128, 2, 17, 2, 2, 3, 1, 1, 1}, {512, 3, 5, 1, 1, 3, 1, 1, 1},
+		{128, 5, 3, 3, 3, 3, 2, 1, 1}, {64, 4, 7, 3, 3, 3, 1, 2, 2},   {128, 3, 9, 4, 4, 1, 2, 1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		for (int f64 = 0; f64 < 2; f64++)
+			wgrad_case_run(&cases[i], f64);
+}
+
+/* A strided 1 x 1 Conv's weight gradient (a downsampling shortcut) reads the input subsampled by a
+ * Slice with steps: its Conv computes the one tap a weight, not sh x sw of them cropped by a Slice. */
+Test(exec, strided_1x1_weight_gradients_compute_no_extra_taps)
+{
+	struct graph *g = load_text("ds.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [2, 8, 6, 6]}]\n"
+				    "params: [{name: w, dtype: float32, shape: [16, 8, 1, 1], init: {dist: normal, seed: 1}}]\n"
+				    "nodes:\n  - {op: Conv, inputs: [x, w], outputs: [y], attrs: {strides: [2, 2]}}\n"
+				    "  - {op: ReduceSum, inputs: [y], outputs: [l], attrs: {keepdims: 0}}\noutputs: [{name: l}]\n");
+	const char *params[] = {"w"};
+	struct autodiff_opts ao = {.params = params, .n_params = 1};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+	int crops = 0, convs = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct node *n = g->nodes[i];
+		crops += !strcmp(n->op_type, "Slice") && n->n_in == 4;
+		convs += !strcmp(n->op_type, "Conv");
+	}
+	cr_expect_eq(convs, 2, "%d Convs", convs);
+	cr_expect_eq(crops, 0, "the weight gradient's Conv output is cropped by %d Slice(s)", crops);
+	graph_free(g);
+}

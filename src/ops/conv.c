@@ -655,6 +655,10 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 		if (!direct && b)
 			add_bias(out[0], b, g.n, g.m, g.oh * g.ow);
 	}
+	if (!rc && direct > 0 && a->dtype == DT_DOUBLE && !b) { /* float64: a weight gradient as one product */
+		direct = conv_wgrad(x, a, w, &g, y, swapped);
+		rc = direct < 0 ? exec_status(x) : 0;
+	}
 	for (int k = 0; k < 2 && !rc && direct > 0; k++) /* the rest, for the GEMM paths */
 		if (in[k]->view && (k ? w : a) == in[k] && !(rc = exec_materialize(x, in[k], &copy[k])))
 			*(k ? &w : &a) = &copy[k];
@@ -1152,10 +1156,20 @@ static void grad_window(struct ad *a, const struct conv_geom *g, struct conv_geo
  * dilation s) transposed. ConvTranspose is the same with x and g swapped. */
 static struct value *weight_grad(struct ad *a, struct value *in, struct value *kernel, const struct conv_geom *g)
 {
-	struct value *ins[2] = {transpose01(a, in), transpose01(a, kernel)};
-	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
-	struct conv_geom w;
+	struct conv_geom w, sub = *g;
 	int exact;
+	if (g->kh == 1 && g->kw == 1 && !g->pt && !g->pl && !g->pb && !g->pr && (g->sh > 1 || g->sw > 1)) {
+		/* a strided 1 x 1 window (a downsampling shortcut) reads every sh-th row only: the input
+		 * subsampled, (OH, OW) = (ceil(H / sh), ceil(W / sw)), at stride 1; else the Conv would
+		 * compute sh sw outputs a weight and crop_kernel keep one (4x the work at stride 2) */
+		int64_t st[2] = {0, 0}, en[2] = {INT64_MAX, INT64_MAX}, ax[2] = {2, 3}, sp[2] = {g->sh, g->sw};
+		struct value *si[5] = {in, ad_ints(a, st, 2), ad_ints(a, en, 2), ad_ints(a, ax, 2), ad_ints(a, sp, 2)};
+		in = si[1] && si[2] && si[3] && si[4] ? ad_op(a, "Slice", si, 5) : NULL;
+		sub.h = g->oh, sub.w = g->ow, sub.sh = sub.sw = 1;
+		g = &sub;
+	}
+	struct value *ins[2] = {in ? transpose01(a, in) : NULL, transpose01(a, kernel)};
+	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
 	grad_window(a, g, &w, &exact);
 	if (!c || set_window(a, ad_producer(c), &w, g->dh, g->dw, g->sh, g->sw, 1))
 		return NULL;

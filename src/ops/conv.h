@@ -58,6 +58,14 @@ int conv_direct(struct exec *x, const float *a, const float *w, int how, const s
 int conv_group(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g, int transpose,
 	       void *y);
 
+/* y = Conv(a, w) over g as a weight gradient's Conv (conv_wgrad.c): a (n, c, h, w) or a view of it
+ * with its first two axes exchanged, w row-major or such a view, float64, one group, no
+ * bias; the output swapped (y (m, n, oh, ow), *swapped set) when swapped is given. 1: not run here
+ * (conv_wgrad_fits: not a weight gradient's shape); 0: done; -1: out of memory, the node failed. */
+int conv_wgrad_fits(const struct conv_geom *g);
+int conv_wgrad(struct exec *x, const struct rtensor *a, const struct rtensor *w, const struct conv_geom *g,
+	       uint8_t *y, int *swapped);
+
 /* The windows of any rank (conv_nd.c), for what the 1-D and 2-D kernels here do not take: 3-D
  * volumes and up, integer MaxPool, storage_order. Conv (CONV_FORWARD) or ConvTranspose; MaxPool
  * (max) or AveragePool; the gradient of a Conv, ConvTranspose or AveragePool node. */
