@@ -2244,8 +2244,8 @@ static double rf_reduce(const char *op, const double *v, int64_t n, int f64)
 Test(exec, redfast_reductions_over_the_last_axis_match_the_serial_walk_bit_for_bit)
 {
 	static const char *const ops[] = {"ReduceMax", "ReduceMin", "ReduceL1", "ReduceProd", "ReduceLogSumExp"};
-	static const int64_t lens[] = {0, 1, 5, 15, 16, 17, 33, 100, 257}, rows[] = {1, 3, 4, 9, 14};
-	enum { MAXN = 14 * 257 };
+	static const int64_t lens[] = {0, 1, 5, 15, 16, 17, 33, 100, 257}, rows[] = {1, 3, 4, 9, 14, 19};
+	enum { MAXN = 19 * 257 };
 	static double v[MAXN], p64[MAXN];
 	static float p32[MAXN];
 	for (size_t op = 0; op < sizeof ops / sizeof *ops; op++)

@@ -191,7 +191,7 @@ double run_extreme(const struct rtensor *a, int64_t at, int64_t n, int lo)
 
 /* RK_L1 or RK_PROD of contiguous rows u0, u0 + 1, ... (ROWS_AT_ONCE of them): each row's serial
  * double chain in index order, the rows' chains interleaved so that they overlap. */
-#define ROWS_AT_ONCE 4
+#define ROWS_AT_ONCE 8
 #define ROWS_CHAIN(T, name)                                                                             \
 	static void name(const T *p, int64_t len, int prod, double *acc)                               \
 	{                                                                                              \
@@ -248,6 +248,40 @@ static void lane_one(const struct lanes_job *j, int64_t u)
 /* Outputs [u0, u1): contiguous rows' L1 and Prod ROWS_AT_ONCE at a time, but a NaN result again
  * alone (the interleaved chains may be vectorised, whose adds and products take their operands
  * either way round: of two NaNs x86 keeps the first's payload) */
+/* sum_exp_f32 of ROWS_AT_ONCE contiguous rows (row k's maximum m[k], finite) into s: each row's
+ * serial sum, the rows' chains interleaved so that they overlap (none holds a NaN: the exponentials
+ * of x - m, x <= m, lie in [0, 1]) */
+VM_CLONES static void sum_exp_rows_f32(const float *p, int64_t len, const float *m, double *s)
+{
+	float e[ROWS_AT_ONCE][64];
+	for (int k = 0; k < ROWS_AT_ONCE; k++)
+		s[k] = 0;
+	for (int64_t r0 = 0; r0 < len; r0 += 64) {
+		int64_t n = len - r0 < 64 ? len - r0 : 64;
+		for (int k = 0; k < ROWS_AT_ONCE; k++)
+			for (int64_t r = 0; r < n; r++)
+				e[k][r] = vm_expf(p[k * len + r0 + r] - m[k]);
+		for (int64_t r = 0; r < n; r++)
+			for (int k = 0; k < ROWS_AT_ONCE; k++)
+				s[k] += e[k][r];
+	}
+}
+
+/* ReduceLogSumExp of contiguous float32 rows [u, u + ROWS_AT_ONCE): their maxima, then, when all
+ * are finite, their sums at once; 0 when lane_one must take them */
+static int lse_rows(const struct lanes_job *j, int64_t u)
+{
+	float m[ROWS_AT_ONCE];
+	for (int k = 0; k < ROWS_AT_ONCE; k++) {
+		j->mx[u + k] = run_extreme(j->a, (u + k) * j->len, j->len, 0);
+		m[k] = (float)j->mx[u + k];
+		if (!isfinite(m[k]))
+			return 0;
+	}
+	sum_exp_rows_f32((const float *)j->a->data + u * j->len, j->len, m, j->acc + u);
+	return 1;
+}
+
 static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 {
 	const struct lanes_job *j = arg;
@@ -261,6 +295,11 @@ static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 			if (isnan(j->acc[u]))
 				lane_one(j, u);
 	}
+	int lse = j->inner == 1 && j->kind == RK_LSE && j->a->dtype == DT_FLOAT;
+	for (; lse && u0 + ROWS_AT_ONCE <= u1; u0 += ROWS_AT_ONCE)
+		if (!lse_rows(j, u0))
+			for (int64_t u = u0; u < u0 + ROWS_AT_ONCE; u++)
+				lane_one(j, u);
 	for (int64_t u = u0; u < u1; u++)
 		lane_one(j, u);
 }
