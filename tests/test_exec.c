@@ -2184,7 +2184,7 @@ static struct exec *rf_run(const char *node, const char *extra, int f64, int nd,
 
 /* test data: specials (NaNs with payloads 1..3 and both signs, zeros, infinities, subnormals,
  * huge) at random places among values of [-3, 3], some rows all zeros or all -inf, some rows
- * zeros among values of one sign */
+ * zeros among values of one sign, some rows finite values alone */
 static double rf_value(uint32_t *s, int64_t i, int64_t row_len)
 {
 	static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-40, -1e-40, 1e-310, -1e-310, 3e38, -3e38, 1e300};
@@ -2198,6 +2198,8 @@ static double rf_value(uint32_t *s, int64_t i, int64_t row_len)
 	if (row % 7 == 1) /* zeros of both signs the row's largest (or smallest: rows ReduceMin reads
 			   * as negated) */
 		return k % 8 == 0 ? (k & 16 ? 0.0 : -0.0) : (row & 8 ? 1 : -1) * (1 + (double)(k % 4096) / 4096);
+	if (row % 7 == 6) /* finite values alone, over a range whose exponentials sum inexactly */
+		return ((double)(k % 4096) / 4096 - 0.5) * 120 + (double)(k % 7) * 1e-5;
 	if (k % 61 == 0) {
 		uint64_t b = 0x7ff8000000000000ull | (k % 3 + 1) | (uint64_t)(k & 8) << 60;
 		double d;

@@ -248,9 +248,9 @@ static void lane_one(const struct lanes_job *j, int64_t u)
 /* Outputs [u0, u1): contiguous rows' L1 and Prod ROWS_AT_ONCE at a time, but a NaN result again
  * alone (the interleaved chains may be vectorised, whose adds and products take their operands
  * either way round: of two NaNs x86 keeps the first's payload) */
-/* sum_exp_f32 of ROWS_AT_ONCE contiguous rows (row k's maximum m[k], finite) into s: each row's
- * serial sum, the rows' chains interleaved so that they overlap (none holds a NaN: the exponentials
- * of x - m, x <= m, lie in [0, 1]) */
+/* sum_exp_f32 of ROWS_AT_ONCE contiguous rows (row k's maximum m[k]) into s: each row's serial
+ * sum, the rows' chains interleaved so that they overlap (where m[k] is a finite maximum no NaN
+ * comes: the exponentials of x - m, x <= m, lie in [0, 1]) */
 VM_CLONES static void sum_exp_rows_f32(const float *p, int64_t len, const float *m, double *s)
 {
 	float e[ROWS_AT_ONCE][64];
@@ -267,19 +267,19 @@ VM_CLONES static void sum_exp_rows_f32(const float *p, int64_t len, const float 
 	}
 }
 
-/* ReduceLogSumExp of contiguous float32 rows [u, u + ROWS_AT_ONCE): their maxima, then, when all
- * are finite, their sums at once; 0 when lane_one must take them */
-static int lse_rows(const struct lanes_job *j, int64_t u)
+/* ReduceLogSumExp of contiguous float32 rows [u, u + ROWS_AT_ONCE): their maxima, then their sums
+ * at once, but a row whose maximum is not finite (a NaN or an infinity in it) again by lane_one */
+static void lse_rows(const struct lanes_job *j, int64_t u)
 {
 	float m[ROWS_AT_ONCE];
 	for (int k = 0; k < ROWS_AT_ONCE; k++) {
 		j->mx[u + k] = run_extreme(j->a, (u + k) * j->len, j->len, 0);
-		m[k] = (float)j->mx[u + k];
-		if (!isfinite(m[k]))
-			return 0;
+		m[k] = isfinite(j->mx[u + k]) ? (float)j->mx[u + k] : 0;
 	}
 	sum_exp_rows_f32((const float *)j->a->data + u * j->len, j->len, m, j->acc + u);
-	return 1;
+	for (int k = 0; k < ROWS_AT_ONCE; k++)
+		if (!isfinite(j->mx[u + k]))
+			lane_one(j, u + k);
 }
 
 static void lane_reduce(void *arg, int64_t u0, int64_t u1)
@@ -297,9 +297,7 @@ static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 	}
 	int lse = j->inner == 1 && j->kind == RK_LSE && j->a->dtype == DT_FLOAT;
 	for (; lse && u0 + ROWS_AT_ONCE <= u1; u0 += ROWS_AT_ONCE)
-		if (!lse_rows(j, u0))
-			for (int64_t u = u0; u < u0 + ROWS_AT_ONCE; u++)
-				lane_one(j, u);
+		lse_rows(j, u0);
 	for (int64_t u = u0; u < u1; u++)
 		lane_one(j, u);
 }
