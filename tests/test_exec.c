@@ -2286,3 +2286,236 @@ Test(exec, strided_1x1_weight_gradients_compute_no_extra_taps)
 	cr_expect_eq(crops, 0, "the weight gradient's Conv output is cropped by %d Slice(s)", crops);
 	graph_free(g);
 }
+
+/* #52 redfast: the non-sum reductions over the last axis (ReduceMax, ReduceMin, ReduceL1,
+ * ReduceProd, ReduceLogSumExp), GlobalMaxPool and AveragePool against serial walks written here,
+ * bit for bit, float32 and float64, over NaNs of distinct payloads, signed zeros, infinities,
+ * subnormals and huge values, at lengths around the kernels' lane counts. */
+
+/* a one-node graph `node` over x of dtype dt and shape dims (data p), run; its output y */
+static struct exec *rf_run(const char *node, const char *extra, int f64, int nd, const int64_t *dims, void *p,
+			   struct graph **g, const struct rtensor **y)
+{
+	char shape[200] = "", text[1200];
+	int64_t numel = 1;
+	for (int i = 0; i < nd; i++) {
+		snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? ", " : "", (long long)dims[i]);
+		numel *= dims[i];
+	}
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%s]}]\n%snodes:\n  - %s\noutputs: [{name: y}]\n",
+		 f64 ? "float64" : "float32", shape, extra, node);
+	*g = load_text("redfast.yaml", text);
+	struct rtensor t = {.dtype = f64 ? DT_DOUBLE : DT_FLOAT, .ndim = nd, .numel = numel, .data = p,
+			    .nbytes = (size_t)numel * (f64 ? 8 : 4), .known = 1};
+	memcpy(t.dims, dims, (size_t)nd * sizeof *dims);
+	const char *name = "x";
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+	struct exec *x = exec_run(*g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", node, e.msg);
+	*y = exec_value(x, (*g)->outputs[0]);
+	return x;
+}
+
+/* test data: specials (NaNs with payloads 1..3 and both signs, zeros, infinities, subnormals,
+ * huge) at random places among values of [-3, 3], some rows all zeros or all -inf, some rows
+ * zeros among values of one sign, some rows finite values alone */
+static double rf_value(uint32_t *s, int64_t i, int64_t row_len)
+{
+	static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-40, -1e-40, 1e-310, -1e-310, 3e38, -3e38, 1e300};
+	*s = *s * 1664525u + 1013904223u;
+	uint32_t k = *s >> 8;
+	int64_t row = row_len ? i / row_len : 0;
+	if (row % 7 == 3)
+		return k & 1 ? 0.0 : -0.0;
+	if (row % 7 == 5)
+		return -INFINITY;
+	if (row % 7 == 1) /* zeros of both signs the row's largest (or smallest: rows ReduceMin reads
+			   * as negated) */
+		return k % 8 == 0 ? (k & 16 ? 0.0 : -0.0) : (row & 8 ? 1 : -1) * (1 + (double)(k % 4096) / 4096);
+	if (row % 7 == 6) /* finite values alone, over a range whose exponentials sum inexactly */
+		return ((double)(k % 4096) / 4096 - 0.5) * 120 + (double)(k % 7) * 1e-5;
+	if (k % 61 == 0) {
+		uint64_t b = 0x7ff8000000000000ull | (k % 3 + 1) | (uint64_t)(k & 8) << 60;
+		double d;
+		memcpy(&d, &b, 8);
+		return d;
+	}
+	if (k % 5 == 0)
+		return special[k / 5 % (sizeof special / sizeof *special)];
+	return ((double)(k % 4096) / 4096 - 0.5) * 6;
+}
+
+static int rf_same(const struct rtensor *y, int64_t i, double r, int f64)
+{
+	if (f64)
+		return !memcmp((const double *)y->data + i, &r, 8);
+	float rf = (float)r;
+	return !memcmp((const float *)y->data + i, &rf, 4);
+}
+
+/* the serial walks: m = v > m || isnan(v) ? v : m from -inf, its mirror, |x| and x summed, x
+ * multiplied, and log sum exp(x - m) with float32's exponentials in float (vm_expf) */
+static double rf_reduce(const char *op, const double *v, int64_t n, int f64)
+{
+	double m = strcmp(op, "ReduceMin") ? -INFINITY : INFINITY, s = strcmp(op, "ReduceProd") ? 0 : 1;
+	for (int64_t r = 0; r < n; r++) {
+		if (!strcmp(op, "ReduceMin"))
+			m = v[r] < m || isnan(v[r]) ? v[r] : m;
+		else
+			m = v[r] > m || isnan(v[r]) ? v[r] : m;
+		s = !strcmp(op, "ReduceProd") ? s * v[r] : s + fabs(v[r]);
+	}
+	if (!strcmp(op, "ReduceMax") || !strcmp(op, "ReduceMin"))
+		return m;
+	if (strcmp(op, "ReduceLogSumExp"))
+		return s;
+	if (isinf(m))
+		return m;
+	s = 0;
+	for (int64_t r = 0; r < n; r++)
+		s += f64 ? exp(v[r] - m) : (double)vm_expf((float)v[r] - (float)m);
+	return m + log(s);
+}
+
+Test(exec, redfast_reductions_over_the_last_axis_match_the_serial_walk_bit_for_bit)
+{
+	static const char *const ops[] = {"ReduceMax", "ReduceMin", "ReduceL1", "ReduceProd", "ReduceLogSumExp"};
+	static const int64_t lens[] = {0, 1, 5, 15, 16, 17, 33, 100, 257}, rows[] = {1, 3, 4, 9, 14, 19};
+	enum { MAXN = 19 * 257 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (size_t op = 0; op < sizeof ops / sizeof *ops; op++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+				for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++) {
+					int64_t len = lens[li], nr = rows[ri], dims[2] = {nr, len};
+					uint32_t s = (uint32_t)(op * 7919 + li * 31 + ri);
+					for (int64_t i = 0; i < nr * len; i++) {
+						p64[i] = rf_value(&s, i, len);
+						p32[i] = (float)p64[i];
+						v[i] = f64 ? p64[i] : (double)p32[i];
+					}
+					char node[200];
+					snprintf(node, sizeof node, "{op: %s, inputs: [x, ax], outputs: [y], attrs: {keepdims: %d}}",
+						 ops[op], (int)(ri & 1));
+					struct graph *g;
+					const struct rtensor *y;
+					struct exec *x = rf_run(node, "params: [{name: ax, dtype: int64, shape: [1], data: [-1]}]\n", f64,
+								2, dims, f64 ? (void *)p64 : (void *)p32, &g, &y);
+					int64_t wrong = 0, first = -1;
+					for (int64_t r = 0; r < nr; r++)
+						if (!rf_same(y, r, rf_reduce(ops[op], v + r * len, len, f64), f64) && !wrong++)
+							first = r;
+					cr_expect_eq(wrong, 0, "%s %s %lldx%lld: %lld outputs differ, the first row %lld", ops[op],
+						     f64 ? "float64" : "float32", (long long)nr, (long long)len, (long long)wrong,
+						     (long long)first);
+					exec_free(x);
+					graph_free(g);
+				}
+}
+
+Test(exec, redfast_global_max_pool_matches_the_serial_walk_bit_for_bit)
+{
+	static const int64_t sizes[][2] = {{1, 1}, {3, 5}, {4, 4}, {5, 7}, {9, 13}};
+	static double v[2 * 3 * 9 * 13], p64[2 * 3 * 9 * 13];
+	static float p32[2 * 3 * 9 * 13];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+			int64_t sp = sizes[k][0] * sizes[k][1], dims[4] = {2, 3, sizes[k][0], sizes[k][1]};
+			uint32_t s = (uint32_t)k * 101 + 7;
+			for (int64_t i = 0; i < 6 * sp; i++) {
+				p64[i] = rf_value(&s, i, sp);
+				p32[i] = (float)p64[i];
+				v[i] = f64 ? p64[i] : (double)p32[i];
+			}
+			struct graph *g;
+			const struct rtensor *y;
+			struct exec *x = rf_run("{op: GlobalMaxPool, inputs: [x], outputs: [y]}", "", f64, 4, dims,
+						f64 ? (void *)p64 : (void *)p32, &g, &y);
+			for (int64_t nc = 0; nc < 6; nc++)
+				cr_expect(rf_same(y, nc, rf_reduce("ReduceMax", v + nc * sp, sp, f64), f64), "%s %lldx%lld plane %lld",
+					  f64 ? "float64" : "float32", (long long)dims[2], (long long)dims[3], (long long)nc);
+			exec_free(x);
+			graph_free(g);
+		}
+}
+
+/* AveragePool by its definition: each window's elements inside the image summed in double from
+ * +0 in row-major window order, over their count, or with count_include_pad over the window's
+ * positions inside the padded image (the ceil_mode overhang beyond the pads not counted) */
+static double rf_avg(const double *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st, const int64_t *d,
+		     const int64_t *pad, int incl, int64_t oy, int64_t ox)
+{
+	double s = 0;
+	int64_t cnt = 0;
+	for (int64_t i = 0; i < k[0]; i++)
+		for (int64_t j = 0; j < k[1]; j++) {
+			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
+			if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+				s += v[iy * w + ix];
+				cnt++;
+			} else if (incl && iy >= -pad[0] && iy < h + pad[2] && ix >= -pad[1] && ix < w + pad[3]) {
+				cnt++;
+			}
+		}
+	return cnt ? s / (double)cnt : 0;
+}
+
+Test(exec, redfast_average_pool_matches_its_definition_bit_for_bit)
+{
+	struct avg_case {
+		int64_t h, w, k[2], s[2], d[2], pad[4];
+		int ceil, incl;
+	} cases[] = {
+		{24, 24, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+		{9, 11, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+		{9, 11, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},
+		{10, 10, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 0}, 1, 1},
+		{10, 10, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 0}, 1, 0},
+		{12, 37, {3, 2}, {1, 3}, {2, 2}, {2, 1, 0, 1}, 0, 1},
+		{7, 300, {2, 5}, {1, 1}, {1, 2}, {1, 4, 1, 4}, 0, 0},
+		{1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+		{5, 5, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+	};
+	enum { MAXN = 2 * 3 * 7 * 300 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const struct avg_case *k = &cases[c];
+			int64_t dims[4] = {2, 3, k->h, k->w}, sp = k->h * k->w;
+			uint32_t s = (uint32_t)c * 17 + 3;
+			for (int64_t i = 0; i < 6 * sp; i++) {
+				p64[i] = rf_value(&s, i, k->w);
+				p32[i] = (float)p64[i];
+				v[i] = f64 ? p64[i] : (double)p32[i];
+			}
+			char node[400];
+			snprintf(node, sizeof node,
+				 "{op: AveragePool, inputs: [x], outputs: [y], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+				 "dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld], ceil_mode: %d, count_include_pad: %d}}",
+				 (long long)k->k[0], (long long)k->k[1], (long long)k->s[0], (long long)k->s[1], (long long)k->d[0],
+				 (long long)k->d[1], (long long)k->pad[0], (long long)k->pad[1], (long long)k->pad[2],
+				 (long long)k->pad[3], k->ceil, k->incl);
+			struct graph *g;
+			const struct rtensor *y;
+			struct exec *x = rf_run(node, "", f64, 4, dims, f64 ? (void *)p64 : (void *)p32, &g, &y);
+			int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+			double want = 0;
+			for (int64_t nc = 0; nc < 6; nc++)
+				for (int64_t oy = 0; oy < oh; oy++)
+					for (int64_t ox = 0; ox < ow; ox++) {
+						double r = rf_avg(v + nc * sp, k->h, k->w, k->k, k->s, k->d, k->pad, k->incl, oy, ox);
+						int64_t o = (nc * oh + oy) * ow + ox;
+						if (!rf_same(y, o, r, f64) && !wrong++)
+							first = o, want = r;
+					}
+			cr_expect_eq(wrong, 0, "%s case %zu: %lld of %lldx%lld outputs differ, the first %lld: %a, not %a",
+				     f64 ? "float64" : "float32", c, (long long)wrong, (long long)oh, (long long)ow, (long long)first,
+				     first < 0 ? 0 : rt_get(y, first), want);
+			exec_free(x);
+			graph_free(g);
+		}
+}

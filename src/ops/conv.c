@@ -854,6 +854,16 @@ static void max_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_
 
 #define MAX_RUN 256 /* outputs of a row compared side by side */
 
+/* the outputs whose columns ox sw - pl + j dw stay in [0, w) for every j: [*xa, *xb) */
+static void inner_columns(const struct conv_geom *g, int64_t *xa, int64_t *xb)
+{
+	int64_t top = g->w - 1 + g->pl - (g->kw - 1) * g->dw;
+	*xb = top < 0 ? 0 : top / g->sw + 1;
+	*xb = *xb < g->ow ? *xb : g->ow;
+	*xa = (g->pl + g->sw - 1) / g->sw;
+	*xa = *xa < *xb ? *xa : *xb;
+}
+
 /* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
  * compared side by side, window element after window element (in the order the scalar walk
  * takes, so ties go the same way), which the compiler vectorises; the others walk alone. */
@@ -861,11 +871,8 @@ VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
 {
 	const struct maxpool *mp = job;
 	const struct conv_geom *g = mp->g;
-	/* the outputs whose columns ox sw - pl + j dw stay in [0, w) for every j: [xa, xb) */
-	int64_t xa = (g->pl + g->sw - 1) / g->sw, top = g->w - 1 + g->pl - (g->kw - 1) * g->dw;
-	int64_t xb = top < 0 ? 0 : top / g->sw + 1;
-	xb = xb < g->ow ? xb : g->ow;
-	xa = xa < xb ? xa : xb;
+	int64_t xa, xb;
+	inner_columns(g, &xa, &xb);
 	for (int64_t nc = nc0; nc < nc1; nc++)
 		for (int64_t oy = 0; oy < g->oh; oy++) {
 			int64_t y0 = oy * g->sh - g->pt, i0, i1;
@@ -907,6 +914,94 @@ VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
 		}
 }
 
+/* Output (nc, oy, ox) of a pool over g, the window walked element by element in order (the
+ * generic path, and the clipped windows of avg_planes): the maximum (its input index in *arg, the
+ * first of ties, a NaN kept only as the first element) or the mean, with count_include_pad's pads
+ * counted but not the ceil_mode overhang. */
+static double pool_one(const struct conv_geom *g, const struct rtensor *a, int64_t nc, int64_t oy, int64_t ox,
+		       int max, int include_pad, int64_t *arg)
+{
+	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
+	double acc = max ? -INFINITY : 0;
+	int64_t cnt = 0;
+	*arg = -1;
+	for (int64_t i = 0; i < g->kh; i++)
+		for (int64_t j = 0; j < g->kw; j++) {
+			int64_t iy = oy * g->sh - g->pt + i * g->dh, ix = ox * g->sw - g->pl + j * g->dw;
+			int inside = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+			int in_pads = iy < g->h + g->pb && ix < g->w + g->pr;
+			if (!inside) {
+				cnt += include_pad && in_pads && iy >= -g->pt && ix >= -g->pl;
+				continue;
+			}
+			int64_t k = (nc * g->h + iy) * g->w + ix;
+			double v = af ? af[k] : rt_get(a, k);
+			if (max && (v > acc || *arg < 0)) {
+				acc = v;
+				*arg = k;
+			}
+			if (!max)
+				acc += v;
+			cnt++;
+		}
+	return max ? acc : cnt ? acc / (double)cnt : 0;
+}
+
+/* AveragePool over float32 or float64 planes [nc0, nc1): as max_planes, each output row's
+ * outputs whose windows lie inside the image columns summed side by side (in double, from +0, in
+ * the walk's order: the same bits), the rest by pool_one, and so are the sums that come out NaN
+ * (vector adds may take their operands either way round, and of two NaNs x86 keeps the first's
+ * payload). */
+struct avgpool {
+	const struct conv_geom *g;
+	const struct rtensor *a;
+	struct rtensor *y;
+	int include_pad;
+};
+
+#define AVG_PLANES(T, name)                                                                                   \
+	VM_CLONES static void name(void *job, int64_t nc0, int64_t nc1)                                      \
+	{                                                                                                    \
+		const struct avgpool *ap = job;                                                              \
+		const struct conv_geom *g = ap->g;                                                           \
+		const T *x = ap->a->data;                                                                    \
+		T *y = ap->y->data;                                                                          \
+		int64_t xa, xb, arg;                                                                         \
+		inner_columns(g, &xa, &xb);                                                                  \
+		for (int64_t nc = nc0; nc < nc1; nc++)                                                       \
+			for (int64_t oy = 0; oy < g->oh; oy++) {                                             \
+				int64_t y0 = oy * g->sh - g->pt, i0, i1, o = (nc * g->oh + oy) * g->ow;      \
+				conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);                               \
+				for (int64_t ox = 0; ox < g->ow; ox++)                                       \
+					if (ox < xa || ox >= xb) /* a clipped window */                      \
+						y[o + ox] = (T)pool_one(g, ap->a, nc, oy, ox, 0, ap->include_pad, &arg); \
+				int64_t cnt = (i1 - i0) * g->kw;                                             \
+				for (int64_t i = 0; i < g->kh && ap->include_pad; i++) {                     \
+					int64_t iy = y0 + i * g->dh;                                         \
+					cnt += (i < i0 || i >= i1) && iy >= -g->pt && iy < g->h + g->pb ? g->kw : 0; \
+				}                                                                            \
+				for (int64_t r0 = xa; r0 < xb; r0 += MAX_RUN) {                              \
+					int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;                  \
+					double acc[MAX_RUN];                                                 \
+					for (int64_t t = 0; t < n; t++)                                      \
+						acc[t] = 0;                                                  \
+					for (int64_t i = i0; i < i1; i++) {                                  \
+						int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + r0 * g->sw - g->pl; \
+						for (int64_t j = 0; j < g->kw; j++) {                        \
+							const T *p = x + row + j * g->dw;                    \
+							for (int64_t t = 0; t < n; t++)                      \
+								acc[t] += p[t * g->sw];              \
+						}                                                            \
+					}                                                                    \
+					for (int64_t t = 0; t < n; t++) /* a NaN's payload: the walk's */   \
+						y[o + r0 + t] = (T)(isnan(acc[t]) ? pool_one(g, ap->a, nc, oy, r0 + t, 0, 0, &arg) \
+									: cnt ? acc[t] / (double)cnt : 0);   \
+				}                                                                            \
+			}                                                                                    \
+	}
+AVG_PLANES(float, avg_planes_f32)
+AVG_PLANES(double, avg_planes_f64)
+
 static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
 {
 	const struct rtensor *a = in[0];
@@ -929,33 +1024,17 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, max_planes, &j);
 		return 0;
 	}
+	if (!max && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE)) {
+		struct avgpool j = {&g, a, out[0], include_pad};
+		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, a->dtype == DT_FLOAT ? avg_planes_f32 : avg_planes_f64, &j);
+		return 0;
+	}
 	for (int64_t nc = 0; nc < g.n * g.c; nc++)
 		for (int64_t oy = 0; oy < g.oh; oy++)
 			for (int64_t ox = 0; ox < g.ow; ox++) {
-				double acc = max ? -INFINITY : 0;
-				int64_t cnt = 0, arg = -1;
-				for (int64_t i = 0; i < g.kh; i++)
-					for (int64_t j = 0; j < g.kw; j++) {
-						int64_t iy = oy * g.sh - g.pt + i * g.dh, ix = ox * g.sw - g.pl + j * g.dw;
-						int inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
-						/* with count_include_pad, pads count but the ceil_mode overhang does not */
-						int in_pads = iy < g.h + g.pb && ix < g.w + g.pr;
-						if (!inside) {
-							cnt += include_pad && in_pads && iy >= -g.pt && ix >= -g.pl;
-							continue;
-						}
-						int64_t k = (nc * g.h + iy) * g.w + ix;
-						double v = af ? af[k] : rt_get(a, k);
-						if (max && (v > acc || arg < 0)) {
-							acc = v;
-							arg = k;
-						}
-						if (!max)
-							acc += v;
-						cnt++;
-					}
+				int64_t arg;
+				double res = pool_one(&g, a, nc, oy, ox, max, include_pad, &arg);
 				int64_t o = (nc * g.oh + oy) * g.ow + ox;
-				double res = max ? acc : cnt ? acc / (double)cnt : 0;
 				if (yf)
 					yf[o] = (float)res;
 				else
@@ -992,6 +1071,14 @@ static void plane_mean(void *arg, int64_t lo, int64_t hi)
 		rt_set(j->o, nc, j->sp ? run_sum(j->a, nc * j->sp, j->sp, 0, 0) / (double)j->sp : 0);
 }
 
+/* GlobalMaxPool's planes [lo, hi): run_extreme's walk (the last NaN, else the first maximum) */
+static void plane_max(void *arg, int64_t lo, int64_t hi)
+{
+	const struct plane_means *j = arg;
+	for (int64_t nc = lo; nc < hi; nc++)
+		rt_set(j->o, nc, run_extreme(j->a, nc * j->sp, j->sp, 0));
+}
+
 /* GlobalAveragePool (max 0) or GlobalMaxPool (max 1: each plane's largest element, NaN if it
  * holds one). */
 static int global_pool(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, int max)
@@ -1011,7 +1098,8 @@ static int global_pool(struct exec *x, struct rtensor *const *in, struct rtensor
 		return exec_fail(x, "GlobalMaxPool over an empty plane");
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
-	for (int64_t nc = 0; max && nc < out[0]->numel; nc++) {
+	int typed = a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE;
+	for (int64_t nc = 0; max && !typed && nc < out[0]->numel; nc++) {
 		double m = -INFINITY;
 		for (int64_t k = 0; k < sp; k++) {
 			double v = rt_get(a, nc * sp + k);
@@ -1019,10 +1107,10 @@ static int global_pool(struct exec *x, struct rtensor *const *in, struct rtensor
 		}
 		rt_set(out[0], nc, m);
 	}
-	if (max)
+	if (max && !typed)
 		return 0;
 	struct plane_means j = {a, out[0], sp};
-	kernel_for(a->dims[0] * a->dims[1], KERNEL_GRAIN / (sp + 1) + 1, plane_mean, &j);
+	kernel_for(a->dims[0] * a->dims[1], KERNEL_GRAIN / (sp + 1) + 1, max ? plane_max : plane_mean, &j);
 	return 0;
 }
 

@@ -63,6 +63,10 @@ int layer_norm_chain_grad(struct ad *a, const struct node *n);
  * differences' squares, in double: eight partial sums in a fixed order, which the compiler
  * vectorises and every run repeats bit for bit (reductions, LayerNormalization's moments). */
 double run_sum(const struct rtensor *a, int64_t at, int64_t n, int squares, double c);
+/* The largest (lo 0) or smallest (lo 1) of n contiguous float32 or float64 elements of a from
+ * element at, as the walk m = v > m || isnan(v) ? v : m from -inf takes it: the last NaN, else the
+ * first of equal extremes (-0 or +0); -inf (+inf) when n is 0 (ReduceMax, GlobalMaxPool). */
+double run_extreme(const struct rtensor *a, int64_t at, int64_t n, int lo);
 
 /* Calls fn(arg, lo, hi) for pieces [lo, hi) that cover [0, n), each (but a lone one) at least
  * grain long, spread over the pool's threads (--threads). For work each of whose elements comes

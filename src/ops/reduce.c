@@ -138,37 +138,168 @@ VM_CLONES static double sum_exp_f32(const float *p, int64_t n, int64_t st, float
 	return s;
 }
 
-static void lane_reduce(void *arg, int64_t u0, int64_t u1)
+/* The serial walk m = v > m || isnan(v) ? v : m (v < m for the minimum) from -inf (+inf) over
+ * p[0, n): the last NaN if one comes, else the first of the extreme values. 64-byte vectors of
+ * lanes (GCC's vector extension: a compare's mask selects, as exact as the walk's compare) find
+ * the extreme, which is the walk's bits unless a NaN came or it is a zero (the walk keeps the first
+ * of -0 and +0 and a NaN's payload is the last's): then the walk runs. */
+#define EXTREME(T, IT, name, CMP, start)                                                                \
+	VM_CLONES static double name(const T *p, int64_t n)                                            \
+	{                                                                                              \
+		typedef T vt __attribute__((vector_size(64)));                                         \
+		typedef IT vi __attribute__((vector_size(64)));                                        \
+		enum { L = 64 / sizeof(T) };                                                           \
+		T r = (T)(start);                                                                      \
+		vt m = {0};                                                                            \
+		vi nan = {0};                                                                          \
+		m += r;                                                                                \
+		int64_t i = 0;                                                                         \
+		for (; i + L <= n; i += L) {                                                           \
+			vt v;                                                                          \
+			memcpy(&v, p + i, sizeof v);                                                   \
+			vi take = v CMP m;                                                             \
+			m = (vt)(((vi)v & take) | ((vi)m & ~take));                                    \
+			nan |= v != v;                                                                 \
+		}                                                                                      \
+		int any = 0;                                                                           \
+		for (int k = 0; k < L; k++) {                                                          \
+			r = m[k] CMP r ? m[k] : r;                                                     \
+			any |= nan[k] != 0;                                                            \
+		}                                                                                      \
+		for (; i < n; i++) {                                                                   \
+			r = p[i] CMP r ? p[i] : r;                                                     \
+			any |= p[i] != p[i];                                                           \
+		}                                                                                      \
+		if (!any && r != 0)                                                                    \
+			return r;                                                                      \
+		double w = (start);                                                                    \
+		for (i = 0; i < n; i++)                                                                \
+			w = p[i] CMP w || isnan(p[i]) ? p[i] : w;                                      \
+		return w;                                                                              \
+	}
+EXTREME(float, int32_t, max_f32, >, -INFINITY)
+EXTREME(float, int32_t, min_f32, <, INFINITY)
+EXTREME(double, int64_t, max_f64, >, -INFINITY)
+EXTREME(double, int64_t, min_f64, <, INFINITY)
+
+double run_extreme(const struct rtensor *a, int64_t at, int64_t n, int lo)
 {
-	const struct lanes_job *j = arg;
+	if (a->dtype == DT_FLOAT)
+		return (lo ? min_f32 : max_f32)((const float *)a->data + at, n);
+	return (lo ? min_f64 : max_f64)((const double *)a->data + at, n);
+}
+
+/* RK_L1 or RK_PROD of contiguous rows u0, u0 + 1, ... (ROWS_AT_ONCE of them): each row's serial
+ * double chain in index order, the rows' chains interleaved so that they overlap. */
+#define ROWS_AT_ONCE 8
+#define ROWS_CHAIN(T, name)                                                                             \
+	static void name(const T *p, int64_t len, int prod, double *acc)                               \
+	{                                                                                              \
+		double s[ROWS_AT_ONCE];                                                                \
+		for (int k = 0; k < ROWS_AT_ONCE; k++)                                                 \
+			s[k] = prod;                                                                   \
+		for (int64_t r = 0; r < len; r++)                                                      \
+			for (int k = 0; k < ROWS_AT_ONCE; k++) {                                       \
+				double v = p[k * len + r];                                             \
+				s[k] = prod ? s[k] * v : s[k] + fabs(v);                               \
+			}                                                                              \
+		memcpy(acc, s, sizeof s);                                                              \
+	}
+ROWS_CHAIN(float, rows_f32)
+ROWS_CHAIN(double, rows_f64)
+
+/* Output u of a lanes_job: its len elements walked one by one (the extremes of a contiguous row by
+ * run_extreme). */
+static void lane_one(const struct lanes_job *j, int64_t u)
+{
 	int dbl = j->a->dtype == DT_DOUBLE;
 	const float *pf = j->a->data;
 	const double *pd = j->a->data;
-	for (int64_t u = u0; u < u1; u++) {
-		int64_t at = u / j->inner * j->len * j->inner + u % j->inner;
-		double m = j->kind == RK_MIN ? INFINITY : -INFINITY, s = j->kind == RK_PROD ? 1 : 0;
-		for (int64_t r = 0; r < j->len; r++, at += j->inner) {
-			double v = dbl ? pd[at] : pf[at];
-			if (j->kind == RK_MIN)
-				m = v < m || isnan(v) ? v : m;
-			else if (j->kind == RK_MAX || j->kind == RK_LSE)
-				m = v > m || isnan(v) ? v : m;
-			else if (j->kind == RK_PROD)
-				s *= v;
-			else
-				s += fabs(v);
-		}
-		if (j->kind == RK_LSE && !isinf(m)) {
-			at -= j->len * j->inner;
-			if (!dbl)
-				s = sum_exp_f32(pf + at, j->len, j->inner, (float)m);
-			for (int64_t r = 0; dbl && r < j->len; r++, at += j->inner)
-				s += exp(pd[at] - m);
-		}
-		if (j->kind == RK_LSE)
-			j->mx[u] = m;
-		j->acc[u] = j->kind == RK_MIN || j->kind == RK_MAX ? m : s;
+	int64_t at = u / j->inner * j->len * j->inner + u % j->inner;
+	double m = j->kind == RK_MIN ? INFINITY : -INFINITY, s = j->kind == RK_PROD ? 1 : 0;
+	int ext = j->kind == RK_MIN || j->kind == RK_MAX || j->kind == RK_LSE;
+	if (ext && j->inner == 1) {
+		m = run_extreme(j->a, at, j->len, j->kind == RK_MIN);
+		at += j->len;
 	}
+	for (int64_t r = 0; r < j->len && !(ext && j->inner == 1); r++, at += j->inner) {
+		double v = dbl ? pd[at] : pf[at];
+		if (j->kind == RK_MIN)
+			m = v < m || isnan(v) ? v : m;
+		else if (j->kind == RK_MAX || j->kind == RK_LSE)
+			m = v > m || isnan(v) ? v : m;
+		else if (j->kind == RK_PROD)
+			s *= v;
+		else
+			s += fabs(v);
+	}
+	if (j->kind == RK_LSE && !isinf(m)) {
+		at -= j->len * j->inner;
+		if (!dbl)
+			s = sum_exp_f32(pf + at, j->len, j->inner, (float)m);
+		for (int64_t r = 0; dbl && r < j->len; r++, at += j->inner)
+			s += exp(pd[at] - m);
+	}
+	if (j->kind == RK_LSE)
+		j->mx[u] = m;
+	j->acc[u] = j->kind == RK_MIN || j->kind == RK_MAX ? m : s;
+}
+
+/* Outputs [u0, u1): contiguous rows' L1 and Prod ROWS_AT_ONCE at a time, but a NaN result again
+ * alone (the interleaved chains may be vectorised, whose adds and products take their operands
+ * either way round: of two NaNs x86 keeps the first's payload) */
+/* sum_exp_f32 of ROWS_AT_ONCE contiguous rows (row k's maximum m[k]) into s: each row's serial
+ * sum, the rows' chains interleaved so that they overlap (where m[k] is a finite maximum no NaN
+ * comes: the exponentials of x - m, x <= m, lie in [0, 1]) */
+VM_CLONES static void sum_exp_rows_f32(const float *p, int64_t len, const float *m, double *s)
+{
+	float e[ROWS_AT_ONCE][64];
+	for (int k = 0; k < ROWS_AT_ONCE; k++)
+		s[k] = 0;
+	for (int64_t r0 = 0; r0 < len; r0 += 64) {
+		int64_t n = len - r0 < 64 ? len - r0 : 64;
+		for (int k = 0; k < ROWS_AT_ONCE; k++)
+			for (int64_t r = 0; r < n; r++)
+				e[k][r] = vm_expf(p[k * len + r0 + r] - m[k]);
+		for (int64_t r = 0; r < n; r++)
+			for (int k = 0; k < ROWS_AT_ONCE; k++)
+				s[k] += e[k][r];
+	}
+}
+
+/* ReduceLogSumExp of contiguous float32 rows [u, u + ROWS_AT_ONCE): their maxima, then their sums
+ * at once, but a row whose maximum is not finite (a NaN or an infinity in it) again by lane_one */
+static void lse_rows(const struct lanes_job *j, int64_t u)
+{
+	float m[ROWS_AT_ONCE];
+	for (int k = 0; k < ROWS_AT_ONCE; k++) {
+		j->mx[u + k] = run_extreme(j->a, (u + k) * j->len, j->len, 0);
+		m[k] = isfinite(j->mx[u + k]) ? (float)j->mx[u + k] : 0;
+	}
+	sum_exp_rows_f32((const float *)j->a->data + u * j->len, j->len, m, j->acc + u);
+	for (int k = 0; k < ROWS_AT_ONCE; k++)
+		if (!isfinite(j->mx[u + k]))
+			lane_one(j, u + k);
+}
+
+static void lane_reduce(void *arg, int64_t u0, int64_t u1)
+{
+	const struct lanes_job *j = arg;
+	int chain = j->inner == 1 && (j->kind == RK_L1 || j->kind == RK_PROD);
+	for (; chain && u0 + ROWS_AT_ONCE <= u1; u0 += ROWS_AT_ONCE) {
+		if (j->a->dtype == DT_DOUBLE)
+			rows_f64((const double *)j->a->data + u0 * j->len, j->len, j->kind == RK_PROD, j->acc + u0);
+		else
+			rows_f32((const float *)j->a->data + u0 * j->len, j->len, j->kind == RK_PROD, j->acc + u0);
+		for (int64_t u = u0; u < u0 + ROWS_AT_ONCE; u++)
+			if (isnan(j->acc[u]))
+				lane_one(j, u);
+	}
+	int lse = j->inner == 1 && j->kind == RK_LSE && j->a->dtype == DT_FLOAT;
+	for (; lse && u0 + ROWS_AT_ONCE <= u1; u0 += ROWS_AT_ONCE)
+		lse_rows(j, u0);
+	for (int64_t u = u0; u < u1; u++)
+		lane_one(j, u);
 }
 
 /* the next input element's output offset *o, stepping the index idx of a's dimensions 0..last (the
