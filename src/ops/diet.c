@@ -27,6 +27,29 @@ int16_t diet_quantize(double x, double scale, double u)
 	return (int16_t)(y > DIET_QMAX ? DIET_QMAX : y < -DIET_QMAX ? -DIET_QMAX : y);
 }
 
+/* Element k of a float tensor (a moment: float32 and float64 read directly, others as rt_get). */
+static inline double st_get(const struct rtensor *t, int64_t k)
+{
+	return t->dtype == DT_FLOAT ? ((const float *)t->data)[k] : t->dtype == DT_DOUBLE ? ((const double *)t->data)[k]
+											    : rt_get(t, k);
+}
+
+static inline void st_set(struct rtensor *t, int64_t k, double v)
+{
+	if (t->dtype == DT_FLOAT)
+		((float *)t->data)[k] = (float)v;
+	else if (t->dtype == DT_DOUBLE)
+		((double *)t->data)[k] = v;
+	else
+		rt_set(t, k, v);
+}
+
+/* Element k of a dense gradient at float32 precision, as a Cast to float32 leaves it. */
+static inline double grad_at(const struct rtensor *g, int64_t k)
+{
+	return g->dtype == DT_FLOAT ? ((const float *)g->data)[k] : (float)st_get(g, k);
+}
+
 /* The gradient row by row: dense (g of q's shape), or the rows of the product g^T b made a block
  * of rows at a time, and/or the rows ScatterND(zeros, idx_k, upd_k, add) would make, each summed
  * as it sums them (in the updates' dtype, in index order) and added to the sum so far as an Add
@@ -93,7 +116,7 @@ static void grad_row(struct grad_rows *r, int64_t i, double *out)
 		have = 1;
 	}
 	for (int64_t j = 0; !have && j < r->cols; j++) /* at float32 precision, as a Cast to float32 leaves it */
-		out[j] = (float)rt_get(r->g, i * r->cols + j);
+		out[j] = grad_at(r->g, i * r->cols + j);
 }
 
 /* Links the updates of each row (in index order) into head (rows) and next (idx's count); fails on
@@ -145,6 +168,56 @@ static int row_terms(struct exec *x, const struct node *n, struct rtensor *const
 					    "and a float gradient of (..., columns), all of one dtype"), -1;
 	}
 	return terms;
+}
+
+/* The update of elements [lo, hi) of q (element k is row k / cols, column k % cols): a piece of
+ * kernel_for over a dense gradient, or one row of the gradient grad_row made (row, element k at
+ * row[k - row_at]). Element k's uniform is the generator's k-th however the range is cut. */
+struct upd_job {
+	const int16_t *q;
+	int16_t *qo;
+	const struct rtensor *g, *m, *v1, *vr; /* vr: vr' when factored, else NULL */
+	struct rtensor *mo, *v1o;
+	const double *row, *c;                 /* c: the columns' c[j] when factored */
+	int64_t row_at, cols;
+	double b1, b2, bc, eps, lr, scale, cmean;
+	uint64_t key;
+	int stochastic;
+};
+
+#define UPD_CHUNK 1024
+static void upd_span(void *arg, int64_t lo, int64_t hi)
+{
+	const struct upd_job *p = arg;
+	const double b1 = p->b1, b2 = p->b2, bc = p->bc, eps = p->eps, lr = p->lr, scale = p->scale;
+	float unif[UPD_CHUNK];
+	for (int64_t c0 = lo; c0 < hi; c0 += UPD_CHUNK) {
+		int64_t c1 = hi - c0 > UPD_CHUNK ? c0 + UPD_CHUNK : hi, i = c0 / p->cols, j = c0 % p->cols;
+		if (p->stochastic)
+			philox_uniforms(p->key, (uint64_t)c0, c1 - c0, unif);
+		double r = p->vr ? sqrt(st_get(p->vr, i) / bc) + eps : 0;
+		for (int64_t k = c0; k < c1; k++, j++) {
+			if (j == p->cols) {
+				j = 0;
+				i++;
+				r = p->vr ? sqrt(st_get(p->vr, i) / bc) + eps : 0;
+			}
+			double gk = p->row ? p->row[k - p->row_at] : grad_at(p->g, k), u = gk, denom;
+			if (p->m) {
+				u = b1 * st_get(p->m, k) + (1 - b1) * gk;
+				st_set(p->mo, k, u);
+			}
+			if (p->vr) {
+				denom = r * p->c[j] / p->cmean;
+			} else {
+				double v = b2 * st_get(p->v1, k) + (1 - b2) * gk * gk;
+				st_set(p->v1o, k, v);
+				denom = sqrt(v / bc) + eps;
+			}
+			double w = p->q[k] * scale - lr * u / denom;
+			p->qo[k] = diet_quantize(w, scale, p->stochastic ? unif[k - c0] : -1);
+		}
+	}
 }
 
 static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -262,33 +335,17 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 		cmean += colsum[j];
 	}
 	cmean /= (double)(cols ? cols : 1);
-	size_t ub = stochastic ? sizeof(float) * (size_t)(cols ? cols : 1) : 0;
-	float *unif = ub && !rc ? exec_scratch(x, ub) : NULL; /* a row's uniforms, drawn in bulk */
-	if (ub && !rc && !unif)
-		rc = exec_status(x);
-	for (int64_t i = 0; !rc && i < rows; i++) {
+	struct upd_job uj = {.q = q->data, .qo = qo, .g = g, .m = m, .v1 = v1, .vr = v2 ? out[2] : NULL, .mo = out[1],
+			     .v1o = out[2], .c = colsum, .cols = cols, .b1 = b1, .b2 = b2, .bc = bc, .eps = eps, .lr = lr,
+			     .scale = scale, .cmean = cmean, .key = key, .stochastic = stochastic};
+	if (!rc && !idx && !b) /* a dense gradient: elements in pieces over the pool */
+		kernel_for(q->numel, KERNEL_GRAIN, upd_span, &uj);
+	for (int64_t i = 0; !rc && (idx || b) && i < rows; i++) {
 		grad_row(&gr, i, row);
-		if (unif)
-			philox_uniforms(key, (uint64_t)(i * cols), cols, unif);
-		double r = v2 ? sqrt(rt_get(out[2], i) / bc) + eps : 0;
-		for (int64_t j = 0, k = i * cols; j < cols; j++, k++) {
-			double gk = row[j], u = gk, denom;
-			if (m) {
-				u = b1 * rt_get(m, k) + (1 - b1) * gk;
-				rt_set(out[1], k, u);
-			}
-			if (v2) {
-				denom = r * colsum[j] / cmean;
-			} else {
-				double v = b2 * rt_get(v1, k) + (1 - b2) * gk * gk;
-				rt_set(out[2], k, v);
-				denom = sqrt(v / bc) + eps;
-			}
-			double w = ((const int16_t *)q->data)[k] * scale - lr * u / denom;
-			qo[k] = diet_quantize(w, scale, unif ? unif[j] : -1);
-		}
+		uj.row = row;
+		uj.row_at = i * cols;
+		upd_span(&uj, i * cols, (i + 1) * cols);
 	}
-	exec_scratch_free(x, unif, ub);
 	exec_scratch_free(x, wide, wideb);
 	exec_scratch_free(x, gr.racc.data, raccb ? raccb : 1);
 	exec_scratch_free(x, gr.acc.data, accb ? accb : 1);
