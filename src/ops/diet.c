@@ -3,6 +3,7 @@
 #include "../util/philox.h"
 #include "kernel.h"
 #include "ops.h"
+#include "vmath.h"
 
 #include "blas.h"
 #include <math.h>
@@ -15,16 +16,17 @@ double diet_lr(double lr, int noam, double warmup, double t)
 	return lr * fmin(t / warmup, 1);
 }
 
+/* diet_quantize with stoch for u >= 0, as selects that the compiler vectorises (upd_f32) */
+static inline __attribute__((always_inline)) int16_t quantize(double x, double scale, double u, int stoch)
+{
+	double y = x / scale, z = stoch ? copysign(floor(fabs(y) + u), y) : nearbyint(y);
+	z = z > DIET_QMAX ? DIET_QMAX : z < -DIET_QMAX ? -DIET_QMAX : z;
+	return (int16_t)(isnan(y) ? 0 : z);
+}
+
 int16_t diet_quantize(double x, double scale, double u)
 {
-	double y = x / scale;
-	if (isnan(y))
-		return 0;
-	if (u < 0)
-		y = nearbyint(y);
-	else
-		y = copysign(floor(fabs(y) + u), y);
-	return (int16_t)(y > DIET_QMAX ? DIET_QMAX : y < -DIET_QMAX ? -DIET_QMAX : y);
+	return quantize(x, scale, u, !(u < 0));
 }
 
 /* Element k of a float tensor (a moment: float32 and float64 read directly, others as rt_get). */
@@ -185,37 +187,81 @@ struct upd_job {
 	int stochastic;
 };
 
+/* Elements [k0, k0 + n) of one row (columns j0 ..) with float32 g and moments, mom, fac and stoch
+ * constants: a loop the compiler vectorises (the factored one: no sqrt per element). */
+static inline __attribute__((always_inline)) void upd_f32(const struct upd_job *p, int64_t k0, int64_t n, int64_t j0,
+							  double r, const float *unif, int mom, int fac, int stoch)
+{
+	const double b1 = p->b1, b2 = p->b2, bc = p->bc, eps = p->eps, lr = p->lr, scale = p->scale, cmean = p->cmean;
+	const float *g = (const float *)p->g->data + k0, *m = mom ? (const float *)p->m->data + k0 : NULL;
+	const float *v1 = fac ? NULL : (const float *)p->v1->data + k0;
+	float *mo = mom ? (float *)p->mo->data + k0 : NULL, *v1o = fac ? NULL : (float *)p->v1o->data + k0;
+	const double *c = fac ? p->c + j0 : NULL;
+	const int16_t *q = p->q + k0;
+	int16_t *qo = p->qo + k0;
+	for (int64_t e = 0; e < n; e++) {
+		double gk = g[e], u = gk, denom;
+		if (mom) {
+			u = b1 * m[e] + (1 - b1) * gk;
+			mo[e] = (float)u;
+		}
+		if (fac) {
+			denom = r * c[e] / cmean;
+		} else {
+			double v = b2 * v1[e] + (1 - b2) * gk * gk;
+			v1o[e] = (float)v;
+			denom = sqrt(v / bc) + eps;
+		}
+		qo[e] = quantize(q[e] * scale - lr * u / denom, scale, stoch ? unif[e] : -1, stoch);
+	}
+}
+
+VM_CLONES static void upd_f32_any(const struct upd_job *p, int64_t k0, int64_t n, int64_t j0, double r, const float *unif)
+{
+	switch ((p->m != NULL) << 2 | (p->vr != NULL) << 1 | p->stochastic) {
+#define F32(mom, fac, stoch)                                                                                   \
+	case mom << 2 | fac << 1 | stoch: upd_f32(p, k0, n, j0, r, unif, mom, fac, stoch); return;
+	F32(0, 0, 0) F32(0, 0, 1) F32(0, 1, 0) F32(0, 1, 1) F32(1, 0, 0) F32(1, 0, 1) F32(1, 1, 0) F32(1, 1, 1)
+#undef F32
+	}
+}
+
 #define UPD_CHUNK 1024
+/* Pieces of a chunk of uniforms, within one row when factored (r and the columns' c[j] at hand). */
 static void upd_span(void *arg, int64_t lo, int64_t hi)
 {
 	const struct upd_job *p = arg;
 	const double b1 = p->b1, b2 = p->b2, bc = p->bc, eps = p->eps, lr = p->lr, scale = p->scale;
+	int f32 = !p->row && p->g->dtype == DT_FLOAT && (!p->m || (p->m->dtype == DT_FLOAT && p->mo->dtype == DT_FLOAT)) &&
+		  p->v1->dtype == DT_FLOAT && p->v1o->dtype == DT_FLOAT;
 	float unif[UPD_CHUNK];
-	for (int64_t c0 = lo; c0 < hi; c0 += UPD_CHUNK) {
-		int64_t c1 = hi - c0 > UPD_CHUNK ? c0 + UPD_CHUNK : hi, i = c0 / p->cols, j = c0 % p->cols;
+	for (int64_t c0 = lo, c1; c0 < hi; c0 = c1) {
+		int64_t i = c0 / p->cols, j0 = c0 % p->cols;
+		c1 = hi - c0 > UPD_CHUNK ? c0 + UPD_CHUNK : hi;
+		if (p->vr && c1 > (i + 1) * p->cols)
+			c1 = (i + 1) * p->cols;
 		if (p->stochastic)
 			philox_uniforms(p->key, (uint64_t)c0, c1 - c0, unif);
 		double r = p->vr ? sqrt(st_get(p->vr, i) / bc) + eps : 0;
-		for (int64_t k = c0; k < c1; k++, j++) {
-			if (j == p->cols) {
-				j = 0;
-				i++;
-				r = p->vr ? sqrt(st_get(p->vr, i) / bc) + eps : 0;
-			}
+		if (f32) {
+			upd_f32_any(p, c0, c1 - c0, j0, r, unif);
+			continue;
+		}
+		for (int64_t k = c0; k < c1; k++) {
 			double gk = p->row ? p->row[k - p->row_at] : grad_at(p->g, k), u = gk, denom;
 			if (p->m) {
 				u = b1 * st_get(p->m, k) + (1 - b1) * gk;
 				st_set(p->mo, k, u);
 			}
 			if (p->vr) {
-				denom = r * p->c[j] / p->cmean;
+				denom = r * p->c[j0 + k - c0] / p->cmean;
 			} else {
 				double v = b2 * st_get(p->v1, k) + (1 - b2) * gk * gk;
 				st_set(p->v1o, k, v);
 				denom = sqrt(v / bc) + eps;
 			}
 			double w = p->q[k] * scale - lr * u / denom;
-			p->qo[k] = diet_quantize(w, scale, p->stochastic ? unif[k - c0] : -1);
+			p->qo[k] = quantize(w, scale, p->stochastic ? unif[k - c0] : -1, p->stochastic);
 		}
 	}
 }
