@@ -13,6 +13,7 @@
  *   Momentum: g' = nc x + g; v' = a v + (t > 0 ? b : 1) g';
  *             x' = x - r v' (standard), x - r (g' + a v') (nesterov) */
 #include "kernel.h"
+#include "vmath.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -89,18 +90,21 @@ static inline __attribute__((always_inline)) void opt_st(void *p, int f64, int64
 		((float *)p)[e] = (float)v;
 }
 
-static inline __attribute__((always_inline)) void opt_span(enum optimizer o, int f64, const struct opt_job *j,
-							   int64_t lo, int64_t hi)
+/* the tensors restrict-qualified: distinct buffers, so the loop needs no run-time alias checks */
+static inline __attribute__((always_inline)) void
+opt_span(enum optimizer o, int f64, const struct opt_job *j, const void *restrict X, const void *restrict G,
+	 const void *restrict S1, const void *restrict S2, void *restrict Xn, void *restrict S1n, void *restrict S2n,
+	 int64_t lo, int64_t hi)
 {
 	const struct opt_params p = j->p;
 	const double ra = j->ra, bm = j->bm;
 	for (int64_t e = lo; e < hi; e++) {
-		double xv = opt_ld(j->x, f64, e), g = p.nc * xv + opt_ld(j->g, f64, e), s1 = opt_ld(j->s1, f64, e), xn, s1n;
+		double xv = opt_ld(X, f64, e), g = p.nc * xv + opt_ld(G, f64, e), s1 = opt_ld(S1, f64, e), xn, s1n;
 		if (o == OPT_ADAM) {
 			s1n = p.alpha * s1 + (1 - p.alpha) * g;
-			double s2n = p.beta * opt_ld(j->s2, f64, e) + (1 - p.beta) * g * g;
+			double s2n = p.beta * opt_ld(S2, f64, e) + (1 - p.beta) * g * g;
 			xn = (1 - p.ncp) * (xv - ra * (s1n / (sqrt(s2n) + p.eps)));
-			opt_st(j->s2n, f64, e, s2n);
+			opt_st(S2n, f64, e, s2n);
 		} else if (o == OPT_ADAGRAD) {
 			s1n = s1 + g * g;
 			xn = xv - ra * g / (sqrt(s1n) + p.eps);
@@ -108,16 +112,21 @@ static inline __attribute__((always_inline)) void opt_span(enum optimizer o, int
 			s1n = p.alpha * s1 + bm * g;
 			xn = p.nesterov ? xv - p.r * (g + p.alpha * s1n) : xv - p.r * s1n;
 		}
-		opt_st(j->xn, f64, e, xn);
-		opt_st(j->s1n, f64, e, s1n);
+		opt_st(Xn, f64, e, xn);
+		opt_st(S1n, f64, e, s1n);
 	}
 }
 
-static void opt_elems(void *arg, int64_t lo, int64_t hi)
+VM_CLONES static void opt_elems(void *arg, int64_t lo, int64_t hi)
 {
 	const struct opt_job *j = arg;
 #define SPAN(o)                                                                                                \
-	case o: j->f64 ? opt_span(o, 1, j, lo, hi) : opt_span(o, 0, j, lo, hi); return;
+	case o:                                                                                                \
+		if (j->f64)                                                                                    \
+			opt_span(o, 1, j, j->x, j->g, j->s1, j->s2, j->xn, j->s1n, j->s2n, lo, hi);            \
+		else                                                                                           \
+			opt_span(o, 0, j, j->x, j->g, j->s1, j->s2, j->xn, j->s1n, j->s2n, lo, hi);            \
+		return;
 	switch (j->o) {
 	SPAN(OPT_ADAM) SPAN(OPT_ADAGRAD) SPAN(OPT_MOMENTUM)
 	}
