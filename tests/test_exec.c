@@ -2303,7 +2303,7 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 	static const char *const gname[4] = {"float32", "float64", "float16", "bfloat16"};
 	static int16_t q[N];
 	static float m[N], v[N], vr[R], vc[C];
-	static double gd[N];
+	static double gd[N], vrd[R], vcd[C];
 	static uint16_t gh[N];
 	static float gf[N];
 	const double b1 = 0.875, b2 = 0.75, eps = 9.5367431640625e-07, lr = 0.5, scale = 0.0078125, t = 3;
@@ -2313,15 +2313,15 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 		v[i] = (float)fabs(opt_edges[(i * 5 + 2) % OPT_NE]);
 	}
 	for (int i = 0; i < R; i++)
-		vr[i] = (float)(i % 5) * 0.25f;
+		vrd[i] = vr[i] = (float)(i % 5) * 0.25f;
 	for (int j = 0; j < C; j++)
-		vc[j] = j % 3 ? (float)(j % 11) * 0.125f : 0.0f;
-	for (int fac = 0; fac < 2; fac++)
+		vcd[j] = vc[j] = j % 3 ? (float)(j % 11) * 0.125f : 0.0f;
+	for (int fac = 0; fac < 3; fac++) /* full; factored with float32 moments; with float64 ones */
 		for (int d = 0; d < 4; d++)
 			for (int st = 0; st < 2; st++) {
 				int64_t n = fac ? R * C : N;
 				for (int64_t i = 0; i < n; i++) { /* the factored case: ordinary values, signed zeros, subnormals */
-					double e = fac ? (i % 13 == 0 ? -0.0 : i % 13 == 1 ? 1e-41 : (double)((i * 7) % 29 - 14) * 0.03)
+					double e = fac ? (i % 13 == 0 ? -0.0 : i % 13 == 1 ? 1e-41 : (double)((i * 7919) % 1999 - 999) * 0.0012345 + (double)i * 1e-9)
 						       : opt_edges[(i * 7 + 5) % OPT_NE];
 					gd[i] = e;
 					gf[i] = (float)e;
@@ -2340,7 +2340,8 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 					 " warmup: 2.0, scale: 0.0078125, round: %s}}\n"
 					 "outputs: %s\n",
 					 fac ? "[37, 443]" : "[16421]", gname[d], fac ? "[37, 443]" : "[16421]",
-					 fac ? "{name: vr, dtype: float32, shape: [37]}, {name: vc, dtype: float32, shape: [443]}"
+					 fac == 2 ? "{name: vr, dtype: float64, shape: [37]}, {name: vc, dtype: float64, shape: [443]}"
+					 : fac ? "{name: vr, dtype: float32, shape: [37]}, {name: vc, dtype: float32, shape: [443]}"
 					     : "{name: m, dtype: float32, shape: [16421]}, {name: v, dtype: float32, shape: [16421]}",
 					 fac ? "[q, g, t, '', vr, vc]" : "[q, g, t, m, v]", fac ? "[qn, '', vrn, vcn]" : "[qn, mn, vn]",
 					 fac ? "0.0" : "0.875", st ? "stochastic" : "nearest",
@@ -2348,8 +2349,12 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 				struct graph *g = load_text("diet_adam.yaml", yaml);
 				const int64_t dn[1] = {N}, dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
 				struct rtensor ins[4] = {rt_over(DT_INT16, fac ? 2 : 1, fac ? dq : dn, q), gt,
-							 fac ? rt_over(DT_FLOAT, 1, dr, vr) : rt_over(DT_FLOAT, 1, dn, m),
-							 fac ? rt_over(DT_FLOAT, 1, dc, vc) : rt_over(DT_FLOAT, 1, dn, v)};
+							 fac == 2 ? rt_over(DT_DOUBLE, 1, dr, vrd)
+							 : fac	  ? rt_over(DT_FLOAT, 1, dr, vr)
+								  : rt_over(DT_FLOAT, 1, dn, m),
+							 fac == 2 ? rt_over(DT_DOUBLE, 1, dc, vcd)
+							 : fac	  ? rt_over(DT_FLOAT, 1, dc, vc)
+								  : rt_over(DT_FLOAT, 1, dn, v)};
 				const char *names[2][4] = {{"q", "g", "m", "v"}, {"q", "g", "vr", "vc"}};
 				/* the reference: g at float32 precision; the factored moments summed in order */
 				static double gr[N], want_v[N], want_m[N], rr[R], cc[C];
@@ -2361,13 +2366,15 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 						double s = 0;
 						for (int j = 0; j < C; j++)
 							s += gr[i * C + j] * gr[i * C + j];
-						rr[i] = (float)(b2 * vr[i] + (1 - b2) * s / C); /* stored float32 */
+						rr[i] = b2 * vr[i] + (1 - b2) * s / C; /* stored float32, or float64 */
+						rr[i] = fac == 2 ? rr[i] : (float)rr[i];
 					}
 					for (int j = 0; j < C; j++) {
 						double s = 0;
 						for (int i = 0; i < R; i++)
 							s += gr[i * C + j] * gr[i * C + j];
-						cc[j] = (float)(b2 * vc[j] + (1 - b2) * s / R);
+						cc[j] = b2 * vc[j] + (1 - b2) * s / R;
+						cc[j] = fac == 2 ? cc[j] : (float)cc[j];
 					}
 				}
 				double bc = 1 - pow(b2, t), lrt = lr * fmin(t / 2.0, 1);
@@ -2376,7 +2383,7 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 				cmean /= C;
 				for (int th = 1; th <= 3; th += 2) {
 					pool_set_threads(th);
-					struct exec_opts xo = {.inputs = ins, .input_names = names[fac], .n_inputs = 4};
+					struct exec_opts xo = {.inputs = ins, .input_names = names[fac > 0], .n_inputs = 4};
 					struct gd_err e = {0};
 					struct exec *x = exec_run(g, &xo, NULL, &e);
 					cr_assert(x, "%s: %s", gname[d], e.msg);
@@ -2404,17 +2411,17 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 									    st ? philox_uniform(key, (uint64_t)k) : -1);
 						int16_t got = ((const int16_t *)qn->data)[k];
 						if (got != want && bad++ < 5)
-							cr_expect(0, "%s, %s, %s, %d threads: q'[%lld] %d, not %d", fac ? "factored" : "full",
+							cr_expect(0, "%s, %s, %s, %d threads: q'[%lld] %d, not %d", fac == 2 ? "factored float64" : fac ? "factored" : "full",
 								  gname[d], st ? "stochastic" : "nearest", th, (long long)k, got, want);
 					}
 					for (int i = 0; fac && i < R + C; i++) {
 						double got = rt_get(i < R ? o1 : o2, i < R ? i : i - R), want = i < R ? rr[i] : cc[i - R];
-						if (!same_bits(got, want, 0) && bad++ < 5)
+						if (!same_bits(got, want, fac == 2) && bad++ < 5)
 							cr_expect(0, "%s, %s, %d threads: %s'[%d] %.9g, not %.9g", gname[d],
 								  st ? "stochastic" : "nearest", th, i < R ? "vr" : "vc", i < R ? i : i - R,
 								  got, want);
 					}
-					cr_expect_eq(bad, 0, "%s, %s, %s, %d threads: %lld values differ", fac ? "factored" : "full",
+					cr_expect_eq(bad, 0, "%s, %s, %s, %d threads: %lld values differ", fac == 2 ? "factored float64" : fac ? "factored" : "full",
 						     gname[d], st ? "stochastic" : "nearest", th, (long long)bad);
 					exec_free(x);
 				}
