@@ -2519,3 +2519,282 @@ Test(exec, redfast_average_pool_matches_its_definition_bit_for_bit)
 			graph_free(g);
 		}
 }
+
+/* #52 optfast: the optimizer updates (training.c's Adam, Adagrad and Momentum, diet.c's DietAdam)
+ * as typed loops over whole tensors cut over the pool: every element as the formulas in double,
+ * rounded once on store, the same bits at 1 and 3 threads. */
+
+/* Edge values: NaN, +-inf, +-0, subnormals (float32's and float64's), huge, ordinary. */
+static const double opt_edges[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-45, -4.9e-324, 3e38, -1e300, -3.5, 0.25,
+				   1.5, 7.0, -1e-40, 2.5e-39, 0.1};
+#define OPT_NE (int)(sizeof opt_edges / sizeof *opt_edges)
+
+/* a and b the same bits, or both NaN */
+static int same_bits(double a, double b, int f64)
+{
+	if (isnan(a) && isnan(b))
+		return 1;
+	if (f64)
+		return !memcmp(&a, &b, sizeof a);
+	float fa = (float)a, fb = (float)b;
+	return !memcmp(&fa, &fb, sizeof fa);
+}
+
+/* Adam, Adagrad, Momentum (standard, nesterov) over 4 tensors of one node: float32 and float64 of
+ * 2 x 8192 + 37 elements, float32 of 1, float64 of 0; every input from the edge values. The
+ * expected values are the schema's formulas, written here. */
+Test(exec, training_optimizers_match_their_formulas_bit_for_bit)
+{
+	enum { N = 2 * 8192 + 37, G = 4 };
+	static const int64_t len[G] = {N, N, 1, 0};
+	static const int f64[G] = {0, 1, 0, 1};
+	static const char *const ops[4] = {"Adam", "Adagrad", "Momentum", "Momentum"};
+	static const char *const attrs[4] = {
+		"{alpha: 0.75, beta: 0.875, epsilon: 9.5367431640625e-07, norm_coefficient: 0.0625, norm_coefficient_post: 0.03125}",
+		"{decay_factor: 0.125, epsilon: 9.5367431640625e-07, norm_coefficient: 0.0625}",
+		"{alpha: 0.75, beta: 0.5, mode: standard, norm_coefficient: 0.0625}",
+		"{alpha: 0.75, beta: 0.5, mode: nesterov, norm_coefficient: 0.0625}"};
+	const double r = 0.125, t = 3, nc = 0.0625, eps = 9.5367431640625e-07;
+	static double buf[4][G][N]; /* X, G, S1, S2 of each group */
+	struct rtensor ins[4 * G];
+	char names_s[4 * G][8];
+	const char *names[4 * G];
+	for (int s = 0; s < 4; s++)
+		for (int k = 0; k < G; k++) {
+			for (int64_t e = 0; e < len[k]; e++) {
+				double v = opt_edges[(e * (2 * s + 1) + 3 * s + k) % OPT_NE];
+				if (s >= 2)
+					v = fabs(v); /* the squares' sums */
+				if (f64[k])
+					buf[s][k][e] = v;
+				else
+					((float *)buf[s][k])[e] = (float)v;
+			}
+			ins[s * G + k] = rt_over(f64[k] ? DT_DOUBLE : DT_FLOAT, 1, &len[k], buf[s][k]);
+			snprintf(names_s[s * G + k], 8, "%c%d", "xgab"[s], k);
+			names[s * G + k] = names_s[s * G + k];
+		}
+	for (int o = 0; o < 4; o++) {
+		int per = o ? 3 : 4;
+		char yaml[8192], decl[2048] = "", inl[256] = "[r, t", outl[256] = "", outd[512] = "";
+		for (int s = 0; s < per; s++)
+			for (int k = 0; k < G; k++) {
+				size_t d = strlen(decl);
+				snprintf(decl + d, sizeof decl - d, "%s{name: %s, dtype: %s, shape: [%lld]}", d ? ", " : "",
+					 names[s * G + k], f64[k] ? "float64" : "float32", (long long)len[k]);
+				d = strlen(inl);
+				snprintf(inl + d, sizeof inl - d, ", %s", names[s * G + k]);
+			}
+		for (int s = 0; s < per - 1; s++) /* the new X (o0..), S1 (o4..), S2 (o8..) */
+			for (int k = 0; k < G; k++) {
+				size_t d = strlen(outl);
+				snprintf(outl + d, sizeof outl - d, "%so%d", d ? ", " : "", s * G + k);
+				d = strlen(outd);
+				snprintf(outd + d, sizeof outd - d, "%s{name: o%d}", d ? ", " : "", s * G + k);
+			}
+		snprintf(yaml, sizeof yaml,
+			 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: ai.onnx.preview.training, version: 1}]\n"
+			 "inputs: [%s]\nparams:\n  - {name: r, dtype: float32, shape: [], data: [0.125]}\n"
+			 "  - {name: t, dtype: int64, shape: [], data: [3]}\n"
+			 "nodes:\n  - {name: up, op: %s, domain: ai.onnx.preview.training, inputs: %s], outputs: [%s], attrs: %s}\n"
+			 "outputs: [%s]\n",
+			 decl, ops[o], inl, outl, attrs[o], outd);
+		struct graph *g = load_text("optimizer.yaml", yaml);
+		for (int th = 1; th <= 3; th += 2) {
+			pool_set_threads(th);
+			struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = per * G};
+			struct gd_err e = {0};
+			struct exec *x = exec_run(g, &xo, NULL, &e);
+			cr_assert(x, "%s: %s", ops[o], e.msg);
+			double ra = o == 0 ? r * sqrt(1 - pow(0.875, t)) / (1 - pow(0.75, t)) : o == 1 ? r / (1 + t * 0.125) : r;
+			int64_t bad = 0;
+			for (int k = 0; k < G; k++) {
+				char on[3][8];
+				const struct rtensor *res[3] = {NULL, NULL, NULL};
+				for (int s = 0; s < per - 1; s++) {
+					snprintf(on[s], 8, "o%d", s * G + k);
+					res[s] = exec_value(x, strmap_get(&g->names, on[s]));
+					cr_assert_eq(res[s]->numel, len[k]);
+				}
+				for (int64_t i = 0; i < len[k]; i++) {
+					double in[4];
+					for (int s = 0; s < 4; s++)
+						in[s] = f64[k] ? buf[s][k][i] : ((const float *)buf[s][k])[i];
+					double xv = in[0], gv = nc * xv + in[1], want[3];
+					if (o == 0) {
+						want[1] = 0.75 * in[2] + (1 - 0.75) * gv;
+						want[2] = 0.875 * in[3] + (1 - 0.875) * gv * gv;
+						want[0] = (1 - 0.03125) * (xv - ra * (want[1] / (sqrt(want[2]) + eps)));
+					} else if (o == 1) {
+						want[1] = in[2] + gv * gv;
+						want[0] = xv - ra * gv / (sqrt(want[1]) + eps);
+					} else {
+						want[1] = 0.75 * in[2] + 0.5 * gv;
+						want[0] = o == 3 ? xv - r * (gv + 0.75 * want[1]) : xv - r * want[1];
+					}
+					for (int s = 0; s < per - 1; s++) {
+						int ok = same_bits(rt_get(res[s], i), want[s], f64[k]);
+						bad += !ok;
+						if (!ok && bad < 5)
+							cr_expect(0, "%s, %d threads, group %d, output %d [%lld]: %.17g, not %.17g", ops[o], th,
+								  k, s, (long long)i, rt_get(res[s], i), want[s]);
+					}
+				}
+			}
+			cr_expect_eq(bad, 0, "%s, %d threads: %lld values differ", ops[o], th, (long long)bad);
+			exec_free(x);
+		}
+		pool_set_threads(1);
+		graph_free(g);
+	}
+}
+
+/* The reference DietAdam quantize (diet.h): x / scale to nearest, ties to even (u < 0), else
+ * floor(|y| + u) with y's sign; NaN 0; clamped to +-32767. */
+static int16_t ref_quantize(double x, double scale, double u)
+{
+	double y = x / scale;
+	if (isnan(y))
+		return 0;
+	y = u < 0 ? nearbyint(y) : copysign(floor(fabs(y) + u), y);
+	return (int16_t)(y > 32767 ? 32767 : y < -32767 ? -32767 : y);
+}
+
+/* DietAdam over a dense gradient: a full second moment (q of 2 x 8192 + 37, momentum on, edge
+ * values in g, m and v) and a factored one (q 37 x 443, no momentum), each with g float32, float64,
+ * float16 and bfloat16, rounded to nearest and stochastically, at 1 and 3 threads; the expected q',
+ * m' and v' (vr', vc') from diet.h's formulas, written here, the uniforms Philox's k-th for
+ * element k under the node's key. */
+Test(exec, diet_adam_matches_its_formula_bit_for_bit)
+{
+	enum { N = 2 * 8192 + 37, R = 37, C = 443 }; /* R C <= N */
+	static const int gdt[4] = {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BFLOAT16};
+	static const char *const gname[4] = {"float32", "float64", "float16", "bfloat16"};
+	static int16_t q[N];
+	static float m[N], v[N], vr[R], vc[C];
+	static double gd[N], vrd[R], vcd[C];
+	static uint16_t gh[N];
+	static float gf[N];
+	const double b1 = 0.875, b2 = 0.75, eps = 9.5367431640625e-07, lr = 0.5, scale = 0.0078125, t = 3;
+	for (int i = 0; i < N; i++) {
+		q[i] = (int16_t)(i % 7 == 0 ? 32767 : i % 7 == 1 ? -32767 : i % 7 == 2 ? 0 : (i * 37) % 2001 - 1000);
+		m[i] = (float)opt_edges[(i * 3 + 1) % OPT_NE];
+		v[i] = (float)fabs(opt_edges[(i * 5 + 2) % OPT_NE]);
+	}
+	for (int i = 0; i < R; i++)
+		vrd[i] = vr[i] = (float)(i % 5) * 0.25f;
+	for (int j = 0; j < C; j++)
+		vcd[j] = vc[j] = j % 3 ? (float)(j % 11) * 0.125f : 0.0f;
+	for (int fac = 0; fac < 3; fac++) /* full; factored with float32 moments; with float64 ones */
+		for (int d = 0; d < 4; d++)
+			for (int st = 0; st < 2; st++) {
+				int64_t n = fac ? R * C : N;
+				for (int64_t i = 0; i < n; i++) { /* the factored case: ordinary values, signed zeros, subnormals */
+					double e = fac ? (i % 13 == 0 ? -0.0 : i % 13 == 1 ? 1e-41 : (double)((i * 7919) % 1999 - 999) * 0.0012345 + (double)i * 1e-9)
+						       : opt_edges[(i * 7 + 5) % OPT_NE];
+					gd[i] = e;
+					gf[i] = (float)e;
+				}
+				struct rtensor gt = rt_over(gdt[d], fac ? 2 : 1, fac ? (const int64_t[]){R, C} : (const int64_t[]){N},
+							    d == 0 ? (void *)gf : d == 1 ? (void *)gd : (void *)gh);
+				for (int64_t i = 0; d >= 2 && i < n; i++)
+					rt_set(&gt, i, gd[i]);
+				char yaml[2048];
+				snprintf(yaml, sizeof yaml,
+					 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+					 "inputs: [{name: q, dtype: int16, shape: %s}, {name: g, dtype: %s, shape: %s}, %s]\n"
+					 "params:\n  - {name: t, dtype: int64, shape: [], data: [3]}\n"
+					 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: %s, outputs: %s,\n"
+					 "     attrs: {beta1: %s, beta2: 0.75, epsilon: 9.5367431640625e-07, lr: 0.5, schedule: none,"
+					 " warmup: 2.0, scale: 0.0078125, round: %s}}\n"
+					 "outputs: %s\n",
+					 fac ? "[37, 443]" : "[16421]", gname[d], fac ? "[37, 443]" : "[16421]",
+					 fac == 2 ? "{name: vr, dtype: float64, shape: [37]}, {name: vc, dtype: float64, shape: [443]}"
+					 : fac ? "{name: vr, dtype: float32, shape: [37]}, {name: vc, dtype: float32, shape: [443]}"
+					     : "{name: m, dtype: float32, shape: [16421]}, {name: v, dtype: float32, shape: [16421]}",
+					 fac ? "[q, g, t, '', vr, vc]" : "[q, g, t, m, v]", fac ? "[qn, '', vrn, vcn]" : "[qn, mn, vn]",
+					 fac ? "0.0" : "0.875", st ? "stochastic" : "nearest",
+					 fac ? "[{name: qn}, {name: vrn}, {name: vcn}]" : "[{name: qn}, {name: mn}, {name: vn}]");
+				struct graph *g = load_text("diet_adam.yaml", yaml);
+				const int64_t dn[1] = {N}, dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
+				struct rtensor ins[4] = {rt_over(DT_INT16, fac ? 2 : 1, fac ? dq : dn, q), gt,
+							 fac == 2 ? rt_over(DT_DOUBLE, 1, dr, vrd)
+							 : fac	  ? rt_over(DT_FLOAT, 1, dr, vr)
+								  : rt_over(DT_FLOAT, 1, dn, m),
+							 fac == 2 ? rt_over(DT_DOUBLE, 1, dc, vcd)
+							 : fac	  ? rt_over(DT_FLOAT, 1, dc, vc)
+								  : rt_over(DT_FLOAT, 1, dn, v)};
+				const char *names[2][4] = {{"q", "g", "m", "v"}, {"q", "g", "vr", "vc"}};
+				/* the reference: g at float32 precision; the factored moments summed in order */
+				static double gr[N], want_v[N], want_m[N], rr[R], cc[C];
+				double cmean = 0;
+				for (int64_t i = 0; i < n; i++)
+					gr[i] = d == 0 ? gf[i] : d == 1 ? (double)(float)gd[i] : rt_get(&gt, i);
+				if (fac) {
+					for (int i = 0; i < R; i++) {
+						double s = 0;
+						for (int j = 0; j < C; j++)
+							s += gr[i * C + j] * gr[i * C + j];
+						rr[i] = b2 * vr[i] + (1 - b2) * s / C; /* stored float32, or float64 */
+						rr[i] = fac == 2 ? rr[i] : (float)rr[i];
+					}
+					for (int j = 0; j < C; j++) {
+						double s = 0;
+						for (int i = 0; i < R; i++)
+							s += gr[i * C + j] * gr[i * C + j];
+						cc[j] = b2 * vc[j] + (1 - b2) * s / R;
+						cc[j] = fac == 2 ? cc[j] : (float)cc[j];
+					}
+				}
+				double bc = 1 - pow(b2, t), lrt = lr * fmin(t / 2.0, 1);
+				for (int j = 0; fac && j < C; j++)
+					cmean += sqrt(cc[j] / bc) + eps;
+				cmean /= C;
+				for (int th = 1; th <= 3; th += 2) {
+					pool_set_threads(th);
+					struct exec_opts xo = {.inputs = ins, .input_names = names[fac > 0], .n_inputs = 4};
+					struct gd_err e = {0};
+					struct exec *x = exec_run(g, &xo, NULL, &e);
+					cr_assert(x, "%s: %s", gname[d], e.msg);
+					const struct node *up = NULL;
+					for (uint32_t k = 0; k < g->n_nodes; k++)
+						if (g->nodes[k]->op == OP_DIET_ADAM)
+							up = g->nodes[k];
+					cr_assert(up);
+					uint64_t key = exec_node_seed(x, up) ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull);
+					const struct rtensor *qn = exec_value(x, strmap_get(&g->names, "qn"));
+					const struct rtensor *o1 = exec_value(x, strmap_get(&g->names, fac ? "vrn" : "mn"));
+					const struct rtensor *o2 = exec_value(x, strmap_get(&g->names, fac ? "vcn" : "vn"));
+					int64_t bad = 0;
+					for (int64_t k = 0; k < n; k++) {
+						double u = gr[k], denom;
+						if (fac) {
+							denom = (sqrt(rr[k / C] / bc) + eps) * (sqrt(cc[k % C] / bc) + eps) / cmean;
+						} else {
+							u = want_m[k] = b1 * m[k] + (1 - b1) * gr[k];
+							want_v[k] = b2 * v[k] + (1 - b2) * gr[k] * gr[k];
+							denom = sqrt(want_v[k] / bc) + eps;
+							bad += !same_bits(rt_get(o1, k), want_m[k], 0) + !same_bits(rt_get(o2, k), want_v[k], 0);
+						}
+						int16_t want = ref_quantize(q[k] * scale - lrt * u / denom, scale,
+									    st ? philox_uniform(key, (uint64_t)k) : -1);
+						int16_t got = ((const int16_t *)qn->data)[k];
+						if (got != want && bad++ < 5)
+							cr_expect(0, "%s, %s, %s, %d threads: q'[%lld] %d, not %d", fac == 2 ? "factored float64" : fac ? "factored" : "full",
+								  gname[d], st ? "stochastic" : "nearest", th, (long long)k, got, want);
+					}
+					for (int i = 0; fac && i < R + C; i++) {
+						double got = rt_get(i < R ? o1 : o2, i < R ? i : i - R), want = i < R ? rr[i] : cc[i - R];
+						if (!same_bits(got, want, fac == 2) && bad++ < 5)
+							cr_expect(0, "%s, %s, %d threads: %s'[%d] %.9g, not %.9g", gname[d],
+								  st ? "stochastic" : "nearest", th, i < R ? "vr" : "vc", i < R ? i : i - R,
+								  got, want);
+					}
+					cr_expect_eq(bad, 0, "%s, %s, %s, %d threads: %lld values differ", fac == 2 ? "factored float64" : fac ? "factored" : "full",
+						     gname[d], st ? "stochastic" : "nearest", th, (long long)bad);
+					exec_free(x);
+				}
+				pool_set_threads(1);
+				graph_free(g);
+			}
+}

@@ -13,6 +13,7 @@
  *   Momentum: g' = nc x + g; v' = a v + (t > 0 ? b : 1) g';
  *             x' = x - r v' (standard), x - r (g' + a v') (nesterov) */
 #include "kernel.h"
+#include "vmath.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -65,6 +66,73 @@ static int opt_shapes(struct exec *x, const struct node *n, struct rtensor *cons
 	return cnt;
 }
 
+/* One tensor's update over elements [lo, hi): a piece of kernel_for. Each element in double, rounded
+ * once on store (float32 or float64, the group's dtype), as the op's formulas above. */
+struct opt_job {
+	enum optimizer o;
+	struct opt_params p;
+	double ra, bm; /* the step's rate (Adam's corrected, Adagrad's decayed) and Momentum's factor of g' */
+	int f64;
+	const void *x, *g, *s1, *s2;
+	void *xn, *s1n, *s2n;
+};
+
+static inline __attribute__((always_inline)) double opt_ld(const void *p, int f64, int64_t e)
+{
+	return f64 ? ((const double *)p)[e] : ((const float *)p)[e];
+}
+
+static inline __attribute__((always_inline)) void opt_st(void *p, int f64, int64_t e, double v)
+{
+	if (f64)
+		((double *)p)[e] = v;
+	else
+		((float *)p)[e] = (float)v;
+}
+
+/* the tensors restrict-qualified: distinct buffers, so the loop needs no run-time alias checks */
+static inline __attribute__((always_inline)) void
+opt_span(enum optimizer o, int f64, const struct opt_job *j, const void *restrict X, const void *restrict G,
+	 const void *restrict S1, const void *restrict S2, void *restrict Xn, void *restrict S1n, void *restrict S2n,
+	 int64_t lo, int64_t hi)
+{
+	const struct opt_params p = j->p;
+	const double ra = j->ra, bm = j->bm;
+	for (int64_t e = lo; e < hi; e++) {
+		double xv = opt_ld(X, f64, e), g = p.nc * xv + opt_ld(G, f64, e), s1 = opt_ld(S1, f64, e), xn, s1n;
+		if (o == OPT_ADAM) {
+			s1n = p.alpha * s1 + (1 - p.alpha) * g;
+			double s2n = p.beta * opt_ld(S2, f64, e) + (1 - p.beta) * g * g;
+			xn = (1 - p.ncp) * (xv - ra * (s1n / (sqrt(s2n) + p.eps)));
+			opt_st(S2n, f64, e, s2n);
+		} else if (o == OPT_ADAGRAD) {
+			s1n = s1 + g * g;
+			xn = xv - ra * g / (sqrt(s1n) + p.eps);
+		} else {
+			s1n = p.alpha * s1 + bm * g;
+			xn = p.nesterov ? xv - p.r * (g + p.alpha * s1n) : xv - p.r * s1n;
+		}
+		opt_st(Xn, f64, e, xn);
+		opt_st(S1n, f64, e, s1n);
+	}
+}
+
+VM_CLONES static void opt_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct opt_job *j = arg;
+#define SPAN(o)                                                                                                \
+	case o:                                                                                                \
+		if (j->f64)                                                                                    \
+			opt_span(o, 1, j, j->x, j->g, j->s1, j->s2, j->xn, j->s1n, j->s2n, lo, hi);            \
+		else                                                                                           \
+			opt_span(o, 0, j, j->x, j->g, j->s1, j->s2, j->xn, j->s1n, j->s2n, lo, hi);            \
+		return;
+	switch (j->o) {
+	SPAN(OPT_ADAM) SPAN(OPT_ADAGRAD) SPAN(OPT_MOMENTUM)
+	}
+#undef SPAN
+}
+
 static int opt_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		   enum optimizer o)
 {
@@ -93,29 +161,15 @@ static int opt_run(struct exec *x, const struct node *n, struct rtensor *const *
 		ra = p.r / (1 + p.t * p.decay);
 	double bm = p.t > 0 ? p.beta : 1;
 	for (int i = 0; i < cnt; i++) {
-		const struct rtensor *X = in[2 + i], *G = in[2 + cnt + i], *S1 = in[2 + 2 * cnt + i],
-				     *S2 = o == OPT_ADAM ? in[2 + 3 * cnt + i] : NULL;
+		const struct rtensor *X = in[2 + i];
 		struct rtensor *Xn = out[i], *S1n = out[cnt + i], *S2n = o == OPT_ADAM ? out[2 * cnt + i] : NULL;
 		if (!exec_alloc(x, Xn, X->dtype, X->ndim, X->dims) || !exec_alloc(x, S1n, X->dtype, X->ndim, X->dims) ||
 		    (S2n && !exec_alloc(x, S2n, X->dtype, X->ndim, X->dims)))
 			return exec_status(x);
-		for (int64_t e = 0; e < X->numel; e++) {
-			double xv = rt_get(X, e), g = p.nc * xv + rt_get(G, e), s1 = rt_get(S1, e), xn, s1n;
-			if (o == OPT_ADAM) {
-				s1n = p.alpha * s1 + (1 - p.alpha) * g;
-				double s2n = p.beta * rt_get(S2, e) + (1 - p.beta) * g * g;
-				xn = (1 - p.ncp) * (xv - ra * (s1n / (sqrt(s2n) + p.eps)));
-				rt_set(S2n, e, s2n);
-			} else if (o == OPT_ADAGRAD) {
-				s1n = s1 + g * g;
-				xn = xv - ra * g / (sqrt(s1n) + p.eps);
-			} else {
-				s1n = p.alpha * s1 + bm * g;
-				xn = p.nesterov ? xv - p.r * (g + p.alpha * s1n) : xv - p.r * s1n;
-			}
-			rt_set(Xn, e, xn);
-			rt_set(S1n, e, s1n);
-		}
+		struct opt_job j = {o, p, ra, bm, X->dtype == DT_DOUBLE, X->data, in[2 + cnt + i]->data,
+				    in[2 + 2 * cnt + i]->data, o == OPT_ADAM ? in[2 + 3 * cnt + i]->data : NULL,
+				    Xn->data, S1n->data, S2n ? S2n->data : NULL};
+		kernel_for(X->numel, KERNEL_GRAIN, opt_elems, &j);
 	}
 	return 0;
 }
