@@ -2150,3 +2150,162 @@ Test(exec, gather_and_slice_cost_the_bytes_they_move)
 			     (unsigned long long)st.bytes_moved);
 	}
 }
+
+/* #52 castfast: Cast's typed loops (and IsNaN, IsInf, Not, And, Or, Xor on whole tensors) against
+ * the rule of the per-element rt_get/rt_set loop they replace, bit for bit. */
+
+/* A one-node graph run: node's input x of dtype dt, n elements at data; input x2: x reversed. y is its output. */
+struct cf_run {
+	struct graph *g;
+	struct exec *x;
+	void *copy[2]; /* the inputs given, which the run may reuse */
+	const struct rtensor *y;
+};
+
+static void cf_run(struct cf_run *r, const char *node, int dt, int64_t n, const void *data)
+{
+	char text[600];
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld]}, {name: x2, dtype: %s, shape: [%lld]}]\n"
+		 "nodes:\n  - %s\noutputs: [{name: y}]\n",
+		 dtype_name(dt), (long long)n, dtype_name(dt), (long long)n, node);
+	r->g = load_text("castfast.yaml", text);
+	size_t es = dtype_size(dt);
+	struct rtensor t[2];
+	for (int k = 0; k < 2; k++) {
+		r->copy[k] = xmalloc(n * es + 1);
+		for (int64_t i = 0; i < n; i++)
+			memcpy((char *)r->copy[k] + i * es, (const char *)data + (k ? n - 1 - i : i) * es, es);
+		t[k] = (struct rtensor){.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = r->copy[k], .nbytes = n * es, .known = 1};
+	}
+	const char *names[2] = {"x", "x2"};
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+	r->x = exec_run(r->g, &o, NULL, &e);
+	cr_assert(r->x, "%s: %s", node, e.msg);
+	r->y = exec_value(r->x, r->g->outputs[0]);
+}
+
+static void cf_done(struct cf_run *r)
+{
+	exec_free(r->x);
+	graph_free(r->g);
+	free(r->copy[0]);
+	free(r->copy[1]);
+}
+
+/* n source elements of dtype dt: special values first, then random bits (NaN payloads, subnormals,
+ * every float16 and bfloat16 pattern once their count allows) */
+static void cf_fill(int dt, void *data, int64_t n, uint64_t seed)
+{
+	static const float sf[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 65504, 65519.99f, 65520,
+				   -65520, 1e30f, 3e9f, -3e9f, 2.5f, -2.5f, 0x1p-25f, 0x1.8p-24f, 0x1p-24f, 0x1.ffcp-15f,
+				   1.00048828125f, 1.00146484375f, 0x1.00018p0f, 0x1.00008p0f, 2147483648.0f, 1e20f, -1e20f};
+	static const double sd[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-310, 1e-40, 0x1.000001p0, 0x1.0000010000001p0,
+				    65519.999999, 65520, 9.3e18, -9.3e18, 2147483647.5, -2147483648.9, 2147483648.0, 1e300};
+	static const int64_t si[] = {INT64_MIN, INT64_MAX, 0, 1, -1, 2147483648LL, -2147483649LL, (1LL << 53) + 1, 65505, 4294967295LL};
+	size_t es = dtype_size(dt);
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed >> 11 ^ seed << 29;
+		char *p = (char *)data + i * es;
+		switch (dt) {
+		case DT_FLOAT: {
+			float f;
+			uint32_t u = (uint32_t)r;
+			memcpy(&f, &u, 4);
+			if (i < (int64_t)(sizeof sf / sizeof *sf))
+				f = sf[i];
+			else if (i % 3 == 0) /* near float16's range, where its rounding cases are */
+				f = ldexpf((float)(r & 0xffffff) / 0x1p24f, (int)(r >> 32) % 45 - 28) * (r >> 63 ? -1 : 1);
+			memcpy(p, &f, 4);
+			break;
+		}
+		case DT_DOUBLE: {
+			double d;
+			memcpy(&d, &r, 8);
+			if (i < (int64_t)(sizeof sd / sizeof *sd))
+				d = sd[i];
+			else if (i % 3 == 0)
+				d = ldexp((double)(r & 0xfffffffffffffULL) / 0x1p52, (int)(r >> 52) % 80 - 40);
+			memcpy(p, &d, 8);
+			break;
+		}
+		case DT_FLOAT16: case DT_BFLOAT16: {
+			uint16_t h = (uint16_t)(n >= 65536 ? (uint64_t)i : r);
+			memcpy(p, &h, 2);
+			break;
+		}
+		case DT_BOOL: *(uint8_t *)p = (uint8_t)(i % 7 == 3 ? r : (uint64_t)(i % 2)); break; /* a few bytes not 0 or 1 */
+		case DT_INT32: {
+			int32_t v = i < (int64_t)(sizeof si / sizeof *si) ? (int32_t)si[i] : (int32_t)r;
+			memcpy(p, &v, 4);
+			break;
+		}
+		default: {
+			int64_t v = i < (int64_t)(sizeof si / sizeof *si) ? si[i] : (int64_t)r >> (r & 31);
+			memcpy(p, &v, 8);
+			break;
+		}
+		}
+	}
+}
+
+/* Cast and CastLike between float32, float64, float16, bfloat16, bool, int32 and int64, over 0, 1,
+ * 7 and 65536 + 8195 elements (every float16 and bfloat16 pattern, vector tails and kernel
+ * pieces): a copy to the same dtype, else the rule of the rt_get/rt_set loop (int -> int: rt_get_i/rt_set_i, -> bool: != 0, bool
+ * -> float32/float64: nonzero is 1, else rt_set(rt_get)), byte for byte. */
+Test(exec, cast_matches_the_per_element_rule_bit_for_bit)
+{
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BFLOAT16, DT_BOOL, DT_INT32, DT_INT64};
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int a = 0; a < 7; a++)
+		for (int b = 0; b < 7; b++)
+			for (int k = 0; k < 4; k++) {
+				int from = dts[a], to = dts[b];
+				int64_t n = ns[k];
+				void *data = xmalloc(n * 8 + 1), *ref = xmalloc(n * 8 + 1);
+				cf_fill(from, data, n, (uint64_t)(a * 7 + b) * 1000 + (uint64_t)k);
+				struct rtensor src = {.dtype = from, .ndim = 1, .dims = {n}, .numel = n, .data = data};
+				struct rtensor r = {.dtype = to, .ndim = 1, .dims = {n}, .numel = n, .data = ref};
+				for (int64_t i = 0; i < n; i++)
+					if (from == to) /* a copy */
+						memcpy((char *)ref + i * dtype_size(to), (const char *)data + i * dtype_size(to), dtype_size(to));
+					else if (!dtype_is_float(from) && !dtype_is_float(to))
+						rt_set_i(&r, i, rt_get_i(&src, i));
+					else if (to == DT_BOOL)
+						rt_set(&r, i, rt_get(&src, i) != 0);
+					else if (from == DT_BOOL && (to == DT_FLOAT || to == DT_DOUBLE))
+						rt_set(&r, i, ((const uint8_t *)data)[i] != 0);
+					else
+						rt_set(&r, i, rt_get(&src, i));
+				char node[200];
+				/* CastLike to float16, like x's own Cast to it */
+				if (to == DT_FLOAT16 && k == 3)
+					snprintf(node, sizeof node, "{op: Cast, inputs: [x], outputs: [h], attrs: {to: 10}}\n"
+						 "  - {op: CastLike, inputs: [x, h], outputs: [y]}");
+				else
+					snprintf(node, sizeof node, "{op: Cast, inputs: [x], outputs: [y], attrs: {to: %d}}", to);
+				struct cf_run run;
+				cf_run(&run, node, from, n, data);
+				const struct rtensor *y = run.y;
+				cr_assert_eq(y->dtype, to);
+				size_t es = dtype_size(to);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++)
+					if (memcmp((const char *)y->data + i * es, (const char *)ref + i * es, es) && !wrong++)
+						first = i;
+				uint64_t got = 0, want = 0, in = 0;
+				if (first >= 0) {
+					memcpy(&got, (const char *)y->data + first * es, es);
+					memcpy(&want, (const char *)ref + first * es, es);
+					memcpy(&in, (const char *)data + first * dtype_size(from), dtype_size(from));
+				}
+				cr_expect_eq(wrong, 0, "%s -> %s, %lld elements: %lld differ, the first #%lld (bits %llx): %llx, not %llx",
+					     dtype_name(from), dtype_name(to), (long long)n, (long long)wrong, (long long)first,
+					     (unsigned long long)in, (unsigned long long)got, (unsigned long long)want);
+				cf_done(&run);
+				free(data);
+				free(ref);
+			}
+}

@@ -560,6 +560,107 @@ static int is_inf_run(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
+/* Cast's typed loops among float32, float64, float16, bfloat16, bool, int32 and int64: what the
+ * rt_get/rt_set loop below makes of each element, without a call per element. The half
+ * conversions are dtype.c's, branch-free (each case computed, then picked) so they vectorise:
+ * float16 rounds to nearest even, a NaN quiet with its top payload bits, 65520 and up infinity,
+ * under 2^-14 a subnormal (x + 0.5 rounds x to units of 2^-24 as nearbyintf(x 2^24) does). */
+static inline uint32_t cf_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+static inline uint16_t cf_f16(float f)
+{
+	uint32_t x = cf_bits(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+	uint32_t nan = 0x7e00 | ((ax >> 13) & 0x1ff), sub = cf_bits(vm_bits_float(ax) + 0.5f) - 0x3f000000;
+	uint32_t r = ax - ((uint32_t)112 << 23);
+	r = (r + 0xfff + ((r >> 13) & 1)) >> 13;
+	r = ax < 0x38800000 ? sub : r;
+	r = ax >= 0x477ff000 ? 0x7c00 : r;
+	return (uint16_t)(sign | (ax > 0x7f800000 ? nan : r));
+}
+
+static inline float cf_from_f16(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	uint32_t norm = e == 31 ? 0x7f800000 | (m << 13) : ((e + 112) << 23) | (m << 13);
+	uint32_t sub = cf_bits((float)m * 0x1p-24f);
+	return vm_bits_float(sign | (e ? norm : sub));
+}
+
+static inline uint16_t cf_bf16(float f)
+{
+	uint32_t x = cf_bits(f);
+	return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? (x >> 16) | 0x40 : (x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+/* f through double and back, as rt_get and rt_set take it: a signalling NaN quieted */
+static inline float cf_quiet(float f)
+{
+	uint32_t u = cf_bits(f);
+	return vm_bits_float((u & 0x7fffffff) > 0x7f800000 ? u | 0x400000 : u);
+}
+
+/* rt_set's float -> integer rule: truncated, saturated, NaN 0 */
+static inline int64_t cf_sat(double v, int64_t lo, int64_t hi)
+{
+	return v != v ? 0 : v >= (double)hi ? hi : v <= (double)lo ? lo : (int64_t)v;
+}
+
+struct cast_job {
+	const void *p;
+	void *o;
+	int from, to;
+};
+
+VM_CLONES static void cast_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct cast_job *j = arg;
+	/* one loop per (from, to). RD: the source element as rt_get reads it; FL: whether the source is
+	 * a float (to an integer: truncated and saturated, else wrapped as rt_set_i does); BL: whether
+	 * it is bool (to float32 or float64: 1 for any nonzero byte, as the masks' loop before did) */
+#define CF_LOOP(ST, DT, WR)                                                                                    \
+	do {                                                                                                   \
+		const ST *p = j->p;                                                                            \
+		DT *o = j->o;                                                                                  \
+		for (int64_t i = lo; i < hi; i++) {                                                            \
+			ST s = p[i];                                                                           \
+			o[i] = (DT)(WR);                                                                       \
+		}                                                                                              \
+	} while (0)
+#define CF_TO(ST, RD, FL, BL)                                                                                  \
+	switch (j->to) {                                                                                       \
+	case DT_FLOAT: CF_LOOP(ST, float, BL ? (float)(s != 0) : cf_quiet((float)(RD))); break;                \
+	case DT_DOUBLE: CF_LOOP(ST, double, BL ? (double)(s != 0) : (RD)); break;                              \
+	case DT_FLOAT16: CF_LOOP(ST, uint16_t, cf_f16((float)(RD))); break;                                    \
+	case DT_BFLOAT16: CF_LOOP(ST, uint16_t, cf_bf16((float)(RD))); break;                                  \
+	case DT_BOOL: CF_LOOP(ST, uint8_t, (RD) != 0); break;                                                  \
+	case DT_INT32: CF_LOOP(ST, int32_t, FL ? cf_sat((RD), INT32_MIN, INT32_MAX) : (int64_t)s); break;      \
+	default: CF_LOOP(ST, int64_t, FL ? cf_sat((RD), INT64_MIN, INT64_MAX) : (int64_t)s); break;            \
+	}                                                                                                      \
+	break
+	switch (j->from) {
+	case DT_FLOAT: CF_TO(float, (double)s, 1, 0);
+	case DT_DOUBLE: CF_TO(double, s, 1, 0);
+	case DT_FLOAT16: CF_TO(uint16_t, (double)cf_from_f16(s), 1, 0);
+	case DT_BFLOAT16: CF_TO(uint16_t, (double)vm_bits_float((uint32_t)s << 16), 1, 0);
+	case DT_BOOL: CF_TO(uint8_t, (double)s, 0, 1);
+	case DT_INT32: CF_TO(int32_t, (double)s, 0, 0);
+	default: CF_TO(int64_t, (double)s, 0, 0);
+	}
+#undef CF_TO
+#undef CF_LOOP
+}
+
+static int cast_typed(int dt)
+{
+	return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_BOOL ||
+	       dt == DT_INT32 || dt == DT_INT64;
+}
+
 /* Cast (to: the attribute) and CastLike (to: the second input's dtype) */
 static int cast_to(struct exec *x, int to, struct rtensor *a, struct rtensor *const *out)
 {
@@ -572,13 +673,9 @@ static int cast_to(struct exec *x, int to, struct rtensor *a, struct rtensor *co
 		memcpy(o->data, a->data, a->nbytes);
 		return 0;
 	}
-	if (a->dtype == DT_BOOL && (o->dtype == DT_FLOAT || o->dtype == DT_DOUBLE)) { /* masks */
-		const uint8_t *p = a->data;
-		for (int64_t i = 0; i < a->numel; i++)
-			if (o->dtype == DT_FLOAT)
-				((float *)o->data)[i] = p[i] != 0;
-			else
-				((double *)o->data)[i] = p[i] != 0;
+	if (cast_typed(a->dtype) && cast_typed(o->dtype)) {
+		struct cast_job j = {a->data, o->data, a->dtype, o->dtype};
+		kernel_for(a->numel, KERNEL_GRAIN, cast_elems, &j);
 		return 0;
 	}
 	/* integer -> integer wraps to the target's width (exact beyond 2^53), as NumPy; float -> int
