@@ -2309,3 +2309,49 @@ Test(exec, cast_matches_the_per_element_rule_bit_for_bit)
 				free(ref);
 			}
 }
+
+/* IsNaN, IsInf (each detect_positive/detect_negative pair) on float32, float64, float16 and
+ * bfloat16 (these two widened to float32 by the executor), and Not, And, Or, Xor on bool (any nonzero byte true; And's second operand x
+ * reversed), over 0, 1, 7 and 73731 elements: the per-element rule (isnan and isinf of rt_get,
+ * !, &&, ||) bit for bit. */
+Test(exec, is_nan_is_inf_and_logic_match_the_per_element_rule)
+{
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BFLOAT16, DT_BOOL};
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	static const char *const ops[] = {"IsNaN", "IsInf", "IsInf 0 1", "IsInf 1 0", "IsInf 0 0", "Not", "And", "Or", "Xor"};
+	for (int d = 0; d < 5; d++)
+		for (int k = 0; k < 4; k++)
+			for (int op = 0; op < 9; op++) {
+				int dt = dts[d];
+				if ((dt == DT_BOOL) != (op >= 5))
+					continue;
+				int64_t n = ns[k];
+				void *data = xmalloc(n * 8 + 1);
+				cf_fill(dt, data, n, (uint64_t)(d * 9 + op) * 100 + (uint64_t)k);
+				struct rtensor src = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = data};
+				const uint8_t *b = data;
+				char node[200];
+				int pos = op != 2 && op != 4, neg = op != 3 && op != 4;
+				if (op >= 1 && op <= 4)
+					snprintf(node, sizeof node, "{op: IsInf, inputs: [x], outputs: [y], attrs: {detect_positive: %d, detect_negative: %d}}",
+						 pos, neg);
+				else
+					snprintf(node, sizeof node, "{op: %s, inputs: [x%s], outputs: [y]}", ops[op], op >= 6 ? ", x2" : "");
+				struct cf_run run;
+				cf_run(&run, node, dt, n, data);
+				cr_assert_eq(run.y->dtype, DT_BOOL);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++) {
+					double v = dt == DT_BOOL ? 0 : rt_get(&src, i);
+					int p = b[i] != 0, q = b[n - 1 - i] != 0;
+					uint8_t r = op == 0 ? isnan(v) : op <= 4 ? isinf(v) && (v > 0 ? pos : neg)
+						  : op == 5 ? !b[i] : op == 6 ? p && q : op == 7 ? p || q : p != q;
+					if (((const uint8_t *)run.y->data)[i] != r && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "%s %s, %lld elements: %lld differ, the first #%lld", ops[op], dtype_name(dt),
+					     (long long)n, (long long)wrong, (long long)first);
+				cf_done(&run);
+				free(data);
+			}
+}

@@ -215,7 +215,7 @@ static inline __attribute__((always_inline)) void bin_f32(enum bin op, const flo
 	}
 }
 
-/* A binary op on float32, float64 or int64 (not Div or Pow) operands, which cannot fail: its output
+/* A binary op on float32, float64, int64 (not Div or Pow) or bool (And Or Xor) operands, which cannot fail: its output
  * elements [e0, e1) are a piece of kernel_for. */
 struct bin_job {
 	struct walk w;
@@ -265,6 +265,12 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 			ROWS(float)
 		} else if (a->dtype == DT_DOUBLE) {
 			ROWS(double)
+		} else if (a->dtype == DT_BOOL) { /* And, Or, Xor: any nonzero byte is true */
+			switch (op) {
+			case B_AND: ROW(uint8_t, uint8_t, (u != 0) & (v != 0)); break;
+			case B_OR: ROW(uint8_t, uint8_t, (u != 0) | (v != 0)); break;
+			default: ROW(uint8_t, uint8_t, (u != 0) ^ (v != 0)); break;
+			}
 		} else {
 			switch (op) { /* wrapping arithmetic, as two's complement int64 does */
 			case B_ADD: ROW(int64_t, int64_t, (int64_t)((uint64_t)u + (uint64_t)v)); break;
@@ -325,6 +331,10 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 	}
 	if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && (op == B_ADD || op == B_SUB || op == B_MUL || op >= B_EQ) &&
 	    typed) {
+		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
+		return 0;
+	}
+	if (a->dtype == DT_BOOL && op >= B_AND) {
 		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
 		return 0;
 	}
@@ -483,6 +493,62 @@ VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
 	un_f32(j->op, j->p, j->o, lo, hi);
 }
 
+/* IsNaN, IsInf (C_POSINF, C_NEGINF or both) on float32 or float64 (float16 and bfloat16 come
+ * widened, cpu.c) and Not (bool: 0 is false) into bool elements, a piece of kernel_for. */
+enum { C_NAN = 1, C_NOT = 2, C_POSINF = 4, C_NEGINF = 8 };
+
+struct class_job {
+	const void *p;
+	uint8_t *o;
+	int dt, what;
+};
+
+VM_CLONES static void class_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct class_job *j = arg;
+	const int what = j->what, pos = (what & C_POSINF) != 0, neg = (what & C_NEGINF) != 0;
+	uint8_t *o = j->o;
+#define CLASS_LOOP(T, NANX, INFX, NEGX)                                                                          \
+	do {                                                                                                   \
+		const T *p = j->p;                                                                             \
+		if (what == C_NAN)                                                                             \
+			for (int64_t i = lo; i < hi; i++) {                                                    \
+				T v = p[i];                                                                    \
+				o[i] = NANX;                                                                   \
+			}                                                                                      \
+		else                                                                                           \
+			for (int64_t i = lo; i < hi; i++) {                                                    \
+				T v = p[i];                                                                    \
+				o[i] = (INFX) & (NEGX ? neg : pos);                                            \
+			}                                                                                      \
+	} while (0)
+	if (what == C_NOT) {
+		const uint8_t *p = j->p;
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = p[i] == 0;
+	} else if (j->dt == DT_FLOAT) {
+		CLASS_LOOP(float, v != v, fabsf(v) == INFINITY, v < 0);
+	} else {
+		CLASS_LOOP(double, v != v, fabs(v) == INFINITY, v < 0);
+	}
+#undef CLASS_LOOP
+}
+
+static int fp_class(const struct rtensor *a, struct rtensor *o, int what)
+{
+	if (what != C_NOT && a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) {
+		uint8_t *q = o->data; /* any other float type, as rt_get reads it */
+		for (int64_t i = 0; i < a->numel; i++) {
+			double v = rt_get(a, i);
+			q[i] = what == C_NAN ? isnan(v) : isinf(v) && (v > 0 ? (what & C_POSINF) : (what & C_NEGINF));
+		}
+		return 0;
+	}
+	struct class_job j = {a->data, o->data, a->dtype, what};
+	kernel_for(a->numel, KERNEL_GRAIN, class_elems, &j);
+	return 0;
+}
+
 static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
 {
 	struct rtensor *a = in[0];
@@ -493,12 +559,8 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		return exec_status(x);
 	if (!exec_alloc(x, out[0], op == U_ISNAN ? DT_BOOL : a->dtype, a->ndim, a->dims))
 		return exec_status(x);
-	if (op == U_ISNAN) {
-		uint8_t *o = out[0]->data;
-		for (int64_t i = 0; i < a->numel; i++)
-			o[i] = isnan(rt_get(a, i));
-		return 0;
-	}
+	if (op == U_ISNAN || op == U_NOT)
+		return fp_class(a, out[0], op == U_ISNAN ? C_NAN : C_NOT);
 	if (op == U_IDENTITY) {
 		memcpy(out[0]->data, a->data, a->nbytes);
 		return 0;
@@ -552,12 +614,7 @@ static int is_inf_run(struct exec *x, const struct node *n, struct rtensor *cons
 	int pos = attr_int(n, "detect_positive", 1) != 0, neg = attr_int(n, "detect_negative", 1) != 0;
 	if (want_float(x, a, "the input") || !exec_alloc(x, out[0], DT_BOOL, a->ndim, a->dims))
 		return exec_status(x);
-	uint8_t *o = out[0]->data;
-	for (int64_t i = 0; i < a->numel; i++) {
-		double v = rt_get(a, i);
-		o[i] = isinf(v) && (v > 0 ? pos : neg);
-	}
-	return 0;
+	return fp_class(a, out[0], (pos ? C_POSINF : 0) | (neg ? C_NEGINF : 0));
 }
 
 /* Cast's typed loops among float32, float64, float16, bfloat16, bool, int32 and int64: what the
