@@ -2355,3 +2355,66 @@ Test(exec, is_nan_is_inf_and_logic_match_the_per_element_rule)
 				free(data);
 			}
 }
+
+/* Sum, Mean, Max and Min of x, x reversed, x and a broadcast scalar constant (3 and 4 inputs) on
+ * float32 and float64, over 0, 1, 7 and 73731 elements: left to right from +0 (Sum, Mean; Mean's
+ * quotient in double, rounded once to the dtype) or from the first input (Max, Min: a NaN wins),
+ * bit for bit. */
+Test(exec, variadic_sum_mean_max_min_match_their_definition_bit_for_bit)
+{
+	static const char *const ops[] = {"Sum", "Mean", "Max", "Min"};
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int k = 0; k < 4; k++)
+			for (int op = 0; op < 4; op++)
+				for (int sc = 0; sc < 2; sc++) {
+					int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+					int64_t n = ns[k];
+					void *data = xmalloc(n * 8 + 1);
+					cf_fill(dt, data, n, (uint64_t)(f64 * 4 + op) * 10 + (uint64_t)k);
+					char node[400];
+					snprintf(node, sizeof node,
+						 "{op: Constant, inputs: [], outputs: [c32], attrs: {value_float: -2.5}}\n"
+						 "  - {op: Cast, inputs: [c32], outputs: [c], attrs: {to: %d}}\n"
+						 "  - {op: %s, inputs: [x, x2, x%s], outputs: [y]}",
+						 dt, ops[op], sc ? ", c" : "");
+					struct cf_run run;
+					cf_run(&run, node, dt, n, data);
+					int64_t wrong = 0, first = -1;
+					for (int64_t i = 0; i < n; i++) {
+						double v[4], acc = 0;
+						int nv = sc ? 4 : 3, same;
+						for (int m = 0; m < 4; m++) {
+							int64_t at = m == 1 ? n - 1 - i : i;
+							v[m] = m == 3 ? -2.5 : f64 ? ((const double *)data)[at] : ((const float *)data)[at];
+						}
+						if (f64) {
+							double a = op <= 1 ? 0 : v[0];
+							for (int m = 0; m < nv; m++)
+								if (op <= 1)
+									a = m ? a + v[m] : 0.0 + v[m];
+								else if (m && (v[m] != v[m] || (op == 2 ? v[m] > a : v[m] < a)))
+									a = v[m];
+							acc = op == 1 ? a / nv : a;
+							same = !memcmp(&acc, &((const double *)run.y->data)[i], 8);
+						} else {
+							float a = op <= 1 ? 0 : ((const float *)data)[i];
+							for (int m = 0; m < nv; m++) { /* read as float32: a signalling NaN kept */
+								float u = m == 3 ? -2.5f : ((const float *)data)[m == 1 ? n - 1 - i : i];
+								if (op <= 1)
+									a = m ? a + u : 0.0f + u;
+								else if (m && (u != u || (op == 2 ? u > a : u < a)))
+									a = u;
+							}
+							float r = op == 1 ? (float)((double)a / nv) : a;
+							same = !memcmp(&r, &((const float *)run.y->data)[i], 4);
+						}
+						if (!same && !wrong++)
+							first = i;
+					}
+					cr_expect_eq(wrong, 0, "%s %s%s, %lld elements: %lld differ, the first #%lld", ops[op], dtype_name(dt),
+						     sc ? " with a scalar" : "", (long long)n, (long long)wrong, (long long)first);
+					cf_done(&run);
+					free(data);
+				}
+}

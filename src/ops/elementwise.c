@@ -850,6 +850,61 @@ enum fold { F_SUM, F_MEAN, F_MAX, F_MIN };
 			}                                                                                      \
 	} while (0)
 
+/* The same fold over float32 or float64 inputs that are whole (the output's shape) or scalars: each
+ * piece of kernel_for folds blocks of FOLD_BLOCK elements, input by input in the same order, so each
+ * element sees the same operations as above. */
+enum { FOLD_BLOCK = 2048 };
+
+struct fold_job {
+	struct rtensor *const *in;
+	uint32_t n;
+	enum fold op;
+	void *o;
+};
+
+VM_CLONES static void fold_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct fold_job *jb = arg;
+	const enum fold op = jb->op;
+#define FOLD_FAST(T)                                                                                           \
+	do {                                                                                                   \
+		T *q = (T *)jb->o;                                                                             \
+		for (uint32_t k = 0; k < jb->n; k++) {                                                         \
+			const T *p = jb->in[k]->data;                                                          \
+			const int64_t s = jb->in[k]->numel > 1;                                                \
+			if (op <= F_MEAN && !k)                                                                \
+				for (int64_t j = b; j < e; j++)                                                \
+					q[j] = (T)0 + p[j * s];                                                \
+			else if (op <= F_MEAN)                                                                 \
+				for (int64_t j = b; j < e; j++)                                                \
+					q[j] += p[j * s];                                                      \
+			else if (!k)                                                                           \
+				for (int64_t j = b; j < e; j++)                                                \
+					q[j] = p[j * s];                                                       \
+			else if (op == F_MAX)                                                                  \
+				for (int64_t j = b; j < e; j++) {                                              \
+					T v = p[j * s];                                                        \
+					q[j] = v != v || v > q[j] ? v : q[j];                                  \
+				}                                                                              \
+			else                                                                                   \
+				for (int64_t j = b; j < e; j++) {                                              \
+					T v = p[j * s];                                                        \
+					q[j] = v != v || v < q[j] ? v : q[j];                                  \
+				}                                                                              \
+		}                                                                                              \
+		for (int64_t j = b; op == F_MEAN && j < e; j++) /* rt_set(rt_get / n) */                      \
+			q[j] = (T)((double)q[j] / jb->n);                                                      \
+	} while (0)
+	for (int64_t b = lo, e; b < hi; b = e) {
+		e = hi - b < FOLD_BLOCK ? hi : b + FOLD_BLOCK;
+		if (jb->in[0]->dtype == DT_FLOAT)
+			FOLD_FAST(float);
+		else
+			FOLD_FAST(double);
+	}
+#undef FOLD_FAST
+}
+
 static int fold_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		    enum fold op)
 {
@@ -869,6 +924,14 @@ static int fold_run(struct exec *x, const struct node *n, struct rtensor *const 
 	void *o = exec_alloc_zero(x, out[0], in[0]->dtype, nd, dims);
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
+	int whole = in[0]->dtype == DT_FLOAT || in[0]->dtype == DT_DOUBLE;
+	for (uint32_t k = 0; k < n->n_in && whole; k++)
+		whole = in[k]->numel == out[0]->numel || in[k]->numel == 1;
+	if (whole) {
+		struct fold_job j = {in, n->n_in, op, o};
+		kernel_for(out[0]->numel, KERNEL_GRAIN, fold_elems, &j);
+		return 0;
+	}
 	const int uns = is_unsigned(in[0]->dtype);
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		struct walk w;
