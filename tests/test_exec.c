@@ -2418,3 +2418,37 @@ Test(exec, variadic_sum_mean_max_min_match_their_definition_bit_for_bit)
 					free(data);
 				}
 }
+
+/* Sqrt on float32 (its own loop: sqrtf's bits without the errno path) and float64 over 0, 1, 7 and
+ * 73731 elements of every kind (negatives: the default NaN; -0 stays -0; NaN quieted): sqrtf's and
+ * sqrt's bits. */
+Test(exec, sqrt_matches_libm_bit_for_bit)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int k = 0; k < 4; k++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t n = ns[k];
+			void *data = xmalloc(n * 8 + 1);
+			cf_fill(dt, data, n, 77 + (uint64_t)k);
+			struct cf_run run;
+			cf_run(&run, "{op: Sqrt, inputs: [x], outputs: [y]}", dt, n, data);
+			int64_t wrong = 0, first = -1;
+			for (int64_t i = 0; i < n; i++) {
+				int same;
+				if (f64) {
+					double r = sqrt(((const double *)data)[i]);
+					same = !memcmp(&r, &((const double *)run.y->data)[i], 8);
+				} else {
+					float r = sqrtf(((const float *)data)[i]);
+					same = !memcmp(&r, &((const float *)run.y->data)[i], 4);
+				}
+				if (!same && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "Sqrt %s, %lld elements: %lld differ, the first #%lld", dtype_name(dt), (long long)n,
+				     (long long)wrong, (long long)first);
+			cf_done(&run);
+			free(data);
+		}
+}

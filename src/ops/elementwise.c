@@ -469,7 +469,13 @@ static inline __attribute__((always_inline)) void un_f32(enum un op, const float
 	case U_CEIL: for (int64_t i = lo; i < hi; i++) o[i] = ceilf(p[i]); return;
 	case U_FLOOR: for (int64_t i = lo; i < hi; i++) o[i] = floorf(p[i]); return;
 	case U_SIGN: for (int64_t i = lo; i < hi; i++) o[i] = p[i] > 0 ? 1.0f : p[i] < 0 ? -1.0f : p[i]; return;
-	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
+	case U_SQRT: /* sqrtf's bits: of |x| it sets no errno, so the compiler vectorises it; +-0 stays,
+		      * below 0 the default NaN, a NaN quieted */
+		for (int64_t i = lo; i < hi; i++) {
+			float v = p[i], s = sqrtf(fabsf(v));
+			o[i] = v > 0 ? s : v == 0 ? v : v != v ? v + v : vm_bits_float(0xffc00000u);
+		}
+		return;
 	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
 	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = vm_logf(p[i]); return;
 	case U_ERF: for (int64_t i = lo; i < hi; i++) o[i] = vm_erff(p[i]); return;
