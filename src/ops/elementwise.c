@@ -503,16 +503,17 @@ VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
  * widened, cpu.c) and Not (bool: 0 is false) into bool elements, a piece of kernel_for. */
 enum { C_NAN = 1, C_NOT = 2, C_POSINF = 4, C_NEGINF = 8 };
 
-struct class_job {
+/* A typed loop's job: elements of dtype from at p into o (Cast's dtype to; class_elems' test) */
+struct typed_job {
 	const void *p;
-	uint8_t *o;
-	int dt, what;
+	void *o;
+	int from, to;
 };
 
 VM_CLONES static void class_elems(void *arg, int64_t lo, int64_t hi)
 {
-	const struct class_job *j = arg;
-	const int what = j->what, pos = (what & C_POSINF) != 0, neg = (what & C_NEGINF) != 0;
+	const struct typed_job *j = arg;
+	const int what = j->to, pos = (what & C_POSINF) != 0, neg = (what & C_NEGINF) != 0;
 	uint8_t *o = j->o;
 #define CLASS_LOOP(T, NANX, INFX, NEGX)                                                                          \
 	do {                                                                                                   \
@@ -532,7 +533,7 @@ VM_CLONES static void class_elems(void *arg, int64_t lo, int64_t hi)
 		const uint8_t *p = j->p;
 		for (int64_t i = lo; i < hi; i++)
 			o[i] = p[i] == 0;
-	} else if (j->dt == DT_FLOAT) {
+	} else if (j->from == DT_FLOAT) {
 		CLASS_LOOP(float, v != v, fabsf(v) == INFINITY, v < 0);
 	} else {
 		CLASS_LOOP(double, v != v, fabs(v) == INFINITY, v < 0);
@@ -550,7 +551,7 @@ static int fp_class(const struct rtensor *a, struct rtensor *o, int what)
 		}
 		return 0;
 	}
-	struct class_job j = {a->data, o->data, a->dtype, what};
+	struct typed_job j = {a->data, o->data, a->dtype, what};
 	kernel_for(a->numel, KERNEL_GRAIN, class_elems, &j);
 	return 0;
 }
@@ -673,15 +674,9 @@ static inline int64_t cf_sat(double v, int64_t lo, int64_t hi)
 	return v != v ? 0 : v >= (double)hi ? hi : v <= (double)lo ? lo : (int64_t)v;
 }
 
-struct cast_job {
-	const void *p;
-	void *o;
-	int from, to;
-};
-
 VM_CLONES static void cast_elems(void *arg, int64_t lo, int64_t hi)
 {
-	const struct cast_job *j = arg;
+	const struct typed_job *j = arg;
 	/* one loop per (from, to). RD: the source element as rt_get reads it; FL: whether the source is
 	 * a float (to an integer: truncated and saturated, else wrapped as rt_set_i does); BL: whether
 	 * it is bool (to float32 or float64: 1 for any nonzero byte, as the masks' loop before did) */
@@ -737,7 +732,7 @@ static int cast_to(struct exec *x, int to, struct rtensor *a, struct rtensor *co
 		return 0;
 	}
 	if (cast_typed(a->dtype) && cast_typed(o->dtype)) {
-		struct cast_job j = {a->data, o->data, a->dtype, o->dtype};
+		struct typed_job j = {a->data, o->data, a->dtype, o->dtype};
 		kernel_for(a->numel, KERNEL_GRAIN, cast_elems, &j);
 		return 0;
 	}
