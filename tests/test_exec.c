@@ -2798,3 +2798,305 @@ Test(exec, diet_adam_matches_its_formula_bit_for_bit)
 				graph_free(g);
 			}
 }
+
+/* #52 castfast: Cast's typed loops (and IsNaN, IsInf, Not, And, Or, Xor on whole tensors) against
+ * the rule of the per-element rt_get/rt_set loop they replace, bit for bit. */
+
+/* A one-node graph run: node's input x of dtype dt, n elements at data; input x2: x reversed. y is its output. */
+struct cf_run {
+	struct graph *g;
+	struct exec *x;
+	void *copy[2]; /* the inputs given, which the run may reuse */
+	const struct rtensor *y;
+};
+
+static void cf_run(struct cf_run *r, const char *node, int dt, int64_t n, const void *data)
+{
+	char text[600];
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld]}, {name: x2, dtype: %s, shape: [%lld]}]\n"
+		 "nodes:\n  - %s\noutputs: [{name: y}]\n",
+		 dtype_name(dt), (long long)n, dtype_name(dt), (long long)n, node);
+	r->g = load_text("castfast.yaml", text);
+	size_t es = dtype_size(dt);
+	struct rtensor t[2];
+	for (int k = 0; k < 2; k++) {
+		r->copy[k] = xmalloc(n * es + 1);
+		for (int64_t i = 0; i < n; i++)
+			memcpy((char *)r->copy[k] + i * es, (const char *)data + (k ? n - 1 - i : i) * es, es);
+		t[k] = (struct rtensor){.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = r->copy[k], .nbytes = n * es, .known = 1};
+	}
+	const char *names[2] = {"x", "x2"};
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+	r->x = exec_run(r->g, &o, NULL, &e);
+	cr_assert(r->x, "%s: %s", node, e.msg);
+	r->y = exec_value(r->x, r->g->outputs[0]);
+}
+
+static void cf_done(struct cf_run *r)
+{
+	exec_free(r->x);
+	graph_free(r->g);
+	free(r->copy[0]);
+	free(r->copy[1]);
+}
+
+/* n source elements of dtype dt: special values first, then random bits (NaN payloads, subnormals,
+ * every float16 and bfloat16 pattern once their count allows) */
+static void cf_fill(int dt, void *data, int64_t n, uint64_t seed)
+{
+	static const float sf[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 65504, 65519.99f, 65520,
+				   -65520, 1e30f, 3e9f, -3e9f, 2.5f, -2.5f, 0x1p-25f, 0x1.8p-24f, 0x1p-24f, 0x1.ffcp-15f,
+				   1.00048828125f, 1.00146484375f, 0x1.00018p0f, 0x1.00008p0f, 2147483648.0f, 1e20f, -1e20f};
+	static const double sd[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-310, 1e-40, 0x1.000001p0, 0x1.0000010000001p0,
+				    65519.999999, 65520, 9.3e18, -9.3e18, 2147483647.5, -2147483648.9, 2147483648.0, 1e300};
+	static const int64_t si[] = {INT64_MIN, INT64_MAX, 0, 1, -1, 2147483648LL, -2147483649LL, (1LL << 53) + 1, 65505, 4294967295LL};
+	size_t es = dtype_size(dt);
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed >> 11 ^ seed << 29;
+		char *p = (char *)data + i * es;
+		switch (dt) {
+		case DT_FLOAT: {
+			float f;
+			uint32_t u = (uint32_t)r;
+			memcpy(&f, &u, 4);
+			if (i < (int64_t)(sizeof sf / sizeof *sf))
+				f = sf[i];
+			else if (i % 3 == 0) /* near float16's range, where its rounding cases are */
+				f = ldexpf((float)(r & 0xffffff) / 0x1p24f, (int)(r >> 32) % 45 - 28) * (r >> 63 ? -1 : 1);
+			memcpy(p, &f, 4);
+			break;
+		}
+		case DT_DOUBLE: {
+			double d;
+			memcpy(&d, &r, 8);
+			if (i < (int64_t)(sizeof sd / sizeof *sd))
+				d = sd[i];
+			else if (i % 3 == 0)
+				d = ldexp((double)(r & 0xfffffffffffffULL) / 0x1p52, (int)(r >> 52) % 80 - 40);
+			memcpy(p, &d, 8);
+			break;
+		}
+		case DT_FLOAT16: case DT_BFLOAT16: {
+			uint16_t h = (uint16_t)(n >= 65536 ? (uint64_t)i : r);
+			memcpy(p, &h, 2);
+			break;
+		}
+		case DT_BOOL: *(uint8_t *)p = (uint8_t)(i % 7 == 3 ? r : (uint64_t)(i % 2)); break; /* a few bytes not 0 or 1 */
+		case DT_INT32: {
+			int32_t v = i < (int64_t)(sizeof si / sizeof *si) ? (int32_t)si[i] : (int32_t)r;
+			memcpy(p, &v, 4);
+			break;
+		}
+		default: {
+			int64_t v = i < (int64_t)(sizeof si / sizeof *si) ? si[i] : (int64_t)r >> (r & 31);
+			memcpy(p, &v, 8);
+			break;
+		}
+		}
+	}
+}
+
+/* Cast and CastLike between float32, float64, float16, bfloat16, bool, int32 and int64, over 0, 1,
+ * 7 and 65536 + 8195 elements (every float16 and bfloat16 pattern, vector tails and kernel
+ * pieces): a copy to the same dtype, else the rule of the rt_get/rt_set loop (int -> int: rt_get_i/rt_set_i, -> bool: != 0, bool
+ * -> float32/float64: nonzero is 1, else rt_set(rt_get)), byte for byte. */
+Test(exec, cast_matches_the_per_element_rule_bit_for_bit)
+{
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BFLOAT16, DT_BOOL, DT_INT32, DT_INT64};
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int a = 0; a < 7; a++)
+		for (int b = 0; b < 7; b++)
+			for (int k = 0; k < 4; k++) {
+				int from = dts[a], to = dts[b];
+				int64_t n = ns[k];
+				void *data = xmalloc(n * 8 + 1), *ref = xmalloc(n * 8 + 1);
+				cf_fill(from, data, n, (uint64_t)(a * 7 + b) * 1000 + (uint64_t)k);
+				struct rtensor src = {.dtype = from, .ndim = 1, .dims = {n}, .numel = n, .data = data};
+				struct rtensor r = {.dtype = to, .ndim = 1, .dims = {n}, .numel = n, .data = ref};
+				for (int64_t i = 0; i < n; i++)
+					if (from == to) /* a copy */
+						memcpy((char *)ref + i * dtype_size(to), (const char *)data + i * dtype_size(to), dtype_size(to));
+					else if (!dtype_is_float(from) && !dtype_is_float(to))
+						rt_set_i(&r, i, rt_get_i(&src, i));
+					else if (to == DT_BOOL)
+						rt_set(&r, i, rt_get(&src, i) != 0);
+					else if (from == DT_BOOL && (to == DT_FLOAT || to == DT_DOUBLE))
+						rt_set(&r, i, ((const uint8_t *)data)[i] != 0);
+					else
+						rt_set(&r, i, rt_get(&src, i));
+				char node[200];
+				/* CastLike to float16, like x's own Cast to it */
+				if (to == DT_FLOAT16 && k == 3)
+					snprintf(node, sizeof node, "{op: Cast, inputs: [x], outputs: [h], attrs: {to: 10}}\n"
+						 "  - {op: CastLike, inputs: [x, h], outputs: [y]}");
+				else
+					snprintf(node, sizeof node, "{op: Cast, inputs: [x], outputs: [y], attrs: {to: %d}}", to);
+				struct cf_run run;
+				cf_run(&run, node, from, n, data);
+				const struct rtensor *y = run.y;
+				cr_assert_eq(y->dtype, to);
+				size_t es = dtype_size(to);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++)
+					if (memcmp((const char *)y->data + i * es, (const char *)ref + i * es, es) && !wrong++)
+						first = i;
+				uint64_t got = 0, want = 0, in = 0;
+				if (first >= 0) {
+					memcpy(&got, (const char *)y->data + first * es, es);
+					memcpy(&want, (const char *)ref + first * es, es);
+					memcpy(&in, (const char *)data + first * dtype_size(from), dtype_size(from));
+				}
+				cr_expect_eq(wrong, 0, "%s -> %s, %lld elements: %lld differ, the first #%lld (bits %llx): %llx, not %llx",
+					     dtype_name(from), dtype_name(to), (long long)n, (long long)wrong, (long long)first,
+					     (unsigned long long)in, (unsigned long long)got, (unsigned long long)want);
+				cf_done(&run);
+				free(data);
+				free(ref);
+			}
+}
+
+/* IsNaN, IsInf (each detect_positive/detect_negative pair) on float32, float64, float16 and
+ * bfloat16 (these two widened to float32 by the executor), and Not, And, Or, Xor on bool (any nonzero byte true; And's second operand x
+ * reversed), over 0, 1, 7 and 73731 elements: the per-element rule (isnan and isinf of rt_get,
+ * !, &&, ||) bit for bit. */
+Test(exec, is_nan_is_inf_and_logic_match_the_per_element_rule)
+{
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BFLOAT16, DT_BOOL};
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	static const char *const ops[] = {"IsNaN", "IsInf", "IsInf 0 1", "IsInf 1 0", "IsInf 0 0", "Not", "And", "Or", "Xor"};
+	for (int d = 0; d < 5; d++)
+		for (int k = 0; k < 4; k++)
+			for (int op = 0; op < 9; op++) {
+				int dt = dts[d];
+				if ((dt == DT_BOOL) != (op >= 5))
+					continue;
+				int64_t n = ns[k];
+				void *data = xmalloc(n * 8 + 1);
+				cf_fill(dt, data, n, (uint64_t)(d * 9 + op) * 100 + (uint64_t)k);
+				struct rtensor src = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = data};
+				const uint8_t *b = data;
+				char node[200];
+				int pos = op != 2 && op != 4, neg = op != 3 && op != 4;
+				if (op >= 1 && op <= 4)
+					snprintf(node, sizeof node, "{op: IsInf, inputs: [x], outputs: [y], attrs: {detect_positive: %d, detect_negative: %d}}",
+						 pos, neg);
+				else
+					snprintf(node, sizeof node, "{op: %s, inputs: [x%s], outputs: [y]}", ops[op], op >= 6 ? ", x2" : "");
+				struct cf_run run;
+				cf_run(&run, node, dt, n, data);
+				cr_assert_eq(run.y->dtype, DT_BOOL);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++) {
+					double v = dt == DT_BOOL ? 0 : rt_get(&src, i);
+					int p = b[i] != 0, q = b[n - 1 - i] != 0;
+					uint8_t r = op == 0 ? isnan(v) : op <= 4 ? isinf(v) && (v > 0 ? pos : neg)
+						  : op == 5 ? !b[i] : op == 6 ? p && q : op == 7 ? p || q : p != q;
+					if (((const uint8_t *)run.y->data)[i] != r && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "%s %s, %lld elements: %lld differ, the first #%lld", ops[op], dtype_name(dt),
+					     (long long)n, (long long)wrong, (long long)first);
+				cf_done(&run);
+				free(data);
+			}
+}
+
+/* Sum, Mean, Max and Min of x, x reversed, x and a broadcast scalar constant (3 and 4 inputs) on
+ * float32 and float64, over 0, 1, 7 and 73731 elements: left to right from +0 (Sum, Mean; Mean's
+ * quotient in double, rounded once to the dtype) or from the first input (Max, Min: a NaN wins),
+ * bit for bit. */
+Test(exec, variadic_sum_mean_max_min_match_their_definition_bit_for_bit)
+{
+	static const char *const ops[] = {"Sum", "Mean", "Max", "Min"};
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int k = 0; k < 4; k++)
+			for (int op = 0; op < 4; op++)
+				for (int sc = 0; sc < 2; sc++) {
+					int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+					int64_t n = ns[k];
+					void *data = xmalloc(n * 8 + 1);
+					cf_fill(dt, data, n, (uint64_t)(f64 * 4 + op) * 10 + (uint64_t)k);
+					char node[400];
+					snprintf(node, sizeof node,
+						 "{op: Constant, inputs: [], outputs: [c32], attrs: {value_float: -2.5}}\n"
+						 "  - {op: Cast, inputs: [c32], outputs: [c], attrs: {to: %d}}\n"
+						 "  - {op: %s, inputs: [x, x2, x%s], outputs: [y]}",
+						 dt, ops[op], sc ? ", c" : "");
+					struct cf_run run;
+					cf_run(&run, node, dt, n, data);
+					int64_t wrong = 0, first = -1;
+					for (int64_t i = 0; i < n; i++) {
+						double v[4], acc = 0;
+						int nv = sc ? 4 : 3, same;
+						for (int m = 0; m < 4; m++) {
+							int64_t at = m == 1 ? n - 1 - i : i;
+							v[m] = m == 3 ? -2.5 : f64 ? ((const double *)data)[at] : ((const float *)data)[at];
+						}
+						if (f64) {
+							double a = op <= 1 ? 0 : v[0];
+							for (int m = 0; m < nv; m++)
+								if (op <= 1)
+									a = m ? a + v[m] : 0.0 + v[m];
+								else if (m && (v[m] != v[m] || (op == 2 ? v[m] > a : v[m] < a)))
+									a = v[m];
+							acc = op == 1 ? a / nv : a;
+							same = !memcmp(&acc, &((const double *)run.y->data)[i], 8);
+						} else {
+							float a = op <= 1 ? 0 : ((const float *)data)[i];
+							for (int m = 0; m < nv; m++) { /* read as float32: a signalling NaN kept */
+								float u = m == 3 ? -2.5f : ((const float *)data)[m == 1 ? n - 1 - i : i];
+								if (op <= 1)
+									a = m ? a + u : 0.0f + u;
+								else if (m && (u != u || (op == 2 ? u > a : u < a)))
+									a = u;
+							}
+							float r = op == 1 ? (float)((double)a / nv) : a;
+							same = !memcmp(&r, &((const float *)run.y->data)[i], 4);
+						}
+						if (!same && !wrong++)
+							first = i;
+					}
+					cr_expect_eq(wrong, 0, "%s %s%s, %lld elements: %lld differ, the first #%lld", ops[op], dtype_name(dt),
+						     sc ? " with a scalar" : "", (long long)n, (long long)wrong, (long long)first);
+					cf_done(&run);
+					free(data);
+				}
+}
+
+/* Sqrt on float32 (its own loop: sqrtf's bits without the errno path) and float64 over 0, 1, 7 and
+ * 73731 elements of every kind (negatives: the default NaN; -0 stays -0; NaN quieted): sqrtf's and
+ * sqrt's bits. */
+Test(exec, sqrt_matches_libm_bit_for_bit)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int k = 0; k < 4; k++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t n = ns[k];
+			void *data = xmalloc(n * 8 + 1);
+			cf_fill(dt, data, n, 77 + (uint64_t)k);
+			struct cf_run run;
+			cf_run(&run, "{op: Sqrt, inputs: [x], outputs: [y]}", dt, n, data);
+			int64_t wrong = 0, first = -1;
+			for (int64_t i = 0; i < n; i++) {
+				int same;
+				if (f64) {
+					double r = sqrt(((const double *)data)[i]);
+					same = !memcmp(&r, &((const double *)run.y->data)[i], 8);
+				} else {
+					float r = sqrtf(((const float *)data)[i]);
+					same = !memcmp(&r, &((const float *)run.y->data)[i], 4);
+				}
+				if (!same && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "Sqrt %s, %lld elements: %lld differ, the first #%lld", dtype_name(dt), (long long)n,
+				     (long long)wrong, (long long)first);
+			cf_done(&run);
+			free(data);
+		}
+}

@@ -215,7 +215,7 @@ static inline __attribute__((always_inline)) void bin_f32(enum bin op, const flo
 	}
 }
 
-/* A binary op on float32, float64 or int64 (not Div or Pow) operands, which cannot fail: its output
+/* A binary op on float32, float64, int64 (not Div or Pow) or bool (And Or Xor) operands, which cannot fail: its output
  * elements [e0, e1) are a piece of kernel_for. */
 struct bin_job {
 	struct walk w;
@@ -265,6 +265,12 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 			ROWS(float)
 		} else if (a->dtype == DT_DOUBLE) {
 			ROWS(double)
+		} else if (a->dtype == DT_BOOL) { /* And, Or, Xor: any nonzero byte is true */
+			switch (op) {
+			case B_AND: ROW(uint8_t, uint8_t, (u != 0) & (v != 0)); break;
+			case B_OR: ROW(uint8_t, uint8_t, (u != 0) | (v != 0)); break;
+			default: ROW(uint8_t, uint8_t, (u != 0) ^ (v != 0)); break;
+			}
 		} else {
 			switch (op) { /* wrapping arithmetic, as two's complement int64 does */
 			case B_ADD: ROW(int64_t, int64_t, (int64_t)((uint64_t)u + (uint64_t)v)); break;
@@ -325,6 +331,10 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 	}
 	if (a->dtype == DT_INT64 && b->dtype == DT_INT64 && (op == B_ADD || op == B_SUB || op == B_MUL || op >= B_EQ) &&
 	    typed) {
+		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
+		return 0;
+	}
+	if (a->dtype == DT_BOOL && op >= B_AND) {
 		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
 		return 0;
 	}
@@ -459,7 +469,13 @@ static inline __attribute__((always_inline)) void un_f32(enum un op, const float
 	case U_CEIL: for (int64_t i = lo; i < hi; i++) o[i] = ceilf(p[i]); return;
 	case U_FLOOR: for (int64_t i = lo; i < hi; i++) o[i] = floorf(p[i]); return;
 	case U_SIGN: for (int64_t i = lo; i < hi; i++) o[i] = p[i] > 0 ? 1.0f : p[i] < 0 ? -1.0f : p[i]; return;
-	case U_SQRT: for (int64_t i = lo; i < hi; i++) o[i] = sqrtf(p[i]); return;
+	case U_SQRT: /* sqrtf's bits: of |x| it sets no errno, so the compiler vectorises it; +-0 stays,
+		      * below 0 the default NaN, a NaN quieted */
+		for (int64_t i = lo; i < hi; i++) {
+			float v = p[i], s = sqrtf(fabsf(v));
+			o[i] = v > 0 ? s : v == 0 ? v : v != v ? v + v : vm_bits_float(0xffc00000u);
+		}
+		return;
 	case U_EXP: for (int64_t i = lo; i < hi; i++) o[i] = vm_expf(p[i]); return;
 	case U_LOG: for (int64_t i = lo; i < hi; i++) o[i] = vm_logf(p[i]); return;
 	case U_ERF: for (int64_t i = lo; i < hi; i++) o[i] = vm_erff(p[i]); return;
@@ -483,6 +499,63 @@ VM_CLONES static void un_floats(void *arg, int64_t lo, int64_t hi)
 	un_f32(j->op, j->p, j->o, lo, hi);
 }
 
+/* IsNaN, IsInf (C_POSINF, C_NEGINF or both) on float32 or float64 (float16 and bfloat16 come
+ * widened, cpu.c) and Not (bool: 0 is false) into bool elements, a piece of kernel_for. */
+enum { C_NAN = 1, C_NOT = 2, C_POSINF = 4, C_NEGINF = 8 };
+
+/* A typed loop's job: elements of dtype from at p into o (Cast's dtype to; class_elems' test) */
+struct typed_job {
+	const void *p;
+	void *o;
+	int from, to;
+};
+
+VM_CLONES static void class_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct typed_job *j = arg;
+	const int what = j->to, pos = (what & C_POSINF) != 0, neg = (what & C_NEGINF) != 0;
+	uint8_t *o = j->o;
+#define CLASS_LOOP(T, NANX, INFX, NEGX)                                                                          \
+	do {                                                                                                   \
+		const T *p = j->p;                                                                             \
+		if (what == C_NAN)                                                                             \
+			for (int64_t i = lo; i < hi; i++) {                                                    \
+				T v = p[i];                                                                    \
+				o[i] = NANX;                                                                   \
+			}                                                                                      \
+		else                                                                                           \
+			for (int64_t i = lo; i < hi; i++) {                                                    \
+				T v = p[i];                                                                    \
+				o[i] = (INFX) & (NEGX ? neg : pos);                                            \
+			}                                                                                      \
+	} while (0)
+	if (what == C_NOT) {
+		const uint8_t *p = j->p;
+		for (int64_t i = lo; i < hi; i++)
+			o[i] = p[i] == 0;
+	} else if (j->from == DT_FLOAT) {
+		CLASS_LOOP(float, v != v, fabsf(v) == INFINITY, v < 0);
+	} else {
+		CLASS_LOOP(double, v != v, fabs(v) == INFINITY, v < 0);
+	}
+#undef CLASS_LOOP
+}
+
+static int fp_class(const struct rtensor *a, struct rtensor *o, int what)
+{
+	if (what != C_NOT && a->dtype != DT_FLOAT && a->dtype != DT_DOUBLE) {
+		uint8_t *q = o->data; /* any other float type, as rt_get reads it */
+		for (int64_t i = 0; i < a->numel; i++) {
+			double v = rt_get(a, i);
+			q[i] = what == C_NAN ? isnan(v) : isinf(v) && (v > 0 ? (what & C_POSINF) : (what & C_NEGINF));
+		}
+		return 0;
+	}
+	struct typed_job j = {a->data, o->data, a->dtype, what};
+	kernel_for(a->numel, KERNEL_GRAIN, class_elems, &j);
+	return 0;
+}
+
 static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, enum un op)
 {
 	struct rtensor *a = in[0];
@@ -493,12 +566,8 @@ static int unary(struct exec *x, struct rtensor *const *in, struct rtensor *cons
 		return exec_status(x);
 	if (!exec_alloc(x, out[0], op == U_ISNAN ? DT_BOOL : a->dtype, a->ndim, a->dims))
 		return exec_status(x);
-	if (op == U_ISNAN) {
-		uint8_t *o = out[0]->data;
-		for (int64_t i = 0; i < a->numel; i++)
-			o[i] = isnan(rt_get(a, i));
-		return 0;
-	}
+	if (op == U_ISNAN || op == U_NOT)
+		return fp_class(a, out[0], op == U_ISNAN ? C_NAN : C_NOT);
 	if (op == U_IDENTITY) {
 		memcpy(out[0]->data, a->data, a->nbytes);
 		return 0;
@@ -552,12 +621,102 @@ static int is_inf_run(struct exec *x, const struct node *n, struct rtensor *cons
 	int pos = attr_int(n, "detect_positive", 1) != 0, neg = attr_int(n, "detect_negative", 1) != 0;
 	if (want_float(x, a, "the input") || !exec_alloc(x, out[0], DT_BOOL, a->ndim, a->dims))
 		return exec_status(x);
-	uint8_t *o = out[0]->data;
-	for (int64_t i = 0; i < a->numel; i++) {
-		double v = rt_get(a, i);
-		o[i] = isinf(v) && (v > 0 ? pos : neg);
+	return fp_class(a, out[0], (pos ? C_POSINF : 0) | (neg ? C_NEGINF : 0));
+}
+
+/* Cast's typed loops among float32, float64, float16, bfloat16, bool, int32 and int64: what the
+ * rt_get/rt_set loop below makes of each element, without a call per element. The half
+ * conversions are dtype.c's, branch-free (each case computed, then picked) so they vectorise:
+ * float16 rounds to nearest even, a NaN quiet with its top payload bits, 65520 and up infinity,
+ * under 2^-14 a subnormal (x + 0.5 rounds x to units of 2^-24 as nearbyintf(x 2^24) does). */
+static inline uint32_t cf_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+static inline uint16_t cf_f16(float f)
+{
+	uint32_t x = cf_bits(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+	uint32_t nan = 0x7e00 | ((ax >> 13) & 0x1ff), sub = cf_bits(vm_bits_float(ax) + 0.5f) - 0x3f000000;
+	uint32_t r = ax - ((uint32_t)112 << 23);
+	r = (r + 0xfff + ((r >> 13) & 1)) >> 13;
+	r = ax < 0x38800000 ? sub : r;
+	r = ax >= 0x477ff000 ? 0x7c00 : r;
+	return (uint16_t)(sign | (ax > 0x7f800000 ? nan : r));
+}
+
+static inline float cf_from_f16(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	uint32_t norm = e == 31 ? 0x7f800000 | (m << 13) : ((e + 112) << 23) | (m << 13);
+	uint32_t sub = cf_bits((float)m * 0x1p-24f);
+	return vm_bits_float(sign | (e ? norm : sub));
+}
+
+static inline uint16_t cf_bf16(float f)
+{
+	uint32_t x = cf_bits(f);
+	return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? (x >> 16) | 0x40 : (x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+/* f through double and back, as rt_get and rt_set take it: a signalling NaN quieted */
+static inline float cf_quiet(float f)
+{
+	uint32_t u = cf_bits(f);
+	return vm_bits_float((u & 0x7fffffff) > 0x7f800000 ? u | 0x400000 : u);
+}
+
+/* rt_set's float -> integer rule: truncated, saturated, NaN 0 */
+static inline int64_t cf_sat(double v, int64_t lo, int64_t hi)
+{
+	return v != v ? 0 : v >= (double)hi ? hi : v <= (double)lo ? lo : (int64_t)v;
+}
+
+VM_CLONES static void cast_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct typed_job *j = arg;
+	/* one loop per (from, to). RD: the source element as rt_get reads it; FL: whether the source is
+	 * a float (to an integer: truncated and saturated, else wrapped as rt_set_i does); BL: whether
+	 * it is bool (to float32 or float64: 1 for any nonzero byte, as the masks' loop before did) */
+#define CF_LOOP(ST, DT, WR)                                                                                    \
+	do {                                                                                                   \
+		const ST *p = j->p;                                                                            \
+		DT *o = j->o;                                                                                  \
+		for (int64_t i = lo; i < hi; i++) {                                                            \
+			ST s = p[i];                                                                           \
+			o[i] = (DT)(WR);                                                                       \
+		}                                                                                              \
+	} while (0)
+#define CF_TO(ST, RD, FL, BL)                                                                                  \
+	switch (j->to) {                                                                                       \
+	case DT_FLOAT: CF_LOOP(ST, float, BL ? (float)(s != 0) : cf_quiet((float)(RD))); break;                \
+	case DT_DOUBLE: CF_LOOP(ST, double, BL ? (double)(s != 0) : (RD)); break;                              \
+	case DT_FLOAT16: CF_LOOP(ST, uint16_t, cf_f16((float)(RD))); break;                                    \
+	case DT_BFLOAT16: CF_LOOP(ST, uint16_t, cf_bf16((float)(RD))); break;                                  \
+	case DT_BOOL: CF_LOOP(ST, uint8_t, (RD) != 0); break;                                                  \
+	case DT_INT32: CF_LOOP(ST, int32_t, FL ? cf_sat((RD), INT32_MIN, INT32_MAX) : (int64_t)s); break;      \
+	default: CF_LOOP(ST, int64_t, FL ? cf_sat((RD), INT64_MIN, INT64_MAX) : (int64_t)s); break;            \
+	}                                                                                                      \
+	break
+	switch (j->from) {
+	case DT_FLOAT: CF_TO(float, (double)s, 1, 0);
+	case DT_DOUBLE: CF_TO(double, s, 1, 0);
+	case DT_FLOAT16: CF_TO(uint16_t, (double)cf_from_f16(s), 1, 0);
+	case DT_BFLOAT16: CF_TO(uint16_t, (double)vm_bits_float((uint32_t)s << 16), 1, 0);
+	case DT_BOOL: CF_TO(uint8_t, (double)s, 0, 1);
+	case DT_INT32: CF_TO(int32_t, (double)s, 0, 0);
+	default: CF_TO(int64_t, (double)s, 0, 0);
 	}
-	return 0;
+#undef CF_TO
+#undef CF_LOOP
+}
+
+static int cast_typed(int dt)
+{
+	return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_BOOL ||
+	       dt == DT_INT32 || dt == DT_INT64;
 }
 
 /* Cast (to: the attribute) and CastLike (to: the second input's dtype) */
@@ -572,13 +731,9 @@ static int cast_to(struct exec *x, int to, struct rtensor *a, struct rtensor *co
 		memcpy(o->data, a->data, a->nbytes);
 		return 0;
 	}
-	if (a->dtype == DT_BOOL && (o->dtype == DT_FLOAT || o->dtype == DT_DOUBLE)) { /* masks */
-		const uint8_t *p = a->data;
-		for (int64_t i = 0; i < a->numel; i++)
-			if (o->dtype == DT_FLOAT)
-				((float *)o->data)[i] = p[i] != 0;
-			else
-				((double *)o->data)[i] = p[i] != 0;
+	if (cast_typed(a->dtype) && cast_typed(o->dtype)) {
+		struct typed_job j = {a->data, o->data, a->dtype, o->dtype};
+		kernel_for(a->numel, KERNEL_GRAIN, cast_elems, &j);
 		return 0;
 	}
 	/* integer -> integer wraps to the target's width (exact beyond 2^53), as NumPy; float -> int
@@ -696,6 +851,61 @@ enum fold { F_SUM, F_MEAN, F_MAX, F_MIN };
 			}                                                                                      \
 	} while (0)
 
+/* The same fold over float32 or float64 inputs that are whole (the output's shape) or scalars: each
+ * piece of kernel_for folds blocks of FOLD_BLOCK elements, input by input in the same order, so each
+ * element sees the same operations as above. */
+enum { FOLD_BLOCK = 2048 };
+
+struct fold_job {
+	struct rtensor *const *in;
+	uint32_t n;
+	enum fold op;
+	void *o;
+};
+
+VM_CLONES static void fold_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct fold_job *jb = arg;
+	const enum fold op = jb->op;
+#define FOLD_FAST(T)                                                                                           \
+	do {                                                                                                   \
+		T *q = (T *)jb->o;                                                                             \
+		for (uint32_t k = 0; k < jb->n; k++) {                                                         \
+			const T *p = jb->in[k]->data;                                                          \
+			const int64_t s = jb->in[k]->numel > 1;                                                \
+			if (op <= F_MEAN && !k)                                                                \
+				for (int64_t j = b; j < e; j++)                                                \
+					q[j] = (T)0 + p[j * s];                                                \
+			else if (op <= F_MEAN)                                                                 \
+				for (int64_t j = b; j < e; j++)                                                \
+					q[j] += p[j * s];                                                      \
+			else if (!k)                                                                           \
+				for (int64_t j = b; j < e; j++)                                                \
+					q[j] = p[j * s];                                                       \
+			else if (op == F_MAX)                                                                  \
+				for (int64_t j = b; j < e; j++) {                                              \
+					T v = p[j * s];                                                        \
+					q[j] = v != v || v > q[j] ? v : q[j];                                  \
+				}                                                                              \
+			else                                                                                   \
+				for (int64_t j = b; j < e; j++) {                                              \
+					T v = p[j * s];                                                        \
+					q[j] = v != v || v < q[j] ? v : q[j];                                  \
+				}                                                                              \
+		}                                                                                              \
+		for (int64_t j = b; op == F_MEAN && j < e; j++) /* rt_set(rt_get / n) */                      \
+			q[j] = (T)((double)q[j] / jb->n);                                                      \
+	} while (0)
+	for (int64_t b = lo, e; b < hi; b = e) {
+		e = hi - b < FOLD_BLOCK ? hi : b + FOLD_BLOCK;
+		if (jb->in[0]->dtype == DT_FLOAT)
+			FOLD_FAST(float);
+		else
+			FOLD_FAST(double);
+	}
+#undef FOLD_FAST
+}
+
 static int fold_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		    enum fold op)
 {
@@ -715,6 +925,14 @@ static int fold_run(struct exec *x, const struct node *n, struct rtensor *const 
 	void *o = exec_alloc_zero(x, out[0], in[0]->dtype, nd, dims);
 	if (!o || out[0]->numel == 0)
 		return exec_status(x);
+	int whole = in[0]->dtype == DT_FLOAT || in[0]->dtype == DT_DOUBLE;
+	for (uint32_t k = 0; k < n->n_in && whole; k++)
+		whole = in[k]->numel == out[0]->numel || in[k]->numel == 1;
+	if (whole) {
+		struct fold_job j = {in, n->n_in, op, o};
+		kernel_for(out[0]->numel, KERNEL_GRAIN, fold_elems, &j);
+		return 0;
+	}
 	const int uns = is_unsigned(in[0]->dtype);
 	for (uint32_t k = 0; k < n->n_in; k++) {
 		struct walk w;
