@@ -2557,7 +2557,7 @@ Test(exec, training_optimizers_match_their_formulas_bit_for_bit)
 	const double r = 0.125, t = 3, nc = 0.0625, eps = 9.5367431640625e-07;
 	static double buf[4][G][N]; /* X, G, S1, S2 of each group */
 	struct rtensor ins[4 * G];
-	char names_s[4 * G][8];
+	char names_s[4 * G][16];
 	const char *names[4 * G];
 	for (int s = 0; s < 4; s++)
 		for (int k = 0; k < G; k++) {
@@ -2571,7 +2571,7 @@ Test(exec, training_optimizers_match_their_formulas_bit_for_bit)
 					((float *)buf[s][k])[e] = (float)v;
 			}
 			ins[s * G + k] = rt_over(f64[k] ? DT_DOUBLE : DT_FLOAT, 1, &len[k], buf[s][k]);
-			snprintf(names_s[s * G + k], 8, "%c%d", "xgab"[s], k);
+			snprintf(names_s[s * G + k], sizeof names_s[0], "%c%d", "xgab"[s], k);
 			names[s * G + k] = names_s[s * G + k];
 		}
 	for (int o = 0; o < 4; o++) {
@@ -2609,10 +2609,10 @@ Test(exec, training_optimizers_match_their_formulas_bit_for_bit)
 			double ra = o == 0 ? r * sqrt(1 - pow(0.875, t)) / (1 - pow(0.75, t)) : o == 1 ? r / (1 + t * 0.125) : r;
 			int64_t bad = 0;
 			for (int k = 0; k < G; k++) {
-				char on[3][8];
+				char on[3][16];
 				const struct rtensor *res[3] = {NULL, NULL, NULL};
 				for (int s = 0; s < per - 1; s++) {
-					snprintf(on[s], 8, "o%d", s * G + k);
+					snprintf(on[s], sizeof on[s], "o%d", s * G + k);
 					res[s] = exec_value(x, strmap_get(&g->names, on[s]));
 					cr_assert_eq(res[s]->numel, len[k]);
 				}
