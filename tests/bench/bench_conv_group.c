@@ -15,6 +15,7 @@
  * bandwidth), so its roof is the copy's; a grouped ResNeXt layer's (C/group 4: 72 FLOPs an output)
  * is nearer the FMA roof. The layers: torchvision mobilenet_v2 at batch 8, 96 x 96 (run_step.py's),
  * an EfficientNet-style 5 x 5 depthwise layer and a ResNeXt 32 x 4d stage. */
+#include "bench_util.h"
 #include "exec/exec.h"
 #include "io/format.h"
 #include "ops/simd.h"
@@ -38,36 +39,6 @@ static const struct layer layers[] = {
 	{"efficientnet dw 240 @12 5x5", 8, 240, 12, 240, 240, 5, 1}, {"resnext 128/32 @24 s1", 8, 128, 24, 128, 32, 3, 1},
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* memcpy's GB/s (bytes read plus written), the fastest of 4 repeat 64 MiB copies after a warm-up */
-static double copy_gbs(int repeat)
-{
-	size_t n = (size_t)64 << 20;
-	char *a = malloc(n), *b = malloc(n);
-	double best = 0;
-	if (!a || !b)
-		return 0;
-	memset(a, 1, n);
-	memset(b, 2, n);
-	memcpy(b, a, n);
-	for (int r = 0; r < 4 * repeat; r++) {
-		double t0 = now();
-		memcpy(b, a, n);
-		double gbs = 2.0 * (double)n / (now() - t0) / 1e9;
-		best = gbs > best ? gbs : best;
-		a[r % 64] = b[n - 1 - (size_t)r];
-	}
-	free(a);
-	free(b);
-	return best;
-}
-
 #ifdef SIMD_X86
 /* one core's float32 FMA GFLOP/s: 12 chains of AVX-512 FMAs, the best of 64 runs of 2^16 steps (a
  * few ms each, so that one of them runs in a time slice of its own on a shared machine) */
@@ -79,12 +50,12 @@ static SIMD_TARGET double fma_peak(void)
 		for (int i = 0; i < 12; i++)
 			acc[i] = _mm512_set1_ps((float)i);
 		long steps = 1L << 16;
-		double t0 = now();
+		double t0 = bench_now();
 		for (long s = 0; s < steps; s++)
 #pragma GCC unroll 12
 			for (int i = 0; i < 12; i++)
 				acc[i] = _mm512_fmadd_ps(acc[i], m, a);
-		double t = now() - t0;
+		double t = bench_now() - t0;
 		float sink = 0;
 		for (int i = 0; i < 12; i++)
 			sink += _mm512_reduce_add_ps(acc[i]);
@@ -169,7 +140,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pool_set_threads(threads);
-	double roof = copy_gbs(repeat), peak = 0;
+	double roof = bench_copy_gbs((size_t)64 << 20, 4 * repeat), peak = 0;
 #ifdef SIMD_X86
 	if (simd_avx512())
 		peak = fma_peak() * threads;
