@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
+#include "ops/blas.h"
 #include "ops/sgemm.h"
 #include "ops/vmath.h"
 #include "util/philox.h"
@@ -3107,4 +3108,79 @@ Test(exec, sqrt_matches_libm_bit_for_bit)
 			cf_done(&run);
 			free(data);
 		}
+}
+
+/* #52 rnnvec: the float32 LSTM cell's loops (vectorised: functions of their own with restrict
+ * parameters) against the cell written out here element by element, bit for bit: the forward node's
+ * Y, Y_h, Y_c over 5 steps of a batch of 3, H = 21 (not a multiple of any vector width), with
+ * biases and peepholes. The products are the kernel's own calls (blas_sgemm, the same shapes), so
+ * every bit that differs is the cell's. */
+static float lv_sig(float v)
+{
+	float e = vm_expf(v < 0 ? v : -v), s = 1 / (1 + e);
+	return v >= 0 ? s : e * s;
+}
+
+Test(exec, lstm_cell_loops_match_the_cell_bit_for_bit)
+{
+	enum { T = 5, B = 3, NI = 7, H = 21, G = 4 * H };
+	static float x[T * B * NI], w[G * NI], r[G * H], bias[2 * G], p[3 * H];
+	float *all[] = {x, w, r, bias, p};
+	size_t len[] = {T * B * NI, G * NI, G * H, 2 * G, 3 * H};
+	for (int a = 0; a < 5; a++)
+		for (size_t i = 0; i < len[a]; i++)
+			all[a][i] = (philox_uniform(52 + (uint64_t)a, i) * 2 - 1) * (a == 0 ? 3.0f : 0.5f);
+	struct graph *g = load_text("lstm.yaml",
+				    "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: [5, 3, 7]},\n"
+				    "  {name: w, dtype: float32, shape: [1, 84, 7]}, {name: r, dtype: float32, shape: [1, 84, 21]},\n"
+				    "  {name: b, dtype: float32, shape: [1, 168]}, {name: p, dtype: float32, shape: [1, 63]}]\n"
+				    "nodes:\n  - {op: LSTM, inputs: [x, w, r, b, \"\", \"\", \"\", p], outputs: [y, yh, yc],"
+				    " attrs: {hidden_size: 21}}\noutputs: [{name: y}, {name: yh}, {name: yc}]\n");
+	struct rtensor t[5];
+	const int64_t dims[5][3] = {{T, B, NI}, {1, G, NI}, {1, G, H}, {1, 2 * G}, {1, 3 * H}};
+	const char *names[5] = {"x", "w", "r", "b", "p"};
+	for (int a = 0; a < 5; a++) {
+		int nd = a < 3 ? 3 : 2;
+		t[a] = (struct rtensor){.dtype = DT_FLOAT, .ndim = nd, .numel = (int64_t)len[a], .data = all[a],
+					.nbytes = (int64_t)len[a] * 4, .known = 1};
+		memcpy(t[a].dims, dims[a], sizeof dims[a]);
+	}
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 5};
+	struct exec *ex = exec_run(g, &o, NULL, &e);
+	cr_assert(ex, "%s", e.msg);
+	/* the reference: X W^T + Wb + Rb for all steps, then per step H R^T and the cell */
+	static float xw[T * B * G], q[B * G], h[B * H], c[B * H], y[T * B * H];
+	blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T * B, G, NI, 1, x, NI, w, NI, 0, xw, G);
+	for (int i = 0; i < T * B; i++)
+		for (int j = 0; j < G; j++)
+			xw[i * G + j] += bias[j] + bias[G + j];
+	memset(h, 0, sizeof h);
+	memset(c, 0, sizeof c);
+	for (int st = 0; st < T; st++) {
+		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, G, H, 1, h, H, r, H, 0, q, G);
+		for (int b = 0; b < B; b++)
+			for (int k = 0; k < H; k++) {
+				const float *gx = xw + (st * B + b) * G, *gq = q + b * G;
+				float cp = c[b * H + k];
+				float i = lv_sig(gx[k] + gq[k] + p[k] * cp);
+				float f = lv_sig(gx[2 * H + k] + gq[2 * H + k] + p[2 * H + k] * cp);
+				float cg = vm_tanhf(gx[3 * H + k] + gq[3 * H + k]), cn = f * cp + i * cg;
+				float ov = lv_sig(gx[H + k] + gq[H + k] + p[H + k] * cn);
+				c[b * H + k] = cn;
+				h[b * H + k] = y[(st * B + b) * H + k] = ov * vm_tanhf(cn);
+			}
+	}
+	const float *want[3] = {y, h, c};
+	int64_t n[3] = {T * B * H, B * H, B * H};
+	for (int k = 0; k < 3; k++) {
+		const struct rtensor *got = exec_value(ex, g->outputs[k]);
+		cr_assert_eq(got->numel, n[k]);
+		int64_t wrong = 0;
+		for (int64_t i = 0; i < n[k]; i++)
+			wrong += memcmp(&want[k][i], &((const float *)got->data)[i], 4) != 0;
+		cr_expect_eq(wrong, 0, "output %d: %lld of %lld elements differ", k, (long long)wrong, (long long)n[k]);
+	}
+	exec_free(ex);
+	graph_free(g);
 }

@@ -165,6 +165,38 @@ struct rnn_step {
 			for (int64_t j = 0; j < n; j++)                                                                \
 				row[j] += w[j] + (j < rb_n ? r[j] : 0);                                                \
 	}                                                                                                              \
+	/* a row's LSTM cell: i, o, f, c~, C_t (peepholes: i, f read C_{t-1}). The loops are functions of   \
+	 * their own, with restrict parameters, as GCC does not vectorise them inside cells_ (its restrict     \
+	 * locals and branches): there they ran scalar, 12% of an LSTM LM's training step. */                  \
+	static inline __attribute__((always_inline)) void lstm_cell_##sfx(                                     \
+		int64_t H, int64_t GH, const real *restrict g, const real *restrict q, const real *restrict pi,   \
+		const real *restrict po, const real *restrict pf, real *restrict c, real *restrict h,            \
+		real *restrict sv)                                                                             \
+	{                                                                                                      \
+		for (int64_t k = 0; k < H; k++) {                                                              \
+			real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                              \
+			real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                              \
+			real cg = TANH(g[3 * H + k] + q[3 * H + k]), cn = f * c[k] + i * cg;                   \
+			real o = SIG(g[H + k] + q[H + k] + po[k] * cn);                                        \
+			c[k] = cn;                                                                             \
+			h[k] = o * TANH(cn);                                                                   \
+			sv[k] = i, sv[H + k] = o, sv[2 * H + k] = f, sv[3 * H + k] = cg, sv[GH + k] = cn;      \
+		}                                                                                              \
+	}                                                                                                      \
+	/* a row's GRU cell: q's h columns are H Rh^T, or (r H) Rh^T; E (lbr): H Rh^T + Rbh */                 \
+	static inline __attribute__((always_inline)) void gru_cell_##sfx(                                      \
+		int64_t H, int64_t GH, int lbr, const real *restrict g, const real *restrict q,                 \
+		const real *restrict rbh, real *restrict h, real *restrict sv)                                   \
+	{                                                                                                      \
+		for (int64_t k = 0; k < H; k++) {                                                              \
+			real z = SIG(g[k] + q[k]), r = SIG(g[H + k] + q[H + k]);                               \
+			real rec = q[2 * H + k] + rbh[k];                                                      \
+			real hh = TANH(g[2 * H + k] + (lbr ? r * rec : rec));                                  \
+			h[k] = (1 - z) * hh + z * h[k];                                                        \
+			sv[k] = z, sv[H + k] = r, sv[2 * H + k] = hh;                                          \
+			sv[GH + k] = lbr ? rec : sv[GH + k];                                                   \
+		}                                                                                              \
+	}                                                                                                      \
 	VM_CLONES static void cells_##sfx(const struct rnn_step *st, int reset)                                        \
 	{                                                                                                              \
 		const int64_t H = st->H, GH = H * gates_of(st->cell);                                                  \
@@ -182,25 +214,10 @@ struct rnn_step {
 					rh[k] = SIG(g[H + k] + q[H + k]) * h[k];                                       \
 				if (st->save) /* E: r H_{t-1} */                                                       \
 					memcpy(sv + GH, rh, (size_t)H * sizeof(real));                                 \
-			} else if (st->cell == CELL_LSTM) { /* i, o, f, c~, C_t; peepholes: i, f read C_{t-1} */       \
-				for (int64_t k = 0; k < H; k++) {                                                      \
-					real i = SIG(g[k] + q[k] + pi[k] * c[k]);                                      \
-					real f = SIG(g[2 * H + k] + q[2 * H + k] + pf[k] * c[k]);                      \
-					real cg = TANH(g[3 * H + k] + q[3 * H + k]), cn = f * c[k] + i * cg;           \
-					real o = SIG(g[H + k] + q[H + k] + po[k] * cn);                                \
-					c[k] = cn;                                                                     \
-					h[k] = o * TANH(cn);                                                           \
-					sv[k] = i, sv[H + k] = o, sv[2 * H + k] = f, sv[3 * H + k] = cg, sv[GH + k] = cn; \
-				}                                                                                      \
-			} else if (st->cell == CELL_GRU) { /* q's h columns: H Rh^T, or (r H) Rh^T */                \
-				for (int64_t k = 0; k < H; k++) {                                                      \
-					real z = SIG(g[k] + q[k]), r = SIG(g[H + k] + q[H + k]);                       \
-					real rec = q[2 * H + k] + rbh[k];                                              \
-					real hh = TANH(g[2 * H + k] + (st->lbr ? r * rec : rec));                      \
-					h[k] = (1 - z) * hh + z * h[k];                                                \
-					sv[k] = z, sv[H + k] = r, sv[2 * H + k] = hh; /* E (lbr): H Rh^T + Rbh */      \
-					sv[GH + k] = st->lbr ? rec : sv[GH + k];                                       \
-				}                                                                                      \
+			} else if (st->cell == CELL_LSTM) {                                                            \
+				lstm_cell_##sfx(H, GH, g, q, pi, po, pf, c, h, sv);                                    \
+			} else if (st->cell == CELL_GRU) {                                                             \
+				gru_cell_##sfx(H, GH, st->lbr, g, q, rbh, h, sv);                                      \
 			} else {                                                                                       \
 				for (int64_t k = 0; k < H; k++)                                                        \
 					h[k] = TANH(g[k] + q[k]);                                                      \
@@ -995,6 +1012,20 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 }
 
 #define RG_TYPED(real, sfx, SIG, TANH)                                                                                 \
+	/* a row's LSTM cell over its pre-activations gt, in place (restrict parameters: see lstm_cell_) */    \
+	static inline __attribute__((always_inline)) void lstm_act_##sfx(                                      \
+		int64_t H, const real *restrict cprev, const real *restrict pi, const real *restrict po,         \
+		const real *restrict pf, real *restrict gt, real *restrict cp, real *restrict cc)                \
+	{                                                                                                      \
+		for (int64_t k = 0; k < H; k++) {                                                              \
+			real c = cprev[k];                                                                     \
+			real i = SIG(gt[k] + pi[k] * c), f = SIG(gt[2 * H + k] + pf[k] * c);                   \
+			real cg = TANH(gt[3 * H + k]), cn = f * c + i * cg;                                    \
+			gt[k] = i, gt[2 * H + k] = f, gt[3 * H + k] = cg;                                      \
+			gt[H + k] = SIG(gt[H + k] + po[k] * cn);                                               \
+			cp[k] = c, cc[k] = cn;                                                                 \
+		}                                                                                              \
+	}                                                                                                      \
 	/* phase 0: RNN's tanh, GRU's z and r (then h~, or r H_{t-1}); 1: GRU lbr 0's h~; LSTM: its cells */         \
 	RNN_VEC VM_CLONES static void rg_act_##sfx(struct rg_dir *g, int phase, const void *c0)                               \
 	{                                                                                                              \
@@ -1008,14 +1039,7 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 				const real *restrict hp = (const real *)g->hp + row * H;                               \
 				if (g->cell == CELL_LSTM) {                                                            \
 					real *restrict cc = (real *)g->C + row * gs, *restrict cp = (real *)g->Cp + row * H; \
-					for (int64_t k = 0; k < H; k++) {                                              \
-						real c = cprev[k];                                                     \
-						real i = SIG(gt[k] + pi[k] * c), f = SIG(gt[2 * H + k] + pf[k] * c);   \
-						real cg = TANH(gt[3 * H + k]), cn = f * c + i * cg;                    \
-						gt[k] = i, gt[2 * H + k] = f, gt[3 * H + k] = cg;                      \
-						gt[H + k] = SIG(gt[H + k] + po[k] * cn);                               \
-						cp[k] = c, cc[k] = cn;                                                 \
-					}                                                                              \
+					lstm_act_##sfx(H, cprev, pi, po, pf, gt, cp, cc);                              \
 					cprev = cc;                                                                    \
 				} else if (g->cell == CELL_RNN) {                                                      \
 					for (int64_t k = 0; k < H; k++)                                                \
@@ -1036,6 +1060,46 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 					}                                                                              \
 				}                                                                              \
 			}                                                                                      \
+		}                                                                                              \
+	}                                                                                                      \
+	/* a row's LSTM gate gradients into S and dC_{t-1} into dC (functions of their own with restrict      \
+	 * parameters, as lstm_cell_: GCC vectorises them only so) */                                          \
+	static inline __attribute__((always_inline)) void lstm_back_##sfx(                                     \
+		int64_t H, const real *restrict gt, const real *restrict cc, const real *restrict cp,             \
+		const real *restrict dHs, const real *restrict pi, const real *restrict po, const real *restrict pf, \
+		real *restrict dC, real *restrict S)                                                           \
+	{                                                                                                      \
+		for (int64_t k = 0; k < H; k++) {                                                              \
+			real i = gt[k], o = gt[H + k], f = gt[2 * H + k], cg = gt[3 * H + k];                  \
+			real tc = TANH(cc[k]), go = dHs[k] * tc * o * (1 - o);                                 \
+			real dc2 = dHs[k] * o * (1 - tc * tc) + dC[k] + go * po[k];                            \
+			real di = dc2 * cg * i * (1 - i), df = dc2 * cp[k] * f * (1 - f);                      \
+			S[k] = di, S[H + k] = go, S[2 * H + k] = df;                                           \
+			S[3 * H + k] = dc2 * i * (1 - cg * cg);                                                \
+			dC[k] = dc2 * f + di * pi[k] + df * pf[k];                                             \
+		}                                                                                              \
+	}                                                                                                      \
+	static inline __attribute__((always_inline)) void gru_back_##sfx(                                      \
+		int64_t H, const real *restrict gt, const real *restrict hp, const real *restrict dHs,           \
+		real *restrict S)                                                                              \
+	{                                                                                                      \
+		for (int64_t k = 0; k < H; k++) {                                                              \
+			real z = gt[k], hh = gt[2 * H + k];                                                    \
+			S[k] = dHs[k] * (hp[k] - hh) * z * (1 - z);                                            \
+			S[2 * H + k] = dHs[k] * (1 - z) * (1 - hh * hh);                                       \
+		}                                                                                              \
+	}                                                                                                      \
+	static inline __attribute__((always_inline)) void gru_back_lbr_##sfx(                                  \
+		int64_t H, const real *restrict gt, const real *restrict hp, const real *restrict e,             \
+		const real *restrict dHs, real *restrict S, real *restrict dr, real *restrict dx)                \
+	{                                                                                                      \
+		for (int64_t k = 0; k < H; k++) {                                                              \
+			real z = gt[k], r = gt[H + k], hh = gt[2 * H + k];                                     \
+			real dgh = dHs[k] * (1 - z) * (1 - hh * hh);                                           \
+			S[k] = dHs[k] * (hp[k] - hh) * z * (1 - z);                                            \
+			S[H + k] = dgh * e[k] * r * (1 - r);                                                   \
+			S[2 * H + k] = dr[k] = dgh * r;                                                        \
+			dx[2 * H + k] = dgh;                                                                   \
 		}                                                                                              \
 	}                                                                                                      \
 	/* a step's gate gradients into S (zero rows past their length); phase 1: GRU lbr 0's dgr from dPs */ \
@@ -1067,19 +1131,11 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 				const real *restrict cc = (const real *)g->C + row * g->gs;                    \
 				const real *restrict cp = (const real *)g->Cp + row * H;                       \
 				real *restrict dC = (real *)g->dCc + b * H;                                    \
-				for (int64_t k = 0; k < H; k++) {                                              \
-					real i = gt[k], o = gt[H + k], f = gt[2 * H + k], cg = gt[3 * H + k];  \
-					real tc = TANH(cc[k]), go = dHs[k] * tc * o * (1 - o);                 \
-					real dc2 = dHs[k] * o * (1 - tc * tc) + dC[k] + go * po[k];            \
-					real di = dc2 * cg * i * (1 - i), df = dc2 * cp[k] * f * (1 - f);      \
-					S[k] = di, S[H + k] = go, S[2 * H + k] = df;                           \
-					S[3 * H + k] = dc2 * i * (1 - cg * cg);                                \
-					dC[k] = dc2 * f + di * pi[k] + df * pf[k];                             \
-					if (g->dp) {                                                           \
-						g->dp[k] += (double)(di * cp[k]);                              \
-						g->dp[H + k] += (double)(go * cc[k]);                          \
-						g->dp[2 * H + k] += (double)(df * cp[k]);                      \
-					}                                                                      \
+				lstm_back_##sfx(H, gt, cc, cp, dHs, pi, po, pf, dC, S);                        \
+				for (int64_t k = 0; g->dp && k < H; k++) {                                     \
+					g->dp[k] += (double)(S[k] * cp[k]);                                    \
+					g->dp[H + k] += (double)(S[H + k] * cc[k]);                            \
+					g->dp[2 * H + k] += (double)(S[2 * H + k] * cp[k]);                    \
 				}                                                                              \
 			} else if (g->cell == CELL_RNN) {                                                      \
 				for (int64_t k = 0; k < H; k++)                                                \
@@ -1087,19 +1143,10 @@ static void rg_rows(struct rg_dir *g, int64_t s)
 			} else {                                                                               \
 				const real *restrict e = (const real *)g->E + row * g->gs;                     \
 				real *restrict dx = (real *)g->dG + row * GH;                                  \
-				real *restrict dr = g->lbr ? (real *)g->dGrh + row * H : NULL;                 \
-				for (int64_t k = 0; k < H; k++) {                                              \
-					real z = gt[k], r = gt[H + k], hh = gt[2 * H + k];                     \
-					real dgh = dHs[k] * (1 - z) * (1 - hh * hh);                           \
-					S[k] = dHs[k] * (hp[k] - hh) * z * (1 - z);                            \
-					if (g->lbr) {                                                          \
-						S[H + k] = dgh * e[k] * r * (1 - r);                           \
-						S[2 * H + k] = dr[k] = dgh * r;                                \
-						dx[2 * H + k] = dgh;                                           \
-					} else {                                                               \
-						S[2 * H + k] = dgh;                                            \
-					}                                                                      \
-				}                                                                              \
+				if (g->lbr)                                                                    \
+					gru_back_lbr_##sfx(H, gt, hp, e, dHs, S, (real *)g->dGrh + row * H, dx); \
+				else                                                                           \
+					gru_back_##sfx(H, gt, hp, dHs, S);                                     \
 			}                                                                                      \
 		}                                                                                              \
 	}                                                                                                      \
