@@ -3157,8 +3157,11 @@ Test(exec, lstm_cell_loops_match_the_cell_bit_for_bit)
 			xw[i * G + j] += bias[j] + bias[G + j];
 	memset(h, 0, sizeof h);
 	memset(c, 0, sizeof c);
+	struct blas_panels pr; /* the kernel's step product: R turned into panels where they apply */
+	float *buf = malloc(blas_panels_bytes(B, G, H) + 1);
+	blas_panels_make(&pr, B, G, H, 1, r, H, buf);
 	for (int st = 0; st < T; st++) {
-		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, G, H, 1, h, H, r, H, 0, q, G);
+		blas_panels_sgemm(&pr, h, H, q, G);
 		for (int b = 0; b < B; b++)
 			for (int k = 0; k < H; k++) {
 				const float *gx = xw + (st * B + b) * G, *gq = q + b * G;
@@ -3181,6 +3184,50 @@ Test(exec, lstm_cell_loops_match_the_cell_bit_for_bit)
 			wrong += memcmp(&want[k][i], &((const float *)got->data)[i], 4) != 0;
 		cr_expect_eq(wrong, 0, "output %d: %lld of %lld elements differ", k, (long long)wrong, (long long)n[k]);
 	}
+	free(buf);
 	exec_free(ex);
 	graph_free(g);
+}
+
+/* blas.h's panels (a recurrence's step products): C = A op(B) against a float64 sum written here,
+ * for B and B^T, a row stride over k, widths that leave a narrower last panel, 1 to 64 rows of A
+ * and k up to 2048; the same bits at 1 and 2 threads. Where the panels do not apply (other
+ * kernels, more rows) the products run as given: the same checks hold. */
+Test(exec, blas_panels_products_are_the_product_at_any_threads)
+{
+	static const int shapes[][3] = {{16, 2048, 512}, {1, 200, 37}, {7, 130, 300}, {64, 96, 128}, {16, 512, 2048}, {65, 40, 30}};
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+		for (int tb = 0; tb < 2; tb++) {
+			int m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2], ldb = (tb ? k : n) + 3;
+			float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * (tb ? n : k) * ldb);
+			float *c[2] = {malloc(sizeof(float) * m * n), malloc(sizeof(float) * m * n)};
+			for (int i = 0; i < m * k; i++)
+				a[i] = philox_uniform(7, (uint64_t)i) - 0.5f;
+			for (int i = 0; i < (tb ? n : k) * ldb; i++)
+				b[i] = philox_uniform(8, (uint64_t)i) - 0.5f;
+			struct blas_panels p;
+			float *buf = malloc(blas_panels_bytes(m, n, k) + 1);
+			blas_panels_make(&p, m, n, k, tb, b, ldb, buf);
+			for (int th = 0; th < 2; th++) {
+				pool_set_threads(th + 1);
+				blas_panels_sgemm(&p, a, k, c[th], n);
+			}
+			pool_set_threads(1);
+			int64_t far = 0, differ = 0;
+			for (int i = 0; i < m; i++)
+				for (int j = 0; j < n; j++) {
+					double want = 0, mag = 0;
+					for (int q = 0; q < k; q++) {
+						double t = (double)a[i * k + q] * (tb ? b[j * ldb + q] : b[q * ldb + j]);
+						want += t;
+						mag += fabs(t);
+					}
+					far += fabs(c[0][i * n + j] - want) > 1e-6 * mag + 1e-30;
+					differ += memcmp(&c[0][i * n + j], &c[1][i * n + j], 4) != 0;
+				}
+			cr_expect_eq(far, 0, "%d x %d x %d, tb %d: %lld elements off the product", m, n, k, tb, (long long)far);
+			cr_expect_eq(differ, 0, "%d x %d x %d, tb %d: %lld elements differ between 1 and 2 threads", m, n, k, tb,
+				     (long long)differ);
+			free(a), free(b), free(c[0]), free(c[1]), free(buf);
+		}
 }

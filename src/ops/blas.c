@@ -487,3 +487,77 @@ void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLA
 	need_blas();
 	sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+
+#define PANEL_ROWS 64   /* rows of A a product on panels has at most (1.16x at 64, 1.8x at 16) */
+#define PANEL_WIDTH 128 /* columns a panel at most */
+
+static int panel_width(int m, int n, int k)
+{
+	need_blas();
+	if (!wide_kernels || own_sgemm || m < 1 || m > PANEL_ROWS || n < 1 || k < 1)
+		return 0;
+	double w = SMALL_MACS / ((double)m * k);
+	int width = w >= PANEL_WIDTH ? PANEL_WIDTH : (int)w / 16 * 16;
+	return width >= 16 ? width : 0;
+}
+
+size_t blas_panels_bytes(int m, int n, int k)
+{
+	return panel_width(m, n, k) ? (size_t)n * (size_t)k * sizeof(float) : 0;
+}
+
+void blas_panels_make(struct blas_panels *p, int m, int n, int k, int tb, const float *b, int ldb, float *buf)
+{
+	*p = (struct blas_panels){.b = b, .tb = tb, .ldb = ldb, .m = m, .n = n, .k = k, .width = panel_width(m, n, k)};
+	if (!p->width || !buf)
+		return;
+	for (int j0 = 0; j0 < n; j0 += p->width) {
+		int w = n - j0 < p->width ? n - j0 : p->width;
+		float *panel = buf + (size_t)j0 * (size_t)k;
+		if (tb && ldb == k) /* rows j0.. of B, turned */
+			transpose2(b + (size_t)j0 * (size_t)ldb, 1, w, k, sizeof *b, panel);
+		else if (tb)
+			for (int r = 0; r < k; r++)
+				for (int j = 0; j < w; j++)
+					panel[(size_t)r * (size_t)w + j] = b[(size_t)(j0 + j) * (size_t)ldb + r];
+		else
+			for (int r = 0; r < k; r++)
+				memcpy(panel + (size_t)r * (size_t)w, b + (size_t)r * (size_t)ldb + j0, (size_t)w * sizeof *b);
+	}
+	p->p = buf;
+}
+
+struct panels_run {
+	const struct blas_panels *p;
+	const float *a;
+	float *c;
+	int lda, ldc, per; /* panels a piece */
+};
+
+static void panels_piece(void *arg, uint32_t i, uint32_t w)
+{
+	(void)w;
+	const struct panels_run *r = arg;
+	const struct blas_panels *p = r->p;
+	int panels = (p->n + p->width - 1) / p->width;
+	for (int j = (int)i * r->per; j < panels && j < ((int)i + 1) * r->per; j++) {
+		int j0 = j * p->width, cols = p->n - j0 < p->width ? p->n - j0 : p->width;
+		sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->m, cols, p->k, 1, r->a, r->lda,
+		      p->p + (size_t)j0 * (size_t)p->k, cols, 0, r->c + j0, r->ldc);
+	}
+}
+
+void blas_panels_sgemm(const struct blas_panels *p, const float *a, int lda, float *c, int ldc)
+{
+	if (!p->p) {
+		blas_sgemm(CblasRowMajor, CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->m, p->n, p->k, 1, a, lda, p->b,
+			   p->ldb, 0, c, ldc);
+		return;
+	}
+	int panels = (p->n + p->width - 1) / p->width, pieces = pool_threads() < panels ? pool_threads() : panels;
+	struct panels_run r = {.p = p, .a = a, .c = c, .lda = lda, .ldc = ldc, .per = (panels + pieces - 1) / pieces};
+	if (pieces >= 2)
+		pool_for((uint32_t)((panels + r.per - 1) / r.per), panels_piece, &r);
+	else
+		panels_piece(&r, 0, 0);
+}

@@ -30,6 +30,25 @@ void blas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
 void blas_sgemm_whole(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k,
 		      float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
+/* A float32 operand that many products with few rows reuse: a recurrence's steps, H_{t-1} R^T
+ * with H_{t-1} of a batch's rows. op(B) (k x n; B n x k when tb) is copied once into panels of
+ * columns, each (k, width) contiguous, width the most (16 to 128, a multiple of 16) that keeps
+ * m x width x k within OpenBLAS's AVX-512 small-matrix kernels (which read B in place, unpacked);
+ * each product then runs panel by panel on them, the panels spread over the pool. An LSTM's 16 x
+ * 2048 x 512 step took 0.55 ms as one call (its packing of R every step), 0.28 ms so (1.6-2.3x on
+ * m of 16 and k up to 2048, bench: tests/bench/bench_gemm.c --panels). Every panel is one call
+ * whatever the threads, so C is the same sums with any --threads. Only with those kernels and m of
+ * 64 at most; elsewhere blas_panels_bytes is 0 and the products run on op(B) as given. */
+struct blas_panels {
+	const float *b, *p; /* op(B) as given; the panels, or NULL */
+	int tb, ldb, m, n, k, width;
+};
+size_t blas_panels_bytes(int m, int n, int k);
+/* p for op(B); buf: blas_panels_bytes(m, n, k) bytes (none when 0) */
+void blas_panels_make(struct blas_panels *p, int m, int n, int k, int tb, const float *b, int ldb, float *buf);
+/* C (m, n; ldc) = A (m, k; lda) op(B) */
+void blas_panels_sgemm(const struct blas_panels *p, const float *a, int lda, float *c, int ldc);
+
 /* For graphdiet --version: which kernel runs float32 products, with the two kernels' measured times
  * when it was measured (opening OpenBLAS and measuring, if no product has yet), and the BLAS
  * library as it describes itself (openblas_get_config, openblas_get_corename), into buf[n];

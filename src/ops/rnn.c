@@ -115,24 +115,64 @@ static int64_t y_row(int layout, int64_t T, int D, int64_t Bn, int64_t t, int d,
 	return layout ? (b * T + t) * D + d : (t * D + d) * Bn + b;
 }
 
-/* C (m, n; ldc) = A (m, k; lda) B^T, B (n, k; ldb): the kernel's one shape of product */
-static void rnn_gemm(int dt, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
-		     void *c, int64_t ldc)
+/* C (m, n; ldc) = op(A) op(B) + beta C, op transposing when ta / tb */
+static void rg_gemm(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+		    const void *b, int64_t ldb, double beta, void *c, int64_t ldc)
 {
 	size_t es = dtype_size(dt);
 	if (!m || !n)
 		return;
-	if (!k) { /* BLAS wants lda >= 1: an empty sum */
-		for (int64_t i = 0; i < m; i++)
-			memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
+	if (!k) {
+		if (beta == 0)
+			for (int64_t i = 0; i < m; i++)
+				memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
 		return;
 	}
+	enum CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
 	if (dt == DT_FLOAT)
-		blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, 0,
-			   c, (int)ldc);
+		blas_sgemm(CblasRowMajor, A, B, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, (float)beta, c,
+			   (int)ldc);
 	else
-		blas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, 0,
-			   c, (int)ldc);
+		blas_dgemm(CblasRowMajor, A, B, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* A step's product C (m, n; ldc) = A (m, k; lda) op(B), op(B) the same every step (R, or a part of
+ * it): float32 on blas.h's panels, made once a direction (counted workspace), else one product a
+ * step. */
+struct steps {
+	int dt;
+	struct blas_panels p; /* the operand as given (p.b, p.tb, p.ldb: any dtype), and the panels */
+	void *buf;
+	size_t bytes;
+};
+
+/* 0, or -1 out of memory (the error set); steps_free(x, s) after */
+static int steps_init(struct exec *x, struct steps *s, int dt, int64_t m, int64_t n, int64_t k, int tb, const void *b,
+		      int64_t ldb)
+{
+	*s = (struct steps){.dt = dt, .p = {.b = b, .tb = tb, .ldb = (int)ldb, .m = (int)m, .n = (int)n, .k = (int)k}};
+	s->bytes = dt == DT_FLOAT ? blas_panels_bytes((int)m, (int)n, (int)k) : 0;
+	if (!s->bytes)
+		return 0;
+	if (!(s->buf = exec_scratch_raw(x, s->bytes)))
+		return -1;
+	blas_panels_make(&s->p, (int)m, (int)n, (int)k, tb, b, (int)ldb, s->buf);
+	return 0;
+}
+
+static void steps_free(struct exec *x, struct steps *s)
+{
+	if (s->buf)
+		exec_scratch_free(x, s->buf, s->bytes);
+	s->buf = NULL;
+}
+
+static void steps_gemm(const struct steps *s, const void *a, int64_t lda, void *c, int64_t ldc)
+{
+	if (s->p.p)
+		blas_panels_sgemm(&s->p, a, (int)lda, c, (int)ldc);
+	else
+		rg_gemm(s->dt, 0, s->p.tb, s->p.m, s->p.n, s->p.k, a, lda, s->p.b, s->p.ldb, 0, c, ldc);
 }
 
 /* One direction's step for the typed loops below. xw (T Bn, G H) is X W^T + Wb + Rb (GRU's h gate:
@@ -390,7 +430,7 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 				memcpy(cs + (size_t)(b * H) * es, ic ? ic + (size_t)at * es : (const char *)m.zeros,
 				       (size_t)H * es);
 		}
-		rnn_gemm(dt, T * Bn, GH, I, X->data, I, wd, I, m.xw, GH);
+		rg_gemm(dt, 0, 1, T * Bn, GH, I, X->data, I, wd, I, 0, m.xw, GH);
 		if (bias) {
 			const char *bd = bias + (size_t)(d * 2 * GH) * es;
 			(dt == DT_FLOAT ? bias_rows_f32 : bias_rows_f64)(m.xw, T * Bn, GH, GH, bd, bd + (size_t)GH * es,
@@ -401,15 +441,21 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 			st.p = peep + (size_t)(d * 3 * H) * es;
 		st.save = gates ? (char *)gates + (size_t)(d * T * Bn * gs) * es : NULL;
 		st.ss = gs;
+		struct steps hr, rr = {0}; /* H_{t-1} R^T (Rzr^T); GRU lbr 0's (r H_{t-1}) Rh^T */
+		if (steps_init(x, &hr, dt, Bn, gru0 ? 2 * H : GH, H, 1, rd, H) ||
+		    (gru0 && steps_init(x, &rr, dt, Bn, H, H, 1, rd + (size_t)(2 * H * H) * es, H))) {
+			steps_free(x, &hr);
+			rnn_bufs_free(&m);
+			return exec_status(x);
+		}
 		for (int64_t s = 0; s < T; s++) {
 			for (int64_t b = 0; b < Bn; b++) /* a reverse direction starts at each row's last step */
 				m.xr[b] = s >= m.len[b] ? -1
 					  : x_row(layout, T, Bn, rev || d == 1 ? m.len[b] - 1 - s : s, b);
-			rnn_gemm(dt, Bn, gru0 ? 2 * H : GH, H, hs, H, rd, H, m.q, GH);
+			steps_gemm(&hr, hs, H, m.q, GH);
 			if (gru0) {
 				cells(&st, 1);
-				rnn_gemm(dt, Bn, H, H, m.rh, H, rd + (size_t)(2 * H * H) * es, H,
-					 (char *)m.q + (size_t)(2 * H) * es, GH);
+				steps_gemm(&rr, m.rh, H, (char *)m.q + (size_t)(2 * H) * es, GH);
 			}
 			cells(&st, 0);
 			for (int64_t b = 0; y && b < Bn; b++)
@@ -419,6 +465,8 @@ static int rnn_run(struct exec *x, const struct node *n, struct rtensor *const *
 					       hs + (size_t)(b * H) * es, (size_t)H * es);
 				}
 		}
+		steps_free(x, &hr);
+		steps_free(x, &rr);
 		for (int64_t b = 0; b < Bn; b++) { /* zeros for a row of length 0, as onnxruntime gives */
 			size_t at = (size_t)(state_row(layout, D, Bn, d, b) * H) * es, row = (size_t)(b * H) * es;
 			int empty = m.len[b] == 0;
@@ -958,27 +1006,6 @@ static int rnn_grad(struct ad *a, const struct node *n)
  * (3 G + 4) T B H elements a direction at most, counted apart from the tensors as the executor
  * counts every kernel's. Deterministic: BLAS products and sums in a fixed order. */
 
-/* C (m, n; ldc) = op(A) op(B) + beta C, op transposing when ta / tb */
-static void rg_gemm(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-		    const void *b, int64_t ldb, double beta, void *c, int64_t ldc)
-{
-	size_t es = dtype_size(dt);
-	if (!m || !n)
-		return;
-	if (!k) {
-		if (beta == 0)
-			for (int64_t i = 0; i < m; i++)
-				memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
-		return;
-	}
-	enum CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-	if (dt == DT_FLOAT)
-		blas_sgemm(CblasRowMajor, A, B, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, (float)beta, c,
-			   (int)ldc);
-	else
-		blas_dgemm(CblasRowMajor, A, B, (int)m, (int)n, (int)k, 1, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
 /* One direction's state for the typed loops. Rows of (T B, ...) buffers are X's rows. */
 struct rg_dir {
 	enum cell cell;
@@ -1342,17 +1369,27 @@ static int recurrent_grad_run(struct exec *x, const struct node *n, struct rtens
 			}
 		}
 		/* 2. the backward recurrence */
+		struct steps sr, sh = {0}; /* S R (S Rzr); GRU lbr 0's dgh Rh */
+		if (steps_init(x, &sr, dt, Bn, H, gru && !ri.lbr ? 2 * H : GH, 0, rd, H) ||
+		    (gru && !ri.lbr && steps_init(x, &sh, dt, Bn, H, H, 0, rd + (size_t)(2 * H * H) * es, H))) {
+			steps_free(x, &sr);
+			rg_free(x, &m);
+			for (int i = 0; i < 11; i++)
+				xfree(conv[i]);
+			return exec_status(x);
+		}
 		for (int64_t s = T - 1; s >= 0; s--) {
 			rg_rows(&g, s);
 			back(&g, 0);
 			if (gru && !ri.lbr) { /* dP = dgh Rh, then r's gradient, then by Rzr */
-				rg_gemm(dt, 0, 0, Bn, H, H, (char *)g.S + (size_t)(2 * H) * es, GH, rd + (size_t)(2 * H * H) * es,
-					H, 0, g.dPs, H);
+				steps_gemm(&sh, (char *)g.S + (size_t)(2 * H) * es, GH, g.dPs, H);
 				back(&g, 1);
 			}
-			rg_gemm(dt, 0, 0, Bn, H, gru && !ri.lbr ? 2 * H : GH, g.S, GH, rd, H, 0, g.Qs, H);
+			steps_gemm(&sr, g.S, GH, g.Qs, H);
 			carry(&g);
 		}
+		steps_free(x, &sr);
+		steps_free(x, &sh);
 		/* 3. the products over all steps, the sums */
 		rg_gemm(dt, 1, 0, GH, I, N, g.dG, GH, ri.X->data, I, 0, (char *)dw + (size_t)(d * GH * I) * es, I);
 		char *drd = (char *)dr + (size_t)(d * GH * H) * es;

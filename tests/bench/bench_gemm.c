@@ -1,6 +1,6 @@
 /* bench_gemm.c - GEMM-bound ops against the OpenBLAS sgemm rate measured in the same run.
  *
- *   bench_gemm [--repeat N] [--kernels]
+ *   bench_gemm [--repeat N] [--kernels | --panels]
  *
  * For each shape: one OpenBLAS sgemm call (the peer; ops/blas.h opens it), then the same work as
  * one graphdiet node (MatMul, Gemm with bias, a 3x3 Conv) run by the executor. Prints a Markdown
@@ -12,7 +12,13 @@
  * --kernels: graphdiet's AVX-512 kernel (ops/sgemm.h, called whole) against one OpenBLAS call on
  * the same shapes, the run-time pick's three among them: N rounds (default 5), the two in turns
  * (which goes first alternates), the median GFLOP/s of each and the median and range of the
- * rounds' ratios (ours over OpenBLAS's). */
+ * rounds' ratios (ours over OpenBLAS's).
+ *
+ * --panels: a recurrence's step products (16 rows of a batch times R, 2048 x 512, or R^T, and
+ * other widths) on ops/blas.h's panels, made once as the LSTM, GRU and RNN kernels make them,
+ * against one blas_sgemm call on the operand as given, which packs it every step: interleaved as
+ * --kernels, at one thread. "(no panels)": the panels do not apply to that shape on this CPU's
+ * kernels, and both run the same call. */
 #include "exec/exec.h"
 #include "io/yaml.h"
 
@@ -58,14 +64,70 @@ static int by_value(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-/* One call of m x n x k on our kernel (own) or OpenBLAS's, whole: seconds. */
-static double kernel_once(int own, int m, int n, int k, const float *a, const float *b, float *c)
+/* A product timed two ways: once(which, ctx) runs way `which` (1: ours, 0: the peer) once, in
+ * seconds. */
+struct pair {
+	double (*once)(int which, void *ctx);
+	void *ctx;
+};
+
+enum { MAXR = 64 };
+
+/* repeat rounds of the two ways in turns (which goes first alternates), after one of each as a
+ * warm-up: out[0], out[1] the median seconds of ours and the peer's, out[2..4] the median, least
+ * and greatest of the rounds' ratios (the peer's time over ours) */
+static void interleave(const struct pair *p, int repeat, double out[5])
 {
+	double own[MAXR], theirs[MAXR], ratio[MAXR];
+	p->once(1, p->ctx);
+	p->once(0, p->ctx);
+	for (int r = 0; r < repeat; r++) {
+		int first = r & 1;
+		double t0 = p->once(first, p->ctx), t1 = p->once(!first, p->ctx);
+		own[r] = first ? t0 : t1;
+		theirs[r] = first ? t1 : t0;
+		ratio[r] = theirs[r] / own[r];
+	}
+	qsort(own, (size_t)repeat, sizeof *own, by_value);
+	qsort(theirs, (size_t)repeat, sizeof *theirs, by_value);
+	qsort(ratio, (size_t)repeat, sizeof *ratio, by_value);
+	out[0] = own[repeat / 2], out[1] = theirs[repeat / 2];
+	out[2] = ratio[repeat / 2], out[3] = ratio[0], out[4] = ratio[repeat - 1];
+}
+
+struct operands {
+	int m, n, k, tb;
+	float *a, *b, *c;
+	struct blas_panels p;
+};
+
+static void operands_make(struct operands *o, int m, int n, int k, int tb)
+{
+	*o = (struct operands){.m = m, .n = n, .k = k, .tb = tb, .a = malloc((size_t)m * k * 4),
+			       .b = malloc((size_t)k * n * 4), .c = malloc((size_t)m * n * 4)};
+	for (size_t j = 0; j < (size_t)m * k; j++)
+		o->a[j] = (float)(j % 7) * 0.1f;
+	for (size_t j = 0; j < (size_t)k * n; j++)
+		o->b[j] = (float)(j % 5) * 0.1f;
+}
+
+static void operands_free(struct operands *o)
+{
+	free(o->a);
+	free(o->b);
+	free(o->c);
+}
+
+/* One call of m x n x k on our kernel (1) or OpenBLAS's (0), whole: seconds. */
+static double kernel_once(int own, void *ctx)
+{
+	const struct operands *o = ctx;
+	int m = o->m, n = o->n, k = o->k;
 	double t = now();
 	if (own)
-		sgemm_run(0, 0, m, n, k, 1, a, k, b, n, 0, c, n);
+		sgemm_run(0, 0, m, n, k, 1, o->a, k, o->b, n, 0, o->c, n);
 	else
-		blas_sgemm_whole(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
+		blas_sgemm_whole(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, o->a, k, o->b, n, 0, o->c, n);
 	return now() - t;
 }
 
@@ -80,37 +142,55 @@ static int kernels(int repeat)
 					{256, 256, 256},  {512, 512, 512},  {1024, 1024, 1024}, {64, 4096, 4096},
 					{4096, 64, 4096}, {1024, 384, 1536}, {1024, 1536, 384}, {512, 2048, 2048},
 					{64, 1024, 576}};
-	enum { SHAPES = sizeof shapes / sizeof *shapes, MAXR = 64 };
-	if (repeat > MAXR)
-		repeat = MAXR;
+	enum { SHAPES = sizeof shapes / sizeof *shapes };
 	printf("| M x N x K | graphdiet AVX-512 GFLOP/s | OpenBLAS GFLOP/s | ratio (median) | ratio range |\n"
 	       "|---|---|---|---|---|\n");
 	for (int i = 0; i < SHAPES; i++) {
-		int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-		float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4), *c = malloc((size_t)m * n * 4);
-		for (size_t j = 0; j < (size_t)m * k; j++)
-			a[j] = (float)(j % 7) * 0.1f;
-		for (size_t j = 0; j < (size_t)k * n; j++)
-			b[j] = (float)(j % 5) * 0.1f;
-		double own[MAXR], theirs[MAXR], ratio[MAXR], fl = 2.0 * m * n * k;
-		kernel_once(1, m, n, k, a, b, c);
-		kernel_once(0, m, n, k, a, b, c);
-		for (int r = 0; r < repeat; r++) {
-			int first = r & 1;
-			double t0 = kernel_once(first, m, n, k, a, b, c), t1 = kernel_once(!first, m, n, k, a, b, c);
-			own[r] = first ? t0 : t1;
-			theirs[r] = first ? t1 : t0;
-			ratio[r] = theirs[r] / own[r];
-		}
-		qsort(own, (size_t)repeat, sizeof *own, by_value);
-		qsort(theirs, (size_t)repeat, sizeof *theirs, by_value);
-		qsort(ratio, (size_t)repeat, sizeof *ratio, by_value);
-		printf("| %dx%dx%d%s | %.1f | %.1f | %.2f | %.2f-%.2f |\n", m, n, k, i < 3 ? " (pick)" : "",
-		       fl / own[repeat / 2] / 1e9, fl / theirs[repeat / 2] / 1e9, ratio[repeat / 2], ratio[0],
-		       ratio[repeat - 1]);
-		free(a);
-		free(b);
-		free(c);
+		struct operands o;
+		operands_make(&o, shapes[i][0], shapes[i][1], shapes[i][2], 0);
+		double r[5], fl = 2.0 * o.m * o.n * o.k;
+		interleave(&(struct pair){kernel_once, &o}, repeat, r);
+		printf("| %dx%dx%d%s | %.1f | %.1f | %.2f | %.2f-%.2f |\n", o.m, o.n, o.k, i < 3 ? " (pick)" : "",
+		       fl / r[0] / 1e9, fl / r[1] / 1e9, r[2], r[3], r[4]);
+		operands_free(&o);
+	}
+	return 0;
+}
+
+/* One step product C = A op(B) on blas.h's panels (1) or as one blas_sgemm (0): seconds. */
+static double panels_once(int panels, void *ctx)
+{
+	struct operands *o = ctx;
+	double t = now();
+	if (panels)
+		blas_panels_sgemm(&o->p, o->a, o->k, o->c, o->n);
+	else
+		blas_sgemm(CblasRowMajor, CblasNoTrans, o->tb ? CblasTrans : CblasNoTrans, o->m, o->n, o->k, 1, o->a, o->k,
+			   o->b, o->tb ? o->k : o->n, 0, o->c, o->n);
+	return now() - t;
+}
+
+/* --panels: a recurrence's step products (rows of a batch times R, or R^T) on panels made once,
+ * against one blas_sgemm call each (which packs R every step), interleaved. */
+static int panels(int repeat)
+{
+	static const int shapes[][4] = {{16, 2048, 512, 1}, {16, 512, 2048, 0}, {16, 1024, 256, 1}, {16, 256, 1024, 0},
+					{8, 2048, 512, 1},  {32, 2048, 512, 1}, {64, 2048, 512, 1}, {1, 2048, 512, 1},
+					{16, 1536, 512, 1}, {16, 512, 1536, 0}};
+	enum { SHAPES = sizeof shapes / sizeof *shapes };
+	printf("| M x N x K (B^T) | panels GFLOP/s | one blas_sgemm GFLOP/s | ratio (median) | ratio range |\n"
+	       "|---|---|---|---|---|\n");
+	for (int i = 0; i < SHAPES; i++) {
+		struct operands o;
+		operands_make(&o, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+		float *buf = malloc(blas_panels_bytes(o.m, o.n, o.k) + 1);
+		blas_panels_make(&o.p, o.m, o.n, o.k, o.tb, o.b, o.tb ? o.k : o.n, buf);
+		double r[5], fl = 2.0 * o.m * o.n * o.k;
+		interleave(&(struct pair){panels_once, &o}, repeat, r);
+		printf("| %dx%dx%d%s | %.1f%s | %.1f | %.2f | %.2f-%.2f |\n", o.m, o.n, o.k, o.tb ? " (B^T)" : "",
+		       fl / r[0] / 1e9, o.p.p ? "" : " (no panels)", fl / r[1] / 1e9, r[2], r[3], r[4]);
+		free(buf);
+		operands_free(&o);
 	}
 	return 0;
 }
@@ -145,18 +225,24 @@ static double node_best(const char *text, int repeat, uint64_t *flops)
 
 int main(int argc, char **argv)
 {
-	int repeat = 5, only_kernels = 0;
+	int repeat = 5, only_kernels = 0, only_panels = 0;
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--kernels"))
 			only_kernels = 1;
+		else if (!strcmp(argv[i], "--panels"))
+			only_panels = 1;
 	if (repeat < 1)
 		repeat = 1;
+	if (repeat > MAXR)
+		repeat = MAXR;
 	pool_set_threads(1);
 	printf("sgemm: %s\n\n", blas_sgemm_kernel());
 	if (only_kernels)
 		return kernels(repeat);
+	if (only_panels)
+		return panels(repeat);
 	printf("| op | shape | graphdiet GFLOP/s | sgemm GFLOP/s (same M,N,K) | ratio |\n|---|---|---|---|---|\n");
 	static const int sizes[] = {256, 512, 1024};
 	char text[1024];
