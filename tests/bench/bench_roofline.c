@@ -248,6 +248,12 @@ static const struct rcase cases[] = {
 	 "  - {op: GRU, inputs: [x, w, r, b], outputs: [y], name: op, attrs: {hidden_size: 512, linear_before_reset: 1}}\n"},
 	{"RNN", 0, "seq64 b16 in256 h512", "", PF("x", "[64, 16, 256]") PF("w", "[1, 512, 256]") PF("r", "[1, 512, 512]")
 	 PF("b", "[1, 1024]"), "  - {op: RNN, inputs: [x, w, r, b], outputs: [y], name: op, attrs: {hidden_size: 512}}\n"},
+	/* the LSTM's fused backward (train --fused-rnn), given the forward's gates as the training graph gives them */
+	{"RecurrentGrad", 0, "LSTM seq64 b16 in256 h512, gates saved", "", PF("x", "[64, 16, 256]") PF("w", "[1, 2048, 256]")
+	 PF("r", "[1, 2048, 512]") PF("b", "[1, 4096]") PF("dy", "[64, 1, 16, 512]"),
+	 "  - {op: LSTM, domain: graphdiet, inputs: [x, w, r, b], outputs: [yf, \"\", \"\", g], name: fwd, attrs: {hidden_size: 512}}\n"
+	 "  - {op: RecurrentGrad, domain: graphdiet, inputs: [x, w, r, b, \"\", \"\", \"\", \"\", yf, dy, \"\", \"\", g],"
+	 " outputs: [y, dw, dr, db], name: op, attrs: {cell: LSTM, hidden_size: 512}}\n"},
 	/* elementwise with attributes or inputs of their own (the rest: elem_case) */
 	UNARY_POS("Sqrt", ""),
 	UNARY_POS("Log", ""),
