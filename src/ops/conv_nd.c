@@ -341,6 +341,70 @@ static void pool_planes(void *arg, int64_t nc0, int64_t nc1)
 	}
 }
 
+/* ---- LpPool of p 1 and 2 over planes of float32 or float64 ----
+ * Each output the generic loop's: the window's terms summed in double in its order (rows outer,
+ * columns inner) from +0, then the root. The terms: |x| for p = 1, and for p = 2 of a float32 x
+ * x * x in double, which is exact and so pow(|x|, 2)'s value (pow is within 1 ulp: an exact
+ * result is returned exactly); a float64 x keeps pow. The root: p = 1's pow(s, 1) is s; p = 2's
+ * pow(s, 0.5) into float32 is sqrt(s) rounded to float32 wherever both neighbours of sqrt(s) round
+ * there too (pow and sqrt each lie within 1 ulp of the exact root, so they are at most one apart),
+ * else pow's; a float64 output keeps pow. The exponents stay run-time values: GCC turns a literal
+ * pow(x, 2.0) into x * x, which differs from pow in the last bit of some doubles (a float64 case
+ * of exec/lp_pool_matches_its_definition_bit_for_bit caught it). */
+static inline float lp_root_f32(double s, double half)
+{
+	double r = sqrt(s);
+	uint64_t b;
+	memcpy(&b, &r, sizeof b);
+	int64_t low = (int64_t)(b & 0x1fffffff) - 0x10000000; /* the bits float32 rounds away, from half */
+	if (s == 0 || (r >= 0x1p-126 && r < 0x1p127 && (low > 1 || low < -1)))
+		return (float)r;
+	return (float)pow(s, half);
+}
+
+static inline __attribute__((always_inline)) void lp_plane(const struct pool_job *j, const void *xp, void *yp,
+							  int f64, int p2)
+{
+	const struct nd_geom *g = j->g;
+	int64_t w = g->in[1], ow = g->out[1];
+	for (int64_t oy = 0; oy < g->out[0]; oy++) {
+		const int64_t *ey = j->tab + 3 * (j->off[0] + oy);
+		int64_t y0 = oy * g->s[0] - g->pb[0];
+		for (int64_t ox = 0; ox < ow; ox++) {
+			const int64_t *ex = j->tab + 3 * (j->off[1] + ox);
+			int64_t x0 = ox * g->s[1] - g->pb[1];
+			double acc = 0;
+			for (int64_t ty = ey[0]; ty < ey[1]; ty++) {
+				int64_t row = (y0 + ty * g->d[0]) * w + x0;
+				for (int64_t tx = ex[0]; tx < ex[1]; tx++) {
+					int64_t at = row + tx * g->d[1];
+					double v = f64 ? ((const double *)xp)[at] : (double)((const float *)xp)[at];
+					acc += !p2 ? fabs(v) : f64 ? pow(fabs(v), j->pw) : v * v;
+				}
+			}
+			if (f64)
+				((double *)yp)[oy * ow + ox] = p2 ? pow(acc, 1 / j->pw) : acc;
+			else
+				((float *)yp)[oy * ow + ox] = p2 ? lp_root_f32(acc, 1 / j->pw) : (float)acc;
+		}
+	}
+}
+
+static void lp_planes(void *arg, int64_t nc0, int64_t nc1)
+{
+	const struct pool_job *j = arg;
+	int f64 = j->a->dtype == DT_DOUBLE, p2 = j->pw == 2;
+	int64_t pin = j->g->in[0] * j->g->in[1], pout = j->g->out[0] * j->g->out[1], es = f64 ? 8 : 4;
+	for (int64_t nc = nc0; nc < nc1; nc++) {
+		const uint8_t *xp = (const uint8_t *)j->a->data + nc * pin * es;
+		uint8_t *yp = (uint8_t *)j->y->data + nc * pout * es;
+		if (f64)
+			p2 ? lp_plane(j, xp, yp, 1, 1) : lp_plane(j, xp, yp, 1, 0);
+		else
+			p2 ? lp_plane(j, xp, yp, 0, 1) : lp_plane(j, xp, yp, 0, 0);
+	}
+}
+
 /* MaxPool (max 1), AveragePool (0) or LpPool (2: (sum |x|^p)^(1/p) over the window, pads adding
  * 0) of any rank and dtype (MaxPool: integers too, compared exactly up to 2^53); Indices as the
  * file comment says. */
@@ -378,7 +442,8 @@ int pool_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 			conv_inside(at + g.pb[i], g.d[i], g.in[i] + g.pb[i] + g.pe[i], g.k[i], &plo, &phi);
 			e[2] = phi - plo;
 		}
-	kernel_for(g.n * g.c, 1, pool_planes, &j);
+	int typed = lp && g.r == 2 && (pw == 1 || pw == 2) && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE);
+	kernel_for(g.n * g.c, 1, typed ? lp_planes : pool_planes, &j);
 	xfree(j.tab);
 	return 0;
 }
