@@ -3334,3 +3334,50 @@ Test(exec, lp_pool_matches_its_definition_bit_for_bit)
 		graph_free(g);
 	}
 }
+
+/* The costs, counted by hand: GatherND of 2 rows of a 1000 x 8 float32 table (16 bytes of indices,
+ * 2 x 64 read and written, not the 32,000-byte table); GatherElements of 4 of a 4 x 50 table (32 of
+ * indices, 2 x 16); ScatterND of those 2 rows into the table (its copy 2 x 32,000, 16 of indices,
+ * the 64 bytes of updates read and written, and read again under reduction add, 1 FLOP each of 16);
+ * NegativeLogLikelihoodLoss of 4 labels over 10 classes (32 of labels, 4 scores of 4 bytes, 4 of
+ * weights each with weights, a 4-byte mean; 2 FLOPs a label); Resize of 2 x 4 x 4 to 2 x 8 x 8 (512
+ * written, the 128-byte input read once, 16 of scales; linear: 4 terms of 2 FLOPs an output) and
+ * nearest of 8 x 8 to 2 x 2 (16 written, the 4 elements read, 32 of sizes). */
+Test(exec, gathers_scatters_nll_and_resize_cost_what_they_move)
+{
+	static const struct {
+		const char *inputs, *params, *node;
+		uint64_t flops, bytes;
+	} cases[] = {
+		{"[{name: t, dtype: float32, shape: [1000, 8]}]", "[{name: i, dtype: int64, shape: [2, 1], data: [5, 7]}]",
+		 "{op: GatherND, inputs: [t, i], outputs: [y]}", 0, 144},
+		{"[{name: t, dtype: float32, shape: [4, 50]}]", "[{name: i, dtype: int64, shape: [4, 1], data: [1, 2, 3, 4]}]",
+		 "{op: GatherElements, inputs: [t, i], outputs: [y], attrs: {axis: 1}}", 0, 64},
+		{"[{name: t, dtype: float32, shape: [1000, 8]}, {name: u, dtype: float32, shape: [2, 8]}]",
+		 "[{name: i, dtype: int64, shape: [2, 1], data: [5, 7]}]", "{op: ScatterND, inputs: [t, i, u], outputs: [y]}", 0,
+		 64144},
+		{"[{name: t, dtype: float32, shape: [1000, 8]}, {name: u, dtype: float32, shape: [2, 8]}]",
+		 "[{name: i, dtype: int64, shape: [2, 1], data: [5, 7]}]",
+		 "{op: ScatterND, inputs: [t, i, u], outputs: [y], attrs: {reduction: add}}", 16, 64208},
+		{"[{name: s, dtype: float32, shape: [4, 10]}]", "[{name: l, dtype: int64, shape: [4], data: [1, 2, 3, 4]}]",
+		 "{op: NegativeLogLikelihoodLoss, inputs: [s, l], outputs: [y]}", 8, 52},
+		{"[{name: s, dtype: float32, shape: [4, 10]}, {name: w, dtype: float32, shape: [10]}]",
+		 "[{name: l, dtype: int64, shape: [4], data: [1, 2, 3, 4]}]",
+		 "{op: NegativeLogLikelihoodLoss, inputs: [s, l, w], outputs: [y]}", 8, 68},
+		{"[{name: x, dtype: float32, shape: [1, 2, 4, 4]}]", "[{name: q, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{op: Resize, inputs: [x, \"\", q], outputs: [y]}", 0, 656},
+		{"[{name: x, dtype: float32, shape: [1, 2, 4, 4]}]", "[{name: q, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{op: Resize, inputs: [x, \"\", q], outputs: [y], attrs: {mode: linear}}", 1024, 656},
+		{"[{name: x, dtype: float32, shape: [1, 1, 8, 8]}]", "[{name: q, dtype: int64, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{op: Resize, inputs: [x, \"\", \"\", q], outputs: [y]}", 0, 64},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char text[768];
+		snprintf(text, sizeof text, "graphdiet: 1\nopset: 18\ninputs: %s\nparams: %s\nnodes: [%s]\noutputs: [{name: y}]\n",
+			 cases[k].inputs, cases[k].params, cases[k].node);
+		struct exec_stats st = stats_of("moved_cost.yaml", text);
+		cr_expect_eq(st.flops, cases[k].flops, "%s: %llu FLOPs", cases[k].node, (unsigned long long)st.flops);
+		cr_expect_eq(st.bytes_moved, cases[k].bytes, "%s: %llu bytes moved", cases[k].node,
+			     (unsigned long long)st.bytes_moved);
+	}
+}

@@ -514,13 +514,22 @@ static int resize_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], g);
 }
 
-/* each output element reads up to 4 inputs along each resized axis */
+/* Each output is the sum of T terms, T the product over the axes of the taps each reads (nearest
+ * 1, linear 2, cubic 4; 1 on an axis kept at its size): 2 FLOPs a term (its weight, its product
+ * added), none for nearest. Bytes: the output written, and the input read once, or only the
+ * elements the taps reach when that is less (a downscale), plus roi, scales and sizes. */
 static void resize_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 			uint64_t *bytes)
 {
-	(void)n;
-	(void)bytes;
-	*flops = (uint64_t)out[0]->numel * 2u * (in[0]->ndim > 2 ? 16u : 4u); /* up to 4 taps on 2 axes */
+	const struct rtensor *a = in[0], *y = out[0];
+	uint64_t taps = attr_str_is(n, "mode", "cubic", 0) ? 4 : attr_str_is(n, "mode", "nearest", 1) ? 1 : 2, t = 1;
+	for (int i = 0; i < a->ndim && i < y->ndim; i++)
+		t *= a->dims[i] == y->dims[i] ? 1 : taps;
+	uint64_t read = (uint64_t)y->numel * t * dtype_size(a->dtype);
+	*flops = t > 1 ? 2 * t * (uint64_t)y->numel : 0;
+	*bytes = (uint64_t)y->nbytes + (read < a->nbytes ? read : (uint64_t)a->nbytes);
+	for (uint32_t k = 1; k < n->n_in; k++)
+		*bytes += in[k] ? in[k]->nbytes : 0;
 }
 
 const struct op_impl op_resize = {.run = resize_run, .cost = resize_cost, .grad = resize_grad, .recompute = RC_CHEAP,
