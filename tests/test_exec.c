@@ -3381,3 +3381,20 @@ Test(exec, gathers_scatters_nll_and_resize_cost_what_they_move)
 			     (unsigned long long)st.bytes_moved);
 	}
 }
+
+/* An empty X resized into a non-empty output: the taps would read outside X (they read garbage
+ * before): a clear error instead. */
+Test(exec, resize_of_an_empty_input_to_a_non_empty_output_fails)
+{
+	struct graph *g = load_text("resize_empty.yaml", "graphdiet: 1\nopset: 18\n"
+							 "inputs: [{name: x, dtype: float32, shape: [1, 1, 0, 4]}]\n"
+							 "params: [{name: q, dtype: int64, shape: [4], data: [1, 1, 2, 4]}]\n"
+							 "nodes: [{op: Resize, inputs: [x, \"\", \"\", q], outputs: [y]}]\n"
+							 "outputs: [{name: y}]\n");
+	struct exec_opts o = {.random_inputs = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_expect(!x && strstr(e.msg, "X is empty but the output is not"), "%s", e.msg);
+	exec_free(x);
+	graph_free(g);
+}

@@ -431,8 +431,11 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 		return exec_status(x);
 	if (resize_axes(n, &m, (const struct rtensor *const *)in, a->ndim, a->dims, axs, &why))
 		return exec_fail(x, "%s", why);
+	int64_t outs = 1;
 	for (int i = 0; i < a->ndim; i++)
-		dims[i] = axs[i].out;
+		dims[i] = axs[i].out, outs *= axs[i].out ? 1 : 0;
+	if (!a->numel && outs) /* no element for the taps to read (they read outside X: garbage) */
+		return exec_fail(x, "X is empty but the output is not: there is nothing to resize");
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
 	const struct rtensor *y = out[0];
