@@ -3231,3 +3231,293 @@ Test(exec, blas_panels_products_are_the_product_at_any_threads)
 			free(a), free(b), free(c[0]), free(c[1]), free(buf);
 		}
 }
+
+/* #52 resize: Resize's typed planes (resize.c) and LpPool's (conv_nd.c) against their definitions
+ * written here, bit for bit (any NaN for a NaN), float32 and float64, up and down, odd sizes, over
+ * rf_value's NaNs, signed zeros, infinities, subnormals and huge values; and the costs of the
+ * gathers, the scatter and NegativeLogLikelihoodLoss against bytes counted by hand. */
+
+struct rs_case {
+	int nd;
+	int64_t in[4], out[4]; /* out: sizes, or with scaled the scales x 4 */
+	int scaled;
+	const char *mode, *coord, *nearest;
+};
+
+/* ONNX's coordinate of output o on an axis of `in` resized to `out` (scale s, resized length len) */
+static double rs_coord(const char *coord, int64_t o, int64_t in, double s, double len)
+{
+	if (!strcmp(coord, "half_pixel"))
+		return ((double)o + 0.5) / s - 0.5;
+	if (!strcmp(coord, "pytorch_half_pixel"))
+		return len > 1 ? ((double)o + 0.5) / s - 0.5 : 0;
+	if (!strcmp(coord, "align_corners"))
+		return len > 1 ? (double)o * (double)(in - 1) / (len - 1) : 0;
+	if (!strcmp(coord, "asymmetric"))
+		return (double)o / s;
+	return ((double)o + 0.5) / s; /* tf_half_pixel_for_nn */
+}
+
+/* the taps of output o: their count, indices and weights (nearest, linear, cubic with a = -0.75) */
+static int rs_taps(const struct rs_case *k, double x, int64_t in, int64_t *ix, double *w)
+{
+	if (!strcmp(k->mode, "nearest")) {
+		double f = floor(x);
+		int64_t i = !strcmp(k->nearest, "floor")  ? (int64_t)f
+			    : !strcmp(k->nearest, "ceil") ? (int64_t)ceil(x)
+			    : x - f == 0.5		   ? (int64_t)f + !strcmp(k->nearest, "round_prefer_ceil")
+							   : (int64_t)floor(x + 0.5);
+		ix[0] = i < 0 ? 0 : i > in - 1 ? in - 1 : i;
+		w[0] = 1;
+		return 1;
+	}
+	if (!strcmp(k->mode, "linear")) {
+		x = x < 0 ? 0 : x;
+		int64_t i = (int64_t)floor(x);
+		if (i >= in - 1) {
+			ix[0] = in - 1, w[0] = 1;
+			return 1;
+		}
+		ix[0] = i, ix[1] = i + 1, w[1] = x - (double)i, w[0] = 1 - w[1];
+		return 2;
+	}
+	double f = floor(x), a = -0.75;
+	for (int t = 0; t < 4; t++) {
+		int64_t i = (int64_t)f - 1 + t;
+		double d = fabs(x - (f - 1 + t));
+		ix[t] = i < 0 ? 0 : i > in - 1 ? in - 1 : i;
+		w[t] = d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+	}
+	return 4;
+}
+
+/* rf_value's data from seed: n elements in rows of row_len, as float32 (p32) or float64 (p64), and in
+ * v as double */
+static void rs_fill(uint32_t seed, int64_t n, int64_t row_len, int f64, double *v, float *p32, double *p64)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double d = rf_value(&seed, i, row_len);
+		f64 ? (void)(p64[i] = d) : (void)(p32[i] = (float)d);
+		v[i] = f64 ? d : (double)(float)d;
+	}
+}
+
+Test(exec, resize_matches_its_definition_bit_for_bit)
+{
+	static const struct rs_case cases[] = {
+		{4, {2, 3, 5, 7}, {2, 3, 11, 16}, 0, "nearest", "asymmetric", "floor"},
+		{4, {2, 3, 5, 7}, {2, 3, 10, 14}, 1, "nearest", "asymmetric", "floor"}, /* x2 */
+		{4, {2, 3, 9, 13}, {2, 3, 4, 5}, 0, "nearest", "half_pixel", "round_prefer_floor"},
+		{4, {2, 3, 9, 13}, {2, 3, 4, 5}, 0, "nearest", "half_pixel", "round_prefer_ceil"},
+		{4, {2, 3, 6, 6}, {2, 3, 9, 9}, 0, "nearest", "align_corners", "ceil"},
+		{4, {2, 3, 6, 6}, {2, 3, 9, 9}, 0, "nearest", "tf_half_pixel_for_nn", "round_prefer_floor"},
+		{4, {2, 3, 5, 300}, {2, 3, 12, 601}, 0, "nearest", "pytorch_half_pixel", "round_prefer_floor"},
+		{4, {2, 3, 5, 7}, {3, 5, 8, 9}, 0, "nearest", "asymmetric", "round_prefer_floor"}, /* N and C too */
+		{4, {2, 3, 5, 7}, {2, 3, 10, 14}, 1, "linear", "half_pixel", ""},
+		{4, {2, 3, 5, 7}, {2, 3, 13, 3}, 0, "linear", "align_corners", ""},
+		{4, {2, 3, 9, 300}, {2, 3, 4, 517}, 0, "linear", "pytorch_half_pixel", ""},
+		{4, {2, 3, 1, 7}, {2, 3, 1, 19}, 0, "linear", "pytorch_half_pixel", ""},
+		{4, {2, 3, 5, 7}, {2, 3, 11, 15}, 0, "linear", "asymmetric", ""},
+		{4, {2, 3, 8, 8}, {2, 3, 8, 8}, 0, "linear", "half_pixel", ""},
+		{4, {2, 3, 5, 7}, {2, 3, 12, 9}, 0, "cubic", "half_pixel", ""},
+		{4, {2, 3, 9, 10}, {2, 3, 4, 3}, 0, "cubic", "align_corners", ""},
+		{3, {3, 5, 7}, {5, 9, 4}, 0, "linear", "half_pixel", ""}, /* every axis linear: the generic loop */
+		{2, {5, 7}, {11, 3}, 0, "linear", "align_corners", ""},
+		{1, {37}, {80}, 0, "linear", "half_pixel", ""},
+		{1, {37}, {1}, 0, "nearest", "asymmetric", "floor"},
+		{4, {1, 1, 1, 1}, {1, 1, 1, 1}, 0, "cubic", "half_pixel", ""},
+	};
+	enum { MAXN = 2 * 3 * 9 * 300, MAXO = 3 * 5 * 12 * 601 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const struct rs_case *k = &cases[c];
+			int r = k->nd;
+			int64_t numel = 1, onum = 1, od[4];
+			double s[4], len[4];
+			for (int i = 0; i < r; i++) {
+				numel *= k->in[i];
+				od[i] = k->scaled ? k->in[i] * k->out[i] / 4 : k->out[i];
+				s[i] = k->scaled ? (double)(float)(k->out[i] / 4.0) : (double)od[i] / (double)k->in[i];
+				len[i] = k->scaled ? (double)k->in[i] * s[i] : (double)od[i];
+				onum *= od[i];
+			}
+			cr_assert(numel <= MAXN && onum <= MAXO);
+			rs_fill((uint32_t)c * 31 + 5, numel, k->in[r - 1], f64, v, p32, p64);
+			char extra[300], node[400], list[100] = "";
+			for (int i = 0; i < r; i++)
+				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%g", i ? ", " : "",
+					 k->scaled ? k->out[i] / 4.0 : (double)k->out[i]);
+			snprintf(extra, sizeof extra, "params: [{name: q, dtype: %s, shape: [%d], data: [%s]}]\n",
+				 k->scaled ? "float32" : "int64", r, list);
+			snprintf(node, sizeof node,
+				 "{op: Resize, inputs: [x, \"\", %s], outputs: [y], attrs: {mode: %s, "
+				 "coordinate_transformation_mode: %s%s%s}}",
+				 k->scaled ? "q" : "\"\", q", k->mode, k->coord, *k->nearest ? ", nearest_mode: " : "", k->nearest);
+			struct graph *g;
+			const struct rtensor *y;
+			struct exec *x = rf_run(node, extra, f64, r, k->in, f64 ? (void *)p64 : (void *)p32, &g, &y);
+			cr_assert_eq(y->numel, onum, "case %zu: %lld outputs", c, (long long)y->numel);
+			int64_t wrong = 0, first = -1, o[4] = {0}, st[4];
+			double want = 0;
+			for (int i = r - 1; i >= 0; i--)
+				st[i] = i == r - 1 ? 1 : st[i + 1] * k->in[i + 1];
+			for (int64_t e = 0; e < onum; e++) {
+				int64_t ix[4][4], cnt[4], t[4] = {0};
+				double w[4][4], sum = 0;
+				for (int i = 0; i < r; i++) {
+					double xc = rs_coord(k->coord, o[i], k->in[i], s[i], len[i]);
+					cnt[i] = rs_taps(k, xc, k->in[i], ix[i], w[i]);
+				}
+				for (;;) { /* every combination of the axes' taps, the last axis fastest */
+					double cw = 1;
+					int64_t at = 0;
+					for (int i = 0; i < r; i++)
+						cw *= w[i][t[i]], at += ix[i][t[i]] * st[i];
+					if (cw != 0)
+						sum += cw * v[at];
+					int i = r - 1;
+					while (i >= 0 && ++t[i] == cnt[i])
+						t[i--] = 0;
+					if (i < 0)
+						break;
+				}
+				if (!rf_same_nan(y, e, sum, f64, 1) && !wrong++)
+					first = e, want = sum;
+				for (int i = r - 1; i >= 0 && ++o[i] == od[i]; i--)
+					o[i] = 0;
+			}
+			cr_expect_eq(wrong, 0, "%s case %zu (%s %s %s): %lld of %lld outputs differ, the first #%lld: %a, not %a",
+				     f64 ? "float64" : "float32", c, k->mode, k->coord, k->nearest, (long long)wrong, (long long)onum,
+				     (long long)first, first < 0 ? 0 : rt_get(y, first), want);
+			exec_free(x);
+			graph_free(g);
+		}
+}
+
+/* ", name: [v0, v1, ...]" of n values, appended to s */
+static void rs_attr(char *s, size_t cap, const char *name, const int64_t *v, int n)
+{
+	snprintf(s + strlen(s), cap - strlen(s), ", %s: [", name);
+	for (int i = 0; i < n; i++)
+		snprintf(s + strlen(s), cap - strlen(s), "%s%lld", i ? ", " : "", (long long)v[i]);
+	snprintf(s + strlen(s), cap - strlen(s), "]");
+}
+
+/* LpPool p = 1 and 2: the window's |x| or pow(|x|, 2) summed in double from +0 (rows outer), then
+ * pow(sum, 1 / p), as the generic loop has it */
+Test(exec, lp_pool_matches_its_definition_bit_for_bit)
+{
+	struct lp_case {
+		int64_t h, w, k[2], s[2], d[2], pad[4], p, ceil;
+	} cases[] = {
+		{24, 24, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 2, 0}, {24, 24, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 0},
+		{9, 11, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 2, 1},  {12, 37, {3, 2}, {1, 3}, {2, 2}, {2, 1, 0, 1}, 2, 0},
+		{7, 300, {2, 5}, {1, 1}, {1, 2}, {1, 4, 1, 4}, 1, 0}, {1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 2, 0},
+		{5, 5, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 2, 0},   {5, 5, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 1, 0},
+	};
+	enum { NC = 6, MAXN = NC * 7 * 300 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (size_t c = 0; c < 2 * sizeof cases / sizeof *cases; c++) {
+		const struct lp_case *k = &cases[c / 2];
+		int f64 = c & 1;
+		int64_t dims[4] = {2, NC / 2, k->h, k->w}, sp = k->h * k->w;
+		rs_fill((uint32_t)c * 13 + 1, NC * sp, k->w, f64, v, p32, p64);
+		char node[400] = "{op: LpPool, inputs: [x], outputs: [y], attrs: {p: 1";
+		node[strlen(node) - 1] = (char)('0' + k->p);
+		rs_attr(node, sizeof node, "kernel_shape", k->k, 2);
+		rs_attr(node, sizeof node, "strides", k->s, 2);
+		rs_attr(node, sizeof node, "dilations", k->d, 2);
+		rs_attr(node, sizeof node, "pads", k->pad, 4);
+		snprintf(node + strlen(node), sizeof node - strlen(node), ", ceil_mode: %d}}", (int)k->ceil);
+		struct graph *g;
+		const struct rtensor *y;
+		struct exec *x = rf_run(node, "", f64, 4, dims, f64 ? (void *)p64 : (void *)p32, &g, &y);
+		int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+		double want = 0;
+		for (int64_t o = 0; o < NC * oh * ow; o++) {
+			int64_t nc = o / (oh * ow), oy = o / ow % oh, ox = o % ow;
+			double acc = 0;
+			for (int64_t t = 0; t < k->k[0] * k->k[1]; t++) {
+				int64_t iy = oy * k->s[0] - k->pad[0] + t / k->k[1] * k->d[0];
+				int64_t ix = ox * k->s[1] - k->pad[1] + t % k->k[1] * k->d[1];
+				if (iy >= 0 && iy < k->h && ix >= 0 && ix < k->w)
+					acc += pow(fabs(v[nc * sp + iy * k->w + ix]), (double)k->p);
+			}
+			double r = pow(acc, 1 / (double)k->p);
+			if (!rf_same_nan(y, o, r, f64, 1) && !wrong++)
+				first = o, want = r;
+		}
+		cr_expect_eq(wrong, 0, "%s: %s: %lld of %lld outputs differ, the first %lld: %a, not %a",
+			     f64 ? "float64" : "float32", node, (long long)wrong, (long long)(NC * oh * ow), (long long)first,
+			     first < 0 ? 0 : rt_get(y, first), want);
+		exec_free(x);
+		graph_free(g);
+	}
+}
+
+/* The costs, counted by hand: GatherND of 2 rows of a 1000 x 8 float32 table (16 bytes of indices,
+ * 2 x 64 read and written, not the 32,000-byte table); GatherElements of 4 of a 4 x 50 table (32 of
+ * indices, 2 x 16); ScatterND of those 2 rows into the table (its copy 2 x 32,000, 16 of indices,
+ * the 64 bytes of updates read and written, and read again under reduction add, 1 FLOP each of 16);
+ * NegativeLogLikelihoodLoss of 4 labels over 10 classes (32 of labels, 4 scores of 4 bytes, 4 of
+ * weights each with weights, a 4-byte mean; 2 FLOPs a label); Resize of 2 x 4 x 4 to 2 x 8 x 8 (512
+ * written, the 128-byte input read once, 16 of scales; linear: 4 terms of 2 FLOPs an output) and
+ * nearest of 8 x 8 to 2 x 2 (16 written, the 4 elements read, 32 of sizes). */
+Test(exec, gathers_scatters_nll_and_resize_cost_what_they_move)
+{
+	static const struct {
+		const char *inputs, *params, *node;
+		uint64_t flops, bytes;
+	} cases[] = {
+		{"[{name: t, dtype: float32, shape: [1000, 8]}]", "[{name: i, dtype: int64, shape: [2, 1], data: [5, 7]}]",
+		 "{op: GatherND, inputs: [t, i], outputs: [y]}", 0, 144},
+		{"[{name: t, dtype: float32, shape: [4, 50]}]", "[{name: i, dtype: int64, shape: [4, 1], data: [1, 2, 3, 4]}]",
+		 "{op: GatherElements, inputs: [t, i], outputs: [y], attrs: {axis: 1}}", 0, 64},
+		{"[{name: t, dtype: float32, shape: [1000, 8]}, {name: u, dtype: float32, shape: [2, 8]}]",
+		 "[{name: i, dtype: int64, shape: [2, 1], data: [5, 7]}]", "{op: ScatterND, inputs: [t, i, u], outputs: [y]}", 0,
+		 64144},
+		{"[{name: t, dtype: float32, shape: [1000, 8]}, {name: u, dtype: float32, shape: [2, 8]}]",
+		 "[{name: i, dtype: int64, shape: [2, 1], data: [5, 7]}]",
+		 "{op: ScatterND, inputs: [t, i, u], outputs: [y], attrs: {reduction: add}}", 16, 64208},
+		{"[{name: s, dtype: float32, shape: [4, 10]}]", "[{name: l, dtype: int64, shape: [4], data: [1, 2, 3, 4]}]",
+		 "{op: NegativeLogLikelihoodLoss, inputs: [s, l], outputs: [y]}", 8, 52},
+		{"[{name: s, dtype: float32, shape: [4, 10]}, {name: w, dtype: float32, shape: [10]}]",
+		 "[{name: l, dtype: int64, shape: [4], data: [1, 2, 3, 4]}]",
+		 "{op: NegativeLogLikelihoodLoss, inputs: [s, l, w], outputs: [y]}", 8, 68},
+		{"[{name: x, dtype: float32, shape: [1, 2, 4, 4]}]", "[{name: q, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{op: Resize, inputs: [x, \"\", q], outputs: [y]}", 0, 656},
+		{"[{name: x, dtype: float32, shape: [1, 2, 4, 4]}]", "[{name: q, dtype: float32, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{op: Resize, inputs: [x, \"\", q], outputs: [y], attrs: {mode: linear}}", 1024, 656},
+		{"[{name: x, dtype: float32, shape: [1, 1, 8, 8]}]", "[{name: q, dtype: int64, shape: [4], data: [1, 1, 2, 2]}]",
+		 "{op: Resize, inputs: [x, \"\", \"\", q], outputs: [y]}", 0, 64},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char text[768];
+		snprintf(text, sizeof text, "graphdiet: 1\nopset: 18\ninputs: %s\nparams: %s\nnodes: [%s]\noutputs: [{name: y}]\n",
+			 cases[k].inputs, cases[k].params, cases[k].node);
+		struct exec_stats st = stats_of("moved_cost.yaml", text);
+		cr_expect_eq(st.flops, cases[k].flops, "%s: %llu FLOPs", cases[k].node, (unsigned long long)st.flops);
+		cr_expect_eq(st.bytes_moved, cases[k].bytes, "%s: %llu bytes moved", cases[k].node,
+			     (unsigned long long)st.bytes_moved);
+	}
+}
+
+/* An empty X resized into a non-empty output: the taps would read outside X (they read garbage
+ * before): a clear error instead. */
+Test(exec, resize_of_an_empty_input_to_a_non_empty_output_fails)
+{
+	struct graph *g = load_text("resize_empty.yaml", "graphdiet: 1\nopset: 18\n"
+							 "inputs: [{name: x, dtype: float32, shape: [1, 1, 0, 4]}]\n"
+							 "params: [{name: q, dtype: int64, shape: [4], data: [1, 1, 2, 4]}]\n"
+							 "nodes: [{op: Resize, inputs: [x, \"\", \"\", q], outputs: [y]}]\n"
+							 "outputs: [{name: y}]\n");
+	struct exec_opts o = {.random_inputs = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_expect(!x && strstr(e.msg, "X is empty but the output is not"), "%s", e.msg);
+	exec_free(x);
+	graph_free(g);
+}

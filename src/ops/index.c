@@ -335,11 +335,22 @@ static int eye_like_run(struct exec *x, const struct node *n, struct rtensor *co
 	return 0;
 }
 
-const struct op_impl op_gather_nd = {.run = gather_nd_run, .grad = gather_nd_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
+/* GatherND and GatherElements read their indices and the elements they write, not the whole of
+ * the data (an embedding table, a vocabulary's logits): indices + 2 x output bytes, no FLOPs */
+static void gathered_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+			  uint64_t *bytes)
+{
+	(void)n;
+	*flops = 0;
+	*bytes = (uint64_t)in[1]->nbytes + 2 * (uint64_t)out[0]->nbytes;
+}
+
+const struct op_impl op_gather_nd = {.run = gather_nd_run, .cost = gathered_cost, .grad = gather_nd_grad, .recompute = RC_CHEAP,
+				     .nodiff = 1u << 1};
 const struct op_impl op_compress = {.run = compress_run, .grad = compress_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_one_hot = {.run = one_hot_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_eye_like = {.run = eye_like_run, .recompute = RC_CHEAP, .nodiff = ~0u};
-const struct op_impl op_gather_elements = {.run = gather_elements_run, .grad = gather_elements_grad, .recompute = RC_CHEAP,
-					   .nodiff = 1u << 1};
+const struct op_impl op_gather_elements = {.run = gather_elements_run, .cost = gathered_cost, .grad = gather_elements_grad,
+					   .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_tile = {.run = tile_run, .grad = tile_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1,
 				.noop = op_noop_same_shape};

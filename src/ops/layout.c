@@ -1462,8 +1462,20 @@ static int scatter_elements_grad(struct ad *a, const struct node *n)
 	return scatter_grad(a, n, "GatherElements");
 }
 
-const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .grad = scatter_nd_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1};
-const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .grad = scatter_elements_grad, .recompute = RC_CHEAP,
-					    .nodiff = 1u << 1};
+/* A scatter copies the data (read and written, unless it is taken in place, which a cost cannot
+ * tell), reads the indices and the updates, and writes the updates' places, reading them first
+ * under a reduction (1 FLOP an update). */
+static void scatter_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+			 uint64_t *bytes)
+{
+	int red = !attr_str_is(n, "reduction", "none", 1);
+	*flops = red ? (uint64_t)in[2]->numel : 0;
+	*bytes = (uint64_t)in[0]->nbytes + out[0]->nbytes + in[1]->nbytes + (2u + (unsigned)red) * (uint64_t)in[2]->nbytes;
+}
+
+const struct op_impl op_scatter_nd = {.run = scatter_nd_run, .cost = scatter_cost, .grad = scatter_nd_grad, .recompute = RC_CHEAP,
+				      .nodiff = 1u << 1};
+const struct op_impl op_scatter_elements = {.run = scatter_elements_run, .cost = scatter_cost, .grad = scatter_elements_grad,
+					    .recompute = RC_CHEAP, .nodiff = 1u << 1};
 const struct op_impl op_pad = {.run = pad_run, .cost = move_cost, .grad = pad_grad, .recompute = RC_CHEAP, .nodiff = ~1u};
 const struct op_impl op_opaque = {.recompute = RC_NEVER};

@@ -904,6 +904,18 @@ static void per_input_cost_1(const struct node *n, struct rtensor *const *in, st
 	*flops = 1 * (uint64_t)in[0]->numel;
 }
 
+/* NegativeLogLikelihoodLoss reads each label, its score (and its class weight) and writes the loss
+ * or the losses: not the whole (N, C) score tensor. 2 FLOPs a label (the weighted term, the sum). */
+static void nll_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+		     uint64_t *bytes)
+{
+	const struct rtensor *t = in[1], *w = n->n_in > 2 ? in[2] : NULL;
+	uint64_t labels = (uint64_t)t->numel;
+	*flops = 2 * labels;
+	*bytes = (uint64_t)t->nbytes + labels * dtype_size(in[0]->dtype) + (w ? labels * dtype_size(w->dtype) : 0) +
+		 (uint64_t)out[0]->nbytes;
+}
+
 /* 4 operations per input element */
 static void per_input_cost_4(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 		uint64_t *bytes)
@@ -932,4 +944,4 @@ REDUCE_IMPL(reduce_log_sum, per_input_cost_1);
 REDUCE_IMPL(reduce_log_sum_exp, per_input_cost_4);
 const struct op_impl op_size = {.run = size_run, .recompute = RC_CHEAP, .nodiff = ~0u};
 const struct op_impl op_softmax_ce_loss = {.run = softmax_ce_loss_run, .cost = per_input_cost_4, .grad = softmax_ce_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
-const struct op_impl op_nll_loss = {.run = nll_loss_run, .cost = per_input_cost_4, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};
+const struct op_impl op_nll_loss = {.run = nll_loss_run, .cost = nll_cost, .grad = nll_loss_grad, .recompute = RC_CHEAP, .nodiff = 1u << 1 | 1u << 2};

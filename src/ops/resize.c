@@ -18,6 +18,7 @@
 #include "../autodiff/ad.h"
 #include "../util/xalloc.h"
 #include "kernel.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -208,6 +209,215 @@ static int resize_axes(const struct node *n, const struct resize_mode *m, const 
 	return 0;
 }
 
+/* ---- the typed fast path ----
+ * float32 and float64 where every axis but the last two reads one tap of weight 1, any others of
+ * weight 0 (the batch and channel axes, kept or resized by nearest): the output is then, plane by
+ * plane, the last two axes' sum of the generic loop, term for term in its order (rows' taps outer,
+ * columns' inner), each weight the product wh x ww of the same doubles (1 x .. x 1 x wh x ww is
+ * wh x ww exactly), a term of weight 0 left out (added as +0, which changes no sum that starts at
+ * +0: it is never -0), in double, rounded once to the dtype. The columns' taps are laid out once
+ * per call, padded with taps of weight 0 to the most any column reads, their indices in 32 bits
+ * (which GCC gathers: 64-bit indices of float32 rows left the loop scalar). Per row, a block of
+ * RS_BLOCK outputs is summed tap by tap (vectorised across the outputs), or a row of 2 x 2 taps in
+ * one pass; nearest copies a row whose source row is the row above's. bench_roofline, 8x64x24x24
+ * x2, 1 thread: nearest 36 -> 0.30 ms, bilinear 309 -> 1.4 ms. */
+#define RS_BLOCK 256
+
+struct rs_job {
+	const void *x;
+	void *y;
+	int f64;
+	int64_t in_h, in_w, out_h, out_w, nw; /* nw: taps per column (1, 2 or 4) */
+	int64_t outer_r, outer_dims[RT_MAX_DIMS], outer_st[RT_MAX_DIMS];
+	const struct taps *outer_tp[RT_MAX_DIMS], *rows; /* rows: out_h taps (one of weight 1 when rank 1) */
+	const int32_t *ci; /* [k][out_w] column indices (the rows are under 2^31 long) */
+	const double *cw;  /* [k][out_w] column weights */
+	int nearest;       /* every tap one of weight 1: each output is +0 + its one input */
+};
+
+/* acc[o] += wh ww_k[o] x row[ci_k[o]] for the outputs of one row (a term of weight 0 adds +0) */
+VM_CLONES static void rs_terms_f32(double *restrict acc, const float *restrict row, const int32_t *restrict ci,
+				    const double *restrict cw, double wh, int64_t n)
+{
+	for (int64_t o = 0; o < n; o++) {
+		double w = wh * cw[o], t = w * (double)row[ci[o]];
+		acc[o] += w != 0 ? t : 0.0;
+	}
+}
+
+VM_CLONES static void rs_terms_f64(double *restrict acc, const double *restrict row, const int32_t *restrict ci,
+				    const double *restrict cw, double wh, int64_t n)
+{
+	for (int64_t o = 0; o < n; o++) {
+		double w = wh * cw[o], t = w * row[ci[o]];
+		acc[o] += w != 0 ? t : 0.0;
+	}
+}
+
+/* Two rows by two columns (bilinear inside the input): the four terms of an output in the generic
+ * loop's order, (row 0, col 0), (0, 1), (1, 0), (1, 1), from +0, in one pass (the taps' loop above,
+ * one pass over the block per term, took 2.5 ms at 8x64x24x24 x2, this 1.4) */
+#define RS_BILINEAR(name, T)                                                                                        \
+	VM_CLONES static void name(T *restrict y, const T *restrict r0, const T *restrict r1,                        \
+				   const int32_t *restrict c0, const int32_t *restrict c1, const double *restrict w0, \
+				   const double *restrict w1, double h0, double h1, int64_t n)                       \
+	{                                                                                                            \
+		for (int64_t o = 0; o < n; o++) {                                                                    \
+			double a = h0 * w0[o], b = h0 * w1[o], c = h1 * w0[o], d = h1 * w1[o], s = 0;                \
+			double ta = a * (double)r0[c0[o]], tb = b * (double)r0[c1[o]];                                 \
+			double tc = c * (double)r1[c0[o]], td = d * (double)r1[c1[o]];                                 \
+			s += a != 0 ? ta : 0.0;                                                                       \
+			s += b != 0 ? tb : 0.0;                                                                       \
+			s += c != 0 ? tc : 0.0;                                                                       \
+			s += d != 0 ? td : 0.0;                                                                       \
+			y[o] = (T)s;                                                                                  \
+		}                                                                                                    \
+	}
+RS_BILINEAR(rs_bilinear_f32, float)
+RS_BILINEAR(rs_bilinear_f64, double)
+#undef RS_BILINEAR
+
+VM_CLONES static void rs_row_f32(float *restrict y, const float *restrict row, const int32_t *restrict ci, int64_t n)
+{
+	for (int64_t o = 0; o < n; o++)
+		y[o] = 0.0f + row[ci[o]];
+}
+
+VM_CLONES static void rs_row_f64(double *restrict y, const double *restrict row, const int32_t *restrict ci, int64_t n)
+{
+	for (int64_t o = 0; o < n; o++)
+		y[o] = 0.0 + row[ci[o]];
+}
+
+/* The one input a tap set reads: a tap of weight 1 among taps of weight 0 (whose terms the generic
+ * loop leaves out: their product with the other axes' weights is 0); -1 when it is no such set. */
+static int64_t rs_one_tap(const struct taps *t)
+{
+	int64_t at = -1;
+	for (int k = 0; k < t->n; k++) {
+		if (t->w[k] == 1 && at < 0)
+			at = t->i[k];
+		else if (t->w[k] != 0)
+			return -1;
+	}
+	return at;
+}
+
+static void rs_planes(void *arg, int64_t p0, int64_t p1)
+{
+	const struct rs_job *j = arg;
+	int64_t oh = j->out_h, ow = j->out_w, es = j->f64 ? 8 : 4;
+	double acc[RS_BLOCK];
+	for (int64_t p = p0; p < p1; p++) {
+		int64_t src = 0, rest = p;
+		for (int i = (int)j->outer_r - 1; i >= 0; i--) {
+			src += rs_one_tap(&j->outer_tp[i][rest % j->outer_dims[i]]) * j->outer_st[i];
+			rest /= j->outer_dims[i];
+		}
+		const uint8_t *xp = (const uint8_t *)j->x + src * es;
+		uint8_t *yp = (uint8_t *)j->y + p * oh * ow * es;
+		for (int64_t r = 0; r < oh; r++) {
+			const struct taps *t = &j->rows[r];
+			uint8_t *yr = yp + r * ow * es;
+			if (j->nearest) {
+				if (r && t->i[0] == j->rows[r - 1].i[0]) { /* the row above's source: its bits */
+					memcpy(yr, yr - ow * es, (size_t)(ow * es));
+					continue;
+				}
+				const uint8_t *xr = xp + t->i[0] * j->in_w * es;
+				if (j->f64)
+					rs_row_f64((double *)yr, (const double *)xr, j->ci, ow);
+				else
+					rs_row_f32((float *)yr, (const float *)xr, j->ci, ow);
+				continue;
+			}
+			if (t->n == 2 && j->nw == 2) {
+				const uint8_t *x0 = xp + t->i[0] * j->in_w * es, *x1 = xp + t->i[1] * j->in_w * es;
+				if (j->f64)
+					rs_bilinear_f64((double *)yr, (const double *)x0, (const double *)x1, j->ci, j->ci + ow, j->cw,
+							j->cw + ow, t->w[0], t->w[1], ow);
+				else
+					rs_bilinear_f32((float *)yr, (const float *)x0, (const float *)x1, j->ci, j->ci + ow, j->cw,
+							j->cw + ow, t->w[0], t->w[1], ow);
+				continue;
+			}
+			for (int64_t o0 = 0; o0 < ow; o0 += RS_BLOCK) {
+				int64_t nb = ow - o0 < RS_BLOCK ? ow - o0 : RS_BLOCK;
+				for (int64_t o = 0; o < nb; o++)
+					acc[o] = 0;
+				for (int kh = 0; kh < t->n; kh++) {
+					const uint8_t *xr = xp + t->i[kh] * j->in_w * es;
+					for (int64_t k = 0; k < j->nw; k++) {
+						const int32_t *ci = j->ci + k * ow + o0;
+						const double *cw = j->cw + k * ow + o0;
+						if (j->f64)
+							rs_terms_f64(acc, (const double *)xr, ci, cw, t->w[kh], nb);
+						else
+							rs_terms_f32(acc, (const float *)xr, ci, cw, t->w[kh], nb);
+					}
+				}
+				if (j->f64)
+					memcpy(yr + o0 * es, acc, (size_t)nb * sizeof *acc);
+				else
+					for (int64_t o = 0; o < nb; o++)
+						((float *)yr)[o0 + o] = (float)acc[o];
+			}
+		}
+	}
+}
+
+/* The typed fast path over y (allocated) when the dtype and the taps allow it: 1 when it ran, 0
+ * when the generic loop is to run, -1 out of memory. */
+static int resize_fast(const struct rtensor *a, struct rtensor *y, const struct taps *tp, const int64_t *off)
+{
+	int r = a->ndim, f64 = a->dtype == DT_DOUBLE;
+	if ((a->dtype != DT_FLOAT && !f64) || r < 1 || !y->numel || a->dims[r - 1] > INT32_MAX)
+		return 0;
+	struct rs_job j = {.x = a->data, .y = y->data, .f64 = f64, .outer_r = r > 2 ? r - 2 : 0, .nearest = 1};
+	static const struct taps one = {.n = 1, .w = {1}};
+	int64_t st[RT_MAX_DIMS], planes = 1;
+	c_strides(r, a->dims, st);
+	for (int i = 0; i < r; i++) {
+		int last = i == r - 1, row = r >= 2 && i == r - 2;
+		for (int64_t o = 0; o < y->dims[i]; o++) {
+			const struct taps *t = &tp[off[i] + o];
+			if (t->outside || (!last && !row && rs_one_tap(t) < 0))
+				return 0;
+			if (last && t->n > j.nw)
+				j.nw = t->n;
+			for (int k = 0; k < t->n; k++)
+				j.nearest &= t->n == 1 && t->w[k] == 1;
+		}
+		if (!last && !row) {
+			j.outer_dims[i] = y->dims[i], j.outer_st[i] = st[i], j.outer_tp[i] = &tp[off[i]];
+			planes *= y->dims[i];
+		}
+	}
+	j.in_w = a->dims[r - 1], j.out_w = y->dims[r - 1];
+	j.in_h = r >= 2 ? a->dims[r - 2] : 1, j.out_h = r >= 2 ? y->dims[r - 2] : 1;
+	j.rows = r >= 2 ? &tp[off[r - 2]] : &one;
+	int32_t *ci = xcalloc((size_t)(j.nw * j.out_w) + 1, sizeof *ci);
+	double *cw = xcalloc((size_t)(j.nw * j.out_w) + 1, sizeof *cw);
+	if (!ci || !cw) {
+		xfree(ci);
+		xfree(cw);
+		return -1;
+	}
+	for (int64_t o = 0; o < j.out_w; o++) { /* taps past a column's own: its first, weight 0 */
+		const struct taps *t = &tp[off[r - 1] + o];
+		for (int64_t k = 0; k < j.nw; k++) {
+			ci[k * j.out_w + o] = (int32_t)t->i[k < t->n ? k : 0];
+			cw[k * j.out_w + o] = k < t->n ? t->w[k] : 0;
+		}
+	}
+	j.ci = ci, j.cw = cw;
+	int64_t per = j.out_h * j.out_w;
+	kernel_for(planes, per ? (KERNEL_GRAIN + per - 1) / per : planes, rs_planes, &j);
+	xfree(ci);
+	xfree(cw);
+	return 1;
+}
+
 static int resize_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
@@ -221,8 +431,11 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 		return exec_status(x);
 	if (resize_axes(n, &m, (const struct rtensor *const *)in, a->ndim, a->dims, axs, &why))
 		return exec_fail(x, "%s", why);
+	int64_t outs = 1;
 	for (int i = 0; i < a->ndim; i++)
-		dims[i] = axs[i].out;
+		dims[i] = axs[i].out, outs *= axs[i].out ? 1 : 0;
+	if (!a->numel && outs) /* no element for the taps to read (they read outside X: garbage) */
+		return exec_fail(x, "X is empty but the output is not: there is nothing to resize");
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
 	const struct rtensor *y = out[0];
@@ -238,6 +451,11 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 	for (int i = 0; i < a->ndim; i++)
 		for (int64_t o = 0; o < dims[i]; o++)
 			axis_map(&m, &axs[i], o, &tp[off[i] + o]);
+	int fast = resize_fast(a, out[0], tp, off);
+	if (fast) {
+		xfree(tp);
+		return fast < 0 ? exec_fail(x, "out of memory") : 0;
+	}
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, st);
 	for (int64_t e = 0; e < y->numel; e++) {
@@ -332,13 +550,22 @@ static int resize_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], g);
 }
 
-/* each output element reads up to 4 inputs along each resized axis */
+/* Each output is the sum of T terms, T the product over the axes of the taps each reads (nearest
+ * 1, linear 2, cubic 4; 1 on an axis kept at its size): 2 FLOPs a term (its weight, its product
+ * added), none for nearest. Bytes: the output written, and the input read once, or only the
+ * elements the taps reach when that is less (a downscale), plus roi, scales and sizes. */
 static void resize_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 			uint64_t *bytes)
 {
-	(void)n;
-	(void)bytes;
-	*flops = (uint64_t)out[0]->numel * 2u * (in[0]->ndim > 2 ? 16u : 4u); /* up to 4 taps on 2 axes */
+	const struct rtensor *a = in[0], *y = out[0];
+	uint64_t taps = attr_str_is(n, "mode", "cubic", 0) ? 4 : attr_str_is(n, "mode", "nearest", 1) ? 1 : 2, t = 1;
+	for (int i = 0; i < a->ndim && i < y->ndim; i++)
+		t *= a->dims[i] == y->dims[i] ? 1 : taps;
+	uint64_t read = (uint64_t)y->numel * t * dtype_size(a->dtype);
+	*flops = t > 1 ? 2 * t * (uint64_t)y->numel : 0;
+	*bytes = (uint64_t)y->nbytes + (read < a->nbytes ? read : (uint64_t)a->nbytes);
+	for (uint32_t k = 1; k < n->n_in; k++)
+		*bytes += in[k] ? in[k]->nbytes : 0;
 }
 
 const struct op_impl op_resize = {.run = resize_run, .cost = resize_cost, .grad = resize_grad, .recompute = RC_CHEAP,

@@ -686,6 +686,17 @@ static double row_roof(const struct row *r, double peak, double bw, int *compute
 	return s;
 }
 
+/* A view op (OPF_VIEW: Reshape, Flatten, Squeeze, Unsqueeze): where its input dies at the node
+ * the output takes the input's buffer (exec_take) and moves no bytes, as its gradient's Reshape
+ * does; its forward case here reads a parameter, which lives on, so the time is the copy made then */
+static int row_view(const struct row *r)
+{
+	enum op_id op = op_lookup(NULL, r->op);
+	return op != OP_UNKNOWN && (op_table[op].flags & OPF_VIEW);
+}
+
+#define VIEW_NOTE "view: no bytes where the input dies at the node (the output takes its buffer); else a copy, timed here"
+
 static void row_print(const struct row *r, const struct opts *o, double peak, double bw)
 {
 	if (r->why) {
@@ -701,6 +712,15 @@ static void row_print(const struct row *r, const struct opts *o, double peak, do
 		sum += (double)(compute ? r->f[i] : r->b[i]);
 	double rate = r->best > 0 ? sum / r->best / 1e9 : 0;
 	const char *unit = compute ? "GFLOP/s" : "GB/s", *flag = frac < 0.25 ? "<25%" : "";
+	if (row_view(r)) {
+		if (o->tsv)
+			printf("%s\t%s\t%s\t%.3f\t%.3f\t%.1f\t%.1f\t%s\tview\t%s\n", r->op, r->dir, r->shape, r->sec * 1e3,
+			       r->best * 1e3, rate, bw, unit, VIEW_NOTE);
+		else
+			printf("| %s | %s | %s | %.3f | %.3f | %.1f %s | %.1f %s | view | %s |\n", r->op, r->dir, r->shape,
+			       r->sec * 1e3, r->best * 1e3, rate, unit, bw, unit, VIEW_NOTE);
+		return;
+	}
 	if (o->tsv)
 		printf("%s\t%s\t%s\t%.3f\t%.3f\t%.1f\t%.1f\t%s\t%.3f\t%s\n", r->op, r->dir, r->shape, r->sec * 1e3, r->best * 1e3,
 		       rate, compute ? peak : bw, unit, frac, flag);
@@ -714,7 +734,7 @@ static double final_peak, final_bw; /* the roofs the table applies */
 static double row_frac(const struct row *r)
 {
 	int compute;
-	return r->why || r->best <= 0 ? 2 : row_roof(r, final_peak, final_bw, &compute) / r->best;
+	return r->why || r->best <= 0 || row_view(r) ? 2 : row_roof(r, final_peak, final_bw, &compute) / r->best;
 }
 
 static int by_frac(const void *a, const void *b)
