@@ -3212,11 +3212,16 @@ static void es_check(const struct es_case *c, int f64)
 		 "outputs: [{name: y}]\n",
 		 ins, list, c->eq);
 	struct graph *g = load_text("einsum_fast.yaml", text);
-	struct gd_err e = {0};
-	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = (size_t)c->n};
-	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_assert(x, "%s: %s", c->eq, e.msg);
-	const struct rtensor *y = exec_value(x, g->outputs[0]);
+	struct exec *x3 = NULL, *x = NULL;
+	for (int th = 3; th >= 1; th -= 2) { /* the same bits at 1 thread as at 3 */
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = (size_t)c->n};
+		pool_set_threads(th);
+		*(th == 3 ? &x3 : &x) = exec_run(g, &o, NULL, &e);
+		cr_assert(th == 3 ? x3 : x, "%s: %s", c->eq, e.msg);
+	}
+	const struct rtensor *y = exec_value(x, g->outputs[0]), *y3 = exec_value(x3, g->outputs[0]);
+	cr_expect(y->nbytes == y3->nbytes && !memcmp(y->data, y3->data, y->nbytes), "%s: 1 and 3 threads differ", c->eq);
 	cr_assert_eq(y->dtype, t[0].dtype, "%s", c->eq);
 	double *r = xmalloc((size_t)(y->numel + 1) * sizeof *r), *mag = xmalloc((size_t)(y->numel + 1) * sizeof *mag);
 	const double *ops[3] = {val[0], val[1], val[2]};
@@ -3232,6 +3237,7 @@ static void es_check(const struct es_case *c, int f64)
 		}
 	}
 	exec_free(x);
+	exec_free(x3);
 	graph_free(g);
 	for (int i = 0; i < c->n; i++) {
 		free(val[i]);
@@ -3273,6 +3279,11 @@ Test(exec, einsum_fast_path_against_the_sum_written_here)
 		{"bij,bjk->bik", NULL, 2, {{0, 3, 4}, {0, 4, 5}}, {3, 3}},
 		{"ij->i", NULL, 1, {{3, 0}}, {2}},
 		{"iij,jk,kl->il", NULL, 3, {{3, 3, 4}, {4, 5}, {5, 2}}, {3, 2, 2}},
+		/* big enough to be cut into pieces over 3 threads */
+		{"ij->i", NULL, 1, {{300, 100}}, {2}},
+		{"ij->j", NULL, 1, {{300, 100}}, {2}},
+		{"i,j->ij", NULL, 2, {{300}, {100}}, {1, 1}},
+		{"bij,bkj->bik", NULL, 2, {{128, 32, 32}, {128, 32, 32}}, {3, 3}},
 	};
 	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
 		for (int f64 = 0; f64 < 2; f64++)

@@ -13,6 +13,7 @@
 #include "kernel.h"
 
 #include "blas.h"
+#include "vmath.h"
 #include <stdint.h>
 
 #include <stdio.h>
@@ -180,27 +181,72 @@ static int64_t ein_stride(const struct eterm *t, char c, const int64_t *lsz)
 	return ein_numel(at + 1, lsz);
 }
 
-/* acc[i so] += p[i si] for n elements, typed and small, so that GCC vectorises the unit strides */
-#define OWN_RUN(name, T)                                                                                      \
-	static inline __attribute__((always_inline)) void name(double *restrict acc, const T *restrict p,   \
-								 int64_t n, int64_t si, int64_t so)         \
-	{                                                                                                   \
-		if (so) {                                                                                   \
-			for (int64_t i = 0; i < n; i++)                                                     \
-				acc[i * so] += p[i * si];                                                   \
-			return;                                                                             \
-		}                                                                                           \
-		double s[4] = {0, 0, 0, 0};                                                                 \
-		int64_t i = 0;                                                                              \
-		for (; i + 4 <= n; i += 4)                                                                  \
-			for (int k = 0; k < 4; k++)                                                         \
-				s[k] += p[(i + k) * si];                                                    \
-		for (; i < n; i++)                                                                          \
-			s[0] += p[i * si];                                                                  \
-		acc[0] += (s[0] + s[1]) + (s[2] + s[3]);                                                    \
+/* acc[i so] += p[i si] for n elements (so 0: their sum added, in four partial sums), typed, with
+ * the unit strides apart so that GCC vectorises them */
+#define OWN_RUN(name, T)                                                                                    \
+	static inline __attribute__((always_inline)) double name##_sum(const T *restrict p, int64_t n,    \
+								       int64_t si)                         \
+	{                                                                                                 \
+		double s[4] = {0, 0, 0, 0};                                                               \
+		int64_t i = 0;                                                                            \
+		for (; i + 4 <= n; i += 4)                                                                \
+			for (int k = 0; k < 4; k++)                                                       \
+				s[k] += p[(i + k) * si];                                                  \
+		for (; i < n; i++)                                                                        \
+			s[0] += p[i * si];                                                                \
+		return (s[0] + s[1]) + (s[2] + s[3]);                                                     \
+	}                                                                                                 \
+	static inline __attribute__((always_inline)) void name(double *restrict acc, const T *restrict p, \
+								 int64_t n, int64_t si, int64_t so)       \
+	{                                                                                                 \
+		if (so == 1 && si == 1)                                                                   \
+			for (int64_t i = 0; i < n; i++)                                                   \
+				acc[i] += p[i];                                                           \
+		else if (so)                                                                              \
+			for (int64_t i = 0; i < n; i++)                                                   \
+				acc[i * so] += p[i * si];                                                 \
+		else                                                                                      \
+			acc[0] += si == 1 ? name##_sum(p, n, 1) : name##_sum(p, n, si);                  \
 	}
 OWN_RUN(own_run_f, float)
 OWN_RUN(own_run_d, double)
+
+/* ein_own's walk over an operand's distinct labels (dims; strides st in the operand, ost in the
+ * sums, 0 for a label summed), the last innermost: pieces of kernel_for are ranges of the first
+ * label, cut only where it is kept, so that each sum is made in one piece, in one order */
+struct own_walk {
+	int nd, f64;
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS], ost[RT_MAX_DIMS];
+	const void *p;
+	double *acc;
+};
+
+VM_CLONES static void own_piece(void *arg, int64_t lo, int64_t hi)
+{
+	const struct own_walk *w = arg;
+	int nd = w->nd, in = nd > 1 ? nd - 1 : 0;
+	int64_t rows = 1, n = nd > 1 ? w->dims[in] : hi - lo;
+	for (int l = 1; l < nd - 1; l++)
+		rows *= w->dims[l];
+	for (int64_t i0 = nd > 1 ? lo : 0; i0 < (nd > 1 ? hi : 1); i0++) {
+		int64_t idx[RT_MAX_DIMS] = {0}, io = (nd > 1 ? i0 : lo) * w->st[0], oo = (nd > 1 ? i0 : lo) * w->ost[0];
+		for (int64_t r = 0; r < rows; r++) {
+			if (w->f64)
+				own_run_d(w->acc + oo, (const double *)w->p + io, n, w->st[in], w->ost[in]);
+			else
+				own_run_f(w->acc + oo, (const float *)w->p + io, n, w->st[in], w->ost[in]);
+			for (int l = nd - 2; l >= 1; l--) {
+				io += w->st[l];
+				oo += w->ost[l];
+				if (++idx[l] < w->dims[l])
+					break;
+				io -= w->st[l] * w->dims[l];
+				oo -= w->ost[l] * w->dims[l];
+				idx[l] = 0;
+			}
+		}
+	}
+}
 
 /* t = operand `lab` (dims, data) with its repeated labels' diagonals taken and the labels not in
  * keep summed: a view of the data when there are none. */
@@ -239,23 +285,14 @@ static int ein_own(struct exec *x, const struct rtensor *r, const char *lab, con
 	double *acc = exec_scratch(x, ab);
 	if (!acc)
 		return exec_status(x);
-	/* the walk over the distinct labels, the last (usually the contiguous one) innermost */
-	int64_t idx[RT_MAX_DIMS] = {0}, io = 0, oo = 0, inner = nd ? dims[nd - 1] : 1;
-	for (int64_t e = 0; total && e < total; e += inner) {
-		if (r->dtype == DT_FLOAT)
-			own_run_f(acc + oo, (const float *)r->data + io, inner, nd ? st[nd - 1] : 0, nd ? ost[nd - 1] : 0);
-		else
-			own_run_d(acc + oo, (const double *)r->data + io, inner, nd ? st[nd - 1] : 0, nd ? ost[nd - 1] : 0);
-		for (int l = nd - 2; l >= 0; l--) {
-			io += st[l];
-			oo += ost[l];
-			if (++idx[l] < dims[l])
-				break;
-			io -= st[l] * dims[l];
-			oo -= ost[l] * dims[l];
-			idx[l] = 0;
-		}
-	}
+	struct own_walk w = {.nd = nd, .f64 = r->dtype == DT_DOUBLE, .p = r->data, .acc = acc};
+	memcpy(w.dims, dims, sizeof dims);
+	memcpy(w.st, st, sizeof st);
+	memcpy(w.ost, ost, sizeof ost);
+	if (total && ost[0])
+		kernel_for(dims[0], KERNEL_GRAIN / (total / dims[0]) + 1, own_piece, &w);
+	else if (total)
+		own_piece(&w, 0, dims[0]);
 	if (r->dtype == DT_DOUBLE) {
 		t->data = acc;
 		t->own = ab;
@@ -338,6 +375,32 @@ struct ein_gemm {
 	const void *a, *b;
 	void *c;
 };
+
+/* K = 1, an outer product per batch entry: rows [lo, hi) of the (batch x M) rows of C, each
+ * element one product, as the GEMM's bits (alpha 1, beta 0) */
+#define OUTER_ROWS(name, T)                                                                          \
+	static inline __attribute__((always_inline)) void name(T *restrict c, const T *restrict b, T a, \
+								 int64_t n)                              \
+	{                                                                                            \
+		for (int64_t i = 0; i < n; i++)                                                      \
+			c[i] = a * b[i];                                                             \
+	}
+OUTER_ROWS(outer_row_f, float)
+OUTER_ROWS(outer_row_d, double)
+
+VM_CLONES static void ein_outer(void *arg, int64_t lo, int64_t hi)
+{
+	const struct ein_gemm *j = arg;
+	for (int64_t r = lo; r < hi; r++) {
+		int64_t bi = r / j->m, i = r % j->m;
+		if (j->dt == DT_FLOAT)
+			outer_row_f((float *)j->c + r * j->n, (const float *)j->b + bi * j->sb,
+				    ((const float *)j->a)[bi * j->sa + i], j->n);
+		else
+			outer_row_d((double *)j->c + r * j->n, (const double *)j->b + bi * j->sb,
+				    ((const double *)j->a)[bi * j->sa + i], j->n);
+	}
+}
 
 static void ein_gemms(void *arg, int64_t lo, int64_t hi)
 {
@@ -423,6 +486,10 @@ static int ein_pair(struct exec *x, struct eterm *a, struct eterm *b, const char
 	struct ein_gemm j = {.dt = dt, .ta = la == 2, .tb = lb == 2, .m = m, .n = n, .k = k, .lda = la == 2 ? m : k,
 			     .ldb = lb == 2 ? k : n, .sa = m * k, .sb = k * n, .sc = m * n, .a = a->data, .b = b->data,
 			     .c = c->data};
+	if (k == 1) {
+		kernel_for(nb * m, KERNEL_GRAIN / n + 1, ein_outer, &j);
+		return 0;
+	}
 	/* each GEMM the same call whichever thread makes it; blas.h cuts a big one itself */
 	kernel_for(nb, (int64_t)((1 << 20) / ((double)(m * n) * (double)k + 1)) + 1, ein_gemms, &j);
 	return 0;
