@@ -3521,3 +3521,214 @@ Test(exec, resize_of_an_empty_input_to_a_non_empty_output_fails)
 	exec_free(x);
 	graph_free(g);
 }
+
+
+/* #52 einsum: Einsum's fast path (einsum.c: pairs contracted as batched GEMMs) against the sum
+ * over every combination of label values written here in double: attention's two products, a
+ * bilinear layer, batched products, transposes, diagonals, traces, one-operand sums, outer
+ * products, ellipses, implicit outputs, sizes 1 and 0, outputs in another order than the product
+ * gives; float32 within 1e-5 sqrt(K) of the sum of the terms' magnitudes, float64 within 1e-12. And
+ * its cost: 2 FLOPs per combination of each pair's labels. */
+struct es_case {
+	const char *eq, *ref; /* ref: the equation explicit, ellipses spelled out (NULL: eq is) */
+	int n;
+	int64_t dims[3][4];
+	int nd[3];
+};
+
+/* the sum over every combination of ref's label values (the equation explicit, letters only) of
+ * ops' products, in double, into y and the magnitudes' sum into mag; the terms per element */
+static int64_t es_reference(const char *ref, int n, const double *const *ops, const int64_t (*dims)[4], double *y,
+			    double *mag, int64_t ny)
+{
+	char terms[4][16] = {{0}}, labels[32] = "";
+	int64_t size[128] = {0};
+	int k = 0, len = 0;
+	for (const char *c = ref; *c; c++) {
+		if (*c == ',' || *c == '-') {
+			k++;
+			len = 0;
+			c += *c == '-';
+			continue;
+		}
+		terms[k][len++] = *c;
+		if (!strchr(labels, *c))
+			labels[strlen(labels)] = *c;
+	}
+	cr_assert_eq(k, n, "%s", ref);
+	for (int i = 0; i < n; i++)
+		for (int d = 0; terms[i][d]; d++)
+			size[(int)terms[i][d]] = dims[i][d];
+	int nl = (int)strlen(labels);
+	int64_t total = 1, inner = 1, idx[128] = {0};
+	for (int l = 0; l < nl; l++) {
+		total *= size[(int)labels[l]];
+		inner *= strchr(terms[n], labels[l]) ? 1 : size[(int)labels[l]];
+	}
+	for (int64_t e = 0; e < ny; e++)
+		y[e] = mag[e] = 0;
+	for (int64_t e = 0; e < total; e++) {
+		int64_t rem = e;
+		for (int l = nl - 1; l >= 0; l--) {
+			idx[(int)labels[l]] = rem % size[(int)labels[l]];
+			rem /= size[(int)labels[l]];
+		}
+		double v = 1;
+		for (int i = 0; i < n; i++) {
+			int64_t at = 0;
+			for (int d = 0; terms[i][d]; d++)
+				at = at * size[(int)terms[i][d]] + idx[(int)terms[i][d]];
+			v *= ops[i][at];
+		}
+		int64_t o = 0;
+		for (int d = 0; terms[n][d]; d++)
+			o = o * size[(int)terms[n][d]] + idx[(int)terms[n][d]];
+		y[o] += v;
+		mag[o] += fabs(v);
+	}
+	return inner;
+}
+
+static void es_check(const struct es_case *c, int f64)
+{
+	static const char *names[3] = {"a", "b", "c"};
+	char text[1200], ins[600] = "", list[40] = "";
+	struct rtensor t[3];
+	double *val[3];
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	size_t es = f64 ? 8 : 4;
+	for (int i = 0; i < c->n; i++) {
+		int64_t numel = 1;
+		char shape[100] = "";
+		for (int d = 0; d < c->nd[i]; d++) {
+			numel *= c->dims[i][d];
+			snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)c->dims[i][d]);
+		}
+		snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s{name: %s, dtype: %s, shape: [%s]}", i ? ", " : "",
+			 names[i], f64 ? "float64" : "float32", shape);
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+		val[i] = xmalloc((size_t)(numel + 1) * sizeof(double));
+		t[i] = (struct rtensor){.dtype = f64 ? DT_DOUBLE : DT_FLOAT, .ndim = c->nd[i], .numel = numel,
+					.data = xmalloc((size_t)(numel + 1) * es), .nbytes = (size_t)numel * es, .known = 1};
+		memcpy(t[i].dims, c->dims[i], sizeof c->dims[i]);
+		for (int64_t e = 0; e < numel; e++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			float v = (float)((double)(s >> 40) / (double)(1 << 24) * 2 - 1);
+			val[i][e] = v;
+			if (f64)
+				((double *)t[i].data)[e] = v;
+			else
+				((float *)t[i].data)[e] = v;
+		}
+	}
+	snprintf(text, sizeof text,
+		 "graphdiet: 1\nopset: 17\ninputs: [%s]\nnodes:\n  - {op: Einsum, inputs: [%s], outputs: [y], attrs: {equation: \"%s\"}}\n"
+		 "outputs: [{name: y}]\n",
+		 ins, list, c->eq);
+	struct graph *g = load_text("einsum_fast.yaml", text);
+	struct exec *x3 = NULL, *x = NULL;
+	for (int th = 3; th >= 1; th -= 2) { /* the same bits at 1 thread as at 3 */
+		struct gd_err e = {0};
+		struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = (size_t)c->n};
+		pool_set_threads(th);
+		*(th == 3 ? &x3 : &x) = exec_run(g, &o, NULL, &e);
+		cr_assert(th == 3 ? x3 : x, "%s: %s", c->eq, e.msg);
+	}
+	const struct rtensor *y = exec_value(x, g->outputs[0]), *y3 = exec_value(x3, g->outputs[0]);
+	cr_expect(y->nbytes == y3->nbytes && !memcmp(y->data, y3->data, y->nbytes), "%s: 1 and 3 threads differ", c->eq);
+	cr_assert_eq(y->dtype, t[0].dtype, "%s", c->eq);
+	double *r = xmalloc((size_t)(y->numel + 1) * sizeof *r), *mag = xmalloc((size_t)(y->numel + 1) * sizeof *mag);
+	const double *ops[3] = {val[0], val[1], val[2]};
+	int64_t k = es_reference(c->ref ? c->ref : c->eq, c->n, ops, c->dims, r, mag, y->numel);
+	double tol = f64 ? 1e-12 : 1e-5 * sqrt((double)(k > 1 ? k : 1));
+	int bad = 0;
+	for (int64_t i = 0; i < y->numel && bad < 3; i++) {
+		double got = f64 ? ((const double *)y->data)[i] : ((const float *)y->data)[i];
+		if (!(fabs(got - r[i]) <= tol * mag[i] + (f64 ? 1e-300 : 1e-30))) {
+			cr_expect_fail("%s %s: element %lld is %.9g, the sum %.9g (magnitudes %.3g)", c->eq,
+				       f64 ? "float64" : "float32", (long long)i, got, r[i], mag[i]);
+			bad++;
+		}
+	}
+	exec_free(x);
+	exec_free(x3);
+	graph_free(g);
+	for (int i = 0; i < c->n; i++) {
+		free(val[i]);
+		free(t[i].data);
+	}
+	free(r);
+	free(mag);
+}
+
+Test(exec, einsum_fast_path_against_the_sum_written_here)
+{
+	static const struct es_case cases[] = {
+		{"bhqd,bhkd->bhqk", NULL, 2, {{2, 3, 5, 4}, {2, 3, 6, 4}}, {4, 4}},
+		{"bhqk,bhkd->bhqd", NULL, 2, {{2, 3, 5, 6}, {2, 3, 6, 4}}, {4, 4}},
+		{"bi,oij,bj->bo", NULL, 3, {{3, 4}, {5, 4, 6}, {3, 6}}, {2, 3, 2}},
+		{"bij,bjk->bik", NULL, 2, {{2, 3, 4}, {2, 4, 5}}, {3, 3}},
+		{"bjk,bij->bik", NULL, 2, {{2, 4, 5}, {2, 3, 4}}, {3, 3}},
+		{"ij->ji", NULL, 1, {{3, 5}}, {2}},
+		{"ii->i", NULL, 1, {{4, 4}}, {2}},
+		{"bii->b", NULL, 1, {{3, 4, 4}}, {3}},
+		{"ii", "ii->", 1, {{5, 5}}, {2}},
+		{"ij->i", NULL, 1, {{5, 7}}, {2}},
+		{"ij->j", NULL, 1, {{5, 7}}, {2}},
+		{"ijk->", NULL, 1, {{3, 5, 7}}, {3}},
+		{"i,j->ij", NULL, 2, {{5}, {7}}, {1, 1}},
+		{"ij,ij->", NULL, 2, {{4, 5}, {4, 5}}, {2, 2}},
+		{"ijk,k->i", NULL, 2, {{2, 3, 4}, {4}}, {3, 1}},
+		{"ij,jk", "ij,jk->ik", 2, {{3, 4}, {4, 2}}, {2, 2}},
+		{"...ij,...jk->...ik", "xyij,xyjk->xyik", 2, {{2, 3, 4, 5}, {2, 3, 5, 2}}, {4, 4}},
+		{"b...d,b...d->b...", "bxd,bxd->bx", 2, {{3, 4, 5}, {3, 4, 5}}, {3, 3}},
+		{"a...", "ax->xa", 1, {{3, 4}}, {2}},
+		{"bij,bjk->kib", NULL, 2, {{2, 3, 4}, {2, 4, 5}}, {3, 3}},
+		{"bhqd,bhkd->hkbq", NULL, 2, {{2, 3, 5, 4}, {2, 3, 6, 4}}, {4, 4}},
+		{"ik,kj->ij", NULL, 2, {{7, 301}, {301, 9}}, {2, 2}},
+		{"bhqd,bhkd->bhqk", NULL, 2, {{1, 3, 1, 4}, {1, 3, 6, 4}}, {4, 4}},
+		{"ij,jk->ik", NULL, 2, {{1, 1}, {1, 1}}, {2, 2}},
+		{"ij,jk->ik", NULL, 2, {{3, 0}, {0, 4}}, {2, 2}},
+		{"ij,jk->ik", NULL, 2, {{0, 3}, {3, 4}}, {2, 2}},
+		{"bij,bjk->bik", NULL, 2, {{0, 3, 4}, {0, 4, 5}}, {3, 3}},
+		{"ij->i", NULL, 1, {{3, 0}}, {2}},
+		{"iij,jk,kl->il", NULL, 3, {{3, 3, 4}, {4, 5}, {5, 2}}, {3, 2, 2}},
+		/* big enough to be cut into pieces over 3 threads */
+		{"ij->i", NULL, 1, {{300, 100}}, {2}},
+		{"ij->j", NULL, 1, {{300, 100}}, {2}},
+		{"i,j->ij", NULL, 2, {{300}, {100}}, {1, 1}},
+		{"bij,bkj->bik", NULL, 2, {{128, 32, 32}, {128, 32, 32}}, {3, 3}},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+		for (int f64 = 0; f64 < 2; f64++)
+			es_check(&cases[k], f64);
+}
+
+Test(exec, einsum_costs_two_flops_per_combination_of_each_pairs_labels)
+{
+	/* bhqd,bhkd->bhqk over (2,3,5,4) and (2,3,6,4): 2 x 2 3 5 6 4 = 1440 FLOPs; bytes 4 x (120 +
+	 * 144 + 180) = 1776. bi,oij,bj->bo over (3,4), (5,4,6), (3,6): b i o j of the first pair, 2 x
+	 * 3 4 5 6 = 720, then b o j, 2 x 3 5 6 = 180: 900; bytes 4 x (12 + 120 + 18 + 15) = 660. ii->i
+	 * over (4,4): 4 additions (one per diagonal element read); bytes 4 x (16 + 4). */
+	static const struct {
+		const char *inputs, *node;
+		uint64_t flops, bytes;
+	} cases[] = {
+		{"[{name: a, dtype: float32, shape: [2, 3, 5, 4]}, {name: b, dtype: float32, shape: [2, 3, 6, 4]}]",
+		 "{op: Einsum, inputs: [a, b], outputs: [y], attrs: {equation: \"bhqd,bhkd->bhqk\"}}", 1440, 1776},
+		{"[{name: a, dtype: float32, shape: [3, 4]}, {name: b, dtype: float32, shape: [5, 4, 6]}, "
+		 "{name: c, dtype: float32, shape: [3, 6]}]",
+		 "{op: Einsum, inputs: [a, b, c], outputs: [y], attrs: {equation: \"bi,oij,bj->bo\"}}", 900, 660},
+		{"[{name: a, dtype: float32, shape: [4, 4]}]",
+		 "{op: Einsum, inputs: [a], outputs: [y], attrs: {equation: \"ii->i\"}}", 4, 80},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char text[600];
+		snprintf(text, sizeof text, "graphdiet: 1\nopset: 17\ninputs: %s\nnodes: [%s]\noutputs: [{name: y}]\n",
+			 cases[k].inputs, cases[k].node);
+		struct exec_stats st = stats_of("einsum_cost.yaml", text);
+		cr_expect_eq(st.flops, cases[k].flops, "%s: %llu FLOPs", cases[k].node, (unsigned long long)st.flops);
+		cr_expect_eq(st.bytes_moved, cases[k].bytes, "%s: %llu bytes", cases[k].node,
+			     (unsigned long long)st.bytes_moved);
+	}
+}
