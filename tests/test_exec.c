@@ -3522,7 +3522,6 @@ Test(exec, resize_of_an_empty_input_to_a_non_empty_output_fails)
 	graph_free(g);
 }
 
-
 /* #52 einsum: Einsum's fast path (einsum.c: pairs contracted as batched GEMMs) against the sum
  * over every combination of label values written here in double: attention's two products, a
  * bilinear layer, batched products, transposes, diagonals, traces, one-operand sums, outer
