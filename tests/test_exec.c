@@ -3135,11 +3135,15 @@ struct nm_case {
 	int nd;
 	int64_t dims[4];
 	int64_t k;         /* GroupNorm: groups; LpNorm: p; LRN: size */
-	int64_t axis;      /* LpNorm's axis */
+	int64_t axis;      /* LpNorm's axis; LRN's beta and bias: nm_lrn[axis] */
 	int per_channel;   /* GroupNorm's scale: per channel (C), else per group */
 	const char *axes;  /* MVN's axes ("" default), as a YAML list */
 	uint8_t red[4];    /* MVN: the reduced axes */
 };
+
+/* LRN's beta and bias: float32 results by the roots of beta 0.75, 0.5 and 1 (bias 0: d = 0 in
+ * rows of zeros), the others by pow */
+static const double nm_lrn[][2] = {{0.6, 1.5}, {0.75, 1.5}, {0.75, 0}, {0.5, 2}, {1, 1.5}};
 
 static void nm_reference(const struct nm_case *c, const double *v, const double *sc, const double *bi, double *r)
 {
@@ -3147,7 +3151,7 @@ static void nm_reference(const struct nm_case *c, const double *v, const double 
 	for (int i = 0; i < c->nd; i++)
 		n *= c->dims[i];
 	int64_t inner = N * C != 0 ? n / (N * C) : 0;
-	double eps = (double)1e-3f, alpha = (double)2e-2f, beta = (double)0.6f, bias = (double)1.5f;
+	double eps = (double)1e-3f, alpha = (double)2e-2f, beta = (double)(float)nm_lrn[c->axis][0], bias = nm_lrn[c->axis][1];
 	if (!strcmp(c->op, "InstanceNormalization") || !strcmp(c->op, "GroupNormalization")) {
 		int64_t G = c->op[0] == 'I' ? C : c->k, len = C / G * inner;
 		for (int64_t p = 0; len && p < N * G; p++) {
@@ -3221,9 +3225,12 @@ Test(exec, norms_match_the_serial_walks_bit_for_bit)
 		{"LpNormalization", 3, {2, 7, 259}, 2, 0, 0, "", {0}},
 		{"LpNormalization", 2, {1, 1}, 2, 1, 0, "", {0}},
 		{"LRN", 4, {2, 7, 5, 61}, 3, 0, 0, "", {0}},
-		{"LRN", 4, {2, 7, 5, 61}, 4, 0, 0, "", {0}},
-		{"LRN", 3, {1, 3, 300}, 1, 0, 0, "", {0}},
-		{"LRN", 3, {2, 12, 1}, 9, 0, 0, "", {0}},
+		{"LRN", 4, {2, 7, 5, 61}, 4, 1, 0, "", {0}},
+		{"LRN", 3, {1, 3, 300}, 1, 2, 0, "", {0}},
+		{"LRN", 3, {2, 12, 1}, 9, 3, 0, "", {0}},
+		{"LRN", 4, {2, 5, 3, 97}, 5, 4, 0, "", {0}},
+		{"LRN", 4, {2, 5, 3, 97}, 5, 1, 0, "", {0}},
+		{"LRN", 4, {1, 6, 16, 17}, 2, 2, 0, "", {0}},
 		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "", {1, 0, 1, 1}},
 		{"MeanVarianceNormalization", 4, {3, 10, 4, 5}, 0, 0, 0, "", {1, 0, 1, 1}},
 		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "[2, 3]", {0, 0, 1, 1}},
@@ -3276,8 +3283,8 @@ Test(exec, norms_match_the_serial_walks_bit_for_bit)
 						 (long long)c->k, (long long)c->axis);
 				else if (c->op[0] == 'L')
 					snprintf(node, sizeof node,
-						 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: 0.02, beta: 0.6, bias: 1.5}}",
-						 (long long)c->k);
+						 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: 0.02, beta: %g, bias: %g}}",
+						 (long long)c->k, nm_lrn[c->axis][0], nm_lrn[c->axis][1]);
 				else
 					snprintf(node, sizeof node, "{op: MeanVarianceNormalization, inputs: [x], outputs: [y]%s%s%s}",
 						 *c->axes ? ", attrs: {axes: " : "", c->axes, *c->axes ? "}" : "");

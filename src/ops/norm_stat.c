@@ -9,7 +9,9 @@
  * LRN's pixels) are walked as a block, a vector of sums; the elementwise results are loops over
  * contiguous data that vectorise (ISO C: no product and sum is contracted into an FMA). Pieces of
  * independent planes, rows or pixel blocks go to the pool (kernel_for): no result depends on the
- * cut. A NaN comes out a NaN, but its payload is the compiler's operand order's. */
+ * cut. A NaN comes out a NaN, but its payload is the compiler's operand order's. One result is
+ * reached another way: LRN's float32 quotient by a root (beta 0.75, 0.5, 1) where that root
+ * provably rounds as glibc's pow does, else by pow (lrn_roots). */
 #include "norm_stat.h"
 #include "../util/xalloc.h"
 #include "kernel.h"
@@ -220,9 +222,50 @@ struct lrn_job {
 	double as, beta, bias; /* as: alpha / size, as the walk computes it first */
 };
 
+/* float32 results by a root that vectorises where it settles the rounding: q = x / r(d), r(d) one
+ * of d (beta 1), sqrt(d) (0.5) and sqrt(d) sqrt(sqrt(d)) (0.75), each within a few double ulps of
+ * d^beta for d > 0 finite, as glibc's pow is (under one ulp); where every real within 2^-40 of q
+ * (relative) rounds to one float, x / pow(d, beta) lies there too and rounds to that float, the
+ * walk's result. Elsewhere (a rounding boundary within reach, one element in about 2^15; d not
+ * positive and finite; NaNs) the walk's own x / pow(d, beta). */
+INLINE void lrn_roots(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *restrict s,
+		      int64_t w, double bias, double as, int root)
+{
+	for (int64_t t = 0; t < w; t++) {
+		double d = bias + as * s[t];
+		double r = root == 1 ? d : root == 2 ? sqrt(d) : sqrt(d) * sqrt(sqrt(d)), q = x[t] / r, e = fabs(q) * 0x1p-40;
+		float lo = (float)(q - e), hi = (float)(q + e);
+		ok[t] = d > 0 && d < INFINITY && lo == hi;
+		y[t] = lo;
+	}
+}
+
+INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double *restrict s, int64_t w,
+			const struct lrn_job *j)
+{
+	uint8_t ok[STAT_BLOCK];
+	int root = j->beta == 1 ? 1 : j->beta == 0.5 ? 2 : j->beta == 0.75 ? 3 : 0;
+	if (root == 1)
+		lrn_roots(y, ok, x, s, w, j->bias, j->as, 1);
+	else if (root == 2)
+		lrn_roots(y, ok, x, s, w, j->bias, j->as, 2);
+	else if (root == 3)
+		lrn_roots(y, ok, x, s, w, j->bias, j->as, 3);
+	for (int64_t t = 0; t < w; t++)
+		if (!root || !ok[t])
+			y[t] = (float)(x[t] / pow(j->bias + j->as * s[t], j->beta));
+}
+
+INLINE void lrn_out_f64(double *restrict y, const double *restrict x, const double *restrict s, int64_t w,
+			const struct lrn_job *j)
+{
+	for (int64_t t = 0; t < w; t++)
+		y[t] = x[t] / pow(j->bias + j->as * s[t], j->beta);
+}
+
 /* w (<= STAT_BLOCK) neighbouring pixels of one image (C, inner) from x: each pixel's window sum
  * from 0 over the channels in order, the block's pixels side by side */
-#define LRN_BLOCK(T, name)                                                                                  \
+#define LRN_BLOCK(T, name, out)                                                                             \
 	INLINE void name(T *restrict y, const T *restrict x, const struct lrn_job *j, int64_t w)             \
 	{                                                                                                   \
 		double s[STAT_BLOCK];                                                                       \
@@ -235,12 +278,11 @@ struct lrn_job {
 					double v = x[k * inner + t];                                        \
 					s[t] += v * v;                                                      \
 				}                                                                           \
-			for (int64_t t = 0; t < w; t++)                                                     \
-				y[c * inner + t] = (T)(x[c * inner + t] / pow(j->bias + j->as * s[t], j->beta)); \
+			out(y + c * inner, x + c * inner, s, w, j);                                         \
 		}                                                                                           \
 	}
-LRN_BLOCK(float, lrn_block_f32)
-LRN_BLOCK(double, lrn_block_f64)
+LRN_BLOCK(float, lrn_block_f32, lrn_out_f32)
+LRN_BLOCK(double, lrn_block_f64, lrn_out_f64)
 
 VM_CLONES static void lrn_piece(void *arg, int64_t u0, int64_t u1)
 {
