@@ -23,6 +23,18 @@
 #define STAT_BLOCK 256 /* columns or pixels summed as one block: two double arrays in L1 */
 #define INLINE static inline __attribute__((always_inline))
 
+/* name: a piece [lo, hi) of kernel_for over the job's units, by f32 or f64 after its a's dtype,
+ * given the job, y's and a's data */
+#define TYPED_PIECE(name, job, f32, f64)                               \
+	VM_CLONES static void name(void *arg, int64_t lo, int64_t hi)  \
+	{                                                              \
+		const struct job *j = arg;                             \
+		if (j->a->dtype == DT_DOUBLE)                          \
+			f64(j, j->y->data, j->a->data, lo, hi);        \
+		else                                                   \
+			f32(j, j->y->data, j->a->data, lo, hi);        \
+	}
+
 /* ---- InstanceNormalization and GroupNormalization: contiguous planes ---- */
 
 struct planes_job {
@@ -62,15 +74,11 @@ PLANE_MOMENTS(double, moments_f64)
 		for (int64_t i = 0; i < n; i++)                                                              \
 			y[i] = (T)((x[i] - m) * inv * sc + b);                                               \
 	}
-AFFINE(float, affine_f32)
-AFFINE(double, affine_f64)
 
 /* planes [p0, p1): STAT_CHAINS at a time, the rest one by one */
 #define PLANES(T, name, moments, affine)                                                                   \
-	INLINE void name(const struct planes_job *j, int64_t p0, int64_t p1)                                \
+	INLINE void name(const struct planes_job *j, T *y, const T *x, int64_t p0, int64_t p1)              \
 	{                                                                                                   \
-		const T *x = j->a->data;                                                                    \
-		T *y = j->y->data;                                                                          \
 		int64_t len = j->len, sub = j->sub;                                                         \
 		double mean[STAT_CHAINS], var[STAT_CHAINS];                                                 \
 		for (int64_t p = p0; p < p1;) {                                                             \
@@ -89,17 +97,12 @@ AFFINE(double, affine_f64)
 			}                                                                                   \
 		}                                                                                           \
 	}
+AFFINE(float, affine_f32)
+AFFINE(double, affine_f64)
 PLANES(float, planes_f32, moments_f32, affine_f32)
 PLANES(double, planes_f64, moments_f64, affine_f64)
 
-VM_CLONES static void planes_piece(void *arg, int64_t p0, int64_t p1)
-{
-	const struct planes_job *j = arg;
-	if (j->a->dtype == DT_DOUBLE)
-		planes_f64(j, p0, p1);
-	else
-		planes_f32(j, p0, p1);
-}
+TYPED_PIECE(planes_piece, planes_job, planes_f32, planes_f64)
 
 static int typed(const struct rtensor *a)
 {
@@ -170,10 +173,8 @@ LP_COLS(double, lp_cols_f64)
 
 /* units [u0, u1): rows (inner 1), else blocks of columns */
 #define LP_UNITS(T, name, rows, cols)                                                                         \
-	INLINE void name(const struct lp_job *j, int64_t u0, int64_t u1)                                       \
+	INLINE void name(const struct lp_job *j, T *y, const T *x, int64_t u0, int64_t u1)                     \
 	{                                                                                                      \
-		const T *x = j->a->data;                                                                       \
-		T *y = j->y->data;                                                                             \
 		int64_t len = j->len, inner = j->inner;                                                        \
 		if (inner == 1) {                                                                              \
 			for (; u0 + STAT_CHAINS <= u1; u0 += STAT_CHAINS)                                      \
@@ -192,14 +193,7 @@ LP_COLS(double, lp_cols_f64)
 LP_UNITS(float, lp_f32, lp_rows_f32, lp_cols_f32)
 LP_UNITS(double, lp_f64, lp_rows_f64, lp_cols_f64)
 
-VM_CLONES static void lp_piece(void *arg, int64_t u0, int64_t u1)
-{
-	const struct lp_job *j = arg;
-	if (j->a->dtype == DT_DOUBLE)
-		lp_f64(j, u0, u1);
-	else
-		lp_f32(j, u0, u1);
-}
+TYPED_PIECE(lp_piece, lp_job, lp_f32, lp_f64)
 
 int norm_stat_lp(struct rtensor *y, const struct rtensor *a, int64_t outer, int64_t len, int64_t inner, int p)
 {
