@@ -3250,7 +3250,7 @@ Test(exec, norms_match_the_serial_walks_bit_for_bit)
 		for (int f64 = 0; f64 < 2; f64++)
 			for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
 				const struct nm_case *c = &cases[ci];
-				int64_t n = 1, C = c->dims[1], ns = c->op[0] == 'G' && !c->per_channel ? c->k : C;
+				int64_t n = 1, C = c->dims[1], ns = c->op[0] == 'G' && !c->per_channel ? c->k : c->op[0] == 'G' || c->op[0] == 'I' ? C : 0;
 				for (int i = 0; i < c->nd; i++)
 					n *= c->dims[i];
 				uint32_t s = (uint32_t)ci * 31 + 7;

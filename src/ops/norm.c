@@ -9,7 +9,9 @@
  * PyTorch export states that correction in standard ops (rewrite/step.c), so every runtime agrees.
  * InstanceNormalization normalises each (n, c) plane. Dropout in training mode draws its mask from
  * Philox keyed by the node's seed attribute (or the run's seed and the node's name) and the training
- * step, so a recomputed Dropout draws its step's mask. */
+ * step, so a recomputed Dropout draws its step's mask. InstanceNormalization, GroupNormalization,
+ * MeanVarianceNormalization, LpNormalization and LRN run on float32 and float64 as norm_stat.c's
+ * typed loops, which keep the bits of the per-element walks here (those take the other dtypes). */
 #include "../util/philox.h"
 #include "../util/xalloc.h"
 #include "../autodiff/ad.h"
