@@ -3731,3 +3731,200 @@ Test(exec, einsum_costs_two_flops_per_combination_of_each_pairs_labels)
 			     (unsigned long long)st.bytes_moved);
 	}
 }
+
+/* #52 norms: InstanceNormalization, GroupNormalization, MeanVarianceNormalization,
+ * LpNormalization and LRN on float32 and float64 (their typed loops, norm_stat.c) against the
+ * walks written here as norm.c's per-element kernels compute them: statistics in double, each sum
+ * serial from 0 in index order, the result rounded once to the dtype; bit for bit (a NaN for a
+ * NaN), over rf_value's specials (NaN, +-inf, +-0, subnormals, huge), at 1 and 3 threads, at sizes
+ * that leave remainders of the kernels' eight chains and 256-wide blocks, and of 0 and 1 elements. */
+
+/* a plane's (n elements from v, step 1) mean and population variance about it, serially */
+static double nm_moments(const double *v, int64_t n, double *var)
+{
+	double s = 0, q = 0;
+	for (int64_t j = 0; j < n; j++)
+		s += v[j];
+	double m = s / (double)n;
+	for (int64_t j = 0; j < n; j++)
+		q += (v[j] - m) * (v[j] - m);
+	*var = q / (double)n;
+	return m;
+}
+
+/* the reference of one op over v (shape dims, nd axes) into r; attributes as the cases give them */
+struct nm_case {
+	const char *op;
+	int nd;
+	int64_t dims[4];
+	int64_t k;         /* GroupNorm: groups; LpNorm: p; LRN: size */
+	int64_t axis;      /* LpNorm's axis; LRN's beta and bias: nm_lrn[axis] */
+	int per_channel;   /* GroupNorm's scale: per channel (C), else per group */
+	const char *axes;  /* MVN's axes ("" default), as a YAML list */
+	uint8_t red[4];    /* MVN: the reduced axes */
+};
+
+/* LRN's beta and bias: float32 results by the roots of beta 0.75, 0.5 and 1 (bias 0: d = 0 in
+ * rows of zeros), the others by pow */
+static const double nm_lrn[][2] = {{0.6, 1.5}, {0.75, 1.5}, {0.75, 0}, {0.5, 2}, {1, 1.5}};
+
+static void nm_reference(const struct nm_case *c, const double *v, const double *sc, const double *bi, double *r)
+{
+	int64_t n = 1, N = c->dims[0], C = c->nd > 1 ? c->dims[1] : 1;
+	for (int i = 0; i < c->nd; i++)
+		n *= c->dims[i];
+	int64_t inner = N * C != 0 ? n / (N * C) : 0;
+	double eps = (double)1e-3f, alpha = (double)2e-2f, beta = (double)(float)nm_lrn[c->axis][0], bias = nm_lrn[c->axis][1];
+	if (!strcmp(c->op, "InstanceNormalization") || !strcmp(c->op, "GroupNormalization")) {
+		int64_t G = c->op[0] == 'I' ? C : c->k, len = C / G * inner;
+		for (int64_t p = 0; len && p < N * G; p++) {
+			double var, m = nm_moments(v + p * len, len, &var), inv = 1 / sqrt(var + eps);
+			for (int64_t j = 0; j < len; j++) {
+				int64_t e = c->op[0] == 'I' ? p % C : c->per_channel ? p % G * (C / G) + j / inner : p % G;
+				r[p * len + j] = (v[p * len + j] - m) * inv * sc[e] + bi[e];
+			}
+		}
+	} else if (!strcmp(c->op, "LpNormalization")) {
+		int64_t len = c->dims[c->axis], in = 1;
+		for (int i = (int)c->axis + 1; i < c->nd; i++)
+			in *= c->dims[i];
+		for (int64_t o = 0; len && o < n / (len * in); o++)
+			for (int64_t t = 0; t < in; t++) {
+				double z = 0;
+				for (int64_t j = 0; j < len; j++)
+					z += c->k == 1 ? fabs(v[(o * len + j) * in + t]) : v[(o * len + j) * in + t] * v[(o * len + j) * in + t];
+				z = c->k == 1 ? z : sqrt(z);
+				for (int64_t j = 0; j < len; j++)
+					r[(o * len + j) * in + t] = v[(o * len + j) * in + t] / z;
+			}
+	} else if (!strcmp(c->op, "LRN")) {
+		for (int64_t i = 0; i < n; i++) {
+			int64_t ch = i / inner % C, at = i - ch * inner;
+			double s = 0;
+			for (int64_t k = ch - (c->k - 1) / 2; k <= ch + c->k / 2; k++)
+				if (k >= 0 && k < C)
+					s += v[at + k * inner] * v[at + k * inner];
+			r[i] = v[i] / pow(bias + alpha / (double)c->k * s, beta);
+		}
+	} else { /* MVN: each sum over the elements whose kept indices match, in index order */
+		int64_t cnt = 1, idx[4], jdx[4];
+		for (int d = 0; d < c->nd; d++)
+			cnt *= c->red[d] ? c->dims[d] : 1;
+		for (int64_t i = 0; i < n; i++) {
+			double s = 0, q = 0;
+			for (int d = c->nd - 1, t = (int)i; d >= 0; d--)
+				idx[d] = t % c->dims[d], t /= (int)c->dims[d];
+			for (int64_t k = 0; k < n; k++) {
+				int match = 1;
+				for (int d = c->nd - 1, t = (int)k; d >= 0; d--)
+					jdx[d] = t % c->dims[d], t /= (int)c->dims[d];
+				for (int d = 0; d < c->nd; d++)
+					match &= c->red[d] || jdx[d] == idx[d];
+				if (match)
+					s += v[k], q += v[k] * v[k];
+			}
+			double m = s / (double)cnt, var = q / (double)cnt - m * m;
+			r[i] = (v[i] - m) / (sqrt(var > 0 ? var : 0) + 1e-9);
+		}
+	}
+}
+
+Test(exec, norms_match_the_serial_walks_bit_for_bit)
+{
+	static const struct nm_case cases[] = {
+		{"InstanceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "", {0}},
+		{"InstanceNormalization", 4, {3, 5, 4, 9}, 0, 0, 0, "", {0}},
+		{"InstanceNormalization", 3, {2, 9, 1}, 0, 0, 0, "", {0}},
+		{"InstanceNormalization", 3, {1, 17, 33}, 0, 0, 0, "", {0}},
+		{"InstanceNormalization", 3, {0, 4, 5}, 0, 0, 0, "", {0}},
+		{"GroupNormalization", 4, {2, 6, 5, 7}, 3, 0, 0, "", {0}},
+		{"GroupNormalization", 4, {2, 6, 5, 7}, 3, 0, 1, "", {0}},
+		{"GroupNormalization", 4, {4, 12, 3, 3}, 4, 0, 1, "", {0}},
+		{"GroupNormalization", 3, {3, 6, 1}, 6, 0, 0, "", {0}},
+		{"LpNormalization", 2, {9, 37}, 2, 1, 0, "", {0}},
+		{"LpNormalization", 2, {17, 5}, 1, 1, 0, "", {0}},
+		{"LpNormalization", 3, {3, 11, 2}, 2, 1, 0, "", {0}},
+		{"LpNormalization", 3, {2, 5, 300}, 1, 1, 0, "", {0}},
+		{"LpNormalization", 3, {2, 7, 259}, 2, 0, 0, "", {0}},
+		{"LpNormalization", 2, {1, 1}, 2, 1, 0, "", {0}},
+		{"LRN", 4, {2, 7, 5, 61}, 3, 0, 0, "", {0}},
+		{"LRN", 4, {2, 7, 5, 61}, 4, 1, 0, "", {0}},
+		{"LRN", 3, {1, 3, 300}, 1, 2, 0, "", {0}},
+		{"LRN", 3, {2, 12, 1}, 9, 3, 0, "", {0}},
+		{"LRN", 4, {2, 5, 3, 97}, 5, 4, 0, "", {0}},
+		{"LRN", 4, {2, 5, 3, 97}, 5, 1, 0, "", {0}},
+		{"LRN", 4, {1, 6, 16, 17}, 2, 2, 0, "", {0}},
+		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "", {1, 0, 1, 1}},
+		{"MeanVarianceNormalization", 4, {3, 10, 4, 5}, 0, 0, 0, "", {1, 0, 1, 1}},
+		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "[2, 3]", {0, 0, 1, 1}},
+		{"MeanVarianceNormalization", 4, {3, 9, 2, 5}, 0, 0, 0, "[-1]", {0, 0, 0, 1}},
+		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "[0, 1]", {1, 1, 0, 0}},
+		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "[1]", {0, 1, 0, 0}},
+		{"MeanVarianceNormalization", 4, {2, 3, 5, 7}, 0, 0, 0, "[0, 2]", {1, 0, 1, 0}},
+		{"MeanVarianceNormalization", 4, {1, 4, 1, 6}, 0, 0, 0, "[0, 1, 3]", {1, 1, 0, 1}},
+		{"MeanVarianceNormalization", 4, {2, 3, 4, 5}, 0, 0, 0, "[0, 1, 2, 3]", {1, 1, 1, 1}},
+		{"MeanVarianceNormalization", 4, {1, 1, 1, 1}, 0, 0, 0, "", {1, 0, 1, 1}},
+	};
+	enum { MAXN = 2 * 7 * 5 * 61 };
+	static double v[MAXN], p64[MAXN], r[MAXN];
+	static float p32[MAXN];
+	for (int th = 1; th <= 3; th += 2) {
+		pool_set_threads(th);
+		for (int f64 = 0; f64 < 2; f64++)
+			for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+				const struct nm_case *c = &cases[ci];
+				int64_t n = 1, C = c->dims[1], ns = c->op[0] == 'G' && !c->per_channel ? c->k : c->op[0] == 'G' || c->op[0] == 'I' ? C : 0;
+				for (int i = 0; i < c->nd; i++)
+					n *= c->dims[i];
+				uint32_t s = (uint32_t)ci * 31 + 7;
+				for (int64_t i = 0; i < n; i++) {
+					p64[i] = rf_value(&s, i, c->dims[c->nd - 1] * (ci % 2 ? c->dims[c->nd - 2] : 1));
+					if (fabs(p64[i]) > 1e-3 && fabs(p64[i]) < 1e3) /* every mantissa bit used: sums inexact */
+						p64[i] *= 1 + 0.01 * sin((double)i);
+					p32[i] = (float)p64[i];
+					v[i] = f64 ? p64[i] : (double)p32[i];
+				}
+				double sc[32], bi[32];
+				char extra[1000] = "", list[2][400] = {"", ""}, node[400];
+				for (int64_t e = 0; e < ns; e++) {
+					sc[e] = 0.75 + 0.5 * (double)e, bi[e] = e % 3 ? -0.25 * (double)e : 0.0;
+					if (!f64)
+						sc[e] = (float)sc[e], bi[e] = (float)bi[e];
+					snprintf(list[0] + strlen(list[0]), 400 - strlen(list[0]), "%s%.17g", e ? ", " : "", sc[e]);
+					snprintf(list[1] + strlen(list[1]), 400 - strlen(list[1]), "%s%.17g", e ? ", " : "", bi[e]);
+				}
+				if (c->op[0] == 'I' || c->op[0] == 'G') {
+					snprintf(extra, sizeof extra,
+						 "params: [{name: s, dtype: %s, shape: [%lld], data: [%s]}, {name: b, dtype: %s, shape: [%lld], data: [%s]}]\n",
+						 f64 ? "float64" : "float32", (long long)ns, list[0], f64 ? "float64" : "float32",
+						 (long long)ns, list[1]);
+					snprintf(node, sizeof node,
+						 "{op: %s, inputs: [x, s, b], outputs: [y], attrs: {epsilon: 0.001%s%.0lld}}", c->op,
+						 c->op[0] == 'G' ? ", num_groups: " : "", c->op[0] == 'G' ? (long long)c->k : 0LL);
+				} else if (c->op[0] == 'L' && c->op[1] == 'p')
+					snprintf(node, sizeof node, "{op: LpNormalization, inputs: [x], outputs: [y], attrs: {p: %lld, axis: %lld}}",
+						 (long long)c->k, (long long)c->axis);
+				else if (c->op[0] == 'L')
+					snprintf(node, sizeof node,
+						 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: 0.02, beta: %g, bias: %g}}",
+						 (long long)c->k, nm_lrn[c->axis][0], nm_lrn[c->axis][1]);
+				else
+					snprintf(node, sizeof node, "{op: MeanVarianceNormalization, inputs: [x], outputs: [y]%s%s%s}",
+						 *c->axes ? ", attrs: {axes: " : "", c->axes, *c->axes ? "}" : "");
+				struct graph *g;
+				const struct rtensor *y;
+				struct exec *x = rf_run(node, extra, f64, c->nd, c->dims, f64 ? (void *)p64 : (void *)p32, &g, &y);
+				nm_reference(c, v, sc, bi, r);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++)
+					if (!rf_same_nan(y, i, r[i], f64, 1) && !wrong++)
+						first = i;
+				cr_expect_eq(wrong, 0, "%s case %zu %s, %d threads: %lld of %lld differ, the first #%lld: %a, not %a",
+					     c->op, ci, f64 ? "float64" : "float32", th, (long long)wrong, (long long)n, (long long)first,
+					     first < 0 ? 0 : rt_get(y, first), first < 0 ? 0 : r[first]);
+				exec_free(x);
+				graph_free(g);
+			}
+	}
+	pool_set_threads(1);
+}

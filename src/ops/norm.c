@@ -9,11 +9,14 @@
  * PyTorch export states that correction in standard ops (rewrite/step.c), so every runtime agrees.
  * InstanceNormalization normalises each (n, c) plane. Dropout in training mode draws its mask from
  * Philox keyed by the node's seed attribute (or the run's seed and the node's name) and the training
- * step, so a recomputed Dropout draws its step's mask. */
+ * step, so a recomputed Dropout draws its step's mask. InstanceNormalization, GroupNormalization,
+ * MeanVarianceNormalization, LpNormalization and LRN run on float32 and float64 as norm_stat.c's
+ * typed loops, which keep the bits of the per-element walks here (those take the other dtypes). */
 #include "../util/philox.h"
 #include "../util/xalloc.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "norm_stat.h"
 #include "vmath.h"
 
 #include <math.h>
@@ -425,6 +428,8 @@ static int instance_norm_run(struct exec *x, const struct node *n, struct rtenso
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 		return exec_status(x);
 	double eps = attr_float(n, "epsilon", 1e-5f);
+	if (!norm_stat_planes(out[0], a, scale, bias, a->dims[0] * c, plane, plane, c, eps))
+		return 0;
 	for (int64_t p = 0; p < a->dims[0] * c; p++) {
 		double var, mean = moments(a, p * plane, plane, &var);
 		double inv = 1 / sqrt(var + eps), sc = rt_get(scale, p % c), b = rt_get(bias, p % c);
@@ -877,6 +882,8 @@ static int group_norm_run(struct exec *x, const struct node *n, struct rtensor *
 		return exec_status(x);
 	double eps = attr_float(n, "epsilon", 1e-5f);
 	int64_t inner = N * C != 0 ? a->numel / (N * C) : 0, len = C / G * inner;
+	if (!norm_stat_planes(out[0], a, scale, bias, N * G, len, per == C ? inner : len, G, eps))
+		return 0;
 	for (int64_t p = 0; len && p < N * G; p++) {
 		double var, mean = moments(a, p * len, len, &var), inv = 1 / sqrt(var + eps);
 		for (int64_t j = 0; j < len; j++) {
@@ -930,6 +937,9 @@ static int mvn_run(struct exec *x, const struct node *n, struct rtensor *const *
 	}
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, a->dims))
 		return exec_status(x);
+	int typed = norm_stat_mvn(out[0], a, red);
+	if (typed <= 0)
+		return typed ? exec_fail(x, "out of memory") : 0;
 	double *s = xcalloc((size_t)(2 * a->numel + 2), sizeof *s);
 	int64_t *at = xmalloc((size_t)(a->numel + 1) * sizeof *at);
 	if (!s || !at) {
@@ -963,6 +973,8 @@ static int lp_norm_run(struct exec *x, const struct node *n, struct rtensor *con
 	int64_t len = a->dims[ax], inner = 1;
 	for (int i = ax + 1; i < a->ndim; i++)
 		inner *= a->dims[i];
+	if (!norm_stat_lp(out[0], a, len && inner ? a->numel / (len * inner) : 0, len, inner, (int)p))
+		return 0;
 	for (int64_t o = 0; len && inner && o < a->numel / (len * inner); o++)
 		for (int64_t k = 0; k < inner; k++) {
 			int64_t base = o * len * inner + k;
@@ -992,6 +1004,8 @@ static int lrn_run(struct exec *x, const struct node *n, struct rtensor *const *
 		return exec_status(x);
 	double alpha = attr_float(n, "alpha", 1e-4f), beta = attr_float(n, "beta", 0.75f), bias = attr_float(n, "bias", 1);
 	int64_t C = a->dims[1], inner = a->dims[0] * C != 0 ? a->numel / (a->dims[0] * C) : 0, lo = (size - 1) / 2, hi = size / 2;
+	if (!norm_stat_lrn(out[0], a, C, size, alpha, beta, bias))
+		return 0;
 	for (int64_t i = 0; i < a->numel; i++) {
 		int64_t c = i / inner % C, base = i - c * inner;
 		double s = 0;

@@ -1,0 +1,469 @@
+/* norm_stat.c - the typed loops of InstanceNormalization, GroupNormalization,
+ * MeanVarianceNormalization, LpNormalization and LRN over float32 or float64 data (norm_stat.h).
+ *
+ * The ops' rt_get/rt_set walks (norm.c) sum in double, one serial chain per plane, row, column or
+ * channel, and round each element's result once to the tensor's type. These loops keep every chain
+ * and every expression as they were; what changes is the schedule. STAT_CHAINS independent chains
+ * (planes, rows, MVN's channels) are walked side by side, so that their adds overlap instead of each
+ * waiting on the one before; chains that sit side by side in memory (LpNormalization's columns,
+ * LRN's pixels) are walked as a block, a vector of sums; the elementwise results are loops over
+ * contiguous data that vectorise (ISO C: no product and sum is contracted into an FMA). Pieces of
+ * independent planes, rows or pixel blocks go to the pool (kernel_for): no result depends on the
+ * cut. A NaN comes out a NaN, but its payload is the compiler's operand order's. One result is
+ * reached another way: LRN's float32 quotient by a root (beta 0.75, 0.5, 1) where that root
+ * provably rounds as glibc's pow does, else by pow (lrn_roots). */
+#include "norm_stat.h"
+#include "../util/xalloc.h"
+#include "kernel.h"
+#include "vmath.h"
+
+#include <math.h>
+
+#define STAT_CHAINS 8
+#define STAT_BLOCK 256 /* columns or pixels summed as one block: two double arrays in L1 */
+#define INLINE static inline __attribute__((always_inline))
+
+/* name: a piece [lo, hi) of kernel_for over the job's units, by f32 or f64 after its a's dtype,
+ * given the job, y's and a's data */
+#define TYPED_PIECE(name, job, f32, f64)                               \
+	VM_CLONES static void name(void *arg, int64_t lo, int64_t hi)  \
+	{                                                              \
+		const struct job *j = arg;                             \
+		if (j->a->dtype == DT_DOUBLE)                          \
+			f64(j, j->y->data, j->a->data, lo, hi);        \
+		else                                                   \
+			f32(j, j->y->data, j->a->data, lo, hi);        \
+	}
+
+/* ---- InstanceNormalization and GroupNormalization: contiguous planes ---- */
+
+struct planes_job {
+	struct rtensor *y;
+	const struct rtensor *a, *scale, *bias;
+	int64_t len, sub, groups;
+	double eps;
+};
+
+/* m planes of len elements from x: each one's mean and its variance about it, as norm.c's
+ * moments() walks one (sum from 0 in index order, then the squared differences likewise) */
+#define PLANE_MOMENTS(T, name)                                                                              \
+	INLINE void name(double *restrict mean, double *restrict var, const T *restrict x, int64_t len, int m) \
+	{                                                                                                   \
+		double s[STAT_CHAINS] = {0};                                                                \
+		for (int64_t j = 0; j < len; j++)                                                           \
+			for (int k = 0; k < m; k++)                                                         \
+				s[k] += x[k * len + j];                                                     \
+		for (int k = 0; k < m; k++) {                                                               \
+			mean[k] = s[k] / (double)len;                                                       \
+			s[k] = 0;                                                                           \
+		}                                                                                           \
+		for (int64_t j = 0; j < len; j++)                                                           \
+			for (int k = 0; k < m; k++) {                                                       \
+				double d = x[k * len + j] - mean[k];                                        \
+				s[k] += d * d;                                                              \
+			}                                                                                   \
+		for (int k = 0; k < m; k++)                                                                 \
+			var[k] = s[k] / (double)len;                                                        \
+	}
+PLANE_MOMENTS(float, moments_f32)
+PLANE_MOMENTS(double, moments_f64)
+
+#define AFFINE(T, name)                                                                                      \
+	INLINE void name(T *restrict y, const T *restrict x, int64_t n, double m, double inv, double sc, double b) \
+	{                                                                                                    \
+		for (int64_t i = 0; i < n; i++)                                                              \
+			y[i] = (T)((x[i] - m) * inv * sc + b);                                               \
+	}
+
+/* planes [p0, p1): STAT_CHAINS at a time, the rest one by one */
+#define PLANES(T, name, moments, affine)                                                                   \
+	INLINE void name(const struct planes_job *j, T *y, const T *x, int64_t p0, int64_t p1)              \
+	{                                                                                                   \
+		int64_t len = j->len, sub = j->sub;                                                         \
+		double mean[STAT_CHAINS], var[STAT_CHAINS];                                                 \
+		for (int64_t p = p0; p < p1;) {                                                             \
+			int m = p1 - p >= STAT_CHAINS ? STAT_CHAINS : 1;                                    \
+			if (m == STAT_CHAINS)                                                               \
+				moments(mean, var, x + p * len, len, STAT_CHAINS);                          \
+			else                                                                                \
+				moments(mean, var, x + p * len, len, 1);                                    \
+			for (int k = 0; k < m; k++, p++) {                                                  \
+				double inv = 1 / sqrt(var[k] + j->eps);                                     \
+				for (int64_t s0 = 0; s0 < len; s0 += sub) {                                 \
+					int64_t e = p % j->groups * (len / sub) + s0 / sub;                 \
+					affine(y + p * len + s0, x + p * len + s0, sub, mean[k], inv,       \
+					       rt_get(j->scale, e), rt_get(j->bias, e));                    \
+				}                                                                           \
+			}                                                                                   \
+		}                                                                                           \
+	}
+AFFINE(float, affine_f32)
+AFFINE(double, affine_f64)
+PLANES(float, planes_f32, moments_f32, affine_f32)
+PLANES(double, planes_f64, moments_f64, affine_f64)
+
+TYPED_PIECE(planes_piece, planes_job, planes_f32, planes_f64)
+
+static int typed(const struct rtensor *a)
+{
+	return a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE;
+}
+
+int norm_stat_planes(struct rtensor *y, const struct rtensor *a, const struct rtensor *scale,
+		     const struct rtensor *bias, int64_t planes, int64_t len, int64_t sub, int64_t groups, double eps)
+{
+	if (!typed(a))
+		return 1;
+	if (len <= 0 || planes <= 0)
+		return 0;
+	struct planes_job j = {y, a, scale, bias, len, sub, groups, eps};
+	int64_t grain = KERNEL_GRAIN / len + 1;
+	kernel_for(planes, grain > STAT_CHAINS ? grain : STAT_CHAINS, planes_piece, &j);
+	return 0;
+}
+
+/* ---- LpNormalization: lines along one axis ---- */
+
+struct lp_job {
+	struct rtensor *y;
+	const struct rtensor *a;
+	int64_t len, inner, blocks; /* blocks: of STAT_BLOCK columns per outer index */
+	int l1;
+};
+
+/* m contiguous rows of len elements (inner 1): each row's norm a chain, the rows' side by side */
+#define LP_ROWS(T, name)                                                                      \
+	INLINE void name(T *restrict y, const T *restrict x, int64_t len, int m, int l1)       \
+	{                                                                                     \
+		double z[STAT_CHAINS] = {0};                                                  \
+		for (int64_t j = 0; j < len; j++)                                             \
+			for (int k = 0; k < m; k++) {                                         \
+				double v = x[k * len + j];                                    \
+				z[k] += l1 ? fabs(v) : v * v;                                 \
+			}                                                                     \
+		for (int k = 0; k < m; k++) {                                                 \
+			double zk = l1 ? z[k] : sqrt(z[k]);                                   \
+			for (int64_t j = 0; j < len; j++)                                     \
+				y[k * len + j] = (T)(x[k * len + j] / zk);                    \
+		}                                                                             \
+	}
+LP_ROWS(float, lp_rows_f32)
+LP_ROWS(double, lp_rows_f64)
+
+/* w (<= STAT_BLOCK) neighbouring columns of a (len, inner) block: a vector of chains */
+#define LP_COLS(T, name)                                                                                 \
+	INLINE void name(T *restrict y, const T *restrict x, int64_t len, int64_t inner, int64_t w, int l1) \
+	{                                                                                                \
+		double z[STAT_BLOCK];                                                                    \
+		for (int64_t t = 0; t < w; t++)                                                          \
+			z[t] = 0;                                                                        \
+		for (int64_t j = 0; j < len; j++)                                                        \
+			for (int64_t t = 0; t < w; t++) {                                                \
+				double v = x[j * inner + t];                                             \
+				z[t] += l1 ? fabs(v) : v * v;                                            \
+			}                                                                                \
+		for (int64_t t = 0; !l1 && t < w; t++)                                                   \
+			z[t] = sqrt(z[t]);                                                               \
+		for (int64_t j = 0; j < len; j++)                                                        \
+			for (int64_t t = 0; t < w; t++)                                                  \
+				y[j * inner + t] = (T)(x[j * inner + t] / z[t]);                         \
+	}
+LP_COLS(float, lp_cols_f32)
+LP_COLS(double, lp_cols_f64)
+
+/* units [u0, u1): rows (inner 1), else blocks of columns */
+#define LP_UNITS(T, name, rows, cols)                                                                         \
+	INLINE void name(const struct lp_job *j, T *y, const T *x, int64_t u0, int64_t u1)                     \
+	{                                                                                                      \
+		int64_t len = j->len, inner = j->inner;                                                        \
+		if (inner == 1) {                                                                              \
+			for (; u0 + STAT_CHAINS <= u1; u0 += STAT_CHAINS)                                      \
+				j->l1 ? rows(y + u0 * len, x + u0 * len, len, STAT_CHAINS, 1)                  \
+				      : rows(y + u0 * len, x + u0 * len, len, STAT_CHAINS, 0);                 \
+			for (; u0 < u1; u0++)                                                                  \
+				j->l1 ? rows(y + u0 * len, x + u0 * len, len, 1, 1) : rows(y + u0 * len, x + u0 * len, len, 1, 0); \
+			return;                                                                                \
+		}                                                                                              \
+		for (int64_t u = u0; u < u1; u++) {                                                            \
+			int64_t o = u / j->blocks, t0 = u % j->blocks * STAT_BLOCK;                            \
+			int64_t w = inner - t0 < STAT_BLOCK ? inner - t0 : STAT_BLOCK, at = o * len * inner + t0; \
+			j->l1 ? cols(y + at, x + at, len, inner, w, 1) : cols(y + at, x + at, len, inner, w, 0); \
+		}                                                                                              \
+	}
+LP_UNITS(float, lp_f32, lp_rows_f32, lp_cols_f32)
+LP_UNITS(double, lp_f64, lp_rows_f64, lp_cols_f64)
+
+TYPED_PIECE(lp_piece, lp_job, lp_f32, lp_f64)
+
+int norm_stat_lp(struct rtensor *y, const struct rtensor *a, int64_t outer, int64_t len, int64_t inner, int p)
+{
+	if (!typed(a))
+		return 1;
+	if (outer <= 0 || len <= 0 || inner <= 0)
+		return 0;
+	struct lp_job j = {y, a, len, inner, (inner + STAT_BLOCK - 1) / STAT_BLOCK, p == 1};
+	int64_t units = inner == 1 ? outer : outer * j.blocks, per = inner == 1 ? len : len * STAT_BLOCK;
+	kernel_for(units, KERNEL_GRAIN / per + 1, lp_piece, &j);
+	return 0;
+}
+
+/* ---- LRN: a window over the channels, per pixel ---- */
+
+struct lrn_job {
+	struct rtensor *y;
+	const struct rtensor *a;
+	int64_t C, inner, blocks, lo, hi;
+	double as, beta, bias; /* as: alpha / size, as the walk computes it first */
+};
+
+/* float32 results by a root that vectorises where it settles the rounding: q = x / r(d), r(d) one
+ * of d (beta 1), sqrt(d) (0.5) and sqrt(d) sqrt(sqrt(d)) (0.75), each within a few double ulps of
+ * d^beta for d > 0 finite, as glibc's pow is (under one ulp); where every real within 2^-40 of q
+ * (relative) rounds to one float, x / pow(d, beta) lies there too and rounds to that float, the
+ * walk's result. Elsewhere (a rounding boundary within reach, one element in about 2^15; d not
+ * positive and finite; NaNs) the walk's own x / pow(d, beta). */
+INLINE void lrn_roots(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *restrict s,
+		      int64_t w, double bias, double as, int root)
+{
+	for (int64_t t = 0; t < w; t++) {
+		double d = bias + as * s[t];
+		double r = root == 1 ? d : root == 2 ? sqrt(d) : sqrt(d) * sqrt(sqrt(d)), q = x[t] / r, e = fabs(q) * 0x1p-40;
+		float lo = (float)(q - e), hi = (float)(q + e);
+		ok[t] = d > 0 && d < INFINITY && lo == hi;
+		y[t] = lo;
+	}
+}
+
+INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double *restrict s, int64_t w,
+			const struct lrn_job *j)
+{
+	uint8_t ok[STAT_BLOCK];
+	int root = j->beta == 1 ? 1 : j->beta == 0.5 ? 2 : j->beta == 0.75 ? 3 : 0;
+	if (root == 1)
+		lrn_roots(y, ok, x, s, w, j->bias, j->as, 1);
+	else if (root == 2)
+		lrn_roots(y, ok, x, s, w, j->bias, j->as, 2);
+	else if (root == 3)
+		lrn_roots(y, ok, x, s, w, j->bias, j->as, 3);
+	for (int64_t t = 0; t < w; t++)
+		if (!root || !ok[t])
+			y[t] = (float)(x[t] / pow(j->bias + j->as * s[t], j->beta));
+}
+
+INLINE void lrn_out_f64(double *restrict y, const double *restrict x, const double *restrict s, int64_t w,
+			const struct lrn_job *j)
+{
+	for (int64_t t = 0; t < w; t++)
+		y[t] = x[t] / pow(j->bias + j->as * s[t], j->beta);
+}
+
+/* w (<= STAT_BLOCK) neighbouring pixels of one image (C, inner) from x: each pixel's window sum
+ * from 0 over the channels in order, the block's pixels side by side */
+#define LRN_BLOCK(T, name, out)                                                                             \
+	INLINE void name(T *restrict y, const T *restrict x, const struct lrn_job *j, int64_t w)             \
+	{                                                                                                   \
+		double s[STAT_BLOCK];                                                                       \
+		int64_t C = j->C, inner = j->inner;                                                         \
+		for (int64_t c = 0; c < C; c++) {                                                           \
+			for (int64_t t = 0; t < w; t++)                                                     \
+				s[t] = 0;                                                                   \
+			for (int64_t k = c - j->lo > 0 ? c - j->lo : 0; k <= c + j->hi && k < C; k++)      \
+				for (int64_t t = 0; t < w; t++) {                                           \
+					double v = x[k * inner + t];                                        \
+					s[t] += v * v;                                                      \
+				}                                                                           \
+			out(y + c * inner, x + c * inner, s, w, j);                                         \
+		}                                                                                           \
+	}
+LRN_BLOCK(float, lrn_block_f32, lrn_out_f32)
+LRN_BLOCK(double, lrn_block_f64, lrn_out_f64)
+
+VM_CLONES static void lrn_piece(void *arg, int64_t u0, int64_t u1)
+{
+	const struct lrn_job *j = arg;
+	for (int64_t u = u0; u < u1; u++) {
+		int64_t n = u / j->blocks, t0 = u % j->blocks * STAT_BLOCK, at = n * j->C * j->inner + t0;
+		int64_t w = j->inner - t0 < STAT_BLOCK ? j->inner - t0 : STAT_BLOCK;
+		if (j->a->dtype == DT_DOUBLE)
+			lrn_block_f64((double *)j->y->data + at, (const double *)j->a->data + at, j, w);
+		else
+			lrn_block_f32((float *)j->y->data + at, (const float *)j->a->data + at, j, w);
+	}
+}
+
+int norm_stat_lrn(struct rtensor *y, const struct rtensor *a, int64_t C, int64_t size, double alpha, double beta,
+		  double bias)
+{
+	if (!typed(a))
+		return 1;
+	int64_t N = a->dims[0], inner = N * C != 0 ? a->numel / (N * C) : 0;
+	if (inner <= 0)
+		return 0;
+	struct lrn_job j = {y, a, C, inner, (inner + STAT_BLOCK - 1) / STAT_BLOCK, (size - 1) / 2, size / 2,
+			    alpha / (double)size, beta, bias};
+	kernel_for(N * j.blocks, KERNEL_GRAIN / (C * STAT_BLOCK) + 1, lrn_piece, &j);
+	return 0;
+}
+
+/* ---- MeanVarianceNormalization: sums over any axes ----
+ *
+ * The shape with its 1s dropped and neighbouring axes alike (reduced or kept) merged; a's elements
+ * then fall in runs of the last merged axis's L: when it is kept, run o's element t goes to sum
+ * base(o) + t (a vector of chains), when reduced, all of them to base(o) (one chain; runs of
+ * different sums side by side, STAT_CHAINS at a time, each sum's runs still in index order). */
+struct mvn_view {
+	int nm, red_last;
+	int64_t md[RT_MAX_DIMS], kst[RT_MAX_DIMS], L, runs;
+};
+
+static int64_t run_base(const struct mvn_view *v, int64_t o)
+{
+	int64_t j = 0;
+	for (int d = v->nm - 2; d >= 0; d--) {
+		j += o % v->md[d] * v->kst[d];
+		o /= v->md[d];
+	}
+	return j;
+}
+
+#define MVN_SUMS(T, name)                                                                                 \
+	INLINE void name##_kept(double *restrict s1, double *restrict s2, const T *restrict x, int64_t n)  \
+	{                                                                                                 \
+		for (int64_t t = 0; t < n; t++) {                                                         \
+			double v = x[t];                                                                  \
+			s1[t] += v;                                                                       \
+			s2[t] += v * v;                                                                   \
+		}                                                                                         \
+	}                                                                                                 \
+	INLINE void name##_chains(double *restrict s1, double *restrict s2, const T *restrict x, int64_t L, \
+				  const int64_t *jb, int m)                                               \
+	{                                                                                                 \
+		double a1[STAT_CHAINS], a2[STAT_CHAINS];                                                  \
+		for (int k = 0; k < m; k++)                                                               \
+			a1[k] = s1[jb[k]], a2[k] = s2[jb[k]];                                             \
+		for (int64_t t = 0; t < L; t++)                                                           \
+			for (int k = 0; k < m; k++) {                                                     \
+				double v = x[k * L + t];                                                  \
+				a1[k] += v;                                                               \
+				a2[k] += v * v;                                                           \
+			}                                                                                 \
+		for (int k = 0; k < m; k++)                                                               \
+			s1[jb[k]] = a1[k], s2[jb[k]] = a2[k];                                             \
+	}                                                                                                 \
+	INLINE void name(const struct mvn_view *v, double *s1, double *s2, const T *x)                    \
+	{                                                                                                 \
+		int64_t L = v->L;                                                                         \
+		for (int64_t o = 0; !v->red_last && o < v->runs; o++) {                                   \
+			int64_t b = run_base(v, o);                                                       \
+			name##_kept(s1 + b, s2 + b, x + o * L, L);                                        \
+		}                                                                                         \
+		for (int64_t o = 0; v->red_last && o < v->runs;) {                                        \
+			int64_t jb[STAT_CHAINS];                                                          \
+			int m = 0, dup = 0;                                                               \
+			for (; m < STAT_CHAINS && o + m < v->runs && !dup; m++) {                         \
+				jb[m] = run_base(v, o + m);                                               \
+				for (int k = 0; k < m; k++)                                               \
+					dup |= jb[k] == jb[m];                                            \
+			}                                                                                 \
+			if (m == STAT_CHAINS && !dup) {                                                   \
+				name##_chains(s1, s2, x + o * L, L, jb, STAT_CHAINS);                     \
+				o += STAT_CHAINS;                                                         \
+			} else {                                                                          \
+				name##_chains(s1, s2, x + o * L, L, jb, 1);                               \
+				o++;                                                                      \
+			}                                                                                 \
+		}                                                                                         \
+	}
+MVN_SUMS(float, mvn_sums_f32)
+MVN_SUMS(double, mvn_sums_f64)
+
+VM_CLONES static void mvn_sums(const struct mvn_view *v, double *s1, double *s2, const struct rtensor *a)
+{
+	if (a->dtype == DT_DOUBLE)
+		mvn_sums_f64(v, s1, s2, a->data);
+	else
+		mvn_sums_f32(v, s1, s2, a->data);
+}
+
+struct mvn_job {
+	struct rtensor *y;
+	const struct rtensor *a;
+	const struct mvn_view *v;
+	const double *mean, *den;
+};
+
+/* runs [o0, o1) of y = (x - mean) / den */
+#define MVN_OUT(T, name)                                                                                    \
+	INLINE void name(T *restrict y, const T *restrict x, const double *restrict mean,                  \
+			 const double *restrict den, int64_t n, int red)                                    \
+	{                                                                                                   \
+		for (int64_t t = 0; red && t < n; t++)                                                      \
+			y[t] = (T)((x[t] - mean[0]) / den[0]);                                              \
+		for (int64_t t = 0; !red && t < n; t++)                                                     \
+			y[t] = (T)((x[t] - mean[t]) / den[t]);                                              \
+	}
+MVN_OUT(float, mvn_out_f32)
+MVN_OUT(double, mvn_out_f64)
+
+VM_CLONES static void mvn_piece(void *arg, int64_t o0, int64_t o1)
+{
+	const struct mvn_job *j = arg;
+	int64_t L = j->v->L;
+	int red = j->v->red_last;
+	for (int64_t o = o0; o < o1; o++) {
+		int64_t b = run_base(j->v, o);
+		if (j->a->dtype == DT_DOUBLE)
+			mvn_out_f64((double *)j->y->data + o * L, (const double *)j->a->data + o * L, j->mean + b,
+				    j->den + b, L, red);
+		else
+			mvn_out_f32((float *)j->y->data + o * L, (const float *)j->a->data + o * L, j->mean + b,
+				    j->den + b, L, red);
+	}
+}
+
+int norm_stat_mvn(struct rtensor *y, const struct rtensor *a, const uint8_t *red)
+{
+	if (!typed(a))
+		return 1;
+	if (a->numel <= 0)
+		return 0;
+	struct mvn_view v = {0};
+	uint8_t mr[RT_MAX_DIMS];
+	int64_t cnt = 1;
+	for (int d = 0; d < a->ndim; d++) {
+		cnt *= red[d] ? a->dims[d] : 1;
+		if (a->dims[d] == 1)
+			continue;
+		if (v.nm && mr[v.nm - 1] == red[d]) {
+			v.md[v.nm - 1] *= a->dims[d];
+			continue;
+		}
+		mr[v.nm] = red[d];
+		v.md[v.nm++] = a->dims[d];
+	}
+	if (!v.nm) {
+		mr[0] = 0;
+		v.md[v.nm++] = 1;
+	}
+	int64_t k = 1;
+	for (int d = v.nm - 1; d >= 0; d--) {
+		v.kst[d] = mr[d] ? 0 : k;
+		k *= mr[d] ? 1 : v.md[d];
+	}
+	v.red_last = mr[v.nm - 1];
+	v.L = v.md[v.nm - 1];
+	v.runs = a->numel / v.L;
+	double *s = xcalloc((size_t)(2 * k), sizeof *s); /* k: the sums, one per kept index */
+	if (!s)
+		return -1;
+	mvn_sums(&v, s, s + k, a);
+	for (int64_t i = 0; i < k; i++) { /* the mean, then the divisor, in their places */
+		double m = s[i] / (double)cnt, q = s[k + i] / (double)cnt - m * m;
+		s[i] = m;
+		s[k + i] = sqrt(q > 0 ? q : 0) + 1e-9;
+	}
+	struct mvn_job j = {y, a, &v, s, s + k};
+	kernel_for(v.runs, KERNEL_GRAIN / v.L + 1, mvn_piece, &j);
+	xfree(s);
+	return 0;
+}
