@@ -3108,3 +3108,122 @@ Test(exec, sqrt_matches_libm_bit_for_bit)
 			free(data);
 		}
 }
+
+/* #52 pool: MaxPool's typed runs (pool.c: AVX-512 at strides 1 and 2, the compiled loop else),
+ * ArgMax/ArgMin's typed lanes (select.c) and the tiled Transpose of large planes (layout.c)
+ * against definitions written here, bit for bit (values, NaN payloads, signed zeros) and index
+ * for index, float32 and float64, over sizes around the vector widths and tiles. */
+
+/* graph text `yaml` run on x (dt, shape dims, data p); its graph in *g */
+static struct exec *pl_run(const char *yaml, int dt, int nd, const int64_t *dims, void *p, struct graph **g)
+{
+	struct rtensor t = {.dtype = dt, .ndim = nd, .numel = 1, .data = p, .known = 1};
+	for (int i = 0; i < nd; i++)
+		t.numel *= t.dims[i] = dims[i];
+	t.nbytes = (size_t)t.numel * dtype_size(dt);
+	*g = load_text("pool.yaml", yaml);
+	const char *name = "x";
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+	struct exec *x = exec_run(*g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", yaml, e.msg);
+	return x;
+}
+
+/* MaxPool by its definition: the window's elements inside the image in row-major window order,
+ * the first taken, then each strictly greater one (a NaN wins only as the first); its index
+ * flattened over the whole input */
+static double pl_max(const double *v, int64_t nc, int64_t h, int64_t w, const int64_t *k, const int64_t *st,
+		     const int64_t *d, const int64_t *pad, int64_t oy, int64_t ox, int64_t *arg)
+{
+	double m = 0;
+	*arg = -1;
+	for (int64_t i = 0; i < k[0]; i++)
+		for (int64_t j = 0; j < k[1]; j++) {
+			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
+			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+				continue;
+			double x = v[(nc * h + iy) * w + ix];
+			if (*arg < 0 || x > m) {
+				m = x;
+				*arg = (nc * h + iy) * w + ix;
+			}
+		}
+	return m;
+}
+
+/* data with many ties: small integers and zeros of both signs, infinities and NaNs of distinct
+ * payloads */
+static double pl_value(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	uint32_t k = *s >> 8;
+	if (k % 13 == 0) {
+		uint64_t b = 0x7ff8000000000000ull | (k % 3 + 1) | (uint64_t)(k & 16) << 59;
+		double d;
+		memcpy(&d, &b, 8);
+		return d;
+	}
+	static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-40, -1e-310};
+	if (k % 7 == 0)
+		return special[k / 7 % 6];
+	return (double)(k % 5) - 2;
+}
+
+Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
+{
+	struct mp_case {
+		int64_t h, w, k[2], s[2], d[2], pad[4];
+		int ceil;
+	} cases[] = {
+		{48, 48, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0}, /* ResNet's stem */
+		{9, 41, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1},
+		{11, 70, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0},
+		{7, 37, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0},
+		{6, 600, {2, 5}, {1, 2}, {1, 2}, {1, 4, 0, 4}, 0}, /* more than a run of 256 */
+		{12, 37, {3, 2}, {1, 3}, {2, 2}, {2, 1, 0, 1}, 0}, /* stride 3: the compiled loop */
+		{5, 17, {5, 3}, {1, 2}, {1, 1}, {0, 0, 0, 0}, 1},
+		{1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0},
+		{2, 2, {2, 2}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1},
+	};
+	enum { MAXN = 2 * 3 * 6 * 600 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const struct mp_case *k = &cases[c];
+			cr_assert(6 * k->h * k->w <= MAXN);
+			int64_t dims[4] = {2, 3, k->h, k->w}, sp = k->h * k->w;
+			uint32_t s = (uint32_t)c * 31 + 5;
+			for (int64_t i = 0; i < 6 * sp; i++) {
+				p64[i] = c & 1 ? rf_value(&s, i, k->w) : pl_value(&s);
+				p32[i] = (float)p64[i];
+				v[i] = f64 ? p64[i] : (double)p32[i];
+			}
+			char text[800];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [2, 3, %lld, %lld]}]\nnodes:\n"
+				 "  - {op: MaxPool, inputs: [x], outputs: [y, i], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+				 "dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld], ceil_mode: %d}}\noutputs: [{name: y}, {name: i}]\n",
+				 f64 ? "float64" : "float32", (long long)k->h, (long long)k->w, (long long)k->k[0], (long long)k->k[1],
+				 (long long)k->s[0], (long long)k->s[1], (long long)k->d[0], (long long)k->d[1], (long long)k->pad[0],
+				 (long long)k->pad[1], (long long)k->pad[2], (long long)k->pad[3], k->ceil);
+			struct graph *g;
+			struct exec *x = pl_run(text, f64 ? DT_DOUBLE : DT_FLOAT, 4, dims, f64 ? (void *)p64 : (void *)p32, &g);
+			const struct rtensor *y = exec_value(x, g->outputs[0]), *ix = exec_value(x, g->outputs[1]);
+			cr_assert(ix->dtype == DT_INT64 && ix->numel == y->numel);
+			int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+			for (int64_t nc = 0; nc < 6; nc++)
+				for (int64_t oy = 0; oy < oh; oy++)
+					for (int64_t ox = 0; ox < ow; ox++) {
+						int64_t arg, o = (nc * oh + oy) * ow + ox;
+						double r = pl_max(v, nc, k->h, k->w, k->k, k->s, k->d, k->pad, oy, ox, &arg);
+						if ((!rf_same_nan(y, o, r, f64, 0) || ((const int64_t *)ix->data)[o] != arg) && !wrong++)
+							first = o;
+					}
+			cr_expect_eq(wrong, 0, "%s case %zu: %lld of %lldx%lld outputs differ, the first %lld", f64 ? "float64" : "float32",
+				     c, (long long)wrong, (long long)oh, (long long)ow, (long long)first);
+			exec_free(x);
+			graph_free(g);
+		}
+}

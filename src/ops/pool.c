@@ -5,43 +5,20 @@
 #include "../autodiff/ad.h"
 #include "conv.h"
 #include "kernel.h"
+#include "simd.h"
 #include "vmath.h"
 
 #include <math.h>
 #include <string.h>
 
-/* float32 MaxPool, planes [nc0, nc1) of (n c): a piece of kernel_for; each window is clipped to
- * the image once. */
+/* float32 or float64 MaxPool, planes [nc0, nc1) of (n c): a piece of kernel_for; each window is
+ * clipped to the image once. */
 struct maxpool {
 	const struct conv_geom *g;
-	const float *x;
-	float *y;
+	const void *x;
+	void *y;
 	int64_t *idx;
 };
-
-/* One output of max_planes whose window the image clips: the scalar walk. */
-static void max_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, int64_t i1)
-{
-	const struct conv_geom *g = mp->g;
-	int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0, j1;
-	conv_inside(x0, g->dw, g->w, g->kw, &j0, &j1);
-	float acc = -INFINITY;
-	int64_t arg = -1;
-	for (int64_t i = i0; i < i1; i++) {
-		int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;
-		for (int64_t j = j0; j < j1; j++) {
-			float v = mp->x[row + j * g->dw];
-			if (v > acc || arg < 0) {
-				acc = v;
-				arg = row + j * g->dw;
-			}
-		}
-	}
-	int64_t o = (nc * g->oh + oy) * g->ow + ox;
-	mp->y[o] = acc;
-	if (mp->idx)
-		mp->idx[o] = arg;
-}
 
 #define MAX_RUN 256 /* outputs of a row compared side by side */
 
@@ -55,55 +32,170 @@ static void inner_columns(const struct conv_geom *g, int64_t *xa, int64_t *xb)
 	*xa = *xa < *xb ? *xa : *xb;
 }
 
+#ifdef SIMD_X86
+/* max_run on AVX-512 for strides 1 and 2, 16 (float32) or 8 (float64) outputs a vector held in
+ * registers over the whole window: at stride 2 two vectors of input read and their even lanes
+ * taken (a two-source permute), the run's last vector masked. The same compares in the same
+ * order as max_run's: the same bits. */
+static SIMD_TARGET void max_run_f32_avx512(const float *p, int64_t sw, int64_t n, int64_t kr, int64_t dr, int64_t kw,
+					   int64_t dw, float *acc, int32_t *off)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	for (int64_t t0 = 0; t0 < n; t0 += 16) {
+		int64_t m = n - t0 < 16 ? n - t0 : 16, span = (m - 1) * sw + 1; /* inputs a tap reads */
+		__mmask16 lo = simd_lanes(span), hi = span > 16 ? simd_lanes(span - 16) : 0;
+		__m512 a = _mm512_setzero_ps();
+		__m512i o = _mm512_setzero_si512();
+		for (int64_t i = 0; i < kr; i++)
+			for (int64_t j = 0; j < kw; j++) {
+				const float *q = p + i * dr + j * dw + t0 * sw;
+				__m512 v = _mm512_maskz_loadu_ps(lo, q);
+				if (sw == 2)
+					v = _mm512_permutex2var_ps(v, even, _mm512_maskz_loadu_ps(hi, q + 16));
+				if (!i && !j) {
+					a = v;
+					continue;
+				}
+				__mmask16 gt = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ);
+				a = _mm512_mask_mov_ps(a, gt, v);
+				o = _mm512_mask_mov_epi32(o, gt, _mm512_set1_epi32((int32_t)(i * dr + j * dw)));
+			}
+		_mm512_mask_storeu_ps(acc + t0, simd_lanes(m), a);
+		_mm512_mask_storeu_epi32(off + t0, simd_lanes(m), o);
+	}
+}
+
+static SIMD_TARGET void max_run_f64_avx512(const double *p, int64_t sw, int64_t n, int64_t kr, int64_t dr, int64_t kw,
+					   int64_t dw, double *acc, int32_t *off)
+{
+	const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+	for (int64_t t0 = 0; t0 < n; t0 += 8) {
+		int64_t m = n - t0 < 8 ? n - t0 : 8, span = (m - 1) * sw + 1;
+		__mmask8 lo = (__mmask8)simd_lanes(span), hi = span > 8 ? (__mmask8)simd_lanes(span - 8) : 0;
+		__m512d a = _mm512_setzero_pd();
+		__m512i o = _mm512_setzero_si512();
+		for (int64_t i = 0; i < kr; i++)
+			for (int64_t j = 0; j < kw; j++) {
+				const double *q = p + i * dr + j * dw + t0 * sw;
+				__m512d v = _mm512_maskz_loadu_pd(lo, q);
+				if (sw == 2)
+					v = _mm512_permutex2var_pd(v, even, _mm512_maskz_loadu_pd(hi, q + 8));
+				if (!i && !j) {
+					a = v;
+					continue;
+				}
+				__mmask8 gt = _mm512_cmp_pd_mask(v, a, _CMP_GT_OQ);
+				a = _mm512_mask_mov_pd(a, gt, v);
+				o = _mm512_mask_mov_epi64(o, gt, _mm512_set1_epi64(i * dr + j * dw));
+			}
+		_mm512_mask_storeu_pd(acc + t0, (__mmask8)simd_lanes(m), a);
+		_mm256_storeu_si256((__m256i *)(off + t0) , _mm512_cvtepi64_epi32(o)); /* off has MAX_RUN + 8 */
+	}
+}
+#endif
+
 /* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
  * compared side by side, window element after window element (in the order the scalar walk
- * takes, so ties go the same way), which the compiler vectorises; the others walk alone. */
-VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
-{
-	const struct maxpool *mp = job;
-	const struct conv_geom *g = mp->g;
-	int64_t xa, xb;
-	inner_columns(g, &xa, &xb);
-	for (int64_t nc = nc0; nc < nc1; nc++)
-		for (int64_t oy = 0; oy < g->oh; oy++) {
-			int64_t y0 = oy * g->sh - g->pt, i0, i1;
-			conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);
-			for (int64_t ox = 0; ox < xa; ox++)
-				max_clipped(mp, nc, oy, ox, i0, i1);
-			for (int64_t ox = xb; ox < g->ow; ox++)
-				max_clipped(mp, nc, oy, ox, i0, i1);
-			for (int64_t r0 = xa; r0 < xb && i0 >= i1; r0++) /* no row of the window in the image */
-				max_clipped(mp, nc, oy, r0, i0, i1);
-			for (int64_t r0 = xa; r0 < xb && i0 < i1; r0 += MAX_RUN) {
-				int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;
-				float acc[MAX_RUN];
-				int64_t arg[MAX_RUN];
-				for (int64_t i = i0; i < i1; i++) {
-					int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + r0 * g->sw - g->pl;
-					for (int64_t j = 0; j < g->kw; j++) {
-						const float *p = mp->x + row + j * g->dw;
-						if (i == i0 && j == 0) {
-							for (int64_t t = 0; t < n; t++) {
-								acc[t] = p[t * g->sw];
-								arg[t] = row + t * g->sw;
-							}
-							continue;
-						}
-						for (int64_t t = 0; t < n; t++) { /* no branch: random data mispredicts */
-							float v = p[t * g->sw], a = acc[t];
-							int64_t gt = v > a;
-							acc[t] = v > a ? v : a;
-							arg[t] += (row + j * g->dw + t * g->sw - arg[t]) * gt;
-						}
-					}
-				}
-				int64_t o = (nc * g->oh + oy) * g->ow + r0;
-				memcpy(mp->y + o, acc, (size_t)n * sizeof *acc);
-				if (mp->idx)
-					memcpy(mp->idx + o, arg, (size_t)n * sizeof *arg);
-			}
-		}
-}
+ * takes, so ties and NaNs go the same way: a NaN wins only as a window's first element), which
+ * the compiler vectorises: max_run, with the stride a constant for strides 1 and 2 (the loads
+ * contiguous, or two vectors' even lanes) and each output's winner held as its offset in the
+ * window (32 bits, a vector's lanes as wide as float32's) until the run is written. The others
+ * (clipped windows) walk alone: MAX_CLIPPED. */
+#define MAX_PLANES(T, name)                                                                             \
+	static void name##_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, \
+				   int64_t i1)                                                          \
+	{                                                                                               \
+		const struct conv_geom *g = mp->g;                                                      \
+		const T *x = mp->x;                                                                     \
+		int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0, j1;                       \
+		conv_inside(x0, g->dw, g->w, g->kw, &j0, &j1);                                          \
+		T acc = -(T)INFINITY;                                                                   \
+		int64_t arg = -1;                                                                       \
+		for (int64_t i = i0; i < i1; i++) {                                                     \
+			int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;                         \
+			for (int64_t j = j0; j < j1; j++) {                                             \
+				T v = x[row + j * g->dw];                                               \
+				if (v > acc || arg < 0) {                                               \
+					acc = v;                                                        \
+					arg = row + j * g->dw;                                          \
+				}                                                                       \
+			}                                                                               \
+		}                                                                                       \
+		int64_t o = (nc * g->oh + oy) * g->ow + ox;                                             \
+		((T *)mp->y)[o] = acc;                                                                  \
+		if (mp->idx)                                                                            \
+			mp->idx[o] = arg;                                                               \
+	}                                                                                               \
+	/* outputs [0, n) of a run whose first window starts at p: rows kr of the window, dr apart */  \
+	static inline __attribute__((always_inline)) void name##_run(const T *restrict p, int64_t sw, int64_t n, \
+		int64_t kr, int64_t dr, int64_t kw, int64_t dw, T *restrict acc, int32_t *restrict off)      \
+	{                                                                                               \
+		for (int64_t i = 0; i < kr; i++)                                                        \
+			for (int64_t j = 0; j < kw; j++) {                                              \
+				const T *q = p + i * dr + j * dw;                                       \
+				int32_t at = (int32_t)(i * dr + j * dw);                                \
+				if (!i && !j) {                                                         \
+					for (int64_t t = 0; t < n; t++) {                               \
+						acc[t] = q[t * sw];                                     \
+						off[t] = 0;                                             \
+					}                                                               \
+					continue;                                                       \
+				}                                                                       \
+				for (int64_t t = 0; t < n; t++) { /* no branch: random data mispredicts */ \
+					T v = q[t * sw], a = acc[t];                                    \
+					acc[t] = v > a ? v : a;                                         \
+					off[t] = v > a ? at : off[t];                                   \
+				}                                                                       \
+			}                                                                               \
+	}                                                                                               \
+	VM_CLONES static void name(void *job, int64_t nc0, int64_t nc1)                                 \
+	{                                                                                               \
+		const struct maxpool *mp = job;                                                         \
+		const struct conv_geom *g = mp->g;                                                      \
+		const T *x = mp->x;                                                                     \
+		T *y = mp->y;                                                                           \
+		int64_t xa, xb;                                                                         \
+		inner_columns(g, &xa, &xb);                                                             \
+		for (int64_t nc = nc0; nc < nc1; nc++)                                                  \
+			for (int64_t oy = 0; oy < g->oh; oy++) {                                        \
+				int64_t y0 = oy * g->sh - g->pt, i0, i1;                                \
+				conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);                          \
+				for (int64_t ox = 0; ox < xa; ox++)                                     \
+					name##_clipped(mp, nc, oy, ox, i0, i1);                         \
+				for (int64_t ox = xb; ox < g->ow; ox++)                                 \
+					name##_clipped(mp, nc, oy, ox, i0, i1);                         \
+				for (int64_t r0 = xa; r0 < xb && i0 >= i1; r0++) /* no row of the window in the image */ \
+					name##_clipped(mp, nc, oy, r0, i0, i1);                         \
+				for (int64_t r0 = xa; r0 < xb && i0 < i1; r0 += MAX_RUN) {              \
+					int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;              \
+					int64_t row = (nc * g->h + y0 + i0 * g->dh) * g->w + r0 * g->sw - g->pl; \
+					int64_t dr = g->dh * g->w, kr = i1 - i0, o = (nc * g->oh + oy) * g->ow + r0; \
+					T acc[MAX_RUN];                                                 \
+					int32_t off[MAX_RUN + 8];                                       \
+					if (SIMD_RUN(T, x + row, n, kr, dr, acc, off))                  \
+						;                                                       \
+					else if (g->sw == 1)                                            \
+						name##_run(x + row, 1, n, kr, dr, g->kw, g->dw, acc, off); \
+					else if (g->sw == 2)                                            \
+						name##_run(x + row, 2, n, kr, dr, g->kw, g->dw, acc, off); \
+					else                                                            \
+						name##_run(x + row, g->sw, n, kr, dr, g->kw, g->dw, acc, off); \
+					memcpy(y + o, acc, (size_t)n * sizeof *acc);                    \
+					for (int64_t t = 0; mp->idx && t < n; t++)                      \
+						mp->idx[o + t] = row + t * g->sw + off[t];              \
+				}                                                                       \
+			}                                                                               \
+	}
+#ifdef SIMD_X86
+#define SIMD_RUN(T, p, n, kr, dr, acc, off)                                                            \
+	((g->sw == 1 || g->sw == 2) && simd_avx512() &&                                                  \
+	 ((sizeof(T) == 4 ? max_run_f32_avx512((const float *)(p), g->sw, n, kr, dr, g->kw, g->dw, (float *)(acc), off) \
+			  : max_run_f64_avx512((const double *)(p), g->sw, n, kr, dr, g->kw, g->dw, (double *)(acc), off)), 1))
+#else
+#define SIMD_RUN(T, p, n, kr, dr, acc, off) 0
+#endif
+MAX_PLANES(float, max_planes_f32)
+MAX_PLANES(double, max_planes_f64)
 
 /* Output (nc, oy, ox) of a pool over g, the window walked element by element in order (the
  * generic path, and the clipped windows of avg_planes): the maximum (its input index in *arg, the
@@ -208,11 +300,12 @@ static int pool(struct exec *x, const struct node *n, struct rtensor *const *in,
 	if (!y)
 		return exec_status(x);
 	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
-	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
 	float *yf = out[0]->dtype == DT_FLOAT ? y : NULL;
-	if (max && af && yf) {
-		struct maxpool j = {&g, af, yf, idx};
-		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, max_planes, &j);
+	/* the offsets in a window that max_run holds in 32 bits */
+	int narrow = (g.kh - 1) * g.dh * g.w + (g.kw - 1) * g.dw <= INT32_MAX;
+	if (max && narrow && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE)) {
+		struct maxpool j = {&g, a->data, y, idx};
+		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, a->dtype == DT_FLOAT ? max_planes_f32 : max_planes_f64, &j);
 		return 0;
 	}
 	if (!max && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE)) {
