@@ -3227,3 +3227,75 @@ Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
 			graph_free(g);
 		}
 }
+
+/* ArgMax (max 1) or ArgMin's answer for the lane of n elements step apart at v, by the walk the
+ * operator documents: NaN larger than every number, the first of equal extremes (the last with
+ * select_last_index), NaNs equal among themselves */
+static int64_t pl_arg(const double *v, int64_t n, int64_t step, int max, int last)
+{
+	int64_t best = 0;
+	for (int64_t r = 1; r < n; r++) {
+		double a = v[r * step], b = v[best * step];
+		int gt = isnan(a) ? !isnan(b) : !isnan(b) && a > b, lt = isnan(b) ? !isnan(a) : !isnan(a) && a < b;
+		int same = a == b || (isnan(a) && isnan(b));
+		if ((max ? gt : lt) || (last && same))
+			best = r;
+	}
+	return best;
+}
+
+Test(exec, pool_argmax_argmin_match_the_walk)
+{
+	/* (outer, len, inner) lanes: the last axis (inner 1) around the vector widths and the 64-wide
+	 * search blocks; other axes around ARG_RUN's 256 lanes */
+	static const int64_t shapes[][3] = {{3, 1, 1},	 {4, 2, 1},   {5, 15, 1},  {9, 16, 1},   {7, 17, 1},  {3, 63, 1},
+					    {3, 64, 1},	 {3, 65, 1},  {4, 130, 1}, {2, 1000, 1}, {0, 5, 1},   {1, 1, 7},
+					    {2, 5, 15},	 {1, 33, 16}, {2, 3, 17},  {1, 4, 255},  {2, 2, 256}, {1, 3, 257},
+					    {3, 6, 300}, {4, 1, 20}};
+	enum { MAXN = 6000 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+			for (int how = 0; how < 8; how++) { /* ArgMin/ArgMax x keepdims x select_last_index */
+				int max = how & 1, keep = how >> 1 & 1, last = how >> 2;
+				int64_t outer = shapes[c][0], len = shapes[c][1], inner = shapes[c][2], n = outer * len * inner;
+				cr_assert(n <= MAXN);
+				uint32_t s = (uint32_t)(c * 8 + (size_t)how) * 7 + 1;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t lane = i / (len * inner) * inner + i % inner;
+					p64[i] = how & 2 ? rf_value(&s, i, len * inner) : pl_value(&s);
+					if (lane % 5 == 2) /* lanes all NaN, of two payloads */
+						p64[i] = i & 1 ? NAN : -NAN;
+					if (lane % 5 == 4 && i / inner % len == 0) /* a NaN first */
+						p64[i] = NAN;
+					p32[i] = (float)p64[i];
+					v[i] = f64 ? p64[i] : (double)p32[i];
+				}
+				char text[600];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld%s%.0lld]}]\nnodes:\n"
+					 "  - {op: %s, inputs: [x], outputs: [y], attrs: {axis: %d, keepdims: %d, select_last_index: %d}}\n"
+					 "outputs: [{name: y}]\n",
+					 f64 ? "float64" : "float32", (long long)outer, (long long)len, inner > 1 ? ", " : "",
+					 (long long)(inner > 1 ? inner : 0), max ? "ArgMax" : "ArgMin", inner > 1 ? 1 : -1, keep, last);
+				int64_t dims[3] = {outer, len, inner};
+				int rank = inner > 1 ? 3 : 2; /* a contiguous lane: the last axis, -1 */
+				struct graph *g;
+				struct exec *x = pl_run(text, f64 ? DT_DOUBLE : DT_FLOAT, rank, dims, f64 ? (void *)p64 : (void *)p32, &g);
+				const struct rtensor *y = exec_value(x, g->outputs[0]);
+				cr_assert(y->dtype == DT_INT64 && y->numel == outer * inner && y->ndim == rank - !keep);
+				int64_t wrong = 0, first = -1;
+				for (int64_t o = 0; o < outer; o++)
+					for (int64_t i = 0; i < inner; i++)
+						if (((const int64_t *)y->data)[o * inner + i] !=
+							    pl_arg(v + o * len * inner + i, len, inner, max, last) &&
+						    !wrong++)
+							first = o * inner + i;
+				cr_expect_eq(wrong, 0, "%s %s (%lld, %lld, %lld) keepdims %d select_last_index %d: %lld lanes differ, the first %lld",
+					     max ? "ArgMax" : "ArgMin", f64 ? "float64" : "float32", (long long)outer, (long long)len,
+					     (long long)inner, keep, last, (long long)wrong, (long long)first);
+				exec_free(x);
+				graph_free(g);
+			}
+}
