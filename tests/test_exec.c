@@ -3299,3 +3299,59 @@ Test(exec, pool_argmax_argmin_match_the_walk)
 				graph_free(g);
 			}
 }
+
+Test(exec, pool_large_transposes_move_every_bit)
+{
+	/* planes of 256 or more both ways (the tiled path; 255 the banded one), tiles cut at the
+	 * edges, batches of planes, 4- and 8-byte elements */
+	static const struct {
+		int64_t dims[3];
+		const char *perm;
+	} cases[] = {
+		{{256, 256, 0}, "1, 0"},    {{300, 257, 0}, "1, 0"},	{{257, 1000, 0}, "1, 0"}, {{255, 700, 0}, "1, 0"},
+		{{1030, 513, 0}, "1, 0"},   {{2, 260, 300}, "0, 2, 1"}, {{3, 256, 256}, "0, 2, 1"}, {{300, 2, 260}, "2, 1, 0"},
+	};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const int64_t *d = cases[c].dims;
+			int r = d[2] ? 3 : 2;
+			int64_t n = d[0] * d[1] * (r == 3 ? d[2] : 1);
+			size_t es = f64 ? 8 : 4;
+			uint8_t *p = xmalloc((size_t)n * es);
+			uint32_t s = (uint32_t)c * 3 + 11;
+			for (int64_t i = 0; i < n * (int64_t)es; i += 4) { /* any bits: NaNs of every payload */
+				s = s * 1664525u + 1013904223u;
+				memcpy(p + i, &s, 4);
+			}
+			char text[600];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld%s%.0lld]}]\nnodes:\n"
+				 "  - {op: Transpose, inputs: [x], outputs: [y], attrs: {perm: [%s]}}\noutputs: [{name: y}]\n",
+				 f64 ? "float64" : "float32", (long long)d[0], (long long)d[1], r == 3 ? ", " : "", (long long)d[2],
+				 cases[c].perm);
+			struct graph *g;
+			struct exec *x = pl_run(text, f64 ? DT_DOUBLE : DT_FLOAT, r, d, p, &g);
+			const struct rtensor *y = exec_value(x, g->outputs[0]);
+			int perm[3];
+			for (int i = 0; i < r; i++)
+				perm[i] = cases[c].perm[3 * i] - '0';
+			int64_t st[3] = {r == 3 ? d[1] * d[2] : d[1], r == 3 ? d[2] : 1, 1}, wrong = 0, first = -1;
+			int64_t od[3] = {d[perm[0]], d[perm[1]], r == 3 ? d[perm[2]] : 1};
+			for (int64_t i = 0; i < od[0]; i++)
+				for (int64_t j = 0; j < od[1]; j++)
+					for (int64_t k = 0; k < od[2]; k++) {
+						int64_t at[3] = {0, 0, 0}, o = (i * od[1] + j) * od[2] + k;
+						at[perm[0]] = i, at[perm[1]] = j;
+						if (r == 3)
+							at[perm[2]] = k;
+						int64_t src = at[0] * st[0] + at[1] * st[1] + (r == 3 ? at[2] : 0);
+						if (memcmp((const uint8_t *)y->data + o * (int64_t)es, p + src * (int64_t)es, es) && !wrong++)
+							first = o;
+					}
+			cr_expect_eq(wrong, 0, "%s case %zu: %lld elements differ, the first %lld", f64 ? "float64" : "float32", c,
+				     (long long)wrong, (long long)first);
+			exec_free(x);
+			graph_free(g);
+			free(p);
+		}
+}

@@ -168,6 +168,72 @@ static SIMD_TARGET void turn_avx512(const float *in, int64_t sb, float *out, int
 		}
 	}
 }
+
+/* a[i] (i < 8) becomes the vector of every a's element i: pairs interleaved, then 128-bit and
+ * 256-bit halves gathered by two-source permutes. */
+static inline __attribute__((always_inline)) SIMD_TARGET void turn8(__m512d a[8])
+{
+	const __m512i lo2 = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), hi2 = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+	const __m512i lo4 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0), hi4 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+	__m512d t[8], u[8];
+	for (int i = 0; i < 8; i += 2) { /* t[i]: elements 0 2 4 6 of rows i, i+1; t[i+1]: 1 3 5 7 */
+		t[i] = _mm512_unpacklo_pd(a[i], a[i + 1]);
+		t[i + 1] = _mm512_unpackhi_pd(a[i], a[i + 1]);
+	}
+	for (int g = 0; g < 8; g += 4) { /* u[g + e]: rows g..g+3 at elements (0 4), (2 6), (1 5), (3 7) */
+		u[g] = _mm512_permutex2var_pd(t[g], lo2, t[g + 2]);
+		u[g + 1] = _mm512_permutex2var_pd(t[g], hi2, t[g + 2]);
+		u[g + 2] = _mm512_permutex2var_pd(t[g + 1], lo2, t[g + 3]);
+		u[g + 3] = _mm512_permutex2var_pd(t[g + 1], hi2, t[g + 3]);
+	}
+	static const int at[4][2] = {{0, 4}, {2, 6}, {1, 5}, {3, 7}};
+	for (int e = 0; e < 4; e++) {
+		a[at[e][0]] = _mm512_permutex2var_pd(u[e], lo4, u[4 + e]);
+		a[at[e][1]] = _mm512_permutex2var_pd(u[e], hi4, u[4 + e]);
+	}
+}
+
+/* turn_avx512 for 64-bit elements (their bits moved, NaNs' too) in 8 x 8 blocks */
+static SIMD_TARGET void turn64_avx512(const double *in, int64_t sb, double *out, int64_t oq, int64_t na, int64_t nc)
+{
+	for (int64_t i0 = 0; i0 < na; i0 += 8) {
+		int64_t ni = na - i0 < 8 ? na - i0 : 8;
+		__mmask8 mi = (__mmask8)simd_lanes(ni);
+		for (int64_t c0 = 0; c0 < nc; c0 += 8) {
+			int64_t m = nc - c0 < 8 ? nc - c0 : 8;
+			__mmask8 mc = (__mmask8)simd_lanes(m);
+			__m512d v[8];
+			for (int64_t k = 0; k < 8; k++)
+				v[k] = k < m ? _mm512_maskz_loadu_pd(mi, in + i0 + (c0 + k) * sb) : _mm512_setzero_pd();
+			turn8(v);
+			for (int64_t i = 0; i < ni; i++)
+				_mm512_mask_storeu_pd(out + (i0 + i) * oq + c0, mc, v[i]);
+		}
+	}
+}
+
+/* Planes TURN_TILE or more both ways, of 4- or 8-byte elements: pieces [p0, p1), piece p the
+ * TURN_TILE output columns (input rows) p % tiles of plane p / tiles, in square tiles down the
+ * output's rows. A tile's input and output rows touch TURN_TILE pages each, which the TLB holds;
+ * transpose_bands' 32-row bands across a 4096-wide plane touched 4096 pages a band. */
+#define TURN_TILE 256
+static void transpose_tiles(void *arg, int64_t p0, int64_t p1)
+{
+	const struct tjob *j = arg;
+	int64_t A = j->D[j->q], B = j->D[j->R - 1], sb = j->S[j->R - 1], oq = j->OS[j->q];
+	int64_t tiles = (B + TURN_TILE - 1) / TURN_TILE;
+	for (int64_t p = p0; p < p1; p++) {
+		int64_t src, dst, c0 = p % tiles * TURN_TILE, nc = B - c0 < TURN_TILE ? B - c0 : TURN_TILE;
+		tjob_seek(j, p / tiles, &src, &dst);
+		for (int64_t a0 = 0; a0 < A; a0 += TURN_TILE) {
+			int64_t na = A - a0 < TURN_TILE ? A - a0 : TURN_TILE, s = src + a0 + c0 * sb, d = dst + a0 * oq + c0;
+			if (j->es == 4)
+				turn_avx512((const float *)j->in + s, sb, (float *)j->out + d, oq, na, nc);
+			else
+				turn64_avx512((const double *)j->in + s, sb, (double *)j->out + d, oq, na, nc);
+		}
+	}
+}
 #endif
 
 /* Bands [b0, b1): band b is rows 32 (b % bands) .. of plane b / bands. */
@@ -278,6 +344,13 @@ static void transpose_walk(int R, int64_t *D, int64_t *S, size_t es, int64_t uni
 	if (S[R - 1] != 1 && j.q >= 0 && (es == 4 || es >= 8)) {
 		/* a transpose of the (q, R-1) planes: 32 x 32 tiles, each read and written in short runs;
 		 * the pieces are bands of 32 rows of a plane */
+#ifdef SIMD_X86
+		if ((es == 4 || es == 8) && D[j.q] >= TURN_TILE && D[R - 1] >= TURN_TILE && simd_avx512()) {
+			int64_t tiles = (D[R - 1] + TURN_TILE - 1) / TURN_TILE;
+			kernel_for(units / (D[j.q] * D[R - 1]) * tiles, 1, transpose_tiles, &j);
+			return;
+		}
+#endif
 		j.bands = (D[j.q] + 31) / 32;
 		kernel_for(units / (D[j.q] * D[R - 1]) * j.bands, (grain + 32 * D[R - 1] - 1) / (32 * D[R - 1]),
 			   transpose_bands, &j);
