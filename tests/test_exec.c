@@ -3170,6 +3170,15 @@ static double pl_value(uint32_t *s)
 	return (double)(k % 5) - 2;
 }
 
+/* p32 and v (what the kernel reads, in double) from p64's n values */
+static void pl_widen(int f64, int64_t n, const double *p64, float *p32, double *v)
+{
+	for (int64_t i = 0; i < n; i++) {
+		p32[i] = (float)p64[i];
+		v[i] = f64 ? p64[i] : (double)p32[i];
+	}
+}
+
 Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
 {
 	struct mp_case {
@@ -3195,11 +3204,9 @@ Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
 			cr_assert(6 * k->h * k->w <= MAXN);
 			int64_t dims[4] = {2, 3, k->h, k->w}, sp = k->h * k->w;
 			uint32_t s = (uint32_t)c * 31 + 5;
-			for (int64_t i = 0; i < 6 * sp; i++) {
+			for (int64_t i = 0; i < 6 * sp; i++)
 				p64[i] = c & 1 ? rf_value(&s, i, k->w) : pl_value(&s);
-				p32[i] = (float)p64[i];
-				v[i] = f64 ? p64[i] : (double)p32[i];
-			}
+			pl_widen(f64, 6 * sp, p64, p32, v);
 			char text[800];
 			snprintf(text, sizeof text,
 				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [2, 3, %lld, %lld]}]\nnodes:\n"
@@ -3269,9 +3276,8 @@ Test(exec, pool_argmax_argmin_match_the_walk)
 						p64[i] = i & 1 ? NAN : -NAN;
 					if (lane % 5 == 4 && i / inner % len == 0) /* a NaN first */
 						p64[i] = NAN;
-					p32[i] = (float)p64[i];
-					v[i] = f64 ? p64[i] : (double)p32[i];
 				}
+				pl_widen(f64, n, p64, p32, v);
 				char text[600];
 				snprintf(text, sizeof text,
 					 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld%s%.0lld]}]\nnodes:\n"

@@ -37,61 +37,38 @@ static void inner_columns(const struct conv_geom *g, int64_t *xa, int64_t *xb)
  * registers over the whole window: at stride 2 two vectors of input read and their even lanes
  * taken (a two-source permute), the run's last vector masked. The same compares in the same
  * order as max_run's: the same bits. */
-static SIMD_TARGET void max_run_f32_avx512(const float *p, int64_t sw, int64_t n, int64_t kr, int64_t dr, int64_t kw,
-					   int64_t dw, float *acc, int32_t *off)
-{
-	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-	for (int64_t t0 = 0; t0 < n; t0 += 16) {
-		int64_t m = n - t0 < 16 ? n - t0 : 16, span = (m - 1) * sw + 1; /* inputs a tap reads */
-		__mmask16 lo = simd_lanes(span), hi = span > 16 ? simd_lanes(span - 16) : 0;
-		__m512 a = _mm512_setzero_ps();
-		__m512i o = _mm512_setzero_si512();
-		for (int64_t i = 0; i < kr; i++)
-			for (int64_t j = 0; j < kw; j++) {
-				const float *q = p + i * dr + j * dw + t0 * sw;
-				__m512 v = _mm512_maskz_loadu_ps(lo, q);
-				if (sw == 2)
-					v = _mm512_permutex2var_ps(v, even, _mm512_maskz_loadu_ps(hi, q + 16));
-				if (!i && !j) {
-					a = v;
-					continue;
-				}
-				__mmask16 gt = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ);
-				a = _mm512_mask_mov_ps(a, gt, v);
-				o = _mm512_mask_mov_epi32(o, gt, _mm512_set1_epi32((int32_t)(i * dr + j * dw)));
-			}
-		_mm512_mask_storeu_ps(acc + t0, simd_lanes(m), a);
-		_mm512_mask_storeu_epi32(off + t0, simd_lanes(m), o);
+#define MAX_RUN_AVX512(T, VT, S, I, MT, L, EVEN, STORE_OFF, name)                                           \
+	static SIMD_TARGET void name(const T *p, int64_t sw, int64_t n, int64_t kr, int64_t dr, int64_t kw,     \
+				     int64_t dw, T *acc, int32_t *off)                                         \
+	{                                                                                                       \
+		const __m512i even = EVEN;                                                                      \
+		for (int64_t t0 = 0; t0 < n; t0 += L) {                                                         \
+			int64_t m = n - t0 < L ? n - t0 : L, span = (m - 1) * sw + 1; /* inputs a tap reads */  \
+			MT lo = (MT)simd_lanes(span), hi = span > L ? (MT)simd_lanes(span - L) : 0;             \
+			VT a = _mm512_setzero_##S();                                                            \
+			__m512i o = _mm512_setzero_si512();                                                     \
+			for (int64_t i = 0; i < kr; i++)                                                        \
+				for (int64_t j = 0; j < kw; j++) {                                              \
+					const T *q = p + i * dr + j * dw + t0 * sw;                             \
+					VT v = _mm512_maskz_loadu_##S(lo, q);                                   \
+					if (sw == 2)                                                            \
+						v = _mm512_permutex2var_##S(v, even, _mm512_maskz_loadu_##S(hi, q + L)); \
+					if (!i && !j) {                                                         \
+						a = v;                                                          \
+						continue;                                                       \
+					}                                                                       \
+					MT gt = _mm512_cmp_##S##_mask(v, a, _CMP_GT_OQ);                        \
+					a = _mm512_mask_mov_##S(a, gt, v);                                      \
+					o = _mm512_mask_mov_epi##I(o, gt, _mm512_set1_epi##I(i * dr + j * dw)); \
+				}                                                                               \
+			_mm512_mask_storeu_##S(acc + t0, (MT)simd_lanes(m), a);                                 \
+			STORE_OFF(off + t0, (MT)simd_lanes(m), o);                                              \
+		}                                                                                               \
 	}
-}
-
-static SIMD_TARGET void max_run_f64_avx512(const double *p, int64_t sw, int64_t n, int64_t kr, int64_t dr, int64_t kw,
-					   int64_t dw, double *acc, int32_t *off)
-{
-	const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-	for (int64_t t0 = 0; t0 < n; t0 += 8) {
-		int64_t m = n - t0 < 8 ? n - t0 : 8, span = (m - 1) * sw + 1;
-		__mmask8 lo = (__mmask8)simd_lanes(span), hi = span > 8 ? (__mmask8)simd_lanes(span - 8) : 0;
-		__m512d a = _mm512_setzero_pd();
-		__m512i o = _mm512_setzero_si512();
-		for (int64_t i = 0; i < kr; i++)
-			for (int64_t j = 0; j < kw; j++) {
-				const double *q = p + i * dr + j * dw + t0 * sw;
-				__m512d v = _mm512_maskz_loadu_pd(lo, q);
-				if (sw == 2)
-					v = _mm512_permutex2var_pd(v, even, _mm512_maskz_loadu_pd(hi, q + 8));
-				if (!i && !j) {
-					a = v;
-					continue;
-				}
-				__mmask8 gt = _mm512_cmp_pd_mask(v, a, _CMP_GT_OQ);
-				a = _mm512_mask_mov_pd(a, gt, v);
-				o = _mm512_mask_mov_epi64(o, gt, _mm512_set1_epi64(i * dr + j * dw));
-			}
-		_mm512_mask_storeu_pd(acc + t0, (__mmask8)simd_lanes(m), a);
-		_mm256_storeu_si256((__m256i *)(off + t0) , _mm512_cvtepi64_epi32(o)); /* off has MAX_RUN + 8 */
-	}
-}
+MAX_RUN_AVX512(float, __m512, ps, 32, __mmask16, 16, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0),
+	       _mm512_mask_storeu_epi32, max_run_f32_avx512)
+MAX_RUN_AVX512(double, __m512d, pd, 64, __mmask8, 8, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), _mm512_mask_cvtepi64_storeu_epi32,
+	       max_run_f64_avx512)
 #endif
 
 /* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
@@ -171,7 +148,7 @@ static SIMD_TARGET void max_run_f64_avx512(const double *p, int64_t sw, int64_t 
 					int64_t row = (nc * g->h + y0 + i0 * g->dh) * g->w + r0 * g->sw - g->pl; \
 					int64_t dr = g->dh * g->w, kr = i1 - i0, o = (nc * g->oh + oy) * g->ow + r0; \
 					T acc[MAX_RUN];                                                 \
-					int32_t off[MAX_RUN + 8];                                       \
+					int32_t off[MAX_RUN];                                           \
 					if (SIMD_RUN(T, x + row, n, kr, dr, acc, off))                  \
 						;                                                       \
 					else if (g->sw == 1)                                            \

@@ -97,12 +97,12 @@ static void arg_lanes(void *arg, int64_t u0, int64_t u1)
 }
 
 /* float32 and float64 lanes as typed loops, lane_extreme's answers. A contiguous lane (inner 1):
- * its extreme m over the numbers and whether a NaN came, in 64-byte vectors of lanes (GCC's vector
- * extension), then the first (last) element that is m by == (the walk's: it moves only to a
- * strictly better value, so it stops at the first of the values equal to the extreme, -0 and +0
- * alike; with select_last_index it moves to each equal one), or that is a NaN where ArgMax saw one
- * (a NaN beats every number) or ArgMin saw nothing else (a NaN beats no number). Lanes a stride
- * apart (inner > 1): ARG_RUN of them side by side, each the walk itself, branch-free. */
+ * its extreme m by run_extreme (vectors of lanes; a NaN if one came), then the first (last)
+ * element that is m by == (the walk moves only to a strictly better value, so it stops at the
+ * first of the values equal to the extreme, -0 and +0 alike; with select_last_index it moves to
+ * each equal one), or the first (last) NaN for ArgMax (a NaN beats every number); ArgMin's lanes
+ * with a NaN (which beats no number) walk. Lanes a stride apart (inner > 1): ARG_RUN of them side
+ * by side, each the walk itself, branch-free. */
 #define ARG_RUN 256
 #define ARG_TYPED(T, IT, name)                                                                          \
 	static int64_t name##_find(const T *p, int64_t n, T m, int nan, int last)                       \
@@ -122,37 +122,15 @@ static void arg_lanes(void *arg, int64_t u0, int64_t u1)
 		}                                                                                        \
 		return -1;                                                                               \
 	}                                                                                                \
-	VM_CLONES static void name##_rows(const struct arg_job *j, int64_t u0, int64_t u1)              \
+	static void name##_rows(const struct arg_job *j, int64_t u0, int64_t u1)                         \
 	{                                                                                                \
-		typedef T vt __attribute__((vector_size(64)));                                           \
-		typedef IT vi __attribute__((vector_size(64)));                                          \
-		enum { L = 64 / sizeof(T) };                                                             \
 		int64_t n = j->l.len;                                                                    \
 		for (int64_t u = u0; u < u1; u++) {                                                      \
-			const T *p = (const T *)j->a->data + u * n;                                      \
-			T r = j->max ? -(T)INFINITY : (T)INFINITY;                                       \
-			vt m = {0};                                                                      \
-			vi nan = {0};                                                                    \
-			m += r;                                                                          \
-			int64_t i = 0;                                                                   \
-			for (; i + L <= n; i += L) {                                                     \
-				vt v;                                                                    \
-				memcpy(&v, p + i, sizeof v);                                             \
-				vi take = j->max ? v > m : v < m;                                        \
-				m = (vt)(((vi)v & take) | ((vi)m & ~take));                              \
-				nan |= v != v;                                                           \
-			}                                                                                \
-			int any = 0;                                                                     \
-			for (int k = 0; k < L; k++) {                                                    \
-				r = (j->max ? m[k] > r : m[k] < r) ? m[k] : r;                           \
-				any |= nan[k] != 0;                                                      \
-			}                                                                                \
-			for (; i < n; i++) {                                                             \
-				r = (j->max ? p[i] > r : p[i] < r) ? p[i] : r;                           \
-				any |= p[i] != p[i];                                                     \
-			}                                                                                \
-			int64_t at = name##_find(p, n, r, any && j->max, j->last);                       \
-			j->o[u] = at >= 0 ? at : name##_find(p, n, r, 1, j->last);                       \
+			T m = (T)run_extreme(j->a, u * n, n, !j->max);                                   \
+			if (m != m && !j->max) /* ArgMin of a lane with a NaN: the walk */               \
+				j->o[u] = lane_extreme(j->a, j->l, u, 0, 0, j->last);                    \
+			else                                                                             \
+				j->o[u] = name##_find((const T *)j->a->data + u * n, n, m, m != m, j->last); \
 		}                                                                                        \
 	}                                                                                                \
 	VM_CLONES static void name##_strided(const struct arg_job *j, int64_t u0, int64_t u1)           \
