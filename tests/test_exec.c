@@ -3198,7 +3198,7 @@ Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
 	enum { MAXN = 2 * 3 * 6 * 600 };
 	static double v[MAXN], p64[MAXN];
 	static float p32[MAXN];
-	for (int f64 = 0; f64 < 2; f64++)
+	for (int f64 = 0; f64 < 2; f64++, pool_set_threads(f64 == 1 ? 3 : 1)) /* float64 cut over 3 threads */
 		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 			const struct mp_case *k = &cases[c];
 			cr_assert(6 * k->h * k->w <= MAXN);
@@ -3262,7 +3262,7 @@ Test(exec, pool_argmax_argmin_match_the_walk)
 	enum { MAXN = 6000 };
 	static double v[MAXN], p64[MAXN];
 	static float p32[MAXN];
-	for (int f64 = 0; f64 < 2; f64++)
+	for (int f64 = 0; f64 < 2; f64++, pool_set_threads(f64 == 1 ? 3 : 1)) /* float64 cut over 3 threads */
 		for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
 			for (int how = 0; how < 8; how++) { /* ArgMin/ArgMax x keepdims x select_last_index */
 				int max = how & 1, keep = how >> 1 & 1, last = how >> 2;
@@ -3317,7 +3317,7 @@ Test(exec, pool_large_transposes_move_every_bit)
 		{{256, 256, 0}, "1, 0"},    {{300, 257, 0}, "1, 0"},	{{257, 1000, 0}, "1, 0"}, {{255, 700, 0}, "1, 0"},
 		{{1030, 513, 0}, "1, 0"},   {{2, 260, 300}, "0, 2, 1"}, {{3, 256, 256}, "0, 2, 1"}, {{300, 2, 260}, "2, 1, 0"},
 	};
-	for (int f64 = 0; f64 < 2; f64++)
+	for (int f64 = 0; f64 < 2; f64++, pool_set_threads(f64 == 1 ? 3 : 1)) /* float64 cut over 3 threads */
 		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 			const int64_t *d = cases[c].dims;
 			int r = d[2] ? 3 : 2;
