@@ -73,11 +73,11 @@ MAX_RUN_AVX512(double, __m512d, pd, 64, __mmask8, 8, _mm512_set_epi64(14, 12, 10
 
 /* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
  * compared side by side, window element after window element (in the order the scalar walk
- * takes, so ties and NaNs go the same way: a NaN wins only as a window's first element), which
- * the compiler vectorises: max_run, with the stride a constant for strides 1 and 2 (the loads
- * contiguous, or two vectors' even lanes) and each output's winner held as its offset in the
- * window (32 bits, a vector's lanes as wide as float32's) until the run is written. The others
- * (clipped windows) walk alone: MAX_CLIPPED. */
+ * takes, so ties and NaNs go the same way: a NaN wins only as a window's first element), each
+ * output's winner held as its offset in the window (32 bits, a vector's lanes as wide as
+ * float32's) until the run is written: MAX_RUN_AVX512's kernels at strides 1 and 2 on AVX-512,
+ * else name_run, which the compiler vectorises (the stride a constant for 1 and 2). The others
+ * (clipped windows) walk alone: name_clipped. */
 #define MAX_PLANES(T, name)                                                                             \
 	static void name##_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, \
 				   int64_t i1)                                                          \
