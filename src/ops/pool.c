@@ -76,8 +76,9 @@ MAX_RUN_AVX512(double, __m512d, pd, 64, __mmask8, 8, _mm512_set_epi64(14, 12, 10
  * takes, so ties and NaNs go the same way: a NaN wins only as a window's first element), each
  * output's winner held as its offset in the window (32 bits, a vector's lanes as wide as
  * float32's) until the run is written: MAX_RUN_AVX512's kernels at strides 1 and 2 on AVX-512,
- * else name_run, which the compiler vectorises (the stride a constant for 1 and 2). The others
- * (clipped windows) walk alone: name_clipped. */
+ * else name_run, the compiled loop (its index updated by arithmetic: with a select, and the
+ * stride a constant, GCC's code took twice as long). The others (clipped windows) walk alone:
+ * name_clipped. */
 #define MAX_PLANES(T, name)                                                                             \
 	static void name##_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, \
 				   int64_t i1)                                                          \
@@ -120,8 +121,9 @@ MAX_RUN_AVX512(double, __m512d, pd, 64, __mmask8, 8, _mm512_set_epi64(14, 12, 10
 				}                                                                       \
 				for (int64_t t = 0; t < n; t++) { /* no branch: random data mispredicts */ \
 					T v = q[t * sw], a = acc[t];                                    \
+					int32_t gt = v > a;                                             \
 					acc[t] = v > a ? v : a;                                         \
-					off[t] = v > a ? at : off[t];                                   \
+					off[t] += (at - off[t]) * gt;                                   \
 				}                                                                       \
 			}                                                                               \
 	}                                                                                               \
@@ -151,10 +153,6 @@ MAX_RUN_AVX512(double, __m512d, pd, 64, __mmask8, 8, _mm512_set_epi64(14, 12, 10
 					int32_t off[MAX_RUN];                                           \
 					if (SIMD_RUN(T, x + row, n, kr, dr, acc, off))                  \
 						;                                                       \
-					else if (g->sw == 1)                                            \
-						name##_run(x + row, 1, n, kr, dr, g->kw, g->dw, acc, off); \
-					else if (g->sw == 2)                                            \
-						name##_run(x + row, 2, n, kr, dr, g->kw, g->dw, acc, off); \
 					else                                                            \
 						name##_run(x + row, g->sw, n, kr, dr, g->kw, g->dw, acc, off); \
 					memcpy(y + o, acc, (size_t)n * sizeof *acc);                    \
