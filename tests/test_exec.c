@@ -3928,3 +3928,256 @@ Test(exec, norms_match_the_serial_walks_bit_for_bit)
 	}
 	pool_set_threads(1);
 }
+
+/* #52 pool: MaxPool's typed runs (pool.c: AVX-512 at strides 1 and 2, the compiled loop else),
+ * ArgMax/ArgMin's typed lanes (select.c) and the tiled Transpose of large planes (layout.c)
+ * against definitions written here, bit for bit (values, NaN payloads, signed zeros) and index
+ * for index, float32 and float64, over sizes around the vector widths and tiles. */
+
+/* graph text `yaml` run on x (dt, shape dims, data p); its graph in *g */
+static struct exec *pl_run(const char *yaml, int dt, int nd, const int64_t *dims, void *p, struct graph **g)
+{
+	struct rtensor t = {.dtype = dt, .ndim = nd, .numel = 1, .data = p, .known = 1};
+	for (int i = 0; i < nd; i++)
+		t.numel *= t.dims[i] = dims[i];
+	t.nbytes = (size_t)t.numel * dtype_size(dt);
+	*g = load_text("pool.yaml", yaml);
+	const char *name = "x";
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = &t, .input_names = &name, .n_inputs = 1};
+	struct exec *x = exec_run(*g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", yaml, e.msg);
+	return x;
+}
+
+/* MaxPool by its definition: the window's elements inside the image in row-major window order,
+ * the first taken, then each strictly greater one (a NaN wins only as the first); its index
+ * flattened over the whole input */
+static double pl_max(const double *v, int64_t nc, int64_t h, int64_t w, const int64_t *k, const int64_t *st,
+		     const int64_t *d, const int64_t *pad, int64_t oy, int64_t ox, int64_t *arg)
+{
+	double m = 0;
+	*arg = -1;
+	for (int64_t i = 0; i < k[0]; i++)
+		for (int64_t j = 0; j < k[1]; j++) {
+			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
+			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+				continue;
+			double x = v[(nc * h + iy) * w + ix];
+			if (*arg < 0 || x > m) {
+				m = x;
+				*arg = (nc * h + iy) * w + ix;
+			}
+		}
+	return m;
+}
+
+/* data with many ties: small integers and zeros of both signs, infinities and NaNs of distinct
+ * payloads */
+static double pl_value(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	uint32_t k = *s >> 8;
+	if (k % 13 == 0) {
+		uint64_t b = 0x7ff8000000000000ull | (k % 3 + 1) | (uint64_t)(k & 16) << 59;
+		double d;
+		memcpy(&d, &b, 8);
+		return d;
+	}
+	static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-40, -1e-310};
+	if (k % 7 == 0)
+		return special[k / 7 % 6];
+	return (double)(k % 5) - 2;
+}
+
+/* p32 and v (what the kernel reads, in double) from p64's n values */
+static void pl_widen(int f64, int64_t n, const double *p64, float *p32, double *v)
+{
+	for (int64_t i = 0; i < n; i++) {
+		p32[i] = (float)p64[i];
+		v[i] = f64 ? p64[i] : (double)p32[i];
+	}
+}
+
+Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
+{
+	struct mp_case {
+		int64_t h, w, k[2], s[2], d[2], pad[4];
+		int ceil;
+	} cases[] = {
+		{48, 48, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0}, /* ResNet's stem */
+		{9, 41, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1},
+		{11, 70, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0},
+		{7, 37, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0},
+		{6, 600, {2, 5}, {1, 2}, {1, 2}, {1, 4, 0, 4}, 0}, /* more than a run of 256 */
+		{12, 37, {3, 2}, {1, 3}, {2, 2}, {2, 1, 0, 1}, 0}, /* stride 3: the compiled loop */
+		{5, 17, {5, 3}, {1, 2}, {1, 1}, {0, 0, 0, 0}, 1},
+		{1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0},
+		{2, 2, {2, 2}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1},
+	};
+	enum { MAXN = 2 * 3 * 6 * 600 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++, pool_set_threads(f64 == 1 ? 3 : 1)) /* float64 cut over 3 threads */
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const struct mp_case *k = &cases[c];
+			cr_assert(6 * k->h * k->w <= MAXN);
+			int64_t dims[4] = {2, 3, k->h, k->w}, sp = k->h * k->w;
+			uint32_t s = (uint32_t)c * 31 + 5;
+			for (int64_t i = 0; i < 6 * sp; i++)
+				p64[i] = c & 1 ? rf_value(&s, i, k->w) : pl_value(&s);
+			pl_widen(f64, 6 * sp, p64, p32, v);
+			char text[800];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [2, 3, %lld, %lld]}]\nnodes:\n"
+				 "  - {op: MaxPool, inputs: [x], outputs: [y, i], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+				 "dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld], ceil_mode: %d}}\noutputs: [{name: y}, {name: i}]\n",
+				 f64 ? "float64" : "float32", (long long)k->h, (long long)k->w, (long long)k->k[0], (long long)k->k[1],
+				 (long long)k->s[0], (long long)k->s[1], (long long)k->d[0], (long long)k->d[1], (long long)k->pad[0],
+				 (long long)k->pad[1], (long long)k->pad[2], (long long)k->pad[3], k->ceil);
+			struct graph *g;
+			struct exec *x = pl_run(text, f64 ? DT_DOUBLE : DT_FLOAT, 4, dims, f64 ? (void *)p64 : (void *)p32, &g);
+			const struct rtensor *y = exec_value(x, g->outputs[0]), *ix = exec_value(x, g->outputs[1]);
+			cr_assert(ix->dtype == DT_INT64 && ix->numel == y->numel);
+			int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+			for (int64_t nc = 0; nc < 6; nc++)
+				for (int64_t oy = 0; oy < oh; oy++)
+					for (int64_t ox = 0; ox < ow; ox++) {
+						int64_t arg, o = (nc * oh + oy) * ow + ox;
+						double r = pl_max(v, nc, k->h, k->w, k->k, k->s, k->d, k->pad, oy, ox, &arg);
+						if ((!rf_same_nan(y, o, r, f64, 0) || ((const int64_t *)ix->data)[o] != arg) && !wrong++)
+							first = o;
+					}
+			cr_expect_eq(wrong, 0, "%s case %zu: %lld of %lldx%lld outputs differ, the first %lld", f64 ? "float64" : "float32",
+				     c, (long long)wrong, (long long)oh, (long long)ow, (long long)first);
+			exec_free(x);
+			graph_free(g);
+		}
+}
+
+/* ArgMax (max 1) or ArgMin's answer for the lane of n elements step apart at v, by the walk the
+ * operator documents: NaN larger than every number, the first of equal extremes (the last with
+ * select_last_index), NaNs equal among themselves */
+static int64_t pl_arg(const double *v, int64_t n, int64_t step, int max, int last)
+{
+	int64_t best = 0;
+	for (int64_t r = 1; r < n; r++) {
+		double a = v[r * step], b = v[best * step];
+		int gt = isnan(a) ? !isnan(b) : !isnan(b) && a > b, lt = isnan(b) ? !isnan(a) : !isnan(a) && a < b;
+		int same = a == b || (isnan(a) && isnan(b));
+		if ((max ? gt : lt) || (last && same))
+			best = r;
+	}
+	return best;
+}
+
+Test(exec, pool_argmax_argmin_match_the_walk)
+{
+	/* (outer, len, inner) lanes: the last axis (inner 1) around the vector widths and the 64-wide
+	 * search blocks; other axes around ARG_RUN's 256 lanes */
+	static const int64_t shapes[][3] = {{3, 1, 1},	 {4, 2, 1},   {5, 15, 1},  {9, 16, 1},   {7, 17, 1},  {3, 63, 1},
+					    {3, 64, 1},	 {3, 65, 1},  {4, 130, 1}, {2, 1000, 1}, {0, 5, 1},   {1, 1, 7},
+					    {2, 5, 15},	 {1, 33, 16}, {2, 3, 17},  {1, 4, 255},  {2, 2, 256}, {1, 3, 257},
+					    {3, 6, 300}, {4, 1, 20}};
+	enum { MAXN = 6000 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++, pool_set_threads(f64 == 1 ? 3 : 1)) /* float64 cut over 3 threads */
+		for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+			for (int how = 0; how < 8; how++) { /* ArgMin/ArgMax x keepdims x select_last_index */
+				int max = how & 1, keep = how >> 1 & 1, last = how >> 2;
+				int64_t outer = shapes[c][0], len = shapes[c][1], inner = shapes[c][2], n = outer * len * inner;
+				cr_assert(n <= MAXN);
+				uint32_t s = (uint32_t)(c * 8 + (size_t)how) * 7 + 1;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t lane = i / (len * inner) * inner + i % inner;
+					p64[i] = how & 2 ? rf_value(&s, i, len * inner) : pl_value(&s);
+					if (lane % 5 == 2) /* lanes all NaN, of two payloads */
+						p64[i] = i & 1 ? NAN : -NAN;
+					if (lane % 5 == 4 && i / inner % len == 0) /* a NaN first */
+						p64[i] = NAN;
+				}
+				pl_widen(f64, n, p64, p32, v);
+				char text[600];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld%s%.0lld]}]\nnodes:\n"
+					 "  - {op: %s, inputs: [x], outputs: [y], attrs: {axis: %d, keepdims: %d, select_last_index: %d}}\n"
+					 "outputs: [{name: y}]\n",
+					 f64 ? "float64" : "float32", (long long)outer, (long long)len, inner > 1 ? ", " : "",
+					 (long long)(inner > 1 ? inner : 0), max ? "ArgMax" : "ArgMin", inner > 1 ? 1 : -1, keep, last);
+				int64_t dims[3] = {outer, len, inner};
+				int rank = inner > 1 ? 3 : 2; /* a contiguous lane: the last axis, -1 */
+				struct graph *g;
+				struct exec *x = pl_run(text, f64 ? DT_DOUBLE : DT_FLOAT, rank, dims, f64 ? (void *)p64 : (void *)p32, &g);
+				const struct rtensor *y = exec_value(x, g->outputs[0]);
+				cr_assert(y->dtype == DT_INT64 && y->numel == outer * inner && y->ndim == rank - !keep);
+				int64_t wrong = 0, first = -1;
+				for (int64_t o = 0; o < outer; o++)
+					for (int64_t i = 0; i < inner; i++)
+						if (((const int64_t *)y->data)[o * inner + i] !=
+							    pl_arg(v + o * len * inner + i, len, inner, max, last) &&
+						    !wrong++)
+							first = o * inner + i;
+				cr_expect_eq(wrong, 0, "%s %s (%lld, %lld, %lld) keepdims %d select_last_index %d: %lld lanes differ, the first %lld",
+					     max ? "ArgMax" : "ArgMin", f64 ? "float64" : "float32", (long long)outer, (long long)len,
+					     (long long)inner, keep, last, (long long)wrong, (long long)first);
+				exec_free(x);
+				graph_free(g);
+			}
+}
+
+Test(exec, pool_large_transposes_move_every_bit)
+{
+	/* planes of 256 or more both ways (the tiled path; 255 the banded one), tiles cut at the
+	 * edges, batches of planes, 4- and 8-byte elements */
+	static const struct {
+		int64_t dims[3];
+		const char *perm;
+	} cases[] = {
+		{{256, 256, 0}, "1, 0"},    {{300, 257, 0}, "1, 0"},	{{257, 1000, 0}, "1, 0"}, {{255, 700, 0}, "1, 0"},
+		{{1030, 513, 0}, "1, 0"},   {{2, 260, 300}, "0, 2, 1"}, {{3, 256, 256}, "0, 2, 1"}, {{300, 2, 260}, "2, 1, 0"},
+	};
+	for (int f64 = 0; f64 < 2; f64++, pool_set_threads(f64 == 1 ? 3 : 1)) /* float64 cut over 3 threads */
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const int64_t *d = cases[c].dims;
+			int r = d[2] ? 3 : 2;
+			int64_t n = d[0] * d[1] * (r == 3 ? d[2] : 1);
+			size_t es = f64 ? 8 : 4;
+			uint8_t *p = xmalloc((size_t)n * es);
+			uint32_t s = (uint32_t)c * 3 + 11;
+			for (int64_t i = 0; i < n * (int64_t)es; i += 4) { /* any bits: NaNs of every payload */
+				s = s * 1664525u + 1013904223u;
+				memcpy(p + i, &s, 4);
+			}
+			char text[600];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld%s%.0lld]}]\nnodes:\n"
+				 "  - {op: Transpose, inputs: [x], outputs: [y], attrs: {perm: [%s]}}\noutputs: [{name: y}]\n",
+				 f64 ? "float64" : "float32", (long long)d[0], (long long)d[1], r == 3 ? ", " : "", (long long)d[2],
+				 cases[c].perm);
+			struct graph *g;
+			struct exec *x = pl_run(text, f64 ? DT_DOUBLE : DT_FLOAT, r, d, p, &g);
+			const struct rtensor *y = exec_value(x, g->outputs[0]);
+			int perm[3];
+			for (int i = 0; i < r; i++)
+				perm[i] = cases[c].perm[3 * i] - '0';
+			int64_t st[3] = {r == 3 ? d[1] * d[2] : d[1], r == 3 ? d[2] : 1, 1}, wrong = 0, first = -1;
+			int64_t od[3] = {d[perm[0]], d[perm[1]], r == 3 ? d[perm[2]] : 1};
+			for (int64_t i = 0; i < od[0]; i++)
+				for (int64_t j = 0; j < od[1]; j++)
+					for (int64_t k = 0; k < od[2]; k++) {
+						int64_t at[3] = {0, 0, 0}, o = (i * od[1] + j) * od[2] + k;
+						at[perm[0]] = i, at[perm[1]] = j;
+						if (r == 3)
+							at[perm[2]] = k;
+						int64_t src = at[0] * st[0] + at[1] * st[1] + (r == 3 ? at[2] : 0);
+						if (memcmp((const uint8_t *)y->data + o * (int64_t)es, p + src * (int64_t)es, es) && !wrong++)
+							first = o;
+					}
+			cr_expect_eq(wrong, 0, "%s case %zu: %lld elements differ, the first %lld", f64 ? "float64" : "float32", c,
+				     (long long)wrong, (long long)first);
+			exec_free(x);
+			graph_free(g);
+			free(p);
+		}
+}

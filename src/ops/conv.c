@@ -1,5 +1,5 @@
-/* conv.c - 1-D and 2-D Conv, ConvTranspose, MaxPool, AveragePool; GlobalAveragePool, GlobalMaxPool.
- * (Other ranks, integer MaxPool and MaxPool's storage_order: conv_nd.c.)
+/* conv.c - 1-D and 2-D Conv and ConvTranspose, and the window geometry pooling shares (its kernels:
+ * pool.c; other ranks, integer MaxPool and MaxPool's storage_order: conv_nd.c).
  *
  * float32 Conv with one group and 16 output channels or more, and such a ConvTranspose at stride 1,
  * run on the direct kernel where the CPU has AVX-512 (conv_direct.c); grouped ones with few
@@ -9,7 +9,7 @@
  * Y_g (Mg, OH*OW) = W_g (Mg, Cg*kh*kw) * col. ConvTranspose is its adjoint: col = W_g^T * X_g, then
  * col2im adds the patches back. Output sizes, padding and auto_pad follow the ONNX operator docs:
  *   OH = floor((H + pad_top + pad_bottom - dilation*(kh-1) - 1) / stride) + 1   (ceil for ceil_mode)
- * MaxPool's Indices are flattened over the whole input, ((n*C + c)*H + h)*W + w. */
+*/
 #include "../autodiff/ad.h"
 #include "conv.h"
 #include "kernel.h"
@@ -53,8 +53,7 @@ static int pads_of(const struct node *n, struct conv_geom *g)
 	return 0;
 }
 
-/* The output's shape: (n, ch, oh, ow), or (n, ch, ow) for a 1-D node; its rank. */
-static int out_dims(const struct conv_geom *g, int64_t ch, int64_t *dims)
+int conv_out_dims(const struct conv_geom *g, int64_t ch, int64_t *dims)
 {
 	dims[0] = g->n, dims[1] = ch;
 	if (g->one_d) {
@@ -632,7 +631,7 @@ static int conv_run(struct exec *x, const struct node *n, struct rtensor *const 
 	if (conv_geometry(x, n, in, CONV_FORWARD, &g))
 		return exec_status(x);
 	int64_t dims[4];
-	uint8_t *y = exec_alloc(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims);
+	uint8_t *y = exec_alloc(x, out[0], a->dtype, conv_out_dims(&g, g.m, dims), dims);
 	if (!y)
 		return exec_status(x);
 	int *swapped = a->dtype == DT_FLOAT && !b && exec_swap_ok(x, n->out[0]) ? &out[0]->swapped : NULL;
@@ -756,7 +755,7 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 		return exec_status(x);
 	int64_t mg = g.m / g.group;
 	int64_t ih = g.h, iw = g.w, dims[4];
-	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, out_dims(&g, g.m, dims), dims); /* col2im accumulates */
+	uint8_t *y = exec_alloc_zero(x, out[0], a->dtype, conv_out_dims(&g, g.m, dims), dims); /* col2im accumulates */
 	if (!y)
 		return exec_status(x);
 	/* in col2im terms the output image is the "input" and the ConvTranspose input the "patches" */
@@ -819,318 +818,8 @@ static int conv_transpose_run(struct exec *x, const struct node *n, struct rtens
 	return 0;
 }
 
-/* float32 MaxPool, planes [nc0, nc1) of (n c): a piece of kernel_for; each window is clipped to
- * the image once. */
-struct maxpool {
-	const struct conv_geom *g;
-	const float *x;
-	float *y;
-	int64_t *idx;
-};
-
-/* One output of max_planes whose window the image clips: the scalar walk. */
-static void max_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, int64_t i1)
-{
-	const struct conv_geom *g = mp->g;
-	int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0, j1;
-	conv_inside(x0, g->dw, g->w, g->kw, &j0, &j1);
-	float acc = -INFINITY;
-	int64_t arg = -1;
-	for (int64_t i = i0; i < i1; i++) {
-		int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;
-		for (int64_t j = j0; j < j1; j++) {
-			float v = mp->x[row + j * g->dw];
-			if (v > acc || arg < 0) {
-				acc = v;
-				arg = row + j * g->dw;
-			}
-		}
-	}
-	int64_t o = (nc * g->oh + oy) * g->ow + ox;
-	mp->y[o] = acc;
-	if (mp->idx)
-		mp->idx[o] = arg;
-}
-
-#define MAX_RUN 256 /* outputs of a row compared side by side */
-
-/* the outputs whose columns ox sw - pl + j dw stay in [0, w) for every j: [*xa, *xb) */
-static void inner_columns(const struct conv_geom *g, int64_t *xa, int64_t *xb)
-{
-	int64_t top = g->w - 1 + g->pl - (g->kw - 1) * g->dw;
-	*xb = top < 0 ? 0 : top / g->sw + 1;
-	*xb = *xb < g->ow ? *xb : g->ow;
-	*xa = (g->pl + g->sw - 1) / g->sw;
-	*xa = *xa < *xb ? *xa : *xb;
-}
-
-/* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
- * compared side by side, window element after window element (in the order the scalar walk
- * takes, so ties go the same way), which the compiler vectorises; the others walk alone. */
-VM_CLONES static void max_planes(void *job, int64_t nc0, int64_t nc1)
-{
-	const struct maxpool *mp = job;
-	const struct conv_geom *g = mp->g;
-	int64_t xa, xb;
-	inner_columns(g, &xa, &xb);
-	for (int64_t nc = nc0; nc < nc1; nc++)
-		for (int64_t oy = 0; oy < g->oh; oy++) {
-			int64_t y0 = oy * g->sh - g->pt, i0, i1;
-			conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);
-			for (int64_t ox = 0; ox < xa; ox++)
-				max_clipped(mp, nc, oy, ox, i0, i1);
-			for (int64_t ox = xb; ox < g->ow; ox++)
-				max_clipped(mp, nc, oy, ox, i0, i1);
-			for (int64_t r0 = xa; r0 < xb && i0 >= i1; r0++) /* no row of the window in the image */
-				max_clipped(mp, nc, oy, r0, i0, i1);
-			for (int64_t r0 = xa; r0 < xb && i0 < i1; r0 += MAX_RUN) {
-				int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;
-				float acc[MAX_RUN];
-				int64_t arg[MAX_RUN];
-				for (int64_t i = i0; i < i1; i++) {
-					int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + r0 * g->sw - g->pl;
-					for (int64_t j = 0; j < g->kw; j++) {
-						const float *p = mp->x + row + j * g->dw;
-						if (i == i0 && j == 0) {
-							for (int64_t t = 0; t < n; t++) {
-								acc[t] = p[t * g->sw];
-								arg[t] = row + t * g->sw;
-							}
-							continue;
-						}
-						for (int64_t t = 0; t < n; t++) { /* no branch: random data mispredicts */
-							float v = p[t * g->sw], a = acc[t];
-							int64_t gt = v > a;
-							acc[t] = v > a ? v : a;
-							arg[t] += (row + j * g->dw + t * g->sw - arg[t]) * gt;
-						}
-					}
-				}
-				int64_t o = (nc * g->oh + oy) * g->ow + r0;
-				memcpy(mp->y + o, acc, (size_t)n * sizeof *acc);
-				if (mp->idx)
-					memcpy(mp->idx + o, arg, (size_t)n * sizeof *arg);
-			}
-		}
-}
-
-/* Output (nc, oy, ox) of a pool over g, the window walked element by element in order (the
- * generic path, and the clipped windows of avg_planes): the maximum (its input index in *arg, the
- * first of ties, a NaN kept only as the first element) or the mean, with count_include_pad's pads
- * counted but not the ceil_mode overhang. */
-static double pool_one(const struct conv_geom *g, const struct rtensor *a, int64_t nc, int64_t oy, int64_t ox,
-		       int max, int include_pad, int64_t *arg)
-{
-	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
-	double acc = max ? -INFINITY : 0;
-	int64_t cnt = 0;
-	*arg = -1;
-	for (int64_t i = 0; i < g->kh; i++)
-		for (int64_t j = 0; j < g->kw; j++) {
-			int64_t iy = oy * g->sh - g->pt + i * g->dh, ix = ox * g->sw - g->pl + j * g->dw;
-			int inside = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
-			int in_pads = iy < g->h + g->pb && ix < g->w + g->pr;
-			if (!inside) {
-				cnt += include_pad && in_pads && iy >= -g->pt && ix >= -g->pl;
-				continue;
-			}
-			int64_t k = (nc * g->h + iy) * g->w + ix;
-			double v = af ? af[k] : rt_get(a, k);
-			if (max && (v > acc || *arg < 0)) {
-				acc = v;
-				*arg = k;
-			}
-			if (!max)
-				acc += v;
-			cnt++;
-		}
-	return max ? acc : cnt ? acc / (double)cnt : 0;
-}
-
-/* AveragePool over float32 or float64 planes [nc0, nc1): as max_planes, each output row's
- * outputs whose windows lie inside the image columns summed side by side (in double, from +0, in
- * the walk's order: the same bits), the rest by pool_one, and so are the sums that come out NaN
- * (vector adds may take their operands either way round, and of two NaNs x86 keeps the first's
- * payload). */
-struct avgpool {
-	const struct conv_geom *g;
-	const struct rtensor *a;
-	struct rtensor *y;
-	int include_pad;
-};
-
-#define AVG_PLANES(T, name)                                                                                   \
-	VM_CLONES static void name(void *job, int64_t nc0, int64_t nc1)                                      \
-	{                                                                                                    \
-		const struct avgpool *ap = job;                                                              \
-		const struct conv_geom *g = ap->g;                                                           \
-		const T *x = ap->a->data;                                                                    \
-		T *y = ap->y->data;                                                                          \
-		int64_t xa, xb, arg;                                                                         \
-		inner_columns(g, &xa, &xb);                                                                  \
-		for (int64_t nc = nc0; nc < nc1; nc++)                                                       \
-			for (int64_t oy = 0; oy < g->oh; oy++) {                                             \
-				int64_t y0 = oy * g->sh - g->pt, i0, i1, o = (nc * g->oh + oy) * g->ow;      \
-				conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);                               \
-				for (int64_t ox = 0; ox < g->ow; ox++)                                       \
-					if (ox < xa || ox >= xb) /* a clipped window */                      \
-						y[o + ox] = (T)pool_one(g, ap->a, nc, oy, ox, 0, ap->include_pad, &arg); \
-				int64_t cnt = (i1 - i0) * g->kw;                                             \
-				for (int64_t i = 0; i < g->kh && ap->include_pad; i++) {                     \
-					int64_t iy = y0 + i * g->dh;                                         \
-					cnt += (i < i0 || i >= i1) && iy >= -g->pt && iy < g->h + g->pb ? g->kw : 0; \
-				}                                                                            \
-				for (int64_t r0 = xa; r0 < xb; r0 += MAX_RUN) {                              \
-					int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;                  \
-					double acc[MAX_RUN];                                                 \
-					for (int64_t t = 0; t < n; t++)                                      \
-						acc[t] = 0;                                                  \
-					for (int64_t i = i0; i < i1; i++) {                                  \
-						int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + r0 * g->sw - g->pl; \
-						for (int64_t j = 0; j < g->kw; j++) {                        \
-							const T *p = x + row + j * g->dw;                    \
-							for (int64_t t = 0; t < n; t++)                      \
-								acc[t] += p[t * g->sw];              \
-						}                                                            \
-					}                                                                    \
-					for (int64_t t = 0; t < n; t++) /* a NaN's payload: the walk's */   \
-						y[o + r0 + t] = (T)(isnan(acc[t]) ? pool_one(g, ap->a, nc, oy, r0 + t, 0, 0, &arg) \
-									: cnt ? acc[t] / (double)cnt : 0);   \
-				}                                                                            \
-			}                                                                                    \
-	}
-AVG_PLANES(float, avg_planes_f32)
-AVG_PLANES(double, avg_planes_f64)
-
-static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
-{
-	const struct rtensor *a = in[0];
-	if (a->ndim > 4 || !dtype_is_float(a->dtype) || (max && attr_int(n, "storage_order", 0)))
-		return pool_nd_run(x, n, in, out, max);
-	struct conv_geom g;
-	if (conv_geometry(x, n, in, CONV_POOL, &g))
-		return exec_status(x);
-	int64_t dims[4];
-	int r = out_dims(&g, g.c, dims);
-	void *y = exec_alloc(x, out[0], a->dtype, r, dims); /* every output gets its shape first */
-	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, r, dims) : NULL;
-	if (!y)
-		return exec_status(x);
-	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
-	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
-	float *yf = out[0]->dtype == DT_FLOAT ? y : NULL;
-	if (max && af && yf) {
-		struct maxpool j = {&g, af, yf, idx};
-		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, max_planes, &j);
-		return 0;
-	}
-	if (!max && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE)) {
-		struct avgpool j = {&g, a, out[0], include_pad};
-		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, a->dtype == DT_FLOAT ? avg_planes_f32 : avg_planes_f64, &j);
-		return 0;
-	}
-	for (int64_t nc = 0; nc < g.n * g.c; nc++)
-		for (int64_t oy = 0; oy < g.oh; oy++)
-			for (int64_t ox = 0; ox < g.ow; ox++) {
-				int64_t arg;
-				double res = pool_one(&g, a, nc, oy, ox, max, include_pad, &arg);
-				int64_t o = (nc * g.oh + oy) * g.ow + ox;
-				if (yf)
-					yf[o] = (float)res;
-				else
-					rt_set(out[0], o, res);
-				if (idx)
-					idx[o] = arg;
-			}
-	return 0;
-}
-
-static int max_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
-{
-	return pool(x, n, in, out, 1);
-}
-
-static int average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
-			    struct rtensor *const *out)
-{
-	return pool(x, n, in, out, 0);
-}
-
-/* GlobalAveragePool: each (n, c) plane's mean, its sum in run_sum's fixed lanes (the bits of
- * ReduceMean over the same axes). */
-struct plane_means {
-	const struct rtensor *a;
-	struct rtensor *o;
-	int64_t sp;
-};
-
-static void plane_mean(void *arg, int64_t lo, int64_t hi)
-{
-	const struct plane_means *j = arg;
-	for (int64_t nc = lo; nc < hi; nc++)
-		rt_set(j->o, nc, j->sp ? run_sum(j->a, nc * j->sp, j->sp, 0, 0) / (double)j->sp : 0);
-}
-
-/* GlobalMaxPool's planes [lo, hi): run_extreme's walk (the last NaN, else the first maximum) */
-static void plane_max(void *arg, int64_t lo, int64_t hi)
-{
-	const struct plane_means *j = arg;
-	for (int64_t nc = lo; nc < hi; nc++)
-		rt_set(j->o, nc, run_extreme(j->a, nc * j->sp, j->sp, 0));
-}
-
-/* GlobalAveragePool (max 0) or GlobalMaxPool (max 1: each plane's largest element, NaN if it
- * holds one). */
-static int global_pool(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, int max)
-{
-	const struct rtensor *a = in[0];
-	if (want_float(x, a, "X"))
-		return exec_status(x);
-	if (a->ndim < 3)
-		return exec_fail(x, "X must be (N, C, spatial...)");
-	int64_t dims[RT_MAX_DIMS], sp = 1;
-	for (int i = 0; i < a->ndim; i++) {
-		dims[i] = i < 2 ? a->dims[i] : 1;
-		if (i >= 2)
-			sp *= a->dims[i];
-	}
-	if (max && !sp && a->dims[0] && a->dims[1])
-		return exec_fail(x, "GlobalMaxPool over an empty plane");
-	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
-		return exec_status(x);
-	int typed = a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE;
-	for (int64_t nc = 0; max && !typed && nc < out[0]->numel; nc++) {
-		double m = -INFINITY;
-		for (int64_t k = 0; k < sp; k++) {
-			double v = rt_get(a, nc * sp + k);
-			m = v > m || isnan(v) ? v : m;
-		}
-		rt_set(out[0], nc, m);
-	}
-	if (max && !typed)
-		return 0;
-	struct plane_means j = {a, out[0], sp};
-	kernel_for(a->dims[0] * a->dims[1], KERNEL_GRAIN / (sp + 1) + 1, max ? plane_max : plane_mean, &j);
-	return 0;
-}
-
-static int global_average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
-				   struct rtensor *const *out)
-{
-	(void)n;
-	return global_pool(x, in, out, 0);
-}
-
-static int global_max_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
-			       struct rtensor *const *out)
-{
-	(void)n;
-	return global_pool(x, in, out, 1);
-}
-
-/* ---- gradient rules ----
- * The window geometry of the forward node, resolved to explicit pads from its inferred shapes. */
-static int geom_of(struct ad *a, const struct node *n, int transpose, struct conv_geom *g)
+/* ---- gradient rules ---- */
+int conv_geom_of(struct ad *a, const struct node *n, int transpose, struct conv_geom *g)
 {
 	const struct rtensor *xs = ad_shape(a, n->in[0]), *ys = ad_shape(a, n->out[0]);
 	if (xs->ndim != 4 && xs->ndim != 3)
@@ -1192,8 +881,8 @@ static int geom_of(struct ad *a, const struct node *n, int transpose, struct con
 	return 0;
 }
 
-static int set_window(struct ad *a, struct node *c, const struct conv_geom *g, int64_t sh, int64_t sw, int64_t dh,
-		      int64_t dw, int64_t group)
+int conv_set_window(struct ad *a, struct node *c, const struct conv_geom *g, int64_t sh, int64_t sw, int64_t dh,
+		    int64_t dw, int64_t group)
 {
 	/* dilations of 1 are every window op's default, and AveragePool takes none before opset 19 */
 	int64_t pads[4] = {g->pt, g->pl, g->pb, g->pr}, st[2] = {sh, sw}, dl[2] = {dh, dw};
@@ -1259,7 +948,7 @@ static struct value *weight_grad(struct ad *a, struct value *in, struct value *k
 	struct value *ins[2] = {in ? transpose01(a, in) : NULL, transpose01(a, kernel)};
 	struct value *c = ins[0] && ins[1] ? ad_op(a, "Conv", ins, 2) : NULL;
 	grad_window(a, g, &w, &exact);
-	if (!c || set_window(a, ad_producer(c), &w, g->dh, g->dw, g->sh, g->sw, 1))
+	if (!c || conv_set_window(a, ad_producer(c), &w, g->dh, g->dw, g->sh, g->sw, 1))
 		return NULL;
 	/* a Slice of everything would copy the whole weight gradient */
 	struct value *t = transpose01(a, c);
@@ -1301,7 +990,7 @@ static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t
 	struct conv_geom win;
 	int exact;
 	grad_window(a, g, &win, &exact);
-	if (!c || set_window(a, ad_producer(c), &win, g->dh, g->dw, g->sh, g->sw, G * ci))
+	if (!c || conv_set_window(a, ad_producer(c), &win, g->dh, g->dw, g->sh, g->sw, G * ci))
 		return NULL;
 	/* (1, G ci co, kh', kw') -> (G, ci, co, kh', kw') -> (G, co, ci, kh', kw') -> (G co, ci, kh', kw') */
 	int64_t kh = (g->h + win.pt + win.pb - (g->sh * (g->oh - 1) + 1)) / g->dh + 1;
@@ -1312,15 +1001,13 @@ static struct value *grouped_weight_grad(struct ad *a, struct value *in, int64_t
 	return exact ? r : crop_kernel(a, r, g->kh, g->kw);
 }
 
-/* A 1-D node's rules run the 2-D ones over (N, C, 1, L): lift adds the axis of 1, drop takes it
- * away again (both no-ops for a 2-D node). */
-static struct value *lift(struct ad *a, struct value *v, const struct conv_geom *g)
+struct value *conv_lift(struct ad *a, struct value *v, const struct conv_geom *g)
 {
 	int64_t ax = 2;
 	return g->one_d && v ? ad_op2(a, "Unsqueeze", v, ad_ints(a, &ax, 1)) : v;
 }
 
-static struct value *drop(struct ad *a, struct value *v, const struct conv_geom *g)
+struct value *conv_drop(struct ad *a, struct value *v, const struct conv_geom *g)
 {
 	int64_t ax = 2;
 	return g->one_d && v ? ad_op2(a, "Squeeze", v, ad_ints(a, &ax, 1)) : v;
@@ -1340,22 +1027,22 @@ static int conv_grad(struct ad *a, const struct node *n)
 	if (ad_shape(a, n->in[0])->ndim > 4)
 		return conv_nd_grad(a, n);
 	struct conv_geom g;
-	if (geom_of(a, n, 0, &g))
+	if (conv_geom_of(a, n, 0, &g))
 		return -1;
-	struct value *gy = lift(a, ad_dy(a, n->out[0]), &g);
+	struct value *gy = conv_lift(a, ad_dy(a, n->out[0]), &g);
 	if (ad_wants(a, n->in[0])) {
 		int64_t full_h = g.sh * (g.oh - 1) + g.dh * (g.kh - 1) + 1 - g.pt - g.pb;
 		int64_t full_w = g.sw * (g.ow - 1) + g.dw * (g.kw - 1) + 1 - g.pl - g.pr;
 		int64_t op[2] = {g.h - full_h, g.w - full_w};
-		struct value *ins[2] = {gy, lift(a, n->in[1], &g)};
+		struct value *ins[2] = {gy, conv_lift(a, n->in[1], &g)};
 		struct value *dx = ad_op(a, "ConvTranspose", ins, 2);
-		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
+		if (!dx || conv_set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
 		    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)) ||
-		    ad_give(a, n->in[0], drop(a, dx, &g)))
+		    ad_give(a, n->in[0], conv_drop(a, dx, &g)))
 			return -1;
 	}
-	struct value *x = ad_wants(a, n->in[1]) ? lift(a, n->in[0], &g) : NULL;
-	if (x && ad_give(a, n->in[1], drop(a, g.group == 1 ? weight_grad(a, x, gy, &g)
+	struct value *x = ad_wants(a, n->in[1]) ? conv_lift(a, n->in[0], &g) : NULL;
+	if (x && ad_give(a, n->in[1], conv_drop(a, g.group == 1 ? weight_grad(a, x, gy, &g)
 						     : grouped_weight_grad(a, x, g.c, gy, ad_shape(a, n->out[0])->dims[1], &g),
 				       &g)))
 		return -1;
@@ -1368,14 +1055,14 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 	if (ad_shape(a, n->in[0])->ndim > 4)
 		return conv_nd_grad(a, n);
 	struct conv_geom g;
-	if (geom_of(a, n, 1, &g))
+	if (conv_geom_of(a, n, 1, &g))
 		return -1;
-	struct value *gy = lift(a, ad_dy(a, n->out[0]), &g);
+	struct value *gy = conv_lift(a, ad_dy(a, n->out[0]), &g);
 	if (ad_wants(a, n->in[0])) {
-		struct value *ins[2] = {gy, lift(a, n->in[1], &g)};
+		struct value *ins[2] = {gy, conv_lift(a, n->in[1], &g)};
 		struct value *dx = ad_op(a, "Conv", ins, 2);
-		if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
-		    ad_give(a, n->in[0], drop(a, dx, &g)))
+		if (!dx || conv_set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, g.group) ||
+		    ad_give(a, n->in[0], conv_drop(a, dx, &g)))
 			return -1;
 	}
 	if (ad_wants(a, n->in[1])) {
@@ -1383,8 +1070,8 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 		struct conv_geom gt = g;
 		gt.h = g.oh, gt.w = g.ow, gt.oh = g.h, gt.ow = g.w;
 		int64_t m = ad_shape(a, n->out[0])->dims[1];
-		struct value *x = lift(a, n->in[0], &g);
-		if (ad_give(a, n->in[1], drop(a, g.group == 1 ? weight_grad(a, gy, x, &gt)
+		struct value *x = conv_lift(a, n->in[0], &g);
+		if (ad_give(a, n->in[1], conv_drop(a, g.group == 1 ? weight_grad(a, gy, x, &gt)
 							   : grouped_weight_grad(a, gy, m, x, g.c, &gt),
 					      &g)))
 			return -1;
@@ -1392,94 +1079,8 @@ static int conv_transpose_grad(struct ad *a, const struct node *n)
 	return give_bias(a, n, gy);
 }
 
-/* MaxPool: each output's gradient goes to the element it took (Indices), via ScatterElements */
-static int max_pool_grad(struct ad *a, const struct node *n)
-{
-	if (ad_need_opset(a, 16, "the MaxPool gradient (ScatterElements with reduction)"))
-		return -1;
-	if (attr_int(n, "storage_order", 0)) /* its Indices are not the flat positions ScatterElements takes */
-		return ad_fail(a, "gradients of MaxPool with storage_order 1 are not supported");
-	struct value *idx = ad_add_output(a, n, 1);
-	int64_t flat = -1;
-	int dt = ad_shape(a, n->in[0])->dtype, half = dtype_is_half(dt);
-	/* overlapping windows sum in float32 (onnxruntime adds no 16-bit floats) */
-	struct value *m1 = ad_ints(a, &flat, 1), *zeros = ad_zeros_flat(a, n->in[0], half ? DT_FLOAT : dt);
-	struct value *g = ad_dy(a, n->out[0]);
-	if (half && g)
-		g = ad_cast(a, g, DT_FLOAT);
-	struct value *ins[3] = {zeros, ad_op2(a, "Reshape", idx, m1), ad_op2(a, "Reshape", g, m1)};
-	struct value *s = idx && ins[0] && ins[1] && ins[2] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
-	if (!s || ad_set_str(a, ad_producer(s), "reduction", "add") || (half && !(s = ad_cast(a, s, dt))))
-		return -1;
-	return ad_give(a, n->in[0], ad_op2(a, "Reshape", s, ad_shape_of(a, n->in[0])));
-}
-
-/* AveragePool: g divided by each window's count, spread back over the window by a depthwise
- * ConvTranspose with a kernel of ones. Without count_include_pad the count excludes padding and is
- * itself an AveragePool of ones (including pads) times the window size. */
-static int average_pool_grad(struct ad *a, const struct node *n)
-{
-	if (ad_shape(a, n->in[0])->ndim > 4)
-		return conv_nd_grad(a, n);
-	struct conv_geom g;
-	if (geom_of(a, n, 0, &g))
-		return -1;
-	if (attr_int(n, "ceil_mode", 0))
-		return ad_fail(a, "gradients of AveragePool with ceil_mode are not supported yet");
-	int dt = ad_shape(a, n->in[0])->dtype;
-	double win = (double)(g.kh * g.kw);
-	struct value *gy = lift(a, ad_dy(a, n->out[0]), &g), *scaled;
-	if (attr_int(n, "count_include_pad", 0)) {
-		scaled = ad_op2(a, "Div", gy, ad_scalar(a, dt, win));
-	} else {
-		struct value *ones = ad_op2(a, "Add", lift(a, ad_zeros_like(a, n->in[0]), &g), ad_scalar(a, dt, 1));
-		struct value *avg = ad_op1(a, "AveragePool", ones);
-		struct node *p = ad_producer(avg);
-		int64_t ks[2] = {g.kh, g.kw};
-		if (!p || ad_set_ints(a, p, "kernel_shape", ks, 2) || set_window(a, p, &g, g.sh, g.sw, g.dh, g.dw, 1) ||
-		    ad_set_int(a, p, "count_include_pad", 1))
-			return -1;
-		scaled = ad_op2(a, "Div", gy, ad_op2(a, "Mul", avg, ad_scalar(a, dt, win)));
-	}
-	/* depthwise ones kernel (C, 1, kh, kw) */
-	int64_t c = g.c, kd[4] = {c, 1, g.kh, g.kw}, total = c * g.kh * g.kw;
-	struct value *kern = ad_op2(a, "Expand", ad_scalar(a, dt, 1), ad_ints(a, kd, 4));
-	(void)total;
-	int64_t full_h = g.sh * (g.oh - 1) + g.dh * (g.kh - 1) + 1 - g.pt - g.pb;
-	int64_t full_w = g.sw * (g.ow - 1) + g.dw * (g.kw - 1) + 1 - g.pl - g.pr;
-	int64_t op[2] = {g.h - full_h, g.w - full_w};
-	struct value *ins[2] = {scaled, kern};
-	struct value *dx = kern ? ad_op(a, "ConvTranspose", ins, 2) : NULL;
-	if (!dx || set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, c) ||
-	    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)))
-		return -1;
-	return ad_give(a, n->in[0], drop(a, dx, &g));
-}
-
-static int global_average_pool_grad(struct ad *a, const struct node *n)
-{
-	const struct rtensor *xs = ad_shape(a, n->in[0]);
-	int axes[RT_MAX_DIMS], na = 0;
-	for (int i = 2; i < xs->ndim; i++)
-		axes[na++] = i;
-	struct value *e = ad_op2(a, "Expand", ad_dy(a, n->out[0]), ad_shape_of(a, n->in[0]));
-	return ad_give(a, n->in[0], ad_op2(a, "Div", e, ad_count(a, n->in[0], axes, na, xs->dtype)));
-}
-
-/* GlobalMaxPool: g goes to each plane's maximum, shared evenly among ties (ReduceMax's rule). */
-static int global_max_pool_grad(struct ad *a, const struct node *n)
-{
-	const struct rtensor *xs = ad_shape(a, n->in[0]);
-	int64_t axes[RT_MAX_DIMS];
-	for (int i = 2; i < xs->ndim; i++)
-		axes[i - 2] = i;
-	struct value *m = ad_cast(a, ad_op2(a, "Equal", n->in[0], n->out[0]), xs->dtype);
-	struct value *cnt = ad_reduce(a, "ReduceSum", m, axes, xs->ndim - 2, 1);
-	return ad_give(a, n->in[0], ad_op2(a, "Mul", m, ad_op2(a, "Div", ad_dy(a, n->out[0]), cnt)));
-}
-
 /* Conv: 2 * (output elements) * (C/group) * kh * kw; ConvTranspose: 2 * (input elements) * (M/group)
- * * kh * kw; pooling: one operation per window element. */
+ * * kh * kw. */
 static void conv_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 		      uint64_t *bytes)
 {
@@ -1499,33 +1100,5 @@ static void conv_transpose_cost(const struct node *n, struct rtensor *const *in,
 	*flops = 2 * (uint64_t)in[0]->numel * (uint64_t)(w->numel / (w->dims[0] ? w->dims[0] : 1));
 }
 
-void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
-	       uint64_t *bytes)
-{
-	(void)in;
-	(void)bytes;
-	size_t k;
-	const int64_t *ks = attr_ints(n, "kernel_shape", &k);
-	uint64_t window = 1;
-	for (size_t i = 0; ks && i < k; i++)
-		window *= (uint64_t)ks[i];
-	*flops = (uint64_t)out[0]->numel * window;
-}
-
-/* a global pool: one operation per input element */
-static void global_pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
-			     uint64_t *flops, uint64_t *bytes)
-{
-	(void)n;
-	(void)out;
-	(void)bytes;
-	*flops = (uint64_t)in[0]->numel;
-}
-
 const struct op_impl op_conv = {.run = conv_run, .cost = conv_cost, .grad = conv_grad, .recompute = RC_EXPENSIVE, .bf16_since = 22};
 const struct op_impl op_conv_transpose = {.run = conv_transpose_run, .cost = conv_transpose_cost, .grad = conv_transpose_grad, .recompute = RC_EXPENSIVE, .bf16_since = 22};
-const struct op_impl op_max_pool = {.run = max_pool_run, .cost = pool_cost, .grad = max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
-const struct op_impl op_average_pool = {.run = average_pool_run, .cost = pool_cost, .grad = average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
-const struct op_impl op_global_max_pool = {.run = global_max_pool_run, .cost = global_pool_cost, .grad = global_max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22,
-					   .kink = KINK_PICK_REDUCED};
-const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .grad = global_average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};

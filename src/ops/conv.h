@@ -77,8 +77,23 @@ int conv_nd_grad(struct ad *a, const struct node *n);
 
 /* C (m, n) = op(A) (m, k) B (k, n), float32 or float64 (dt); A stored (m, k), or (k, m) when ta. */
 void conv_gemm(int dt, int ta, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c);
-/* A pooling node's cost: an operation per window element (conv.c). */
+/* A pooling node's cost: an operation per window element (pool.c). */
 void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 	       uint64_t *bytes);
+
+/* Shared by conv.c's and pool.c's kernels and gradient rules. The output's shape (n, ch, oh, ow),
+ * or (n, ch, ow) for a 1-D node; its rank. */
+int conv_out_dims(const struct conv_geom *g, int64_t ch, int64_t *dims);
+/* The window geometry of a forward node, resolved to explicit pads from its inferred shapes
+ * (transpose: a ConvTranspose's); -1 with the rule failed. */
+int conv_geom_of(struct ad *a, const struct node *n, int transpose, struct conv_geom *g);
+/* Node c's pads (g's), strides, dilations and group attributes. */
+int conv_set_window(struct ad *a, struct node *c, const struct conv_geom *g, int64_t sh, int64_t sw, int64_t dh,
+		    int64_t dw, int64_t group);
+/* A 1-D node's rules run the 2-D ones over (N, C, 1, L): conv_lift adds the axis of 1, conv_drop
+ * takes it away again (both no-ops for a 2-D node). */
+struct value;
+struct value *conv_lift(struct ad *a, struct value *v, const struct conv_geom *g);
+struct value *conv_drop(struct ad *a, struct value *v, const struct conv_geom *g);
 
 #endif

@@ -13,6 +13,7 @@
  * when the input is known. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "vmath.h"
 #include "../util/xalloc.h"
 
 #include <math.h>
@@ -95,6 +96,86 @@ static void arg_lanes(void *arg, int64_t u0, int64_t u1)
 		j->o[u] = lane_extreme(j->a, j->l, u / j->l.inner, u % j->l.inner, j->max, j->last);
 }
 
+/* float32 and float64 lanes as typed loops, lane_extreme's answers. A contiguous lane (inner 1):
+ * its extreme m by run_extreme (vectors of lanes; a NaN if one came), then the first (last)
+ * element that is m by == (the walk moves only to a strictly better value, so it stops at the
+ * first of the values equal to the extreme, -0 and +0 alike; with select_last_index it moves to
+ * each equal one), or the first (last) NaN for ArgMax (a NaN beats every number); ArgMin's lanes
+ * with a NaN (which beats no number) walk. Lanes a stride apart (inner > 1): ARG_RUN of them side
+ * by side, each the walk itself, branch-free. */
+#define ARG_RUN 256
+#define ARG_TYPED(T, IT, name)                                                                          \
+	static int64_t name##_find(const T *p, int64_t n, T m, int nan, int last)                       \
+	{                                                                                                \
+		for (int64_t b = 0, nb = (n + 63) / 64; b < nb; b++) {                                   \
+			int64_t k0 = (last ? nb - 1 - b : b) * 64, k1 = k0 + 64 < n ? k0 + 64 : n;       \
+			IT hit = 0;                                                                      \
+			if (nan)                                                                         \
+				for (int64_t k = k0; k < k1; k++)                                        \
+					hit |= p[k] != p[k];                                             \
+			else                                                                             \
+				for (int64_t k = k0; k < k1; k++)                                        \
+					hit |= p[k] == m;                                                \
+			for (int64_t k = last ? k1 - 1 : k0; hit && k >= k0 && k < k1; k += last ? -1 : 1) \
+				if (nan ? p[k] != p[k] : p[k] == m)                                      \
+					return k;                                                        \
+		}                                                                                        \
+		return -1;                                                                               \
+	}                                                                                                \
+	static void name##_rows(const struct arg_job *j, int64_t u0, int64_t u1)                         \
+	{                                                                                                \
+		int64_t n = j->l.len;                                                                    \
+		for (int64_t u = u0; u < u1; u++) {                                                      \
+			T m = (T)run_extreme(j->a, u * n, n, !j->max);                                   \
+			if (m != m && !j->max) /* ArgMin of a lane with a NaN: the walk */               \
+				j->o[u] = lane_extreme(j->a, j->l, u, 0, 0, j->last);                    \
+			else                                                                             \
+				j->o[u] = name##_find((const T *)j->a->data + u * n, n, m, m != m, j->last); \
+		}                                                                                        \
+	}                                                                                                \
+	VM_CLONES static void name##_strided(const struct arg_job *j, int64_t u0, int64_t u1)           \
+	{                                                                                                \
+		int64_t len = j->l.len, inner = j->l.inner, runs = (inner + ARG_RUN - 1) / ARG_RUN;      \
+		IT mx = -(IT)j->max, last = -(IT)j->last; /* all ones where set */                       \
+		for (int64_t u = u0; u < u1; u++) {                                                      \
+			int64_t o = u / runs, i0 = u % runs * ARG_RUN;                                   \
+			int64_t w = inner - i0 < ARG_RUN ? inner - i0 : ARG_RUN;                         \
+			const T *p = (const T *)j->a->data + o * len * inner + i0;                       \
+			T bv[ARG_RUN];                                                                   \
+			IT best[ARG_RUN];                                                                \
+			for (int64_t t = 0; t < w; t++) {                                                \
+				bv[t] = p[t];                                                            \
+				best[t] = 0;                                                             \
+			}                                                                                \
+			for (IT r = 1; r < (IT)len; r++) {                                               \
+				const T *q = p + r * inner;                                              \
+				for (int64_t t = 0; t < w; t++) {                                        \
+					T v = q[t], b = bv[t];                                           \
+					IT up = -(IT)((v > b) | ((v != v) & (b == b)));                 \
+					IT dn = -(IT)((b > v) | ((b != b) & (v == v)));                 \
+					IT same = -(IT)((v == b) | ((v != v) & (b != b)));               \
+					IT take = (up & mx) | (dn & ~mx) | (same & last);                \
+					bv[t] = take ? v : b;                                            \
+					best[t] = (best[t] & ~take) | (r & take);                        \
+				}                                                                        \
+			}                                                                                \
+			for (int64_t t = 0; t < w; t++)                                                  \
+				j->o[o * inner + i0 + t] = best[t];                                      \
+		}                                                                                        \
+	}
+ARG_TYPED(float, int32_t, arg_f32)
+ARG_TYPED(double, int64_t, arg_f64)
+
+static void arg_typed(void *arg, int64_t u0, int64_t u1)
+{
+	const struct arg_job *j = arg;
+	int dbl = j->a->dtype == DT_DOUBLE;
+	if (j->l.inner == 1)
+		(dbl ? arg_f64_rows : arg_f32_rows)(j, u0, u1);
+	else
+		(dbl ? arg_f64_strided : arg_f32_strided)(j, u0, u1);
+}
+
 /* ArgMax / ArgMin(data, axis, keepdims, select_last_index): int64 positions along the axis */
 static int arg_extreme(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		       int max)
@@ -115,7 +196,13 @@ static int arg_extreme(struct exec *x, const struct node *n, struct rtensor *con
 	if (!o)
 		return exec_status(x);
 	struct arg_job j = {a, l, o, max, attr_int(n, "select_last_index", 0) != 0};
-	kernel_for(l.outer * l.inner, KERNEL_GRAIN / (l.len + 1) + 1, arg_lanes, &j);
+	int typed = (a->dtype == DT_FLOAT && l.len <= INT32_MAX) || a->dtype == DT_DOUBLE;
+	if (typed && l.inner > 1) { /* pieces: ARG_RUN lanes side by side */
+		int64_t runs = (l.inner + ARG_RUN - 1) / ARG_RUN;
+		kernel_for(l.outer * runs, KERNEL_GRAIN / (l.len * ARG_RUN + 1) + 1, arg_typed, &j);
+	} else {
+		kernel_for(l.outer * l.inner, KERNEL_GRAIN / (l.len + 1) + 1, typed ? arg_typed : arg_lanes, &j);
+	}
 	return 0;
 }
 

@@ -1,0 +1,502 @@
+/* pool.c - 1-D and 2-D MaxPool and AveragePool; GlobalAveragePool, GlobalMaxPool: kernels, gradient
+ * rules and costs. Their window geometry is conv.c's (conv_geometry); other ranks, integer MaxPool
+ * and MaxPool's storage_order: conv_nd.c.
+ * MaxPool's Indices are flattened over the whole input, ((n*C + c)*H + h)*W + w. */
+#include "../autodiff/ad.h"
+#include "conv.h"
+#include "kernel.h"
+#include "simd.h"
+#include "vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+/* float32 or float64 MaxPool, planes [nc0, nc1) of (n c): a piece of kernel_for; each window is
+ * clipped to the image once. */
+struct maxpool {
+	const struct conv_geom *g;
+	const void *x;
+	void *y;
+	int64_t *idx;
+};
+
+#define MAX_RUN 256 /* outputs of a row compared side by side */
+
+/* the outputs whose columns ox sw - pl + j dw stay in [0, w) for every j: [*xa, *xb) */
+static void inner_columns(const struct conv_geom *g, int64_t *xa, int64_t *xb)
+{
+	int64_t top = g->w - 1 + g->pl - (g->kw - 1) * g->dw;
+	*xb = top < 0 ? 0 : top / g->sw + 1;
+	*xb = *xb < g->ow ? *xb : g->ow;
+	*xa = (g->pl + g->sw - 1) / g->sw;
+	*xa = *xa < *xb ? *xa : *xb;
+}
+
+#ifdef SIMD_X86
+/* max_run on AVX-512 for strides 1 and 2, 16 (float32) or 8 (float64) outputs a vector held in
+ * registers over the whole window: at stride 2 two vectors of input read and their even lanes
+ * taken (a two-source permute), the run's last vector masked. The same compares in the same
+ * order as max_run's: the same bits. */
+#define MAX_RUN_AVX512(T, VT, S, I, MT, L, EVEN, STORE_OFF, name)                                           \
+	static SIMD_TARGET void name(const T *p, int64_t sw, int64_t n, int64_t kr, int64_t dr, int64_t kw,     \
+				     int64_t dw, T *acc, int32_t *off)                                         \
+	{                                                                                                       \
+		const __m512i even = EVEN;                                                                      \
+		for (int64_t t0 = 0; t0 < n; t0 += L) {                                                         \
+			int64_t m = n - t0 < L ? n - t0 : L, span = (m - 1) * sw + 1; /* inputs a tap reads */  \
+			MT lo = (MT)simd_lanes(span), hi = span > L ? (MT)simd_lanes(span - L) : 0;             \
+			VT a = _mm512_setzero_##S();                                                            \
+			__m512i o = _mm512_setzero_si512();                                                     \
+			for (int64_t i = 0; i < kr; i++)                                                        \
+				for (int64_t j = 0; j < kw; j++) {                                              \
+					const T *q = p + i * dr + j * dw + t0 * sw;                             \
+					VT v = _mm512_maskz_loadu_##S(lo, q);                                   \
+					if (sw == 2)                                                            \
+						v = _mm512_permutex2var_##S(v, even, _mm512_maskz_loadu_##S(hi, q + L)); \
+					if (!i && !j) {                                                         \
+						a = v;                                                          \
+						continue;                                                       \
+					}                                                                       \
+					MT gt = _mm512_cmp_##S##_mask(v, a, _CMP_GT_OQ);                        \
+					a = _mm512_mask_mov_##S(a, gt, v);                                      \
+					o = _mm512_mask_mov_epi##I(o, gt, _mm512_set1_epi##I(i * dr + j * dw)); \
+				}                                                                               \
+			_mm512_mask_storeu_##S(acc + t0, (MT)simd_lanes(m), a);                                 \
+			STORE_OFF(off + t0, (MT)simd_lanes(m), o);                                              \
+		}                                                                                               \
+	}
+MAX_RUN_AVX512(float, __m512, ps, 32, __mmask16, 16, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0),
+	       _mm512_mask_storeu_epi32, max_run_f32_avx512)
+MAX_RUN_AVX512(double, __m512d, pd, 64, __mmask8, 8, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), _mm512_mask_cvtepi64_storeu_epi32,
+	       max_run_f64_avx512)
+#endif
+
+/* Planes [nc0, nc1): each output row's outputs whose windows lie inside the image columns are
+ * compared side by side, window element after window element (in the order the scalar walk
+ * takes, so ties and NaNs go the same way: a NaN wins only as a window's first element), each
+ * output's winner held as its offset in the window (32 bits, a vector's lanes as wide as
+ * float32's) until the run is written: MAX_RUN_AVX512's kernels at strides 1 and 2 on AVX-512,
+ * else name_run, the compiled loop (its index updated by arithmetic: with a select, and the
+ * stride a constant, GCC's code took twice as long). The others (clipped windows) walk alone:
+ * name_clipped. */
+#define MAX_PLANES(T, name)                                                                             \
+	static void name##_clipped(const struct maxpool *mp, int64_t nc, int64_t oy, int64_t ox, int64_t i0, \
+				   int64_t i1)                                                          \
+	{                                                                                               \
+		const struct conv_geom *g = mp->g;                                                      \
+		const T *x = mp->x;                                                                     \
+		int64_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl, j0, j1;                       \
+		conv_inside(x0, g->dw, g->w, g->kw, &j0, &j1);                                          \
+		T acc = -(T)INFINITY;                                                                   \
+		int64_t arg = -1;                                                                       \
+		for (int64_t i = i0; i < i1; i++) {                                                     \
+			int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + x0;                         \
+			for (int64_t j = j0; j < j1; j++) {                                             \
+				T v = x[row + j * g->dw];                                               \
+				if (v > acc || arg < 0) {                                               \
+					acc = v;                                                        \
+					arg = row + j * g->dw;                                          \
+				}                                                                       \
+			}                                                                               \
+		}                                                                                       \
+		int64_t o = (nc * g->oh + oy) * g->ow + ox;                                             \
+		((T *)mp->y)[o] = acc;                                                                  \
+		if (mp->idx)                                                                            \
+			mp->idx[o] = arg;                                                               \
+	}                                                                                               \
+	/* outputs [0, n) of a run whose first window starts at p: rows kr of the window, dr apart */  \
+	static inline __attribute__((always_inline)) void name##_run(const T *restrict p, int64_t sw, int64_t n, \
+		int64_t kr, int64_t dr, int64_t kw, int64_t dw, T *restrict acc, int32_t *restrict off)      \
+	{                                                                                               \
+		for (int64_t i = 0; i < kr; i++)                                                        \
+			for (int64_t j = 0; j < kw; j++) {                                              \
+				const T *q = p + i * dr + j * dw;                                       \
+				int32_t at = (int32_t)(i * dr + j * dw);                                \
+				if (!i && !j) {                                                         \
+					for (int64_t t = 0; t < n; t++) {                               \
+						acc[t] = q[t * sw];                                     \
+						off[t] = 0;                                             \
+					}                                                               \
+					continue;                                                       \
+				}                                                                       \
+				for (int64_t t = 0; t < n; t++) { /* no branch: random data mispredicts */ \
+					T v = q[t * sw], a = acc[t];                                    \
+					int32_t gt = v > a;                                             \
+					acc[t] = v > a ? v : a;                                         \
+					off[t] += (at - off[t]) * gt;                                   \
+				}                                                                       \
+			}                                                                               \
+	}                                                                                               \
+	VM_CLONES static void name(void *job, int64_t nc0, int64_t nc1)                                 \
+	{                                                                                               \
+		const struct maxpool *mp = job;                                                         \
+		const struct conv_geom *g = mp->g;                                                      \
+		const T *x = mp->x;                                                                     \
+		T *y = mp->y;                                                                           \
+		int64_t xa, xb;                                                                         \
+		inner_columns(g, &xa, &xb);                                                             \
+		for (int64_t nc = nc0; nc < nc1; nc++)                                                  \
+			for (int64_t oy = 0; oy < g->oh; oy++) {                                        \
+				int64_t y0 = oy * g->sh - g->pt, i0, i1;                                \
+				conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);                          \
+				for (int64_t ox = 0; ox < xa; ox++)                                     \
+					name##_clipped(mp, nc, oy, ox, i0, i1);                         \
+				for (int64_t ox = xb; ox < g->ow; ox++)                                 \
+					name##_clipped(mp, nc, oy, ox, i0, i1);                         \
+				for (int64_t r0 = xa; r0 < xb && i0 >= i1; r0++) /* no row of the window in the image */ \
+					name##_clipped(mp, nc, oy, r0, i0, i1);                         \
+				for (int64_t r0 = xa; r0 < xb && i0 < i1; r0 += MAX_RUN) {              \
+					int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;              \
+					int64_t row = (nc * g->h + y0 + i0 * g->dh) * g->w + r0 * g->sw - g->pl; \
+					int64_t dr = g->dh * g->w, kr = i1 - i0, o = (nc * g->oh + oy) * g->ow + r0; \
+					T acc[MAX_RUN];                                                 \
+					int32_t off[MAX_RUN];                                           \
+					if (SIMD_RUN(T, x + row, n, kr, dr, acc, off))                  \
+						;                                                       \
+					else                                                            \
+						name##_run(x + row, g->sw, n, kr, dr, g->kw, g->dw, acc, off); \
+					memcpy(y + o, acc, (size_t)n * sizeof *acc);                    \
+					for (int64_t t = 0; mp->idx && t < n; t++)                      \
+						mp->idx[o + t] = row + t * g->sw + off[t];              \
+				}                                                                       \
+			}                                                                               \
+	}
+#ifdef SIMD_X86
+#define SIMD_RUN(T, p, n, kr, dr, acc, off)                                                            \
+	((g->sw == 1 || g->sw == 2) && simd_avx512() &&                                                  \
+	 ((sizeof(T) == 4 ? max_run_f32_avx512((const float *)(p), g->sw, n, kr, dr, g->kw, g->dw, (float *)(acc), off) \
+			  : max_run_f64_avx512((const double *)(p), g->sw, n, kr, dr, g->kw, g->dw, (double *)(acc), off)), 1))
+#else
+#define SIMD_RUN(T, p, n, kr, dr, acc, off) 0
+#endif
+MAX_PLANES(float, max_planes_f32)
+MAX_PLANES(double, max_planes_f64)
+
+/* Output (nc, oy, ox) of a pool over g, the window walked element by element in order (the
+ * generic path, and the clipped windows of avg_planes): the maximum (its input index in *arg, the
+ * first of ties, a NaN kept only as the first element) or the mean, with count_include_pad's pads
+ * counted but not the ceil_mode overhang. */
+static double pool_one(const struct conv_geom *g, const struct rtensor *a, int64_t nc, int64_t oy, int64_t ox,
+		       int max, int include_pad, int64_t *arg)
+{
+	const float *af = a->dtype == DT_FLOAT ? a->data : NULL; /* read without rt_get's dispatch */
+	double acc = max ? -INFINITY : 0;
+	int64_t cnt = 0;
+	*arg = -1;
+	for (int64_t i = 0; i < g->kh; i++)
+		for (int64_t j = 0; j < g->kw; j++) {
+			int64_t iy = oy * g->sh - g->pt + i * g->dh, ix = ox * g->sw - g->pl + j * g->dw;
+			int inside = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+			int in_pads = iy < g->h + g->pb && ix < g->w + g->pr;
+			if (!inside) {
+				cnt += include_pad && in_pads && iy >= -g->pt && ix >= -g->pl;
+				continue;
+			}
+			int64_t k = (nc * g->h + iy) * g->w + ix;
+			double v = af ? af[k] : rt_get(a, k);
+			if (max && (v > acc || *arg < 0)) {
+				acc = v;
+				*arg = k;
+			}
+			if (!max)
+				acc += v;
+			cnt++;
+		}
+	return max ? acc : cnt ? acc / (double)cnt : 0;
+}
+
+/* AveragePool over float32 or float64 planes [nc0, nc1): as max_planes, each output row's
+ * outputs whose windows lie inside the image columns summed side by side (in double, from +0, in
+ * the walk's order: the same bits), the rest by pool_one, and so are the sums that come out NaN
+ * (vector adds may take their operands either way round, and of two NaNs x86 keeps the first's
+ * payload). */
+struct avgpool {
+	const struct conv_geom *g;
+	const struct rtensor *a;
+	struct rtensor *y;
+	int include_pad;
+};
+
+#define AVG_PLANES(T, name)                                                                                   \
+	VM_CLONES static void name(void *job, int64_t nc0, int64_t nc1)                                      \
+	{                                                                                                    \
+		const struct avgpool *ap = job;                                                              \
+		const struct conv_geom *g = ap->g;                                                           \
+		const T *x = ap->a->data;                                                                    \
+		T *y = ap->y->data;                                                                          \
+		int64_t xa, xb, arg;                                                                         \
+		inner_columns(g, &xa, &xb);                                                                  \
+		for (int64_t nc = nc0; nc < nc1; nc++)                                                       \
+			for (int64_t oy = 0; oy < g->oh; oy++) {                                             \
+				int64_t y0 = oy * g->sh - g->pt, i0, i1, o = (nc * g->oh + oy) * g->ow;      \
+				conv_inside(y0, g->dh, g->h, g->kh, &i0, &i1);                               \
+				for (int64_t ox = 0; ox < g->ow; ox++)                                       \
+					if (ox < xa || ox >= xb) /* a clipped window */                      \
+						y[o + ox] = (T)pool_one(g, ap->a, nc, oy, ox, 0, ap->include_pad, &arg); \
+				int64_t cnt = (i1 - i0) * g->kw;                                             \
+				for (int64_t i = 0; i < g->kh && ap->include_pad; i++) {                     \
+					int64_t iy = y0 + i * g->dh;                                         \
+					cnt += (i < i0 || i >= i1) && iy >= -g->pt && iy < g->h + g->pb ? g->kw : 0; \
+				}                                                                            \
+				for (int64_t r0 = xa; r0 < xb; r0 += MAX_RUN) {                              \
+					int64_t n = xb - r0 < MAX_RUN ? xb - r0 : MAX_RUN;                  \
+					double acc[MAX_RUN];                                                 \
+					for (int64_t t = 0; t < n; t++)                                      \
+						acc[t] = 0;                                                  \
+					for (int64_t i = i0; i < i1; i++) {                                  \
+						int64_t row = (nc * g->h + y0 + i * g->dh) * g->w + r0 * g->sw - g->pl; \
+						for (int64_t j = 0; j < g->kw; j++) {                        \
+							const T *p = x + row + j * g->dw;                    \
+							for (int64_t t = 0; t < n; t++)                      \
+								acc[t] += p[t * g->sw];              \
+						}                                                            \
+					}                                                                    \
+					for (int64_t t = 0; t < n; t++) /* a NaN's payload: the walk's */   \
+						y[o + r0 + t] = (T)(isnan(acc[t]) ? pool_one(g, ap->a, nc, oy, r0 + t, 0, 0, &arg) \
+									: cnt ? acc[t] / (double)cnt : 0);   \
+				}                                                                            \
+			}                                                                                    \
+	}
+AVG_PLANES(float, avg_planes_f32)
+AVG_PLANES(double, avg_planes_f64)
+
+static int pool(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max)
+{
+	const struct rtensor *a = in[0];
+	if (a->ndim > 4 || !dtype_is_float(a->dtype) || (max && attr_int(n, "storage_order", 0)))
+		return pool_nd_run(x, n, in, out, max);
+	struct conv_geom g;
+	if (conv_geometry(x, n, in, CONV_POOL, &g))
+		return exec_status(x);
+	int64_t dims[4];
+	int r = conv_out_dims(&g, g.c, dims);
+	void *y = exec_alloc(x, out[0], a->dtype, r, dims); /* every output gets its shape first */
+	int64_t *idx = max && n->n_out > 1 && n->out[1] ? exec_alloc(x, out[1], DT_INT64, r, dims) : NULL;
+	if (!y)
+		return exec_status(x);
+	int include_pad = attr_int(n, "count_include_pad", 0) != 0;
+	float *yf = out[0]->dtype == DT_FLOAT ? y : NULL;
+	/* the offsets in a window that max_run holds in 32 bits */
+	int narrow = (g.kh - 1) * g.dh * g.w + (g.kw - 1) * g.dw <= INT32_MAX;
+	if (max && narrow && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE)) {
+		struct maxpool j = {&g, a->data, y, idx};
+		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, a->dtype == DT_FLOAT ? max_planes_f32 : max_planes_f64, &j);
+		return 0;
+	}
+	if (!max && (a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE)) {
+		struct avgpool j = {&g, a, out[0], include_pad};
+		kernel_for(g.n * g.c, KERNEL_GRAIN / (g.h * g.w + 1) + 1, a->dtype == DT_FLOAT ? avg_planes_f32 : avg_planes_f64, &j);
+		return 0;
+	}
+	for (int64_t nc = 0; nc < g.n * g.c; nc++)
+		for (int64_t oy = 0; oy < g.oh; oy++)
+			for (int64_t ox = 0; ox < g.ow; ox++) {
+				int64_t arg;
+				double res = pool_one(&g, a, nc, oy, ox, max, include_pad, &arg);
+				int64_t o = (nc * g.oh + oy) * g.ow + ox;
+				if (yf)
+					yf[o] = (float)res;
+				else
+					rt_set(out[0], o, res);
+				if (idx)
+					idx[o] = arg;
+			}
+	return 0;
+}
+
+static int max_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
+{
+	return pool(x, n, in, out, 1);
+}
+
+static int average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			    struct rtensor *const *out)
+{
+	return pool(x, n, in, out, 0);
+}
+
+/* GlobalAveragePool: each (n, c) plane's mean, its sum in run_sum's fixed lanes (the bits of
+ * ReduceMean over the same axes). */
+struct plane_means {
+	const struct rtensor *a;
+	struct rtensor *o;
+	int64_t sp;
+};
+
+static void plane_mean(void *arg, int64_t lo, int64_t hi)
+{
+	const struct plane_means *j = arg;
+	for (int64_t nc = lo; nc < hi; nc++)
+		rt_set(j->o, nc, j->sp ? run_sum(j->a, nc * j->sp, j->sp, 0, 0) / (double)j->sp : 0);
+}
+
+/* GlobalMaxPool's planes [lo, hi): run_extreme's walk (the last NaN, else the first maximum) */
+static void plane_max(void *arg, int64_t lo, int64_t hi)
+{
+	const struct plane_means *j = arg;
+	for (int64_t nc = lo; nc < hi; nc++)
+		rt_set(j->o, nc, run_extreme(j->a, nc * j->sp, j->sp, 0));
+}
+
+/* GlobalAveragePool (max 0) or GlobalMaxPool (max 1: each plane's largest element, NaN if it
+ * holds one). */
+static int global_pool(struct exec *x, struct rtensor *const *in, struct rtensor *const *out, int max)
+{
+	const struct rtensor *a = in[0];
+	if (want_float(x, a, "X"))
+		return exec_status(x);
+	if (a->ndim < 3)
+		return exec_fail(x, "X must be (N, C, spatial...)");
+	int64_t dims[RT_MAX_DIMS], sp = 1;
+	for (int i = 0; i < a->ndim; i++) {
+		dims[i] = i < 2 ? a->dims[i] : 1;
+		if (i >= 2)
+			sp *= a->dims[i];
+	}
+	if (max && !sp && a->dims[0] && a->dims[1])
+		return exec_fail(x, "GlobalMaxPool over an empty plane");
+	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
+		return exec_status(x);
+	int typed = a->dtype == DT_FLOAT || a->dtype == DT_DOUBLE;
+	for (int64_t nc = 0; max && !typed && nc < out[0]->numel; nc++) {
+		double m = -INFINITY;
+		for (int64_t k = 0; k < sp; k++) {
+			double v = rt_get(a, nc * sp + k);
+			m = v > m || isnan(v) ? v : m;
+		}
+		rt_set(out[0], nc, m);
+	}
+	if (max && !typed)
+		return 0;
+	struct plane_means j = {a, out[0], sp};
+	kernel_for(a->dims[0] * a->dims[1], KERNEL_GRAIN / (sp + 1) + 1, max ? plane_max : plane_mean, &j);
+	return 0;
+}
+
+static int global_average_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+				   struct rtensor *const *out)
+{
+	(void)n;
+	return global_pool(x, in, out, 0);
+}
+
+static int global_max_pool_run(struct exec *x, const struct node *n, struct rtensor *const *in,
+			       struct rtensor *const *out)
+{
+	(void)n;
+	return global_pool(x, in, out, 1);
+}
+/* MaxPool: each output's gradient goes to the element it took (Indices), via ScatterElements */
+static int max_pool_grad(struct ad *a, const struct node *n)
+{
+	if (ad_need_opset(a, 16, "the MaxPool gradient (ScatterElements with reduction)"))
+		return -1;
+	if (attr_int(n, "storage_order", 0)) /* its Indices are not the flat positions ScatterElements takes */
+		return ad_fail(a, "gradients of MaxPool with storage_order 1 are not supported");
+	struct value *idx = ad_add_output(a, n, 1);
+	int64_t flat = -1;
+	int dt = ad_shape(a, n->in[0])->dtype, half = dtype_is_half(dt);
+	/* overlapping windows sum in float32 (onnxruntime adds no 16-bit floats) */
+	struct value *m1 = ad_ints(a, &flat, 1), *zeros = ad_zeros_flat(a, n->in[0], half ? DT_FLOAT : dt);
+	struct value *g = ad_dy(a, n->out[0]);
+	if (half && g)
+		g = ad_cast(a, g, DT_FLOAT);
+	struct value *ins[3] = {zeros, ad_op2(a, "Reshape", idx, m1), ad_op2(a, "Reshape", g, m1)};
+	struct value *s = idx && ins[0] && ins[1] && ins[2] ? ad_op(a, "ScatterElements", ins, 3) : NULL;
+	if (!s || ad_set_str(a, ad_producer(s), "reduction", "add") || (half && !(s = ad_cast(a, s, dt))))
+		return -1;
+	return ad_give(a, n->in[0], ad_op2(a, "Reshape", s, ad_shape_of(a, n->in[0])));
+}
+
+/* AveragePool: g divided by each window's count, spread back over the window by a depthwise
+ * ConvTranspose with a kernel of ones. Without count_include_pad the count excludes padding and is
+ * itself an AveragePool of ones (including pads) times the window size. */
+static int average_pool_grad(struct ad *a, const struct node *n)
+{
+	if (ad_shape(a, n->in[0])->ndim > 4)
+		return conv_nd_grad(a, n);
+	struct conv_geom g;
+	if (conv_geom_of(a, n, 0, &g))
+		return -1;
+	if (attr_int(n, "ceil_mode", 0))
+		return ad_fail(a, "gradients of AveragePool with ceil_mode are not supported yet");
+	int dt = ad_shape(a, n->in[0])->dtype;
+	double win = (double)(g.kh * g.kw);
+	struct value *gy = conv_lift(a, ad_dy(a, n->out[0]), &g), *scaled;
+	if (attr_int(n, "count_include_pad", 0)) {
+		scaled = ad_op2(a, "Div", gy, ad_scalar(a, dt, win));
+	} else {
+		struct value *ones = ad_op2(a, "Add", conv_lift(a, ad_zeros_like(a, n->in[0]), &g), ad_scalar(a, dt, 1));
+		struct value *avg = ad_op1(a, "AveragePool", ones);
+		struct node *p = ad_producer(avg);
+		int64_t ks[2] = {g.kh, g.kw};
+		if (!p || ad_set_ints(a, p, "kernel_shape", ks, 2) || conv_set_window(a, p, &g, g.sh, g.sw, g.dh, g.dw, 1) ||
+		    ad_set_int(a, p, "count_include_pad", 1))
+			return -1;
+		scaled = ad_op2(a, "Div", gy, ad_op2(a, "Mul", avg, ad_scalar(a, dt, win)));
+	}
+	/* depthwise ones kernel (C, 1, kh, kw) */
+	int64_t c = g.c, kd[4] = {c, 1, g.kh, g.kw}, total = c * g.kh * g.kw;
+	struct value *kern = ad_op2(a, "Expand", ad_scalar(a, dt, 1), ad_ints(a, kd, 4));
+	(void)total;
+	int64_t full_h = g.sh * (g.oh - 1) + g.dh * (g.kh - 1) + 1 - g.pt - g.pb;
+	int64_t full_w = g.sw * (g.ow - 1) + g.dw * (g.kw - 1) + 1 - g.pl - g.pr;
+	int64_t op[2] = {g.h - full_h, g.w - full_w};
+	struct value *ins[2] = {scaled, kern};
+	struct value *dx = kern ? ad_op(a, "ConvTranspose", ins, 2) : NULL;
+	if (!dx || conv_set_window(a, ad_producer(dx), &g, g.sh, g.sw, g.dh, g.dw, c) ||
+	    ((op[0] || op[1]) && ad_set_ints(a, ad_producer(dx), "output_padding", op, 2)))
+		return -1;
+	return ad_give(a, n->in[0], conv_drop(a, dx, &g));
+}
+
+static int global_average_pool_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int axes[RT_MAX_DIMS], na = 0;
+	for (int i = 2; i < xs->ndim; i++)
+		axes[na++] = i;
+	struct value *e = ad_op2(a, "Expand", ad_dy(a, n->out[0]), ad_shape_of(a, n->in[0]));
+	return ad_give(a, n->in[0], ad_op2(a, "Div", e, ad_count(a, n->in[0], axes, na, xs->dtype)));
+}
+
+/* GlobalMaxPool: g goes to each plane's maximum, shared evenly among ties (ReduceMax's rule). */
+static int global_max_pool_grad(struct ad *a, const struct node *n)
+{
+	const struct rtensor *xs = ad_shape(a, n->in[0]);
+	int64_t axes[RT_MAX_DIMS];
+	for (int i = 2; i < xs->ndim; i++)
+		axes[i - 2] = i;
+	struct value *m = ad_cast(a, ad_op2(a, "Equal", n->in[0], n->out[0]), xs->dtype);
+	struct value *cnt = ad_reduce(a, "ReduceSum", m, axes, xs->ndim - 2, 1);
+	return ad_give(a, n->in[0], ad_op2(a, "Mul", m, ad_op2(a, "Div", ad_dy(a, n->out[0]), cnt)));
+}
+
+void pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
+	       uint64_t *bytes)
+{
+	(void)in;
+	(void)bytes;
+	size_t k;
+	const int64_t *ks = attr_ints(n, "kernel_shape", &k);
+	uint64_t window = 1;
+	for (size_t i = 0; ks && i < k; i++)
+		window *= (uint64_t)ks[i];
+	*flops = (uint64_t)out[0]->numel * window;
+}
+
+/* a global pool: one operation per input element */
+static void global_pool_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
+			     uint64_t *flops, uint64_t *bytes)
+{
+	(void)n;
+	(void)out;
+	(void)bytes;
+	*flops = (uint64_t)in[0]->numel;
+}
+
+const struct op_impl op_max_pool = {.run = max_pool_run, .cost = pool_cost, .grad = max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
+const struct op_impl op_average_pool = {.run = average_pool_run, .cost = pool_cost, .grad = average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
+const struct op_impl op_global_max_pool = {.run = global_max_pool_run, .cost = global_pool_cost, .grad = global_max_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22,
+					   .kink = KINK_PICK_REDUCED};
+const struct op_impl op_global_average_pool = {.run = global_average_pool_run, .grad = global_average_pool_grad, .recompute = RC_CHEAP, .bf16_since = 22};
