@@ -238,7 +238,7 @@ static int ql_go(struct exec *x, const struct qmap *m, const struct rtensor *a, 
 		 const struct rtensor *zp, struct rtensor *y, double lo, double hi)
 {
 	int64_t nk = m->per ? m->d : 1;
-	size_t bytes = (size_t)nk * (2 * sizeof(float) + sizeof(int64_t));
+	size_t bytes = (size_t)nk * (2 * sizeof(float) + sizeof(int64_t)) + 1;
 	float *fs = exec_scratch_raw(x, bytes);
 	if (!fs)
 		return exec_status(x);
