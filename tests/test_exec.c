@@ -4181,3 +4181,488 @@ Test(exec, pool_large_transposes_move_every_bit)
 			free(p);
 		}
 }
+
+/* #52 quant: the integer products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv) in
+ * float64 GEMMs, QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear as typed loops, and the
+ * CPU backend's float16/bfloat16 widening in one typed loop per tensor: each against naive loops
+ * written here, bit for bit. K reaches 4099 and 4608 with sums past 2^24, which a float32 sum
+ * would round. */
+struct qt_in {
+	const char *name;
+	int dt, nd;
+	int64_t dims[4];
+	void *data;
+};
+
+static uint64_t qt_seed = 12345;
+
+static uint64_t qt_rand(void)
+{
+	qt_seed = qt_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	return qt_seed >> 17;
+}
+
+static int64_t qt_numel(const struct qt_in *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->nd; i++)
+		n *= t->dims[i];
+	return n;
+}
+
+/* a tensor of random integers of dt (uint8, int8, uint16, int16, int32: the low bits) */
+static void *qt_ints(int dt, int64_t n)
+{
+	size_t es = dtype_size(dt);
+	uint8_t *p = xmalloc((size_t)n * es + 1);
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t r = qt_rand();
+		memcpy(p + i * (int64_t)es, &r, es);
+	}
+	return p;
+}
+
+static int64_t qt_get(int dt, const void *p, int64_t i)
+{
+	switch (dt) {
+	case DT_UINT8: return ((const uint8_t *)p)[i];
+	case DT_INT8: return ((const int8_t *)p)[i];
+	case DT_UINT16: return ((const uint16_t *)p)[i];
+	case DT_INT16: return ((const int16_t *)p)[i];
+	default: return ((const int32_t *)p)[i];
+	}
+}
+
+/* big operands (uint8 at least 192, int8 64 to 127): sums of products that do not cancel */
+static void qt_big(int dt, void *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		((uint8_t *)p)[i] = dt == DT_UINT8 ? ((uint8_t *)p)[i] | 0xc0 : (((uint8_t *)p)[i] & 0x3f) | 0x40;
+}
+
+/* runs one node (its YAML) on the inputs; the executor and graph in *x, *g; output k's tensor */
+static const struct rtensor *qt_run(struct graph **g, struct exec **x, const char *node, const struct qt_in *in, int n_in,
+				    const char *outs)
+{
+	char text[4096];
+	int at = snprintf(text, sizeof text, "graphdiet: 1\nopset: 19\ninputs: [");
+	struct rtensor t[12];
+	const char *names[12];
+	for (int k = 0; k < n_in; k++) {
+		char shape[100] = "";
+		for (int i = 0, o = 0; i < in[k].nd; i++)
+			o += snprintf(shape + o, sizeof shape - (size_t)o, "%s%lld", i ? ", " : "", (long long)in[k].dims[i]);
+		at += snprintf(text + at, sizeof text - (size_t)at, "%s{name: %s, dtype: %s, shape: [%s]}", k ? ", " : "",
+			       in[k].name, dtype_name(in[k].dt), shape);
+		int64_t n = qt_numel(&in[k]);
+		t[k] = (struct rtensor){.dtype = in[k].dt, .ndim = in[k].nd, .numel = n, .data = in[k].data,
+					.nbytes = (size_t)n * dtype_size(in[k].dt), .known = 1};
+		memcpy(t[k].dims, in[k].dims, sizeof in[k].dims);
+		names[k] = in[k].name;
+	}
+	snprintf(text + at, sizeof text - (size_t)at, "]\nnodes:\n  - %s\noutputs: [%s]\n", node, outs ? outs : "{name: y}");
+	*g = load_text("quant.yaml", text);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = n_in};
+	*x = exec_run(*g, &o, NULL, &e);
+	cr_assert(*x, "%s: %s", node, e.msg);
+	return exec_value(*x, (*g)->outputs[0]);
+}
+
+/* the requantisation of an exact sum, as onnxruntime's float32 arithmetic does it */
+static int64_t qt_requant(int64_t acc, float mult, float zy, double lo, double hi)
+{
+	float v = nearbyintf((float)acc * mult) + zy;
+	if (v != v)
+		return 0;
+	return (int64_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+static void qt_range(int dt, double *lo, double *hi)
+{
+	*lo = dt == DT_UINT8 || dt == DT_UINT16 ? 0 : dt == DT_INT8 ? -128 : -32768;
+	*hi = dt == DT_UINT8 ? 255 : dt == DT_INT8 ? 127 : dt == DT_UINT16 ? 65535 : 32767;
+}
+
+/* MatMulInteger and QLinearMatMul: A (2, 1, M, K) by B (3, K, N) (Y (2, 3, M, N)), and a 1-D A, over
+ * uint8 and int8, zero points none, scalar or per row/column; M, K, N odd, and K 4099 */
+Test(exec, quant_matmul_integer_matches_naive_loops)
+{
+	static const int64_t shapes[][3] = {{5, 7, 3}, {1, 1, 1}, {3, 4099, 9}, {17, 33, 65}, {9, 1, 11}};
+	for (int s = 0; s < 5; s++)
+		for (int dt = 0; dt < 2; dt++)
+			for (int zpk = 0; zpk < 3; zpk++)
+				for (int one_d = 0; one_d < 2; one_d++)
+					for (int ql = 0; ql < 2; ql++) {
+						int64_t M = one_d ? 1 : shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+						int adt = dt ? DT_INT8 : DT_UINT8, bdt = dt ? DT_UINT8 : DT_INT8, ydt = dt ? DT_INT8 : DT_UINT8;
+						int64_t na = one_d ? 1 : 2, nbm = one_d ? 1 : 3;
+						if (ql && !zpk)
+							continue; /* QLinearMatMul's zero points are inputs */
+						int64_t nza = zpk == 2 && !one_d ? M : 1, nzb = zpk == 2 ? N : 1;
+						struct qt_in a = {"a", adt, one_d ? 1 : 4, {0}, qt_ints(adt, na * M * K)};
+						if (one_d)
+							a.dims[0] = K;
+						else
+							a.dims[0] = 2, a.dims[1] = 1, a.dims[2] = M, a.dims[3] = K;
+						struct qt_in b = {"b", bdt, one_d ? 2 : 3, {0}, qt_ints(bdt, nbm * K * N)};
+						if (one_d)
+							b.dims[0] = K, b.dims[1] = N;
+						else
+							b.dims[0] = 3, b.dims[1] = K, b.dims[2] = N;
+						if (K == 4099)
+							qt_big(adt, a.data, na * M * K), qt_big(bdt, b.data, nbm * K * N);
+						struct qt_in za = {"za", adt, zpk == 2 && !one_d, {nza}, qt_ints(adt, nza)};
+						struct qt_in zb = {"zb", bdt, zpk == 2, {nzb}, qt_ints(bdt, nzb)};
+						float sa = 0.0173f, sb = 0.0291f, sy = ql ? 0.37f * (float)K / 64 : 1;
+						if (K == 1) /* the multiplier 1/2: an odd sum is a tie, rounded to even */
+							sa = 0.5f, sb = 0.5f, sy = 0.5f;
+						struct qt_in fa = {"sa", DT_FLOAT, 0, {0}, &sa}, fb = {"sb", DT_FLOAT, 0, {0}, &sb};
+						struct qt_in fy = {"sy", DT_FLOAT, 0, {0}, &sy};
+						struct qt_in zy = {"zy", ydt, 0, {0}, qt_ints(ydt, 1)};
+						struct qt_in in[8];
+						int n_in;
+						const char *node;
+						if (ql) {
+							struct qt_in q[8] = {a, fa, za, b, fb, zb, fy, zy};
+							memcpy(in, q, sizeof q);
+							n_in = 8;
+							node = "{op: QLinearMatMul, inputs: [a, sa, za, b, sb, zb, sy, zy], outputs: [y]}";
+						} else {
+							struct qt_in q[4] = {a, b, za, zb};
+							memcpy(in, q, sizeof q);
+							n_in = zpk ? 4 : 2;
+							node = zpk ? "{op: MatMulInteger, inputs: [a, b, za, zb], outputs: [y]}"
+								   : "{op: MatMulInteger, inputs: [a, b], outputs: [y]}";
+						}
+						struct graph *g;
+						struct exec *x;
+						const struct rtensor *y = qt_run(&g, &x, node, in, n_in, NULL);
+						cr_assert_eq(y->numel, (one_d ? 1 : 6) * M * N);
+						cr_assert_eq(y->dtype, ql ? ydt : DT_INT32);
+						double lo, hi;
+						qt_range(ydt, &lo, &hi);
+						float mult = sa * sb / sy, fzy = (float)qt_get(ydt, zy.data, 0);
+						int64_t wrong = 0, big = 0;
+						for (int64_t t = 0; t < (one_d ? 1 : 6); t++)
+							for (int64_t i = 0; i < M; i++)
+								for (int64_t j = 0; j < N; j++) {
+									int64_t ta = one_d ? 0 : t / 3, tb = one_d ? 0 : t % 3, acc = 0;
+									int64_t zai = zpk ? qt_get(adt, za.data, nza > 1 ? i : 0) : 0;
+									int64_t zbj = zpk ? qt_get(bdt, zb.data, nzb > 1 ? j : 0) : 0;
+									for (int64_t l = 0; l < K; l++)
+										acc += (qt_get(adt, a.data, (ta * M + i) * K + l) - zai) *
+										       (qt_get(bdt, b.data, (tb * K + l) * N + j) - zbj);
+									big += acc >= (1 << 24) || acc <= -(1 << 24);
+									int64_t e = (t * M + i) * N + j, got;
+									int64_t want = ql ? qt_requant(acc, mult, fzy, lo, hi) : (int32_t)acc;
+									got = ql ? qt_get(ydt, y->data, e) : ((const int32_t *)y->data)[e];
+									wrong += got != want;
+								}
+						cr_expect_eq(wrong, 0, "%s %s, M %lld K %lld N %lld, zero points %d, 1-D %d: %lld differ",
+							     ql ? "QLinearMatMul" : "MatMulInteger", dtype_name(adt), (long long)M,
+							     (long long)K, (long long)N, zpk, one_d, (long long)wrong);
+						if (K == 4099 && !zpk && !ql)
+							cr_expect_gt(big, 0, "no sum past 2^24");
+						exec_free(x);
+						graph_free(g);
+						free(a.data), free(b.data), free(za.data), free(zb.data), free(zy.data);
+					}
+}
+
+/* ConvInteger and QLinearConv: 2-D grouped, strided, dilated, padded unevenly; 1-D; and 512 input
+ * channels by 3x3 (K 4608, sums past 2^24); uint8 and int8, the weight's zero point per channel or
+ * one, QLinearConv with and without a bias */
+Test(exec, quant_conv_integer_matches_naive_loops)
+{
+	struct qc {
+		int64_t n, c, h, w, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr;
+		int one_d;
+	} cs[] = {
+		{2, 4, 9, 8, 6, 3, 2, 2, 2, 1, 1, 2, 1, 0, 2, 1, 0},
+		{1, 3, 1, 11, 4, 1, 3, 1, 1, 2, 1, 1, 0, 1, 0, 1, 1},
+		{1, 512, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+		{2, 1, 5, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},
+	};
+	for (int ci = 0; ci < 4; ci++)
+		for (int dt = 0; dt < 2; dt++)
+			for (int wzk = 0; wzk < 2; wzk++)
+				for (int ql = 0; ql < 3; ql++) {
+					const struct qc *c = &cs[ci];
+					int xdt = dt ? DT_INT8 : DT_UINT8, wdt = dt ? DT_UINT8 : DT_INT8, ydt = dt ? DT_UINT8 : DT_INT8;
+					int64_t cg = c->c / c->group, mg = c->m / c->group;
+					int64_t oh = (c->h + c->pt + c->pb - (c->dh * (c->kh - 1) + 1)) / c->sh + 1;
+					int64_t ow = (c->w + c->pl + c->pr - (c->dw * (c->kw - 1) + 1)) / c->sw + 1;
+					struct qt_in xi = {"x", xdt, c->one_d ? 3 : 4, {c->n, c->c, c->h, c->w}, qt_ints(xdt, c->n * c->c * c->h * c->w)};
+					struct qt_in wi = {"w", wdt, c->one_d ? 3 : 4, {c->m, cg, c->kh, c->kw}, qt_ints(wdt, c->m * cg * c->kh * c->kw)};
+					if (c->one_d)
+						xi.dims[2] = c->w, wi.dims[2] = c->kw;
+					if (ci == 2)
+						qt_big(xdt, xi.data, c->n * c->c * c->h * c->w), qt_big(wdt, wi.data, c->m * cg * c->kh * c->kw);
+					int64_t nwz = wzk ? c->m : 1;
+					struct qt_in xz = {"xz", xdt, 0, {0}, qt_ints(xdt, 1)}, wz = {"wz", wdt, wzk, {nwz}, qt_ints(wdt, nwz)};
+					if (ci == 2 && !wzk) /* zero points 0: the sums do not cancel */
+						*(uint8_t *)xz.data = 0, *(uint8_t *)wz.data = 0;
+					float sx = 0.011f, sw = 0.023f, sy = 0.05f * (float)(cg * c->kh * c->kw);
+					if (ci == 3) /* the multiplier 1/2: ties */
+						sx = 0.5f, sw = 0.5f, sy = 0.5f;
+					struct qt_in fx = {"sx", DT_FLOAT, 0, {0}, &sx}, fw = {"sw", DT_FLOAT, 0, {0}, &sw};
+					struct qt_in fy = {"sy", DT_FLOAT, 0, {0}, &sy}, zy = {"zy", ydt, 0, {0}, qt_ints(ydt, 1)};
+					struct qt_in bi = {"B", DT_INT32, 1, {c->m}, qt_ints(DT_INT32, c->m)};
+					for (int64_t m = 0; m < c->m; m++) /* biases of the sums' size */
+						((int32_t *)bi.data)[m] %= 1 << 20;
+					char attrs[300], node[600];
+					if (c->one_d)
+						snprintf(attrs, sizeof attrs, "group: %lld, strides: [%lld], dilations: [%lld], pads: [%lld, %lld]",
+							 (long long)c->group, (long long)c->sw, (long long)c->dw, (long long)c->pl, (long long)c->pr);
+					else
+						snprintf(attrs, sizeof attrs,
+							 "group: %lld, strides: [%lld, %lld], dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld]",
+							 (long long)c->group, (long long)c->sh, (long long)c->sw, (long long)c->dh, (long long)c->dw,
+							 (long long)c->pt, (long long)c->pl, (long long)c->pb, (long long)c->pr);
+					struct qt_in in[9];
+					int n_in;
+					if (ql) {
+						struct qt_in q[9] = {xi, fx, xz, wi, fw, wz, fy, zy, bi};
+						memcpy(in, q, sizeof q);
+						n_in = ql == 2 ? 9 : 8;
+						snprintf(node, sizeof node, "{op: QLinearConv, inputs: [x, sx, xz, w, sw, wz, sy, zy%s], outputs: [y], attrs: {%s}}",
+							 ql == 2 ? ", B" : "", attrs);
+					} else {
+						struct qt_in q[4] = {xi, wi, xz, wz};
+						memcpy(in, q, sizeof q);
+						n_in = 4;
+						snprintf(node, sizeof node, "{op: ConvInteger, inputs: [x, w, xz, wz], outputs: [y], attrs: {%s}}", attrs);
+					}
+					struct graph *g;
+					struct exec *x;
+					const struct rtensor *y = qt_run(&g, &x, node, in, n_in, NULL);
+					cr_assert_eq(y->numel, c->n * c->m * oh * ow, "%s", node);
+					double lo, hi;
+					qt_range(ydt, &lo, &hi);
+					float mult = sx * sw / sy, fzy = (float)qt_get(ydt, zy.data, 0);
+					int64_t wrong = 0, big = 0, xzv = qt_get(xdt, xz.data, 0);
+					for (int64_t i = 0; i < c->n; i++)
+						for (int64_t m = 0; m < c->m; m++)
+							for (int64_t oy = 0; oy < oh; oy++)
+								for (int64_t ox = 0; ox < ow; ox++) {
+									int64_t acc = 0, wzv = qt_get(wdt, wz.data, wzk ? m : 0);
+									for (int64_t ch = 0; ch < cg; ch++)
+										for (int64_t ky = 0; ky < c->kh; ky++)
+											for (int64_t kx = 0; kx < c->kw; kx++) {
+												int64_t iy = oy * c->sh - c->pt + ky * c->dh;
+												int64_t ix = ox * c->sw - c->pl + kx * c->dw;
+												if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w)
+													continue;
+												int64_t xv = qt_get(xdt, xi.data, ((i * c->c + m / mg * cg + ch) * c->h + iy) * c->w + ix);
+												int64_t wv = qt_get(wdt, wi.data, ((m * cg + ch) * c->kh + ky) * c->kw + kx);
+												acc += (xv - xzv) * (wv - wzv);
+											}
+									big += acc >= (1 << 24) || acc <= -(1 << 24);
+									int64_t e = ((i * c->m + m) * oh + oy) * ow + ox;
+									int64_t want = !ql ? (int32_t)acc
+										     : qt_requant(acc + (ql == 2 ? ((const int32_t *)bi.data)[m] : 0), mult, fzy, lo, hi);
+									int64_t got = ql ? qt_get(ydt, y->data, e) : ((const int32_t *)y->data)[e];
+									wrong += got != want;
+								}
+					cr_expect_eq(wrong, 0, "%s: %lld of %lld differ", node, (long long)wrong, (long long)y->numel);
+					if (ci == 2 && !ql && !wzk)
+						cr_expect_gt(big, 0, "no sum past 2^24");
+					exec_free(x);
+					graph_free(g);
+					free(xi.data), free(wi.data), free(xz.data), free(wz.data), free(zy.data), free(bi.data);
+				}
+}
+
+/* the verdict of a Quantize/DequantizeLinear case, and its run and inputs freed */
+static void qt_done(const char *op, int from, int to, int64_t n, int per_axis, int64_t wrong, int64_t first, struct exec *x,
+		    struct graph *g, void *a, void *b)
+{
+	cr_expect_eq(wrong, 0, "%s %s -> %s, %lld elements%s: %lld differ, the first #%lld", op, dtype_name(from),
+		     dtype_name(to), (long long)n, per_axis ? " per axis" : "", (long long)wrong, (long long)first);
+	exec_free(x);
+	graph_free(g);
+	free(a), free(b);
+}
+
+/* float32 edge values for QuantizeLinear: NaN, infinities, signed zeros, subnormals, ties, huge */
+static const float qt_edges[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 0.5f, 1.5f, 2.5f, -0.5f,
+				 -2.5f, 127.5f, 128.5f, -128.5f, 255.5f, 3e38f, -3e38f, 65535.5f, 1e9f, 0x1p-149f};
+
+/* QuantizeLinear of float32 and float64 to uint8, int8, uint16 and int16, per tensor over 0, 1, 7
+ * and 73731 elements, and per axis (x (3, 5, 7), axis 1 and -1); scales include a subnormal */
+Test(exec, quant_quantize_linear_matches_its_formula)
+{
+	static const int dts[] = {DT_UINT8, DT_INT8, DT_UINT16, DT_INT16};
+	static const int64_t ns[] = {0, 1, 7, 73731, -1, -2};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int d = 0; d < 4; d++)
+			for (int k = 0; k < 6; k++) {
+				int src = f64 ? DT_DOUBLE : DT_FLOAT, ydt = dts[d];
+				int per_axis = ns[k] < 0;
+				int64_t n = per_axis ? 105 : ns[k], ax = ns[k] == -1 ? 1 : 2, nk = per_axis ? (ax == 1 ? 5 : 7) : 1;
+				int64_t inner = ax == 1 ? 7 : 1;
+				struct qt_in xi = {"x", src, per_axis ? 3 : 1, {n}, xmalloc((size_t)n * 8 + 1)};
+				if (per_axis)
+					xi.dims[0] = 3, xi.dims[1] = 5, xi.dims[2] = 7;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t ne = (int64_t)(sizeof qt_edges / sizeof *qt_edges);
+					float f = i < ne ? qt_edges[i] : ((float)(int64_t)(qt_rand() % 200000) - 100000) / 97.0f;
+					double v = i < ne ? (double)f : (double)f + (double)(qt_rand() % 1000) * 1e-12;
+					if (f64)
+						((double *)xi.data)[i] = v;
+					else
+						((float *)xi.data)[i] = f;
+				}
+				float sc[7] = {1.0f, 0.05f, 0.3f, 1e-40f, 7.0f, 0.011f, 2.5f}; /* per tensor 1: ties */
+				struct qt_in si = {"s", DT_FLOAT, per_axis, {nk}, sc};
+				struct qt_in zi = {"z", ydt, per_axis, {nk}, qt_ints(ydt, nk)};
+				struct qt_in in[3] = {xi, si, zi};
+				char node[200];
+				snprintf(node, sizeof node, "{op: QuantizeLinear, inputs: [x, s, z], outputs: [y], attrs: {axis: %d}}",
+					 ax == 1 ? 1 : -1);
+				struct graph *g;
+				struct exec *x;
+				const struct rtensor *y = qt_run(&g, &x, node, in, 3, NULL);
+				cr_assert_eq(y->dtype, ydt);
+				double lo, hi;
+				qt_range(ydt, &lo, &hi);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t kk = per_axis ? i / inner % nk : 0;
+					float xv = f64 ? (float)((const double *)xi.data)[i] : ((const float *)xi.data)[i];
+					float r = nearbyintf(xv / sc[kk]) + (float)qt_get(ydt, zi.data, kk);
+					int64_t want = r != r ? 0 : (int64_t)(r < lo ? lo : r > hi ? hi : r);
+					if (qt_get(ydt, y->data, i) != want && !wrong++)
+						first = i;
+				}
+				qt_done("QuantizeLinear", src, ydt, n, per_axis, wrong, first, x, g, xi.data, zi.data);
+			}
+}
+
+/* DequantizeLinear of uint8, int8, uint16, int16 and int32 to float32 and float64 (the scale's
+ * dtype), per tensor over 0, 1, 7 and 73731 elements and per axis; scales NaN, inf, subnormal */
+Test(exec, quant_dequantize_linear_matches_its_formula)
+{
+	static const int dts[] = {DT_UINT8, DT_INT8, DT_UINT16, DT_INT16, DT_INT32};
+	static const int64_t ns[] = {0, 1, 7, 73731, -1};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int d = 0; d < 5; d++)
+			for (int k = 0; k < 5; k++) {
+				int xdt = dts[d], sdt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int per_axis = ns[k] < 0;
+				int64_t n = per_axis ? 105 : ns[k], nk = per_axis ? 5 : 1;
+				struct qt_in xi = {"x", xdt, per_axis ? 3 : 1, {n}, qt_ints(xdt, n)};
+				if (per_axis)
+					xi.dims[0] = 3, xi.dims[1] = 5, xi.dims[2] = 7;
+				double sc[5] = {0.05, NAN, 1e-45, INFINITY, 0.1 + 1e-12};
+				float scf[5];
+				for (int i = 0; i < 5; i++)
+					scf[i] = (float)sc[i];
+				if (!per_axis) /* one finite scale */
+					sc[0] = 0.0173, scf[0] = 0.0173f;
+				struct qt_in si = {"s", sdt, per_axis, {nk}, f64 ? (void *)sc : (void *)scf};
+				struct qt_in zi = {"z", xdt, per_axis, {nk}, qt_ints(xdt, nk)};
+				struct qt_in in[3] = {xi, si, zi};
+				struct graph *g;
+				struct exec *x;
+				const struct rtensor *y = qt_run(&g, &x, "{op: DequantizeLinear, inputs: [x, s, z], outputs: [y]}", in, 3, NULL);
+				cr_assert_eq(y->dtype, sdt);
+				int64_t wrong = 0, first = -1;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t kk = per_axis ? i / 7 % 5 : 0;
+					float r = (float)(qt_get(xdt, xi.data, i) - qt_get(xdt, zi.data, kk)) * (float)(f64 ? sc[kk] : scf[kk]);
+					int same;
+					if (f64) {
+						double w = r;
+						same = !memcmp(&w, &((const double *)y->data)[i], 8);
+					} else {
+						same = !memcmp(&r, &((const float *)y->data)[i], 4);
+					}
+					if (!same && !wrong++)
+						first = i;
+				}
+				qt_done("DequantizeLinear", xdt, sdt, n, per_axis, wrong, first, x, g, xi.data, zi.data);
+			}
+}
+
+/* DynamicQuantizeLinear over 0, 1, 7, 17 and 73731 elements: NaN, signed zeros, all positive, all
+ * negative, the extremes anywhere (the tail, one of 16 lanes) */
+Test(exec, quant_dynamic_quantize_linear_matches_its_formula)
+{
+	static const int64_t ns[] = {0, 1, 7, 17, 73731};
+	for (int k = 0; k < 5; k++)
+		for (int sign = 0; sign < 3; sign++) {
+			int64_t n = ns[k];
+			float *p = xmalloc((size_t)n * 4 + 4);
+			for (int64_t i = 0; i < n; i++) {
+				float v = ((float)(int64_t)(qt_rand() % 20001) - 10000) / 37.0f;
+				p[i] = sign == 1 ? fabsf(v) + 1 : sign == 2 ? -fabsf(v) - 1 : v;
+			}
+			if (n >= 7 && sign == 0)
+				p[3] = NAN, p[4] = -0.0f, p[5] = -NAN;
+			if (n == 17)
+				p[16] = sign == 2 ? -1000.0f : 1000.0f; /* the extreme in the tail */
+			if (n == 73731)
+				p[40001] = -3000.0f, p[n - 2] = 2000.5f;
+			struct qt_in xi = {"x", DT_FLOAT, 1, {n}, p};
+			struct graph *g;
+			struct exec *x;
+			const struct rtensor *y = qt_run(&g, &x, "{op: DynamicQuantizeLinear, inputs: [x], outputs: [y, s, z]}", &xi, 1,
+							 "{name: y}, {name: s}, {name: z}");
+			const struct rtensor *ys = exec_value(x, g->outputs[1]), *yz = exec_value(x, g->outputs[2]);
+			float lo = 0, hi = 0;
+			for (int64_t i = 0; i < n; i++) {
+				lo = p[i] < lo ? p[i] : lo;
+				hi = p[i] > hi ? p[i] : hi;
+			}
+			float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+			float zr = nearbyintf(fminf(fmaxf(0.0f - lo / s, 0), 255));
+			cr_expect(!memcmp(&s, ys->data, 4), "scale %a, not %a", (double)*(const float *)ys->data, (double)s);
+			cr_expect_eq(*(const uint8_t *)yz->data, (uint8_t)zr);
+			int64_t wrong = 0;
+			for (int64_t i = 0; i < n; i++) {
+				float r = nearbyintf(p[i] / s) + zr;
+				int64_t want = r != r ? 0 : (int64_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+				wrong += ((const uint8_t *)y->data)[i] != want;
+			}
+			cr_expect_eq(wrong, 0, "DynamicQuantizeLinear of %lld elements (%d): %lld differ", (long long)n, sign,
+				     (long long)wrong);
+			exec_free(x);
+			graph_free(g);
+			free(p);
+		}
+}
+
+/* float16 and bfloat16 inputs widened to float32 and the output narrowed back (exec/cpu.c): Neg
+ * over every 16-bit pattern (NaN payloads, subnormals, infinities) and 0, 1, 7 elements, against
+ * dtype.c's per-element rule f16_from_f32(-f32_from_f16(h)) */
+Test(exec, quant_half_inputs_widen_and_narrow_by_the_per_element_rule)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int bf = 0; bf < 2; bf++)
+		for (int k = 0; k < 4; k++) {
+			int dt = bf ? DT_BFLOAT16 : DT_FLOAT16;
+			int64_t n = ns[k];
+			uint16_t *p = xmalloc((size_t)n * 2 + 2);
+			for (int64_t i = 0; i < n; i++)
+				p[i] = (uint16_t)(i < 65536 ? (uint64_t)(65535 - i) : qt_rand());
+			struct qt_in xi = {"x", dt, 1, {n}, p};
+			struct graph *g;
+			struct exec *x;
+			const struct rtensor *y = qt_run(&g, &x, "{op: Neg, inputs: [x], outputs: [y]}", &xi, 1, NULL);
+			cr_assert_eq(y->dtype, dt);
+			int64_t wrong = 0, first = -1;
+			for (int64_t i = 0; i < n; i++) {
+				float v = bf ? f32_from_bf16(p[i]) : f32_from_f16(p[i]);
+				uint16_t want = bf ? bf16_from_f32(-v) : f16_from_f32(-v);
+				if (((const uint16_t *)y->data)[i] != want && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "Neg %s, %lld elements: %lld differ, the first #%lld (%04x)", dtype_name(dt), (long long)n,
+				     (long long)wrong, (long long)first, first >= 0 ? p[first] : 0);
+			exec_free(x);
+			graph_free(g);
+			free(p);
+		}
+}

@@ -5,9 +5,11 @@
  * rounded back to that dtype (to nearest even) as they are stored. So one kernel per op serves
  * every float width, and live memory holds only narrow tensors, as the memory model counts them.
  * Cast converts itself, ops that read only shapes and views (OPF_VIEW: bytes under another shape)
- * need nothing, and an op with inputs of their own width (op_impl.own_width) reads 16 bits itself. */
+ * need nothing, and an op with inputs of their own width (op_impl.own_width) reads 16 bits itself.
+ * Both conversions are one typed loop per tensor over the pool (half_convert, ops/halfconv.c). */
 #include "backend.h"
 #include "exec.h"
+#include "../ops/halfconv.h"
 #include "../ops/ops.h"
 #include "../util/err.h"
 #include "../util/xalloc.h"
@@ -36,13 +38,6 @@ static int half_dtype(struct exec *x, const struct node *n, struct rtensor *cons
 	return 0;
 }
 
-static void widen(const struct rtensor *t, float *w)
-{
-	const uint16_t *p = t->data;
-	for (int64_t i = 0; i < t->numel; i++)
-		w[i] = t->dtype == DT_FLOAT16 ? f32_from_f16(p[i]) : f32_from_bf16(p[i]);
-}
-
 static int run_widened(struct exec *x, const struct op_impl *impl, const struct node *n, struct rtensor **in,
 		       struct rtensor **out, int dt)
 {
@@ -69,7 +64,7 @@ static int run_widened(struct exec *x, const struct op_impl *impl, const struct 
 			if (!(win[k].data = exec_scratch(x, win[k].nbytes)))
 				rc = exec_status(x);
 			else
-				widen(in[k], win[k].data);
+				half_convert(in[k]->data, win[k].data, in[k]->numel, dt, 0);
 		}
 	}
 	for (uint32_t k = 0; k < n->n_out; k++) {
@@ -98,10 +93,7 @@ static int run_widened(struct exec *x, const struct op_impl *impl, const struct 
 			memcpy(o->data, w->data, w->nbytes);
 			continue;
 		}
-		const float *p = w->data;
-		uint16_t *q = o->data;
-		for (int64_t i = 0; i < w->numel; i++)
-			q[i] = dt == DT_FLOAT16 ? f16_from_f32(p[i]) : bf16_from_f32(p[i]);
+		half_convert(w->data, o->data, w->numel, dt, 1);
 	}
 	for (uint32_t k = 0; k < n->n_out; k++)
 		if (wout[k].data)

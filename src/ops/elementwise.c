@@ -8,6 +8,7 @@
  * in C). Gradient rules sit next to each op. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "halfconv.h"
 #include "vmath.h"
 #include "../util/xalloc.h"
 
@@ -626,40 +627,7 @@ static int is_inf_run(struct exec *x, const struct node *n, struct rtensor *cons
 
 /* Cast's typed loops among float32, float64, float16, bfloat16, bool, int32 and int64: what the
  * rt_get/rt_set loop below makes of each element, without a call per element. The half
- * conversions are dtype.c's, branch-free (each case computed, then picked) so they vectorise:
- * float16 rounds to nearest even, a NaN quiet with its top payload bits, 65520 and up infinity,
- * under 2^-14 a subnormal (x + 0.5 rounds x to units of 2^-24 as nearbyintf(x 2^24) does). */
-static inline uint32_t cf_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static inline uint16_t cf_f16(float f)
-{
-	uint32_t x = cf_bits(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
-	uint32_t nan = 0x7e00 | ((ax >> 13) & 0x1ff), sub = cf_bits(vm_bits_float(ax) + 0.5f) - 0x3f000000;
-	uint32_t r = ax - ((uint32_t)112 << 23);
-	r = (r + 0xfff + ((r >> 13) & 1)) >> 13;
-	r = ax < 0x38800000 ? sub : r;
-	r = ax >= 0x477ff000 ? 0x7c00 : r;
-	return (uint16_t)(sign | (ax > 0x7f800000 ? nan : r));
-}
-
-static inline float cf_from_f16(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	uint32_t norm = e == 31 ? 0x7f800000 | (m << 13) : ((e + 112) << 23) | (m << 13);
-	uint32_t sub = cf_bits((float)m * 0x1p-24f);
-	return vm_bits_float(sign | (e ? norm : sub));
-}
-
-static inline uint16_t cf_bf16(float f)
-{
-	uint32_t x = cf_bits(f);
-	return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? (x >> 16) | 0x40 : (x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
+ * conversions are halfconv.h's, branch-free so they vectorise. */
 
 /* f through double and back, as rt_get and rt_set take it: a signalling NaN quieted */
 static inline float cf_quiet(float f)
@@ -704,7 +672,7 @@ VM_CLONES static void cast_elems(void *arg, int64_t lo, int64_t hi)
 	case DT_FLOAT: CF_TO(float, (double)s, 1, 0);
 	case DT_DOUBLE: CF_TO(double, s, 1, 0);
 	case DT_FLOAT16: CF_TO(uint16_t, (double)cf_from_f16(s), 1, 0);
-	case DT_BFLOAT16: CF_TO(uint16_t, (double)vm_bits_float((uint32_t)s << 16), 1, 0);
+	case DT_BFLOAT16: CF_TO(uint16_t, (double)cf_from_bf16(s), 1, 0);
 	case DT_BOOL: CF_TO(uint8_t, (double)s, 0, 1);
 	case DT_INT32: CF_TO(int32_t, (double)s, 0, 0);
 	default: CF_TO(int64_t, (double)s, 0, 0);

@@ -12,17 +12,25 @@
  * or, from opset 21, blocked (x's rank, `block_size` elements of x's axis to each). The arithmetic is
  * onnxruntime's: the division, the product with the scale and the requantizing multiplier in float32
  * (the multiplier a_scale b_scale / y_scale computed once), nearbyintf under the default rounding mode
- * (to nearest, ties to even), then clamped to the output type. Sums of integer products are exact
- * (int64, stored as int32). DynamicQuantizeLinear of an all-zero x takes scale 1, as onnxruntime
- * does, where the formula would divide 0 by 0.
+ * (to nearest, ties to even), then clamped to the output type. Sums of integer products are exact:
+ * the operands less their zero points are widened to float64 and multiplied by blas_dgemm (a
+ * convolution after im2col); each product of two 8-bit differences is below 2^16 in magnitude, so
+ * every partial sum of K of them is an integer below 2^53 while K < 2^37, whatever the order or
+ * FMA: the int64 sum the scalar loop made, stored as int32 (wrapped). Quantize and Dequantize of
+ * float32/float64 and 8/16-bit data per tensor or per axis run as typed loops over the pool;
+ * blocked scales and other dtypes through rt_get/rt_set. DynamicQuantizeLinear of an all-zero x
+ * takes scale 1, as onnxruntime does, where the formula would divide 0 by 0.
  *
  * Outputs are uint8, int8, uint16 or int16; float8 and 4-bit types are refused. None of these ops is
  * differentiable (no gradient rule, every input nodiff): `train` through them refuses as for any op
  * without OPF_DIFF. The matrix products broadcast their batch dimensions as MatMul; the
  * convolutions take Conv's attributes and 1-D and 2-D windows (conv_geometry). */
+#include "blas.h"
 #include "conv.h"
 #include "kernel.h"
+#include "vmath.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -109,6 +117,147 @@ static inline double quantize1(double v, float s, double zp, double lo, double h
 	return saturate((double)(nearbyintf((float)v / s) + (float)zp), lo, hi);
 }
 
+/* The typed loops of QuantizeLinear (x float32/float64 to an 8/16-bit y) and DequantizeLinear (an
+ * 8/16-bit or int32 x to a float32/float64 y), per tensor or per axis: element e takes the scale
+ * and zero point k = e / inner % d (d 1 per tensor), read once as float32 (zf; DequantizeLinear's
+ * zero point as an integer, zi). quantize1's and the rt_set loop's arithmetic: round(x / s) + zp in
+ * float32, clamped, NaN stored as 0 (rt_set's rule); (float)(q - zp) * s in float32. */
+struct qlin_job {
+	const void *a;
+	void *y;
+	int src, dst;
+	const float *s, *zf;
+	const int64_t *zi;
+	int64_t inner, d;
+	float lo, hi;
+};
+
+#define QL_QUANT(ST, DT)                                                                                       \
+	static inline __attribute__((always_inline)) void ql_##ST##_##DT(const ST *restrict a, DT *restrict y, \
+									int64_t n, float s, float z, float lo, float hi) \
+	{                                                                                                      \
+		for (int64_t i = 0; i < n; i++) {                                                              \
+			float r = nearbyintf((float)a[i] / s) + z;                                             \
+			r = r < lo ? lo : r > hi ? hi : r;                                                     \
+			y[i] = r != r ? 0 : (DT)r;                                                             \
+		}                                                                                              \
+	}
+QL_QUANT(float, uint8_t)
+QL_QUANT(float, int8_t)
+QL_QUANT(float, uint16_t)
+QL_QUANT(float, int16_t)
+QL_QUANT(double, uint8_t)
+QL_QUANT(double, int8_t)
+QL_QUANT(double, uint16_t)
+QL_QUANT(double, int16_t)
+#undef QL_QUANT
+
+/* WT: a type that holds x - zp exactly */
+#define QL_DEQUANT(ST, WT, DT)                                                                                 \
+	static inline __attribute__((always_inline)) void dq_##ST##_##DT(const ST *restrict a, DT *restrict y, \
+									int64_t n, int64_t z, float s)   \
+	{                                                                                                      \
+		for (int64_t i = 0; i < n; i++)                                                                \
+			y[i] = (DT)((float)((WT)a[i] - (WT)z) * s);                                             \
+	}
+QL_DEQUANT(uint8_t, int32_t, float)
+QL_DEQUANT(int8_t, int32_t, float)
+QL_DEQUANT(uint16_t, int32_t, float)
+QL_DEQUANT(int16_t, int32_t, float)
+QL_DEQUANT(int32_t, int64_t, float)
+QL_DEQUANT(uint8_t, int32_t, double)
+QL_DEQUANT(int8_t, int32_t, double)
+QL_DEQUANT(uint16_t, int32_t, double)
+QL_DEQUANT(int16_t, int32_t, double)
+QL_DEQUANT(int32_t, int64_t, double)
+#undef QL_DEQUANT
+
+/* elements [e, e + n) of one scale */
+static inline __attribute__((always_inline)) void ql_run(const struct qlin_job *j, int64_t e, int64_t n, int64_t k)
+{
+	const void *a = j->a;
+	void *y = j->y;
+	float s = j->s[k], z = j->zf ? j->zf[k] : 0, lo = j->lo, hi = j->hi;
+	int64_t zi = j->zi ? j->zi[k] : 0;
+#define Q(ST, DT) ql_##ST##_##DT((const ST *)a + e, (DT *)y + e, n, s, z, lo, hi)
+#define QDST(ST)                                                                                               \
+	switch (j->dst) {                                                                                      \
+	case DT_UINT8: Q(ST, uint8_t); break;                                                                  \
+	case DT_INT8: Q(ST, int8_t); break;                                                                    \
+	case DT_UINT16: Q(ST, uint16_t); break;                                                                \
+	default: Q(ST, int16_t); break;                                                                        \
+	}
+#define D(ST, DT) dq_##ST##_##DT((const ST *)a + e, (DT *)y + e, n, zi, s)
+#define DSRC(DT)                                                                                               \
+	switch (j->src) {                                                                                      \
+	case DT_UINT8: D(uint8_t, DT); break;                                                                  \
+	case DT_INT8: D(int8_t, DT); break;                                                                    \
+	case DT_UINT16: D(uint16_t, DT); break;                                                                \
+	case DT_INT16: D(int16_t, DT); break;                                                                  \
+	default: D(int32_t, DT); break;                                                                        \
+	}
+	if (j->src == DT_FLOAT)
+		QDST(float)
+	else if (j->src == DT_DOUBLE)
+		QDST(double)
+	else if (j->dst == DT_FLOAT)
+		DSRC(float)
+	else
+		DSRC(double)
+#undef DSRC
+#undef D
+#undef QDST
+#undef Q
+}
+
+VM_CLONES static void ql_elems(void *arg, int64_t lo, int64_t hi)
+{
+	const struct qlin_job *j = arg;
+	for (int64_t e = lo; e < hi;) {
+		int64_t r = e / j->inner, end = (r + 1) * j->inner;
+		end = end < hi ? end : hi;
+		ql_run(j, e, end - e, r % j->d);
+		e = end;
+	}
+}
+
+/* Whether the typed loops take x (dtype src) to y (dst) under m */
+static int ql_typed(const struct qmap *m, int src, int dst)
+{
+	int small = dst == DT_UINT8 || dst == DT_INT8 || dst == DT_UINT16 || dst == DT_INT16;
+	if (m->per == 2)
+		return 0;
+	if (src == DT_FLOAT || src == DT_DOUBLE)
+		return small;
+	return (dst == DT_FLOAT || dst == DT_DOUBLE) &&
+	       (src == DT_UINT8 || src == DT_INT8 || src == DT_UINT16 || src == DT_INT16 || src == DT_INT32);
+}
+
+/* Runs the typed loop of a (x) into y over m: the scales s and zero points zp (NULL: 0) read once */
+static int ql_go(struct exec *x, const struct qmap *m, const struct rtensor *a, const struct rtensor *s,
+		 const struct rtensor *zp, struct rtensor *y, double lo, double hi)
+{
+	int64_t nk = m->per ? m->d : 1;
+	size_t bytes = (size_t)nk * (2 * sizeof(float) + sizeof(int64_t)) + 1;
+	float *fs = exec_scratch_raw(x, bytes);
+	if (!fs)
+		return exec_status(x);
+	float *zf = fs + nk;
+	int64_t *zi = (int64_t *)(zf + nk);
+	for (int64_t k = 0; k < nk; k++) {
+		fs[k] = (float)rt_get(s, k);
+		zf[k] = zp ? (float)rt_get(zp, k) : 0;
+		zi[k] = zp ? rt_get_i(zp, k) : 0;
+	}
+	struct qlin_job j = {a->data, y->data, a->dtype, y->dtype, fs, zf, zi, m->per ? m->inner : a->numel, nk,
+			     (float)lo, (float)hi};
+	if (j.inner < 1)
+		j.inner = 1;
+	kernel_for(a->numel, KERNEL_GRAIN, ql_elems, &j);
+	exec_scratch_free(x, fs, bytes);
+	return 0;
+}
+
 /* QuantizeLinear(x, y_scale, y_zero_point?): y has x's shape and the zero point's type (else
  * output_dtype, else uint8) */
 static int quantize_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -124,6 +273,8 @@ static int quantize_run(struct exec *x, const struct node *n, struct rtensor *co
 				 dtype_name(a->dtype), dtype_name(s->dtype));
 	if (qrange(x, dt, &lo, &hi) || !exec_alloc(x, out[0], dt, a->ndim, a->dims))
 		return exec_status(x);
+	if (ql_typed(&m, a->dtype, dt))
+		return ql_go(x, &m, a, s, zp, out[0], lo, hi);
 	for (int64_t e = 0; e < a->numel; e++) {
 		int64_t k = qmap_at(&m, e);
 		rt_set(out[0], e, quantize1(rt_get(a, e), (float)rt_get(s, k), zp ? rt_get(zp, k) : 0, lo, hi));
@@ -146,11 +297,43 @@ static int dequantize_run(struct exec *x, const struct node *n, struct rtensor *
 	int dt = (int)attr_int(n, "output_dtype", 0);
 	if (!exec_alloc(x, out[0], dt ? dt : s->dtype, a->ndim, a->dims))
 		return exec_status(x);
+	if (ql_typed(&m, a->dtype, out[0]->dtype) && (!zp || zp->dtype == a->dtype))
+		return ql_go(x, &m, a, s, zp, out[0], 0, 0);
 	for (int64_t e = 0; e < a->numel; e++) {
 		int64_t k = qmap_at(&m, e), q = rt_get_i(a, e) - (zp ? rt_get_i(zp, k) : 0);
 		rt_set(out[0], e, (double)((float)q * (float)rt_get(s, k)));
 	}
 	return 0;
+}
+
+/* *lo = min(0, min p), *hi = max(0, max p) over n floats, NaN skipped, as the walk lo = p < lo ?
+ * p : lo from +0 takes it: 16 lanes in vectors (GCC vectorises no such walk without
+ * -ffinite-math-only), then the lanes and the tail in the same rule. The same answer in any order:
+ * lo never becomes -0 (nothing is below +0 that equals it) and a NaN is never taken. */
+typedef float dq_v16 __attribute__((vector_size(64)));
+typedef int32_t dq_i16 __attribute__((vector_size(64)));
+
+VM_CLONES static void dq_extremes(const float *p, int64_t n, float *lo, float *hi)
+{
+	dq_v16 l = {0}, h = {0};
+	int64_t e = 0;
+	for (; e + 16 <= n; e += 16) {
+		dq_v16 v;
+		memcpy(&v, p + e, sizeof v);
+		dq_i16 below = v < l, above = v > h; /* all ones where taken */
+		l = (dq_v16)((below & (dq_i16)v) | (~below & (dq_i16)l));
+		h = (dq_v16)((above & (dq_i16)v) | (~above & (dq_i16)h));
+	}
+	float a = 0, b = 0;
+	for (int i = 0; i < 16; i++) {
+		a = l[i] < a ? l[i] : a;
+		b = h[i] > b ? h[i] : b;
+	}
+	for (; e < n; e++) {
+		a = p[e] < a ? p[e] : a;
+		b = p[e] > b ? p[e] : b;
+	}
+	*lo = a, *hi = b;
 }
 
 /* DynamicQuantizeLinear(x float32) -> y uint8 (x's shape), y_scale float32 (), y_zero_point uint8 () */
@@ -166,18 +349,15 @@ static int dynamic_quantize_run(struct exec *x, const struct node *n, struct rte
 	uint8_t *z = n->n_out > 2 ? exec_alloc(x, out[2], DT_UINT8, 0, NULL) : NULL;
 	if (!y || !s || (n->n_out > 2 && !z))
 		return exec_status(x);
-	const float *p = a->data;
 	float lo = 0, hi = 0;
-	for (int64_t e = 0; e < a->numel; e++) {
-		lo = p[e] < lo ? p[e] : lo;
-		hi = p[e] > hi ? p[e] : hi;
-	}
+	dq_extremes(a->data, a->numel, &lo, &hi);
 	*s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
 	double zp = saturate(nearbyintf(saturate(0.0f - lo / *s, 0, 255)), 0, 255);
 	if (z)
 		*z = (uint8_t)zp;
-	for (int64_t e = 0; e < a->numel; e++)
-		((uint8_t *)y)[e] = (uint8_t)quantize1(p[e], *s, zp, 0, 255);
+	float fz = (float)zp;
+	struct qlin_job j = {a->data, y, DT_FLOAT, DT_UINT8, s, &fz, NULL, a->numel > 1 ? a->numel : 1, 1, 0, 255};
+	kernel_for(a->numel, KERNEL_GRAIN, ql_elems, &j);
 	return 0;
 }
 
@@ -248,29 +428,127 @@ static inline double qmm_param(const struct rtensor *p, int64_t per, int64_t mat
 	return rt_get(p, p->numel == 1 ? 0 : p->numel == per ? i : mat * per + i);
 }
 
-/* acc (batches, M, N) = sum_k (a - za)(b - zb), exact */
-static void qmm_acc(const struct qmm *q, const struct rtensor *a, const struct rtensor *za, const struct rtensor *b,
-		    const struct rtensor *zb, int64_t *acc)
+/* o[i] = t's elements [at, at + n) less the zero point z (zc: one per element, else z), in float64:
+ * the exact differences (t uint8 or int8) */
+static inline __attribute__((always_inline)) void w8_u(const uint8_t *restrict p, double *restrict o, int64_t n,
+							  double z, const double *restrict zc)
 {
+	for (int64_t i = 0; i < n; i++)
+		o[i] = (double)p[i] - (zc ? zc[i] : z);
+}
+
+static inline __attribute__((always_inline)) void w8_s(const int8_t *restrict p, double *restrict o, int64_t n,
+							  double z, const double *restrict zc)
+{
+	for (int64_t i = 0; i < n; i++)
+		o[i] = (double)p[i] - (zc ? zc[i] : z);
+}
+
+VM_CLONES static void widen8(const struct rtensor *t, int64_t at, int64_t n, double z, const double *zc, double *o)
+{
+	if (t->dtype == DT_UINT8)
+		w8_u((const uint8_t *)t->data + at, o, n, z, zc);
+	else
+		w8_s((const int8_t *)t->data + at, o, n, z, zc);
+}
+
+/* A zero point as the scalar loop took it: its value truncated to an integer */
+static inline double zp_value(const struct rtensor *p, int64_t per, int64_t mat, int64_t i)
+{
+	return (double)(int64_t)qmm_param(p, per, mat, i);
+}
+
+/* C (m, n) = A (m, k) B (k, n), float64 row-major: zeros when k is 0 */
+static void dgemm_nn(int64_t m, int64_t n, int64_t k, const double *a, const double *b, double *c)
+{
+	if (!m || !n)
+		return;
+	if (!k) {
+		memset(c, 0, (size_t)(m * n) * sizeof *c);
+		return;
+	}
+	blas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a, (int)k, b, (int)n, 0.0, c,
+		   (int)n);
+}
+
+static int fits_int(struct exec *x, int64_t a, int64_t b, int64_t c)
+{
+	if (a > INT_MAX || b > INT_MAX || c > INT_MAX)
+		return exec_fail(x, "a product of %lld x %lld x %lld is too large (each at most %d)", (long long)a,
+				 (long long)b, (long long)c, INT_MAX);
+	return 0;
+}
+
+/* acc (batches, M, N) = sum_k (a - za)(b - zb), exact (see the top): A's na matrices and B's nb
+ * widened once less their zero points, then one blas_dgemm per output matrix. */
+static int qmm_acc(struct exec *x, const struct qmm *q, const struct rtensor *a, const struct rtensor *za,
+		   const struct rtensor *b, const struct rtensor *zb, double *acc)
+{
+	if (fits_int(x, q->m, q->n, q->k))
+		return exec_status(x);
+	size_t bytes = (size_t)(q->na * q->m * q->k + q->nb * q->k * q->n + q->n) * sizeof(double);
+	double *fa = exec_scratch_raw(x, bytes ? bytes : 1);
+	if (!fa)
+		return exec_status(x);
+	double *fb = fa + q->na * q->m * q->k, *zc = fb + q->nb * q->k * q->n;
+	for (int64_t t = 0; t < q->na; t++)
+		for (int64_t i = 0; i < q->m; i++)
+			widen8(a, (t * q->m + i) * q->k, q->k, zp_value(za, q->m, t, i), NULL, fa + (t * q->m + i) * q->k);
+	for (int64_t t = 0; t < q->nb; t++) {
+		for (int64_t j = 0; j < q->n; j++)
+			zc[j] = zp_value(zb, q->n, t, j);
+		for (int64_t l = 0; l < q->k; l++)
+			widen8(b, (t * q->k + l) * q->n, q->n, 0, zc, fb + (t * q->k + l) * q->n);
+	}
 	int64_t idx[RT_MAX_DIMS] = {0};
 	for (int64_t t = 0; t < q->batches; t++) {
 		int64_t ia = 0, ib = 0;
 		for (int i = 0; i < q->bnd; i++)
 			ia += idx[i] * q->sa[i], ib += idx[i] * q->sb[i];
-		for (int64_t i = 0; i < q->m; i++) {
-			int64_t zai = (int64_t)qmm_param(za, q->m, ia, i);
-			for (int64_t j = 0; j < q->n; j++) {
-				int64_t zbj = (int64_t)qmm_param(zb, q->n, ib, j), s = 0;
-				for (int64_t l = 0; l < q->k; l++)
-					s += (rt_get_i(a, (ia * q->m + i) * q->k + l) - zai) *
-					     (rt_get_i(b, (ib * q->k + l) * q->n + j) - zbj);
-				acc[(t * q->m + i) * q->n + j] = s;
-			}
-		}
+		dgemm_nn(q->m, q->n, q->k, fa + ia * q->m * q->k, fb + ib * q->k * q->n, acc + t * q->m * q->n);
 		for (int i = q->bnd - 1; i >= 0 && ++idx[i] == q->bdims[i]; i--)
 			idx[i] = 0;
 	}
+	exec_scratch_free(x, fa, bytes ? bytes : 1);
+	return 0;
 }
+
+/* y = the exact integer sums acc, as int32 (wrapped, as the int64 sums were stored) */
+static void acc_to_int32(const double *acc, int32_t *y, int64_t n)
+{
+	for (int64_t e = 0; e < n; e++)
+		y[e] = (int32_t)(int64_t)acc[e];
+}
+
+/* The requantisation of n exact sums into y (an 8/16-bit dtype): y[j] = saturate(round((acc[j] +
+ * add) (ra cb[j]) / ys) + zy), cb NULL: c for every j; in float32 as the top says, NaN stored as 0
+ * (rt_set's rule). */
+struct requant {
+	float ys, zy, lo, hi;
+	int dt;
+	size_t es;
+};
+
+#define RQ_ROW(DT)                                                                                             \
+	for (int64_t j = 0; j < n; j++) {                                                                      \
+		float mult = ra * (cb ? cb[j] : c) / r->ys;                                                    \
+		float v = nearbyintf((float)(acc[j] + add) * mult) + r->zy;                                    \
+		v = v < r->lo ? r->lo : v > r->hi ? r->hi : v;                                                 \
+		((DT *)y)[j] = v != v ? 0 : (DT)v;                                                             \
+	}                                                                                                      \
+	break
+
+VM_CLONES static void requant_row(const struct requant *r, const double *restrict acc, double add, float ra,
+				  const float *restrict cb, float c, void *restrict y, int64_t n)
+{
+	switch (r->dt) {
+	case DT_UINT8: RQ_ROW(uint8_t);
+	case DT_INT8: RQ_ROW(int8_t);
+	case DT_UINT16: RQ_ROW(uint16_t);
+	default: RQ_ROW(int16_t);
+	}
+}
+#undef RQ_ROW
 
 static int want_int8(struct exec *x, const struct rtensor *t, const char *what)
 {
@@ -292,14 +570,14 @@ static int matmul_integer_run(struct exec *x, const struct node *n, struct rtens
 	int32_t *y = exec_alloc(x, out[0], DT_INT32, q.nd, q.dims);
 	if (!y)
 		return exec_status(x);
-	int64_t *acc = exec_scratch_raw(x, (size_t)out[0]->numel * sizeof *acc);
+	size_t ab = (size_t)out[0]->numel * sizeof(double) + 1;
+	double *acc = exec_scratch_raw(x, ab);
 	if (!acc)
 		return exec_status(x);
-	qmm_acc(&q, in[0], za, in[1], zb, acc);
-	for (int64_t e = 0; e < out[0]->numel; e++)
-		y[e] = (int32_t)acc[e];
-	exec_scratch_free(x, acc, (size_t)out[0]->numel * sizeof *acc);
-	return 0;
+	if (!qmm_acc(x, &q, in[0], za, in[1], zb, acc))
+		acc_to_int32(acc, y, out[0]->numel);
+	exec_scratch_free(x, acc, ab);
+	return exec_status(x);
 }
 
 /* QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): Y of
@@ -322,27 +600,38 @@ static int qlinear_matmul_run(struct exec *x, const struct node *n, struct rtens
 	void *y = exec_alloc(x, out[0], zy->dtype, q.nd, q.dims);
 	if (!y)
 		return exec_status(x);
-	int64_t *acc = exec_scratch_raw(x, (size_t)out[0]->numel * sizeof *acc);
+	size_t ab = (size_t)out[0]->numel * sizeof(double) + 1;
+	double *acc = exec_scratch_raw(x, ab);
 	if (!acc)
 		return exec_status(x);
-	qmm_acc(&q, a, za, b, zb, acc);
-	float fys = (float)rt_get(ys, 0);
-	double yzp = rt_get(zy, 0);
+	if (qmm_acc(x, &q, a, za, b, zb, acc)) {
+		exec_scratch_free(x, acc, ab);
+		return exec_status(x);
+	}
+	struct requant rq = {(float)rt_get(ys, 0), (float)rt_get(zy, 0), (float)lo, (float)hi, zy->dtype,
+			     dtype_size(zy->dtype)};
+	size_t fbb = (size_t)q.n * sizeof(float) + 1;
+	float *fb = exec_scratch_raw(x, fbb); /* B's scales of the matrix at hand */
+	if (!fb) {
+		exec_scratch_free(x, acc, ab);
+		return exec_status(x);
+	}
 	int64_t idx[RT_MAX_DIMS] = {0};
 	for (int64_t t = 0; t < q.batches; t++) {
 		int64_t ia = 0, ib = 0;
 		for (int i = 0; i < q.bnd; i++)
 			ia += idx[i] * q.sa[i], ib += idx[i] * q.sb[i];
-		for (int64_t i = 0; i < q.m; i++)
-			for (int64_t j = 0; j < q.n; j++) {
-				float mult = (float)qmm_param(as, q.m, ia, i) * (float)qmm_param(bs, q.n, ib, j) / fys;
-				int64_t e = (t * q.m + i) * q.n + j;
-				rt_set(out[0], e, saturate(nearbyintf((float)acc[e] * mult) + (float)yzp, lo, hi));
-			}
+		for (int64_t j = 0; j < q.n; j++)
+			fb[j] = (float)qmm_param(bs, q.n, ib, j);
+		for (int64_t i = 0; i < q.m; i++) {
+			int64_t e = (t * q.m + i) * q.n;
+			requant_row(&rq, acc + e, 0, (float)qmm_param(as, q.m, ia, i), fb, 0, (char *)y + e * (int64_t)rq.es, q.n);
+		}
 		for (int i = q.bnd - 1; i >= 0 && ++idx[i] == q.bdims[i]; i--)
 			idx[i] = 0;
 	}
-	exec_scratch_free(x, acc, (size_t)out[0]->numel * sizeof *acc);
+	exec_scratch_free(x, fb, fbb);
+	exec_scratch_free(x, acc, ab);
 	return 0;
 }
 
@@ -356,33 +645,58 @@ static void qmm_cost(const struct node *n, struct rtensor *const *in, struct rte
 
 /* ---- integer convolutions ---- */
 
-/* acc (N, M, oh, ow) = Conv(x - xz, w - wz[m]) over g, exact; wz one value or one per output channel */
-static void qconv_acc(const struct conv_geom *g, const struct rtensor *a, const struct rtensor *xz,
-		      const struct rtensor *w, const struct rtensor *wz, int64_t *acc)
+/* col (cg kh kw, oh ow) = the patches of img (cg, h, w), float64, 0 outside the image (where the
+ * scalar loop added nothing) */
+static void qconv_im2col(const double *img, const struct conv_geom *g, int64_t cg, double *col)
 {
-	int64_t cg = g->c / g->group, mg = g->m / g->group;
-	int64_t xzv = xz ? rt_get_i(xz, 0) : 0;
-	for (int64_t i = 0; i < g->n; i++)
-		for (int64_t m = 0; m < g->m; m++) {
-			int64_t wzv = wz ? rt_get_i(wz, wz->numel == 1 ? 0 : m) : 0, c0 = m / mg * cg;
-			for (int64_t oy = 0; oy < g->oh; oy++)
-				for (int64_t ox = 0; ox < g->ow; ox++) {
-					int64_t s = 0;
-					for (int64_t c = 0; c < cg; c++)
-						for (int64_t ky = 0; ky < g->kh; ky++) {
-							int64_t iy = oy * g->sh - g->pt + ky * g->dh;
-							for (int64_t kx = 0; kx < g->kw && iy >= 0 && iy < g->h; kx++) {
-								int64_t ix = ox * g->sw - g->pl + kx * g->dw;
-								if (ix < 0 || ix >= g->w)
-									continue;
-								int64_t xv = rt_get_i(a, ((i * g->c + c0 + c) * g->h + iy) * g->w + ix);
-								int64_t wv = rt_get_i(w, ((m * cg + c) * g->kh + ky) * g->kw + kx);
-								s += (xv - xzv) * (wv - wzv);
-							}
-						}
-					acc[((i * g->m + m) * g->oh + oy) * g->ow + ox] = s;
+	int64_t np = g->oh * g->ow;
+	for (int64_t c = 0; c < cg; c++)
+		for (int64_t ky = 0; ky < g->kh; ky++)
+			for (int64_t kx = 0; kx < g->kw; kx++) {
+				double *row = col + ((c * g->kh + ky) * g->kw + kx) * np;
+				int64_t off = kx * g->dw - g->pl, lo, hi;
+				conv_inside(off, g->sw, g->w, g->ow, &lo, &hi);
+				for (int64_t oy = 0; oy < g->oh; oy++) {
+					double *r = row + oy * g->ow;
+					int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+					if (iy < 0 || iy >= g->h) {
+						memset(r, 0, (size_t)g->ow * sizeof *r);
+						continue;
+					}
+					const double *src = img + (c * g->h + iy) * g->w + off;
+					memset(r, 0, (size_t)lo * sizeof *r);
+					for (int64_t ox = lo; ox < hi; ox++)
+						r[ox] = src[ox * g->sw];
+					memset(r + hi, 0, (size_t)(g->ow - hi) * sizeof *r);
 				}
+			}
+}
+
+/* acc (N, M, oh, ow) = Conv(x - xz, w - wz[m]) over g, exact (see the top): w less its zero points
+ * in float64 once, then per image and group its channels less xz, im2col, and one blas_dgemm of
+ * (M/group, cg kh kw) by (cg kh kw, oh ow). wz one value or one per output channel. */
+static int qconv_acc(struct exec *x, const struct conv_geom *g, const struct rtensor *a, const struct rtensor *xz,
+		     const struct rtensor *w, const struct rtensor *wz, double *acc)
+{
+	int64_t cg = g->c / g->group, mg = g->m / g->group, kk = cg * g->kh * g->kw, np = g->oh * g->ow;
+	if (fits_int(x, mg, np, kk))
+		return exec_status(x);
+	size_t bytes = (size_t)(g->m * kk + cg * g->h * g->w + kk * np) * sizeof(double) + 1;
+	double *fw = exec_scratch_raw(x, bytes);
+	if (!fw)
+		return exec_status(x);
+	double *img = fw + g->m * kk, *col = img + cg * g->h * g->w;
+	double xzv = xz ? (double)rt_get_i(xz, 0) : 0;
+	for (int64_t m = 0; m < g->m; m++)
+		widen8(w, m * kk, kk, wz ? (double)rt_get_i(wz, wz->numel == 1 ? 0 : m) : 0, NULL, fw + m * kk);
+	for (int64_t i = 0; i < g->n; i++)
+		for (int64_t gi = 0; gi < g->group; gi++) {
+			widen8(a, (i * g->c + gi * cg) * g->h * g->w, cg * g->h * g->w, xzv, NULL, img);
+			qconv_im2col(img, g, cg, col);
+			dgemm_nn(mg, np, kk, fw + gi * mg * kk, col, acc + (i * g->m + gi * mg) * np);
 		}
+	exec_scratch_free(x, fw, bytes);
+	return 0;
 }
 
 /* The geometry of a convolution of x (uint8/int8) by w (input k): Conv's attributes, checked by
@@ -426,14 +740,14 @@ static int conv_integer_run(struct exec *x, const struct node *n, struct rtensor
 	if (qconv_geometry(x, n, in, 1, &g, dims, &nd) || wz_ok(x, &g, xz, wz))
 		return exec_status(x);
 	int32_t *y = exec_alloc(x, out[0], DT_INT32, nd, dims);
-	int64_t *acc = y ? exec_scratch_raw(x, (size_t)out[0]->numel * sizeof *acc) : NULL;
+	size_t ab = y ? (size_t)out[0]->numel * sizeof(double) + 1 : 0;
+	double *acc = y ? exec_scratch_raw(x, ab) : NULL;
 	if (!acc)
 		return exec_status(x);
-	qconv_acc(&g, in[0], xz, in[1], wz, acc);
-	for (int64_t e = 0; e < out[0]->numel; e++)
-		y[e] = (int32_t)acc[e];
-	exec_scratch_free(x, acc, (size_t)out[0]->numel * sizeof *acc);
-	return 0;
+	if (!qconv_acc(x, &g, in[0], xz, in[1], wz, acc))
+		acc_to_int32(acc, y, out[0]->numel);
+	exec_scratch_free(x, acc, ab);
+	return exec_status(x);
 }
 
 /* QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?):
@@ -455,19 +769,25 @@ static int qlinear_conv_run(struct exec *x, const struct node *n, struct rtensor
 	if (bias && (bias->dtype != DT_INT32 || bias->numel != g.m))
 		return exec_fail(x, "B must be int32 with %lld elements", (long long)g.m);
 	void *y = exec_alloc(x, out[0], zy->dtype, nd, dims);
-	int64_t *acc = y ? exec_scratch_raw(x, (size_t)out[0]->numel * sizeof *acc) : NULL;
+	size_t ab = y ? (size_t)out[0]->numel * sizeof(double) + 1 : 0;
+	double *acc = y ? exec_scratch_raw(x, ab) : NULL;
 	if (!acc)
 		return exec_status(x);
-	qconv_acc(&g, in[0], xz, in[3], wz, acc);
-	int64_t plane = g.oh * g.ow;
-	float fxs = (float)rt_get(xs, 0), fys = (float)rt_get(ys, 0), yzp = (float)rt_get(zy, 0);
-	for (int64_t e = 0; e < out[0]->numel; e++) {
-		int64_t m = e / plane % g.m;
-		float mult = fxs * (float)rt_get(ws, ws->numel == 1 ? 0 : m) / fys;
-		int64_t v = acc[e] + (bias ? rt_get_i(bias, m) : 0);
-		rt_set(out[0], e, saturate(nearbyintf((float)v * mult) + yzp, lo, hi));
+	if (qconv_acc(x, &g, in[0], xz, in[3], wz, acc)) {
+		exec_scratch_free(x, acc, ab);
+		return exec_status(x);
 	}
-	exec_scratch_free(x, acc, (size_t)out[0]->numel * sizeof *acc);
+	int64_t plane = g.oh * g.ow;
+	struct requant rq = {(float)rt_get(ys, 0), (float)rt_get(zy, 0), (float)lo, (float)hi, zy->dtype,
+			     dtype_size(zy->dtype)};
+	float fxs = (float)rt_get(xs, 0);
+	for (int64_t r = 0; r < g.n * g.m; r++) {
+		int64_t m = r % g.m;
+		/* the sum and the bias: integers below 2^53, exact in double */
+		requant_row(&rq, acc + r * plane, bias ? (double)rt_get_i(bias, m) : 0, fxs,
+			    NULL, (float)rt_get(ws, ws->numel == 1 ? 0 : m), (char *)y + r * plane * (int64_t)rq.es, plane);
+	}
+	exec_scratch_free(x, acc, ab);
 	return 0;
 }
 
