@@ -3110,7 +3110,7 @@ Test(exec, sqrt_matches_libm_bit_for_bit)
 }
 
 /* #52 attn: float32 Attention as blocks of query rows, each two GEMMs with the softmax between
- * (under is_causal blocks of 32 rows that read only the keys up to their last row), against the
+ * (under is_causal blocks of 16 rows that read only the keys up to their last row), against the
  * definition computed here in double from the same inputs. */
 
 struct at_case {
@@ -3291,5 +3291,27 @@ Test(exec, attention_matches_its_definition)
 			free(dv[a]);
 			free(t[a].data);
 		}
+	}
+}
+
+/* #52 attn: Attention's cost counts the scores it computes: all L x T, or under is_causal each
+ * query row i's min(i + 1, T) keys. 1 batch, 2 heads, D 4, Dv 2, L 5, T 3: (2 (4 + 2) + 5) FLOPs a
+ * score, 2 x 15 scores, causal 2 x (1 + 2 + 3 + 3 + 3); L 3, T 5, causal: 2 x (1 + 2 + 3). */
+Test(exec, attention_costs_the_scores_it_computes)
+{
+	static const struct {
+		int L, T, causal;
+		uint64_t flops;
+	} cases[] = {{5, 3, 0, 17 * 30}, {5, 3, 1, 17 * 24}, {3, 5, 1, 17 * 12}, {3, 5, 0, 17 * 30}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char text[600];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 23\ninputs: [{name: q, dtype: float32, shape: [1, 2, %d, 4]}, {name: k, dtype: "
+			 "float32, shape: [1, 2, %d, 4]}, {name: v, dtype: float32, shape: [1, 2, %d, 2]}]\nnodes: [{op: "
+			 "Attention, inputs: [q, k, v], outputs: [y], attrs: {is_causal: %d}}]\noutputs: [{name: y}]\n",
+			 cases[c].L, cases[c].T, cases[c].T, cases[c].causal);
+		struct exec_stats st = stats_of("attention_cost.yaml", text);
+		cr_expect_eq(st.flops, cases[c].flops, "L %d, T %d, causal %d: %llu FLOPs, not %llu", cases[c].L, cases[c].T,
+			     cases[c].causal, (unsigned long long)st.flops, (unsigned long long)cases[c].flops);
 	}
 }

@@ -8,10 +8,10 @@
  *   the top left, j > i),  Y = softmax(S) V.
  * The softcap comes before the masks, as onnxruntime 1.30 computes it (a masked -inf stays -inf).
  * past_key/past_value and the present/qk outputs are refused: a training graph has no cache.
- * The kernel computes float32 as blocks of query rows, two GEMMs each (the softmax's sums in double; under
- * is_causal only the keys up to the block's last row), over the threads, other types
- * each row in double. The gradient recomputes softmax(S) in standard ops
- * (MatMul, Softmax, ...) from Q, K, V: the backward pass keeps Q, K and V, never S.
+ * The kernel computes float32 a head a time over the threads, as blocks of query rows, two GEMMs
+ * each with the softmax between (its sums in double; under is_causal only the keys up to the
+ * block's last row), other types each row in double. The gradient recomputes softmax(S) in standard
+ * ops (MatMul, Softmax, ...) from Q, K, V: the backward pass keeps Q, K and V, never S.
  *
  * RotaryEmbedding (opset 23): X (B, H, S, D) or (B, S, H D) with num_heads; the first
  * rotary_embedding_dim (0: D) elements of each head rotated in pairs, (x1, x2) -> (x1 cos - x2 sin,
@@ -406,7 +406,9 @@ static int attention_grad(struct ad *a, const struct node *n)
 }
 
 /* 2 B Hq L T (D + Dv) for the two products (each query element meets T keys, each output element
- * sums T products), 5 per score for the softmax */
+ * sums T products), 5 per score for the softmax; under is_causal the keys a query row meets are
+ * min(i + 1, T), not T: the triangle the kernel computes (but for its blocks' diagonals), not the
+ * whole square, so that a roofline reads the useful work. */
 static void attention_cost(const struct node *n, struct rtensor *const *in, struct rtensor *const *out, uint64_t *flops,
 			   uint64_t *bytes)
 {
@@ -414,8 +416,15 @@ static void attention_cost(const struct node *n, struct rtensor *const *in, stru
 	const struct rtensor *q = in[0], *k = in[1];
 	int three = q->ndim == 3;
 	int64_t hq = three ? attr_int(n, "q_num_heads", 1) : 1, d = q->dims[q->ndim - 1] / (hq > 0 ? hq : 1);
-	uint64_t T = (uint64_t)k->dims[three ? 1 : 2], rows = (uint64_t)(q->numel / (d > 0 ? d : 1));
-	*flops = 2 * T * (uint64_t)(q->numel + out[0]->numel) + 5 * rows * T;
+	uint64_t T = (uint64_t)k->dims[three ? 1 : 2], L = (uint64_t)q->dims[three ? 1 : 2];
+	uint64_t rows = (uint64_t)(q->numel / (d > 0 ? d : 1)), keys = rows * T; /* scores */
+	if (!rows || !L) {
+		*flops = 0;
+		return;
+	}
+	if (attr_int(n, "is_causal", 0))
+		keys = rows / L * (L <= T ? L * (L + 1) / 2 : T * (T + 1) / 2 + (L - T) * T);
+	*flops = 2 * keys * (uint64_t)(q->numel + out[0]->numel) / rows + 5 * keys;
 }
 
 /* ---- RotaryEmbedding ---- */
