@@ -3110,7 +3110,7 @@ Test(exec, sqrt_matches_libm_bit_for_bit)
 }
 
 /* #52 attn: float32 Attention as blocks of query rows, each two GEMMs with the softmax between
- * (under is_causal blocks of 16 rows that read only the keys up to their last row), against the
+ * (under is_causal blocks of 16 to 128 rows that read only the keys up to their last row), against the
  * definition computed here in double from the same inputs. */
 
 struct at_case {
@@ -3184,6 +3184,9 @@ Test(exec, attention_matches_its_definition)
 		{"causal 130 x 130, one head", 0, 1, 1, 1, 130, 130, 9, 9, 1, DT_FLOAT, 0, 0, 0, 0, {0}},
 		{"causal 3-D 100 x 100, grouped-query, float mask (B, hq, L, T)", 1, 1, 4, 1, 100, 100, 8, 3, 1, DT_FLOAT, 0,
 		 0, 1, 4, {1, 4, 100, 100}},
+		{"causal 520 x 520 (blocks of 32), one head", 0, 1, 1, 1, 520, 520, 4, 3, 1, DT_FLOAT, 0, 0, 0, 0, {0}},
+		{"causal L 300 < T 1030 (blocks of 64), bool mask (L, T)", 0, 1, 2, 1, 300, 1030, 4, 2, 1, DT_FLOAT, 0, 0, 2, 2,
+		 {300, 1030}},
 		{"float64: causal 70 x 70, grouped-query, float mask", 0, 2, 4, 2, 70, 70, 16, 7, 1, DT_DOUBLE, 0, 0, 1, 2, {70, 70}},
 		{"float64: causal L 45 > T 29, bool mask", 0, 2, 2, 1, 45, 29, 5, 3, 1, DT_DOUBLE, 0, 0, 2, 4, {2, 1, 45, 29}},
 	};
