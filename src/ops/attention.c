@@ -82,17 +82,21 @@ struct attn {
 
 /* Query rows a float32 Attention computes at a time: its scratch is (ATTN_ROWS + D) x T floats a
  * thread (576 KiB at T 1024, D 64), a temporary no plan counts, against L x T for a whole head.
- * Under is_causal blocks of T / ATTN_CAUSAL_PER rows (a multiple of 16, from 16 to ATTN_ROWS): the
- * rows i0.. read only the keys before the block's end, so the products skip the masked triangle
- * but for half a block's square on the diagonal (at L = T = 128, blocks of 16 do 56% of the full
- * products' work). Small blocks of a long T cost more than they skip: OpenBLAS packs the keys and
- * values again for each (best of 3, 1 thread, causal, ms):
+ * Under is_causal, with T up to ATTN_CAUSAL_KEYS, blocks of ATTN_CAUSAL_ROWS: the rows i0.. read
+ * only the keys before the block's end, so the products skip the masked triangle but for half a
+ * block's square on the diagonal (at L = T = 128, 56% of the full products' work, 100% in blocks
+ * of 128). Their sums are main's (blocks of 128), bit for bit, at (T, D) = (128, 64) and
+ * (256, 128). Beyond, smaller blocks change the bits of 11-38% of the outputs (by an ulp: OpenBLAS's
+ * packed kernels, which then take the products, cut k = T where the blocks decide) and measured no
+ * faster, so the blocks stay of 128 rows there. Best of 3 or 10, 1 thread, causal, ms:
  *   rows                           16     32     64    128
  *   BERT 8 x 6 heads, 128 x 64     1.70   1.93   1.98   2.47   (not causal: the same, 2.7)
  *   LLaMA 32 / 8 heads, 256 x 128  37     36.5   34.7   42
+ *   LLaMA 32 / 8 heads, 512 x 128         28-43         31-79
  *   LLaMA 32 / 8 heads, 1024 x 128 624    545    472    483 */
 #define ATTN_ROWS 128
-#define ATTN_CAUSAL_PER 16
+#define ATTN_CAUSAL_ROWS 16
+#define ATTN_CAUSAL_KEYS 256
 
 /* r[t] += the mask's row (b, h, i) for t < n, as the definition adds it (float: in float32; bool:
  * 0 where true, -inf where false), the row read with typed loops when the mask's last dimension is
@@ -242,8 +246,7 @@ static int attention_run(struct exec *x, const struct node *n, struct rtensor *c
 	scale = scale != 0 ? scale : 1 / sqrt((double)q.D);
 	int causal = attr_int(n, "is_causal", 0) != 0, bmask = mask && mask->dtype == DT_BOOL;
 	if (in[0]->dtype == DT_FLOAT && in[1]->dtype == DT_FLOAT && in[2]->dtype == DT_FLOAT && T < INT32_MAX / ATTN_ROWS) {
-		int64_t rows = causal ? T / ATTN_CAUSAL_PER / 16 * 16 : ATTN_ROWS;
-		rows = rows < 16 ? 16 : rows > ATTN_ROWS ? ATTN_ROWS : rows;
+		int64_t rows = causal && T <= ATTN_CAUSAL_KEYS ? ATTN_CAUSAL_ROWS : ATTN_ROWS;
 		struct attn j = {&q, &k, &v, &y, mask, scale, cap, causal, bmask, rows, NULL};
 		j.s = xmalloc((size_t)pool_threads() * (size_t)((rows + q.D) * T + 1) * sizeof *j.s);
 		if (!j.s)
