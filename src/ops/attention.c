@@ -187,8 +187,9 @@ VM_CLONES static void attention_block(const struct attn *j, int64_t b, int64_t h
 
 /* Heads [lo, hi) of all (b, h) in order, block after block: a piece of kernel_for, each thread on
  * its own scratch. With 4-D K, K_h is turned once for the head's blocks (else each block's product
- * would turn the keys it reads again). A block's products are too small for blas_sgemm to cut over
- * the threads, so every element is the same sum whatever --threads is. */
+ * would turn the keys it reads again). blas_sgemm cuts a block's products by their shape alone (the
+ * pieces run one after another in a thread of the pool), so every element is the same sum whatever
+ * --threads is; with one head, or one thread, the products run outside the pool and take it. */
 static void attention_heads(void *arg, int64_t lo, int64_t hi)
 {
 	const struct attn *j = arg;
