@@ -4666,3 +4666,213 @@ Test(exec, quant_half_inputs_widen_and_narrow_by_the_per_element_rule)
 			free(p);
 		}
 }
+
+/* #52 attn: float32 Attention as blocks of query rows, each two GEMMs with the softmax between
+ * (under is_causal blocks of 16 to 128 rows that read only the keys up to their last row), against the
+ * definition computed here in double from the same inputs. */
+
+struct at_case {
+	const char *name;
+	int three, B, hq, hkv, L, T, D, Dv, causal, dt;
+	double scale, cap;
+	int mask, mdims; /* mask: 0 none, 1 float32, 2 bool; its shape, right-aligned to (B, hq, L, T) */
+	int64_t md[4];
+};
+
+/* The offset of (b, h, s, d) in a 4-D (B, H, S, D) or 3-D (B, S, H D) tensor. */
+static int64_t at_off(int three, int64_t H, int64_t S, int64_t D, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+	return three ? (b * S + s) * H * D + h * D + d : ((b * H + h) * S + s) * D + d;
+}
+
+/* a deterministic value in [-2, 2) */
+static double at_val(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(*seed >> 40) / (double)(1 << 22) - 2;
+}
+
+/* The definition in double at (b, h, i, e): softmax over j of (scale q_i . k_j, softcapped, plus the
+ * mask, -inf where causal and j > i), times v; NaN where every key is masked. */
+static double at_definition(const struct at_case *c, const double *q, const double *k, const double *v,
+			    const double *m, int64_t b, int64_t h, int64_t i, int64_t e)
+{
+	int64_t hk = h / (c->hq / c->hkv);
+	double scale = c->scale ? c->scale : 1 / sqrt((double)c->D), mx = -INFINITY, z = 0, acc = 0;
+	double *s = malloc(sizeof *s * (size_t)(c->T + 1));
+	for (int64_t j = 0; j < c->T; j++) {
+		double d = 0;
+		for (int64_t t = 0; t < c->D; t++)
+			d += q[at_off(c->three, c->hq, c->L, c->D, b, h, i, t)] * k[at_off(c->three, c->hkv, c->T, c->D, b, hk, j, t)];
+		d *= scale;
+		if (c->cap > 0)
+			d = c->cap * tanh(d / c->cap);
+		if (c->mask) {
+			int64_t idx[4] = {b, h, i, j}, off = 0, st = 1;
+			for (int a = c->mdims - 1, x = 3; a >= 0; a--, x--) {
+				off += (c->md[a] == 1 ? 0 : idx[x]) * st;
+				st *= c->md[a];
+			}
+			d += c->mask == 2 ? (m[off] != 0 ? 0 : -INFINITY) : m[off];
+		}
+		if (c->causal && j > i)
+			d = -INFINITY;
+		s[j] = d;
+		mx = d > mx ? d : mx;
+	}
+	for (int64_t j = 0; j < c->T; j++) {
+		double p = mx == -INFINITY ? NAN : exp(s[j] - mx);
+		z += p;
+		acc += p * v[at_off(c->three, c->hkv, c->T, c->Dv, b, hk, j, e)];
+	}
+	free(s);
+	return acc / z;
+}
+
+Test(exec, attention_matches_its_definition)
+{
+	static const struct at_case cases[] = {
+		{"one query, one key", 0, 1, 1, 1, 1, 1, 3, 2, 0, DT_FLOAT, 0, 0, 0, 0, {0}},
+		{"one query, one key, causal", 0, 1, 1, 1, 1, 1, 3, 2, 1, DT_FLOAT, 0, 0, 0, 0, {0}},
+		{"37 x 37, three heads", 0, 2, 3, 3, 37, 37, 8, 5, 0, DT_FLOAT, 0, 0, 0, 0, {0}},
+		{"causal 70 x 70, grouped-query, float mask (L, T)", 0, 2, 4, 2, 70, 70, 16, 7, 1, DT_FLOAT, 0, 0, 1, 2, {70, 70}},
+		{"causal L 45 > T 29, bool mask (B, 1, L, T)", 0, 2, 2, 1, 45, 29, 5, 3, 1, DT_FLOAT, 0, 0, 2, 4, {2, 1, 45, 29}},
+		{"causal 3-D L 19 < T 53, float mask (L, 1), scale", 1, 2, 3, 3, 19, 53, 4, 4, 1, DT_FLOAT, 0.3, 0, 1, 2, {19, 1}},
+		{"L 33, T 130, softcap, bool mask (T)", 0, 1, 2, 2, 33, 130, 6, 5, 0, DT_FLOAT, 0, 2.5, 2, 1, {130}},
+		{"causal 130 x 130, one head", 0, 1, 1, 1, 130, 130, 9, 9, 1, DT_FLOAT, 0, 0, 0, 0, {0}},
+		{"causal 3-D 100 x 100, grouped-query, float mask (B, hq, L, T)", 1, 1, 4, 1, 100, 100, 8, 3, 1, DT_FLOAT, 0,
+		 0, 1, 4, {1, 4, 100, 100}},
+		{"causal 520 x 520 (blocks of 128), one head", 0, 1, 1, 1, 520, 520, 4, 3, 1, DT_FLOAT, 0, 0, 0, 0, {0}},
+		{"causal L 300 < T 1030 (blocks of 128), bool mask (L, T)", 0, 1, 2, 1, 300, 1030, 4, 2, 1, DT_FLOAT, 0, 0, 2, 2,
+		 {300, 1030}},
+		{"float64: causal 70 x 70, grouped-query, float mask", 0, 2, 4, 2, 70, 70, 16, 7, 1, DT_DOUBLE, 0, 0, 1, 2, {70, 70}},
+		{"float64: causal L 45 > T 29, bool mask", 0, 2, 2, 1, 45, 29, 5, 3, 1, DT_DOUBLE, 0, 0, 2, 4, {2, 1, 45, 29}},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+		const struct at_case *c = &cases[ci];
+		int64_t nq = (int64_t)c->B * c->hq * c->L * c->D, nk = (int64_t)c->B * c->hkv * c->T * c->D;
+		int64_t nv = (int64_t)c->B * c->hkv * c->T * c->Dv, ny = (int64_t)c->B * c->hq * c->L * c->Dv, nm = 1;
+		for (int a = 0; a < c->mdims; a++)
+			nm *= c->md[a];
+		int64_t ns[4] = {nq, nk, nv, c->mask ? nm : 0};
+		double *dv[4];
+		struct rtensor t[4];
+		uint64_t seed = 1234 + ci;
+		for (int a = 0; a < 4; a++) {
+			dv[a] = malloc(sizeof(double) * (size_t)(ns[a] + 1));
+			int mdt = a < 3 ? c->dt : c->mask == 2 ? DT_BOOL : DT_FLOAT;
+			t[a] = (struct rtensor){.dtype = mdt, .numel = ns[a], .nbytes = (size_t)ns[a] * dtype_size(mdt), .known = 1};
+			t[a].data = malloc(t[a].nbytes + 8);
+			for (int64_t i = 0; i < ns[a]; i++) {
+				double x = at_val(&seed);
+				if (a == 3 && c->mask == 2) /* false about one in four; all of query row 3 false */
+					x = x > -1 && !(c->mdims >= 2 && c->md[c->mdims - 2] > 3 && i / c->md[c->mdims - 1] % c->md[c->mdims - 2] == 3);
+				else if (a == 3 && x < -1.8) /* some -inf in a float mask */
+					x = -INFINITY;
+				else if (c->dt == DT_FLOAT || a == 3)
+					x = (float)x;
+				dv[a][i] = x;
+				rt_set(&t[a], i, x);
+			}
+		}
+		const int64_t *shapes[3];
+		int64_t sq[4] = {c->B, c->hq, c->L, c->D}, sk[4] = {c->B, c->hkv, c->T, c->D}, sv[4] = {c->B, c->hkv, c->T, c->Dv};
+		int64_t q3[3] = {c->B, c->L, (int64_t)c->hq * c->D}, k3[3] = {c->B, c->T, (int64_t)c->hkv * c->D};
+		int64_t v3[3] = {c->B, c->T, (int64_t)c->hkv * c->Dv};
+		shapes[0] = c->three ? q3 : sq, shapes[1] = c->three ? k3 : sk, shapes[2] = c->three ? v3 : sv;
+		char text[1600], in[3][96], ms[96] = "", attrs[256] = "";
+		for (int a = 0; a < 3; a++) {
+			t[a].ndim = c->three ? 3 : 4;
+			memcpy(t[a].dims, shapes[a], sizeof(int64_t) * (size_t)t[a].ndim);
+			const int64_t *d = shapes[a];
+			if (c->three)
+				snprintf(in[a], sizeof in[a], "[%lld, %lld, %lld]", (long long)d[0], (long long)d[1], (long long)d[2]);
+			else
+				snprintf(in[a], sizeof in[a], "[%lld, %lld, %lld, %lld]", (long long)d[0], (long long)d[1],
+					 (long long)d[2], (long long)d[3]);
+		}
+		t[3].ndim = c->mdims;
+		memcpy(t[3].dims, c->md, sizeof c->md);
+		if (c->mask) {
+			int k = snprintf(ms, sizeof ms, ", {name: m, dtype: %s, shape: [", c->mask == 2 ? "bool" : "float32");
+			for (int a = 0; a < c->mdims; a++)
+				k += snprintf(ms + k, sizeof ms - (size_t)k, "%s%lld", a ? ", " : "", (long long)c->md[a]);
+			snprintf(ms + k, sizeof ms - (size_t)k, "]}");
+		}
+		snprintf(attrs, sizeof attrs, "is_causal: %d, scale: %g, softcap: %g, q_num_heads: %d, kv_num_heads: %d", c->causal,
+			 c->scale, c->cap, c->three ? c->hq : 0, c->three ? c->hkv : 0);
+		const char *dn = dtype_name(c->dt);
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 23\ninputs: [{name: q, dtype: %s, shape: %s}, {name: k, dtype: %s, shape: %s}, "
+			 "{name: v, dtype: %s, shape: %s}%s]\nnodes:\n  - {op: Attention, inputs: [q, k, v%s], outputs: [y], "
+			 "attrs: {%s}}\noutputs: [{name: y}]\n",
+			 dn, in[0], dn, in[1], dn, in[2], ms, c->mask ? ", m" : "", attrs);
+		struct graph *g = load_text("attention.yaml", text);
+		const char *names[4] = {"q", "k", "v", "m"};
+		void *first = NULL;
+		for (int th = 1; th <= 3; th += 2) {
+			pool_set_threads(th);
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = c->mask ? 4 : 3};
+			struct exec *ex = exec_run(g, &o, NULL, &e);
+			cr_assert(ex, "%s: %s", c->name, e.msg);
+			const struct rtensor *y = exec_value(ex, g->outputs[0]);
+			cr_assert_eq(y->numel, ny, "%s", c->name);
+			if (!first) {
+				int64_t bad = 0, nans = 0, firstbad = -1;
+				double got0 = 0, want0 = 0;
+				for (int64_t b = 0; b < c->B; b++)
+					for (int64_t h = 0; h < c->hq; h++)
+						for (int64_t i = 0; i < c->L; i++)
+							for (int64_t e2 = 0; e2 < c->Dv; e2++) {
+								int64_t at = at_off(c->three, c->hq, c->L, c->Dv, b, h, i, e2);
+								double want = at_definition(c, dv[0], dv[1], dv[2], dv[3], b, h, i, e2);
+								double got = rt_get(y, at);
+								/* outputs are under 2: float32's rounding of S, exp and the sums */
+								double tol = c->dt == DT_FLOAT ? 4e-6 : 1e-13;
+								int ok = isnan(want) ? isnan(got) : fabs(got - want) <= tol;
+								nans += isnan(want);
+								if (!ok && !bad++)
+									firstbad = at, got0 = got, want0 = want;
+							}
+				cr_expect_eq(bad, 0, "%s: %lld of %lld outputs off the definition, the first #%lld: %.9g, not %.9g",
+					     c->name, (long long)bad, (long long)ny, (long long)firstbad, got0, want0);
+				cr_expect(c->mask != 2 || c->mdims < 2 || nans > 0, "%s: a row all masked is NaN", c->name);
+				first = malloc(y->nbytes + 1);
+				memcpy(first, y->data, y->nbytes);
+			} else {
+				cr_expect_eq(memcmp(first, y->data, y->nbytes), 0, "%s: other bits with 3 threads", c->name);
+			}
+			exec_free(ex);
+		}
+		pool_set_threads(1);
+		free(first);
+		graph_free(g);
+		for (int a = 0; a < 4; a++) {
+			free(dv[a]);
+			free(t[a].data);
+		}
+	}
+}
+
+/* #52 attn: Attention's cost counts the scores it computes: all L x T, or under is_causal each
+ * query row i's min(i + 1, T) keys. 1 batch, 2 heads, D 4, Dv 2, L 5, T 3: (2 (4 + 2) + 5) FLOPs a
+ * score, 2 x 15 scores, causal 2 x (1 + 2 + 3 + 3 + 3); L 3, T 5, causal: 2 x (1 + 2 + 3). */
+Test(exec, attention_costs_the_scores_it_computes)
+{
+	static const struct {
+		int L, T, causal;
+		uint64_t flops;
+	} cases[] = {{5, 3, 0, 17 * 30}, {5, 3, 1, 17 * 24}, {3, 5, 1, 17 * 12}, {3, 5, 0, 17 * 30}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char text[600];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 23\ninputs: [{name: q, dtype: float32, shape: [1, 2, %d, 4]}, {name: k, dtype: "
+			 "float32, shape: [1, 2, %d, 4]}, {name: v, dtype: float32, shape: [1, 2, %d, 2]}]\nnodes: [{op: "
+			 "Attention, inputs: [q, k, v], outputs: [y], attrs: {is_causal: %d}}]\noutputs: [{name: y}]\n",
+			 cases[c].L, cases[c].T, cases[c].T, cases[c].causal);
+		struct exec_stats st = stats_of("attention_cost.yaml", text);
+		cr_expect_eq(st.flops, cases[c].flops, "L %d, T %d, causal %d: %llu FLOPs, not %llu", cases[c].L, cases[c].T,
+			     cases[c].causal, (unsigned long long)st.flops, (unsigned long long)cases[c].flops);
+	}
+}
