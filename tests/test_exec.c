@@ -3108,3 +3108,95 @@ Test(exec, sqrt_matches_libm_bit_for_bit)
 			free(data);
 		}
 }
+
+/* #52 trig: float32 Sin ... Atanh by vmath.h's vectorised functions, float64 by libm */
+static const struct { const char *op; double (*ref)(double); } trig_ops[] = {
+	{"Sin", sin}, {"Cos", cos}, {"Tan", tan}, {"Asin", asin}, {"Acos", acos}, {"Atan", atan},
+	{"Sinh", sinh}, {"Cosh", cosh}, {"Asinh", asinh}, {"Acosh", acosh}, {"Atanh", atanh},
+};
+
+/* Every 2048th float (each exponent of both signs, subnormals, infinities, NaNs: sin, cos and tan
+ * beyond 2^18 go to libm), 2^21 evenly spaced in [-25, 25], 2^20 in [-1.25, 1.25] (the inverse
+ * functions' domains) and the special values, through each op's float32 kernel: within 1 ulp of
+ * libm in double (vmath.h's bound), NaN where the function is NaN, infinities exact. */
+Test(vmath, trig_within_their_ulp_bounds, .timeout = 240)
+{
+	static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+					1.17549435e-38f, -1.17549435e-38f, 3.4028235e38f, -3.4028235e38f, 1, -1,
+					0x1.000002p0f, -0x1.000002p0f, 0x1.fffffep-1f, -0x1.fffffep-1f, 0.125f, -0.125f,
+					0.5f, -0.5f, 0.41421357f, 2.4142137f, 88.7f, 89.4f, 89.5f, -89.5f, 100, 1e10f,
+					262144.0f, 262144.03f, -262144.0f, -262144.03f, 1e5f, 205887.4f, 1.5707964f,
+					3.1415927f, 6.2831855f, 1e30f, -1e30f, 0x1.921fb6p+17f, 0x1.921fb6p+18f, 0x1.921fb6p+19f};
+	enum { NSP = sizeof special / sizeof *special, NB = 1 << 21, N = NSP + 2 * NB + NB / 2 };
+	float *in = xmalloc(N * sizeof *in);
+	cr_assert(in);
+	memcpy(in, special, sizeof special);
+	for (uint32_t i = 0; i < NB; i++) {
+		uint32_t u = i << 11 | ((i * 2654435761u) >> 21);
+		memcpy(&in[NSP + i], &u, sizeof u);
+		in[NSP + NB + i] = -25.0f + 50.0f * (float)i / (float)NB;
+		if (i < NB / 2)
+			in[NSP + 2 * NB + i] = -1.25f + 2.5f * (float)i / (float)(NB / 2);
+	}
+	for (size_t k = 0; k < sizeof trig_ops / sizeof *trig_ops; k++) {
+		char node[96];
+		snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", trig_ops[k].op);
+		struct cf_run run;
+		cf_run(&run, node, DT_FLOAT, N, in);
+		const float *y = run.y->data;
+		double worst = 0;
+		float at = 0;
+		for (int i = 0; i < N; i++) {
+			double e = ulps_above(y[i], trig_ops[k].ref(in[i]), 0);
+			if (!(e <= worst))
+				worst = e, at = in[i];
+		}
+		cr_expect_leq(worst, 1, "%s: %.3g ulp at x = %a (%.9g)", trig_ops[k].op, worst, at, at);
+		cf_done(&run);
+	}
+	/* the signs of zeros and the ends of the domains, exactly */
+	cr_expect(signbit(vm_sinf(-0.0f)) && signbit(vm_tanf(-0.0f)) && signbit(vm_atanf(-0.0f)) && signbit(vm_asinf(-0.0f)));
+	cr_expect(signbit(vm_sinhf(-0.0f)) && signbit(vm_asinhf(-0.0f)) && signbit(vm_atanhf(-0.0f)));
+	cr_expect(vm_cosf(-0.0f) == 1 && vm_coshf(-0.0f) == 1 && vm_acoshf(1) == 0);
+	cr_expect(vm_acosf(1) == 0 && !signbit(vm_acosf(1)));
+	cr_expect(vm_atanhf(1) == INFINITY && vm_atanhf(-1) == -INFINITY && isnan(vm_atanhf(1.0000001f)));
+	cr_expect(isnan(vm_asinf(1.0000001f)) && isnan(vm_acosf(-1.0000001f)) && isnan(vm_acoshf(0.99999994f)));
+	cr_expect(vm_sinhf(-INFINITY) == -INFINITY && vm_coshf(-INFINITY) == INFINITY && vm_asinhf(-INFINITY) == -INFINITY);
+	cr_expect(isnan(vm_sinhf(NAN)) && isnan(vm_coshf(NAN)) && isnan(vm_atanf(NAN)) && isnan(vm_acoshf(NAN)));
+	xfree(in);
+}
+
+/* 0, 1, 7 and 73731 elements (vector tails, several kernel pieces) of cf_fill's values: float64
+ * bit for bit libm's double function, float32 within 1 ulp of it */
+Test(exec, trig_tails_float32_and_float64)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (size_t k = 0; k < sizeof trig_ops / sizeof *trig_ops; k++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int c = 0; c < 4; c++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t n = ns[c], wrong = 0, first = -1;
+				void *data = xmalloc(n * 8 + 1);
+				cf_fill(dt, data, n, 91 + (uint64_t)c);
+				char node[96];
+				snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", trig_ops[k].op);
+				struct cf_run run;
+				cf_run(&run, node, dt, n, data);
+				for (int64_t i = 0; i < n; i++) {
+					int ok;
+					if (f64) {
+						double r = trig_ops[k].ref(((const double *)data)[i]), y = ((const double *)run.y->data)[i];
+						ok = !memcmp(&r, &y, 8) || (isnan(r) && isnan(y));
+					} else {
+						float v = ((const float *)data)[i];
+						ok = ulps_above(((const float *)run.y->data)[i], trig_ops[k].ref(v), 0) <= 1;
+					}
+					if (!ok && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "%s %s, %lld elements: %lld wrong, the first #%lld", trig_ops[k].op,
+					     dtype_name(dt), (long long)n, (long long)wrong, (long long)first);
+				cf_done(&run);
+				free(data);
+			}
+}
