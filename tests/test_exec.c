@@ -3200,3 +3200,91 @@ Test(exec, trig_tails_float32_and_float64)
 				free(data);
 			}
 }
+
+/* #52 trig: Mod (fmod 1) on float32 and float64 and BitShift on uint8 ... uint64 as typed loops:
+ * 0, 1, 7 and 73731 elements, the operands whole and one a scalar; Mod bit for bit fmod in double
+ * (exact: float32's result is fmodf's), NaN for NaN; BitShift u << v or u >> v in the width, 0 for a
+ * shift of the width or more. */
+Test(exec, mod_and_bitshift_match_their_rule_bit_for_bit)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int k = 0; k < 4; k++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t n = ns[k], wrong = 0, first = -1;
+			void *data = xmalloc(n * 8 + 1);
+			cf_fill(dt, data, n, 5 + (uint64_t)k);
+			struct cf_run run;
+			cf_run(&run, "{op: Mod, inputs: [x, x2], outputs: [y], attrs: {fmod: 1}}", dt, n, data);
+			for (int64_t i = 0; i < n; i++) {
+				int ok;
+				if (f64) {
+					const double *d = data, y = ((const double *)run.y->data)[i], r = fmod(d[i], d[n - 1 - i]);
+					ok = !memcmp(&r, &y, 8) || (isnan(r) && isnan(y));
+				} else {
+					const float *f = data, y = ((const float *)run.y->data)[i], r = fmodf(f[i], f[n - 1 - i]);
+					ok = !memcmp(&r, &y, 4) || (isnan(r) && isnan(y));
+				}
+				if (!ok && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "Mod %s, %lld elements: %lld wrong, the first #%lld", dtype_name(dt), (long long)n,
+				     (long long)wrong, (long long)first);
+			cf_done(&run);
+			free(data);
+		}
+	static const int dts[] = {DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64};
+	for (int d = 0; d < 4; d++)
+		for (int left = 0; left < 2; left++)
+			for (int k = 0; k < 4; k++)
+				for (int sc = 0; sc < 2; sc++) { /* sc: the shift a scalar */
+					int dt = dts[d], width = 8 << d;
+					int64_t n = ns[k], wrong = 0, first = -1;
+					size_t es = dtype_size(dt);
+					char text[512];
+					uint64_t *a = xmalloc((size_t)n * 8 + 8), *b = xmalloc((size_t)n * 8 + 8), seed = 11 + (uint64_t)k;
+					char *ab = (char *)a, *bb = (char *)b;
+					for (int64_t i = 0; i < n; i++) {
+						seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+						uint64_t u = seed ^ seed >> 29, v = (uint64_t)(i % (width + 3));
+						v += i % 11 == 5 ? (uint64_t)1 << (width - 1) : 0; /* huge shifts */
+						memcpy(ab + i * es, &u, es);
+						memcpy(bb + i * es, &v, es);
+					}
+					uint64_t sv = 3;
+					if (sc)
+						memcpy(bb, &sv, es);
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 18\ninputs: [{name: a, dtype: %s, shape: [%lld]}, "
+						 "{name: b, dtype: %s, shape: [%lld]}]\nnodes:\n  - {op: BitShift, inputs: [a, b], "
+						 "outputs: [y], attrs: {direction: %s}}\noutputs: [{name: y}]\n",
+						 dtype_name(dt), (long long)n, dtype_name(dt), (long long)(sc ? 1 : n), left ? "LEFT" : "RIGHT");
+					struct graph *g = load_text("bitshift.yaml", text);
+					struct rtensor t[2] = {
+						{.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = a, .nbytes = n * es, .known = 1},
+						{.dtype = dt, .ndim = 1, .dims = {sc ? 1 : n}, .numel = sc ? 1 : n, .data = b,
+						 .nbytes = (sc ? 1 : n) * es, .known = 1}};
+					const char *names[2] = {"a", "b"};
+					struct gd_err e = {0};
+					struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+					struct exec *x = exec_run(g, &o, NULL, &e);
+					cr_assert(x, "BitShift: %s", e.msg);
+					const char *y = exec_value(x, g->outputs[0])->data;
+					for (int64_t i = 0; i < n; i++) {
+						uint64_t u = 0, v = 0, r = 0, mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+						memcpy(&u, ab + i * es, es);
+						memcpy(&v, bb + (sc ? 0 : i) * es, es);
+						memcpy(&r, y + i * es, es);
+						uint64_t want = v >= (uint64_t)width ? 0 : (left ? u << v : u >> v) & mask;
+						if (r != want && !wrong++)
+							first = i;
+					}
+					cr_expect_eq(wrong, 0, "BitShift %s %s%s, %lld elements: %lld wrong, the first #%lld",
+						     left ? "LEFT" : "RIGHT", dtype_name(dt), sc ? " by a scalar" : "", (long long)n,
+						     (long long)wrong, (long long)first);
+					exec_free(x);
+					graph_free(g);
+					xfree(a);
+					xfree(b);
+				}
+}
