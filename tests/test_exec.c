@@ -3288,3 +3288,80 @@ Test(exec, mod_and_bitshift_match_their_rule_bit_for_bit)
 					xfree(b);
 				}
 }
+
+/* #52 trig: PRelu on float32 and float64 as typed rows (the slope per channel, whole, a scalar, along
+ * the last axis, and per channel over W only): x >= 0 ? x : x slope in the dtype, bit for bit, over
+ * cf_fill's values (NaN, infinities, -0, subnormals) and odd shapes, 0 and 1 elements among them;
+ * any NaN for a NaN (a NaN x times a NaN slope keeps either: the operand order is the compiler's). */
+Test(exec, prelu_matches_its_rule_bit_for_bit)
+{
+	static const struct { int nd; int64_t x[4]; int sd; int64_t s[4]; } cases[] = {
+		{4, {2, 3, 5, 7}, 3, {3, 1, 1}}, {4, {2, 3, 5, 7}, 4, {2, 3, 5, 7}}, {4, {2, 3, 5, 7}, 1, {1}},
+		{4, {2, 3, 5, 7}, 1, {7}}, {3, {3, 5, 7}, 2, {5, 1}}, {4, {1, 1, 1, 1}, 3, {1, 1, 1}},
+		{4, {0, 3, 2, 2}, 3, {3, 1, 1}}, {2, {3, 24579}, 2, {3, 1}}, {4, {2, 64, 23, 29}, 3, {64, 1, 1}},
+		{2, {3, 24579}, 2, {3, 24579}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			size_t es = dtype_size(dt);
+			int64_t nx = 1, ns = 1;
+			char xs[64] = "", ss[64] = "";
+			for (int i = 0; i < cases[c].nd; i++) {
+				nx *= cases[c].x[i];
+				snprintf(xs + strlen(xs), sizeof xs - strlen(xs), "%s%lld", i ? ", " : "", (long long)cases[c].x[i]);
+			}
+			for (int i = 0; i < cases[c].sd; i++) {
+				ns *= cases[c].s[i];
+				snprintf(ss + strlen(ss), sizeof ss - strlen(ss), "%s%lld", i ? ", " : "", (long long)cases[c].s[i]);
+			}
+			void *xd = xmalloc((size_t)nx * 8 + 8), *sdat = xmalloc((size_t)ns * 8 + 8);
+			cf_fill(dt, xd, nx, 3 + c);
+			cf_fill(dt, sdat, ns, 300 + c);
+			char text[512];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%s]}, {name: s, dtype: %s, shape: [%s]}]\n"
+				 "nodes:\n  - {op: PRelu, inputs: [x, s], outputs: [y]}\noutputs: [{name: y}]\n",
+				 dtype_name(dt), xs, dtype_name(dt), ss);
+			struct graph *g = load_text("prelu.yaml", text);
+			struct rtensor t[2] = {{.dtype = dt, .ndim = cases[c].nd, .numel = nx, .data = xd, .nbytes = nx * es, .known = 1},
+					       {.dtype = dt, .ndim = cases[c].sd, .numel = ns, .data = sdat, .nbytes = ns * es, .known = 1}};
+			memcpy(t[0].dims, cases[c].x, sizeof cases[c].x);
+			memcpy(t[1].dims, cases[c].s, sizeof cases[c].s);
+			const char *names[2] = {"x", "s"};
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "PRelu: %s", e.msg);
+			const char *y = exec_value(x, g->outputs[0])->data;
+			int64_t wrong = 0, first = -1;
+			for (int64_t i = 0; i < nx; i++) {
+				int64_t at = 0, r = i, step = 1; /* the slope's element: its dims aligned right */
+				for (int k = cases[c].nd - 1, q = cases[c].sd - 1; k >= 0; r /= cases[c].x[k--], q--)
+					if (q >= 0) {
+						at += cases[c].s[q] == 1 ? 0 : r % cases[c].x[k] * step;
+						step *= cases[c].s[q];
+					}
+				int ok;
+				if (f64) {
+					double v = ((const double *)xd)[i], w = v >= 0 ? v : v * ((const double *)sdat)[at];
+					double u;
+					memcpy(&u, y + i * 8, 8);
+					ok = !memcmp(&w, &u, 8) || (isnan(w) && isnan(u));
+				} else {
+					float v = ((const float *)xd)[i], w = v >= 0 ? v : v * ((const float *)sdat)[at];
+					float u;
+					memcpy(&u, y + i * 4, 4);
+					ok = !memcmp(&w, &u, 4) || (isnan(w) && isnan(u));
+				}
+				if (!ok && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "PRelu %s x [%s] slope [%s]: %lld wrong, the first #%lld", dtype_name(dt), xs, ss,
+				     (long long)wrong, (long long)first);
+			exec_free(x);
+			graph_free(g);
+			xfree(xd);
+			xfree(sdat);
+		}
+}
