@@ -3365,3 +3365,40 @@ Test(exec, prelu_matches_its_rule_bit_for_bit)
 			xfree(sdat);
 		}
 }
+
+/* #52 trig: float32 Mod's fast fmod (vmath.h's vm_fmodf, in double) on pairs whose quotient is up
+ * to 2^40 (the fast range ends at 2^29): b of every exponent and sign, a = b k or one or two ulps
+ * off it (the exact multiples give +-0, the near ones the quotient's rounding cases), through the
+ * kernel: fmodf's bits. */
+Test(exec, mod_float32_fast_fmod_matches_fmodf)
+{
+	enum { N = 1 << 20 };
+	float *ab = xmalloc(N * sizeof *ab);
+	uint64_t seed = 17;
+	for (int i = 0; i < N / 2; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed ^ seed >> 29;
+		float b = ldexpf(1.0f + (float)(r & 0x7fffff) / 0x1p23f, (int)(r >> 23 & 255) - 150) * (r >> 40 & 1 ? -1 : 1);
+		float k = (float)(r >> 24 & ((1ULL << (1 + (r >> 58) % 40)) - 1)), a = b * k * (r >> 59 & 1 ? -1 : 1);
+		for (uint64_t s = r >> 61 & 3; s; s--)
+			a = nextafterf(a, r >> 63 ? INFINITY : -INFINITY);
+		ab[i] = a;
+		ab[N - 1 - i] = b;
+	}
+	struct cf_run run;
+	cf_run(&run, "{op: Mod, inputs: [x, x2], outputs: [y], attrs: {fmod: 1}}", DT_FLOAT, N, ab);
+	const float *y = run.y->data;
+	int64_t wrong = 0, first = -1, fast = 0;
+	for (int i = 0; i < N; i++) {
+		float a = ab[i], b = ab[N - 1 - i], r = fmodf(a, b);
+		fast += vm_fmodf_fast(a, b);
+		if (memcmp(&r, &y[i], 4) && !(isnan(r) && isnan(y[i])) && !wrong++)
+			first = i;
+	}
+	int64_t f = first < 0 ? 0 : first;
+	cr_expect_eq(wrong, 0, "%lld wrong, the first #%lld: fmodf(%a, %a) = %a, not %a", (long long)wrong, (long long)first,
+		     ab[f], ab[N - 1 - f], fmodf(ab[f], ab[N - 1 - f]), y[f]);
+	cr_expect_gt(fast, N / 2, "the fast path took %lld of %d", (long long)fast, N);
+	cf_done(&run);
+	xfree(ab);
+}

@@ -364,4 +364,22 @@ static inline float vm_atanhf(float x)
 	return d < 0 ? -f : d == 0 ? x : f;
 }
 
+/* #52 trig: fmodf(a, b) exactly, for |a| < 2^29 |b| with b finite and not 0 (vm_fmodf_fast says
+ * which; kernels give the others to libm): in double, q = trunc(|a| / |b|) is the integer part of the
+ * quotient Q (Q's rounding error is below Q 2^-53 < 2^-24, and a Q that is not an integer k is at
+ * least 2^-24 from it: |a| - k |b| is a multiple of b's ulp when |a| >= |b|), q |b| is exact (29 + 24
+ * bits), so is |a| - q |b| (a multiple of the smaller ulp, below |b|); the sign is a's (-0 for a
+ * negative a that b divides). */
+static inline int vm_fmodf_fast(float a, float b)
+{
+	double db = fabs((double)b);
+	return fabs((double)a) < 536870912.0 * db && db < INFINITY; /* false for NaN, b = 0 and a = +-inf */
+}
+
+static inline float vm_fmodf(float a, float b)
+{
+	double da = fabs((double)a), db = fabs((double)b), q = trunc(da / db), r = da - q * db;
+	return (float)(a < 0 || (a == 0 && signbit(a)) ? -r : r);
+}
+
 #endif
