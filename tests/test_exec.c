@@ -4876,3 +4876,297 @@ Test(exec, attention_costs_the_scores_it_computes)
 			     cases[c].causal, (unsigned long long)st.flops, (unsigned long long)cases[c].flops);
 	}
 }
+
+/* #52 trig: float32 Sin ... Atanh by vmath.h's vectorised functions, float64 by libm */
+static const struct { const char *op; double (*ref)(double); } trig_ops[] = {
+	{"Sin", sin}, {"Cos", cos}, {"Tan", tan}, {"Asin", asin}, {"Acos", acos}, {"Atan", atan},
+	{"Sinh", sinh}, {"Cosh", cosh}, {"Asinh", asinh}, {"Acosh", acosh}, {"Atanh", atanh},
+};
+
+/* Every 2048th float (each exponent of both signs, subnormals, infinities, NaNs: sin, cos and tan
+ * beyond 2^18 go to libm), 2^21 evenly spaced in [-25, 25], 2^20 in [-1.25, 1.25] (the inverse
+ * functions' domains) and the special values, through each op's float32 kernel: within 1 ulp of
+ * libm in double (vmath.h's bound), NaN where the function is NaN, infinities exact. */
+Test(vmath, trig_within_their_ulp_bounds, .timeout = 240)
+{
+	static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+					1.17549435e-38f, -1.17549435e-38f, 3.4028235e38f, -3.4028235e38f, 1, -1,
+					0x1.000002p0f, -0x1.000002p0f, 0x1.fffffep-1f, -0x1.fffffep-1f, 0.125f, -0.125f,
+					0.5f, -0.5f, 0.41421357f, 2.4142137f, 88.7f, 89.4f, 89.5f, -89.5f, 100, 1e10f,
+					262144.0f, 262144.03f, -262144.0f, -262144.03f, 1e5f, 205887.4f, 1.5707964f,
+					3.1415927f, 6.2831855f, 1e30f, -1e30f, 0x1.921fb6p+17f, 0x1.921fb6p+18f, 0x1.921fb6p+19f};
+	enum { NSP = sizeof special / sizeof *special, NB = 1 << 21, N = NSP + 2 * NB + NB / 2 };
+	float *in = xmalloc(N * sizeof *in);
+	cr_assert(in);
+	memcpy(in, special, sizeof special);
+	for (uint32_t i = 0; i < NB; i++) {
+		uint32_t u = i << 11 | ((i * 2654435761u) >> 21);
+		memcpy(&in[NSP + i], &u, sizeof u);
+		in[NSP + NB + i] = -25.0f + 50.0f * (float)i / (float)NB;
+		if (i < NB / 2)
+			in[NSP + 2 * NB + i] = -1.25f + 2.5f * (float)i / (float)(NB / 2);
+	}
+	for (size_t k = 0; k < sizeof trig_ops / sizeof *trig_ops; k++) {
+		char node[96];
+		snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", trig_ops[k].op);
+		struct cf_run run;
+		cf_run(&run, node, DT_FLOAT, N, in);
+		const float *y = run.y->data;
+		double worst = 0;
+		float at = 0;
+		for (int i = 0; i < N; i++) {
+			double e = ulps_above(y[i], trig_ops[k].ref(in[i]), 0);
+			if (!(e <= worst))
+				worst = e, at = in[i];
+		}
+		cr_expect_leq(worst, 1, "%s: %.3g ulp at x = %a (%.9g)", trig_ops[k].op, worst, at, at);
+		cf_done(&run);
+	}
+	/* the signs of zeros and the ends of the domains, exactly */
+	cr_expect(signbit(vm_sinf(-0.0f)) && signbit(vm_tanf(-0.0f)) && signbit(vm_atanf(-0.0f)) && signbit(vm_asinf(-0.0f)));
+	cr_expect(signbit(vm_sinhf(-0.0f)) && signbit(vm_asinhf(-0.0f)) && signbit(vm_atanhf(-0.0f)));
+	cr_expect(vm_cosf(-0.0f) == 1 && vm_coshf(-0.0f) == 1 && vm_acoshf(1) == 0);
+	cr_expect(vm_acosf(1) == 0 && !signbit(vm_acosf(1)));
+	cr_expect(vm_atanhf(1) == INFINITY && vm_atanhf(-1) == -INFINITY && isnan(vm_atanhf(1.0000001f)));
+	cr_expect(isnan(vm_asinf(1.0000001f)) && isnan(vm_acosf(-1.0000001f)) && isnan(vm_acoshf(0.99999994f)));
+	cr_expect(vm_sinhf(-INFINITY) == -INFINITY && vm_coshf(-INFINITY) == INFINITY && vm_asinhf(-INFINITY) == -INFINITY);
+	cr_expect(isnan(vm_sinhf(NAN)) && isnan(vm_coshf(NAN)) && isnan(vm_atanf(NAN)) && isnan(vm_acoshf(NAN)));
+	xfree(in);
+}
+
+/* 0, 1, 7 and 73731 elements (vector tails, several kernel pieces) of cf_fill's values: float64
+ * bit for bit libm's double function, float32 within 1 ulp of it */
+Test(exec, trig_tails_float32_and_float64)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (size_t k = 0; k < sizeof trig_ops / sizeof *trig_ops; k++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int c = 0; c < 4; c++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t n = ns[c], wrong = 0, first = -1;
+				void *data = xmalloc(n * 8 + 1);
+				cf_fill(dt, data, n, 91 + (uint64_t)c);
+				char node[96];
+				snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", trig_ops[k].op);
+				struct cf_run run;
+				cf_run(&run, node, dt, n, data);
+				for (int64_t i = 0; i < n; i++) {
+					int ok;
+					if (f64) {
+						double r = trig_ops[k].ref(((const double *)data)[i]), y = ((const double *)run.y->data)[i];
+						ok = !memcmp(&r, &y, 8) || (isnan(r) && isnan(y));
+					} else {
+						float v = ((const float *)data)[i];
+						ok = ulps_above(((const float *)run.y->data)[i], trig_ops[k].ref(v), 0) <= 1;
+					}
+					if (!ok && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "%s %s, %lld elements: %lld wrong, the first #%lld", trig_ops[k].op,
+					     dtype_name(dt), (long long)n, (long long)wrong, (long long)first);
+				cf_done(&run);
+				free(data);
+			}
+}
+
+/* #52 trig: Mod (fmod 1) on float32 and float64 and BitShift on uint8 ... uint64 as typed loops:
+ * 0, 1, 7 and 73731 elements, the operands whole and one a scalar; Mod bit for bit fmod in double
+ * (exact: float32's result is fmodf's), NaN for NaN; BitShift u << v or u >> v in the width, 0 for a
+ * shift of the width or more. */
+Test(exec, mod_and_bitshift_match_their_rule_bit_for_bit)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536 + 8195};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int k = 0; k < 4; k++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t n = ns[k], wrong = 0, first = -1;
+			void *data = xmalloc(n * 8 + 1);
+			cf_fill(dt, data, n, 5 + (uint64_t)k);
+			struct cf_run run;
+			cf_run(&run, "{op: Mod, inputs: [x, x2], outputs: [y], attrs: {fmod: 1}}", dt, n, data);
+			for (int64_t i = 0; i < n; i++) {
+				int ok;
+				if (f64) {
+					const double *d = data, y = ((const double *)run.y->data)[i], r = fmod(d[i], d[n - 1 - i]);
+					ok = !memcmp(&r, &y, 8) || (isnan(r) && isnan(y));
+				} else {
+					const float *f = data, y = ((const float *)run.y->data)[i], r = fmodf(f[i], f[n - 1 - i]);
+					ok = !memcmp(&r, &y, 4) || (isnan(r) && isnan(y));
+				}
+				if (!ok && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "Mod %s, %lld elements: %lld wrong, the first #%lld", dtype_name(dt), (long long)n,
+				     (long long)wrong, (long long)first);
+			cf_done(&run);
+			free(data);
+		}
+	static const int dts[] = {DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64};
+	for (int d = 0; d < 4; d++)
+		for (int left = 0; left < 2; left++)
+			for (int k = 0; k < 4; k++)
+				for (int sc = 0; sc < 2; sc++) { /* sc: the shift a scalar */
+					int dt = dts[d], width = 8 << d;
+					int64_t n = ns[k], wrong = 0, first = -1;
+					size_t es = dtype_size(dt);
+					char text[512];
+					uint64_t *a = xmalloc((size_t)n * 8 + 8), *b = xmalloc((size_t)n * 8 + 8), seed = 11 + (uint64_t)k;
+					char *ab = (char *)a, *bb = (char *)b;
+					for (int64_t i = 0; i < n; i++) {
+						seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+						uint64_t u = seed ^ seed >> 29, v = (uint64_t)(i % (width + 3));
+						v += i % 11 == 5 ? (uint64_t)1 << (width - 1) : 0; /* huge shifts */
+						memcpy(ab + i * es, &u, es);
+						memcpy(bb + i * es, &v, es);
+					}
+					uint64_t sv = 3;
+					if (sc)
+						memcpy(bb, &sv, es);
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 18\ninputs: [{name: a, dtype: %s, shape: [%lld]}, "
+						 "{name: b, dtype: %s, shape: [%lld]}]\nnodes:\n  - {op: BitShift, inputs: [a, b], "
+						 "outputs: [y], attrs: {direction: %s}}\noutputs: [{name: y}]\n",
+						 dtype_name(dt), (long long)n, dtype_name(dt), (long long)(sc ? 1 : n), left ? "LEFT" : "RIGHT");
+					struct graph *g = load_text("bitshift.yaml", text);
+					struct rtensor t[2] = {
+						{.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = a, .nbytes = n * es, .known = 1},
+						{.dtype = dt, .ndim = 1, .dims = {sc ? 1 : n}, .numel = sc ? 1 : n, .data = b,
+						 .nbytes = (sc ? 1 : n) * es, .known = 1}};
+					const char *names[2] = {"a", "b"};
+					struct gd_err e = {0};
+					struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+					struct exec *x = exec_run(g, &o, NULL, &e);
+					cr_assert(x, "BitShift: %s", e.msg);
+					const char *y = exec_value(x, g->outputs[0])->data;
+					for (int64_t i = 0; i < n; i++) {
+						uint64_t u = 0, v = 0, r = 0, mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+						memcpy(&u, ab + i * es, es);
+						memcpy(&v, bb + (sc ? 0 : i) * es, es);
+						memcpy(&r, y + i * es, es);
+						uint64_t want = v >= (uint64_t)width ? 0 : (left ? u << v : u >> v) & mask;
+						if (r != want && !wrong++)
+							first = i;
+					}
+					cr_expect_eq(wrong, 0, "BitShift %s %s%s, %lld elements: %lld wrong, the first #%lld",
+						     left ? "LEFT" : "RIGHT", dtype_name(dt), sc ? " by a scalar" : "", (long long)n,
+						     (long long)wrong, (long long)first);
+					exec_free(x);
+					graph_free(g);
+					xfree(a);
+					xfree(b);
+				}
+}
+
+/* #52 trig: PRelu on float32 and float64 as typed rows (the slope per channel, whole, a scalar, along
+ * the last axis, and per channel over W only): x >= 0 ? x : x slope in the dtype, bit for bit, over
+ * cf_fill's values (NaN, infinities, -0, subnormals) and odd shapes, 0 and 1 elements among them;
+ * any NaN for a NaN (a NaN x times a NaN slope keeps either: the operand order is the compiler's). */
+Test(exec, prelu_matches_its_rule_bit_for_bit)
+{
+	static const struct { int nd; int64_t x[4]; int sd; int64_t s[4]; } cases[] = {
+		{4, {2, 3, 5, 7}, 3, {3, 1, 1}}, {4, {2, 3, 5, 7}, 4, {2, 3, 5, 7}}, {4, {2, 3, 5, 7}, 1, {1}},
+		{4, {2, 3, 5, 7}, 1, {7}}, {3, {3, 5, 7}, 2, {5, 1}}, {4, {1, 1, 1, 1}, 3, {1, 1, 1}},
+		{4, {0, 3, 2, 2}, 3, {3, 1, 1}}, {2, {3, 24579}, 2, {3, 1}}, {4, {2, 64, 23, 29}, 3, {64, 1, 1}},
+		{2, {3, 24579}, 2, {3, 24579}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			size_t es = dtype_size(dt);
+			int64_t nx = 1, ns = 1;
+			char xs[64] = "", ss[64] = "";
+			for (int i = 0; i < cases[c].nd; i++) {
+				nx *= cases[c].x[i];
+				snprintf(xs + strlen(xs), sizeof xs - strlen(xs), "%s%lld", i ? ", " : "", (long long)cases[c].x[i]);
+			}
+			for (int i = 0; i < cases[c].sd; i++) {
+				ns *= cases[c].s[i];
+				snprintf(ss + strlen(ss), sizeof ss - strlen(ss), "%s%lld", i ? ", " : "", (long long)cases[c].s[i]);
+			}
+			void *xd = xmalloc((size_t)nx * 8 + 8), *sdat = xmalloc((size_t)ns * 8 + 8);
+			cf_fill(dt, xd, nx, 3 + c);
+			cf_fill(dt, sdat, ns, 300 + c);
+			char text[512];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%s]}, {name: s, dtype: %s, shape: [%s]}]\n"
+				 "nodes:\n  - {op: PRelu, inputs: [x, s], outputs: [y]}\noutputs: [{name: y}]\n",
+				 dtype_name(dt), xs, dtype_name(dt), ss);
+			struct graph *g = load_text("prelu.yaml", text);
+			struct rtensor t[2] = {{.dtype = dt, .ndim = cases[c].nd, .numel = nx, .data = xd, .nbytes = nx * es, .known = 1},
+					       {.dtype = dt, .ndim = cases[c].sd, .numel = ns, .data = sdat, .nbytes = ns * es, .known = 1}};
+			memcpy(t[0].dims, cases[c].x, sizeof cases[c].x);
+			memcpy(t[1].dims, cases[c].s, sizeof cases[c].s);
+			const char *names[2] = {"x", "s"};
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "PRelu: %s", e.msg);
+			const char *y = exec_value(x, g->outputs[0])->data;
+			int64_t wrong = 0, first = -1;
+			for (int64_t i = 0; i < nx; i++) {
+				int64_t at = 0, r = i, step = 1; /* the slope's element: its dims aligned right */
+				for (int k = cases[c].nd - 1, q = cases[c].sd - 1; k >= 0; r /= cases[c].x[k--], q--)
+					if (q >= 0) {
+						at += cases[c].s[q] == 1 ? 0 : r % cases[c].x[k] * step;
+						step *= cases[c].s[q];
+					}
+				int ok;
+				if (f64) {
+					double v = ((const double *)xd)[i], w = v >= 0 ? v : v * ((const double *)sdat)[at];
+					double u;
+					memcpy(&u, y + i * 8, 8);
+					ok = !memcmp(&w, &u, 8) || (isnan(w) && isnan(u));
+				} else {
+					float v = ((const float *)xd)[i], w = v >= 0 ? v : v * ((const float *)sdat)[at];
+					float u;
+					memcpy(&u, y + i * 4, 4);
+					ok = !memcmp(&w, &u, 4) || (isnan(w) && isnan(u));
+				}
+				if (!ok && !wrong++)
+					first = i;
+			}
+			cr_expect_eq(wrong, 0, "PRelu %s x [%s] slope [%s]: %lld wrong, the first #%lld", dtype_name(dt), xs, ss,
+				     (long long)wrong, (long long)first);
+			exec_free(x);
+			graph_free(g);
+			xfree(xd);
+			xfree(sdat);
+		}
+}
+
+/* #52 trig: float32 Mod's fast fmod (vmath.h's vm_fmodf, in double) on pairs whose quotient is up
+ * to 2^40 (the fast range ends at 2^29): b of every exponent and sign, a = b k or one or two ulps
+ * off it (the exact multiples give +-0, the near ones the quotient's rounding cases), through the
+ * kernel: fmodf's bits. */
+Test(exec, mod_float32_fast_fmod_matches_fmodf)
+{
+	enum { N = 1 << 20 };
+	float *ab = xmalloc(N * sizeof *ab);
+	uint64_t seed = 17;
+	for (int i = 0; i < N / 2; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed ^ seed >> 29;
+		float b = ldexpf(1.0f + (float)(r & 0x7fffff) / 0x1p23f, (int)(r >> 23 & 255) - 150) * (r >> 40 & 1 ? -1 : 1);
+		float k = (float)(r >> 24 & ((1ULL << (1 + (r >> 58) % 40)) - 1)), a = b * k * (r >> 59 & 1 ? -1 : 1);
+		for (uint64_t s = r >> 61 & 3; s; s--)
+			a = nextafterf(a, r >> 63 ? INFINITY : -INFINITY);
+		ab[i] = a;
+		ab[N - 1 - i] = b;
+	}
+	struct cf_run run;
+	cf_run(&run, "{op: Mod, inputs: [x, x2], outputs: [y], attrs: {fmod: 1}}", DT_FLOAT, N, ab);
+	const float *y = run.y->data;
+	int64_t wrong = 0, first = -1, fast = 0;
+	for (int i = 0; i < N; i++) {
+		float a = ab[i], b = ab[N - 1 - i], r = fmodf(a, b);
+		fast += vm_fmodf_fast(a, b);
+		if (memcmp(&r, &y[i], 4) && !(isnan(r) && isnan(y[i])) && !wrong++)
+			first = i;
+	}
+	int64_t f = first < 0 ? 0 : first;
+	cr_expect_eq(wrong, 0, "%lld wrong, the first #%lld: fmodf(%a, %a) = %a, not %a", (long long)wrong, (long long)first,
+		     ab[f], ab[N - 1 - f], fmodf(ab[f], ab[N - 1 - f]), y[f]);
+	cr_expect_gt(fast, N / 2, "the fast path took %lld of %d", (long long)fast, N);
+	cf_done(&run);
+	xfree(ab);
+}

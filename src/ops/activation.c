@@ -339,6 +339,72 @@ static int prelu_per_channel(int opset, const struct rtensor *a, const struct rt
 	return opset < 7 && sl->ndim == 1 && sl->numel > 1 && a->ndim >= 3 && sl->dims[0] == a->dims[1];
 }
 
+/* PRelu on float32 or float64 X and slope of its dtype: rows of X over which the slope's offset
+ * moves by a constant step (0: one slope, per channel; 1: contiguous), the trailing dimensions merged;
+ * x >= 0 ? x : x slope in the dtype, the bits of the double rule (the product of two floats is
+ * exact in double, so rounding it to float is float's product). */
+struct prelu_job {
+	const struct rtensor *a, *sl;
+	struct rtensor *o;
+	int m; /* outer dimensions */
+	int64_t dims[RT_MAX_DIMS], st[RT_MAX_DIMS], row, rs;
+};
+
+#define PRELU_ROW(T)                                                                                           \
+	static inline __attribute__((always_inline)) void prelu_row_##T(const T *restrict x, const T *restrict s, \
+									  int64_t rs, T *restrict o, int64_t n) \
+	{                                                                                                      \
+		if (rs == 0) {                                                                                 \
+			T sv = s[0];                                                                           \
+			for (int64_t j = 0; j < n; j++)                                                        \
+				o[j] = x[j] >= 0 ? x[j] : x[j] * sv;                                           \
+		} else if (rs == 1) {                                                                          \
+			for (int64_t j = 0; j < n; j++)                                                        \
+				o[j] = x[j] >= 0 ? x[j] : x[j] * s[j];                                         \
+		} else {                                                                                       \
+			for (int64_t j = 0; j < n; j++)                                                        \
+				o[j] = x[j] >= 0 ? x[j] : x[j] * s[j * rs];                                    \
+		}                                                                                              \
+	}
+PRELU_ROW(float)
+PRELU_ROW(double)
+#undef PRELU_ROW
+
+VM_CLONES static void prelu_elems(void *arg, int64_t e0, int64_t e1)
+{
+	const struct prelu_job *j = arg;
+	for (int64_t i = e0; i < e1;) {
+		int64_t r = i / j->row, c = i % j->row, len = j->row - c < e1 - i ? j->row - c : e1 - i, at = 0;
+		for (int k = j->m - 1; k >= 0; r /= j->dims[k--])
+			at += r % j->dims[k] * j->st[k];
+		at += c * j->rs;
+		if (j->a->dtype == DT_FLOAT)
+			prelu_row_float((const float *)j->a->data + i, (const float *)j->sl->data + at, j->rs,
+					(float *)j->o->data + i, len);
+		else
+			prelu_row_double((const double *)j->a->data + i, (const double *)j->sl->data + at, j->rs,
+					 (double *)j->o->data + i, len);
+		i += len;
+	}
+}
+
+static void prelu_typed(const struct rtensor *a, const struct rtensor *sl, struct rtensor *o, int nd,
+			const int64_t *dims, const int64_t *st)
+{
+	struct prelu_job j = {.a = a, .sl = sl, .o = o, .m = nd, .row = 1, .rs = 0};
+	memcpy(j.dims, dims, sizeof *dims * (size_t)nd);
+	memcpy(j.st, st, sizeof *st * (size_t)nd);
+	if (nd) { /* the last dimension, and those before it while the slope's step stays regular */
+		j.m = nd - 1;
+		j.row = dims[nd - 1];
+		j.rs = st[nd - 1];
+		while (j.m > 0 && st[j.m - 1] == j.rs * j.row)
+			j.row *= dims[--j.m];
+	}
+	if (a->numel)
+		kernel_for(a->numel, KERNEL_GRAIN, prelu_elems, &j);
+}
+
 /* PRelu(x, slope): slope broadcast to x (unidirectionally), or per channel (opset 6) */
 static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
@@ -359,6 +425,10 @@ static int prelu_run(struct exec *x, const struct node *n, struct rtensor *const
 		st[1] = 1;
 	else
 		bcast_strides(sl, nd, dims, st);
+	if (a->dtype == sl->dtype) {
+		prelu_typed(a, sl, out[0], nd, dims, st);
+		return 0;
+	}
 	for (int64_t e = 0; e < a->numel; e++) {
 		int64_t at = 0;
 		for (int i = 0; i < nd; i++)

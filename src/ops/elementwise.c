@@ -216,8 +216,8 @@ static inline __attribute__((always_inline)) void bin_f32(enum bin op, const flo
 	}
 }
 
-/* A binary op on float32, float64, int64 (not Div or Pow) or bool (And Or Xor) operands, which cannot fail: its output
- * elements [e0, e1) are a piece of kernel_for. */
+/* A binary op on float32, float64, int64 (not Div or Pow), bool (And Or Xor) or unsigned integer
+ * (BitShift) operands, which cannot fail: its output elements [e0, e1) are a piece of kernel_for. */
 struct bin_job {
 	struct walk w;
 	enum bin op;
@@ -253,19 +253,41 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 	case B_POW: ROW(T, T, pow((double)u, (double)v)); break;                                               \
 	case B_SQUARE: ROW(T, T, ((void)v, u * u)); break;                                                     \
 	case B_FIRST: ROW(T, T, ((void)v, u)); break;                                                          \
+	case B_FMOD: ROW(T, T, fmod((double)u, (double)v)); break;                                             \
 	case B_EQ: ROW(T, uint8_t, u == v); break;                                                             \
 	case B_GT: ROW(T, uint8_t, u > v); break;                                                              \
 	case B_GE: ROW(T, uint8_t, u >= v); break;                                                             \
 	case B_LE: ROW(T, uint8_t, u <= v); break;                                                             \
 	default: ROW(T, uint8_t, u < v); break;                                                                \
 	}
+#define SHIFTS(T, W)                                                                                           \
+	do {                                                                                                   \
+		if (op == B_SHL)                                                                               \
+			ROW(T, T, v >= W ? 0 : u << v);                                                        \
+		else                                                                                           \
+			ROW(T, T, v >= W ? 0 : u >> v);                                                        \
+	} while (0)
 		/* one switch per row; the loops are typed (the compiler vectorises them) */
-		if (a->dtype == DT_FLOAT && op < B_EQ) {
+		if (a->dtype == DT_FLOAT && op <= B_FIRST) {
 			bin_f32(op, (const float *)a->data + oa, sa, (const float *)b->data + ob, sb, (float *)o->data + i, len);
+		} else if (a->dtype == DT_FLOAT && op == B_FMOD) { /* fmod's bits; its slow cases by libm after */
+			const float *pa = (const float *)a->data + oa, *pb = (const float *)b->data + ob;
+			float *po = (float *)o->data + i;
+			ROWP(float, float, vm_fmodf(u, v));
+			for (int64_t j = 0; j < len; j++)
+				if (!vm_fmodf_fast(pa[j * sa], pb[j * sb]))
+					po[j] = (float)fmod((double)pa[j * sa], (double)pb[j * sb]);
 		} else if (a->dtype == DT_FLOAT) {
 			ROWS(float)
 		} else if (a->dtype == DT_DOUBLE) {
 			ROWS(double)
+		} else if (op == B_SHL || op == B_SHR) { /* a shift by the width or more gives 0 */
+			switch (a->dtype) {
+			case DT_UINT8: SHIFTS(uint8_t, 8); break;
+			case DT_UINT16: SHIFTS(uint16_t, 16); break;
+			case DT_UINT32: SHIFTS(uint32_t, 32); break;
+			default: SHIFTS(uint64_t, 64); break;
+			}
 		} else if (a->dtype == DT_BOOL) { /* And, Or, Xor: any nonzero byte is true */
 			switch (op) {
 			case B_AND: ROW(uint8_t, uint8_t, (u != 0) & (v != 0)); break;
@@ -284,6 +306,7 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 			default: ROW(int64_t, uint8_t, u < v); break;
 			}
 		}
+#undef SHIFTS
 #undef ROWS
 #undef ROW
 		i += len;
@@ -324,8 +347,13 @@ static int binary(struct exec *x, struct rtensor *const *in, struct rtensor *con
 	 * pow's is, and pow(x, 1) is x */
 	if (op == B_POW && (f32 || f64) && b->numel == 1 && (rt_get(b, 0) == 2.0 || rt_get(b, 0) == 1.0))
 		j.op = rt_get(b, 0) == 2.0 ? B_SQUARE : B_FIRST;
-	/* the typed loops: float arithmetic and comparisons, int64 Add Sub Mul and comparisons */
-	int typed = op <= B_FIRST || (op >= B_EQ && op <= B_LE);
+	/* the typed loops: float arithmetic, fmod and comparisons, int64 Add Sub Mul and comparisons,
+	 * unsigned BitShift */
+	int typed = op <= B_FIRST || op == B_FMOD || (op >= B_EQ && op <= B_LE);
+	if ((op == B_SHL || op == B_SHR) && a->dtype == b->dtype) {
+		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
+		return 0;
+	}
 	if ((f32 || f64) && typed) {
 		kernel_for(o->numel, KERNEL_GRAIN, bin_elems, &j);
 		return 0;

@@ -167,4 +167,219 @@ static inline float vm_tanhf(float x)
 	return a < 0.625f || x != x ? small : big;
 }
 
+/* #52 trig: float32 trigonometric and hyperbolic functions, evaluated in double from the float
+ * argument and rounded to float once: each polynomial is its Taylor or atanh series with exact
+ * coefficients (1 / k!, 1 / (2k + 1), ...), cut where the next term is below 2^-40 of the sum, so the
+ * double result is within about 1e-11 of the function and the float one within 0.5 ulp plus that
+ * (tests/test_exec.c's vmath/trig_within_their_ulp_bounds holds each to 1 ulp against libm in
+ * double, on every 2048th float, 2^21 points in [-25, 25], and the special values). Plain double
+ * arithmetic (no fma: C11 does not contract), so every clone computes the same bits:
+ *   vm_sinf, vm_cosf, vm_tanf  x = n pi/2 + r, |r| <= pi/4 (pi/2 in two parts, the high one of 33
+ *             bits: n pi/2's high part exact for |x| <= VM_TRIG_MAX); sin r and cos r by their series,
+ *             chosen and signed by n mod 4; tan as their quotient. Beyond VM_TRIG_MAX, and at
+ *             infinities and NaN, the result is not the function: kernels give those elements to
+ *             libm (vm_trig_fast says which).
+ *   vm_atanf  a = |x| reduced to |u| <= tan(pi/8) by atan a = k pi/4 + atan u (u = a, (a - 1) /
+ *             (a + 1) or -1 / a), atan u by its series to u^29; the sign of x.
+ *   vm_asinf  atan(x / sqrt((1 - x)(1 + x))); vm_acosf 2 atan(sqrt((1 - x) / (1 + x))); NaN outside
+ *             [-1, 1] (a square root of a negative number).
+ *   vm_sinhf, vm_coshf  (e^a -+ e^-a) / 2 with e^a in double (vm_exp_d), sinh by its series below
+ *             a = 1/2 (no cancellation); vm_asinhf log(a + sqrt(a^2 + 1)) (vm_log_d), vm_atanhf
+ *             log((1 + a) / (1 - a)) / 2, both by their series below a = 1/8; vm_acoshf
+ *             log(x + sqrt((x - 1)(x + 1))). */
+#define VM_TRIG_MAX 262144.0f /* 2^18 */
+
+static inline double vm_bits_double(uint64_t u)
+{
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
+
+/* c[0] z^(n-1) + ... + c[n-1] by Horner's rule (a constant n and c: unrolled, the loads folded) */
+static inline __attribute__((always_inline)) double vm_horner_d(double z, const double *c, int n)
+{
+	double p = c[0];
+	for (int i = 1; i < n; i++)
+		p = p * z + c[i];
+	return p;
+}
+
+/* e^a in double for a in [-700, 700] (callers clamp; NaN passes): a = n ln2 + r, |r| <= ln2 / 2,
+ * e^r by its series to r^13 / 13! (relative error below 2e-16 + 1e-17) */
+static inline double vm_exp_d(double a)
+{
+	double t = a * 1.4426950408889634 + 6755399441055744.0; /* 1.5 2^52: rounds a log2(e) */
+	double fn = t - 6755399441055744.0;
+	uint64_t tb;
+	memcpy(&tb, &t, sizeof tb);
+	int64_t n = (int64_t)(tb - 0x4338000000000000u);
+	double r = (a - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+	static const double c[] = {1.0 / 6227020800, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
+				   1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+	double p = vm_horner_d(r, c, 14);
+	return p * vm_bits_double((uint64_t)(n + 1023) << 52);
+}
+
+/* log y in double for y >= 2^-1022 (callers pass 1 or more, +inf or NaN; 0 gives -inf, below 0
+ * NaN): y = 2^k m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m - 1) / (m + 1), by its series
+ * to s^17 / 17 */
+static inline double vm_log_d(double y)
+{
+	uint64_t iy;
+	memcpy(&iy, &y, sizeof iy);
+	iy += 0x3ff0000000000000u - 0x3fe6a09e667f3bcdu;
+	double k = (double)((int64_t)(iy >> 52) - 1023);
+	double m = vm_bits_double((iy & 0x000fffffffffffffu) + 0x3fe6a09e667f3bcdu), s = (m - 1.0) / (m + 1.0), z = s * s;
+	static const double c[] = {1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3};
+	double p = vm_horner_d(z, c, 8);
+	double l = k * 0.6931471805599453 + (2.0 * s + 2.0 * s * z * p);
+	l = y == 0 ? -INFINITY : y < 0 ? NAN : l;
+	return y == INFINITY || y != y ? y : l;
+}
+
+/* sin r (*s) and cos r (*c) for |r| <= pi/4 (and a little beyond), their series to r^13 and r^14 */
+static inline void vm_sincos_d(double r, double *s, double *c)
+{
+	static const double ks[] = {-1.0 / 6227020800, 1.0 / 39916800, -1.0 / 362880, 1.0 / 5040, -1.0 / 120, 1.0 / 6};
+	static const double kc[] = {1.0 / 87178291200, -1.0 / 479001600, 1.0 / 3628800, -1.0 / 40320,
+				    1.0 / 720, -1.0 / 24, 0.5};
+	double z = r * r;
+	*s = r * (1.0 - z * vm_horner_d(z, ks, 6)); /* -0 stays -0 */
+	*c = 1.0 - z * vm_horner_d(z, kc, 7);
+}
+
+/* x = n pi/2 + r: r, and n mod 4 in *q */
+static inline double vm_trig_reduce(float x, int *q)
+{
+	double d = x, t = d * 0.63661977236758134 + 6755399441055744.0, fn = t - 6755399441055744.0;
+	uint64_t tb;
+	memcpy(&tb, &t, sizeof tb);
+	*q = (int)(tb & 3);
+	return (d - fn * 1.57079632673412561417e+00) - fn * 6.07710050650619224932e-11;
+}
+
+static inline int vm_trig_fast(float x)
+{
+	return fabsf(x) <= VM_TRIG_MAX; /* false for NaN */
+}
+
+static inline float vm_sinf(float x)
+{
+	int q;
+	double s, c, r = vm_trig_reduce(x, &q);
+	vm_sincos_d(r, &s, &c);
+	double y = q & 1 ? c : s;
+	return (float)(q & 2 ? -y : y);
+}
+
+static inline float vm_cosf(float x)
+{
+	int q;
+	double s, c, r = vm_trig_reduce(x, &q);
+	vm_sincos_d(r, &s, &c);
+	double y = q & 1 ? s : c;
+	return (float)((q + 1) & 2 ? -y : y);
+}
+
+static inline float vm_tanf(float x)
+{
+	int q;
+	double s, c, r = vm_trig_reduce(x, &q);
+	vm_sincos_d(r, &s, &c);
+	return (float)(q & 1 ? -c / s : s / c);
+}
+
+/* atan a for a >= 0 (+inf, NaN) */
+static inline double vm_atan_d(double a)
+{
+	int lo = a <= 0.41421356237309503, hi = a > 2.4142135623730950;
+	double u = (lo ? a : hi ? -1.0 : a - 1.0) / (lo ? 1.0 : hi ? a : a + 1.0), z = u * u;
+	static const double c[] = {1.0 / 29, -1.0 / 27, 1.0 / 25, -1.0 / 23, 1.0 / 21, -1.0 / 19, 1.0 / 17,
+				   -1.0 / 15, 1.0 / 13, -1.0 / 11, 1.0 / 9, -1.0 / 7, 1.0 / 5, -1.0 / 3};
+	double p = vm_horner_d(z, c, 14);
+	double k = lo ? 0.0 : hi ? 1.5707963267948966 : 0.78539816339744831;
+	return k + (u + u * z * p);
+}
+
+static inline float vm_atanf(float x)
+{
+	float y = (float)vm_atan_d(fabs((double)x));
+	return x < 0 ? -y : x == 0 ? x : y;
+}
+
+static inline float vm_asinf(float x)
+{
+	double d = x, a = fabs(d);
+	float y = (float)vm_atan_d(a / sqrt((1.0 - a) * (1.0 + a)));
+	return d < 0 ? -y : d == 0 ? x : y;
+}
+
+static inline float vm_acosf(float x)
+{
+	double d = x;
+	return (float)(2.0 * vm_atan_d(sqrt((1.0 - d) / (1.0 + d))));
+}
+
+static inline float vm_sinhf(float x)
+{
+	double d = x, a = fabs(d), z = a * a;
+	static const double c[] = {1.0 / 6227020800, 1.0 / 39916800, 1.0 / 362880, 1.0 / 5040, 1.0 / 120, 1.0 / 6};
+	double p = vm_horner_d(z, c, 6);
+	double e = vm_exp_d(a > 100.0 ? 100.0 : a); /* NaN passes; e^100 is beyond float */
+	double y = a < 0.5 ? a + a * z * p : 0.5 * (e - 1.0 / e);
+	float f = (float)y;
+	return d < 0 ? -f : d == 0 ? x : f;
+}
+
+static inline float vm_coshf(float x)
+{
+	double a = fabs((double)x), e = vm_exp_d(a > 100.0 ? 100.0 : a);
+	return (float)(0.5 * (e + 1.0 / e));
+}
+
+static inline float vm_asinhf(float x)
+{
+	double d = x, a = fabs(d), z = a * a;
+	static const double c[] = {-231.0 / 13312, 63.0 / 2816, -35.0 / 1152, 5.0 / 112, -3.0 / 40, 1.0 / 6};
+	double p = vm_horner_d(z, c, 6);
+	double y = a < 0.125 ? a - a * z * p : vm_log_d(a + sqrt(z + 1.0));
+	float f = (float)y;
+	return d < 0 ? -f : d == 0 ? x : f;
+}
+
+static inline float vm_acoshf(float x)
+{
+	double d = x;
+	return d < 1.0 ? NAN : (float)vm_log_d(d + sqrt((d - 1.0) * (d + 1.0)));
+}
+
+static inline float vm_atanhf(float x)
+{
+	double d = x, a = fabs(d), z = a * a;
+	static const double c[] = {1.0 / 13, 1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3};
+	double p = vm_horner_d(z, c, 6);
+	double y = a < 0.125 ? a + a * z * p : 0.5 * vm_log_d((1.0 + a) / (1.0 - a));
+	float f = (float)y;
+	return d < 0 ? -f : d == 0 ? x : f;
+}
+
+/* #52 trig: fmodf(a, b) exactly, for |a| < 2^29 |b| with b finite and not 0 (vm_fmodf_fast says
+ * which; kernels give the others to libm): in double, q = trunc(|a| / |b|) is the integer part of the
+ * quotient Q (Q's rounding error is below Q 2^-53 < 2^-24, and a Q that is not an integer k is at
+ * least 2^-24 from it: |a| - k |b| is a multiple of b's ulp when |a| >= |b|), q |b| is exact (29 + 24
+ * bits), so is |a| - q |b| (a multiple of the smaller ulp, below |b|); the sign is a's (-0 for a
+ * negative a that b divides). */
+static inline int vm_fmodf_fast(float a, float b)
+{
+	double db = fabs((double)b);
+	return fabs((double)a) < 536870912.0 * db && db < INFINITY; /* false for NaN, b = 0 and a = +-inf */
+}
+
+static inline float vm_fmodf(float a, float b)
+{
+	double da = fabs((double)a), db = fabs((double)b), q = trunc(da / db), r = da - q * db;
+	return (float)(a < 0 || (a == 0 && signbit(a)) ? -r : r);
+}
+
 #endif
