@@ -5170,3 +5170,239 @@ Test(exec, mod_float32_fast_fmod_matches_fmodf)
 	cf_done(&run);
 	xfree(ab);
 }
+
+/* #52 seq: Range, Trilu and CumSum as typed loops over the pool, bit for bit against the rule each
+ * kernel's rt_get/rt_set walk computed (written here): Range's start + i delta (integers exactly,
+ * floats in double rounded once), Trilu's kept triangle, CumSum's running sum in double in index
+ * order, over cf_fill's values (NaN, infinities, -0, subnormals, huge), odd shapes, 0 and 1
+ * elements, every axis, reverse and exclusive. */
+static struct exec *seq_run(struct graph **g, const char *text, struct rtensor *t, const char *const *names, int n)
+{
+	*g = load_text("seq.yaml", text);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = n};
+	struct exec *x = exec_run(*g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", text, e.msg);
+	return x;
+}
+
+/* runs text on x (dtype dt, shape d) and the int64 scalar named name (k, axis) */
+static struct exec *seq_run_x(struct graph **g, const char *text, int dt, int nd, const int64_t *d, void *a, int64_t n,
+			      const char *name, int64_t *v)
+{
+	struct rtensor t[2] = {{.dtype = dt, .ndim = nd, .numel = n, .data = a, .nbytes = n * (int64_t)dtype_size(dt), .known = 1},
+			       {.dtype = DT_INT64, .ndim = 0, .numel = 1, .data = v, .nbytes = 8, .known = 1}};
+	memcpy(t[0].dims, d, sizeof *d * (size_t)nd);
+	const char *names[2] = {"x", name};
+	return seq_run(g, text, t, names, 2);
+}
+
+static void seq_dims(char *s, size_t n, const int64_t *d, int nd)
+{
+	s[0] = 0;
+	for (int i = 0; i < nd; i++)
+		snprintf(s + strlen(s), n - strlen(s), "%s%lld", i ? ", " : "", (long long)d[i]);
+}
+
+/* equal bits, or both NaN (a sum's NaN keeps either operand's payload: the compiler's order) */
+static int seq_same(int dt, const void *a, const void *b)
+{
+	if (dt == DT_FLOAT) {
+		float u, v;
+		memcpy(&u, a, 4);
+		memcpy(&v, b, 4);
+		return !memcmp(&u, &v, 4) || (isnan(u) && isnan(v));
+	}
+	if (dt == DT_DOUBLE) {
+		double u, v;
+		memcpy(&u, a, 8);
+		memcpy(&v, b, 8);
+		return !memcmp(&u, &v, 8) || (isnan(u) && isnan(v));
+	}
+	return !memcmp(a, b, dtype_size(dt));
+}
+
+Test(exec, range_matches_start_plus_i_delta_bit_for_bit)
+{
+	static const struct { int dt; double f[3]; int64_t i[3]; } cases[] = {
+		{DT_INT64, {0}, {-5, 1000003, 7}}, {DT_INT64, {0}, {INT64_MAX - 3, INT64_MIN, -(1LL << 62)}},
+		{DT_INT64, {0}, {INT64_MIN, INT64_MIN + 40000, 3}}, {DT_INT32, {0}, {10, -20000, -3}},
+		{DT_INT32, {0}, {INT32_MAX - 30000, INT32_MAX, 1}}, {DT_INT16, {0}, {-32768, 32767, 1}},
+		{DT_INT64, {0}, {5, 5, 1}}, {DT_INT64, {0}, {5, 6, 1}}, {DT_INT32, {0}, {5, 4, 1}},
+		{DT_FLOAT, {0.1f, 100000, 0.7f}, {0}}, {DT_FLOAT, {-3e5f, 3e5f, 0.3f}, {0}}, {DT_FLOAT, {1, 2, 3}, {0}},
+		{DT_DOUBLE, {-1e3, 1e3, 0.013}, {0}}, {DT_DOUBLE, {1e17, 1e17 + 30000, 3.3}, {0}}, {DT_DOUBLE, {2, 2, 1}, {0}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		int dt = cases[c].dt, fl = dt == DT_FLOAT || dt == DT_DOUBLE;
+		size_t es = dtype_size(dt);
+		char v[3][8];
+		for (int k = 0; k < 3; k++) {
+			if (dt == DT_FLOAT) {
+				float f = (float)cases[c].f[k];
+				memcpy(v[k], &f, 4);
+			} else if (dt == DT_DOUBLE)
+				memcpy(v[k], &cases[c].f[k], 8);
+			else if (dt == DT_INT64)
+				memcpy(v[k], &cases[c].i[k], 8);
+			else if (dt == DT_INT32) {
+				int32_t i = (int32_t)cases[c].i[k];
+				memcpy(v[k], &i, 4);
+			} else {
+				int16_t i = (int16_t)cases[c].i[k];
+				memcpy(v[k], &i, 2);
+			}
+		}
+		double st = dt == DT_FLOAT ? (double)(float)cases[c].f[0] : cases[c].f[0];
+		double d = dt == DT_FLOAT ? (double)(float)cases[c].f[2] : cases[c].f[2];
+		double lim = dt == DT_FLOAT ? (double)(float)cases[c].f[1] : cases[c].f[1];
+		__int128 ist = cases[c].i[0], idl = cases[c].i[2], span = (__int128)cases[c].i[1] - ist, len = 0;
+		if (fl)
+			len = ceil((lim - st) / d) > 0 ? (__int128)ceil((lim - st) / d) : 0;
+		else
+			for (__int128 p = ist; idl > 0 ? p < ist + span : p > ist + span; p += idl)
+				len++;
+		char text[400];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 18\ninputs: [{name: a, dtype: %s, shape: []}, {name: b, dtype: %s, shape: []}, "
+			 "{name: d, dtype: %s, shape: []}]\nnodes:\n  - {op: Range, inputs: [a, b, d], outputs: [y]}\noutputs: [{name: y}]\n",
+			 dtype_name(dt), dtype_name(dt), dtype_name(dt));
+		struct rtensor t[3];
+		for (int k = 0; k < 3; k++)
+			t[k] = (struct rtensor){.dtype = dt, .ndim = 0, .numel = 1, .data = v[k], .nbytes = (int64_t)es, .known = 1};
+		const char *names[3] = {"a", "b", "d"};
+		struct graph *g;
+		struct exec *x = seq_run(&g, text, t, names, 3);
+		const struct rtensor *y = exec_value(x, g->outputs[0]);
+		cr_assert_eq(y->numel, (int64_t)len, "Range case %zu: %lld elements, not %lld", c, (long long)y->numel, (long long)len);
+		int64_t wrong = 0, first = -1;
+		for (int64_t i = 0; i < y->numel; i++) {
+			char w[8];
+			if (dt == DT_FLOAT) {
+				float f = (float)(st + (double)i * d);
+				memcpy(w, &f, 4);
+			} else if (dt == DT_DOUBLE) {
+				double f = st + (double)i * d;
+				memcpy(w, &f, 8);
+			} else {
+				int64_t e = (int64_t)(ist + i * idl);
+				int32_t e32 = (int32_t)e;
+				int16_t e16 = (int16_t)e;
+				memcpy(w, dt == DT_INT64 ? (void *)&e : dt == DT_INT32 ? (void *)&e32 : (void *)&e16, es);
+			}
+			if (memcmp(w, (const char *)y->data + i * (int64_t)es, es) && !wrong++)
+				first = i;
+		}
+		cr_expect_eq(wrong, 0, "Range case %zu (%s): %lld wrong, the first #%lld", c, dtype_name(dt), (long long)wrong,
+			     (long long)first);
+		exec_free(x);
+		graph_free(g);
+	}
+}
+
+Test(exec, trilu_keeps_its_triangle_bit_for_bit)
+{
+	static const struct { int nd; int64_t d[4]; } shapes[] = {
+		{4, {2, 3, 5, 7}}, {3, {3, 1, 1}}, {3, {4, 9, 4}}, {3, {1, 0, 5}}, {2, {0, 3}}, {4, {2, 2, 17, 19}}, {2, {1, 1}}, {2, {67, 131}},
+	};
+	static const int64_t ks[] = {INT64_MIN, -100, -3, -1, 0, 1, 2, 5, 100, INT64_MAX};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_UINT8, DT_INT64};
+	for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+		for (size_t di = 0; di < sizeof dts / sizeof *dts; di++)
+			for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+				for (int up = 0; up < 2; up++) {
+					int dt = dts[di], nd = shapes[c].nd;
+					size_t es = dtype_size(dt);
+					int64_t n = 1, rows = shapes[c].d[nd - 2], cols = shapes[c].d[nd - 1], k = ks[ki];
+					for (int i = 0; i < nd; i++)
+						n *= shapes[c].d[i];
+					char *a = xmalloc((size_t)n * es + 8), ds[64], text[400];
+					cf_fill(dt == DT_UINT8 || dt == DT_INT64 ? DT_INT64 : dt, a, n * (int64_t)es / (dt == DT_UINT8 ? 8 : (int64_t)es) + 1, 7 + c);
+					seq_dims(ds, sizeof ds, shapes[c].d, nd);
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%s]}, {name: k, dtype: int64, shape: []}]\n"
+						 "nodes:\n  - {op: Trilu, inputs: [x, k], outputs: [y], attrs: {upper: %d}}\noutputs: [{name: y}]\n",
+						 dtype_name(dt), ds, up);
+					struct graph *g;
+					struct exec *x = seq_run_x(&g, text, dt, nd, shapes[c].d, a, n, "k", &k);
+					const char *y = exec_value(x, g->outputs[0])->data;
+					static const char zero[8];
+					int64_t wrong = 0, first = -1;
+					for (int64_t e = 0; e < n; e++) {
+						int64_t j = e % cols, i = e / cols % rows;
+						__int128 dk = (__int128)j - i;
+						int keep = up ? dk >= k : dk <= k;
+						if (memcmp(y + e * (int64_t)es, keep ? a + e * (int64_t)es : zero, es) && !wrong++)
+							first = e;
+					}
+					cr_expect_eq(wrong, 0, "Trilu %s [%s] k %lld upper %d: %lld wrong, the first #%lld", dtype_name(dt), ds,
+						     (long long)k, up, (long long)wrong, (long long)first);
+					exec_free(x);
+					graph_free(g);
+					xfree(a);
+				}
+}
+
+Test(exec, cumsum_matches_the_running_sum_in_double_bit_for_bit)
+{
+	static const struct { int nd; int64_t d[4]; } shapes[] = {
+		{4, {2, 3, 5, 7}}, {3, {2, 3, 1100}}, {1, {1}}, {2, {0, 4}}, {2, {3, 0}}, {3, {3, 1031, 1}}, {2, {1, 1}}, {3, {2, 513, 3}},
+	};
+	for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int ax = -1; ax < shapes[c].nd; ax++)
+				for (int mode = 0; mode < 4; mode++) {
+					int dt = f64 ? DT_DOUBLE : DT_FLOAT, nd = shapes[c].nd, rev = mode & 1, excl = mode >> 1;
+					int a0 = ax < 0 ? nd - 1 : ax;
+					size_t es = dtype_size(dt);
+					int64_t n = 1, outer = 1, inner = 1, d = shapes[c].d[a0], axv = ax;
+					for (int i = 0; i < nd; i++) {
+						n *= shapes[c].d[i];
+						outer *= i < a0 ? shapes[c].d[i] : 1;
+						inner *= i > a0 ? shapes[c].d[i] : 1;
+					}
+					char *a = xmalloc((size_t)n * es + 8), *w = xmalloc((size_t)n * es + 8), ds[64], text[500];
+					cf_fill(dt, a, n, 11 + c * 8 + (size_t)mode);
+					if (mode == 3) /* mostly finite: the sums then carry */
+						for (int64_t e = 40; e < n; e++) {
+							if (f64)
+								((double *)a)[e] = fmod(((double *)a)[e], 1e3);
+							else
+								((float *)a)[e] = fmodf(((float *)a)[e], 1e3f);
+						}
+					for (int64_t o = 0; o < outer; o++)
+						for (int64_t i = 0; i < inner; i++) {
+							double s = 0;
+							for (int64_t t = 0; t < d; t++) {
+								int64_t at = (o * d + (rev ? d - 1 - t : t)) * inner + i;
+								double v = f64 ? ((double *)a)[at] : ((float *)a)[at];
+								if (!excl)
+									s += v;
+								if (f64)
+									((double *)w)[at] = s;
+								else
+									((float *)w)[at] = (float)s;
+								if (excl)
+									s += v;
+							}
+						}
+					seq_dims(ds, sizeof ds, shapes[c].d, nd);
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%s]}, {name: ax, dtype: int64, shape: []}]\n"
+						 "nodes:\n  - {op: CumSum, inputs: [x, ax], outputs: [y], attrs: {reverse: %d, exclusive: %d}}\n"
+						 "outputs: [{name: y}]\n",
+						 dtype_name(dt), ds, rev, excl);
+					struct graph *g;
+					struct exec *x = seq_run_x(&g, text, dt, nd, shapes[c].d, a, n, "ax", &axv);
+					const char *y = exec_value(x, g->outputs[0])->data;
+					int64_t wrong = 0, first = -1;
+					for (int64_t e = 0; e < n; e++)
+						if (!seq_same(dt, y + e * (int64_t)es, w + e * (int64_t)es) && !wrong++)
+							first = e;
+					cr_expect_eq(wrong, 0, "CumSum %s [%s] axis %d reverse %d exclusive %d: %lld wrong, the first #%lld",
+						     dtype_name(dt), ds, ax, rev, excl, (long long)wrong, (long long)first);
+					exec_free(x);
+					graph_free(g);
+					xfree(a);
+					xfree(w);
+				}
+}
