@@ -5170,3 +5170,106 @@ Test(exec, mod_float32_fast_fmod_matches_fmodf)
 	cf_done(&run);
 	xfree(ab);
 }
+
+/* #52 rotary: RotaryEmbedding on float32 and float64 as typed rows of the head dimension: the rule
+ * (x1 c - x2 s, x2 c + x1 s in double, rounded once to the dtype) bit for bit, any NaN for a NaN,
+ * over cf_fill's values (NaN, infinities, -0, subnormals, huge) in X and the caches; 3-D and 4-D X,
+ * interleaved or not, a partial rotary_embedding_dim (odd halves), position_ids or 3-D caches, 0
+ * and 1 rows, and more rows than one piece of the pool. */
+Test(exec, rotary_embedding_matches_its_rule_bit_for_bit)
+{
+	static const struct { int three; int64_t B, H, S, D, rd, P; int il; } cases[] = {
+		{0, 2, 3, 5, 10, 6, 7, 0}, {0, 2, 3, 5, 10, 6, 7, 1}, {1, 2, 3, 5, 10, 0, 0, 0}, {1, 2, 3, 5, 10, 4, 0, 1},
+		{0, 1, 1, 1, 2, 0, 1, 0}, {0, 1, 1, 1, 2, 0, 1, 1}, {0, 0, 2, 3, 4, 0, 3, 0}, {1, 1, 2, 1, 6, 2, 0, 0},
+		{0, 2, 3, 37, 130, 128, 41, 0}, {1, 2, 3, 37, 130, 126, 0, 1}, {0, 3, 2, 33, 64, 0, 50, 1},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT, three = cases[c].three, il = cases[c].il;
+			int64_t B = cases[c].B, H = cases[c].H, S = cases[c].S, D = cases[c].D, P = cases[c].P;
+			int64_t rd = cases[c].rd ? cases[c].rd : D, half = rd / 2, nx = B * H * S * D;
+			int64_t nc = (P ? P : B * S) * half;
+			size_t es = dtype_size(dt);
+			void *xd = xmalloc((size_t)nx * 8 + 8), *cd = xmalloc((size_t)nc * 8 + 8), *sdat = xmalloc((size_t)nc * 8 + 8);
+			int64_t *pd = xmalloc(sizeof *pd * (size_t)(B * S + 1));
+			cf_fill(dt, xd, nx, 7 + c);
+			cf_fill(dt, cd, nc, 70 + c);
+			cf_fill(dt, sdat, nc, 700 + c);
+			for (int64_t i = 0; i < B * S; i++)
+				pd[i] = P ? (i * 7 + 3) % P : 0;
+			char text[1024];
+			const char *tn = dtype_name(dt);
+			if (P)
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 23\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}, "
+					 "{name: c, dtype: %s, shape: [%lld, %lld]}, {name: s, dtype: %s, shape: [%lld, %lld]}, "
+					 "{name: p, dtype: int64, shape: [%lld, %lld]}]\nnodes:\n  - {op: RotaryEmbedding, inputs: [x, c, s, p], "
+					 "outputs: [y], attrs: {interleaved: %d, rotary_embedding_dim: %lld}}\noutputs: [{name: y}]\n",
+					 tn, (long long)B, (long long)H, (long long)S, (long long)D, tn, (long long)P, (long long)half, tn,
+					 (long long)P, (long long)half, (long long)B, (long long)S, il, (long long)cases[c].rd);
+			else
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 23\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld]}, "
+					 "{name: c, dtype: %s, shape: [%lld, %lld, %lld]}, {name: s, dtype: %s, shape: [%lld, %lld, %lld]}]\n"
+					 "nodes:\n  - {op: RotaryEmbedding, inputs: [x, c, s], outputs: [y], attrs: {interleaved: %d, "
+					 "num_heads: %lld, rotary_embedding_dim: %lld}}\noutputs: [{name: y}]\n",
+					 tn, (long long)B, (long long)S, (long long)(H * D), tn, (long long)B, (long long)S, (long long)half, tn,
+					 (long long)B, (long long)S, (long long)half, il, (long long)H, (long long)cases[c].rd);
+			struct graph *g = load_text("rotary.yaml", text);
+			struct rtensor t[4] = {
+				{.dtype = dt, .ndim = three ? 3 : 4, .numel = nx, .data = xd, .nbytes = nx * es, .known = 1},
+				{.dtype = dt, .ndim = P ? 2 : 3, .numel = nc, .data = cd, .nbytes = nc * es, .known = 1},
+				{.dtype = dt, .ndim = P ? 2 : 3, .numel = nc, .data = sdat, .nbytes = nc * es, .known = 1},
+				{.dtype = DT_INT64, .ndim = 2, .dims = {B, S}, .numel = B * S, .data = pd, .nbytes = B * S * 8, .known = 1}};
+			int64_t xd4[4] = {B, H, S, D}, xd3[3] = {B, S, H * D}, c2[2] = {P, half}, c3[3] = {B, S, half};
+			memcpy(t[0].dims, three ? xd3 : xd4, sizeof(int64_t) * (three ? 3 : 4));
+			memcpy(t[1].dims, P ? c2 : c3, sizeof(int64_t) * (P ? 2 : 3));
+			memcpy(t[2].dims, t[1].dims, sizeof t[1].dims);
+			const char *names[4] = {"x", "c", "s", "p"};
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = P ? 4 : 3};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "RotaryEmbedding: %s", e.msg);
+			const char *y = exec_value(x, g->outputs[0])->data;
+			int64_t wrong = 0, first = -1;
+			for (int64_t b = 0; b < B; b++)
+				for (int64_t h = 0; h < H; h++)
+					for (int64_t s = 0; s < S; s++)
+						for (int64_t d = 0; d < D; d++) {
+							int64_t base = three ? ((b * S + s) * H + h) * D : ((b * H + h) * S + s) * D;
+							int64_t crow = P ? pd[b * S + s] : b * S + s, j = il ? d / 2 : d % half;
+							int second = il ? d % 2 : d >= half;
+							int64_t i1 = il ? 2 * j : j, i2 = il ? 2 * j + 1 : j + half;
+#define RGET(p, i) (f64 ? ((const double *)(p))[i] : (double)((const float *)(p))[i])
+							double want;
+							if (d >= rd)
+								want = RGET(xd, base + d);
+							else {
+								double cv = RGET(cd, crow * half + j), sv = RGET(sdat, crow * half + j);
+								double x1 = RGET(xd, base + i1), x2 = RGET(xd, base + i2);
+								want = second ? x2 * cv + x1 * sv : x1 * cv - x2 * sv;
+							}
+#undef RGET
+							int ok;
+							if (f64) {
+								double u;
+								memcpy(&u, y + (base + d) * 8, 8);
+								ok = !memcmp(&want, &u, 8) || (isnan(want) && isnan(u));
+							} else {
+								float w = (float)want, u;
+								memcpy(&u, y + (base + d) * 4, 4);
+								ok = !memcmp(&w, &u, 4) || (isnan(w) && isnan(u));
+							}
+							if (!ok && !wrong++)
+								first = base + d;
+						}
+			cr_expect_eq(wrong, 0, "RotaryEmbedding %s case %zu: %lld wrong, the first #%lld", tn, c, (long long)wrong,
+				     (long long)first);
+			exec_free(x);
+			graph_free(g);
+			xfree(xd);
+			xfree(cd);
+			xfree(sdat);
+			xfree(pd);
+		}
+}
