@@ -5273,3 +5273,123 @@ Test(exec, rotary_embedding_matches_its_rule_bit_for_bit)
 			xfree(pd);
 		}
 }
+
+/* #52 rotary: GridSample's float32/float64 channel rows (a block of points' taps listed once, each
+ * channel's outputs a contiguous row): 2-D bilinear and nearest, zeros/border/reflection padding,
+ * align_corners or not, against the rule written here (PyTorch's unnormalize, reflect and clip in
+ * double; the taps y-major with weight wy wx, zero ones and those outside X skipped; the sum in
+ * double, rounded once), bit for bit, any NaN for a NaN: cf_fill's X (NaN, infinities, -0,
+ * subnormals, huge), grid values NaN, +-inf, +-0, +-1, on taps and random in [-1.3, 1.3]; 1 x 1
+ * planes, odd sizes and more points than a block and a piece of the pool. */
+static int gsr_axis(int nearest, int pad, int align, double g, int64_t S, int64_t *idx, double *w)
+{
+	double c = align ? (g + 1) / 2 * (double)(S - 1) : ((g + 1) * (double)S - 1) / 2, hi = (double)(S - 1);
+	if (pad == 2) {
+		double lo2 = align ? 0 : -1, hi2 = align ? 2 * hi : 2 * (double)S - 1;
+		if (lo2 == hi2)
+			c = 0;
+		else {
+			double lo = lo2 / 2, span = (hi2 - lo2) / 2, u = fabs(c - lo), extra = fmod(u, span);
+			c = fmod(floor(u / span), 2) != 0 ? span - extra + lo : extra + lo;
+		}
+	}
+	if (pad)
+		c = c <= 0 ? 0 : c >= hi ? hi : c;
+	if (nearest) {
+		double r = nearbyint(c);
+		idx[0] = r >= 0 && r < (double)S ? (int64_t)r : -1;
+		w[0] = 1;
+		return 1;
+	}
+	double f = floor(c);
+	for (int k = 0; k < 2; k++)
+		idx[k] = f + k >= 0 && f + k < (double)S ? (int64_t)(f + k) : -1;
+	w[1] = c - f;
+	w[0] = 1 - w[1];
+	return 2;
+}
+
+Test(exec, grid_sample_matches_its_rule_bit_for_bit)
+{
+	static const int64_t shapes[][6] = {{2, 3, 5, 7, 4, 6}, {1, 1, 1, 1, 1, 1}, {1, 2, 1, 1, 3, 5}, {2, 5, 9, 11, 13, 17}};
+	static const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1, -1, 1e30, -1e30, 1.5, -1.5, 0.5};
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+		for (int mode = 0; mode < 12; mode++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int nearest = mode % 2, pad = mode / 2 % 3, align = mode / 6, dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t N = shapes[sh][0], C = shapes[sh][1], H = shapes[sh][2], W = shapes[sh][3], OH = shapes[sh][4],
+					OW = shapes[sh][5], nx = N * C * H * W, ng = N * OH * OW * 2;
+				size_t es = dtype_size(dt);
+				void *xd = xmalloc((size_t)nx * 8 + 8), *gd = xmalloc((size_t)ng * 8 + 8);
+				cf_fill(dt, xd, nx, 5 + sh);
+				uint64_t seed = 99 + sh;
+				for (int64_t i = 0; i < ng; i++) {
+					seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+					int64_t S = i % 2 ? H : W, k = (int64_t)(seed >> 40) % (S + 1);
+					double v = i < (int64_t)(sizeof special / sizeof *special) ? special[i]
+						   : i % 5 == 1 && S > 1		     ? 2.0 * (double)k / (double)(S - 1) - 1 /* on a tap */
+						   : i % 5 == 3			     ? (2.0 * (double)k + 1) / (double)S - 1
+										     : (double)(seed >> 11) / 0x1p53 * 2.6 - 1.3;
+					if (f64)
+						((double *)gd)[i] = v;
+					else
+						((float *)gd)[i] = (float)v;
+				}
+				static const char *const pads[] = {"zeros", "border", "reflection"};
+				char text[1024];
+				const char *tn = dtype_name(dt);
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 16\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}, "
+					 "{name: g, dtype: %s, shape: [%lld, %lld, %lld, 2]}]\nnodes:\n  - {op: GridSample, inputs: [x, g], "
+					 "outputs: [y], attrs: {mode: %s, padding_mode: %s, align_corners: %d}}\noutputs: [{name: y}]\n",
+					 tn, (long long)N, (long long)C, (long long)H, (long long)W, tn, (long long)N, (long long)OH,
+					 (long long)OW, nearest ? "nearest" : "bilinear", pads[pad], align);
+				struct graph *g = load_text("gridsample.yaml", text);
+				struct rtensor t[2] = {{.dtype = dt, .ndim = 4, .dims = {N, C, H, W}, .numel = nx, .data = xd, .nbytes = nx * es, .known = 1},
+						       {.dtype = dt, .ndim = 4, .dims = {N, OH, OW, 2}, .numel = ng, .data = gd, .nbytes = ng * es, .known = 1}};
+				const char *names[2] = {"x", "g"};
+				struct gd_err e = {0};
+				struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+				struct exec *x = exec_run(g, &o, NULL, &e);
+				cr_assert(x, "GridSample: %s", e.msg);
+				const char *y = exec_value(x, g->outputs[0])->data;
+				int64_t wrong = 0, first = -1;
+#define GGET(p, i) (f64 ? ((const double *)(p))[i] : (double)((const float *)(p))[i])
+				for (int64_t n = 0; n < N; n++)
+					for (int64_t pt = 0; pt < OH * OW; pt++) {
+						int64_t iy[2], ix[2];
+						double wy[2], wx[2];
+						int ty = gsr_axis(nearest, pad, align, GGET(gd, (n * OH * OW + pt) * 2 + 1), H, iy, wy);
+						int tx = gsr_axis(nearest, pad, align, GGET(gd, (n * OH * OW + pt) * 2), W, ix, wx);
+						for (int64_t ch = 0; ch < C; ch++) {
+							double v = 0;
+							for (int a = 0; a < ty; a++)
+								for (int b = 0; b < tx; b++) {
+									double w = wy[a] * wx[b];
+									if (iy[a] >= 0 && ix[b] >= 0 && w != 0)
+										v += w * GGET(xd, ((n * C + ch) * H + iy[a]) * W + ix[b]);
+								}
+							int64_t at = (n * C + ch) * OH * OW + pt;
+							int ok;
+							if (f64) {
+								double u;
+								memcpy(&u, y + at * 8, 8);
+								ok = !memcmp(&v, &u, 8) || (isnan(v) && isnan(u));
+							} else {
+								float wf = (float)v, u;
+								memcpy(&u, y + at * 4, 4);
+								ok = !memcmp(&wf, &u, 4) || (isnan(wf) && isnan(u));
+							}
+							if (!ok && !wrong++)
+								first = at;
+						}
+					}
+#undef GGET
+				cr_expect_eq(wrong, 0, "GridSample %s %s %s align %d, shape #%zu: %lld wrong, the first #%lld", tn,
+					     nearest ? "nearest" : "bilinear", pads[pad], align, sh, (long long)wrong, (long long)first);
+				exec_free(x);
+				graph_free(g);
+				xfree(xd);
+				xfree(gd);
+			}
+}
