@@ -493,8 +493,7 @@ ROT_ROW(double)
 
 VM_CLONES static void rot_range(void *arg, int64_t lo, int64_t hi)
 {
-	const struct rot_job *j = arg;
-	(j->y->dtype == DT_FLOAT ? rot_rows_float : rot_rows_double)(j, lo, hi);
+	(((const struct rot_job *)arg)->y->dtype == DT_FLOAT ? rot_rows_float : rot_rows_double)(arg, lo, hi);
 }
 
 static int rotary_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
