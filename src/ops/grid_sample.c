@@ -251,8 +251,14 @@ static double gs_sample(const struct rtensor *x, int64_t base, const int64_t *at
 			const int64_t *a = at + i * taps;                                                        \
 			const double *ww = w + i * taps;                                                         \
 			double v = 0;                                                                            \
-			for (int k = 0; k < K[i]; k++)                                                           \
-				v += ww[k] * p[a[k]];                                                            \
+			if (K[i] == 4) { /* 2-D linear inside X: unrolled */                                     \
+				v += ww[0] * p[a[0]];                                                            \
+				v += ww[1] * p[a[1]];                                                            \
+				v += ww[2] * p[a[2]];                                                            \
+				v += ww[3] * p[a[3]];                                                            \
+			} else                                                                                   \
+				for (int k = 0; k < K[i]; k++)                                                   \
+					v += ww[k] * p[a[k]];                                                    \
 			y[i] = (T)v;                                                                             \
 		}                                                                                                \
 	}
