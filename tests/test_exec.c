@@ -5406,3 +5406,226 @@ Test(exec, cumsum_matches_the_running_sum_in_double_bit_for_bit)
 					xfree(w);
 				}
 }
+
+/* #52 rotary: RotaryEmbedding on float32 and float64 as typed rows of the head dimension: the rule
+ * (x1 c - x2 s, x2 c + x1 s in double, rounded once to the dtype) bit for bit, any NaN for a NaN,
+ * over cf_fill's values (NaN, infinities, -0, subnormals, huge) in X and the caches; 3-D and 4-D X,
+ * interleaved or not, a partial rotary_embedding_dim (odd halves), position_ids or 3-D caches, 0
+ * and 1 rows, and more rows than one piece of the pool. */
+Test(exec, rotary_embedding_matches_its_rule_bit_for_bit)
+{
+	static const struct { int three; int64_t B, H, S, D, rd, P; int il; } cases[] = {
+		{0, 2, 3, 5, 10, 6, 7, 0}, {0, 2, 3, 5, 10, 6, 7, 1}, {1, 2, 3, 5, 10, 0, 0, 0}, {1, 2, 3, 5, 10, 4, 0, 1},
+		{0, 1, 1, 1, 2, 0, 1, 0}, {0, 1, 1, 1, 2, 0, 1, 1}, {0, 0, 2, 3, 4, 0, 3, 0}, {1, 1, 2, 1, 6, 2, 0, 0},
+		{0, 2, 3, 37, 130, 128, 41, 0}, {1, 2, 3, 37, 130, 126, 0, 1}, {0, 3, 2, 33, 64, 0, 50, 1},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT, three = cases[c].three, il = cases[c].il;
+			int64_t B = cases[c].B, H = cases[c].H, S = cases[c].S, D = cases[c].D, P = cases[c].P;
+			int64_t rd = cases[c].rd ? cases[c].rd : D, half = rd / 2, nx = B * H * S * D;
+			int64_t nc = (P ? P : B * S) * half;
+			size_t es = dtype_size(dt);
+			void *xd = xmalloc((size_t)nx * 8 + 8), *cd = xmalloc((size_t)nc * 8 + 8), *sdat = xmalloc((size_t)nc * 8 + 8);
+			int64_t *pd = xmalloc(sizeof *pd * (size_t)(B * S + 1));
+			cf_fill(dt, xd, nx, 7 + c);
+			cf_fill(dt, cd, nc, 70 + c);
+			cf_fill(dt, sdat, nc, 700 + c);
+			for (int64_t i = 0; i < B * S; i++)
+				pd[i] = P ? (i * 7 + 3) % P : 0;
+			char text[1024];
+			const char *tn = dtype_name(dt);
+			if (P)
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 23\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}, "
+					 "{name: c, dtype: %s, shape: [%lld, %lld]}, {name: s, dtype: %s, shape: [%lld, %lld]}, "
+					 "{name: p, dtype: int64, shape: [%lld, %lld]}]\nnodes:\n  - {op: RotaryEmbedding, inputs: [x, c, s, p], "
+					 "outputs: [y], attrs: {interleaved: %d, rotary_embedding_dim: %lld}}\noutputs: [{name: y}]\n",
+					 tn, (long long)B, (long long)H, (long long)S, (long long)D, tn, (long long)P, (long long)half, tn,
+					 (long long)P, (long long)half, (long long)B, (long long)S, il, (long long)cases[c].rd);
+			else
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 23\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld]}, "
+					 "{name: c, dtype: %s, shape: [%lld, %lld, %lld]}, {name: s, dtype: %s, shape: [%lld, %lld, %lld]}]\n"
+					 "nodes:\n  - {op: RotaryEmbedding, inputs: [x, c, s], outputs: [y], attrs: {interleaved: %d, "
+					 "num_heads: %lld, rotary_embedding_dim: %lld}}\noutputs: [{name: y}]\n",
+					 tn, (long long)B, (long long)S, (long long)(H * D), tn, (long long)B, (long long)S, (long long)half, tn,
+					 (long long)B, (long long)S, (long long)half, il, (long long)H, (long long)cases[c].rd);
+			struct graph *g = load_text("rotary.yaml", text);
+			struct rtensor t[4] = {
+				{.dtype = dt, .ndim = three ? 3 : 4, .numel = nx, .data = xd, .nbytes = nx * es, .known = 1},
+				{.dtype = dt, .ndim = P ? 2 : 3, .numel = nc, .data = cd, .nbytes = nc * es, .known = 1},
+				{.dtype = dt, .ndim = P ? 2 : 3, .numel = nc, .data = sdat, .nbytes = nc * es, .known = 1},
+				{.dtype = DT_INT64, .ndim = 2, .dims = {B, S}, .numel = B * S, .data = pd, .nbytes = B * S * 8, .known = 1}};
+			int64_t xd4[4] = {B, H, S, D}, xd3[3] = {B, S, H * D}, c2[2] = {P, half}, c3[3] = {B, S, half};
+			memcpy(t[0].dims, three ? xd3 : xd4, sizeof(int64_t) * (three ? 3 : 4));
+			memcpy(t[1].dims, P ? c2 : c3, sizeof(int64_t) * (P ? 2 : 3));
+			memcpy(t[2].dims, t[1].dims, sizeof t[1].dims);
+			const char *names[4] = {"x", "c", "s", "p"};
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = P ? 4 : 3};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "RotaryEmbedding: %s", e.msg);
+			const char *y = exec_value(x, g->outputs[0])->data;
+			int64_t wrong = 0, first = -1;
+			for (int64_t b = 0; b < B; b++)
+				for (int64_t h = 0; h < H; h++)
+					for (int64_t s = 0; s < S; s++)
+						for (int64_t d = 0; d < D; d++) {
+							int64_t base = three ? ((b * S + s) * H + h) * D : ((b * H + h) * S + s) * D;
+							int64_t crow = P ? pd[b * S + s] : b * S + s, j = il ? d / 2 : d % half;
+							int second = il ? d % 2 : d >= half;
+							int64_t i1 = il ? 2 * j : j, i2 = il ? 2 * j + 1 : j + half;
+#define RGET(p, i) (f64 ? ((const double *)(p))[i] : (double)((const float *)(p))[i])
+							double want;
+							if (d >= rd)
+								want = RGET(xd, base + d);
+							else {
+								double cv = RGET(cd, crow * half + j), sv = RGET(sdat, crow * half + j);
+								double x1 = RGET(xd, base + i1), x2 = RGET(xd, base + i2);
+								want = second ? x2 * cv + x1 * sv : x1 * cv - x2 * sv;
+							}
+#undef RGET
+							int ok;
+							if (f64) {
+								double u;
+								memcpy(&u, y + (base + d) * 8, 8);
+								ok = !memcmp(&want, &u, 8) || (isnan(want) && isnan(u));
+							} else {
+								float w = (float)want, u;
+								memcpy(&u, y + (base + d) * 4, 4);
+								ok = !memcmp(&w, &u, 4) || (isnan(w) && isnan(u));
+							}
+							if (!ok && !wrong++)
+								first = base + d;
+						}
+			cr_expect_eq(wrong, 0, "RotaryEmbedding %s case %zu: %lld wrong, the first #%lld", tn, c, (long long)wrong,
+				     (long long)first);
+			exec_free(x);
+			graph_free(g);
+			xfree(xd);
+			xfree(cd);
+			xfree(sdat);
+			xfree(pd);
+		}
+}
+
+/* #52 rotary: GridSample's float32/float64 channel rows (a block of points' taps listed once, each
+ * channel's outputs a contiguous row): 2-D bilinear and nearest, zeros/border/reflection padding,
+ * align_corners or not, against the rule written here (PyTorch's unnormalize, reflect and clip in
+ * double; the taps y-major with weight wy wx, zero ones and those outside X skipped; the sum in
+ * double, rounded once), bit for bit, any NaN for a NaN: cf_fill's X (NaN, infinities, -0,
+ * subnormals, huge), grid values NaN, +-inf, +-0, +-1, on taps and random in [-1.3, 1.3]; 1 x 1
+ * planes, odd sizes and more points than a block and a piece of the pool. */
+static int gsr_axis(int nearest, int pad, int align, double g, int64_t S, int64_t *idx, double *w)
+{
+	double c = align ? (g + 1) / 2 * (double)(S - 1) : ((g + 1) * (double)S - 1) / 2, hi = (double)(S - 1);
+	if (pad == 2) {
+		double lo2 = align ? 0 : -1, hi2 = align ? 2 * hi : 2 * (double)S - 1;
+		if (lo2 == hi2)
+			c = 0;
+		else {
+			double lo = lo2 / 2, span = (hi2 - lo2) / 2, u = fabs(c - lo), extra = fmod(u, span);
+			c = fmod(floor(u / span), 2) != 0 ? span - extra + lo : extra + lo;
+		}
+	}
+	if (pad)
+		c = c <= 0 ? 0 : c >= hi ? hi : c;
+	if (nearest) {
+		double r = nearbyint(c);
+		idx[0] = r >= 0 && r < (double)S ? (int64_t)r : -1;
+		w[0] = 1;
+		return 1;
+	}
+	double f = floor(c);
+	for (int k = 0; k < 2; k++)
+		idx[k] = f + k >= 0 && f + k < (double)S ? (int64_t)(f + k) : -1;
+	w[1] = c - f;
+	w[0] = 1 - w[1];
+	return 2;
+}
+
+Test(exec, grid_sample_matches_its_rule_bit_for_bit)
+{
+	static const int64_t shapes[][6] = {{2, 3, 5, 7, 4, 6}, {1, 1, 1, 1, 1, 1}, {1, 2, 1, 1, 3, 5}, {2, 5, 9, 11, 13, 17}};
+	static const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1, -1, 1e30, -1e30, 1.5, -1.5, 0.5};
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+		for (int mode = 0; mode < 12; mode++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int nearest = mode % 2, pad = mode / 2 % 3, align = mode / 6, dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t N = shapes[sh][0], C = shapes[sh][1], H = shapes[sh][2], W = shapes[sh][3], OH = shapes[sh][4],
+					OW = shapes[sh][5], nx = N * C * H * W, ng = N * OH * OW * 2;
+				size_t es = dtype_size(dt);
+				void *xd = xmalloc((size_t)nx * 8 + 8), *gd = xmalloc((size_t)ng * 8 + 8);
+				cf_fill(dt, xd, nx, 5 + sh);
+				uint64_t seed = 99 + sh;
+				for (int64_t i = 0; i < ng; i++) {
+					seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+					int64_t S = i % 2 ? H : W, k = (int64_t)(seed >> 40) % (S + 1);
+					double v = i < (int64_t)(sizeof special / sizeof *special) ? special[i]
+						   : i % 5 == 1 && S > 1		     ? 2.0 * (double)k / (double)(S - 1) - 1 /* on a tap */
+						   : i % 5 == 3			     ? (2.0 * (double)k + 1) / (double)S - 1
+										     : (double)(seed >> 11) / 0x1p53 * 2.6 - 1.3;
+					if (f64)
+						((double *)gd)[i] = v;
+					else
+						((float *)gd)[i] = (float)v;
+				}
+				static const char *const pads[] = {"zeros", "border", "reflection"};
+				char text[1024];
+				const char *tn = dtype_name(dt);
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 16\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}, "
+					 "{name: g, dtype: %s, shape: [%lld, %lld, %lld, 2]}]\nnodes:\n  - {op: GridSample, inputs: [x, g], "
+					 "outputs: [y], attrs: {mode: %s, padding_mode: %s, align_corners: %d}}\noutputs: [{name: y}]\n",
+					 tn, (long long)N, (long long)C, (long long)H, (long long)W, tn, (long long)N, (long long)OH,
+					 (long long)OW, nearest ? "nearest" : "bilinear", pads[pad], align);
+				struct graph *g = load_text("gridsample.yaml", text);
+				struct rtensor t[2] = {{.dtype = dt, .ndim = 4, .dims = {N, C, H, W}, .numel = nx, .data = xd, .nbytes = nx * es, .known = 1},
+						       {.dtype = dt, .ndim = 4, .dims = {N, OH, OW, 2}, .numel = ng, .data = gd, .nbytes = ng * es, .known = 1}};
+				const char *names[2] = {"x", "g"};
+				struct gd_err e = {0};
+				struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+				struct exec *x = exec_run(g, &o, NULL, &e);
+				cr_assert(x, "GridSample: %s", e.msg);
+				const char *y = exec_value(x, g->outputs[0])->data;
+				int64_t wrong = 0, first = -1;
+#define GGET(p, i) (f64 ? ((const double *)(p))[i] : (double)((const float *)(p))[i])
+				for (int64_t n = 0; n < N; n++)
+					for (int64_t pt = 0; pt < OH * OW; pt++) {
+						int64_t iy[2], ix[2];
+						double wy[2], wx[2];
+						int ty = gsr_axis(nearest, pad, align, GGET(gd, (n * OH * OW + pt) * 2 + 1), H, iy, wy);
+						int tx = gsr_axis(nearest, pad, align, GGET(gd, (n * OH * OW + pt) * 2), W, ix, wx);
+						for (int64_t ch = 0; ch < C; ch++) {
+							double v = 0;
+							for (int a = 0; a < ty; a++)
+								for (int b = 0; b < tx; b++) {
+									double w = wy[a] * wx[b];
+									if (iy[a] >= 0 && ix[b] >= 0 && w != 0)
+										v += w * GGET(xd, ((n * C + ch) * H + iy[a]) * W + ix[b]);
+								}
+							int64_t at = (n * C + ch) * OH * OW + pt;
+							int ok;
+							if (f64) {
+								double u;
+								memcpy(&u, y + at * 8, 8);
+								ok = !memcmp(&v, &u, 8) || (isnan(v) && isnan(u));
+							} else {
+								float wf = (float)v, u;
+								memcpy(&u, y + at * 4, 4);
+								ok = !memcmp(&wf, &u, 4) || (isnan(wf) && isnan(u));
+							}
+							if (!ok && !wrong++)
+								first = at;
+						}
+					}
+#undef GGET
+				cr_expect_eq(wrong, 0, "GridSample %s %s %s align %d, shape #%zu: %lld wrong, the first #%lld", tn,
+					     nearest ? "nearest" : "bilinear", pads[pad], align, sh, (long long)wrong, (long long)first);
+				exec_free(x);
+				graph_free(g);
+				xfree(xd);
+				xfree(gd);
+			}
+}

@@ -438,6 +438,64 @@ static void attention_cost(const struct node *n, struct rtensor *const *in, stru
 
 /* ---- RotaryEmbedding ---- */
 
+/* float32/float64 X with caches of its dtype: rows of the head dimension (contiguous in either
+ * layout) over the pool, each row's cache row looked up once (crow, per (b, s)); the rule's double
+ * arithmetic (float products are exact in double, the sum rounded in double, then to float). */
+struct rot_job {
+	const struct heads *v;
+	const struct rtensor *cs, *sn;
+	struct rtensor *y;
+	const int64_t *crow; /* B S cache rows */
+	int64_t rd, half;
+	int il;
+};
+
+#define ROT_ROW(T)                                                                                              \
+	static inline __attribute__((always_inline)) void rot_plain_##T(const T *restrict x1, const T *restrict x2, \
+									const T *restrict c, const T *restrict s,   \
+									T *restrict y1, T *restrict y2, int64_t n)  \
+	{                                                                                                       \
+		for (int64_t j = 0; j < n; j++) {                                                               \
+			y1[j] = (T)((double)x1[j] * c[j] - (double)x2[j] * s[j]);                               \
+			y2[j] = (T)((double)x2[j] * c[j] + (double)x1[j] * s[j]);                               \
+		}                                                                                               \
+	}                                                                                                       \
+	static inline __attribute__((always_inline)) void rot_inter_##T(const T *restrict x, const T *restrict c,  \
+									const T *restrict s, T *restrict y,         \
+									int64_t n)                                  \
+	{                                                                                                       \
+		for (int64_t j = 0; j < n; j++) {                                                               \
+			double a = x[2 * j], b = x[2 * j + 1];                                                  \
+			y[2 * j] = (T)(a * c[j] - b * s[j]);                                                    \
+			y[2 * j + 1] = (T)(b * c[j] + a * s[j]);                                                \
+		}                                                                                               \
+	}                                                                                                       \
+	static void rot_rows_##T(const struct rot_job *j, int64_t lo, int64_t hi)                               \
+	{                                                                                                       \
+		const struct heads *v = j->v;                                                                   \
+		const T *xd = v->t->data, *cd = j->cs->data, *sd = j->sn->data;                                \
+		T *yd = j->y->data;                                                                             \
+		for (int64_t r = lo; r < hi; r++) { /* r over (b, h, s) or (b, s, h), as X lies */              \
+			int64_t bs = v->three ? r / v->H : r / (v->H * v->S) * v->S + r % v->S;                 \
+			const T *x = xd + r * v->D, *c = cd + j->crow[bs] * j->half, *s = sd + j->crow[bs] * j->half; \
+			T *y = yd + r * v->D;                                                                   \
+			if (j->il)                                                                              \
+				rot_inter_##T(x, c, s, y, j->half);                                             \
+			else                                                                                    \
+				rot_plain_##T(x, x + j->half, c, s, y, y + j->half, j->half);                   \
+			for (int64_t e = j->rd; e < v->D; e++)                                                  \
+				y[e] = x[e];                                                                    \
+		}                                                                                               \
+	}
+ROT_ROW(float)
+ROT_ROW(double)
+#undef ROT_ROW
+
+VM_CLONES static void rot_range(void *arg, int64_t lo, int64_t hi)
+{
+	(((const struct rot_job *)arg)->y->dtype == DT_FLOAT ? rot_rows_float : rot_rows_double)(arg, lo, hi);
+}
+
 static int rotary_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *cs = in[1], *sn = in[2], *pos = n->n_in > 3 && n->in[3] ? in[3] : NULL;
@@ -460,6 +518,26 @@ static int rotary_run(struct exec *x, const struct node *n, struct rtensor *cons
 				 (long long)half);
 	if (!exec_alloc(x, out[0], in[0]->dtype, in[0]->ndim, in[0]->dims))
 		return exec_status(x);
+	int typed = (in[0]->dtype == DT_FLOAT || in[0]->dtype == DT_DOUBLE) && cs->dtype == in[0]->dtype &&
+		    sn->dtype == in[0]->dtype;
+	if (typed) {
+		int64_t *crow = xmalloc(sizeof *crow * (size_t)(v.B * v.S + 1));
+		for (int64_t bs = 0; bs < v.B * v.S; bs++) {
+			crow[bs] = pos ? rt_get_i(pos, bs) : bs;
+			if (pos && (crow[bs] < 0 || crow[bs] >= cs->dims[0])) {
+				xfree(crow);
+				return exec_fail(x, "position_ids[%lld, %lld] = %lld is outside the caches' %lld positions",
+						 (long long)(bs / v.S), (long long)(bs % v.S), (long long)rt_get_i(pos, bs),
+						 (long long)cs->dims[0]);
+			}
+		}
+		struct rot_job j = {.v = &v, .cs = cs, .sn = sn, .y = out[0], .crow = crow, .rd = rd, .half = half, .il = il};
+		int64_t rows = v.B * v.H * v.S;
+		if (rows && v.D)
+			kernel_for(rows, KERNEL_GRAIN / v.D + 1, rot_range, &j);
+		xfree(crow);
+		return 0;
+	}
 	struct heads y = v;
 	y.t = out[0];
 	for (int64_t b = 0; b < v.B; b++)

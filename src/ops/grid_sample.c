@@ -21,6 +21,7 @@
  * prod_(b != a) w_b dc/dg over the channels and taps (GatherElements). Nearest's dgrid is zero, as
  * in PyTorch. The kernel computes in double whatever the float dtype. */
 #include "../autodiff/ad.h"
+#include "../util/xalloc.h"
 #include "kernel.h"
 
 #include <math.h>
@@ -222,6 +223,7 @@ struct gs_job {
 	struct rtensor *y;
 	int r;
 	int64_t points, spatial; /* grid points per batch element; X's spatial size */
+	int64_t taps;            /* tap combinations a point at most */
 };
 
 static void gs_init_point(const struct gs_job *j, struct gs_point *pt)
@@ -230,46 +232,86 @@ static void gs_init_point(const struct gs_job *j, struct gs_point *pt)
 	c_strides(j->r, j->x->dims + 2, pt->st);
 }
 
-/* Channel ch's sample from the point's K nonzero taps (offsets at, weights w) */
+/* Channel ch's sample from the point's K nonzero taps (offsets at, weights w), any dtype */
 static double gs_sample(const struct rtensor *x, int64_t base, const int64_t *at, const double *w, int K)
 {
 	double v = 0;
-	if (x->dtype == DT_FLOAT) {
-		const float *p = (const float *)x->data + base;
-		for (int k = 0; k < K; k++)
-			v += w[k] * p[at[k]];
-	} else if (x->dtype == DT_DOUBLE) {
-		const double *p = (const double *)x->data + base;
-		for (int k = 0; k < K; k++)
-			v += w[k] * p[at[k]];
-	} else {
-		for (int k = 0; k < K; k++)
-			v += w[k] * rt_get(x, base + at[k]);
-	}
+	for (int k = 0; k < K; k++)
+		v += w[k] * rt_get(x, base + at[k]);
 	return v;
 }
 
+/* One channel's samples of m points (tap lists of `taps` slots each, K[i] of them used) from plane p
+ * into y, float32 or float64: the sums of gs_sample in its order, in double, rounded once. */
+#define GS_ROWS(T)                                                                                               \
+	static void gs_rows_##T(const T *restrict p, T *restrict y, const int64_t *restrict at,                 \
+				const double *restrict w, const int *restrict K, int64_t m, int64_t taps)       \
+	{                                                                                                        \
+		for (int64_t i = 0; i < m; i++) {                                                                \
+			const int64_t *a = at + i * taps;                                                        \
+			const double *ww = w + i * taps;                                                         \
+			double v = 0;                                                                            \
+			if (K[i] == 4) { /* 2-D linear inside X: unrolled */                                     \
+				v += ww[0] * p[a[0]];                                                            \
+				v += ww[1] * p[a[1]];                                                            \
+				v += ww[2] * p[a[2]];                                                            \
+				v += ww[3] * p[a[3]];                                                            \
+			} else                                                                                   \
+				for (int k = 0; k < K[i]; k++)                                                   \
+					v += ww[k] * p[a[k]];                                                    \
+			y[i] = (T)v;                                                                             \
+		}                                                                                                \
+	}
+GS_ROWS(float)
+GS_ROWS(double)
+#undef GS_ROWS
+
+/* Points a block at most: their tap lists stay in L1 while every channel reads them */
+enum { GS_BLOCK = 64 };
+
 /* Each point's tap combinations are listed once (the nonzero ones inside X, in the walk's order),
  * then read for every channel: 4.2x faster than walking them per channel (16 x 32 x 64 x 64
- * bilinear, 228 -> 55 ms). */
+ * bilinear, 228 -> 55 ms). float32/float64 take blocks of points of one batch element, each
+ * channel's outputs then a contiguous row. */
 static void gs_forward_range(void *arg, int64_t lo, int64_t hi)
 {
 	const struct gs_job *j = arg;
-	int64_t C = j->x->dims[1], at[GS_MAX_TAPS];
-	double w[GS_MAX_TAPS];
+	int64_t C = j->x->dims[1], T = j->taps;
+	int64_t *at = xmalloc(sizeof *at * (size_t)(GS_BLOCK * T));
+	double *w = xmalloc(sizeof *w * (size_t)(GS_BLOCK * T));
+	int K[GS_BLOCK];
+	int typed = j->x->dtype == DT_FLOAT || j->x->dtype == DT_DOUBLE;
 	struct gs_point pt;
 	gs_init_point(j, &pt);
-	for (int64_t p = lo; p < hi; p++) {
-		int64_t n = p / j->points, o = p % j->points;
-		gs_point_taps(&j->m, j->x, j->grid, p, &pt);
-		int c[RT_MAX_DIMS] = {0}, K = 0;
-		c[j->r - 1] = -1;
-		while (gs_next(&pt, c, &at[K], &w[K]))
-			if (at[K] >= 0 && w[K] != 0)
-				K++;
-		for (int64_t ch = 0; ch < C; ch++)
-			rt_set(j->y, (n * C + ch) * j->points + o, gs_sample(j->x, (n * C + ch) * j->spatial, at, w, K));
+	for (int64_t p0 = lo; p0 < hi;) {
+		int64_t n = p0 / j->points, o0 = p0 % j->points, m = hi - p0;
+		m = m < GS_BLOCK ? m : GS_BLOCK;
+		m = m < j->points - o0 ? m : j->points - o0;
+		for (int64_t i = 0; i < m; i++) {
+			int c[RT_MAX_DIMS] = {0}, k = 0;
+			int64_t *a = at + i * T;
+			double *ww = w + i * T;
+			gs_point_taps(&j->m, j->x, j->grid, p0 + i, &pt);
+			c[j->r - 1] = -1;
+			while (gs_next(&pt, c, &a[k], &ww[k]))
+				if (a[k] >= 0 && ww[k] != 0)
+					k++;
+			K[i] = k;
+		}
+		for (int64_t ch = 0; ch < C; ch++) {
+			int64_t xb = (n * C + ch) * j->spatial, yb = (n * C + ch) * j->points + o0;
+			if (!typed)
+				for (int64_t i = 0; i < m; i++)
+					rt_set(j->y, yb + i, gs_sample(j->x, xb, at + i * T, w + i * T, K[i]));
+			else if (j->x->dtype == DT_FLOAT)
+				gs_rows_float((const float *)j->x->data + xb, (float *)j->y->data + yb, at, w, K, m, T);
+			else
+				gs_rows_double((const double *)j->x->data + xb, (double *)j->y->data + yb, at, w, K, m, T);
+		}
+		p0 += m;
 	}
+	xfree(at);
+	xfree(w);
 }
 
 static int gs_job_init(struct exec *x, const struct node *n, struct rtensor *const *in, struct gs_job *j,
@@ -287,6 +329,7 @@ static int gs_job_init(struct exec *x, const struct node *n, struct rtensor *con
 	if (taps > GS_MAX_TAPS)
 		return exec_fail(x, "%s over %d spatial dimensions is not supported", j->m.interp == GS_CUBIC ? "cubic" : "linear",
 				 j->m.interp == GS_CUBIC ? 3 : 6);
+	j->taps = (int64_t)taps;
 	j->x = in[0];
 	j->grid = in[1];
 	j->points = j->spatial = 1;
