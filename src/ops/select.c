@@ -467,24 +467,30 @@ static void read_doubles(const struct rtensor *a, double *v, int64_t n)
 			v[j] = rt_get(a, j);
 }
 
-/* Unique's groups of one-element slices (v: their values, as slice_cmp compares them) in one pass
- * over a hash table of hb ints (a power of two, past 2 L): equal is == or both NaN, so -0 and +0
- * hash as +0 and every NaN as one. Groups are numbered in order of first occurrence; first[g] is
- * group g's lowest index, grp[j] slice j's group. Returns the number of groups. */
-static int64_t unique_hash(const double *v, int64_t L, int64_t *table, int64_t hb, int64_t *grp, int64_t *first)
+/* x's hash, with -0 as +0 and every NaN as one (equal is == or both NaN), and that value in d */
+static uint64_t unique_key(double x, double *d)
 {
-	int64_t u = 0;
+	*d = x == 0 ? 0.0 : isnan(x) ? NAN : x;
+	uint64_t h;
+	memcpy(&h, d, sizeof h);
+	h = (h ^ h >> 33) * 0xff51afd7ed558ccdull; /* murmur3's finaliser: low bits from all */
+	h = (h ^ h >> 33) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ h >> 33;
+}
+
+/* Unique's groups of one-element slices (v: their values, as slice_cmp compares them) in one pass
+ * over a hash table of up to hmax ints (a power of two past 2 L), from 64 and doubled (the groups
+ * put back) when half full. Groups are numbered in order of first occurrence; first[g] is group
+ * g's lowest index, grp[j] slice j's group. Returns the number of groups. */
+static int64_t unique_hash(const double *v, int64_t L, int64_t *table, int64_t hmax, int64_t *grp, int64_t *first)
+{
+	int64_t u = 0, hb = hmax < 64 ? hmax : 64;
 	memset(table, 0xff, (size_t)hb * sizeof *table);
 	for (int64_t j = 0; j < L; j++) {
-		double d = v[j] == 0 ? 0.0 : isnan(v[j]) ? NAN : v[j];
-		uint64_t bits;
-		memcpy(&bits, &d, sizeof bits);
-		uint64_t h = (bits ^ bits >> 33) * 0xff51afd7ed558ccdull; /* murmur3's finaliser: low bits from all */
-		h = (h ^ h >> 33) * 0xc4ceb9fe1a85ec53ull;
-		h ^= h >> 33;
-		int64_t at = (int64_t)(h & (uint64_t)(hb - 1)), g;
+		double d, e;
+		int64_t at = (int64_t)(unique_key(v[j], &d) & (uint64_t)(hb - 1)), g;
 		while ((g = table[at]) >= 0) {
-			double e = v[first[g]];
+			e = v[first[g]];
 			if (e == d || (isnan(e) && isnan(d)))
 				break;
 			at = (at + 1) & (hb - 1);
@@ -494,6 +500,16 @@ static int64_t unique_hash(const double *v, int64_t L, int64_t *table, int64_t h
 			first[g] = j;
 		}
 		grp[j] = g;
+		if (2 * u > hb && hb < hmax) { /* distinct values: each to the first free place */
+			hb *= 2;
+			memset(table, 0xff, (size_t)hb * sizeof *table);
+			for (int64_t q = 0; q < u; q++) {
+				int64_t a = (int64_t)(unique_key(v[first[q]], &e) & (uint64_t)(hb - 1));
+				while (table[a] >= 0)
+					a = (a + 1) & (hb - 1);
+				table[a] = q;
+			}
+		}
 	}
 	return u;
 }
