@@ -5629,3 +5629,270 @@ Test(exec, grid_sample_matches_its_rule_bit_for_bit)
 				xfree(gd);
 			}
 }
+
+/* #52 select: TopK's lanes over the threads, Unique's one-element slices grouped by a hash, and
+ * MaxUnpool's scatter at the default shape as typed loops, against their rules written here over
+ * ties, NaN, +-0, infinities, subnormals and odd lengths (0 and 1 elements among them), float32 and
+ * float64 (and int64 for Unique and MaxUnpool), bit for bit. */
+
+/* a one-node graph over inputs (the given tensors, copied: a run may reuse them) */
+static struct exec *sel_run(struct graph **g, const char *ins, const char *node, const char *outs, const struct rtensor *t,
+			    const char **names, int n, void **copies)
+{
+	char text[1024];
+	snprintf(text, sizeof text, "graphdiet: 1\nopset: 18\ninputs: [%s]\nnodes:\n  - %s\noutputs: [%s]\n", ins, node, outs);
+	*g = load_text("select.yaml", text);
+	struct rtensor c[4];
+	for (int k = 0; k < n; k++) {
+		c[k] = t[k];
+		copies[k] = xmalloc((size_t)t[k].nbytes + 1);
+		memcpy(copies[k], t[k].data, (size_t)t[k].nbytes);
+		c[k].data = copies[k];
+	}
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = c, .input_names = names, .n_inputs = n};
+	struct exec *x = exec_run(*g, &o, NULL, &e);
+	cr_assert(x, "%s: %s", node, e.msg);
+	return x;
+}
+
+/* element i of a float32/float64/int64 array as rt_get reads it */
+static double sel_at(int dt, const void *p, int64_t i)
+{
+	return dt == DT_FLOAT ? ((const float *)p)[i] : dt == DT_DOUBLE ? ((const double *)p)[i] : (double)((const int64_t *)p)[i];
+}
+
+/* a > b, NaN the largest: select.c's order */
+static int sel_gt(double a, double b)
+{
+	return isnan(a) ? !isnan(b) : a > b;
+}
+
+/* n values of dt drawn from a few (ties), specials first, or from many (pool 0) */
+static void sel_fill(int dt, void *p, int64_t n, uint64_t seed, int pool)
+{
+	static const double sp[] = {NAN, 0.0, -0.0, INFINITY, -INFINITY, 1e-310, -1e-40, 1.5, -2.5, 3e38, 7};
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed >> 17;
+		double v = pool ? sp[r % (uint64_t)pool] : (double)(int64_t)(r % 1000003) / 7 - 70000;
+		if (dt == DT_FLOAT)
+			((float *)p)[i] = (float)v;
+		else if (dt == DT_DOUBLE)
+			((double *)p)[i] = v;
+		else
+			((int64_t *)p)[i] = isnan(v) ? INT64_MIN : isinf(v) ? (v > 0 ? INT64_MAX : -INT64_MAX) : (int64_t)(v * 3);
+	}
+}
+
+Test(exec, select_topk_matches_its_rule)
+{
+	static const struct { int64_t r, len, k; int ax, pool; } cases[] = {
+		{5, 2000, 10, 1, 11}, {7, 301, 3, 1, 0}, {3, 1, 1, 1, 11}, {4, 7, 7, 1, 5}, {6, 100, 0, 1, 11},
+		{9, 80, 9, 0, 11}, {33, 50, 5, 0, 3}, {1, 9, 2, 1, 2}, {64, 513, 20, 1, 11},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int largest = 0; largest < 2; largest++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t R = cases[c].r, len = cases[c].len, k = cases[c].k, ax = cases[c].ax;
+				int64_t d0 = ax ? R : len, d1 = ax ? len : R, n = R * len;
+				void *xd = xmalloc((size_t)n * 8 + 8);
+				sel_fill(dt, xd, n, 11 + c, cases[c].pool);
+				char ins[200], node[200];
+				snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%lld, %lld]}, {name: k, dtype: int64, shape: [1]}",
+					 dtype_name(dt), (long long)d0, (long long)d1);
+				snprintf(node, sizeof node, "{op: TopK, inputs: [x, k], outputs: [y, i], attrs: {axis: %lld, largest: %d}}",
+					 (long long)ax, largest);
+				struct rtensor t[2] = {{.dtype = dt, .ndim = 2, .dims = {d0, d1}, .numel = n, .data = xd, .nbytes = n * (f64 ? 8 : 4), .known = 1},
+						       {.dtype = DT_INT64, .ndim = 1, .dims = {1}, .numel = 1, .data = &k, .nbytes = 8, .known = 1}};
+				const char *names[2] = {"x", "k"};
+				for (int th = 1; th <= 3; th += 2) {
+					pool_set_threads(th);
+					struct graph *g;
+					void *cp[2];
+					struct exec *x = sel_run(&g, ins, node, "{name: y}, {name: i}", t, names, 2, cp);
+					const struct rtensor *y = exec_value(x, g->outputs[0]), *iy = exec_value(x, g->outputs[1]);
+					cr_assert_eq(y->numel, R * k);
+					int64_t wrong = 0, first = -1;
+					char *taken = xmalloc((size_t)len + 1);
+					for (int64_t lane = 0; lane < R; lane++) {
+						memset(taken, 0, (size_t)len + 1);
+						for (int64_t j = 0; j < k; j++) {
+							int64_t b = -1; /* the lowest untaken index that none untaken comes before */
+							for (int64_t q = 0; q < len; q++) {
+								if (taken[q])
+									continue;
+								double vq = sel_at(dt, xd, ax ? lane * len + q : q * R + lane);
+								double vb = b < 0 ? 0 : sel_at(dt, xd, ax ? lane * len + b : b * R + lane);
+								if (b < 0 || (largest ? sel_gt(vq, vb) : sel_gt(vb, vq)))
+									b = q;
+							}
+							taken[b] = 1;
+							int64_t at = ax ? lane * k + j : j * R + lane;
+							double v = sel_at(dt, xd, ax ? lane * len + b : b * R + lane);
+							int ok = ((const int64_t *)iy->data)[at] == b;
+							if (f64) {
+								double u = ((const double *)y->data)[at];
+								ok &= !memcmp(&u, &v, 8) || (isnan(u) && isnan(v));
+							} else {
+								float u = ((const float *)y->data)[at], w = (float)v;
+								ok &= !memcmp(&u, &w, 4) || (isnan(u) && isnan(w));
+							}
+							if (!ok && !wrong++)
+								first = at;
+						}
+					}
+					cr_expect_eq(wrong, 0, "TopK case %zu %s largest %d, %d threads: %lld wrong, the first #%lld", c,
+						     dtype_name(dt), largest, th, (long long)wrong, (long long)first);
+					free(taken);
+					exec_free(x);
+					graph_free(g);
+					free(cp[0]);
+					free(cp[1]);
+				}
+				pool_set_threads(1);
+				xfree(xd);
+			}
+}
+
+Test(exec, select_unique_matches_its_rule)
+{
+	static const struct { int64_t n; int pool, axis; } cases[] = {
+		{0, 11, 0}, {1, 11, 0}, {7, 11, 0}, {1000, 11, 0}, {1001, 2, 0}, {777, 0, 0}, {20000, 0, 0}, {513, 11, 1}, {1, 3, 1},
+	};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int d = 0; d < 3; d++)
+			for (int sorted = 0; sorted < 2; sorted++) {
+				int dt = dts[d];
+				int64_t n = cases[c].n;
+				size_t es = dtype_size(dt);
+				void *xd = xmalloc((size_t)n * 8 + 8);
+				sel_fill(dt, xd, n, 5 + c, cases[c].pool);
+				char ins[200], node[200];
+				/* with an axis: x is (1, n), whose slices along 1 are single elements */
+				snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%s%lld]}", dtype_name(dt), cases[c].axis ? "1, " : "",
+					 (long long)n);
+				snprintf(node, sizeof node, "{op: Unique, inputs: [x], outputs: [y, i, v, c], attrs: {sorted: %d%s}}", sorted,
+					 cases[c].axis ? ", axis: 1" : "");
+				struct rtensor t = {.dtype = dt, .ndim = 1 + cases[c].axis, .numel = n, .data = xd, .nbytes = n * (int64_t)es, .known = 1};
+				t.dims[0] = cases[c].axis ? 1 : n;
+				t.dims[1] = n;
+				const char *names[1] = {"x"};
+				struct graph *g;
+				void *cp[1];
+				struct exec *x = sel_run(&g, ins, node, "{name: y}, {name: i}, {name: v}, {name: c}", &t, names, 1, cp);
+				const struct rtensor *o[4];
+				for (int k = 0; k < 4; k++)
+					o[k] = exec_value(x, g->outputs[k]);
+				/* the groups by first occurrence, then (sorted) by value: insertion sorts */
+				int64_t *first = xmalloc((size_t)n * 8 + 8), *grp = xmalloc((size_t)n * 8 + 8), u = 0;
+				int64_t *order = xmalloc((size_t)n * 8 + 8), *rank = xmalloc((size_t)n * 8 + 8);
+				for (int64_t j = 0; j < n; j++) {
+					double v = sel_at(dt, xd, j);
+					int64_t g2 = u - 1;
+					for (; g2 >= 0; g2--) {
+						double e = sel_at(dt, xd, first[g2]);
+						if (e == v || (isnan(e) && isnan(v)))
+							break;
+					}
+					if (g2 < 0)
+						first[g2 = u++] = j;
+					grp[j] = g2;
+				}
+				for (int64_t r = 0; r < u; r++) {
+					int64_t s = r;
+					for (; sorted && s > 0 && sel_gt(sel_at(dt, xd, first[order[s - 1]]), sel_at(dt, xd, first[r])); s--)
+						order[s] = order[s - 1];
+					order[s] = r;
+				}
+				for (int64_t r = 0; r < u; r++)
+					rank[order[r]] = r;
+				cr_expect_eq(o[0]->numel, u, "Unique case %zu %s sorted %d: %lld groups, not %lld", c, dtype_name(dt), sorted,
+					     (long long)o[0]->numel, (long long)u);
+				int64_t wrong = 0;
+				for (int64_t r = 0; r < u && o[0]->numel == u; r++) {
+					int64_t j = first[order[r]], cnt = 0;
+					for (int64_t q = 0; q < n; q++)
+						cnt += grp[q] == order[r];
+					wrong += memcmp((const char *)o[0]->data + r * (int64_t)es, (const char *)xd + j * (int64_t)es, es) != 0;
+					wrong += ((const int64_t *)o[1]->data)[r] != j;
+					wrong += ((const int64_t *)o[3]->data)[r] != cnt;
+				}
+				for (int64_t j = 0; j < n && o[0]->numel == u; j++)
+					wrong += ((const int64_t *)o[2]->data)[j] != rank[grp[j]];
+				cr_expect_eq(wrong, 0, "Unique case %zu %s sorted %d: %lld wrong", c, dtype_name(dt), sorted, (long long)wrong);
+				exec_free(x);
+				graph_free(g);
+				free(cp[0]);
+				xfree(xd);
+				xfree(first);
+				xfree(grp);
+				xfree(order);
+				xfree(rank);
+			}
+}
+
+Test(exec, select_maxunpool_matches_its_rule)
+{
+	static const struct { int64_t n, c, h, w; } cases[] = {{2, 3, 4, 6}, {1, 1, 1, 1}, {8, 64, 5, 3}, {1, 5, 0, 4}, {3, 7, 9, 11}};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int d = 0; d < 3; d++) {
+			int dt = dts[d];
+			size_t es = dtype_size(dt);
+			int64_t N = cases[c].n, C = cases[c].c, H = cases[c].h, W = cases[c].w, n = N * C * H * W;
+			int64_t m = N * C * (2 * H) * (2 * W);
+			void *xd = xmalloc((size_t)n * 8 + 8);
+			int64_t *iv = xmalloc((size_t)n * 8 + 8);
+			sel_fill(dt, xd, n, 7 + c, 11);
+			uint64_t s = 99 + c;
+			for (int64_t i = 0; i < n; i++) { /* anywhere in the output, repeats too (the later wins) */
+				s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+				iv[i] = (int64_t)((s >> 20) % (uint64_t)m);
+			}
+			char ins[200];
+			snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}, {name: ix, dtype: int64, shape: [%lld, %lld, %lld, %lld]}",
+				 dtype_name(dt), (long long)N, (long long)C, (long long)H, (long long)W, (long long)N, (long long)C, (long long)H,
+				 (long long)W);
+			struct rtensor t[2] = {{.dtype = dt, .ndim = 4, .dims = {N, C, H, W}, .numel = n, .data = xd, .nbytes = n * (int64_t)es, .known = 1},
+					       {.dtype = DT_INT64, .ndim = 4, .dims = {N, C, H, W}, .numel = n, .data = iv, .nbytes = n * 8, .known = 1}};
+			const char *names[2] = {"x", "ix"};
+			struct graph *g;
+			void *cp[2];
+			struct exec *x = sel_run(&g, ins, "{op: MaxUnpool, inputs: [x, ix], outputs: [y], attrs: {kernel_shape: [2, 2], strides: [2, 2]}}",
+						 "{name: y}", t, names, 2, cp);
+			const struct rtensor *y = exec_value(x, g->outputs[0]);
+			cr_assert_eq(y->numel, m);
+			char *want = xcalloc((size_t)m + 1, es);
+			for (int64_t i = 0; i < n; i++)
+				memcpy(want + iv[i] * (int64_t)es, (const char *)xd + i * (int64_t)es, es);
+			cr_expect_eq(memcmp(want, y->data, (size_t)m * es), 0, "MaxUnpool case %zu %s: other bits", c, dtype_name(dt));
+			exec_free(x);
+			graph_free(g);
+			free(cp[0]);
+			free(cp[1]);
+			free(want);
+			/* an index past the output: an error naming it */
+			if (n) {
+				iv[n - 1] = m;
+				struct gd_err e = {0};
+				struct graph *g2 = load_text("select.yaml", "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: [1, 1, 1, 1]}, "
+								    "{name: ix, dtype: int64, shape: [1, 1, 1, 1]}]\nnodes:\n  - {op: MaxUnpool, inputs: [x, ix], "
+								    "outputs: [y], attrs: {kernel_shape: [2, 2], strides: [2, 2]}}\noutputs: [{name: y}]\n");
+				int64_t bad = 4;
+				float one = 1;
+				struct rtensor b[2] = {{.dtype = DT_FLOAT, .ndim = 4, .dims = {1, 1, 1, 1}, .numel = 1, .data = &one, .nbytes = 4, .known = 1},
+						       {.dtype = DT_INT64, .ndim = 4, .dims = {1, 1, 1, 1}, .numel = 1, .data = &bad, .nbytes = 8, .known = 1}};
+				struct exec_opts o = {.inputs = b, .input_names = names, .n_inputs = 2};
+				struct exec *x2 = exec_run(g2, &o, NULL, &e);
+				cr_expect_null(x2);
+				cr_expect(strstr(e.msg, "index 4 of I is outside the output"), "%s", e.msg);
+				exec_free(x2);
+				graph_free(g2);
+			}
+			xfree(xd);
+			xfree(iv);
+		}
+}

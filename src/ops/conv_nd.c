@@ -533,6 +533,22 @@ static int unpool_dims(const struct node *n, const struct rtensor *a, int64_t *d
 	return 0;
 }
 
+/* y[iv[j]] = x[j] in order for n elements of 4 (8) bytes, each index in [0, m): the first j
+ * whose is not, or -1 */
+#define UNPOOL_SCATTER(name, T)                                                                         \
+	static int64_t name(void *restrict y, const void *restrict x, const int64_t *restrict iv, int64_t n, \
+			    int64_t m)                                                                  \
+	{                                                                                               \
+		for (int64_t j = 0; j < n; j++) {                                                       \
+			if ((uint64_t)iv[j] >= (uint64_t)m)                                             \
+				return j;                                                               \
+			((T *)y)[iv[j]] = ((const T *)x)[j];                                            \
+		}                                                                                       \
+		return -1;                                                                              \
+	}
+UNPOOL_SCATTER(unpool_scatter32, uint32_t)
+UNPOOL_SCATTER(unpool_scatter64, uint64_t)
+
 /* MaxUnpool: Y zeros but for X's elements, each at the place its index I (MaxPool's Indices,
  * flattened over the default output shape) names. With output_shape, Y has that shape and an
  * element keeps its coordinates (ONNX's reference: the index decomposed over the default shape). */
@@ -558,6 +574,14 @@ static int max_unpool_run(struct exec *x, const struct node *n, struct rtensor *
 		return exec_status(x);
 	size_t es = dtype_size(a->dtype);
 	const int64_t *iv = ix->data;
+	if (!memcmp(dims, def, (size_t)a->ndim * sizeof *dims) && (es == 4 || es == 8)) {
+		/* the default shape: an index is the place itself (the loop below's at), in [0, numel) */
+		int64_t bad = es == 4 ? unpool_scatter32(y, a->data, iv, a->numel, out[0]->numel)
+				      : unpool_scatter64(y, a->data, iv, a->numel, out[0]->numel);
+		if (bad >= 0)
+			return exec_fail(x, "index %lld of I is outside the output", (long long)iv[bad]);
+		return 0;
+	}
 	for (int64_t j = 0; j < a->numel; j++) {
 		int64_t rest = iv[j], at = 0, st = 1;
 		for (int i = a->ndim - 1; i >= 0 && rest >= 0; i--) {
