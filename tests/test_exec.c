@@ -5896,3 +5896,268 @@ Test(exec, select_maxunpool_matches_its_rule)
 			xfree(iv);
 		}
 }
+
+/* #52 shape: Tile as copies of runs, DepthToSpace/SpaceToDepth as permuted_copy, OneHot as a fill
+ * and one store per index, NonZero counted and written in chunks over the pool: each against its
+ * element rule written here, over dtypes of 1, 2, 4 and 8 bytes, odd, empty and unit shapes, at 1
+ * and 3 threads. */
+struct shape_run {
+	struct graph *g;
+	struct exec *x;
+	const struct rtensor *y;
+};
+
+/* node (YAML) over inputs named x, r, v (n of them) of ts, run with th threads */
+static void shape_run(struct shape_run *s, const char *node, struct rtensor *ts, int n, int th)
+{
+	char text[1024], ins[512] = "";
+	static const char *names[3] = {"x", "r", "v"};
+	for (int i = 0; i < n; i++) {
+		char dims[128] = "";
+		for (int d = 0; d < ts[i].ndim; d++)
+			snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%lld", d ? ", " : "", (long long)ts[i].dims[d]);
+		snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s{name: %s, dtype: %s, shape: [%s]}", i ? ", " : "",
+			 names[i], dtype_name(ts[i].dtype), dims);
+	}
+	snprintf(text, sizeof text, "graphdiet: 1\nopset: 18\ninputs: [%s]\nnodes:\n  - %s\noutputs: [{name: y}]\n", ins,
+		 node);
+	s->g = load_text("shape.yaml", text);
+	pool_set_threads(th);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = n};
+	s->x = exec_run(s->g, &o, NULL, &e);
+	pool_set_threads(1);
+	cr_assert(s->x, "%s: %s", node, e.msg);
+	s->y = exec_value(s->x, s->g->outputs[0]);
+}
+
+static void shape_done(struct shape_run *s)
+{
+	exec_free(s->x);
+	graph_free(s->g);
+}
+
+static struct rtensor shape_tensor(int dt, int nd, const int64_t *dims, void *data)
+{
+	struct rtensor t = {.dtype = dt, .ndim = nd, .numel = 1, .data = data, .known = 1};
+	for (int i = 0; i < nd; i++)
+		t.numel *= t.dims[i] = dims[i];
+	t.nbytes = (size_t)t.numel * dtype_size(dt);
+	return t;
+}
+
+static void shape_bytes(uint8_t *p, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		p[i] = (uint8_t)(seed >> 56);
+	}
+}
+
+Test(exec, tile_matches_its_rule_bit_for_bit)
+{
+	static const struct {
+		int nd;
+		int64_t d[4], r[4];
+	} cases[] = {
+		{4, {8, 6, 5, 7}, {1, 2, 1, 1}}, {4, {3, 5, 7, 9}, {2, 1, 3, 1}}, {4, {2, 3, 4, 5}, {1, 1, 1, 3}},
+		{3, {5, 1, 7}, {3, 4, 2}},       {2, {17, 1}, {1, 5}},             {1, {13}, {4}},
+		{1, {1}, {1}},                   {2, {3, 4}, {1, 1}},              {3, {2, 0, 3}, {2, 2, 2}},
+		{3, {2, 3, 3}, {2, 0, 2}},       {2, {300, 41}, {3, 2}},           {4, {1, 1, 1, 1}, {3, 1, 2, 1}},
+		{3, {1, 70, 5}, {1, 1, 3}},      {4, {2, 40, 3, 5}, {1, 2, 3, 4}},
+	};
+	static const int dts[] = {DT_UINT8, DT_INT16, DT_FLOAT, DT_DOUBLE}; /* (not float16: its NaNs' bits change on input) */
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (size_t t = 0; t < 4; t++)
+			for (int th = 1; th <= 3; th += 2) {
+				int nd = cases[c].nd, dt = dts[t];
+				size_t es = dtype_size(dt);
+				int64_t od[4], rd[1] = {nd}, on = 1, xn = 1;
+				for (int i = 0; i < nd; i++) {
+					od[i] = cases[c].d[i] * cases[c].r[i];
+					on *= od[i];
+					xn *= cases[c].d[i];
+				}
+				uint8_t *xd = xmalloc((size_t)xn * es + 1);
+				shape_bytes(xd, (size_t)xn * es, c * 7 + t);
+				int64_t rep[4];
+				memcpy(rep, cases[c].r, sizeof rep);
+				struct rtensor ts[2] = {shape_tensor(dt, nd, cases[c].d, xd), shape_tensor(DT_INT64, 1, rd, rep)};
+				struct shape_run s;
+				shape_run(&s, "{op: Tile, inputs: [x, r], outputs: [y]}", ts, 2, th);
+				cr_assert_eq(s.y->numel, on, "case %zu", c);
+				int64_t wrong = 0;
+				for (int64_t e = 0; e < on; e++) {
+					int64_t at = 0, q = e, st = 1;
+					for (int i = nd - 1; i >= 0; q /= od[i], st *= cases[c].d[i--])
+						at += q % od[i] % cases[c].d[i] * st;
+					wrong += memcmp((const uint8_t *)s.y->data + e * es, xd + at * es, es) != 0;
+				}
+				cr_expect_eq(wrong, 0, "Tile case %zu %s at %d threads: %lld wrong", c, dtype_name(dt), th,
+					     (long long)wrong);
+				shape_done(&s);
+				xfree(xd);
+			}
+}
+
+Test(exec, depth_space_shuffles_match_their_rule)
+{
+	static const int64_t shapes[][5] = {/* N C H W block */
+					    {2, 8, 3, 5, 2}, {1, 18, 7, 3, 3}, {3, 4, 4, 6, 2}, {1, 1, 1, 1, 1},
+					    {2, 32, 9, 11, 4}, {0, 4, 2, 2, 2}, {2, 12, 1, 1, 2}};
+	static const int dts[] = {DT_UINT8, DT_INT16, DT_FLOAT, DT_DOUBLE};
+	for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+		for (int mode = 0; mode < 3; mode++) /* DCR, CRD, SpaceToDepth */
+			for (size_t t = 0; t < 4; t++)
+				for (int th = 1; th <= 3; th += 2) {
+					int64_t n = shapes[c][0], ch = shapes[c][1], h = shapes[c][2], w = shapes[c][3], b = shapes[c][4];
+					int64_t xd4[4] = {n, ch, h, w};
+					if (mode == 2) { /* SpaceToDepth's input: the DepthToSpace output's shape */
+						xd4[1] = ch / (b * b);
+						xd4[2] = h * b;
+						xd4[3] = w * b;
+					}
+					int dt = dts[t];
+					size_t es = dtype_size(dt);
+					int64_t xn = xd4[0] * xd4[1] * xd4[2] * xd4[3];
+					uint8_t *xd = xmalloc((size_t)xn * es + 1);
+					shape_bytes(xd, (size_t)xn * es, c * 31 + t * 3 + (uint64_t)mode);
+					struct rtensor ts[1] = {shape_tensor(dt, 4, xd4, xd)};
+					char node[160];
+					snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y], attrs: {blocksize: %lld%s}}",
+						 mode == 2 ? "SpaceToDepth" : "DepthToSpace", (long long)b, mode == 1 ? ", mode: CRD" : "");
+					struct shape_run s;
+					shape_run(&s, node, ts, 1, th);
+					cr_assert_eq(s.y->numel, xn, "case %zu", c);
+					/* (n, c, h b + i, w b + j) of the deep (n, C, h, w): channel (i b + j) C/b^2 + c in DCR
+					 * and SpaceToDepth, c b^2 + i b + j in CRD */
+					int64_t cc = ch / (b * b), wrong = 0;
+					for (int64_t e = 0; e < xn; e++) {
+						int64_t N = e / (cc * h * b * w * b), r = e % (cc * h * b * w * b), C = r / (h * b * w * b);
+						int64_t Y = r / (w * b) % (h * b), X = r % (w * b), i = Y % b, j = X % b;
+						int64_t deep = ((N * ch + (mode == 1 ? C * b * b + i * b + j : (i * b + j) * cc + C)) * h + Y / b) * w + X / b;
+						const uint8_t *shallow = mode == 2 ? xd + e * es : (const uint8_t *)s.y->data + e * es;
+						const uint8_t *d = mode == 2 ? (const uint8_t *)s.y->data + deep * es : xd + deep * es;
+						wrong += memcmp(shallow, d, es) != 0;
+					}
+					cr_expect_eq(wrong, 0, "%s case %zu %s at %d threads: %lld wrong", node, c, dtype_name(dt), th,
+						     (long long)wrong);
+					shape_done(&s);
+					xfree(xd);
+				}
+}
+
+Test(exec, one_hot_matches_its_rule_bit_for_bit)
+{
+	static const struct {
+		int dt;
+		uint64_t off, on; /* the values' bits */
+	} vals[] = {
+		{DT_FLOAT, 0x80000000u, 0x7fc00001u},   /* -0, a NaN */
+		{DT_DOUBLE, 0x3fe0000000000000u, 0xfff0000000000000u}, /* 0.5, -inf */
+		{DT_INT64, (uint64_t)-3, 7},          {DT_INT32, 0x01010101u, 0}, /* off all one byte */
+		{DT_UINT8, 0, 1},                     {DT_FLOAT16, 0x3c00, 0},    /* 1, 0 */
+	};
+	static const struct {
+		int nd, axis;
+		int64_t d[2], depth;
+	} cases[] = {{2, 0, {5, 7}, 10}, {2, 1, {5, 7}, 3}, {2, -1, {5, 7}, 1}, {1, 0, {1}, 4},
+		     {2, -1, {3, 0}, 5}, {1, -1, {3001}, 2000}, {1, 0, {777}, 13}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (size_t v = 0; v < sizeof vals / sizeof *vals; v++)
+			for (int th = 1; th <= 3; th += 2) {
+				int64_t nx = cases[c].d[0] * (cases[c].nd > 1 ? cases[c].d[1] : 1), depth = cases[c].depth;
+				int64_t *ix = xmalloc((size_t)nx * 8 + 8), one = 1, two = 2, vd[2];
+				for (int64_t i = 0; i < nx; i++) /* in range, negative, -depth, depth, below -depth, huge */
+					ix[i] = (int64_t[]){i % depth, -1 - i % depth, -depth, depth, -depth - 1, INT64_MAX / 3}[i % 6];
+				size_t es = dtype_size(vals[v].dt);
+				memcpy(&vd[0], &vals[v].off, es); /* (little-endian: the low bytes) */
+				memcpy((uint8_t *)vd + es, &vals[v].on, es);
+				struct rtensor ts[3] = {shape_tensor(DT_INT64, cases[c].nd, cases[c].d, ix),
+							shape_tensor(DT_INT64, 1, &one, &depth), shape_tensor(vals[v].dt, 1, &two, vd)};
+				char node[160];
+				snprintf(node, sizeof node, "{op: OneHot, inputs: [x, r, v], outputs: [y], attrs: {axis: %d}}",
+					 cases[c].axis);
+				struct shape_run s;
+				shape_run(&s, node, ts, 3, th);
+				int ax = cases[c].axis < 0 ? cases[c].axis + cases[c].nd + 1 : cases[c].axis;
+				int64_t outer = 1, inner = 1, wrong = 0;
+				for (int i = 0; i < cases[c].nd; i++)
+					*(i < ax ? &outer : &inner) *= cases[c].d[i];
+				cr_assert_eq(s.y->numel, outer * depth * inner, "case %zu", c);
+				cr_assert_eq(s.y->dtype, vals[v].dt);
+				for (int64_t p = 0; p < outer; p++)
+					for (int64_t j = 0; j < depth; j++)
+						for (int64_t i = 0; i < inner; i++) {
+							int64_t h = ix[p * inner + i], k = h < 0 ? h + depth : h;
+							const void *want = k == j ? &vals[v].on : &vals[v].off;
+							wrong += memcmp((const uint8_t *)s.y->data + ((p * depth + j) * inner + i) * es, want, es) != 0;
+						}
+				cr_expect_eq(wrong, 0, "OneHot case %zu %s at %d threads: %lld wrong", c, dtype_name(vals[v].dt), th,
+					     (long long)wrong);
+				shape_done(&s);
+				xfree(ix);
+			}
+}
+
+Test(exec, nonzero_matches_its_rule)
+{
+	static const int64_t shapes[][3] = {{3, 1, 40000}, {7, 5, 3}, {1, 1, 1}, {2, 0, 3}, {1, 1, 16384}, {1, 1, 16385}};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_INT16, DT_BOOL, DT_UINT8, DT_FLOAT16};
+	for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+		for (size_t t = 0; t < sizeof dts / sizeof *dts; t++)
+			for (int rank = 1; rank <= 3; rank += 2)
+				for (int th = 1; th <= 3; th += 2) {
+					int dt = dts[t];
+					size_t es = dtype_size(dt);
+					int64_t n = shapes[c][0] * shapes[c][1] * shapes[c][2], flat[1] = {n};
+					uint8_t *xd = xmalloc((size_t)n * es + 1);
+					shape_bytes(xd, (size_t)n * es, c * 11 + t);
+					/* about half the elements zero; the rest random bits (NaNs, infinities, subnormals),
+					 * and -0 among them */
+					for (int64_t i = 0; i < n; i++)
+						if (xd[i * es] & 1)
+							memset(xd + i * es, 0, es);
+						else if (!(xd[i * es] & 6) && dtype_is_float(dt))
+							memset(xd + i * es, 0, es), xd[i * es + es - 1] = 0x80;
+					struct rtensor ts[1] = {rank == 1 ? shape_tensor(dt, 1, flat, xd) : shape_tensor(dt, 3, shapes[c], xd)};
+					struct shape_run s;
+					shape_run(&s, "{op: NonZero, inputs: [x], outputs: [y]}", ts, 1, th);
+					const int64_t *y = s.y->data;
+					int64_t nnz = 0, wrong = 0;
+					uint8_t *zero = xmalloc((size_t)n + 1);
+					for (int64_t i = 0; i < n; i++) {
+						if (dt == DT_FLOAT)
+							zero[i] = ((const float *)xd)[i] == 0;
+						else if (dt == DT_DOUBLE)
+							zero[i] = ((const double *)xd)[i] == 0;
+						else if (dt == DT_FLOAT16) /* +-0: no bits but the sign's */
+							zero[i] = !(((const uint16_t *)xd)[i] & 0x7fff);
+						else {
+							uint64_t u = 0;
+							memcpy(&u, xd + i * es, es);
+							zero[i] = !u;
+						}
+						nnz += !zero[i];
+					}
+					cr_assert_eq(s.y->ndim, 2);
+					cr_assert_eq(s.y->dims[0], rank);
+					cr_assert_eq(s.y->dims[1], nnz, "case %zu %s: %lld nonzero, not %lld", c, dtype_name(dt),
+						     (long long)nnz, (long long)s.y->dims[1]);
+					for (int64_t i = 0, j = 0; i < n; i++) {
+						if (zero[i])
+							continue;
+						if (rank == 1)
+							wrong += y[j] != i;
+						else
+							wrong += y[j] != i / (shapes[c][1] * shapes[c][2]) ||
+								 y[nnz + j] != i / shapes[c][2] % shapes[c][1] || y[2 * nnz + j] != i % shapes[c][2];
+						j++;
+					}
+					xfree(zero);
+					cr_expect_eq(wrong, 0, "NonZero case %zu %s rank %d at %d threads: %lld wrong", c, dtype_name(dt),
+						     rank, th, (long long)wrong);
+					shape_done(&s);
+					xfree(xd);
+				}
+}

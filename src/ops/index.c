@@ -63,7 +63,57 @@ static int gather_elements_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], s);
 }
 
-/* out dims d_i r_i; out[i] = x[i mod d] per axis */
+/* A Tile's copy: the input's dims d and repeats r (rank nd), its C strides as; B[i] the output's
+ * block under axis i (the product of d_j r_j, j >= i); axes from k on repeat once, so a block there
+ * is a contiguous run of the input; the pieces are the output's blocks under axis L. */
+struct tile_job {
+	int k, L;
+	int64_t d[RT_MAX_DIMS], r[RT_MAX_DIMS], as[RT_MAX_DIMS], B[RT_MAX_DIMS + 1], run[RT_MAX_DIMS + 1];
+	size_t es;
+	const uint8_t *in;
+	uint8_t *out;
+};
+
+/* The output's block under axis i from the input's at src: the first tile's blocks under axis i + 1
+ * written, then repeated as copies of the bytes just written */
+static void tile_fill(const struct tile_job *j, int i, const uint8_t *src, uint8_t *dst)
+{
+	if (i >= j->k) {
+		memcpy(dst, src, (size_t)j->run[i] * j->es);
+		return;
+	}
+	size_t sub = (size_t)j->B[i + 1] * j->es, tile = (size_t)j->d[i] * sub;
+	for (int64_t a = 0; a < j->d[i]; a++)
+		tile_fill(j, i + 1, src + (size_t)(a * j->as[i]) * j->es, dst + (size_t)a * sub);
+	for (int64_t t = 1; t < j->r[i]; t++)
+		memcpy(dst + (size_t)t * tile, dst, tile);
+}
+
+/* Output blocks [b0, b1) under axis L: a piece of kernel_for. A block that repeats one d[L-1] blocks
+ * before it in the same piece is a copy of that one. */
+static void tile_blocks(void *arg, int64_t b0, int64_t b1)
+{
+	const struct tile_job *j = arg;
+	size_t bytes = (size_t)j->B[j->L] * j->es;
+	for (int64_t b = b0; b < b1; b++) {
+		uint8_t *dst = j->out + (size_t)b * bytes;
+		int64_t back = j->L ? j->d[j->L - 1] : 0;
+		if (j->L && b % (back * j->r[j->L - 1]) >= back && b - back >= b0) {
+			memcpy(dst, dst - (size_t)back * bytes, bytes);
+			continue;
+		}
+		int64_t at = 0, q = b;
+		for (int i = j->L - 1; i >= 0; i--) {
+			int64_t len = j->d[i] * j->r[i];
+			at += q % len % j->d[i] * j->as[i];
+			q /= len;
+		}
+		tile_fill(j, j->L, j->in + (size_t)at * j->es, dst);
+	}
+}
+
+/* out dims d_i r_i; out[i] = x[i mod d] per axis: contiguous runs copied, repeats copied from the
+ * output, over the pool */
 static int tile_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
@@ -82,17 +132,24 @@ static int tile_run(struct exec *x, const struct node *n, struct rtensor *const 
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, a->ndim, dims);
 	if (!o)
 		return exec_status(x);
-	int64_t as[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
-	c_strides(a->ndim, a->dims, as);
-	size_t es = dtype_size(a->dtype);
-	for (int64_t e = 0; e < out[0]->numel; e++) {
-		int64_t at = 0;
-		for (int i = 0; i < a->ndim; i++)
-			at += (idx[i] % a->dims[i]) * as[i];
-		memcpy(o + e * (int64_t)es, (const uint8_t *)a->data + at * (int64_t)es, es);
-		for (int i = a->ndim - 1; i >= 0 && ++idx[i] == dims[i]; i--)
-			idx[i] = 0;
+	if (!out[0]->numel)
+		return 0;
+	struct tile_job j = {.k = a->ndim, .es = dtype_size(a->dtype), .in = a->data, .out = o};
+	memcpy(j.d, a->dims, (size_t)a->ndim * sizeof *j.d);
+	memcpy(j.r, rep, (size_t)a->ndim * sizeof *j.r);
+	c_strides(a->ndim, a->dims, j.as);
+	j.B[a->ndim] = j.run[a->ndim] = 1;
+	for (int i = a->ndim - 1; i >= 0; i--) {
+		j.B[i] = j.B[i + 1] * dims[i];
+		j.run[i] = j.run[i + 1] * a->dims[i];
 	}
+	while (j.k > 0 && rep[j.k - 1] == 1)
+		j.k--;
+	/* pieces: the blocks under the first axis L (up to k) with at least 64 of them */
+	int64_t blocks = 1;
+	while (j.L < j.k && blocks < 64)
+		blocks *= dims[j.L++];
+	kernel_for(blocks, (int64_t)((size_t)KERNEL_GRAIN * 4 / ((size_t)j.B[j.L] * j.es)) + 1, tile_blocks, &j);
 	return 0;
 }
 
@@ -284,6 +341,34 @@ static int compress_grad(struct ad *a, const struct node *n)
 	return ad_give(a, n->in[0], ax > 0 && s ? transposed(a, s, inv, r) : s);
 }
 
+/* whether rt_set stores the dtype's values (strings, complex and float8 it leaves as they are) */
+static int rt_set_stores(int dt)
+{
+	return dt != DT_UNDEFINED && dt != DT_STRING && dt != DT_COMPLEX64 && dt != DT_COMPLEX128 && dt < DT_FLOAT8E4M3FN;
+}
+
+struct fill_job {
+	size_t es;
+	const uint8_t *pat;
+	uint8_t *out;
+};
+
+/* Elements [e0, e1) set to the es bytes at pat (a memset where they are all one byte, else the
+ * first element written and its copies doubled): a piece of kernel_for */
+static void fill_elems(void *arg, int64_t e0, int64_t e1)
+{
+	const struct fill_job *f = arg;
+	uint8_t *o = f->out + (size_t)e0 * f->es;
+	size_t n = (size_t)(e1 - e0) * f->es, done = f->es;
+	if (!memcmp(f->pat, f->pat + 1, f->es - 1)) {
+		memset(o, f->pat[0], n);
+		return;
+	}
+	memcpy(o, f->pat, f->es);
+	for (; done < n; done *= 2)
+		memcpy(o + done, o, done < n - done ? done : n - done);
+}
+
 /* OneHot(indices, depth, values [off, on], axis): a new axis of depth values, on at each index
  * (negative ones count from the end) and off elsewhere, and at an index out of range */
 static int one_hot_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -307,12 +392,31 @@ static int one_hot_run(struct exec *x, const struct node *n, struct rtensor *con
 	if (!exec_alloc(x, out[0], v->dtype, ix->ndim + 1, dims))
 		return exec_status(x);
 	double off = rt_get(v, 0), on = rt_get(v, 1);
+	if (!rt_set_stores(v->dtype) || !out[0]->numel) { /* (no bytes to copy) */
+		for (int64_t p = 0; p < outer; p++)
+			for (int64_t i = 0; i < inner; i++) {
+				double h = rt_get(ix, p * inner + i);
+				int64_t k = (int64_t)(h < 0 ? h + (double)depth : h);
+				for (int64_t j = 0; j < depth; j++)
+					rt_set(out[0], (p * depth + j) * inner + i, j == k ? on : off);
+			}
+		return 0;
+	}
+	/* off's and on's bytes as rt_set stores them: off everywhere, then on once per index in range */
+	size_t es = dtype_size(v->dtype);
+	uint8_t offb[16], onb[16], *o = out[0]->data;
+	rt_set(out[0], 0, on);
+	memcpy(onb, o, es);
+	rt_set(out[0], 0, off);
+	memcpy(offb, o, es);
+	struct fill_job f = {.es = es, .pat = offb, .out = o};
+	kernel_for(out[0]->numel, KERNEL_GRAIN, fill_elems, &f);
 	for (int64_t p = 0; p < outer; p++)
 		for (int64_t i = 0; i < inner; i++) {
 			double h = rt_get(ix, p * inner + i);
 			int64_t k = (int64_t)(h < 0 ? h + (double)depth : h);
-			for (int64_t j = 0; j < depth; j++)
-				rt_set(out[0], (p * depth + j) * inner + i, j == k ? on : off);
+			if (k >= 0 && k < depth)
+				memcpy(o + (size_t)((p * depth + k) * inner + i) * es, onb, es);
 		}
 	return 0;
 }

@@ -397,31 +397,118 @@ static void topk_cost(const struct node *n, struct rtensor *const *in, struct rt
 	*flops = (uint64_t)in[0]->numel * (uint64_t)(log2((double)len) + 1);
 }
 
-/* NonZero(X): the (rank, nnz) int64 indices of X's nonzero elements, in C order */
+/* m[0 .. n) = whether X's elements from e0 are nonzero (as rt_get(X, e) != 0: NaN is, -0 is not),
+ * typed loops for the dtypes whose rt_get is their value; the rest by rt_get */
+VM_CLONES static void nonzero_mask(const struct rtensor *a, int64_t e0, int64_t n, uint8_t *restrict m)
+{
+	const void *p = (const uint8_t *)a->data + (size_t)e0 * dtype_size(a->dtype);
+#define NZ_MASK(T)                                                                                                     \
+	do {                                                                                                           \
+		const T *restrict q = p;                                                                               \
+		for (int64_t i = 0; i < n; i++)                                                                        \
+			m[i] = q[i] != 0;                                                                              \
+	} while (0)
+	switch (a->dtype) {
+	case DT_FLOAT: NZ_MASK(float); break;
+	case DT_DOUBLE: NZ_MASK(double); break;
+	case DT_INT64: case DT_UINT64: NZ_MASK(int64_t); break;
+	case DT_INT32: case DT_UINT32: NZ_MASK(int32_t); break;
+	case DT_INT16: case DT_UINT16: NZ_MASK(int16_t); break;
+	case DT_INT8: case DT_UINT8: case DT_BOOL: NZ_MASK(uint8_t); break;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			m[i] = rt_get(a, e0 + i) != 0;
+	}
+#undef NZ_MASK
+}
+
+/* NonZero's chunks of X: counted, then written from each chunk's first output column */
+#define NZ_CHUNK (1 << 14)
+#define NZ_SEG 2048 /* (the last coordinates gathered at a time) */
+struct nz_job {
+	const struct rtensor *a;
+	int64_t *start; /* each chunk's count, then its first column */
+	int64_t *o, nnz;
+};
+
+static void nonzero_count(void *arg, int64_t c0, int64_t c1)
+{
+	const struct nz_job *j = arg;
+	uint8_t m[NZ_CHUNK];
+	for (int64_t c = c0; c < c1; c++) {
+		int64_t e0 = c * NZ_CHUNK, n = j->a->numel - e0 < NZ_CHUNK ? j->a->numel - e0 : NZ_CHUNK, k = 0;
+		nonzero_mask(j->a, e0, n, m);
+		for (int64_t i = 0; i < n; i++)
+			k += m[i];
+		j->start[c] = k;
+	}
+}
+
+static void nonzero_write(void *arg, int64_t c0, int64_t c1)
+{
+	const struct nz_job *j = arg;
+	const struct rtensor *a = j->a;
+	int r = a->ndim;
+	uint8_t m[NZ_CHUNK];
+	int64_t pos[NZ_SEG];
+	for (int64_t c = c0; c < c1; c++) {
+		int64_t e0 = c * NZ_CHUNK, n = a->numel - e0 < NZ_CHUNK ? a->numel - e0 : NZ_CHUNK, col = j->start[c];
+		int64_t idx[RT_MAX_DIMS], q = e0;
+		for (int d = r - 1; d >= 0; d--) {
+			idx[d] = q % a->dims[d];
+			q /= a->dims[d];
+		}
+		nonzero_mask(a, e0, n, m);
+		/* segments within a row: the last coordinates of the nonzero ones gathered without
+		 * branches, written as a run; the other coordinates as runs of one value */
+		for (int64_t i = 0; i < n;) {
+			int64_t last = a->dims[r - 1], seg = last - idx[r - 1], k = 0;
+			seg = seg < n - i ? seg : n - i;
+			seg = seg < NZ_SEG ? seg : NZ_SEG;
+			for (int64_t t = 0; t < seg; t++) {
+				pos[k] = idx[r - 1] + t;
+				k += m[i + t];
+			}
+			for (int d = 0; d + 1 < r; d++)
+				for (int64_t t = 0; t < k; t++)
+					j->o[d * j->nnz + col + t] = idx[d];
+			memcpy(j->o + (r - 1) * j->nnz + col, pos, (size_t)k * sizeof *pos);
+			col += k;
+			i += seg;
+			idx[r - 1] += seg;
+			for (int d = r - 1; d > 0 && idx[d] == a->dims[d]; d--) {
+				idx[d] = 0;
+				idx[d - 1]++;
+			}
+		}
+	}
+}
+
+/* NonZero(X): the (rank, nnz) int64 indices of X's nonzero elements, in C order: chunks counted
+ * over the pool, their first columns summed, then written over the pool */
 static int nonzero_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	(void)n;
 	const struct rtensor *a = in[0];
 	if (!a->data)
 		return exec_fail(x, "NonZero's output length depends on its input's values, which are not known before running");
-	int64_t nnz = 0, dims[2], idx[RT_MAX_DIMS] = {0};
-	for (int64_t e = 0; e < a->numel; e++)
-		nnz += rt_get(a, e) != 0;
-	dims[0] = a->ndim;
-	dims[1] = nnz;
-	int64_t *o = exec_alloc(x, out[0], DT_INT64, 2, dims);
-	if (!o)
-		return exec_status(x);
-	for (int64_t e = 0, j = 0; e < a->numel; e++) {
-		if (rt_get(a, e) != 0) {
-			for (int d = 0; d < a->ndim; d++)
-				o[d * nnz + j] = idx[d];
-			j++;
-		}
-		for (int d = a->ndim - 1; d >= 0 && ++idx[d] == a->dims[d]; d--)
-			idx[d] = 0;
+	int64_t chunks = (a->numel + NZ_CHUNK - 1) / NZ_CHUNK, dims[2];
+	struct nz_job j = {.a = a, .start = xcalloc((size_t)chunks + 1, sizeof *j.start)};
+	if (!j.start)
+		return exec_fail(x, "out of memory");
+	kernel_for(chunks, 1, nonzero_count, &j);
+	for (int64_t c = 0; c < chunks; c++) {
+		int64_t k = j.start[c];
+		j.start[c] = j.nnz;
+		j.nnz += k;
 	}
-	return 0;
+	dims[0] = a->ndim;
+	dims[1] = j.nnz;
+	j.o = exec_alloc(x, out[0], DT_INT64, 2, dims);
+	if (j.o && a->ndim && j.nnz)
+		kernel_for(chunks, 1, nonzero_write, &j);
+	xfree(j.start);
+	return j.o ? 0 : exec_status(x);
 }
 
 /* Unique's slices: slice j of (outer, len, inner) is the outer x inner elements (o, j, i),

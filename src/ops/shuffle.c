@@ -4,8 +4,9 @@
  * With block b, DepthToSpace takes X (N, C, H, W) to (N, C/b^2, H b, W b): in DCR mode (the
  * default) X is viewed as (N, b, b, C/b^2, H, W) and permuted (0, 3, 4, 1, 5, 2); in CRD mode (what
  * PyTorch exports) as (N, C/b^2, b, b, H, W) permuted (0, 1, 4, 2, 5, 3). SpaceToDepth is DCR's
- * inverse. Each is a permutation of elements, so the kernel maps output indices to input ones, and
- * each one's gradient is the other (or, for CRD, the inverse Reshape-Transpose-Reshape). */
+ * inverse. Each is a permutation of elements, so the kernel is the Transpose's copy of that view
+ * (permuted_copy), and each one's gradient is the other (or, for CRD, the inverse
+ * Reshape-Transpose-Reshape). */
 #include "../autodiff/ad.h"
 #include "kernel.h"
 
@@ -58,20 +59,15 @@ static int shuffle_run(struct exec *x, const struct node *n, struct rtensor *con
 	uint8_t *o = exec_alloc(x, out[0], a->dtype, 4, s.out);
 	if (!o)
 		return exec_status(x);
-	/* output index (in the permuted view) -> input offset */
-	int64_t vs[6], pd[6], idx[6] = {0};
+	/* the 6-D view permuted: a transpose's copy (runs of W or of b kept whole, tiled where the
+	 * contiguous axis moves), any dtype by its element size */
+	int64_t vs[6], pd[6], st[6];
 	c_strides(6, s.view, vs);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 6; i++) {
 		pd[i] = s.view[s.perm[i]];
-	size_t es = dtype_size(a->dtype);
-	for (int64_t e = 0; e < a->numel; e++) {
-		int64_t at = 0;
-		for (int i = 0; i < 6; i++)
-			at += idx[i] * vs[s.perm[i]];
-		memcpy(o + e * (int64_t)es, (const uint8_t *)a->data + at * (int64_t)es, es);
-		for (int i = 5; i >= 0 && ++idx[i] == pd[i]; i--)
-			idx[i] = 0;
+		st[i] = vs[s.perm[i]];
 	}
+	permuted_copy(a->data, 6, pd, st, dtype_size(a->dtype), o);
 	return 0;
 }
 
