@@ -5681,7 +5681,7 @@ static void sel_fill(int dt, void *p, int64_t n, uint64_t seed, int pool)
 		else if (dt == DT_DOUBLE)
 			((double *)p)[i] = v;
 		else
-			((int64_t *)p)[i] = isnan(v) ? INT64_MIN : isinf(v) ? (v > 0 ? INT64_MAX : -INT64_MAX) : (int64_t)(v * 3);
+			((int64_t *)p)[i] = isnan(v) ? INT64_MIN : fabs(v) > 1e18 ? (v > 0 ? INT64_MAX : -INT64_MAX) : (int64_t)(v * 3);
 	}
 }
 
