@@ -5756,6 +5756,10 @@ Test(exec, select_topk_matches_its_rule)
 			}
 }
 
+/* int64 compared as integers (#52 select2's, below) */
+static int s2_lt(int dt, const void *p, int64_t i, int64_t j);
+static int s2_eq(int dt, const void *p, int64_t i, int64_t j);
+
 Test(exec, select_unique_matches_its_rule)
 {
 	static const struct { int64_t n; int pool, axis; } cases[] = {
@@ -5790,20 +5794,16 @@ Test(exec, select_unique_matches_its_rule)
 				int64_t *first = xmalloc((size_t)n * 8 + 8), *grp = xmalloc((size_t)n * 8 + 8), u = 0;
 				int64_t *order = xmalloc((size_t)n * 8 + 8), *rank = xmalloc((size_t)n * 8 + 8);
 				for (int64_t j = 0; j < n; j++) {
-					double v = sel_at(dt, xd, j);
 					int64_t g2 = u - 1;
-					for (; g2 >= 0; g2--) {
-						double e = sel_at(dt, xd, first[g2]);
-						if (e == v || (isnan(e) && isnan(v)))
-							break;
-					}
+					while (g2 >= 0 && !s2_eq(dt, xd, first[g2], j))
+						g2--;
 					if (g2 < 0)
 						first[g2 = u++] = j;
 					grp[j] = g2;
 				}
 				for (int64_t r = 0; r < u; r++) {
 					int64_t s = r;
-					for (; sorted && s > 0 && sel_gt(sel_at(dt, xd, first[order[s - 1]]), sel_at(dt, xd, first[r])); s--)
+					for (; sorted && s > 0 && s2_lt(dt, xd, first[r], first[order[s - 1]]); s--)
 						order[s] = order[s - 1];
 					order[s] = r;
 				}
@@ -6158,6 +6158,266 @@ Test(exec, nonzero_matches_its_rule)
 					cr_expect_eq(wrong, 0, "NonZero case %zu %s rank %d at %d threads: %lld wrong", c, dtype_name(dt),
 						     rank, th, (long long)wrong);
 					shape_done(&s);
+					xfree(xd);
+				}
+}
+
+/* #52 select2: TopK's k best by insertion over keys (runs of 16 checked against the k-th at once)
+ * and Unique's hash over keys, in the element's own type: against a stable sort per lane and a
+ * grouping written here, over ties, NaN, +-0, infinities, subnormals, int64 past 2^53 (2^53 and
+ * 2^53 + 1 are two values), odd lengths, 0 and 1 elements, float32, float64 and int64, k = 1, 5,
+ * 10, 63 and the lane's length, largest and sorted 0/1, 1 and 3 threads; bit for bit. */
+
+/* element i of p comes strictly before element j in select.c's ascending order (NaN the largest,
+ * -0 = +0), int64 compared as integers */
+static int s2_lt(int dt, const void *p, int64_t i, int64_t j)
+{
+	if (dt == DT_INT64)
+		return ((const int64_t *)p)[i] < ((const int64_t *)p)[j];
+	return sel_gt(sel_at(dt, p, j), sel_at(dt, p, i));
+}
+
+static int s2_eq(int dt, const void *p, int64_t i, int64_t j)
+{
+	return !s2_lt(dt, p, i, j) && !s2_lt(dt, p, j, i);
+}
+
+/* n values of dt: many distinct (pool 0, int64 over the whole range), or drawn from the first pool
+ * of a few specials (ties); the int64 specials sit about 2^53 and the type's ends */
+static void s2_fill(int dt, void *p, int64_t n, uint64_t seed, int pool)
+{
+	static const int64_t big[] = {(1ll << 53), (1ll << 53) + 1, -(1ll << 53) - 1, INT64_MAX, INT64_MIN, (1ll << 53) - 1,
+				      -(1ll << 53), INT64_MAX - 1, 0, INT64_MIN + 1, 7};
+	if (dt != DT_INT64) {
+		sel_fill(dt, p, n, seed, pool);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed ^ seed >> 29;
+		((int64_t *)p)[i] = pool ? big[(r >> 17) % (uint64_t)pool] : (int64_t)r;
+	}
+}
+
+/* qsort's context: one lane's values, a stride apart; the order largest first or smallest first,
+ * ties by index */
+static struct {
+	int dt, largest;
+	const void *p;
+	int64_t base, stride;
+} s2_lane;
+
+static int s2_cmp(const void *a, const void *b)
+{
+	int64_t i = *(const int64_t *)a, j = *(const int64_t *)b, pi = s2_lane.base + i * s2_lane.stride,
+		pj = s2_lane.base + j * s2_lane.stride;
+	int before = s2_lane.largest ? s2_lt(s2_lane.dt, s2_lane.p, pj, pi) : s2_lt(s2_lane.dt, s2_lane.p, pi, pj);
+	int after = s2_lane.largest ? s2_lt(s2_lane.dt, s2_lane.p, pi, pj) : s2_lt(s2_lane.dt, s2_lane.p, pj, pi);
+	return before ? -1 : after ? 1 : (i > j) - (i < j);
+}
+
+/* a sel_run's graph, run and input copies freed */
+static void s2_free(struct exec *x, struct graph *g, void **cp, int n)
+{
+	exec_free(x);
+	graph_free(g);
+	for (int k = 0; k < n; k++)
+		free(cp[k]);
+}
+
+/* the same bits, or both NaN */
+static int s2_same(int dt, const void *p, int64_t i, const void *q, int64_t j)
+{
+	size_t es = dtype_size(dt);
+	if (dt != DT_INT64 && isnan(sel_at(dt, p, i)) && isnan(sel_at(dt, q, j)))
+		return 1;
+	return !memcmp((const char *)p + i * (int64_t)es, (const char *)q + j * (int64_t)es, es);
+}
+
+Test(exec, select2_topk_matches_a_stable_sort)
+{
+	/* (outer, len, inner) about axis 1, k, the pool */
+	static const struct { int64_t o, len, in, k; int pool; } cases[] = {
+		{1, 2000, 1, 10, 0}, {3, 2000, 1, 5, 11}, {2, 777, 3, 63, 11}, {4, 257, 1, 1, 3}, {2, 63, 2, 63, 11},
+		{5, 1, 1, 1, 11},    {2, 0, 3, 0, 11},    {1, 100, 1, 10, 2}, {7, 301, 1, 37, 0}, {3, 50, 5, 10, 5},
+		{2, 1001, 1, 1, 1},  {1, 33, 1, 4, 0},
+	};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int d = 0; d < 3; d++)
+			for (int largest = 0; largest < 2; largest++) {
+				int dt = dts[d];
+				int64_t O = cases[c].o, len = cases[c].len, In = cases[c].in, k = cases[c].k, n = O * len * In;
+				size_t es = dtype_size(dt);
+				void *xd = xmalloc((size_t)n * 8 + 8);
+				s2_fill(dt, xd, n, 77 + c * 3 + (uint64_t)d, cases[c].pool);
+				/* the reference: each lane's indices sorted, the first k */
+				int64_t *ref = xmalloc((size_t)(O * In * len) * 8 + 8);
+				for (int64_t o = 0; o < O; o++)
+					for (int64_t i = 0; i < In; i++) {
+						int64_t *r = ref + (o * In + i) * len;
+						for (int64_t j = 0; j < len; j++)
+							r[j] = j;
+						s2_lane.dt = dt;
+						s2_lane.largest = largest;
+						s2_lane.p = xd;
+						s2_lane.base = o * len * In + i;
+						s2_lane.stride = In;
+						qsort(r, (size_t)len, sizeof *r, s2_cmp);
+					}
+				char ins[240], node[240];
+				snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%lld, %lld, %lld]}, {name: k, dtype: int64, shape: [1]}",
+					 dtype_name(dt), (long long)O, (long long)len, (long long)In);
+				struct rtensor t[2] = {{.dtype = dt, .ndim = 3, .dims = {O, len, In}, .numel = n, .data = xd, .nbytes = n * (int64_t)es, .known = 1},
+						       {.dtype = DT_INT64, .ndim = 1, .dims = {1}, .numel = 1, .data = &k, .nbytes = 8, .known = 1}};
+				const char *names[2] = {"x", "k"};
+				for (int sorted = 0; sorted < 2; sorted++)
+					for (int th = 1; th <= 3; th += 2) {
+						snprintf(node, sizeof node,
+							 "{op: TopK, inputs: [x, k], outputs: [y, i], attrs: {axis: 1, largest: %d, sorted: %d}}",
+							 largest, sorted);
+						pool_set_threads(th);
+						struct graph *g;
+						void *cp[2];
+						struct exec *x = sel_run(&g, ins, node, "{name: y}, {name: i}", t, names, 2, cp);
+						const struct rtensor *y = exec_value(x, g->outputs[0]), *iy = exec_value(x, g->outputs[1]);
+						cr_assert_eq(y->numel, O * k * In);
+						int64_t wrong = 0, first = -1;
+						for (int64_t o = 0; o < O; o++)
+							for (int64_t j = 0; j < k; j++)
+								for (int64_t i = 0; i < In; i++) {
+									int64_t at = (o * k + j) * In + i, b = ref[(o * In + i) * len + j];
+									int ok = ((const int64_t *)iy->data)[at] == b &&
+										 s2_same(dt, y->data, at, xd, (o * len + b) * In + i);
+									if (!ok && !wrong++)
+										first = at;
+								}
+						cr_expect_eq(wrong, 0, "TopK case %zu %s largest %d sorted %d, %d threads: %lld wrong, the first #%lld",
+							     c, dtype_name(dt), largest, sorted, th, (long long)wrong, (long long)first);
+						s2_free(x, g, cp, 2);
+					}
+				pool_set_threads(1);
+				xfree(ref);
+				xfree(xd);
+			}
+}
+
+/* Unique over x (n elements; with an axis, x is (2, n) and its slices along 1 are pairs) with the
+ * outputs named in outs (y, i, v, c by position; '' where one is not asked for), against the rule: slices equal where every element is (NaN = NaN, -0 =
+ * +0, int64 as integers), ascending (sorted) or by first occurrence */
+static void s2_unique(int dt, const void *xd, int64_t n, int sorted, int axis, const char *outs, const char *what)
+{
+	size_t es = dtype_size(dt);
+	int64_t rows = axis ? 2 : 1, numel = rows * n;
+	char ins[200], node[240];
+	snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%s%lld]}", dtype_name(dt), axis ? "2, " : "", (long long)n);
+	snprintf(node, sizeof node, "{op: Unique, inputs: [x], outputs: [%s], attrs: {sorted: %d%s}}", outs, sorted,
+		 axis ? ", axis: 1" : "");
+	struct rtensor t = {.dtype = dt, .ndim = 1 + axis, .numel = numel, .data = (void *)xd, .nbytes = numel * (int64_t)es, .known = 1};
+	t.dims[0] = axis ? 2 : n;
+	t.dims[1] = n;
+	const char *names[1] = {"x"};
+	struct graph *g;
+	void *cp[1];
+	char outl[200] = "", tok[64];
+	snprintf(tok, sizeof tok, "%s", outs);
+	for (char *s = strtok(tok, ", "); s; s = strtok(NULL, ", "))
+		if (strcmp(s, "''")) /* '': an output not asked for */
+			snprintf(outl + strlen(outl), sizeof outl - strlen(outl), "%s{name: %s}", *outl ? ", " : "", s);
+	struct exec *x = sel_run(&g, ins, node, outl, &t, names, 1, cp);
+	/* slice j's elements are j and n + j (axis) */
+	int64_t *first = xmalloc((size_t)n * 8 + 8), *grp = xmalloc((size_t)n * 8 + 8), u = 0;
+	int64_t *order = xmalloc((size_t)n * 8 + 8), *rank = xmalloc((size_t)n * 8 + 8);
+	for (int64_t j = 0; j < n; j++) {
+		int64_t g2 = u - 1;
+		for (; g2 >= 0; g2--)
+			if (s2_eq(dt, xd, j, first[g2]) && (!axis || s2_eq(dt, xd, n + j, n + first[g2])))
+				break;
+		if (g2 < 0)
+			first[g2 = u++] = j;
+		grp[j] = g2;
+	}
+	for (int64_t r = 0; r < u; r++) {
+		int64_t s = r;
+		for (; sorted && s > 0; s--) {
+			int64_t p = first[order[s - 1]], q = first[r];
+			int later = s2_lt(dt, xd, q, p) || (axis && s2_eq(dt, xd, q, p) && s2_lt(dt, xd, n + q, n + p));
+			if (!later)
+				break;
+			order[s] = order[s - 1];
+		}
+		order[s] = r;
+	}
+	for (int64_t r = 0; r < u; r++)
+		rank[order[r]] = r;
+	const struct rtensor *y = exec_value(x, g->outputs[0]);
+	cr_assert_eq(y->numel, u * rows, "%s: %lld values, not %lld", what, (long long)y->numel, (long long)(u * rows));
+	int64_t wrong = 0;
+	for (int k = 1; k < (int)g->n_outputs; k++) {
+		const char *nm = g->outputs[k]->name;
+		const int64_t *o = exec_value(x, g->outputs[k])->data;
+		for (int64_t r = 0; r < u && !strcmp(nm, "i"); r++)
+			wrong += o[r] != first[order[r]];
+		for (int64_t j = 0; j < n && !strcmp(nm, "v"); j++)
+			wrong += o[j] != rank[grp[j]];
+		for (int64_t r = 0; r < u && !strcmp(nm, "c"); r++) {
+			int64_t cnt = 0;
+			for (int64_t q = 0; q < n; q++)
+				cnt += grp[q] == order[r];
+			wrong += o[r] != cnt;
+		}
+	}
+	for (int64_t r = 0; r < u; r++)
+		for (int64_t row = 0; row < rows; row++)
+			wrong += !s2_same(dt, y->data, row * u + r, xd, row * n + first[order[r]]);
+	cr_expect_eq(wrong, 0, "%s: %lld wrong", what, (long long)wrong);
+	s2_free(x, g, cp, 1);
+	xfree(first);
+	xfree(grp);
+	xfree(order);
+	xfree(rank);
+}
+
+Test(exec, select2_unique_int64_past_2_53)
+{
+	const int64_t x[3] = {1ll << 53, (1ll << 53) + 1, 1ll << 53};
+	s2_unique(DT_INT64, x, 3, 1, 0, "y, i, v, c", "[2^53, 2^53 + 1, 2^53]");
+	struct graph *g;
+	void *cp[1];
+	struct rtensor t = {.dtype = DT_INT64, .ndim = 1, .dims = {3}, .numel = 3, .data = (void *)x, .nbytes = 24, .known = 1};
+	const char *names[1] = {"x"};
+	struct exec *e = sel_run(&g, "{name: x, dtype: int64, shape: [3]}", "{op: Unique, inputs: [x], outputs: [y, i, v, c]}",
+				 "{name: y}, {name: i}, {name: v}, {name: c}", &t, names, 1, cp);
+	const struct rtensor *y = exec_value(e, g->outputs[0]), *c = exec_value(e, g->outputs[3]);
+	cr_assert_eq(y->numel, 2);
+	cr_expect_eq(((const int64_t *)y->data)[0], 1ll << 53);
+	cr_expect_eq(((const int64_t *)y->data)[1], (1ll << 53) + 1);
+	cr_expect_eq(((const int64_t *)c->data)[0], 2);
+	cr_expect_eq(((const int64_t *)c->data)[1], 1);
+	s2_free(e, g, cp, 1);
+}
+
+Test(exec, select2_unique_matches_its_rule)
+{
+	/* late: a few new values far in, after runs of the few first ones */
+	static const struct { int64_t n; int pool, axis, late; } cases[] = {
+		{0, 11, 0, 0},	  {1, 11, 0, 0}, {3, 2, 0, 0}, {1000, 11, 0, 0}, {4097, 3, 0, 0}, {777, 0, 0, 0}, {300, 11, 1, 0},
+		{1, 3, 1, 0},	  {0, 3, 1, 0},	 {257, 2, 1, 0}, {3000, 5, 0, 1},  {1500, 1, 0, 1},
+	};
+	static const char *outs[] = {"y, i, v, c", "y", "y, '', '', c", "y, '', v", "y, i"};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int d = 0; d < 3; d++)
+			for (int sorted = 0; sorted < 2; sorted++)
+				for (size_t w = 0; w < sizeof outs / sizeof *outs; w++) {
+					int64_t n = cases[c].n, numel = (cases[c].axis ? 2 : 1) * n;
+					void *xd = xmalloc((size_t)numel * 8 + 8);
+					s2_fill(dts[d], xd, numel, 31 + c, cases[c].pool);
+					for (int64_t q = 0; cases[c].late && q < 9; q++) /* 9 more groups: past unique_few's 8 */
+						s2_fill(dts[d], (char *)xd + (n / 3 + q * n / 15) * (int64_t)dtype_size(dts[d]), 1, 5 + (uint64_t)q, 0);
+					char what[160];
+					snprintf(what, sizeof what, "Unique case %zu %s sorted %d outputs [%s]", c, dtype_name(dts[d]), sorted, outs[w]);
+					s2_unique(dts[d], xd, n, sorted, cases[c].axis, outs[w], what);
 					xfree(xd);
 				}
 }

@@ -2,10 +2,12 @@
  * NonZero and Unique.
  *
  * Each works on the input viewed as (outer, len, inner) about its axis: a "lane" is the len
- * elements (o, 0..len-1, i). Comparisons run in double (rt_get), so every dtype is read the same
- * way; NaN counts as larger than any number (as NumPy's argmax and PyTorch's topk). Ties go to the
- * lower index (the spec's rule for TopK; ArgMax/ArgMin's unless select_last_index). Sorting is a
- * stable merge sort over indices, so equal keys keep their input order.
+ * elements (o, 0..len-1, i). ArgMax, ArgMin and Hardmax compare in double (rt_get), so every dtype
+ * is read the same way; TopK and Unique compare int64 keys of the same order (dkey), in which
+ * integers keep every bit (2^53 and 2^53 + 1 are two values). NaN counts as larger than any number
+ * (as NumPy's argmax and PyTorch's topk), -0 as +0. Ties go to the lower index (the spec's rule
+ * for TopK; ArgMax/ArgMin's unless select_last_index). Sorting is a stable merge sort over
+ * indices, so equal keys keep their input order.
  *
  * Only TopK's values take a gradient: g scattered back to where each was read, ScatterElements
  * into zeros along the axis (the indices along a lane are distinct, so no reduction is needed).
@@ -243,56 +245,69 @@ static int hardmax_run(struct exec *x, const struct node *n, struct rtensor *con
 	return 0;
 }
 
-/* TopK's order over one lane's values v: largest (or smallest) first, ties by index */
-struct topk_order {
-	const double *v;
-	int largest;
-};
-
-static int topk_gt(const void *ctx, int64_t p, int64_t q)
+/* Values as int64 keys whose order is select.c's (NaN the largest, every NaN one value, -0 and +0
+ * one value) and whose equality is Unique's: a double's bits with a negative's magnitude bits
+ * flipped (float32 and the other floats widened exactly), int64 itself, uint64 with its top bit
+ * flipped, the other integers as int64. Integers compare exactly, not as doubles (2^53 and
+ * 2^53 + 1 are two values). */
+static inline int64_t dkey(double x)
 {
-	const double *v = ((const struct topk_order *)ctx)->v;
-	return greater_nan(v[p], v[q]);
+	int64_t b;
+	memcpy(&b, &x, sizeof b);
+	b ^= (int64_t)((uint64_t)(b >> 63) >> 1);
+	return x != x ? INT64_MAX : x == 0 ? 0 : b;
 }
 
-static int topk_lt(const void *ctx, int64_t p, int64_t q)
+static inline int64_t key_at(const struct rtensor *a, int64_t at)
 {
-	const double *v = ((const struct topk_order *)ctx)->v;
-	return greater_nan(v[q], v[p]);
+	switch (a->dtype) {
+	case DT_INT64:
+		return ((const int64_t *)a->data)[at];
+	case DT_UINT64:
+		return (int64_t)(((const uint64_t *)a->data)[at] ^ (1ull << 63));
+	case DT_INT32:
+		return ((const int32_t *)a->data)[at];
+	default:
+		return dkey(rt_get(a, at));
+	}
 }
 
-/* the k first of a lane's len values in TopK's order, into best: a sorted insertion of each value
- * that beats the k-th so far (a binary search, then a shift), when k is small beside len (a
- * language model's top 50 of 50257: mostly one compare per value); else a sort of the whole lane.
- * Inlined where before is topk_gt or topk_lt, so the insertion's compares are inline too. */
-static inline __attribute__((always_inline)) void topk_lane(const struct topk_order *c, int64_t len, int64_t k,
-							    int64_t *best, int64_t *idx, before_fn before)
+/* key[0 .. n) = the keys of a's elements at, at + stride, ..., their order reversed (~) unless
+ * largest: typed loops for float32, float64 and int64 */
+VM_CLONES static void keys_of(const struct rtensor *a, int64_t at, int64_t stride, int64_t n, int largest,
+			      int64_t *restrict key)
 {
-	if (k * 8 > len) {
-		for (int64_t j = 0; j < len; j++)
-			idx[j] = j;
-		merge_sort(idx, idx + len, len, before, c);
-		memcpy(best, idx, (size_t)k * sizeof *best);
-		return;
-	}
-	int64_t have = 0;
-	for (int64_t j = 0; j < len && k; j++) {
-		/* j is past every index held, so a tie with the k-th does not beat it */
-		if (have == k && !before(c, j, best[k - 1]))
-			continue;
-		int64_t lo = 0, hi = have;
-		while (lo < hi) { /* the first held value that j beats */
-			int64_t mid = (lo + hi) / 2;
-			if (before(c, j, best[mid]))
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		int64_t n = (have < k ? have : k - 1) - lo;
-		memmove(best + lo + 1, best + lo, (size_t)n * sizeof *best);
-		best[lo] = j;
-		have += have < k;
-	}
+	int64_t flip = largest ? 0 : -1;
+	if (a->dtype == DT_FLOAT) {
+		const float *p = (const float *)a->data + at;
+		for (int64_t j = 0; j < n; j++)
+			key[j] = dkey(p[j * stride]) ^ flip;
+	} else if (a->dtype == DT_DOUBLE) {
+		const double *p = (const double *)a->data + at;
+		for (int64_t j = 0; j < n; j++)
+			key[j] = dkey(p[j * stride]) ^ flip;
+	} else if (a->dtype == DT_INT64) {
+		const int64_t *p = (const int64_t *)a->data + at;
+		for (int64_t j = 0; j < n; j++)
+			key[j] = p[j * stride] ^ flip;
+	} else
+		for (int64_t j = 0; j < n; j++)
+			key[j] = key_at(a, at + j * stride) ^ flip;
+}
+
+/* whether any of key[0 .. n) is above t */
+static inline int any_above(const int64_t *restrict key, int64_t n, int64_t t)
+{
+	int hit = 0;
+	for (int64_t j = 0; j < n; j++)
+		hit |= key[j] > t;
+	return hit;
+}
+
+static int key_gt(const void *ctx, int64_t p, int64_t q)
+{
+	const int64_t *key = ctx;
+	return key[p] > key[q];
 }
 
 /* lanes u0..u1 (p * inner + i) of a TopK over the threads, each piece with buffers of its own */
@@ -304,35 +319,100 @@ struct topk_job {
 	int largest, failed;
 };
 
+/* keys checked TOPK_PART at a time against the k-th best so far; Unique's read TOPK_RUN at a time */
+#define TOPK_RUN 256
+#define TOPK_PART 16
+
+static inline __attribute__((always_inline)) int64_t run_max(const int64_t *restrict key, int64_t n)
+{
+	int64_t m = INT64_MIN;
+	for (int64_t j = 0; j < n; j++)
+		m = key[j] > m ? key[j] : m;
+	return m;
+}
+
+/* a floor under the k-th highest of a lane's keys (len >= 16 k, k <= 64): the k-th highest of the
+ * highest of each of 2 k pieces of the lane, k keys at least as high (where gm has 2 k places) */
+static inline __attribute__((always_inline)) int64_t topk_floor(const int64_t *restrict key, int64_t len, int64_t k,
+								int64_t *restrict gm)
+{
+	int64_t m = 2 * k, piece = len / m;
+	for (int64_t q = 0; q < m; q++) {
+		int64_t v = run_max(key + q * piece, q == m - 1 ? len - q * piece : piece), at = q;
+		for (; at > 0 && gm[at - 1] < v; at--)
+			gm[at] = gm[at - 1];
+		gm[at] = v;
+	}
+	return gm[k - 1];
+}
+
+/* the k first of a lane's keys in TopK's order (the highest key first, ties by index), into best:
+ * when k is small beside the lane (k * 8 <= len), each key that beats the k-th so far is put in
+ * place among the k by insertion (a language model's top 50 of 50257: mostly one compare per
+ * value), TOPK_PART at a time passed over when none is above the k-th (a later index does not win
+ * a tie) or, before k are held, none reaches a floor under the lane's k-th (topk_floor); else the
+ * whole lane's keys sorted (stable: ties by index). */
+VM_CLONES static void topk_lane(const struct topk_job *jb, int64_t base, int64_t *restrict best, int64_t *restrict bk,
+				int64_t *restrict key, int64_t *restrict tmp)
+{
+	int64_t len = jb->l.len, k = jb->k;
+	keys_of(jb->a, base, jb->l.inner, len, jb->largest, key);
+	if (k * 8 > len) {
+		for (int64_t j = 0; j < len; j++)
+			best[j] = j;
+		merge_sort(best, tmp, len, key_gt, key);
+		return;
+	}
+	if (!k)
+		return;
+	int64_t have = 0, floor = len >= 16 * k && k <= 64 ? topk_floor(key, len, k, bk + k) : INT64_MIN;
+	for (int64_t s = 0; s < len; s += TOPK_PART) {
+		int64_t e = len - s < TOPK_PART ? len - s : TOPK_PART;
+		if (have == k ? !any_above(key + s, e, bk[k - 1]) : floor > INT64_MIN && !any_above(key + s, e, floor - 1))
+			continue;
+		for (int64_t j = s; j < s + e; j++) {
+			int64_t kv = key[j], at;
+			if (have < k && kv >= floor)
+				at = have++;
+			else if (have == k && kv > bk[k - 1])
+				at = k - 1;
+			else
+				continue;
+			for (; at > 0 && bk[at - 1] < kv; at--) {
+				bk[at] = bk[at - 1];
+				best[at] = best[at - 1];
+			}
+			bk[at] = kv;
+			best[at] = j;
+		}
+	}
+}
+
 static void topk_lanes(void *arg, int64_t u0, int64_t u1)
 {
 	struct topk_job *jb = arg;
 	struct lanes l = jb->l;
-	int64_t k = jb->k;
-	/* idx, its merge buffer and best (len each), then the lane's values */
-	int64_t *idx = xmalloc((size_t)(4 * l.len + 1) * sizeof(int64_t)), *best = idx ? idx + 2 * l.len : NULL;
-	if (!idx) {
+	int64_t k = jb->k, len = l.len;
+	size_t es = dtype_size(jb->a->dtype);
+	/* best (len), the merge buffer (len), the keys (len), the k best keys and topk_floor's 2 k */
+	int64_t *best = xmalloc((size_t)(3 * len + 3 * k + 1) * sizeof(int64_t));
+	if (!best) {
 		__atomic_store_n(&jb->failed, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	double *lv = (double *)(idx + 3 * l.len);
-	struct topk_order c = {lv, jb->largest};
+	int64_t *tmp = best + len, *key = tmp + len, *bk = key + len;
 	for (int64_t u = u0; u < u1; u++) {
-		int64_t p = u / l.inner, i = u % l.inner, base = p * l.len * l.inner + i;
-		for (int64_t j = 0; j < l.len; j++)
-			lv[j] = lane_at(jb->a, base + j * l.inner);
-		if (c.largest)
-			topk_lane(&c, l.len, k, best, idx, topk_gt);
-		else
-			topk_lane(&c, l.len, k, best, idx, topk_lt);
+		int64_t p = u / l.inner, i = u % l.inner, base = p * len * l.inner + i;
+		topk_lane(jb, base, best, bk, key, tmp);
 		for (int64_t j = 0; j < k; j++) {
 			int64_t at = (p * k + j) * l.inner + i;
-			rt_set(jb->v, at, lv[best[j]]);
+			memcpy((uint8_t *)jb->v->data + at * (int64_t)es,
+			       (const uint8_t *)jb->a->data + (base + best[j] * l.inner) * (int64_t)es, es);
 			if (jb->ix)
 				jb->ix[at] = best[j];
 		}
 	}
-	free(idx);
+	free(best);
 }
 
 /* TopK(X, K) -> (Values, Indices): the k largest (largest 1) or smallest of each lane along axis,
@@ -512,16 +592,14 @@ static int nonzero_run(struct exec *x, const struct node *n, struct rtensor *con
 }
 
 /* Unique's slices: slice j of (outer, len, inner) is the outer x inner elements (o, j, i),
- * compared in C order */
+ * compared in C order by their keys */
 static int slice_cmp(const struct rtensor *a, struct lanes l, int64_t p, int64_t q)
 {
 	for (int64_t o = 0; o < l.outer; o++)
 		for (int64_t i = 0; i < l.inner; i++) {
-			double u = rt_get(a, (o * l.len + p) * l.inner + i), v = rt_get(a, (o * l.len + q) * l.inner + i);
-			if (greater_nan(u, v))
-				return 1;
-			if (greater_nan(v, u))
-				return -1;
+			int64_t u = key_at(a, (o * l.len + p) * l.inner + i), v = key_at(a, (o * l.len + q) * l.inner + i);
+			if (u != v)
+				return u > v ? 1 : -1;
 		}
 	return 0;
 }
@@ -538,64 +616,106 @@ static int unique_before(const void *ctx, int64_t p, int64_t q)
 	return c->first ? c->first[p] < c->first[q] : slice_cmp(c->a, c->l, p, q) < 0;
 }
 
-/* element j of a as rt_get reads it, n of them from 0, into v: typed loops for the usual dtypes */
-static void read_doubles(const struct rtensor *a, double *v, int64_t n)
+static int key_lt(const void *ctx, int64_t p, int64_t q)
 {
-	if (a->dtype == DT_INT64)
-		for (int64_t j = 0; j < n; j++)
-			v[j] = (double)((const int64_t *)a->data)[j];
-	else if (a->dtype == DT_FLOAT)
-		for (int64_t j = 0; j < n; j++)
-			v[j] = ((const float *)a->data)[j];
-	else if (a->dtype == DT_DOUBLE)
-		memcpy(v, a->data, (size_t)n * sizeof *v);
-	else
-		for (int64_t j = 0; j < n; j++)
-			v[j] = rt_get(a, j);
+	return key_gt(ctx, q, p);
 }
 
-/* x's hash, with -0 as +0 and every NaN as one (equal is == or both NaN), and that value in d */
-static uint64_t unique_key(double x, double *d)
+/* a key's hash: murmur3's finaliser (low bits from all) */
+static inline uint64_t key_hash(int64_t x)
 {
-	*d = x == 0 ? 0.0 : isnan(x) ? NAN : x;
-	uint64_t h;
-	memcpy(&h, d, sizeof h);
-	h = (h ^ h >> 33) * 0xff51afd7ed558ccdull; /* murmur3's finaliser: low bits from all */
+	uint64_t h = (uint64_t)x;
+	h = (h ^ h >> 33) * 0xff51afd7ed558ccdull;
 	h = (h ^ h >> 33) * 0xc4ceb9fe1a85ec53ull;
 	return h ^ h >> 33;
 }
 
-/* Unique's groups of one-element slices (v: their values, as slice_cmp compares them) in one pass
- * over a hash table of up to hmax ints (a power of two past 2 L), from 64 and doubled (the groups
- * put back) when half full. Groups are numbered in order of first occurrence; first[g] is group
- * g's lowest index, grp[j] slice j's group. Returns the number of groups. */
-static int64_t unique_hash(const double *v, int64_t L, int64_t *table, int64_t hmax, int64_t *grp, int64_t *first)
+/* Unique's groups of one-element slices (a's L elements, equal where their keys are) */
+struct unique_groups {
+	int64_t *table, hmax; /* up to hmax places, a power of two past 2 L */
+	int64_t *first, *key; /* group g's lowest index and its key */
+	int64_t *grp, *cnt;   /* slice j's group and group g's count; NULL: not kept */
+};
+
+/* a run of n keys against the few groups so far (gk: their keys, gw: their numbers, both padded
+ * to UNIQUE_FEW with group 0's, which adds 0): 0 if a key is none of them; else each key's group
+ * into grp and the run's count of each group into cnt (where kept). Branch-free vector loops: a
+ * run of a bool mask or a label column costs a few compares a key, not a hash. */
+#define UNIQUE_FEW 8
+VM_CLONES static int unique_few(const int64_t *restrict key, int64_t n, const int64_t *restrict gk,
+				const int64_t *restrict gw, int64_t *restrict grp, int64_t *restrict cnt)
 {
-	int64_t u = 0, hb = hmax < 64 ? hmax : 64;
+	int64_t miss = 0;
+	for (int64_t j = 0; j < n; j++) {
+		int64_t m = 0;
+		for (int q = 0; q < UNIQUE_FEW; q++)
+			m |= key[j] == gk[q];
+		miss |= !m;
+	}
+	if (miss)
+		return 0;
+	if (grp)
+		for (int64_t j = 0; j < n; j++) {
+			int64_t g = 0;
+			for (int q = 0; q < UNIQUE_FEW; q++)
+				g += gw[q] & -(int64_t)(key[j] == gk[q]);
+			grp[j] = g;
+		}
+	if (cnt)
+		for (int q = 0; q < UNIQUE_FEW; q++) {
+			int64_t c = 0;
+			for (int64_t j = 0; j < n; j++)
+				c += key[j] == gk[q];
+			cnt[q] = c;
+		}
+	return 1;
+}
+
+/* the groups in one pass: runs of TOPK_RUN keys that hold only the first UNIQUE_FEW groups by
+ * unique_few, the others over a hash table from 64 places, doubled (the groups put back) when half
+ * full. Groups are numbered in order of first occurrence. Returns the number of groups. */
+static int64_t unique_hash(const struct rtensor *a, int64_t L, const struct unique_groups *s)
+{
+	int64_t u = 0, hb = s->hmax < 64 ? s->hmax : 64, *table = s->table, *gk = s->key, key[TOPK_RUN];
+	int64_t fk[UNIQUE_FEW], fw[UNIQUE_FEW], fc[UNIQUE_FEW];
 	memset(table, 0xff, (size_t)hb * sizeof *table);
-	for (int64_t j = 0; j < L; j++) {
-		double d, e;
-		int64_t at = (int64_t)(unique_key(v[j], &d) & (uint64_t)(hb - 1)), g;
-		while ((g = table[at]) >= 0) {
-			e = v[first[g]];
-			if (e == d || (isnan(e) && isnan(d)))
-				break;
-			at = (at + 1) & (hb - 1);
+	for (int64_t j0 = 0; j0 < L; j0 += TOPK_RUN) {
+		int64_t n = L - j0 < TOPK_RUN ? L - j0 : TOPK_RUN;
+		keys_of(a, j0, 1, n, 1, key);
+		if (u && u <= UNIQUE_FEW && unique_few(key, n, fk, fw, s->grp ? s->grp + j0 : NULL, s->cnt ? fc : NULL)) {
+			for (int64_t q = 0; s->cnt && q < u; q++)
+				s->cnt[q] += fc[q];
+			continue;
 		}
-		if (g < 0) {
-			g = table[at] = u++;
-			first[g] = j;
-		}
-		grp[j] = g;
-		if (2 * u > hb && hb < hmax) { /* distinct values: each to the first free place */
-			hb *= 2;
-			memset(table, 0xff, (size_t)hb * sizeof *table);
-			for (int64_t q = 0; q < u; q++) {
-				int64_t a = (int64_t)(unique_key(v[first[q]], &e) & (uint64_t)(hb - 1));
-				while (table[a] >= 0)
-					a = (a + 1) & (hb - 1);
-				table[a] = q;
+		for (int64_t j = 0; j < n; j++) {
+			int64_t kv = key[j], at = (int64_t)(key_hash(kv) & (uint64_t)(hb - 1)), g;
+			while ((g = table[at]) >= 0 && gk[g] != kv)
+				at = (at + 1) & (hb - 1);
+			if (g < 0) {
+				g = table[at] = u++;
+				s->first[g] = j0 + j;
+				gk[g] = kv;
+				if (s->cnt)
+					s->cnt[g] = 0;
+				if (2 * u > hb && hb < s->hmax) { /* distinct keys: each to the first free place */
+					hb *= 2;
+					memset(table, 0xff, (size_t)hb * sizeof *table);
+					for (int64_t q = 0; q < u; q++) {
+						int64_t b = (int64_t)(key_hash(gk[q]) & (uint64_t)(hb - 1));
+						while (table[b] >= 0)
+							b = (b + 1) & (hb - 1);
+						table[b] = q;
+					}
+				}
 			}
+			if (s->grp)
+				s->grp[j0 + j] = g;
+			if (s->cnt)
+				s->cnt[g]++;
+		}
+		for (int q = 0; u <= UNIQUE_FEW && q < UNIQUE_FEW; q++) {
+			fk[q] = gk[q < u ? q : 0];
+			fw[q] = q < u ? q : 0;
 		}
 	}
 	return u;
@@ -604,9 +724,10 @@ static int64_t unique_hash(const double *v, int64_t L, int64_t *table, int64_t h
 /* Unique(X, axis, sorted) -> (Y, indices, inverse_indices, counts): the distinct slices along
  * axis (elements when no axis: X flattened), ascending (sorted 1) or in order of first occurrence;
  * where each first occurs, which one each input slice is, and how often each occurs. Slices of one
- * element (no axis, or the axis the only one longer than 1) are grouped by a hash of their values,
- * then the groups sorted by value (1M int64 over 2 values: 140 ms by sorting all); longer slices
- * are sorted with slice_cmp. */
+ * element (no axis, or the axis the only one longer than 1) are grouped by their keys (unique_hash:
+ * a few compares a key while there are at most UNIQUE_FEW groups, else a hash), then the groups
+ * sorted by key (1M int64 over 2 values: 140 ms by sorting all); longer slices are sorted with
+ * slice_cmp. The inverse indices and counts are kept only where asked for. */
 static int unique_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
 {
 	const struct rtensor *a = in[0];
@@ -619,28 +740,26 @@ static int unique_run(struct exec *x, const struct node *n, struct rtensor *cons
 	int64_t L = l.len, hb = 1;
 	while (hb < 2 * L + 2)
 		hb *= 2;
-	/* order, tmp, grp, first, rank (L each), then the values and the hash table (one-element
-	 * slices) */
+	/* order, tmp, grp, first, rank, counts (L each), then the hash table (one-element slices) */
 	int scalar = l.outer * l.inner == 1;
-	size_t words = (size_t)(5 * L + 1 + (scalar ? L + hb : 0));
+	int want_inv = n->n_out > 2 && n->out[2], want_cnt = n->n_out > 3 && n->out[3];
+	size_t words = (size_t)(6 * L + 1 + (scalar ? hb : 0));
 	int64_t *w = exec_scratch_raw(x, words * sizeof *w);
 	if (!w)
 		return exec_status(x);
 	/* grp[j]: slice j's group, first[g]: group g's lowest slice; then tmp: the groups in output
 	 * order, rank[g]: group g's place in it */
-	int64_t *order = w, *tmp = w + L, *grp = w + 2 * L, *first = w + 3 * L, *rank = w + 4 * L, u = 0;
+	int64_t *order = w, *tmp = w + L, *grp = w + 2 * L, *first = w + 3 * L, *rank = w + 4 * L, *cnt = NULL, u = 0;
 	int sorted = attr_int(n, "sorted", 1) != 0;
 	if (scalar) {
-		double *v = (double *)(w + 5 * L);
-		u = unique_hash(v, (read_doubles(a, v, L), L), w + 6 * L, hb, grp, first);
-		for (int64_t g = 0; g < u; g++) {
-			tmp[g] = g; /* order's first u: the groups' values, to sort by */
-			((double *)order)[g] = v[first[g]];
-		}
-		if (sorted) {
-			struct topk_order c = {(const double *)order, 0};
-			merge_sort(tmp, rank, u, topk_lt, &c);
-		}
+		/* order's first u: the groups' keys, to sort by; grp and the counts where asked for */
+		struct unique_groups gs = {w + 6 * L, hb, first, order, want_inv ? grp : NULL, want_cnt ? w + 5 * L : NULL};
+		u = unique_hash(a, L, &gs);
+		cnt = gs.cnt;
+		for (int64_t g = 0; g < u; g++)
+			tmp[g] = g;
+		if (sorted)
+			merge_sort(tmp, rank, u, key_lt, order);
 	} else {
 		for (int64_t j = 0; j < L; j++)
 			order[j] = j;
@@ -685,12 +804,15 @@ static int unique_run(struct exec *x, const struct node *n, struct rtensor *cons
 		if (o[0])
 			o[0][r] = j;
 	}
-	if (o[2])
-		memset(o[2], 0, (size_t)u * sizeof *o[2]);
-	for (int64_t j = 0; j < L; j++) {
-		if (o[1])
+	if (o[1])
+		for (int64_t j = 0; j < L; j++)
 			o[1][j] = rank[grp[j]];
-		if (o[2])
+	if (o[2] && cnt)
+		for (int64_t g = 0; g < u; g++)
+			o[2][rank[g]] = cnt[g];
+	else if (o[2]) {
+		memset(o[2], 0, (size_t)u * sizeof *o[2]);
+		for (int64_t j = 0; j < L; j++)
 			o[2][rank[grp[j]]]++;
 	}
 done:
