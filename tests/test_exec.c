@@ -6421,3 +6421,36 @@ Test(exec, select2_unique_matches_its_rule)
 					xfree(xd);
 				}
 }
+
+/* #52 argint: ArgMax and ArgMin over int64 and uint64 compare the integers, not their doubles
+ * (2^53 + 1 rounds to 2^53, 2^63 + 1 to 2^63: as doubles, every element below ties) */
+Test(exec, argmax_argmin_tell_64_bit_integers_apart)
+{
+	static const struct {
+		const char *op, *dt, *attrs;
+		int64_t want;
+	} cases[] = {
+		{"ArgMax", "int64", "{}", 1},  {"ArgMax", "int64", "{select_last_index: 1}", 2},
+		{"ArgMin", "int64", "{}", 0},  {"ArgMin", "int64", "{select_last_index: 1}", 3},
+		{"ArgMax", "uint64", "{}", 0}, {"ArgMax", "uint64", "{select_last_index: 1}", 3},
+		{"ArgMin", "uint64", "{}", 1}, {"ArgMin", "uint64", "{select_last_index: 1}", 1},
+	};
+	const int64_t xi[4] = {1ll << 53, (1ll << 53) + 1, (1ll << 53) + 1, 1ll << 53};
+	const uint64_t xu[4] = {(1ull << 63) + 1, 1ull << 63, (1ull << 63) + 1, (1ull << 63) + 1};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		int u = cases[c].dt[0] == 'u';
+		struct rtensor t = {.dtype = u ? DT_UINT64 : DT_INT64, .ndim = 1, .dims = {4}, .numel = 4,
+				    .data = u ? (void *)xu : (void *)xi, .nbytes = 32, .known = 1};
+		const char *names[1] = {"x"};
+		char ins[96], node[160];
+		snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [4]}", cases[c].dt);
+		snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y], attrs: %s}", cases[c].op, cases[c].attrs);
+		struct graph *g;
+		void *cp[1];
+		struct exec *e = sel_run(&g, ins, node, "{name: y}", &t, names, 1, cp);
+		const struct rtensor *y = exec_value(e, g->outputs[0]);
+		cr_expect_eq(((const int64_t *)y->data)[0], cases[c].want, "case %zu (%s %s %s): %lld", c, cases[c].op,
+			     cases[c].dt, cases[c].attrs, (long long)((const int64_t *)y->data)[0]);
+		s2_free(e, g, cp, 1);
+	}
+}

@@ -3,8 +3,8 @@
  *
  * Each works on the input viewed as (outer, len, inner) about its axis: a "lane" is the len
  * elements (o, 0..len-1, i). ArgMax, ArgMin and Hardmax compare in double (rt_get), so every dtype
- * is read the same way; TopK and Unique compare int64 keys of the same order (dkey), in which
- * integers keep every bit (2^53 and 2^53 + 1 are two values). NaN counts as larger than any number
+ * is read the same way, except 64-bit integers; those and TopK and Unique compare int64 keys of
+ * the same order (dkey), in which integers keep every bit (2^53 and 2^53 + 1 are two values). NaN counts as larger than any number
  * (as NumPy's argmax and PyTorch's topk), -0 as +0. Ties go to the lower index (the spec's rule
  * for TopK; ArgMax/ArgMin's unless select_last_index). Sorting is a stable merge sort over
  * indices, so equal keys keep their input order.
@@ -66,11 +66,47 @@ static void merge_sort(int64_t *idx, int64_t *tmp, int64_t n, before_fn before, 
 	}
 }
 
+/* Values as int64 keys whose order is select.c's (NaN the largest, every NaN one value, -0 and +0
+ * one value) and whose equality is Unique's: a double's bits with a negative's magnitude bits
+ * flipped (float32 and the other floats widened exactly), int64 itself, uint64 with its top bit
+ * flipped, the other integers as int64. Integers compare exactly, not as doubles (2^53 and
+ * 2^53 + 1 are two values). */
+static inline int64_t dkey(double x)
+{
+	int64_t b;
+	memcpy(&b, &x, sizeof b);
+	b ^= (int64_t)((uint64_t)(b >> 63) >> 1);
+	return x != x ? INT64_MAX : x == 0 ? 0 : b;
+}
+
+static inline int64_t key_at(const struct rtensor *a, int64_t at)
+{
+	switch (a->dtype) {
+	case DT_INT64:
+		return ((const int64_t *)a->data)[at];
+	case DT_UINT64:
+		return (int64_t)(((const uint64_t *)a->data)[at] ^ (1ull << 63));
+	case DT_INT32:
+		return ((const int32_t *)a->data)[at];
+	default:
+		return dkey(rt_get(a, at));
+	}
+}
+
 /* the position in its lane of lane (o, i)'s largest (max 1) or smallest element; the first or
  * (last 1) of equal ones */
 static int64_t lane_extreme(const struct rtensor *a, struct lanes l, int64_t o, int64_t i, int max, int last)
 {
 	int64_t best = 0;
+	if (a->dtype == DT_INT64 || a->dtype == DT_UINT64) { /* as keys: doubles merge values past 2^53 */
+		int64_t bk = key_at(a, o * l.len * l.inner + i);
+		for (int64_t j = 1; j < l.len; j++) {
+			int64_t k = key_at(a, (o * l.len + j) * l.inner + i);
+			if ((max ? k > bk : k < bk) || (last && k == bk))
+				best = j, bk = k;
+		}
+		return best;
+	}
 	double bv = lane_at(a, o * l.len * l.inner + i);
 	for (int64_t j = 1; j < l.len; j++) {
 		double v = lane_at(a, (o * l.len + j) * l.inner + i);
@@ -243,33 +279,6 @@ static int hardmax_run(struct exec *x, const struct node *n, struct rtensor *con
 		for (int64_t i = 0; i < l.inner; i++)
 			rt_set(out[0], (p * l.len + lane_extreme(a, l, p, i, 1, 0)) * l.inner + i, 1);
 	return 0;
-}
-
-/* Values as int64 keys whose order is select.c's (NaN the largest, every NaN one value, -0 and +0
- * one value) and whose equality is Unique's: a double's bits with a negative's magnitude bits
- * flipped (float32 and the other floats widened exactly), int64 itself, uint64 with its top bit
- * flipped, the other integers as int64. Integers compare exactly, not as doubles (2^53 and
- * 2^53 + 1 are two values). */
-static inline int64_t dkey(double x)
-{
-	int64_t b;
-	memcpy(&b, &x, sizeof b);
-	b ^= (int64_t)((uint64_t)(b >> 63) >> 1);
-	return x != x ? INT64_MAX : x == 0 ? 0 : b;
-}
-
-static inline int64_t key_at(const struct rtensor *a, int64_t at)
-{
-	switch (a->dtype) {
-	case DT_INT64:
-		return ((const int64_t *)a->data)[at];
-	case DT_UINT64:
-		return (int64_t)(((const uint64_t *)a->data)[at] ^ (1ull << 63));
-	case DT_INT32:
-		return ((const int32_t *)a->data)[at];
-	default:
-		return dkey(rt_get(a, at));
-	}
 }
 
 /* key[0 .. n) = the keys of a's elements at, at + stride, ..., their order reversed (~) unless
