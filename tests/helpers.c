@@ -5,6 +5,7 @@
 #include "io/npy.h"
 #include "io/onnx.h"
 #include "io/yaml.h"
+#include "ops/blas.h"
 #include "plan/plan.h"
 
 #include <criterion/criterion.h>
@@ -359,4 +360,10 @@ void expect_run_matches_npy(struct graph *g, npy_file_fn file, const void *ctx, 
 	exec_free(x);
 	for (size_t i = 0; i < n; i++)
 		free(ins[i].data);
+}
+
+void pin_sgemm(void)
+{
+	if (!getenv("GRAPHDIET_SGEMM"))
+		setenv("GRAPHDIET_SGEMM", strncmp(blas_sgemm_kernel(), "graphdiet", 9) ? "openblas" : "graphdiet", 1);
 }

@@ -76,5 +76,13 @@ typedef void (*npy_file_fn)(const void *ctx, int is_output, size_t k, const char
  * (expect_tensor_close). */
 void expect_run_matches_npy(struct graph *g, npy_file_fn file, const void *ctx, double rtol, double atol, const char *what);
 const char *tmpdir(void);
+/* Every graphdiet process a test binary starts from here on multiplies float32 on the kernel this
+ * process picks (ops/blas.c times graphdiet's and OpenBLAS's once per process and takes graphdiet's
+ * only when clearly faster): on a loaded machine two processes could pick differently (seen: a
+ * plain and a checkpointed run of the zoo's LSTM, and a run with and without --replicas 1, under a
+ * load of 7 to 10 on 2 cores), and tests that compare bits across processes would see the two
+ * kernels' roundings, not a defect. Sets GRAPHDIET_SGEMM, unless the caller has set it. For a
+ * constructor of the test binaries whose tests compare processes' bits and none of the pick's. */
+void pin_sgemm(void);
 
 #endif

@@ -164,16 +164,11 @@ static double rel_err(const struct rtensor *ref, const struct rtensor *got, doub
 	return worst / scale;
 }
 
-/* Every graphdiet process these tests start multiplies float32 on the kernel this process picks
- * (ops/blas.c times graphdiet's and OpenBLAS's once per process and takes graphdiet's only when
- * clearly faster): on a loaded machine two processes could pick differently (seen: a plain and a
- * checkpointed run of the zoo's LSTM, under a load of 10 on 2 cores), and the tests below that
- * compare bits across processes would see the two kernels' roundings, not a defect. A
- * GRAPHDIET_SGEMM the caller sets wins. */
-__attribute__((constructor)) static void pin_sgemm(void)
+/* The graphdiet processes these tests start, whose bits they compare, multiply on this one's
+ * kernel (helpers.h). */
+__attribute__((constructor)) static void pin(void)
 {
-	if (!getenv("GRAPHDIET_SGEMM"))
-		setenv("GRAPHDIET_SGEMM", strncmp(blas_sgemm_kernel(), "graphdiet", 9) ? "openblas" : "graphdiet", 1);
+	pin_sgemm();
 }
 
 /* train -> run of each model gives PyTorch's loss and gradients within tol (per tensor, as the
