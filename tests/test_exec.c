@@ -6453,4 +6453,51 @@ Test(exec, argmax_argmin_tell_64_bit_integers_apart)
 			     cases[c].dt, cases[c].attrs, (long long)((const int64_t *)y->data)[0]);
 		s2_free(e, g, cp, 1);
 	}
+/* #52 trigrow: float32 Sin, Cos and Tan a tile of 2048 at a time, libm's sinf, cosf and tanf for
+ * the tile's lanes beyond 2^18 (and infinities, NaN) found by a vectorised check instead of a scalar
+ * second pass over the block. Few such lanes, placed at the tiles' first and last elements, the
+ * block's last and in tiles of their own, among values in [-20, 20] (those of a real model: angles,
+ * positions times frequencies), at lengths 0, 1, a tile less one, a tile, a tile and one, 3 tiles and
+ * 5 (odd vector tails), at 1 and 3 threads (pieces that start inside tiles): the far lanes bit for
+ * bit libm's float function, the others within 1 ulp of the double one. */
+Test(exec, trig_far_lanes_are_libms_in_every_tile)
+{
+	static const int64_t ns[] = {0, 1, 2047, 2048, 2049, 3 * 2048 + 5};
+	static const struct { const char *op; float (*far)(float); double (*ref)(double); } ops[] = {
+		{"Sin", sinf, sin}, {"Cos", cosf, cos}, {"Tan", tanf, tan}};
+	static const float far[] = {3e5f, -1e30f, INFINITY, NAN, 262144.03f, -3.4028235e38f, -INFINITY};
+	for (int th = 1; th <= 3; th += 2)
+		for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+			for (size_t c = 0; c < sizeof ns / sizeof *ns; c++) {
+				int64_t n = ns[c], wrong = 0, first = -1, n_far = 0;
+				float *x = xmalloc(n * sizeof *x + 1);
+				for (int64_t i = 0; i < n; i++) {
+					int edge = i == 0 || i % 2048 == 2047 || i == n - 1 || i == 4100;
+					x[i] = edge ? far[(i + (int64_t)c) % 7] : (float)(i % 4001) / 100.0f - 20.0f;
+					n_far += edge;
+				}
+				pool_set_threads(th);
+				char node[64];
+				snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", ops[k].op);
+				struct cf_run run;
+				cf_run(&run, node, DT_FLOAT, n, x);
+				const float *y = run.y->data;
+				for (int64_t i = 0; i < n; i++) {
+					int ok;
+					if (!(fabsf(x[i]) <= 262144.0f)) {
+						float r = ops[k].far(x[i]);
+						ok = !memcmp(&r, &y[i], 4) || (isnan(r) && isnan(y[i]));
+					} else {
+						ok = ulps_above(y[i], ops[k].ref(x[i]), 0) <= 1;
+					}
+					if (!ok && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "%s, %lld elements (%lld far), %d threads: %lld wrong, the first #%lld (x %g)",
+					     ops[k].op, (long long)n, (long long)n_far, th, (long long)wrong, (long long)first,
+					     first >= 0 ? x[first] : 0.0);
+				cf_done(&run);
+				free(x);
+			}
+	pool_set_threads(1);
 }
