@@ -6161,3 +6161,304 @@ Test(exec, nonzero_matches_its_rule)
 					xfree(xd);
 				}
 }
+
+/* #52 linalg: Det's lanes and DFT/STFT's lanes of lines, against references written here. */
+
+/* Runs text's graph on inputs t (names), with th threads: a copy of output out's data (its element
+ * count in *numel). */
+static void *la_run(const char *text, struct rtensor *t, const char **names, int n, int th, int out, int64_t *numel)
+{
+	struct graph *g = load_text("linalg.yaml", text);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = (uint32_t)n};
+	pool_set_threads(th);
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	pool_set_threads(1);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *y = exec_value(x, g->outputs[out]);
+	void *copy = xmalloc(y->nbytes + 1);
+	memcpy(copy, y->data, y->nbytes);
+	*numel = y->numel;
+	exec_free(x);
+	graph_free(g);
+	return copy;
+}
+
+/* The determinant as Det's definition computes it (LU with partial pivoting, the first largest
+ * |pivot|, in double, 0 at a zero pivot): the reference the lanes must match bit for bit. */
+static double la_lu_det(double *a, int m)
+{
+	double det = 1;
+	for (int k = 0; k < m; k++) {
+		int p = k;
+		for (int i = k + 1; i < m; i++)
+			if (fabs(a[i * m + k]) > fabs(a[p * m + k]))
+				p = i;
+		if (a[p * m + k] == 0)
+			return 0;
+		if (p != k) {
+			for (int j = 0; j < m; j++) {
+				double t = a[k * m + j];
+				a[k * m + j] = a[p * m + j];
+				a[p * m + j] = t;
+			}
+			det = -det;
+		}
+		det *= a[k * m + k];
+		for (int i = k + 1; i < m; i++) {
+			double l = a[i * m + k] / a[k * m + k];
+			for (int j = k + 1; j < m; j++)
+				a[i * m + j] -= l * a[k * m + j];
+		}
+	}
+	return det;
+}
+
+/* count m x m matrices: cf_fill's edge values (NaN, infinities, +-0, subnormals, huge) in the first
+ * ones, then small integers and thirds (ties for the pivot, inexact quotients), singular matrices
+ * (a repeated row, a zero column) and random ones */
+static void la_matrices(int dt, void *d, int64_t count, int m, uint64_t seed)
+{
+	int64_t mm = (int64_t)m * m, n = count * mm;
+	cf_fill(dt, d, n, seed);
+	struct rtensor t = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = d};
+	static const double small[] = {1, -1, 2, -2, 3, 0, -0.0, 1.0 / 3, -2.0 / 3, 0.5};
+	for (int64_t b = 2; b < count; b++)
+		for (int64_t e = 0; e < mm; e++) {
+			uint64_t r = (uint64_t)(b * 131 + e * 7 + (int64_t)seed) * 2654435761u >> 7;
+			if (b % 4 == 1)
+				continue; /* cf_fill's random bits */
+			double v = b % 4 == 2 ? small[r % 10] : (double)(r % 2001) / 1000 - 1;
+			if (b % 8 == 3 && m > 1 && e / m == 1)
+				v = rt_get(&t, b * mm + e - m); /* row 1 repeats row 0 */
+			if (b % 8 == 7 && e % m == m - 1)
+				v = 0; /* a zero column */
+			rt_set(&t, b * mm + e, v);
+		}
+}
+
+/* Det of float32 and float64 matrices of every size the lanes take (1..16, m constant for 2..4)
+ * and past them (17), batches not a multiple of the 8 lanes (1, 7, 9, 45) and 0, against
+ * la_lu_det bit for bit, with 1 and 3 threads. Also within 1e-12 of the Leibniz sum for the
+ * finite 2 x 2 to 4 x 4 float64 ones, a check of the reference itself. */
+Test(exec, det_lanes_match_the_lu_definition_bit_for_bit)
+{
+	static const int ms[] = {1, 2, 3, 4, 5, 7, 16, 17};
+	static const int64_t counts[] = {0, 1, 7, 9, 45};
+	for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+		for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT, m = ms[mi];
+				int64_t count = counts[ci], mm = (int64_t)m * m, n = count * mm;
+				void *xd = xmalloc((size_t)n * 8 + 8);
+				la_matrices(dt, xd, count, m, 11 + mi * 10 + ci);
+				char text[512];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %d, %d]}]\n"
+					 "nodes:\n  - {op: Det, inputs: [x], outputs: [y]}\noutputs: [{name: y}]\n",
+					 dtype_name(dt), (long long)count, m, m);
+				struct rtensor t = {.dtype = dt, .ndim = 3, .dims = {count, m, m}, .numel = n, .data = xd,
+						    .nbytes = (size_t)n * dtype_size(dt), .known = 1};
+				const char *names[] = {"x"};
+				struct rtensor xt = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = xd};
+				for (int th = 1; th <= 3; th += 2) {
+					int64_t ny;
+					void *y = la_run(text, &t, names, 1, th, 0, &ny);
+					cr_assert_eq(ny, count);
+					int64_t wrong = 0, first = -1;
+					double a[17 * 17];
+					for (int64_t b = 0; b < count; b++) {
+						for (int64_t e = 0; e < mm; e++)
+							a[e] = rt_get(&xt, b * mm + e);
+						double d = la_lu_det(a, m);
+						int ok;
+						if (f64) {
+							ok = !memcmp(&d, (double *)y + b, 8);
+						} else {
+							float f = (float)d;
+							ok = !memcmp(&f, (float *)y + b, 4);
+						}
+						if (!ok && !wrong++)
+							first = b;
+						if (f64 && m >= 2 && m <= 4) {
+							for (int64_t e = 0; e < mm; e++)
+								a[e] = rt_get(&xt, b * mm + e);
+							int fin = 1;
+							for (int64_t e = 0; e < mm; e++)
+								fin &= isfinite(a[e]) && fabs(a[e]) < 1e10;
+							if (!fin)
+								continue;
+							double s = 0, mag = 0; /* Leibniz: the permutations of m */
+							int perm[4] = {0, 1, 2, 3}, c[4] = {0}, sign = 1, i = 1;
+							for (;;) {
+								double p = sign;
+								for (int r = 0; r < m; r++)
+									p *= a[r * m + perm[r]];
+								s += p;
+								mag += fabs(p);
+								while (i < m && c[i] >= i)
+									c[i++] = 0;
+								if (i >= m)
+									break;
+								int sw = i % 2 ? c[i] : 0, tmp = perm[sw];
+								perm[sw] = perm[i];
+								perm[i] = tmp;
+								sign = -sign;
+								c[i]++;
+								i = 1;
+							}
+							cr_expect(fabs(((double *)y)[b] - s) <= 1e-12 * mag + 1e-300,
+								  "Det %dx%d #%lld: %.17g, Leibniz %.17g", m, m, (long long)b, ((double *)y)[b], s);
+						}
+					}
+					cr_expect_eq(wrong, 0, "Det %s %lld x %dx%d, %d threads: %lld wrong, the first #%lld",
+						     dtype_name(dt), (long long)count, m, m, th, (long long)wrong, (long long)first);
+					xfree(y);
+				}
+				xfree(xd);
+			}
+}
+
+/* Det's gradient (the cofactors, Dets of the minors gathered in one Gather) of float32 and float64
+ * matrices 1 x 1 to 5 x 5, times dY: gy[b] (-1)^(i+j) det(minor ij) in the dtype, the minor's
+ * determinant la_lu_det's, bit for bit (any NaN for a NaN), with 1 and 3 threads. The matrix is
+ * x + p, p a zero parameter whose gradient is the matrix's. */
+Test(exec, det_gradient_is_the_cofactors_bit_for_bit)
+{
+	for (int m = 1; m <= 5; m++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t count = 11, mm = (int64_t)m * m, n = count * mm;
+			void *xd = xmalloc((size_t)n * 8), *gd = xmalloc((size_t)count * 8);
+			la_matrices(dt, xd, count, m, 500 + m);
+			cf_fill(dt, gd, count, 77);
+			struct rtensor xt = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = xd};
+			struct rtensor gt = {.dtype = dt, .ndim = 1, .dims = {count}, .numel = count, .data = gd};
+			for (int64_t b = 0; b < 4; b++) /* dY finite: cf_fill's first are NaN and infinities */
+				rt_set(&gt, b, 0.25 * (double)(b + 1));
+			char text[1024];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %d, %d]}, {name: gy, dtype: %s, "
+				 "shape: [%lld]}]\nparams: [{name: p, dtype: %s, shape: [%lld, %d, %d], init: zeros}]\n"
+				 "nodes:\n  - {op: Add, inputs: [x, p], outputs: [z]}\n  - {op: Det, inputs: [z], outputs: [d]}\n"
+				 "  - {op: Mul, inputs: [d, gy], outputs: [e]}\n"
+				 "  - {op: ReduceSum, inputs: [e], outputs: [l], attrs: {keepdims: 0}}\noutputs: [{name: l}]\n",
+				 dtype_name(dt), (long long)count, m, m, dtype_name(dt), (long long)count, dtype_name(dt),
+				 (long long)count, m, m);
+			struct graph *g = load_text("det_grad.yaml", text);
+			const char *params[] = {"p"};
+			struct autodiff_opts ao = {.params = params, .n_params = 1};
+			struct autodiff_result res;
+			struct gd_err e = {0};
+			cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+			uint32_t gi = 0;
+			while (gi < g->n_outputs && strcmp(g->outputs[gi]->name, "p_grad"))
+				gi++;
+			cr_assert(gi < g->n_outputs, "no p_grad output");
+			struct rtensor t[2] = {{.dtype = dt, .ndim = 3, .dims = {count, m, m}, .numel = n, .data = xd,
+						.nbytes = (size_t)n * dtype_size(dt), .known = 1},
+					       {.dtype = dt, .ndim = 1, .dims = {count}, .numel = count, .data = gd,
+						.nbytes = (size_t)count * dtype_size(dt), .known = 1}};
+			const char *names[] = {"x", "gy"};
+			for (int th = 1; th <= 3; th += 2) {
+				pool_set_threads(th);
+				struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+				struct exec *x = exec_run(g, &o, NULL, &e);
+				pool_set_threads(1);
+				cr_assert(x, "%s", e.msg);
+				const struct rtensor *y = exec_value(x, g->outputs[gi]);
+				cr_assert_eq(y->numel, n);
+				int64_t wrong = 0, first = -1;
+				for (int64_t b = 0; b < count; b++)
+					for (int i = 0; i < m; i++)
+						for (int j = 0; j < m; j++) {
+							double a[25], c;
+							int k = 0;
+							for (int r = 0; r < m; r++)
+								for (int s = 0; s < m; s++)
+									if (r != i && s != j)
+										a[k++] = rt_get(&xt, b * mm + r * m + s) + 0.0;
+							c = m == 1 ? 1 : la_lu_det(a, m - 1);
+							double want, got = rt_get(y, b * mm + i * m + j), gb = rt_get(&gt, b);
+							if (f64)
+								want = gb * ((i + j) % 2 ? -c : c);
+							else
+								want = (float)gb * ((i + j) % 2 ? -(float)c : (float)c);
+							if (m == 1)
+								want = gb;
+							int ok = !memcmp(&want, &got, 8) || (isnan(want) && isnan(got));
+							if (!ok && !wrong++)
+								first = b * mm + i * m + j;
+						}
+				cr_expect_eq(wrong, 0, "Det's gradient %s %dx%d, %d threads: %lld wrong, the first #%lld", dtype_name(dt), m,
+					     m, th, (long long)wrong, (long long)first);
+				exec_free(x);
+			}
+			graph_free(g);
+			xfree(xd);
+			xfree(gd);
+		}
+}
+
+/* Gather, which Det's gradient runs on every minor, row by row: against out[o, j, i] = a[o, ix[j],
+ * i] with negative int64 and int32 indices, along the first, a middle and the last axis of
+ * (3, 5, 4) and (2, 7) tensors of 1-, 4- and 8-byte elements (rows of 1, 4, 8, 12, 16 and 20
+ * bytes). */
+Test(exec, gather_rows_match_the_definition)
+{
+	static const int dts[] = {DT_UINT8, DT_FLOAT, DT_DOUBLE};
+	static const int64_t idx[] = {0, -1, 2, 2, -3, 1};
+	for (size_t di = 0; di < 3; di++)
+		for (int i32 = 0; i32 < 2; i32++)
+			for (int shape = 0; shape < 2; shape++)
+				for (int ax = 0; ax < (shape ? 2 : 3); ax++) {
+					int dt = dts[di], nd = shape ? 2 : 3;
+					int64_t dims[3] = {3, 5, 4}, outer = 1, inner = 1;
+					if (shape)
+						dims[0] = 2, dims[1] = 7;
+					int64_t n = dims[0] * dims[1] * (nd == 3 ? dims[2] : 1), d = dims[ax];
+					for (int k = 0; k < ax; k++)
+						outer *= dims[k];
+					for (int k = ax + 1; k < nd; k++)
+						inner *= dims[k];
+					size_t es = dtype_size(dt);
+					char *ad = xmalloc((size_t)n * es), *id = xmalloc(6 * 8);
+					for (size_t b = 0; b < (size_t)n * es; b++)
+						ad[b] = (char)(b * 37 + 11);
+					for (int j = 0; j < 6; j++) {
+						int64_t v = idx[j] < -d || idx[j] >= d ? 0 : idx[j];
+						if (i32)
+							((int32_t *)id)[j] = (int32_t)v;
+						else
+							((int64_t *)id)[j] = v;
+					}
+					char text[512];
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 17\ninputs: [{name: a, dtype: %s, shape: [%lld, %lld%s]}, {name: i, "
+						 "dtype: %s, shape: [2, 3]}]\nnodes:\n  - {op: Gather, inputs: [a, i], outputs: [y], attrs: "
+						 "{axis: %d}}\noutputs: [{name: y}]\n",
+						 dtype_name(dt), (long long)dims[0], (long long)dims[1], nd == 3 ? ", 4" : "",
+						 i32 ? "int32" : "int64", ax);
+					struct rtensor t[2] = {{.dtype = dt, .ndim = nd, .dims = {dims[0], dims[1], dims[2]}, .numel = n,
+								.data = ad, .nbytes = (size_t)n * es, .known = 1},
+							       {.dtype = i32 ? DT_INT32 : DT_INT64, .ndim = 2, .dims = {2, 3}, .numel = 6,
+								.data = id, .nbytes = 6 * (i32 ? 4 : 8), .known = 1}};
+					const char *names[] = {"a", "i"};
+					int64_t ny;
+					char *y = la_run(text, t, names, 2, 1, 0, &ny);
+					cr_assert_eq(ny, outer * 6 * inner);
+					int wrong = 0;
+					for (int64_t o = 0; o < outer; o++)
+						for (int j = 0; j < 6; j++) {
+							int64_t v = i32 ? ((int32_t *)id)[j] : ((int64_t *)id)[j];
+							v = v < 0 ? v + d : v;
+							wrong += memcmp(y + ((o * 6 + j) * inner) * (int64_t)es,
+									ad + ((o * d + v) * inner) * (int64_t)es, (size_t)inner * es) != 0;
+						}
+					cr_expect_eq(wrong, 0, "Gather %s axis %d of rank %d, %s indices: %d rows wrong", dtype_name(dt), ax,
+						     nd, i32 ? "int32" : "int64", wrong);
+					xfree(y);
+					xfree(ad);
+					xfree(id);
+				}
+}
