@@ -4,7 +4,9 @@
  * through them is refused by autodiff as for any op without a gradient rule.
  *
  * Complex tensors are real ones with a last axis of 2 (real, imaginary); a real signal has a last
- * axis of 1. Every transform computes in double whatever the float dtype, one line at a time:
+ * axis of 1. Every transform computes in double whatever the float dtype, line by line (8 lines at
+ * a time, one per lane of a vector, the lines split over the pool: each lane the operations of a
+ * line alone, so the bits do not depend on the threads or on a line's neighbours):
  *   X[k] = sum_t x[t] e^(s 2 pi i k t / n), s = -1 (forward) or +1 (inverse, then divided by n).
  * A line of a power-of-two length n runs an iterative radix-2 FFT; one whose prime factors are all
  * at most SIG_DIRECT a recursive mixed-radix Cooley-Tukey FFT (n = p q, p the smallest prime
