@@ -6188,27 +6188,25 @@ static void *la_run(const char *text, struct rtensor *t, const char **names, int
  * |pivot|, in double, 0 at a zero pivot): the reference the lanes must match bit for bit. */
 static double la_lu_det(double *a, int m)
 {
-	double det = 1;
+	double *row[17], det = 1; /* rows through pointers: a swap exchanges two pointers */
+	for (int r = 0; r < m; r++)
+		row[r] = a + r * m;
 	for (int k = 0; k < m; k++) {
-		int p = k;
+		double *best = row[k];
+		int at = k;
 		for (int i = k + 1; i < m; i++)
-			if (fabs(a[i * m + k]) > fabs(a[p * m + k]))
-				p = i;
-		if (a[p * m + k] == 0)
+			if (fabs(row[i][k]) > fabs(best[k]))
+				best = row[i], at = i;
+		if (best[k] == 0)
 			return 0;
-		if (p != k) {
-			for (int j = 0; j < m; j++) {
-				double t = a[k * m + j];
-				a[k * m + j] = a[p * m + j];
-				a[p * m + j] = t;
-			}
-			det = -det;
-		}
-		det *= a[k * m + k];
+		row[at] = row[k];
+		row[k] = best;
+		det = at == k ? det : -det;
+		det *= best[k];
 		for (int i = k + 1; i < m; i++) {
-			double l = a[i * m + k] / a[k * m + k];
+			double l = row[i][k] / best[k];
 			for (int j = k + 1; j < m; j++)
-				a[i * m + j] -= l * a[k * m + j];
+				row[i][j] -= l * best[j];
 		}
 	}
 	return det;
