@@ -6298,6 +6298,158 @@ Test(exec, select2_topk_matches_a_stable_sort)
 					}
 				pool_set_threads(1);
 				xfree(ref);
+/* #52 linalg: Det's lanes and DFT/STFT's lanes of lines, against references written here. */
+
+/* Runs text's graph on inputs t (names), with th threads: a copy of output out's data (its element
+ * count in *numel). */
+static void *la_run(const char *text, struct rtensor *t, const char **names, int n, int th, int out, int64_t *numel)
+{
+	struct graph *g = load_text("linalg.yaml", text);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = (uint32_t)n};
+	pool_set_threads(th);
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	pool_set_threads(1);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *y = exec_value(x, g->outputs[out]);
+	void *copy = xmalloc(y->nbytes + 1);
+	memcpy(copy, y->data, y->nbytes);
+	*numel = y->numel;
+	exec_free(x);
+	graph_free(g);
+	return copy;
+}
+
+/* The determinant as Det's definition computes it (LU with partial pivoting, the first largest
+ * |pivot|, in double, 0 at a zero pivot): the reference the lanes must match bit for bit. */
+static double la_lu_det(double *a, int m)
+{
+	double *row[17], det = 1; /* rows through pointers: a swap exchanges two pointers */
+	for (int r = 0; r < m; r++)
+		row[r] = a + r * m;
+	for (int k = 0; k < m; k++) {
+		double *best = row[k];
+		int at = k;
+		for (int i = k + 1; i < m; i++)
+			if (fabs(row[i][k]) > fabs(best[k]))
+				best = row[i], at = i;
+		if (best[k] == 0)
+			return 0;
+		row[at] = row[k];
+		row[k] = best;
+		det = at == k ? det : -det;
+		det *= best[k];
+		for (int i = k + 1; i < m; i++) {
+			double l = row[i][k] / best[k];
+			for (int j = k + 1; j < m; j++)
+				row[i][j] -= l * best[j];
+		}
+	}
+	return det;
+}
+
+/* count m x m matrices: cf_fill's edge values (NaN, infinities, +-0, subnormals, huge) in the first
+ * ones, then small integers and thirds (ties for the pivot, inexact quotients), singular matrices
+ * (a repeated row, a zero column) and random ones */
+static void la_matrices(int dt, void *d, int64_t count, int m, uint64_t seed)
+{
+	int64_t mm = (int64_t)m * m, n = count * mm;
+	cf_fill(dt, d, n, seed);
+	struct rtensor t = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = d};
+	static const double small[] = {1, -1, 2, -2, 3, 0, -0.0, 1.0 / 3, -2.0 / 3, 0.5};
+	for (int64_t b = 2; b < count; b++)
+		for (int64_t e = 0; e < mm; e++) {
+			uint64_t r = (uint64_t)(b * 131 + e * 7 + (int64_t)seed) * 2654435761u >> 7;
+			if (b % 4 == 1)
+				continue; /* cf_fill's random bits */
+			double v = b % 4 == 2 ? small[r % 10] : (double)(r % 2001) / 1000 - 1;
+			if (b % 8 == 3 && m > 1 && e / m == 1)
+				v = rt_get(&t, b * mm + e - m); /* row 1 repeats row 0 */
+			if (b % 8 == 7 && e % m == m - 1)
+				v = 0; /* a zero column */
+			rt_set(&t, b * mm + e, v);
+		}
+}
+
+/* Det of float32 and float64 matrices of every size the lanes take (1..16, m constant for 2..4)
+ * and past them (17), batches not a multiple of the 8 lanes (1, 7, 9, 45) and 0, against
+ * la_lu_det bit for bit, with 1 and 3 threads; any NaN for a NaN (of two NaN operands, which one
+ * a product keeps is the compiler's operand order: a -O0 build keeps the other). Also within 1e-12 of the Leibniz sum for the
+ * finite 2 x 2 to 4 x 4 float64 ones, a check of the reference itself. */
+Test(exec, det_lanes_match_the_lu_definition_bit_for_bit)
+{
+	static const int ms[] = {1, 2, 3, 4, 5, 7, 16, 17};
+	static const int64_t counts[] = {0, 1, 7, 9, 45};
+	for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+		for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT, m = ms[mi];
+				int64_t count = counts[ci], mm = (int64_t)m * m, n = count * mm;
+				void *xd = xmalloc((size_t)n * 8 + 8);
+				la_matrices(dt, xd, count, m, 11 + mi * 10 + ci);
+				char text[512];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %d, %d]}]\n"
+					 "nodes:\n  - {op: Det, inputs: [x], outputs: [y]}\noutputs: [{name: y}]\n",
+					 dtype_name(dt), (long long)count, m, m);
+				struct rtensor t = {.dtype = dt, .ndim = 3, .dims = {count, m, m}, .numel = n, .data = xd,
+						    .nbytes = (size_t)n * dtype_size(dt), .known = 1};
+				const char *names[] = {"x"};
+				struct rtensor xt = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = xd};
+				for (int th = 1; th <= 3; th += 2) {
+					int64_t ny;
+					void *y = la_run(text, &t, names, 1, th, 0, &ny);
+					cr_assert_eq(ny, count);
+					int64_t wrong = 0, first = -1;
+					double a[17 * 17];
+					for (int64_t b = 0; b < count; b++) {
+						for (int64_t e = 0; e < mm; e++)
+							a[e] = rt_get(&xt, b * mm + e);
+						double d = la_lu_det(a, m);
+						int ok;
+						if (f64) {
+							ok = !memcmp(&d, (double *)y + b, 8) || (isnan(d) && isnan(((double *)y)[b]));
+						} else {
+							float f = (float)d;
+							ok = !memcmp(&f, (float *)y + b, 4) || (isnan(f) && isnan(((float *)y)[b]));
+						}
+						if (!ok && !wrong++)
+							first = b;
+						if (f64 && m >= 2 && m <= 4) {
+							for (int64_t e = 0; e < mm; e++)
+								a[e] = rt_get(&xt, b * mm + e);
+							int fin = 1;
+							for (int64_t e = 0; e < mm; e++)
+								fin &= isfinite(a[e]) && fabs(a[e]) < 1e10;
+							if (!fin)
+								continue;
+							double s = 0, mag = 0; /* Leibniz: the permutations of m */
+							int perm[4] = {0, 1, 2, 3}, c[4] = {0}, sign = 1, i = 1;
+							for (;;) {
+								double p = sign;
+								for (int r = 0; r < m; r++)
+									p *= a[r * m + perm[r]];
+								s += p;
+								mag += fabs(p);
+								while (i < m && c[i] >= i)
+									c[i++] = 0;
+								if (i >= m)
+									break;
+								int sw = i % 2 ? c[i] : 0, tmp = perm[sw];
+								perm[sw] = perm[i];
+								perm[i] = tmp;
+								sign = -sign;
+								c[i]++;
+								i = 1;
+							}
+							cr_expect(fabs(((double *)y)[b] - s) <= 1e-12 * mag + 1e-300,
+								  "Det %dx%d #%lld: %.17g, Leibniz %.17g", m, m, (long long)b, ((double *)y)[b], s);
+						}
+					}
+					cr_expect_eq(wrong, 0, "Det %s %lld x %dx%d, %d threads: %lld wrong, the first #%lld",
+						     dtype_name(dt), (long long)count, m, m, th, (long long)wrong, (long long)first);
+					xfree(y);
+				}
 				xfree(xd);
 			}
 }
@@ -6500,4 +6652,387 @@ Test(exec, trig_far_lanes_are_libms_in_every_tile)
 				free(x);
 			}
 	pool_set_threads(1);
+/* Det's gradient (the cofactors, Dets of the minors gathered in one Gather) of float32 and float64
+ * matrices 1 x 1 to 5 x 5, times dY: gy[b] (-1)^(i+j) det(minor ij) in the dtype, the minor's
+ * determinant la_lu_det's, bit for bit (any NaN for a NaN), with 1 and 3 threads. The matrix is
+ * x + p, p a zero parameter whose gradient is the matrix's. */
+Test(exec, det_gradient_is_the_cofactors_bit_for_bit)
+{
+	for (int m = 1; m <= 5; m++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t count = 11, mm = (int64_t)m * m, n = count * mm;
+			void *xd = xmalloc((size_t)n * 8), *gd = xmalloc((size_t)count * 8);
+			la_matrices(dt, xd, count, m, 500 + m);
+			cf_fill(dt, gd, count, 77);
+			struct rtensor xt = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = xd};
+			struct rtensor gt = {.dtype = dt, .ndim = 1, .dims = {count}, .numel = count, .data = gd};
+			for (int64_t b = 0; b < 4; b++) /* dY finite: cf_fill's first are NaN and infinities */
+				rt_set(&gt, b, 0.25 * (double)(b + 1));
+			char text[1024];
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %d, %d]}, {name: gy, dtype: %s, "
+				 "shape: [%lld]}]\nparams: [{name: p, dtype: %s, shape: [%lld, %d, %d], init: zeros}]\n"
+				 "nodes:\n  - {op: Add, inputs: [x, p], outputs: [z]}\n  - {op: Det, inputs: [z], outputs: [d]}\n"
+				 "  - {op: Mul, inputs: [d, gy], outputs: [e]}\n"
+				 "  - {op: ReduceSum, inputs: [e], outputs: [l], attrs: {keepdims: 0}}\noutputs: [{name: l}]\n",
+				 dtype_name(dt), (long long)count, m, m, dtype_name(dt), (long long)count, dtype_name(dt),
+				 (long long)count, m, m);
+			struct graph *g = load_text("det_grad.yaml", text);
+			const char *params[] = {"p"};
+			struct autodiff_opts ao = {.params = params, .n_params = 1};
+			struct autodiff_result res;
+			struct gd_err e = {0};
+			cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+			uint32_t gi = 0;
+			while (gi < g->n_outputs && strcmp(g->outputs[gi]->name, "p_grad"))
+				gi++;
+			cr_assert(gi < g->n_outputs, "no p_grad output");
+			struct rtensor t[2] = {{.dtype = dt, .ndim = 3, .dims = {count, m, m}, .numel = n, .data = xd,
+						.nbytes = (size_t)n * dtype_size(dt), .known = 1},
+					       {.dtype = dt, .ndim = 1, .dims = {count}, .numel = count, .data = gd,
+						.nbytes = (size_t)count * dtype_size(dt), .known = 1}};
+			const char *names[] = {"x", "gy"};
+			for (int th = 1; th <= 3; th += 2) {
+				pool_set_threads(th);
+				struct exec_opts o = {.inputs = t, .input_names = names, .n_inputs = 2};
+				struct exec *x = exec_run(g, &o, NULL, &e);
+				pool_set_threads(1);
+				cr_assert(x, "%s", e.msg);
+				const struct rtensor *y = exec_value(x, g->outputs[gi]);
+				cr_assert_eq(y->numel, n);
+				int64_t wrong = 0, first = -1;
+				for (int64_t b = 0; b < count; b++)
+					for (int i = 0; i < m; i++)
+						for (int j = 0; j < m; j++) {
+							double a[25], c;
+							int k = 0;
+							for (int r = 0; r < m; r++)
+								for (int s = 0; s < m; s++)
+									if (r != i && s != j)
+										a[k++] = rt_get(&xt, b * mm + r * m + s) + 0.0;
+							c = m == 1 ? 1 : la_lu_det(a, m - 1);
+							double want, got = rt_get(y, b * mm + i * m + j), gb = rt_get(&gt, b);
+							if (f64)
+								want = gb * ((i + j) % 2 ? -c : c);
+							else
+								want = (float)gb * ((i + j) % 2 ? -(float)c : (float)c);
+							if (m == 1)
+								want = gb;
+							int ok = !memcmp(&want, &got, 8) || (isnan(want) && isnan(got));
+							if (!ok && !wrong++)
+								first = b * mm + i * m + j;
+						}
+				cr_expect_eq(wrong, 0, "Det's gradient %s %dx%d, %d threads: %lld wrong, the first #%lld", dtype_name(dt), m,
+					     m, th, (long long)wrong, (long long)first);
+				exec_free(x);
+			}
+			graph_free(g);
+			xfree(xd);
+			xfree(gd);
+		}
+}
+
+/* Gather, which Det's gradient runs on every minor, row by row: against out[o, j, i] = a[o, ix[j],
+ * i] with negative int64 and int32 indices, along the first, a middle and the last axis of
+ * (3, 5, 4) and (2, 7) tensors of 1-, 4- and 8-byte elements (rows of 1, 4, 8, 12, 16 and 20
+ * bytes). */
+Test(exec, gather_rows_match_the_definition)
+{
+	static const int dts[] = {DT_UINT8, DT_FLOAT, DT_DOUBLE};
+	static const int64_t idx[] = {0, -1, 2, 2, -3, 1};
+	for (size_t di = 0; di < 3; di++)
+		for (int i32 = 0; i32 < 2; i32++)
+			for (int shape = 0; shape < 2; shape++)
+				for (int ax = 0; ax < (shape ? 2 : 3); ax++) {
+					int dt = dts[di], nd = shape ? 2 : 3;
+					int64_t dims[3] = {3, 5, 4}, outer = 1, inner = 1;
+					if (shape)
+						dims[0] = 2, dims[1] = 7;
+					int64_t n = dims[0] * dims[1] * (nd == 3 ? dims[2] : 1), d = dims[ax];
+					for (int k = 0; k < ax; k++)
+						outer *= dims[k];
+					for (int k = ax + 1; k < nd; k++)
+						inner *= dims[k];
+					size_t es = dtype_size(dt);
+					char *ad = xmalloc((size_t)n * es), *id = xmalloc(6 * 8);
+					for (size_t b = 0; b < (size_t)n * es; b++)
+						ad[b] = (char)(b * 37 + 11);
+					for (int j = 0; j < 6; j++) {
+						int64_t v = idx[j] < -d || idx[j] >= d ? 0 : idx[j];
+						if (i32)
+							((int32_t *)id)[j] = (int32_t)v;
+						else
+							((int64_t *)id)[j] = v;
+					}
+					char text[512];
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 17\ninputs: [{name: a, dtype: %s, shape: [%lld, %lld%s]}, {name: i, "
+						 "dtype: %s, shape: [2, 3]}]\nnodes:\n  - {op: Gather, inputs: [a, i], outputs: [y], attrs: "
+						 "{axis: %d}}\noutputs: [{name: y}]\n",
+						 dtype_name(dt), (long long)dims[0], (long long)dims[1], nd == 3 ? ", 4" : "",
+						 i32 ? "int32" : "int64", ax);
+					struct rtensor t[2] = {{.dtype = dt, .ndim = nd, .dims = {dims[0], dims[1], dims[2]}, .numel = n,
+								.data = ad, .nbytes = (size_t)n * es, .known = 1},
+							       {.dtype = i32 ? DT_INT32 : DT_INT64, .ndim = 2, .dims = {2, 3}, .numel = 6,
+								.data = id, .nbytes = 6 * (i32 ? 4 : 8), .known = 1}};
+					const char *names[] = {"a", "i"};
+					int64_t ny;
+					char *y = la_run(text, t, names, 2, 1, 0, &ny);
+					cr_assert_eq(ny, outer * 6 * inner);
+					int wrong = 0;
+					for (int64_t o = 0; o < outer; o++)
+						for (int j = 0; j < 6; j++) {
+							int64_t v = i32 ? ((int32_t *)id)[j] : ((int64_t *)id)[j];
+							v = v < 0 ? v + d : v;
+							wrong += memcmp(y + ((o * 6 + j) * inner) * (int64_t)es,
+									ad + ((o * d + v) * inner) * (int64_t)es, (size_t)inner * es) != 0;
+						}
+					cr_expect_eq(wrong, 0, "Gather %s axis %d of rank %d, %s indices: %d rows wrong", dtype_name(dt), ax,
+						     nd, i32 ? "int32" : "int64", wrong);
+					xfree(y);
+					xfree(ad);
+					xfree(id);
+				}
+}
+
+/* The DFT of line x (n elements at stride st, re and im; im NULL: real), bin k, in long double
+ * from the definition: sum_t x[t] e^(s 2 pi i k t / n), the exponent reduced mod n first, the
+ * table tc, ts holding cos and sin of 2 pi j / n. */
+static void la_dft_bin(const double *re, const double *im, int64_t st, int64_t n, int64_t k, int s, const long double *tc,
+		       const long double *ts, long double *or, long double *oi)
+{
+	long double sr = 0, si = 0;
+	for (int64_t t = 0, e = 0; t < n; t++, e = (e + k) % n) {
+		long double c = tc[e], sn = s * ts[e], xr = re[t * st], xi = im ? im[t * st] : 0;
+		sr += xr * c - xi * sn;
+		si += xr * sn + xi * c;
+	}
+	*or = sr;
+	*oi = si;
+}
+
+static void la_dft_table(int64_t n, long double **tc, long double **ts)
+{
+	*tc = xmalloc((size_t)n * sizeof **tc);
+	*ts = xmalloc((size_t)n * sizeof **ts);
+	for (int64_t j = 0; j < n; j++) {
+		long double a = 2 * 3.14159265358979323846264338327950288L * (long double)j / (long double)n;
+		(*tc)[j] = cosl(a);
+		(*ts)[j] = sinl(a);
+	}
+}
+
+/* Bound on an FFT's error, against la_dft_bin, relative to the line's L2 norm: 1e-5 for float32
+ * (rounding to float32 alone is 6e-8 of |X[k]| <= sqrt(n) |x|, 2e-6 |x| at n = 1000), 1e-12 for
+ * float64 (the FFT's double sums, Bluestein's through a 2n-1 < m <= 4n transform included, stay
+ * under 1e-13 |x| to n = 40000); an inverse's outputs and bound are divided by n. */
+static double la_fft_tol(int f64)
+{
+	return f64 ? 1e-12 : 1e-5;
+}
+
+/* Checks y's bins keep of each of lines lines (output element ((line * keep + k) * 2 + {0, 1})
+ * against the definition over x's line values (xr, xi at stride xs: line l's at l * lstride):
+ * the wrong ones counted. A line with a NaN must give NaN everywhere; one with an infinity is
+ * skipped (its bins inf or NaN as the twiddles make them). */
+static int64_t la_check_lines(const struct rtensor *y, int64_t lines, int64_t keep, const double *xr, const double *xi,
+			      int64_t lstride, int64_t n, int inverse, int f64, int64_t kstep)
+{
+	int64_t wrong = 0;
+	long double *tc, *ts;
+	la_dft_table(n, &tc, &ts);
+	for (int64_t l = 0; l < lines; l++) {
+		const double *r = xr + l * lstride, *im = xi ? xi + l * lstride : NULL;
+		long double norm = 0;
+		int nan = 0, inf = 0;
+		for (int64_t t = 0; t < n; t++) {
+			double a = r[t], b = im ? im[t] : 0;
+			nan |= isnan(a) || isnan(b);
+			inf |= isinf(a) || isinf(b);
+			norm += (long double)a * a + (long double)b * b;
+		}
+		if (inf && !nan)
+			continue;
+		double bound = la_fft_tol(f64) * (double)sqrtl(norm) / (inverse ? (double)n : 1);
+		for (int64_t k = 0; k < keep; k += kstep) {
+			double gr = rt_get(y, (l * keep + k) * 2), gi = rt_get(y, (l * keep + k) * 2 + 1);
+			if (nan) { /* (n 1: the input itself, a real line's imaginary part 0) */
+				wrong += !isnan(gr) && !isnan(gi);
+				continue;
+			}
+			long double wr, wi;
+			la_dft_bin(r, im, 1, n, k, inverse ? 1 : -1, tc, ts, &wr, &wi);
+			if (inverse)
+				wr /= n, wi /= n;
+			wrong += !(fabsl(gr - wr) <= bound && fabsl(gi - wi) <= bound);
+		}
+	}
+	xfree(tc);
+	xfree(ts);
+	return wrong;
+}
+
+/* float32/float64 line values in [-1, 1), with edge lines: 5 a NaN, 6 an infinity, 7 huge
+ * (1e30 / 1e300 scale), 8 subnormal */
+static void la_signal(int dt, void *d, int64_t lines, int64_t len, uint64_t seed)
+{
+	struct rtensor t = {.dtype = dt, .ndim = 1, .dims = {lines * len}, .numel = lines * len, .data = d};
+	for (int64_t l = 0; l < lines; l++)
+		for (int64_t i = 0; i < len; i++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			double v = (double)(seed >> 11) / 0x1p53 * 2 - 1;
+			if (l == 7)
+				v *= dt == DT_DOUBLE ? 1e300 : 1e30;
+			if (l == 8)
+				v *= dt == DT_DOUBLE ? 1e-310 : 1e-40;
+			if (i == len / 2 && (l == 5 || l == 6))
+				v = l == 5 ? NAN : -INFINITY;
+			rt_set(&t, l * len + i, v);
+		}
+}
+
+/* DFT (real, real onesided, complex, complex inverse) of 11 lines (8 lanes and 3) of every kind
+ * of length (radix 2, mixed radix 2-5 and 7, Bluestein at 67; 40000 and the prime 16411 past the
+ * lanes, one line at a time, 40 of their bins checked) against the definition within
+ * la_fft_tol; the same bits with 1 and 3 threads, and for lines 1-10 transformed on their own
+ * (each in another lane). */
+Test(exec, dft_lanes_match_the_definition)
+{
+	static const int64_t ns[] = {1, 2, 3, 5, 7, 8, 12, 16, 67, 400, 512, 1000, 16411, 40000};
+	for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+		for (int mode = 0; mode < 4; mode++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int64_t n = ns[ni], lines = n > 4096 ? 2 : 11, c = mode >= 2 ? 2 : 1;
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT, onesided = mode == 1, inverse = mode == 3;
+				int64_t keep = onesided ? n / 2 + 1 : n, nx = lines * n * c;
+				void *xd = xmalloc((size_t)nx * 8);
+				la_signal(dt, xd, lines * c, n, 900 + ni * 8 + (size_t)mode * 2 + (size_t)f64);
+				/* the complex lines interleaved (real, imaginary): the generated line 2l the real
+				 * parts, 2l + 1 the imaginary ones */
+				double *vr = xmalloc((size_t)(lines * n) * 8), *vi = c == 2 ? xmalloc((size_t)(lines * n) * 8) : NULL;
+				struct rtensor xt = {.dtype = dt, .ndim = 1, .dims = {nx}, .numel = nx, .data = xd};
+				for (int64_t i = 0; i < lines * n; i++)
+					vr[i] = rt_get(&xt, i);
+				if (c == 2) {
+					for (int64_t l = 0; l < lines; l++)
+						for (int64_t t = 0; t < n; t++) {
+							vr[l * n + t] = rt_get(&xt, (2 * l) * n + t);
+							vi[l * n + t] = rt_get(&xt, (2 * l + 1) * n + t);
+						}
+					for (int64_t i = 0; i < lines * n; i++) {
+						rt_set(&xt, 2 * i, vr[i]);
+						rt_set(&xt, 2 * i + 1, vi[i]);
+					}
+				}
+				void *first = NULL;
+				for (int part = 0; part < 3; part++) { /* 1 thread, 3 threads, lines 1.. alone */
+					int64_t from = part == 2 ? 1 : 0, nl = part == 2 && lines > 2 ? lines - 1 : lines;
+					if (part == 2 && lines <= 2)
+						break;
+					char text[512];
+					snprintf(text, sizeof text,
+						 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld]}]\n"
+						 "nodes:\n  - {op: DFT, inputs: [x], outputs: [y], attrs: {axis: 1, onesided: %d, inverse: %d}}\n"
+						 "outputs: [{name: y}]\n",
+						 dtype_name(dt), (long long)nl, (long long)n, (long long)c, onesided, inverse);
+					struct rtensor t = {.dtype = dt, .ndim = 3, .dims = {nl, n, c}, .numel = nl * n * c,
+							    .data = (char *)xd + from * n * c * (int64_t)dtype_size(dt),
+							    .nbytes = (size_t)(nl * n * c) * dtype_size(dt), .known = 1};
+					const char *names[] = {"x"};
+					int64_t ny;
+					void *y = la_run(text, &t, names, 1, part == 1 ? 3 : 1, 0, &ny);
+					cr_assert_eq(ny, nl * keep * 2);
+					size_t yb = (size_t)ny * dtype_size(dt), off = (size_t)(keep * 2) * dtype_size(dt);
+					if (part == 0) {
+						struct rtensor yt = {.dtype = dt, .ndim = 1, .dims = {ny}, .numel = ny, .data = y};
+						int64_t wrong = la_check_lines(&yt, lines, keep, vr, vi, n, n, inverse, f64, n > 4096 ? n / 40 : 1);
+						cr_expect_eq(wrong, 0, "DFT %s n %lld %s%s%s: %lld bins wrong", dtype_name(dt), (long long)n,
+							     c == 2 ? "complex" : "real", onesided ? " onesided" : "", inverse ? " inverse" : "",
+							     (long long)wrong);
+						first = y;
+						continue;
+					}
+					cr_expect_eq(memcmp(part == 1 ? first : (char *)first + off, y, part == 1 ? yb : yb), 0,
+						     "DFT %s n %lld mode %d: other bits %s", dtype_name(dt), (long long)n, mode,
+						     part == 1 ? "with 3 threads" : "for lines 1.. alone");
+					xfree(y);
+				}
+				xfree(first);
+				xfree(xd);
+				xfree(vr);
+				xfree(vi);
+			}
+}
+
+/* STFT of 3 signals (real, onesided; complex, both sides) with and without a window, frame
+ * lengths 1, 7, 16 and 400 at odd and even hops, float32 and float64: frame f of signal b is
+ * signal[b, f step + t] w[t], t < n, checked against the definition within la_fft_tol (the
+ * signals' edge lines NaN, inf, huge and subnormal among the frames), the same bits with 1 and 3
+ * threads. */
+Test(exec, stft_lanes_match_the_definition)
+{
+	static const struct { int64_t n, step, len; } cs[] = {{1, 7, 20}, {7, 3, 97}, {16, 1, 50}, {400, 161, 1200}, {400, 160, 1000}};
+	for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+		for (int mode = 0; mode < 4; mode++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT, win = mode & 1, c = mode & 2 ? 2 : 1, onesided = c == 1;
+				int64_t n = cs[ci].n, step = cs[ci].step, len = cs[ci].len, B = 3, nx = B * len * c;
+				int64_t frames = (len - n) / step + 1, keep = onesided ? n / 2 + 1 : n;
+				/* 9 generated lines of len (NaN, inf, huge, subnormal in 5-8): 3 signals' real and
+				 * imaginary parts */
+				void *gen = xmalloc((size_t)(9 * len) * 8), *xd = xmalloc((size_t)nx * 8), *wd = xmalloc((size_t)n * 8);
+				la_signal(dt, gen, 9, len, 40 + ci * 8 + (size_t)mode * 2 + (size_t)f64);
+				struct rtensor gt = {.dtype = dt, .ndim = 1, .dims = {9 * len}, .numel = 9 * len, .data = gen};
+				struct rtensor xt = {.dtype = dt, .ndim = 1, .dims = {nx}, .numel = nx, .data = xd};
+				struct rtensor wt = {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = wd};
+				for (int64_t b = 0; b < B; b++)
+					for (int64_t i = 0; i < len; i++)
+						for (int64_t k = 0; k < c; k++) /* real parts lines 5-7, imaginary 8, 0, 1 */
+							rt_set(&xt, (b * len + i) * c + k, rt_get(&gt, ((b + 5 + 3 * k) % 9) * len + i));
+				for (int64_t t = 0; t < n; t++)
+					rt_set(&wt, t, 0.5 + 0.5 * sin((double)t));
+				/* the frames, windowed, as lines for la_check_lines */
+				int64_t lines = B * frames;
+				double *fr = xmalloc((size_t)(lines * n) * 8), *fi = c == 2 ? xmalloc((size_t)(lines * n) * 8) : NULL;
+				for (int64_t b = 0; b < B; b++)
+					for (int64_t f = 0; f < frames; f++)
+						for (int64_t t = 0; t < n; t++) {
+							double h = win ? rt_get(&wt, t) : 1;
+							int64_t e = (b * len + f * step + t) * c;
+							fr[(b * frames + f) * n + t] = rt_get(&xt, e) * h;
+							if (c == 2)
+								fi[(b * frames + f) * n + t] = rt_get(&xt, e + 1) * h;
+						}
+				char text[768];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld]}, "
+					 "{name: w, dtype: %s, shape: [%lld]}]\nparams: [{name: st, dtype: int64, shape: [], data: [%lld]}, "
+					 "{name: fl, dtype: int64, shape: [], data: [%lld]}]\nnodes:\n  - {op: STFT, inputs: [x, st, %s, fl], "
+					 "outputs: [y], attrs: {onesided: %d}}\n  - {op: Identity, inputs: [w], outputs: [w2]}\n"
+					 "outputs: [{name: y}, {name: w2}]\n",
+					 dtype_name(dt), (long long)B, (long long)len, (long long)c, dtype_name(dt), (long long)n,
+					 (long long)step, (long long)n, win ? "w" : "''", onesided);
+				struct rtensor t[2] = {{.dtype = dt, .ndim = 3, .dims = {B, len, c}, .numel = nx, .data = xd,
+							.nbytes = (size_t)nx * dtype_size(dt), .known = 1},
+						       {.dtype = dt, .ndim = 1, .dims = {n}, .numel = n, .data = wd,
+							.nbytes = (size_t)n * dtype_size(dt), .known = 1}};
+				const char *names[] = {"x", "w"};
+				int64_t ny, ny3;
+				void *y = la_run(text, t, names, 2, 1, 0, &ny), *y3 = la_run(text, t, names, 2, 3, 0, &ny3);
+				cr_assert_eq(ny, lines * keep * 2);
+				struct rtensor yt = {.dtype = dt, .ndim = 1, .dims = {ny}, .numel = ny, .data = y};
+				int64_t wrong = la_check_lines(&yt, lines, keep, fr, fi, n, n, 0, f64, 1);
+				cr_expect_eq(wrong, 0, "STFT %s n %lld step %lld %s%s: %lld bins wrong", dtype_name(dt), (long long)n,
+					     (long long)step, c == 2 ? "complex" : "real", win ? " windowed" : "", (long long)wrong);
+				cr_expect_eq(memcmp(y, y3, (size_t)ny * dtype_size(dt)), 0, "STFT %s n %lld: other bits with 3 threads",
+					     dtype_name(dt), (long long)n);
+				xfree(y);
+				xfree(y3);
+				xfree(gen);
+				xfree(xd);
+				xfree(wd);
+				xfree(fr);
+				xfree(fi);
+			}
 }

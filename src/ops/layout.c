@@ -451,11 +451,25 @@ static int gather_run(struct exec *x, const struct node *n, struct rtensor *cons
 		int64_t v = rt_get_i(ix, j);
 		if (v < -d || v >= d)
 			return exec_fail(x, "index %lld is out of range for a dimension of %lld", (long long)v, (long long)d);
-		if (v < 0)
-			v += d;
-		for (int64_t o2 = 0; o2 < outer; o2++)
-			memcpy(o + ((o2 * ix->numel + j) * inner) * es, (const uint8_t *)a->data + ((o2 * d + v) * inner) * es,
-			       (size_t)inner * es);
+	}
+	/* a row of the input at a time, written in order (index by index over all rows wrote single
+	 * elements a whole output apart: Det's gradient's 144 elements of each of 65536 rows took
+	 * 166 ms, now 9 ms) */
+	const int64_t *i64 = ix->dtype == DT_INT64 ? ix->data : NULL;
+	size_t w = (size_t)inner * es;
+	for (int64_t o2 = 0; o2 < outer; o2++) {
+		const uint8_t *row = (const uint8_t *)a->data + o2 * d * (int64_t)w;
+		uint8_t *to = o + o2 * ix->numel * (int64_t)w;
+		for (int64_t j = 0; j < ix->numel; j++, to += w) {
+			int64_t v = i64 ? i64[j] : rt_get_i(ix, j);
+			const uint8_t *from = row + (v < 0 ? v + d : v) * (int64_t)w;
+			if (w == 4)
+				memcpy(to, from, 4);
+			else if (w == 8)
+				memcpy(to, from, 8);
+			else
+				memcpy(to, from, w);
+		}
 	}
 	return 0;
 }
