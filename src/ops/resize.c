@@ -16,6 +16,7 @@
  * the gradient, where the axis's map becomes its matrix A (out x in): dX = A_h^T g A_w, two MatMuls
  * with constant matrices, exact in every mode. */
 #include "../autodiff/ad.h"
+#include "../util/pool.h"
 #include "../util/xalloc.h"
 #include "kernel.h"
 #include "vmath.h"
@@ -218,9 +219,10 @@ static int resize_axes(const struct node *n, const struct resize_mode *m, const 
  * +0: it is never -0), in double, rounded once to the dtype. The columns' taps are laid out once
  * per call, padded with taps of weight 0 to the most any column reads, their indices in 32 bits
  * (which GCC gathers: 64-bit indices of float32 rows left the loop scalar). Per row, a block of
- * RS_BLOCK outputs is summed tap by tap (vectorised across the outputs), or a row of 2 x 2 taps in
- * one pass; nearest copies a row whose source row is the row above's. bench_roofline, 8x64x24x24
- * x2, 1 thread: nearest 36 -> 0.30 ms, bilinear 309 -> 1.4 ms. */
+ * RS_BLOCK outputs is summed tap by tap (vectorised across the outputs), or a row of 2 x 2 taps (or
+ * 1 x 2) in one pass over its two input rows' column taps widened once (rs_wide_rows); nearest
+ * copies a row whose source row is the row above's. bench_roofline, 8x64x24x24 x2, 1 thread:
+ * nearest 36 -> 0.30 ms, bilinear 309 -> 1.4 -> 1.13 ms. */
 #define RS_BLOCK 256
 
 struct rs_job {
@@ -233,6 +235,7 @@ struct rs_job {
 	const int32_t *ci; /* [k][out_w] column indices (the rows are under 2^31 long) */
 	const double *cw;  /* [k][out_w] column weights */
 	int nearest;       /* every tap one of weight 1: each output is +0 + its one input */
+	double *wide;      /* 4 out_w doubles a thread (rs_wide_rows), or NULL: the tap loop */
 };
 
 /* acc[o] += wh ww_k[o] x row[ci_k[o]] for the outputs of one row (a term of weight 0 adds +0) */
@@ -254,18 +257,20 @@ VM_CLONES static void rs_terms_f64(double *restrict acc, const double *restrict 
 	}
 }
 
-/* Two rows by two columns (bilinear inside the input): the four terms of an output in the generic
- * loop's order, (row 0, col 0), (0, 1), (1, 0), (1, 1), from +0, in one pass (the taps' loop above,
- * one pass over the block per term, took 2.5 ms at 8x64x24x24 x2, this 1.4) */
+/* A row of linear or bilinear outputs (two column taps each; rows of one tap: h1 0 and e1 = e0):
+ * the four terms of an output in the generic loop's order, (row 0, col 0), (0, 1), (1, 0), (1, 1),
+ * from +0, in one pass, over the rows' column taps widened once (rs_widen: e[o] and e[ow + o] the
+ * input row's elements that output o's two column taps read, in double, which is exact), so each
+ * output row reads contiguous doubles rather than gathering its four elements (an input row of an
+ * upscale x2 serves about two output rows). */
 #define RS_BILINEAR(name, T)                                                                                        \
-	VM_CLONES static void name(T *restrict y, const T *restrict r0, const T *restrict r1,                        \
-				   const int32_t *restrict c0, const int32_t *restrict c1, const double *restrict w0, \
-				   const double *restrict w1, double h0, double h1, int64_t n)                       \
+	VM_CLONES static void name(T *restrict y, const double *restrict e00, const double *restrict e01,           \
+				   const double *restrict e10, const double *restrict e11, const double *restrict w0,    \
+				   const double *restrict w1, double h0, double h1, int64_t n)                           \
 	{                                                                                                            \
 		for (int64_t o = 0; o < n; o++) {                                                                    \
 			double a = h0 * w0[o], b = h0 * w1[o], c = h1 * w0[o], d = h1 * w1[o], s = 0;                \
-			double ta = a * (double)r0[c0[o]], tb = b * (double)r0[c1[o]];                                 \
-			double tc = c * (double)r1[c0[o]], td = d * (double)r1[c1[o]];                                 \
+			double ta = a * e00[o], tb = b * e01[o], tc = c * e10[o], td = d * e11[o];                    \
 			s += a != 0 ? ta : 0.0;                                                                       \
 			s += b != 0 ? tb : 0.0;                                                                       \
 			s += c != 0 ? tc : 0.0;                                                                       \
@@ -276,6 +281,48 @@ VM_CLONES static void rs_terms_f64(double *restrict acc, const double *restrict 
 RS_BILINEAR(rs_bilinear_f32, float)
 RS_BILINEAR(rs_bilinear_f64, double)
 #undef RS_BILINEAR
+
+/* e[o] = row[ci[o]] in double, o < n */
+VM_CLONES static void rs_widen_f32(double *restrict e, const float *restrict row, const int32_t *restrict ci, int64_t n)
+{
+	for (int64_t o = 0; o < n; o++)
+		e[o] = (double)row[ci[o]];
+}
+
+VM_CLONES static void rs_widen_f64(double *restrict e, const double *restrict row, const int32_t *restrict ci, int64_t n)
+{
+	for (int64_t o = 0; o < n; o++)
+		e[o] = row[ci[o]];
+}
+
+/* The widened column taps of input rows i0 and i1 of plane xp in *e0 and *e1: two slots of 2 ow
+ * doubles at wide, slot[k] the row slot k holds (-1: none), a row widened when no slot holds it,
+ * into the slot the other row does not need. */
+static void rs_wide_rows(const struct rs_job *j, const uint8_t *xp, double *wide, int64_t *slot, int64_t i0, int64_t i1,
+			 const double **e0, const double **e1)
+{
+	int64_t ow = j->out_w, want[2] = {i0, i1}, es = j->f64 ? 8 : 4;
+	int at[2];
+	for (int k = 0; k < 2; k++)
+		at[k] = slot[0] == want[k] ? 0 : slot[1] == want[k] ? 1 : -1;
+	for (int k = 0; k < 2; k++) {
+		if (at[k] >= 0)
+			continue;
+		at[k] = at[1 - k] == 0 ? 1 : 0;
+		slot[at[k]] = want[k];
+		double *e = wide + at[k] * 2 * ow;
+		const uint8_t *row = xp + want[k] * j->in_w * es;
+		for (int c = 0; c < 2; c++)
+			if (j->f64)
+				rs_widen_f64(e + c * ow, (const double *)row, j->ci + c * ow, ow);
+			else
+				rs_widen_f32(e + c * ow, (const float *)row, j->ci + c * ow, ow);
+		if (i0 == i1)
+			at[1] = at[0];
+	}
+	*e0 = wide + at[0] * 2 * ow;
+	*e1 = wide + at[1] * 2 * ow;
+}
 
 VM_CLONES static void rs_row_f32(float *restrict y, const float *restrict row, const int32_t *restrict ci, int64_t n)
 {
@@ -307,9 +354,9 @@ static void rs_planes(void *arg, int64_t p0, int64_t p1)
 {
 	const struct rs_job *j = arg;
 	int64_t oh = j->out_h, ow = j->out_w, es = j->f64 ? 8 : 4;
-	double acc[RS_BLOCK];
+	double acc[RS_BLOCK], *wide = j->wide ? j->wide + pool_self() * 4 * ow : NULL;
 	for (int64_t p = p0; p < p1; p++) {
-		int64_t src = 0, rest = p;
+		int64_t src = 0, rest = p, slot[2] = {-1, -1};
 		for (int i = (int)j->outer_r - 1; i >= 0; i--) {
 			src += rs_one_tap(&j->outer_tp[i][rest % j->outer_dims[i]]) * j->outer_st[i];
 			rest /= j->outer_dims[i];
@@ -331,14 +378,14 @@ static void rs_planes(void *arg, int64_t p0, int64_t p1)
 					rs_row_f32((float *)yr, (const float *)xr, j->ci, ow);
 				continue;
 			}
-			if (t->n == 2 && j->nw == 2) {
-				const uint8_t *x0 = xp + t->i[0] * j->in_w * es, *x1 = xp + t->i[1] * j->in_w * es;
+			if (t->n <= 2 && j->nw == 2 && wide) { /* a row of one tap: its terms and +0s */
+				const double *e0, *e1;
+				double h1 = t->n == 2 ? t->w[1] : 0;
+				rs_wide_rows(j, xp, wide, slot, t->i[0], t->i[t->n - 1], &e0, &e1);
 				if (j->f64)
-					rs_bilinear_f64((double *)yr, (const double *)x0, (const double *)x1, j->ci, j->ci + ow, j->cw,
-							j->cw + ow, t->w[0], t->w[1], ow);
+					rs_bilinear_f64((double *)yr, e0, e0 + ow, e1, e1 + ow, j->cw, j->cw + ow, t->w[0], h1, ow);
 				else
-					rs_bilinear_f32((float *)yr, (const float *)x0, (const float *)x1, j->ci, j->ci + ow, j->cw,
-							j->cw + ow, t->w[0], t->w[1], ow);
+					rs_bilinear_f32((float *)yr, e0, e0 + ow, e1, e1 + ow, j->cw, j->cw + ow, t->w[0], h1, ow);
 				continue;
 			}
 			for (int64_t o0 = 0; o0 < ow; o0 += RS_BLOCK) {
@@ -411,10 +458,13 @@ static int resize_fast(const struct rtensor *a, struct rtensor *y, const struct 
 		}
 	}
 	j.ci = ci, j.cw = cw;
+	if (!j.nearest && j.nw == 2) /* none: the tap loop, the same sums */
+		j.wide = xmalloc((size_t)pool_threads() * (size_t)(4 * j.out_w) * sizeof *j.wide);
 	int64_t per = j.out_h * j.out_w;
 	kernel_for(planes, per ? (KERNEL_GRAIN + per - 1) / per : planes, rs_planes, &j);
 	xfree(ci);
 	xfree(cw);
+	xfree(j.wide);
 	return 1;
 }
 
