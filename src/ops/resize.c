@@ -222,9 +222,10 @@ static int resize_axes(const struct node *n, const struct resize_mode *m, const 
  * (which GCC gathers: 64-bit indices of float32 rows left the loop scalar). Per row, a block of
  * RS_BLOCK outputs is summed tap by tap (vectorised across the outputs), or a row of 2 x 2 taps (or
  * 1 x 2) in one pass: float32 on AVX-512 its taps permuted out of 16 inputs loaded at a time
- * (rs_perm_f32) where 16 outputs read no more, else over its two input rows' column taps widened
- * once (rs_wide_rows); nearest copies a row whose source row is the row above's. bench_roofline,
- * 8x64x24x24 x2, 1 thread: nearest 36 -> 0.30 ms, bilinear 309 -> 1.4 -> 1.13 (widened) -> 0.97 ms. */
+ * (rs_perm_f32, with the next row when it reads the same input rows) where 16 outputs read no
+ * more, else over its two input rows' column taps widened once (rs_wide_rows); nearest copies a
+ * row whose source row is the row above's. bench_roofline, 8x64x24x24 x2, 1 thread: nearest 36 ->
+ * 0.30 ms, bilinear 309 -> 1.4 -> 1.13 (widened) -> 0.97 (permuted) -> 0.80 ms (two rows a pass). */
 #define RS_BLOCK 256
 
 struct rs_job {
@@ -286,16 +287,17 @@ RS_BILINEAR(rs_bilinear_f64, double)
 #undef RS_BILINEAR
 
 #ifdef SIMD_X86
-/* RS_BILINEAR's float32 row on AVX-512 where each 16 outputs' column taps read 16 inputs from
- * base[b] on: those loaded once per input row and each tap's elements permuted out of them (no
- * gather, no widened copy), the four terms then as RS_BILINEAR has them, 8 outputs a vector (the
- * weights' products and the sum in double; a term of weight 0 left out, which is RS_BILINEAR's
- * "+ 0.0": a sum from +0 is never -0). */
-static SIMD_TARGET void rs_perm_f32(float *y, const float *r0, const float *r1, const int32_t *c0, const int32_t *c1,
-				    const int32_t *base, const double *w0, const double *w1, double h0, double h1, int64_t n,
-				    int64_t in_w)
+/* RS_BILINEAR's float32 rows on AVX-512 where each 16 outputs' column taps read 16 inputs from
+ * base[b] on: those loaded once per pair of input rows and each tap's elements permuted out of
+ * them (no gather, no widened copy), for `rows` output rows (1 or 2, ys apart) that read the same
+ * two input rows with weights h[2 q], h[2 q + 1]; the four terms as RS_BILINEAR has them, 8
+ * outputs a vector (the weights' products and the sum in double; a term of weight 0 left out,
+ * which is RS_BILINEAR's "+ 0.0": a sum from +0 is never -0). */
+static SIMD_TARGET void rs_perm_f32(float *y, int64_t ys, int rows, const double *h, const float *r0, const float *r1,
+				    const int32_t *c0, const int32_t *c1, const int32_t *base, const double *w0,
+				    const double *w1, int64_t n, int64_t in_w)
 {
-	const __m512d vh0 = _mm512_set1_pd(h0), vh1 = _mm512_set1_pd(h1), zero = _mm512_setzero_pd();
+	const __m512d zero = _mm512_setzero_pd();
 	for (int64_t o0 = 0, b = 0; o0 < n; o0 += 16, b++) {
 		int64_t m = n - o0 < 16 ? n - o0 : 16;
 		__mmask16 lm = simd_lanes(m), ld = simd_lanes(in_w - base[b]);
@@ -305,21 +307,28 @@ static SIMD_TARGET void rs_perm_f32(float *y, const float *r0, const float *r1, 
 		__m512 x0 = _mm512_maskz_loadu_ps(ld, r0 + base[b]), x1 = _mm512_maskz_loadu_ps(ld, r1 + base[b]);
 		__m512 e[4] = {_mm512_permutexvar_ps(i0, x0), _mm512_permutexvar_ps(i1, x0), _mm512_permutexvar_ps(i0, x1),
 			       _mm512_permutexvar_ps(i1, x1)};
-		__m256 half[2];
+		__m256 half[2][2];
 		for (int hf = 0; hf < 2; hf++) {
 			__mmask8 wm = (__mmask8)(lm >> (8 * hf));
-			__m512d wv0 = _mm512_maskz_loadu_pd(wm, w0 + o0 + 8 * hf), wv1 = _mm512_maskz_loadu_pd(wm, w1 + o0 + 8 * hf);
-			__m512d w[4] = {_mm512_mul_pd(vh0, wv0), _mm512_mul_pd(vh0, wv1), _mm512_mul_pd(vh1, wv0), _mm512_mul_pd(vh1, wv1)};
-			__m512d sum = zero;
-			for (int k = 0; k < 4; k++) {
-				__m256 ek = hf ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e[k]), 1)) : _mm512_castps512_ps256(e[k]);
-				__m512d t = _mm512_mul_pd(w[k], _mm512_cvtps_pd(ek));
-				sum = _mm512_mask_add_pd(sum, _mm512_cmp_pd_mask(w[k], zero, _CMP_NEQ_UQ), sum, t);
+			__m512d wv0 = _mm512_maskz_loadu_pd(wm, w0 + o0 + 8 * hf), wv1 = _mm512_maskz_loadu_pd(wm, w1 + o0 + 8 * hf), ev[4];
+			for (int k = 0; k < 4; k++)
+				ev[k] = _mm512_cvtps_pd(hf ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e[k]), 1))
+							   : _mm512_castps512_ps256(e[k]));
+			for (int q = 0; q < rows; q++) {
+				__m512d vh0 = _mm512_set1_pd(h[2 * q]), vh1 = _mm512_set1_pd(h[2 * q + 1]);
+				__m512d w[4] = {_mm512_mul_pd(vh0, wv0), _mm512_mul_pd(vh0, wv1), _mm512_mul_pd(vh1, wv0),
+						_mm512_mul_pd(vh1, wv1)};
+				__m512d sum = zero;
+				for (int k = 0; k < 4; k++)
+					sum = _mm512_mask_add_pd(sum, _mm512_cmp_pd_mask(w[k], zero, _CMP_NEQ_UQ), sum,
+								 _mm512_mul_pd(w[k], ev[k]));
+				half[q][hf] = _mm512_cvtpd_ps(sum);
 			}
-			half[hf] = _mm512_cvtpd_ps(sum);
 		}
-		__m512d f = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(half[0])), _mm256_castps_pd(half[1]), 1);
-		_mm512_mask_storeu_ps(y + o0, lm, _mm512_castpd_ps(f));
+		for (int q = 0; q < rows; q++) {
+			__m512d f = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(half[q][0])), _mm256_castps_pd(half[q][1]), 1);
+			_mm512_mask_storeu_ps(y + q * ys + o0, lm, _mm512_castpd_ps(f));
+		}
 	}
 }
 
@@ -445,10 +454,13 @@ static void rs_planes(void *arg, int64_t p0, int64_t p1)
 				continue;
 			}
 #ifdef SIMD_X86
-			if (t->n <= 2 && j->nw == 2 && j->base) {
+			if (t->n <= 2 && j->nw == 2 && j->base) { /* with the next row where it reads the same rows */
+				const struct taps *u = r + 1 < oh ? t + 1 : NULL;
+				int rows = u && u->n == t->n && u->i[0] == t->i[0] && u->i[u->n - 1] == t->i[t->n - 1] ? 2 : 1;
+				double h[4] = {t->w[0], t->n == 2 ? t->w[1] : 0, u ? u->w[0] : 0, u && u->n == 2 ? u->w[1] : 0};
 				const float *x0 = (const float *)xp + t->i[0] * j->in_w, *x1 = (const float *)xp + t->i[t->n - 1] * j->in_w;
-				rs_perm_f32((float *)yr, x0, x1, j->ci, j->ci + ow, j->base, j->cw, j->cw + ow, t->w[0],
-					    t->n == 2 ? t->w[1] : 0, ow, j->in_w);
+				rs_perm_f32((float *)yr, ow, rows, h, x0, x1, j->ci, j->ci + ow, j->base, j->cw, j->cw + ow, ow, j->in_w);
+				r += rows - 1;
 				continue;
 			}
 #endif
