@@ -430,7 +430,7 @@ static inline __attribute__((always_inline)) void lp_plane(const struct pool_job
 			int64_t at0 = kr ? (y0 + ey[0] * g->d[0]) * g->in[1] + o0 * g->s[1] - g->pb[1] : 0;
 			const void *x0 = (const uint8_t *)xp + at0 * (f64 ? 8 : 4);
 			int bad = pool_sum_run((uint8_t *)yp + o * (f64 ? 8 : 4), x0, f64, p2 ? POOL_RUN_L2 : POOL_RUN_L1, 1,
-					       g->s[1], nb, kr, dr, kw, g->d[1]);
+					       g->s[1], nb, kr, dr, kw, g->d[1], 1, 0, 0);
 			for (int64_t b = 0; bad > 0 && b < nb; b++) /* a root from pow: lp_one's */
 				lp_one(j, xp, yp, oy, o0 + b, f64, p2);
 			if (bad >= 0)
