@@ -207,8 +207,8 @@ static double pool_one(const struct conv_geom *g, const struct rtensor *a, int64
 
 #ifdef SIMD_X86
 /* pool_sum_run's body: 16 outputs at a time, each lane's sum in double held in registers over the
- * whole window (two vectors of 8 doubles), its terms
- * in the window's order; at stride 2 two vectors of input read and their even lanes taken, as
+ * whole window (two vectors of 8 doubles), its terms in the window's order; at stride 2 two
+ * vectors of input read and their even lanes taken, as
  * MAX_RUN_AVX512 does; then finished in registers and stored (a store and a reload of the sums
  * stalled store forwarding: a separate pass took longer than the sums). */
 static inline __attribute__((always_inline)) SIMD_TARGET __m512d sum_term(__m512d v, int kind)
@@ -296,21 +296,17 @@ static inline __attribute__((always_inline)) SIMD_TARGET int sum_run(void *y, co
 	return bad != 0;
 }
 
+/* LpPool's runs (POOL_RUN_L1, float32's POOL_RUN_L2), one row a call */
 static SIMD_TARGET int sum_run_avx512(void *y, const void *p, int f64, int kind, double cnt, int64_t sw, int64_t n,
 				      int64_t kr, int64_t dr, int64_t kw, int64_t dw)
 {
 	if (f64)
-		return kind == POOL_RUN_L1 ? sum_run(y, p, 1, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_L1)
-					   : sum_run(y, p, 1, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_MEAN);
+		return sum_run(y, p, 1, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_L1);
 	if (kind == POOL_RUN_L1)
 		return sum_run(y, p, 0, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_L1);
-	if (kind == POOL_RUN_L2)
-		return sum_run(y, p, 0, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_L2);
-	return sum_run(y, p, 0, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_MEAN);
+	return sum_run(y, p, 0, sw, n, kr, dr, kw, dw, cnt, POOL_RUN_L2);
 }
-#endif
 
-#ifdef SIMD_X86
 /* AveragePool's runs over `rows` rows in one call (bench_roofline's 0.60 -> 0.52 ms: a call a row
  * gone); LpPool's stay one row a call of sum_run_avx512 (a loop over rows in pool_sum_run, even of
  * one row, took them from 0.70 to 0.84 ms) */
