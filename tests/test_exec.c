@@ -7036,3 +7036,204 @@ Test(exec, stft_lanes_match_the_definition)
 				xfree(fi);
 			}
 }
+/* #52 pool2: AveragePool's and LpPool's interior runs (pool_sum_run: AVX-512 lanes at strides 1
+ * and 2, the compiled loop at others) and Resize's linear rows over widened column taps, against
+ * their definitions written here, bit for bit (any NaN for a NaN), float32 and float64, over
+ * NaNs, infinities, signed zeros, subnormals, huge values and doubles of full mantissas whose
+ * sums round differently in another order; runs not a multiple of 16 long, longer than 256,
+ * empty windows; and the same bits (NaN payloads too) with 1 thread and 3. */
+
+/* values of many magnitudes, full mantissas, and specials one in 17 */
+static double p2_value(uint32_t *s)
+{
+	static const double special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e-45, -1e-310, 3e38, -3e38, 1e300};
+	*s = *s * 1664525u + 1013904223u;
+	uint32_t k = *s >> 8;
+	if (k % 17 == 0)
+		return special[k / 17 % (sizeof special / sizeof *special)];
+	*s = *s * 1664525u + 1013904223u;
+	double m = (double)k / 16777216.0 + (double)(*s >> 4) * 0x1p-52;
+	return (k & 1 ? -1 : 1) * ldexp(m, (int)(k % 29) - 14);
+}
+
+/* n values of seed as float32 (p32) or float64 (p64), and in v as the kernel reads them */
+static void p2_fill(uint32_t seed, int64_t n, int f64, double *v, float *p32, double *p64)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double d = p2_value(&seed);
+		f64 ? (void)(p64[i] = d) : (void)(p32[i] = (float)d);
+		v[i] = f64 ? d : (double)p32[i];
+	}
+}
+
+/* node run over x (dims, data p) with 1 thread and with 3: the same bytes; the 1-thread run */
+static struct exec *p2_run(const char *node, const char *extra, int f64, int nd, const int64_t *dims, void *p,
+			   struct graph **g, const struct rtensor **y)
+{
+	struct graph *g3;
+	const struct rtensor *y3;
+	pool_set_threads(3);
+	struct exec *x3 = rf_run(node, extra, f64, nd, dims, p, &g3, &y3);
+	pool_set_threads(1);
+	struct exec *x = rf_run(node, extra, f64, nd, dims, p, g, y);
+	cr_expect((*y)->nbytes == y3->nbytes && !memcmp((*y)->data, y3->data, y3->nbytes), "%s: 1 and 3 threads differ",
+		  node);
+	exec_free(x3);
+	graph_free(g3);
+	return x;
+}
+
+struct p2_pool {
+	int64_t h, w, k[2], s[2], d[2], pad[4];
+	int ceil, incl;
+};
+
+static const struct p2_pool p2_pools[] = {
+	{24, 24, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0}, /* the bench's */
+	{9, 41, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 1},  {9, 41, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 0},
+	{7, 37, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0, 1},  {7, 37, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+	{4, 600, {2, 5}, {1, 2}, {1, 2}, {1, 4, 0, 4}, 0, 0}, /* runs past 256 */
+	{4, 600, {2, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}, 1, 1},  {12, 37, {3, 2}, {1, 3}, {2, 2}, {2, 1, 0, 1}, 0, 1}, /* stride 3 */
+	{5, 50, {2, 2}, {3, 3}, {1, 1}, {0, 0, 0, 0}, 1, 0},  {5, 17, {5, 3}, {1, 2}, {1, 1}, {0, 0, 0, 0}, 1, 0},
+	{3, 31, {2, 3}, {2, 2}, {1, 1}, {0, 1, 0, 1}, 0, 0},  {3, 50, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+	{4, 33, {3, 2}, {2, 1}, {1, 1}, {2, 0, 2, 0}, 1, 1}, /* windows of one row, the rest pads */
+	{4, 33, {3, 2}, {2, 1}, {1, 1}, {2, 0, 2, 0}, 1, 0},  {1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+	{1, 2, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+};
+#define P2_NC 48 /* planes: enough that 3 threads cut them */
+#define P2_MAXN (P2_NC * 4 * 600)
+
+/* AveragePool (lp 0) or LpPool of p = lp over p2_pools[c]: every output against rf_avg or the
+ * window's pow(|x|, p) summed in double from +0 in row-major order, then pow(sum, 1 / p) */
+static void p2_pool_case(size_t c, int f64, int lp)
+{
+	static double v[P2_MAXN], p64[P2_MAXN];
+	static float p32[P2_MAXN];
+	const struct p2_pool *k = &p2_pools[c];
+	int64_t dims[4] = {2, P2_NC / 2, k->h, k->w}, sp = k->h * k->w;
+	cr_assert(P2_NC * sp <= P2_MAXN);
+	p2_fill((uint32_t)(c * 4 + (size_t)lp * 2 + (size_t)f64) * 7 + 1, P2_NC * sp, f64, v, p32, p64);
+	char node[400];
+	snprintf(node, sizeof node,
+		 "{op: %s, inputs: [x], outputs: [y], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+		 "dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld], ceil_mode: %d, %s: %d}}",
+		 lp ? "LpPool" : "AveragePool", (long long)k->k[0], (long long)k->k[1], (long long)k->s[0], (long long)k->s[1],
+		 (long long)k->d[0], (long long)k->d[1], (long long)k->pad[0], (long long)k->pad[1], (long long)k->pad[2],
+		 (long long)k->pad[3], k->ceil, lp ? "p" : "count_include_pad", lp ? lp : k->incl);
+	int64_t wrong = 0, first = -1;
+	double want = 0;
+	struct graph *g;
+	const struct rtensor *y;
+	struct exec *x = p2_run(node, "", f64, 4, dims, f64 ? (void *)p64 : (void *)p32, &g, &y);
+	int64_t oh = y->dims[2], ow = y->dims[3];
+	for (int64_t o = 0; o < P2_NC * oh * ow; o++) {
+		int64_t nc = o / (oh * ow), oy = o / ow % oh, ox = o % ow;
+		double r = 0;
+		if (!lp) {
+			r = rf_avg(v + nc * sp, k->h, k->w, k->k, k->s, k->d, k->pad, k->incl, oy, ox);
+		} else {
+			for (int64_t t = 0; t < k->k[0] * k->k[1]; t++) {
+				int64_t iy = oy * k->s[0] - k->pad[0] + t / k->k[1] * k->d[0];
+				int64_t ix = ox * k->s[1] - k->pad[1] + t % k->k[1] * k->d[1];
+				if (iy >= 0 && iy < k->h && ix >= 0 && ix < k->w)
+					r += pow(fabs(v[nc * sp + iy * k->w + ix]), (double)lp);
+			}
+			r = pow(r, 1 / (double)lp);
+		}
+		if (!rf_same_nan(y, o, r, f64, 1) && !wrong++)
+			first = o, want = r;
+	}
+	cr_expect_eq(wrong, 0, "%s: %s: %lld of %lld outputs differ, the first %lld: %a, not %a", f64 ? "float64" : "float32",
+		     node, (long long)wrong, (long long)(P2_NC * oh * ow), (long long)first, first < 0 ? 0 : rt_get(y, first),
+		     want);
+	exec_free(x);
+	graph_free(g);
+}
+
+Test(exec, pool2_average_pool_runs_match_the_definition_at_1_and_3_threads)
+{
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof p2_pools / sizeof *p2_pools; c++)
+			p2_pool_case(c, f64, 0);
+}
+
+Test(exec, pool2_lp_pool_runs_match_the_definition_at_1_and_3_threads)
+{
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof p2_pools / sizeof *p2_pools; c++)
+			for (int p = 1; p <= 3; p++)
+				if (!p2_pools[c].incl) /* LpPool has no count_include_pad */
+					p2_pool_case(c, f64, p);
+}
+
+/* Resize linear over the last two axes of (2, 24, h, w): each output's 2 x 2 taps (rs_coord,
+ * rs_taps) in order, row tap outer, a term left out where its weight wh ww is 0 */
+Test(exec, pool2_resize_linear_rows_match_the_definition_at_1_and_3_threads)
+{
+	static const struct rs_case cases[] = {
+		{4, {2, 24, 24, 24}, {2, 24, 48, 48}, 0, "linear", "half_pixel", ""}, /* the bench's */
+		{4, {2, 24, 7, 13}, {2, 24, 15, 29}, 0, "linear", "half_pixel", ""},
+		{4, {2, 24, 7, 13}, {2, 24, 15, 29}, 0, "linear", "align_corners", ""},
+		{4, {2, 24, 7, 13}, {2, 24, 15, 29}, 0, "linear", "asymmetric", ""},
+		{4, {2, 24, 7, 13}, {2, 24, 15, 29}, 0, "linear", "pytorch_half_pixel", ""},
+		{4, {2, 24, 9, 40}, {2, 24, 4, 17}, 0, "linear", "half_pixel", ""}, /* down: rows skipped */
+		{4, {2, 24, 9, 40}, {2, 24, 5, 3}, 0, "linear", "align_corners", ""},
+		{4, {2, 24, 5, 300}, {2, 24, 6, 601}, 0, "linear", "pytorch_half_pixel", ""},
+		{4, {2, 24, 1, 5}, {2, 24, 3, 1}, 0, "linear", "pytorch_half_pixel", ""},
+		{4, {2, 24, 6, 1}, {2, 24, 11, 7}, 0, "linear", "half_pixel", ""},
+		{4, {2, 24, 5, 7}, {2, 24, 5, 7}, 0, "linear", "half_pixel", ""},
+		{4, {2, 24, 5, 7}, {4, 4, 8, 6}, 1, "linear", "half_pixel", ""}, /* scales x 4 */
+		{4, {2, 24, 5, 7}, {4, 4, 9, 5}, 1, "linear", "align_corners", ""},
+	};
+	enum { MAXN = 48 * 5 * 300, MAXO = 48 * 6 * 601 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			const struct rs_case *k = &cases[c];
+			int64_t od[4], numel = 1, onum = 1;
+			double s[4], len[4];
+			for (int i = 0; i < 4; i++) {
+				od[i] = k->scaled ? k->in[i] * k->out[i] / 4 : k->out[i];
+				s[i] = k->scaled ? (double)(float)(k->out[i] / 4.0) : (double)od[i] / (double)k->in[i];
+				len[i] = k->scaled ? (double)k->in[i] * s[i] : (double)od[i];
+				numel *= k->in[i], onum *= od[i];
+			}
+			cr_assert(numel <= MAXN && onum <= MAXO);
+			p2_fill((uint32_t)c * 5 + (uint32_t)f64 + 3, numel, f64, v, p32, p64);
+			char extra[300], node[400];
+			snprintf(extra, sizeof extra, "params: [{name: q, dtype: %s, shape: [4], data: [%g, %g, %g, %g]}]\n",
+				 k->scaled ? "float32" : "int64", k->scaled ? k->out[0] / 4.0 : (double)k->out[0],
+				 k->scaled ? k->out[1] / 4.0 : (double)k->out[1], k->scaled ? k->out[2] / 4.0 : (double)k->out[2],
+				 k->scaled ? k->out[3] / 4.0 : (double)k->out[3]);
+			snprintf(node, sizeof node,
+				 "{op: Resize, inputs: [x, \"\", %s], outputs: [y], attrs: {mode: linear, "
+				 "coordinate_transformation_mode: %s}}",
+				 k->scaled ? "q" : "\"\", q", k->coord);
+			struct graph *g;
+			const struct rtensor *y;
+			struct exec *x = p2_run(node, extra, f64, 4, k->in, f64 ? (void *)p64 : (void *)p32, &g, &y);
+			cr_assert_eq(y->numel, onum);
+			int64_t h = k->in[2], w = k->in[3], oh = od[2], ow = od[3], wrong = 0, first = -1;
+			double want = 0;
+			for (int64_t o = 0; o < onum; o++) {
+				int64_t plane = o / (oh * ow), ry[4], rx[4];
+				double wy[4], wx[4], sum = 0;
+				int ny = rs_taps(k, rs_coord(k->coord, o / ow % oh, h, s[2], len[2]), h, ry, wy);
+				int nx = rs_taps(k, rs_coord(k->coord, o % ow, w, s[3], len[3]), w, rx, wx);
+				for (int a = 0; a < ny; a++)
+					for (int b = 0; b < nx; b++) {
+						double cw = 1 * 1 * wy[a] * wx[b];
+						if (cw != 0)
+							sum += cw * v[(plane * h + ry[a]) * w + rx[b]];
+					}
+				if (!rf_same_nan(y, o, sum, f64, 1) && !wrong++)
+					first = o, want = sum;
+			}
+			cr_expect_eq(wrong, 0, "%s case %zu (%s): %lld of %lld outputs differ, the first #%lld: %a, not %a",
+				     f64 ? "float64" : "float32", c, k->coord, (long long)wrong, (long long)onum, (long long)first,
+				     first < 0 ? 0 : rt_get(y, first), want);
+			exec_free(x);
+			graph_free(g);
+		}
+}

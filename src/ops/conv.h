@@ -72,6 +72,18 @@ int conv_wgrad(struct exec *x, const struct rtensor *a, const struct rtensor *w,
 struct ad;
 int conv_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		enum conv_kind kind);
+/* The n outputs t of a pool whose windows start at p + t sw (float64 when f64; kr rows dr apart,
+ * kw taps dw apart, all inside the input) into y: each window's terms (x; |x|; float32's x * x in
+ * double) summed in double from +0 in the window's row-major order, each output in its own lane,
+ * then the mean (over cnt, POOL_RUN_MEAN), the sum (POOL_RUN_L1) or its square root (POOL_RUN_L2,
+ * float32 only), rounded to the dtype; POOL_RUN_MEAN for `rows` rows of such outputs, their windows
+ * rs elements apart and their outputs ys apart (the others take one). Where the processor and the
+ * stride allow it (AVX-512, strides 1 and 2): 1 when an output needs its caller (a NaN mean, whose
+ * payload the walk picks; a root lp_root_f32 takes from pow), else 0; elsewhere -1, nothing
+ * written. */
+enum { POOL_RUN_MEAN, POOL_RUN_L1, POOL_RUN_L2 };
+int pool_sum_run(void *y, const void *p, int f64, int kind, double cnt, int64_t sw, int64_t n, int64_t kr, int64_t dr,
+		 int64_t kw, int64_t dw, int64_t rows, int64_t rs, int64_t ys);
 int pool_nd_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out, int max);
 int conv_nd_grad(struct ad *a, const struct node *n);
 
