@@ -6321,7 +6321,7 @@ Test(exec, gather_scatter_elements_refuse_bad_indices)
 		for (int f64 = 0; f64 < 3; f64++) { /* float32, float64, int64 data */
 			int dt = f64 == 2 ? DT_INT64 : f64 ? DT_DOUBLE : DT_FLOAT;
 			int64_t dims[2] = {2, 3}, idims[2] = {2, 40}, ix[80] = {0}, xd[6] = {0}, ud[80] = {0};
-			ix[77] = 3;
+			ix[77] = 3, ix[78] = INT64_MAX, ix[79] = INT64_MIN;
 			struct rtensor ts[3] = {shape_tensor(dt, 2, dims, xd), shape_tensor(DT_INT64, 2, idims, ix),
 						shape_tensor(dt, 2, idims, ud)};
 			char text[1024];

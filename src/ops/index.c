@@ -39,32 +39,15 @@ struct elems_job {
 	{                                                                                                        \
 		uint64_t bad = 0; /* v + len past 2 len - 1 as unsigned: one compare, vectorised */               \
 		for (int64_t e = 0; e < L; e++)                                                                  \
-			bad |= (uint64_t)((int64_t)ix[e] + len) >= (uint64_t)(2 * len);                          \
+			bad |= (uint64_t)(int64_t)ix[e] + (uint64_t)len >= (uint64_t)(2 * len);                       \
 		return !bad;                                                                                     \
 	}
 ELEMS_OK(int64_t)
 ELEMS_OK(int32_t)
 #undef ELEMS_OK
 
-/* A gather row: o[e] = d[(v < 0 ? v + len : v) sax + e se] */
-#define GATHER_ROW(T, I)                                                                                         \
-	static inline __attribute__((always_inline)) void gather_row_##T##_##I(                                  \
-		T *restrict o, const T *restrict d, const I *restrict ix, int64_t L, int64_t len, int64_t sax,   \
-		int64_t se)                                                                                      \
-	{                                                                                                        \
-		for (int64_t e = 0; e < L; e++) {                                                                \
-			int64_t v = ix[e];                                                                       \
-			o[e] = d[(v + (v < 0 ? len : 0)) * sax + e * se];                                        \
-		}                                                                                                \
-	}
-GATHER_ROW(uint32_t, int64_t)
-GATHER_ROW(uint32_t, int32_t)
-GATHER_ROW(uint64_t, int64_t)
-GATHER_ROW(uint64_t, int32_t)
-#undef GATHER_ROW
-
-/* The data offset of rows [lo, hi)'s first, then stepping: the odometer over the indices' dims but
- * the last, the axis' own coordinate left out of base (v supplies it) */
+/* The data offset of a row at c (the indices' coordinates but the last): the axis' own left out
+ * (v supplies it) */
 static int64_t elems_base(const struct elems_job *j, const int64_t *c)
 {
 	int64_t b = 0;
@@ -81,38 +64,58 @@ static void elems_start(const struct elems_job *j, int64_t r, int64_t *c)
 	}
 }
 
-static void elems_step(const struct elems_job *j, int64_t *c)
+/* the next row's coordinates, its offset *b kept with them */
+static inline void elems_step(const struct elems_job *j, int64_t *c, int64_t *b)
 {
-	for (int i = j->nd - 2; i >= 0 && ++c[i] == j->dims[i]; i--)
+	for (int i = j->nd - 2; i >= 0; i--) {
+		int64_t s = i == j->ax ? 0 : j->ds[i];
+		*b += s;
+		if (++c[i] < j->dims[i])
+			return;
+		*b -= s * j->dims[i];
 		c[i] = 0;
+	}
 }
+
+/* Rows [lo, hi) of a gather: o[e] = d[b + (v < 0 ? v + len : v) sax + e se] */
+#define GATHER_RANGE(T, I)                                                                                       \
+	static inline __attribute__((always_inline)) void gather_range_##T##_##I(struct elems_job *j, int64_t lo, \
+										 int64_t hi)                    \
+	{                                                                                                        \
+		int64_t c[RT_MAX_DIMS] = {0}, L = j->L, len = j->len, sax = j->ds[j->ax], se = j->se, b;         \
+		elems_start(j, lo, c);                                                                           \
+		b = elems_base(j, c);                                                                            \
+		const I *restrict ix = (const I *)j->ix + lo * L;                                                \
+		const T *restrict d = (const T *)(const void *)j->src;                                           \
+		T *restrict o = (T *)(void *)j->dst + lo * L;                                                    \
+		for (int64_t r = lo; r < hi; r++, ix += L, o += L, elems_step(j, c, &b)) {                       \
+			if (!elems_ok_##I(ix, L, len)) {                                                         \
+				__atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);                                  \
+				return;                                                                          \
+			}                                                                                        \
+			for (int64_t e = 0; e < L; e++) {                                                        \
+				int64_t v = ix[e];                                                               \
+				o[e] = d[b + (v + (v < 0 ? len : 0)) * sax + e * se];                            \
+			}                                                                                        \
+		}                                                                                                \
+	}
+GATHER_RANGE(uint32_t, int64_t)
+GATHER_RANGE(uint32_t, int32_t)
+GATHER_RANGE(uint64_t, int64_t)
+GATHER_RANGE(uint64_t, int32_t)
+#undef GATHER_RANGE
 
 VM_CLONES static void gather_rows(void *arg, int64_t lo, int64_t hi)
 {
 	struct elems_job *j = arg;
-	int64_t c[RT_MAX_DIMS] = {0}, L = j->L, sax = j->ds[j->ax];
-	elems_start(j, lo, c);
-	for (int64_t r = lo; r < hi; r++, elems_step(j, c)) {
-		const void *ix = j->ix64 ? (const void *)((const int64_t *)j->ix + r * L)
-					 : (const void *)((const int32_t *)j->ix + r * L);
-		if (j->ix64 ? !elems_ok_int64_t(ix, L, j->len) : !elems_ok_int32_t(ix, L, j->len)) {
-			__atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
-			return;
-		}
-		int64_t b = elems_base(j, c);
-		if (j->es == 4 && j->ix64)
-			gather_row_uint32_t_int64_t((uint32_t *)(void *)j->dst + r * L, (const uint32_t *)(const void *)j->src + b,
-						    ix, L, j->len, sax, j->se);
-		else if (j->es == 4)
-			gather_row_uint32_t_int32_t((uint32_t *)(void *)j->dst + r * L, (const uint32_t *)(const void *)j->src + b,
-						    ix, L, j->len, sax, j->se);
-		else if (j->ix64)
-			gather_row_uint64_t_int64_t((uint64_t *)(void *)j->dst + r * L, (const uint64_t *)(const void *)j->src + b,
-						    ix, L, j->len, sax, j->se);
-		else
-			gather_row_uint64_t_int32_t((uint64_t *)(void *)j->dst + r * L, (const uint64_t *)(const void *)j->src + b,
-						    ix, L, j->len, sax, j->se);
-	}
+	if (j->es == 4 && j->ix64)
+		gather_range_uint32_t_int64_t(j, lo, hi);
+	else if (j->es == 4)
+		gather_range_uint32_t_int32_t(j, lo, hi);
+	else if (j->ix64)
+		gather_range_uint64_t_int64_t(j, lo, hi);
+	else
+		gather_range_uint64_t_int32_t(j, lo, hi);
 }
 
 /* A scatter row: o[(v < 0 ? v + len : v) sax + e se] combined with u[e], in e's order: the
@@ -165,8 +168,9 @@ VM_CLONES static void scatter_units(void *arg, int64_t lo, int64_t hi)
 	if (!last)
 		uj.dims[j->ax] = 1;
 	elems_start(&uj, lo, c);
-	for (int64_t un = lo; un < hi; un++, elems_step(&uj, c)) {
-		int64_t r0 = 0, b = elems_base(j, c);
+	int64_t b = elems_base(j, c);
+	for (int64_t un = lo; un < hi; un++, elems_step(&uj, c, &b)) {
+		int64_t r0 = 0;
 		for (int i = 0; i < j->nd - 1; i++)
 			r0 += c[i] * rs[i]; /* c[ax] is 0 when ax is not last */
 		for (int64_t a = 0; a < na; a++) {
