@@ -118,31 +118,63 @@ VM_CLONES static void gather_rows(void *arg, int64_t lo, int64_t hi)
 		gather_range_uint64_t_int32_t(j, lo, hi);
 }
 
-/* A scatter row: o[(v < 0 ? v + len : v) sax + e se] combined with u[e], in e's order: the
- * arithmetic of layout.c's combine (float32 in double, rounded once; float64 in double) */
-#define SCATTER_ROW(T, I, NAME, EXPR)                                                                            \
-	static inline __attribute__((always_inline)) void scatter_##NAME##_##T##_##I(                            \
-		T *o, const T *u, const I *restrict ix, int64_t L, int64_t len, int64_t sax, int64_t se)         \
+/* An update combined into an element: the arithmetic of layout.c's combine (float32 in double,
+ * rounded once; float64 in double) */
+#define SCATTER_OPS(T)                                                                                           \
+	static inline __attribute__((always_inline)) T sc_set_##T(T a, T u)                                      \
 	{                                                                                                        \
-		for (int64_t e = 0; e < L; e++) {                                                                \
-			int64_t v = ix[e];                                                                       \
-			T *p = o + (v + (v < 0 ? len : 0)) * sax + e * se;                                       \
-			*p = (T)(EXPR);                                                                          \
-		}                                                                                                \
+		(void)a;                                                                                         \
+		return u;                                                                                        \
+	}                                                                                                        \
+	static inline __attribute__((always_inline)) T sc_add_##T(T a, T u)                                      \
+	{                                                                                                        \
+		return (T)((double)a + u);                                                                       \
+	}                                                                                                        \
+	static inline __attribute__((always_inline)) T sc_mul_##T(T a, T u)                                      \
+	{                                                                                                        \
+		return (T)((double)a * u);                                                                       \
+	}
+SCATTER_OPS(float)
+SCATTER_OPS(double)
+#undef SCATTER_OPS
+
+/* A scatter row: o[(v < 0 ? v + len : v) sax + e se] combined with u[e], in e's order. With o1 (the
+ * axis last: sax 1, se 0), the next row too, into o1, its indices and updates the next L, the two
+ * rows' elements taken in turns: each row's updates repeat addresses (GridSample's taps clipped to
+ * X's edges), each repeat a load waiting on the store before it, and two rows' chains overlap
+ * (ScatterElements in GridSample's gradient 1.35-1.4x faster against the forward kernel's time,
+ * perf samples over 30 runs; four rows gained no more). */
+#define SCATTER_ROW(T, I, NAME)                                                                                  \
+	static inline __attribute__((always_inline)) void scatter_##NAME##_##T##_##I(                            \
+		T *o, T *o1, const T *u, const I *restrict ix, int64_t L, int64_t len, int64_t sax, int64_t se) \
+	{                                                                                                        \
+		if (o1)                                                                                          \
+			for (int64_t e = 0; e < L; e++) {                                                        \
+				int64_t v = ix[e], w = ix[L + e];                                                \
+				T *p = o + v + (v < 0 ? len : 0), *q = o1 + w + (w < 0 ? len : 0);               \
+				*p = sc_##NAME##_##T(*p, u[e]);                                                  \
+				*q = sc_##NAME##_##T(*q, u[L + e]);                                              \
+			}                                                                                        \
+		else                                                                                             \
+			for (int64_t e = 0; e < L; e++) {                                                        \
+				int64_t v = ix[e];                                                               \
+				T *p = o + (v + (v < 0 ? len : 0)) * sax + e * se;                               \
+				*p = sc_##NAME##_##T(*p, u[e]);                                                  \
+			}                                                                                        \
 	}
 #define SCATTER_ROWS(T, I)                                                                                       \
-	SCATTER_ROW(T, I, set, u[e])                                                                             \
-	SCATTER_ROW(T, I, add, (double)*p + u[e])                                                                \
-	SCATTER_ROW(T, I, mul, (double)*p * u[e])                                                                \
-	static void scatter_row_##T##_##I(int red, T *o, const T *u, const I *ix, int64_t L, int64_t len,       \
-					  int64_t sax, int64_t se)                                               \
+	SCATTER_ROW(T, I, set)                                                                                   \
+	SCATTER_ROW(T, I, add)                                                                                   \
+	SCATTER_ROW(T, I, mul)                                                                                   \
+	static inline __attribute__((always_inline)) void scatter_row_##T##_##I(                                 \
+		int red, T *o, T *o1, const T *u, const I *ix, int64_t L, int64_t len, int64_t sax, int64_t se) \
 	{                                                                                                        \
 		if (red == 1)                                                                                    \
-			scatter_add_##T##_##I(o, u, ix, L, len, sax, se);                                        \
+			scatter_add_##T##_##I(o, o1, u, ix, L, len, sax, se);                                    \
 		else if (red == 2)                                                                               \
-			scatter_mul_##T##_##I(o, u, ix, L, len, sax, se);                                        \
+			scatter_mul_##T##_##I(o, o1, u, ix, L, len, sax, se);                                    \
 		else                                                                                             \
-			scatter_set_##T##_##I(o, u, ix, L, len, sax, se);                                        \
+			scatter_set_##T##_##I(o, o1, u, ix, L, len, sax, se);                                    \
 	}
 SCATTER_ROWS(float, int64_t)
 SCATTER_ROWS(float, int32_t)
@@ -170,29 +202,41 @@ VM_CLONES static void scatter_units(void *arg, int64_t lo, int64_t hi)
 	elems_start(&uj, lo, c);
 	int64_t b = elems_base(j, c);
 	for (int64_t un = lo; un < hi; un++, elems_step(&uj, c, &b)) {
-		int64_t r0 = 0;
+		int64_t r0 = 0, b1 = b, two = last && un + 1 < hi, c1[RT_MAX_DIMS];
+		if (two) {
+			memcpy(c1, c, sizeof c1);
+			elems_step(&uj, c1, &b1);
+		}
 		for (int i = 0; i < j->nd - 1; i++)
 			r0 += c[i] * rs[i]; /* c[ax] is 0 when ax is not last */
 		for (int64_t a = 0; a < na; a++) {
-			int64_t r = r0 + a * astep;
+			int64_t r = r0 + a * astep, n = (1 + two) * L;
 			const void *ix = j->ix64 ? (const void *)((const int64_t *)j->ix + r * L)
 						 : (const void *)((const int32_t *)j->ix + r * L);
-			if (j->ix64 ? !elems_ok_int64_t(ix, L, j->len) : !elems_ok_int32_t(ix, L, j->len)) {
+			if (j->ix64 ? !elems_ok_int64_t(ix, n, j->len) : !elems_ok_int32_t(ix, n, j->len)) {
 				__atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
 				return;
 			}
-			if (j->es == 4 && j->ix64)
-				scatter_row_float_int64_t(j->red, (float *)(void *)j->dst + b, (const float *)(const void *)j->src + r * L,
-							  ix, L, j->len, sax, j->se);
-			else if (j->es == 4)
-				scatter_row_float_int32_t(j->red, (float *)(void *)j->dst + b, (const float *)(const void *)j->src + r * L,
-							  ix, L, j->len, sax, j->se);
-			else if (j->ix64)
-				scatter_row_double_int64_t(j->red, (double *)(void *)j->dst + b, (const double *)(const void *)j->src + r * L,
-							   ix, L, j->len, sax, j->se);
-			else
-				scatter_row_double_int32_t(j->red, (double *)(void *)j->dst + b, (const double *)(const void *)j->src + r * L,
-							   ix, L, j->len, sax, j->se);
+			if (j->es == 4) {
+				float *o = (float *)(void *)j->dst, *o1 = two ? o + b1 : NULL;
+				const float *u = (const float *)(const void *)j->src + r * L;
+				if (j->ix64)
+					scatter_row_float_int64_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
+				else
+					scatter_row_float_int32_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
+			} else {
+				double *o = (double *)(void *)j->dst, *o1 = two ? o + b1 : NULL;
+				const double *u = (const double *)(const void *)j->src + r * L;
+				if (j->ix64)
+					scatter_row_double_int64_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
+				else
+					scatter_row_double_int32_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
+			}
+		}
+		if (two) {
+			un++;
+			memcpy(c, c1, sizeof c1);
+			b = b1;
 		}
 	}
 }
