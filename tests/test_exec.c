@@ -6308,6 +6308,22 @@ Test(exec, gather_scatter_elements_rows_match_their_rules)
 				}
 }
 
+/* the graph text run on inputs x, r, v (ts) at th threads: refused, the message holding msg */
+static void gse_refused(const char *text, struct rtensor *ts, int th, const char *msg)
+{
+	static const char *names[3] = {"x", "r", "v"};
+	struct graph *g = load_text("gse.yaml", text);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = 3};
+	pool_set_threads(th);
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	pool_set_threads(1);
+	cr_expect_null(x, "ran: %s", text);
+	cr_expect(strstr(e.msg, msg), "%s: %s", text, e.msg);
+	exec_free(x);
+	graph_free(g);
+}
+
 /* an index out of range, and (ScatterElements) indices longer than the data off the axis: errors
  * naming them, no write past the data */
 Test(exec, gather_scatter_elements_refuse_bad_indices)
@@ -6317,6 +6333,7 @@ Test(exec, gather_scatter_elements_refuse_bad_indices)
 		"{op: ScatterElements, inputs: [x, r, v], outputs: [y], attrs: {axis: 1, reduction: add}}",
 	};
 	static const char *const msgs[] = {"index 3 is out of range for a dimension of 3", "index out of range"};
+	char text[1024];
 	for (int op = 0; op < 2; op++)
 		for (int f64 = 0; f64 < 3; f64++) { /* float32, float64, int64 data */
 			int dt = f64 == 2 ? DT_INT64 : f64 ? DT_DOUBLE : DT_FLOAT;
@@ -6324,40 +6341,20 @@ Test(exec, gather_scatter_elements_refuse_bad_indices)
 			ix[77] = 3, ix[78] = INT64_MAX, ix[79] = INT64_MIN;
 			struct rtensor ts[3] = {shape_tensor(dt, 2, dims, xd), shape_tensor(DT_INT64, 2, idims, ix),
 						shape_tensor(dt, 2, idims, ud)};
-			char text[1024];
 			snprintf(text, sizeof text,
 				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [2, 3]}, {name: r, dtype: int64, "
 				 "shape: [2, 40]}, {name: v, dtype: %s, shape: [2, 40]}]\nnodes:\n  - %s\noutputs: [{name: y}]\n",
 				 dtype_name(dt), dtype_name(dt), nodes[op]);
-			static const char *names[3] = {"x", "r", "v"};
-			for (int th = 1; th <= 3; th += 2) {
-				struct graph *g = load_text("gse.yaml", text);
-				struct gd_err e = {0};
-				struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = 3};
-				pool_set_threads(th);
-				struct exec *x = exec_run(g, &o, NULL, &e);
-				pool_set_threads(1);
-				cr_expect_null(x, "%s %s: ran", nodes[op], dtype_name(dt));
-				cr_expect(strstr(e.msg, msgs[op]), "%s %s: %s", nodes[op], dtype_name(dt), e.msg);
-				exec_free(x);
-				graph_free(g);
-			}
+			for (int th = 1; th <= 3; th += 2)
+				gse_refused(text, ts, th, msgs[op]);
 		}
 	/* ScatterElements' indices 3 rows deep into a 2-row data: refused (they wrote past its end) */
 	int64_t dims[2] = {2, 3}, idims[2] = {3, 3}, ix[9] = {0};
 	float xd[6] = {0}, ud[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
 	struct rtensor ts[3] = {shape_tensor(DT_FLOAT, 2, dims, xd), shape_tensor(DT_INT64, 2, idims, ix),
 				shape_tensor(DT_FLOAT, 2, idims, ud)};
-	struct graph *g = load_text("gse.yaml", "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: [2, 3]}, "
-						"{name: r, dtype: int64, shape: [3, 3]}, {name: v, dtype: float32, shape: [3, 3]}]\n"
-						"nodes:\n  - {op: ScatterElements, inputs: [x, r, v], outputs: [y], attrs: {axis: 1}}\n"
-						"outputs: [{name: y}]\n");
-	static const char *names[3] = {"x", "r", "v"};
-	struct gd_err e = {0};
-	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = 3};
-	struct exec *x = exec_run(g, &o, NULL, &e);
-	cr_expect_null(x);
-	cr_expect(strstr(e.msg, "indices' dimension 0 (3) exceeds the data's (2)"), "%s", e.msg);
-	exec_free(x);
-	graph_free(g);
+	gse_refused("graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: [2, 3]}, {name: r, dtype: int64, "
+		    "shape: [3, 3]}, {name: v, dtype: float32, shape: [3, 3]}]\nnodes:\n  - {op: ScatterElements, inputs: "
+		    "[x, r, v], outputs: [y], attrs: {axis: 1}}\noutputs: [{name: y}]\n",
+		    ts, 1, "indices' dimension 0 (3) exceeds the data's (2)");
 }

@@ -217,21 +217,20 @@ VM_CLONES static void scatter_units(void *arg, int64_t lo, int64_t hi)
 				__atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
 				return;
 			}
-			if (j->es == 4) {
-				float *o = (float *)(void *)j->dst, *o1 = two ? o + b1 : NULL;
-				const float *u = (const float *)(const void *)j->src + r * L;
-				if (j->ix64)
-					scatter_row_float_int64_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
-				else
-					scatter_row_float_int32_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
-			} else {
-				double *o = (double *)(void *)j->dst, *o1 = two ? o + b1 : NULL;
-				const double *u = (const double *)(const void *)j->src + r * L;
-				if (j->ix64)
-					scatter_row_double_int64_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
-				else
-					scatter_row_double_int32_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);
-			}
+#define SCATTER_TYPED(T)                                                                                         \
+	do {                                                                                                     \
+		T *o = (T *)(void *)j->dst, *o1 = two ? o + b1 : NULL;                                           \
+		const T *u = (const T *)(const void *)j->src + r * L;                                            \
+		if (j->ix64)                                                                                     \
+			scatter_row_##T##_int64_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);              \
+		else                                                                                             \
+			scatter_row_##T##_int32_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);              \
+	} while (0)
+			if (j->es == 4)
+				SCATTER_TYPED(float);
+			else
+				SCATTER_TYPED(double);
+#undef SCATTER_TYPED
 		}
 		if (two) {
 			un++;
