@@ -6358,3 +6358,52 @@ Test(exec, gather_scatter_elements_refuse_bad_indices)
 		    "[x, r, v], outputs: [y], attrs: {axis: 1}}\noutputs: [{name: y}]\n",
 		    ts, 1, "indices' dimension 0 (3) exceeds the data's (2)");
 }
+
+/* GridSample's gradient indexes X turned channels-last (GatherND, ScatterND over (N, P K) slices of
+ * C) rather than through GatherElements and ScatterElements over (N, C, P K), which needed the
+ * taps' indices copied once per channel; its gradients the same bits at 1 and 3 threads. */
+Test(exec, grid_sample_gradient_copies_no_index_per_channel)
+{
+	struct graph *g = load_text("gsgrad.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: []\nparams:\n"
+				    "  - {name: x, dtype: float32, shape: [2, 16, 5, 6], init: {dist: normal, seed: 1}}\n"
+				    "  - {name: g, dtype: float32, shape: [2, 4, 7, 2], init: {dist: normal, seed: 2}}\n"
+				    "nodes:\n  - {op: GridSample, inputs: [x, g], outputs: [y]}\n"
+				    "  - {op: Mul, inputs: [y, y], outputs: [yy]}\n"
+				    "  - {op: ReduceSum, inputs: [yy], outputs: [loss], attrs: {keepdims: 0}}\n"
+				    "outputs: [{name: loss}]\n");
+	const char *params[] = {"x", "g"};
+	struct autodiff_opts ao = {.params = params, .n_params = 2};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+	void *grads[2][2] = {{NULL}};
+	for (int th = 1; th <= 3; th += 2) {
+		struct exec_profile prof;
+		memset(&prof, 0, sizeof prof);
+		struct exec_opts o = {.profile = &prof};
+		pool_set_threads(th);
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		pool_set_threads(1);
+		cr_assert(x, "%s", e.msg);
+		cr_expect_eq(prof.calls[op_lookup("", "GatherElements")] + prof.calls[op_lookup("", "ScatterElements")], 0);
+		cr_expect_eq(prof.calls[op_lookup("", "GatherND")], 1);
+		cr_expect_eq(prof.calls[op_lookup("", "ScatterND")], 1);
+		for (uint32_t i = 0, k = 0; i < g->n_outputs; i++) {
+			if (strcmp(g->outputs[i]->name, "x_grad") && strcmp(g->outputs[i]->name, "g_grad"))
+				continue;
+			const struct rtensor *t = exec_value(x, g->outputs[i]);
+			cr_assert(k < 2);
+			grads[th / 2][k] = xmalloc(t->nbytes + 1);
+			memcpy(grads[th / 2][k], t->data, t->nbytes);
+			if (th == 3)
+				cr_expect_eq(memcmp(grads[0][k], grads[1][k], t->nbytes), 0, "%s: other bits at 3 threads",
+					     g->outputs[i]->name);
+			k++;
+		}
+		exec_free(x);
+	}
+	for (int i = 0; i < 4; i++)
+		xfree(grads[i / 2][i % 2]);
+	graph_free(g);
+}
