@@ -7237,3 +7237,248 @@ Test(exec, pool2_resize_linear_rows_match_the_definition_at_1_and_3_threads)
 			graph_free(g);
 		}
 }
+/* #52 grid: GatherElements' and ScatterElements' row walks (float32/float64 data, int64 and int32
+ * indices, each row's indices checked first) against their element rules written here: axis first,
+ * middle and last of ranks 1 to 4, indices shorter than the data off the axis, negative ones and
+ * duplicates (every reduction: none, add, mul), odd and 0- and 1-element rows, data NaN, +-inf,
+ * +-0, subnormals and huge, at 1 and 3 threads, bit for bit (any NaN for a NaN). */
+struct gse_case {
+	int nd, ax;
+	int64_t d[4], i[4];
+};
+
+static const struct gse_case gse_cases[] = {
+	{1, 0, {7}, {13}},
+	{1, 0, {1}, {1}},
+	{2, 1, {5, 9}, {4, 17}},
+	{2, 0, {6, 3}, {11, 2}},
+	{2, 1, {3, 4}, {3, 0}},
+	{3, 1, {2, 5, 7}, {2, 9, 5}},
+	{3, 2, {64, 3, 37}, {61, 3, 401}},  /* ax last over the pool's pieces */
+	{3, 1, {3, 5, 4000}, {3, 7, 3001}}, /* ax middle, units of 7 rows */
+	{3, 0, {9, 4, 5000}, {6, 4, 4999}}, /* ax first: one unit a row */
+	{4, 2, {2, 3, 4, 5}, {2, 2, 6, 1}},
+};
+
+/* moderate values of many exponents (sums that depend on their order), specials now and then */
+static void gse_fill(int dt, void *p, int64_t n, uint64_t seed)
+{
+	static const double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-310, 1e300, -1e300};
+	static const float spf[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, 3e38f, -3e38f};
+	for (int64_t k = 0; k < n; k++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t r = seed >> 11;
+		double v = ldexp((double)(r & 0xfffff) / 0x1p20 + 0.5, (int)(r >> 20) % 24 - 12) * (r >> 50 & 1 ? -1 : 1);
+		int s = k % 41 == 40 ? (int)(r >> 44) % 8 : -1;
+		if (dt == DT_DOUBLE)
+			((double *)p)[k] = s >= 0 ? sp[s] : v;
+		else
+			((float *)p)[k] = s >= 0 ? spf[s] : (float)v;
+	}
+}
+
+static int gse_same(int dt, const void *a, const void *b, int64_t k)
+{
+	if (dt == DT_DOUBLE) {
+		double x = ((const double *)a)[k], y = ((const double *)b)[k];
+		return !memcmp(&x, &y, 8) || (isnan(x) && isnan(y));
+	}
+	float x = ((const float *)a)[k], y = ((const float *)b)[k];
+	return !memcmp(&x, &y, 4) || (isnan(x) && isnan(y));
+}
+
+/* the data offset of index element k: its coordinates, the axis' one v */
+static int64_t gse_at(const struct gse_case *c, int64_t k, int64_t v)
+{
+	int64_t at = 0, st = 1;
+	for (int i = c->nd - 1; i >= 0; i--) {
+		at += (i == c->ax ? v : k % c->i[i]) * st;
+		k /= c->i[i];
+		st *= c->d[i];
+	}
+	return at;
+}
+
+Test(exec, gather_scatter_elements_rows_match_their_rules)
+{
+	static const char *const reds[] = {"none", "add", "mul"};
+	for (size_t ci = 0; ci < sizeof gse_cases / sizeof *gse_cases; ci++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int i32 = 0; i32 < 2; i32++)
+				for (int th = 1; th <= 3; th += 2) {
+					const struct gse_case *c = &gse_cases[ci];
+					int dt = f64 ? DT_DOUBLE : DT_FLOAT, idt = i32 ? DT_INT32 : DT_INT64;
+					size_t es = dtype_size(dt);
+					int64_t nd = 1, ni = 1, len = c->d[c->ax];
+					for (int i = 0; i < c->nd; i++)
+						nd *= c->d[i], ni *= c->i[i];
+					void *dd = xmalloc((size_t)nd * es + 8), *ud = xmalloc((size_t)ni * es + 8),
+					     *id = xmalloc((size_t)ni * 8 + 8), *want = xmalloc((size_t)(nd > ni ? nd : ni) * es + 8);
+					int64_t *vs = xmalloc((size_t)ni * 8 + 8);
+					cf_fill(dt, dd, nd, 3 + ci);
+					gse_fill(dt, ud, ni, 7 + ci);
+					uint64_t seed = 11 + ci;
+					for (int64_t k = 0; k < ni; k++) { /* few distinct ones (duplicates), half negative */
+						seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+						int64_t v = (int64_t)(seed >> 33) % (len < 5 ? len : 5);
+						vs[k] = seed >> 62 & 1 ? v - len : v;
+						if (i32)
+							((int32_t *)id)[k] = (int32_t)vs[k];
+						else
+							((int64_t *)id)[k] = vs[k];
+					}
+					char node[256];
+					struct rtensor ts[3] = {shape_tensor(dt, c->nd, c->d, dd), shape_tensor(idt, c->nd, c->i, id),
+								shape_tensor(dt, c->nd, c->i, ud)};
+					/* GatherElements */
+					snprintf(node, sizeof node, "{op: GatherElements, inputs: [x, r], outputs: [y], attrs: {axis: %d}}",
+						 c->ax - (ci % 2 ? c->nd : 0));
+					struct shape_run s;
+					shape_run(&s, node, ts, 2, th);
+					int64_t wrong = 0, first = -1;
+					for (int64_t k = 0; k < ni; k++) {
+						int64_t at = gse_at(c, k, vs[k] < 0 ? vs[k] + len : vs[k]);
+						memcpy((char *)want + k * es, (char *)dd + at * es, es);
+						if (!gse_same(dt, want, s.y->data, k) && !wrong++)
+							first = k;
+					}
+					cr_expect_eq(wrong, 0, "GatherElements case %zu %s %s, %d threads: %lld wrong, the first #%lld", ci,
+						     dtype_name(dt), dtype_name(idt), th, (long long)wrong, (long long)first);
+					shape_done(&s);
+					/* ScatterElements, each reduction, on a copy of the data (the run may write it in place) */
+					for (int red = 0; red < 3; red++) {
+						void *dc = xmalloc((size_t)nd * es + 8);
+						memcpy(dc, dd, (size_t)nd * es);
+						ts[0].data = dc;
+						memcpy(want, dd, (size_t)nd * es);
+						for (int64_t k = 0; k < ni; k++) {
+							int64_t at = gse_at(c, k, vs[k] < 0 ? vs[k] + len : vs[k]);
+							if (f64) {
+								double *o = (double *)want + at, u = ((const double *)ud)[k];
+								*o = red == 1 ? *o + u : red == 2 ? *o * u : u;
+							} else {
+								float *o = (float *)want + at, u = ((const float *)ud)[k];
+								*o = red == 1 ? (float)((double)*o + u) : red == 2 ? (float)((double)*o * u) : u;
+							}
+						}
+						snprintf(node, sizeof node,
+							 "{op: ScatterElements, inputs: [x, r, v], outputs: [y], attrs: {axis: %d, reduction: %s}}",
+							 c->ax - (ci % 2 ? 0 : c->nd), reds[red]);
+						shape_run(&s, node, ts, 3, th);
+						wrong = 0, first = -1;
+						for (int64_t k = 0; k < nd; k++)
+							if (!gse_same(dt, want, s.y->data, k) && !wrong++)
+								first = k;
+						cr_expect_eq(wrong, 0, "ScatterElements %s case %zu %s %s, %d threads: %lld wrong, the first #%lld",
+							     reds[red], ci, dtype_name(dt), dtype_name(idt), th, (long long)wrong, (long long)first);
+						shape_done(&s);
+						ts[0].data = dd;
+						xfree(dc);
+					}
+					xfree(dd);
+					xfree(ud);
+					xfree(id);
+					xfree(want);
+					xfree(vs);
+				}
+}
+
+/* the graph text run on inputs x, r, v (ts) at th threads: refused, the message holding msg */
+static void gse_refused(const char *text, struct rtensor *ts, int th, const char *msg)
+{
+	static const char *names[3] = {"x", "r", "v"};
+	struct graph *g = load_text("gse.yaml", text);
+	struct gd_err e = {0};
+	struct exec_opts o = {.inputs = ts, .input_names = names, .n_inputs = 3};
+	pool_set_threads(th);
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	pool_set_threads(1);
+	cr_expect_null(x, "ran: %s", text);
+	cr_expect(strstr(e.msg, msg), "%s: %s", text, e.msg);
+	exec_free(x);
+	graph_free(g);
+}
+
+/* an index out of range, and (ScatterElements) indices longer than the data off the axis: errors
+ * naming them, no write past the data */
+Test(exec, gather_scatter_elements_refuse_bad_indices)
+{
+	static const char *const nodes[] = {
+		"{op: GatherElements, inputs: [x, r], outputs: [y], attrs: {axis: 1}}",
+		"{op: ScatterElements, inputs: [x, r, v], outputs: [y], attrs: {axis: 1, reduction: add}}",
+	};
+	static const char *const msgs[] = {"index 3 is out of range for a dimension of 3", "index out of range"};
+	char text[1024];
+	for (int op = 0; op < 2; op++)
+		for (int f64 = 0; f64 < 3; f64++) { /* float32, float64, int64 data */
+			int dt = f64 == 2 ? DT_INT64 : f64 ? DT_DOUBLE : DT_FLOAT;
+			int64_t dims[2] = {2, 3}, idims[2] = {2, 40}, ix[80] = {0}, xd[6] = {0}, ud[80] = {0};
+			ix[77] = 3, ix[78] = INT64_MAX, ix[79] = INT64_MIN;
+			struct rtensor ts[3] = {shape_tensor(dt, 2, dims, xd), shape_tensor(DT_INT64, 2, idims, ix),
+						shape_tensor(dt, 2, idims, ud)};
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [2, 3]}, {name: r, dtype: int64, "
+				 "shape: [2, 40]}, {name: v, dtype: %s, shape: [2, 40]}]\nnodes:\n  - %s\noutputs: [{name: y}]\n",
+				 dtype_name(dt), dtype_name(dt), nodes[op]);
+			for (int th = 1; th <= 3; th += 2)
+				gse_refused(text, ts, th, msgs[op]);
+		}
+	/* ScatterElements' indices 3 rows deep into a 2-row data: refused (they wrote past its end) */
+	int64_t dims[2] = {2, 3}, idims[2] = {3, 3}, ix[9] = {0};
+	float xd[6] = {0}, ud[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+	struct rtensor ts[3] = {shape_tensor(DT_FLOAT, 2, dims, xd), shape_tensor(DT_INT64, 2, idims, ix),
+				shape_tensor(DT_FLOAT, 2, idims, ud)};
+	gse_refused("graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: float32, shape: [2, 3]}, {name: r, dtype: int64, "
+		    "shape: [3, 3]}, {name: v, dtype: float32, shape: [3, 3]}]\nnodes:\n  - {op: ScatterElements, inputs: "
+		    "[x, r, v], outputs: [y], attrs: {axis: 1}}\noutputs: [{name: y}]\n",
+		    ts, 1, "indices' dimension 0 (3) exceeds the data's (2)");
+}
+
+/* GridSample's gradient indexes X turned channels-last (GatherND, ScatterND over (N, P K) slices of
+ * C) rather than through GatherElements and ScatterElements over (N, C, P K), which needed the
+ * taps' indices copied once per channel; its gradients the same bits at 1 and 3 threads. */
+Test(exec, grid_sample_gradient_copies_no_index_per_channel)
+{
+	struct graph *g = load_text("gsgrad.yaml",
+				    "graphdiet: 1\nopset: 17\ninputs: []\nparams:\n"
+				    "  - {name: x, dtype: float32, shape: [2, 16, 5, 6], init: {dist: normal, seed: 1}}\n"
+				    "  - {name: g, dtype: float32, shape: [2, 4, 7, 2], init: {dist: normal, seed: 2}}\n"
+				    "nodes:\n  - {op: GridSample, inputs: [x, g], outputs: [y]}\n"
+				    "  - {op: Mul, inputs: [y, y], outputs: [yy]}\n"
+				    "  - {op: ReduceSum, inputs: [yy], outputs: [loss], attrs: {keepdims: 0}}\n"
+				    "outputs: [{name: loss}]\n");
+	const char *params[] = {"x", "g"};
+	struct autodiff_opts ao = {.params = params, .n_params = 2};
+	struct autodiff_result res;
+	struct gd_err e = {0};
+	cr_assert(!autodiff(g, &ao, &res, &e), "%s", e.msg);
+	void *grads[2][2] = {{NULL}};
+	for (int th = 1; th <= 3; th += 2) {
+		struct exec_profile prof;
+		memset(&prof, 0, sizeof prof);
+		struct exec_opts o = {.profile = &prof};
+		pool_set_threads(th);
+		struct exec *x = exec_run(g, &o, NULL, &e);
+		pool_set_threads(1);
+		cr_assert(x, "%s", e.msg);
+		cr_expect_eq(prof.calls[op_lookup("", "GatherElements")] + prof.calls[op_lookup("", "ScatterElements")], 0);
+		cr_expect_eq(prof.calls[op_lookup("", "GatherND")], 1);
+		cr_expect_eq(prof.calls[op_lookup("", "ScatterND")], 1);
+		for (uint32_t i = 0, k = 0; i < g->n_outputs; i++) {
+			if (strcmp(g->outputs[i]->name, "x_grad") && strcmp(g->outputs[i]->name, "g_grad"))
+				continue;
+			const struct rtensor *t = exec_value(x, g->outputs[i]);
+			cr_assert(k < 2);
+			grads[th / 2][k] = xmalloc(t->nbytes + 1);
+			memcpy(grads[th / 2][k], t->data, t->nbytes);
+			if (th == 3)
+				cr_expect_eq(memcmp(grads[0][k], grads[1][k], t->nbytes), 0, "%s: other bits at 3 threads",
+					     g->outputs[i]->name);
+			k++;
+		}
+		exec_free(x);
+	}
+	for (int i = 0; i < 4; i++)
+		xfree(grads[i / 2][i % 2]);
+	graph_free(g);
+}

@@ -8,11 +8,278 @@
  * tensors: they pass no gradient. */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "vmath.h"
 #include "../util/xalloc.h"
 
 #include <string.h>
 
-/* out[.., i, ..] = data[.., indices[.., i, ..], ..] along axis; out has the indices' shape */
+/* The element walk of GatherElements and ScatterElements over float32/float64 (any 4- or 8-byte
+ * elements, for a gather) with int64 or int32 indices: the indices (and updates) as rows of their
+ * last dimension, L long; element e of a row at (i_0 .. i_(r-2)) reads or writes the data at
+ * base + v st_ax + e se, base the row's offset over the axes other than ax, v its index made
+ * non-negative, and se 1 (ax not last: the row runs along the data's last axis) or 0 (ax last: v
+ * says where along it). A row's indices are checked before any element moves; a bad one stops the
+ * walk (bad set), and the caller's element loop then names it. */
+struct elems_job {
+	int nd, ax;
+	int64_t dims[RT_MAX_DIMS]; /* the indices' */
+	int64_t ds[RT_MAX_DIMS];   /* the data's C strides */
+	int64_t len, L, se;        /* the data's axis length; the rows' length; see above */
+	const void *ix;
+	int ix64, red;
+	const uint8_t *src;
+	uint8_t *dst;
+	size_t es;
+	int bad;
+};
+
+/* 1 when every index of the row [ix, ix + L) is in [-len, len) */
+#define ELEMS_OK(I)                                                                                              \
+	static inline __attribute__((always_inline)) int elems_ok_##I(const I *restrict ix, int64_t L, int64_t len) \
+	{                                                                                                        \
+		uint64_t bad = 0; /* v + len past 2 len - 1 as unsigned: one compare, vectorised */               \
+		for (int64_t e = 0; e < L; e++)                                                                  \
+			bad |= (uint64_t)(int64_t)ix[e] + (uint64_t)len >= (uint64_t)(2 * len);                       \
+		return !bad;                                                                                     \
+	}
+ELEMS_OK(int64_t)
+ELEMS_OK(int32_t)
+#undef ELEMS_OK
+
+/* The data offset of a row at c (the indices' coordinates but the last): the axis' own left out
+ * (v supplies it) */
+static int64_t elems_base(const struct elems_job *j, const int64_t *c)
+{
+	int64_t b = 0;
+	for (int i = 0; i < j->nd - 1; i++)
+		b += i == j->ax ? 0 : c[i] * j->ds[i];
+	return b;
+}
+
+static void elems_start(const struct elems_job *j, int64_t r, int64_t *c)
+{
+	for (int i = j->nd - 2; i >= 0; i--) {
+		c[i] = r % j->dims[i];
+		r /= j->dims[i];
+	}
+}
+
+/* the next row's coordinates, its offset *b kept with them */
+static inline void elems_step(const struct elems_job *j, int64_t *c, int64_t *b)
+{
+	for (int i = j->nd - 2; i >= 0; i--) {
+		int64_t s = i == j->ax ? 0 : j->ds[i];
+		*b += s;
+		if (++c[i] < j->dims[i])
+			return;
+		*b -= s * j->dims[i];
+		c[i] = 0;
+	}
+}
+
+/* Rows [lo, hi) of a gather: o[e] = d[b + (v < 0 ? v + len : v) sax + e se] */
+#define GATHER_RANGE(T, I)                                                                                       \
+	static inline __attribute__((always_inline)) void gather_range_##T##_##I(struct elems_job *j, int64_t lo, \
+										 int64_t hi)                    \
+	{                                                                                                        \
+		int64_t c[RT_MAX_DIMS] = {0}, L = j->L, len = j->len, sax = j->ds[j->ax], se = j->se, b;         \
+		elems_start(j, lo, c);                                                                           \
+		b = elems_base(j, c);                                                                            \
+		const I *restrict ix = (const I *)j->ix + lo * L;                                                \
+		const T *restrict d = (const T *)(const void *)j->src;                                           \
+		T *restrict o = (T *)(void *)j->dst + lo * L;                                                    \
+		for (int64_t r = lo; r < hi; r++, ix += L, o += L, elems_step(j, c, &b)) {                       \
+			if (!elems_ok_##I(ix, L, len)) {                                                         \
+				__atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);                                  \
+				return;                                                                          \
+			}                                                                                        \
+			for (int64_t e = 0; e < L; e++) {                                                        \
+				int64_t v = ix[e];                                                               \
+				o[e] = d[b + (v + (v < 0 ? len : 0)) * sax + e * se];                            \
+			}                                                                                        \
+		}                                                                                                \
+	}
+GATHER_RANGE(uint32_t, int64_t)
+GATHER_RANGE(uint32_t, int32_t)
+GATHER_RANGE(uint64_t, int64_t)
+GATHER_RANGE(uint64_t, int32_t)
+#undef GATHER_RANGE
+
+VM_CLONES static void gather_rows(void *arg, int64_t lo, int64_t hi)
+{
+	struct elems_job *j = arg;
+	if (j->es == 4 && j->ix64)
+		gather_range_uint32_t_int64_t(j, lo, hi);
+	else if (j->es == 4)
+		gather_range_uint32_t_int32_t(j, lo, hi);
+	else if (j->ix64)
+		gather_range_uint64_t_int64_t(j, lo, hi);
+	else
+		gather_range_uint64_t_int32_t(j, lo, hi);
+}
+
+/* An update combined into an element: the arithmetic of layout.c's combine (float32 in double,
+ * rounded once; float64 in double) */
+#define SCATTER_OPS(T)                                                                                           \
+	static inline __attribute__((always_inline)) T sc_set_##T(T a, T u)                                      \
+	{                                                                                                        \
+		(void)a;                                                                                         \
+		return u;                                                                                        \
+	}                                                                                                        \
+	static inline __attribute__((always_inline)) T sc_add_##T(T a, T u)                                      \
+	{                                                                                                        \
+		return (T)((double)a + u);                                                                       \
+	}                                                                                                        \
+	static inline __attribute__((always_inline)) T sc_mul_##T(T a, T u)                                      \
+	{                                                                                                        \
+		return (T)((double)a * u);                                                                       \
+	}
+SCATTER_OPS(float)
+SCATTER_OPS(double)
+#undef SCATTER_OPS
+
+/* A scatter row: o[(v < 0 ? v + len : v) sax + e se] combined with u[e], in e's order. With o1 (the
+ * axis last: sax 1, se 0), the next row too, into o1, its indices and updates the next L, the two
+ * rows' elements taken in turns: each row's updates repeat addresses (GridSample's taps clipped to
+ * X's edges), each repeat a load waiting on the store before it, and two rows' chains overlap
+ * (ScatterElements in GridSample's gradient 1.35-1.4x faster against the forward kernel's time,
+ * perf samples over 30 runs; four rows gained no more). */
+#define SCATTER_ROW(T, I, NAME)                                                                                  \
+	static inline __attribute__((always_inline)) void scatter_##NAME##_##T##_##I(                            \
+		T *o, T *o1, const T *u, const I *restrict ix, int64_t L, int64_t len, int64_t sax, int64_t se) \
+	{                                                                                                        \
+		if (o1)                                                                                          \
+			for (int64_t e = 0; e < L; e++) {                                                        \
+				int64_t v = ix[e], w = ix[L + e];                                                \
+				T *p = o + v + (v < 0 ? len : 0), *q = o1 + w + (w < 0 ? len : 0);               \
+				*p = sc_##NAME##_##T(*p, u[e]);                                                  \
+				*q = sc_##NAME##_##T(*q, u[L + e]);                                              \
+			}                                                                                        \
+		else                                                                                             \
+			for (int64_t e = 0; e < L; e++) {                                                        \
+				int64_t v = ix[e];                                                               \
+				T *p = o + (v + (v < 0 ? len : 0)) * sax + e * se;                               \
+				*p = sc_##NAME##_##T(*p, u[e]);                                                  \
+			}                                                                                        \
+	}
+#define SCATTER_ROWS(T, I)                                                                                       \
+	SCATTER_ROW(T, I, set)                                                                                   \
+	SCATTER_ROW(T, I, add)                                                                                   \
+	SCATTER_ROW(T, I, mul)                                                                                   \
+	static inline __attribute__((always_inline)) void scatter_row_##T##_##I(                                 \
+		int red, T *o, T *o1, const T *u, const I *ix, int64_t L, int64_t len, int64_t sax, int64_t se) \
+	{                                                                                                        \
+		if (red == 1)                                                                                    \
+			scatter_add_##T##_##I(o, o1, u, ix, L, len, sax, se);                                    \
+		else if (red == 2)                                                                               \
+			scatter_mul_##T##_##I(o, o1, u, ix, L, len, sax, se);                                    \
+		else                                                                                             \
+			scatter_set_##T##_##I(o, o1, u, ix, L, len, sax, se);                                    \
+	}
+SCATTER_ROWS(float, int64_t)
+SCATTER_ROWS(float, int32_t)
+SCATTER_ROWS(double, int64_t)
+SCATTER_ROWS(double, int32_t)
+#undef SCATTER_ROWS
+#undef SCATTER_ROW
+
+/* Units [lo, hi): the rows' coordinates but the axis' (a unit: one row when ax is last), each unit's
+ * rows along the axis in order, so that every output element takes its updates in the updates'
+ * order, as the element loop did, and units write apart: any cut gives the same bits. */
+VM_CLONES static void scatter_units(void *arg, int64_t lo, int64_t hi)
+{
+	struct elems_job *j = arg;
+	struct elems_job uj = *j;
+	int64_t c[RT_MAX_DIMS] = {0}, rs[RT_MAX_DIMS], L = j->L, sax = j->ds[j->ax];
+	int last = j->ax == j->nd - 1;
+	int64_t na = last ? 1 : j->dims[j->ax], astep;
+	rs[j->nd > 1 ? j->nd - 2 : 0] = 1;
+	for (int i = j->nd - 3; i >= 0; i--)
+		rs[i] = rs[i + 1] * j->dims[i + 1];
+	astep = last ? 0 : rs[j->ax];
+	if (!last)
+		uj.dims[j->ax] = 1;
+	elems_start(&uj, lo, c);
+	int64_t b = elems_base(j, c);
+	for (int64_t un = lo; un < hi; un++, elems_step(&uj, c, &b)) {
+		int64_t r0 = 0, b1 = b, two = last && un + 1 < hi, c1[RT_MAX_DIMS];
+		if (two) {
+			memcpy(c1, c, sizeof c1);
+			elems_step(&uj, c1, &b1);
+		}
+		for (int i = 0; i < j->nd - 1; i++)
+			r0 += c[i] * rs[i]; /* c[ax] is 0 when ax is not last */
+		for (int64_t a = 0; a < na; a++) {
+			int64_t r = r0 + a * astep, n = (1 + two) * L;
+			const void *ix = j->ix64 ? (const void *)((const int64_t *)j->ix + r * L)
+						 : (const void *)((const int32_t *)j->ix + r * L);
+			if (j->ix64 ? !elems_ok_int64_t(ix, n, j->len) : !elems_ok_int32_t(ix, n, j->len)) {
+				__atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
+				return;
+			}
+#define SCATTER_TYPED(T)                                                                                         \
+	do {                                                                                                     \
+		T *o = (T *)(void *)j->dst, *o1 = two ? o + b1 : NULL;                                           \
+		const T *u = (const T *)(const void *)j->src + r * L;                                            \
+		if (j->ix64)                                                                                     \
+			scatter_row_##T##_int64_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);              \
+		else                                                                                             \
+			scatter_row_##T##_int32_t(j->red, o + b, o1, u, ix, L, j->len, sax, j->se);              \
+	} while (0)
+			if (j->es == 4)
+				SCATTER_TYPED(float);
+			else
+				SCATTER_TYPED(double);
+#undef SCATTER_TYPED
+		}
+		if (two) {
+			un++;
+			memcpy(c, c1, sizeof c1);
+			b = b1;
+		}
+	}
+}
+
+/* The job over indices ix into data of rank nd and strides ds (shared with ScatterElements) */
+static void elems_job_init(struct elems_job *j, const struct rtensor *d, const struct rtensor *ix, int ax)
+{
+	memset(j, 0, sizeof *j);
+	j->nd = ix->ndim;
+	j->ax = ax;
+	memcpy(j->dims, ix->dims, sizeof j->dims);
+	c_strides(d->ndim, d->dims, j->ds);
+	j->len = d->dims[ax];
+	j->L = ix->dims[ix->ndim - 1];
+	j->se = ax == ix->ndim - 1 ? 0 : 1;
+	j->ix = ix->data;
+	j->ix64 = ix->dtype == DT_INT64;
+}
+
+/* ScatterElements' float32/float64 data with int64 or int32 indices, into o (the data's copy):
+ * updates u combined along axis ax (red: 0 none, 1 add, 2 mul) by units (scatter_units) spread
+ * over the pool. 1: done; 0: not these dtypes; -1: an index out of range (o then part written). */
+int scatter_elements_rows(struct rtensor *o, const struct rtensor *ix, const struct rtensor *u, int ax, int red)
+{
+	if ((o->dtype != DT_FLOAT && o->dtype != DT_DOUBLE) || (ix->dtype != DT_INT64 && ix->dtype != DT_INT32) ||
+	    u->dtype != o->dtype || ix->ndim != o->ndim || ix->ndim < 1)
+		return 0;
+	if (ix->numel == 0)
+		return 1;
+	struct elems_job j;
+	elems_job_init(&j, o, ix, ax);
+	j.src = u->data;
+	j.dst = o->data;
+	j.es = dtype_size(o->dtype);
+	j.red = red;
+	int64_t units = ix->numel / j.L / (ax == ix->ndim - 1 ? 1 : ix->dims[ax]);
+	int64_t per = j.L * (ax == ix->ndim - 1 ? 1 : ix->dims[ax]);
+	kernel_for(units, per < KERNEL_GRAIN ? KERNEL_GRAIN / per : 1, scatter_units, &j);
+	return j.bad ? -1 : 1;
+}
+
+/* out[.., i, ..] = data[.., indices[.., i, ..], ..] along axis; out has the indices' shape. 4- and
+ * 8-byte elements move by rows (elems_job), 12x faster than element by element through rt_get_i
+ * (GridSample's gradient, 1.2M float32 elements: 19 -> 1.6 ms); the element loop names a bad index. */
 static int gather_elements_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 			       struct rtensor *const *out)
 {
@@ -31,9 +298,19 @@ static int gather_elements_run(struct exec *x, const struct node *n, struct rten
 	uint8_t *o = exec_alloc(x, out[0], d->dtype, ix->ndim, ix->dims);
 	if (!o)
 		return exec_status(x);
+	size_t es = dtype_size(d->dtype);
+	if ((es == 4 || es == 8) && ix->numel > 0) {
+		struct elems_job j;
+		elems_job_init(&j, d, ix, ax);
+		j.src = d->data;
+		j.dst = o;
+		j.es = es;
+		kernel_for(ix->numel / j.L, j.L < KERNEL_GRAIN ? KERNEL_GRAIN / j.L : 1, gather_rows, &j);
+		if (!j.bad)
+			return 0;
+	}
 	int64_t ds[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(d->ndim, d->dims, ds);
-	size_t es = dtype_size(d->dtype);
 	for (int64_t e = 0; e < ix->numel; e++) {
 		int64_t v = rt_get_i(ix, e), len = d->dims[ax];
 		if (v < -len || v >= len)

@@ -77,6 +77,11 @@ double run_extreme(const struct rtensor *a, int64_t at, int64_t n, int lo);
 #define KERNEL_GRAIN (1 << 13)
 void kernel_for(int64_t n, int64_t grain, void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
 
+/* ScatterElements' float32/float64 walk (index.c): updates u into o (the data's copy) along axis
+ * ax, red 0 none, 1 add, 2 mul, in the updates' order per element; 1 done, 0 not these dtypes, -1
+ * an index out of range. */
+int scatter_elements_rows(struct rtensor *o, const struct rtensor *ix, const struct rtensor *u, int ax, int red);
+
 /* A chain of elementwise float32 nodes fused by the executor (exec.c): steps over one shape of
  * numel elements, run a slice at a time, so that the intermediates stay in cache and only the
  * results wanted outside the chain are written. Each element is the same float arithmetic as in

@@ -707,21 +707,6 @@ static int scatter_nd_run(struct exec *x, const struct node *n, struct rtensor *
 	return 0;
 }
 
-/* ScatterElements on one float32 axis with int64 indices (MaxPool's gradient, 1M elements from
- * 262K updates in a ResNet-18's stem): combine's arithmetic, in order, 4x faster than through it. */
-static int scatter_flat(struct exec *x, struct rtensor *o, const int64_t *ix, const float *u, int64_t n, enum red r)
-{
-	float *po = o->data;
-	int64_t d = o->dims[0];
-	for (int64_t j = 0; j < n; j++) {
-		int64_t v = ix[j] < 0 ? ix[j] + d : ix[j];
-		if (v < 0 || v >= d)
-			return exec_fail(x, "index out of range");
-		po[v] = combine_f(po[v], u[j], r);
-	}
-	return 0;
-}
-
 static int scatter_elements_run(struct exec *x, const struct node *n, struct rtensor *const *in,
 				struct rtensor *const *out)
 {
@@ -732,13 +717,18 @@ static int scatter_elements_run(struct exec *x, const struct node *n, struct rte
 		return exec_status(x);
 	if (ix->ndim != a->ndim || u->ndim != a->ndim || u->numel != ix->numel || u->dtype != a->dtype)
 		return exec_fail(x, "indices and updates must match the data's rank and each other");
+	for (int i = 0; i < a->ndim; i++) /* else a row past the data's end was written */
+		if (i != ax && ix->dims[i] > a->dims[i])
+			return exec_fail(x, "indices' dimension %d (%lld) exceeds the data's (%lld)", i,
+					 (long long)ix->dims[i], (long long)a->dims[i]);
 	int taken = exec_take(x, in[0], out[0], a->ndim, a->dims); /* in place when the data dies here */
 	if (taken < 0 || (!taken && !exec_alloc(x, out[0], a->dtype, a->ndim, a->dims)))
 		return exec_status(x);
 	if (!taken)
 		memcpy(out[0]->data, a->data, a->nbytes);
-	if (a->ndim == 1 && a->dtype == DT_FLOAT && ix->dtype == DT_INT64) /* MaxPool's gradient: flat, no dispatch */
-		return scatter_flat(x, out[0], ix->data, u->data, ix->numel, red);
+	int rows = scatter_elements_rows(out[0], ix, u, ax, (int)red); /* float32/float64 (index.c) */
+	if (rows)
+		return rows < 0 ? exec_fail(x, "index out of range") : 0;
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
 	c_strides(a->ndim, a->dims, st);
 	for (int64_t j = 0; j < ix->numel; j++) {
