@@ -6161,3 +6161,126 @@ Test(exec, nonzero_matches_its_rule)
 					xfree(xd);
 				}
 }
+
+/* #52 adam: DietAdam's factored moments (8-row tiles, column strips over the pool) and
+ * ReduceLogSumExp over a strided axis (runs of outputs side by side), against references written
+ * here. */
+
+/* DietAdam, factored second moment (float32 and float64), dense float32 g, three steps (q', vr',
+ * vc' fed back, t = 1, 2, 3) on 45 x 1027 (5 blocks of 8 rows and 5 rows more, 1027 columns: 4 strips of 256 and 3 columns
+ * more) and 7 x 19 (no whole block) with edge values in g; stochastic rounding; at 1 thread (one
+ * pass) and 3 (rows and strips over the pool): every q', vr' and vc' bit against the float64
+ * formulas, each row's and column's sum of squares in index order. */
+Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
+{
+	enum { RM = 45, CM = 1027 };
+	static const int shapes[2][2] = {{RM, CM}, {7, 19}};
+	static int16_t q[2][RM * CM];
+	static float g[RM * CM];
+	static double vr[2][RM], vc[2][CM]; /* float32 moments: float32 values */
+	static double rr[RM], cc[CM];
+	const double b2 = 0.75, eps = 9.5367431640625e-07, lr = 0.5, scale = 0.0078125;
+	for (int sh = 0; sh < 4; sh++) {
+		int R = shapes[sh % 2][0], C = shapes[sh % 2][1], f64 = sh >= 2;
+		const char *mt = f64 ? "float64" : "float32";
+		char yaml[2048];
+		snprintf(yaml, sizeof yaml,
+			 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+			 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
+			 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: %s, shape: [%d]},"
+			 " {name: vc, dtype: %s, shape: [%d]}]\n"
+			 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
+			 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.75, epsilon: 9.5367431640625e-07, lr: 0.5,"
+			 " schedule: none, warmup: 2.0, scale: 0.0078125, round: stochastic}}\n"
+			 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
+			 R, C, R, C, mt, R, mt, C);
+		struct graph *gr = load_text("diet_steps.yaml", yaml);
+		for (int th = 0; th < 2; th++) { /* the state at 1 and at 3 threads: q[th], vr[th], vc[th] */
+			for (int k = 0; k < R * C; k++)
+				q[th][k] = (int16_t)((k * 37) % 2001 - 1000);
+			for (int i = 0; i < R; i++)
+				vr[th][i] = (float)(i % 5) * 0.25f;
+			for (int j = 0; j < C; j++)
+				vc[th][j] = (float)(j % 11) * 0.125f;
+		}
+		for (int64_t t = 1; t <= 3; t++) {
+			for (int k = 0; k < R * C; k++) /* ordinary values, signed zeros, subnormals; edges in the small one */
+				g[k] = sh % 2 && k % 5 == 0 ? (float)opt_edges[(k / 5 + (int)t) % OPT_NE]
+				       : k % 13 == 0	? -0.0f
+				       : k % 13 == 1	? 1e-41f
+							: (float)((double)((k * 7919 + (int)t * 101) % 1999 - 999) * 0.0012345);
+			double bc = 1 - pow(b2, (double)t), lrt = lr * fmin((double)t / 2.0, 1), cmean = 0;
+			for (int th = 0; th < 2; th++) {
+				const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
+				int64_t tv = t;
+				static float vrf[RM], vcf[CM];
+				for (int i = 0; i < R + C; i++)
+					*(i < R ? &vrf[i] : &vcf[i - R]) = (float)(i < R ? vr[th][i] : vc[th][i - R]);
+				struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, q[th]), rt_over(DT_FLOAT, 2, dq, g),
+							 rt_over(DT_INT64, 0, dq, &tv),
+							 f64 ? rt_over(DT_DOUBLE, 1, dr, vr[th]) : rt_over(DT_FLOAT, 1, dr, vrf),
+							 f64 ? rt_over(DT_DOUBLE, 1, dc, vc[th]) : rt_over(DT_FLOAT, 1, dc, vcf)};
+				const char *names[5] = {"q", "g", "t", "vr", "vc"};
+				/* the reference from this thread count's state (the same as the other's if all agree) */
+				for (int i = 0; i < R; i++) {
+					double s = 0;
+					for (int j = 0; j < C; j++)
+						s += (double)g[i * C + j] * g[i * C + j];
+					rr[i] = b2 * vr[th][i] + (1 - b2) * s / C;
+					rr[i] = f64 ? rr[i] : (float)rr[i];
+				}
+				cmean = 0;
+				for (int j = 0; j < C; j++) {
+					double s = 0;
+					for (int i = 0; i < R; i++)
+						s += (double)g[i * C + j] * g[i * C + j];
+					cc[j] = b2 * vc[th][j] + (1 - b2) * s / R;
+					cc[j] = f64 ? cc[j] : (float)cc[j];
+					cmean += sqrt(cc[j] / bc) + eps;
+				}
+				cmean /= C;
+				pool_set_threads(th ? 3 : 1);
+				struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
+				struct gd_err e = {0};
+				struct exec *x = exec_run(gr, &xo, NULL, &e);
+				cr_assert(x, "%s", e.msg);
+				const struct node *up = NULL;
+				for (uint32_t k = 0; k < gr->n_nodes; k++)
+					if (gr->nodes[k]->op == OP_DIET_ADAM)
+						up = gr->nodes[k];
+				cr_assert(up);
+				uint64_t key = exec_node_seed(x, up) ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull);
+				const struct rtensor *qn = exec_value(x, strmap_get(&gr->names, "qn"));
+				const struct rtensor *vrn = exec_value(x, strmap_get(&gr->names, "vrn"));
+				const struct rtensor *vcn = exec_value(x, strmap_get(&gr->names, "vcn"));
+				int64_t bad = 0;
+				for (int k = 0; k < R * C; k++) {
+					double denom = (sqrt(rr[k / C] / bc) + eps) * (sqrt(cc[k % C] / bc) + eps) / cmean;
+					int16_t want = ref_quantize(q[th][k] * scale - lrt * (double)g[k] / denom, scale,
+								    philox_uniform(key, (uint64_t)k));
+					int16_t got = ((const int16_t *)qn->data)[k];
+					if (got != want && bad++ < 5)
+						cr_expect(0, "%dx%d %s step %lld, %d threads: q'[%d] %d, not %d", R, C, mt, (long long)t,
+							  th ? 3 : 1, k, got, want);
+				}
+				for (int i = 0; i < R + C; i++) {
+					double got = rt_get(i < R ? vrn : vcn, i < R ? i : i - R), want = i < R ? rr[i] : cc[i - R];
+					if (!same_bits(got, want, f64) && bad++ < 5)
+						cr_expect(0, "%dx%d %s step %lld, %d threads: %s'[%d] %.17g, not %.17g", R, C, mt, (long long)t,
+							  th ? 3 : 1, i < R ? "vr" : "vc", i < R ? i : i - R, got, want);
+				}
+				cr_expect_eq(bad, 0, "%dx%d %s step %lld, %d threads: %lld values differ", R, C, mt, (long long)t, th ? 3 : 1,
+					     (long long)bad);
+				memcpy(q[th], qn->data, sizeof(int16_t) * (size_t)(R * C)); /* the next step's state */
+				for (int i = 0; i < R + C; i++)
+					*(i < R ? &vr[th][i] : &vc[th][i - R]) = rt_get(i < R ? vrn : vcn, i < R ? i : i - R);
+				exec_free(x);
+			}
+			cr_expect(!memcmp(q[0], q[1], sizeof(int16_t) * (size_t)(R * C)) && !memcmp(vr[0], vr[1], sizeof(double) * (size_t)R) &&
+				  !memcmp(vc[0], vc[1], sizeof(double) * (size_t)C),
+				  "%dx%d %s step %lld: 1 and 3 threads differ", R, C, mt, (long long)t);
+		}
+		pool_set_threads(1);
+		graph_free(gr);
+	}
+}
