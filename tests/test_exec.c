@@ -6284,3 +6284,97 @@ Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
 		graph_free(gr);
 	}
 }
+
+/* ReduceLogSumExp of x (3, 37, 300), float32 and float64, over axes [1] (strided, 300 outputs a
+ * line: runs of 256 and 44), [0] (strided by 11,100), [2] (the last), [0, 1] and [1, 2], keepdims 0
+ * and 1, at 1 and 3 threads, with lines all -inf (one -inf line, x[:, :, 5] and x[1, 2, :]), NaN,
+ * +inf, and values near float32's largest. Each output bit for bit against the walk written here
+ * (the maximum, then exp(x - m): vm_expf for float32, libm's exp for float64, summed in double in
+ * index order; m + log(sum), m where m is infinite), and against the float64 definition
+ * m + log(sum exp(x - m)) to 2 ulp + 2^-22 (float32: vm_expf's 1.1 ulp) or 1e-15 relative + 1e-15. */
+Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
+{
+	enum { A = 3, B = 37, C = 300, N = A * B * C };
+	static float xf[N];
+	static double xd[N];
+	for (int e = 0; e < N; e++) {
+		int a = e / (B * C), b = e / C % B, c = e % C;
+		double v = (double)((e * 7919) % 2003 - 1001) * 0.01 + (c % 7) * 0.003;
+		v = c == 5 || (a == 1 && b == 2) ? -INFINITY
+		    : c == 7 && b == 3		 ? NAN
+		    : c == 9 && b == 10		 ? INFINITY
+		    : c % 17 == 11		 ? 3.0e38 - (double)(e % 97) * 1e36
+		    : c % 17 == 12 && b == 4	 ? -INFINITY
+						 : v;
+		xd[e] = v;
+		xf[e] = (float)v;
+	}
+	static const char *const axes[5] = {"[1]", "[0]", "[2]", "[0, 1]", "[1, 2]"};
+	static const int red[5][3] = {{0, 1, 0}, {1, 0, 0}, {0, 0, 1}, {1, 1, 0}, {0, 1, 1}};
+	const int64_t dims[3] = {A, B, C};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int ax = 0; ax < 5; ax++)
+			for (int keep = 0; keep < 2; keep++) {
+				char yaml[1024];
+				snprintf(yaml, sizeof yaml,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [3, 37, 300]}]\n"
+					 "nodes:\n  - {op: ReduceLogSumExp, inputs: [x], outputs: [y], name: op,"
+					 " attrs: {axes: %s, keepdims: %d}}\noutputs: [{name: y}]\n",
+					 f64 ? "float64" : "float32", axes[ax], keep);
+				struct graph *g = load_text("lse.yaml", yaml);
+				struct rtensor in = rt_over(f64 ? DT_DOUBLE : DT_FLOAT, 3, dims, f64 ? (void *)xd : (void *)xf);
+				const char *names[1] = {"x"};
+				/* the outputs in index order of the kept dimensions; each output's elements in index order */
+				int64_t kd[3], on = 1, len = 1;
+				for (int d = 0; d < 3; d++) {
+					kd[d] = red[ax][d] ? 1 : dims[d];
+					on *= kd[d];
+					len *= red[ax][d] ? dims[d] : 1;
+				}
+				for (int th = 1; th <= 3; th += 2) {
+					pool_set_threads(th);
+					struct exec_opts xo = {.inputs = &in, .input_names = names, .n_inputs = 1};
+					struct gd_err e = {0};
+					struct exec *x = exec_run(g, &xo, NULL, &e);
+					cr_assert(x, "%s", e.msg);
+					const struct rtensor *y = exec_value(x, strmap_get(&g->names, "y"));
+					cr_assert_eq(y->numel, on);
+					cr_assert_eq(y->ndim, keep ? 3 : 3 - (int)(red[ax][0] + red[ax][1] + red[ax][2]));
+					int64_t bad = 0, far = 0;
+					for (int64_t o = 0; o < on; o++) {
+						int64_t oi[3] = {o / (kd[1] * kd[2]), o / kd[2] % kd[1], o % kd[2]}, ne = 0;
+						static int64_t el[B * C];
+						for (int64_t a = oi[0]; a < (red[ax][0] ? A : oi[0] + 1); a++) /* in index order */
+							for (int64_t b = oi[1]; b < (red[ax][1] ? B : oi[1] + 1); b++)
+								for (int64_t c = oi[2]; c < (red[ax][2] ? C : oi[2] + 1); c++)
+									el[ne++] = (a * B + b) * C + c;
+						cr_assert_eq(ne, len);
+						double m = -INFINITY, s = 0, s64 = 0;
+						for (int64_t k = 0; k < ne; k++) {
+							double v = f64 ? xd[el[k]] : xf[el[k]];
+							m = v > m || isnan(v) ? v : m;
+						}
+						for (int64_t k = 0; k < ne && !isinf(m); k++) {
+							s += f64 ? exp(xd[el[k]] - m) : (double)vm_expf(xf[el[k]] - (float)m);
+							s64 += exp((f64 ? xd[el[k]] : (double)xf[el[k]]) - m);
+						}
+						double want = isinf(m) ? m : m + log(s), def = isinf(m) ? m : m + log(s64);
+						double got = rt_get(y, o);
+						if (!same_bits(got, want, f64) && bad++ < 3)
+							cr_expect(0, "%s axes %s keepdims %d, %d threads: y[%lld] %.17g, not %.17g",
+								  f64 ? "float64" : "float32", axes[ax], keep, th, (long long)o, got, want);
+						double tol = f64 ? 1e-15 * fabs(def) + 1e-15
+								 : 2 * (nextafterf((float)fabs(def), INFINITY) - (float)fabs(def)) + 0x1p-22;
+						if (isnan(def) ? !isnan(got) : isinf(def) ? got != def : !(fabs(got - def) <= tol))
+							far++;
+					}
+					cr_expect_eq(bad, 0, "%s axes %s keepdims %d, %d threads: %lld outputs differ",
+						     f64 ? "float64" : "float32", axes[ax], keep, th, (long long)bad);
+					cr_expect_eq(far, 0, "%s axes %s keepdims %d, %d threads: %lld outputs off the definition",
+						     f64 ? "float64" : "float32", axes[ax], keep, th, (long long)far);
+					exec_free(x);
+				}
+				pool_set_threads(1);
+				graph_free(g);
+			}
+}
