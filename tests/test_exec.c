@@ -6171,6 +6171,28 @@ Test(exec, nonzero_matches_its_rule)
  * more) and 7 x 19 (no whole block) with edge values in g; stochastic rounding; at 1 thread (one
  * pass) and 3 (rows and strips over the pool): every q', vr' and vc' bit against the float64
  * formulas, each row's and column's sum of squares in index order. */
+/* A factored moment: b2 prev + (1 - b2) mean of p[k st]^2 over k < n, the squares summed in index
+ * order in double; stored float32 unless f64. */
+static double ref_moment(const float *p, int n, int st, double prev, double b2, int f64)
+{
+	double s = 0;
+	for (int k = 0; k < n; k++)
+		s += (double)p[k * st] * p[k * st];
+	double v = b2 * prev + (1 - b2) * s / n;
+	return f64 ? v : (float)v;
+}
+
+/* The key of step t's uniforms: the run's seed of g's DietAdam node, mixed with t as diet.c does. */
+static uint64_t diet_step_key(struct exec *x, const struct graph *g, int64_t t)
+{
+	const struct node *up = NULL;
+	for (uint32_t k = 0; k < g->n_nodes; k++)
+		if (g->nodes[k]->op == OP_DIET_ADAM)
+			up = g->nodes[k];
+	cr_assert(up);
+	return exec_node_seed(x, up) ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull);
+}
+
 Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
 {
 	enum { RM = 45, CM = 1027 };
@@ -6222,20 +6244,11 @@ Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
 							 f64 ? rt_over(DT_DOUBLE, 1, dc, vc[th]) : rt_over(DT_FLOAT, 1, dc, vcf)};
 				const char *names[5] = {"q", "g", "t", "vr", "vc"};
 				/* the reference from this thread count's state (the same as the other's if all agree) */
-				for (int i = 0; i < R; i++) {
-					double s = 0;
-					for (int j = 0; j < C; j++)
-						s += (double)g[i * C + j] * g[i * C + j];
-					rr[i] = b2 * vr[th][i] + (1 - b2) * s / C;
-					rr[i] = f64 ? rr[i] : (float)rr[i];
-				}
+				for (int i = 0; i < R; i++)
+					rr[i] = ref_moment(g + i * C, C, 1, vr[th][i], b2, f64);
 				cmean = 0;
 				for (int j = 0; j < C; j++) {
-					double s = 0;
-					for (int i = 0; i < R; i++)
-						s += (double)g[i * C + j] * g[i * C + j];
-					cc[j] = b2 * vc[th][j] + (1 - b2) * s / R;
-					cc[j] = f64 ? cc[j] : (float)cc[j];
+					cc[j] = ref_moment(g + j, R, C, vc[th][j], b2, f64);
 					cmean += sqrt(cc[j] / bc) + eps;
 				}
 				cmean /= C;
@@ -6244,12 +6257,7 @@ Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
 				struct gd_err e = {0};
 				struct exec *x = exec_run(gr, &xo, NULL, &e);
 				cr_assert(x, "%s", e.msg);
-				const struct node *up = NULL;
-				for (uint32_t k = 0; k < gr->n_nodes; k++)
-					if (gr->nodes[k]->op == OP_DIET_ADAM)
-						up = gr->nodes[k];
-				cr_assert(up);
-				uint64_t key = exec_node_seed(x, up) ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull);
+				uint64_t key = diet_step_key(x, gr, t);
 				const struct rtensor *qn = exec_value(x, strmap_get(&gr->names, "qn"));
 				const struct rtensor *vrn = exec_value(x, strmap_get(&gr->names, "vrn"));
 				const struct rtensor *vcn = exec_value(x, strmap_get(&gr->names, "vcn"));
