@@ -7481,4 +7481,227 @@ Test(exec, grid_sample_gradient_copies_no_index_per_channel)
 	for (int i = 0; i < 4; i++)
 		xfree(grads[i / 2][i % 2]);
 	graph_free(g);
+/* #52 adam: DietAdam's factored moments (8-row tiles, column strips over the pool) and
+ * ReduceLogSumExp over a strided axis (runs of outputs side by side), against references written
+ * here. */
+
+/* DietAdam, factored second moment (float32 and float64), dense float32 g, three steps (q', vr',
+ * vc' fed back, t = 1, 2, 3) on 45 x 1027 (5 blocks of 8 rows and 5 rows more, 1027 columns: 4 strips of 256 and 3 columns
+ * more) and 7 x 19 (no whole block) with edge values in g; stochastic rounding; at 1 thread (one
+ * pass) and 3 (rows and strips over the pool): every q', vr' and vc' bit against the float64
+ * formulas, each row's and column's sum of squares in index order. */
+/* A factored moment: b2 prev + (1 - b2) mean of p[k st]^2 over k < n, the squares summed in index
+ * order in double; stored float32 unless f64. */
+static double ref_moment(const float *p, int n, int st, double prev, double b2, int f64)
+{
+	double s = 0;
+	for (int k = 0; k < n; k++)
+		s += (double)p[k * st] * p[k * st];
+	double v = b2 * prev + (1 - b2) * s / n;
+	return f64 ? v : (float)v;
+}
+
+/* The key of step t's uniforms: the run's seed of g's DietAdam node, mixed with t as diet.c does. */
+static uint64_t diet_step_key(struct exec *x, const struct graph *g, int64_t t)
+{
+	const struct node *up = NULL;
+	for (uint32_t k = 0; k < g->n_nodes; k++)
+		if (g->nodes[k]->op == OP_DIET_ADAM)
+			up = g->nodes[k];
+	cr_assert(up);
+	return exec_node_seed(x, up) ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull);
+}
+
+Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
+{
+	enum { RM = 45, CM = 1027 };
+	static const int shapes[2][2] = {{RM, CM}, {7, 19}};
+	static int16_t q[2][RM * CM];
+	static float g[RM * CM];
+	static double vr[2][RM], vc[2][CM]; /* float32 moments: float32 values */
+	static double rr[RM], cc[CM];
+	const double b2 = 0.75, eps = 9.5367431640625e-07, lr = 0.5, scale = 0.0078125;
+	for (int sh = 0; sh < 4; sh++) {
+		int R = shapes[sh % 2][0], C = shapes[sh % 2][1], f64 = sh >= 2;
+		const char *mt = f64 ? "float64" : "float32";
+		char yaml[2048];
+		snprintf(yaml, sizeof yaml,
+			 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+			 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
+			 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: %s, shape: [%d]},"
+			 " {name: vc, dtype: %s, shape: [%d]}]\n"
+			 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
+			 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.75, epsilon: 9.5367431640625e-07, lr: 0.5,"
+			 " schedule: none, warmup: 2.0, scale: 0.0078125, round: stochastic}}\n"
+			 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
+			 R, C, R, C, mt, R, mt, C);
+		struct graph *gr = load_text("diet_steps.yaml", yaml);
+		for (int th = 0; th < 2; th++) { /* the state at 1 and at 3 threads: q[th], vr[th], vc[th] */
+			for (int k = 0; k < R * C; k++)
+				q[th][k] = (int16_t)((k * 37) % 2001 - 1000);
+			for (int i = 0; i < R; i++)
+				vr[th][i] = (float)(i % 5) * 0.25f;
+			for (int j = 0; j < C; j++)
+				vc[th][j] = (float)(j % 11) * 0.125f;
+		}
+		for (int64_t t = 1; t <= 3; t++) {
+			for (int k = 0; k < R * C; k++) /* ordinary values, signed zeros, subnormals; edges in the small one */
+				g[k] = sh % 2 && k % 5 == 0 ? (float)opt_edges[(k / 5 + (int)t) % OPT_NE]
+				       : k % 13 == 0	? -0.0f
+				       : k % 13 == 1	? 1e-41f
+							: (float)((double)((k * 7919 + (int)t * 101) % 1999 - 999) * 0.0012345);
+			double bc = 1 - pow(b2, (double)t), lrt = lr * fmin((double)t / 2.0, 1), cmean = 0;
+			for (int th = 0; th < 2; th++) {
+				const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
+				int64_t tv = t;
+				static float vrf[RM], vcf[CM];
+				for (int i = 0; i < R + C; i++)
+					*(i < R ? &vrf[i] : &vcf[i - R]) = (float)(i < R ? vr[th][i] : vc[th][i - R]);
+				struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, q[th]), rt_over(DT_FLOAT, 2, dq, g),
+							 rt_over(DT_INT64, 0, dq, &tv),
+							 f64 ? rt_over(DT_DOUBLE, 1, dr, vr[th]) : rt_over(DT_FLOAT, 1, dr, vrf),
+							 f64 ? rt_over(DT_DOUBLE, 1, dc, vc[th]) : rt_over(DT_FLOAT, 1, dc, vcf)};
+				const char *names[5] = {"q", "g", "t", "vr", "vc"};
+				/* the reference from this thread count's state (the same as the other's if all agree) */
+				for (int i = 0; i < R; i++)
+					rr[i] = ref_moment(g + i * C, C, 1, vr[th][i], b2, f64);
+				cmean = 0;
+				for (int j = 0; j < C; j++) {
+					cc[j] = ref_moment(g + j, R, C, vc[th][j], b2, f64);
+					cmean += sqrt(cc[j] / bc) + eps;
+				}
+				cmean /= C;
+				pool_set_threads(th ? 3 : 1);
+				struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
+				struct gd_err e = {0};
+				struct exec *x = exec_run(gr, &xo, NULL, &e);
+				cr_assert(x, "%s", e.msg);
+				uint64_t key = diet_step_key(x, gr, t);
+				const struct rtensor *qn = exec_value(x, strmap_get(&gr->names, "qn"));
+				const struct rtensor *vrn = exec_value(x, strmap_get(&gr->names, "vrn"));
+				const struct rtensor *vcn = exec_value(x, strmap_get(&gr->names, "vcn"));
+				int64_t bad = 0;
+				for (int k = 0; k < R * C; k++) {
+					double denom = (sqrt(rr[k / C] / bc) + eps) * (sqrt(cc[k % C] / bc) + eps) / cmean;
+					int16_t want = ref_quantize(q[th][k] * scale - lrt * (double)g[k] / denom, scale,
+								    philox_uniform(key, (uint64_t)k));
+					int16_t got = ((const int16_t *)qn->data)[k];
+					if (got != want && bad++ < 5)
+						cr_expect(0, "%dx%d %s step %lld, %d threads: q'[%d] %d, not %d", R, C, mt, (long long)t,
+							  th ? 3 : 1, k, got, want);
+				}
+				for (int i = 0; i < R + C; i++) {
+					double got = rt_get(i < R ? vrn : vcn, i < R ? i : i - R), want = i < R ? rr[i] : cc[i - R];
+					if (!same_bits(got, want, f64) && bad++ < 5)
+						cr_expect(0, "%dx%d %s step %lld, %d threads: %s'[%d] %.17g, not %.17g", R, C, mt, (long long)t,
+							  th ? 3 : 1, i < R ? "vr" : "vc", i < R ? i : i - R, got, want);
+				}
+				cr_expect_eq(bad, 0, "%dx%d %s step %lld, %d threads: %lld values differ", R, C, mt, (long long)t, th ? 3 : 1,
+					     (long long)bad);
+				memcpy(q[th], qn->data, sizeof(int16_t) * (size_t)(R * C)); /* the next step's state */
+				for (int i = 0; i < R + C; i++)
+					*(i < R ? &vr[th][i] : &vc[th][i - R]) = rt_get(i < R ? vrn : vcn, i < R ? i : i - R);
+				exec_free(x);
+			}
+			cr_expect(!memcmp(q[0], q[1], sizeof(int16_t) * (size_t)(R * C)) && !memcmp(vr[0], vr[1], sizeof(double) * (size_t)R) &&
+				  !memcmp(vc[0], vc[1], sizeof(double) * (size_t)C),
+				  "%dx%d %s step %lld: 1 and 3 threads differ", R, C, mt, (long long)t);
+		}
+		pool_set_threads(1);
+		graph_free(gr);
+	}
+}
+
+/* ReduceLogSumExp of x (3, 37, 300), float32 and float64, over axes [1] (strided, 300 outputs a
+ * line: runs of 256 and 44), [0] (strided by 11,100), [2] (the last), [0, 1] and [1, 2], keepdims 0
+ * and 1, at 1 and 3 threads, with lines all -inf (one -inf line, x[:, :, 5] and x[1, 2, :]), NaN,
+ * +inf, and values near float32's largest. Each output bit for bit against the walk written here
+ * (the maximum, then exp(x - m): vm_expf for float32, libm's exp for float64, summed in double in
+ * index order; m + log(sum), m where m is infinite), and against the float64 definition
+ * m + log(sum exp(x - m)) to 2 ulp + 2^-22 (float32: vm_expf's 1.1 ulp) or 1e-15 relative + 1e-15. */
+Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
+{
+	enum { A = 3, B = 37, C = 300, N = A * B * C };
+	static float xf[N];
+	static double xd[N];
+	for (int e = 0; e < N; e++) {
+		int a = e / (B * C), b = e / C % B, c = e % C;
+		double v = (double)((e * 7919) % 2003 - 1001) * 0.01 + (c % 7) * 0.003;
+		v = c == 5 || (a == 1 && b == 2) ? -INFINITY
+		    : c == 7 && b == 3		 ? NAN
+		    : c == 9 && b == 10		 ? INFINITY
+		    : c % 17 == 11		 ? 3.0e38 - (double)(e % 97) * 1e36
+		    : c % 17 == 12 && b == 4	 ? -INFINITY
+						 : v;
+		xd[e] = v;
+		xf[e] = (float)v;
+	}
+	static const char *const axes[5] = {"[1]", "[0]", "[2]", "[0, 1]", "[1, 2]"};
+	static const int red[5][3] = {{0, 1, 0}, {1, 0, 0}, {0, 0, 1}, {1, 1, 0}, {0, 1, 1}};
+	const int64_t dims[3] = {A, B, C};
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int ax = 0; ax < 5; ax++)
+			for (int keep = 0; keep < 2; keep++) {
+				char yaml[1024];
+				snprintf(yaml, sizeof yaml,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [3, 37, 300]}]\n"
+					 "nodes:\n  - {op: ReduceLogSumExp, inputs: [x], outputs: [y], name: op,"
+					 " attrs: {axes: %s, keepdims: %d}}\noutputs: [{name: y}]\n",
+					 f64 ? "float64" : "float32", axes[ax], keep);
+				struct graph *g = load_text("lse.yaml", yaml);
+				struct rtensor in = rt_over(f64 ? DT_DOUBLE : DT_FLOAT, 3, dims, f64 ? (void *)xd : (void *)xf);
+				const char *names[1] = {"x"};
+				/* the outputs in index order of the kept dimensions; each output's elements in index order */
+				int64_t kd[3], on = 1, len = 1;
+				for (int d = 0; d < 3; d++) {
+					kd[d] = red[ax][d] ? 1 : dims[d];
+					on *= kd[d];
+					len *= red[ax][d] ? dims[d] : 1;
+				}
+				for (int th = 1; th <= 3; th += 2) {
+					pool_set_threads(th);
+					struct exec_opts xo = {.inputs = &in, .input_names = names, .n_inputs = 1};
+					struct gd_err e = {0};
+					struct exec *x = exec_run(g, &xo, NULL, &e);
+					cr_assert(x, "%s", e.msg);
+					const struct rtensor *y = exec_value(x, strmap_get(&g->names, "y"));
+					cr_assert_eq(y->numel, on);
+					cr_assert_eq(y->ndim, keep ? 3 : 3 - (int)(red[ax][0] + red[ax][1] + red[ax][2]));
+					int64_t bad = 0, far = 0;
+					for (int64_t o = 0; o < on; o++) {
+						int64_t oi[3] = {o / (kd[1] * kd[2]), o / kd[2] % kd[1], o % kd[2]}, ne = 0;
+						static int64_t el[B * C];
+						for (int64_t a = oi[0]; a < (red[ax][0] ? A : oi[0] + 1); a++) /* in index order */
+							for (int64_t b = oi[1]; b < (red[ax][1] ? B : oi[1] + 1); b++)
+								for (int64_t c = oi[2]; c < (red[ax][2] ? C : oi[2] + 1); c++)
+									el[ne++] = (a * B + b) * C + c;
+						cr_assert_eq(ne, len);
+						double m = -INFINITY, s = 0, s64 = 0;
+						for (int64_t k = 0; k < ne; k++) {
+							double v = f64 ? xd[el[k]] : xf[el[k]];
+							m = v > m || isnan(v) ? v : m;
+						}
+						for (int64_t k = 0; k < ne && !isinf(m); k++) {
+							s += f64 ? exp(xd[el[k]] - m) : (double)vm_expf(xf[el[k]] - (float)m);
+							s64 += exp((f64 ? xd[el[k]] : (double)xf[el[k]]) - m);
+						}
+						double want = isinf(m) ? m : m + log(s), def = isinf(m) ? m : m + log(s64);
+						double got = rt_get(y, o);
+						if (!same_bits(got, want, f64) && bad++ < 3)
+							cr_expect(0, "%s axes %s keepdims %d, %d threads: y[%lld] %.17g, not %.17g",
+								  f64 ? "float64" : "float32", axes[ax], keep, th, (long long)o, got, want);
+						double tol = f64 ? 1e-15 * fabs(def) + 1e-15
+								 : 2 * (nextafterf((float)fabs(def), INFINITY) - (float)fabs(def)) + 0x1p-22;
+						if (isnan(def) ? !isnan(got) : isinf(def) ? got != def : !(fabs(got - def) <= tol))
+							far++;
+					}
+					cr_expect_eq(bad, 0, "%s axes %s keepdims %d, %d threads: %lld outputs differ",
+						     f64 ? "float64" : "float32", axes[ax], keep, th, (long long)bad);
+					cr_expect_eq(far, 0, "%s axes %s keepdims %d, %d threads: %lld outputs off the definition",
+						     f64 ? "float64" : "float32", axes[ax], keep, th, (long long)far);
+					exec_free(x);
+				}
+				pool_set_threads(1);
+				graph_free(g);
+			}
 }

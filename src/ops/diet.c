@@ -1,6 +1,7 @@
 /* diet.c - the DietAdam op; see diet.h. */
 #include "diet.h"
 #include "../util/philox.h"
+#include "../util/pool.h"
 #include "kernel.h"
 #include "ops.h"
 #include "vmath.h"
@@ -266,22 +267,127 @@ static void upd_span(void *arg, int64_t lo, int64_t hi)
 	}
 }
 
-/* Rows i .. i + 3 of a dense float32 g: their sums of squares into s, and each square added to
- * colsum[j] row after row, as one row at a time adds them (four sums' latencies overlap). */
-VM_CLONES static void moments_f32(const float *g, int64_t i, int64_t cols, double *restrict colsum, double *s)
+/* The factored moments of a dense float32 g (rows x cols): each row's sum of squares s[i] and each
+ * column's colsum[j], every sum in the serial order (a row's over j = 0, 1, ..., a column's over
+ * i = 0, 1, ...), so the bits do not depend on how the work is cut. The squares are exact (float
+ * times float in double). A tile of 8 rows x 8 columns is squared once: the column sums add its
+ * rows lane-wise, the row sums its transpose's rows (8 chains side by side in one vector). */
+typedef double v8d __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+typedef int64_t v8i __attribute__((vector_size(64)));
+#define MOM_ROWS 8
+#define MOM_STRIP 256 /* columns a piece of the columns' pass walks down */
+
+static inline __attribute__((always_inline)) void sq8(const float *p, v8d *out)
 {
-	const float *g0 = g + i * cols, *g1 = g0 + cols, *g2 = g1 + cols, *g3 = g2 + cols;
-	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	for (int64_t j = 0; j < cols; j++) {
-		double a0 = (double)g0[j] * g0[j], a1 = (double)g1[j] * g1[j], a2 = (double)g2[j] * g2[j],
-		       a3 = (double)g3[j] * g3[j];
-		s0 += a0;
-		s1 += a1;
-		s2 += a2;
-		s3 += a3;
-		colsum[j] = colsum[j] + a0 + a1 + a2 + a3;
+	v8f f;
+	memcpy(&f, p, sizeof f);
+	v8d d = __builtin_convertvector(f, v8d);
+	*out = d * d;
+}
+
+/* 8x8 transpose: t[j] lane k = a[k] lane j */
+static inline __attribute__((always_inline)) void tr8(const v8d *a, v8d *t)
+{
+	v8d b[8], c[8];
+	for (int k = 0; k < 8; k += 2) {
+		b[k] = __builtin_shuffle(a[k], a[k + 1], (v8i){0, 8, 2, 10, 4, 12, 6, 14});
+		b[k + 1] = __builtin_shuffle(a[k], a[k + 1], (v8i){1, 9, 3, 11, 5, 13, 7, 15});
 	}
-	s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+	for (int k = 0; k < 8; k += 4)
+		for (int h = 0; h < 2; h++) {
+			c[k + h] = __builtin_shuffle(b[k + h], b[k + h + 2], (v8i){0, 1, 8, 9, 4, 5, 12, 13});
+			c[k + h + 2] = __builtin_shuffle(b[k + h], b[k + h + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+		}
+	for (int h = 0; h < 4; h++) {
+		t[h] = __builtin_shuffle(c[h], c[h + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+		t[h + 4] = __builtin_shuffle(c[h], c[h + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+	}
+}
+
+/* Rows i .. i + 7: their sums into s[i ..]; with colsum, each square also added to colsum[j] row
+ * after row (the columns' sums so far: rows 0 .. i - 1). */
+VM_CLONES static void mom_rows8(const float *g, int64_t i, int64_t cols, double *restrict colsum, double *restrict s)
+{
+	const float *g0 = g + i * cols;
+	v8d acc = {0}, a[8], t[8];
+	int64_t j = 0;
+	for (; j + 8 <= cols; j += 8) {
+		for (int k = 0; k < 8; k++)
+			sq8(g0 + k * cols + j, &a[k]);
+		if (colsum) {
+			v8d c;
+			memcpy(&c, colsum + j, sizeof c);
+			for (int k = 0; k < 8; k++)
+				c = c + a[k];
+			memcpy(colsum + j, &c, sizeof c);
+		}
+		tr8(a, t);
+		for (int k = 0; k < 8; k++)
+			acc = acc + t[k];
+	}
+	double r[8];
+	memcpy(r, &acc, sizeof r);
+	for (; j < cols; j++)
+		for (int k = 0; k < 8; k++) {
+			double v = (double)g0[k * cols + j] * g0[k * cols + j];
+			r[k] += v;
+			if (colsum)
+				colsum[j] += v;
+		}
+	memcpy(s + i, r, sizeof r);
+}
+
+/* Columns [j0, j1) of all rows into colsum, row after row. */
+VM_CLONES static void mom_cols(const float *g, int64_t rows, int64_t cols, int64_t j0, int64_t j1, double *restrict colsum)
+{
+	for (int64_t j = j0; j < j1; j++)
+		colsum[j] = 0;
+	for (int64_t i = 0; i < rows; i++) {
+		const float *p = g + i * cols;
+		for (int64_t j = j0; j < j1; j++)
+			colsum[j] += (double)p[j] * p[j];
+	}
+}
+
+struct mom_job {
+	const float *g;
+	double *colsum, *s;
+	int64_t rows, cols, nrb; /* nrb: the blocks of MOM_ROWS rows, the units before the strips */
+};
+
+/* Units [u0, u1): blocks of rows (row sums), then strips of columns (column sums) */
+static void mom_span(void *arg, int64_t u0, int64_t u1)
+{
+	const struct mom_job *j = arg;
+	for (int64_t u = u0; u < u1; u++) {
+		if (u < j->nrb) {
+			mom_rows8(j->g, u * MOM_ROWS, j->cols, NULL, j->s);
+			continue;
+		}
+		int64_t c0 = (u - j->nrb) * MOM_STRIP, c1 = c0 + MOM_STRIP < j->cols ? c0 + MOM_STRIP : j->cols;
+		mom_cols(j->g, j->rows, j->cols, c0, c1, j->colsum);
+	}
+}
+
+/* The rows of a dense float32 g that come in whole blocks: their sums into s, and every row's
+ * squares into colsum (zeroed here); returns the rows done. One thread: one pass; more: the row
+ * blocks and the column strips over the pool (g read twice, the same bits). */
+static int64_t moments_f32(const float *g, int64_t rows, int64_t cols, double *colsum, double *s)
+{
+	int64_t nrb = rows / MOM_ROWS;
+	if (pool_threads() < 2) {
+		memset(colsum, 0, sizeof *colsum * (size_t)cols);
+		for (int64_t b = 0; b < nrb; b++)
+			mom_rows8(g, b * MOM_ROWS, cols, colsum, s);
+		for (int64_t i = nrb * MOM_ROWS; i < rows; i++) /* the last rows: the columns' sums go on */
+			for (int64_t j = 0; j < cols; j++)
+				colsum[j] += (double)g[i * cols + j] * g[i * cols + j];
+		return nrb * MOM_ROWS;
+	}
+	struct mom_job j = {g, colsum, s, rows, cols, nrb};
+	kernel_for(nrb + (cols + MOM_STRIP - 1) / MOM_STRIP, 1, mom_span, &j);
+	return nrb * MOM_ROWS;
 }
 
 static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -384,19 +490,22 @@ static int diet_adam_run(struct exec *x, const struct node *n, struct rtensor *c
 	for (int k = 0; !rc && k < terms; k++)
 		rc = grad_rows_link(x, gr.head[k], gr.next[k], term_idx(in, k), rows);
 	/* the moments first: v1' and v2' (and their means, for the factored denominator) */
-	int64_t i4 = !rc && v2 && !idx && !b && g->dtype == DT_FLOAT ? rows / 4 * 4 : 0;
-	for (int64_t i = 0; i < i4; i += 4) { /* a dense float32 g: four rows' sums side by side, each in order */
-		double s[4];
-		moments_f32(g->data, i, cols, colsum, s);
-		for (int k = 0; k < 4; k++)
-			rt_set(out[2], i + k, b2 * rt_get(v1, i + k) + (1 - b2) * s[k] / (double)cols);
-	}
-	for (int64_t i = i4; !rc && v2 && i < rows; i++) {
+	int dense32 = !rc && v2 && !idx && !b && g->dtype == DT_FLOAT;
+	double *rs = dense32 ? exec_scratch(x, sizeof(double) * (size_t)(rows ? rows : 1)) : NULL;
+	if (dense32 && !rs)
+		rc = exec_status(x);
+	int64_t i8 = rs ? moments_f32(g->data, rows, cols, colsum, rs) : 0; /* the rows' sums in rs, all columns' */
+	for (int64_t i = 0; i < i8; i++)
+		rt_set(out[2], i, b2 * rt_get(v1, i) + (1 - b2) * rs[i] / (double)cols);
+	int cols_done = rs != NULL;
+	exec_scratch_free(x, rs, sizeof(double) * (size_t)(rows ? rows : 1));
+	for (int64_t i = i8; !rc && v2 && i < rows; i++) {
 		grad_row(&gr, i, row);
 		double s = 0;
 		for (int64_t j = 0; j < cols; j++) {
 			s += row[j] * row[j];
-			colsum[j] += row[j] * row[j];
+			if (!cols_done)
+				colsum[j] += row[j] * row[j];
 		}
 		rt_set(out[2], i, b2 * rt_get(v1, i) + (1 - b2) * s / (double)cols);
 	}

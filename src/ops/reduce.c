@@ -282,6 +282,43 @@ static void lse_rows(const struct lanes_job *j, int64_t u)
 			lane_one(j, u + k);
 }
 
+/* ReduceLogSumExp over a strided axis: outputs (o, i0 .. i0 + n - 1), n <= LSE_COLS, side by side.
+ * Each one's maximum is lane_one's walk and its sum of exponentials lane_one's (float32: vm_expf
+ * of x - m, added in double in index order; float64: libm's exp), the len rows walked once for
+ * the maxima and once for the sums, each row's n elements a contiguous run. */
+#define LSE_COLS 256
+VM_CLONES static void lse_cols_f32(const float *p, int64_t len, int64_t inner, int64_t n, double *mx, double *acc)
+{
+	float m[LSE_COLS];
+	double s[LSE_COLS];
+	for (int64_t i = 0; i < n; i++)
+		m[i] = -INFINITY, s[i] = 0;
+	for (int64_t r = 0; r < len; r++)
+		for (int64_t i = 0; i < n; i++) {
+			float v = p[r * inner + i];
+			m[i] = v > m[i] || v != v ? v : m[i];
+		}
+	for (int64_t r = 0; r < len; r++)
+		for (int64_t i = 0; i < n; i++)
+			s[i] += vm_expf(p[r * inner + i] - m[i]);
+	for (int64_t i = 0; i < n; i++)
+		mx[i] = m[i], acc[i] = isinf(m[i]) ? 0 : s[i];
+}
+
+static void lse_cols_f64(const double *p, int64_t len, int64_t inner, int64_t n, double *mx, double *acc)
+{
+	for (int64_t i = 0; i < n; i++)
+		mx[i] = -INFINITY, acc[i] = 0;
+	for (int64_t r = 0; r < len; r++)
+		for (int64_t i = 0; i < n; i++) {
+			double v = p[r * inner + i];
+			mx[i] = v > mx[i] || isnan(v) ? v : mx[i];
+		}
+	for (int64_t r = 0; r < len; r++)
+		for (int64_t i = 0; i < n; i++)
+			acc[i] += isinf(mx[i]) ? 0 : exp(p[r * inner + i] - mx[i]);
+}
+
 static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 {
 	const struct lanes_job *j = arg;
@@ -294,6 +331,16 @@ static void lane_reduce(void *arg, int64_t u0, int64_t u1)
 		for (int64_t u = u0; u < u0 + ROWS_AT_ONCE; u++)
 			if (isnan(j->acc[u]))
 				lane_one(j, u);
+	}
+	while (j->inner > 1 && j->kind == RK_LSE && u0 < u1) { /* a strided axis: runs of outputs at once */
+		int64_t i0 = u0 % j->inner, n = u1 - u0, at = u0 / j->inner * j->len * j->inner + i0;
+		n = n < j->inner - i0 ? n : j->inner - i0;
+		n = n < LSE_COLS ? n : LSE_COLS;
+		if (j->a->dtype == DT_FLOAT)
+			lse_cols_f32((const float *)j->a->data + at, j->len, j->inner, n, j->mx + u0, j->acc + u0);
+		else
+			lse_cols_f64((const double *)j->a->data + at, j->len, j->inner, n, j->mx + u0, j->acc + u0);
+		u0 += n;
 	}
 	int lse = j->inner == 1 && j->kind == RK_LSE && j->a->dtype == DT_FLOAT;
 	for (; lse && u0 + ROWS_AT_ONCE <= u1; u0 += ROWS_AT_ONCE)
