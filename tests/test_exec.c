@@ -7703,5 +7703,197 @@ Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 				}
 				pool_set_threads(1);
 				graph_free(g);
+/* #52 pow: float32 Pow's vectorised path (vmath.h's vm_powf_settled in double, libm's pow for the
+ * lanes it leaves) against the rule the kernel computed before, (float)pow((double)x, (double)y),
+ * bit for bit (NaN payloads included): every 4096th float (both signs, NaNs, infinities, subnormals)
+ * to a grid of exponents (odd and even integers, halves, thirds, huge, +-inf, NaN, +-0, subnormals)
+ * as a scalar exponent, contiguous pairs, a scalar base, row and column broadcasts, lengths 0, 1 and
+ * around the 256-lane blocks, at 1 and 3 threads; and LRN with betas the roots do not cover
+ * against its float64 definition. */
+static const float pw_ys[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 3.0f, -3.0f, 4.0f, 5.0f, -7.0f, 0.5f, -0.5f,
+			      1.5f, -1.5f, 2.5f, 0.25f, 1.0f / 3, -1.0f / 3, 0.75f, 7.7f, -7.7f, 33.0f, 100.0f, -100.0f,
+			      127.5f, -149.5f, 1e10f, -1e10f, 16777216.0f, 16777218.0f, 8388609.0f, -8388609.0f,
+			      3.40282347e38f, -3.40282347e38f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f, -1e-45f,
+			      1.17549435e-38f, 1e-30f, 1.0000001f, 0.99999994f};
+
+/* the float at bits i * 4096 + off */
+static float pw_float(int64_t i, uint32_t off)
+{
+	uint32_t u = (uint32_t)i * 4096u + off;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* Pow over x (xnd dims xd) and r (rnd dims rd), given copies of xv and rv (the run may write over
+ * them), at th threads: the output's elements unlike the rule (the first at *first). A scalar
+ * exponent 1 or 2 is x or x x (binary's exact cases, which keep a signalling NaN): any NaN for a NaN. */
+static int64_t pw_check(const float *xv, int xnd, const int64_t *xd, const float *rv, int rnd, const int64_t *rd, int th,
+			int64_t *first)
+{
+	int exact = rnd == 0 && (rv[0] == 1.0f || rv[0] == 2.0f);
+	struct rtensor ts[2] = {shape_tensor(DT_FLOAT, xnd, xd, NULL), shape_tensor(DT_FLOAT, rnd, rd, NULL)};
+	const float *src[2] = {xv, rv};
+	for (int k = 0; k < 2; k++) {
+		ts[k].data = xmalloc((size_t)ts[k].nbytes + 1);
+		memcpy(ts[k].data, src[k], (size_t)ts[k].nbytes);
+	}
+	struct shape_run s;
+	shape_run(&s, "{op: Pow, inputs: [x, r], outputs: [y]}", ts, 2, th);
+	int nd = xnd > rnd ? xnd : rnd;
+	cr_assert_eq(s.y->ndim, nd);
+	int64_t wrong = 0, idx[RT_MAX_DIMS];
+	*first = -1;
+	for (int64_t i = 0; i < s.y->numel; i++) {
+		int64_t t = i, oa = 0, ob = 0, sa = 1, sb = 1;
+		for (int d = nd - 1; d >= 0; d--)
+			idx[d] = t % s.y->dims[d], t /= s.y->dims[d];
+		for (int d = nd - 1; d >= 0; d--) { /* dims aligned right, 1s broadcast */
+			int da = d - (nd - xnd), db = d - (nd - rnd);
+			if (da >= 0) {
+				oa += (xd[da] == 1 ? 0 : idx[d]) * sa;
+				sa *= xd[da];
+			}
+			if (db >= 0) {
+				ob += (rd[db] == 1 ? 0 : idx[d]) * sb;
+				sb *= rd[db];
+			}
+		}
+		float want = (float)pow((double)xv[oa], (double)rv[ob]), got = ((const float *)s.y->data)[i];
+		if (memcmp(&want, &got, 4) && !(exact && isnan(want) && isnan(got)) && !wrong++)
+			*first = i;
+	}
+	shape_done(&s);
+	xfree(ts[0].data);
+	xfree(ts[1].data);
+	return wrong;
+}
+
+Test(exec, pow_float32_matches_libm_bit_for_bit)
+{
+	enum { NX = 1 << 20 };
+	const int ny = (int)(sizeof pw_ys / sizeof *pw_ys);
+	float *xv = xmalloc(NX * sizeof *xv), *rv = xmalloc(NX * sizeof *rv);
+	int64_t first, wrong, dx[2] = {NX}, one[1] = {1};
+	/* every 4096th float to each exponent of the grid, a scalar (a different offset in the 4096 each) */
+	int64_t settled = 0, lanes = 0;
+	for (int k = 0; k < ny; k++) {
+		for (int64_t i = 0; i < NX; i++) {
+			float v;
+			xv[i] = pw_float(i, (uint32_t)k * 89u);
+			lanes++;
+			settled += vm_powf_settled(xv[i], pw_ys[k], NAN, &v);
+		}
+		wrong = pw_check(xv, 1, dx, &pw_ys[k], 0, one, k % 2 ? 3 : 1, &first);
+		cr_expect_eq(wrong, 0, "x^%a: %lld wrong, the first x = %a", (double)pw_ys[k], (long long)wrong,
+			     first < 0 ? 0.0 : (double)xv[first]);
+	}
+	/* the vectorised path settles the finite lanes (the grid's finite half of floats): not all left to libm */
+	cr_expect_gt(settled, lanes / 3, "vm_powf_settled settled %lld of %lld", (long long)settled, (long long)lanes);
+	/* contiguous pairs: floats to the grid's exponents and to random ones in [-40, 40] and
+	 * random floats, at 1 and 3 threads */
+	uint64_t seed = 52;
+	for (int64_t i = 0; i < NX; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint32_t r = (uint32_t)(seed >> 32);
+		xv[i] = r % 3 ? (float)((double)(r >> 8) / 16777216.0 * 8.0 - 4.0) : pw_float(i, r & 4095);
+		rv[i] = r % 5 == 0 ? pw_ys[(r >> 4) % (uint32_t)ny] : r % 5 == 1 ? pw_float(r >> 12, r & 4095)
+							      : (float)((double)(seed >> 8 & 0xffffff) / 16777216.0 * 80.0 - 40.0);
+	}
+	for (int th = 1; th <= 3; th += 2) {
+		wrong = pw_check(xv, 1, dx, rv, 1, dx, th, &first);
+		cr_expect_eq(wrong, 0, "pairs at %d threads: %lld wrong, the first %a ^ %a", th, (long long)wrong,
+			     first < 0 ? 0.0 : (double)xv[first], first < 0 ? 0.0 : (double)rv[first]);
+	}
+	/* a scalar base to every 4096th float */
+	static const float bases[] = {2.0f, -2.0f, 0.5f, -0.5f, 10.0f, 2.7182817f, 1.0f, -1.0f, 0.0f, -0.0f,
+				      INFINITY, -INFINITY, NAN, 1e-45f, -3.0f, 1.0000001f};
+	for (int64_t i = 0; i < NX; i++)
+		rv[i] = pw_float(i, 7);
+	for (size_t b = 0; b < sizeof bases / sizeof *bases; b++) {
+		wrong = pw_check(&bases[b], 0, one, rv, 1, dx, 1, &first);
+		cr_expect_eq(wrong, 0, "%a^y: %lld wrong, the first y = %a", (double)bases[b], (long long)wrong,
+			     first < 0 ? 0.0 : (double)rv[first]);
+	}
+	/* rows against a row of exponents, a column of bases against a row of exponents, a row of
+	 * bases against a column of exponents; odd lengths around the 256-lane blocks, 0 and 1 */
+	static const int64_t shapes[][4] = {{37, 1001, 1, 1001}, {37, 1, 1, 1001}, {1, 513, 29, 1},
+					    {3, 257, 3, 257},   {1, 255, 1, 255}, {1, 1, 1, 1},
+					    {0, 5, 1, 5},       {1, 0, 1, 0},     {2, 17, 2, 1}};
+	for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+		for (int th = 1; th <= 3; th += 2) {
+			int64_t a2[2] = {shapes[c][0], shapes[c][1]}, b2[2] = {shapes[c][2], shapes[c][3]};
+			for (int64_t i = 0; i < a2[0] * a2[1]; i++)
+				xv[i] = i % 7 ? (float)(i % 101) * 0.037f - 1.5f : pw_float(i * 613, (uint32_t)c);
+			for (int64_t i = 0; i < b2[0] * b2[1]; i++)
+				rv[i] = i % 5 ? (float)(i % 23) * 0.5f - 5.0f : pw_ys[i % ny];
+			wrong = pw_check(xv, 2, a2, rv, 2, b2, th, &first);
+			cr_expect_eq(wrong, 0, "[%lld, %lld] ^ [%lld, %lld] at %d threads: %lld wrong, the first #%lld",
+				     (long long)a2[0], (long long)a2[1], (long long)b2[0], (long long)b2[1], th, (long long)wrong,
+				     (long long)first);
+		}
+	xfree(xv);
+	xfree(rv);
+}
+
+/* LRN with betas the roots (0.5, 0.75, 1) do not cover, float32 through vm_pow_d and float64 by pow,
+ * against y = x / (bias + alpha / size sum(x^2))^beta written here (the window's squares summed in
+ * double from 0 in channel order, pow in double, rounded once): bit for bit, at 1 and 3 threads, over
+ * values in [-3, 3] with zeros, NaN, infinities, subnormals and huge ones (d^beta past 2^150: libm's) */
+Test(exec, lrn_general_beta_matches_its_definition)
+{
+	static const struct {
+		int64_t dims[4], size;
+		float alpha, beta, bias;
+	} cases[] = {{{2, 16, 7, 41}, 5, 1e-4f, 0.6f, 1.0f}, {{2, 16, 7, 41}, 3, 0.02f, 1.3f, 2.0f},
+		     {{1, 9, 1, 300}, 4, 0.5f, -0.4f, 0.5f}, {{3, 5, 1, 1}, 5, 0.02f, 0.6f, 0.0f},
+		     {{1, 7, 1, 257}, 2, 0.1f, 2.0f, 1.0f}, {{1, 64, 48, 48}, 5, 1e-4f, 0.6f, 1.0f}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int th = 1; th <= 3; th += 2) {
+				const int64_t *d = cases[c].dims, N = d[0], C = d[1], inner = d[2] * d[3], n = N * C * inner;
+				double *v = xmalloc((size_t)n * sizeof *v);
+				void *data = xmalloc((size_t)n * 8);
+				uint64_t seed = 977 + c;
+				for (int64_t i = 0; i < n; i++) {
+					seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+					uint32_t r = (uint32_t)(seed >> 32);
+					static const double sp[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 1e-40, 3e30, -2e25};
+					double x = r % 61 == 0 ? sp[r / 61 % 8] : r % 17 == 0 ? 0.0 : (double)(r >> 8) / 16777216.0 * 6.0 - 3.0;
+					if (f64)
+						((double *)data)[i] = v[i] = x;
+					else
+						((float *)data)[i] = (float)x, v[i] = (double)(float)x;
+				}
+				struct rtensor t = shape_tensor(f64 ? DT_DOUBLE : DT_FLOAT, 4, d, data);
+				char node[300];
+				snprintf(node, sizeof node,
+					 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: %.9g, beta: %.9g, bias: %.9g}}",
+					 (long long)cases[c].size, (double)cases[c].alpha, (double)cases[c].beta, (double)cases[c].bias);
+				struct shape_run s;
+				shape_run(&s, node, &t, 1, th);
+				int64_t wrong = 0, first = -1, lo = (cases[c].size - 1) / 2, hi = cases[c].size / 2;
+				double as = (double)cases[c].alpha / (double)cases[c].size;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t ch = i / inner % C, at = i - ch * inner;
+					double sum = 0;
+					for (int64_t k = ch - lo > 0 ? ch - lo : 0; k <= ch + hi && k < C; k++)
+						sum += v[at + k * inner] * v[at + k * inner];
+					double want = v[i] / pow((double)cases[c].bias + as * sum, (double)cases[c].beta);
+					int same;
+					if (f64)
+						same = !memcmp(&want, (const double *)s.y->data + i, 8) || (isnan(want) && isnan(((const double *)s.y->data)[i]));
+					else {
+						float w = (float)want;
+						same = !memcmp(&w, (const float *)s.y->data + i, 4) || (isnan(w) && isnan(((const float *)s.y->data)[i]));
+					}
+					if (!same && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "LRN case %zu %s at %d threads: %lld of %lld wrong, the first #%lld", c,
+					     f64 ? "float64" : "float32", th, (long long)wrong, (long long)n, (long long)first);
+				shape_done(&s);
+				xfree(v);
+				xfree(data);
 			}
 }

@@ -200,6 +200,53 @@ static void walk_seek(struct walk *w, int64_t r)
 		}                                                                                              \
 	} while (0)
 
+/* #52 pow: float32 Pow in blocks of POW_BLOCK: vmath.h's vm_powf_settled for every lane into r,
+ * vectorised (the strides 1 and 0 constants in each loop), then the block written out, the lanes it
+ * did not settle by libm's pow in double: (float)pow((double)x, (double)y), the rule's bits, for
+ * every lane. The inputs are read again only for those lanes, before their output is written (the
+ * output may be an input's buffer: OPF_REUSES). */
+#define POW_BLOCK 256
+
+static inline __attribute__((always_inline)) int64_t pow_lanes(float *restrict r, uint8_t *restrict ok,
+							       const float *restrict pa, int64_t sa,
+							       const float *restrict pb, int64_t sb, int64_t len,
+							       float dn)
+{
+	int64_t bad = 0;
+	for (int64_t j = 0; j < len; j++) {
+		float v;
+		int k = vm_powf_settled(pa[j * sa], pb[j * sb], dn, &v);
+		r[j] = v;
+		ok[j] = (uint8_t)k;
+		bad += !k;
+	}
+	return bad;
+}
+
+static inline __attribute__((always_inline)) void pow_f32(const float *pa, int64_t sa, const float *pb, int64_t sb,
+							  float *po, int64_t len)
+{
+	_Alignas(64) float r[POW_BLOCK];
+	uint8_t ok[POW_BLOCK];
+	volatile float zero = 0.0f;
+	const float dn = zero / zero; /* the default NaN (vm_powf_settled) */
+	for (int64_t s0 = 0; s0 < len; s0 += POW_BLOCK) {
+		const int64_t n = len - s0 < POW_BLOCK ? len - s0 : POW_BLOCK;
+		const float *a = pa + s0 * sa, *b = pb + s0 * sb;
+		float *o = po + s0;
+		int64_t bad = sa == 1 && sb == 1   ? pow_lanes(r, ok, a, 1, b, 1, n, dn)
+			      : sa == 1 && sb == 0 ? pow_lanes(r, ok, a, 1, b, 0, n, dn)
+			      : sa == 0 && sb == 1 ? pow_lanes(r, ok, a, 0, b, 1, n, dn)
+						   : pow_lanes(r, ok, a, sa, b, sb, n, dn);
+		if (!bad) {
+			memcpy(o, r, (size_t)n * sizeof *o);
+			continue;
+		}
+		for (int64_t j = 0; j < n; j++)
+			o[j] = ok[j] ? r[j] : (float)pow((double)a[j * sa], (double)b[j * sb]);
+	}
+}
+
 /* A float32 arithmetic op (Add Sub Mul Div, Pow and its two exact cases) on one row: what
  * bin_elems does for float32, and each step of a fused chain (chain_run). */
 static inline __attribute__((always_inline)) void bin_f32(enum bin op, const float *pa, int64_t sa, const float *pb,
@@ -210,7 +257,7 @@ static inline __attribute__((always_inline)) void bin_f32(enum bin op, const flo
 	case B_SUB: ROWP(float, float, u - v); break;
 	case B_MUL: ROWP(float, float, u * v); break;
 	case B_DIV: ROWP(float, float, u / v); break;
-	case B_POW: ROWP(float, float, pow((double)u, (double)v)); break;
+	case B_POW: pow_f32(pa, sa, pb, sb, po, len); break;
 	case B_SQUARE: ROWP(float, float, ((void)v, u * u)); break;
 	default: ROWP(float, float, ((void)v, u)); break;
 	}

@@ -10,8 +10,9 @@
  * contiguous data that vectorise (ISO C: no product and sum is contracted into an FMA). Pieces of
  * independent planes, rows or pixel blocks go to the pool (kernel_for): no result depends on the
  * cut. A NaN comes out a NaN, but its payload is the compiler's operand order's. One result is
- * reached another way: LRN's float32 quotient by a root (beta 0.75, 0.5, 1) where that root
- * provably rounds as glibc's pow does, else by pow (lrn_roots). */
+ * reached another way: LRN's float32 quotient by a root (beta 0.75, 0.5, 1), or for any other beta
+ * by vmath.h's vm_pow_d, where that provably rounds as glibc's pow does, else by pow (lrn_roots,
+ * lrn_pow). */
 #include "norm_stat.h"
 #include "../util/xalloc.h"
 #include "kernel.h"
@@ -234,6 +235,20 @@ INLINE void lrn_roots(float *restrict y, uint8_t *restrict ok, const float *rest
 	}
 }
 
+/* #52 pow: any other beta the same way, d^beta by vmath.h's vm_pow_d (within 2^-42 of it where d is
+ * normal and |beta log2 d| <= 150, inside the 2^-40) */
+INLINE void lrn_pow(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *restrict s,
+		    int64_t w, double bias, double as, double beta)
+{
+	for (int64_t t = 0; t < w; t++) {
+		double d = bias + as * s[t], l, r = vm_pow_d(d, beta, &l);
+		float v;
+		int k = vm_settled_f(x[t] / r, &v);
+		ok[t] = (uint8_t)((d >= 0x1p-1022) & (d < INFINITY) & (fabs(l) <= 150.0) & k);
+		y[t] = v;
+	}
+}
+
 INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double *restrict s, int64_t w,
 			const struct lrn_job *j)
 {
@@ -245,8 +260,10 @@ INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double
 		lrn_roots(y, ok, x, s, w, j->bias, j->as, 2);
 	else if (root == 3)
 		lrn_roots(y, ok, x, s, w, j->bias, j->as, 3);
+	else
+		lrn_pow(y, ok, x, s, w, j->bias, j->as, j->beta);
 	for (int64_t t = 0; t < w; t++)
-		if (!root || !ok[t])
+		if (!ok[t])
 			y[t] = (float)(x[t] / pow(j->bias + j->as * s[t], j->beta));
 }
 
