@@ -6298,6 +6298,212 @@ Test(exec, select2_topk_matches_a_stable_sort)
 					}
 				pool_set_threads(1);
 				xfree(ref);
+				xfree(xd);
+			}
+}
+
+/* Unique over x (n elements; with an axis, x is (2, n) and its slices along 1 are pairs) with the
+ * outputs named in outs (y, i, v, c by position; '' where one is not asked for), against the rule: slices equal where every element is (NaN = NaN, -0 =
+ * +0, int64 as integers), ascending (sorted) or by first occurrence */
+static void s2_unique(int dt, const void *xd, int64_t n, int sorted, int axis, const char *outs, const char *what)
+{
+	size_t es = dtype_size(dt);
+	int64_t rows = axis ? 2 : 1, numel = rows * n;
+	char ins[200], node[240];
+	snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%s%lld]}", dtype_name(dt), axis ? "2, " : "", (long long)n);
+	snprintf(node, sizeof node, "{op: Unique, inputs: [x], outputs: [%s], attrs: {sorted: %d%s}}", outs, sorted,
+		 axis ? ", axis: 1" : "");
+	struct rtensor t = {.dtype = dt, .ndim = 1 + axis, .numel = numel, .data = (void *)xd, .nbytes = numel * (int64_t)es, .known = 1};
+	t.dims[0] = axis ? 2 : n;
+	t.dims[1] = n;
+	const char *names[1] = {"x"};
+	struct graph *g;
+	void *cp[1];
+	char outl[200] = "", tok[64];
+	snprintf(tok, sizeof tok, "%s", outs);
+	for (char *s = strtok(tok, ", "); s; s = strtok(NULL, ", "))
+		if (strcmp(s, "''")) /* '': an output not asked for */
+			snprintf(outl + strlen(outl), sizeof outl - strlen(outl), "%s{name: %s}", *outl ? ", " : "", s);
+	struct exec *x = sel_run(&g, ins, node, outl, &t, names, 1, cp);
+	/* slice j's elements are j and n + j (axis) */
+	int64_t *first = xmalloc((size_t)n * 8 + 8), *grp = xmalloc((size_t)n * 8 + 8), u = 0;
+	int64_t *order = xmalloc((size_t)n * 8 + 8), *rank = xmalloc((size_t)n * 8 + 8);
+	for (int64_t j = 0; j < n; j++) {
+		int64_t g2 = u - 1;
+		for (; g2 >= 0; g2--)
+			if (s2_eq(dt, xd, j, first[g2]) && (!axis || s2_eq(dt, xd, n + j, n + first[g2])))
+				break;
+		if (g2 < 0)
+			first[g2 = u++] = j;
+		grp[j] = g2;
+	}
+	for (int64_t r = 0; r < u; r++) {
+		int64_t s = r;
+		for (; sorted && s > 0; s--) {
+			int64_t p = first[order[s - 1]], q = first[r];
+			int later = s2_lt(dt, xd, q, p) || (axis && s2_eq(dt, xd, q, p) && s2_lt(dt, xd, n + q, n + p));
+			if (!later)
+				break;
+			order[s] = order[s - 1];
+		}
+		order[s] = r;
+	}
+	for (int64_t r = 0; r < u; r++)
+		rank[order[r]] = r;
+	const struct rtensor *y = exec_value(x, g->outputs[0]);
+	cr_assert_eq(y->numel, u * rows, "%s: %lld values, not %lld", what, (long long)y->numel, (long long)(u * rows));
+	int64_t wrong = 0;
+	for (int k = 1; k < (int)g->n_outputs; k++) {
+		const char *nm = g->outputs[k]->name;
+		const int64_t *o = exec_value(x, g->outputs[k])->data;
+		for (int64_t r = 0; r < u && !strcmp(nm, "i"); r++)
+			wrong += o[r] != first[order[r]];
+		for (int64_t j = 0; j < n && !strcmp(nm, "v"); j++)
+			wrong += o[j] != rank[grp[j]];
+		for (int64_t r = 0; r < u && !strcmp(nm, "c"); r++) {
+			int64_t cnt = 0;
+			for (int64_t q = 0; q < n; q++)
+				cnt += grp[q] == order[r];
+			wrong += o[r] != cnt;
+		}
+	}
+	for (int64_t r = 0; r < u; r++)
+		for (int64_t row = 0; row < rows; row++)
+			wrong += !s2_same(dt, y->data, row * u + r, xd, row * n + first[order[r]]);
+	cr_expect_eq(wrong, 0, "%s: %lld wrong", what, (long long)wrong);
+	s2_free(x, g, cp, 1);
+	xfree(first);
+	xfree(grp);
+	xfree(order);
+	xfree(rank);
+}
+
+Test(exec, select2_unique_int64_past_2_53)
+{
+	const int64_t x[3] = {1ll << 53, (1ll << 53) + 1, 1ll << 53};
+	s2_unique(DT_INT64, x, 3, 1, 0, "y, i, v, c", "[2^53, 2^53 + 1, 2^53]");
+	struct graph *g;
+	void *cp[1];
+	struct rtensor t = {.dtype = DT_INT64, .ndim = 1, .dims = {3}, .numel = 3, .data = (void *)x, .nbytes = 24, .known = 1};
+	const char *names[1] = {"x"};
+	struct exec *e = sel_run(&g, "{name: x, dtype: int64, shape: [3]}", "{op: Unique, inputs: [x], outputs: [y, i, v, c]}",
+				 "{name: y}, {name: i}, {name: v}, {name: c}", &t, names, 1, cp);
+	const struct rtensor *y = exec_value(e, g->outputs[0]), *c = exec_value(e, g->outputs[3]);
+	cr_assert_eq(y->numel, 2);
+	cr_expect_eq(((const int64_t *)y->data)[0], 1ll << 53);
+	cr_expect_eq(((const int64_t *)y->data)[1], (1ll << 53) + 1);
+	cr_expect_eq(((const int64_t *)c->data)[0], 2);
+	cr_expect_eq(((const int64_t *)c->data)[1], 1);
+	s2_free(e, g, cp, 1);
+}
+
+Test(exec, select2_unique_matches_its_rule)
+{
+	/* late: a few new values far in, after runs of the few first ones */
+	static const struct { int64_t n; int pool, axis, late; } cases[] = {
+		{0, 11, 0, 0},	  {1, 11, 0, 0}, {3, 2, 0, 0}, {1000, 11, 0, 0}, {4097, 3, 0, 0}, {777, 0, 0, 0}, {300, 11, 1, 0},
+		{1, 3, 1, 0},	  {0, 3, 1, 0},	 {257, 2, 1, 0}, {3000, 5, 0, 1},  {1500, 1, 0, 1},
+	};
+	static const char *outs[] = {"y, i, v, c", "y", "y, '', '', c", "y, '', v", "y, i"};
+	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int d = 0; d < 3; d++)
+			for (int sorted = 0; sorted < 2; sorted++)
+				for (size_t w = 0; w < sizeof outs / sizeof *outs; w++) {
+					int64_t n = cases[c].n, numel = (cases[c].axis ? 2 : 1) * n;
+					void *xd = xmalloc((size_t)numel * 8 + 8);
+					s2_fill(dts[d], xd, numel, 31 + c, cases[c].pool);
+					for (int64_t q = 0; cases[c].late && q < 9; q++) /* 9 more groups: past unique_few's 8 */
+						s2_fill(dts[d], (char *)xd + (n / 3 + q * n / 15) * (int64_t)dtype_size(dts[d]), 1, 5 + (uint64_t)q, 0);
+					char what[160];
+					snprintf(what, sizeof what, "Unique case %zu %s sorted %d outputs [%s]", c, dtype_name(dts[d]), sorted, outs[w]);
+					s2_unique(dts[d], xd, n, sorted, cases[c].axis, outs[w], what);
+					xfree(xd);
+				}
+}
+
+/* #52 argint: ArgMax and ArgMin over int64 and uint64 compare the integers, not their doubles
+ * (2^53 + 1 rounds to 2^53, 2^63 + 1 to 2^63: as doubles, every element below ties) */
+Test(exec, argmax_argmin_tell_64_bit_integers_apart)
+{
+	static const struct {
+		const char *op, *dt, *attrs;
+		int64_t want;
+	} cases[] = {
+		{"ArgMax", "int64", "{}", 1},  {"ArgMax", "int64", "{select_last_index: 1}", 2},
+		{"ArgMin", "int64", "{}", 0},  {"ArgMin", "int64", "{select_last_index: 1}", 3},
+		{"ArgMax", "uint64", "{}", 0}, {"ArgMax", "uint64", "{select_last_index: 1}", 3},
+		{"ArgMin", "uint64", "{}", 1}, {"ArgMin", "uint64", "{select_last_index: 1}", 1},
+	};
+	const int64_t xi[4] = {1ll << 53, (1ll << 53) + 1, (1ll << 53) + 1, 1ll << 53};
+	const uint64_t xu[4] = {(1ull << 63) + 1, 1ull << 63, (1ull << 63) + 1, (1ull << 63) + 1};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		int u = cases[c].dt[0] == 'u';
+		struct rtensor t = {.dtype = u ? DT_UINT64 : DT_INT64, .ndim = 1, .dims = {4}, .numel = 4,
+				    .data = u ? (void *)xu : (void *)xi, .nbytes = 32, .known = 1};
+		const char *names[1] = {"x"};
+		char ins[96], node[160];
+		snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [4]}", cases[c].dt);
+		snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y], attrs: %s}", cases[c].op, cases[c].attrs);
+		struct graph *g;
+		void *cp[1];
+		struct exec *e = sel_run(&g, ins, node, "{name: y}", &t, names, 1, cp);
+		const struct rtensor *y = exec_value(e, g->outputs[0]);
+		cr_expect_eq(((const int64_t *)y->data)[0], cases[c].want, "case %zu (%s %s %s): %lld", c, cases[c].op,
+			     cases[c].dt, cases[c].attrs, (long long)((const int64_t *)y->data)[0]);
+		s2_free(e, g, cp, 1);
+	}
+}
+
+/* #52 trigrow: float32 Sin, Cos and Tan a tile of 2048 at a time, libm's sinf, cosf and tanf for
+ * the tile's lanes beyond 2^18 (and infinities, NaN) found by a vectorised check instead of a scalar
+ * second pass over the block. Few such lanes, placed at the tiles' first and last elements, the
+ * block's last and in tiles of their own, among values in [-20, 20] (those of a real model: angles,
+ * positions times frequencies), at lengths 0, 1, a tile less one, a tile, a tile and one, 3 tiles and
+ * 5 (odd vector tails), at 1 and 3 threads (pieces that start inside tiles): the far lanes bit for
+ * bit libm's float function, the others within 1 ulp of the double one. */
+Test(exec, trig_far_lanes_are_libms_in_every_tile)
+{
+	static const int64_t ns[] = {0, 1, 2047, 2048, 2049, 3 * 2048 + 5};
+	static const struct { const char *op; float (*far)(float); double (*ref)(double); } ops[] = {
+		{"Sin", sinf, sin}, {"Cos", cosf, cos}, {"Tan", tanf, tan}};
+	static const float far[] = {3e5f, -1e30f, INFINITY, NAN, 262144.03f, -3.4028235e38f, -INFINITY};
+	for (int th = 1; th <= 3; th += 2)
+		for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+			for (size_t c = 0; c < sizeof ns / sizeof *ns; c++) {
+				int64_t n = ns[c], wrong = 0, first = -1, n_far = 0;
+				float *x = xmalloc(n * sizeof *x + 1);
+				for (int64_t i = 0; i < n; i++) {
+					int edge = i == 0 || i % 2048 == 2047 || i == n - 1 || i == 4100;
+					x[i] = edge ? far[(i + (int64_t)c) % 7] : (float)(i % 4001) / 100.0f - 20.0f;
+					n_far += edge;
+				}
+				pool_set_threads(th);
+				char node[64];
+				snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", ops[k].op);
+				struct cf_run run;
+				cf_run(&run, node, DT_FLOAT, n, x);
+				const float *y = run.y->data;
+				for (int64_t i = 0; i < n; i++) {
+					int ok;
+					if (!(fabsf(x[i]) <= 262144.0f)) {
+						float r = ops[k].far(x[i]);
+						ok = !memcmp(&r, &y[i], 4) || (isnan(r) && isnan(y[i]));
+					} else {
+						ok = ulps_above(y[i], ops[k].ref(x[i]), 0) <= 1;
+					}
+					if (!ok && !wrong++)
+						first = i;
+				}
+				cr_expect_eq(wrong, 0, "%s, %lld elements (%lld far), %d threads: %lld wrong, the first #%lld (x %g)",
+					     ops[k].op, (long long)n, (long long)n_far, th, (long long)wrong, (long long)first,
+					     first >= 0 ? x[first] : 0.0);
+				cf_done(&run);
+				free(x);
+			}
+	pool_set_threads(1);
+}
+
 /* #52 linalg: Det's lanes and DFT/STFT's lanes of lines, against references written here. */
 
 /* Runs text's graph on inputs t (names), with th threads: a copy of output out's data (its element
@@ -6454,204 +6660,6 @@ Test(exec, det_lanes_match_the_lu_definition_bit_for_bit)
 			}
 }
 
-/* Unique over x (n elements; with an axis, x is (2, n) and its slices along 1 are pairs) with the
- * outputs named in outs (y, i, v, c by position; '' where one is not asked for), against the rule: slices equal where every element is (NaN = NaN, -0 =
- * +0, int64 as integers), ascending (sorted) or by first occurrence */
-static void s2_unique(int dt, const void *xd, int64_t n, int sorted, int axis, const char *outs, const char *what)
-{
-	size_t es = dtype_size(dt);
-	int64_t rows = axis ? 2 : 1, numel = rows * n;
-	char ins[200], node[240];
-	snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [%s%lld]}", dtype_name(dt), axis ? "2, " : "", (long long)n);
-	snprintf(node, sizeof node, "{op: Unique, inputs: [x], outputs: [%s], attrs: {sorted: %d%s}}", outs, sorted,
-		 axis ? ", axis: 1" : "");
-	struct rtensor t = {.dtype = dt, .ndim = 1 + axis, .numel = numel, .data = (void *)xd, .nbytes = numel * (int64_t)es, .known = 1};
-	t.dims[0] = axis ? 2 : n;
-	t.dims[1] = n;
-	const char *names[1] = {"x"};
-	struct graph *g;
-	void *cp[1];
-	char outl[200] = "", tok[64];
-	snprintf(tok, sizeof tok, "%s", outs);
-	for (char *s = strtok(tok, ", "); s; s = strtok(NULL, ", "))
-		if (strcmp(s, "''")) /* '': an output not asked for */
-			snprintf(outl + strlen(outl), sizeof outl - strlen(outl), "%s{name: %s}", *outl ? ", " : "", s);
-	struct exec *x = sel_run(&g, ins, node, outl, &t, names, 1, cp);
-	/* slice j's elements are j and n + j (axis) */
-	int64_t *first = xmalloc((size_t)n * 8 + 8), *grp = xmalloc((size_t)n * 8 + 8), u = 0;
-	int64_t *order = xmalloc((size_t)n * 8 + 8), *rank = xmalloc((size_t)n * 8 + 8);
-	for (int64_t j = 0; j < n; j++) {
-		int64_t g2 = u - 1;
-		for (; g2 >= 0; g2--)
-			if (s2_eq(dt, xd, j, first[g2]) && (!axis || s2_eq(dt, xd, n + j, n + first[g2])))
-				break;
-		if (g2 < 0)
-			first[g2 = u++] = j;
-		grp[j] = g2;
-	}
-	for (int64_t r = 0; r < u; r++) {
-		int64_t s = r;
-		for (; sorted && s > 0; s--) {
-			int64_t p = first[order[s - 1]], q = first[r];
-			int later = s2_lt(dt, xd, q, p) || (axis && s2_eq(dt, xd, q, p) && s2_lt(dt, xd, n + q, n + p));
-			if (!later)
-				break;
-			order[s] = order[s - 1];
-		}
-		order[s] = r;
-	}
-	for (int64_t r = 0; r < u; r++)
-		rank[order[r]] = r;
-	const struct rtensor *y = exec_value(x, g->outputs[0]);
-	cr_assert_eq(y->numel, u * rows, "%s: %lld values, not %lld", what, (long long)y->numel, (long long)(u * rows));
-	int64_t wrong = 0;
-	for (int k = 1; k < (int)g->n_outputs; k++) {
-		const char *nm = g->outputs[k]->name;
-		const int64_t *o = exec_value(x, g->outputs[k])->data;
-		for (int64_t r = 0; r < u && !strcmp(nm, "i"); r++)
-			wrong += o[r] != first[order[r]];
-		for (int64_t j = 0; j < n && !strcmp(nm, "v"); j++)
-			wrong += o[j] != rank[grp[j]];
-		for (int64_t r = 0; r < u && !strcmp(nm, "c"); r++) {
-			int64_t cnt = 0;
-			for (int64_t q = 0; q < n; q++)
-				cnt += grp[q] == order[r];
-			wrong += o[r] != cnt;
-		}
-	}
-	for (int64_t r = 0; r < u; r++)
-		for (int64_t row = 0; row < rows; row++)
-			wrong += !s2_same(dt, y->data, row * u + r, xd, row * n + first[order[r]]);
-	cr_expect_eq(wrong, 0, "%s: %lld wrong", what, (long long)wrong);
-	s2_free(x, g, cp, 1);
-	xfree(first);
-	xfree(grp);
-	xfree(order);
-	xfree(rank);
-}
-
-Test(exec, select2_unique_int64_past_2_53)
-{
-	const int64_t x[3] = {1ll << 53, (1ll << 53) + 1, 1ll << 53};
-	s2_unique(DT_INT64, x, 3, 1, 0, "y, i, v, c", "[2^53, 2^53 + 1, 2^53]");
-	struct graph *g;
-	void *cp[1];
-	struct rtensor t = {.dtype = DT_INT64, .ndim = 1, .dims = {3}, .numel = 3, .data = (void *)x, .nbytes = 24, .known = 1};
-	const char *names[1] = {"x"};
-	struct exec *e = sel_run(&g, "{name: x, dtype: int64, shape: [3]}", "{op: Unique, inputs: [x], outputs: [y, i, v, c]}",
-				 "{name: y}, {name: i}, {name: v}, {name: c}", &t, names, 1, cp);
-	const struct rtensor *y = exec_value(e, g->outputs[0]), *c = exec_value(e, g->outputs[3]);
-	cr_assert_eq(y->numel, 2);
-	cr_expect_eq(((const int64_t *)y->data)[0], 1ll << 53);
-	cr_expect_eq(((const int64_t *)y->data)[1], (1ll << 53) + 1);
-	cr_expect_eq(((const int64_t *)c->data)[0], 2);
-	cr_expect_eq(((const int64_t *)c->data)[1], 1);
-	s2_free(e, g, cp, 1);
-}
-
-Test(exec, select2_unique_matches_its_rule)
-{
-	/* late: a few new values far in, after runs of the few first ones */
-	static const struct { int64_t n; int pool, axis, late; } cases[] = {
-		{0, 11, 0, 0},	  {1, 11, 0, 0}, {3, 2, 0, 0}, {1000, 11, 0, 0}, {4097, 3, 0, 0}, {777, 0, 0, 0}, {300, 11, 1, 0},
-		{1, 3, 1, 0},	  {0, 3, 1, 0},	 {257, 2, 1, 0}, {3000, 5, 0, 1},  {1500, 1, 0, 1},
-	};
-	static const char *outs[] = {"y, i, v, c", "y", "y, '', '', c", "y, '', v", "y, i"};
-	static const int dts[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};
-	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
-		for (int d = 0; d < 3; d++)
-			for (int sorted = 0; sorted < 2; sorted++)
-				for (size_t w = 0; w < sizeof outs / sizeof *outs; w++) {
-					int64_t n = cases[c].n, numel = (cases[c].axis ? 2 : 1) * n;
-					void *xd = xmalloc((size_t)numel * 8 + 8);
-					s2_fill(dts[d], xd, numel, 31 + c, cases[c].pool);
-					for (int64_t q = 0; cases[c].late && q < 9; q++) /* 9 more groups: past unique_few's 8 */
-						s2_fill(dts[d], (char *)xd + (n / 3 + q * n / 15) * (int64_t)dtype_size(dts[d]), 1, 5 + (uint64_t)q, 0);
-					char what[160];
-					snprintf(what, sizeof what, "Unique case %zu %s sorted %d outputs [%s]", c, dtype_name(dts[d]), sorted, outs[w]);
-					s2_unique(dts[d], xd, n, sorted, cases[c].axis, outs[w], what);
-					xfree(xd);
-				}
-}
-
-/* #52 argint: ArgMax and ArgMin over int64 and uint64 compare the integers, not their doubles
- * (2^53 + 1 rounds to 2^53, 2^63 + 1 to 2^63: as doubles, every element below ties) */
-Test(exec, argmax_argmin_tell_64_bit_integers_apart)
-{
-	static const struct {
-		const char *op, *dt, *attrs;
-		int64_t want;
-	} cases[] = {
-		{"ArgMax", "int64", "{}", 1},  {"ArgMax", "int64", "{select_last_index: 1}", 2},
-		{"ArgMin", "int64", "{}", 0},  {"ArgMin", "int64", "{select_last_index: 1}", 3},
-		{"ArgMax", "uint64", "{}", 0}, {"ArgMax", "uint64", "{select_last_index: 1}", 3},
-		{"ArgMin", "uint64", "{}", 1}, {"ArgMin", "uint64", "{select_last_index: 1}", 1},
-	};
-	const int64_t xi[4] = {1ll << 53, (1ll << 53) + 1, (1ll << 53) + 1, 1ll << 53};
-	const uint64_t xu[4] = {(1ull << 63) + 1, 1ull << 63, (1ull << 63) + 1, (1ull << 63) + 1};
-	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-		int u = cases[c].dt[0] == 'u';
-		struct rtensor t = {.dtype = u ? DT_UINT64 : DT_INT64, .ndim = 1, .dims = {4}, .numel = 4,
-				    .data = u ? (void *)xu : (void *)xi, .nbytes = 32, .known = 1};
-		const char *names[1] = {"x"};
-		char ins[96], node[160];
-		snprintf(ins, sizeof ins, "{name: x, dtype: %s, shape: [4]}", cases[c].dt);
-		snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y], attrs: %s}", cases[c].op, cases[c].attrs);
-		struct graph *g;
-		void *cp[1];
-		struct exec *e = sel_run(&g, ins, node, "{name: y}", &t, names, 1, cp);
-		const struct rtensor *y = exec_value(e, g->outputs[0]);
-		cr_expect_eq(((const int64_t *)y->data)[0], cases[c].want, "case %zu (%s %s %s): %lld", c, cases[c].op,
-			     cases[c].dt, cases[c].attrs, (long long)((const int64_t *)y->data)[0]);
-		s2_free(e, g, cp, 1);
-	}
-/* #52 trigrow: float32 Sin, Cos and Tan a tile of 2048 at a time, libm's sinf, cosf and tanf for
- * the tile's lanes beyond 2^18 (and infinities, NaN) found by a vectorised check instead of a scalar
- * second pass over the block. Few such lanes, placed at the tiles' first and last elements, the
- * block's last and in tiles of their own, among values in [-20, 20] (those of a real model: angles,
- * positions times frequencies), at lengths 0, 1, a tile less one, a tile, a tile and one, 3 tiles and
- * 5 (odd vector tails), at 1 and 3 threads (pieces that start inside tiles): the far lanes bit for
- * bit libm's float function, the others within 1 ulp of the double one. */
-Test(exec, trig_far_lanes_are_libms_in_every_tile)
-{
-	static const int64_t ns[] = {0, 1, 2047, 2048, 2049, 3 * 2048 + 5};
-	static const struct { const char *op; float (*far)(float); double (*ref)(double); } ops[] = {
-		{"Sin", sinf, sin}, {"Cos", cosf, cos}, {"Tan", tanf, tan}};
-	static const float far[] = {3e5f, -1e30f, INFINITY, NAN, 262144.03f, -3.4028235e38f, -INFINITY};
-	for (int th = 1; th <= 3; th += 2)
-		for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
-			for (size_t c = 0; c < sizeof ns / sizeof *ns; c++) {
-				int64_t n = ns[c], wrong = 0, first = -1, n_far = 0;
-				float *x = xmalloc(n * sizeof *x + 1);
-				for (int64_t i = 0; i < n; i++) {
-					int edge = i == 0 || i % 2048 == 2047 || i == n - 1 || i == 4100;
-					x[i] = edge ? far[(i + (int64_t)c) % 7] : (float)(i % 4001) / 100.0f - 20.0f;
-					n_far += edge;
-				}
-				pool_set_threads(th);
-				char node[64];
-				snprintf(node, sizeof node, "{op: %s, inputs: [x], outputs: [y]}", ops[k].op);
-				struct cf_run run;
-				cf_run(&run, node, DT_FLOAT, n, x);
-				const float *y = run.y->data;
-				for (int64_t i = 0; i < n; i++) {
-					int ok;
-					if (!(fabsf(x[i]) <= 262144.0f)) {
-						float r = ops[k].far(x[i]);
-						ok = !memcmp(&r, &y[i], 4) || (isnan(r) && isnan(y[i]));
-					} else {
-						ok = ulps_above(y[i], ops[k].ref(x[i]), 0) <= 1;
-					}
-					if (!ok && !wrong++)
-						first = i;
-				}
-				cr_expect_eq(wrong, 0, "%s, %lld elements (%lld far), %d threads: %lld wrong, the first #%lld (x %g)",
-					     ops[k].op, (long long)n, (long long)n_far, th, (long long)wrong, (long long)first,
-					     first >= 0 ? x[first] : 0.0);
-				cf_done(&run);
-				free(x);
-			}
-	pool_set_threads(1);
 /* Det's gradient (the cofactors, Dets of the minors gathered in one Gather) of float32 and float64
  * matrices 1 x 1 to 5 x 5, times dY: gy[b] (-1)^(i+j) det(minor ij) in the dtype, the minor's
  * determinant la_lu_det's, bit for bit (any NaN for a NaN), with 1 and 3 threads. The matrix is
@@ -7036,6 +7044,7 @@ Test(exec, stft_lanes_match_the_definition)
 				xfree(fi);
 			}
 }
+
 /* #52 pool2: AveragePool's and LpPool's interior runs (pool_sum_run: AVX-512 lanes at strides 1
  * and 2, the compiled loop at others) and Resize's linear rows over widened column taps, against
  * their definitions written here, bit for bit (any NaN for a NaN), float32 and float64, over
@@ -7237,6 +7246,7 @@ Test(exec, pool2_resize_linear_rows_match_the_definition_at_1_and_3_threads)
 			graph_free(g);
 		}
 }
+
 /* #52 grid: GatherElements' and ScatterElements' row walks (float32/float64 data, int64 and int32
  * indices, each row's indices checked first) against their element rules written here: axis first,
  * middle and last of ranks 1 to 4, indices shorter than the data off the axis, negative ones and
@@ -7481,6 +7491,8 @@ Test(exec, grid_sample_gradient_copies_no_index_per_channel)
 	for (int i = 0; i < 4; i++)
 		xfree(grads[i / 2][i % 2]);
 	graph_free(g);
+}
+
 /* #52 adam: DietAdam's factored moments (8-row tiles, column strips over the pool) and
  * ReduceLogSumExp over a strided axis (runs of outputs side by side), against references written
  * here. */
@@ -7703,6 +7715,9 @@ Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 				}
 				pool_set_threads(1);
 				graph_free(g);
+			}
+}
+
 /* #52 pow: float32 Pow's vectorised path (vmath.h's vm_powf_settled in double, libm's pow for the
  * lanes it leaves) against the rule the kernel computed before, (float)pow((double)x, (double)y),
  * bit for bit (NaN payloads included): every 4096th float (both signs, NaNs, infinities, subnormals)
