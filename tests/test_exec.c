@@ -7912,3 +7912,48 @@ Test(exec, lrn_general_beta_matches_its_definition)
 				xfree(data);
 			}
 }
+/* #52 scatter max/min: ScatterElements and ScatterND with reduction max and min (opset 18), with
+ * repeated indices and a NaN on either side (NumPy's maximum and minimum: the NaN wins) */
+Test(exec, scatters_reduce_with_max_and_min)
+{
+	const double data[5] = {1, 5, -2, NAN, 0}, upd[6] = {3, 2, -7, 4, 1, NAN};
+	const int64_t idx[6] = {0, 0, 2, 1, 3, 4};
+	const double want_max[5] = {3, 5, -2, NAN, NAN}, want_min[5] = {1, 4, -7, NAN, NAN};
+	for (int dbl = 0; dbl < 2; dbl++)
+		for (int nd = 0; nd < 2; nd++)
+			for (int mx = 0; mx < 2; mx++) {
+				const char *dt = dbl ? "float64" : "float32";
+				float df[5], uf[6];
+				for (int i = 0; i < 6; i++) {
+					uf[i] = (float)upd[i];
+					if (i < 5)
+						df[i] = (float)data[i];
+				}
+				struct rtensor t[3] = {
+					{.dtype = dbl ? DT_DOUBLE : DT_FLOAT, .ndim = 1, .dims = {5}, .numel = 5,
+					 .data = dbl ? (void *)data : (void *)df, .nbytes = dbl ? 40 : 20, .known = 1},
+					{.dtype = DT_INT64, .ndim = nd ? 2 : 1, .dims = {6, 1}, .numel = 6, .data = (void *)idx,
+					 .nbytes = 48, .known = 1},
+					{.dtype = dbl ? DT_DOUBLE : DT_FLOAT, .ndim = 1, .dims = {6}, .numel = 6,
+					 .data = dbl ? (void *)upd : (void *)uf, .nbytes = dbl ? 48 : 24, .known = 1}};
+				const char *names[3] = {"d", "i", "u"};
+				char ins[256], node[160];
+				snprintf(ins, sizeof ins,
+					 "{name: d, dtype: %s, shape: [5]}, {name: i, dtype: int64, shape: [%s]}, "
+					 "{name: u, dtype: %s, shape: [6]}",
+					 dt, nd ? "6, 1" : "6", dt);
+				snprintf(node, sizeof node, "{op: %s, inputs: [d, i, u], outputs: [y], attrs: {reduction: %s}}",
+					 nd ? "ScatterND" : "ScatterElements", mx ? "max" : "min");
+				struct graph *g;
+				void *cp[3];
+				struct exec *e = sel_run(&g, ins, node, "{name: y}", t, names, 3, cp);
+				const struct rtensor *y = exec_value(e, g->outputs[0]);
+				for (int k = 0; k < 5; k++) {
+					double got = dbl ? ((const double *)y->data)[k] : ((const float *)y->data)[k];
+					double want = mx ? want_max[k] : want_min[k];
+					cr_expect(isnan(want) ? isnan(got) : got == want, "%s %s %s element %d: %g, not %g",
+						  nd ? "ScatterND" : "ScatterElements", mx ? "max" : "min", dt, k, got, want);
+				}
+				s2_free(e, g, cp, 3);
+			}
+}

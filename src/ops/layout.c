@@ -636,20 +636,42 @@ static int constant_of_shape_run(struct exec *x, const struct node *n, struct rt
 	return 0;
 }
 
-enum red { R_NONE, R_ADD, R_MUL };
+/* A scatter's reduction: max and min (opset 18) as NumPy's maximum and minimum, a NaN on either
+ * side the result (ONNX's reference scatters with them) */
+enum red { R_NONE, R_ADD, R_MUL, R_MAX, R_MIN };
 
 static int reduction_of(struct exec *x, const struct node *n, enum red *r)
 {
-	*r = attr_str_is(n, "reduction", "add", 0) ? R_ADD : attr_str_is(n, "reduction", "mul", 0) ? R_MUL : R_NONE;
-	if (*r == R_NONE && !attr_str_is(n, "reduction", "none", 1))
-		return exec_fail(x, "reduction must be none, add or mul");
-	return 0;
+	static const char *const names[] = {"none", "add", "mul", "max", "min"};
+	*r = R_NONE;
+	for (int k = 0; k < 5; k++)
+		if (attr_str_is(n, "reduction", names[k], k == 0)) {
+			*r = (enum red)k;
+			return 0;
+		}
+	return exec_fail(x, "reduction must be none, add, mul, max or min");
+}
+
+static inline double combine_d(double c, double v, enum red r)
+{
+	switch (r) {
+	case R_ADD:
+		return c + v;
+	case R_MUL:
+		return c * v;
+	case R_MAX:
+		return c != c || v != v ? c + v : c > v ? c : v;
+	case R_MIN:
+		return c != c || v != v ? c + v : c < v ? c : v;
+	default:
+		return v;
+	}
 }
 
 /* float32 c combined with v, in double as rt_get/rt_set's path computes it */
 static inline float combine_f(float c, float v, enum red r)
 {
-	return (float)(r == R_ADD ? (double)c + v : r == R_MUL ? (double)c * v : v);
+	return (float)combine_d(c, v, r);
 }
 
 static void combine(struct rtensor *o, int64_t at, const struct rtensor *u, int64_t from, enum red r)
@@ -659,8 +681,7 @@ static void combine(struct rtensor *o, int64_t at, const struct rtensor *u, int6
 		po[at] = combine_f(po[at], ((const float *)u->data)[from], r);
 		return;
 	}
-	double v = rt_get(u, from);
-	rt_set(o, at, r == R_ADD ? rt_get(o, at) + v : r == R_MUL ? rt_get(o, at) * v : v);
+	rt_set(o, at, combine_d(rt_get(o, at), rt_get(u, from), r));
 }
 
 static void combine_row(float *o, const float *u, int64_t n, enum red r)
@@ -726,7 +747,7 @@ static int scatter_elements_run(struct exec *x, const struct node *n, struct rte
 		return exec_status(x);
 	if (!taken)
 		memcpy(out[0]->data, a->data, a->nbytes);
-	int rows = scatter_elements_rows(out[0], ix, u, ax, (int)red); /* float32/float64 (index.c) */
+	int rows = red <= R_MUL ? scatter_elements_rows(out[0], ix, u, ax, (int)red) : 0; /* float32/float64 (index.c) */
 	if (rows)
 		return rows < 0 ? exec_fail(x, "index out of range") : 0;
 	int64_t st[RT_MAX_DIMS], idx[RT_MAX_DIMS] = {0};
