@@ -274,7 +274,6 @@ static void upd_span(void *arg, int64_t lo, int64_t hi)
  * rows lane-wise, the row sums its transpose's rows (8 chains side by side in one vector). */
 typedef double v8d __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
-typedef int64_t v8i __attribute__((vector_size(64)));
 #define MOM_ROWS 8
 #define MOM_STRIP 256 /* columns a piece of the columns' pass walks down */
 
@@ -291,17 +290,17 @@ static inline __attribute__((always_inline)) void tr8(const v8d *a, v8d *t)
 {
 	v8d b[8], c[8];
 	for (int k = 0; k < 8; k += 2) {
-		b[k] = __builtin_shuffle(a[k], a[k + 1], (v8i){0, 8, 2, 10, 4, 12, 6, 14});
-		b[k + 1] = __builtin_shuffle(a[k], a[k + 1], (v8i){1, 9, 3, 11, 5, 13, 7, 15});
+		b[k] = __builtin_shufflevector(a[k], a[k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+		b[k + 1] = __builtin_shufflevector(a[k], a[k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
 	}
 	for (int k = 0; k < 8; k += 4)
 		for (int h = 0; h < 2; h++) {
-			c[k + h] = __builtin_shuffle(b[k + h], b[k + h + 2], (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-			c[k + h + 2] = __builtin_shuffle(b[k + h], b[k + h + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+			c[k + h] = __builtin_shufflevector(b[k + h], b[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+			c[k + h + 2] = __builtin_shufflevector(b[k + h], b[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
 		}
 	for (int h = 0; h < 4; h++) {
-		t[h] = __builtin_shuffle(c[h], c[h + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-		t[h + 4] = __builtin_shuffle(c[h], c[h + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+		t[h] = __builtin_shufflevector(c[h], c[h + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+		t[h + 4] = __builtin_shufflevector(c[h], c[h + 4], 4, 5, 6, 7, 12, 13, 14, 15);
 	}
 }
 
