@@ -367,3 +367,16 @@ void pin_sgemm(void)
 	if (!getenv("GRAPHDIET_SGEMM"))
 		setenv("GRAPHDIET_SGEMM", strncmp(blas_sgemm_kernel(), "graphdiet", 9) ? "openblas" : "graphdiet", 1);
 }
+
+struct exec_stats stats_of(const char *name, const char *text)
+{
+	struct graph *g = load_text(name, text);
+	struct exec_opts o = {.random_inputs = 1};
+	struct exec_stats st;
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, &st, &e);
+	cr_assert(x, "%s", e.msg);
+	exec_free(x);
+	graph_free(g);
+	return st;
+}

@@ -84,5 +84,7 @@ const char *tmpdir(void);
  * kernels' roundings, not a defect. Sets GRAPHDIET_SGEMM, unless the caller has set it. For a
  * constructor of the test binaries whose tests compare processes' bits and none of the pick's. */
 void pin_sgemm(void);
+/* The run statistics (FLOPs, bytes) of the YAML model `text`, named name, on random inputs. */
+struct exec_stats stats_of(const char *name, const char *text);
 
 #endif

@@ -10,7 +10,7 @@
  *   vm_erff   2.5 ulp (bound 3), 1.3e-7 absolute: x p(x^2) for |x| < 1, and 1 - exp(-x^2) g(x - 2.5)
  *             on 1 <= |x| < 4 (erfc's smooth factor); +-1 beyond, where erfc is below half an ulp of 1.
  *   vm_tanhf  1.3 ulp (bound 2): x p(x^2) for |x| < 0.625, 1 - 2 / (e^2|x| + 1) above, with the sign.
- * and (#52 actfast; tests/test_exec.c's vmath/activations_within_their_ulp_bounds, every 2048th
+ * and (#52 actfast; tests/kernels/elem.c's vmath/activations_within_their_ulp_bounds, every 2048th
  * float and 2^21 points in [-25, 25], all special values):
  *   vm_expm1f 1.55 ulp (bound 2); vm_logf 1.84 ulp (bound 2); vm_softplusf 2.48 ulp (bound 3):
  *             series with exact coefficients 1/(2k+1), no fit.
@@ -171,7 +171,7 @@ static inline float vm_tanhf(float x)
  * argument and rounded to float once: each polynomial is its Taylor or atanh series with exact
  * coefficients (1 / k!, 1 / (2k + 1), ...), cut where the next term is below 2^-40 of the sum, so the
  * double result is within about 1e-11 of the function and the float one within 0.5 ulp plus that
- * (tests/test_exec.c's vmath/trig_within_their_ulp_bounds holds each to 1 ulp against libm in
+ * (tests/kernels/elem.c's vmath/trig_within_their_ulp_bounds holds each to 1 ulp against libm in
  * double, on every 2048th float, 2^21 points in [-25, 25], and the special values). Plain double
  * arithmetic (no fma: C11 does not contract), so every clone computes the same bits:
  *   vm_sinf, vm_cosf, vm_tanf  x = n pi/2 + r, |r| <= pi/4 (pi/2 in two parts, the high one of 33
