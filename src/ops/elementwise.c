@@ -200,11 +200,11 @@ static void walk_seek(struct walk *w, int64_t r)
 		}                                                                                              \
 	} while (0)
 
-/* #52 pow: float32 Pow in blocks of POW_BLOCK: vmath.h's vm_powf_settled for every lane into r,
- * vectorised (the strides 1 and 0 constants in each loop), then the block written out, the lanes it
- * did not settle by libm's pow in double: (float)pow((double)x, (double)y), the rule's bits, for
- * every lane. The inputs are read again only for those lanes, before their output is written (the
- * output may be an input's buffer: OPF_REUSES). */
+/* #52 pow: float32 Pow (and Mod's fmod, fmod_lanes) in blocks of POW_BLOCK: vmath.h's
+ * vm_powf_settled for every lane into r, vectorised (the strides 1 and 0 constants in each loop),
+ * then the block written out, the lanes it did not settle by libm's pow in double:
+ * (float)pow((double)x, (double)y), the rule's bits, for every lane. The inputs are read again only
+ * for those lanes, before their output is written (the output may be an input's buffer: OPF_REUSES). */
 #define POW_BLOCK 256
 
 static inline __attribute__((always_inline)) int64_t pow_lanes(float *restrict r, uint8_t *restrict ok,
@@ -223,8 +223,31 @@ static inline __attribute__((always_inline)) int64_t pow_lanes(float *restrict r
 	return bad;
 }
 
-static inline __attribute__((always_inline)) void pow_f32(const float *pa, int64_t sa, const float *pb, int64_t sb,
-							  float *po, int64_t len)
+/* float32 fmod's lanes the same way: vmath.h's vm_fmodf where vm_fmodf_fast says it is exact */
+static inline __attribute__((always_inline)) int64_t fmod_lanes(float *restrict r, uint8_t *restrict ok,
+								const float *restrict pa, int64_t sa,
+								const float *restrict pb, int64_t sb, int64_t len)
+{
+	int64_t bad = 0;
+	for (int64_t j = 0; j < len; j++) {
+		float u = pa[j * sa], v = pb[j * sb];
+		int k = vm_fmodf_fast(u, v);
+		r[j] = vm_fmodf(u, v);
+		ok[j] = (uint8_t)k;
+		bad += !k;
+	}
+	return bad;
+}
+
+#define SETTLED_LANES(LANES, ...)                                                                              \
+	(sa == 1 && sb == 1   ? LANES(r, ok, a, 1, b, 1, n, ##__VA_ARGS__)                                    \
+	 : sa == 1 && sb == 0 ? LANES(r, ok, a, 1, b, 0, n, ##__VA_ARGS__)                                    \
+	 : sa == 0 && sb == 1 ? LANES(r, ok, a, 0, b, 1, n, ##__VA_ARGS__)                                    \
+			      : LANES(r, ok, a, sa, b, sb, n, ##__VA_ARGS__))
+
+/* float32 Pow (fmod 0) or fmod (1) on a row, in blocks: the fast lanes, then libm for the others */
+static inline __attribute__((always_inline)) void settled_f32(int fmod_op, const float *pa, int64_t sa, const float *pb,
+							      int64_t sb, float *po, int64_t len)
 {
 	_Alignas(64) float r[POW_BLOCK];
 	uint8_t ok[POW_BLOCK];
@@ -234,18 +257,18 @@ static inline __attribute__((always_inline)) void pow_f32(const float *pa, int64
 		const int64_t n = len - s0 < POW_BLOCK ? len - s0 : POW_BLOCK;
 		const float *a = pa + s0 * sa, *b = pb + s0 * sb;
 		float *o = po + s0;
-		int64_t bad = sa == 1 && sb == 1   ? pow_lanes(r, ok, a, 1, b, 1, n, dn)
-			      : sa == 1 && sb == 0 ? pow_lanes(r, ok, a, 1, b, 0, n, dn)
-			      : sa == 0 && sb == 1 ? pow_lanes(r, ok, a, 0, b, 1, n, dn)
-						   : pow_lanes(r, ok, a, sa, b, sb, n, dn);
+		int64_t bad = fmod_op ? SETTLED_LANES(fmod_lanes) : SETTLED_LANES(pow_lanes, dn);
 		if (!bad) {
 			memcpy(o, r, (size_t)n * sizeof *o);
 			continue;
 		}
-		for (int64_t j = 0; j < n; j++)
-			o[j] = ok[j] ? r[j] : (float)pow((double)a[j * sa], (double)b[j * sb]);
+		for (int64_t j = 0; j < n; j++) {
+			double u = a[j * sa], v = b[j * sb];
+			o[j] = ok[j] ? r[j] : (float)(fmod_op ? fmod(u, v) : pow(u, v));
+		}
 	}
 }
+#undef SETTLED_LANES
 
 /* A float32 arithmetic op (Add Sub Mul Div, Pow and its two exact cases) on one row: what
  * bin_elems does for float32, and each step of a fused chain (chain_run). */
@@ -257,7 +280,7 @@ static inline __attribute__((always_inline)) void bin_f32(enum bin op, const flo
 	case B_SUB: ROWP(float, float, u - v); break;
 	case B_MUL: ROWP(float, float, u * v); break;
 	case B_DIV: ROWP(float, float, u / v); break;
-	case B_POW: pow_f32(pa, sa, pb, sb, po, len); break;
+	case B_POW: settled_f32(0, pa, sa, pb, sb, po, len); break;
 	case B_SQUARE: ROWP(float, float, ((void)v, u * u)); break;
 	default: ROWP(float, float, ((void)v, u)); break;
 	}
@@ -317,13 +340,9 @@ VM_CLONES static void bin_elems(void *arg, int64_t e0, int64_t e1)
 		/* one switch per row; the loops are typed (the compiler vectorises them) */
 		if (a->dtype == DT_FLOAT && op <= B_FIRST) {
 			bin_f32(op, (const float *)a->data + oa, sa, (const float *)b->data + ob, sb, (float *)o->data + i, len);
-		} else if (a->dtype == DT_FLOAT && op == B_FMOD) { /* fmod's bits; its slow cases by libm after */
-			const float *pa = (const float *)a->data + oa, *pb = (const float *)b->data + ob;
-			float *po = (float *)o->data + i;
-			ROWP(float, float, vm_fmodf(u, v));
-			for (int64_t j = 0; j < len; j++)
-				if (!vm_fmodf_fast(pa[j * sa], pb[j * sb]))
-					po[j] = (float)fmod((double)pa[j * sa], (double)pb[j * sb]);
+		} else if (a->dtype == DT_FLOAT && op == B_FMOD) { /* fmod's bits; its slow cases by libm */
+			settled_f32(1, (const float *)a->data + oa, sa, (const float *)b->data + ob, sb,
+				    (float *)o->data + i, len);
 		} else if (a->dtype == DT_FLOAT) {
 			ROWS(float)
 		} else if (a->dtype == DT_DOUBLE) {

@@ -14,6 +14,7 @@
 #include "vmath.h"
 
 #include <math.h>
+#include <string.h>
 
 enum trig { T_SIN, T_COS, T_TAN, T_ASIN, T_ACOS, T_ATAN, T_SINH, T_COSH, T_ASINH, T_ACOSH, T_ATANH };
 
@@ -52,16 +53,22 @@ static inline __attribute__((always_inline)) int any_slow(const float *restrict 
  * 16M elements.) */
 enum { TRIG_TILE = 2048 };
 
-static inline __attribute__((always_inline)) void map_trig_f32(const float *restrict p, float *restrict o, int64_t n,
+static inline __attribute__((always_inline)) void map_trig_f32(const float *p, float *o, int64_t n,
 								float (*f)(float), float (*slow)(float))
 {
+	_Alignas(64) float r[TRIG_TILE];
 	for (int64_t t = 0; t < n; t += TRIG_TILE) {
 		int64_t m = n - t < TRIG_TILE ? n - t : TRIG_TILE;
-		map_f32(p + t, o + t, m, f);
-		if (any_slow(p + t, m))
-			for (int64_t i = t; i < t + m; i++)
-				if (!vm_trig_fast(p[i]))
-					o[i] = slow(p[i]);
+		if (!any_slow(p + t, m)) {
+			map_f32(p + t, o + t, m, f);
+			continue;
+		}
+		/* through r: o may be p's buffer (OPF_REUSES), and the slow lanes read p after the pass */
+		map_f32(p + t, r, m, f);
+		for (int64_t i = 0; i < m; i++)
+			if (!vm_trig_fast(p[t + i]))
+				r[i] = slow(p[t + i]);
+		memcpy(o + t, r, (size_t)m * sizeof *r);
 	}
 }
 
