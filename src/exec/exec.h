@@ -238,6 +238,22 @@ uint64_t exec_shard_offset(const struct exec *x, int64_t numel);
  * integers wrap, as NumPy's and two's complement do (rt_set_i). */
 double rt_get(const struct rtensor *t, int64_t i);
 void rt_set(struct rtensor *t, int64_t i, double v);
+/* rt_get and rt_set with float32 and float64 inline (the same values, without the call and its
+ * switch): for kernels' element loops whose fast paths are typed but whose rest reads any dtype. */
+static inline double rt_load(const struct rtensor *t, int64_t i)
+{
+	return t->dtype == DT_FLOAT ? ((const float *)t->data)[i] : t->dtype == DT_DOUBLE ? ((const double *)t->data)[i]
+										: rt_get(t, i);
+}
+static inline void rt_store(struct rtensor *t, int64_t i, double v)
+{
+	if (t->dtype == DT_FLOAT)
+		((float *)t->data)[i] = (float)v;
+	else if (t->dtype == DT_DOUBLE)
+		((double *)t->data)[i] = v;
+	else
+		rt_set(t, i, v);
+}
 /* Stores integer v as element i, wrapped to t's width (uint64: its bits); a float t gets (double)v. */
 void rt_set_i(struct rtensor *t, int64_t i, int64_t v);
 /* t's shape as "[2, 3]", into buf; returns buf. */

@@ -30,27 +30,10 @@ int16_t diet_quantize(double x, double scale, double u)
 	return quantize(x, scale, u, !(u < 0));
 }
 
-/* Element k of a float tensor (a moment: float32 and float64 read directly, others as rt_get). */
-static inline double st_get(const struct rtensor *t, int64_t k)
-{
-	return t->dtype == DT_FLOAT ? ((const float *)t->data)[k] : t->dtype == DT_DOUBLE ? ((const double *)t->data)[k]
-											    : rt_get(t, k);
-}
-
-static inline void st_set(struct rtensor *t, int64_t k, double v)
-{
-	if (t->dtype == DT_FLOAT)
-		((float *)t->data)[k] = (float)v;
-	else if (t->dtype == DT_DOUBLE)
-		((double *)t->data)[k] = v;
-	else
-		rt_set(t, k, v);
-}
-
 /* Element k of a dense gradient at float32 precision, as a Cast to float32 leaves it. */
 static inline double grad_at(const struct rtensor *g, int64_t k)
 {
-	return g->dtype == DT_FLOAT ? ((const float *)g->data)[k] : (float)st_get(g, k);
+	return g->dtype == DT_FLOAT ? ((const float *)g->data)[k] : (float)rt_load(g, k);
 }
 
 /* The gradient row by row: dense (g of q's shape), or the rows of the product g^T b made a block
@@ -243,7 +226,7 @@ static void upd_span(void *arg, int64_t lo, int64_t hi)
 			c1 = (i + 1) * p->cols;
 		if (p->stochastic)
 			philox_uniforms(p->key, (uint64_t)c0, c1 - c0, unif);
-		double r = p->vr ? sqrt(st_get(p->vr, i) / bc) + eps : 0;
+		double r = p->vr ? sqrt(rt_load(p->vr, i) / bc) + eps : 0;
 		if (f32) {
 			upd_f32_any(p, c0, c1 - c0, j0, r, unif);
 			continue;
@@ -251,14 +234,14 @@ static void upd_span(void *arg, int64_t lo, int64_t hi)
 		for (int64_t k = c0; k < c1; k++) {
 			double gk = p->row ? p->row[k - p->row_at] : grad_at(p->g, k), u = gk, denom;
 			if (p->m) {
-				u = b1 * st_get(p->m, k) + (1 - b1) * gk;
-				st_set(p->mo, k, u);
+				u = b1 * rt_load(p->m, k) + (1 - b1) * gk;
+				rt_store(p->mo, k, u);
 			}
 			if (p->vr) {
 				denom = r * p->c[j0 + k - c0] / p->cmean;
 			} else {
-				double v = b2 * st_get(p->v1, k) + (1 - b2) * gk * gk;
-				st_set(p->v1o, k, v);
+				double v = b2 * rt_load(p->v1, k) + (1 - b2) * gk * gk;
+				rt_store(p->v1o, k, v);
 				denom = sqrt(v / bc) + eps;
 			}
 			double w = p->q[k] * scale - lr * u / denom;

@@ -36,12 +36,6 @@ static struct lanes lanes_of(const struct rtensor *t, int ax)
 	return l;
 }
 
-/* element at of a float tensor without rt_get's switch (the kernels' lanes); any dtype */
-static inline double lane_at(const struct rtensor *a, int64_t at)
-{
-	return a->dtype == DT_FLOAT ? ((const float *)a->data)[at] : a->dtype == DT_DOUBLE ? ((const double *)a->data)[at] : rt_get(a, at);
-}
-
 /* a > b, with NaN the largest and equal to itself */
 static int greater_nan(double a, double b)
 {
@@ -107,9 +101,9 @@ static int64_t lane_extreme(const struct rtensor *a, struct lanes l, int64_t o, 
 		}
 		return best;
 	}
-	double bv = lane_at(a, o * l.len * l.inner + i);
+	double bv = rt_load(a, o * l.len * l.inner + i);
 	for (int64_t j = 1; j < l.len; j++) {
-		double v = lane_at(a, (o * l.len + j) * l.inner + i);
+		double v = rt_load(a, (o * l.len + j) * l.inner + i);
 		int better = max ? greater_nan(v, bv) : greater_nan(bv, v);
 		int same = v == bv || (isnan(v) && isnan(bv));
 		if (better || (last && same)) {

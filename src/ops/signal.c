@@ -157,16 +157,6 @@ struct sig_job {
 	size_t bytes;
 };
 
-static inline void sig_write(struct rtensor *y, int64_t e, double v)
-{
-	if (y->dtype == DT_FLOAT)
-		((float *)y->data)[e] = (float)v;
-	else if (y->dtype == DT_DOUBLE)
-		((double *)y->data)[e] = v;
-	else
-		rt_set(y, e, v);
-}
-
 /* line elements s[t st] (and s[t st + 1], the imaginary parts, when c is 2) times the window h
  * where there is one, into lane l of re and im: one loop per dtype, window and c */
 #define SIG_LOAD(T)                                                                                            \
@@ -217,8 +207,8 @@ static void sig_store(const struct sig_job *j, int64_t l0, int64_t nl, const dou
 	for (int64_t l = 0; l < nl; l++) {
 		int64_t L = l0 + l, e = L / j->q * j->A2 + L % j->q * j->B2;
 		for (int64_t k = 0; k < j->keep; k++, e += j->st2) {
-			sig_write(j->y, e, re[k * lanes + l] * j->scale);
-			sig_write(j->y, e + 1, im[k * lanes + l] * j->scale);
+			rt_store(j->y, e, re[k * lanes + l] * j->scale);
+			rt_store(j->y, e + 1, im[k * lanes + l] * j->scale);
 		}
 	}
 }
