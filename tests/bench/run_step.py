@@ -35,7 +35,10 @@ peer starts half a second after the last one ended, when the last one's threads 
 spinning.
 
 With 2 threads or more each round also times a cache line's round trip between CPUs 0 and 1
-(bench_xcore), and the last column gives the rounds' median and highest, in ns. On this project's
+(bench_xcore) before each engine and after the last, and the last column gives the median and
+highest of those, in ns. Where the host moved the vCPUs during the run, the row is followed by one
+for the rounds whose four round trips all said one die (below 150 ns) and one for those that all
+said two dies, so that each ratio compares engines timed on the same placement. On this project's
 virtual machine it is about 60 ns, and at times about 330 ns for minutes together, when the host
 has put the two vCPUs on different dies: then every kernel cut over the threads pays for moving
 its data (graphdiet's unrolled RNN step at 2 threads doubles, onnxruntime's ResNet step more than
@@ -238,6 +241,25 @@ def seconds(cmd, env):
     return float(out.split()[1])
 
 
+ONE_DIE_NS = 150  # a round trip below this: the two vCPUs share a die (about 60 ns), else about 330
+
+
+def placement(trips):
+    """Where the vCPUs were during a round, from the round trips timed before and after each engine:
+    "one die", "two dies", or "moved" when the host moved them within the round."""
+    if not trips:
+        return "one die"
+    low = [t < ONE_DIE_NS for t in trips]
+    return "one die" if all(low) else "two dies" if not any(low) else "moved"
+
+
+def print_row(name, threads, t_torch, t_gd, t_ort, trip, tag):
+    pt, g, o = median(t_torch), median(t_gd), median(t_ort) if t_ort else float("nan")
+    rt = f"{median(trip):.0f} (max {max(trip):.0f})" if trip else ""
+    print(f"| {name} | {threads}{tag} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} {spread(t_gd, t_torch)} | "
+          f"{g / o:.2f} {spread(t_gd, t_ort)} | {rt} |", flush=True)
+
+
 def spread(ours, peer):
     """The lowest and highest of the rounds' own ratios (ours / peer, both timed in that round), so
     that a median ratio near 1 can be told from the noise between rounds."""
@@ -298,21 +320,37 @@ def main():
             for threads in [int(t) for t in opt["--threads"].split(",")]:
                 torch_threads(threads)
                 env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), NODE_PATH=ort_dir)
-                t_torch, t_gd, t_ort, trip = [], [], [], []
+                t_torch, t_gd, t_ort, trip, where = [], [], [], [], []
                 runs = inner_runs(step)
-                for _ in range(rounds):
+
+                def trips():
+                    """the round trip now, with 2 threads or more (else nothing)"""
                     if threads > 1:
                         trip.append(seconds([xcore], env))
+                        return [trip[-1]]
+                    return []
+
+                for _ in range(rounds):
+                    seen = trips()
                     t_torch.append(torch_median(step, runs))
+                    seen += trips()
                     t_gd.append(seconds([bench, ours, "--repeat", str(runs), "--threads", str(threads)] +
                                         [a for f in feeds for a in ("--input", f)], env))
+                    seen += trips()
                     if have_ort:
                         t_ort.append(seconds(["node", os.path.join(ROOT, "tests", "ort", "time_ort.cjs"), train,
                                               str(runs), str(threads)] + feeds, env))
-                pt, g, o = median(t_torch), median(t_gd), median(t_ort) if t_ort else float("nan")
-                rt = f"{median(trip):.0f} (max {max(trip):.0f})" if trip else ""
-                print(f"| {name} | {threads} | {pt:.5f} | {g:.5f} | {o:.5f} | {g / pt:.2f} {spread(t_gd, t_torch)} | "
-                      f"{g / o:.2f} {spread(t_gd, t_ort)} | {rt} |", flush=True)
+                    seen += trips()
+                    where.append(placement(seen))
+                print_row(name, threads, t_torch, t_gd, t_ort, trip, "")
+                # rounds whose three engines all ran on one die, or all across two, apart, when the
+                # host moved the vCPUs during the run: a ratio compares like with like
+                for w in ("one die", "two dies"):
+                    k = [i for i, p in enumerate(where) if p == w]
+                    if k and len(set(where)) > 1:
+                        print_row(name, threads, [t_torch[i] for i in k], [t_gd[i] for i in k],
+                                  [t_ort[i] for i in k] if t_ort else [], [trip[4 * i + j] for i in k for j in range(4)],
+                                  f", {w}: {len(k)} of {rounds} rounds")
 
 
 if __name__ == "__main__":
