@@ -13,6 +13,7 @@
  * MeanVarianceNormalization, LpNormalization and LRN run on float32 and float64 as norm_stat.c's
  * typed loops, which keep the bits of the per-element walks here (those take the other dtypes). */
 #include "../util/philox.h"
+#include "../util/pool.h"
 #include "../util/xalloc.h"
 #include "../autodiff/ad.h"
 #include "kernel.h"
@@ -218,9 +219,17 @@ static int layer_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	return 0;
 }
 
-/* float32 BatchNormalization, channels [c0, c1): a piece of kernel_for. In training, each
- * channel's mean and variance are run_sum's over its planes in order (the variance about the mean),
- * and the running statistics (rm, rv, when wanted) are updated with them as the spec says. */
+/* float32 BatchNormalization. In training, each channel's mean and variance are run_sum's over its
+ * planes in order (the variance about the mean), and the running statistics (rm, rv, when wanted)
+ * are updated with them as the spec says.
+ *
+ * One thread takes a channel at a time: its planes' three passes stay in cache. With more, a
+ * channel-split would give each thread a slice of every image, half of them written by the other
+ * core (the Conv or ReLU before works in memory order, image by image), and on this project's
+ * virtual machine, whose two vCPUs sit on different dies at times, such a read waits on the other
+ * die's cache. So there each pass (the planes' sums, their squares about the channel's mean, the
+ * normalised planes) runs over the planes in memory order, and each channel combines its planes'
+ * sums in image order after the pass: the same sums, the same bits. */
 struct bn {
 	const struct rtensor *a, *scale, *bias, *rmean, *rvar;
 	float *y;
@@ -228,36 +237,101 @@ struct bn {
 	int64_t nb, c, inner;
 	int training;
 	double eps, mom;
+	double *part, *mean;  /* the plane-order passes: each plane's sum; each channel's mean */
+	float *coef;          /* and each channel's m, inv, g, bb */
 };
 
+/* Channel ch's statistics from its planes' sums (sum: 0 the plain sums, 1 the squares about the
+ * mean), part[b c + ch] or run_sum's when part is NULL, and the float coefficients in coef. */
+static double bn_moment(const struct bn *j, int64_t ch, int squares, double mean)
+{
+	double s = 0;
+	for (int64_t b = 0; b < j->nb; b++) {
+		int64_t p = b * j->c + ch;
+		s += j->part ? j->part[p] : run_sum(j->a, p * j->inner, j->inner, squares, mean);
+	}
+	return s / (double)(j->nb * j->inner);
+}
+
+static void bn_coef(const struct bn *j, int64_t ch, double mean, double var, float *k)
+{
+	if (j->training) {
+		if (j->rm)
+			rt_set(j->rm, ch, rt_get(j->rmean, ch) * j->mom + mean * (1 - j->mom));
+		if (j->rv) /* the spec's: the batch (population) variance */
+			rt_set(j->rv, ch, rt_get(j->rvar, ch) * j->mom + var * (1 - j->mom));
+	}
+	k[0] = (float)mean, k[1] = (float)(1 / sqrt(var + j->eps));
+	k[2] = (float)rt_get(j->scale, ch), k[3] = (float)rt_get(j->bias, ch);
+}
+
+static void bn_plane(const struct bn *j, int64_t p, const float *k)
+{
+	const float *a = (const float *)j->a->data + p * j->inner;
+	float *q = j->y + p * j->inner, m = k[0], inv = k[1], g = k[2], bb = k[3];
+	for (int64_t i = 0; i < j->inner; i++)
+		q[i] = (a[i] - m) * inv * g + bb;
+}
+
+/* Channels [c0, c1), their planes in cache: a piece of kernel_for. */
 static void batch_norm_channels(void *arg, int64_t c0, int64_t c1)
 {
 	const struct bn *j = arg;
-	int64_t nb = j->nb, c = j->c, inner = j->inner;
 	for (int64_t ch = c0; ch < c1; ch++) {
 		double mean = rt_get(j->rmean, ch), var = rt_get(j->rvar, ch);
 		if (j->training) {
-			double s = 0, q = 0, cnt = (double)(nb * inner);
-			for (int64_t b = 0; b < nb; b++)
-				s += run_sum(j->a, (b * c + ch) * inner, inner, 0, 0);
-			mean = s / cnt;
-			for (int64_t b = 0; b < nb; b++)
-				q += run_sum(j->a, (b * c + ch) * inner, inner, 1, mean);
-			var = q / cnt;
-			if (j->rm)
-				rt_set(j->rm, ch, rt_get(j->rmean, ch) * j->mom + mean * (1 - j->mom));
-			if (j->rv) /* the spec's: the batch (population) variance */
-				rt_set(j->rv, ch, rt_get(j->rvar, ch) * j->mom + var * (1 - j->mom));
+			mean = bn_moment(j, ch, 0, 0);
+			var = bn_moment(j, ch, 1, mean);
 		}
-		float inv = (float)(1 / sqrt(var + j->eps)), g = (float)rt_get(j->scale, ch), bb = (float)rt_get(j->bias, ch);
-		float m = (float)mean;
-		for (int64_t b = 0; b < nb; b++) {
-			const float *p = (const float *)j->a->data + (b * c + ch) * inner;
-			float *q = j->y + (b * c + ch) * inner;
-			for (int64_t k = 0; k < inner; k++)
-				q[k] = (p[k] - m) * inv * g + bb;
-		}
+		float k[4];
+		bn_coef(j, ch, mean, var, k);
+		for (int64_t b = 0; b < j->nb; b++)
+			bn_plane(j, b * j->c + ch, k);
 	}
+}
+
+/* Planes [p0, p1) in memory order: their sums (mean NULL), their squares about their channel's mean,
+ * or (coef set) their normalised values. Pieces of kernel_for. */
+static void batch_norm_planes(void *arg, int64_t p0, int64_t p1)
+{
+	const struct bn *j = arg;
+	for (int64_t p = p0; p < p1; p++)
+		if (j->coef)
+			bn_plane(j, p, j->coef + 4 * (p % j->c));
+		else
+			j->part[p] = run_sum(j->a, p * j->inner, j->inner, j->mean != NULL, j->mean ? j->mean[p % j->c] : 0);
+}
+
+static int batch_norm_f32(struct exec *x, struct bn *j)
+{
+	int64_t c = j->c, planes = j->nb * c, grain = KERNEL_GRAIN / (j->inner + 1) + 1;
+	if (pool_threads() < 2 || planes < 2 * grain || j->nb < 2) {
+		kernel_for(c, KERNEL_GRAIN / (j->nb * j->inner + 1) + 1, batch_norm_channels, j);
+		return 0;
+	}
+	size_t pb = (size_t)planes * sizeof(double), mb = (size_t)c * sizeof(double), kb = (size_t)c * 4 * sizeof(float);
+	double *part = exec_scratch_raw(x, pb), *mean = part ? exec_scratch_raw(x, mb) : NULL;
+	float *coef = mean ? exec_scratch_raw(x, kb) : NULL;
+	if (coef) {
+		for (int64_t ch = 0; ch < c; ch++)
+			mean[ch] = rt_get(j->rmean, ch);
+		if (j->training) {
+			j->part = part;
+			kernel_for(planes, grain, batch_norm_planes, j);
+			for (int64_t ch = 0; ch < c; ch++)
+				mean[ch] = bn_moment(j, ch, 0, 0);
+			j->mean = mean;
+			kernel_for(planes, grain, batch_norm_planes, j);
+		}
+		for (int64_t ch = 0; ch < c; ch++)
+			bn_coef(j, ch, mean[ch], j->training ? bn_moment(j, ch, 1, mean[ch]) : rt_get(j->rvar, ch), coef + 4 * ch);
+		j->coef = coef;
+		kernel_for(planes, grain, batch_norm_planes, j);
+	}
+	exec_scratch_free(x, coef, kb);
+	exec_scratch_free(x, mean, mb);
+	exec_scratch_free(x, part, pb);
+	return coef ? 0 : exec_status(x);
 }
 
 static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out)
@@ -306,9 +380,9 @@ static int batch_norm_run(struct exec *x, const struct node *n, struct rtensor *
 	if (!y)
 		return exec_status(x);
 	if (a->dtype == DT_FLOAT) {
-		struct bn j = {a, scale, bias, rmean, rvar, y, pm ? out[1] : NULL, pv ? out[2] : NULL, nb, c, inner, training, eps, mom};
-		kernel_for(c, KERNEL_GRAIN / (nb * inner + 1) + 1, batch_norm_channels, &j);
-		return 0;
+		struct bn j = {a, scale, bias, rmean, rvar, y, pm ? out[1] : NULL, pv ? out[2] : NULL, nb, c, inner, training, eps, mom,
+			       NULL, NULL, NULL};
+		return batch_norm_f32(x, &j);
 	}
 	for (int64_t ch = 0; ch < c; ch++) {
 		double mean, var;

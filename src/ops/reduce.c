@@ -77,13 +77,25 @@ VM_CLONES static void block_sums(void *arg, int64_t u0, int64_t u1)
 
 /* Reduced trailing axes (runs of `run` elements) below kept and reduced ones: output o's sum is
  * its runs' sums in input order, over the reduced leading dimensions rd (input strides rs) at the
- * offset its kept dimensions kd (strides ks) give. */
+ * offset its kept dimensions kd (strides ks) give. With reduced leading dimensions (BatchNorm's
+ * gradient's sums over (0, 2, 3)) the runs are summed first, in memory order, into part (run r at
+ * element r run): each thread then reads the part of the tensor that the elementwise kernels
+ * before it wrote (kernel_for deals in memory order), where by outputs it read a slice of every
+ * image, half of them written on the other core. Each output adds its runs' sums in the same order
+ * either way: the same bits. */
 struct runs {
 	const struct rtensor *a;
-	double *acc;
+	double *acc, *part;
 	int64_t run, kd[RT_MAX_DIMS], ks[RT_MAX_DIMS], rd[RT_MAX_DIMS], rs[RT_MAX_DIMS];
 	int nk, nr, squares;
 };
+
+static void run_parts(void *arg, int64_t r0, int64_t r1)
+{
+	const struct runs *j = arg;
+	for (int64_t r = r0; r < r1; r++)
+		j->part[r] = run_sum(j->a, r * j->run, j->run, j->squares, 0);
+}
 
 static void run_sums(void *arg, int64_t o0, int64_t o1)
 {
@@ -96,7 +108,7 @@ static void run_sums(void *arg, int64_t o0, int64_t o1)
 		}
 		double s = 0;
 		for (;;) {
-			s += run_sum(j->a, base + off, j->run, j->squares, 0);
+			s += j->part ? j->part[(base + off) / j->run] : run_sum(j->a, base + off, j->run, j->squares, 0);
 			int d = j->nr - 1;
 			for (; d >= 0; d--) {
 				off += j->rs[d];
@@ -475,7 +487,16 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			(r ? j.rd : j.kd)[*nn] = a->dims[d];
 			(r ? j.rs : j.ks)[(*nn)++] = st[d];
 		}
-		kernel_for(on, KERNEL_GRAIN / (a->numel / (on ? on : 1) + 1) + 1, run_sums, &j);
+		int64_t nruns = run ? a->numel / run : 0;
+		size_t pb = (size_t)nruns * sizeof *j.part;
+		if (j.nr && nruns && !(j.part = exec_scratch_raw(x, pb))) {
+			exec_scratch_free(x, acc, (size_t)(on ? on : 1) * sizeof *acc);
+			return exec_status(x);
+		}
+		if (j.part)
+			kernel_for(nruns, KERNEL_GRAIN / run + 1, run_parts, &j);
+		kernel_for(on, KERNEL_GRAIN / ((j.part ? nruns : a->numel) / (on ? on : 1) + 1) + 1, run_sums, &j);
+		exec_scratch_free(x, j.part, j.part ? pb : 0);
 		done = 1;
 	}
 	if (!done && sums) { /* kept last axis: typed rows into their outputs */
