@@ -87,6 +87,7 @@ struct sig_plan {
 /* the transforms of one line (sig_*1) and of SIG_W lines, one per lane of a vector (sig_*v) */
 #define SIG_W 8
 typedef double sig_v __attribute__((vector_size(SIG_W * sizeof(double))));
+typedef float sig_vf __attribute__((vector_size(SIG_W * sizeof(float))));
 #define SIG_V double
 #define SIG_FN(name) sig_##name##1
 #define SIG_ATTR
@@ -103,6 +104,26 @@ typedef double sig_v __attribute__((vector_size(SIG_W * sizeof(double))));
 #undef SIG_V
 #undef SIG_FN
 #undef SIG_ATTR
+
+/* c[j] + i s[j] = e^(sg 2 pi i j / N) for j < len <= N: cos and sin of the first eighth of the
+ * circle, the rest by its symmetries (each from a j already done: the conjugate of N - j, minus the
+ * conjugate of N / 2 - j, i times the conjugate of N / 4 - j, where N allows). An eighth of the libm
+ * calls, which were a fifth of DFT 64 x 512's time; and e^(i pi), e^(i pi / 2) exactly -1, i. */
+static void sig_cis(double *c, double *s, int64_t N, int64_t len, int sg)
+{
+	for (int64_t j = 0; j < len; j++)
+		if (2 * j > N)
+			c[j] = c[N - j], s[j] = -s[N - j];
+		else if (N % 2 == 0 && 4 * j > N)
+			c[j] = -c[N / 2 - j], s[j] = s[N / 2 - j];
+		else if (N % 4 == 0 && 8 * j > N)
+			c[j] = sg * s[N / 4 - j], s[j] = sg * c[N / 4 - j];
+		else {
+			double a = 2 * M_PI * (double)j / (double)N;
+			c[j] = cos(a);
+			s[j] = sg * sin(a);
+		}
+}
 
 /* A plan for lines of length n0 in direction sign; real: the lines are real (their c is 1). */
 static int sig_plan_init(struct exec *x, struct sig_plan *p, int64_t n0, int sign, int real, int full)
@@ -124,18 +145,10 @@ static int sig_plan_init(struct exec *x, struct sig_plan *p, int64_t n0, int sig
 		return exec_status(x);
 	p->c = d, d += tw;
 	p->s = d, d += tw;
-	for (int64_t j = 0; j < tw; j++) {
-		double a = 2 * M_PI * (double)j / (double)tw;
-		p->c[j] = cos(a);
-		p->s[j] = (p->m ? -1 : sign) * sin(a);
-	}
+	sig_cis(p->c, p->s, tw, tw, p->m ? -1 : sign);
 	p->wr = d, d += nw;
 	p->wi = d, d += nw;
-	for (int64_t k = 0; k < nw; k++) {
-		double a = M_PI * (double)k / (double)n;
-		p->wr[k] = cos(a);
-		p->wi[k] = sign * sin(a);
-	}
+	sig_cis(p->wr, p->wi, n0, nw, sign);
 	if (p->m) {
 		p->chr = d, d += n;
 		p->chi = d, d += n;
@@ -194,7 +207,7 @@ struct sig_job {
 #define SIG_LOAD(T)                                                                                            \
 	do {                                                                                                   \
 		const T *s = (const T *)j->a->data + e;                                                        \
-		int64_t u = 0, st = j->st, used = j->used;                                                     \
+		int64_t u = from / 2, st = j->st, used = j->used;                                              \
 		if (j->h && j->c == 2)                                                                         \
 			for (int64_t t = 0; t < used; t++) {                                                   \
 				re[t * lanes + l] = s[t * st] * j->h[t];                                        \
@@ -222,13 +235,83 @@ struct sig_job {
 		}                                                                                              \
 	} while (0)
 
-/* lines [l0, l0 + nl) into the n-element arrays re, im (lane l: line l0 + l; lanes past nl 0) */
-static void sig_load(const struct sig_job *j, int64_t l0, int64_t nl, double *re, double *im, int lanes)
+/* Real lines' contiguous elements (st 1), float32 or float64, 8 of each of lines [l0, l0 + nl) at a
+ * time, turned by vm_transpose8 into the vectors of elements t .. t + 7 (lanes past nl 0): as
+ * sig_load writes them, in 3.5 times fewer instructions than its element by element. The elements
+ * loaded: a multiple of 8, the rest sig_load's. */
+static inline __attribute__((always_inline)) int64_t sig_load8(const struct sig_job *j, int64_t l0, int64_t nl, sig_v *re,
+							       sig_v *im)
 {
-	int64_t n = j->p->n;
-	memset(re, 0, (size_t)(n * lanes) * sizeof *re);
-	memset(im, 0, (size_t)(n * lanes) * sizeof *im);
-	int half = j->p->half;
+	int dt = j->a->dtype, half = j->p->half;
+	if (j->c != 1 || j->st != 1 || (dt != DT_FLOAT && dt != DT_DOUBLE))
+		return 0;
+	const char *s[SIG_W];
+	for (int64_t l = 0; l < nl; l++)
+		s[l] = (const char *)j->a->data + (size_t)((l0 + l) / j->q * j->A + (l0 + l) % j->q * j->B) * dtype_size(dt);
+	int64_t t = 0;
+	for (; t + SIG_W <= j->used; t += SIG_W) {
+		sig_v a[SIG_W], v[SIG_W];
+		for (int64_t l = 0; l < SIG_W; l++) {
+			a[l] = (sig_v){0};
+			if (l < nl && dt == DT_FLOAT) {
+				sig_vf f;
+				memcpy(&f, (const float *)s[l] + t, sizeof f);
+				a[l] = __builtin_convertvector(f, sig_v);
+			} else if (l < nl)
+				memcpy(&a[l], (const double *)s[l] + t, sizeof a[l]);
+		}
+		vm_transpose8(a, v);
+		for (int i = 0; j->h && i < SIG_W; i++)
+			v[i] *= j->h[t + i];
+		for (int i = 0; i < SIG_W; i++)
+			if (half)
+				(i & 1 ? im : re)[(t + i) / 2] = v[i];
+			else
+				re[t + i] = v[i];
+	}
+	return t;
+}
+
+/* Complex bins k < keep of lines [l0, l0 + nl) to contiguous (real, imaginary) pairs (st2 2) of
+ * float32 or float64, 4 bins of 8 lines at a time: the vectors re[k], im[k], re[k + 1], ... turned
+ * by vm_transpose8 are each line's 8 outputs. The bins stored: a multiple of 4, the rest sig_store's. */
+static inline __attribute__((always_inline)) int64_t sig_store8(const struct sig_job *j, int64_t l0, int64_t nl,
+								const sig_v *re, const sig_v *im)
+{
+	int dt = j->y->dtype;
+	if (j->st2 != 2 || (dt != DT_FLOAT && dt != DT_DOUBLE))
+		return 0;
+	char *d[SIG_W];
+	for (int64_t l = 0; l < nl; l++)
+		d[l] = (char *)j->y->data + (size_t)((l0 + l) / j->q * j->A2 + (l0 + l) % j->q * j->B2) * dtype_size(dt);
+	int64_t k = 0;
+	for (; k + SIG_W / 2 <= j->keep; k += SIG_W / 2) {
+		sig_v a[SIG_W], v[SIG_W];
+		for (int i = 0; i < SIG_W / 2; i++) {
+			a[2 * i] = re[k + i];
+			a[2 * i + 1] = im[k + i];
+		}
+		vm_transpose8(a, v);
+		for (int64_t l = 0; l < nl; l++) {
+			sig_v o = j->scale != 1 ? v[l] * j->scale : v[l];
+			if (dt == DT_FLOAT) {
+				sig_vf f = __builtin_convertvector(o, sig_vf);
+				memcpy((float *)d[l] + 2 * k, &f, sizeof f);
+			} else
+				memcpy((double *)d[l] + 2 * k, &o, sizeof o);
+		}
+	}
+	return k;
+}
+
+/* lines [l0, l0 + nl) into the n-element arrays re, im (lane l: line l0 + l; lanes past nl 0), but
+ * a real line's elements t < from (sig_load8's) */
+static void sig_load(const struct sig_job *j, int64_t l0, int64_t nl, int64_t from, double *re, double *im, int lanes)
+{
+	/* zeros where the transform reads (the complex line's nc elements) and no line is loaded */
+	int64_t n = j->p->nc, half = j->p->half, z = half ? from / 2 : from;
+	memset(re + z * lanes, 0, (size_t)((n - z) * lanes) * sizeof *re);
+	memset(im + (half ? z : 0) * lanes, 0, (size_t)((n - (half ? z : 0)) * lanes) * sizeof *im);
 	int64_t ds = half ? lanes : 2 * lanes;
 	for (int64_t l = 0; l < nl; l++) {
 		int64_t L = l0 + l, e = L / j->q * j->A + L % j->q * j->B;
@@ -238,7 +321,7 @@ static void sig_load(const struct sig_job *j, int64_t l0, int64_t nl, double *re
 		else if (j->a->dtype == DT_DOUBLE)
 			SIG_LOAD(double);
 		else
-			for (int64_t t = 0; t < j->used; t++, e += j->st) {
+			for (int64_t t = 0; t < j->used; t++, e += j->st) { /* (from 0: sig_load8 takes none) */
 				double h = j->h ? j->h[t] : 1;
 				double v = j->h ? rt_get(j->a, e) * h : rt_get(j->a, e);
 				if (j->c == 1)
@@ -251,11 +334,13 @@ static void sig_load(const struct sig_job *j, int64_t l0, int64_t nl, double *re
 	}
 }
 
-static void sig_store(const struct sig_job *j, int64_t l0, int64_t nl, const double *re, const double *im, int lanes)
+/* bins [from, keep) of lines [l0, l0 + nl) to the output (those before, sig_store8's) */
+static void sig_store(const struct sig_job *j, int64_t l0, int64_t nl, int64_t from, const double *re, const double *im,
+		      int lanes)
 {
 	for (int64_t l = 0; l < nl; l++) {
-		int64_t L = l0 + l, e = L / j->q * j->A2 + L % j->q * j->B2;
-		for (int64_t k = 0; k < j->keep; k++, e += j->st2) {
+		int64_t L = l0 + l, e = L / j->q * j->A2 + L % j->q * j->B2 + from * j->st2;
+		for (int64_t k = from; k < j->keep; k++, e += j->st2) {
 			rt_store(j->y, e, re[k * lanes + l] * j->scale);
 			rt_store(j->y, e + 1, im[k * lanes + l] * j->scale);
 		}
@@ -273,14 +358,14 @@ VM_CLONES static void sig_lines(void *arg, int64_t lo, int64_t hi)
 			int64_t l0 = b * j->block, nl = j->lines - l0 < j->block ? j->lines - l0 : j->block;
 			if (j->block == SIG_W) {
 				sig_v *re = (sig_v *)w, *im = re + len, *yr = im + len, *yi = yr + len;
-				sig_load(j, l0, nl, (double *)re, (double *)im, SIG_W);
+				sig_load(j, l0, nl, sig_load8(j, l0, nl, re, im), (double *)re, (double *)im, SIG_W);
 				sig_plan_runv(j->p, re, im, yr, yi);
-				sig_store(j, l0, nl, (const double *)re, (const double *)im, SIG_W);
+				sig_store(j, l0, nl, sig_store8(j, l0, nl, re, im), (const double *)re, (const double *)im, SIG_W);
 			} else {
 				double *re = (double *)w, *im = re + len, *yr = im + len, *yi = yr + len;
-				sig_load(j, l0, nl, re, im, 1);
+				sig_load(j, l0, nl, 0, re, im, 1);
 				sig_plan_run1(j->p, re, im, yr, yi);
-				sig_store(j, l0, nl, re, im, 1);
+				sig_store(j, l0, nl, 0, re, im, 1);
 			}
 		}
 	}

@@ -43,17 +43,17 @@
 		SIG_OUT(0, ar[q] + ar[q + ms], ai[q] + ai[q + ms]);                                            \
 		SIG_OUT(1, ar[q] - ar[q + ms], ai[q] - ai[q + ms]);                                            \
 	} while (0)
-/* t3 = (a1 - a3) sg i */
+/* y1, y3 = t1 +- (a1 - a3) sg i: t1 + (a1 - a3) (-i) is y1 forward (k1 1), y3 inverse (k1 3) */
 #define SIG_R4                                                                                                 \
 	do {                                                                                                   \
 		SIG_V t0r = ar[q] + ar[q + 2 * ms], t0i = ai[q] + ai[q + 2 * ms];                              \
 		SIG_V t1r = ar[q] - ar[q + 2 * ms], t1i = ai[q] - ai[q + 2 * ms];                              \
 		SIG_V t2r = ar[q + ms] + ar[q + 3 * ms], t2i = ai[q + ms] + ai[q + 3 * ms];                    \
-		SIG_V t3r = (ai[q + 3 * ms] - ai[q + ms]) * (double)sg, t3i = (ar[q + ms] - ar[q + 3 * ms]) * (double)sg; \
+		SIG_V dr = ar[q + ms] - ar[q + 3 * ms], di = ai[q + ms] - ai[q + 3 * ms];                      \
 		SIG_OUT(0, t0r + t2r, t0i + t2i);                                                              \
-		SIG_OUT(1, t1r + t3r, t1i + t3i);                                                              \
+		SIG_OUT(k1, t1r + di, t1i - dr);                                                               \
 		SIG_OUT(2, t0r - t2r, t0i - t2i);                                                              \
-		SIG_OUT(3, t1r - t3r, t1i - t3i);                                                              \
+		SIG_OUT(4 - k1, t1r - di, t1i + dr);                                                           \
 	} while (0)
 /* y1, y2 = e +- i d: e = a0 - (a1 + a2) / 2, d = sg sin(2 pi / 3) (a1 - a2) */
 #define SIG_R3                                                                                                 \
@@ -111,6 +111,7 @@ SIG_ATTR static void SIG_FN(fft)(SIG_V *xr, SIG_V *xi, SIG_V *yr, SIG_V *yi, int
 	const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410, s1 = sg * 0.95105651629515357212,
 		     s2 = sg * 0.58778525229247312917, s3 = sg * 0.86602540378443864676;
 	SIG_V *x0r = xr, *x0i = xi;
+	int64_t k1 = sg < 0 ? 1 : 3;
 	for (int64_t i = 0, n = N, st = 1; i < nf; i++) {
 		int64_t p = f[i], m = n / p, ms = m * st;
 		double tr[SIG_DIRECT], ti[SIG_DIRECT];
