@@ -18,8 +18,9 @@
  * transforms of the even and odd elements) and unpacked: X[k] = E[k] + e^(s 2 pi i k / n) O[k],
  * k <= n / 2, the rest conj(X[n - k]): half the work. Against a naive DFT in long double its error
  * relative to the line's L2 norm is at most the radix-2 and recursive mixed-radix FFTs' it
- * replaced (float64: 512 real 6.6e-16 (1.3e-15 before), 400 real 9.0e-16 (4.1e-15); float32 the
- * same, its rounding to float32 the whole of it; tests/bench/fft.py --accuracy).
+ * replaced (float64, the largest of 8 lines: 512 real 5.5e-16 (1.5e-15 before), 400 real 6.8e-16
+ * (4.0e-15), 1009 complex 2.4e-15 (4.6e-15); float32 the same, its rounding to float32 the whole
+ * of it; tests/bench/fft.py --accuracy).
  * Twiddle exponents are reduced mod n (mod 2n for the chirp's j^2) as integers before the multiply
  * by pi, so long lines lose no accuracy to large angles.
  *
@@ -114,7 +115,7 @@ typedef float sig_vf __attribute__((vector_size(SIG_W * sizeof(float))));
 /* c[j] + i s[j] = e^(sg 2 pi i j / N) for j < len <= N: cos and sin of the first eighth of the
  * circle, the rest by its symmetries (each from a j already done: the conjugate of N - j, minus the
  * conjugate of N / 2 - j, i times the conjugate of N / 4 - j, where N allows). An eighth of the libm
- * calls, which were a fifth of DFT 64 x 512's time; and e^(i pi), e^(i pi / 2) exactly -1, i. */
+ * calls, which were a seventh of DFT 64 x 512's time (perf); and e^(i pi), e^(i pi / 2) exactly -1, i. */
 static void sig_cis(double *c, double *s, int64_t N, int64_t len, int sg)
 {
 	for (int64_t j = 0; j < len; j++)
