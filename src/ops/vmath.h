@@ -475,4 +475,26 @@ VM_AI int vm_powf_settled(float x, float y, float dn, float *r)
 	return fin & (bad | set);
 }
 
+/* 8 x 8 doubles turned: t[j] lane k = a[k] lane j. Three rounds of two-source shuffles (24 in all),
+ * in GCC/Clang vectors, so each VM_CLONES clone takes its own registers' width. (diet.c's tr8 is the
+ * same transpose, written before this.) */
+typedef double vm_v8d __attribute__((vector_size(64)));
+static inline __attribute__((always_inline)) void vm_transpose8(const vm_v8d *a, vm_v8d *t)
+{
+	vm_v8d b[8], c[8];
+	for (int k = 0; k < 8; k += 2) {
+		b[k] = __builtin_shufflevector(a[k], a[k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+		b[k + 1] = __builtin_shufflevector(a[k], a[k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+	}
+	for (int k = 0; k < 8; k += 4)
+		for (int h = 0; h < 2; h++) {
+			c[k + h] = __builtin_shufflevector(b[k + h], b[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+			c[k + h + 2] = __builtin_shufflevector(b[k + h], b[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+		}
+	for (int h = 0; h < 4; h++) {
+		t[h] = __builtin_shufflevector(c[h], c[h + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+		t[h + 4] = __builtin_shufflevector(c[h], c[h + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+	}
+}
+
 #endif

@@ -1422,3 +1422,54 @@ Test(exec, stft_lanes_match_the_definition)
 				xfree(fi);
 			}
 }
+
+/* #52 fft: real lines of even length n >= 32 take a complex transform of n / 2 (signal.c) and
+ * every smooth length Stockham's radix-4, 2, 3, 5 and generic-prime stages: each radix with
+ * twiddles (n / 2 = 2 3^2 7, 3 5^3, 11 13, 4^2, 2 3^2), Bluestein's under the half (n / 2 = 67,
+ * 1009), n 2 (under 32, the complex transform), onesided and full (the mirrored half), forward and
+ * inverse, float32 and float64, and a dft_length past the line (zero padding; an odd number of used
+ * elements), against the definition in long double (la_check_lines: NaN lines NaN everywhere,
+ * infinite lines skipped); the same bits with 3 threads as with 1. */
+Test(exec, fft_real_lines_match_the_definition)
+{
+	static const struct { int64_t n, len; } cs[] = {{2, 2}, {36, 36}, {126, 126}, {250, 250}, {286, 286}, {32, 32},
+							  {134, 134}, {2018, 2018}, {64, 21}, {90, 77}};
+	for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+		for (int mode = 0; mode < 3; mode++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				/* (an inverse's subnormal line, 8, divided by n falls under the dtype's resolution) */
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT, onesided = mode == 0, inverse = mode == 2;
+				int64_t n = cs[ci].n, len = cs[ci].len, lines = inverse ? 8 : 11;
+				int64_t keep = onesided ? n / 2 + 1 : n;
+				void *xd = xmalloc((size_t)(lines * len) * 8);
+				la_signal(dt, xd, lines, len, 7000 + ci * 8 + (size_t)mode * 2 + (size_t)f64);
+				struct rtensor xt = {.dtype = dt, .ndim = 3, .dims = {lines, len, 1}, .numel = lines * len, .data = xd,
+						     .nbytes = (size_t)(lines * len) * dtype_size(dt), .known = 1};
+				/* the lines zero-padded to n, as the reference reads them */
+				double *v = xmalloc((size_t)(lines * n) * 8);
+				for (int64_t l = 0; l < lines; l++)
+					for (int64_t t = 0; t < n; t++)
+						v[l * n + t] = t < len ? rt_get(&xt, l * len + t) : 0;
+				char text[640];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, 1]}]\n"
+					 "params: [{name: dl, dtype: int64, shape: [], data: [%lld]}]\n"
+					 "nodes:\n  - {op: DFT, inputs: [x, dl], outputs: [y], attrs: {axis: 1, onesided: %d, inverse: %d}}\n"
+					 "outputs: [{name: y}]\n",
+					 dtype_name(dt), (long long)lines, (long long)len, (long long)n, onesided, inverse);
+				const char *names[] = {"x"};
+				int64_t ny, ny3;
+				void *y = la_run(text, &xt, names, 1, 1, 0, &ny), *y3 = la_run(text, &xt, names, 1, 3, 0, &ny3);
+				cr_assert_eq(ny, lines * keep * 2);
+				struct rtensor yt = {.dtype = dt, .ndim = 1, .dims = {ny}, .numel = ny, .data = y};
+				int64_t wrong = la_check_lines(&yt, lines, keep, v, NULL, n, n, inverse, f64, 1);
+				cr_expect_eq(wrong, 0, "DFT %s n %lld of %lld real%s%s: %lld bins wrong", dtype_name(dt), (long long)n,
+					     (long long)len, onesided ? " onesided" : "", inverse ? " inverse" : "", (long long)wrong);
+				cr_expect_eq(memcmp(y, y3, (size_t)ny * dtype_size(dt)), 0, "DFT %s n %lld mode %d: other bits with 3 threads",
+					     dtype_name(dt), (long long)n, mode);
+				xfree(y);
+				xfree(y3);
+				xfree(v);
+				xfree(xd);
+			}
+}
