@@ -7,7 +7,9 @@
  * the same order (dkey), in which integers keep every bit (2^53 and 2^53 + 1 are two values). NaN counts as larger than any number
  * (as NumPy's argmax and PyTorch's topk), -0 as +0. Ties go to the lower index (the spec's rule
  * for TopK; ArgMax/ArgMin's unless select_last_index). Sorting is a stable merge sort over
- * indices, so equal keys keep their input order.
+ * indices, so equal keys keep their input order. TopK over contiguous float32 and float64 lanes
+ * (AVX-512) compares the values themselves against the k-th and makes keys only for the values
+ * that may go in: the same keys, put in the same order.
  *
  * Only TopK's values take a gradient: g scattered back to where each was read, ScatterElements
  * into zeros along the axis (the indices along a lane are distinct, so no reduction is needed).
@@ -443,35 +445,28 @@ static inline __attribute__((always_inline)) SIMD_TARGET uint64_t topk_cands(con
 	return m;
 }
 
-/* run_max of the keys of p[0 .. n) in largest's (neg: smallest's) order: the highest (lowest) number
- * by vector max (min; a NaN x passed over: VMAXPS x, acc gives acc), but the NaN key where a NaN
- * came (largest) or no number came (smallest), told by the magnitudes' bits, a NaN's above inf's */
-#define PIECE_TOP(T, VT, VI, S, I, IS, MAG, INF)                                                    \
+/* the highest number of p[0 .. n) (neg: the lowest) by vector max (min; a NaN x passed over:
+ * VMAXPS x, acc gives acc), and into *hi the highest magnitude bits seen, lane by lane (a NaN's are
+ * above inf's) */
+#define PIECE_TOP(T, VT, S, I, IS, MAG)                                                             \
 	{                                                                                           \
 		VT acc = _mm512_set1_##S(neg ? INFINITY : -INFINITY);                               \
-		VI hi = _mm512_setzero_si512(), lo = _mm512_set1_##I(-1);                            \
 		for (int64_t s = 0; s < n; s += 64 / (int64_t)sizeof(T)) {                          \
 			int64_t e = n - s < 64 / (int64_t)sizeof(T) ? n - s : 64 / (int64_t)sizeof(T); \
-			__mmask16 in = simd_lanes(e);                                               \
-			VT x = _mm512_mask_loadu_##S(acc, in, (const T *)p + s);                    \
-			VI mag = _mm512_and_si512(_mm512_cast##S##_si512(x), _mm512_set1_##I(MAG)); \
+			VT x = _mm512_mask_loadu_##S(acc, simd_lanes(e), (const T *)p + s);         \
 			acc = neg ? _mm512_min_##S(x, acc) : _mm512_max_##S(x, acc);                \
-			hi = _mm512_max_##IS(hi, mag);                                              \
-			lo = _mm512_mask_min_##IS(lo, in, lo, mag); /* a tail's lanes are acc's */  \
+			*hi = _mm512_max_##IS(*hi, _mm512_and_si512(_mm512_cast##S##_si512(x),      \
+								    _mm512_set1_##I(MAG)));         \
 		}                                                                                   \
-		top = neg ? _mm512_reduce_min_##S(acc) : _mm512_reduce_max_##S(acc);                \
-		nan = neg ? _mm512_reduce_min_##IS(lo) > INF : _mm512_reduce_max_##IS(hi) > INF;     \
+		return neg ? _mm512_reduce_min_##S(acc) : _mm512_reduce_max_##S(acc);               \
 	}
 
-static SIMD_TARGET int64_t topk_piece_top(const void *p, int f64, int64_t n, int neg)
+static inline __attribute__((always_inline)) SIMD_TARGET double topk_piece_top(const void *p, int f64, int64_t n,
+									       int neg, __m512i *hi)
 {
-	double top;
-	int nan;
 	if (!f64)
-		PIECE_TOP(float, __m512, __m512i, ps, epi32, epu32, 0x7fffffff, 0x7f800000u)
-	else
-		PIECE_TOP(double, __m512d, __m512i, pd, epi64, epu64, INT64_MAX, 0x7ff0000000000000ull)
-	return (nan ? INT64_MAX : dkey(top)) ^ (neg ? -1 : 0);
+		PIECE_TOP(float, __m512, ps, epi32, epu32, 0x7fffffff)
+	PIECE_TOP(double, __m512d, pd, epi64, epu64, INT64_MAX)
 }
 
 /* topk_lane for a contiguous float32 or float64 lane p with k * 8 <= len, the same keys put in the
@@ -479,20 +474,26 @@ static SIMD_TARGET int64_t topk_piece_top(const void *p, int f64, int64_t n, int
  * would go in are passed over with no key made (below k held, those under the floor: topk_floor's,
  * of topk_piece_top's pieces), so most of the lane is a vector compare per 16 values and a branch
  * per 64, and a key is made only for a value that may go in (#52 topklse: TopK fwd 1024x2000
- * float32 k 10, 1 thread, 2.04-2.15 -> 1.05-1.06 ms; what is left is mostly the pieces' pass,
- * which reads the lane from memory, and the floor's insertions). */
+ * float32 k 10, 1 thread, 2.04-2.18 -> 0.85-0.93 ms; what is left is mostly the pieces' pass,
+ * which reads the lane from memory, and the floor's insertions). The pieces' highest are numbers'
+ * alone, so a lane with a NaN takes no floor. */
 static SIMD_TARGET void topk_lane_avx512(const struct topk_job *jb, const void *p, int64_t *restrict best,
 					 int64_t *restrict bk)
 {
 	int64_t len = jb->l.len, k = jb->k, flip = jb->largest ? 0 : -1, have = 0, floor = INT64_MIN;
 	int f64 = jb->a->dtype == DT_DOUBLE, neg = !jb->largest;
 	size_t es = f64 ? sizeof(double) : sizeof(float);
-	if (len >= 16 * k && k <= 64) {
+	if (len >= 16 * k && k <= 64) { /* no floor where a NaN came (rare): its pieces' keys are not their numbers' */
 		int64_t m = 2 * k, piece = len / m;
+		double top[128];
+		__m512i hi = _mm512_setzero_si512();
 		for (int64_t q = 0; q < m; q++)
-			sorted_put(bk + k, q,
-				   topk_piece_top((const char *)p + q * piece * es, f64, q == m - 1 ? len - q * piece : piece, neg));
-		floor = bk[2 * k - 1]; /* the k-th of the 2 k pieces' highest, held at bk + k */
+			top[q] = topk_piece_top((const char *)p + q * piece * es, f64, q == m - 1 ? len - q * piece : piece, neg, &hi);
+		if (f64 ? _mm512_reduce_max_epu64(hi) <= 0x7ff0000000000000ull : _mm512_reduce_max_epu32(hi) <= 0x7f800000u) {
+			for (int64_t q = 0; q < m; q++)
+				sorted_put(bk + k, q, dkey(top[q]) ^ flip);
+			floor = bk[2 * k - 1]; /* the k-th of the 2 k pieces' highest, held at bk + k */
+		}
 	}
 	double t = key_value(floor ^ flip); /* the value compared against: the floor's, then the k-th's */
 	__m512 tf = _mm512_set1_ps((float)t);
