@@ -881,3 +881,150 @@ Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 				graph_free(g);
 			}
 }
+
+/* #52 topklse: TopK over contiguous float32 and float64 lanes (axis 1 of (R, len)), whose runs are
+ * passed over by vector compares of the values against the k-th (or, before k are held, a floor
+ * from pieces' highest), against a stable sort written here: NaN above every number and every NaN
+ * one value, -0 equal to +0, ties by index; largest and smallest, sorted 0 and 1, at 1 and 3
+ * threads (the same bits). The indices and each value's bits (the input element's: a NaN's payload
+ * and sign, a zero's sign). Lanes: k from 1 to 65 (the floor is taken for len >= 16 k and k <= 64:
+ * both sides), lengths off the 16 and 64 a vector and a block hold, rows of ties among few values,
+ * rows sprinkled with NaNs of both signs, +-0, +-inf and subnormals, rows all NaN, rows with a few
+ * numbers among NaNs, ascending and descending rows (every element a new best), one value with
+ * -0 and +0 alternating. */
+static struct {
+	const void *p;
+	int f64, largest;
+} tk_lane;
+
+static double tk_at(const void *p, int f64, int64_t i)
+{
+	return f64 ? ((const double *)p)[i] : ((const float *)p)[i];
+}
+
+/* a before b in TopK's order (largest first, or smallest), ties by index */
+static int tk_cmp(const void *pa, const void *pb)
+{
+	int64_t i = *(const int64_t *)pa, j = *(const int64_t *)pb;
+	double a = tk_at(tk_lane.p, tk_lane.f64, i), b = tk_at(tk_lane.p, tk_lane.f64, j);
+	int up = isnan(a) || isnan(b) ? isnan(a) - isnan(b) : (a > b) - (a < b); /* a above b: 1 */
+	if (up)
+		return tk_lane.largest ? -up : up;
+	return (i > j) - (i < j);
+}
+
+static double tk_value(uint64_t *s, int row, int64_t j, int64_t len)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	uint64_t r = *s >> 33;
+	double nan_p = r % 3 ? NAN : -NAN;
+	switch (row % 8) {
+	case 0: /* ties among 37 values */
+		return (double)(int)(r % 37) - 18.0;
+	case 1: { /* specials among numbers */
+		static const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-310, -1e-310, 1e-40, -1e-40, 3e38, -3e38};
+		return r % 13 == 0 ? nan_p : r % 13 < 4 ? sp[r / 13 % 10] : (double)(r % 20001) * 1e-3 - 10.0;
+	}
+	case 2: /* all NaN */
+		return nan_p;
+	case 3: /* a few numbers among NaNs */
+		return r % 50 == 0 ? (double)(r % 7) - 3.0 : nan_p;
+	case 4: /* ascending */
+		return (double)j * 0.5 - 100.0;
+	case 5: /* descending */
+		return 100.0 - (double)j * 0.25;
+	case 6: /* one value, -0 and +0 */
+		return j % 2 ? -0.0 : 0.0;
+	default: /* normal-like: the sum of four uniforms */
+		return (double)((r & 255) + (r >> 8 & 255) + (r >> 16 & 255) + (r >> 24 & 255)) / 64.0 - 8.0 +
+		       (j == len - 1 ? 9.0 : 0.0);
+	}
+}
+
+Test(exec, topklse_topk_vector_filter_matches_a_stable_sort)
+{
+	static const struct { int64_t rows, len, k; } cases[] = {
+		{16, 2000, 10}, {8, 1000, 1}, {8, 1031, 64}, {8, 1041, 65}, {8, 333, 40}, {8, 77, 9}, {8, 8, 1},
+		{8, 17, 2},	{8, 129, 8},  {8, 4099, 3},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int f64 = 0; f64 < 2; f64++)
+			for (int largest = 0; largest < 2; largest++) {
+				int64_t R = cases[c].rows, len = cases[c].len, k = cases[c].k, n = R * len;
+				size_t es = f64 ? 8 : 4;
+				char *xd = xmalloc((size_t)n * es), *got[2] = {NULL, NULL};
+				int64_t *ref = xmalloc((size_t)n * sizeof *ref), *gi[2] = {NULL, NULL};
+				uint64_t seed = 1234 + c * 4 + (uint64_t)f64 * 2 + (uint64_t)largest;
+				for (int64_t r = 0; r < R; r++)
+					for (int64_t j = 0; j < len; j++) {
+						double v = tk_value(&seed, (int)r, j, len);
+						if (f64)
+							((double *)xd)[r * len + j] = v;
+						else
+							((float *)xd)[r * len + j] = (float)v;
+					}
+				tk_lane.f64 = f64;
+				tk_lane.largest = largest;
+				for (int64_t r = 0; r < R; r++) {
+					for (int64_t j = 0; j < len; j++)
+						ref[r * len + j] = j;
+					tk_lane.p = xd + r * len * (int64_t)es;
+					qsort(ref + r * len, (size_t)len, sizeof *ref, tk_cmp);
+				}
+				int64_t dims[2] = {R, len}, kd[1] = {1};
+				struct rtensor in[2] = {rt_over(f64 ? DT_DOUBLE : DT_FLOAT, 2, dims, xd), rt_over(DT_INT64, 1, kd, &k)};
+				const char *names[2] = {"x", "k"};
+				for (int sorted = 0; sorted < 2; sorted++) {
+					char yaml[600];
+					snprintf(yaml, sizeof yaml,
+						 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld]},"
+						 " {name: k, dtype: int64, shape: [1]}]\nnodes:\n  - {op: TopK, inputs: [x, k],"
+						 " outputs: [y, i], name: op, attrs: {axis: 1, largest: %d, sorted: %d}}\n"
+						 "outputs: [{name: y}, {name: i}]\n",
+						 f64 ? "float64" : "float32", (long long)R, (long long)len, largest, sorted);
+					struct graph *g = load_text("topk.yaml", yaml);
+					for (int t = 0; t < 2; t++) {
+						pool_set_threads(t ? 3 : 1);
+						struct exec_opts xo = {.inputs = in, .input_names = names, .n_inputs = 2};
+						struct gd_err e = {0};
+						struct exec *x = exec_run(g, &xo, NULL, &e);
+						cr_assert(x, "%s", e.msg);
+						const struct rtensor *y = exec_value(x, strmap_get(&g->names, "y")),
+								     *iy = exec_value(x, strmap_get(&g->names, "i"));
+						cr_assert_eq(y->numel, R * k);
+						cr_assert_eq(iy->numel, R * k);
+						got[t] = xmalloc((size_t)(R * k) * es + 1);
+						gi[t] = xmalloc((size_t)(R * k) * sizeof *gi[t] + 1);
+						memcpy(got[t], y->data, (size_t)(R * k) * es);
+						memcpy(gi[t], iy->data, (size_t)(R * k) * sizeof *gi[t]);
+						exec_free(x);
+					}
+					pool_set_threads(1);
+					graph_free(g);
+					int64_t wrong = 0, first = -1;
+					for (int64_t r = 0; r < R; r++)
+						for (int64_t j = 0; j < k; j++) {
+							int64_t at = r * k + j, want = ref[r * len + j];
+							int ok = gi[0][at] == want &&
+								 !memcmp(got[0] + at * (int64_t)es, xd + (r * len + want) * (int64_t)es, es);
+							if (!ok && !wrong++)
+								first = at;
+						}
+					cr_expect_eq(wrong, 0, "TopK %lldx%lld k %lld %s largest %d sorted %d: %lld wrong, the first #%lld (row %lld): index %lld, not %lld",
+						     (long long)R, (long long)len, (long long)k, f64 ? "float64" : "float32", largest, sorted,
+						     (long long)wrong, (long long)first, (long long)(first < 0 ? 0 : first / k),
+						     (long long)(first < 0 ? 0 : gi[0][first]),
+						     (long long)(first < 0 ? 0 : ref[first / k * len + first % k]));
+					cr_expect(!memcmp(got[0], got[1], (size_t)(R * k) * es) &&
+							  !memcmp(gi[0], gi[1], (size_t)(R * k) * sizeof *gi[0]),
+						  "TopK %lldx%lld k %lld %s largest %d sorted %d: 1 and 3 threads differ", (long long)R,
+						  (long long)len, (long long)k, f64 ? "float64" : "float32", largest, sorted);
+					for (int t = 0; t < 2; t++) {
+						xfree(got[t]);
+						xfree(gi[t]);
+					}
+				}
+				xfree(ref);
+				xfree(xd);
+			}
+}
