@@ -1209,3 +1209,41 @@ Test(exec, fixed_up_lanes_read_the_input_when_the_output_is_written_over_it)
 		graph_free(g);
 	}
 }
+
+/* #52 powadam: Philox's AVX-512 blocks (philox.c) and DietAdam's factored update without divisions
+ * (diet.c's upd_fac_avx512, a lane kept only where every nearby y quantizes alike). */
+
+/* The uniforms of philox_uniforms, every first offset mod 4 and length around the 32-uniform blocks
+ * and the 4 blocks side by side, counters across 2^32 (the counter's high word), and seeds with
+ * high words: each the scalar philox4x32's word, (w >> 8) 2^-24, computed here. */
+Test(exec, powadam_philox_uniforms_match_the_scalar_rounds)
+{
+	static const uint64_t seeds[] = {0, 1, 0x9e3779b97f4a7c15ull, ~0ull};
+	static const uint64_t firsts[] = {0, 1, 2, 3, 4 * 0xffffffffull - 130, 4 * 0xffffffffull + 5};
+	enum { NMAX = 600 };
+	float out[NMAX];
+	int64_t bad = 0;
+	for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++)
+		for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++)
+			for (int n = 0; n <= NMAX; n += n < 40 ? 1 : 37) {
+				philox_uniforms(seeds[s], firsts[f], n, out);
+				for (int j = 0; j < n; j++) {
+					uint64_t i = firsts[f] + (uint64_t)j, ctr = i / 4;
+					/* Philox4x32-10 (Salmon et al. 2011), written out */
+					uint32_t c[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), 0, 0};
+					uint32_t k0 = (uint32_t)seeds[s], k1 = (uint32_t)(seeds[s] >> 32);
+					for (int r = 0; r < 10; r++) {
+						uint64_t p0 = 0xD2511F53ull * c[0], p1 = 0xCD9E8D57ull * c[2];
+						uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+						c[0] = n0, c[1] = (uint32_t)p1, c[2] = n2, c[3] = (uint32_t)p0;
+						k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+					}
+					float want = (float)(c[i % 4] >> 8) / 16777216.0f;
+					if (memcmp(&want, &out[j], sizeof want) && bad++ < 5)
+						cr_expect(0, "seed %#llx, first %llu, n %d: uniform %d is %a, not %a",
+							  (unsigned long long)seeds[s], (unsigned long long)firsts[f], n, j,
+							  (double)out[j], (double)want);
+				}
+			}
+	cr_expect_eq(bad, 0, "%lld uniforms differ", (long long)bad);
+}
