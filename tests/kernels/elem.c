@@ -1209,3 +1209,163 @@ Test(exec, fixed_up_lanes_read_the_input_when_the_output_is_written_over_it)
 		graph_free(g);
 	}
 }
+
+/* #52 powadam: Philox's AVX-512 blocks (philox.c) and DietAdam's factored update without divisions
+ * (diet.c's upd_fac_avx512, a lane kept only where every nearby y quantizes alike). */
+
+/* The uniforms of philox_uniforms, every first offset mod 4 and length around the 32-uniform blocks
+ * and the 4 blocks side by side, counters across 2^32 (the counter's high word), and seeds with
+ * high words: each the scalar philox4x32's word, (w >> 8) 2^-24, computed here. */
+Test(exec, powadam_philox_uniforms_match_the_scalar_rounds)
+{
+	static const uint64_t seeds[] = {0, 1, 0x9e3779b97f4a7c15ull, ~0ull};
+	static const uint64_t firsts[] = {0, 1, 2, 3, 4 * 0xffffffffull - 130, 4 * 0xffffffffull + 5};
+	enum { NMAX = 600 };
+	float out[NMAX];
+	int64_t bad = 0;
+	for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++)
+		for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++)
+			for (int n = 0; n <= NMAX; n += n < 40 ? 1 : 37) {
+				philox_uniforms(seeds[s], firsts[f], n, out);
+				for (int j = 0; j < n; j++) {
+					uint64_t i = firsts[f] + (uint64_t)j, ctr = i / 4;
+					/* Philox4x32-10 (Salmon et al. 2011), written out */
+					uint32_t c[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), 0, 0};
+					uint32_t k0 = (uint32_t)seeds[s], k1 = (uint32_t)(seeds[s] >> 32);
+					for (int r = 0; r < 10; r++) {
+						uint64_t p0 = 0xD2511F53ull * c[0], p1 = 0xCD9E8D57ull * c[2];
+						uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+						c[0] = n0, c[1] = (uint32_t)p1, c[2] = n2, c[3] = (uint32_t)p0;
+						k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+					}
+					float want = (float)(c[i % 4] >> 8) / 16777216.0f;
+					if (memcmp(&want, &out[j], sizeof want) && bad++ < 5)
+						cr_expect(0, "seed %#llx, first %llu, n %d: uniform %d is %a, not %a",
+							  (unsigned long long)seeds[s], (unsigned long long)firsts[f], n, j,
+							  (double)out[j], (double)want);
+				}
+			}
+	cr_expect_eq(bad, 0, "%lld uniforms differ", (long long)bad);
+}
+
+/* DietAdam's factored update, no momentum, against the divisions written here (diet.h's formulas in
+ * float64, float32 moments), nearest and stochastic, at 1 and 3 threads, on 5 x 1043 (a chunk of
+ * 1024 and one of 19: 16 lanes and a tail of 3) and 3 x 7 (only a tail):
+ *   case 0: ordinary g, lr 0.01 (the fast lanes, almost all settled);
+ *   case 1: g tiny (r = c = mean(c) = 1 exactly, eps 1), lr 2^54, scale 2^-7, so y = q - g 2^61 is
+ *           exact: halves (nearest's ties to even), and |y| + U exactly an integer (U from a first
+ *           run's key): lanes on a rounding boundary, which must go to the divisions;
+ *   case 2: edges: NaN, +-inf, -0, subnormal and huge g (clamps), which turn the fast path off (a
+ *           column's c infinite or NaN) or leave lanes to the divisions. */
+static double pa_moment(const float *p, int n, int st, double b2, double bc, double eps)
+{
+	double s = 0;
+	for (int k = 0; k < n; k++)
+		s += (double)p[k * st] * p[k * st];
+	return sqrt((double)(float)((1 - b2) * s / n) / bc) + eps; /* vr, vc 0 before: b2 0 + ... */
+}
+
+static int16_t pa_quantize(double x, double scale, double u)
+{
+	double y = x / scale;
+	if (isnan(y))
+		return 0;
+	y = u < 0 ? nearbyint(y) : copysign(floor(fabs(y) + u), y);
+	return (int16_t)(y > 32767 ? 32767 : y < -32767 ? -32767 : y);
+}
+
+Test(exec, powadam_diet_adam_factored_matches_the_divisions)
+{
+	enum { RM = 5, CM = 1043 };
+	static const int shapes[2][2] = {{RM, CM}, {3, 7}};
+	static int16_t q[RM * CM], got[2][RM * CM];
+	static float g[RM * CM];
+	static double rr[RM], cc[CM];
+	const double b2 = 0.98, bc = 1 - b2;
+	for (int cs = 0; cs < 3; cs++)
+		for (int sh = 0; sh < 2; sh++)
+			for (int st = 0; st < 2; st++) {
+				int R = shapes[sh][0], C = shapes[sh][1];
+				double lr = cs == 1 ? 0x1p54 : 0.01, scale = cs == 1 ? 0x1p-7 : 10.0 / 32767, eps = cs == 1 ? 1 : 1e-10;
+				char yaml[2048];
+				snprintf(yaml, sizeof yaml,
+					 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+					 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
+					 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: float32, shape: [%d]},"
+					 " {name: vc, dtype: float32, shape: [%d]}]\n"
+					 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
+					 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.98, epsilon: %.17g, lr: %.17g,"
+					 " schedule: none, warmup: 1.0, scale: %.17g, round: %s}}\n"
+					 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
+					 R, C, R, C, R, C, eps, lr, scale, st ? "stochastic" : "nearest");
+				struct graph *gr = load_text("powadam_diet.yaml", yaml);
+				static float vr[RM], vc[CM];
+				const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
+				int64_t tv = 1;
+				uint64_t key = 0;
+				for (int k = 0; k < R * C; k++) {
+					q[k] = (int16_t)((k * 7919) % 2001 - 1000);
+					g[k] = (float)((double)((k * 104729) % 1999 - 999) * 0.0012345);
+				}
+				for (int pass = 0; pass < 2; pass++) {
+					if (cs == 1) /* y = q - g 2^61: halves, and (pass 1) |y| + U integers */
+						for (int k = 0; k < R * C; k++) {
+							double want = (k % 3 ? q[k] - ((k * 31) % 41 - 20) * 0.5 : q[k] - 0.25 * (k % 7));
+							if (pass && st && k % 3 == 0) { /* |y| = n - U */
+								double u = philox_uniform(key, (uint64_t)k);
+								want = q[k] >= 0 ? (q[k] + 1 - u) : -(-q[k] + 1 - u);
+							}
+							g[k] = (float)((q[k] - want) * 0x1p-61);
+						}
+					if (cs == 2) {
+						static const float edges[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-41f, 3e38f, -3e38f, 0.0f};
+						for (int k = 0; k < R * C; k += 97)
+							g[k] = edges[(k / 97) % 8];
+					}
+					for (int th = 0; th < 2; th++) {
+						memset(vr, 0, sizeof vr);
+						memset(vc, 0, sizeof vc);
+						struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, q), rt_over(DT_FLOAT, 2, dq, g),
+									 rt_over(DT_INT64, 0, dq, &tv), rt_over(DT_FLOAT, 1, dr, vr),
+									 rt_over(DT_FLOAT, 1, dc, vc)};
+						const char *names[5] = {"q", "g", "t", "vr", "vc"};
+						pool_set_threads(th ? 3 : 1);
+						struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
+						struct gd_err e = {0};
+						struct exec *x = exec_run(gr, &xo, NULL, &e);
+						cr_assert(x, "%s", e.msg);
+						for (uint32_t n = 0; n < gr->n_nodes; n++)
+							if (gr->nodes[n]->op == OP_DIET_ADAM)
+								key = exec_node_seed(x, gr->nodes[n]) ^ 0x9e3779b97f4a7c15ull; /* t = 1 */
+						memcpy(got[th], exec_value(x, strmap_get(&gr->names, "qn"))->data,
+						       sizeof(int16_t) * (size_t)(R * C));
+						exec_free(x);
+					}
+					pool_set_threads(1);
+					if (cs != 1 || !st || pass) /* case 1's second pass needs the key */
+						break;
+				}
+				double cmean = 0;
+				for (int i = 0; i < R; i++)
+					rr[i] = pa_moment(g + i * C, C, 1, b2, bc, eps);
+				for (int j = 0; j < C; j++) {
+					cc[j] = pa_moment(g + j, R, C, b2, bc, eps);
+					cmean += cc[j];
+				}
+				cmean /= C;
+				int64_t bad = 0;
+				for (int k = 0; k < R * C; k++) {
+					double denom = rr[k / C] * cc[k % C] / cmean;
+					int16_t want = pa_quantize(q[k] * scale - lr * (double)g[k] / denom, scale,
+								   st ? philox_uniform(key, (uint64_t)k) : -1);
+					if (got[0][k] != want && bad++ < 5)
+						cr_expect(0, "case %d, %dx%d, %s: q'[%d] %d, not %d (g %a)", cs, R, C,
+							  st ? "stochastic" : "nearest", k, got[0][k], want, (double)g[k]);
+				}
+				cr_expect_eq(bad, 0, "case %d, %dx%d, %s: %lld differ", cs, R, C, st ? "stochastic" : "nearest",
+					     (long long)bad);
+				cr_expect(!memcmp(got[0], got[1], sizeof(int16_t) * (size_t)(R * C)),
+					  "case %d, %dx%d: 1 and 3 threads differ", cs, R, C);
+				graph_free(gr);
+			}
+}
