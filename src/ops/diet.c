@@ -342,7 +342,7 @@ static void upd_span(void *arg, int64_t lo, int64_t hi)
  * i = 0, 1, ...), so the bits do not depend on how the work is cut. The squares are exact (float
  * times float in double). A tile of 8 rows x 8 columns is squared once: the column sums add its
  * rows lane-wise, the row sums its transpose's rows (8 chains side by side in one vector). */
-typedef double v8d __attribute__((vector_size(64)));
+typedef vm_v8d v8d;
 typedef float v8f __attribute__((vector_size(32)));
 #define MOM_ROWS 8
 #define MOM_STRIP 256 /* columns a piece of the columns' pass walks down */
@@ -353,25 +353,6 @@ static inline __attribute__((always_inline)) void sq8(const float *p, v8d *out)
 	memcpy(&f, p, sizeof f);
 	v8d d = __builtin_convertvector(f, v8d);
 	*out = d * d;
-}
-
-/* 8x8 transpose: t[j] lane k = a[k] lane j */
-static inline __attribute__((always_inline)) void tr8(const v8d *a, v8d *t)
-{
-	v8d b[8], c[8];
-	for (int k = 0; k < 8; k += 2) {
-		b[k] = __builtin_shufflevector(a[k], a[k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
-		b[k + 1] = __builtin_shufflevector(a[k], a[k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-	}
-	for (int k = 0; k < 8; k += 4)
-		for (int h = 0; h < 2; h++) {
-			c[k + h] = __builtin_shufflevector(b[k + h], b[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-			c[k + h + 2] = __builtin_shufflevector(b[k + h], b[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-		}
-	for (int h = 0; h < 4; h++) {
-		t[h] = __builtin_shufflevector(c[h], c[h + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-		t[h + 4] = __builtin_shufflevector(c[h], c[h + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-	}
 }
 
 /* Rows i .. i + 7: their sums into s[i ..]; with colsum, each square also added to colsum[j] row
@@ -391,7 +372,7 @@ VM_CLONES static void mom_rows8(const float *g, int64_t i, int64_t cols, double 
 				c = c + a[k];
 			memcpy(colsum + j, &c, sizeof c);
 		}
-		tr8(a, t);
+		vm_transpose8(a, t); /* t[j] lane k = a[k] lane j */
 		for (int k = 0; k < 8; k++)
 			acc = acc + t[k];
 	}

@@ -476,8 +476,8 @@ VM_AI int vm_powf_settled(float x, float y, float dn, float *r)
 }
 
 /* 8 x 8 doubles turned: t[j] lane k = a[k] lane j. Three rounds of two-source shuffles (24 in all),
- * in GCC/Clang vectors, so each VM_CLONES clone takes its own registers' width. (diet.c's tr8 is the
- * same transpose, written before this.) */
+ * in GCC/Clang vectors, so each VM_CLONES clone takes its own registers' width. (signal.c's lines,
+ * diet.c's row sums) */
 typedef double vm_v8d __attribute__((vector_size(64)));
 static inline __attribute__((always_inline)) void vm_transpose8(const vm_v8d *a, vm_v8d *t)
 {
