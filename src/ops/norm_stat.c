@@ -392,7 +392,7 @@ INLINE void lrn_out_f64(double *restrict y, const double *restrict x, const doub
 		for (int64_t c = size <= LRN_RING ? -hi : 0; c < C; c++) {                                  \
 			int64_t k = c + hi;                                                                 \
 			if (size > LRN_RING) {                                                              \
-				for (int64_t t = 0; t < w; t++)                                             \
+				for (int64_t t = 0; t < w8; t++) /* past w: the lanes read, not kept */     \
 					s[t] = 0;                                                           \
 				for (k = c - lo > 0 ? c - lo : 0; k <= c + hi && k < C; k++)                \
 					for (int64_t t = 0; t < w; t++) {                                   \
