@@ -271,8 +271,9 @@ GS_ROWS(double)
  * weights are loaded once for the four, and the four sums are independent chains: the one-row loop
  * spent 8 of an output's about 25 instructions on them, its 4 adds one chain (perf: 5.4 cycles an
  * output, 1.48 ns). 8 x 64 x 24 x 24 bilinear (bench_roofline, 1 thread, load 3 to 10 on 2 cores,
- * interleaved, best of 15): 0.436-0.443 -> 0.396-0.402 ms. Nothing is gathered: one vector lane per
- * point was slower (last session, and GCC's own AVX-512 gathers under VM_CLONES here: 0.49 ms). */
+ * interleaved, best of 15): 0.436-0.443 -> 0.396-0.402 ms. One vector lane per point was slower
+ * (last session), and so was the old loop compiled as VM_CLONES' AVX-512 clone (no gathers; 0.44 ->
+ * 0.47-0.49 ms), so this file stays on the baseline's scalar SSE2. */
 enum { GS_PLANES = 4 };
 static void gs_rows4_float(const float *restrict p, int64_t ps, float *restrict y, int64_t ys, const int64_t *restrict at,
 			   const double *restrict w, const int *restrict K, int64_t m, int64_t taps)
