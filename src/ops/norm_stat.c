@@ -217,79 +217,206 @@ struct lrn_job {
 	double as, beta, bias; /* as: alpha / size, as the walk computes it first */
 };
 
-/* float32 results by a root that vectorises where it settles the rounding: q = x / r(d), r(d) one
- * of d (beta 1), sqrt(d) (0.5) and sqrt(d) sqrt(sqrt(d)) (0.75), each within a few double ulps of
- * d^beta for d > 0 finite, as glibc's pow is (under one ulp); where every real within 2^-40 of q
- * (relative) rounds to one float, x / pow(d, beta) lies there too and rounds to that float, the
- * walk's result. Elsewhere (a rounding boundary within reach, one element in about 2^15; d not
- * positive and finite; NaNs) the walk's own x / pow(d, beta). */
-INLINE void lrn_roots(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *restrict s,
-		      int64_t w, double bias, double as, int root)
+/* The window sums: each channel's row of squares made once per block into a ring of LRN_RING rows
+ * (the walk squared every row once per window it lies in, size times, and added into s[] in
+ * memory), the channels outside [0, C) a row of zeros, and s = p[0] + p[1] + ... + p[size - 1]
+ * added 8 lanes at a time in registers. The same sum as the walk's, bit for bit: its s starts at 0
+ * and 0 + a is a; the zero rows are added where the walk adds nothing, before its first square
+ * (0 + 0) or after its last (a + 0 is a: a is never -0, the squares being +0 or more, or NaN). */
+#define LRN_RING 16
+typedef double lrn_v __attribute__((vector_size(64)));
+typedef int64_t lrn_i __attribute__((vector_size(64)));
+typedef uint64_t lrn_u __attribute__((vector_size(64)));
+typedef float lrn_f __attribute__((vector_size(32)));
+typedef int32_t lrn_m __attribute__((vector_size(32)));
+typedef int8_t lrn_b __attribute__((vector_size(8)));
+
+/* the window sums of lanes t .. t + 7 into *s */
+INLINE void lrn_sum8(lrn_v *s, const double *const *p, int64_t size, int64_t t)
 {
-	for (int64_t t = 0; t < w; t++) {
-		double d = bias + as * s[t];
-		double r = root == 1 ? d : root == 2 ? sqrt(d) : sqrt(d) * sqrt(sqrt(d)), q = x[t] / r, e = fabs(q) * 0x1p-40;
-		float lo = (float)(q - e), hi = (float)(q + e);
-		ok[t] = d > 0 && d < INFINITY && lo == hi;
-		y[t] = lo;
+	lrn_v v, r;
+	memcpy(&v, p[0] + t, sizeof v);
+	for (int64_t i = 1; i < size; i++) {
+		memcpy(&r, p[i] + t, sizeof r);
+		v += r;
 	}
+	*s = v;
+}
+
+/* one lane's window sum, the same adds in the same order */
+INLINE double lrn_sum1(const double *const *p, int64_t size, int64_t t)
+{
+	double v = p[0][t];
+	for (int64_t i = 1; i < size; i++)
+		v += p[i][t];
+	return v;
+}
+
+/* float32 results by a root, 8 lanes (x8, y8, ok8) at ring lane t: q = x / d (beta 1), x d^-1/2
+ * (0.5) or x (d^-1/4)^3 (0.75), where every real within 2^-40 of q (relative) rounds to one float
+ * (vmath.h's vm_settled_f, lane-wise): q is within 2^-49 of x d^-beta for d in [2^-1000, 2^1000], as
+ * glibc's pow is (under one ulp), so x / pow(d, beta) lies there too and rounds to that float, the
+ * walk's result. Elsewhere (a rounding boundary within reach, one lane in about 2^15; d outside
+ * [2^-100, 2^100], tested as a float: GCC 12 makes each lane of a 512-bit double compare a scalar
+ * vcomisd, 4.5 ms in all; NaNs) *ok8 is 0 and *bad gets the lane; the caller gives those to
+ * x / pow(d, beta).
+ *
+ * The roots take no square root and no division (the two vsqrtpd and the vdivpd of sqrt(d)
+ * sqrt(sqrt(d)) were 1.2 of the 3.1 ms of 8x64x48x48 at beta 0.75): an estimate from d's bits (its
+ * exponent, as a logarithm, halved or quartered: within 3.5% and 3.2%), then four Newton steps
+ * z <- z (3/2 - d/2 z^2) or z <- z (5/4 - d/4 z^4), each squaring the error (times 1.5 and 2.5):
+ * within 2^-51.6 of d^-1/2 and, cubed, 2^-49.9 of d^-3/4 (mpmath, 10^5 random d over the range and
+ * every power of 2 with its neighbours); three steps leave 2^-35 and 2^-29. */
+INLINE void lrn_roots8(float *y8, uint8_t *ok8, lrn_m *bad, const float *x8, const double *const *p, int64_t size,
+		       int64_t t, double bias, double as, int root)
+{
+	lrn_v s, q, z;
+	lrn_f xf;
+	lrn_sum8(&s, p, size, t);
+	lrn_v d = bias + as * s;
+	memcpy(&xf, x8, sizeof xf);
+	lrn_v xd = __builtin_convertvector(xf, lrn_v);
+	lrn_u u = (lrn_u)d;
+	if (root == 1) {
+		q = xd / d;
+	} else if (root == 2) {
+		lrn_v h = 0.5 * d;
+		z = (lrn_v)(0x5fe6ec0000000000u - (u >> 1));
+		for (int i = 0; i < 4; i++)
+			z = z * (1.5 - h * (z * z));
+		q = xd * z;
+	} else {
+		lrn_v h = 0.25 * d;
+		z = (lrn_v)(0x4feb0c0000000000u - (u >> 2));
+		for (int i = 0; i < 4; i++) {
+			lrn_v z2 = z * z;
+			z = z * (1.25 - h * (z2 * z2));
+		}
+		q = xd * (z * z * z);
+	}
+	lrn_v e = (lrn_v)((lrn_i)q & INT64_MAX) * 0x1p-40;
+	lrn_f lo = __builtin_convertvector(q - e, lrn_f), hi = __builtin_convertvector(q + e, lrn_f);
+	lrn_f df = __builtin_convertvector(d, lrn_f);
+	lrn_m set = (lo == hi) & (df >= 0x1p-100f) & (df <= 0x1p100f);
+	lrn_b o = __builtin_convertvector(set, lrn_b);
+	memcpy(y8, &lo, sizeof lo);
+	memcpy(ok8, &o, sizeof o);
+	*bad |= ~set;
 }
 
 /* #52 pow: any other beta the same way, d^beta by vmath.h's vm_pow_d (within 2^-42 of it where d is
  * normal and |beta log2 d| <= 150, inside the 2^-40) */
-INLINE void lrn_pow(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *restrict s,
-		    int64_t w, double bias, double as, double beta)
+INLINE int lrn_pow(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *restrict s,
+		   int64_t w, double bias, double as, double beta)
 {
+	int left = 0;
 	for (int64_t t = 0; t < w; t++) {
 		double d = bias + as * s[t], l, r = vm_pow_d(d, beta, &l);
 		float v;
 		int k = vm_settled_f(x[t] / r, &v);
 		ok[t] = (uint8_t)((d >= 0x1p-1022) & (d < INFINITY) & (fabs(l) <= 150.0) & k);
+		left |= !ok[t];
 		y[t] = v;
+	}
+	return left;
+}
+
+/* s[t], t < w8 (a multiple of 8), the window sums */
+INLINE void lrn_window(double *restrict s, const double *const *p, int64_t size, int64_t w8)
+{
+	for (int64_t t = 0; t < w8; t += 8) {
+		lrn_v v;
+		lrn_sum8(&v, p, size, t);
+		memcpy(s + t, &v, sizeof v);
 	}
 }
 
-INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double *restrict s, int64_t w,
-			const struct lrn_job *j)
+/* a root's lanes, 8 at a time, the last up to 8 through a padded copy */
+INLINE int lrn_roots(float *restrict y, uint8_t *restrict ok, const float *restrict x, const double *const *p,
+		     int64_t size, int64_t w, double bias, double as, int root)
 {
-	uint8_t ok[STAT_BLOCK];
-	int root = j->beta == 1 ? 1 : j->beta == 0.5 ? 2 : j->beta == 0.75 ? 3 : 0;
-	if (root == 1)
-		lrn_roots(y, ok, x, s, w, j->bias, j->as, 1);
-	else if (root == 2)
-		lrn_roots(y, ok, x, s, w, j->bias, j->as, 2);
-	else if (root == 3)
-		lrn_roots(y, ok, x, s, w, j->bias, j->as, 3);
-	else
-		lrn_pow(y, ok, x, s, w, j->bias, j->as, j->beta);
-	for (int64_t t = 0; t < w; t++)
-		if (!ok[t])
-			y[t] = (float)(x[t] / pow(j->bias + j->as * s[t], j->beta));
+	lrn_m bad = {0};
+	int64_t t = 0;
+	for (; t + 8 <= w; t += 8)
+		lrn_roots8(y + t, ok + t, &bad, x + t, p, size, t, bias, as, root);
+	if (t < w) {
+		float x8[8] = {0}, y8[8];
+		memcpy(x8, x + t, (size_t)(w - t) * sizeof *x);
+		lrn_roots8(y8, ok + t, &bad, x8, p, size, t, bias, as, root);
+		memcpy(y + t, y8, (size_t)(w - t) * sizeof *y);
+	}
+	uint64_t b[4];
+	memcpy(b, &bad, sizeof b);
+	return (b[0] | b[1] | b[2] | b[3]) != 0;
 }
 
-INLINE void lrn_out_f64(double *restrict y, const double *restrict x, const double *restrict s, int64_t w,
-			const struct lrn_job *j)
+/* channel row y, x of w pixels from the window's rows p (their sums: s) */
+INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double *const *p, int64_t size,
+			double *restrict s, int64_t w, int64_t w8, const struct lrn_job *j)
 {
+	uint8_t ok[STAT_BLOCK];
+	int root = j->beta == 1 ? 1 : j->beta == 0.5 ? 2 : j->beta == 0.75 ? 3 : 0, left;
+	if (root == 1)
+		left = lrn_roots(y, ok, x, p, size, w, j->bias, j->as, 1);
+	else if (root == 2)
+		left = lrn_roots(y, ok, x, p, size, w, j->bias, j->as, 2);
+	else if (root == 3)
+		left = lrn_roots(y, ok, x, p, size, w, j->bias, j->as, 3);
+	else {
+		lrn_window(s, p, size, w8);
+		left = lrn_pow(y, ok, x, s, w, j->bias, j->as, j->beta);
+	}
+	for (int64_t t = 0; left && t < w; t++)
+		if (!ok[t])
+			y[t] = (float)(x[t] / pow(j->bias + j->as * lrn_sum1(p, size, t), j->beta));
+}
+
+INLINE void lrn_out_f64(double *restrict y, const double *restrict x, const double *const *p, int64_t size,
+			double *restrict s, int64_t w, int64_t w8, const struct lrn_job *j)
+{
+	lrn_window(s, p, size, w8);
 	for (int64_t t = 0; t < w; t++)
 		y[t] = x[t] / pow(j->bias + j->as * s[t], j->beta);
 }
 
-/* w (<= STAT_BLOCK) neighbouring pixels of one image (C, inner) from x: each pixel's window sum
- * from 0 over the channels in order, the block's pixels side by side */
+/* w (<= STAT_BLOCK) neighbouring pixels of one image (C, inner) from x, each pixel's window over
+ * the channels in order, the block's pixels side by side; a window wider than LRN_RING walks
+ * the channels one by one as norm.c does */
 #define LRN_BLOCK(T, name, out)                                                                             \
 	INLINE void name(T *restrict y, const T *restrict x, const struct lrn_job *j, int64_t w)             \
 	{                                                                                                   \
-		double s[STAT_BLOCK];                                                                       \
-		int64_t C = j->C, inner = j->inner;                                                         \
-		for (int64_t c = 0; c < C; c++) {                                                           \
-			for (int64_t t = 0; t < w; t++)                                                     \
-				s[t] = 0;                                                                   \
-			for (int64_t k = c - j->lo > 0 ? c - j->lo : 0; k <= c + j->hi && k < C; k++)      \
+		double s[STAT_BLOCK], ring[LRN_RING][STAT_BLOCK], zero[STAT_BLOCK] = {0};                   \
+		const double *p[LRN_RING];                                                                  \
+		int64_t C = j->C, inner = j->inner, lo = j->lo, hi = j->hi, size = lo + hi + 1;             \
+		int64_t w8 = (w + 7) / 8 * 8;                                                               \
+		for (int64_t c = size <= LRN_RING ? -hi : 0; c < C; c++) {                                  \
+			int64_t k = c + hi;                                                                 \
+			if (size > LRN_RING) {                                                              \
+				for (int64_t t = 0; t < w8; t++) /* past w: the lanes read, not kept */     \
+					s[t] = 0;                                                           \
+				for (k = c - lo > 0 ? c - lo : 0; k <= c + hi && k < C; k++)                \
+					for (int64_t t = 0; t < w; t++) {                                   \
+						double v = x[k * inner + t];                                \
+						s[t] += v * v;                                              \
+					}                                                                   \
+				p[0] = s;                                                                   \
+				out(y + c * inner, x + c * inner, p, 1, ring[0], w, w8, j);                 \
+				continue;                                                                   \
+			}                                                                                   \
+			if (k < C) {                                                                        \
+				double *r = ring[k % size];                                                 \
 				for (int64_t t = 0; t < w; t++) {                                           \
 					double v = x[k * inner + t];                                        \
-					s[t] += v * v;                                                      \
+					r[t] = v * v;                                                       \
 				}                                                                           \
-			out(y + c * inner, x + c * inner, s, w, j);                                         \
+				for (int64_t t = w; t < w8; t++)                                            \
+					r[t] = 0;                                                           \
+			}                                                                                   \
+			if (c < 0)                                                                          \
+				continue;                                                                   \
+			for (int64_t i = 0; i < size; i++)                                                  \
+				p[i] = c - lo + i < 0 || c - lo + i >= C ? zero : ring[(c - lo + i) % size]; \
+			out(y + c * inner, x + c * inner, p, size, s, w, w8, j);                            \
 		}                                                                                           \
 	}
 LRN_BLOCK(float, lrn_block_f32, lrn_out_f32)

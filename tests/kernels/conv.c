@@ -1490,3 +1490,173 @@ Test(exec, pool2_resize_linear_rows_match_the_definition_at_1_and_3_threads)
 			graph_free(g);
 		}
 }
+
+/* #52 lrngrid: LRN's float32 roots (beta 0.75, 0.5, 1: Newton steps from d's bits, the window sums
+ * from a ring of squared rows with zero rows past the channels, 8 lanes at a time and a padded
+ * last group) against y = x / (bias + alpha / size sum(x^2))^beta written here: the squares summed
+ * in double from 0 in channel order, libm's pow, one rounding to float. Bit for bit (any NaN for a
+ * NaN), at 1 and 3 threads alike: window sizes 1 to 17 (17: past the ring's 16 rows), fewer channels
+ * than the window, pixel counts that leave 0 to 7 lanes over, bias 0 (d = 0 where a window is all
+ * zeros: pow's inf or NaN), values in [-3, 3] with zeros, -0, subnormals, huge ones (d past the
+ * roots' range), infinities and NaNs; and some quotients within 2^-40 of a float's rounding boundary
+ * (about one in 2^15, counted here: the lanes the kernel gives to pow). */
+Test(exec, lrngrid_lrn_roots_match_pow_bit_for_bit_at_1_and_3_threads)
+{
+	static const struct {
+		int64_t dims[4], size;
+		float alpha, beta, bias;
+	} cases[] = {
+		{{1, 64, 48, 48}, 5, 1e-4f, 0.75f, 1.0f}, /* the bench's row, one image */
+		{{2, 16, 7, 41}, 5, 0.02f, 0.75f, 2.0f},  {{2, 16, 7, 41}, 3, 0.5f, 0.5f, 1.0f},
+		{{2, 16, 7, 41}, 4, 0.5f, 1.0f, 1.5f},    {{1, 9, 1, 300}, 1, 0.3f, 0.75f, 0.5f},
+		{{1, 9, 1, 257}, 2, 0.3f, 0.5f, 0.0f},    {{3, 3, 1, 13}, 5, 0.02f, 0.75f, 0.0f},
+		{{2, 1, 3, 3}, 7, 0.02f, 1.0f, 1.0f},     {{1, 20, 1, 15}, 16, 0.7f, 0.75f, 1.0f},
+		{{1, 20, 1, 15}, 17, 0.7f, 0.75f, 1.0f},  {{1, 20, 2, 7}, 17, 0.7f, 0.5f, 3.0f},
+		{{4, 6, 1, 1}, 3, 1.0f, 0.75f, 1e-3f},    {{1, 8, 1, 64}, 5, 1e-4f, 0.75f, 1e-35f},
+	};
+	static const double sp[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 1e-40, -3e-39, 3e30, -2e25, 1e19, 0x1p-126};
+	int64_t near = 0;
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const int64_t *d = cases[c].dims, C = d[1], inner = d[2] * d[3], n = d[0] * C * inner;
+		int64_t lo = (cases[c].size - 1) / 2, hi = cases[c].size / 2;
+		double as = (double)cases[c].alpha / (double)cases[c].size, bias = cases[c].bias, beta = cases[c].beta;
+		float *x = xmalloc((size_t)n * sizeof *x), *y1 = xmalloc((size_t)n * sizeof *y1);
+		uint64_t seed = 4099 + c;
+		for (int64_t i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			uint32_t r = (uint32_t)(seed >> 32);
+			x[i] = (float)(r % 53 == 0 ? sp[r / 53 % 12] : r % 13 == 0 ? 0.0 : (double)(r >> 8) / 16777216.0 * 6.0 - 3.0);
+		}
+		for (int th = 1; th <= 3; th += 2) {
+			struct rtensor t = shape_tensor(DT_FLOAT, 4, d, x);
+			char node[300];
+			snprintf(node, sizeof node,
+				 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: %.9g, beta: %.9g, bias: %.9g}}",
+				 (long long)cases[c].size, (double)cases[c].alpha, beta, bias);
+			struct shape_run s;
+			shape_run(&s, node, &t, 1, th);
+			const float *y = s.y->data;
+			int64_t wrong = 0, first = -1, differ = 0;
+			float want0 = 0;
+			for (int64_t i = 0; i < n; i++) {
+				int64_t ch = i / inner % C, at = i - ch * inner;
+				double sum = 0;
+				for (int64_t k = ch - lo > 0 ? ch - lo : 0; k <= ch + hi && k < C; k++)
+					sum += (double)x[at + k * inner] * x[at + k * inner];
+				double q = x[i] / pow(bias + as * sum, beta);
+				float want = (float)q;
+				near += th == 1 && (float)(q - fabs(q) * 0x1p-40) != (float)(q + fabs(q) * 0x1p-40) && q == q && fabs(q) < INFINITY;
+				if (memcmp(&want, y + i, 4) && !(isnan(want) && isnan(y[i])) && !wrong++)
+					first = i, want0 = want;
+				if (th == 3 && memcmp(y1 + i, y + i, 4))
+					differ++;
+			}
+			cr_expect_eq(wrong, 0, "LRN case %zu (size %lld, beta %g) at %d threads: %lld of %lld wrong, the first #%lld: %a, not %a",
+				     c, (long long)cases[c].size, beta, th, (long long)wrong, (long long)n, (long long)first,
+				     first < 0 ? 0.0 : (double)y[first], (double)want0);
+			cr_expect_eq(differ, 0, "LRN case %zu: %lld outputs differ between 1 and 3 threads", c, (long long)differ);
+			if (th == 1)
+				memcpy(y1, y, (size_t)n * sizeof *y);
+			shape_done(&s);
+		}
+		xfree(x);
+		xfree(y1);
+	}
+	cr_expect_gt(near, 0, "no quotient near a rounding boundary: the lanes given to pow are not covered");
+}
+
+/* #52 lrngrid: GridSample float32's channel rows four planes at a time (a point's taps read once for
+ * four channels, the rest one by one) against the rule written here: PyTorch's unnormalize, border
+ * clipping, the bilinear taps y-major with weights wy wx (or nearest, half to even), taps outside X
+ * and zero weights skipped, the sum in double from 0 in that order, rounded once. Bit for bit, any
+ * NaN for a NaN, at 1 and 3 threads alike: channel counts 1, 3, 4, 5, 8 and 11 (no, some and all
+ * channels in fours), odd plane sizes, more points than a block, X with zeros, -0, NaN, infinities
+ * and huge values, grid points outside [-1, 1] and on the edges. */
+static int lrngrid_gs_axis(int nearest, int border, int align, double g, int64_t S, int64_t *idx, double *w)
+{
+	double c = align ? (g + 1) / 2 * (double)(S - 1) : ((g + 1) * (double)S - 1) / 2;
+	if (border)
+		c = c <= 0 ? 0 : c >= (double)(S - 1) ? (double)(S - 1) : c;
+	if (nearest) {
+		double r = nearbyint(c);
+		idx[0] = r >= 0 && r < (double)S ? (int64_t)r : -1;
+		w[0] = 1;
+		return 1;
+	}
+	double f = floor(c);
+	for (int k = 0; k < 2; k++)
+		idx[k] = f + k >= 0 && f + k < (double)S ? (int64_t)(f + k) : -1;
+	w[1] = c - f;
+	w[0] = 1 - w[1];
+	return 2;
+}
+
+Test(exec, lrngrid_grid_sample_planes_match_the_rule_at_1_and_3_threads)
+{
+	static const int64_t shapes[][6] = {{2, 4, 5, 7, 9, 10}, {1, 1, 3, 3, 2, 2}, {2, 3, 6, 5, 4, 3},
+					    {1, 5, 9, 11, 13, 17}, {2, 8, 24, 24, 24, 24}, {1, 11, 7, 1, 5, 29}};
+	static const double sp[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 3e38, -1e-40};
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+		for (int mode = 0; mode < 8; mode++) {
+			int nearest = mode & 1, border = mode >> 1 & 1, align = mode >> 2;
+			int64_t N = shapes[sh][0], C = shapes[sh][1], H = shapes[sh][2], W = shapes[sh][3], OH = shapes[sh][4],
+				OW = shapes[sh][5], nx = N * C * H * W, ng = N * OH * OW * 2, ny = N * C * OH * OW;
+			float *xd = xmalloc((size_t)nx * sizeof *xd), *gd = xmalloc((size_t)ng * sizeof *gd);
+			float *y1 = xmalloc((size_t)ny * sizeof *y1);
+			uint64_t seed = 31 + sh;
+			for (int64_t i = 0; i < nx + ng; i++) {
+				seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+				uint32_t r = (uint32_t)(seed >> 32);
+				double u = (double)(r >> 8) / 16777216.0;
+				if (i < nx)
+					xd[i] = (float)(r % 41 == 0 ? sp[r / 41 % 7] : u * 8 - 4);
+				else
+					gd[i - nx] = (float)(r % 19 == 0 ? (double)(r / 19 % 3) - 1 : u * 2.6 - 1.3);
+			}
+			for (int th = 1; th <= 3; th += 2) {
+				char node[200];
+				snprintf(node, sizeof node,
+					 "{op: GridSample, inputs: [x, r], outputs: [y], attrs: {mode: %s, padding_mode: %s, align_corners: %d}}",
+					 nearest ? "nearest" : "bilinear", border ? "border" : "zeros", align);
+				int64_t xdims[4] = {N, C, H, W}, gdims[4] = {N, OH, OW, 2};
+				struct rtensor t[2] = {shape_tensor(DT_FLOAT, 4, xdims, xd), shape_tensor(DT_FLOAT, 4, gdims, gd)};
+				struct shape_run s;
+				shape_run(&s, node, t, 2, th);
+				cr_assert_eq(s.y->numel, ny);
+				const float *y = s.y->data;
+				int64_t wrong = 0, first = -1, differ = 0;
+				for (int64_t n = 0; n < N; n++)
+					for (int64_t pt = 0; pt < OH * OW; pt++) {
+						int64_t iy[2], ix[2];
+						double wy[2], wx[2];
+						int ty = lrngrid_gs_axis(nearest, border, align, gd[(n * OH * OW + pt) * 2 + 1], H, iy, wy);
+						int tx = lrngrid_gs_axis(nearest, border, align, gd[(n * OH * OW + pt) * 2], W, ix, wx);
+						for (int64_t ch = 0; ch < C; ch++) {
+							double v = 0;
+							for (int a = 0; a < ty; a++)
+								for (int b = 0; b < tx; b++) {
+									double wt = wy[a] * wx[b];
+									if (iy[a] >= 0 && ix[b] >= 0 && wt != 0)
+										v += wt * xd[((n * C + ch) * H + iy[a]) * W + ix[b]];
+								}
+							int64_t o = (n * C + ch) * OH * OW + pt;
+							float want = (float)v;
+							if (memcmp(&want, y + o, 4) && !(isnan(want) && isnan(y[o])) && !wrong++)
+								first = o;
+							if (th == 3 && memcmp(y1 + o, y + o, 4))
+								differ++;
+						}
+					}
+				cr_expect_eq(wrong, 0, "GridSample shape %zu mode %d at %d threads: %lld of %lld wrong, the first #%lld",
+					     sh, mode, th, (long long)wrong, (long long)ny, (long long)first);
+				cr_expect_eq(differ, 0, "GridSample shape %zu mode %d: %lld outputs differ between 1 and 3 threads", sh,
+					     mode, (long long)differ);
+				if (th == 1)
+					memcpy(y1, y, (size_t)ny * sizeof *y);
+				shape_done(&s);
+			}
+			xfree(xd);
+			xfree(gd);
+			xfree(y1);
+		}
+}
