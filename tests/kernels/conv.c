@@ -1572,25 +1572,6 @@ Test(exec, lrngrid_lrn_roots_match_pow_bit_for_bit_at_1_and_3_threads)
  * NaN for a NaN, at 1 and 3 threads alike: channel counts 1, 3, 4, 5, 8 and 11 (no, some and all
  * channels in fours), odd plane sizes, more points than a block, X with zeros, -0, NaN, infinities
  * and huge values, grid points outside [-1, 1] and on the edges. */
-static int lrngrid_gs_axis(int nearest, int border, int align, double g, int64_t S, int64_t *idx, double *w)
-{
-	double c = align ? (g + 1) / 2 * (double)(S - 1) : ((g + 1) * (double)S - 1) / 2;
-	if (border)
-		c = c <= 0 ? 0 : c >= (double)(S - 1) ? (double)(S - 1) : c;
-	if (nearest) {
-		double r = nearbyint(c);
-		idx[0] = r >= 0 && r < (double)S ? (int64_t)r : -1;
-		w[0] = 1;
-		return 1;
-	}
-	double f = floor(c);
-	for (int k = 0; k < 2; k++)
-		idx[k] = f + k >= 0 && f + k < (double)S ? (int64_t)(f + k) : -1;
-	w[1] = c - f;
-	w[0] = 1 - w[1];
-	return 2;
-}
-
 Test(exec, lrngrid_grid_sample_planes_match_the_rule_at_1_and_3_threads)
 {
 	static const int64_t shapes[][6] = {{2, 4, 5, 7, 9, 10}, {1, 1, 3, 3, 2, 2}, {2, 3, 6, 5, 4, 3},
@@ -1629,8 +1610,8 @@ Test(exec, lrngrid_grid_sample_planes_match_the_rule_at_1_and_3_threads)
 					for (int64_t pt = 0; pt < OH * OW; pt++) {
 						int64_t iy[2], ix[2];
 						double wy[2], wx[2];
-						int ty = lrngrid_gs_axis(nearest, border, align, gd[(n * OH * OW + pt) * 2 + 1], H, iy, wy);
-						int tx = lrngrid_gs_axis(nearest, border, align, gd[(n * OH * OW + pt) * 2], W, ix, wx);
+						int ty = gsr_axis(nearest, border, align, gd[(n * OH * OW + pt) * 2 + 1], H, iy, wy);
+						int tx = gsr_axis(nearest, border, align, gd[(n * OH * OW + pt) * 2], W, ix, wx);
 						for (int64_t ch = 0; ch < C; ch++) {
 							double v = 0;
 							for (int a = 0; a < ty; a++)

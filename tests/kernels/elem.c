@@ -1265,15 +1265,6 @@ static double pa_moment(const float *p, int n, int st, double b2, double bc, dou
 	return sqrt((double)(float)((1 - b2) * s / n) / bc) + eps; /* vr, vc 0 before: b2 0 + ... */
 }
 
-static int16_t pa_quantize(double x, double scale, double u)
-{
-	double y = x / scale;
-	if (isnan(y))
-		return 0;
-	y = u < 0 ? nearbyint(y) : copysign(floor(fabs(y) + u), y);
-	return (int16_t)(y > 32767 ? 32767 : y < -32767 ? -32767 : y);
-}
-
 Test(exec, powadam_diet_adam_factored_matches_the_divisions)
 {
 	enum { RM = 5, CM = 1043 };
@@ -1356,7 +1347,7 @@ Test(exec, powadam_diet_adam_factored_matches_the_divisions)
 				int64_t bad = 0;
 				for (int k = 0; k < R * C; k++) {
 					double denom = rr[k / C] * cc[k % C] / cmean;
-					int16_t want = pa_quantize(q[k] * scale - lr * (double)g[k] / denom, scale,
+					int16_t want = ref_quantize(q[k] * scale - lr * (double)g[k] / denom, scale,
 								   st ? philox_uniform(key, (uint64_t)k) : -1);
 					if (got[0][k] != want && bad++ < 5)
 						cr_expect(0, "case %d, %dx%d, %s: q'[%d] %d, not %d (g %a)", cs, R, C,

@@ -54,4 +54,11 @@ double rf_avg(const double *v, int64_t h, int64_t w, const int64_t *k, const int
 /* n source elements of dtype dt: special values first, then random bits (NaN payloads, subnormals,
  * every float16 and bfloat16 pattern once their count allows) */
 void cf_fill(int dt, void *data, int64_t n, uint64_t seed);
+/* GridSample's rule along one axis (seq.c): grid value g over S pixels, padding pad (0 zeros, 1
+ * border, 2 reflection), nearest or linear; the taps (-1: outside) into idx, their weights into w,
+ * and their count */
+int gsr_axis(int nearest, int pad, int align, double g, int64_t S, int64_t *idx, double *w);
+/* The reference DietAdam quantize (diet.h; reduce.c): x / scale to nearest, ties to even (u < 0),
+ * else floor(|y| + u) with y's sign; NaN 0; clamped to +-32767. */
+int16_t ref_quantize(double x, double scale, double u);
 #endif

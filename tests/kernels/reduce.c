@@ -310,9 +310,7 @@ Test(exec, training_optimizers_match_their_formulas_bit_for_bit)
 	}
 }
 
-/* The reference DietAdam quantize (diet.h): x / scale to nearest, ties to even (u < 0), else
- * floor(|y| + u) with y's sign; NaN 0; clamped to +-32767. */
-static int16_t ref_quantize(double x, double scale, double u)
+int16_t ref_quantize(double x, double scale, double u)
 {
 	double y = x / scale;
 	if (isnan(y))

@@ -769,7 +769,7 @@ Test(exec, rotary_embedding_matches_its_rule_bit_for_bit)
  * double, rounded once), bit for bit, any NaN for a NaN: cf_fill's X (NaN, infinities, -0,
  * subnormals, huge), grid values NaN, +-inf, +-0, +-1, on taps and random in [-1.3, 1.3]; 1 x 1
  * planes, odd sizes and more points than a block and a piece of the pool. */
-static int gsr_axis(int nearest, int pad, int align, double g, int64_t S, int64_t *idx, double *w)
+int gsr_axis(int nearest, int pad, int align, double g, int64_t S, int64_t *idx, double *w)
 {
 	double c = align ? (g + 1) / 2 * (double)(S - 1) : ((g + 1) * (double)S - 1) / 2, hi = (double)(S - 1);
 	if (pad == 2) {
