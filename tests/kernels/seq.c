@@ -1473,3 +1473,54 @@ Test(exec, fft_real_lines_match_the_definition)
 				xfree(xd);
 			}
 }
+
+/* #52 layout2: DepthToSpace's float32 rows (shuffle.c: b input rows of W interleaved, AVX-512 for
+ * b = 2), against its definition here, bit for bit, with 1 and 3 threads. */
+
+/* DepthToSpace of (N, C, H, W) by block b: y[n][c][h b + i][w b + j] is x[n][(i b + j) C' + c][h][w]
+ * (DCR) or x[n][c b^2 + i b + j][h][w] (CRD), C' = C / b^2; odd widths (the mask's edges), blocks
+ * 1 to 3, float32 (the rows) and float64 (the transpose's copy), cf_fill's NaNs and -0 kept. */
+Test(exec, depth_to_space_rows_match_the_definition_bit_for_bit)
+{
+	static const int64_t cs[][5] = {{2, 8, 3, 24, 2}, {1, 4, 2, 17, 2}, {3, 4, 1, 1, 2}, {1, 8, 2, 9, 2},
+					{1, 4, 3, 33, 2}, {2, 18, 2, 5, 3}, {1, 3, 2, 7, 1}, {1, 4, 1, 16, 2}};
+	for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+		for (int crd = 0; crd < 2; crd++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t n = cs[ci][0], c = cs[ci][1], h = cs[ci][2], w = cs[ci][3], b = cs[ci][4], cc = c / (b * b);
+				int64_t numel = n * c * h * w;
+				size_t es = dtype_size(dt);
+				void *xd = xmalloc((size_t)numel * es);
+				cf_fill(dt, xd, numel, 9100 + ci * 4 + (size_t)crd * 2 + (size_t)f64);
+				struct rtensor xt = {.dtype = dt, .ndim = 4, .dims = {n, c, h, w}, .numel = numel, .data = xd,
+						     .nbytes = (size_t)numel * es, .known = 1};
+				char text[512];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}]\n"
+					 "nodes:\n  - {op: DepthToSpace, inputs: [x], outputs: [y], attrs: {blocksize: %lld, mode: %s}}\n"
+					 "outputs: [{name: y}]\n",
+					 dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w, (long long)b,
+					 crd ? "CRD" : "DCR");
+				const char *names[] = {"x"};
+				int64_t ny, ny3;
+				uint8_t *y = la_run(text, &xt, names, 1, 1, 0, &ny), *y3 = la_run(text, &xt, names, 1, 3, 0, &ny3);
+				cr_assert_eq(ny, numel);
+				int64_t wrong = 0, at = -1;
+				for (int64_t o = 0; o < numel; o++) {
+					int64_t j = o % b, wi = o / b % w, i = o / (b * w) % b, hi = o / (b * w * b) % h;
+					int64_t ci2 = o / (b * w * b * h) % cc, ni = o / (b * w * b * h * cc);
+					int64_t ch = crd ? ci2 * b * b + i * b + j : (i * b + j) * cc + ci2;
+					int64_t src = ((ni * c + ch) * h + hi) * w + wi;
+					if (memcmp(y + o * (int64_t)es, (uint8_t *)xd + src * (int64_t)es, es) && !wrong++)
+						at = o;
+				}
+				cr_expect_eq(wrong, 0, "DepthToSpace %s %s case %zu: %lld wrong, the first #%lld", dtype_name(dt),
+					     crd ? "CRD" : "DCR", ci, (long long)wrong, (long long)at);
+				cr_expect_eq(memcmp(y, y3, (size_t)numel * es), 0, "DepthToSpace %s case %zu: other bits with 3 threads",
+					     dtype_name(dt), ci);
+				xfree(y);
+				xfree(y3);
+				xfree(xd);
+			}
+}
