@@ -436,8 +436,28 @@ static int reduce(struct exec *x, const struct node *n, struct rtensor *const *i
 			last = d;
 		}
 	int sums = kind == RK_SUM || kind == RK_MEAN || kind == RK_LOGSUM;
+	int64_t outer = 1, len = 1, inner = 1;
+	if (!block && sums && na && !red[a->ndim - 1]) {
+		/* axes of 1 aside, a block with kept axes last (Tile's gradient: (1, 8, 2, 64, 1, 48, 1,
+		 * 48) over 0, 2, 4, 6): the row walk below sums in the same order, one thread, 5.1 ms (its
+		 * Reshape included) for those 9.4 MB, where the block's columns take 2.1 */
+		int f = -1, l = -1, b = 1;
+		for (int d = 0; d < a->ndim; d++)
+			if (red[d] && a->dims[d] != 1) {
+				if (f < 0)
+					f = d;
+				else if (l != d - 1)
+					for (int e = l + 1; e < d; e++)
+						b &= a->dims[e] == 1;
+				l = d;
+			}
+		for (int d = l + 1; d < a->ndim; d++)
+			inner *= a->dims[d];
+		if (f >= 0 && b && inner > 1)
+			block = 1, first = f, last = l;
+		inner = 1;
+	}
 	if (block && first >= 0 && sums && is_float(a)) {
-		int64_t outer = 1, len = 1, inner = 1;
 		for (int d = 0; d < a->ndim; d++)
 			*(d < first ? &outer : d <= last ? &len : &inner) *= a->dims[d];
 		struct block j = {a, acc, len, inner, inner < BLOCK_COLS ? inner : BLOCK_COLS, 0};

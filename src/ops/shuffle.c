@@ -5,10 +5,11 @@
  * default) X is viewed as (N, b, b, C/b^2, H, W) and permuted (0, 3, 4, 1, 5, 2); in CRD mode (what
  * PyTorch exports) as (N, C/b^2, b, b, H, W) permuted (0, 1, 4, 2, 5, 3). SpaceToDepth is DCR's
  * inverse. Each is a permutation of elements, so the kernel is the Transpose's copy of that view
- * (permuted_copy), and each one's gradient is the other (or, for CRD, the inverse
- * Reshape-Transpose-Reshape). */
+ * (permuted_copy; float32 DepthToSpace by output rows, each b input rows interleaved), and each
+ * one's gradient is the other (or, for CRD, the inverse Reshape-Transpose-Reshape). */
 #include "../autodiff/ad.h"
 #include "kernel.h"
+#include "simd.h"
 
 #include <string.h>
 
@@ -45,6 +46,59 @@ static const char *shuffle_of(const int64_t *d, int64_t b, int to_space, int crd
 	return NULL;
 }
 
+/* DepthToSpace of float32 by output rows: row r of the output (N, C/b^2, H, b, W b), in view
+ * dimensions (N, C/b^2, H, b) at input offset src, is b input rows of W interleaved, row j at
+ * src + j sb (sb: the view's stride of its last axis). permuted_copy took the (W, b) planes as
+ * 24 x 2 transposes, a masked 16 x 16 register block per 16 rows of 2: 1.41 ms for 8x256x24x24
+ * block 2 (one thread) against its gradient's 1.07; rows interleaved, two permutes per 32 outputs,
+ * 0.20 ms. Moves only (every bit, NaNs' too), each row on its own: the same bits on any threads. */
+struct to_space {
+	const uint32_t *in;
+	uint32_t *out;
+	int64_t d[4], st[4], b, w, sb;
+};
+
+#ifdef SIMD_X86
+/* out[2 i + j] = in[i + j sb], i < w, j < 2 */
+static SIMD_TARGET void zip2_avx512(const uint32_t *in, int64_t sb, int64_t w, uint32_t *out)
+{
+	const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+	const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+	for (int64_t i = 0; i < w; i += 16) {
+		int64_t m = w - i < 16 ? w - i : 16;
+		__mmask16 k = simd_lanes(m);
+		__m512i a = _mm512_maskz_loadu_epi32(k, in + i), c = _mm512_maskz_loadu_epi32(k, in + sb + i);
+		_mm512_mask_storeu_epi32(out + 2 * i, simd_lanes(2 * m), _mm512_permutex2var_epi32(a, lo, c));
+		if (m > 8)
+			_mm512_mask_storeu_epi32(out + 2 * i + 16, simd_lanes(2 * m - 16), _mm512_permutex2var_epi32(a, hi, c));
+	}
+}
+#endif
+
+static void to_space_rows(void *arg, int64_t r0, int64_t r1)
+{
+	const struct to_space *j = arg;
+	int64_t b = j->b, w = j->w, sb = j->sb;
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t src = 0, k = r;
+		for (int d = 3; d >= 0; d--) {
+			src += k % j->d[d] * j->st[d];
+			k /= j->d[d];
+		}
+		const uint32_t *p = j->in + src;
+		uint32_t *o = j->out + r * w * b;
+#ifdef SIMD_X86
+		if (b == 2 && simd_avx512()) {
+			zip2_avx512(p, sb, w, o);
+			continue;
+		}
+#endif
+		for (int64_t i = 0; i < w; i++)
+			for (int64_t c = 0; c < b; c++)
+				o[i * b + c] = p[i + c * sb];
+	}
+}
+
 static int shuffle_run(struct exec *x, const struct node *n, struct rtensor *const *in, struct rtensor *const *out,
 		       int to_space)
 {
@@ -66,6 +120,14 @@ static int shuffle_run(struct exec *x, const struct node *n, struct rtensor *con
 	for (int i = 0; i < 6; i++) {
 		pd[i] = s.view[s.perm[i]];
 		st[i] = vs[s.perm[i]];
+	}
+	if (to_space && dtype_size(a->dtype) == 4 && a->numel) { /* W, the rows' axis, is at stride 1 */
+		struct to_space j = {.in = (const uint32_t *)a->data, .out = (uint32_t *)o, .b = pd[5], .w = pd[4], .sb = st[5]};
+		memcpy(j.d, pd, sizeof j.d);
+		memcpy(j.st, st, sizeof j.st);
+		int64_t rows = pd[0] * pd[1] * pd[2] * pd[3];
+		kernel_for(rows, KERNEL_GRAIN / (j.w * j.b) + 1, to_space_rows, &j);
+		return 0;
 	}
 	permuted_copy(a->data, 6, pd, st, dtype_size(a->dtype), o);
 	return 0;

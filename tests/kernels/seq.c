@@ -1473,3 +1473,136 @@ Test(exec, fft_real_lines_match_the_definition)
 				xfree(xd);
 			}
 }
+
+/* #52 layout2: DepthToSpace's float32 rows (shuffle.c: b input rows of W interleaved, AVX-512 for
+ * b = 2) and ReduceSum's blocks with axes of 1 aside (reduce.c: Tile's gradient), against their
+ * definitions here, bit for bit, with 1 and 3 threads. */
+
+/* DepthToSpace of (N, C, H, W) by block b: y[n][c][h b + i][w b + j] is x[n][(i b + j) C' + c][h][w]
+ * (DCR) or x[n][c b^2 + i b + j][h][w] (CRD), C' = C / b^2; odd widths (the mask's edges), blocks
+ * 1 to 3, float32 (the rows) and float64 (the transpose's copy), cf_fill's NaNs and -0 kept. */
+Test(exec, depth_to_space_rows_match_the_definition_bit_for_bit)
+{
+	static const int64_t cs[][5] = {{2, 8, 3, 24, 2}, {1, 4, 2, 17, 2}, {3, 4, 1, 1, 2}, {1, 8, 2, 9, 2},
+					{1, 4, 3, 33, 2}, {2, 18, 2, 5, 3}, {1, 3, 2, 7, 1}, {1, 4, 1, 16, 2}};
+	for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+		for (int crd = 0; crd < 2; crd++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT;
+				int64_t n = cs[ci][0], c = cs[ci][1], h = cs[ci][2], w = cs[ci][3], b = cs[ci][4], cc = c / (b * b);
+				int64_t numel = n * c * h * w;
+				size_t es = dtype_size(dt);
+				void *xd = xmalloc((size_t)numel * es);
+				cf_fill(dt, xd, numel, 9100 + ci * 4 + (size_t)crd * 2 + (size_t)f64);
+				struct rtensor xt = {.dtype = dt, .ndim = 4, .dims = {n, c, h, w}, .numel = numel, .data = xd,
+						     .nbytes = (size_t)numel * es, .known = 1};
+				char text[512];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: %s, shape: [%lld, %lld, %lld, %lld]}]\n"
+					 "nodes:\n  - {op: DepthToSpace, inputs: [x], outputs: [y], attrs: {blocksize: %lld, mode: %s}}\n"
+					 "outputs: [{name: y}]\n",
+					 dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w, (long long)b,
+					 crd ? "CRD" : "DCR");
+				const char *names[] = {"x"};
+				int64_t ny, ny3;
+				uint8_t *y = la_run(text, &xt, names, 1, 1, 0, &ny), *y3 = la_run(text, &xt, names, 1, 3, 0, &ny3);
+				cr_assert_eq(ny, numel);
+				int64_t wrong = 0, at = -1;
+				for (int64_t o = 0; o < numel; o++) {
+					int64_t j = o % b, wi = o / b % w, i = o / (b * w) % b, hi = o / (b * w * b) % h;
+					int64_t ci2 = o / (b * w * b * h) % cc, ni = o / (b * w * b * h * cc);
+					int64_t ch = crd ? ci2 * b * b + i * b + j : (i * b + j) * cc + ci2;
+					int64_t src = ((ni * c + ch) * h + hi) * w + wi;
+					if (memcmp(y + o * (int64_t)es, (uint8_t *)xd + src * (int64_t)es, es) && !wrong++)
+						at = o;
+				}
+				cr_expect_eq(wrong, 0, "DepthToSpace %s %s case %zu: %lld wrong, the first #%lld", dtype_name(dt),
+					     crd ? "CRD" : "DCR", ci, (long long)wrong, (long long)at);
+				cr_expect_eq(memcmp(y, y3, (size_t)numel * es), 0, "DepthToSpace %s case %zu: other bits with 3 threads",
+					     dtype_name(dt), ci);
+				xfree(y);
+				xfree(y3);
+				xfree(xd);
+			}
+}
+
+/* ReduceSum and ReduceMean over axes split by axes of 1, the last axis kept (Tile's gradient's
+ * (1, N, r, C, 1, H, 1, W) over 0, 2, 4, 6; a kept axis of 1 between reduced ones; odd sizes; and
+ * reduced axes split by a kept axis of 4, not a block): each
+ * output 0 plus its inputs in memory order in double, then rounded, bit for bit (any NaN for a
+ * NaN), with 1 and 3 threads. */
+Test(exec, reduce_sum_past_axes_of_one_matches_the_serial_sum_bit_for_bit)
+{
+	static const struct { int nd; int64_t dims[8]; int na; int64_t axes[4]; } cs[] = {
+		{8, {1, 3, 2, 5, 1, 7, 1, 9}, 4, {0, 2, 4, 6}}, {8, {1, 2, 3, 4, 1, 1, 1, 1100}, 4, {0, 2, 4, 6}},
+		{4, {3, 1, 4, 5}, 2, {0, 2}},                   {5, {2, 3, 1, 1, 13}, 2, {1, 3}},
+		{5, {1, 4, 1, 3, 2}, 2, {0, 2}},                {4, {5, 1, 1, 3}, 2, {1, 2}},
+		{5, {2, 3, 4, 5, 6}, 2, {1, 3}}, /* no block: the row walk */
+	};
+	for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+		for (int mean = 0; mean < 2; mean++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				int dt = f64 ? DT_DOUBLE : DT_FLOAT, nd = cs[ci].nd, red[8] = {0};
+				int64_t numel = 1, count = 1, st[8], ost[8];
+				for (int d = 0; d < nd; d++)
+					numel *= cs[ci].dims[d];
+				for (int k = 0; k < cs[ci].na; k++)
+					red[cs[ci].axes[k]] = 1;
+				for (int d = nd - 1, s = 1, os = 1; d >= 0; d--) {
+					st[d] = s, s *= (int)cs[ci].dims[d];
+					ost[d] = red[d] ? 0 : os;
+					os *= red[d] ? 1 : (int)cs[ci].dims[d];
+					count *= red[d] ? cs[ci].dims[d] : 1;
+				}
+				void *xd = xmalloc((size_t)numel * 8);
+				cf_fill(dt, xd, numel, 9300 + ci * 4 + (size_t)mean * 2 + (size_t)f64);
+				struct rtensor xt = {.dtype = dt, .ndim = nd, .numel = numel, .data = xd,
+						     .nbytes = (size_t)numel * dtype_size(dt), .known = 1};
+				char shape[128] = "", axes[64] = "";
+				for (int d = 0; d < nd; d++) {
+					xt.dims[d] = cs[ci].dims[d];
+					snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "",
+						 (long long)cs[ci].dims[d]);
+				}
+				for (int k = 0; k < cs[ci].na; k++)
+					snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%lld", k ? ", " : "",
+						 (long long)cs[ci].axes[k]);
+				char text[640];
+				snprintf(text, sizeof text,
+					 "graphdiet: 1\nopset: 18\ninputs: [{name: x, dtype: %s, shape: [%s]}]\n"
+					 "params: [{name: ax, dtype: int64, shape: [%d], data: [%s]}]\n"
+					 "nodes:\n  - {op: %s, inputs: [x, ax], outputs: [y], attrs: {keepdims: 0}}\n"
+					 "outputs: [{name: y}]\n",
+					 dtype_name(dt), shape, cs[ci].na, axes, mean ? "ReduceMean" : "ReduceSum");
+				const char *names[] = {"x"};
+				int64_t ny, ny3, no = numel / count;
+				void *y = la_run(text, &xt, names, 1, 1, 0, &ny), *y3 = la_run(text, &xt, names, 1, 3, 0, &ny3);
+				cr_assert_eq(ny, no);
+				double *acc = xmalloc((size_t)no * 8);
+				for (int64_t o = 0; o < no; o++)
+					acc[o] = 0;
+				for (int64_t e = 0; e < numel; e++) {
+					int64_t o = 0;
+					for (int d = 0; d < nd; d++)
+						o += e / st[d] % cs[ci].dims[d] * ost[d];
+					acc[o] = acc[o] + rt_get(&xt, e);
+				}
+				struct rtensor yt = {.dtype = dt, .ndim = 1, .dims = {no}, .numel = no, .data = y};
+				int64_t wrong = 0, at = -1;
+				for (int64_t o = 0; o < no; o++) {
+					double want = mean ? acc[o] / (double)count : acc[o], got = rt_get(&yt, o);
+					if (f64 ? !(isnan(want) ? isnan(got) : memcmp(&want, &got, 8) == 0)
+						: !(isnan(want) ? isnan(got) : (float)want == (float)got && signbit(want) == signbit(got)))
+						if (!wrong++)
+							at = o;
+				}
+				cr_expect_eq(wrong, 0, "%s %s case %zu: %lld wrong, the first #%lld", mean ? "ReduceMean" : "ReduceSum",
+					     dtype_name(dt), ci, (long long)wrong, (long long)at);
+				cr_expect_eq(memcmp(y, y3, (size_t)no * dtype_size(dt)), 0, "ReduceSum case %zu: other bits with 3 threads",
+					     ci);
+				xfree(acc);
+				xfree(y);
+				xfree(y3);
+				xfree(xd);
+			}
+}
