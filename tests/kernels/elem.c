@@ -1360,3 +1360,83 @@ Test(exec, powadam_diet_adam_factored_matches_the_divisions)
 				graph_free(gr);
 			}
 }
+
+/* #52 gelupool: MaxPool without its Indices output (pool.c: one max a window element on AVX-512,
+ * no offsets kept) against the definition written here: the window's elements inside the image in
+ * row-major order, the first taken, then each strictly greater one (a NaN wins only as the first;
+ * of +0 and -0 the first), bit for bit with NaN payloads, float32 and float64, at strides 1 and 2,
+ * widths around the 16- and 8-lane vectors and the 256-output runs, at 1 and 3 threads. */
+static double gelupool_max(const double *v, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad, int64_t oy,
+			   int64_t ox)
+{
+	double m = 0;
+	int any = 0;
+	for (int64_t i = 0; i < k; i++)
+		for (int64_t j = 0; j < k; j++) {
+			int64_t iy = oy * s - pad + i, ix = ox * s - pad + j;
+			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+				continue;
+			if (!any || v[iy * w + ix] > m)
+				m = v[iy * w + ix];
+			any = 1;
+		}
+	return m;
+}
+
+Test(exec, gelupool_max_pool_without_indices_matches_its_definition)
+{
+	static const int64_t cases[][5] = {/* h, w, k, stride, pad */
+					   {48, 48, 3, 2, 1}, {9, 41, 3, 2, 1}, {7, 37, 3, 1, 1}, {5, 17, 2, 2, 0},
+					   {4, 600, 3, 2, 1}, {3, 530, 2, 1, 0}, {6, 33, 3, 2, 0}, {1, 1, 1, 1, 0}};
+	enum { NC = 6, MAXN = NC * 4 * 600 };
+	static double v[MAXN], p64[MAXN];
+	static float p32[MAXN];
+	for (int f64 = 0; f64 < 2; f64++)
+		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+			int64_t h = cases[c][0], w = cases[c][1], k = cases[c][2], s = cases[c][3], pad = cases[c][4];
+			int64_t dims[4] = {2, NC / 2, h, w}, sp = h * w;
+			cr_assert(NC * sp <= MAXN);
+			uint32_t seed = (uint32_t)c * 17 + 3;
+			for (int64_t i = 0; i < NC * sp; i++) {
+				p64[i] = rf_value(&seed, i, w);
+				p32[i] = (float)p64[i];
+				v[i] = f64 ? p64[i] : (double)p32[i];
+			}
+			char node[300];
+			snprintf(node, sizeof node,
+				 "{op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+				 "pads: [%lld, %lld, %lld, %lld]}}",
+				 (long long)k, (long long)k, (long long)s, (long long)s, (long long)pad, (long long)pad, (long long)pad,
+				 (long long)pad);
+			void *bits[2] = {NULL, NULL};
+			for (int th = 0; th < 2; th++) {
+				pool_set_threads(th ? 3 : 1);
+				struct graph *g;
+				const struct rtensor *y;
+				struct exec *x = rf_run(node, "", f64, 4, dims, f64 ? (void *)p64 : (void *)p32, &g, &y);
+				int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+				for (int64_t nc = 0; nc < NC; nc++)
+					for (int64_t oy = 0; oy < oh; oy++)
+						for (int64_t ox = 0; ox < ow; ox++) {
+							int64_t o = (nc * oh + oy) * ow + ox;
+							double r = gelupool_max(v + nc * sp, h, w, k, s, pad, oy, ox);
+							if (!rf_same_nan(y, o, r, f64, 0) && !wrong++)
+								first = o;
+						}
+				cr_expect_eq(wrong, 0, "%s case %zu at %d threads: %lld of %lld outputs differ, the first %lld",
+					     f64 ? "float64" : "float32", c, th ? 3 : 1, (long long)wrong, (long long)y->numel,
+					     (long long)first);
+				bits[th] = malloc(y->nbytes);
+				cr_assert(bits[th]);
+				memcpy(bits[th], y->data, y->nbytes);
+				if (th)
+					cr_expect(!memcmp(bits[0], bits[1], y->nbytes), "%s case %zu: 1 and 3 threads differ",
+						  f64 ? "float64" : "float32", c);
+				exec_free(x);
+				graph_free(g);
+			}
+			free(bits[0]);
+			free(bits[1]);
+			pool_set_threads(1);
+		}
+}
