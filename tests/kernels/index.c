@@ -1074,3 +1074,92 @@ Test(exec, scatters_reduce_with_max_and_min)
 				s2_free(e, g, cp, 3);
 			}
 }
+
+/* nzsce: NonZero's last coordinates stored straight into the output (each chunk cut after its
+ * last nonzero element), and SoftmaxCrossEntropyLoss's one-output path picking each row's
+ * log-probability without writing the rows'. NonZero against its C-order walk, at 1 and 3
+ * threads, over chunks (2^14 elements) that end in zeros, are all zeros or hold one element; the
+ * loss against the two-output path's bits (whose log-probabilities are softmax_last's, unchanged)
+ * and within 1e-6 of a double reference (relative to the terms p - max - log sum), at 1 and 3 threads. */
+
+/* shape_run over copies of ts (a run may reuse its inputs) */
+static void nzsce_run(struct shape_run *s, const char *node, const struct rtensor *ts, int n, int th, void **cp)
+{
+	struct rtensor c[3];
+	for (int k = 0; k < n; k++) {
+		c[k] = ts[k];
+		cp[k] = xmalloc((size_t)ts[k].nbytes + 1);
+		memcpy(cp[k], ts[k].data, (size_t)ts[k].nbytes);
+		c[k].data = cp[k];
+	}
+	shape_run(s, node, c, n, th);
+}
+
+Test(exec, nzsce_nonzero_matches_its_walk)
+{
+	static const struct {
+		int nd;
+		int64_t dims[3];
+		int pattern; /* 0 random half, 1 sparse, 2 each chunk's tail zeros, 3 all zeros, 4 last element */
+	} cases[] = {
+		{1, {1}, 4},	       {1, {7}, 0},	     {1, {40000}, 2},	  {2, {1024, 1024}, 0}, {2, {1000, 37}, 2},
+		{2, {333, 101}, 1},    {3, {5, 129, 61}, 2}, {3, {3, 4, 20000}, 1}, {2, {300, 200}, 3},  {2, {257, 255}, 4},
+		{3, {1, 1, 16385}, 2}, {2, {16384, 3}, 0},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+		int64_t numel = 1;
+		for (int d = 0; d < cases[ci].nd; d++)
+			numel *= cases[ci].dims[d];
+		for (int dt = 0; dt < 2; dt++) { /* bool, float32 (-0 is zero, NaN is not) */
+			uint8_t *b = xmalloc((size_t)numel + 1);
+			float *f = xmalloc((size_t)numel * sizeof *f + 1);
+			uint32_t s = 12345u + (uint32_t)ci;
+			int64_t nnz = 0;
+			for (int64_t i = 0; i < numel; i++) {
+				s = s * 1664525u + 1013904223u;
+				int64_t ic = i % (1 << 14);
+				int on = cases[ci].pattern == 0 ? s >> 31 :
+					 cases[ci].pattern == 1 ? (s >> 24) < 3 :
+					 cases[ci].pattern == 2 ? ic < 1000 && (s >> 30) :
+					 cases[ci].pattern == 3 ? 0 : i == numel - 1;
+				b[i] = (uint8_t)on;
+				f[i] = on ? ((s >> 8) & 1 ? NAN : -1.5f) : ((s >> 9) & 1 ? -0.0f : 0.0f);
+				nnz += on;
+			}
+			/* the reference: the C-order walk's coordinates, row d of (rank, nnz) */
+			int64_t *ref = xmalloc((size_t)(cases[ci].nd * nnz) * sizeof *ref + 1);
+			for (int64_t i = 0, k = 0; i < numel; i++) {
+				if (!b[i])
+					continue;
+				for (int d = 0; d < cases[ci].nd; d++) {
+					int64_t st = 1;
+					for (int e = d + 1; e < cases[ci].nd; e++)
+						st *= cases[ci].dims[e];
+					ref[d * nnz + k] = i / st % cases[ci].dims[d];
+				}
+				k++;
+			}
+			struct rtensor t = shape_tensor(dt ? DT_FLOAT : DT_BOOL, cases[ci].nd, cases[ci].dims,
+							dt ? (void *)f : (void *)b);
+			for (int th = 1; th <= 3; th += 2) {
+				struct shape_run r;
+				void *cp[1];
+				nzsce_run(&r, "{op: NonZero, inputs: [x], outputs: [y]}", &t, 1, th, cp);
+				cr_assert(r.y->ndim == 2 && r.y->dims[0] == cases[ci].nd && r.y->dims[1] == nnz,
+					  "NonZero case %zu: shape", ci);
+				const int64_t *y = r.y->data;
+				int64_t wrong = 0, first = -1;
+				for (int64_t k = 0; k < cases[ci].nd * nnz; k++)
+					if (y[k] != ref[k] && !wrong++)
+						first = k;
+				cr_expect_eq(wrong, 0, "NonZero case %zu %s, %d threads: %lld wrong, the first #%lld", ci,
+					     dt ? "float32" : "bool", th, (long long)wrong, (long long)first);
+				shape_done(&r);
+				xfree(cp[0]);
+			}
+			xfree(ref);
+			xfree(f);
+			xfree(b);
+		}
+	}
+}
