@@ -1163,3 +1163,92 @@ Test(exec, nzsce_nonzero_matches_its_walk)
 		}
 	}
 }
+
+Test(exec, nzsce_softmax_cross_entropy_picks_the_log_softmax_bits)
+{
+	static const struct {
+		int64_t nb, c;
+		const char *red;
+	} cases[] = {
+		{1, 1, "none"}, {3, 7, "none"}, {5, 33, "mean"}, {17, 2001, "none"}, {1100, 1000, "none"}, {64, 513, "sum"},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+		int64_t nb = cases[ci].nb, c = cases[ci].c, dims[2] = {nb, c};
+		float *sc = xmalloc((size_t)(nb * c) * sizeof *sc + 1);
+		int64_t *lab = xmalloc((size_t)nb * sizeof *lab + 1);
+		uint32_t s = 777u + (uint32_t)ci;
+		for (int64_t i = 0; i < nb * c; i++) {
+			s = s * 1664525u + 1013904223u;
+			float v = (float)((double)(s >> 8) / (1 << 24) * 20 - 10);
+			int64_t row = i / c;
+			/* rows of huge values, of -inf but one, of equal values, of subnormals */
+			sc[i] = row % 9 == 1 ? v * 1e7f : row % 9 == 2 ? (i % c == c / 2 ? 1.0f : -INFINITY) :
+				row % 9 == 3 ? 2.5f : row % 9 == 4 ? v * 1e-39f : v;
+		}
+		for (int64_t i = 0; i < nb; i++) {
+			s = s * 1664525u + 1013904223u;
+			lab[i] = i % 7 == 5 ? -100 : (int64_t)(s >> 8) % c; /* -100: ignore_index */
+		}
+		char node[2][256];
+		for (int k = 0; k < 2; k++)
+			snprintf(node[k], sizeof node[k],
+				 "{op: SoftmaxCrossEntropyLoss, inputs: [x, r], outputs: [y%s], attrs: {reduction: %s, "
+				 "ignore_index: -100}}",
+				 k ? ", lp" : "", cases[ci].red);
+		struct rtensor ts[2] = {shape_tensor(DT_FLOAT, 2, dims, sc), shape_tensor(DT_INT64, 1, dims, lab)};
+		/* the reference: each row's log-softmax at its label in double; the float one rounds
+		 * p - m - log z, so its error scales with those terms (sc) */
+		double total = 0, cnt = 0, scale = 0, *ref = xmalloc((size_t)nb * sizeof *ref + 1);
+		double *sc_of = xmalloc((size_t)nb * sizeof *sc_of + 1);
+		for (int64_t i = 0; i < nb; i++) {
+			const float *p = sc + i * c;
+			double m = -INFINITY, z = 0;
+			for (int64_t j = 0; j < c; j++)
+				m = p[j] > m ? p[j] : m;
+			for (int64_t j = 0; j < c; j++)
+				z += exp((double)p[j] - m);
+			ref[i] = lab[i] == -100 ? 0 : -((double)p[lab[i]] - m - log(z));
+			sc_of[i] = lab[i] == -100 ? 0 : fabs(p[lab[i]]) + fabs(m) + fabs(log(z));
+			total += ref[i];
+			scale += sc_of[i];
+			cnt += lab[i] != -100;
+		}
+		int none = !strcmp(cases[ci].red, "none");
+		int64_t ny = none ? nb : 1;
+		if (!none) {
+			ref[0] = cases[ci].red[0] == 'm' ? total / cnt : total;
+			sc_of[0] = cases[ci].red[0] == 'm' ? scale / cnt : scale;
+		}
+		float *bits[2][2] = {{NULL}};
+		for (int th = 1; th <= 3; th += 2)
+			for (int k = 0; k < 2; k++) {
+				struct shape_run r;
+				void *cp[2];
+				nzsce_run(&r, node[k], ts, 2, th, cp);
+				cr_assert(r.y->numel == ny && r.y->dtype == DT_FLOAT, "case %zu: shape", ci);
+				bits[th / 2][k] = xmalloc((size_t)ny * sizeof(float) + 1);
+				memcpy(bits[th / 2][k], r.y->data, (size_t)ny * sizeof(float));
+				shape_done(&r);
+				xfree(cp[0]);
+				xfree(cp[1]);
+			}
+		int64_t far = 0, other = 0;
+		for (int64_t i = 0; i < ny; i++) {
+			double y = bits[0][0][i];
+			far += !(y == ref[i] || fabs(y - ref[i]) <= 1e-6 * sc_of[i] + 1e-6); /* +inf: a label at -inf */
+		}
+		for (int k = 0; k < 2; k++)
+			for (int th = 0; th < 2; th++)
+				other += memcmp(bits[th][k], bits[0][0], (size_t)ny * sizeof(float)) != 0;
+		cr_expect_eq(far, 0, "SoftmaxCrossEntropyLoss case %zu: %lld outside 1e-6 of the reference", ci,
+			     (long long)far);
+		cr_expect_eq(other, 0, "SoftmaxCrossEntropyLoss case %zu: the one-output path, the two-output one and 3 "
+				       "threads give other bits (%lld)", ci, (long long)other);
+		for (int k = 0; k < 4; k++)
+			xfree(bits[k / 2][k % 2]);
+		xfree(sc_of);
+		xfree(ref);
+		xfree(lab);
+		xfree(sc);
+	}
+}
