@@ -50,6 +50,9 @@ int want_float(struct exec *x, const struct rtensor *t, const char *what);
  * the threads (norm.c): the ops' kernel for their last axis, and SoftmaxCrossEntropyLoss's
  * log-probabilities (reduce.c). */
 void softmax_last(const float *a, float *y, int64_t rows, int64_t len, int logsm);
+/* picked[o] = LogSoftmax(row o)[col[o]] of rows float32 rows of len elements (softmax_last's
+ * float, widened), or 0 where col[o] < 0; work holds rows x len floats, of which it uses some. */
+void log_softmax_pick(const float *a, float *work, const int64_t *col, double *picked, int64_t rows, int64_t len);
 
 /* A Mul node's gradient when it is an activation exported as x u(x) (GELU, SiLU, Mish): computed
  * from x alone (activation.c). 1: given; 0: not such a product; -1: failed. */

@@ -686,8 +686,8 @@ static void log_softmax_c(const struct rtensor *s, struct rtensor *lp)
 		}
 }
 
-/* The loss of (N, C) float32 scores without their log-probabilities: those are made a block of
- * rows at a time (the same rows' arithmetic as one call's), and each row's label's is kept, for nll.
+/* The loss of (N, C) float32 scores without their log-probabilities: only each row's label's is
+ * made (log_softmax_pick: softmax_last's float), a block of rows at a time, for nll.
  * Without it, a language model's logits took a temporary of their size (GPT-2: 1024 x 50257, 196
  * MiB), workspace that no plan counts, wherever the loss runs without its second output (the
  * forward model that verify runs; a training graph asks for it, for the gradient). 0 or the node's
@@ -704,21 +704,24 @@ static int ce_blocked(struct exec *x, const struct node *n, struct rtensor *cons
 	rows = rows < 1 ? 1 : rows > nb ? nb : rows;
 	float *blk = exec_scratch_raw(x, (size_t)(rows * c) * sizeof *blk + 1);
 	double *picked = blk ? exec_scratch_raw(x, (size_t)nb * sizeof *picked + 1) : NULL;
+	int64_t *col = picked ? exec_scratch_raw(x, (size_t)nb * sizeof *col + 1) : NULL;
 	int rc = 0;
-	if (!blk || !picked) {
+	if (!blk || !picked || !col) {
 		rc = exec_status(x);
 		goto out;
 	}
+	for (int64_t i = 0; i < nb; i++) {
+		int64_t lab = rt_get_i(t, i);
+		col[i] = lab != ignore && lab >= 0 && lab < c ? lab : -1;
+	}
 	for (int64_t r0 = 0; r0 < nb; r0 += rows) {
 		int64_t k = nb - r0 < rows ? nb - r0 : rows;
-		softmax_last((const float *)s->data + r0 * c, blk, k, c, 1);
-		for (int64_t i = r0; i < r0 + k; i++) {
-			int64_t lab = rt_get_i(t, i);
-			picked[i] = lab != ignore && lab >= 0 && lab < c ? blk[(i - r0) * c + lab] : 0;
-		}
+		log_softmax_pick((const float *)s->data + r0 * c, blk, col + r0, picked + r0, k, c);
 	}
 	rc = nll(x, n, s, t, n->n_in > 2 ? in[2] : NULL, picked, out);
 out:
+	if (col)
+		exec_scratch_free(x, col, (size_t)nb * sizeof *col + 1);
 	if (picked)
 		exec_scratch_free(x, picked, (size_t)nb * sizeof *picked + 1);
 	if (blk)

@@ -1074,3 +1074,181 @@ Test(exec, scatters_reduce_with_max_and_min)
 				s2_free(e, g, cp, 3);
 			}
 }
+
+/* nzsce: NonZero's last coordinates stored straight into the output (each chunk cut after its
+ * last nonzero element), and SoftmaxCrossEntropyLoss's one-output path picking each row's
+ * log-probability without writing the rows'. NonZero against its C-order walk, at 1 and 3
+ * threads, over chunks (2^14 elements) that end in zeros, are all zeros or hold one element; the
+ * loss against the two-output path's bits (whose log-probabilities are softmax_last's, unchanged)
+ * and within 1e-6 of a double reference (relative to the terms p - max - log sum), at 1 and 3 threads. */
+
+/* shape_run over copies of ts (a run may reuse its inputs) */
+static void nzsce_run(struct shape_run *s, const char *node, const struct rtensor *ts, int n, int th, void **cp)
+{
+	struct rtensor c[3];
+	for (int k = 0; k < n; k++) {
+		c[k] = ts[k];
+		cp[k] = xmalloc((size_t)ts[k].nbytes + 1);
+		memcpy(cp[k], ts[k].data, (size_t)ts[k].nbytes);
+		c[k].data = cp[k];
+	}
+	shape_run(s, node, c, n, th);
+}
+
+Test(exec, nzsce_nonzero_matches_its_walk)
+{
+	static const struct {
+		int nd;
+		int64_t dims[3];
+		int pattern; /* 0 random half, 1 sparse, 2 each chunk's tail zeros, 3 all zeros, 4 last element */
+	} cases[] = {
+		{1, {1}, 4},	       {1, {7}, 0},	     {1, {40000}, 2},	  {2, {1024, 1024}, 0}, {2, {1000, 37}, 2},
+		{2, {333, 101}, 1},    {3, {5, 129, 61}, 2}, {3, {3, 4, 20000}, 1}, {2, {300, 200}, 3},  {2, {257, 255}, 4},
+		{3, {1, 1, 16385}, 2}, {2, {16384, 3}, 0},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+		int64_t numel = 1;
+		for (int d = 0; d < cases[ci].nd; d++)
+			numel *= cases[ci].dims[d];
+		for (int dt = 0; dt < 2; dt++) { /* bool, float32 (-0 is zero, NaN is not) */
+			uint8_t *b = xmalloc((size_t)numel + 1);
+			float *f = xmalloc((size_t)numel * sizeof *f + 1);
+			uint32_t s = 12345u + (uint32_t)ci;
+			int64_t nnz = 0;
+			for (int64_t i = 0; i < numel; i++) {
+				s = s * 1664525u + 1013904223u;
+				int64_t ic = i % (1 << 14);
+				int on = cases[ci].pattern == 0 ? s >> 31 :
+					 cases[ci].pattern == 1 ? (s >> 24) < 3 :
+					 cases[ci].pattern == 2 ? ic < 1000 && (s >> 30) :
+					 cases[ci].pattern == 3 ? 0 : i == numel - 1;
+				b[i] = (uint8_t)on;
+				f[i] = on ? ((s >> 8) & 1 ? NAN : -1.5f) : ((s >> 9) & 1 ? -0.0f : 0.0f);
+				nnz += on;
+			}
+			/* the reference: the C-order walk's coordinates, row d of (rank, nnz) */
+			int64_t *ref = xmalloc((size_t)(cases[ci].nd * nnz) * sizeof *ref + 1);
+			for (int64_t i = 0, k = 0; i < numel; i++) {
+				if (!b[i])
+					continue;
+				for (int d = 0; d < cases[ci].nd; d++) {
+					int64_t st = 1;
+					for (int e = d + 1; e < cases[ci].nd; e++)
+						st *= cases[ci].dims[e];
+					ref[d * nnz + k] = i / st % cases[ci].dims[d];
+				}
+				k++;
+			}
+			struct rtensor t = shape_tensor(dt ? DT_FLOAT : DT_BOOL, cases[ci].nd, cases[ci].dims,
+							dt ? (void *)f : (void *)b);
+			for (int th = 1; th <= 3; th += 2) {
+				struct shape_run r;
+				void *cp[1];
+				nzsce_run(&r, "{op: NonZero, inputs: [x], outputs: [y]}", &t, 1, th, cp);
+				cr_assert(r.y->ndim == 2 && r.y->dims[0] == cases[ci].nd && r.y->dims[1] == nnz,
+					  "NonZero case %zu: shape", ci);
+				const int64_t *y = r.y->data;
+				int64_t wrong = 0, first = -1;
+				for (int64_t k = 0; k < cases[ci].nd * nnz; k++)
+					if (y[k] != ref[k] && !wrong++)
+						first = k;
+				cr_expect_eq(wrong, 0, "NonZero case %zu %s, %d threads: %lld wrong, the first #%lld", ci,
+					     dt ? "float32" : "bool", th, (long long)wrong, (long long)first);
+				shape_done(&r);
+				xfree(cp[0]);
+			}
+			xfree(ref);
+			xfree(f);
+			xfree(b);
+		}
+	}
+}
+
+Test(exec, nzsce_softmax_cross_entropy_picks_the_log_softmax_bits)
+{
+	static const struct {
+		int64_t nb, c;
+		const char *red;
+	} cases[] = {
+		{1, 1, "none"}, {3, 7, "none"}, {5, 33, "mean"}, {17, 2001, "none"}, {1100, 1000, "none"}, {64, 513, "sum"},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+		int64_t nb = cases[ci].nb, c = cases[ci].c, dims[2] = {nb, c};
+		float *sc = xmalloc((size_t)(nb * c) * sizeof *sc + 1);
+		int64_t *lab = xmalloc((size_t)nb * sizeof *lab + 1);
+		uint32_t s = 777u + (uint32_t)ci;
+		for (int64_t i = 0; i < nb * c; i++) {
+			s = s * 1664525u + 1013904223u;
+			float v = (float)((double)(s >> 8) / (1 << 24) * 20 - 10);
+			int64_t row = i / c;
+			/* rows of huge values, of -inf but one, of equal values, of subnormals */
+			sc[i] = row % 9 == 1 ? v * 1e7f : row % 9 == 2 ? (i % c == c / 2 ? 1.0f : -INFINITY) :
+				row % 9 == 3 ? 2.5f : row % 9 == 4 ? v * 1e-39f : v;
+		}
+		for (int64_t i = 0; i < nb; i++) {
+			s = s * 1664525u + 1013904223u;
+			lab[i] = i % 7 == 5 ? -100 : (int64_t)(s >> 8) % c; /* -100: ignore_index */
+		}
+		char node[2][256];
+		for (int k = 0; k < 2; k++)
+			snprintf(node[k], sizeof node[k],
+				 "{op: SoftmaxCrossEntropyLoss, inputs: [x, r], outputs: [y%s], attrs: {reduction: %s, "
+				 "ignore_index: -100}}",
+				 k ? ", lp" : "", cases[ci].red);
+		struct rtensor ts[2] = {shape_tensor(DT_FLOAT, 2, dims, sc), shape_tensor(DT_INT64, 1, dims, lab)};
+		/* the reference: each row's log-softmax at its label in double; the float one rounds
+		 * p - m - log z, so its error scales with those terms (sc) */
+		double total = 0, cnt = 0, scale = 0, *ref = xmalloc((size_t)nb * sizeof *ref + 1);
+		double *sc_of = xmalloc((size_t)nb * sizeof *sc_of + 1);
+		for (int64_t i = 0; i < nb; i++) {
+			const float *p = sc + i * c;
+			double m = -INFINITY, z = 0;
+			for (int64_t j = 0; j < c; j++)
+				m = p[j] > m ? p[j] : m;
+			for (int64_t j = 0; j < c; j++)
+				z += exp((double)p[j] - m);
+			ref[i] = lab[i] == -100 ? 0 : -((double)p[lab[i]] - m - log(z));
+			sc_of[i] = lab[i] == -100 ? 0 : fabs(p[lab[i]]) + fabs(m) + fabs(log(z));
+			total += ref[i];
+			scale += sc_of[i];
+			cnt += lab[i] != -100;
+		}
+		int none = !strcmp(cases[ci].red, "none");
+		int64_t ny = none ? nb : 1;
+		if (!none) {
+			ref[0] = cases[ci].red[0] == 'm' ? total / cnt : total;
+			sc_of[0] = cases[ci].red[0] == 'm' ? scale / cnt : scale;
+		}
+		float *bits[2][2] = {{NULL}};
+		for (int th = 1; th <= 3; th += 2)
+			for (int k = 0; k < 2; k++) {
+				struct shape_run r;
+				void *cp[2];
+				nzsce_run(&r, node[k], ts, 2, th, cp);
+				cr_assert(r.y->numel == ny && r.y->dtype == DT_FLOAT, "case %zu: shape", ci);
+				bits[th / 2][k] = xmalloc((size_t)ny * sizeof(float) + 1);
+				memcpy(bits[th / 2][k], r.y->data, (size_t)ny * sizeof(float));
+				shape_done(&r);
+				xfree(cp[0]);
+				xfree(cp[1]);
+			}
+		int64_t far = 0, other = 0;
+		for (int64_t i = 0; i < ny; i++) {
+			double y = bits[0][0][i];
+			far += !(y == ref[i] || fabs(y - ref[i]) <= 1e-6 * sc_of[i] + 1e-6); /* +inf: a label at -inf */
+		}
+		for (int k = 0; k < 2; k++)
+			for (int th = 0; th < 2; th++)
+				other += memcmp(bits[th][k], bits[0][0], (size_t)ny * sizeof(float)) != 0;
+		cr_expect_eq(far, 0, "SoftmaxCrossEntropyLoss case %zu: %lld outside 1e-6 of the reference", ci,
+			     (long long)far);
+		cr_expect_eq(other, 0, "SoftmaxCrossEntropyLoss case %zu: the one-output path, the two-output one and 3 "
+				       "threads give other bits (%lld)", ci, (long long)other);
+		for (int k = 0; k < 4; k++)
+			xfree(bits[k / 2][k % 2]);
+		xfree(sc_of);
+		xfree(ref);
+		xfree(lab);
+		xfree(sc);
+	}
+}
