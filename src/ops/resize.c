@@ -580,6 +580,9 @@ static int resize_run(struct exec *x, const struct node *n, struct rtensor *cons
 	if (!exec_alloc(x, out[0], a->dtype, a->ndim, dims))
 		return exec_status(x);
 	const struct rtensor *y = out[0];
+	if (!y->numel) /* nothing to compute; the taps' table, one entry per output index of each axis,
+			* could still be huge (an axis of 0 beside one of 10^9: 13 GB, which fuzz_pipeline met) */
+		return 0;
 	/* per axis, each output index's taps */
 	int64_t total = 0, off[RT_MAX_DIMS];
 	for (int i = 0; i < a->ndim; i++) {

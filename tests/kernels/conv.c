@@ -551,6 +551,29 @@ Test(exec, resize_of_an_empty_input_to_a_non_empty_output_fails)
 	graph_free(g);
 }
 
+/* A crop (tf_crop_and_resize) to an empty output, one axis's box of width 0, beside an axis of 2 * 10^9:
+ * nothing to compute, and no taps' table of an entry per output index of each axis (144 GB; a
+ * smaller one was fuzz_pipeline's out-of-memory: the table was made first). */
+Test(exec, resize_to_an_empty_output_makes_no_taps)
+{
+	struct graph *g = load_text("resize_none.yaml", "graphdiet: 1\nopset: 18\n"
+						      "inputs: [{name: x, dtype: float32, shape: [1, 1, 2, 2]}]\n"
+						      "params: [{name: roi, dtype: float32, shape: [8], data: [1, 0, 0, 0, 1, 1, 1, 1e9]},\n"
+						      "         {name: s, dtype: float32, shape: [4], data: [1, 1, 1, 1]}]\n"
+						      "nodes: [{op: Resize, inputs: [x, roi, s], outputs: [y],\n"
+						      "         attrs: {coordinate_transformation_mode: tf_crop_and_resize, mode: cubic}}]\n"
+						      "outputs: [{name: y}]\n");
+	struct exec_opts o = {.random_inputs = 1};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(g, &o, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	const struct rtensor *y = exec_value(x, g->outputs[0]);
+	cr_expect(y->numel == 0 && y->ndim == 4 && y->dims[0] == 0 && y->dims[3] == 2000000000LL, "y is %lld x %lld",
+		  (long long)y->dims[0], (long long)y->dims[3]);
+	exec_free(x);
+	graph_free(g);
+}
+
 /* #52 pool: MaxPool's typed runs (pool.c: AVX-512 at strides 1 and 2, the compiled loop else),
  * ArgMax/ArgMin's typed lanes (select.c) and the tiled Transpose of large planes (layout.c)
  * against definitions written here, bit for bit (values, NaN payloads, signed zeros) and index
