@@ -256,8 +256,8 @@ struct bn {
 	float *coef;          /* and each channel's m, inv, g, bb */
 };
 
-/* Channel ch's statistics from its planes' sums (sum: 0 the plain sums, 1 the squares about the
- * mean), part[b c + ch] or run_sum's when part is NULL, and the float coefficients in coef. */
+/* Channel ch's mean (squares 0) or variance about mean (squares 1): its planes' sums, part[b c + ch]
+ * or run_sum's when part is NULL, added in image order, over the count. */
 static double bn_moment(const struct bn *j, int64_t ch, int squares, double mean)
 {
 	double s = 0;
@@ -268,6 +268,7 @@ static double bn_moment(const struct bn *j, int64_t ch, int squares, double mean
 	return s / (double)(j->nb * j->inner);
 }
 
+/* The running statistics' update (training) and channel ch's float m, inv, g, bb into k. */
 static void bn_coef(const struct bn *j, int64_t ch, double mean, double var, float *k)
 {
 	if (j->training) {

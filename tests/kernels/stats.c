@@ -132,51 +132,56 @@ Test(exec, stats_sums_over_the_batch_in_memory_order_keep_their_bits)
 {
 	/* ReduceSum, ReduceMean, ReduceL2 and ReduceSumSquare over axes with the batch axis first and a
 	 * kept axis between (BatchNorm's gradient's (0, 2, 3)), and others; 1 against 3 threads bit for
-	 * bit, and the definition in long double */
-	static const int64_t d[4] = {6, 5, 67, 71}; /* runs of 4757 over 30 planes: cut at 3 threads */
+	 * bit, and the definition in long double. The second shape's runs over (0, 3) are of 5 elements,
+	 * which are summed by output, not in memory order. */
+	static const int64_t shapes[][4] = {{6, 5, 67, 71}, /* runs of 4757 over 30 planes: cut at 3 threads */
+					    {6, 7, 1201, 5}};
 	static const char *ops[] = {"ReduceSum", "ReduceMean", "ReduceL2", "ReduceSumSquare"};
 	static const int axes[][4] = {{0, 2, 3, -1}, {0, 2, -1, -1}, {0, 3, -1, -1}, {0, 1, 3, -1}, {1, 2, 3, -1}};
-	float *x = xmalloc(sizeof(float) * 6 * 5 * 67 * 71);
-	stats_fill(x, d[0], d[1], d[2] * d[3], 7);
-	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
-		for (size_t a = 0; a < sizeof axes / sizeof *axes; a++) {
-			char params[128] = "", node[256], list[32] = "";
-			int red[4] = {0}, na = 0;
-			for (int k = 0; k < 4 && axes[a][k] >= 0; k++, na++) {
-				red[axes[a][k]] = 1;
-				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? ", " : "", axes[a][k]);
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+		const int64_t *d = shapes[sh];
+		float *x = xmalloc(sizeof(float) * (size_t)(d[0] * d[1] * d[2] * d[3]));
+		stats_fill(x, d[0], d[1], d[2] * d[3], 7);
+		for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+			for (size_t a = 0; a < sizeof axes / sizeof *axes; a++) {
+				char params[128] = "", node[256], list[32] = "";
+				int red[4] = {0}, na = 0;
+				for (int k = 0; k < 4 && axes[a][k] >= 0; k++, na++) {
+					red[axes[a][k]] = 1;
+					snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? ", " : "", axes[a][k]);
+				}
+				snprintf(params, sizeof params, "{name: ax, dtype: int64, shape: [%d], data: [%s]}", na, list);
+				snprintf(node, sizeof node, "{op: %s, inputs: [x, ax], outputs: [y0], attrs: {keepdims: 1}}", ops[o]);
+				float *one, *three;
+				int64_t n1, n3;
+				stats_run(params, node, 1, d, x, 1, &one, &n1);
+				stats_run(params, node, 1, d, x, 3, &three, &n3);
+				cr_assert_eq(n1, n3);
+				cr_expect(!memcmp(one, three, (size_t)n1 * sizeof(float)), "%s over (%s): 1 and 3 threads differ", ops[o], list);
+				/* each output by the definition: walk the input, the output index with reduced axes 0 */
+				long double *ref = xcalloc((size_t)n1, sizeof *ref);
+				int64_t count = 1, idx[4];
+				for (int k = 0; k < 4; k++)
+					count *= red[k] ? d[k] : 1;
+				for (idx[0] = 0; idx[0] < d[0]; idx[0]++)
+					for (idx[1] = 0; idx[1] < d[1]; idx[1]++)
+						for (idx[2] = 0; idx[2] < d[2]; idx[2]++)
+							for (idx[3] = 0; idx[3] < d[3]; idx[3]++) {
+								int64_t at = 0, out = 0;
+								for (int k = 0; k < 4; k++)
+									at = at * d[k] + idx[k], out = out * (red[k] ? 1 : d[k]) + (red[k] ? 0 : idx[k]);
+								long double v = x[at];
+								ref[out] += o >= 2 ? v * v : v;
+							}
+				int64_t bad = 0;
+				for (int64_t i = 0; i < n1; i++) {
+					long double want = o == 1 ? ref[i] / count : o == 2 ? sqrtl(ref[i]) : ref[i];
+					bad += fabsl(three[i] - want) > 1e-6L * (1 + fabsl(want));
+				}
+				cr_expect_eq(bad, 0, "%s over (%s): %lld of %lld off the definition", ops[o], list, (long long)bad,
+					     (long long)n1);
+				free(ref), free(one), free(three);
 			}
-			snprintf(params, sizeof params, "{name: ax, dtype: int64, shape: [%d], data: [%s]}", na, list);
-			snprintf(node, sizeof node, "{op: %s, inputs: [x, ax], outputs: [y0], attrs: {keepdims: 1}}", ops[o]);
-			float *one, *three;
-			int64_t n1, n3;
-			stats_run(params, node, 1, d, x, 1, &one, &n1);
-			stats_run(params, node, 1, d, x, 3, &three, &n3);
-			cr_assert_eq(n1, n3);
-			cr_expect(!memcmp(one, three, (size_t)n1 * sizeof(float)), "%s over (%s): 1 and 3 threads differ", ops[o], list);
-			/* each output by the definition: walk the input, the output index with reduced axes 0 */
-			long double *ref = xcalloc((size_t)n1, sizeof *ref);
-			int64_t count = 1, idx[4];
-			for (int k = 0; k < 4; k++)
-				count *= red[k] ? d[k] : 1;
-			for (idx[0] = 0; idx[0] < d[0]; idx[0]++)
-				for (idx[1] = 0; idx[1] < d[1]; idx[1]++)
-					for (idx[2] = 0; idx[2] < d[2]; idx[2]++)
-						for (idx[3] = 0; idx[3] < d[3]; idx[3]++) {
-							int64_t at = 0, out = 0;
-							for (int k = 0; k < 4; k++)
-								at = at * d[k] + idx[k], out = out * (red[k] ? 1 : d[k]) + (red[k] ? 0 : idx[k]);
-							long double v = x[at];
-							ref[out] += o >= 2 ? v * v : v;
-						}
-			int64_t bad = 0;
-			for (int64_t i = 0; i < n1; i++) {
-				long double want = o == 1 ? ref[i] / count : o == 2 ? sqrtl(ref[i]) : ref[i];
-				bad += fabsl(three[i] - want) > 1e-6L * (1 + fabsl(want));
-			}
-			cr_expect_eq(bad, 0, "%s over (%s): %lld of %lld off the definition", ops[o], list, (long long)bad,
-				     (long long)n1);
-			free(ref), free(one), free(three);
-		}
-	free(x);
+		free(x);
+	}
 }
