@@ -1606,3 +1606,130 @@ Test(exec, reduce_sum_past_axes_of_one_matches_the_serial_sum_bit_for_bit)
 				xfree(xd);
 			}
 }
+
+/* #52e fftgrid: GridSample float32's channels as vector lanes (AVX-512 where the processor has it,
+ * 16 channels or more and X's plane at most 8 times the points: X turned channels-last, 16
+ * channels of a point a vector, the outputs turned back) and the 2-D taps' list written out,
+ * against the rule written here (gsr_axis per axis, the taps' combinations with the last axis
+ * fastest, weight the product from the first axis, zero weights and taps outside X skipped, the
+ * sum in double from 0, rounded once), bit for bit, any NaN for a NaN, at 1 and 3 threads alike.
+ * Channels 3 (scalar rows), 16, 17, 20 and 33 (a masked last vector), a plane too large for its
+ * points (scalar rows), points per image 16, 17, 31, 83 and 200 (several blocks, a piece of the
+ * pool starting inside an image), linear and nearest, zeros, border and reflection padding,
+ * align_corners or not, grids inside X or with every 37th point on a tap or outside; 2-D and 3-D
+ * (whose first coordinate mostly at the edge, 4 of 8 taps read). X from cf_fill (NaN, infinities,
+ * -0, subnormals, huge). */
+Test(exec, fftgrid_grid_sample_vectors_match_the_rule_at_1_and_3_threads)
+{
+	/* N, C, D (0: 2-D), H, W, OD, OH, OW */
+	static const int64_t shapes[][8] = {{1, 3, 0, 5, 7, 1, 4, 4},	  {2, 16, 0, 9, 4, 1, 1, 17},
+					    {1, 20, 0, 9, 10, 1, 1, 31},  {2, 3, 0, 6, 13, 1, 83, 1},
+					    {3, 33, 0, 11, 10, 1, 10, 20}, {2, 17, 4, 5, 6, 2, 4, 9},
+					    {1, 16, 0, 30, 30, 1, 2, 3}};
+	for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+		for (int mode = 0; mode < 24; mode++) {
+			int pad = mode % 3, align = mode / 3 % 2, edges = mode / 6 % 2, nearest = mode / 12, r = shapes[sh][2] ? 3 : 2;
+			int64_t N = shapes[sh][0], C = shapes[sh][1], S[3] = {shapes[sh][2], shapes[sh][3], shapes[sh][4]};
+			int64_t P = shapes[sh][5] * shapes[sh][6] * shapes[sh][7], plane = (r == 3 ? S[0] : 1) * S[1] * S[2];
+			int64_t nx = N * C * plane, ng = N * P * r, ny = N * C * P;
+			const int64_t *sp = S + 3 - r; /* the spatial sizes, first axis first */
+			float *xd = xmalloc((size_t)nx * 4), *gd = xmalloc((size_t)ng * 4);
+			cf_fill(DT_FLOAT, xd, nx, 17 + sh);
+			uint64_t seed = 7 + sh * 8 + (uint64_t)mode;
+			for (int64_t i = 0; i < ng; i++) {
+				seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+				int64_t q = i / r, ax = r - 1 - i % r, size = sp[ax], k = (int64_t)(seed >> 40) % size;
+				double u = (double)(seed >> 11) / 0x1p53;
+				/* 3-D: the first axis's coordinate in (-1, 0) (zeros) or clipped to 0 (border), so
+				 * its taps are one: 4 of 8 */
+				double face = pad == 1	 ? -1.5
+					      : pad	 ? -1 - 0.25 / (double)size
+					      : align ? -1 - 1 / (double)(size - 1)
+							 : -1 + 0.5 / (double)size;
+				gd[i] = (float)(r == 3 && ax == 0 && q % 41 != 9 ? face
+						: edges && q % 37 == 5 ? 2.0 * (double)k / (double)(size > 1 ? size - 1 : 1) - 1
+						: edges && q % 37 == 20 ? u * 3 - 1.5
+									: u * 1.6 - 0.8);
+			}
+			char text[1024], shx[64], shg[64];
+			if (r == 3) {
+				snprintf(shx, sizeof shx, "%lld, %lld, %lld, %lld, %lld", (long long)N, (long long)C, (long long)S[0],
+					 (long long)S[1], (long long)S[2]);
+				snprintf(shg, sizeof shg, "%lld, %lld, %lld, %lld, 3", (long long)N, (long long)shapes[sh][5],
+					 (long long)shapes[sh][6], (long long)shapes[sh][7]);
+			} else {
+				snprintf(shx, sizeof shx, "%lld, %lld, %lld, %lld", (long long)N, (long long)C, (long long)S[1],
+					 (long long)S[2]);
+				snprintf(shg, sizeof shg, "%lld, %lld, %lld, 2", (long long)N, (long long)shapes[sh][6],
+					 (long long)shapes[sh][7]);
+			}
+			snprintf(text, sizeof text,
+				 "graphdiet: 1\nopset: 20\ninputs: [{name: x, dtype: float32, shape: [%s]}, {name: g, dtype: float32, "
+				 "shape: [%s]}]\nnodes:\n  - {op: GridSample, inputs: [x, g], outputs: [y], attrs: {mode: %s, "
+				 "padding_mode: %s, align_corners: %d}}\noutputs: [{name: y}]\n",
+				 shx, shg, nearest ? "nearest" : "linear", pad == 2 ? "reflection" : pad ? "border" : "zeros", align);
+			struct rtensor t[2] = {{.dtype = DT_FLOAT, .ndim = r + 2, .numel = nx, .data = xd, .nbytes = nx * 4, .known = 1},
+					       {.dtype = DT_FLOAT, .ndim = r + 2, .numel = ng, .data = gd, .nbytes = ng * 4, .known = 1}};
+			t[0].dims[0] = t[1].dims[0] = N;
+			t[0].dims[1] = C;
+			for (int a = 0; a < r; a++) {
+				t[0].dims[2 + a] = sp[a];
+				t[1].dims[1 + a] = shapes[sh][8 - r + a];
+			}
+			t[1].dims[r + 1] = r;
+			const char *names[2] = {"x", "g"};
+			int64_t n1, n3;
+			float *y1 = la_run(text, t, names, 2, 1, 0, &n1), *y3 = la_run(text, t, names, 2, 3, 0, &n3);
+			cr_assert_eq(n1, ny);
+			cr_assert_eq(n3, ny);
+			int64_t wrong = 0, first = -1, four = 0;
+			for (int64_t n = 0; n < N; n++)
+				for (int64_t q = 0; q < P; q++) {
+					int64_t idx[3][2];
+					double w[3][2];
+					int tn[3], combos = 1;
+					for (int a = 0; a < r; a++)
+						combos *= tn[a] = gsr_axis(nearest, pad, align, gd[(n * P + q) * r + (r - 1 - a)], sp[a],
+									   idx[a], w[a]);
+					int64_t at[8];
+					double wt[8];
+					int K = 0;
+					for (int c = 0; c < combos; c++) {
+						int64_t o = 0;
+						double ww = 1;
+						for (int a = 0, rest = c; a < r; a++) {
+							int below = 1;
+							for (int e = a + 1; e < r; e++)
+								below *= tn[e];
+							int b = rest / below;
+							rest %= below;
+							ww *= w[a][b];
+							o = idx[a][b] < 0 || o < 0 ? -1 : o * sp[a] + idx[a][b];
+						}
+						if (o >= 0 && ww != 0) {
+							at[K] = o;
+							wt[K++] = ww;
+						}
+					}
+					four += K > 0;
+					for (int64_t ch = 0; ch < C; ch++) {
+						double v = 0;
+						for (int k = 0; k < K; k++)
+							v += wt[k] * xd[(n * C + ch) * plane + at[k]];
+						float want = (float)v;
+						int64_t o = (n * C + ch) * P + q;
+						if (!seq_same(DT_FLOAT, &want, y1 + o) && !wrong++)
+							first = o;
+					}
+				}
+			cr_expect_eq(wrong, 0, "GridSample shape %zu mode %d: %lld of %lld wrong, the first #%lld", sh, mode,
+				     (long long)wrong, (long long)ny, (long long)first);
+			cr_expect_eq(memcmp(y1, y3, (size_t)ny * 4), 0, "GridSample shape %zu mode %d: other bits at 3 threads", sh,
+				     mode);
+			cr_expect_gt(four, 0, "GridSample shape %zu mode %d: no point reads a tap", sh, mode);
+			xfree(y1);
+			xfree(y3);
+			xfree(xd);
+			xfree(gd);
+		}
+}
