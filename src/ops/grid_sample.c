@@ -407,6 +407,11 @@ static void gs_forward_range(void *arg, int64_t lo, int64_t hi)
 	    C * j->spatial <= (1 << 22) && simd_avx512()) {
 		xt = xmalloc(sizeof *xt * (size_t)(C * j->spatial));
 		ob = xmalloc(sizeof *ob * (size_t)(C * GS_BLOCK));
+		if (!xt || !ob) { /* out of memory: the rows below, the same bits */
+			xfree(xt);
+			xfree(ob);
+			xt = ob = NULL;
+		}
 	}
 #endif
 	for (int64_t p0 = lo; p0 < hi;) {
