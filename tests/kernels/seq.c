@@ -1733,3 +1733,52 @@ Test(exec, fftgrid_grid_sample_vectors_match_the_rule_at_1_and_3_threads)
 			xfree(gd);
 		}
 }
+
+/* #52e fftgrid: DFT's plans kept across calls (signal.c's sig_cache: the first 8 plans' tables,
+ * n, sign and half the key) give the bits of the plan made in the call: each case run once (its
+ * plan made, then kept while a slot is free) and again at 1 and 3 threads after every case has
+ * run (its plan the kept one), bit for bit. Real lines of 512 and 400 (half), 134 (half, Bluestein's
+ * 67), 16 (no half), 1009 (Bluestein); complex 67, 512 (the key of real 512 but for half) and 400
+ * inverse (sign +1); past the 8 slots, real 100 and complex 36 (made per call). */
+Test(exec, fftgrid_dft_kept_plans_give_the_bits_of_new_ones)
+{
+	static const int64_t cases[][3] = {{512, 1, 0}, {400, 1, 0}, {134, 1, 0}, {16, 1, 0},  {1009, 1, 0}, {67, 2, 0},
+					   {512, 2, 0}, {400, 2, 1}, {100, 1, 0}, {36, 2, 0}};
+	enum { NC = sizeof cases / sizeof *cases, LINES = 11 };
+	void *first[NC], *xd[NC];
+	int64_t count[NC];
+	char text[NC][512];
+	struct rtensor t[NC];
+	for (int pass = 0; pass < 3; pass++)
+		for (int i = 0; i < NC; i++) {
+			int64_t n = cases[i][0], c = cases[i][1], nx = LINES * n * c;
+			if (!pass) {
+				xd[i] = xmalloc((size_t)nx * 4);
+				la_signal(DT_FLOAT, xd[i], LINES * c, n, 77 + (uint64_t)i);
+				snprintf(text[i], sizeof text[i],
+					 "graphdiet: 1\nopset: 17\ninputs: [{name: x, dtype: float32, shape: [%d, %lld, %lld]}]\n"
+					 "nodes:\n  - {op: DFT, inputs: [x], outputs: [y], attrs: {axis: 1, onesided: %d, inverse: %d}}\n"
+					 "outputs: [{name: y}]\n",
+					 LINES, (long long)n, (long long)c, c == 1, (int)cases[i][2]);
+				t[i] = (struct rtensor){.dtype = DT_FLOAT, .ndim = 3, .dims = {LINES, n, c}, .numel = nx, .data = xd[i],
+							.nbytes = (size_t)nx * 4, .known = 1};
+			}
+			const char *names[] = {"x"};
+			int64_t ny;
+			void *y = la_run(text[i], &t[i], names, 1, pass == 2 ? 3 : 1, 0, &ny);
+			if (!pass) {
+				first[i] = y;
+				count[i] = ny;
+				continue;
+			}
+			cr_assert_eq(ny, count[i]);
+			cr_expect_eq(memcmp(y, first[i], (size_t)ny * 4), 0,
+				     "DFT case %d (n %lld): other bits from the kept plan at %d threads", i, (long long)cases[i][0],
+				     pass == 2 ? 3 : 1);
+			xfree(y);
+		}
+	for (int i = 0; i < NC; i++) {
+		xfree(first[i]);
+		xfree(xd[i]);
+	}
+}
