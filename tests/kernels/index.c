@@ -1252,3 +1252,91 @@ Test(exec, nzsce_softmax_cross_entropy_picks_the_log_softmax_bits)
 		xfree(sc);
 	}
 }
+
+/* #52e adampool: MaxPool's separable float32 path (pool.c's max_planes_sep_f32: the rows'
+ * horizontal maxima, then their vertical max; planes with a NaN made again by the window walk)
+ * against the window walk written here: the window's elements inside the image in row-major order,
+ * the first taken, then each strictly greater one (a NaN wins only as the first), -inf for a window
+ * with none; bit for bit, at 1 and 3 threads. */
+static float adampool_max(const float *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st,
+			  const int64_t *d, const int64_t *pad, int64_t oy, int64_t ox)
+{
+	float m = -INFINITY;
+	int any = 0;
+	for (int64_t i = 0; i < k[0]; i++)
+		for (int64_t j = 0; j < k[1]; j++) {
+			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
+			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+				continue;
+			if (!any || v[iy * w + ix] > m)
+				m = v[iy * w + ix];
+			any = 1;
+		}
+	return m;
+}
+
+Test(exec, adampool_max_pool_separable_matches_the_window_walk)
+{
+	static const int64_t cases[][10] = {
+		/* h, w, kh, kw, sh, sw, dh, dw, pt/pb, pl/pr (ceil_mode: case 9) */
+		{48, 48, 3, 3, 2, 2, 1, 1, 1, 1}, {9, 41, 3, 3, 2, 2, 1, 1, 1, 1}, {7, 37, 3, 3, 1, 1, 1, 1, 1, 1},
+		{5, 17, 2, 2, 2, 2, 1, 1, 0, 0},  {4, 600, 3, 3, 2, 2, 1, 1, 1, 1}, {3, 530, 2, 2, 1, 1, 1, 1, 0, 0},
+		{6, 33, 3, 5, 2, 2, 1, 1, 0, 2},  {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},   {11, 29, 3, 3, 2, 2, 2, 3, 2, 2},
+		{8, 31, 3, 3, 2, 2, 1, 1, 1, 1},  {2, 2100, 3, 3, 2, 2, 1, 1, 1, 1}, {13, 16, 4, 4, 2, 2, 1, 1, 3, 3},
+		{200, 70, 3, 3, 2, 2, 1, 1, 1, 1}};
+	enum { NC = 6 };
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const int64_t *cs = cases[c];
+		int64_t h = cs[0], w = cs[1], sp = h * w, k[2] = {cs[2], cs[3]}, st[2] = {cs[4], cs[5]};
+		int64_t d[2] = {cs[6], cs[7]}, pad[2] = {cs[8], cs[9]}, dims[4] = {2, NC / 2, h, w};
+		int ceil = c == 9;
+		float *v = xmalloc((size_t)(NC * sp) * sizeof *v);
+		uint32_t seed = (uint32_t)c * 29 + 5;
+		/* planes 0 and 3 keep rf_value's NaNs (the walk's fallback); the others have none: their
+		 * NaNs become zeros of both signs, beside its rows of zeros, of -inf and of ties */
+		for (int64_t i = 0; i < NC * sp; i++) {
+			v[i] = (float)rf_value(&seed, i, w);
+			if (v[i] != v[i] && (i / sp) % 3)
+				v[i] = i & 1 ? 0.0f : -0.0f;
+		}
+		if (c == 1) /* a plane with one NaN alone, in its last element */
+			v[2 * sp - 1] = NAN;
+		char node[400];
+		snprintf(node, sizeof node,
+			 "{op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+			 "dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld], ceil_mode: %d}}",
+			 (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)d[0], (long long)d[1],
+			 (long long)pad[0], (long long)pad[1], (long long)pad[0], (long long)pad[1], ceil);
+		void *bits[2] = {NULL, NULL};
+		for (int th = 0; th < 2; th++) {
+			pool_set_threads(th ? 3 : 1);
+			struct graph *g;
+			const struct rtensor *y;
+			float *cp = xmalloc((size_t)(NC * sp) * sizeof *cp);
+			memcpy(cp, v, (size_t)(NC * sp) * sizeof *cp);
+			struct exec *x = rf_run(node, "", 0, 4, dims, cp, &g, &y);
+			int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+			for (int64_t nc = 0; nc < NC; nc++)
+				for (int64_t oy = 0; oy < oh; oy++)
+					for (int64_t ox = 0; ox < ow; ox++) {
+						int64_t o = (nc * oh + oy) * ow + ox;
+						float r = adampool_max(v + nc * sp, h, w, k, st, d, pad, oy, ox);
+						if (memcmp(&r, (const float *)y->data + o, 4) && !wrong++)
+							first = o;
+					}
+			cr_expect_eq(wrong, 0, "case %zu at %d threads: %lld of %lld outputs differ, the first %lld", c,
+				     th ? 3 : 1, (long long)wrong, (long long)y->numel, (long long)first);
+			bits[th] = xmalloc(y->nbytes + 1);
+			memcpy(bits[th], y->data, y->nbytes);
+			if (th)
+				cr_expect(!memcmp(bits[0], bits[1], y->nbytes), "case %zu: 1 and 3 threads differ", c);
+			exec_free(x);
+			graph_free(g);
+			xfree(cp);
+		}
+		xfree(bits[0]);
+		xfree(bits[1]);
+		xfree(v);
+		pool_set_threads(1);
+	}
+}
