@@ -1252,3 +1252,223 @@ Test(exec, nzsce_softmax_cross_entropy_picks_the_log_softmax_bits)
 		xfree(sc);
 	}
 }
+
+/* #52e adampool: MaxPool's separable float32 path (pool.c's max_planes_sep_f32: the rows'
+ * horizontal maxima, then their vertical max; planes with a NaN made again by the window walk)
+ * against the window walk written here: the window's elements inside the image in row-major order,
+ * the first taken, then each strictly greater one (a NaN wins only as the first), -inf for a window
+ * with none; bit for bit, at 1 and 3 threads. */
+static float adampool_max(const float *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st,
+			  const int64_t *d, const int64_t *pad, int64_t oy, int64_t ox)
+{
+	float m = -INFINITY;
+	int any = 0;
+	for (int64_t i = 0; i < k[0]; i++)
+		for (int64_t j = 0; j < k[1]; j++) {
+			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
+			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+				continue;
+			if (!any || v[iy * w + ix] > m)
+				m = v[iy * w + ix];
+			any = 1;
+		}
+	return m;
+}
+
+Test(exec, adampool_max_pool_separable_matches_the_window_walk)
+{
+	static const int64_t cases[][10] = {
+		/* h, w, kh, kw, sh, sw, dh, dw, pt/pb, pl/pr (ceil_mode: case 9) */
+		{48, 48, 3, 3, 2, 2, 1, 1, 1, 1}, {9, 41, 3, 3, 2, 2, 1, 1, 1, 1}, {7, 37, 3, 3, 1, 1, 1, 1, 1, 1},
+		{5, 17, 2, 2, 2, 2, 1, 1, 0, 0},  {4, 600, 3, 3, 2, 2, 1, 1, 1, 1}, {3, 530, 2, 2, 1, 1, 1, 1, 0, 0},
+		{6, 33, 3, 5, 2, 2, 1, 1, 0, 2},  {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},   {11, 29, 3, 3, 2, 2, 2, 3, 2, 2},
+		{8, 31, 3, 3, 2, 2, 1, 1, 1, 1},  {2, 2100, 3, 3, 2, 2, 1, 1, 1, 1}, {13, 16, 4, 4, 2, 2, 1, 1, 3, 3},
+		{200, 70, 3, 3, 2, 2, 1, 1, 1, 1}};
+	enum { NC = 6 };
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const int64_t *cs = cases[c];
+		int64_t h = cs[0], w = cs[1], sp = h * w, k[2] = {cs[2], cs[3]}, st[2] = {cs[4], cs[5]};
+		int64_t d[2] = {cs[6], cs[7]}, pad[2] = {cs[8], cs[9]}, dims[4] = {2, NC / 2, h, w};
+		int ceil = c == 9;
+		float *v = xmalloc((size_t)(NC * sp) * sizeof *v);
+		uint32_t seed = (uint32_t)c * 29 + 5;
+		/* planes 0 and 3 keep rf_value's NaNs (the walk's fallback); the others have none: their
+		 * NaNs become zeros of both signs, beside its rows of zeros, of -inf and of ties */
+		for (int64_t i = 0; i < NC * sp; i++) {
+			v[i] = (float)rf_value(&seed, i, w);
+			if (v[i] != v[i] && (i / sp) % 3)
+				v[i] = i & 1 ? 0.0f : -0.0f;
+		}
+		if (c == 1) /* a plane with one NaN alone, in its last element */
+			v[2 * sp - 1] = NAN;
+		char node[400];
+		snprintf(node, sizeof node,
+			 "{op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
+			 "dilations: [%lld, %lld], pads: [%lld, %lld, %lld, %lld], ceil_mode: %d}}",
+			 (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)d[0], (long long)d[1],
+			 (long long)pad[0], (long long)pad[1], (long long)pad[0], (long long)pad[1], ceil);
+		void *bits[2] = {NULL, NULL};
+		for (int th = 0; th < 2; th++) {
+			pool_set_threads(th ? 3 : 1);
+			struct graph *g;
+			const struct rtensor *y;
+			float *cp = xmalloc((size_t)(NC * sp) * sizeof *cp);
+			memcpy(cp, v, (size_t)(NC * sp) * sizeof *cp);
+			struct exec *x = rf_run(node, "", 0, 4, dims, cp, &g, &y);
+			int64_t oh = y->dims[2], ow = y->dims[3], wrong = 0, first = -1;
+			for (int64_t nc = 0; nc < NC; nc++)
+				for (int64_t oy = 0; oy < oh; oy++)
+					for (int64_t ox = 0; ox < ow; ox++) {
+						int64_t o = (nc * oh + oy) * ow + ox;
+						float r = adampool_max(v + nc * sp, h, w, k, st, d, pad, oy, ox);
+						if (memcmp(&r, (const float *)y->data + o, 4) && !wrong++)
+							first = o;
+					}
+			cr_expect_eq(wrong, 0, "case %zu at %d threads: %lld of %lld outputs differ, the first %lld", c,
+				     th ? 3 : 1, (long long)wrong, (long long)y->numel, (long long)first);
+			bits[th] = xmalloc(y->nbytes + 1);
+			memcpy(bits[th], y->data, y->nbytes);
+			if (th)
+				cr_expect(!memcmp(bits[0], bits[1], y->nbytes), "case %zu: 1 and 3 threads differ", c);
+			exec_free(x);
+			graph_free(g);
+			xfree(cp);
+		}
+		xfree(bits[0]);
+		xfree(bits[1]);
+		xfree(v);
+		pool_set_threads(1);
+	}
+}
+
+/* #52e adampool: DietAdam's factored update in float32 first (diet.c's fac16f: q + s floor(U - s f)
+ * or q + nearbyint(-f), kept where every f within 2^-20 gives one value) against the divisions
+ * written here (diet.h's formulas in float64, float32 moments), nearest and stochastic, at 1 and 3
+ * threads. With eps 1 and g under 2^-40, r = c = mean(c) = 1 exactly and f = g lr / scale = 3 g 2^58
+ * (scale 2^-7, lr 3 2^51; A = 3 2^58 keeps the float32 path on, and its float32 product with g
+ * rounds: f's error is real), so f is set lane by lane: on U (or
+ * U - 1) and 2^-30, 2^-21, 2^-19 either side of it, on +-1/2 (nearest's ties) and 2^-24, 2^-21 inside
+ * them, past 1/2 (to fac8), 0 and -0, and plain values of (-1/2, 1/2); q of all signs, 0 and the
+ * clamps (+-32767, -32768). A second case takes ordinary g (moments of their own, eps 1e-10). U
+ * comes from a first run's key. */
+static void adampool_moments(const float *g, int R, int C, double eps, double *rr, double *cc, double *cmean)
+{
+	*cmean = 0;
+	for (int pass = 0; pass < 2; pass++) /* rows, then columns: each mean square as the moment's float32 */
+		for (int a = 0; a < (pass ? C : R); a++) {
+			double s = 0;
+			for (int b = 0; b < (pass ? R : C); b++) {
+				double v = g[pass ? b * C + a : a * C + b];
+				s += v * v;
+			}
+			double m = sqrt((double)(float)(0.02 * s / (pass ? R : C)) / 0.02) + eps; /* beta2 0.98, t 1 */
+			if (pass)
+				*cmean += cc[a] = m;
+			else
+				rr[a] = m;
+		}
+	*cmean /= C;
+}
+
+Test(exec, adampool_diet_adam_float32_update_matches_the_divisions)
+{
+	enum { RM = 6, CM = 1043 };
+	static const int shapes[3][2] = {{RM, CM}, {3, 50}, {2, 7}};
+	static int16_t q[RM * CM], got[2][RM * CM];
+	static float g[RM * CM];
+	static double rr[RM], cc[CM];
+	static const int16_t qs[] = {0, 1, -1, 32767, -32767, -32768, 32766, 12345, -20000, 2};
+	for (int cs = 0; cs < 2; cs++)
+		for (int sh = 0; sh < 3; sh++)
+			for (int st = 0; st < 2; st++) {
+				int R = shapes[sh][0], C = shapes[sh][1], n = R * C;
+				double lr = cs ? 1e-4 : 0x3p51, scale = cs ? 10.0 / 32767 : 0x1p-7, eps = cs ? 1e-10 : 1;
+				char yaml[2048];
+				snprintf(yaml, sizeof yaml,
+					 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+					 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
+					 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: float32, shape: [%d]},"
+					 " {name: vc, dtype: float32, shape: [%d]}]\n"
+					 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
+					 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.98, epsilon: %.17g, lr: %.17g,"
+					 " schedule: none, warmup: 1.0, scale: %.17g, round: %s}}\n"
+					 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
+					 R, C, R, C, R, C, eps, lr, scale, st ? "stochastic" : "nearest");
+				struct graph *gr = load_text("adampool_diet.yaml", yaml);
+				static float vr[RM], vc[CM];
+				const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
+				int64_t tv = 1;
+				uint64_t key = 0;
+				uint32_t seed = (uint32_t)(cs * 6 + sh * 2 + st + 1);
+				for (int k = 0; k < n; k++) {
+					seed = seed * 1664525u + 1013904223u;
+					q[k] = k % 5 ? (int16_t)((int)(seed >> 16) - 32768) : qs[(k / 5) % 10];
+					g[k] = cs ? (float)(((double)(seed >> 8) / 16777216.0 - 0.5) * 2.0) : 0;
+				}
+				for (int pass = 0; pass < 2; pass++) {
+					for (int k = 0; !cs && k < n; k++) { /* f = 3 g 2^58, by the 16-lane vectors of a row */
+						double u = pass && st ? philox_uniform(key, (uint64_t)k) : 0.3;
+						int c = k % C % 16, vt = k % C / 16 % 5;
+						if (vt == 3)
+							q[k] = qs[c % 10];
+						double s = q[k] < 0 || (q[k] == 0 && k % 2) ? -1 : 1, f, b = u < 0.5 ? u : u - 1;
+						static const double near[] = {0, 0x1p-30, -0x1p-30, 0x1p-21, -0x1p-21, 0x1p-19, -0x1p-19};
+						if (vt == 1 || vt == 3) /* 2^-19 and more from a boundary: settled */
+							f = st ? s * (b + (c % 2 ? 1 : -1) * 0x1p-19 * (1 + c / 8.0))
+							       : (c % 2 ? 1 : -1) * (0.5 - 0x1p-19 * (1 + c / 8.0));
+						else if (vt == 2 && c < 7) /* on a boundary or within 2^-19 of it */
+							f = st ? s * (b + near[c]) : (c % 2 ? -1 : 1) * (0.5 - (c < 2 ? 0 : c < 4 ? 0x1p-24 : 0x1p-21));
+						else if (vt == 4 && c == 7) /* past 1/2: fac8 */
+							f = k % 2 ? 0.5 + 0x1p-23 : -0.75;
+						else if (c == 8)
+							f = k % 2 ? 0.0 : -0.0;
+						else
+							f = ((double)(k * 7919 % 1999) / 1999 - 0.5) * 0.999;
+						g[k] = (float)(f / 0x3p58);
+					}
+					if (cs) /* edges among ordinary g (a NaN or an infinity would turn the fast path off) */
+						for (int k = 0; k < n; k += 89) {
+							static const float edges[] = {1e-41f, -0.0f, 0.0f, 3e-5f, -40.0f};
+							g[k] = edges[(k / 89) % 5];
+						}
+					for (int th = 0; th < 2; th++) {
+						memset(vr, 0, sizeof vr);
+						memset(vc, 0, sizeof vc);
+						struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, q), rt_over(DT_FLOAT, 2, dq, g),
+									 rt_over(DT_INT64, 0, dq, &tv), rt_over(DT_FLOAT, 1, dr, vr),
+									 rt_over(DT_FLOAT, 1, dc, vc)};
+						const char *names[5] = {"q", "g", "t", "vr", "vc"};
+						pool_set_threads(th ? 3 : 1);
+						struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
+						struct gd_err e = {0};
+						struct exec *x = exec_run(gr, &xo, NULL, &e);
+						cr_assert(x, "%s", e.msg);
+						for (uint32_t nd = 0; nd < gr->n_nodes; nd++)
+							if (gr->nodes[nd]->op == OP_DIET_ADAM)
+								key = exec_node_seed(x, gr->nodes[nd]) ^ 0x9e3779b97f4a7c15ull; /* t = 1 */
+						memcpy(got[th], exec_value(x, strmap_get(&gr->names, "qn"))->data, sizeof(int16_t) * (size_t)n);
+						exec_free(x);
+					}
+					pool_set_threads(1);
+					if (cs || !st || pass) /* the stochastic lanes on U need the key */
+						break;
+				}
+				double cmean;
+				adampool_moments(g, R, C, eps, rr, cc, &cmean);
+				cr_assert(cs || (rr[0] == 1 && cc[0] == 1 && cmean == 1), "r = c = 1 exactly");
+				int64_t bad = 0;
+				for (int k = 0; k < n; k++) {
+					double denom = rr[k / C] * cc[k % C] / cmean;
+					int16_t want = ref_quantize(q[k] * scale - lr * (double)g[k] / denom, scale,
+								   st ? philox_uniform(key, (uint64_t)k) : -1);
+					if (got[0][k] != want && bad++ < 5)
+						cr_expect(0, "case %d, %dx%d, %s: q'[%d] %d, not %d (q %d, g %a)", cs, R, C,
+							  st ? "stochastic" : "nearest", k, got[0][k], want, q[k], (double)g[k]);
+				}
+				cr_expect_eq(bad, 0, "case %d, %dx%d, %s: %lld differ", cs, R, C, st ? "stochastic" : "nearest",
+					     (long long)bad);
+				cr_expect(!memcmp(got[0], got[1], sizeof(int16_t) * (size_t)n), "case %d, %dx%d: 1 and 3 threads differ",
+					  cs, R, C);
+				graph_free(gr);
+			}
+}
