@@ -16,6 +16,7 @@
 #include "norm_stat.h"
 #include "../util/xalloc.h"
 #include "kernel.h"
+#include "simd.h"
 #include "vmath.h"
 
 #include <math.h>
@@ -350,12 +351,147 @@ INLINE int lrn_roots(float *restrict y, uint8_t *restrict ok, const float *restr
 	return (b[0] | b[1] | b[2] | b[3]) != 0;
 }
 
+#ifdef SIMD_X86
+/* The roots again with AVX-512, where the processor has it (simd_avx512): the same results, as a
+ * settled lane is (float)(x / pow(d, beta)) whichever q within reach of x d^-beta is reached, and
+ * the others go to x / pow(d, beta). 8x64x48x48 at beta 0.75 was 2.1 ms (17% of its roof) with the
+ * four Newton steps' 20 multiplies and the settled test's three conversions. Here, per 8 lanes:
+ * - a start from vrsqrt14pd (within 2^-14): z = d^-1/2, or d^-1/4 as rsqrt14(d rsqrt14(d)), within
+ *   2^-13.4; then one step of the series (1 - r)^-a = 1 + a r + ..., r = 1 - d z^2 or 1 - d z^4
+ *   (an fma), to r^3: x d^-1/2 = x z (1 + r (1/2 + r (3/8 + r 5/16))), x d^-3/4 = x z^3 (1 + r
+ *   (3/4 + r (21/32 + r 77/128))), 12 operations for 0.75 where Newton took 15; the product by
+ *   (1 + ...) last, so x's -0 gives -0. mpmath (lrnpow-series.py, vrsqrt14pd's result taken at
+ *   both ends of its 2^-14 and at random, the fmas rounded once): within 2^-46.4 of d^-3/4 and
+ *   2^-51.5 of d^-1/2 over every power of 2 from 2^-1000 to 2^1022 with its neighbours, 3 10^4
+ *   random d there and 7500 in [1, 1.001], against the 2^-40 the settled test needs;
+ * - the settled test on q's bits, no conversions: m, q's low 29 mantissa bits, more than 2^13 from
+ *   2^28 (a midpoint between floats), which is farther than 2^-40 of q; |q| from 2^-126 to
+ *   infinity (a float's binades, so that its low 29 bits are those below the float's; the top
+ *   binade's midpoint is where a float rounds to infinity; past it, and at infinity, every real
+ *   near q rounds to infinity) or q = +-0 (x's zero: 0 / pow(d, beta) is that zero); a NaN q
+ *   goes to pow (d = infinity makes q NaN and x / pow(d, beta) 0);
+ * - d's range [2^-100, 2^100) tested on d's bits only where the bias is under 2^-100 or alpha is
+ *   negative: otherwise d >= bias >= 2^-100 (or NaN: q NaN), and a d past 2^1022, where z^4 is
+ *   subnormal, makes |q| under 2^-600 (|x| < 2^128): a lane for pow;
+ * - at beta 1 no test: q is x / d, which x / pow(d, 1) is (pow is within an ulp: d exactly).
+ * vrsqrt14pd's bits are the processor's (Intel's and AMD's differ, each within 2^-14), q's with
+ * them; the floats kept are not. 2.1 -> 1.29 ms (thread CPU, a driver calling norm_stat_lrn);
+ * the d test costs 0.08 ms, the zero lanes' test 0.07 ms (each mask compare and mask op about one
+ * cycle a lane group). */
+#define LRN_MID_LO ((1ll << 28) - (1ll << 13))
+#define LRN_Q_LO 0x3810000000000000ll /* 2^-126, 2^-100 and 2^100 as doubles' bits */
+#define LRN_Q_W (0x7ff0000000000001ll - LRN_Q_LO) /* 2^-126 to infinity */
+#define LRN_D_LO 0x39b0000000000000ll
+#define LRN_D_HI 0x4630000000000000ll
+SIMD_TARGET static inline __attribute__((always_inline)) __m512d lrn_root_avx512(__m512d d, __m512d xd, int root)
+{
+	if (root == 1)
+		return _mm512_div_pd(xd, d);
+	__m512d z = _mm512_rsqrt14_pd(d), one = _mm512_set1_pd(1.0), r, p, q;
+	if (root == 2) {
+		r = _mm512_fnmadd_pd(d, _mm512_mul_pd(z, z), one);
+		p = _mm512_fmadd_pd(r, _mm512_set1_pd(5.0 / 16), _mm512_set1_pd(3.0 / 8));
+		p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0.5));
+		q = _mm512_mul_pd(xd, z);
+	} else {
+		z = _mm512_rsqrt14_pd(_mm512_mul_pd(d, z));
+		__m512d z2 = _mm512_mul_pd(z, z);
+		r = _mm512_fnmadd_pd(d, _mm512_mul_pd(z2, z2), one);
+		p = _mm512_fmadd_pd(r, _mm512_set1_pd(77.0 / 128), _mm512_set1_pd(21.0 / 32));
+		p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0.75));
+		q = _mm512_mul_pd(xd, _mm512_mul_pd(z2, z));
+	}
+	return _mm512_mul_pd(q, _mm512_fmadd_pd(p, r, one)); /* q (1 + p r): x's -0 stays -0 */
+}
+
+/* lanes t .. t + 7 of m: their floats stored, the mask of those settled */
+SIMD_TARGET static inline __attribute__((always_inline)) __mmask8
+lrn_lanes_avx512(float *restrict y, const float *restrict x, const double *const *p, int64_t size, int64_t t,
+		 __mmask8 m, double bias, double as, int root, int dchk)
+{
+	__m512d s = _mm512_loadu_pd(p[0] + t); /* the rows hold zeros up to w's multiple of 8 */
+	for (int64_t i = 1; i < size; i++)
+		s = _mm512_add_pd(s, _mm512_loadu_pd(p[i] + t));
+	__m512d d = _mm512_add_pd(_mm512_set1_pd(bias), _mm512_mul_pd(_mm512_set1_pd(as), s));
+	__m512d xd = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps(m, x + t)));
+	__m512d q = lrn_root_avx512(d, xd, root);
+	_mm512_mask_storeu_ps(y + t, m, _mm512_castps256_ps512(_mm512_cvtpd_ps(q))); /* AVX-512F: 16-lane masks */
+	if (root == 1)
+		return m;
+	__m512i qi = _mm512_and_si512(_mm512_castpd_si512(q), _mm512_set1_epi64(INT64_MAX));
+	__mmask8 set = _mm512_cmplt_epu64_mask(_mm512_sub_epi64(qi, _mm512_set1_epi64(LRN_Q_LO)), _mm512_set1_epi64(LRN_Q_W));
+	set |= _mm512_cmpeq_epi64_mask(qi, _mm512_setzero_si512());
+	__m512i mid = _mm512_sub_epi64(_mm512_and_si512(qi, _mm512_set1_epi64((1ll << 29) - 1)), _mm512_set1_epi64(LRN_MID_LO));
+	set &= _mm512_cmpgt_epu64_mask(mid, _mm512_set1_epi64(1ll << 14));
+	if (dchk)
+		set &= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(_mm512_castpd_si512(d), _mm512_set1_epi64(LRN_D_LO)),
+					       _mm512_set1_epi64(LRN_D_HI - LRN_D_LO));
+	return set & m;
+}
+
+/* the unsettled lanes of t .. t + 7 (bad's bits) by pow */
+static void lrn_fix(float *restrict y, const float *restrict x, const double *const *p, int64_t size, int64_t t,
+		    unsigned bad, double bias, double as, double beta)
+{
+	for (; bad; bad &= bad - 1) {
+		int64_t k = t + __builtin_ctz(bad);
+		y[k] = (float)(x[k] / pow(bias + as * lrn_sum1(p, size, k), beta));
+	}
+}
+
+/* 32 lanes a step, one branch to pow for the four masks (8 lanes a step: 1.34-1.43 ms against
+ * 1.29-1.32) */
+SIMD_TARGET static inline __attribute__((always_inline)) void
+lrn_roots_avx512(float *restrict y, const float *restrict x, const double *const *p, int64_t size, int64_t w,
+		 double bias, double as, int root, int dchk)
+{
+	double beta = root == 1 ? 1 : root == 2 ? 0.5 : 0.75;
+	int64_t t = 0;
+	for (; t + 32 <= w; t += 32) {
+		__mmask8 k0 = lrn_lanes_avx512(y, x, p, size, t, 0xff, bias, as, root, dchk);
+		__mmask8 k1 = lrn_lanes_avx512(y, x, p, size, t + 8, 0xff, bias, as, root, dchk);
+		__mmask8 k2 = lrn_lanes_avx512(y, x, p, size, t + 16, 0xff, bias, as, root, dchk);
+		__mmask8 k3 = lrn_lanes_avx512(y, x, p, size, t + 24, 0xff, bias, as, root, dchk);
+		unsigned all = (unsigned)k0 | (unsigned)k1 << 8 | (unsigned)k2 << 16 | (unsigned)k3 << 24;
+		if (all != 0xffffffffu)
+			for (int i = 0; i < 4; i++)
+				lrn_fix(y, x, p, size, t + 8 * i, ~all >> 8 * i & 0xff, bias, as, beta);
+	}
+	for (; t < w; t += 8) {
+		__mmask8 m = w - t >= 8 ? 0xff : (__mmask8)((1u << (w - t)) - 1);
+		lrn_fix(y, x, p, size, t, m & ~lrn_lanes_avx512(y, x, p, size, t, m, bias, as, root, dchk), bias, as, beta);
+	}
+}
+
+SIMD_TARGET static void lrn_roots_any_avx512(float *restrict y, const float *restrict x, const double *const *p,
+					     int64_t size, int64_t w, double bias, double as, int root)
+{
+	int known = bias >= 0x1p-100 && as >= 0; /* d >= bias: no lane needs d's range tested */
+	if (root == 1)
+		lrn_roots_avx512(y, x, p, size, w, bias, as, 1, 0);
+	else if (root == 2 && known)
+		lrn_roots_avx512(y, x, p, size, w, bias, as, 2, 0);
+	else if (root == 2)
+		lrn_roots_avx512(y, x, p, size, w, bias, as, 2, 1);
+	else if (known)
+		lrn_roots_avx512(y, x, p, size, w, bias, as, 3, 0);
+	else
+		lrn_roots_avx512(y, x, p, size, w, bias, as, 3, 1);
+}
+#endif
+
 /* channel row y, x of w pixels from the window's rows p (their sums: s) */
 INLINE void lrn_out_f32(float *restrict y, const float *restrict x, const double *const *p, int64_t size,
 			double *restrict s, int64_t w, int64_t w8, const struct lrn_job *j)
 {
 	uint8_t ok[STAT_BLOCK];
 	int root = j->beta == 1 ? 1 : j->beta == 0.5 ? 2 : j->beta == 0.75 ? 3 : 0, left;
+#ifdef SIMD_X86
+	if (root && simd_avx512()) {
+		lrn_roots_any_avx512(y, x, p, size, w, j->bias, j->as, root);
+		return;
+	}
+#endif
 	if (root == 1)
 		left = lrn_roots(y, ok, x, p, size, w, j->bias, j->as, 1);
 	else if (root == 2)

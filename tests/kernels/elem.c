@@ -1440,3 +1440,86 @@ Test(exec, gelupool_max_pool_without_indices_matches_its_definition)
 			pool_set_threads(1);
 		}
 }
+
+/* #52 lrnpow: LRN's float32 roots on AVX-512 (norm_stat.c's lrn_roots_avx512: vrsqrt14pd and two
+ * Newton steps, the settled test on q's bits, d's range on d's bits) at the edges of those tests,
+ * against y = x / pow(bias + alpha / size x^2, beta) written here (one channel, window 1; alpha 0
+ * makes d the bias itself), rounded once to float; bit for bit, any NaN for a NaN, at 1 and 3
+ * threads alike. Where the processor has no AVX-512 the same inputs check the plain path. The
+ * edges: quotients near float's overflow threshold (bias 1/4: x up to 3.4e38 times 2^1.5) and in
+ * and below the smallest binade (q crossing 2^-126 into the subnormals, where the bits' test gives
+ * the lanes to pow), d at 2^-100 (taken), just below 2^100 (taken) and at 2^100 (given to pow),
+ * exact zeros of both signs, infinities, NaNs, and a window of 5 over 33 channels with 4099 pixels
+ * (a last group of 3 lanes) whose quotients fall within 2^-40 of a float's rounding midpoint
+ * (counted: the lanes given to pow). */
+static void lrnpow_fill(float *x, int64_t n, uint64_t seed, double lg0, double lg1)
+{
+	static const float sp[] = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY};
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint32_t r = (uint32_t)(seed >> 32);
+		double v = exp2(lg0 + (lg1 - lg0) * (double)(r >> 9) / 8388608.0);
+		x[i] = r % 97 == 0 ? sp[r / 97 % 6] : (float)(r & 1 ? -v : v);
+	}
+}
+
+Test(exec, lrnpow_lrn_roots_at_the_bit_tests_edges_match_pow_at_1_and_3_threads)
+{
+	static const struct {
+		int64_t C, inner, size;
+		float alpha, bias;
+		double lg0, lg1; /* |x| log-uniform over [2^lg0, 2^lg1] */
+	} cases[] = {
+		{1, 4099, 1, 0.0f, 0.25f, 124, 128},         /* q near FLT_MAX and past it */
+		{1, 4099, 1, 0.0f, 0x1p-100f, -130, -20},     /* d = 2^-100, q = x 2^75 */
+		{1, 4099, 1, 0.0f, 0x1.fffffep99f, -80, 127}, /* d just below 2^100, q from 2^-155 */
+		{1, 515, 1, 0.0f, 0x1p100f, -80, 127},        /* d = 2^100 */
+		{1, 4099, 1, 1e-4f, 1.0f, -150, -120},        /* q crossing 2^-126, subnormal x */
+		{1, 1027, 1, 0.0f, 0.0f, -3, 3},             /* d = 0 */
+		{33, 4099, 5, 0.05f, 1.0f, -3, 2},           /* windows, midpoints within reach */
+	};
+	static const double betas[] = {0.75, 0.5, 1.0};
+	int64_t near = 0;
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int b = 0; b < 3; b++) {
+			int64_t C = cases[c].C, inner = cases[c].inner, n = C * inner, dims[4] = {1, C, 1, inner};
+			int64_t lo = (cases[c].size - 1) / 2, hi = cases[c].size / 2;
+			double as = (double)cases[c].alpha / (double)cases[c].size, bias = cases[c].bias, beta = betas[b];
+			float *x = xmalloc((size_t)n * sizeof *x), *y1 = xmalloc((size_t)n * sizeof *y1);
+			lrnpow_fill(x, n, 7919 * c + (uint64_t)b, cases[c].lg0, cases[c].lg1);
+			for (int th = 1; th <= 3; th += 2) {
+				struct rtensor t = shape_tensor(DT_FLOAT, 4, dims, x);
+				char node[300];
+				snprintf(node, sizeof node,
+					 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: %.9g, beta: %.9g, bias: %.9g}}",
+					 (long long)cases[c].size, (double)cases[c].alpha, beta, bias);
+				struct shape_run s;
+				shape_run(&s, node, &t, 1, th);
+				const float *y = s.y->data;
+				int64_t wrong = 0, first = -1, differ = 0;
+				for (int64_t i = 0; i < n; i++) {
+					int64_t ch = i / inner, at = i % inner;
+					double sum = 0;
+					for (int64_t k = ch - lo > 0 ? ch - lo : 0; k <= ch + hi && k < C; k++)
+						sum += (double)x[at + k * inner] * x[at + k * inner];
+					double q = x[i] / pow(bias + as * sum, beta), e = fabs(q) * 0x1p-40;
+					float want = (float)q;
+					near += th == 1 && fabs(q) < INFINITY && (float)(q - e) != (float)(q + e);
+					if (memcmp(&want, y + i, 4) && !(isnan(want) && isnan(y[i])) && !wrong++)
+						first = i;
+					differ += th == 3 && memcmp(y1 + i, y + i, 4);
+				}
+				cr_expect_eq(wrong, 0, "LRN case %zu beta %g at %d threads: %lld of %lld wrong, the first #%lld: %a (x %a)",
+					     c, beta, th, (long long)wrong, (long long)n, (long long)first,
+					     first < 0 ? 0.0 : (double)y[first], first < 0 ? 0.0 : (double)x[first]);
+				cr_expect_eq(differ, 0, "LRN case %zu beta %g: %lld outputs differ between 1 and 3 threads", c, beta,
+					     (long long)differ);
+				if (th == 1)
+					memcpy(y1, y, (size_t)n * sizeof *y);
+				shape_done(&s);
+			}
+			xfree(x);
+			xfree(y1);
+		}
+	cr_expect_gt(near, 0, "no quotient near a rounding midpoint: the lanes given to pow are not covered");
+}
