@@ -35,8 +35,25 @@ Test(exec, gather_and_slice_cost_the_bytes_they_move)
  * bit for bit, float32 and float64, over NaNs of distinct payloads, signed zeros, infinities,
  * subnormals and huge values, at lengths around the kernels' lane counts. */
 
+/* ReduceLogSumExp's float32 sum over a contiguous row of n elements (reduce.c's sum_exp_f32), m
+ * its finite maximum: e = vm_expf(x - m), 0 where x - m < -87, added in double into 16 lane sums,
+ * element r into lane r mod 16, the lanes then combined k + 8, k + 4, k + 2, k + 1 */
+static double lse_lanes_f32(const float *x, int64_t n, float m)
+{
+	double s[16] = {0};
+	for (int64_t r = 0; r < n; r++) {
+		float d = x[r] - m;
+		s[r % 16] += d < -87.0f ? 0.0 : (double)vm_expf(d);
+	}
+	for (int w = 8; w; w /= 2)
+		for (int k = 0; k < w; k++)
+			s[k] += s[k + w];
+	return s[0];
+}
+
 /* the serial walks: m = v > m || isnan(v) ? v : m from -inf, its mirror, |x| and x summed, x
- * multiplied, and log sum exp(x - m) with float32's exponentials in float (vm_expf) */
+ * multiplied, and log sum exp(x - m): float64 by libm's exp in index order, float32 by
+ * lse_lanes_f32 (a NaN maximum is the result) */
 static double rf_reduce(const char *op, const double *v, int64_t n, int f64)
 {
 	double m = strcmp(op, "ReduceMin") ? -INFINITY : INFINITY, s = strcmp(op, "ReduceProd") ? 0 : 1;
@@ -51,11 +68,18 @@ static double rf_reduce(const char *op, const double *v, int64_t n, int f64)
 		return m;
 	if (strcmp(op, "ReduceLogSumExp"))
 		return s;
-	if (isinf(m))
+	if (isinf(m) || (!f64 && isnan(m)))
 		return m;
 	s = 0;
+	if (!f64) {
+		static float row[1024];
+		cr_assert(n <= 1024);
+		for (int64_t r = 0; r < n; r++)
+			row[r] = (float)v[r];
+		return m + log(lse_lanes_f32(row, n, (float)m));
+	}
 	for (int64_t r = 0; r < n; r++)
-		s += f64 ? exp(v[r] - m) : (double)vm_expf((float)v[r] - (float)m);
+		s += exp(v[r] - m);
 	return m + log(s);
 }
 
@@ -791,7 +815,8 @@ Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
  * and 1, at 1 and 3 threads, with lines all -inf (one -inf line, x[:, :, 5] and x[1, 2, :]), NaN,
  * +inf, and values near float32's largest. Each output bit for bit against the walk written here
  * (the maximum, then exp(x - m): vm_expf for float32, libm's exp for float64, summed in double in
- * index order; m + log(sum), m where m is infinite), and against the float64 definition
+ * index order, but float32's contiguous rows (axes [2], [1, 2]) by lse_lanes_f32; m + log(sum), m
+ * where m is infinite), and against the float64 definition
  * m + log(sum exp(x - m)) to 2 ulp + 2^-22 (float32: vm_expf's 1.1 ulp) or 1e-15 relative + 1e-15. */
 Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 {
@@ -859,6 +884,8 @@ Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 							s += f64 ? exp(xd[el[k]] - m) : (double)vm_expf(xf[el[k]] - (float)m);
 							s64 += exp((f64 ? xd[el[k]] : (double)xf[el[k]]) - m);
 						}
+						if (!f64 && red[ax][2] && !isinf(m) && !isnan(m)) /* contiguous rows: in lanes */
+							s = lse_lanes_f32(xf + el[0], ne, (float)m);
 						double want = isinf(m) ? m : m + log(s), def = isinf(m) ? m : m + log(s64);
 						double got = rt_get(y, o);
 						if (!same_bits(got, want, f64) && bad++ < 3)
@@ -1026,3 +1053,74 @@ Test(exec, topklse_topk_vector_filter_matches_a_stable_sort)
 				xfree(xd);
 			}
 }
+
+/* #52 lsegelu: ReduceLogSumExp's float32 rows (reduce.c's sum_exp_f32: the exponentials in 16
+ * lanes of double sums), against references written here. */
+
+/* 4096-element rows of one kind each (k = row mod 8): values of [-8, 8]; of [-200, 0] (most
+ * exponentials below 2^-126, 0 in the sum); one value 0 among -inf; all equal (the sum is the
+ * length); -inf alone; a NaN among values; +inf among values; values near +-3e38 (x - m overflows
+ * to -inf) */
+static float lsegelu_value(uint32_t *s, int64_t row, int64_t i)
+{
+	*s = *s * 1664525u + 1013904223u;
+	double u = (double)(*s >> 8) / 16777216.0;
+	switch (row % 8) {
+	case 0: return (float)(16 * u - 8);
+	case 1: return (float)(-200 * u);
+	case 2: return i == 3 ? 0.0f : -INFINITY;
+	case 3: return 1.25f;
+	case 4: return -INFINITY;
+	case 5: return i == 1 ? NAN : (float)u;
+	case 6: return i == 2 ? INFINITY : (float)u;
+	default: return i % 2 ? 3e38f : (float)(-3e38 * u);
+	}
+}
+
+/* ReduceLogSumExp over the last axis of (rows, len), len from 1 to 4099 (the lanes' and the 64-element
+ * blocks' remainders), at 1 and 3 threads: each output bit for bit against m + log(lse_lanes_f32)
+ * (m itself where m is infinite or NaN), the same bits at both thread counts, and within 2 ulp +
+ * 2^-22 of the float64 definition m + log(sum exp(x - m)) (vm_expf's 1.1 ulp) */
+Test(exec, lsegelu_reduce_log_sum_exp_rows_match_their_lane_sums)
+{
+	static const int64_t lens[] = {1, 2, 15, 16, 17, 63, 64, 65, 100, 257, 4099}, rows = 19;
+	static float xf[19 * 4099];
+	for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+		int64_t len = lens[li], dims[2] = {rows, len};
+		uint32_t s = (uint32_t)li * 977 + 1;
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t i = 0; i < len; i++)
+				xf[r * len + i] = lsegelu_value(&s, r, i);
+		float got[2][19];
+		for (int t = 0; t < 2; t++) {
+			pool_set_threads(t ? 3 : 1);
+			struct graph *g;
+			const struct rtensor *y;
+			struct exec *x = rf_run("{op: ReduceLogSumExp, inputs: [x], outputs: [y], attrs: {axes: [-1], keepdims: 0}}",
+						"", 0, 2, dims, xf, &g, &y);
+			cr_assert_eq(y->numel, rows);
+			memcpy(got[t], y->data, sizeof got[t]);
+			exec_free(x);
+			graph_free(g);
+		}
+		pool_set_threads(1);
+		cr_expect(!memcmp(got[0], got[1], sizeof got[0]), "len %lld: 1 and 3 threads differ", (long long)len);
+		for (int64_t r = 0; r < rows; r++) {
+			const float *p = xf + r * len;
+			float m = -INFINITY;
+			for (int64_t i = 0; i < len; i++)
+				m = p[i] > m || isnan(p[i]) ? p[i] : m;
+			double s64 = 0;
+			for (int64_t i = 0; i < len && isfinite(m); i++)
+				s64 += exp((double)p[i] - m);
+			double want = isfinite(m) ? m + log(lse_lanes_f32(p, len, m)) : m, def = isfinite(m) ? m + log(s64) : m;
+			float wf = (float)want;
+			cr_expect(!memcmp(&got[0][r], &wf, 4) || (isnan(wf) && isnan(got[0][r])),
+				  "len %lld row %lld: %.9g, not %.9g", (long long)len, (long long)r, got[0][r], wf);
+			double tol = 2 * (nextafterf((float)fabs(def), INFINITY) - (float)fabs(def)) + 0x1p-22;
+			cr_expect(isnan(def) ? isnan(got[0][r]) : isinf(def) ? got[0][r] == def : fabs(got[0][r] - def) <= tol,
+				  "len %lld row %lld: %.9g, the definition %.17g", (long long)len, (long long)r, got[0][r], def);
+		}
+	}
+}
+
