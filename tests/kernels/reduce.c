@@ -1055,7 +1055,8 @@ Test(exec, topklse_topk_vector_filter_matches_a_stable_sort)
 }
 
 /* #52 lsegelu: ReduceLogSumExp's float32 rows (reduce.c's sum_exp_f32: the exponentials in 16
- * lanes of double sums), against references written here. */
+ * lanes of double sums) and Gelu's float32 forms (vmath.h's vm_geluf; activation.c's tanh form),
+ * against references written here. */
 
 /* 4096-element rows of one kind each (k = row mod 8): values of [-8, 8]; of [-200, 0] (most
  * exponentials below 2^-126, 0 in the sum); one value 0 among -inf; all equal (the sum is the
@@ -1124,3 +1125,80 @@ Test(exec, lsegelu_reduce_log_sum_exp_rows_match_their_lane_sums)
 	}
 }
 
+/* Gelu's float32 error in ulps of max(|y|, |x| / 2), the unit vmath/activations_within_their_ulp_bounds
+ * (tests/kernels/elem.c) holds Gelu to: r its float64 definition; NaN must give NaN, an infinity
+ * itself. */
+static double lsegelu_ulps(float y, float x, double r)
+{
+	if (isnan(r) || isinf(r))
+		return (isnan(r) && isnan(y)) || y == r ? 0 : INFINITY;
+	float a = (float)fmax(fabs(r), 0.5 * fabsf(x));
+	double u = a < 1.17549435e-38f ? 0x1p-149 : (double)(nextafterf(a, INFINITY) - a);
+	return fabs((double)y - r) / u;
+}
+
+/* Gelu, erf form (vm_geluf: two polynomials, no exp) and tanh form (x e / (1 + e) below 0), over every
+ * 61st float of [-10, 10] from 2^-30 on, 2^20 points evenly spaced in [-6, 6] (vm_geluf's joins at
+ * |x| = 1 and 5.6 among them) and the special values: within 1.8 ulp (erf; 1.76 measured over every
+ * float of [-10, 10], 2.04 before) and 2 (tanh; 1.91, 1.98 before) of the float64 definitions,
+ * 0.5 x (1 + erf(x / sqrt 2)) and 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (-inf: NaN, as
+ * there), the same bits at 1 and 3 threads */
+Test(exec, lsegelu_gelu_forms_within_their_bounds_at_any_thread_count, .timeout = 120)
+{
+	static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+					3.4028235e38f, -3.4028235e38f, 1.0f, -1.0f, 0.99999994f, -0.99999994f, 5.6f, -5.6f,
+					5.5999994f, -5.5999994f, 10, -10, 88, -88, 1e20f, -1e20f};
+	enum { NSP = sizeof special / sizeof *special, NE = 1 << 20 };
+	int64_t n = NSP + NE;
+	for (uint32_t u = 0x30800000u; u <= 0x41200000u; u += 61)
+		n += 2;
+	float *in = xmalloc((size_t)n * sizeof *in), *out[2] = {xmalloc((size_t)n * sizeof(float)), xmalloc((size_t)n * sizeof(float))};
+	cr_assert(in && out[0] && out[1]);
+	memcpy(in, special, sizeof special);
+	int64_t k = NSP;
+	for (int i = 0; i < NE; i++)
+		in[k++] = -6.0f + 12.0f * (float)i / (float)NE;
+	for (uint32_t u = 0x30800000u; u <= 0x41200000u; u += 61) {
+		in[k++] = vm_bits_float(u);
+		in[k++] = vm_bits_float(u | 0x80000000u);
+	}
+	cr_assert_eq(k, n);
+	for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
+		char text[400];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 20\ninputs: [{name: x, dtype: float32, shape: [%lld]}]\n"
+			 "nodes:\n  - {op: Gelu, inputs: [x], outputs: [y]%s}\noutputs: [{name: y}]\n",
+			 (long long)n, tanh_form ? ", attrs: {approximate: tanh}" : "");
+		struct graph *g = load_text("lsegelu_gelu.yaml", text);
+		for (int t = 0; t < 2; t++) {
+			pool_set_threads(t ? 3 : 1);
+			struct rtensor ti = rt_over(DT_FLOAT, 1, &n, in);
+			const char *name = "x";
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = &ti, .input_names = &name, .n_inputs = 1};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "%s", e.msg);
+			memcpy(out[t], exec_value(x, g->outputs[0])->data, (size_t)n * sizeof(float));
+			exec_free(x);
+		}
+		pool_set_threads(1);
+		graph_free(g);
+		cr_expect(!memcmp(out[0], out[1], (size_t)n * sizeof(float)), "Gelu %s: 1 and 3 threads differ",
+			  tanh_form ? "tanh" : "erf");
+		double worst = 0;
+		float at = 0;
+		for (int64_t i = 0; i < n; i++) {
+			double v = in[i];
+			double r = tanh_form ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+					     : 0.5 * v * (1 + erf(v * 0.7071067811865476));
+			double err = lsegelu_ulps(out[0][i], in[i], r);
+			if (err > worst)
+				worst = err, at = in[i];
+		}
+		cr_expect_leq(worst, tanh_form ? 2.0 : 1.8, "Gelu %s: %.3f ulp at %a (%.9g)", tanh_form ? "tanh" : "erf", worst,
+			      at, at);
+	}
+	xfree(in);
+	xfree(out[0]);
+	xfree(out[1]);
+}
