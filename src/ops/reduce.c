@@ -140,17 +140,21 @@ struct lanes_job {
  * 0 for d < -87 (e^-87 = 1.6e-38, beside the 1 of the maximum), added in double into LSE_LANES
  * partial sums, element r into lane r mod LSE_LANES, the lanes then combined pairwise (lane k and
  * k + 8, then k and k + 4, k + 2, k + 1). The same order at any vector width and thread count.
- * bench_roofline's 4096 x 4096 row, CPU time in the kernel's functions (perf samples, interleaved
- * with the index-order sums of vm_expf): 13.4 -> 9.2-9.7 ms, its exponentials' pass 11.0 -> 6.3
- * (the serial sums were 30% of it, vm_expf's clamps and second factor 15%); the maximum's pass,
- * the one read from memory, 2.4-3.5 ms either way. */
+ * next (NULL: none), the row after, is prefetched meanwhile (4 lines per 64 elements, one row of
+ * 16 KB ahead), so that its maximum's pass, the one read from memory, overlaps these exponentials.
+ * bench_roofline's 4096 x 4096 row, CPU time in the kernel's functions (perf samples, interleaved):
+ * 13.4 ms with the index-order sums of vm_expf and 8 rows at once; 9.2-9.7 with the lanes (the
+ * exponentials' pass 11.0 -> 6.3: the serial sums were 30% of it, vm_expf's clamps and second
+ * factor 15%); 8.0-8.3 with the prefetch (the maximum's pass 2.7-3.6 -> 2.0-2.5). */
 #define LSE_LANES 16
-VM_CLONES static double sum_exp_f32(const float *p, int64_t n, float m)
+VM_CLONES static double sum_exp_f32(const float *p, int64_t n, float m, const float *next)
 {
 	float e[64];
 	double s[LSE_LANES] = {0}; /* two vectors of double on AVX-512 */
 	for (int64_t r0 = 0; r0 < n; r0 += 64) {
 		int64_t k = n - r0 < 64 ? n - r0 : 64;
+		for (int64_t c = 0; next && c < k; c += 16)
+			__builtin_prefetch(next + r0 + c);
 		for (int64_t r = 0; r < k; r++) {
 			float d = p[r0 + r] - m, v = vm_expf_in(d < -87.0f ? -87.0f : d);
 			e[r] = d < -87.0f ? 0.0f : v;
@@ -264,8 +268,9 @@ static void lane_one(const struct lanes_job *j, int64_t u)
 	}
 	if (j->kind == RK_LSE && !isinf(m)) {
 		at -= j->len * j->inner;
+		const float *next = at + 2 * j->len <= j->a->numel ? pf + at + j->len : NULL; /* inner 1 here */
 		if (!dbl) /* a NaN maximum is the result (m + log 1) */
-			s = isnan(m) ? 1 : sum_exp_f32(pf + at, j->len, (float)m);
+			s = isnan(m) ? 1 : sum_exp_f32(pf + at, j->len, (float)m, next);
 		for (int64_t r = 0; dbl && r < j->len; r++, at += j->inner)
 			s += exp(pd[at] - m);
 	}
@@ -276,8 +281,8 @@ static void lane_one(const struct lanes_job *j, int64_t u)
 
 /* ReduceLogSumExp over a strided axis: outputs (o, i0 .. i0 + n - 1), n <= LSE_COLS, side by side.
  * Each one's maximum is lane_one's walk and its sum of exponentials in index order (float32:
- * vm_expf of x - m added in double, not in lane_one's lanes; float64: libm's exp, lane_one's), the len rows walked once for
- * the maxima and once for the sums, each row's n elements a contiguous run. */
+ * vm_expf of x - m added in double, not in lane_one's lanes; float64: libm's exp, lane_one's), the
+ * len rows walked once for the maxima and once for the sums, each row's n elements a contiguous run. */
 #define LSE_COLS 256
 VM_CLONES static void lse_cols_f32(const float *p, int64_t len, int64_t inner, int64_t n, double *mx, double *acc)
 {
