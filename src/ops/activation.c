@@ -87,7 +87,10 @@ static inline __attribute__((always_inline)) double act_d(enum act op, const str
  *    on, where n q is 1 in float, and (x h) h, h = e^(x/2), below -16, where q is 1: x h stays
  *    normal as long as the result is not 0, so the tail x < -87 keeps its bits instead of a
  *    subnormal e^x's.
- *  - Gelu's tanh form: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), without 1 + tanh's cancellation. */
+ *  - Gelu's tanh form: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), without 1 + tanh's cancellation;
+ *    e^(-2u) by vm_expf_in, vm_expf's bits up to -2u = 88.37 and +inf beyond (x / inf: -0, and NaN
+ *    at x = -inf as the definition gives), where vm_expf's is up to 3.4e38 (x / (1 + e^(-2u)) below
+ *    4e-38). Its erf form is vm_geluf. */
 static inline __attribute__((always_inline)) float act_f(enum act op, float a, float b, int tanh_gelu, float v)
 {
 	switch (op) {
@@ -100,9 +103,11 @@ static inline __attribute__((always_inline)) float act_f(enum act op, float a, f
 		return v >= 20.0f ? v : v > -16.0f ? v * n * q : v * h * h; /* NaN: v n q */
 	}
 	case A_GELU:
-		if (tanh_gelu) /* -2u = x (-2k - 2k c x^2), k = sqrt(2 / pi), c = 0.044715 */
-			return v / (1.0f + vm_expf(v * fmaf(v * v, -0.0713548162726f, -1.5957691216057308f)));
-		return 0.5f * v * (1.0f + vm_erff(v * 0.70710678118654752f));
+		if (tanh_gelu) { /* -2u = x (-2k - 2k c x^2), k = sqrt(2 / pi), c = 0.044715 */
+			float w = v * fmaf(v * v, -0.0713548162726f, -1.5957691216057308f);
+			return v / (1.0f + vm_expf_in(w < -88.0f ? -88.0f : w > 89.0f ? 89.0f : w)); /* NaN passes */
+		}
+		return vm_geluf(v);
 	default: return vm_softplusf(v);
 	}
 }

@@ -35,8 +35,25 @@ Test(exec, gather_and_slice_cost_the_bytes_they_move)
  * bit for bit, float32 and float64, over NaNs of distinct payloads, signed zeros, infinities,
  * subnormals and huge values, at lengths around the kernels' lane counts. */
 
+/* ReduceLogSumExp's float32 sum over a contiguous row of n elements (reduce.c's sum_exp_f32), m
+ * its finite maximum: e = vm_expf(x - m), 0 where x - m < -87, added in double into 16 lane sums,
+ * element r into lane r mod 16, the lanes then combined k + 8, k + 4, k + 2, k + 1 */
+static double lse_lanes_f32(const float *x, int64_t n, float m)
+{
+	double s[16] = {0};
+	for (int64_t r = 0; r < n; r++) {
+		float d = x[r] - m;
+		s[r % 16] += d < -87.0f ? 0.0 : (double)vm_expf(d);
+	}
+	for (int w = 8; w; w /= 2)
+		for (int k = 0; k < w; k++)
+			s[k] += s[k + w];
+	return s[0];
+}
+
 /* the serial walks: m = v > m || isnan(v) ? v : m from -inf, its mirror, |x| and x summed, x
- * multiplied, and log sum exp(x - m) with float32's exponentials in float (vm_expf) */
+ * multiplied, and log sum exp(x - m): float64 by libm's exp in index order, float32 by
+ * lse_lanes_f32 (a NaN maximum is the result) */
 static double rf_reduce(const char *op, const double *v, int64_t n, int f64)
 {
 	double m = strcmp(op, "ReduceMin") ? -INFINITY : INFINITY, s = strcmp(op, "ReduceProd") ? 0 : 1;
@@ -51,11 +68,18 @@ static double rf_reduce(const char *op, const double *v, int64_t n, int f64)
 		return m;
 	if (strcmp(op, "ReduceLogSumExp"))
 		return s;
-	if (isinf(m))
+	if (isinf(m) || (!f64 && isnan(m)))
 		return m;
 	s = 0;
+	if (!f64) {
+		static float row[1024];
+		cr_assert(n <= 1024);
+		for (int64_t r = 0; r < n; r++)
+			row[r] = (float)v[r];
+		return m + log(lse_lanes_f32(row, n, (float)m));
+	}
 	for (int64_t r = 0; r < n; r++)
-		s += f64 ? exp(v[r] - m) : (double)vm_expf((float)v[r] - (float)m);
+		s += exp(v[r] - m);
 	return m + log(s);
 }
 
@@ -791,7 +815,8 @@ Test(exec, adam_factored_diet_adam_steps_match_a_float64_reference)
  * and 1, at 1 and 3 threads, with lines all -inf (one -inf line, x[:, :, 5] and x[1, 2, :]), NaN,
  * +inf, and values near float32's largest. Each output bit for bit against the walk written here
  * (the maximum, then exp(x - m): vm_expf for float32, libm's exp for float64, summed in double in
- * index order; m + log(sum), m where m is infinite), and against the float64 definition
+ * index order, but float32's contiguous rows (axes [2], [1, 2]) by lse_lanes_f32; m + log(sum), m
+ * where m is infinite), and against the float64 definition
  * m + log(sum exp(x - m)) to 2 ulp + 2^-22 (float32: vm_expf's 1.1 ulp) or 1e-15 relative + 1e-15. */
 Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 {
@@ -859,6 +884,8 @@ Test(exec, adam_reduce_log_sum_exp_matches_its_definition)
 							s += f64 ? exp(xd[el[k]] - m) : (double)vm_expf(xf[el[k]] - (float)m);
 							s64 += exp((f64 ? xd[el[k]] : (double)xf[el[k]]) - m);
 						}
+						if (!f64 && red[ax][2] && !isinf(m) && !isnan(m)) /* contiguous rows: in lanes */
+							s = lse_lanes_f32(xf + el[0], ne, (float)m);
 						double want = isinf(m) ? m : m + log(s), def = isinf(m) ? m : m + log(s64);
 						double got = rt_get(y, o);
 						if (!same_bits(got, want, f64) && bad++ < 3)
@@ -1025,4 +1052,153 @@ Test(exec, topklse_topk_vector_filter_matches_a_stable_sort)
 				xfree(ref);
 				xfree(xd);
 			}
+}
+
+/* #52 lsegelu: ReduceLogSumExp's float32 rows (reduce.c's sum_exp_f32: the exponentials in 16
+ * lanes of double sums) and Gelu's float32 forms (vmath.h's vm_geluf; activation.c's tanh form),
+ * against references written here. */
+
+/* 4096-element rows of one kind each (k = row mod 8): values of [-8, 8]; of [-200, 0] (most
+ * exponentials below 2^-126, 0 in the sum); one value 0 among -inf; all equal (the sum is the
+ * length); -inf alone; a NaN among values; +inf among values; values near +-3e38 (x - m overflows
+ * to -inf) */
+static float lsegelu_value(uint32_t *s, int64_t row, int64_t i)
+{
+	*s = *s * 1664525u + 1013904223u;
+	double u = (double)(*s >> 8) / 16777216.0;
+	switch (row % 8) {
+	case 0: return (float)(16 * u - 8);
+	case 1: return (float)(-200 * u);
+	case 2: return i == 3 ? 0.0f : -INFINITY;
+	case 3: return 1.25f;
+	case 4: return -INFINITY;
+	case 5: return i == 1 ? NAN : (float)u;
+	case 6: return i == 2 ? INFINITY : (float)u;
+	default: return i % 2 ? 3e38f : (float)(-3e38 * u);
+	}
+}
+
+/* ReduceLogSumExp over the last axis of (rows, len), len from 1 to 4099 (the lanes' and the 64-element
+ * blocks' remainders), at 1 and 3 threads: each output bit for bit against m + log(lse_lanes_f32)
+ * (m itself where m is infinite or NaN), the same bits at both thread counts, and within 2 ulp +
+ * 2^-22 of the float64 definition m + log(sum exp(x - m)) (vm_expf's 1.1 ulp) */
+Test(exec, lsegelu_reduce_log_sum_exp_rows_match_their_lane_sums)
+{
+	static const int64_t lens[] = {1, 2, 15, 16, 17, 63, 64, 65, 100, 257, 4099}, rows = 19;
+	static float xf[19 * 4099];
+	for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+		int64_t len = lens[li], dims[2] = {rows, len};
+		uint32_t s = (uint32_t)li * 977 + 1;
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t i = 0; i < len; i++)
+				xf[r * len + i] = lsegelu_value(&s, r, i);
+		float got[2][19];
+		for (int t = 0; t < 2; t++) {
+			pool_set_threads(t ? 3 : 1);
+			struct graph *g;
+			const struct rtensor *y;
+			struct exec *x = rf_run("{op: ReduceLogSumExp, inputs: [x], outputs: [y], attrs: {axes: [-1], keepdims: 0}}",
+						"", 0, 2, dims, xf, &g, &y);
+			cr_assert_eq(y->numel, rows);
+			memcpy(got[t], y->data, sizeof got[t]);
+			exec_free(x);
+			graph_free(g);
+		}
+		pool_set_threads(1);
+		cr_expect(!memcmp(got[0], got[1], sizeof got[0]), "len %lld: 1 and 3 threads differ", (long long)len);
+		for (int64_t r = 0; r < rows; r++) {
+			const float *p = xf + r * len;
+			float m = -INFINITY;
+			for (int64_t i = 0; i < len; i++)
+				m = p[i] > m || isnan(p[i]) ? p[i] : m;
+			double s64 = 0;
+			for (int64_t i = 0; i < len && isfinite(m); i++)
+				s64 += exp((double)p[i] - m);
+			double want = isfinite(m) ? m + log(lse_lanes_f32(p, len, m)) : m, def = isfinite(m) ? m + log(s64) : m;
+			float wf = (float)want;
+			cr_expect(!memcmp(&got[0][r], &wf, 4) || (isnan(wf) && isnan(got[0][r])),
+				  "len %lld row %lld: %.9g, not %.9g", (long long)len, (long long)r, got[0][r], wf);
+			double tol = 2 * (nextafterf((float)fabs(def), INFINITY) - (float)fabs(def)) + 0x1p-22;
+			cr_expect(isnan(def) ? isnan(got[0][r]) : isinf(def) ? got[0][r] == def : fabs(got[0][r] - def) <= tol,
+				  "len %lld row %lld: %.9g, the definition %.17g", (long long)len, (long long)r, got[0][r], def);
+		}
+	}
+}
+
+/* Gelu's float32 error in ulps of max(|y|, |x| / 2), the unit vmath/activations_within_their_ulp_bounds
+ * (tests/kernels/elem.c) holds Gelu to: r its float64 definition; NaN must give NaN, an infinity
+ * itself. */
+static double lsegelu_ulps(float y, float x, double r)
+{
+	if (isnan(r) || isinf(r))
+		return (isnan(r) && isnan(y)) || y == r ? 0 : INFINITY;
+	float a = (float)fmax(fabs(r), 0.5 * fabsf(x));
+	double u = a < 1.17549435e-38f ? 0x1p-149 : (double)(nextafterf(a, INFINITY) - a);
+	return fabs((double)y - r) / u;
+}
+
+/* Gelu, erf form (vm_geluf: two polynomials, no exp) and tanh form (x e / (1 + e) below 0), over every
+ * 61st float of [-10, 10] from 2^-30 on, 2^20 points evenly spaced in [-6, 6] (vm_geluf's joins at
+ * |x| = 1 and 5.6 among them) and the special values: within 1.8 ulp (erf; 1.76 measured over every
+ * float of [-10, 10], 2.04 before) and 2 (tanh; 1.91, 1.98 before) of the float64 definitions,
+ * 0.5 x (1 + erf(x / sqrt 2)) and 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (-inf: NaN, as
+ * there), the same bits at 1 and 3 threads */
+Test(exec, lsegelu_gelu_forms_within_their_bounds_at_any_thread_count, .timeout = 120)
+{
+	static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+					3.4028235e38f, -3.4028235e38f, 1.0f, -1.0f, 0.99999994f, -0.99999994f, 5.6f, -5.6f,
+					5.5999994f, -5.5999994f, 10, -10, 88, -88, 1e20f, -1e20f};
+	enum { NSP = sizeof special / sizeof *special, NE = 1 << 20 };
+	int64_t n = NSP + NE;
+	for (uint32_t u = 0x30800000u; u <= 0x41200000u; u += 61)
+		n += 2;
+	float *in = xmalloc((size_t)n * sizeof *in), *out[2] = {xmalloc((size_t)n * sizeof(float)), xmalloc((size_t)n * sizeof(float))};
+	cr_assert(in && out[0] && out[1]);
+	memcpy(in, special, sizeof special);
+	int64_t k = NSP;
+	for (int i = 0; i < NE; i++)
+		in[k++] = -6.0f + 12.0f * (float)i / (float)NE;
+	for (uint32_t u = 0x30800000u; u <= 0x41200000u; u += 61) {
+		in[k++] = vm_bits_float(u);
+		in[k++] = vm_bits_float(u | 0x80000000u);
+	}
+	cr_assert_eq(k, n);
+	for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
+		char text[400];
+		snprintf(text, sizeof text,
+			 "graphdiet: 1\nopset: 20\ninputs: [{name: x, dtype: float32, shape: [%lld]}]\n"
+			 "nodes:\n  - {op: Gelu, inputs: [x], outputs: [y]%s}\noutputs: [{name: y}]\n",
+			 (long long)n, tanh_form ? ", attrs: {approximate: tanh}" : "");
+		struct graph *g = load_text("lsegelu_gelu.yaml", text);
+		for (int t = 0; t < 2; t++) {
+			pool_set_threads(t ? 3 : 1);
+			struct rtensor ti = rt_over(DT_FLOAT, 1, &n, in);
+			const char *name = "x";
+			struct gd_err e = {0};
+			struct exec_opts o = {.inputs = &ti, .input_names = &name, .n_inputs = 1};
+			struct exec *x = exec_run(g, &o, NULL, &e);
+			cr_assert(x, "%s", e.msg);
+			memcpy(out[t], exec_value(x, g->outputs[0])->data, (size_t)n * sizeof(float));
+			exec_free(x);
+		}
+		pool_set_threads(1);
+		graph_free(g);
+		cr_expect(!memcmp(out[0], out[1], (size_t)n * sizeof(float)), "Gelu %s: 1 and 3 threads differ",
+			  tanh_form ? "tanh" : "erf");
+		double worst = 0;
+		float at = 0;
+		for (int64_t i = 0; i < n; i++) {
+			double v = in[i];
+			double r = tanh_form ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+					     : 0.5 * v * (1 + erf(v * 0.7071067811865476));
+			double err = lsegelu_ulps(out[0][i], in[i], r);
+			if (err > worst)
+				worst = err, at = in[i];
+		}
+		cr_expect_leq(worst, tanh_form ? 2.0 : 1.8, "Gelu %s: %.3f ulp at %a (%.9g)", tanh_form ? "tanh" : "erf", worst,
+			      at, at);
+	}
+	xfree(in);
+	xfree(out[0]);
+	xfree(out[1]);
 }
