@@ -1202,3 +1202,87 @@ Test(exec, lsegelu_gelu_forms_within_their_bounds_at_any_thread_count, .timeout 
 	xfree(out[0]);
 	xfree(out[1]);
 }
+
+/* #52e: LogSoftmax's and SoftmaxCrossEntropyLoss's rows take their exponentials by vm_expf_in,
+ * x - max clamped at -88, where Softmax keeps vm_expf: a term below e^-87.68 is 0 there instead
+ * of a subnormal, which only z, a double of at least 1, ever sees. So a row gives the bits it gives
+ * with those terms at -inf, and is within 1e-6 (relative to its terms) of the definition in long
+ * double. Rows of terms at max - 87 .. max - 10^4 and -inf among ordinary ones, rows whose max is
+ * the only term over e^-87, odd lengths; 1 and 3 threads. */
+static float *ls_far_run(const char *node, const float *x, const int64_t *lab, int64_t rows, int64_t len, int th)
+{
+	int64_t dims[2] = {rows, len};
+	float *cx = xmalloc((size_t)(rows * len) * sizeof *cx + 1);
+	int64_t *cl = xmalloc((size_t)rows * sizeof *cl + 1);
+	memcpy(cx, x, (size_t)(rows * len) * sizeof *cx);
+	if (lab)
+		memcpy(cl, lab, (size_t)rows * sizeof *cl);
+	struct rtensor ts[2] = {shape_tensor(DT_FLOAT, 2, dims, cx), shape_tensor(DT_INT64, 1, dims, cl)};
+	struct shape_run r;
+	shape_run(&r, node, ts, lab ? 2 : 1, th);
+	float *y = xmalloc((size_t)r.y->nbytes + 1);
+	memcpy(y, r.y->data, (size_t)r.y->nbytes);
+	shape_done(&r);
+	xfree(cx);
+	xfree(cl);
+	return y;
+}
+
+Test(exec, log_softmax_terms_far_below_the_max_change_nothing)
+{
+	static const float far[] = {-87.0f, -87.5f, -87.68f, -87.7f, -88.0f, -88.5f, -95.0f, -103.9f, -104.5f, -150.0f, -1e4f, -INFINITY};
+	static const int64_t lens[] = {1, 7, 33, 200, 2001};
+	const char *ls = "{op: LogSoftmax, inputs: [x], outputs: [y]}";
+	const char *ce = "{op: SoftmaxCrossEntropyLoss, inputs: [x, r], outputs: [y], attrs: {reduction: none}}";
+	for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+		int64_t len = lens[li], rows = 24, n = rows * len;
+		float *x = xmalloc((size_t)n * sizeof *x + 1), *cut = xmalloc((size_t)n * sizeof *cut + 1);
+		int64_t *lab = xmalloc((size_t)rows * sizeof *lab + 1);
+		uint32_t s = 4242u + (uint32_t)li;
+		for (int64_t r = 0; r < rows; r++) {
+			float m = r % 3 == 0 ? 30.0f : r % 3 == 1 ? -5.0f : 1e6f; /* the row's max, at column r % len */
+			for (int64_t j = 0; j < len; j++) {
+				s = s * 1664525u + 1013904223u;
+				float v = (float)((double)(s >> 8) / (1 << 24) * 20 - 20); /* [-20, 0) below the max */
+				int64_t k = (int64_t)(s >> 4) % 12;
+				float d = r % 4 == 3 || (s >> 3) % 2 ? far[k] : v; /* rows of far terms alone, else half */
+				x[r * len + j] = j == r % len ? m : m + d;
+				cut[r * len + j] = j != r % len && m + d - m < -87.68f ? -INFINITY : x[r * len + j];
+			}
+			lab[r] = (r * 7) % len; /* ordinary or far terms alike */
+		}
+		for (int th = 1; th <= 3; th += 2) {
+			float *y = ls_far_run(ls, x, NULL, rows, len, th), *yc = ls_far_run(ls, cut, NULL, rows, len, th);
+			float *c = ls_far_run(ce, x, lab, rows, len, th), *cc = ls_far_run(ce, cut, lab, rows, len, th);
+			int64_t differ = 0, wrong = 0, ce_differ = 0;
+			for (int64_t r = 0; r < rows; r++) {
+				const float *p = x + r * len;
+				long double m = p[r % len], z = 0;
+				for (int64_t j = 0; j < len; j++)
+					z += expl((long double)p[j] - m);
+				long double lz = logl(z);
+				for (int64_t j = 0; j < len; j++) {
+					int64_t i = r * len + j;
+					differ += cut[i] == x[i] && memcmp(&y[i], &yc[i], sizeof *y) != 0;
+					long double ref = (long double)p[j] - m - lz;
+					double tol = 1e-6 * (fabs(p[j]) + fabsl(m) + fabsl(lz)) + 1e-30;
+					wrong += !(y[i] == ref || fabsl((long double)y[i] - ref) <= tol);
+				}
+				ce_differ += cut[r * len + lab[r]] == x[r * len + lab[r]] && memcmp(&c[r], &cc[r], sizeof *c) != 0;
+			}
+			cr_expect_eq(differ, 0, "LogSoftmax, length %lld, %d threads: %lld outputs differ from the row with its "
+						"far terms at -inf", (long long)len, th, (long long)differ);
+			cr_expect_eq(wrong, 0, "LogSoftmax, length %lld, %d threads: %lld outputs off the definition",
+				     (long long)len, th, (long long)wrong);
+			cr_expect_eq(ce_differ, 0, "SoftmaxCrossEntropyLoss, length %lld, %d threads: %lld rows differ",
+				     (long long)len, th, (long long)ce_differ);
+			xfree(y);
+			xfree(yc);
+			xfree(c);
+			xfree(cc);
+		}
+		xfree(x);
+		xfree(cut);
+		xfree(lab);
+	}
+}
