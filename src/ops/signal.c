@@ -25,15 +25,18 @@
  * (4.0e-15), 1009 complex 2.4e-15 (4.6e-15); tests/bench/fft.py --accuracy). float32 in float:
  * against numpy's float64 FFT of the same float32 lines, the largest |error| of a bin over 8 lines
  * relative to the line's L2 norm is of the order of PyTorch's float32 FFT (torch.fft.rfft / fft on
- * the same lines), 4 times the double transform's (whose output's rounding to float32 was the whole
+ * the same lines), up to 5 times the double transform's (whose output's rounding to float32 was the whole
  * of its error): random normal lines 512 real 4.1e-7 (double 8.9e-8, PyTorch 2.9e-7), 400 real
  * 3.8e-7 (9.4e-8, 4.0e-7), 2048 complex 4.6e-7 (1.2e-7, 4.4e-7); the worst of random, impulse,
  * sine and 1e4 sine plus 1e-6..1e6 noise lines at 16 to 2048 3.0e-6 (2048 real sine; double 9.0e-7,
  * PyTorch 2.0e-6). A radix-p prime's O(p^2) sum in float was 3 times PyTorch's error at 61, so those
  * lengths stay double (and Bluestein's). Subnormal elements round absolutely (2^-150) in float: a
- * line of 1e-40 values had errors of 1.5e-5 of its norm. Measured with DFT 64 x 512 real at 0.031-0.032
- * ms in float against 0.044 in double, STFT 8 x 16000 frame 400 at 0.30 against 0.36 (bench_roofline,
- * 1 thread, interleaved, best of 9).
+ * line of 1e-40 values had errors of 1.5e-5 of its norm. float16 signals, which the CPU widens to
+ * float32, take the float transform too (against the double one: 1 to 15 outputs of 4,422 to 22,000
+ * in 1 to 5 units of the last place, each output's largest error the same). DFT 64 x 512 real took 0.031-0.032 ms in
+ * float against 0.044 in double, STFT 8 x 16000 frame 400 0.30 against 0.36; with sig_load16f and
+ * sig_store16f (float lines loaded and stored without double vectors) 0.019-0.020 and 0.187-0.192
+ * (bench_roofline, 1 thread, interleaved x5, best of 9).
  * Twiddle exponents are reduced mod n (mod 2n for the chirp's j^2) as integers before the multiply
  * by pi, so long lines lose no accuracy to large angles.
  *
@@ -112,6 +115,7 @@ struct sig_plan {
 #define SIG_W 8
 typedef double sig_v __attribute__((vector_size(SIG_W * sizeof(double))));
 typedef float sig_vf __attribute__((vector_size(SIG_W * sizeof(float))));
+typedef float sig_vf2 __attribute__((vector_size(2 * SIG_W * sizeof(float)))); /* a sig_v's bytes */
 #define SIG_S double
 #define SIG_TAB(name) p->name
 #define SIG_BLUESTEIN 1
@@ -313,6 +317,7 @@ struct sig_job {
 	const struct rtensor *a;
 	struct rtensor *y;
 	const double *h;
+	const float *hf; /* h in float where every h[t] is a float (x h rounded to float the same bits) */
 	double scale;
 	int c; /* the input's components: 1 real, 2 complex */
 	int64_t lines, q, A, B, st, used, A2, B2, st2, keep;
@@ -429,6 +434,68 @@ static inline __attribute__((always_inline)) int64_t sig_store8(const struct sig
 	return k;
 }
 
+/* The float lines' sig_load8 and sig_store8 (float32, st 1, the window's elements floats, scale 1):
+ * 16 floats of each of 8 lines at a time, their (even, odd) pairs moved as the 64-bit lanes of
+ * vm_transpose8 (moves only: the same bits), each of the 8 results the pairs t + 2u, t + 2u + 1 of
+ * the 8 lines, split into the two lines' vectors; the windowed elements are x h in float, the bits
+ * of sig_load8's double product rounded (both factors floats: that product is exact). sig_load8
+ * took DFT 64 x 512's and STFT 8 x 16000's loads through double vectors, 2 conversions and a
+ * double transpose of 8 elements (perf: sig_lines 34% of the STFT's samples, the float FFT 22%). The
+ * elements loaded, bins stored: multiples of 16 and 8, the rest sig_load8's and sig_store's. */
+static inline __attribute__((always_inline)) int64_t sig_load16f(const struct sig_job *j, int64_t l0, int64_t nl, sig_vf *re,
+								 sig_vf *im)
+{
+	if (j->c != 1 || j->st != 1 || j->a->dtype != DT_FLOAT || (j->h && !j->hf))
+		return 0;
+	const float *s[SIG_W];
+	for (int64_t l = 0; l < nl; l++)
+		s[l] = (const float *)j->a->data + ((l0 + l) / j->q * j->A + (l0 + l) % j->q * j->B);
+	int64_t t = 0, half = j->p->half;
+	for (; t + 2 * SIG_W <= j->used; t += 2 * SIG_W) {
+		sig_v a[SIG_W], v[SIG_W];
+		for (int64_t l = 0; l < SIG_W; l++) {
+			a[l] = (sig_v){0};
+			if (l < nl)
+				memcpy(&a[l], s[l] + t, sizeof a[l]);
+		}
+		vm_transpose8(a, v);
+		for (int u = 0; u < SIG_W; u++) {
+			sig_vf2 w = (sig_vf2)v[u];
+			sig_vf e = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14);
+			sig_vf o = __builtin_shufflevector(w, w, 1, 3, 5, 7, 9, 11, 13, 15);
+			if (j->hf) {
+				e *= j->hf[t + 2 * u];
+				o *= j->hf[t + 2 * u + 1];
+			}
+			if (half)
+				re[t / 2 + u] = e, im[t / 2 + u] = o;
+			else
+				re[t + 2 * u] = e, re[t + 2 * u + 1] = o;
+		}
+	}
+	return t;
+}
+
+static inline __attribute__((always_inline)) int64_t sig_store16f(const struct sig_job *j, int64_t l0, int64_t nl,
+								  const sig_vf *re, const sig_vf *im)
+{
+	if (j->st2 != 2 || j->y->dtype != DT_FLOAT || j->scale != 1)
+		return 0;
+	float *d[SIG_W];
+	for (int64_t l = 0; l < nl; l++)
+		d[l] = (float *)j->y->data + ((l0 + l) / j->q * j->A2 + (l0 + l) % j->q * j->B2);
+	int64_t k = 0;
+	for (; k + SIG_W <= j->keep; k += SIG_W) {
+		sig_v a[SIG_W], v[SIG_W];
+		for (int i = 0; i < SIG_W; i++)
+			a[i] = (sig_v)__builtin_shufflevector(re[k + i], im[k + i], 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+		vm_transpose8(a, v);
+		for (int64_t l = 0; l < nl; l++)
+			memcpy(d[l] + 2 * k, &v[l], sizeof v[l]);
+	}
+	return k;
+}
+
 /* lines [l0, l0 + nl) into the n-element arrays re, im (lane l: line l0 + l; lanes past nl 0), but
  * a real line's elements t < from (sig_load8's) */
 static void sig_load(const struct sig_job *j, int64_t l0, int64_t nl, int64_t from, double *re, double *im, int lanes)
@@ -487,14 +554,19 @@ VM_CLONES static void sig_lines(void *arg, int64_t lo, int64_t hi)
 					/* the float lines in yr, yi's room; sig_load's elements (past sig_load8's)
 					 * and sig_store's bins (past sig_store8's) through re, im */
 					sig_vf *fr = (sig_vf *)yr, *fi = fr + len, *fyr = fi + len, *fyi = fyr + len;
-					int64_t from = sig_load8(j, l0, nl, fr, fi, 1), t = j->p->half ? from / 2 : from;
+					int64_t from = sig_load16f(j, l0, nl, fr, fi);
+					if (!from)
+						from = sig_load8(j, l0, nl, fr, fi, 1);
+					int64_t t = j->p->half ? from / 2 : from;
 					sig_load(j, l0, nl, from, (double *)re, (double *)im, SIG_W);
 					for (int64_t i = j->p->half ? t : 0; i < j->p->nc; i++) /* (sig_load8 fills no im unless half) */
 						fi[i] = __builtin_convertvector(im[i], sig_vf);
 					for (; t < j->p->nc; t++)
 						fr[t] = __builtin_convertvector(re[t], sig_vf);
 					sig_plan_runf(j->p, fr, fi, fyr, fyi);
-					int64_t k = sig_store8(j, l0, nl, fr, fi, 1);
+					int64_t k = sig_store16f(j, l0, nl, fr, fi);
+					if (!k)
+						k = sig_store8(j, l0, nl, fr, fi, 1);
 					for (int64_t i = k; i < j->keep; i++) {
 						re[i] = __builtin_convertvector(fr[i], sig_v);
 						im[i] = __builtin_convertvector(fi[i], sig_v);
@@ -685,19 +757,25 @@ static int stft_run(struct exec *x, const struct node *n, struct rtensor *const 
 	struct sig_plan p;
 	if (sig_plan_init(x, &p, nfft, -1, c == 1, keep == nfft))
 		return exec_status(x);
-	double *h = w ? exec_scratch_raw(x, (size_t)nfft * sizeof *h) : NULL;
+	size_t hb = (size_t)nfft * (sizeof(double) + sizeof(float));
+	double *h = w ? exec_scratch_raw(x, hb) : NULL;
 	if (w && !h) {
 		sig_plan_free(x, &p);
 		return exec_status(x);
 	}
-	for (int64_t t = 0; w && t < nfft; t++)
+	float *hf = w ? (float *)(h + nfft) : NULL;
+	int exact = 1; /* (a NaN element not: the double products) */
+	for (int64_t t = 0; w && t < nfft; t++) {
 		h[t] = rt_get(w, t);
-	struct sig_job j = {.p = &p, .a = a, .y = y, .h = h, .scale = 1.0, .c = c, .lines = batch * frames, .q = frames,
+		hf[t] = (float)h[t];
+		exact &= (double)hf[t] == h[t];
+	}
+	struct sig_job j = {.p = &p, .a = a, .y = y, .h = h, .hf = exact ? hf : NULL, .scale = 1.0, .c = c, .lines = batch * frames, .q = frames,
 			    .A = len * c, .B = step * c, .st = c, .used = nfft, .A2 = frames * keep * 2, .B2 = keep * 2,
 			    .st2 = 2, .keep = keep};
 	int rc = sig_run_lines(x, &j);
 	if (h)
-		exec_scratch_free(x, h, (size_t)nfft * sizeof *h);
+		exec_scratch_free(x, h, hb);
 	sig_plan_free(x, &p);
 	return rc;
 }
