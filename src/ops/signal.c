@@ -4,9 +4,12 @@
  * through them is refused by autodiff as for any op without a gradient rule.
  *
  * Complex tensors are real ones with a last axis of 2 (real, imaginary); a real signal has a last
- * axis of 1. Every transform computes in double whatever the float dtype, line by line (8 lines at
- * a time, one per lane of a vector, the lines split over the pool: each lane the operations of a
- * line alone, so the bits do not depend on the threads or on a line's neighbours):
+ * axis of 1. Every transform computes in double, but a float32 signal's whose stages are all radix
+ * 2, 3, 4 or 5 (no Bluestein) in float, as PyTorch's and pocketfft's float32 FFTs do (the twiddles
+ * rounded to float from the double tables; the loaded elements, windowed in double, rounded once),
+ * line by line (8 lines at a time, one per lane of a vector, the lines split over the pool: each
+ * lane the operations of a line alone, so the bits do not depend on the threads or on a line's
+ * neighbours; no FMA contraction, so the VM_CLONES clones compute the same bits):
  *   X[k] = sum_t x[t] e^(s 2 pi i k t / n), s = -1 (forward) or +1 (inverse, then divided by n).
  * A line whose prime factors are all at most SIG_DIRECT runs Stockham's autosort FFT (signal_fft.h:
  * a stage per factor, radix-4 butterflies for the power of two's pairs of 2s, radix 2, 3 and 5
@@ -19,8 +22,21 @@
  * k <= n / 2, the rest conj(X[n - k]): half the work. Against a naive DFT in long double its error
  * relative to the line's L2 norm is at most the radix-2 and recursive mixed-radix FFTs' it
  * replaced (float64, the largest of 8 lines: 512 real 5.5e-16 (1.5e-15 before), 400 real 6.8e-16
- * (4.0e-15), 1009 complex 2.4e-15 (4.6e-15); float32 the same, its rounding to float32 the whole
- * of it; tests/bench/fft.py --accuracy).
+ * (4.0e-15), 1009 complex 2.4e-15 (4.6e-15); tests/bench/fft.py --accuracy). float32 in float:
+ * against numpy's float64 FFT of the same float32 lines, the largest |error| of a bin over 8 lines
+ * relative to the line's L2 norm is of the order of PyTorch's float32 FFT (torch.fft.rfft / fft on
+ * the same lines), up to 5 times the double transform's (whose output's rounding to float32 was the whole
+ * of its error): random normal lines 512 real 4.1e-7 (double 8.9e-8, PyTorch 2.9e-7), 400 real
+ * 3.8e-7 (9.4e-8, 4.0e-7), 2048 complex 4.6e-7 (1.2e-7, 4.4e-7); the worst of random, impulse,
+ * sine and 1e4 sine plus 1e-6..1e6 noise lines at 16 to 2048 3.0e-6 (2048 real sine; double 9.0e-7,
+ * PyTorch 2.0e-6). A radix-p prime's O(p^2) sum in float was 3 times PyTorch's error at 61, so those
+ * lengths stay double (and Bluestein's). Subnormal elements round absolutely (2^-150) in float: a
+ * line of 1e-40 values had errors of 1.5e-5 of its norm. float16 signals, which the CPU widens to
+ * float32, take the float transform too (against the double one: 1 to 15 outputs of 4,422 to 22,000
+ * in 1 to 5 units of the last place, each output's largest error the same). DFT 64 x 512 real took 0.031-0.032 ms in
+ * float against 0.044 in double, STFT 8 x 16000 frame 400 0.30 against 0.36; with sig_load16f and
+ * sig_store16f (float lines loaded and stored without double vectors) 0.019-0.020 and 0.187-0.192
+ * (bench_roofline, 1 thread, interleaved x5, best of 9).
  * Twiddle exponents are reduced mod n (mod 2n for the chirp's j^2) as integers before the multiply
  * by pi, so long lines lose no accuracy to large angles.
  *
@@ -89,6 +105,8 @@ struct sig_plan {
 	double *wr, *wi;   /* half: e^(sign 2 pi i k / n), k <= n / 2 */
 	double *chr, *chi; /* Bluestein: the chirp ch[j], j < nc */
 	double *br, *bi;   /* Bluestein: the FFT of conj(ch[|j|]) laid out circularly over m */
+	float *cf, *sf;    /* not Bluestein: c, s rounded to float (the float32 signals' transform) */
+	float *wrf, *wif;  /* half, not Bluestein: wr, wi rounded to float */
 	void *block;
 	size_t bytes;
 };
@@ -97,6 +115,10 @@ struct sig_plan {
 #define SIG_W 8
 typedef double sig_v __attribute__((vector_size(SIG_W * sizeof(double))));
 typedef float sig_vf __attribute__((vector_size(SIG_W * sizeof(float))));
+typedef float sig_vf2 __attribute__((vector_size(2 * SIG_W * sizeof(float)))); /* a sig_v's bytes */
+#define SIG_S double
+#define SIG_TAB(name) p->name
+#define SIG_BLUESTEIN 1
 #define SIG_V double
 #define SIG_FN(name) sig_##name##1
 #define SIG_ATTR
@@ -112,7 +134,23 @@ typedef float sig_vf __attribute__((vector_size(SIG_W * sizeof(float))));
 #include "signal_fft.h"
 #undef SIG_V
 #undef SIG_FN
+#undef SIG_S
+#undef SIG_TAB
+#undef SIG_BLUESTEIN
+/* float32 signals' lines (not Bluestein's), SIG_W a vector of floats: half the bytes a stage moves
+ * and twice the lanes an instruction of the v3 and v4 clones */
+#define SIG_S float
+#define SIG_TAB(name) p->name##f
+#define SIG_BLUESTEIN 0
+#define SIG_V sig_vf
+#define SIG_FN(name) sig_##name##f
+#include "signal_fft.h"
+#undef SIG_V
+#undef SIG_FN
 #undef SIG_ATTR
+#undef SIG_S
+#undef SIG_TAB
+#undef SIG_BLUESTEIN
 
 /* c[j] + i s[j] = e^(sg 2 pi i j / N) for j < len <= N: cos and sin of the first eighth of the
  * circle, the rest by its symmetries (each from a j already done: the conjugate of N - j, minus the
@@ -155,6 +193,7 @@ static int sig_cache_get(struct sig_plan *p)
 		if (q->n == p->n && q->sign == p->sign && q->half == p->half) {
 			p->c = q->c, p->s = q->s, p->wr = q->wr, p->wi = q->wi;
 			p->chr = q->chr, p->chi = q->chi, p->br = q->br, p->bi = q->bi;
+			p->cf = q->cf, p->sf = q->sf, p->wrf = q->wrf, p->wif = q->wif;
 			p->block = NULL;
 			return 1;
 		}
@@ -171,12 +210,16 @@ static void sig_cache_put(const struct sig_plan *p)
 	if (!e)
 		return;
 	*e = *p;
-	double *from = p->block, *to = (double *)(e + 1);
+	char *from = p->block, *to = (char *)(e + 1);
 	memcpy(to, from, p->bytes);
 	double **tab[] = {&e->c, &e->s, &e->wr, &e->wi, &e->chr, &e->chi, &e->br, &e->bi};
 	for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
 		if (*tab[i])
-			*tab[i] = to + (*tab[i] - from);
+			*tab[i] = (double *)(to + ((char *)*tab[i] - from));
+	float **tabf[] = {&e->cf, &e->sf, &e->wrf, &e->wif};
+	for (size_t i = 0; i < sizeof tabf / sizeof *tabf; i++)
+		if (*tabf[i])
+			*tabf[i] = (float *)(to + ((char *)*tabf[i] - from));
 	e->block = NULL;
 	for (int i = 0; i < SIG_CACHED; i++) {
 		struct sig_plan *q = NULL;
@@ -204,7 +247,8 @@ static int sig_plan_init(struct exec *x, struct sig_plan *p, int64_t n0, int sig
 			;
 	int64_t tw = p->m ? p->m : n;
 	p->nf = sig_radices(tw, p->f);
-	p->bytes = (size_t)(2 * tw + 2 * nw + (p->m ? 2 * n + 2 * p->m : 0)) * sizeof(double);
+	size_t nd = (size_t)(2 * tw + 2 * nw + (p->m ? 2 * n + 2 * p->m : 0)), nfl = p->m ? 0 : (size_t)(2 * tw + 2 * nw);
+	p->bytes = nd * sizeof(double) + nfl * sizeof(float);
 	if (sig_cache_get(p))
 		return 0;
 	double *d = p->block = exec_scratch(x, p->bytes);
@@ -216,6 +260,17 @@ static int sig_plan_init(struct exec *x, struct sig_plan *p, int64_t n0, int sig
 	p->wr = d, d += nw;
 	p->wi = d, d += nw;
 	sig_cis(p->wr, p->wi, n0, nw, sign);
+	if (!p->m) {
+		float *e = (float *)((char *)p->block + nd * sizeof(double));
+		p->cf = e, e += tw;
+		p->sf = e, e += tw;
+		p->wrf = e, e += nw;
+		p->wif = e;
+		for (int64_t i = 0; i < tw; i++)
+			p->cf[i] = (float)p->c[i], p->sf[i] = (float)p->s[i];
+		for (int64_t i = 0; i < nw; i++)
+			p->wrf[i] = (float)p->wr[i], p->wif[i] = (float)p->wi[i];
+	}
 	if (p->m) {
 		p->chr = d, d += n;
 		p->chi = d, d += n;
@@ -262,10 +317,12 @@ struct sig_job {
 	const struct rtensor *a;
 	struct rtensor *y;
 	const double *h;
+	const float *hf; /* h in float where every h[t] is a float (x h rounded to float the same bits) */
 	double scale;
 	int c; /* the input's components: 1 real, 2 complex */
 	int64_t lines, q, A, B, st, used, A2, B2, st2, keep;
 	int64_t block, per; /* lines a block, blocks a piece */
+	int f32;	    /* the blocks of SIG_W lines transformed in float (sig_plan_runf) */
 	char *work;	 /* the pieces' work, each bytes long */
 	size_t bytes;
 };
@@ -307,9 +364,10 @@ struct sig_job {
 /* Real lines' contiguous elements (st 1), float32 or float64, 8 of each of lines [l0, l0 + nl) at a
  * time, turned by vm_transpose8 into the vectors of elements t .. t + 7 (lanes past nl 0): as
  * sig_load writes them, in 3.5 times fewer instructions than its element by element. The elements
- * loaded: a multiple of 8, the rest sig_load's. */
-static inline __attribute__((always_inline)) int64_t sig_load8(const struct sig_job *j, int64_t l0, int64_t nl, sig_v *re,
-							       sig_v *im)
+ * loaded: a multiple of 8, the rest sig_load's. f32 (a constant where it is inlined): re, im are
+ * sig_vf (each rounded to float once, after the window's double product), else sig_v. */
+static inline __attribute__((always_inline)) int64_t sig_load8(const struct sig_job *j, int64_t l0, int64_t nl, void *re,
+							       void *im, int f32)
 {
 	int dt = j->a->dtype, half = j->p->half;
 	if (j->c != 1 || j->st != 1 || (dt != DT_FLOAT && dt != DT_DOUBLE))
@@ -332,11 +390,14 @@ static inline __attribute__((always_inline)) int64_t sig_load8(const struct sig_
 		vm_transpose8(a, v);
 		for (int i = 0; j->h && i < SIG_W; i++)
 			v[i] *= j->h[t + i];
-		for (int i = 0; i < SIG_W; i++)
-			if (half)
-				(i & 1 ? im : re)[(t + i) / 2] = v[i];
+		for (int i = 0; i < SIG_W; i++) {
+			int64_t at = half ? (t + i) / 2 : t + i;
+			void *d = half && i & 1 ? im : re;
+			if (f32)
+				((sig_vf *)d)[at] = __builtin_convertvector(v[i], sig_vf);
 			else
-				re[t + i] = v[i];
+				((sig_v *)d)[at] = v[i];
+		}
 	}
 	return t;
 }
@@ -345,7 +406,7 @@ static inline __attribute__((always_inline)) int64_t sig_load8(const struct sig_
  * float32 or float64, 4 bins of 8 lines at a time: the vectors re[k], im[k], re[k + 1], ... turned
  * by vm_transpose8 are each line's 8 outputs. The bins stored: a multiple of 4, the rest sig_store's. */
 static inline __attribute__((always_inline)) int64_t sig_store8(const struct sig_job *j, int64_t l0, int64_t nl,
-								const sig_v *re, const sig_v *im)
+								const void *re, const void *im, int f32)
 {
 	int dt = j->y->dtype;
 	if (j->st2 != 2 || (dt != DT_FLOAT && dt != DT_DOUBLE))
@@ -357,8 +418,8 @@ static inline __attribute__((always_inline)) int64_t sig_store8(const struct sig
 	for (; k + SIG_W / 2 <= j->keep; k += SIG_W / 2) {
 		sig_v a[SIG_W], v[SIG_W];
 		for (int i = 0; i < SIG_W / 2; i++) {
-			a[2 * i] = re[k + i];
-			a[2 * i + 1] = im[k + i];
+			a[2 * i] = f32 ? __builtin_convertvector(((const sig_vf *)re)[k + i], sig_v) : ((const sig_v *)re)[k + i];
+			a[2 * i + 1] = f32 ? __builtin_convertvector(((const sig_vf *)im)[k + i], sig_v) : ((const sig_v *)im)[k + i];
 		}
 		vm_transpose8(a, v);
 		for (int64_t l = 0; l < nl; l++) {
@@ -369,6 +430,68 @@ static inline __attribute__((always_inline)) int64_t sig_store8(const struct sig
 			} else
 				memcpy((double *)d[l] + 2 * k, &o, sizeof o);
 		}
+	}
+	return k;
+}
+
+/* The float lines' sig_load8 and sig_store8 (float32, st 1, the window's elements floats, scale 1):
+ * 16 floats of each of 8 lines at a time, their (even, odd) pairs moved as the 64-bit lanes of
+ * vm_transpose8 (moves only: the same bits), each of the 8 results the pairs t + 2u, t + 2u + 1 of
+ * the 8 lines, split into the two lines' vectors; the windowed elements are x h in float, the bits
+ * of sig_load8's double product rounded (both factors floats: that product is exact). sig_load8
+ * took DFT 64 x 512's and STFT 8 x 16000's loads through double vectors, 2 conversions and a
+ * double transpose of 8 elements (perf: sig_lines 34% of the STFT's samples, the float FFT 22%). The
+ * elements loaded, bins stored: multiples of 16 and 8, the rest sig_load8's and sig_store's. */
+static inline __attribute__((always_inline)) int64_t sig_load16f(const struct sig_job *j, int64_t l0, int64_t nl, sig_vf *re,
+								 sig_vf *im)
+{
+	if (j->c != 1 || j->st != 1 || j->a->dtype != DT_FLOAT || (j->h && !j->hf))
+		return 0;
+	const float *s[SIG_W];
+	for (int64_t l = 0; l < nl; l++)
+		s[l] = (const float *)j->a->data + ((l0 + l) / j->q * j->A + (l0 + l) % j->q * j->B);
+	int64_t t = 0, half = j->p->half;
+	for (; t + 2 * SIG_W <= j->used; t += 2 * SIG_W) {
+		sig_v a[SIG_W], v[SIG_W];
+		for (int64_t l = 0; l < SIG_W; l++) {
+			a[l] = (sig_v){0};
+			if (l < nl)
+				memcpy(&a[l], s[l] + t, sizeof a[l]);
+		}
+		vm_transpose8(a, v);
+		for (int u = 0; u < SIG_W; u++) {
+			sig_vf2 w = (sig_vf2)v[u];
+			sig_vf e = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14);
+			sig_vf o = __builtin_shufflevector(w, w, 1, 3, 5, 7, 9, 11, 13, 15);
+			if (j->hf) {
+				e *= j->hf[t + 2 * u];
+				o *= j->hf[t + 2 * u + 1];
+			}
+			if (half)
+				re[t / 2 + u] = e, im[t / 2 + u] = o;
+			else
+				re[t + 2 * u] = e, re[t + 2 * u + 1] = o;
+		}
+	}
+	return t;
+}
+
+static inline __attribute__((always_inline)) int64_t sig_store16f(const struct sig_job *j, int64_t l0, int64_t nl,
+								  const sig_vf *re, const sig_vf *im)
+{
+	if (j->st2 != 2 || j->y->dtype != DT_FLOAT || j->scale != 1)
+		return 0;
+	float *d[SIG_W];
+	for (int64_t l = 0; l < nl; l++)
+		d[l] = (float *)j->y->data + ((l0 + l) / j->q * j->A2 + (l0 + l) % j->q * j->B2);
+	int64_t k = 0;
+	for (; k + SIG_W <= j->keep; k += SIG_W) {
+		sig_v a[SIG_W], v[SIG_W];
+		for (int i = 0; i < SIG_W; i++)
+			a[i] = (sig_v)__builtin_shufflevector(re[k + i], im[k + i], 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+		vm_transpose8(a, v);
+		for (int64_t l = 0; l < nl; l++)
+			memcpy(d[l] + 2 * k, &v[l], sizeof v[l]);
 	}
 	return k;
 }
@@ -427,9 +550,34 @@ VM_CLONES static void sig_lines(void *arg, int64_t lo, int64_t hi)
 			int64_t l0 = b * j->block, nl = j->lines - l0 < j->block ? j->lines - l0 : j->block;
 			if (j->block == SIG_W) {
 				sig_v *re = (sig_v *)w, *im = re + len, *yr = im + len, *yi = yr + len;
-				sig_load(j, l0, nl, sig_load8(j, l0, nl, re, im), (double *)re, (double *)im, SIG_W);
-				sig_plan_runv(j->p, re, im, yr, yi);
-				sig_store(j, l0, nl, sig_store8(j, l0, nl, re, im), (const double *)re, (const double *)im, SIG_W);
+				if (j->f32) {
+					/* the float lines in yr, yi's room; sig_load's elements (past sig_load8's)
+					 * and sig_store's bins (past sig_store8's) through re, im */
+					sig_vf *fr = (sig_vf *)yr, *fi = fr + len, *fyr = fi + len, *fyi = fyr + len;
+					int64_t from = sig_load16f(j, l0, nl, fr, fi);
+					if (!from)
+						from = sig_load8(j, l0, nl, fr, fi, 1);
+					int64_t t = j->p->half ? from / 2 : from;
+					sig_load(j, l0, nl, from, (double *)re, (double *)im, SIG_W);
+					for (int64_t i = j->p->half ? t : 0; i < j->p->nc; i++) /* (sig_load8 fills no im unless half) */
+						fi[i] = __builtin_convertvector(im[i], sig_vf);
+					for (; t < j->p->nc; t++)
+						fr[t] = __builtin_convertvector(re[t], sig_vf);
+					sig_plan_runf(j->p, fr, fi, fyr, fyi);
+					int64_t k = sig_store16f(j, l0, nl, fr, fi);
+					if (!k)
+						k = sig_store8(j, l0, nl, fr, fi, 1);
+					for (int64_t i = k; i < j->keep; i++) {
+						re[i] = __builtin_convertvector(fr[i], sig_v);
+						im[i] = __builtin_convertvector(fi[i], sig_v);
+					}
+					sig_store(j, l0, nl, k, (const double *)re, (const double *)im, SIG_W);
+				} else {
+					sig_load(j, l0, nl, sig_load8(j, l0, nl, re, im, 0), (double *)re, (double *)im, SIG_W);
+					sig_plan_runv(j->p, re, im, yr, yi);
+					sig_store(j, l0, nl, sig_store8(j, l0, nl, re, im, 0), (const double *)re,
+						  (const double *)im, SIG_W);
+				}
 			} else {
 				double *re = (double *)w, *im = re + len, *yr = im + len, *yi = yr + len;
 				sig_load(j, l0, nl, 0, re, im, 1);
@@ -448,6 +596,11 @@ static int sig_run_lines(struct exec *x, struct sig_job *j)
 		return 0;
 	/* SIG_W lines' work up to 2^15 elements a line (4 MiB): past that, one line at a time */
 	j->block = len <= (INT64_C(1) << 15) ? SIG_W : 1;
+	/* float32 lines in float where every stage is radix 2, 3, 4 or 5 (a prime's O(p^2) sum in float
+	 * was 3 times PyTorch's error at 61; those stay double, as Bluestein's lengths do) */
+	j->f32 = j->a->dtype == DT_FLOAT && !j->p->m && j->block == SIG_W;
+	for (int i = 0; i < j->p->nf; i++)
+		j->f32 &= j->p->f[i] <= 5;
 	j->bytes = (size_t)(4 * len) * (size_t)j->block * sizeof(double);
 	int64_t blocks = (j->lines + j->block - 1) / j->block, pieces = pool_threads();
 	pieces = pieces < 1 ? 1 : pieces > blocks ? blocks : pieces;
@@ -604,19 +757,25 @@ static int stft_run(struct exec *x, const struct node *n, struct rtensor *const 
 	struct sig_plan p;
 	if (sig_plan_init(x, &p, nfft, -1, c == 1, keep == nfft))
 		return exec_status(x);
-	double *h = w ? exec_scratch_raw(x, (size_t)nfft * sizeof *h) : NULL;
+	size_t hb = (size_t)nfft * (sizeof(double) + sizeof(float));
+	double *h = w ? exec_scratch_raw(x, hb) : NULL;
 	if (w && !h) {
 		sig_plan_free(x, &p);
 		return exec_status(x);
 	}
-	for (int64_t t = 0; w && t < nfft; t++)
+	float *hf = w ? (float *)(h + nfft) : NULL;
+	int exact = 1; /* (a NaN element not: the double products) */
+	for (int64_t t = 0; w && t < nfft; t++) {
 		h[t] = rt_get(w, t);
-	struct sig_job j = {.p = &p, .a = a, .y = y, .h = h, .scale = 1.0, .c = c, .lines = batch * frames, .q = frames,
+		hf[t] = (float)h[t];
+		exact &= (double)hf[t] == h[t];
+	}
+	struct sig_job j = {.p = &p, .a = a, .y = y, .h = h, .hf = exact ? hf : NULL, .scale = 1.0, .c = c, .lines = batch * frames, .q = frames,
 			    .A = len * c, .B = step * c, .st = c, .used = nfft, .A2 = frames * keep * 2, .B2 = keep * 2,
 			    .st2 = 2, .keep = keep};
 	int rc = sig_run_lines(x, &j);
 	if (h)
-		exec_scratch_free(x, h, (size_t)nfft * sizeof *h);
+		exec_scratch_free(x, h, hb);
 	sig_plan_free(x, &p);
 	return rc;
 }

@@ -1,9 +1,11 @@
 /* signal_fft.h - signal.c's transforms of one line, written once for an element type SIG_V: double
- * (one line) or a GCC vector of doubles (one line per lane). signal.c includes it once per type,
- * with SIG_V the type and SIG_FN(name) the names to give its functions. Every operation on a lane
- * is the double operation on a line, in the same order (the twiddles are scalars, broadcast), so
- * each line has the same bits whichever type transforms it. The algorithms are described at the
- * head of signal.c. */
+ * (one line), a GCC vector of doubles or one of floats (one line per lane). signal.c includes it once
+ * per type, with SIG_V the type, SIG_S its lanes' scalar type (double or float), SIG_TAB(name) the
+ * plan's table of that scalar type (p->name, or its float copy) and SIG_FN(name) the names to give
+ * its functions; SIG_BLUESTEIN 0 leaves out Bluestein's algorithm (the float path takes none). Every
+ * operation on a lane is the SIG_S operation on a line, in the same order (the twiddles are
+ * scalars, broadcast), so each line has the same bits whichever double type transforms it. The
+ * algorithms are described at the head of signal.c. */
 
 /* The butterflies of one stage of radix p (m of them, each st wide): BODY reads a[q + r m st], r < p,
  * and writes SIG_OUT(k, ...) = z[q + k st], k < p, times the twiddle w^(j k st) (w = e^(sg 2 pi i / N),
@@ -59,7 +61,7 @@
 #define SIG_R3                                                                                                 \
 	do {                                                                                                   \
 		SIG_V br = ar[q + ms] + ar[q + 2 * ms], bi = ai[q + ms] + ai[q + 2 * ms];                      \
-		SIG_V er = ar[q] - br * 0.5, ei = ai[q] - bi * 0.5;                                            \
+		SIG_V er = ar[q] - br * (SIG_S)0.5, ei = ai[q] - bi * (SIG_S)0.5;                                            \
 		SIG_V dr = (ar[q + ms] - ar[q + 2 * ms]) * s3, di = (ai[q + ms] - ai[q + 2 * ms]) * s3;        \
 		SIG_OUT(0, ar[q] + br, ai[q] + bi);                                                            \
 		SIG_OUT(1, er - di, ei + dr);                                                                  \
@@ -89,7 +91,7 @@
 		for (int64_t k = 0; k < p; k++) {                                                              \
 			SIG_V sr = ar[q], si = ai[q];                                                          \
 			for (int64_t r = 1, e = k; r < p; r++) {                                               \
-				double wr = c[e * (N / p)], wi = s[e * (N / p)];                               \
+				SIG_S wr = c[e * (N / p)], wi = s[e * (N / p)];                               \
 				sr += ar[q + r * ms] * wr - ai[q + r * ms] * wi;                               \
 				si += ar[q + r * ms] * wi + ai[q + r * ms] * wr;                               \
 				if ((e += k) >= p)                                                             \
@@ -105,16 +107,16 @@
  * st (1 at the first) from one of x, y to the other, y[q + st (p j + k)] = w^(j k st) sum_r
  * x[q + st (j + r m)] e^(sg 2 pi i r k / p); the next stage's n is m, its st st p. */
 SIG_ATTR static void SIG_FN(fft)(SIG_V *xr, SIG_V *xi, SIG_V *yr, SIG_V *yi, int64_t N, const int64_t *f, int nf,
-				  const double *c, const double *s, int sg)
+				  const SIG_S *c, const SIG_S *s, int sg)
 {
 	/* cos and sin (2 pi / 5), (4 pi / 5); sin (2 pi / 3) */
-	const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410, s1 = sg * 0.95105651629515357212,
+	const SIG_S c1 = 0.30901699437494742410, c2 = -0.80901699437494742410, s1 = sg * 0.95105651629515357212,
 		     s2 = sg * 0.58778525229247312917, s3 = sg * 0.86602540378443864676;
 	SIG_V *x0r = xr, *x0i = xi;
 	int64_t k1 = sg < 0 ? 1 : 3;
 	for (int64_t i = 0, n = N, st = 1; i < nf; i++) {
 		int64_t p = f[i], m = n / p, ms = m * st;
-		double tr[SIG_DIRECT], ti[SIG_DIRECT];
+		SIG_S tr[SIG_DIRECT], ti[SIG_DIRECT];
 		if (p == 4)
 			SIG_BUTTERFLIES(SIG_R4)
 		else if (p == 2)
@@ -151,7 +153,8 @@ SIG_ATTR static void SIG_FN(plan_run)(const struct sig_plan *p, SIG_V *re, SIG_V
 {
 	int64_t n = p->nc, m = p->m;
 	if (!m)
-		SIG_FN(fft)(re, im, yr, yi, n, p->f, p->nf, p->c, p->s, p->sign);
+		SIG_FN(fft)(re, im, yr, yi, n, p->f, p->nf, SIG_TAB(c), SIG_TAB(s), p->sign);
+#if SIG_BLUESTEIN
 	else {
 		/* a = x ch, zero-padded to m; A = FFT(a); A B; inverse FFT as conj(FFT(conj(.))) / m */
 		for (int64_t t = 0; t < n; t++) {
@@ -174,6 +177,7 @@ SIG_ATTR static void SIG_FN(plan_run)(const struct sig_plan *p, SIG_V *re, SIG_V
 			im[k] = cr * p->chi[k] + ci * p->chr[k];
 		}
 	}
+#endif
 	if (!p->half)
 		return;
 	/* Z = E + i O, E and O the transforms of x's even and odd elements (Hermitian, as real lines'):
@@ -184,8 +188,9 @@ SIG_ATTR static void SIG_FN(plan_run)(const struct sig_plan *p, SIG_V *re, SIG_V
 		SIG_V ar = re[k], ai = im[k], br = re[lz], bi = -im[lz];
 		for (int pass = 0; pass < 2; pass++) {
 			int64_t kk = pass ? l : k;
-			SIG_V er = (ar + br) * 0.5, ei = (ai + bi) * 0.5, odr = (ai - bi) * 0.5, odi = (br - ar) * 0.5;
-			double wr = p->wr[kk], wi = p->wi[kk];
+			SIG_V er = (ar + br) * (SIG_S)0.5, ei = (ai + bi) * (SIG_S)0.5, odr = (ai - bi) * (SIG_S)0.5,
+			      odi = (br - ar) * (SIG_S)0.5;
+			SIG_S wr = SIG_TAB(wr)[kk], wi = SIG_TAB(wi)[kk];
 			re[kk] = er + (odr * wr - odi * wi);
 			im[kk] = ei + (odr * wi + odi * wr);
 			if (2 * k == n)
