@@ -1552,12 +1552,8 @@ Test(exec, lrngrid_lrn_roots_match_pow_bit_for_bit_at_1_and_3_threads)
 		}
 		for (int th = 1; th <= 3; th += 2) {
 			struct rtensor t = shape_tensor(DT_FLOAT, 4, d, x);
-			char node[300];
-			snprintf(node, sizeof node,
-				 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: %.9g, beta: %.9g, bias: %.9g}}",
-				 (long long)cases[c].size, (double)cases[c].alpha, beta, bias);
 			struct shape_run s;
-			shape_run(&s, node, &t, 1, th);
+			lrn_shape_run(&s, &t, cases[c].size, (double)cases[c].alpha, beta, bias, th);
 			const float *y = s.y->data;
 			int64_t wrong = 0, first = -1, differ = 0;
 			float want0 = 0;

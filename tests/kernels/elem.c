@@ -1278,21 +1278,7 @@ Test(exec, powadam_diet_adam_factored_matches_the_divisions)
 			for (int st = 0; st < 2; st++) {
 				int R = shapes[sh][0], C = shapes[sh][1];
 				double lr = cs == 1 ? 0x1p54 : 0.01, scale = cs == 1 ? 0x1p-7 : 10.0 / 32767, eps = cs == 1 ? 1 : 1e-10;
-				char yaml[2048];
-				snprintf(yaml, sizeof yaml,
-					 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
-					 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
-					 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: float32, shape: [%d]},"
-					 " {name: vc, dtype: float32, shape: [%d]}]\n"
-					 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
-					 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.98, epsilon: %.17g, lr: %.17g,"
-					 " schedule: none, warmup: 1.0, scale: %.17g, round: %s}}\n"
-					 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
-					 R, C, R, C, R, C, eps, lr, scale, st ? "stochastic" : "nearest");
-				struct graph *gr = load_text("powadam_diet.yaml", yaml);
-				static float vr[RM], vc[CM];
-				const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
-				int64_t tv = 1;
+				struct graph *gr = diet_graph(R, C, eps, lr, scale, st);
 				uint64_t key = 0;
 				for (int k = 0; k < R * C; k++) {
 					q[k] = (int16_t)((k * 7919) % 2001 - 1000);
@@ -1313,26 +1299,8 @@ Test(exec, powadam_diet_adam_factored_matches_the_divisions)
 						for (int k = 0; k < R * C; k += 97)
 							g[k] = edges[(k / 97) % 8];
 					}
-					for (int th = 0; th < 2; th++) {
-						memset(vr, 0, sizeof vr);
-						memset(vc, 0, sizeof vc);
-						struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, q), rt_over(DT_FLOAT, 2, dq, g),
-									 rt_over(DT_INT64, 0, dq, &tv), rt_over(DT_FLOAT, 1, dr, vr),
-									 rt_over(DT_FLOAT, 1, dc, vc)};
-						const char *names[5] = {"q", "g", "t", "vr", "vc"};
-						pool_set_threads(th ? 3 : 1);
-						struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
-						struct gd_err e = {0};
-						struct exec *x = exec_run(gr, &xo, NULL, &e);
-						cr_assert(x, "%s", e.msg);
-						for (uint32_t n = 0; n < gr->n_nodes; n++)
-							if (gr->nodes[n]->op == OP_DIET_ADAM)
-								key = exec_node_seed(x, gr->nodes[n]) ^ 0x9e3779b97f4a7c15ull; /* t = 1 */
-						memcpy(got[th], exec_value(x, strmap_get(&gr->names, "qn"))->data,
-						       sizeof(int16_t) * (size_t)(R * C));
-						exec_free(x);
-					}
-					pool_set_threads(1);
+					for (int th = 0; th < 2; th++)
+						diet_run(gr, q, g, R, C, th ? 3 : 1, got[th], &key);
 					if (cs != 1 || !st || pass) /* case 1's second pass needs the key */
 						break;
 				}
@@ -1489,12 +1457,8 @@ Test(exec, lrnpow_lrn_roots_at_the_bit_tests_edges_match_pow_at_1_and_3_threads)
 			lrnpow_fill(x, n, 7919 * c + (uint64_t)b, cases[c].lg0, cases[c].lg1);
 			for (int th = 1; th <= 3; th += 2) {
 				struct rtensor t = shape_tensor(DT_FLOAT, 4, dims, x);
-				char node[300];
-				snprintf(node, sizeof node,
-					 "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: %.9g, beta: %.9g, bias: %.9g}}",
-					 (long long)cases[c].size, (double)cases[c].alpha, beta, bias);
 				struct shape_run s;
-				shape_run(&s, node, &t, 1, th);
+				lrn_shape_run(&s, &t, cases[c].size, (double)cases[c].alpha, beta, bias, th);
 				const float *y = s.y->data;
 				int64_t wrong = 0, first = -1, differ = 0;
 				for (int64_t i = 0; i < n; i++) {

@@ -1383,21 +1383,7 @@ Test(exec, adampool_diet_adam_float32_update_matches_the_divisions)
 			for (int st = 0; st < 2; st++) {
 				int R = shapes[sh][0], C = shapes[sh][1], n = R * C;
 				double lr = cs ? 1e-4 : 0x3p51, scale = cs ? 10.0 / 32767 : 0x1p-7, eps = cs ? 1e-10 : 1;
-				char yaml[2048];
-				snprintf(yaml, sizeof yaml,
-					 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
-					 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
-					 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: float32, shape: [%d]},"
-					 " {name: vc, dtype: float32, shape: [%d]}]\n"
-					 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
-					 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.98, epsilon: %.17g, lr: %.17g,"
-					 " schedule: none, warmup: 1.0, scale: %.17g, round: %s}}\n"
-					 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
-					 R, C, R, C, R, C, eps, lr, scale, st ? "stochastic" : "nearest");
-				struct graph *gr = load_text("adampool_diet.yaml", yaml);
-				static float vr[RM], vc[CM];
-				const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
-				int64_t tv = 1;
+				struct graph *gr = diet_graph(R, C, eps, lr, scale, st);
 				uint64_t key = 0;
 				uint32_t seed = (uint32_t)(cs * 6 + sh * 2 + st + 1);
 				for (int k = 0; k < n; k++) {
@@ -1431,25 +1417,8 @@ Test(exec, adampool_diet_adam_float32_update_matches_the_divisions)
 							static const float edges[] = {1e-41f, -0.0f, 0.0f, 3e-5f, -40.0f};
 							g[k] = edges[(k / 89) % 5];
 						}
-					for (int th = 0; th < 2; th++) {
-						memset(vr, 0, sizeof vr);
-						memset(vc, 0, sizeof vc);
-						struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, q), rt_over(DT_FLOAT, 2, dq, g),
-									 rt_over(DT_INT64, 0, dq, &tv), rt_over(DT_FLOAT, 1, dr, vr),
-									 rt_over(DT_FLOAT, 1, dc, vc)};
-						const char *names[5] = {"q", "g", "t", "vr", "vc"};
-						pool_set_threads(th ? 3 : 1);
-						struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
-						struct gd_err e = {0};
-						struct exec *x = exec_run(gr, &xo, NULL, &e);
-						cr_assert(x, "%s", e.msg);
-						for (uint32_t nd = 0; nd < gr->n_nodes; nd++)
-							if (gr->nodes[nd]->op == OP_DIET_ADAM)
-								key = exec_node_seed(x, gr->nodes[nd]) ^ 0x9e3779b97f4a7c15ull; /* t = 1 */
-						memcpy(got[th], exec_value(x, strmap_get(&gr->names, "qn"))->data, sizeof(int16_t) * (size_t)n);
-						exec_free(x);
-					}
-					pool_set_threads(1);
+					for (int th = 0; th < 2; th++)
+						diet_run(gr, q, g, R, C, th ? 3 : 1, got[th], &key);
 					if (cs || !st || pass) /* the stochastic lanes on U need the key */
 						break;
 				}

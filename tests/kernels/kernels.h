@@ -61,4 +61,13 @@ int gsr_axis(int nearest, int pad, int align, double g, int64_t S, int64_t *idx,
 /* The reference DietAdam quantize (diet.h; reduce.c): x / scale to nearest, ties to even (u < 0),
  * else floor(|y| + u) with y's sign; NaN 0; clamped to +-32767. */
 int16_t ref_quantize(double x, double scale, double u);
+/* DietAdam's kernel tests (elem.c, index.c): a graph of one factored DietAdam node (beta2 0.98, no
+ * momentum, no schedule) over q (R x C int16) and g, rounding stochastic or nearest; and its run at
+ * th threads from step 1 and zero moments: q' into qn, the node's Philox key into *key */
+struct graph *diet_graph(int R, int C, double eps, double lr, double scale, int stochastic);
+void diet_run(struct graph *gr, const int16_t *q, const float *g, int R, int C, int th, int16_t *qn, uint64_t *key);
+
+/* an LRN node over t (named x) of size, alpha, beta and bias, run at th threads (elem.c, conv.c) */
+void lrn_shape_run(struct shape_run *s, struct rtensor *t, int64_t size, double alpha, double beta, double bias, int th);
+
 #endif

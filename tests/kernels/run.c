@@ -186,3 +186,50 @@ void cf_fill(int dt, void *data, int64_t n, uint64_t seed)
 		}
 	}
 }
+
+struct graph *diet_graph(int R, int C, double eps, double lr, double scale, int stochastic)
+{
+	char yaml[2048];
+	snprintf(yaml, sizeof yaml,
+		 "graphdiet: 1\nopsets: [{domain: '', version: 17}, {domain: graphdiet, version: 1}]\n"
+		 "inputs: [{name: q, dtype: int16, shape: [%d, %d]}, {name: g, dtype: float32, shape: [%d, %d]},"
+		 " {name: t, dtype: int64, shape: []}, {name: vr, dtype: float32, shape: [%d]},"
+		 " {name: vc, dtype: float32, shape: [%d]}]\n"
+		 "nodes:\n  - {name: up, op: DietAdam, domain: graphdiet, inputs: [q, g, t, '', vr, vc],"
+		 " outputs: [qn, '', vrn, vcn],\n     attrs: {beta2: 0.98, epsilon: %.17g, lr: %.17g,"
+		 " schedule: none, warmup: 1.0, scale: %.17g, round: %s}}\n"
+		 "outputs: [{name: qn}, {name: vrn}, {name: vcn}]\n",
+		 R, C, R, C, R, C, eps, lr, scale, stochastic ? "stochastic" : "nearest");
+	return load_text("diet.yaml", yaml);
+}
+
+void diet_run(struct graph *gr, const int16_t *q, const float *g, int R, int C, int th, int16_t *qn, uint64_t *key)
+{
+	float *vr = xcalloc((size_t)R + 1, sizeof *vr), *vc = xcalloc((size_t)C + 1, sizeof *vc);
+	const int64_t dq[2] = {R, C}, dr[1] = {R}, dc[1] = {C};
+	int64_t tv = 1;
+	struct rtensor ins[5] = {rt_over(DT_INT16, 2, dq, (void *)q), rt_over(DT_FLOAT, 2, dq, (void *)g),
+				 rt_over(DT_INT64, 0, dq, &tv), rt_over(DT_FLOAT, 1, dr, vr), rt_over(DT_FLOAT, 1, dc, vc)};
+	const char *names[5] = {"q", "g", "t", "vr", "vc"};
+	pool_set_threads(th);
+	struct exec_opts xo = {.inputs = ins, .input_names = names, .n_inputs = 5};
+	struct gd_err e = {0};
+	struct exec *x = exec_run(gr, &xo, NULL, &e);
+	cr_assert(x, "%s", e.msg);
+	for (uint32_t n = 0; n < gr->n_nodes; n++)
+		if (gr->nodes[n]->op == OP_DIET_ADAM)
+			*key = exec_node_seed(x, gr->nodes[n]) ^ 0x9e3779b97f4a7c15ull; /* t = 1 */
+	memcpy(qn, exec_value(x, strmap_get(&gr->names, "qn"))->data, sizeof(int16_t) * (size_t)(R * C));
+	exec_free(x);
+	pool_set_threads(1);
+	xfree(vr);
+	xfree(vc);
+}
+
+void lrn_shape_run(struct shape_run *s, struct rtensor *t, int64_t size, double alpha, double beta, double bias, int th)
+{
+	char node[300];
+	snprintf(node, sizeof node, "{op: LRN, inputs: [x], outputs: [y], attrs: {size: %lld, alpha: %.9g, beta: %.9g, bias: %.9g}}",
+		 (long long)size, alpha, beta, bias);
+	shape_run(s, node, t, 1, th);
+}
