@@ -11,7 +11,8 @@ moments of a shared machine. The table gives the median over rounds of each side
 
 The rows are the forward rows bench_roofline has flagged under 25% on Zen 4 at some time (#52),
 with the inputs bench_roofline.c draws (PF: normal; PU: uniform in [0.5, 2]; the inverse
-trigonometric functions: uniform in (-0.999, 0.999)). DietAdam has no PyTorch op (its row is
+trigonometric functions: uniform in (-0.999, 0.999)); Resize is bilinear at half-pixel centres,
+PyTorch's align_corners=False. DietAdam has no PyTorch op (its row is
 timed, its peer column empty).
 """
 import argparse
@@ -40,6 +41,7 @@ def inputs():
         "col": torch.randint(0, 2000, (1024, 1), generator=g),
         "sig": torch.randn((64, 512), generator=g),
         "audio": torch.randn((8, 16000), generator=g),
+        "mat4": torch.randn((65536, 4, 4), generator=g),
     }
     return d
 
@@ -79,6 +81,9 @@ def peers(t):
         ("HannWindow", "400"): ("HannWindow", lambda: torch.hann_window(400, periodic=True)),
         ("HammingWindow", "400"): ("HammingWindow", lambda: torch.hamming_window(400, periodic=True)),
         ("BlackmanWindow", "400"): ("BlackmanWindow", lambda: torch.blackman_window(400, periodic=True)),
+        ("Resize", "8x64x24x24 bilinear x2"): (
+            "Resize", lambda: F.interpolate(t["img24"], scale_factor=2, mode="bilinear", align_corners=False)),
+        ("Det", "65536 x 4x4"): ("Det", lambda: torch.linalg.det(t["mat4"])),
         ("DietAdam", "16M int16 params, factored"): ("DietAdam", None),
     }
 
