@@ -334,30 +334,6 @@ enum { GS_BLOCK = 64 };
  * compiler's in both). */
 enum { GS_LANES = 16 };
 
-/* d[c ds + r] = s[r ss + c], r < rows, c < cols: 16 x 16 tiles by simd_transpose16, the edges one by one */
-SIMD_TARGET static void gs_transpose(const float *restrict s, int64_t ss, float *restrict d, int64_t ds, int64_t rows,
-				     int64_t cols)
-{
-	int64_t r0 = 0;
-	for (; r0 + GS_LANES <= rows; r0 += GS_LANES) {
-		int64_t c0 = 0;
-		for (; c0 + GS_LANES <= cols; c0 += GS_LANES) {
-			__m512 t[GS_LANES];
-			for (int i = 0; i < GS_LANES; i++)
-				t[i] = _mm512_loadu_ps(s + (r0 + i) * ss + c0);
-			simd_transpose16(t);
-			for (int i = 0; i < GS_LANES; i++)
-				_mm512_storeu_ps(d + (c0 + i) * ds + r0, t[i]);
-		}
-		for (int64_t c = c0; c < cols; c++)
-			for (int64_t r = r0; r < r0 + GS_LANES; r++)
-				d[c * ds + r] = s[r * ss + c];
-	}
-	for (int64_t r = r0; r < rows; r++)
-		for (int64_t c = 0; c < cols; c++)
-			d[c * ds + r] = s[r * ss + c];
-}
-
 /* The m points' C channels from xt (spatial x C) into o (m x C) */
 SIMD_TARGET static void gs_points_avx512(const float *restrict xt, float *restrict o, int64_t C,
 					 const int64_t *restrict at, const double *restrict w, const int *restrict K, int64_t m,
@@ -437,10 +413,10 @@ static void gs_forward_range(void *arg, int64_t lo, int64_t hi)
 #ifdef SIMD_X86
 		if (xt) {
 			if (xn != n)
-				gs_transpose((const float *)j->x->data + n * C * j->spatial, j->spatial, xt, C, C, j->spatial);
+				transpose_f32_avx512((const float *)j->x->data + n * C * j->spatial, j->spatial, xt, C, j->spatial, C);
 			xn = n;
 			gs_points_avx512(xt, ob, C, at, w, K, m, T);
-			gs_transpose(ob, C, (float *)j->y->data + n * C * j->points + o0, j->points, m, C);
+			transpose_f32_avx512(ob, C, (float *)j->y->data + n * C * j->points + o0, j->points, C, m);
 			ch = C;
 		}
 #endif

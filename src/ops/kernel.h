@@ -29,6 +29,9 @@ void bcast_strides(const struct rtensor *t, int ndim, const int64_t *dims, int64
 /* b (n, cols, rows) = a (n, rows, cols), n matrices transposed, elements of es bytes: tiled, over
  * the threads. */
 void transpose2(const void *a, int64_t n, int64_t rows, int64_t cols, size_t es, void *b);
+/* out[i oq + c] = in[i + c sb] for i < na, c < nc, float32, on the calling thread; AVX-512 only
+ * (x86-64: callers check simd_avx512) */
+void transpose_f32_avx512(const float *in, int64_t sb, float *out, int64_t oq, int64_t na, int64_t nc);
 
 /* o (dims, rank r, C order) = the elements of in read at strides st (elements of es bytes), st a
  * permutation of a C-order tensor's strides: a Transpose, or the copy of a folded one's view. */

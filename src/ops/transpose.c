@@ -82,6 +82,13 @@ static inline __attribute__((always_inline)) SIMD_TARGET void turn8(__m512d a[8]
 TURN(float, __m512, ps, __mmask16, 16, simd_transpose16, turn_avx512)
 TURN(double, __m512d, pd, __mmask8, 8, turn8, turn64_avx512)
 
+/* turn_avx512 for callers inside a kernel_for piece of their own (GridSample's channels-last X): one
+ * thread, AVX-512 (they check simd_avx512) */
+void transpose_f32_avx512(const float *in, int64_t sb, float *out, int64_t oq, int64_t na, int64_t nc)
+{
+	turn_avx512(in, sb, out, oq, na, nc);
+}
+
 /* Planes TURN_TILE or more both ways, of 4- or 8-byte elements: pieces [p0, p1), piece p the
  * TURN_TILE output columns (input rows) p % tiles of plane p / tiles, in square tiles down the
  * output's rows. A tile's input and output rows touch TURN_TILE pages each, which the TLB holds;
