@@ -68,19 +68,14 @@ VM_CLONES static void softmax_rows(void *arg, int64_t o0, int64_t o1)
 	for (int64_t o = o0; o < o1; o++) {
 		const float *p = j->a + o * len;
 		float *q = j->y + (j->col ? o0 : o) * len, m = row_max(p, len);
-		/* LogSoftmax's and the picked rows keep z alone: p - m <= 0, so vm_expf's clamps and its
-		 * second 2^n factor are for the subnormal terms below e^-87.68 only, which vm_expf_in
-		 * (clamped at -88) makes 0; beside the max's e^0 = 1 in z (a double) a row's sum of them,
-		 * under len 2^-126, is less than 2^-14 of an ulp of z for any row shorter than 2^60, so z
-		 * keeps its bits but where it lies that close to a rounding boundary (the test
-		 * exec/log_softmax_terms_far_below_the_max_change_nothing). SoftmaxCrossEntropyLoss 1024 x 2000, 1 thread: 1.15 -> 0.84
-		 * ms, LogSoftmax 1.25 -> 0.93 ms (bench_roofline, best of 9, interleaved x3); Softmax's own
-		 * outputs are those terms, so it keeps vm_expf. */
+		/* LogSoftmax's and the picked rows keep z alone: p - m <= 0, and vm_expf_row's cut at
+		 * e^-87 changes no bits of z (but at a rounding boundary; the test
+		 * exec/log_softmax_terms_far_below_the_max_change_nothing). SoftmaxCrossEntropyLoss 1024 x
+		 * 2000, 1 thread: 1.15 -> 0.84 ms, LogSoftmax 1.25 -> 0.93 ms (bench_roofline, best of 9,
+		 * interleaved x3); Softmax's own outputs are those terms, so it keeps vm_expf. */
 		if (j->logsm)
-			for (int64_t k = 0; k < len; k++) {
-				float d = p[k] - m;
-				q[k] = vm_expf_in(d < -88.0f ? -88.0f : d);
-			}
+			for (int64_t k = 0; k < len; k++)
+				q[k] = vm_expf_row(p[k] - m);
 		else
 			for (int64_t k = 0; k < len; k++)
 				q[k] = vm_expf(p[k] - m);

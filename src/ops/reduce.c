@@ -136,8 +136,8 @@ struct lanes_job {
 };
 
 /* sum over r < n of exp(p[r] - m), m the row's finite maximum (d = x - m in [-inf, 0]): float32
- * exponentials, vm_expf(d)'s bits (vm_expf_in: without its clamps and second factor),
- * 0 for d < -87 (e^-87 = 1.6e-38, beside the 1 of the maximum), added in double into LSE_LANES
+ * exponentials, vm_expf_row (vm_expf's bits without its clamps and second factor, 0 for
+ * d < -87), added in double into LSE_LANES
  * partial sums, element r into lane r mod LSE_LANES, the lanes then combined pairwise (lane k and
  * k + 8, then k and k + 4, k + 2, k + 1). The same order at any vector width and thread count.
  * next (NULL: none), the row after, is prefetched meanwhile (4 lines per 64 elements, one row of
@@ -156,8 +156,7 @@ VM_CLONES static double sum_exp_f32(const float *p, int64_t n, float m, const fl
 		for (int64_t c = 0; next && c < k; c += 16)
 			__builtin_prefetch(next + r0 + c);
 		for (int64_t r = 0; r < k; r++) {
-			float d = p[r0 + r] - m, v = vm_expf_in(d < -87.0f ? -87.0f : d);
-			e[r] = d < -87.0f ? 0.0f : v;
+			e[r] = vm_expf_row(p[r0 + r] - m);
 		}
 		for (int64_t r = k; r % LSE_LANES; r++)
 			e[r] = 0; /* s + 0 is s */

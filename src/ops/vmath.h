@@ -85,6 +85,16 @@ static inline float vm_expf_in(float x)
 	return p * vm_bits_float((uint32_t)(n + 127) << 23);
 }
 
+/* e^d for a row's d = x - max <= 0 (or NaN) whose exponentials only feed a sum holding the max's 1
+ * (ReduceLogSumExp, LogSoftmax, SoftmaxCrossEntropyLoss): vm_expf's bits from -87 on, 0 below (e^-87
+ * = 1.6e-38, under 2^-125 of that 1: a row's sum of them moves no double's bits but where the sum
+ * sits that close to a rounding boundary) */
+static inline float vm_expf_row(float d)
+{
+	float v = vm_expf_in(d < -87.0f ? -87.0f : d);
+	return d < -87.0f ? 0.0f : v;
+}
+
 /* e^x - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding (fmaf): 2^n - 1 is exact for the n in [-44, 44]
  * of |x| <= 30; beyond, e^x - 1 is e^x or -1 to float precision. -0 stays -0. */
 static inline float vm_expm1f(float x)

@@ -1203,9 +1203,9 @@ Test(exec, lsegelu_gelu_forms_within_their_bounds_at_any_thread_count, .timeout 
 	xfree(out[1]);
 }
 
-/* #52e: LogSoftmax's and SoftmaxCrossEntropyLoss's rows take their exponentials by vm_expf_in,
- * x - max clamped at -88, where Softmax keeps vm_expf: a term below e^-87.68 is 0 there instead
- * of a subnormal, which only z, a double of at least 1, ever sees. So a row gives the bits it gives
+/* #52e: LogSoftmax's and SoftmaxCrossEntropyLoss's rows take their exponentials by vm_expf_row,
+ * where Softmax keeps vm_expf: a term below e^-87 is 0 there instead of a tiny or subnormal one,
+ * which only z, a double of at least 1, ever sees. So a row gives the bits it gives
  * with those terms at -inf, and is within 1e-6 (relative to its terms) of the definition in long
  * double. Rows of terms at max - 87 .. max - 10^4 and -inf among ordinary ones, rows whose max is
  * the only term over e^-87, odd lengths; 1 and 3 threads. */
@@ -1247,7 +1247,7 @@ Test(exec, log_softmax_terms_far_below_the_max_change_nothing)
 				int64_t k = (int64_t)(s >> 4) % 12;
 				float d = r % 4 == 3 || (s >> 3) % 2 ? far[k] : v; /* rows of far terms alone, else half */
 				x[r * len + j] = j == r % len ? m : m + d;
-				cut[r * len + j] = j != r % len && m + d - m < -87.68f ? -INFINITY : x[r * len + j];
+				cut[r * len + j] = j != r % len && m + d - m < -87.0f ? -INFINITY : x[r * len + j];
 			}
 			lab[r] = (r * 7) % len; /* ordinary or far terms alike */
 		}
