@@ -1330,27 +1330,9 @@ Test(exec, powadam_diet_adam_factored_matches_the_divisions)
 }
 
 /* #52 gelupool: MaxPool without its Indices output (pool.c: one max a window element on AVX-512,
- * no offsets kept) against the definition written here: the window's elements inside the image in
- * row-major order, the first taken, then each strictly greater one (a NaN wins only as the first;
- * of +0 and -0 the first), bit for bit with NaN payloads, float32 and float64, at strides 1 and 2,
- * widths around the 16- and 8-lane vectors and the 256-output runs, at 1 and 3 threads. */
-static double gelupool_max(const double *v, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad, int64_t oy,
-			   int64_t ox)
-{
-	double m = 0;
-	int any = 0;
-	for (int64_t i = 0; i < k; i++)
-		for (int64_t j = 0; j < k; j++) {
-			int64_t iy = oy * s - pad + i, ix = ox * s - pad + j;
-			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-				continue;
-			if (!any || v[iy * w + ix] > m)
-				m = v[iy * w + ix];
-			any = 1;
-		}
-	return m;
-}
-
+ * no offsets kept) against its definition (rf_max), bit for bit with NaN payloads, float32 and
+ * float64, at strides 1 and 2, widths around the 16- and 8-lane vectors and the 256-output runs, at
+ * 1 and 3 threads. */
 Test(exec, gelupool_max_pool_without_indices_matches_its_definition)
 {
 	static const int64_t cases[][5] = {/* h, w, k, stride, pad */
@@ -1387,7 +1369,8 @@ Test(exec, gelupool_max_pool_without_indices_matches_its_definition)
 					for (int64_t oy = 0; oy < oh; oy++)
 						for (int64_t ox = 0; ox < ow; ox++) {
 							int64_t o = (nc * oh + oy) * ow + ox;
-							double r = gelupool_max(v + nc * sp, h, w, k, s, pad, oy, ox);
+							const int64_t kk[2] = {k, k}, ss[2] = {s, s}, one[2] = {1, 1}, pp[2] = {pad, pad};
+							double r = rf_max(v + nc * sp, h, w, kk, ss, one, pp, oy, ox);
 							if (!rf_same_nan(y, o, r, f64, 0) && !wrong++)
 								first = o;
 						}

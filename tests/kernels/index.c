@@ -1255,25 +1255,8 @@ Test(exec, nzsce_softmax_cross_entropy_picks_the_log_softmax_bits)
 
 /* #52e adampool: MaxPool's separable float32 path (pool.c's max_planes_sep_f32: the rows'
  * horizontal maxima, then their vertical max; planes with a NaN made again by the window walk)
- * against the window walk written here: the window's elements inside the image in row-major order,
- * the first taken, then each strictly greater one (a NaN wins only as the first), -inf for a window
- * with none; bit for bit, at 1 and 3 threads. */
-static float adampool_max(const float *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st,
-			  const int64_t *d, const int64_t *pad, int64_t oy, int64_t ox)
-{
-	float m = -INFINITY;
-	int any = 0;
-	for (int64_t i = 0; i < k[0]; i++)
-		for (int64_t j = 0; j < k[1]; j++) {
-			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
-			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-				continue;
-			if (!any || v[iy * w + ix] > m)
-				m = v[iy * w + ix];
-			any = 1;
-		}
-	return m;
-}
+ * against the window walk (rf_max, on the planes widened to double: each max is one of their elements,
+ * its float bits kept); bit for bit, at 1 and 3 threads. */
 
 Test(exec, adampool_max_pool_separable_matches_the_window_walk)
 {
@@ -1291,6 +1274,7 @@ Test(exec, adampool_max_pool_separable_matches_the_window_walk)
 		int64_t d[2] = {cs[6], cs[7]}, pad[2] = {cs[8], cs[9]}, dims[4] = {2, NC / 2, h, w};
 		int ceil = c == 9;
 		float *v = xmalloc((size_t)(NC * sp) * sizeof *v);
+		double *vd = xmalloc((size_t)(NC * sp) * sizeof *vd);
 		uint32_t seed = (uint32_t)c * 29 + 5;
 		/* planes 0 and 3 keep rf_value's NaNs (the walk's fallback); the others have none: their
 		 * NaNs become zeros of both signs, beside its rows of zeros, of -inf and of ties */
@@ -1301,6 +1285,8 @@ Test(exec, adampool_max_pool_separable_matches_the_window_walk)
 		}
 		if (c == 1) /* a plane with one NaN alone, in its last element */
 			v[2 * sp - 1] = NAN;
+		for (int64_t i = 0; i < NC * sp; i++)
+			vd[i] = v[i];
 		char node[400];
 		snprintf(node, sizeof node,
 			 "{op: MaxPool, inputs: [x], outputs: [y], attrs: {kernel_shape: [%lld, %lld], strides: [%lld, %lld], "
@@ -1320,7 +1306,7 @@ Test(exec, adampool_max_pool_separable_matches_the_window_walk)
 				for (int64_t oy = 0; oy < oh; oy++)
 					for (int64_t ox = 0; ox < ow; ox++) {
 						int64_t o = (nc * oh + oy) * ow + ox;
-						float r = adampool_max(v + nc * sp, h, w, k, st, d, pad, oy, ox);
+						float r = (float)rf_max(vd + nc * sp, h, w, k, st, d, pad, oy, ox);
 						if (memcmp(&r, (const float *)y->data + o, 4) && !wrong++)
 							first = o;
 					}
@@ -1337,6 +1323,7 @@ Test(exec, adampool_max_pool_separable_matches_the_window_walk)
 		xfree(bits[0]);
 		xfree(bits[1]);
 		xfree(v);
+		xfree(vd);
 		pool_set_threads(1);
 	}
 }

@@ -51,6 +51,11 @@ int rf_same_nan(const struct rtensor *y, int64_t i, double r, int f64, int any_n
  * positions inside the padded image (the ceil_mode overhang beyond the pads not counted) */
 double rf_avg(const double *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st, const int64_t *d,
 	      const int64_t *pad, int incl, int64_t oy, int64_t ox);
+/* MaxPool by its definition: the window's elements inside the image in row-major window order, the
+ * first taken, then each strictly greater one (a NaN wins only as the first; of +0 and -0 the
+ * first), -inf for a window with none */
+double rf_max(const double *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st, const int64_t *d,
+	      const int64_t *pad, int64_t oy, int64_t ox);
 /* n source elements of dtype dt: special values first, then random bits (NaN payloads, subnormals,
  * every float16 and bfloat16 pattern once their count allows) */
 void cf_fill(int dt, void *data, int64_t n, uint64_t seed);

@@ -233,3 +233,20 @@ void lrn_shape_run(struct shape_run *s, struct rtensor *t, int64_t size, double 
 		 (long long)size, alpha, beta, bias);
 	shape_run(s, node, t, 1, th);
 }
+
+double rf_max(const double *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st, const int64_t *d,
+	      const int64_t *pad, int64_t oy, int64_t ox)
+{
+	double m = -INFINITY;
+	int any = 0;
+	for (int64_t i = 0; i < k[0]; i++)
+		for (int64_t j = 0; j < k[1]; j++) {
+			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
+			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+				continue;
+			if (!any || v[iy * w + ix] > m)
+				m = v[iy * w + ix];
+			any = 1;
+		}
+	return m;
+}
