@@ -595,28 +595,6 @@ static struct exec *pl_run(const char *yaml, int dt, int nd, const int64_t *dims
 	return x;
 }
 
-/* MaxPool by its definition: the window's elements inside the image in row-major window order,
- * the first taken, then each strictly greater one (a NaN wins only as the first); its index
- * flattened over the whole input */
-static double pl_max(const double *v, int64_t nc, int64_t h, int64_t w, const int64_t *k, const int64_t *st,
-		     const int64_t *d, const int64_t *pad, int64_t oy, int64_t ox, int64_t *arg)
-{
-	double m = 0;
-	*arg = -1;
-	for (int64_t i = 0; i < k[0]; i++)
-		for (int64_t j = 0; j < k[1]; j++) {
-			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
-			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-				continue;
-			double x = v[(nc * h + iy) * w + ix];
-			if (*arg < 0 || x > m) {
-				m = x;
-				*arg = (nc * h + iy) * w + ix;
-			}
-		}
-	return m;
-}
-
 /* data with many ties: small integers and zeros of both signs, infinities and NaNs of distinct
  * payloads */
 static double pl_value(uint32_t *s)
@@ -689,7 +667,8 @@ Test(exec, pool_max_pool_matches_its_definition_bit_for_bit)
 				for (int64_t oy = 0; oy < oh; oy++)
 					for (int64_t ox = 0; ox < ow; ox++) {
 						int64_t arg, o = (nc * oh + oy) * ow + ox;
-						double r = pl_max(v, nc, k->h, k->w, k->k, k->s, k->d, k->pad, oy, ox, &arg);
+						double r = rf_max(v + nc * k->h * k->w, k->h, k->w, k->k, k->s, k->d, k->pad, oy, ox, &arg);
+						arg += arg < 0 ? 0 : nc * k->h * k->w; /* flattened over the whole input */
 						if ((!rf_same_nan(y, o, r, f64, 0) || ((const int64_t *)ix->data)[o] != arg) && !wrong++)
 							first = o;
 					}

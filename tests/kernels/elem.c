@@ -1370,7 +1370,7 @@ Test(exec, gelupool_max_pool_without_indices_matches_its_definition)
 						for (int64_t ox = 0; ox < ow; ox++) {
 							int64_t o = (nc * oh + oy) * ow + ox;
 							const int64_t kk[2] = {k, k}, ss[2] = {s, s}, one[2] = {1, 1}, pp[2] = {pad, pad};
-							double r = rf_max(v + nc * sp, h, w, kk, ss, one, pp, oy, ox);
+							double r = rf_max(v + nc * sp, h, w, kk, ss, one, pp, oy, ox, NULL);
 							if (!rf_same_nan(y, o, r, f64, 0) && !wrong++)
 								first = o;
 						}

@@ -1306,7 +1306,7 @@ Test(exec, adampool_max_pool_separable_matches_the_window_walk)
 				for (int64_t oy = 0; oy < oh; oy++)
 					for (int64_t ox = 0; ox < ow; ox++) {
 						int64_t o = (nc * oh + oy) * ow + ox;
-						float r = (float)rf_max(vd + nc * sp, h, w, k, st, d, pad, oy, ox);
+						float r = (float)rf_max(vd + nc * sp, h, w, k, st, d, pad, oy, ox, NULL);
 						if (memcmp(&r, (const float *)y->data + o, 4) && !wrong++)
 							first = o;
 					}

@@ -53,9 +53,9 @@ double rf_avg(const double *v, int64_t h, int64_t w, const int64_t *k, const int
 	      const int64_t *pad, int incl, int64_t oy, int64_t ox);
 /* MaxPool by its definition: the window's elements inside the image in row-major window order, the
  * first taken, then each strictly greater one (a NaN wins only as the first; of +0 and -0 the
- * first), -inf for a window with none */
+ * first), -inf for a window with none; its index in the plane into *arg (-1: none) where arg is not NULL */
 double rf_max(const double *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st, const int64_t *d,
-	      const int64_t *pad, int64_t oy, int64_t ox);
+	      const int64_t *pad, int64_t oy, int64_t ox, int64_t *arg);
 /* n source elements of dtype dt: special values first, then random bits (NaN payloads, subnormals,
  * every float16 and bfloat16 pattern once their count allows) */
 void cf_fill(int dt, void *data, int64_t n, uint64_t seed);

@@ -235,18 +235,21 @@ void lrn_shape_run(struct shape_run *s, struct rtensor *t, int64_t size, double 
 }
 
 double rf_max(const double *v, int64_t h, int64_t w, const int64_t *k, const int64_t *st, const int64_t *d,
-	      const int64_t *pad, int64_t oy, int64_t ox)
+	      const int64_t *pad, int64_t oy, int64_t ox, int64_t *arg)
 {
 	double m = -INFINITY;
-	int any = 0;
+	int64_t at = -1;
 	for (int64_t i = 0; i < k[0]; i++)
 		for (int64_t j = 0; j < k[1]; j++) {
 			int64_t iy = oy * st[0] - pad[0] + i * d[0], ix = ox * st[1] - pad[1] + j * d[1];
 			if (iy < 0 || iy >= h || ix < 0 || ix >= w)
 				continue;
-			if (!any || v[iy * w + ix] > m)
+			if (at < 0 || v[iy * w + ix] > m) {
 				m = v[iy * w + ix];
-			any = 1;
+				at = iy * w + ix;
+			}
 		}
+	if (arg)
+		*arg = at;
 	return m;
 }
